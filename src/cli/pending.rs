@@ -1,0 +1,96 @@
+//! `pending`, `pending resolve ID --scope S`, `pending reject ID`.
+
+use super::{print_json, scope_arg, EXIT_FAILED, EXIT_OK};
+use crate::model::{shorten, OutcomeKind};
+use crate::store::Store;
+use anyhow::Result;
+use clap::{Args, Subcommand};
+
+#[derive(Debug, Args)]
+pub struct PendingArgs {
+    #[command(subcommand)]
+    pub command: Option<PendingCommand>,
+    /// Include resolved and rejected items
+    #[arg(long)]
+    pub all: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PendingCommand {
+    /// Write the item to the chosen scope through the write path
+    Resolve {
+        id: i64,
+        /// A candidate scope, or one you name explicitly
+        #[arg(long)]
+        scope: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Drop the item without writing anything
+    Reject {
+        id: i64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
+    match a.command {
+        None => {
+            let items = store.pending(a.all)?;
+            if a.json {
+                print_json(&items)?;
+                return Ok(EXIT_OK);
+            }
+            if items.is_empty() {
+                println!("no pending items: every write had a clear scope");
+            }
+            for p in &items {
+                let cands: Vec<String> = p.candidates.iter().map(|c| c.to_string()).collect();
+                println!(
+                    "#{} {} · {} = {}  [{}]  {}  {}",
+                    p.id,
+                    p.subject,
+                    p.predicate,
+                    shorten(&p.value.to_string(), 60),
+                    cands.join(" | "),
+                    p.source,
+                    if p.status == "open" {
+                        String::new()
+                    } else {
+                        format!("({} → {})", p.status, p.resolution.as_deref().unwrap_or(""))
+                    }
+                );
+                if let Some(raw) = &p.raw {
+                    println!("    “{}”", shorten(raw, 100));
+                }
+            }
+            Ok(EXIT_OK)
+        }
+        Some(PendingCommand::Resolve { id, scope, json }) => {
+            let scope = scope_arg(&scope)?;
+            let out = store.resolve_pending(id, &scope)?;
+            if json {
+                print_json(&out)?;
+            } else {
+                println!("{}", out.human());
+            }
+            Ok(if out.outcome == OutcomeKind::Rejected {
+                EXIT_FAILED
+            } else {
+                EXIT_OK
+            })
+        }
+        Some(PendingCommand::Reject { id, json }) => {
+            let item = store.reject_pending(id)?;
+            if json {
+                print_json(&item)?;
+            } else {
+                println!("rejected pending #{}: nothing was written", item.id);
+            }
+            Ok(EXIT_OK)
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! `resolve`, `list`, `history`.
+
+use super::{print_json, scope_arg, EXIT_OK};
+use crate::model::shorten;
+use crate::store::{ListFilter, Store};
+use anyhow::Result;
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct ResolveArgs {
+    #[arg(long)]
+    pub subject: String,
+    #[arg(long)]
+    pub predicate: String,
+    /// The repository the agent is working in
+    #[arg(long)]
+    pub repo: Option<String>,
+    /// The task the agent is working on
+    #[arg(long)]
+    pub task: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[arg(long)]
+    pub scope: Option<String>,
+    #[arg(long)]
+    pub subject: Option<String>,
+    #[arg(long)]
+    pub predicate: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[arg(long)]
+    pub subject: String,
+    #[arg(long)]
+    pub predicate: String,
+    #[arg(long)]
+    pub scope: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn check_context_id(kind: &str, id: &Option<String>) -> Result<()> {
+    if let Some(id) = id {
+        scope_arg(&format!("{kind}:{id}"))?;
+    }
+    Ok(())
+}
+
+pub fn resolve(store: &Store, a: ResolveArgs) -> Result<i32> {
+    check_context_id("repo", &a.repo)?;
+    check_context_id("task", &a.task)?;
+    let r = store.resolve(
+        &a.subject,
+        &a.predicate,
+        a.repo.as_deref(),
+        a.task.as_deref(),
+    )?;
+    if a.json {
+        print_json(&r)?;
+        return Ok(EXIT_OK);
+    }
+    match (&r.value, &r.scope) {
+        (Some(v), Some(s)) => println!(
+            "{} · {} = {} (from {s} v{}, source {})",
+            r.subject,
+            r.predicate,
+            v,
+            r.version.unwrap_or_default(),
+            r.source.as_deref().unwrap_or("")
+        ),
+        _ => println!("{} · {}: no memory applies here", r.subject, r.predicate),
+    }
+    for c in &r.considered {
+        let mark = match c.state.as_str() {
+            "wins" => "→ wins    ",
+            "shadowed" => "  shadowed",
+            "deleted" => "  deleted ",
+            _ => "  absent  ",
+        };
+        let value = c
+            .value
+            .as_ref()
+            .map(|v| format!(" = {v}"))
+            .unwrap_or_default();
+        println!("  {mark} {}{value}", c.scope);
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn list(store: &Store, a: ListArgs) -> Result<i32> {
+    let filter = ListFilter {
+        scope: a.scope.as_deref().map(scope_arg).transpose()?,
+        subject: a.subject,
+        predicate: a.predicate,
+    };
+    let records = store.list(&filter)?;
+    if a.json {
+        print_json(&records)?;
+        return Ok(EXIT_OK);
+    }
+    if records.is_empty() {
+        println!("no live memories match");
+    }
+    let mut last_scope = None;
+    for r in &records {
+        if last_scope.as_ref() != Some(&r.scope) {
+            println!("{}", r.scope);
+            last_scope = Some(r.scope.clone());
+        }
+        println!(
+            "  {} · {} = {}  v{}  ({})",
+            r.subject,
+            r.predicate,
+            shorten(&r.value.to_string(), 80),
+            r.version,
+            r.updated_at
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn history(store: &Store, a: HistoryArgs) -> Result<i32> {
+    let scope = a.scope.as_deref().map(scope_arg).transpose()?;
+    let events = store.history(&a.subject, &a.predicate, scope.as_ref())?;
+    if a.json {
+        print_json(&events)?;
+        return Ok(EXIT_OK);
+    }
+    if events.is_empty() {
+        println!(
+            "no history for {} · {}",
+            a.subject.trim(),
+            store.canonical_predicate(&a.predicate)?
+        );
+    }
+    for e in &events {
+        let version = e
+            .version
+            .map(|v| format!("v{v}"))
+            .unwrap_or_else(|| "-".into());
+        let value = e
+            .value
+            .as_ref()
+            .map(|v| shorten(&v.to_string(), 60))
+            .unwrap_or_else(|| "∅".into());
+        let seq = e.causal_seq.map(|s| format!("seq {s}")).unwrap_or_default();
+        let source = e.source.as_deref().unwrap_or("");
+        let detail = e
+            .detail
+            .as_ref()
+            .map(|d| format!(" {d}"))
+            .unwrap_or_default();
+        println!(
+            "{}  {:<17} {:<24} {:>4} {value}  {seq} {source}{detail}",
+            e.at, e.event, e.scope, version
+        );
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,117 @@
+//! `write`, `apply`.
+
+use super::{print_json, usage, EXIT_FAILED, EXIT_OK};
+use crate::model::{ScopeChoice, WriteRequest};
+use crate::store::Store;
+use anyhow::{Context, Result};
+use clap::Args;
+use std::io::Write;
+
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    #[arg(long)]
+    pub subject: String,
+    #[arg(long)]
+    pub predicate: String,
+    /// The value as a string
+    #[arg(
+        long,
+        conflicts_with = "value_json",
+        required_unless_present = "value_json"
+    )]
+    pub value: Option<String>,
+    /// The value as JSON (an object, number, list …)
+    #[arg(long, value_name = "JSON")]
+    pub value_json: Option<String>,
+    /// global, repo:<id> or task:<id>
+    #[arg(
+        long,
+        conflicts_with = "ambiguous",
+        required_unless_present = "ambiguous"
+    )]
+    pub scope: Option<String>,
+    /// Candidate scopes when the scope is unclear: queues the write for a human
+    #[arg(long, value_name = "SCOPE,SCOPE…")]
+    pub ambiguous: Option<String>,
+    /// Provenance, e.g. thread:23/message:14
+    #[arg(long)]
+    pub source: String,
+    /// The user's own words
+    #[arg(long)]
+    pub raw: Option<String>,
+    /// Causal sequence number from `memscope seq`, taken when the operation started
+    #[arg(long)]
+    pub causal_seq: Option<i64>,
+    /// Print the outcome as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn write(store: &mut Store, a: WriteArgs) -> Result<i32> {
+    let value = match (&a.value, &a.value_json) {
+        (Some(v), _) => serde_json::Value::String(v.clone()),
+        (None, Some(j)) => serde_json::from_str(j).map_err(|e| {
+            usage(format!(
+                "--value-json is not valid JSON ({e}): quote strings, e.g. '\"npm\"'"
+            ))
+        })?,
+        (None, None) => return Err(usage("give the value with --value or --value-json")),
+    };
+    let scope = match (&a.scope, &a.ambiguous) {
+        (Some(s), _) => ScopeChoice::Exact(super::scope_arg(s)?),
+        (None, Some(c)) => ScopeChoice::parse_candidates(c).map_err(usage)?,
+        (None, None) => {
+            return Err(usage(
+                "give --scope, or --ambiguous with two or more candidate scopes",
+            ))
+        }
+    };
+    let req = WriteRequest {
+        subject: a.subject,
+        predicate: a.predicate,
+        value,
+        scope,
+        source: a.source,
+        raw: a.raw,
+        causal_seq: a.causal_seq,
+    };
+    let out = store.write(&req)?;
+    if a.json {
+        print_json(&out)?;
+    } else {
+        println!("{}", out.human());
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn apply(store: &mut Store, file: &str) -> Result<i32> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    // One flush per committed batch keeps an interactive writer in step with its outcomes.
+    let mut emit = |batch: &[crate::model::WriteOutcome]| -> Result<()> {
+        for o in batch {
+            serde_json::to_writer(&mut out, o)?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+        Ok(())
+    };
+    let summary = if file == "-" {
+        store.apply(std::io::stdin().lock(), &mut emit)?
+    } else {
+        let f = std::fs::File::open(file).with_context(|| {
+            format!("cannot read {file}: pass a JSON Lines file or - for standard input")
+        })?;
+        store.apply(f, &mut emit)?
+    };
+    eprintln!(
+        "applied {} line(s): {} inserted, {} confirmed, {} superseded, {} stale, {} pending, {} rejected, {} error(s)",
+        summary.lines, summary.inserted, summary.confirmed, summary.superseded, summary.stale,
+        summary.pending, summary.rejected, summary.errors
+    );
+    Ok(if summary.errors > 0 {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}

@@ -1,0 +1,14 @@
+//! memscope: a correct write path, precedence resolution and a terminal UI over the shared
+//! SQLite memory database of coding agents.
+//!
+//! `store` is the only code that speaks SQL; `model` holds the plain domain types; `cli` prints
+//! what `store` returns; `tui` draws it.
+
+pub mod cli;
+pub mod demo;
+pub mod model;
+pub mod store;
+pub mod tui;
+
+pub use model::*;
+pub use store::{Clock, OpenMode, Store};

@@ -1,0 +1,629 @@
+//! The domain: identities, scopes, values and what a write can come to. Plain serde types;
+//! nothing here touches SQL or a terminal.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+
+/// Where a memory applies. Canonical text form: `global`, `repo:<id>`, `task:<id>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scope {
+    Global,
+    Repo(String),
+    Task(String),
+}
+
+impl Scope {
+    /// Parses the canonical text form; the error is one sentence a user can act on.
+    pub fn parse(text: &str) -> Result<Scope, String> {
+        let t = text.trim();
+        if t == "global" {
+            return Ok(Scope::Global);
+        }
+        let (kind, id) = match t.split_once(':') {
+            Some(parts) => parts,
+            None => {
+                return Err(format!(
+                    "unknown scope '{}': use global, repo:<id> or task:<id>",
+                    shorten(t, 60)
+                ))
+            }
+        };
+        if id.is_empty() {
+            return Err(format!(
+                "scope '{}' has no id: write it as {}:<id>, e.g. {}:legacy-dashboard",
+                shorten(t, 60),
+                kind,
+                kind
+            ));
+        }
+        if id.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!(
+                "scope id '{}' contains whitespace or control characters: ids are single words",
+                shorten(id, 60).escape_debug()
+            ));
+        }
+        match kind {
+            "repo" => Ok(Scope::Repo(id.to_string())),
+            "task" => Ok(Scope::Task(id.to_string())),
+            _ => Err(format!(
+                "unknown scope '{}': use global, repo:<id> or task:<id>",
+                shorten(t, 60)
+            )),
+        }
+    }
+
+    /// Precedence rank for resolution and grouping: task > repo > global.
+    pub fn rank(&self) -> u8 {
+        match self {
+            Scope::Task(_) => 2,
+            Scope::Repo(_) => 1,
+            Scope::Global => 0,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Scope::Global => "global",
+            Scope::Repo(_) => "repo",
+            Scope::Task(_) => "task",
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scope::Global => write!(f, "global"),
+            Scope::Repo(id) => write!(f, "repo:{id}"),
+            Scope::Task(id) => write!(f, "task:{id}"),
+        }
+    }
+}
+
+impl Serialize for Scope {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl<'de> Deserialize<'de> for Scope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Scope::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// (subject, predicate, scope): two records are the same memory only when all three match.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Identity {
+    pub subject: String,
+    pub predicate: String,
+    pub scope: Scope,
+}
+
+impl fmt::Display for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} · {} @ {}", self.subject, self.predicate, self.scope)
+    }
+}
+
+/// A write names one scope, or the candidates a human must choose between.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScopeChoice {
+    Exact(Scope),
+    Ambiguous(Vec<Scope>),
+}
+
+impl ScopeChoice {
+    /// Ambiguous writes need two or more distinct candidates.
+    pub fn ambiguous(candidates: Vec<Scope>) -> Result<ScopeChoice, String> {
+        let mut distinct: Vec<Scope> = Vec::new();
+        for c in candidates {
+            if !distinct.contains(&c) {
+                distinct.push(c);
+            }
+        }
+        if distinct.len() < 2 {
+            return Err(
+                "an ambiguous write needs at least two distinct candidate scopes, e.g. global,repo:web-app"
+                    .to_string(),
+            );
+        }
+        Ok(ScopeChoice::Ambiguous(distinct))
+    }
+
+    /// Parses `global` or a comma list for `--ambiguous`.
+    pub fn parse_candidates(text: &str) -> Result<ScopeChoice, String> {
+        let scopes = text
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .map(Scope::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        ScopeChoice::ambiguous(scopes)
+    }
+}
+
+impl Serialize for ScopeChoice {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ScopeChoice::Exact(scope) => scope.serialize(s),
+            ScopeChoice::Ambiguous(c) => {
+                #[derive(Serialize)]
+                struct A<'a> {
+                    ambiguous: &'a [Scope],
+                }
+                A { ambiguous: c }.serialize(s)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ScopeChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        match v {
+            Value::String(s) => Scope::parse(&s)
+                .map(ScopeChoice::Exact)
+                .map_err(serde::de::Error::custom),
+            Value::Object(map) => match map.get("ambiguous") {
+                Some(Value::Array(items)) => {
+                    let mut scopes = Vec::new();
+                    for item in items {
+                        match item {
+                            Value::String(s) => {
+                                scopes.push(Scope::parse(s).map_err(serde::de::Error::custom)?)
+                            }
+                            _ => {
+                                return Err(serde::de::Error::custom(
+                                    "ambiguous candidates must be scope strings",
+                                ))
+                            }
+                        }
+                    }
+                    ScopeChoice::ambiguous(scopes).map_err(serde::de::Error::custom)
+                }
+                _ => Err(serde::de::Error::custom(
+                    "scope object must be {\"ambiguous\": [\"global\", \"repo:<id>\", …]}",
+                )),
+            },
+            _ => Err(serde::de::Error::custom(
+                "scope must be a string like \"repo:web-app\" or {\"ambiguous\": [...]}",
+            )),
+        }
+    }
+}
+
+/// One write request, as `apply` reads it and `write` builds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteRequest {
+    pub subject: String,
+    pub predicate: String,
+    pub value: Value,
+    pub scope: ScopeChoice,
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causal_seq: Option<i64>,
+}
+
+impl WriteRequest {
+    /// Parses one JSON line; errors are one sentence naming the problem.
+    pub fn from_json_line(line: &str) -> Result<WriteRequest, String> {
+        let req: WriteRequest = serde_json::from_str(line).map_err(|e| {
+            let msg = e.to_string();
+            if e.is_syntax() || e.is_eof() {
+                format!("malformed JSON ({msg}): each line must be one JSON object")
+            } else {
+                format!("invalid write request: {msg}")
+            }
+        })?;
+        Ok(req)
+    }
+}
+
+/// What a write came to (SPEC §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutcomeKind {
+    Inserted,
+    Confirmed,
+    Superseded,
+    Stale,
+    Pending,
+    Rejected,
+    Error,
+}
+
+impl OutcomeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutcomeKind::Inserted => "inserted",
+            OutcomeKind::Confirmed => "confirmed",
+            OutcomeKind::Superseded => "superseded",
+            OutcomeKind::Stale => "stale",
+            OutcomeKind::Pending => "pending",
+            OutcomeKind::Rejected => "rejected",
+            OutcomeKind::Error => "error",
+        }
+    }
+}
+
+impl fmt::Display for OutcomeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The result of one write, as printed by `write` and `apply`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WriteOutcome {
+    pub outcome: OutcomeKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    pub subject: Option<String>,
+    pub predicate: Option<String>,
+    /// Canonical scope, or the candidate list for a pending write.
+    pub scope: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub causal_seq: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl WriteOutcome {
+    pub fn error(line: Option<u64>, message: impl Into<String>) -> WriteOutcome {
+        WriteOutcome {
+            outcome: OutcomeKind::Error,
+            line,
+            subject: None,
+            predicate: None,
+            scope: None,
+            version: None,
+            value: None,
+            previous: None,
+            pending_id: None,
+            causal_seq: None,
+            reason: None,
+            error: Some(message.into()),
+        }
+    }
+
+    /// One human line: `superseded user:42 · package_manager @ global v3 (was "pnpm")`.
+    pub fn human(&self) -> String {
+        if let Some(err) = &self.error {
+            return match self.line {
+                Some(l) => format!("error on line {l}: {err}"),
+                None => format!("error: {err}"),
+            };
+        }
+        let scope = match &self.scope {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let mut s = format!(
+            "{} {} · {} @ {}",
+            self.outcome,
+            self.subject.as_deref().unwrap_or(""),
+            self.predicate.as_deref().unwrap_or(""),
+            scope
+        );
+        if let Some(v) = self.version {
+            s.push_str(&format!(" v{v}"));
+        }
+        if let Some(v) = &self.value {
+            s.push_str(&format!(" = {v}"));
+        }
+        if let Some(p) = &self.previous {
+            s.push_str(&format!(" (was {p})"));
+        }
+        if let Some(id) = self.pending_id {
+            s.push_str(&format!(" (pending #{id}: a human must choose the scope)"));
+        }
+        if let Some(r) = &self.reason {
+            s.push_str(&format!(" — {r}"));
+        }
+        s
+    }
+}
+
+/// A live record of the current view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryRecord {
+    pub subject: String,
+    pub predicate: String,
+    pub scope: Scope,
+    pub value: Value,
+    pub version: i64,
+    pub source: String,
+    pub causal_seq: i64,
+    pub raw: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+    pub confirmed_at: Option<String>,
+    pub confirm_count: i64,
+}
+
+impl MemoryRecord {
+    pub fn identity(&self) -> Identity {
+        Identity {
+            subject: self.subject.clone(),
+            predicate: self.predicate.clone(),
+            scope: self.scope.clone(),
+        }
+    }
+}
+
+/// One row of the append-only event log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEvent {
+    pub id: i64,
+    pub event: String,
+    pub subject: String,
+    pub predicate: String,
+    pub scope: String,
+    pub version: Option<i64>,
+    pub value: Option<Value>,
+    pub raw: Option<String>,
+    pub source: Option<String>,
+    pub causal_seq: Option<i64>,
+    pub at: String,
+    /// Event-specific facts: reason, purged count, pending id …
+    pub detail: Option<Value>,
+}
+
+/// An ambiguous write waiting for a human.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingItem {
+    pub id: i64,
+    pub subject: String,
+    pub predicate: String,
+    pub value: Value,
+    pub raw: Option<String>,
+    pub source: String,
+    pub causal_seq: i64,
+    pub candidates: Vec<Scope>,
+    pub status: String,
+    pub created_at: String,
+    pub resolved_scope: Option<String>,
+    pub resolution: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tombstone {
+    pub subject: String,
+    pub predicate: String,
+    pub scope: Scope,
+    pub version: i64,
+    pub reason: Option<String>,
+    pub deleted_at: String,
+}
+
+/// One scope that resolution looked at.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Considered {
+    pub scope: String,
+    pub found: bool,
+    pub value: Option<Value>,
+    pub wins: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
+    /// `found`, `shadowed`, `absent` or `deleted`.
+    pub state: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolution {
+    pub found: bool,
+    pub subject: String,
+    pub predicate: String,
+    pub value: Option<Value>,
+    pub scope: Option<String>,
+    pub version: Option<i64>,
+    pub source: Option<String>,
+    pub considered: Vec<Considered>,
+}
+
+/// What a delete targets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeleteTarget {
+    Identity(Identity),
+    Predicate { subject: String, predicate: String },
+    Subject(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TombstoneRef {
+    pub subject: String,
+    pub predicate: String,
+    pub scope: String,
+    pub version: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeleteReport {
+    pub tombstoned: Vec<TombstoneRef>,
+    pub purged_versions: i64,
+    pub purged_pending: i64,
+    /// False when an open reader blocked the WAL truncation; the debt is recorded and paid later.
+    pub disk_purged: bool,
+}
+
+/// What a delete would destroy, for a confirm dialog (computed without writing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct DeletePreview {
+    pub identities: Vec<Identity>,
+    pub live_records: i64,
+    pub versions: i64,
+    pub raw_texts: i64,
+    pub events: i64,
+    pub pending_items: i64,
+}
+
+/// Cuts `s` to at most `max` characters, marking the cut with an ellipsis.
+pub fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// The comparison form of a value: strings trimmed, case folded, inner whitespace collapsed;
+/// object keys unordered (serde_json's map is sorted).
+pub fn value_key(v: &Value) -> Value {
+    match v {
+        Value::String(s) => Value::String(
+            s.split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(value_key).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), value_key(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+pub fn same_value(a: &Value, b: &Value) -> bool {
+    value_key(a) == value_key(b)
+}
+
+/// Predicate normal form before aliasing: trimmed, camelCase split, lower-cased, spaces,
+/// hyphens and dots to `_`, repeats collapsed.
+pub fn normalize_predicate(raw: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(raw.len() + 4);
+    let mut prev: Option<char> = None;
+    for c in raw.trim().chars() {
+        if c.is_control() {
+            return Err(
+                "predicate contains control characters: use a plain name like package_manager"
+                    .into(),
+            );
+        }
+        let sep = c.is_whitespace() || c == '-' || c == '.' || c == '_' || c == '/';
+        if sep {
+            out.push('_');
+        } else {
+            if c.is_uppercase() {
+                if let Some(p) = prev {
+                    if p.is_lowercase() || p.is_ascii_digit() {
+                        out.push('_');
+                    }
+                }
+            }
+            out.extend(c.to_lowercase());
+        }
+        prev = Some(c);
+    }
+    let mut collapsed = String::with_capacity(out.len());
+    for c in out.chars() {
+        if c == '_' && (collapsed.is_empty() || collapsed.ends_with('_')) {
+            continue;
+        }
+        collapsed.push(c);
+    }
+    while collapsed.ends_with('_') {
+        collapsed.pop();
+    }
+    if collapsed.is_empty() {
+        return Err(
+            "predicate is empty: name what the memory is about, e.g. package_manager".into(),
+        );
+    }
+    Ok(collapsed)
+}
+
+/// A subject is any non-empty trimmed text without control characters.
+pub fn normalize_subject(raw: &str) -> Result<String, String> {
+    let t = raw.trim();
+    if t.is_empty() {
+        return Err("subject is empty: name who the memory is about, e.g. user:42".into());
+    }
+    if t.chars().any(|c| c.is_control()) {
+        return Err("subject contains control characters: use plain text like user:42".into());
+    }
+    Ok(t.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn scopes_parse_and_print_canonically() {
+        assert_eq!(Scope::parse("global").unwrap(), Scope::Global);
+        assert_eq!(
+            Scope::parse(" repo:legacy-dashboard ").unwrap().to_string(),
+            "repo:legacy-dashboard"
+        );
+        assert_eq!(
+            Scope::parse("task:修复-1").unwrap(),
+            Scope::Task("修复-1".into())
+        );
+        assert!(Scope::parse("repo:").unwrap_err().contains("no id"));
+        assert!(Scope::parse("galaxy:x")
+            .unwrap_err()
+            .contains("unknown scope"));
+        assert!(Scope::parse("repo:a b").is_err());
+        assert!(Scope::parse("").is_err());
+    }
+
+    #[test]
+    fn predicates_normalize_to_one_form() {
+        for p in [
+            "Package Manager",
+            "package-manager",
+            "packageManager",
+            " package..manager_ ",
+        ] {
+            assert_eq!(normalize_predicate(p).unwrap(), "package_manager", "{p}");
+        }
+        assert_eq!(normalize_predicate("包管理器").unwrap(), "包管理器");
+        assert_eq!(normalize_predicate("HTTPServer").unwrap(), "httpserver");
+        assert!(normalize_predicate(" -_. ").is_err());
+    }
+
+    #[test]
+    fn values_compare_loosely_but_keep_spelling() {
+        assert!(same_value(&json!(" PNPM "), &json!("pnpm")));
+        assert!(same_value(&json!("npm  ci"), &json!("NPM ci")));
+        assert!(!same_value(&json!("npm"), &json!("pnpm")));
+        assert!(same_value(
+            &json!({"a": "X", "b": 1}),
+            &json!({"b": 1, "a": "x"})
+        ));
+    }
+
+    #[test]
+    fn ambiguous_needs_two_distinct_candidates() {
+        assert!(ScopeChoice::parse_candidates("global,global").is_err());
+        assert!(ScopeChoice::parse_candidates("global").is_err());
+        assert!(ScopeChoice::parse_candidates("global,repo:web-app").is_ok());
+        let r = WriteRequest::from_json_line(
+            r#"{"subject":"u","predicate":"p","value":"v","scope":{"ambiguous":["global"]},"source":"s"}"#,
+        );
+        assert!(r.unwrap_err().contains("two distinct"));
+    }
+}

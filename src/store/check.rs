@@ -1,0 +1,511 @@
+//! `check`: proves the six invariants of SPEC §6 from outside, on any database (including one a
+//! raw-SQL client damaged after dropping the triggers), and reports the health figures.
+
+use super::write::PreparedWrite;
+use super::Store;
+use crate::model::{normalize_predicate, Identity, ScopeChoice, WriteOutcome};
+use anyhow::{bail, Result};
+use fuzzy_matcher::skim::SkimMatcherV2;
+use fuzzy_matcher::FuzzyMatcher;
+use rusqlite::{Connection, ToSql};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// 1..=6, as numbered in SPEC §6.
+    pub invariant: u8,
+    pub name: &'static str,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub ok: bool,
+    pub violations: Vec<Violation>,
+    pub metrics: BTreeMap<String, serde_json::Value>,
+}
+
+const NAMES: [&str; 7] = [
+    "",
+    "uniqueness",
+    "causal monotonicity",
+    "deletion monotonicity",
+    "current view = history",
+    "version contiguity",
+    "normalization",
+];
+
+/// Which rows a check looks at: the whole database, or one identity (the per-write assert).
+enum Filter<'a> {
+    All,
+    One(&'a Identity, String),
+}
+
+impl Filter<'_> {
+    /// A WHERE fragment over `alias.subject/predicate/scope`, bound to ?1..?3.
+    fn sql(&self, alias: &str) -> String {
+        match self {
+            Filter::All => "1".into(),
+            Filter::One(..) => {
+                format!("{alias}.subject = ?1 AND {alias}.predicate = ?2 AND {alias}.scope = ?3")
+            }
+        }
+    }
+    fn params(&self) -> Vec<&dyn ToSql> {
+        match self {
+            Filter::All => vec![],
+            Filter::One(id, scope) => vec![&id.subject, &id.predicate, scope],
+        }
+    }
+}
+
+struct Checker<'a> {
+    conn: &'a Connection,
+    violations: Vec<Violation>,
+    limit: usize,
+}
+
+impl Checker<'_> {
+    fn push(&mut self, invariant: u8, detail: String) {
+        if self.violations.len() < self.limit {
+            self.violations.push(Violation {
+                invariant,
+                name: NAMES[invariant as usize],
+                detail,
+            });
+        }
+    }
+
+    /// Runs `sql` and records one violation per row, described by the row's columns.
+    fn rows(
+        &mut self,
+        invariant: u8,
+        sql: &str,
+        f: &Filter<'_>,
+        describe: &dyn Fn(&rusqlite::Row<'_>) -> rusqlite::Result<String>,
+    ) -> Result<()> {
+        let mut stmt = self.conn.prepare(sql)?;
+        let mut rows = stmt.query(f.params().as_slice())?;
+        let mut found = Vec::new();
+        while let Some(r) = rows.next()? {
+            found.push(describe(r)?);
+            if found.len() >= self.limit {
+                break;
+            }
+        }
+        for d in found {
+            self.push(invariant, d);
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, f: &Filter<'_>) -> Result<()> {
+        let ident = |r: &rusqlite::Row<'_>| -> rusqlite::Result<String> {
+            Ok(format!(
+                "{} · {} @ {}",
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?
+            ))
+        };
+        // 1. Uniqueness.
+        self.rows(1, &format!(
+            "SELECT subject, predicate, scope, count(*) FROM memories m WHERE {} GROUP BY subject, predicate, scope HAVING count(*) > 1",
+            f.sql("m")), f,
+            &|r| Ok(format!("{} has {} current records", ident(r)?, r.get::<_, i64>(3)?)))?;
+
+        // 2. The current record carries the highest causal_seq of its applied versions.
+        self.rows(2, &format!(
+            "SELECT m.subject, m.predicate, m.scope, m.causal_seq, max(h.causal_seq) FROM memories m
+             JOIN history h ON h.subject = m.subject AND h.predicate = m.predicate AND h.scope = m.scope AND h.event = 'set'
+             WHERE {} GROUP BY m.id HAVING max(h.causal_seq) > m.causal_seq", f.sql("m")), f,
+            &|r| Ok(format!("{}: current causal_seq {} is below an applied version's {}", ident(r)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?)))?;
+
+        // 3. Deletion monotonicity.
+        self.rows(
+            3,
+            &format!(
+                "SELECT m.subject, m.predicate, m.scope FROM memories m JOIN tombstones t
+             ON t.subject = m.subject AND t.predicate = m.predicate AND t.scope = m.scope WHERE {}",
+                f.sql("m")
+            ),
+            f,
+            &|r| {
+                Ok(format!(
+                    "{} is tombstoned but has a current record",
+                    ident(r)?
+                ))
+            },
+        )?;
+        self.rows(3, &format!(
+            "SELECT h.subject, h.predicate, h.scope, count(*) FROM history h JOIN tombstones t
+             ON t.subject = h.subject AND t.predicate = h.predicate AND t.scope = h.scope
+             WHERE {} AND (h.value IS NOT NULL OR h.raw IS NOT NULL) GROUP BY h.subject, h.predicate, h.scope", f.sql("h")), f,
+            &|r| Ok(format!("{} is tombstoned but {} history row(s) still hold content", ident(r)?, r.get::<_, i64>(3)?)))?;
+        self.rows(3, &format!(
+            "SELECT t.subject, t.predicate, t.scope, t.version, max(h.version) FROM tombstones t JOIN history h
+             ON t.subject = h.subject AND t.predicate = h.predicate AND t.scope = h.scope AND h.event = 'set'
+             WHERE {} GROUP BY t.subject, t.predicate, t.scope HAVING max(h.version) >= t.version", f.sql("t")), f,
+            &|r| Ok(format!("{}: tombstone v{} is not above version {}", ident(r)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?)))?;
+        self.rows(3, &format!(
+            "SELECT p.subject, p.predicate, t.scope, p.id FROM pending p JOIN tombstones t
+             ON t.subject = p.subject AND t.predicate = p.predicate
+             WHERE {} AND p.status <> 'open' AND p.resolved_scope = t.scope AND p.resolved_at < t.deleted_at",
+            match f { Filter::All => "1".to_string(), Filter::One(..) => "p.subject = ?1 AND p.predicate = ?2 AND t.scope = ?3".to_string() }), f,
+            &|r| Ok(format!("{}: pending item #{} still holds content written before the delete", ident(r)?, r.get::<_, i64>(3)?)))?;
+
+        // 4. Current view = the latest applied version in history.
+        self.rows(4, &format!(
+            "SELECT m.subject, m.predicate, m.scope, m.version FROM memories m WHERE {} AND NOT EXISTS (
+                SELECT 1 FROM history h WHERE h.subject = m.subject AND h.predicate = m.predicate AND h.scope = m.scope
+                AND h.event = 'set' AND h.version = m.version AND h.causal_seq = m.causal_seq
+                AND (h.value IS NULL OR h.value = m.value))", f.sql("m")), f,
+            &|r| Ok(format!("{}: current v{} has no matching applied version in history", ident(r)?, r.get::<_, i64>(3)?)))?;
+
+        // 2, 4, 5 per identity: walk the log oldest first.
+        self.walk_history(f)?;
+
+        // 6. Normalization.
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT DISTINCT m.predicate, a.canonical FROM memories m LEFT JOIN predicate_aliases a ON a.alias = m.predicate WHERE {}",
+            f.sql("m")))?;
+        let preds: Vec<(String, Option<String>)> = stmt
+            .query_map(f.params().as_slice(), |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        for (p, canonical) in preds {
+            if let Some(c) = canonical {
+                self.push(6, format!("current predicate '{p}' is an alias of '{c}'"));
+            } else if normalize_predicate(&p).ok().as_deref() != Some(p.as_str()) {
+                self.push(6, format!("current predicate '{p}' is not in normal form"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Version contiguity (5), causal order of applied versions (2) and that the latest applied
+    /// version is what is current (4), one identity at a time: a merge of the history log and
+    /// the current view, both read in identity order.
+    fn walk_history(&mut self, f: &Filter<'_>) -> Result<()> {
+        let mut mem_stmt = self.conn.prepare(&format!(
+            "SELECT m.subject, m.predicate, m.scope, m.version FROM memories m WHERE {} ORDER BY m.subject, m.predicate, m.scope",
+            f.sql("m")))?;
+        let mut mem_rows = mem_stmt.query(f.params().as_slice())?;
+        let mut next_mem = next_current(&mut mem_rows)?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail FROM history h
+             WHERE {} ORDER BY h.subject, h.predicate, h.scope, h.id", f.sql("h")))?;
+        let mut rows = stmt.query(f.params().as_slice())?;
+        let mut group: Option<Key> = None;
+        let mut st = WalkState::default();
+        let mut found: Vec<(u8, String)> = Vec::new();
+        loop {
+            let row = rows.next()?;
+            let key: Option<Key> = match row {
+                Some(r) => Some((r.get(0)?, r.get(1)?, r.get(2)?)),
+                None => None,
+            };
+            if key != group {
+                if let Some(g) = group.take() {
+                    // Current records sorted before this group have no history at all.
+                    while let Some((k, v)) = next_mem.take() {
+                        if k < g {
+                            found.push((4, format!("{}: current v{v} has no history", label(&k))));
+                            next_mem = next_current(&mut mem_rows)?;
+                        } else {
+                            next_mem = Some((k, v));
+                            break;
+                        }
+                    }
+                    let mem_version = match next_mem.take() {
+                        Some((k, v)) if k == g => {
+                            next_mem = next_current(&mut mem_rows)?;
+                            Some(v)
+                        }
+                        other => {
+                            next_mem = other;
+                            None
+                        }
+                    };
+                    st.finish(&g, mem_version, &mut found);
+                }
+                st = WalkState::default();
+                group = key;
+            }
+            let (Some(r), Some(g)) = (row, group.as_ref()) else {
+                break;
+            };
+            let event: String = r.get(3)?;
+            let version: Option<i64> = r.get(4)?;
+            let seq: Option<i64> = r.get(5)?;
+            match event.as_str() {
+                "set" => {
+                    let v = version.unwrap_or(-1);
+                    if v != st.expected {
+                        found.push((
+                            5,
+                            format!(
+                                "{}: applied version {v} where {} was expected",
+                                label(g),
+                                st.expected
+                            ),
+                        ));
+                    }
+                    if let (Some(prev), Some(s)) = (st.last_seq, seq) {
+                        if s <= prev {
+                            found.push((2, format!("{}: v{v} has causal_seq {s}, not above the previous version's {prev}", label(g))));
+                        }
+                    }
+                    st.last_seq = seq.or(st.last_seq);
+                    st.expected = v.max(st.expected) + 1;
+                    st.live = Some(v);
+                }
+                "deleted" => {
+                    let detail: Option<String> = r.get(6)?;
+                    let purged = detail
+                        .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
+                        .and_then(|d| d.get("purged_versions").and_then(|p| p.as_i64()))
+                        .unwrap_or(0);
+                    let v = version.unwrap_or(-1);
+                    let want = st.expected + purged;
+                    if v != want {
+                        found.push((
+                            5,
+                            format!(
+                                "{}: tombstone v{v} where {want} was expected ({purged} purged)",
+                                label(g)
+                            ),
+                        ));
+                    }
+                    st.expected = v.max(want) + 1;
+                    st.live = None;
+                    st.last_seq = None;
+                }
+                "removed" => st.live = None,
+                _ => {}
+            }
+        }
+        while let Some((k, v)) = next_mem.take() {
+            found.push((4, format!("{}: current v{v} has no history", label(&k))));
+            next_mem = next_current(&mut mem_rows)?;
+        }
+        for (i, d) in found {
+            self.push(i, d);
+        }
+        Ok(())
+    }
+}
+
+type Key = (String, String, String);
+
+fn label(k: &Key) -> String {
+    format!("{} · {} @ {}", k.0, k.1, k.2)
+}
+
+fn next_current(rows: &mut rusqlite::Rows<'_>) -> Result<Option<(Key, i64)>> {
+    Ok(match rows.next()? {
+        Some(r) => Some(((r.get(0)?, r.get(1)?, r.get(2)?), r.get(3)?)),
+        None => None,
+    })
+}
+
+struct WalkState {
+    expected: i64,
+    last_seq: Option<i64>,
+    live: Option<i64>,
+}
+
+impl Default for WalkState {
+    fn default() -> Self {
+        WalkState {
+            expected: 1,
+            last_seq: None,
+            live: None,
+        }
+    }
+}
+
+impl WalkState {
+    fn finish(
+        &self,
+        g: &(String, String, String),
+        mem_version: Option<i64>,
+        found: &mut Vec<(u8, String)>,
+    ) {
+        let label = format!("{} · {} @ {}", g.0, g.1, g.2);
+        match (self.live, mem_version) {
+            (Some(h), Some(m)) if h != m => found.push((
+                4,
+                format!("{label}: current is v{m} but the latest applied version is v{h}"),
+            )),
+            (Some(h), None) => found.push((
+                4,
+                format!("{label}: history says v{h} is current but there is no current record"),
+            )),
+            (None, Some(m)) => found.push((
+                4,
+                format!("{label}: current v{m} is not the latest applied version in history"),
+            )),
+            _ => {}
+        }
+    }
+}
+
+/// Near-duplicate predicates no alias joins yet (reported, never merged).
+pub fn duplicate_candidates(predicates: &[String]) -> Vec<(String, String)> {
+    let matcher = SkimMatcherV2::default();
+    let squash = |p: &str| p.replace('_', "");
+    let mut out = Vec::new();
+    let limit = predicates.len().min(2000);
+    for i in 0..limit {
+        for j in (i + 1)..limit {
+            let (a, b) = (&predicates[i], &predicates[j]);
+            let (sa, sb) = (squash(a), squash(b));
+            let (long, short) = if sa.chars().count() >= sb.chars().count() {
+                (&sa, &sb)
+            } else {
+                (&sb, &sa)
+            };
+            let (ll, sl) = (long.chars().count(), short.chars().count());
+            if sl < 3 || sl * 10 < ll * 6 {
+                continue;
+            }
+            let best = matcher.fuzzy_match(short, short).unwrap_or(1).max(1);
+            if let Some(score) = matcher.fuzzy_match(long, short) {
+                if sa == sb || score * 10 >= best * 6 {
+                    out.push((a.clone(), b.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn metric(conn: &Connection, name: &str) -> Result<i64> {
+    Ok(conn
+        .query_row("SELECT value FROM metrics WHERE name = ?1", [name], |r| {
+            r.get(0)
+        })
+        .or_else(|e| {
+            if e == rusqlite::Error::QueryReturnedNoRows {
+                Ok(0)
+            } else {
+                Err(e)
+            }
+        })?)
+}
+
+impl Store {
+    /// Every invariant over the whole database, plus the health figures.
+    pub fn check(&self) -> Result<CheckReport> {
+        self.conn.execute_batch("BEGIN")?;
+        let result = check_report(&self.conn);
+        self.conn.execute_batch("COMMIT")?;
+        result
+    }
+}
+
+/// The full check on `conn`, inside whatever transaction the caller holds.
+pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
+    let mut c = Checker {
+        conn,
+        violations: Vec::new(),
+        limit: 1000,
+    };
+    c.run(&Filter::All)?;
+    let violations = c.violations;
+    let mut metrics = BTreeMap::new();
+    let count = |sql: &str| -> Result<i64> { Ok(conn.query_row(sql, [], |r| r.get(0))?) };
+    metrics.insert(
+        "memories".into(),
+        count("SELECT count(*) FROM memories")?.into(),
+    );
+    metrics.insert(
+        "history_events".into(),
+        count("SELECT count(*) FROM history")?.into(),
+    );
+    metrics.insert(
+        "tombstones".into(),
+        count("SELECT count(*) FROM tombstones")?.into(),
+    );
+    metrics.insert(
+        "pending_open".into(),
+        count("SELECT count(*) FROM pending WHERE status = 'open'")?.into(),
+    );
+    metrics.insert("busy_retries".into(), metric(conn, "busy_retries")?.into());
+    metrics.insert(
+        "resurrection_blocked".into(),
+        metric(conn, "resurrection_blocked")?.into(),
+    );
+    metrics.insert("stale_writes".into(), metric(conn, "stale_writes")?.into());
+    let mut stmt = conn.prepare("SELECT DISTINCT predicate FROM memories ORDER BY predicate")?;
+    let preds: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let dups = duplicate_candidates(&preds);
+    metrics.insert(
+        "duplicate_candidates".into(),
+        serde_json::json!(dups
+            .iter()
+            .map(|(a, b)| serde_json::json!([a, b]))
+            .collect::<Vec<_>>()),
+    );
+    let debt: Option<String> = conn
+        .query_row(
+            "SELECT value FROM settings WHERE key = 'purge_debt_since'",
+            [],
+            |r| r.get(0),
+        )
+        .or_else(|e| {
+            if e == rusqlite::Error::QueryReturnedNoRows {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        })?;
+    metrics.insert("purge_debt_since".into(), serde_json::json!(debt));
+    let triggers: i64 = count("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ('memories_no_resurrection_insert','memories_no_resurrection_update','history_no_content_on_tombstone','history_append_only_update','history_append_only_delete')")?;
+    metrics.insert(
+        "schema_guards".into(),
+        serde_json::json!(if triggers == 5 { "present" } else { "missing" }),
+    );
+    Ok(CheckReport {
+        ok: violations.is_empty(),
+        violations,
+        metrics,
+    })
+}
+
+/// The per-write assertion (MEMSCOPE_ASSERT_INVARIANTS=1): re-checks the identity a write
+/// touched, inside its transaction, and refuses to commit a violation.
+pub(crate) fn assert_identity_clean(
+    conn: &Connection,
+    w: &PreparedWrite,
+    out: &WriteOutcome,
+) -> Result<()> {
+    let scope = match (&w.choice, &out.scope) {
+        (ScopeChoice::Exact(s), _) => s.clone(),
+        _ => return Ok(()),
+    };
+    let id = Identity {
+        subject: w.subject.clone(),
+        predicate: w.predicate.clone(),
+        scope,
+    };
+    let scope_text = id.scope.to_string();
+    let mut c = Checker {
+        conn,
+        violations: Vec::new(),
+        limit: 20,
+    };
+    c.run(&Filter::One(&id, scope_text))?;
+    if let Some(v) = c.violations.first() {
+        bail!(
+            "refusing to commit: the write would break invariant {} ({}): {}",
+            v.invariant,
+            v.name,
+            v.detail
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,434 @@
+//! Deletion with purge (SPEC §5): tombstones, destroying every stored copy of the content, and
+//! making the bytes unrecoverable on disk. Also restore, retention and gc.
+
+use super::write::{log_event, max_version};
+use super::{busy_handler, format_time, short_busy_handler, Store};
+use crate::model::{DeletePreview, DeleteReport, DeleteTarget, Identity, Scope, TombstoneRef};
+use anyhow::{anyhow, bail, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+
+const DEBT_KEY: &str = "purge_debt_since";
+
+pub(crate) fn purge_debt_owed(conn: &Connection) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM settings WHERE key = ?1")?
+        .exists([DEBT_KEY])?)
+}
+
+/// Every identity the target covers that holds or ever held a record (or is tombstoned).
+fn target_identities(conn: &Connection, target: &DeleteTarget) -> Result<Vec<Identity>> {
+    let (subject, predicate) = match target {
+        DeleteTarget::Identity(id) => return Ok(vec![id.clone()]),
+        DeleteTarget::Predicate { subject, predicate } => {
+            (subject.as_str(), Some(predicate.as_str()))
+        }
+        DeleteTarget::Subject(subject) => (subject.as_str(), None),
+    };
+    let mut stmt = conn.prepare_cached(
+        "SELECT predicate, scope FROM memories WHERE subject = ?1 AND (?2 IS NULL OR predicate = ?2)
+         UNION SELECT predicate, scope FROM history WHERE subject = ?1 AND (?2 IS NULL OR predicate = ?2) AND event IN ('set', 'confirmed', 'stale')
+         UNION SELECT predicate, scope FROM tombstones WHERE subject = ?1 AND (?2 IS NULL OR predicate = ?2)
+         ORDER BY 1, 2",
+    )?;
+    let rows = stmt.query_map(params![subject, predicate], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (predicate, scope) = row?;
+        let scope = Scope::parse(&scope)
+            .map_err(|e| anyhow!("a stored scope is invalid ({e}): run `memscope check`"))?;
+        out.push(Identity {
+            subject: subject.to_string(),
+            predicate,
+            scope,
+        });
+    }
+    Ok(out)
+}
+
+/// Open or closed pending items of this subject/predicate naming one of `scopes`.
+fn pending_naming(
+    conn: &Connection,
+    subject: &str,
+    predicate: &str,
+    scopes: &[String],
+) -> Result<Vec<i64>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, candidates, resolved_scope FROM pending WHERE subject = ?1 AND predicate = ?2",
+    )?;
+    let rows = stmt.query_map(params![subject, predicate], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, Option<String>>(2)?,
+        ))
+    })?;
+    let mut ids = Vec::new();
+    for row in rows {
+        let (id, candidates, resolved) = row?;
+        let candidates: Vec<String> = serde_json::from_str(&candidates).unwrap_or_default();
+        let hit = candidates.iter().any(|c| scopes.contains(c))
+            || resolved.as_ref().is_some_and(|r| scopes.contains(r));
+        if hit {
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+fn normalize_target(store: &Store, target: &DeleteTarget) -> Result<DeleteTarget> {
+    let subj = |s: &str| crate::model::normalize_subject(s).map_err(|e| anyhow!(e));
+    Ok(match target {
+        DeleteTarget::Identity(id) => DeleteTarget::Identity(Identity {
+            subject: subj(&id.subject)?,
+            predicate: store.canonical_predicate(&id.predicate)?,
+            scope: id.scope.clone(),
+        }),
+        DeleteTarget::Predicate { subject, predicate } => DeleteTarget::Predicate {
+            subject: subj(subject)?,
+            predicate: store.canonical_predicate(predicate)?,
+        },
+        DeleteTarget::Subject(s) => DeleteTarget::Subject(subj(s)?),
+    })
+}
+
+impl Store {
+    /// What a delete would destroy, for a confirm dialog. Writes nothing.
+    pub fn delete_preview(&self, target: &DeleteTarget) -> Result<DeletePreview> {
+        let target = normalize_target(self, target)?;
+        let ids = target_identities(&self.conn, &target)?;
+        let mut p = DeletePreview::default();
+        let mut pending: BTreeSet<i64> = BTreeSet::new();
+        for id in &ids {
+            let scope = id.scope.to_string();
+            let (live,): (i64,) = self.conn.query_row(
+                "SELECT count(*) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+                params![id.subject, id.predicate, scope],
+                |r| Ok((r.get(0)?,)),
+            )?;
+            let (versions, raws, events): (i64, i64, i64) = self.conn.query_row(
+                "SELECT count(DISTINCT CASE WHEN event = 'set' THEN version END),
+                        count(DISTINCT raw),
+                        count(*)
+                 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
+                params![id.subject, id.predicate, scope],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?;
+            p.live_records += live;
+            p.versions += versions;
+            p.raw_texts += raws;
+            p.events += events;
+            pending.extend(pending_naming(
+                &self.conn,
+                &id.subject,
+                &id.predicate,
+                &[scope],
+            )?);
+        }
+        p.pending_items = pending.len() as i64;
+        p.identities = ids;
+        Ok(p)
+    }
+
+    /// Tombstones and purges the target in one transaction, then truncates the WAL so the
+    /// deleted bytes are in no file. A reader that blocks the truncation leaves a recorded debt.
+    pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
+        let target = normalize_target(self, target)?;
+        let now = self.now();
+        let gate = self.purge_gate.clone();
+        let tx = self.begin()?;
+        let ids = target_identities(&tx, &target)?;
+        let ids: Vec<Identity> = match &target {
+            DeleteTarget::Identity(id) => {
+                let ever: bool = tx
+                    .prepare_cached("SELECT 1 FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
+                                     UNION ALL SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3")?
+                    .exists(params![id.subject, id.predicate, id.scope.to_string()])?;
+                if !ever {
+                    bail!("there is no memory {id} to delete: see `memscope list`");
+                }
+                ids
+            }
+            _ if ids.is_empty() => bail!("nothing matches that delete: see `memscope list`"),
+            _ => ids,
+        };
+        let mut report = DeleteReport {
+            tombstoned: vec![],
+            purged_versions: 0,
+            purged_pending: 0,
+            disk_purged: true,
+        };
+        gate.store(true, Ordering::SeqCst);
+        let result = (|| -> Result<()> {
+            for id in &ids {
+                let scope = id.scope.to_string();
+                let version = max_version(&tx, id)? + 1;
+                let purged: i64 = tx.query_row(
+                    "SELECT count(DISTINCT version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event = 'set'",
+                    params![id.subject, id.predicate, scope],
+                    |r| r.get(0),
+                )?;
+                tx.execute(
+                    "DELETE FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
+                    params![id.subject, id.predicate, scope],
+                )?;
+                tx.execute(
+                    "DELETE FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+                    params![id.subject, id.predicate, scope],
+                )?;
+                tx.execute(
+                    "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT(subject, predicate, scope) DO UPDATE SET version = ?4, reason = ?5, deleted_at = ?6",
+                    params![id.subject, id.predicate, scope, version, reason, now],
+                )?;
+                log_event(
+                    &tx,
+                    "deleted",
+                    id,
+                    Some(version),
+                    None,
+                    None,
+                    None,
+                    None,
+                    &now,
+                    Some(&json!({ "reason": reason, "purged_versions": purged })),
+                )?;
+                for pid in pending_naming(
+                    &tx,
+                    &id.subject,
+                    &id.predicate,
+                    std::slice::from_ref(&scope),
+                )? {
+                    report.purged_pending +=
+                        tx.execute("DELETE FROM pending WHERE id = ?1", [pid])? as i64;
+                }
+                report.purged_versions += purged;
+                report.tombstoned.push(TombstoneRef {
+                    subject: id.subject.clone(),
+                    predicate: id.predicate.clone(),
+                    scope,
+                    version,
+                });
+            }
+            Ok(())
+        })();
+        gate.store(false, Ordering::SeqCst);
+        result?;
+        // The debt is recorded up front and cleared once the truncation completes.
+        tx.execute(
+            "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+            params![DEBT_KEY, now],
+        )?;
+        tx.commit()?;
+        report.disk_purged = self.pay_purge_debt()?;
+        Ok(report)
+    }
+
+    /// Lifts a tombstone; later writes to the identity are accepted again.
+    pub fn restore(&mut self, id: &Identity) -> Result<TombstoneRef> {
+        let id = Identity {
+            subject: crate::model::normalize_subject(&id.subject).map_err(|e| anyhow!(e))?,
+            predicate: self.canonical_predicate(&id.predicate)?,
+            scope: id.scope.clone(),
+        };
+        let now = self.now();
+        let tx = self.begin()?;
+        let version: Option<i64> = tx
+            .query_row(
+                "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 RETURNING version",
+                params![id.subject, id.predicate, id.scope.to_string()],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(version) = version else {
+            bail!("{id} is not deleted: there is no tombstone to restore (see `memscope list` or the UI's tombstones tab)");
+        };
+        log_event(
+            &tx,
+            "restored",
+            &id,
+            None,
+            None,
+            None,
+            None,
+            None,
+            &now,
+            Some(&json!({ "tombstone_version": version })),
+        )?;
+        tx.commit()?;
+        Ok(TombstoneRef {
+            subject: id.subject,
+            predicate: id.predicate,
+            scope: id.scope.to_string(),
+            version,
+        })
+    }
+
+    /// Tries to checkpoint and truncate the WAL. Returns true when no purge debt remains.
+    pub fn pay_purge_debt(&mut self) -> Result<bool> {
+        if self.read_only || !purge_debt_owed(&self.conn)? {
+            return Ok(true);
+        }
+        if self.truncate_wal()? {
+            // Clearing the debt writes a WAL frame; truncate again so the WAL ends empty.
+            self.conn
+                .execute("DELETE FROM settings WHERE key = ?1", [DEBT_KEY])?;
+            if self.truncate_wal()? {
+                return Ok(true);
+            }
+            let now = self.now();
+            self.conn.execute(
+                "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+                params![DEBT_KEY, now],
+            )?;
+        }
+        Ok(false)
+    }
+
+    /// `wal_checkpoint(TRUNCATE)`, waiting only briefly for readers.
+    fn truncate_wal(&mut self) -> Result<bool> {
+        self.conn.busy_handler(Some(short_busy_handler))?;
+        let result: rusqlite::Result<(i64, i64, i64)> =
+            self.conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                });
+        self.conn.busy_handler(Some(busy_handler))?;
+        match result {
+            Ok((busy, _log, _done)) => Ok(busy == 0),
+            Err(rusqlite::Error::SqliteFailure(f, _))
+                if matches!(
+                    f.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// When the purge debt was recorded, if one is owed.
+    pub fn purge_debt(&self) -> Result<Option<String>> {
+        self.setting(DEBT_KEY)
+    }
+
+    /// Retention purge and tombstone collection, then pays any purge debt.
+    pub fn gc(
+        &mut self,
+        retention_days: Option<i64>,
+        tombstone_days: Option<i64>,
+    ) -> Result<GcReport> {
+        let now_t = self.clock.now();
+        let now = format_time(now_t);
+        let read_days = |s: &Store, key: &str, given: Option<i64>| -> Result<i64> {
+            match given {
+                Some(d) if d < 0 => bail!("{key} must be 0 or more days"),
+                Some(d) => Ok(d),
+                None => Ok(s.setting(key)?.and_then(|v| v.parse().ok()).unwrap_or(0)),
+            }
+        };
+        let retention = read_days(self, "retention_days", retention_days)?;
+        let safe = read_days(self, "tombstone_safe_days", tombstone_days)?;
+        let gate = self.purge_gate.clone();
+        let tx = self.begin()?;
+        if let Some(d) = retention_days {
+            tx.execute(
+                "INSERT OR REPLACE INTO settings (key, value) VALUES ('retention_days', ?1)",
+                [d.to_string()],
+            )?;
+        }
+        if let Some(d) = tombstone_days {
+            tx.execute(
+                "INSERT OR REPLACE INTO settings (key, value) VALUES ('tombstone_safe_days', ?1)",
+                [d.to_string()],
+            )?;
+        }
+        let mut report = GcReport {
+            retention_days: retention,
+            tombstone_safe_days: safe,
+            ..Default::default()
+        };
+        gate.store(true, Ordering::SeqCst);
+        let result = (|| -> Result<()> {
+            if retention > 0 {
+                let cutoff = format_time(now_t - chrono::Duration::days(retention));
+                // Content of superseded versions, stale and confirmed events older than the cutoff;
+                // the current version's own `set` event keeps its value (current view = history).
+                report.purged_events = tx.execute(
+                    "UPDATE history SET value = NULL, raw = NULL
+                     WHERE at < ?1 AND (value IS NOT NULL OR raw IS NOT NULL)
+                       AND NOT (event = 'set' AND EXISTS (SELECT 1 FROM memories m WHERE m.subject = history.subject
+                                AND m.predicate = history.predicate AND m.scope = history.scope AND m.version = history.version))",
+                    [&cutoff],
+                )? as i64;
+                report.purged_pending = tx.execute(
+                    "DELETE FROM pending WHERE status <> 'open' AND coalesce(resolved_at, created_at) < ?1",
+                    [&cutoff],
+                )? as i64;
+            }
+            if safe > 0 {
+                let cutoff = format_time(now_t - chrono::Duration::days(safe));
+                let mut stmt = tx.prepare(
+                    "SELECT subject, predicate, scope FROM tombstones t WHERE deleted_at < ?1
+                     AND NOT EXISTS (SELECT 1 FROM history h WHERE h.subject = t.subject AND h.predicate = t.predicate
+                                     AND h.scope = t.scope AND (h.value IS NOT NULL OR h.raw IS NOT NULL))
+                     AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = t.subject AND m.predicate = t.predicate AND m.scope = t.scope)",
+                )?;
+                let old: Vec<(String, String, String)> = stmt
+                    .query_map([&cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect::<Result<_, _>>()?;
+                for (subject, predicate, scope) in old {
+                    tx.execute(
+                        "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+                        params![subject, predicate, scope],
+                    )?;
+                    let id = Identity {
+                        subject,
+                        predicate,
+                        scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
+                    };
+                    log_event(
+                        &tx,
+                        "tombstone_collected",
+                        &id,
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        &now,
+                        None,
+                    )?;
+                    report.collected_tombstones += 1;
+                }
+            }
+            Ok(())
+        })();
+        gate.store(false, Ordering::SeqCst);
+        result?;
+        if report.purged_events > 0 || report.purged_pending > 0 {
+            tx.execute(
+                "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+                params![DEBT_KEY, now],
+            )?;
+        }
+        tx.commit()?;
+        report.disk_purged = self.pay_purge_debt()?;
+        Ok(report)
+    }
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct GcReport {
+    pub retention_days: i64,
+    pub tombstone_safe_days: i64,
+    pub purged_events: i64,
+    pub purged_pending: i64,
+    pub collected_tombstones: i64,
+    pub disk_purged: bool,
+}

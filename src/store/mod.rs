@@ -1,0 +1,487 @@
+//! The store: the only code that speaks SQL. Every change to memory goes through
+//! [`Store::write`] (or its batched and pending forms), which decides the outcome in one
+//! `BEGIN IMMEDIATE` transaction.
+
+mod check;
+mod delete;
+mod read;
+pub mod schema;
+mod transfer;
+mod write;
+
+pub use check::{CheckReport, Violation};
+pub use read::ListFilter;
+pub use transfer::ImportReport;
+pub use write::ApplySummary;
+
+use anyhow::{anyhow, bail, Context, Result};
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::functions::FunctionFlags;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Busy-handler retries taken by this process; folded into the `busy_retries` metric at the
+/// next commit so that `check` reports write conflicts.
+static BUSY_RETRIES: AtomicU64 = AtomicU64::new(0);
+/// How long a writer waits for the lock before giving up, in milliseconds.
+static BUSY_TIMEOUT_MS: AtomicU64 = AtomicU64::new(15_000);
+
+/// Default aliases seeded into every new database.
+pub const DEFAULT_ALIASES: &str = include_str!("../../assets/aliases.json");
+
+/// Whether opening may create the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create and initialize the database when it is missing (write commands).
+    Create,
+    /// The database must already exist (read commands, the UI).
+    Existing,
+}
+
+/// The store's clock: real time, or a fixed instant for tests and snapshots.
+#[derive(Debug, Clone, Copy)]
+pub enum Clock {
+    System,
+    Fixed(DateTime<Utc>),
+}
+
+impl Clock {
+    pub fn now(&self) -> DateTime<Utc> {
+        match self {
+            Clock::System => Utc::now(),
+            Clock::Fixed(t) => *t,
+        }
+    }
+}
+
+/// Formats an instant the way the database stores it: RFC 3339, UTC, milliseconds.
+pub fn format_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    read_only: bool,
+    clock: Clock,
+    assert_invariants: bool,
+    purge_gate: Arc<AtomicBool>,
+    busy_seen: u64,
+}
+
+fn busy_handler(attempt: i32) -> bool {
+    BUSY_RETRIES.fetch_add(1, Ordering::Relaxed);
+    let step = (attempt as u64 % 8) + 1;
+    std::thread::sleep(std::time::Duration::from_millis(step));
+    // Average sleep is ~4.5 ms per attempt.
+    (attempt as u64) * 9 / 2 < BUSY_TIMEOUT_MS.load(Ordering::Relaxed)
+}
+
+/// Checkpoints wait only briefly for readers: a blocked purge is recorded as debt instead.
+fn short_busy_handler(attempt: i32) -> bool {
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    attempt < 40
+}
+
+fn is_sqlite_file(path: &Path) -> Result<bool> {
+    use std::io::Read;
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut header = [0u8; 16];
+    let n = f.read(&mut header)?;
+    if n == 0 {
+        return Ok(true);
+    }
+    Ok(n == 16 && &header == b"SQLite format 3\0")
+}
+
+impl Store {
+    /// Opens (or creates) the database at `path`, migrating it forward. A file that is not a
+    /// database, or a database from a newer memscope, is refused without being touched.
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        if let Ok(ms) = std::env::var("MEMSCOPE_BUSY_TIMEOUT_MS") {
+            if let Ok(ms) = ms.parse::<u64>() {
+                BUSY_TIMEOUT_MS.store(ms, Ordering::Relaxed);
+            }
+        }
+        let exists = path.exists();
+        if !exists && mode == OpenMode::Existing {
+            bail!(
+                "no memscope database at {}: create one with `memscope init` or load the demo with `memscope demo`",
+                path.display()
+            );
+        }
+        if exists {
+            if path.is_dir() {
+                bail!(
+                    "{} is a directory, not a database file: pass a file path with --db",
+                    path.display()
+                );
+            }
+            if !is_sqlite_file(&path)? {
+                bail!(
+                    "{} is not a SQLite database: point --db at a memscope database or a new file name",
+                    path.display()
+                );
+            }
+        } else if let Some(parent) = path.parent() {
+            if !parent.as_os_str().is_empty() && !parent.exists() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot create the directory {}", parent.display()))?;
+            }
+        }
+        let read_only = exists && Self::file_is_read_only(&path);
+        let flags = if read_only {
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        };
+        let mut conn = Connection::open_with_flags(&path, flags)
+            .with_context(|| format!("cannot open the database {}", path.display()))?;
+        conn.busy_handler(Some(busy_handler))?;
+        let purge_gate = Arc::new(AtomicBool::new(false));
+        let gate = purge_gate.clone();
+        conn.create_scalar_function(
+            schema::PURGE_GATE_FN,
+            0,
+            FunctionFlags::SQLITE_UTF8,
+            move |_| Ok(gate.load(Ordering::SeqCst)),
+        )?;
+
+        // Read-only probes first: nothing below may write to a file we are going to refuse.
+        let version: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| anyhow!("{} is not a usable SQLite database ({e})", path.display()))?;
+        if version > schema::SCHEMA_VERSION {
+            bail!(
+                "{} uses schema version {version}, newer than this memscope understands ({}): upgrade memscope to open it",
+                path.display(),
+                schema::SCHEMA_VERSION
+            );
+        }
+        if version == 0 {
+            let tables: i64 = conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |r| r.get(0),
+            )?;
+            if tables > 0 {
+                bail!(
+                    "{} is a SQLite database but not a memscope one: point --db at a memscope database or a new file name",
+                    path.display()
+                );
+            }
+            if mode == OpenMode::Existing {
+                bail!(
+                    "{} is empty, not yet a memscope database: create it with `memscope init`",
+                    path.display()
+                );
+            }
+            if read_only {
+                bail!("{} is read-only and empty: nothing to show", path.display());
+            }
+        }
+
+        let mut store = Store {
+            conn,
+            path,
+            read_only,
+            clock: Clock::System,
+            assert_invariants: std::env::var("MEMSCOPE_ASSERT_INVARIANTS").is_ok_and(|v| v == "1"),
+            purge_gate,
+            busy_seen: 0,
+        };
+        store.configure_connection()?;
+        if !read_only {
+            let fresh = version == 0;
+            schema::migrate(&mut store.conn)?;
+            if fresh {
+                store.seed_defaults()?;
+            }
+            // A purge owed by an earlier delete is paid on open when nothing blocks it.
+            store.pay_purge_debt()?;
+        }
+        Ok(store)
+    }
+
+    fn file_is_read_only(path: &Path) -> bool {
+        std::fs::OpenOptions::new().write(true).open(path).is_err()
+    }
+
+    fn configure_connection(&mut self) -> Result<()> {
+        let c = &self.conn;
+        if !self.read_only {
+            let mode: String = c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                bail!(
+                    "{} could not be switched to WAL mode (got {mode})",
+                    self.path.display()
+                );
+            }
+        }
+        c.pragma_update(None, "synchronous", "NORMAL")?;
+        // Deleted content must not linger in free pages (bundled SQLite defaults this off).
+        c.pragma_update(None, "secure_delete", "ON")?;
+        c.pragma_update(None, "foreign_keys", "ON")?;
+        c.set_prepared_statement_cache_capacity(64);
+        Ok(())
+    }
+
+    fn seed_defaults(&mut self) -> Result<()> {
+        let aliases: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(DEFAULT_ALIASES)
+                .context("assets/aliases.json is not a JSON object")?;
+        let now = self.now();
+        let tx = self.begin()?;
+        for (alias, canonical) in &aliases {
+            if alias.starts_with('_') {
+                continue; // comment keys
+            }
+            let canonical = canonical
+                .as_str()
+                .ok_or_else(|| anyhow!("alias {alias} must map to a string"))?;
+            let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
+            let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
+            if alias != canonical {
+                tx.execute(
+                    "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
+                    rusqlite::params![alias, canonical, now],
+                )?;
+            }
+        }
+        for (key, value) in [
+            ("retention_days", "0"),
+            ("tombstone_safe_days", "30"),
+            ("causal_clock", "0"),
+        ] {
+            tx.execute(
+                "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+                rusqlite::params![key, value],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Turns the per-write invariant re-check on or off (on when MEMSCOPE_ASSERT_INVARIANTS=1).
+    pub fn set_assert_invariants(&mut self, on: bool) {
+        self.assert_invariants = on;
+    }
+
+    pub(crate) fn now(&self) -> String {
+        format_time(self.clock.now())
+    }
+
+    /// Direct access for read-only diagnostics in tests and benchmarks.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    fn ensure_writable(&self) -> Result<()> {
+        if self.read_only {
+            bail!(
+                "{} is read-only: memscope can show it but not change it (check the file's permissions)",
+                self.path.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Starts a write transaction (`BEGIN IMMEDIATE`), translating a lock timeout into a
+    /// sentence.
+    fn begin(&mut self) -> Result<rusqlite::Transaction<'_>> {
+        self.ensure_writable()?;
+        let path = self.path.display().to_string();
+        self.conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| locked_error(e, &path))
+    }
+
+    /// Folds this process's busy retries into the shared metric inside `tx`.
+    fn record_busy_retries(busy_seen: &mut u64, tx: &rusqlite::Transaction<'_>) -> Result<()> {
+        let total = BUSY_RETRIES.load(Ordering::Relaxed);
+        if total > *busy_seen {
+            bump_metric(tx, "busy_retries", (total - *busy_seen) as i64)?;
+            *busy_seen = total;
+        }
+        Ok(())
+    }
+
+    /// Allocates the next causal sequence number.
+    pub fn next_seq(&mut self) -> Result<i64> {
+        let tx = self.begin()?;
+        let seq = alloc_seq(&tx)?;
+        tx.commit()?;
+        Ok(seq)
+    }
+
+    /// `PRAGMA data_version`: changes when another connection commits. The UI polls it.
+    pub fn data_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
+    pub fn setting(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+
+    /// Sets a `settings` key (documented keys: retention_days, tombstone_safe_days, demo).
+    pub fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
+        let tx = self.begin()?;
+        tx.execute(
+            "INSERT OR REPLACE INTO settings (key, value) VALUES (?1, ?2)",
+            rusqlite::params![key, value],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Adds an alias; both sides are normalized. Refuses chains and self-aliases.
+    pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<(String, String)> {
+        let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
+        let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
+        if alias == canonical {
+            bail!("alias '{alias}' and canonical '{canonical}' are the same after normalization: nothing to add");
+        }
+        let now = self.now();
+        let tx = self.begin()?;
+        let canonical_is_alias: Option<String> = tx
+            .query_row(
+                "SELECT canonical FROM predicate_aliases WHERE alias = ?1",
+                [&canonical],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(target) = canonical_is_alias {
+            bail!("'{canonical}' is itself an alias of '{target}': add '{alias}' → '{target}' instead");
+        }
+        let live: i64 = tx.query_row(
+            "SELECT count(*) FROM memories WHERE predicate = ?1",
+            [&alias],
+            |r| r.get(0),
+        )?;
+        if live > 0 {
+            bail!(
+                "'{alias}' is used by {live} live record(s): delete or rewrite them under '{canonical}' before making it an alias"
+            );
+        }
+        tx.execute(
+            "UPDATE predicate_aliases SET canonical = ?2 WHERE canonical = ?1",
+            rusqlite::params![alias, canonical],
+        )?;
+        tx.execute(
+            "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
+            rusqlite::params![alias, canonical, now],
+        )?;
+        tx.commit()?;
+        Ok((alias, canonical))
+    }
+
+    pub fn aliases(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT alias, canonical FROM predicate_aliases ORDER BY canonical, alias")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Normalizes a predicate and maps it through the alias table.
+    pub fn canonical_predicate(&self, raw: &str) -> Result<String> {
+        canonical_predicate(&self.conn, raw)
+    }
+}
+
+pub(crate) fn canonical_predicate(conn: &Connection, raw: &str) -> Result<String> {
+    let p = crate::model::normalize_predicate(raw).map_err(|e| anyhow!(e))?;
+    let mapped: Option<String> = conn
+        .prepare_cached("SELECT canonical FROM predicate_aliases WHERE alias = ?1")?
+        .query_row([&p], |r| r.get(0))
+        .optional()?;
+    Ok(mapped.unwrap_or(p))
+}
+
+pub(crate) fn alloc_seq(conn: &Connection) -> Result<i64> {
+    let seq: i64 = conn
+        .prepare_cached(
+            "UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'causal_clock' RETURNING CAST(value AS INTEGER)",
+        )?
+        .query_row([], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| anyhow!("the causal clock is missing from settings: run `memscope check`"))?;
+    Ok(seq)
+}
+
+/// Moves the clock forward to at least `seq`, so later allocations stay above it.
+pub(crate) fn observe_seq(conn: &Connection, seq: i64) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE settings SET value = ?1 WHERE key = 'causal_clock' AND CAST(value AS INTEGER) < ?1",
+    )?
+    .execute([seq])?;
+    Ok(())
+}
+
+pub(crate) fn bump_metric(conn: &Connection, name: &str, by: i64) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO metrics (name, value) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET value = value + ?2",
+    )?
+    .execute(rusqlite::params![name, by])?;
+    Ok(())
+}
+
+fn locked_error(e: rusqlite::Error, path: &str) -> anyhow::Error {
+    if let rusqlite::Error::SqliteFailure(f, _) = &e {
+        if f.code == rusqlite::ErrorCode::DatabaseBusy
+            || f.code == rusqlite::ErrorCode::DatabaseLocked
+        {
+            return anyhow!(
+                "the database {path} stayed locked by another process past the timeout: retry, or stop the process holding it"
+            );
+        }
+        if f.code == rusqlite::ErrorCode::ReadOnly {
+            return anyhow!(
+                "the database {path} is read-only: check the file's and its folder's permissions"
+            );
+        }
+        if f.code == rusqlite::ErrorCode::DiskFull {
+            return anyhow!(
+                "the disk holding {path} is full: free space and retry; nothing was written"
+            );
+        }
+    }
+    anyhow::Error::new(e).context(format!("cannot start a write on {path}"))
+}
+
+/// Turns SQLite failures during a write into sentences a user can act on.
+pub(crate) fn explain_sqlite(e: anyhow::Error, path: &Path) -> anyhow::Error {
+    match e.downcast::<rusqlite::Error>() {
+        Ok(sq) => locked_error(sq, &path.display().to_string()),
+        Err(e) => e,
+    }
+}

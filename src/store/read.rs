@@ -1,0 +1,322 @@
+//! Reads: the current view, history, precedence resolution, the pending queue, tombstones.
+
+use super::Store;
+use crate::model::{
+    Considered, HistoryEvent, Identity, MemoryRecord, PendingItem, Resolution, Scope, Tombstone,
+};
+use anyhow::{anyhow, Result};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde_json::Value;
+
+/// Filters for `list`; `None` means any.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    pub scope: Option<Scope>,
+    pub subject: Option<String>,
+    pub predicate: Option<String>,
+}
+
+pub(crate) const MEMORY_COLUMNS: &str = "subject, predicate, scope, value, version, source, causal_seq, raw, created_at, updated_at, confirmed_at, confirm_count";
+
+fn parse_json(text: &str, what: &str) -> rusqlite::Result<Value> {
+    serde_json::from_str(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Text,
+            format!("{what} is not valid JSON: {e}").into(),
+        )
+    })
+}
+
+fn parse_scope(text: &str) -> rusqlite::Result<Scope> {
+    Scope::parse(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
+    })
+}
+
+pub(crate) fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
+    Ok(MemoryRecord {
+        subject: r.get(0)?,
+        predicate: r.get(1)?,
+        scope: parse_scope(&r.get::<_, String>(2)?)?,
+        value: parse_json(&r.get::<_, String>(3)?, "a stored value")?,
+        version: r.get(4)?,
+        source: r.get(5)?,
+        causal_seq: r.get(6)?,
+        raw: r.get(7)?,
+        created_at: r.get(8)?,
+        updated_at: r.get(9)?,
+        confirmed_at: r.get(10)?,
+        confirm_count: r.get(11)?,
+    })
+}
+
+fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
+    let value: Option<String> = r.get(6)?;
+    let detail: Option<String> = r.get(11)?;
+    Ok(HistoryEvent {
+        id: r.get(0)?,
+        event: r.get(1)?,
+        subject: r.get(2)?,
+        predicate: r.get(3)?,
+        scope: r.get(4)?,
+        version: r.get(5)?,
+        value: value
+            .map(|v| parse_json(&v, "a history value"))
+            .transpose()?,
+        raw: r.get(7)?,
+        source: r.get(8)?,
+        causal_seq: r.get(9)?,
+        at: r.get(10)?,
+        detail: detail
+            .map(|d| parse_json(&d, "a history detail"))
+            .transpose()?,
+    })
+}
+
+const PENDING_COLUMNS: &str = "id, subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, resolved_scope, resolution";
+
+fn pending_from_row(r: &Row<'_>) -> rusqlite::Result<PendingItem> {
+    let candidates: Vec<String> =
+        serde_json::from_value(parse_json(&r.get::<_, String>(7)?, "pending candidates")?)
+            .map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, e.into())
+            })?;
+    Ok(PendingItem {
+        id: r.get(0)?,
+        subject: r.get(1)?,
+        predicate: r.get(2)?,
+        value: parse_json(&r.get::<_, String>(3)?, "a pending value")?,
+        raw: r.get(4)?,
+        source: r.get(5)?,
+        causal_seq: r.get(6)?,
+        candidates: candidates
+            .iter()
+            .map(|c| parse_scope(c))
+            .collect::<rusqlite::Result<_>>()?,
+        status: r.get(8)?,
+        created_at: r.get(9)?,
+        resolved_scope: r.get(10)?,
+        resolution: r.get(11)?,
+    })
+}
+
+pub(crate) fn pending_item(conn: &Connection, id: i64) -> Result<Option<PendingItem>> {
+    Ok(conn
+        .query_row(
+            &format!("SELECT {PENDING_COLUMNS} FROM pending WHERE id = ?1"),
+            [id],
+            pending_from_row,
+        )
+        .optional()?)
+}
+
+pub(crate) fn current(conn: &Connection, id: &Identity) -> Result<Option<MemoryRecord>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3"
+        ))?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            memory_from_row,
+        )
+        .optional()?)
+}
+
+/// The precedence chain for a context: task, then repo, then global.
+pub fn resolution_chain(repo: Option<&str>, task: Option<&str>) -> Vec<Scope> {
+    let mut chain = Vec::with_capacity(3);
+    if let Some(t) = task {
+        chain.push(Scope::Task(t.to_string()));
+    }
+    if let Some(r) = repo {
+        chain.push(Scope::Repo(r.to_string()));
+    }
+    chain.push(Scope::Global);
+    chain
+}
+
+impl Store {
+    /// The current view, ordered by scope group (global, repo:…, task:…), then subject and
+    /// predicate.
+    pub fn list(&self, filter: &ListFilter) -> Result<Vec<MemoryRecord>> {
+        let predicate = match &filter.predicate {
+            Some(p) => Some(self.canonical_predicate(p)?),
+            None => None,
+        };
+        let subject = filter.subject.as_ref().map(|s| s.trim().to_string());
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories
+             WHERE (?1 IS NULL OR scope = ?1) AND (?2 IS NULL OR subject = ?2) AND (?3 IS NULL OR predicate = ?3)
+             ORDER BY CASE WHEN scope = 'global' THEN 0 WHEN scope LIKE 'repo:%' THEN 1 ELSE 2 END,
+                      scope, subject, predicate"
+        ))?;
+        let rows = stmt.query_map(
+            params![
+                filter.scope.as_ref().map(|s| s.to_string()),
+                subject,
+                predicate
+            ],
+            memory_from_row,
+        )?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn get(&self, id: &Identity) -> Result<Option<MemoryRecord>> {
+        current(&self.conn, id)
+    }
+
+    /// The event log of a subject and predicate (one scope or all), oldest first.
+    pub fn history(
+        &self,
+        subject: &str,
+        predicate: &str,
+        scope: Option<&Scope>,
+    ) -> Result<Vec<HistoryEvent>> {
+        let predicate = self.canonical_predicate(predicate)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail
+             FROM history WHERE subject = ?1 AND predicate = ?2 AND (?3 IS NULL OR scope = ?3)
+             ORDER BY id",
+        )?;
+        let rows = stmt.query_map(
+            params![subject.trim(), predicate, scope.map(|s| s.to_string())],
+            event_from_row,
+        )?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Precedence resolution (task > repo > global) with every scope it considered.
+    pub fn resolve(
+        &self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+    ) -> Result<Resolution> {
+        let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        let predicate = self.canonical_predicate(predicate)?;
+        let mut considered = Vec::new();
+        let mut winner: Option<MemoryRecord> = None;
+        for scope in resolution_chain(repo, task) {
+            let id = Identity {
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+                scope,
+            };
+            let rec = current(&self.conn, &id)?;
+            let scope_text = id.scope.to_string();
+            let entry = match rec {
+                Some(rec) => {
+                    let wins = winner.is_none();
+                    let c = Considered {
+                        scope: scope_text,
+                        found: true,
+                        value: Some(rec.value.clone()),
+                        wins,
+                        version: Some(rec.version),
+                        source: Some(rec.source.clone()),
+                        updated_at: Some(rec.updated_at.clone()),
+                        state: if wins {
+                            "wins".into()
+                        } else {
+                            "shadowed".into()
+                        },
+                    };
+                    if wins {
+                        winner = Some(rec);
+                    }
+                    c
+                }
+                None => {
+                    let deleted: bool = self
+                        .conn
+                        .prepare_cached("SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3")?
+                        .exists(params![id.subject, id.predicate, scope_text])?;
+                    Considered {
+                        scope: scope_text,
+                        found: false,
+                        value: None,
+                        wins: false,
+                        version: None,
+                        source: None,
+                        updated_at: None,
+                        state: if deleted {
+                            "deleted".into()
+                        } else {
+                            "absent".into()
+                        },
+                    }
+                }
+            };
+            considered.push(entry);
+        }
+        Ok(Resolution {
+            found: winner.is_some(),
+            subject,
+            predicate,
+            value: winner.as_ref().map(|w| w.value.clone()),
+            scope: winner.as_ref().map(|w| w.scope.to_string()),
+            version: winner.as_ref().map(|w| w.version),
+            source: winner.as_ref().map(|w| w.source.clone()),
+            considered,
+        })
+    }
+
+    /// Open pending items, oldest first (`all` includes resolved and rejected ones).
+    pub fn pending(&self, all: bool) -> Result<Vec<PendingItem>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {PENDING_COLUMNS} FROM pending WHERE (?1 OR status = 'open') ORDER BY id"
+        ))?;
+        let rows = stmt.query_map([all], pending_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn pending_item(&self, id: i64) -> Result<Option<PendingItem>> {
+        pending_item(&self.conn, id)
+    }
+
+    pub fn tombstones(&self) -> Result<Vec<Tombstone>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT subject, predicate, scope, version, reason, deleted_at FROM tombstones ORDER BY deleted_at DESC, subject, predicate, scope",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(Tombstone {
+                subject: r.get(0)?,
+                predicate: r.get(1)?,
+                scope: parse_scope(&r.get::<_, String>(2)?)?,
+                version: r.get(3)?,
+                reason: r.get(4)?,
+                deleted_at: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Live identities, distinct scopes, open pending items, tombstones: the UI header.
+    pub fn counts(&self) -> Result<StoreCounts> {
+        Ok(self.conn.query_row(
+            "SELECT (SELECT count(*) FROM memories),
+                    (SELECT count(DISTINCT scope) FROM memories),
+                    (SELECT count(*) FROM pending WHERE status = 'open'),
+                    (SELECT count(*) FROM tombstones)",
+            [],
+            |r| {
+                Ok(StoreCounts {
+                    memories: r.get(0)?,
+                    scopes: r.get(1)?,
+                    pending: r.get(2)?,
+                    tombstones: r.get(3)?,
+                })
+            },
+        )?)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct StoreCounts {
+    pub memories: i64,
+    pub scopes: i64,
+    pub pending: i64,
+    pub tombstones: i64,
+}

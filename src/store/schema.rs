@@ -1,0 +1,152 @@
+//! Schema v1, the public contract of the database (documented in docs/SCHEMA.md), and the
+//! forward-migration mechanism keyed on `PRAGMA user_version`.
+
+use anyhow::{bail, Context, Result};
+use rusqlite::Connection;
+
+/// The schema version this build writes. A database with a higher `user_version` is refused.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Name of the connection-local SQL function that gates history rewrites. memscope registers it
+/// on its own connections; any other client fails closed with "no such function".
+pub const PURGE_GATE_FN: &str = "memscope_purge_gate";
+
+/// Migration `i` takes a database from version `i` to `i + 1`.
+pub type Migration = &'static str;
+
+pub const MIGRATIONS: &[Migration] = &[V1];
+
+const V1: &str = r#"
+CREATE TABLE settings (
+    key   TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE metrics (
+    name  TEXT PRIMARY KEY NOT NULL,
+    value INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+CREATE TABLE predicate_aliases (
+    alias     TEXT PRIMARY KEY NOT NULL,
+    canonical TEXT NOT NULL CHECK (length(canonical) > 0),
+    added_at  TEXT NOT NULL,
+    CHECK (alias <> canonical)
+) WITHOUT ROWID;
+
+CREATE TABLE memories (
+    id            INTEGER PRIMARY KEY,
+    subject       TEXT NOT NULL CHECK (length(subject) > 0),
+    predicate     TEXT NOT NULL CHECK (length(predicate) > 0),
+    scope         TEXT NOT NULL CHECK (scope = 'global' OR (scope GLOB 'repo:?*') OR (scope GLOB 'task:?*')),
+    value         TEXT NOT NULL CHECK (json_valid(value)),
+    version       INTEGER NOT NULL CHECK (version >= 1),
+    source        TEXT NOT NULL CHECK (length(source) > 0),
+    raw           TEXT,
+    causal_seq    INTEGER NOT NULL,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL,
+    confirmed_at  TEXT,
+    confirm_count INTEGER NOT NULL DEFAULT 0,
+    confirmed_source TEXT,
+    UNIQUE (subject, predicate, scope)
+);
+CREATE INDEX memories_by_scope ON memories (scope, subject, predicate);
+
+CREATE TABLE history (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    event      TEXT NOT NULL,
+    subject    TEXT NOT NULL,
+    predicate  TEXT NOT NULL,
+    scope      TEXT NOT NULL,
+    version    INTEGER,
+    value      TEXT CHECK (value IS NULL OR json_valid(value)),
+    raw        TEXT,
+    source     TEXT,
+    causal_seq INTEGER,
+    at         TEXT NOT NULL,
+    detail     TEXT CHECK (detail IS NULL OR json_valid(detail))
+);
+CREATE INDEX history_by_identity ON history (subject, predicate, scope, id);
+CREATE INDEX history_by_time ON history (at);
+
+CREATE TABLE tombstones (
+    subject    TEXT NOT NULL,
+    predicate  TEXT NOT NULL,
+    scope      TEXT NOT NULL,
+    version    INTEGER NOT NULL CHECK (version >= 1),
+    reason     TEXT,
+    deleted_at TEXT NOT NULL,
+    PRIMARY KEY (subject, predicate, scope)
+) WITHOUT ROWID;
+
+CREATE TABLE pending (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT,
+    subject        TEXT NOT NULL,
+    predicate      TEXT NOT NULL,
+    value          TEXT NOT NULL CHECK (json_valid(value)),
+    raw            TEXT,
+    source         TEXT NOT NULL,
+    causal_seq     INTEGER NOT NULL,
+    candidates     TEXT NOT NULL CHECK (json_valid(candidates) AND json_array_length(candidates) >= 2),
+    status         TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'resolved', 'rejected')),
+    created_at     TEXT NOT NULL,
+    resolved_at    TEXT,
+    resolved_scope TEXT,
+    resolution     TEXT
+);
+CREATE INDEX pending_open ON pending (status, id);
+CREATE INDEX pending_by_identity ON pending (subject, predicate);
+
+-- Invariant 3, at the lowest level: nothing becomes current on a tombstoned identity.
+CREATE TRIGGER memories_no_resurrection_insert BEFORE INSERT ON memories
+WHEN EXISTS (SELECT 1 FROM tombstones t
+             WHERE t.subject = NEW.subject AND t.predicate = NEW.predicate AND t.scope = NEW.scope)
+BEGIN SELECT RAISE(ABORT, 'memscope: identity is tombstoned; restore it first'); END;
+
+CREATE TRIGGER memories_no_resurrection_update BEFORE UPDATE ON memories
+WHEN EXISTS (SELECT 1 FROM tombstones t
+             WHERE t.subject = NEW.subject AND t.predicate = NEW.predicate AND t.scope = NEW.scope)
+BEGIN SELECT RAISE(ABORT, 'memscope: identity is tombstoned; restore it first'); END;
+
+-- Content may not be logged against a tombstoned identity.
+CREATE TRIGGER history_no_content_on_tombstone BEFORE INSERT ON history
+WHEN (NEW.value IS NOT NULL OR NEW.raw IS NOT NULL)
+ AND EXISTS (SELECT 1 FROM tombstones t
+             WHERE t.subject = NEW.subject AND t.predicate = NEW.predicate AND t.scope = NEW.scope)
+BEGIN SELECT RAISE(ABORT, 'memscope: identity is tombstoned; its content may not be stored'); END;
+
+-- History is append-only. Only memscope's purge path, which sets a connection-local gate, may
+-- rewrite it; a client without the gate function fails with "no such function".
+CREATE TRIGGER history_append_only_update BEFORE UPDATE ON history
+WHEN NOT memscope_purge_gate()
+BEGIN SELECT RAISE(ABORT, 'memscope: history is append-only'); END;
+
+CREATE TRIGGER history_append_only_delete BEFORE DELETE ON history
+WHEN NOT memscope_purge_gate()
+BEGIN SELECT RAISE(ABORT, 'memscope: history is append-only'); END;
+"#;
+
+/// Brings `conn` forward to the last of `migrations`, each step in its own transaction.
+/// Refuses a database newer than this build knows.
+pub fn migrate_with(conn: &mut Connection, migrations: &[Migration]) -> Result<i64> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let target = migrations.len() as i64;
+    if current > target {
+        bail!(
+            "this database uses schema version {current}, newer than this memscope understands ({target}): upgrade memscope to open it"
+        );
+    }
+    for (i, sql) in migrations.iter().enumerate().skip(current as usize) {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        tx.execute_batch(sql)
+            .with_context(|| format!("migrating the schema to version {}", i + 1))?;
+        tx.pragma_update(None, "user_version", i as i64 + 1)?;
+        tx.commit()?;
+    }
+    Ok(target)
+}
+
+pub fn migrate(conn: &mut Connection) -> Result<i64> {
+    migrate_with(conn, MIGRATIONS)
+}

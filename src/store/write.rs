@@ -1,0 +1,636 @@
+//! The one write path (SPEC §2): tombstone → ambiguity → insert / confirm / stale / supersede.
+
+use super::{alloc_seq, bump_metric, canonical_predicate, explain_sqlite, observe_seq, Store};
+use crate::model::{
+    normalize_subject, same_value, Identity, OutcomeKind, PendingItem, Scope, ScopeChoice,
+    WriteOutcome, WriteRequest,
+};
+use anyhow::{anyhow, bail, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read};
+
+/// A request after validation and normalization: ready for the transaction.
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedWrite {
+    pub subject: String,
+    pub predicate: String,
+    pub value: Value,
+    pub value_text: String,
+    pub choice: ScopeChoice,
+    pub source: String,
+    pub raw: Option<String>,
+    pub causal_seq: Option<i64>,
+}
+
+pub(crate) fn prepare(conn: &Connection, req: &WriteRequest) -> Result<PreparedWrite> {
+    let subject = normalize_subject(&req.subject).map_err(|e| anyhow!(e))?;
+    let predicate = canonical_predicate(conn, &req.predicate)?;
+    let source = req.source.trim();
+    if source.is_empty() {
+        bail!("source is empty: every write needs its provenance, e.g. thread:23/message:14");
+    }
+    if req.value.is_null() {
+        bail!("value is null: to forget a memory use `memscope delete`, not a null write");
+    }
+    if let Some(seq) = req.causal_seq {
+        if seq < 1 {
+            bail!("causal_seq {seq} is not positive: use a number from `memscope seq`, or leave it out");
+        }
+    }
+    if let Some(raw) = &req.raw {
+        if raw.contains('\0') {
+            bail!("raw text contains a NUL byte: send the user's words as plain text");
+        }
+    }
+    Ok(PreparedWrite {
+        subject,
+        predicate,
+        value_text: serde_json::to_string(&req.value)?,
+        value: req.value.clone(),
+        choice: req.scope.clone(),
+        source: source.to_string(),
+        raw: req.raw.clone(),
+        causal_seq: req.causal_seq,
+    })
+}
+
+struct Current {
+    version: i64,
+    value: Value,
+    causal_seq: i64,
+}
+
+fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// The highest version an identity ever used (applied versions and tombstones).
+pub(crate) fn max_version(conn: &Connection, id: &Identity) -> Result<i64> {
+    let scope = id.scope.to_string();
+    let from_history: Option<i64> = conn
+        .prepare_cached(
+            "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event IN ('set', 'deleted')",
+        )?
+        .query_row(params![id.subject, id.predicate, scope], |r| r.get(0))?;
+    let from_memory: Option<i64> = conn
+        .prepare_cached(
+            "SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?
+        .query_row(params![id.subject, id.predicate, scope], |r| r.get(0))
+        .optional()?;
+    let from_tomb = tombstone_version(conn, id)?;
+    Ok([from_history, from_memory, from_tomb]
+        .into_iter()
+        .flatten()
+        .max()
+        .unwrap_or(0))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn log_event(
+    conn: &Connection,
+    event: &str,
+    id: &Identity,
+    version: Option<i64>,
+    value: Option<&str>,
+    raw: Option<&str>,
+    source: Option<&str>,
+    causal_seq: Option<i64>,
+    at: &str,
+    detail: Option<&Value>,
+) -> Result<()> {
+    let detail = detail.map(|d| d.to_string());
+    conn.prepare_cached(
+        "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        event,
+        id.subject,
+        id.predicate,
+        id.scope.to_string(),
+        version,
+        value,
+        raw,
+        source,
+        causal_seq,
+        at,
+        detail
+    ])?;
+    Ok(())
+}
+
+fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
+    WriteOutcome {
+        outcome: kind,
+        line: None,
+        subject: Some(id.subject.clone()),
+        predicate: Some(id.predicate.clone()),
+        scope: Some(Value::String(id.scope.to_string())),
+        version: None,
+        value: None,
+        previous: None,
+        pending_id: None,
+        causal_seq: None,
+        reason: None,
+        error: None,
+    }
+}
+
+/// Decides and applies one write inside an open write transaction.
+pub(crate) fn write_in_tx(conn: &Connection, w: &PreparedWrite, now: &str) -> Result<WriteOutcome> {
+    let scope = match &w.choice {
+        ScopeChoice::Exact(s) => s.clone(),
+        ScopeChoice::Ambiguous(candidates) => return enqueue_pending(conn, w, candidates, now),
+    };
+    let id = Identity {
+        subject: w.subject.clone(),
+        predicate: w.predicate.clone(),
+        scope: scope.clone(),
+    };
+    let scope_text = scope.to_string();
+
+    if let Some(tomb) = tombstone_version(conn, &id)? {
+        let reason = format!(
+            "this identity was deleted (tombstone v{tomb}); restore it with `memscope restore` before writing"
+        );
+        log_event(
+            conn,
+            "rejected",
+            &id,
+            None,
+            None,
+            None,
+            Some(&w.source),
+            w.causal_seq,
+            now,
+            Some(&json!({ "reason": "tombstoned", "tombstone_version": tomb })),
+        )?;
+        bump_metric(conn, "resurrection_blocked", 1)?;
+        let mut out = base_outcome(OutcomeKind::Rejected, &id);
+        out.reason = Some(reason);
+        return Ok(out);
+    }
+
+    let current: Option<Current> = conn
+        .prepare_cached(
+            "SELECT version, value, causal_seq FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?
+        .query_row(params![id.subject, id.predicate, scope_text], |r| {
+            let text: String = r.get(1)?;
+            Ok((r.get::<_, i64>(0)?, text, r.get::<_, i64>(2)?))
+        })
+        .optional()?
+        .map(|(version, text, causal_seq)| {
+            Ok::<_, anyhow::Error>(Current {
+                version,
+                value: serde_json::from_str(&text)
+                    .map_err(|e| anyhow!("stored value of {id} is not JSON ({e}): run `memscope check`"))?,
+                causal_seq,
+            })
+        })
+        .transpose()?;
+
+    let seq = match w.causal_seq {
+        Some(s) => {
+            observe_seq(conn, s)?;
+            s
+        }
+        None => alloc_seq(conn)?,
+    };
+
+    match current {
+        None => {
+            let version = max_version(conn, &id)? + 1;
+            conn.prepare_cached(
+                "INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+            )?
+            .execute(params![
+                id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
+            ])?;
+            log_event(
+                conn,
+                "set",
+                &id,
+                Some(version),
+                Some(&w.value_text),
+                w.raw.as_deref(),
+                Some(&w.source),
+                Some(seq),
+                now,
+                None,
+            )?;
+            let mut out = base_outcome(OutcomeKind::Inserted, &id);
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+            out.causal_seq = Some(seq);
+            Ok(out)
+        }
+        Some(cur) if same_value(&cur.value, &w.value) => {
+            conn.prepare_cached(
+                "UPDATE memories SET confirmed_at = ?4, confirm_count = confirm_count + 1, confirmed_source = ?5
+                 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            )?
+            .execute(params![id.subject, id.predicate, scope_text, now, w.source])?;
+            log_event(
+                conn,
+                "confirmed",
+                &id,
+                Some(cur.version),
+                Some(&w.value_text),
+                w.raw.as_deref(),
+                Some(&w.source),
+                Some(seq),
+                now,
+                None,
+            )?;
+            let mut out = base_outcome(OutcomeKind::Confirmed, &id);
+            out.version = Some(cur.version);
+            out.value = Some(cur.value);
+            out.causal_seq = Some(seq);
+            Ok(out)
+        }
+        Some(cur) if cur.causal_seq >= seq => {
+            let reason = format!(
+                "current v{} has causal_seq {} ≥ {seq}: a causally older write never replaces a newer value",
+                cur.version, cur.causal_seq
+            );
+            log_event(
+                conn,
+                "stale",
+                &id,
+                None,
+                Some(&w.value_text),
+                w.raw.as_deref(),
+                Some(&w.source),
+                Some(seq),
+                now,
+                Some(
+                    &json!({ "current_version": cur.version, "current_causal_seq": cur.causal_seq }),
+                ),
+            )?;
+            bump_metric(conn, "stale_writes", 1)?;
+            let mut out = base_outcome(OutcomeKind::Stale, &id);
+            out.version = Some(cur.version);
+            out.value = Some(w.value.clone());
+            out.causal_seq = Some(seq);
+            out.reason = Some(reason);
+            Ok(out)
+        }
+        Some(cur) => {
+            let version = cur.version + 1;
+            conn.prepare_cached(
+                "UPDATE memories SET value = ?4, version = ?5, source = ?6, raw = ?7, causal_seq = ?8, updated_at = ?9,
+                        confirmed_at = NULL, confirm_count = 0, confirmed_source = NULL
+                 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            )?
+            .execute(params![
+                id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
+            ])?;
+            log_event(
+                conn,
+                "set",
+                &id,
+                Some(version),
+                Some(&w.value_text),
+                w.raw.as_deref(),
+                Some(&w.source),
+                Some(seq),
+                now,
+                None,
+            )?;
+            let mut out = base_outcome(OutcomeKind::Superseded, &id);
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+            out.previous = Some(cur.value);
+            out.causal_seq = Some(seq);
+            Ok(out)
+        }
+    }
+}
+
+fn enqueue_pending(
+    conn: &Connection,
+    w: &PreparedWrite,
+    candidates: &[Scope],
+    now: &str,
+) -> Result<WriteOutcome> {
+    let scopes: Vec<String> = candidates.iter().map(|s| s.to_string()).collect();
+    let mut live = 0;
+    for scope in candidates {
+        let id = Identity {
+            subject: w.subject.clone(),
+            predicate: w.predicate.clone(),
+            scope: scope.clone(),
+        };
+        if tombstone_version(conn, &id)?.is_none() {
+            live += 1;
+        }
+    }
+    let mut out = WriteOutcome {
+        outcome: OutcomeKind::Pending,
+        line: None,
+        subject: Some(w.subject.clone()),
+        predicate: Some(w.predicate.clone()),
+        scope: Some(json!({ "ambiguous": scopes })),
+        version: None,
+        value: None,
+        previous: None,
+        pending_id: None,
+        causal_seq: None,
+        reason: None,
+        error: None,
+    };
+    if live == 0 {
+        bump_metric(conn, "resurrection_blocked", 1)?;
+        out.outcome = OutcomeKind::Rejected;
+        out.reason =
+            Some("every candidate scope of this identity was deleted; restore one first".into());
+        return Ok(out);
+    }
+    let seq = match w.causal_seq {
+        Some(s) => {
+            observe_seq(conn, s)?;
+            s
+        }
+        None => alloc_seq(conn)?,
+    };
+    let id: i64 = conn
+        .prepare_cached(
+            "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'open', ?8) RETURNING id",
+        )?
+        .query_row(
+            params![w.subject, w.predicate, w.value_text, w.raw, w.source, seq, serde_json::to_string(&scopes)?, now],
+            |r| r.get(0),
+        )?;
+    out.pending_id = Some(id);
+    out.value = Some(w.value.clone());
+    out.causal_seq = Some(seq);
+    out.reason =
+        Some("the scope is ambiguous: a human picks one with `memscope pending resolve`".into());
+    Ok(out)
+}
+
+/// Counts of what an `apply` run came to.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct ApplySummary {
+    pub lines: u64,
+    pub inserted: u64,
+    pub confirmed: u64,
+    pub superseded: u64,
+    pub stale: u64,
+    pub pending: u64,
+    pub rejected: u64,
+    pub errors: u64,
+}
+
+impl ApplySummary {
+    fn count(&mut self, kind: OutcomeKind) {
+        match kind {
+            OutcomeKind::Inserted => self.inserted += 1,
+            OutcomeKind::Confirmed => self.confirmed += 1,
+            OutcomeKind::Superseded => self.superseded += 1,
+            OutcomeKind::Stale => self.stale += 1,
+            OutcomeKind::Pending => self.pending += 1,
+            OutcomeKind::Rejected => self.rejected += 1,
+            OutcomeKind::Error => self.errors += 1,
+        }
+    }
+}
+
+/// Lines per transaction in `apply`; each line still has its own savepoint.
+const APPLY_BATCH: usize = 1000;
+
+impl Store {
+    /// One write, one transaction.
+    pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
+        let now = self.now();
+        let assert = self.assert_invariants;
+        let path = self.path.clone();
+        let mut busy_seen = self.busy_seen;
+        let tx = self.begin()?;
+        let prepared = prepare(&tx, req)?;
+        let out = write_in_tx(&tx, &prepared, &now).map_err(|e| explain_sqlite(e, &path))?;
+        if assert {
+            super::check::assert_identity_clean(&tx, &prepared, &out)?;
+        }
+        Store::record_busy_retries(&mut busy_seen, &tx)?;
+        let debt = super::delete::purge_debt_owed(&tx)?;
+        tx.commit().map_err(|e| explain_sqlite(e.into(), &path))?;
+        self.busy_seen = busy_seen;
+        if debt {
+            self.pay_purge_debt()?;
+        }
+        Ok(out)
+    }
+
+    /// Streams JSON Lines write requests, calling `emit` with the outcomes of each committed
+    /// batch: one per non-blank line, in order. A bad line is an `error` outcome and
+    /// changes nothing; the others land.
+    pub fn apply<R: Read>(
+        &mut self,
+        input: R,
+        mut emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
+    ) -> Result<ApplySummary> {
+        let mut reader = BufReader::with_capacity(1 << 16, input);
+        let mut summary = ApplySummary::default();
+        let mut line_no: u64 = 0;
+        let mut buf = Vec::new();
+        let mut eof = false;
+        while !eof {
+            let now = self.now();
+            let assert = self.assert_invariants;
+            let path = self.path.clone();
+            let mut busy_seen = self.busy_seen;
+            let mut batch: Vec<WriteOutcome> = Vec::new();
+            let tx = self.begin()?;
+            while batch.len() < APPLY_BATCH {
+                buf.clear();
+                let n = reader.read_until(b'\n', &mut buf)?;
+                if n == 0 {
+                    eof = true;
+                    break;
+                }
+                line_no += 1;
+                let mut out =
+                    apply_line(&tx, &buf, &now, assert).map_err(|e| explain_sqlite(e, &path))?;
+                if let Some(out) = out.as_mut() {
+                    out.line = Some(line_no);
+                    batch.push(out.clone());
+                }
+                // Commit as soon as no more input is waiting, so an interactive writer sees its
+                // outcome without waiting for a full batch.
+                if reader.buffer().is_empty() {
+                    break;
+                }
+            }
+            Store::record_busy_retries(&mut busy_seen, &tx)?;
+            let debt = super::delete::purge_debt_owed(&tx)?;
+            tx.commit().map_err(|e| explain_sqlite(e.into(), &path))?;
+            self.busy_seen = busy_seen;
+            if debt {
+                self.pay_purge_debt()?;
+            }
+            for out in &batch {
+                summary.lines += 1;
+                summary.count(out.outcome);
+            }
+            emit(&batch)?;
+        }
+        Ok(summary)
+    }
+
+    /// Resolves an open pending item by writing it to `scope` through the write path. The
+    /// item records what happened (a resolution may itself be `stale` or `rejected`).
+    pub fn resolve_pending(&mut self, pending_id: i64, scope: &Scope) -> Result<WriteOutcome> {
+        let now = self.now();
+        let assert = self.assert_invariants;
+        let tx = self.begin()?;
+        let item = super::read::pending_item(&tx, pending_id)?.ok_or_else(|| {
+            anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
+        })?;
+        if item.status != "open" {
+            bail!(
+                "pending item #{pending_id} is already {} ({}): nothing to do",
+                item.status,
+                item.resolution.as_deref().unwrap_or("no outcome")
+            );
+        }
+        let prepared = PreparedWrite {
+            subject: item.subject.clone(),
+            predicate: item.predicate.clone(),
+            value_text: serde_json::to_string(&item.value)?,
+            value: item.value.clone(),
+            choice: ScopeChoice::Exact(scope.clone()),
+            source: item.source.clone(),
+            raw: item.raw.clone(),
+            causal_seq: Some(item.causal_seq),
+        };
+        let mut out = write_in_tx(&tx, &prepared, &now)?;
+        let among = item.candidates.contains(scope);
+        tx.execute(
+            "UPDATE pending SET status = 'resolved', resolved_at = ?2, resolved_scope = ?3, resolution = ?4 WHERE id = ?1",
+            params![pending_id, now, scope.to_string(), out.outcome.as_str()],
+        )?;
+        let id = Identity {
+            subject: item.subject.clone(),
+            predicate: item.predicate.clone(),
+            scope: scope.clone(),
+        };
+        log_event(
+            &tx,
+            "pending_resolved",
+            &id,
+            out.version,
+            None,
+            None,
+            Some(&item.source),
+            Some(item.causal_seq),
+            &now,
+            Some(
+                &json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among }),
+            ),
+        )?;
+        if assert {
+            super::check::assert_identity_clean(&tx, &prepared, &out)?;
+        }
+        tx.commit()?;
+        out.pending_id = Some(pending_id);
+        Ok(out)
+    }
+
+    /// Rejects an open pending item: nothing is written to memory.
+    pub fn reject_pending(&mut self, pending_id: i64) -> Result<PendingItem> {
+        let now = self.now();
+        let tx = self.begin()?;
+        let item = super::read::pending_item(&tx, pending_id)?.ok_or_else(|| {
+            anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
+        })?;
+        if item.status != "open" {
+            bail!(
+                "pending item #{pending_id} is already {}: nothing to do",
+                item.status
+            );
+        }
+        tx.execute(
+            "UPDATE pending SET status = 'rejected', resolved_at = ?2, resolution = 'rejected by a human' WHERE id = ?1",
+            params![pending_id, now],
+        )?;
+        tx.commit()?;
+        let mut item = item;
+        item.status = "rejected".into();
+        Ok(item)
+    }
+}
+
+/// One `apply` line inside the batch transaction, in its own savepoint. `None` for a blank line.
+fn apply_line(
+    conn: &Connection,
+    bytes: &[u8],
+    now: &str,
+    assert: bool,
+) -> Result<Option<WriteOutcome>> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(_) => {
+            return Ok(Some(WriteOutcome::error(
+                None,
+                "line is not valid UTF-8: send JSON text encoded as UTF-8",
+            )))
+        }
+    };
+    let text = text.trim_end_matches(['\n', '\r']);
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let req = match WriteRequest::from_json_line(text) {
+        Ok(r) => r,
+        Err(e) => return Ok(Some(WriteOutcome::error(None, e))),
+    };
+    let prepared = match prepare(conn, &req) {
+        Ok(p) => p,
+        Err(e) => return Ok(Some(WriteOutcome::error(None, e.to_string()))),
+    };
+    conn.prepare_cached("SAVEPOINT apply_line")?.execute([])?;
+    let result = write_in_tx(conn, &prepared, now).and_then(|out| {
+        if assert {
+            super::check::assert_identity_clean(conn, &prepared, &out)?;
+        }
+        Ok(out)
+    });
+    match result {
+        Ok(out) => {
+            conn.prepare_cached("RELEASE apply_line")?.execute([])?;
+            Ok(Some(out))
+        }
+        Err(e) => {
+            if is_fatal(&e) {
+                return Err(e);
+            }
+            conn.execute_batch("ROLLBACK TO apply_line; RELEASE apply_line")?;
+            Ok(Some(WriteOutcome::error(None, format!("{e:#}"))))
+        }
+    }
+}
+
+/// Disk-full and I/O failures end the whole batch; anything else is the line's own fault.
+fn is_fatal(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<rusqlite::Error>(),
+        Some(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(f.code, rusqlite::ErrorCode::DiskFull | rusqlite::ErrorCode::SystemIoFailure
+                | rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                | rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::DatabaseCorrupt)
+    )
+}
