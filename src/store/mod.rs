@@ -2,6 +2,7 @@
 //! [`Store::write`] (or its batched and pending forms), which decides the outcome in one
 //! `BEGIN IMMEDIATE` transaction.
 
+mod browse;
 mod check;
 mod delete;
 mod read;
