@@ -1,1 +1,257 @@
-fn main() {}
+//! Store benchmark (issue 2): `cargo bench --bench store`.
+//!
+//! Prints, measured in one run on this machine:
+//! - single-write transactions/s through the full write path vs a raw one-row INSERT
+//!   transaction on the same settings (target ratio ≥ 0.5);
+//! - `apply` of 100k lines vs a raw bulk INSERT of the same rows (target ratio ≥ 0.3);
+//! - resolve latency p50/p99 on a 1M-record database (target p99 ≤ 1 ms);
+//! - `check` on that database (target ≤ 10 s).
+//!
+//! Set MEMSCOPE_BENCH_RECORDS to change the big database's size (default 1,000,000).
+
+use memscope::model::{ScopeChoice, WriteRequest};
+use memscope::{OpenMode, Store};
+use rusqlite::Connection;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    xs[xs.len() / 2]
+}
+
+fn fresh_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memscope-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create bench dir");
+    dir
+}
+
+fn remove_db(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+fn raw_connection(path: &Path) -> Connection {
+    remove_db(path);
+    let c = Connection::open(path).expect("open raw db");
+    c.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).expect("wal");
+    c.pragma_update(None, "synchronous", "NORMAL").expect("sync");
+    c.pragma_update(None, "secure_delete", "ON").expect("secure_delete");
+    c.execute_batch(
+        // The baseline a naive client would write: the same rows into a table keyed by identity.
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, subject TEXT, predicate TEXT, scope TEXT, value TEXT, source TEXT, causal_seq INTEGER, at TEXT, UNIQUE (subject, predicate, scope))",
+    )
+    .expect("create");
+    c
+}
+
+fn request(i: usize, identities: usize) -> WriteRequest {
+    let k = i % identities;
+    WriteRequest {
+        subject: format!("user:{}", k % 1000),
+        predicate: format!("pref_{}", k / 1000),
+        value: json!(format!("value {i} 值")),
+        scope: ScopeChoice::Exact(memscope::Scope::Repo(format!("r{}", k % 7))),
+        source: format!("thread:{i}/message:1"),
+        raw: Some(format!("用户原话 {i}")),
+        causal_seq: None,
+    }
+}
+
+fn bench_single_writes(dir: &Path, n: usize) -> (f64, f64) {
+    let mut store_rates = Vec::new();
+    let mut raw_rates = Vec::new();
+    for round in 0..3 {
+        let path = dir.join(format!("single-{round}.db"));
+        remove_db(&path);
+        let mut store = Store::open(&path, OpenMode::Create).expect("open store");
+        store.set_assert_invariants(false);
+        // Half inserts, half supersedes: identities repeat once.
+        let reqs: Vec<WriteRequest> = (0..n).map(|i| request(i, n / 2)).collect();
+        let t = Instant::now();
+        for r in &reqs {
+            store.write(r).expect("write");
+        }
+        store_rates.push(n as f64 / t.elapsed().as_secs_f64());
+        drop(store);
+
+        let raw_path = dir.join(format!("raw-single-{round}.db"));
+        let c = raw_connection(&raw_path);
+        let t = Instant::now();
+        for i in 0..n {
+            c.execute_batch("BEGIN IMMEDIATE").expect("begin");
+            c.prepare_cached("INSERT INTO t (subject, predicate, scope, value, source, causal_seq, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                .expect("prep")
+                .execute(rusqlite::params![format!("user:{i}"), "p", "global", format!("\"value {i}\""), "s", i as i64, "2026-11-29T00:00:00.000Z"])
+                .expect("insert");
+            c.execute_batch("COMMIT").expect("commit");
+        }
+        raw_rates.push(n as f64 / t.elapsed().as_secs_f64());
+    }
+    (median(store_rates), median(raw_rates))
+}
+
+fn jsonl(n: usize, identities: usize) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(n * 200);
+    for i in 0..n {
+        serde_json::to_writer(&mut buf, &request(i, identities)).expect("json");
+        buf.push(b'\n');
+    }
+    buf
+}
+
+fn bench_apply(dir: &Path, n: usize) -> (f64, f64) {
+    let input = jsonl(n, n);
+    let mut apply_rates = Vec::new();
+    let mut raw_rates = Vec::new();
+    for round in 0..3 {
+        let path = dir.join(format!("apply-{round}.db"));
+        remove_db(&path);
+        let mut store = Store::open(&path, OpenMode::Create).expect("open");
+        store.set_assert_invariants(false);
+        let mut sink = std::io::sink();
+        let t = Instant::now();
+        let summary = store
+            .apply(&input[..], |batch| {
+                for o in batch {
+                    serde_json::to_writer(&mut sink, o)?;
+                }
+                Ok(())
+            })
+            .expect("apply");
+        apply_rates.push(n as f64 / t.elapsed().as_secs_f64());
+        assert_eq!(summary.inserted as usize, n);
+        drop(store);
+
+        let c = raw_connection(&dir.join(format!("raw-bulk-{round}.db")));
+        let reqs: Vec<WriteRequest> = (0..n).map(|i| request(i, n)).collect();
+        let t = Instant::now();
+        c.execute_batch("BEGIN IMMEDIATE").expect("begin");
+        {
+            let mut stmt = c
+                .prepare("INSERT INTO t (subject, predicate, scope, value, source, causal_seq, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+                .expect("prep");
+            for (i, r) in reqs.iter().enumerate() {
+                let scope = match &r.scope {
+                    ScopeChoice::Exact(s) => s.to_string(),
+                    ScopeChoice::Ambiguous(_) => unreachable!("bench rows have one scope"),
+                };
+                stmt.execute(rusqlite::params![r.subject, r.predicate, scope, r.value.to_string(), r.source, i as i64, "2026-11-29T00:00:00.000Z"])
+                    .expect("insert");
+            }
+        }
+        c.execute_batch("COMMIT").expect("commit");
+        raw_rates.push(n as f64 / t.elapsed().as_secs_f64());
+    }
+    (median(apply_rates), median(raw_rates))
+}
+
+/// Builds (or reuses) the big database through the real `apply` path.
+fn big_database(records: usize) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target").join("bench-data");
+    std::fs::create_dir_all(&dir).expect("bench-data dir");
+    let path = dir.join(format!("store-{records}.db"));
+    if path.exists() {
+        if let Ok(store) = Store::open(&path, OpenMode::Existing) {
+            if store.counts().map(|c| c.memories as usize == records).unwrap_or(false) {
+                return path;
+            }
+        }
+    }
+    remove_db(&path);
+    eprintln!("building a {records}-record database through `apply` (cached in {})…", path.display());
+    let mut store = Store::open(&path, OpenMode::Create).expect("open big");
+    store.set_assert_invariants(false);
+    let chunk = 100_000;
+    let t = Instant::now();
+    for start in (0..records).step_by(chunk) {
+        let mut buf = Vec::with_capacity(chunk * 200);
+        for i in start..(start + chunk).min(records) {
+            let scope = match i % 10 {
+                0..=5 => "global".to_string(),
+                6..=8 => format!("repo:repo-{}", i % 500),
+                _ => format!("task:task-{}", i % 2000),
+            };
+            let line = json!({
+                "subject": format!("user:{}", i % 20_000),
+                "predicate": format!("pref_{}", i / 20_000),
+                "value": format!("value {i} 值"),
+                "scope": scope,
+                "source": format!("thread:{i}/message:1"),
+                "raw": format!("用户原话 {i}"),
+            });
+            serde_json::to_writer(&mut buf, &line).expect("json");
+            buf.push(b'\n');
+        }
+        store.apply(&buf[..], |_| Ok(())).expect("apply chunk");
+    }
+    eprintln!("built in {:.1} s", t.elapsed().as_secs_f64());
+    path
+}
+
+fn bench_resolve(path: &Path, records: usize) -> (Duration, Duration) {
+    let store = Store::open(path, OpenMode::Existing).expect("open");
+    let mut lat = Vec::with_capacity(20_000);
+    for q in 0..20_000usize {
+        let i = (q * 7919) % records;
+        let subject = format!("user:{}", i % 20_000);
+        let predicate = format!("pref_{}", i / 20_000);
+        let repo = format!("repo-{}", q % 500);
+        let task = format!("task-{}", q % 2000);
+        let t = Instant::now();
+        let r = store.resolve(&subject, &predicate, Some(&repo), Some(&task)).expect("resolve");
+        lat.push(t.elapsed());
+        std::hint::black_box(r);
+    }
+    lat.sort();
+    (lat[lat.len() / 2], lat[lat.len() * 99 / 100])
+}
+
+fn main() {
+    // `cargo bench` passes --bench; ignore arguments.
+    let records: usize = std::env::var("MEMSCOPE_BENCH_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let dir = fresh_dir();
+
+    let (store_rate, raw_rate) = bench_single_writes(&dir, 5_000);
+    println!(
+        "single writes: write path {:.0}/s, raw one-row INSERT {:.0}/s, ratio {:.2} (target ≥ 0.5)",
+        store_rate,
+        raw_rate,
+        store_rate / raw_rate
+    );
+
+    let (apply_rate, bulk_rate) = bench_apply(&dir, 100_000);
+    println!(
+        "apply 100k lines: {:.0} lines/s, raw bulk INSERT {:.0} rows/s, ratio {:.2} (target ≥ 0.3)",
+        apply_rate,
+        bulk_rate,
+        apply_rate / bulk_rate
+    );
+
+    if std::env::var_os("MEMSCOPE_BENCH_QUICK").is_some() {
+        return;
+    }
+    let big = big_database(records);
+    let (p50, p99) = bench_resolve(&big, records);
+    println!(
+        "resolve on {records} records (task+repo+global chain): p50 {:.3} ms, p99 {:.3} ms (target p99 ≤ 1 ms)",
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3
+    );
+
+    let store = Store::open(&big, OpenMode::Existing).expect("open");
+    let t = Instant::now();
+    let report = store.check().expect("check");
+    println!(
+        "check on {records} records: {:.2} s, ok = {} (target ≤ 10 s)",
+        t.elapsed().as_secs_f64(),
+        report.ok
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

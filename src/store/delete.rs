@@ -172,6 +172,19 @@ impl Store {
                     params![id.subject, id.predicate, scope],
                     |r| r.get(0),
                 )?;
+                // Logged first, so the newest history id is never the one purged (ids never reused).
+                log_event(
+                    &tx,
+                    "deleted",
+                    id,
+                    Some(version),
+                    None,
+                    None,
+                    None,
+                    None,
+                    &now,
+                    Some(&json!({ "reason": reason, "purged_versions": purged })),
+                )?;
                 tx.execute(
                     "DELETE FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
                     params![id.subject, id.predicate, scope],
@@ -184,18 +197,6 @@ impl Store {
                     "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                      ON CONFLICT(subject, predicate, scope) DO UPDATE SET version = ?4, reason = ?5, deleted_at = ?6",
                     params![id.subject, id.predicate, scope, version, reason, now],
-                )?;
-                log_event(
-                    &tx,
-                    "deleted",
-                    id,
-                    Some(version),
-                    None,
-                    None,
-                    None,
-                    None,
-                    &now,
-                    Some(&json!({ "reason": reason, "purged_versions": purged })),
                 )?;
                 for pid in pending_naming(
                     &tx,

@@ -10,6 +10,7 @@ pub mod schema;
 mod transfer;
 mod write;
 
+pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate};
 pub use check::{CheckReport, Violation};
 pub use read::ListFilter;
 pub use transfer::ImportReport;
@@ -229,6 +230,10 @@ impl Store {
         // Deleted content must not linger in free pages (bundled SQLite defaults this off).
         c.pragma_update(None, "secure_delete", "ON")?;
         c.pragma_update(None, "foreign_keys", "ON")?;
+        // Savepoints (one per `apply` line) keep their statement journal in memory.
+        c.pragma_update(None, "temp_store", "MEMORY")?;
+        // 32 MiB of page cache: index pages of a large database stay hot across a bulk apply.
+        c.pragma_update(None, "cache_size", -32768)?;
         c.set_prepared_statement_cache_capacity(64);
         Ok(())
     }
@@ -479,10 +484,18 @@ fn locked_error(e: rusqlite::Error, path: &str) -> anyhow::Error {
     anyhow::Error::new(e).context(format!("cannot start a write on {path}"))
 }
 
-/// Turns SQLite failures during a write into sentences a user can act on.
+/// Turns SQLite lock, read-only and disk-full failures during a write into sentences a user
+/// can act on; other errors pass through unchanged.
 pub(crate) fn explain_sqlite(e: anyhow::Error, path: &Path) -> anyhow::Error {
+    let actionable = matches!(
+        e.downcast_ref::<rusqlite::Error>(),
+        Some(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                | rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::DiskFull)
+    );
     match e.downcast::<rusqlite::Error>() {
-        Ok(sq) => locked_error(sq, &path.display().to_string()),
+        Ok(sq) if actionable => locked_error(sq, &path.display().to_string()),
+        Ok(sq) => anyhow::Error::new(sq),
         Err(e) => e,
     }
 }

@@ -53,8 +53,10 @@ CREATE TABLE memories (
 );
 CREATE INDEX memories_by_scope ON memories (scope, subject, predicate);
 
+-- Ids only grow: a purge always logs its `deleted` event before removing older rows, so the
+-- highest id is never deleted and never reused (no AUTOINCREMENT page to write per event).
 CREATE TABLE history (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         INTEGER PRIMARY KEY,
     event      TEXT NOT NULL,
     subject    TEXT NOT NULL,
     predicate  TEXT NOT NULL,
@@ -68,7 +70,6 @@ CREATE TABLE history (
     detail     TEXT CHECK (detail IS NULL OR json_valid(detail))
 );
 CREATE INDEX history_by_identity ON history (subject, predicate, scope, id);
-CREATE INDEX history_by_time ON history (at);
 
 CREATE TABLE tombstones (
     subject    TEXT NOT NULL,

@@ -75,24 +75,24 @@ fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
 
 /// The highest version an identity ever used (applied versions and tombstones).
 pub(crate) fn max_version(conn: &Connection, id: &Identity) -> Result<i64> {
-    let scope = id.scope.to_string();
-    let from_history: Option<i64> = conn
-        .prepare_cached(
-            "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event IN ('set', 'deleted')",
-        )?
-        .query_row(params![id.subject, id.predicate, scope], |r| r.get(0))?;
     let from_memory: Option<i64> = conn
-        .prepare_cached(
-            "SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-        )?
-        .query_row(params![id.subject, id.predicate, scope], |r| r.get(0))
+        .prepare_cached("SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3")?
+        .query_row(params![id.subject, id.predicate, id.scope.to_string()], |r| r.get(0))
         .optional()?;
-    let from_tomb = tombstone_version(conn, id)?;
-    Ok([from_history, from_memory, from_tomb]
+    Ok([history_max_version(conn, id)?, from_memory, tombstone_version(conn, id)?]
         .into_iter()
         .flatten()
         .max()
         .unwrap_or(0))
+}
+
+/// The highest version number in an identity's log, if it has one.
+fn history_max_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
+    // Callers probe for any history first: SQLite re-prepares this aggregate on every run as
+    // the table grows, which would cost a parse on every new identity.
+    Ok(conn
+        .prepare_cached("SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3")?
+        .query_row(params![id.subject, id.predicate, id.scope.to_string()], |r| r.get(0))?)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -159,7 +159,27 @@ pub(crate) fn write_in_tx(conn: &Connection, w: &PreparedWrite, now: &str) -> Re
     };
     let scope_text = scope.to_string();
 
-    if let Some(tomb) = tombstone_version(conn, &id)? {
+    // One probe for everything the decision needs: tombstone, current record, and whether
+    // the identity has any history (for the next version number of a new record).
+    let probe = conn
+        .prepare_cached(
+            "SELECT (SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
+                    m.version, m.value, m.causal_seq,
+                    EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
+             FROM (SELECT 1) LEFT JOIN memories m ON m.subject = ?1 AND m.predicate = ?2 AND m.scope = ?3",
+        )?
+        .query_row(params![id.subject, id.predicate, scope_text], |r| {
+            Ok((
+                r.get::<_, Option<i64>>(0)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, Option<i64>>(3)?,
+                r.get::<_, bool>(4)?,
+            ))
+        })?;
+    let (tomb, cur_version, cur_value, cur_seq, has_history) = probe;
+
+    if let Some(tomb) = tomb {
         let reason = format!(
             "this identity was deleted (tombstone v{tomb}); restore it with `memscope restore` before writing"
         );
@@ -181,24 +201,16 @@ pub(crate) fn write_in_tx(conn: &Connection, w: &PreparedWrite, now: &str) -> Re
         return Ok(out);
     }
 
-    let current: Option<Current> = conn
-        .prepare_cached(
-            "SELECT version, value, causal_seq FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-        )?
-        .query_row(params![id.subject, id.predicate, scope_text], |r| {
-            let text: String = r.get(1)?;
-            Ok((r.get::<_, i64>(0)?, text, r.get::<_, i64>(2)?))
-        })
-        .optional()?
-        .map(|(version, text, causal_seq)| {
-            Ok::<_, anyhow::Error>(Current {
-                version,
-                value: serde_json::from_str(&text)
-                    .map_err(|e| anyhow!("stored value of {id} is not JSON ({e}): run `memscope check`"))?,
-                causal_seq,
-            })
-        })
-        .transpose()?;
+    let current: Option<Current> = match (cur_version, cur_value, cur_seq) {
+        (Some(version), Some(text), Some(causal_seq)) => Some(Current {
+            version,
+            value: serde_json::from_str(&text).map_err(|e| {
+                anyhow!("stored value of {id} is not JSON ({e}): run `memscope check`")
+            })?,
+            causal_seq,
+        }),
+        _ => None,
+    };
 
     let seq = match w.causal_seq {
         Some(s) => {
@@ -210,7 +222,8 @@ pub(crate) fn write_in_tx(conn: &Connection, w: &PreparedWrite, now: &str) -> Re
 
     match current {
         None => {
-            let version = max_version(conn, &id)? + 1;
+            // No tombstone and no current record: only history can hold an older version.
+            let version = if has_history { history_max_version(conn, &id)?.unwrap_or(0) } else { 0 } + 1;
             conn.prepare_cached(
                 "INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
@@ -436,8 +449,8 @@ impl Store {
     }
 
     /// Streams JSON Lines write requests, calling `emit` with the outcomes of each committed
-    /// batch: one per non-blank line, in order. A bad line is an `error` outcome and
-    /// changes nothing; the others land.
+    /// batch: one per non-blank line, in order. A bad line is an `error` outcome and changes
+    /// nothing; the others land.
     pub fn apply<R: Read>(
         &mut self,
         input: R,
@@ -449,31 +462,71 @@ impl Store {
         let mut buf = Vec::new();
         let mut eof = false;
         while !eof {
-            let now = self.now();
-            let assert = self.assert_invariants;
-            let path = self.path.clone();
-            let mut busy_seen = self.busy_seen;
-            let mut batch: Vec<WriteOutcome> = Vec::new();
-            let tx = self.begin()?;
-            while batch.len() < APPLY_BATCH {
+            let mut lines: Vec<(u64, ParsedLine)> = Vec::new();
+            while lines.len() < APPLY_BATCH {
                 buf.clear();
-                let n = reader.read_until(b'\n', &mut buf)?;
-                if n == 0 {
+                if reader.read_until(b'\n', &mut buf)? == 0 {
                     eof = true;
                     break;
                 }
                 line_no += 1;
-                let mut out =
-                    apply_line(&tx, &buf, &now, assert).map_err(|e| explain_sqlite(e, &path))?;
-                if let Some(out) = out.as_mut() {
-                    out.line = Some(line_no);
-                    batch.push(out.clone());
+                if let Some(parsed) = parse_line(&buf) {
+                    lines.push((line_no, parsed));
                 }
                 // Commit as soon as no more input is waiting, so an interactive writer sees its
                 // outcome without waiting for a full batch.
                 if reader.buffer().is_empty() {
                     break;
                 }
+            }
+            if lines.is_empty() {
+                continue;
+            }
+            let batch = self.apply_batch(&mut lines)?;
+            for out in &batch {
+                summary.lines += 1;
+                summary.count(out.outcome);
+            }
+            emit(&batch)?;
+        }
+        Ok(summary)
+    }
+
+    /// One transaction for a batch of lines. Lines run without savepoints; when one fails
+    /// half-way, the batch is rolled back and run again with a savepoint per line, so the
+    /// failing line changes nothing and the others still land.
+    fn apply_batch(&mut self, lines: &mut [(u64, ParsedLine)]) -> Result<Vec<WriteOutcome>> {
+        let now = self.now();
+        let assert = self.assert_invariants;
+        let path = self.path.clone();
+        let mut savepoints = false;
+        loop {
+            let mut busy_seen = self.busy_seen;
+            let tx = self.begin()?;
+            let mut outcomes = Vec::with_capacity(lines.len());
+            let mut failed = false;
+            for (line_no, parsed) in lines.iter() {
+                let mut out = match parsed {
+                    ParsedLine::Invalid(msg) => WriteOutcome::error(None, msg.clone()),
+                    ParsedLine::Request(req) => {
+                        match run_line(&tx, req, &now, assert, savepoints) {
+                            Ok(out) => out,
+                            Err(e) if is_fatal(&e) => return Err(explain_sqlite(e, &path)),
+                            Err(e) if savepoints => WriteOutcome::error(None, format!("{e:#}")),
+                            Err(_) => {
+                                failed = true;
+                                break;
+                            }
+                        }
+                    }
+                };
+                out.line = Some(*line_no);
+                outcomes.push(out);
+            }
+            if failed {
+                drop(tx); // rolls back
+                savepoints = true;
+                continue;
             }
             Store::record_busy_retries(&mut busy_seen, &tx)?;
             let debt = super::delete::purge_debt_owed(&tx)?;
@@ -482,13 +535,8 @@ impl Store {
             if debt {
                 self.pay_purge_debt()?;
             }
-            for out in &batch {
-                summary.lines += 1;
-                summary.count(out.outcome);
-            }
-            emit(&batch)?;
+            return Ok(outcomes);
         }
-        Ok(summary)
     }
 
     /// Resolves an open pending item by writing it to `scope` through the write path. The
@@ -574,54 +622,52 @@ impl Store {
     }
 }
 
-/// One `apply` line inside the batch transaction, in its own savepoint. `None` for a blank line.
-fn apply_line(
-    conn: &Connection,
-    bytes: &[u8],
-    now: &str,
-    assert: bool,
-) -> Result<Option<WriteOutcome>> {
-    let text = match std::str::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(_) => {
-            return Ok(Some(WriteOutcome::error(
-                None,
-                "line is not valid UTF-8: send JSON text encoded as UTF-8",
-            )))
-        }
+/// An `apply` input line after JSON parsing, before it meets the database.
+pub(crate) enum ParsedLine {
+    Request(Box<WriteRequest>),
+    Invalid(String),
+}
+
+/// Parses one input line; `None` for a blank line.
+fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Some(ParsedLine::Invalid(
+            "line is not valid UTF-8: send JSON text encoded as UTF-8".into(),
+        ));
     };
     let text = text.trim_end_matches(['\n', '\r']);
     if text.trim().is_empty() {
-        return Ok(None);
+        return None;
     }
-    let req = match WriteRequest::from_json_line(text) {
-        Ok(r) => r,
-        Err(e) => return Ok(Some(WriteOutcome::error(None, e))),
-    };
-    let prepared = match prepare(conn, &req) {
+    Some(match WriteRequest::from_json_line(text) {
+        Ok(r) => ParsedLine::Request(Box::new(r)),
+        Err(e) => ParsedLine::Invalid(e),
+    })
+}
+
+/// One request inside the batch transaction. Validation errors become `error` outcomes
+/// (nothing was written yet); a failure during the write is returned as `Err`.
+fn run_line(conn: &Connection, req: &WriteRequest, now: &str, assert: bool, savepoint: bool) -> Result<WriteOutcome> {
+    let prepared = match prepare(conn, req) {
         Ok(p) => p,
-        Err(e) => return Ok(Some(WriteOutcome::error(None, e.to_string()))),
+        Err(e) => return Ok(WriteOutcome::error(None, e.to_string())),
     };
-    conn.prepare_cached("SAVEPOINT apply_line")?.execute([])?;
+    if savepoint {
+        conn.prepare_cached("SAVEPOINT apply_line")?.execute([])?;
+    }
     let result = write_in_tx(conn, &prepared, now).and_then(|out| {
         if assert {
             super::check::assert_identity_clean(conn, &prepared, &out)?;
         }
         Ok(out)
     });
-    match result {
-        Ok(out) => {
-            conn.prepare_cached("RELEASE apply_line")?.execute([])?;
-            Ok(Some(out))
+    if savepoint {
+        if result.is_err() {
+            conn.execute_batch("ROLLBACK TO apply_line")?;
         }
-        Err(e) => {
-            if is_fatal(&e) {
-                return Err(e);
-            }
-            conn.execute_batch("ROLLBACK TO apply_line; RELEASE apply_line")?;
-            Ok(Some(WriteOutcome::error(None, format!("{e:#}"))))
-        }
+        conn.prepare_cached("RELEASE apply_line")?.execute([])?;
     }
+    result
 }
 
 /// Disk-full and I/O failures end the whole batch; anything else is the line's own fault.
