@@ -37,9 +37,12 @@ fn remove_db(path: &Path) {
 fn raw_connection(path: &Path) -> Connection {
     remove_db(path);
     let c = Connection::open(path).expect("open raw db");
-    c.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())).expect("wal");
-    c.pragma_update(None, "synchronous", "NORMAL").expect("sync");
-    c.pragma_update(None, "secure_delete", "ON").expect("secure_delete");
+    c.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+        .expect("wal");
+    c.pragma_update(None, "synchronous", "NORMAL")
+        .expect("sync");
+    c.pragma_update(None, "secure_delete", "ON")
+        .expect("secure_delete");
     c.execute_batch(
         // The baseline a naive client would write: the same rows into a table keyed by identity.
         "CREATE TABLE t (id INTEGER PRIMARY KEY, subject TEXT, predicate TEXT, scope TEXT, value TEXT, source TEXT, causal_seq INTEGER, at TEXT, UNIQUE (subject, predicate, scope))",
@@ -139,8 +142,16 @@ fn bench_apply(dir: &Path, n: usize) -> (f64, f64) {
                     ScopeChoice::Exact(s) => s.to_string(),
                     ScopeChoice::Ambiguous(_) => unreachable!("bench rows have one scope"),
                 };
-                stmt.execute(rusqlite::params![r.subject, r.predicate, scope, r.value.to_string(), r.source, i as i64, "2026-11-29T00:00:00.000Z"])
-                    .expect("insert");
+                stmt.execute(rusqlite::params![
+                    r.subject,
+                    r.predicate,
+                    scope,
+                    r.value.to_string(),
+                    r.source,
+                    i as i64,
+                    "2026-11-29T00:00:00.000Z"
+                ])
+                .expect("insert");
             }
         }
         c.execute_batch("COMMIT").expect("commit");
@@ -151,18 +162,27 @@ fn bench_apply(dir: &Path, n: usize) -> (f64, f64) {
 
 /// Builds (or reuses) the big database through the real `apply` path.
 fn big_database(records: usize) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target").join("bench-data");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("bench-data");
     std::fs::create_dir_all(&dir).expect("bench-data dir");
     let path = dir.join(format!("store-{records}.db"));
     if path.exists() {
         if let Ok(store) = Store::open(&path, OpenMode::Existing) {
-            if store.counts().map(|c| c.memories as usize == records).unwrap_or(false) {
+            if store
+                .counts()
+                .map(|c| c.memories as usize == records)
+                .unwrap_or(false)
+            {
                 return path;
             }
         }
     }
     remove_db(&path);
-    eprintln!("building a {records}-record database through `apply` (cached in {})…", path.display());
+    eprintln!(
+        "building a {records}-record database through `apply` (cached in {})…",
+        path.display()
+    );
     let mut store = Store::open(&path, OpenMode::Create).expect("open big");
     store.set_assert_invariants(false);
     let chunk = 100_000;
@@ -202,7 +222,9 @@ fn bench_resolve(path: &Path, records: usize) -> (Duration, Duration) {
         let repo = format!("repo-{}", q % 500);
         let task = format!("task-{}", q % 2000);
         let t = Instant::now();
-        let r = store.resolve(&subject, &predicate, Some(&repo), Some(&task)).expect("resolve");
+        let r = store
+            .resolve(&subject, &predicate, Some(&repo), Some(&task))
+            .expect("resolve");
         lat.push(t.elapsed());
         std::hint::black_box(r);
     }

@@ -2,6 +2,12 @@ use clap::Parser;
 use memscope::cli::{self, Cli, UsageError, EXIT_FAILED, EXIT_USAGE};
 
 fn main() {
+    // Like other Unix tools, end quietly when the reader of our output goes away
+    // (`memscope list | head`) instead of panicking on a broken pipe.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let parsed = Cli::parse();
     let code = match cli::run(parsed) {
         Ok(code) => code,

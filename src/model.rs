@@ -330,8 +330,12 @@ impl WriteOutcome {
         if let Some(p) = &self.previous {
             s.push_str(&format!(" (was {p})"));
         }
-        if let Some(id) = self.pending_id {
-            s.push_str(&format!(" (pending #{id}: a human must choose the scope)"));
+        match (self.pending_id, self.outcome) {
+            (Some(id), OutcomeKind::Pending) => {
+                s.push_str(&format!(" (pending #{id}: a human must choose the scope)"))
+            }
+            (Some(id), _) => s.push_str(&format!(" (from pending #{id})")),
+            (None, _) => {}
         }
         if let Some(r) = &self.reason {
             s.push_str(&format!(" — {r}"));

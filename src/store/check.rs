@@ -7,7 +7,7 @@ use crate::model::{normalize_predicate, Identity, ScopeChoice, WriteOutcome};
 use anyhow::{bail, Result};
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
-use rusqlite::{Connection, ToSql};
+use rusqlite::{Connection, OptionalExtension, ToSql};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -184,14 +184,12 @@ impl Checker<'_> {
     }
 
     /// Version contiguity (5), causal order of applied versions (2) and that the latest applied
-    /// version is what is current (4), one identity at a time: a merge of the history log and
-    /// the current view, both read in identity order.
+    /// version is what is current (4), one identity at a time, walking the log in identity
+    /// order. (Current records with no history at all are found by the invariant-4 query.)
     fn walk_history(&mut self, f: &Filter<'_>) -> Result<()> {
-        let mut mem_stmt = self.conn.prepare(&format!(
-            "SELECT m.subject, m.predicate, m.scope, m.version FROM memories m WHERE {} ORDER BY m.subject, m.predicate, m.scope",
-            f.sql("m")))?;
-        let mut mem_rows = mem_stmt.query(f.params().as_slice())?;
-        let mut next_mem = next_current(&mut mem_rows)?;
+        let mut current_version = self.conn.prepare(
+            "SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?;
         let mut stmt = self.conn.prepare(&format!(
             "SELECT h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail FROM history h
              WHERE {} ORDER BY h.subject, h.predicate, h.scope, h.id", f.sql("h")))?;
@@ -207,26 +205,9 @@ impl Checker<'_> {
             };
             if key != group {
                 if let Some(g) = group.take() {
-                    // Current records sorted before this group have no history at all.
-                    while let Some((k, v)) = next_mem.take() {
-                        if k < g {
-                            found.push((4, format!("{}: current v{v} has no history", label(&k))));
-                            next_mem = next_current(&mut mem_rows)?;
-                        } else {
-                            next_mem = Some((k, v));
-                            break;
-                        }
-                    }
-                    let mem_version = match next_mem.take() {
-                        Some((k, v)) if k == g => {
-                            next_mem = next_current(&mut mem_rows)?;
-                            Some(v)
-                        }
-                        other => {
-                            next_mem = other;
-                            None
-                        }
-                    };
+                    let mem_version: Option<i64> = current_version
+                        .query_row(rusqlite::params![g.0, g.1, g.2], |r| r.get(0))
+                        .optional()?;
                     st.finish(&g, mem_version, &mut found);
                 }
                 st = WalkState::default();
@@ -285,10 +266,6 @@ impl Checker<'_> {
                 _ => {}
             }
         }
-        while let Some((k, v)) = next_mem.take() {
-            found.push((4, format!("{}: current v{v} has no history", label(&k))));
-            next_mem = next_current(&mut mem_rows)?;
-        }
         for (i, d) in found {
             self.push(i, d);
         }
@@ -300,13 +277,6 @@ type Key = (String, String, String);
 
 fn label(k: &Key) -> String {
     format!("{} · {} @ {}", k.0, k.1, k.2)
-}
-
-fn next_current(rows: &mut rusqlite::Rows<'_>) -> Result<Option<(Key, i64)>> {
-    Ok(match rows.next()? {
-        Some(r) => Some(((r.get(0)?, r.get(1)?, r.get(2)?), r.get(3)?)),
-        None => None,
-    })
 }
 
 struct WalkState {

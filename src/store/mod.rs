@@ -234,6 +234,12 @@ impl Store {
         c.pragma_update(None, "temp_store", "MEMORY")?;
         // 32 MiB of page cache: index pages of a large database stay hot across a bulk apply.
         c.pragma_update(None, "cache_size", -32768)?;
+        // Query-planner stability: without it SQLite re-plans (re-parses) the write path's
+        // cached statements on many runs as tables grow, which doubled the cost of a write.
+        c.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )?;
         c.set_prepared_statement_cache_capacity(64);
         Ok(())
     }
@@ -442,15 +448,6 @@ pub(crate) fn alloc_seq(conn: &Connection) -> Result<i64> {
         .optional()?
         .ok_or_else(|| anyhow!("the causal clock is missing from settings: run `memscope check`"))?;
     Ok(seq)
-}
-
-/// Moves the clock forward to at least `seq`, so later allocations stay above it.
-pub(crate) fn observe_seq(conn: &Connection, seq: i64) -> Result<()> {
-    conn.prepare_cached(
-        "UPDATE settings SET value = ?1 WHERE key = 'causal_clock' AND CAST(value AS INTEGER) < ?1",
-    )?
-    .execute([seq])?;
-    Ok(())
 }
 
 pub(crate) fn bump_metric(conn: &Connection, name: &str, by: i64) -> Result<()> {

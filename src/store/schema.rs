@@ -49,9 +49,10 @@ CREATE TABLE memories (
     confirmed_at  TEXT,
     confirm_count INTEGER NOT NULL DEFAULT 0,
     confirmed_source TEXT,
-    UNIQUE (subject, predicate, scope)
+    -- Uniqueness of the identity (invariant 1), in scope-first order so the same index serves
+    -- the current view grouped by scope (`global` < `repo:…` < `task:…` sort as text).
+    UNIQUE (scope, subject, predicate)
 );
-CREATE INDEX memories_by_scope ON memories (scope, subject, predicate);
 
 -- Ids only grow: a purge always logs its `deleted` event before removing older rows, so the
 -- highest id is never deleted and never reused (no AUTOINCREMENT page to write per event).

@@ -1,6 +1,6 @@
 //! The one write path (SPEC §2): tombstone → ambiguity → insert / confirm / stale / supersede.
 
-use super::{alloc_seq, bump_metric, canonical_predicate, explain_sqlite, observe_seq, Store};
+use super::{bump_metric, canonical_predicate, explain_sqlite, Store};
 use crate::model::{
     normalize_subject, same_value, Identity, OutcomeKind, PendingItem, Scope, ScopeChoice,
     WriteOutcome, WriteRequest,
@@ -9,6 +9,61 @@ use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
+
+/// Causal sequence numbers handed out inside one write transaction: the clock is read once and
+/// written back once, at [`SeqBatch::flush`], which every write transaction calls before commit.
+#[derive(Debug, Default)]
+pub(crate) struct SeqBatch {
+    next: Option<i64>,
+    stored: i64,
+}
+
+impl SeqBatch {
+    fn load(&mut self, conn: &Connection) -> Result<i64> {
+        if let Some(n) = self.next {
+            return Ok(n);
+        }
+        let clock: i64 = conn
+            .prepare_cached(
+                "SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'",
+            )?
+            .query_row([], |r| r.get(0))
+            .optional()?
+            .ok_or_else(|| {
+                anyhow!("the causal clock is missing from settings: run `memscope check`")
+            })?;
+        self.stored = clock;
+        self.next = Some(clock);
+        Ok(clock)
+    }
+
+    /// The next number, above everything handed out or observed.
+    pub fn alloc(&mut self, conn: &Connection) -> Result<i64> {
+        let seq = self.load(conn)? + 1;
+        self.next = Some(seq);
+        Ok(seq)
+    }
+
+    /// A writer brought its own number: later allocations stay above it.
+    pub fn observe(&mut self, conn: &Connection, seq: i64) -> Result<()> {
+        if seq > self.load(conn)? {
+            self.next = Some(seq);
+        }
+        Ok(())
+    }
+
+    /// Writes the clock back; must run inside the transaction, before commit.
+    pub fn flush(&mut self, conn: &Connection) -> Result<()> {
+        if let Some(next) = self.next {
+            if next > self.stored {
+                conn.prepare_cached("UPDATE settings SET value = ?1 WHERE key = 'causal_clock'")?
+                    .execute([next])?;
+                self.stored = next;
+            }
+        }
+        Ok(())
+    }
+}
 
 /// A request after validation and normalization: ready for the transaction.
 #[derive(Debug, Clone)]
@@ -76,14 +131,23 @@ fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
 /// The highest version an identity ever used (applied versions and tombstones).
 pub(crate) fn max_version(conn: &Connection, id: &Identity) -> Result<i64> {
     let from_memory: Option<i64> = conn
-        .prepare_cached("SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3")?
-        .query_row(params![id.subject, id.predicate, id.scope.to_string()], |r| r.get(0))
+        .prepare_cached(
+            "SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            |r| r.get(0),
+        )
         .optional()?;
-    Ok([history_max_version(conn, id)?, from_memory, tombstone_version(conn, id)?]
-        .into_iter()
-        .flatten()
-        .max()
-        .unwrap_or(0))
+    Ok([
+        history_max_version(conn, id)?,
+        from_memory,
+        tombstone_version(conn, id)?,
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(0))
 }
 
 /// The highest version number in an identity's log, if it has one.
@@ -91,8 +155,13 @@ fn history_max_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> 
     // Callers probe for any history first: SQLite re-prepares this aggregate on every run as
     // the table grows, which would cost a parse on every new identity.
     Ok(conn
-        .prepare_cached("SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3")?
-        .query_row(params![id.subject, id.predicate, id.scope.to_string()], |r| r.get(0))?)
+        .prepare_cached(
+            "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            |r| r.get(0),
+        )?)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -147,10 +216,17 @@ fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
 }
 
 /// Decides and applies one write inside an open write transaction.
-pub(crate) fn write_in_tx(conn: &Connection, w: &PreparedWrite, now: &str) -> Result<WriteOutcome> {
+pub(crate) fn write_in_tx(
+    conn: &Connection,
+    w: &PreparedWrite,
+    now: &str,
+    seqs: &mut SeqBatch,
+) -> Result<WriteOutcome> {
     let scope = match &w.choice {
         ScopeChoice::Exact(s) => s.clone(),
-        ScopeChoice::Ambiguous(candidates) => return enqueue_pending(conn, w, candidates, now),
+        ScopeChoice::Ambiguous(candidates) => {
+            return enqueue_pending(conn, w, candidates, now, seqs)
+        }
     };
     let id = Identity {
         subject: w.subject.clone(),
@@ -214,16 +290,20 @@ pub(crate) fn write_in_tx(conn: &Connection, w: &PreparedWrite, now: &str) -> Re
 
     let seq = match w.causal_seq {
         Some(s) => {
-            observe_seq(conn, s)?;
+            seqs.observe(conn, s)?;
             s
         }
-        None => alloc_seq(conn)?,
+        None => seqs.alloc(conn)?,
     };
 
     match current {
         None => {
             // No tombstone and no current record: only history can hold an older version.
-            let version = if has_history { history_max_version(conn, &id)?.unwrap_or(0) } else { 0 } + 1;
+            let version = if has_history {
+                history_max_version(conn, &id)?.unwrap_or(0)
+            } else {
+                0
+            } + 1;
             conn.prepare_cached(
                 "INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
@@ -337,6 +417,7 @@ fn enqueue_pending(
     w: &PreparedWrite,
     candidates: &[Scope],
     now: &str,
+    seqs: &mut SeqBatch,
 ) -> Result<WriteOutcome> {
     let scopes: Vec<String> = candidates.iter().map(|s| s.to_string()).collect();
     let mut live = 0;
@@ -373,10 +454,10 @@ fn enqueue_pending(
     }
     let seq = match w.causal_seq {
         Some(s) => {
-            observe_seq(conn, s)?;
+            seqs.observe(conn, s)?;
             s
         }
-        None => alloc_seq(conn)?,
+        None => seqs.alloc(conn)?,
     };
     let id: i64 = conn
         .prepare_cached(
@@ -422,8 +503,23 @@ impl ApplySummary {
     }
 }
 
-/// Lines per transaction in `apply`; each line still has its own savepoint.
-const APPLY_BATCH: usize = 1000;
+/// Lines per transaction in `apply` (a failing line still changes nothing: see `apply_batch`).
+const APPLY_BATCH: usize = 10_000;
+
+/// Ends every write transaction the same way: the causal clock written back, busy retries
+/// folded into the metrics, then commit. Returns whether an on-disk purge is owed.
+pub(crate) fn finish_write(
+    tx: rusqlite::Transaction<'_>,
+    seqs: &mut SeqBatch,
+    busy_seen: &mut u64,
+    path: &std::path::Path,
+) -> Result<bool> {
+    seqs.flush(&tx)?;
+    Store::record_busy_retries(busy_seen, &tx)?;
+    let debt = super::delete::purge_debt_owed(&tx)?;
+    tx.commit().map_err(|e| explain_sqlite(e.into(), path))?;
+    Ok(debt)
+}
 
 impl Store {
     /// One write, one transaction.
@@ -432,15 +528,15 @@ impl Store {
         let assert = self.assert_invariants;
         let path = self.path.clone();
         let mut busy_seen = self.busy_seen;
+        let mut seqs = SeqBatch::default();
         let tx = self.begin()?;
         let prepared = prepare(&tx, req)?;
-        let out = write_in_tx(&tx, &prepared, &now).map_err(|e| explain_sqlite(e, &path))?;
+        let out =
+            write_in_tx(&tx, &prepared, &now, &mut seqs).map_err(|e| explain_sqlite(e, &path))?;
         if assert {
             super::check::assert_identity_clean(&tx, &prepared, &out)?;
         }
-        Store::record_busy_retries(&mut busy_seen, &tx)?;
-        let debt = super::delete::purge_debt_owed(&tx)?;
-        tx.commit().map_err(|e| explain_sqlite(e.into(), &path))?;
+        let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
         self.busy_seen = busy_seen;
         if debt {
             self.pay_purge_debt()?;
@@ -502,6 +598,7 @@ impl Store {
         let mut savepoints = false;
         loop {
             let mut busy_seen = self.busy_seen;
+            let mut seqs = SeqBatch::default();
             let tx = self.begin()?;
             let mut outcomes = Vec::with_capacity(lines.len());
             let mut failed = false;
@@ -509,7 +606,7 @@ impl Store {
                 let mut out = match parsed {
                     ParsedLine::Invalid(msg) => WriteOutcome::error(None, msg.clone()),
                     ParsedLine::Request(req) => {
-                        match run_line(&tx, req, &now, assert, savepoints) {
+                        match run_line(&tx, req, &now, &mut seqs, assert, savepoints) {
                             Ok(out) => out,
                             Err(e) if is_fatal(&e) => return Err(explain_sqlite(e, &path)),
                             Err(e) if savepoints => WriteOutcome::error(None, format!("{e:#}")),
@@ -528,9 +625,7 @@ impl Store {
                 savepoints = true;
                 continue;
             }
-            Store::record_busy_retries(&mut busy_seen, &tx)?;
-            let debt = super::delete::purge_debt_owed(&tx)?;
-            tx.commit().map_err(|e| explain_sqlite(e.into(), &path))?;
+            let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
             self.busy_seen = busy_seen;
             if debt {
                 self.pay_purge_debt()?;
@@ -544,6 +639,9 @@ impl Store {
     pub fn resolve_pending(&mut self, pending_id: i64, scope: &Scope) -> Result<WriteOutcome> {
         let now = self.now();
         let assert = self.assert_invariants;
+        let path = self.path.clone();
+        let mut busy_seen = self.busy_seen;
+        let mut seqs = SeqBatch::default();
         let tx = self.begin()?;
         let item = super::read::pending_item(&tx, pending_id)?.ok_or_else(|| {
             anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
@@ -565,7 +663,7 @@ impl Store {
             raw: item.raw.clone(),
             causal_seq: Some(item.causal_seq),
         };
-        let mut out = write_in_tx(&tx, &prepared, &now)?;
+        let mut out = write_in_tx(&tx, &prepared, &now, &mut seqs)?;
         let among = item.candidates.contains(scope);
         tx.execute(
             "UPDATE pending SET status = 'resolved', resolved_at = ?2, resolved_scope = ?3, resolution = ?4 WHERE id = ?1",
@@ -593,7 +691,11 @@ impl Store {
         if assert {
             super::check::assert_identity_clean(&tx, &prepared, &out)?;
         }
-        tx.commit()?;
+        let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
+        self.busy_seen = busy_seen;
+        if debt {
+            self.pay_purge_debt()?;
+        }
         out.pending_id = Some(pending_id);
         Ok(out)
     }
@@ -647,7 +749,14 @@ fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
 
 /// One request inside the batch transaction. Validation errors become `error` outcomes
 /// (nothing was written yet); a failure during the write is returned as `Err`.
-fn run_line(conn: &Connection, req: &WriteRequest, now: &str, assert: bool, savepoint: bool) -> Result<WriteOutcome> {
+fn run_line(
+    conn: &Connection,
+    req: &WriteRequest,
+    now: &str,
+    seqs: &mut SeqBatch,
+    assert: bool,
+    savepoint: bool,
+) -> Result<WriteOutcome> {
     let prepared = match prepare(conn, req) {
         Ok(p) => p,
         Err(e) => return Ok(WriteOutcome::error(None, e.to_string())),
@@ -655,7 +764,7 @@ fn run_line(conn: &Connection, req: &WriteRequest, now: &str, assert: bool, save
     if savepoint {
         conn.prepare_cached("SAVEPOINT apply_line")?.execute([])?;
     }
-    let result = write_in_tx(conn, &prepared, now).and_then(|out| {
+    let result = write_in_tx(conn, &prepared, now, seqs).and_then(|out| {
         if assert {
             super::check::assert_identity_clean(conn, &prepared, &out)?;
         }
