@@ -45,11 +45,17 @@ fn raw_connection(path: &Path) -> Connection {
         .expect("secure_delete");
     c.execute_batch(
         // The baseline a naive client would write: the same rows into a table keyed by identity.
-        "CREATE TABLE t (id INTEGER PRIMARY KEY, subject TEXT, predicate TEXT, scope TEXT, value TEXT, source TEXT, causal_seq INTEGER, at TEXT, UNIQUE (subject, predicate, scope))",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, subject TEXT, predicate TEXT, scope TEXT, value TEXT, version INTEGER,
+                         source TEXT, raw TEXT, causal_seq INTEGER, created_at TEXT, updated_at TEXT,
+                         UNIQUE (scope, subject, predicate))",
     )
     .expect("create");
     c
 }
+
+/// The baseline row: the same columns as the current view, bound the same way.
+const RAW_INSERT: &str = "INSERT INTO t (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+                          VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?8)";
 
 fn request(i: usize, identities: usize) -> WriteRequest {
     let k = i % identities;
@@ -86,9 +92,19 @@ fn bench_single_writes(dir: &Path, n: usize) -> (f64, f64) {
         let t = Instant::now();
         for i in 0..n {
             c.execute_batch("BEGIN IMMEDIATE").expect("begin");
-            c.prepare_cached("INSERT INTO t (subject, predicate, scope, value, source, causal_seq, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+            let r = &reqs[i];
+            c.prepare_cached(RAW_INSERT)
                 .expect("prep")
-                .execute(rusqlite::params![format!("user:{i}"), "p", "global", format!("\"value {i}\""), "s", i as i64, "2026-11-29T00:00:00.000Z"])
+                .execute(rusqlite::params![
+                    format!("raw:{i}"),
+                    r.predicate,
+                    "global",
+                    r.value.to_string(),
+                    r.source,
+                    r.raw,
+                    i as i64,
+                    "2026-11-29T00:00:00.000Z"
+                ])
                 .expect("insert");
             c.execute_batch("COMMIT").expect("commit");
         }
@@ -134,9 +150,7 @@ fn bench_apply(dir: &Path, n: usize) -> (f64, f64) {
         let t = Instant::now();
         c.execute_batch("BEGIN IMMEDIATE").expect("begin");
         {
-            let mut stmt = c
-                .prepare("INSERT INTO t (subject, predicate, scope, value, source, causal_seq, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
-                .expect("prep");
+            let mut stmt = c.prepare(RAW_INSERT).expect("prep");
             for (i, r) in reqs.iter().enumerate() {
                 let scope = match &r.scope {
                     ScopeChoice::Exact(s) => s.to_string(),
@@ -148,6 +162,7 @@ fn bench_apply(dir: &Path, n: usize) -> (f64, f64) {
                     scope,
                     r.value.to_string(),
                     r.source,
+                    r.raw,
                     i as i64,
                     "2026-11-29T00:00:00.000Z"
                 ])

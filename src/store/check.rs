@@ -111,16 +111,9 @@ impl Checker<'_> {
         };
         // 1. Uniqueness.
         self.rows(1, &format!(
-            "SELECT subject, predicate, scope, count(*) FROM memories m WHERE {} GROUP BY subject, predicate, scope HAVING count(*) > 1",
+            "SELECT subject, predicate, scope, count(*) FROM memories m WHERE {} GROUP BY scope, subject, predicate HAVING count(*) > 1",
             f.sql("m")), f,
             &|r| Ok(format!("{} has {} current records", ident(r)?, r.get::<_, i64>(3)?)))?;
-
-        // 2. The current record carries the highest causal_seq of its applied versions.
-        self.rows(2, &format!(
-            "SELECT m.subject, m.predicate, m.scope, m.causal_seq, max(h.causal_seq) FROM memories m
-             JOIN history h ON h.subject = m.subject AND h.predicate = m.predicate AND h.scope = m.scope AND h.event = 'set'
-             WHERE {} GROUP BY m.id HAVING max(h.causal_seq) > m.causal_seq", f.sql("m")), f,
-            &|r| Ok(format!("{}: current causal_seq {} is below an applied version's {}", ident(r)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?)))?;
 
         // 3. Deletion monotonicity.
         self.rows(
@@ -155,16 +148,21 @@ impl Checker<'_> {
             match f { Filter::All => "1".to_string(), Filter::One(..) => "p.subject = ?1 AND p.predicate = ?2 AND t.scope = ?3".to_string() }), f,
             &|r| Ok(format!("{}: pending item #{} still holds content written before the delete", ident(r)?, r.get::<_, i64>(3)?)))?;
 
-        // 4. Current view = the latest applied version in history.
-        self.rows(4, &format!(
-            "SELECT m.subject, m.predicate, m.scope, m.version FROM memories m WHERE {} AND NOT EXISTS (
-                SELECT 1 FROM history h WHERE h.subject = m.subject AND h.predicate = m.predicate AND h.scope = m.scope
-                AND h.event = 'set' AND h.version = m.version AND h.causal_seq = m.causal_seq
-                AND (h.value IS NULL OR h.value = m.value))", f.sql("m")), f,
-            &|r| Ok(format!("{}: current v{} has no matching applied version in history", ident(r)?, r.get::<_, i64>(3)?)))?;
-
-        // 2, 4, 5 per identity: walk the log oldest first.
-        self.walk_history(f)?;
+        // 2, 4, 5 per identity: walk the log oldest first, comparing with the current record.
+        let with_history = self.walk_history(f)?;
+        let (current_count,): (i64,) = self.conn.query_row(
+            &format!("SELECT count(*) FROM memories m WHERE {}", f.sql("m")),
+            f.params().as_slice(),
+            |r| Ok((r.get(0)?,)),
+        )?;
+        if current_count != with_history {
+            // 4. Some current records have no history at all: name them.
+            self.rows(4, &format!(
+                "SELECT m.subject, m.predicate, m.scope, m.version FROM memories m WHERE {} AND NOT EXISTS (
+                    SELECT 1 FROM history h WHERE h.subject = m.subject AND h.predicate = m.predicate AND h.scope = m.scope)",
+                f.sql("m")), f,
+                &|r| Ok(format!("{}: current v{} has no history", ident(r)?, r.get::<_, i64>(3)?)))?;
+        }
 
         // 6. Normalization.
         let mut stmt = self.conn.prepare(&format!(
@@ -186,12 +184,14 @@ impl Checker<'_> {
     /// Version contiguity (5), causal order of applied versions (2) and that the latest applied
     /// version is what is current (4), one identity at a time, walking the log in identity
     /// order. (Current records with no history at all are found by the invariant-4 query.)
-    fn walk_history(&mut self, f: &Filter<'_>) -> Result<()> {
-        let mut current_version = self.conn.prepare(
-            "SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+    /// Returns how many current records it met (each has history).
+    fn walk_history(&mut self, f: &Filter<'_>) -> Result<i64> {
+        let mut current = self.conn.prepare(
+            "SELECT version, causal_seq, value FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
         )?;
+        let mut met = 0;
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail FROM history h
+            "SELECT h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail, h.value FROM history h
              WHERE {} ORDER BY h.subject, h.predicate, h.scope, h.id", f.sql("h")))?;
         let mut rows = stmt.query(f.params().as_slice())?;
         let mut group: Option<Key> = None;
@@ -205,10 +205,17 @@ impl Checker<'_> {
             };
             if key != group {
                 if let Some(g) = group.take() {
-                    let mem_version: Option<i64> = current_version
-                        .query_row(rusqlite::params![g.0, g.1, g.2], |r| r.get(0))
+                    let mem: Option<CurrentRow> = current
+                        .query_row(rusqlite::params![g.0, g.1, g.2], |r| {
+                            Ok(CurrentRow {
+                                version: r.get(0)?,
+                                causal_seq: r.get(1)?,
+                                value: r.get(2)?,
+                            })
+                        })
                         .optional()?;
-                    st.finish(&g, mem_version, &mut found);
+                    met += i64::from(mem.is_some());
+                    st.finish(&g, mem.as_ref(), &mut found);
                 }
                 st = WalkState::default();
                 group = key;
@@ -238,8 +245,11 @@ impl Checker<'_> {
                         }
                     }
                     st.last_seq = seq.or(st.last_seq);
+                    st.max_seq = st.max_seq.max(seq);
                     st.expected = v.max(st.expected) + 1;
                     st.live = Some(v);
+                    st.live_seq = seq;
+                    st.live_value = r.get(7)?;
                 }
                 "deleted" => {
                     let detail: Option<String> = r.get(6)?;
@@ -261,6 +271,7 @@ impl Checker<'_> {
                     st.expected = v.max(want) + 1;
                     st.live = None;
                     st.last_seq = None;
+                    st.max_seq = None;
                 }
                 "removed" => st.live = None,
                 _ => {}
@@ -269,8 +280,15 @@ impl Checker<'_> {
         for (i, d) in found {
             self.push(i, d);
         }
-        Ok(())
+        Ok(met)
     }
+}
+
+/// The current record's fields the walk compares with history.
+struct CurrentRow {
+    version: i64,
+    causal_seq: i64,
+    value: String,
 }
 
 type Key = (String, String, String);
@@ -282,7 +300,12 @@ fn label(k: &Key) -> String {
 struct WalkState {
     expected: i64,
     last_seq: Option<i64>,
+    /// Highest causal_seq among applied versions since the last tombstone.
+    max_seq: Option<i64>,
+    /// The latest applied version (None after a tombstone), its causal_seq and stored value.
     live: Option<i64>,
+    live_seq: Option<i64>,
+    live_value: Option<String>,
 }
 
 impl Default for WalkState {
@@ -290,33 +313,55 @@ impl Default for WalkState {
         WalkState {
             expected: 1,
             last_seq: None,
+            max_seq: None,
             live: None,
+            live_seq: None,
+            live_value: None,
         }
     }
 }
 
 impl WalkState {
-    fn finish(
-        &self,
-        g: &(String, String, String),
-        mem_version: Option<i64>,
-        found: &mut Vec<(u8, String)>,
-    ) {
-        let label = format!("{} · {} @ {}", g.0, g.1, g.2);
-        match (self.live, mem_version) {
-            (Some(h), Some(m)) if h != m => found.push((
-                4,
-                format!("{label}: current is v{m} but the latest applied version is v{h}"),
-            )),
+    fn finish(&self, g: &Key, mem: Option<&CurrentRow>, found: &mut Vec<(u8, String)>) {
+        let label = label(g);
+        match (self.live, mem) {
+            (Some(h), Some(m)) => {
+                if h != m.version {
+                    found.push((
+                        4,
+                        format!(
+                            "{label}: current is v{} but the latest applied version is v{h}",
+                            m.version
+                        ),
+                    ));
+                } else if self.live_seq != Some(m.causal_seq)
+                    || self.live_value.as_ref().is_some_and(|v| *v != m.value)
+                {
+                    found.push((
+                        4,
+                        format!(
+                            "{label}: current v{h} differs from its applied version in history"
+                        ),
+                    ));
+                }
+                if let Some(max) = self.max_seq {
+                    if m.causal_seq < max {
+                        found.push((2, format!("{label}: current causal_seq {} is below an applied version's {max}", m.causal_seq)));
+                    }
+                }
+            }
             (Some(h), None) => found.push((
                 4,
                 format!("{label}: history says v{h} is current but there is no current record"),
             )),
             (None, Some(m)) => found.push((
                 4,
-                format!("{label}: current v{m} is not the latest applied version in history"),
+                format!(
+                    "{label}: current v{} is not the latest applied version in history",
+                    m.version
+                ),
             )),
-            _ => {}
+            (None, None) => {}
         }
     }
 }
@@ -331,6 +376,15 @@ pub fn duplicate_candidates(predicates: &[String]) -> Vec<(String, String)> {
         for j in (i + 1)..limit {
             let (a, b) = (&predicates[i], &predicates[j]);
             let (sa, sb) = (squash(a), squash(b));
+            // A numbered series (`step_1`, `step_2`) is deliberate, not a near-duplicate.
+            let no_digits = |p: &str| {
+                p.chars()
+                    .filter(|c| !c.is_ascii_digit())
+                    .collect::<String>()
+            };
+            if sa != sb && no_digits(&sa) == no_digits(&sb) {
+                continue;
+            }
             let (long, short) = if sa.chars().count() >= sb.chars().count() {
                 (&sa, &sb)
             } else {
@@ -478,4 +532,41 @@ pub(crate) fn assert_identity_clean(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duplicate_candidates;
+
+    fn pairs(preds: &[&str]) -> Vec<(String, String)> {
+        let preds: Vec<String> = preds.iter().map(|p| p.to_string()).collect();
+        duplicate_candidates(&preds)
+    }
+
+    #[test]
+    fn near_duplicates_are_reported_and_series_are_not() {
+        let found = pairs(&[
+            "package_manager",
+            "pkg_manager",
+            "test_runner",
+            "reply_language",
+            "step_1",
+            "step_2",
+        ]);
+        assert!(
+            found.contains(&("package_manager".into(), "pkg_manager".into())),
+            "{found:?}"
+        );
+        assert!(
+            !found.iter().any(|(a, _)| a.starts_with("step")),
+            "{found:?}"
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|(a, b)| a == "test_runner" || b == "test_runner"),
+            "{found:?}"
+        );
+        assert!(pairs(&["formatter", "code_formatter"]).len() == 1);
+    }
 }
