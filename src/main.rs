@@ -8,12 +8,15 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let parsed = Cli::parse();
+    let parsed = match Cli::try_parse() {
+        Ok(p) => p,
+        Err(e) => std::process::exit(cli::usage_failure(e)),
+    };
     let code = match cli::run(parsed) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("memscope: {e:#}");
-            if e.is::<UsageError>() {
+            if e.is::<UsageError>() || e.is::<memscope::model::InvalidRequest>() {
                 EXIT_USAGE
             } else {
                 EXIT_FAILED

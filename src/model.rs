@@ -224,6 +224,21 @@ impl WriteRequest {
     }
 }
 
+/// The largest causal sequence number a writer may bring (2^53: exact in every JSON client).
+pub const MAX_CAUSAL_SEQ: i64 = 1 << 53;
+
+/// A write request that fails validation: the caller's input is wrong (CLI exit code 2).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidRequest(pub String);
+
+impl fmt::Display for InvalidRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidRequest {}
+
 /// What a write came to (SPEC §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -234,6 +249,8 @@ pub enum OutcomeKind {
     Stale,
     Pending,
     Rejected,
+    /// A repair (rescope) took a record out of the current view without a tombstone.
+    Removed,
     Error,
 }
 
@@ -246,6 +263,7 @@ impl OutcomeKind {
             OutcomeKind::Stale => "stale",
             OutcomeKind::Pending => "pending",
             OutcomeKind::Rejected => "rejected",
+            OutcomeKind::Removed => "removed",
             OutcomeKind::Error => "error",
         }
     }
@@ -387,6 +405,10 @@ pub struct HistoryEvent {
     pub at: String,
     /// Event-specific facts: reason, purged count, pending id …
     pub detail: Option<Value>,
+    /// For a `set` event: when the version stopped being current (the next version, delete or
+    /// removal); `None` while it is current or for other events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid_until: Option<String>,
 }
 
 /// An ambiguous write waiting for a human.
@@ -443,6 +465,24 @@ pub struct Resolution {
     pub version: Option<i64>,
     pub source: Option<String>,
     pub considered: Vec<Considered>,
+}
+
+/// One logged read: what resolve returned to an agent. Never a value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadRecord {
+    pub id: i64,
+    pub at: String,
+    pub agent: Option<String>,
+    pub subject: String,
+    pub predicate: String,
+    pub repo: Option<String>,
+    pub task: Option<String>,
+    /// The winning scope, or `None` when nothing applied.
+    pub scope: Option<String>,
+    pub version: Option<i64>,
+    /// Scopes the winner shadowed, as `scope@vN`.
+    pub shadowed: Vec<String>,
+    pub note: Option<String>,
 }
 
 /// What a delete targets.

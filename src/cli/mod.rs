@@ -3,6 +3,7 @@
 
 mod admin;
 mod delete;
+mod incident;
 mod pending;
 mod read;
 mod write;
@@ -27,6 +28,37 @@ impl std::error::Error for UsageError {}
 
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError(msg.into()).into()
+}
+
+/// Prints a command-line parsing failure as one sentence (help and version print as usual) and
+/// returns the exit code.
+pub fn usage_failure(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            EXIT_USAGE
+        } else {
+            EXIT_OK
+        };
+    }
+    let text = e.render().to_string();
+    let sentence = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join(" ");
+    eprintln!("memscope: {sentence} (see `memscope --help`)");
+    EXIT_USAGE
 }
 
 /// Exit codes of the CLI contract.
@@ -75,6 +107,12 @@ pub enum Command {
     },
     /// Resolve by precedence (task > repo > global) and show the considered chain
     Resolve(read::ResolveArgs),
+    /// The read log: what resolve returned to agents, newest first
+    Reads(incident::ReadsArgs),
+    /// Move a mis-scoped current value to the scope it belongs to, restoring the old one
+    Rescope(incident::RescopeArgs),
+    /// Make an earlier value current again as a new version
+    Revert(incident::RevertArgs),
     /// List the current view
     List(read::ListArgs),
     /// Show the event log of a subject and predicate, oldest first
@@ -153,7 +191,10 @@ pub fn run(cli: Cli) -> Result<i32> {
             println!("{}", open(OpenMode::Create)?.next_seq()?);
             Ok(EXIT_OK)
         }
-        Some(Command::Resolve(args)) => read::resolve(&open(OpenMode::Existing)?, args),
+        Some(Command::Resolve(args)) => read::resolve(&mut open(OpenMode::Existing)?, args),
+        Some(Command::Reads(args)) => incident::reads(&open(OpenMode::Existing)?, args),
+        Some(Command::Rescope(args)) => incident::rescope(&mut open(OpenMode::Existing)?, args),
+        Some(Command::Revert(args)) => incident::revert(&mut open(OpenMode::Existing)?, args),
         Some(Command::List(args)) => read::list(&open(OpenMode::Existing)?, args),
         Some(Command::History(args)) => read::history(&open(OpenMode::Existing)?, args),
         Some(Command::Pending(args)) => pending::run(&mut open(OpenMode::Existing)?, args),

@@ -18,6 +18,18 @@ pub struct ResolveArgs {
     /// The task the agent is working on
     #[arg(long)]
     pub task: Option<String>,
+    /// Resolve as it stood at this time: RFC 3339 or an age like 90m, 12h, 3d
+    #[arg(long, value_name = "TIME", conflicts_with = "log")]
+    pub at: Option<String>,
+    /// Record this read in the read log (identity and version, never the value)
+    #[arg(long)]
+    pub log: bool,
+    /// The agent making the read (with --log)
+    #[arg(long, requires = "log")]
+    pub agent: Option<String>,
+    /// A note to keep with the logged read
+    #[arg(long, requires = "log")]
+    pub note: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -67,6 +79,10 @@ pub fn resolve(store: &Store, a: ResolveArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     match (&r.value, &r.scope) {
+        (None, Some(s)) => println!(
+            "{} · {}: {s} applied, but its content has since been destroyed",
+            r.subject, r.predicate
+        ),
         (Some(v), Some(s)) => println!(
             "{} · {} = {} (from {s} v{}, source {})",
             r.subject,
@@ -157,8 +173,13 @@ pub fn history(store: &Store, a: HistoryArgs) -> Result<i32> {
             .as_ref()
             .map(|d| format!(" {d}"))
             .unwrap_or_default();
+        let validity = match (e.event.as_str(), &e.valid_until) {
+            ("set", Some(until)) => format!("  [valid until {until}]"),
+            ("set", None) => "  [current]".to_string(),
+            _ => String::new(),
+        };
         println!(
-            "{}  {:<17} {:<24} {:>4} {value}  {seq} {source}{detail}",
+            "{}  {:<17} {:<24} {:>4} {value}  {seq} {source}{detail}{validity}",
             e.at, e.event, e.scope, version
         );
     }

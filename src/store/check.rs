@@ -142,6 +142,11 @@ impl Checker<'_> {
              WHERE {} GROUP BY t.subject, t.predicate, t.scope HAVING max(h.version) >= t.version", f.sql("t")), f,
             &|r| Ok(format!("{}: tombstone v{} is not above version {}", ident(r)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?)))?;
         self.rows(3, &format!(
+            "SELECT t.subject, t.predicate, t.scope, t.version, max(h.version) FROM tombstones t JOIN history h
+             ON t.subject = h.subject AND t.predicate = h.predicate AND t.scope = h.scope AND h.version IS NOT NULL
+             WHERE {} GROUP BY t.subject, t.predicate, t.scope HAVING max(h.version) > t.version", f.sql("t")), f,
+            &|r| Ok(format!("{}: tombstone v{} is below version {} in its history", ident(r)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?)))?;
+        self.rows(3, &format!(
             "SELECT p.subject, p.predicate, t.scope, p.id FROM pending p JOIN tombstones t
              ON t.subject = p.subject AND t.predicate = p.predicate
              WHERE {} AND p.status <> 'open' AND p.resolved_scope = t.scope AND p.resolved_at < t.deleted_at",

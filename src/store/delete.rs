@@ -80,6 +80,22 @@ fn pending_naming(
     Ok(ids)
 }
 
+/// Pending items a predicate or subject delete destroys whatever their candidates.
+fn pending_of_target(conn: &Connection, target: &DeleteTarget) -> Result<Vec<i64>> {
+    let (subject, predicate) = match target {
+        DeleteTarget::Identity(_) => return Ok(vec![]),
+        DeleteTarget::Predicate { subject, predicate } => (subject, Some(predicate)),
+        DeleteTarget::Subject(subject) => (subject, None),
+    };
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM pending WHERE subject = ?1 AND (?2 IS NULL OR predicate = ?2) ORDER BY id",
+    )?;
+    let ids = stmt
+        .query_map(params![subject, predicate], |r| r.get(0))?
+        .collect::<Result<Vec<i64>, _>>()?;
+    Ok(ids)
+}
+
 fn normalize_target(store: &Store, target: &DeleteTarget) -> Result<DeleteTarget> {
     let subj = |s: &str| crate::model::normalize_subject(s).map_err(|e| anyhow!(e));
     Ok(match target {
@@ -153,7 +169,9 @@ impl Store {
                 }
                 ids
             }
-            _ if ids.is_empty() => bail!("nothing matches that delete: see `memscope list`"),
+            _ if ids.is_empty() && pending_of_target(&tx, &target)?.is_empty() => {
+                bail!("nothing matches that delete: see `memscope list` and `memscope pending`")
+            }
             _ => ids,
         };
         let mut report = DeleteReport {
@@ -167,10 +185,12 @@ impl Store {
             for id in &ids {
                 let scope = id.scope.to_string();
                 let version = max_version(&tx, id)? + 1;
-                let purged: i64 = tx.query_row(
-                    "SELECT count(DISTINCT version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event = 'set'",
+                // How many versions are destroyed, and since when the identity held them:
+                // times, not content, so that as-of resolution can still say it existed.
+                let (purged, existed_from): (i64, Option<String>) = tx.query_row(
+                    "SELECT count(DISTINCT version), min(at) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event = 'set'",
                     params![id.subject, id.predicate, scope],
-                    |r| r.get(0),
+                    |r| Ok((r.get(0)?, r.get(1)?)),
                 )?;
                 // Logged first, so the newest history id is never the one purged (ids never reused).
                 log_event(
@@ -183,7 +203,9 @@ impl Store {
                     None,
                     None,
                     &now,
-                    Some(&json!({ "reason": reason, "purged_versions": purged })),
+                    Some(
+                        &json!({ "reason": reason, "purged_versions": purged, "existed_from": existed_from }),
+                    ),
                 )?;
                 tx.execute(
                     "DELETE FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
@@ -219,6 +241,11 @@ impl Store {
         })();
         gate.store(false, Ordering::SeqCst);
         result?;
+        // A predicate or subject delete also destroys every pending item of it, including
+        // items whose candidate scopes never held a record.
+        for pid in pending_of_target(&tx, &target)? {
+            report.purged_pending += tx.execute("DELETE FROM pending WHERE id = ?1", [pid])? as i64;
+        }
         // The debt is recorded up front and cleared once the truncation completes.
         tx.execute(
             "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",

@@ -5,6 +5,7 @@
 mod browse;
 mod check;
 mod delete;
+mod incident;
 mod read;
 pub mod schema;
 mod transfer;
@@ -12,6 +13,7 @@ mod write;
 
 pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate};
 pub use check::{CheckReport, Violation};
+pub use incident::{parse_time, ReadFilter};
 pub use read::ListFilter;
 pub use transfer::ImportReport;
 pub use write::ApplySummary;
@@ -155,9 +157,20 @@ impl Store {
             move |_| Ok(gate.load(Ordering::SeqCst)),
         )?;
 
-        // Read-only probes first: nothing below may write to a file we are going to refuse.
-        let version: i64 = conn
-            .query_row("PRAGMA user_version", [], |r| r.get(0))
+        // Read-only probes first, in one snapshot: nothing below may write to a file we are
+        // going to refuse.
+        let probe = || -> rusqlite::Result<(i64, i64)> {
+            conn.execute_batch("BEGIN")?;
+            let version = conn.query_row("PRAGMA user_version", [], |r| r.get(0));
+            let tables = conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |r| r.get(0),
+            );
+            conn.execute_batch("COMMIT")?;
+            Ok((version?, tables?))
+        };
+        let (version, tables) = probe()
             .map_err(|e| anyhow!("{} is not a usable SQLite database ({e})", path.display()))?;
         if version > schema::SCHEMA_VERSION {
             bail!(
@@ -167,11 +180,6 @@ impl Store {
             );
         }
         if version == 0 {
-            let tables: i64 = conn.query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
-                [],
-                |r| r.get(0),
-            )?;
             if tables > 0 {
                 bail!(
                     "{} is a SQLite database but not a memscope one: point --db at a memscope database or a new file name",
@@ -200,11 +208,15 @@ impl Store {
         };
         store.configure_connection()?;
         if !read_only {
-            let fresh = version == 0;
-            schema::migrate(&mut store.conn)?;
-            if fresh {
-                store.seed_defaults()?;
-            }
+            // A new database is seeded in the same transaction that creates it, so no writer
+            // ever sees it without its aliases.
+            schema::migrate_with_hook(&mut store.conn, schema::MIGRATIONS, &|tx, v| {
+                if v == 1 {
+                    seed_defaults(tx)?;
+                }
+                Ok(())
+            })
+            .map_err(|e| anyhow!("{}: {e:#}", store.path.display()))?;
             // A purge owed by an earlier delete is paid on open when nothing blocks it.
             store.pay_purge_debt()?;
         }
@@ -241,42 +253,6 @@ impl Store {
             true,
         )?;
         c.set_prepared_statement_cache_capacity(64);
-        Ok(())
-    }
-
-    fn seed_defaults(&mut self) -> Result<()> {
-        let aliases: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(DEFAULT_ALIASES)
-                .context("assets/aliases.json is not a JSON object")?;
-        let now = self.now();
-        let tx = self.begin()?;
-        for (alias, canonical) in &aliases {
-            if alias.starts_with('_') {
-                continue; // comment keys
-            }
-            let canonical = canonical
-                .as_str()
-                .ok_or_else(|| anyhow!("alias {alias} must map to a string"))?;
-            let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
-            let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
-            if alias != canonical {
-                tx.execute(
-                    "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
-                    rusqlite::params![alias, canonical, now],
-                )?;
-            }
-        }
-        for (key, value) in [
-            ("retention_days", "0"),
-            ("tombstone_safe_days", "30"),
-            ("causal_clock", "0"),
-        ] {
-            tx.execute(
-                "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
-                rusqlite::params![key, value],
-            )?;
-        }
-        tx.commit()?;
         Ok(())
     }
 
@@ -428,6 +404,40 @@ impl Store {
     pub fn canonical_predicate(&self, raw: &str) -> Result<String> {
         canonical_predicate(&self.conn, raw)
     }
+}
+
+/// Default aliases and settings of a new database.
+fn seed_defaults(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let aliases: serde_json::Map<String, serde_json::Value> = serde_json::from_str(DEFAULT_ALIASES)
+        .context("assets/aliases.json is not a JSON object")?;
+    let now = format_time(Utc::now());
+    for (alias, canonical) in &aliases {
+        if alias.starts_with('_') {
+            continue; // comment keys
+        }
+        let canonical = canonical
+            .as_str()
+            .ok_or_else(|| anyhow!("alias {alias} must map to a string"))?;
+        let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
+        let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
+        if alias != canonical {
+            tx.execute(
+                "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
+                rusqlite::params![alias, canonical, now],
+            )?;
+        }
+    }
+    for (key, value) in [
+        ("retention_days", "0"),
+        ("tombstone_safe_days", "30"),
+        ("causal_clock", "0"),
+    ] {
+        tx.execute(
+            "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+            rusqlite::params![key, value],
+        )?;
+    }
+    Ok(())
 }
 
 pub(crate) fn canonical_predicate(conn: &Connection, raw: &str) -> Result<String> {

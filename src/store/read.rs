@@ -2,9 +2,9 @@
 
 use super::Store;
 use crate::model::{
-    Considered, HistoryEvent, Identity, MemoryRecord, PendingItem, Resolution, Scope, Tombstone,
+    HistoryEvent, Identity, MemoryRecord, PendingItem, Resolution, Scope, Tombstone,
 };
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde_json::Value;
 
@@ -71,6 +71,7 @@ fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
         detail: detail
             .map(|d| parse_json(&d, "a history detail"))
             .transpose()?,
+        valid_until: None,
     })
 }
 
@@ -121,6 +122,23 @@ pub(crate) fn current(conn: &Connection, id: &Identity) -> Result<Option<MemoryR
             memory_from_row,
         )
         .optional()?)
+}
+
+/// Fills `valid_until` of each `set` event: the time of the next event that ended it in the
+/// same scope (a newer version, a delete, a removal).
+pub(crate) fn mark_validity(events: &mut [HistoryEvent]) {
+    let mut open: std::collections::HashMap<String, usize> = Default::default();
+    for i in 0..events.len() {
+        let ends = matches!(events[i].event.as_str(), "set" | "deleted" | "removed");
+        if ends {
+            if let Some(j) = open.remove(&events[i].scope) {
+                events[j].valid_until = Some(events[i].at.clone());
+            }
+        }
+        if events[i].event == "set" {
+            open.insert(events[i].scope.clone(), i);
+        }
+    }
 }
 
 /// The precedence chain for a context: task, then repo, then global.
@@ -183,7 +201,9 @@ impl Store {
             params![subject.trim(), predicate, scope.map(|s| s.to_string())],
             event_from_row,
         )?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut events: Vec<HistoryEvent> = rows.collect::<Result<_, _>>()?;
+        mark_validity(&mut events);
+        Ok(events)
     }
 
     /// Precedence resolution (task > repo > global) with every scope it considered.
@@ -194,73 +214,7 @@ impl Store {
         repo: Option<&str>,
         task: Option<&str>,
     ) -> Result<Resolution> {
-        let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
-        let predicate = self.canonical_predicate(predicate)?;
-        let mut considered = Vec::new();
-        let mut winner: Option<MemoryRecord> = None;
-        for scope in resolution_chain(repo, task) {
-            let id = Identity {
-                subject: subject.clone(),
-                predicate: predicate.clone(),
-                scope,
-            };
-            let rec = current(&self.conn, &id)?;
-            let scope_text = id.scope.to_string();
-            let entry = match rec {
-                Some(rec) => {
-                    let wins = winner.is_none();
-                    let c = Considered {
-                        scope: scope_text,
-                        found: true,
-                        value: Some(rec.value.clone()),
-                        wins,
-                        version: Some(rec.version),
-                        source: Some(rec.source.clone()),
-                        updated_at: Some(rec.updated_at.clone()),
-                        state: if wins {
-                            "wins".into()
-                        } else {
-                            "shadowed".into()
-                        },
-                    };
-                    if wins {
-                        winner = Some(rec);
-                    }
-                    c
-                }
-                None => {
-                    let deleted: bool = self
-                        .conn
-                        .prepare_cached("SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3")?
-                        .exists(params![id.subject, id.predicate, scope_text])?;
-                    Considered {
-                        scope: scope_text,
-                        found: false,
-                        value: None,
-                        wins: false,
-                        version: None,
-                        source: None,
-                        updated_at: None,
-                        state: if deleted {
-                            "deleted".into()
-                        } else {
-                            "absent".into()
-                        },
-                    }
-                }
-            };
-            considered.push(entry);
-        }
-        Ok(Resolution {
-            found: winner.is_some(),
-            subject,
-            predicate,
-            value: winner.as_ref().map(|w| w.value.clone()),
-            scope: winner.as_ref().map(|w| w.scope.to_string()),
-            version: winner.as_ref().map(|w| w.version),
-            source: winner.as_ref().map(|w| w.source.clone()),
-            considered,
-        })
+        super::incident::resolve_on(&self.conn, subject, predicate, repo, task)
     }
 
     /// Open pending items, oldest first (`all` includes resolved and rejected ones).

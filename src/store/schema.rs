@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
 
 /// The schema version this build writes. A database with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Name of the connection-local SQL function that gates history rewrites. memscope registers it
 /// on its own connections; any other client fails closed with "no such function".
@@ -14,7 +14,7 @@ pub const PURGE_GATE_FN: &str = "memscope_purge_gate";
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1];
+pub const MIGRATIONS: &[Migration] = &[V1, V2];
 
 const V1: &str = r#"
 CREATE TABLE settings (
@@ -129,24 +129,69 @@ WHEN NOT memscope_purge_gate()
 BEGIN SELECT RAISE(ABORT, 'memscope: history is append-only'); END;
 "#;
 
+/// v2: the read log. A read records what resolve returned — identity and version, never the
+/// value — so deletion still destroys content; the value is found through history.
+const V2: &str = r#"
+CREATE TABLE reads (
+    id        INTEGER PRIMARY KEY,
+    at        TEXT NOT NULL,
+    agent     TEXT,
+    subject   TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    repo      TEXT,
+    task      TEXT,
+    scope     TEXT,
+    version   INTEGER,
+    shadowed  TEXT CHECK (shadowed IS NULL OR json_valid(shadowed)),
+    note      TEXT
+);
+CREATE INDEX reads_by_time ON reads (at);
+CREATE INDEX reads_by_identity ON reads (subject, predicate, at);
+"#;
+
 /// Brings `conn` forward to the last of `migrations`, each step in its own transaction.
 /// Refuses a database newer than this build knows.
 pub fn migrate_with(conn: &mut Connection, migrations: &[Migration]) -> Result<i64> {
-    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    migrate_with_hook(conn, migrations, &|_, _| Ok(()))
+}
+
+/// As [`migrate_with`], running `after_step(tx, new_version)` inside each step's transaction.
+/// The version is re-read inside the write lock, so processes that open a new database at the
+/// same moment migrate it exactly once.
+pub fn migrate_with_hook(
+    conn: &mut Connection,
+    migrations: &[Migration],
+    after_step: &dyn Fn(&rusqlite::Transaction<'_>, i64) -> Result<()>,
+) -> Result<i64> {
     let target = migrations.len() as i64;
-    if current > target {
-        bail!(
-            "this database uses schema version {current}, newer than this memscope understands ({target}): upgrade memscope to open it"
-        );
-    }
-    for (i, sql) in migrations.iter().enumerate().skip(current as usize) {
+    loop {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if current > target {
+            bail!(
+                "this database uses schema version {current}, newer than this memscope understands ({target}): upgrade memscope to open it"
+            );
+        }
+        if current == target {
+            return Ok(target);
+        }
+        if current == 0 {
+            let tables: i64 = tx.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                [],
+                |r| r.get(0),
+            )?;
+            if tables > 0 {
+                bail!("the database is a SQLite database but not a memscope one: point --db at a memscope database or a new file name");
+            }
+        }
+        let sql = migrations[current as usize];
         tx.execute_batch(sql)
-            .with_context(|| format!("migrating the schema to version {}", i + 1))?;
-        tx.pragma_update(None, "user_version", i as i64 + 1)?;
+            .with_context(|| format!("migrating the schema to version {}", current + 1))?;
+        tx.pragma_update(None, "user_version", current + 1)?;
+        after_step(&tx, current + 1)?;
         tx.commit()?;
     }
-    Ok(target)
 }
 
 pub fn migrate(conn: &mut Connection) -> Result<i64> {

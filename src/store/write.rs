@@ -2,8 +2,8 @@
 
 use super::{bump_metric, canonical_predicate, explain_sqlite, Store};
 use crate::model::{
-    normalize_subject, same_value, Identity, OutcomeKind, PendingItem, Scope, ScopeChoice,
-    WriteOutcome, WriteRequest,
+    normalize_subject, same_value, Identity, InvalidRequest, OutcomeKind, PendingItem, Scope,
+    ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
 };
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -39,7 +39,10 @@ impl SeqBatch {
 
     /// The next number, above everything handed out or observed.
     pub fn alloc(&mut self, conn: &Connection) -> Result<i64> {
-        let seq = self.load(conn)? + 1;
+        let seq = self
+            .load(conn)?
+            .checked_add(1)
+            .ok_or_else(|| anyhow!("the causal clock is exhausted: run `memscope check`"))?;
         self.next = Some(seq);
         Ok(seq)
     }
@@ -79,23 +82,40 @@ pub(crate) struct PreparedWrite {
 }
 
 pub(crate) fn prepare(conn: &Connection, req: &WriteRequest) -> Result<PreparedWrite> {
-    let subject = normalize_subject(&req.subject).map_err(|e| anyhow!(e))?;
-    let predicate = canonical_predicate(conn, &req.predicate)?;
+    let invalid = |msg: String| anyhow::Error::new(InvalidRequest(msg));
+    let subject = normalize_subject(&req.subject).map_err(invalid)?;
+    let predicate = match crate::model::normalize_predicate(&req.predicate) {
+        Ok(_) => canonical_predicate(conn, &req.predicate)?,
+        Err(e) => return Err(invalid(e)),
+    };
     let source = req.source.trim();
     if source.is_empty() {
-        bail!("source is empty: every write needs its provenance, e.g. thread:23/message:14");
+        return Err(invalid(
+            "source is empty: every write needs its provenance, e.g. thread:23/message:14".into(),
+        ));
+    }
+    if source.chars().any(char::is_control) {
+        return Err(invalid(
+            "source contains control characters: use plain text like thread:23/message:14".into(),
+        ));
     }
     if req.value.is_null() {
-        bail!("value is null: to forget a memory use `memscope delete`, not a null write");
+        return Err(invalid(
+            "value is null: to forget a memory use `memscope delete`, not a null write".into(),
+        ));
     }
     if let Some(seq) = req.causal_seq {
-        if seq < 1 {
-            bail!("causal_seq {seq} is not positive: use a number from `memscope seq`, or leave it out");
+        if !(1..=MAX_CAUSAL_SEQ).contains(&seq) {
+            return Err(invalid(format!(
+                "causal_seq {seq} is out of range (1 to 2^53): use a number from `memscope seq`, or leave it out"
+            )));
         }
     }
     if let Some(raw) = &req.raw {
         if raw.contains('\0') {
-            bail!("raw text contains a NUL byte: send the user's words as plain text");
+            return Err(invalid(
+                "raw text contains a NUL byte: send the user's words as plain text".into(),
+            ));
         }
     }
     Ok(PreparedWrite {
@@ -198,7 +218,7 @@ pub(crate) fn log_event(
     Ok(())
 }
 
-fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
+pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
     WriteOutcome {
         outcome: kind,
         line: None,
@@ -498,6 +518,7 @@ impl ApplySummary {
             OutcomeKind::Stale => self.stale += 1,
             OutcomeKind::Pending => self.pending += 1,
             OutcomeKind::Rejected => self.rejected += 1,
+            OutcomeKind::Removed => {}
             OutcomeKind::Error => self.errors += 1,
         }
     }

@@ -1,0 +1,149 @@
+//! `reads`, `rescope`, `revert`: the wrong-tool incident loop.
+
+use super::{print_json, scope_arg, EXIT_FAILED, EXIT_OK};
+use crate::model::{Identity, WriteOutcome};
+use crate::store::{parse_time, ReadFilter, Store};
+use anyhow::Result;
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct ReadsArgs {
+    #[arg(long)]
+    pub subject: Option<String>,
+    #[arg(long)]
+    pub predicate: Option<String>,
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only reads since this time: RFC 3339 or an age like 90m, 12h, 3d
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+    /// At most this many, newest first
+    #[arg(long)]
+    pub limit: Option<i64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RescopeArgs {
+    #[arg(long)]
+    pub subject: String,
+    #[arg(long)]
+    pub predicate: String,
+    /// Where the value is now (mis-scoped)
+    #[arg(long)]
+    pub scope: String,
+    /// Where it belongs
+    #[arg(long)]
+    pub to: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RevertArgs {
+    #[arg(long)]
+    pub subject: String,
+    #[arg(long)]
+    pub predicate: String,
+    #[arg(long)]
+    pub scope: String,
+    /// The version whose value becomes current again (default: the one before the current)
+    #[arg(long)]
+    pub to_version: Option<i64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn reads(store: &Store, a: ReadsArgs) -> Result<i32> {
+    let since = match &a.since {
+        Some(t) => Some(parse_time(t, store.clock().now()).map_err(super::usage)?),
+        None => None,
+    };
+    let filter = ReadFilter {
+        subject: a.subject,
+        predicate: a.predicate,
+        agent: a.agent,
+        since,
+        limit: a.limit,
+    };
+    let rows = store.reads(&filter)?;
+    if a.json {
+        print_json(&rows)?;
+        return Ok(EXIT_OK);
+    }
+    if rows.is_empty() {
+        println!(
+            "no logged reads match (agents log reads with `memscope resolve --log --agent NAME`)"
+        );
+    }
+    for r in &rows {
+        let got = match (&r.scope, r.version) {
+            (Some(s), Some(v)) => format!("{s} v{v}"),
+            _ => "nothing".into(),
+        };
+        let ctx = [
+            r.repo.as_ref().map(|x| format!("repo:{x}")),
+            r.task.as_ref().map(|x| format!("task:{x}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+        let shadowed = if r.shadowed.is_empty() {
+            String::new()
+        } else {
+            format!(" (shadowed {})", r.shadowed.join(", "))
+        };
+        println!(
+            "{}  {:<14} {} · {}  [{}] → {got}{shadowed}{}",
+            r.at,
+            r.agent.as_deref().unwrap_or("-"),
+            r.subject,
+            r.predicate,
+            if ctx.is_empty() {
+                "no context".to_string()
+            } else {
+                ctx
+            },
+            r.note
+                .as_ref()
+                .map(|n| format!("  “{n}”"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(EXIT_OK)
+}
+
+fn print_outcomes(outcomes: &[WriteOutcome], json: bool) -> Result<()> {
+    if json {
+        print_json(&outcomes)?;
+    } else {
+        for o in outcomes {
+            println!("{}", o.human());
+        }
+    }
+    Ok(())
+}
+
+pub fn rescope(store: &mut Store, a: RescopeArgs) -> Result<i32> {
+    let (from, to) = (scope_arg(&a.scope)?, scope_arg(&a.to)?);
+    let outcomes = store.rescope(&a.subject, &a.predicate, &from, &to)?;
+    print_outcomes(&outcomes, a.json)?;
+    Ok(EXIT_OK)
+}
+
+pub fn revert(store: &mut Store, a: RevertArgs) -> Result<i32> {
+    let id = Identity {
+        subject: a.subject,
+        predicate: a.predicate,
+        scope: scope_arg(&a.scope)?,
+    };
+    let out = store.revert(&id, a.to_version)?;
+    print_outcomes(std::slice::from_ref(&out), a.json)?;
+    Ok(if out.outcome == crate::model::OutcomeKind::Rejected {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
+}

@@ -1,0 +1,619 @@
+//! Wrong-tool incident debugging: the read log, resolution as of a past moment, and the two
+//! repairs — rescope (move a mis-scoped value) and revert (make an earlier value current again).
+//! Repairs write through the same write path as everything else.
+
+use super::read::{current, resolution_chain};
+use super::write::{finish_write, log_event, write_in_tx, PreparedWrite, SeqBatch};
+use super::{format_time, Store};
+use crate::model::{
+    normalize_subject, Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope,
+    ScopeChoice, WriteOutcome,
+};
+use anyhow::{anyhow, bail, Result};
+use chrono::{DateTime, Utc};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{json, Value};
+
+/// Parses `--at` / `--since`: RFC 3339 (`2026-11-20T10:00:00.123Z`) or an age (`90s`, `90m`,
+/// `12h`, `3d`, `2w`) counted back from `now`.
+pub fn parse_time(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    let t = text.trim();
+    if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
+        return Ok(dt.with_timezone(&Utc));
+    }
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: i64 = num.parse().map_err(|_| bad_time(t))?;
+    let age = match unit {
+        "s" => chrono::Duration::try_seconds(n),
+        "m" => chrono::Duration::try_minutes(n),
+        "h" => chrono::Duration::try_hours(n),
+        "d" => chrono::Duration::try_days(n),
+        "w" => chrono::Duration::try_weeks(n),
+        _ => return Err(bad_time(t)),
+    }
+    .ok_or_else(|| bad_time(t))?;
+    now.checked_sub_signed(age).ok_or_else(|| bad_time(t))
+}
+
+fn bad_time(t: &str) -> String {
+    format!(
+        "'{}' is not a time: use RFC 3339 like 2026-11-20T10:00:00Z, or an age like 90m, 12h, 3d",
+        crate::model::shorten(t, 40)
+    )
+}
+
+/// What one identity held at a moment, reconstructed from its history.
+enum StateAt {
+    Absent,
+    Live {
+        version: i64,
+        value: Option<Value>,
+        source: Option<String>,
+        at: String,
+    },
+    /// It held a record then, whose content a later delete destroyed.
+    PurgedLater {
+        deleted_at: String,
+    },
+    Deleted,
+}
+
+fn state_at(conn: &Connection, id: &Identity, at: &str) -> Result<StateAt> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT event, version, value, source, at, detail FROM history
+         WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 ORDER BY id",
+    )?;
+    let mut rows = stmt.query(params![id.subject, id.predicate, id.scope.to_string()])?;
+    let mut state = StateAt::Absent;
+    while let Some(r) = rows.next()? {
+        let event: String = r.get(0)?;
+        let when: String = r.get(4)?;
+        if when.as_str() > at {
+            // A later delete that purged versions existing at `at` still tells us it existed.
+            if event == "deleted" && matches!(state, StateAt::Absent) {
+                let detail: Option<String> = r.get(5)?;
+                let from = detail
+                    .and_then(|d| serde_json::from_str::<Value>(&d).ok())
+                    .and_then(|d| {
+                        d.get("existed_from")
+                            .and_then(|v| v.as_str().map(String::from))
+                    });
+                if from.is_some_and(|f| f.as_str() <= at) {
+                    return Ok(StateAt::PurgedLater { deleted_at: when });
+                }
+            }
+            continue;
+        }
+        match event.as_str() {
+            "set" => {
+                let value: Option<String> = r.get(2)?;
+                state = StateAt::Live {
+                    version: r.get(1)?,
+                    value: value.and_then(|v| serde_json::from_str(&v).ok()),
+                    source: r.get(3)?,
+                    at: when,
+                };
+            }
+            "deleted" => state = StateAt::Deleted,
+            "removed" | "restored" => state = StateAt::Absent,
+            _ => {}
+        }
+    }
+    Ok(state)
+}
+
+/// Reads the stored value, raw words and source of version `n` of an identity.
+fn version_content(
+    conn: &Connection,
+    id: &Identity,
+    n: i64,
+) -> Result<Option<(Option<String>, Option<String>, Option<String>)>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT value, raw, source FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
+             AND event = 'set' AND version = ?4 ORDER BY id DESC LIMIT 1",
+        )?
+        .query_row(params![id.subject, id.predicate, id.scope.to_string(), n], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()?)
+}
+
+fn tombstoned(conn: &Connection, id: &Identity) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?
+        .exists(params![id.subject, id.predicate, id.scope.to_string()])?)
+}
+
+/// Makes version `to_version` (default: the one before the current) current again, as a new
+/// version written through the write path. With `remove_if_none`, an identity with no earlier
+/// version loses its current record instead (a `removed` event), which is what rescope needs.
+fn revert_in_tx(
+    conn: &Connection,
+    id: &Identity,
+    to_version: Option<i64>,
+    remove_if_none: bool,
+    now: &str,
+    seqs: &mut SeqBatch,
+    detail: Value,
+) -> Result<WriteOutcome> {
+    if tombstoned(conn, id)? {
+        bail!("{id} is deleted: restore it before reverting (`memscope restore`)");
+    }
+    let cur = current(conn, id)?;
+    let target = match (to_version, &cur) {
+        (Some(n), _) => n,
+        (None, Some(c)) => c.version - 1,
+        (None, None) => {
+            bail!("{id} has no current record: name the version to bring back with --to-version")
+        }
+    };
+    if let Some(c) = &cur {
+        if target >= c.version {
+            bail!(
+                "{id} is at v{}: --to-version must name an earlier version",
+                c.version
+            );
+        }
+    }
+    if target < 1 {
+        if remove_if_none {
+            let cur = cur.ok_or_else(|| anyhow!("{id} has no current record"))?;
+            conn.prepare_cached(
+                "DELETE FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            )?
+            .execute(params![id.subject, id.predicate, id.scope.to_string()])?;
+            log_event(
+                conn,
+                "removed",
+                id,
+                Some(cur.version),
+                None,
+                None,
+                None,
+                None,
+                now,
+                Some(&detail),
+            )?;
+            let mut out = super::write::base_outcome(OutcomeKind::Removed, id);
+            out.version = Some(cur.version);
+            out.previous = Some(cur.value);
+            out.reason = Some("it had no earlier value, so it leaves the current view".into());
+            return Ok(out);
+        }
+        bail!("{id} has no version before v1 to revert to");
+    }
+    let (value, raw, source) = version_content(conn, id, target)?
+        .ok_or_else(|| anyhow!("{id} has no version {target} in its history"))?;
+    let value_text = value.ok_or_else(|| {
+        anyhow!("the content of {id} v{target} was purged (retention or delete): there is nothing to revert to")
+    })?;
+    let value: Value = serde_json::from_str(&value_text)?;
+    let w = PreparedWrite {
+        subject: id.subject.clone(),
+        predicate: id.predicate.clone(),
+        value_text,
+        value,
+        choice: ScopeChoice::Exact(id.scope.clone()),
+        source: source.unwrap_or_else(|| format!("revert:v{target}")),
+        raw,
+        causal_seq: None,
+    };
+    let mut out = write_in_tx(conn, &w, now, seqs)?;
+    let mut detail = detail;
+    if let Value::Object(map) = &mut detail {
+        map.insert("reverted_to".into(), json!(target));
+        map.insert("outcome".into(), json!(out.outcome.as_str()));
+    }
+    log_event(
+        conn,
+        "reverted",
+        id,
+        out.version,
+        None,
+        None,
+        None,
+        None,
+        now,
+        Some(&detail),
+    )?;
+    out.reason = Some(format!("reverted to the value of v{target}"));
+    Ok(out)
+}
+
+impl Store {
+    /// Resolution as it stood at `at`, from history. Purged content shows as existing but
+    /// deleted, without a value.
+    pub fn resolve_at(
+        &self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<Resolution> {
+        let subject = normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        let predicate = self.canonical_predicate(predicate)?;
+        let at_text = format_time(at);
+        let mut considered = Vec::new();
+        let mut winner: Option<(String, Option<Value>, Option<i64>, Option<String>)> = None;
+        for scope in resolution_chain(repo, task) {
+            let id = Identity {
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+                scope,
+            };
+            let scope_text = id.scope.to_string();
+            let wins = winner.is_none();
+            let c = match state_at(&self.conn, &id, &at_text)? {
+                StateAt::Live {
+                    version,
+                    value,
+                    source,
+                    at,
+                } => {
+                    if wins {
+                        winner = Some((
+                            scope_text.clone(),
+                            value.clone(),
+                            Some(version),
+                            source.clone(),
+                        ));
+                    }
+                    let state = match (wins, value.is_some()) {
+                        (true, true) => "wins",
+                        (true, false) => "wins (content purged)",
+                        (false, _) => "shadowed",
+                    };
+                    Considered {
+                        scope: scope_text,
+                        found: true,
+                        value,
+                        wins,
+                        version: Some(version),
+                        source,
+                        updated_at: Some(at),
+                        state: state.into(),
+                    }
+                }
+                StateAt::PurgedLater { deleted_at } => {
+                    if wins {
+                        winner = Some((scope_text.clone(), None, None, None));
+                    }
+                    Considered {
+                        scope: scope_text,
+                        found: true,
+                        value: None,
+                        wins,
+                        version: None,
+                        source: None,
+                        updated_at: None,
+                        state: format!(
+                            "{} (existed; deleted {deleted_at}, content destroyed)",
+                            if wins { "wins" } else { "shadowed" }
+                        ),
+                    }
+                }
+                StateAt::Deleted => Considered {
+                    scope: scope_text,
+                    found: false,
+                    value: None,
+                    wins: false,
+                    version: None,
+                    source: None,
+                    updated_at: None,
+                    state: "deleted".into(),
+                },
+                StateAt::Absent => Considered {
+                    scope: scope_text,
+                    found: false,
+                    value: None,
+                    wins: false,
+                    version: None,
+                    source: None,
+                    updated_at: None,
+                    state: "absent".into(),
+                },
+            };
+            considered.push(c);
+        }
+        Ok(Resolution {
+            found: winner.is_some(),
+            subject,
+            predicate,
+            value: winner.as_ref().and_then(|w| w.1.clone()),
+            scope: winner.as_ref().map(|w| w.0.clone()),
+            version: winner.as_ref().and_then(|w| w.2),
+            source: winner.and_then(|w| w.3),
+            considered,
+        })
+    }
+
+    /// Resolves and records the read in the read log (identity and version, never the value).
+    pub fn resolve_logged(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+        agent: Option<&str>,
+        note: Option<&str>,
+    ) -> Result<Resolution> {
+        let now = self.now();
+        let tx = self.begin()?;
+        // Resolve inside the write transaction so the logged version is exactly what was read.
+        let r = resolve_on(&tx, subject, predicate, repo, task)?;
+        let shadowed: Vec<String> = r
+            .considered
+            .iter()
+            .filter(|c| c.found && !c.wins)
+            .map(|c| format!("{}@v{}", c.scope, c.version.unwrap_or_default()))
+            .collect();
+        tx.execute(
+            "INSERT INTO reads (at, agent, subject, predicate, repo, task, scope, version, shadowed, note)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![now, agent, r.subject, r.predicate, repo, task, r.scope, r.version, serde_json::to_string(&shadowed)?, note],
+        )?;
+        tx.commit()?;
+        Ok(r)
+    }
+
+    /// The read log, newest first, filtered.
+    pub fn reads(&self, filter: &ReadFilter) -> Result<Vec<ReadRecord>> {
+        let predicate = match &filter.predicate {
+            Some(p) => Some(self.canonical_predicate(p)?),
+            None => None,
+        };
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, at, agent, subject, predicate, repo, task, scope, version, shadowed, note FROM reads
+             WHERE (?1 IS NULL OR subject = ?1) AND (?2 IS NULL OR predicate = ?2) AND (?3 IS NULL OR agent = ?3)
+               AND (?4 IS NULL OR at >= ?4)
+             ORDER BY at DESC, id DESC LIMIT ?5",
+        )?;
+        let rows = stmt.query_map(
+            params![
+                filter.subject.as_deref().map(str::trim),
+                predicate,
+                filter.agent,
+                filter.since.map(format_time),
+                filter.limit.unwrap_or(i64::MAX)
+            ],
+            |r| {
+                let shadowed: Option<String> = r.get(9)?;
+                Ok(ReadRecord {
+                    id: r.get(0)?,
+                    at: r.get(1)?,
+                    agent: r.get(2)?,
+                    subject: r.get(3)?,
+                    predicate: r.get(4)?,
+                    repo: r.get(5)?,
+                    task: r.get(6)?,
+                    scope: r.get(7)?,
+                    version: r.get(8)?,
+                    shadowed: shadowed
+                        .and_then(|s| serde_json::from_str(&s).ok())
+                        .unwrap_or_default(),
+                    note: r.get(10)?,
+                })
+            },
+        )?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Moves a mis-scoped current value from `from` to `to` in one transaction: writes it into
+    /// `to` through the write path (keeping its source, raw words and causal_seq), then returns
+    /// `from` to its previous value, or removes it when it had none. Refused, changing nothing,
+    /// when `to` is tombstoned or holds a causally newer value.
+    pub fn rescope(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        from: &Scope,
+        to: &Scope,
+    ) -> Result<Vec<WriteOutcome>> {
+        if from == to {
+            bail!("--scope and --to are the same scope: nothing to move");
+        }
+        let subject = normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        let predicate = self.canonical_predicate(predicate)?;
+        let from_id = Identity {
+            subject: subject.clone(),
+            predicate: predicate.clone(),
+            scope: from.clone(),
+        };
+        let to_id = Identity {
+            subject,
+            predicate,
+            scope: to.clone(),
+        };
+        let now = self.now();
+        let assert = self.assert_invariants;
+        let path = self.path.clone();
+        let mut busy_seen = self.busy_seen;
+        let mut seqs = SeqBatch::default();
+        let tx = self.begin()?;
+        let rec = current(&tx, &from_id)?.ok_or_else(|| {
+            anyhow!("{from_id} has no current record to move: see `memscope list`")
+        })?;
+        if tombstoned(&tx, &to_id)? {
+            bail!("{to_id} is deleted (tombstoned): restore it first, or choose another target; nothing changed");
+        }
+        let w = PreparedWrite {
+            subject: to_id.subject.clone(),
+            predicate: to_id.predicate.clone(),
+            value_text: serde_json::to_string(&rec.value)?,
+            value: rec.value.clone(),
+            choice: ScopeChoice::Exact(to.clone()),
+            source: rec.source.clone(),
+            raw: rec.raw.clone(),
+            causal_seq: Some(rec.causal_seq),
+        };
+        let moved = write_in_tx(&tx, &w, &now, &mut seqs)?;
+        if !matches!(
+            moved.outcome,
+            OutcomeKind::Inserted | OutcomeKind::Confirmed | OutcomeKind::Superseded
+        ) {
+            bail!(
+                "{to_id} refused the value ({}: {}); nothing changed",
+                moved.outcome,
+                moved.reason.as_deref().unwrap_or("")
+            );
+        }
+        log_event(
+            &tx,
+            "rescoped",
+            &to_id,
+            moved.version,
+            None,
+            None,
+            Some(&rec.source),
+            Some(rec.causal_seq),
+            &now,
+            Some(
+                &json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() }),
+            ),
+        )?;
+        let back = revert_in_tx(
+            &tx,
+            &from_id,
+            None,
+            true,
+            &now,
+            &mut seqs,
+            json!({ "rescoped_to": to.to_string(), "moved_version": rec.version }),
+        )?;
+        if assert {
+            for (id, out) in [(&to_id, &moved), (&from_id, &back)] {
+                let p = PreparedWrite {
+                    choice: ScopeChoice::Exact(id.scope.clone()),
+                    ..w.clone()
+                };
+                super::check::assert_identity_clean(&tx, &p, out)?;
+            }
+        }
+        let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
+        self.busy_seen = busy_seen;
+        if debt {
+            self.pay_purge_debt()?;
+        }
+        Ok(vec![moved, back])
+    }
+
+    /// Makes an earlier value current again as a new version (history is never rewritten).
+    pub fn revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome> {
+        let id = Identity {
+            subject: normalize_subject(&id.subject).map_err(|e| anyhow!(e))?,
+            predicate: self.canonical_predicate(&id.predicate)?,
+            scope: id.scope.clone(),
+        };
+        let now = self.now();
+        let assert = self.assert_invariants;
+        let path = self.path.clone();
+        let mut busy_seen = self.busy_seen;
+        let mut seqs = SeqBatch::default();
+        let tx = self.begin()?;
+        let out = revert_in_tx(&tx, &id, to_version, false, &now, &mut seqs, json!({}))?;
+        if assert {
+            let p = PreparedWrite {
+                subject: id.subject.clone(),
+                predicate: id.predicate.clone(),
+                value_text: String::new(),
+                value: Value::Null,
+                choice: ScopeChoice::Exact(id.scope.clone()),
+                source: String::new(),
+                raw: None,
+                causal_seq: None,
+            };
+            super::check::assert_identity_clean(&tx, &p, &out)?;
+        }
+        let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
+        self.busy_seen = busy_seen;
+        if debt {
+            self.pay_purge_debt()?;
+        }
+        Ok(out)
+    }
+}
+
+/// Filters for [`Store::reads`].
+#[derive(Debug, Clone, Default)]
+pub struct ReadFilter {
+    pub subject: Option<String>,
+    pub predicate: Option<String>,
+    pub agent: Option<String>,
+    pub since: Option<DateTime<Utc>>,
+    pub limit: Option<i64>,
+}
+
+/// Resolution on any connection (the logged read runs it inside its transaction).
+pub(crate) fn resolve_on(
+    conn: &Connection,
+    subject: &str,
+    predicate: &str,
+    repo: Option<&str>,
+    task: Option<&str>,
+) -> Result<Resolution> {
+    let subject = normalize_subject(subject).map_err(|e| anyhow!(e))?;
+    let predicate = super::canonical_predicate(conn, predicate)?;
+    let mut considered = Vec::new();
+    let mut winner: Option<crate::model::MemoryRecord> = None;
+    for scope in resolution_chain(repo, task) {
+        let id = Identity {
+            subject: subject.clone(),
+            predicate: predicate.clone(),
+            scope,
+        };
+        let scope_text = id.scope.to_string();
+        let entry = match current(conn, &id)? {
+            Some(rec) => {
+                let wins = winner.is_none();
+                let c = Considered {
+                    scope: scope_text,
+                    found: true,
+                    value: Some(rec.value.clone()),
+                    wins,
+                    version: Some(rec.version),
+                    source: Some(rec.source.clone()),
+                    updated_at: Some(rec.updated_at.clone()),
+                    state: if wins {
+                        "wins".into()
+                    } else {
+                        "shadowed".into()
+                    },
+                };
+                if wins {
+                    winner = Some(rec);
+                }
+                c
+            }
+            None => Considered {
+                scope: scope_text,
+                found: false,
+                value: None,
+                wins: false,
+                version: None,
+                source: None,
+                updated_at: None,
+                state: if tombstoned(conn, &id)? {
+                    "deleted".into()
+                } else {
+                    "absent".into()
+                },
+            },
+        };
+        considered.push(entry);
+    }
+    Ok(Resolution {
+        found: winner.is_some(),
+        subject,
+        predicate,
+        value: winner.as_ref().map(|w| w.value.clone()),
+        scope: winner.as_ref().map(|w| w.scope.to_string()),
+        version: winner.as_ref().map(|w| w.version),
+        source: winner.as_ref().map(|w| w.source.clone()),
+        considered,
+    })
+}
