@@ -164,6 +164,12 @@ pub fn migrate_with_hook(
     after_step: &dyn Fn(&rusqlite::Transaction<'_>, i64) -> Result<()>,
 ) -> Result<i64> {
     let target = migrations.len() as i64;
+    // Up to date is the common case: answer it without taking the write lock, so readers
+    // open while another process writes.
+    let seen: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if seen == target {
+        return Ok(target);
+    }
     loop {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
