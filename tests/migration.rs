@@ -1,0 +1,251 @@
+//! The versioned schema contract (SPEC §7): forward migrations keyed on `PRAGMA user_version`
+//! keep the data, and a database from a newer schema is refused without touching its bytes.
+
+mod common;
+
+use common::*;
+use memscope::store::schema::{migrate_with, Migration, MIGRATIONS, SCHEMA_VERSION};
+use memscope::{OpenMode, Store};
+use rusqlite::Connection;
+use serde_json::json;
+
+/// The version a future migration would reach.
+const NEXT: i64 = SCHEMA_VERSION + 1;
+
+/// A test migration one step past this build's schema: a new column and a new table.
+const V2: Migration = "ALTER TABLE memories ADD COLUMN confidence REAL;
+CREATE TABLE v2_notes (id INTEGER PRIMARY KEY, note TEXT NOT NULL);
+INSERT INTO v2_notes (note) VALUES ('迁移到 v2 ✅');";
+
+fn user_version(conn: &Connection) -> i64 {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// A database at the current schema with a few memories in it, written by the real write path.
+fn v1_database() -> TestDb {
+    let db = TestDb::new();
+    db.write_with(
+        "user:42",
+        "package_manager",
+        "pnpm",
+        "global",
+        "thread:17/message:86",
+        &["--raw", "以后新建前端项目，默认用 pnpm。"],
+    );
+    db.write(
+        "user:42",
+        "package_manager",
+        "npm",
+        "repo:legacy-dashboard",
+        "thread:23/message:14",
+    );
+    db.write("user:42", "coffee", "燕麦拿铁 ☕", "global", "thread:20");
+    db
+}
+
+#[test]
+fn the_current_schema_is_version_2_and_fresh_databases_are_migrated_to_it() {
+    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(MIGRATIONS.len() as i64, SCHEMA_VERSION);
+    let db = TestDb::new();
+    db.init();
+    assert_eq!(db.sql_i64("PRAGMA user_version"), SCHEMA_VERSION);
+    for table in [
+        "reads",
+        "memories",
+        "history",
+        "tombstones",
+        "pending",
+        "predicate_aliases",
+        "settings",
+    ] {
+        assert_eq!(
+            db.sql_i64(&format!(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '{table}'"
+            )),
+            1,
+            "the public table {table} exists"
+        );
+    }
+    // The alias table is seeded from assets/ on init.
+    assert_eq!(
+        db.sql_i64("SELECT count(*) FROM predicate_aliases WHERE alias = '包管理器' AND canonical = 'package_manager'"),
+        1
+    );
+    // Opening again is a no-op migration.
+    let before = std::fs::read(&db.path).unwrap();
+    db.run(&["init"]).ok();
+    assert_eq!(db.sql_i64("PRAGMA user_version"), SCHEMA_VERSION);
+    assert_eq!(before.len(), std::fs::read(&db.path).unwrap().len());
+}
+
+#[test]
+fn a_future_migration_moves_user_version_forward_and_keeps_the_data() {
+    let db = v1_database();
+    let migrations: Vec<Migration> = MIGRATIONS.iter().copied().chain([V2]).collect();
+
+    let mut conn = Connection::open(&db.path).unwrap();
+    assert_eq!(user_version(&conn), SCHEMA_VERSION);
+    let reached = migrate_with(&mut conn, &migrations).expect("migrate one step forward");
+    assert_eq!(reached, NEXT);
+    assert_eq!(user_version(&conn), NEXT);
+    // The new column exists and the old rows are all there, untouched.
+    let n: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM memories WHERE confidence IS NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 3);
+    let note: String = conn
+        .query_row("SELECT note FROM v2_notes", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(note, "迁移到 v2 ✅");
+    let raw: String = conn
+        .query_row(
+            "SELECT raw FROM memories WHERE scope = 'global' AND predicate = 'package_manager'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(raw, "以后新建前端项目，默认用 pnpm。");
+    let coffee: String = conn
+        .query_row(
+            "SELECT value FROM memories WHERE predicate = 'coffee'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&coffee).unwrap(),
+        json!("燕麦拿铁 ☕")
+    );
+    let history: i64 = conn
+        .query_row("SELECT count(*) FROM history", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(history, 3);
+    // Migrating again is a no-op.
+    assert_eq!(migrate_with(&mut conn, &migrations).unwrap(), NEXT);
+    assert_eq!(user_version(&conn), NEXT);
+    drop(conn);
+
+    // This build does not know that version: the database is refused, bytes unchanged.
+    let wal = db.files()[1].clone();
+    assert!(
+        !wal.exists() || std::fs::metadata(&wal).unwrap().len() == 0,
+        "the migrating connection closed cleanly"
+    );
+    let bytes = std::fs::read(&db.path).unwrap();
+    for mode in [OpenMode::Create, OpenMode::Existing] {
+        let err = match Store::open(&db.path, mode) {
+            Ok(_) => panic!("a newer database must be refused ({mode:?})"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(
+            err.contains("newer") && err.contains(&NEXT.to_string()),
+            "the refusal names the newer version: {err}"
+        );
+    }
+    assert_eq!(
+        bytes,
+        std::fs::read(&db.path).unwrap(),
+        "refusing must not write"
+    );
+    db.run(&["list"]).fails_with(1, &["newer"]);
+    db.run(&[
+        "write",
+        "--subject",
+        "u",
+        "--predicate",
+        "p",
+        "--value",
+        "v",
+        "--scope",
+        "global",
+        "--source",
+        "s",
+    ])
+    .fails_with(1, &["newer"]);
+    assert_eq!(bytes, std::fs::read(&db.path).unwrap());
+
+    // And migrate_with itself refuses to go backwards.
+    let mut conn = Connection::open(&db.path).unwrap();
+    assert!(migrate_with(&mut conn, MIGRATIONS).is_err());
+    assert_eq!(user_version(&conn), NEXT);
+}
+
+#[test]
+fn a_fresh_database_migrates_through_every_step_in_order() {
+    let db = TestDb::new();
+    let migrations: Vec<Migration> = MIGRATIONS.iter().copied().chain([V2]).collect();
+    let mut conn = Connection::open(&db.path).unwrap();
+    assert_eq!(user_version(&conn), 0);
+    assert_eq!(migrate_with(&mut conn, &migrations).unwrap(), NEXT);
+    assert_eq!(user_version(&conn), NEXT);
+    let cols: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('memories') WHERE name = 'confidence'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(cols, 1);
+}
+
+#[test]
+fn a_failing_migration_step_changes_nothing() {
+    let db = v1_database();
+    let rows_before = db.fingerprint();
+    let broken: Migration = "ALTER TABLE memories ADD COLUMN half_done TEXT;
+                             ALTER TABLE no_such_table ADD COLUMN x TEXT;";
+    let migrations: Vec<Migration> = MIGRATIONS.iter().copied().chain([broken]).collect();
+    let mut conn = Connection::open(&db.path).unwrap();
+    let err = migrate_with(&mut conn, &migrations).expect_err("a broken step fails");
+    assert!(format!("{err:#}").contains(&format!("version {NEXT}")), "{err:#}");
+    assert_eq!(user_version(&conn), SCHEMA_VERSION, "the version did not move");
+    let half: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM pragma_table_info('memories') WHERE name = 'half_done'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(half, 0, "the failed step was rolled back as a whole");
+    drop(conn);
+    assert_eq!(rows_before, db.fingerprint());
+    db.assert_check_ok();
+}
+
+/// The real v1 → v2 step (the read log): a database written at v1 opens under this build,
+/// gains the `reads` table, keeps its memories and passes `check`.
+#[test]
+fn a_v1_database_is_migrated_to_v2_on_open_and_keeps_its_memories() {
+    let db = TestDb::new();
+    {
+        let mut conn = Connection::open(&db.path).unwrap();
+        assert_eq!(migrate_with(&mut conn, &MIGRATIONS[..1]).unwrap(), 1);
+        conn.execute_batch(
+            "INSERT INTO settings (key, value) VALUES ('causal_clock', '1'), ('retention_days', '0'), ('tombstone_safe_days', '30');
+             INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+             VALUES ('user:42', 'package_manager', 'global', '\"pnpm\"', 1, 'thread:17/message:86', '以后新建前端项目，默认用 pnpm。', 1,
+                     '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z');
+             INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at)
+             VALUES ('set', 'user:42', 'package_manager', 'global', 1, '\"pnpm\"', '以后新建前端项目，默认用 pnpm。',
+                     'thread:17/message:86', 1, '2026-11-01T00:00:00.000Z');",
+        )
+        .unwrap();
+        assert_eq!(user_version(&conn), 1);
+    }
+    let store = Store::open(&db.path, OpenMode::Existing).expect("a v1 database opens");
+    assert_eq!(user_version(store.connection()), 2);
+    let reads: i64 = store
+        .connection()
+        .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'reads'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(reads, 1, "v2 adds the read log");
+    let r = store.resolve("user:42", "package_manager", Some("web-app"), None).unwrap();
+    assert_eq!(r.value, Some(json!("pnpm")));
+    assert!(store.check().unwrap().ok);
+}

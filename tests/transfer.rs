@@ -1,0 +1,191 @@
+//! `export` / `import` (issue 2, item 9): the whole database as JSON Lines and back into an
+//! empty database — `check` clean, `list` identical — and the demo built through the real write
+//! path.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+fn build_demo(db: &TestDb) -> String {
+    let r = db.run(&["demo", "--no-tui"]).ok();
+    assert!(!r.stdout.trim().is_empty(), "the demo prints a summary");
+    r.stdout
+}
+
+#[test]
+fn the_demo_tells_the_first_articles_story_through_the_write_path() {
+    let db = TestDb::new();
+    build_demo(&db);
+    db.assert_check_ok();
+    let u = "user:42";
+    let pm = "package_manager";
+    // The global default, the legacy-dashboard rule, the task rule.
+    assert_eq!(db.resolve(u, pm, Some("new-app"), None)["value"], "pnpm");
+    assert_eq!(
+        db.resolve(u, pm, Some("legacy-dashboard"), None)["value"],
+        "npm"
+    );
+    assert_eq!(
+        db.resolve(u, pm, Some("legacy-dashboard"), Some("fix-lockfile-123"))["scope"],
+        "task:fix-lockfile-123"
+    );
+    // The repeated confirmation, the ambiguous 以后都用 npm waiting, a deleted preference.
+    let global = db.list(&["--subject", u, "--predicate", pm, "--scope", "global"]);
+    assert!(
+        global[0]["confirm_count"].as_i64().unwrap() >= 1,
+        "{global:?}"
+    );
+    let pending = db.pending(false);
+    assert!(
+        pending.iter().any(|p| p["raw"] == "以后都用 npm"),
+        "{pending:?}"
+    );
+    let tombstones = db.sql_i64("SELECT count(*) FROM tombstones");
+    assert!(tombstones >= 1);
+    // Building it again replaces it (same content, not doubled).
+    let first = db.list(&[]).len();
+    build_demo(&db);
+    assert_eq!(db.list(&[]).len(), first);
+    db.assert_check_ok();
+}
+
+#[test]
+fn export_then_import_round_trips_the_demo() {
+    let src = TestDb::new();
+    build_demo(&src);
+    let dump = src.sibling("demo-export.jsonl");
+    src.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    let text = std::fs::read_to_string(&dump).unwrap();
+    assert!(text.lines().count() > 20);
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).expect("every export line is JSON");
+        assert!(v["table"].is_string(), "{line}");
+    }
+    // stdout export carries the same rows.
+    let stdout_rows: Vec<String> = src.fingerprint();
+    let file_rows: Vec<String> = text
+        .lines()
+        .filter(|l| !l.contains("\"memscope_export\""))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(stdout_rows, file_rows);
+
+    let dst = TestDb::named("fresh.db");
+    let r = dst.run(&["import", dump.to_str().unwrap()]).ok();
+    assert!(!r.stdout.trim().is_empty());
+    dst.assert_check_ok();
+    assert_eq!(src.list(&[]), dst.list(&[]), "list --json identical");
+    assert_eq!(src.pending(true), dst.pending(true));
+    for (s, p) in [
+        ("user:42", "package_manager"),
+        ("user:42", "formatter"),
+        ("user:42", "coffee"),
+        ("user:7", "package_manager"),
+    ] {
+        assert_eq!(src.history(s, p, None), dst.history(s, p, None), "{s} {p}");
+    }
+    assert_eq!(
+        src.fingerprint(),
+        dst.fingerprint(),
+        "every table row survives"
+    );
+    // The imported database keeps working: the clock continues, tombstones still hold.
+    let next: i64 = dst.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    let src_clock: i64 = src
+        .sql()
+        .query_row(
+            "SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(next, src_clock + 1);
+    let t: (String, String, String) = dst
+        .sql()
+        .query_row(
+            "SELECT subject, predicate, scope FROM tombstones LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let out = dst.write(&t.0, &t.1, "复活?", &t.2, "thread:99");
+    assert_eq!(out["outcome"], "rejected");
+}
+
+#[test]
+fn import_into_a_non_empty_database_is_refused() {
+    let src = TestDb::new();
+    build_demo(&src);
+    let dump = src.sibling("dump.jsonl");
+    src.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+
+    let dst = TestDb::new();
+    dst.write("user:1", "editor", "helix 🧬", "global", "thread:1");
+    let before = dst.fingerprint();
+    dst.run(&["import", dump.to_str().unwrap()])
+        .fails_with(1, &["empty"]);
+    assert_eq!(before, dst.fingerprint(), "nothing was imported");
+
+    // Importing onto itself is refused too.
+    let before = src.fingerprint();
+    src.run(&["import", dump.to_str().unwrap()])
+        .fails_with(1, &["empty"]);
+    assert_eq!(before, src.fingerprint());
+}
+
+#[test]
+fn import_refuses_a_dump_that_would_break_an_invariant() {
+    let src = TestDb::new();
+    src.write("user:42", "package_manager", "pnpm", "global", "thread:1");
+    src.write("user:42", "package_manager", "npm", "global", "thread:2");
+    let text = src.run(&["export"]).ok().stdout;
+    // Drop the first applied version's history row: current v2 would follow nothing (a gap).
+    let damaged: Vec<&str> = text
+        .lines()
+        .filter(|l| !(l.contains("\"table\":\"history\"") && l.contains("\"version\":1")))
+        .collect();
+    assert_eq!(damaged.len() + 1, text.lines().count());
+    let dump = src.sibling("damaged.jsonl");
+    std::fs::write(&dump, damaged.join("\n")).unwrap();
+    let dst = TestDb::new();
+    dst.init();
+    dst.run(&["import", dump.to_str().unwrap()])
+        .fails_with(1, &["invariant"]);
+    assert!(dst.list(&[]).is_empty());
+    assert_eq!(dst.sql_i64("SELECT count(*) FROM history"), 0);
+
+    // Not an export at all.
+    let junk = src.sibling("junk.jsonl");
+    std::fs::write(&junk, "{\"subject\": \"user:42\"}\n").unwrap();
+    dst.run(&["import", junk.to_str().unwrap()])
+        .fails_with(1, &["export"]);
+    assert!(dst.list(&[]).is_empty());
+}
+
+#[test]
+fn unicode_and_long_values_survive_a_round_trip() {
+    let src = TestDb::new();
+    let long = long_text(100 * 1024, "尾巴🐉");
+    let lines = [
+        json!({"subject": "用户:小明", "predicate": "回复语言", "value": "中文，谢谢 🙏", "scope": "global", "source": "对话:1/消息:2", "raw": "回复用中文就好 😊"}),
+        json!({"subject": "user:42", "predicate": "notes", "value": long, "scope": "repo:长仓库", "source": "thread:1"}),
+        json!({"subject": "user:42", "predicate": "indentation", "value": {"style": "spaces", "width": 2, "备注": "两个空格"}, "scope": "task:格式化-1", "source": "thread:2"}),
+        json!({"subject": "user:42", "predicate": "emoji", "value": "👩‍💻🧑🏽‍🚀🏳️‍🌈", "scope": {"ambiguous": ["global", "repo:长仓库"]}, "source": "thread:3", "raw": "表情 ✨"}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    src.run_stdin(&["apply"], input.as_bytes()).ok();
+    let dump = src.sibling("u.jsonl");
+    src.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    let dst = TestDb::new();
+    dst.run(&["import", dump.to_str().unwrap()]).ok();
+    dst.assert_check_ok();
+    assert_eq!(src.list(&[]), dst.list(&[]));
+    assert_eq!(src.pending(true), dst.pending(true));
+    let rec = dst.list(&["--predicate", "notes"]);
+    assert_eq!(rec[0]["value"].as_str().unwrap(), long);
+    assert_eq!(
+        dst.resolve("用户:小明", "reply_language", None, None)["value"],
+        "中文，谢谢 🙏"
+    );
+}
