@@ -1,6 +1,8 @@
 //! The built-in demo: the first seed article's story, loaded from `assets/demo.jsonl` through
-//! the real write path (writes, a confirmation, a supersede, a stale replay, a delete and two
-//! ambiguous writes waiting for a human). Each step carries its age so the UI shows real times.
+//! the real write path — writes, a confirmation, the incident (the legacy-dashboard rule written
+//! as a global change that superseded the pnpm default, then agents in new projects reading npm),
+//! a stale replay, a delete, logged reads and two ambiguous writes waiting for a human. Each step
+//! carries its age so the UI shows real times.
 
 use crate::model::{DeleteTarget, Identity, Scope, WriteRequest};
 use crate::store::{Clock, Store};
@@ -19,6 +21,18 @@ struct DemoDelete {
     reason: Option<String>,
 }
 
+/// An agent's logged read (the read log of the incident).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DemoRead {
+    agent: String,
+    subject: String,
+    predicate: String,
+    repo: Option<String>,
+    task: Option<String>,
+    note: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DemoStep {
@@ -27,6 +41,8 @@ struct DemoStep {
     write: Option<WriteRequest>,
     #[serde(default)]
     delete: Option<DemoDelete>,
+    #[serde(default)]
+    read: Option<DemoRead>,
 }
 
 /// Loads the demo into `store` (normally a fresh database) and returns a summary.
@@ -76,6 +92,17 @@ pub fn load_at(store: &mut Store, now: chrono::DateTime<chrono::Utc>) -> Result<
             };
             store.delete(&target, d.reason.as_deref())?;
             *outcomes.entry("deleted".into()).or_default() += 1;
+        }
+        if let Some(r) = &step.read {
+            store.resolve_logged(
+                &r.subject,
+                &r.predicate,
+                r.repo.as_deref(),
+                r.task.as_deref(),
+                Some(&r.agent),
+                r.note.as_deref(),
+            )?;
+            *outcomes.entry("logged reads".into()).or_default() += 1;
         }
     }
     store.set_clock(previous);

@@ -108,8 +108,8 @@ pub fn gc(store: &mut Store, a: GcArgs) -> Result<i32> {
         print_json(&r)?;
     } else {
         println!(
-            "gc: purged content of {} event(s) and {} closed pending item(s), collected {} tombstone(s) (retention {} days, tombstone safe period {} days)",
-            r.purged_events, r.purged_pending, r.collected_tombstones, r.retention_days, r.tombstone_safe_days
+            "gc: purged content of {} event(s), {} closed pending item(s) and {} logged read(s), collected {} tombstone(s) (retention {} days, tombstone safe period {} days)",
+            r.purged_events, r.purged_pending, r.purged_reads, r.collected_tombstones, r.retention_days, r.tombstone_safe_days
         );
         if !r.disk_purged {
             println!("the on-disk purge is still pending: a reader holds the database open");

@@ -398,6 +398,8 @@ impl Store {
                     "DELETE FROM pending WHERE status <> 'open' AND coalesce(resolved_at, created_at) < ?1",
                     [&cutoff],
                 )? as i64;
+                report.purged_reads =
+                    tx.execute("DELETE FROM reads WHERE at < ?1", [&cutoff])? as i64;
             }
             if safe > 0 {
                 let cutoff = format_time(now_t - chrono::Duration::days(safe));
@@ -457,6 +459,7 @@ pub struct GcReport {
     pub tombstone_safe_days: i64,
     pub purged_events: i64,
     pub purged_pending: i64,
+    pub purged_reads: i64,
     pub collected_tombstones: i64,
     pub disk_purged: bool,
 }
