@@ -43,6 +43,13 @@ fn raw_connection(path: &Path) -> Connection {
         .expect("sync");
     c.pragma_update(None, "secure_delete", "ON")
         .expect("secure_delete");
+    // The same connection settings the store uses.
+    c.pragma_update(None, "temp_store", "MEMORY")
+        .expect("temp_store");
+    c.pragma_update(None, "cache_size", -32768)
+        .expect("cache_size");
+    c.pragma_update(None, "wal_autocheckpoint", 4000)
+        .expect("autocheckpoint");
     c.execute_batch(
         // The baseline a naive client would write: the same rows into a table keyed by identity.
         "CREATE TABLE t (id INTEGER PRIMARY KEY, subject TEXT, predicate TEXT, scope TEXT, value TEXT, version INTEGER,

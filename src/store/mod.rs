@@ -246,6 +246,7 @@ impl Store {
         c.pragma_update(None, "temp_store", "MEMORY")?;
         // 32 MiB of page cache: index pages of a large database stay hot across a bulk apply.
         c.pragma_update(None, "cache_size", -32768)?;
+        c.pragma_update(None, "wal_autocheckpoint", 4000)?;
         // Query-planner stability: without it SQLite re-plans (re-parses) the write path's
         // cached statements on many runs as tables grow, which doubled the cost of a write.
         c.set_db_config(
