@@ -97,9 +97,8 @@ fn bench_single_writes(dir: &Path, n: usize) -> (f64, f64) {
         let raw_path = dir.join(format!("raw-single-{round}.db"));
         let c = raw_connection(&raw_path);
         let t = Instant::now();
-        for i in 0..n {
+        for (i, r) in reqs.iter().enumerate() {
             c.execute_batch("BEGIN IMMEDIATE").expect("begin");
-            let r = &reqs[i];
             c.prepare_cached(RAW_INSERT)
                 .expect("prep")
                 .execute(rusqlite::params![

@@ -65,15 +65,25 @@ fn check_context_id(kind: &str, id: &Option<String>) -> Result<()> {
     Ok(())
 }
 
-pub fn resolve(store: &Store, a: ResolveArgs) -> Result<i32> {
+pub fn resolve(store: &mut Store, a: ResolveArgs) -> Result<i32> {
     check_context_id("repo", &a.repo)?;
     check_context_id("task", &a.task)?;
-    let r = store.resolve(
-        &a.subject,
-        &a.predicate,
-        a.repo.as_deref(),
-        a.task.as_deref(),
-    )?;
+    let (repo, task) = (a.repo.as_deref(), a.task.as_deref());
+    let r = if let Some(at) = &a.at {
+        let at = crate::store::parse_time(at, store.clock().now()).map_err(super::usage)?;
+        store.resolve_at(&a.subject, &a.predicate, repo, task, at)?
+    } else if a.log {
+        store.resolve_logged(
+            &a.subject,
+            &a.predicate,
+            repo,
+            task,
+            a.agent.as_deref(),
+            a.note.as_deref(),
+        )?
+    } else {
+        store.resolve(&a.subject, &a.predicate, repo, task)?
+    };
     if a.json {
         print_json(&r)?;
         return Ok(EXIT_OK);
@@ -94,18 +104,14 @@ pub fn resolve(store: &Store, a: ResolveArgs) -> Result<i32> {
         _ => println!("{} · {}: no memory applies here", r.subject, r.predicate),
     }
     for c in &r.considered {
-        let mark = match c.state.as_str() {
-            "wins" => "→ wins    ",
-            "shadowed" => "  shadowed",
-            "deleted" => "  deleted ",
-            _ => "  absent  ",
-        };
+        let arrow = if c.wins { "→" } else { " " };
         let value = c
             .value
             .as_ref()
             .map(|v| format!(" = {v}"))
             .unwrap_or_default();
-        println!("  {mark} {}{value}", c.scope);
+        let version = c.version.map(|v| format!(" v{v}")).unwrap_or_default();
+        println!("  {arrow} {:<9} {}{value}{version}", c.state, c.scope);
     }
     Ok(EXIT_OK)
 }

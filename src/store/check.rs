@@ -1,9 +1,8 @@
 //! `check`: proves the six invariants of SPEC §6 from outside, on any database (including one a
 //! raw-SQL client damaged after dropping the triggers), and reports the health figures.
 
-use super::write::PreparedWrite;
 use super::Store;
-use crate::model::{normalize_predicate, Identity, ScopeChoice, WriteOutcome};
+use crate::model::{normalize_predicate, Identity};
 use anyhow::{bail, Result};
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
@@ -507,27 +506,14 @@ pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
 
 /// The per-write assertion (MEMSCOPE_ASSERT_INVARIANTS=1): re-checks the identity a write
 /// touched, inside its transaction, and refuses to commit a violation.
-pub(crate) fn assert_identity_clean(
-    conn: &Connection,
-    w: &PreparedWrite,
-    out: &WriteOutcome,
-) -> Result<()> {
-    let scope = match (&w.choice, &out.scope) {
-        (ScopeChoice::Exact(s), _) => s.clone(),
-        _ => return Ok(()),
-    };
-    let id = Identity {
-        subject: w.subject.clone(),
-        predicate: w.predicate.clone(),
-        scope,
-    };
+pub(crate) fn assert_identity_clean(conn: &Connection, id: &Identity) -> Result<()> {
     let scope_text = id.scope.to_string();
     let mut c = Checker {
         conn,
         violations: Vec::new(),
         limit: 20,
     };
-    c.run(&Filter::One(&id, scope_text))?;
+    c.run(&Filter::One(id, scope_text))?;
     if let Some(v) = c.violations.first() {
         bail!(
             "refusing to commit: the write would break invariant {} ({}): {}",

@@ -2,12 +2,13 @@
 //! repairs — rescope (move a mis-scoped value) and revert (make an earlier value current again).
 //! Repairs write through the same write path as everything else.
 
+use super::check::assert_identity_clean;
 use super::read::{current, resolution_chain};
-use super::write::{finish_write, log_event, write_in_tx, PreparedWrite, SeqBatch};
+use super::write::{log_event, write_in_tx, PreparedWrite, SeqBatch};
 use super::{format_time, Store};
 use crate::model::{
     normalize_subject, Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope,
-    ScopeChoice, WriteOutcome,
+    WriteOutcome,
 };
 use anyhow::{anyhow, bail, Result};
 use chrono::{DateTime, Utc};
@@ -104,11 +105,10 @@ fn state_at(conn: &Connection, id: &Identity, at: &str) -> Result<StateAt> {
 }
 
 /// Reads the stored value, raw words and source of version `n` of an identity.
-fn version_content(
-    conn: &Connection,
-    id: &Identity,
-    n: i64,
-) -> Result<Option<(Option<String>, Option<String>, Option<String>)>> {
+/// A stored version's value, raw words and source (each `None` once purged).
+type VersionContent = (Option<String>, Option<String>, Option<String>);
+
+fn version_content(conn: &Connection, id: &Identity, n: i64) -> Result<Option<VersionContent>> {
     Ok(conn
         .prepare_cached(
             "SELECT value, raw, source FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
@@ -192,16 +192,13 @@ fn revert_in_tx(
         anyhow!("the content of {id} v{target} was purged (retention or delete): there is nothing to revert to")
     })?;
     let value: Value = serde_json::from_str(&value_text)?;
-    let w = PreparedWrite {
-        subject: id.subject.clone(),
-        predicate: id.predicate.clone(),
-        value_text,
+    let w = PreparedWrite::stored(
+        id,
         value,
-        choice: ScopeChoice::Exact(id.scope.clone()),
-        source: source.unwrap_or_else(|| format!("revert:v{target}")),
+        source.unwrap_or_else(|| format!("revert:v{target}")),
         raw,
-        causal_seq: None,
-    };
+        None,
+    )?;
     let mut out = write_in_tx(conn, &w, now, seqs)?;
     let mut detail = detail;
     if let Value::Object(map) = &mut detail {
@@ -239,7 +236,9 @@ impl Store {
         let predicate = self.canonical_predicate(predicate)?;
         let at_text = format_time(at);
         let mut considered = Vec::new();
-        let mut winner: Option<(String, Option<Value>, Option<i64>, Option<String>)> = None;
+        // (scope, value, version, source) of the scope that wins.
+        type Winner = (String, Option<Value>, Option<i64>, Option<String>);
+        let mut winner: Option<Winner> = None;
         for scope in resolution_chain(repo, task) {
             let id = Identity {
                 subject: subject.clone(),
@@ -429,77 +428,48 @@ impl Store {
             predicate,
             scope: to.clone(),
         };
-        let now = self.now();
-        let assert = self.assert_invariants;
-        let path = self.path.clone();
-        let mut busy_seen = self.busy_seen;
-        let mut seqs = SeqBatch::default();
-        let tx = self.begin()?;
-        let rec = current(&tx, &from_id)?.ok_or_else(|| {
-            anyhow!("{from_id} has no current record to move: see `memscope list`")
-        })?;
-        if tombstoned(&tx, &to_id)? {
-            bail!("{to_id} is deleted (tombstoned): restore it first, or choose another target; nothing changed");
-        }
-        let w = PreparedWrite {
-            subject: to_id.subject.clone(),
-            predicate: to_id.predicate.clone(),
-            value_text: serde_json::to_string(&rec.value)?,
-            value: rec.value.clone(),
-            choice: ScopeChoice::Exact(to.clone()),
-            source: rec.source.clone(),
-            raw: rec.raw.clone(),
-            causal_seq: Some(rec.causal_seq),
-        };
-        let moved = write_in_tx(&tx, &w, &now, &mut seqs)?;
-        if !matches!(
-            moved.outcome,
-            OutcomeKind::Inserted | OutcomeKind::Confirmed | OutcomeKind::Superseded
-        ) {
-            bail!(
-                "{to_id} refused the value ({}: {}); nothing changed",
-                moved.outcome,
-                moved.reason.as_deref().unwrap_or("")
-            );
-        }
-        log_event(
-            &tx,
-            "rescoped",
-            &to_id,
-            moved.version,
-            None,
-            None,
-            Some(&rec.source),
-            Some(rec.causal_seq),
-            &now,
-            Some(
-                &json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() }),
-            ),
-        )?;
-        let back = revert_in_tx(
-            &tx,
-            &from_id,
-            None,
-            true,
-            &now,
-            &mut seqs,
-            json!({ "rescoped_to": to.to_string(), "moved_version": rec.version }),
-        )?;
-        if assert {
-            for (id, out) in [(&to_id, &moved), (&from_id, &back)] {
-                let p = PreparedWrite {
-                    choice: ScopeChoice::Exact(id.scope.clone()),
-                    ..w.clone()
-                };
-                super::check::assert_identity_clean(&tx, &p, out)?;
+        self.in_write_tx(|tx, ctx, seqs| {
+            let rec = current(tx, &from_id)?
+                .ok_or_else(|| anyhow!("{from_id} has no current record to move: see `memscope list`"))?;
+            if tombstoned(tx, &to_id)? {
+                bail!("{to_id} is deleted (tombstoned): restore it first, or choose another target; nothing changed");
             }
-        }
-        let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
-        self.busy_seen = busy_seen;
-        if debt {
-            self.pay_purge_debt()?;
-        }
-        Ok(vec![moved, back])
+            let w = PreparedWrite::stored(&to_id, rec.value.clone(), rec.source.clone(), rec.raw.clone(), Some(rec.causal_seq))?;
+            let moved = write_in_tx(tx, &w, &ctx.now, seqs)?;
+            if !matches!(moved.outcome, OutcomeKind::Inserted | OutcomeKind::Confirmed | OutcomeKind::Superseded) {
+                bail!(
+                    "{to_id} refused the value ({}: {}); nothing changed",
+                    moved.outcome,
+                    moved.reason.as_deref().unwrap_or("")
+                );
+            }
+            log_event(
+                tx,
+                "rescoped",
+                &to_id,
+                moved.version,
+                None,
+                None,
+                Some(&rec.source),
+                Some(rec.causal_seq),
+                &ctx.now,
+                Some(&json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() })),
+            )?;
+            let back = revert_in_tx(
+                tx,
+                &from_id,
+                None,
+                true,
+                &ctx.now,
+                seqs,
+                json!({ "rescoped_to": to.to_string(), "moved_version": rec.version }),
+            )?;
+            if ctx.assert {
+                assert_identity_clean(tx, &to_id)?;
+                assert_identity_clean(tx, &from_id)?;
+            }
+            Ok(vec![moved, back])
+        })
     }
 
     /// Makes an earlier value current again as a new version (history is never rewritten).
@@ -509,32 +479,13 @@ impl Store {
             predicate: self.canonical_predicate(&id.predicate)?,
             scope: id.scope.clone(),
         };
-        let now = self.now();
-        let assert = self.assert_invariants;
-        let path = self.path.clone();
-        let mut busy_seen = self.busy_seen;
-        let mut seqs = SeqBatch::default();
-        let tx = self.begin()?;
-        let out = revert_in_tx(&tx, &id, to_version, false, &now, &mut seqs, json!({}))?;
-        if assert {
-            let p = PreparedWrite {
-                subject: id.subject.clone(),
-                predicate: id.predicate.clone(),
-                value_text: String::new(),
-                value: Value::Null,
-                choice: ScopeChoice::Exact(id.scope.clone()),
-                source: String::new(),
-                raw: None,
-                causal_seq: None,
-            };
-            super::check::assert_identity_clean(&tx, &p, &out)?;
-        }
-        let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
-        self.busy_seen = busy_seen;
-        if debt {
-            self.pay_purge_debt()?;
-        }
-        Ok(out)
+        self.in_write_tx(|tx, ctx, seqs| {
+            let out = revert_in_tx(tx, &id, to_version, false, &ctx.now, seqs, json!({}))?;
+            if ctx.assert {
+                assert_identity_clean(tx, &id)?;
+            }
+            Ok(out)
+        })
     }
 }
 

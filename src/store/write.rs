@@ -81,6 +81,67 @@ pub(crate) struct PreparedWrite {
     pub causal_seq: Option<i64>,
 }
 
+impl PreparedWrite {
+    /// A write of content memscope already holds (a pending item, a moved or reverted
+    /// version) into one identity: nothing to validate again.
+    pub(crate) fn stored(
+        id: &Identity,
+        value: Value,
+        source: String,
+        raw: Option<String>,
+        causal_seq: Option<i64>,
+    ) -> Result<PreparedWrite> {
+        Ok(PreparedWrite {
+            subject: id.subject.clone(),
+            predicate: id.predicate.clone(),
+            value_text: serde_json::to_string(&value)?,
+            value,
+            choice: ScopeChoice::Exact(id.scope.clone()),
+            source,
+            raw,
+            causal_seq,
+        })
+    }
+
+    /// The identity an exact write touches; `None` for an ambiguous one.
+    pub(crate) fn identity(&self) -> Option<Identity> {
+        match &self.choice {
+            ScopeChoice::Exact(scope) => Some(Identity {
+                subject: self.subject.clone(),
+                predicate: self.predicate.clone(),
+                scope: scope.clone(),
+            }),
+            ScopeChoice::Ambiguous(_) => None,
+        }
+    }
+}
+
+/// Re-checks the identity a write touched when MEMSCOPE_ASSERT_INVARIANTS is on.
+pub(crate) fn assert_written(conn: &Connection, ctx: &WriteCtx, w: &PreparedWrite) -> Result<()> {
+    match w.identity() {
+        Some(id) if ctx.assert => super::check::assert_identity_clean(conn, &id),
+        _ => Ok(()),
+    }
+}
+
+/// What every write transaction knows: its time and whether to assert invariants.
+pub(crate) struct WriteCtx {
+    pub now: String,
+    pub assert: bool,
+}
+
+/// A line failed half-way through a batch without savepoints: run the batch again with them.
+#[derive(Debug)]
+struct RetryWithSavepoints;
+
+impl std::fmt::Display for RetryWithSavepoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a line failed half-way; the batch is retried line by line")
+    }
+}
+
+impl std::error::Error for RetryWithSavepoints {}
+
 pub(crate) fn prepare(conn: &Connection, req: &WriteRequest) -> Result<PreparedWrite> {
     let invalid = |msg: String| anyhow::Error::new(InvalidRequest(msg));
     let subject = normalize_subject(&req.subject).map_err(invalid)?;
@@ -218,6 +279,29 @@ pub(crate) fn log_event(
     Ok(())
 }
 
+/// The `set` event of a new applied version.
+fn log_set(
+    conn: &Connection,
+    id: &Identity,
+    version: i64,
+    w: &PreparedWrite,
+    seq: i64,
+    now: &str,
+) -> Result<()> {
+    log_event(
+        conn,
+        "set",
+        id,
+        Some(version),
+        Some(&w.value_text),
+        w.raw.as_deref(),
+        Some(&w.source),
+        Some(seq),
+        now,
+        None,
+    )
+}
+
 pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
     WriteOutcome {
         outcome: kind,
@@ -331,18 +415,7 @@ pub(crate) fn write_in_tx(
             .execute(params![
                 id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
             ])?;
-            log_event(
-                conn,
-                "set",
-                &id,
-                Some(version),
-                Some(&w.value_text),
-                w.raw.as_deref(),
-                Some(&w.source),
-                Some(seq),
-                now,
-                None,
-            )?;
+            log_set(conn, &id, version, w, seq, now)?;
             let mut out = base_outcome(OutcomeKind::Inserted, &id);
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -410,18 +483,7 @@ pub(crate) fn write_in_tx(
             .execute(params![
                 id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
             ])?;
-            log_event(
-                conn,
-                "set",
-                &id,
-                Some(version),
-                Some(&w.value_text),
-                w.raw.as_deref(),
-                Some(&w.source),
-                Some(seq),
-                now,
-                None,
-            )?;
+            log_set(conn, &id, version, w, seq, now)?;
             let mut out = base_outcome(OutcomeKind::Superseded, &id);
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -543,26 +605,37 @@ pub(crate) fn finish_write(
 }
 
 impl Store {
-    /// One write, one transaction.
-    pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
-        let now = self.now();
-        let assert = self.assert_invariants;
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction and ends it the way every write ends
+    /// ([`finish_write`]); an error rolls everything back. Pays an owed on-disk purge after.
+    pub(crate) fn in_write_tx<T>(
+        &mut self,
+        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut SeqBatch) -> Result<T>,
+    ) -> Result<T> {
+        let ctx = WriteCtx {
+            now: self.now(),
+            assert: self.assert_invariants,
+        };
         let path = self.path.clone();
         let mut busy_seen = self.busy_seen;
         let mut seqs = SeqBatch::default();
         let tx = self.begin()?;
-        let prepared = prepare(&tx, req)?;
-        let out =
-            write_in_tx(&tx, &prepared, &now, &mut seqs).map_err(|e| explain_sqlite(e, &path))?;
-        if assert {
-            super::check::assert_identity_clean(&tx, &prepared, &out)?;
-        }
+        let out = body(&tx, &ctx, &mut seqs).map_err(|e| explain_sqlite(e, &path))?;
         let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
         self.busy_seen = busy_seen;
         if debt {
             self.pay_purge_debt()?;
         }
         Ok(out)
+    }
+
+    /// One write, one transaction.
+    pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
+        self.in_write_tx(|tx, ctx, seqs| {
+            let prepared = prepare(tx, req)?;
+            let out = write_in_tx(tx, &prepared, &ctx.now, seqs)?;
+            assert_written(tx, ctx, &prepared)?;
+            Ok(out)
+        })
     }
 
     /// Streams JSON Lines write requests, calling `emit` with the outcomes of each committed
@@ -599,7 +672,7 @@ impl Store {
             if lines.is_empty() {
                 continue;
             }
-            let batch = self.apply_batch(&mut lines)?;
+            let batch = self.apply_batch(&lines)?;
             for out in &batch {
                 summary.lines += 1;
                 summary.count(out.outcome);
@@ -612,136 +685,101 @@ impl Store {
     /// One transaction for a batch of lines. Lines run without savepoints; when one fails
     /// half-way, the batch is rolled back and run again with a savepoint per line, so the
     /// failing line changes nothing and the others still land.
-    fn apply_batch(&mut self, lines: &mut [(u64, ParsedLine)]) -> Result<Vec<WriteOutcome>> {
-        let now = self.now();
-        let assert = self.assert_invariants;
-        let path = self.path.clone();
+    fn apply_batch(&mut self, lines: &[(u64, ParsedLine)]) -> Result<Vec<WriteOutcome>> {
         let mut savepoints = false;
         loop {
-            let mut busy_seen = self.busy_seen;
-            let mut seqs = SeqBatch::default();
-            let tx = self.begin()?;
-            let mut outcomes = Vec::with_capacity(lines.len());
-            let mut failed = false;
-            for (line_no, parsed) in lines.iter() {
-                let mut out = match parsed {
-                    ParsedLine::Invalid(msg) => WriteOutcome::error(None, msg.clone()),
-                    ParsedLine::Request(req) => {
-                        match run_line(&tx, req, &now, &mut seqs, assert, savepoints) {
-                            Ok(out) => out,
-                            Err(e) if is_fatal(&e) => return Err(explain_sqlite(e, &path)),
-                            Err(e) if savepoints => WriteOutcome::error(None, format!("{e:#}")),
-                            Err(_) => {
-                                failed = true;
-                                break;
+            let result = self.in_write_tx(|tx, ctx, seqs| {
+                let mut outcomes = Vec::with_capacity(lines.len());
+                for (line_no, parsed) in lines {
+                    let mut out = match parsed {
+                        ParsedLine::Invalid(msg) => WriteOutcome::error(None, msg.clone()),
+                        ParsedLine::Request(req) => {
+                            match run_line(tx, req, ctx, seqs, savepoints) {
+                                Ok(out) => out,
+                                Err(e) if is_fatal(&e) => return Err(e),
+                                Err(e) if savepoints => WriteOutcome::error(None, format!("{e:#}")),
+                                Err(_) => return Err(RetryWithSavepoints.into()),
                             }
                         }
-                    }
-                };
-                out.line = Some(*line_no);
-                outcomes.push(out);
+                    };
+                    out.line = Some(*line_no);
+                    outcomes.push(out);
+                }
+                Ok(outcomes)
+            });
+            match result {
+                Err(e) if e.is::<RetryWithSavepoints>() => savepoints = true,
+                other => return other,
             }
-            if failed {
-                drop(tx); // rolls back
-                savepoints = true;
-                continue;
-            }
-            let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
-            self.busy_seen = busy_seen;
-            if debt {
-                self.pay_purge_debt()?;
-            }
-            return Ok(outcomes);
         }
     }
 
     /// Resolves an open pending item by writing it to `scope` through the write path. The
     /// item records what happened (a resolution may itself be `stale` or `rejected`).
     pub fn resolve_pending(&mut self, pending_id: i64, scope: &Scope) -> Result<WriteOutcome> {
-        let now = self.now();
-        let assert = self.assert_invariants;
-        let path = self.path.clone();
-        let mut busy_seen = self.busy_seen;
-        let mut seqs = SeqBatch::default();
-        let tx = self.begin()?;
-        let item = super::read::pending_item(&tx, pending_id)?.ok_or_else(|| {
-            anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
-        })?;
-        if item.status != "open" {
-            bail!(
-                "pending item #{pending_id} is already {} ({}): nothing to do",
-                item.status,
-                item.resolution.as_deref().unwrap_or("no outcome")
-            );
-        }
-        let prepared = PreparedWrite {
-            subject: item.subject.clone(),
-            predicate: item.predicate.clone(),
-            value_text: serde_json::to_string(&item.value)?,
-            value: item.value.clone(),
-            choice: ScopeChoice::Exact(scope.clone()),
-            source: item.source.clone(),
-            raw: item.raw.clone(),
-            causal_seq: Some(item.causal_seq),
-        };
-        let mut out = write_in_tx(&tx, &prepared, &now, &mut seqs)?;
-        let among = item.candidates.contains(scope);
-        tx.execute(
-            "UPDATE pending SET status = 'resolved', resolved_at = ?2, resolved_scope = ?3, resolution = ?4 WHERE id = ?1",
-            params![pending_id, now, scope.to_string(), out.outcome.as_str()],
-        )?;
-        let id = Identity {
-            subject: item.subject.clone(),
-            predicate: item.predicate.clone(),
-            scope: scope.clone(),
-        };
-        log_event(
-            &tx,
-            "pending_resolved",
-            &id,
-            out.version,
-            None,
-            None,
-            Some(&item.source),
-            Some(item.causal_seq),
-            &now,
-            Some(
-                &json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among }),
-            ),
-        )?;
-        if assert {
-            super::check::assert_identity_clean(&tx, &prepared, &out)?;
-        }
-        let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
-        self.busy_seen = busy_seen;
-        if debt {
-            self.pay_purge_debt()?;
-        }
-        out.pending_id = Some(pending_id);
-        Ok(out)
+        self.in_write_tx(|tx, ctx, seqs| {
+            let item = super::read::pending_item(tx, pending_id)?.ok_or_else(|| {
+                anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
+            })?;
+            if item.status != "open" {
+                bail!(
+                    "pending item #{pending_id} is already {} ({}): nothing to do",
+                    item.status,
+                    item.resolution.as_deref().unwrap_or("no outcome")
+                );
+            }
+            let id = Identity {
+                subject: item.subject.clone(),
+                predicate: item.predicate.clone(),
+                scope: scope.clone(),
+            };
+            let prepared = PreparedWrite::stored(
+                &id,
+                item.value.clone(),
+                item.source.clone(),
+                item.raw.clone(),
+                Some(item.causal_seq),
+            )?;
+            let mut out = write_in_tx(tx, &prepared, &ctx.now, seqs)?;
+            tx.execute(
+                "UPDATE pending SET status = 'resolved', resolved_at = ?2, resolved_scope = ?3, resolution = ?4 WHERE id = ?1",
+                params![pending_id, ctx.now, scope.to_string(), out.outcome.as_str()],
+            )?;
+            let among = item.candidates.contains(scope);
+            log_event(
+                tx,
+                "pending_resolved",
+                &id,
+                out.version,
+                None,
+                None,
+                Some(&item.source),
+                Some(item.causal_seq),
+                &ctx.now,
+                Some(&json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among })),
+            )?;
+            assert_written(tx, ctx, &prepared)?;
+            out.pending_id = Some(pending_id);
+            Ok(out)
+        })
     }
 
     /// Rejects an open pending item: nothing is written to memory.
     pub fn reject_pending(&mut self, pending_id: i64) -> Result<PendingItem> {
-        let now = self.now();
-        let tx = self.begin()?;
-        let item = super::read::pending_item(&tx, pending_id)?.ok_or_else(|| {
-            anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
-        })?;
-        if item.status != "open" {
-            bail!(
-                "pending item #{pending_id} is already {}: nothing to do",
-                item.status
-            );
-        }
-        tx.execute(
-            "UPDATE pending SET status = 'rejected', resolved_at = ?2, resolution = 'rejected by a human' WHERE id = ?1",
-            params![pending_id, now],
-        )?;
-        tx.commit()?;
-        let mut item = item;
-        item.status = "rejected".into();
-        Ok(item)
+        self.in_write_tx(|tx, ctx, _| {
+            let mut item = super::read::pending_item(tx, pending_id)?.ok_or_else(|| {
+                anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
+            })?;
+            if item.status != "open" {
+                bail!("pending item #{pending_id} is already {}: nothing to do", item.status);
+            }
+            tx.execute(
+                "UPDATE pending SET status = 'rejected', resolved_at = ?2, resolution = 'rejected by a human' WHERE id = ?1",
+                params![pending_id, ctx.now],
+            )?;
+            item.status = "rejected".into();
+            Ok(item)
+        })
     }
 }
 
@@ -773,9 +811,8 @@ fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
 fn run_line(
     conn: &Connection,
     req: &WriteRequest,
-    now: &str,
+    ctx: &WriteCtx,
     seqs: &mut SeqBatch,
-    assert: bool,
     savepoint: bool,
 ) -> Result<WriteOutcome> {
     let prepared = match prepare(conn, req) {
@@ -785,12 +822,8 @@ fn run_line(
     if savepoint {
         conn.prepare_cached("SAVEPOINT apply_line")?.execute([])?;
     }
-    let result = write_in_tx(conn, &prepared, now, seqs).and_then(|out| {
-        if assert {
-            super::check::assert_identity_clean(conn, &prepared, &out)?;
-        }
-        Ok(out)
-    });
+    let result = write_in_tx(conn, &prepared, &ctx.now, seqs)
+        .and_then(|out| assert_written(conn, ctx, &prepared).map(|()| out));
     if savepoint {
         if result.is_err() {
             conn.execute_batch("ROLLBACK TO apply_line")?;
