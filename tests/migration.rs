@@ -203,8 +203,15 @@ fn a_failing_migration_step_changes_nothing() {
     let migrations: Vec<Migration> = MIGRATIONS.iter().copied().chain([broken]).collect();
     let mut conn = Connection::open(&db.path).unwrap();
     let err = migrate_with(&mut conn, &migrations).expect_err("a broken step fails");
-    assert!(format!("{err:#}").contains(&format!("version {NEXT}")), "{err:#}");
-    assert_eq!(user_version(&conn), SCHEMA_VERSION, "the version did not move");
+    assert!(
+        format!("{err:#}").contains(&format!("version {NEXT}")),
+        "{err:#}"
+    );
+    assert_eq!(
+        user_version(&conn),
+        SCHEMA_VERSION,
+        "the version did not move"
+    );
     let half: i64 = conn
         .query_row(
             "SELECT count(*) FROM pragma_table_info('memories') WHERE name = 'half_done'",
@@ -242,10 +249,16 @@ fn a_v1_database_is_migrated_to_v2_on_open_and_keeps_its_memories() {
     assert_eq!(user_version(store.connection()), 2);
     let reads: i64 = store
         .connection()
-        .query_row("SELECT count(*) FROM sqlite_master WHERE name = 'reads'", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'reads'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(reads, 1, "v2 adds the read log");
-    let r = store.resolve("user:42", "package_manager", Some("web-app"), None).unwrap();
+    let r = store
+        .resolve("user:42", "package_manager", Some("web-app"), None)
+        .unwrap();
     assert_eq!(r.value, Some(json!("pnpm")));
     assert!(store.check().unwrap().ok);
 }
