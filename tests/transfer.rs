@@ -20,21 +20,53 @@ fn the_demo_tells_the_first_articles_story_through_the_write_path() {
     db.assert_check_ok();
     let u = "user:42";
     let pm = "package_manager";
-    // The global default, the legacy-dashboard rule, the task rule.
-    assert_eq!(db.resolve(u, pm, Some("new-app"), None)["value"], "pnpm");
-    assert_eq!(
-        db.resolve(u, pm, Some("legacy-dashboard"), None)["value"],
-        "npm"
-    );
+    // The incident: the legacy-dashboard rule was written as a global change and superseded
+    // the pnpm default, so a new project resolves npm (global v2) until someone rescopes it.
+    let new_app = db.resolve(u, pm, Some("new-app"), None);
+    assert_eq!(new_app["value"], "npm");
+    assert_eq!(new_app["scope"], "global");
+    assert_eq!(new_app["version"], 2);
     assert_eq!(
         db.resolve(u, pm, Some("legacy-dashboard"), Some("fix-lockfile-123"))["scope"],
         "task:fix-lockfile-123"
     );
-    // The repeated confirmation, the ambiguous 以后都用 npm waiting, a deleted preference.
-    let global = db.list(&["--subject", u, "--predicate", pm, "--scope", "global"]);
+    // A correctly scoped repo rule (user:7) does not leak into other repos.
+    assert_eq!(
+        db.resolve("user:7", pm, Some("legacy-dashboard"), None)["value"],
+        "npm"
+    );
+    assert_eq!(
+        db.resolve("user:7", pm, Some("new-app"), None)["value"],
+        "yarn"
+    );
+    // The repeated pnpm confirmation is in the history of global v1.
+    let history = db
+        .run(&[
+            "history",
+            "--subject",
+            u,
+            "--predicate",
+            pm,
+            "--scope",
+            "global",
+            "--json",
+        ])
+        .ok();
+    let events: Vec<Value> = serde_json::from_str(&history.stdout).unwrap();
     assert!(
-        global[0]["confirm_count"].as_i64().unwrap() >= 1,
-        "{global:?}"
+        events
+            .iter()
+            .any(|e| e["event"] == "confirmed" && e["version"] == 1),
+        "{events:?}"
+    );
+    // The agents' reads of the incident are in the read log.
+    let reads = db.run(&["reads", "--subject", u, "--json"]).ok();
+    let reads: Vec<Value> = serde_json::from_str(&reads.stdout).unwrap();
+    assert!(
+        reads
+            .iter()
+            .any(|r| r["repo"] == "storefront-next" && r["version"] == 2),
+        "{reads:?}"
     );
     let pending = db.pending(false);
     assert!(
