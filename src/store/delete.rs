@@ -80,6 +80,34 @@ fn pending_naming(
     Ok(ids)
 }
 
+/// The stretches of time in which the identity held a current record, as `[from, until]`
+/// pairs, from the events a delete is about to purge (the last one ends at the delete).
+fn live_intervals(conn: &Connection, id: &Identity, now: &str) -> Result<Vec<[String; 2]>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT event, at FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
+         AND event IN ('set', 'removed', 'deleted') ORDER BY id",
+    )?;
+    let mut rows = stmt.query(params![id.subject, id.predicate, id.scope.to_string()])?;
+    let mut out = Vec::new();
+    let mut open: Option<String> = None;
+    while let Some(r) = rows.next()? {
+        let (event, at): (String, String) = (r.get(0)?, r.get(1)?);
+        match event.as_str() {
+            "set" if open.is_none() => open = Some(at),
+            "removed" | "deleted" => {
+                if let Some(from) = open.take() {
+                    out.push([from, at]);
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = open {
+        out.push([from, now.to_string()]);
+    }
+    Ok(out)
+}
+
 /// Pending items a predicate or subject delete destroys whatever their candidates.
 fn pending_of_target(conn: &Connection, target: &DeleteTarget) -> Result<Vec<i64>> {
     let (subject, predicate) = match target {
@@ -185,13 +213,14 @@ impl Store {
             for id in &ids {
                 let scope = id.scope.to_string();
                 let version = max_version(&tx, id)? + 1;
-                // How many versions are destroyed, and since when the identity held them:
+                // How many versions are destroyed, and when the identity held a record:
                 // times, not content, so that as-of resolution can still say it existed.
-                let (purged, existed_from): (i64, Option<String>) = tx.query_row(
-                    "SELECT count(DISTINCT version), min(at) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event = 'set'",
+                let purged: i64 = tx.query_row(
+                    "SELECT count(DISTINCT version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event = 'set'",
                     params![id.subject, id.predicate, scope],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
+                    |r| r.get(0),
                 )?;
+                let live_intervals = live_intervals(&tx, id, &now)?;
                 // Logged first, so the newest history id is never the one purged (ids never reused).
                 log_event(
                     &tx,
@@ -204,7 +233,7 @@ impl Store {
                     None,
                     &now,
                     Some(
-                        &json!({ "reason": reason, "purged_versions": purged, "existed_from": existed_from }),
+                        &json!({ "reason": reason, "purged_versions": purged, "live_intervals": live_intervals }),
                     ),
                 )?;
                 tx.execute(

@@ -71,16 +71,19 @@ fn state_at(conn: &Connection, id: &Identity, at: &str) -> Result<StateAt> {
         let event: String = r.get(0)?;
         let when: String = r.get(4)?;
         if when.as_str() > at {
-            // A later delete that purged versions existing at `at` still tells us it existed.
-            if event == "deleted" && matches!(state, StateAt::Absent) {
+            // A later delete that purged versions live at `at` still tells us it existed.
+            if event == "deleted" && !matches!(state, StateAt::Live { .. }) {
                 let detail: Option<String> = r.get(5)?;
-                let from = detail
+                let was_live = detail
                     .and_then(|d| serde_json::from_str::<Value>(&d).ok())
-                    .and_then(|d| {
-                        d.get("existed_from")
-                            .and_then(|v| v.as_str().map(String::from))
+                    .and_then(|d| d.get("live_intervals").cloned())
+                    .and_then(|v| serde_json::from_value::<Vec<[String; 2]>>(v).ok())
+                    .is_some_and(|spans| {
+                        spans
+                            .iter()
+                            .any(|[from, until]| from.as_str() <= at && at < until.as_str())
                     });
-                if from.is_some_and(|f| f.as_str() <= at) {
+                if was_live {
                     return Ok(StateAt::PurgedLater { deleted_at: when });
                 }
             }
