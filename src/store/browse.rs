@@ -1,1 +1,309 @@
-//! Queries the terminal UI needs over large databases (keyset paging, per-scope counts).
+//! Queries the terminal UI needs over large databases (keyset paging, per-scope counts, the
+//! filter scan). Reads only, and every statement is finished before a call returns, so no read
+//! transaction outlives a call (an idle reader would block the purge's WAL truncation).
+//!
+//! The view's order is `scope, subject, predicate` in byte order. Because a scope is `global`,
+//! `repo:…` or `task:…` (the schema's CHECK), byte order already puts the global group first,
+//! then every repo, then every task — and the `memories_by_scope` index serves it directly.
+
+use super::read::{memory_from_row, MEMORY_COLUMNS};
+use super::Store;
+use crate::model::{Identity, MemoryRecord, Scope, Tombstone};
+use anyhow::{anyhow, Result};
+use rusqlite::{params, OptionalExtension};
+
+/// A record's place in the current view's order.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BrowseKey {
+    pub scope: String,
+    pub subject: String,
+    pub predicate: String,
+}
+
+impl BrowseKey {
+    pub fn of(record: &MemoryRecord) -> BrowseKey {
+        BrowseKey {
+            scope: record.scope.to_string(),
+            subject: record.subject.clone(),
+            predicate: record.predicate.clone(),
+        }
+    }
+
+    pub fn identity(&self) -> Result<Identity> {
+        Ok(Identity {
+            subject: self.subject.clone(),
+            predicate: self.predicate.clone(),
+            scope: Scope::parse(&self.scope).map_err(|e| anyhow!(e))?,
+        })
+    }
+}
+
+/// A position between records of the current view, for keyset paging.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BrowseBound {
+    /// Before every record.
+    Start,
+    /// After every record.
+    End,
+    /// At a record (the record itself is excluded in both directions).
+    Key(BrowseKey),
+    /// Just before the first record of a scope.
+    ScopeStart(String),
+    /// Just after the last record of a scope.
+    ScopeEnd(String),
+}
+
+/// A current record with its row id (stable while the identity lives; the filter keeps ids).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrowseRecord {
+    pub id: i64,
+    pub record: MemoryRecord,
+}
+
+/// What the fuzzy filter scores, borrowed from the current row: the searchable text of one
+/// record, the value as display text. Borrowed so that a scan of a million rows allocates
+/// nothing per row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilterCandidate<'a> {
+    pub id: i64,
+    pub scope: &'a str,
+    pub subject: &'a str,
+    pub predicate: &'a str,
+    pub value: &'a str,
+}
+
+fn browse_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BrowseRecord> {
+    Ok(BrowseRecord {
+        record: memory_from_row(r)?,
+        id: r.get(12)?,
+    })
+}
+
+/// Calls `each` for every row of a filter query; returns how many rows there were and the key
+/// of the last one.
+fn each_candidate(
+    mut rows: rusqlite::Rows<'_>,
+    each: &mut dyn FnMut(&FilterCandidate<'_>),
+) -> Result<(usize, Option<BrowseKey>)> {
+    let mut n = 0;
+    let mut last: Option<BrowseKey> = None;
+    let mut unescaped = String::new();
+    while let Some(r) = rows.next()? {
+        let text = |i: usize| -> Result<&str> { Ok(r.get_ref(i)?.as_str()?) };
+        let c = FilterCandidate {
+            id: r.get(0)?,
+            scope: text(1)?,
+            subject: text(2)?,
+            predicate: text(3)?,
+            value: json_text(text(4)?, &mut unescaped),
+        };
+        each(&c);
+        n += 1;
+        let key = last.get_or_insert_with(|| BrowseKey {
+            scope: String::new(),
+            subject: String::new(),
+            predicate: String::new(),
+        });
+        for (to, from) in [
+            (&mut key.scope, c.scope),
+            (&mut key.subject, c.subject),
+            (&mut key.predicate, c.predicate),
+        ] {
+            to.clear();
+            to.push_str(from);
+        }
+    }
+    Ok((n, last))
+}
+
+/// A stored JSON value as the UI shows it: a string unwrapped to its text, anything else as
+/// stored. Cheaper than SQL's json_extract on the filter's full scan: most strings hold no
+/// escape, so the quotes are simply dropped; the rest are decoded into `buf`.
+fn json_text<'a>(raw: &'a str, buf: &'a mut String) -> &'a str {
+    if raw.len() >= 2 && raw.starts_with('"') && raw.ends_with('"') {
+        if !raw.contains('\\') {
+            return &raw[1..raw.len() - 1];
+        }
+        if let Ok(text) = serde_json::from_str::<String>(raw) {
+            *buf = text;
+            return buf;
+        }
+    }
+    raw
+}
+
+impl Store {
+    /// Up to `limit` records strictly after `from`, in view order.
+    pub fn browse_after(&self, from: &BrowseBound, limit: usize) -> Result<Vec<BrowseRecord>> {
+        // Unused slots of ?1..?3 stay bound; SQLite counts parameters up to the highest index.
+        let (cond, a, b, c) = match from {
+            BrowseBound::End => return Ok(Vec::new()),
+            BrowseBound::Start => ("1", "", "", ""),
+            BrowseBound::Key(k) => (
+                "(scope, subject, predicate) > (?1, ?2, ?3)",
+                k.scope.as_str(),
+                k.subject.as_str(),
+                k.predicate.as_str(),
+            ),
+            BrowseBound::ScopeStart(s) => ("scope >= ?1", s.as_str(), "", ""),
+            BrowseBound::ScopeEnd(s) => ("scope > ?1", s.as_str(), "", ""),
+        };
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {MEMORY_COLUMNS}, id FROM memories WHERE {cond}
+             ORDER BY scope, subject, predicate LIMIT ?4"
+        ))?;
+        let rows = stmt.query_map(params![a, b, c, limit as i64], browse_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Up to `limit` records strictly before `to`, nearest first (descending view order).
+    pub fn browse_before(&self, to: &BrowseBound, limit: usize) -> Result<Vec<BrowseRecord>> {
+        let (cond, a, b, c) = match to {
+            BrowseBound::Start => return Ok(Vec::new()),
+            BrowseBound::End => ("1", "", "", ""),
+            BrowseBound::Key(k) => (
+                "(scope, subject, predicate) < (?1, ?2, ?3)",
+                k.scope.as_str(),
+                k.subject.as_str(),
+                k.predicate.as_str(),
+            ),
+            BrowseBound::ScopeStart(s) => ("scope < ?1", s.as_str(), "", ""),
+            BrowseBound::ScopeEnd(s) => ("scope <= ?1", s.as_str(), "", ""),
+        };
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {MEMORY_COLUMNS}, id FROM memories WHERE {cond}
+             ORDER BY scope DESC, subject DESC, predicate DESC LIMIT ?4"
+        ))?;
+        let rows = stmt.query_map(params![a, b, c, limit as i64], browse_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The records with these ids that still exist, in view order.
+    pub fn browse_by_ids(&self, ids: &[i64]) -> Result<Vec<BrowseRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = serde_json::to_string(ids)?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {MEMORY_COLUMNS}, id FROM memories WHERE id IN (SELECT value FROM json_each(?1))
+             ORDER BY scope, subject, predicate"
+        ))?;
+        let rows = stmt.query_map([list], browse_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Live records per scope, in view order (a full index scan: run it off the UI thread).
+    pub fn scope_counts(&self) -> Result<Vec<(String, i64)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY scope")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// One chunk of the filter scan: calls `each` for up to `limit` records after `after` (from
+    /// the start when `None`), in view order. Returns how many it saw and the last one's key.
+    pub fn filter_scan(
+        &self,
+        after: Option<&BrowseKey>,
+        limit: usize,
+        each: &mut dyn FnMut(&FilterCandidate<'_>),
+    ) -> Result<(usize, Option<BrowseKey>)> {
+        // No scope is empty (CHECK), so ('', '', '') sorts before every record.
+        let (a, b, c) = match after {
+            Some(k) => (k.scope.as_str(), k.subject.as_str(), k.predicate.as_str()),
+            None => ("", "", ""),
+        };
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, scope, subject, predicate, value
+             FROM memories WHERE (scope, subject, predicate) > (?1, ?2, ?3)
+             ORDER BY scope, subject, predicate LIMIT ?4",
+        )?;
+        let rows = stmt.query(params![a, b, c, limit as i64])?;
+        each_candidate(rows, each)
+    }
+
+    /// The filter candidates among `ids` that still live, in view order (a longer query
+    /// rescoring the last matches).
+    pub fn filter_candidates_by_ids(
+        &self,
+        ids: &[i64],
+        each: &mut dyn FnMut(&FilterCandidate<'_>),
+    ) -> Result<usize> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let list = serde_json::to_string(ids)?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, scope, subject, predicate, value
+             FROM memories WHERE id IN (SELECT value FROM json_each(?1))
+             ORDER BY scope, subject, predicate",
+        )?;
+        let rows = stmt.query([list])?;
+        Ok(each_candidate(rows, each)?.0)
+    }
+
+    /// Every live scope of a subject and (canonical) predicate, in view order. The identity
+    /// index is scope-first, so the scopes are found through the history index (every live
+    /// record has its `set` event there) and then looked up point by point.
+    pub fn live_scopes_of(&self, subject: &str, predicate: &str) -> Result<Vec<MemoryRecord>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope IN
+                (SELECT DISTINCT scope FROM history WHERE subject = ?1 AND predicate = ?2)
+             ORDER BY scope"
+        ))?;
+        let rows = stmt.query_map(params![subject, predicate], memory_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Caps this connection's page cache, in KiB: a background reader that scans the whole
+    /// database needs little cache and should not hold on to much memory.
+    pub fn limit_page_cache(&self, kib: i64) -> Result<()> {
+        self.conn.pragma_update(None, "cache_size", -kib.abs())?;
+        Ok(())
+    }
+
+    /// A handle that stops this connection's running query from another thread (a background
+    /// scan that is no longer wanted).
+    pub fn interrupt_handle(&self) -> rusqlite::InterruptHandle {
+        self.conn.get_interrupt_handle()
+    }
+
+    /// The tombstone of one identity, if it is deleted.
+    pub fn tombstone(&self, id: &Identity) -> Result<Option<Tombstone>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT version, reason, deleted_at FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            )?
+            .query_row(
+                params![id.subject, id.predicate, id.scope.to_string()],
+                |r| {
+                    Ok(Tombstone {
+                        subject: id.subject.clone(),
+                        predicate: id.predicate.clone(),
+                        scope: id.scope.clone(),
+                        version: r.get(0)?,
+                        reason: r.get(1)?,
+                        deleted_at: r.get(2)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_text;
+
+    #[test]
+    fn unwraps_strings_for_the_filter() {
+        let mut buf = String::new();
+        assert_eq!(json_text(r#""npm ci""#, &mut buf), "npm ci");
+        assert_eq!(json_text(r#""中文 ☕""#, &mut buf), "中文 ☕");
+        assert_eq!(json_text(r#""say \"hi\"\n""#, &mut buf), "say \"hi\"\n");
+        assert_eq!(json_text(r#"{"width":2}"#, &mut buf), r#"{"width":2}"#);
+        assert_eq!(json_text("42", &mut buf), "42");
+    }
+}

@@ -1,0 +1,760 @@
+//! The UI state and its key handling. A key becomes a command through the key map; a command
+//! becomes a change of state plus an [`Action`] that the loop performs (queries, writes). The
+//! focused dialog gets the key first. Nothing here touches the store.
+
+use super::keymap::{self, Command, Context};
+use super::list::{FilterResults, ListItem, MemoryList, Motion};
+use super::worker::HeaderCounts;
+use crate::model::{
+    DeletePreview, DeleteTarget, HistoryEvent, Identity, MemoryRecord, PendingItem, Resolution,
+    Scope, Tombstone,
+};
+use crate::store::{CheckReport, Clock};
+use chrono::{DateTime, Utc};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use std::collections::{BTreeSet, HashMap};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Memories,
+    Pending,
+    Tombstones,
+    Check,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    List,
+    Detail,
+}
+
+/// A change to memory that a human asked for; the loop runs it through the store's own write
+/// paths (delete, restore, resolve_pending, reject_pending).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Curation {
+    Delete(DeleteTarget),
+    Restore(Identity),
+    Resolve { pending_id: i64, scope: Scope },
+    Reject { pending_id: i64 },
+}
+
+/// A subject/predicate and a repo/task context to resolve in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainQuery {
+    pub subject: String,
+    pub predicate: String,
+    pub repo: Option<String>,
+    pub task: Option<String>,
+}
+
+/// What the loop must do after a key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    None,
+    Quit,
+    /// Move in the current view (pages through the store).
+    Move(Motion),
+    Fold {
+        scope: String,
+        folded: bool,
+    },
+    /// Run the fuzzy filter (an empty query clears it).
+    Filter(String),
+    /// A tab was opened: load what it shows.
+    ShowTab(Tab),
+    /// The delete dialog needs the exact preview of this target.
+    PreviewDelete(DeleteTarget),
+    /// Confirmed: run it.
+    Apply(Curation),
+    Explain(ExplainQuery),
+}
+
+/// The selected record's history and its other scopes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detail {
+    pub identity: Identity,
+    pub record: MemoryRecord,
+    pub history: Vec<HistoryEvent>,
+    /// Every live scope of the same subject and predicate (this one included).
+    pub others: Vec<MemoryRecord>,
+    /// The resolution in the selected record's own context (its repo or task).
+    pub resolution: Option<Resolution>,
+}
+
+/// What one choice for a pending item would do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub key: Option<char>,
+    pub scope: Scope,
+    pub effect: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingPreview {
+    pub pending_id: i64,
+    pub choices: Vec<Choice>,
+}
+
+#[derive(Debug, Clone)]
+pub enum CheckState {
+    NotRun,
+    Running,
+    Done(Box<CheckReport>),
+    Failed(String),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct FilterState {
+    /// What is typed in the filter line.
+    pub input: String,
+    pub editing: bool,
+    /// The newest query sent to the worker.
+    pub generation: u64,
+    /// Results on screen (possibly of an older generation until the newer one reports).
+    pub results: Option<FilterResults>,
+}
+
+impl FilterState {
+    pub fn active(&self) -> bool {
+        !self.input.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteDialog {
+    pub identity: Identity,
+    /// 0 this identity, 1 the predicate in all scopes, 2 the whole subject.
+    pub choice: usize,
+    pub preview: Option<Result<DeletePreview, String>>,
+}
+
+impl DeleteDialog {
+    pub fn target(&self) -> DeleteTarget {
+        let id = &self.identity;
+        match self.choice {
+            0 => DeleteTarget::Identity(id.clone()),
+            1 => DeleteTarget::Predicate {
+                subject: id.subject.clone(),
+                predicate: id.predicate.clone(),
+            },
+            _ => DeleteTarget::Subject(id.subject.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfirmDialog {
+    pub title: String,
+    pub lines: Vec<String>,
+    /// What `y` does, in a word or two.
+    pub yes: String,
+    pub curation: Curation,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExplainField {
+    Repo,
+    Task,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExplainDialog {
+    pub subject: String,
+    pub predicate: String,
+    pub repo: String,
+    pub task: String,
+    pub field: ExplainField,
+    pub result: Option<Result<Resolution, String>>,
+}
+
+impl ExplainDialog {
+    pub fn field_mut(&mut self) -> &mut String {
+        match self.field {
+            ExplainField::Repo => &mut self.repo,
+            ExplainField::Task => &mut self.task,
+        }
+    }
+
+    pub fn query(&self) -> ExplainQuery {
+        // "repo:web-app" typed out of habit means the repo web-app.
+        let opt = |s: &str, prefix: &str| {
+            let t = s.trim();
+            let t = t.strip_prefix(prefix).unwrap_or(t);
+            (!t.is_empty()).then(|| t.to_string())
+        };
+        ExplainQuery {
+            subject: self.subject.clone(),
+            predicate: self.predicate.clone(),
+            repo: opt(&self.repo, "repo:"),
+            task: opt(&self.task, "task:"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dialog {
+    Help { scroll: usize },
+    Delete(DeleteDialog),
+    Confirm(ConfirmDialog),
+    Explain(ExplainDialog),
+    Message { title: String, text: String },
+}
+
+impl Dialog {
+    pub fn context(&self) -> Context {
+        match self {
+            Dialog::Help { .. } => Context::Help,
+            Dialog::Delete(_) => Context::DeleteDialog,
+            Dialog::Confirm(_) => Context::Confirm,
+            Dialog::Explain(_) => Context::Explain,
+            Dialog::Message { .. } => Context::Message,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toast {
+    pub text: String,
+    pub error: bool,
+}
+
+pub const READ_ONLY: &str =
+    "read-only database: memscope can show it but not change it (d, u, g, r, t and x are off)";
+
+pub struct App {
+    pub db_path: String,
+    pub read_only: bool,
+    pub clock: Clock,
+    /// The clock's reading for this frame: every age on screen is relative to it.
+    pub now: DateTime<Utc>,
+    pub size: (u16, u16),
+    pub tab: Tab,
+    pub focus: Focus,
+    pub counts: Option<HeaderCounts>,
+    pub scope_counts: HashMap<String, i64>,
+    pub refreshed_at: Option<DateTime<Utc>>,
+    pub list: MemoryList,
+    pub folded: BTreeSet<String>,
+    pub filter: FilterState,
+    pub detail: Option<Detail>,
+    pub detail_scroll: usize,
+    pub pending: Vec<PendingItem>,
+    pub pending_cursor: usize,
+    pub pending_preview: Option<PendingPreview>,
+    pub tombstones: Vec<Tombstone>,
+    pub tomb_cursor: usize,
+    pub check: CheckState,
+    pub check_scroll: usize,
+    pub dialogs: Vec<Dialog>,
+    pub toast: Option<Toast>,
+}
+
+impl App {
+    pub fn new(db_path: String, read_only: bool, clock: Clock, size: (u16, u16)) -> App {
+        App {
+            db_path,
+            read_only,
+            clock,
+            now: clock.now(),
+            size,
+            tab: Tab::Memories,
+            focus: Focus::List,
+            counts: None,
+            scope_counts: HashMap::new(),
+            refreshed_at: None,
+            list: MemoryList::default(),
+            folded: BTreeSet::new(),
+            filter: FilterState::default(),
+            detail: None,
+            detail_scroll: 0,
+            pending: Vec::new(),
+            pending_cursor: 0,
+            pending_preview: None,
+            tombstones: Vec::new(),
+            tomb_cursor: 0,
+            check: CheckState::NotRun,
+            check_scroll: 0,
+            dialogs: Vec::new(),
+            toast: None,
+        }
+    }
+
+    /// The key-map contexts in force, most specific first.
+    pub fn contexts(&self) -> Vec<Context> {
+        if let Some(d) = self.dialogs.last() {
+            return vec![d.context()];
+        }
+        if self.filter.editing {
+            return vec![Context::Filter];
+        }
+        match self.tab {
+            Tab::Memories => vec![Context::Memories, Context::Lists, Context::Global],
+            Tab::Pending => vec![Context::Pending, Context::Lists, Context::Global],
+            Tab::Tombstones => vec![Context::Tombstones, Context::Lists, Context::Global],
+            Tab::Check => vec![Context::Lists, Context::Global],
+        }
+    }
+
+    pub fn page(&self) -> usize {
+        super::layout::page(self.size, self.tab, self.focus)
+    }
+
+    pub fn info(&mut self, text: impl Into<String>) {
+        self.toast = Some(Toast {
+            text: text.into(),
+            error: false,
+        });
+    }
+
+    pub fn error(&mut self, text: impl Into<String>) {
+        self.toast = Some(Toast {
+            text: text.into(),
+            error: true,
+        });
+    }
+
+    /// An error the user must read and dismiss.
+    pub fn popup(&mut self, title: &str, text: impl Into<String>) {
+        self.dialogs.push(Dialog::Message {
+            title: title.to_string(),
+            text: text.into(),
+        });
+    }
+
+    pub fn selected_pending(&self) -> Option<&PendingItem> {
+        self.pending.get(self.pending_cursor)
+    }
+
+    pub fn selected_tombstone(&self) -> Option<&Tombstone> {
+        self.tombstones.get(self.tomb_cursor)
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) -> Action {
+        if key.kind == KeyEventKind::Release {
+            return Action::None;
+        }
+        self.toast = None;
+        if !self.dialogs.is_empty() {
+            return self.dialog_key(key);
+        }
+        if self.filter.editing {
+            return self.filter_key(key);
+        }
+        match keymap::lookup(&self.contexts(), &key) {
+            Some(cmd) => self.command(cmd),
+            None => Action::None,
+        }
+    }
+
+    fn filter_key(&mut self, key: KeyEvent) -> Action {
+        match keymap::lookup(&[Context::Filter], &key) {
+            Some(Command::KeepFilter) => {
+                self.filter.editing = false;
+                Action::None
+            }
+            Some(Command::ClearFilter) => {
+                self.filter.editing = false;
+                self.filter.input.clear();
+                Action::Filter(String::new())
+            }
+            Some(Command::Erase) => {
+                self.filter.input.pop();
+                Action::Filter(self.filter.input.clone())
+            }
+            Some(Command::Up) => Action::Move(Motion::Up(1)),
+            Some(Command::Down) => Action::Move(Motion::Down(1)),
+            _ => match typed(&key) {
+                Some(c) => {
+                    self.filter.input.push(c);
+                    Action::Filter(self.filter.input.clone())
+                }
+                None => Action::None,
+            },
+        }
+    }
+
+    fn dialog_key(&mut self, key: KeyEvent) -> Action {
+        let cmd = keymap::lookup(&self.contexts(), &key);
+        let Some(dialog) = self.dialogs.last_mut() else {
+            return Action::None;
+        };
+        match dialog {
+            Dialog::Help { scroll } => match cmd {
+                Some(Command::Cancel) => {
+                    self.dialogs.pop();
+                }
+                Some(Command::Down) => *scroll = (*scroll + 1).min(keymap::help_lines()),
+                Some(Command::Up) => *scroll = scroll.saturating_sub(1),
+                _ => {}
+            },
+            Dialog::Message { .. } => {
+                if cmd == Some(Command::Cancel) {
+                    self.dialogs.pop();
+                }
+            }
+            Dialog::Delete(d) => {
+                match cmd {
+                    Some(Command::NextChoice) | Some(Command::PrevChoice) => {
+                        d.choice = if cmd == Some(Command::NextChoice) {
+                            (d.choice + 1) % 3
+                        } else {
+                            (d.choice + 2) % 3
+                        };
+                        d.preview = None;
+                        return Action::PreviewDelete(d.target());
+                    }
+                    Some(Command::Confirm) => match &d.preview {
+                        Some(Ok(_)) => {
+                            let target = d.target();
+                            self.dialogs.pop();
+                            return Action::Apply(Curation::Delete(target));
+                        }
+                        Some(Err(_)) => {
+                            self.error("the preview failed, so nothing can be confirmed: cancel with n or Esc");
+                        }
+                        None => self.info("the preview is still loading"),
+                    },
+                    Some(Command::Cancel) => {
+                        self.dialogs.pop();
+                        self.info("cancelled: nothing was deleted");
+                    }
+                    _ => {}
+                }
+            }
+            Dialog::Confirm(c) => match cmd {
+                Some(Command::Confirm) => {
+                    let curation = c.curation.clone();
+                    self.dialogs.pop();
+                    return Action::Apply(curation);
+                }
+                Some(Command::Cancel) => {
+                    self.dialogs.pop();
+                    self.info("cancelled: nothing changed");
+                }
+                _ => {}
+            },
+            Dialog::Explain(e) => match cmd {
+                Some(Command::Cancel) => {
+                    self.dialogs.pop();
+                }
+                Some(Command::NextField) => {
+                    e.field = match e.field {
+                        ExplainField::Repo => ExplainField::Task,
+                        ExplainField::Task => ExplainField::Repo,
+                    };
+                }
+                Some(Command::Confirm) => return Action::Explain(e.query()),
+                Some(Command::Erase) => {
+                    e.field_mut().pop();
+                    return Action::Explain(e.query());
+                }
+                _ => {
+                    // Ids hold no whitespace; a typed space would only make a bad scope.
+                    if let Some(c) = typed(&key).filter(|c| !c.is_whitespace()) {
+                        e.field_mut().push(c);
+                        return Action::Explain(e.query());
+                    }
+                }
+            },
+        }
+        Action::None
+    }
+
+    /// Runs a key-map command.
+    pub fn command(&mut self, cmd: Command) -> Action {
+        match cmd {
+            Command::Quit => Action::Quit,
+            Command::Help => {
+                self.dialogs.push(Dialog::Help { scroll: 0 });
+                Action::None
+            }
+            Command::Filter => {
+                self.filter.editing = true;
+                self.focus = Focus::List;
+                if self.tab != Tab::Memories {
+                    self.tab = Tab::Memories;
+                    return Action::ShowTab(Tab::Memories);
+                }
+                Action::None
+            }
+            Command::NextPane | Command::PrevPane => {
+                if self.tab != Tab::Check {
+                    self.focus = match self.focus {
+                        Focus::List => Focus::Detail,
+                        Focus::Detail => Focus::List,
+                    };
+                    self.detail_scroll = 0;
+                }
+                Action::None
+            }
+            Command::Up => self.motion(Motion::Up(1)),
+            Command::Down => self.motion(Motion::Down(1)),
+            Command::PageUp => self.motion(Motion::PageUp),
+            Command::PageDown => self.motion(Motion::PageDown),
+            Command::Home => self.motion(Motion::Home),
+            Command::End => self.motion(Motion::End),
+            Command::Open => match self.list.selected().map(|r| &r.item) {
+                Some(ListItem::Header { scope }) => Action::Fold {
+                    scope: scope.clone(),
+                    folded: !self.folded.contains(scope),
+                },
+                Some(ListItem::Record { .. }) => {
+                    self.focus = Focus::Detail;
+                    self.detail_scroll = 0;
+                    Action::None
+                }
+                None => Action::None,
+            },
+            Command::Back => {
+                if self.focus == Focus::Detail {
+                    self.focus = Focus::List;
+                    Action::None
+                } else if self.filter.active() && self.tab == Tab::Memories {
+                    self.filter.input.clear();
+                    Action::Filter(String::new())
+                } else {
+                    Action::None
+                }
+            }
+            Command::ShowMemories => self.show(Tab::Memories),
+            Command::ShowPending => self.show(Tab::Pending),
+            Command::ShowTombstones => self.show(Tab::Tombstones),
+            Command::ShowCheck => self.show(Tab::Check),
+            Command::Fold | Command::Unfold => match self.list.selected() {
+                Some(row) => Action::Fold {
+                    scope: row.scope(),
+                    folded: cmd == Command::Fold,
+                },
+                None => Action::None,
+            },
+            Command::ResolveGlobal => self.resolve('g'),
+            Command::ResolveRepo => self.resolve('r'),
+            Command::ResolveTask => self.resolve('t'),
+            Command::Reject => self.reject(),
+            Command::Delete => self.delete(),
+            Command::Restore => self.restore(),
+            Command::Explain => self.explain(),
+            // Dialog and filter-line commands are handled where those have the focus.
+            Command::Confirm
+            | Command::Cancel
+            | Command::NextChoice
+            | Command::PrevChoice
+            | Command::NextField
+            | Command::Erase
+            | Command::KeepFilter
+            | Command::ClearFilter => Action::None,
+        }
+    }
+
+    fn show(&mut self, tab: Tab) -> Action {
+        self.tab = tab;
+        self.focus = Focus::List;
+        Action::ShowTab(tab)
+    }
+
+    fn motion(&mut self, m: Motion) -> Action {
+        let page = self.page();
+        let step = |cursor: &mut usize, len: usize| {
+            let last = len.saturating_sub(1);
+            *cursor = match m {
+                Motion::Up(n) => cursor.saturating_sub(n),
+                Motion::Down(n) => (*cursor + n).min(last),
+                Motion::PageUp => cursor.saturating_sub(page),
+                Motion::PageDown => (*cursor + page).min(last),
+                Motion::Home => 0,
+                Motion::End => last,
+            };
+        };
+        // Scrollable panes stop about where their text ends.
+        let detail_lines = self
+            .detail
+            .as_ref()
+            .map_or(1, |d| d.history.len() + d.others.len() + 10);
+        let check_lines = match &self.check {
+            CheckState::Done(r) => r.violations.len() + r.metrics.len() + 12,
+            _ => 1,
+        };
+        match (self.tab, self.focus) {
+            (Tab::Memories, Focus::List) => return Action::Move(m),
+            (Tab::Memories, Focus::Detail) => step(&mut self.detail_scroll, detail_lines),
+            (Tab::Pending, _) => step(&mut self.pending_cursor, self.pending.len()),
+            (Tab::Tombstones, _) => step(&mut self.tomb_cursor, self.tombstones.len()),
+            (Tab::Check, _) => step(&mut self.check_scroll, check_lines),
+        }
+        Action::None
+    }
+
+    /// Curation keys on a read-only file explain themselves instead of failing later.
+    fn writable(&mut self) -> bool {
+        if self.read_only {
+            self.error(READ_ONLY);
+        }
+        !self.read_only
+    }
+
+    fn resolve(&mut self, key: char) -> Action {
+        if !self.writable() {
+            return Action::None;
+        }
+        let Some(item) = self.selected_pending() else {
+            self.info("the pending queue is empty: every write had a clear scope");
+            return Action::None;
+        };
+        let wanted = match key {
+            'g' => "global",
+            'r' => "repo",
+            _ => "task",
+        };
+        match item.candidates.iter().find(|c| c.kind() == wanted) {
+            Some(scope) => Action::Apply(Curation::Resolve {
+                pending_id: item.id,
+                scope: scope.clone(),
+            }),
+            None => {
+                let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
+                let text = format!(
+                    "{key} does nothing here: #{} has no {wanted} candidate (its candidates are {})",
+                    item.id,
+                    names.join(", ")
+                );
+                self.info(text);
+                Action::None
+            }
+        }
+    }
+
+    fn reject(&mut self) -> Action {
+        if !self.writable() {
+            return Action::None;
+        }
+        let Some(item) = self.selected_pending() else {
+            self.info("the pending queue is empty: nothing to reject");
+            return Action::None;
+        };
+        let dialog = ConfirmDialog {
+            title: format!("Reject pending #{}?", item.id),
+            lines: vec![
+                format!(
+                    "{} · {} = {}",
+                    item.subject,
+                    item.predicate,
+                    super::text::value_text(&item.value)
+                ),
+                "Nothing is written to memory; the item is kept as rejected.".into(),
+            ],
+            yes: "reject".into(),
+            curation: Curation::Reject {
+                pending_id: item.id,
+            },
+        };
+        self.dialogs.push(Dialog::Confirm(dialog));
+        Action::None
+    }
+
+    fn delete(&mut self) -> Action {
+        if !self.writable() {
+            return Action::None;
+        }
+        let Some(rec) = self.list.selected_record() else {
+            self.info("select a record to delete (a group header is not a memory)");
+            return Action::None;
+        };
+        let dialog = DeleteDialog {
+            identity: rec.identity(),
+            choice: 0,
+            preview: None,
+        };
+        let target = dialog.target();
+        self.dialogs.push(Dialog::Delete(dialog));
+        Action::PreviewDelete(target)
+    }
+
+    fn restore(&mut self) -> Action {
+        if !self.writable() {
+            return Action::None;
+        }
+        let Some(t) = self.selected_tombstone() else {
+            self.info("there are no tombstones to restore");
+            return Action::None;
+        };
+        let id = Identity {
+            subject: t.subject.clone(),
+            predicate: t.predicate.clone(),
+            scope: t.scope.clone(),
+        };
+        let dialog = ConfirmDialog {
+            title: "Restore this identity?".into(),
+            lines: vec![
+                format!("{id}"),
+                "Lifts the tombstone: later writes to it are accepted again.".into(),
+                "The purged values and raw texts do not come back.".into(),
+            ],
+            yes: "restore".into(),
+            curation: Curation::Restore(id),
+        };
+        self.dialogs.push(Dialog::Confirm(dialog));
+        Action::None
+    }
+
+    fn explain(&mut self) -> Action {
+        let (subject, predicate, scopes): (String, String, Vec<Scope>) = match self.tab {
+            Tab::Memories => match self.list.selected_record() {
+                Some(r) => (
+                    r.subject.clone(),
+                    r.predicate.clone(),
+                    vec![r.scope.clone()],
+                ),
+                None => {
+                    self.info("select a record to explain");
+                    return Action::None;
+                }
+            },
+            Tab::Pending => match self.selected_pending() {
+                Some(p) => (p.subject.clone(), p.predicate.clone(), p.candidates.clone()),
+                None => return Action::None,
+            },
+            Tab::Tombstones => match self.selected_tombstone() {
+                Some(t) => (
+                    t.subject.clone(),
+                    t.predicate.clone(),
+                    vec![t.scope.clone()],
+                ),
+                None => return Action::None,
+            },
+            Tab::Check => return Action::None,
+        };
+        let id_of = |kind: &str| {
+            scopes.iter().find_map(|s| match (s, kind) {
+                (Scope::Repo(r), "repo") => Some(r.clone()),
+                (Scope::Task(t), "task") => Some(t.clone()),
+                _ => None,
+            })
+        };
+        let dialog = ExplainDialog {
+            subject,
+            predicate,
+            repo: id_of("repo").unwrap_or_default(),
+            task: id_of("task").unwrap_or_default(),
+            field: ExplainField::Repo,
+            result: None,
+        };
+        let query = dialog.query();
+        self.dialogs.push(Dialog::Explain(dialog));
+        Action::Explain(query)
+    }
+}
+
+/// A printable character typed without Ctrl or Alt.
+fn typed(key: &KeyEvent) -> Option<char> {
+    match key.code {
+        KeyCode::Char(c)
+            if !key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+                && !c.is_control() =>
+        {
+            Some(c)
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,377 @@
+//! Dialogs over the panes: help, delete, confirm, explain, messages. Only the top one is drawn
+//! focused; each states its keys (from the key map) on its bottom line.
+
+use super::{bold, dim, error_style, good, part, plain, row_line};
+use crate::model::DeletePreview;
+use crate::tui::app::{App, ConfirmDialog, DeleteDialog, Dialog, ExplainDialog, ExplainField};
+use crate::tui::keymap;
+use crate::tui::text::{ago, one_line, plural, short_time, value_text, width};
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::Frame;
+
+pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    for (i, dialog) in app.dialogs.iter().enumerate() {
+        let top = i + 1 == app.dialogs.len();
+        match dialog {
+            Dialog::Help { scroll } => help(frame, area, *scroll),
+            Dialog::Delete(d) => delete(frame, area, d),
+            Dialog::Confirm(c) => confirm(frame, area, c),
+            Dialog::Explain(e) => explain(frame, area, e, app, top),
+            Dialog::Message { title, text } => message(frame, area, title, text),
+        }
+    }
+}
+
+/// A box of at most `w`×`h` centred in `area`.
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+/// Clears `rect`, draws a titled border with the dialog's key hints, returns the inside.
+fn frame_box(
+    frame: &mut Frame<'_>,
+    rect: Rect,
+    title: &str,
+    ctx: keymap::Context,
+    style: Style,
+) -> Rect {
+    frame.render_widget(Clear, rect);
+    if rect.width < 4 || rect.height < 3 {
+        return rect;
+    }
+    let mut hints = Vec::new();
+    for (keys, hint) in keymap::hints(&[ctx]) {
+        hints.push(format!("{keys} {hint}"));
+    }
+    let hint_text = format!(" {} ", hints.join(" · "));
+    let max_title = rect.width.saturating_sub(4) as usize;
+    let mut block = Block::new()
+        .borders(Borders::ALL)
+        .border_style(style)
+        .title(Span::styled(
+            format!(" {} ", crate::tui::text::truncate(title, max_title)),
+            bold(),
+        ));
+    if width(&hint_text) + 2 <= rect.width as usize {
+        block = block.title_bottom(Line::styled(hint_text, dim()).right_aligned());
+    }
+    frame.render_widget(block, rect);
+    Rect::new(
+        rect.x + 1,
+        rect.y + 1,
+        rect.width.saturating_sub(2),
+        rect.height.saturating_sub(2),
+    )
+}
+
+fn help(frame: &mut Frame<'_>, area: Rect, scroll: usize) {
+    let rect = centered(area, 84, area.height.saturating_sub(2).max(3));
+    let inner = frame_box(frame, rect, "Keys", keymap::Context::Help, bold());
+    let max = inner.width as usize;
+    let mut lines: Vec<Line<'static>> = vec![plain(
+        "memscope inspects and curates the memory your coding agents share.",
+        dim(),
+        max,
+    )];
+    for (title, rows) in keymap::help_sections() {
+        if rows.is_empty() {
+            continue;
+        }
+        lines.push(Line::raw(""));
+        lines.push(plain(title, bold().fg(Color::Cyan), max));
+        for (keys, help) in rows {
+            lines.push(row_line(
+                &[
+                    part(format!("  {keys:<14}"), bold()),
+                    part(help, Style::new()),
+                ],
+                &[],
+                max,
+            ));
+        }
+    }
+    let scroll = scroll.min(lines.len().saturating_sub(inner.height as usize));
+    let lines: Vec<Line<'static>> = lines.into_iter().skip(scroll).collect();
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn preview_lines(p: &DeletePreview, max: usize) -> Vec<Line<'static>> {
+    let mut lines = vec![plain("This will, in one transaction:", bold(), max)];
+    let ids: Vec<String> = p.identities.iter().map(|i| i.to_string()).collect();
+    lines.push(plain(
+        &format!(
+            "• tombstone {}",
+            plural(p.identities.len() as i64, "identity", "identities")
+        ),
+        Style::new(),
+        max,
+    ));
+    for id in ids.iter().take(6) {
+        lines.push(plain(&format!("    {id}"), dim(), max));
+    }
+    if ids.len() > 6 {
+        lines.push(plain(
+            &format!("    … and {} more", ids.len() - 6),
+            dim(),
+            max,
+        ));
+    }
+    lines.push(plain(
+        &format!(
+            "• remove {}",
+            plural(p.live_records, "live record", "live records")
+        ),
+        Style::new(),
+        max,
+    ));
+    lines.push(plain(
+        &format!(
+            "• destroy {}, {} and {}",
+            plural(p.versions, "version", "versions"),
+            plural(p.raw_texts, "raw text", "raw texts"),
+            plural(p.events, "history event", "history events")
+        ),
+        Style::new(),
+        max,
+    ));
+    lines.push(plain(
+        &format!(
+            "• drop {} naming a deleted scope",
+            plural(p.pending_items, "pending item", "pending items")
+        ),
+        Style::new(),
+        max,
+    ));
+    lines.push(plain(
+        "• checkpoint and truncate the WAL, so no copy stays in any file",
+        Style::new(),
+        max,
+    ));
+    lines.push(plain(
+        "Only a content-free `deleted` event remains. Later writes to these",
+        dim(),
+        max,
+    ));
+    lines.push(plain(
+        "identities are rejected until restored (tab 3, u).",
+        dim(),
+        max,
+    ));
+    lines
+}
+
+fn delete(frame: &mut Frame<'_>, area: Rect, d: &DeleteDialog) {
+    let ids = match &d.preview {
+        Some(Ok(p)) => p.identities.len().min(7),
+        _ => 1,
+    };
+    let rect = centered(area, 76, 17 + ids as u16);
+    let inner = frame_box(
+        frame,
+        rect,
+        "Delete: tombstone and purge",
+        keymap::Context::DeleteDialog,
+        error_style(),
+    );
+    let max = inner.width as usize;
+    let id = &d.identity;
+    let choices = [
+        format!("this identity  {id}"),
+        format!("{} in all scopes of {}", id.predicate, id.subject),
+        format!("the whole subject {}", id.subject),
+    ];
+    let mut lines = vec![plain("What to delete (j/k to choose):", bold(), max)];
+    for (i, c) in choices.iter().enumerate() {
+        let (mark, style) = if i == d.choice {
+            ("(•) ", bold().fg(Color::Red))
+        } else {
+            ("( ) ", Style::new())
+        };
+        lines.push(row_line(
+            &[part(mark, style), part(one_line(c), style)],
+            &[],
+            max,
+        ));
+    }
+    lines.push(Line::raw(""));
+    match &d.preview {
+        None => lines.push(plain("Reading what this would destroy…", dim(), max)),
+        Some(Err(e)) => {
+            lines.push(plain("The preview failed:", error_style(), max));
+            lines.push(plain(e, Style::new(), max));
+        }
+        Some(Ok(p)) => lines.extend(preview_lines(p, max)),
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn confirm(frame: &mut Frame<'_>, area: Rect, c: &ConfirmDialog) {
+    let w = c
+        .lines
+        .iter()
+        .map(|l| width(l))
+        .max()
+        .unwrap_or(0)
+        .max(width(&c.title) + 4)
+        .max(40) as u16
+        + 4;
+    let rect = centered(area, w, c.lines.len() as u16 + 5);
+    let inner = frame_box(
+        frame,
+        rect,
+        &c.title,
+        keymap::Context::Confirm,
+        bold().fg(Color::Yellow),
+    );
+    let max = inner.width as usize;
+    let mut lines: Vec<Line<'static>> = c
+        .lines
+        .iter()
+        .map(|l| plain(l, Style::new(), max))
+        .collect();
+    lines.push(Line::raw(""));
+    lines.push(row_line(
+        &[
+            part("y ", bold().fg(Color::Cyan)),
+            part(c.yes.clone(), Style::new()),
+            part("   n ", bold().fg(Color::Cyan)),
+            part("cancel", Style::new()),
+        ],
+        &[],
+        max,
+    ));
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+fn explain(frame: &mut Frame<'_>, area: Rect, e: &ExplainDialog, app: &App, top: bool) {
+    let rect = centered(area, 90, 18);
+    let title = format!("Explain · {} · {}", e.subject, e.predicate);
+    let inner = frame_box(
+        frame,
+        rect,
+        &title,
+        keymap::Context::Explain,
+        bold().fg(Color::Cyan),
+    );
+    let max = inner.width as usize;
+    let field = |name: &str, value: &str, active: bool| {
+        let style = if active {
+            Style::new().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::new().add_modifier(Modifier::UNDERLINED)
+        };
+        vec![
+            part(format!("{name} "), bold()),
+            part(format!("{:<18}", one_line(value)), style),
+            part("  ", Style::new()),
+        ]
+    };
+    let mut inputs = field("repo", &e.repo, e.field == ExplainField::Repo);
+    inputs.extend(field("task", &e.task, e.field == ExplainField::Task));
+    let mut lines = vec![row_line(&inputs, &[], max), Line::raw("")];
+    match &e.result {
+        None => lines.push(plain("resolving…", dim(), max)),
+        Some(Err(err)) => lines.push(plain(err, error_style(), max)),
+        Some(Ok(r)) => {
+            lines.push(plain(
+                "Precedence: task, then repo, then global. The first scope found wins.",
+                dim(),
+                max,
+            ));
+            for c in &r.considered {
+                let (mark, style) = match c.state.as_str() {
+                    "wins" => ("★ wins     ", good().add_modifier(Modifier::BOLD)),
+                    "shadowed" => ("  shadowed ", Style::new().fg(Color::Yellow)),
+                    "deleted" => ("  deleted  ", Style::new().fg(Color::Red)),
+                    _ => ("  absent   ", dim()),
+                };
+                let mut parts = vec![part(mark, style), part(format!("{:<24}", c.scope), bold())];
+                if let Some(v) = &c.value {
+                    parts.push(part(value_text(v), Style::new().fg(Color::Green)));
+                }
+                if let Some(v) = c.version {
+                    parts.push(part(format!("  v{v}"), dim()));
+                }
+                if let Some(s) = &c.source {
+                    parts.push(part(format!("  {}", one_line(s)), dim()));
+                }
+                if let Some(t) = &c.updated_at {
+                    parts.push(part(
+                        format!("  {} ({})", short_time(t), ago(app.now, t)),
+                        dim(),
+                    ));
+                }
+                lines.push(row_line(&parts, &[], max));
+            }
+            lines.push(Line::raw(""));
+            match (&r.value, &r.scope) {
+                (Some(v), Some(scope)) => {
+                    lines.push(row_line(
+                        &[
+                            part("→ an agent here uses ", Style::new()),
+                            part(value_text(v), bold().fg(Color::Green)),
+                            part(format!(" from {scope}"), Style::new()),
+                        ],
+                        &[],
+                        max,
+                    ));
+                    let shadowed: Vec<String> = r
+                        .considered
+                        .iter()
+                        .filter(|c| c.state == "shadowed")
+                        .map(|c| {
+                            format!(
+                                "{} ({})",
+                                c.scope,
+                                c.value.as_ref().map(value_text).unwrap_or_default()
+                            )
+                        })
+                        .collect();
+                    if !shadowed.is_empty() {
+                        lines.push(plain(
+                            &format!("  and it shadows {}", shadowed.join(", ")),
+                            dim(),
+                            max,
+                        ));
+                    }
+                }
+                _ => lines.push(plain(
+                    "→ nothing applies here: an agent has no memory of this",
+                    Style::new().fg(Color::Yellow),
+                    max,
+                )),
+            }
+        }
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+    if top && inner.height > 0 {
+        let (offset, text) = match e.field {
+            ExplainField::Repo => (5, &e.repo),
+            ExplainField::Task => (5 + 18 + 2 + 5, &e.task),
+        };
+        let x = offset + width(&one_line(text)).min(18);
+        if x < max {
+            frame.set_cursor_position(Position::new(inner.x + x as u16, inner.y));
+        }
+    }
+}
+
+fn message(frame: &mut Frame<'_>, area: Rect, title: &str, text: &str) {
+    let w = (width(text) as u16 + 4).clamp(30, 80);
+    let rect = centered(area, w, 7);
+    let inner = frame_box(frame, rect, title, keymap::Context::Message, error_style());
+    let paragraph = Paragraph::new(one_line(text))
+        .style(Style::new())
+        .wrap(ratatui::widgets::Wrap { trim: true });
+    frame.render_widget(paragraph, inner);
+}

@@ -1,0 +1,328 @@
+//! Rendering. Drawing only reads the state: no queries, no writes, no changes — what is on
+//! screen was loaded by the session before the frame.
+
+mod dialogs;
+mod memories;
+mod queues;
+
+use super::app::{App, Focus, Tab};
+use super::keymap;
+use super::layout::{self, Screen};
+use super::text::{each_grapheme, one_line, plural, thousands, truncate, width};
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+
+pub(crate) fn bold() -> Style {
+    Style::new().add_modifier(Modifier::BOLD)
+}
+
+pub(crate) fn dim() -> Style {
+    Style::new().fg(Color::DarkGray)
+}
+
+pub(crate) fn selected() -> Style {
+    Style::new().add_modifier(Modifier::REVERSED)
+}
+
+pub(crate) fn matched() -> Style {
+    Style::new()
+        .fg(Color::Yellow)
+        .add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+}
+
+pub(crate) fn error_style() -> Style {
+    Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
+}
+
+pub(crate) fn good() -> Style {
+    Style::new().fg(Color::Green)
+}
+
+/// A piece of a line: text, its style, and which of its chars the filter matched.
+pub(crate) struct Part<'a> {
+    pub text: String,
+    pub style: Style,
+    pub marks: &'a [usize],
+}
+
+pub(crate) fn part(text: impl Into<String>, style: Style) -> Part<'static> {
+    Part {
+        text: text.into(),
+        style,
+        marks: &[],
+    }
+}
+
+/// Lays `parts` into at most `max` columns, cutting with `…` (wide chars never split), and
+/// returns the spans and the columns used.
+pub(crate) fn fit_parts(parts: &[Part<'_>], max: usize) -> (Vec<Span<'static>>, usize) {
+    let total: usize = parts.iter().map(|p| width(&p.text)).sum();
+    let limit = if total > max {
+        max.saturating_sub(1)
+    } else {
+        max
+    };
+    let mut spans = Vec::new();
+    let mut used = 0;
+    let mut full = false;
+    for p in parts {
+        if full {
+            break;
+        }
+        let mut buf = String::new();
+        let mut buf_marked = false;
+        each_grapheme(&p.text, |g, index, w| {
+            if used + w > limit {
+                full = true;
+                return false;
+            }
+            let marked = (index..index + g.chars().count()).any(|i| p.marks.contains(&i));
+            if marked != buf_marked && !buf.is_empty() {
+                spans.push(styled(std::mem::take(&mut buf), p.style, buf_marked));
+            }
+            buf_marked = marked;
+            buf.push_str(g);
+            used += w;
+            true
+        });
+        if !buf.is_empty() {
+            spans.push(styled(buf, p.style, buf_marked));
+        }
+    }
+    if total > max && max > 0 {
+        spans.push(Span::styled("…", dim()));
+        used += 1;
+    }
+    (spans, used)
+}
+
+fn styled(text: String, style: Style, marked: bool) -> Span<'static> {
+    if marked {
+        Span::styled(text, style.patch(matched()))
+    } else {
+        Span::styled(text, style)
+    }
+}
+
+/// A line of exactly `max` columns: `left` cut to fit, `right` flush right when it fits.
+pub(crate) fn row_line(left: &[Part<'_>], right: &[Part<'_>], max: usize) -> Line<'static> {
+    let right_w: usize = right.iter().map(|p| width(&p.text)).sum();
+    let (right_spans, right_w) = if right_w + 8 <= max {
+        fit_parts(right, right_w)
+    } else {
+        (Vec::new(), 0)
+    };
+    let (mut spans, used) = fit_parts(left, max - right_w);
+    let pad = max.saturating_sub(used + right_w);
+    if pad > 0 {
+        spans.push(Span::raw(" ".repeat(pad)));
+    }
+    spans.extend(right_spans);
+    Line::from(spans)
+}
+
+/// A plain line cut to `max` columns.
+pub(crate) fn plain(text: &str, style: Style, max: usize) -> Line<'static> {
+    Line::styled(truncate(&one_line(text), max), style)
+}
+
+/// A pane's frame: a titled border when there is room, and the area inside it.
+pub(crate) fn pane(frame: &mut Frame<'_>, area: Rect, title: &str, focused: bool) -> Rect {
+    if !layout::bordered(area) {
+        return area;
+    }
+    let style = if focused { bold() } else { dim() };
+    let title = truncate(title, area.width.saturating_sub(4) as usize);
+    let block = Block::new()
+        .borders(Borders::ALL)
+        .border_style(style)
+        .title(Span::styled(format!(" {title} "), bold()));
+    frame.render_widget(block, area);
+    layout::inner(area)
+}
+
+pub fn draw(frame: &mut Frame<'_>, app: &App) {
+    let area = frame.area();
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let s: Screen = layout::screen(area);
+    if let Some(r) = s.header {
+        header(frame, r, app);
+    }
+    if let Some(r) = s.tabs {
+        tabs(frame, r, app);
+    }
+    match app.tab {
+        Tab::Memories => memories::draw(frame, s.body, app),
+        Tab::Pending => queues::pending(frame, s.body, app),
+        Tab::Tombstones => queues::tombstones(frame, s.body, app),
+        Tab::Check => queues::check(frame, s.body, app),
+    }
+    let status_text = status(app);
+    match (s.status, s.footer) {
+        (Some(st), Some(f)) => {
+            status_line(frame, st, app, status_text.as_ref());
+            footer(frame, f, app);
+        }
+        (None, Some(f)) => match status_text {
+            Some(_) => status_line(frame, f, app, status_text.as_ref()),
+            None => footer(frame, f, app),
+        },
+        _ => {}
+    }
+    dialogs::draw(frame, area, app);
+}
+
+fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let max = area.width as usize;
+    let figures = match &app.counts {
+        Some(c) => format!(
+            "{} · {} · {} pending · {}",
+            plural(c.memories, "identity", "identities"),
+            plural(c.scopes, "scope", "scopes"),
+            thousands(c.pending),
+            plural(c.tombstones, "tombstone", "tombstones")
+        ),
+        None => "counting…".to_string(),
+    };
+    let refreshed = app
+        .refreshed_at
+        .map(|t| format!("refreshed {}", t.format("%H:%M:%S UTC")))
+        .unwrap_or_default();
+    let mut right = vec![];
+    if app.read_only {
+        right.push(part(
+            " READ-ONLY ",
+            Style::new()
+                .fg(Color::Black)
+                .bg(Color::Yellow)
+                .add_modifier(Modifier::BOLD),
+        ));
+        right.push(part(" ", Style::new()));
+    }
+    right.push(part(refreshed, dim()));
+    let left = [
+        part(
+            " memscope ",
+            Style::new()
+                .fg(Color::Black)
+                .bg(Color::Cyan)
+                .add_modifier(Modifier::BOLD),
+        ),
+        part(" ", Style::new()),
+        part(figures, bold()),
+        part("  ", Style::new()),
+        part(one_line(&app.db_path), dim()),
+    ];
+    // The figures and the badge matter more than the path: the path is cut first.
+    let right_w: usize = right.iter().map(|p| width(&p.text)).sum();
+    let line = if right_w + 30 <= max {
+        row_line(&left, &right, max)
+    } else if app.read_only {
+        row_line(&left, &right[..1], max)
+    } else {
+        row_line(&left, &[], max)
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let count = |n: Option<i64>| n.filter(|n| *n > 0).map(|n| format!(" ({})", thousands(n)));
+    let pending = count(Some(app.pending.len() as i64)).unwrap_or_default();
+    let tombs = count(Some(app.tombstones.len() as i64)).unwrap_or_default();
+    let names = [
+        (Tab::Memories, "1 Current view".to_string()),
+        (Tab::Pending, format!("2 Pending{pending}")),
+        (Tab::Tombstones, format!("3 Tombstones{tombs}")),
+        (Tab::Check, "4 Check".to_string()),
+    ];
+    let mut parts = Vec::new();
+    for (tab, name) in names {
+        let style = if tab == app.tab {
+            selected().add_modifier(Modifier::BOLD)
+        } else {
+            Style::new()
+        };
+        parts.push(part(" ", Style::new()));
+        parts.push(part(format!(" {name} "), style));
+    }
+    let (spans, _) = fit_parts(&parts, area.width as usize);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The status line: a toast when there is one (an error must not hide behind the filter),
+/// else the filter line while a filter is typed or applied.
+fn status(app: &App) -> Option<(String, Style)> {
+    if let Some(t) = &app.toast {
+        let style = if t.error { error_style() } else { good() };
+        return Some((t.text.clone(), style));
+    }
+    let f = &app.filter;
+    if !(f.editing || f.active()) {
+        return None;
+    }
+    let progress = match &f.results {
+        Some(r) if f.active() => {
+            let of = app
+                .counts
+                .map(|c| format!(" of {}", thousands(c.memories)))
+                .unwrap_or_default();
+            if r.generation == f.generation && r.done {
+                plural(r.matches() as i64, "match", "matches")
+            } else {
+                format!(
+                    "{} so far · scanned {}{of}…",
+                    plural(r.matches() as i64, "match", "matches"),
+                    thousands(r.scanned as i64)
+                )
+            }
+        }
+        _ if f.active() => "searching…".to_string(),
+        _ => "type to filter subject, predicate, value and scope".to_string(),
+    };
+    let hint = if f.editing {
+        "  (Enter keep · Esc clear)"
+    } else {
+        "  (/ edit · Esc clear)"
+    };
+    Some((
+        format!("/{}   {progress}{hint}", one_line(&f.input)),
+        Style::new(),
+    ))
+}
+
+fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(String, Style)>) {
+    let Some((text, style)) = text else {
+        return;
+    };
+    let max = area.width as usize;
+    frame.render_widget(Paragraph::new(plain(text, *style, max)), area);
+    let f = &app.filter;
+    if f.editing && app.dialogs.is_empty() && app.toast.is_none() {
+        let x = 1 + width(&one_line(&f.input));
+        if x < max {
+            frame.set_cursor_position(Position::new(area.x + x as u16, area.y));
+        }
+    }
+}
+
+fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let mut parts = Vec::new();
+    let contexts = app.contexts();
+    for (i, (keys, hint)) in keymap::hints(&contexts).into_iter().enumerate() {
+        if i > 0 {
+            parts.push(part("  ", Style::new()));
+        }
+        parts.push(part(keys, bold().fg(Color::Cyan)));
+        parts.push(part(format!(" {hint}"), dim()));
+    }
+    if app.tab == Tab::Memories && app.focus == Focus::Detail && app.dialogs.is_empty() {
+        parts.insert(0, part("history  ", bold()));
+    }
+    let (spans, _) = fit_parts(&parts, area.width as usize);
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}

@@ -1,0 +1,296 @@
+//! The key map is data: every binding names where it applies, its keys, the command it runs
+//! and what it does. Key handling looks commands up here, and the help overlay and the footer
+//! hints are generated from the same table, so they cannot drift apart.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Where a binding applies. Lookup walks the active contexts in order; the first match wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    Global,
+    Lists,
+    Memories,
+    Pending,
+    Tombstones,
+    Filter,
+    DeleteDialog,
+    Confirm,
+    Explain,
+    Help,
+    Message,
+}
+
+impl Context {
+    pub fn title(self) -> &'static str {
+        match self {
+            Context::Global => "Everywhere",
+            Context::Lists => "Lists",
+            Context::Memories => "Current view (1)",
+            Context::Pending => "Pending queue (2)",
+            Context::Tombstones => "Tombstones (3)",
+            Context::Filter => "Filter line (/)",
+            Context::DeleteDialog => "Delete dialog",
+            Context::Confirm => "Confirm dialog",
+            Context::Explain => "Explain (e)",
+            Context::Help => "Help",
+            Context::Message => "Message",
+        }
+    }
+
+    /// The order of sections in the help overlay.
+    pub const HELP_ORDER: [Context; 10] = [
+        Context::Global,
+        Context::Lists,
+        Context::Memories,
+        Context::Pending,
+        Context::Tombstones,
+        Context::Filter,
+        Context::DeleteDialog,
+        Context::Confirm,
+        Context::Explain,
+        Context::Help,
+    ];
+}
+
+/// What a key asks for; the app turns a command into a state change and an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Quit,
+    Help,
+    Filter,
+    NextPane,
+    PrevPane,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    Open,
+    Back,
+    ShowMemories,
+    ShowPending,
+    ShowTombstones,
+    ShowCheck,
+    Fold,
+    Unfold,
+    ResolveGlobal,
+    ResolveRepo,
+    ResolveTask,
+    Reject,
+    Delete,
+    Restore,
+    Explain,
+    Confirm,
+    Cancel,
+    NextChoice,
+    PrevChoice,
+    NextField,
+    Erase,
+    KeepFilter,
+    ClearFilter,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// A printable character, without Ctrl or Alt (Shift is part of the character).
+    Char(char),
+    Ctrl(char),
+    Code(KeyCode),
+}
+
+impl Key {
+    pub fn matches(self, ev: &KeyEvent) -> bool {
+        let ctrl_alt = ev
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        match self {
+            Key::Char(c) => ev.code == KeyCode::Char(c) && !ctrl_alt,
+            Key::Ctrl(c) => {
+                ev.code == KeyCode::Char(c) && ev.modifiers.contains(KeyModifiers::CONTROL)
+            }
+            Key::Code(code) => ev.code == code && !ctrl_alt,
+        }
+    }
+}
+
+pub struct Binding {
+    pub context: Context,
+    pub keys: &'static [Key],
+    /// How the keys are written in help and footer.
+    pub label: &'static str,
+    pub command: Command,
+    pub help: &'static str,
+    /// The footer's short hint, when the binding is worth a footer slot.
+    pub hint: Option<&'static str>,
+}
+
+use Command as C;
+use Context as X;
+use Key::{Char, Code, Ctrl};
+
+const fn b(
+    context: Context,
+    keys: &'static [Key],
+    label: &'static str,
+    command: Command,
+    help: &'static str,
+    hint: Option<&'static str>,
+) -> Binding {
+    Binding {
+        context,
+        keys,
+        label,
+        command,
+        help,
+        hint,
+    }
+}
+
+#[rustfmt::skip]
+pub static BINDINGS: &[Binding] = &[
+    // Dialogs first: the focused dialog gets the key before anything else.
+    b(X::DeleteDialog, &[Char('y')], "y", C::Confirm, "delete what the dialog states", Some("delete")),
+    b(X::DeleteDialog, &[Char('n'), Code(KeyCode::Esc)], "n/Esc", C::Cancel, "cancel: nothing is deleted", Some("cancel")),
+    b(X::DeleteDialog, &[Char('j'), Code(KeyCode::Down), Code(KeyCode::Tab)], "j/↓/Tab", C::NextChoice, "next target: this identity, the predicate in all scopes, the whole subject", Some("target")),
+    b(X::DeleteDialog, &[Char('k'), Code(KeyCode::Up), Code(KeyCode::BackTab)], "k/↑", C::PrevChoice, "previous target", None),
+    b(X::Confirm, &[Char('y')], "y", C::Confirm, "do it", Some("yes")),
+    b(X::Confirm, &[Char('n'), Code(KeyCode::Esc)], "n/Esc", C::Cancel, "cancel", Some("no")),
+    b(X::Explain, &[Code(KeyCode::Tab), Code(KeyCode::BackTab)], "Tab", C::NextField, "switch between the repo and task fields", Some("field")),
+    b(X::Explain, &[Code(KeyCode::Enter)], "Enter", C::Confirm, "resolve again (it also resolves as you type)", None),
+    b(X::Explain, &[Code(KeyCode::Backspace)], "Backspace", C::Erase, "erase a character", None),
+    b(X::Explain, &[Code(KeyCode::Esc)], "Esc", C::Cancel, "close", Some("close")),
+    b(X::Help, &[Code(KeyCode::Esc), Char('?'), Char('q')], "Esc/?/q", C::Cancel, "close the help", Some("close")),
+    b(X::Help, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "scroll down", Some("scroll")),
+    b(X::Help, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "scroll up", None),
+    b(X::Message, &[Code(KeyCode::Esc), Code(KeyCode::Enter), Char('q')], "Esc/Enter", C::Cancel, "dismiss", Some("dismiss")),
+    // The filter line: printable keys are typed into it.
+    b(X::Filter, &[Code(KeyCode::Enter)], "Enter", C::KeepFilter, "keep the filter, back to the list", Some("keep")),
+    b(X::Filter, &[Code(KeyCode::Esc)], "Esc", C::ClearFilter, "clear the filter", Some("clear")),
+    b(X::Filter, &[Code(KeyCode::Backspace)], "Backspace", C::Erase, "erase a character", None),
+    b(X::Filter, &[Code(KeyCode::Down)], "↓", C::Down, "move down the results", None),
+    b(X::Filter, &[Code(KeyCode::Up)], "↑", C::Up, "move up the results", None),
+    // Panes.
+    b(X::Memories, &[Code(KeyCode::Enter)], "Enter", C::Open, "open the history of a record / fold or unfold a group", Some("open")),
+    b(X::Memories, &[Char('h'), Code(KeyCode::Left)], "h/←", C::Fold, "fold the selected group", None),
+    b(X::Memories, &[Char('l'), Code(KeyCode::Right)], "l/→", C::Unfold, "unfold the selected group", None),
+    b(X::Memories, &[Char('d')], "d", C::Delete, "delete: choose the target, see what is destroyed, confirm with y", Some("delete")),
+    b(X::Memories, &[Char('e')], "e", C::Explain, "explain: the resolution chain for a repo/task", Some("explain")),
+    b(X::Pending, &[Char('g')], "g", C::ResolveGlobal, "write the selected item to global", Some("global")),
+    b(X::Pending, &[Char('r')], "r", C::ResolveRepo, "write it to its repo candidate", Some("repo")),
+    b(X::Pending, &[Char('t')], "t", C::ResolveTask, "write it to its task candidate", Some("task")),
+    b(X::Pending, &[Char('x')], "x", C::Reject, "reject it: nothing is written (after a confirm)", Some("reject")),
+    b(X::Pending, &[Char('e')], "e", C::Explain, "explain its subject and predicate", None),
+    b(X::Tombstones, &[Char('u')], "u", C::Restore, "restore the selected tombstone (after a confirm)", Some("restore")),
+    b(X::Tombstones, &[Char('e')], "e", C::Explain, "explain its subject and predicate", None),
+    b(X::Lists, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "move down", None),
+    b(X::Lists, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "move up", Some("move")),
+    b(X::Lists, &[Code(KeyCode::PageDown), Ctrl('f'), Ctrl('d')], "PgDn", C::PageDown, "page down", None),
+    b(X::Lists, &[Code(KeyCode::PageUp), Ctrl('b'), Ctrl('u')], "PgUp", C::PageUp, "page up", None),
+    b(X::Lists, &[Code(KeyCode::Home)], "Home", C::Home, "first row", None),
+    b(X::Lists, &[Code(KeyCode::End)], "End", C::End, "last row", None),
+    // Everywhere.
+    b(X::Global, &[Char('q')], "q", C::Quit, "quit (the terminal is restored)", Some("quit")),
+    b(X::Global, &[Ctrl('c')], "Ctrl-c", C::Quit, "quit", None),
+    b(X::Global, &[Char('?')], "?", C::Help, "this help", Some("help")),
+    b(X::Global, &[Char('/')], "/", C::Filter, "fuzzy filter over subject, predicate, value and scope", Some("filter")),
+    b(X::Global, &[Code(KeyCode::Tab)], "Tab", C::NextPane, "next pane (list ↔ history/detail)", Some("pane")),
+    b(X::Global, &[Code(KeyCode::BackTab)], "S-Tab", C::PrevPane, "previous pane", None),
+    b(X::Global, &[Code(KeyCode::Esc)], "Esc", C::Back, "back: leave the detail pane, clear the filter", None),
+    b(X::Global, &[Char('1')], "1", C::ShowMemories, "current view", Some("views")),
+    b(X::Global, &[Char('2')], "2", C::ShowPending, "pending queue", None),
+    b(X::Global, &[Char('3')], "3", C::ShowTombstones, "tombstones", None),
+    b(X::Global, &[Char('4')], "4", C::ShowCheck, "check: invariants and health figures", None),
+];
+
+/// The command for `key` in the first of `contexts` that binds it.
+pub fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Command> {
+    contexts.iter().find_map(|ctx| {
+        BINDINGS
+            .iter()
+            .filter(|b| b.context == *ctx)
+            .find(|b| b.keys.iter().any(|k| k.matches(key)))
+            .map(|b| b.command)
+    })
+}
+
+/// Footer hints for the active contexts: (keys, hint), most specific first.
+pub fn hints(contexts: &[Context]) -> Vec<(&'static str, &'static str)> {
+    let mut out = Vec::new();
+    for ctx in contexts {
+        for b in BINDINGS.iter().filter(|b| b.context == *ctx) {
+            if let Some(h) = b.hint {
+                // The four tab keys and the two move keys share one footer slot each.
+                let label = match b.command {
+                    Command::ShowMemories => "1-4",
+                    Command::Up if b.context == Context::Lists => "j/k",
+                    _ => b.label,
+                };
+                out.push((label, h));
+            }
+        }
+    }
+    out
+}
+
+/// Help overlay sections: (title, [(keys, description)]).
+pub fn help_sections() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
+    Context::HELP_ORDER
+        .iter()
+        .map(|ctx| {
+            let rows = BINDINGS
+                .iter()
+                .filter(|b| b.context == *ctx)
+                .map(|b| (b.label, b.help))
+                .collect();
+            (ctx.title(), rows)
+        })
+        .collect()
+}
+
+/// Lines of the help overlay's text (its scroll limit).
+pub fn help_lines() -> usize {
+    1 + help_sections()
+        .iter()
+        .filter(|(_, rows)| !rows.is_empty())
+        .map(|(_, rows)| rows.len() + 2)
+        .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossterm::event::KeyEventKind;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new_with_kind(code, KeyModifiers::NONE, KeyEventKind::Press)
+    }
+
+    #[test]
+    fn specific_context_wins() {
+        let k = key(KeyCode::Char('r'));
+        assert_eq!(
+            lookup(&[Context::Pending, Context::Lists, Context::Global], &k),
+            Some(Command::ResolveRepo)
+        );
+        assert_eq!(
+            lookup(&[Context::Memories, Context::Lists, Context::Global], &k),
+            None
+        );
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(lookup(&[Context::Global], &ctrl_c), Some(Command::Quit));
+    }
+
+    #[test]
+    fn every_binding_is_documented() {
+        for b in BINDINGS {
+            assert!(!b.help.is_empty() && !b.label.is_empty() && !b.keys.is_empty());
+        }
+        let help: usize = help_sections().iter().map(|(_, r)| r.len()).sum();
+        let documented = BINDINGS
+            .iter()
+            .filter(|b| b.context != Context::Message)
+            .count();
+        assert_eq!(help, documented);
+    }
+}

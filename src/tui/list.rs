@@ -1,0 +1,752 @@
+//! The current view as a window over a list that may hold a million records. Rows are group
+//! headers (one per scope) and records; a folded group shows only its header. Nothing loads the
+//! whole list: unfiltered, the window pages with keyset queries in view order (never OFFSET);
+//! filtered, it pages over the match list the filter worker produced and fetches the records on
+//! screen by id.
+
+use crate::model::MemoryRecord;
+use crate::store::{BrowseBound, BrowseKey, BrowseRecord, Store};
+use anyhow::Result;
+use fuzzy_matcher::skim::SkimMatcherV2;
+use fuzzy_matcher::FuzzyMatcher;
+use std::collections::{BTreeSet, HashMap};
+
+/// Where a row sits in the list it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pos {
+    /// Unfiltered: a group header (`record: None`) or a record's (subject, predicate).
+    Key {
+        scope: String,
+        record: Option<(String, String)>,
+    },
+    /// Filtered: a group and, for a record, its index in the match list.
+    Filter { group: usize, index: Option<usize> },
+}
+
+/// Which characters the filter matched, per displayed field (char indices).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Highlight {
+    pub subject: Vec<usize>,
+    pub predicate: Vec<usize>,
+    pub value: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ListItem {
+    Header {
+        scope: String,
+    },
+    Record {
+        id: i64,
+        record: Box<MemoryRecord>,
+        highlight: Highlight,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListRow {
+    pub pos: Pos,
+    pub item: ListItem,
+}
+
+impl ListRow {
+    pub fn scope(&self) -> String {
+        match &self.item {
+            ListItem::Header { scope } => scope.clone(),
+            ListItem::Record { record, .. } => record.scope.to_string(),
+        }
+    }
+
+    /// The same row's position in the unfiltered list.
+    pub fn keyset_pos(&self) -> Pos {
+        match &self.item {
+            ListItem::Header { scope } => Pos::Key {
+                scope: scope.clone(),
+                record: None,
+            },
+            ListItem::Record { record, .. } => Pos::Key {
+                scope: record.scope.to_string(),
+                record: Some((record.subject.clone(), record.predicate.clone())),
+            },
+        }
+    }
+}
+
+/// A run of consecutive matches in one scope.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub scope: String,
+    pub start: usize,
+    pub len: usize,
+}
+
+/// The filter worker's answer so far: matching record ids in view order, grouped by scope.
+/// Append-only while a scan runs, so positions already on screen stay valid.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FilterResults {
+    pub query: String,
+    pub generation: u64,
+    pub ids: Vec<i64>,
+    pub groups: Vec<Group>,
+    pub scanned: u64,
+    pub done: bool,
+}
+
+impl FilterResults {
+    pub fn new(query: &str, generation: u64) -> FilterResults {
+        FilterResults {
+            query: query.to_string(),
+            generation,
+            ..Default::default()
+        }
+    }
+
+    pub fn append(&mut self, runs: Vec<(String, Vec<i64>)>) {
+        for (scope, ids) in runs {
+            if ids.is_empty() {
+                continue;
+            }
+            match self.groups.last_mut() {
+                Some(g) if g.scope == scope => g.len += ids.len(),
+                _ => self.groups.push(Group {
+                    scope,
+                    start: self.ids.len(),
+                    len: ids.len(),
+                }),
+            }
+            self.ids.extend(ids);
+        }
+    }
+
+    pub fn matches(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn count_in(&self, scope: &str) -> Option<i64> {
+        self.groups
+            .iter()
+            .find(|g| g.scope == scope)
+            .map(|g| g.len as i64)
+    }
+
+    /// Where a record or header of the previous list sits in this one.
+    pub fn position_of(&self, row: &ListRow) -> Option<Pos> {
+        match &row.item {
+            ListItem::Record { id, .. } => {
+                let index = self.ids.iter().position(|x| x == id)?;
+                let group = self
+                    .groups
+                    .iter()
+                    .position(|g| index >= g.start && index < g.start + g.len)?;
+                Some(Pos::Filter {
+                    group,
+                    index: Some(index),
+                })
+            }
+            ListItem::Header { scope } => {
+                let group = self.groups.iter().position(|g| &g.scope == scope)?;
+                Some(Pos::Filter { group, index: None })
+            }
+        }
+    }
+}
+
+/// The text the filter scores, built the same way by the worker and for highlighting.
+pub fn haystack(out: &mut String, subject: &str, predicate: &str, value: &str, scope: &str) {
+    out.clear();
+    for (i, part) in [subject, predicate, value, scope].iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(part);
+    }
+}
+
+/// What the rows come from.
+pub enum Source<'a> {
+    Keyset {
+        collapsed: &'a BTreeSet<String>,
+    },
+    Filter {
+        results: &'a FilterResults,
+        collapsed: &'a BTreeSet<String>,
+    },
+}
+
+/// Smallest keyset query: headers and folded groups cost a query each, so do not ask for 1.
+const MIN_BATCH: usize = 32;
+
+fn header(scope: &str, pos: Pos) -> ListRow {
+    ListRow {
+        pos,
+        item: ListItem::Header {
+            scope: scope.to_string(),
+        },
+    }
+}
+
+fn key_header(scope: &str) -> ListRow {
+    header(
+        scope,
+        Pos::Key {
+            scope: scope.to_string(),
+            record: None,
+        },
+    )
+}
+
+fn key_record(r: BrowseRecord) -> ListRow {
+    ListRow {
+        pos: Pos::Key {
+            scope: r.record.scope.to_string(),
+            record: Some((r.record.subject.clone(), r.record.predicate.clone())),
+        },
+        item: ListItem::Record {
+            id: r.id,
+            record: Box::new(r.record),
+            highlight: Highlight::default(),
+        },
+    }
+}
+
+impl Source<'_> {
+    /// Up to about `n` rows strictly after `from` (from the start when `None`), in order, and
+    /// whether the list ended.
+    pub fn after(
+        &self,
+        store: &Store,
+        from: Option<&Pos>,
+        n: usize,
+    ) -> Result<(Vec<ListRow>, bool)> {
+        match self {
+            Source::Keyset { collapsed } => keyset_after(store, collapsed, from, n),
+            Source::Filter { results, collapsed } => {
+                let (positions, ended) = filter_after(results, collapsed, from, n);
+                Ok((materialize(store, results, positions)?, ended))
+            }
+        }
+    }
+
+    /// Up to about `n` rows strictly before `to` (from the end when `None`), nearest first, and
+    /// whether the list's start was reached.
+    pub fn before(
+        &self,
+        store: &Store,
+        to: Option<&Pos>,
+        n: usize,
+    ) -> Result<(Vec<ListRow>, bool)> {
+        match self {
+            Source::Keyset { collapsed } => keyset_before(store, collapsed, to, n),
+            Source::Filter { results, collapsed } => {
+                let (positions, ended) = filter_before(results, collapsed, to, n);
+                Ok((materialize(store, results, positions)?, ended))
+            }
+        }
+    }
+}
+
+fn keyset_after(
+    store: &Store,
+    collapsed: &BTreeSet<String>,
+    from: Option<&Pos>,
+    n: usize,
+) -> Result<(Vec<ListRow>, bool)> {
+    let mut out = Vec::new();
+    let (mut bound, mut current) = match from {
+        Some(Pos::Key {
+            scope,
+            record: None,
+        }) if collapsed.contains(scope) => {
+            (BrowseBound::ScopeEnd(scope.clone()), Some(scope.clone()))
+        }
+        Some(Pos::Key {
+            scope,
+            record: None,
+        }) => (BrowseBound::ScopeStart(scope.clone()), Some(scope.clone())),
+        Some(Pos::Key {
+            scope,
+            record: Some((subject, predicate)),
+        }) => (
+            BrowseBound::Key(BrowseKey {
+                scope: scope.clone(),
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+            }),
+            Some(scope.clone()),
+        ),
+        None | Some(Pos::Filter { .. }) => (BrowseBound::Start, None),
+    };
+    loop {
+        if out.len() >= n {
+            return Ok((out, false));
+        }
+        let want = (n - out.len()).max(MIN_BATCH);
+        let batch = store.browse_after(&bound, want)?;
+        let full = batch.len() == want;
+        let mut jumped = false;
+        for r in batch {
+            let scope = r.record.scope.to_string();
+            if current.as_deref() != Some(scope.as_str()) {
+                out.push(key_header(&scope));
+                current = Some(scope.clone());
+                if collapsed.contains(&scope) {
+                    // Skip the folded group with one index seek.
+                    bound = BrowseBound::ScopeEnd(scope);
+                    jumped = true;
+                    break;
+                }
+            }
+            bound = BrowseBound::Key(BrowseKey::of(&r.record));
+            out.push(key_record(r));
+            if out.len() >= n {
+                return Ok((out, false));
+            }
+        }
+        if !jumped && !full {
+            return Ok((out, true));
+        }
+    }
+}
+
+fn keyset_before(
+    store: &Store,
+    collapsed: &BTreeSet<String>,
+    to: Option<&Pos>,
+    n: usize,
+) -> Result<(Vec<ListRow>, bool)> {
+    let mut out = Vec::new();
+    // `open`: the group we are walking back through, whose header is still ahead of us.
+    let (mut bound, mut open) = match to {
+        Some(Pos::Key {
+            scope,
+            record: None,
+        }) => (BrowseBound::ScopeStart(scope.clone()), None),
+        Some(Pos::Key {
+            scope,
+            record: Some((subject, predicate)),
+        }) => (
+            BrowseBound::Key(BrowseKey {
+                scope: scope.clone(),
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+            }),
+            Some(scope.clone()),
+        ),
+        None | Some(Pos::Filter { .. }) => (BrowseBound::End, None),
+    };
+    loop {
+        if out.len() >= n {
+            return Ok((out, false));
+        }
+        let want = (n - out.len()).max(MIN_BATCH);
+        let batch = store.browse_before(&bound, want)?;
+        let full = batch.len() == want;
+        let mut jumped = false;
+        for r in batch {
+            let scope = r.record.scope.to_string();
+            if open.as_deref() != Some(scope.as_str()) {
+                if let Some(done) = open.take() {
+                    out.push(key_header(&done));
+                    if out.len() >= n {
+                        return Ok((out, false));
+                    }
+                }
+                if collapsed.contains(&scope) {
+                    out.push(key_header(&scope));
+                    bound = BrowseBound::ScopeStart(scope);
+                    jumped = true;
+                    break;
+                }
+                open = Some(scope);
+            }
+            bound = BrowseBound::Key(BrowseKey::of(&r.record));
+            out.push(key_record(r));
+            if out.len() >= n {
+                return Ok((out, false));
+            }
+        }
+        if !jumped && !full {
+            if let Some(done) = open.take() {
+                out.push(key_header(&done));
+            }
+            return Ok((out, true));
+        }
+    }
+}
+
+/// The position after `pos` in a filtered list.
+fn filter_next(r: &FilterResults, collapsed: &BTreeSet<String>, pos: Option<&Pos>) -> Option<Pos> {
+    let header = |group: usize| Some(Pos::Filter { group, index: None });
+    match pos {
+        None | Some(Pos::Key { .. }) => (!r.groups.is_empty()).then_some(Pos::Filter {
+            group: 0,
+            index: None,
+        }),
+        Some(Pos::Filter { group, index }) => {
+            let g = r.groups.get(*group)?;
+            let next_in_group = match index {
+                None if collapsed.contains(&g.scope) || g.len == 0 => None,
+                None => Some(g.start),
+                Some(i) if i + 1 < g.start + g.len => Some(i + 1),
+                Some(_) => None,
+            };
+            match next_in_group {
+                Some(i) => Some(Pos::Filter {
+                    group: *group,
+                    index: Some(i),
+                }),
+                None if group + 1 < r.groups.len() => header(group + 1),
+                None => None,
+            }
+        }
+    }
+}
+
+/// The last position of a group: its last match, or its header when folded.
+fn group_last(r: &FilterResults, collapsed: &BTreeSet<String>, group: usize) -> Pos {
+    let g = &r.groups[group];
+    let index = if collapsed.contains(&g.scope) || g.len == 0 {
+        None
+    } else {
+        Some(g.start + g.len - 1)
+    };
+    Pos::Filter { group, index }
+}
+
+fn filter_prev(r: &FilterResults, collapsed: &BTreeSet<String>, pos: Option<&Pos>) -> Option<Pos> {
+    match pos {
+        None | Some(Pos::Key { .. }) => {
+            (!r.groups.is_empty()).then(|| group_last(r, collapsed, r.groups.len() - 1))
+        }
+        Some(Pos::Filter { group, index }) => {
+            let g = r.groups.get(*group)?;
+            match index {
+                Some(i) if *i > g.start => Some(Pos::Filter {
+                    group: *group,
+                    index: Some(i - 1),
+                }),
+                Some(_) => Some(Pos::Filter {
+                    group: *group,
+                    index: None,
+                }),
+                None if *group > 0 => Some(group_last(r, collapsed, group - 1)),
+                None => None,
+            }
+        }
+    }
+}
+
+fn filter_after(
+    r: &FilterResults,
+    collapsed: &BTreeSet<String>,
+    from: Option<&Pos>,
+    n: usize,
+) -> (Vec<Pos>, bool) {
+    let mut out = Vec::new();
+    let mut at = from.cloned();
+    while out.len() < n {
+        match filter_next(r, collapsed, at.as_ref()) {
+            Some(p) => {
+                out.push(p.clone());
+                at = Some(p);
+            }
+            None => return (out, true),
+        }
+    }
+    let ended = filter_next(r, collapsed, at.as_ref()).is_none();
+    (out, ended)
+}
+
+fn filter_before(
+    r: &FilterResults,
+    collapsed: &BTreeSet<String>,
+    to: Option<&Pos>,
+    n: usize,
+) -> (Vec<Pos>, bool) {
+    let mut out = Vec::new();
+    // From the end (`None`), the last position itself is the first row before it.
+    let mut at = to.cloned();
+    while out.len() < n {
+        match filter_prev(r, collapsed, at.as_ref()) {
+            Some(p) => {
+                out.push(p.clone());
+                at = Some(p);
+            }
+            None => return (out, true),
+        }
+    }
+    let ended = filter_prev(r, collapsed, at.as_ref()).is_none();
+    (out, ended)
+}
+
+/// Fetches the records at `positions` by id and highlights what the query matched. A record
+/// deleted since the scan is skipped.
+fn materialize(store: &Store, r: &FilterResults, positions: Vec<Pos>) -> Result<Vec<ListRow>> {
+    let ids: Vec<i64> = positions
+        .iter()
+        .filter_map(|p| match p {
+            Pos::Filter { index: Some(i), .. } => r.ids.get(*i).copied(),
+            _ => None,
+        })
+        .collect();
+    let mut by_id: HashMap<i64, BrowseRecord> = store
+        .browse_by_ids(&ids)?
+        .into_iter()
+        .map(|b| (b.id, b))
+        .collect();
+    let matcher = SkimMatcherV2::default();
+    let mut out = Vec::with_capacity(positions.len());
+    for pos in positions {
+        match pos {
+            Pos::Filter { group, index: None } => {
+                if let Some(g) = r.groups.get(group) {
+                    out.push(header(&g.scope, pos.clone()));
+                }
+            }
+            Pos::Filter { index: Some(i), .. } => {
+                let Some(b) = r.ids.get(i).and_then(|id| by_id.remove(id)) else {
+                    continue;
+                };
+                let highlight = highlight(&matcher, &r.query, &b.record);
+                out.push(ListRow {
+                    pos,
+                    item: ListItem::Record {
+                        id: b.id,
+                        record: Box::new(b.record),
+                        highlight,
+                    },
+                });
+            }
+            Pos::Key { .. } => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Maps the matcher's char indices over the haystack back onto the displayed fields.
+pub fn highlight(matcher: &SkimMatcherV2, query: &str, rec: &MemoryRecord) -> Highlight {
+    let value = super::text::value_text(&rec.value);
+    let scope = rec.scope.to_string();
+    let mut hay = String::new();
+    haystack(&mut hay, &rec.subject, &rec.predicate, &value, &scope);
+    let Some((_, indices)) = matcher.fuzzy_indices(&hay, query) else {
+        return Highlight::default();
+    };
+    let ns = rec.subject.chars().count();
+    let np = rec.predicate.chars().count();
+    let nv = value.chars().count();
+    let mut h = Highlight::default();
+    for i in indices {
+        if i < ns {
+            h.subject.push(i);
+        } else if i > ns && i <= ns + np {
+            h.predicate.push(i - ns - 1);
+        } else if i > ns + np + 1 && i <= ns + np + 1 + nv {
+            h.value.push(i - ns - np - 2);
+        }
+    }
+    h
+}
+
+/// Cursor movements in the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Motion {
+    Up(usize),
+    Down(usize),
+    PageUp,
+    PageDown,
+    Home,
+    End,
+}
+
+/// The loaded window of the list, the cursor and the scroll offset (indices into `rows`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemoryList {
+    pub rows: Vec<ListRow>,
+    pub at_start: bool,
+    pub at_end: bool,
+    pub cursor: usize,
+    pub offset: usize,
+}
+
+impl MemoryList {
+    pub fn selected(&self) -> Option<&ListRow> {
+        self.rows.get(self.cursor)
+    }
+
+    pub fn selected_record(&self) -> Option<&MemoryRecord> {
+        match &self.selected()?.item {
+            ListItem::Record { record, .. } => Some(record),
+            ListItem::Header { .. } => None,
+        }
+    }
+
+    /// The rows on screen for a list `height` rows tall.
+    pub fn visible(&self, height: usize) -> &[ListRow] {
+        let start = self.offset.min(self.rows.len());
+        let end = (start + height).min(self.rows.len());
+        &self.rows[start..end]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    pub fn apply(
+        &mut self,
+        src: &Source<'_>,
+        store: &Store,
+        motion: Motion,
+        page: usize,
+    ) -> Result<()> {
+        let page = page.max(1);
+        match motion {
+            Motion::Down(n) => self.down(src, store, n, page)?,
+            Motion::Up(n) => self.up(src, store, n, page)?,
+            Motion::PageDown => self.down(src, store, page, page)?,
+            Motion::PageUp => self.up(src, store, page, page)?,
+            Motion::Home => self.reload(src, store, None, page)?,
+            Motion::End => {
+                let (rows, started) = src.before(store, None, 2 * page)?;
+                self.rows = rows.into_iter().rev().collect();
+                self.at_end = true;
+                self.at_start = started;
+                self.cursor = self.rows.len().saturating_sub(1);
+                self.offset = self.rows.len().saturating_sub(page);
+            }
+        }
+        self.settle(page);
+        Ok(())
+    }
+
+    fn down(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
+        let target = self.cursor + n;
+        if target >= self.rows.len() && !self.at_end {
+            let need = target + 1 - self.rows.len() + page;
+            let last = self.rows.last().map(|r| r.pos.clone());
+            let (more, ended) = src.after(store, last.as_ref(), need)?;
+            if self.rows.is_empty() {
+                self.at_start = true;
+            }
+            self.rows.extend(more);
+            self.at_end = ended;
+        }
+        self.cursor = target.min(self.rows.len().saturating_sub(1));
+        Ok(())
+    }
+
+    fn up(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
+        if n > self.cursor && !self.at_start && !self.rows.is_empty() {
+            let need = n - self.cursor + page;
+            let first = self.rows[0].pos.clone();
+            let (more, started) = src.before(store, Some(&first), need)?;
+            let k = more.len();
+            let mut rows: Vec<ListRow> = more.into_iter().rev().collect();
+            rows.append(&mut self.rows);
+            self.rows = rows;
+            self.cursor += k;
+            self.offset += k;
+            self.at_start = started;
+        }
+        self.cursor = self.cursor.saturating_sub(n);
+        Ok(())
+    }
+
+    /// Reloads the window around `anchor` (the top when `None`): the anchor row, or the next
+    /// one when it is gone, becomes the selection, kept at the same height on screen.
+    pub fn reload(
+        &mut self,
+        src: &Source<'_>,
+        store: &Store,
+        anchor: Option<&Pos>,
+        page: usize,
+    ) -> Result<()> {
+        let page = page.max(1);
+        let screen_row = self.cursor.saturating_sub(self.offset).min(page - 1);
+        match anchor {
+            None => {
+                let (rows, ended) = src.after(store, None, 2 * page)?;
+                self.rows = rows;
+                self.at_start = true;
+                self.at_end = ended;
+                self.cursor = 0;
+                self.offset = 0;
+            }
+            Some(anchor) => {
+                let (before, started) = src.before(store, Some(anchor), page)?;
+                let start = before.first().map(|r| r.pos.clone());
+                let (after, ended) = src.after(store, start.as_ref(), 2 * page)?;
+                let k = before.len();
+                self.rows = before.into_iter().rev().chain(after).collect();
+                self.at_start = started;
+                self.at_end = ended;
+                self.cursor = k.min(self.rows.len().saturating_sub(1));
+                self.offset = self.cursor.saturating_sub(screen_row);
+            }
+        }
+        self.settle(page);
+        Ok(())
+    }
+
+    /// Moves off a group header onto the record right below it (the first selection).
+    pub fn select_first_record(&mut self, page: usize) {
+        let on_header = matches!(
+            self.selected().map(|r| &r.item),
+            Some(ListItem::Header { .. })
+        );
+        let next_is_record = matches!(
+            self.rows.get(self.cursor + 1).map(|r| &r.item),
+            Some(ListItem::Record { .. })
+        );
+        if on_header && next_is_record {
+            self.cursor += 1;
+            self.settle(page.max(1));
+        }
+    }
+
+    /// Loads more rows when the screen is not full but the list goes on (a filter that is
+    /// still producing results, a window trimmed short).
+    pub fn fill(&mut self, src: &Source<'_>, store: &Store, page: usize) -> Result<()> {
+        let page = page.max(1);
+        if self.rows.len() < self.offset + page + 1 && !self.at_end {
+            let last = self.rows.last().map(|r| r.pos.clone());
+            let need = self.offset + 2 * page - self.rows.len();
+            let (more, ended) = src.after(store, last.as_ref(), need)?;
+            if self.rows.is_empty() {
+                self.at_start = true;
+            }
+            self.rows.extend(more);
+            self.at_end = ended;
+        }
+        self.settle(page);
+        Ok(())
+    }
+
+    /// Keeps the cursor on screen and the window bounded (a few pages around the cursor).
+    fn settle(&mut self, page: usize) {
+        if self.rows.is_empty() {
+            self.cursor = 0;
+            self.offset = 0;
+            return;
+        }
+        self.cursor = self.cursor.min(self.rows.len() - 1);
+        if self.cursor < self.offset {
+            self.offset = self.cursor;
+        }
+        if self.cursor >= self.offset + page {
+            self.offset = self.cursor + 1 - page;
+        }
+        if self.offset > 3 * page {
+            let drop = self.offset - page;
+            self.rows.drain(..drop);
+            self.cursor -= drop;
+            self.offset -= drop;
+            self.at_start = false;
+        }
+        let keep = self.offset + 3 * page;
+        if self.rows.len() > keep + page {
+            self.rows.truncate(keep);
+            self.at_end = false;
+        }
+    }
+}

@@ -1,0 +1,611 @@
+//! The loop's side of the UI: it owns the store and the workers, performs the actions that keys
+//! return, applies worker replies, and watches `PRAGMA data_version` for other processes'
+//! commits. Every query and write of the UI happens here (through the store's methods); `app`
+//! holds state and `draw` only reads it.
+
+use super::app::{
+    Action, App, CheckState, Choice, Curation, Detail, Dialog, FilterState, PendingPreview, Tab,
+    READ_ONLY,
+};
+use super::list::{FilterResults, ListRow, Pos, Source};
+use super::text::{plural, value_text};
+use super::worker::{
+    run_filter, run_load, Failed, FilterJob, Job, Load, LoadKind, NarrowCache, Reply, Workers,
+};
+use crate::model::{same_value, Identity, Scope};
+use crate::store::{Clock, Store};
+use anyhow::Result;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Frame;
+use std::collections::BTreeSet;
+
+/// Where background work runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerMode {
+    /// Worker threads with their own connections (the real UI, the benchmark).
+    Threads,
+    /// Synchronously on the UI's store, when the loop pumps (tests and snapshots).
+    Inline,
+}
+
+pub struct Session {
+    pub app: App,
+    store: Store,
+    workers: Workers,
+    data_version: i64,
+    /// Loader jobs sent and not answered yet.
+    loads_waiting: BTreeSet<LoadKind>,
+    /// The row selected when a refresh re-ran the filter: reselected when the results land.
+    filter_anchor: Option<ListRow>,
+    narrow_cache: NarrowCache,
+}
+
+/// The rows' source for the current mode (disjoint borrows of the app's fields).
+fn source<'a>(folded: &'a BTreeSet<String>, filter: &'a FilterState) -> Source<'a> {
+    match &filter.results {
+        Some(results) if filter.active() => Source::Filter {
+            results,
+            collapsed: folded,
+        },
+        _ => Source::Keyset { collapsed: folded },
+    }
+}
+
+const DELETE_REASON: &str = "deleted in the memscope UI";
+
+impl Session {
+    /// Opens the UI state on `store`: the first page and the small lists load now; counts and
+    /// anything slow are handed to the workers, so the first frame does not wait for them.
+    pub fn new(store: Store, clock: Clock, size: (u16, u16), mode: WorkerMode) -> Result<Session> {
+        let workers = match mode {
+            WorkerMode::Threads => Workers::threads(store.path().to_path_buf())?,
+            WorkerMode::Inline => Workers::Inline(Vec::new()),
+        };
+        let app = App::new(
+            store.path().display().to_string(),
+            store.is_read_only(),
+            clock,
+            size,
+        );
+        let data_version = store.data_version()?;
+        let mut session = Session {
+            app,
+            store,
+            workers,
+            data_version,
+            loads_waiting: BTreeSet::new(),
+            filter_anchor: None,
+            narrow_cache: NarrowCache::default(),
+        };
+        session.reload()?;
+        let page = session.app.page();
+        session.app.list.select_first_record(page);
+        session.sync()?;
+        session.pump();
+        Ok(session)
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Handles one terminal event; true when the UI should quit.
+    pub fn handle_event(&mut self, event: Event) -> bool {
+        match event {
+            Event::Key(key) => self.handle_key(key),
+            Event::Resize(w, h) => {
+                self.resize(w, h);
+                false
+            }
+            _ => false,
+        }
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) -> bool {
+        // Esc and a key typed right after it arrive together and read as Alt+key: take them
+        // as the two keys they were.
+        if let KeyCode::Char(c) = key.code {
+            if key.modifiers == KeyModifiers::ALT {
+                let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
+                let plain = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+                return self.handle_key(esc) || self.handle_key(plain);
+            }
+        }
+        let action = self.app.handle_key(key);
+        if action == Action::Quit {
+            return true;
+        }
+        self.perform(action);
+        false
+    }
+
+    pub fn resize(&mut self, width: u16, height: u16) {
+        self.app.size = (width, height);
+        let page = self.app.page();
+        let src = source(&self.app.folded, &self.app.filter);
+        if let Err(e) = self.app.list.fill(&src, &self.store, page) {
+            self.app.error(format!("{e:#}"));
+        }
+    }
+
+    /// Whether background work is still running (the loop then polls more often).
+    pub fn busy(&self) -> bool {
+        let f = &self.app.filter;
+        let filtering = f.active()
+            && f.results
+                .as_ref()
+                .is_none_or(|r| r.generation != f.generation || !r.done);
+        !self.loads_waiting.is_empty() || filtering
+    }
+
+    /// Draws a frame at the clock's current reading.
+    pub fn draw(&mut self, frame: &mut Frame<'_>) {
+        self.app.now = self.app.clock.now();
+        super::draw::draw(frame, &self.app);
+    }
+
+    pub fn perform(&mut self, action: Action) {
+        if let Err(e) = self.try_perform(action) {
+            self.app.popup("That did not work", format!("{e:#}"));
+        }
+        self.after_change();
+    }
+
+    fn after_change(&mut self) {
+        if let Err(e) = self.sync() {
+            self.app.error(format!("{e:#}"));
+        }
+        self.pump();
+    }
+
+    fn try_perform(&mut self, action: Action) -> Result<()> {
+        match action {
+            Action::None | Action::Quit => {}
+            Action::Move(m) => {
+                let page = self.app.page();
+                let src = source(&self.app.folded, &self.app.filter);
+                self.app.list.apply(&src, &self.store, m, page)?;
+            }
+            Action::Fold { scope, folded } => {
+                if folded {
+                    self.app.folded.insert(scope.clone());
+                } else {
+                    self.app.folded.remove(&scope);
+                }
+                let header = ListRow {
+                    pos: Pos::Key {
+                        scope: scope.clone(),
+                        record: None,
+                    },
+                    item: super::list::ListItem::Header { scope },
+                };
+                let anchor = self.anchor_for(&header);
+                self.reload_list(anchor)?;
+            }
+            Action::Filter(query) => self.start_filter(query, true)?,
+            Action::ShowTab(tab) => match tab {
+                Tab::Check => self.run_check(),
+                Tab::Pending | Tab::Tombstones => self.reload_queues()?,
+                Tab::Memories => {}
+            },
+            Action::PreviewDelete(target) => self.submit(Job::Load(Load::DeletePreview(target))),
+            Action::Apply(curation) => self.apply(curation)?,
+            Action::Explain(q) => {
+                let result = self
+                    .store
+                    .resolve(
+                        &q.subject,
+                        &q.predicate,
+                        q.repo.as_deref(),
+                        q.task.as_deref(),
+                    )
+                    .map_err(|e| format!("{e:#}"));
+                if let Some(Dialog::Explain(d)) = self.app.dialogs.last_mut() {
+                    if d.query() == q {
+                        d.result = Some(result);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a confirmed change through the store's own write paths, says what happened, and
+    /// reloads everything it may have touched.
+    fn apply(&mut self, curation: Curation) -> Result<()> {
+        if self.app.read_only {
+            self.app.error(READ_ONLY);
+            return Ok(());
+        }
+        let message = match &curation {
+            Curation::Delete(target) => {
+                let r = self.store.delete(target, Some(DELETE_REASON))?;
+                let mut m = format!(
+                    "deleted: {} tombstoned, {} purged, {} dropped",
+                    plural(r.tombstoned.len() as i64, "identity", "identities"),
+                    plural(r.purged_versions, "version", "versions"),
+                    plural(r.purged_pending, "pending item", "pending items"),
+                );
+                if !r.disk_purged {
+                    m.push_str(
+                        "; another reader holds the WAL, so the on-disk purge is owed and the next write or `memscope gc` pays it",
+                    );
+                }
+                m
+            }
+            Curation::Restore(id) => {
+                self.store.restore(id)?;
+                format!("restored {id}: writes to it are accepted again")
+            }
+            Curation::Resolve { pending_id, scope } => {
+                let out = self.store.resolve_pending(*pending_id, scope)?;
+                format!("#{pending_id} → {scope}: {}", out.human())
+            }
+            Curation::Reject { pending_id } => {
+                self.store.reject_pending(*pending_id)?;
+                format!("#{pending_id} rejected: nothing was written")
+            }
+        };
+        self.reload()?;
+        self.app.info(message);
+        Ok(())
+    }
+
+    /// Reloads everything from the store, keeping the selection and the filter.
+    pub fn reload(&mut self) -> Result<()> {
+        self.app.now = self.app.clock.now();
+        self.submit(Job::Load(Load::Counts));
+        let selected = self.app.list.selected().cloned();
+        let anchor = selected.as_ref().and_then(|row| self.anchor_for(row));
+        self.reload_list(anchor)?;
+        if self.app.filter.active() {
+            // Re-run the filter; the current results stay until the new ones are complete.
+            self.filter_anchor = selected;
+            let query = self.app.filter.input.clone();
+            self.start_filter(query, false)?;
+        }
+        self.reload_queues()?;
+        if self.app.tab == Tab::Check {
+            self.run_check();
+        }
+        self.app.detail = None;
+        self.app.pending_preview = None;
+        self.app.refreshed_at = Some(self.app.now);
+        self.sync()?;
+        Ok(())
+    }
+
+    /// Checks for another process's commit; reloads when there was one.
+    pub fn poll_live(&mut self) -> bool {
+        match self.store.data_version() {
+            Ok(v) if v != self.data_version => {
+                self.data_version = v;
+                if let Err(e) = self.reload() {
+                    self.app.error(format!("refresh failed: {e:#}"));
+                }
+                self.pump();
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                self.app.error(format!("cannot poll the database: {e:#}"));
+                true
+            }
+        }
+    }
+
+    /// Where a row of the previous list sits in the current mode's list.
+    fn anchor_for(&self, row: &ListRow) -> Option<Pos> {
+        match &self.app.filter.results {
+            Some(r) if self.app.filter.active() => r.position_of(row),
+            _ => Some(row.keyset_pos()),
+        }
+    }
+
+    fn reload_list(&mut self, anchor: Option<Pos>) -> Result<()> {
+        let page = self.app.page();
+        let src = source(&self.app.folded, &self.app.filter);
+        self.app
+            .list
+            .reload(&src, &self.store, anchor.as_ref(), page)
+    }
+
+    fn reload_queues(&mut self) -> Result<()> {
+        self.app.pending = self.store.pending(false)?;
+        self.app.pending_cursor = self
+            .app
+            .pending_cursor
+            .min(self.app.pending.len().saturating_sub(1));
+        self.app.tombstones = self.store.tombstones()?;
+        self.app.tomb_cursor = self
+            .app
+            .tomb_cursor
+            .min(self.app.tombstones.len().saturating_sub(1));
+        self.app.pending_preview = None;
+        Ok(())
+    }
+
+    fn run_check(&mut self) {
+        if !matches!(self.app.check, CheckState::Done(_)) {
+            self.app.check = CheckState::Running;
+        }
+        self.submit(Job::Load(Load::Check));
+    }
+
+    fn start_filter(&mut self, query: String, progressive: bool) -> Result<()> {
+        let f = &mut self.app.filter;
+        f.generation += 1;
+        if query.is_empty() {
+            // Back to the unfiltered view, on the same row.
+            let anchor = self.app.list.selected().map(|r| r.keyset_pos());
+            self.app.filter.results = None;
+            self.app.filter.input.clear();
+            self.workers.cancel_filter(self.app.filter.generation);
+            return self.reload_list(anchor);
+        }
+        if progressive {
+            self.filter_anchor = None;
+        }
+        let job = FilterJob {
+            generation: f.generation,
+            query,
+            progressive,
+        };
+        self.submit(Job::Filter(job));
+        Ok(())
+    }
+
+    fn submit(&mut self, job: Job) {
+        if let Job::Load(load) = &job {
+            self.loads_waiting.insert(load.kind());
+        }
+        self.workers.submit(job);
+    }
+
+    /// Applies what the workers sent (inline: runs the queued jobs now). True when anything
+    /// changed on screen.
+    pub fn pump(&mut self) -> bool {
+        let replies = match &mut self.workers {
+            Workers::Inline(queue) => {
+                let jobs = std::mem::take(queue);
+                let mut out = Vec::new();
+                for job in jobs {
+                    match job {
+                        Job::Filter(f) => {
+                            let r = run_filter(
+                                &self.store,
+                                &f,
+                                &|| false,
+                                &mut |reply| {
+                                    out.push(reply);
+                                    true
+                                },
+                                &mut self.narrow_cache,
+                            );
+                            if let Err(e) = r {
+                                out.push(Reply::Failed {
+                                    job: Failed::Filter,
+                                    error: format!("{e:#}"),
+                                });
+                            }
+                        }
+                        Job::Load(l) => out.push(run_load(&self.store, l)),
+                    }
+                }
+                out
+            }
+            Workers::Threads(_) => self.workers.try_replies(),
+        };
+        let changed = !replies.is_empty();
+        for reply in replies {
+            if let Err(e) = self.apply_reply(reply) {
+                self.app.error(format!("{e:#}"));
+            }
+        }
+        if changed {
+            if let Err(e) = self.sync() {
+                self.app.error(format!("{e:#}"));
+            }
+        }
+        changed
+    }
+
+    fn apply_reply(&mut self, reply: Reply) -> Result<()> {
+        match reply {
+            Reply::Filter {
+                generation,
+                runs,
+                scanned,
+                done,
+            } => {
+                let f = &mut self.app.filter;
+                if generation != f.generation || !f.active() {
+                    return Ok(());
+                }
+                let fresh = f
+                    .results
+                    .as_ref()
+                    .is_none_or(|r| r.generation != generation);
+                // A typed query starts at the top; a refresh re-run reselects its anchor.
+                let previous = if fresh {
+                    f.results = Some(FilterResults::new(&f.input, generation));
+                    self.filter_anchor.take()
+                } else {
+                    None
+                };
+                if let Some(results) = f.results.as_mut() {
+                    results.append(runs);
+                    results.scanned = scanned;
+                    results.done = done;
+                }
+                let page = self.app.page();
+                if fresh {
+                    let anchor = previous.and_then(|row| self.anchor_for(&row));
+                    let top = anchor.is_none();
+                    self.reload_list(anchor)?;
+                    if top {
+                        self.app.list.select_first_record(page);
+                    }
+                } else {
+                    // More matches may extend the list below what is loaded.
+                    self.app.list.at_end = false;
+                    let src = source(&self.app.folded, &self.app.filter);
+                    self.app.list.fill(&src, &self.store, page)?;
+                }
+            }
+            Reply::Counts { counts, scopes } => {
+                self.loads_waiting.remove(&LoadKind::Counts);
+                self.app.counts = Some(counts);
+                self.app.scope_counts = scopes.into_iter().collect();
+            }
+            Reply::Check(report) => {
+                self.loads_waiting.remove(&LoadKind::Check);
+                self.app.check = CheckState::Done(report);
+            }
+            Reply::DeletePreview { target, preview } => {
+                self.loads_waiting.remove(&LoadKind::DeletePreview);
+                // Only the dialog still showing that target wants it.
+                if let Some(Dialog::Delete(d)) = self.app.dialogs.last_mut() {
+                    if d.target() == target {
+                        d.preview = Some(preview);
+                    }
+                }
+            }
+            Reply::Failed { job, error } => {
+                match job {
+                    Failed::Filter => {}
+                    Failed::Counts => {
+                        self.loads_waiting.remove(&LoadKind::Counts);
+                    }
+                    Failed::Check => {
+                        self.loads_waiting.remove(&LoadKind::Check);
+                        self.app.check = CheckState::Failed(error.clone());
+                    }
+                    // The threads are gone (or could not open the database): what they had
+                    // in hand will not come back.
+                    Failed::Workers => self.loads_waiting.clear(),
+                }
+                self.app.error(format!("{job} failed: {error}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads what the state shows and does not have yet: the selected record's history, the
+    /// selected pending item's choices.
+    fn sync(&mut self) -> Result<()> {
+        match self.app.tab {
+            Tab::Memories => {
+                let want = self.app.list.selected_record().cloned();
+                match want {
+                    None => self.app.detail = None,
+                    Some(rec) => {
+                        let id = rec.identity();
+                        if self.app.detail.as_ref().map(|d| &d.identity) != Some(&id) {
+                            self.app.detail_scroll = 0;
+                            self.app.detail = Some(self.load_detail(id, rec)?);
+                        }
+                    }
+                }
+            }
+            Tab::Pending => {
+                let want = self.app.selected_pending().map(|p| p.id);
+                let have = self.app.pending_preview.as_ref().map(|p| p.pending_id);
+                if want != have {
+                    self.app.pending_preview = match want {
+                        Some(_) => Some(self.preview_pending()?),
+                        None => None,
+                    };
+                }
+            }
+            Tab::Tombstones | Tab::Check => {}
+        }
+        Ok(())
+    }
+
+    fn load_detail(&self, id: Identity, record: crate::model::MemoryRecord) -> Result<Detail> {
+        let history = self
+            .store
+            .history(&id.subject, &id.predicate, Some(&id.scope))?;
+        let others = self.store.live_scopes_of(&id.subject, &id.predicate)?;
+        let (repo, task) = match &id.scope {
+            Scope::Repo(r) => (Some(r.as_str()), None),
+            Scope::Task(t) => (None, Some(t.as_str())),
+            Scope::Global => (None, None),
+        };
+        let resolution = self
+            .store
+            .resolve(&id.subject, &id.predicate, repo, task)
+            .ok();
+        Ok(Detail {
+            identity: id,
+            record,
+            history,
+            others,
+            resolution,
+        })
+    }
+
+    /// What each candidate scope of the selected pending item would do, read from the store
+    /// with the same rules as the write path (tombstone, same value, causal order).
+    fn preview_pending(&self) -> Result<PendingPreview> {
+        let Some(item) = self.app.selected_pending() else {
+            anyhow::bail!("no pending item is selected");
+        };
+        let mut choices = Vec::new();
+        let mut used: Vec<char> = Vec::new();
+        for scope in &item.candidates {
+            let key = match scope {
+                Scope::Global => 'g',
+                Scope::Repo(_) => 'r',
+                Scope::Task(_) => 't',
+            };
+            let key = (!used.contains(&key)).then(|| {
+                used.push(key);
+                key
+            });
+            let id = Identity {
+                subject: item.subject.clone(),
+                predicate: item.predicate.clone(),
+                scope: scope.clone(),
+            };
+            let new = value_text(&item.value);
+            let effect = if let Some(t) = self.store.tombstone(&id)? {
+                format!(
+                    "rejected: {scope} is deleted (tombstone v{}); restore it first",
+                    t.version
+                )
+            } else {
+                match self.store.get(&id)? {
+                    None => format!("new record {new}"),
+                    Some(cur) if same_value(&cur.value, &item.value) => format!(
+                        "confirms {} (v{}); no new version",
+                        value_text(&cur.value),
+                        cur.version
+                    ),
+                    Some(cur) if cur.causal_seq >= item.causal_seq => format!(
+                        "stale: keeps {} (v{}), its causal_seq {} ≥ {}",
+                        value_text(&cur.value),
+                        cur.version,
+                        cur.causal_seq,
+                        item.causal_seq
+                    ),
+                    Some(cur) => format!(
+                        "supersedes {} (v{}) with {new}",
+                        value_text(&cur.value),
+                        cur.version
+                    ),
+                }
+            };
+            choices.push(Choice {
+                key,
+                scope: scope.clone(),
+                effect,
+            });
+        }
+        Ok(PendingPreview {
+            pending_id: item.id,
+            choices,
+        })
+    }
+}

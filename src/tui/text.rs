@@ -1,0 +1,182 @@
+//! Text for cells: display widths (CJK and emoji take two columns), truncation with an
+//! ellipsis, one-line values, ages relative to an injected clock.
+
+use chrono::{DateTime, Utc};
+use ratatui::buffer::CellWidth;
+use ratatui::style::Style;
+use ratatui::text::Span;
+use serde_json::Value;
+
+/// Calls `f(grapheme, index of its first char, width in cells)` for each grapheme cluster of
+/// `s`, measured exactly as ratatui draws it (a flag or a skin-toned emoji is one cluster of
+/// two cells, not two); `f` returns false to stop.
+pub fn each_grapheme(s: &str, mut f: impl FnMut(&str, usize, usize) -> bool) {
+    let span = Span::raw(s);
+    let mut index = 0;
+    for g in span.styled_graphemes(Style::default()) {
+        if !f(g.symbol, index, g.symbol.cell_width() as usize) {
+            break;
+        }
+        index += g.symbol.chars().count();
+    }
+}
+
+/// Columns `s` takes on screen.
+pub fn width(s: &str) -> usize {
+    let mut total = 0;
+    each_grapheme(s, |_, _, w| {
+        total += w;
+        true
+    });
+    total
+}
+
+/// Cuts `s` to at most `max` columns, marking a cut with `…`.
+pub fn truncate(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    each_grapheme(s, |g, _, w| {
+        if used + w > max - 1 {
+            return false;
+        }
+        out.push_str(g);
+        used += w;
+        true
+    });
+    out.push('…');
+    out
+}
+
+/// `s` truncated or padded with spaces to exactly `cols` columns.
+pub fn fit(s: &str, cols: usize) -> String {
+    let mut t = truncate(s, cols);
+    let w = width(&t);
+    t.extend(std::iter::repeat_n(' ', cols.saturating_sub(w)));
+    t
+}
+
+/// Control characters (newlines, tabs, escapes) never reach the terminal: a stored value
+/// could otherwise move the cursor or break the layout.
+pub fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\n' | '\r' => '⏎',
+            '\t' => ' ',
+            c if c.is_control() => '�',
+            c => c,
+        })
+        .collect()
+}
+
+/// A value as the UI shows it: strings as their text, anything else as compact JSON.
+pub fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => one_line(s),
+        other => one_line(&other.to_string()),
+    }
+}
+
+/// "just now", "45s", "12m", "3h", "4d", "5w", "3mo", "2y" before `now`.
+pub fn age(now: DateTime<Utc>, at: &str) -> String {
+    let Ok(t) = DateTime::parse_from_rfc3339(at) else {
+        return "?".into();
+    };
+    let secs = (now - t.with_timezone(&Utc)).num_seconds();
+    if secs < 0 {
+        return "future".into();
+    }
+    let (n, unit) = match secs {
+        0..=9 => return "now".into(),
+        10..=59 => (secs, "s"),
+        60..=3599 => (secs / 60, "m"),
+        3600..=86_399 => (secs / 3600, "h"),
+        86_400..=1_209_599 => (secs / 86_400, "d"),
+        1_209_600..=5_183_999 => (secs / 604_800, "w"),
+        5_184_000..=31_535_999 => (secs / 2_592_000, "mo"),
+        _ => (secs / 31_536_000, "y"),
+    };
+    format!("{n}{unit}")
+}
+
+/// "4d ago" (or "now").
+pub fn ago(now: DateTime<Utc>, at: &str) -> String {
+    match age(now, at).as_str() {
+        "now" => "just now".into(),
+        "?" => "at an unknown time".into(),
+        "future" => "in the future".into(),
+        a => format!("{a} ago"),
+    }
+}
+
+/// `2026-11-20 10:04` from a stored RFC 3339 time (UTC).
+pub fn short_time(at: &str) -> String {
+    match DateTime::parse_from_rfc3339(at) {
+        Ok(t) => t.with_timezone(&Utc).format("%Y-%m-%d %H:%M").to_string(),
+        Err(_) => one_line(at),
+    }
+}
+
+/// `11-20 10:04` from a stored RFC 3339 time (UTC): the timeline's compact form.
+pub fn month_day_time(at: &str) -> String {
+    match DateTime::parse_from_rfc3339(at) {
+        Ok(t) => t.with_timezone(&Utc).format("%m-%d %H:%M").to_string(),
+        Err(_) => one_line(at),
+    }
+}
+
+/// 1234567 → "1,234,567".
+pub fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// "1 item" / "2 items".
+pub fn plural(n: i64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncates_by_columns() {
+        assert_eq!(truncate("abcdef", 4), "abc…");
+        assert_eq!(truncate("燕麦拿铁", 5), "燕麦…");
+        assert_eq!(width(&truncate("燕麦拿铁", 4)), 3);
+        assert_eq!(truncate("abc", 3), "abc");
+        assert_eq!(truncate("abc", 0), "");
+        assert_eq!(fit("中文", 5), "中文 ");
+        assert_eq!(width("👍🏽 ok"), 5);
+        assert_eq!(truncate("👍🏽👍🏽👍🏽", 5), "👍🏽👍🏽…");
+    }
+
+    #[test]
+    fn formats_numbers_and_ages() {
+        assert_eq!(thousands(1_000_000), "1,000,000");
+        assert_eq!(thousands(999), "999");
+        let now = DateTime::parse_from_rfc3339("2026-11-20T10:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(age(now, "2026-11-16T10:00:00.000Z"), "4d");
+        assert_eq!(age(now, "2026-11-20T09:00:00.000Z"), "1h");
+        assert_eq!(ago(now, "2026-11-20T10:00:00.000Z"), "just now");
+    }
+}

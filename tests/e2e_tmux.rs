@@ -1,0 +1,438 @@
+//! End to end: the real binary in a real terminal (tmux on a private socket), driven with
+//! `send-keys` and read with `capture-pane`, synchronised by waiting for text on screen. The
+//! CLI checks from outside that what the UI did landed in the database.
+
+use fuzzy_matcher::skim::SkimMatcherV2;
+use fuzzy_matcher::FuzzyMatcher;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_memscope");
+const TIMEOUT: Duration = Duration::from_secs(30);
+
+static SESSIONS: AtomicUsize = AtomicUsize::new(0);
+
+/// A tmux server on a private socket; killed when dropped, also when a test fails.
+struct Tmux {
+    socket: String,
+    socket_path: Option<PathBuf>,
+}
+
+impl Tmux {
+    fn available() -> bool {
+        Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    fn start(width: u16, height: u16) -> Tmux {
+        let n = SESSIONS.fetch_add(1, Ordering::SeqCst);
+        let mut t = Tmux {
+            socket: format!("memscope-e2e-{}-{n}", std::process::id()),
+            socket_path: None,
+        };
+        t.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+            "sh",
+        ]);
+        t.tmux(&["set-option", "-g", "escape-time", "0"]);
+        let path = t.tmux(&["display-message", "-p", "#{socket_path}"]).stdout;
+        t.socket_path = Some(PathBuf::from(String::from_utf8_lossy(&path).trim()));
+        t
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        let out = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .env_remove("TMUX")
+            .output()
+            .expect("tmux runs");
+        assert!(
+            out.status.success(),
+            "tmux {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Types `text` literally.
+    fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "e2e", "-l", text]);
+    }
+
+    /// Sends named keys (Enter, Escape, …).
+    fn key(&self, key: &str) {
+        self.tmux(&["send-keys", "-t", "e2e", key]);
+    }
+
+    fn run(&self, command_line: &str) {
+        self.type_text(command_line);
+        self.key("Enter");
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "e2e"]).stdout)
+            .into_owned()
+    }
+
+    /// Polls the screen until `pred` holds; panics with the last screen after the timeout.
+    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return s;
+            }
+            if start.elapsed() > TIMEOUT {
+                panic!("timed out waiting for {what}; the screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_for(&self, text: &str) -> String {
+        self.wait(&format!("{text:?}"), |s| s.contains(text))
+    }
+
+    fn resize(&self, width: u16, height: u16) {
+        self.tmux(&[
+            "resize-window",
+            "-t",
+            "e2e",
+            "-x",
+            &width.to_string(),
+            "-y",
+            &height.to_string(),
+        ]);
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+        if let Some(p) = &self.socket_path {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+fn cli(db: &Path, args: &[&str]) -> Value {
+    let out = Command::new(BIN)
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .expect("memscope runs");
+    assert!(
+        out.status.success(),
+        "memscope {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
+}
+
+/// "15 identities in 6 scopes", as the list title says it, from `list --json`.
+fn view_title(db: &Path) -> String {
+    let list = cli(db, &["list", "--json"]);
+    let rows = list.as_array().expect("list --json is an array");
+    let scopes: BTreeSet<&str> = rows.iter().filter_map(|r| r["scope"].as_str()).collect();
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "{} in {}",
+        plural(rows.len(), "identity", "identities"),
+        plural(scopes.len(), "scope", "scopes")
+    )
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[test]
+fn demo_filter_resolve_delete_live_write_resize_quit() {
+    if !Tmux::available() {
+        eprintln!("SKIPPED: tmux is not installed (CI installs it; see .ci/run)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db: PathBuf = dir.path().join("demo.db");
+    let t = Tmux::start(110, 32);
+    t.run("PS1='$ '; clear");
+    t.run(&format!(
+        "{BIN} --db {} demo; echo \"EXIT:$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' '+'; echo \"ST\"\"TY\"",
+        shell_quote(&db)
+    ));
+    t.wait_for("Current view · ");
+    t.wait_for(&view_title(&db));
+
+    // Filter on the value of the record with the longest value; the count is what a fuzzy
+    // match over subject, predicate, value and scope gives.
+    let list = cli(&db, &["list", "--json"]);
+    let rows = list.as_array().expect("records");
+    let target = rows
+        .iter()
+        .filter(|r| r["value"].is_string())
+        .max_by_key(|r| r["value"].as_str().unwrap_or("").chars().count())
+        .expect("a string value");
+    let query = value_text(&target["value"]);
+    let matcher = SkimMatcherV2::default();
+    let expected = rows
+        .iter()
+        .filter(|r| {
+            let hay = format!(
+                "{} {} {} {}",
+                r["subject"].as_str().unwrap_or(""),
+                r["predicate"].as_str().unwrap_or(""),
+                value_text(&r["value"]),
+                r["scope"].as_str().unwrap_or("")
+            );
+            matcher.fuzzy_match(&hay, &query).is_some()
+        })
+        .count();
+    assert!(expected < rows.len(), "the query should narrow the view");
+    t.type_text(&format!("/{query}"));
+    let s = t.wait_for(&format!("{expected} match"));
+    let row = format!(
+        "{} · {} = {query}",
+        target["subject"].as_str().unwrap(),
+        target["predicate"].as_str().unwrap()
+    );
+    assert!(s.contains(&row), "{row} is on screen: {s}");
+    t.key("Enter");
+    t.wait_for("(/ edit · Esc clear)");
+    t.key("Escape");
+    t.wait_for(&view_title(&db));
+
+    // Resolve a pending item that has a repo candidate with r; check it through the CLI.
+    let before = cli(&db, &["pending", "--json"]);
+    let items = before.as_array().expect("pending items");
+    let (index, item) = items
+        .iter()
+        .enumerate()
+        .find(|(_, p)| {
+            p["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c.as_str().unwrap().starts_with("repo:"))
+        })
+        .expect("the demo has a pending item with a repo candidate");
+    let repo = item["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|c| c.as_str().filter(|c| c.starts_with("repo:")))
+        .unwrap()
+        .to_string();
+    let (id, subject, predicate) = (
+        item["id"].as_i64().unwrap(),
+        item["subject"].as_str().unwrap().to_string(),
+        item["predicate"].as_str().unwrap().to_string(),
+    );
+    t.type_text("2");
+    t.wait_for(&format!("Pending queue · {} open", items.len()));
+    for _ in 0..index {
+        t.type_text("j");
+    }
+    t.wait_for(&format!("#{id} {subject} · {predicate}"));
+    t.type_text("r");
+    let s = t.wait_for(&format!("Pending queue · {} open", items.len() - 1));
+    assert!(
+        s.contains(&format!("#{id} → {repo}:")),
+        "the outcome is shown: {s}"
+    );
+    let after = cli(&db, &["pending", "--json"]);
+    assert!(
+        after
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["id"].as_i64() != Some(id)),
+        "{after}"
+    );
+    let history = cli(
+        &db,
+        &[
+            "history",
+            "--subject",
+            &subject,
+            "--predicate",
+            &predicate,
+            "--scope",
+            &repo,
+            "--json",
+        ],
+    );
+    let events: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event"].as_str())
+        .collect();
+    assert!(events.contains(&"pending_resolved"), "{history}");
+
+    // Delete the first record of the view with d, y; the tombstone shows through the CLI.
+    let list = cli(&db, &["list", "--json"]);
+    let first = &list[0];
+    let (subject, predicate, scope) = (
+        first["subject"].as_str().unwrap().to_string(),
+        first["predicate"].as_str().unwrap().to_string(),
+        first["scope"].as_str().unwrap().to_string(),
+    );
+    t.type_text("1");
+    t.wait_for(&view_title(&db));
+    t.key("Home");
+    t.wait_for("A scope group: Enter folds or unfolds it.");
+    t.type_text("j");
+    t.wait_for(&format!("History · {subject} · {predicate} @ {scope}"));
+    t.type_text("d");
+    t.wait_for("This will, in one transaction:");
+    t.type_text("y");
+    t.wait_for("deleted: 1 identity tombstoned");
+    let history = cli(
+        &db,
+        &[
+            "history",
+            "--subject",
+            &subject,
+            "--predicate",
+            &predicate,
+            "--scope",
+            &scope,
+            "--json",
+        ],
+    );
+    let last = history.as_array().unwrap().last().expect("events").clone();
+    assert_eq!(last["event"], "deleted", "{history}");
+    assert_eq!(last["value"], Value::Null);
+    let list = cli(
+        &db,
+        &[
+            "list",
+            "--subject",
+            &subject,
+            "--predicate",
+            &predicate,
+            "--json",
+        ],
+    );
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["scope"] != scope.as_str()),
+        "{list}"
+    );
+    let check = cli(&db, &["check", "--json"]);
+    assert_eq!(check["ok"], true, "{check}");
+    t.type_text("3");
+    t.wait_for(&format!("{subject} · {predicate} @ {scope}"));
+    t.type_text("1");
+    t.wait_for(&view_title(&db));
+
+    // Another process writes while the UI is open: it appears.
+    let out = Command::new(BIN)
+        .args(["--db"])
+        .arg(&db)
+        .args([
+            "write",
+            "--subject",
+            "e2e:live",
+            "--predicate",
+            "editor",
+            "--value",
+            "helix",
+            "--scope",
+            "global",
+            "--source",
+            "e2e:1",
+        ])
+        .output()
+        .expect("memscope write runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.wait_for("e2e:live · editor = helix");
+    let title = view_title(&db);
+    t.wait_for(&title);
+
+    // Down to 20×5 and back without a crash.
+    t.resize(20, 5);
+    t.wait("a 20-column frame", |s| {
+        s.lines().next().is_some_and(|l| l.starts_with(" memscope"))
+            && s.lines().all(|l| l.chars().count() <= 20)
+    });
+    t.resize(110, 32);
+    t.wait_for(&title);
+
+    // q quits and the terminal is restored: the shell runs again, in canonical mode with echo.
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    let s = t.wait_for("STTY");
+    assert!(
+        s.contains("icanon+echo+STTY"),
+        "canonical mode and echo are back: {s}"
+    );
+    assert!(
+        !s.contains("Current view"),
+        "the alternate screen was left: {s}"
+    );
+}
+
+#[test]
+fn empty_database_explains_itself_and_restores_on_error() {
+    if !Tmux::available() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = dir.path().join("empty.db");
+    cli(&db, &["init"]);
+    let t = Tmux::start(100, 30);
+    t.run("PS1='$ '; clear");
+    t.run(&format!(
+        "{BIN} --db {} tui; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    t.wait_for("This database holds no live memories yet.");
+    t.wait_for("memscope demo");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    // A missing database: a clear sentence on stderr, exit 1, no UI.
+    t.run(&format!(
+        "{BIN} --db {} tui; echo \"EXIT:$?\"",
+        shell_quote(&dir.path().join("missing.db"))
+    ));
+    let s = t.wait_for("EXIT:1");
+    assert!(s.contains("no memscope database at"), "{s}");
+}

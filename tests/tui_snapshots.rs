@@ -1,0 +1,221 @@
+//! Rendered frames of every pane and dialog on the demo data, at a fixed clock (TestBackend +
+//! insta). Also: Chinese and emoji values, a very long value, a 20×5 terminal, every size down
+//! to 1×1 without a panic.
+
+mod tui_support;
+
+use crossterm::event::KeyCode;
+use insta::assert_snapshot;
+use tui_support::{ch, key, press, render, select, Fixture};
+
+const W: u16 = 120;
+const H: u16 = 32;
+
+#[test]
+fn current_view_with_history() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    // prettier, then biome, then a stale replay of prettier.
+    select(&mut s, "user:42 · formatter @ global");
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn history_of_a_shadowed_record_in_a_repo() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    // Node 18 in legacy-dashboard shadows the global 22 LTS there.
+    select(&mut s, "team:web · node_version @ repo:legacy-dashboard");
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn narrow_list_then_history_pane() {
+    let f = Fixture::demo();
+    let mut s = f.session(80, 24);
+    press(&mut s, "jjj");
+    assert_snapshot!("narrow_list", render(&mut s, 80, 24));
+    s.handle_key(key(KeyCode::Enter));
+    assert_snapshot!("narrow_history", render(&mut s, 80, 24));
+}
+
+#[test]
+fn folded_group() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "k"); // the global header
+    s.handle_key(key(KeyCode::Enter));
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn filter_highlights_matches() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "/npm");
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn filter_without_matches() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "/zzzq");
+    s.handle_key(key(KeyCode::Enter));
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn pending_queue_with_choices() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "2");
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn pending_queue_after_resolving() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "2g");
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn tombstones() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "3");
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn restore_confirm() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "3u");
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn reject_confirm() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "2x");
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn check_report() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "4");
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn help_overlay() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, 48);
+    press(&mut s, "?");
+    assert_snapshot!(render(&mut s, W, 48));
+}
+
+#[test]
+fn delete_dialog_identity_then_predicate() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    select(&mut s, "user:42 · package_manager @ global");
+    press(&mut s, "d");
+    assert_snapshot!("delete_identity", render(&mut s, W, H));
+    press(&mut s, "j");
+    assert_snapshot!("delete_predicate", render(&mut s, W, H));
+    press(&mut s, "j");
+    assert_snapshot!("delete_subject", render(&mut s, W, H));
+}
+
+#[test]
+fn explain_dialog() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    // The task is prefilled from the record; a repo typed in shows what the task shadows.
+    select(&mut s, "user:42 · package_manager @ task:fix-lockfile-123");
+    press(&mut s, "elegacy-dashboard");
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn error_popup_and_read_only() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    s.app.read_only = true;
+    press(&mut s, "d");
+    assert_snapshot!("read_only_toast", render(&mut s, W, H));
+    s.app.popup("That did not work", "the database stayed locked by another process past the timeout: retry, or stop the process holding it");
+    assert_snapshot!("error_popup", render(&mut s, W, H));
+}
+
+#[test]
+fn empty_database() {
+    let f = Fixture::empty();
+    let mut s = f.session(W, H);
+    assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn chinese_emoji_and_a_very_long_value() {
+    let f = Fixture::demo();
+    f.write(r#"{"subject":"用户:小明","predicate":"回复语言","value":"简体中文，技术名词保留英文 🧠","scope":"global","source":"thread:9/message:1","raw":"回复请用简体中文"}"#);
+    f.write(r#"{"subject":"user:9","predicate":"emoji","value":"👍🏽 ok 🎉 ☕ 燕麦拿铁","scope":"global","source":"thread:9/message:2"}"#);
+    let long = "very long value ".repeat(200);
+    f.write(&format!(
+        r#"{{"subject":"user:9","predicate":"notes","value":"{long}","scope":"global","source":"thread:9/message:3","raw":"{long}"}}"#
+    ));
+    let mut s = f.session(W, H);
+    select(&mut s, "user:9 · notes @ global"); // a very long value and raw text
+    assert_snapshot!("wide_values", render(&mut s, W, H));
+    press(&mut s, "/中文");
+    assert_snapshot!("wide_filter", render(&mut s, W, H));
+}
+
+#[test]
+fn tiny_terminal_20x5() {
+    let f = Fixture::demo();
+    let mut s = f.session(20, 5);
+    assert_snapshot!("tiny_current_view", render(&mut s, 20, 5));
+    press(&mut s, "2");
+    assert_snapshot!("tiny_pending", render(&mut s, 20, 5));
+    press(&mut s, "1d");
+    assert_snapshot!("tiny_delete_dialog", render(&mut s, 20, 5));
+}
+
+#[test]
+fn every_size_down_to_1x1_draws_without_panic() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    let screens: &[&str] = &[
+        "",
+        "j",
+        "?",
+        "\u{1b}2",
+        "3",
+        "4",
+        "1d",
+        "\u{1b}e",
+        "\u{1b}/np",
+    ];
+    for keys in screens {
+        for c in keys.chars() {
+            if c == '\u{1b}' {
+                s.handle_key(key(KeyCode::Esc));
+            } else {
+                s.handle_key(ch(c));
+            }
+        }
+        for w in (1..=40).chain([79, 80, 99, 100, 160]) {
+            for h in (1..=12).chain([24, 50]) {
+                render(&mut s, w, h);
+            }
+        }
+    }
+}
