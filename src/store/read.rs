@@ -162,21 +162,32 @@ impl Store {
             Some(p) => Some(self.canonical_predicate(p)?),
             None => None,
         };
-        let subject = filter.subject.as_ref().map(|s| s.trim().to_string());
+        // Only the filters given, so SQLite can use the scope-first identity index; ordering
+        // by scope text is already the group order (global < repo:… < task:…).
+        let mut clauses: Vec<&str> = Vec::new();
+        let mut values: Vec<String> = Vec::new();
+        for (clause, value) in [
+            ("scope = ?", filter.scope.as_ref().map(|s| s.to_string())),
+            (
+                "subject = ?",
+                filter.subject.as_ref().map(|s| s.trim().to_string()),
+            ),
+            ("predicate = ?", predicate),
+        ] {
+            if let Some(v) = value {
+                clauses.push(clause);
+                values.push(v);
+            }
+        }
+        let filter_sql = if clauses.is_empty() {
+            "1".to_string()
+        } else {
+            clauses.join(" AND ")
+        };
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories
-             WHERE (?1 IS NULL OR scope = ?1) AND (?2 IS NULL OR subject = ?2) AND (?3 IS NULL OR predicate = ?3)
-             ORDER BY CASE WHEN scope = 'global' THEN 0 WHEN scope LIKE 'repo:%' THEN 1 ELSE 2 END,
-                      scope, subject, predicate"
+            "SELECT {MEMORY_COLUMNS} FROM memories WHERE {filter_sql} ORDER BY scope, subject, predicate"
         ))?;
-        let rows = stmt.query_map(
-            params![
-                filter.scope.as_ref().map(|s| s.to_string()),
-                subject,
-                predicate
-            ],
-            memory_from_row,
-        )?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(values.iter()), memory_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
