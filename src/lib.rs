@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod demo;
+pub mod mcp;
 pub mod model;
 pub mod store;
 pub mod tui;

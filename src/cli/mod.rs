@@ -141,6 +141,8 @@ pub enum Command {
     },
     /// Load an export into a new, empty database
     Import { file: PathBuf },
+    /// Serve the memory to coding agents over MCP on stdio (remember, recall, list_memories, forget)
+    Mcp(crate::mcp::McpArgs),
 }
 
 #[derive(Debug, Args)]
@@ -205,6 +207,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Alias { command }) => admin::alias(&path, command),
         Some(Command::Export { out }) => admin::export(&open(OpenMode::Existing)?, out),
         Some(Command::Import { file }) => admin::import(&path, &file),
+        Some(Command::Mcp(args)) => crate::mcp::run(&path, args),
     }
 }
 

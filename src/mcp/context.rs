@@ -1,0 +1,223 @@
+//! The runtime context of an MCP session: who the memories are about and where the agent is
+//! working. These ids come from the host that starts the server (flags, environment, the git
+//! checkout it runs in), never from the model.
+
+use crate::model::{normalize_subject, Scope};
+use clap::Args;
+use std::path::Path;
+use std::process::Command;
+
+/// `memscope mcp` flags. Each falls back to an environment variable.
+#[derive(Debug, Clone, Default, Args)]
+pub struct McpArgs {
+    /// Who the memories are about, e.g. user:42 (else $MEMSCOPE_SUBJECT)
+    #[arg(long, value_name = "SUBJECT")]
+    pub subject: Option<String>,
+    /// The repository the agent works in (else $MEMSCOPE_REPO); `auto` takes the id from the
+    /// working directory's git checkout: the origin remote's name, else the top-level folder
+    #[arg(long, value_name = "ID|auto")]
+    pub repo: Option<String>,
+    /// The task the agent works on (else $MEMSCOPE_TASK)
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
+    /// The agent's name, recorded with every read it makes (else $MEMSCOPE_AGENT, else the MCP
+    /// client's own name)
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Offer the `forget` tool (delete with purge); without it the model cannot delete
+    #[arg(long)]
+    pub allow_forget: bool,
+}
+
+/// The resolved context every tool call runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpContext {
+    pub subject: String,
+    pub repo: Option<String>,
+    pub task: Option<String>,
+    pub agent: Option<String>,
+    pub allow_forget: bool,
+}
+
+impl McpContext {
+    /// Resolves flags, then environment variables (`env` looks one up; empty counts as unset),
+    /// then `--repo auto` against `cwd`. The error is one sentence naming the flag to fix.
+    pub fn resolve(
+        args: &McpArgs,
+        env: impl Fn(&str) -> Option<String>,
+        cwd: &Path,
+    ) -> Result<McpContext, String> {
+        let pick =
+            |flag: &Option<String>, flag_name: &str, var: &str| -> (Option<String>, String) {
+                match flag {
+                    Some(v) => (Some(v.clone()), format!("--{flag_name}")),
+                    None => (env(var).filter(|v| !v.is_empty()), format!("${var}")),
+                }
+            };
+        let (subject, subject_from) = pick(&args.subject, "subject", "MEMSCOPE_SUBJECT");
+        let subject = match subject {
+            None => {
+                return Err(
+                    "memscope mcp needs to know whose memory it serves: pass --subject user:42 or set MEMSCOPE_SUBJECT"
+                        .into(),
+                )
+            }
+            Some(s) => normalize_subject(&s).map_err(|e| format!("{subject_from}: {e}"))?,
+        };
+        let (repo, repo_from) = pick(&args.repo, "repo", "MEMSCOPE_REPO");
+        let repo = match repo {
+            Some(r) if r.trim() == "auto" => Some(repo_from_git(cwd)?),
+            Some(r) => Some(context_id("repo", &r, &repo_from)?),
+            None => None,
+        };
+        let (task, task_from) = pick(&args.task, "task", "MEMSCOPE_TASK");
+        let task = task
+            .map(|t| context_id("task", &t, &task_from))
+            .transpose()?;
+        let (agent, agent_from) = pick(&args.agent, "agent", "MEMSCOPE_AGENT");
+        let agent = match agent {
+            Some(a) => {
+                let a = a.trim();
+                if a.is_empty() || a.chars().any(char::is_control) {
+                    return Err(format!(
+                        "{agent_from} must be a plain name such as claude-code, not empty or with control characters"
+                    ));
+                }
+                Some(a.to_string())
+            }
+            None => None,
+        };
+        Ok(McpContext {
+            subject,
+            repo,
+            task,
+            agent,
+            allow_forget: args.allow_forget,
+        })
+    }
+
+    /// The scopes this context reads, highest precedence first: task, repo, global.
+    pub fn chain(&self) -> Vec<Scope> {
+        let mut chain = Vec::with_capacity(3);
+        if let Some(t) = &self.task {
+            chain.push(Scope::Task(t.clone()));
+        }
+        if let Some(r) = &self.repo {
+            chain.push(Scope::Repo(r.clone()));
+        }
+        chain.push(Scope::Global);
+        chain
+    }
+
+    /// `user:42 in repo:legacy-dashboard, task:fix-1` — for messages.
+    pub fn describe(&self) -> String {
+        let mut places: Vec<String> = Vec::new();
+        if let Some(r) = &self.repo {
+            places.push(format!("repo:{r}"));
+        }
+        if let Some(t) = &self.task {
+            places.push(format!("task:{t}"));
+        }
+        if places.is_empty() {
+            format!(
+                "{} (no repository or task context: global only)",
+                self.subject
+            )
+        } else {
+            format!("{} in {}", self.subject, places.join(", "))
+        }
+    }
+}
+
+/// Checks a repo or task id the way scopes are checked (non-empty, one word).
+fn context_id(kind: &str, id: &str, from: &str) -> Result<String, String> {
+    let id = id.trim();
+    if id.is_empty() {
+        return Err(format!(
+            "{from} is empty: give a {kind} id such as legacy-dashboard, or leave it out"
+        ));
+    }
+    match Scope::parse(&format!("{kind}:{id}")) {
+        Ok(_) => Ok(id.to_string()),
+        Err(e) => Err(format!("{from}: {e}")),
+    }
+}
+
+/// The repository id for `--repo auto`: the last path component of the `origin` remote's URL
+/// without `.git`, else the name of the checkout's top-level folder.
+pub fn repo_from_git(dir: &Path) -> Result<String, String> {
+    let git = |args: &[&str]| -> Result<Option<String>, String> {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| {
+                format!(
+                    "--repo auto needs git to find the repository, but `git` could not be run ({e}): pass --repo ID instead"
+                )
+            })?;
+        if !out.status.success() {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok(Some(text).filter(|t| !t.is_empty()))
+    };
+    let top = git(&["rev-parse", "--show-toplevel"])?.ok_or_else(|| {
+        format!(
+            "--repo auto: {} is not inside a git repository, so there is no repository id to take: pass --repo ID, or start memscope mcp from the repository",
+            dir.display()
+        )
+    })?;
+    if let Some(url) = git(&["config", "--get", "remote.origin.url"])? {
+        if let Some(id) = repo_id_from_url(&url) {
+            return Ok(id);
+        }
+    }
+    let folder = Path::new(&top)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    context_id("repo", &folder, "--repo auto").map_err(|_| {
+        format!(
+            "--repo auto: the repository at {top} has no usable origin remote and its folder name is not a usable id (one word, no spaces): pass --repo ID"
+        )
+    })
+}
+
+/// `https://github.com/acme/legacy-dashboard.git`, `git@github.com:acme/legacy-dashboard.git`,
+/// `/srv/git/legacy-dashboard/` → `legacy-dashboard`. `None` when nothing usable remains.
+pub fn repo_id_from_url(url: &str) -> Option<String> {
+    let trimmed = url.trim().trim_end_matches(['/', '\\']);
+    let last = trimmed.rsplit(['/', '\\', ':']).next().unwrap_or(trimmed);
+    let id = last.strip_suffix(".git").unwrap_or(last);
+    context_id("repo", id, "origin").ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remote_urls_give_the_last_component() {
+        for url in [
+            "https://github.com/acme/legacy-dashboard.git",
+            "https://github.com/acme/legacy-dashboard",
+            "git@github.com:acme/legacy-dashboard.git",
+            "ssh://git@host:22/acme/legacy-dashboard.git/",
+            "/srv/git/legacy-dashboard/",
+            "git@host:legacy-dashboard.git",
+            "C:\\src\\legacy-dashboard",
+        ] {
+            assert_eq!(
+                repo_id_from_url(url).as_deref(),
+                Some("legacy-dashboard"),
+                "{url}"
+            );
+        }
+        assert_eq!(repo_id_from_url("https://host/acme/.git"), None);
+        assert_eq!(repo_id_from_url(""), None);
+        assert_eq!(repo_id_from_url("/srv/my repo.git"), None);
+    }
+}

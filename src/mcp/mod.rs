@@ -1,0 +1,68 @@
+//! `memscope mcp`: the memory store served over the Model Context Protocol on stdio, so that
+//! coding agents (Claude Code, Cursor, Codex, Goose …) write into and read from the same
+//! database the inspector shows — through the same write path as the CLI.
+//!
+//! The runtime context (subject, repository, task, agent) comes from the host that starts the
+//! server, never from the model: see [`context`]. The tools are in [`tools`]; [`server`] is the
+//! `rmcp` glue.
+
+pub mod context;
+pub mod server;
+pub mod tools;
+
+pub use context::{repo_from_git, repo_id_from_url, McpArgs, McpContext};
+pub use tools::{ToolDef, ToolReply, Tools};
+
+use crate::store::{OpenMode, Store};
+use anyhow::{Context as _, Result};
+use rmcp::ServiceExt;
+use std::path::Path;
+
+/// Resolves the context from flags, the environment and the working directory; a problem is a
+/// usage error (exit 2).
+pub fn context_from_process(args: &McpArgs) -> Result<McpContext> {
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    McpContext::resolve(args, |k| std::env::var(k).ok(), &cwd).map_err(crate::cli::usage)
+}
+
+/// Serves MCP on stdin/stdout until the client closes the connection. Returns the exit code.
+pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
+    let ctx = context_from_process(&args)?;
+    // Create or migrate the database now, so that a bad path fails before the host connects;
+    // each tool call then opens its own short-lived connection.
+    let store = Store::open(db, OpenMode::Create)?;
+    let read_only = store.is_read_only();
+    drop(store);
+    let mut notes = vec![format!("database {}", db.display())];
+    if read_only {
+        notes.push("read-only".into());
+    }
+    if ctx.allow_forget {
+        notes.push("forget allowed".into());
+    }
+    eprintln!(
+        "memscope mcp: serving {} on stdio ({})",
+        ctx.describe(),
+        notes.join(", ")
+    );
+    let tools = Tools::new(ctx, db.to_path_buf());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let served = runtime.block_on(async move {
+        let service = server::MemscopeServer::new(tools)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| anyhow::anyhow!("the MCP handshake failed: {e}"))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| anyhow::anyhow!("the MCP session ended abnormally: {e}"))?;
+        anyhow::Ok(())
+    });
+    // A call still running when the client left may finish its transaction; then stop.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    served?;
+    Ok(crate::cli::EXIT_OK)
+}

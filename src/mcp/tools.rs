@@ -1,0 +1,690 @@
+//! The tools the MCP server offers — `remember`, `recall`, `list_memories` and (only with
+//! `--allow-forget`) `forget` — as plain synchronous functions over the store, so that the
+//! protocol layer only moves JSON. Every write goes through [`Store::write`], exactly like the
+//! CLI's `memscope write`.
+
+use super::context::McpContext;
+use crate::model::{
+    shorten, DeleteTarget, Identity, OutcomeKind, Resolution, Scope, ScopeChoice, WriteOutcome,
+    WriteRequest,
+};
+use crate::store::{ListFilter, OpenMode, Store};
+use serde_json::{json, Map, Value};
+use std::path::PathBuf;
+
+pub const REMEMBER: &str = "remember";
+pub const RECALL: &str = "recall";
+pub const LIST_MEMORIES: &str = "list_memories";
+pub const FORGET: &str = "forget";
+
+/// A tool as listed to the client.
+#[derive(Debug, Clone)]
+pub struct ToolDef {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: String,
+    /// JSON Schema of the arguments (an object schema).
+    pub input_schema: Value,
+    pub read_only: bool,
+    pub destructive: bool,
+}
+
+/// What a tool call came to: a sentence for the model, the same facts as JSON, and whether it
+/// is a tool error (`isError`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolReply {
+    pub text: String,
+    pub data: Value,
+    pub is_error: bool,
+}
+
+impl ToolReply {
+    fn ok(text: String, data: Value) -> ToolReply {
+        ToolReply {
+            text,
+            data,
+            is_error: false,
+        }
+    }
+
+    fn error(text: impl Into<String>) -> ToolReply {
+        let text = text.into();
+        ToolReply {
+            data: json!({ "error": text }),
+            text,
+            is_error: true,
+        }
+    }
+}
+
+/// The tools of one server: its runtime context and its database.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    ctx: McpContext,
+    db: PathBuf,
+}
+
+impl Tools {
+    pub fn new(ctx: McpContext, db: PathBuf) -> Tools {
+        Tools { ctx, db }
+    }
+
+    pub fn context(&self) -> &McpContext {
+        &self.ctx
+    }
+
+    /// The server's instructions to the model (sent with the `initialize` result).
+    pub fn instructions(&self) -> String {
+        let forget = if self.ctx.allow_forget {
+            " `forget` deletes a memory for good when the user asks you to forget it."
+        } else {
+            " Deleting memories is left to a human (`memscope delete`)."
+        };
+        format!(
+            "memscope is the user's long-term memory, shared with other coding agents. You serve {}. \
+             Before relying on a preference or convention (package manager, formatter, test command …), \
+             call `recall`: it applies the most specific rule for this context (task > repo > global), \
+             not the latest one. When the user states something lasting, call `remember` with their own \
+             words and the right scope — `repo` for a rule of this repository, `global` only for a default \
+             everywhere, `unsure` when you cannot tell (a human then decides).{forget}",
+            self.ctx.describe()
+        )
+    }
+
+    /// The tools this server offers; `forget` only when started with `--allow-forget`.
+    pub fn definitions(&self) -> Vec<ToolDef> {
+        let ctx = &self.ctx;
+        let repo_note = match &ctx.repo {
+            Some(r) => format!("`repo` = repo:{r}, the repository you are working in"),
+            None => "`repo` is unavailable: this server was started without a repository".into(),
+        };
+        let task_note = match &ctx.task {
+            Some(t) => format!("`task` = task:{t}, the task you are working on"),
+            None => "`task` is unavailable: this server was started without a task".into(),
+        };
+        let unsure_note = match &ctx.repo {
+            Some(r) => format!(
+                "`unsure` = you cannot tell whether it is a global default or a rule of repo:{r}: the write is queued for a human to choose, and nothing changes until then"
+            ),
+            None => "`unsure` is unavailable without a repository".into(),
+        };
+        let mut defs = vec![
+            ToolDef {
+                name: REMEMBER,
+                title: "Remember a lasting fact or preference",
+                description: format!(
+                    "Store something the user told you that should hold in later sessions, e.g. \"new front-end \
+                     projects use pnpm\" or \"this repo keeps npm ci\". Memories are about {subject}. \
+                     Choose the scope carefully: `global` = the user's default everywhere; {repo_note}; \
+                     {task_note}; {unsure_note}. A rule stated about one repository belongs in `repo`, not \
+                     `global`. The result says what happened: inserted, confirmed (already known), superseded \
+                     (replaced an older value), stale (a newer value was already stored), pending (queued for \
+                     a human, with its pending id) or rejected (the user deleted this memory: do not retry).",
+                    subject = ctx.subject
+                ),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "predicate": {
+                            "type": "string",
+                            "description": "What the memory is about, as a short name, e.g. package_manager, formatter, test_command. Spellings are normalized (Package Manager → package_manager)."
+                        },
+                        "value": {
+                            "description": "The value to remember: usually a string such as \"pnpm\"; any JSON (number, list, object) is allowed. Not null."
+                        },
+                        "raw": {
+                            "type": "string",
+                            "description": "The user's own words this memory comes from, quoted exactly (any language). Strongly recommended: a human reviews memories by them."
+                        },
+                        "source": {
+                            "type": "string",
+                            "description": "Where you learned it, e.g. the conversation and message id (thread:23/message:14), or a short description if you have no id."
+                        },
+                        "scope": {
+                            "type": "string",
+                            "enum": ["global", "repo", "task", "unsure"],
+                            "description": "global | repo | task | unsure. The repository and task ids come from this server, never from you."
+                        }
+                    },
+                    "required": ["predicate", "value", "source", "scope"],
+                    "additionalProperties": false
+                }),
+                read_only: false,
+                destructive: false,
+            },
+            ToolDef {
+                name: RECALL,
+                title: "Recall what applies here",
+                description: format!(
+                    "Look up a memory of {} for the current context. Resolution is by precedence, not \
+                     recency: the task's rule, else the repository's, else the global default. Returns \
+                     the winning value and every scope considered (which one won, which it shadowed), so \
+                     you can say why. Call it before choosing a tool or convention the user may have a \
+                     preference about. The read is logged (never the value) for later audits.",
+                    ctx.describe()
+                ),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "predicate": {
+                            "type": "string",
+                            "description": "What to look up, e.g. package_manager."
+                        }
+                    },
+                    "required": ["predicate"],
+                    "additionalProperties": false
+                }),
+                read_only: false,
+                destructive: false,
+            },
+            ToolDef {
+                name: LIST_MEMORIES,
+                title: "List memories for this context",
+                description: format!(
+                    "List the current memories of {} that can apply here: global ones, this repository's \
+                     and this task's, marking which one applies for each predicate (task > repo > global) \
+                     and which are shadowed. Also says how many writes wait for a human.",
+                    ctx.describe()
+                ),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "predicate": {
+                            "type": "string",
+                            "description": "Optional: only this predicate, e.g. package_manager."
+                        }
+                    },
+                    "additionalProperties": false
+                }),
+                read_only: true,
+                destructive: false,
+            },
+        ];
+        if ctx.allow_forget {
+            defs.push(ToolDef {
+                name: FORGET,
+                title: "Forget a memory for good",
+                description: format!(
+                    "Delete a memory of {} when the user asks you to forget it. This cannot be undone: the \
+                     values and the user's words of every version are destroyed, a tombstone keeps it \
+                     deleted, and later `remember` calls for it are rejected until a human restores it. \
+                     `scope`: global, repo ({}), task ({}), or all = this predicate in every scope the \
+                     user has, including other repositories.",
+                    ctx.subject,
+                    ctx.repo
+                        .as_ref()
+                        .map(|r| format!("repo:{r}"))
+                        .unwrap_or_else(|| "unavailable".into()),
+                    ctx.task
+                        .as_ref()
+                        .map(|t| format!("task:{t}"))
+                        .unwrap_or_else(|| "unavailable".into()),
+                ),
+                input_schema: json!({
+                    "type": "object",
+                    "properties": {
+                        "predicate": {
+                            "type": "string",
+                            "description": "What to forget, e.g. package_manager."
+                        },
+                        "scope": {
+                            "type": "string",
+                            "enum": ["global", "repo", "task", "all"],
+                            "description": "global | repo | task | all (every scope of this predicate)."
+                        },
+                        "reason": {
+                            "type": "string",
+                            "description": "Why, in a few words, e.g. \"user asked to forget it\"."
+                        }
+                    },
+                    "required": ["predicate", "scope"],
+                    "additionalProperties": false
+                }),
+                read_only: false,
+                destructive: true,
+            });
+        }
+        defs
+    }
+
+    /// Runs a tool. `None` for a name this server never offers; a known tool that is switched
+    /// off (`forget`) or any failure is an error reply, never a panic.
+    pub fn call(
+        &self,
+        name: &str,
+        args: Option<Map<String, Value>>,
+        client_name: Option<&str>,
+    ) -> Option<ToolReply> {
+        let args = args.unwrap_or_default();
+        let reply = match name {
+            REMEMBER => self.remember(&args),
+            RECALL => self.recall(&args, client_name),
+            LIST_MEMORIES => self.list_memories(&args),
+            FORGET if !self.ctx.allow_forget => Err(
+                "forget is disabled on this server: deleting memories is left to a human. Tell the user to run \
+                 `memscope delete`, or to restart `memscope mcp` with --allow-forget if agents may delete."
+                    .to_string(),
+            ),
+            FORGET => self.forget(&args),
+            _ => return None,
+        };
+        Some(reply.unwrap_or_else(ToolReply::error))
+    }
+
+    fn open(&self) -> Result<Store, String> {
+        Store::open(&self.db, OpenMode::Create)
+            .map_err(|e| format!("memscope could not open its database: {e:#}"))
+    }
+
+    fn remember(&self, args: &Map<String, Value>) -> Result<ToolReply, String> {
+        let mut a = ArgReader::new(REMEMBER, args);
+        let predicate = a.string("predicate")?;
+        let value = a.any("value")?;
+        let raw = a.opt_string("raw")?;
+        let source = a.string("source")?;
+        let scope = a.string("scope")?;
+        a.finish()?;
+        if value.is_null() {
+            return Err(
+                "remember: `value` is null: give the value to remember, e.g. \"pnpm\" (to delete a memory, ask the user)"
+                    .into(),
+            );
+        }
+        let choice = match scope.trim() {
+            "global" => ScopeChoice::Exact(Scope::Global),
+            "repo" => ScopeChoice::Exact(Scope::Repo(self.need_repo("repo")?)),
+            "task" => ScopeChoice::Exact(Scope::Task(self.need_task()?)),
+            "unsure" => {
+                let repo = self.need_repo("unsure")?;
+                ScopeChoice::ambiguous(vec![Scope::Global, Scope::Repo(repo)])?
+            }
+            other => return Err(bad_scope(other, "global, repo, task or unsure", &self.ctx)),
+        };
+        let req = WriteRequest {
+            subject: self.ctx.subject.clone(),
+            predicate,
+            value,
+            scope: choice,
+            source,
+            raw,
+            causal_seq: None,
+        };
+        let mut store = self.open()?;
+        let out = store
+            .write(&req)
+            .map_err(|e| format!("remember failed, nothing was written: {e:#}"))?;
+        let text = describe_outcome(&out);
+        let data = serde_json::to_value(&out).map_err(|e| e.to_string())?;
+        Ok(ToolReply::ok(text, data))
+    }
+
+    fn recall(
+        &self,
+        args: &Map<String, Value>,
+        client_name: Option<&str>,
+    ) -> Result<ToolReply, String> {
+        let mut a = ArgReader::new(RECALL, args);
+        let predicate = a.string("predicate")?;
+        a.finish()?;
+        let agent = self
+            .ctx
+            .agent
+            .as_deref()
+            .or(client_name)
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or("mcp");
+        let mut store = self.open()?;
+        let (repo, task) = (self.ctx.repo.as_deref(), self.ctx.task.as_deref());
+        let (r, logged) = if store.is_read_only() {
+            (
+                store.resolve(&self.ctx.subject, &predicate, repo, task),
+                false,
+            )
+        } else {
+            (
+                store.resolve_logged(&self.ctx.subject, &predicate, repo, task, Some(agent), None),
+                true,
+            )
+        };
+        let r = r.map_err(|e| format!("recall failed: {e:#}"))?;
+        let mut text = describe_resolution(&r);
+        if !logged {
+            text.push_str(" (The database is read-only, so this read was not logged.)");
+        }
+        let mut data = serde_json::to_value(&r).map_err(|e| e.to_string())?;
+        data["logged"] = json!(logged);
+        Ok(ToolReply::ok(text, data))
+    }
+
+    fn list_memories(&self, args: &Map<String, Value>) -> Result<ToolReply, String> {
+        let mut a = ArgReader::new(LIST_MEMORIES, args);
+        let predicate = a.opt_string("predicate")?;
+        a.finish()?;
+        let store = self.open()?;
+        let fail = |e: anyhow::Error| format!("list_memories failed: {e:#}");
+        let chain = self.ctx.chain();
+        let mut records = Vec::new();
+        for scope in &chain {
+            let filter = ListFilter {
+                scope: Some(scope.clone()),
+                subject: Some(self.ctx.subject.clone()),
+                predicate: predicate.clone(),
+            };
+            records.extend(store.list(&filter).map_err(fail)?);
+        }
+        // Per predicate, highest precedence first; the first one applies here.
+        records.sort_by(|x, y| {
+            x.predicate
+                .cmp(&y.predicate)
+                .then(y.scope.rank().cmp(&x.scope.rank()))
+        });
+        let pending = store
+            .pending(false)
+            .map_err(fail)?
+            .into_iter()
+            .filter(|p| p.subject == self.ctx.subject)
+            .count();
+        let mut lines = vec![format!(
+            "Memories of {} (task > repo > global; → applies here):",
+            self.ctx.describe()
+        )];
+        let mut items = Vec::new();
+        let mut last: Option<&str> = None;
+        for r in &records {
+            let applies = last != Some(r.predicate.as_str());
+            last = Some(r.predicate.as_str());
+            lines.push(format!(
+                "{} {} = {}  [{} v{}]{}",
+                if applies { "→" } else { " " },
+                r.predicate,
+                shorten(&r.value.to_string(), 120),
+                r.scope,
+                r.version,
+                if applies { "" } else { " (shadowed)" }
+            ));
+            items.push(json!({
+                "predicate": r.predicate,
+                "scope": r.scope,
+                "value": r.value,
+                "version": r.version,
+                "source": r.source,
+                "raw": r.raw,
+                "updated_at": r.updated_at,
+                "applies": applies,
+            }));
+        }
+        if records.is_empty() {
+            lines.push(match &predicate {
+                Some(p) => format!("  none for {p}"),
+                None => "  none yet".to_string(),
+            });
+        }
+        if pending > 0 {
+            lines.push(format!(
+                "{pending} write(s) of {} wait for a human in the pending queue.",
+                self.ctx.subject
+            ));
+        }
+        Ok(ToolReply::ok(
+            lines.join("\n"),
+            json!({
+                "subject": self.ctx.subject,
+                "repo": self.ctx.repo,
+                "task": self.ctx.task,
+                "scopes": chain,
+                "memories": items,
+                "pending": pending,
+            }),
+        ))
+    }
+
+    fn forget(&self, args: &Map<String, Value>) -> Result<ToolReply, String> {
+        let mut a = ArgReader::new(FORGET, args);
+        let predicate = a.string("predicate")?;
+        let scope = a.string("scope")?;
+        let reason = a.opt_string("reason")?;
+        a.finish()?;
+        let subject = self.ctx.subject.clone();
+        let identity = |scope: Scope| {
+            DeleteTarget::Identity(Identity {
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+                scope,
+            })
+        };
+        let target = match scope.trim() {
+            "global" => identity(Scope::Global),
+            "repo" => identity(Scope::Repo(self.need_repo("repo")?)),
+            "task" => identity(Scope::Task(self.need_task()?)),
+            "all" => DeleteTarget::Predicate {
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+            },
+            other => return Err(bad_scope(other, "global, repo, task or all", &self.ctx)),
+        };
+        let reason = reason.unwrap_or_else(|| "forget via MCP".to_string());
+        let mut store = self.open()?;
+        let report = store
+            .delete(&target, Some(&reason))
+            .map_err(|e| format!("forget failed, nothing was deleted: {e:#}"))?;
+        let mut text = format!(
+            "forgotten: {}. Purged {} version(s) and {} pending item(s); later writes to it are rejected until a human restores it.",
+            report
+                .tombstoned
+                .iter()
+                .map(|t| format!("{} at {} (tombstone v{})", t.predicate, t.scope, t.version))
+                .collect::<Vec<_>>()
+                .join(", "),
+            report.purged_versions,
+            report.purged_pending
+        );
+        if !report.disk_purged {
+            text.push_str(
+                " Another process holds the database open, so the on-disk purge is pending; memscope completes it at the next write.",
+            );
+        }
+        let data = serde_json::to_value(&report).map_err(|e| e.to_string())?;
+        Ok(ToolReply::ok(text, data))
+    }
+
+    fn need_repo(&self, what: &str) -> Result<String, String> {
+        self.ctx.repo.clone().ok_or_else(|| {
+            format!(
+                "scope `{what}` needs the repository you are working in, but this server was started without one \
+                 (memscope mcp --repo ID or --repo auto): use scope `global` only if it really is the user's default everywhere"
+            )
+        })
+    }
+
+    fn need_task(&self) -> Result<String, String> {
+        self.ctx.task.clone().ok_or_else(|| {
+            "scope `task` needs the task you are working on, but this server was started without one \
+             (memscope mcp --task ID): use `repo` or `global`"
+                .to_string()
+        })
+    }
+}
+
+fn bad_scope(got: &str, allowed: &str, ctx: &McpContext) -> String {
+    let mut s = format!(
+        "`scope` must be one of {allowed}, got {}",
+        shorten(&Value::String(got.to_string()).to_string(), 60)
+    );
+    if got.contains(':') {
+        s.push_str(&format!(
+            ": repository and task ids come from this server ({}), so give only the kind",
+            ctx.describe()
+        ));
+    }
+    s
+}
+
+/// One sentence for the model about a write's outcome.
+pub fn describe_outcome(o: &WriteOutcome) -> String {
+    let predicate = o.predicate.as_deref().unwrap_or("?");
+    let scope = match &o.scope {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(m)) => match m.get("ambiguous") {
+            Some(Value::Array(c)) => c
+                .iter()
+                .map(|v| v.as_str().unwrap_or("?").to_string())
+                .collect::<Vec<_>>()
+                .join(" or "),
+            _ => Value::Object(m.clone()).to_string(),
+        },
+        Some(other) => other.to_string(),
+        None => "?".into(),
+    };
+    let value = o
+        .value
+        .as_ref()
+        .map(|v| shorten(&v.to_string(), 120))
+        .unwrap_or_default();
+    let version = o.version.unwrap_or_default();
+    match o.outcome {
+        OutcomeKind::Inserted => format!(
+            "inserted: {predicate} = {value} at {scope} (version {version}); agents now read it wherever {scope} applies."
+        ),
+        OutcomeKind::Confirmed => format!(
+            "confirmed: {scope} already holds {predicate} = {value} (version {version}); the confirmation and source were recorded, nothing else changed."
+        ),
+        OutcomeKind::Superseded => format!(
+            "superseded: {predicate} at {scope} is now {value} (version {version}), replacing {}; the old value stays in history.",
+            o.previous.as_ref().map(|p| shorten(&p.to_string(), 120)).unwrap_or_default()
+        ),
+        OutcomeKind::Stale => format!(
+            "stale, not applied: {predicate} at {scope} already has a newer value ({}).",
+            o.reason.as_deref().unwrap_or("a causally newer write")
+        ),
+        OutcomeKind::Pending => format!(
+            "pending for a human (pending #{}): {predicate} = {value} could be {scope}, so it was queued and the current view did not change. \
+             A person decides with `memscope pending resolve {} --scope SCOPE`; do not write it again.",
+            o.pending_id.unwrap_or_default(),
+            o.pending_id.unwrap_or_default()
+        ),
+        OutcomeKind::Rejected => format!(
+            "rejected: the user deleted {predicate} at {scope}, so it stays forgotten ({}). Do not store it again unless the user asks a human to restore it.",
+            o.reason.as_deref().unwrap_or("tombstoned")
+        ),
+        OutcomeKind::Removed | OutcomeKind::Error => o.human(),
+    }
+}
+
+/// One paragraph for the model about a resolution: the winner and the chain.
+pub fn describe_resolution(r: &Resolution) -> String {
+    let chain = r
+        .considered
+        .iter()
+        .map(|c| {
+            let value = c
+                .value
+                .as_ref()
+                .map(|v| format!(" {}", shorten(&v.to_string(), 80)))
+                .unwrap_or_default();
+            format!("{}: {}{value}", c.scope, c.state)
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    match (&r.value, &r.scope) {
+        (Some(v), Some(s)) => format!(
+            "{} = {} (from {s} v{}, source {}). Considered, most specific first — {chain}.",
+            r.predicate,
+            shorten(&v.to_string(), 200),
+            r.version.unwrap_or_default(),
+            r.source.as_deref().unwrap_or("?")
+        ),
+        (None, Some(s)) => format!(
+            "{}: {s} applied, but its content has since been destroyed. Considered — {chain}.",
+            r.predicate
+        ),
+        _ => format!(
+            "No memory of {} applies here. Considered — {chain}. If it matters, ask the user.",
+            r.predicate
+        ),
+    }
+}
+
+/// Reads tool arguments one by one, with errors that name the argument and what was wrong.
+struct ArgReader<'a> {
+    tool: &'static str,
+    args: &'a Map<String, Value>,
+    seen: Vec<&'static str>,
+}
+
+impl<'a> ArgReader<'a> {
+    fn new(tool: &'static str, args: &'a Map<String, Value>) -> ArgReader<'a> {
+        ArgReader {
+            tool,
+            args,
+            seen: Vec::new(),
+        }
+    }
+
+    fn any(&mut self, name: &'static str) -> Result<Value, String> {
+        self.seen.push(name);
+        self.args
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("{}: missing required argument `{name}`", self.tool))
+    }
+
+    fn string(&mut self, name: &'static str) -> Result<String, String> {
+        match self.any(name)? {
+            Value::String(s) if !s.trim().is_empty() => Ok(s),
+            Value::String(_) => Err(format!("{}: `{name}` is empty", self.tool)),
+            other => Err(format!(
+                "{}: `{name}` must be a string, got {} {}",
+                self.tool,
+                type_name(&other),
+                shorten(&other.to_string(), 60)
+            )),
+        }
+    }
+
+    fn opt_string(&mut self, name: &'static str) -> Result<Option<String>, String> {
+        if matches!(self.args.get(name), None | Some(Value::Null)) {
+            self.seen.push(name);
+            return Ok(None);
+        }
+        self.string(name).map(Some)
+    }
+
+    /// Refuses arguments the tool does not take — saying so when they are runtime ids.
+    fn finish(self) -> Result<(), String> {
+        let extra: Vec<&String> = self
+            .args
+            .keys()
+            .filter(|k| !self.seen.contains(&k.as_str()))
+            .collect();
+        if let Some(k) = extra.first() {
+            let hint = match k.as_str() {
+                "subject" | "repo" | "repo_id" | "task" | "task_id" | "agent" => {
+                    " (the subject, repository and task come from this server, not from the call)"
+                }
+                _ => "",
+            };
+            return Err(format!(
+                "{}: unknown argument `{}`{hint}; it takes {}",
+                self.tool,
+                shorten(k, 40),
+                self.seen
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}

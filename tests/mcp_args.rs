@@ -1,0 +1,457 @@
+//! `memscope mcp` arguments: flags, environment variables, `--repo auto` against real git
+//! checkouts, refusals as one sentence with exit 2 — and a raw JSON-RPC session on the real
+//! binary showing that the context reaches the tools and that malformed input does not end the
+//! session.
+
+mod common;
+
+use common::*;
+use memscope::mcp::{repo_from_git, McpArgs, McpContext};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git is needed by the --repo auto tests");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A fresh `git init` checkout at `<tmp>/<folder>`, with `origin` when given.
+fn checkout(folder: &str, origin: Option<&str>) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join(folder);
+    std::fs::create_dir_all(dir.join("src/deep")).expect("mkdir");
+    git(&dir, &["init", "-q"]);
+    if let Some(url) = origin {
+        git(&dir, &["remote", "add", "origin", url]);
+    }
+    (tmp, dir)
+}
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k: &str| map.get(k).cloned()
+}
+
+fn args(subject: Option<&str>, repo: Option<&str>, task: Option<&str>) -> McpArgs {
+    McpArgs {
+        subject: subject.map(str::to_string),
+        repo: repo.map(str::to_string),
+        task: task.map(str::to_string),
+        ..McpArgs::default()
+    }
+}
+
+#[test]
+fn flags_win_over_environment_and_empty_variables_count_as_unset() {
+    let cwd = std::env::temp_dir();
+    let env = env_of(&[
+        ("MEMSCOPE_SUBJECT", "user:7"),
+        ("MEMSCOPE_REPO", "from-env"),
+        ("MEMSCOPE_TASK", "fix-1"),
+        ("MEMSCOPE_AGENT", "goose"),
+    ]);
+    let ctx = McpContext::resolve(&args(None, None, None), &env, &cwd).unwrap();
+    assert_eq!(
+        ctx,
+        McpContext {
+            subject: "user:7".into(),
+            repo: Some("from-env".into()),
+            task: Some("fix-1".into()),
+            agent: Some("goose".into()),
+            allow_forget: false,
+        }
+    );
+    let mut a = args(Some(" user:42 "), Some("legacy-dashboard"), Some("t-9"));
+    a.agent = Some("claude-code".into());
+    a.allow_forget = true;
+    let ctx = McpContext::resolve(&a, &env, &cwd).unwrap();
+    assert_eq!(ctx.subject, "user:42");
+    assert_eq!(ctx.repo.as_deref(), Some("legacy-dashboard"));
+    assert_eq!(ctx.task.as_deref(), Some("t-9"));
+    assert_eq!(ctx.agent.as_deref(), Some("claude-code"));
+    assert!(ctx.allow_forget);
+    assert_eq!(ctx.describe(), "user:42 in repo:legacy-dashboard, task:t-9");
+
+    let empty = env_of(&[
+        ("MEMSCOPE_SUBJECT", "user:1"),
+        ("MEMSCOPE_REPO", ""),
+        ("MEMSCOPE_TASK", ""),
+        ("MEMSCOPE_AGENT", ""),
+    ]);
+    let ctx = McpContext::resolve(&args(None, None, None), &empty, &cwd).unwrap();
+    assert_eq!((ctx.repo, ctx.task, ctx.agent), (None, None, None));
+}
+
+#[test]
+fn bad_context_is_refused_with_a_sentence_naming_its_origin() {
+    let cwd = std::env::temp_dir();
+    let none = env_of(&[]);
+    let err = McpContext::resolve(&args(None, None, None), &none, &cwd).unwrap_err();
+    assert!(
+        err.contains("--subject") && err.contains("MEMSCOPE_SUBJECT"),
+        "{err}"
+    );
+    let err = McpContext::resolve(&args(Some("  "), None, None), &none, &cwd).unwrap_err();
+    assert!(err.starts_with("--subject"), "{err}");
+    let err =
+        McpContext::resolve(&args(Some("u"), Some("two words"), None), &none, &cwd).unwrap_err();
+    assert!(
+        err.starts_with("--repo") && err.contains("whitespace"),
+        "{err}"
+    );
+    let err = McpContext::resolve(&args(Some("u"), Some(""), None), &none, &cwd).unwrap_err();
+    assert!(err.contains("--repo is empty"), "{err}");
+    let env = env_of(&[("MEMSCOPE_SUBJECT", "u"), ("MEMSCOPE_TASK", "a\tb")]);
+    let err = McpContext::resolve(&args(None, None, None), &env, &cwd).unwrap_err();
+    assert!(err.starts_with("$MEMSCOPE_TASK"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+}
+
+#[test]
+fn repo_auto_takes_the_origin_remote_name() {
+    for url in [
+        "https://github.com/acme/legacy-dashboard.git",
+        "git@github.com:acme/legacy-dashboard.git",
+        "/srv/git/legacy-dashboard",
+    ] {
+        let (_tmp, dir) = checkout("checkout-folder", Some(url));
+        assert_eq!(
+            repo_from_git(&dir).as_deref(),
+            Ok("legacy-dashboard"),
+            "{url}"
+        );
+        // From a subdirectory too, and through the environment variable.
+        let env = env_of(&[("MEMSCOPE_SUBJECT", "user:42"), ("MEMSCOPE_REPO", "auto")]);
+        let ctx =
+            McpContext::resolve(&args(None, None, None), &env, &dir.join("src/deep")).unwrap();
+        assert_eq!(ctx.repo.as_deref(), Some("legacy-dashboard"));
+    }
+}
+
+#[test]
+fn repo_auto_falls_back_to_the_top_level_folder_name() {
+    let (_tmp, dir) = checkout("web-app", None);
+    assert_eq!(repo_from_git(&dir.join("src")).as_deref(), Ok("web-app"));
+    // A remote whose URL leaves no usable name also falls back to the folder.
+    let (_tmp2, dir2) = checkout("new-project", Some("https://example.com/acme/.git"));
+    assert_eq!(repo_from_git(&dir2).as_deref(), Ok("new-project"));
+}
+
+#[test]
+fn repo_auto_outside_a_checkout_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = repo_from_git(tmp.path()).unwrap_err();
+    assert!(
+        err.contains("not inside a git repository") && err.contains("--repo ID"),
+        "{err}"
+    );
+}
+
+// ---- the real binary -------------------------------------------------------------------------
+
+fn mcp_cmd(db: &TestDb, cwd: &Path, args: &[&str]) -> Command {
+    let mut c = db.command(&["mcp"]);
+    c.args(args)
+        .current_dir(cwd)
+        .env_remove("MEMSCOPE_SUBJECT")
+        .env_remove("MEMSCOPE_REPO")
+        .env_remove("MEMSCOPE_TASK")
+        .env_remove("MEMSCOPE_AGENT");
+    c
+}
+
+#[test]
+fn the_binary_refuses_a_missing_subject_or_a_repo_it_cannot_find() {
+    let db = TestDb::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |c: &mut Command| {
+        let o = c.output().expect("spawn memscope mcp");
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(&mut mcp_cmd(&db, tmp.path(), &[]));
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stdout, "", "nothing on the protocol stream");
+    assert_one_sentence(&stderr, &["--subject", "MEMSCOPE_SUBJECT"]);
+
+    let (code, _, stderr) = run(&mut mcp_cmd(
+        &db,
+        tmp.path(),
+        &["--subject", "user:42", "--repo", "auto"],
+    ));
+    assert_eq!(code, 2, "{stderr}");
+    assert_one_sentence(&stderr, &["--repo auto", "not inside a git repository"]);
+
+    let (code, _, stderr) = run(mcp_cmd(&db, tmp.path(), &["--repo", "auto"])
+        .env("MEMSCOPE_SUBJECT", "user:42")
+        .env("MEMSCOPE_TASK", "has space"));
+    assert_eq!(code, 2, "{stderr}");
+    assert_one_sentence(&stderr, &["not inside a git repository"]);
+
+    let (code, _, stderr) = run(&mut mcp_cmd(&db, tmp.path(), &["--bogus"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(!db.path.exists(), "a refused start creates no database");
+}
+
+/// A raw newline-delimited JSON-RPC session on stdio, with a deadline on every read.
+struct RawSession {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl RawSession {
+    fn start(mut cmd: Command) -> RawSession {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn memscope mcp");
+        let stdout = child.stdout.take().unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut err, &mut s);
+            s
+        });
+        let stdin = child.stdin.take();
+        RawSession {
+            child,
+            stdin,
+            lines,
+            stderr,
+        }
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, msg: Value) {
+        self.send_raw(&msg.to_string());
+    }
+
+    /// The next message that answers request `id` (earlier messages are returned too).
+    fn until_id(&mut self, id: i64) -> (Value, Vec<Value>) {
+        let mut others = Vec::new();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|e| panic!("no answer to request {id} ({e}); before: {others:?}"));
+            let msg: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("the server wrote a non-JSON line ({e}): {line}"));
+            if msg["id"] == json!(id) {
+                return (msg, others);
+            }
+            others.push(msg);
+        }
+    }
+
+    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.until_id(id).0
+    }
+
+    fn initialize(&mut self) -> Value {
+        let init = self.request(
+            1,
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw-test-client", "version": "0"}
+            }),
+        );
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        init
+    }
+
+    /// Closes stdin and waits: returns (exit code, stderr).
+    fn finish(mut self) -> (i32, String) {
+        drop(self.stdin.take());
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("memscope mcp did not exit after its client closed stdin");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        (status.code().unwrap_or(-1), self.stderr.join().unwrap())
+    }
+}
+
+fn tool_text(result: &Value) -> String {
+    result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text content: {result}"))
+        .to_string()
+}
+
+#[test]
+fn repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session() {
+    let (_tmp, dir) = checkout(
+        "checkout-folder",
+        Some("git@github.com:acme/legacy-dashboard.git"),
+    );
+    let db = TestDb::new();
+    let mut cmd = mcp_cmd(&db, &dir.join("src"), &["--repo", "auto"]);
+    cmd.env("MEMSCOPE_SUBJECT", "user:42");
+    let mut s = RawSession::start(cmd);
+    let init = s.initialize();
+    assert_eq!(init["result"]["serverInfo"]["name"], "memscope", "{init}");
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("user:42 in repo:legacy-dashboard"),
+        "{instructions}"
+    );
+
+    // Not JSON at all, then JSON that is not a valid request: neither ends the session.
+    s.send_raw("this is not json {");
+    s.send_raw(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":"oops"}"#);
+    // Arguments of the wrong types: a tool error the model can read, not a protocol failure.
+    let bad = s.request(
+        3,
+        "tools/call",
+        json!({"name": "remember", "arguments": {"predicate": ["a"], "value": "npm", "source": "s", "scope": "repo"}}),
+    );
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert!(
+        tool_text(&bad).contains("`predicate` must be a string"),
+        "{bad}"
+    );
+
+    // `scope: repo` is the repository found by --repo auto, never one named by the model.
+    let ok = s.request(
+        4,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": "package_manager", "value": "npm", "scope": "repo",
+            "raw": "这个仓库保持 npm ci", "source": "thread:23/message:14"}}),
+    );
+    assert_eq!(ok["result"]["isError"], false, "{ok}");
+    assert_eq!(
+        ok["result"]["structuredContent"]["scope"],
+        "repo:legacy-dashboard"
+    );
+    let listed = s.request(5, "tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["remember", "recall", "list_memories"]);
+    let recall = s.request(
+        6,
+        "tools/call",
+        json!({"name": "recall", "arguments": {"predicate": "package-manager"}}),
+    );
+    assert_eq!(
+        recall["result"]["structuredContent"]["value"], "npm",
+        "{recall}"
+    );
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "a closed connection is a normal end: {stderr}");
+    assert!(
+        stderr.contains("serving user:42 in repo:legacy-dashboard"),
+        "{stderr}"
+    );
+
+    // The write went through the write path, and the read was logged under the client's name.
+    let list = db.list(&[]);
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["scope"], "repo:legacy-dashboard");
+    assert_eq!(list[0]["raw"], "这个仓库保持 npm ci");
+    let reads = as_array(db.json(&["reads", "--json"]));
+    assert_eq!(reads[0]["agent"], "raw-test-client");
+    db.assert_check_ok();
+}
+
+#[test]
+fn the_server_holds_no_read_transaction_while_idle() {
+    // A delete elsewhere must be able to truncate the WAL while a session sits idle.
+    let db = TestDb::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(
+        &db,
+        tmp.path(),
+        &["--subject", "user:42", "--repo", "web-app"],
+    ));
+    s.initialize();
+    let secret = unique("secret-words-");
+    let r = s.request(
+        2,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": "coffee", "value": "oat latte", "scope": "global",
+            "raw": secret, "source": "thread:40"}}),
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let r = s.request(
+        3,
+        "tools/call",
+        json!({"name": "list_memories", "arguments": {}}),
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let deleted = db.run(&["delete", "--subject", "user:42", "--predicate", "coffee"]);
+    let deleted = deleted.ok();
+    assert!(
+        !deleted.stderr.contains("pending"),
+        "the idle server blocked the purge: {}",
+        deleted.stderr
+    );
+    assert_eq!(find_on_disk(&db.path, &secret), Vec::<String>::new());
+    // Still serving, and the deleted memory stays deleted for the agent.
+    let r = s.request(
+        4,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": "coffee", "value": "espresso", "scope": "global", "source": "thread:41"}}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "rejected",
+        "{r}"
+    );
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+}

@@ -1,0 +1,253 @@
+"""A real MCP client that is not ours — the official Python SDK (`pip install mcp`) — driving
+`memscope mcp` over stdio the way an agent host does.
+
+    python3 tests/mcp_client.py MEMSCOPE_BIN DB_PATH [--transcript]
+
+Runs the first seed article's story through four server sessions (a new web app, the
+legacy-dashboard repo, a brand-new repo, and one started with --allow-forget), asserting every
+tool result on the way. Prints one JSON object on stdout: the facts the Rust harness
+(tests/mcp_python.rs) compares against a database the CLI wrote. With --transcript it prints a
+readable transcript instead (used for the README). Exit 3 when the `mcp` package is missing.
+"""
+
+import asyncio
+import json
+import re
+import sys
+
+try:
+    import mcp  # noqa: F401
+except ImportError as exc:  # the harness turns this into a clear failure
+    print(f"MISSING_MCP: the Python `mcp` package is not importable ({exc})", file=sys.stderr)
+    sys.exit(3)
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+try:  # mcp >= 2
+    from mcp.shared.exceptions import MCPError as McpError
+except ImportError:  # mcp 1.x
+    from mcp.shared.exceptions import McpError
+
+BIN, DB = sys.argv[1], sys.argv[2]
+TRANSCRIPT = "--transcript" in sys.argv[3:]
+LINES = []
+
+
+def say(line):
+    if TRANSCRIPT:
+        LINES.append(line)
+
+
+def attr(obj, name):
+    """`obj.snake_name` (mcp >= 2), else `obj.camelName` (mcp 1.x)."""
+    if hasattr(obj, name):
+        return getattr(obj, name)
+    return getattr(obj, re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name))
+
+
+def text_of(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
+
+
+class Server:
+    """One `memscope mcp` process and an initialized client session on it."""
+
+    def __init__(self, *args):
+        self.args = list(args)
+
+    async def __aenter__(self):
+        env = {"MEMSCOPE_ASSERT_INVARIANTS": "1"}
+        params = StdioServerParameters(command=BIN, args=["--db", DB, "mcp", *self.args], env=env)
+        self._stdio = stdio_client(params, errlog=sys.stderr)
+        read, write = await self._stdio.__aenter__()
+        self._session = ClientSession(read, write)
+        self.s = await self._session.__aenter__()
+        say(f"$ memscope mcp {' '.join(self.args)}")
+        self.init = await self.s.initialize()
+        info, version = attr(self.init, "server_info"), attr(self.init, "protocol_version")
+        say(f"→ initialize   ← {info.name} {info.version}, protocol {version}")
+        return self
+
+    async def __aexit__(self, *exc):
+        await self._session.__aexit__(*exc)
+        await self._stdio.__aexit__(*exc)
+
+    async def tools(self):
+        listed = await self.s.list_tools()
+        names = [t.name for t in listed.tools]
+        say(f"→ tools/list   ← {', '.join(names)}")
+        return listed.tools
+
+    async def call(self, name, args, expect_error=False):
+        result = await self.s.call_tool(name, args)
+        text = text_of(result)
+        first = result.content[0].text if result.content else ""
+        is_error = bool(attr(result, "is_error"))
+        say(f"→ {name} {json.dumps(args, ensure_ascii=False)}")
+        for i, line in enumerate(first.split("\n")):
+            say(("← " if i == 0 else "  ") + ("[isError] " if is_error and i == 0 else "") + line)
+        assert is_error == expect_error, (
+            f"{name} {args}: expected isError={expect_error}, got {is_error}: {text}")
+        return result, text, attr(result, "structured_content")
+
+
+async def story():
+    facts = {}
+
+    # 1. A front-end project: the user states a global default, and something ambiguous.
+    async with Server("--subject", "user:42", "--repo", "web-app", "--agent", "claude-code") as srv:
+        assert attr(srv.init, "server_info").name == "memscope", attr(srv.init, "server_info")
+        assert "user:42" in (srv.init.instructions or ""), srv.init.instructions
+        tools = await srv.tools()
+        names = sorted(t.name for t in tools)
+        assert names == ["list_memories", "recall", "remember"], names
+        for t in tools:
+            assert attr(t, "input_schema").get("type") == "object", (t.name, attr(t, "input_schema"))
+            assert len(t.description or "") > 120, (t.name, t.description)
+        remember = next(t for t in tools if t.name == "remember")
+        assert attr(remember, "input_schema")["properties"]["scope"]["enum"] == ["global", "repo", "task", "unsure"]
+        assert set(attr(remember, "input_schema")["required"]) == {"predicate", "value", "source", "scope"}
+        assert "repo:web-app" in remember.description
+
+        _, text, data = await srv.call("remember", {
+            "predicate": "package_manager", "value": "pnpm", "scope": "global",
+            "raw": "以后新建前端项目，默认用 pnpm。", "source": "thread:17/message:86"})
+        assert data["outcome"] == "inserted" and data["scope"] == "global" and data["version"] == 1, data
+        assert text.startswith("inserted"), text
+
+        _, text, data = await srv.call("remember", {
+            "predicate": "Formatter", "value": "prettier", "scope": "global",
+            "raw": "format with prettier", "source": "thread:17/message:90"})
+        assert data["outcome"] == "inserted" and data["predicate"] == "formatter", data
+
+        _, text, data = await srv.call("remember", {
+            "predicate": "package_manager", "value": "npm", "scope": "unsure",
+            "raw": "以后都用 npm", "source": "thread:31/message:2"})
+        assert data["outcome"] == "pending", data
+        assert data["scope"] == {"ambiguous": ["global", "repo:web-app"]}, data
+        assert isinstance(data["pending_id"], int), data
+        assert f"pending #{data['pending_id']}" in text, text
+        facts["pending_id"] = data["pending_id"]
+
+        # Malformed calls are tool errors; the session goes on.
+        _, text, _ = await srv.call("remember", {"predicate": 42, "scope": ["global"]}, expect_error=True)
+        assert "`predicate` must be a string" in text, text
+        _, text, _ = await srv.call("remember", {
+            "predicate": "package_manager", "value": "npm", "scope": "repo:legacy-dashboard",
+            "source": "s"}, expect_error=True)
+        assert "ids come from this server" in text, text
+        _, text, _ = await srv.call("remember", {
+            "predicate": "package_manager", "value": "npm", "scope": "global", "source": "s",
+            "repo": "legacy-dashboard"}, expect_error=True)
+        assert "unknown argument `repo`" in text, text
+        _, text, _ = await srv.call("remember", {
+            "predicate": "package_manager", "value": None, "scope": "global", "source": "s"},
+            expect_error=True)
+        assert "null" in text, text
+        _, text, _ = await srv.call("recall", {}, expect_error=True)
+        assert "missing required argument `predicate`" in text, text
+        _, text, _ = await srv.call("remember", {
+            "predicate": "test_command", "value": "pnpm test", "scope": "task", "source": "s"},
+            expect_error=True)
+        assert "without one" in text, text
+
+        # forget is not offered without --allow-forget, and refused if called anyway.
+        _, text, _ = await srv.call("forget", {"predicate": "package_manager", "scope": "all"},
+                                    expect_error=True)
+        assert "--allow-forget" in text, text
+
+        # An unknown tool is a protocol error (JSON-RPC), and the session still goes on.
+        try:
+            await srv.s.call_tool("teleport", {})
+            raise AssertionError("an unknown tool should be a protocol error")
+        except McpError as err:
+            assert "unknown tool" in str(err), err
+            say(f"→ teleport {{}}\n← JSON-RPC error: {err}")
+
+        _, text, data = await srv.call("list_memories", {})
+        assert [(m["predicate"], m["scope"], m["applies"]) for m in data["memories"]] == [
+            ("formatter", "global", True), ("package_manager", "global", True)], data
+        assert data["pending"] == 1, data
+
+    # 2. The legacy dashboard keeps npm: a repo rule, not a new global default.
+    async with Server("--subject", "user:42", "--repo", "legacy-dashboard", "--agent", "claude-code") as srv:
+        _, text, data = await srv.call("remember", {
+            "predicate": "package_manager", "value": "npm", "scope": "repo",
+            "raw": "这个仓库保持 npm ci，别换。", "source": "thread:23/message:14"})
+        assert data["outcome"] == "inserted" and data["scope"] == "repo:legacy-dashboard", data
+
+        _, text, data = await srv.call("remember", {
+            "predicate": "package manager", "value": " PNPM ", "scope": "global",
+            "source": "thread:24/message:3"})
+        assert data["outcome"] == "confirmed" and data["version"] == 1, data
+
+        _, text, data = await srv.call("remember", {
+            "predicate": "formatter", "value": {"tool": "biome", "version": 2}, "scope": "global",
+            "raw": "switch to biome", "source": "thread:27/message:5"})
+        assert data["outcome"] == "superseded" and data["version"] == 2, data
+        assert data["previous"] == "prettier", data
+
+        _, text, data = await srv.call("recall", {"predicate": "package_manager"})
+        assert data["found"] and data["value"] == "npm" and data["scope"] == "repo:legacy-dashboard", data
+        chain = [(c["scope"], c["state"]) for c in data["considered"]]
+        assert chain == [("repo:legacy-dashboard", "wins"), ("global", "shadowed")], chain
+        assert data["logged"] is True, data
+        facts["recall_legacy"] = data
+
+        _, text, data = await srv.call("list_memories", {})
+        assert [(m["predicate"], m["scope"], m["applies"]) for m in data["memories"]] == [
+            ("formatter", "global", True),
+            ("package_manager", "repo:legacy-dashboard", True),
+            ("package_manager", "global", False)], data
+
+    # 3. A brand-new repository: the global default applies, the legacy rule does not leak.
+    async with Server("--subject", "user:42", "--repo", "new-project") as srv:
+        _, text, data = await srv.call("recall", {"predicate": "pkg_manager"})
+        assert data["found"] and data["value"] == "pnpm" and data["scope"] == "global", data
+        chain = [(c["scope"], c["state"]) for c in data["considered"]]
+        assert chain == [("repo:new-project", "absent"), ("global", "wins")], chain
+        facts["recall_new"] = data
+        _, text, data = await srv.call("recall", {"predicate": "coffee"})
+        assert data["found"] is False, data
+        assert text.startswith("No memory of coffee applies here"), text
+
+    # 4. A server allowed to forget: delete with purge, then the memory stays deleted.
+    async with Server("--subject", "user:42", "--allow-forget") as srv:
+        names = sorted(t.name for t in await srv.tools())
+        assert names == ["forget", "list_memories", "recall", "remember"], names
+        _, text, data = await srv.call("remember", {
+            "predicate": "coffee", "value": "oat latte", "scope": "global",
+            "raw": "我每天喝燕麦拿铁", "source": "thread:40/message:1"})
+        assert data["outcome"] == "inserted", data
+        _, text, data = await srv.call("forget", {"predicate": "coffee", "scope": "all",
+                                                  "reason": "user asked"})
+        assert data["tombstoned"] == [{"subject": "user:42", "predicate": "coffee",
+                                       "scope": "global", "version": 2}], data
+        assert data["purged_versions"] == 1, data
+        _, text, data = await srv.call("remember", {
+            "predicate": "coffee", "value": "espresso", "scope": "global",
+            "source": "thread:41/message:1"})
+        assert data["outcome"] == "rejected", data
+        assert text.startswith("rejected: the user deleted coffee"), text
+        _, text, _ = await srv.call("remember", {
+            "predicate": "package_manager", "value": "npm", "scope": "unsure", "source": "s"},
+            expect_error=True)
+        assert "without one" in text, text
+        _, text, _ = await srv.call("forget", {"predicate": "never_stored", "scope": "global"},
+                                    expect_error=True)
+        assert "no memory" in text, text
+
+    return facts
+
+
+def main():
+    facts = asyncio.run(story())
+    if TRANSCRIPT:
+        print("\n".join(LINES))
+    else:
+        print(json.dumps(facts, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
