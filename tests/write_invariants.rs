@@ -680,3 +680,50 @@ fn concurrent_writers_and_a_delete_end_deleted_with_nothing_left() {
         find_on_disk(&db.path, &tag)
     );
 }
+
+/// The clock lives in the newest history event: purging the events that held its highest
+/// value must not let it run backwards.
+#[test]
+fn the_causal_clock_survives_a_purge_of_its_newest_events() {
+    let db = TestDb::new();
+    let mut store = memscope::Store::open(&db.path, memscope::OpenMode::Create).unwrap();
+    let req = |predicate: &str, value: &str| memscope::WriteRequest {
+        subject: "user:42".into(),
+        predicate: predicate.into(),
+        value: serde_json::json!(value),
+        scope: memscope::ScopeChoice::Exact(memscope::Scope::Global),
+        source: "thread:1".into(),
+        raw: Some("用户原话 🧪".into()),
+        causal_seq: None,
+    };
+    store.write(&req("formatter", "biome")).unwrap();
+    let newest = store
+        .write(&req("coffee", "燕麦拿铁"))
+        .unwrap()
+        .causal_seq
+        .unwrap();
+    store
+        .delete(
+            &memscope::DeleteTarget::Predicate {
+                subject: "user:42".into(),
+                predicate: "coffee".into(),
+            },
+            Some("forget"),
+        )
+        .unwrap();
+    let next = store.next_seq().unwrap();
+    assert!(
+        next > newest,
+        "seq {next} must be above the purged write's {newest}"
+    );
+    let after = store.write(&req("formatter", "prettier")).unwrap();
+    assert_eq!(after.outcome, memscope::OutcomeKind::Superseded);
+    assert!(after.causal_seq.unwrap() > next);
+    drop(store);
+    // A second process sees the same clock.
+    let other = memscope::Store::open(&db.path, memscope::OpenMode::Existing).unwrap();
+    drop(other);
+    let seq: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    assert!(seq > after.causal_seq.unwrap());
+    db.assert_check_ok();
+}

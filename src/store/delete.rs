@@ -208,6 +208,9 @@ impl Store {
             purged_pending: 0,
             disk_purged: true,
         };
+        // The `deleted` events record the causal clock: the events they purge may be the ones
+        // that held its latest value.
+        let clock = super::write::SeqBatch::default().current(&tx)?;
         gate.store(true, Ordering::SeqCst);
         let result = (|| -> Result<()> {
             for id in &ids {
@@ -235,6 +238,7 @@ impl Store {
                     Some(
                         &json!({ "reason": reason, "purged_versions": purged, "live_intervals": live_intervals }),
                     ),
+                    Some(clock),
                 )?;
                 tx.execute(
                     "DELETE FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
@@ -315,6 +319,7 @@ impl Store {
             None,
             &now,
             Some(&json!({ "tombstone_version": version })),
+            None,
         )?;
         tx.commit()?;
         Ok(TombstoneRef {
@@ -461,6 +466,7 @@ impl Store {
                         None,
                         None,
                         &now,
+                        None,
                         None,
                     )?;
                     report.collected_tombstones += 1;

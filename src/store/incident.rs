@@ -180,6 +180,7 @@ fn revert_in_tx(
                 None,
                 now,
                 Some(&detail),
+                seqs.stamp(),
             )?;
             let mut out = super::write::base_outcome(OutcomeKind::Removed, id);
             out.version = Some(cur.version);
@@ -219,6 +220,7 @@ fn revert_in_tx(
         None,
         now,
         Some(&detail),
+        seqs.stamp(),
     )?;
     out.reason = Some(format!("reverted to the value of v{target}"));
     Ok(out)
@@ -456,7 +458,7 @@ impl Store {
                 Some(&rec.source),
                 Some(rec.causal_seq),
                 &ctx.now,
-                Some(&json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() })),
+                Some(&json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() })), seqs.stamp(),
             )?;
             let back = revert_in_tx(
                 tx,

@@ -319,10 +319,8 @@ impl Store {
 
     /// Allocates the next causal sequence number.
     pub fn next_seq(&mut self) -> Result<i64> {
-        let tx = self.begin()?;
-        let seq = alloc_seq(&tx)?;
-        tx.commit()?;
-        Ok(seq)
+        // No event records this number, so the transaction's flush writes it to settings.
+        self.in_write_tx(|tx, _, seqs| seqs.alloc(tx))
     }
 
     /// `PRAGMA data_version`: changes when another connection commits. The UI polls it.
@@ -448,17 +446,6 @@ pub(crate) fn canonical_predicate(conn: &Connection, raw: &str) -> Result<String
         .query_row([&p], |r| r.get(0))
         .optional()?;
     Ok(mapped.unwrap_or(p))
-}
-
-pub(crate) fn alloc_seq(conn: &Connection) -> Result<i64> {
-    let seq: i64 = conn
-        .prepare_cached(
-            "UPDATE settings SET value = CAST(value AS INTEGER) + 1 WHERE key = 'causal_clock' RETURNING CAST(value AS INTEGER)",
-        )?
-        .query_row([], |r| r.get(0))
-        .optional()?
-        .ok_or_else(|| anyhow!("the causal clock is missing from settings: run `memscope check`"))?;
-    Ok(seq)
 }
 
 pub(crate) fn bump_metric(conn: &Connection, name: &str, by: i64) -> Result<()> {

@@ -146,6 +146,10 @@ CREATE TABLE reads (
     note      TEXT
 );
 CREATE INDEX reads_by_time ON reads (at);
+
+-- The causal clock as it stood when each event was logged: writes keep the clock in the event
+-- they log instead of rewriting settings.causal_clock in every transaction.
+ALTER TABLE history ADD COLUMN clock INTEGER;
 CREATE INDEX reads_by_identity ON reads (subject, predicate, at);
 "#;
 

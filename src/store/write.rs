@@ -10,12 +10,16 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
 
-/// Causal sequence numbers handed out inside one write transaction: the clock is read once and
-/// written back once, at [`SeqBatch::flush`], which every write transaction calls before commit.
+/// Causal sequence numbers handed out inside one write transaction. The clock is read once;
+/// every history event the transaction logs records the clock as it stands (`history.clock`),
+/// so the clock is known from the newest event and `settings.causal_clock` is written only
+/// when numbers were handed out that no event recorded (a pending item, `memscope seq`).
+/// [`SeqBatch::flush`] runs inside every write transaction, before commit.
 #[derive(Debug, Default)]
 pub(crate) struct SeqBatch {
     next: Option<i64>,
-    stored: i64,
+    /// The highest clock value already durable: in settings or in a history event.
+    durable: i64,
 }
 
 impl SeqBatch {
@@ -25,16 +29,20 @@ impl SeqBatch {
         }
         let clock: i64 = conn
             .prepare_cached(
-                "SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'",
+                "SELECT max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))
+                 FROM settings WHERE key = 'causal_clock'",
             )?
             .query_row([], |r| r.get(0))
             .optional()?
-            .ok_or_else(|| {
-                anyhow!("the causal clock is missing from settings: run `memscope check`")
-            })?;
-        self.stored = clock;
+            .ok_or_else(|| anyhow!("the causal clock is missing from settings: run `memscope check`"))?;
+        self.durable = clock;
         self.next = Some(clock);
         Ok(clock)
+    }
+
+    /// The clock's current value (the last number handed out or observed).
+    pub fn current(&mut self, conn: &Connection) -> Result<i64> {
+        self.load(conn)
     }
 
     /// The next number, above everything handed out or observed.
@@ -55,13 +63,23 @@ impl SeqBatch {
         Ok(())
     }
 
-    /// Writes the clock back; must run inside the transaction, before commit.
+    /// The clock to record in a history event being logged now (it becomes durable with it).
+    pub fn stamp(&mut self) -> Option<i64> {
+        let n = self.next?;
+        self.durable = self.durable.max(n);
+        Some(n)
+    }
+
+    /// Writes the clock to settings if numbers were handed out that no event recorded; must
+    /// run inside the transaction, before commit.
     pub fn flush(&mut self, conn: &Connection) -> Result<()> {
         if let Some(next) = self.next {
-            if next > self.stored {
-                conn.prepare_cached("UPDATE settings SET value = ?1 WHERE key = 'causal_clock'")?
-                    .execute([next])?;
-                self.stored = next;
+            if next > self.durable {
+                conn.prepare_cached(
+                    "UPDATE settings SET value = ?1 WHERE key = 'causal_clock' AND CAST(value AS INTEGER) < ?1",
+                )?
+                .execute([next])?;
+                self.durable = next;
             }
         }
         Ok(())
@@ -257,11 +275,12 @@ pub(crate) fn log_event(
     causal_seq: Option<i64>,
     at: &str,
     detail: Option<&Value>,
+    clock: Option<i64>,
 ) -> Result<()> {
     let detail = detail.map(|d| d.to_string());
     conn.prepare_cached(
-        "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
         event,
@@ -274,7 +293,8 @@ pub(crate) fn log_event(
         source,
         causal_seq,
         at,
-        detail
+        detail,
+        clock
     ])?;
     Ok(())
 }
@@ -287,6 +307,7 @@ fn log_set(
     w: &PreparedWrite,
     seq: i64,
     now: &str,
+    clock: Option<i64>,
 ) -> Result<()> {
     log_event(
         conn,
@@ -299,6 +320,7 @@ fn log_set(
         Some(seq),
         now,
         None,
+        clock,
     )
 }
 
@@ -374,6 +396,7 @@ pub(crate) fn write_in_tx(
             w.causal_seq,
             now,
             Some(&json!({ "reason": "tombstoned", "tombstone_version": tomb })),
+            seqs.stamp(),
         )?;
         bump_metric(conn, "resurrection_blocked", 1)?;
         let mut out = base_outcome(OutcomeKind::Rejected, &id);
@@ -415,7 +438,7 @@ pub(crate) fn write_in_tx(
             .execute(params![
                 id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
             ])?;
-            log_set(conn, &id, version, w, seq, now)?;
+            log_set(conn, &id, version, w, seq, now, seqs.stamp())?;
             let mut out = base_outcome(OutcomeKind::Inserted, &id);
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -439,6 +462,7 @@ pub(crate) fn write_in_tx(
                 Some(seq),
                 now,
                 None,
+                seqs.stamp(),
             )?;
             let mut out = base_outcome(OutcomeKind::Confirmed, &id);
             out.version = Some(cur.version);
@@ -464,6 +488,7 @@ pub(crate) fn write_in_tx(
                 Some(
                     &json!({ "current_version": cur.version, "current_causal_seq": cur.causal_seq }),
                 ),
+                seqs.stamp(),
             )?;
             bump_metric(conn, "stale_writes", 1)?;
             let mut out = base_outcome(OutcomeKind::Stale, &id);
@@ -483,7 +508,7 @@ pub(crate) fn write_in_tx(
             .execute(params![
                 id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
             ])?;
-            log_set(conn, &id, version, w, seq, now)?;
+            log_set(conn, &id, version, w, seq, now, seqs.stamp())?;
             let mut out = base_outcome(OutcomeKind::Superseded, &id);
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -756,7 +781,7 @@ impl Store {
                 Some(&item.source),
                 Some(item.causal_seq),
                 &ctx.now,
-                Some(&json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among })),
+                Some(&json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among })), seqs.stamp(),
             )?;
             assert_written(tx, ctx, &prepared)?;
             out.pending_id = Some(pending_id);
