@@ -436,3 +436,124 @@ fn empty_database_explains_itself_and_restores_on_error() {
     let s = t.wait_for("EXIT:1");
     assert!(s.contains("no memscope database at"), "{s}");
 }
+
+/// The README walkthrough "Debugging a wrong-tool incident", in the UI: the Reads tab, the
+/// storefront-next read explained as of its time (global v2 won), its record's timeline, `m`
+/// rescope to repo:legacy-dashboard, `y`; then the CLI proves the fix from outside.
+#[test]
+fn incident_walkthrough_reads_as_of_rescope() {
+    if !Tmux::available() {
+        eprintln!("SKIPPED: tmux is not installed (CI installs it; see .ci/run)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db: PathBuf = dir.path().join("demo.db");
+    let t = Tmux::start(100, 30);
+    t.run("PS1='$ '; clear");
+    t.run(&format!(
+        "{BIN} --db {} demo; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    t.wait_for("Current view · ");
+
+    // 5: what agents were told, newest first; the storefront-next read is where the CLI's
+    // read log puts it.
+    let reads = cli(&db, &["reads", "--json"]);
+    let index = reads
+        .as_array()
+        .expect("reads --json is an array")
+        .iter()
+        .position(|r| r["repo"] == "storefront-next")
+        .expect("the demo logged a read from storefront-next");
+    assert_eq!(reads[index]["scope"], "global");
+    assert_eq!(reads[index]["version"], 2);
+    t.type_text("5");
+    t.wait_for("Reads · newest first");
+    t.wait_for("scaffolding a new project");
+    for _ in 0..index {
+        t.type_text("j");
+    }
+    t.wait_for(&format!("#{} ·", reads[index]["id"]));
+    t.wait_for("in repo:storefront-next");
+
+    // Enter: the chain as it stood at the read — global v2 (npm) won.
+    t.key("Enter");
+    t.wait_for("As of a read · user:42 · package_manager");
+    let s = t.wait_for("→ the agent got");
+    assert!(s.contains("→ the agent got npm from global v2"), "{s}");
+    assert!(s.contains("the read log agrees: global v2"), "{s}");
+
+    // g: the winning record's timeline, the version the agent used highlighted.
+    t.type_text("g");
+    t.wait_for("History · user:42 · package_manager @ global");
+    t.wait_for("↑ v2 read by claude-code");
+
+    // m: the dialog suggests where the words were said and states the effect before y.
+    t.type_text("m");
+    t.wait_for("Rescope · user:42 · package_manager @ global");
+    let s = t.wait_for("as v3");
+    assert!(s.contains("to repo:legacy-dashboard"), "{s}");
+    assert!(
+        s.contains("moves npm to repo:legacy-dashboard as v1"),
+        "{s}"
+    );
+    assert!(
+        s.contains("global goes back to pnpm (value of v1) as v3"),
+        "{s}"
+    );
+    t.type_text("y");
+    t.wait_for("rescoped user:42 · package_manager: inserted repo:legacy-dashboard v1");
+
+    // The CLI agrees: a new repo gets pnpm again, legacy-dashboard keeps npm, check holds.
+    let resolve = |repo: &str| {
+        cli(
+            &db,
+            &[
+                "resolve",
+                "--subject",
+                "user:42",
+                "--predicate",
+                "package_manager",
+                "--repo",
+                repo,
+                "--json",
+            ],
+        )
+    };
+    let fresh = resolve("brand-new-app");
+    assert_eq!(
+        (&fresh["value"], &fresh["scope"], &fresh["version"]),
+        (
+            &Value::from("pnpm"),
+            &Value::from("global"),
+            &Value::from(3)
+        ),
+        "{fresh}"
+    );
+    let legacy = resolve("legacy-dashboard");
+    assert_eq!(
+        (&legacy["value"], &legacy["scope"]),
+        (&Value::from("npm"), &Value::from("repo:legacy-dashboard")),
+        "{legacy}"
+    );
+    let check = cli(&db, &["check", "--json"]);
+    assert_eq!(check["ok"], true, "{check}");
+    // The moved record kept its words' source.
+    let moved = cli(
+        &db,
+        &[
+            "history",
+            "--subject",
+            "user:42",
+            "--predicate",
+            "package_manager",
+            "--scope",
+            "repo:legacy-dashboard",
+            "--json",
+        ],
+    );
+    assert_eq!(moved[0]["source"], "thread:23/message:14", "{moved}");
+
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}

@@ -117,6 +117,7 @@ fn number_keys_switch_tabs() {
     assert_eq!(s.app.handle_key(ch('4')), Action::ShowTab(Tab::Check));
     s.perform(Action::ShowTab(Tab::Check));
     assert!(matches!(s.app.check, memscope::tui::app::CheckState::Done(ref r) if r.ok));
+    assert_eq!(s.app.handle_key(ch('5')), Action::ShowTab(Tab::Reads));
     assert_eq!(s.app.handle_key(ch('1')), Action::ShowTab(Tab::Memories));
 }
 
@@ -374,7 +375,15 @@ fn read_only_curation_keys_explain_themselves() {
     let f = Fixture::story();
     let mut s = f.session(120, 32);
     s.app.read_only = true;
-    for (tab, k) in [('1', 'd'), ('2', 'g'), ('2', 'r'), ('2', 'x'), ('3', 'u')] {
+    for (tab, k) in [
+        ('1', 'd'),
+        ('1', 'm'),
+        ('1', 'v'),
+        ('2', 'g'),
+        ('2', 'r'),
+        ('2', 'x'),
+        ('3', 'u'),
+    ] {
         press(&mut s, &tab.to_string());
         assert_eq!(s.app.handle_key(ch(k)), Action::None);
         assert!(s.app.dialogs.is_empty());
@@ -488,4 +497,489 @@ fn esc_typed_just_before_a_key_is_not_alt() {
     s.handle_key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::ALT));
     assert!(!s.app.filter.active() && !s.app.filter.editing);
     assert_eq!(selected_label(&s), "[repo:legacy-dashboard]");
+}
+
+// ---- The wrong-tool incident loop: Reads tab, as-of explain, rescope and revert ----
+
+use memscope::tui::incident::{Since, TimelineMark};
+
+fn package_manager(scope: Scope) -> Identity {
+    Identity {
+        subject: "user:42".into(),
+        predicate: "package_manager".into(),
+        scope,
+    }
+}
+
+fn reads_agents(s: &memscope::tui::Session) -> Vec<String> {
+    s.app
+        .reads
+        .rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}",
+                r.agent.as_deref().unwrap_or("-"),
+                r.repo.as_deref().unwrap_or("-")
+            )
+        })
+        .collect()
+}
+
+/// Moves the Reads cursor to the read from `repo`.
+fn select_read(s: &mut memscope::tui::Session, repo: &str) {
+    s.handle_key(key(KeyCode::Home));
+    for _ in 0..50 {
+        if s.app.selected_read().and_then(|r| r.repo.as_deref()) == Some(repo) {
+            return;
+        }
+        s.handle_key(ch('j'));
+    }
+    panic!("no read from {repo}");
+}
+
+#[test]
+fn five_opens_the_reads_newest_first_filtered_by_words_and_time() {
+    let f = Fixture::incident();
+    let mut s = f.session(120, 32);
+    assert_eq!(s.app.handle_key(ch('5')), Action::ShowTab(Tab::Reads));
+    s.perform(Action::ShowTab(Tab::Reads));
+    assert_eq!(
+        reads_agents(&s),
+        [
+            "cursor docs-site",
+            "claude-code storefront-next",
+            "claude-code web-app"
+        ]
+    );
+    // `/` on this tab filters the reads, not the current view; letters are text.
+    assert_eq!(s.app.handle_key(ch('/')), Action::None);
+    assert!(s.app.reads.editing && !s.app.filter.editing);
+    assert_eq!(s.app.handle_key(ch('q')), Action::LoadReads);
+    s.perform(Action::LoadReads);
+    assert!(s.app.reads.rows.is_empty());
+    s.handle_key(key(KeyCode::Backspace));
+    press(&mut s, "claude web");
+    assert_eq!(reads_agents(&s), ["claude-code web-app"]);
+    // Enter keeps the filter; Esc (on the list) clears it.
+    s.handle_key(key(KeyCode::Enter));
+    assert!(!s.app.reads.editing && s.app.reads.active());
+    assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::LoadReads);
+    s.perform(Action::LoadReads);
+    assert_eq!(s.app.reads.rows.len(), 3);
+    // s: all → 24h → 7d → 30d → all.
+    assert_eq!(s.app.handle_key(ch('s')), Action::LoadReads);
+    s.perform(Action::LoadReads);
+    assert_eq!(s.app.reads.since, Since::Day);
+    assert_eq!(reads_agents(&s), ["cursor docs-site"]);
+    press(&mut s, "s");
+    assert_eq!(s.app.reads.rows.len(), 2);
+    press(&mut s, "ss");
+    assert_eq!(s.app.reads.since, Since::All);
+    assert_eq!(s.app.reads.rows.len(), 3);
+    // The selection follows its read when the list reloads.
+    select_read(&mut s, "storefront-next");
+    f.store()
+        .resolve_logged(
+            "user:42",
+            "package_manager",
+            Some("x"),
+            None,
+            Some("codex"),
+            None,
+        )
+        .unwrap();
+    assert!(s.poll_live());
+    assert_eq!(s.app.reads.rows.len(), 4);
+    assert_eq!(
+        s.app.selected_read().and_then(|r| r.repo.as_deref()),
+        Some("storefront-next")
+    );
+}
+
+#[test]
+fn enter_on_a_read_explains_it_as_of_then_and_g_opens_the_timeline() {
+    let f = Fixture::incident();
+    let mut s = f.session(120, 32);
+    press(&mut s, "5");
+    select_read(&mut s, "web-app");
+    let id = s.app.selected_read().unwrap().id;
+    assert_eq!(
+        s.app.handle_key(key(KeyCode::Enter)),
+        Action::ExplainRead(id)
+    );
+    s.perform(Action::ExplainRead(id));
+    let Some(Dialog::AsOf(d)) = s.app.dialogs.last() else {
+        panic!("the as-of dialog is open")
+    };
+    // Eleven days ago web-app got pnpm (global v1); today the same read gets npm (v2).
+    let r = d.result.clone().unwrap().unwrap();
+    assert_eq!(
+        (r.then.scope.as_deref(), r.then.version),
+        (Some("global"), Some(1))
+    );
+    assert_eq!(r.then.value, Some(serde_json::json!("pnpm")));
+    assert_eq!(
+        (r.now.scope.as_deref(), r.now.version),
+        (Some("global"), Some(2))
+    );
+    s.handle_key(key(KeyCode::Esc));
+    assert!(s.app.dialogs.is_empty());
+
+    select_read(&mut s, "storefront-next");
+    s.handle_key(key(KeyCode::Enter));
+    let Some(Dialog::AsOf(d)) = s.app.dialogs.last() else {
+        panic!("the as-of dialog is open")
+    };
+    let r = d.result.clone().unwrap().unwrap();
+    assert_eq!(r.then.value, Some(serde_json::json!("npm")));
+    let states: Vec<&str> = r.then.considered.iter().map(|c| c.state.as_str()).collect();
+    assert_eq!(states, ["absent", "wins"]);
+    // g: the winning record's history, the version the agent read highlighted.
+    let action = s.app.handle_key(ch('g'));
+    let Action::GoTo(mark) = &action else {
+        panic!("g goes to the record, got {action:?}")
+    };
+    assert_eq!(
+        (&mark.identity, mark.version),
+        (&package_manager(Scope::Global), 2)
+    );
+    assert!(s.app.dialogs.is_empty());
+    s.perform(action);
+    assert_eq!(s.app.tab, Tab::Memories);
+    assert_eq!(s.app.focus, Focus::Detail);
+    assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
+    assert_eq!(s.app.mark.as_ref().map(|m| m.version), Some(2));
+    let screen = render(&mut s, 120, 32);
+    assert!(
+        screen.contains("↑ v2 read by claude-code 3d ago in")
+            && screen.contains("repo:storefront-next · still current"),
+        "{screen}"
+    );
+    // Moving to another record drops the highlight.
+    s.handle_key(key(KeyCode::Esc));
+    press(&mut s, "j");
+    assert_ne!(selected_label(&s), "user:42 · package_manager @ global");
+    assert!(s.app.mark.is_none());
+}
+
+#[test]
+fn go_to_clears_the_filter_and_unfolds_and_explains_a_record_that_is_gone() {
+    let f = Fixture::incident();
+    let mut s = f.session(120, 32);
+    press(&mut s, "/formatter");
+    s.handle_key(key(KeyCode::Enter));
+    press(&mut s, "k");
+    s.handle_key(key(KeyCode::Enter)); // fold global
+    assert!(s.app.folded.contains("global"));
+    let mark = TimelineMark {
+        identity: package_manager(Scope::Global),
+        version: 1,
+        note: "read by claude-code".into(),
+    };
+    s.perform(Action::GoTo(mark));
+    assert!(!s.app.filter.active() && !s.app.folded.contains("global"));
+    assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
+    // A record that holds no live value any more: said, not silently wrong.
+    let gone = TimelineMark {
+        identity: package_manager(Scope::Repo("old-app".into())),
+        version: 1,
+        note: "read by nobody".into(),
+    };
+    s.perform(Action::GoTo(gone));
+    let toast = s.app.toast.clone().unwrap();
+    assert!(
+        toast.error && toast.text.contains("holds no live record"),
+        "{}",
+        toast.text
+    );
+    assert_eq!(s.app.focus, Focus::List);
+}
+
+#[test]
+fn m_rescopes_through_a_dialog_that_suggests_and_states_the_effect() {
+    let f = Fixture::incident();
+    let mut s = f.session(120, 32);
+    select(&mut s, "user:42 · package_manager @ global");
+    assert_eq!(s.app.handle_key(ch('m')), Action::PreviewRescope);
+    s.perform(Action::PreviewRescope);
+    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
+        panic!("the rescope dialog is open")
+    };
+    // The same message also wrote install_command in legacy-dashboard: that is where it was
+    // said. Then the repos of the newest reads that got v2.
+    let suggested: Vec<String> = d
+        .suggestions
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|x| x.scope.to_string())
+        .collect();
+    assert_eq!(
+        suggested,
+        [
+            "repo:legacy-dashboard",
+            "repo:docs-site",
+            "repo:storefront-next"
+        ]
+    );
+    assert_eq!(d.target, "repo:legacy-dashboard");
+    assert!(!d.editing);
+    let p = d.preview.clone().unwrap().unwrap();
+    assert_eq!(p.refusal, None);
+    assert_eq!(
+        p.effects,
+        [
+            "moves npm to repo:legacy-dashboard as v1 (inserted; keeps source thread:23/message:14, raw words and causal_seq 3)",
+            "global goes back to pnpm (value of v1) as v3"
+        ]
+    );
+    // Tab cycles the suggestions; e types another target, where y and n are letters.
+    assert_eq!(s.app.handle_key(key(KeyCode::Tab)), Action::PreviewRescope);
+    s.perform(Action::PreviewRescope);
+    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
+        panic!()
+    };
+    assert_eq!(d.target, "repo:docs-site");
+    press(&mut s, "e");
+    s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    press(&mut s, "repo:my-only-yarn");
+    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
+        panic!("typing y and n did not close it")
+    };
+    assert_eq!(d.target, "repo:my-only-yarn");
+    assert!(d.editing);
+    // Backspace back to the suggestion, typed; Enter ends typing.
+    for _ in 0.."my-only-yarn".len() {
+        s.handle_key(key(KeyCode::Backspace));
+    }
+    press(&mut s, "legacy-dashboard");
+    s.handle_key(key(KeyCode::Enter));
+    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
+        panic!()
+    };
+    assert!(!d.editing);
+    let to = Scope::Repo("legacy-dashboard".into());
+    assert_eq!(
+        s.app.handle_key(ch('y')),
+        Action::Apply(Curation::Rescope {
+            identity: package_manager(Scope::Global),
+            to: to.clone()
+        })
+    );
+    s.perform(Action::Apply(Curation::Rescope {
+        identity: package_manager(Scope::Global),
+        to: to.clone(),
+    }));
+    let toast = s.app.toast.clone().unwrap();
+    assert_eq!(
+        toast.text,
+        "rescoped user:42 · package_manager: inserted repo:legacy-dashboard v1 = npm; superseded global v3 = pnpm"
+    );
+    let store = f.store();
+    let new_repo = store
+        .resolve("user:42", "package_manager", Some("brand-new"), None)
+        .unwrap();
+    assert_eq!(new_repo.value, Some(serde_json::json!("pnpm")));
+    let legacy = store
+        .resolve("user:42", "package_manager", Some("legacy-dashboard"), None)
+        .unwrap();
+    assert_eq!(legacy.value, Some(serde_json::json!("npm")));
+    assert!(store.check().unwrap().ok);
+    // The view shows the repaired record, still selected.
+    assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
+    assert_eq!(s.app.detail.as_ref().unwrap().record.version, 3);
+}
+
+#[test]
+fn rescope_refusals_are_stated_before_y_and_a_late_refusal_changes_nothing() {
+    let f = Fixture::incident();
+    let mut s = f.session(120, 32);
+    select(&mut s, "user:42 · package_manager @ global");
+    press(&mut s, "me");
+    s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    let refusal = |s: &memscope::tui::Session| match s.app.dialogs.last() {
+        Some(Dialog::Rescope(d)) => match d.preview.clone() {
+            Some(Ok(p)) => p.refusal.unwrap_or_default(),
+            Some(Err(e)) => format!("ERR {e}"),
+            None => "NONE".into(),
+        },
+        _ => "CLOSED".into(),
+    };
+    press(&mut s, "repo");
+    assert!(
+        refusal(&s).starts_with("ERR unknown scope 'repo'"),
+        "{}",
+        refusal(&s)
+    );
+    press(&mut s, ":old-app");
+    assert!(
+        refusal(&s).contains("is deleted (tombstone v2)"),
+        "{}",
+        refusal(&s)
+    );
+    s.handle_key(key(KeyCode::Enter));
+    // y on a refused target: the sentence again, the dialog stays, nothing is applied.
+    assert_eq!(s.app.handle_key(ch('y')), Action::None);
+    assert!(s.app.toast.as_ref().unwrap().error);
+    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Rescope(_))));
+    press(&mut s, "e");
+    s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    press(&mut s, "repo:newer");
+    assert!(refusal(&s).contains("causal_seq"), "{}", refusal(&s));
+    s.handle_key(key(KeyCode::Esc));
+    press(&mut s, "n");
+    assert!(s.app.dialogs.is_empty());
+    assert_eq!(
+        s.app.toast.as_ref().unwrap().text,
+        "cancelled: nothing changed"
+    );
+
+    // The preview says yes, then another process deletes the target before y: the store
+    // refuses, the sentence shows, nothing changed.
+    press(&mut s, "me");
+    s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    press(&mut s, "repo:late");
+    s.handle_key(key(KeyCode::Enter));
+    assert_eq!(refusal(&s), "");
+    f.write(r#"{"subject":"user:42","predicate":"package_manager","value":"bun","scope":"repo:late","source":"x:1"}"#);
+    let late = DeleteTarget::Identity(package_manager(Scope::Repo("late".into())));
+    f.store().delete(&late, None).unwrap();
+    press(&mut s, "y");
+    let toast = s.app.toast.clone().unwrap();
+    assert!(
+        toast.error && toast.text.starts_with("rescope refused:"),
+        "{}",
+        toast.text
+    );
+    assert!(toast.text.contains("nothing changed"), "{}", toast.text);
+    let global = f
+        .store()
+        .get(&package_manager(Scope::Global))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (global.version, global.value),
+        (2, serde_json::json!("npm"))
+    );
+}
+
+#[test]
+fn rescope_of_a_scoped_record_starts_typing_and_removes_what_had_no_earlier_value() {
+    let f = Fixture::incident();
+    let mut s = f.session(120, 32);
+    select(&mut s, "user:42 · package_manager @ repo:newer");
+    s.handle_key(ch('m'));
+    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
+        panic!()
+    };
+    assert!(d.editing && d.target.is_empty());
+    assert_eq!(
+        d.suggestions
+            .as_ref()
+            .unwrap()
+            .last()
+            .map(|x| x.scope.clone()),
+        Some(Scope::Global)
+    );
+    press(&mut s, "task:t-1");
+    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
+        panic!()
+    };
+    let p = d.preview.clone().unwrap().unwrap();
+    assert_eq!(
+        p.effects[1],
+        "repo:newer is removed — it had no earlier value"
+    );
+    s.handle_key(key(KeyCode::Esc));
+    press(&mut s, "y");
+    assert!(f
+        .store()
+        .get(&package_manager(Scope::Repo("newer".into())))
+        .unwrap()
+        .is_none());
+    let moved = f
+        .store()
+        .get(&package_manager(Scope::Task("t-1".into())))
+        .unwrap()
+        .unwrap();
+    assert_eq!(moved.value, serde_json::json!("yarn"));
+}
+
+#[test]
+fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
+    let f = Fixture::incident();
+    let mut s = f.session(120, 32);
+    // A record at v1 has nothing to go back to.
+    select(&mut s, "user:7 · formatter @ global");
+    assert_eq!(s.app.handle_key(ch('v')), Action::None);
+    assert!(s.app.dialogs.is_empty());
+    assert!(s
+        .app
+        .toast
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("no earlier version"));
+
+    select(&mut s, "user:42 · package_manager @ global");
+    assert_eq!(s.app.handle_key(ch('v')), Action::PreviewRevert);
+    s.perform(Action::PreviewRevert);
+    let Some(Dialog::Revert(d)) = s.app.dialogs.last() else {
+        panic!("the revert dialog is open")
+    };
+    let c = d.chosen().unwrap();
+    assert_eq!(c.version, 1);
+    assert_eq!(
+        c.effect,
+        Ok("global becomes pnpm (value of v1) as v3".to_string())
+    );
+    // A digit that names no earlier version says so; 1 names v1.
+    press(&mut s, "9");
+    assert!(s
+        .app
+        .toast
+        .as_ref()
+        .unwrap()
+        .text
+        .contains("no earlier version v9"));
+    press(&mut s, "1");
+    assert_eq!(
+        s.app.handle_key(ch('y')),
+        Action::Apply(Curation::Revert {
+            identity: package_manager(Scope::Global),
+            to_version: 1
+        })
+    );
+    s.perform(Action::Apply(Curation::Revert {
+        identity: package_manager(Scope::Global),
+        to_version: 1,
+    }));
+    assert_eq!(
+        s.app.toast.as_ref().unwrap().text,
+        "reverted user:42 · package_manager @ global to the value of v1: superseded global v3 = pnpm"
+    );
+    // Now at v3 (pnpm): v2 (npm) is the default, v1 (pnpm again) would only confirm.
+    press(&mut s, "v");
+    let Some(Dialog::Revert(d)) = s.app.dialogs.last() else {
+        panic!()
+    };
+    assert_eq!(d.chosen().unwrap().version, 2);
+    press(&mut s, "j");
+    let Some(Dialog::Revert(d)) = s.app.dialogs.last() else {
+        panic!()
+    };
+    assert_eq!(
+        d.chosen().unwrap().effect,
+        Ok("global already holds pnpm: v3 is confirmed, no new version".to_string())
+    );
+    press(&mut s, "n");
+    assert!(s.app.dialogs.is_empty());
+    let h = f
+        .store()
+        .history("user:42", "package_manager", Some(&Scope::Global))
+        .unwrap();
+    let events: Vec<&str> = h.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(events, ["set", "set", "set", "reverted"]);
+    assert!(f.store().check().unwrap().ok);
 }

@@ -189,6 +189,81 @@ fn tiny_terminal_20x5() {
     assert_snapshot!("tiny_delete_dialog", render(&mut s, 20, 5));
 }
 
+/// Moves the Reads cursor to the read from `repo`.
+fn select_read(s: &mut memscope::tui::Session, repo: &str) {
+    s.handle_key(key(KeyCode::Home));
+    for _ in 0..50 {
+        if s.app.selected_read().and_then(|r| r.repo.as_deref()) == Some(repo) {
+            return;
+        }
+        s.handle_key(ch('j'));
+    }
+    panic!("no read from {repo}");
+}
+
+#[test]
+fn reads_tab_as_of_explain_and_the_highlighted_timeline() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "5");
+    select_read(&mut s, "storefront-next");
+    assert_snapshot!("reads_tab", render(&mut s, W, H));
+    s.handle_key(key(KeyCode::Enter));
+    assert_snapshot!("reads_as_of_explain", render(&mut s, W, H));
+    press(&mut s, "g");
+    assert_snapshot!("reads_go_to_highlighted_timeline", render(&mut s, W, H));
+}
+
+#[test]
+fn reads_tab_filtered_and_narrow() {
+    let f = Fixture::demo();
+    let mut s = f.session(80, 24);
+    press(&mut s, "5/cursor");
+    assert_snapshot!("reads_filter_typing", render(&mut s, 80, 24));
+    s.handle_key(key(KeyCode::Esc));
+    press(&mut s, "ss");
+    assert_snapshot!("reads_since_7d_narrow", render(&mut s, 80, 24));
+}
+
+#[test]
+fn rescope_dialog_suggested_target_and_typed_target() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    select(&mut s, "user:42 · package_manager @ global");
+    press(&mut s, "m");
+    assert_snapshot!("rescope_dialog", render(&mut s, W, H));
+    // A task-scoped record: the target is typed; it had no earlier value, so it is removed.
+    s.handle_key(key(KeyCode::Esc));
+    select(&mut s, "user:42 · package_manager @ task:fix-lockfile-123");
+    press(&mut s, "mrepo:legacy-dashboard");
+    assert_snapshot!("rescope_dialog_typed_target", render(&mut s, W, H));
+}
+
+#[test]
+fn rescope_dialog_refused_target() {
+    let f = Fixture::demo();
+    // The target repo holds a causally newer value: the store would refuse (stale).
+    f.write(r#"{"subject":"user:42","predicate":"package_manager","value":"bun","scope":"repo:newer","source":"thread:50/message:1"}"#);
+    let mut s = f.session(W, H);
+    select(&mut s, "user:42 · package_manager @ global");
+    press(&mut s, "me");
+    s.handle_key(crossterm::event::KeyEvent::new(
+        KeyCode::Char('u'),
+        crossterm::event::KeyModifiers::CONTROL,
+    ));
+    press(&mut s, "repo:newer");
+    assert_snapshot!("rescope_dialog_refused", render(&mut s, W, H));
+}
+
+#[test]
+fn revert_dialog() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    select(&mut s, "user:42 · package_manager @ global");
+    press(&mut s, "v");
+    assert_snapshot!("revert_dialog", render(&mut s, W, H));
+}
+
 #[test]
 fn every_size_down_to_1x1_draws_without_panic() {
     let f = Fixture::demo();
@@ -203,11 +278,19 @@ fn every_size_down_to_1x1_draws_without_panic() {
         "1d",
         "\u{1b}e",
         "\u{1b}/np",
+        "\u{1b}\u{1b}5",
+        "\n",
+        "g",
+        "m",
+        "\u{1b}v",
+        "\u{1b}5/cur",
     ];
     for keys in screens {
         for c in keys.chars() {
             if c == '\u{1b}' {
                 s.handle_key(key(KeyCode::Esc));
+            } else if c == '\n' {
+                s.handle_key(key(KeyCode::Enter));
             } else {
                 s.handle_key(ch(c));
             }

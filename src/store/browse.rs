@@ -7,9 +7,10 @@
 //! then every repo, then every task — and the `memories_by_scope` index serves it directly.
 
 use super::read::{memory_from_row, MEMORY_COLUMNS};
-use super::Store;
-use crate::model::{Identity, MemoryRecord, Scope, Tombstone};
+use super::{format_time, Store};
+use crate::model::{Identity, MemoryRecord, ReadRecord, Scope, Tombstone};
 use anyhow::{anyhow, Result};
+use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
 /// A record's place in the current view's order.
@@ -267,6 +268,66 @@ impl Store {
     /// scan that is no longer wanted).
     pub fn interrupt_handle(&self) -> rusqlite::InterruptHandle {
         self.conn.get_interrupt_handle()
+    }
+
+    /// The newest `limit` logged reads since `since`, newest first, whose agent, subject,
+    /// predicate, repo or task contain every one of `words` (ASCII case-insensitive). Walks
+    /// the time index from the newest read and stops at `limit`.
+    pub fn read_log(
+        &self,
+        words: &[String],
+        since: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<ReadRecord>> {
+        let words: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, at, agent, subject, predicate, repo, task, scope, version, shadowed, note
+             FROM reads
+             WHERE (?1 IS NULL OR at >= ?1)
+               AND NOT EXISTS (SELECT 1 FROM json_each(?2) w WHERE instr(lower(
+                     coalesce(agent, '') || ' ' || subject || ' ' || predicate || ' ' ||
+                     coalesce(repo, '') || ' ' || coalesce(task, '')), w.value) = 0)
+             ORDER BY at DESC, id DESC LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(
+            params![
+                since.map(format_time),
+                serde_json::to_string(&words)?,
+                limit as i64
+            ],
+            |r| {
+                let shadowed: Option<String> = r.get(9)?;
+                Ok(ReadRecord {
+                    id: r.get(0)?,
+                    at: r.get(1)?,
+                    agent: r.get(2)?,
+                    subject: r.get(3)?,
+                    predicate: r.get(4)?,
+                    repo: r.get(5)?,
+                    task: r.get(6)?,
+                    scope: r.get(7)?,
+                    version: r.get(8)?,
+                    shadowed: shadowed
+                        .and_then(|s| serde_json::from_str(&s).ok())
+                        .unwrap_or_default(),
+                    note: r.get(10)?,
+                })
+            },
+        )?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every (scope, predicate) that a source's words wrote for a subject, first written
+    /// first: where one message of the user landed (a rescope looks here for the scope a
+    /// mis-scoped value was said in).
+    pub fn scopes_written_by(&self, subject: &str, source: &str) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT scope, predicate FROM history
+             WHERE subject = ?1 AND source = ?2 AND event = 'set'
+             GROUP BY scope, predicate ORDER BY min(id)",
+        )?;
+        let rows = stmt.query_map(params![subject, source], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// The tombstone of one identity, if it is deleted.

@@ -2,6 +2,7 @@
 //! becomes a change of state plus an [`Action`] that the loop performs (queries, writes). The
 //! focused dialog gets the key first. Nothing here touches the store.
 
+use super::incident::{AsOfDialog, ReadsState, RescopeDialog, RevertDialog, TimelineMark};
 use super::keymap::{self, Command, Context};
 use super::list::{FilterResults, ListItem, MemoryList, Motion};
 use super::worker::HeaderCounts;
@@ -20,6 +21,7 @@ pub enum Tab {
     Pending,
     Tombstones,
     Check,
+    Reads,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,13 +31,28 @@ pub enum Focus {
 }
 
 /// A change to memory that a human asked for; the loop runs it through the store's own write
-/// paths (delete, restore, resolve_pending, reject_pending).
+/// paths (delete, restore, resolve_pending, reject_pending, rescope, revert).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Curation {
     Delete(DeleteTarget),
     Restore(Identity),
-    Resolve { pending_id: i64, scope: Scope },
-    Reject { pending_id: i64 },
+    Resolve {
+        pending_id: i64,
+        scope: Scope,
+    },
+    Reject {
+        pending_id: i64,
+    },
+    /// Move the current value of `identity` into `to`; its scope goes back a version.
+    Rescope {
+        identity: Identity,
+        to: Scope,
+    },
+    /// Make the value of `to_version` current again, as a new version.
+    Revert {
+        identity: Identity,
+        to_version: i64,
+    },
 }
 
 /// A subject/predicate and a repo/task context to resolve in.
@@ -67,6 +84,16 @@ pub enum Action {
     /// Confirmed: run it.
     Apply(Curation),
     Explain(ExplainQuery),
+    /// The Reads tab's filter or window changed: load the read log again.
+    LoadReads,
+    /// Resolve the read with this id as of its time (the as-of dialog on top shows it).
+    ExplainRead(i64),
+    /// Open a record's history in the current view with one version highlighted.
+    GoTo(TimelineMark),
+    /// The rescope dialog on top needs its suggestions and the preview of its target.
+    PreviewRescope,
+    /// The revert dialog on top needs the earlier versions and what each would do.
+    PreviewRevert,
 }
 
 /// The selected record's history and its other scopes.
@@ -197,6 +224,9 @@ pub enum Dialog {
     Delete(DeleteDialog),
     Confirm(ConfirmDialog),
     Explain(ExplainDialog),
+    AsOf(AsOfDialog),
+    Rescope(RescopeDialog),
+    Revert(RevertDialog),
     Message { title: String, text: String },
 }
 
@@ -207,6 +237,10 @@ impl Dialog {
             Dialog::Delete(_) => Context::DeleteDialog,
             Dialog::Confirm(_) => Context::Confirm,
             Dialog::Explain(_) => Context::Explain,
+            Dialog::AsOf(_) => Context::AsOf,
+            Dialog::Rescope(d) if d.editing => Context::RescopeInput,
+            Dialog::Rescope(_) => Context::Rescope,
+            Dialog::Revert(_) => Context::Revert,
             Dialog::Message { .. } => Context::Message,
         }
     }
@@ -219,7 +253,7 @@ pub struct Toast {
 }
 
 pub const READ_ONLY: &str =
-    "read-only database: memscope can show it but not change it (d, u, g, r, t and x are off)";
+    "read-only database: memscope can show it but not change it (d, u, g, r, t, x, m and v are off)";
 
 pub struct App {
     pub db_path: String,
@@ -245,6 +279,9 @@ pub struct App {
     pub tomb_cursor: usize,
     pub check: CheckState,
     pub check_scroll: usize,
+    pub reads: ReadsState,
+    /// A version to highlight in the history timeline (the one an agent read).
+    pub mark: Option<TimelineMark>,
     pub dialogs: Vec<Dialog>,
     pub toast: Option<Toast>,
 }
@@ -274,6 +311,8 @@ impl App {
             tomb_cursor: 0,
             check: CheckState::NotRun,
             check_scroll: 0,
+            reads: ReadsState::default(),
+            mark: None,
             dialogs: Vec::new(),
             toast: None,
         }
@@ -284,7 +323,7 @@ impl App {
         if let Some(d) = self.dialogs.last() {
             return vec![d.context()];
         }
-        if self.filter.editing {
+        if self.filter.editing || self.reads.editing {
             return vec![Context::Filter];
         }
         match self.tab {
@@ -292,6 +331,7 @@ impl App {
             Tab::Pending => vec![Context::Pending, Context::Lists, Context::Global],
             Tab::Tombstones => vec![Context::Tombstones, Context::Lists, Context::Global],
             Tab::Check => vec![Context::Lists, Context::Global],
+            Tab::Reads => vec![Context::Reads, Context::Lists, Context::Global],
         }
     }
 
@@ -337,6 +377,10 @@ impl App {
         if !self.dialogs.is_empty() {
             return self.dialog_key(key);
         }
+        if self.reads.editing {
+            let cmd = keymap::lookup(&[Context::Filter], &key);
+            return self.reads_filter_key(cmd, typed(&key));
+        }
         if self.filter.editing {
             return self.filter_key(key);
         }
@@ -375,10 +419,17 @@ impl App {
 
     fn dialog_key(&mut self, key: KeyEvent) -> Action {
         let cmd = keymap::lookup(&self.contexts(), &key);
+        match self.dialogs.last() {
+            Some(Dialog::AsOf(_)) => return self.as_of_key(cmd),
+            Some(Dialog::Rescope(_)) => return self.rescope_key(cmd, &key),
+            Some(Dialog::Revert(_)) => return self.revert_key(cmd, &key),
+            _ => {}
+        }
         let Some(dialog) = self.dialogs.last_mut() else {
             return Action::None;
         };
         match dialog {
+            Dialog::AsOf(_) | Dialog::Rescope(_) | Dialog::Revert(_) => {}
             Dialog::Help { scroll } => match cmd {
                 Some(Command::Cancel) => {
                     self.dialogs.pop();
@@ -462,6 +513,9 @@ impl App {
 
     /// Runs a key-map command.
     pub fn command(&mut self, cmd: Command) -> Action {
+        if let Some(action) = self.reads_command(cmd) {
+            return action;
+        }
         match cmd {
             Command::Quit => Action::Quit,
             Command::Help => {
@@ -520,6 +574,7 @@ impl App {
             Command::ShowPending => self.show(Tab::Pending),
             Command::ShowTombstones => self.show(Tab::Tombstones),
             Command::ShowCheck => self.show(Tab::Check),
+            Command::ShowReads => self.show(Tab::Reads),
             Command::Fold | Command::Unfold => match self.list.selected() {
                 Some(row) => Action::Fold {
                     scope: row.scope(),
@@ -534,8 +589,18 @@ impl App {
             Command::Delete => self.delete(),
             Command::Restore => self.restore(),
             Command::Explain => self.explain(),
-            // Dialog and filter-line commands are handled where those have the focus.
-            Command::Confirm
+            Command::Rescope => self.rescope(),
+            Command::Revert => self.revert(),
+            // Reads-tab commands run in `reads_command`; dialog and filter-line commands where
+            // those have the focus.
+            Command::CycleSince
+            | Command::ExplainRead
+            | Command::GoToRecord
+            | Command::EditField
+            | Command::DoneEditing
+            | Command::ClearField
+            | Command::Digit
+            | Command::Confirm
             | Command::Cancel
             | Command::NextChoice
             | Command::PrevChoice
@@ -580,12 +645,13 @@ impl App {
             (Tab::Pending, _) => step(&mut self.pending_cursor, self.pending.len()),
             (Tab::Tombstones, _) => step(&mut self.tomb_cursor, self.tombstones.len()),
             (Tab::Check, _) => step(&mut self.check_scroll, check_lines),
+            (Tab::Reads, _) => step(&mut self.reads.cursor, self.reads.rows.len()),
         }
         Action::None
     }
 
     /// Curation keys on a read-only file explain themselves instead of failing later.
-    fn writable(&mut self) -> bool {
+    pub(super) fn writable(&mut self) -> bool {
         if self.read_only {
             self.error(READ_ONLY);
         }
@@ -721,7 +787,7 @@ impl App {
                 ),
                 None => return Action::None,
             },
-            Tab::Check => return Action::None,
+            Tab::Check | Tab::Reads => return Action::None,
         };
         let id_of = |kind: &str| {
             scopes.iter().find_map(|s| match (s, kind) {
@@ -745,7 +811,7 @@ impl App {
 }
 
 /// A printable character typed without Ctrl or Alt.
-fn typed(key: &KeyEvent) -> Option<char> {
+pub(super) fn typed(key: &KeyEvent) -> Option<char> {
     match key.code {
         KeyCode::Char(c)
             if !key

@@ -12,10 +12,15 @@ pub enum Context {
     Memories,
     Pending,
     Tombstones,
+    Reads,
     Filter,
     DeleteDialog,
     Confirm,
     Explain,
+    AsOf,
+    Rescope,
+    RescopeInput,
+    Revert,
     Help,
     Message,
 }
@@ -28,26 +33,36 @@ impl Context {
             Context::Memories => "Current view (1)",
             Context::Pending => "Pending queue (2)",
             Context::Tombstones => "Tombstones (3)",
+            Context::Reads => "Reads (5): what agents were told",
             Context::Filter => "Filter line (/)",
             Context::DeleteDialog => "Delete dialog",
             Context::Confirm => "Confirm dialog",
             Context::Explain => "Explain (e)",
+            Context::AsOf => "As of a read (Enter on a read)",
+            Context::Rescope => "Rescope dialog (m)",
+            Context::RescopeInput => "Rescope dialog, typing the target (e)",
+            Context::Revert => "Revert dialog (v)",
             Context::Help => "Help",
             Context::Message => "Message",
         }
     }
 
     /// The order of sections in the help overlay.
-    pub const HELP_ORDER: [Context; 10] = [
+    pub const HELP_ORDER: [Context; 15] = [
         Context::Global,
         Context::Lists,
         Context::Memories,
         Context::Pending,
         Context::Tombstones,
+        Context::Reads,
         Context::Filter,
         Context::DeleteDialog,
         Context::Confirm,
         Context::Explain,
+        Context::AsOf,
+        Context::Rescope,
+        Context::RescopeInput,
+        Context::Revert,
         Context::Help,
     ];
 }
@@ -72,6 +87,7 @@ pub enum Command {
     ShowPending,
     ShowTombstones,
     ShowCheck,
+    ShowReads,
     Fold,
     Unfold,
     ResolveGlobal,
@@ -81,6 +97,14 @@ pub enum Command {
     Delete,
     Restore,
     Explain,
+    /// Reads tab: the next `since` window (all, 24h, 7d, 30d).
+    CycleSince,
+    /// Explain a read as of its time.
+    ExplainRead,
+    /// Open the winning record's history, the version the agent read highlighted.
+    GoToRecord,
+    Rescope,
+    Revert,
     Confirm,
     Cancel,
     NextChoice,
@@ -89,6 +113,13 @@ pub enum Command {
     Erase,
     KeepFilter,
     ClearFilter,
+    /// Rescope dialog: start typing the target scope.
+    EditField,
+    /// Rescope dialog: stop typing, back to y/n.
+    DoneEditing,
+    ClearField,
+    /// Revert dialog: a digit of a version number.
+    Digit,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,6 +191,22 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Explain, &[Code(KeyCode::Enter)], "Enter", C::Confirm, "resolve again (it also resolves as you type)", None),
     b(X::Explain, &[Code(KeyCode::Backspace)], "Backspace", C::Erase, "erase a character", None),
     b(X::Explain, &[Code(KeyCode::Esc)], "Esc", C::Cancel, "close", Some("close")),
+    b(X::AsOf, &[Char('g'), Code(KeyCode::Enter)], "g/Enter", C::GoToRecord, "the winning record's history, the version read highlighted", Some("go to history")),
+    b(X::AsOf, &[Code(KeyCode::Esc), Char('q')], "Esc/q", C::Cancel, "close", Some("close")),
+    b(X::Rescope, &[Char('y')], "y", C::Confirm, "rescope as the dialog states", Some("rescope")),
+    b(X::Rescope, &[Char('n'), Code(KeyCode::Esc)], "n/Esc", C::Cancel, "cancel: nothing changes", Some("cancel")),
+    b(X::Rescope, &[Char('e')], "e", C::EditField, "type another target: repo:<id>, task:<id> or global", Some("edit target")),
+    b(X::Rescope, &[Code(KeyCode::Tab), Char('j'), Code(KeyCode::Down)], "Tab", C::NextChoice, "next suggested target", Some("suggestion")),
+    b(X::Rescope, &[Code(KeyCode::BackTab), Char('k'), Code(KeyCode::Up)], "S-Tab", C::PrevChoice, "previous suggested target", None),
+    b(X::RescopeInput, &[Code(KeyCode::Enter), Code(KeyCode::Esc)], "Enter/Esc", C::DoneEditing, "done typing: back to y/n", Some("done")),
+    b(X::RescopeInput, &[Code(KeyCode::Backspace)], "Backspace", C::Erase, "erase a character", None),
+    b(X::RescopeInput, &[Ctrl('u')], "Ctrl-u", C::ClearField, "clear the target", Some("clear")),
+    b(X::RescopeInput, &[Code(KeyCode::Tab)], "Tab", C::NextChoice, "next suggested target", Some("suggestion")),
+    b(X::Revert, &[Char('y')], "y", C::Confirm, "revert as the dialog states", Some("revert")),
+    b(X::Revert, &[Char('n'), Code(KeyCode::Esc)], "n/Esc", C::Cancel, "cancel: nothing changes", Some("cancel")),
+    b(X::Revert, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::NextChoice, "an older version", Some("version")),
+    b(X::Revert, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::PrevChoice, "a newer version", None),
+    b(X::Revert, DIGITS, "0-9", C::Digit, "choose a version by its number", Some("version no.")),
     b(X::Help, &[Code(KeyCode::Esc), Char('?'), Char('q')], "Esc/?/q", C::Cancel, "close the help", Some("close")),
     b(X::Help, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "scroll down", Some("scroll")),
     b(X::Help, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "scroll up", None),
@@ -176,6 +223,8 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Memories, &[Char('l'), Code(KeyCode::Right)], "l/→", C::Unfold, "unfold the selected group", None),
     b(X::Memories, &[Char('d')], "d", C::Delete, "delete: choose the target, see what is destroyed, confirm with y", Some("delete")),
     b(X::Memories, &[Char('e')], "e", C::Explain, "explain: the resolution chain for a repo/task", Some("explain")),
+    b(X::Memories, &[Char('m')], "m", C::Rescope, "rescope: move a mis-scoped value where it belongs (y confirms)", Some("rescope")),
+    b(X::Memories, &[Char('v')], "v", C::Revert, "revert: make an earlier value current again, as a new version", Some("revert")),
     b(X::Pending, &[Char('g')], "g", C::ResolveGlobal, "write the selected item to global", Some("global")),
     b(X::Pending, &[Char('r')], "r", C::ResolveRepo, "write it to its repo candidate", Some("repo")),
     b(X::Pending, &[Char('t')], "t", C::ResolveTask, "write it to its task candidate", Some("task")),
@@ -183,6 +232,10 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Pending, &[Char('e')], "e", C::Explain, "explain its subject and predicate", None),
     b(X::Tombstones, &[Char('u')], "u", C::Restore, "restore the selected tombstone (after a confirm)", Some("restore")),
     b(X::Tombstones, &[Char('e')], "e", C::Explain, "explain its subject and predicate", None),
+    b(X::Reads, &[Code(KeyCode::Enter)], "Enter", C::ExplainRead, "the explain chain as it stood when the agent read", Some("as of then")),
+    b(X::Reads, &[Char('g')], "g", C::GoToRecord, "the winning record's history, the version read highlighted", Some("go to record")),
+    b(X::Reads, &[Char('/')], "/", C::Filter, "filter: words in agent, subject, predicate, repo or task", Some("filter")),
+    b(X::Reads, &[Char('s')], "s", C::CycleSince, "since: all time → 24h → 7d → 30d", Some("since")),
     b(X::Lists, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "move down", None),
     b(X::Lists, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "move up", Some("move")),
     b(X::Lists, &[Code(KeyCode::PageDown), Ctrl('f'), Ctrl('d')], "PgDn", C::PageDown, "page down", None),
@@ -201,6 +254,20 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Global, &[Char('2')], "2", C::ShowPending, "pending queue", None),
     b(X::Global, &[Char('3')], "3", C::ShowTombstones, "tombstones", None),
     b(X::Global, &[Char('4')], "4", C::ShowCheck, "check: invariants and health figures", None),
+    b(X::Global, &[Char('5')], "5", C::ShowReads, "reads: what agents were told, as of then", None),
+];
+
+const DIGITS: &[Key] = &[
+    Char('0'),
+    Char('1'),
+    Char('2'),
+    Char('3'),
+    Char('4'),
+    Char('5'),
+    Char('6'),
+    Char('7'),
+    Char('8'),
+    Char('9'),
 ];
 
 /// The command for `key` in the first of `contexts` that binds it.
@@ -214,21 +281,29 @@ pub fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Command> {
     })
 }
 
-/// Footer hints for the active contexts: (keys, hint), most specific first.
+/// Footer hints for the active contexts: (keys, hint), most specific first. A binding whose
+/// keys a more specific context already takes never fires, so it gets no hint.
 pub fn hints(contexts: &[Context]) -> Vec<(&'static str, &'static str)> {
     let mut out = Vec::new();
+    let mut taken: Vec<Key> = Vec::new();
     for ctx in contexts {
+        let mut mine: Vec<Key> = Vec::new();
         for b in BINDINGS.iter().filter(|b| b.context == *ctx) {
+            mine.extend_from_slice(b.keys);
+            if b.keys.iter().all(|k| taken.contains(k)) {
+                continue;
+            }
             if let Some(h) = b.hint {
-                // The four tab keys and the two move keys share one footer slot each.
+                // The tab keys and the two move keys share one footer slot each.
                 let label = match b.command {
-                    Command::ShowMemories => "1-4",
+                    Command::ShowMemories => "1-5",
                     Command::Up if b.context == Context::Lists => "j/k",
                     _ => b.label,
                 };
                 out.push((label, h));
             }
         }
+        taken.extend(mine);
     }
     out
 }

@@ -84,6 +84,42 @@ pub fn panes(body: Rect, tab: Tab, focus: Focus) -> Panes {
             list: Some(body),
             detail: None,
         },
+        // A read is a long line: the list takes the width, the read's detail goes below.
+        Tab::Reads => {
+            if body.width >= 150 {
+                let left = body.width * 3 / 5;
+                Panes {
+                    list: Some(Rect::new(body.x, body.y, left, body.height)),
+                    detail: Some(Rect::new(
+                        body.x + left,
+                        body.y,
+                        body.width - left,
+                        body.height,
+                    )),
+                }
+            } else if body.height >= 16 {
+                let top = body.height / 2;
+                Panes {
+                    list: Some(Rect::new(body.x, body.y, body.width, top)),
+                    detail: Some(Rect::new(
+                        body.x,
+                        body.y + top,
+                        body.width,
+                        body.height - top,
+                    )),
+                }
+            } else if focus == Focus::Detail {
+                Panes {
+                    list: None,
+                    detail: Some(body),
+                }
+            } else {
+                Panes {
+                    list: Some(body),
+                    detail: None,
+                }
+            }
+        }
         Tab::Memories | Tab::Pending | Tab::Tombstones => {
             let wide = match tab {
                 Tab::Memories => 100,
@@ -129,7 +165,16 @@ pub fn panes(body: Rect, tab: Tab, focus: Focus) -> Panes {
     }
 }
 
-/// Rows of the focused list (or scrolled pane) on a terminal of `size`: one page.
+/// Screen lines per read in the Reads list: two (the note below) when the list has room.
+pub fn read_lines(list_height: usize) -> usize {
+    if list_height >= 6 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Items of the focused list (or lines of a scrolled pane) on a terminal of `size`: one page.
 pub fn page(size: (u16, u16), tab: Tab, focus: Focus) -> usize {
     let s = screen(Rect::new(0, 0, size.0, size.1));
     let p = panes(s.body, tab, focus);
@@ -137,5 +182,10 @@ pub fn page(size: (u16, u16), tab: Tab, focus: Focus) -> usize {
         Focus::List => p.list.or(p.detail),
         Focus::Detail => p.detail.or(p.list),
     };
-    area.map(|a| inner(a).height as usize).unwrap_or(1).max(1)
+    let lines = area.map(|a| inner(a).height as usize).unwrap_or(1).max(1);
+    if tab == Tab::Reads && focus == Focus::List {
+        (lines / read_lines(lines)).max(1)
+    } else {
+        lines
+    }
 }

@@ -5,13 +5,17 @@
 //! - `session`: the loop's side — performs actions on the store, applies worker replies,
 //!   polls `PRAGMA data_version` for other processes' commits;
 //! - `list`: the current view as a keyset-paged window; `worker`: the filter and slow loads
-//!   off the UI thread; `draw`: rendering, which only reads the state.
+//!   off the UI thread; `draw`: rendering, which only reads the state;
+//! - `incident`: the Reads tab, a read explained as of its time, the rescope and revert
+//!   dialogs (state and keys); `repair`: what a rescope or revert would do, from the store.
 
 pub mod app;
 pub mod draw;
+pub mod incident;
 pub mod keymap;
 pub mod layout;
 pub mod list;
+pub mod repair;
 pub mod session;
 pub mod text;
 pub mod worker;

@@ -4,10 +4,12 @@
 //! holds state and `draw` only reads it.
 
 use super::app::{
-    Action, App, CheckState, Choice, Curation, Detail, Dialog, FilterState, PendingPreview, Tab,
-    READ_ONLY,
+    Action, App, CheckState, Choice, Curation, Detail, Dialog, FilterState, Focus, PendingPreview,
+    Tab, READ_ONLY,
 };
+use super::incident::{AsOf, TimelineMark};
 use super::list::{FilterResults, ListRow, Pos, Source};
+use super::repair;
 use super::text::{plural, value_text};
 use super::worker::{
     run_filter, run_load, Failed, FilterJob, Job, Load, LoadKind, NarrowCache, Reply, Workers,
@@ -186,8 +188,14 @@ impl Session {
             Action::ShowTab(tab) => match tab {
                 Tab::Check => self.run_check(),
                 Tab::Pending | Tab::Tombstones => self.reload_queues()?,
+                Tab::Reads => self.load_reads(),
                 Tab::Memories => {}
             },
+            Action::LoadReads => self.load_reads(),
+            Action::ExplainRead(id) => self.explain_read(id),
+            Action::GoTo(mark) => self.go_to(mark)?,
+            Action::PreviewRescope => self.preview_rescope()?,
+            Action::PreviewRevert => self.preview_revert(),
             Action::PreviewDelete(target) => self.submit(Job::Load(Load::DeletePreview(target))),
             Action::Apply(curation) => self.apply(curation)?,
             Action::Explain(q) => {
@@ -245,6 +253,44 @@ impl Session {
                 self.store.reject_pending(*pending_id)?;
                 format!("#{pending_id} rejected: nothing was written")
             }
+            // A refusal (tombstoned target, a causally newer value, purged content) changed
+            // nothing: its sentence is the message.
+            Curation::Rescope { identity, to } => {
+                match self.store.rescope(
+                    &identity.subject,
+                    &identity.predicate,
+                    &identity.scope,
+                    to,
+                ) {
+                    Ok(outcomes) => {
+                        let parts: Vec<String> =
+                            outcomes.iter().map(repair::outcome_text).collect();
+                        format!(
+                            "rescoped {} · {}: {}",
+                            identity.subject,
+                            identity.predicate,
+                            parts.join("; ")
+                        )
+                    }
+                    Err(e) => {
+                        self.app.error(format!("rescope refused: {e:#}"));
+                        return Ok(());
+                    }
+                }
+            }
+            Curation::Revert {
+                identity,
+                to_version,
+            } => match self.store.revert(identity, Some(*to_version)) {
+                Ok(out) => format!(
+                    "reverted {identity} to the value of v{to_version}: {}",
+                    repair::outcome_text(&out)
+                ),
+                Err(e) => {
+                    self.app.error(format!("revert refused: {e:#}"));
+                    return Ok(());
+                }
+            },
         };
         self.reload()?;
         self.app.info(message);
@@ -267,6 +313,9 @@ impl Session {
         self.reload_queues()?;
         if self.app.tab == Tab::Check {
             self.run_check();
+        }
+        if self.app.tab == Tab::Reads || self.app.reads.shown.is_some() {
+            self.load_reads();
         }
         self.app.detail = None;
         self.app.pending_preview = None;
@@ -471,6 +520,30 @@ impl Session {
                     }
                 }
             }
+            Reply::Reads { query, rows } => {
+                self.loads_waiting.remove(&LoadKind::Reads);
+                let r = &mut self.app.reads;
+                if r.wanted.as_ref() != Some(&query) {
+                    return Ok(());
+                }
+                match rows {
+                    Ok(rows) => {
+                        // The same read stays selected when it is still listed.
+                        let id = r.selected().map(|x| x.id);
+                        r.cursor = id
+                            .and_then(|id| rows.iter().position(|x| x.id == id))
+                            .unwrap_or(r.cursor)
+                            .min(rows.len().saturating_sub(1));
+                        r.rows = rows;
+                        r.shown = Some(query);
+                    }
+                    Err(e) => {
+                        r.shown = Some(query);
+                        self.app
+                            .error(format!("the read log could not be read: {e}"));
+                    }
+                }
+            }
             Reply::Failed { job, error } => {
                 match job {
                     Failed::Filter => {}
@@ -503,6 +576,10 @@ impl Session {
                         let id = rec.identity();
                         if self.app.detail.as_ref().map(|d| &d.identity) != Some(&id) {
                             self.app.detail_scroll = 0;
+                            // A highlighted version belongs to its identity's timeline only.
+                            if self.app.mark.as_ref().is_some_and(|m| m.identity != id) {
+                                self.app.mark = None;
+                            }
                             self.app.detail = Some(self.load_detail(id, rec)?);
                         }
                     }
@@ -518,9 +595,137 @@ impl Session {
                     };
                 }
             }
-            Tab::Tombstones | Tab::Check => {}
+            Tab::Tombstones | Tab::Check | Tab::Reads => {}
         }
         Ok(())
+    }
+
+    /// Asks the loader for the read log as the Reads tab's filter and window want it.
+    fn load_reads(&mut self) {
+        self.app.now = self.app.clock.now();
+        let query = self.app.reads.query(self.app.now);
+        self.app.reads.wanted = Some(query.clone());
+        self.submit(Job::Load(Load::Reads(query)));
+    }
+
+    /// Resolves the read on top (the as-of dialog) as it stood at its time, and as it would
+    /// resolve now.
+    fn explain_read(&mut self, id: i64) {
+        let Some(Dialog::AsOf(d)) = self.app.dialogs.last() else {
+            return;
+        };
+        if d.read.id != id {
+            return;
+        }
+        let r = &d.read;
+        let result = chrono::DateTime::parse_from_rfc3339(&r.at)
+            .map_err(|e| anyhow::anyhow!("the read's time {:?} is not RFC 3339: {e}", r.at))
+            .and_then(|at| {
+                let (repo, task) = (r.repo.as_deref(), r.task.as_deref());
+                Ok(AsOf {
+                    then: self.store.resolve_at(
+                        &r.subject,
+                        &r.predicate,
+                        repo,
+                        task,
+                        at.with_timezone(&chrono::Utc),
+                    )?,
+                    now: self.store.resolve(&r.subject, &r.predicate, repo, task)?,
+                })
+            })
+            .map_err(|e| format!("{e:#}"));
+        if let Some(Dialog::AsOf(d)) = self.app.dialogs.last_mut() {
+            d.result = Some(result);
+        }
+    }
+
+    /// Opens the current view on the marked record with its history beside it. The filter
+    /// and a folded group would hide it, so they give way.
+    fn go_to(&mut self, mark: TimelineMark) -> Result<()> {
+        self.app.tab = Tab::Memories;
+        self.app.focus = Focus::List;
+        let id = &mark.identity;
+        let scope = id.scope.to_string();
+        if self.app.filter.active() || self.app.filter.editing {
+            self.app.filter.editing = false;
+            self.app.filter.input.clear();
+            self.app.filter.results = None;
+            self.app.filter.generation += 1;
+            self.workers.cancel_filter(self.app.filter.generation);
+        }
+        self.app.folded.remove(&scope);
+        let anchor = Pos::Key {
+            scope,
+            record: Some((id.subject.clone(), id.predicate.clone())),
+        };
+        self.reload_list(Some(anchor))?;
+        if self
+            .app
+            .list
+            .selected_record()
+            .map(|r| r.identity())
+            .as_ref()
+            != Some(id)
+        {
+            self.app.error(format!(
+                "{id} holds no live record now (deleted or moved since): `memscope history` still shows its timeline"
+            ));
+            return Ok(());
+        }
+        self.app.focus = Focus::Detail;
+        self.app.detail = None;
+        self.app.info(format!(
+            "history of {id}: v{} highlighted, {}",
+            mark.version, mark.note
+        ));
+        self.app.mark = Some(mark);
+        Ok(())
+    }
+
+    /// Loads the rescope dialog's suggestions (once; a global record's target starts at the
+    /// best one) and the preview of its target.
+    fn preview_rescope(&mut self) -> Result<()> {
+        let Some(Dialog::Rescope(d)) = self.app.dialogs.last() else {
+            return Ok(());
+        };
+        let record = d.record.clone();
+        let suggestions = match d.suggestions {
+            None => Some(repair::rescope_suggestions(
+                &self.store,
+                &record,
+                self.app.now,
+            )?),
+            Some(_) => None,
+        };
+        let Some(Dialog::Rescope(d)) = self.app.dialogs.last_mut() else {
+            return Ok(());
+        };
+        if let Some(list) = suggestions {
+            if d.target.is_empty() && record.scope == Scope::Global {
+                if let Some(first) = list.first() {
+                    d.target = first.scope.to_string();
+                    d.suggestion = Some(0);
+                }
+            }
+            if d.target.is_empty() {
+                d.editing = true;
+            }
+            d.suggestions = Some(list);
+        }
+        d.preview = Some(repair::rescope_preview(&self.store, &record, &d.target));
+        Ok(())
+    }
+
+    /// Loads the revert dialog's earlier versions and what each would do.
+    fn preview_revert(&mut self) {
+        let Some(Dialog::Revert(d)) = self.app.dialogs.last() else {
+            return;
+        };
+        let choices = repair::revert_choices(&self.store, &d.record).map_err(|e| format!("{e:#}"));
+        if let Some(Dialog::Revert(d)) = self.app.dialogs.last_mut() {
+            d.choices = Some(choices);
+            d.choice = 0;
+        }
     }
 
     fn load_detail(&self, id: Identity, record: crate::model::MemoryRecord) -> Result<Detail> {

@@ -130,6 +130,44 @@ pub fn month_day_time(at: &str) -> String {
     }
 }
 
+/// `s` on lines of at most `max` columns, broken at spaces where it can be and anywhere in a
+/// word longer than a line (CJK text has no spaces).
+pub fn wrap(s: &str, max: usize) -> Vec<String> {
+    let max = max.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut used = 0;
+    for word in one_line(s).split(' ') {
+        let w = width(word);
+        let gap = usize::from(!line.is_empty());
+        if used + gap + w <= max {
+            if gap == 1 {
+                line.push(' ');
+            }
+            line.push_str(word);
+            used += gap + w;
+            continue;
+        }
+        if !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+            used = 0;
+        }
+        each_grapheme(word, |g, _, gw| {
+            if used + gw > max && !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+                used = 0;
+            }
+            line.push_str(g);
+            used += gw;
+            true
+        });
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 /// 1234567 → "1,234,567".
 pub fn thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
@@ -164,6 +202,12 @@ mod tests {
         assert_eq!(truncate("abc", 3), "abc");
         assert_eq!(truncate("abc", 0), "");
         assert_eq!(fit("中文", 5), "中文 ");
+        assert_eq!(wrap("moves npm to repo:x", 9), ["moves npm", "to repo:x"]);
+        assert_eq!(
+            wrap("这个仓库保留现有的", 8),
+            ["这个仓库", "保留现有", "的"]
+        );
+        assert_eq!(wrap("", 5), [""]);
         assert_eq!(width("👍🏽 ok"), 5);
         assert_eq!(truncate("👍🏽👍🏽👍🏽", 5), "👍🏽👍🏽…");
     }

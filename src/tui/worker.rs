@@ -1,14 +1,16 @@
 //! Slow work off the draw path. Two threads, each with its own connection: the filter (latest
 //! wins — a newer query cancels an older scan between chunks — and results stream back in view
-//! order as they are found) and the loader (header counts, per-scope counts, `check`). Replies
+//! order as they are found) and the loader (header counts, per-scope counts, `check`, the read
+//! log of the Reads tab — latest wins there too). Replies
 //! come back over one channel and the loop applies them; a reply for an outdated filter
 //! generation is dropped there. Tests and snapshots use the inline mode instead: the same jobs,
 //! run synchronously on the UI's own store.
 
 use super::list::haystack;
-use crate::model::{DeletePreview, DeleteTarget};
+use crate::model::{DeletePreview, DeleteTarget, ReadRecord};
 use crate::store::{BrowseKey, CheckReport, FilterCandidate, OpenMode, Store};
 use anyhow::Result;
+use chrono::{DateTime, Utc};
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
 use rusqlite::InterruptHandle;
@@ -48,6 +50,7 @@ pub enum LoadKind {
     Counts,
     Check,
     DeletePreview,
+    Reads,
 }
 
 impl Load {
@@ -56,8 +59,23 @@ impl Load {
             Load::Counts => LoadKind::Counts,
             Load::Check => LoadKind::Check,
             Load::DeletePreview(_) => LoadKind::DeletePreview,
+            Load::Reads(_) => LoadKind::Reads,
         }
     }
+
+    /// Only the newest job of this kind is still wanted (what is on screen changed since).
+    fn latest_wins(&self) -> bool {
+        matches!(self, Load::DeletePreview(_) | Load::Reads(_))
+    }
+}
+
+/// What the Reads tab asks of the read log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadsQuery {
+    /// Every word must appear in the read's agent, subject, predicate, repo or task.
+    pub words: Vec<String>,
+    pub since: Option<DateTime<Utc>>,
+    pub limit: usize,
 }
 
 /// The loader's jobs.
@@ -69,6 +87,8 @@ pub enum Load {
     Check,
     /// What a delete would destroy (a predicate or a subject is a scan at a million records).
     DeletePreview(DeleteTarget),
+    /// The newest reads matching a query (a scan of the read log when the words match few).
+    Reads(ReadsQuery),
 }
 
 /// The header's figures.
@@ -96,6 +116,10 @@ pub enum Reply {
     DeletePreview {
         target: DeleteTarget,
         preview: Result<DeletePreview, String>,
+    },
+    Reads {
+        query: ReadsQuery,
+        rows: Result<Vec<ReadRecord>, String>,
     },
     Failed {
         job: Failed,
@@ -263,6 +287,12 @@ pub fn run_load(store: &Store, job: Load) -> Reply {
         Load::DeletePreview(target) => Reply::DeletePreview {
             preview: store.delete_preview(&target).map_err(|e| format!("{e:#}")),
             target,
+        },
+        Load::Reads(query) => Reply::Reads {
+            rows: store
+                .read_log(&query.words, query.since, query.limit)
+                .map_err(|e| format!("{e:#}")),
+            query,
         },
     }
 }
@@ -434,9 +464,9 @@ fn loader_thread(db: Opener, rx: Receiver<Load>, tx: Sender<Reply>) {
     while let Ok(job) = rx.recv() {
         let mut jobs = vec![job];
         while let Ok(more) = rx.try_recv() {
-            // Repeats run once; only the newest delete preview is still on screen.
-            if matches!(more, Load::DeletePreview(_)) {
-                jobs.retain(|j| !matches!(j, Load::DeletePreview(_)));
+            // Repeats run once; only the newest delete preview and read query are on screen.
+            if more.latest_wins() {
+                jobs.retain(|j| j.kind() != more.kind());
             }
             if !jobs.contains(&more) {
                 jobs.push(more);

@@ -71,6 +71,83 @@ impl Fixture {
         f
     }
 
+    /// The wrong-tool incident, small and independent of the demo (for key-handling tests),
+    /// each step at its own time: pnpm written global; web-app read it; the legacy-dashboard
+    /// message wrote npm global (v2) and install_command in the repo; new projects read npm;
+    /// repo:old-app deleted (a tombstoned target); repo:newer holds a causally newer value.
+    pub fn incident() -> Fixture {
+        let f = Fixture::empty();
+        let hours = |h: i64| now() - chrono::Duration::hours(h);
+        let write = |h: i64, json: &str| {
+            let mut store = f.store();
+            store.set_clock(Clock::Fixed(hours(h)));
+            let req = memscope::model::WriteRequest::from_json_line(json).expect("a valid request");
+            store.write(&req).expect("the write lands");
+        };
+        let read = |h: i64, agent: &str, repo: &str, note: &str| {
+            let mut store = f.store();
+            store.set_clock(Clock::Fixed(hours(h)));
+            store
+                .resolve_logged(
+                    "user:42",
+                    "package_manager",
+                    Some(repo),
+                    None,
+                    Some(agent),
+                    Some(note),
+                )
+                .expect("the read is logged");
+        };
+        write(
+            14 * 24,
+            r#"{"subject":"user:42","predicate":"package_manager","value":"pnpm","scope":"global","source":"thread:17/message:86","raw":"以后新建前端项目，默认用 pnpm。"}"#,
+        );
+        write(
+            13 * 24,
+            r#"{"subject":"user:7","predicate":"formatter","value":"prettier","scope":"global","source":"thread:9/message:4"}"#,
+        );
+        read(11 * 24, "claude-code", "web-app", "pnpm install in web-app");
+        write(
+            7 * 24,
+            r#"{"subject":"user:42","predicate":"package_manager","value":"npm","scope":"global","source":"thread:23/message:14","raw":"这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"}"#,
+        );
+        write(
+            7 * 24 - 1,
+            r#"{"subject":"user:42","predicate":"install_command","value":"npm ci","scope":"repo:legacy-dashboard","source":"thread:23/message:14"}"#,
+        );
+        write(
+            5 * 24,
+            r#"{"subject":"user:42","predicate":"package_manager","value":"npm","scope":"repo:old-app","source":"thread:24/message:1"}"#,
+        );
+        let mut store = f.store();
+        store.set_clock(Clock::Fixed(hours(4 * 24)));
+        let old_app = memscope::model::DeleteTarget::Identity(memscope::model::Identity {
+            subject: "user:42".into(),
+            predicate: "package_manager".into(),
+            scope: memscope::model::Scope::Repo("old-app".into()),
+        });
+        store
+            .delete(&old_app, Some("old-app retired"))
+            .expect("the delete lands");
+        read(
+            3 * 24,
+            "claude-code",
+            "storefront-next",
+            "scaffolding a new project: ran npm install",
+        );
+        write(
+            2 * 24,
+            r#"{"subject":"user:42","predicate":"package_manager","value":"yarn","scope":"repo:newer","source":"thread:30/message:1"}"#,
+        );
+        read(
+            20,
+            "cursor",
+            "docs-site",
+            "new docs site: npm install again",
+        );
+        f
+    }
+
     /// Another connection to the same database, as another process would have.
     pub fn store(&self) -> Store {
         let mut store = Store::open(&self.path, OpenMode::Existing).expect("the database opens");

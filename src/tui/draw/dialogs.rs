@@ -1,5 +1,6 @@
-//! Dialogs over the panes: help, delete, confirm, explain, messages. Only the top one is drawn
-//! focused; each states its keys (from the key map) on its bottom line.
+//! Dialogs over the panes: help, delete, confirm, explain, messages (and, drawn by `reads` and
+//! `repair`, the as-of, rescope and revert dialogs). Only the top one is drawn focused; each
+//! states its keys (from the key map) on its bottom line.
 
 use super::{bold, dim, error_style, good, part, plain, row_line};
 use crate::model::DeletePreview;
@@ -20,13 +21,16 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Dialog::Delete(d) => delete(frame, area, d),
             Dialog::Confirm(c) => confirm(frame, area, c),
             Dialog::Explain(e) => explain(frame, area, e, app, top),
+            Dialog::AsOf(d) => super::reads::as_of(frame, area, d, app),
+            Dialog::Rescope(d) => super::repair::rescope(frame, area, d, top),
+            Dialog::Revert(d) => super::repair::revert(frame, area, d, app),
             Dialog::Message { title, text } => message(frame, area, title, text),
         }
     }
 }
 
 /// A box of at most `w`×`h` centred in `area`.
-fn centered(area: Rect, w: u16, h: u16) -> Rect {
+pub(super) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
     Rect::new(
@@ -38,7 +42,7 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
 }
 
 /// Clears `rect`, draws a titled border with the dialog's key hints, returns the inside.
-fn frame_box(
+pub(super) fn frame_box(
     frame: &mut Frame<'_>,
     rect: Rect,
     title: &str,

@@ -5,7 +5,7 @@ use crate::model::HistoryEvent;
 use crate::tui::app::{App, Detail, Focus, Tab};
 use crate::tui::layout;
 use crate::tui::list::{ListItem, ListRow};
-use crate::tui::text::{age, ago, month_day_time, one_line, plural, thousands, value_text};
+use crate::tui::text::{age, ago, month_day_time, one_line, plural, thousands, value_text, wrap};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
@@ -286,8 +286,27 @@ fn detail_lines(d: &Detail, app: &App, max: usize) -> Vec<Line<'static>> {
     }
     lines.push(Line::raw(""));
     lines.push(plain("Timeline, oldest first", bold(), max));
+    let mark = app.mark.as_ref().filter(|m| m.identity == d.identity);
     for e in &d.history {
-        lines.push(event_line(e, max));
+        let line = event_line(e, max);
+        match mark {
+            // The version an agent read: highlighted, with who read it and how long it held.
+            Some(m) if e.event == "set" && e.version == Some(m.version) => {
+                lines.push(line.style(Style::new().add_modifier(Modifier::REVERSED)));
+                let held = match &e.valid_until {
+                    Some(t) => format!("current until {}", month_day_time(t)),
+                    None => "still current".into(),
+                };
+                let note = format!("↑ v{} {} · {held}", m.version, m.note);
+                for l in wrap(&note, max.saturating_sub(6)) {
+                    lines.push(Line::styled(
+                        format!("      {l}"),
+                        Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                    ));
+                }
+            }
+            _ => lines.push(line),
+        }
     }
     lines.push(Line::raw(""));
     let context = match &r.scope {
@@ -328,6 +347,15 @@ fn detail_lines(d: &Detail, app: &App, max: usize) -> Vec<Line<'static>> {
     lines
 }
 
+/// A field of an event's detail as text (`?` when missing).
+fn text_of(detail: Option<&serde_json::Value>, key: &str) -> String {
+    match detail.and_then(|d| d.get(key)) {
+        Some(serde_json::Value::String(s)) => one_line(s),
+        Some(v) => v.to_string(),
+        None => "?".into(),
+    }
+}
+
 fn event_line(e: &HistoryEvent, max: usize) -> Line<'static> {
     let detail = e.detail.as_ref();
     let text = match e.event.as_str() {
@@ -350,6 +378,30 @@ fn event_line(e: &HistoryEvent, max: usize) -> Line<'static> {
                 .unwrap_or("?")
         ),
         "restored" => "tombstone lifted".to_string(),
+        // The incident repairs: where a value went and what came back.
+        "rescoped" => format!(
+            "moved here from {} v{}",
+            text_of(detail, "from"),
+            text_of(detail, "from_version")
+        ),
+        "reverted" => {
+            let mut t = format!("to the value of v{}", text_of(detail, "reverted_to"));
+            if let Some(to) = detail.and_then(|d| d.get("rescoped_to")) {
+                t.push_str(&format!(
+                    " (its v{} moved to {})",
+                    text_of(detail, "moved_version"),
+                    to.as_str().unwrap_or("?")
+                ));
+            }
+            t
+        }
+        "removed" => match detail.and_then(|d| d.get("rescoped_to")) {
+            Some(to) => format!(
+                "left the current view (moved to {})",
+                to.as_str().unwrap_or("?")
+            ),
+            None => "left the current view".to_string(),
+        },
         _ => match &e.value {
             Some(v) => value_text(v),
             None => "(no content kept)".to_string(),

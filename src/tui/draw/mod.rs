@@ -4,6 +4,8 @@
 mod dialogs;
 mod memories;
 mod queues;
+mod reads;
+mod repair;
 
 use super::app::{App, Focus, Tab};
 use super::keymap;
@@ -161,6 +163,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         Tab::Pending => queues::pending(frame, s.body, app),
         Tab::Tombstones => queues::tombstones(frame, s.body, app),
         Tab::Check => queues::check(frame, s.body, app),
+        Tab::Reads => reads::draw(frame, s.body, app),
     }
     let status_text = status(app);
     match (s.status, s.footer) {
@@ -239,6 +242,7 @@ fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
         (Tab::Pending, format!("2 Pending{pending}")),
         (Tab::Tombstones, format!("3 Tombstones{tombs}")),
         (Tab::Check, "4 Check".to_string()),
+        (Tab::Reads, "5 Reads".to_string()),
     ];
     let mut parts = Vec::new();
     for (tab, name) in names {
@@ -260,6 +264,30 @@ fn status(app: &App) -> Option<(String, Style)> {
     if let Some(t) = &app.toast {
         let style = if t.error { error_style() } else { good() };
         return Some((t.text.clone(), style));
+    }
+    let r = &app.reads;
+    if app.tab == Tab::Reads {
+        if !(r.editing || r.active()) {
+            return None;
+        }
+        let progress = if r.loading() {
+            "reading…".to_string()
+        } else {
+            format!(
+                "{} since {}",
+                plural(r.rows.len() as i64, "read", "reads"),
+                r.since.label()
+            )
+        };
+        let hint = if r.editing {
+            "  (Enter keep · Esc clear)"
+        } else {
+            "  (/ edit · Esc clear)"
+        };
+        return Some((
+            format!("/{}   {progress}{hint}", one_line(&r.input)),
+            Style::new(),
+        ));
     }
     let f = &app.filter;
     if !(f.editing || f.active()) {
@@ -302,8 +330,13 @@ fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(Stri
     let max = area.width as usize;
     frame.render_widget(Paragraph::new(plain(text, *style, max)), area);
     let f = &app.filter;
-    if f.editing && app.dialogs.is_empty() && app.toast.is_none() {
-        let x = 1 + width(&one_line(&f.input));
+    let input = if app.reads.editing {
+        &app.reads.input
+    } else {
+        &f.input
+    };
+    if (f.editing || app.reads.editing) && app.dialogs.is_empty() && app.toast.is_none() {
+        let x = 1 + width(&one_line(input));
         if x < max {
             frame.set_cursor_position(Position::new(area.x + x as u16, area.y));
         }
