@@ -25,16 +25,14 @@ impl Scope {
             None => {
                 return Err(format!(
                     "unknown scope '{}': use global, repo:<id> or task:<id>",
-                    shorten(t, 60)
+                    shorten(t, 60).escape_debug()
                 ))
             }
         };
         if id.is_empty() {
+            let kind = shorten(kind, 20).escape_debug().to_string();
             return Err(format!(
-                "scope '{}' has no id: write it as {}:<id>, e.g. {}:legacy-dashboard",
-                shorten(t, 60),
-                kind,
-                kind
+                "scope '{kind}:' has no id: write it as {kind}:<id>, e.g. {kind}:legacy-dashboard"
             ));
         }
         if id.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -48,7 +46,7 @@ impl Scope {
             "task" => Ok(Scope::Task(id.to_string())),
             _ => Err(format!(
                 "unknown scope '{}': use global, repo:<id> or task:<id>",
-                shorten(t, 60)
+                shorten(t, 60).escape_debug()
             )),
         }
     }
@@ -213,7 +211,8 @@ impl WriteRequest {
     /// Parses one JSON line; errors are one sentence naming the problem.
     pub fn from_json_line(line: &str) -> Result<WriteRequest, String> {
         let req: WriteRequest = serde_json::from_str(line).map_err(|e| {
-            let msg = e.to_string();
+            // serde repeats offending keys and values: keep the sentence short.
+            let msg = shorten(&e.to_string(), 300);
             if e.is_syntax() || e.is_eof() {
                 format!("malformed JSON ({msg}): each line must be one JSON object")
             } else {
@@ -569,7 +568,10 @@ pub fn normalize_predicate(raw: &str) -> Result<String, String> {
         if sep {
             out.push('_');
         } else {
-            if c.is_uppercase() {
+            // camelCase boundary: only a letter that really lowercases starts a new word, so
+            // normalizing twice gives the same name (ℂ, 𝐀 have no lowercase form).
+            let lowers = c.is_uppercase() && c.to_lowercase().ne(std::iter::once(c));
+            if lowers {
                 if let Some(p) = prev {
                     if p.is_lowercase() || p.is_ascii_digit() {
                         out.push('_');
@@ -646,6 +648,10 @@ mod tests {
         }
         assert_eq!(normalize_predicate("包管理器").unwrap(), "包管理器");
         assert_eq!(normalize_predicate("HTTPServer").unwrap(), "httpserver");
+        for p in ["Aℂ", "aℂ", "ǅℂ", "Xϒ", "B𝐀", "fooBar", "İstanbul"] {
+            let once = normalize_predicate(p).unwrap();
+            assert_eq!(normalize_predicate(&once).unwrap(), once, "{p}");
+        }
         assert!(normalize_predicate(" -_. ").is_err());
     }
 

@@ -289,7 +289,8 @@ fn check_finds_a_second_current_record_after_the_table_is_rebuilt() {
             id INTEGER PRIMARY KEY, subject TEXT NOT NULL, predicate TEXT NOT NULL, scope TEXT NOT NULL,
             value TEXT NOT NULL, version INTEGER NOT NULL, source TEXT NOT NULL, raw TEXT,
             causal_seq INTEGER NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
-            confirmed_at TEXT, confirm_count INTEGER NOT NULL DEFAULT 0, confirmed_source TEXT);
+            confirmed_at TEXT, confirm_count INTEGER NOT NULL DEFAULT 0, confirmed_source TEXT,
+            confirmed_seq INTEGER);
          INSERT INTO memories SELECT * FROM memories_old;
          DROP TABLE memories_old;
          INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)

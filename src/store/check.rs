@@ -148,7 +148,12 @@ impl Checker<'_> {
         self.rows(3, &format!(
             "SELECT p.subject, p.predicate, t.scope, p.id FROM pending p JOIN tombstones t
              ON t.subject = p.subject AND t.predicate = p.predicate
-             WHERE {} AND p.status <> 'open' AND p.resolved_scope = t.scope AND p.resolved_at < t.deleted_at",
+             WHERE {} AND p.status <> 'open' AND p.resolved_scope = t.scope
+               -- A delete purges the items resolved into it and their events; an item whose
+               -- resolution event is gone was resolved before the delete (commit order, not clocks).
+               AND NOT EXISTS (SELECT 1 FROM history h WHERE h.subject = p.subject AND h.predicate = p.predicate
+                   AND h.scope = t.scope AND h.event = 'pending_resolved'
+                   AND json_extract(h.detail, '$.pending_id') = p.id)",
             match f { Filter::All => "1".to_string(), Filter::One(..) => "p.subject = ?1 AND p.predicate = ?2 AND t.scope = ?3".to_string() }), f,
             &|r| Ok(format!("{}: pending item #{} still holds content written before the delete", ident(r)?, r.get::<_, i64>(3)?)))?;
 
@@ -166,6 +171,47 @@ impl Checker<'_> {
                     SELECT 1 FROM history h WHERE h.subject = m.subject AND h.predicate = m.predicate AND h.scope = m.scope)",
                 f.sql("m")), f,
                 &|r| Ok(format!("{}: current v{} has no history", ident(r)?, r.get::<_, i64>(3)?)))?;
+        }
+
+        // 5. Every tombstone's version is accounted for by its `deleted` event.
+        self.rows(5, &format!(
+            "SELECT t.subject, t.predicate, t.scope, t.version FROM tombstones t WHERE {} AND NOT EXISTS (
+                SELECT 1 FROM history h WHERE h.subject = t.subject AND h.predicate = t.predicate AND h.scope = t.scope
+                AND h.event = 'deleted' AND h.version = t.version)", f.sql("t")), f,
+            &|r| Ok(format!("{}: tombstone v{} has no `deleted` event accounting for its versions", ident(r)?, r.get::<_, i64>(3)?)))?;
+
+        // 1 and 6: every stored scope is in canonical form; a second spelling of a scope is a
+        // second current record of the same identity.
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT DISTINCT m.scope FROM memories m WHERE {}",
+            f.sql("m")
+        ))?;
+        let scopes: Vec<String> = stmt
+            .query_map(f.params().as_slice(), |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for stored in scopes {
+            match crate::model::Scope::parse(&stored) {
+                Ok(canonical) if canonical.to_string() == stored => {}
+                Ok(canonical) => {
+                    let twins: i64 = self.conn.query_row(
+                        "SELECT count(*) FROM memories a JOIN memories b ON a.subject = b.subject AND a.predicate = b.predicate
+                         WHERE a.scope = ?1 AND b.scope = ?2",
+                        [&stored, &canonical.to_string()],
+                        |r| r.get(0),
+                    )?;
+                    if twins > 0 {
+                        self.push(1, format!("{twins} identity(ies) have a second current record under the scope spelling {:?} of {canonical}", stored));
+                    }
+                    self.push(
+                        6,
+                        format!(
+                            "stored scope {:?} is not in canonical form ({canonical})",
+                            stored
+                        ),
+                    );
+                }
+                Err(e) => self.push(6, format!("stored scope {:?} is invalid: {e}", stored)),
+            }
         }
 
         // 6. Normalization.
@@ -192,6 +238,9 @@ impl Checker<'_> {
     fn walk_history(&mut self, f: &Filter<'_>) -> Result<i64> {
         let mut current = self.conn.prepare(
             "SELECT version, causal_seq, value FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?;
+        let mut tombstone = self.conn.prepare(
+            "SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
         )?;
         let mut met = 0;
         let mut stmt = self.conn.prepare(&format!(
@@ -220,6 +269,10 @@ impl Checker<'_> {
                         .optional()?;
                     met += i64::from(mem.is_some());
                     st.finish(&g, mem.as_ref(), &mut found);
+                    // Deleted and never restored: the tombstone must still be there.
+                    if st.tombstoned && !tombstone.exists(rusqlite::params![g.0, g.1, g.2])? {
+                        found.push((3, format!("{}: history says it was deleted and never restored, but its tombstone is gone", label(&g))));
+                    }
                 }
                 st = WalkState::default();
                 group = key;
@@ -276,8 +329,10 @@ impl Checker<'_> {
                     st.live = None;
                     st.last_seq = None;
                     st.max_seq = None;
+                    st.tombstoned = true;
                 }
                 "removed" => st.live = None,
+                "restored" | "tombstone_collected" => st.tombstoned = false,
                 _ => {}
             }
         }
@@ -310,6 +365,8 @@ struct WalkState {
     live: Option<i64>,
     live_seq: Option<i64>,
     live_value: Option<String>,
+    /// The last deletion was not followed by a restore or a collection.
+    tombstoned: bool,
 }
 
 impl Default for WalkState {
@@ -321,6 +378,7 @@ impl Default for WalkState {
             live: None,
             live_seq: None,
             live_value: None,
+            tombstoned: false,
         }
     }
 }
@@ -492,10 +550,10 @@ pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
             }
         })?;
     metrics.insert("purge_debt_since".into(), serde_json::json!(debt));
-    let triggers: i64 = count("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ('memories_no_resurrection_insert','memories_no_resurrection_update','history_no_content_on_tombstone','history_append_only_update','history_append_only_delete')")?;
+    let triggers: i64 = count("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ('memories_no_resurrection_insert','memories_no_resurrection_update','history_no_content_on_tombstone','history_append_only_update','history_append_only_delete','tombstones_not_over_live','tombstones_version_only_rises','history_ids_never_reused')")?;
     metrics.insert(
         "schema_guards".into(),
-        serde_json::json!(if triggers == 5 { "present" } else { "missing" }),
+        serde_json::json!(if triggers == 8 { "present" } else { "missing" }),
     );
     Ok(CheckReport {
         ok: violations.is_empty(),

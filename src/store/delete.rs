@@ -181,10 +181,22 @@ impl Store {
     /// Tombstones and purges the target in one transaction, then truncates the WAL so the
     /// deleted bytes are in no file. A reader that blocks the truncation leaves a recorded debt.
     pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
+        let path = self.path.clone();
+        self.delete_in_tx(target, reason)
+            .map_err(|e| super::explain_sqlite(e, &path))
+    }
+
+    fn delete_in_tx(
+        &mut self,
+        target: &DeleteTarget,
+        reason: Option<&str>,
+    ) -> Result<DeleteReport> {
         let target = normalize_target(self, target)?;
-        let now = self.now();
         let gate = self.purge_gate.clone();
+        let clock = self.clock;
         let tx = self.begin()?;
+        // Times are taken inside the write lock, so they follow commit order.
+        let now = format_time(clock.now());
         let ids = target_identities(&tx, &target)?;
         let ids: Vec<Identity> = match &target {
             DeleteTarget::Identity(id) => {
@@ -291,13 +303,20 @@ impl Store {
 
     /// Lifts a tombstone; later writes to the identity are accepted again.
     pub fn restore(&mut self, id: &Identity) -> Result<TombstoneRef> {
+        let path = self.path.clone();
+        self.restore_in_tx(id)
+            .map_err(|e| super::explain_sqlite(e, &path))
+    }
+
+    fn restore_in_tx(&mut self, id: &Identity) -> Result<TombstoneRef> {
         let id = Identity {
             subject: crate::model::normalize_subject(&id.subject).map_err(|e| anyhow!(e))?,
             predicate: self.canonical_predicate(&id.predicate)?,
             scope: id.scope.clone(),
         };
-        let now = self.now();
+        let clock = self.clock;
         let tx = self.begin()?;
+        let now = format_time(clock.now());
         let version: Option<i64> = tx
             .query_row(
                 "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 RETURNING version",
@@ -385,8 +404,16 @@ impl Store {
         retention_days: Option<i64>,
         tombstone_days: Option<i64>,
     ) -> Result<GcReport> {
-        let now_t = self.clock.now();
-        let now = format_time(now_t);
+        let path = self.path.clone();
+        self.gc_in_tx(retention_days, tombstone_days)
+            .map_err(|e| super::explain_sqlite(e, &path))
+    }
+
+    fn gc_in_tx(
+        &mut self,
+        retention_days: Option<i64>,
+        tombstone_days: Option<i64>,
+    ) -> Result<GcReport> {
         let read_days = |s: &Store, key: &str, given: Option<i64>| -> Result<i64> {
             match given {
                 Some(d) if d < 0 => bail!("{key} must be 0 or more days"),
@@ -397,7 +424,10 @@ impl Store {
         let retention = read_days(self, "retention_days", retention_days)?;
         let safe = read_days(self, "tombstone_safe_days", tombstone_days)?;
         let gate = self.purge_gate.clone();
+        let clock = self.clock;
         let tx = self.begin()?;
+        let now_t = clock.now();
+        let now = format_time(now_t);
         if let Some(d) = retention_days {
             tx.execute(
                 "INSERT OR REPLACE INTO settings (key, value) VALUES ('retention_days', ?1)",

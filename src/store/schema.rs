@@ -150,6 +150,25 @@ CREATE INDEX reads_by_time ON reads (at);
 -- The causal clock as it stood when each event was logged: writes keep the clock in the event
 -- they log instead of rewriting settings.causal_clock in every transaction.
 ALTER TABLE history ADD COLUMN clock INTEGER;
+
+-- The highest causal_seq among the current version's confirmations: a causally older write
+-- must not replace a value that was confirmed later.
+ALTER TABLE memories ADD COLUMN confirmed_seq INTEGER;
+
+-- More guards against raw-SQL clients.
+CREATE TRIGGER tombstones_not_over_live BEFORE INSERT ON tombstones
+WHEN EXISTS (SELECT 1 FROM memories m
+             WHERE m.subject = NEW.subject AND m.predicate = NEW.predicate AND m.scope = NEW.scope)
+BEGIN SELECT RAISE(ABORT, 'memscope: delete the identity with memscope delete, not by inserting a tombstone'); END;
+
+CREATE TRIGGER tombstones_version_only_rises BEFORE UPDATE ON tombstones
+WHEN NEW.version < OLD.version OR NEW.subject <> OLD.subject OR NEW.predicate <> OLD.predicate OR NEW.scope <> OLD.scope
+BEGIN SELECT RAISE(ABORT, 'memscope: a tombstone version never goes down'); END;
+
+-- INSERT OR REPLACE deletes the old row without firing the delete trigger: refuse reused ids.
+CREATE TRIGGER history_ids_never_reused BEFORE INSERT ON history
+WHEN NEW.id IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'memscope: history is append-only'); END;
 CREATE INDEX reads_by_identity ON reads (subject, predicate, at);
 "#;
 

@@ -212,6 +212,8 @@ pub(crate) fn prepare(conn: &Connection, req: &WriteRequest) -> Result<PreparedW
 struct Current {
     version: i64,
     value: Value,
+    /// The highest causal_seq that set or confirmed the current value: a write causally
+    /// older than a confirmation must not replace the value it confirmed.
     causal_seq: i64,
 }
 
@@ -366,7 +368,7 @@ pub(crate) fn write_in_tx(
     let probe = conn
         .prepare_cached(
             "SELECT (SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
-                    m.version, m.value, m.causal_seq,
+                    m.version, m.value, max(m.causal_seq, coalesce(m.confirmed_seq, 0)),
                     EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
              FROM (SELECT 1) LEFT JOIN memories m ON m.subject = ?1 AND m.predicate = ?2 AND m.scope = ?3",
         )?
@@ -447,10 +449,11 @@ pub(crate) fn write_in_tx(
         }
         Some(cur) if same_value(&cur.value, &w.value) => {
             conn.prepare_cached(
-                "UPDATE memories SET confirmed_at = ?4, confirm_count = confirm_count + 1, confirmed_source = ?5
+                "UPDATE memories SET confirmed_at = ?4, confirm_count = confirm_count + 1, confirmed_source = ?5,
+                        confirmed_seq = max(coalesce(confirmed_seq, 0), ?6)
                  WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
             )?
-            .execute(params![id.subject, id.predicate, scope_text, now, w.source])?;
+            .execute(params![id.subject, id.predicate, scope_text, now, w.source, seq])?;
             log_event(
                 conn,
                 "confirmed",
@@ -472,7 +475,7 @@ pub(crate) fn write_in_tx(
         }
         Some(cur) if cur.causal_seq >= seq => {
             let reason = format!(
-                "current v{} has causal_seq {} ≥ {seq}: a causally older write never replaces a newer value",
+                "current v{} was set or confirmed at causal_seq {} ≥ {seq}: a causally older write never replaces a newer value",
                 cur.version, cur.causal_seq
             );
             log_event(
@@ -502,7 +505,7 @@ pub(crate) fn write_in_tx(
             let version = cur.version + 1;
             conn.prepare_cached(
                 "UPDATE memories SET value = ?4, version = ?5, source = ?6, raw = ?7, causal_seq = ?8, updated_at = ?9,
-                        confirmed_at = NULL, confirm_count = 0, confirmed_source = NULL
+                        confirmed_at = NULL, confirm_count = 0, confirmed_source = NULL, confirmed_seq = NULL
                  WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
             )?
             .execute(params![
@@ -636,14 +639,16 @@ impl Store {
         &mut self,
         body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut SeqBatch) -> Result<T>,
     ) -> Result<T> {
-        let ctx = WriteCtx {
-            now: self.now(),
-            assert: self.assert_invariants,
-        };
+        let (clock, assert) = (self.clock, self.assert_invariants);
         let path = self.path.clone();
         let mut busy_seen = self.busy_seen;
         let mut seqs = SeqBatch::default();
         let tx = self.begin()?;
+        // The time is taken inside the write lock, so event times follow commit order.
+        let ctx = WriteCtx {
+            now: super::format_time(clock.now()),
+            assert,
+        };
         let out = body(&tx, &ctx, &mut seqs).map_err(|e| explain_sqlite(e, &path))?;
         let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
         self.busy_seen = busy_seen;
@@ -753,9 +758,10 @@ impl Store {
                     item.resolution.as_deref().unwrap_or("no outcome")
                 );
             }
+            // An alias added while the item waited maps it to the canonical predicate now.
             let id = Identity {
                 subject: item.subject.clone(),
-                predicate: item.predicate.clone(),
+                predicate: canonical_predicate(tx, &item.predicate)?,
                 scope: scope.clone(),
             };
             let prepared = PreparedWrite::stored(
