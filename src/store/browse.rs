@@ -295,24 +295,7 @@ impl Store {
                 serde_json::to_string(&words)?,
                 limit as i64
             ],
-            |r| {
-                let shadowed: Option<String> = r.get(9)?;
-                Ok(ReadRecord {
-                    id: r.get(0)?,
-                    at: r.get(1)?,
-                    agent: r.get(2)?,
-                    subject: r.get(3)?,
-                    predicate: r.get(4)?,
-                    repo: r.get(5)?,
-                    task: r.get(6)?,
-                    scope: r.get(7)?,
-                    version: r.get(8)?,
-                    shadowed: shadowed
-                        .and_then(|s| serde_json::from_str(&s).ok())
-                        .unwrap_or_default(),
-                    note: r.get(10)?,
-                })
-            },
+            super::incident::read_from_row,
         )?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

@@ -385,24 +385,7 @@ impl Store {
                 filter.since.map(format_time),
                 filter.limit.unwrap_or(i64::MAX)
             ],
-            |r| {
-                let shadowed: Option<String> = r.get(9)?;
-                Ok(ReadRecord {
-                    id: r.get(0)?,
-                    at: r.get(1)?,
-                    agent: r.get(2)?,
-                    subject: r.get(3)?,
-                    predicate: r.get(4)?,
-                    repo: r.get(5)?,
-                    task: r.get(6)?,
-                    scope: r.get(7)?,
-                    version: r.get(8)?,
-                    shadowed: shadowed
-                        .and_then(|s| serde_json::from_str(&s).ok())
-                        .unwrap_or_default(),
-                    note: r.get(10)?,
-                })
-            },
+            read_from_row,
         )?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -492,6 +475,27 @@ impl Store {
             Ok(out)
         })
     }
+}
+
+/// A `reads` row, selected as `id, at, agent, subject, predicate, repo, task, scope, version,
+/// shadowed, note`.
+pub(crate) fn read_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReadRecord> {
+    let shadowed: Option<String> = r.get(9)?;
+    Ok(ReadRecord {
+        id: r.get(0)?,
+        at: r.get(1)?,
+        agent: r.get(2)?,
+        subject: r.get(3)?,
+        predicate: r.get(4)?,
+        repo: r.get(5)?,
+        task: r.get(6)?,
+        scope: r.get(7)?,
+        version: r.get(8)?,
+        shadowed: shadowed
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+        note: r.get(10)?,
+    })
 }
 
 /// Filters for [`Store::reads`].
