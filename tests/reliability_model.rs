@@ -240,6 +240,8 @@ struct Cur {
     source: String,
     raw: Option<String>,
     confirms: i64,
+    /// Highest causal_seq among the confirmations of this version (0 when none).
+    confirmed_seq: i64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -376,6 +378,7 @@ impl Model {
             source: source.to_string(),
             raw: raw.map(str::to_string),
             confirms: 0,
+            confirmed_seq: 0,
         };
         match &mut st.cur {
             None => {
@@ -386,9 +389,13 @@ impl Model {
             }
             Some(c) if loose(&c.value) == loose(value) => {
                 c.confirms += 1;
+                c.confirmed_seq = c.confirmed_seq.max(seq);
                 Expect::Outcome(OutcomeKind::Confirmed, Some(c.version), None)
             }
-            Some(c) if c.seq >= seq => Expect::Outcome(OutcomeKind::Stale, Some(c.version), None),
+            // A confirmation guards the value against causally older writes too.
+            Some(c) if c.seq.max(c.confirmed_seq) >= seq => {
+                Expect::Outcome(OutcomeKind::Stale, Some(c.version), None)
+            }
             Some(c) => {
                 let previous = c.value.clone();
                 let version = c.version + 1;
