@@ -45,8 +45,8 @@ fn v1_database() -> TestDb {
 }
 
 #[test]
-fn the_current_schema_is_version_2_and_fresh_databases_are_migrated_to_it() {
-    assert_eq!(SCHEMA_VERSION, 2);
+fn the_current_schema_is_version_3_and_fresh_databases_are_migrated_to_it() {
+    assert_eq!(SCHEMA_VERSION, 3);
     assert_eq!(MIGRATIONS.len() as i64, SCHEMA_VERSION);
     let db = TestDb::new();
     db.init();
@@ -228,7 +228,7 @@ fn a_failing_migration_step_changes_nothing() {
 /// The real v1 → v2 step (the read log): a database written at v1 opens under this build,
 /// gains the `reads` table, keeps its memories and passes `check`.
 #[test]
-fn a_v1_database_is_migrated_to_v2_on_open_and_keeps_its_memories() {
+fn a_v1_database_is_migrated_on_open_and_keeps_its_memories() {
     let db = TestDb::new();
     {
         let mut conn = Connection::open(&db.path).unwrap();
@@ -246,7 +246,7 @@ fn a_v1_database_is_migrated_to_v2_on_open_and_keeps_its_memories() {
         assert_eq!(user_version(&conn), 1);
     }
     let store = Store::open(&db.path, OpenMode::Existing).expect("a v1 database opens");
-    assert_eq!(user_version(store.connection()), 2);
+    assert_eq!(user_version(store.connection()), SCHEMA_VERSION);
     let reads: i64 = store
         .connection()
         .query_row(
@@ -261,4 +261,166 @@ fn a_v1_database_is_migrated_to_v2_on_open_and_keeps_its_memories() {
         .unwrap();
     assert_eq!(r.value, Some(json!("pnpm")));
     assert!(store.check().unwrap().ok);
+}
+
+/// Every row of the tables v3 rebuilds, as text, in id order.
+fn rebuilt_rows(conn: &Connection) -> Vec<String> {
+    let mut out = Vec::new();
+    for sql in [
+        "SELECT id, subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at,
+                confirmed_at, confirm_count, confirmed_source, confirmed_seq FROM memories ORDER BY id",
+        "SELECT id, event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock
+         FROM history ORDER BY id",
+    ] {
+        let mut stmt = conn.prepare(sql).unwrap();
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                (0..n)
+                    .map(|i| r.get::<_, rusqlite::types::Value>(i).map(|v| format!("{v:?}")))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|cols| cols.join("|"))
+            })
+            .unwrap();
+        out.extend(rows.map(Result::unwrap));
+    }
+    out
+}
+
+/// The real v2 → v3 step rebuilds `memories` and `history` with function-free guards. A v2
+/// database — with a confirmation, a superseded version, a deletion, and one guard a raw-SQL
+/// client dropped — keeps every row byte for byte, gets all its guards back, and passes `check`.
+#[test]
+fn a_v2_database_is_rebuilt_as_v3_on_open_keeping_every_row_and_restoring_dropped_guards() {
+    let db = TestDb::new();
+    {
+        let mut conn = Connection::open(&db.path).unwrap();
+        assert_eq!(migrate_with(&mut conn, &MIGRATIONS[..2]).unwrap(), 2);
+        conn.execute_batch(
+            r#"INSERT INTO settings (key, value) VALUES ('causal_clock', '5'), ('retention_days', '0'), ('tombstone_safe_days', '30');
+             INSERT INTO memories (id, subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at,
+                                   confirmed_at, confirm_count, confirmed_source, confirmed_seq)
+             VALUES (7, 'user:42', 'package_manager', 'global', '"pnpm"', 2, 'thread:30', '以后都用 pnpm 🚀', 3,
+                     '2026-11-01T00:00:00.000Z', '2026-11-02T00:00:00.000Z', '2026-11-03T00:00:00.000Z', 1, 'thread:31', 4),
+                    (9, 'user:42', 'package_manager', 'repo:legacy-dashboard', '{"tool":"npm","ci":true}', 1, 'thread:23/message:14',
+                     NULL, 1, '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z', NULL, 0, NULL, NULL);
+             INSERT INTO history (id, event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock) VALUES
+               (1, 'set', 'user:42', 'package_manager', 'repo:legacy-dashboard', 1, '{"tool":"npm","ci":true}', NULL, 'thread:23/message:14', 1, '2026-11-01T00:00:00.000Z', NULL, 1),
+               (2, 'set', 'user:42', 'package_manager', 'global', 1, '"npm"', '默认 npm', 'thread:17', 2, '2026-11-01T00:00:00.000Z', NULL, 2),
+               (3, 'set', 'user:42', 'package_manager', 'global', 2, '"pnpm"', '以后都用 pnpm 🚀', 'thread:30', 3, '2026-11-02T00:00:00.000Z', NULL, 3),
+               (4, 'confirmed', 'user:42', 'package_manager', 'global', 2, '"PNPM"', NULL, 'thread:31', 4, '2026-11-03T00:00:00.000Z', NULL, 4),
+               (5, 'deleted', 'user:42', 'coffee', 'global', 2, NULL, NULL, NULL, NULL, '2026-11-04T00:00:00.000Z', '{"reason":"user asked","purged_versions":1}', 5);
+             INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
+             VALUES ('user:42', 'coffee', 'global', 2, 'user asked', '2026-11-04T00:00:00.000Z');
+             DROP TRIGGER memories_no_resurrection_insert;"#,
+        )
+        .unwrap();
+    }
+    let before = rebuilt_rows(&Connection::open(&db.path).unwrap());
+    assert_eq!(before.len(), 7);
+
+    let mut store = Store::open(&db.path, OpenMode::Existing).expect("a v2 database opens");
+    let conn = store.connection();
+    assert_eq!(user_version(conn), 3);
+    assert_eq!(
+        rebuilt_rows(conn),
+        before,
+        "every row survives the rebuild unchanged"
+    );
+    let triggers: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(
+        triggers, 8,
+        "every guard exists again, the dropped one included"
+    );
+    for gone in ["memories_v3", "history_v3"] {
+        let n: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = ?1",
+                [gone],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 0, "{gone} was renamed into place");
+    }
+    let report = store.check().unwrap();
+    assert!(report.ok, "{:?}", report.violations);
+
+    // The restored guard works again, for memscope and for a raw client.
+    let out = store
+        .write(&req(
+            "user:42",
+            "coffee",
+            json!("美式"),
+            "global",
+            "thread:40",
+        ))
+        .unwrap();
+    assert_eq!(out.outcome.as_str(), "rejected");
+    let raw = Connection::open(&db.path).unwrap();
+    let err = raw
+        .execute(
+            "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+             VALUES ('user:42', 'coffee', 'global', '\"美式\"', 3, 'raw', 9, 'x', 'x')",
+            [],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("tombstoned"), "{err}");
+    // And the new writes land on the rebuilt tables.
+    let out = store
+        .write(&req(
+            "user:42",
+            "package_manager",
+            json!("yarn"),
+            "global",
+            "thread:41",
+        ))
+        .unwrap();
+    assert_eq!(out.outcome.as_str(), "superseded");
+    assert_eq!(out.version, Some(3));
+    assert!(store.check().unwrap().ok);
+}
+
+/// v3's guards hold without SQL functions: the same refusals as before for a raw client, and
+/// text that is not JSON — no longer refused by a CHECK — is found by `check`.
+#[test]
+fn v3_guards_refuse_bad_scopes_and_check_finds_values_that_are_not_json() {
+    let db = TestDb::new();
+    db.write("user:42", "coffee", "燕麦拿铁 ☕", "global", "thread:20");
+    let raw = Connection::open(&db.path).unwrap();
+    let insert = |scope: &str, value: &str| {
+        raw.execute(
+            "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+             VALUES ('user:7', 'editor', ?1, ?2, 1, 'raw', 1, 'x', 'x')",
+            [scope, value],
+        )
+    };
+    for bad in ["repo:", "task:", "galaxy:x", "Global", "repo", "repo;x", ""] {
+        let err = insert(bad, "\"vim\"").expect_err(bad);
+        assert!(err.to_string().contains("CHECK"), "{bad:?}: {err}");
+    }
+    for (subject, predicate, source) in [("", "p", "s"), ("u", "", "s"), ("u", "p", "")] {
+        let err = raw
+            .execute(
+                "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+                 VALUES (?1, ?2, 'global', '1', 1, ?3, 1, 'x', 'x')",
+                [subject, predicate, source],
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("CHECK"), "{err}");
+    }
+    insert("repo:编辑器-🚀", "\"vim\"").expect("a scope with any id is fine");
+    insert("task:t1", "vim, not JSON").expect("no CHECK refuses non-JSON text any more");
+    let (code, report) = db.check();
+    assert_eq!(code, 1);
+    let text = report.to_string();
+    assert!(
+        text.contains("not JSON") && text.contains("task:t1"),
+        "{text}"
+    );
 }

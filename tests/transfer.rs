@@ -221,3 +221,34 @@ fn unicode_and_long_values_survive_a_round_trip() {
         "中文，谢谢 🙏"
     );
 }
+
+/// v3 changed constraints, not columns: an export written by a v2 memscope imports, and one
+/// from a version this build cannot read is refused with nothing written.
+#[test]
+fn an_export_from_schema_v2_imports_and_an_unknown_version_is_refused() {
+    let src = TestDb::new();
+    build_demo(&src);
+    let text = src.run(&["export"]).ok().stdout;
+    let (header, rows) = text.split_once('\n').unwrap();
+    let mut header: Value = serde_json::from_str(header).unwrap();
+    header["schema_version"] = serde_json::json!(2);
+    let v2 = src.sibling("v2-export.jsonl");
+    std::fs::write(&v2, format!("{header}\n{rows}")).unwrap();
+    let dst = TestDb::named("from-v2.db");
+    dst.run(&["import", v2.to_str().unwrap()]).ok();
+    dst.assert_check_ok();
+    assert_eq!(src.list(&[]), dst.list(&[]));
+
+    header["schema_version"] = serde_json::json!(99);
+    let future = src.sibling("v99-export.jsonl");
+    std::fs::write(&future, format!("{header}\n{rows}")).unwrap();
+    let other = TestDb::named("from-v99.db");
+    other
+        .run(&["import", future.to_str().unwrap()])
+        .fails_with(1, &["schema version 99"]);
+    assert_eq!(
+        other.list(&[]),
+        Vec::<Value>::new(),
+        "a refused import writes no memory"
+    );
+}

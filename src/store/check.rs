@@ -173,6 +173,18 @@ impl Checker<'_> {
                 &|r| Ok(format!("{}: current v{} has no history", ident(r)?, r.get::<_, i64>(3)?)))?;
         }
 
+        // 4. Values are JSON (since schema v3 no CHECK says so: a raw-SQL client could store
+        // any text, which no reader could use).
+        self.rows(4, &format!(
+            "SELECT m.subject, m.predicate, m.scope, m.version FROM memories m WHERE {} AND NOT json_valid(m.value)",
+            f.sql("m")), f,
+            &|r| Ok(format!("{}: current v{} holds a value that is not JSON", ident(r)?, r.get::<_, i64>(3)?)))?;
+        self.rows(4, &format!(
+            "SELECT h.subject, h.predicate, h.scope, h.id, h.event FROM history h
+             WHERE {} AND ((h.value IS NOT NULL AND NOT json_valid(h.value)) OR (h.detail IS NOT NULL AND NOT json_valid(h.detail)))",
+            f.sql("h")), f,
+            &|r| Ok(format!("{}: history event #{} ({}) holds a value or detail that is not JSON", ident(r)?, r.get::<_, i64>(3)?, r.get::<_, String>(4)?)))?;
+
         // 5. Every tombstone's version is accounted for by its `deleted` event.
         self.rows(5, &format!(
             "SELECT t.subject, t.predicate, t.scope, t.version FROM tombstones t WHERE {} AND NOT EXISTS (

@@ -4,7 +4,7 @@
 
 use super::check::assert_identity_clean;
 use super::read::{current, resolution_chain};
-use super::write::{log_event, write_in_tx, PreparedWrite, SeqBatch};
+use super::write::{log_event, write_in_tx, PreparedWrite, TxState};
 use super::{format_time, Store};
 use crate::model::{
     normalize_subject, Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope,
@@ -140,7 +140,7 @@ fn revert_in_tx(
     to_version: Option<i64>,
     remove_if_none: bool,
     now: &str,
-    seqs: &mut SeqBatch,
+    st: &mut TxState,
     detail: Value,
 ) -> Result<WriteOutcome> {
     if tombstoned(conn, id)? {
@@ -180,7 +180,7 @@ fn revert_in_tx(
                 None,
                 now,
                 Some(&detail),
-                seqs.stamp(),
+                st.seqs.stamp(),
             )?;
             let mut out = super::write::base_outcome(OutcomeKind::Removed, id);
             out.version = Some(cur.version);
@@ -203,7 +203,7 @@ fn revert_in_tx(
         raw,
         None,
     )?;
-    let mut out = write_in_tx(conn, &w, now, seqs)?;
+    let mut out = write_in_tx(conn, &w, now, st)?;
     let mut detail = detail;
     if let Value::Object(map) = &mut detail {
         map.insert("reverted_to".into(), json!(target));
@@ -220,7 +220,7 @@ fn revert_in_tx(
         None,
         now,
         Some(&detail),
-        seqs.stamp(),
+        st.seqs.stamp(),
     )?;
     out.reason = Some(format!("reverted to the value of v{target}"));
     Ok(out)
@@ -416,14 +416,14 @@ impl Store {
             predicate,
             scope: to.clone(),
         };
-        self.in_write_tx(|tx, ctx, seqs| {
+        self.in_write_tx(|tx, ctx, st| {
             let rec = current(tx, &from_id)?
                 .ok_or_else(|| anyhow!("{from_id} has no current record to move: see `memscope list`"))?;
             if tombstoned(tx, &to_id)? {
                 bail!("{to_id} is deleted (tombstoned): restore it first, or choose another target; nothing changed");
             }
             let w = PreparedWrite::stored(&to_id, rec.value.clone(), rec.source.clone(), rec.raw.clone(), Some(rec.causal_seq))?;
-            let moved = write_in_tx(tx, &w, &ctx.now, seqs)?;
+            let moved = write_in_tx(tx, &w, &ctx.now, st)?;
             if !matches!(moved.outcome, OutcomeKind::Inserted | OutcomeKind::Confirmed | OutcomeKind::Superseded) {
                 bail!(
                     "{to_id} refused the value ({}: {}); nothing changed",
@@ -441,7 +441,7 @@ impl Store {
                 Some(&rec.source),
                 Some(rec.causal_seq),
                 &ctx.now,
-                Some(&json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() })), seqs.stamp(),
+                Some(&json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() })), st.seqs.stamp(),
             )?;
             let back = revert_in_tx(
                 tx,
@@ -449,7 +449,7 @@ impl Store {
                 None,
                 true,
                 &ctx.now,
-                seqs,
+                st,
                 json!({ "rescoped_to": to.to_string(), "moved_version": rec.version }),
             )?;
             if ctx.assert {
@@ -467,8 +467,8 @@ impl Store {
             predicate: self.canonical_predicate(&id.predicate)?,
             scope: id.scope.clone(),
         };
-        self.in_write_tx(|tx, ctx, seqs| {
-            let out = revert_in_tx(tx, &id, to_version, false, &ctx.now, seqs, json!({}))?;
+        self.in_write_tx(|tx, ctx, st| {
+            let out = revert_in_tx(tx, &id, to_version, false, &ctx.now, st, json!({}))?;
             if ctx.assert {
                 assert_identity_clean(tx, &id)?;
             }

@@ -320,7 +320,7 @@ impl Store {
     /// Allocates the next causal sequence number.
     pub fn next_seq(&mut self) -> Result<i64> {
         // No event records this number, so the transaction's flush writes it to settings.
-        self.in_write_tx(|tx, _, seqs| seqs.alloc(tx))
+        self.in_write_tx(|tx, _, st| st.seqs.alloc(tx))
     }
 
     /// `PRAGMA data_version`: changes when another connection commits. The UI polls it.

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
 
 /// The schema version this build writes. A database with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Name of the connection-local SQL function that gates history rewrites. memscope registers it
 /// on its own connections; any other client fails closed with "no such function".
@@ -14,7 +14,7 @@ pub const PURGE_GATE_FN: &str = "memscope_purge_gate";
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3];
 
 const V1: &str = r#"
 CREATE TABLE settings (
@@ -170,6 +170,122 @@ CREATE TRIGGER history_ids_never_reused BEFORE INSERT ON history
 WHEN NEW.id IS NOT NULL AND EXISTS (SELECT 1 FROM history WHERE id = NEW.id)
 BEGIN SELECT RAISE(ABORT, 'memscope: history is append-only'); END;
 CREATE INDEX reads_by_identity ON reads (subject, predicate, at);
+"#;
+
+/// v3: the hot tables without SQL functions in their guards.
+///
+/// SQLite gives a statement a statement journal (a copy of every page it touches, so it can be
+/// undone alone) when the statement may write several rows — any table with an insert trigger
+/// counts — and may abort half-way: an `ABORT` conflict, `RAISE(ABORT)`, or *any* SQL function
+/// call, since a function can fail. v1's `length()`, `GLOB` and `json_valid()` CHECKs made every
+/// write to `memories` and `history` pay that copy. v3 rebuilds both tables with the same columns
+/// and function-free CHECKs, and the insert guards raise `FAIL`, which for the single-row writes
+/// of the write path undoes exactly as much as `ABORT` (nothing had been written yet). JSON
+/// validity of values moves from a CHECK to `memscope check`. The history index drops its
+/// explicit `id` (SQLite appends the rowid to every index key anyway). Every guard trigger is
+/// created again, so a database whose triggers a raw-SQL client dropped gets them back.
+const V3: &str = r#"
+DROP TRIGGER IF EXISTS memories_no_resurrection_insert;
+DROP TRIGGER IF EXISTS memories_no_resurrection_update;
+DROP TRIGGER IF EXISTS history_no_content_on_tombstone;
+DROP TRIGGER IF EXISTS history_append_only_update;
+DROP TRIGGER IF EXISTS history_append_only_delete;
+DROP TRIGGER IF EXISTS history_ids_never_reused;
+DROP TRIGGER IF EXISTS tombstones_not_over_live;
+DROP TRIGGER IF EXISTS tombstones_version_only_rises;
+
+CREATE TABLE memories_v3 (
+    id            INTEGER PRIMARY KEY,
+    subject       TEXT NOT NULL CHECK (subject <> ''),
+    predicate     TEXT NOT NULL CHECK (predicate <> ''),
+    -- `global`, `repo:?*` or `task:?*`, as ranges: 'repo:' < scope < 'repo;' holds exactly for
+    -- the texts that start with `repo:` and go on (':' and ';' are neighbours).
+    scope         TEXT NOT NULL CHECK (scope = 'global' OR (scope > 'repo:' AND scope < 'repo;')
+                                       OR (scope > 'task:' AND scope < 'task;')),
+    value         TEXT NOT NULL,
+    version       INTEGER NOT NULL CHECK (version >= 1),
+    source        TEXT NOT NULL CHECK (source <> ''),
+    raw           TEXT,
+    causal_seq    INTEGER NOT NULL,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL,
+    confirmed_at  TEXT,
+    confirm_count INTEGER NOT NULL DEFAULT 0,
+    confirmed_source TEXT,
+    confirmed_seq INTEGER,
+    UNIQUE (scope, subject, predicate)
+);
+INSERT INTO memories_v3 (id, subject, predicate, scope, value, version, source, raw, causal_seq,
+                         created_at, updated_at, confirmed_at, confirm_count, confirmed_source, confirmed_seq)
+SELECT id, subject, predicate, scope, value, version, source, raw, causal_seq,
+       created_at, updated_at, confirmed_at, confirm_count, confirmed_source, confirmed_seq
+FROM memories ORDER BY id;
+DROP TABLE memories;
+ALTER TABLE memories_v3 RENAME TO memories;
+
+CREATE TABLE history_v3 (
+    id         INTEGER PRIMARY KEY,
+    event      TEXT NOT NULL,
+    subject    TEXT NOT NULL,
+    predicate  TEXT NOT NULL,
+    scope      TEXT NOT NULL,
+    version    INTEGER,
+    value      TEXT,
+    raw        TEXT,
+    source     TEXT,
+    causal_seq INTEGER,
+    at         TEXT NOT NULL,
+    detail     TEXT,
+    clock      INTEGER
+);
+INSERT INTO history_v3 (id, event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
+SELECT id, event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock
+FROM history ORDER BY id;
+DROP TABLE history;
+ALTER TABLE history_v3 RENAME TO history;
+CREATE INDEX history_by_identity ON history (subject, predicate, scope);
+
+-- A row with a NULL value never lands (NOT NULL), so the guard leaves it to that constraint:
+-- the write path's one-statement insert turns its value to NULL to back off quietly.
+CREATE TRIGGER memories_no_resurrection_insert BEFORE INSERT ON memories
+WHEN NEW.value IS NOT NULL
+ AND EXISTS (SELECT 1 FROM tombstones t
+             WHERE t.subject = NEW.subject AND t.predicate = NEW.predicate AND t.scope = NEW.scope)
+BEGIN SELECT RAISE(FAIL, 'memscope: identity is tombstoned; restore it first'); END;
+
+CREATE TRIGGER memories_no_resurrection_update BEFORE UPDATE ON memories
+WHEN EXISTS (SELECT 1 FROM tombstones t
+             WHERE t.subject = NEW.subject AND t.predicate = NEW.predicate AND t.scope = NEW.scope)
+BEGIN SELECT RAISE(FAIL, 'memscope: identity is tombstoned; restore it first'); END;
+
+CREATE TRIGGER history_no_content_on_tombstone BEFORE INSERT ON history
+WHEN (NEW.value IS NOT NULL OR NEW.raw IS NOT NULL)
+ AND EXISTS (SELECT 1 FROM tombstones t
+             WHERE t.subject = NEW.subject AND t.predicate = NEW.predicate AND t.scope = NEW.scope)
+BEGIN SELECT RAISE(FAIL, 'memscope: identity is tombstoned; its content may not be stored'); END;
+
+-- A BEFORE INSERT trigger sees NEW.id = -1 while SQLite has yet to pick the id, so only an
+-- explicit id is looked up. (memscope never writes id -1: a row with it is a raw client's.)
+CREATE TRIGGER history_ids_never_reused BEFORE INSERT ON history
+WHEN NEW.id <> -1 AND EXISTS (SELECT 1 FROM history WHERE id = NEW.id)
+BEGIN SELECT RAISE(FAIL, 'memscope: history is append-only'); END;
+
+CREATE TRIGGER history_append_only_update BEFORE UPDATE ON history
+WHEN NOT memscope_purge_gate()
+BEGIN SELECT RAISE(ABORT, 'memscope: history is append-only'); END;
+
+CREATE TRIGGER history_append_only_delete BEFORE DELETE ON history
+WHEN NOT memscope_purge_gate()
+BEGIN SELECT RAISE(ABORT, 'memscope: history is append-only'); END;
+
+CREATE TRIGGER tombstones_not_over_live BEFORE INSERT ON tombstones
+WHEN EXISTS (SELECT 1 FROM memories m
+             WHERE m.subject = NEW.subject AND m.predicate = NEW.predicate AND m.scope = NEW.scope)
+BEGIN SELECT RAISE(ABORT, 'memscope: delete the identity with memscope delete, not by inserting a tombstone'); END;
+
+CREATE TRIGGER tombstones_version_only_rises BEFORE UPDATE ON tombstones
+WHEN NEW.version < OLD.version OR NEW.subject <> OLD.subject OR NEW.predicate <> OLD.predicate OR NEW.scope <> OLD.scope
+BEGIN SELECT RAISE(ABORT, 'memscope: a tombstone version never goes down'); END;
 "#;
 
 /// Brings `conn` forward to the last of `migrations`, each step in its own transaction.

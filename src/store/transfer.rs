@@ -3,6 +3,10 @@
 //! dump that would break an invariant.
 
 use super::schema::SCHEMA_VERSION;
+
+/// The oldest export `import` reads: v3 changed constraints and an index, not columns, so a v2
+/// export's rows fit as they are.
+const OLDEST_IMPORTABLE: i64 = 2;
 use super::Store;
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::types::ValueRef;
@@ -109,8 +113,8 @@ impl Store {
                     .get("schema_version")
                     .and_then(|v| v.as_i64())
                     .unwrap_or(0);
-                if v != SCHEMA_VERSION {
-                    bail!("the export is from schema version {v}, this memscope writes {SCHEMA_VERSION}: import it with a matching memscope");
+                if !(OLDEST_IMPORTABLE..=SCHEMA_VERSION).contains(&v) {
+                    bail!("the export is from schema version {v}, this memscope reads exports of versions {OLDEST_IMPORTABLE} to {SCHEMA_VERSION}: import it with a matching memscope");
                 }
                 seen_header = true;
                 continue;

@@ -8,6 +8,7 @@ use crate::model::{
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 
 /// Causal sequence numbers handed out inside one write transaction. The clock is read once;
@@ -86,6 +87,40 @@ impl SeqBatch {
     }
 }
 
+/// What one write transaction carries from one write to the next.
+#[derive(Debug)]
+pub(crate) struct TxState {
+    pub seqs: SeqBatch,
+    /// Predicates as written → canonical, for this transaction (nothing else can add an alias
+    /// while it holds the write lock).
+    canonical: HashMap<String, String>,
+    /// Whether the last exact write met an identity with no past: while they keep coming (a
+    /// bulk load of new memories), each is tried with the one-statement insert first.
+    expect_fresh: bool,
+}
+
+impl Default for TxState {
+    fn default() -> Self {
+        TxState {
+            seqs: SeqBatch::default(),
+            canonical: HashMap::new(),
+            expect_fresh: true,
+        }
+    }
+}
+
+impl TxState {
+    /// `predicate` normalized and mapped through the alias table.
+    fn canonical_predicate(&mut self, conn: &Connection, predicate: &str) -> Result<String> {
+        if let Some(c) = self.canonical.get(predicate) {
+            return Ok(c.clone());
+        }
+        let c = canonical_predicate(conn, predicate)?;
+        self.canonical.insert(predicate.to_string(), c.clone());
+        Ok(c)
+    }
+}
+
 /// A request after validation and normalization: ready for the transaction.
 #[derive(Debug, Clone)]
 pub(crate) struct PreparedWrite {
@@ -160,13 +195,17 @@ impl std::fmt::Display for RetryWithSavepoints {
 
 impl std::error::Error for RetryWithSavepoints {}
 
-pub(crate) fn prepare(conn: &Connection, req: &WriteRequest) -> Result<PreparedWrite> {
+pub(crate) fn prepare(
+    conn: &Connection,
+    req: &WriteRequest,
+    st: &mut TxState,
+) -> Result<PreparedWrite> {
     let invalid = |msg: String| anyhow::Error::new(InvalidRequest(msg));
     let subject = normalize_subject(&req.subject).map_err(invalid)?;
-    let predicate = match crate::model::normalize_predicate(&req.predicate) {
-        Ok(_) => canonical_predicate(conn, &req.predicate)?,
-        Err(e) => return Err(invalid(e)),
-    };
+    if let Err(e) = crate::model::normalize_predicate(&req.predicate) {
+        return Err(invalid(e));
+    }
+    let predicate = st.canonical_predicate(conn, &req.predicate)?;
     let source = req.source.trim();
     if source.is_empty() {
         return Err(invalid(
@@ -281,7 +320,7 @@ pub(crate) fn log_event(
 ) -> Result<()> {
     let detail = detail.map(|d| d.to_string());
     conn.prepare_cached(
-        "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
+        "INSERT OR FAIL INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
@@ -348,12 +387,12 @@ pub(crate) fn write_in_tx(
     conn: &Connection,
     w: &PreparedWrite,
     now: &str,
-    seqs: &mut SeqBatch,
+    st: &mut TxState,
 ) -> Result<WriteOutcome> {
     let scope = match &w.choice {
         ScopeChoice::Exact(s) => s.clone(),
         ScopeChoice::Ambiguous(candidates) => {
-            return enqueue_pending(conn, w, candidates, now, seqs)
+            return enqueue_pending(conn, w, candidates, now, &mut st.seqs)
         }
     };
     let id = Identity {
@@ -362,6 +401,14 @@ pub(crate) fn write_in_tx(
         scope: scope.clone(),
     };
     let scope_text = scope.to_string();
+
+    if st.expect_fresh {
+        if let Some(out) = insert_if_fresh(conn, w, &id, &scope_text, now, &mut st.seqs)? {
+            return Ok(out);
+        }
+        st.expect_fresh = false;
+    }
+    let seqs = &mut st.seqs;
 
     // One probe for everything the decision needs: tombstone, current record, and whether
     // the identity has any history (for the next version number of a new record).
@@ -387,6 +434,9 @@ pub(crate) fn write_in_tx(
         let reason = format!(
             "this identity was deleted (tombstone v{tomb}); restore it with `memscope restore` before writing"
         );
+        // The event records the clock whether or not this transaction has read it yet, so a
+        // line logs the same event alone or inside an `apply` batch.
+        seqs.current(conn)?;
         log_event(
             conn,
             "rejected",
@@ -428,13 +478,15 @@ pub(crate) fn write_in_tx(
     match current {
         None => {
             // No tombstone and no current record: only history can hold an older version.
+            st.expect_fresh = !has_history;
+            let seqs = &mut st.seqs;
             let version = if has_history {
                 history_max_version(conn, &id)?.unwrap_or(0)
             } else {
                 0
             } + 1;
             conn.prepare_cached(
-                "INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+                "INSERT OR FAIL INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
             )?
             .execute(params![
@@ -448,9 +500,10 @@ pub(crate) fn write_in_tx(
             Ok(out)
         }
         Some(cur) if same_value(&cur.value, &w.value) => {
+            // No SQL functions in the hot writes: see schema v3.
             conn.prepare_cached(
-                "UPDATE memories SET confirmed_at = ?4, confirm_count = confirm_count + 1, confirmed_source = ?5,
-                        confirmed_seq = max(coalesce(confirmed_seq, 0), ?6)
+                "UPDATE OR FAIL memories SET confirmed_at = ?4, confirm_count = confirm_count + 1, confirmed_source = ?5,
+                        confirmed_seq = CASE WHEN confirmed_seq >= ?6 THEN confirmed_seq ELSE ?6 END
                  WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
             )?
             .execute(params![id.subject, id.predicate, scope_text, now, w.source, seq])?;
@@ -504,7 +557,7 @@ pub(crate) fn write_in_tx(
         Some(cur) => {
             let version = cur.version + 1;
             conn.prepare_cached(
-                "UPDATE memories SET value = ?4, version = ?5, source = ?6, raw = ?7, causal_seq = ?8, updated_at = ?9,
+                "UPDATE OR FAIL memories SET value = ?4, version = ?5, source = ?6, raw = ?7, causal_seq = ?8, updated_at = ?9,
                         confirmed_at = NULL, confirm_count = 0, confirmed_source = NULL, confirmed_seq = NULL
                  WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
             )?
@@ -520,6 +573,55 @@ pub(crate) fn write_in_tx(
             Ok(out)
         }
     }
+}
+
+/// The common case of a bulk load in one statement: an identity with no tombstone and no
+/// past gets its first version. Returns `None`, having changed nothing, for any other identity.
+///
+/// The conditions live in the value: it is NULL unless the identity has neither a tombstone
+/// nor history, and `INSERT OR IGNORE` skips a row whose NOT NULL value is NULL — as it skips
+/// one whose identity already has a current record. An `INSERT … SELECT … WHERE` would say the
+/// same, but SQLite runs it through a temporary table on a table with triggers.
+fn insert_if_fresh(
+    conn: &Connection,
+    w: &PreparedWrite,
+    id: &Identity,
+    scope_text: &str,
+    now: &str,
+    seqs: &mut SeqBatch,
+) -> Result<Option<WriteOutcome>> {
+    let seq = match w.causal_seq {
+        Some(s) => s,
+        None => seqs
+            .current(conn)?
+            .checked_add(1)
+            .ok_or_else(|| anyhow!("the causal clock is exhausted: run `memscope check`"))?,
+    };
+    let inserted = conn
+        .prepare_cached(
+            "INSERT OR IGNORE INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+             VALUES (?1, ?2, ?3,
+                     CASE WHEN EXISTS (SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
+                            OR EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
+                          THEN NULL ELSE ?4 END,
+                     1, ?5, ?6, ?7, ?8, ?8)",
+        )?
+        .execute(params![id.subject, id.predicate, scope_text, w.value_text, w.source, w.raw, seq, now])?;
+    if inserted == 0 {
+        return Ok(None);
+    }
+    match w.causal_seq {
+        Some(s) => seqs.observe(conn, s)?,
+        None => {
+            seqs.alloc(conn)?;
+        }
+    }
+    log_set(conn, id, 1, w, seq, now, seqs.stamp())?;
+    let mut out = base_outcome(OutcomeKind::Inserted, id);
+    out.version = Some(1);
+    out.value = Some(w.value.clone());
+    out.causal_seq = Some(seq);
+    Ok(Some(out))
 }
 
 fn enqueue_pending(
@@ -614,8 +716,12 @@ impl ApplySummary {
     }
 }
 
-/// Lines per transaction in `apply` (a failing line still changes nothing: see `apply_batch`).
-const APPLY_BATCH: usize = 10_000;
+/// At most this many lines, and this many bytes of input, per transaction in `apply` (a
+/// failing line still changes nothing: see `apply_batch`). Big batches matter: every commit
+/// writes each index page the batch touched to the WAL again, and the indexes are touched all
+/// over. 100k lines hold the write lock for about a second.
+const APPLY_BATCH: usize = 100_000;
+const APPLY_BATCH_BYTES: usize = 64 << 20;
 
 /// Ends every write transaction the same way: the causal clock written back, busy retries
 /// folded into the metrics, then commit. Returns whether an on-disk purge is owed.
@@ -637,20 +743,20 @@ impl Store {
     /// ([`finish_write`]); an error rolls everything back. Pays an owed on-disk purge after.
     pub(crate) fn in_write_tx<T>(
         &mut self,
-        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut SeqBatch) -> Result<T>,
+        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
     ) -> Result<T> {
         let (clock, assert) = (self.clock, self.assert_invariants);
         let path = self.path.clone();
         let mut busy_seen = self.busy_seen;
-        let mut seqs = SeqBatch::default();
+        let mut st = TxState::default();
         let tx = self.begin()?;
         // The time is taken inside the write lock, so event times follow commit order.
         let ctx = WriteCtx {
             now: super::format_time(clock.now()),
             assert,
         };
-        let out = body(&tx, &ctx, &mut seqs).map_err(|e| explain_sqlite(e, &path))?;
-        let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
+        let out = body(&tx, &ctx, &mut st).map_err(|e| explain_sqlite(e, &path))?;
+        let debt = finish_write(tx, &mut st.seqs, &mut busy_seen, &path)?;
         self.busy_seen = busy_seen;
         if debt {
             self.pay_purge_debt()?;
@@ -660,9 +766,9 @@ impl Store {
 
     /// One write, one transaction.
     pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
-        self.in_write_tx(|tx, ctx, seqs| {
-            let prepared = prepare(tx, req)?;
-            let out = write_in_tx(tx, &prepared, &ctx.now, seqs)?;
+        self.in_write_tx(|tx, ctx, st| {
+            let prepared = prepare(tx, req, st)?;
+            let out = write_in_tx(tx, &prepared, &ctx.now, st)?;
             assert_written(tx, ctx, &prepared)?;
             Ok(out)
         })
@@ -683,9 +789,12 @@ impl Store {
         let mut eof = false;
         while !eof {
             let mut lines: Vec<(u64, ParsedLine)> = Vec::new();
-            while lines.len() < APPLY_BATCH {
+            let mut bytes = 0;
+            while lines.len() < APPLY_BATCH && bytes < APPLY_BATCH_BYTES {
                 buf.clear();
-                if reader.read_until(b'\n', &mut buf)? == 0 {
+                let n = reader.read_until(b'\n', &mut buf)?;
+                bytes += n;
+                if n == 0 {
                     eof = true;
                     break;
                 }
@@ -718,19 +827,17 @@ impl Store {
     fn apply_batch(&mut self, lines: &[(u64, ParsedLine)]) -> Result<Vec<WriteOutcome>> {
         let mut savepoints = false;
         loop {
-            let result = self.in_write_tx(|tx, ctx, seqs| {
+            let result = self.in_write_tx(|tx, ctx, st| {
                 let mut outcomes = Vec::with_capacity(lines.len());
                 for (line_no, parsed) in lines {
                     let mut out = match parsed {
                         ParsedLine::Invalid(msg) => WriteOutcome::error(None, msg.clone()),
-                        ParsedLine::Request(req) => {
-                            match run_line(tx, req, ctx, seqs, savepoints) {
-                                Ok(out) => out,
-                                Err(e) if is_fatal(&e) => return Err(e),
-                                Err(e) if savepoints => WriteOutcome::error(None, format!("{e:#}")),
-                                Err(_) => return Err(RetryWithSavepoints.into()),
-                            }
-                        }
+                        ParsedLine::Request(req) => match run_line(tx, req, ctx, st, savepoints) {
+                            Ok(out) => out,
+                            Err(e) if is_fatal(&e) => return Err(e),
+                            Err(e) if savepoints => WriteOutcome::error(None, format!("{e:#}")),
+                            Err(_) => return Err(RetryWithSavepoints.into()),
+                        },
                     };
                     out.line = Some(*line_no);
                     outcomes.push(out);
@@ -747,7 +854,7 @@ impl Store {
     /// Resolves an open pending item by writing it to `scope` through the write path. The
     /// item records what happened (a resolution may itself be `stale` or `rejected`).
     pub fn resolve_pending(&mut self, pending_id: i64, scope: &Scope) -> Result<WriteOutcome> {
-        self.in_write_tx(|tx, ctx, seqs| {
+        self.in_write_tx(|tx, ctx, st| {
             let item = super::read::pending_item(tx, pending_id)?.ok_or_else(|| {
                 anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
             })?;
@@ -771,7 +878,7 @@ impl Store {
                 item.raw.clone(),
                 Some(item.causal_seq),
             )?;
-            let mut out = write_in_tx(tx, &prepared, &ctx.now, seqs)?;
+            let mut out = write_in_tx(tx, &prepared, &ctx.now, st)?;
             tx.execute(
                 "UPDATE pending SET status = 'resolved', resolved_at = ?2, resolved_scope = ?3, resolution = ?4 WHERE id = ?1",
                 params![pending_id, ctx.now, scope.to_string(), out.outcome.as_str()],
@@ -787,7 +894,7 @@ impl Store {
                 Some(&item.source),
                 Some(item.causal_seq),
                 &ctx.now,
-                Some(&json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among })), seqs.stamp(),
+                Some(&json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among })), st.seqs.stamp(),
             )?;
             assert_written(tx, ctx, &prepared)?;
             out.pending_id = Some(pending_id);
@@ -843,17 +950,17 @@ fn run_line(
     conn: &Connection,
     req: &WriteRequest,
     ctx: &WriteCtx,
-    seqs: &mut SeqBatch,
+    st: &mut TxState,
     savepoint: bool,
 ) -> Result<WriteOutcome> {
-    let prepared = match prepare(conn, req) {
+    let prepared = match prepare(conn, req, st) {
         Ok(p) => p,
         Err(e) => return Ok(WriteOutcome::error(None, e.to_string())),
     };
     if savepoint {
         conn.prepare_cached("SAVEPOINT apply_line")?.execute([])?;
     }
-    let result = write_in_tx(conn, &prepared, &ctx.now, seqs)
+    let result = write_in_tx(conn, &prepared, &ctx.now, st)
         .and_then(|out| assert_written(conn, ctx, &prepared).map(|()| out));
     if savepoint {
         if result.is_err() {
