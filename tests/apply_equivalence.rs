@@ -168,7 +168,7 @@ proptest! {
         }
         let mut from_apply = Vec::new();
         applied
-            .apply(&input[..], |batch| {
+            .apply(std::io::Cursor::new(input), |batch| {
                 from_apply.extend(batch.iter().cloned().map(comparable));
                 Ok(())
             })

@@ -40,7 +40,7 @@ fn fixture() -> Fixture {
         lines.push('\n');
     }
     f.store()
-        .apply(lines.as_bytes(), |_| Ok(()))
+        .apply(std::io::Cursor::new(lines.into_bytes()), |_| Ok(()))
         .expect("the fixture applies");
     f
 }

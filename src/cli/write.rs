@@ -97,7 +97,7 @@ pub fn apply(store: &mut Store, file: &str) -> Result<i32> {
         Ok(())
     };
     let summary = if file == "-" {
-        store.apply(std::io::stdin().lock(), &mut emit)?
+        store.apply(std::io::stdin(), &mut emit)?
     } else {
         let f = std::fs::File::open(file).with_context(|| {
             format!("cannot read {file}: pass a JSON Lines file or - for standard input")
