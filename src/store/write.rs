@@ -6,7 +6,7 @@ use crate::model::{
     ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
 };
 use anyhow::{anyhow, bail, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, CachedStatement, Connection, OptionalExtension};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
@@ -87,9 +87,9 @@ impl SeqBatch {
     }
 }
 
-/// What one write transaction carries from one write to the next.
-#[derive(Debug)]
-pub(crate) struct TxState {
+/// What one write transaction carries from one write to the next. `'c` is the transaction's
+/// borrow of the connection.
+pub(crate) struct TxState<'c> {
     pub seqs: SeqBatch,
     /// Predicates as written → canonical, for this transaction (nothing else can add an alias
     /// while it holds the write lock).
@@ -97,19 +97,37 @@ pub(crate) struct TxState {
     /// Whether the last exact write met an identity with no past: while they keep coming (a
     /// bulk load of new memories), each is tried with the one-statement insert first.
     expect_fresh: bool,
+    /// The two statements every new memory runs, held for the transaction: the connection's
+    /// statement cache hashes the SQL text on every use, a few percent of a bulk load.
+    fresh_insert: Option<CachedStatement<'c>>,
+    log_set: Option<CachedStatement<'c>>,
 }
 
-impl Default for TxState {
+impl Default for TxState<'_> {
     fn default() -> Self {
         TxState {
             seqs: SeqBatch::default(),
             canonical: HashMap::new(),
             expect_fresh: true,
+            fresh_insert: None,
+            log_set: None,
         }
     }
 }
 
-impl TxState {
+/// `slot`'s statement, prepared on first use.
+fn held<'s, 'c>(
+    slot: &'s mut Option<CachedStatement<'c>>,
+    conn: &'c Connection,
+    sql: &str,
+) -> Result<&'s mut CachedStatement<'c>> {
+    if slot.is_none() {
+        *slot = Some(conn.prepare_cached(sql)?);
+    }
+    Ok(slot.as_mut().expect("just prepared"))
+}
+
+impl TxState<'_> {
     /// `predicate` normalized and mapped through the alias table.
     fn canonical_predicate(&mut self, conn: &Connection, predicate: &str) -> Result<String> {
         if let Some(c) = self.canonical.get(predicate) {
@@ -171,9 +189,12 @@ impl PreparedWrite {
 
 /// Re-checks the identity a write touched when MEMSCOPE_ASSERT_INVARIANTS is on.
 pub(crate) fn assert_written(conn: &Connection, ctx: &WriteCtx, w: &PreparedWrite) -> Result<()> {
+    if !ctx.assert {
+        return Ok(());
+    }
     match w.identity() {
-        Some(id) if ctx.assert => super::check::assert_identity_clean(conn, &id),
-        _ => Ok(()),
+        Some(id) => super::check::assert_identity_clean(conn, &id),
+        None => Ok(()),
     }
 }
 
@@ -348,29 +369,38 @@ pub(crate) fn log_event(
     Ok(())
 }
 
-/// The `set` event of a new applied version.
-fn log_set(
-    conn: &Connection,
+/// The `set` event of a new applied version, on the transaction's held statement.
+#[allow(clippy::too_many_arguments)]
+fn log_set<'c>(
+    slot: &mut Option<CachedStatement<'c>>,
+    conn: &'c Connection,
     id: &Identity,
+    scope_text: &str,
     version: i64,
     w: &PreparedWrite,
     seq: i64,
     now: &str,
     clock: Option<i64>,
 ) -> Result<()> {
-    log_event(
+    held(
+        slot,
         conn,
-        "set",
-        id,
-        Some(version),
-        Some(&w.value_text),
-        w.raw.as_deref(),
-        Some(&w.source),
-        Some(seq),
+        "INSERT OR FAIL INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, clock)
+         VALUES ('set', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?
+    .execute(params![
+        id.subject,
+        id.predicate,
+        scope_text,
+        version,
+        w.value_text,
+        w.raw,
+        w.source,
+        seq,
         now,
-        None,
-        clock,
-    )
+        clock
+    ])?;
+    Ok(())
 }
 
 pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
@@ -391,11 +421,11 @@ pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
 }
 
 /// Decides and applies one write inside an open write transaction.
-pub(crate) fn write_in_tx(
-    conn: &Connection,
+pub(crate) fn write_in_tx<'c>(
+    conn: &'c Connection,
     w: &PreparedWrite,
     now: &str,
-    st: &mut TxState,
+    st: &mut TxState<'c>,
 ) -> Result<WriteOutcome> {
     let scope = match &w.choice {
         ScopeChoice::Exact(s) => s.clone(),
@@ -411,7 +441,7 @@ pub(crate) fn write_in_tx(
     let scope_text = scope.to_string();
 
     if st.expect_fresh {
-        if let Some(out) = insert_if_fresh(conn, w, &id, &scope_text, now, &mut st.seqs)? {
+        if let Some(out) = insert_if_fresh(conn, w, &id, &scope_text, now, st)? {
             return Ok(out);
         }
         st.expect_fresh = false;
@@ -500,7 +530,18 @@ pub(crate) fn write_in_tx(
             .execute(params![
                 id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
             ])?;
-            log_set(conn, &id, version, w, seq, now, seqs.stamp())?;
+            let clock = seqs.stamp();
+            log_set(
+                &mut st.log_set,
+                conn,
+                &id,
+                &scope_text,
+                version,
+                w,
+                seq,
+                now,
+                clock,
+            )?;
             let mut out = base_outcome(OutcomeKind::Inserted, &id);
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -572,7 +613,18 @@ pub(crate) fn write_in_tx(
             .execute(params![
                 id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
             ])?;
-            log_set(conn, &id, version, w, seq, now, seqs.stamp())?;
+            let clock = seqs.stamp();
+            log_set(
+                &mut st.log_set,
+                conn,
+                &id,
+                &scope_text,
+                version,
+                w,
+                seq,
+                now,
+                clock,
+            )?;
             let mut out = base_outcome(OutcomeKind::Superseded, &id);
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -590,14 +642,15 @@ pub(crate) fn write_in_tx(
 /// nor history, and `INSERT OR IGNORE` skips a row whose NOT NULL value is NULL — as it skips
 /// one whose identity already has a current record. An `INSERT … SELECT … WHERE` would say the
 /// same, but SQLite runs it through a temporary table on a table with triggers.
-fn insert_if_fresh(
-    conn: &Connection,
+fn insert_if_fresh<'c>(
+    conn: &'c Connection,
     w: &PreparedWrite,
     id: &Identity,
     scope_text: &str,
     now: &str,
-    seqs: &mut SeqBatch,
+    st: &mut TxState<'c>,
 ) -> Result<Option<WriteOutcome>> {
+    let seqs = &mut st.seqs;
     let seq = match w.causal_seq {
         Some(s) => s,
         None => seqs
@@ -605,16 +658,17 @@ fn insert_if_fresh(
             .checked_add(1)
             .ok_or_else(|| anyhow!("the causal clock is exhausted: run `memscope check`"))?,
     };
-    let inserted = conn
-        .prepare_cached(
-            "INSERT OR IGNORE INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+    let inserted = held(
+        &mut st.fresh_insert,
+        conn,
+        "INSERT OR IGNORE INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
              VALUES (?1, ?2, ?3,
                      CASE WHEN EXISTS (SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
                             OR EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
                           THEN NULL ELSE ?4 END,
                      1, ?5, ?6, ?7, ?8, ?8)",
-        )?
-        .execute(params![id.subject, id.predicate, scope_text, w.value_text, w.source, w.raw, seq, now])?;
+    )?
+    .execute(params![id.subject, id.predicate, scope_text, w.value_text, w.source, w.raw, seq, now])?;
     if inserted == 0 {
         return Ok(None);
     }
@@ -624,7 +678,8 @@ fn insert_if_fresh(
             seqs.alloc(conn)?;
         }
     }
-    log_set(conn, id, 1, w, seq, now, seqs.stamp())?;
+    let clock = seqs.stamp();
+    log_set(&mut st.log_set, conn, id, scope_text, 1, w, seq, now, clock)?;
     let mut out = base_outcome(OutcomeKind::Inserted, id);
     out.version = Some(1);
     out.value = Some(w.value.clone());
@@ -751,20 +806,26 @@ impl Store {
     /// ([`finish_write`]); an error rolls everything back. Pays an owed on-disk purge after.
     pub(crate) fn in_write_tx<T>(
         &mut self,
-        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
+        body: impl for<'t> FnOnce(
+            &'t rusqlite::Transaction<'_>,
+            &WriteCtx,
+            &mut TxState<'t>,
+        ) -> Result<T>,
     ) -> Result<T> {
         let (clock, assert) = (self.clock, self.assert_invariants);
         let path = self.path.clone();
         let mut busy_seen = self.busy_seen;
-        let mut st = TxState::default();
         let tx = self.begin()?;
         // The time is taken inside the write lock, so event times follow commit order.
         let ctx = WriteCtx {
             now: super::format_time(clock.now()),
             assert,
         };
+        let mut st = TxState::default();
         let out = body(&tx, &ctx, &mut st).map_err(|e| explain_sqlite(e, &path))?;
-        let debt = finish_write(tx, &mut st.seqs, &mut busy_seen, &path)?;
+        let mut seqs = std::mem::take(&mut st.seqs);
+        drop(st); // its statements borrow the transaction
+        let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
         self.busy_seen = busy_seen;
         if debt {
             self.pay_purge_debt()?;
@@ -1011,11 +1072,11 @@ fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
 
 /// One validated line inside the batch transaction; a failure during the write is returned
 /// as `Err`.
-fn run_line(
-    conn: &Connection,
+fn run_line<'c>(
+    conn: &'c Connection,
     w: &PreparedWrite,
     ctx: &WriteCtx,
-    st: &mut TxState,
+    st: &mut TxState<'c>,
     savepoint: bool,
 ) -> Result<WriteOutcome> {
     let mut w = std::borrow::Cow::Borrowed(w);
