@@ -377,3 +377,65 @@ fn writes_to_a_damaged_identity_are_refused_and_the_rest_of_apply_lands() {
         "the refused line left nothing in history"
     );
 }
+
+/// A raw client may plant a tombstone for an identity memscope never saw (no history, so the
+/// write path's one-statement insert does not see it coming): the schema's guard refuses the
+/// insert, and the write comes out `rejected` — alone and inside an `apply` batch of new
+/// memories — with nothing stored. (The planted tombstone has no `deleted` event, itself a
+/// violation of invariant 5, so the per-write assertion would refuse every write: it is off.)
+#[test]
+fn a_tombstone_planted_without_history_rejects_writes_in_write_and_apply() {
+    let db = TestDb::new();
+    db.init();
+    python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.execute(\"INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) VALUES ('用户:小明', 'coffee', 'global', 1, 'planted 🪦', 't')\")\n",
+        &[db.path_str()],
+    )
+    .ok();
+    let no_assert = [("MEMSCOPE_ASSERT_INVARIANTS", "0")];
+    let out = db
+        .run_env(
+            &[
+                "write",
+                "--subject",
+                "用户:小明",
+                "--predicate",
+                "coffee",
+                "--value",
+                "燕麦拿铁 ☕",
+                "--scope",
+                "global",
+                "--source",
+                "thread:1",
+                "--json",
+            ],
+            &no_assert,
+        )
+        .ok()
+        .json();
+    assert_eq!(out["outcome"], "rejected", "{out:#}");
+
+    let lines = [
+        r#"{"subject":"user:1","predicate":"editor","value":"vim","scope":"global","source":"s:1"}"#,
+        r#"{"subject":"用户:小明","predicate":"coffee","value":"美式","scope":"global","source":"s:2"}"#,
+        r#"{"subject":"user:2","predicate":"editor","value":"helix","scope":"global","source":"s:3"}"#,
+    ]
+    .join("\n");
+    let file = db.sibling("planted.jsonl");
+    std::fs::write(&file, lines).unwrap();
+    let outcomes = db
+        .run_env(&["apply", file.to_str().unwrap()], &no_assert)
+        .ok()
+        .json_lines();
+    let kinds: Vec<&str> = outcomes
+        .iter()
+        .map(|o| o["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["inserted", "rejected", "inserted"]);
+    assert!(db.list(&["--subject", "用户:小明"]).is_empty());
+    let rows = db.fingerprint().join("\n");
+    assert!(
+        !rows.contains("美式") && !rows.contains("燕麦拿铁"),
+        "{rows}"
+    );
+}

@@ -638,10 +638,12 @@ pub(crate) fn write_in_tx<'c>(
 /// The common case of a bulk load in one statement: an identity with no tombstone and no
 /// past gets its first version. Returns `None`, having changed nothing, for any other identity.
 ///
-/// The conditions live in the value: it is NULL unless the identity has neither a tombstone
-/// nor history, and `INSERT OR IGNORE` skips a row whose NOT NULL value is NULL — as it skips
-/// one whose identity already has a current record. An `INSERT … SELECT … WHERE` would say the
-/// same, but SQLite runs it through a temporary table on a table with triggers.
+/// The condition lives in the value: it is NULL when the identity has history, and
+/// `INSERT OR IGNORE` skips a row whose NOT NULL value is NULL — as it skips one whose identity
+/// already has a current record. (An `INSERT … SELECT … WHERE` would say the same, but SQLite
+/// runs it through a temporary table on a table with triggers.) A tombstoned identity has its
+/// `deleted` event, so it is skipped too; a tombstone a raw client planted without history is
+/// refused by the schema's trigger, and then the full decision runs and finds it.
 fn insert_if_fresh<'c>(
     conn: &'c Connection,
     w: &PreparedWrite,
@@ -663,14 +665,20 @@ fn insert_if_fresh<'c>(
         conn,
         "INSERT OR IGNORE INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
              VALUES (?1, ?2, ?3,
-                     CASE WHEN EXISTS (SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
-                            OR EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
+                     CASE WHEN EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
                           THEN NULL ELSE ?4 END,
                      1, ?5, ?6, ?7, ?8, ?8)",
     )?
-    .execute(params![id.subject, id.predicate, scope_text, w.value_text, w.source, w.raw, seq, now])?;
-    if inserted == 0 {
-        return Ok(None);
+    .execute(params![id.subject, id.predicate, scope_text, w.value_text, w.source, w.raw, seq, now]);
+    match inserted {
+        Ok(1) => {}
+        Ok(_) => return Ok(None),
+        Err(rusqlite::Error::SqliteFailure(f, _))
+            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_TRIGGER =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e.into()),
     }
     match w.causal_seq {
         Some(s) => seqs.observe(conn, s)?,
