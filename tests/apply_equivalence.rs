@@ -184,3 +184,43 @@ proptest! {
         prop_assert_eq!(applied.next_seq().unwrap(), written.next_seq().unwrap(), "the same clock");
     }
 }
+
+/// Input that yields its first lines, then panics inside `read`.
+struct PanicsAfterFirstRead(Option<Vec<u8>>);
+
+impl std::io::Read for PanicsAfterFirstRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.0.take() {
+            Some(data) => {
+                buf[..data.len()].copy_from_slice(&data);
+                Ok(data.len())
+            }
+            None => panic!("the input source broke"),
+        }
+    }
+}
+
+/// The reader thread dying is an error, never a quiet end of input: the lines read before it
+/// died are applied and reported, and `apply` says the rest was not.
+#[test]
+fn apply_reports_a_reader_that_died_instead_of_ending_quietly() {
+    let db = TestDb::named("broken-input.db");
+    let mut store = Store::open(&db.path, OpenMode::Create).unwrap();
+    let first = b"{\"subject\":\"user:1\",\"predicate\":\"editor\",\"value\":\"vim\",\"scope\":\"global\",\"source\":\"s\"}\n".to_vec();
+    let mut seen = 0;
+    let err = store
+        .apply(PanicsAfterFirstRead(Some(first)), |batch| {
+            seen += batch.len();
+            Ok(())
+        })
+        .expect_err("a dead reader is an error");
+    assert!(
+        format!("{err:#}").contains("reading the input failed"),
+        "{err:#}"
+    );
+    assert_eq!(
+        seen, 1,
+        "the line read before the failure was applied and reported"
+    );
+    assert_eq!(store.counts().unwrap().memories, 1);
+}

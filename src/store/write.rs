@@ -863,9 +863,11 @@ impl Store {
         mut emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
     ) -> Result<ApplySummary> {
         let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD_CHUNKS);
-        std::thread::Builder::new()
-            .name("memscope-apply-reader".into())
-            .spawn(move || read_ahead(input, tx))?;
+        let mut reader = Some(
+            std::thread::Builder::new()
+                .name("memscope-apply-reader".into())
+                .spawn(move || read_ahead(input, tx))?,
+        );
         let mut summary = ApplySummary::default();
         let mut eof = false;
         while !eof {
@@ -873,7 +875,13 @@ impl Store {
             let mut bytes = 0;
             while lines.len() < APPLY_BATCH && bytes < APPLY_BATCH_BYTES {
                 let Ok(chunk) = rx.recv() else {
-                    eof = true; // the reader is done: the input ended
+                    // The reader hung up: the input ended — unless the reader died.
+                    if let Some(handle) = reader.take() {
+                        if handle.join().is_err() {
+                            bail!("reading the input failed unexpectedly: nothing after the last outcome line was applied; run apply again on the rest");
+                        }
+                    }
+                    eof = true;
                     break;
                 };
                 let chunk = chunk?;
