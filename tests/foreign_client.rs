@@ -439,3 +439,43 @@ fn a_tombstone_planted_without_history_rejects_writes_in_write_and_apply() {
         "{rows}"
     );
 }
+
+/// memscope's own shortcut for new identities must not lean on the schema's guards: with every
+/// trigger dropped by a raw client, a write to an identity tombstoned without history (also
+/// planted raw) still comes out `rejected`, and nothing becomes current.
+#[test]
+fn with_the_guards_dropped_memscope_still_refuses_a_tombstoned_identity() {
+    let db = TestDb::new();
+    db.init();
+    python(
+        DROP_TRIGGERS,
+        &[
+            db.path_str(),
+            "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) VALUES ('user:9', 'editor', 'global', 1, 'planted', 't')",
+        ],
+    )
+    .ok();
+    let no_assert = [("MEMSCOPE_ASSERT_INVARIANTS", "0")];
+    let out = db
+        .run_env(
+            &[
+                "write",
+                "--subject",
+                "user:9",
+                "--predicate",
+                "editor",
+                "--value",
+                "vim",
+                "--scope",
+                "global",
+                "--source",
+                "s",
+                "--json",
+            ],
+            &no_assert,
+        )
+        .ok()
+        .json();
+    assert_eq!(out["outcome"], "rejected", "{out:#}");
+    assert!(db.list(&["--subject", "user:9"]).is_empty());
+}

@@ -73,6 +73,9 @@ pub struct Store {
     assert_invariants: bool,
     purge_gate: Arc<AtomicBool>,
     busy_seen: u64,
+    /// Whether writes try the one-statement insert of a new identity first (see
+    /// `write::insert_if_fresh`); off only in tests that compare it with the full decision.
+    fresh_inserts: bool,
 }
 
 fn busy_handler(attempt: i32) -> bool {
@@ -205,6 +208,7 @@ impl Store {
             assert_invariants: std::env::var("MEMSCOPE_ASSERT_INVARIANTS").is_ok_and(|v| v == "1"),
             purge_gate,
             busy_seen: 0,
+            fresh_inserts: true,
         };
         store.configure_connection()?;
         if !read_only {
@@ -276,6 +280,13 @@ impl Store {
     /// Turns the per-write invariant re-check on or off (on when MEMSCOPE_ASSERT_INVARIANTS=1).
     pub fn set_assert_invariants(&mut self, on: bool) {
         self.assert_invariants = on;
+    }
+
+    /// Turns the one-statement insert of new identities off, so every write takes the full
+    /// decision. For tests that hold the shortcut to the full path.
+    #[doc(hidden)]
+    pub fn set_fresh_inserts(&mut self, on: bool) {
+        self.fresh_inserts = on;
     }
 
     pub(crate) fn now(&self) -> String {

@@ -638,12 +638,12 @@ pub(crate) fn write_in_tx<'c>(
 /// The common case of a bulk load in one statement: an identity with no tombstone and no
 /// past gets its first version. Returns `None`, having changed nothing, for any other identity.
 ///
-/// The condition lives in the value: it is NULL when the identity has history, and
-/// `INSERT OR IGNORE` skips a row whose NOT NULL value is NULL — as it skips one whose identity
-/// already has a current record. (An `INSERT … SELECT … WHERE` would say the same, but SQLite
-/// runs it through a temporary table on a table with triggers.) A tombstoned identity has its
-/// `deleted` event, so it is skipped too; a tombstone a raw client planted without history is
-/// refused by the schema's trigger, and then the full decision runs and finds it.
+/// The conditions live in the value: it is NULL unless the identity has neither a tombstone
+/// nor history, and `INSERT OR IGNORE` skips a row whose NOT NULL value is NULL — as it skips
+/// one whose identity already has a current record. (An `INSERT … SELECT … WHERE` would say
+/// the same, but SQLite runs it through a temporary table on a table with triggers.) The
+/// tombstone is looked up here although the schema's trigger would refuse the row: a raw
+/// client may have dropped the trigger, and memscope must not rely on it.
 fn insert_if_fresh<'c>(
     conn: &'c Connection,
     w: &PreparedWrite,
@@ -665,20 +665,14 @@ fn insert_if_fresh<'c>(
         conn,
         "INSERT OR IGNORE INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
              VALUES (?1, ?2, ?3,
-                     CASE WHEN EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
+                     CASE WHEN EXISTS (SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
+                            OR EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
                           THEN NULL ELSE ?4 END,
                      1, ?5, ?6, ?7, ?8, ?8)",
     )?
-    .execute(params![id.subject, id.predicate, scope_text, w.value_text, w.source, w.raw, seq, now]);
-    match inserted {
-        Ok(1) => {}
-        Ok(_) => return Ok(None),
-        Err(rusqlite::Error::SqliteFailure(f, _))
-            if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_TRIGGER =>
-        {
-            return Ok(None)
-        }
-        Err(e) => return Err(e.into()),
+    .execute(params![id.subject, id.predicate, scope_text, w.value_text, w.source, w.raw, seq, now])?;
+    if inserted == 0 {
+        return Ok(None);
     }
     match w.causal_seq {
         Some(s) => seqs.observe(conn, s)?,
@@ -820,7 +814,7 @@ impl Store {
             &mut TxState<'t>,
         ) -> Result<T>,
     ) -> Result<T> {
-        let (clock, assert) = (self.clock, self.assert_invariants);
+        let (clock, assert, fresh) = (self.clock, self.assert_invariants, self.fresh_inserts);
         let path = self.path.clone();
         let mut busy_seen = self.busy_seen;
         let tx = self.begin()?;
@@ -829,7 +823,10 @@ impl Store {
             now: super::format_time(clock.now()),
             assert,
         };
-        let mut st = TxState::default();
+        let mut st = TxState {
+            expect_fresh: fresh,
+            ..TxState::default()
+        };
         let out = body(&tx, &ctx, &mut st).map_err(|e| explain_sqlite(e, &path))?;
         let mut seqs = std::mem::take(&mut st.seqs);
         drop(st); // its statements borrow the transaction
@@ -919,7 +916,9 @@ impl Store {
                         ParsedLine::Invalid(msg) => WriteOutcome::error(None, msg.clone()),
                         ParsedLine::Ready(w) => match run_line(tx, w, ctx, st, savepoints) {
                             Ok(out) => out,
-                            Err(e) if is_fatal(&e) => return Err(e),
+                            // SQLite may have rolled the whole transaction back on its own
+                            // (out of memory, interrupted): then no later line may run.
+                            Err(e) if is_fatal(&e) || tx.is_autocommit() => return Err(e),
                             Err(e) if savepoints => WriteOutcome::error(None, format!("{e:#}")),
                             Err(_) => return Err(RetryWithSavepoints.into()),
                         },
@@ -1114,13 +1113,15 @@ fn run_line<'c>(
     result
 }
 
-/// Disk-full and I/O failures end the whole batch; anything else is the line's own fault.
+/// Disk-full, I/O and memory failures end the whole batch; anything else is the line's own
+/// fault.
 fn is_fatal(e: &anyhow::Error) -> bool {
     matches!(
         e.downcast_ref::<rusqlite::Error>(),
         Some(rusqlite::Error::SqliteFailure(f, _))
             if matches!(f.code, rusqlite::ErrorCode::DiskFull | rusqlite::ErrorCode::SystemIoFailure
                 | rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
-                | rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::DatabaseCorrupt)
+                | rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::DatabaseCorrupt
+                | rusqlite::ErrorCode::OutOfMemory | rusqlite::ErrorCode::OperationInterrupted)
     )
 }
