@@ -416,11 +416,24 @@ fn v3_guards_refuse_bad_scopes_and_check_finds_values_that_are_not_json() {
     }
     insert("repo:编辑器-🚀", "\"vim\"").expect("a scope with any id is fine");
     insert("task:t1", "vim, not JSON").expect("no CHECK refuses non-JSON text any more");
+    // SQLite's json_valid takes these; memscope's readers (serde) do not, so check must not.
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    for (scope, value) in [
+        ("task:t2", "1e400"),
+        ("task:t3", r#""\ud800""#),
+        ("task:t4", deep.as_str()),
+    ] {
+        insert(scope, value).expect("stored raw");
+    }
     let (code, report) = db.check();
     assert_eq!(code, 1);
     let text = report.to_string();
-    assert!(
-        text.contains("not JSON") && text.contains("task:t1"),
-        "{text}"
-    );
+    for scope in ["task:t1", "task:t2", "task:t3", "task:t4"] {
+        assert!(
+            text.contains(&format!(
+                "{scope}: current v1 holds text that is not readable JSON"
+            )),
+            "{scope}: {text}"
+        );
+    }
 }

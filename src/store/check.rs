@@ -173,17 +173,27 @@ impl Checker<'_> {
                 &|r| Ok(format!("{}: current v{} has no history", ident(r)?, r.get::<_, i64>(3)?)))?;
         }
 
-        // 4. Values are JSON (since schema v3 no CHECK says so: a raw-SQL client could store
-        // any text, which no reader could use).
-        self.rows(4, &format!(
-            "SELECT m.subject, m.predicate, m.scope, m.version FROM memories m WHERE {} AND NOT json_valid(m.value)",
-            f.sql("m")), f,
-            &|r| Ok(format!("{}: current v{} holds a value that is not JSON", ident(r)?, r.get::<_, i64>(3)?)))?;
-        self.rows(4, &format!(
-            "SELECT h.subject, h.predicate, h.scope, h.id, h.event FROM history h
-             WHERE {} AND ((h.value IS NOT NULL AND NOT json_valid(h.value)) OR (h.detail IS NOT NULL AND NOT json_valid(h.detail)))",
-            f.sql("h")), f,
-            &|r| Ok(format!("{}: history event #{} ({}) holds a value or detail that is not JSON", ident(r)?, r.get::<_, i64>(3)?, r.get::<_, String>(4)?)))?;
+        // 4. Values are JSON that memscope can read (since schema v3 no CHECK says so, and
+        // SQLite's json_valid accepts what serde refuses: 1e400, lone surrogates, deep nesting).
+        self.unreadable_json(
+            &format!(
+                "SELECT m.subject, m.predicate, m.scope, 'current v' || m.version, m.value FROM memories m WHERE {}",
+                f.sql("m")
+            ),
+            f,
+        )?;
+        self.unreadable_json(
+            &format!(
+                "SELECT h.subject, h.predicate, h.scope, 'history event #' || h.id || ' (' || h.event || ')', h.value
+                 FROM history h WHERE {} AND h.value IS NOT NULL
+                 UNION ALL
+                 SELECT h.subject, h.predicate, h.scope, 'the detail of history event #' || h.id || ' (' || h.event || ')', h.detail
+                 FROM history h WHERE {} AND h.detail IS NOT NULL",
+                f.sql("h"),
+                f.sql("h")
+            ),
+            f,
+        )?;
 
         // 5. Every tombstone's version is accounted for by its `deleted` event.
         self.rows(5, &format!(
@@ -239,6 +249,38 @@ impl Checker<'_> {
             } else if normalize_predicate(&p).ok().as_deref() != Some(p.as_str()) {
                 self.push(6, format!("current predicate '{p}' is not in normal form"));
             }
+        }
+        Ok(())
+    }
+
+    /// Invariant 4 for stored JSON: `sql` selects subject, predicate, scope, a label and the
+    /// text; every text memscope's readers could not parse is a violation.
+    fn unreadable_json(&mut self, sql: &str, f: &Filter<'_>) -> Result<()> {
+        let mut stmt = self.conn.prepare(sql)?;
+        let mut rows = stmt.query(f.params().as_slice())?;
+        let mut found = Vec::new();
+        while let Some(r) = rows.next()? {
+            let readable = match r.get_ref(4)? {
+                rusqlite::types::ValueRef::Text(t) => std::str::from_utf8(t)
+                    .ok()
+                    .is_some_and(|t| serde_json::from_str::<serde_json::Value>(t).is_ok()),
+                _ => false,
+            };
+            if !readable {
+                found.push(format!(
+                    "{} · {} @ {}: {} holds text that is not readable JSON",
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?
+                ));
+                if found.len() >= self.limit {
+                    break;
+                }
+            }
+        }
+        for d in found {
+            self.push(4, d);
         }
         Ok(())
     }
