@@ -287,11 +287,11 @@ fn rebuilt_rows(conn: &Connection) -> Vec<String> {
     out
 }
 
-/// The real v2 → v3 step rebuilds `memories` and `history` with function-free guards. A v2
+/// The real v2 → v3 step gives `memories` and `history` function-free guards in place. A v2
 /// database — with a confirmation, a superseded version, a deletion, and one guard a raw-SQL
 /// client dropped — keeps every row byte for byte, gets all its guards back, and passes `check`.
 #[test]
-fn a_v2_database_is_rebuilt_as_v3_on_open_keeping_every_row_and_restoring_dropped_guards() {
+fn a_v2_database_is_migrated_to_v3_on_open_keeping_every_row_and_restoring_dropped_guards() {
     let db = TestDb::new();
     {
         let mut conn = Connection::open(&db.path).unwrap();
@@ -338,15 +338,18 @@ fn a_v2_database_is_rebuilt_as_v3_on_open_keeping_every_row_and_restoring_droppe
         triggers, 8,
         "every guard exists again, the dropped one included"
     );
-    for gone in ["memories_v3", "history_v3"] {
-        let n: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_master WHERE name = ?1",
-                [gone],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(n, 0, "{gone} was renamed into place");
+    let definitions: String = conn
+        .query_row(
+            "SELECT group_concat(sql, ' ') FROM sqlite_master WHERE name IN ('memories', 'history')",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    for gone in ["json_valid", "length(", "GLOB"] {
+        assert!(
+            !definitions.contains(gone),
+            "{gone} is out of the CHECKs: {definitions}"
+        );
     }
     let report = store.check().unwrap();
     assert!(report.ok, "{:?}", report.violations);
@@ -436,4 +439,72 @@ fn v3_guards_refuse_bad_scopes_and_check_finds_values_that_are_not_json() {
             "{scope}: {text}"
         );
     }
+}
+
+/// A v2 database as a raw-SQL client may leave it: v3 edits the table definitions in place, so
+/// the client's view and trigger that name the tables, its extra column and index, and a row
+/// v2's GLOB CHECK let in but v3's text comparison would not (a blob scope) all survive the
+/// migration, and memscope opens the database.
+#[test]
+fn the_v3_step_keeps_what_a_raw_client_added_to_a_v2_database() {
+    let db = TestDb::new();
+    {
+        let mut conn = Connection::open(&db.path).unwrap();
+        assert_eq!(migrate_with(&mut conn, &MIGRATIONS[..2]).unwrap(), 2);
+        conn.execute_batch(
+            r#"INSERT INTO settings (key, value) VALUES ('causal_clock', '1'), ('retention_days', '0'), ('tombstone_safe_days', '30');
+             INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+               VALUES ('user:42', 'coffee', 'global', '"燕麦拿铁 ☕"', 1, 'thread:1', 1, '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z'),
+                      ('user:7', 'editor', CAST('repo:x' AS BLOB), '"vim"', 1, 'raw', 1, 'x', 'x');
+             INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at, clock)
+               VALUES ('set', 'user:42', 'coffee', 'global', 1, '"燕麦拿铁 ☕"', 'thread:1', 1, '2026-11-01T00:00:00.000Z', 1);
+             CREATE VIEW agent_prefs AS SELECT subject, predicate, value FROM memories WHERE scope = 'global';
+             CREATE TABLE audit (n INTEGER);
+             CREATE TRIGGER audit_reads AFTER INSERT ON reads BEGIN INSERT INTO audit SELECT count(*) FROM history; END;
+             ALTER TABLE memories ADD COLUMN agent_note TEXT;
+             UPDATE memories SET agent_note = '别删 🙏' WHERE subject = 'user:42';
+             CREATE INDEX agent_by_note ON memories (agent_note);"#,
+        )
+        .unwrap();
+    }
+    let store = Store::open(&db.path, OpenMode::Existing).expect("the v2 database opens");
+    let conn = store.connection();
+    assert_eq!(user_version(conn), 3);
+    let note: String = conn
+        .query_row(
+            "SELECT agent_note FROM memories WHERE subject = 'user:42'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(note, "别删 🙏", "the client's column keeps its data");
+    let value: String = conn
+        .query_row("SELECT value FROM agent_prefs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        value, "\"燕麦拿铁 ☕\"",
+        "the client's view still reads the table"
+    );
+    for name in ["agent_prefs", "audit_reads", "agent_by_note"] {
+        let n: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 1, "{name} survives");
+    }
+    let blob: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM memories WHERE typeof(scope) = 'blob'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(blob, 1, "rows are not re-validated");
+    let r = store
+        .resolve("user:42", "coffee", Some("web-app"), None)
+        .unwrap();
+    assert_eq!(r.value, Some(json!("燕麦拿铁 ☕")));
 }

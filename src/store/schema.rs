@@ -178,13 +178,39 @@ CREATE INDEX reads_by_identity ON reads (subject, predicate, at);
 /// undone alone) when the statement may write several rows — any table with an insert trigger
 /// counts — and may abort half-way: an `ABORT` conflict, `RAISE(ABORT)`, or *any* SQL function
 /// call, since a function can fail. v1's `length()`, `GLOB` and `json_valid()` CHECKs made every
-/// write to `memories` and `history` pay that copy. v3 rebuilds both tables with the same columns
-/// and function-free CHECKs, and the insert guards raise `FAIL`, which for the single-row writes
-/// of the write path undoes exactly as much as `ABORT` (nothing had been written yet). JSON
-/// validity of values moves from a CHECK to `memscope check`. The history index drops its
-/// explicit `id` (SQLite appends the rowid to every index key anyway). Every guard trigger is
-/// created again, so a database whose triggers a raw-SQL client dropped gets them back.
+/// write to `memories` and `history` pay that copy. v3 swaps them in place for text comparisons
+/// (SQLite's documented way to change CHECK constraints: edit the table's definition in
+/// `sqlite_schema`, then reload the schema; rows are not touched, so nothing a raw client added
+/// — columns, views, triggers, indexes, odd rows — gets in the way, and a million records
+/// migrate in moments). If a definition was changed by hand and a text is not found, that old
+/// CHECK stays: still correct, only slower. JSON validity of values moves to `memscope check`.
+/// The insert guards raise `FAIL`, which for the single-row writes of the write path undoes
+/// exactly as much as `ABORT` (nothing had been written yet). Every guard trigger is created
+/// again, so a database whose triggers a raw-SQL client dropped gets them back; and the history
+/// index drops its explicit `id` (SQLite appends the rowid to every index key anyway).
 const V3: &str = r#"
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema SET sql =
+    replace(replace(replace(replace(replace(sql,
+        'CHECK (length(subject) > 0)', 'CHECK (subject <> '''')'),
+        'CHECK (length(predicate) > 0)', 'CHECK (predicate <> '''')'),
+        'CHECK (length(source) > 0)', 'CHECK (source <> '''')'),
+        'CHECK (scope = ''global'' OR (scope GLOB ''repo:?*'') OR (scope GLOB ''task:?*''))',
+        -- 'repo:' < scope < 'repo;' holds exactly for the texts that start with `repo:` and go
+        -- on (':' and ';' are neighbours).
+        'CHECK (scope = ''global'' OR (scope > ''repo:'' AND scope < ''repo;'') OR (scope > ''task:'' AND scope < ''task;''))'),
+        'TEXT NOT NULL CHECK (json_valid(value))', 'TEXT NOT NULL')
+WHERE type = 'table' AND name = 'memories';
+UPDATE sqlite_schema SET sql =
+    replace(replace(sql,
+        'TEXT CHECK (value IS NULL OR json_valid(value))', 'TEXT'),
+        'TEXT CHECK (detail IS NULL OR json_valid(detail))', 'TEXT')
+WHERE type = 'table' AND name = 'history';
+PRAGMA writable_schema = RESET;
+
+DROP INDEX IF EXISTS history_by_identity;
+CREATE INDEX history_by_identity ON history (subject, predicate, scope);
+
 DROP TRIGGER IF EXISTS memories_no_resurrection_insert;
 DROP TRIGGER IF EXISTS memories_no_resurrection_update;
 DROP TRIGGER IF EXISTS history_no_content_on_tombstone;
@@ -193,57 +219,6 @@ DROP TRIGGER IF EXISTS history_append_only_delete;
 DROP TRIGGER IF EXISTS history_ids_never_reused;
 DROP TRIGGER IF EXISTS tombstones_not_over_live;
 DROP TRIGGER IF EXISTS tombstones_version_only_rises;
-
-CREATE TABLE memories_v3 (
-    id            INTEGER PRIMARY KEY,
-    subject       TEXT NOT NULL CHECK (subject <> ''),
-    predicate     TEXT NOT NULL CHECK (predicate <> ''),
-    -- `global`, `repo:?*` or `task:?*`, as ranges: 'repo:' < scope < 'repo;' holds exactly for
-    -- the texts that start with `repo:` and go on (':' and ';' are neighbours).
-    scope         TEXT NOT NULL CHECK (scope = 'global' OR (scope > 'repo:' AND scope < 'repo;')
-                                       OR (scope > 'task:' AND scope < 'task;')),
-    value         TEXT NOT NULL,
-    version       INTEGER NOT NULL CHECK (version >= 1),
-    source        TEXT NOT NULL CHECK (source <> ''),
-    raw           TEXT,
-    causal_seq    INTEGER NOT NULL,
-    created_at    TEXT NOT NULL,
-    updated_at    TEXT NOT NULL,
-    confirmed_at  TEXT,
-    confirm_count INTEGER NOT NULL DEFAULT 0,
-    confirmed_source TEXT,
-    confirmed_seq INTEGER,
-    UNIQUE (scope, subject, predicate)
-);
-INSERT INTO memories_v3 (id, subject, predicate, scope, value, version, source, raw, causal_seq,
-                         created_at, updated_at, confirmed_at, confirm_count, confirmed_source, confirmed_seq)
-SELECT id, subject, predicate, scope, value, version, source, raw, causal_seq,
-       created_at, updated_at, confirmed_at, confirm_count, confirmed_source, confirmed_seq
-FROM memories ORDER BY id;
-DROP TABLE memories;
-ALTER TABLE memories_v3 RENAME TO memories;
-
-CREATE TABLE history_v3 (
-    id         INTEGER PRIMARY KEY,
-    event      TEXT NOT NULL,
-    subject    TEXT NOT NULL,
-    predicate  TEXT NOT NULL,
-    scope      TEXT NOT NULL,
-    version    INTEGER,
-    value      TEXT,
-    raw        TEXT,
-    source     TEXT,
-    causal_seq INTEGER,
-    at         TEXT NOT NULL,
-    detail     TEXT,
-    clock      INTEGER
-);
-INSERT INTO history_v3 (id, event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
-SELECT id, event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock
-FROM history ORDER BY id;
-DROP TABLE history;
-ALTER TABLE history_v3 RENAME TO history;
-CREATE INDEX history_by_identity ON history (subject, predicate, scope);
 
 -- A row with a NULL value never lands (NOT NULL), so the guard leaves it to that constraint:
 -- the write path's one-statement insert turns its value to NULL to back off quietly.
