@@ -99,8 +99,8 @@ pub(crate) struct TxState<'c> {
     expect_fresh: bool,
     /// The two statements every new memory runs, held for the transaction: the connection's
     /// statement cache hashes the SQL text on every use, a few percent of a bulk load.
-    fresh_insert: Option<CachedStatement<'c>>,
-    log_set: Option<CachedStatement<'c>>,
+    fresh_insert_stmt: Option<CachedStatement<'c>>,
+    log_set_stmt: Option<CachedStatement<'c>>,
 }
 
 impl Default for TxState<'_> {
@@ -109,8 +109,8 @@ impl Default for TxState<'_> {
             seqs: SeqBatch::default(),
             canonical: HashMap::new(),
             expect_fresh: true,
-            fresh_insert: None,
-            log_set: None,
+            fresh_insert_stmt: None,
+            log_set_stmt: None,
         }
     }
 }
@@ -127,7 +127,41 @@ fn held<'s, 'c>(
     Ok(slot.as_mut().expect("just prepared"))
 }
 
-impl TxState<'_> {
+impl<'c> TxState<'c> {
+    /// Logs the `set` event of a new applied version, stamped with the clock.
+    #[allow(clippy::too_many_arguments)]
+    fn log_set(
+        &mut self,
+        conn: &'c Connection,
+        id: &Identity,
+        scope_text: &str,
+        version: i64,
+        w: &PreparedWrite,
+        seq: i64,
+        now: &str,
+    ) -> Result<()> {
+        let clock = self.seqs.stamp();
+        held(
+            &mut self.log_set_stmt,
+            conn,
+            "INSERT OR FAIL INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, clock)
+             VALUES ('set', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?
+        .execute(params![
+            id.subject,
+            id.predicate,
+            scope_text,
+            version,
+            w.value_text,
+            w.raw,
+            w.source,
+            seq,
+            now,
+            clock
+        ])?;
+        Ok(())
+    }
+
     /// `predicate` normalized and mapped through the alias table.
     fn canonical_predicate(&mut self, conn: &Connection, predicate: &str) -> Result<String> {
         if let Some(c) = self.canonical.get(predicate) {
@@ -369,40 +403,6 @@ pub(crate) fn log_event(
     Ok(())
 }
 
-/// The `set` event of a new applied version, on the transaction's held statement.
-#[allow(clippy::too_many_arguments)]
-fn log_set<'c>(
-    slot: &mut Option<CachedStatement<'c>>,
-    conn: &'c Connection,
-    id: &Identity,
-    scope_text: &str,
-    version: i64,
-    w: &PreparedWrite,
-    seq: i64,
-    now: &str,
-    clock: Option<i64>,
-) -> Result<()> {
-    held(
-        slot,
-        conn,
-        "INSERT OR FAIL INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, clock)
-         VALUES ('set', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    )?
-    .execute(params![
-        id.subject,
-        id.predicate,
-        scope_text,
-        version,
-        w.value_text,
-        w.raw,
-        w.source,
-        seq,
-        now,
-        clock
-    ])?;
-    Ok(())
-}
-
 pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
     WriteOutcome {
         outcome: kind,
@@ -446,7 +446,6 @@ pub(crate) fn write_in_tx<'c>(
         }
         st.expect_fresh = false;
     }
-    let seqs = &mut st.seqs;
 
     // One probe for everything the decision needs: tombstone, current record, and whether
     // the identity has any history (for the next version number of a new record).
@@ -474,7 +473,7 @@ pub(crate) fn write_in_tx<'c>(
         );
         // The event records the clock whether or not this transaction has read it yet, so a
         // line logs the same event alone or inside an `apply` batch.
-        seqs.current(conn)?;
+        st.seqs.current(conn)?;
         log_event(
             conn,
             "rejected",
@@ -486,7 +485,7 @@ pub(crate) fn write_in_tx<'c>(
             w.causal_seq,
             now,
             Some(&json!({ "reason": "tombstoned", "tombstone_version": tomb })),
-            seqs.stamp(),
+            st.seqs.stamp(),
         )?;
         bump_metric(conn, "resurrection_blocked", 1)?;
         let mut out = base_outcome(OutcomeKind::Rejected, &id);
@@ -507,17 +506,16 @@ pub(crate) fn write_in_tx<'c>(
 
     let seq = match w.causal_seq {
         Some(s) => {
-            seqs.observe(conn, s)?;
+            st.seqs.observe(conn, s)?;
             s
         }
-        None => seqs.alloc(conn)?,
+        None => st.seqs.alloc(conn)?,
     };
 
     match current {
         None => {
             // No tombstone and no current record: only history can hold an older version.
             st.expect_fresh = !has_history;
-            let seqs = &mut st.seqs;
             let version = if has_history {
                 history_max_version(conn, &id)?.unwrap_or(0)
             } else {
@@ -530,18 +528,7 @@ pub(crate) fn write_in_tx<'c>(
             .execute(params![
                 id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
             ])?;
-            let clock = seqs.stamp();
-            log_set(
-                &mut st.log_set,
-                conn,
-                &id,
-                &scope_text,
-                version,
-                w,
-                seq,
-                now,
-                clock,
-            )?;
+            st.log_set(conn, &id, &scope_text, version, w, seq, now)?;
             let mut out = base_outcome(OutcomeKind::Inserted, &id);
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -567,7 +554,7 @@ pub(crate) fn write_in_tx<'c>(
                 Some(seq),
                 now,
                 None,
-                seqs.stamp(),
+                st.seqs.stamp(),
             )?;
             let mut out = base_outcome(OutcomeKind::Confirmed, &id);
             out.version = Some(cur.version);
@@ -593,7 +580,7 @@ pub(crate) fn write_in_tx<'c>(
                 Some(
                     &json!({ "current_version": cur.version, "current_causal_seq": cur.causal_seq }),
                 ),
-                seqs.stamp(),
+                st.seqs.stamp(),
             )?;
             bump_metric(conn, "stale_writes", 1)?;
             let mut out = base_outcome(OutcomeKind::Stale, &id);
@@ -613,18 +600,7 @@ pub(crate) fn write_in_tx<'c>(
             .execute(params![
                 id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
             ])?;
-            let clock = seqs.stamp();
-            log_set(
-                &mut st.log_set,
-                conn,
-                &id,
-                &scope_text,
-                version,
-                w,
-                seq,
-                now,
-                clock,
-            )?;
+            st.log_set(conn, &id, &scope_text, version, w, seq, now)?;
             let mut out = base_outcome(OutcomeKind::Superseded, &id);
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -652,16 +628,16 @@ fn insert_if_fresh<'c>(
     now: &str,
     st: &mut TxState<'c>,
 ) -> Result<Option<WriteOutcome>> {
-    let seqs = &mut st.seqs;
     let seq = match w.causal_seq {
         Some(s) => s,
-        None => seqs
+        None => st
+            .seqs
             .current(conn)?
             .checked_add(1)
             .ok_or_else(|| anyhow!("the causal clock is exhausted: run `memscope check`"))?,
     };
     let inserted = held(
-        &mut st.fresh_insert,
+        &mut st.fresh_insert_stmt,
         conn,
         "INSERT OR IGNORE INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
              VALUES (?1, ?2, ?3,
@@ -675,13 +651,12 @@ fn insert_if_fresh<'c>(
         return Ok(None);
     }
     match w.causal_seq {
-        Some(s) => seqs.observe(conn, s)?,
+        Some(s) => st.seqs.observe(conn, s)?,
         None => {
-            seqs.alloc(conn)?;
+            st.seqs.alloc(conn)?;
         }
     }
-    let clock = seqs.stamp();
-    log_set(&mut st.log_set, conn, id, scope_text, 1, w, seq, now, clock)?;
+    st.log_set(conn, id, scope_text, 1, w, seq, now)?;
     let mut out = base_outcome(OutcomeKind::Inserted, id);
     out.version = Some(1);
     out.value = Some(w.value.clone());
