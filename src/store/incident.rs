@@ -134,13 +134,13 @@ fn tombstoned(conn: &Connection, id: &Identity) -> Result<bool> {
 /// Makes version `to_version` (default: the one before the current) current again, as a new
 /// version written through the write path. With `remove_if_none`, an identity with no earlier
 /// version loses its current record instead (a `removed` event), which is what rescope needs.
-fn revert_in_tx<'c>(
-    conn: &'c Connection,
+fn revert_in_tx(
+    conn: &Connection,
     id: &Identity,
     to_version: Option<i64>,
     remove_if_none: bool,
     now: &str,
-    st: &mut TxState<'c>,
+    st: &mut TxState,
     detail: Value,
 ) -> Result<WriteOutcome> {
     if tombstoned(conn, id)? {

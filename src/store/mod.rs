@@ -5,6 +5,7 @@
 mod browse;
 mod check;
 mod delete;
+mod hot;
 mod incident;
 mod read;
 pub mod schema;
@@ -66,6 +67,8 @@ pub fn format_time(t: DateTime<Utc>) -> String {
 }
 
 pub struct Store {
+    /// Declared before `conn`: these statements are finalized before the connection closes.
+    hot: hot::HotStmts,
     conn: Connection,
     path: PathBuf,
     read_only: bool,
@@ -201,6 +204,7 @@ impl Store {
         }
 
         let mut store = Store {
+            hot: hot::HotStmts::default(),
             conn,
             path,
             read_only,

@@ -1,12 +1,13 @@
 //! The one write path (SPEC §2): tombstone → ambiguity → insert / confirm / stale / supersede.
 
+use super::hot::HotStmts;
 use super::{bump_metric, canonical_predicate, explain_sqlite, Store};
 use crate::model::{
     normalize_subject, same_value, Identity, InvalidRequest, OutcomeKind, PendingItem, Scope,
     ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
 };
 use anyhow::{anyhow, bail, Result};
-use rusqlite::{params, CachedStatement, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
@@ -87,9 +88,8 @@ impl SeqBatch {
     }
 }
 
-/// What one write transaction carries from one write to the next. `'c` is the transaction's
-/// borrow of the connection.
-pub(crate) struct TxState<'c> {
+/// What one write transaction carries from one write to the next.
+pub(crate) struct TxState {
     pub seqs: SeqBatch,
     /// Predicates as written → canonical, for this transaction (nothing else can add an alias
     /// while it holds the write lock).
@@ -97,67 +97,45 @@ pub(crate) struct TxState<'c> {
     /// Whether the last exact write met an identity with no past: while they keep coming (a
     /// bulk load of new memories), each is tried with the one-statement insert first.
     expect_fresh: bool,
-    /// The two statements every new memory runs, held for the transaction: the connection's
-    /// statement cache hashes the SQL text on every use, a few percent of a bulk load.
-    fresh_insert_stmt: Option<CachedStatement<'c>>,
-    log_set_stmt: Option<CachedStatement<'c>>,
+    /// The two statements every new memory runs, lent by the store for the transaction.
+    pub hot: HotStmts,
 }
 
-impl Default for TxState<'_> {
+impl Default for TxState {
     fn default() -> Self {
         TxState {
             seqs: SeqBatch::default(),
             canonical: HashMap::new(),
             expect_fresh: true,
-            fresh_insert_stmt: None,
-            log_set_stmt: None,
+            hot: HotStmts::default(),
         }
     }
 }
 
-/// `slot`'s statement, prepared on first use.
-fn held<'s, 'c>(
-    slot: &'s mut Option<CachedStatement<'c>>,
-    conn: &'c Connection,
-    sql: &str,
-) -> Result<&'s mut CachedStatement<'c>> {
-    if slot.is_none() {
-        *slot = Some(conn.prepare_cached(sql)?);
-    }
-    Ok(slot.as_mut().expect("just prepared"))
-}
-
-impl<'c> TxState<'c> {
+impl TxState {
     /// Logs the `set` event of a new applied version, stamped with the clock.
     #[allow(clippy::too_many_arguments)]
     fn log_set(
         &mut self,
-        conn: &'c Connection,
-        id: &Identity,
+        conn: &Connection,
+        w: &PreparedWrite,
         scope_text: &str,
         version: i64,
-        w: &PreparedWrite,
         seq: i64,
         now: &str,
     ) -> Result<()> {
         let clock = self.seqs.stamp();
-        held(
-            &mut self.log_set_stmt,
-            conn,
-            "INSERT OR FAIL INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, clock)
-             VALUES ('set', ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?
-        .execute(params![
-            id.subject,
-            id.predicate,
-            scope_text,
-            version,
-            w.value_text,
-            w.raw,
-            w.source,
-            seq,
-            now,
-            clock
+        self.hot.log_set(conn)?.execute(&[
+            (&w.subject).into(),
+            (&w.predicate).into(),
+            scope_text.into(),
+            version.into(),
+            (&w.value_text).into(),
+            w.raw.as_ref().into(),
+            (&w.source).into(),
+            seq.into(),
+            now.into(),
+            clock.into(),
         ])?;
         Ok(())
     }
@@ -181,6 +159,8 @@ pub(crate) struct PreparedWrite {
     pub value: Value,
     pub value_text: String,
     pub choice: ScopeChoice,
+    /// The exact scope as stored (`None` for an ambiguous write), made once off the writer.
+    pub scope_text: Option<String>,
     pub source: String,
     pub raw: Option<String>,
     pub causal_seq: Option<i64>,
@@ -202,6 +182,7 @@ impl PreparedWrite {
             value_text: serde_json::to_string(&value)?,
             value,
             choice: ScopeChoice::Exact(id.scope.clone()),
+            scope_text: Some(id.scope.to_string()),
             source,
             raw,
             causal_seq,
@@ -293,6 +274,10 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
         value_text: req.value.to_string(),
         source: source.to_string(),
         value: req.value,
+        scope_text: match &req.scope {
+            ScopeChoice::Exact(scope) => Some(scope.to_string()),
+            ScopeChoice::Ambiguous(_) => None,
+        },
         choice: req.scope,
         raw: req.raw,
         causal_seq: req.causal_seq,
@@ -404,12 +389,17 @@ pub(crate) fn log_event(
 }
 
 pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
+    outcome_of(kind, &id.subject, &id.predicate, &id.scope.to_string())
+}
+
+/// An outcome naming the identity (subject, predicate, scope as stored) and nothing else yet.
+fn outcome_of(kind: OutcomeKind, subject: &str, predicate: &str, scope: &str) -> WriteOutcome {
     WriteOutcome {
         outcome: kind,
         line: None,
-        subject: Some(id.subject.clone()),
-        predicate: Some(id.predicate.clone()),
-        scope: Some(Value::String(id.scope.to_string())),
+        subject: Some(subject.to_owned()),
+        predicate: Some(predicate.to_owned()),
+        scope: Some(Value::String(scope.to_owned())),
         version: None,
         value: None,
         previous: None,
@@ -421,31 +411,31 @@ pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
 }
 
 /// Decides and applies one write inside an open write transaction.
-pub(crate) fn write_in_tx<'c>(
-    conn: &'c Connection,
+pub(crate) fn write_in_tx(
+    conn: &Connection,
     w: &PreparedWrite,
     now: &str,
-    st: &mut TxState<'c>,
+    st: &mut TxState,
 ) -> Result<WriteOutcome> {
-    let scope = match &w.choice {
-        ScopeChoice::Exact(s) => s.clone(),
-        ScopeChoice::Ambiguous(candidates) => {
+    let (scope, scope_text) = match (&w.choice, &w.scope_text) {
+        (ScopeChoice::Exact(scope), Some(text)) => (scope, text.as_str()),
+        (ScopeChoice::Ambiguous(candidates), _) => {
             return enqueue_pending(conn, w, candidates, now, &mut st.seqs)
         }
+        (ScopeChoice::Exact(scope), None) => bail!("internal: no stored text for scope {scope}"),
     };
+
+    if st.expect_fresh {
+        if let Some(out) = insert_if_fresh(conn, w, scope_text, now, st)? {
+            return Ok(out);
+        }
+        st.expect_fresh = false;
+    }
     let id = Identity {
         subject: w.subject.clone(),
         predicate: w.predicate.clone(),
         scope: scope.clone(),
     };
-    let scope_text = scope.to_string();
-
-    if st.expect_fresh {
-        if let Some(out) = insert_if_fresh(conn, w, &id, &scope_text, now, st)? {
-            return Ok(out);
-        }
-        st.expect_fresh = false;
-    }
 
     // One probe for everything the decision needs: tombstone, current record, and whether
     // the identity has any history (for the next version number of a new record).
@@ -528,7 +518,7 @@ pub(crate) fn write_in_tx<'c>(
             .execute(params![
                 id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
             ])?;
-            st.log_set(conn, &id, &scope_text, version, w, seq, now)?;
+            st.log_set(conn, w, scope_text, version, seq, now)?;
             let mut out = base_outcome(OutcomeKind::Inserted, &id);
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -600,7 +590,7 @@ pub(crate) fn write_in_tx<'c>(
             .execute(params![
                 id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
             ])?;
-            st.log_set(conn, &id, &scope_text, version, w, seq, now)?;
+            st.log_set(conn, w, scope_text, version, seq, now)?;
             let mut out = base_outcome(OutcomeKind::Superseded, &id);
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -620,13 +610,12 @@ pub(crate) fn write_in_tx<'c>(
 /// the same, but SQLite runs it through a temporary table on a table with triggers.) The
 /// tombstone is looked up here although the schema's trigger would refuse the row: a raw
 /// client may have dropped the trigger, and memscope must not rely on it.
-fn insert_if_fresh<'c>(
-    conn: &'c Connection,
+fn insert_if_fresh(
+    conn: &Connection,
     w: &PreparedWrite,
-    id: &Identity,
     scope_text: &str,
     now: &str,
-    st: &mut TxState<'c>,
+    st: &mut TxState,
 ) -> Result<Option<WriteOutcome>> {
     let seq = match w.causal_seq {
         Some(s) => s,
@@ -636,17 +625,16 @@ fn insert_if_fresh<'c>(
             .checked_add(1)
             .ok_or_else(|| anyhow!("the causal clock is exhausted: run `memscope check`"))?,
     };
-    let inserted = held(
-        &mut st.fresh_insert_stmt,
-        conn,
-        "INSERT OR IGNORE INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
-             VALUES (?1, ?2, ?3,
-                     CASE WHEN EXISTS (SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
-                            OR EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
-                          THEN NULL ELSE ?4 END,
-                     1, ?5, ?6, ?7, ?8, ?8)",
-    )?
-    .execute(params![id.subject, id.predicate, scope_text, w.value_text, w.source, w.raw, seq, now])?;
+    let inserted = st.hot.fresh_insert(conn)?.execute(&[
+        (&w.subject).into(),
+        (&w.predicate).into(),
+        scope_text.into(),
+        (&w.value_text).into(),
+        (&w.source).into(),
+        w.raw.as_ref().into(),
+        seq.into(),
+        now.into(),
+    ])?;
     if inserted == 0 {
         return Ok(None);
     }
@@ -656,8 +644,8 @@ fn insert_if_fresh<'c>(
             st.seqs.alloc(conn)?;
         }
     }
-    st.log_set(conn, id, scope_text, 1, w, seq, now)?;
-    let mut out = base_outcome(OutcomeKind::Inserted, id);
+    st.log_set(conn, w, scope_text, 1, seq, now)?;
+    let mut out = outcome_of(OutcomeKind::Inserted, &w.subject, &w.predicate, scope_text);
     out.version = Some(1);
     out.value = Some(w.value.clone());
     out.causal_seq = Some(seq);
@@ -783,15 +771,13 @@ impl Store {
     /// ([`finish_write`]); an error rolls everything back. Pays an owed on-disk purge after.
     pub(crate) fn in_write_tx<T>(
         &mut self,
-        body: impl for<'t> FnOnce(
-            &'t rusqlite::Transaction<'_>,
-            &WriteCtx,
-            &mut TxState<'t>,
-        ) -> Result<T>,
+        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
     ) -> Result<T> {
         let (clock, assert, fresh) = (self.clock, self.assert_invariants, self.fresh_inserts);
         let path = self.path.clone();
         let mut busy_seen = self.busy_seen;
+        // The store's prepared statements go with the transaction and come back after it.
+        let hot = std::mem::take(&mut self.hot);
         let tx = self.begin()?;
         // The time is taken inside the write lock, so event times follow commit order.
         let ctx = WriteCtx {
@@ -800,12 +786,20 @@ impl Store {
         };
         let mut st = TxState {
             expect_fresh: fresh,
+            hot,
             ..TxState::default()
         };
-        let out = body(&tx, &ctx, &mut st).map_err(|e| explain_sqlite(e, &path))?;
-        let mut seqs = std::mem::take(&mut st.seqs);
-        drop(st); // its statements borrow the transaction
-        let debt = finish_write(tx, &mut seqs, &mut busy_seen, &path)?;
+        let out = body(&tx, &ctx, &mut st);
+        let TxState { mut seqs, hot, .. } = st;
+        let finished = match out {
+            Ok(out) => finish_write(tx, &mut seqs, &mut busy_seen, &path).map(|debt| (out, debt)),
+            Err(e) => {
+                drop(tx); // rolls back
+                Err(explain_sqlite(e, &path))
+            }
+        };
+        self.hot = hot;
+        let (out, debt) = finished?;
         self.busy_seen = busy_seen;
         if debt {
             self.pay_purge_debt()?;
@@ -840,6 +834,13 @@ impl Store {
                 .name("memscope-apply-reader".into())
                 .spawn(move || read_ahead(input, tx))?,
         );
+        // A finished batch — its parsed lines and outcomes, half a million allocations for
+        // 100k lines — is freed on a thread of its own while the writer goes on. That thread
+        // is not waited for: it ends once it has freed the last batch.
+        let (free_tx, free_rx) = std::sync::mpsc::channel::<FinishedBatch>();
+        std::thread::Builder::new()
+            .name("memscope-apply-free".into())
+            .spawn(move || free_rx.into_iter().for_each(drop))?;
         let mut summary = ApplySummary::default();
         let mut eof = false;
         while !eof {
@@ -874,6 +875,8 @@ impl Store {
                 summary.count(out.outcome);
             }
             emit(&batch)?;
+            // Should the thread be gone, the batch is freed here instead.
+            let _ = free_tx.send((lines, batch));
         }
         Ok(summary)
     }
@@ -986,6 +989,9 @@ pub(crate) enum ParsedLine {
     Invalid(String),
 }
 
+/// What `apply` frees after a batch: its parsed lines and their outcomes.
+type FinishedBatch = (Vec<(u64, ParsedLine)>, Vec<WriteOutcome>);
+
 /// Parsed lines handed from the reader thread to the writer.
 struct Chunk {
     lines: Vec<(u64, ParsedLine)>,
@@ -1062,11 +1068,11 @@ fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
 
 /// One validated line inside the batch transaction; a failure during the write is returned
 /// as `Err`.
-fn run_line<'c>(
-    conn: &'c Connection,
+fn run_line(
+    conn: &Connection,
     w: &PreparedWrite,
     ctx: &WriteCtx,
-    st: &mut TxState<'c>,
+    st: &mut TxState,
     savepoint: bool,
 ) -> Result<WriteOutcome> {
     let mut w = std::borrow::Cow::Borrowed(w);
