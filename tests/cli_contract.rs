@@ -200,6 +200,93 @@ fn apply_answers_each_line_before_stdin_closes() {
     assert!(status.success());
 }
 
+/// A line that arrives in two parts with a pause between them holds no lock while the agent
+/// pauses: the lines before it are answered, and another writer gets through.
+#[test]
+fn apply_holds_no_lock_while_a_line_waits_for_its_end() {
+    let db = TestDb::new();
+    db.init();
+    let mut child = db
+        .command(&["apply", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let line = |i: usize| {
+        json!({"subject": U, "predicate": format!("偏好_{i}"), "value": format!("值 {i} 🚀"),
+               "scope": "repo:大仓库", "source": format!("burst:{i}")})
+        .to_string()
+    };
+    // 3,000 whole lines and the first half of one more, in one write.
+    let mut burst: Vec<u8> = (0..3000)
+        .flat_map(|i| format!("{}\n", line(i)).into_bytes())
+        .collect();
+    let last = line(3000).into_bytes();
+    let (head, tail) = last.split_at(last.len() / 2);
+    burst.extend_from_slice(head);
+    stdin.write_all(&burst).unwrap();
+    stdin.flush().unwrap();
+    for i in 0..3000 {
+        let got = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no outcome for line {} while the next one is unfinished",
+                    i + 1
+                )
+            });
+        let out: Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(out["line"], i as i64 + 1);
+        assert_eq!(out["outcome"], "inserted");
+    }
+    // Another process writes meanwhile; a held write lock would fail it after the timeout.
+    db.run_env(
+        &[
+            "write",
+            "--subject",
+            U,
+            "--predicate",
+            PM,
+            "--value",
+            "pnpm",
+            "--scope",
+            "global",
+            "--source",
+            "other:1",
+        ],
+        &[("MEMSCOPE_BUSY_TIMEOUT_MS", "2000")],
+    )
+    .ok();
+    stdin.write_all(tail).unwrap();
+    stdin.write_all(b"\n").unwrap();
+    stdin.flush().unwrap();
+    let got = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("outcome of the finished line");
+    let out: Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(
+        (out["line"].clone(), out["value"].clone()),
+        (json!(3001), json!("值 3000 🚀"))
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    reader.join().unwrap();
+    assert_eq!(db.list(&[]).len(), 3002);
+    db.assert_check_ok();
+}
+
 #[test]
 fn chinese_emoji_and_100kb_values_round_trip_through_write_and_apply() {
     let db = TestDb::new();

@@ -442,7 +442,8 @@ fn a_tombstone_planted_without_history_rejects_writes_in_write_and_apply() {
 
 /// memscope's own shortcut for new identities must not lean on the schema's guards: with every
 /// trigger dropped by a raw client, a write to an identity tombstoned without history (also
-/// planted raw) still comes out `rejected`, and nothing becomes current.
+/// planted raw) still comes out `rejected`, alone and in an `apply` batch, and nothing becomes
+/// current.
 #[test]
 fn with_the_guards_dropped_memscope_still_refuses_a_tombstoned_identity() {
     let db = TestDb::new();
@@ -455,7 +456,51 @@ fn with_the_guards_dropped_memscope_still_refuses_a_tombstoned_identity() {
         ],
     )
     .ok();
+    assert_tombstoned_identity_refused(&db);
+}
+
+/// A bulk load leans on the insert guard only when it is exactly memscope's: one a raw client
+/// replaced with a same-named trigger that lets everything through does not count.
+#[test]
+fn with_the_insert_guard_replaced_apply_still_refuses_a_tombstoned_identity() {
+    let db = TestDb::new();
+    db.init();
+    python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.executescript(sys.argv[2])\n",
+        &[
+            db.path_str(),
+            "DROP TRIGGER memories_no_resurrection_insert;
+             CREATE TRIGGER memories_no_resurrection_insert BEFORE INSERT ON memories
+             WHEN 0 BEGIN SELECT RAISE(FAIL, 'never'); END;
+             INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) VALUES ('user:9', 'editor', 'global', 1, 'planted', 't');",
+        ],
+    )
+    .ok();
+    assert_tombstoned_identity_refused(&db);
+}
+
+/// `user:9`/editor@global is tombstoned (planted raw): a write and an `apply` line to it are
+/// `rejected`, the new identities around it land, and nothing of it becomes current.
+fn assert_tombstoned_identity_refused(db: &TestDb) {
     let no_assert = [("MEMSCOPE_ASSERT_INVARIANTS", "0")];
+    let file = db.sibling("around-the-tombstone.jsonl");
+    let lines = [
+        r#"{"subject":"user:8","predicate":"editor","value":"vim","scope":"global","source":"s:1"}"#,
+        r#"{"subject":"user:9","predicate":"editor","value":"emacs 🐃","scope":"global","source":"s:2"}"#,
+        r#"{"subject":"user:10","predicate":"editor","value":"helix","scope":"global","source":"s:3"}"#,
+    ];
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let outcomes = db
+        .run_env(&["apply", file.to_str().unwrap()], &no_assert)
+        .ok()
+        .json_lines();
+    let kinds: Vec<&str> = outcomes
+        .iter()
+        .map(|o| o["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["inserted", "rejected", "inserted"]);
+    assert!(db.list(&["--subject", "user:9"]).is_empty());
+    assert!(!db.fingerprint().join("\n").contains("emacs"));
     let out = db
         .run_env(
             &[

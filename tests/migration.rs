@@ -4,7 +4,9 @@
 mod common;
 
 use common::*;
-use memscope::store::schema::{migrate_with, Migration, MIGRATIONS, SCHEMA_VERSION};
+use memscope::store::schema::{
+    memories_insert_guard_intact, migrate_with, Migration, MIGRATIONS, SCHEMA_VERSION,
+};
 use memscope::{OpenMode, Store};
 use rusqlite::Connection;
 use serde_json::json;
@@ -73,6 +75,8 @@ fn the_current_schema_is_version_3_and_fresh_databases_are_migrated_to_it() {
         db.sql_i64("SELECT count(*) FROM predicate_aliases WHERE alias = '包管理器' AND canonical = 'package_manager'"),
         1
     );
+    // Bulk loads lean on the insert guard only when it is exactly as memscope made it.
+    assert!(memories_insert_guard_intact(&db.sql()).unwrap());
     // Opening again is a no-op migration.
     let before = std::fs::read(&db.path).unwrap();
     db.run(&["init"]).ok();
@@ -337,6 +341,10 @@ fn a_v2_database_is_migrated_to_v3_on_open_keeping_every_row_and_restoring_dropp
     assert_eq!(
         triggers, 8,
         "every guard exists again, the dropped one included"
+    );
+    assert!(
+        memories_insert_guard_intact(conn).unwrap(),
+        "the re-created insert guard is memscope's own, for bulk loads to lean on"
     );
     let definitions: String = conn
         .query_row(

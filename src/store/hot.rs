@@ -171,6 +171,7 @@ fn last_error(db: *mut ffi::sqlite3, rc: c_int) -> rusqlite::Error {
 #[derive(Default)]
 pub(crate) struct HotStmts {
     fresh_insert: Option<HotStmt>,
+    fresh_insert_guarded: Option<HotStmt>,
     log_set: Option<HotStmt>,
 }
 
@@ -184,6 +185,14 @@ const FRESH_INSERT: &str = "INSERT OR IGNORE INTO memories (subject, predicate, 
                   THEN NULL ELSE ?4 END,
              1, ?5, ?6, ?7, ?8, ?8)";
 
+/// [`FRESH_INSERT`] leaving the tombstone to the schema's intact guard trigger, which refuses
+/// the row with `SQLITE_CONSTRAINT_TRIGGER` (see `write::insert_if_fresh`).
+const FRESH_INSERT_GUARDED: &str = "INSERT OR IGNORE INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+     VALUES (?1, ?2, ?3,
+             CASE WHEN EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
+                  THEN NULL ELSE ?4 END,
+             1, ?5, ?6, ?7, ?8, ?8)";
+
 /// Logs the `set` event of a new applied version. Parameters: subject, predicate, scope,
 /// version, value, raw, source, causal_seq, at, clock.
 const LOG_SET: &str = "INSERT OR FAIL INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, clock)
@@ -192,6 +201,13 @@ const LOG_SET: &str = "INSERT OR FAIL INTO history (event, subject, predicate, s
 impl HotStmts {
     pub(crate) fn fresh_insert(&mut self, conn: &Connection) -> rusqlite::Result<&mut HotStmt> {
         held(&mut self.fresh_insert, conn, FRESH_INSERT)
+    }
+
+    pub(crate) fn fresh_insert_guarded(
+        &mut self,
+        conn: &Connection,
+    ) -> rusqlite::Result<&mut HotStmt> {
+        held(&mut self.fresh_insert_guarded, conn, FRESH_INSERT_GUARDED)
     }
 
     pub(crate) fn log_set(&mut self, conn: &Connection) -> rusqlite::Result<&mut HotStmt> {

@@ -263,6 +263,26 @@ WHEN NEW.version < OLD.version OR NEW.subject <> OLD.subject OR NEW.predicate <>
 BEGIN SELECT RAISE(ABORT, 'memscope: a tombstone version never goes down'); END;
 "#;
 
+/// The text of the guard trigger that refuses a current record on a tombstoned identity, as
+/// SQLite keeps it in `sqlite_schema.sql` (the last migration creates it).
+pub fn memories_insert_guard_sql() -> &'static str {
+    const START: &str = "CREATE TRIGGER memories_no_resurrection_insert";
+    let from = V3.find(START).expect("V3 creates the insert guard");
+    let len = V3[from..].find("END;").expect("the guard ends") + "END".len();
+    &V3[from..from + len]
+}
+
+/// Whether `conn`'s database has the insert guard exactly as memscope made it — not dropped,
+/// not replaced by a raw-SQL client.
+pub fn memories_insert_guard_intact(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema
+                        WHERE type = 'trigger' AND name = 'memories_no_resurrection_insert'
+                          AND tbl_name = 'memories' AND sql = ?1)",
+    )?
+    .query_row([memories_insert_guard_sql()], |r| r.get(0))
+}
+
 /// Brings `conn` forward to the last of `migrations`, each step in its own transaction.
 /// Refuses a database newer than this build knows.
 pub fn migrate_with(conn: &mut Connection, migrations: &[Migration]) -> Result<i64> {

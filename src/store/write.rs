@@ -99,6 +99,11 @@ pub(crate) struct TxState {
     expect_fresh: bool,
     /// The two statements every new memory runs, lent by the store for the transaction.
     pub hot: HotStmts,
+    /// A bulk load: new identities lean on the schema's tombstone guard when it is intact.
+    batch: bool,
+    /// Whether that guard is intact, once looked up (nothing else can change the schema while
+    /// the transaction holds the write lock).
+    guard_intact: Option<bool>,
 }
 
 impl Default for TxState {
@@ -108,6 +113,8 @@ impl Default for TxState {
             canonical: HashMap::new(),
             expect_fresh: true,
             hot: HotStmts::default(),
+            batch: false,
+            guard_intact: None,
         }
     }
 }
@@ -608,8 +615,10 @@ pub(crate) fn write_in_tx(
 /// nor history, and `INSERT OR IGNORE` skips a row whose NOT NULL value is NULL — as it skips
 /// one whose identity already has a current record. (An `INSERT … SELECT … WHERE` would say
 /// the same, but SQLite runs it through a temporary table on a table with triggers.) The
-/// tombstone is looked up here although the schema's trigger would refuse the row: a raw
-/// client may have dropped the trigger, and memscope must not rely on it.
+/// tombstone is looked up here although the schema's trigger would refuse the row — a raw
+/// client may have dropped or changed the trigger — except in a bulk load that has found the
+/// trigger exactly as memscope made it: there the trigger's refusal sends the line to the
+/// full decision, and the line's lookups are one fewer.
 fn insert_if_fresh(
     conn: &Connection,
     w: &PreparedWrite,
@@ -625,7 +634,22 @@ fn insert_if_fresh(
             .checked_add(1)
             .ok_or_else(|| anyhow!("the causal clock is exhausted: run `memscope check`"))?,
     };
-    let inserted = st.hot.fresh_insert(conn)?.execute(&[
+    // In a bulk load with the guard trigger intact, the trigger's lookup of the tombstone
+    // stands in for the statement's own: a tombstoned identity is refused, and the full
+    // decision reports it.
+    let guarded = st.batch
+        && match st.guard_intact {
+            Some(intact) => intact,
+            None => *st
+                .guard_intact
+                .insert(super::schema::memories_insert_guard_intact(conn)?),
+        };
+    let stmt = if guarded {
+        st.hot.fresh_insert_guarded(conn)?
+    } else {
+        st.hot.fresh_insert(conn)?
+    };
+    let inserted = match stmt.execute(&[
         (&w.subject).into(),
         (&w.predicate).into(),
         scope_text.into(),
@@ -634,7 +658,15 @@ fn insert_if_fresh(
         w.raw.as_ref().into(),
         seq.into(),
         now.into(),
-    ])?;
+    ]) {
+        Ok(n) => n,
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if guarded && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_TRIGGER =>
+        {
+            0
+        }
+        Err(e) => return Err(e.into()),
+    };
     if inserted == 0 {
         return Ok(None);
     }
@@ -829,11 +861,14 @@ impl Store {
         mut emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
     ) -> Result<ApplySummary> {
         let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD_CHUNKS);
-        let mut reader = Some(
-            std::thread::Builder::new()
-                .name("memscope-apply-reader".into())
-                .spawn(move || read_ahead(input, tx))?,
-        );
+        let reader = std::thread::Builder::new()
+            .name("memscope-apply-reader".into())
+            .spawn(move || read_ahead(input, tx))?;
+        let mut intake = Intake {
+            rx,
+            reader: Some(reader),
+            eof: false,
+        };
         // A finished batch — its parsed lines and outcomes, half a million allocations for
         // 100k lines — is freed on a thread of its own while the writer goes on. That thread
         // is not waited for: it ends once it has freed the last batch.
@@ -842,69 +877,64 @@ impl Store {
             .name("memscope-apply-free".into())
             .spawn(move || free_rx.into_iter().for_each(drop))?;
         let mut summary = ApplySummary::default();
-        let mut eof = false;
-        while !eof {
-            let mut lines: Vec<(u64, ParsedLine)> = Vec::new();
-            let mut bytes = 0;
-            while lines.len() < APPLY_BATCH && bytes < APPLY_BATCH_BYTES {
-                let Ok(chunk) = rx.recv() else {
-                    // The reader hung up: the input ended — unless the reader died.
-                    if let Some(handle) = reader.take() {
-                        if handle.join().is_err() {
-                            bail!("reading the input failed unexpectedly: nothing after the last outcome line was applied; run apply again on the rest");
-                        }
-                    }
-                    eof = true;
-                    break;
-                };
-                let chunk = chunk?;
-                bytes += chunk.bytes;
-                lines.extend(chunk.lines);
-                // Commit as soon as no more input is waiting, so an interactive writer sees
-                // its outcome without waiting for a full batch.
-                if chunk.stalled {
-                    break;
-                }
-            }
-            if lines.is_empty() {
+        // Input is awaited outside any transaction: an idle writer holds no lock.
+        while let Some(first) = intake.next(None)? {
+            let mut batch = Batch {
+                lines: first.lines,
+                bytes: first.bytes,
+                flowing: !first.stalled,
+            };
+            if batch.lines.is_empty() && !batch.flowing {
                 continue;
             }
-            let batch = self.apply_batch(&lines)?;
-            for out in &batch {
+            let outcomes = self.apply_batch(&mut batch, &mut intake)?;
+            for out in &outcomes {
                 summary.lines += 1;
                 summary.count(out.outcome);
             }
-            emit(&batch)?;
+            emit(&outcomes)?;
             // Should the thread be gone, the batch is freed here instead.
-            let _ = free_tx.send((lines, batch));
+            let _ = free_tx.send((batch.lines, outcomes));
         }
         Ok(summary)
     }
 
-    /// One transaction for a batch of lines. Lines run without savepoints; when one fails
-    /// half-way, the batch is rolled back and run again with a savepoint per line, so the
-    /// failing line changes nothing and the others still land.
-    fn apply_batch(&mut self, lines: &[(u64, ParsedLine)]) -> Result<Vec<WriteOutcome>> {
+    /// One transaction for a batch of lines, taking in more while input keeps flowing (so
+    /// parsing on the reader thread overlaps writing here). Lines run without savepoints;
+    /// when one fails half-way, the batch is rolled back and run again with a savepoint per
+    /// line, so the failing line changes nothing and the others still land.
+    fn apply_batch(&mut self, batch: &mut Batch, intake: &mut Intake) -> Result<Vec<WriteOutcome>> {
         let mut savepoints = false;
         loop {
             let result = self.in_write_tx(|tx, ctx, st| {
-                let mut outcomes = Vec::with_capacity(lines.len());
-                for (line_no, parsed) in lines {
-                    let mut out = match parsed {
-                        ParsedLine::Invalid(msg) => WriteOutcome::error(None, msg.clone()),
-                        ParsedLine::Ready(w) => match run_line(tx, w, ctx, st, savepoints) {
-                            Ok(out) => out,
-                            // SQLite may have rolled the whole transaction back on its own
-                            // (out of memory, interrupted): then no later line may run.
-                            Err(e) if is_fatal(&e) || tx.is_autocommit() => return Err(e),
-                            Err(e) if savepoints => WriteOutcome::error(None, format!("{e:#}")),
-                            Err(_) => return Err(RetryWithSavepoints.into()),
-                        },
-                    };
-                    out.line = Some(*line_no);
-                    outcomes.push(out);
+                st.batch = true;
+                let mut outcomes = Vec::with_capacity(batch.lines.len());
+                loop {
+                    for (line_no, parsed) in &batch.lines[outcomes.len()..] {
+                        let mut out = match parsed {
+                            ParsedLine::Invalid(msg) => WriteOutcome::error(None, msg.clone()),
+                            ParsedLine::Ready(w) => match run_line(tx, w, ctx, st, savepoints) {
+                                Ok(out) => out,
+                                // SQLite may have rolled the whole transaction back on its
+                                // own (out of memory, interrupted): then no later line may run.
+                                Err(e) if is_fatal(&e) || tx.is_autocommit() => return Err(e),
+                                Err(e) if savepoints => WriteOutcome::error(None, format!("{e:#}")),
+                                Err(_) => return Err(RetryWithSavepoints.into()),
+                            },
+                        };
+                        out.line = Some(*line_no);
+                        outcomes.push(out);
+                    }
+                    if !batch.wants_more() {
+                        return Ok(outcomes);
+                    }
+                    // Never wait long with the write lock held: input that pauses (an
+                    // interactive writer, a line cut in two) gets what came so far committed.
+                    match intake.next(Some(IN_TX_WAIT))? {
+                        Some(chunk) => batch.take(chunk),
+                        None => batch.flowing = false,
+                    }
                 }
-                Ok(outcomes)
             });
             match result {
                 Err(e) if e.is::<RetryWithSavepoints>() => savepoints = true,
@@ -992,6 +1022,66 @@ pub(crate) enum ParsedLine {
 /// What `apply` frees after a batch: its parsed lines and their outcomes.
 type FinishedBatch = (Vec<(u64, ParsedLine)>, Vec<WriteOutcome>);
 
+/// How long a batch's transaction waits for more input before it commits what it has.
+const IN_TX_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The lines of one `apply` transaction, gathered as they arrive.
+struct Batch {
+    lines: Vec<(u64, ParsedLine)>,
+    bytes: usize,
+    /// More input was waiting when the last chunk was cut.
+    flowing: bool,
+}
+
+impl Batch {
+    fn wants_more(&self) -> bool {
+        self.flowing && self.lines.len() < APPLY_BATCH && self.bytes < APPLY_BATCH_BYTES
+    }
+
+    fn take(&mut self, chunk: Chunk) {
+        self.bytes += chunk.bytes;
+        self.flowing = !chunk.stalled;
+        self.lines.extend(chunk.lines);
+    }
+}
+
+/// The writer's end of the reader thread.
+struct Intake {
+    rx: std::sync::mpsc::Receiver<std::io::Result<Chunk>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    eof: bool,
+}
+
+impl Intake {
+    /// The next chunk of parsed lines, waiting at most `wait` (forever with `None`); `None`
+    /// when the wait ran out or the input ended. A read error, or a reader that died, is an
+    /// error.
+    fn next(&mut self, wait: Option<std::time::Duration>) -> Result<Option<Chunk>> {
+        use std::sync::mpsc::RecvTimeoutError;
+        if self.eof {
+            return Ok(None);
+        }
+        let got = match wait {
+            None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(wait) => self.rx.recv_timeout(wait),
+        };
+        match got {
+            Ok(chunk) => Ok(Some(chunk?)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => {
+                // The reader hung up: the input ended — unless the reader died.
+                self.eof = true;
+                if let Some(handle) = self.reader.take() {
+                    if handle.join().is_err() {
+                        bail!("reading the input failed unexpectedly: nothing after the last outcome line was applied; run apply again on the rest");
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
 /// Parsed lines handed from the reader thread to the writer.
 struct Chunk {
     lines: Vec<(u64, ParsedLine)>,
@@ -1005,9 +1095,9 @@ const CHUNK_LINES: usize = 512;
 const CHUNK_BYTES: usize = 4 << 20;
 const READ_AHEAD_CHUNKS: usize = 8;
 
-/// The reader thread of `apply`: reads, parses and validates lines (JSON parsing is a tenth of
-/// the work of a line, normalization some more) while the writer runs SQLite. Ends at the end
-/// of the input, at a read error (sent on), or when the writer hangs up.
+/// The reader thread of `apply`: reads, parses and validates lines (a fifth of the work of a
+/// line) while the writer runs SQLite. Ends at the end of the input, at a read error (sent
+/// on), or when the writer hangs up.
 fn read_ahead<R: Read>(input: R, tx: std::sync::mpsc::SyncSender<std::io::Result<Chunk>>) {
     let mut reader = BufReader::with_capacity(1 << 16, input);
     let mut line_no: u64 = 0;
@@ -1036,8 +1126,15 @@ fn read_ahead<R: Read>(input: R, tx: std::sync::mpsc::SyncSender<std::io::Result
             if let Some(parsed) = parse_line(&buf) {
                 chunk.lines.push((line_no, parsed));
             }
-            if reader.buffer().is_empty() {
+            // Hand over what is parsed before a read that may block: with nothing buffered
+            // the writer commits at once (an interactive writer waits for its outcome); with
+            // only part of a line buffered it waits a moment for the rest.
+            let buffered = reader.buffer();
+            if buffered.is_empty() {
                 chunk.stalled = true;
+                break;
+            }
+            if !buffered.contains(&b'\n') {
                 break;
             }
         }
