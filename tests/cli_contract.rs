@@ -161,43 +161,78 @@ fn apply_across_batches_keeps_order_and_line_numbers() {
     db.assert_check_ok();
 }
 
+/// `memscope apply -` with a pipe to its stdin and its outcome lines arriving on `rx`.
+struct Streaming {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    rx: mpsc::Receiver<String>,
+    reader: std::thread::JoinHandle<()>,
+}
+
+impl Streaming {
+    fn start(db: &TestDb) -> Streaming {
+        let mut child = db
+            .command(&["apply", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Streaming {
+            child,
+            stdin,
+            rx,
+            reader,
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next outcome line; panics naming `what` if none comes within 20 s.
+    fn outcome(&self, what: &str) -> Value {
+        let got = self
+            .rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no outcome for {what}"));
+        serde_json::from_str(&got).unwrap()
+    }
+
+    /// Closes stdin and waits: whether apply exited 0.
+    fn finish(mut self) -> bool {
+        drop(self.stdin);
+        let ok = self.child.wait().unwrap().success();
+        self.reader.join().unwrap();
+        ok
+    }
+}
+
 /// An agent streaming requests sees each outcome before it sends the next line.
 #[test]
 fn apply_answers_each_line_before_stdin_closes() {
     let db = TestDb::new();
-    let mut child = db
-        .command(&["apply", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut apply = Streaming::start(&db);
     for (i, v) in ["pnpm", "npm", "燕麦拿铁 ☕"].iter().enumerate() {
         let line = json!({"subject": U, "predicate": PM, "value": v, "scope": "global", "source": format!("live:{i}")});
-        stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
-        stdin.flush().unwrap();
-        let got = rx
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|_| panic!("no outcome for line {} while stdin is open", i + 1));
-        let out: Value = serde_json::from_str(&got).unwrap();
+        apply.send(format!("{line}\n").as_bytes());
+        let out = apply.outcome(&format!("line {} while stdin is open", i + 1));
         assert_eq!(out["line"], i as i64 + 1);
         assert_eq!(out["value"], *v);
     }
-    drop(stdin);
-    let status = child.wait().unwrap();
-    reader.join().unwrap();
-    assert!(status.success());
+    assert!(apply.finish());
 }
 
 /// A line that arrives in two parts with a pause between them holds no lock while the agent
@@ -206,24 +241,7 @@ fn apply_answers_each_line_before_stdin_closes() {
 fn apply_holds_no_lock_while_a_line_waits_for_its_end() {
     let db = TestDb::new();
     db.init();
-    let mut child = db
-        .command(&["apply", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let mut apply = Streaming::start(&db);
     let line = |i: usize| {
         json!({"subject": U, "predicate": format!("偏好_{i}"), "value": format!("值 {i} 🚀"),
                "scope": "repo:大仓库", "source": format!("burst:{i}")})
@@ -236,53 +254,29 @@ fn apply_holds_no_lock_while_a_line_waits_for_its_end() {
     let last = line(3000).into_bytes();
     let (head, tail) = last.split_at(last.len() / 2);
     burst.extend_from_slice(head);
-    stdin.write_all(&burst).unwrap();
-    stdin.flush().unwrap();
+    apply.send(&burst);
     for i in 0..3000 {
-        let got = rx
-            .recv_timeout(Duration::from_secs(20))
-            .unwrap_or_else(|_| {
-                panic!(
-                    "no outcome for line {} while the next one is unfinished",
-                    i + 1
-                )
-            });
-        let out: Value = serde_json::from_str(&got).unwrap();
+        let out = apply.outcome(&format!("line {} while the next one is unfinished", i + 1));
         assert_eq!(out["line"], i as i64 + 1);
         assert_eq!(out["outcome"], "inserted");
     }
     // Another process writes meanwhile; a held write lock would fail it after the timeout.
-    db.run_env(
-        &[
-            "write",
-            "--subject",
-            U,
-            "--predicate",
-            PM,
-            "--value",
-            "pnpm",
-            "--scope",
-            "global",
-            "--source",
-            "other:1",
-        ],
-        &[("MEMSCOPE_BUSY_TIMEOUT_MS", "2000")],
+    let args: Vec<String> = format!(
+        "write --subject {U} --predicate {PM} --value pnpm --scope global --source other:1"
     )
-    .ok();
-    stdin.write_all(tail).unwrap();
-    stdin.write_all(b"\n").unwrap();
-    stdin.flush().unwrap();
-    let got = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("outcome of the finished line");
-    let out: Value = serde_json::from_str(&got).unwrap();
+    .split(' ')
+    .map(String::from)
+    .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    db.run_env(&args, &[("MEMSCOPE_BUSY_TIMEOUT_MS", "2000")])
+        .ok();
+    apply.send(&[tail, b"\n"].concat());
+    let out = apply.outcome("the finished line");
     assert_eq!(
         (out["line"].clone(), out["value"].clone()),
         (json!(3001), json!("值 3000 🚀"))
     );
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
-    reader.join().unwrap();
+    assert!(apply.finish());
     assert_eq!(db.list(&[]).len(), 3002);
     db.assert_check_ok();
 }

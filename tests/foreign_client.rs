@@ -421,17 +421,10 @@ fn a_tombstone_planted_without_history_rejects_writes_in_write_and_apply() {
         r#"{"subject":"user:2","predicate":"editor","value":"helix","scope":"global","source":"s:3"}"#,
     ]
     .join("\n");
-    let file = db.sibling("planted.jsonl");
-    std::fs::write(&file, lines).unwrap();
-    let outcomes = db
-        .run_env(&["apply", file.to_str().unwrap()], &no_assert)
-        .ok()
-        .json_lines();
-    let kinds: Vec<&str> = outcomes
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["inserted", "rejected", "inserted"]);
+    assert_eq!(
+        apply_outcomes(&db, "planted.jsonl", &lines, &no_assert),
+        ["inserted", "rejected", "inserted"]
+    );
     assert!(db.list(&["--subject", "用户:小明"]).is_empty());
     let rows = db.fingerprint().join("\n");
     assert!(
@@ -479,26 +472,36 @@ fn with_the_insert_guard_replaced_apply_still_refuses_a_tombstoned_identity() {
     assert_tombstoned_identity_refused(&db);
 }
 
+/// The outcome kinds of `memscope apply` on a file named `name` holding `lines`.
+fn apply_outcomes(db: &TestDb, name: &str, lines: &str, env: &[(&str, &str)]) -> Vec<String> {
+    let file = db.sibling(name);
+    std::fs::write(&file, lines).unwrap();
+    db.run_env(&["apply", file.to_str().unwrap()], env)
+        .ok()
+        .json_lines()
+        .iter()
+        .map(|o| o["outcome"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// `user:9`/editor@global is tombstoned (planted raw): a write and an `apply` line to it are
 /// `rejected`, the new identities around it land, and nothing of it becomes current.
 fn assert_tombstoned_identity_refused(db: &TestDb) {
     let no_assert = [("MEMSCOPE_ASSERT_INVARIANTS", "0")];
-    let file = db.sibling("around-the-tombstone.jsonl");
     let lines = [
         r#"{"subject":"user:8","predicate":"editor","value":"vim","scope":"global","source":"s:1"}"#,
         r#"{"subject":"user:9","predicate":"editor","value":"emacs 🐃","scope":"global","source":"s:2"}"#,
         r#"{"subject":"user:10","predicate":"editor","value":"helix","scope":"global","source":"s:3"}"#,
     ];
-    std::fs::write(&file, lines.join("\n")).unwrap();
-    let outcomes = db
-        .run_env(&["apply", file.to_str().unwrap()], &no_assert)
-        .ok()
-        .json_lines();
-    let kinds: Vec<&str> = outcomes
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["inserted", "rejected", "inserted"]);
+    assert_eq!(
+        apply_outcomes(
+            db,
+            "around-the-tombstone.jsonl",
+            &lines.join("\n"),
+            &no_assert
+        ),
+        ["inserted", "rejected", "inserted"]
+    );
     assert!(db.list(&["--subject", "user:9"]).is_empty());
     assert!(!db.fingerprint().join("\n").contains("emacs"));
     let out = db
