@@ -281,6 +281,52 @@ fn apply_holds_no_lock_while_a_line_waits_for_its_end() {
     db.assert_check_ok();
 }
 
+/// A source that trickles in, its writes ending part-way through lines (ssh, sockets, rate-
+/// limited pipes), gets its outcomes as it goes and never keeps other writers out for long.
+#[test]
+fn apply_of_trickling_input_answers_as_it_goes_and_lets_others_write() {
+    let db = TestDb::new();
+    db.init();
+    let mut apply = Streaming::start(&db);
+    let text: Vec<u8> = (0..100)
+        .flat_map(|i| {
+            let line = json!({"subject": U, "predicate": format!("笔记_{i}"), "value": "📝",
+                              "scope": "global", "source": format!("trickle:{i}")});
+            format!("{line}\n").into_bytes()
+        })
+        .collect();
+    let piece = text.len() / 100;
+    let mut other = None;
+    for (n, part) in text.chunks(piece).enumerate() {
+        apply.send(part);
+        std::thread::sleep(Duration::from_millis(20));
+        if n == 30 {
+            // A second writer, a third of the way through, with a 1 s busy timeout; the
+            // trickle goes on meanwhile.
+            let args = format!(
+                "write --subject {U} --predicate {PM} --value pnpm --scope global --source other:1"
+            );
+            let mut c = db.command(&args.split(' ').collect::<Vec<_>>());
+            c.env("MEMSCOPE_BUSY_TIMEOUT_MS", "1000");
+            other = Some(std::thread::spawn(move || c.output().unwrap()));
+        }
+    }
+    let answered_early = apply.rx.try_iter().count();
+    let other = other.unwrap().join().unwrap();
+    assert!(
+        other.status.success(),
+        "another writer was kept out: {}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    assert!(
+        answered_early > 0,
+        "no outcome came while the input trickled in"
+    );
+    assert!(apply.finish());
+    assert_eq!(db.list(&[]).len(), 101);
+    db.assert_check_ok();
+}
+
 #[test]
 fn chinese_emoji_and_100kb_values_round_trip_through_write_and_apply() {
     let db = TestDb::new();

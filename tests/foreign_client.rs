@@ -472,6 +472,50 @@ fn with_the_insert_guard_replaced_apply_still_refuses_a_tombstoned_identity() {
     assert_tombstoned_identity_refused(&db);
 }
 
+/// Only the tombstone guard's own refusal sends a bulk line to the full decision: a raw
+/// client's trigger that refuses after the row is in (RAISE(FAIL) keeps what the statement
+/// did) makes the line an error that leaves nothing behind, as it does for a single write.
+#[test]
+fn a_foreign_trigger_refusal_in_a_bulk_load_is_an_error_not_a_confirmation() {
+    let db = TestDb::new();
+    db.init();
+    python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.executescript(sys.argv[2])\n",
+        &[
+            db.path_str(),
+            "CREATE TRIGGER quota AFTER INSERT ON memories WHEN NEW.subject = 'user:over'
+             BEGIN SELECT RAISE(FAIL, 'quota exceeded 🚫'); END;",
+        ],
+    )
+    .ok();
+    let lines = [
+        r#"{"subject":"user:8","predicate":"editor","value":"vim","scope":"global","source":"s:1"}"#,
+        r#"{"subject":"user:over","predicate":"editor","value":"emacs","scope":"global","source":"s:2"}"#,
+        r#"{"subject":"user:10","predicate":"editor","value":"helix","scope":"global","source":"s:3"}"#,
+    ];
+    let file = db.sibling("quota.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let r = db.run(&["apply", file.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "an error line makes apply exit 1");
+    let outcomes = r.json_lines();
+    let kinds: Vec<&str> = outcomes
+        .iter()
+        .map(|o| o["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["inserted", "error", "inserted"]);
+    assert!(
+        outcomes[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("quota exceeded"),
+        "{:#}",
+        outcomes[1]
+    );
+    assert!(db.list(&["--subject", "user:over"]).is_empty());
+    assert_eq!(db.history("user:over", "editor", None).len(), 0);
+    db.assert_check_ok();
+}
+
 /// The outcome kinds of `memscope apply` on a file named `name` holding `lines`.
 fn apply_outcomes(db: &TestDb, name: &str, lines: &str, env: &[(&str, &str)]) -> Vec<String> {
     let file = db.sibling(name);

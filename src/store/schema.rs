@@ -272,6 +272,9 @@ pub fn memories_insert_guard_sql() -> &'static str {
     &V3[from..from + len]
 }
 
+/// The message the insert guard refuses a tombstoned identity with.
+pub const TOMBSTONED_REFUSAL: &str = "memscope: identity is tombstoned; restore it first";
+
 /// Whether `conn`'s database has the insert guard exactly as memscope made it — not dropped,
 /// not replaced by a raw-SQL client.
 pub fn memories_insert_guard_intact(conn: &Connection) -> rusqlite::Result<bool> {

@@ -660,8 +660,12 @@ fn insert_if_fresh(
         now.into(),
     ]) {
         Ok(n) => n,
-        Err(rusqlite::Error::SqliteFailure(e, _))
-            if guarded && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_TRIGGER =>
+        // Only the guard's own refusal, which comes before anything is written; any other
+        // trigger's (a raw client's, which may fire after the row is in) is an error.
+        Err(rusqlite::Error::SqliteFailure(e, Some(msg)))
+            if guarded
+                && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_TRIGGER
+                && msg == super::schema::TOMBSTONED_REFUSAL =>
         {
             0
         }
@@ -883,8 +887,9 @@ impl Store {
                 lines: first.lines,
                 bytes: first.bytes,
                 flowing: !first.stalled,
+                waited: std::time::Duration::ZERO,
             };
-            if batch.lines.is_empty() && !batch.flowing {
+            if batch.lines.is_empty() {
                 continue;
             }
             let outcomes = self.apply_batch(&mut batch, &mut intake)?;
@@ -929,8 +934,17 @@ impl Store {
                         return Ok(outcomes);
                     }
                     // Never wait long with the write lock held: input that pauses (an
-                    // interactive writer, a line cut in two) gets what came so far committed.
-                    match intake.next(Some(IN_TX_WAIT))? {
+                    // interactive writer, a line cut in two) or trickles in gets what came so
+                    // far committed.
+                    let budget = IN_TX_WAIT_TOTAL.saturating_sub(batch.waited);
+                    if budget.is_zero() {
+                        batch.flowing = false;
+                        continue;
+                    }
+                    let waiting = std::time::Instant::now();
+                    let next = intake.next(Some(budget.min(IN_TX_WAIT)))?;
+                    batch.waited += waiting.elapsed();
+                    match next {
                         Some(chunk) => batch.take(chunk),
                         None => batch.flowing = false,
                     }
@@ -1022,8 +1036,11 @@ pub(crate) enum ParsedLine {
 /// What `apply` frees after a batch: its parsed lines and their outcomes.
 type FinishedBatch = (Vec<(u64, ParsedLine)>, Vec<WriteOutcome>);
 
-/// How long a batch's transaction waits for more input before it commits what it has.
+/// How long a batch's transaction waits for more input before it commits what it has, and how
+/// long it may wait in all: a bulk load rarely waits (the reader is ahead), a source that
+/// trickles in part-lines would otherwise hold the write lock for the whole batch.
 const IN_TX_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+const IN_TX_WAIT_TOTAL: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// The lines of one `apply` transaction, gathered as they arrive.
 struct Batch {
@@ -1031,6 +1048,8 @@ struct Batch {
     bytes: usize,
     /// More input was waiting when the last chunk was cut.
     flowing: bool,
+    /// Time the transaction has spent waiting for input.
+    waited: std::time::Duration,
 }
 
 impl Batch {
