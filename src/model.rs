@@ -530,6 +530,43 @@ pub fn shorten(s: &str, max: usize) -> String {
     out
 }
 
+/// The deepest nesting of arrays and objects a stored value may have: what memscope's own
+/// readers (serde_json, whose limit is 127 levels) read back. A scalar is 0 levels deep.
+pub const MAX_VALUE_DEPTH: usize = 127;
+
+/// How deeply `v` nests arrays and objects (a scalar is 0). Iterative: any depth is safe.
+pub fn value_depth(v: &Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth + 1);
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    deepest
+}
+
+/// `s` safe to print on a terminal: every control character (C0, DEL, C1) is shown as its
+/// Rust escape (`\u{1b}`, `\n`), everything else — CJK, emoji — as it is.
+pub fn escape_controls(s: &str) -> String {
+    if !s.chars().any(char::is_control) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The comparison form of a value: strings trimmed, case folded, inner whitespace collapsed;
 /// object keys unordered (serde_json's map is sorted).
 pub fn value_key(v: &Value) -> Value {

@@ -1,9 +1,10 @@
 //! `init`, `check`, `alias`, `export`, `import`, `demo`.
 
 use super::{data_dir, print_json, EXIT_FAILED, EXIT_OK};
-use crate::store::{OpenMode, Store};
+use crate::model::escape_controls;
+use crate::store::{is_damage, CheckReport, Integrity, IntegrityMode, OpenMode, Store};
 use anyhow::{bail, Context, Result};
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Subcommand)]
@@ -34,25 +35,93 @@ pub fn init(path: &Path) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-pub fn check(store: &Store, json: bool) -> Result<i32> {
-    let report = store.check()?;
-    if json {
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Print JSON instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// Run SQLite's full integrity check (indexes against their tables too) instead of the quick one
+    #[arg(long)]
+    pub full: bool,
+}
+
+pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
+    let mode = if args.full {
+        IntegrityMode::Full
+    } else {
+        IntegrityMode::Quick
+    };
+    let report = match Store::open(path, OpenMode::Existing) {
+        Ok(store) => store.check_with(mode)?,
+        // A file too damaged to open is the check's answer, not an error of the command.
+        Err(e) if is_damage(&e) => CheckReport {
+            ok: false,
+            integrity: Some(Integrity::unreadable(mode, format!("{e:#}"))),
+            violations: Vec::new(),
+            metrics: Default::default(),
+        },
+        Err(e) => return Err(e),
+    };
+    if args.json {
         print_json(&report)?;
     } else {
         if report.ok {
-            println!("ok: all six invariants hold");
+            println!("ok: the file is intact and all six invariants hold");
+        }
+        if let Some(integrity) = report.integrity.as_ref().filter(|i| !i.ok) {
+            println!("DAMAGED: {}", integrity.sentence());
         }
         for v in &report.violations {
             println!(
                 "VIOLATION invariant {} ({}): {}",
-                v.invariant, v.name, v.detail
+                v.invariant,
+                v.name,
+                escape_controls(&v.detail)
             );
         }
         for (k, v) in &report.metrics {
-            println!("  {k}: {v}");
+            println!("  {k}: {}", escape_controls(&v.to_string()));
         }
     }
     Ok(if report.ok { EXIT_OK } else { EXIT_FAILED })
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SettingsCommand {
+    /// Change a setting: durability (full | normal), retention_days, tombstone_safe_days
+    Set { key: String, value: String },
+}
+
+pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Result<i32> {
+    match command {
+        Some(SettingsCommand::Set { key, value }) => {
+            let mut store = Store::open(path, OpenMode::Create)?;
+            let stored = store
+                .set_user_setting(key.trim(), &value)
+                .map_err(|e| super::usage(format!("{e:#}")))?;
+            if json {
+                print_json(&serde_json::json!({ "key": key.trim(), "value": stored }))?;
+            } else {
+                println!("{} = {stored}", key.trim());
+            }
+        }
+        None => {
+            let store = Store::open(path, OpenMode::Existing)?;
+            let settings = store.user_settings()?;
+            if json {
+                let map: serde_json::Map<String, serde_json::Value> = settings
+                    .into_iter()
+                    .map(|(k, v)| (k, serde_json::Value::String(v)))
+                    .collect();
+                print_json(&map)?;
+            } else {
+                for (k, v) in settings {
+                    println!("{k} = {}", escape_controls(&v));
+                }
+            }
+        }
+    }
+    Ok(EXIT_OK)
 }
 
 pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {

@@ -123,8 +123,16 @@ pub enum Command {
     Delete(delete::DeleteArgs),
     /// Lift a tombstone so that writes to the identity are accepted again
     Restore(delete::RestoreArgs),
-    /// Verify the invariants and report the health figures (exit 1 on a violation)
-    Check(JsonFlag),
+    /// Verify the file's integrity and the invariants, and report the health figures (exit 1 on damage or a violation)
+    Check(admin::CheckArgs),
+    /// Show the settings, or change one: `memscope settings set durability normal`
+    Settings {
+        #[command(subcommand)]
+        command: Option<admin::SettingsCommand>,
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
     /// Allocate a causal sequence number
     Seq,
     /// The predicate alias table
@@ -203,7 +211,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Delete(args)) => delete::delete(&mut open(OpenMode::Existing)?, args),
         Some(Command::Restore(args)) => delete::restore(&mut open(OpenMode::Existing)?, args),
         Some(Command::Gc(args)) => delete::gc(&mut open(OpenMode::Existing)?, args),
-        Some(Command::Check(flag)) => admin::check(&open(OpenMode::Existing)?, flag.json),
+        Some(Command::Check(args)) => admin::check(&path, args),
+        Some(Command::Settings { command, json }) => admin::settings(&path, command, json),
         Some(Command::Alias { command }) => admin::alias(&path, command),
         Some(Command::Export { out }) => admin::export(&open(OpenMode::Existing)?, out),
         Some(Command::Import { file }) => admin::import(&path, &file),

@@ -9,6 +9,7 @@
 pub mod context;
 pub mod server;
 pub mod tools;
+pub mod transport;
 
 pub use context::{repo_from_git, repo_id_from_url, McpArgs, McpContext};
 pub use tools::{ToolDef, ToolReply, Tools};
@@ -28,13 +29,11 @@ pub fn context_from_process(args: &McpArgs) -> Result<McpContext> {
 /// Serves MCP on stdin/stdout until the client closes the connection. Returns the exit code.
 pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     let ctx = context_from_process(&args)?;
-    // Create or migrate the database now, so that a bad path fails before the host connects;
-    // each tool call then opens its own short-lived connection.
+    // One store for the server's life: a bad path fails before the host connects, and the
+    // tool calls share one connection, taking turns (see `Tools`).
     let store = Store::open(db, OpenMode::Create)?;
-    let read_only = store.is_read_only();
-    drop(store);
     let mut notes = vec![format!("database {}", db.display())];
-    if read_only {
+    if store.is_read_only() {
         notes.push("read-only".into());
     }
     if ctx.allow_forget {
@@ -45,14 +44,15 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
         ctx.describe(),
         notes.join(", ")
     );
-    let tools = Tools::new(ctx, db.to_path_buf());
+    let tools = Tools::new(ctx, store);
+    let io = transport::stdio().context("cannot start the stdio transport")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     let served = runtime.block_on(async move {
         let service = server::MemscopeServer::new(tools)
-            .serve(rmcp::transport::stdio())
+            .serve((io.sink, io.stream))
             .await
             .map_err(|e| anyhow::anyhow!("the MCP handshake failed: {e}"))?;
         service
@@ -63,6 +63,8 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     });
     // A call still running when the client left may finish its transaction; then stop.
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    // Every answer given is written out before the process ends.
+    let _ = io.writer.join();
     served?;
     Ok(crate::cli::EXIT_OK)
 }

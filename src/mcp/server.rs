@@ -1,6 +1,6 @@
 //! The protocol layer: an `rmcp` server handler that lists the tools and runs each call on the
-//! blocking pool (the store is synchronous). No connection is kept between calls, so the server
-//! never holds a read transaction while idle.
+//! blocking pool (the store is synchronous; calls take turns on the server's one store, see
+//! [`Tools`]).
 
 use super::tools::{ToolDef, ToolReply, Tools};
 use rmcp::model::{

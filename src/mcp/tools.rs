@@ -8,9 +8,9 @@ use crate::model::{
     shorten, DeleteTarget, Identity, OutcomeKind, Resolution, Scope, ScopeChoice, WriteOutcome,
     WriteRequest,
 };
-use crate::store::{ListFilter, OpenMode, Store};
+use crate::store::{ListFilter, Store};
 use serde_json::{json, Map, Value};
-use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 
 pub const REMEMBER: &str = "remember";
 pub const RECALL: &str = "recall";
@@ -57,16 +57,22 @@ impl ToolReply {
     }
 }
 
-/// The tools of one server: its runtime context and its database.
-#[derive(Debug, Clone)]
+/// The tools of one server: its runtime context and its one store.
+///
+/// The store is opened once and kept for the server's life; concurrent calls (hosts forward
+/// a model's parallel tool calls) take turns on it. Between calls it holds no transaction, so
+/// an idle server blocks no writer and no checkpoint of another process.
 pub struct Tools {
     ctx: McpContext,
-    db: PathBuf,
+    store: Mutex<Store>,
 }
 
 impl Tools {
-    pub fn new(ctx: McpContext, db: PathBuf) -> Tools {
-        Tools { ctx, db }
+    pub fn new(ctx: McpContext, store: Store) -> Tools {
+        Tools {
+            ctx,
+            store: Mutex::new(store),
+        }
     }
 
     pub fn context(&self) -> &McpContext {
@@ -271,9 +277,12 @@ impl Tools {
         Some(reply.unwrap_or_else(ToolReply::error))
     }
 
-    fn open(&self) -> Result<Store, String> {
-        Store::open(&self.db, OpenMode::Create)
-            .map_err(|e| format!("memscope could not open its database: {e:#}"))
+    /// The server's store, for one call. A call that panicked cannot have left a transaction
+    /// open (rusqlite rolls back on unwind), so a poisoned lock is taken as it is.
+    fn store(&self) -> MutexGuard<'_, Store> {
+        self.store
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn remember(&self, args: &Map<String, Value>) -> Result<ToolReply, String> {
@@ -309,7 +318,7 @@ impl Tools {
             raw,
             causal_seq: None,
         };
-        let mut store = self.open()?;
+        let mut store = self.store();
         let out = store
             .write(&req)
             .map_err(|e| format!("remember failed, nothing was written: {e:#}"))?;
@@ -333,7 +342,7 @@ impl Tools {
             .or(client_name)
             .filter(|n| !n.trim().is_empty())
             .unwrap_or("mcp");
-        let mut store = self.open()?;
+        let mut store = self.store();
         let (repo, task) = (self.ctx.repo.as_deref(), self.ctx.task.as_deref());
         let (r, logged) = if store.is_read_only() {
             (
@@ -360,7 +369,7 @@ impl Tools {
         let mut a = ArgReader::new(LIST_MEMORIES, args);
         let predicate = a.opt_string("predicate")?;
         a.finish()?;
-        let store = self.open()?;
+        let store = self.store();
         let fail = |e: anyhow::Error| format!("list_memories failed: {e:#}");
         let chain = self.ctx.chain();
         let mut records = Vec::new();
@@ -463,7 +472,7 @@ impl Tools {
             other => return Err(bad_scope(other, "global, repo, task or all", &self.ctx)),
         };
         let reason = reason.unwrap_or_else(|| "forget via MCP".to_string());
-        let mut store = self.open()?;
+        let mut store = self.store();
         let report = store
             .delete(&target, Some(&reason))
             .map_err(|e| format!("forget failed, nothing was deleted: {e:#}"))?;
@@ -641,8 +650,10 @@ impl<'a> ArgReader<'a> {
         }
     }
 
+    /// An optional text: absent, null and empty (or blank) all mean "not given".
     fn opt_string(&mut self, name: &'static str) -> Result<Option<String>, String> {
-        if matches!(self.args.get(name), None | Some(Value::Null)) {
+        let blank = matches!(self.args.get(name), Some(Value::String(s)) if s.trim().is_empty());
+        if blank || matches!(self.args.get(name), None | Some(Value::Null)) {
             self.seen.push(name);
             return Ok(None);
         }
@@ -678,7 +689,8 @@ impl<'a> ArgReader<'a> {
     }
 }
 
-fn type_name(v: &Value) -> &'static str {
+/// "a string", "a list" …: what a JSON value is, for error sentences.
+pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

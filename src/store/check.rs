@@ -1,5 +1,6 @@
-//! `check`: proves the six invariants of SPEC §6 from outside, on any database (including one a
-//! raw-SQL client damaged after dropping the triggers), and reports the health figures.
+//! `check`: proves the six invariants (README, "Invariants") from outside, on any database
+//! (including one a raw-SQL client damaged after dropping the triggers), runs SQLite's own
+//! integrity check for physical damage, and reports the health figures.
 
 use super::Store;
 use crate::model::{normalize_predicate, Identity};
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Violation {
-    /// 1..=6, as numbered in SPEC §6.
+    /// 1..=6, as numbered in the README's "Invariants".
     pub invariant: u8,
     pub name: &'static str,
     pub detail: String,
@@ -20,9 +21,66 @@ pub struct Violation {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
+    /// No violation and no physical damage.
     pub ok: bool,
+    /// SQLite's verdict on the file itself; absent only from the per-write assertion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<Integrity>,
     pub violations: Vec<Violation>,
     pub metrics: BTreeMap<String, serde_json::Value>,
+}
+
+/// How thoroughly SQLite examines the file: `quick_check` (the default) verifies every page
+/// and record but not that indexes match their tables; `integrity_check` does that too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IntegrityMode {
+    Quick,
+    Full,
+}
+
+/// SQLite's verdict on the file: `ok`, or the problems it found (at most 100).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Integrity {
+    pub mode: IntegrityMode,
+    pub ok: bool,
+    pub problems: Vec<String>,
+}
+
+impl Integrity {
+    /// A file SQLite could not even open or read: damage found before any check ran.
+    pub fn unreadable(mode: IntegrityMode, problem: String) -> Integrity {
+        Integrity {
+            mode,
+            ok: false,
+            problems: vec![problem],
+        }
+    }
+
+    /// One sentence for a damaged file, naming the first problem and what to do.
+    pub fn sentence(&self) -> String {
+        let first = self.problems.first().map(String::as_str).unwrap_or("");
+        format!(
+            "the database file is damaged: SQLite's {} check found {} problem(s), first: {}; stop the writers, keep a copy of the file, and restore a backup or `memscope export` what is still readable into a new database",
+            match self.mode {
+                IntegrityMode::Quick => "quick",
+                IntegrityMode::Full => "full integrity",
+            },
+            self.problems.len(),
+            crate::model::escape_controls(first)
+        )
+    }
+}
+
+/// Whether an error is SQLite finding the file damaged (as opposed to busy, full, or absent).
+pub fn is_damage(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<rusqlite::Error>(),
+            Some(rusqlite::Error::SqliteFailure(f, _))
+                if matches!(f.code, rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+        )
+    })
 }
 
 const NAMES: [&str; 7] = [
@@ -537,11 +595,80 @@ fn metric(conn: &Connection, name: &str) -> Result<i64> {
 
 impl Store {
     /// Every invariant over the whole database, plus the health figures.
+    /// The quick check: SQLite's `quick_check`, then the invariants and health figures.
     pub fn check(&self) -> Result<CheckReport> {
+        self.check_with(IntegrityMode::Quick)
+    }
+
+    /// SQLite's integrity check of the chosen depth, then the invariants and the health
+    /// figures, all in one read snapshot. A damaged file is a failed report, not an error:
+    /// when the damage also stops the invariant queries, the report says so among the
+    /// integrity problems.
+    pub fn check_with(&self, mode: IntegrityMode) -> Result<CheckReport> {
         self.conn.execute_batch("BEGIN")?;
-        let result = check_report(&self.conn);
-        self.conn.execute_batch("COMMIT")?;
-        result
+        let result = self
+            .integrity(mode)
+            .and_then(|integrity| match check_report(&self.conn) {
+                Ok(mut report) => {
+                    report.ok &= integrity.ok;
+                    report.integrity = Some(integrity);
+                    Ok(report)
+                }
+                Err(e) if !integrity.ok || is_damage(&e) => {
+                    let mut integrity = integrity;
+                    integrity.ok = false;
+                    integrity
+                        .problems
+                        .push(format!("the invariants could not be read: {e:#}"));
+                    Ok(CheckReport {
+                        ok: false,
+                        integrity: Some(integrity),
+                        violations: Vec::new(),
+                        metrics: BTreeMap::new(),
+                    })
+                }
+                Err(e) => Err(e),
+            });
+        let _ = self.conn.execute_batch("COMMIT");
+        let mut report = result?;
+        report.metrics.insert(
+            "durability".into(),
+            serde_json::json!(self.durability()?.as_str()),
+        );
+        Ok(report)
+    }
+
+    /// Runs `quick_check` or `integrity_check`; an error that is itself damage is a problem.
+    fn integrity(&self, mode: IntegrityMode) -> Result<Integrity> {
+        let sql = match mode {
+            IntegrityMode::Quick => "PRAGMA quick_check(100)",
+            IntegrityMode::Full => "PRAGMA integrity_check(100)",
+        };
+        let run = || -> rusqlite::Result<Vec<String>> {
+            let mut stmt = self.conn.prepare(sql)?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect()
+        };
+        match run() {
+            Ok(rows) if rows.len() == 1 && rows[0] == "ok" => Ok(Integrity {
+                mode,
+                ok: true,
+                problems: Vec::new(),
+            }),
+            Ok(rows) => Ok(Integrity {
+                mode,
+                ok: false,
+                problems: rows,
+            }),
+            Err(e) => {
+                let e = anyhow::Error::new(e);
+                if is_damage(&e) {
+                    Ok(Integrity::unreadable(mode, format!("{e:#}")))
+                } else {
+                    Err(e)
+                }
+            }
+        }
     }
 }
 
@@ -611,6 +738,7 @@ pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
     );
     Ok(CheckReport {
         ok: violations.is_empty(),
+        integrity: None,
         violations,
         metrics,
     })

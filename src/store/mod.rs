@@ -9,13 +9,15 @@ mod hot;
 mod incident;
 mod read;
 pub mod schema;
+mod settings;
 mod transfer;
 mod write;
 
 pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate};
-pub use check::{CheckReport, Violation};
+pub use check::{is_damage, CheckReport, Integrity, IntegrityMode, Violation};
 pub use incident::{parse_time, ReadFilter};
 pub use read::ListFilter;
+pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
 pub use transfer::ImportReport;
 pub use write::ApplySummary;
 
@@ -27,9 +29,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// Busy-handler retries taken by this process; folded into the `busy_retries` metric at the
-/// next commit so that `check` reports write conflicts.
-static BUSY_RETRIES: AtomicU64 = AtomicU64::new(0);
+/// Busy-handler retries taken by this process and not yet recorded: the next commit of any
+/// of its stores takes them (so each retry is counted once, however many stores the process
+/// opens) and folds them into the `busy_retries` metric that `check` reports.
+static BUSY_UNRECORDED: AtomicU64 = AtomicU64::new(0);
 /// How long a writer waits for the lock before giving up, in milliseconds.
 static BUSY_TIMEOUT_MS: AtomicU64 = AtomicU64::new(15_000);
 
@@ -75,14 +78,13 @@ pub struct Store {
     clock: Clock,
     assert_invariants: bool,
     purge_gate: Arc<AtomicBool>,
-    busy_seen: u64,
     /// Whether writes try the one-statement insert of a new identity first (see
     /// `write::insert_if_fresh`); off only in tests that compare it with the full decision.
     fresh_inserts: bool,
 }
 
 fn busy_handler(attempt: i32) -> bool {
-    BUSY_RETRIES.fetch_add(1, Ordering::Relaxed);
+    BUSY_UNRECORDED.fetch_add(1, Ordering::Relaxed);
     let step = (attempt as u64 % 8) + 1;
     std::thread::sleep(std::time::Duration::from_millis(step));
     // Average sleep is ~4.5 ms per attempt.
@@ -95,21 +97,51 @@ fn short_busy_handler(attempt: i32) -> bool {
     attempt < 40
 }
 
-fn is_sqlite_file(path: &Path) -> Result<bool> {
-    use std::io::Read;
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut header = [0u8; 16];
-    let n = f.read(&mut header)?;
-    if n == 0 {
-        return Ok(true);
+/// Whether SQLite answered "another connection holds the lock" (the busy handler is not
+/// consulted for every such case: switching to WAL and WAL recovery answer at once).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
+/// Runs `step` again while the database is busy, as long as a write would wait for its lock
+/// (`MEMSCOPE_BUSY_TIMEOUT_MS`). Each retry counts in `busy_retries`. `step` must leave no
+/// transaction open when it fails.
+fn retry_busy<T>(mut step: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = std::time::Instant::now()
+        + std::time::Duration::from_millis(BUSY_TIMEOUT_MS.load(Ordering::Relaxed));
+    let mut attempt = 0u64;
+    loop {
+        match step() {
+            Err(e)
+                if e.downcast_ref::<rusqlite::Error>().is_some_and(is_busy)
+                    && std::time::Instant::now() < deadline =>
+            {
+                BUSY_UNRECORDED.fetch_add(1, Ordering::Relaxed);
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(attempt % 8 + 1));
+            }
+            other => return other,
+        }
     }
-    Ok(n == 16 && &header == b"SQLite format 3\0")
+}
+
+/// Ends a transaction a failed step left open, so that the step can be retried.
+fn end_open_transaction(conn: &Connection) {
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
 }
 
 impl Store {
     /// Opens (or creates) the database at `path`, migrating it forward. A file that is not a
     /// database, or a database from a newer memscope, is refused without being touched.
+    ///
+    /// The file is only ever opened by SQLite: a descriptor opened and closed beside it would
+    /// drop every POSIX lock this process holds on it (SQLite's "How To Corrupt An SQLite
+    /// Database File", §2.2), and another process could then checkpoint or remove the WAL
+    /// under this process's live connections. Any number of processes may open a new path at
+    /// the same instant: each step that needs a lock waits for it like a write does.
     pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         if let Ok(ms) = std::env::var("MEMSCOPE_BUSY_TIMEOUT_MS") {
@@ -117,6 +149,7 @@ impl Store {
                 BUSY_TIMEOUT_MS.store(ms, Ordering::Relaxed);
             }
         }
+        // `stat` only: it opens no descriptor.
         let exists = path.exists();
         if !exists && mode == OpenMode::Existing {
             bail!(
@@ -124,34 +157,31 @@ impl Store {
                 path.display()
             );
         }
-        if exists {
-            if path.is_dir() {
-                bail!(
-                    "{} is a directory, not a database file: pass a file path with --db",
-                    path.display()
-                );
-            }
-            if !is_sqlite_file(&path)? {
-                bail!(
-                    "{} is not a SQLite database: point --db at a memscope database or a new file name",
-                    path.display()
-                );
-            }
-        } else if let Some(parent) = path.parent() {
-            if !parent.as_os_str().is_empty() && !parent.exists() {
-                std::fs::create_dir_all(parent)
-                    .with_context(|| format!("cannot create the directory {}", parent.display()))?;
+        if path.is_dir() {
+            bail!(
+                "{} is a directory, not a database file: pass a file path with --db",
+                path.display()
+            );
+        }
+        if !exists {
+            if let Some(parent) = path.parent() {
+                if !parent.as_os_str().is_empty() && !parent.exists() {
+                    std::fs::create_dir_all(parent).with_context(|| {
+                        format!("cannot create the directory {}", parent.display())
+                    })?;
+                }
             }
         }
-        let read_only = exists && Self::file_is_read_only(&path);
-        let flags = if read_only {
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-                | OpenFlags::SQLITE_OPEN_CREATE
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX
-        };
+        // Read-write where the file allows it: SQLite falls back to read-only by itself when
+        // the operating system refuses writing, and says so through `is_readonly`.
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if mode == OpenMode::Create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
         let mut conn = Connection::open_with_flags(&path, flags)
+            .with_context(|| format!("cannot open the database {}", path.display()))?;
+        let read_only = conn
+            .is_readonly(rusqlite::MAIN_DB)
             .with_context(|| format!("cannot open the database {}", path.display()))?;
         conn.busy_handler(Some(busy_handler))?;
         let purge_gate = Arc::new(AtomicBool::new(false));
@@ -164,20 +194,38 @@ impl Store {
         )?;
 
         // Read-only probes first, in one snapshot: nothing below may write to a file we are
-        // going to refuse.
-        let probe = || -> rusqlite::Result<(i64, i64)> {
-            conn.execute_batch("BEGIN")?;
-            let version = conn.query_row("PRAGMA user_version", [], |r| r.get(0));
-            let tables = conn.query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
-                [],
-                |r| r.get(0),
-            );
-            conn.execute_batch("COMMIT")?;
-            Ok((version?, tables?))
+        // going to refuse. SQLite reads the header here, so a file that is not a database is
+        // found now, untouched.
+        let probe = |conn: &Connection| -> Result<(i64, i64)> {
+            let read = || -> rusqlite::Result<(i64, i64)> {
+                conn.execute_batch("BEGIN")?;
+                let version = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+                let tables = conn.query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                    [],
+                    |r| r.get(0),
+                )?;
+                conn.execute_batch("COMMIT")?;
+                Ok((version, tables))
+            };
+            read()
+                .inspect_err(|_| end_open_transaction(conn))
+                .map_err(Into::into)
         };
-        let (version, tables) = probe()
-            .map_err(|e| anyhow!("{} is not a usable SQLite database ({e})", path.display()))?;
+        let (version, tables) = retry_busy(|| probe(&conn)).map_err(|e| {
+            let not_a_database = matches!(
+                e.downcast_ref::<rusqlite::Error>(),
+                Some(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::NotADatabase
+            );
+            if not_a_database {
+                anyhow!(
+                    "{} is not a SQLite database: point --db at a memscope database or a new file name",
+                    path.display()
+                )
+            } else {
+                e.context(format!("{} is not a usable SQLite database", path.display()))
+            }
+        })?;
         if version > schema::SCHEMA_VERSION {
             bail!(
                 "{} uses schema version {version}, newer than this memscope understands ({}): upgrade memscope to open it",
@@ -211,34 +259,35 @@ impl Store {
             clock: Clock::System,
             assert_invariants: std::env::var("MEMSCOPE_ASSERT_INVARIANTS").is_ok_and(|v| v == "1"),
             purge_gate,
-            busy_seen: 0,
             fresh_inserts: true,
         };
         store.configure_connection()?;
         if !read_only {
             // A new database is seeded in the same transaction that creates it, so no writer
-            // ever sees it without its aliases.
-            schema::migrate_with_hook(&mut store.conn, schema::MIGRATIONS, &|tx, v| {
-                if v == 1 {
-                    seed_defaults(tx)?;
-                }
-                Ok(())
+            // ever sees it without its aliases. Each step rolls back on failure, so a busy
+            // step is simply run again.
+            retry_busy(|| {
+                schema::migrate_with_hook(&mut store.conn, schema::MIGRATIONS, &|tx, v| {
+                    if v == 1 {
+                        seed_defaults(tx)?;
+                    }
+                    Ok(())
+                })
             })
             .map_err(|e| anyhow!("{}: {e:#}", store.path.display()))?;
+            store.apply_durability()?;
             // A purge owed by an earlier delete is paid on open when nothing blocks it.
             store.pay_purge_debt()?;
         }
         Ok(store)
     }
 
-    fn file_is_read_only(path: &Path) -> bool {
-        std::fs::OpenOptions::new().write(true).open(path).is_err()
-    }
-
     fn configure_connection(&mut self) -> Result<()> {
         let c = &self.conn;
         if !self.read_only {
-            let mode: String = c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+            // Switching to WAL takes the lock without consulting the busy handler.
+            let mode: String =
+                retry_busy(|| Ok(c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?))?;
             if !mode.eq_ignore_ascii_case("wal") {
                 bail!(
                     "{} could not be switched to WAL mode (got {mode})",
@@ -246,7 +295,9 @@ impl Store {
                 );
             }
         }
-        c.pragma_update(None, "synchronous", "NORMAL")?;
+        // Every commit that answers a client is on disk before the answer; the `durability`
+        // setting may trade that away (see `apply_durability`).
+        c.pragma_update(None, "synchronous", "FULL")?;
         // Deleted content must not linger in free pages (bundled SQLite defaults this off).
         c.pragma_update(None, "secure_delete", "ON")?;
         c.pragma_update(None, "foreign_keys", "ON")?;
@@ -263,6 +314,28 @@ impl Store {
         )?;
         c.set_prepared_statement_cache_capacity(64);
         Ok(())
+    }
+
+    /// Applies the `durability` setting: `full` (the default) syncs the WAL at every commit,
+    /// so an acknowledged write survives a power loss; `normal` syncs only at checkpoints,
+    /// which keeps the file consistent but may lose the last commits.
+    fn apply_durability(&mut self) -> Result<()> {
+        let level = Durability::from_setting(self.setting(DURABILITY_KEY)?.as_deref());
+        self.conn
+            .pragma_update(None, "synchronous", level.pragma())?;
+        Ok(())
+    }
+
+    /// The durability in force on this connection, as `PRAGMA synchronous` reports it.
+    pub fn durability(&self) -> Result<Durability> {
+        let n: i64 = self
+            .conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+        Ok(if n >= 2 {
+            Durability::Full
+        } else {
+            Durability::Normal
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -322,14 +395,22 @@ impl Store {
             .map_err(|e| locked_error(e, &path))
     }
 
-    /// Folds this process's busy retries into the shared metric inside `tx`.
-    fn record_busy_retries(busy_seen: &mut u64, tx: &rusqlite::Transaction<'_>) -> Result<()> {
-        let total = BUSY_RETRIES.load(Ordering::Relaxed);
-        if total > *busy_seen {
-            bump_metric(tx, "busy_retries", (total - *busy_seen) as i64)?;
-            *busy_seen = total;
+    /// Takes the busy retries no commit has recorded yet and adds them to the metric inside
+    /// `tx`. Returns how many it took: [`Store::unrecord_busy_retries`] gives them back when
+    /// `tx` does not commit.
+    fn record_busy_retries(tx: &rusqlite::Transaction<'_>) -> Result<u64> {
+        let taken = BUSY_UNRECORDED.swap(0, Ordering::Relaxed);
+        if taken > 0 {
+            if let Err(e) = bump_metric(tx, "busy_retries", taken as i64) {
+                Self::unrecord_busy_retries(taken);
+                return Err(e);
+            }
         }
-        Ok(())
+        Ok(taken)
+    }
+
+    fn unrecord_busy_retries(taken: u64) {
+        BUSY_UNRECORDED.fetch_add(taken, Ordering::Relaxed);
     }
 
     /// Allocates the next causal sequence number.

@@ -267,7 +267,16 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
             )));
         }
     }
-    if let Some(raw) = &req.raw {
+    let depth = crate::model::value_depth(&req.value);
+    if depth > crate::model::MAX_VALUE_DEPTH {
+        return Err(InvalidRequest(format!(
+            "value is nested {depth} levels deep; memscope keeps values nested at most {} levels: store a flatter value",
+            crate::model::MAX_VALUE_DEPTH
+        )));
+    }
+    // Words that say nothing are no words: absent, whichever front end sent them.
+    let raw = req.raw.filter(|r| !r.trim().is_empty());
+    if let Some(raw) = &raw {
         if raw.contains('\0') {
             return Err(InvalidRequest(
                 "raw text contains a NUL byte: send the user's words as plain text".into(),
@@ -286,7 +295,7 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
             ScopeChoice::Ambiguous(_) => None,
         },
         choice: req.scope,
-        raw: req.raw,
+        raw,
         causal_seq: req.causal_seq,
     })
 }
@@ -792,14 +801,19 @@ const APPLY_BATCH_BYTES: usize = 64 << 20;
 pub(crate) fn finish_write(
     tx: rusqlite::Transaction<'_>,
     seqs: &mut SeqBatch,
-    busy_seen: &mut u64,
     path: &std::path::Path,
 ) -> Result<bool> {
     seqs.flush(&tx)?;
-    Store::record_busy_retries(busy_seen, &tx)?;
-    let debt = super::delete::purge_debt_owed(&tx)?;
-    tx.commit().map_err(|e| explain_sqlite(e.into(), path))?;
-    Ok(debt)
+    let taken = Store::record_busy_retries(&tx)?;
+    let committed = super::delete::purge_debt_owed(&tx).and_then(|debt| {
+        tx.commit()
+            .map(|_| debt)
+            .map_err(|e| explain_sqlite(e.into(), path))
+    });
+    if committed.is_err() {
+        Store::unrecord_busy_retries(taken);
+    }
+    committed
 }
 
 impl Store {
@@ -811,7 +825,6 @@ impl Store {
     ) -> Result<T> {
         let (clock, assert, fresh) = (self.clock, self.assert_invariants, self.fresh_inserts);
         let path = self.path.clone();
-        let mut busy_seen = self.busy_seen;
         // The store's prepared statements go with the transaction and come back after it.
         let hot = std::mem::take(&mut self.hot);
         let tx = self.begin()?;
@@ -828,7 +841,7 @@ impl Store {
         let out = body(&tx, &ctx, &mut st);
         let TxState { mut seqs, hot, .. } = st;
         let finished = match out {
-            Ok(out) => finish_write(tx, &mut seqs, &mut busy_seen, &path).map(|debt| (out, debt)),
+            Ok(out) => finish_write(tx, &mut seqs, &path).map(|debt| (out, debt)),
             Err(e) => {
                 drop(tx); // rolls back
                 Err(explain_sqlite(e, &path))
@@ -836,7 +849,6 @@ impl Store {
         };
         self.hot = hot;
         let (out, debt) = finished?;
-        self.busy_seen = busy_seen;
         if debt {
             self.pay_purge_debt()?;
         }

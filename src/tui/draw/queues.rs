@@ -331,7 +331,11 @@ pub fn check(frame: &mut Frame<'_>, body: Rect, app: &App) {
             lines.push(plain(e, Style::new(), max));
         }
         CheckState::Done(report) => {
-            if report.ok {
+            let damage = report.integrity.as_ref().filter(|i| !i.ok);
+            if let Some(integrity) = damage {
+                lines.push(plain("✗ the file is damaged", error_style(), max));
+                lines.push(plain(&integrity.sentence(), Style::new(), max));
+            } else if report.ok {
                 lines.push(plain("✓ all six invariants hold", good(), max));
             } else {
                 lines.push(plain(

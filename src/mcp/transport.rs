@@ -1,0 +1,456 @@
+//! The stdio transport: one JSON-RPC message per line in, one per line out — with memscope's
+//! own framing checks, so that every request gets an answer (README, "MCP server").
+//!
+//! rmcp's stdio transport drops a line it cannot parse without a word. Two kinds of request
+//! were lost that way while the host waited forever for their id: a `remember` whose value is
+//! nested deeper than serde_json's recursion limit (127 levels, counting the message's own
+//! three), and a `tools/call` whose `arguments` is not an object (answered "method not
+//! found"). Here a reader thread frames and checks each line and answers those itself —
+//! a tool error naming the depth limit, or "invalid params" — through the same writer that
+//! carries rmcp's answers, so lines never interleave.
+
+use super::tools::type_name;
+use crate::model::MAX_VALUE_DEPTH;
+use futures::channel::mpsc;
+use rmcp::model::{
+    CallToolResult, ContentBlock, ErrorData, RequestId, ServerJsonRpcMessage, ServerResult,
+};
+use rmcp::service::RxJsonRpcMessage;
+use rmcp::RoleServer;
+use serde::Deserialize;
+use serde_json::Value;
+use std::io::{BufRead, Write};
+
+/// Longest line read, as rmcp's own transport: a peer that never ends a line cannot fill
+/// memory.
+const MAX_LINE: usize = 16 << 20;
+
+/// The deepest message a value of [`MAX_VALUE_DEPTH`] levels arrives in: message → params →
+/// arguments → value.
+pub const MAX_FRAME_DEPTH: usize = MAX_VALUE_DEPTH + 3;
+
+/// What one line of input comes to.
+#[derive(Debug)]
+pub enum Frame {
+    /// A message for rmcp to handle.
+    Message(Box<RxJsonRpcMessage<RoleServer>>),
+    /// A request answered here, without rmcp.
+    Answer(Box<ServerJsonRpcMessage>),
+    /// Nothing to answer (not JSON, or a notification): the reason goes to the log.
+    Ignore(String),
+}
+
+/// Frames one line (without its newline).
+pub fn frame(line: &[u8]) -> Frame {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let depth = nesting(line);
+    if depth > MAX_FRAME_DEPTH {
+        return refuse_deep(line, depth);
+    }
+    // The nesting is known to be bounded, so serde_json's own recursion limit may go: it is
+    // what dropped the deep requests.
+    let mut de = serde_json::Deserializer::from_slice(line);
+    de.disable_recursion_limit();
+    let value = match Value::deserialize(&mut de).and_then(|v| de.end().map(|_| v)) {
+        Ok(v) => v,
+        Err(e) => return Frame::Ignore(format!("a line that is not JSON ({e})")),
+    };
+    let id = value.get("id").cloned();
+    let method = value
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(problem) = bad_tool_call(&value) {
+        return match request_id(id.as_ref()) {
+            Some(id) => answer_error(ErrorData::invalid_params(problem, None), Some(id)),
+            None => Frame::Ignore(problem),
+        };
+    }
+    match serde_json::from_value::<RxJsonRpcMessage<RoleServer>>(value) {
+        Ok(message) => Frame::Message(Box::new(message)),
+        Err(e) => match (request_id(id.as_ref()), method) {
+            (Some(id), Some(method)) => answer_error(
+                ErrorData::invalid_request(
+                    format!(
+                        "{} is not a valid request: {e}",
+                        crate::model::shorten(&method, 60)
+                    ),
+                    None,
+                ),
+                Some(id),
+            ),
+            // A notification memscope does not know, or a stray response: nothing to answer.
+            _ => Frame::Ignore(format!(
+                "a message that is not a request memscope knows ({e})"
+            )),
+        },
+    }
+}
+
+/// A `tools/call` whose params or arguments have the wrong shape, in one sentence.
+fn bad_tool_call(message: &Value) -> Option<String> {
+    if message.get("method").and_then(Value::as_str) != Some("tools/call") {
+        return None;
+    }
+    let Some(params) = message.get("params") else {
+        return Some("tools/call needs params with the tool's `name` and its `arguments`".into());
+    };
+    let Some(params) = params.as_object() else {
+        return Some(format!(
+            "tools/call params must be an object with `name` and `arguments`, got {}",
+            type_name(params)
+        ));
+    };
+    if !params.get("name").is_some_and(Value::is_string) {
+        return Some("tools/call params need the tool's `name` as a string".into());
+    }
+    match params.get("arguments") {
+        None | Some(Value::Null) | Some(Value::Object(_)) => None,
+        Some(other) => Some(format!(
+            "tools/call `arguments` must be an object of named arguments, e.g. {{\"predicate\": \"package_manager\"}}, got {}",
+            type_name(other)
+        )),
+    }
+}
+
+fn request_id(id: Option<&Value>) -> Option<RequestId> {
+    id.and_then(|id| serde_json::from_value(id.clone()).ok())
+}
+
+fn answer_error(error: ErrorData, id: Option<RequestId>) -> Frame {
+    Frame::Answer(Box::new(ServerJsonRpcMessage::error(error, id)))
+}
+
+/// Answers a message nested deeper than memscope stores: a tool error for a tool call (the
+/// model can flatten its value and call again), an invalid request otherwise. The id and
+/// method are read from the message with everything below the top level cut away.
+fn refuse_deep(line: &[u8], depth: usize) -> Frame {
+    let head: Value = match serde_json::from_slice(&flatten_below(line, 1)) {
+        Ok(v) => v,
+        Err(e) => return Frame::Ignore(format!("a line that is not JSON ({e})")),
+    };
+    let Some(id) = request_id(head.get("id")) else {
+        return Frame::Ignore(format!("a notification nested {depth} levels deep"));
+    };
+    let text = format!(
+        "the call is nested {depth} levels deep; memscope keeps values nested at most {MAX_VALUE_DEPTH} levels (the message adds 3): store a flatter value",
+    );
+    if head.get("method").and_then(Value::as_str) == Some("tools/call") {
+        let mut result =
+            ServerResult::CallToolResult(CallToolResult::error(vec![ContentBlock::text(text)]));
+        // "complete" is what every protocol version assumes when it is absent.
+        result.strip_result_type_for_legacy_peer();
+        Frame::Answer(Box::new(ServerJsonRpcMessage::response(result, id)))
+    } else {
+        answer_error(ErrorData::invalid_request(text, None), Some(id))
+    }
+}
+
+/// What a byte of JSON text is, outside or inside a string.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Byte {
+    /// `[` or `{`: the depth given is the one it opens.
+    Open,
+    /// `]` or `}`: the depth given is the one it closes.
+    Close,
+    /// Anything else; strings (quotes included) are never `Open` or `Close`.
+    Other,
+}
+
+/// Calls `each(byte, kind, depth)` for every byte of a JSON text, tracking strings and
+/// escapes without parsing: any depth is safe.
+fn walk(text: &[u8], mut each: impl FnMut(u8, Byte, usize)) {
+    let mut depth = 0usize;
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            each(b, Byte::Other, depth);
+            continue;
+        }
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                each(b, Byte::Open, depth);
+            }
+            b']' | b'}' => {
+                each(b, Byte::Close, depth);
+                depth = depth.saturating_sub(1);
+            }
+            _ => {
+                in_string = b == b'"';
+                each(b, Byte::Other, depth);
+            }
+        }
+    }
+}
+
+/// The deepest nesting of arrays and objects in a JSON text (strings skipped).
+pub fn nesting(text: &[u8]) -> usize {
+    let mut deepest = 0;
+    walk(text, |_, kind, depth| {
+        if kind == Byte::Open {
+            deepest = deepest.max(depth);
+        }
+    });
+    deepest
+}
+
+/// The JSON text with every array or object deeper than `keep` levels replaced by `null`.
+fn flatten_below(text: &[u8], keep: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len().min(4096));
+    walk(text, |b, kind, depth| match kind {
+        Byte::Open if depth == keep + 1 => out.extend_from_slice(b"null"),
+        _ if depth <= keep => out.push(b),
+        _ => {}
+    });
+    out
+}
+
+/// The two ends rmcp serves on, and the writer thread to wait for once it is done.
+pub struct Stdio {
+    pub sink: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+    pub stream: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
+    pub writer: std::thread::JoinHandle<()>,
+}
+
+/// Starts the reader and writer threads on stdin and stdout.
+pub fn stdio() -> std::io::Result<Stdio> {
+    let (sink, outgoing) = mpsc::unbounded::<ServerJsonRpcMessage>();
+    // A few messages of read-ahead: a host that floods us waits on the pipe, not on memory.
+    let (mut incoming, stream) = mpsc::channel::<RxJsonRpcMessage<RoleServer>>(16);
+    let answers = sink.clone();
+    let writer = std::thread::Builder::new()
+        .name("mcp-writer".into())
+        .spawn(move || write_lines(outgoing))?;
+    std::thread::Builder::new()
+        .name("mcp-reader".into())
+        .spawn(move || {
+            let stdin = std::io::stdin();
+            let mut input = stdin.lock();
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match read_line(&mut input, &mut line) {
+                    Ok(None) => return,
+                    Ok(Some(false)) => {
+                        eprintln!(
+                            "memscope mcp: ignored a message longer than {} MiB",
+                            MAX_LINE >> 20
+                        );
+                        continue;
+                    }
+                    Ok(Some(true)) => {}
+                    Err(e) => {
+                        eprintln!("memscope mcp: cannot read stdin: {e}");
+                        return;
+                    }
+                }
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                match frame(&line) {
+                    Frame::Message(m) => {
+                        if futures::executor::block_on(futures::SinkExt::send(&mut incoming, *m))
+                            .is_err()
+                        {
+                            return; // the server stopped
+                        }
+                    }
+                    Frame::Answer(a) => {
+                        if answers.unbounded_send(*a).is_err() {
+                            return;
+                        }
+                    }
+                    Frame::Ignore(why) => eprintln!("memscope mcp: ignored {why}"),
+                }
+            }
+        })?;
+    Ok(Stdio {
+        sink,
+        stream,
+        writer,
+    })
+}
+
+/// Reads one line into `line` (without the newline). `None` at the end of input;
+/// `Some(false)` when the line was longer than [`MAX_LINE`] and was skipped.
+fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    let mut too_long = false;
+    loop {
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            let had = !line.is_empty() || too_long;
+            return Ok(had.then_some(!too_long));
+        }
+        let (take, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        let body = if done {
+            &available[..take - 1]
+        } else {
+            available
+        };
+        if !too_long && line.len() + body.len() <= MAX_LINE {
+            line.extend_from_slice(body);
+        } else {
+            too_long = true;
+            line.clear();
+        }
+        input.consume(take);
+        if done {
+            return Ok(Some(!too_long));
+        }
+    }
+}
+
+/// Writes each message as one line and flushes it; stops when every sender is gone or stdout
+/// is closed.
+fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>) {
+    let stdout = std::io::stdout();
+    for message in futures::executor::block_on_stream(outgoing) {
+        let mut text = match serde_json::to_vec(&message) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("memscope mcp: cannot encode an answer: {e}");
+                continue;
+            }
+        };
+        text.push(b'\n');
+        let mut out = stdout.lock();
+        if out.write_all(&text).and_then(|_| out.flush()).is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deep(levels: usize) -> String {
+        format!("{}1{}", "[".repeat(levels), "]".repeat(levels))
+    }
+
+    fn call(args: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"remember","arguments":{args}}}}}"#
+        )
+    }
+
+    fn answer(f: Frame) -> Value {
+        match f {
+            Frame::Answer(a) => serde_json::to_value(*a).unwrap(),
+            other => panic!("expected an answer, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn nesting_skips_strings_and_escapes() {
+        assert_eq!(nesting(br#"{"a":"[[[{{","b":[1,[2]]}"#), 3);
+        assert_eq!(nesting(br#"["\"[", {"k\\":[]}]"#), 3);
+        assert_eq!(nesting(deep(100_000).as_bytes()), 100_000);
+        assert_eq!(nesting(b"12"), 0);
+    }
+
+    #[test]
+    fn a_value_at_the_limit_reaches_the_server() {
+        let v = deep(MAX_VALUE_DEPTH);
+        let line = call(&format!(
+            r#"{{"predicate":"p","value":{v},"source":"s","scope":"global"}}"#
+        ));
+        assert_eq!(nesting(line.as_bytes()), MAX_FRAME_DEPTH);
+        assert!(matches!(frame(line.as_bytes()), Frame::Message(_)));
+    }
+
+    #[test]
+    fn a_deeper_call_is_a_tool_error_with_its_id() {
+        for levels in [MAX_VALUE_DEPTH + 1, 200, 100_000] {
+            let line = call(&format!(r#"{{"predicate":"p","value":{}}}"#, deep(levels)));
+            let a = answer(frame(line.as_bytes()));
+            assert_eq!(a["id"], 7, "{a}");
+            assert_eq!(a["result"]["isError"], true, "{a}");
+            let text = a["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(text.contains("at most 127 levels"), "{text}");
+        }
+        // Objects nest the same way.
+        let mut obj = "1".to_string();
+        for _ in 0..200 {
+            obj = format!(r#"{{"a":{obj}}}"#);
+        }
+        let a = answer(frame(call(&format!(r#"{{"value":{obj}}}"#)).as_bytes()));
+        assert_eq!(a["result"]["isError"], true);
+    }
+
+    #[test]
+    fn a_deep_request_of_another_method_is_an_invalid_request() {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":"x1","method":"resources/list","params":{}}}"#,
+            deep(300)
+        );
+        let a = answer(frame(line.as_bytes()));
+        assert_eq!(a["id"], "x1");
+        assert_eq!(a["error"]["code"], -32600);
+    }
+
+    #[test]
+    fn arguments_that_are_not_an_object_are_invalid_params() {
+        for args in [r#""predicate=pm""#, "[1]", "3", "true"] {
+            let a = answer(frame(call(args).as_bytes()));
+            assert_eq!(a["id"], 7);
+            assert_eq!(a["error"]["code"], -32602, "{a}");
+            assert!(
+                a["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("must be an object"),
+                "{a}"
+            );
+        }
+        assert!(matches!(frame(call("null").as_bytes()), Frame::Message(_)));
+    }
+
+    #[test]
+    fn garbage_and_unknown_notifications_are_ignored() {
+        assert!(matches!(frame(b"not json"), Frame::Ignore(_)));
+        assert!(matches!(frame(b"{\"a\":"), Frame::Ignore(_)));
+        let n = br#"{"jsonrpc":"2.0","method":"$/lsp/thing","params":{}}"#;
+        assert!(!matches!(frame(n), Frame::Answer(_)));
+        // A deep notification has no id to answer.
+        let n = format!(r#"{{"jsonrpc":"2.0","method":"x","params":{}}}"#, deep(500));
+        assert!(matches!(frame(n.as_bytes()), Frame::Ignore(_)));
+    }
+
+    #[test]
+    fn flatten_keeps_the_top_level() {
+        let t = br#"{"id":3,"s":"[{\"","p":{"a":[1,{"b":2}]},"m":"x"}"#;
+        let v: Value = serde_json::from_slice(&flatten_below(t, 1)).unwrap();
+        assert_eq!(v, serde_json::json!({"id":3,"s":"[{\"","p":null,"m":"x"}));
+    }
+
+    #[test]
+    fn read_line_bounds_a_line_and_keeps_the_next() {
+        let big = vec![b'x'; MAX_LINE + 10];
+        let mut input = Vec::new();
+        input.extend_from_slice(&big);
+        input.extend_from_slice(b"\n{\"ok\":1}\nlast");
+        let mut r = std::io::BufReader::new(&input[..]);
+        let mut line = Vec::new();
+        assert_eq!(read_line(&mut r, &mut line).unwrap(), Some(false));
+        line.clear();
+        assert_eq!(read_line(&mut r, &mut line).unwrap(), Some(true));
+        assert_eq!(line, b"{\"ok\":1}");
+        line.clear();
+        assert_eq!(read_line(&mut r, &mut line).unwrap(), Some(true));
+        assert_eq!(line, b"last");
+        line.clear();
+        assert_eq!(read_line(&mut r, &mut line).unwrap(), None);
+    }
+}
