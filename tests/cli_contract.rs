@@ -582,3 +582,114 @@ fn a_closed_stdout_is_not_a_panic() {
         assert_ne!(o.status.code(), Some(101), "{args:?}");
     }
 }
+
+#[test]
+fn an_empty_raw_is_absent_in_write_and_apply_alike() {
+    let db = TestDb::new();
+    db.write_with(U, "editor", "helix", "global", "t:1", &["--raw", ""]);
+    db.write_with(U, "shell", "fish", "global", "t:2", &["--raw", "   "]);
+    let line = json!({"subject": U, "predicate": "pager", "value": "less", "scope": "global", "source": "t:3", "raw": ""});
+    let outs = db
+        .run_stdin(&["apply", "-"], format!("{line}\n").as_bytes())
+        .ok()
+        .json_lines();
+    assert_eq!(outs[0]["outcome"], "inserted", "{outs:?}");
+    let list = db.list(&[]);
+    assert_eq!(list.len(), 3);
+    for r in &list {
+        assert!(r["raw"].is_null(), "empty words are no words: {r}");
+    }
+}
+
+/// Overwrites `len` bytes of the database file at `offset` (no other process has it open).
+fn scribble(db: &TestDb, offset: u64, len: usize) {
+    use std::io::{Seek, SeekFrom};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&db.path)
+        .unwrap();
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    f.write_all(&vec![0xA5; len]).unwrap();
+}
+
+/// A database of a few hundred records, checkpointed into the main file.
+fn filled() -> TestDb {
+    let db = TestDb::new();
+    let lines: String = (0..400)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"subject": U, "predicate": format!("p{i}"), "value": "v".repeat(200), "scope": "global", "source": "s"})
+            )
+        })
+        .collect();
+    db.run_stdin(&["apply", "-"], lines.as_bytes()).ok();
+    // The last connection to close checkpoints the WAL and removes it.
+    assert!(!db.sibling(&format!("{}-wal", db.path.file_name().unwrap().to_str().unwrap())).exists());
+    db
+}
+
+#[test]
+fn check_reports_physical_damage_as_a_failed_check() {
+    let db = filled();
+    let report = db.check().1;
+    assert_eq!(report["integrity"]["ok"], true, "{report}");
+    assert_eq!(report["integrity"]["mode"], "quick");
+    let pages = std::fs::metadata(&db.path).unwrap().len() / 4096;
+    assert!(pages > 8, "{pages} pages");
+    // Damage a page in the middle of the data.
+    scribble(&db, (pages / 2) * 4096, 4096);
+    for args in [&["check", "--json"][..], &["check", "--json", "--full"]] {
+        let r = db.run(args);
+        assert_eq!(r.code, 1, "{r:?}");
+        let report = r.json();
+        assert_eq!(report["ok"], false, "{report}");
+        assert_eq!(report["integrity"]["ok"], false, "{report}");
+        assert!(!report["integrity"]["problems"].as_array().unwrap().is_empty());
+    }
+    let r = db.run(&["check"]);
+    assert_eq!(r.code, 1);
+    let damaged: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("DAMAGED")).collect();
+    assert_eq!(damaged.len(), 1, "{}", r.stdout);
+    assert!(damaged[0].contains("restore a backup"), "{}", damaged[0]);
+}
+
+#[test]
+fn check_reports_a_file_too_damaged_to_open() {
+    let db = filled();
+    // The schema's own page, past the 100-byte header: SQLite cannot read what tables exist.
+    scribble(&db, 100, 4096 - 100);
+    let r = db.run(&["check", "--json"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.is_empty(), "the damage is the answer, not an error: {}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["integrity"]["ok"], false);
+    let r = db.run(&["check"]);
+    assert_eq!(r.code, 1);
+    assert!(r.stdout.starts_with("DAMAGED: the database file is damaged"), "{}", r.stdout);
+}
+
+#[test]
+fn durability_is_full_unless_traded_away_and_check_says_which() {
+    let db = TestDb::new();
+    db.init();
+    let (_, report) = db.check();
+    assert_eq!(report["metrics"]["durability"], "full", "{report}");
+    let r = db.run(&["settings", "--json"]).ok();
+    assert_eq!(r.json()["durability"], "full");
+    db.run(&["settings", "set", "durability", "normal"]).ok();
+    assert_eq!(db.check().1["metrics"]["durability"], "normal");
+    // A connection opened now syncs at checkpoints only; the store says so.
+    let store = open_store(&db.path);
+    assert_eq!(store.durability().unwrap(), memscope::store::Durability::Normal);
+    drop(store);
+    db.run(&["settings", "set", "durability", "FULL"]).ok();
+    assert_eq!(db.check().1["metrics"]["durability"], "full");
+    let store = open_store(&db.path);
+    assert_eq!(store.durability().unwrap(), memscope::store::Durability::Full);
+    db.run(&["settings", "set", "durability", "sometimes"])
+        .fails_with(2, &["durability must be full or normal"]);
+    db.run(&["settings", "set", "colour", "red"])
+        .fails_with(2, &["unknown setting", "durability"]);
+}

@@ -274,7 +274,10 @@ impl RawSession {
                 .lines
                 .recv_timeout(Duration::from_secs(30))
                 .unwrap_or_else(|e| panic!("no answer to request {id} ({e}); before: {others:?}"));
-            let msg: Value = serde_json::from_str(&line)
+            // An answer echoes a value as deep as the request carried it.
+            let mut de = serde_json::Deserializer::from_str(&line);
+            de.disable_recursion_limit();
+            let msg: Value = serde::Deserialize::deserialize(&mut de)
                 .unwrap_or_else(|e| panic!("the server wrote a non-JSON line ({e}): {line}"));
             if msg["id"] == json!(id) {
                 return (msg, others);
@@ -454,4 +457,88 @@ fn the_server_holds_no_read_transaction_while_idle() {
     );
     let (code, _) = s.finish();
     assert_eq!(code, 0);
+}
+
+/// `[[…[1]…]]`, `levels` deep.
+fn nested(levels: usize) -> Value {
+    let text = format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
+    let mut de = serde_json::Deserializer::from_str(&text);
+    de.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut de).expect("nested JSON")
+}
+
+#[test]
+fn every_request_gets_an_answer_however_deep_or_misshapen() {
+    let db = TestDb::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(&db, tmp.path(), &["--subject", "user:42"]));
+    s.initialize();
+    let remember = |predicate: &str, value: Value| {
+        json!({"name": "remember", "arguments": {
+            "predicate": predicate, "value": value, "scope": "global", "source": "thread:9"}})
+    };
+    // 127 levels is what memscope reads back, so it is stored.
+    let r = s.request(2, "tools/call", remember("deep_ok", nested(127)));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(r["result"]["structuredContent"]["outcome"], "inserted");
+    // Deeper values were dropped unanswered; now each is a tool error naming the limit.
+    let mut id = 3;
+    for levels in [128, 200, 5_000] {
+        let r = s.request(id, "tools/call", remember("deep_no", nested(levels)));
+        assert_eq!(r["result"]["isError"], true, "{levels}: {r}");
+        assert!(
+            tool_text(&r).contains("at most 127 levels"),
+            "{levels}: {r}"
+        );
+        id += 1;
+    }
+    let mut obj = json!("x");
+    for _ in 0..200 {
+        obj = json!({ "a": obj });
+    }
+    let r = s.request(id, "tools/call", remember("deep_obj", obj));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    id += 1;
+    // Arguments that are not an object: invalid params, not "method not found".
+    for args in [json!("predicate=pm"), json!(["pm"]), json!(3)] {
+        let r = s.request(
+            id,
+            "tools/call",
+            json!({"name": "remember", "arguments": args}),
+        );
+        assert_eq!(r["error"]["code"], -32602, "{args}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("`arguments` must be an object"),
+            "{r}"
+        );
+        id += 1;
+    }
+    // An empty `raw` is no words, as in `write` and `apply`.
+    let r = s.request(
+        id,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": "editor", "value": "helix", "scope": "global", "source": "thread:9", "raw": ""}}),
+    );
+    assert_eq!(r["result"]["structuredContent"]["outcome"], "inserted", "{r}");
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+
+    // (`list --json` would print the deep value 129 levels deep: read the rows with SQL.)
+    let sql = db.sql();
+    let rows: Vec<(String, Option<String>, String)> = sql
+        .prepare("SELECT predicate, raw, value FROM memories ORDER BY predicate")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].0, "deep_ok");
+    assert_eq!(rows[0].2, nested(127).to_string());
+    assert_eq!((rows[1].0.as_str(), &rows[1].1), ("editor", &None));
+    db.assert_check_ok();
 }
