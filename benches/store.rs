@@ -75,11 +75,16 @@ fn remove_db(path: &Path) {
 }
 
 fn raw_connection(path: &Path) -> Connection {
+    raw_connection_synced(path, "NORMAL")
+}
+
+/// The baseline connection, syncing as `synchronous` says (FULL or NORMAL).
+fn raw_connection_synced(path: &Path, synchronous: &str) -> Connection {
     remove_db(path);
     let c = Connection::open(path).expect("open raw db");
     c.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
         .expect("wal");
-    c.pragma_update(None, "synchronous", "NORMAL")
+    c.pragma_update(None, "synchronous", synchronous)
         .expect("sync");
     c.pragma_update(None, "secure_delete", "ON")
         .expect("secure_delete");
@@ -117,12 +122,17 @@ fn request(i: usize, identities: usize) -> WriteRequest {
     }
 }
 
-fn bench_single_writes(dir: &Path, n: usize) -> Paired {
+/// Single writes, one transaction each, at `durability` (full | normal), against raw one-row
+/// INSERT transactions that sync the same way.
+fn bench_single_writes(dir: &Path, n: usize, durability: &str) -> Paired {
     let mut rates = Paired::default();
     for round in 0..5 {
-        let path = dir.join(format!("single-{round}.db"));
+        let path = dir.join(format!("single-{durability}-{round}.db"));
         remove_db(&path);
         let mut store = Store::open(&path, OpenMode::Create).expect("open store");
+        store
+            .set_user_setting("durability", durability)
+            .expect("durability");
         store.set_assert_invariants(false);
         // Half inserts, half supersedes: identities repeat once.
         let reqs: Vec<WriteRequest> = (0..n).map(|i| request(i, n / 2)).collect();
@@ -133,8 +143,8 @@ fn bench_single_writes(dir: &Path, n: usize) -> Paired {
         let store_rate = n as f64 / t.elapsed().as_secs_f64();
         drop(store);
 
-        let raw_path = dir.join(format!("raw-single-{round}.db"));
-        let c = raw_connection(&raw_path);
+        let raw_path = dir.join(format!("raw-single-{durability}-{round}.db"));
+        let c = raw_connection_synced(&raw_path, &durability.to_ascii_uppercase());
         let t = Instant::now();
         for (i, r) in reqs.iter().enumerate() {
             c.execute_batch("BEGIN IMMEDIATE").expect("begin");
@@ -348,10 +358,26 @@ fn main() {
         .unwrap_or(1_000_000);
     let dir = fresh_dir();
 
-    let single = bench_single_writes(&dir, 5_000);
+    // Acknowledged means durable by default: every commit syncs the WAL.
+    let full = bench_single_writes(&dir, 2_000, "full");
     println!(
         "{}",
-        single.report("single writes", "writes", "raw one-row INSERT", Some(0.5))
+        full.report(
+            "single writes, durability full (the default)",
+            "writes",
+            "raw one-row INSERT, synchronous = FULL",
+            Some(0.5)
+        )
+    );
+    let normal = bench_single_writes(&dir, 5_000, "normal");
+    println!(
+        "{}",
+        normal.report(
+            "single writes, durability normal",
+            "writes",
+            "raw one-row INSERT, synchronous = NORMAL",
+            Some(0.5)
+        )
     );
 
     let (vs_bulk, vs_schema) = bench_apply(&dir, 100_000);

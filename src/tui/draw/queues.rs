@@ -336,7 +336,11 @@ pub fn check(frame: &mut Frame<'_>, body: Rect, app: &App) {
                 lines.push(plain("✗ the file is damaged", error_style(), max));
                 lines.push(plain(&integrity.sentence(), Style::new(), max));
             } else if report.ok {
-                lines.push(plain("✓ all six invariants hold", good(), max));
+                lines.push(plain(
+                    "✓ the file is intact and all six invariants hold",
+                    good(),
+                    max,
+                ));
             } else {
                 lines.push(plain(
                     &format!("✗ {} violation(s)", report.violations.len()),
