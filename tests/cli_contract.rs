@@ -625,7 +625,12 @@ fn filled() -> TestDb {
         .collect();
     db.run_stdin(&["apply", "-"], lines.as_bytes()).ok();
     // The last connection to close checkpoints the WAL and removes it.
-    assert!(!db.sibling(&format!("{}-wal", db.path.file_name().unwrap().to_str().unwrap())).exists());
+    assert!(!db
+        .sibling(&format!(
+            "{}-wal",
+            db.path.file_name().unwrap().to_str().unwrap()
+        ))
+        .exists());
     db
 }
 
@@ -645,11 +650,18 @@ fn check_reports_physical_damage_as_a_failed_check() {
         let report = r.json();
         assert_eq!(report["ok"], false, "{report}");
         assert_eq!(report["integrity"]["ok"], false, "{report}");
-        assert!(!report["integrity"]["problems"].as_array().unwrap().is_empty());
+        assert!(!report["integrity"]["problems"]
+            .as_array()
+            .unwrap()
+            .is_empty());
     }
     let r = db.run(&["check"]);
     assert_eq!(r.code, 1);
-    let damaged: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("DAMAGED")).collect();
+    let damaged: Vec<&str> = r
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("DAMAGED"))
+        .collect();
     assert_eq!(damaged.len(), 1, "{}", r.stdout);
     assert!(damaged[0].contains("restore a backup"), "{}", damaged[0]);
 }
@@ -661,13 +673,22 @@ fn check_reports_a_file_too_damaged_to_open() {
     scribble(&db, 100, 4096 - 100);
     let r = db.run(&["check", "--json"]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stderr.is_empty(), "the damage is the answer, not an error: {}", r.stderr);
+    assert!(
+        r.stderr.is_empty(),
+        "the damage is the answer, not an error: {}",
+        r.stderr
+    );
     let report = r.json();
     assert_eq!(report["ok"], false);
     assert_eq!(report["integrity"]["ok"], false);
     let r = db.run(&["check"]);
     assert_eq!(r.code, 1);
-    assert!(r.stdout.starts_with("DAMAGED: the database file is damaged"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .starts_with("DAMAGED: the database file is damaged"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -682,12 +703,18 @@ fn durability_is_full_unless_traded_away_and_check_says_which() {
     assert_eq!(db.check().1["metrics"]["durability"], "normal");
     // A connection opened now syncs at checkpoints only; the store says so.
     let store = open_store(&db.path);
-    assert_eq!(store.durability().unwrap(), memscope::store::Durability::Normal);
+    assert_eq!(
+        store.durability().unwrap(),
+        memscope::store::Durability::Normal
+    );
     drop(store);
     db.run(&["settings", "set", "durability", "FULL"]).ok();
     assert_eq!(db.check().1["metrics"]["durability"], "full");
     let store = open_store(&db.path);
-    assert_eq!(store.durability().unwrap(), memscope::store::Durability::Full);
+    assert_eq!(
+        store.durability().unwrap(),
+        memscope::store::Durability::Full
+    );
     db.run(&["settings", "set", "durability", "sometimes"])
         .fails_with(2, &["durability must be full or normal"]);
     db.run(&["settings", "set", "colour", "red"])

@@ -523,7 +523,10 @@ fn every_request_gets_an_answer_however_deep_or_misshapen() {
         json!({"name": "remember", "arguments": {
             "predicate": "editor", "value": "helix", "scope": "global", "source": "thread:9", "raw": ""}}),
     );
-    assert_eq!(r["result"]["structuredContent"]["outcome"], "inserted", "{r}");
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "inserted",
+        "{r}"
+    );
     let (code, _) = s.finish();
     assert_eq!(code, 0);
 
