@@ -74,8 +74,9 @@ fn remove_db(path: &Path) {
     }
 }
 
+/// The baseline connection with the store's default settings (durability full).
 fn raw_connection(path: &Path) -> Connection {
-    raw_connection_synced(path, "NORMAL")
+    raw_connection_synced(path, "FULL")
 }
 
 /// The baseline connection, syncing as `synchronous` says (FULL or NORMAL).

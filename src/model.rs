@@ -505,6 +505,9 @@ pub struct DeleteReport {
     pub tombstoned: Vec<TombstoneRef>,
     pub purged_versions: i64,
     pub purged_pending: i64,
+    /// Read-log notes destroyed with the content they may repeat (the reads stay).
+    #[serde(default)]
+    pub purged_notes: i64,
     /// False when an open reader blocked the WAL truncation; the debt is recorded and paid later.
     pub disk_purged: bool,
 }
@@ -518,6 +521,9 @@ pub struct DeletePreview {
     pub raw_texts: i64,
     pub events: i64,
     pub pending_items: i64,
+    /// Read-log notes the delete destroys.
+    #[serde(default)]
+    pub read_notes: i64,
 }
 
 /// Cuts `s` to at most `max` characters, marking the cut with an ellipsis.

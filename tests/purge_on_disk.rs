@@ -1,5 +1,6 @@
-//! Deletion destroys the bytes (SPEC §5): canary strings placed in `raw`, in a superseded value,
-//! in a stale event, in a confirmation and in a pending item appear in no database file
+//! Deletion destroys the bytes (README, "delete"): canary strings placed in `raw`, in a
+//! superseded value, in a stale event, in a confirmation, in a pending item and in the note of
+//! an agent's read appear in no database file
 //! (`.db`, `-wal`, `-shm`) after the delete — and are found there before it, so these tests can
 //! fail.
 
@@ -21,6 +22,7 @@ struct Canaries {
     confirmed: String,
     pending: String,
     long: String,
+    note: String,
 }
 
 impl Canaries {
@@ -32,6 +34,7 @@ impl Canaries {
             confirmed: unique("确认-canary-"),
             pending: unique("待定金丝雀-pending-"),
             long: unique("长金丝雀-overflow-"),
+            note: unique("读日志-note-canary-"),
         }
     }
 
@@ -43,6 +46,7 @@ impl Canaries {
             ("confirmation raw", &self.confirmed),
             ("pending item", &self.pending),
             ("100 KB superseded value", &self.long),
+            ("read-log note", &self.note),
         ]
     }
 }
@@ -115,6 +119,22 @@ fn plant_with_cli(db: &TestDb, c: &Canaries) {
         "thread:23/message:15",
     );
     assert_eq!(out["outcome"], "superseded");
+    // An agent's note repeats what it was told, in the repository (its chain has global too).
+    db.run(&[
+        "resolve",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--repo",
+        "legacy-dashboard",
+        "--log",
+        "--agent",
+        "claude-code",
+        "--note",
+        &format!("installs with npm ci {}", c.note),
+    ])
+    .ok();
     // A neighbour that must survive the delete.
     db.write(U, "formatter", "biome", "global", "thread:27/message:11");
 }
@@ -162,7 +182,12 @@ fn deleting_a_predicate_leaves_its_content_in_no_database_file() {
         "--json",
     ]);
     assert_eq!(report["purged_pending"], 1, "{report:#}");
+    assert_eq!(report["purged_notes"], 1, "{report:#}");
     assert_gone(&db, &c);
+    // The read itself stays in the log, without its words.
+    let reads = as_array(db.json(&["reads", "--json"]));
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert!(reads[0]["note"].is_null(), "{reads:?}");
 
     // A write to the tombstone carrying a fresh canary is rejected and stores none of it.
     let late = unique("复活金丝雀-");
@@ -281,6 +306,9 @@ fn library_delete_purges_while_the_store_stays_open() {
         .unwrap();
     store
         .write(&req(U, PM, json!("npm again"), "global", "s:7"))
+        .unwrap();
+    store
+        .resolve_logged(U, PM, Some("web-app"), None, Some("agent"), Some(&c.note))
         .unwrap();
     assert_present(&db, &c);
 
@@ -476,5 +504,82 @@ fn retention_gc_purges_old_history_content_from_disk() {
     let cur = db.list(&[]);
     assert_eq!(cur[0]["value"], "npm");
     assert_eq!(cur[0]["raw"], recent.as_str());
+    db.assert_check_ok();
+}
+
+#[test]
+fn a_delete_blanks_exactly_the_notes_that_can_have_seen_its_content() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "t:1");
+    db.write(U, PM, "npm", "repo:legacy-dashboard", "t:2");
+    db.write(U, "formatter", "biome", "global", "t:3");
+    let read = |predicate: &str, repo: &str, note: &str| {
+        db.run(&[
+            "resolve",
+            "--subject",
+            U,
+            "--predicate",
+            predicate,
+            "--repo",
+            repo,
+            "--log",
+            "--agent",
+            "a",
+            "--note",
+            note,
+        ])
+        .ok();
+    };
+    let in_repo = unique("在仓库里读到 npm-");
+    let elsewhere = unique("web-app read pnpm-");
+    let other = unique("formatter biome-");
+    read(PM, "legacy-dashboard", &in_repo);
+    read(PM, "web-app", &elsewhere);
+    read("formatter", "legacy-dashboard", &other);
+
+    // The preview counts what the delete will blank.
+    let target = DeleteTarget::Identity(Identity {
+        subject: U.into(),
+        predicate: PM.into(),
+        scope: Scope::Repo("legacy-dashboard".into()),
+    });
+    let preview = open_store(&db.path).delete_preview(&target).unwrap();
+    assert_eq!(preview.read_notes, 1, "{preview:?}");
+
+    let report = db.json(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "repo:legacy-dashboard",
+        "--json",
+    ]);
+    assert_eq!(report["purged_notes"], 1, "{report:#}");
+    assert!(find_on_disk(&db.path, &in_repo).is_empty());
+    // A read in another repository never saw repo:legacy-dashboard; another predicate neither.
+    assert!(!find_on_disk(&db.path, &elsewhere).is_empty());
+    assert!(!find_on_disk(&db.path, &other).is_empty());
+
+    // Deleting the global identity reaches every read of the predicate.
+    let report = db.json(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "global",
+        "--json",
+    ]);
+    assert_eq!(report["purged_notes"], 1, "{report:#}");
+    assert!(find_on_disk(&db.path, &elsewhere).is_empty());
+    assert!(!find_on_disk(&db.path, &other).is_empty());
+    assert_eq!(
+        as_array(db.json(&["reads", "--json"])).len(),
+        3,
+        "the reads stay"
+    );
     db.assert_check_ok();
 }

@@ -122,6 +122,11 @@ fn export_then_import_round_trips_the_demo() {
         dst.fingerprint(),
         "every table row survives"
     );
+    // The read log travels too: the audit trail of the incident survives a move.
+    let reads = src.json(&["reads", "--json"]);
+    assert!(!as_array(reads.clone()).is_empty(), "the demo logs reads");
+    assert!(text.lines().any(|l| l.contains(r#""table":"reads""#)));
+    assert_eq!(reads, dst.json(&["reads", "--json"]));
     // The imported database keeps working: the clock continues, tombstones still hold.
     let next: i64 = dst.run(&["seq"]).ok().stdout.trim().parse().unwrap();
     let src_clock: i64 = src

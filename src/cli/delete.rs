@@ -71,8 +71,8 @@ pub fn delete(store: &mut Store, a: DeleteArgs) -> Result<i32> {
             );
         }
         println!(
-            "purged {} version(s) and {} pending item(s)",
-            report.purged_versions, report.purged_pending
+            "purged {} version(s), {} pending item(s) and {} read-log note(s)",
+            report.purged_versions, report.purged_pending, report.purged_notes
         );
     }
     if !report.disk_purged {

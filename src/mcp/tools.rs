@@ -477,7 +477,7 @@ impl Tools {
             .delete(&target, Some(&reason))
             .map_err(|e| format!("forget failed, nothing was deleted: {e:#}"))?;
         let mut text = format!(
-            "forgotten: {}. Purged {} version(s) and {} pending item(s); later writes to it are rejected until a human restores it.",
+            "forgotten: {}. Purged {} version(s), {} pending item(s) and {} read-log note(s); later writes to it are rejected until a human restores it.",
             report
                 .tombstoned
                 .iter()
@@ -485,7 +485,8 @@ impl Tools {
                 .collect::<Vec<_>>()
                 .join(", "),
             report.purged_versions,
-            report.purged_pending
+            report.purged_pending,
+            report.purged_notes
         );
         if !report.disk_purged {
             text.push_str(

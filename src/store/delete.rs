@@ -124,6 +124,52 @@ fn pending_of_target(conn: &Connection, target: &DeleteTarget) -> Result<Vec<i64
     Ok(ids)
 }
 
+/// The reads whose notes a delete destroys (README, "delete"): an agent's note may repeat the
+/// value it was told, so every note that can have seen the deleted content goes with it —
+/// every read of the subject (a subject delete), of the predicate (a predicate delete), or
+/// whose resolution chain included the identity: a global identity is in every chain of its
+/// predicate, `repo:X` in the chains of reads made in X, `task:Y` likewise.
+/// Returns a WHERE clause over `reads` and its parameters.
+fn covered_reads(target: &DeleteTarget) -> (&'static str, Vec<String>) {
+    match target {
+        DeleteTarget::Subject(s) => ("subject = ?1", vec![s.clone()]),
+        DeleteTarget::Predicate { subject, predicate } => (
+            "subject = ?1 AND predicate = ?2",
+            vec![subject.clone(), predicate.clone()],
+        ),
+        DeleteTarget::Identity(id) => {
+            let (sql, place) = match &id.scope {
+                Scope::Global => ("subject = ?1 AND predicate = ?2", None),
+                Scope::Repo(r) => ("subject = ?1 AND predicate = ?2 AND repo = ?3", Some(r)),
+                Scope::Task(t) => ("subject = ?1 AND predicate = ?2 AND task = ?3", Some(t)),
+            };
+            let mut params = vec![id.subject.clone(), id.predicate.clone()];
+            params.extend(place.cloned());
+            (sql, params)
+        }
+    }
+}
+
+/// How many notes a delete of `target` would destroy.
+fn covered_notes(conn: &Connection, target: &DeleteTarget) -> Result<i64> {
+    let (filter, params) = covered_reads(target);
+    Ok(conn.query_row(
+        &format!("SELECT count(*) FROM reads WHERE note IS NOT NULL AND {filter}"),
+        rusqlite::params_from_iter(params.iter()),
+        |r| r.get(0),
+    )?)
+}
+
+/// Destroys the notes a delete of `target` covers; the reads themselves stay (who read what
+/// version when), their words do not.
+fn purge_covered_notes(conn: &Connection, target: &DeleteTarget) -> Result<i64> {
+    let (filter, params) = covered_reads(target);
+    Ok(conn.execute(
+        &format!("UPDATE reads SET note = NULL WHERE note IS NOT NULL AND {filter}"),
+        rusqlite::params_from_iter(params.iter()),
+    )? as i64)
+}
+
 fn normalize_target(store: &Store, target: &DeleteTarget) -> Result<DeleteTarget> {
     let subj = |s: &str| crate::model::normalize_subject(s).map_err(|e| anyhow!(e));
     Ok(match target {
@@ -174,6 +220,7 @@ impl Store {
             )?);
         }
         p.pending_items = pending.len() as i64;
+        p.read_notes = covered_notes(&self.conn, &target)?;
         p.identities = ids;
         Ok(p)
     }
@@ -218,6 +265,7 @@ impl Store {
             tombstoned: vec![],
             purged_versions: 0,
             purged_pending: 0,
+            purged_notes: 0,
             disk_purged: true,
         };
         // The `deleted` events record the causal clock: the events they purge may be the ones
@@ -291,6 +339,7 @@ impl Store {
         for pid in pending_of_target(&tx, &target)? {
             report.purged_pending += tx.execute("DELETE FROM pending WHERE id = ?1", [pid])? as i64;
         }
+        report.purged_notes = purge_covered_notes(&tx, &target)?;
         // The debt is recorded up front and cleared once the truncation completes.
         tx.execute(
             "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",

@@ -21,6 +21,8 @@ const TABLES: &[&str] = &[
     "history",
     "pending",
     "tombstones",
+    // The read log: the audit trail of every incident travels with the memory it explains.
+    "reads",
     "metrics",
 ];
 
@@ -85,7 +87,7 @@ impl Store {
     /// database, a dump from another schema version, or a dump that fails `check`.
     pub fn import(&mut self, input: &mut dyn BufRead) -> Result<ImportReport> {
         let (has_rows,): (i64,) = self.conn.query_row(
-            "SELECT (SELECT count(*) FROM memories) + (SELECT count(*) FROM history) + (SELECT count(*) FROM tombstones) + (SELECT count(*) FROM pending)",
+            "SELECT (SELECT count(*) FROM memories) + (SELECT count(*) FROM history) + (SELECT count(*) FROM tombstones) + (SELECT count(*) FROM pending) + (SELECT count(*) FROM reads)",
             [],
             |r| Ok((r.get(0)?,)),
         )?;

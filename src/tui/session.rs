@@ -229,10 +229,11 @@ impl Session {
             Curation::Delete(target) => {
                 let r = self.store.delete(target, Some(DELETE_REASON))?;
                 let mut m = format!(
-                    "deleted: {} tombstoned, {} purged, {} dropped",
+                    "deleted: {} tombstoned, {} purged, {} dropped, {} blanked",
                     plural(r.tombstoned.len() as i64, "identity", "identities"),
                     plural(r.purged_versions, "version", "versions"),
                     plural(r.purged_pending, "pending item", "pending items"),
+                    plural(r.purged_notes, "read-log note", "read-log notes"),
                 );
                 if !r.disk_purged {
                     m.push_str(

@@ -157,6 +157,14 @@ fn preview_lines(p: &DeletePreview, max: usize) -> Vec<Line<'static>> {
         max,
     ));
     lines.push(plain(
+        &format!(
+            "• blank {} of agents' reads (the reads stay)",
+            plural(p.read_notes, "note", "notes")
+        ),
+        Style::new(),
+        max,
+    ));
+    lines.push(plain(
         "• checkpoint and truncate the WAL, so no copy stays in any file",
         Style::new(),
         max,
