@@ -257,3 +257,217 @@ fn an_export_from_schema_v2_imports_and_an_unknown_version_is_refused() {
         "a refused import writes no memory"
     );
 }
+
+/// An export of a small story: a confirmed preference, a pending item, a deleted memory.
+fn story_export() -> (TestDb, Vec<Value>) {
+    let src = TestDb::new();
+    src.write_with(
+        U42,
+        PM,
+        "pnpm",
+        "global",
+        "thread:1",
+        &["--raw", "默认用 pnpm"],
+    );
+    src.write(U42, PM, "pnpm", "global", "thread:2");
+    src.write_ambiguous(
+        U42,
+        PM,
+        "npm",
+        "global,repo:web-app",
+        "thread:3",
+        "以后都用 npm",
+    );
+    src.write(U42, "coffee", "oat latte", "global", "thread:4");
+    src.write(U42, "coffee", "espresso", "repo:web-app", "thread:5");
+    src.run(&[
+        "resolve",
+        "--subject",
+        U42,
+        "--predicate",
+        PM,
+        "--log",
+        "--agent",
+        "a",
+    ])
+    .ok();
+    for scope in ["global", "repo:web-app"] {
+        src.run(&[
+            "delete",
+            "--subject",
+            U42,
+            "--predicate",
+            "coffee",
+            "--scope",
+            scope,
+        ])
+        .ok();
+    }
+    let lines = src
+        .run(&["export"])
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (src, lines)
+}
+
+const U42: &str = "user:42";
+const PM: &str = "package_manager";
+
+/// The index of the first line of `table` that `pick` accepts.
+fn line_of(lines: &[Value], table: &str, pick: impl Fn(&Value) -> bool) -> usize {
+    lines
+        .iter()
+        .position(|l| l["table"] == table && pick(l))
+        .unwrap_or_else(|| panic!("no {table} line to edit"))
+}
+
+#[test]
+fn import_accepts_only_what_the_write_path_could_have_written_and_names_the_line() {
+    let (src, clean) = story_export();
+    type Edit = Box<dyn Fn(&mut Vec<Value>) -> usize>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "confirmed_seq raised past the clock",
+            Box::new(|l| {
+                let i = line_of(l, "memories", |_| true);
+                l[i]["confirmed_seq"] = json!(999);
+                i
+            }),
+            "above the database's causal clock",
+        ),
+        (
+            "causal clock at the largest integer",
+            Box::new(|l| {
+                let i = line_of(l, "settings", |r| r["key"] == "causal_clock");
+                l[i]["value"] = json!(i64::MAX.to_string());
+                i
+            }),
+            "causal number",
+        ),
+        (
+            "an alias chain",
+            Box::new(|l| {
+                let i = line_of(l, "predicate_aliases", |_| true);
+                let mut row = l[i].clone();
+                row["alias"] = json!("zz_top");
+                row["canonical"] = json!("pkg_manager");
+                l.insert(i, row);
+                i
+            }),
+            "aliases are one step deep",
+        ),
+        (
+            "a subject with a terminal escape",
+            Box::new(|l| {
+                let i = line_of(l, "memories", |_| true);
+                l[i]["subject"] = json!("user:42\u{1b}[2J");
+                i
+            }),
+            "subject",
+        ),
+        (
+            "an open pending item whose every place was deleted",
+            Box::new(|l| {
+                let i = line_of(l, "pending", |r| r["status"] == "open");
+                l[i]["predicate"] = json!("coffee");
+                i
+            }),
+            "names only deleted scopes",
+        ),
+        (
+            "a time that is not a time",
+            Box::new(|l| {
+                let i = line_of(l, "memories", |_| true);
+                l[i]["created_at"] = json!("not a time");
+                i
+            }),
+            "not an RFC 3339 time",
+        ),
+        (
+            "an alias not in normal form",
+            Box::new(|l| {
+                let i = line_of(l, "predicate_aliases", |_| true);
+                let mut row = l[i].clone();
+                row["alias"] = json!("Pkg-Mgr");
+                l.insert(i, row);
+                i
+            }),
+            "not in normal form",
+        ),
+    ];
+    for (what, edit, words) in cases {
+        let mut lines = clean.clone();
+        let index = edit(&mut lines);
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let dump = src.sibling("edited.jsonl");
+        std::fs::write(&dump, text).unwrap();
+        let dst = TestDb::new();
+        dst.init();
+        let r = dst.run(&["import", dump.to_str().unwrap()]);
+        r.fails_with(
+            1,
+            &[
+                words,
+                &format!("line {}", index + 1),
+                "nothing was imported",
+            ],
+        );
+        assert!(
+            !r.stderr.contains('\u{1b}'),
+            "{what}: the escape is shown escaped"
+        );
+        assert_eq!(dst.sql_i64("SELECT count(*) FROM memories"), 0, "{what}");
+        assert_eq!(dst.sql_i64("SELECT count(*) FROM history"), 0, "{what}");
+    }
+}
+
+#[test]
+fn check_sees_the_same_damage_made_another_way() {
+    let (src, _) = story_export();
+    src.assert_check_ok();
+    let damages: &[(&str, &str)] = &[
+        ("UPDATE memories SET confirmed_seq = 999", "above the database's causal clock"),
+        (
+            "UPDATE settings SET value = '9223372036854775807' WHERE key = 'causal_clock'",
+            "setting causal_clock",
+        ),
+        (
+            "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ('zz_top', 'pkg_manager', '2026-01-01T00:00:00.000Z')",
+            "aliases are one step deep",
+        ),
+        (
+            "UPDATE pending SET predicate = 'coffee' WHERE status = 'open'",
+            "names only deleted scopes",
+        ),
+        ("UPDATE memories SET created_at = 'not a time'", "not an RFC 3339 time"),
+        (
+            "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ('Pkg-Mgr', 'package_manager', '2026-01-01T00:00:00.000Z')",
+            "not in normal form",
+        ),
+        ("UPDATE reads SET subject = 'user:42' || char(27)", "reads.subject"),
+        ("UPDATE settings SET value = 'sometimes' WHERE key = 'retention_days'", "whole number of days"),
+    ];
+    for (sql, words) in damages {
+        let db = TestDb::new();
+        std::fs::copy(&src.path, &db.path).unwrap();
+        rusqlite::Connection::open(&db.path)
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let (code, report) = db.check();
+        assert_eq!(code, 1, "{sql}: {report:#}");
+        let details: Vec<String> = report["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["detail"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            details.iter().any(|d| d.contains(words)),
+            "{sql}: no violation says {words:?}: {details:#?}"
+        );
+    }
+}

@@ -680,6 +680,9 @@ pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
         limit: 1000,
     };
     c.run(&Filter::All)?;
+    for p in super::fields::field_problems(conn, c.limit)? {
+        c.push(p.invariant, p.detail);
+    }
     let violations = c.violations;
     let mut metrics = BTreeMap::new();
     let count = |sql: &str| -> Result<i64> { Ok(conn.query_row(sql, [], |r| r.get(0))?) };

@@ -5,6 +5,7 @@
 mod browse;
 mod check;
 mod delete;
+mod fields;
 mod hot;
 mod incident;
 mod read;

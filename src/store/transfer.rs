@@ -101,6 +101,10 @@ impl Store {
         let mut report = ImportReport::default();
         let mut cols_cache: std::collections::HashMap<String, Vec<String>> = Default::default();
         let mut seen_header = false;
+        // Which line each row came from, by table and key columns: a rule broken after
+        // loading names the line to fix.
+        let mut row_lines: std::collections::HashMap<(String, Vec<String>), usize> =
+            Default::default();
         for (i, line) in input.lines().enumerate() {
             let line_no = i + 1;
             let line = line.with_context(|| format!("reading line {line_no} of the import"))?;
@@ -164,10 +168,37 @@ impl Store {
             tx.prepare_cached(&sql)?
                 .execute(rusqlite::params_from_iter(values.iter()))
                 .with_context(|| format!("line {line_no}: cannot insert the {table} row"))?;
+            let key_cols = super::fields::key_columns(table);
+            let key = if key_cols == ["id"] && !obj.contains_key("id") {
+                vec![tx.last_insert_rowid().to_string()]
+            } else {
+                key_cols
+                    .iter()
+                    .map(|c| match obj.get(*c) {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(Value::Null) | None => String::new(),
+                        Some(other) => other.to_string(),
+                    })
+                    .collect()
+            };
+            row_lines.insert((table.to_string(), key), line_no);
             *report.rows.entry(table.to_string()).or_default() += 1;
         }
         if !seen_header {
             bail!("the import is empty: pass a file written by `memscope export`");
+        }
+        // Every row as the write path could have written it, naming the first line that breaks
+        // a rule.
+        if let Some(p) = super::fields::field_problems(&tx, 1)?.into_iter().next() {
+            let at = row_lines
+                .get(&(p.table.to_string(), p.key.clone()))
+                .map(|n| format!("line {n}"))
+                .unwrap_or_else(|| format!("a row of {}", p.table));
+            bail!(
+                "{at} of the import breaks invariant {}: {} — nothing was imported",
+                p.invariant,
+                crate::model::escape_controls(&p.detail)
+            );
         }
         let checked = super::check::check_report(&tx)?;
         if let Some(v) = checked.violations.first() {

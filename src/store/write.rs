@@ -49,10 +49,15 @@ impl SeqBatch {
 
     /// The next number, above everything handed out or observed.
     pub fn alloc(&mut self, conn: &Connection) -> Result<i64> {
+        // Numbers stay within 2^53, what every JSON reader holds exactly (and what a writer
+        // may bring: `validate`).
         let seq = self
             .load(conn)?
             .checked_add(1)
-            .ok_or_else(|| anyhow!("the causal clock is exhausted: run `memscope check`"))?;
+            .filter(|s| *s <= MAX_CAUSAL_SEQ)
+            .ok_or_else(|| {
+                anyhow!("the causal clock is exhausted (it reached 2^53): run `memscope check`")
+            })?;
         self.next = Some(seq);
         Ok(seq)
     }

@@ -1,0 +1,326 @@
+//! The rules every stored field obeys that the write path guarantees by construction: ids in
+//! normal form, times memscope can read, causal numbers within the clock, aliases one step
+//! deep, no open pending item the user has deleted every place of, settings memscope can read.
+//! `check` proves them on the whole database; `import` runs the same rules on the rows it
+//! loads and names the line of the first row that breaks one (README, "check").
+
+use crate::model::{normalize_predicate, normalize_subject, Scope, MAX_CAUSAL_SEQ};
+use anyhow::Result;
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OptionalExtension};
+
+/// One broken field: which invariant it breaks, the row (its table and key columns, as
+/// [`row_key`] spells them) and what is wrong.
+#[derive(Debug, Clone)]
+pub(crate) struct FieldProblem {
+    pub invariant: u8,
+    pub table: &'static str,
+    pub key: Vec<String>,
+    pub detail: String,
+}
+
+/// The key columns of each table, as [`row_key`] reads them from a row.
+pub(crate) fn key_columns(table: &str) -> &'static [&'static str] {
+    match table {
+        "predicate_aliases" => &["alias"],
+        "settings" => &["key"],
+        "metrics" => &["name"],
+        "tombstones" => &["subject", "predicate", "scope"],
+        _ => &["id"],
+    }
+}
+
+/// A key column's value as text, whatever its storage type.
+fn key_text(v: ValueRef<'_>) -> String {
+    match v {
+        ValueRef::Null => String::new(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(f) => f.to_string(),
+        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
+    }
+}
+
+/// A field rule: the table, the field's column (or a SQL expression over the row), and
+/// what makes it wrong (`None` when the value is fine).
+struct Rule {
+    invariant: u8,
+    table: &'static str,
+    column: &'static str,
+    /// Rows without a value (NULL) are skipped.
+    test: FieldTest,
+}
+
+/// What is wrong with a stored text, or `None`.
+type FieldTest = fn(&str) -> Option<String>;
+
+fn subject_rule(v: &str) -> Option<String> {
+    match normalize_subject(v) {
+        Ok(n) if n == v => None,
+        Ok(n) => Some(format!(
+            "subject {} is not in normal form ({n:?})",
+            quoted(v)
+        )),
+        Err(e) => Some(format!("subject {} is not a valid subject: {e}", quoted(v))),
+    }
+}
+
+fn predicate_rule(v: &str) -> Option<String> {
+    match normalize_predicate(v) {
+        Ok(n) if n == v => None,
+        Ok(n) => Some(format!(
+            "predicate {} is not in normal form ({n:?})",
+            quoted(v)
+        )),
+        Err(e) => Some(format!("predicate {} is not valid: {e}", quoted(v))),
+    }
+}
+
+fn scope_rule(v: &str) -> Option<String> {
+    match Scope::parse(v) {
+        Ok(s) if s.to_string() == v => None,
+        Ok(s) => Some(format!(
+            "scope {} is not in canonical form ({s})",
+            quoted(v)
+        )),
+        Err(e) => Some(format!("scope {} is not valid: {e}", quoted(v))),
+    }
+}
+
+fn candidates_rule(v: &str) -> Option<String> {
+    let scopes: Vec<String> = match serde_json::from_str(v) {
+        Ok(s) => s,
+        Err(_) => return Some(format!("candidates {} are not a list of scopes", quoted(v))),
+    };
+    if scopes.len() < 2 {
+        return Some(format!(
+            "candidates {} name fewer than two scopes",
+            quoted(v)
+        ));
+    }
+    scopes.iter().find_map(|s| scope_rule(s))
+}
+
+fn time_rule(v: &str) -> Option<String> {
+    chrono::DateTime::parse_from_rfc3339(v)
+        .is_err()
+        .then(|| format!("time {} is not an RFC 3339 time", quoted(v)))
+}
+
+fn seq_rule(v: &str) -> Option<String> {
+    match v.parse::<i64>() {
+        Ok(n) if (0..=MAX_CAUSAL_SEQ).contains(&n) => None,
+        _ => Some(format!(
+            "causal number {} is outside 0 to 2^53, so the causal clock could not go on",
+            quoted(v)
+        )),
+    }
+}
+
+fn days_rule(v: &str) -> Option<String> {
+    v.parse::<u32>()
+        .is_err()
+        .then(|| format!("{} is not a whole number of days", quoted(v)))
+}
+
+fn durability_rule(v: &str) -> Option<String> {
+    (!matches!(v, "full" | "normal"))
+        .then(|| format!("durability {} is not full or normal", quoted(v)))
+}
+
+fn quoted(v: &str) -> String {
+    crate::model::shorten(&serde_json::Value::from(v).to_string(), 80)
+}
+
+const RULES: &[Rule] = &[
+    // 6. Identities are stored in normal form everywhere, not only in the current view.
+    rule(6, "memories", "subject", subject_rule),
+    rule(6, "history", "subject", subject_rule),
+    rule(6, "history", "predicate", predicate_rule),
+    rule(6, "history", "scope", scope_rule),
+    rule(6, "tombstones", "subject", subject_rule),
+    rule(6, "tombstones", "predicate", predicate_rule),
+    rule(6, "tombstones", "scope", scope_rule),
+    rule(6, "pending", "subject", subject_rule),
+    rule(6, "pending", "predicate", predicate_rule),
+    rule(6, "pending", "candidates", candidates_rule),
+    rule(6, "pending", "resolved_scope", scope_rule),
+    rule(6, "reads", "subject", subject_rule),
+    rule(6, "reads", "predicate", predicate_rule),
+    rule(6, "reads", "scope", scope_rule),
+    rule(6, "predicate_aliases", "alias", predicate_rule),
+    rule(6, "predicate_aliases", "canonical", predicate_rule),
+    // 6. Times memscope can read (as-of resolution and the timeline compare them).
+    rule(6, "memories", "created_at", time_rule),
+    rule(6, "memories", "updated_at", time_rule),
+    rule(6, "memories", "confirmed_at", time_rule),
+    rule(6, "history", "at", time_rule),
+    rule(6, "tombstones", "deleted_at", time_rule),
+    rule(6, "pending", "created_at", time_rule),
+    rule(6, "pending", "resolved_at", time_rule),
+    rule(6, "reads", "at", time_rule),
+    rule(6, "predicate_aliases", "added_at", time_rule),
+    // 2. Causal numbers the clock can go on from.
+    rule(2, "memories", "causal_seq", seq_rule),
+    rule(2, "memories", "confirmed_seq", seq_rule),
+    rule(2, "history", "causal_seq", seq_rule),
+    rule(2, "history", "clock", seq_rule),
+    rule(2, "pending", "causal_seq", seq_rule),
+];
+
+const fn rule(
+    invariant: u8,
+    table: &'static str,
+    column: &'static str,
+    test: fn(&str) -> Option<String>,
+) -> Rule {
+    Rule {
+        invariant,
+        table,
+        column,
+        test,
+    }
+}
+
+/// Settings memscope reads, with their rules.
+const SETTINGS: &[(&str, u8, FieldTest)] = &[
+    ("causal_clock", 2, seq_rule),
+    ("retention_days", 6, days_rule),
+    ("tombstone_safe_days", 6, days_rule),
+    ("durability", 6, durability_rule),
+    ("purge_debt_since", 6, time_rule),
+];
+
+/// Every field that breaks a rule, at most `limit`.
+pub(crate) fn field_problems(conn: &Connection, limit: usize) -> Result<Vec<FieldProblem>> {
+    let mut out = Vec::new();
+    for r in RULES {
+        let keys = key_columns(r.table).join(", ");
+        let sql = format!(
+            "SELECT {}, {keys} FROM {} WHERE {} IS NOT NULL",
+            r.column, r.table, r.column
+        );
+        let mut stmt = conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let text = key_text(row.get_ref(0)?);
+            if let Some(detail) = (r.test)(&text) {
+                let key = (1..=key_columns(r.table).len())
+                    .map(|i| row.get_ref(i).map(key_text))
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                out.push(FieldProblem {
+                    invariant: r.invariant,
+                    table: r.table,
+                    key,
+                    detail: format!("{}.{}: {detail}", r.table, r.column),
+                });
+                if out.len() >= limit {
+                    return Ok(out);
+                }
+            }
+        }
+    }
+    for (name, invariant, test) in SETTINGS {
+        let value: Option<String> = conn
+            .query_row("SELECT value FROM settings WHERE key = ?1", [name], |r| {
+                r.get_ref(0).map(key_text)
+            })
+            .optional()?;
+        if let Some(detail) = value.as_deref().and_then(test) {
+            out.push(FieldProblem {
+                invariant: *invariant,
+                table: "settings",
+                key: vec![name.to_string()],
+                detail: format!("setting {name}: {detail}"),
+            });
+        }
+    }
+    cross_row_problems(conn, limit, &mut out)?;
+    out.truncate(limit);
+    Ok(out)
+}
+
+/// The rules that compare a row with other rows.
+fn cross_row_problems(conn: &Connection, limit: usize, out: &mut Vec<FieldProblem>) -> Result<()> {
+    let mut query = |invariant: u8,
+                     table: &'static str,
+                     sql: &str,
+                     what: &dyn Fn(&rusqlite::Row<'_>) -> rusqlite::Result<String>|
+     -> Result<()> {
+        let width = key_columns(table).len();
+        let mut stmt = conn.prepare(sql)?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            if out.len() >= limit {
+                break;
+            }
+            let key = (0..width)
+                .map(|i| row.get_ref(i).map(key_text))
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            out.push(FieldProblem {
+                invariant,
+                table,
+                key,
+                detail: what(row)?,
+            });
+        }
+        Ok(())
+    };
+    // 6. An alias points at a canonical predicate, never at another alias: a chain would let
+    // an ordinary write store a predicate that is itself an alias.
+    query(
+        6,
+        "predicate_aliases",
+        "SELECT a.alias, a.canonical, b.canonical FROM predicate_aliases a
+         JOIN predicate_aliases b ON b.alias = a.canonical",
+        &|r| {
+            Ok(format!(
+                "alias {} points at {}, itself an alias of {}: aliases are one step deep",
+                quoted(&r.get::<_, String>(0)?),
+                quoted(&r.get::<_, String>(1)?),
+                quoted(&r.get::<_, String>(2)?)
+            ))
+        },
+    )?;
+    // 2. Nothing was confirmed or written at a causal number the clock never reached: such a
+    // number would make every later write of the identity stale.
+    const CLOCK: &str = "max(coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'), 0),
+                            coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))";
+    query(
+        2,
+        "memories",
+        &format!(
+            "SELECT id, subject, predicate, scope, max(causal_seq, coalesce(confirmed_seq, 0)), {CLOCK} AS clock
+             FROM memories WHERE max(causal_seq, coalesce(confirmed_seq, 0)) > {CLOCK}"
+        ),
+        &|r| {
+            Ok(format!(
+                "{} · {} @ {}: written or confirmed at causal number {}, above the database's causal clock {}: every later write of it would be stale",
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+                r.get::<_, i64>(4)?,
+                r.get::<_, i64>(5)?
+            ))
+        },
+    )?;
+    // 3. An open pending item keeps at least one candidate the user has not deleted: the
+    // write path refuses to queue one whose every place is tombstoned.
+    query(
+        3,
+        "pending",
+        "SELECT p.id, p.subject, p.predicate FROM pending p
+         WHERE p.status = 'open' AND json_valid(p.candidates) AND NOT EXISTS (
+             SELECT 1 FROM json_each(p.candidates) c WHERE NOT EXISTS (
+                 SELECT 1 FROM tombstones t
+                 WHERE t.subject = p.subject AND t.predicate = p.predicate AND t.scope = c.value))",
+        &|r| {
+            Ok(format!(
+                "{} · {}: open pending item #{} names only deleted scopes",
+                r.get::<_, String>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, i64>(0)?
+            ))
+        },
+    )?;
+    Ok(())
+}
