@@ -24,7 +24,7 @@ pub struct Run {
 }
 
 impl Run {
-    fn from_output(o: std::process::Output) -> Run {
+    pub fn from_output(o: std::process::Output) -> Run {
         Run {
             code: o.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
