@@ -3,6 +3,8 @@
 //!
 //! `store` is the only code that speaks SQL; `model` holds the plain domain types; `cli` prints
 //! what `store` returns; `tui` draws it.
+// Every line is printed by `cli::output`, which escapes the control characters of stored words.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;
 pub mod demo;

@@ -1,5 +1,8 @@
+// Every line is printed by `memscope::cli::output`, which escapes control characters.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use clap::Parser;
-use memscope::cli::{self, Cli, UsageError, EXIT_FAILED, EXIT_USAGE};
+use memscope::cli::{self, Cli};
 
 fn main() {
     // Like other Unix tools, end quietly when the reader of our output goes away
@@ -12,16 +15,6 @@ fn main() {
         Ok(p) => p,
         Err(e) => std::process::exit(cli::usage_failure(e)),
     };
-    let code = match cli::run(parsed) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("memscope: {e:#}");
-            if e.is::<UsageError>() || e.is::<memscope::model::InvalidRequest>() {
-                EXIT_USAGE
-            } else {
-                EXIT_FAILED
-            }
-        }
-    };
+    let code = cli::run(parsed).unwrap_or_else(cli::failure);
     std::process::exit(code);
 }

@@ -573,6 +573,36 @@ pub fn escape_controls(s: &str) -> String {
     out
 }
 
+/// JSON text of `value`, compact: serde_json's, but DEL and the C1 controls are escaped as well
+/// (`\u007f`, `\u009b`; serde_json escapes only U+0000–U+001F). It parses to the same value,
+/// and no control character in it reaches a terminal raw.
+pub fn to_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    serde_json::to_string(value).map(escape_json_controls)
+}
+
+/// [`to_json`], indented over several lines.
+pub fn to_json_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(value).map(escape_json_controls)
+}
+
+/// Outside its strings JSON text is ASCII, and serde_json already escapes C0 inside them: a
+/// control character left is DEL or C1 inside a string, where `\u00XX` means the same.
+fn escape_json_controls(json: String) -> String {
+    let raw = |c: char| ('\u{7f}'..='\u{9f}').contains(&c);
+    if !json.contains(raw) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if raw(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The comparison form of a value: strings trimmed, case folded, inner whitespace collapsed;
 /// object keys unordered (serde_json's map is sorted).
 pub fn value_key(v: &Value) -> Value {
@@ -707,6 +737,25 @@ mod tests {
             &json!({"a": "X", "b": 1}),
             &json!({"b": 1, "a": "x"})
         ));
+    }
+
+    #[test]
+    fn text_and_json_show_control_characters_escaped() {
+        let hostile = "中文🧠\x1b]0;t\x07\u{9b}2J\r\u{85}\x7f\t\n";
+        assert_eq!(
+            escape_controls(hostile),
+            "中文🧠\\u{1b}]0;t\\u{7}\\u{9b}2J\\r\\u{85}\\u{7f}\\t\\n"
+        );
+        let value = json!({ hostile: [hostile] });
+        for text in [to_json(&value).unwrap(), to_json_pretty(&value).unwrap()] {
+            assert!(
+                !text.contains(|c: char| c.is_control() && c != '\n'),
+                "{text:?}"
+            );
+            assert!(text.contains("中文🧠\\u001b]0;t\\u0007\\u009b2J\\r\\u0085\\u007f"));
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+        }
+        assert_eq!(to_json("npm").unwrap(), "\"npm\"");
     }
 
     #[test]

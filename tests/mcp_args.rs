@@ -5,15 +5,13 @@
 
 mod common;
 
+use common::mcp_session::{tool_text, RawSession};
 use common::*;
 use memscope::mcp::{repo_from_git, McpArgs, McpContext};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::time::Duration;
+use std::process::Command;
 
 fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
@@ -212,122 +210,6 @@ fn the_binary_refuses_a_missing_subject_or_a_repo_it_cannot_find() {
     let (code, _, stderr) = run(&mut mcp_cmd(&db, tmp.path(), &["--bogus"]));
     assert_eq!(code, 2, "{stderr}");
     assert!(!db.path.exists(), "a refused start creates no database");
-}
-
-/// A raw newline-delimited JSON-RPC session on stdio, with a deadline on every read.
-struct RawSession {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
-    stderr: std::thread::JoinHandle<String>,
-}
-
-impl RawSession {
-    fn start(mut cmd: Command) -> RawSession {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn memscope mcp");
-        let stdout = child.stdout.take().unwrap();
-        let mut err = child.stderr.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = std::io::Read::read_to_string(&mut err, &mut s);
-            s
-        });
-        let stdin = child.stdin.take();
-        RawSession {
-            child,
-            stdin,
-            lines,
-            stderr,
-        }
-    }
-
-    fn send_raw(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn send(&mut self, msg: Value) {
-        self.send_raw(&msg.to_string());
-    }
-
-    /// The next message that answers request `id` (earlier messages are returned too).
-    fn until_id(&mut self, id: i64) -> (Value, Vec<Value>) {
-        let mut others = Vec::new();
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(Duration::from_secs(30))
-                .unwrap_or_else(|e| panic!("no answer to request {id} ({e}); before: {others:?}"));
-            // An answer echoes a value as deep as the request carried it.
-            let mut de = serde_json::Deserializer::from_str(&line);
-            de.disable_recursion_limit();
-            let msg: Value = serde::Deserialize::deserialize(&mut de)
-                .unwrap_or_else(|e| panic!("the server wrote a non-JSON line ({e}): {line}"));
-            if msg["id"] == json!(id) {
-                return (msg, others);
-            }
-            others.push(msg);
-        }
-    }
-
-    fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        self.until_id(id).0
-    }
-
-    fn initialize(&mut self) -> Value {
-        let init = self.request(
-            1,
-            "initialize",
-            json!({
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "raw-test-client", "version": "0"}
-            }),
-        );
-        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        init
-    }
-
-    /// Closes stdin and waits: returns (exit code, stderr).
-    fn finish(mut self) -> (i32, String) {
-        drop(self.stdin.take());
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if std::time::Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("memscope mcp did not exit after its client closed stdin");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        (status.code().unwrap_or(-1), self.stderr.join().unwrap())
-    }
-}
-
-fn tool_text(result: &Value) -> String {
-    result["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no text content: {result}"))
-        .to_string()
 }
 
 #[test]

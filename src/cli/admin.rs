@@ -1,7 +1,6 @@
 //! `init`, `check`, `alias`, `export`, `import`, `demo`.
 
-use super::{data_dir, print_json, EXIT_FAILED, EXIT_OK};
-use crate::model::escape_controls;
+use super::{data_dir, errln, outln, print_json, EXIT_FAILED, EXIT_OK};
 use crate::store::{is_damage, CheckReport, Integrity, IntegrityMode, OpenMode, Store};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -25,12 +24,12 @@ pub fn init(path: &Path) -> Result<i32> {
             .unwrap_or(false);
     let store = Store::open(path, OpenMode::Create)?;
     if existed {
-        println!(
+        outln!(
             "{} is already a memscope database (schema up to date)",
             store.path().display()
         );
     } else {
-        println!("created {}", store.path().display());
+        outln!("created {}", store.path().display());
     }
     Ok(EXIT_OK)
 }
@@ -66,21 +65,21 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
         print_json(&report)?;
     } else {
         if report.ok {
-            println!("ok: the file is intact and all six invariants hold");
+            outln!("ok: the file is intact and all six invariants hold");
         }
         if let Some(integrity) = report.integrity.as_ref().filter(|i| !i.ok) {
-            println!("DAMAGED: {}", integrity.sentence());
+            outln!("DAMAGED: {}", integrity.sentence());
         }
         for v in &report.violations {
-            println!(
+            outln!(
                 "VIOLATION invariant {} ({}): {}",
                 v.invariant,
                 v.name,
-                escape_controls(&v.detail)
+                v.detail
             );
         }
         for (k, v) in &report.metrics {
-            println!("  {k}: {}", escape_controls(&v.to_string()));
+            outln!("  {k}: {v}");
         }
     }
     Ok(if report.ok { EXIT_OK } else { EXIT_FAILED })
@@ -102,7 +101,7 @@ pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Re
             if json {
                 print_json(&serde_json::json!({ "key": key.trim(), "value": stored }))?;
             } else {
-                println!("{} = {stored}", key.trim());
+                outln!("{} = {stored}", key.trim());
             }
         }
         None => {
@@ -116,7 +115,7 @@ pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Re
                 print_json(&map)?;
             } else {
                 for (k, v) in settings {
-                    println!("{k} = {}", escape_controls(&v));
+                    outln!("{k} = {v}");
                 }
             }
         }
@@ -129,7 +128,7 @@ pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
         AliasCommand::Add { alias, canonical } => {
             let mut store = Store::open(path, OpenMode::Create)?;
             let (a, c) = store.add_alias(&alias, &canonical)?;
-            println!("alias {a} → {c}");
+            outln!("alias {a} → {c}");
         }
         AliasCommand::List { json } => {
             let store = Store::open(path, OpenMode::Existing)?;
@@ -142,7 +141,7 @@ pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
                 print_json(&rows)?;
             } else {
                 for (a, c) in aliases {
-                    println!("{a} → {c}");
+                    outln!("{a} → {c}");
                 }
             }
         }
@@ -168,7 +167,7 @@ pub fn export(store: &Store, out: Option<PathBuf>) -> Result<i32> {
             n
         }
     };
-    eprintln!("exported {n} row(s)");
+    errln!("exported {n} row(s)");
     Ok(EXIT_OK)
 }
 
@@ -182,7 +181,7 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
     let mut store = Store::open(path, OpenMode::Create)?;
     let report = store.import(&mut std::io::BufReader::new(f))?;
     let total: u64 = report.rows.values().sum();
-    println!(
+    outln!(
         "imported {total} row(s) into {}: check is clean",
         store.path().display()
     );
@@ -219,9 +218,9 @@ pub fn demo(db: Option<PathBuf>, no_tui: bool) -> Result<i32> {
     let mut store = Store::open(&path, OpenMode::Create)?;
     let summary = crate::demo::load(&mut store)?;
     if no_tui {
-        println!("built the demo database at {}", path.display());
-        println!("{summary}");
-        println!("open it with: memscope --db {} tui", path.display());
+        outln!("built the demo database at {}", path.display());
+        outln!("{summary}");
+        outln!("open it with: memscope --db {} tui", path.display());
         return Ok(EXIT_OK);
     }
     crate::tui::run(store)

@@ -1,6 +1,6 @@
 //! `delete`, `restore`, `gc`.
 
-use super::{print_json, scope_arg, usage, EXIT_OK};
+use super::{errln, outln, print_json, scope_arg, usage, EXIT_OK};
 use crate::model::{DeleteTarget, Identity};
 use crate::store::Store;
 use anyhow::Result;
@@ -65,18 +65,23 @@ pub fn delete(store: &mut Store, a: DeleteArgs) -> Result<i32> {
         print_json(&report)?;
     } else {
         for t in &report.tombstoned {
-            println!(
+            outln!(
                 "tombstoned {} · {} @ {} (v{})",
-                t.subject, t.predicate, t.scope, t.version
+                t.subject,
+                t.predicate,
+                t.scope,
+                t.version
             );
         }
-        println!(
+        outln!(
             "purged {} version(s), {} pending item(s) and {} read-log note(s)",
-            report.purged_versions, report.purged_pending, report.purged_notes
+            report.purged_versions,
+            report.purged_pending,
+            report.purged_notes
         );
     }
     if !report.disk_purged {
-        eprintln!(
+        errln!(
             "memscope: deleted, but the on-disk purge is pending: another process holds a read transaction open on the database; \
              the purge is recorded and the next write, open or `memscope gc` completes it"
         );
@@ -94,9 +99,11 @@ pub fn restore(store: &mut Store, a: RestoreArgs) -> Result<i32> {
     if a.json {
         print_json(&t)?;
     } else {
-        println!(
+        outln!(
             "restored {} · {} @ {}: writes are accepted again (its content stays destroyed)",
-            t.subject, t.predicate, t.scope
+            t.subject,
+            t.predicate,
+            t.scope
         );
     }
     Ok(EXIT_OK)
@@ -107,12 +114,12 @@ pub fn gc(store: &mut Store, a: GcArgs) -> Result<i32> {
     if a.json {
         print_json(&r)?;
     } else {
-        println!(
+        outln!(
             "gc: purged content of {} event(s), {} closed pending item(s) and {} logged read(s), collected {} tombstone(s) (retention {} days, tombstone safe period {} days)",
             r.purged_events, r.purged_pending, r.purged_reads, r.collected_tombstones, r.retention_days, r.tombstone_safe_days
         );
         if !r.disk_purged {
-            println!("the on-disk purge is still pending: a reader holds the database open");
+            outln!("the on-disk purge is still pending: a reader holds the database open");
         }
     }
     Ok(EXIT_OK)

@@ -1,6 +1,6 @@
 //! `reads`, `rescope`, `revert`: the wrong-tool incident loop.
 
-use super::{print_json, scope_arg, EXIT_FAILED, EXIT_OK};
+use super::{outln, print_json, scope_arg, EXIT_FAILED, EXIT_OK};
 use crate::model::{Identity, WriteOutcome};
 use crate::store::{parse_time, ReadFilter, Store};
 use anyhow::Result;
@@ -73,7 +73,7 @@ pub fn reads(store: &Store, a: ReadsArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     if rows.is_empty() {
-        println!(
+        outln!(
             "no logged reads match (agents log reads with `memscope resolve --log --agent NAME`)"
         );
     }
@@ -95,7 +95,7 @@ pub fn reads(store: &Store, a: ReadsArgs) -> Result<i32> {
         } else {
             format!(" (shadowed {})", r.shadowed.join(", "))
         };
-        println!(
+        outln!(
             "{}  {:<14} {} · {}  [{}] → {got}{shadowed}{}",
             r.at,
             r.agent.as_deref().unwrap_or("-"),
@@ -120,7 +120,7 @@ fn print_outcomes(outcomes: &[WriteOutcome], json: bool) -> Result<()> {
         print_json(&outcomes)?;
     } else {
         for o in outcomes {
-            println!("{}", o.human());
+            outln!("{}", o.human());
         }
     }
     Ok(())

@@ -1,17 +1,19 @@
 //! The command line: argument definitions and dispatch. Each command lives in a small file and
-//! prints what the store returns.
+//! prints what the store returns, through [`output`].
 
 mod admin;
 mod delete;
 mod incident;
+pub mod output;
 mod pending;
 mod read;
 mod write;
 
+pub(crate) use output::{errln, outln, print_json};
+
 use crate::store::{OpenMode, Store};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
-use serde::Serialize;
 use std::path::PathBuf;
 
 /// An error in how the command was called: exit code 2.
@@ -57,8 +59,18 @@ pub fn usage_failure(e: clap::Error) -> i32 {
         .map(|l| l.strip_prefix("error: ").unwrap_or(l))
         .collect::<Vec<_>>()
         .join(" ");
-    eprintln!("memscope: {sentence} (see `memscope --help`)");
+    errln!("memscope: {sentence} (see `memscope --help`)");
     EXIT_USAGE
+}
+
+/// Prints the error a command failed with as one line and returns the exit code.
+pub fn failure(e: anyhow::Error) -> i32 {
+    errln!("memscope: {e:#}");
+    if e.is::<UsageError>() || e.is::<crate::model::InvalidRequest>() {
+        EXIT_USAGE
+    } else {
+        EXIT_FAILED
+    }
 }
 
 /// Exit codes of the CLI contract.
@@ -182,11 +194,6 @@ pub fn data_dir() -> PathBuf {
     home.join(".local").join("share").join("memscope")
 }
 
-pub(crate) fn print_json<T: Serialize>(value: &T) -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
-}
-
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> Result<i32> {
     let path = database_path(cli.db.clone());
@@ -198,7 +205,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Write(args)) => write::write(&mut open(OpenMode::Create)?, args),
         Some(Command::Apply { file }) => write::apply(&mut open(OpenMode::Create)?, &file),
         Some(Command::Seq) => {
-            println!("{}", open(OpenMode::Create)?.next_seq()?);
+            outln!("{}", open(OpenMode::Create)?.next_seq()?);
             Ok(EXIT_OK)
         }
         Some(Command::Resolve(args)) => read::resolve(&mut open(OpenMode::Existing)?, args),

@@ -1,6 +1,6 @@
 //! `pending`, `pending resolve ID --scope S`, `pending reject ID`.
 
-use super::{print_json, scope_arg, EXIT_FAILED, EXIT_OK};
+use super::{outln, print_json, scope_arg, EXIT_FAILED, EXIT_OK};
 use crate::model::{shorten, OutcomeKind};
 use crate::store::Store;
 use anyhow::Result;
@@ -45,11 +45,11 @@ pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
                 return Ok(EXIT_OK);
             }
             if items.is_empty() {
-                println!("no pending items: every write had a clear scope");
+                outln!("no pending items: every write had a clear scope");
             }
             for p in &items {
                 let cands: Vec<String> = p.candidates.iter().map(|c| c.to_string()).collect();
-                println!(
+                outln!(
                     "#{} {} · {} = {}  [{}]  {}  {}",
                     p.id,
                     p.subject,
@@ -64,7 +64,7 @@ pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
                     }
                 );
                 if let Some(raw) = &p.raw {
-                    println!("    “{}”", shorten(raw, 100));
+                    outln!("    “{}”", shorten(raw, 100));
                 }
             }
             Ok(EXIT_OK)
@@ -75,7 +75,7 @@ pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
             if json {
                 print_json(&out)?;
             } else {
-                println!("{}", out.human());
+                outln!("{}", out.human());
             }
             Ok(if out.outcome == OutcomeKind::Rejected {
                 EXIT_FAILED
@@ -88,7 +88,7 @@ pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
             if json {
                 print_json(&item)?;
             } else {
-                println!("rejected pending #{}: nothing was written", item.id);
+                outln!("rejected pending #{}: nothing was written", item.id);
             }
             Ok(EXIT_OK)
         }

@@ -1,6 +1,6 @@
 //! `resolve`, `list`, `history`.
 
-use super::{print_json, scope_arg, EXIT_OK};
+use super::{outln, print_json, scope_arg, EXIT_OK};
 use crate::model::shorten;
 use crate::store::{ListFilter, Store};
 use anyhow::Result;
@@ -89,11 +89,12 @@ pub fn resolve(store: &mut Store, a: ResolveArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     match (&r.value, &r.scope) {
-        (None, Some(s)) => println!(
+        (None, Some(s)) => outln!(
             "{} · {}: {s} applied, but its content has since been destroyed",
-            r.subject, r.predicate
+            r.subject,
+            r.predicate
         ),
-        (Some(v), Some(s)) => println!(
+        (Some(v), Some(s)) => outln!(
             "{} · {} = {} (from {s} v{}, source {})",
             r.subject,
             r.predicate,
@@ -101,7 +102,7 @@ pub fn resolve(store: &mut Store, a: ResolveArgs) -> Result<i32> {
             r.version.unwrap_or_default(),
             r.source.as_deref().unwrap_or("")
         ),
-        _ => println!("{} · {}: no memory applies here", r.subject, r.predicate),
+        _ => outln!("{} · {}: no memory applies here", r.subject, r.predicate),
     }
     for c in &r.considered {
         let arrow = if c.wins { "→" } else { " " };
@@ -111,7 +112,7 @@ pub fn resolve(store: &mut Store, a: ResolveArgs) -> Result<i32> {
             .map(|v| format!(" = {v}"))
             .unwrap_or_default();
         let version = c.version.map(|v| format!(" v{v}")).unwrap_or_default();
-        println!("  {arrow} {:<9} {}{value}{version}", c.state, c.scope);
+        outln!("  {arrow} {:<9} {}{value}{version}", c.state, c.scope);
     }
     Ok(EXIT_OK)
 }
@@ -128,15 +129,15 @@ pub fn list(store: &Store, a: ListArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     if records.is_empty() {
-        println!("no live memories match");
+        outln!("no live memories match");
     }
     let mut last_scope = None;
     for r in &records {
         if last_scope.as_ref() != Some(&r.scope) {
-            println!("{}", r.scope);
+            outln!("{}", r.scope);
             last_scope = Some(r.scope.clone());
         }
-        println!(
+        outln!(
             "  {} · {} = {}  v{}  ({})",
             r.subject,
             r.predicate,
@@ -156,7 +157,7 @@ pub fn history(store: &Store, a: HistoryArgs) -> Result<i32> {
         return Ok(EXIT_OK);
     }
     if events.is_empty() {
-        println!(
+        outln!(
             "no history for {} · {}",
             a.subject.trim(),
             store.canonical_predicate(&a.predicate)?
@@ -184,9 +185,12 @@ pub fn history(store: &Store, a: HistoryArgs) -> Result<i32> {
             ("set", None) => "  [current]".to_string(),
             _ => String::new(),
         };
-        println!(
+        outln!(
             "{}  {:<17} {:<24} {:>4} {value}  {seq} {source}{detail}{validity}",
-            e.at, e.event, e.scope, version
+            e.at,
+            e.event,
+            e.scope,
+            version
         );
     }
     Ok(EXIT_OK)

@@ -1,7 +1,7 @@
 //! `write`, `apply`.
 
-use super::{print_json, usage, EXIT_FAILED, EXIT_OK};
-use crate::model::{ScopeChoice, WriteRequest};
+use super::{errln, outln, print_json, usage, EXIT_FAILED, EXIT_OK};
+use crate::model::{to_json, ScopeChoice, WriteRequest};
 use crate::store::Store;
 use anyhow::{Context, Result};
 use clap::Args;
@@ -79,7 +79,7 @@ pub fn write(store: &mut Store, a: WriteArgs) -> Result<i32> {
     if a.json {
         print_json(&out)?;
     } else {
-        println!("{}", out.human());
+        outln!("{}", out.human());
     }
     Ok(EXIT_OK)
 }
@@ -90,7 +90,7 @@ pub fn apply(store: &mut Store, file: &str) -> Result<i32> {
     // One flush per committed batch keeps an interactive writer in step with its outcomes.
     let mut emit = |batch: &[crate::model::WriteOutcome]| -> Result<()> {
         for o in batch {
-            serde_json::to_writer(&mut out, o)?;
+            out.write_all(to_json(o)?.as_bytes())?;
             out.write_all(b"\n")?;
         }
         out.flush()?;
@@ -104,7 +104,7 @@ pub fn apply(store: &mut Store, file: &str) -> Result<i32> {
         })?;
         store.apply(f, &mut emit)?
     };
-    eprintln!(
+    errln!(
         "applied {} line(s): {} inserted, {} confirmed, {} superseded, {} stale, {} pending, {} rejected, {} error(s)",
         summary.lines, summary.inserted, summary.confirmed, summary.superseded, summary.stale,
         summary.pending, summary.rejected, summary.errors

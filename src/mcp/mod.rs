@@ -39,7 +39,7 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     if ctx.allow_forget {
         notes.push("forget allowed".into());
     }
-    eprintln!(
+    crate::cli::errln!(
         "memscope mcp: serving {} on stdio ({})",
         ctx.describe(),
         notes.join(", ")

@@ -8,6 +8,7 @@ use super::schema::SCHEMA_VERSION;
 /// export's rows fit as they are.
 const OLDEST_IMPORTABLE: i64 = 2;
 use super::Store;
+use crate::model::to_json;
 use anyhow::{anyhow, bail, Context, Result};
 use rusqlite::types::ValueRef;
 use serde_json::{json, Map, Value};
@@ -44,11 +45,8 @@ impl Store {
         self.conn.execute_batch("BEGIN")?;
         let result = (|| -> Result<u64> {
             let mut n = 0;
-            writeln!(
-                out,
-                "{}",
-                json!({ "table": "memscope_export", "schema_version": SCHEMA_VERSION, "exported_at": self.now() })
-            )?;
+            let header = json!({ "table": "memscope_export", "schema_version": SCHEMA_VERSION, "exported_at": self.now() });
+            writeln!(out, "{}", to_json(&header)?)?;
             for table in TABLES {
                 let cols = columns(&self.conn, table)?;
                 let order = if cols.iter().any(|c| c == "id") {
@@ -73,7 +71,7 @@ impl Store {
                         };
                         row.insert(c.clone(), v);
                     }
-                    writeln!(out, "{}", Value::Object(row))?;
+                    writeln!(out, "{}", to_json(&row)?)?;
                     n += 1;
                 }
             }

@@ -1,6 +1,9 @@
 //! Shared helpers for the integration tests: a database in a temporary directory, the real
-//! `memscope` binary, a Python `sqlite3` client, raw-byte searches over the database files.
+//! `memscope` binary, a Python `sqlite3` client, raw-byte searches over the database files, a raw
+//! JSON-RPC session with `memscope mcp`.
 #![allow(dead_code)]
+
+pub mod mcp_session;
 
 use memscope::{OpenMode, ScopeChoice, Store, WriteRequest};
 use serde_json::Value;
@@ -21,7 +24,7 @@ pub struct Run {
 }
 
 impl Run {
-    fn from_output(o: std::process::Output) -> Run {
+    pub fn from_output(o: std::process::Output) -> Run {
         Run {
             code: o.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
