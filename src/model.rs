@@ -540,18 +540,38 @@ pub fn shorten(s: &str, max: usize) -> String {
 /// readers (serde_json, whose limit is 127 levels) read back. A scalar is 0 levels deep.
 pub const MAX_VALUE_DEPTH: usize = 127;
 
-/// How deeply `v` nests arrays and objects (a scalar is 0). Iterative: any depth is safe.
+/// How deeply `v` nests arrays and objects (a scalar is 0). Iterative: any depth is safe;
+/// a scalar or a flat container costs no allocation (every write asks).
 pub fn value_depth(v: &Value) -> usize {
-    let mut deepest = 0;
-    let mut stack = vec![(v, 0usize)];
-    while let Some((v, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match v {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
+    fn is_container(v: &Value) -> bool {
+        matches!(v, Value::Array(_) | Value::Object(_))
+    }
+    fn children(v: &Value) -> impl Iterator<Item = &Value> {
+        let (items, fields) = match v {
+            Value::Array(items) => (Some(items.iter()), None),
+            Value::Object(map) => (None, Some(map.values())),
+            _ => (None, None),
         };
-        deepest = deepest.max(depth + 1);
-        stack.extend(children.map(|c| (c, depth + 1)));
+        items
+            .into_iter()
+            .flatten()
+            .chain(fields.into_iter().flatten())
+    }
+    if !is_container(v) {
+        return 0;
+    }
+    let mut deepest = 1;
+    let mut stack: Vec<(&Value, usize)> = children(v)
+        .filter(|c| is_container(c))
+        .map(|c| (c, 2))
+        .collect();
+    while let Some((v, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        stack.extend(
+            children(v)
+                .filter(|c| is_container(c))
+                .map(|c| (c, depth + 1)),
+        );
     }
     deepest
 }
@@ -688,6 +708,26 @@ pub fn normalize_subject(raw: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_depth_counts_containers_at_any_depth() {
+        assert_eq!(value_depth(&serde_json::json!("x")), 0);
+        assert_eq!(value_depth(&serde_json::json!([])), 1);
+        assert_eq!(value_depth(&serde_json::json!([1, [2], {"a": 3}])), 2);
+        assert_eq!(
+            value_depth(&serde_json::json!({"a": [{"b": 1}], "c": []})),
+            3
+        );
+        let mut deep = serde_json::json!(1);
+        for _ in 0..10_000 {
+            deep = serde_json::Value::Array(vec![deep]);
+        }
+        assert_eq!(value_depth(&deep), 10_000);
+        // Dropping a Value this deep recurses; unwind it by hand.
+        while let serde_json::Value::Array(mut items) = deep {
+            deep = items.pop().unwrap_or_default();
+        }
+    }
     use serde_json::json;
 
     #[test]
