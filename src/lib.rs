@@ -10,6 +10,7 @@ pub mod cli;
 pub mod demo;
 pub mod mcp;
 pub mod model;
+pub mod spelling;
 pub mod store;
 pub mod tui;
 

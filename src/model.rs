@@ -20,6 +20,8 @@ impl Scope {
         if t == "global" {
             return Ok(Scope::Global);
         }
+        // A full-width colon reads as a colon.
+        let t = &t.replace('\u{FF1A}', ":");
         let (kind, id) = match t.split_once(':') {
             Some(parts) => parts,
             None => {
@@ -41,9 +43,10 @@ impl Scope {
                 shorten(id, 60).escape_debug()
             ));
         }
+        let id = crate::spelling::readable_id("scope id", id)?;
         match kind {
-            "repo" => Ok(Scope::Repo(id.to_string())),
-            "task" => Ok(Scope::Task(id.to_string())),
+            "repo" => Ok(Scope::Repo(id)),
+            "task" => Ok(Scope::Task(id)),
             _ => Err(format!(
                 "unknown scope '{}': use global, repo:<id> or task:<id>",
                 shorten(t, 60).escape_debug()
@@ -648,15 +651,15 @@ pub fn same_value(a: &Value, b: &Value) -> bool {
 /// Predicate normal form before aliasing: trimmed, camelCase split, lower-cased, spaces,
 /// hyphens and dots to `_`, repeats collapsed.
 pub fn normalize_predicate(raw: &str) -> Result<String, String> {
+    if raw.chars().any(char::is_control) {
+        return Err(
+            "predicate contains control characters: use a plain name like package_manager".into(),
+        );
+    }
+    let raw = crate::spelling::readable_id("predicate", raw.trim())?;
     let mut out = String::with_capacity(raw.len() + 4);
     let mut prev: Option<char> = None;
-    for c in raw.trim().chars() {
-        if c.is_control() {
-            return Err(
-                "predicate contains control characters: use a plain name like package_manager"
-                    .into(),
-            );
-        }
+    for c in raw.chars() {
         let sep = c.is_whitespace() || c == '-' || c == '.' || c == '_' || c == '/';
         if sep {
             out.push('_');
@@ -690,6 +693,8 @@ pub fn normalize_predicate(raw: &str) -> Result<String, String> {
             "predicate is empty: name what the memory is about, e.g. package_manager".into(),
         );
     }
+    // Separators stripped from the front may have held up a combining mark.
+    crate::spelling::starts_on_a_letter("predicate", &collapsed)?;
     Ok(collapsed)
 }
 
@@ -702,7 +707,7 @@ pub fn normalize_subject(raw: &str) -> Result<String, String> {
     if t.chars().any(|c| c.is_control()) {
         return Err("subject contains control characters: use plain text like user:42".into());
     }
-    Ok(t.to_string())
+    crate::spelling::readable_id("subject", t)
 }
 
 #[cfg(test)]

@@ -138,7 +138,9 @@ fn context_id(kind: &str, id: &str, from: &str) -> Result<String, String> {
         ));
     }
     match Scope::parse(&format!("{kind}:{id}")) {
-        Ok(_) => Ok(id.to_string()),
+        // The id as the store keeps it (NFC, look-alike dashes folded).
+        Ok(Scope::Repo(id) | Scope::Task(id)) => Ok(id),
+        Ok(Scope::Global) => Ok(id.to_string()),
         Err(e) => Err(format!("{from}: {e}")),
     }
 }

@@ -720,6 +720,30 @@ pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
             .map(|(a, b)| serde_json::json!([a, b]))
             .collect::<Vec<_>>()),
     );
+    // Subjects and scope ids a reader could take for one another (web-app, web_app, Web-App):
+    // reported, never merged.
+    let distinct = |sql: &str| -> Result<Vec<String>> {
+        let mut stmt = conn.prepare(sql)?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    };
+    for (name, sql) in [
+        ("similar_subjects", "SELECT DISTINCT subject FROM memories"),
+        (
+            "similar_scopes",
+            "SELECT DISTINCT scope FROM memories WHERE scope <> 'global'",
+        ),
+    ] {
+        let ids = distinct(sql)?;
+        let pairs = crate::spelling::look_alike_pairs(ids.iter().map(String::as_str));
+        metrics.insert(
+            name.into(),
+            serde_json::json!(pairs
+                .iter()
+                .map(|(a, b)| serde_json::json!([a, b]))
+                .collect::<Vec<_>>()),
+        );
+    }
     let debt: Option<String> = conn
         .query_row(
             "SELECT value FROM settings WHERE key = 'purge_debt_since'",

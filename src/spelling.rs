@@ -1,0 +1,192 @@
+//! Ids as a person reads them (README, "The model in one minute"): a subject, a predicate or a
+//! repository or task id is compared in Unicode NFC, with look-alike dashes and the full-width
+//! colon folded to their ASCII forms, and an id that holds a character nobody can see — a
+//! zero-width space, a soft hyphen, a direction override, a lone combining mark — is refused
+//! with one sentence that names the character and its position. Two ids that print alike are
+//! one id; an id that prints like another is refused.
+
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::UnicodeNormalization;
+
+/// `text` in NFC with look-alike punctuation folded, or one sentence saying which invisible
+/// character stands where. `what` names the id in the sentence ("subject", "predicate" …).
+pub fn readable_id(what: &str, text: &str) -> Result<String, String> {
+    let folded: String = text.nfc().map(fold_lookalike).collect();
+    let chars: Vec<char> = folded.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        let Some(name) = invisible_name(c) else {
+            continue;
+        };
+        // Joiners and variation selectors are part of emoji and of some scripts' words:
+        // allowed between two visible non-ASCII characters, nowhere else.
+        if joins_a_word(c) && inside_a_word(&chars, i) {
+            continue;
+        }
+        return Err(format!(
+            "{what} has an invisible character, {name} (U+{:04X}), at position {}: type the {what} without it",
+            c as u32,
+            i + 1
+        ));
+    }
+    starts_on_a_letter(what, &folded)?;
+    Ok(folded)
+}
+
+/// Refuses an id whose first character is a combining mark with nothing to sit on (it prints
+/// as nothing, or on the character before it). Normalizers that strip a prefix ask again.
+pub fn starts_on_a_letter(what: &str, id: &str) -> Result<(), String> {
+    match id.chars().next() {
+        Some(first) if is_combining_mark(first) => Err(format!(
+            "{what} begins with a lone combining mark (U+{:04X}) that has no letter to sit on: type the letter it belongs to",
+            first as u32
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Dashes and colons that look like ASCII ones but are not.
+fn fold_lookalike(c: char) -> char {
+    match c {
+        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2212}'
+        | '\u{FE63}' | '\u{FF0D}' => '-',
+        '\u{FF1A}' | '\u{FE55}' => ':',
+        _ => c,
+    }
+}
+
+/// The name of a character that prints as nothing or reorders what follows, if `c` is one.
+fn invisible_name(c: char) -> Option<&'static str> {
+    Some(match c {
+        '\u{00AD}' => "a soft hyphen",
+        '\u{034F}' => "a combining grapheme joiner",
+        '\u{061C}' => "an Arabic letter mark",
+        '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}' => "a Hangul filler",
+        '\u{17B4}' | '\u{17B5}' => "a Khmer inherent vowel",
+        '\u{180B}'..='\u{180F}' => "a Mongolian variation selector",
+        '\u{200B}' => "a zero-width space",
+        '\u{200C}' => "a zero-width non-joiner",
+        '\u{200D}' => "a zero-width joiner",
+        '\u{200E}' | '\u{200F}' => "a direction mark",
+        '\u{202A}'..='\u{202E}' => "a direction embedding or override",
+        '\u{2060}'..='\u{2064}' => "an invisible joiner or operator",
+        '\u{2066}'..='\u{2069}' => "a direction isolate",
+        '\u{206A}'..='\u{206F}' => "a deprecated format character",
+        '\u{FE00}'..='\u{FE0F}' | '\u{E0100}'..='\u{E01EF}' => "a variation selector",
+        '\u{FEFF}' => "a zero-width no-break space",
+        '\u{E0000}'..='\u{E007F}' => "a tag character",
+        _ => return None,
+    })
+}
+
+/// Characters that carry meaning inside a word or an emoji sequence.
+fn joins_a_word(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200C}' | '\u{200D}' | '\u{FE00}'..='\u{FE0F}' | '\u{E0020}'..='\u{E007F}'
+    )
+}
+
+/// Whether the character at `i` stands after a visible non-ASCII character, and — for the
+/// joiners — before one.
+fn inside_a_word(chars: &[char], i: usize) -> bool {
+    let visible = |c: Option<&char>| {
+        c.is_some_and(|&c| !c.is_ascii() && invisible_name(c).is_none() && !c.is_whitespace())
+    };
+    let after_visible = i > 0 && (visible(chars.get(i - 1)) || joins_a_word(chars[i - 1]));
+    let needs_next = matches!(chars[i], '\u{200C}' | '\u{200D}');
+    after_visible && (!needs_next || visible(chars.get(i + 1)))
+}
+
+/// The skeleton two ids share when a reader could take one for the other: NFKC, lower case,
+/// letters and digits only (`web-app`, `Web_App` and `webapp` share one).
+pub fn skeleton(text: &str) -> String {
+    text.nfkc()
+        .flat_map(char::to_lowercase)
+        .filter(|c| c.is_alphanumeric())
+        .collect()
+}
+
+/// Pairs of distinct ids that share a skeleton, each pair sorted, in order.
+pub fn look_alike_pairs<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<(String, String)> {
+    let mut by_skeleton: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+    for id in ids {
+        by_skeleton.entry(skeleton(id)).or_default().push(id);
+    }
+    let mut pairs = Vec::new();
+    for (key, mut ids) in by_skeleton {
+        if key.is_empty() {
+            continue;
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        for (i, a) in ids.iter().enumerate() {
+            for b in &ids[i + 1..] {
+                pairs.push((a.to_string(), b.to_string()));
+            }
+        }
+    }
+    pairs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn composed_and_decomposed_are_one_spelling() {
+        assert_eq!(readable_id("p", "cafe\u{301}").unwrap(), "café");
+        assert_eq!(readable_id("p", "café").unwrap(), "café");
+    }
+
+    #[test]
+    fn invisible_characters_are_named_with_their_position() {
+        let e = readable_id("predicate", "pm\u{200B}").unwrap_err();
+        assert!(
+            e.contains("zero-width space (U+200B), at position 3"),
+            "{e}"
+        );
+        let e = readable_id("subject", "u\u{202E}ser").unwrap_err();
+        assert!(e.contains("direction embedding or override"), "{e}");
+        assert!(readable_id("p", "\u{00AD}")
+            .unwrap_err()
+            .contains("soft hyphen"));
+        let e = readable_id("p", "\u{0301}").unwrap_err();
+        assert!(e.contains("lone combining mark"), "{e}");
+        assert!(readable_id("p", "\u{200D}pm").is_err());
+        assert!(readable_id("p", "pm\u{FE0F}").is_err());
+    }
+
+    #[test]
+    fn emoji_sequences_and_joined_scripts_stay() {
+        for ok in [
+            "👨\u{200D}👩\u{200D}👧",
+            "❤\u{FE0F}",
+            "می\u{200C}خواهم",
+            "用户:小明🧠",
+        ] {
+            assert_eq!(readable_id("subject", ok).unwrap(), ok, "{ok:?}");
+        }
+    }
+
+    #[test]
+    fn look_alike_dashes_and_colons_fold() {
+        assert_eq!(readable_id("id", "web\u{2011}app").unwrap(), "web-app");
+        assert_eq!(readable_id("id", "web\u{2212}app").unwrap(), "web-app");
+        assert_eq!(readable_id("id", "repo\u{FF1A}x").unwrap(), "repo:x");
+    }
+
+    #[test]
+    fn readable_ids_are_stable() {
+        for s in ["café", "web-app", "👨\u{200D}👩", "ℂ", "İstanbul"] {
+            let once = readable_id("id", s).unwrap();
+            assert_eq!(readable_id("id", &once).unwrap(), once);
+        }
+    }
+
+    #[test]
+    fn look_alikes_pair_up() {
+        let pairs = look_alike_pairs(["web-app", "web_app", "webapp", "Web-App", "api"]);
+        assert_eq!(pairs.len(), 6, "{pairs:?}");
+        assert!(look_alike_pairs(["a1", "a2", "b"]).is_empty());
+    }
+}
