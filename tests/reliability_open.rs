@@ -1294,3 +1294,79 @@ fn gate_releases_all_processes_together() {
         "the gate let processes through {spread} ns apart"
     );
 }
+
+/// A write request of one exact scope.
+fn req(
+    subject: &str,
+    predicate: &str,
+    value: Value,
+    scope: &str,
+    source: &str,
+) -> memscope::WriteRequest {
+    memscope::WriteRequest {
+        subject: subject.into(),
+        predicate: predicate.into(),
+        value,
+        scope: memscope::ScopeChoice::Exact(memscope::Scope::parse(scope).unwrap()),
+        source: source.into(),
+        raw: None,
+        causal_seq: None,
+    }
+}
+
+/// Descriptors of this process open on files under `dir`.
+fn fds_under(dir: &std::path::Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|entries| {
+            entries
+                .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter(|target| target.starts_with(dir))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// The MCP server and the UI's workers open and drop stores for the process's whole life: a
+/// store must give back every descriptor it took, including after its prepared statements
+/// ran (a statement left unfinalized makes `sqlite3_close` fail, and the connection leaks).
+#[test]
+fn a_thousand_stores_opened_and_dropped_leave_no_descriptor_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fds.db");
+    let mut keep = memscope::Store::open(&path, memscope::OpenMode::Create).unwrap();
+    keep.write(&req(
+        "user:1",
+        "editor",
+        serde_json::json!("helix"),
+        "global",
+        "s",
+    ))
+    .unwrap();
+    let before = fds_under(dir.path());
+    assert!(before >= 1, "the open store holds the file");
+    for i in 0..1000 {
+        let mut store = memscope::Store::open(&path, memscope::OpenMode::Existing).unwrap();
+        // New identities take the prepared statements (the one-statement insert and its event).
+        store
+            .write(&req(
+                "user:1",
+                &format!("p{i}"),
+                serde_json::json!(i),
+                "global",
+                "s",
+            ))
+            .unwrap();
+        store.resolve("user:1", "editor", None, None).unwrap();
+    }
+    // While another connection of the process holds a lock, SQLite keeps a closed
+    // connection's descriptor for the next open to reuse (closing it would drop the process's
+    // locks): one at most, never one per store.
+    let after = fds_under(dir.path());
+    assert!(
+        after <= before + 1,
+        "{after} descriptors on the database after 1,000 stores were opened and dropped ({before} before)"
+    );
+    assert_eq!(keep.list(&Default::default()).unwrap().len(), 1001);
+    drop(keep);
+    assert_eq!(fds_under(dir.path()), 0, "the last store closed every file");
+}

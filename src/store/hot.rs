@@ -46,9 +46,10 @@ impl<'a, T: Into<Arg<'a>>> From<Option<T>> for Arg<'a> {
 }
 
 /// A prepared statement on a connection it does not borrow. Whoever holds one keeps it
-/// with its connection and drops it first: [`Store`](super::Store) declares its `hot` field
-/// before its connection, and hands the statements to a transaction only for the
-/// transaction's life.
+/// with its connection and drops it first: [`Store`](super::Store) finalizes its statements
+/// in its own `Drop`, before its connection closes, and hands them to a transaction only for
+/// the transaction's life (a test opens and drops a thousand stores and counts the process's
+/// file descriptors).
 pub(crate) struct HotStmt {
     stmt: NonNull<ffi::sqlite3_stmt>,
 }

@@ -71,7 +71,8 @@ pub fn format_time(t: DateTime<Utc>) -> String {
 }
 
 pub struct Store {
-    /// Declared before `conn`: these statements are finalized before the connection closes.
+    /// Statements prepared on `conn`; `Drop for Store` finalizes them before the connection
+    /// closes, so the order of these fields does not matter.
     hot: hot::HotStmts,
     conn: Connection,
     path: PathBuf,
@@ -82,6 +83,14 @@ pub struct Store {
     /// Whether writes try the one-statement insert of a new identity first (see
     /// `write::insert_if_fresh`); off only in tests that compare it with the full decision.
     fresh_inserts: bool,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // A statement still prepared makes `sqlite3_close` fail with BUSY, which rusqlite
+        // ignores: the connection and its file descriptors would leak. Finalize them first.
+        drop(std::mem::take(&mut self.hot));
+    }
 }
 
 fn busy_handler(attempt: i32) -> bool {
