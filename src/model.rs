@@ -95,6 +95,77 @@ impl<'de> Deserialize<'de> for Scope {
     }
 }
 
+/// What a context id names: the repository an agent works in, or the task it works on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextKind {
+    Repo,
+    Task,
+}
+
+impl ContextKind {
+    /// `repo` or `task`: the scope prefix, and the flag's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ContextKind::Repo => "repo",
+            ContextKind::Task => "task",
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            ContextKind::Repo => "repository",
+            ContextKind::Task => "task",
+        }
+    }
+
+    fn example(self) -> &'static str {
+        match self {
+            ContextKind::Repo => "web-app",
+            ContextKind::Task => "fix-1",
+        }
+    }
+
+    fn other(self) -> ContextKind {
+        match self {
+            ContextKind::Repo => ContextKind::Task,
+            ContextKind::Task => ContextKind::Repo,
+        }
+    }
+}
+
+/// The id of a repository or task as a person or host gives it: `web-app`, or in its scope's
+/// form `repo:web-app` — the same id. The other kind's form (`task:x` given as a repository) is
+/// refused: resolving it would silently answer a different question. Every front end parses
+/// repo and task ids here; the error is one sentence.
+pub fn parse_context_id(kind: ContextKind, text: &str) -> Result<String, String> {
+    let t = text.trim();
+    let other = kind.other();
+    if t.strip_prefix(other.name())
+        .is_some_and(|rest| rest.starts_with(':'))
+    {
+        return Err(format!(
+            "'{}' is a {}, not a {}: pass it as the {}, or name a {} ({} or {}:{})",
+            shorten(t, 60).escape_debug(),
+            other.noun(),
+            kind.noun(),
+            other.noun(),
+            kind.noun(),
+            kind.example(),
+            kind.name(),
+            kind.example(),
+        ));
+    }
+    let id = t
+        .strip_prefix(kind.name())
+        .and_then(|r| r.strip_prefix(':'))
+        .unwrap_or(t);
+    // The id as the store keeps it (NFC, look-alike dashes folded: see `spelling`).
+    match Scope::parse(&format!("{}:{id}", kind.name()))? {
+        Scope::Repo(id) | Scope::Task(id) => Ok(id),
+        Scope::Global => Ok(id.to_string()),
+    }
+}
+
 /// (subject, predicate, scope): two records are the same memory only when all three match.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Identity {
@@ -211,19 +282,47 @@ pub struct WriteRequest {
 }
 
 impl WriteRequest {
-    /// Parses one JSON line; errors are one sentence naming the problem.
-    pub fn from_json_line(line: &str) -> Result<WriteRequest, String> {
-        let req: WriteRequest = serde_json::from_str(line).map_err(|e| {
+    /// Parses one JSON line; the error is one sentence naming the problem, with the column
+    /// (of that line) where the parser stopped.
+    pub fn from_json_line(line: &str) -> Result<WriteRequest, LineError> {
+        serde_json::from_str(line).map_err(|e| {
+            let (msg, column) = json_error(&e, line);
             // serde repeats offending keys and values: keep the sentence short.
-            let msg = shorten(&e.to_string(), 300);
-            if e.is_syntax() || e.is_eof() {
+            let msg = shorten(&msg, 300);
+            let message = if e.is_syntax() || e.is_eof() {
                 format!("malformed JSON ({msg}): each line must be one JSON object")
             } else {
                 format!("invalid write request: {msg}")
-            }
-        })?;
-        Ok(req)
+            };
+            LineError { message, column }
+        })
     }
+}
+
+/// A line of JSON Lines that could not be read: the sentence, and the column of that line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineError {
+    pub message: String,
+    pub column: Option<u64>,
+}
+
+/// serde_json's message without the ` at line 1 column N` it appends — a line of JSON Lines
+/// is reported by its own number, once — and the column, counted in characters of `text`.
+pub fn json_error(e: &serde_json::Error, text: &str) -> (String, Option<u64>) {
+    let full = e.to_string();
+    if e.line() == 0 {
+        return (full, None);
+    }
+    let location = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&location).unwrap_or(&full).to_string();
+    // serde_json counts the bytes of the line it stopped on; a person counts characters: the
+    // column is the character that holds the byte serde_json names.
+    let line_text = text.lines().nth(e.line() - 1).unwrap_or("");
+    let column = line_text
+        .char_indices()
+        .take_while(|(at, _)| *at < e.column())
+        .count();
+    (message, Some(column as u64))
 }
 
 /// The largest causal sequence number a writer may bring (2^53: exact in every JSON client).
@@ -283,6 +382,9 @@ pub struct WriteOutcome {
     pub outcome: OutcomeKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
+    /// Where on its line an `apply` input stopped parsing (in characters), for an `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<u64>,
     pub subject: Option<String>,
     pub predicate: Option<String>,
     /// Canonical scope, or the candidate list for a pending write.
@@ -308,6 +410,7 @@ impl WriteOutcome {
         WriteOutcome {
             outcome: OutcomeKind::Error,
             line,
+            column: None,
             subject: None,
             predicate: None,
             scope: None,
@@ -324,9 +427,10 @@ impl WriteOutcome {
     /// One human line: `superseded user:42 · package_manager @ global v3 (was "pnpm")`.
     pub fn human(&self) -> String {
         if let Some(err) = &self.error {
-            return match self.line {
-                Some(l) => format!("error on line {l}: {err}"),
-                None => format!("error: {err}"),
+            return match (self.line, self.column) {
+                (Some(l), Some(c)) => format!("error on line {l}, column {c}: {err}"),
+                (Some(l), None) => format!("error on line {l}: {err}"),
+                (None, _) => format!("error: {err}"),
             };
         }
         let scope = match &self.scope {
@@ -755,6 +859,25 @@ mod tests {
     }
 
     #[test]
+    fn context_ids_take_their_own_scope_form_and_refuse_the_other() {
+        use ContextKind::{Repo, Task};
+        assert_eq!(parse_context_id(Repo, "web-app").unwrap(), "web-app");
+        assert_eq!(parse_context_id(Repo, " repo:web-app ").unwrap(), "web-app");
+        assert_eq!(parse_context_id(Task, "task:fix-1").unwrap(), "fix-1");
+        // Only the scope prefix is taken off: other colons belong to the id.
+        assert_eq!(parse_context_id(Repo, "acme:web").unwrap(), "acme:web");
+        assert_eq!(parse_context_id(Repo, "repository").unwrap(), "repository");
+        let err = parse_context_id(Repo, "task:fix-1").unwrap_err();
+        assert!(err.contains("is a task, not a repository"), "{err}");
+        let err = parse_context_id(Task, "repo:web-app").unwrap_err();
+        assert!(err.contains("is a repository, not a task"), "{err}");
+        assert!(parse_context_id(Repo, "repo:")
+            .unwrap_err()
+            .contains("no id"));
+        assert!(parse_context_id(Task, "two words").is_err());
+    }
+
+    #[test]
     fn predicates_normalize_to_one_form() {
         for p in [
             "Package Manager",
@@ -811,6 +934,6 @@ mod tests {
         let r = WriteRequest::from_json_line(
             r#"{"subject":"u","predicate":"p","value":"v","scope":{"ambiguous":["global"]},"source":"s"}"#,
         );
-        assert!(r.unwrap_err().contains("two distinct"));
+        assert!(r.unwrap_err().message.contains("two distinct"));
     }
 }

@@ -208,6 +208,7 @@ fn request_parser_never_panics_and_refuses_clearly() {
                     prop_assert_eq!(WriteRequest::from_json_line(&text), Ok(req));
                 }
                 Err(e) => {
+                    let e = e.message;
                     prop_assert!(!e.trim().is_empty());
                     prop_assert!(
                         e.starts_with("malformed JSON") || e.starts_with("invalid write request"),

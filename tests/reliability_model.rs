@@ -1,7 +1,7 @@
 //! Model-based property test of the store (issue 5).
 //!
-//! Random sequences of operations — writes reaching all six outcomes, ambiguous writes, pending
-//! resolutions and rejections, deletes of an identity / a predicate / a subject, restores, gc
+//! Random sequences of operations — writes reaching all six outcomes, ambiguous writes and their
+//! replays, pending resolutions (to a candidate, or forced outside them) and rejections, deletes of an identity / a predicate / a subject, restores, gc
 //! with a moving clock, alias changes and reopening — run against two `Store` connections on
 //! the same file, interleaved. A small reference model written here (no memscope code) predicts
 //! every outcome. After every step: `check()` is clean, no purge debt is left, and the current
@@ -145,6 +145,13 @@ enum Op {
         conn: u8,
         pick: u8,
         scope: u8,
+        /// Resolve even to a scope outside the candidates.
+        force: bool,
+    },
+    /// One of the ambiguous writes sent before, sent again exactly (a retried agent).
+    ReplayAmbiguous {
+        conn: u8,
+        pick: u8,
     },
     RejectPending {
         conn: u8,
@@ -209,8 +216,9 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         6 => (conn.clone(), s.clone(), p.clone(), 0u8..9,
               proptest::sample::subsequence(vec![0u8, 1, 2, 3], 2..=3), seq_strategy())
             .prop_map(|(conn, s, p, v, scopes, seq)| Op::Ambiguous { conn, s, p, v, scopes, seq }),
-        6 => (conn.clone(), any::<u8>(), sc.clone())
-            .prop_map(|(conn, pick, scope)| Op::ResolvePending { conn, pick, scope }),
+        6 => (conn.clone(), any::<u8>(), sc.clone(), any::<bool>())
+            .prop_map(|(conn, pick, scope, force)| Op::ResolvePending { conn, pick, scope, force }),
+        3 => (conn.clone(), any::<u8>()).prop_map(|(conn, pick)| Op::ReplayAmbiguous { conn, pick }),
         2 => (conn.clone(), any::<u8>()).prop_map(|(conn, pick)| Op::RejectPending { conn, pick }),
         4 => (conn.clone(), s.clone(), p.clone(), sc.clone())
             .prop_map(|(conn, s, p, scope)| Op::DeleteIdentity { conn, s, p, scope }),
@@ -531,6 +539,18 @@ struct Harness {
     stores: [Option<Store>; 2],
     model: Model,
     sources: u64,
+    /// Every ambiguous write sent, for replays.
+    sent_ambiguous: Vec<SentAmbiguous>,
+}
+
+/// An ambiguous write as it was sent, with the indexes it was made from.
+#[derive(Debug, Clone)]
+struct SentAmbiguous {
+    s: u8,
+    p: u8,
+    v: u8,
+    candidates: Vec<Scope>,
+    req: WriteRequest,
 }
 
 fn open_store(path: &Path, now: DateTime<Utc>) -> Store {
@@ -564,6 +584,7 @@ impl Harness {
             stores: [Some(a), Some(b)],
             model,
             sources: 0,
+            sent_ambiguous: Vec::new(),
         }
     }
 
@@ -574,6 +595,86 @@ impl Harness {
     fn source(&mut self) -> String {
         self.sources += 1;
         format!("op:{}", self.sources)
+    }
+
+    /// An ambiguous write, sent for the first time or again: a repeat of an open item (same
+    /// subject, predicate, value, candidates and source) answers with that item.
+    fn ambiguous(&mut self, conn: u8, sent: &SentAmbiguous) -> Result<(), String> {
+        let req = &sent.req;
+        let candidates = &sent.candidates;
+        let (subject, predicate, _) = self.model.key(sent.s, sent.p, 0);
+        let live = candidates
+            .iter()
+            .filter(|c| {
+                !self
+                    .model
+                    .tombstoned(&(subject.clone(), predicate.clone(), (*c).clone()))
+            })
+            .count();
+        let got = self.store(conn).write(req);
+        if live == 0 {
+            return match got {
+                Ok(out) if out.outcome == OutcomeKind::Rejected => Ok(()),
+                other => Err(format!(
+                    "ambiguous write to deleted scopes {req:?}: expected rejected, got {other:?}"
+                )),
+            };
+        }
+        let wanted: BTreeSet<&Scope> = candidates.iter().collect();
+        let repeat = self.model.open.iter().find(|(_, item)| {
+            item.subject == subject
+                && item.predicate == predicate
+                && item.source == req.source
+                && loose(&item.value) == loose(&req.value)
+                && item.candidates.iter().collect::<BTreeSet<_>>() == wanted
+        });
+        if let Some((&id, item)) = repeat {
+            return match got {
+                Ok(out)
+                    if out.outcome == OutcomeKind::Pending
+                        && out.pending_id == Some(id)
+                        && out.causal_seq == Some(item.seq) =>
+                {
+                    Ok(())
+                }
+                other => Err(format!(
+                    "replayed ambiguous write {req:?}: expected open pending #{id} (seq {}), got {other:?}",
+                    item.seq
+                )),
+            };
+        }
+        let seq = self.model.take_seq(req.causal_seq);
+        match got {
+            Ok(out) if out.outcome == OutcomeKind::Pending => {
+                let id = out.pending_id.ok_or("pending outcome without pending_id")?;
+                if self.model.seen_pending.contains(&id) {
+                    return Err(format!("pending id {id} handed out twice"));
+                }
+                if out.causal_seq != Some(seq) {
+                    return Err(format!(
+                        "pending #{id} took causal_seq {:?}, the model expected {seq}",
+                        out.causal_seq
+                    ));
+                }
+                self.model.seen_pending.push(id);
+                self.model.open.insert(
+                    id,
+                    PendingM {
+                        subject,
+                        predicate,
+                        value: value(sent.v),
+                        raw: req.raw.clone(),
+                        source: req.source.clone(),
+                        seq,
+                        candidates: candidates.clone(),
+                    },
+                );
+                Ok(())
+            }
+            other => Err(format!(
+                "ambiguous write {req:?}: expected pending, got {other:?}"
+            )),
+        }
     }
 
     /// Runs one operation on the store and the model; Err describes a disagreement.
@@ -623,72 +724,37 @@ impl Harness {
                 seq,
             } => {
                 let source = self.source();
-                let requested = self.model.seq_of(seq);
                 let candidates: Vec<Scope> = scopes.iter().map(|i| scope(*i)).collect();
-                let req = WriteRequest {
-                    subject: SUBJECTS[*s as usize].into(),
-                    predicate: PREDICATES[*p as usize].0.into(),
-                    value: value(*v),
-                    scope: ScopeChoice::ambiguous(candidates.clone()).expect("distinct"),
-                    source: source.clone(),
-                    raw: Some(format!("maybe everywhere? ({source})")),
-                    causal_seq: requested,
+                let sent = SentAmbiguous {
+                    s: *s,
+                    p: *p,
+                    v: *v,
+                    req: WriteRequest {
+                        subject: SUBJECTS[*s as usize].into(),
+                        predicate: PREDICATES[*p as usize].0.into(),
+                        value: value(*v),
+                        scope: ScopeChoice::ambiguous(candidates.clone()).expect("distinct"),
+                        source: source.clone(),
+                        raw: Some(format!("maybe everywhere? ({source})")),
+                        causal_seq: self.model.seq_of(seq),
+                    },
+                    candidates,
                 };
-                let (subject, predicate, _) = self.model.key(*s, *p, 0);
-                let live = candidates
-                    .iter()
-                    .filter(|c| {
-                        !self
-                            .model
-                            .tombstoned(&(subject.clone(), predicate.clone(), (*c).clone()))
-                    })
-                    .count();
-                let got = self.store(*conn).write(&req);
-                if live == 0 {
-                    return match got {
-                        Ok(out) if out.outcome == OutcomeKind::Rejected => Ok(()),
-                        other => Err(format!(
-                            "ambiguous write to deleted scopes {req:?}: expected rejected, got {other:?}"
-                        )),
-                    };
+                self.sent_ambiguous.push(sent.clone());
+                self.ambiguous(*conn, &sent)
+            }
+            Op::ReplayAmbiguous { conn, pick } => {
+                if self.sent_ambiguous.is_empty() {
+                    return Ok(());
                 }
-                let seq = self.model.take_seq(requested);
-                match got {
-                    Ok(out) if out.outcome == OutcomeKind::Pending => {
-                        let id = out.pending_id.ok_or("pending outcome without pending_id")?;
-                        if self.model.seen_pending.contains(&id) {
-                            return Err(format!("pending id {id} handed out twice"));
-                        }
-                        if out.causal_seq != Some(seq) {
-                            return Err(format!(
-                                "pending #{id} took causal_seq {:?}, the model expected {seq}",
-                                out.causal_seq
-                            ));
-                        }
-                        self.model.seen_pending.push(id);
-                        self.model.open.insert(
-                            id,
-                            PendingM {
-                                subject,
-                                predicate,
-                                value: value(*v),
-                                raw: req.raw.clone(),
-                                source,
-                                seq,
-                                candidates,
-                            },
-                        );
-                        Ok(())
-                    }
-                    other => Err(format!(
-                        "ambiguous write {req:?}: expected pending, got {other:?}"
-                    )),
-                }
+                let sent = self.sent_ambiguous[*pick as usize % self.sent_ambiguous.len()].clone();
+                self.ambiguous(*conn, &sent)
             }
             Op::ResolvePending {
                 conn,
                 pick,
                 scope: sc,
+                force,
             } => {
                 if self.model.seen_pending.is_empty() {
                     return Ok(());
@@ -696,8 +762,18 @@ impl Harness {
                 let seen = &self.model.seen_pending;
                 let id = seen[*pick as usize % seen.len()];
                 let target = scope(*sc);
+                // A scope outside the candidates is refused unless forced; the item stays open.
+                let refused = self
+                    .model
+                    .open
+                    .get(&id)
+                    .is_some_and(|item| !*force && !item.candidates.contains(&target));
                 let expect = match self.model.open.remove(&id) {
                     None => Expect::Error,
+                    Some(item) if refused => {
+                        self.model.open.insert(id, item);
+                        Expect::Error
+                    }
                     Some(item) => {
                         self.model.closed.insert(
                             id,
@@ -732,7 +808,7 @@ impl Harness {
                         e
                     }
                 };
-                let got = self.store(*conn).resolve_pending(id, &target);
+                let got = self.store(*conn).resolve_pending(id, &target, *force);
                 match (&expect, got) {
                     (Expect::Error, Err(_)) => Ok(()),
                     (_, Ok(out)) if outcome_matches(&out, &expect) => Ok(()),
@@ -1146,6 +1222,7 @@ fn a_pending_item_resolved_after_its_predicate_became_an_alias() {
             conn: 0,
             pick: 0,
             scope: 0,
+            force: true,
         },
     ];
     if let Err(e) = run_sequence(&ops) {

@@ -188,8 +188,11 @@ fn writer(db: &Db, w: usize, seed: u64, deadline: Instant, tally: &Mutex<Tally>)
             let (id, source) = my_pending.swap_remove(i);
             let id = id.to_string();
             if rng.chance(75) {
+                // Any scope, candidate or not: the soak chooses knowingly (--force).
                 let scope = *rng.pick(&SCOPES);
-                let args = ["pending", "resolve", &id, "--scope", scope, "--json"];
+                let args = [
+                    "pending", "resolve", &id, "--scope", scope, "--force", "--json",
+                ];
                 let run = db.run(&args);
                 if run.stdout.trim_start().starts_with('{') {
                     let mut t = tally.lock().unwrap();
@@ -634,7 +637,8 @@ fn a_resolution_that_waited_behind_a_delete_is_rejected_and_check_stays_clean() 
             None,
         )
         .unwrap();
-    let out = resolver.resolve_pending(id, &Scope::Repo("r0".into()));
+    // repo:r0 is outside the item's candidates: the resolver chooses it knowingly.
+    let out = resolver.resolve_pending(id, &Scope::Repo("r0".into()), true);
     match &out {
         Ok(o) => assert_eq!(o.outcome, OutcomeKind::Rejected, "{o:?}"),
         Err(e) => panic!("resolving into a deleted scope must come out rejected, got: {e:#}"),

@@ -370,6 +370,55 @@ fn restore_and_explain() {
     assert!(s.app.dialogs.is_empty());
 }
 
+/// The explain fields take an id bare or in its scope's form, and say so when a field names the
+/// other kind instead of resolving it as a repository called `task:…` (issue 13, item 1).
+#[test]
+fn explain_fields_take_the_scope_form_and_refuse_the_other_kind() {
+    let f = Fixture::story();
+    let mut s = f.session(120, 32);
+    select(&mut s, "user:42 · package_manager @ repo:legacy-dashboard");
+    s.handle_key(ch('e'));
+    let explain = |s: &memscope::tui::Session| match s.app.dialogs.last() {
+        Some(Dialog::Explain(e)) => e.clone(),
+        other => panic!("explain is open, got {other:?}"),
+    };
+    for _ in 0.."legacy-dashboard".len() {
+        s.handle_key(key(KeyCode::Backspace));
+    }
+    press(&mut s, "repo:legacy-dashboard");
+    let e = explain(&s);
+    assert_eq!(e.query().unwrap().repo.as_deref(), Some("legacy-dashboard"));
+    let r = e.result.unwrap().unwrap();
+    assert_eq!(r.scope.as_deref(), Some("repo:legacy-dashboard"));
+    assert_eq!(r.considered[0].scope, "repo:legacy-dashboard");
+
+    s.handle_key(key(KeyCode::Tab));
+    press(&mut s, "task:fix-lockfile-123");
+    let r = explain(&s).result.unwrap().unwrap();
+    assert_eq!(r.scope.as_deref(), Some("task:fix-lockfile-123"));
+
+    // A repository typed into the task field is refused, not resolved as a task.
+    for _ in 0.."task:fix-lockfile-123".len() {
+        s.handle_key(key(KeyCode::Backspace));
+    }
+    press(&mut s, "repo:web-app");
+    let err = explain(&s).result.unwrap().unwrap_err();
+    assert!(err.contains("is a repository, not a task"), "{err}");
+    let frame = render(&mut s, 120, 32);
+    assert!(frame.contains("is a repository, not a task"), "{frame}");
+    // And a task typed into the repo field.
+    s.handle_key(key(KeyCode::Tab));
+    for _ in 0.."repo:legacy-dashboard".len() {
+        s.handle_key(key(KeyCode::Backspace));
+    }
+    press(&mut s, "task:x");
+    let err = explain(&s).result.unwrap().unwrap_err();
+    assert!(
+        err.contains("repo: 'task:x' is a task, not a repository"),
+        "{err}"
+    );
+}
+
 #[test]
 fn read_only_curation_keys_explain_themselves() {
     let f = Fixture::story();

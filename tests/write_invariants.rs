@@ -453,8 +453,8 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
     assert!(db.list(&[]).is_empty());
 }
 
-/// A pending item resolved into a tombstoned scope the human named explicitly is rejected too
-/// (exit 1), and records that.
+/// A pending item resolved into a tombstoned scope the human named explicitly (outside the
+/// candidates, so with --force) is rejected too (exit 1), and records that.
 #[test]
 fn pending_resolution_into_a_tombstoned_scope_is_rejected() {
     let db = TestDb::new();
@@ -478,7 +478,9 @@ fn pending_resolution_into_a_tombstoned_scope_is_rejected() {
         "以后都用 npm",
     );
     let id = p["pending_id"].as_i64().unwrap().to_string();
-    let r = db.run(&["pending", "resolve", &id, "--scope", "repo:old", "--json"]);
+    let r = db.run(&[
+        "pending", "resolve", &id, "--scope", "repo:old", "--force", "--json",
+    ]);
     assert_eq!(r.code, 1, "{r:?}");
     assert_eq!(r.json()["outcome"], "rejected");
     assert!(db.list(&[]).is_empty());

@@ -14,8 +14,9 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(e) => {
             assert!(
-                e.starts_with("malformed JSON") || e.starts_with("invalid write request"),
-                "{e}"
+                e.message.starts_with("malformed JSON")
+                    || e.message.starts_with("invalid write request"),
+                "{e:?}"
             );
         }
     }

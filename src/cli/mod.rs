@@ -227,6 +227,18 @@ pub fn run(cli: Cli) -> Result<i32> {
     }
 }
 
+/// Parses a `--repo` or `--task` id (`web-app` or `repo:web-app`); a bad one is a usage error.
+pub(crate) fn context_arg(
+    kind: crate::model::ContextKind,
+    text: Option<&str>,
+) -> Result<Option<String>> {
+    text.map(|t| {
+        crate::model::parse_context_id(kind, t)
+            .map_err(|e| usage(format!("--{}: {e}", kind.name())))
+    })
+    .transpose()
+}
+
 /// Parses a scope argument; a bad one is a usage error.
 pub(crate) fn scope_arg(text: &str) -> Result<crate::model::Scope> {
     crate::model::Scope::parse(text).map_err(usage)

@@ -22,9 +22,12 @@ pub enum PendingCommand {
     /// Write the item to the chosen scope through the write path
     Resolve {
         id: i64,
-        /// A candidate scope, or one you name explicitly
+        /// One of the item's candidate scopes (another scope needs --force)
         #[arg(long)]
         scope: String,
+        /// Write it to a scope outside the item's candidates
+        #[arg(long)]
+        force: bool,
         #[arg(long)]
         json: bool,
     },
@@ -69,9 +72,14 @@ pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
             }
             Ok(EXIT_OK)
         }
-        Some(PendingCommand::Resolve { id, scope, json }) => {
+        Some(PendingCommand::Resolve {
+            id,
+            scope,
+            force,
+            json,
+        }) => {
             let scope = scope_arg(&scope)?;
-            let out = store.resolve_pending(id, &scope)?;
+            let out = store.resolve_pending(id, &scope, force)?;
             if json {
                 print_json(&out)?;
             } else {

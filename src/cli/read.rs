@@ -1,7 +1,7 @@
 //! `resolve`, `list`, `history`.
 
-use super::{outln, print_json, scope_arg, EXIT_OK};
-use crate::model::shorten;
+use super::{context_arg, outln, print_json, scope_arg, EXIT_OK};
+use crate::model::{shorten, ContextKind};
 use crate::store::{ListFilter, Store};
 use anyhow::Result;
 use clap::Args;
@@ -12,11 +12,11 @@ pub struct ResolveArgs {
     pub subject: String,
     #[arg(long)]
     pub predicate: String,
-    /// The repository the agent is working in
-    #[arg(long)]
+    /// The repository the agent is working in: its id, e.g. web-app (repo:web-app is the same)
+    #[arg(long, value_name = "ID")]
     pub repo: Option<String>,
-    /// The task the agent is working on
-    #[arg(long)]
+    /// The task the agent is working on: its id, e.g. fix-1 (task:fix-1 is the same)
+    #[arg(long, value_name = "ID")]
     pub task: Option<String>,
     /// Resolve as it stood at this time: RFC 3339 or an age like 90m, 12h, 3d
     #[arg(long, value_name = "TIME", conflicts_with = "log")]
@@ -58,17 +58,10 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
-fn check_context_id(kind: &str, id: &Option<String>) -> Result<()> {
-    if let Some(id) = id {
-        scope_arg(&format!("{kind}:{id}"))?;
-    }
-    Ok(())
-}
-
 pub fn resolve(store: &mut Store, a: ResolveArgs) -> Result<i32> {
-    check_context_id("repo", &a.repo)?;
-    check_context_id("task", &a.task)?;
-    let (repo, task) = (a.repo.as_deref(), a.task.as_deref());
+    let repo = context_arg(ContextKind::Repo, a.repo.as_deref())?;
+    let task = context_arg(ContextKind::Task, a.task.as_deref())?;
+    let (repo, task) = (repo.as_deref(), task.as_deref());
     let r = if let Some(at) = &a.at {
         let at = crate::store::parse_time(at, store.clock().now()).map_err(super::usage)?;
         store.resolve_at(&a.subject, &a.predicate, repo, task, at)?

@@ -2,7 +2,7 @@
 //! working. These ids come from the host that starts the server (flags, environment, the git
 //! checkout it runs in), never from the model.
 
-use crate::model::{normalize_subject, Scope};
+use crate::model::{normalize_subject, parse_context_id, ContextKind, Scope};
 use clap::Args;
 use std::path::Path;
 use std::process::Command;
@@ -13,11 +13,12 @@ pub struct McpArgs {
     /// Who the memories are about, e.g. user:42 (else $MEMSCOPE_SUBJECT)
     #[arg(long, value_name = "SUBJECT")]
     pub subject: Option<String>,
-    /// The repository the agent works in (else $MEMSCOPE_REPO); `auto` takes the id from the
-    /// working directory's git checkout: the origin remote's name, else the top-level folder
+    /// The repository the agent works in, e.g. web-app or repo:web-app (else $MEMSCOPE_REPO);
+    /// `auto` takes the id from the working directory's git checkout: the origin remote's name,
+    /// else the top-level folder
     #[arg(long, value_name = "ID|auto")]
     pub repo: Option<String>,
-    /// The task the agent works on (else $MEMSCOPE_TASK)
+    /// The task the agent works on, e.g. fix-1 or task:fix-1 (else $MEMSCOPE_TASK)
     #[arg(long, value_name = "ID")]
     pub task: Option<String>,
     /// The agent's name, recorded with every read it makes (else $MEMSCOPE_AGENT, else the MCP
@@ -67,12 +68,12 @@ impl McpContext {
         let (repo, repo_from) = pick(&args.repo, "repo", "MEMSCOPE_REPO");
         let repo = match repo {
             Some(r) if r.trim() == "auto" => Some(repo_from_git(cwd)?),
-            Some(r) => Some(context_id("repo", &r, &repo_from)?),
+            Some(r) => Some(context_id(ContextKind::Repo, &r, &repo_from)?),
             None => None,
         };
         let (task, task_from) = pick(&args.task, "task", "MEMSCOPE_TASK");
         let task = task
-            .map(|t| context_id("task", &t, &task_from))
+            .map(|t| context_id(ContextKind::Task, &t, &task_from))
             .transpose()?;
         let (agent, agent_from) = pick(&args.agent, "agent", "MEMSCOPE_AGENT");
         let agent = match agent {
@@ -129,20 +130,16 @@ impl McpContext {
     }
 }
 
-/// Checks a repo or task id the way scopes are checked (non-empty, one word).
-fn context_id(kind: &str, id: &str, from: &str) -> Result<String, String> {
-    let id = id.trim();
-    if id.is_empty() {
+/// Checks a repo or task id the way every front end does ([`parse_context_id`]); an empty one
+/// names where it came from.
+fn context_id(kind: ContextKind, id: &str, from: &str) -> Result<String, String> {
+    if id.trim().is_empty() {
         return Err(format!(
-            "{from} is empty: give a {kind} id such as legacy-dashboard, or leave it out"
+            "{from} is empty: give a {} id such as legacy-dashboard, or leave it out",
+            kind.name()
         ));
     }
-    match Scope::parse(&format!("{kind}:{id}")) {
-        // The id as the store keeps it (NFC, look-alike dashes folded).
-        Ok(Scope::Repo(id) | Scope::Task(id)) => Ok(id),
-        Ok(Scope::Global) => Ok(id.to_string()),
-        Err(e) => Err(format!("{from}: {e}")),
-    }
+    parse_context_id(kind, id).map_err(|e| format!("{from}: {e}"))
 }
 
 /// The repository id for `--repo auto`: the last path component of the `origin` remote's URL
@@ -181,7 +178,7 @@ pub fn repo_from_git(dir: &Path) -> Result<String, String> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    context_id("repo", &folder, "--repo auto").map_err(|_| {
+    context_id(ContextKind::Repo, &folder, "--repo auto").map_err(|_| {
         format!(
             "--repo auto: the repository at {top} has no usable origin remote and its folder name is not a usable id (one word, no spaces): pass --repo ID"
         )
@@ -194,7 +191,7 @@ pub fn repo_id_from_url(url: &str) -> Option<String> {
     let trimmed = url.trim().trim_end_matches(['/', '\\']);
     let last = trimmed.rsplit(['/', '\\', ':']).next().unwrap_or(trimmed);
     let id = last.strip_suffix(".git").unwrap_or(last);
-    context_id("repo", id, "origin").ok()
+    context_id(ContextKind::Repo, id, "origin").ok()
 }
 
 #[cfg(test)]

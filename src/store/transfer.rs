@@ -109,8 +109,11 @@ impl Store {
             if line.trim().is_empty() {
                 continue;
             }
-            let obj: Map<String, Value> = serde_json::from_str(&line)
-                .map_err(|e| anyhow!("line {line_no} of the import is not a JSON object ({e}): pass a file written by `memscope export`"))?;
+            let obj: Map<String, Value> = serde_json::from_str(&line).map_err(|e| {
+                let (msg, column) = crate::model::json_error(&e, &line);
+                let at = column.map(|c| format!(", column {c},")).unwrap_or_default();
+                anyhow!("line {line_no}{at} of the import is not a JSON object ({msg}): pass a file written by `memscope export`")
+            })?;
             let table = obj.get("table").and_then(|t| t.as_str()).unwrap_or("");
             if table == "memscope_export" {
                 let v = obj

@@ -3,8 +3,8 @@
 use super::hot::HotStmts;
 use super::{bump_metric, canonical_predicate, explain_sqlite, Store};
 use crate::model::{
-    normalize_subject, same_value, Identity, InvalidRequest, OutcomeKind, PendingItem, Scope,
-    ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
+    normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, PendingItem,
+    Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
 };
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -418,6 +418,7 @@ fn outcome_of(kind: OutcomeKind, subject: &str, predicate: &str, scope: &str) ->
     WriteOutcome {
         outcome: kind,
         line: None,
+        column: None,
         subject: Some(subject.to_owned()),
         predicate: Some(predicate.to_owned()),
         scope: Some(Value::String(scope.to_owned())),
@@ -724,6 +725,7 @@ fn enqueue_pending(
     let mut out = WriteOutcome {
         outcome: OutcomeKind::Pending,
         line: None,
+        column: None,
         subject: Some(w.subject.clone()),
         predicate: Some(w.predicate.clone()),
         scope: Some(json!({ "ambiguous": scopes })),
@@ -740,6 +742,18 @@ fn enqueue_pending(
         out.outcome = OutcomeKind::Rejected;
         out.reason =
             Some("every candidate scope of this identity was deleted; restore one first".into());
+        return Ok(out);
+    }
+    // A retried agent or a replayed file asks again what a human has not yet answered: the
+    // open item is the answer, not a second one in the queue.
+    if let Some(item) = open_pending_like(conn, w, candidates)? {
+        out.pending_id = Some(item.id);
+        out.value = Some(item.value);
+        out.causal_seq = Some(item.causal_seq);
+        out.reason = Some(format!(
+            "the same write is already waiting as pending #{}: a human picks its scope with `memscope pending resolve`",
+            item.id
+        ));
         return Ok(out);
     }
     let seq = match w.causal_seq {
@@ -764,6 +778,39 @@ fn enqueue_pending(
     out.reason =
         Some("the scope is ambiguous: a human picks one with `memscope pending resolve`".into());
     Ok(out)
+}
+
+/// The open pending item this ambiguous write repeats: same subject, predicate, value (as
+/// values compare), candidates (in any order) and source.
+fn open_pending_like(
+    conn: &Connection,
+    w: &PreparedWrite,
+    candidates: &[Scope],
+) -> Result<Option<PendingItem>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM pending
+         WHERE subject = ?1 AND predicate = ?2 AND source = ?3 AND status = 'open' ORDER BY id",
+    )?;
+    let ids = stmt
+        .query_map(params![w.subject, w.predicate, w.source], |r| {
+            r.get::<_, i64>(0)
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let wanted: std::collections::BTreeSet<&Scope> = candidates.iter().collect();
+    for id in ids {
+        let Some(item) = super::read::pending_item(conn, id)? else {
+            continue;
+        };
+        let same_candidates = item
+            .candidates
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            == wanted;
+        if same_candidates && same_value(&item.value, &w.value) {
+            return Ok(Some(item));
+        }
+    }
+    Ok(None)
 }
 
 /// Counts of what an `apply` run came to.
@@ -934,7 +981,11 @@ impl Store {
                 loop {
                     for (line_no, parsed) in &batch.lines[outcomes.len()..] {
                         let mut out = match parsed {
-                            ParsedLine::Invalid(msg) => WriteOutcome::error(None, msg.clone()),
+                            ParsedLine::Invalid(e) => {
+                                let mut out = WriteOutcome::error(None, e.message.clone());
+                                out.column = e.column;
+                                out
+                            }
                             ParsedLine::Ready(w) => match run_line(tx, w, ctx, st, savepoints) {
                                 Ok(out) => out,
                                 // SQLite may have rolled the whole transaction back on its
@@ -975,8 +1026,15 @@ impl Store {
     }
 
     /// Resolves an open pending item by writing it to `scope` through the write path. The
-    /// item records what happened (a resolution may itself be `stale` or `rejected`).
-    pub fn resolve_pending(&mut self, pending_id: i64, scope: &Scope) -> Result<WriteOutcome> {
+    /// item records what happened (a resolution may itself be `stale` or `rejected`). A scope
+    /// outside the item's candidates is refused (an [`InvalidRequest`] naming them) unless
+    /// `outside_candidates` says a human chose it knowingly.
+    pub fn resolve_pending(
+        &mut self,
+        pending_id: i64,
+        scope: &Scope,
+        outside_candidates: bool,
+    ) -> Result<WriteOutcome> {
         self.in_write_tx(|tx, ctx, st| {
             let item = super::read::pending_item(tx, pending_id)?.ok_or_else(|| {
                 anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
@@ -987,6 +1045,15 @@ impl Store {
                     item.status,
                     item.resolution.as_deref().unwrap_or("no outcome")
                 );
+            }
+            let among = item.candidates.contains(scope);
+            if !among && !outside_candidates {
+                let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
+                return Err(InvalidRequest(format!(
+                    "{scope} is not a candidate of pending #{pending_id}, whose candidates are {}: pick one of them, or pass --force to write it to {scope} anyway",
+                    names.join(", ")
+                ))
+                .into());
             }
             // An alias added while the item waited maps it to the canonical predicate now.
             let id = Identity {
@@ -1006,7 +1073,6 @@ impl Store {
                 "UPDATE pending SET status = 'resolved', resolved_at = ?2, resolved_scope = ?3, resolution = ?4 WHERE id = ?1",
                 params![pending_id, ctx.now, scope.to_string(), out.outcome.as_str()],
             )?;
-            let among = item.candidates.contains(scope);
             log_event(
                 tx,
                 "pending_resolved",
@@ -1047,7 +1113,7 @@ impl Store {
 /// An `apply` input line after parsing and validation, before it meets the database.
 pub(crate) enum ParsedLine {
     Ready(Box<PreparedWrite>),
-    Invalid(String),
+    Invalid(LineError),
 }
 
 /// What `apply` frees after a batch: its parsed lines and their outcomes.
@@ -1183,16 +1249,22 @@ fn read_ahead<R: Read>(input: R, tx: std::sync::mpsc::SyncSender<std::io::Result
 /// Parses one input line; `None` for a blank line.
 fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
     let Ok(text) = std::str::from_utf8(bytes) else {
-        return Some(ParsedLine::Invalid(
-            "line is not valid UTF-8: send JSON text encoded as UTF-8".into(),
-        ));
+        return Some(ParsedLine::Invalid(LineError {
+            message: "line is not valid UTF-8: send JSON text encoded as UTF-8".into(),
+            column: None,
+        }));
     };
     let text = text.trim_end_matches(['\n', '\r']);
     if text.trim().is_empty() {
         return None;
     }
     Some(
-        match WriteRequest::from_json_line(text).and_then(|r| validate(r).map_err(|e| e.0)) {
+        match WriteRequest::from_json_line(text).and_then(|r| {
+            validate(r).map_err(|e| LineError {
+                message: e.0,
+                column: None,
+            })
+        }) {
             Ok(w) => ParsedLine::Ready(Box::new(w)),
             Err(e) => ParsedLine::Invalid(e),
         },

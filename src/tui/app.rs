@@ -7,8 +7,8 @@ use super::keymap::{self, Command, Context};
 use super::list::{FilterResults, ListItem, MemoryList, Motion};
 use super::worker::HeaderCounts;
 use crate::model::{
-    DeletePreview, DeleteTarget, HistoryEvent, Identity, MemoryRecord, PendingItem, Resolution,
-    Scope, Tombstone,
+    parse_context_id, ContextKind, DeletePreview, DeleteTarget, HistoryEvent, Identity,
+    MemoryRecord, PendingItem, Resolution, Scope, Tombstone,
 };
 use crate::store::{CheckReport, Clock};
 use chrono::{DateTime, Utc};
@@ -202,18 +202,33 @@ impl ExplainDialog {
         }
     }
 
-    pub fn query(&self) -> ExplainQuery {
-        // "repo:web-app" typed out of habit means the repo web-app.
-        let opt = |s: &str, prefix: &str| {
-            let t = s.trim();
-            let t = t.strip_prefix(prefix).unwrap_or(t);
-            (!t.is_empty()).then(|| t.to_string())
+    /// The question the fields ask; a field naming the wrong kind (`task:x` as the repo) is
+    /// the sentence to show instead.
+    pub fn query(&self) -> Result<ExplainQuery, String> {
+        let id = |kind: ContextKind, text: &str| {
+            if text.trim().is_empty() {
+                return Ok(None);
+            }
+            parse_context_id(kind, text)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", kind.name()))
         };
-        ExplainQuery {
+        Ok(ExplainQuery {
             subject: self.subject.clone(),
             predicate: self.predicate.clone(),
-            repo: opt(&self.repo, "repo:"),
-            task: opt(&self.task, "task:"),
+            repo: id(ContextKind::Repo, &self.repo)?,
+            task: id(ContextKind::Task, &self.task)?,
+        })
+    }
+
+    /// Asks the store to explain what the fields say, or shows why they cannot be asked.
+    fn ask(&mut self) -> Action {
+        match self.query() {
+            Ok(q) => Action::Explain(q),
+            Err(e) => {
+                self.result = Some(Err(e));
+                Action::None
+            }
         }
     }
 }
@@ -494,16 +509,16 @@ impl App {
                         ExplainField::Task => ExplainField::Repo,
                     };
                 }
-                Some(Command::Confirm) => return Action::Explain(e.query()),
+                Some(Command::Confirm) => return e.ask(),
                 Some(Command::Erase) => {
                     e.field_mut().pop();
-                    return Action::Explain(e.query());
+                    return e.ask();
                 }
                 _ => {
                     // Ids hold no whitespace; a typed space would only make a bad scope.
                     if let Some(c) = typed(&key).filter(|c| !c.is_whitespace()) {
                         e.field_mut().push(c);
-                        return Action::Explain(e.query());
+                        return e.ask();
                     }
                 }
             },
@@ -796,7 +811,7 @@ impl App {
                 _ => None,
             })
         };
-        let dialog = ExplainDialog {
+        let mut dialog = ExplainDialog {
             subject,
             predicate,
             repo: id_of("repo").unwrap_or_default(),
@@ -804,9 +819,9 @@ impl App {
             field: ExplainField::Repo,
             result: None,
         };
-        let query = dialog.query();
+        let action = dialog.ask();
         self.dialogs.push(Dialog::Explain(dialog));
-        Action::Explain(query)
+        action
     }
 }
 

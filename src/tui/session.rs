@@ -209,7 +209,7 @@ impl Session {
                     )
                     .map_err(|e| format!("{e:#}"));
                 if let Some(Dialog::Explain(d)) = self.app.dialogs.last_mut() {
-                    if d.query() == q {
+                    if d.query().as_ref() == Ok(&q) {
                         d.result = Some(result);
                     }
                 }
@@ -247,7 +247,8 @@ impl Session {
                 format!("restored {id}: writes to it are accepted again")
             }
             Curation::Resolve { pending_id, scope } => {
-                let out = self.store.resolve_pending(*pending_id, scope)?;
+                // g/r/t pick among the candidates only.
+                let out = self.store.resolve_pending(*pending_id, scope, false)?;
                 format!("#{pending_id} → {scope}: {}", out.human())
             }
             Curation::Reject { pending_id } => {
