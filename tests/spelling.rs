@@ -52,7 +52,8 @@ fn look_alike_dashes_fold_into_the_ascii_one() {
     assert_eq!(
         out["scope"], "repo:web-app",
         "a full-width colon reads as a colon"
-    ); // Reads take the same spelling: the repository's rule wins for a look-alike --repo.
+    );
+    // Reads take the same spelling: the repository's rule wins for a look-alike --repo.
     let r = db.resolve(U, "package_manager", Some("web\u{2011}app"), None);
     assert_eq!(r["scope"], "repo:web-app", "{r}");
 }
