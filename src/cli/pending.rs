@@ -13,6 +13,7 @@ pub struct PendingArgs {
     /// Include resolved and rejected items
     #[arg(long)]
     pub all: bool,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }
@@ -20,17 +21,23 @@ pub struct PendingArgs {
 #[derive(Debug, Subcommand)]
 pub enum PendingCommand {
     /// Write the item to the chosen scope through the write path
+    #[command(after_help = "Example:\n  memscope pending resolve 1 --scope repo:web-app")]
     Resolve {
+        /// The item's number, as `memscope pending` lists it
         id: i64,
         /// A candidate scope, or one you name explicitly
         #[arg(long)]
         scope: String,
+        /// Print the outcome as JSON
         #[arg(long)]
         json: bool,
     },
     /// Drop the item without writing anything
+    #[command(after_help = "Example:\n  memscope pending reject 1")]
     Reject {
+        /// The item's number, as `memscope pending` lists it
         id: i64,
+        /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },

@@ -49,6 +49,18 @@ impl Tmux {
         t
     }
 
+    /// A `width`×`height` terminal at a plain `$ ` prompt on a clear screen; `None`, after
+    /// saying SKIPPED, where tmux is not installed.
+    pub fn shell(width: u16, height: u16) -> Option<Tmux> {
+        if !Tmux::available() {
+            eprintln!("SKIPPED: tmux is not installed (CI installs it; see .ci/run)");
+            return None;
+        }
+        let t = Tmux::start(width, height);
+        t.run("PS1='$ '; clear");
+        Some(t)
+    }
+
     pub fn tmux(&self, args: &[&str]) -> Output {
         let out = Command::new("tmux")
             .arg("-L")
