@@ -1,8 +1,7 @@
 // Every line is printed by `memscope::cli::output`, which escapes control characters.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use clap::Parser;
-use memscope::cli::{self, Cli};
+use memscope::cli;
 
 fn main() {
     // Like other Unix tools, end quietly when the reader of our output goes away
@@ -11,10 +10,13 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let parsed = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // What a usage error points at: `memscope write --help` for a wrong `memscope write`.
+    let help = cli::help_for(&args);
+    let parsed = match cli::parse(&args) {
         Ok(p) => p,
-        Err(e) => std::process::exit(cli::usage_failure(e)),
+        Err(e) => std::process::exit(cli::usage_failure(e, &help)),
     };
-    let code = cli::run(parsed).unwrap_or_else(cli::failure);
+    let code = cli::run(parsed).unwrap_or_else(|e| cli::failure(e, &help));
     std::process::exit(code);
 }

@@ -633,6 +633,114 @@ pub struct DeletePreview {
     pub read_notes: i64,
 }
 
+/// How a line of a delete's statement reads, so that each front end can style it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementLine {
+    Heading,
+    /// One thing the delete does.
+    Effect,
+    /// An identity the delete tombstones.
+    Identity,
+    /// What remains afterwards.
+    Closing,
+}
+
+impl DeletePreview {
+    /// The statement a delete makes before it is applied, line by line: the UI's delete dialog
+    /// and `memscope delete` (`--dry-run`, the confirmation) both print it. `restore_hint` ends the
+    /// last sentence with how this front end restores ("(tab 3, u)").
+    pub fn statement(&self, restore_hint: &str) -> Vec<(StatementLine, String)> {
+        use StatementLine as L;
+        let mut lines = vec![(L::Heading, "This will, in one transaction:".to_string())];
+        let n = self.identities.len() as i64;
+        lines.push((
+            L::Effect,
+            format!("• tombstone {}", plural(n, "identity", "identities")),
+        ));
+        lines.extend(
+            self.identities
+                .iter()
+                .map(|id| (L::Identity, format!("    {id}"))),
+        );
+        lines.extend([
+            (
+                L::Effect,
+                format!(
+                    "• remove {}",
+                    plural(self.live_records, "live record", "live records")
+                ),
+            ),
+            (
+                L::Effect,
+                format!(
+                    "• destroy {}, {} and {}",
+                    plural(self.versions, "version", "versions"),
+                    plural(self.raw_texts, "raw text", "raw texts"),
+                    plural(self.events, "history event", "history events")
+                ),
+            ),
+            (
+                L::Effect,
+                format!(
+                    "• drop {} of the deleted memories",
+                    plural(self.pending_items, "pending item", "pending items")
+                ),
+            ),
+            (
+                L::Effect,
+                format!(
+                    "• blank {} of agents' reads (the reads stay)",
+                    plural(self.read_notes, "note", "notes")
+                ),
+            ),
+            (
+                L::Effect,
+                "• checkpoint and truncate the WAL, so no copy stays in any file".to_string(),
+            ),
+            (
+                L::Closing,
+                format!(
+                    "Only a content-free `deleted` event remains. Later writes to these identities are rejected until restored {restore_hint}."
+                ),
+            ),
+        ]);
+        lines
+    }
+}
+
+/// 1234567 → "1,234,567".
+pub fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// "1 item" / "2 items".
+pub fn plural(n: i64, one: &str, many: &str) -> String {
+    format!("{} {}", thousands(n), if n == 1 { one } else { many })
+}
+
+/// `s` as one shell word: unchanged when it needs no quoting, else in single quotes — so a
+/// command memscope suggests can be pasted as it is (`memscope --db '/tmp/my db' init`).
+pub fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:@%+=,".contains(c);
+    if !s.is_empty() && s.chars().all(plain) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
 /// Cuts `s` to at most `max` characters, marking the cut with an ellipsis.
 pub fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -817,6 +925,18 @@ pub fn normalize_subject(raw: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_words_paste_as_one_argument() {
+        assert_eq!(
+            shell_word("/home/me/.local/memory.db"),
+            "/home/me/.local/memory.db"
+        );
+        assert_eq!(shell_word("/tmp/my db"), "'/tmp/my db'");
+        assert_eq!(shell_word("it's.db"), "'it'\\''s.db'");
+        assert_eq!(shell_word("$HOME;rm"), "'$HOME;rm'");
+        assert_eq!(shell_word(""), "''");
+    }
 
     #[test]
     fn value_depth_counts_containers_at_any_depth() {

@@ -310,7 +310,7 @@ fn assert_refused_untouched(db: &TestDb, word: &str) {
         vec!["history", "--subject", U, "--predicate", PM],
         vec!["pending"],
         vec!["check"],
-        vec!["delete", "--subject", U],
+        vec!["delete", "--yes", "--subject", U],
         vec!["gc"],
         vec!["export"],
         vec!["import", &import_arg],
@@ -469,7 +469,7 @@ fn a_read_only_file_can_be_read_but_not_changed() {
     )
     .unwrap();
     for args in [
-        vec!["delete", "--subject", U],
+        vec!["delete", "--yes", "--subject", U],
         vec!["apply", lines.to_str().unwrap()],
         vec!["seq"],
         vec!["gc"],
@@ -546,7 +546,7 @@ c.close()
     let cases: Vec<Vec<&str>> = vec![
         write_args("--scope", "global", "thread:99"),
         vec!["seq"],
-        vec!["delete", "--subject", U, "--predicate", PM],
+        vec!["delete", "--yes", "--subject", U, "--predicate", PM],
         vec!["alias", "add", "pm2", "package_manager"],
     ];
     for args in cases {
@@ -589,6 +589,8 @@ c.close()
 #[test]
 fn read_commands_on_a_missing_file_say_how_to_create_one() {
     let db = TestDb::new();
+    // The hint names this very file: a bare `memscope init` would create another one.
+    let init_here = format!("`memscope --db {} init`", db.path_str());
     for args in [
         vec!["list"],
         vec!["list", "--json"],
@@ -598,7 +600,7 @@ fn read_commands_on_a_missing_file_say_how_to_create_one() {
         vec!["check", "--json"],
         vec!["export"],
         vec!["alias", "list"],
-        vec!["delete", "--subject", U],
+        vec!["delete", "--yes", "--subject", U],
         vec![
             "restore",
             "--subject",
@@ -611,12 +613,12 @@ fn read_commands_on_a_missing_file_say_how_to_create_one() {
         vec!["gc"],
     ] {
         let r = db.run(&args);
-        r.fails_with(1, &["memscope init"]);
+        r.fails_with(1, &[&init_here]);
         assert!(!db.path.exists(), "{args:?} created the database");
     }
     // An empty file is not a database yet either.
     std::fs::write(&db.path, b"").unwrap();
-    db.run(&["list"]).fails_with(1, &["memscope init"]);
+    db.run(&["list"]).fails_with(1, &[&init_here]);
     assert_eq!(std::fs::read(&db.path).unwrap().len(), 0);
 }
 
@@ -648,7 +650,7 @@ fn pending_commands_on_unknown_items_are_refused() {
         "global",
     ])
     .fails_with(1, &["not deleted"]);
-    db.run(&["delete", "--subject", "nobody"])
+    db.run(&["delete", "--yes", "--subject", "nobody"])
         .fails_with(1, &["nothing"]);
     assert_eq!(before, db.fingerprint());
 }

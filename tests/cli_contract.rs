@@ -468,7 +468,15 @@ fn json_shapes_of_list_history_pending_check_and_delete() {
     }
     assert_eq!(check["metrics"]["stale_writes"], 1);
 
-    let del = db.json(&["delete", "--subject", U, "--predicate", PM, "--json"]);
+    let del = db.json(&[
+        "delete",
+        "--yes",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--json",
+    ]);
     assert_has_keys(&del, &["tombstoned", "purged_versions", "purged_pending"]);
     for t in del["tombstoned"].as_array().unwrap() {
         assert_has_keys(t, &["subject", "predicate", "scope", "version"]);

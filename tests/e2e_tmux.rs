@@ -7,134 +7,13 @@ use fuzzy_matcher::FuzzyMatcher;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::process::Command;
+
+mod common;
+
+use common::tmux::{shell_quote, Tmux};
 
 const BIN: &str = env!("CARGO_BIN_EXE_memscope");
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-static SESSIONS: AtomicUsize = AtomicUsize::new(0);
-
-/// A tmux server on a private socket; killed when dropped, also when a test fails.
-struct Tmux {
-    socket: String,
-    socket_path: Option<PathBuf>,
-}
-
-impl Tmux {
-    fn available() -> bool {
-        Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }
-
-    fn start(width: u16, height: u16) -> Tmux {
-        let n = SESSIONS.fetch_add(1, Ordering::SeqCst);
-        let mut t = Tmux {
-            socket: format!("memscope-e2e-{}-{n}", std::process::id()),
-            socket_path: None,
-        };
-        t.tmux(&[
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-s",
-            "e2e",
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-            "sh",
-        ]);
-        t.tmux(&["set-option", "-g", "escape-time", "0"]);
-        let path = t.tmux(&["display-message", "-p", "#{socket_path}"]).stdout;
-        t.socket_path = Some(PathBuf::from(String::from_utf8_lossy(&path).trim()));
-        t
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("TMUX")
-            .output()
-            .expect("tmux runs");
-        assert!(
-            out.status.success(),
-            "tmux {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
-    }
-
-    /// Types `text` literally.
-    fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-t", "e2e", "-l", text]);
-    }
-
-    /// Sends named keys (Enter, Escape, …).
-    fn key(&self, key: &str) {
-        self.tmux(&["send-keys", "-t", "e2e", key]);
-    }
-
-    fn run(&self, command_line: &str) {
-        self.type_text(command_line);
-        self.key("Enter");
-    }
-
-    fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-t", "e2e"]).stdout)
-            .into_owned()
-    }
-
-    /// Polls the screen until `pred` holds; panics with the last screen after the timeout.
-    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                return s;
-            }
-            if start.elapsed() > TIMEOUT {
-                panic!("timed out waiting for {what}; the screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn wait_for(&self, text: &str) -> String {
-        self.wait(&format!("{text:?}"), |s| s.contains(text))
-    }
-
-    fn resize(&self, width: u16, height: u16) {
-        self.tmux(&[
-            "resize-window",
-            "-t",
-            "e2e",
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-        ]);
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
-        if let Some(p) = &self.socket_path {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
 
 fn cli(db: &Path, args: &[&str]) -> Value {
     let out = Command::new(BIN)
@@ -149,10 +28,6 @@ fn cli(db: &Path, args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
-}
-
-fn shell_quote(p: &Path) -> String {
-    format!("'{}'", p.display().to_string().replace('\'', "'\\''"))
 }
 
 /// "15 identities in 6 scopes", as the list title says it, from `list --json`.

@@ -142,7 +142,7 @@ fn stored_words_never_reach_the_terminal_raw() {
     );
     shows("resolve --log", db.run(&logged).ok());
     // The delete prints no stored words; its reason shows in the history below.
-    let delete = about("delete", "coffee", &["--reason", h]);
+    let delete = about("delete", "coffee", &["--reason", h, "--yes"]);
     assert_no_raw_controls("delete", &db.run(&delete).ok());
 
     // Through MCP, with no --agent: the client's name is the agent of its reads, and an unsure
@@ -298,7 +298,7 @@ fn stored_words_never_reach_the_terminal_raw() {
         vec!["alias", "add", h, "package_manager"],
         [&["write", "--subject", h, "--source", "s"][..], &plain].concat(),
         [&["write", "--subject", "u", "--source", h][..], &plain].concat(),
-        about("delete", "x", &["--reason", h]),
+        about("delete", "x", &["--reason", h, "--yes"]),
     ] {
         let refused = db.run(&args);
         assert_ne!(refused.code, 0, "{refused:?}");

@@ -101,6 +101,7 @@ fn cli_equivalent(db: &TestDb) {
     );
     db.run(&[
         "delete",
+        "--yes",
         "--subject",
         s,
         "--predicate",

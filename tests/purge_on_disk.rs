@@ -173,6 +173,7 @@ fn deleting_a_predicate_leaves_its_content_in_no_database_file() {
 
     let report = db.json(&[
         "delete",
+        "--yes",
         "--subject",
         U,
         "--predicate",
@@ -249,7 +250,7 @@ fn deleting_a_whole_subject_leaves_nothing_on_disk() {
     db.write("user:7", PM, "yarn", "global", "thread:44");
     assert!(!find_on_disk(&db.path, &coffee).is_empty());
 
-    let report = db.json(&["delete", "--subject", U, "--json"]);
+    let report = db.json(&["delete", "--yes", "--subject", U, "--json"]);
     let scopes = report["tombstoned"].as_array().unwrap().len();
     assert_eq!(
         scopes, 4,
@@ -366,7 +367,15 @@ c.close()
         .unwrap();
     assert!(line.starts_with("READY"), "python reader: {line:?}");
 
-    let r = db.run(&["delete", "--subject", U, "--predicate", PM, "--json"]);
+    let r = db.run(&[
+        "delete",
+        "--yes",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--json",
+    ]);
     assert_eq!(r.code, 0, "the delete itself succeeds: {r:?}");
     assert!(
         r.stderr.to_lowercase().contains("pending"),
@@ -412,7 +421,15 @@ fn deleting_a_preference_that_only_waits_in_the_pending_queue_destroys_it() {
     db.write(U, "formatter", "biome", "global", "thread:27");
     assert!(!find_on_disk(&db.path, &canary).is_empty());
 
-    let r = db.run(&["delete", "--subject", U, "--predicate", PM, "--json"]);
+    let r = db.run(&[
+        "delete",
+        "--yes",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--json",
+    ]);
     assert_eq!(
         r.code, 0,
         "deleting the package-manager preference must succeed while its only copy is a pending item: {r:?}"
@@ -442,7 +459,8 @@ fn a_predicate_delete_leaves_no_pending_item_of_that_predicate() {
         &canary,
     );
     let id = out["pending_id"].as_i64().unwrap().to_string();
-    db.run(&["delete", "--subject", U, "--predicate", PM]).ok();
+    db.run(&["delete", "--yes", "--subject", U, "--predicate", PM])
+        .ok();
     assert!(db.list(&["--predicate", PM]).is_empty());
     let resurrect = db.run(&["pending", "resolve", &id, "--scope", "repo:a", "--json"]);
     assert!(

@@ -229,7 +229,14 @@ fn base_database(dir: &Path) -> std::path::PathBuf {
         "1",
     ]);
     assert_eq!(w.code, 0, "{w:?}");
-    let d = db.run(&["delete", "--subject", "crash:gone", "--predicate", "p0"]);
+    let d = db.run(&[
+        "delete",
+        "--yes",
+        "--subject",
+        "crash:gone",
+        "--predicate",
+        "p0",
+    ]);
     assert_eq!(d.code, 0, "{d:?}");
     db.path.clone()
 }

@@ -520,7 +520,14 @@ fn apply_survives_huge_values_nul_bytes_invalid_utf8_and_deep_nesting() {
     assert_eq!(nul["value"], json!("a\u{0}b"));
 
     // Deleting the 10 MB raw text destroys it on disk too.
-    let d = db.run(&["delete", "--subject", "user:1", "--predicate", "huge_raw"]);
+    let d = db.run(&[
+        "delete",
+        "--yes",
+        "--subject",
+        "user:1",
+        "--predicate",
+        "huge_raw",
+    ]);
     assert_eq!(d.code, 0, "{d:?}");
     db.assert_check_ok();
 }

@@ -896,13 +896,23 @@ fn pane_child(t: &Tmux) -> u32 {
 /// Whether `pid` holds a POSIX lock on the file with inode `ino` (Linux: `/proc/locks`). A
 /// SQLite connection in WAL mode holds a shared lock on the database file from its first read
 /// until it closes; closing any other descriptor of the file in the same process drops it.
+///
+/// `/proc/locks` is generated as it is read, and the list moves while the writers take and
+/// drop their locks, so one reading can miss a line: a sample looks up to five times. A lock
+/// dropped by a stray `close` stays dropped (SQLite never takes it again), so a real loss is
+/// still seen in every sample.
 fn holds_lock_on(pid: u32, ino: u64) -> bool {
-    let locks = std::fs::read_to_string("/proc/locks").expect("/proc/locks (Linux)");
     let pid = pid.to_string();
     let ino = format!(":{ino}");
-    locks.lines().filter(|l| !l.contains("->")).any(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        f.windows(2).any(|w| w[0] == pid && w[1].ends_with(&ino))
+    (0..5).any(|attempt| {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let locks = std::fs::read_to_string("/proc/locks").expect("/proc/locks (Linux)");
+        locks.lines().filter(|l| !l.contains("->")).any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.windows(2).any(|w| w[0] == pid && w[1].ends_with(&ino))
+        })
     })
 }
 

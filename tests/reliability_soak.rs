@@ -156,7 +156,14 @@ fn writer(db: &Db, w: usize, seed: u64, deadline: Instant, tally: &Mutex<Tally>)
             let predicate = rng.pick(&PREDICATES).to_string();
             let identity = rng.chance(85);
             let scope = rng.pick(&SCOPES).to_string();
-            let mut args = vec!["delete", "--subject", &subject, "--predicate", &predicate];
+            let mut args = vec![
+                "delete",
+                "--yes",
+                "--subject",
+                &subject,
+                "--predicate",
+                &predicate,
+            ];
             if identity {
                 args.extend(["--scope", &scope]);
             }

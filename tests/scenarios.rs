@@ -483,6 +483,7 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore()
 
     let report = db.json(&[
         "delete",
+        "--yes",
         "--subject",
         U,
         "--predicate",

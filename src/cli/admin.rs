@@ -9,9 +9,17 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Subcommand)]
 pub enum AliasCommand {
     /// Map ALIAS to CANONICAL (both normalized)
-    Add { alias: String, canonical: String },
+    #[command(after_help = "Example:\n  memscope alias add pkg-mgr package_manager")]
+    Add {
+        /// The spelling agents may use
+        alias: String,
+        /// The predicate it stands for
+        canonical: String,
+    },
     /// Show the alias table
+    #[command(after_help = "Example:\n  memscope alias list --json")]
     List {
+        /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },
@@ -58,6 +66,7 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
             integrity: Some(Integrity::unreadable(mode, format!("{e:#}"))),
             violations: Vec::new(),
             metrics: Default::default(),
+            health: crate::store::exposures(path),
         },
         Err(e) => return Err(e),
     };
@@ -78,6 +87,9 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
                 v.detail
             );
         }
+        for e in &report.health {
+            outln!("HEALTH: {}", e.sentence());
+        }
         for (k, v) in &report.metrics {
             outln!("  {k}: {v}");
         }
@@ -88,7 +100,13 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
 #[derive(Debug, Subcommand)]
 pub enum SettingsCommand {
     /// Change a setting: durability (full | normal), retention_days, tombstone_safe_days
-    Set { key: String, value: String },
+    #[command(after_help = "Example:\n  memscope settings set durability normal")]
+    Set {
+        /// durability, retention_days or tombstone_safe_days
+        key: String,
+        /// full or normal for durability; a number of days for the others
+        value: String,
+    },
 }
 
 pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Result<i32> {
@@ -152,8 +170,7 @@ pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
 pub fn export(store: &Store, out: Option<PathBuf>) -> Result<i32> {
     let n = match out {
         Some(p) => {
-            let f = std::fs::File::create(&p)
-                .with_context(|| format!("cannot create {}", p.display()))?;
+            let f = private_file(&p).with_context(|| format!("cannot create {}", p.display()))?;
             let mut w = std::io::BufWriter::new(f);
             let n = store.export(&mut w)?;
             std::io::Write::flush(&mut w)?;
@@ -168,6 +185,58 @@ pub fn export(store: &Store, out: Option<PathBuf>) -> Result<i32> {
         }
     };
     errln!("exported {n} row(s)");
+    Ok(EXIT_OK)
+}
+
+/// Creates (or truncates) `path` for an export, readable by its owner alone: an export holds
+/// every stored word. An existing regular file that group or others could read is made private
+/// too; a device or pipe (`--out /dev/stdout`) is left as it is.
+fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let f = options.open(path)?;
+        let meta = f.metadata()?;
+        if meta.is_file() && meta.permissions().mode() & 0o077 != 0 {
+            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        Ok(f)
+    }
+    #[cfg(not(unix))]
+    options.open(path)
+}
+
+/// `memscope completions SHELL`: the completion script for the command line as it is.
+pub fn completions(shell: clap_complete::Shell) -> Result<i32> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut super::command(), "memscope", &mut script);
+    super::output::print_generated(&script)?;
+    Ok(EXIT_OK)
+}
+
+/// `memscope man`: memscope(1) on stdout, or with `--dir` one page per command in that folder.
+pub fn man(dir: Option<PathBuf>) -> Result<i32> {
+    match dir {
+        Some(dir) => {
+            if !dir.is_dir() {
+                bail!(
+                    "{} is not a folder: create it first, or leave out --dir to print the page",
+                    dir.display()
+                );
+            }
+            clap_mangen::generate_to(super::command(), &dir)
+                .with_context(|| format!("cannot write the manual pages into {}", dir.display()))?;
+            outln!("wrote the manual pages into {}", dir.display());
+        }
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(super::command()).render(&mut page)?;
+            super::output::print_generated(&page)?;
+        }
+    }
     Ok(EXIT_OK)
 }
 

@@ -1,13 +1,15 @@
 //! `delete`, `restore`, `gc`.
 
-use super::{errln, outln, print_json, scope_arg, usage, EXIT_OK};
-use crate::model::{DeleteTarget, Identity};
+use super::{errln, outln, print_json, scope_arg, usage, EXIT_FAILED, EXIT_OK};
+use crate::model::{DeletePreview, DeleteTarget, Identity};
 use crate::store::Store;
 use anyhow::Result;
 use clap::Args;
+use std::io::IsTerminal;
 
 #[derive(Debug, Args)]
 pub struct DeleteArgs {
+    /// The subject to delete from (all of it unless --predicate)
     #[arg(long)]
     pub subject: String,
     /// Only this predicate (every scope unless --scope)
@@ -16,20 +18,32 @@ pub struct DeleteArgs {
     /// Only this identity (needs --predicate)
     #[arg(long, requires = "predicate")]
     pub scope: Option<String>,
+    /// Why, kept with the tombstones (never the content)
     #[arg(long)]
     pub reason: Option<String>,
+    /// Print what the delete would destroy and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Delete more than one identity without asking (needed when stdin is not a terminal)
+    #[arg(long)]
+    pub yes: bool,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
+    /// Who the deleted memory was about
     #[arg(long)]
     pub subject: String,
+    /// Its predicate
     #[arg(long)]
     pub predicate: String,
+    /// Its scope: global, repo:<id> or task:<id>
     #[arg(long)]
     pub scope: String,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }
@@ -42,6 +56,7 @@ pub struct GcArgs {
     /// Collect tombstones older than this many days whose identity holds nothing; saved
     #[arg(long)]
     pub tombstone_safe_days: Option<i64>,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }
@@ -60,6 +75,34 @@ pub fn delete(store: &mut Store, a: DeleteArgs) -> Result<i32> {
         (None, None) => DeleteTarget::Subject(a.subject),
         (None, Some(_)) => return Err(usage("--scope needs --predicate")),
     };
+    if a.dry_run {
+        let preview = store.delete_preview(&target)?;
+        if a.json {
+            print_json(&preview)?;
+        } else {
+            statement(&preview).for_each(|line| outln!("{line}"));
+            outln!("dry run: nothing was deleted");
+        }
+        return Ok(EXIT_OK);
+    }
+    if !a.yes {
+        // A single identity is what the user named; more than one deserves a second look.
+        let preview = store.delete_preview(&target)?;
+        let n = preview.identities.len();
+        if n > 1 {
+            if !std::io::stdin().is_terminal() {
+                return Err(usage(format!(
+                    "this delete destroys {n} identities: pass --yes to delete them, or --dry-run to see what it would destroy"
+                )));
+            }
+            // On stderr, with the question: stdout stays the command's output (`--json`).
+            statement(&preview).for_each(|line| errln!("{line}"));
+            if !super::output::confirm(&format!("Delete these {n} identities? [y/N] "))? {
+                errln!("memscope: nothing was deleted");
+                return Ok(EXIT_FAILED);
+            }
+        }
+    }
     let report = store.delete(&target, a.reason.as_deref())?;
     if a.json {
         print_json(&report)?;
@@ -87,6 +130,15 @@ pub fn delete(store: &mut Store, a: DeleteArgs) -> Result<i32> {
         );
     }
     Ok(EXIT_OK)
+}
+
+/// The store's statement of what the delete destroys, every identity named — what the UI's
+/// delete dialog says.
+fn statement(preview: &DeletePreview) -> impl Iterator<Item = String> {
+    preview
+        .statement("with `memscope restore`")
+        .into_iter()
+        .map(|(_, line)| line)
 }
 
 pub fn restore(store: &mut Store, a: RestoreArgs) -> Result<i32> {

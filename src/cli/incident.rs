@@ -8,10 +8,13 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct ReadsArgs {
+    /// Only reads about this subject
     #[arg(long)]
     pub subject: Option<String>,
+    /// Only reads of this predicate
     #[arg(long)]
     pub predicate: Option<String>,
+    /// Only reads by this agent
     #[arg(long)]
     pub agent: Option<String>,
     /// Only reads since this time: RFC 3339 or an age like 90m, 12h, 3d
@@ -20,14 +23,17 @@ pub struct ReadsArgs {
     /// At most this many, newest first
     #[arg(long)]
     pub limit: Option<i64>,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct RescopeArgs {
+    /// Who the memory is about, e.g. user:42
     #[arg(long)]
     pub subject: String,
+    /// What it says about them, e.g. package_manager (normalized, aliases applied)
     #[arg(long)]
     pub predicate: String,
     /// Where the value is now (mis-scoped)
@@ -36,21 +42,26 @@ pub struct RescopeArgs {
     /// Where it belongs
     #[arg(long)]
     pub to: String,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct RevertArgs {
+    /// Who the memory is about, e.g. user:42
     #[arg(long)]
     pub subject: String,
+    /// What it says about them, e.g. package_manager (normalized, aliases applied)
     #[arg(long)]
     pub predicate: String,
+    /// The scope of the record to revert: global, repo:<id> or task:<id>
     #[arg(long)]
     pub scope: String,
     /// The version whose value becomes current again (default: the one before the current)
     #[arg(long)]
     pub to_version: Option<i64>,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }

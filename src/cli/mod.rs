@@ -32,9 +32,9 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError(msg.into()).into()
 }
 
-/// Prints a command-line parsing failure as one sentence (help and version print as usual) and
-/// returns the exit code.
-pub fn usage_failure(e: clap::Error) -> i32 {
+/// Prints a command-line parsing failure as one sentence naming `help`, the help of the
+/// command it was for (help and version print as usual); returns the exit code.
+pub fn usage_failure(e: clap::Error, help: &str) -> i32 {
     use clap::error::ErrorKind;
     if matches!(
         e.kind(),
@@ -59,18 +59,75 @@ pub fn usage_failure(e: clap::Error) -> i32 {
         .map(|l| l.strip_prefix("error: ").unwrap_or(l))
         .collect::<Vec<_>>()
         .join(" ");
-    errln!("memscope: {sentence} (see `memscope --help`)");
+    errln!("memscope: {sentence} (see `{help}`)");
     EXIT_USAGE
 }
 
-/// Prints the error a command failed with as one line and returns the exit code.
-pub fn failure(e: anyhow::Error) -> i32 {
-    errln!("memscope: {e:#}");
+/// Prints the error a command failed with as one line and returns the exit code; a usage
+/// error names `help`, the help of the command that was called wrongly.
+pub fn failure(e: anyhow::Error, help: &str) -> i32 {
     if e.is::<UsageError>() || e.is::<crate::model::InvalidRequest>() {
+        errln!("memscope: {e:#} (see `{help}`)");
         EXIT_USAGE
     } else {
+        errln!("memscope: {e:#}");
         EXIT_FAILED
     }
+}
+
+/// `memscope pending resolve --help` for `memscope --db x pending resolve 7 --scope global`:
+/// the help of the deepest command the arguments name, found even when they do not parse
+/// (options and their values are stepped over).
+pub fn help_for(args: &[std::ffi::OsString]) -> String {
+    let mut root = command();
+    // Built, so that every subcommand knows the global `--db` and its value is stepped over.
+    root.build();
+    let mut at = &root;
+    let mut words = vec!["memscope".to_string()];
+    // A word that is not UTF-8 names no command, but it still takes its place.
+    let mut rest = args.iter().skip(1).map(|a| a.to_str().unwrap_or(""));
+    while let Some(arg) = rest.next() {
+        if let Some(long) = arg.strip_prefix("--") {
+            let takes_value = !long.contains('=')
+                && at
+                    .get_arguments()
+                    .find(|a| a.get_long() == Some(long))
+                    .is_some_and(|a| a.get_action().takes_values());
+            if takes_value {
+                rest.next();
+            }
+        } else if let Some(sub) = at.find_subcommand(arg) {
+            words.push(sub.get_name().to_string());
+            at = sub;
+        }
+    }
+    format!("{} --help", words.join(" "))
+}
+
+/// What `memscope --version` prints after the name: the program's version and the version
+/// of the database schema it reads and writes.
+fn version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        format!(
+            "{} (database schema {})",
+            env!("CARGO_PKG_VERSION"),
+            crate::store::schema::SCHEMA_VERSION
+        )
+    })
+}
+
+/// The command line as it is parsed, completed (`memscope completions`) and documented
+/// (`memscope man`).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command().version(version())
+}
+
+/// Parses a command line (the program's name first).
+pub fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+    let mut cmd = command();
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
 }
 
 /// Exit codes of the CLI contract.
@@ -81,12 +138,15 @@ pub const EXIT_USAGE: i32 = 2;
 #[derive(Debug, Parser)]
 #[command(
     name = "memscope",
-    version,
     about = "Inspect and curate the long-term memory of coding agents",
     long_about = "memscope owns one shared SQLite memory database: a correct write path \
                   (identity = subject, predicate, scope), precedence resolution \
                   (task > repo > global), deletion that really destroys content, and a terminal UI.\n\n\
-                  Without a command it opens the terminal UI."
+                  Without a command it opens the terminal UI.",
+    after_help = "Examples:\n  \
+                  memscope                      open the UI on ~/.local/share/memscope/memory.db\n  \
+                  memscope demo                 build the demo database and open the UI on it\n  \
+                  memscope --db ./mem.db list   list the current view of another database"
 )]
 pub struct Cli {
     /// Database file (default: $MEMSCOPE_DB, else ~/.local/share/memscope/memory.db)
@@ -100,44 +160,81 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Open the terminal UI
+    #[command(after_help = "Example:\n  memscope --db ~/.local/share/memscope/demo.db tui")]
     Tui,
     /// Build the demo database through the real write path, then open the UI
+    #[command(
+        after_help = "Example:\n  memscope demo --no-tui   # builds ~/.local/share/memscope/demo.db"
+    )]
     Demo {
         /// Only build it and print a summary
         #[arg(long)]
         no_tui: bool,
     },
     /// Create an empty database
+    #[command(after_help = "Example:\n  memscope --db ~/work/agents.db init")]
     Init,
     /// Write one memory through the write path and print its outcome
+    #[command(
+        after_help = "Example:\n  memscope write --subject user:42 --predicate package_manager --value pnpm \\\n    --scope global --source thread:17/message:86 --raw \"default to pnpm\""
+    )]
     Write(write::WriteArgs),
     /// Apply write requests from JSON Lines (a file or - for stdin), one outcome line per line
+    #[command(
+        after_help = "Example:\n  echo '{\"subject\":\"user:42\",\"predicate\":\"editor\",\"value\":\"helix\",\"scope\":\"global\",\"source\":\"s\"}' | memscope apply -"
+    )]
     Apply {
         /// File of JSON Lines, or - for standard input
         #[arg(default_value = "-")]
         file: String,
     },
     /// Resolve by precedence (task > repo > global) and show the considered chain
+    #[command(
+        after_help = "Example:\n  memscope resolve --subject user:42 --predicate package_manager --repo legacy-dashboard"
+    )]
     Resolve(read::ResolveArgs),
     /// The read log: what resolve returned to agents, newest first
+    #[command(
+        after_help = "Example:\n  memscope reads --subject user:42 --predicate package_manager --since 7d"
+    )]
     Reads(incident::ReadsArgs),
     /// Move a mis-scoped current value to the scope it belongs to, restoring the old one
+    #[command(
+        after_help = "Example:\n  memscope rescope --subject user:42 --predicate package_manager --scope global \\\n    --to repo:legacy-dashboard"
+    )]
     Rescope(incident::RescopeArgs),
     /// Make an earlier value current again as a new version
+    #[command(
+        after_help = "Example:\n  memscope revert --subject user:42 --predicate package_manager --scope global --to-version 1"
+    )]
     Revert(incident::RevertArgs),
     /// List the current view
+    #[command(after_help = "Example:\n  memscope list --subject user:42 --scope repo:web-app")]
     List(read::ListArgs),
     /// Show the event log of a subject and predicate, oldest first
+    #[command(
+        after_help = "Example:\n  memscope history --subject user:42 --predicate package_manager --scope global"
+    )]
     History(read::HistoryArgs),
     /// The ambiguity queue: list, resolve, reject
+    #[command(after_help = "Example:\n  memscope pending --all --json")]
     Pending(pending::PendingArgs),
     /// Tombstone and purge an identity, a predicate in every scope, or a whole subject
+    #[command(after_help = "Examples:\n  \
+                            memscope delete --subject user:42 --predicate coffee --scope global\n  \
+                            memscope delete --subject user:42 --dry-run   # what a subject delete destroys\n  \
+                            memscope delete --subject user:42 --yes       # destroy it without asking")]
     Delete(delete::DeleteArgs),
     /// Lift a tombstone so that writes to the identity are accepted again
+    #[command(
+        after_help = "Example:\n  memscope restore --subject user:42 --predicate coffee --scope global"
+    )]
     Restore(delete::RestoreArgs),
     /// Verify the file's integrity and the invariants, and report the health figures (exit 1 on damage or a violation)
+    #[command(after_help = "Example:\n  memscope check --full")]
     Check(admin::CheckArgs),
     /// Show the settings, or change one: `memscope settings set durability normal`
+    #[command(after_help = "Example:\n  memscope settings set retention_days 90")]
     Settings {
         #[command(subcommand)]
         command: Option<admin::SettingsCommand>,
@@ -146,23 +243,52 @@ pub enum Command {
         json: bool,
     },
     /// Allocate a causal sequence number
+    #[command(
+        after_help = "Example:\n  SEQ=$(memscope seq)   # take it when the agent's operation starts; pass --causal-seq $SEQ"
+    )]
     Seq,
     /// The predicate alias table
+    #[command(after_help = "Example:\n  memscope alias add pkg-mgr package_manager")]
     Alias {
         #[command(subcommand)]
         command: admin::AliasCommand,
     },
     /// Retention purge, tombstone collection and any owed on-disk purge
+    #[command(after_help = "Example:\n  memscope gc --retention-days 180")]
     Gc(delete::GcArgs),
-    /// Write the whole database as JSON Lines to stdout (or --out FILE)
+    /// Write the whole database as JSON Lines to stdout (or --out FILE, created 0600)
+    #[command(after_help = "Example:\n  memscope export --out backup.jsonl")]
     Export {
+        /// Write to this file (created readable by you alone) instead of stdout
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
     /// Load an export into a new, empty database
-    Import { file: PathBuf },
+    #[command(after_help = "Example:\n  memscope --db ~/restored.db import backup.jsonl")]
+    Import {
+        /// A file written by `memscope export`
+        file: PathBuf,
+    },
     /// Serve the memory to coding agents over MCP on stdio (remember, recall, list_memories, forget)
+    #[command(
+        after_help = "Example:\n  claude mcp add memscope -- memscope mcp --subject user:42 --repo auto"
+    )]
     Mcp(crate::mcp::McpArgs),
+    /// Print a shell completion script: bash, zsh, fish, powershell or elvish
+    #[command(
+        after_help = "Example:\n  memscope completions bash > ~/.local/share/bash-completion/completions/memscope"
+    )]
+    Completions {
+        /// The shell to complete for
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), or write one page per command into a folder
+    #[command(after_help = "Example:\n  memscope man | man -l -")]
+    Man {
+        /// Write memscope.1 and memscope-COMMAND.1 … into this existing folder instead
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -174,13 +300,16 @@ pub struct JsonFlag {
 
 /// `--db`, else `$MEMSCOPE_DB`, else the user's data directory.
 pub fn database_path(db: Option<PathBuf>) -> PathBuf {
-    if let Some(p) = db {
-        return p;
-    }
-    if let Some(p) = std::env::var_os("MEMSCOPE_DB").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    data_dir().join("memory.db")
+    named_database(db).unwrap_or_else(|| data_dir().join("memory.db"))
+}
+
+/// The database the user named, with `--db` or `$MEMSCOPE_DB`; `None` means the default.
+fn named_database(db: Option<PathBuf>) -> Option<PathBuf> {
+    db.or_else(|| {
+        std::env::var_os("MEMSCOPE_DB")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+    })
 }
 
 /// `$XDG_DATA_HOME/memscope`, else `~/.local/share/memscope`.
@@ -196,10 +325,17 @@ pub fn data_dir() -> PathBuf {
 
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> Result<i32> {
+    let named = named_database(cli.db.clone()).is_some();
     let path = database_path(cli.db.clone());
     let open = |mode: OpenMode| Store::open(&path, mode);
     match cli.command {
-        None | Some(Command::Tui) => crate::tui::run(open(OpenMode::Existing)?),
+        // The default database is where agents write: the UI creates it and welcomes the user.
+        // A path the user named must exist — a typo must not become a new, empty database.
+        None | Some(Command::Tui) => crate::tui::run(open(if named {
+            OpenMode::Existing
+        } else {
+            OpenMode::Create
+        })?),
         Some(Command::Demo { no_tui }) => admin::demo(cli.db, no_tui),
         Some(Command::Init) => admin::init(&path),
         Some(Command::Write(args)) => write::write(&mut open(OpenMode::Create)?, args),
@@ -224,6 +360,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Export { out }) => admin::export(&open(OpenMode::Existing)?, out),
         Some(Command::Import { file }) => admin::import(&path, &file),
         Some(Command::Mcp(args)) => crate::mcp::run(&path, args),
+        Some(Command::Completions { shell }) => admin::completions(shell),
+        Some(Command::Man { dir }) => admin::man(dir),
     }
 }
 

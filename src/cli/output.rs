@@ -41,3 +41,24 @@ pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
     println!("{}", to_json_pretty(value)?);
     Ok(())
 }
+
+/// Asks `question` on stderr (no newline) and reads one line from stdin: true for `y` or `yes`,
+/// false for anything else, including the end of input.
+pub fn confirm(question: &str) -> Result<bool> {
+    use std::io::Write;
+    eprint!("{}", escape_controls(question));
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
+}
+
+/// Text memscope generated itself — a completion script, a manual page — written to stdout as
+/// it is: it holds no stored words, and its tabs and newlines are its layout.
+pub fn print_generated(bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()?;
+    Ok(())
+}

@@ -13,6 +13,7 @@ pub struct PendingArgs {
     /// Include resolved and rejected items
     #[arg(long)]
     pub all: bool,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }
@@ -20,7 +21,9 @@ pub struct PendingArgs {
 #[derive(Debug, Subcommand)]
 pub enum PendingCommand {
     /// Write the item to the chosen scope through the write path
+    #[command(after_help = "Example:\n  memscope pending resolve 1 --scope repo:web-app")]
     Resolve {
+        /// The item's number, as `memscope pending` lists it
         id: i64,
         /// One of the item's candidate scopes (another scope needs --force)
         #[arg(long)]
@@ -28,12 +31,16 @@ pub enum PendingCommand {
         /// Write it to a scope outside the item's candidates
         #[arg(long)]
         force: bool,
+        /// Print the outcome as JSON
         #[arg(long)]
         json: bool,
     },
     /// Drop the item without writing anything
+    #[command(after_help = "Example:\n  memscope pending reject 1")]
     Reject {
+        /// The item's number, as `memscope pending` lists it
         id: i64,
+        /// Print JSON instead of text
         #[arg(long)]
         json: bool,
     },

@@ -8,8 +8,10 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct ResolveArgs {
+    /// Who the memory is about, e.g. user:42
     #[arg(long)]
     pub subject: String,
+    /// What it says about them, e.g. package_manager (normalized, aliases applied)
     #[arg(long)]
     pub predicate: String,
     /// The repository the agent is working in: its id, e.g. web-app (repo:web-app is the same)
@@ -30,30 +32,39 @@ pub struct ResolveArgs {
     /// A note to keep with the logged read
     #[arg(long, requires = "log")]
     pub note: Option<String>,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// Only this scope: global, repo:<id> or task:<id>
     #[arg(long)]
     pub scope: Option<String>,
+    /// Only memories about this subject
     #[arg(long)]
     pub subject: Option<String>,
+    /// Only this predicate
     #[arg(long)]
     pub predicate: Option<String>,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
+    /// Who the memory is about, e.g. user:42
     #[arg(long)]
     pub subject: String,
+    /// What it says about them, e.g. package_manager (normalized, aliases applied)
     #[arg(long)]
     pub predicate: String,
+    /// Only this scope (default: every scope)
     #[arg(long)]
     pub scope: Option<String>,
+    /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
 }

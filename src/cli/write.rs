@@ -4,31 +4,28 @@ use super::{errln, outln, print_json, usage, EXIT_FAILED, EXIT_OK};
 use crate::model::{to_json, ScopeChoice, WriteRequest};
 use crate::store::Store;
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{ArgGroup, Args};
 use std::io::Write;
 
+/// One of each pair is required: a missing value names both `--value` and `--value-json`.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("value_given").required(true).args(["value", "value_json"])))]
+#[command(group(ArgGroup::new("scope_given").required(true).args(["scope", "ambiguous"])))]
 pub struct WriteArgs {
+    /// Who the memory is about, e.g. user:42
     #[arg(long)]
     pub subject: String,
+    /// What it says about them, e.g. package_manager (normalized, aliases applied)
     #[arg(long)]
     pub predicate: String,
     /// The value as a string
-    #[arg(
-        long,
-        conflicts_with = "value_json",
-        required_unless_present = "value_json"
-    )]
+    #[arg(long)]
     pub value: Option<String>,
     /// The value as JSON (an object, number, list …)
     #[arg(long, value_name = "JSON")]
     pub value_json: Option<String>,
     /// global, repo:<id> or task:<id>
-    #[arg(
-        long,
-        conflicts_with = "ambiguous",
-        required_unless_present = "ambiguous"
-    )]
+    #[arg(long)]
     pub scope: Option<String>,
     /// Candidate scopes when the scope is unclear: queues the write for a human
     #[arg(long, value_name = "SCOPE,SCOPE…")]

@@ -28,6 +28,9 @@ pub struct CheckReport {
     pub integrity: Option<Integrity>,
     pub violations: Vec<Violation>,
     pub metrics: BTreeMap<String, serde_json::Value>,
+    /// Findings that are not violations and leave `ok` alone: the database's files or folder
+    /// that group or others can reach, each with the `chmod` that fixes it.
+    pub health: Vec<super::Exposure>,
 }
 
 /// How thoroughly SQLite examines the file: `quick_check` (the default) verifies every page
@@ -625,6 +628,7 @@ impl Store {
                         integrity: Some(integrity),
                         violations: Vec::new(),
                         metrics: BTreeMap::new(),
+                        health: Vec::new(),
                     })
                 }
                 Err(e) => Err(e),
@@ -635,6 +639,7 @@ impl Store {
             "durability".into(),
             serde_json::json!(self.durability()?.as_str()),
         );
+        report.health = super::exposures(&self.path);
         Ok(report)
     }
 
@@ -768,6 +773,7 @@ pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
         integrity: None,
         violations,
         metrics,
+        health: Vec::new(),
     })
 }
 

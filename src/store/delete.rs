@@ -50,6 +50,29 @@ fn target_identities(conn: &Connection, target: &DeleteTarget) -> Result<Vec<Ide
     Ok(out)
 }
 
+/// The identities a delete of `target` tombstones; refuses a target that matches nothing (an
+/// identity that never held a record, a predicate or subject with neither records nor pending
+/// items), so that the preview and the delete give the same answer.
+fn covered_identities(conn: &Connection, target: &DeleteTarget) -> Result<Vec<Identity>> {
+    let ids = target_identities(conn, target)?;
+    match target {
+        DeleteTarget::Identity(id) => {
+            let ever: bool = conn
+                .prepare_cached("SELECT 1 FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
+                                 UNION ALL SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3")?
+                .exists(params![id.subject, id.predicate, id.scope.to_string()])?;
+            if !ever {
+                bail!("there is no memory {id} to delete: see `memscope list`");
+            }
+        }
+        _ if ids.is_empty() && pending_of_target(conn, target)?.is_empty() => {
+            bail!("nothing matches that delete: see `memscope list` and `memscope pending`")
+        }
+        _ => {}
+    }
+    Ok(ids)
+}
+
 /// Open or closed pending items of this subject/predicate naming one of `scopes`.
 fn pending_naming(
     conn: &Connection,
@@ -186,43 +209,50 @@ fn normalize_target(store: &Store, target: &DeleteTarget) -> Result<DeleteTarget
     })
 }
 
+/// What a delete of the (normalized) target would destroy, read inside the caller's snapshot.
+fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview> {
+    let ids = covered_identities(conn, target)?;
+    let mut p = DeletePreview::default();
+    let mut pending: BTreeSet<i64> = BTreeSet::new();
+    for id in &ids {
+        let scope = id.scope.to_string();
+        let (live,): (i64,) = conn.query_row(
+            "SELECT count(*) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            params![id.subject, id.predicate, scope],
+            |r| Ok((r.get(0)?,)),
+        )?;
+        let (versions, raws, events): (i64, i64, i64) = conn.query_row(
+            "SELECT count(DISTINCT CASE WHEN event = 'set' THEN version END),
+                    count(DISTINCT raw),
+                    count(*)
+             FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
+            params![id.subject, id.predicate, scope],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?;
+        p.live_records += live;
+        p.versions += versions;
+        p.raw_texts += raws;
+        p.events += events;
+        pending.extend(pending_naming(conn, &id.subject, &id.predicate, &[scope])?);
+    }
+    pending.extend(pending_of_target(conn, target)?);
+    p.pending_items = pending.len() as i64;
+    p.read_notes = covered_notes(conn, target)?;
+    p.identities = ids;
+    Ok(p)
+}
+
 impl Store {
-    /// What a delete would destroy, for a confirm dialog. Writes nothing.
+    /// What a delete would destroy — the decision `delete` takes, run without writing: the
+    /// same identities, pending items and read-log notes, and the same refusal of a target
+    /// that matches nothing. For confirm dialogs and `delete --dry-run`.
     pub fn delete_preview(&self, target: &DeleteTarget) -> Result<DeletePreview> {
         let target = normalize_target(self, target)?;
-        let ids = target_identities(&self.conn, &target)?;
-        let mut p = DeletePreview::default();
-        let mut pending: BTreeSet<i64> = BTreeSet::new();
-        for id in &ids {
-            let scope = id.scope.to_string();
-            let (live,): (i64,) = self.conn.query_row(
-                "SELECT count(*) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-                params![id.subject, id.predicate, scope],
-                |r| Ok((r.get(0)?,)),
-            )?;
-            let (versions, raws, events): (i64, i64, i64) = self.conn.query_row(
-                "SELECT count(DISTINCT CASE WHEN event = 'set' THEN version END),
-                        count(DISTINCT raw),
-                        count(*)
-                 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
-                params![id.subject, id.predicate, scope],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )?;
-            p.live_records += live;
-            p.versions += versions;
-            p.raw_texts += raws;
-            p.events += events;
-            pending.extend(pending_naming(
-                &self.conn,
-                &id.subject,
-                &id.predicate,
-                &[scope],
-            )?);
-        }
-        p.pending_items = pending.len() as i64;
-        p.read_notes = covered_notes(&self.conn, &target)?;
-        p.identities = ids;
-        Ok(p)
+        // One read snapshot, so the counts agree with each other.
+        self.conn.execute_batch("BEGIN")?;
+        let preview = preview_in(&self.conn, &target);
+        super::end_open_transaction(&self.conn);
+        preview
     }
 
     /// Tombstones and purges the target in one transaction, then truncates the WAL so the
@@ -244,23 +274,7 @@ impl Store {
         let tx = self.begin()?;
         // Times are taken inside the write lock, so they follow commit order.
         let now = format_time(clock.now());
-        let ids = target_identities(&tx, &target)?;
-        let ids: Vec<Identity> = match &target {
-            DeleteTarget::Identity(id) => {
-                let ever: bool = tx
-                    .prepare_cached("SELECT 1 FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
-                                     UNION ALL SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3")?
-                    .exists(params![id.subject, id.predicate, id.scope.to_string()])?;
-                if !ever {
-                    bail!("there is no memory {id} to delete: see `memscope list`");
-                }
-                ids
-            }
-            _ if ids.is_empty() && pending_of_target(&tx, &target)?.is_empty() => {
-                bail!("nothing matches that delete: see `memscope list` and `memscope pending`")
-            }
-            _ => ids,
-        };
+        let ids = covered_identities(&tx, &target)?;
         let mut report = DeleteReport {
             tombstoned: vec![],
             purged_versions: 0,

@@ -8,6 +8,7 @@ mod delete;
 mod fields;
 mod hot;
 mod incident;
+mod private;
 mod read;
 pub mod schema;
 mod settings;
@@ -17,6 +18,7 @@ mod write;
 pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate};
 pub use check::{is_damage, CheckReport, Integrity, IntegrityMode, Violation};
 pub use incident::{parse_time, ReadFilter};
+pub use private::Exposure;
 pub use read::ListFilter;
 pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
 pub use transfer::ImportReport;
@@ -163,8 +165,10 @@ impl Store {
         let exists = path.exists();
         if !exists && mode == OpenMode::Existing {
             bail!(
-                "no memscope database at {}: create one with `memscope init` or load the demo with `memscope demo`",
-                path.display()
+                "no memscope database at {}: create it with `{}`, or load the demo there with `{}`",
+                path.display(),
+                suggest(&path, "init"),
+                suggest(&path, "demo")
             );
         }
         if path.is_dir() {
@@ -176,9 +180,7 @@ impl Store {
         if !exists {
             if let Some(parent) = path.parent() {
                 if !parent.as_os_str().is_empty() && !parent.exists() {
-                    std::fs::create_dir_all(parent).with_context(|| {
-                        format!("cannot create the directory {}", parent.display())
-                    })?;
+                    private::create_private_dirs(parent)?;
                 }
             }
         }
@@ -188,8 +190,15 @@ impl Store {
         if mode == OpenMode::Create {
             flags |= OpenFlags::SQLITE_OPEN_CREATE;
         }
-        let mut conn = Connection::open_with_flags(&path, flags)
-            .with_context(|| format!("cannot open the database {}", path.display()))?;
+        let connect = || Connection::open_with_flags(&path, flags);
+        // SQLite creates the file as it connects; a new one is its owner's alone.
+        let connected = if exists {
+            connect()
+        } else {
+            private::create_private(connect)
+        };
+        let mut conn =
+            connected.with_context(|| format!("cannot open the database {}", path.display()))?;
         let read_only = conn
             .is_readonly(rusqlite::MAIN_DB)
             .with_context(|| format!("cannot open the database {}", path.display()))?;
@@ -252,8 +261,9 @@ impl Store {
             }
             if mode == OpenMode::Existing {
                 bail!(
-                    "{} is empty, not yet a memscope database: create it with `memscope init`",
-                    path.display()
+                    "{} is empty, not yet a memscope database: create it with `{}`",
+                    path.display(),
+                    suggest(&path, "init")
                 );
             }
             if read_only {
@@ -509,6 +519,20 @@ impl Store {
     pub fn canonical_predicate(&self, raw: &str) -> Result<String> {
         canonical_predicate(&self.conn, raw)
     }
+}
+
+/// `memscope --db PATH COMMAND` for this very file, pasteable: a bare `memscope init` would
+/// act on whatever `$MEMSCOPE_DB` or the default path says, not necessarily here.
+fn suggest(path: &Path, command: &str) -> String {
+    format!(
+        "memscope --db {} {command}",
+        crate::model::shell_word(&path.display().to_string())
+    )
+}
+
+/// The database's files and folder that group or others can reach (see `check`).
+pub fn exposures(path: &Path) -> Vec<Exposure> {
+    private::exposures(path)
 }
 
 /// Default aliases and settings of a new database.

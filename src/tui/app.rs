@@ -651,7 +651,7 @@ impl App {
             .as_ref()
             .map_or(1, |d| d.history.len() + d.others.len() + 10);
         let check_lines = match &self.check {
-            CheckState::Done(r) => r.violations.len() + r.metrics.len() + 12,
+            CheckState::Done(r) => r.violations.len() + 3 * r.health.len() + r.metrics.len() + 12,
             _ => 1,
         };
         match (self.tab, self.focus) {

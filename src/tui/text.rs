@@ -168,27 +168,7 @@ pub fn wrap(s: &str, max: usize) -> Vec<String> {
     lines
 }
 
-/// 1234567 → "1,234,567".
-pub fn thousands(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
-}
-
-/// "1 item" / "2 items".
-pub fn plural(n: i64, one: &str, many: &str) -> String {
-    format!("{} {}", thousands(n), if n == 1 { one } else { many })
-}
+pub use crate::model::{plural, thousands};
 
 #[cfg(test)]
 mod tests {

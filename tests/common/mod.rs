@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod mcp_session;
+pub mod tmux;
 
 use memscope::{OpenMode, ScopeChoice, Store, WriteRequest};
 use serde_json::Value;

@@ -26,6 +26,9 @@ pub struct Fixture {
 impl Fixture {
     pub fn empty() -> Fixture {
         let dir = tempfile::tempdir().expect("a temp dir");
+        // Private, as memscope makes its own folders: the Check tab has no finding to show.
+        let private = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700);
+        std::fs::set_permissions(dir.path(), private).expect("a private temp dir");
         let path = dir.path().join("memory.db");
         let mut store = Store::open(&path, OpenMode::Create).expect("a new database");
         store.set_clock(Clock::Fixed(now()));

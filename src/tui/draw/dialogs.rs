@@ -3,10 +3,10 @@
 //! states its keys (from the key map) on its bottom line.
 
 use super::{bold, dim, error_style, good, part, plain, row_line};
-use crate::model::DeletePreview;
+use crate::model::{DeletePreview, StatementLine};
 use crate::tui::app::{App, ConfirmDialog, DeleteDialog, Dialog, ExplainDialog, ExplainField};
 use crate::tui::keymap;
-use crate::tui::text::{ago, one_line, plural, short_time, value_text, width};
+use crate::tui::text::{ago, one_line, short_time, value_text, width, wrap};
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -109,76 +109,33 @@ fn help(frame: &mut Frame<'_>, area: Rect, scroll: usize) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
+/// The store's statement of what the delete destroys, as `memscope delete` prints it, with at
+/// most six identities named.
 fn preview_lines(p: &DeletePreview, max: usize) -> Vec<Line<'static>> {
-    let mut lines = vec![plain("This will, in one transaction:", bold(), max)];
-    let ids: Vec<String> = p.identities.iter().map(|i| i.to_string()).collect();
-    lines.push(plain(
-        &format!(
-            "• tombstone {}",
-            plural(p.identities.len() as i64, "identity", "identities")
-        ),
-        Style::new(),
-        max,
-    ));
-    for id in ids.iter().take(6) {
-        lines.push(plain(&format!("    {id}"), dim(), max));
+    const SHOWN: usize = 6;
+    let mut lines = Vec::new();
+    let mut named = 0;
+    for (kind, text) in p.statement("(tab 3, u)") {
+        match kind {
+            StatementLine::Heading => lines.push(plain(&text, bold(), max)),
+            StatementLine::Effect => lines.push(plain(&text, Style::new(), max)),
+            StatementLine::Identity => {
+                named += 1;
+                if named <= SHOWN {
+                    lines.push(plain(&text, dim(), max));
+                } else if named == SHOWN + 1 {
+                    lines.push(plain(
+                        &format!("    … and {} more", p.identities.len() - SHOWN),
+                        dim(),
+                        max,
+                    ));
+                }
+            }
+            StatementLine::Closing => {
+                lines.extend(wrap(&text, max).into_iter().map(|l| plain(&l, dim(), max)))
+            }
+        }
     }
-    if ids.len() > 6 {
-        lines.push(plain(
-            &format!("    … and {} more", ids.len() - 6),
-            dim(),
-            max,
-        ));
-    }
-    lines.push(plain(
-        &format!(
-            "• remove {}",
-            plural(p.live_records, "live record", "live records")
-        ),
-        Style::new(),
-        max,
-    ));
-    lines.push(plain(
-        &format!(
-            "• destroy {}, {} and {}",
-            plural(p.versions, "version", "versions"),
-            plural(p.raw_texts, "raw text", "raw texts"),
-            plural(p.events, "history event", "history events")
-        ),
-        Style::new(),
-        max,
-    ));
-    lines.push(plain(
-        &format!(
-            "• drop {} naming a deleted scope",
-            plural(p.pending_items, "pending item", "pending items")
-        ),
-        Style::new(),
-        max,
-    ));
-    lines.push(plain(
-        &format!(
-            "• blank {} of agents' reads (the reads stay)",
-            plural(p.read_notes, "note", "notes")
-        ),
-        Style::new(),
-        max,
-    ));
-    lines.push(plain(
-        "• checkpoint and truncate the WAL, so no copy stays in any file",
-        Style::new(),
-        max,
-    ));
-    lines.push(plain(
-        "Only a content-free `deleted` event remains. Later writes to these",
-        dim(),
-        max,
-    ));
-    lines.push(plain(
-        "identities are rejected until restored (tab 3, u).",
-        dim(),
-        max,
-    ));
     lines
 }
 

@@ -3,7 +3,7 @@
 use super::{bold, dim, error_style, good, pane, part, plain, row_line, selected};
 use crate::tui::app::{App, CheckState, Focus, Tab};
 use crate::tui::layout;
-use crate::tui::text::{age, ago, one_line, short_time, value_text};
+use crate::tui::text::{age, ago, one_line, short_time, value_text, wrap};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -385,6 +385,12 @@ pub fn check(frame: &mut Frame<'_>, body: Rect, app: &App) {
             }
             lines.push(Line::raw(""));
             lines.push(plain("Health", bold(), max));
+            for e in &report.health {
+                let sentence = format!("! {}", e.sentence());
+                for l in wrap(&sentence, max.saturating_sub(3)) {
+                    lines.push(plain(&format!("   {l}"), bold().fg(Color::Yellow), max));
+                }
+            }
             for (k, v) in &report.metrics {
                 let text = match v {
                     serde_json::Value::Null => "none".to_string(),
