@@ -12,22 +12,9 @@ readable transcript instead (used for the README). Exit 3 when the `mcp` package
 
 import asyncio
 import json
-import re
 import sys
 
-try:
-    import mcp  # noqa: F401
-except ImportError as exc:  # the harness turns this into a clear failure
-    print(f"MISSING_MCP: the Python `mcp` package is not importable ({exc})", file=sys.stderr)
-    sys.exit(3)
-
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-
-try:  # mcp >= 2
-    from mcp.shared.exceptions import MCPError as McpError
-except ImportError:  # mcp 1.x
-    from mcp.shared.exceptions import McpError
+from mcp_compat import ClientSession, McpError, StdioServerParameters, attr, stdio_client, text_of  # noqa: F401
 
 BIN, DB = sys.argv[1], sys.argv[2]
 TRANSCRIPT = "--transcript" in sys.argv[3:]
@@ -37,17 +24,6 @@ LINES = []
 def say(line):
     if TRANSCRIPT:
         LINES.append(line)
-
-
-def attr(obj, name):
-    """`obj.snake_name` (mcp >= 2), else `obj.camelName` (mcp 1.x)."""
-    if hasattr(obj, name):
-        return getattr(obj, name)
-    return getattr(obj, re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name))
-
-
-def text_of(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
 class Server:

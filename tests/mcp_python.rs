@@ -13,22 +13,6 @@ use std::process::Command;
 
 const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
 
-/// Fails (never skips) when Python or its `mcp` package is missing: CI installs both.
-fn require_python_mcp() {
-    let probe = Command::new("python3")
-        .args(["-c", "import mcp"])
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("python3 is needed to run the MCP client test ({e}): install Python 3, then `python3 -m pip install mcp`")
-        });
-    assert!(
-        probe.status.success(),
-        "the Python `mcp` package is not installed, so the MCP server cannot be tested with a real client: \
-         run `python3 -m pip install mcp` (.ci/run installs it)\n{}",
-        String::from_utf8_lossy(&probe.stderr)
-    );
-}
-
 /// The CLI doing what the MCP session did, in the same order.
 fn cli_equivalent(db: &TestDb) {
     let s = "user:42";

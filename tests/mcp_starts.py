@@ -35,7 +35,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -43,37 +42,14 @@ import sys
 import tempfile
 import time
 
-try:
-    import mcp  # noqa: F401
-except ImportError as exc:  # the harness turns this into a clear failure
-    print(f"MISSING_MCP: the Python `mcp` package is not importable ({exc})", file=sys.stderr)
-    sys.exit(3)
-
 import anyio  # a dependency of mcp
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-
-try:  # mcp >= 2
-    from mcp.shared.exceptions import MCPError as McpError  # noqa: F401
-except ImportError:  # mcp 1.x
-    from mcp.shared.exceptions import McpError  # noqa: F401
+from mcp_compat import ClientSession, McpError, StdioServerParameters, attr, stdio_client, text_of  # noqa: F401
 
 # Opens the gate for reading (does not block: the script holds a writer), says it is ready,
 # waits for end-of-file, then becomes the server (same pid).
 GATE = 'exec 3<"$1"; : > "$2/$$"; read x <&3; exec 3<&-; shift 2; exec "$@"'
 ENV = {"MEMSCOPE_ASSERT_INVARIANTS": "1"}
 CALL_TIMEOUT = 60.0
-
-
-def attr(obj, name):
-    """`obj.snake_name` (mcp >= 2), else `obj.camelName` (mcp 1.x)."""
-    if hasattr(obj, name):
-        return getattr(obj, name)
-    return getattr(obj, re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name))
-
-
-def text_of(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
 def error_text(exc):

@@ -28,27 +28,14 @@ import atexit
 import json
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-try:
-    import mcp  # noqa: F401
-except ImportError as exc:  # the harness turns this into a clear failure
-    print(f"MISSING_MCP: the Python `mcp` package is not importable ({exc})", file=sys.stderr)
-    sys.exit(3)
-
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-
-try:  # mcp >= 2
-    from mcp.shared.exceptions import MCPError as McpError
-except ImportError:  # mcp 1.x
-    from mcp.shared.exceptions import McpError
+from mcp_compat import ClientSession, McpError, StdioServerParameters, attr, stdio_client, text_of  # noqa: F401
 
 try:  # Python >= 3.11
     _GROUP = BaseExceptionGroup  # noqa: F821
@@ -65,17 +52,6 @@ WRAPPER = 'echo $$ > "$1"; shift; exec "$@"'
 BIN = DB = None
 WORKDIR = None
 SPAWNED = []  # pids of every server this script started
-
-
-def attr(obj, name):
-    """`obj.snake_name` (mcp >= 2), else `obj.camelName` (mcp 1.x)."""
-    if hasattr(obj, name):
-        return getattr(obj, name)
-    return getattr(obj, re.sub(r"_([a-z])", lambda m: m.group(1).upper(), name))
-
-
-def text_of(result):
-    return "\n".join(c.text for c in result.content if getattr(c, "type", "") == "text")
 
 
 def log(msg):

@@ -36,22 +36,6 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Fails (never skips) when Python or its `mcp` package is missing: CI installs both.
-fn require_python_mcp() {
-    let probe = Command::new("python3")
-        .args(["-c", "import mcp"])
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("python3 is needed to run the MCP client test ({e}): install Python 3, then `python3 -m pip install mcp`")
-        });
-    assert!(
-        probe.status.success(),
-        "the Python `mcp` package is not installed, so the MCP server cannot be tested with a real client: \
-         run `python3 -m pip install mcp` (.ci/run installs it)\n{}",
-        String::from_utf8_lossy(&probe.stderr)
-    );
-}
-
 /// `bin() --db DB args…` with the same clean environment as the other tests.
 fn cli(db: &TestDb, args: &[&str]) -> Run {
     let out = Command::new(bin())

@@ -518,3 +518,19 @@ pub fn long_text(bytes: usize, marker: &str) -> String {
     s.push_str(marker);
     s
 }
+
+/// Fails (never skips) when Python or its `mcp` package is missing: CI installs both.
+pub fn require_python_mcp() {
+    let probe = Command::new("python3")
+        .args(["-c", "import mcp"])
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("python3 is needed to run the MCP client test ({e}): install Python 3, then `python3 -m pip install mcp`")
+        });
+    assert!(
+        probe.status.success(),
+        "the Python `mcp` package is not installed, so the MCP server cannot be tested with a real client: \
+         run `python3 -m pip install mcp` (.ci/run installs it)\n{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+}
