@@ -340,7 +340,7 @@ impl fmt::Display for InvalidRequest {
 
 impl std::error::Error for InvalidRequest {}
 
-/// What a write came to (SPEC §2).
+/// What a write came to (README, "The model in one minute").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OutcomeKind {

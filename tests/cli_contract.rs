@@ -1,4 +1,4 @@
-//! The command-line contract scripts and agents rely on (SPEC §8): `apply` streaming JSON Lines
+//! The command-line contract scripts and agents rely on (README, "Command line"): `apply` streaming JSON Lines
 //! with one outcome per line in order, the `--json` shapes, exit codes, `--db` / `$MEMSCOPE_DB`,
 //! and text that is Chinese, emoji or very long.
 

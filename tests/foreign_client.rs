@@ -1,5 +1,5 @@
 //! A foreign client — Python's `sqlite3` module, raw SQL, no memscope code — against the public
-//! database contract (SPEC §7): the schema's own guards stop it from breaking invariants 1 and 3
+//! database contract (docs/SCHEMA.md): the schema's own guards stop it from breaking invariants 1 and 3
 //! and from rewriting history; once it drops the triggers and damages the data, `memscope check`
 //! finds every broken invariant and exits 1.
 

@@ -1,4 +1,4 @@
-//! The versioned schema contract (SPEC §7): forward migrations keyed on `PRAGMA user_version`
+//! The versioned schema contract (docs/SCHEMA.md): forward migrations keyed on `PRAGMA user_version`
 //! keep the data, and a database from a newer schema is refused without touching its bytes.
 
 mod common;

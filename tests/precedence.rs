@@ -1,4 +1,4 @@
-//! Reading is precedence, not recency (SPEC §3): task beats repo beats global, a repo rule never
+//! Reading is precedence, not recency (README, "resolve"): task beats repo beats global, a repo rule never
 //! leaks into another repo, and `resolve --json` explains the chain it considered.
 
 mod common;

@@ -158,7 +158,7 @@ fn generate(rng: &mut Rng) -> Vec<Line> {
     lines
 }
 
-/// SPEC §2 over the first `upto` lines: the current view and each line's outcome.
+/// The write rules (README, "The model in one minute") over the first `upto` lines: the current view and each line's outcome.
 fn simulate(lines: &[Line], upto: usize) -> (BTreeMap<Key, Rec>, Vec<Expected>) {
     let mut cur: BTreeMap<Key, Rec> = BTreeMap::new();
     let mut max_version: HashMap<Key, i64> = HashMap::new();

@@ -1,6 +1,6 @@
-//! Foreign clients (issue 5, SPEC §7): a Python `sqlite3` writer hammers the shared database
+//! Foreign clients (issue 5, docs/SCHEMA.md): a Python `sqlite3` writer hammers the shared database
 //! beside memscope's own writers, trying every raw-SQL shortcut around the write path. The
-//! shortcuts SPEC §7 says the schema itself must stop (a second current record, anything
+//! shortcuts docs/SCHEMA.md says the schema itself must stop (a second current record, anything
 //! current or any content on a tombstoned identity, a tombstone that does not cover its
 //! identity, rewriting or deleting history) must fail every time; memscope's writers meanwhile
 //! never surface a busy error and `check` stays clean. Then, with the guards out of the way
@@ -75,7 +75,7 @@ fn base(dir: &Path) -> Db {
     db
 }
 
-/// The shortcuts SPEC §7 says the schema must refuse: (name, SQL).
+/// The shortcuts docs/SCHEMA.md says the schema must refuse: (name, SQL).
 fn must_refuse() -> Vec<(&'static str, String)> {
     let a = "'user:42', 'package_manager', 'global'";
     let t = "'user:42', 'package_manager', 'repo:legacy'";
@@ -256,7 +256,7 @@ fn a_python_writer_hammering_raw_sql_shortcuts_is_refused_every_time() {
     assert!(failures.is_empty(), "memscope's writers: {failures:#?}");
     assert!(
         landed.is_empty(),
-        "raw-SQL shortcuts the schema must refuse (SPEC §7) got through: {landed:?}"
+        "raw-SQL shortcuts the schema must refuse (docs/SCHEMA.md) got through: {landed:?}"
     );
 }
 

@@ -362,7 +362,7 @@ impl Model {
         self.ids.get(k).is_some_and(|st| st.tomb.is_some())
     }
 
-    /// SPEC §2 for one exact write.
+    /// The write rules (README, "The model in one minute") for one exact write.
     fn exact_write(
         &mut self,
         key: Key,

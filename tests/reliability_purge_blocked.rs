@@ -1,4 +1,4 @@
-//! A purge blocked by a reader (issue 5, SPEC §5 step 4).
+//! A purge blocked by a reader (issue 5, README, "delete, restore, gc").
 //!
 //! A reader holding a read transaction during a delete blocks `wal_checkpoint(TRUNCATE)`. The
 //! delete must still succeed, say the on-disk purge is pending (`DeleteReport.disk_purged ==

@@ -1,4 +1,4 @@
-//! Deletion with purge (SPEC §5): tombstones, destroying every stored copy of the content, and
+//! Deletion with purge (README, "delete, restore, gc"): tombstones, destroying every stored copy of the content, and
 //! making the bytes unrecoverable on disk. Also restore, retention and gc.
 
 use super::write::{log_event, max_version};

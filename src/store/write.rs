@@ -1,4 +1,4 @@
-//! The one write path (SPEC §2): tombstone → ambiguity → insert / confirm / stale / supersede.
+//! The one write path (README, "The model in one minute"): tombstone → ambiguity → insert / confirm / stale / supersede.
 
 use super::hot::HotStmts;
 use super::{bump_metric, canonical_predicate, explain_sqlite, Store};

@@ -1,4 +1,4 @@
-//! The terminal UI (SPEC §9): inspect and curate the memory database.
+//! The terminal UI (README, "The terminal UI"): inspect and curate the memory database.
 //!
 //! - `app`: the state and key handling (keys → commands → actions), no IO;
 //! - `keymap`: the bindings as data, which also generate the help overlay and the footer;
