@@ -741,6 +741,38 @@ pub fn shell_word(s: &str) -> String {
     }
 }
 
+/// "just now", "45s", "12m", "3h", "4d", "5w", "3mo", "2y" before `now`.
+pub fn age(now: chrono::DateTime<chrono::Utc>, at: &str) -> String {
+    let Ok(t) = chrono::DateTime::parse_from_rfc3339(at) else {
+        return "?".into();
+    };
+    let secs = (now - t.with_timezone(&chrono::Utc)).num_seconds();
+    if secs < 0 {
+        return "future".into();
+    }
+    let (n, unit) = match secs {
+        0..=9 => return "now".into(),
+        10..=59 => (secs, "s"),
+        60..=3599 => (secs / 60, "m"),
+        3600..=86_399 => (secs / 3600, "h"),
+        86_400..=1_209_599 => (secs / 86_400, "d"),
+        1_209_600..=5_183_999 => (secs / 604_800, "w"),
+        5_184_000..=31_535_999 => (secs / 2_592_000, "mo"),
+        _ => (secs / 31_536_000, "y"),
+    };
+    format!("{n}{unit}")
+}
+
+/// "4d ago" (or "now").
+pub fn ago(now: chrono::DateTime<chrono::Utc>, at: &str) -> String {
+    match age(now, at).as_str() {
+        "now" => "just now".into(),
+        "?" => "at an unknown time".into(),
+        "future" => "in the future".into(),
+        a => format!("{a} ago"),
+    }
+}
+
 /// Cuts `s` to at most `max` characters, marking the cut with an ellipsis.
 pub fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {

@@ -138,7 +138,10 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
         t.type_text("j");
     }
     t.wait_for(&format!("#{id} {subject} · {predicate}"));
+    // r asks first, stating the preview; y writes.
     t.type_text("r");
+    t.wait_for(&format!("Write pending #{id} to {repo}?"));
+    t.type_text("y");
     let s = t.wait_for(&format!("Pending queue · {} open", items.len() - 1));
     assert!(
         s.contains(&format!("#{id} → {repo}:")),

@@ -176,22 +176,18 @@ fn pending_keys_resolve_to_the_matching_candidate_or_explain() {
         first.candidates,
         vec![Scope::Global, Scope::Repo("web-app".into())]
     );
-    // Nothing moved: the keys act on the first item.
+    // Nothing moved: the keys act on the first item, each through a confirm.
+    assert_eq!(s.app.handle_key(ch('r')), Action::None);
     assert_eq!(
-        s.app.handle_key(ch('r')),
-        Action::Apply(Curation::Resolve {
-            pending_id: first.id,
-            scope: Scope::Repo("web-app".into())
-        })
+        confirm_of(&s).1,
+        resolve(first.id, Scope::Repo("web-app".into()))
     );
-    assert_eq!(
-        s.app.handle_key(ch('g')),
-        Action::Apply(Curation::Resolve {
-            pending_id: first.id,
-            scope: Scope::Global
-        })
-    );
+    s.handle_key(key(KeyCode::Esc));
+    assert_eq!(s.app.handle_key(ch('g')), Action::None);
+    assert_eq!(confirm_of(&s).1, resolve(first.id, Scope::Global));
+    s.handle_key(ch('n'));
     assert_eq!(s.app.handle_key(ch('t')), Action::None);
+    assert!(s.app.dialogs.is_empty(), "no task candidate: no confirm");
     let toast = s.app.toast.clone().expect("t explains itself");
     assert!(toast.text.contains("no task candidate"), "{}", toast.text);
     // The preview states every choice before a key is pressed.
@@ -209,7 +205,7 @@ fn pending_keys_resolve_to_the_matching_candidate_or_explain() {
         ]
     );
 
-    press(&mut s, "r");
+    press(&mut s, "ry");
     let toast = s.app.toast.clone().expect("the outcome is shown");
     assert!(toast.text.contains("inserted"), "{}", toast.text);
     let store = f.store();
@@ -229,6 +225,87 @@ fn pending_keys_resolve_to_the_matching_candidate_or_explain() {
         h.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(),
         ["set", "pending_resolved"]
     );
+}
+
+fn resolve(pending_id: i64, scope: Scope) -> Curation {
+    Curation::Resolve { pending_id, scope }
+}
+
+/// The confirm on top: its text (title and lines) and what `y` would apply.
+#[track_caller]
+fn confirm_of(s: &memscope::tui::Session) -> (String, Curation) {
+    let Some(Dialog::Confirm(c)) = s.app.dialogs.last() else {
+        panic!("a confirm is open, got {:?}", s.app.dialogs.last())
+    };
+    (
+        format!("{}\n{}", c.title, c.lines.join("\n")),
+        c.curation.clone(),
+    )
+}
+
+#[test]
+fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
+    let f = Fixture::story();
+    // 60×15: the preview pane is hidden, so the confirm is the only place the effect shows.
+    let mut s = f.session(60, 15);
+    press(&mut s, "2");
+    let screen = render(&mut s, 60, 15);
+    assert!(!screen.contains("What each choice does"), "{screen}");
+    let first = s.app.pending[0].id;
+    let open = || f.store().pending(false).unwrap().len();
+    assert_eq!(open(), 2);
+
+    // g opens the confirm and writes nothing; its text is the preview's own sentence.
+    assert_eq!(s.app.handle_key(ch('g')), Action::None);
+    let (text, curation) = confirm_of(&s);
+    let preview = s
+        .app
+        .pending_preview
+        .clone()
+        .expect("the preview is loaded");
+    let g = preview
+        .choices
+        .iter()
+        .find(|c| c.key == Some('g'))
+        .expect("a global choice");
+    assert!(text.contains(&g.statement()), "{text}");
+    assert!(
+        text.contains("global: supersedes pnpm (v1) with npm"),
+        "{text}"
+    );
+    assert_eq!(curation, resolve(first, Scope::Global));
+    s.pump();
+    assert_eq!(open(), 2, "nothing is written before y");
+
+    // Esc cancels and says so; n too.
+    assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::None);
+    assert!(s.app.dialogs.is_empty());
+    assert!(s.app.toast.as_ref().unwrap().text.contains("cancelled"));
+    s.app.handle_key(ch('g'));
+    assert_eq!(s.app.handle_key(ch('n')), Action::None);
+    assert!(s.app.dialogs.is_empty());
+    assert_eq!(open(), 2);
+
+    // y applies exactly what the confirm stated.
+    s.app.handle_key(ch('g'));
+    assert_eq!(
+        s.app.handle_key(ch('y')),
+        Action::Apply(resolve(first, Scope::Global))
+    );
+    assert!(s.app.dialogs.is_empty());
+    s.perform(Action::Apply(resolve(first, Scope::Global)));
+    assert_eq!(open(), 1);
+    let toast = s.app.toast.clone().expect("the outcome is shown");
+    assert!(toast.text.contains("superseded"), "{}", toast.text);
+    let r = f
+        .store()
+        .resolve("user:42", "package_manager", None, None)
+        .unwrap();
+    assert_eq!(r.value, Some(serde_json::json!("npm")));
+
+    // t on an item with no task candidate opens nothing.
+    press(&mut s, "t");
+    assert!(s.app.dialogs.is_empty());
 }
 
 #[test]

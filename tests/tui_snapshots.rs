@@ -77,8 +77,23 @@ fn pending_queue_with_choices() {
 fn pending_queue_after_resolving() {
     let f = Fixture::demo();
     let mut s = f.session(W, H);
-    press(&mut s, "2g");
+    press(&mut s, "2gy");
     assert_snapshot!(render(&mut s, W, H));
+}
+
+#[test]
+fn pending_write_confirm_at_60x15() {
+    let f = Fixture::demo();
+    // Too small for the preview pane: the confirm states the effect itself.
+    let mut s = f.session(60, 15);
+    press(&mut s, "2g");
+    assert_snapshot!(render(&mut s, 60, 15));
+    s.handle_key(key(KeyCode::Esc));
+    press(&mut s, "r");
+    assert_snapshot!(
+        "pending_write_confirm_repo_at_60x15",
+        render(&mut s, 60, 15)
+    );
 }
 
 #[test]

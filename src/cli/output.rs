@@ -62,3 +62,118 @@ pub fn print_generated(bytes: &[u8]) -> Result<()> {
     out.flush()?;
     Ok(())
 }
+
+/// How a column's cells sit in their width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    Right,
+}
+
+/// Columns `s` takes in a terminal: CJK and most emoji take two.
+pub fn text_width(s: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(s)
+}
+
+/// Cuts `s` to at most `max` terminal columns, marking a cut with `…`.
+pub fn cut_to_width(s: &str, max: usize) -> String {
+    if text_width(s) <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w + 1 > max {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
+/// Rows of cells as lines whose columns line up on screen: a cell is padded by the columns it
+/// takes, not the characters it holds (CJK and emoji are two wide). The last column is not
+/// padded, a column empty in every row is left out, and no line ends in spaces. Cells are
+/// measured as `outln!` prints them, control characters escaped.
+pub fn columns(rows: &[Vec<String>], align: &[Align], gap: &str) -> Vec<String> {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| escape_controls(c)).collect())
+        .collect();
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            rows.iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| text_width(c))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let shown: Vec<usize> = (0..n).filter(|&i| widths[i] > 0).collect();
+    rows.iter()
+        .map(|r| {
+            let mut line = String::new();
+            for (k, &i) in shown.iter().enumerate() {
+                let cell = r.get(i).map(String::as_str).unwrap_or("");
+                if k > 0 {
+                    line.push_str(gap);
+                }
+                let pad = " ".repeat(widths[i] - text_width(cell));
+                match align.get(i).copied().unwrap_or(Align::Left) {
+                    Align::Right => {
+                        line.push_str(&pad);
+                        line.push_str(cell);
+                    }
+                    Align::Left => {
+                        line.push_str(cell);
+                        if k + 1 < shown.len() {
+                            line.push_str(&pad);
+                        }
+                    }
+                }
+            }
+            line.trim_end().to_string()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_line_up_by_display_width() {
+        let rows = vec![
+            vec![
+                "set".into(),
+                "global".into(),
+                "\"npm\"".into(),
+                "seq 1".into(),
+            ],
+            vec![
+                "set".into(),
+                "repo:仓库".into(),
+                "\"这个仓库\"".into(),
+                "seq 12".into(),
+            ],
+            vec![
+                "deleted".into(),
+                "task:🚀".into(),
+                "∅".into(),
+                String::new(),
+            ],
+        ];
+        let lines = columns(&rows, &[Align::Left], "  ");
+        let at: Vec<usize> = lines[..2]
+            .iter()
+            .map(|l| text_width(&l[..l.find("seq").unwrap()]))
+            .collect();
+        assert_eq!(at[0], at[1], "{lines:#?}");
+        assert!(lines.iter().all(|l| !l.ends_with(' ')), "{lines:#?}");
+        assert_eq!(cut_to_width("这个仓库保留", 7), "这个仓…");
+    }
+}

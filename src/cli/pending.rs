@@ -1,7 +1,7 @@
 //! `pending`, `pending resolve ID --scope S`, `pending reject ID`.
 
 use super::{outln, print_json, scope_arg, EXIT_FAILED, EXIT_OK};
-use crate::model::{shorten, OutcomeKind};
+use crate::model::{ago, shorten, OutcomeKind};
 use crate::store::Store;
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -57,22 +57,35 @@ pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
             if items.is_empty() {
                 outln!("no pending items: every write had a clear scope");
             }
+            // Ages are against the store's clock, so a fixed clock prints the same every run.
+            let now = store.clock().now();
             for p in &items {
                 let cands: Vec<String> = p.candidates.iter().map(|c| c.to_string()).collect();
-                outln!(
-                    "#{} {} · {} = {}  [{}]  {}  {}",
-                    p.id,
-                    p.subject,
-                    p.predicate,
-                    shorten(&p.value.to_string(), 60),
-                    cands.join(" | "),
-                    p.source,
-                    if p.status == "open" {
-                        String::new()
-                    } else {
-                        format!("({} → {})", p.status, p.resolution.as_deref().unwrap_or(""))
-                    }
-                );
+                let mut parts = vec![
+                    format!(
+                        "#{} {} · {} = {}",
+                        p.id,
+                        p.subject,
+                        p.predicate,
+                        shorten(&p.value.to_string(), 60)
+                    ),
+                    format!("[{}]", cands.join(" | ")),
+                    p.source.clone(),
+                    ago(now, &p.created_at),
+                ];
+                if p.status != "open" {
+                    parts.push(format!(
+                        "({} → {})",
+                        p.status,
+                        p.resolution.as_deref().unwrap_or("")
+                    ));
+                }
+                let parts: Vec<&str> = parts
+                    .iter()
+                    .map(|s| s.trim())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                outln!("{}", parts.join("  "));
                 if let Some(raw) = &p.raw {
                     outln!("    “{}”", shorten(raw, 100));
                 }

@@ -1,5 +1,6 @@
 //! `resolve`, `list`, `history`.
 
+use super::output::{columns, cut_to_width, Align};
 use super::{context_arg, outln, print_json, scope_arg, EXIT_OK};
 use crate::model::{shorten, ContextKind};
 use crate::store::{ListFilter, Store};
@@ -167,35 +168,53 @@ pub fn history(store: &Store, a: HistoryArgs) -> Result<i32> {
             store.canonical_predicate(&a.predicate)?
         );
     }
-    for e in &events {
-        let version = e
-            .version
-            .map(|v| format!("v{v}"))
-            .unwrap_or_else(|| "-".into());
-        let value = e
-            .value
-            .as_ref()
-            .map(|v| shorten(&v.to_string(), 60))
-            .unwrap_or_else(|| "∅".into());
-        let seq = e.causal_seq.map(|s| format!("seq {s}")).unwrap_or_default();
-        let source = e.source.as_deref().unwrap_or("");
-        let detail = e
-            .detail
-            .as_ref()
-            .map(|d| format!(" {d}"))
-            .unwrap_or_default();
-        let validity = match (e.event.as_str(), &e.valid_until) {
-            ("set", Some(until)) => format!("  [valid until {until}]"),
-            ("set", None) => "  [current]".to_string(),
-            _ => String::new(),
-        };
-        outln!(
-            "{}  {:<17} {:<24} {:>4} {value}  {seq} {source}{detail}{validity}",
-            e.at,
-            e.event,
-            e.scope,
-            version
-        );
+    let rows: Vec<Vec<String>> = events
+        .iter()
+        .map(|e| {
+            let version = e
+                .version
+                .map(|v| format!("v{v}"))
+                .unwrap_or_else(|| "-".into());
+            let value = e
+                .value
+                .as_ref()
+                .map(|v| cut_to_width(&v.to_string(), 60))
+                .unwrap_or_else(|| "∅".into());
+            let seq = e.causal_seq.map(|s| format!("seq {s}")).unwrap_or_default();
+            let detail = e
+                .detail
+                .as_ref()
+                .map(|d| format!(" {d}"))
+                .unwrap_or_default();
+            let validity = match (e.event.as_str(), &e.valid_until) {
+                ("set", Some(until)) => format!("  [valid until {until}]"),
+                ("set", None) => "  [current]".to_string(),
+                _ => String::new(),
+            };
+            let source = e.source.as_deref().unwrap_or("");
+            vec![
+                e.at.clone(),
+                e.event.clone(),
+                e.scope.clone(),
+                version,
+                value,
+                seq,
+                format!("{source}{detail}{validity}")
+                    .trim_start()
+                    .to_string(),
+            ]
+        })
+        .collect();
+    let align = [
+        Align::Left,
+        Align::Left,
+        Align::Left,
+        Align::Right,
+        Align::Left,
+        Align::Left,
+    ];
+    for line in columns(&rows, &align, "  ") {
+        outln!("{line}");
     }
     Ok(EXIT_OK)
 }

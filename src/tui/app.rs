@@ -116,6 +116,14 @@ pub struct Choice {
     pub effect: String,
 }
 
+impl Choice {
+    /// `global: supersedes pnpm (v1) with npm`: the scope and what writing there does, as the
+    /// preview pane and the confirm both state it.
+    pub fn statement(&self) -> String {
+        format!("{}: {}", self.scope, self.effect)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingPreview {
     pub pending_id: i64,
@@ -686,22 +694,38 @@ impl App {
             'r' => "repo",
             _ => "task",
         };
-        match item.candidates.iter().find(|c| c.kind() == wanted) {
-            Some(scope) => Action::Apply(Curation::Resolve {
-                pending_id: item.id,
-                scope: scope.clone(),
-            }),
-            None => {
-                let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
-                let text = format!(
-                    "{key} does nothing here: #{} has no {wanted} candidate (its candidates are {})",
-                    item.id,
-                    names.join(", ")
-                );
-                self.info(text);
-                Action::None
-            }
+        if !item.candidates.iter().any(|c| c.kind() == wanted) {
+            let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
+            let text = format!(
+                "{key} does nothing here: #{} has no {wanted} candidate (its candidates are {})",
+                item.id,
+                names.join(", ")
+            );
+            self.info(text);
+            return Action::None;
         }
+        // The confirm states the preview pane's own sentence for this key: the pane may be
+        // hidden at small sizes, and the effect is the store's to say, once.
+        let choice = self
+            .pending_preview
+            .as_ref()
+            .filter(|p| p.pending_id == item.id)
+            .and_then(|p| p.choices.iter().find(|c| c.key == Some(key)));
+        let Some(choice) = choice else {
+            self.info("the preview of its choices is still loading: press it again");
+            return Action::None;
+        };
+        let dialog = ConfirmDialog {
+            title: format!("Write pending #{} to {}?", item.id, choice.scope),
+            lines: vec![pending_line(item), choice.statement()],
+            yes: format!("write to {}", choice.scope),
+            curation: Curation::Resolve {
+                pending_id: item.id,
+                scope: choice.scope.clone(),
+            },
+        };
+        self.dialogs.push(Dialog::Confirm(dialog));
+        Action::None
     }
 
     fn reject(&mut self) -> Action {
@@ -715,12 +739,7 @@ impl App {
         let dialog = ConfirmDialog {
             title: format!("Reject pending #{}?", item.id),
             lines: vec![
-                format!(
-                    "{} · {} = {}",
-                    item.subject,
-                    item.predicate,
-                    super::text::value_text(&item.value)
-                ),
+                pending_line(item),
                 "Nothing is written to memory; the item is kept as rejected.".into(),
             ],
             yes: "reject".into(),
@@ -823,6 +842,16 @@ impl App {
         self.dialogs.push(Dialog::Explain(dialog));
         action
     }
+}
+
+/// `user:42 · package_manager = npm`: a pending item as its confirms name it.
+fn pending_line(item: &PendingItem) -> String {
+    format!(
+        "{} · {} = {}",
+        item.subject,
+        item.predicate,
+        super::text::value_text(&item.value)
+    )
 }
 
 /// A printable character typed without Ctrl or Alt.

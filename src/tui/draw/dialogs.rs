@@ -185,7 +185,7 @@ fn delete(frame: &mut Frame<'_>, area: Rect, d: &DeleteDialog) {
 }
 
 fn confirm(frame: &mut Frame<'_>, area: Rect, c: &ConfirmDialog) {
-    let w = c
+    let w = (c
         .lines
         .iter()
         .map(|l| width(l))
@@ -193,8 +193,15 @@ fn confirm(frame: &mut Frame<'_>, area: Rect, c: &ConfirmDialog) {
         .unwrap_or(0)
         .max(width(&c.title) + 4)
         .max(40) as u16
-        + 4;
-    let rect = centered(area, w, c.lines.len() as u16 + 5);
+        + 4)
+    .min(area.width);
+    // The effect is what the user came to read: a narrow box wraps it rather than cut it.
+    let text: Vec<String> = c
+        .lines
+        .iter()
+        .flat_map(|l| wrap(l, w.saturating_sub(4) as usize))
+        .collect();
+    let rect = centered(area, w, text.len() as u16 + 5);
     let inner = frame_box(
         frame,
         rect,
@@ -203,11 +210,7 @@ fn confirm(frame: &mut Frame<'_>, area: Rect, c: &ConfirmDialog) {
         bold().fg(Color::Yellow),
     );
     let max = inner.width as usize;
-    let mut lines: Vec<Line<'static>> = c
-        .lines
-        .iter()
-        .map(|l| plain(l, Style::new(), max))
-        .collect();
+    let mut lines: Vec<Line<'static>> = text.iter().map(|l| plain(l, Style::new(), max)).collect();
     lines.push(Line::raw(""));
     lines.push(row_line(
         &[

@@ -161,7 +161,7 @@ fn empty(frame: &mut Frame<'_>, area: Rect, app: &App) {
                 Style::new(),
             ),
             (
-                "  memscope write --subject user:42 --predicate package_manager",
+                "  memscope write --subject user:42 --predicate package_manager \\",
                 good(),
             ),
             (
