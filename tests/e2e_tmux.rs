@@ -264,10 +264,10 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
     let title = view_title(&db);
     t.wait_for(&title);
 
-    // Down to 20×5 and back without a crash.
+    // Down to 20×5 and back without a crash; the counts keep the header, the name gives way.
     t.resize(20, 5);
     t.wait("a 20-column frame", |s| {
-        s.lines().next().is_some_and(|l| l.starts_with(" memscope"))
+        s.lines().next().is_some_and(|l| l.contains(" ids · "))
             && s.lines().all(|l| l.chars().count() <= 20)
     });
     t.resize(110, 32);
@@ -432,6 +432,91 @@ fn incident_walkthrough_reads_as_of_rescope() {
     );
     assert_eq!(moved[0]["source"], "thread:23/message:14", "{moved}");
 
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}
+
+/// Where the header's refresh time starts (`HH:MM:SS`), if it shows.
+fn clock_at(line: &str) -> Option<usize> {
+    let chars: Vec<char> = line.chars().collect();
+    (0..chars.len().saturating_sub(7)).find(|&i| {
+        let w: String = chars[i..i + 8].iter().collect();
+        w.char_indices().all(|(j, c)| match j {
+            2 | 5 => c == ':',
+            _ => c.is_ascii_digit(),
+        })
+    })
+}
+
+/// The header keeps its counts and keeps the path, cut in the middle, apart from the refresh
+/// time; the footer ends with `? help` and never cuts a hint.
+fn assert_header_and_footer(screen: &str, width: usize) {
+    let lines: Vec<&str> = screen.lines().collect();
+    let header = lines[0];
+    assert!(header.chars().count() <= width, "{screen}");
+    for count in ["15 ", "6 scopes", "2 pending", "1 tomb"] {
+        assert!(
+            header.contains(count),
+            "the header lost {count:?}:\n{screen}"
+        );
+    }
+    let clock = clock_at(header).expect("the refresh time shows");
+    let mut before: String = header.chars().take(clock).collect();
+    if let Some(words) = before.strip_suffix("refreshed ") {
+        before = words.to_string();
+    }
+    assert!(
+        before.ends_with("  "),
+        "the time runs into the path:\n{screen}"
+    );
+    if let Some(i) = before.find("demo.db") {
+        assert!(before[i..].starts_with("demo.db  "), "{screen}");
+        assert!(
+            before.contains('…'),
+            "a long path is cut in the middle:\n{screen}"
+        );
+    }
+    let footer = lines
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .expect("a footer");
+    assert!(
+        footer.trim_end().ends_with("? help"),
+        "the footer ends with its help:\n{screen}"
+    );
+    assert!(!footer.contains('…'), "a hint is cut:\n{screen}");
+}
+
+#[test]
+fn header_and_footer_fit_at_100x30_and_60x15() {
+    let Some(t) = Tmux::shell(100, 30) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let deep = dir
+        .path()
+        .join("a-folder-with-a-long-name")
+        .join("another-one");
+    std::fs::create_dir_all(&deep).expect("the folders");
+    let db = deep.join("demo.db");
+    t.run(&format!(
+        "{BIN} --db {} demo; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    let screen = t.wait("the demo with its refresh time", |s| {
+        s.contains("Current view · ") && s.lines().next().and_then(clock_at).is_some()
+    });
+    assert_header_and_footer(&screen, 100);
+    assert!(
+        screen.lines().next().unwrap_or("").contains("demo.db"),
+        "{screen}"
+    );
+    t.resize(60, 15);
+    let screen = t.wait("the header at 60 columns", |s| {
+        s.lines().next().is_some_and(|l| l.contains("ids"))
+    });
+    assert_header_and_footer(&screen, 60);
     t.type_text("q");
     t.wait_for("EXIT:0");
 }

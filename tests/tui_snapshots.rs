@@ -194,6 +194,22 @@ fn chinese_emoji_and_a_very_long_value() {
 }
 
 #[test]
+fn header_and_footer_at_100x30_and_60x15() {
+    let f = Fixture::demo();
+    let mut s = f.session(100, 30);
+    // A path as long as a real one: cut in the middle, its file name kept.
+    s.app.db_path = "/home/someone/.local/share/memscope/projects/web/demo.db".into();
+    assert_snapshot!("layout_100x30", render(&mut s, 100, 30));
+    assert_snapshot!("layout_60x15", render(&mut s, 60, 15));
+    press(&mut s, "2");
+    assert_snapshot!("layout_pending_100x30", render(&mut s, 100, 30));
+    assert_snapshot!("layout_pending_60x15", render(&mut s, 60, 15));
+    press(&mut s, "1");
+    s.app.read_only = true;
+    assert_snapshot!("layout_read_only_60x15", render(&mut s, 60, 15));
+}
+
+#[test]
 fn tiny_terminal_20x5() {
     let f = Fixture::demo();
     let mut s = f.session(20, 5);

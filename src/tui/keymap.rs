@@ -281,8 +281,27 @@ pub fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Command> {
     })
 }
 
-/// Footer hints for the active contexts: (keys, hint), most specific first. A binding whose
-/// keys a more specific context already takes never fires, so it gets no hint.
+/// How much a footer hint matters (lower first): the pane's own keys in table order, then
+/// quit and filter, then the keys anyone guesses (moving, panes, the numbered tabs the tab
+/// bar already shows). Help comes last and is never dropped: it leads to everything else.
+fn footer_rank(b: &Binding) -> u8 {
+    match (b.context, b.command) {
+        (_, Command::Help) => u8::MAX,
+        (Context::Global, Command::Quit) => 1,
+        (Context::Global, Command::Filter) => 2,
+        (Context::Lists, _) => 3,
+        (Context::Global, Command::NextPane) => 4,
+        (Context::Global, _) => 5,
+        _ => 0,
+    }
+}
+
+/// The label of the help key, which the footer keeps at any width.
+pub const HELP_LABEL: &str = "?";
+
+/// Footer hints for the active contexts: (keys, hint), most important first, help last (see
+/// `footer_rank`). A binding whose keys a more specific context already takes never fires,
+/// so it gets no hint.
 pub fn hints(contexts: &[Context]) -> Vec<(&'static str, &'static str)> {
     let mut out = Vec::new();
     let mut taken: Vec<Key> = Vec::new();
@@ -300,12 +319,13 @@ pub fn hints(contexts: &[Context]) -> Vec<(&'static str, &'static str)> {
                     Command::Up if b.context == Context::Lists => "j/k",
                     _ => b.label,
                 };
-                out.push((label, h));
+                out.push((footer_rank(b), label, h));
             }
         }
         taken.extend(mine);
     }
-    out
+    out.sort_by_key(|(rank, _, _)| *rank);
+    out.into_iter().map(|(_, label, h)| (label, h)).collect()
 }
 
 /// Help overlay sections: (title, [(keys, description)]).

@@ -685,7 +685,7 @@ impl MemoryList {
             }
         }
         self.settle(page);
-        Ok(())
+        self.fill_above(src, store, page)
     }
 
     /// Moves off a group header onto the record right below it (the first selection).
@@ -719,6 +719,34 @@ impl MemoryList {
             self.at_end = ended;
         }
         self.settle(page);
+        self.fill_above(src, store, page)
+    }
+
+    /// The loaded header of the group holding row `at`, when it is less than `page` rows up.
+    fn header_above(&self, at: usize, page: usize) -> Option<usize> {
+        let from = at.saturating_sub(page - 1);
+        (from..=at)
+            .rev()
+            .find(|&i| matches!(self.rows[i].item, ListItem::Header { .. }))
+    }
+
+    /// Loads rows above the window when the list ended short of a screen but has rows before
+    /// it, so the screen shows them instead of blank lines below the last row.
+    fn fill_above(&mut self, src: &Source<'_>, store: &Store, page: usize) -> Result<()> {
+        let shown = self.rows.len().saturating_sub(self.offset);
+        if !self.at_end || self.at_start || shown >= page || self.rows.is_empty() {
+            return Ok(());
+        }
+        let first = self.rows[0].pos.clone();
+        let (more, started) = src.before(store, Some(&first), page - shown + page)?;
+        let k = more.len();
+        let mut rows: Vec<ListRow> = more.into_iter().rev().collect();
+        rows.append(&mut self.rows);
+        self.rows = rows;
+        self.cursor += k;
+        self.offset += k;
+        self.at_start = started;
+        self.settle(page);
         Ok(())
     }
 
@@ -735,6 +763,14 @@ impl MemoryList {
         }
         if self.cursor >= self.offset + page {
             self.offset = self.cursor + 1 - page;
+        }
+        // The selection's group header stays on screen with it when both fit.
+        if let Some(h) = self.header_above(self.cursor, page) {
+            self.offset = self.offset.min(h);
+        }
+        // Never past the end: no blank rows below while rows wait above.
+        if self.at_end {
+            self.offset = self.offset.min(self.rows.len().saturating_sub(page));
         }
         if self.offset > 3 * page {
             let drop = self.offset - page;

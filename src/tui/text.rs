@@ -31,6 +31,48 @@ pub fn width(s: &str) -> usize {
     total
 }
 
+/// Cuts the middle out of `s` to fit `max` columns, marking the cut with `…`: both ends of a
+/// path say where it is (the root) and what it is (the file name), so both are kept.
+pub fn truncate_middle(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut cells: Vec<(String, usize)> = Vec::new();
+    each_grapheme(s, |g, _, w| {
+        cells.push((g.to_string(), w));
+        true
+    });
+    // A third of the room for the head, the rest for the tail (the file name).
+    let room = max - 1;
+    let mut head_room = room / 3;
+    let mut tail = Vec::new();
+    let mut tail_used = 0;
+    for (g, w) in cells.iter().rev() {
+        if tail_used + w > room - head_room {
+            break;
+        }
+        tail.push(g.as_str());
+        tail_used += w;
+    }
+    // Room a wide char at the tail's edge could not take goes to the head.
+    head_room = room - tail_used;
+    let mut out = String::new();
+    let mut head_used = 0;
+    for (g, w) in &cells {
+        if head_used + w > head_room {
+            break;
+        }
+        out.push_str(g);
+        head_used += w;
+    }
+    out.push('…');
+    out.extend(tail.into_iter().rev());
+    out
+}
+
 /// Cuts `s` to at most `max` columns, marking a cut with `…`.
 pub fn truncate(s: &str, max: usize) -> String {
     if width(s) <= max {
@@ -161,6 +203,23 @@ mod tests {
         assert_eq!(wrap("", 5), [""]);
         assert_eq!(width("👍🏽 ok"), 5);
         assert_eq!(truncate("👍🏽👍🏽👍🏽", 5), "👍🏽👍🏽…");
+    }
+
+    #[test]
+    fn cuts_the_middle_of_a_path() {
+        let path = "/home/someone/projects/memscope/demo.db";
+        let cut = truncate_middle(path, 20);
+        assert_eq!(width(&cut), 20);
+        assert!(
+            cut.starts_with("/home") && cut.ends_with("/demo.db"),
+            "{cut}"
+        );
+        assert_eq!(truncate_middle("demo.db", 7), "demo.db");
+        assert_eq!(truncate_middle("demo.db", 1), "…");
+        assert_eq!(truncate_middle("demo.db", 0), "");
+        // A wide char never splits: the cut stays within the columns.
+        let wide = truncate_middle("/数据/记忆/仓库/demo.db", 12);
+        assert!(width(&wide) <= 12 && wide.ends_with("demo.db"), "{wide}");
     }
 
     #[test]

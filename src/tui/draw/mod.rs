@@ -10,7 +10,7 @@ mod repair;
 use super::app::{App, Focus, Tab};
 use super::keymap;
 use super::layout::{self, Screen};
-use super::text::{each_grapheme, one_line, plural, thousands, truncate, width};
+use super::text::{each_grapheme, one_line, plural, thousands, truncate, truncate_middle, width};
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -44,6 +44,7 @@ pub(crate) fn good() -> Style {
 }
 
 /// A piece of a line: text, its style, and which of its chars the filter matched.
+#[derive(Clone)]
 pub(crate) struct Part<'a> {
     pub text: String,
     pub style: Style,
@@ -181,56 +182,121 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
 }
 
 fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
-    let max = area.width as usize;
-    let figures = match &app.counts {
-        Some(c) => format!(
-            "{} · {} · {} pending · {}",
-            plural(c.memories, "identity", "identities"),
-            plural(c.scopes, "scope", "scopes"),
-            thousands(c.pending),
-            plural(c.tombstones, "tombstone", "tombstones")
-        ),
-        None => "counting…".to_string(),
-    };
-    let refreshed = app
-        .refreshed_at
-        .map(|t| format!("refreshed {}", t.format("%H:%M:%S UTC")))
-        .unwrap_or_default();
-    let mut right = vec![];
-    if app.read_only {
-        right.push(part(
-            " READ-ONLY ",
-            Style::new()
-                .fg(Color::Black)
-                .bg(Color::Yellow)
-                .add_modifier(Modifier::BOLD),
-        ));
-        right.push(part(" ", Style::new()));
-    }
-    right.push(part(refreshed, dim()));
-    let left = [
-        part(
-            " memscope ",
-            Style::new()
-                .fg(Color::Black)
-                .bg(Color::Cyan)
-                .add_modifier(Modifier::BOLD),
-        ),
-        part(" ", Style::new()),
-        part(figures, bold()),
-        part("  ", Style::new()),
-        part(one_line(&app.db_path), dim()),
-    ];
-    // The figures and the badge matter more than the path: the path is cut first.
-    let right_w: usize = right.iter().map(|p| width(&p.text)).sum();
-    let line = if right_w + 30 <= max {
-        row_line(&left, &right, max)
-    } else if app.read_only {
-        row_line(&left, &right[..1], max)
-    } else {
-        row_line(&left, &[], max)
-    };
+    let line = header_line(app, area.width as usize);
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The header, most important first: the counts, the READ-ONLY badge, the refresh time, the
+/// path. The path gives way first (cut in the middle, then dropped), then the time shortens,
+/// then the counts take short labels; every part is kept at least two columns from the next.
+fn header_line(app: &App, max: usize) -> Line<'static> {
+    let badge = part(
+        " memscope ",
+        Style::new()
+            .fg(Color::Black)
+            .bg(Color::Cyan)
+            .add_modifier(Modifier::BOLD),
+    );
+    let figures: Vec<String> = match &app.counts {
+        Some(c) => vec![
+            format!(
+                "{} · {} · {} pending · {}",
+                plural(c.memories, "identity", "identities"),
+                plural(c.scopes, "scope", "scopes"),
+                thousands(c.pending),
+                plural(c.tombstones, "tombstone", "tombstones")
+            ),
+            format!(
+                "{} · {} · {} pending · {}",
+                plural(c.memories, "id", "ids"),
+                plural(c.scopes, "scope", "scopes"),
+                thousands(c.pending),
+                plural(c.tombstones, "tomb", "tombs")
+            ),
+        ],
+        None => vec!["counting…".to_string()],
+    };
+    let times: Vec<String> = match app.refreshed_at {
+        Some(t) => vec![
+            format!("refreshed {}", t.format("%H:%M:%S UTC")),
+            t.format("%H:%M:%S").to_string(),
+            String::new(),
+        ],
+        None => vec![String::new()],
+    };
+    let read_only = part(
+        " READ-ONLY ",
+        Style::new()
+            .fg(Color::Black)
+            .bg(Color::Yellow)
+            .add_modifier(Modifier::BOLD),
+    );
+    let right = |time: &str| -> Vec<Part<'static>> {
+        let mut r = Vec::new();
+        if app.read_only {
+            r.push(read_only.clone());
+        }
+        if !time.is_empty() {
+            if app.read_only {
+                r.push(part(" ", Style::new()));
+            }
+            r.push(part(time.to_string(), dim()));
+        }
+        r
+    };
+    // The first (badge, figures, time) that fits, in order of what gives way; the product's
+    // name goes last but one, before the counts are cut.
+    let mut choice = None;
+    'fit: for with_badge in [true, false] {
+        for (fi, f) in figures.iter().enumerate() {
+            for t in &times {
+                // The short labels only once the time is down to its short form.
+                if fi > 0 && t.starts_with("refreshed") {
+                    continue;
+                }
+                let r = right(t);
+                let rw: usize = r.iter().map(|p| width(&p.text)).sum();
+                let left_w = if with_badge {
+                    width(&badge.text) + 1
+                } else {
+                    0
+                };
+                let used = left_w + width(f) + if rw > 0 { 2 + rw } else { 0 };
+                if used <= max {
+                    choice = Some((with_badge, f.clone(), r, used));
+                    break 'fit;
+                }
+            }
+        }
+    }
+    let Some((with_badge, figures, right, used)) = choice else {
+        // Narrower than the shortest form: the counts, cut.
+        let short = figures.last().cloned().unwrap_or_default();
+        return Line::from(fit_parts(&[part(short, bold())], max).0);
+    };
+    let mut left = Vec::new();
+    if with_badge {
+        left.push(badge);
+        left.push(part(" ", Style::new()));
+    }
+    left.push(part(figures, bold()));
+    let (mut spans, mut filled) = fit_parts(&left, max);
+    // The path takes what is left, two columns from the counts and from the time.
+    let room = max.saturating_sub(used + 2);
+    let path = one_line(&app.db_path);
+    if room >= 8.min(width(&path)) && room > 0 {
+        let path = truncate_middle(&path, room);
+        filled += 2 + width(&path);
+        spans.push(Span::raw("  "));
+        spans.push(Span::styled(path, dim()));
+    }
+    let rw: usize = right.iter().map(|p| width(&p.text)).sum();
+    let pad = max.saturating_sub(filled + rw).max(2);
+    if !right.is_empty() {
+        spans.push(Span::raw(" ".repeat(pad)));
+        spans.extend(fit_parts(&right, rw).0);
+    }
+    Line::from(spans)
 }
 
 fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
@@ -343,19 +409,46 @@ fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(Stri
     }
 }
 
+/// The footer: hints in order of importance, the least important dropped whole until the
+/// rest fit, the help key always last.
 fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    let max = area.width as usize;
+    let mut hints = keymap::hints(&app.contexts());
+    let help = match hints.last() {
+        Some((keys, _)) if *keys == keymap::HELP_LABEL => hints.pop(),
+        _ => None,
+    };
+    let cost = |(keys, hint): &(&str, &str)| width(keys) + 1 + width(hint);
+    let mut used = match &help {
+        Some(h) => cost(h),
+        None => 0,
+    };
+    if app.tab == Tab::Memories && app.focus == Focus::Detail && app.dialogs.is_empty() {
+        used += width("history  ");
+    }
+    let mut keep = 0;
+    for h in &hints {
+        // Two columns between hints.
+        let more = cost(h) + if keep > 0 || help.is_some() { 2 } else { 0 };
+        if used + more > max {
+            break;
+        }
+        used += more;
+        keep += 1;
+    }
+    hints.truncate(keep);
+    hints.extend(help);
     let mut parts = Vec::new();
-    let contexts = app.contexts();
-    for (i, (keys, hint)) in keymap::hints(&contexts).into_iter().enumerate() {
+    if app.tab == Tab::Memories && app.focus == Focus::Detail && app.dialogs.is_empty() {
+        parts.push(part("history  ", bold()));
+    }
+    for (i, (keys, hint)) in hints.into_iter().enumerate() {
         if i > 0 {
             parts.push(part("  ", Style::new()));
         }
         parts.push(part(keys, bold().fg(Color::Cyan)));
         parts.push(part(format!(" {hint}"), dim()));
     }
-    if app.tab == Tab::Memories && app.focus == Focus::Detail && app.dialogs.is_empty() {
-        parts.insert(0, part("history  ", bold()));
-    }
-    let (spans, _) = fit_parts(&parts, area.width as usize);
+    let (spans, _) = fit_parts(&parts, max);
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
