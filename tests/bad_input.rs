@@ -654,3 +654,28 @@ fn pending_commands_on_unknown_items_are_refused() {
         .fails_with(1, &["nothing"]);
     assert_eq!(before, db.fingerprint());
 }
+
+#[test]
+fn a_wrong_write_creates_no_database() {
+    let db = TestDb::named("never-created.db");
+    let bad_calls: [&[&str]; 3] = [
+        &["--value-json", "{bad", "--subject", "u", "--predicate", "p"],
+        &["--value", "x", "--subject", "   ", "--predicate", "p"],
+        &[
+            "--value",
+            "x",
+            "--subject",
+            "u",
+            "--predicate",
+            "pm\u{200B}",
+        ],
+    ];
+    for call in bad_calls {
+        let mut args = vec!["write", "--scope", "global", "--source", "s"];
+        args.extend_from_slice(call);
+        let r = db.run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {r:?}");
+        assert_one_sentence(&r.stderr, &[]);
+        assert!(!db.path.exists(), "{args:?} created {}", db.path.display());
+    }
+}

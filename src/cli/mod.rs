@@ -338,7 +338,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         })?),
         Some(Command::Demo { no_tui }) => admin::demo(cli.db, no_tui),
         Some(Command::Init) => admin::init(&path),
-        Some(Command::Write(args)) => write::write(&mut open(OpenMode::Create)?, args),
+        Some(Command::Write(args)) => write::write(|| open(OpenMode::Create), args),
         Some(Command::Apply { file }) => write::apply(&mut open(OpenMode::Create)?, &file),
         Some(Command::Seq) => {
             outln!("{}", open(OpenMode::Create)?.next_seq()?);

@@ -44,7 +44,8 @@ pub struct WriteArgs {
     pub json: bool,
 }
 
-pub fn write(store: &mut Store, a: WriteArgs) -> Result<i32> {
+/// Builds and checks the request before `open` runs, so a wrong call leaves no database behind.
+pub fn write(open: impl FnOnce() -> Result<Store>, a: WriteArgs) -> Result<i32> {
     let value = match (&a.value, &a.value_json) {
         (Some(v), _) => serde_json::Value::String(v.clone()),
         (None, Some(j)) => serde_json::from_str(j).map_err(|e| {
@@ -72,7 +73,8 @@ pub fn write(store: &mut Store, a: WriteArgs) -> Result<i32> {
         raw: a.raw,
         causal_seq: a.causal_seq,
     };
-    let out = store.write(&req)?;
+    crate::store::validate(req.clone())?;
+    let out = open()?.write(&req)?;
     if a.json {
         print_json(&out)?;
     } else {

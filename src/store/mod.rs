@@ -22,6 +22,9 @@ pub use private::Exposure;
 pub use read::ListFilter;
 pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
 pub use transfer::ImportReport;
+/// The write path's checks of a request that need no database (front ends run them before
+/// opening one, so a wrong call creates nothing).
+pub(crate) use write::validate;
 pub use write::ApplySummary;
 
 use anyhow::{anyhow, bail, Context, Result};
