@@ -637,16 +637,7 @@ impl MemoryList {
 
     fn up(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
         if n > self.cursor && !self.at_start && !self.rows.is_empty() {
-            let need = n - self.cursor + page;
-            let first = self.rows[0].pos.clone();
-            let (more, started) = src.before(store, Some(&first), need)?;
-            let k = more.len();
-            let mut rows: Vec<ListRow> = more.into_iter().rev().collect();
-            rows.append(&mut self.rows);
-            self.rows = rows;
-            self.cursor += k;
-            self.offset += k;
-            self.at_start = started;
+            self.load_above(src, store, n - self.cursor + page)?;
         }
         self.cursor = self.cursor.saturating_sub(n);
         Ok(())
@@ -737,8 +728,16 @@ impl MemoryList {
         if !self.at_end || self.at_start || shown >= page || self.rows.is_empty() {
             return Ok(());
         }
+        self.load_above(src, store, page - shown + page)?;
+        self.settle(page);
+        Ok(())
+    }
+
+    /// Loads up to `need` rows before the window's first row (which must exist), keeping the
+    /// cursor and offset on the rows they were on.
+    fn load_above(&mut self, src: &Source<'_>, store: &Store, need: usize) -> Result<()> {
         let first = self.rows[0].pos.clone();
-        let (more, started) = src.before(store, Some(&first), page - shown + page)?;
+        let (more, started) = src.before(store, Some(&first), need)?;
         let k = more.len();
         let mut rows: Vec<ListRow> = more.into_iter().rev().collect();
         rows.append(&mut self.rows);
@@ -746,7 +745,6 @@ impl MemoryList {
         self.cursor += k;
         self.offset += k;
         self.at_start = started;
-        self.settle(page);
         Ok(())
     }
 
