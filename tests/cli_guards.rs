@@ -535,3 +535,24 @@ fn check_names_a_readable_database_or_folder_with_the_chmod_that_fixes_it() {
     );
     assert_eq!(mode(&db.path), 0o600);
 }
+
+#[test]
+fn export_refuses_to_write_over_the_database_itself() {
+    let db = TestDb::new();
+    db.write("user:42", "editor", "helix", "global", "t:1");
+    let before = std::fs::read(&db.path).unwrap();
+    let link = db.sibling("another-name.db");
+    std::fs::hard_link(&db.path, &link).unwrap();
+    let wal = format!("{}-wal", db.path_str());
+    for out in [db.path_str(), link.to_str().unwrap(), wal.as_str()] {
+        db.run(&["export", "--out", out])
+            .fails_with(2, &["would destroy the database"]);
+    }
+    assert_eq!(
+        std::fs::read(&db.path).unwrap(),
+        before,
+        "the database is untouched"
+    );
+    db.assert_check_ok();
+    assert_eq!(db.list(&[]).len(), 1);
+}

@@ -170,6 +170,12 @@ pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
 pub fn export(store: &Store, out: Option<PathBuf>) -> Result<i32> {
     let n = match out {
         Some(p) => {
+            if let Some(file) = database_file_named(store.path(), &p) {
+                return Err(super::usage(format!(
+                    "--out {} is the database's own {file}: writing the export there would destroy the database; name a new file, e.g. --out memscope-export.jsonl",
+                    p.display()
+                )));
+            }
             let f = private_file(&p).with_context(|| format!("cannot create {}", p.display()))?;
             let mut w = std::io::BufWriter::new(f);
             let n = store.export(&mut w)?;
@@ -186,6 +192,33 @@ pub fn export(store: &Store, out: Option<PathBuf>) -> Result<i32> {
     };
     errln!("exported {n} row(s)");
     Ok(EXIT_OK)
+}
+
+/// Which of the database's files (`file`, `WAL`, `shared-memory file`) `out` names, by path
+/// or by the same file under another name (`stat` only: opening one of them here would drop the
+/// store's locks, and truncating it would destroy it).
+fn database_file_named(db: &Path, out: &Path) -> Option<&'static str> {
+    #[cfg(unix)]
+    let same_file = |a: &Path, b: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+        id(a).is_some_and(|a| Some(a) == id(b))
+    };
+    #[cfg(not(unix))]
+    let same_file = |_: &Path, _: &Path| false;
+    [
+        ("file", ""),
+        ("WAL", "-wal"),
+        ("shared-memory file", "-shm"),
+    ]
+    .into_iter()
+    .find(|(_, suffix)| {
+        let mut name = db.as_os_str().to_owned();
+        name.push(suffix);
+        let path = PathBuf::from(name);
+        path == out || same_file(&path, out)
+    })
+    .map(|(file, _)| file)
 }
 
 /// Creates (or truncates) `path` for an export, readable by its owner alone: an export holds
