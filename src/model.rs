@@ -190,9 +190,13 @@ pub enum ScopeChoice {
 impl ScopeChoice {
     /// Ambiguous writes need two or more distinct candidates.
     pub fn ambiguous(candidates: Vec<Scope>) -> Result<ScopeChoice, String> {
+        // `repo:Web-App` and `repo:web-app` are one place (README, "One spelling per place").
         let mut distinct: Vec<Scope> = Vec::new();
+        let mut keys: Vec<String> = Vec::new();
         for c in candidates {
-            if !distinct.contains(&c) {
+            let key = crate::spelling::fold(&c.to_string());
+            if !keys.contains(&key) {
+                keys.push(key);
                 distinct.push(c);
             }
         }
@@ -532,6 +536,12 @@ pub struct PendingItem {
     pub created_at: String,
     pub resolved_scope: Option<String>,
     pub resolution: Option<String>,
+    /// For a value a spelling merge could not place (README, "One spelling per place"): the
+    /// identity as it was spelled when it held this value. The item's one candidate is the
+    /// scope it belongs to; resolving it makes the value current, rejecting it keeps the
+    /// current one. `None` for an ambiguous write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1082,6 +1092,7 @@ mod tests {
     fn ambiguous_needs_two_distinct_candidates() {
         assert!(ScopeChoice::parse_candidates("global,global").is_err());
         assert!(ScopeChoice::parse_candidates("global").is_err());
+        assert!(ScopeChoice::parse_candidates("repo:Web-App,repo:web-app").is_err());
         assert!(ScopeChoice::parse_candidates("global,repo:web-app").is_ok());
         let r = WriteRequest::from_json_line(
             r#"{"subject":"u","predicate":"p","value":"v","scope":{"ambiguous":["global"]},"source":"s"}"#,

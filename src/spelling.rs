@@ -97,6 +97,17 @@ fn inside_a_word(chars: &[char], i: usize) -> bool {
     after_visible && (!needs_next || visible(chars.get(i + 1)))
 }
 
+/// The key two spellings of one subject or repository/task id share: the readable id in
+/// lower case (Unicode, not only ASCII), in NFC. `Web-App`, `web-app` and `WEB‑APP` fold alike;
+/// the store keeps the first spelling it met for display (README, "One spelling per place").
+pub fn fold(id: &str) -> String {
+    id.nfc()
+        .map(fold_lookalike)
+        .flat_map(char::to_lowercase)
+        .nfc()
+        .collect()
+}
+
 /// The skeleton two ids share when a reader could take one for the other: NFKC, lower case,
 /// letters and digits only (`web-app`, `Web_App` and `webapp` share one).
 pub fn skeleton(text: &str) -> String {
@@ -181,6 +192,18 @@ mod tests {
             let once = readable_id("id", s).unwrap();
             assert_eq!(readable_id("id", &once).unwrap(), once);
         }
+    }
+
+    #[test]
+    fn case_folds_beyond_ascii_and_is_stable() {
+        assert_eq!(fold("Web-App"), fold("web\u{2011}APP"));
+        assert_eq!(fold("ÄRGER"), "ärger");
+        assert_eq!(fold("Cafe\u{301}"), "café");
+        assert_eq!(fold("用户:小明🧠"), "用户:小明🧠");
+        for s in ["İstanbul", "ΣΊΣΥΦΟΣ", "ǅ", "user:42"] {
+            assert_eq!(fold(&fold(s)), fold(s), "{s:?}");
+        }
+        assert_ne!(fold("web-app"), fold("web_app"));
     }
 
     #[test]

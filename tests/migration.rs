@@ -47,14 +47,15 @@ fn v1_database() -> TestDb {
 }
 
 #[test]
-fn the_current_schema_is_version_3_and_fresh_databases_are_migrated_to_it() {
-    assert_eq!(SCHEMA_VERSION, 3);
+fn the_current_schema_is_version_4_and_fresh_databases_are_migrated_to_it() {
+    assert_eq!(SCHEMA_VERSION, 4);
     assert_eq!(MIGRATIONS.len() as i64, SCHEMA_VERSION);
     let db = TestDb::new();
     db.init();
     assert_eq!(db.sql_i64("PRAGMA user_version"), SCHEMA_VERSION);
     for table in [
         "reads",
+        "spellings",
         "memories",
         "history",
         "tombstones",
@@ -325,7 +326,7 @@ fn a_v2_database_is_migrated_to_v3_on_open_keeping_every_row_and_restoring_dropp
 
     let mut store = Store::open(&db.path, OpenMode::Existing).expect("a v2 database opens");
     let conn = store.connection();
-    assert_eq!(user_version(conn), 3);
+    assert_eq!(user_version(conn), SCHEMA_VERSION);
     assert_eq!(
         rebuilt_rows(conn),
         before,
@@ -477,7 +478,7 @@ fn the_v3_step_keeps_what_a_raw_client_added_to_a_v2_database() {
     }
     let store = Store::open(&db.path, OpenMode::Existing).expect("the v2 database opens");
     let conn = store.connection();
-    assert_eq!(user_version(conn), 3);
+    assert_eq!(user_version(conn), SCHEMA_VERSION);
     let note: String = conn
         .query_row(
             "SELECT agent_note FROM memories WHERE subject = 'user:42'",

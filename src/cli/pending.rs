@@ -25,9 +25,10 @@ pub enum PendingCommand {
     Resolve {
         /// The item's number, as `memscope pending` lists it
         id: i64,
-        /// One of the item's candidate scopes (another scope needs --force)
+        /// One of the item's candidate scopes (another scope needs --force); may be left out
+        /// when the item has one candidate
         #[arg(long)]
-        scope: String,
+        scope: Option<String>,
         /// Write it to a scope outside the item's candidates
         #[arg(long)]
         force: bool,
@@ -89,6 +90,11 @@ pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
                 if let Some(raw) = &p.raw {
                     outln!("    “{}”", shorten(raw, 100));
                 }
+                if let Some(from) = &p.merged_from {
+                    outln!(
+                        "    two spellings of one memory disagreed: this value was held under {from}; resolve to make it current, reject to keep the current one"
+                    );
+                }
             }
             Ok(EXIT_OK)
         }
@@ -98,7 +104,23 @@ pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
             force,
             json,
         }) => {
-            let scope = scope_arg(&scope)?;
+            let scope = match scope {
+                Some(s) => scope_arg(&s)?,
+                None => match store.pending_item(id)? {
+                    Some(item) if item.candidates.len() == 1 => item.candidates[0].clone(),
+                    Some(item) => {
+                        let names: Vec<String> =
+                            item.candidates.iter().map(|c| c.to_string()).collect();
+                        anyhow::bail!(
+                            "pending #{id} has candidates {}: pass --scope with the one it belongs to",
+                            names.join(", ")
+                        )
+                    }
+                    None => anyhow::bail!(
+                        "there is no pending item #{id}: list them with `memscope pending`"
+                    ),
+                },
+            };
             let out = store.resolve_pending(id, &scope, force)?;
             if json {
                 print_json(&out)?;

@@ -315,6 +315,7 @@ impl Store {
 
     /// The tombstone of one identity, if it is deleted.
     pub fn tombstone(&self, id: &Identity) -> Result<Option<Tombstone>> {
+        let id = &super::spellings::find_identity(&self.conn, id)?;
         Ok(self
             .conn
             .prepare_cached(

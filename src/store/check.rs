@@ -314,6 +314,44 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// 6. One spelling per place: no two stored subjects, and no two stored repository or
+    /// task scopes, fold alike (`spelling::fold`). memscope's write path stores the first
+    /// spelling; a second one was written around it.
+    fn one_spelling_per_place(&mut self) -> Result<()> {
+        for (what, sql) in [
+            (
+                "subject",
+                "SELECT subject FROM memories UNION SELECT subject FROM tombstones
+                 UNION SELECT subject FROM history UNION SELECT subject FROM pending",
+            ),
+            (
+                "scope",
+                "SELECT scope FROM memories UNION SELECT scope FROM tombstones
+                 UNION SELECT scope FROM history",
+            ),
+        ] {
+            let mut stmt = self.conn.prepare(sql)?;
+            let ids: Vec<String> = stmt
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<_, _>>()?;
+            let mut by_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for id in ids {
+                by_key
+                    .entry(crate::spelling::fold(&id))
+                    .or_default()
+                    .push(id);
+            }
+            for spellings in by_key.into_values().filter(|s| s.len() > 1) {
+                self.push(6, format!(
+                    "the {what} is stored in {} spellings ({}): one place has one spelling; they were written around memscope's write path",
+                    spellings.len(),
+                    spellings.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Invariant 4 for stored JSON: `sql` selects subject, predicate, scope, a label and the
     /// text; every text memscope's readers could not parse is a violation.
     fn unreadable_json(&mut self, sql: &str, f: &Filter<'_>) -> Result<()> {
@@ -688,6 +726,7 @@ pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
     for p in super::fields::field_problems(conn, c.limit)? {
         c.push(p.invariant, p.detail);
     }
+    c.one_spelling_per_place()?;
     let violations = c.violations;
     let mut metrics = BTreeMap::new();
     let count = |sql: &str| -> Result<i64> { Ok(conn.query_row(sql, [], |r| r.get(0))?) };

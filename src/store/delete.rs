@@ -10,7 +10,7 @@ use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
-const DEBT_KEY: &str = "purge_debt_since";
+pub(crate) const DEBT_KEY: &str = "purge_debt_since";
 
 pub(crate) fn purge_debt_owed(conn: &Connection) -> Result<bool> {
     Ok(conn
@@ -194,13 +194,15 @@ fn purge_covered_notes(conn: &Connection, target: &DeleteTarget) -> Result<i64> 
 }
 
 fn normalize_target(store: &Store, target: &DeleteTarget) -> Result<DeleteTarget> {
-    let subj = |s: &str| crate::model::normalize_subject(s).map_err(|e| anyhow!(e));
+    let subj = |s: &str| super::spellings::find_subject(&store.conn, s);
     Ok(match target {
-        DeleteTarget::Identity(id) => DeleteTarget::Identity(Identity {
-            subject: subj(&id.subject)?,
-            predicate: store.canonical_predicate(&id.predicate)?,
-            scope: id.scope.clone(),
-        }),
+        DeleteTarget::Identity(id) => DeleteTarget::Identity(super::spellings::find_identity(
+            &store.conn,
+            &Identity {
+                predicate: store.canonical_predicate(&id.predicate)?,
+                ..id.clone()
+            },
+        )?),
         DeleteTarget::Predicate { subject, predicate } => DeleteTarget::Predicate {
             subject: subj(subject)?,
             predicate: store.canonical_predicate(predicate)?,
@@ -372,11 +374,13 @@ impl Store {
     }
 
     fn restore_in_tx(&mut self, id: &Identity) -> Result<TombstoneRef> {
-        let id = Identity {
-            subject: crate::model::normalize_subject(&id.subject).map_err(|e| anyhow!(e))?,
-            predicate: self.canonical_predicate(&id.predicate)?,
-            scope: id.scope.clone(),
-        };
+        let id = super::spellings::find_identity(
+            &self.conn,
+            &Identity {
+                predicate: self.canonical_predicate(&id.predicate)?,
+                ..id.clone()
+            },
+        )?;
         let clock = self.clock;
         let tx = self.begin()?;
         let now = format_time(clock.now());

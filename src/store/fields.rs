@@ -91,11 +91,10 @@ fn candidates_rule(v: &str) -> Option<String> {
         Ok(s) => s,
         Err(_) => return Some(format!("candidates {} are not a list of scopes", quoted(v))),
     };
-    if scopes.len() < 2 {
-        return Some(format!(
-            "candidates {} name fewer than two scopes",
-            quoted(v)
-        ));
+    // One candidate: a value a spelling merge queued (`merged_from`); an ambiguous write's
+    // two are checked with the row (`rows_problems`).
+    if scopes.is_empty() {
+        return Some(format!("candidates {} name no scope", quoted(v)));
     }
     scopes.iter().find_map(|s| scope_rule(s))
 }
@@ -278,6 +277,20 @@ fn cross_row_problems(conn: &Connection, limit: usize, out: &mut Vec<FieldProble
                 quoted(&r.get::<_, String>(0)?),
                 quoted(&r.get::<_, String>(1)?),
                 quoted(&r.get::<_, String>(2)?)
+            ))
+        },
+    )?;
+    // 6. An ambiguous write waits on two or more places; only a value a spelling merge queued
+    // (`merged_from`) waits on its one.
+    query(
+        6,
+        "pending",
+        "SELECT id FROM pending
+         WHERE merged_from IS NULL AND json_valid(candidates) AND json_array_length(candidates) < 2",
+        &|r| {
+            Ok(format!(
+                "pending item #{} is an ambiguous write with fewer than two candidate scopes",
+                r.get::<_, i64>(0)?
             ))
         },
     )?;

@@ -4,11 +4,11 @@
 
 use super::check::assert_identity_clean;
 use super::read::{current, resolution_chain};
+use super::spellings;
 use super::write::{log_event, write_in_tx, PreparedWrite, TxState};
 use super::{format_time, Store};
 use crate::model::{
-    normalize_subject, Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope,
-    WriteOutcome,
+    Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope, WriteOutcome,
 };
 use anyhow::{anyhow, bail, Result};
 use chrono::{DateTime, Utc};
@@ -237,14 +237,16 @@ impl Store {
         task: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<Resolution> {
-        let subject = normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        let subject = spellings::find_subject(&self.conn, subject)?;
         let predicate = self.canonical_predicate(predicate)?;
+        let repo = spellings::find_context_id(&self.conn, "repo", repo)?;
+        let task = spellings::find_context_id(&self.conn, "task", task)?;
         let at_text = format_time(at);
         let mut considered = Vec::new();
         // (scope, value, version, source) of the scope that wins.
         type Winner = (String, Option<Value>, Option<i64>, Option<String>);
         let mut winner: Option<Winner> = None;
-        for scope in resolution_chain(repo, task) {
+        for scope in resolution_chain(repo.as_deref(), task.as_deref()) {
             let id = Identity {
                 subject: subject.clone(),
                 predicate: predicate.clone(),
@@ -350,6 +352,9 @@ impl Store {
         let tx = self.begin()?;
         // Resolve inside the write transaction so the logged version is exactly what was read.
         let r = resolve_on(&tx, subject, predicate, repo, task)?;
+        // The read is logged in the places' stored spellings, as the resolution used them.
+        let repo = spellings::find_context_id(&tx, "repo", repo)?;
+        let task = spellings::find_context_id(&tx, "task", task)?;
         let shadowed: Vec<String> = r
             .considered
             .iter()
@@ -371,6 +376,10 @@ impl Store {
             Some(p) => Some(self.canonical_predicate(p)?),
             None => None,
         };
+        let subject = match &filter.subject {
+            Some(s) => Some(spellings::filter_subject(&self.conn, s)?),
+            None => None,
+        };
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, at, agent, subject, predicate, repo, task, scope, version, shadowed, note FROM reads
              WHERE (?1 IS NULL OR subject = ?1) AND (?2 IS NULL OR predicate = ?2) AND (?3 IS NULL OR agent = ?3)
@@ -379,7 +388,7 @@ impl Store {
         )?;
         let rows = stmt.query_map(
             params![
-                filter.subject.as_deref().map(str::trim),
+                subject,
                 predicate,
                 filter.agent,
                 filter.since.map(format_time),
@@ -404,12 +413,12 @@ impl Store {
         if from == to {
             bail!("--scope and --to are the same scope: nothing to move");
         }
-        let subject = normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        let subject = spellings::find_subject(&self.conn, subject)?;
         let predicate = self.canonical_predicate(predicate)?;
         let from_id = Identity {
             subject: subject.clone(),
             predicate: predicate.clone(),
-            scope: from.clone(),
+            scope: spellings::scope(&self.conn, from, false)?,
         };
         let to_id = Identity {
             subject,
@@ -417,6 +426,11 @@ impl Store {
             scope: to.clone(),
         };
         self.in_write_tx(|tx, ctx, st| {
+            // The target may be a place nobody wrote yet: its spelling becomes the first.
+            let to_id = st.spellings.identity(tx, &to_id)?;
+            if to_id == from_id {
+                bail!("--scope and --to are the same scope: nothing to move");
+            }
             let rec = current(tx, &from_id)?
                 .ok_or_else(|| anyhow!("{from_id} has no current record to move: see `memscope list`"))?;
             if tombstoned(tx, &to_id)? {
@@ -462,11 +476,13 @@ impl Store {
 
     /// Makes an earlier value current again as a new version (history is never rewritten).
     pub fn revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome> {
-        let id = Identity {
-            subject: normalize_subject(&id.subject).map_err(|e| anyhow!(e))?,
-            predicate: self.canonical_predicate(&id.predicate)?,
-            scope: id.scope.clone(),
-        };
+        let id = spellings::find_identity(
+            &self.conn,
+            &Identity {
+                predicate: self.canonical_predicate(&id.predicate)?,
+                ..id.clone()
+            },
+        )?;
         self.in_write_tx(|tx, ctx, st| {
             let out = revert_in_tx(tx, &id, to_version, false, &ctx.now, st, json!({}))?;
             if ctx.assert {
@@ -516,11 +532,13 @@ pub(crate) fn resolve_on(
     repo: Option<&str>,
     task: Option<&str>,
 ) -> Result<Resolution> {
-    let subject = normalize_subject(subject).map_err(|e| anyhow!(e))?;
+    let subject = spellings::find_subject(conn, subject)?;
     let predicate = super::canonical_predicate(conn, predicate)?;
+    let repo = spellings::find_context_id(conn, "repo", repo)?;
+    let task = spellings::find_context_id(conn, "task", task)?;
     let mut considered = Vec::new();
     let mut winner: Option<crate::model::MemoryRecord> = None;
-    for scope in resolution_chain(repo, task) {
+    for scope in resolution_chain(repo.as_deref(), task.as_deref()) {
         let id = Identity {
             subject: subject.clone(),
             predicate: predicate.clone(),

@@ -12,6 +12,7 @@ mod private;
 mod read;
 pub mod schema;
 mod settings;
+mod spellings;
 mod transfer;
 mod write;
 
@@ -21,6 +22,7 @@ pub use incident::{parse_time, ReadFilter};
 pub use private::Exposure;
 pub use read::ListFilter;
 pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
+pub use spellings::MergeReport;
 pub use transfer::ImportReport;
 /// The write path's checks of a request that need no database (front ends run them before
 /// opening one, so a wrong call creates nothing).
@@ -255,6 +257,13 @@ impl Store {
                 schema::SCHEMA_VERSION
             );
         }
+        if read_only && version > 0 && version < schema::SCHEMA_VERSION {
+            bail!(
+                "{} uses schema version {version} and is read-only, so it cannot be brought to version {}: open it once with write access (any memscope command) to migrate it",
+                path.display(),
+                schema::SCHEMA_VERSION
+            );
+        }
         if version == 0 {
             if tables > 0 {
                 bail!(
@@ -289,10 +298,19 @@ impl Store {
             // A new database is seeded in the same transaction that creates it, so no writer
             // ever sees it without its aliases. Each step rolls back on failure, so a busy
             // step is simply run again.
+            let gate = store.purge_gate.clone();
+            let clock = store.clock;
             retry_busy(|| {
                 schema::migrate_with_hook(&mut store.conn, schema::MIGRATIONS, &|tx, v| {
                     if v == 1 {
                         seed_defaults(tx)?;
+                    }
+                    if v == 4 {
+                        // Spellings v3 kept apart become one (it rewrites history rows).
+                        gate.store(true, Ordering::SeqCst);
+                        let merged = spellings::merge_spellings(tx, &format_time(clock.now()));
+                        gate.store(false, Ordering::SeqCst);
+                        merged?;
                     }
                     Ok(())
                 })

@@ -1,5 +1,6 @@
 //! Reads: the current view, history, precedence resolution, the pending queue, tombstones.
 
+use super::spellings;
 use super::Store;
 use crate::model::{
     HistoryEvent, Identity, MemoryRecord, PendingItem, Resolution, Scope, Tombstone,
@@ -75,7 +76,7 @@ fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
     })
 }
 
-const PENDING_COLUMNS: &str = "id, subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, resolved_scope, resolution";
+const PENDING_COLUMNS: &str = "id, subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, resolved_scope, resolution, merged_from";
 
 fn pending_from_row(r: &Row<'_>) -> rusqlite::Result<PendingItem> {
     let candidates: Vec<String> =
@@ -99,6 +100,7 @@ fn pending_from_row(r: &Row<'_>) -> rusqlite::Result<PendingItem> {
         created_at: r.get(9)?,
         resolved_scope: r.get(10)?,
         resolution: r.get(11)?,
+        merged_from: r.get(12)?,
     })
 }
 
@@ -166,12 +168,17 @@ impl Store {
         // by scope text is already the group order (global < repo:… < task:…).
         let mut clauses: Vec<&str> = Vec::new();
         let mut values: Vec<String> = Vec::new();
+        let scope = match &filter.scope {
+            Some(s) => Some(spellings::scope(&self.conn, s, false)?.to_string()),
+            None => None,
+        };
+        let subject = match &filter.subject {
+            Some(s) => Some(spellings::filter_subject(&self.conn, s)?),
+            None => None,
+        };
         for (clause, value) in [
-            ("scope = ?", filter.scope.as_ref().map(|s| s.to_string())),
-            (
-                "subject = ?",
-                filter.subject.as_ref().map(|s| s.trim().to_string()),
-            ),
+            ("scope = ?", scope),
+            ("subject = ?", subject),
             ("predicate = ?", predicate),
         ] {
             if let Some(v) = value {
@@ -192,7 +199,7 @@ impl Store {
     }
 
     pub fn get(&self, id: &Identity) -> Result<Option<MemoryRecord>> {
-        current(&self.conn, id)
+        current(&self.conn, &spellings::find_identity(&self.conn, id)?)
     }
 
     /// The event log of a subject and predicate (one scope or all), oldest first.
@@ -203,13 +210,18 @@ impl Store {
         scope: Option<&Scope>,
     ) -> Result<Vec<HistoryEvent>> {
         let predicate = self.canonical_predicate(predicate)?;
+        let subject = spellings::filter_subject(&self.conn, subject)?;
+        let scope = match scope {
+            Some(s) => Some(spellings::scope(&self.conn, s, false)?),
+            None => None,
+        };
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail
              FROM history WHERE subject = ?1 AND predicate = ?2 AND (?3 IS NULL OR scope = ?3)
              ORDER BY id",
         )?;
         let rows = stmt.query_map(
-            params![subject.trim(), predicate, scope.map(|s| s.to_string())],
+            params![subject, predicate, scope.map(|s| s.to_string())],
             event_from_row,
         )?;
         let mut events: Vec<HistoryEvent> = rows.collect::<Result<_, _>>()?;

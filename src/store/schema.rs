@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
 
 /// The schema version this build writes. A database with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Name of the connection-local SQL function that gates history rewrites. memscope registers it
 /// on its own connections; any other client fails closed with "no such function".
@@ -14,7 +14,7 @@ pub const PURGE_GATE_FN: &str = "memscope_purge_gate";
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4];
 
 const V1: &str = r#"
 CREATE TABLE settings (
@@ -261,6 +261,29 @@ BEGIN SELECT RAISE(ABORT, 'memscope: delete the identity with memscope delete, n
 CREATE TRIGGER tombstones_version_only_rises BEFORE UPDATE ON tombstones
 WHEN NEW.version < OLD.version OR NEW.subject <> OLD.subject OR NEW.predicate <> OLD.predicate OR NEW.scope <> OLD.scope
 BEGIN SELECT RAISE(ABORT, 'memscope: a tombstone version never goes down'); END;
+"#;
+
+/// v4: one spelling per place. `spellings` registers, for each subject and each repository or
+/// task scope, the first spelling memscope met under its case-folded key (`spelling::fold`):
+/// every later spelling of that key is stored as the first. A pending item may now also hold a
+/// value that a spelling merge could not place (`merged_from`: the identity as it was spelled),
+/// with the one scope it belongs to as its only candidate. The merge of a v3 database's
+/// coinciding spellings runs in Rust in the same step (`store::spellings::merge_spellings`).
+const V4: &str = r#"
+CREATE TABLE spellings (
+    kind     TEXT NOT NULL CHECK (kind IN ('subject', 'scope')),
+    folded   TEXT NOT NULL,
+    spelling TEXT NOT NULL CHECK (spelling <> ''),
+    PRIMARY KEY (kind, folded)
+) WITHOUT ROWID;
+
+ALTER TABLE pending ADD COLUMN merged_from TEXT;
+
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema SET sql =
+    replace(sql, 'json_array_length(candidates) >= 2', 'json_array_length(candidates) >= 1')
+WHERE type = 'table' AND name = 'pending';
+PRAGMA writable_schema = RESET;
 "#;
 
 /// The text of the guard trigger that refuses a current record on a tombstoned identity, as

@@ -92,6 +92,8 @@ impl Store {
         if has_rows > 0 {
             bail!("{} already holds memories: import only into a new, empty database (e.g. --db fresh.db)", self.path.display());
         }
+        let gate = self.purge_gate.clone();
+        let now = self.now();
         let tx = self.begin()?;
         tx.execute_batch(
             "DELETE FROM settings; DELETE FROM predicate_aliases; DELETE FROM metrics;",
@@ -188,6 +190,13 @@ impl Store {
         if !seen_header {
             bail!("the import is empty: pass a file written by `memscope export`");
         }
+        // A dump from before schema v4 may hold two spellings of one place: they become one,
+        // as the migration does it (it rewrites history rows).
+        tx.execute("DELETE FROM spellings", [])?;
+        gate.store(true, std::sync::atomic::Ordering::SeqCst);
+        let merged = super::spellings::merge_spellings(&tx, &now);
+        gate.store(false, std::sync::atomic::Ordering::SeqCst);
+        merged?;
         // Every row as the write path could have written it, naming the first line that breaks
         // a rule.
         if let Some(p) = super::fields::field_problems(&tx, 1)?.into_iter().next() {

@@ -1,6 +1,7 @@
 //! The one write path (README, "The model in one minute"): tombstone → ambiguity → insert / confirm / stale / supersede.
 
 use super::hot::HotStmts;
+use super::spellings::SpellingMemo;
 use super::{bump_metric, canonical_predicate, explain_sqlite, Store};
 use crate::model::{
     normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, PendingItem,
@@ -109,6 +110,8 @@ pub(crate) struct TxState {
     /// Whether that guard is intact, once looked up (nothing else can change the schema while
     /// the transaction holds the write lock).
     guard_intact: Option<bool>,
+    /// Subjects and scopes in their stored spelling, once looked up or registered.
+    pub(crate) spellings: SpellingMemo,
 }
 
 impl Default for TxState {
@@ -120,6 +123,7 @@ impl Default for TxState {
             hot: HotStmts::default(),
             batch: false,
             guard_intact: None,
+            spellings: SpellingMemo::default(),
         }
     }
 }
@@ -149,6 +153,45 @@ impl TxState {
             now.into(),
             clock.into(),
         ])?;
+        Ok(())
+    }
+
+    /// `w` with its predicate mapped through the alias table and its subject and scope in
+    /// their stored spellings (a new spelling is registered as the first): the one place a
+    /// write's identity takes the form the store keeps.
+    fn canonicalize(
+        &mut self,
+        conn: &Connection,
+        w: &mut std::borrow::Cow<'_, PreparedWrite>,
+    ) -> Result<()> {
+        let predicate = self.canonical_predicate(conn, &w.predicate)?;
+        if predicate != w.predicate {
+            w.to_mut().predicate = predicate;
+        }
+        let subject = self.spellings.subject(conn, &w.subject)?;
+        if subject != w.subject {
+            w.to_mut().subject = subject;
+        }
+        match &w.choice {
+            ScopeChoice::Exact(scope) => {
+                let spelled = self.spellings.scope(conn, scope)?;
+                if spelled != *scope {
+                    let w = w.to_mut();
+                    w.scope_text = Some(spelled.to_string());
+                    w.choice = ScopeChoice::Exact(spelled);
+                }
+            }
+            ScopeChoice::Ambiguous(candidates) => {
+                let mut spelled = Vec::with_capacity(candidates.len());
+                for c in candidates {
+                    spelled.push(self.spellings.scope(conn, c)?);
+                }
+                // Candidates are distinct places (`ScopeChoice::ambiguous`), so they stay so.
+                if spelled != *candidates {
+                    w.to_mut().choice = ScopeChoice::Ambiguous(spelled);
+                }
+            }
+        }
         Ok(())
     }
 
@@ -312,9 +355,9 @@ pub(crate) fn prepare(
     req: &WriteRequest,
     st: &mut TxState,
 ) -> Result<PreparedWrite> {
-    let mut w = validate(req.clone())?;
-    w.predicate = st.canonical_predicate(conn, &w.predicate)?;
-    Ok(w)
+    let mut w = std::borrow::Cow::Owned(validate(req.clone())?);
+    st.canonicalize(conn, &mut w)?;
+    Ok(w.into_owned())
 }
 
 struct Current {
@@ -1046,6 +1089,8 @@ impl Store {
                     item.resolution.as_deref().unwrap_or("no outcome")
                 );
             }
+            // A place nobody wrote yet gets its first spelling here.
+            let scope = &st.spellings.scope(tx, scope)?;
             let among = item.candidates.contains(scope);
             if !among && !outside_candidates {
                 let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
@@ -1061,12 +1106,15 @@ impl Store {
                 predicate: canonical_predicate(tx, &item.predicate)?,
                 scope: scope.clone(),
             };
+            // A value a spelling merge queued is a human's choice between two current values:
+            // made now, so it is not `stale` against the value it replaces.
+            let causal_seq = item.merged_from.is_none().then_some(item.causal_seq);
             let prepared = PreparedWrite::stored(
                 &id,
                 item.value.clone(),
                 item.source.clone(),
                 item.raw.clone(),
-                Some(item.causal_seq),
+                causal_seq,
             )?;
             let mut out = write_in_tx(tx, &prepared, &ctx.now, st)?;
             tx.execute(
@@ -1281,10 +1329,7 @@ fn run_line(
     savepoint: bool,
 ) -> Result<WriteOutcome> {
     let mut w = std::borrow::Cow::Borrowed(w);
-    let canonical = st.canonical_predicate(conn, &w.predicate)?;
-    if canonical != w.predicate {
-        w.to_mut().predicate = canonical;
-    }
+    st.canonicalize(conn, &mut w)?;
     if savepoint {
         conn.prepare_cached("SAVEPOINT apply_line")?.execute([])?;
     }

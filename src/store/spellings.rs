@@ -1,0 +1,525 @@
+//! One spelling per place (README, "One spelling per place"): a subject and a repository or
+//! task id are compared case-insensitively — `repo:Web-App` and `--repo web-app` are one place —
+//! and stored in the first spelling memscope met. The `spellings` table registers that first
+//! spelling under the folded key ([`crate::spelling::fold`]); the write path registers new
+//! ones, every read maps what it is asked through it, and [`merge_spellings`] brings a database
+//! whose spellings were kept apart (schema v3, or an old export) to one spelling per place.
+
+use super::write::log_event;
+use crate::model::{normalize_subject, same_value, Identity, Scope};
+use crate::spelling::fold;
+use anyhow::{anyhow, Context, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+
+const SUBJECT: &str = "subject";
+const SCOPE: &str = "scope";
+
+fn lookup(conn: &Connection, kind: &str, folded: &str) -> Result<Option<String>> {
+    Ok(conn
+        .prepare_cached("SELECT spelling FROM spellings WHERE kind = ?1 AND folded = ?2")?
+        .query_row(params![kind, folded], |r| r.get(0))
+        .optional()?)
+}
+
+/// The stored spelling of `text`; with `register`, `text` becomes the first spelling of a key
+/// nobody used yet (the caller holds the write lock).
+fn spelled(conn: &Connection, kind: &str, text: &str, register: bool) -> Result<String> {
+    let folded = fold(text);
+    if let Some(s) = lookup(conn, kind, &folded)? {
+        return Ok(s);
+    }
+    if register {
+        conn.prepare_cached("INSERT INTO spellings (kind, folded, spelling) VALUES (?1, ?2, ?3)")?
+            .execute(params![kind, folded, text])?;
+    }
+    Ok(text.to_string())
+}
+
+/// A subject as it is stored.
+pub(crate) fn subject(conn: &Connection, subject: &str, register: bool) -> Result<String> {
+    spelled(conn, SUBJECT, subject, register)
+}
+
+/// A scope as it is stored (`global` has one spelling).
+pub(crate) fn scope(conn: &Connection, scope: &Scope, register: bool) -> Result<Scope> {
+    if *scope == Scope::Global {
+        return Ok(Scope::Global);
+    }
+    let text = spelled(conn, SCOPE, &scope.to_string(), register)?;
+    Ok(match (scope, text.split_once(':')) {
+        (Scope::Repo(_), Some((_, id))) => Scope::Repo(id.to_string()),
+        (Scope::Task(_), Some((_, id))) => Scope::Task(id.to_string()),
+        _ => scope.clone(),
+    })
+}
+
+/// A subject as a person gave it, normalized and in its stored spelling (looked up only: a
+/// read never registers a spelling).
+pub(crate) fn find_subject(conn: &Connection, raw: &str) -> Result<String> {
+    let s = normalize_subject(raw).map_err(|e| anyhow!(e))?;
+    subject(conn, &s, false)
+}
+
+/// A filter's subject in its stored spelling; one that could not be stored (control
+/// characters…) is matched as given, and so matches nothing.
+pub(crate) fn filter_subject(conn: &Connection, raw: &str) -> Result<String> {
+    match normalize_subject(raw) {
+        Ok(s) => subject(conn, &s, false),
+        Err(_) => Ok(raw.trim().to_string()),
+    }
+}
+
+/// An identity as it is stored; the predicate is the caller's (it goes through the aliases).
+pub(crate) fn find_identity(conn: &Connection, id: &Identity) -> Result<Identity> {
+    Ok(Identity {
+        subject: find_subject(conn, &id.subject)?,
+        predicate: id.predicate.clone(),
+        scope: scope(conn, &id.scope, false)?,
+    })
+}
+
+/// A repository or task id as it is stored (the id alone, as `resolve --repo` takes it).
+pub(crate) fn find_context_id(
+    conn: &Connection,
+    kind: &str,
+    id: Option<&str>,
+) -> Result<Option<String>> {
+    let Some(id) = id else { return Ok(None) };
+    let text = spelled(conn, SCOPE, &format!("{kind}:{id}"), false)?;
+    Ok(Some(
+        text.split_once(':')
+            .map(|(_, id)| id.to_string())
+            .unwrap_or_else(|| id.to_string()),
+    ))
+}
+
+/// Spellings a write transaction has looked up or registered (nothing else can change them
+/// while it holds the write lock).
+#[derive(Default)]
+pub(crate) struct SpellingMemo {
+    subjects: HashMap<String, String>,
+    scopes: HashMap<Scope, Scope>,
+}
+
+impl SpellingMemo {
+    pub(crate) fn subject(&mut self, conn: &Connection, text: &str) -> Result<String> {
+        if let Some(s) = self.subjects.get(text) {
+            return Ok(s.clone());
+        }
+        let s = subject(conn, text, true)?;
+        self.subjects.insert(text.to_string(), s.clone());
+        Ok(s)
+    }
+
+    /// An identity a write is about to touch, in its stored spelling.
+    pub(crate) fn identity(&mut self, conn: &Connection, id: &Identity) -> Result<Identity> {
+        Ok(Identity {
+            subject: self.subject(conn, &id.subject)?,
+            predicate: id.predicate.clone(),
+            scope: self.scope(conn, &id.scope)?,
+        })
+    }
+
+    pub(crate) fn scope(&mut self, conn: &Connection, sc: &Scope) -> Result<Scope> {
+        if *sc == Scope::Global {
+            return Ok(Scope::Global);
+        }
+        if let Some(s) = self.scopes.get(sc) {
+            return Ok(s.clone());
+        }
+        let s = scope(conn, sc, true)?;
+        self.scopes.insert(sc.clone(), s.clone());
+        Ok(s)
+    }
+}
+
+/// What [`merge_spellings`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct MergeReport {
+    /// Spellings that now coincide with an earlier one and were stored as it.
+    pub merged_spellings: i64,
+    /// Values two spellings of one identity disagreed on, queued for a human.
+    pub queued_conflicts: i64,
+    /// Second spellings of a deleted identity, whose content was destroyed with it.
+    pub purged_spellings: i64,
+}
+
+/// A spelling of one place as the database holds it, with when it was first seen.
+struct Seen {
+    spelling: String,
+    first: i64,
+}
+
+/// Brings every stored subject and repository/task scope to one spelling per folded key and
+/// registers each in `spellings`. The first spelling is the one already registered, else the
+/// one with the oldest history event. Where two spellings of one identity both hold data, one
+/// record stays (a deleted one stays deleted; else the first spelling's current record); the
+/// other spellings' events are kept on it as `merged` events, and a current value that differs
+/// from the one kept waits in the pending queue (`merged_from`) for a human. Runs inside the
+/// caller's transaction with the purge gate open (it rewrites history rows).
+pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport> {
+    let mut report = MergeReport::default();
+    let subjects = seen(
+        tx,
+        "SELECT s, min(f) FROM (
+            SELECT subject AS s, id AS f FROM history
+            UNION ALL SELECT subject, 9223372036854775807 FROM memories
+            UNION ALL SELECT subject, 9223372036854775807 FROM tombstones
+            UNION ALL SELECT subject, 9223372036854775807 FROM pending
+            UNION ALL SELECT subject, 9223372036854775807 FROM reads)
+         GROUP BY s",
+    )?;
+    let scopes = seen(
+        tx,
+        "SELECT s, min(f) FROM (
+            SELECT scope AS s, id AS f FROM history
+            UNION ALL SELECT scope, 9223372036854775807 FROM memories
+            UNION ALL SELECT scope, 9223372036854775807 FROM tombstones
+            UNION ALL SELECT resolved_scope, 9223372036854775807 FROM pending WHERE resolved_scope IS NOT NULL
+            UNION ALL SELECT c.value, 9223372036854775807 FROM pending p, json_each(p.candidates) c
+                WHERE json_valid(p.candidates) AND c.type = 'text'
+            UNION ALL SELECT scope, 9223372036854775807 FROM reads WHERE scope IS NOT NULL
+            UNION ALL SELECT 'repo:' || repo, 9223372036854775807 FROM reads WHERE repo IS NOT NULL
+            UNION ALL SELECT 'task:' || task, 9223372036854775807 FROM reads WHERE task IS NOT NULL)
+         WHERE s <> 'global'
+         GROUP BY s",
+    )?;
+    let subject_map = choose(tx, SUBJECT, subjects)?;
+    let scope_map = choose(tx, SCOPE, scopes)?;
+    report.merged_spellings = (subject_map.len() + scope_map.len()) as i64;
+    if subject_map.is_empty() && scope_map.is_empty() {
+        return Ok(report);
+    }
+    tx.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS spelling_renames (kind TEXT NOT NULL, from_spelling TEXT NOT NULL, to_spelling TEXT NOT NULL, PRIMARY KEY (kind, from_spelling));
+         DELETE FROM temp.spelling_renames;",
+    )?;
+    {
+        let mut ins = tx.prepare("INSERT INTO temp.spelling_renames VALUES (?1, ?2, ?3)")?;
+        for (from, to) in &subject_map {
+            ins.execute(params![SUBJECT, from, to])?;
+        }
+        for (from, to) in &scope_map {
+            ins.execute(params![SCOPE, from, to])?;
+        }
+    }
+    let target = |id: &Key| -> Key {
+        (
+            subject_map.get(&id.0).unwrap_or(&id.0).clone(),
+            id.1.clone(),
+            scope_map.get(&id.2).unwrap_or(&id.2).clone(),
+        )
+    };
+    // Every identity a renamed spelling touches, grouped under the identity it becomes.
+    let mut groups: BTreeMap<Key, Vec<Key>> = BTreeMap::new();
+    {
+        let mut stmt = tx.prepare(
+            "SELECT DISTINCT subject, predicate, scope FROM (
+                SELECT subject, predicate, scope FROM memories
+                UNION ALL SELECT subject, predicate, scope FROM history
+                UNION ALL SELECT subject, predicate, scope FROM tombstones)
+             WHERE subject IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'subject')
+                OR scope IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'scope')",
+        )?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        for row in rows {
+            let id: Key = row?;
+            groups.entry(target(&id)).or_default().push(id);
+        }
+    }
+    for (to, mut members) in groups {
+        if has_data(tx, &to)? {
+            members.push(to.clone());
+        }
+        merge_identity(tx, &to, members, now, &mut report)?;
+    }
+    rename_rest(tx, &scope_map)?;
+    tx.execute_batch("DELETE FROM temp.spelling_renames;")?;
+    if report.purged_spellings > 0 {
+        // Content of a deleted identity was blanked: the on-disk purge is owed, as after a
+        // delete (the store pays it once the transaction commits).
+        tx.execute(
+            "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+            params![super::delete::DEBT_KEY, now],
+        )?;
+    }
+    super::bump_metric(tx, "spellings_merged", report.merged_spellings)?;
+    Ok(report)
+}
+
+type Key = (String, String, String);
+
+fn seen(tx: &Connection, sql: &str) -> Result<Vec<Seen>> {
+    let mut stmt = tx.prepare(sql)?;
+    let rows = stmt.query_map([], |r| {
+        Ok(Seen {
+            spelling: r.get(0)?,
+            first: r.get(1)?,
+        })
+    })?;
+    Ok(rows.collect::<rusqlite::Result<_>>()?)
+}
+
+/// Registers the first spelling of every folded key; returns each other spelling → the first.
+fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<HashMap<String, String>> {
+    let mut by_key: BTreeMap<String, Vec<Seen>> = BTreeMap::new();
+    for s in seen {
+        by_key.entry(fold(&s.spelling)).or_default().push(s);
+    }
+    let mut renames = HashMap::new();
+    for (folded, mut spellings) in by_key {
+        spellings.sort_by(|a, b| (a.first, &a.spelling).cmp(&(b.first, &b.spelling)));
+        let first = match lookup(tx, kind, &folded)? {
+            Some(registered) => registered,
+            None => {
+                let first = spellings[0].spelling.clone();
+                tx.execute(
+                    "INSERT INTO spellings (kind, folded, spelling) VALUES (?1, ?2, ?3)",
+                    params![kind, folded, first],
+                )?;
+                first
+            }
+        };
+        for s in spellings {
+            if s.spelling != first {
+                renames.insert(s.spelling, first.clone());
+            }
+        }
+    }
+    Ok(renames)
+}
+
+fn has_data(tx: &Connection, id: &Key) -> Result<bool> {
+    Ok(tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
+             OR EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
+             OR EXISTS (SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
+        params![id.0, id.1, id.2],
+        |r| r.get(0),
+    )?)
+}
+
+/// A spelling's current record, if it has one.
+struct Live {
+    value: Value,
+    raw: Option<String>,
+    source: String,
+    causal_seq: i64,
+}
+
+fn live(tx: &Connection, id: &Key) -> Result<Option<Live>> {
+    tx.query_row(
+        "SELECT value, raw, source, causal_seq FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        params![id.0, id.1, id.2],
+        |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )
+    .optional()?
+    .map(|(value, raw, source, causal_seq)| {
+        Ok(Live {
+            value: serde_json::from_str(&value).unwrap_or(Value::String(value)),
+            raw,
+            source,
+            causal_seq,
+        })
+    })
+    .transpose()
+}
+
+fn tombstoned(tx: &Connection, id: &Key) -> Result<bool> {
+    Ok(tx.query_row(
+        "SELECT EXISTS (SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
+        params![id.0, id.1, id.2],
+        |r| r.get(0),
+    )?)
+}
+
+fn first_event(tx: &Connection, id: &Key) -> Result<i64> {
+    Ok(tx
+        .query_row(
+            "SELECT min(id) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            params![id.0, id.1, id.2],
+            |r| r.get::<_, Option<i64>>(0),
+        )?
+        .unwrap_or(i64::MAX))
+}
+
+fn label(id: &Key) -> String {
+    format!("{} · {} @ {}", id.0, id.1, id.2)
+}
+
+/// Makes `members` (spellings of the identity `to`) one identity, spelled `to`.
+fn merge_identity(
+    tx: &Connection,
+    to: &Key,
+    mut members: Vec<Key>,
+    now: &str,
+    report: &mut MergeReport,
+) -> Result<()> {
+    // The first spelling first, then by first event.
+    let mut ranked = Vec::with_capacity(members.len());
+    for m in members.drain(..) {
+        let rank = (m != *to, first_event(tx, &m)?);
+        let dead = tombstoned(tx, &m)?;
+        let held = live(tx, &m)?;
+        ranked.push((rank, m, dead, held));
+    }
+    ranked.sort_by(|a, b| a.0.cmp(&b.0));
+    // The record that stays: a deleted identity stays deleted; else the first current one.
+    let owner = ranked
+        .iter()
+        .position(|(_, _, dead, _)| *dead)
+        .or_else(|| ranked.iter().position(|(_, _, _, held)| held.is_some()))
+        .unwrap_or(0);
+    let (_, owner_key, deleted, owner_live) = ranked.remove(owner);
+    let identity = Identity {
+        subject: to.0.clone(),
+        predicate: to.1.clone(),
+        scope: Scope::parse(&to.2).unwrap_or(Scope::Global),
+    };
+    for (_, m, _, held) in ranked {
+        // Its events stay, on the one identity, as `merged` events (no version: the versions
+        // are the kept record's); a deleted identity keeps none of their content.
+        tx.execute(
+            "UPDATE history SET subject = ?4, scope = ?5, event = 'merged', version = NULL,
+                 detail = json_object('from', ?6, 'event', event, 'version', version, 'detail', json(detail)),
+                 value = CASE WHEN ?7 THEN NULL ELSE value END,
+                 raw = CASE WHEN ?7 THEN NULL ELSE raw END
+             WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            params![m.0, m.1, m.2, to.0, to.2, label(&m), deleted],
+        )
+        .with_context(|| format!("merging the events of {}", label(&m)))?;
+        tx.execute(
+            "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            params![m.0, m.1, m.2],
+        )?;
+        tx.execute(
+            "DELETE FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            params![m.0, m.1, m.2],
+        )?;
+        if deleted {
+            report.purged_spellings += 1;
+            continue;
+        }
+        let Some(held) = held else { continue };
+        if owner_live
+            .as_ref()
+            .is_some_and(|o| same_value(&o.value, &held.value))
+        {
+            continue;
+        }
+        let id: i64 = tx.query_row(
+            "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, merged_from)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'open', ?8, ?9) RETURNING id",
+            params![
+                to.0,
+                to.1,
+                held.value.to_string(),
+                held.raw,
+                held.source,
+                held.causal_seq,
+                json!([to.2]).to_string(),
+                now,
+                label(&m)
+            ],
+            |r| r.get(0),
+        )?;
+        let detail = json!({ "from": label(&m), "pending_id": id, "reason": "two spellings held different values" });
+        log_event(
+            tx,
+            "merged",
+            &identity,
+            None,
+            None,
+            None,
+            None,
+            None,
+            now,
+            Some(&detail),
+            None,
+        )?;
+        report.queued_conflicts += 1;
+    }
+    if owner_key != *to {
+        tx.execute(
+            "UPDATE memories SET subject = ?4, scope = ?5 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            params![owner_key.0, owner_key.1, owner_key.2, to.0, to.2],
+        )?;
+        tx.execute(
+            "UPDATE history SET subject = ?4, scope = ?5 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            params![owner_key.0, owner_key.1, owner_key.2, to.0, to.2],
+        )?;
+        // A tombstone never changes its identity in place (a schema guard): move it.
+        tx.execute(
+            "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
+             SELECT ?4, predicate, ?5, version, reason, deleted_at FROM tombstones
+             WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            params![owner_key.0, owner_key.1, owner_key.2, to.0, to.2],
+        )?;
+        tx.execute(
+            "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            params![owner_key.0, owner_key.1, owner_key.2],
+        )?;
+    }
+    Ok(())
+}
+
+/// The pending queue and the read log take the first spellings too.
+fn rename_rest(tx: &Connection, scope_map: &HashMap<String, String>) -> Result<()> {
+    tx.execute_batch(
+        "UPDATE pending SET subject = (SELECT to_spelling FROM temp.spelling_renames WHERE kind = 'subject' AND from_spelling = pending.subject)
+           WHERE subject IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'subject');
+         UPDATE pending SET resolved_scope = (SELECT to_spelling FROM temp.spelling_renames WHERE kind = 'scope' AND from_spelling = pending.resolved_scope)
+           WHERE resolved_scope IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'scope');
+         UPDATE reads SET subject = (SELECT to_spelling FROM temp.spelling_renames WHERE kind = 'subject' AND from_spelling = reads.subject)
+           WHERE subject IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'subject');
+         UPDATE reads SET scope = (SELECT to_spelling FROM temp.spelling_renames WHERE kind = 'scope' AND from_spelling = reads.scope)
+           WHERE scope IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'scope');
+         UPDATE reads SET repo = (SELECT substr(to_spelling, 6) FROM temp.spelling_renames WHERE kind = 'scope' AND from_spelling = 'repo:' || reads.repo)
+           WHERE 'repo:' || repo IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'scope');
+         UPDATE reads SET task = (SELECT substr(to_spelling, 6) FROM temp.spelling_renames WHERE kind = 'scope' AND from_spelling = 'task:' || reads.task)
+           WHERE 'task:' || task IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'scope');",
+    )?;
+    // Candidates are a JSON list: rewritten here, keeping their order, dropping repeats.
+    if !scope_map.is_empty() {
+        let mut stmt =
+            tx.prepare("SELECT id, candidates FROM pending WHERE json_valid(candidates)")?;
+        let rows: Vec<(i64, String)> = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for (id, text) in rows {
+            let Ok(list) = serde_json::from_str::<Vec<String>>(&text) else {
+                continue;
+            };
+            if !list.iter().any(|c| scope_map.contains_key(c)) {
+                continue;
+            }
+            let mut out: Vec<String> = Vec::with_capacity(list.len());
+            for c in list {
+                let c = scope_map.get(&c).cloned().unwrap_or(c);
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+            tx.execute(
+                "UPDATE pending SET candidates = ?2 WHERE id = ?1",
+                params![id, serde_json::to_string(&out)?],
+            )?;
+        }
+    }
+    // A finished item of a deleted identity whose resolution event the merge folded away
+    // holds content written before the delete: it goes, as a delete would have taken it.
+    tx.execute(
+        "DELETE FROM pending WHERE status <> 'open' AND resolved_scope IS NOT NULL
+           AND (subject IN (SELECT to_spelling FROM temp.spelling_renames WHERE kind = 'subject')
+                OR resolved_scope IN (SELECT to_spelling FROM temp.spelling_renames WHERE kind = 'scope'))
+           AND EXISTS (SELECT 1 FROM tombstones t WHERE t.subject = pending.subject
+                AND t.predicate = pending.predicate AND t.scope = pending.resolved_scope)
+           AND NOT EXISTS (SELECT 1 FROM history h WHERE h.subject = pending.subject
+                AND h.predicate = pending.predicate AND h.scope = pending.resolved_scope
+                AND h.event = 'pending_resolved' AND json_extract(h.detail, '$.pending_id') = pending.id)",
+        [],
+    )?;
+    Ok(())
+}
