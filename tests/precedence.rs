@@ -100,7 +100,9 @@ fn a_repo_rule_never_leaks_into_another_repo() {
         "web-app",
         "legacy-dashboard-v2",
         "legacy",
-        "LEGACY-DASHBOARD",
+        // (`LEGACY-DASHBOARD` is the same repository: ids compare case-insensitively, see
+        // tests/spelling.rs.)
+        "legacy_dashboard",
         "旧仪表盘",
     ] {
         let r = db.resolve(U, PM, Some(other), None);

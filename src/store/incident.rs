@@ -5,7 +5,7 @@
 use super::check::assert_identity_clean;
 use super::read::{current, resolution_chain};
 use super::spellings;
-use super::write::{log_event, write_in_tx, PreparedWrite, TxState};
+use super::write::{log_event, write_in_tx, PreparedWrite, TxState, WriteCtx};
 use super::{format_time, Store};
 use crate::model::{
     Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope, WriteOutcome,
@@ -410,6 +410,30 @@ impl Store {
         from: &Scope,
         to: &Scope,
     ) -> Result<Vec<WriteOutcome>> {
+        self.rescope_with(subject, predicate, from, to, true)
+    }
+
+    /// What [`Store::rescope`] would do — its two outcomes (the target's, then the source's) —
+    /// or the sentence it would refuse with; nothing changes. The UI's rescope preview.
+    pub fn preview_rescope(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        from: &Scope,
+        to: &Scope,
+    ) -> Result<Vec<WriteOutcome>, String> {
+        self.rescope_with(subject, predicate, from, to, false)
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    fn rescope_with(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        from: &Scope,
+        to: &Scope,
+        commit: bool,
+    ) -> Result<Vec<WriteOutcome>> {
         if from == to {
             bail!("--scope and --to are the same scope: nothing to move");
         }
@@ -425,20 +449,30 @@ impl Store {
             predicate,
             scope: to.clone(),
         };
-        self.in_write_tx(|tx, ctx, st| {
+        let body = |tx: &rusqlite::Transaction<'_>, ctx: &WriteCtx, st: &mut TxState| {
             // The target may be a place nobody wrote yet: its spelling becomes the first.
             let to_id = st.spellings.identity(tx, &to_id)?;
             if to_id == from_id {
                 bail!("--scope and --to are the same scope: nothing to move");
             }
-            let rec = current(tx, &from_id)?
-                .ok_or_else(|| anyhow!("{from_id} has no current record to move: see `memscope list`"))?;
-            if tombstoned(tx, &to_id)? {
-                bail!("{to_id} is deleted (tombstoned): restore it first, or choose another target; nothing changed");
+            let rec = current(tx, &from_id)?.ok_or_else(|| {
+                anyhow!("{from_id} has no current record to move: see `memscope list`")
+            })?;
+            if let Some(v) = super::write::tombstone_version(tx, &to_id)? {
+                bail!("{to_id} is deleted (tombstone v{v}): restore it first, or choose another target; nothing changed");
             }
-            let w = PreparedWrite::stored(&to_id, rec.value.clone(), rec.source.clone(), rec.raw.clone(), Some(rec.causal_seq))?;
+            let w = PreparedWrite::stored(
+                &to_id,
+                rec.value.clone(),
+                rec.source.clone(),
+                rec.raw.clone(),
+                Some(rec.causal_seq),
+            )?;
             let moved = write_in_tx(tx, &w, &ctx.now, st)?;
-            if !matches!(moved.outcome, OutcomeKind::Inserted | OutcomeKind::Confirmed | OutcomeKind::Superseded) {
+            if !matches!(
+                moved.outcome,
+                OutcomeKind::Inserted | OutcomeKind::Confirmed | OutcomeKind::Superseded
+            ) {
                 bail!(
                     "{to_id} refused the value ({}: {}); nothing changed",
                     moved.outcome,
@@ -455,7 +489,10 @@ impl Store {
                 Some(&rec.source),
                 Some(rec.causal_seq),
                 &ctx.now,
-                Some(&json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() })), st.seqs.stamp(),
+                Some(
+                    &json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() }),
+                ),
+                st.seqs.stamp(),
             )?;
             let back = revert_in_tx(
                 tx,
@@ -471,11 +508,36 @@ impl Store {
                 assert_identity_clean(tx, &from_id)?;
             }
             Ok(vec![moved, back])
-        })
+        };
+        if commit {
+            self.in_write_tx(body)
+        } else {
+            self.dry_run(body)
+        }
     }
 
     /// Makes an earlier value current again as a new version (history is never rewritten).
     pub fn revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome> {
+        self.revert_with(id, to_version, true)
+    }
+
+    /// What [`Store::revert`] to `to_version` would do, or the sentence it would refuse with;
+    /// nothing changes. The UI's revert choices.
+    pub fn preview_revert(
+        &mut self,
+        id: &Identity,
+        to_version: Option<i64>,
+    ) -> Result<WriteOutcome, String> {
+        self.revert_with(id, to_version, false)
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    fn revert_with(
+        &mut self,
+        id: &Identity,
+        to_version: Option<i64>,
+        commit: bool,
+    ) -> Result<WriteOutcome> {
         let id = spellings::find_identity(
             &self.conn,
             &Identity {
@@ -483,13 +545,18 @@ impl Store {
                 ..id.clone()
             },
         )?;
-        self.in_write_tx(|tx, ctx, st| {
+        let body = |tx: &rusqlite::Transaction<'_>, ctx: &WriteCtx, st: &mut TxState| {
             let out = revert_in_tx(tx, &id, to_version, false, &ctx.now, st, json!({}))?;
             if ctx.assert {
                 assert_identity_clean(tx, &id)?;
             }
             Ok(out)
-        })
+        };
+        if commit {
+            self.in_write_tx(body)
+        } else {
+            self.dry_run(body)
+        }
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod browse;
 mod check;
+pub mod decide;
 mod delete;
 mod fields;
 mod hot;

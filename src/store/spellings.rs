@@ -169,6 +169,7 @@ pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport>
             UNION ALL SELECT subject, 9223372036854775807 FROM tombstones
             UNION ALL SELECT subject, 9223372036854775807 FROM pending
             UNION ALL SELECT subject, 9223372036854775807 FROM reads)
+         WHERE typeof(s) = 'text'
          GROUP BY s",
     )?;
     let scopes = seen(
@@ -183,7 +184,7 @@ pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport>
             UNION ALL SELECT scope, 9223372036854775807 FROM reads WHERE scope IS NOT NULL
             UNION ALL SELECT 'repo:' || repo, 9223372036854775807 FROM reads WHERE repo IS NOT NULL
             UNION ALL SELECT 'task:' || task, 9223372036854775807 FROM reads WHERE task IS NOT NULL)
-         WHERE s <> 'global'
+         WHERE typeof(s) = 'text' AND s <> 'global'
          GROUP BY s",
     )?;
     let subject_map = choose(tx, SUBJECT, subjects)?;
@@ -220,8 +221,9 @@ pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport>
                 SELECT subject, predicate, scope FROM memories
                 UNION ALL SELECT subject, predicate, scope FROM history
                 UNION ALL SELECT subject, predicate, scope FROM tombstones)
-             WHERE subject IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'subject')
-                OR scope IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'scope')",
+             WHERE typeof(subject) = 'text' AND typeof(predicate) = 'text' AND typeof(scope) = 'text'
+               AND (subject IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'subject')
+                    OR scope IN (SELECT from_spelling FROM temp.spelling_renames WHERE kind = 'scope'))",
         )?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         for row in rows {
@@ -311,7 +313,9 @@ struct Live {
 
 fn live(tx: &Connection, id: &Key) -> Result<Option<Live>> {
     tx.query_row(
-        "SELECT value, raw, source, causal_seq FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        // Cast: a raw client may have stored anything (memscope check names it).
+        "SELECT CAST(value AS TEXT), CAST(raw AS TEXT), CAST(source AS TEXT), CAST(causal_seq AS INTEGER)
+         FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
         params![id.0, id.1, id.2],
         |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
     )

@@ -1,5 +1,6 @@
 //! The one write path (README, "The model in one minute"): tombstone → ambiguity → insert / confirm / stale / supersede.
 
+use super::decide::{decide_write, Held, Probe, WriteDecision};
 use super::hot::HotStmts;
 use super::spellings::SpellingMemo;
 use super::{bump_metric, canonical_predicate, explain_sqlite, Store};
@@ -360,15 +361,7 @@ pub(crate) fn prepare(
     Ok(w.into_owned())
 }
 
-struct Current {
-    version: i64,
-    value: Value,
-    /// The highest causal_seq that set or confirmed the current value: a write causally
-    /// older than a confirmation must not replace the value it confirmed.
-    causal_seq: i64,
-}
-
-fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
+pub(crate) fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
     Ok(conn
         .prepare_cached(
             "SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
@@ -475,6 +468,13 @@ fn outcome_of(kind: OutcomeKind, subject: &str, predicate: &str, scope: &str) ->
     }
 }
 
+/// The causal number a pending item is resolved with: its own, taken when the write arrived —
+/// except a value a spelling merge queued, a human's choice between two current values made
+/// now (the clock's next), so it is never `stale` against the value it replaces.
+fn resolution_seq(item: &PendingItem) -> Option<i64> {
+    item.merged_from.is_none().then_some(item.causal_seq)
+}
+
 /// Decides and applies one write inside an open write transaction.
 pub(crate) fn write_in_tx(
     conn: &Connection,
@@ -502,9 +502,132 @@ pub(crate) fn write_in_tx(
         scope: scope.clone(),
     };
 
-    // One probe for everything the decision needs: tombstone, current record, and whether
-    // the identity has any history (for the next version number of a new record).
-    let probe = conn
+    let (probe, has_history) = probe_identity(conn, &id, scope_text)?;
+    // A refused write takes no causal number; any other takes its own or the clock's next.
+    let seq = if probe.tombstone.is_some() {
+        0
+    } else {
+        match w.causal_seq {
+            Some(s) => {
+                st.seqs.observe(conn, s)?;
+                s
+            }
+            None => st.seqs.alloc(conn)?,
+        }
+    };
+    let decision = decide_write(&probe, &w.value, seq);
+    let mut out = base_outcome(decision.kind(), &id);
+    out.reason = decision.reason();
+    match decision {
+        WriteDecision::Reject { tombstone_version } => {
+            // The event records the clock whether or not this transaction has read it yet, so
+            // a line logs the same event alone or inside an `apply` batch.
+            st.seqs.current(conn)?;
+            log_event(
+                conn,
+                "rejected",
+                &id,
+                None,
+                None,
+                None,
+                Some(&w.source),
+                w.causal_seq,
+                now,
+                Some(&json!({ "reason": "tombstoned", "tombstone_version": tombstone_version })),
+                st.seqs.stamp(),
+            )?;
+            bump_metric(conn, "resurrection_blocked", 1)?;
+            return Ok(out);
+        }
+        WriteDecision::Insert { version } => {
+            st.expect_fresh = !has_history;
+            conn.prepare_cached(
+                "INSERT OR FAIL INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
+            )?
+            .execute(params![
+                id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
+            ])?;
+            st.log_set(conn, w, scope_text, version, seq, now)?;
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+        }
+        WriteDecision::Confirm { version, current } => {
+            // No SQL functions in the hot writes: see schema v3.
+            conn.prepare_cached(
+                "UPDATE OR FAIL memories SET confirmed_at = ?4, confirm_count = confirm_count + 1, confirmed_source = ?5,
+                        confirmed_seq = CASE WHEN confirmed_seq >= ?6 THEN confirmed_seq ELSE ?6 END
+                 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            )?
+            .execute(params![id.subject, id.predicate, scope_text, now, w.source, seq])?;
+            log_event(
+                conn,
+                "confirmed",
+                &id,
+                Some(version),
+                Some(&w.value_text),
+                w.raw.as_deref(),
+                Some(&w.source),
+                Some(seq),
+                now,
+                None,
+                st.seqs.stamp(),
+            )?;
+            out.version = Some(version);
+            out.value = Some(current);
+        }
+        WriteDecision::Stale {
+            version,
+            current_seq,
+            ..
+        } => {
+            log_event(
+                conn,
+                "stale",
+                &id,
+                None,
+                Some(&w.value_text),
+                w.raw.as_deref(),
+                Some(&w.source),
+                Some(seq),
+                now,
+                Some(&json!({ "current_version": version, "current_causal_seq": current_seq })),
+                st.seqs.stamp(),
+            )?;
+            bump_metric(conn, "stale_writes", 1)?;
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+        }
+        WriteDecision::Supersede {
+            version, previous, ..
+        } => {
+            conn.prepare_cached(
+                "UPDATE OR FAIL memories SET value = ?4, version = ?5, source = ?6, raw = ?7, causal_seq = ?8, updated_at = ?9,
+                        confirmed_at = NULL, confirm_count = 0, confirmed_source = NULL, confirmed_seq = NULL
+                 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            )?
+            .execute(params![
+                id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
+            ])?;
+            st.log_set(conn, w, scope_text, version, seq, now)?;
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+            out.previous = Some(previous);
+        }
+    }
+    out.causal_seq = Some(seq);
+    Ok(out)
+}
+
+/// What the database holds for `id` (its scope stored as `scope_text`), in one statement, and
+/// whether it has any history. The last version is looked up only for a new record after a
+/// past (SQLite re-prepares that aggregate as the table grows).
+pub(crate) fn probe_identity(
+    conn: &Connection,
+    id: &Identity,
+    scope_text: &str,
+) -> Result<(Probe, bool)> {
+    let (tombstone, version, value, causal_seq, has_history) = conn
         .prepare_cached(
             "SELECT (SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
                     m.version, m.value, max(m.causal_seq, coalesce(m.confirmed_seq, 0)),
@@ -520,36 +643,8 @@ pub(crate) fn write_in_tx(
                 r.get::<_, bool>(4)?,
             ))
         })?;
-    let (tomb, cur_version, cur_value, cur_seq, has_history) = probe;
-
-    if let Some(tomb) = tomb {
-        let reason = format!(
-            "this identity was deleted (tombstone v{tomb}); restore it with `memscope restore` before writing"
-        );
-        // The event records the clock whether or not this transaction has read it yet, so a
-        // line logs the same event alone or inside an `apply` batch.
-        st.seqs.current(conn)?;
-        log_event(
-            conn,
-            "rejected",
-            &id,
-            None,
-            None,
-            None,
-            Some(&w.source),
-            w.causal_seq,
-            now,
-            Some(&json!({ "reason": "tombstoned", "tombstone_version": tomb })),
-            st.seqs.stamp(),
-        )?;
-        bump_metric(conn, "resurrection_blocked", 1)?;
-        let mut out = base_outcome(OutcomeKind::Rejected, &id);
-        out.reason = Some(reason);
-        return Ok(out);
-    }
-
-    let current: Option<Current> = match (cur_version, cur_value, cur_seq) {
-        (Some(version), Some(text), Some(causal_seq)) => Some(Current {
+    let current = match (version, value, causal_seq) {
+        (Some(version), Some(text), Some(causal_seq)) => Some(Held {
             version,
             value: serde_json::from_str(&text).map_err(|e| {
                 anyhow!("stored value of {id} is not JSON ({e}): run `memscope check`")
@@ -558,112 +653,19 @@ pub(crate) fn write_in_tx(
         }),
         _ => None,
     };
-
-    let seq = match w.causal_seq {
-        Some(s) => {
-            st.seqs.observe(conn, s)?;
-            s
-        }
-        None => st.seqs.alloc(conn)?,
+    let last_version = if tombstone.is_none() && current.is_none() && has_history {
+        history_max_version(conn, id)?.unwrap_or(0)
+    } else {
+        0
     };
-
-    match current {
-        None => {
-            // No tombstone and no current record: only history can hold an older version.
-            st.expect_fresh = !has_history;
-            let version = if has_history {
-                history_max_version(conn, &id)?.unwrap_or(0)
-            } else {
-                0
-            } + 1;
-            conn.prepare_cached(
-                "INSERT OR FAIL INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
-            )?
-            .execute(params![
-                id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
-            ])?;
-            st.log_set(conn, w, scope_text, version, seq, now)?;
-            let mut out = base_outcome(OutcomeKind::Inserted, &id);
-            out.version = Some(version);
-            out.value = Some(w.value.clone());
-            out.causal_seq = Some(seq);
-            Ok(out)
-        }
-        Some(cur) if same_value(&cur.value, &w.value) => {
-            // No SQL functions in the hot writes: see schema v3.
-            conn.prepare_cached(
-                "UPDATE OR FAIL memories SET confirmed_at = ?4, confirm_count = confirm_count + 1, confirmed_source = ?5,
-                        confirmed_seq = CASE WHEN confirmed_seq >= ?6 THEN confirmed_seq ELSE ?6 END
-                 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            )?
-            .execute(params![id.subject, id.predicate, scope_text, now, w.source, seq])?;
-            log_event(
-                conn,
-                "confirmed",
-                &id,
-                Some(cur.version),
-                Some(&w.value_text),
-                w.raw.as_deref(),
-                Some(&w.source),
-                Some(seq),
-                now,
-                None,
-                st.seqs.stamp(),
-            )?;
-            let mut out = base_outcome(OutcomeKind::Confirmed, &id);
-            out.version = Some(cur.version);
-            out.value = Some(cur.value);
-            out.causal_seq = Some(seq);
-            Ok(out)
-        }
-        Some(cur) if cur.causal_seq >= seq => {
-            let reason = format!(
-                "current v{} was set or confirmed at causal_seq {} ≥ {seq}: a causally older write never replaces a newer value",
-                cur.version, cur.causal_seq
-            );
-            log_event(
-                conn,
-                "stale",
-                &id,
-                None,
-                Some(&w.value_text),
-                w.raw.as_deref(),
-                Some(&w.source),
-                Some(seq),
-                now,
-                Some(
-                    &json!({ "current_version": cur.version, "current_causal_seq": cur.causal_seq }),
-                ),
-                st.seqs.stamp(),
-            )?;
-            bump_metric(conn, "stale_writes", 1)?;
-            let mut out = base_outcome(OutcomeKind::Stale, &id);
-            out.version = Some(cur.version);
-            out.value = Some(w.value.clone());
-            out.causal_seq = Some(seq);
-            out.reason = Some(reason);
-            Ok(out)
-        }
-        Some(cur) => {
-            let version = cur.version + 1;
-            conn.prepare_cached(
-                "UPDATE OR FAIL memories SET value = ?4, version = ?5, source = ?6, raw = ?7, causal_seq = ?8, updated_at = ?9,
-                        confirmed_at = NULL, confirm_count = 0, confirmed_source = NULL, confirmed_seq = NULL
-                 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            )?
-            .execute(params![
-                id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
-            ])?;
-            st.log_set(conn, w, scope_text, version, seq, now)?;
-            let mut out = base_outcome(OutcomeKind::Superseded, &id);
-            out.version = Some(version);
-            out.value = Some(w.value.clone());
-            out.previous = Some(cur.value);
-            out.causal_seq = Some(seq);
-            Ok(out)
-        }
-    }
+    Ok((
+        Probe {
+            tombstone,
+            current,
+            last_version,
+        },
+        has_history,
+    ))
 }
 
 /// The common case of a bulk load in one statement: an identity with no tombstone and no
@@ -918,6 +920,24 @@ impl Store {
         &mut self,
         body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
     ) -> Result<T> {
+        self.run_write_tx(true, body)
+    }
+
+    /// Runs `body` exactly as [`Store::in_write_tx`] would, then rolls everything back: what
+    /// an operation would do, decided by the operation itself (a preview of a compound
+    /// operation — rescope, revert — that no probe alone can answer).
+    pub(crate) fn dry_run<T>(
+        &mut self,
+        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
+    ) -> Result<T> {
+        self.run_write_tx(false, body)
+    }
+
+    fn run_write_tx<T>(
+        &mut self,
+        commit: bool,
+        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
+    ) -> Result<T> {
         let (clock, assert, fresh) = (self.clock, self.assert_invariants, self.fresh_inserts);
         let path = self.path.clone();
         // The store's prepared statements go with the transaction and come back after it.
@@ -936,7 +956,11 @@ impl Store {
         let out = body(&tx, &ctx, &mut st);
         let TxState { mut seqs, hot, .. } = st;
         let finished = match out {
-            Ok(out) => finish_write(tx, &mut seqs, &path).map(|debt| (out, debt)),
+            Ok(out) if commit => finish_write(tx, &mut seqs, &path).map(|debt| (out, debt)),
+            Ok(out) => {
+                drop(tx); // a dry run: rolls back
+                Ok((out, false))
+            }
             Err(e) => {
                 drop(tx); // rolls back
                 Err(explain_sqlite(e, &path))
@@ -1106,9 +1130,7 @@ impl Store {
                 predicate: canonical_predicate(tx, &item.predicate)?,
                 scope: scope.clone(),
             };
-            // A value a spelling merge queued is a human's choice between two current values:
-            // made now, so it is not `stale` against the value it replaces.
-            let causal_seq = item.merged_from.is_none().then_some(item.causal_seq);
+            let causal_seq = resolution_seq(&item);
             let prepared = PreparedWrite::stored(
                 &id,
                 item.value.clone(),
@@ -1137,6 +1159,50 @@ impl Store {
             out.pending_id = Some(pending_id);
             Ok(out)
         })
+    }
+
+    /// What writing `value` to `id` would come to now, decided exactly as the write path
+    /// decides (README, "The write rules"), without writing: the preview every front end
+    /// shows. Without a `causal_seq` the write would take the clock's next number.
+    pub fn preview_write(
+        &self,
+        id: &Identity,
+        value: &Value,
+        causal_seq: Option<i64>,
+    ) -> Result<WriteDecision> {
+        let id = super::spellings::find_identity(
+            &self.conn,
+            &Identity {
+                predicate: canonical_predicate(&self.conn, &id.predicate)?,
+                ..id.clone()
+            },
+        )?;
+        let (probe, _) = probe_identity(&self.conn, &id, &id.scope.to_string())?;
+        let seq = match causal_seq {
+            Some(s) => s,
+            None => SeqBatch::default().current(&self.conn)? + 1,
+        };
+        Ok(decide_write(&probe, value, seq))
+    }
+
+    /// Each candidate scope of pending item `pending_id` with what resolving it there would
+    /// do now — the decision [`Store::resolve_pending`] then takes.
+    pub fn preview_pending(&self, pending_id: i64) -> Result<Vec<(Scope, WriteDecision)>> {
+        let item = super::read::pending_item(&self.conn, pending_id)?.ok_or_else(|| {
+            anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
+        })?;
+        let seq = resolution_seq(&item);
+        item.candidates
+            .iter()
+            .map(|scope| {
+                let id = Identity {
+                    subject: item.subject.clone(),
+                    predicate: item.predicate.clone(),
+                    scope: scope.clone(),
+                };
+                Ok((scope.clone(), self.preview_write(&id, &item.value, seq)?))
+            })
+            .collect()
     }
 
     /// Rejects an open pending item: nothing is written to memory.

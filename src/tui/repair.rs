@@ -1,10 +1,10 @@
-//! What a rescope or a revert would do, worked out before `y` from the store's own data
-//! (current records, tombstones, history) with the write path's rules, so the dialog can state
-//! the effect. The store stays the judge: it refuses the same cases when the change runs.
+//! What a rescope or a revert would do, stated before `y`: the store runs the operation itself
+//! and rolls it back (`Store::preview_rescope`, `Store::preview_revert`), and this file only
+//! words the outcomes. No write rule is restated here; the store is the one judge.
 
 use super::incident::{RescopePreview, RevertChoice, Suggestion};
 use super::text::{ago, value_text};
-use crate::model::{same_value, Identity, MemoryRecord, Scope};
+use crate::model::{Identity, MemoryRecord, OutcomeKind, Scope};
 use crate::store::{ReadFilter, Store};
 use anyhow::Result;
 use chrono::{DateTime, Utc};
@@ -69,7 +69,7 @@ pub fn rescope_suggestions(
 
 /// What moving `rec` to the scope typed in `target` would do. `Err`: the target is no scope.
 pub fn rescope_preview(
-    store: &Store,
+    store: &mut Store,
     rec: &MemoryRecord,
     target: &str,
 ) -> Result<RescopePreview, String> {
@@ -78,114 +78,65 @@ pub fn rescope_preview(
         return Err("type the target scope: repo:<id>, task:<id> or global".into());
     }
     let to = Scope::parse(t)?;
-    rescope_effects(store, rec, to).map_err(|e| format!("{e:#}"))
-}
-
-fn rescope_effects(store: &Store, rec: &MemoryRecord, to: Scope) -> Result<RescopePreview> {
-    let from = &rec.scope;
-    let value = value_text(&rec.value);
     let mut preview = RescopePreview {
         to: to.clone(),
         effects: Vec::new(),
         refusal: None,
     };
-    if to == *from {
-        preview.refusal = Some(format!("{to} is where it is now: choose another scope"));
-        return Ok(preview);
-    }
-    let to_id = Identity {
-        subject: rec.subject.clone(),
-        predicate: rec.predicate.clone(),
-        scope: to.clone(),
-    };
-    let keeps = format!(
-        "keeps source {}, raw words and causal_seq {}",
-        rec.source, rec.causal_seq
-    );
-    if let Some(t) = store.tombstone(&to_id)? {
-        preview.refusal = Some(format!(
-            "{to_id} is deleted (tombstone v{}): restore it first (tab 3, u), or choose another target; nothing changes",
-            t.version
-        ));
-        return Ok(preview);
-    }
-    match store.get(&to_id)? {
-        None => {
-            let next = store
-                .history(&rec.subject, &rec.predicate, Some(&to))?
-                .iter()
-                .filter_map(|e| e.version)
-                .max()
-                .unwrap_or(0)
-                + 1;
-            preview.effects.push(format!(
-                "moves {value} to {to} as v{next} (inserted; {keeps})"
-            ));
+    match store.preview_rescope(&rec.subject, &rec.predicate, &rec.scope, &to) {
+        Ok(outcomes) => {
+            let value = value_text(&rec.value);
+            let keeps = format!(
+                "keeps source {}, raw words and causal_seq {}",
+                rec.source, rec.causal_seq
+            );
+            for (i, o) in outcomes.iter().enumerate() {
+                let v = o.version.unwrap_or_default();
+                let shown =
+                    |x: &Option<serde_json::Value>| x.as_ref().map(value_text).unwrap_or_default();
+                let at = if i == 0 { &to } else { &rec.scope };
+                preview.effects.push(match (i, o.outcome) {
+                    (0, OutcomeKind::Inserted) => {
+                        format!("moves {value} to {at} as v{v} (inserted; {keeps})")
+                    }
+                    (0, OutcomeKind::Confirmed) => format!(
+                        "{at} already holds {value} (v{v}): confirmed there, not duplicated"
+                    ),
+                    (0, OutcomeKind::Superseded) => format!(
+                        "moves {value} to {at}, superseding {} (v{}) as v{v} ({keeps})",
+                        shown(&o.previous),
+                        v - 1
+                    ),
+                    (_, OutcomeKind::Removed) => {
+                        format!("{at} is removed — it had no earlier value")
+                    }
+                    (_, OutcomeKind::Confirmed) => format!(
+                        "{at} keeps {} (v{} held the same value): confirmed",
+                        shown(&o.value),
+                        rec.version - 1
+                    ),
+                    _ => format!(
+                        "{at} goes back to {} (value of v{}) as v{v}",
+                        shown(&o.value),
+                        rec.version - 1
+                    ),
+                });
+            }
         }
-        Some(cur) if same_value(&cur.value, &rec.value) => preview.effects.push(format!(
-            "{to} already holds {value} (v{}): confirmed there, not duplicated",
-            cur.version
-        )),
-        Some(cur) if cur.causal_seq >= rec.causal_seq => {
-            preview.refusal = Some(format!(
-                "{to} holds {} (v{}) with causal_seq {} ≥ {}: the store never lets a causally older value replace it (stale); nothing changes",
-                value_text(&cur.value),
-                cur.version,
-                cur.causal_seq,
-                rec.causal_seq
-            ));
-            return Ok(preview);
-        }
-        Some(cur) => preview.effects.push(format!(
-            "moves {value} to {to}, superseding {} (v{}) as v{} ({keeps})",
-            value_text(&cur.value),
-            cur.version,
-            cur.version + 1
-        )),
-    }
-    match back_to_previous(store, rec)? {
-        Ok(effect) => preview.effects.push(effect),
         Err(why) => preview.refusal = Some(why),
     }
     Ok(preview)
 }
 
-/// What the rescoped record's own scope becomes: its previous version's value as a new
-/// version, or nothing when it had none.
-fn back_to_previous(store: &Store, rec: &MemoryRecord) -> Result<Result<String, String>> {
-    let from = &rec.scope;
-    let previous = rec.version - 1;
-    if previous < 1 {
-        return Ok(Ok(format!("{from} is removed — it had no earlier value")));
-    }
-    let history = store.history(&rec.subject, &rec.predicate, Some(from))?;
-    let set = history
-        .iter()
-        .rev()
-        .find(|e| e.event == "set" && e.version == Some(previous));
-    Ok(match set.map(|e| &e.value) {
-        Some(Some(v)) if same_value(v, &rec.value) => Ok(format!(
-            "{from} keeps {} (v{previous} held the same value): confirmed",
-            value_text(v)
-        )),
-        Some(Some(v)) => Ok(format!(
-            "{from} goes back to {} (value of v{previous}) as v{}",
-            value_text(v),
-            rec.version + 1
-        )),
-        Some(None) => Err(format!(
-            "the content of {from} v{previous} was purged (retention or delete): there is nothing to go back to; nothing changes"
-        )),
-        None => Err(format!(
-            "{from} has no v{previous} in its history: there is nothing to go back to; nothing changes"
-        )),
-    })
-}
-
 /// The earlier versions of `rec`'s identity, newest first, each with what reverting to it
-/// would do.
-pub fn revert_choices(store: &Store, rec: &MemoryRecord) -> Result<Vec<RevertChoice>> {
+/// would do (the store's own revert, rolled back) or why the store would refuse it.
+pub fn revert_choices(store: &mut Store, rec: &MemoryRecord) -> Result<Vec<RevertChoice>> {
     let history = store.history(&rec.subject, &rec.predicate, Some(&rec.scope))?;
+    let id = Identity {
+        subject: rec.subject.clone(),
+        predicate: rec.predicate.clone(),
+        scope: rec.scope.clone(),
+    };
     let scope = &rec.scope;
     let mut out: Vec<RevertChoice> = Vec::new();
     for e in history.iter().rev().filter(|e| e.event == "set") {
@@ -195,21 +146,19 @@ pub fn revert_choices(store: &Store, rec: &MemoryRecord) -> Result<Vec<RevertCho
         if version >= rec.version || out.iter().any(|c| c.version == version) {
             continue;
         }
-        let effect = match &e.value {
-            Some(v) if same_value(v, &rec.value) => Ok(format!(
-                "{scope} already holds {}: v{} is confirmed, no new version",
-                value_text(v),
-                rec.version
-            )),
-            Some(v) => Ok(format!(
-                "{scope} becomes {} (value of v{version}) as v{}",
-                value_text(v),
-                rec.version + 1
-            )),
-            None => Err(format!(
-                "the content of v{version} was purged (retention or delete): there is nothing to revert to"
-            )),
-        };
+        let effect = store.preview_revert(&id, Some(version)).map(|o| {
+            let shown = o.value.as_ref().map(value_text).unwrap_or_default();
+            match o.outcome {
+                OutcomeKind::Confirmed => format!(
+                    "{scope} already holds {shown}: v{} is confirmed, no new version",
+                    o.version.unwrap_or_default()
+                ),
+                _ => format!(
+                    "{scope} becomes {shown} (value of v{version}) as v{}",
+                    o.version.unwrap_or_default()
+                ),
+            }
+        });
         out.push(RevertChoice {
             version,
             value: e.value.clone(),

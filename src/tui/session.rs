@@ -14,7 +14,7 @@ use super::text::{plural, value_text};
 use super::worker::{
     run_filter, run_load, Failed, FilterJob, Job, Load, LoadKind, NarrowCache, Reply, Workers,
 };
-use crate::model::{same_value, Identity, Scope};
+use crate::model::{Identity, Scope};
 use crate::store::{Clock, Store};
 use anyhow::Result;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
@@ -714,7 +714,7 @@ impl Session {
             }
             d.suggestions = Some(list);
         }
-        d.preview = Some(repair::rescope_preview(&self.store, &record, &d.target));
+        d.preview = Some(repair::rescope_preview(&mut self.store, &record, &d.target));
         Ok(())
     }
 
@@ -723,7 +723,9 @@ impl Session {
         let Some(Dialog::Revert(d)) = self.app.dialogs.last() else {
             return;
         };
-        let choices = repair::revert_choices(&self.store, &d.record).map_err(|e| format!("{e:#}"));
+        let record = d.record.clone();
+        let choices =
+            repair::revert_choices(&mut self.store, &record).map_err(|e| format!("{e:#}"));
         if let Some(Dialog::Revert(d)) = self.app.dialogs.last_mut() {
             d.choices = Some(choices);
             d.choice = 0;
@@ -753,15 +755,15 @@ impl Session {
         })
     }
 
-    /// What each candidate scope of the selected pending item would do, read from the store
-    /// with the same rules as the write path (tombstone, same value, causal order).
+    /// What each candidate scope of the selected pending item would do: the store's own
+    /// decision (`Store::preview_pending`), never a rule restated here.
     fn preview_pending(&self) -> Result<PendingPreview> {
         let Some(item) = self.app.selected_pending() else {
             anyhow::bail!("no pending item is selected");
         };
         let mut choices = Vec::new();
         let mut used: Vec<char> = Vec::new();
-        for scope in &item.candidates {
+        for (scope, decision) in self.store.preview_pending(item.id)? {
             let key = match scope {
                 Scope::Global => 'g',
                 Scope::Repo(_) => 'r',
@@ -771,44 +773,8 @@ impl Session {
                 used.push(key);
                 key
             });
-            let id = Identity {
-                subject: item.subject.clone(),
-                predicate: item.predicate.clone(),
-                scope: scope.clone(),
-            };
-            let new = value_text(&item.value);
-            let effect = if let Some(t) = self.store.tombstone(&id)? {
-                format!(
-                    "rejected: {scope} is deleted (tombstone v{}); restore it first",
-                    t.version
-                )
-            } else {
-                match self.store.get(&id)? {
-                    None => format!("new record {new}"),
-                    Some(cur) if same_value(&cur.value, &item.value) => format!(
-                        "confirms {} (v{}); no new version",
-                        value_text(&cur.value),
-                        cur.version
-                    ),
-                    Some(cur) if cur.causal_seq >= item.causal_seq => format!(
-                        "stale: keeps {} (v{}), its causal_seq {} ≥ {}",
-                        value_text(&cur.value),
-                        cur.version,
-                        cur.causal_seq,
-                        item.causal_seq
-                    ),
-                    Some(cur) => format!(
-                        "supersedes {} (v{}) with {new}",
-                        value_text(&cur.value),
-                        cur.version
-                    ),
-                }
-            };
-            choices.push(Choice {
-                key,
-                scope: scope.clone(),
-                effect,
-            });
+            let effect = decision.effect(&scope, &item.value, &value_text);
+            choices.push(Choice { key, scope, effect });
         }
         Ok(PendingPreview {
             pending_id: item.id,

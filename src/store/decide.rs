@@ -1,0 +1,242 @@
+//! The write rules (README, "The model in one minute": the write rules, in order), as one pure
+//! function of what the database holds for an identity — the [`Probe`] — and what a write
+//! brings. No SQL and no backend here: the SQLite write path probes, decides with
+//! [`decide_write`] and applies; every preview (`Store::preview_write`, `Store::preview_pending`,
+//! the UI's pending choices and rescope) probes and decides the same way without applying. A
+//! front end never restates a rule: it shows the [`WriteDecision`] the store returns.
+
+use crate::model::{same_value, OutcomeKind, Scope};
+use serde_json::Value;
+
+/// The current record of an identity, as the decision needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Held {
+    pub version: i64,
+    pub value: Value,
+    /// The highest causal_seq that set or confirmed the value: a write causally older than a
+    /// confirmation must not replace the value it confirmed.
+    pub causal_seq: i64,
+}
+
+/// What the database holds for one identity.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Probe {
+    /// The tombstone's version, when the identity is deleted.
+    pub tombstone: Option<i64>,
+    pub current: Option<Held>,
+    /// The highest version the identity's history ever used (0 for none): a new record after a
+    /// removal continues from it.
+    pub last_version: i64,
+}
+
+/// What a write to one identity comes to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteDecision {
+    /// The identity is deleted: nothing changes.
+    Reject { tombstone_version: i64 },
+    /// No current record: the value becomes `version`.
+    Insert { version: i64 },
+    /// The same value is current: no new version, a confirmation.
+    Confirm { version: i64, current: Value },
+    /// The current value was set or confirmed at `current_seq` ≥ the write's `seq`.
+    Stale {
+        version: i64,
+        current: Value,
+        current_seq: i64,
+        seq: i64,
+    },
+    /// The value replaces `previous` as `version`.
+    Supersede {
+        version: i64,
+        previous_version: i64,
+        previous: Value,
+    },
+}
+
+/// The rules, in order: tombstone → no record → same value → causal order → supersede.
+/// `seq` is the write's causal number (a write without one takes the clock's next, which is
+/// above every stored number).
+pub fn decide_write(probe: &Probe, value: &Value, seq: i64) -> WriteDecision {
+    if let Some(tombstone_version) = probe.tombstone {
+        return WriteDecision::Reject { tombstone_version };
+    }
+    match &probe.current {
+        None => WriteDecision::Insert {
+            version: probe.last_version + 1,
+        },
+        Some(cur) if same_value(&cur.value, value) => WriteDecision::Confirm {
+            version: cur.version,
+            current: cur.value.clone(),
+        },
+        Some(cur) if cur.causal_seq >= seq => WriteDecision::Stale {
+            version: cur.version,
+            current: cur.value.clone(),
+            current_seq: cur.causal_seq,
+            seq,
+        },
+        Some(cur) => WriteDecision::Supersede {
+            version: cur.version + 1,
+            previous_version: cur.version,
+            previous: cur.value.clone(),
+        },
+    }
+}
+
+impl WriteDecision {
+    pub fn kind(&self) -> OutcomeKind {
+        match self {
+            WriteDecision::Reject { .. } => OutcomeKind::Rejected,
+            WriteDecision::Insert { .. } => OutcomeKind::Inserted,
+            WriteDecision::Confirm { .. } => OutcomeKind::Confirmed,
+            WriteDecision::Stale { .. } => OutcomeKind::Stale,
+            WriteDecision::Supersede { .. } => OutcomeKind::Superseded,
+        }
+    }
+
+    /// Why a write that changes nothing changed nothing, in the words the write path reports.
+    pub fn reason(&self) -> Option<String> {
+        match self {
+            WriteDecision::Reject { tombstone_version } => Some(format!(
+                "this identity was deleted (tombstone v{tombstone_version}); restore it with `memscope restore` before writing"
+            )),
+            WriteDecision::Stale {
+                version,
+                current_seq,
+                seq,
+                ..
+            } => Some(format!(
+                "current v{version} was set or confirmed at causal_seq {current_seq} ≥ {seq}: a causally older write never replaces a newer value"
+            )),
+            _ => None,
+        }
+    }
+
+    /// One line saying what writing `value` into `scope` would do, for a preview (values shown
+    /// with `show`, which the front end passes so its escaping applies).
+    pub fn effect(&self, scope: &Scope, value: &Value, show: &dyn Fn(&Value) -> String) -> String {
+        match self {
+            WriteDecision::Reject { tombstone_version } => format!(
+                "rejected: {scope} is deleted (tombstone v{tombstone_version}); restore it first"
+            ),
+            WriteDecision::Insert { .. } => format!("new record {}", show(value)),
+            WriteDecision::Confirm { version, current } => {
+                format!("confirms {} (v{version}); no new version", show(current))
+            }
+            WriteDecision::Stale {
+                version,
+                current,
+                current_seq,
+                seq,
+            } => format!(
+                "stale: keeps {} (v{version}), its causal_seq {current_seq} ≥ {seq}",
+                show(current)
+            ),
+            WriteDecision::Supersede {
+                previous_version,
+                previous,
+                ..
+            } => format!(
+                "supersedes {} (v{previous_version}) with {}",
+                show(previous),
+                show(value)
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn held(version: i64, value: Value, causal_seq: i64) -> Option<Held> {
+        Some(Held {
+            version,
+            value,
+            causal_seq,
+        })
+    }
+
+    #[test]
+    fn a_tombstone_comes_before_everything() {
+        let p = Probe {
+            tombstone: Some(4),
+            current: None,
+            last_version: 3,
+        };
+        assert_eq!(
+            decide_write(&p, &json!("npm"), 99),
+            WriteDecision::Reject {
+                tombstone_version: 4
+            }
+        );
+    }
+
+    #[test]
+    fn a_new_record_continues_after_its_history() {
+        assert_eq!(
+            decide_write(&Probe::default(), &json!(1), 1),
+            WriteDecision::Insert { version: 1 }
+        );
+        let removed = Probe {
+            last_version: 5,
+            ..Probe::default()
+        };
+        assert_eq!(
+            decide_write(&removed, &json!(1), 1),
+            WriteDecision::Insert { version: 6 }
+        );
+    }
+
+    #[test]
+    fn the_same_value_confirms_even_when_causally_older() {
+        let p = Probe {
+            current: held(2, json!(" PNPM "), 10),
+            ..Probe::default()
+        };
+        assert!(matches!(
+            decide_write(&p, &json!("pnpm"), 3),
+            WriteDecision::Confirm { version: 2, .. }
+        ));
+    }
+
+    #[test]
+    fn causal_order_decides_between_stale_and_supersede() {
+        let p = Probe {
+            current: held(2, json!("pnpm"), 10),
+            ..Probe::default()
+        };
+        let stale = decide_write(&p, &json!("npm"), 10);
+        assert!(matches!(
+            stale,
+            WriteDecision::Stale {
+                current_seq: 10,
+                seq: 10,
+                ..
+            }
+        ));
+        assert_eq!(stale.kind(), OutcomeKind::Stale);
+        assert!(stale.reason().unwrap().contains("≥ 10"));
+        assert_eq!(
+            decide_write(&p, &json!("npm"), 11),
+            WriteDecision::Supersede {
+                version: 3,
+                previous_version: 2,
+                previous: json!("pnpm")
+            }
+        );
+    }
+
+    #[test]
+    fn effects_read_as_sentences() {
+        let show = |v: &Value| v.to_string();
+        let p = Probe {
+            current: held(1, json!("pnpm"), 1),
+            ..Probe::default()
+        };
+        assert_eq!(
+            decide_write(&p, &json!("npm"), 2).effect(&Scope::Global, &json!("npm"), &show),
+            "supersedes \"pnpm\" (v1) with \"npm\""
+        );
+    }
+}
