@@ -164,7 +164,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Open the terminal UI
-    #[command(after_help = "Example:\n  memscope --db ~/.local/share/memscope/demo.db tui --no-mouse")]
+    #[command(
+        after_help = "Example:\n  memscope --db ~/.local/share/memscope/demo.db tui --no-mouse"
+    )]
     Tui {
         /// Leave the mouse to the terminal (its own text selection), no wheel or clicks
         #[arg(long)]

@@ -2,10 +2,10 @@
 //! becomes a change of state plus an [`Action`] that the loop performs (queries, writes). The
 //! focused dialog gets the key first. Nothing here touches the store.
 
-use super::timeline::EventDialog;
 use super::incident::{AsOfDialog, ReadsState, RescopeDialog, RevertDialog, TimelineMark};
 use super::keymap::{self, Command, Context};
 use super::list::{FilterResults, ListItem, MemoryList, Motion};
+use super::timeline::EventDialog;
 use super::worker::HeaderCounts;
 use crate::model::{
     parse_context_id, ContextKind, DeletePreview, DeleteTarget, HistoryEvent, Identity,

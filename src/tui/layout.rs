@@ -212,7 +212,10 @@ pub fn tab_titles(pending: usize, tombstones: usize) -> [(Tab, String); 5] {
     [
         (Tab::Memories, "1 Current view".to_string()),
         (Tab::Pending, format!("2 Pending{}", count(pending))),
-        (Tab::Tombstones, format!("3 Tombstones{}", count(tombstones))),
+        (
+            Tab::Tombstones,
+            format!("3 Tombstones{}", count(tombstones)),
+        ),
         (Tab::Check, "4 Check".to_string()),
         (Tab::Reads, "5 Reads".to_string()),
     ]

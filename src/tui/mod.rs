@@ -12,7 +12,6 @@
 pub mod app;
 pub mod clipboard;
 pub mod draw;
-pub mod timeline;
 pub mod incident;
 pub mod keymap;
 pub mod layout;
@@ -21,6 +20,7 @@ mod mouse;
 pub mod repair;
 pub mod session;
 pub mod text;
+pub mod timeline;
 pub mod worker;
 
 pub use app::{Action, App, Curation, Focus, Tab};
@@ -71,7 +71,9 @@ impl TerminalGuard {
                         previous(info);
                     }));
                     crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture)
-                        .context("cannot turn on mouse capture (memscope --no-mouse goes without)")?;
+                        .context(
+                            "cannot turn on mouse capture (memscope --no-mouse goes without)",
+                        )?;
                 }
                 Ok(guard)
             }

@@ -138,7 +138,10 @@ pub fn short_time(at: &str) -> String {
 /// `2026-11-20 10:04:31 UTC` from a stored RFC 3339 time: the event popup's exact form.
 pub fn full_time(at: &str) -> String {
     match DateTime::parse_from_rfc3339(at) {
-        Ok(t) => t.with_timezone(&Utc).format("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        Ok(t) => t
+            .with_timezone(&Utc)
+            .format("%Y-%m-%d %H:%M:%S UTC")
+            .to_string(),
         Err(_) => one_line(at),
     }
 }

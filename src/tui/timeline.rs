@@ -48,7 +48,11 @@ impl EventDialog {
             .version
             .map(|v| format!(" v{v}"))
             .unwrap_or_default();
-        format!("{}{version} · {}", one_line(&self.event.event), self.identity)
+        format!(
+            "{}{version} · {}",
+            one_line(&self.event.event),
+            self.identity
+        )
     }
 
     /// The popup's text at `max` columns, every stored text wrapped, never cut.
@@ -110,7 +114,16 @@ impl EventDialog {
     fn layout(&self, area: Rect, now: DateTime<Utc>) -> (Rect, Vec<Line<'static>>) {
         let w = area.width.min(WIDTH);
         let lines = self.lines(now, w.saturating_sub(2) as usize);
-        let h = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX).max(8);
+        // The header and footer stay in sight when there is room for them.
+        let room = if area.height >= 20 {
+            area.height - 2
+        } else {
+            area.height
+        };
+        let h = u16::try_from(lines.len() + 2)
+            .unwrap_or(u16::MAX)
+            .min(room)
+            .max(8);
         (centered(area, w, h), lines)
     }
 
@@ -218,10 +231,12 @@ impl App {
     }
 
     pub(super) fn open_event(&mut self) -> Action {
-        let event = self
-            .detail
-            .as_ref()
-            .and_then(|d| Some((d.identity.clone(), d.history.get(self.event_cursor)?.clone())));
+        let event = self.detail.as_ref().and_then(|d| {
+            Some((
+                d.identity.clone(),
+                d.history.get(self.event_cursor)?.clone(),
+            ))
+        });
         match event {
             Some((identity, event)) => self.dialogs.push(Dialog::Event(EventDialog {
                 identity,
