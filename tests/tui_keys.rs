@@ -1405,3 +1405,26 @@ fn mouse_off_ignores_mouse_events_and_no_coordinates_panic() {
         }
     }
 }
+
+#[test]
+fn the_event_popup_shows_hostile_text_escaped() {
+    let f = Fixture::story();
+    f.write(
+        r#"{"subject":"user:42","predicate":"shell","value":{"cmd":"echo \u001b]0;pwned\u0007"},"scope":"global","source":"thread:1/message:2","raw":"clear the screen \u001b[2J\u001b[H then\nring \u0007 twice"}"#,
+    );
+    let mut s = f.session(100, 30);
+    select(&mut s, "user:42 · shell @ global");
+    s.handle_key(key(KeyCode::Tab));
+    s.handle_key(key(KeyCode::Enter));
+    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
+    let screen = render(&mut s, 100, 30);
+    assert!(
+        !screen.chars().any(|c| c.is_control() && c != '\n'),
+        "a control character reached the screen:\n{screen}"
+    );
+    assert!(screen.contains("clear the screen �[2J�[H then"), "{screen}");
+    assert!(screen.contains("ring � twice"), "{screen}");
+    // The copy is the stored text, exactly: the escapes travel inside the base64.
+    let raw = "clear the screen \u{1b}[2J\u{1b}[H then\nring \u{7} twice";
+    assert_eq!(s.app.handle_key(ch('c')), Action::Copy(raw.into()));
+}

@@ -48,11 +48,10 @@ impl EventDialog {
             .version
             .map(|v| format!(" v{v}"))
             .unwrap_or_default();
-        format!(
+        one_line(&format!(
             "{}{version} · {}",
-            one_line(&self.event.event),
-            self.identity
-        )
+            self.event.event, self.identity
+        ))
     }
 
     /// The popup's text at `max` columns, every stored text wrapped, never cut.
