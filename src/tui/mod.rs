@@ -7,7 +7,9 @@
 //! - `list`: the current view as a keyset-paged window; `worker`: the filter and slow loads
 //!   off the UI thread; `draw`: rendering, which only reads the state;
 //! - `incident`: the Reads tab, a read explained as of its time, the rescope and revert
-//!   dialogs (state and keys); `repair`: what a rescope or revert would do, from the store.
+//!   dialogs (state and keys); `repair`: what a rescope or revert would do, from the store;
+//! - `timeline`: the history pane's event cursor and the event popup; `clipboard`: `c` as an
+//!   OSC 52 sequence the loop writes; `mouse`: wheel and clicks, hit-tested with `layout`.
 
 pub mod app;
 pub mod clipboard;

@@ -134,6 +134,8 @@ impl Session {
 
     pub fn resize(&mut self, width: u16, height: u16) {
         self.app.size = (width, height);
+        // The selected event stays in sight at the new size.
+        self.app.follow_event();
         let page = self.app.page();
         let src = source(&self.app.folded, &self.app.filter);
         if let Err(e) = self.app.list.fill(&src, &self.store, page) {

@@ -163,18 +163,8 @@ pub fn wrap(s: &str, max: usize) -> Vec<String> {
     let mut line = String::new();
     let mut used = 0;
     for word in one_line(s).split(' ') {
-        let units = break_units(word);
-        let w: usize = units.iter().map(|(_, uw)| uw).sum();
-        let gap = usize::from(!line.is_empty());
-        if used + gap + w <= max {
-            if gap == 1 {
-                line.push(' ');
-            }
-            line.push_str(word);
-            used += gap + w;
-            continue;
-        }
-        for (i, (unit, uw)) in units.iter().enumerate() {
+        // A word that fits goes on whole; one that does not breaks between its units.
+        for (i, (unit, uw)) in break_units(word).iter().enumerate() {
             let gap = if i == 0 {
                 usize::from(!line.is_empty())
             } else {
