@@ -274,7 +274,7 @@ fn explain_lines(e: &ExplainDialog, app: &App, max: usize) -> Vec<Line<'static>>
         None => lines.push(plain("resolving…", dim(), max)),
         Some(Err(err)) => lines.extend(wrapped(err, error_style(), max)),
         Some(Ok(r)) => {
-            lines.push(plain(
+            lines.extend(wrapped(
                 "Precedence: task, then repo, then global. The first scope found wins.",
                 dim(),
                 max,
