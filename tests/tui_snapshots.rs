@@ -157,6 +157,8 @@ fn explain_dialog() {
     select(&mut s, "user:42 · package_manager @ task:fix-lockfile-123");
     press(&mut s, "elegacy-dashboard");
     assert_snapshot!(render(&mut s, W, H));
+    // Narrow: each scope's source and date wrap below it instead of being cut.
+    assert_snapshot!("explain_dialog_60x15", render(&mut s, 60, 15));
 }
 
 #[test]
