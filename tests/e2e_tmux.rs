@@ -520,3 +520,103 @@ fn header_and_footer_fit_at_100x30_and_60x15() {
     t.type_text("q");
     t.wait_for("EXIT:0");
 }
+
+/// The terminal cell (column, row) where `text` starts on `screen`, at or right of column
+/// `min_x` (columns count display width: a Chinese character takes two).
+fn cell_of(screen: &str, text: &str, min_x: usize) -> (usize, usize) {
+    use memscope::tui::text::width;
+    for (y, line) in screen.lines().enumerate() {
+        for (i, _) in line.match_indices(text) {
+            let x = width(&line[..i]);
+            if x >= min_x {
+                return (x, y);
+            }
+        }
+    }
+    panic!("{text:?} is not on screen:\n{screen}");
+}
+
+/// A left click at a 0-based cell, as a terminal reports it in SGR mouse mode (1-based).
+fn sgr_click(t: &Tmux, (x, y): (usize, usize)) {
+    let (x, y) = (x + 1, y + 1);
+    t.type_text(&format!("\u{1b}[<0;{x};{y}M\u{1b}[<0;{x};{y}m"));
+}
+
+/// A pane flag tmux keeps (`mouse_sgr_flag`: the program asked for SGR mouse reports).
+fn pane_flag(t: &Tmux, name: &str) -> String {
+    let out = t.tmux(&[
+        "display-message",
+        "-p",
+        "-t",
+        "e2e",
+        &format!("#{{{name}}}"),
+    ]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn mouse_click_event_popup_and_osc_52_copy_then_no_mouse() {
+    let Some(t) = Tmux::shell(100, 30) else {
+        return;
+    };
+    // tmux takes an OSC 52 copy into its paste buffer when set-clipboard is on.
+    t.tmux(&["set-option", "-s", "set-clipboard", "on"]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = dir.path().join("demo.db");
+    cli(&db, &["demo", "--no-tui"]);
+    t.run(&format!(
+        "{BIN} --db {} tui; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    let screen = t.wait_for("History · team:web · node_version @ global");
+    assert_eq!(pane_flag(&t, "mouse_sgr_flag"), "1", "mouse capture is on");
+
+    // A click on a row selects it; a click on an event selects that event.
+    sgr_click(&t, cell_of(&screen, "user:42 · package_manager = npm", 0));
+    let screen = t.wait_for("History · user:42 · package_manager @ global");
+    sgr_click(&t, cell_of(&screen, "set       v1  pnpm", 50));
+    t.wait_for("history  j/k event");
+    // Enter shows the event whole: the words of v1 appear only here.
+    let words = "以后新建前端项目，默认用 pnpm。";
+    assert!(!t.screen().contains(words));
+    t.key("Enter");
+    let screen = t.wait_for("Event · set v1");
+    assert!(screen.contains(words), "{screen}");
+    assert!(screen.contains("thread:17/message:86"), "{screen}");
+    // c copies the words through OSC 52: tmux's paste buffer holds them, exactly.
+    t.type_text("c");
+    let n = words.chars().count();
+    t.wait_for(&format!("copied {n} characters to the clipboard (OSC 52)"));
+    let buffer = t.tmux(&["show-buffer"]).stdout;
+    assert_eq!(String::from_utf8_lossy(&buffer), words);
+    t.key("Escape");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    assert_eq!(
+        pane_flag(&t, "mouse_sgr_flag"),
+        "0",
+        "capture is off after quit"
+    );
+    assert_eq!(pane_flag(&t, "mouse_any_flag"), "0");
+
+    // --no-mouse: capture stays off, so the terminal keeps its selection, and a mouse report
+    // typed in anyway selects nothing.
+    t.run("clear");
+    t.run(&format!(
+        "{BIN} --db {} --no-mouse; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    let screen = t.wait_for("History · team:web · node_version @ global");
+    assert_eq!(
+        pane_flag(&t, "mouse_sgr_flag"),
+        "0",
+        "--no-mouse captures nothing"
+    );
+    assert_eq!(pane_flag(&t, "mouse_any_flag"), "0");
+    sgr_click(&t, cell_of(&screen, "user:42 · package_manager = npm", 0));
+    // Keys are handled in order: once j moved the selection, the click has been handled.
+    t.type_text("j");
+    t.wait_for("History · user:42 · formatter @ global");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}

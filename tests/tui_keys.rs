@@ -70,11 +70,12 @@ fn enter_opens_history_tab_switches_pane_esc_goes_back() {
     assert_eq!(s.app.focus, Focus::Detail);
     assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::None);
     assert_eq!(s.app.focus, Focus::List);
+    select(&mut s, "user:42 · formatter @ global");
     s.app.handle_key(key(KeyCode::Tab));
     assert_eq!(s.app.focus, Focus::Detail);
-    // j scrolls the history pane instead of moving the list.
+    // j selects the next event of the timeline instead of moving the list.
     assert_eq!(s.app.handle_key(ch('j')), Action::None);
-    assert_eq!(s.app.detail_scroll, 1);
+    assert_eq!(s.app.event_cursor, 1);
     s.app.handle_key(key(KeyCode::BackTab));
     assert_eq!(s.app.focus, Focus::List);
 }
@@ -1108,4 +1109,322 @@ fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
     let events: Vec<&str> = h.iter().map(|e| e.event.as_str()).collect();
     assert_eq!(events, ["set", "set", "set", "reverted"]);
     assert!(f.store().check().unwrap().ok);
+}
+
+// ---- The timeline's events, the event popup, copying, the mouse (issue 13, items 8–10) ----
+
+use crossterm::event::{Event, MouseButton, MouseEvent, MouseEventKind};
+
+const NPM_WORDS: &str = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
+const PNPM_WORDS: &str = "以后新建前端项目，默认用 pnpm。";
+
+#[test]
+fn history_pane_selects_events_and_enter_shows_one_whole() {
+    let f = Fixture::incident();
+    // At 60×15 the history pane has the whole body when it has the focus.
+    let mut s = f.session(60, 15);
+    select(&mut s, "user:42 · package_manager @ global");
+    // In the list, j moves the list; Tab gives the history pane the focus and its keys.
+    s.handle_key(key(KeyCode::Tab));
+    assert_eq!(s.app.focus, Focus::Detail);
+    assert_eq!(s.app.event_cursor, 0);
+    assert_eq!(s.app.handle_key(ch('j')), Action::None);
+    assert_eq!(s.app.event_cursor, 1);
+    // It stops at the last event and goes back with k.
+    let events = s.app.detail.as_ref().expect("a timeline").history.len();
+    for _ in 0..events + 3 {
+        s.handle_key(ch('j'));
+    }
+    assert_eq!(s.app.event_cursor, events - 1);
+    s.handle_key(key(KeyCode::Home));
+    assert_eq!(s.app.event_cursor, 0);
+    s.handle_key(ch('j'));
+    // Enter opens the selected event (v2, npm) in a popup with the words exactly as stored.
+    assert_eq!(s.app.handle_key(key(KeyCode::Enter)), Action::None);
+    let Some(Dialog::Event(d)) = s.app.dialogs.last() else {
+        panic!("no event popup: {:?}", s.app.dialogs)
+    };
+    assert_eq!(d.event.version, Some(2));
+    assert_eq!(d.event.raw.as_deref(), Some(NPM_WORDS));
+    // Drawn whole, wrapped: the popup's lines, read in order, hold every character of the
+    // words (the CJK line breaks fall between characters).
+    let screen = render(&mut s, 60, 15);
+    let inside: String = screen
+        .lines()
+        .filter_map(|l| Some(&l[l.find('│')? + '│'.len_utf8()..l.rfind('│')?]))
+        .flat_map(|l| l.chars().filter(|c| !c.is_whitespace()))
+        .collect();
+    let words: String = NPM_WORDS.chars().filter(|c| !c.is_whitespace()).collect();
+    assert!(inside.contains(&words), "the words are cut:\n{screen}");
+    assert!(screen.contains("thread:23/message:14"), "{screen}");
+    // c copies the words, exactly; Esc closes the popup and the history pane keeps its event.
+    assert_eq!(s.app.handle_key(ch('c')), Action::Copy(NPM_WORDS.into()));
+    s.handle_key(key(KeyCode::Esc));
+    assert!(s.app.dialogs.is_empty());
+    assert_eq!(s.app.event_cursor, 1);
+    // In the history pane c copies the selected event's value; in the list, the record's.
+    s.handle_key(ch('k'));
+    assert_eq!(s.app.handle_key(ch('c')), Action::Copy("pnpm".into()));
+    s.handle_key(key(KeyCode::Enter));
+    assert_eq!(s.app.handle_key(ch('c')), Action::Copy(PNPM_WORDS.into()));
+    s.handle_key(key(KeyCode::Esc));
+    s.handle_key(key(KeyCode::Esc));
+    assert_eq!(s.app.focus, Focus::List);
+    assert_eq!(s.app.handle_key(ch('c')), Action::Copy("npm".into()));
+}
+
+#[test]
+fn a_long_event_scrolls_in_its_popup() {
+    let f = Fixture::story();
+    let words = (1..=60)
+        .map(|i| format!("第{i}条：保留现有的锁文件。"))
+        .collect::<String>();
+    f.write(&format!(
+        r#"{{"subject":"user:42","predicate":"lint","value":{{"rules":{{"semi":["error","always"],"quotes":["error","double"]}},"ignore":["dist/","build/","coverage/"]}},"scope":"global","source":"thread:61/message:7","raw":"{words}"}}"#
+    ));
+    let mut s = f.session(60, 15);
+    select(&mut s, "user:42 · lint @ global");
+    s.handle_key(key(KeyCode::Tab));
+    s.handle_key(key(KeyCode::Enter));
+    let scroll = |s: &memscope::tui::Session| match s.app.dialogs.last() {
+        Some(Dialog::Event(d)) => d.scroll,
+        other => panic!("no event popup: {other:?}"),
+    };
+    assert_eq!(scroll(&s), 0);
+    s.handle_key(ch('j'));
+    assert_eq!(scroll(&s), 1);
+    // It stops where the text ends: k right after moves back at once.
+    for _ in 0..500 {
+        s.handle_key(ch('j'));
+    }
+    let end = scroll(&s);
+    assert!(end > 10, "60 lines of words take more than a screen: {end}");
+    let screen = render(&mut s, 60, 15);
+    assert!(
+        screen.contains("\"coverage/\""),
+        "the JSON's end:\n{screen}"
+    );
+    s.handle_key(ch('k'));
+    assert_eq!(scroll(&s), end - 1);
+    // c copies all of the words, which no screen shows at once.
+    assert_eq!(s.app.handle_key(ch('c')), Action::Copy(words));
+}
+
+/// Decodes standard base64 (the test's own, independent of the encoder under test).
+fn decode_base64(text: &str) -> Vec<u8> {
+    let alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in text.chars().filter(|c| *c != '=') {
+        let v = alphabet.find(c).expect("a base64 character") as u32;
+        bits = (bits << 6) | v;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+            bits &= (1 << n) - 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn copy_writes_osc_52_with_the_exact_text_base64_encoded() {
+    let f = Fixture::story();
+    let mut s = f.session(120, 32);
+    // Hostile text: escapes and newlines travel inside the base64, never raw.
+    let text = format!("{NPM_WORDS}\n\u{1b}[2J\u{7}end");
+    s.perform(Action::Copy(text.clone()));
+    let out = s.take_output();
+    assert!(
+        out.starts_with(b"\x1b]52;c;") && out.ends_with(b"\x07"),
+        "{out:?}"
+    );
+    let payload = std::str::from_utf8(&out[7..out.len() - 1]).expect("ASCII");
+    assert!(payload
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)));
+    assert_eq!(decode_base64(payload), text.as_bytes());
+    let toast = s.app.toast.clone().expect("a confirmation");
+    let n = text.chars().count();
+    assert_eq!(
+        toast.text,
+        format!("copied {n} characters to the clipboard (OSC 52)")
+    );
+    assert!(!toast.error);
+    assert!(s.take_output().is_empty(), "written once");
+    // Too large for a terminal to take: refused, said, nothing written.
+    s.perform(Action::Copy(
+        "x".repeat(memscope::tui::clipboard::COPY_LIMIT + 1),
+    ));
+    assert!(s.take_output().is_empty());
+    let toast = s.app.toast.clone().expect("a refusal");
+    assert!(
+        toast.error && toast.text.contains("not copied"),
+        "{}",
+        toast.text
+    );
+}
+
+fn mouse(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
+    MouseEvent {
+        kind,
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    }
+}
+
+fn click(column: u16, row: u16) -> MouseEvent {
+    mouse(MouseEventKind::Down(MouseButton::Left), column, row)
+}
+
+/// The (column, row) where `text` is drawn on `screen` (one line per row), right of `from`.
+fn find(screen: &str, text: &str, from: usize) -> (u16, u16) {
+    for (y, line) in screen.lines().enumerate() {
+        let line: String = line.chars().skip(1).collect(); // TestBackend's opening quote
+        let chars: Vec<char> = line.chars().collect();
+        let cols: String = chars.iter().skip(from).collect();
+        if let Some(i) = cols.find(text) {
+            let x = from + cols[..i].chars().count();
+            return (x as u16, y as u16);
+        }
+    }
+    panic!("{text:?} is not on screen:\n{screen}");
+}
+
+#[test]
+fn mouse_clicks_select_rows_tabs_panes_and_the_wheel_scrolls() {
+    let f = Fixture::incident();
+    let mut s = f.session(120, 32);
+    let screen = render(&mut s, 120, 32);
+    // A click on a list row selects it (the loop performs the move).
+    let (x, y) = find(&screen, "user:7 · formatter = prettier", 0);
+    let action = s.app.handle_mouse(click(x, y));
+    assert_eq!(action, Action::Move(Motion::Down(1)));
+    s.perform(action);
+    assert_eq!(selected_label(&s), "user:7 · formatter @ global");
+    let (x, y) = find(&screen, "user:42 · package_manager = npm", 0);
+    s.handle_event(Event::Mouse(click(x, y)));
+    assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
+    assert_eq!(s.app.focus, Focus::List);
+    // A click on an event of the history pane focuses it and selects that event.
+    let screen = render(&mut s, 120, 32);
+    let (x, y) = find(&screen, "set       v2", 60);
+    s.handle_event(Event::Mouse(click(x, y)));
+    assert_eq!(s.app.focus, Focus::Detail);
+    let d = s.app.detail.as_ref().expect("a timeline");
+    assert_eq!(d.history[s.app.event_cursor].version, Some(2));
+    s.handle_key(key(KeyCode::Enter));
+    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
+    // With a dialog open, clicks do nothing underneath; the popup takes the wheel.
+    let screen = render(&mut s, 120, 32);
+    s.handle_event(Event::Mouse(click(2, 1)));
+    assert_eq!(s.app.tab, Tab::Memories);
+    s.handle_key(key(KeyCode::Esc));
+    // A click on the list pane gives it the focus back; one on a tab opens the tab.
+    s.handle_event(Event::Mouse(click(0, 10)));
+    assert_eq!(s.app.focus, Focus::List);
+    let (x, y) = find(&screen, "2 Pending", 0);
+    assert_eq!(
+        s.app.handle_mouse(click(x, y)),
+        Action::ShowTab(Tab::Pending)
+    );
+    assert_eq!(s.app.tab, Tab::Pending);
+    let (x, y) = find(&screen, "5 Reads", 0);
+    s.handle_event(Event::Mouse(click(x + 2, y)));
+    assert_eq!(s.app.tab, Tab::Reads);
+    // On the Reads tab a click picks the read drawn there (two lines each).
+    let screen = render(&mut s, 120, 32);
+    let (x, y) = find(&screen, "web-app", 0);
+    s.handle_event(Event::Mouse(click(x, y + 1)));
+    let read = s.app.selected_read().expect("a read");
+    assert_eq!(read.repo.as_deref(), Some("web-app"));
+    // The wheel moves the pane under the pointer, which need not have the focus.
+    s.handle_event(Event::Mouse(click(find(&screen, "1 Current view", 0).0, 1)));
+    assert_eq!(s.app.tab, Tab::Memories);
+    let down = mouse(MouseEventKind::ScrollDown, 5, 10);
+    assert_eq!(
+        s.app.handle_mouse(down),
+        Action::Move(Motion::Down(3)),
+        "the list under the pointer"
+    );
+    let up = mouse(MouseEventKind::ScrollUp, 5, 10);
+    assert_eq!(s.app.handle_mouse(up), Action::Move(Motion::Up(3)));
+    select(&mut s, "user:42 · package_manager @ global");
+    assert_eq!(s.app.focus, Focus::List);
+    s.handle_event(Event::Mouse(mouse(MouseEventKind::ScrollDown, 90, 10)));
+    assert_eq!(
+        s.app.event_cursor,
+        3.min(s.app.detail.as_ref().map_or(0, |d| d.history.len() - 1))
+    );
+    assert_eq!(
+        s.app.focus,
+        Focus::List,
+        "the wheel does not move the focus"
+    );
+}
+
+#[test]
+fn mouse_off_ignores_mouse_events_and_no_coordinates_panic() {
+    let f = Fixture::story();
+    let mut s = f.session(120, 32);
+    let screen = render(&mut s, 120, 32);
+    let (x, y) = find(&screen, "2 Pending", 0);
+    s.mouse = false;
+    s.handle_event(Event::Mouse(click(x, y)));
+    assert_eq!(
+        s.app.tab,
+        Tab::Memories,
+        "--no-mouse: the terminal keeps the mouse"
+    );
+    s.mouse = true;
+    // Any point, any size, any pane: no panic.
+    for (w, h) in [(1, 1), (3, 2), (20, 5), (60, 15), (80, 24), (120, 32)] {
+        s.resize(w, h);
+        for keys in ["1", "2", "3", "4", "5", "1\t"] {
+            press(&mut s, keys.trim_end_matches('\t'));
+            if keys.ends_with('\t') {
+                s.handle_key(key(KeyCode::Tab));
+            }
+            for y in (0..h + 3).step_by(1) {
+                for x in (0..w + 3).step_by(3) {
+                    for kind in [
+                        MouseEventKind::Down(MouseButton::Left),
+                        MouseEventKind::ScrollDown,
+                        MouseEventKind::ScrollUp,
+                    ] {
+                        s.handle_event(Event::Mouse(mouse(kind, x, y)));
+                    }
+                }
+            }
+            s.handle_event(Event::Mouse(click(u16::MAX, u16::MAX)));
+            render(&mut s, w, h);
+            s.handle_key(key(KeyCode::Esc));
+        }
+    }
+}
+
+#[test]
+fn the_event_popup_shows_hostile_text_escaped() {
+    let f = Fixture::story();
+    f.write(
+        r#"{"subject":"user:42","predicate":"shell","value":{"cmd":"echo \u001b]0;pwned\u0007"},"scope":"global","source":"thread:1/message:2","raw":"clear the screen \u001b[2J\u001b[H then\nring \u0007 twice"}"#,
+    );
+    let mut s = f.session(100, 30);
+    select(&mut s, "user:42 · shell @ global");
+    s.handle_key(key(KeyCode::Tab));
+    s.handle_key(key(KeyCode::Enter));
+    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
+    let screen = render(&mut s, 100, 30);
+    assert!(
+        !screen.chars().any(|c| c.is_control() && c != '\n'),
+        "a control character reached the screen:\n{screen}"
+    );
+    assert!(screen.contains("clear the screen �[2J�[H then"), "{screen}");
+    assert!(screen.contains("ring � twice"), "{screen}");
+    // The copy is the stored text, exactly: the escapes travel inside the base64.
+    let raw = "clear the screen \u{1b}[2J\u{1b}[H then\nring \u{7} twice";
+    assert_eq!(s.app.handle_key(ch('c')), Action::Copy(raw.into()));
 }

@@ -157,6 +157,8 @@ fn explain_dialog() {
     select(&mut s, "user:42 · package_manager @ task:fix-lockfile-123");
     press(&mut s, "elegacy-dashboard");
     assert_snapshot!(render(&mut s, W, H));
+    // Narrow: each scope's source and date wrap below it instead of being cut.
+    assert_snapshot!("explain_dialog_60x15", render(&mut s, 60, 15));
 }
 
 #[test]
@@ -315,6 +317,8 @@ fn every_size_down_to_1x1_draws_without_panic() {
         "m",
         "\u{1b}v",
         "\u{1b}5/cur",
+        // The history pane, an event in full.
+        "\u{1b}\u{1b}1\t\n",
     ];
     for keys in screens {
         for c in keys.chars() {
@@ -322,6 +326,8 @@ fn every_size_down_to_1x1_draws_without_panic() {
                 s.handle_key(key(KeyCode::Esc));
             } else if c == '\n' {
                 s.handle_key(key(KeyCode::Enter));
+            } else if c == '\t' {
+                s.handle_key(key(KeyCode::Tab));
             } else {
                 s.handle_key(ch(c));
             }
@@ -332,4 +338,21 @@ fn every_size_down_to_1x1_draws_without_panic() {
             }
         }
     }
+}
+
+#[test]
+fn event_popup_with_chinese_words_and_a_long_json_value() {
+    let f = Fixture::demo();
+    f.write(
+        r#"{"subject":"user:42","predicate":"lint_config","value":{"extends":["eslint:recommended","plugin:@typescript-eslint/recommended"],"rules":{"semi":["error","always"],"quotes":["error","double",{"avoidEscape":true}],"no-console":"warn"},"ignorePatterns":["dist/","build/","coverage/","node_modules/"]},"scope":"global","source":"thread:61/message:7","raw":"这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。lint 规则照旧：分号必须有，字符串用双引号，console 只警告；dist、build、coverage 都不检查。"}"#,
+    );
+    let mut s = f.session(100, 30);
+    select(&mut s, "user:42 · lint_config @ global");
+    s.handle_key(key(KeyCode::Tab));
+    s.handle_key(key(KeyCode::Enter));
+    assert_snapshot!("event_popup_100x30", render(&mut s, 100, 30));
+    assert_snapshot!("event_popup_60x15", render(&mut s, 60, 15));
+    // Longer than the screen: it scrolls, and the title says where the view is.
+    press(&mut s, "jjjjjjjjjjjj");
+    assert_snapshot!("event_popup_60x15_scrolled", render(&mut s, 60, 15));
 }

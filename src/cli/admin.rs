@@ -291,7 +291,7 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
 }
 
 /// Builds the demo database fresh (at `--db`, else the data directory's demo.db).
-pub fn demo(db: Option<PathBuf>, no_tui: bool) -> Result<i32> {
+pub fn demo(db: Option<PathBuf>, no_tui: bool, mouse: crate::tui::Mouse) -> Result<i32> {
     let path = db.unwrap_or_else(|| data_dir().join("demo.db"));
     if path.exists() {
         let mut store_probe = Store::open(&path, OpenMode::Existing).with_context(|| {
@@ -325,7 +325,7 @@ pub fn demo(db: Option<PathBuf>, no_tui: bool) -> Result<i32> {
         outln!("open it with: memscope --db {} tui", path.display());
         return Ok(EXIT_OK);
     }
-    crate::tui::run(store)
+    crate::tui::run(store, mouse)
 }
 
 fn is_demo(store: &Store) -> Result<bool> {

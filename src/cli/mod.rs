@@ -153,6 +153,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
 
+    /// UI: leave the mouse to the terminal (its own text selection), no wheel or clicks
+    #[arg(long)]
+    pub no_mouse: bool,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -160,8 +164,14 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Open the terminal UI
-    #[command(after_help = "Example:\n  memscope --db ~/.local/share/memscope/demo.db tui")]
-    Tui,
+    #[command(
+        after_help = "Example:\n  memscope --db ~/.local/share/memscope/demo.db tui --no-mouse"
+    )]
+    Tui {
+        /// Leave the mouse to the terminal (its own text selection), no wheel or clicks
+        #[arg(long)]
+        no_mouse: bool,
+    },
     /// Build the demo database through the real write path, then open the UI
     #[command(
         after_help = "Example:\n  memscope demo --no-tui   # builds ~/.local/share/memscope/demo.db"
@@ -170,6 +180,9 @@ pub enum Command {
         /// Only build it and print a summary
         #[arg(long)]
         no_tui: bool,
+        /// Leave the mouse to the terminal (its own text selection), no wheel or clicks
+        #[arg(long)]
+        no_mouse: bool,
     },
     /// Create an empty database
     #[command(after_help = "Example:\n  memscope --db ~/work/agents.db init")]
@@ -328,15 +341,27 @@ pub fn run(cli: Cli) -> Result<i32> {
     let named = named_database(cli.db.clone()).is_some();
     let path = database_path(cli.db.clone());
     let open = |mode: OpenMode| Store::open(&path, mode);
+    // Capture is the default; `--no-mouse` before or after the command turns it off.
+    let mouse = |sub: bool| {
+        if cli.no_mouse || sub {
+            crate::tui::Mouse::Off
+        } else {
+            crate::tui::Mouse::Capture
+        }
+    };
     match cli.command {
         // The default database is where agents write: the UI creates it and welcomes the user.
         // A path the user named must exist — a typo must not become a new, empty database.
-        None | Some(Command::Tui) => crate::tui::run(open(if named {
-            OpenMode::Existing
-        } else {
-            OpenMode::Create
-        })?),
-        Some(Command::Demo { no_tui }) => admin::demo(cli.db, no_tui),
+        None | Some(Command::Tui { .. }) => {
+            let no_mouse = matches!(cli.command, Some(Command::Tui { no_mouse: true }));
+            let store = open(if named {
+                OpenMode::Existing
+            } else {
+                OpenMode::Create
+            })?;
+            crate::tui::run(store, mouse(no_mouse))
+        }
+        Some(Command::Demo { no_tui, no_mouse }) => admin::demo(cli.db, no_tui, mouse(no_mouse)),
         Some(Command::Init) => admin::init(&path),
         Some(Command::Write(args)) => write::write(|| open(OpenMode::Create), args),
         Some(Command::Apply { file }) => write::apply(&mut open(OpenMode::Create)?, &file),

@@ -5,6 +5,7 @@
 use super::incident::{AsOfDialog, ReadsState, RescopeDialog, RevertDialog, TimelineMark};
 use super::keymap::{self, Command, Context};
 use super::list::{FilterResults, ListItem, MemoryList, Motion};
+use super::timeline::EventDialog;
 use super::worker::HeaderCounts;
 use crate::model::{
     parse_context_id, ContextKind, DeletePreview, DeleteTarget, HistoryEvent, Identity,
@@ -94,6 +95,8 @@ pub enum Action {
     PreviewRescope,
     /// The revert dialog on top needs the earlier versions and what each would do.
     PreviewRevert,
+    /// Put this text on the clipboard (OSC 52, written to the terminal by the loop).
+    Copy(String),
 }
 
 /// The selected record's history and its other scopes.
@@ -250,6 +253,7 @@ pub enum Dialog {
     AsOf(AsOfDialog),
     Rescope(RescopeDialog),
     Revert(RevertDialog),
+    Event(EventDialog),
     Message { title: String, text: String },
 }
 
@@ -264,6 +268,7 @@ impl Dialog {
             Dialog::Rescope(d) if d.editing => Context::RescopeInput,
             Dialog::Rescope(_) => Context::Rescope,
             Dialog::Revert(_) => Context::Revert,
+            Dialog::Event(_) => Context::Event,
             Dialog::Message { .. } => Context::Message,
         }
     }
@@ -295,6 +300,10 @@ pub struct App {
     pub filter: FilterState,
     pub detail: Option<Detail>,
     pub detail_scroll: usize,
+    /// The selected event of the history pane's timeline …
+    pub event_cursor: usize,
+    /// … and the identity of that timeline (a refresh of the same one keeps the event).
+    pub shown_identity: Option<Identity>,
     pub pending: Vec<PendingItem>,
     pub pending_cursor: usize,
     pub pending_preview: Option<PendingPreview>,
@@ -327,6 +336,8 @@ impl App {
             filter: FilterState::default(),
             detail: None,
             detail_scroll: 0,
+            event_cursor: 0,
+            shown_identity: None,
             pending: Vec::new(),
             pending_cursor: 0,
             pending_preview: None,
@@ -350,6 +361,12 @@ impl App {
             return vec![Context::Filter];
         }
         match self.tab {
+            Tab::Memories if self.focus == Focus::Detail => vec![
+                Context::History,
+                Context::Memories,
+                Context::Lists,
+                Context::Global,
+            ],
             Tab::Memories => vec![Context::Memories, Context::Lists, Context::Global],
             Tab::Pending => vec![Context::Pending, Context::Lists, Context::Global],
             Tab::Tombstones => vec![Context::Tombstones, Context::Lists, Context::Global],
@@ -446,13 +463,14 @@ impl App {
             Some(Dialog::AsOf(_)) => return self.as_of_key(cmd),
             Some(Dialog::Rescope(_)) => return self.rescope_key(cmd, &key),
             Some(Dialog::Revert(_)) => return self.revert_key(cmd, &key),
+            Some(Dialog::Event(_)) => return self.event_key(cmd),
             _ => {}
         }
         let Some(dialog) = self.dialogs.last_mut() else {
             return Action::None;
         };
         match dialog {
-            Dialog::AsOf(_) | Dialog::Rescope(_) | Dialog::Revert(_) => {}
+            Dialog::AsOf(_) | Dialog::Rescope(_) | Dialog::Revert(_) | Dialog::Event(_) => {}
             Dialog::Help { scroll } => match cmd {
                 Some(Command::Cancel) => {
                     self.dialogs.pop();
@@ -560,7 +578,7 @@ impl App {
                         Focus::List => Focus::Detail,
                         Focus::Detail => Focus::List,
                     };
-                    self.detail_scroll = 0;
+                    self.follow_event();
                 }
                 Action::None
             }
@@ -577,7 +595,7 @@ impl App {
                 },
                 Some(ListItem::Record { .. }) => {
                     self.focus = Focus::Detail;
-                    self.detail_scroll = 0;
+                    self.follow_event();
                     Action::None
                 }
                 None => Action::None,
@@ -614,6 +632,8 @@ impl App {
             Command::Explain => self.explain(),
             Command::Rescope => self.rescope(),
             Command::Revert => self.revert(),
+            Command::OpenEvent => self.open_event(),
+            Command::Copy => self.copy(),
             // Reads-tab commands run in `reads_command`; dialog and filter-line commands where
             // those have the focus.
             Command::CycleSince
@@ -634,13 +654,19 @@ impl App {
         }
     }
 
-    fn show(&mut self, tab: Tab) -> Action {
+    pub(super) fn show(&mut self, tab: Tab) -> Action {
         self.tab = tab;
         self.focus = Focus::List;
         Action::ShowTab(tab)
     }
 
     fn motion(&mut self, m: Motion) -> Action {
+        self.motion_in(self.focus, m)
+    }
+
+    /// Moves in one pane of the current tab (the focused one for keys, the one under the
+    /// pointer for the mouse wheel).
+    pub(super) fn motion_in(&mut self, pane: Focus, m: Motion) -> Action {
         let page = self.page();
         let step = |cursor: &mut usize, len: usize| {
             let last = len.saturating_sub(1);
@@ -653,24 +679,42 @@ impl App {
                 Motion::End => last,
             };
         };
-        // Scrollable panes stop about where their text ends.
-        let detail_lines = self
-            .detail
-            .as_ref()
-            .map_or(1, |d| d.history.len() + d.others.len() + 10);
+        // The check report stops about where its text ends.
         let check_lines = match &self.check {
             CheckState::Done(r) => r.violations.len() + 3 * r.health.len() + r.metrics.len() + 12,
             _ => 1,
         };
-        match (self.tab, self.focus) {
+        match (self.tab, pane) {
             (Tab::Memories, Focus::List) => return Action::Move(m),
-            (Tab::Memories, Focus::Detail) => step(&mut self.detail_scroll, detail_lines),
+            (Tab::Memories, Focus::Detail) => self.move_event(m),
             (Tab::Pending, _) => step(&mut self.pending_cursor, self.pending.len()),
             (Tab::Tombstones, _) => step(&mut self.tomb_cursor, self.tombstones.len()),
             (Tab::Check, _) => step(&mut self.check_scroll, check_lines),
             (Tab::Reads, _) => step(&mut self.reads.cursor, self.reads.rows.len()),
         }
         Action::None
+    }
+
+    /// `c`: the selected value, exactly as stored, for the clipboard.
+    fn copy(&mut self) -> Action {
+        let text = match (self.tab, self.focus) {
+            (Tab::Memories, Focus::List) => self
+                .list
+                .selected_record()
+                .map(|r| super::clipboard::value_text(&r.value)),
+            (Tab::Memories, Focus::Detail) => self.event_value(),
+            (Tab::Pending, _) => self
+                .selected_pending()
+                .map(|p| super::clipboard::value_text(&p.value)),
+            _ => None,
+        };
+        match text {
+            Some(text) => Action::Copy(text),
+            None => {
+                self.info("nothing selected here holds a value to copy");
+                Action::None
+            }
+        }
     }
 
     /// Curation keys on a read-only file explain themselves instead of failing later.

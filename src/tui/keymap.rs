@@ -10,6 +10,8 @@ pub enum Context {
     Global,
     Lists,
     Memories,
+    /// The history pane of the current view, when it has the focus.
+    History,
     Pending,
     Tombstones,
     Reads,
@@ -21,6 +23,7 @@ pub enum Context {
     Rescope,
     RescopeInput,
     Revert,
+    Event,
     Help,
     Message,
 }
@@ -31,6 +34,7 @@ impl Context {
             Context::Global => "Everywhere",
             Context::Lists => "Lists",
             Context::Memories => "Current view (1)",
+            Context::History => "History pane (Tab, or Enter on a record)",
             Context::Pending => "Pending queue (2)",
             Context::Tombstones => "Tombstones (3)",
             Context::Reads => "Reads (5): what agents were told",
@@ -42,16 +46,18 @@ impl Context {
             Context::Rescope => "Rescope dialog (m)",
             Context::RescopeInput => "Rescope dialog, typing the target (e)",
             Context::Revert => "Revert dialog (v)",
+            Context::Event => "An event in full (Enter on an event)",
             Context::Help => "Help",
             Context::Message => "Message",
         }
     }
 
     /// The order of sections in the help overlay.
-    pub const HELP_ORDER: [Context; 15] = [
+    pub const HELP_ORDER: [Context; 17] = [
         Context::Global,
         Context::Lists,
         Context::Memories,
+        Context::History,
         Context::Pending,
         Context::Tombstones,
         Context::Reads,
@@ -63,6 +69,7 @@ impl Context {
         Context::Rescope,
         Context::RescopeInput,
         Context::Revert,
+        Context::Event,
         Context::Help,
     ];
 }
@@ -105,6 +112,10 @@ pub enum Command {
     GoToRecord,
     Rescope,
     Revert,
+    /// History pane: open the selected event in full.
+    OpenEvent,
+    /// Copy the selected value (in the event popup: the raw words) with OSC 52.
+    Copy,
     Confirm,
     Cancel,
     NextChoice,
@@ -207,6 +218,12 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Revert, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::NextChoice, "an older version", Some("version")),
     b(X::Revert, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::PrevChoice, "a newer version", None),
     b(X::Revert, DIGITS, "0-9", C::Digit, "choose a version by its number", Some("version no.")),
+    b(X::Event, &[Char('c')], "c", C::Copy, "copy the raw words (else the value) to the clipboard (OSC 52)", Some("copy words")),
+    b(X::Event, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "scroll down", Some("scroll")),
+    b(X::Event, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "scroll up", None),
+    b(X::Event, &[Code(KeyCode::PageDown), Char(' ')], "PgDn", C::PageDown, "page down", None),
+    b(X::Event, &[Code(KeyCode::PageUp)], "PgUp", C::PageUp, "page up", None),
+    b(X::Event, &[Code(KeyCode::Esc), Code(KeyCode::Enter), Char('q')], "Esc/Enter/q", C::Cancel, "close", Some("close")),
     b(X::Help, &[Code(KeyCode::Esc), Char('?'), Char('q')], "Esc/?/q", C::Cancel, "close the help", Some("close")),
     b(X::Help, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "scroll down", Some("scroll")),
     b(X::Help, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "scroll up", None),
@@ -225,11 +242,17 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Memories, &[Char('e')], "e", C::Explain, "explain: the resolution chain for a repo/task", Some("explain")),
     b(X::Memories, &[Char('m')], "m", C::Rescope, "rescope: move a mis-scoped value where it belongs (y confirms)", Some("rescope")),
     b(X::Memories, &[Char('v')], "v", C::Revert, "revert: make an earlier value current again, as a new version", Some("revert")),
+    b(X::Memories, &[Char('c')], "c", C::Copy, "copy the value (OSC 52 clipboard; tmux: set -g set-clipboard on)", Some("copy")),
+    b(X::History, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "select the next (newer) event", None),
+    b(X::History, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "select the previous (older) event", Some("event")),
+    b(X::History, &[Code(KeyCode::Enter)], "Enter", C::OpenEvent, "the event in full: words, whole value, source, causal_seq, times", Some("full event")),
+    b(X::History, &[Char('c')], "c", C::Copy, "copy the selected event's value to the clipboard (OSC 52)", Some("copy")),
     b(X::Pending, &[Char('g')], "g", C::ResolveGlobal, "write the selected item to global (a confirm states the effect)", Some("global")),
     b(X::Pending, &[Char('r')], "r", C::ResolveRepo, "write it to its repo candidate (after a confirm)", Some("repo")),
     b(X::Pending, &[Char('t')], "t", C::ResolveTask, "write it to its task candidate (after a confirm)", Some("task")),
     b(X::Pending, &[Char('x')], "x", C::Reject, "reject it: nothing is written (after a confirm)", Some("reject")),
     b(X::Pending, &[Char('e')], "e", C::Explain, "explain its subject and predicate", None),
+    b(X::Pending, &[Char('c')], "c", C::Copy, "copy its value to the clipboard (OSC 52)", None),
     b(X::Tombstones, &[Char('u')], "u", C::Restore, "restore the selected tombstone (after a confirm)", Some("restore")),
     b(X::Tombstones, &[Char('e')], "e", C::Explain, "explain its subject and predicate", None),
     b(X::Reads, &[Code(KeyCode::Enter)], "Enter", C::ExplainRead, "the explain chain as it stood when the agent read", Some("as of then")),
@@ -282,13 +305,16 @@ pub fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Command> {
 }
 
 /// How much a footer hint matters (lower first): the pane's own keys in table order, then
-/// quit and filter, then the keys anyone guesses (moving, panes, the numbered tabs the tab
+/// quit and filter, then copying a list's value and the keys anyone guesses (moving, panes, the numbered tabs the tab
 /// bar already shows). Help comes last and is never dropped: it leads to everything else.
 fn footer_rank(b: &Binding) -> u8 {
     match (b.context, b.command) {
         (_, Command::Help) => u8::MAX,
         (Context::Global, Command::Quit) => 1,
         (Context::Global, Command::Filter) => 2,
+        // Copying a list's value is handy, not the pane's purpose (in the history pane and
+        // the event popup it keeps its pane's rank).
+        (Context::Memories | Context::Pending, Command::Copy) => 3,
         (Context::Lists, _) => 3,
         (Context::Global, Command::NextPane) => 4,
         (Context::Global, _) => 5,
@@ -316,7 +342,7 @@ pub fn hints(contexts: &[Context]) -> Vec<(&'static str, &'static str)> {
                 // The tab keys and the two move keys share one footer slot each.
                 let label = match b.command {
                     Command::ShowMemories => "1-5",
-                    Command::Up if b.context == Context::Lists => "j/k",
+                    Command::Up if matches!(b.context, Context::Lists | Context::History) => "j/k",
                     _ => b.label,
                 };
                 out.push((footer_rank(b), label, h));

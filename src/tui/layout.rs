@@ -2,7 +2,9 @@
 //! list on screen). Every size down to 1×1 gets a layout; small screens drop chrome first.
 
 use super::app::{Focus, Tab};
+use super::text::{thousands, width};
 use ratatui::layout::Rect;
+use std::ops::Range;
 
 pub struct Screen {
     pub header: Option<Rect>,
@@ -188,4 +190,49 @@ pub fn page(size: (u16, u16), tab: Tab, focus: Focus) -> usize {
     } else {
         lines
     }
+}
+
+/// The items of a list of `len` on screen in a pane `height` rows tall: the cursor's row is
+/// the last one when it is below the first screenful.
+pub fn window(len: usize, cursor: usize, height: usize) -> Range<usize> {
+    let height = height.max(1);
+    let start = (cursor + 1).saturating_sub(height);
+    start..(start + height).min(len)
+}
+
+/// The tab bar's titles, with the number of open pending items and of tombstones.
+pub fn tab_titles(pending: usize, tombstones: usize) -> [(Tab, String); 5] {
+    let count = |n: usize| {
+        if n > 0 {
+            format!(" ({})", thousands(n as i64))
+        } else {
+            String::new()
+        }
+    };
+    [
+        (Tab::Memories, "1 Current view".to_string()),
+        (Tab::Pending, format!("2 Pending{}", count(pending))),
+        (
+            Tab::Tombstones,
+            format!("3 Tombstones{}", count(tombstones)),
+        ),
+        (Tab::Check, "4 Check".to_string()),
+        (Tab::Reads, "5 Reads".to_string()),
+    ]
+}
+
+/// The tab whose title is `x` columns from the tab bar's left edge: each title is drawn as
+/// one space, then ` title `.
+pub fn tab_at(pending: usize, tombstones: usize, x: u16) -> Option<Tab> {
+    let x = usize::from(x);
+    let mut at = 0;
+    for (tab, title) in tab_titles(pending, tombstones) {
+        at += 1;
+        let w = width(&title) + 2;
+        if (at..at + w).contains(&x) {
+            return Some(tab);
+        }
+        at += w;
+    }
+    None
 }

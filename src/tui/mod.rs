@@ -7,17 +7,22 @@
 //! - `list`: the current view as a keyset-paged window; `worker`: the filter and slow loads
 //!   off the UI thread; `draw`: rendering, which only reads the state;
 //! - `incident`: the Reads tab, a read explained as of its time, the rescope and revert
-//!   dialogs (state and keys); `repair`: what a rescope or revert would do, from the store.
+//!   dialogs (state and keys); `repair`: what a rescope or revert would do, from the store;
+//! - `timeline`: the history pane's event cursor and the event popup; `clipboard`: `c` as an
+//!   OSC 52 sequence the loop writes; `mouse`: wheel and clicks, hit-tested with `layout`.
 
 pub mod app;
+pub mod clipboard;
 pub mod draw;
 pub mod incident;
 pub mod keymap;
 pub mod layout;
 pub mod list;
+mod mouse;
 pub mod repair;
 pub mod session;
 pub mod text;
+pub mod timeline;
 pub mod worker;
 
 pub use app::{Action, App, Curation, Focus, Tab};
@@ -34,16 +39,46 @@ pub const LIVE_POLL: Duration = Duration::from_millis(300);
 /// How often the loop looks for worker replies while background work runs.
 const BUSY_POLL: Duration = Duration::from_millis(10);
 
+/// Whether the UI takes the mouse. Capturing it gives the wheel and clicks to the UI and takes
+/// text selection from the terminal (most terminals still select with Shift held).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mouse {
+    Capture,
+    /// `--no-mouse`: the terminal keeps the mouse.
+    Off,
+}
+
 /// Restores the terminal however the UI ends: on drop (quit, error) and, through the panic hook
-/// `ratatui::try_init` chains in front of the previous one, on panic.
+/// `ratatui::try_init` chains in front of the previous one, on panic. Mouse capture is turned
+/// off on both paths too: a shell left in mouse mode prints escape codes on every click.
 struct TerminalGuard {
     terminal: DefaultTerminal,
+    mouse: Mouse,
+}
+
+fn release_mouse() {
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
 }
 
 impl TerminalGuard {
-    fn enter() -> Result<TerminalGuard> {
+    fn enter(mouse: Mouse) -> Result<TerminalGuard> {
         match ratatui::try_init() {
-            Ok(terminal) => Ok(TerminalGuard { terminal }),
+            Ok(terminal) => {
+                let guard = TerminalGuard { terminal, mouse };
+                if mouse == Mouse::Capture {
+                    // In front of ratatui's hook, which restores the rest.
+                    let previous = std::panic::take_hook();
+                    std::panic::set_hook(Box::new(move |info| {
+                        release_mouse();
+                        previous(info);
+                    }));
+                    crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture)
+                        .context(
+                            "cannot turn on mouse capture (memscope --no-mouse goes without)",
+                        )?;
+                }
+                Ok(guard)
+            }
             Err(e) => {
                 ratatui::restore();
                 Err(e).context(
@@ -56,14 +91,17 @@ impl TerminalGuard {
 
 impl Drop for TerminalGuard {
     fn drop(&mut self) {
+        if self.mouse == Mouse::Capture {
+            release_mouse();
+        }
         let _ = self.terminal.show_cursor();
         ratatui::restore();
     }
 }
 
 /// Opens the UI on `store` and runs until the user quits; returns the exit code.
-pub fn run(store: Store) -> Result<i32> {
-    let mut guard = TerminalGuard::enter()?;
+pub fn run(store: Store, mouse: Mouse) -> Result<i32> {
+    let mut guard = TerminalGuard::enter(mouse)?;
     let size = guard.terminal.size()?;
     let mut session = Session::new(
         store,
@@ -71,6 +109,7 @@ pub fn run(store: Store) -> Result<i32> {
         (size.width, size.height),
         WorkerMode::Threads,
     )?;
+    session.mouse = mouse == Mouse::Capture;
     event_loop(&mut guard.terminal, &mut session)?;
     drop(guard);
     Ok(crate::cli::EXIT_OK)
@@ -96,6 +135,7 @@ fn event_loop(terminal: &mut DefaultTerminal, session: &mut Session) -> Result<(
                 if session.handle_event(event::read()?) {
                     return Ok(());
                 }
+                write_output(terminal, session);
                 if !event::poll(Duration::ZERO)? {
                     break;
                 }
@@ -111,5 +151,21 @@ fn event_loop(terminal: &mut DefaultTerminal, session: &mut Session) -> Result<(
             // Ages and the refresh time move on even when nothing changed.
             dirty = true;
         }
+    }
+}
+
+/// Writes what the session has for the terminal itself (an OSC 52 copy) between frames; a
+/// failure is the user's to know, so it becomes a toast.
+fn write_output(terminal: &mut DefaultTerminal, session: &mut Session) {
+    use std::io::Write;
+    let bytes = session.take_output();
+    if bytes.is_empty() {
+        return;
+    }
+    let backend = terminal.backend_mut();
+    if let Err(e) = backend.write_all(&bytes).and_then(|()| backend.flush()) {
+        session
+            .app
+            .error(format!("the copy could not be sent to the terminal: {e}"));
     }
 }

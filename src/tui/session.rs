@@ -40,6 +40,10 @@ pub struct Session {
     /// The row selected when a refresh re-ran the filter: reselected when the results land.
     filter_anchor: Option<ListRow>,
     narrow_cache: NarrowCache,
+    /// Whether mouse events are taken (`--no-mouse` leaves the mouse to the terminal).
+    pub mouse: bool,
+    /// Bytes for the terminal itself (an OSC 52 copy), written by the loop after the key.
+    output: Vec<u8>,
 }
 
 /// The rows' source for the current mode (disjoint borrows of the app's fields).
@@ -78,6 +82,8 @@ impl Session {
             loads_waiting: BTreeSet::new(),
             filter_anchor: None,
             narrow_cache: NarrowCache::default(),
+            mouse: true,
+            output: Vec::new(),
         };
         session.reload()?;
         let page = session.app.page();
@@ -97,6 +103,11 @@ impl Session {
             Event::Key(key) => self.handle_key(key),
             Event::Resize(w, h) => {
                 self.resize(w, h);
+                false
+            }
+            Event::Mouse(m) if self.mouse => {
+                let action = self.app.handle_mouse(m);
+                self.perform(action);
                 false
             }
             _ => false,
@@ -123,11 +134,18 @@ impl Session {
 
     pub fn resize(&mut self, width: u16, height: u16) {
         self.app.size = (width, height);
+        // The selected event stays in sight at the new size.
+        self.app.follow_event();
         let page = self.app.page();
         let src = source(&self.app.folded, &self.app.filter);
         if let Err(e) = self.app.list.fill(&src, &self.store, page) {
             self.app.error(format!("{e:#}"));
         }
+    }
+
+    /// What the loop must write to the terminal (and then flush), emptied by the call.
+    pub fn take_output(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.output)
     }
 
     /// Whether background work is still running (the loop then polls more often).
@@ -198,6 +216,17 @@ impl Session {
             Action::PreviewRevert => self.preview_revert(),
             Action::PreviewDelete(target) => self.submit(Job::Load(Load::DeletePreview(target))),
             Action::Apply(curation) => self.apply(curation)?,
+            Action::Copy(text) => match super::clipboard::osc52(&text) {
+                Ok(bytes) => {
+                    self.output.extend_from_slice(&bytes);
+                    let n = text.chars().count() as i64;
+                    self.app.info(format!(
+                        "copied {} to the clipboard (OSC 52)",
+                        plural(n, "character", "characters")
+                    ));
+                }
+                Err(why) => self.app.error(why),
+            },
             Action::Explain(q) => {
                 let result = self
                     .store
@@ -577,12 +606,19 @@ impl Session {
                     Some(rec) => {
                         let id = rec.identity();
                         if self.app.detail.as_ref().map(|d| &d.identity) != Some(&id) {
-                            self.app.detail_scroll = 0;
+                            let same = self.app.shown_identity.as_ref() == Some(&id);
                             // A highlighted version belongs to its identity's timeline only.
                             if self.app.mark.as_ref().is_some_and(|m| m.identity != id) {
                                 self.app.mark = None;
                             }
-                            self.app.detail = Some(self.load_detail(id, rec)?);
+                            self.app.detail = Some(self.load_detail(id.clone(), rec)?);
+                            // A refresh of the same timeline keeps the selected event.
+                            if same && self.app.mark.is_none() {
+                                self.app.follow_event();
+                            } else {
+                                self.app.reset_event_cursor();
+                            }
+                            self.app.shown_identity = Some(id);
                         }
                     }
                 }

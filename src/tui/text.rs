@@ -135,6 +135,17 @@ pub fn short_time(at: &str) -> String {
     }
 }
 
+/// `2026-11-20 10:04:31 UTC` from a stored RFC 3339 time: the event popup's exact form.
+pub fn full_time(at: &str) -> String {
+    match DateTime::parse_from_rfc3339(at) {
+        Ok(t) => t
+            .with_timezone(&Utc)
+            .format("%Y-%m-%d %H:%M:%S UTC")
+            .to_string(),
+        Err(_) => one_line(at),
+    }
+}
+
 /// `11-20 10:04` from a stored RFC 3339 time (UTC): the timeline's compact form.
 pub fn month_day_time(at: &str) -> String {
     match DateTime::parse_from_rfc3339(at) {
@@ -143,42 +154,87 @@ pub fn month_day_time(at: &str) -> String {
     }
 }
 
-/// `s` on lines of at most `max` columns, broken at spaces where it can be and anywhere in a
-/// word longer than a line (CJK text has no spaces).
+/// `s` on lines of at most `max` columns, broken at spaces where it can be, between two
+/// Chinese (or other wide) characters when a word does not fit (CJK text has no spaces), and
+/// anywhere in a word longer than a line.
 pub fn wrap(s: &str, max: usize) -> Vec<String> {
     let max = max.max(1);
     let mut lines = Vec::new();
     let mut line = String::new();
     let mut used = 0;
     for word in one_line(s).split(' ') {
-        let w = width(word);
-        let gap = usize::from(!line.is_empty());
-        if used + gap + w <= max {
-            if gap == 1 {
-                line.push(' ');
+        // A word that fits goes on whole; one that does not breaks between its units.
+        for (i, (unit, uw)) in break_units(word).iter().enumerate() {
+            let gap = if i == 0 {
+                usize::from(!line.is_empty())
+            } else {
+                0
+            };
+            if used + gap + uw <= max {
+                if gap == 1 {
+                    line.push(' ');
+                }
+                line.push_str(unit);
+                used += gap + uw;
+                continue;
             }
-            line.push_str(word);
-            used += gap + w;
-            continue;
-        }
-        if !line.is_empty() {
-            lines.push(std::mem::take(&mut line));
-            used = 0;
-        }
-        each_grapheme(word, |g, _, gw| {
-            if used + gw > max && !line.is_empty() {
+            if !line.is_empty() {
                 lines.push(std::mem::take(&mut line));
                 used = 0;
             }
-            line.push_str(g);
-            used += gw;
-            true
-        });
+            each_grapheme(unit, |g, _, gw| {
+                if used + gw > max && !line.is_empty() {
+                    lines.push(std::mem::take(&mut line));
+                    used = 0;
+                }
+                line.push_str(g);
+                used += gw;
+                true
+            });
+        }
     }
     if !line.is_empty() || lines.is_empty() {
         lines.push(line);
     }
     lines
+}
+
+/// A word's pieces a line may break between: each wide character alone, the narrow runs
+/// between them whole (`package-lock.json` stays one piece), with their widths.
+fn break_units(word: &str) -> Vec<(String, usize)> {
+    let mut units: Vec<(String, usize)> = Vec::new();
+    let mut run = String::new();
+    let mut run_w = 0;
+    each_grapheme(word, |g, _, gw| {
+        // Closing punctuation never starts a line: it stays with what it closes.
+        let closing = gw >= 2 && "，。、；：！？）」』》】".contains(g);
+        if closing && !run.is_empty() {
+            run.push_str(g);
+            units.push((std::mem::take(&mut run), run_w + gw));
+            run_w = 0;
+            return true;
+        }
+        if let (true, Some((last, lw))) = (closing, units.last_mut()) {
+            last.push_str(g);
+            *lw += gw;
+            return true;
+        }
+        if gw >= 2 {
+            if !run.is_empty() {
+                units.push((std::mem::take(&mut run), run_w));
+                run_w = 0;
+            }
+            units.push((g.to_string(), gw));
+        } else {
+            run.push_str(g);
+            run_w += gw;
+        }
+        true
+    });
+    if !run.is_empty() || units.is_empty() {
+        units.push((run, run_w));
+    }
+    units
 }
 
 pub use crate::model::{plural, thousands};
@@ -201,6 +257,12 @@ mod tests {
             ["这个仓库", "保留现有", "的"]
         );
         assert_eq!(wrap("", 5), [""]);
+        // A line breaks between Chinese characters rather than leave its end empty, keeps a
+        // Latin run whole, and never starts with a closing mark (装。 stay together).
+        assert_eq!(
+            wrap("说 这个仓库保留现有的package-lock.json，安装。", 24),
+            ["说 这个仓库保留现有的", "package-lock.json，安", "装。"]
+        );
         assert_eq!(width("👍🏽 ok"), 5);
         assert_eq!(truncate("👍🏽👍🏽👍🏽", 5), "👍🏽👍🏽…");
     }

@@ -2,7 +2,7 @@
 //! `repair`, the as-of, rescope and revert dialogs). Only the top one is drawn focused; each
 //! states its keys (from the key map) on its bottom line.
 
-use super::{bold, dim, error_style, good, part, plain, row_line};
+use super::{bold, dim, error_style, good, labelled, part, plain, row_line, wrapped};
 use crate::model::{DeletePreview, StatementLine};
 use crate::tui::app::{App, ConfirmDialog, DeleteDialog, Dialog, ExplainDialog, ExplainField};
 use crate::tui::keymap;
@@ -25,12 +25,13 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
             Dialog::Rescope(d) => super::repair::rescope(frame, area, d, top),
             Dialog::Revert(d) => super::repair::revert(frame, area, d, app),
             Dialog::Message { title, text } => message(frame, area, title, text),
+            Dialog::Event(d) => crate::tui::timeline::draw(frame, area, d, app),
         }
     }
 }
 
 /// A box of at most `w`×`h` centred in `area`.
-pub(super) fn centered(area: Rect, w: u16, h: u16) -> Rect {
+pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
     Rect::new(
@@ -42,7 +43,7 @@ pub(super) fn centered(area: Rect, w: u16, h: u16) -> Rect {
 }
 
 /// Clears `rect`, draws a titled border with the dialog's key hints, returns the inside.
-pub(super) fn frame_box(
+pub(crate) fn frame_box(
     frame: &mut Frame<'_>,
     rect: Rect,
     title: &str,
@@ -226,7 +227,11 @@ fn confirm(frame: &mut Frame<'_>, area: Rect, c: &ConfirmDialog) {
 }
 
 fn explain(frame: &mut Frame<'_>, area: Rect, e: &ExplainDialog, app: &App, top: bool) {
-    let rect = centered(area, 90, 18);
+    let w = area.width.min(90);
+    let lines = explain_lines(e, app, w.saturating_sub(2) as usize);
+    // As tall as its text (sources and dates wrap), at least as tall as it always was.
+    let h = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX).max(18);
+    let rect = centered(area, w, h);
     let title = format!("Explain · {} · {}", e.subject, e.predicate);
     let inner = frame_box(
         frame,
@@ -236,6 +241,20 @@ fn explain(frame: &mut Frame<'_>, area: Rect, e: &ExplainDialog, app: &App, top:
         bold().fg(Color::Cyan),
     );
     let max = inner.width as usize;
+    frame.render_widget(Paragraph::new(lines), inner);
+    if top && inner.height > 0 {
+        let (offset, text) = match e.field {
+            ExplainField::Repo => (5, &e.repo),
+            ExplainField::Task => (5 + 18 + 2 + 5, &e.task),
+        };
+        let x = offset + width(&one_line(text)).min(18);
+        if x < max {
+            frame.set_cursor_position(Position::new(inner.x + x as u16, inner.y));
+        }
+    }
+}
+
+fn explain_lines(e: &ExplainDialog, app: &App, max: usize) -> Vec<Line<'static>> {
     let field = |name: &str, value: &str, active: bool| {
         let style = if active {
             Style::new().add_modifier(Modifier::REVERSED)
@@ -253,9 +272,9 @@ fn explain(frame: &mut Frame<'_>, area: Rect, e: &ExplainDialog, app: &App, top:
     let mut lines = vec![row_line(&inputs, &[], max), Line::raw("")];
     match &e.result {
         None => lines.push(plain("resolving…", dim(), max)),
-        Some(Err(err)) => lines.push(plain(err, error_style(), max)),
+        Some(Err(err)) => lines.extend(wrapped(err, error_style(), max)),
         Some(Ok(r)) => {
-            lines.push(plain(
+            lines.extend(wrapped(
                 "Precedence: task, then repo, then global. The first scope found wins.",
                 dim(),
                 max,
@@ -274,16 +293,18 @@ fn explain(frame: &mut Frame<'_>, area: Rect, e: &ExplainDialog, app: &App, top:
                 if let Some(v) = c.version {
                     parts.push(part(format!("  v{v}"), dim()));
                 }
+                lines.push(row_line(&parts, &[], max));
+                // Where it came from and when, on its own lines: wrapped, never cut.
+                let mut from = Vec::new();
                 if let Some(s) = &c.source {
-                    parts.push(part(format!("  {}", one_line(s)), dim()));
+                    from.push(s.clone());
                 }
                 if let Some(t) = &c.updated_at {
-                    parts.push(part(
-                        format!("  {} ({})", short_time(t), ago(app.now, t)),
-                        dim(),
-                    ));
+                    from.push(format!("{} ({})", short_time(t), ago(app.now, t)));
                 }
-                lines.push(row_line(&parts, &[], max));
+                if !from.is_empty() {
+                    lines.extend(labelled("", &from.join(" · "), dim(), 11, max));
+                }
             }
             lines.push(Line::raw(""));
             match (&r.value, &r.scope) {
@@ -310,9 +331,11 @@ fn explain(frame: &mut Frame<'_>, area: Rect, e: &ExplainDialog, app: &App, top:
                         })
                         .collect();
                     if !shadowed.is_empty() {
-                        lines.push(plain(
-                            &format!("  and it shadows {}", shadowed.join(", ")),
+                        lines.extend(labelled(
+                            "",
+                            &format!("and it shadows {}", shadowed.join(", ")),
                             dim(),
+                            2,
                             max,
                         ));
                     }
@@ -325,17 +348,7 @@ fn explain(frame: &mut Frame<'_>, area: Rect, e: &ExplainDialog, app: &App, top:
             }
         }
     }
-    frame.render_widget(Paragraph::new(lines), inner);
-    if top && inner.height > 0 {
-        let (offset, text) = match e.field {
-            ExplainField::Repo => (5, &e.repo),
-            ExplainField::Task => (5 + 18 + 2 + 5, &e.task),
-        };
-        let x = offset + width(&one_line(text)).min(18);
-        if x < max {
-            frame.set_cursor_position(Position::new(inner.x + x as u16, inner.y));
-        }
-    }
+    lines
 }
 
 fn message(frame: &mut Frame<'_>, area: Rect, title: &str, text: &str) {

@@ -1,6 +1,6 @@
 //! The current view (grouped by scope, foldable, filterable) and the history pane beside it.
 
-use super::{bold, dim, good, pane, part, plain, row_line, selected, Part};
+use super::{bold, dim, good, labelled, pane, part, plain, row_line, selected, Part};
 use crate::model::HistoryEvent;
 use crate::tui::app::{App, Detail, Focus, Tab};
 use crate::tui::layout;
@@ -11,6 +11,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
+use std::ops::Range;
 
 pub fn draw(frame: &mut Frame<'_>, body: Rect, app: &App) {
     if app.list.is_empty() && !app.filter.active() {
@@ -210,7 +211,7 @@ fn detail(frame: &mut Frame<'_>, area: Rect, app: &App) {
     }
     let max = inner.width as usize;
     let lines = match &app.detail {
-        Some(d) => detail_lines(d, app, max),
+        Some(d) => history_lines(d, app, max).0,
         None => vec![plain(
             match app.list.selected() {
                 Some(ListRow {
@@ -228,13 +229,23 @@ fn detail(frame: &mut Frame<'_>, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(visible), inner);
 }
 
+/// Lines of the user's words the history pane shows before it points to the event popup.
+const SAID_LINES: usize = 3;
+
 fn label(name: &str) -> Part<'static> {
     part(format!("{name:<9}"), dim())
 }
 
-fn detail_lines(d: &Detail, app: &App, max: usize) -> Vec<Line<'static>> {
+/// The history pane's lines at `max` columns, and the lines each timeline event takes (the
+/// event cursor and mouse clicks map through them, so they match what is drawn).
+pub(crate) fn history_lines(
+    d: &Detail,
+    app: &App,
+    max: usize,
+) -> (Vec<Line<'static>>, Vec<Range<usize>>) {
     let r = &d.record;
     let mut lines = Vec::new();
+    let mut events = Vec::with_capacity(d.history.len());
     lines.push(row_line(
         &[
             label("value"),
@@ -254,11 +265,7 @@ fn detail_lines(d: &Detail, app: &App, max: usize) -> Vec<Line<'static>> {
         &[],
         max,
     ));
-    lines.push(row_line(
-        &[label("source"), part(one_line(&r.source), Style::new())],
-        &[],
-        max,
-    ));
+    lines.extend(labelled("source", &r.source, Style::new(), 9, max));
     let mut when = format!("written {}", ago(app.now, &r.updated_at));
     if r.confirm_count > 0 {
         if let Some(c) = &r.confirmed_at {
@@ -275,20 +282,28 @@ fn detail_lines(d: &Detail, app: &App, max: usize) -> Vec<Line<'static>> {
         max,
     ));
     if let Some(raw) = &r.raw {
-        lines.push(row_line(
-            &[
-                label("said"),
-                part(format!("“{}”", one_line(raw)), Style::new()),
-            ],
-            &[],
-            max,
-        ));
+        // A few lines of the words here; the event popup (Enter on an event) has them all.
+        let mut said = labelled("said", &format!("“{raw}”"), Style::new(), 9, max);
+        if said.len() > SAID_LINES {
+            said.truncate(SAID_LINES);
+            said.push(plain(
+                &format!("{:9}… the rest: Tab, select the event, Enter", ""),
+                dim(),
+                max,
+            ));
+        }
+        lines.extend(said);
     }
     lines.push(Line::raw(""));
     lines.push(plain("Timeline, oldest first", bold(), max));
     let mark = app.mark.as_ref().filter(|m| m.identity == d.identity);
-    for e in &d.history {
-        let line = event_line(e, max);
+    let cursor = (app.focus == Focus::Detail).then_some(app.event_cursor);
+    for (i, e) in d.history.iter().enumerate() {
+        let start = lines.len();
+        let mut line = event_line(e, max);
+        if cursor == Some(i) {
+            line = line.style(selected().add_modifier(Modifier::BOLD));
+        }
         match mark {
             // The version an agent read: highlighted, with who read it and how long it held.
             Some(m) if e.event == "set" && e.version == Some(m.version) => {
@@ -307,6 +322,7 @@ fn detail_lines(d: &Detail, app: &App, max: usize) -> Vec<Line<'static>> {
             }
             _ => lines.push(line),
         }
+        events.push(start..lines.len());
     }
     lines.push(Line::raw(""));
     let context = match &r.scope {
@@ -344,7 +360,7 @@ fn detail_lines(d: &Detail, app: &App, max: usize) -> Vec<Line<'static>> {
             max,
         ));
     }
-    lines
+    (lines, events)
 }
 
 /// A field of an event's detail as text (`?` when missing).

@@ -7,10 +7,15 @@ mod queues;
 mod reads;
 mod repair;
 
+pub(crate) use dialogs::{centered, frame_box};
+pub(crate) use memories::history_lines;
+
 use super::app::{App, Focus, Tab};
 use super::keymap;
 use super::layout::{self, Screen};
-use super::text::{each_grapheme, one_line, plural, thousands, truncate, truncate_middle, width};
+use super::text::{
+    each_grapheme, one_line, plural, thousands, truncate, truncate_middle, width, wrap,
+};
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -130,6 +135,42 @@ pub(crate) fn row_line(left: &[Part<'_>], right: &[Part<'_>], max: usize) -> Lin
 /// A plain line cut to `max` columns.
 pub(crate) fn plain(text: &str, style: Style, max: usize) -> Line<'static> {
     Line::styled(truncate(&one_line(text), max), style)
+}
+
+/// `text` wrapped (never cut) after a dim `label` padded to `indent` columns; the lines
+/// after the first are indented as far. Newlines in `text` start new lines.
+pub(crate) fn labelled(
+    label: &str,
+    text: &str,
+    style: Style,
+    indent: usize,
+    max: usize,
+) -> Vec<Line<'static>> {
+    let room = max.saturating_sub(indent).max(1);
+    let mut lines = Vec::new();
+    for paragraph in text.split('\n') {
+        // Leading spaces (indented JSON) indent every line of their paragraph.
+        let body = paragraph.trim_start_matches(' ');
+        let lead = (paragraph.len() - body.len()).min(room / 2);
+        for l in wrap(body, room - lead) {
+            let head = if lines.is_empty() {
+                format!("{label:<indent$}")
+            } else {
+                " ".repeat(indent)
+            };
+            let text = format!("{}{l}", " ".repeat(lead));
+            lines.push(row_line(&[part(head, dim()), part(text, style)], &[], max));
+        }
+    }
+    lines
+}
+
+/// `text` on as many lines of `max` columns as it takes.
+pub(crate) fn wrapped(text: &str, style: Style, max: usize) -> Vec<Line<'static>> {
+    wrap(text, max)
+        .into_iter()
+        .map(|l| plain(&l, style, max))
+        .collect()
 }
 
 /// A pane's frame: a titled border when there is room, and the area inside it.
@@ -300,16 +341,7 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
 }
 
 fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
-    let count = |n: Option<i64>| n.filter(|n| *n > 0).map(|n| format!(" ({})", thousands(n)));
-    let pending = count(Some(app.pending.len() as i64)).unwrap_or_default();
-    let tombs = count(Some(app.tombstones.len() as i64)).unwrap_or_default();
-    let names = [
-        (Tab::Memories, "1 Current view".to_string()),
-        (Tab::Pending, format!("2 Pending{pending}")),
-        (Tab::Tombstones, format!("3 Tombstones{tombs}")),
-        (Tab::Check, "4 Check".to_string()),
-        (Tab::Reads, "5 Reads".to_string()),
-    ];
+    let names = layout::tab_titles(app.pending.len(), app.tombstones.len());
     let mut parts = Vec::new();
     for (tab, name) in names {
         let style = if tab == app.tab {

@@ -1,6 +1,8 @@
 //! The pending queue, the tombstones and the check report.
 
-use super::{bold, dim, error_style, good, pane, part, plain, row_line, selected};
+use super::{
+    bold, dim, error_style, good, labelled, pane, part, plain, row_line, selected, wrapped,
+};
 use crate::tui::app::{App, CheckState, Focus, Tab};
 use crate::tui::layout;
 use crate::tui::text::{age, ago, one_line, short_time, value_text, wrap};
@@ -10,20 +12,13 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-/// The rows of a list of `len` items around `cursor`, for a pane `height` rows tall.
-fn window(len: usize, cursor: usize, height: usize) -> std::ops::Range<usize> {
-    let height = height.max(1);
-    let start = (cursor + 1).saturating_sub(height);
-    start..(start + height).min(len)
-}
-
 fn list_lines(
     app_cursor: usize,
     len: usize,
     height: usize,
     mut line: impl FnMut(usize) -> Line<'static>,
 ) -> Vec<Line<'static>> {
-    window(len, app_cursor, height)
+    layout::window(len, app_cursor, height)
         .map(|i| {
             let l = line(i);
             if i == app_cursor {
@@ -244,35 +239,27 @@ pub fn tombstones(frame: &mut Frame<'_>, body: Rect, app: &App) {
         let max = inner.width as usize;
         let mut lines = Vec::new();
         if let Some(t) = app.selected_tombstone() {
-            lines.push(plain(
+            lines.extend(wrapped(
                 &format!("{} · {} @ {}", t.subject, t.predicate, t.scope),
                 bold(),
                 max,
             ));
-            lines.push(row_line(
-                &[
-                    part("deleted   ", dim()),
-                    part(
-                        format!(
-                            "{} ({})",
-                            short_time(&t.deleted_at),
-                            ago(app.now, &t.deleted_at)
-                        ),
-                        Style::new(),
-                    ),
-                ],
-                &[],
+            lines.extend(labelled(
+                "deleted",
+                &format!(
+                    "{} ({})",
+                    short_time(&t.deleted_at),
+                    ago(app.now, &t.deleted_at)
+                ),
+                Style::new(),
+                10,
                 max,
             ));
-            lines.push(row_line(
-                &[
-                    part("reason    ", dim()),
-                    part(
-                        one_line(t.reason.as_deref().unwrap_or("no reason given")),
-                        Style::new(),
-                    ),
-                ],
-                &[],
+            lines.extend(labelled(
+                "reason",
+                t.reason.as_deref().unwrap_or("no reason given"),
+                Style::new(),
+                10,
                 max,
             ));
             lines.push(row_line(
@@ -284,12 +271,13 @@ pub fn tombstones(frame: &mut Frame<'_>, body: Rect, app: &App) {
                 max,
             ));
             lines.push(Line::raw(""));
-            lines.push(plain(
+            // The pane's own help is wrapped, never cut: it says what u will and will not do.
+            lines.extend(wrapped(
                 "Writes to this identity are rejected while it is deleted.",
                 Style::new(),
                 max,
             ));
-            lines.push(plain(
+            lines.extend(wrapped(
                 "u restores it (after a confirm); the purged content does not come back.",
                 dim(),
                 max,

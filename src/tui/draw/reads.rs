@@ -100,8 +100,9 @@ fn list(frame: &mut Frame<'_>, area: Rect, app: &App, focused: bool) {
     }
     let per_read = layout::read_lines(inner.height as usize);
     let height = inner.height as usize / per_read;
-    let start = (r.cursor + 1).saturating_sub(height);
-    let rows = &r.rows[start..(start + height).min(r.rows.len())];
+    let shown = layout::window(r.rows.len(), r.cursor, height);
+    let start = shown.start;
+    let rows = &r.rows[shown];
     // Columns as wide as their widest visible cell, within limits.
     let col = |f: &dyn Fn(&ReadRecord) -> String, cap: usize| {
         rows.iter()

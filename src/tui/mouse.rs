@@ -1,0 +1,151 @@
+//! The mouse: the wheel scrolls the pane under the pointer, a click selects a row, a tab or a
+//! pane. Hit-testing uses the layout functions drawing uses (`layout`, and the history pane's
+//! own lines), on the terminal size of the last resize, so a click lands where the row was
+//! drawn. Any coordinates are safe: a point outside every rect does nothing.
+
+use super::app::{Action, App, Dialog, Focus, Tab};
+use super::keymap::{self, Command};
+use super::layout;
+use super::list::Motion;
+use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::{Position, Rect};
+
+/// Rows (or lines) one notch of the wheel moves.
+pub const WHEEL_STEP: usize = 3;
+
+impl App {
+    pub fn handle_mouse(&mut self, m: MouseEvent) -> Action {
+        let at = Position::new(m.column, m.row);
+        match m.kind {
+            MouseEventKind::ScrollDown => self.wheel(at, true),
+            MouseEventKind::ScrollUp => self.wheel(at, false),
+            MouseEventKind::Down(MouseButton::Left) => {
+                self.toast = None;
+                self.click(at)
+            }
+            _ => Action::None,
+        }
+    }
+
+    fn wheel(&mut self, at: Position, down: bool) -> Action {
+        let cmd = if down { Command::Down } else { Command::Up };
+        // A dialog that scrolls takes the wheel; the others ignore it (their j/k choose).
+        match self.dialogs.last_mut() {
+            Some(Dialog::Help { scroll }) => {
+                *scroll = if down {
+                    (*scroll + WHEEL_STEP).min(keymap::help_lines())
+                } else {
+                    scroll.saturating_sub(WHEEL_STEP)
+                };
+                return Action::None;
+            }
+            Some(Dialog::Event(_)) => {
+                for _ in 0..WHEEL_STEP {
+                    self.event_key(Some(cmd));
+                }
+                return Action::None;
+            }
+            Some(_) => return Action::None,
+            None => {}
+        }
+        let Some((pane, _)) = self.pane_at(at) else {
+            return Action::None;
+        };
+        let m = if down {
+            Motion::Down(WHEEL_STEP)
+        } else {
+            Motion::Up(WHEEL_STEP)
+        };
+        self.motion_in(pane, m)
+    }
+
+    fn click(&mut self, at: Position) -> Action {
+        // A dialog or a line being typed keeps the focus until it is closed.
+        if !self.dialogs.is_empty() || self.filter.editing || self.reads.editing {
+            return Action::None;
+        }
+        let screen = layout::screen(self.area());
+        if let Some(bar) = screen.tabs.filter(|r| r.contains(at)) {
+            let tab = layout::tab_at(self.pending.len(), self.tombstones.len(), at.x - bar.x);
+            return match tab {
+                Some(tab) => self.show(tab),
+                None => Action::None,
+            };
+        }
+        let Some((pane, rect)) = self.pane_at(at) else {
+            return Action::None;
+        };
+        if self.tab != Tab::Check {
+            self.focus = pane;
+        }
+        let inner = layout::inner(rect);
+        if !inner.contains(at) {
+            // The border: the pane takes the focus, nothing else.
+            return Action::None;
+        }
+        let row = usize::from(at.y - inner.y);
+        let height = usize::from(inner.height);
+        match (self.tab, pane) {
+            (Tab::Memories, Focus::List) => {
+                let target = self.list.offset + row;
+                let cursor = self.list.cursor;
+                if target >= self.list.rows.len() || target == cursor {
+                    Action::None
+                } else if target > cursor {
+                    Action::Move(Motion::Down(target - cursor))
+                } else {
+                    Action::Move(Motion::Up(cursor - target))
+                }
+            }
+            (Tab::Memories, Focus::Detail) => {
+                if let Some(i) = self.event_on_row(row) {
+                    self.event_cursor = i;
+                    self.follow_event();
+                }
+                Action::None
+            }
+            (Tab::Pending, Focus::List) => {
+                pick(&mut self.pending_cursor, self.pending.len(), height, row, 1);
+                Action::None
+            }
+            (Tab::Tombstones, Focus::List) => {
+                pick(&mut self.tomb_cursor, self.tombstones.len(), height, row, 1);
+                Action::None
+            }
+            (Tab::Reads, Focus::List) => {
+                let per_read = layout::read_lines(height);
+                let r = &mut self.reads;
+                pick(&mut r.cursor, r.rows.len(), height, row, per_read);
+                Action::None
+            }
+            _ => Action::None,
+        }
+    }
+
+    fn area(&self) -> Rect {
+        Rect::new(0, 0, self.size.0, self.size.1)
+    }
+
+    /// The pane under `at` and its rect, as the last draw laid it out.
+    fn pane_at(&self, at: Position) -> Option<(Focus, Rect)> {
+        let screen = layout::screen(self.area());
+        // An empty database's welcome takes the whole body: no pane to point at.
+        if self.tab == Tab::Memories && self.list.is_empty() && !self.filter.active() {
+            return None;
+        }
+        let panes = layout::panes(screen.body, self.tab, self.focus);
+        [(Focus::List, panes.list), (Focus::Detail, panes.detail)]
+            .into_iter()
+            .find_map(|(pane, rect)| rect.filter(|r| r.contains(at)).map(|r| (pane, r)))
+    }
+}
+
+/// Selects the item drawn on `row` of a list pane `height` rows tall showing `len` items of
+/// `per_item` rows each around `cursor` (the window drawing uses).
+fn pick(cursor: &mut usize, len: usize, height: usize, row: usize, per_item: usize) {
+    let shown = layout::window(len, *cursor, height / per_item.max(1));
+    let index = shown.start + row / per_item.max(1);
+    if shown.contains(&index) {
+        *cursor = index;
+    }
+}
