@@ -1428,3 +1428,35 @@ fn the_event_popup_shows_hostile_text_escaped() {
     let raw = "clear the screen \u{1b}[2J\u{1b}[H then\nring \u{7} twice";
     assert_eq!(s.app.handle_key(ch('c')), Action::Copy(raw.into()));
 }
+
+#[test]
+fn a_spelling_conflict_says_where_it_came_from_and_gy_makes_it_current() {
+    // A database the v3 release wrote with two spellings of one memory, merged on open.
+    let f = tui_support::Fixture::empty();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/v3_spellings.db"
+    );
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", f.path.display()));
+    }
+    std::fs::copy(fixture, &f.path).expect("copy the v3 fixture");
+    let mut s = f.session(160, 40);
+    press(&mut s, "2");
+    press(&mut s, "j");
+    let frame = render(&mut s, 160, 40);
+    assert!(
+        frame.contains("merged    from User:42 · coffee @ global"),
+        "{frame}"
+    );
+    assert!(
+        frame.contains("g → global: supersedes") && frame.contains("(v1) with espresso"),
+        "the store's preview: {frame}"
+    );
+    press(&mut s, "gy");
+    let store = f.store();
+    let r = store
+        .resolve("user:42", "coffee", None, None)
+        .expect("resolve");
+    assert_eq!(r.value, Some(serde_json::json!("espresso")));
+}

@@ -122,6 +122,19 @@ pub fn pending(frame: &mut Frame<'_>, body: Rect, app: &App) {
                 &[],
                 max,
             ));
+            if let Some(from) = &p.merged_from {
+                // A value the v4 spelling merge queued: two spellings of one memory disagreed.
+                for (label, text) in [
+                    ("merged    ", format!("from {}", one_line(from))),
+                    ("          ", "two spellings disagreed: resolving makes this value current, x keeps the current one".to_string()),
+                ] {
+                    lines.push(row_line(
+                        &[part(label, dim()), part(text, Style::new().fg(Color::Yellow))],
+                        &[],
+                        max,
+                    ));
+                }
+            }
             let names: Vec<String> = p.candidates.iter().map(|c| c.to_string()).collect();
             lines.push(row_line(
                 &[
