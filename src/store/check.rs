@@ -314,9 +314,9 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// 6. One spelling per place: no two stored subjects, and no two stored repository or
-    /// task scopes, fold alike (`spelling::fold`). memscope's write path stores the first
-    /// spelling; a second one was written around it.
+    /// Invariant 6, one spelling per place: no two stored subjects, and no two stored
+    /// repository or task scopes, fold alike (`spelling::fold`). memscope's write path stores
+    /// the first spelling; a second one was written around it.
     fn one_spelling_per_place(&mut self) -> Result<()> {
         for (what, sql) in [
             (

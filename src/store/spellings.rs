@@ -369,7 +369,7 @@ fn merge_identity(
         let held = live(tx, &m)?;
         ranked.push((rank, m, dead, held));
     }
-    ranked.sort_by(|a, b| a.0.cmp(&b.0));
+    ranked.sort_by_key(|r| r.0);
     // The record that stays: a deleted identity stays deleted; else the first current one.
     let owner = ranked
         .iter()
