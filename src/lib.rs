@@ -3,11 +3,12 @@
 //!
 //! `store` is the only code that speaks SQL; `model` holds the plain domain types; `cli` prints
 //! what `store` returns; `tui` draws it.
-// Every line is printed by `cli::output`, which escapes the control characters of stored words.
+// Every line is printed by `frontend::output`, which escapes the control characters of stored words.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;
 pub mod demo;
+pub mod frontend;
 pub mod mcp;
 pub mod model;
 pub mod spelling;

@@ -1,4 +1,4 @@
-// Every line is printed by `memscope::cli::output`, which escapes control characters.
+// Every line is printed by `memscope::frontend::output`, which escapes control characters.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use memscope::cli;

@@ -4,33 +4,18 @@
 mod admin;
 mod delete;
 mod incident;
-pub mod output;
 mod pending;
 mod read;
 mod write;
 
-pub(crate) use output::{errln, outln, print_json};
+pub(crate) use crate::frontend::output;
+pub(crate) use crate::frontend::{errln, outln, print_json};
+pub use crate::frontend::{usage, UsageError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 use crate::store::{OpenMode, Store};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
-
-/// An error in how the command was called: exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    UsageError(msg.into()).into()
-}
 
 /// Prints a command-line parsing failure as one sentence naming `help`, the help of the
 /// command it was for (help and version print as usual); returns the exit code.
@@ -129,11 +114,6 @@ pub fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
     let matches = cmd.try_get_matches_from_mut(args)?;
     <Cli as clap::FromArgMatches>::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
 }
-
-/// Exit codes of the CLI contract.
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_FAILED: i32 = 1;
-pub const EXIT_USAGE: i32 = 2;
 
 #[derive(Debug, Parser)]
 #[command(

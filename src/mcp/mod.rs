@@ -23,7 +23,7 @@ use std::path::Path;
 /// usage error (exit 2).
 pub fn context_from_process(args: &McpArgs) -> Result<McpContext> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    McpContext::resolve(args, |k| std::env::var(k).ok(), &cwd).map_err(crate::cli::usage)
+    McpContext::resolve(args, |k| std::env::var(k).ok(), &cwd).map_err(crate::frontend::usage)
 }
 
 /// Serves MCP on stdin/stdout until the client closes the connection. Returns the exit code.
@@ -39,7 +39,7 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     if ctx.allow_forget {
         notes.push("forget allowed".into());
     }
-    crate::cli::errln!(
+    crate::frontend::errln!(
         "memscope mcp: serving {} on stdio ({})",
         ctx.describe(),
         notes.join(", ")
@@ -66,5 +66,5 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     // Every answer given is written out before the process ends.
     let _ = io.writer.join();
     served?;
-    Ok(crate::cli::EXIT_OK)
+    Ok(crate::frontend::EXIT_OK)
 }

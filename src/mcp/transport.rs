@@ -240,7 +240,7 @@ pub fn stdio() -> std::io::Result<Stdio> {
                 match read_line(&mut input, &mut line) {
                     Ok(None) => return,
                     Ok(Some(false)) => {
-                        crate::cli::errln!(
+                        crate::frontend::errln!(
                             "memscope mcp: ignored a message longer than {} MiB",
                             MAX_LINE >> 20
                         );
@@ -248,7 +248,7 @@ pub fn stdio() -> std::io::Result<Stdio> {
                     }
                     Ok(Some(true)) => {}
                     Err(e) => {
-                        crate::cli::errln!("memscope mcp: cannot read stdin: {e}");
+                        crate::frontend::errln!("memscope mcp: cannot read stdin: {e}");
                         return;
                     }
                 }
@@ -268,7 +268,7 @@ pub fn stdio() -> std::io::Result<Stdio> {
                             return;
                         }
                     }
-                    Frame::Ignore(why) => crate::cli::errln!("memscope mcp: ignored {why}"),
+                    Frame::Ignore(why) => crate::frontend::errln!("memscope mcp: ignored {why}"),
                 }
             }
         })?;
@@ -319,7 +319,7 @@ fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>) {
         let mut text = match serde_json::to_vec(&message) {
             Ok(t) => t,
             Err(e) => {
-                crate::cli::errln!("memscope mcp: cannot encode an answer: {e}");
+                crate::frontend::errln!("memscope mcp: cannot encode an answer: {e}");
                 continue;
             }
         };

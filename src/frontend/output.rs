@@ -14,14 +14,14 @@ use std::fmt;
 /// the text too, so one call is always one line).
 macro_rules! outln {
     ($($arg:tt)*) => {
-        $crate::cli::output::stdout_line(format_args!($($arg)*))
+        $crate::frontend::output::stdout_line(format_args!($($arg)*))
     };
 }
 
 /// `eprintln!` for memscope: one line on stderr, control characters escaped.
 macro_rules! errln {
     ($($arg:tt)*) => {
-        $crate::cli::output::stderr_line(format_args!($($arg)*))
+        $crate::frontend::output::stderr_line(format_args!($($arg)*))
     };
 }
 
