@@ -392,7 +392,7 @@ pub struct WriteOutcome {
     pub subject: Option<String>,
     pub predicate: Option<String>,
     /// Canonical scope, or the candidate list for a pending write.
-    pub scope: Option<Value>,
+    pub scope: Option<OutcomeScope>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -409,11 +409,51 @@ pub struct WriteOutcome {
     pub error: Option<String>,
 }
 
+/// Where a write went: one scope (JSON: its text), or the candidates a human must choose
+/// between (JSON: `{"ambiguous": [...]}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OutcomeScope {
+    Exact(Scope),
+    Ambiguous { ambiguous: Vec<Scope> },
+}
+
+impl fmt::Display for OutcomeScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OutcomeScope::Exact(s) => write!(f, "{s}"),
+            OutcomeScope::Ambiguous { .. } => {
+                write!(
+                    f,
+                    "{}",
+                    serde_json::to_string(self).map_err(|_| fmt::Error)?
+                )
+            }
+        }
+    }
+}
+
 impl WriteOutcome {
-    pub fn error(line: Option<u64>, message: impl Into<String>) -> WriteOutcome {
+    /// The outcome of a write of `subject · predicate` to `scope`: the one constructor every
+    /// outcome but a refused line's ([`WriteOutcome::error`]) is built with.
+    pub fn new(
+        outcome: OutcomeKind,
+        subject: &str,
+        predicate: &str,
+        scope: OutcomeScope,
+    ) -> WriteOutcome {
         WriteOutcome {
-            outcome: OutcomeKind::Error,
-            line,
+            subject: Some(subject.to_owned()),
+            predicate: Some(predicate.to_owned()),
+            scope: Some(scope),
+            ..WriteOutcome::bare(outcome)
+        }
+    }
+
+    fn bare(outcome: OutcomeKind) -> WriteOutcome {
+        WriteOutcome {
+            outcome,
+            line: None,
             column: None,
             subject: None,
             predicate: None,
@@ -424,7 +464,15 @@ impl WriteOutcome {
             pending_id: None,
             causal_seq: None,
             reason: None,
+            error: None,
+        }
+    }
+
+    pub fn error(line: Option<u64>, message: impl Into<String>) -> WriteOutcome {
+        WriteOutcome {
+            line,
             error: Some(message.into()),
+            ..WriteOutcome::bare(OutcomeKind::Error)
         }
     }
 
@@ -437,11 +485,11 @@ impl WriteOutcome {
                 (None, _) => format!("error: {err}"),
             };
         }
-        let scope = match &self.scope {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        };
+        let scope = self
+            .scope
+            .as_ref()
+            .map(|s| s.to_string())
+            .unwrap_or_default();
         let mut s = format!(
             "{} {} · {} @ {}",
             self.outcome,

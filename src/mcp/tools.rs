@@ -5,8 +5,8 @@
 
 use super::context::McpContext;
 use crate::model::{
-    shorten, DeleteTarget, Identity, OutcomeKind, Resolution, Scope, ScopeChoice, WriteOutcome,
-    WriteRequest,
+    shorten, DeleteTarget, Identity, OutcomeKind, OutcomeScope, Resolution, Scope, ScopeChoice,
+    WriteOutcome, WriteRequest,
 };
 use crate::store::{ListFilter, Store};
 use serde_json::{json, Map, Value};
@@ -533,16 +533,12 @@ fn bad_scope(got: &str, allowed: &str, ctx: &McpContext) -> String {
 pub fn describe_outcome(o: &WriteOutcome) -> String {
     let predicate = o.predicate.as_deref().unwrap_or("?");
     let scope = match &o.scope {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Object(m)) => match m.get("ambiguous") {
-            Some(Value::Array(c)) => c
-                .iter()
-                .map(|v| v.as_str().unwrap_or("?").to_string())
-                .collect::<Vec<_>>()
-                .join(" or "),
-            _ => Value::Object(m.clone()).to_string(),
-        },
-        Some(other) => other.to_string(),
+        Some(OutcomeScope::Exact(s)) => s.to_string(),
+        Some(OutcomeScope::Ambiguous { ambiguous }) => ambiguous
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(" or "),
         None => "?".into(),
     };
     let value = o

@@ -1,7 +1,8 @@
 //! Deletion with purge (README, "delete, restore, gc"): tombstones, destroying every stored copy of the content, and
 //! making the bytes unrecoverable on disk. Also restore, retention and gc.
 
-use super::write::{log_event, max_version};
+use super::events::{Event, EventKind};
+use super::write::max_version;
 use super::{busy_handler, format_time, short_busy_handler, Store};
 use crate::model::{DeletePreview, DeleteReport, DeleteTarget, Identity, Scope, TombstoneRef};
 use anyhow::{anyhow, bail, Result};
@@ -301,21 +302,9 @@ impl Store {
                 )?;
                 let live_intervals = live_intervals(&tx, id, &now)?;
                 // Logged first, so the newest history id is never the one purged (ids never reused).
-                log_event(
-                    &tx,
-                    "deleted",
-                    id,
-                    Some(version),
-                    None,
-                    None,
-                    None,
-                    None,
-                    &now,
-                    Some(
+                Event::new(EventKind::Deleted, id).version(Some(version)).detail(
                         &json!({ "reason": reason, "purged_versions": purged, "live_intervals": live_intervals }),
-                    ),
-                    Some(clock),
-                )?;
+                    ).clock(Some(clock)).log(&tx, &now)?;
                 tx.execute(
                     "DELETE FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
                     params![id.subject, id.predicate, scope],
@@ -394,19 +383,9 @@ impl Store {
         let Some(version) = version else {
             bail!("{id} is not deleted: there is no tombstone to restore (see `memscope list` or the UI's tombstones tab)");
         };
-        log_event(
-            &tx,
-            "restored",
-            &id,
-            None,
-            None,
-            None,
-            None,
-            None,
-            &now,
-            Some(&json!({ "tombstone_version": version })),
-            None,
-        )?;
+        Event::new(EventKind::Restored, &id)
+            .detail(&json!({ "tombstone_version": version }))
+            .log(&tx, &now)?;
         tx.commit()?;
         Ok(TombstoneRef {
             subject: id.subject,
@@ -553,19 +532,7 @@ impl Store {
                         predicate,
                         scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
                     };
-                    log_event(
-                        &tx,
-                        "tombstone_collected",
-                        &id,
-                        None,
-                        None,
-                        None,
-                        None,
-                        None,
-                        &now,
-                        None,
-                        None,
-                    )?;
+                    Event::new(EventKind::TombstoneCollected, &id).log(&tx, &now)?;
                     report.collected_tombstones += 1;
                 }
             }

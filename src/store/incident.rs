@@ -3,9 +3,10 @@
 //! Repairs write through the same write path as everything else.
 
 use super::check::assert_identity_clean;
+use super::events::{Event, EventKind};
 use super::read::{current, resolution_chain};
 use super::spellings;
-use super::write::{log_event, write_in_tx, PreparedWrite, TxState, WriteCtx};
+use super::write::{write_in_tx, PreparedWrite, TxState, WriteCtx};
 use super::{format_time, Store};
 use crate::model::{
     Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope, WriteOutcome,
@@ -169,19 +170,11 @@ fn revert_in_tx(
                 "DELETE FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
             )?
             .execute(params![id.subject, id.predicate, id.scope.to_string()])?;
-            log_event(
-                conn,
-                "removed",
-                id,
-                Some(cur.version),
-                None,
-                None,
-                None,
-                None,
-                now,
-                Some(&detail),
-                st.seqs.stamp(),
-            )?;
+            Event::new(EventKind::Removed, id)
+                .version(Some(cur.version))
+                .detail(&detail)
+                .clock(st.seqs.stamp())
+                .log(conn, now)?;
             let mut out = super::write::base_outcome(OutcomeKind::Removed, id);
             out.version = Some(cur.version);
             out.previous = Some(cur.value);
@@ -209,19 +202,11 @@ fn revert_in_tx(
         map.insert("reverted_to".into(), json!(target));
         map.insert("outcome".into(), json!(out.outcome.as_str()));
     }
-    log_event(
-        conn,
-        "reverted",
-        id,
-        out.version,
-        None,
-        None,
-        None,
-        None,
-        now,
-        Some(&detail),
-        st.seqs.stamp(),
-    )?;
+    Event::new(EventKind::Reverted, id)
+        .version(out.version)
+        .detail(&detail)
+        .clock(st.seqs.stamp())
+        .log(conn, now)?;
     out.reason = Some(format!("reverted to the value of v{target}"));
     Ok(out)
 }
@@ -479,21 +464,9 @@ impl Store {
                     moved.reason.as_deref().unwrap_or("")
                 );
             }
-            log_event(
-                tx,
-                "rescoped",
-                &to_id,
-                moved.version,
-                None,
-                None,
-                Some(&rec.source),
-                Some(rec.causal_seq),
-                &ctx.now,
-                Some(
+            Event::new(EventKind::Rescoped, &to_id).version(moved.version).provenance(Some(&rec.source), Some(rec.causal_seq)).detail(
                     &json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() }),
-                ),
-                st.seqs.stamp(),
-            )?;
+                ).clock(st.seqs.stamp()).log(tx, &ctx.now)?;
             let back = revert_in_tx(
                 tx,
                 &from_id,

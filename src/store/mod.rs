@@ -6,6 +6,7 @@ mod browse;
 mod check;
 pub mod decide;
 mod delete;
+mod events;
 mod fields;
 mod hot;
 mod incident;

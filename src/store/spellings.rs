@@ -5,7 +5,7 @@
 //! ones, every read maps what it is asked through it, and [`merge_spellings`] brings a database
 //! whose spellings were kept apart (schema v3, or an old export) to one spelling per place.
 
-use super::write::log_event;
+use super::events::{Event, EventKind};
 use crate::model::{normalize_subject, same_value, Identity, Scope};
 use crate::spelling::fold;
 use anyhow::{anyhow, Context, Result};
@@ -430,19 +430,9 @@ fn merge_identity(
             |r| r.get(0),
         )?;
         let detail = json!({ "from": label(&m), "pending_id": id, "reason": "two spellings held different values" });
-        log_event(
-            tx,
-            "merged",
-            &identity,
-            None,
-            None,
-            None,
-            None,
-            None,
-            now,
-            Some(&detail),
-            None,
-        )?;
+        Event::new(EventKind::Merged, &identity)
+            .detail(&detail)
+            .log(tx, now)?;
         report.queued_conflicts += 1;
     }
     if owner_key != *to {

@@ -1,12 +1,13 @@
 //! The one write path (README, "The model in one minute"): tombstone → ambiguity → insert / confirm / stale / supersede.
 
 use super::decide::{decide_write, Held, Probe, WriteDecision};
+use super::events::{Event, EventKind};
 use super::hot::HotStmts;
 use super::spellings::SpellingMemo;
 use super::{bump_metric, canonical_predicate, explain_sqlite, Store};
 use crate::model::{
-    normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, PendingItem,
-    Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
+    normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope,
+    PendingItem, Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
 };
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -409,63 +410,13 @@ fn history_max_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> 
         )?)
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn log_event(
-    conn: &Connection,
-    event: &str,
-    id: &Identity,
-    version: Option<i64>,
-    value: Option<&str>,
-    raw: Option<&str>,
-    source: Option<&str>,
-    causal_seq: Option<i64>,
-    at: &str,
-    detail: Option<&Value>,
-    clock: Option<i64>,
-) -> Result<()> {
-    let detail = detail.map(|d| d.to_string());
-    conn.prepare_cached(
-        "INSERT OR FAIL INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-    )?
-    .execute(params![
-        event,
-        id.subject,
-        id.predicate,
-        id.scope.to_string(),
-        version,
-        value,
-        raw,
-        source,
-        causal_seq,
-        at,
-        detail,
-        clock
-    ])?;
-    Ok(())
-}
-
 pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
-    outcome_of(kind, &id.subject, &id.predicate, &id.scope.to_string())
-}
-
-/// An outcome naming the identity (subject, predicate, scope as stored) and nothing else yet.
-fn outcome_of(kind: OutcomeKind, subject: &str, predicate: &str, scope: &str) -> WriteOutcome {
-    WriteOutcome {
-        outcome: kind,
-        line: None,
-        column: None,
-        subject: Some(subject.to_owned()),
-        predicate: Some(predicate.to_owned()),
-        scope: Some(Value::String(scope.to_owned())),
-        version: None,
-        value: None,
-        previous: None,
-        pending_id: None,
-        causal_seq: None,
-        reason: None,
-        error: None,
-    }
+    WriteOutcome::new(
+        kind,
+        &id.subject,
+        &id.predicate,
+        OutcomeScope::Exact(id.scope.clone()),
+    )
 }
 
 /// The causal number a pending item is resolved with: its own, taken when the write arrived —
@@ -523,19 +474,11 @@ pub(crate) fn write_in_tx(
             // The event records the clock whether or not this transaction has read it yet, so
             // a line logs the same event alone or inside an `apply` batch.
             st.seqs.current(conn)?;
-            log_event(
-                conn,
-                "rejected",
-                &id,
-                None,
-                None,
-                None,
-                Some(&w.source),
-                w.causal_seq,
-                now,
-                Some(&json!({ "reason": "tombstoned", "tombstone_version": tombstone_version })),
-                st.seqs.stamp(),
-            )?;
+            Event::new(EventKind::Rejected, &id)
+                .provenance(Some(&w.source), w.causal_seq)
+                .detail(&json!({ "reason": "tombstoned", "tombstone_version": tombstone_version }))
+                .clock(st.seqs.stamp())
+                .log(conn, now)?;
             bump_metric(conn, "resurrection_blocked", 1)?;
             return Ok(out);
         }
@@ -560,19 +503,12 @@ pub(crate) fn write_in_tx(
                  WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
             )?
             .execute(params![id.subject, id.predicate, scope_text, now, w.source, seq])?;
-            log_event(
-                conn,
-                "confirmed",
-                &id,
-                Some(version),
-                Some(&w.value_text),
-                w.raw.as_deref(),
-                Some(&w.source),
-                Some(seq),
-                now,
-                None,
-                st.seqs.stamp(),
-            )?;
+            Event::new(EventKind::Confirmed, &id)
+                .version(Some(version))
+                .content(Some(&w.value_text), w.raw.as_deref())
+                .provenance(Some(&w.source), Some(seq))
+                .clock(st.seqs.stamp())
+                .log(conn, now)?;
             out.version = Some(version);
             out.value = Some(current);
         }
@@ -581,19 +517,12 @@ pub(crate) fn write_in_tx(
             current_seq,
             ..
         } => {
-            log_event(
-                conn,
-                "stale",
-                &id,
-                None,
-                Some(&w.value_text),
-                w.raw.as_deref(),
-                Some(&w.source),
-                Some(seq),
-                now,
-                Some(&json!({ "current_version": version, "current_causal_seq": current_seq })),
-                st.seqs.stamp(),
-            )?;
+            Event::new(EventKind::Stale, &id)
+                .content(Some(&w.value_text), w.raw.as_deref())
+                .provenance(Some(&w.source), Some(seq))
+                .detail(&json!({ "current_version": version, "current_causal_seq": current_seq }))
+                .clock(st.seqs.stamp())
+                .log(conn, now)?;
             bump_metric(conn, "stale_writes", 1)?;
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -741,7 +670,10 @@ fn insert_if_fresh(
         }
     }
     st.log_set(conn, w, scope_text, 1, seq, now)?;
-    let mut out = outcome_of(OutcomeKind::Inserted, &w.subject, &w.predicate, scope_text);
+    let Some(id) = w.identity() else {
+        bail!("internal: a fresh insert of an ambiguous write");
+    };
+    let mut out = base_outcome(OutcomeKind::Inserted, &id);
     out.version = Some(1);
     out.value = Some(w.value.clone());
     out.causal_seq = Some(seq);
@@ -767,21 +699,14 @@ fn enqueue_pending(
             live += 1;
         }
     }
-    let mut out = WriteOutcome {
-        outcome: OutcomeKind::Pending,
-        line: None,
-        column: None,
-        subject: Some(w.subject.clone()),
-        predicate: Some(w.predicate.clone()),
-        scope: Some(json!({ "ambiguous": scopes })),
-        version: None,
-        value: None,
-        previous: None,
-        pending_id: None,
-        causal_seq: None,
-        reason: None,
-        error: None,
-    };
+    let mut out = WriteOutcome::new(
+        OutcomeKind::Pending,
+        &w.subject,
+        &w.predicate,
+        OutcomeScope::Ambiguous {
+            ambiguous: candidates.to_vec(),
+        },
+    );
     if live == 0 {
         bump_metric(conn, "resurrection_blocked", 1)?;
         out.outcome = OutcomeKind::Rejected;
@@ -1143,18 +1068,7 @@ impl Store {
                 "UPDATE pending SET status = 'resolved', resolved_at = ?2, resolved_scope = ?3, resolution = ?4 WHERE id = ?1",
                 params![pending_id, ctx.now, scope.to_string(), out.outcome.as_str()],
             )?;
-            log_event(
-                tx,
-                "pending_resolved",
-                &id,
-                out.version,
-                None,
-                None,
-                Some(&item.source),
-                Some(item.causal_seq),
-                &ctx.now,
-                Some(&json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among })), st.seqs.stamp(),
-            )?;
+            Event::new(EventKind::PendingResolved, &id).version(out.version).provenance(Some(&item.source), Some(item.causal_seq)).detail(&json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among })).clock(st.seqs.stamp()).log(tx, &ctx.now)?;
             assert_written(tx, ctx, &prepared)?;
             out.pending_id = Some(pending_id);
             Ok(out)

@@ -173,11 +173,7 @@ pub fn revert_choices(store: &mut Store, rec: &MemoryRecord) -> Result<Vec<Rever
 
 /// One line for a write outcome in a toast: `inserted repo:legacy-dashboard v1 = npm`.
 pub fn outcome_text(o: &crate::model::WriteOutcome) -> String {
-    let scope = match &o.scope {
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    };
+    let scope = o.scope.as_ref().map(|s| s.to_string()).unwrap_or_default();
     match o.outcome {
         crate::model::OutcomeKind::Removed => {
             format!("removed {scope} (it had no earlier value)")
