@@ -9,7 +9,6 @@ use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 use std::collections::BTreeSet;
-use std::sync::atomic::Ordering;
 
 pub(crate) const DEBT_KEY: &str = "purge_debt_since";
 
@@ -272,12 +271,9 @@ impl Store {
         reason: Option<&str>,
     ) -> Result<DeleteReport> {
         let target = normalize_target(self, target)?;
-        let gate = self.purge_gate.clone();
-        let clock = self.clock;
-        let tx = self.begin()?;
-        // Times are taken inside the write lock, so they follow commit order.
-        let now = format_time(clock.now());
-        let ids = covered_identities(&tx, &target)?;
+        let (mut report, disk_purged) = self.in_purge_tx(|tx, ctx, st| {
+        let now = ctx.now.clone();
+        let ids = covered_identities(tx, &target)?;
         let mut report = DeleteReport {
             tombstoned: vec![],
             purged_versions: 0,
@@ -287,12 +283,11 @@ impl Store {
         };
         // The `deleted` events record the causal clock: the events they purge may be the ones
         // that held its latest value.
-        let clock = super::write::SeqBatch::default().current(&tx)?;
-        gate.store(true, Ordering::SeqCst);
+        let clock = st.seqs.current(tx)?;
         let result = (|| -> Result<()> {
             for id in &ids {
                 let scope = id.scope.to_string();
-                let version = max_version(&tx, id)? + 1;
+                let version = max_version(tx, id)? + 1;
                 // How many versions are destroyed, and when the identity held a record:
                 // times, not content, so that as-of resolution can still say it existed.
                 let purged: i64 = tx.query_row(
@@ -300,11 +295,11 @@ impl Store {
                     params![id.subject, id.predicate, scope],
                     |r| r.get(0),
                 )?;
-                let live_intervals = live_intervals(&tx, id, &now)?;
+                let live_intervals = live_intervals(tx, id, &now)?;
                 // Logged first, so the newest history id is never the one purged (ids never reused).
                 Event::new(EventKind::Deleted, id).version(Some(version)).detail(
                         &json!({ "reason": reason, "purged_versions": purged, "live_intervals": live_intervals }),
-                    ).clock(Some(clock)).log(&tx, &now)?;
+                    ).clock(Some(clock)).log(tx, &now)?;
                 tx.execute(
                     "DELETE FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
                     params![id.subject, id.predicate, scope],
@@ -319,7 +314,7 @@ impl Store {
                     params![id.subject, id.predicate, scope, version, reason, now],
                 )?;
                 for pid in pending_naming(
-                    &tx,
+                    tx,
                     &id.subject,
                     &id.predicate,
                     std::slice::from_ref(&scope),
@@ -337,21 +332,16 @@ impl Store {
             }
             Ok(())
         })();
-        gate.store(false, Ordering::SeqCst);
         result?;
         // A predicate or subject delete also destroys every pending item of it, including
         // items whose candidate scopes never held a record.
-        for pid in pending_of_target(&tx, &target)? {
+        for pid in pending_of_target(tx, &target)? {
             report.purged_pending += tx.execute("DELETE FROM pending WHERE id = ?1", [pid])? as i64;
         }
-        report.purged_notes = purge_covered_notes(&tx, &target)?;
-        // The debt is recorded up front and cleared once the truncation completes.
-        tx.execute(
-            "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
-            params![DEBT_KEY, now],
-        )?;
-        tx.commit()?;
-        report.disk_purged = self.pay_purge_debt()?;
+        report.purged_notes = purge_covered_notes(tx, &target)?;
+        Ok(report)
+        })?;
+        report.disk_purged = disk_purged;
         Ok(report)
     }
 
@@ -370,9 +360,8 @@ impl Store {
                 ..id.clone()
             },
         )?;
-        let clock = self.clock;
-        let tx = self.begin()?;
-        let now = format_time(clock.now());
+        self.in_write_tx(|tx, ctx, _| {
+        let now = &ctx.now;
         let version: Option<i64> = tx
             .query_row(
                 "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 RETURNING version",
@@ -385,13 +374,13 @@ impl Store {
         };
         Event::new(EventKind::Restored, &id)
             .detail(&json!({ "tombstone_version": version }))
-            .log(&tx, &now)?;
-        tx.commit()?;
+            .log(tx, now)?;
         Ok(TombstoneRef {
-            subject: id.subject,
-            predicate: id.predicate,
+            subject: id.subject.clone(),
+            predicate: id.predicate.clone(),
             scope: id.scope.to_string(),
             version,
+        })
         })
     }
 
@@ -469,11 +458,10 @@ impl Store {
         };
         let retention = read_days(self, "retention_days", retention_days)?;
         let safe = read_days(self, "tombstone_safe_days", tombstone_days)?;
-        let gate = self.purge_gate.clone();
         let clock = self.clock;
-        let tx = self.begin()?;
+        let (mut report, disk_purged) = self.in_purge_tx(|tx, ctx, _| {
         let now_t = clock.now();
-        let now = format_time(now_t);
+        let now = ctx.now.clone();
         if let Some(d) = retention_days {
             tx.execute(
                 "INSERT OR REPLACE INTO settings (key, value) VALUES ('retention_days', ?1)",
@@ -491,7 +479,6 @@ impl Store {
             tombstone_safe_days: safe,
             ..Default::default()
         };
-        gate.store(true, Ordering::SeqCst);
         let result = (|| -> Result<()> {
             if retention > 0 {
                 let cutoff = format_time(now_t - chrono::Duration::days(retention));
@@ -532,22 +519,16 @@ impl Store {
                         predicate,
                         scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
                     };
-                    Event::new(EventKind::TombstoneCollected, &id).log(&tx, &now)?;
+                    Event::new(EventKind::TombstoneCollected, &id).log(tx, &now)?;
                     report.collected_tombstones += 1;
                 }
             }
             Ok(())
         })();
-        gate.store(false, Ordering::SeqCst);
         result?;
-        if report.purged_events > 0 || report.purged_pending > 0 {
-            tx.execute(
-                "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
-                params![DEBT_KEY, now],
-            )?;
-        }
-        tx.commit()?;
-        report.disk_purged = self.pay_purge_debt()?;
+        Ok(report)
+        })?;
+        report.disk_purged = disk_purged;
         Ok(report)
     }
 }

@@ -333,13 +333,12 @@ impl Store {
         agent: Option<&str>,
         note: Option<&str>,
     ) -> Result<Resolution> {
-        let now = self.now();
-        let tx = self.begin()?;
+        self.in_write_tx(|tx, ctx, _| {
         // Resolve inside the write transaction so the logged version is exactly what was read.
-        let r = resolve_on(&tx, subject, predicate, repo, task)?;
+        let r = resolve_on(tx, subject, predicate, repo, task)?;
         // The read is logged in the places' stored spellings, as the resolution used them.
-        let repo = spellings::find_context_id(&tx, "repo", repo)?;
-        let task = spellings::find_context_id(&tx, "task", task)?;
+        let repo = spellings::find_context_id(tx, "repo", repo)?;
+        let task = spellings::find_context_id(tx, "task", task)?;
         let shadowed: Vec<String> = r
             .considered
             .iter()
@@ -349,10 +348,10 @@ impl Store {
         tx.execute(
             "INSERT INTO reads (at, agent, subject, predicate, repo, task, scope, version, shadowed, note)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![now, agent, r.subject, r.predicate, repo, task, r.scope, r.version, serde_json::to_string(&shadowed)?, note],
+            params![ctx.now, agent, r.subject, r.predicate, repo, task, r.scope, r.version, serde_json::to_string(&shadowed)?, note],
         )?;
-        tx.commit()?;
         Ok(r)
+        })
     }
 
     /// The read log, newest first, filtered.

@@ -16,6 +16,7 @@ pub mod schema;
 mod settings;
 mod spellings;
 mod transfer;
+mod tx;
 mod write;
 
 pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate};
@@ -480,13 +481,13 @@ impl Store {
 
     /// Sets a `settings` key (documented keys: retention_days, tombstone_safe_days, demo).
     pub fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
-        let tx = self.begin()?;
-        tx.execute(
-            "INSERT OR REPLACE INTO settings (key, value) VALUES (?1, ?2)",
-            rusqlite::params![key, value],
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.in_write_tx(|tx, _, _| {
+            tx.execute(
+                "INSERT OR REPLACE INTO settings (key, value) VALUES (?1, ?2)",
+                rusqlite::params![key, value],
+            )?;
+            Ok(())
+        })
     }
 
     /// Adds an alias; both sides are normalized. Refuses chains and self-aliases.
@@ -496,8 +497,7 @@ impl Store {
         if alias == canonical {
             bail!("alias '{alias}' and canonical '{canonical}' are the same after normalization: nothing to add");
         }
-        let now = self.now();
-        let tx = self.begin()?;
+        self.in_write_tx(|tx, ctx, _| {
         let canonical_is_alias: Option<String> = tx
             .query_row(
                 "SELECT canonical FROM predicate_aliases WHERE alias = ?1",
@@ -524,10 +524,10 @@ impl Store {
         )?;
         tx.execute(
             "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
-            rusqlite::params![alias, canonical, now],
+            rusqlite::params![alias, canonical, ctx.now],
         )?;
-        tx.commit()?;
-        Ok((alias, canonical))
+        Ok((alias.clone(), canonical.clone()))
+        })
     }
 
     pub fn aliases(&self) -> Result<Vec<(String, String)>> {

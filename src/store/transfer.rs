@@ -92,9 +92,8 @@ impl Store {
         if has_rows > 0 {
             bail!("{} already holds memories: import only into a new, empty database (e.g. --db fresh.db)", self.path.display());
         }
-        let gate = self.purge_gate.clone();
-        let now = self.now();
-        let tx = self.begin()?;
+        let (report, _) = self.in_purge_tx(|tx, ctx, _| {
+        let now = &ctx.now;
         tx.execute_batch(
             "DELETE FROM settings; DELETE FROM predicate_aliases; DELETE FROM metrics;",
         )?;
@@ -135,7 +134,7 @@ impl Store {
                 bail!("line {line_no} names an unknown table '{table}': pass a file written by `memscope export`");
             }
             if !cols_cache.contains_key(table) {
-                cols_cache.insert(table.to_string(), columns(&tx, table)?);
+                cols_cache.insert(table.to_string(), columns(tx, table)?);
             }
             let cols = &cols_cache[table];
             let mut names = Vec::new();
@@ -193,13 +192,10 @@ impl Store {
         // A dump from before schema v4 may hold two spellings of one place: they become one,
         // as the migration does it (it rewrites history rows).
         tx.execute("DELETE FROM spellings", [])?;
-        gate.store(true, std::sync::atomic::Ordering::SeqCst);
-        let merged = super::spellings::merge_spellings(&tx, &now);
-        gate.store(false, std::sync::atomic::Ordering::SeqCst);
-        merged?;
+        super::spellings::merge_spellings(tx, now)?;
         // Every row as the write path could have written it, naming the first line that breaks
         // a rule.
-        if let Some(p) = super::fields::field_problems(&tx, 1)?.into_iter().next() {
+        if let Some(p) = super::fields::field_problems(tx, 1)?.into_iter().next() {
             let at = row_lines
                 .get(&(p.table.to_string(), p.key.clone()))
                 .map(|n| format!("line {n}"))
@@ -210,7 +206,7 @@ impl Store {
                 crate::model::escape_controls(&p.detail)
             );
         }
-        let checked = super::check::check_report(&tx)?;
+        let checked = super::check::check_report(tx)?;
         if let Some(v) = checked.violations.first() {
             bail!(
                 "the import would break invariant {} ({}): {} — nothing was imported",
@@ -219,7 +215,8 @@ impl Store {
                 v.detail
             );
         }
-        tx.commit()?;
+        Ok(report)
+        })?;
         Ok(report)
     }
 }

@@ -2,9 +2,8 @@
 
 use super::decide::{decide_write, Held, Probe, WriteDecision};
 use super::events::{Event, EventKind};
-use super::hot::HotStmts;
-use super::spellings::SpellingMemo;
-use super::{bump_metric, canonical_predicate, explain_sqlite, Store};
+pub(crate) use super::tx::{SeqBatch, TxState, WriteCtx};
+use super::{bump_metric, canonical_predicate, Store};
 use crate::model::{
     normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope,
     PendingItem, Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
@@ -12,123 +11,7 @@ use crate::model::{
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
-
-/// Causal sequence numbers handed out inside one write transaction. The clock is read once;
-/// every history event the transaction logs records the clock as it stands (`history.clock`),
-/// so the clock is known from the newest event and `settings.causal_clock` is written only
-/// when numbers were handed out that no event recorded (a pending item, `memscope seq`).
-/// [`SeqBatch::flush`] runs inside every write transaction, before commit.
-#[derive(Debug, Default)]
-pub(crate) struct SeqBatch {
-    next: Option<i64>,
-    /// The highest clock value already durable: in settings or in a history event.
-    durable: i64,
-}
-
-impl SeqBatch {
-    fn load(&mut self, conn: &Connection) -> Result<i64> {
-        if let Some(n) = self.next {
-            return Ok(n);
-        }
-        let clock: i64 = conn
-            .prepare_cached(
-                "SELECT max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))
-                 FROM settings WHERE key = 'causal_clock'",
-            )?
-            .query_row([], |r| r.get(0))
-            .optional()?
-            .ok_or_else(|| anyhow!("the causal clock is missing from settings: run `memscope check`"))?;
-        self.durable = clock;
-        self.next = Some(clock);
-        Ok(clock)
-    }
-
-    /// The clock's current value (the last number handed out or observed).
-    pub fn current(&mut self, conn: &Connection) -> Result<i64> {
-        self.load(conn)
-    }
-
-    /// The next number, above everything handed out or observed.
-    pub fn alloc(&mut self, conn: &Connection) -> Result<i64> {
-        // Numbers stay within 2^53, what every JSON reader holds exactly (and what a writer
-        // may bring: `validate`).
-        let seq = self
-            .load(conn)?
-            .checked_add(1)
-            .filter(|s| *s <= MAX_CAUSAL_SEQ)
-            .ok_or_else(|| {
-                anyhow!("the causal clock is exhausted (it reached 2^53): run `memscope check`")
-            })?;
-        self.next = Some(seq);
-        Ok(seq)
-    }
-
-    /// A writer brought its own number: later allocations stay above it.
-    pub fn observe(&mut self, conn: &Connection, seq: i64) -> Result<()> {
-        if seq > self.load(conn)? {
-            self.next = Some(seq);
-        }
-        Ok(())
-    }
-
-    /// The clock to record in a history event being logged now (it becomes durable with it).
-    pub fn stamp(&mut self) -> Option<i64> {
-        let n = self.next?;
-        self.durable = self.durable.max(n);
-        Some(n)
-    }
-
-    /// Writes the clock to settings if numbers were handed out that no event recorded; must
-    /// run inside the transaction, before commit.
-    pub fn flush(&mut self, conn: &Connection) -> Result<()> {
-        if let Some(next) = self.next {
-            if next > self.durable {
-                conn.prepare_cached(
-                    "UPDATE settings SET value = ?1 WHERE key = 'causal_clock' AND CAST(value AS INTEGER) < ?1",
-                )?
-                .execute([next])?;
-                self.durable = next;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// What one write transaction carries from one write to the next.
-pub(crate) struct TxState {
-    pub seqs: SeqBatch,
-    /// Predicates as written → canonical, for this transaction (nothing else can add an alias
-    /// while it holds the write lock).
-    canonical: HashMap<String, String>,
-    /// Whether the last exact write met an identity with no past: while they keep coming (a
-    /// bulk load of new memories), each is tried with the one-statement insert first.
-    expect_fresh: bool,
-    /// The two statements every new memory runs, lent by the store for the transaction.
-    pub hot: HotStmts,
-    /// A bulk load: new identities lean on the schema's tombstone guard when it is intact.
-    batch: bool,
-    /// Whether that guard is intact, once looked up (nothing else can change the schema while
-    /// the transaction holds the write lock).
-    guard_intact: Option<bool>,
-    /// Subjects and scopes in their stored spelling, once looked up or registered.
-    pub(crate) spellings: SpellingMemo,
-}
-
-impl Default for TxState {
-    fn default() -> Self {
-        TxState {
-            seqs: SeqBatch::default(),
-            canonical: HashMap::new(),
-            expect_fresh: true,
-            hot: HotStmts::default(),
-            batch: false,
-            guard_intact: None,
-            spellings: SpellingMemo::default(),
-        }
-    }
-}
 
 impl TxState {
     /// Logs the `set` event of a new applied version, stamped with the clock.
@@ -268,12 +151,6 @@ pub(crate) fn assert_written(conn: &Connection, ctx: &WriteCtx, w: &PreparedWrit
         Some(id) => super::check::assert_identity_clean(conn, &id),
         None => Ok(()),
     }
-}
-
-/// What every write transaction knows: its time and whether to assert invariants.
-pub(crate) struct WriteCtx {
-    pub now: String,
-    pub assert: bool,
 }
 
 /// A line failed half-way through a batch without savepoints: run the batch again with them.
@@ -818,87 +695,7 @@ impl ApplySummary {
 const APPLY_BATCH: usize = 100_000;
 const APPLY_BATCH_BYTES: usize = 64 << 20;
 
-/// Ends every write transaction the same way: the causal clock written back, busy retries
-/// folded into the metrics, then commit. Returns whether an on-disk purge is owed.
-pub(crate) fn finish_write(
-    tx: rusqlite::Transaction<'_>,
-    seqs: &mut SeqBatch,
-    path: &std::path::Path,
-) -> Result<bool> {
-    seqs.flush(&tx)?;
-    let taken = Store::record_busy_retries(&tx)?;
-    let committed = super::delete::purge_debt_owed(&tx).and_then(|debt| {
-        tx.commit()
-            .map(|_| debt)
-            .map_err(|e| explain_sqlite(e.into(), path))
-    });
-    if committed.is_err() {
-        Store::unrecord_busy_retries(taken);
-    }
-    committed
-}
-
 impl Store {
-    /// Runs `body` in one `BEGIN IMMEDIATE` transaction and ends it the way every write ends
-    /// ([`finish_write`]); an error rolls everything back. Pays an owed on-disk purge after.
-    pub(crate) fn in_write_tx<T>(
-        &mut self,
-        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
-    ) -> Result<T> {
-        self.run_write_tx(true, body)
-    }
-
-    /// Runs `body` exactly as [`Store::in_write_tx`] would, then rolls everything back: what
-    /// an operation would do, decided by the operation itself (a preview of a compound
-    /// operation — rescope, revert — that no probe alone can answer).
-    pub(crate) fn dry_run<T>(
-        &mut self,
-        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
-    ) -> Result<T> {
-        self.run_write_tx(false, body)
-    }
-
-    fn run_write_tx<T>(
-        &mut self,
-        commit: bool,
-        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
-    ) -> Result<T> {
-        let (clock, assert, fresh) = (self.clock, self.assert_invariants, self.fresh_inserts);
-        let path = self.path.clone();
-        // The store's prepared statements go with the transaction and come back after it.
-        let hot = std::mem::take(&mut self.hot);
-        let tx = self.begin()?;
-        // The time is taken inside the write lock, so event times follow commit order.
-        let ctx = WriteCtx {
-            now: super::format_time(clock.now()),
-            assert,
-        };
-        let mut st = TxState {
-            expect_fresh: fresh,
-            hot,
-            ..TxState::default()
-        };
-        let out = body(&tx, &ctx, &mut st);
-        let TxState { mut seqs, hot, .. } = st;
-        let finished = match out {
-            Ok(out) if commit => finish_write(tx, &mut seqs, &path).map(|debt| (out, debt)),
-            Ok(out) => {
-                drop(tx); // a dry run: rolls back
-                Ok((out, false))
-            }
-            Err(e) => {
-                drop(tx); // rolls back
-                Err(explain_sqlite(e, &path))
-            }
-        };
-        self.hot = hot;
-        let (out, debt) = finished?;
-        if debt {
-            self.pay_purge_debt()?;
-        }
-        Ok(out)
-    }
-
     /// One write, one transaction.
     pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
         self.in_write_tx(|tx, ctx, st| {

@@ -1,0 +1,259 @@
+//! The one transaction runner (docs/ARCHITECTURE.md, "The path of one write"): every store
+//! operation that writes — the write path, `apply`, pending resolutions, rescope and revert,
+//! delete, restore, gc, aliases, settings, import and the read log — runs in
+//! [`Store::in_write_tx`] (or its purge variant [`Store::in_purge_tx`], or [`Store::dry_run`]
+//! for a preview), which takes the write lock, stamps the time inside it, carries the causal
+//! clock and the write path's per-transaction state, folds busy retries into the metrics,
+//! asserts invariants when asked, commits and then pays an owed on-disk purge.
+
+use super::hot::HotStmts;
+use super::spellings::SpellingMemo;
+use super::{explain_sqlite, Store};
+use crate::model::MAX_CAUSAL_SEQ;
+use anyhow::{anyhow, Result};
+use rusqlite::{Connection, OptionalExtension};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Causal sequence numbers handed out inside one write transaction. The clock is read once;
+/// every history event the transaction logs records the clock as it stands (`history.clock`),
+/// so the clock is known from the newest event and `settings.causal_clock` is written only
+/// when numbers were handed out that no event recorded (a pending item, `memscope seq`).
+/// [`SeqBatch::flush`] runs inside every write transaction, before commit.
+#[derive(Debug, Default)]
+pub(crate) struct SeqBatch {
+    next: Option<i64>,
+    /// The highest clock value already durable: in settings or in a history event.
+    durable: i64,
+}
+
+impl SeqBatch {
+    fn load(&mut self, conn: &Connection) -> Result<i64> {
+        if let Some(n) = self.next {
+            return Ok(n);
+        }
+        let clock: i64 = conn
+            .prepare_cached(
+                "SELECT max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))
+                 FROM settings WHERE key = 'causal_clock'",
+            )?
+            .query_row([], |r| r.get(0))
+            .optional()?
+            .ok_or_else(|| anyhow!("the causal clock is missing from settings: run `memscope check`"))?;
+        self.durable = clock;
+        self.next = Some(clock);
+        Ok(clock)
+    }
+
+    /// The clock's current value (the last number handed out or observed).
+    pub(crate) fn current(&mut self, conn: &Connection) -> Result<i64> {
+        self.load(conn)
+    }
+
+    /// The next number, above everything handed out or observed.
+    pub(crate) fn alloc(&mut self, conn: &Connection) -> Result<i64> {
+        // Numbers stay within 2^53, what every JSON reader holds exactly (and what a writer
+        // may bring: `validate`).
+        let seq = self
+            .load(conn)?
+            .checked_add(1)
+            .filter(|s| *s <= MAX_CAUSAL_SEQ)
+            .ok_or_else(|| {
+                anyhow!("the causal clock is exhausted (it reached 2^53): run `memscope check`")
+            })?;
+        self.next = Some(seq);
+        Ok(seq)
+    }
+
+    /// A writer brought its own number: later allocations stay above it.
+    pub(crate) fn observe(&mut self, conn: &Connection, seq: i64) -> Result<()> {
+        if seq > self.load(conn)? {
+            self.next = Some(seq);
+        }
+        Ok(())
+    }
+
+    /// The clock to record in a history event being logged now (it becomes durable with it).
+    pub(crate) fn stamp(&mut self) -> Option<i64> {
+        let n = self.next?;
+        self.durable = self.durable.max(n);
+        Some(n)
+    }
+
+    /// Writes the clock to settings if numbers were handed out that no event recorded; must
+    /// run inside the transaction, before commit.
+    pub(crate) fn flush(&mut self, conn: &Connection) -> Result<()> {
+        if let Some(next) = self.next {
+            if next > self.durable {
+                conn.prepare_cached(
+                    "UPDATE settings SET value = ?1 WHERE key = 'causal_clock' AND CAST(value AS INTEGER) < ?1",
+                )?
+                .execute([next])?;
+                self.durable = next;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What one write transaction carries from one write to the next.
+pub(crate) struct TxState {
+    pub(crate) seqs: SeqBatch,
+    /// Predicates as written → canonical, for this transaction (nothing else can add an alias
+    /// while it holds the write lock).
+    pub(crate) canonical: HashMap<String, String>,
+    /// Whether the last exact write met an identity with no past: while they keep coming (a
+    /// bulk load of new memories), each is tried with the one-statement insert first.
+    pub(crate) expect_fresh: bool,
+    /// The two statements every new memory runs, lent by the store for the transaction.
+    pub(crate) hot: HotStmts,
+    /// A bulk load: new identities lean on the schema's tombstone guard when it is intact.
+    pub(crate) batch: bool,
+    /// Whether that guard is intact, once looked up (nothing else can change the schema while
+    /// the transaction holds the write lock).
+    pub(crate) guard_intact: Option<bool>,
+    /// Subjects and scopes in their stored spelling, once looked up or registered.
+    pub(crate) spellings: SpellingMemo,
+}
+
+impl Default for TxState {
+    fn default() -> Self {
+        TxState {
+            seqs: SeqBatch::default(),
+            canonical: HashMap::new(),
+            expect_fresh: true,
+            hot: HotStmts::default(),
+            batch: false,
+            guard_intact: None,
+            spellings: SpellingMemo::default(),
+        }
+    }
+}
+
+/// What every write transaction knows: its time and whether to assert invariants.
+pub(crate) struct WriteCtx {
+    pub now: String,
+    pub assert: bool,
+}
+
+/// Ends every write transaction the same way: the causal clock written back, busy retries
+/// folded into the metrics, then commit. Returns whether an on-disk purge is owed.
+pub(crate) fn finish_write(
+    tx: rusqlite::Transaction<'_>,
+    seqs: &mut SeqBatch,
+    path: &std::path::Path,
+) -> Result<bool> {
+    seqs.flush(&tx)?;
+    let taken = Store::record_busy_retries(&tx)?;
+    let committed = super::delete::purge_debt_owed(&tx).and_then(|debt| {
+        tx.commit()
+            .map(|_| debt)
+            .map_err(|e| explain_sqlite(e.into(), path))
+    });
+    if committed.is_err() {
+        Store::unrecord_busy_retries(taken);
+    }
+    committed
+}
+
+impl Store {
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction and ends it the way every write ends
+    /// ([`finish_write`]); an error rolls everything back. Pays an owed on-disk purge after.
+    pub(crate) fn in_write_tx<T>(
+        &mut self,
+        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
+    ) -> Result<T> {
+        Ok(self.run_write_tx(true, body)?.0)
+    }
+
+    /// Runs `body` exactly as [`Store::in_write_tx`] would, then rolls everything back: what
+    /// an operation would do, decided by the operation itself (a preview of a compound
+    /// operation — rescope, revert — that no probe alone can answer).
+    pub(crate) fn dry_run<T>(
+        &mut self,
+        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
+    ) -> Result<T> {
+        Ok(self.run_write_tx(false, body)?.0)
+    }
+
+    fn run_write_tx<T>(
+        &mut self,
+        commit: bool,
+        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
+    ) -> Result<(T, bool)> {
+        let (clock, assert, fresh) = (self.clock, self.assert_invariants, self.fresh_inserts);
+        let path = self.path.clone();
+        // The store's prepared statements go with the transaction and come back after it.
+        let hot = std::mem::take(&mut self.hot);
+        let tx = self.begin()?;
+        // The time is taken inside the write lock, so event times follow commit order.
+        let ctx = WriteCtx {
+            now: super::format_time(clock.now()),
+            assert,
+        };
+        let mut st = TxState {
+            expect_fresh: fresh,
+            hot,
+            ..TxState::default()
+        };
+        let out = body(&tx, &ctx, &mut st);
+        let TxState { mut seqs, hot, .. } = st;
+        let finished = match out {
+            Ok(out) if commit => finish_write(tx, &mut seqs, &path).map(|debt| (out, debt)),
+            Ok(out) => {
+                drop(tx); // a dry run: rolls back
+                Ok((out, false))
+            }
+            Err(e) => {
+                drop(tx); // rolls back
+                Err(explain_sqlite(e, &path))
+            }
+        };
+        self.hot = hot;
+        let (out, debt) = finished?;
+        // Whether the content is in no file any more: true unless an owed purge stays owed.
+        let purged = !debt || self.pay_purge_debt()?;
+        Ok((out, purged))
+    }
+
+    /// [`Store::in_write_tx`] for an operation that destroys content (delete, gc, import's
+    /// merge): history may be rewritten while `body` runs (the purge gate is open), the
+    /// on-disk purge is recorded as owed in the same transaction, and after the commit the WAL
+    /// is checkpointed and truncated. Returns whether that truncation completed (a reader
+    /// that blocks it leaves the debt recorded for the next write, open or `gc`).
+    pub(crate) fn in_purge_tx<T>(
+        &mut self,
+        body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
+    ) -> Result<(T, bool)> {
+        let gate = self.purge_gate.clone();
+        self.run_write_tx(true, |tx, ctx, st| {
+            let out = {
+                let _open = GateOpen::open(&gate);
+                body(tx, ctx, st)?
+            };
+            // The debt is recorded up front and cleared once the truncation completes.
+            tx.execute(
+                "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+                rusqlite::params![super::delete::DEBT_KEY, ctx.now],
+            )?;
+            Ok(out)
+        })
+    }
+}
+
+/// The purge gate held open (history rows may be rewritten) until dropped, on every path out.
+pub(crate) struct GateOpen<'a>(&'a AtomicBool);
+
+impl<'a> GateOpen<'a> {
+    pub(crate) fn open(gate: &'a Arc<AtomicBool>) -> GateOpen<'a> {
+        gate.store(true, Ordering::SeqCst);
+        GateOpen(gate)
+    }
+}
+
+impl Drop for GateOpen<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
