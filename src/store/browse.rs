@@ -6,7 +6,7 @@
 //! `repo:…` or `task:…` (the schema's CHECK), byte order already puts the global group first,
 //! then every repo, then every task — and the `memories_by_scope` index serves it directly.
 
-use super::read::{memory_from_row, MEMORY_COLUMNS};
+use super::rows::{memory_from_row, MEMORY_COLUMNS};
 use super::{format_time, Store};
 use crate::model::{Identity, MemoryRecord, ReadRecord, Scope, Tombstone};
 use anyhow::{anyhow, Result};
@@ -295,7 +295,7 @@ impl Store {
                 serde_json::to_string(&words)?,
                 limit as i64
             ],
-            super::incident::read_from_row,
+            super::rows::read_from_row,
         )?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

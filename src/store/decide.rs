@@ -144,6 +144,19 @@ impl WriteDecision {
     }
 }
 
+/// The precedence chain for a context: task, then repo, then global.
+pub fn resolution_chain(repo: Option<&str>, task: Option<&str>) -> Vec<Scope> {
+    let mut chain = Vec::with_capacity(3);
+    if let Some(t) = task {
+        chain.push(Scope::Task(t.to_string()));
+    }
+    if let Some(r) = repo {
+        chain.push(Scope::Repo(r.to_string()));
+    }
+    chain.push(Scope::Global);
+    chain
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,21 +2,15 @@
 //! making the bytes unrecoverable on disk. Also restore, retention and gc.
 
 use super::events::{Event, EventKind};
-use super::write::max_version;
+use super::rows::max_version;
+use super::rows::purge_debt_owed;
+use super::rows::DEBT_KEY;
 use super::{busy_handler, format_time, short_busy_handler, Store};
 use crate::model::{DeletePreview, DeleteReport, DeleteTarget, Identity, Scope, TombstoneRef};
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 use std::collections::BTreeSet;
-
-pub(crate) const DEBT_KEY: &str = "purge_debt_since";
-
-pub(crate) fn purge_debt_owed(conn: &Connection) -> Result<bool> {
-    Ok(conn
-        .prepare_cached("SELECT 1 FROM settings WHERE key = ?1")?
-        .exists([DEBT_KEY])?)
-}
 
 /// Every identity the target covers that holds or ever held a record (or is tombstoned).
 fn target_identities(conn: &Connection, target: &DeleteTarget) -> Result<Vec<Identity>> {

@@ -3,8 +3,10 @@
 //! Repairs write through the same write path as everything else.
 
 use super::check::assert_identity_clean;
+use super::decide::resolution_chain;
 use super::events::{Event, EventKind};
-use super::read::{current, resolution_chain};
+use super::rows::current;
+use super::rows::read_from_row;
 use super::spellings;
 use super::write::{write_in_tx, PreparedWrite, TxState, WriteCtx};
 use super::{format_time, Store};
@@ -442,7 +444,7 @@ impl Store {
             let rec = current(tx, &from_id)?.ok_or_else(|| {
                 anyhow!("{from_id} has no current record to move: see `memscope list`")
             })?;
-            if let Some(v) = super::write::tombstone_version(tx, &to_id)? {
+            if let Some(v) = super::rows::tombstone_version(tx, &to_id)? {
                 bail!("{to_id} is deleted (tombstone v{v}): restore it first, or choose another target; nothing changed");
             }
             let w = PreparedWrite::stored(
@@ -530,27 +532,6 @@ impl Store {
             self.dry_run(body)
         }
     }
-}
-
-/// A `reads` row, selected as `id, at, agent, subject, predicate, repo, task, scope, version,
-/// shadowed, note`.
-pub(crate) fn read_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReadRecord> {
-    let shadowed: Option<String> = r.get(9)?;
-    Ok(ReadRecord {
-        id: r.get(0)?,
-        at: r.get(1)?,
-        agent: r.get(2)?,
-        subject: r.get(3)?,
-        predicate: r.get(4)?,
-        repo: r.get(5)?,
-        task: r.get(6)?,
-        scope: r.get(7)?,
-        version: r.get(8)?,
-        shadowed: shadowed
-            .and_then(|s| serde_json::from_str(&s).ok())
-            .unwrap_or_default(),
-        note: r.get(10)?,
-    })
 }
 
 /// Filters for [`Store::reads`].

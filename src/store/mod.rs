@@ -12,6 +12,7 @@ mod hot;
 mod incident;
 mod private;
 mod read;
+mod rows;
 pub mod schema;
 mod settings;
 mod spellings;

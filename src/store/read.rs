@@ -1,13 +1,16 @@
 //! Reads: the current view, history, precedence resolution, the pending queue, tombstones.
 
+use super::rows::{
+    current, event_from_row, mark_validity, memory_from_row, parse_scope, pending_from_row,
+    pending_item, MEMORY_COLUMNS, PENDING_COLUMNS,
+};
 use super::spellings;
 use super::Store;
 use crate::model::{
     HistoryEvent, Identity, MemoryRecord, PendingItem, Resolution, Scope, Tombstone,
 };
 use anyhow::Result;
-use rusqlite::{params, Connection, OptionalExtension, Row};
-use serde_json::Value;
+use rusqlite::params;
 
 /// Filters for `list`; `None` means any.
 #[derive(Debug, Clone, Default)]
@@ -15,145 +18,6 @@ pub struct ListFilter {
     pub scope: Option<Scope>,
     pub subject: Option<String>,
     pub predicate: Option<String>,
-}
-
-pub(crate) const MEMORY_COLUMNS: &str = "subject, predicate, scope, value, version, source, causal_seq, raw, created_at, updated_at, confirmed_at, confirm_count";
-
-fn parse_json(text: &str, what: &str) -> rusqlite::Result<Value> {
-    serde_json::from_str(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(
-            0,
-            rusqlite::types::Type::Text,
-            format!("{what} is not valid JSON: {e}").into(),
-        )
-    })
-}
-
-fn parse_scope(text: &str) -> rusqlite::Result<Scope> {
-    Scope::parse(text).map_err(|e| {
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
-    })
-}
-
-pub(crate) fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
-    Ok(MemoryRecord {
-        subject: r.get(0)?,
-        predicate: r.get(1)?,
-        scope: parse_scope(&r.get::<_, String>(2)?)?,
-        value: parse_json(&r.get::<_, String>(3)?, "a stored value")?,
-        version: r.get(4)?,
-        source: r.get(5)?,
-        causal_seq: r.get(6)?,
-        raw: r.get(7)?,
-        created_at: r.get(8)?,
-        updated_at: r.get(9)?,
-        confirmed_at: r.get(10)?,
-        confirm_count: r.get(11)?,
-    })
-}
-
-fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
-    let value: Option<String> = r.get(6)?;
-    let detail: Option<String> = r.get(11)?;
-    Ok(HistoryEvent {
-        id: r.get(0)?,
-        event: r.get(1)?,
-        subject: r.get(2)?,
-        predicate: r.get(3)?,
-        scope: r.get(4)?,
-        version: r.get(5)?,
-        value: value
-            .map(|v| parse_json(&v, "a history value"))
-            .transpose()?,
-        raw: r.get(7)?,
-        source: r.get(8)?,
-        causal_seq: r.get(9)?,
-        at: r.get(10)?,
-        detail: detail
-            .map(|d| parse_json(&d, "a history detail"))
-            .transpose()?,
-        valid_until: None,
-    })
-}
-
-const PENDING_COLUMNS: &str = "id, subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, resolved_scope, resolution, merged_from";
-
-fn pending_from_row(r: &Row<'_>) -> rusqlite::Result<PendingItem> {
-    let candidates: Vec<String> =
-        serde_json::from_value(parse_json(&r.get::<_, String>(7)?, "pending candidates")?)
-            .map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, e.into())
-            })?;
-    Ok(PendingItem {
-        id: r.get(0)?,
-        subject: r.get(1)?,
-        predicate: r.get(2)?,
-        value: parse_json(&r.get::<_, String>(3)?, "a pending value")?,
-        raw: r.get(4)?,
-        source: r.get(5)?,
-        causal_seq: r.get(6)?,
-        candidates: candidates
-            .iter()
-            .map(|c| parse_scope(c))
-            .collect::<rusqlite::Result<_>>()?,
-        status: r.get(8)?,
-        created_at: r.get(9)?,
-        resolved_scope: r.get(10)?,
-        resolution: r.get(11)?,
-        merged_from: r.get(12)?,
-    })
-}
-
-pub(crate) fn pending_item(conn: &Connection, id: i64) -> Result<Option<PendingItem>> {
-    Ok(conn
-        .query_row(
-            &format!("SELECT {PENDING_COLUMNS} FROM pending WHERE id = ?1"),
-            [id],
-            pending_from_row,
-        )
-        .optional()?)
-}
-
-pub(crate) fn current(conn: &Connection, id: &Identity) -> Result<Option<MemoryRecord>> {
-    Ok(conn
-        .prepare_cached(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3"
-        ))?
-        .query_row(
-            params![id.subject, id.predicate, id.scope.to_string()],
-            memory_from_row,
-        )
-        .optional()?)
-}
-
-/// Fills `valid_until` of each `set` event: the time of the next event that ended it in the
-/// same scope (a newer version, a delete, a removal).
-pub(crate) fn mark_validity(events: &mut [HistoryEvent]) {
-    let mut open: std::collections::HashMap<String, usize> = Default::default();
-    for i in 0..events.len() {
-        let ends = matches!(events[i].event.as_str(), "set" | "deleted" | "removed");
-        if ends {
-            if let Some(j) = open.remove(&events[i].scope) {
-                events[j].valid_until = Some(events[i].at.clone());
-            }
-        }
-        if events[i].event == "set" {
-            open.insert(events[i].scope.clone(), i);
-        }
-    }
-}
-
-/// The precedence chain for a context: task, then repo, then global.
-pub fn resolution_chain(repo: Option<&str>, task: Option<&str>) -> Vec<Scope> {
-    let mut chain = Vec::with_capacity(3);
-    if let Some(t) = task {
-        chain.push(Scope::Task(t.to_string()));
-    }
-    if let Some(r) = repo {
-        chain.push(Scope::Repo(r.to_string()));
-    }
-    chain.push(Scope::Global);
-    chain
 }
 
 impl Store {

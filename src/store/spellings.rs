@@ -244,7 +244,7 @@ pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport>
         // delete (the store pays it once the transaction commits).
         tx.execute(
             "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
-            params![super::delete::DEBT_KEY, now],
+            params![super::rows::DEBT_KEY, now],
         )?;
     }
     super::bump_metric(tx, "spellings_merged", report.merged_spellings)?;

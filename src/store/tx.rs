@@ -146,7 +146,7 @@ pub(crate) fn finish_write(
 ) -> Result<bool> {
     seqs.flush(&tx)?;
     let taken = Store::record_busy_retries(&tx)?;
-    let committed = super::delete::purge_debt_owed(&tx).and_then(|debt| {
+    let committed = super::rows::purge_debt_owed(&tx).and_then(|debt| {
         tx.commit()
             .map(|_| debt)
             .map_err(|e| explain_sqlite(e.into(), path))
@@ -235,7 +235,7 @@ impl Store {
             // The debt is recorded up front and cleared once the truncation completes.
             tx.execute(
                 "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
-                rusqlite::params![super::delete::DEBT_KEY, ctx.now],
+                rusqlite::params![super::rows::DEBT_KEY, ctx.now],
             )?;
             Ok(out)
         })

@@ -2,6 +2,8 @@
 
 use super::decide::{decide_write, Held, Probe, WriteDecision};
 use super::events::{Event, EventKind};
+use super::rows::history_max_version;
+use super::rows::tombstone_version;
 pub(crate) use super::tx::{SeqBatch, TxState, WriteCtx};
 use super::{bump_metric, canonical_predicate, Store};
 use crate::model::{
@@ -9,7 +11,7 @@ use crate::model::{
     PendingItem, Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
 };
 use anyhow::{anyhow, bail, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
 
@@ -237,54 +239,6 @@ pub(crate) fn prepare(
     let mut w = std::borrow::Cow::Owned(validate(req.clone())?);
     st.canonicalize(conn, &mut w)?;
     Ok(w.into_owned())
-}
-
-pub(crate) fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-        )?
-        .query_row(
-            params![id.subject, id.predicate, id.scope.to_string()],
-            |r| r.get(0),
-        )
-        .optional()?)
-}
-
-/// The highest version an identity ever used (applied versions and tombstones).
-pub(crate) fn max_version(conn: &Connection, id: &Identity) -> Result<i64> {
-    let from_memory: Option<i64> = conn
-        .prepare_cached(
-            "SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-        )?
-        .query_row(
-            params![id.subject, id.predicate, id.scope.to_string()],
-            |r| r.get(0),
-        )
-        .optional()?;
-    Ok([
-        history_max_version(conn, id)?,
-        from_memory,
-        tombstone_version(conn, id)?,
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-    .unwrap_or(0))
-}
-
-/// The highest version number in an identity's log, if it has one.
-fn history_max_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
-    // Callers probe for any history first: SQLite re-prepares this aggregate on every run as
-    // the table grows, which would cost a parse on every new identity.
-    Ok(conn
-        .prepare_cached(
-            "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-        )?
-        .query_row(
-            params![id.subject, id.predicate, id.scope.to_string()],
-            |r| r.get(0),
-        )?)
 }
 
 pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
@@ -645,7 +599,7 @@ fn open_pending_like(
         .collect::<Result<Vec<_>, _>>()?;
     let wanted: std::collections::BTreeSet<&Scope> = candidates.iter().collect();
     for id in ids {
-        let Some(item) = super::read::pending_item(conn, id)? else {
+        let Some(item) = super::rows::pending_item(conn, id)? else {
             continue;
         };
         let same_candidates = item
@@ -825,7 +779,7 @@ impl Store {
         outside_candidates: bool,
     ) -> Result<WriteOutcome> {
         self.in_write_tx(|tx, ctx, st| {
-            let item = super::read::pending_item(tx, pending_id)?.ok_or_else(|| {
+            let item = super::rows::pending_item(tx, pending_id)?.ok_or_else(|| {
                 anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
             })?;
             if item.status != "open" {
@@ -899,7 +853,7 @@ impl Store {
     /// Each candidate scope of pending item `pending_id` with what resolving it there would
     /// do now — the decision [`Store::resolve_pending`] then takes.
     pub fn preview_pending(&self, pending_id: i64) -> Result<Vec<(Scope, WriteDecision)>> {
-        let item = super::read::pending_item(&self.conn, pending_id)?.ok_or_else(|| {
+        let item = super::rows::pending_item(&self.conn, pending_id)?.ok_or_else(|| {
             anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
         })?;
         let seq = resolution_seq(&item);
@@ -919,7 +873,7 @@ impl Store {
     /// Rejects an open pending item: nothing is written to memory.
     pub fn reject_pending(&mut self, pending_id: i64) -> Result<PendingItem> {
         self.in_write_tx(|tx, ctx, _| {
-            let mut item = super::read::pending_item(tx, pending_id)?.ok_or_else(|| {
+            let mut item = super::rows::pending_item(tx, pending_id)?.ok_or_else(|| {
                 anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
             })?;
             if item.status != "open" {

@@ -1,0 +1,212 @@
+//! The rows every store operation reads the same way: one identity's current record,
+//! tombstone and versions, a pending item, a logged read — each parsed once, here — and the
+//! record of an owed on-disk purge. The operations (`read`, `write`, `incident`, `delete`,
+//! `browse`, `spellings`, `tx`) import this module; it imports none of them.
+
+use crate::model::{HistoryEvent, Identity, MemoryRecord, PendingItem, ReadRecord, Scope};
+use anyhow::Result;
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use serde_json::Value;
+
+pub(crate) const MEMORY_COLUMNS: &str = "subject, predicate, scope, value, version, source, causal_seq, raw, created_at, updated_at, confirmed_at, confirm_count";
+
+pub(crate) fn parse_json(text: &str, what: &str) -> rusqlite::Result<Value> {
+    serde_json::from_str(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Text,
+            format!("{what} is not valid JSON: {e}").into(),
+        )
+    })
+}
+
+pub(crate) fn parse_scope(text: &str) -> rusqlite::Result<Scope> {
+    Scope::parse(text).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into())
+    })
+}
+
+pub(crate) fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
+    Ok(MemoryRecord {
+        subject: r.get(0)?,
+        predicate: r.get(1)?,
+        scope: parse_scope(&r.get::<_, String>(2)?)?,
+        value: parse_json(&r.get::<_, String>(3)?, "a stored value")?,
+        version: r.get(4)?,
+        source: r.get(5)?,
+        causal_seq: r.get(6)?,
+        raw: r.get(7)?,
+        created_at: r.get(8)?,
+        updated_at: r.get(9)?,
+        confirmed_at: r.get(10)?,
+        confirm_count: r.get(11)?,
+    })
+}
+
+pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
+    let value: Option<String> = r.get(6)?;
+    let detail: Option<String> = r.get(11)?;
+    Ok(HistoryEvent {
+        id: r.get(0)?,
+        event: r.get(1)?,
+        subject: r.get(2)?,
+        predicate: r.get(3)?,
+        scope: r.get(4)?,
+        version: r.get(5)?,
+        value: value
+            .map(|v| parse_json(&v, "a history value"))
+            .transpose()?,
+        raw: r.get(7)?,
+        source: r.get(8)?,
+        causal_seq: r.get(9)?,
+        at: r.get(10)?,
+        detail: detail
+            .map(|d| parse_json(&d, "a history detail"))
+            .transpose()?,
+        valid_until: None,
+    })
+}
+
+pub(crate) const PENDING_COLUMNS: &str = "id, subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, resolved_scope, resolution, merged_from";
+
+pub(crate) fn pending_from_row(r: &Row<'_>) -> rusqlite::Result<PendingItem> {
+    let candidates: Vec<String> =
+        serde_json::from_value(parse_json(&r.get::<_, String>(7)?, "pending candidates")?)
+            .map_err(|e| {
+                rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, e.into())
+            })?;
+    Ok(PendingItem {
+        id: r.get(0)?,
+        subject: r.get(1)?,
+        predicate: r.get(2)?,
+        value: parse_json(&r.get::<_, String>(3)?, "a pending value")?,
+        raw: r.get(4)?,
+        source: r.get(5)?,
+        causal_seq: r.get(6)?,
+        candidates: candidates
+            .iter()
+            .map(|c| parse_scope(c))
+            .collect::<rusqlite::Result<_>>()?,
+        status: r.get(8)?,
+        created_at: r.get(9)?,
+        resolved_scope: r.get(10)?,
+        resolution: r.get(11)?,
+        merged_from: r.get(12)?,
+    })
+}
+
+pub(crate) fn pending_item(conn: &Connection, id: i64) -> Result<Option<PendingItem>> {
+    Ok(conn
+        .query_row(
+            &format!("SELECT {PENDING_COLUMNS} FROM pending WHERE id = ?1"),
+            [id],
+            pending_from_row,
+        )
+        .optional()?)
+}
+
+pub(crate) fn current(conn: &Connection, id: &Identity) -> Result<Option<MemoryRecord>> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3"
+        ))?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            memory_from_row,
+        )
+        .optional()?)
+}
+
+/// Fills `valid_until` of each `set` event: the time of the next event that ended it in the
+/// same scope (a newer version, a delete, a removal).
+pub(crate) fn mark_validity(events: &mut [HistoryEvent]) {
+    let mut open: std::collections::HashMap<String, usize> = Default::default();
+    for i in 0..events.len() {
+        let ends = matches!(events[i].event.as_str(), "set" | "deleted" | "removed");
+        if ends {
+            if let Some(j) = open.remove(&events[i].scope) {
+                events[j].valid_until = Some(events[i].at.clone());
+            }
+        }
+        if events[i].event == "set" {
+            open.insert(events[i].scope.clone(), i);
+        }
+    }
+}
+
+pub(crate) fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// The highest version an identity ever used (applied versions and tombstones).
+pub(crate) fn max_version(conn: &Connection, id: &Identity) -> Result<i64> {
+    let from_memory: Option<i64> = conn
+        .prepare_cached(
+            "SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            |r| r.get(0),
+        )
+        .optional()?;
+    Ok([
+        history_max_version(conn, id)?,
+        from_memory,
+        tombstone_version(conn, id)?,
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(0))
+}
+
+/// The highest version number in an identity's log, if it has one.
+pub(crate) fn history_max_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
+    // Callers probe for any history first: SQLite re-prepares this aggregate on every run as
+    // the table grows, which would cost a parse on every new identity.
+    Ok(conn
+        .prepare_cached(
+            "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        )?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            |r| r.get(0),
+        )?)
+}
+
+/// A `reads` row, selected as `id, at, agent, subject, predicate, repo, task, scope, version,
+/// shadowed, note`.
+pub(crate) fn read_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReadRecord> {
+    let shadowed: Option<String> = r.get(9)?;
+    Ok(ReadRecord {
+        id: r.get(0)?,
+        at: r.get(1)?,
+        agent: r.get(2)?,
+        subject: r.get(3)?,
+        predicate: r.get(4)?,
+        repo: r.get(5)?,
+        task: r.get(6)?,
+        scope: r.get(7)?,
+        version: r.get(8)?,
+        shadowed: shadowed
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+        note: r.get(10)?,
+    })
+}
+
+pub(crate) const DEBT_KEY: &str = "purge_debt_since";
+
+pub(crate) fn purge_debt_owed(conn: &Connection) -> Result<bool> {
+    Ok(conn
+        .prepare_cached("SELECT 1 FROM settings WHERE key = ?1")?
+        .exists([DEBT_KEY])?)
+}
