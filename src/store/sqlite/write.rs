@@ -1,6 +1,5 @@
 //! The one write path (README, "The model in one minute"): tombstone → ambiguity → insert / confirm / stale / supersede.
 
-use super::decide::{decide_write, Held, Probe, WriteDecision};
 use super::events::{Event, EventKind};
 use super::rows::history_max_version;
 use super::rows::tombstone_version;
@@ -10,6 +9,7 @@ use crate::model::{
     normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope,
     PendingItem, Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
 };
+use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection};
 use serde_json::{json, Value};

@@ -3,7 +3,6 @@
 //! Repairs write through the same write path as everything else.
 
 use super::check::assert_identity_clean;
-use super::decide::resolution_chain;
 use super::events::{Event, EventKind};
 use super::rows::current;
 use super::rows::read_from_row;
@@ -13,6 +12,7 @@ use super::{format_time, Store};
 use crate::model::{
     Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope, WriteOutcome,
 };
+use crate::store::decide::resolution_chain;
 use anyhow::{anyhow, bail, Result};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};

@@ -1,0 +1,649 @@
+//! The SQLite backend of the store (docs/ARCHITECTURE.md): the only code that speaks SQL. Every change to memory goes through
+//! [`Store::write`] (or its batched and pending forms), which decides the outcome in one
+//! `BEGIN IMMEDIATE` transaction.
+
+mod browse;
+mod check;
+mod delete;
+mod events;
+mod fields;
+mod hot;
+mod incident;
+mod private;
+mod read;
+mod rows;
+pub mod schema;
+mod settings;
+mod spellings;
+mod transfer;
+mod tx;
+mod write;
+
+pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate};
+pub use check::{is_damage, CheckReport, Integrity, IntegrityMode, Violation};
+pub use incident::{parse_time, ReadFilter};
+pub use private::Exposure;
+pub use read::ListFilter;
+pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
+pub use spellings::MergeReport;
+pub use transfer::ImportReport;
+/// The write path's checks of a request that need no database (front ends run them before
+/// opening one, so a wrong call creates nothing).
+pub(crate) use write::validate;
+pub use write::ApplySummary;
+
+use anyhow::{anyhow, bail, Context, Result};
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::functions::FunctionFlags;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Busy-handler retries taken by this process and not yet recorded: the next commit of any
+/// of its stores takes them (so each retry is counted once, however many stores the process
+/// opens) and folds them into the `busy_retries` metric that `check` reports.
+static BUSY_UNRECORDED: AtomicU64 = AtomicU64::new(0);
+/// How long a writer waits for the lock before giving up, in milliseconds.
+static BUSY_TIMEOUT_MS: AtomicU64 = AtomicU64::new(15_000);
+
+/// Default aliases seeded into every new database.
+pub const DEFAULT_ALIASES: &str = include_str!("../../../assets/aliases.json");
+
+/// Whether opening may create the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create and initialize the database when it is missing (write commands).
+    Create,
+    /// The database must already exist (read commands, the UI).
+    Existing,
+}
+
+/// The store's clock: real time, or a fixed instant for tests and snapshots.
+#[derive(Debug, Clone, Copy)]
+pub enum Clock {
+    System,
+    Fixed(DateTime<Utc>),
+}
+
+impl Clock {
+    pub fn now(&self) -> DateTime<Utc> {
+        match self {
+            Clock::System => Utc::now(),
+            Clock::Fixed(t) => *t,
+        }
+    }
+}
+
+/// Formats an instant the way the database stores it: RFC 3339, UTC, milliseconds.
+pub fn format_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub struct Store {
+    /// Statements prepared on `conn`; `Drop for Store` finalizes them before the connection
+    /// closes, so the order of these fields does not matter.
+    hot: hot::HotStmts,
+    conn: Connection,
+    path: PathBuf,
+    read_only: bool,
+    clock: Clock,
+    assert_invariants: bool,
+    purge_gate: Arc<AtomicBool>,
+    /// Whether writes try the one-statement insert of a new identity first (see
+    /// `write::insert_if_fresh`); off only in tests that compare it with the full decision.
+    fresh_inserts: bool,
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // A statement still prepared makes `sqlite3_close` fail with BUSY, which rusqlite
+        // ignores: the connection and its file descriptors would leak. Finalize them first.
+        drop(std::mem::take(&mut self.hot));
+    }
+}
+
+fn busy_handler(attempt: i32) -> bool {
+    BUSY_UNRECORDED.fetch_add(1, Ordering::Relaxed);
+    let step = (attempt as u64 % 8) + 1;
+    std::thread::sleep(std::time::Duration::from_millis(step));
+    // Average sleep is ~4.5 ms per attempt.
+    (attempt as u64) * 9 / 2 < BUSY_TIMEOUT_MS.load(Ordering::Relaxed)
+}
+
+/// Checkpoints wait only briefly for readers: a blocked purge is recorded as debt instead.
+fn short_busy_handler(attempt: i32) -> bool {
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    attempt < 40
+}
+
+/// Whether SQLite answered "another connection holds the lock" (the busy handler is not
+/// consulted for every such case: switching to WAL and WAL recovery answer at once).
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
+/// Runs `step` again while the database is busy, as long as a write would wait for its lock
+/// (`MEMSCOPE_BUSY_TIMEOUT_MS`). Each retry counts in `busy_retries`. `step` must leave no
+/// transaction open when it fails.
+fn retry_busy<T>(mut step: impl FnMut() -> Result<T>) -> Result<T> {
+    let deadline = std::time::Instant::now()
+        + std::time::Duration::from_millis(BUSY_TIMEOUT_MS.load(Ordering::Relaxed));
+    let mut attempt = 0u64;
+    loop {
+        match step() {
+            Err(e)
+                if e.downcast_ref::<rusqlite::Error>().is_some_and(is_busy)
+                    && std::time::Instant::now() < deadline =>
+            {
+                BUSY_UNRECORDED.fetch_add(1, Ordering::Relaxed);
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(attempt % 8 + 1));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Ends a transaction a failed step left open, so that the step can be retried.
+fn end_open_transaction(conn: &Connection) {
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the database at `path`, migrating it forward. A file that is not a
+    /// database, or a database from a newer memscope, is refused without being touched.
+    ///
+    /// The file is only ever opened by SQLite: a descriptor opened and closed beside it would
+    /// drop every POSIX lock this process holds on it (SQLite's "How To Corrupt An SQLite
+    /// Database File", §2.2), and another process could then checkpoint or remove the WAL
+    /// under this process's live connections. Any number of processes may open a new path at
+    /// the same instant: each step that needs a lock waits for it like a write does.
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Store> {
+        let path = path.as_ref().to_path_buf();
+        if let Ok(ms) = std::env::var("MEMSCOPE_BUSY_TIMEOUT_MS") {
+            if let Ok(ms) = ms.parse::<u64>() {
+                BUSY_TIMEOUT_MS.store(ms, Ordering::Relaxed);
+            }
+        }
+        // `stat` only: it opens no descriptor.
+        let exists = path.exists();
+        if !exists && mode == OpenMode::Existing {
+            bail!(
+                "no memscope database at {}: create it with `{}`, or load the demo there with `{}`",
+                path.display(),
+                suggest(&path, "init"),
+                suggest(&path, "demo")
+            );
+        }
+        if path.is_dir() {
+            bail!(
+                "{} is a directory, not a database file: pass a file path with --db",
+                path.display()
+            );
+        }
+        if !exists {
+            if let Some(parent) = path.parent() {
+                if !parent.as_os_str().is_empty() && !parent.exists() {
+                    private::create_private_dirs(parent)?;
+                }
+            }
+        }
+        // Read-write where the file allows it: SQLite falls back to read-only by itself when
+        // the operating system refuses writing, and says so through `is_readonly`.
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        if mode == OpenMode::Create {
+            flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        }
+        let connect = || Connection::open_with_flags(&path, flags);
+        // SQLite creates the file as it connects; a new one is its owner's alone.
+        let connected = if exists {
+            connect()
+        } else {
+            private::create_private(connect)
+        };
+        let mut conn =
+            connected.with_context(|| format!("cannot open the database {}", path.display()))?;
+        let read_only = conn
+            .is_readonly(rusqlite::MAIN_DB)
+            .with_context(|| format!("cannot open the database {}", path.display()))?;
+        conn.busy_handler(Some(busy_handler))?;
+        let purge_gate = Arc::new(AtomicBool::new(false));
+        let gate = purge_gate.clone();
+        conn.create_scalar_function(
+            schema::PURGE_GATE_FN,
+            0,
+            FunctionFlags::SQLITE_UTF8,
+            move |_| Ok(gate.load(Ordering::SeqCst)),
+        )?;
+
+        // Read-only probes first, in one snapshot: nothing below may write to a file we are
+        // going to refuse. SQLite reads the header here, so a file that is not a database is
+        // found now, untouched.
+        let probe = |conn: &Connection| -> Result<(i64, i64)> {
+            let read = || -> rusqlite::Result<(i64, i64)> {
+                conn.execute_batch("BEGIN")?;
+                let version = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+                let tables = conn.query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+                    [],
+                    |r| r.get(0),
+                )?;
+                conn.execute_batch("COMMIT")?;
+                Ok((version, tables))
+            };
+            read()
+                .inspect_err(|_| end_open_transaction(conn))
+                .map_err(Into::into)
+        };
+        let (version, tables) = retry_busy(|| probe(&conn)).map_err(|e| {
+            let not_a_database = matches!(
+                e.downcast_ref::<rusqlite::Error>(),
+                Some(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::NotADatabase
+            );
+            if not_a_database {
+                anyhow!(
+                    "{} is not a SQLite database: point --db at a memscope database or a new file name",
+                    path.display()
+                )
+            } else {
+                e.context(format!("{} is not a usable SQLite database", path.display()))
+            }
+        })?;
+        if version > schema::SCHEMA_VERSION {
+            bail!(
+                "{} uses schema version {version}, newer than this memscope understands ({}): upgrade memscope to open it",
+                path.display(),
+                schema::SCHEMA_VERSION
+            );
+        }
+        if read_only && version > 0 && version < schema::SCHEMA_VERSION {
+            bail!(
+                "{} uses schema version {version} and is read-only, so it cannot be brought to version {}: open it once with write access (any memscope command) to migrate it",
+                path.display(),
+                schema::SCHEMA_VERSION
+            );
+        }
+        if version == 0 {
+            if tables > 0 {
+                bail!(
+                    "{} is a SQLite database but not a memscope one: point --db at a memscope database or a new file name",
+                    path.display()
+                );
+            }
+            if mode == OpenMode::Existing {
+                bail!(
+                    "{} is empty, not yet a memscope database: create it with `{}`",
+                    path.display(),
+                    suggest(&path, "init")
+                );
+            }
+            if read_only {
+                bail!("{} is read-only and empty: nothing to show", path.display());
+            }
+        }
+
+        let mut store = Store {
+            hot: hot::HotStmts::default(),
+            conn,
+            path,
+            read_only,
+            clock: Clock::System,
+            assert_invariants: std::env::var("MEMSCOPE_ASSERT_INVARIANTS").is_ok_and(|v| v == "1"),
+            purge_gate,
+            fresh_inserts: true,
+        };
+        store.configure_connection()?;
+        if !read_only {
+            // A new database is seeded in the same transaction that creates it, so no writer
+            // ever sees it without its aliases. Each step rolls back on failure, so a busy
+            // step is simply run again.
+            let gate = store.purge_gate.clone();
+            let clock = store.clock;
+            retry_busy(|| {
+                schema::migrate_with_hook(&mut store.conn, schema::MIGRATIONS, &|tx, v| {
+                    if v == 1 {
+                        seed_defaults(tx)?;
+                    }
+                    if v == 4 {
+                        // Spellings v3 kept apart become one (it rewrites history rows).
+                        gate.store(true, Ordering::SeqCst);
+                        let merged = spellings::merge_spellings(tx, &format_time(clock.now()));
+                        gate.store(false, Ordering::SeqCst);
+                        merged?;
+                    }
+                    Ok(())
+                })
+            })
+            .map_err(|e| anyhow!("{}: {e:#}", store.path.display()))?;
+            store.apply_durability()?;
+            // A purge owed by an earlier delete is paid on open when nothing blocks it.
+            store.pay_purge_debt()?;
+        }
+        Ok(store)
+    }
+
+    fn configure_connection(&mut self) -> Result<()> {
+        let c = &self.conn;
+        if !self.read_only {
+            // Switching to WAL takes the lock without consulting the busy handler.
+            let mode: String =
+                retry_busy(|| Ok(c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                bail!(
+                    "{} could not be switched to WAL mode (got {mode})",
+                    self.path.display()
+                );
+            }
+        }
+        // Every commit that answers a client is on disk before the answer; the `durability`
+        // setting may trade that away (see `apply_durability`).
+        c.pragma_update(None, "synchronous", "FULL")?;
+        // Deleted content must not linger in free pages (bundled SQLite defaults this off).
+        c.pragma_update(None, "secure_delete", "ON")?;
+        c.pragma_update(None, "foreign_keys", "ON")?;
+        // Savepoints (one per `apply` line) keep their statement journal in memory.
+        c.pragma_update(None, "temp_store", "MEMORY")?;
+        // 32 MiB of page cache: index pages of a large database stay hot across a bulk apply.
+        c.pragma_update(None, "cache_size", -32768)?;
+        c.pragma_update(None, "wal_autocheckpoint", 4000)?;
+        // Query-planner stability: without it SQLite re-plans (re-parses) the write path's
+        // cached statements on many runs as tables grow, which doubled the cost of a write.
+        c.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )?;
+        c.set_prepared_statement_cache_capacity(64);
+        Ok(())
+    }
+
+    /// Applies the `durability` setting: `full` (the default) syncs the WAL at every commit,
+    /// so an acknowledged write survives a power loss; `normal` syncs only at checkpoints,
+    /// which keeps the file consistent but may lose the last commits.
+    fn apply_durability(&mut self) -> Result<()> {
+        let level = Durability::from_setting(self.setting(DURABILITY_KEY)?.as_deref());
+        self.conn
+            .pragma_update(None, "synchronous", level.pragma())?;
+        Ok(())
+    }
+
+    /// The durability in force on this connection, as `PRAGMA synchronous` reports it.
+    pub fn durability(&self) -> Result<Durability> {
+        let n: i64 = self
+            .conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+        Ok(if n >= 2 {
+            Durability::Full
+        } else {
+            Durability::Normal
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// Turns the per-write invariant re-check on or off (on when MEMSCOPE_ASSERT_INVARIANTS=1).
+    pub fn set_assert_invariants(&mut self, on: bool) {
+        self.assert_invariants = on;
+    }
+
+    /// Turns the one-statement insert of new identities off, so every write takes the full
+    /// decision. For tests that hold the shortcut to the full path.
+    #[doc(hidden)]
+    pub fn set_fresh_inserts(&mut self, on: bool) {
+        self.fresh_inserts = on;
+    }
+
+    pub(crate) fn now(&self) -> String {
+        format_time(self.clock.now())
+    }
+
+    /// Direct access for read-only diagnostics in tests and benchmarks.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    fn ensure_writable(&self) -> Result<()> {
+        if self.read_only {
+            bail!(
+                "{} is read-only: memscope can show it but not change it (check the file's permissions)",
+                self.path.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Starts a write transaction (`BEGIN IMMEDIATE`), translating a lock timeout into a
+    /// sentence.
+    fn begin(&mut self) -> Result<rusqlite::Transaction<'_>> {
+        self.ensure_writable()?;
+        let path = self.path.display().to_string();
+        self.conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| locked_error(e, &path))
+    }
+
+    /// Takes the busy retries no commit has recorded yet and adds them to the metric inside
+    /// `tx`. Returns how many it took: [`Store::unrecord_busy_retries`] gives them back when
+    /// `tx` does not commit.
+    fn record_busy_retries(tx: &rusqlite::Transaction<'_>) -> Result<u64> {
+        let taken = BUSY_UNRECORDED.swap(0, Ordering::Relaxed);
+        if taken > 0 {
+            if let Err(e) = bump_metric(tx, "busy_retries", taken as i64) {
+                Self::unrecord_busy_retries(taken);
+                return Err(e);
+            }
+        }
+        Ok(taken)
+    }
+
+    fn unrecord_busy_retries(taken: u64) {
+        BUSY_UNRECORDED.fetch_add(taken, Ordering::Relaxed);
+    }
+
+    /// Allocates the next causal sequence number.
+    pub fn next_seq(&mut self) -> Result<i64> {
+        // No event records this number, so the transaction's flush writes it to settings.
+        self.in_write_tx(|tx, _, st| st.seqs.alloc(tx))
+    }
+
+    /// `PRAGMA data_version`: changes when another connection commits. The UI polls it.
+    pub fn data_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
+    pub fn setting(&self, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM settings WHERE key = ?1", [key], |r| {
+                r.get(0)
+            })
+            .optional()?)
+    }
+
+    /// Sets a `settings` key (documented keys: retention_days, tombstone_safe_days, demo).
+    pub fn set_setting(&mut self, key: &str, value: &str) -> Result<()> {
+        self.in_write_tx(|tx, _, _| {
+            tx.execute(
+                "INSERT OR REPLACE INTO settings (key, value) VALUES (?1, ?2)",
+                rusqlite::params![key, value],
+            )?;
+            Ok(())
+        })
+    }
+
+    /// Adds an alias; both sides are normalized. Refuses chains and self-aliases.
+    pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<(String, String)> {
+        let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
+        let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
+        if alias == canonical {
+            bail!("alias '{alias}' and canonical '{canonical}' are the same after normalization: nothing to add");
+        }
+        self.in_write_tx(|tx, ctx, _| {
+        let canonical_is_alias: Option<String> = tx
+            .query_row(
+                "SELECT canonical FROM predicate_aliases WHERE alias = ?1",
+                [&canonical],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(target) = canonical_is_alias {
+            bail!("'{canonical}' is itself an alias of '{target}': add '{alias}' → '{target}' instead");
+        }
+        let live: i64 = tx.query_row(
+            "SELECT count(*) FROM memories WHERE predicate = ?1",
+            [&alias],
+            |r| r.get(0),
+        )?;
+        if live > 0 {
+            bail!(
+                "'{alias}' is used by {live} live record(s): delete or rewrite them under '{canonical}' before making it an alias"
+            );
+        }
+        tx.execute(
+            "UPDATE predicate_aliases SET canonical = ?2 WHERE canonical = ?1",
+            rusqlite::params![alias, canonical],
+        )?;
+        tx.execute(
+            "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
+            rusqlite::params![alias, canonical, ctx.now],
+        )?;
+        Ok((alias.clone(), canonical.clone()))
+        })
+    }
+
+    pub fn aliases(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT alias, canonical FROM predicate_aliases ORDER BY canonical, alias")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Normalizes a predicate and maps it through the alias table.
+    pub fn canonical_predicate(&self, raw: &str) -> Result<String> {
+        canonical_predicate(&self.conn, raw)
+    }
+}
+
+/// `memscope --db PATH COMMAND` for this very file, pasteable: a bare `memscope init` would
+/// act on whatever `$MEMSCOPE_DB` or the default path says, not necessarily here.
+fn suggest(path: &Path, command: &str) -> String {
+    format!(
+        "memscope --db {} {command}",
+        crate::model::shell_word(&path.display().to_string())
+    )
+}
+
+/// The database's files and folder that group or others can reach (see `check`).
+pub fn exposures(path: &Path) -> Vec<Exposure> {
+    private::exposures(path)
+}
+
+/// Default aliases and settings of a new database.
+fn seed_defaults(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let aliases: serde_json::Map<String, serde_json::Value> = serde_json::from_str(DEFAULT_ALIASES)
+        .context("assets/aliases.json is not a JSON object")?;
+    let now = format_time(Utc::now());
+    for (alias, canonical) in &aliases {
+        if alias.starts_with('_') {
+            continue; // comment keys
+        }
+        let canonical = canonical
+            .as_str()
+            .ok_or_else(|| anyhow!("alias {alias} must map to a string"))?;
+        let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
+        let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
+        if alias != canonical {
+            tx.execute(
+                "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
+                rusqlite::params![alias, canonical, now],
+            )?;
+        }
+    }
+    for (key, value) in [
+        ("retention_days", "0"),
+        ("tombstone_safe_days", "30"),
+        ("causal_clock", "0"),
+    ] {
+        tx.execute(
+            "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+            rusqlite::params![key, value],
+        )?;
+    }
+    Ok(())
+}
+
+pub(crate) fn canonical_predicate(conn: &Connection, raw: &str) -> Result<String> {
+    let p = crate::model::normalize_predicate(raw).map_err(|e| anyhow!(e))?;
+    let mapped: Option<String> = conn
+        .prepare_cached("SELECT canonical FROM predicate_aliases WHERE alias = ?1")?
+        .query_row([&p], |r| r.get(0))
+        .optional()?;
+    Ok(mapped.unwrap_or(p))
+}
+
+pub(crate) fn bump_metric(conn: &Connection, name: &str, by: i64) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO metrics (name, value) VALUES (?1, ?2) ON CONFLICT(name) DO UPDATE SET value = value + ?2",
+    )?
+    .execute(rusqlite::params![name, by])?;
+    Ok(())
+}
+
+fn locked_error(e: rusqlite::Error, path: &str) -> anyhow::Error {
+    if let rusqlite::Error::SqliteFailure(f, _) = &e {
+        if f.code == rusqlite::ErrorCode::DatabaseBusy
+            || f.code == rusqlite::ErrorCode::DatabaseLocked
+        {
+            return anyhow!(
+                "the database {path} stayed locked by another process past the timeout: retry, or stop the process holding it"
+            );
+        }
+        if f.code == rusqlite::ErrorCode::ReadOnly {
+            return anyhow!(
+                "the database {path} is read-only: check the file's and its folder's permissions"
+            );
+        }
+        if f.code == rusqlite::ErrorCode::DiskFull {
+            return anyhow!(
+                "the disk holding {path} is full: free space and retry; nothing was written"
+            );
+        }
+    }
+    anyhow::Error::new(e).context(format!("cannot start a write on {path}"))
+}
+
+/// Turns SQLite lock, read-only and disk-full failures during a write into sentences a user
+/// can act on; other errors pass through unchanged.
+pub(crate) fn explain_sqlite(e: anyhow::Error, path: &Path) -> anyhow::Error {
+    let actionable = matches!(
+        e.downcast_ref::<rusqlite::Error>(),
+        Some(rusqlite::Error::SqliteFailure(f, _))
+            if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                | rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::DiskFull)
+    );
+    match e.downcast::<rusqlite::Error>() {
+        Ok(sq) if actionable => locked_error(sq, &path.display().to_string()),
+        Ok(sq) => anyhow::Error::new(sq),
+        Err(e) => e,
+    }
+}
