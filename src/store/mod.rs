@@ -4,6 +4,7 @@
 //! transaction runner, checkpoint and purge debt). A second backend is a folder beside it.
 
 pub mod decide;
+pub mod guard;
 mod sqlite;
 
 pub use sqlite::*;
