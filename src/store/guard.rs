@@ -305,7 +305,9 @@ mod tests {
     /// The guard over the labelled utterances of tests/data/scope_guard.jsonl: precision and
     /// recall of "not applied silently" (queued, or marked a suspect without a context)
     /// against the labels. Targets: precision ≥ 0.95 (a false queue annoys), recall ≥ 0.85.
+    /// `--nocapture` prints the figures and the misses.
     #[test]
+    #[allow(clippy::print_stdout)]
     fn precision_and_recall_on_the_labelled_utterances() {
         let data = include_str!("../../tests/data/scope_guard.jsonl");
         let (mut tp, mut fp, mut fneg, mut n) = (0, 0, 0, 0);
