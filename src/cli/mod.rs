@@ -6,6 +6,7 @@ mod delete;
 mod incident;
 mod pending;
 mod read;
+mod suspects;
 mod write;
 
 pub(crate) use crate::frontend::output;
@@ -223,6 +224,13 @@ pub enum Command {
         after_help = "Example:\n  memscope restore --subject user:42 --predicate coffee --scope global"
     )]
     Restore(delete::RestoreArgs),
+    /// Current global records whose words or message point at one place, widest blast radius first
+    #[command(after_help = "Example:\n  memscope suspects --json")]
+    Suspects {
+        /// Print JSON instead of text
+        #[arg(long)]
+        json: bool,
+    },
     /// Verify the file's integrity and the invariants, and report the health figures (exit 1 on damage or a violation)
     #[command(after_help = "Example:\n  memscope check --full")]
     Check(admin::CheckArgs),
@@ -359,6 +367,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Delete(args)) => delete::delete(&mut open(OpenMode::Existing)?, args),
         Some(Command::Restore(args)) => delete::restore(&mut open(OpenMode::Existing)?, args),
         Some(Command::Gc(args)) => delete::gc(&mut open(OpenMode::Existing)?, args),
+        Some(Command::Suspects { json }) => suspects::run(&open(OpenMode::Existing)?, json),
         Some(Command::Check(args)) => admin::check(&path, args),
         Some(Command::Settings { command, json }) => admin::settings(&path, command, json),
         Some(Command::Alias { command }) => admin::alias(&path, command),

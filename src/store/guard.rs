@@ -91,9 +91,11 @@ pub enum Verdict {
         candidates: Vec<Scope>,
         evidence: Vec<String>,
     },
-    /// Applied, and recorded as a suspect with its evidence.
+    /// Applied, and recorded as a suspect with its evidence and the places it points at (a
+    /// rescope target first).
     Suspect {
         evidence: Vec<String>,
+        places: Vec<Scope>,
     },
 }
 
@@ -113,11 +115,11 @@ pub fn judge(cues: &Cues, scope: &Scope, ev: &Evidence<'_>, mode: GuardMode) -> 
     if *scope != Scope::Global || mode == GuardMode::Off {
         return Verdict::Apply;
     }
-    let s = signals(cues, ev);
+    let mut s = signals(cues, ev);
     if s.place.is_empty() {
         return Verdict::Apply;
     }
-    let mut evidence = s.place;
+    let mut evidence = std::mem::take(&mut s.place);
     if !s.default.is_empty() {
         evidence.push(format!(
             "they also state a default ({}), so the scope is ambiguous",
@@ -131,21 +133,27 @@ pub fn judge(cues: &Cues, scope: &Scope, ev: &Evidence<'_>, mode: GuardMode) -> 
                 ctx.repo.clone().map(Scope::Repo),
                 ctx.task.clone().map(Scope::Task),
             ];
-            for place in here.into_iter().flatten().chain(s.places) {
+            for place in here.into_iter().flatten().chain(s.places.iter().cloned()) {
                 let key = fold(&place.to_string());
                 if !candidates.iter().any(|c| fold(&c.to_string()) == key) {
                     candidates.push(place);
                 }
             }
             if candidates.len() < 2 {
-                return Verdict::Suspect { evidence };
+                return Verdict::Suspect {
+                    evidence,
+                    places: candidates.split_off(1),
+                };
             }
             Verdict::Queue {
                 candidates,
                 evidence,
             }
         }
-        _ => Verdict::Suspect { evidence },
+        _ => Verdict::Suspect {
+            evidence,
+            places: s.places,
+        },
     }
 }
 

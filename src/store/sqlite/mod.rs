@@ -15,6 +15,7 @@ mod rows;
 pub mod schema;
 mod settings;
 mod spellings;
+mod suspects;
 mod transfer;
 mod tx;
 mod write;
@@ -26,6 +27,7 @@ pub use private::Exposure;
 pub use read::ListFilter;
 pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
 pub use spellings::MergeReport;
+pub use suspects::Suspect;
 pub use transfer::ImportReport;
 /// The write path's checks of a request that need no database (front ends run them before
 /// opening one, so a wrong call creates nothing).

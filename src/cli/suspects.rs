@@ -1,0 +1,56 @@
+//! `suspects`: current global records that look like the rule of one place (README,
+//! "suspects"), with their evidence, blast radius and the suggested rescope.
+
+use super::{outln, print_json, EXIT_OK};
+use crate::model::shorten;
+use crate::store::Store;
+use anyhow::Result;
+
+pub fn run(store: &Store, json: bool) -> Result<i32> {
+    let found = store.suspects()?;
+    if json {
+        print_json(&found)?;
+        return Ok(EXIT_OK);
+    }
+    if found.is_empty() {
+        outln!("no suspects: no global record's words or message point at one place");
+    }
+    for s in &found {
+        let r = &s.record;
+        outln!(
+            "{} · {} @ global = {}  v{}  {}",
+            r.subject,
+            r.predicate,
+            shorten(&r.value.to_string(), 60),
+            r.version,
+            r.source
+        );
+        if let Some(raw) = &r.raw {
+            outln!("    “{}”", shorten(raw, 100));
+        }
+        for e in &s.evidence {
+            outln!("    • {e}");
+        }
+        let n = s.blast_radius.len();
+        if n > 0 {
+            let shown: Vec<&str> = s.blast_radius.iter().take(5).map(String::as_str).collect();
+            let more = if n > 5 { format!(" and {} more", n - 5) } else { String::new() };
+            outln!(
+                "    served to {n} repositor{} without a rule of their own: {}{more}",
+                if n == 1 { "y" } else { "ies" },
+                shown.join(", ")
+            );
+        }
+        if s.reads > 0 {
+            outln!("    {} logged read(s) got this global value", s.reads);
+        }
+        if let Some(to) = &s.suggested_scope {
+            outln!(
+                "    fix: memscope rescope --subject {} --predicate {} --scope global --to {to}",
+                crate::model::shell_word(&r.subject),
+                crate::model::shell_word(&r.predicate)
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}
