@@ -5,12 +5,13 @@
 
 use serde_json::Value;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// The binary under test.
-pub const BIN: &str = env!("CARGO_BIN_EXE_memscope");
+/// A `memscope` command with a clean environment (invariant asserts on), `<db>`, `<db>-wal`,
+/// `<db>-shm` and a byte search: the same as every other test's.
+pub use super::{contains_bytes as contains, db_files, memscope_cmd};
 
 /// `$name` parsed as a number, else `default`.
 pub fn env_u64(name: &str, default: u64) -> u64 {
@@ -124,19 +125,6 @@ pub fn json_lines(text: &str) -> Vec<Value> {
         .collect()
 }
 
-/// A `memscope` command with a clean, test-controlled environment (invariant asserts on).
-pub fn memscope_cmd(home: &Path) -> Command {
-    let mut c = Command::new(BIN);
-    c.env("MEMSCOPE_ASSERT_INVARIANTS", "1")
-        .env_remove("MEMSCOPE_DB")
-        .env_remove("MEMSCOPE_BUSY_TIMEOUT_MS")
-        .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("xdg"))
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null());
-    c
-}
-
 /// A database path in its own temporary directory.
 pub struct Db {
     pub dir: tempfile::TempDir,
@@ -236,16 +224,6 @@ impl Db {
     }
 }
 
-/// `<db>`, `<db>-wal`, `<db>-shm`.
-pub fn db_files(path: &Path) -> [PathBuf; 3] {
-    let s = path.display().to_string();
-    [
-        path.to_path_buf(),
-        PathBuf::from(format!("{s}-wal")),
-        PathBuf::from(format!("{s}-shm")),
-    ]
-}
-
 /// Which of `files` contain `needle` (missing files contain nothing).
 pub fn files_containing(files: &[PathBuf], needle: &[u8]) -> Vec<PathBuf> {
     files
@@ -257,10 +235,6 @@ pub fn files_containing(files: &[PathBuf], needle: &[u8]) -> Vec<PathBuf> {
         })
         .cloned()
         .collect()
-}
-
-pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// A value unique to this run, for canaries and sources.
