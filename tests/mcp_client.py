@@ -6,7 +6,7 @@
 Runs the first seed article's story through four server sessions (a new web app, the
 legacy-dashboard repo, a brand-new repo, and one started with --allow-forget), asserting every
 tool result on the way. Prints one JSON object on stdout: the facts the Rust harness
-(tests/mcp_python.rs) compares against a database the CLI wrote. With --transcript it prints a
+(tests/mcp/python.rs) compares against a database the CLI wrote. With --transcript it prints a
 readable transcript instead (used for the README). Exit 3 when the `mcp` package is missing.
 """
 

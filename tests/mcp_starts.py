@@ -1,5 +1,5 @@
 """Many `memscope mcp` servers driven by the official Python MCP SDK (`pip install mcp`), the way
-agent hosts start them: for tests/reliability_open.rs.
+agent hosts start them: for tests/reliability/open.rs.
 
     python3 tests/mcp_starts.py starts BIN DB --servers N [--rounds R] [--tag T]
     python3 tests/mcp_starts.py contend BIN DB [--secs S] [--in-flight K]

@@ -17,7 +17,7 @@ flight, the server is killed with SIGKILL. Then the database is listed with the 
 server is started and every one of the writes is replayed (same predicate, value, scope, source).
 
 Prints ONE JSON object on stdout — exactly what the client was told — for the Rust harness
-(tests/reliability_mcp.rs) to hold against the database. Diagnostics go to stderr. Every server
+(tests/reliability/mcp.rs) to hold against the database. Diagnostics go to stderr. Every server
 process this script starts is gone when it exits, even on error. Exit 3 when the `mcp` package
 is missing, 2 on bad usage.
 """

@@ -1,0 +1,679 @@
+//! Bad input (issue 2, "Bad input"): each gives one clear sentence on stderr (or an `error`
+//! outcome line for `apply`), a non-zero exit — 2 for usage errors, 1 for runtime failures —
+//! and changes nothing; a non-database file and a newer-schema database stay byte-identical.
+
+use crate::support::*;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const U: &str = "user:42";
+const PM: &str = "package_manager";
+
+fn seeded() -> TestDb {
+    let db = TestDb::new();
+    db.write_with(
+        U,
+        PM,
+        "pnpm",
+        "global",
+        "thread:17/message:86",
+        &["--raw", "以后新建前端项目，默认用 pnpm。"],
+    );
+    db.write(
+        U,
+        PM,
+        "npm",
+        "repo:legacy-dashboard",
+        "thread:23/message:14",
+    );
+    db
+}
+
+fn write_args<'a>(scope_flag: &'a str, scope: &'a str, source: &'a str) -> Vec<&'a str> {
+    vec![
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--value",
+        "yarn 🧶",
+        scope_flag,
+        scope,
+        "--source",
+        source,
+    ]
+}
+
+#[test]
+fn apply_reports_a_malformed_line_by_number_and_lands_the_others() {
+    let db = TestDb::new();
+    let good = |v: &str, src: &str| {
+        json!({"subject": U, "predicate": PM, "value": v, "scope": "global", "source": src})
+            .to_string()
+    };
+    let mut input: Vec<u8> = Vec::new();
+    let mut push = |line: &[u8]| {
+        input.extend_from_slice(line);
+        input.push(b'\n');
+    };
+    push(good("pnpm 包", "l1").as_bytes()); // 1
+    push(br#"{"subject": "user:42", "predicate": "package_manager", "value": "npm""#); // 2: truncated
+    push(
+        json!({"subject": "user:7", "predicate": PM, "value": "yarn", "scope": "repo:legacy-dashboard", "source": "l3"})
+            .to_string()
+            .as_bytes(),
+    ); // 3
+    push(br#"{"subject":"user:42","predicate":"formatter","value":"biome","scope":"global"}"#); // 4: no source
+    push(br#"{"subject":"user:42","predicate":"formatter","value":"biome","scope":"global","source":"  "}"#); // 5: empty source
+    push(b""); // 6: blank, no outcome
+    push(br#"{"subject":"user:42","predicate":"formatter","value":"biome","scope":"galaxy:x","source":"s"}"#); // 7
+    push(br#"{"subject":"user:42","predicate":"formatter","value":"biome","scope":"repo:","source":"s"}"#); // 8
+    push(br#"{"subject":"user:42","predicate":"formatter","value":"biome","scope":{"ambiguous":["global"]},"source":"s"}"#); // 9
+    push(br#"{"subject":"user:42","predicate":"formatter","value":"biome","scope":"global","source":"s","colour":"red"}"#); // 10
+    push(br#"{"subject":"user:42","predicate":"formatter","value":null,"scope":"global","source":"s"}"#); // 11
+    push(good("PNPM 包", "l12").as_bytes()); // 12: confirms line 1
+    push(b"{\"subject\":\"\xff\xfe\"}"); // 13: not UTF-8
+    push(json!({"subject": U, "predicate": "coffee", "value": "燕麦拿铁 ☕", "scope": "task:早餐", "source": "l14"}).to_string().as_bytes()); // 14
+
+    let r = db.run_stdin(&["apply", "-"], &input);
+    assert_eq!(r.code, 1, "an error line makes apply exit 1: {r:?}");
+    let outs = r.json_lines();
+    let lines: Vec<i64> = outs.iter().map(|o| o["line"].as_i64().unwrap()).collect();
+    assert_eq!(lines, [1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14]);
+    let kinds: Vec<&str> = outs
+        .iter()
+        .map(|o| o["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "inserted",
+            "error",
+            "inserted",
+            "error",
+            "error",
+            "error",
+            "error",
+            "error",
+            "error",
+            "error",
+            "confirmed",
+            "error",
+            "inserted"
+        ]
+    );
+    for o in outs.iter().filter(|o| o["outcome"] == "error") {
+        let e = o["error"].as_str().expect("error text");
+        assert!(!e.is_empty() && !e.contains('\n'), "one sentence: {o}");
+    }
+    let by_line = |n: i64| outs.iter().find(|o| o["line"] == n).unwrap()["error"].clone();
+    assert!(
+        by_line(2).as_str().unwrap().contains("JSON"),
+        "{}",
+        by_line(2)
+    );
+    assert!(by_line(4).as_str().unwrap().contains("source"));
+    assert!(by_line(5).as_str().unwrap().contains("source"));
+    assert!(by_line(7).as_str().unwrap().contains("scope"));
+    assert!(by_line(9).as_str().unwrap().contains("two"));
+    assert!(by_line(13).as_str().unwrap().contains("UTF-8"));
+
+    // The good lines landed; nothing of the bad ones did.
+    let list = db.list(&[]);
+    let got: Vec<(Value, Value)> = list
+        .iter()
+        .map(|r| (r["predicate"].clone(), r["value"].clone()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (json!(PM), json!("pnpm 包")),
+            (json!(PM), json!("yarn")),
+            (json!("coffee"), json!("燕麦拿铁 ☕")),
+        ]
+    );
+    assert!(db.history(U, "formatter", None).is_empty());
+    db.assert_check_ok();
+}
+
+#[test]
+fn missing_source_is_one_sentence_and_exit_2() {
+    let db = seeded();
+    let before = db.fingerprint();
+    let r = db.run(&[
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--value",
+        "yarn",
+        "--scope",
+        "global",
+    ]);
+    r.fails_with(2, &["source"]);
+    assert_eq!(before, db.fingerprint());
+}
+
+#[test]
+fn empty_source_is_refused_and_changes_nothing() {
+    let db = seeded();
+    let before = db.fingerprint();
+    for src in ["", "   "] {
+        let r = db.run(&write_args("--scope", "global", src));
+        assert!(r.code == 1 || r.code == 2, "{r:?}");
+        assert_one_sentence(&r.stderr, &["source"]);
+    }
+    assert_eq!(before, db.fingerprint());
+}
+
+#[test]
+fn unknown_scope_forms_are_usage_errors() {
+    let db = seeded();
+    let before = db.fingerprint();
+    for (scope, word) in [
+        ("repo:", "no id"),
+        ("task:", "no id"),
+        ("galaxy:x", "unknown scope"),
+        ("Global", "unknown scope"),
+        ("repo:two words", "whitespace"),
+        ("", "scope"),
+    ] {
+        db.run(&write_args("--scope", scope, "s"))
+            .fails_with(2, &[word]);
+    }
+    db.run(&write_args("--ambiguous", "global,galaxy:x", "s"))
+        .fails_with(2, &["unknown scope"]);
+    db.run(&["list", "--scope", "galaxy:x"])
+        .fails_with(2, &["unknown scope"]);
+    db.run(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "repo:",
+    ])
+    .fails_with(2, &["no id"]);
+    db.run(&[
+        "history",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "repo:",
+    ])
+    .fails_with(2, &["no id"]);
+    assert_eq!(before, db.fingerprint());
+}
+
+#[test]
+fn an_ambiguous_write_needs_two_distinct_candidates() {
+    let db = seeded();
+    let before = db.fingerprint();
+    for cands in ["global", "global,global", "repo:web-app, repo:web-app", ","] {
+        db.run(&write_args("--ambiguous", cands, "thread:31/message:2"))
+            .fails_with(2, &[]);
+    }
+    let line = json!({"subject": U, "predicate": PM, "value": "npm", "scope": {"ambiguous": ["global"]}, "source": "s"});
+    let r = db.run_stdin(&["apply"], format!("{line}\n").as_bytes());
+    assert_eq!(r.code, 1);
+    let out = &r.json_lines()[0];
+    assert_eq!(out["outcome"], "error");
+    assert_eq!(out["line"], 1);
+    assert!(out["error"].as_str().unwrap().contains("two"));
+    assert!(db.pending(true).is_empty());
+    assert_eq!(before, db.fingerprint());
+}
+
+#[test]
+fn other_malformed_write_arguments_are_refused() {
+    let db = seeded();
+    let before = db.fingerprint();
+    db.run(&[
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--value-json",
+        "{not json",
+        "--scope",
+        "global",
+        "--source",
+        "s",
+    ])
+    .fails_with(2, &["json"]);
+    for (flag, value, word) in [
+        ("--subject", "   ", "subject"),
+        ("--predicate", " -_. ", "predicate"),
+    ] {
+        let mut args = write_args("--scope", "global", "s");
+        let i = args.iter().position(|a| *a == flag).unwrap();
+        args[i + 1] = value;
+        let r = db.run(&args);
+        assert!(r.code == 1 || r.code == 2, "{r:?}");
+        assert_one_sentence(&r.stderr, &[word]);
+    }
+    let r = db.run(&[
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--value-json",
+        "null",
+        "--scope",
+        "global",
+        "--source",
+        "s",
+    ]);
+    assert_ne!(r.code, 0);
+    assert_one_sentence(&r.stderr, &["null"]);
+    assert_eq!(before, db.fingerprint());
+}
+
+fn files_snapshot(path: &Path) -> Vec<Option<Vec<u8>>> {
+    db_files(path)
+        .iter()
+        .map(|p| std::fs::read(p).ok())
+        .collect()
+}
+
+/// Every command that opens a database, run against `db`, must fail with one sentence
+/// mentioning `word`, exit 1, and leave every file byte-identical.
+fn assert_refused_untouched(db: &TestDb, word: &str) {
+    let before = files_snapshot(&db.path);
+    let export_file = db.sibling("dump.jsonl");
+    std::fs::write(
+        &export_file,
+        "{\"table\":\"memscope_export\",\"schema_version\":1}\n",
+    )
+    .unwrap();
+    let import_arg = export_file.to_str().unwrap().to_string();
+    let cmds: Vec<Vec<&str>> = vec![
+        vec!["init"],
+        write_args("--scope", "global", "s"),
+        vec!["apply", "-"],
+        vec!["seq"],
+        vec!["list"],
+        vec!["list", "--json"],
+        vec!["resolve", "--subject", U, "--predicate", PM],
+        vec!["history", "--subject", U, "--predicate", PM],
+        vec!["pending"],
+        vec!["check"],
+        vec!["delete", "--yes", "--subject", U],
+        vec!["gc"],
+        vec!["export"],
+        vec!["import", &import_arg],
+        vec!["alias", "add", "pm2", "package_manager"],
+        vec!["demo", "--no-tui"],
+    ];
+    for args in cmds {
+        let r = db.run_stdin(
+            &args,
+            format!(
+                "{}\n",
+                json!({"subject": U, "predicate": PM, "value": "x", "scope": "global", "source": "s"})
+            )
+            .as_bytes(),
+        );
+        assert_eq!(r.code, 1, "{args:?}: {r:?}");
+        assert_one_sentence(&r.stderr, &[word]);
+        assert!(r.stdout.trim().is_empty(), "{args:?} printed {}", r.stdout);
+        assert_eq!(
+            before,
+            files_snapshot(&db.path),
+            "`memscope {}` changed the database files",
+            args.join(" ")
+        );
+    }
+}
+
+#[test]
+fn a_non_database_file_is_refused_and_stays_byte_identical() {
+    let db = TestDb::named("notes.txt");
+    std::fs::write(
+        &db.path,
+        "这不是数据库 — not a database 🙃\nsecond line\n".repeat(50),
+    )
+    .unwrap();
+    assert_refused_untouched(&db, "not a SQLite database");
+
+    let tiny = TestDb::named("tiny.db");
+    std::fs::write(&tiny.path, "hi").unwrap();
+    tiny.run(&["list"])
+        .fails_with(1, &["not a SQLite database"]);
+    assert_eq!(std::fs::read(&tiny.path).unwrap(), b"hi");
+}
+
+#[test]
+fn a_foreign_sqlite_database_is_refused_and_stays_byte_identical() {
+    let db = TestDb::named("other-app.sqlite");
+    let r = python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('CREATE TABLE notes (t TEXT)')\nc.execute(\"INSERT INTO notes VALUES ('别碰我')\")\nc.commit()\nc.close()",
+        &[db.path_str()],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_refused_untouched(&db, "not a memscope");
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_stays_byte_identical() {
+    let db = seeded();
+    let r = python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('PRAGMA user_version = 7')\nc.commit()\nc.close()",
+        &[db.path_str()],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !db.files()[1].exists(),
+        "python left a WAL file; the byte comparison needs a closed database"
+    );
+    assert_refused_untouched(&db, "newer");
+}
+
+fn euid() -> u32 {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(u32::MAX)
+}
+
+/// Runs memscope so that file permissions apply: as root, without the capabilities that bypass
+/// them (`setpriv`); as another user, directly. `None` when that is not possible here.
+fn run_without_override(db: &TestDb, args: &[&str]) -> Option<Run> {
+    let root = euid() == 0;
+    let mut probe = if root {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--bounding-set=-dac_override,-dac_read_search,-fowner",
+            "--",
+            "test",
+            "-w",
+        ]);
+        c
+    } else {
+        let mut c = Command::new("test");
+        c.arg("-w");
+        c
+    };
+    let writable = probe
+        .arg(&db.path)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(true);
+    if writable {
+        return None;
+    }
+    let mut c = if root {
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--bounding-set=-dac_override,-dac_read_search,-fowner",
+            "--",
+            BIN,
+        ]);
+        c
+    } else {
+        Command::new(BIN)
+    };
+    c.env("MEMSCOPE_ASSERT_INVARIANTS", "1")
+        .env_remove("MEMSCOPE_DB")
+        .env("HOME", db.dir.path())
+        .arg("--db")
+        .arg(&db.path)
+        .args(args)
+        .stdin(Stdio::null());
+    let o = c.output().expect("spawn");
+    Some(Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    })
+}
+
+#[test]
+fn a_read_only_file_can_be_read_but_not_changed() {
+    let db = seeded();
+    let before_rows = db.fingerprint();
+    let mut perms = std::fs::metadata(&db.path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o444);
+    std::fs::set_permissions(&db.path, perms).unwrap();
+    let bytes = std::fs::read(&db.path).unwrap();
+
+    let Some(r) = run_without_override(&db, &write_args("--scope", "global", "s")) else {
+        println!(
+            "SKIPPED read-only assertions: running as root and permissions cannot be enforced here (no setpriv)"
+        );
+        return;
+    };
+    r.fails_with(1, &["read-only"]);
+    let lines = db.sibling("lines.jsonl");
+    std::fs::write(
+        &lines,
+        format!(
+            "{}\n",
+            json!({"subject": U, "predicate": PM, "value": "bun", "scope": "global", "source": "s"})
+        ),
+    )
+    .unwrap();
+    for args in [
+        vec!["delete", "--yes", "--subject", U],
+        vec!["apply", lines.to_str().unwrap()],
+        vec!["seq"],
+        vec!["gc"],
+        vec![
+            "restore",
+            "--subject",
+            U,
+            "--predicate",
+            PM,
+            "--scope",
+            "global",
+        ],
+        vec!["pending", "reject", "1"],
+    ] {
+        let r = run_without_override(&db, &args).unwrap();
+        assert_eq!(r.code, 1, "{args:?}: {r:?}");
+        assert_one_sentence(&r.stderr, &[]);
+    }
+    assert_eq!(
+        bytes,
+        std::fs::read(&db.path).unwrap(),
+        "the file is unchanged"
+    );
+
+    // Reads still work on a read-only file.
+    let r = run_without_override(&db, &["list", "--json"]).unwrap().ok();
+    assert_eq!(as_array(r.json()).len(), 2);
+    let r = run_without_override(
+        &db,
+        &["resolve", "--subject", U, "--predicate", PM, "--json"],
+    )
+    .unwrap()
+    .ok();
+    assert_eq!(r.json()["value"], "pnpm");
+    run_without_override(&db, &["check"]).unwrap().ok();
+    assert_eq!(bytes, std::fs::read(&db.path).unwrap());
+    assert_eq!(before_rows, db.fingerprint());
+}
+
+#[test]
+fn a_locked_database_past_the_timeout_is_one_clear_sentence() {
+    let db = seeded();
+    let before = db.fingerprint();
+    let script = r#"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+c.execute("BEGIN IMMEDIATE")
+c.execute("INSERT OR REPLACE INTO settings (key, value) VALUES ('python_was_here', '1')")
+print("LOCKED", flush=True)
+sys.stdin.readline()
+c.execute("ROLLBACK")
+c.close()
+"#;
+    let mut holder = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&db.path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    BufReader::new(holder.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "LOCKED");
+
+    let env = [("MEMSCOPE_BUSY_TIMEOUT_MS", "300")];
+    let apply_input = format!(
+        "{}\n",
+        json!({"subject": U, "predicate": PM, "value": "bun", "scope": "global", "source": "s"})
+    );
+    let cases: Vec<Vec<&str>> = vec![
+        write_args("--scope", "global", "thread:99"),
+        vec!["seq"],
+        vec!["delete", "--yes", "--subject", U, "--predicate", PM],
+        vec!["alias", "add", "pm2", "package_manager"],
+    ];
+    for args in cases {
+        let t = Instant::now();
+        let r = db.run_env(&args, &env);
+        let took = t.elapsed();
+        r.fails_with(1, &["locked"]);
+        assert!(
+            took < Duration::from_secs(5),
+            "MEMSCOPE_BUSY_TIMEOUT_MS=300 was not honoured: {args:?} took {took:?}"
+        );
+    }
+    let mut c = db.command(&["apply", "-"]);
+    c.env("MEMSCOPE_BUSY_TIMEOUT_MS", "300")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(apply_input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.to_lowercase().contains("locked"), "{stderr}");
+
+    // Reads are not blocked by a writer in WAL mode.
+    let r = db.run_env(&["list", "--json"], &env).ok();
+    assert_eq!(as_array(r.json()).len(), 2);
+
+    holder.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+    assert!(holder.wait().unwrap().success());
+    assert_eq!(before, db.fingerprint(), "nothing changed");
+    db.assert_check_ok();
+}
+
+#[test]
+fn read_commands_on_a_missing_file_say_how_to_create_one() {
+    let db = TestDb::new();
+    // The hint names this very file: a bare `memscope init` would create another one.
+    let init_here = format!("`memscope --db {} init`", db.path_str());
+    for args in [
+        vec!["list"],
+        vec!["list", "--json"],
+        vec!["resolve", "--subject", U, "--predicate", PM, "--json"],
+        vec!["history", "--subject", U, "--predicate", PM],
+        vec!["pending"],
+        vec!["check", "--json"],
+        vec!["export"],
+        vec!["alias", "list"],
+        vec!["delete", "--yes", "--subject", U],
+        vec![
+            "restore",
+            "--subject",
+            U,
+            "--predicate",
+            PM,
+            "--scope",
+            "global",
+        ],
+        vec!["gc"],
+    ] {
+        let r = db.run(&args);
+        r.fails_with(1, &[&init_here]);
+        assert!(!db.path.exists(), "{args:?} created the database");
+    }
+    // An empty file is not a database yet either.
+    std::fs::write(&db.path, b"").unwrap();
+    db.run(&["list"]).fails_with(1, &[&init_here]);
+    assert_eq!(std::fs::read(&db.path).unwrap().len(), 0);
+}
+
+#[test]
+fn apply_of_a_missing_input_file_is_one_sentence() {
+    let db = seeded();
+    let before = db.fingerprint();
+    let missing = db.sibling("没有这个文件.jsonl");
+    db.run(&["apply", missing.to_str().unwrap()])
+        .fails_with(1, &["cannot read"]);
+    assert_eq!(before, db.fingerprint());
+}
+
+#[test]
+fn pending_commands_on_unknown_items_are_refused() {
+    let db = seeded();
+    let before = db.fingerprint();
+    db.run(&["pending", "resolve", "42", "--scope", "global"])
+        .fails_with(1, &["no pending item"]);
+    db.run(&["pending", "reject", "42"])
+        .fails_with(1, &["no pending item"]);
+    db.run(&[
+        "restore",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "global",
+    ])
+    .fails_with(1, &["not deleted"]);
+    db.run(&["delete", "--yes", "--subject", "nobody"])
+        .fails_with(1, &["nothing"]);
+    assert_eq!(before, db.fingerprint());
+}
+
+#[test]
+fn a_wrong_write_creates_no_database() {
+    let db = TestDb::named("never-created.db");
+    let bad_calls: [&[&str]; 3] = [
+        &["--value-json", "{bad", "--subject", "u", "--predicate", "p"],
+        &["--value", "x", "--subject", "   ", "--predicate", "p"],
+        &[
+            "--value",
+            "x",
+            "--subject",
+            "u",
+            "--predicate",
+            "pm\u{200B}",
+        ],
+    ];
+    for call in bad_calls {
+        let mut args = vec!["write", "--scope", "global", "--source", "s"];
+        args.extend_from_slice(call);
+        let r = db.run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {r:?}");
+        assert_one_sentence(&r.stderr, &[]);
+        assert!(!db.path.exists(), "{args:?} created {}", db.path.display());
+    }
+}

@@ -1,0 +1,556 @@
+//! What a new user tripped on (issue #13): a hint that would create another file, a bare
+//! `memscope` that refused to start, a subject delete with no safeguard, flags without help,
+//! no version of the schema, no completions, and a database any local user could read. Each
+//! test runs the real binary.
+
+use crate::support::mcp_session::RawSession;
+use crate::support::tmux::{shell_quote, Tmux};
+use crate::support::*;
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+const U: &str = "user:42";
+
+/// The demo database: user:42 holds nine identities, a pending item and noted reads.
+fn demo() -> TestDb {
+    let db = TestDb::new();
+    db.run(&["demo", "--no-tui"]).ok();
+    db
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// `memscope ARGS` under `umask 022`, the usual default, so that a file created without care
+/// comes out `0644`; the environment is `memscope_cmd`'s.
+fn under_umask_022(home: &Path, args: &[&str]) -> Command {
+    let clean = memscope_cmd(home);
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(r#"umask 022; exec "$0" "$@""#)
+        .arg(BIN)
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    for (k, v) in clean.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    sh
+}
+
+// ---- 2. A missing database: the hint names the file; the default is created by the UI ----
+
+#[test]
+fn a_missing_named_database_gets_an_init_hint_for_that_very_file() {
+    let db = TestDb::named("my memory.db");
+    let init_here = format!("`memscope --db '{}' init`", db.path_str());
+    for args in [vec!["list"], vec!["check"], vec!["tui"], vec![]] {
+        db.run(&args).fails_with(1, &[&init_here]);
+        assert!(!db.path.exists(), "{args:?} created the named database");
+    }
+    // Named through the environment, bare `memscope` is as careful: a typo stays an error.
+    let r = Run::from_output(
+        memscope_cmd(db.dir.path())
+            .env("MEMSCOPE_DB", &db.path)
+            .output()
+            .unwrap(),
+    );
+    r.fails_with(1, &[&init_here]);
+    assert!(!db.path.exists());
+    assert!(
+        !db.dir.path().join("xdg").exists(),
+        "nothing was created at the default path either"
+    );
+}
+
+#[test]
+fn bare_memscope_creates_the_default_database_and_welcomes() {
+    let Some(t) = Tmux::shell(100, 30) else {
+        return;
+    };
+    let home = tempfile::tempdir().unwrap();
+    let xdg = home.path().join("xdg");
+    t.run(&format!(
+        "umask 022; env -u MEMSCOPE_DB HOME={} XDG_DATA_HOME={} {BIN}; echo \"EXIT:$?\"",
+        shell_quote(home.path()),
+        shell_quote(&xdg)
+    ));
+    t.wait_for("This database holds no live memories yet.");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    let folder = xdg.join("memscope");
+    let db = folder.join("memory.db");
+    assert!(db.exists(), "the default database was created");
+    assert_eq!(mode(&db), 0o600, "the new database is the user's alone");
+    assert_eq!(mode(&folder), 0o700, "and so is the folder memscope made");
+    assert_eq!(mode(&xdg), 0o700, "every folder it made");
+    // A database agents can write into.
+    let r = Run::from_output(
+        memscope_cmd(home.path())
+            .args(["list", "--json"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(r.ok().json(), Value::Array(vec![]));
+}
+
+// ---- 6. Delete: --dry-run, and confirmation for more than one identity ----
+
+#[test]
+fn dry_run_states_exactly_what_the_delete_then_destroys() {
+    let db = demo();
+    let before = db.fingerprint();
+    let text = db.run(&["delete", "--subject", U, "--dry-run"]).ok();
+    let preview = db.json(&["delete", "--subject", U, "--dry-run", "--json"]);
+    assert_eq!(db.fingerprint(), before, "a dry run changes nothing");
+
+    let ids = preview["identities"].as_array().unwrap();
+    assert_eq!(ids.len(), 9, "{preview:#}");
+    for needle in [
+        "This will, in one transaction:",
+        "• tombstone 9 identities",
+        "    user:42 · package_manager @ task:fix-lockfile-123",
+        "• blank 4 notes of agents' reads (the reads stay)",
+        "• drop 1 pending item of the deleted memories",
+        "dry run: nothing was deleted",
+    ] {
+        assert!(text.stdout.contains(needle), "{needle:?}:\n{}", text.stdout);
+    }
+    let named = text
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("    user:42 · "))
+        .count();
+    assert_eq!(named, 9, "every identity is named:\n{}", text.stdout);
+
+    // The real delete destroys what the preview said.
+    let report = db.json(&["delete", "--subject", U, "--yes", "--json"]);
+    let tombstoned = report["tombstoned"].as_array().unwrap();
+    assert_eq!(tombstoned.len(), ids.len());
+    for (id, t) in ids.iter().zip(tombstoned) {
+        assert_eq!(
+            (&id["subject"], &id["predicate"], &id["scope"]),
+            (&t["subject"], &t["predicate"], &t["scope"])
+        );
+    }
+    assert_eq!(report["purged_versions"], preview["versions"]);
+    assert_eq!(report["purged_pending"], preview["pending_items"]);
+    assert_eq!(report["purged_notes"], preview["read_notes"]);
+    db.assert_check_ok();
+
+    // What the delete would refuse, the dry run refuses.
+    db.run(&["delete", "--subject", "nobody", "--dry-run"])
+        .fails_with(1, &["nothing matches"]);
+    db.run(&[
+        "delete",
+        "--subject",
+        "user:7",
+        "--predicate",
+        "coffee",
+        "--scope",
+        "repo:nowhere",
+        "--dry-run",
+    ])
+    .fails_with(1, &["no memory"]);
+}
+
+#[test]
+fn deleting_more_than_one_identity_without_a_terminal_needs_yes() {
+    let db = demo();
+    let before = db.fingerprint();
+    for args in [
+        vec!["delete", "--subject", U],
+        vec!["delete", "--subject", U, "--predicate", "package_manager"],
+        vec!["delete", "--subject", U, "--json"],
+    ] {
+        db.run(&args)
+            .fails_with(2, &["--yes", "--dry-run", "identities"]);
+    }
+    assert_eq!(db.fingerprint(), before, "nothing was deleted");
+
+    // One identity is what the user named: no question.
+    db.run(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        "test_runner",
+        "--scope",
+        "repo:web-app",
+    ])
+    .ok();
+    // A predicate that covers a single identity is one identity too.
+    db.run(&["delete", "--subject", U, "--predicate", "formatter"])
+        .ok();
+    db.run(&["delete", "--subject", U, "--yes"]).ok();
+    assert!(db.list(&["--subject", U]).is_empty());
+    db.assert_check_ok();
+}
+
+#[test]
+fn a_terminal_is_asked_before_more_than_one_identity_goes() {
+    let Some(t) = Tmux::shell(120, 40) else {
+        return;
+    };
+    let db = demo();
+    let before = db.fingerprint();
+    let delete = format!(
+        "{BIN} --db {} delete --subject {U}; echo \"EXIT:$?\"",
+        shell_quote(&db.path)
+    );
+    t.run(&delete);
+    let s = t.wait_for("Delete these 9 identities? [y/N]");
+    assert!(s.contains("• tombstone 9 identities"), "{s}");
+    t.type_text("n");
+    t.key("Enter");
+    let s = t.wait_for("EXIT:1");
+    assert!(s.contains("nothing was deleted"), "{s}");
+    assert_eq!(db.fingerprint(), before, "`n` deletes nothing");
+
+    t.run("clear");
+    t.run(&delete);
+    t.wait_for("Delete these 9 identities? [y/N]");
+    t.type_text("y");
+    t.key("Enter");
+    let s = t.wait_for("EXIT:0");
+    assert!(s.contains("tombstoned user:42 · "), "{s}");
+    assert!(db.list(&["--subject", U]).is_empty());
+}
+
+// ---- 14. Help on every flag, an example on every command, usage errors point at help ----
+
+/// Every command below `cmd`, with the words that call it.
+fn commands(cmd: &clap::Command, path: Vec<String>, out: &mut Vec<(Vec<String>, clap::Command)>) {
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let mut p = path.clone();
+        p.push(sub.get_name().to_string());
+        out.push((p.clone(), sub.clone()));
+        commands(sub, p, out);
+    }
+}
+
+#[test]
+fn every_flag_has_help_and_every_command_ends_with_an_example() {
+    let root = memscope::cli::command();
+    let mut all = vec![(vec![], root.clone())];
+    commands(&root, vec![], &mut all);
+    assert!(all.len() > 25, "{} commands", all.len());
+    let mut missing = Vec::new();
+    for (path, cmd) in &all {
+        let name = format!("memscope {}", path.join(" "));
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id != "help" && id != "version" && arg.get_help().is_none() {
+                missing.push(format!("{name}: {id} has no help"));
+            }
+        }
+        let Some(example) = cmd.get_after_help().map(|h| h.to_string()) else {
+            missing.push(format!("{name}: no example"));
+            continue;
+        };
+        if !example.starts_with("Example") || !example.contains("memscope") {
+            missing.push(format!(
+                "{name}: the after-help is not an example: {example}"
+            ));
+        }
+        // The real binary's help ends with it.
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let help = Run::from_output(
+            memscope_cmd(Path::new("/nonexistent"))
+                .args(&args)
+                .output()
+                .unwrap(),
+        )
+        .ok();
+        let last = example.lines().last().unwrap_or_default();
+        if !help.stdout.trim_end().ends_with(last.trim_end()) {
+            missing.push(format!(
+                "{name} --help does not end with its example:\n{}",
+                help.stdout
+            ));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+#[test]
+fn a_usage_error_names_the_help_of_its_command() {
+    let db = TestDb::new();
+    let write = |extra: &[&'static str]| {
+        let mut a = vec![
+            "write",
+            "--subject",
+            U,
+            "--predicate",
+            "editor",
+            "--scope",
+            "global",
+            "--source",
+            "s",
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        // A missing value names both ways of giving one.
+        (
+            write(&[]),
+            vec!["`memscope write --help`", "--value ", "--value-json"],
+        ),
+        (
+            vec!["pending", "resolve", "seven", "--scope", "global"],
+            vec!["`memscope pending resolve --help`"],
+        ),
+        (
+            vec!["delete", "--subject", U, "--scope", "global"],
+            vec!["`memscope delete --help`", "--predicate"],
+        ),
+        (vec!["alias", "add"], vec!["`memscope alias add --help`"]),
+        (
+            vec!["completions", "tcsh"],
+            vec!["`memscope completions --help`"],
+        ),
+        (vec!["bogus"], vec!["`memscope --help`"]),
+    ];
+    for (args, words) in cases {
+        let r = db.run(&args);
+        r.fails_with(2, &words);
+    }
+    assert!(!db.path.exists(), "usage errors create nothing");
+    // memscope's own usage errors name the command's help too.
+    db.run(&write(&["--value-json", "{bad"]))
+        .fails_with(2, &["`memscope write --help`", "--value-json"]);
+}
+
+// ---- 16. Version, completions, manual page ----
+
+#[test]
+fn version_names_the_schema() {
+    let r = Run::from_output(
+        memscope_cmd(Path::new("/nonexistent"))
+            .arg("--version")
+            .output()
+            .unwrap(),
+    )
+    .ok();
+    assert_eq!(
+        r.stdout.trim(),
+        format!(
+            "memscope {} (database schema {})",
+            env!("CARGO_PKG_VERSION"),
+            memscope::store::schema::SCHEMA_VERSION
+        )
+    );
+}
+
+#[test]
+fn completions_for_four_shells_and_a_manual_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let run =
+        |args: &[&str]| Run::from_output(memscope_cmd(dir.path()).args(args).output().unwrap());
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        let r = run(&["completions", shell]).ok();
+        for word in ["memscope", "delete", "dry-run", "value-json"] {
+            assert!(r.stdout.contains(word), "{shell}: no {word}:\n{}", r.stdout);
+        }
+    }
+    // bash loads it and completes memscope with it.
+    let script = dir.path().join("memscope.bash");
+    std::fs::write(&script, run(&["completions", "bash"]).ok().stdout).unwrap();
+    let loaded = Command::new("bash")
+        .arg("-c")
+        .arg(r#"source "$1" && complete -p memscope"#)
+        .arg("bash")
+        .arg(&script)
+        .output()
+        .unwrap();
+    let loaded = Run::from_output(loaded).ok();
+    assert!(loaded.stdout.contains("memscope"), "{loaded:?}");
+
+    let page = run(&["man"]).ok();
+    assert!(page.stdout.contains(".TH memscope 1"), "{}", page.stdout);
+    assert!(page.stdout.contains("database schema"), "{}", page.stdout);
+    let pages = dir.path().join("man1");
+    std::fs::create_dir(&pages).unwrap();
+    run(&["man", "--dir", pages.to_str().unwrap()]).ok();
+    for name in [
+        "memscope.1",
+        "memscope-delete.1",
+        "memscope-pending-resolve.1",
+    ] {
+        assert!(pages.join(name).exists(), "{name} was not written");
+    }
+    run(&["man", "--dir", dir.path().join("nowhere").to_str().unwrap()])
+        .fails_with(1, &["not a folder"]);
+}
+
+// ---- 17. A private database ----
+
+#[test]
+fn the_database_its_wal_and_shm_and_new_folders_are_private() {
+    let home = tempfile::tempdir().unwrap();
+    let nested = home.path().join("a").join("b");
+    let db = nested.join("memory.db");
+    let db_arg = db.to_str().unwrap();
+    // A server keeps its store open, so the -wal and -shm exist while it serves.
+    let mut s = RawSession::start(under_umask_022(
+        home.path(),
+        &["--db", db_arg, "mcp", "--subject", U],
+    ));
+    s.initialize();
+    let [file, wal, shm] = db_files(&db);
+    for (what, path) in [("database", &file), ("WAL", &wal), ("shared memory", &shm)] {
+        assert_eq!(mode(path), 0o600, "the {what} is the user's alone");
+    }
+    for folder in [home.path().join("a"), nested.clone()] {
+        assert_eq!(
+            mode(&folder),
+            0o700,
+            "{} is the user's alone",
+            folder.display()
+        );
+    }
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+
+    // Created by a CLI write too.
+    let other = home.path().join("c").join("other.db");
+    let w = under_umask_022(
+        home.path(),
+        &[
+            "--db",
+            other.to_str().unwrap(),
+            "write",
+            "--subject",
+            U,
+            "--predicate",
+            "editor",
+            "--value",
+            "helix",
+            "--scope",
+            "global",
+            "--source",
+            "s",
+        ],
+    )
+    .output()
+    .unwrap();
+    Run::from_output(w).ok();
+    assert_eq!(mode(&other), 0o600);
+    assert_eq!(mode(other.parent().unwrap()), 0o700);
+}
+
+#[test]
+fn export_files_are_private() {
+    let db = demo();
+    let out = db.sibling("backup.jsonl");
+    let run = |out: &Path| {
+        let o = under_umask_022(
+            db.dir.path(),
+            &[
+                "--db",
+                db.path_str(),
+                "export",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        )
+        .output()
+        .unwrap();
+        Run::from_output(o).ok();
+    };
+    run(&out);
+    assert_eq!(mode(&out), 0o600);
+    // An existing file others could read is made private before the words go in.
+    let old = db.sibling("old.jsonl");
+    std::fs::write(&old, "").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+    run(&old);
+    assert_eq!(mode(&old), 0o600);
+    assert!(std::fs::read_to_string(&old)
+        .unwrap()
+        .contains("memscope_export"));
+}
+
+#[test]
+fn check_names_a_readable_database_or_folder_with_the_chmod_that_fixes_it() {
+    let db = demo();
+    // Temporary folders are made 0755; this one starts private.
+    std::fs::set_permissions(db.dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let (code, report) = db.check();
+    assert_eq!(
+        (code, &report["health"]),
+        (0, &Value::Array(vec![])),
+        "{report:#}"
+    );
+
+    let folder = db.dir.path();
+    std::fs::set_permissions(&db.path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, report) = db.check();
+    assert_eq!(
+        (code, &report["ok"]),
+        (0, &Value::Bool(true)),
+        "a health finding, not a violation"
+    );
+    let health = report["health"].as_array().unwrap();
+    let kinds: Vec<&str> = health.iter().map(|h| h["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["database", "folder"], "{report:#}");
+    assert_eq!(health[0]["mode"], "0644");
+    assert_eq!(health[0]["fix"], format!("chmod go-rwx {}", db.path_str()));
+    assert_eq!(health[1]["mode"], "0755");
+
+    let text = db.run(&["check"]).ok();
+    let lines: Vec<&str> = text
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("HEALTH: "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", text.stdout);
+    assert!(lines[0].contains("chmod go-rwx"), "{}", text.stdout);
+
+    // The printed commands fix it.
+    for h in health {
+        let fix = h["fix"].as_str().unwrap();
+        let done = Command::new("sh").arg("-c").arg(fix).status().unwrap();
+        assert!(done.success(), "{fix}");
+    }
+    let (code, report) = db.check();
+    assert_eq!(
+        (code, &report["health"]),
+        (0, &Value::Array(vec![])),
+        "{report:#}"
+    );
+    assert_eq!(mode(&db.path), 0o600);
+}
+
+#[test]
+fn export_refuses_to_write_over_the_database_itself() {
+    let db = TestDb::new();
+    db.write("user:42", "editor", "helix", "global", "t:1");
+    let before = std::fs::read(&db.path).unwrap();
+    let link = db.sibling("another-name.db");
+    std::fs::hard_link(&db.path, &link).unwrap();
+    let wal = format!("{}-wal", db.path_str());
+    for out in [db.path_str(), link.to_str().unwrap(), wal.as_str()] {
+        db.run(&["export", "--out", out])
+            .fails_with(2, &["would destroy the database"]);
+    }
+    assert_eq!(
+        std::fs::read(&db.path).unwrap(),
+        before,
+        "the database is untouched"
+    );
+    db.assert_check_ok();
+    assert_eq!(db.list(&[]).len(), 1);
+}

@@ -1,0 +1,142 @@
+//! How the CLI's text lines up for a person: `history` columns by display width (CJK and emoji
+//! take two columns), `pending` with each item's age and no trailing spaces, and the welcome
+//! screen's two-line example command pasting into a shell as it is shown.
+
+use crate::support::{ambiguous_req, open_store, req, TestDb};
+use chrono::{Duration, Utc};
+use memscope::Clock;
+use serde_json::json;
+use unicode_width::UnicodeWidthStr;
+
+/// Display columns before the first `needle` in `line`.
+fn column_of(line: &str, needle: &str) -> usize {
+    let at = line
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} in {line:?}"));
+    line[..at].width()
+}
+
+#[track_caller]
+fn assert_no_trailing_spaces(text: &str) {
+    for line in text.lines() {
+        assert!(!line.ends_with(' '), "trailing spaces: {line:?}\n{text}");
+    }
+}
+
+#[test]
+fn history_columns_line_up_for_cjk_and_emoji() {
+    let db = TestDb::new();
+    let mut store = open_store(&db.path);
+    for (value, scope, source) in [
+        ("pnpm", "global", "thread:1/message:1"),
+        ("这个仓库保留现有的 npm", "global", "thread:2/message:2"),
+        ("🚀 bun", "global", "thread:3/message:3"),
+        ("yarn", "repo:老项目", "thread:4/message:4"),
+        ("npm", "task:修复-1", "thread:5/message:5"),
+    ] {
+        store
+            .write(&req(
+                "user:42",
+                "package_manager",
+                json!(value),
+                scope,
+                source,
+            ))
+            .expect("the write lands");
+    }
+    drop(store);
+    let out = db
+        .run(&[
+            "history",
+            "--subject",
+            "user:42",
+            "--predicate",
+            "package_manager",
+        ])
+        .ok()
+        .stdout;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    // Each column starts at the same screen column on every line, whatever the value and the
+    // scope hold: the value (its opening quote), the causal_seq, the source.
+    for needle in ["\"", "seq ", "thread:"] {
+        let cols: Vec<usize> = lines.iter().map(|l| column_of(l, needle)).collect();
+        assert!(
+            cols.windows(2).all(|w| w[0] == w[1]),
+            "{needle}: {cols:?}\n{out}"
+        );
+    }
+    assert_no_trailing_spaces(&out);
+}
+
+#[test]
+fn pending_shows_each_items_age_and_no_trailing_spaces() {
+    let db = TestDb::new();
+    let mut store = open_store(&db.path);
+    let now = Utc::now();
+    for (ago, subject, source) in [
+        (Duration::days(3), "user:42", "thread:31/message:2"),
+        (Duration::hours(2), "user:7", "thread:48/message:6"),
+    ] {
+        store.set_clock(Clock::Fixed(now - ago));
+        store
+            .write(&ambiguous_req(
+                subject,
+                "package_manager",
+                json!("npm"),
+                &["global", "repo:web-app"],
+                source,
+            ))
+            .expect("the write is queued");
+    }
+    drop(store);
+    let out = db.run(&["pending"]).ok().stdout;
+    let first = out.lines().find(|l| l.starts_with("#1 ")).expect("#1");
+    let second = out.lines().find(|l| l.starts_with("#2 ")).expect("#2");
+    assert!(
+        first.contains("thread:31/message:2  3d ago"),
+        "{first}\n{out}"
+    );
+    assert!(second.ends_with("2h ago"), "{second}\n{out}");
+    assert_no_trailing_spaces(&out);
+
+    // A closed item keeps its age and says how it closed, still without trailing spaces.
+    db.run(&["pending", "reject", "2"]).ok();
+    let all = db.run(&["pending", "--all"]).ok().stdout;
+    let second = all.lines().find(|l| l.starts_with("#2 ")).expect("#2");
+    assert!(second.contains("2h ago  (rejected"), "{second}\n{all}");
+    assert_no_trailing_spaces(&all);
+}
+
+#[test]
+fn the_welcome_screens_example_pastes_into_a_shell() {
+    let f = crate::support::tui::Fixture::empty();
+    let mut s = f.session(100, 30);
+    let screen = crate::support::tui::render(&mut s, 100, 30);
+    // The rendered rows, without the frame's quotes and the pane's border.
+    let rows: Vec<String> = screen
+        .lines()
+        .map(|l| {
+            let l = l.trim_start_matches('"');
+            let l = l.split('"').next().unwrap_or("");
+            l.trim_matches(|c| c == '│' || c == ' ').to_string()
+        })
+        .collect();
+    let at = rows
+        .iter()
+        .position(|r| r.starts_with("memscope write"))
+        .unwrap_or_else(|| panic!("the example is on the welcome screen:\n{screen}"));
+    let (first, second) = (&rows[at], &rows[at + 1]);
+    assert!(first.ends_with(" \\"), "{first:?} continues the line");
+    assert!(second.starts_with("--value"), "{second:?}");
+    // As a shell reads it: the backslash-newline joins the two lines into one command.
+    let joined = format!("{} {second}", first.trim_end_matches('\\'));
+    let args: Vec<&str> = joined.split_whitespace().skip(1).collect();
+    let db = TestDb::new();
+    db.run(&["init"]).ok();
+    let out = db.run(&args).ok().stdout;
+    assert!(
+        out.starts_with("inserted user:42 · package_manager @ global v1"),
+        "{out}"
+    );
+}

@@ -1,0 +1,418 @@
+//! Issue 13, "wrong answers and surprising results", on the real binary: a repo or task id given
+//! in its scope form means the same id and the wrong kind is refused; an `apply` error names its
+//! input line once, with the column; a replayed ambiguous write returns the open item instead of
+//! queueing another; a pending item goes outside its candidates only with `--force`.
+
+use crate::support::mcp_session::{tool_text, RawSession};
+use crate::support::*;
+use serde_json::{json, Value};
+
+const U: &str = "user:42";
+const PM: &str = "package_manager";
+
+/// global = pnpm, repo:web-app = npm, task:fix-1 = yarn.
+fn three_scopes() -> TestDb {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "thread:1/message:1");
+    db.write(U, PM, "npm", "repo:web-app", "thread:2/message:1");
+    db.write(U, PM, "yarn", "task:fix-1", "thread:3/message:1");
+    db
+}
+
+fn resolve_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["resolve", "--subject", U, "--predicate", PM];
+    args.extend_from_slice(extra);
+    args
+}
+
+// ---- 1. repo and task ids ----------------------------------------------------------------------
+
+#[test]
+fn resolve_takes_repo_and_task_ids_in_their_scope_form_as_the_same_id() {
+    let db = three_scopes();
+    let bare = db.resolve(U, PM, Some("web-app"), None);
+    let prefixed = db.resolve(U, PM, Some("repo:web-app"), None);
+    assert_eq!(prefixed, bare);
+    assert_eq!(prefixed["scope"], "repo:web-app", "{prefixed}");
+    let scopes: Vec<&str> = prefixed["considered"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["scope"].as_str().unwrap())
+        .collect();
+    assert_eq!(scopes, ["repo:web-app", "global"]);
+
+    let both = db.resolve(U, PM, Some("repo:web-app"), Some("task:fix-1"));
+    assert_eq!(both, db.resolve(U, PM, Some("web-app"), Some("fix-1")));
+    assert_eq!(both["scope"], "task:fix-1");
+
+    // The text form answers the question asked: npm from the repository, no `repo:repo:`.
+    let text = db
+        .run(&resolve_args(&["--repo", "repo:web-app"]))
+        .ok()
+        .stdout;
+    assert!(text.contains("from repo:web-app"), "{text}");
+    assert!(!text.contains("repo:repo:"), "{text}");
+
+    // As of a moment, and logged: the read log keeps the id, not the scope form.
+    let at = db
+        .run(&resolve_args(&[
+            "--repo",
+            "repo:web-app",
+            "--at",
+            "0s",
+            "--json",
+        ]))
+        .ok()
+        .json();
+    assert_eq!(at["scope"], "repo:web-app", "{at}");
+    db.run(&resolve_args(&[
+        "--repo",
+        "repo:web-app",
+        "--task",
+        "task:fix-1",
+        "--log",
+        "--agent",
+        "a",
+    ]))
+    .ok();
+    let reads = as_array(db.json(&["reads", "--json"]));
+    assert_eq!(
+        (&reads[0]["repo"], &reads[0]["task"]),
+        (&json!("web-app"), &json!("fix-1"))
+    );
+}
+
+#[test]
+fn resolve_refuses_a_task_given_as_the_repo_and_a_repo_given_as_the_task() {
+    let db = three_scopes();
+    let before = db.fingerprint();
+    db.run(&resolve_args(&["--repo", "task:fix-1"]))
+        .fails_with(2, &["--repo", "task:fix-1", "is a task, not a repository"]);
+    db.run(&resolve_args(&["--task", "repo:web-app", "--json"]))
+        .fails_with(
+            2,
+            &["--task", "repo:web-app", "is a repository, not a task"],
+        );
+    db.run(&resolve_args(&["--repo", "task:fix-1", "--log"]))
+        .fails_with(2, &["is a task"]);
+    db.run(&resolve_args(&["--repo", "repo:"]))
+        .fails_with(2, &["no id"]);
+    assert_eq!(db.fingerprint(), before, "a refused read logs nothing");
+    assert!(as_array(db.json(&["reads", "--json"])).is_empty());
+}
+
+fn mcp_cmd(db: &TestDb, args: &[&str]) -> std::process::Command {
+    let mut c = db.command(&["mcp"]);
+    c.args(args)
+        .env_remove("MEMSCOPE_SUBJECT")
+        .env_remove("MEMSCOPE_REPO")
+        .env_remove("MEMSCOPE_TASK")
+        .env_remove("MEMSCOPE_AGENT");
+    c
+}
+
+#[test]
+fn mcp_takes_the_scope_form_and_refuses_the_wrong_kind_from_flags_and_environment() {
+    let db = TestDb::new();
+    let refused = |c: &mut std::process::Command, words: &[&str]| {
+        let run = Run::from_output(c.output().expect("spawn memscope mcp"));
+        run.fails_with(2, words);
+        assert_eq!(run.stdout, "", "nothing on the protocol stream");
+    };
+    refused(
+        &mut mcp_cmd(&db, &["--subject", U, "--repo", "task:fix-1"]),
+        &["--repo", "is a task, not a repository"],
+    );
+    refused(
+        &mut mcp_cmd(&db, &["--subject", U, "--task", "repo:web-app"]),
+        &["--task", "is a repository, not a task"],
+    );
+    refused(
+        mcp_cmd(&db, &["--subject", U]).env("MEMSCOPE_REPO", "task:fix-1"),
+        &["$MEMSCOPE_REPO", "is a task"],
+    );
+    refused(
+        mcp_cmd(&db, &["--subject", U]).env("MEMSCOPE_TASK", "repo:web-app"),
+        &["$MEMSCOPE_TASK", "is a repository"],
+    );
+    assert!(!db.path.exists(), "a refused start creates no database");
+
+    let mut c = mcp_cmd(&db, &["--subject", U, "--repo", "repo:web-app"]);
+    c.env("MEMSCOPE_TASK", "task:fix-1");
+    let mut s = RawSession::start(c);
+    let init = s.initialize();
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("user:42 in repo:web-app, task:fix-1"),
+        "{instructions}"
+    );
+    let ok = s.request(
+        2,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": PM, "value": "npm", "scope": "repo", "source": "thread:9/message:1"}}),
+    );
+    assert_eq!(
+        ok["result"]["structuredContent"]["scope"], "repo:web-app",
+        "{ok}"
+    );
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+}
+
+// ---- 3. apply's error lines -----------------------------------------------------------------
+
+#[test]
+fn an_apply_error_names_its_input_line_once_with_the_column() {
+    let db = TestDb::new();
+    let good =
+        json!({"subject": U, "predicate": PM, "value": "npm", "scope": "global", "source": "s"});
+    // Line 4 is an unknown scope after CJK text (columns count characters), line 6 is cut off,
+    // line 7 is well-formed JSON that the write path refuses (no column to point at).
+    let input = format!(
+        "{good}\n\n{good}\n{}\n\n{}\n{}\n",
+        r#"{"subject":"用户:42","predicate":"包管理器","value":"npm","scope":"galaxy:x","source":"s"}"#,
+        r#"{"subject":"user:42","predicate":"#,
+        r#"{"subject":"user:42","predicate":"p","value":"v","scope":"global","source":"  "}"#,
+    );
+    let run = db.run_stdin(&["apply", "-"], input.as_bytes());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let outs = run.json_lines();
+    assert_eq!(outs.len(), 5);
+    let errors: Vec<&Value> = outs.iter().filter(|o| o["outcome"] == "error").collect();
+    assert_eq!(errors.len(), 3, "{outs:?}");
+    for e in &errors {
+        let text = e["error"].as_str().unwrap();
+        assert!(
+            !text.contains("at line"),
+            "the line is said once, in `line`: {e}"
+        );
+        assert!(!text.contains("column"), "the column is its own field: {e}");
+    }
+    assert_eq!(errors[0]["line"], 4);
+    // `"scope":"galaxy:x"` ends at character 70 of the line (byte 82).
+    assert_eq!(errors[0]["column"], 70, "{}", errors[0]);
+    assert!(errors[0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("unknown scope 'galaxy:x'"));
+    assert_eq!(errors[1]["line"], 6);
+    assert!(errors[1]["column"].is_u64(), "{}", errors[1]);
+    assert_eq!(errors[2]["line"], 7);
+    assert!(errors[2].get("column").is_none(), "{}", errors[2]);
+    assert!(errors[2]["error"]
+        .as_str()
+        .unwrap()
+        .contains("source is empty"));
+}
+
+#[test]
+fn an_import_error_names_its_line_once_with_the_column() {
+    let src = TestDb::new();
+    src.write(U, PM, "npm", "global", "s");
+    let export = src.run(&["export"]).ok().stdout;
+    let mut lines: Vec<&str> = export.lines().collect();
+    lines.insert(2, r#"{"table":"memories",}"#);
+    let file = src.sibling("broken.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let dst = TestDb::named("fresh.db");
+    let run = dst.run(&["import", file.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_one_sentence(&run.stderr, &["line 3, column 21, of the import"]);
+    assert!(!run.stderr.contains("at line 1"), "{}", run.stderr);
+}
+
+// ---- 4. replayed ambiguous writes --------------------------------------------------------------
+
+/// The story's ambiguous "以后都用 npm": global, or the rule of repo:web-app?
+fn ask_npm(db: &TestDb) -> Value {
+    db.write_ambiguous(
+        U,
+        PM,
+        "npm",
+        "global,repo:web-app",
+        "thread:31/message:2",
+        "以后都用 npm",
+    )
+}
+
+fn ambiguous_line(value: &str, candidates: &[&str], source: &str) -> String {
+    json!({"subject": U, "predicate": PM, "value": value,
+           "scope": {"ambiguous": candidates}, "source": source, "raw": "以后都用 npm"})
+    .to_string()
+}
+
+#[test]
+fn a_replayed_ambiguous_write_returns_the_open_item_instead_of_queueing_another() {
+    let db = TestDb::new();
+    let first = ask_npm(&db);
+    assert_eq!(first["outcome"], "pending");
+    let id = first["pending_id"].as_i64().unwrap();
+    // The same write again — from `write`, in another spelling of the value and order of the
+    // candidates, and twice in one `apply` file run twice — is the same open item.
+    let again = db.write_ambiguous(
+        U,
+        PM,
+        " NPM ",
+        "repo:web-app,global",
+        "thread:31/message:2",
+        "以后都用 npm",
+    );
+    assert_eq!(again["outcome"], "pending", "{again}");
+    assert_eq!(again["pending_id"], id, "{again}");
+    assert_eq!(again["value"], "npm", "the item's own value: {again}");
+    assert_eq!(again["causal_seq"], first["causal_seq"]);
+    assert!(
+        again["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("already waiting as pending #{id}")),
+        "{again}"
+    );
+    let line = ambiguous_line("npm", &["global", "repo:web-app"], "thread:31/message:2");
+    let file = format!("{line}\n{line}\n");
+    for _ in 0..2 {
+        let outs = db
+            .run_stdin(&["apply", "-"], file.as_bytes())
+            .ok()
+            .json_lines();
+        for o in &outs {
+            assert_eq!(
+                (&o["outcome"], &o["pending_id"]),
+                (&json!("pending"), &json!(id))
+            );
+        }
+    }
+    assert_eq!(db.pending(false).len(), 1, "one item in the queue");
+
+    // What differs is another question: another value, candidate list or source.
+    for (value, candidates, source) in [
+        (
+            "pnpm",
+            &["global", "repo:web-app"][..],
+            "thread:31/message:2",
+        ),
+        ("npm", &["global", "repo:api"][..], "thread:31/message:2"),
+        (
+            "npm",
+            &["global", "repo:web-app", "task:x"][..],
+            "thread:31/message:2",
+        ),
+        (
+            "npm",
+            &["global", "repo:web-app"][..],
+            "thread:32/message:1",
+        ),
+    ] {
+        let line = ambiguous_line(value, candidates, source);
+        let outs = db
+            .run_stdin(&["apply", "-"], format!("{line}\n").as_bytes())
+            .ok()
+            .json_lines();
+        assert_eq!(outs[0]["outcome"], "pending");
+        assert_ne!(outs[0]["pending_id"], json!(id), "{line}");
+    }
+    assert_eq!(db.pending(false).len(), 5);
+
+    // Once a human answered, the same words are a new question.
+    db.run(&[
+        "pending",
+        "resolve",
+        &id.to_string(),
+        "--scope",
+        "repo:web-app",
+    ])
+    .ok();
+    let after = ask_npm(&db);
+    assert_eq!(after["outcome"], "pending");
+    assert_ne!(after["pending_id"], json!(id));
+    db.assert_check_ok();
+}
+
+#[test]
+fn an_agent_retrying_remember_unsure_gets_the_same_pending_item() {
+    let db = TestDb::new();
+    let mut s = RawSession::start(mcp_cmd(&db, &["--subject", U, "--repo", "web-app"]));
+    s.initialize();
+    let remember = |s: &mut RawSession, id: i64| {
+        s.request(
+            id,
+            "tools/call",
+            json!({"name": "remember", "arguments": {
+                "predicate": PM, "value": "npm", "scope": "unsure",
+                "raw": "以后都用 npm", "source": "thread:31/message:2"}}),
+        )
+    };
+    let first = remember(&mut s, 2);
+    let retry = remember(&mut s, 3);
+    for r in [&first, &retry] {
+        assert_eq!(
+            r["result"]["structuredContent"]["outcome"], "pending",
+            "{r}"
+        );
+    }
+    let id = &first["result"]["structuredContent"]["pending_id"];
+    assert_eq!(&retry["result"]["structuredContent"]["pending_id"], id);
+    assert!(
+        tool_text(&retry).contains(&format!("pending #{id}")),
+        "{retry}"
+    );
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(db.pending(false).len(), 1);
+}
+
+// ---- 5. resolving outside the candidates -------------------------------------------------------
+
+#[test]
+fn a_scope_outside_the_candidates_needs_force_and_the_refusal_names_them() {
+    let db = TestDb::new();
+    let id = ask_npm(&db)["pending_id"].as_i64().unwrap().to_string();
+    let before = db.fingerprint();
+    db.run(&["pending", "resolve", &id, "--scope", "task:x"])
+        .fails_with(
+            2,
+            &[
+                "task:x is not a candidate",
+                &format!("pending #{id}"),
+                "global, repo:web-app",
+                "--force",
+            ],
+        );
+    assert_eq!(db.fingerprint(), before, "a refusal changes nothing");
+    assert_eq!(db.pending(false).len(), 1, "the item is still open");
+
+    let out = db.json(&[
+        "pending", "resolve", &id, "--scope", "task:x", "--force", "--json",
+    ]);
+    assert_eq!(out["outcome"], "inserted", "{out}");
+    assert_eq!(out["scope"], "task:x");
+    let events = db.history(U, PM, Some("task:x"));
+    let resolved = events
+        .iter()
+        .find(|e| e["event"] == "pending_resolved")
+        .expect("a pending_resolved event");
+    assert_eq!(resolved["detail"]["among_candidates"], false, "{resolved}");
+
+    // A candidate needs no --force, and --force changes nothing about it.
+    let second = db.write_ambiguous(U, "formatter", "biome", "global,repo:web-app", "s", "biome")
+        ["pending_id"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+    let out = db.json(&[
+        "pending",
+        "resolve",
+        &second,
+        "--scope",
+        "repo:web-app",
+        "--json",
+    ]);
+    assert_eq!(out["outcome"], "inserted", "{out}");
+    let events = db.history(U, "formatter", Some("repo:web-app"));
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "pending_resolved" && e["detail"]["among_candidates"] == true));
+    db.assert_check_ok();
+}

@@ -1,0 +1,623 @@
+//! End to end: the real binary in a real terminal (tmux on a private socket), driven with
+//! `send-keys` and read with `capture-pane`, synchronised by waiting for text on screen. The
+//! CLI checks from outside that what the UI did landed in the database.
+
+use fuzzy_matcher::skim::SkimMatcherV2;
+use fuzzy_matcher::FuzzyMatcher;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[path = "../support/mod.rs"]
+mod support;
+
+use support::tmux::{shell_quote, Tmux};
+
+const BIN: &str = env!("CARGO_BIN_EXE_memscope");
+
+fn cli(db: &Path, args: &[&str]) -> Value {
+    let out = Command::new(BIN)
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .expect("memscope runs");
+    assert!(
+        out.status.success(),
+        "memscope {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// "15 identities in 6 scopes", as the list title says it, from `list --json`.
+fn view_title(db: &Path) -> String {
+    let list = cli(db, &["list", "--json"]);
+    let rows = list.as_array().expect("list --json is an array");
+    let scopes: BTreeSet<&str> = rows.iter().filter_map(|r| r["scope"].as_str()).collect();
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "{} in {}",
+        plural(rows.len(), "identity", "identities"),
+        plural(scopes.len(), "scope", "scopes")
+    )
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[test]
+fn demo_filter_resolve_delete_live_write_resize_quit() {
+    if !Tmux::available() {
+        eprintln!("SKIPPED: tmux is not installed (CI installs it; see .ci/run)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db: PathBuf = dir.path().join("demo.db");
+    let t = Tmux::start(110, 32);
+    t.run("PS1='$ '; clear");
+    t.run(&format!(
+        "{BIN} --db {} demo; echo \"EXIT:$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' '+'; echo \"ST\"\"TY\"",
+        shell_quote(&db)
+    ));
+    t.wait_for("Current view · ");
+    t.wait_for(&view_title(&db));
+
+    // Filter on the value of the record with the longest value; the count is what a fuzzy
+    // match over subject, predicate, value and scope gives.
+    let list = cli(&db, &["list", "--json"]);
+    let rows = list.as_array().expect("records");
+    let target = rows
+        .iter()
+        .filter(|r| r["value"].is_string())
+        .max_by_key(|r| r["value"].as_str().unwrap_or("").chars().count())
+        .expect("a string value");
+    let query = value_text(&target["value"]);
+    let matcher = SkimMatcherV2::default();
+    let expected = rows
+        .iter()
+        .filter(|r| {
+            let hay = format!(
+                "{} {} {} {}",
+                r["subject"].as_str().unwrap_or(""),
+                r["predicate"].as_str().unwrap_or(""),
+                value_text(&r["value"]),
+                r["scope"].as_str().unwrap_or("")
+            );
+            matcher.fuzzy_match(&hay, &query).is_some()
+        })
+        .count();
+    assert!(expected < rows.len(), "the query should narrow the view");
+    t.type_text(&format!("/{query}"));
+    let s = t.wait_for(&format!("{expected} match"));
+    let row = format!(
+        "{} · {} = {query}",
+        target["subject"].as_str().unwrap(),
+        target["predicate"].as_str().unwrap()
+    );
+    assert!(s.contains(&row), "{row} is on screen: {s}");
+    t.key("Enter");
+    t.wait_for("(/ edit · Esc clear)");
+    t.key("Escape");
+    t.wait_for(&view_title(&db));
+
+    // Resolve a pending item that has a repo candidate with r; check it through the CLI.
+    let before = cli(&db, &["pending", "--json"]);
+    let items = before.as_array().expect("pending items");
+    let (index, item) = items
+        .iter()
+        .enumerate()
+        .find(|(_, p)| {
+            p["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c.as_str().unwrap().starts_with("repo:"))
+        })
+        .expect("the demo has a pending item with a repo candidate");
+    let repo = item["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|c| c.as_str().filter(|c| c.starts_with("repo:")))
+        .unwrap()
+        .to_string();
+    let (id, subject, predicate) = (
+        item["id"].as_i64().unwrap(),
+        item["subject"].as_str().unwrap().to_string(),
+        item["predicate"].as_str().unwrap().to_string(),
+    );
+    t.type_text("2");
+    t.wait_for(&format!("Pending queue · {} open", items.len()));
+    for _ in 0..index {
+        t.type_text("j");
+    }
+    t.wait_for(&format!("#{id} {subject} · {predicate}"));
+    // r asks first, stating the preview; y writes.
+    t.type_text("r");
+    t.wait_for(&format!("Write pending #{id} to {repo}?"));
+    t.type_text("y");
+    let s = t.wait_for(&format!("Pending queue · {} open", items.len() - 1));
+    assert!(
+        s.contains(&format!("#{id} → {repo}:")),
+        "the outcome is shown: {s}"
+    );
+    let after = cli(&db, &["pending", "--json"]);
+    assert!(
+        after
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["id"].as_i64() != Some(id)),
+        "{after}"
+    );
+    let history = cli(
+        &db,
+        &[
+            "history",
+            "--subject",
+            &subject,
+            "--predicate",
+            &predicate,
+            "--scope",
+            &repo,
+            "--json",
+        ],
+    );
+    let events: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event"].as_str())
+        .collect();
+    assert!(events.contains(&"pending_resolved"), "{history}");
+
+    // Delete the first record of the view with d, y; the tombstone shows through the CLI.
+    let list = cli(&db, &["list", "--json"]);
+    let first = &list[0];
+    let (subject, predicate, scope) = (
+        first["subject"].as_str().unwrap().to_string(),
+        first["predicate"].as_str().unwrap().to_string(),
+        first["scope"].as_str().unwrap().to_string(),
+    );
+    t.type_text("1");
+    t.wait_for(&view_title(&db));
+    t.key("Home");
+    t.wait_for("A scope group: Enter folds or unfolds it.");
+    t.type_text("j");
+    t.wait_for(&format!("History · {subject} · {predicate} @ {scope}"));
+    t.type_text("d");
+    t.wait_for("This will, in one transaction:");
+    t.type_text("y");
+    t.wait_for("deleted: 1 identity tombstoned");
+    let history = cli(
+        &db,
+        &[
+            "history",
+            "--subject",
+            &subject,
+            "--predicate",
+            &predicate,
+            "--scope",
+            &scope,
+            "--json",
+        ],
+    );
+    let last = history.as_array().unwrap().last().expect("events").clone();
+    assert_eq!(last["event"], "deleted", "{history}");
+    assert_eq!(last["value"], Value::Null);
+    let list = cli(
+        &db,
+        &[
+            "list",
+            "--subject",
+            &subject,
+            "--predicate",
+            &predicate,
+            "--json",
+        ],
+    );
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["scope"] != scope.as_str()),
+        "{list}"
+    );
+    let check = cli(&db, &["check", "--json"]);
+    assert_eq!(check["ok"], true, "{check}");
+    t.type_text("3");
+    t.wait_for(&format!("{subject} · {predicate} @ {scope}"));
+    t.type_text("1");
+    t.wait_for(&view_title(&db));
+
+    // Another process writes while the UI is open: it appears.
+    let out = Command::new(BIN)
+        .args(["--db"])
+        .arg(&db)
+        .args([
+            "write",
+            "--subject",
+            "e2e:live",
+            "--predicate",
+            "editor",
+            "--value",
+            "helix",
+            "--scope",
+            "global",
+            "--source",
+            "e2e:1",
+        ])
+        .output()
+        .expect("memscope write runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.wait_for("e2e:live · editor = helix");
+    let title = view_title(&db);
+    t.wait_for(&title);
+
+    // Down to 20×5 and back without a crash; the counts keep the header, the name gives way.
+    t.resize(20, 5);
+    t.wait("a 20-column frame", |s| {
+        s.lines().next().is_some_and(|l| l.contains(" ids · "))
+            && s.lines().all(|l| l.chars().count() <= 20)
+    });
+    t.resize(110, 32);
+    t.wait_for(&title);
+
+    // q quits and the terminal is restored: the shell runs again, in canonical mode with echo.
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    let s = t.wait_for("STTY");
+    assert!(
+        s.contains("icanon+echo+STTY"),
+        "canonical mode and echo are back: {s}"
+    );
+    assert!(
+        !s.contains("Current view"),
+        "the alternate screen was left: {s}"
+    );
+}
+
+#[test]
+fn empty_database_explains_itself_and_restores_on_error() {
+    if !Tmux::available() {
+        eprintln!("SKIPPED: tmux is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = dir.path().join("empty.db");
+    cli(&db, &["init"]);
+    let t = Tmux::start(100, 30);
+    t.run("PS1='$ '; clear");
+    t.run(&format!(
+        "{BIN} --db {} tui; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    t.wait_for("This database holds no live memories yet.");
+    t.wait_for("memscope demo");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    // A missing database: a clear sentence on stderr, exit 1, no UI.
+    t.run(&format!(
+        "{BIN} --db {} tui; echo \"EXIT:$?\"",
+        shell_quote(&dir.path().join("missing.db"))
+    ));
+    let s = t.wait_for("EXIT:1");
+    assert!(s.contains("no memscope database at"), "{s}");
+}
+
+/// The README walkthrough "Debugging a wrong-tool incident", in the UI: the Reads tab, the
+/// storefront-next read explained as of its time (global v2 won), its record's timeline, `m`
+/// rescope to repo:legacy-dashboard, `y`; then the CLI proves the fix from outside.
+#[test]
+fn incident_walkthrough_reads_as_of_rescope() {
+    if !Tmux::available() {
+        eprintln!("SKIPPED: tmux is not installed (CI installs it; see .ci/run)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db: PathBuf = dir.path().join("demo.db");
+    let t = Tmux::start(100, 30);
+    t.run("PS1='$ '; clear");
+    t.run(&format!(
+        "{BIN} --db {} demo; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    t.wait_for("Current view · ");
+
+    // 5: what agents were told, newest first; the storefront-next read is where the CLI's
+    // read log puts it.
+    let reads = cli(&db, &["reads", "--json"]);
+    let index = reads
+        .as_array()
+        .expect("reads --json is an array")
+        .iter()
+        .position(|r| r["repo"] == "storefront-next")
+        .expect("the demo logged a read from storefront-next");
+    assert_eq!(reads[index]["scope"], "global");
+    assert_eq!(reads[index]["version"], 2);
+    t.type_text("5");
+    t.wait_for("Reads · newest first");
+    t.wait_for("scaffolding a new project");
+    for _ in 0..index {
+        t.type_text("j");
+    }
+    t.wait_for(&format!("#{} ·", reads[index]["id"]));
+    t.wait_for("in repo:storefront-next");
+
+    // Enter: the chain as it stood at the read — global v2 (npm) won.
+    t.key("Enter");
+    t.wait_for("As of a read · user:42 · package_manager");
+    let s = t.wait_for("→ the agent got");
+    assert!(s.contains("→ the agent got npm from global v2"), "{s}");
+    assert!(s.contains("the read log agrees: global v2"), "{s}");
+
+    // g: the winning record's timeline, the version the agent used highlighted.
+    t.type_text("g");
+    t.wait_for("History · user:42 · package_manager @ global");
+    t.wait_for("↑ v2 read by claude-code");
+
+    // m: the dialog suggests where the words were said and states the effect before y.
+    t.type_text("m");
+    t.wait_for("Rescope · user:42 · package_manager @ global");
+    let s = t.wait_for("as v3");
+    assert!(s.contains("to repo:legacy-dashboard"), "{s}");
+    assert!(
+        s.contains("moves npm to repo:legacy-dashboard as v1"),
+        "{s}"
+    );
+    assert!(
+        s.contains("global goes back to pnpm (value of v1) as v3"),
+        "{s}"
+    );
+    t.type_text("y");
+    t.wait_for("rescoped user:42 · package_manager: inserted repo:legacy-dashboard v1");
+
+    // The CLI agrees: a new repo gets pnpm again, legacy-dashboard keeps npm, check holds.
+    let resolve = |repo: &str| {
+        cli(
+            &db,
+            &[
+                "resolve",
+                "--subject",
+                "user:42",
+                "--predicate",
+                "package_manager",
+                "--repo",
+                repo,
+                "--json",
+            ],
+        )
+    };
+    let fresh = resolve("brand-new-app");
+    assert_eq!(
+        (&fresh["value"], &fresh["scope"], &fresh["version"]),
+        (
+            &Value::from("pnpm"),
+            &Value::from("global"),
+            &Value::from(3)
+        ),
+        "{fresh}"
+    );
+    let legacy = resolve("legacy-dashboard");
+    assert_eq!(
+        (&legacy["value"], &legacy["scope"]),
+        (&Value::from("npm"), &Value::from("repo:legacy-dashboard")),
+        "{legacy}"
+    );
+    let check = cli(&db, &["check", "--json"]);
+    assert_eq!(check["ok"], true, "{check}");
+    // The moved record kept its words' source.
+    let moved = cli(
+        &db,
+        &[
+            "history",
+            "--subject",
+            "user:42",
+            "--predicate",
+            "package_manager",
+            "--scope",
+            "repo:legacy-dashboard",
+            "--json",
+        ],
+    );
+    assert_eq!(moved[0]["source"], "thread:23/message:14", "{moved}");
+
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}
+
+/// Where the header's refresh time starts (`HH:MM:SS`), if it shows.
+fn clock_at(line: &str) -> Option<usize> {
+    let chars: Vec<char> = line.chars().collect();
+    (0..chars.len().saturating_sub(7)).find(|&i| {
+        let w: String = chars[i..i + 8].iter().collect();
+        w.char_indices().all(|(j, c)| match j {
+            2 | 5 => c == ':',
+            _ => c.is_ascii_digit(),
+        })
+    })
+}
+
+/// The header keeps its counts and keeps the path, cut in the middle, apart from the refresh
+/// time; the footer ends with `? help` and never cuts a hint.
+fn assert_header_and_footer(screen: &str, width: usize) {
+    let lines: Vec<&str> = screen.lines().collect();
+    let header = lines[0];
+    assert!(header.chars().count() <= width, "{screen}");
+    for count in ["15 ", "6 scopes", "2 pending", "1 tomb"] {
+        assert!(
+            header.contains(count),
+            "the header lost {count:?}:\n{screen}"
+        );
+    }
+    let clock = clock_at(header).expect("the refresh time shows");
+    let mut before: String = header.chars().take(clock).collect();
+    if let Some(words) = before.strip_suffix("refreshed ") {
+        before = words.to_string();
+    }
+    assert!(
+        before.ends_with("  "),
+        "the time runs into the path:\n{screen}"
+    );
+    if let Some(i) = before.find("demo.db") {
+        assert!(before[i..].starts_with("demo.db  "), "{screen}");
+        assert!(
+            before.contains('…'),
+            "a long path is cut in the middle:\n{screen}"
+        );
+    }
+    let footer = lines
+        .iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .expect("a footer");
+    assert!(
+        footer.trim_end().ends_with("? help"),
+        "the footer ends with its help:\n{screen}"
+    );
+    assert!(!footer.contains('…'), "a hint is cut:\n{screen}");
+}
+
+#[test]
+fn header_and_footer_fit_at_100x30_and_60x15() {
+    let Some(t) = Tmux::shell(100, 30) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let deep = dir
+        .path()
+        .join("a-folder-with-a-long-name")
+        .join("another-one");
+    std::fs::create_dir_all(&deep).expect("the folders");
+    let db = deep.join("demo.db");
+    t.run(&format!(
+        "{BIN} --db {} demo; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    let screen = t.wait("the demo with its refresh time", |s| {
+        s.contains("Current view · ") && s.lines().next().and_then(clock_at).is_some()
+    });
+    assert_header_and_footer(&screen, 100);
+    assert!(
+        screen.lines().next().unwrap_or("").contains("demo.db"),
+        "{screen}"
+    );
+    t.resize(60, 15);
+    let screen = t.wait("the header at 60 columns", |s| {
+        s.lines().next().is_some_and(|l| l.contains("ids"))
+    });
+    assert_header_and_footer(&screen, 60);
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}
+
+/// The terminal cell (column, row) where `text` starts on `screen`, at or right of column
+/// `min_x` (columns count display width: a Chinese character takes two).
+fn cell_of(screen: &str, text: &str, min_x: usize) -> (usize, usize) {
+    use memscope::tui::text::width;
+    for (y, line) in screen.lines().enumerate() {
+        for (i, _) in line.match_indices(text) {
+            let x = width(&line[..i]);
+            if x >= min_x {
+                return (x, y);
+            }
+        }
+    }
+    panic!("{text:?} is not on screen:\n{screen}");
+}
+
+/// A left click at a 0-based cell, as a terminal reports it in SGR mouse mode (1-based).
+fn sgr_click(t: &Tmux, (x, y): (usize, usize)) {
+    let (x, y) = (x + 1, y + 1);
+    t.type_text(&format!("\u{1b}[<0;{x};{y}M\u{1b}[<0;{x};{y}m"));
+}
+
+/// A pane flag tmux keeps (`mouse_sgr_flag`: the program asked for SGR mouse reports).
+fn pane_flag(t: &Tmux, name: &str) -> String {
+    let out = t.tmux(&[
+        "display-message",
+        "-p",
+        "-t",
+        "e2e",
+        &format!("#{{{name}}}"),
+    ]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn mouse_click_event_popup_and_osc_52_copy_then_no_mouse() {
+    let Some(t) = Tmux::shell(100, 30) else {
+        return;
+    };
+    // tmux takes an OSC 52 copy into its paste buffer when set-clipboard is on.
+    t.tmux(&["set-option", "-s", "set-clipboard", "on"]);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = dir.path().join("demo.db");
+    cli(&db, &["demo", "--no-tui"]);
+    t.run(&format!(
+        "{BIN} --db {} tui; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    let screen = t.wait_for("History · team:web · node_version @ global");
+    assert_eq!(pane_flag(&t, "mouse_sgr_flag"), "1", "mouse capture is on");
+
+    // A click on a row selects it; a click on an event selects that event.
+    sgr_click(&t, cell_of(&screen, "user:42 · package_manager = npm", 0));
+    let screen = t.wait_for("History · user:42 · package_manager @ global");
+    sgr_click(&t, cell_of(&screen, "set       v1  pnpm", 50));
+    t.wait_for("history  j/k event");
+    // Enter shows the event whole: the words of v1 appear only here.
+    let words = "以后新建前端项目，默认用 pnpm。";
+    assert!(!t.screen().contains(words));
+    t.key("Enter");
+    let screen = t.wait_for("Event · set v1");
+    assert!(screen.contains(words), "{screen}");
+    assert!(screen.contains("thread:17/message:86"), "{screen}");
+    // c copies the words through OSC 52: tmux's paste buffer holds them, exactly.
+    t.type_text("c");
+    let n = words.chars().count();
+    t.wait_for(&format!("copied {n} characters to the clipboard (OSC 52)"));
+    let buffer = t.tmux(&["show-buffer"]).stdout;
+    assert_eq!(String::from_utf8_lossy(&buffer), words);
+    t.key("Escape");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    assert_eq!(
+        pane_flag(&t, "mouse_sgr_flag"),
+        "0",
+        "capture is off after quit"
+    );
+    assert_eq!(pane_flag(&t, "mouse_any_flag"), "0");
+
+    // --no-mouse: capture stays off, so the terminal keeps its selection, and a mouse report
+    // typed in anyway selects nothing.
+    t.run("clear");
+    t.run(&format!(
+        "{BIN} --db {} --no-mouse; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    let screen = t.wait_for("History · team:web · node_version @ global");
+    assert_eq!(
+        pane_flag(&t, "mouse_sgr_flag"),
+        "0",
+        "--no-mouse captures nothing"
+    );
+    assert_eq!(pane_flag(&t, "mouse_any_flag"), "0");
+    sgr_click(&t, cell_of(&screen, "user:42 · package_manager = npm", 0));
+    // Keys are handled in order: once j moved the selection, the click has been handled.
+    t.type_text("j");
+    t.wait_for("History · user:42 · formatter @ global");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}

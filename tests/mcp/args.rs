@@ -1,0 +1,434 @@
+//! `memscope mcp` arguments: flags, environment variables, `--repo auto` against real git
+//! checkouts, refusals as one sentence with exit 2 — and a raw JSON-RPC session on the real
+//! binary showing that the context reaches the tools and that malformed input does not end the
+//! session.
+
+use crate::support::mcp_session::{tool_text, RawSession};
+use crate::support::*;
+use memscope::mcp::{repo_from_git, McpArgs, McpContext};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git is needed by the --repo auto tests");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A fresh `git init` checkout at `<tmp>/<folder>`, with `origin` when given.
+fn checkout(folder: &str, origin: Option<&str>) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join(folder);
+    std::fs::create_dir_all(dir.join("src/deep")).expect("mkdir");
+    git(&dir, &["init", "-q"]);
+    if let Some(url) = origin {
+        git(&dir, &["remote", "add", "origin", url]);
+    }
+    (tmp, dir)
+}
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k: &str| map.get(k).cloned()
+}
+
+fn args(subject: Option<&str>, repo: Option<&str>, task: Option<&str>) -> McpArgs {
+    McpArgs {
+        subject: subject.map(str::to_string),
+        repo: repo.map(str::to_string),
+        task: task.map(str::to_string),
+        ..McpArgs::default()
+    }
+}
+
+#[test]
+fn flags_win_over_environment_and_empty_variables_count_as_unset() {
+    let cwd = std::env::temp_dir();
+    let env = env_of(&[
+        ("MEMSCOPE_SUBJECT", "user:7"),
+        ("MEMSCOPE_REPO", "from-env"),
+        ("MEMSCOPE_TASK", "fix-1"),
+        ("MEMSCOPE_AGENT", "goose"),
+    ]);
+    let ctx = McpContext::resolve(&args(None, None, None), &env, &cwd).unwrap();
+    assert_eq!(
+        ctx,
+        McpContext {
+            subject: "user:7".into(),
+            repo: Some("from-env".into()),
+            task: Some("fix-1".into()),
+            agent: Some("goose".into()),
+            allow_forget: false,
+        }
+    );
+    let mut a = args(Some(" user:42 "), Some("legacy-dashboard"), Some("t-9"));
+    a.agent = Some("claude-code".into());
+    a.allow_forget = true;
+    let ctx = McpContext::resolve(&a, &env, &cwd).unwrap();
+    assert_eq!(ctx.subject, "user:42");
+    assert_eq!(ctx.repo.as_deref(), Some("legacy-dashboard"));
+    assert_eq!(ctx.task.as_deref(), Some("t-9"));
+    assert_eq!(ctx.agent.as_deref(), Some("claude-code"));
+    assert!(ctx.allow_forget);
+    assert_eq!(ctx.describe(), "user:42 in repo:legacy-dashboard, task:t-9");
+
+    let empty = env_of(&[
+        ("MEMSCOPE_SUBJECT", "user:1"),
+        ("MEMSCOPE_REPO", ""),
+        ("MEMSCOPE_TASK", ""),
+        ("MEMSCOPE_AGENT", ""),
+    ]);
+    let ctx = McpContext::resolve(&args(None, None, None), &empty, &cwd).unwrap();
+    assert_eq!((ctx.repo, ctx.task, ctx.agent), (None, None, None));
+}
+
+#[test]
+fn bad_context_is_refused_with_a_sentence_naming_its_origin() {
+    let cwd = std::env::temp_dir();
+    let none = env_of(&[]);
+    let err = McpContext::resolve(&args(None, None, None), &none, &cwd).unwrap_err();
+    assert!(
+        err.contains("--subject") && err.contains("MEMSCOPE_SUBJECT"),
+        "{err}"
+    );
+    let err = McpContext::resolve(&args(Some("  "), None, None), &none, &cwd).unwrap_err();
+    assert!(err.starts_with("--subject"), "{err}");
+    let err =
+        McpContext::resolve(&args(Some("u"), Some("two words"), None), &none, &cwd).unwrap_err();
+    assert!(
+        err.starts_with("--repo") && err.contains("whitespace"),
+        "{err}"
+    );
+    let err = McpContext::resolve(&args(Some("u"), Some(""), None), &none, &cwd).unwrap_err();
+    assert!(err.contains("--repo is empty"), "{err}");
+    let env = env_of(&[("MEMSCOPE_SUBJECT", "u"), ("MEMSCOPE_TASK", "a\tb")]);
+    let err = McpContext::resolve(&args(None, None, None), &env, &cwd).unwrap_err();
+    assert!(err.starts_with("$MEMSCOPE_TASK"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one sentence: {err}");
+}
+
+#[test]
+fn repo_auto_takes_the_origin_remote_name() {
+    for url in [
+        "https://github.com/acme/legacy-dashboard.git",
+        "git@github.com:acme/legacy-dashboard.git",
+        "/srv/git/legacy-dashboard",
+    ] {
+        let (_tmp, dir) = checkout("checkout-folder", Some(url));
+        assert_eq!(
+            repo_from_git(&dir).as_deref(),
+            Ok("legacy-dashboard"),
+            "{url}"
+        );
+        // From a subdirectory too, and through the environment variable.
+        let env = env_of(&[("MEMSCOPE_SUBJECT", "user:42"), ("MEMSCOPE_REPO", "auto")]);
+        let ctx =
+            McpContext::resolve(&args(None, None, None), &env, &dir.join("src/deep")).unwrap();
+        assert_eq!(ctx.repo.as_deref(), Some("legacy-dashboard"));
+    }
+}
+
+#[test]
+fn repo_auto_falls_back_to_the_top_level_folder_name() {
+    let (_tmp, dir) = checkout("web-app", None);
+    assert_eq!(repo_from_git(&dir.join("src")).as_deref(), Ok("web-app"));
+    // A remote whose URL leaves no usable name also falls back to the folder.
+    let (_tmp2, dir2) = checkout("new-project", Some("https://example.com/acme/.git"));
+    assert_eq!(repo_from_git(&dir2).as_deref(), Ok("new-project"));
+}
+
+#[test]
+fn repo_auto_outside_a_checkout_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let err = repo_from_git(tmp.path()).unwrap_err();
+    assert!(
+        err.contains("not inside a git repository") && err.contains("--repo ID"),
+        "{err}"
+    );
+}
+
+// ---- the real binary -------------------------------------------------------------------------
+
+fn mcp_cmd(db: &TestDb, cwd: &Path, args: &[&str]) -> Command {
+    let mut c = db.command(&["mcp"]);
+    c.args(args)
+        .current_dir(cwd)
+        .env_remove("MEMSCOPE_SUBJECT")
+        .env_remove("MEMSCOPE_REPO")
+        .env_remove("MEMSCOPE_TASK")
+        .env_remove("MEMSCOPE_AGENT");
+    c
+}
+
+#[test]
+fn the_binary_refuses_a_missing_subject_or_a_repo_it_cannot_find() {
+    let db = TestDb::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |c: &mut Command| {
+        let o = c.output().expect("spawn memscope mcp");
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(&mut mcp_cmd(&db, tmp.path(), &[]));
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stdout, "", "nothing on the protocol stream");
+    assert_one_sentence(&stderr, &["--subject", "MEMSCOPE_SUBJECT"]);
+
+    let (code, _, stderr) = run(&mut mcp_cmd(
+        &db,
+        tmp.path(),
+        &["--subject", "user:42", "--repo", "auto"],
+    ));
+    assert_eq!(code, 2, "{stderr}");
+    assert_one_sentence(&stderr, &["--repo auto", "not inside a git repository"]);
+
+    let (code, _, stderr) = run(mcp_cmd(&db, tmp.path(), &["--repo", "auto"])
+        .env("MEMSCOPE_SUBJECT", "user:42")
+        .env("MEMSCOPE_TASK", "has space"));
+    assert_eq!(code, 2, "{stderr}");
+    assert_one_sentence(&stderr, &["not inside a git repository"]);
+
+    let (code, _, stderr) = run(&mut mcp_cmd(&db, tmp.path(), &["--bogus"]));
+    assert_eq!(code, 2, "{stderr}");
+    assert!(!db.path.exists(), "a refused start creates no database");
+}
+
+#[test]
+fn repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session() {
+    let (_tmp, dir) = checkout(
+        "checkout-folder",
+        Some("git@github.com:acme/legacy-dashboard.git"),
+    );
+    let db = TestDb::new();
+    let mut cmd = mcp_cmd(&db, &dir.join("src"), &["--repo", "auto"]);
+    cmd.env("MEMSCOPE_SUBJECT", "user:42");
+    let mut s = RawSession::start(cmd);
+    let init = s.initialize();
+    assert_eq!(init["result"]["serverInfo"]["name"], "memscope", "{init}");
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("user:42 in repo:legacy-dashboard"),
+        "{instructions}"
+    );
+
+    // Not JSON at all, then JSON that is not a valid request: neither ends the session.
+    s.send_raw("this is not json {");
+    s.send_raw(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":"oops"}"#);
+    // Arguments of the wrong types: a tool error the model can read, not a protocol failure.
+    let bad = s.request(
+        3,
+        "tools/call",
+        json!({"name": "remember", "arguments": {"predicate": ["a"], "value": "npm", "source": "s", "scope": "repo"}}),
+    );
+    assert_eq!(bad["result"]["isError"], true, "{bad}");
+    assert!(
+        tool_text(&bad).contains("`predicate` must be a string"),
+        "{bad}"
+    );
+
+    // `scope: repo` is the repository found by --repo auto, never one named by the model.
+    let ok = s.request(
+        4,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": "package_manager", "value": "npm", "scope": "repo",
+            "raw": "这个仓库保持 npm ci", "source": "thread:23/message:14"}}),
+    );
+    assert_eq!(ok["result"]["isError"], false, "{ok}");
+    assert_eq!(
+        ok["result"]["structuredContent"]["scope"],
+        "repo:legacy-dashboard"
+    );
+    let listed = s.request(5, "tools/list", json!({}));
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["remember", "recall", "list_memories"]);
+    let recall = s.request(
+        6,
+        "tools/call",
+        json!({"name": "recall", "arguments": {"predicate": "package-manager"}}),
+    );
+    assert_eq!(
+        recall["result"]["structuredContent"]["value"], "npm",
+        "{recall}"
+    );
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "a closed connection is a normal end: {stderr}");
+    assert!(
+        stderr.contains("serving user:42 in repo:legacy-dashboard"),
+        "{stderr}"
+    );
+
+    // The write went through the write path, and the read was logged under the client's name.
+    let list = db.list(&[]);
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["scope"], "repo:legacy-dashboard");
+    assert_eq!(list[0]["raw"], "这个仓库保持 npm ci");
+    let reads = as_array(db.json(&["reads", "--json"]));
+    assert_eq!(reads[0]["agent"], "raw-test-client");
+    db.assert_check_ok();
+}
+
+#[test]
+fn the_server_holds_no_read_transaction_while_idle() {
+    // A delete elsewhere must be able to truncate the WAL while a session sits idle.
+    let db = TestDb::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(
+        &db,
+        tmp.path(),
+        &["--subject", "user:42", "--repo", "web-app"],
+    ));
+    s.initialize();
+    let secret = unique("secret-words-");
+    let r = s.request(
+        2,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": "coffee", "value": "oat latte", "scope": "global",
+            "raw": secret, "source": "thread:40"}}),
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let r = s.request(
+        3,
+        "tools/call",
+        json!({"name": "list_memories", "arguments": {}}),
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let deleted = db.run(&[
+        "delete",
+        "--yes",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "coffee",
+    ]);
+    let deleted = deleted.ok();
+    assert!(
+        !deleted.stderr.contains("pending"),
+        "the idle server blocked the purge: {}",
+        deleted.stderr
+    );
+    assert_eq!(find_on_disk(&db.path, &secret), Vec::<String>::new());
+    // Still serving, and the deleted memory stays deleted for the agent.
+    let r = s.request(
+        4,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": "coffee", "value": "espresso", "scope": "global", "source": "thread:41"}}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "rejected",
+        "{r}"
+    );
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+}
+
+/// `[[…[1]…]]`, `levels` deep.
+fn nested(levels: usize) -> Value {
+    let text = format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
+    let mut de = serde_json::Deserializer::from_str(&text);
+    de.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut de).expect("nested JSON")
+}
+
+#[test]
+fn every_request_gets_an_answer_however_deep_or_misshapen() {
+    let db = TestDb::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(&db, tmp.path(), &["--subject", "user:42"]));
+    s.initialize();
+    let remember = |predicate: &str, value: Value| {
+        json!({"name": "remember", "arguments": {
+            "predicate": predicate, "value": value, "scope": "global", "source": "thread:9"}})
+    };
+    // 127 levels is what memscope reads back, so it is stored.
+    let r = s.request(2, "tools/call", remember("deep_ok", nested(127)));
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert_eq!(r["result"]["structuredContent"]["outcome"], "inserted");
+    // Deeper values were dropped unanswered; now each is a tool error naming the limit.
+    let mut id = 3;
+    for levels in [128, 200, 5_000] {
+        let r = s.request(id, "tools/call", remember("deep_no", nested(levels)));
+        assert_eq!(r["result"]["isError"], true, "{levels}: {r}");
+        assert!(
+            tool_text(&r).contains("at most 127 levels"),
+            "{levels}: {r}"
+        );
+        id += 1;
+    }
+    let mut obj = json!("x");
+    for _ in 0..200 {
+        obj = json!({ "a": obj });
+    }
+    let r = s.request(id, "tools/call", remember("deep_obj", obj));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    id += 1;
+    // Arguments that are not an object: invalid params, not "method not found".
+    for args in [json!("predicate=pm"), json!(["pm"]), json!(3)] {
+        let r = s.request(
+            id,
+            "tools/call",
+            json!({"name": "remember", "arguments": args}),
+        );
+        assert_eq!(r["error"]["code"], -32602, "{args}: {r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("`arguments` must be an object"),
+            "{r}"
+        );
+        id += 1;
+    }
+    // An empty `raw` is no words, as in `write` and `apply`.
+    let r = s.request(
+        id,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": "editor", "value": "helix", "scope": "global", "source": "thread:9", "raw": ""}}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "inserted",
+        "{r}"
+    );
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+
+    // (`list --json` would print the deep value 129 levels deep: read the rows with SQL.)
+    let sql = db.sql();
+    let rows: Vec<(String, Option<String>, String)> = sql
+        .prepare("SELECT predicate, raw, value FROM memories ORDER BY predicate")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[0].0, "deep_ok");
+    assert_eq!(rows[0].2, nested(127).to_string());
+    assert_eq!((rows[1].0.as_str(), &rows[1].1), ("editor", &None));
+    db.assert_check_ok();
+}

@@ -1,0 +1,650 @@
+//! Issue #11: `memscope mcp` driven the way agent hosts drive it — the official Python MCP SDK
+//! as the client, several tool calls in flight at once on one session (asyncio.gather of
+//! call_tool), two servers on one database — lost writes it had answered `inserted`, answered
+//! calls with storage errors (`disk I/O error`, `database disk image is malformed`, `cannot
+//! commit - no transaction is active`) and could corrupt the file. With one call in flight per
+//! server nothing was lost.
+//!
+//! `tests/mcp_stress.py` drives the real binary and prints what the client was told; these
+//! tests hold every acknowledged write against the database afterwards, through the CLI,
+//! `memscope check` and SQLite's own `PRAGMA integrity_check` (Python's sqlite3).
+//!
+//! Knobs: `MEMSCOPE_MCP_STRESS_SECS` (parallel phase, default 30), `MEMSCOPE_MCP_STRESS_SEED`
+//! (default 11), `MEMSCOPE_TEST_BIN` (the binary under test, default the one cargo built).
+
+use crate::support::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const STRESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_stress.py");
+
+/// The binary under test; `MEMSCOPE_TEST_BIN` points the tests at another build.
+fn bin() -> String {
+    std::env::var("MEMSCOPE_TEST_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_memscope").to_string())
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// `bin() --db DB args…` with the same clean environment as the other tests.
+fn cli(db: &TestDb, args: &[&str]) -> Run {
+    let out = Command::new(bin())
+        .env("MEMSCOPE_ASSERT_INVARIANTS", "1")
+        .env_remove("MEMSCOPE_DB")
+        .env_remove("MEMSCOPE_BUSY_TIMEOUT_MS")
+        .env("HOME", db.dir.path())
+        .env("XDG_DATA_HOME", db.dir.path().join("xdg"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .arg("--db")
+        .arg(&db.path)
+        .args(args)
+        .output()
+        .expect("spawn memscope");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `tests/mcp_stress.py MODE BIN DB args…`, killed after `limit`; returns its JSON report.
+fn stress(db: &TestDb, mode: &str, args: &[String], limit: Duration) -> Value {
+    let mut child = Command::new("python3")
+        .arg(STRESS)
+        .arg(mode)
+        .arg(bin())
+        .arg(&db.path)
+        .args(args)
+        .env("HOME", db.dir.path())
+        .env_remove("MEMSCOPE_DB")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 is needed by this test");
+    let mut out = child.stdout.take().expect("stdout");
+    let mut err = child.stderr.take().expect("stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait python3") {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            // SIGTERM first: the script then kills the servers it started before it exits.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let grace = Instant::now();
+            while grace.elapsed() < Duration::from_secs(10) {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let stdout = out_reader.join().expect("stdout reader");
+    let stderr = err_reader.join().expect("stderr reader");
+    let Some(status) = status else {
+        panic!("mcp_stress.py {mode} did not finish within {limit:?}: a call or a server hung\nstderr:\n{stderr}");
+    };
+    assert!(
+        status.success(),
+        "mcp_stress.py {mode} failed ({status})\nstdout:\n{}\nstderr:\n{stderr}",
+        tail(&stdout, 4000)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "mcp_stress.py printed no JSON ({e})\nstdout:\n{}\nstderr:\n{stderr}",
+            tail(&stdout, 4000)
+        )
+    })
+}
+
+fn tail(s: &str, chars: usize) -> String {
+    let n = s.chars().count();
+    s.chars().skip(n.saturating_sub(chars)).collect()
+}
+
+fn arr(v: &Value) -> &[Value] {
+    v.as_array().map(Vec::as_slice).unwrap_or(&[])
+}
+
+fn s(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+/// At most `n` items, one per line, then how many were left out.
+fn first<T: std::fmt::Display>(items: &[T], n: usize) -> String {
+    let mut lines: Vec<String> = items.iter().take(n).map(|i| format!("  {i}")).collect();
+    if items.len() > n {
+        lines.push(format!("  … and {} more", items.len() - n));
+    }
+    lines.join("\n")
+}
+
+/// (predicate, scope) → (value, version) of the current view.
+type View = BTreeMap<(String, String), (Value, i64)>;
+
+/// The current view of `user:stress` as the CLI lists it; Err with what the CLI said.
+fn current_view(db: &TestDb) -> Result<View, String> {
+    let r = cli(db, &["list", "--json", "--subject", "user:stress"]);
+    if r.code != 0 {
+        return Err(format!(
+            "`memscope list --json` exit {}: {}",
+            r.code,
+            r.stderr.trim()
+        ));
+    }
+    let v: Value = serde_json::from_str(&r.stdout)
+        .map_err(|e| format!("`memscope list --json` printed no JSON ({e})"))?;
+    Ok(view_of(&v))
+}
+
+fn view_of(list: &Value) -> View {
+    arr(list)
+        .iter()
+        .map(|m| {
+            (
+                (s(&m["predicate"]).to_string(), s(&m["scope"]).to_string()),
+                (m["value"].clone(), m["version"].as_i64().unwrap_or(-1)),
+            )
+        })
+        .collect()
+}
+
+/// `memscope check --json`: exit 0 and `ok: true`, else what it said.
+fn check_problem(db: &TestDb) -> Option<String> {
+    let r = cli(db, &["check", "--json"]);
+    let report: Option<Value> = serde_json::from_str(&r.stdout).ok();
+    let ok = report.as_ref().map(|v| v["ok"] == Value::Bool(true));
+    if r.code == 0 && ok == Some(true) {
+        return None;
+    }
+    Some(format!(
+        "`memscope check --json` exit {}, ok = {:?}: {}{}",
+        r.code,
+        ok,
+        report
+            .map(|v| v["violations"].to_string())
+            .unwrap_or_else(|| tail(&r.stdout, 2000)),
+        if r.stderr.trim().is_empty() {
+            String::new()
+        } else {
+            format!(" / stderr: {}", r.stderr.trim())
+        }
+    ))
+}
+
+/// SQLite's own `PRAGMA integrity_check`, through Python's sqlite3 (not our code, not our
+/// SQLite build): None when it says `ok`.
+fn integrity_problem(db: &TestDb) -> Option<String> {
+    let r = python(
+        "import sqlite3, sys\n\
+         try:\n\
+         \x20   c = sqlite3.connect(sys.argv[1])\n\
+         \x20   rows = [r[0] for r in c.execute('PRAGMA integrity_check')]\n\
+         \x20   print('\\n'.join(rows))\n\
+         except sqlite3.Error as e:\n\
+         \x20   print(f'sqlite3 error: {e}')\n",
+        &[db.path_str()],
+    );
+    let said: Vec<&str> = r.stdout.lines().filter(|l| !l.trim().is_empty()).collect();
+    if r.code == 0 && said == ["ok"] {
+        None
+    } else {
+        Some(format!(
+            "PRAGMA integrity_check (Python sqlite3) found {} problem(s):\n{}{}",
+            said.len(),
+            first(&said, 8),
+            r.stderr.trim()
+        ))
+    }
+}
+
+fn errors_summary(errors: &[Value]) -> Vec<String> {
+    // The same error text, counted once.
+    let mut by_text: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    for e in errors {
+        let text = s(&e["text"]).to_string();
+        let entry = by_text.entry(text).or_insert_with(|| {
+            (
+                0,
+                format!("{} {} {}", s(&e["tool"]), s(&e["kind"]), e["args"]),
+            )
+        });
+        entry.0 += 1;
+    }
+    let mut out: Vec<(usize, String)> = by_text
+        .into_iter()
+        .map(|(text, (n, example))| (n, format!("{n}× {text}   (e.g. {example})")))
+        .collect();
+    out.sort_by_key(|(n, _)| std::cmp::Reverse(*n));
+    out.into_iter().map(|(_, l)| l).collect()
+}
+
+#[test]
+fn require_python_and_the_mcp_sdk() {
+    require_python_mcp();
+}
+
+#[test]
+fn two_servers_parallel_calls_lose_nothing() {
+    require_python_mcp();
+    let db = TestDb::new();
+    let secs = env_u64("MEMSCOPE_MCP_STRESS_SECS", 30);
+    let seed = env_u64("MEMSCOPE_MCP_STRESS_SEED", 11);
+    eprintln!(
+        "MEMSCOPE_MCP_STRESS_SEED={seed} MEMSCOPE_MCP_STRESS_SECS={secs} bin={}",
+        bin()
+    );
+    let args: Vec<String> = [
+        "--servers",
+        "2",
+        "--inflight",
+        "6",
+        "--seconds",
+        &secs.to_string(),
+        "--seed",
+        &seed.to_string(),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let report = stress(&db, "parallel", &args, Duration::from_secs(secs + 120));
+
+    let acked = arr(&report["acknowledged"]);
+    let errors = arr(&report["errors"]);
+    let mut problems: Vec<String> = Vec::new();
+
+    if !errors.is_empty() {
+        problems.push(format!(
+            "{} of {} calls were answered with an error:\n{}",
+            errors.len(),
+            report["calls"],
+            first(&errors_summary(errors), 12)
+        ));
+    }
+    for (key, what) in [
+        (
+            "unexpected",
+            "remember calls were answered neither inserted, superseded nor confirmed",
+        ),
+        (
+            "mismatches",
+            "answers were about another write than the one asked for",
+        ),
+    ] {
+        let items = arr(&report[key]);
+        if !items.is_empty() {
+            problems.push(format!("{} {what}:\n{}", items.len(), first(items, 8)));
+        }
+    }
+    let unseen: Vec<String> = arr(&report["read_mismatches"])
+        .iter()
+        .map(|m| {
+            let d = &m["answered"];
+            let got = if d["found"] == Value::Bool(true) {
+                format!("{} v{} @ {}", d["value"], d["version"], s(&d["scope"]))
+            } else {
+                "nothing".to_string()
+            };
+            format!(
+                "server {}: recall {} answered {got}, but {} was acknowledged in an earlier round",
+                m["server"],
+                s(&m["predicate"]),
+                m["expected"]
+            )
+        })
+        .collect();
+    if !unseen.is_empty() {
+        problems.push(format!(
+            "{} recall(s) did not see a write this server had acknowledged before:\n{}",
+            unseen.len(),
+            first(&unseen, 8)
+        ));
+    }
+    if let Some(left) = arr(&report["servers_left"]).first() {
+        problems.push(format!(
+            "a server process was still running after the client left: {left}"
+        ));
+    }
+
+    // Every acknowledged write, grouped by identity.
+    let mut by_identity: BTreeMap<(String, String), Vec<&Value>> = BTreeMap::new();
+    for a in acked {
+        by_identity
+            .entry((s(&a["predicate"]).to_string(), s(&a["scope"]).to_string()))
+            .or_default()
+            .push(a);
+    }
+    let mut lost: Vec<String> = Vec::new();
+    let mut history_failures: Vec<String> = Vec::new();
+    let mut checked = 0usize;
+    match current_view(&db) {
+        Err(e) => problems.push(format!(
+            "the current view cannot be read after the run: {e}"
+        )),
+        Ok(view) => {
+            for ((predicate, scope), acks) in &by_identity {
+                let newest = acks
+                    .iter()
+                    .max_by_key(|a| a["version"].as_i64().unwrap_or(-1))
+                    .expect("one acknowledgement at least");
+                let contested = newest["contested"] == Value::Bool(true);
+                checked += acks.len();
+                let Some((value, version)) = view.get(&(predicate.clone(), scope.clone())) else {
+                    lost.push(format!(
+                        "{predicate} @ {scope}: {} acknowledged write(s) (newest {} v{}), no record at all",
+                        acks.len(),
+                        newest["value"],
+                        newest["version"]
+                    ));
+                    continue;
+                };
+                if !contested {
+                    // Only this server wrote it, one round after another: the newest
+                    // acknowledged value is the current one.
+                    if *value != newest["value"] || Some(*version) != newest["version"].as_i64() {
+                        lost.push(format!(
+                            "{predicate} @ {scope}: acknowledged {} v{} ({}), the database has {value} v{version}",
+                            newest["value"], newest["version"], newest["outcome"]
+                        ));
+                    }
+                    continue;
+                }
+                // Contested: every acknowledged version is in the history with its value.
+                let h = cli(
+                    &db,
+                    &[
+                        "history",
+                        "--subject",
+                        "user:stress",
+                        "--predicate",
+                        predicate,
+                        "--scope",
+                        scope,
+                        "--json",
+                    ],
+                );
+                let history: Vec<Value> = if h.code == 0 {
+                    serde_json::from_str::<Value>(&h.stdout)
+                        .ok()
+                        .map(|v| arr(&v).to_vec())
+                        .unwrap_or_default()
+                } else {
+                    history_failures.push(format!(
+                        "`memscope history --predicate {predicate} --scope {scope} --json` exit {}: {}",
+                        h.code,
+                        h.stderr.trim()
+                    ));
+                    Vec::new()
+                };
+                let set_events: BTreeSet<(i64, String)> = history
+                    .iter()
+                    .filter(|e| e["event"] == "set")
+                    .map(|e| (e["version"].as_i64().unwrap_or(-1), e["value"].to_string()))
+                    .collect();
+                for a in acks {
+                    let v = a["version"].as_i64().unwrap_or(-1);
+                    let outcome = s(&a["outcome"]);
+                    // inserted/superseded wrote version v with this value; confirmed found it
+                    // current at version v: either way a `set` event of v carries the value.
+                    if !set_events.contains(&(v, a["value"].to_string())) {
+                        lost.push(format!(
+                            "{predicate} @ {scope}: acknowledged {} v{v} ({outcome}, from {}) is not in its history",
+                            a["value"], a["source"]
+                        ));
+                    }
+                }
+                if *version < newest["version"].as_i64().unwrap_or(-1) {
+                    lost.push(format!(
+                        "{predicate} @ {scope}: current v{version} is older than the newest acknowledged v{}",
+                        newest["version"]
+                    ));
+                }
+            }
+        }
+    }
+    if !history_failures.is_empty() {
+        problems.push(format!(
+            "the history of {} contested identities cannot be read:\n{}",
+            history_failures.len(),
+            first(&history_failures, 2)
+        ));
+    }
+    if !lost.is_empty() {
+        problems.push(format!(
+            "{} acknowledged write(s) lost (the client was told they were stored):\n{}",
+            lost.len(),
+            first(&lost, 15)
+        ));
+    }
+    if let Some(p) = check_problem(&db) {
+        problems.push(p);
+    }
+    if let Some(p) = integrity_problem(&db) {
+        problems.push(p);
+    }
+
+    eprintln!(
+        "two servers × 6 in flight for {}s: {} rounds, {} calls, {} acknowledged writes on {} identities, {} checked against the database, {} errors, {} lost{}",
+        report["elapsed_s"],
+        report["rounds"],
+        report["calls"],
+        acked.len(),
+        by_identity.len(),
+        checked,
+        errors.len(),
+        lost.len(),
+        if problems.is_empty() { " — nothing lost" } else { "" }
+    );
+    assert!(
+        problems.is_empty(),
+        "issue #11: parallel MCP calls on two servers (seed {seed}):\n\n{}",
+        problems.join("\n\n")
+    );
+    assert!(
+        acked.len() >= 100,
+        "the stress run did too little to prove anything: {} acknowledged writes",
+        acked.len()
+    );
+}
+
+#[test]
+fn kill_nine_mid_parallel_calls_then_replay_converges() {
+    require_python_mcp();
+    let db = TestDb::new();
+    let seed = env_u64("MEMSCOPE_MCP_STRESS_SEED", 11);
+    let args: Vec<String> = [
+        "--inflight",
+        "8",
+        "--writes",
+        "400",
+        "--seed",
+        &seed.to_string(),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect();
+    let report = stress(&db, "kill", &args, Duration::from_secs(180));
+    let p1 = &report["phase1"];
+    let writes = arr(&report["writes"]);
+    let acked = arr(&p1["acknowledged"]);
+    let mut problems: Vec<String> = Vec::new();
+
+    assert_eq!(
+        p1["killed"],
+        Value::Bool(true),
+        "the server was never killed: {p1}"
+    );
+    assert!(
+        !acked.is_empty(),
+        "nothing was acknowledged before the kill: {p1}"
+    );
+    for (key, what) in [
+        ("errors", "calls answered before the kill were errors"),
+        (
+            "unexpected",
+            "writes before the kill were answered neither inserted, superseded nor confirmed",
+        ),
+        (
+            "mismatches",
+            "answers before the kill were about another write",
+        ),
+    ] {
+        let items = arr(&p1[key]);
+        if !items.is_empty() {
+            problems.push(format!("{} {what}:\n{}", items.len(), first(items, 8)));
+        }
+    }
+
+    // Right after the kill, before anything else opened the database: every write the client
+    // was told about is there.
+    let key = |w: &Value| {
+        let scope = match s(&w["scope"]) {
+            "repo" => "repo:web-app".to_string(),
+            other => other.to_string(),
+        };
+        (s(&w["predicate"]).to_string(), scope)
+    };
+    if report["after_kill_list"].is_null() {
+        problems.push(format!(
+            "the database cannot be listed after the kill: {}",
+            report["after_kill_list_error"]
+        ));
+    } else {
+        let view = view_of(&report["after_kill_list"]);
+        let lost: Vec<String> = acked
+            .iter()
+            .filter(|a| {
+                view.get(&(s(&a["predicate"]).to_string(), s(&a["scope"]).to_string()))
+                    .map(|(v, _)| v != &a["value"])
+                    .unwrap_or(true)
+            })
+            .map(|a| {
+                format!(
+                    "{} @ {} = {} ({})",
+                    a["predicate"], a["scope"], a["value"], a["outcome"]
+                )
+            })
+            .collect();
+        if !lost.is_empty() {
+            problems.push(format!(
+                "{} write(s) acknowledged before the kill are gone after it:\n{}",
+                lost.len(),
+                first(&lost, 15)
+            ));
+        }
+    }
+
+    // The replay: every write answered with an outcome, never an error; the ones acknowledged
+    // before the kill are already there (confirmed).
+    let results = arr(&report["replay"]["results"]);
+    assert_eq!(results.len(), writes.len(), "every write is replayed");
+    let acked_keys: BTreeSet<(String, String)> = acked
+        .iter()
+        .map(|a| (s(&a["predicate"]).to_string(), s(&a["scope"]).to_string()))
+        .collect();
+    let mut bad_replays = Vec::new();
+    for r in results {
+        let outcome = s(&r["outcome"]);
+        let k = key(&r["requested"]);
+        if !["inserted", "confirmed", "superseded", "stale"].contains(&outcome) {
+            bad_replays.push(format!("{} → {outcome}: {}", r["requested"], r["text"]));
+        } else if acked_keys.contains(&k) && outcome != "confirmed" {
+            bad_replays.push(format!(
+                "{} → {outcome}, though it was acknowledged before the kill",
+                r["requested"]
+            ));
+        }
+    }
+    if !bad_replays.is_empty() {
+        problems.push(format!(
+            "{} replayed write(s) went wrong:\n{}",
+            bad_replays.len(),
+            first(&bad_replays, 15)
+        ));
+    }
+    if !arr(&report["replay"]["mismatches"]).is_empty() {
+        problems.push(format!(
+            "replay answers about another write: {}",
+            report["replay"]["mismatches"]
+        ));
+    }
+
+    // Afterwards every write is present with its value.
+    match current_view(&db) {
+        Err(e) => problems.push(format!(
+            "the current view cannot be read after the replay: {e}"
+        )),
+        Ok(view) => {
+            let missing: Vec<String> = writes
+                .iter()
+                .filter(|w| {
+                    view.get(&key(w))
+                        .map(|(v, _)| v != &w["value"])
+                        .unwrap_or(true)
+                })
+                .map(|w| w.to_string())
+                .collect();
+            if !missing.is_empty() {
+                problems.push(format!(
+                    "{} write(s) missing or wrong after the replay:\n{}",
+                    missing.len(),
+                    first(&missing, 15)
+                ));
+            }
+        }
+    }
+    if let Some(p) = check_problem(&db) {
+        problems.push(p);
+    }
+    if let Some(p) = integrity_problem(&db) {
+        problems.push(p);
+    }
+    if let Some(left) = arr(&report["servers_left"]).first() {
+        problems.push(format!(
+            "a server process was still running after the client left: {left}"
+        ));
+    }
+
+    let outcomes: BTreeMap<&str, usize> = results.iter().fold(BTreeMap::new(), |mut m, r| {
+        *m.entry(s(&r["outcome"])).or_insert(0) += 1;
+        m
+    });
+    eprintln!(
+        "kill -9 after {} of {} writes ({} acknowledged, {} unanswered at the kill); replay: {outcomes:?}; {}",
+        p1["sent"],
+        writes.len(),
+        acked.len(),
+        p1["unanswered_at_kill"],
+        if problems.is_empty() { "nothing lost" } else { "PROBLEMS" }
+    );
+    assert!(
+        problems.is_empty(),
+        "kill -9 in the middle of parallel MCP calls (seed {seed}):\n\n{}",
+        problems.join("\n\n")
+    );
+}

@@ -1,0 +1,571 @@
+//! A foreign client — Python's `sqlite3` module, raw SQL, no memscope code — against the public
+//! database contract (docs/SCHEMA.md): the schema's own guards stop it from breaking invariants 1 and 3
+//! and from rewriting history; once it drops the triggers and damages the data, `memscope check`
+//! finds every broken invariant and exits 1.
+
+use crate::support::*;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+const GUARD_PROBE: &str = r#"
+import sqlite3, sys, json
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+res = {}
+def attempt(name, sql):
+    try:
+        c.execute(sql)
+        res[name] = "ok"
+    except Exception as e:
+        res[name] = type(e).__name__ + ": " + str(e)
+cols = "(subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)"
+attempt("second_current", "INSERT INTO memories " + cols + " VALUES ('user:42', 'package_manager', 'global', '\"yarn\"', 3, 'py', 99, 't', 't')")
+attempt("second_current_spaced", "INSERT INTO memories " + cols + " VALUES ('user:42', 'package_manager', 'global', '\"yarn 🧶\"', 1, 'py', 1, 't', 't')")
+attempt("insert_into_tombstone", "INSERT INTO memories " + cols + " VALUES ('user:42', 'package_manager', 'repo:legacy-dashboard', '\"npm\"', 3, 'py', 99, 't', 't')")
+attempt("move_onto_tombstone", "UPDATE memories SET scope = 'repo:legacy-dashboard' WHERE subject = 'user:42' AND predicate = 'package_manager' AND scope = 'global'")
+attempt("history_content_on_tombstone", "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at) VALUES ('stale', 'user:42', 'package_manager', 'repo:legacy-dashboard', NULL, '\"npm\"', '这个仓库用 npm', 'py', 99, 't')")
+attempt("update_history", "UPDATE history SET value = '\"hacked\"' WHERE event = 'set'")
+attempt("blank_history_raw", "UPDATE history SET raw = NULL")
+attempt("delete_history_row", "DELETE FROM history WHERE id = (SELECT min(id) FROM history)")
+attempt("delete_all_history", "DELETE FROM history")
+print(json.dumps(res, ensure_ascii=False))
+"#;
+
+const DROP_TRIGGERS: &str = r#"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+names = [r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")]
+assert names, "expected schema triggers to drop"
+for n in names:
+    c.execute('DROP TRIGGER "%s"' % n)
+c.executescript(sys.argv[2])
+c.close()
+print(len(names))
+"#;
+
+/// pm@global pnpm→npm (v1, v2), pm@repo:legacy-dashboard deleted (tombstone v2),
+/// formatter@global biome (v1).
+fn base() -> TestDb {
+    let db = TestDb::new();
+    db.write_with(
+        "user:42",
+        "package_manager",
+        "pnpm",
+        "global",
+        "thread:17",
+        &["--raw", "以后新建前端项目，默认用 pnpm。"],
+    );
+    db.write("user:42", "package_manager", "npm", "global", "thread:30");
+    db.write(
+        "user:42",
+        "package_manager",
+        "npm",
+        "repo:legacy-dashboard",
+        "thread:23",
+    );
+    db.run(&[
+        "delete",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "package_manager",
+        "--scope",
+        "repo:legacy-dashboard",
+    ])
+    .ok();
+    db.write("user:42", "formatter", "biome 🧹", "global", "thread:27");
+    db.assert_check_ok();
+    db
+}
+
+/// Drops every trigger from Python, then runs `sql` as the damage.
+fn damage(db: &TestDb, sql: &str) {
+    let r = python(DROP_TRIGGERS, &[db.path_str(), sql]);
+    assert_eq!(r.code, 0, "python damage failed: {}", r.stderr);
+}
+
+/// `check --json` must fail (exit 1) and name `want` among the violated invariants.
+#[track_caller]
+fn assert_check_finds(db: &TestDb, want: &[u64]) -> Value {
+    let (code, report) = db.check();
+    assert_eq!(
+        code, 1,
+        "check must exit 1 on a damaged database: {report:#}"
+    );
+    assert_eq!(report["ok"], false);
+    let found: BTreeSet<u64> = report["violations"]
+        .as_array()
+        .expect("violations")
+        .iter()
+        .map(|v| {
+            assert!(
+                v["detail"].as_str().is_some_and(|d| !d.is_empty()),
+                "each violation explains itself: {v:#}"
+            );
+            v["invariant"].as_u64().expect("invariant number")
+        })
+        .collect();
+    for w in want {
+        assert!(
+            found.contains(w),
+            "check should report invariant {w}; it found {found:?}: {report:#}"
+        );
+    }
+    assert_eq!(report["metrics"]["schema_guards"], "missing", "{report:#}");
+    // The text form says the same and exits 1 too.
+    let text = db.run(&["check"]);
+    assert_eq!(text.code, 1);
+    for w in want {
+        assert!(
+            text.stdout.contains(&format!("invariant {w}")),
+            "{}",
+            text.stdout
+        );
+    }
+    report
+}
+
+#[test]
+fn schema_guards_stop_a_raw_sql_client() {
+    let db = base();
+    let before = db.fingerprint();
+    let r = python(GUARD_PROBE, &[db.path_str()]);
+    assert_eq!(r.code, 0, "python: {}", r.stderr);
+    let res: BTreeMap<String, String> = serde_json::from_str(r.stdout.trim()).expect("json");
+    assert_eq!(res.len(), 9, "{res:?}");
+    for (attempt, result) in &res {
+        assert_ne!(result, "ok", "the schema let a foreign client do {attempt}");
+    }
+    assert!(
+        res["second_current"].contains("UNIQUE"),
+        "uniqueness is a constraint: {}",
+        res["second_current"]
+    );
+    assert!(res["insert_into_tombstone"].contains("tombstoned"));
+    assert!(res["move_onto_tombstone"].contains("tombstoned"));
+    assert!(res["history_content_on_tombstone"].contains("tombstoned"));
+    assert_eq!(before, db.fingerprint(), "nothing changed");
+    db.assert_check_ok();
+}
+
+#[test]
+fn check_finds_a_current_record_on_a_tombstoned_identity() {
+    let db = base();
+    damage(
+        &db,
+        "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+         VALUES ('user:42', 'package_manager', 'repo:legacy-dashboard', '\"npm\"', 3, 'py', 99, 't', 't');
+         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+         VALUES ('set', 'user:42', 'package_manager', 'repo:legacy-dashboard', 3, '\"npm\"', 'py', 99, 't');",
+    );
+    assert_check_finds(&db, &[3]);
+}
+
+#[test]
+fn check_finds_history_content_kept_for_a_tombstoned_identity() {
+    let db = base();
+    damage(
+        &db,
+        "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at)
+         VALUES ('stale', 'user:42', 'package_manager', 'repo:legacy-dashboard', NULL, '\"npm\"', '这个仓库用 npm', 'py', 1, 't');",
+    );
+    assert_check_finds(&db, &[3]);
+}
+
+#[test]
+fn check_finds_a_tombstone_not_above_its_versions() {
+    let db = base();
+    damage(
+        &db,
+        "UPDATE tombstones SET version = 1 WHERE scope = 'repo:legacy-dashboard';",
+    );
+    let report = assert_check_finds(&db, &[]);
+    assert!(
+        report["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["invariant"] == 3 || v["invariant"] == 5),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn check_finds_a_version_gap() {
+    let db = base();
+    damage(
+        &db,
+        "UPDATE memories SET value = '\"dprint\"', version = 3, causal_seq = 100 WHERE predicate = 'formatter';
+         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+         VALUES ('set', 'user:42', 'formatter', 'global', 3, '\"dprint\"', 'py', 100, 't');",
+    );
+    assert_check_finds(&db, &[5]);
+}
+
+#[test]
+fn check_finds_a_current_value_that_differs_from_history() {
+    let db = base();
+    damage(
+        &db,
+        "UPDATE memories SET value = '\"yarn\"' WHERE predicate = 'package_manager' AND scope = 'global';",
+    );
+    assert_check_finds(&db, &[4]);
+}
+
+#[test]
+fn check_finds_a_current_record_whose_history_was_deleted() {
+    let db = base();
+    damage(&db, "DELETE FROM history WHERE predicate = 'formatter';");
+    assert_check_finds(&db, &[4]);
+}
+
+#[test]
+fn check_finds_a_causally_older_current_record() {
+    let db = base();
+    damage(
+        &db,
+        "UPDATE memories SET value = '\"old\"', version = 2, causal_seq = 0 WHERE predicate = 'formatter';
+         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+         VALUES ('set', 'user:42', 'formatter', 'global', 2, '\"old\"', 'py', 0, 't');",
+    );
+    assert_check_finds(&db, &[2]);
+}
+
+#[test]
+fn check_finds_a_current_predicate_that_is_an_alias() {
+    let db = base();
+    damage(
+        &db,
+        "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+         VALUES ('user:9', 'pkg_manager', 'global', '\"npm\"', 1, 'py', 500, 't', 't');
+         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+         VALUES ('set', 'user:9', 'pkg_manager', 'global', 1, '\"npm\"', 'py', 500, 't');
+         INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+         VALUES ('user:9', '包管理器', 'repo:x', '\"npm\"', 1, 'py', 501, 't', 't');
+         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+         VALUES ('set', 'user:9', '包管理器', 'repo:x', 1, '\"npm\"', 'py', 501, 't');",
+    );
+    let report = assert_check_finds(&db, &[6]);
+    let details: Vec<&str> = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["invariant"] == 6)
+        .map(|v| v["detail"].as_str().unwrap())
+        .collect();
+    assert!(
+        details.iter().any(|d| d.contains("pkg_manager")),
+        "{details:?}"
+    );
+    assert!(
+        details.iter().any(|d| d.contains("包管理器")),
+        "{details:?}"
+    );
+}
+
+#[test]
+fn check_finds_a_predicate_not_in_normal_form() {
+    let db = base();
+    damage(
+        &db,
+        "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+         VALUES ('user:9', 'Package Manager', 'global', '\"npm\"', 1, 'py', 500, 't', 't');
+         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+         VALUES ('set', 'user:9', 'Package Manager', 'global', 1, '\"npm\"', 'py', 500, 't');",
+    );
+    assert_check_finds(&db, &[6]);
+}
+
+/// The unique constraint cannot be dropped, but a determined client can rebuild the table
+/// without it; `check` still finds the second current record.
+#[test]
+fn check_finds_a_second_current_record_after_the_table_is_rebuilt() {
+    let db = base();
+    damage(
+        &db,
+        "ALTER TABLE memories RENAME TO memories_old;
+         CREATE TABLE memories (
+            id INTEGER PRIMARY KEY, subject TEXT NOT NULL, predicate TEXT NOT NULL, scope TEXT NOT NULL,
+            value TEXT NOT NULL, version INTEGER NOT NULL, source TEXT NOT NULL, raw TEXT,
+            causal_seq INTEGER NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+            confirmed_at TEXT, confirm_count INTEGER NOT NULL DEFAULT 0, confirmed_source TEXT,
+            confirmed_seq INTEGER);
+         INSERT INTO memories SELECT * FROM memories_old;
+         DROP TABLE memories_old;
+         INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+         SELECT subject, predicate, scope, '\"yarn\"', version, 'py', causal_seq, created_at, updated_at
+         FROM memories WHERE predicate = 'package_manager' AND scope = 'global';",
+    );
+    assert_check_finds(&db, &[1]);
+}
+
+/// All of it at once: every invariant number shows up.
+#[test]
+fn check_reports_every_violated_invariant_of_a_heavily_damaged_database() {
+    let db = base();
+    damage(
+        &db,
+        "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+         VALUES ('user:42', 'package_manager', 'repo:legacy-dashboard', '\"npm\"', 3, 'py', 99, 't', 't');
+         INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at)
+         VALUES ('stale', 'user:42', 'package_manager', 'repo:legacy-dashboard', NULL, '\"npm\"', 'raw words', 'py', 1, 't');
+         UPDATE memories SET value = '\"yarn\"' WHERE predicate = 'package_manager' AND scope = 'global';
+         UPDATE memories SET value = '\"old\"', version = 3, causal_seq = 0 WHERE predicate = 'formatter';
+         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+         VALUES ('set', 'user:42', 'formatter', 'global', 3, '\"old\"', 'py', 0, 't');
+         INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+         VALUES ('user:9', 'pkg_manager', 'global', '\"npm\"', 1, 'py', 500, 't', 't');
+         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+         VALUES ('set', 'user:9', 'pkg_manager', 'global', 1, '\"npm\"', 'py', 500, 't');",
+    );
+    assert_check_finds(&db, &[2, 3, 4, 5, 6]);
+}
+
+/// With the invariant assertion on, memscope refuses to commit a write that would leave a
+/// (foreign-)damaged identity violating an invariant; inside `apply` only that line fails and
+/// the lines around it still land.
+#[test]
+fn writes_to_a_damaged_identity_are_refused_and_the_rest_of_apply_lands() {
+    let db = base();
+    damage(
+        &db,
+        "UPDATE memories SET value = '\"dprint\"', version = 3, causal_seq = 100 WHERE predicate = 'formatter';
+         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+         VALUES ('set', 'user:42', 'formatter', 'global', 3, '\"dprint\"', 'py', 100, 't');",
+    );
+    let before = db.list(&["--predicate", "formatter"]);
+
+    let r = db.run(&[
+        "write",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "formatter",
+        "--value",
+        "prettier",
+        "--scope",
+        "global",
+        "--source",
+        "thread:60",
+    ]);
+    r.fails_with(1, &["invariant"]);
+    assert_eq!(before, db.list(&["--predicate", "formatter"]));
+
+    let lines = [
+        serde_json::json!({"subject": "user:8", "predicate": "editor", "value": "helix", "scope": "global", "source": "a"}),
+        serde_json::json!({"subject": "user:42", "predicate": "formatter", "value": "prettier", "scope": "global", "source": "b"}),
+        serde_json::json!({"subject": "user:8", "predicate": "editor", "value": "zed ⚡", "scope": "repo:新项目", "source": "c"}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let r = db.run_stdin(&["apply"], input.as_bytes());
+    assert_eq!(r.code, 1, "{r:?}");
+    let kinds: Vec<String> = r
+        .json_lines()
+        .iter()
+        .map(|o| o["outcome"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["inserted", "error", "inserted"]);
+    assert_eq!(before, db.list(&["--predicate", "formatter"]));
+    assert_eq!(db.list(&["--subject", "user:8"]).len(), 2);
+    assert_eq!(
+        db.history("user:42", "formatter", None)
+            .iter()
+            .filter(|e| e["source"] == "b")
+            .count(),
+        0,
+        "the refused line left nothing in history"
+    );
+}
+
+/// A raw client may plant a tombstone for an identity memscope never saw (no history, so the
+/// write path's one-statement insert does not see it coming): the schema's guard refuses the
+/// insert, and the write comes out `rejected` — alone and inside an `apply` batch of new
+/// memories — with nothing stored. (The planted tombstone has no `deleted` event, itself a
+/// violation of invariant 5, so the per-write assertion would refuse every write: it is off.)
+#[test]
+fn a_tombstone_planted_without_history_rejects_writes_in_write_and_apply() {
+    let db = TestDb::new();
+    db.init();
+    python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.execute(\"INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) VALUES ('用户:小明', 'coffee', 'global', 1, 'planted 🪦', 't')\")\n",
+        &[db.path_str()],
+    )
+    .ok();
+    let no_assert = [("MEMSCOPE_ASSERT_INVARIANTS", "0")];
+    let out = db
+        .run_env(
+            &[
+                "write",
+                "--subject",
+                "用户:小明",
+                "--predicate",
+                "coffee",
+                "--value",
+                "燕麦拿铁 ☕",
+                "--scope",
+                "global",
+                "--source",
+                "thread:1",
+                "--json",
+            ],
+            &no_assert,
+        )
+        .ok()
+        .json();
+    assert_eq!(out["outcome"], "rejected", "{out:#}");
+
+    let lines = [
+        r#"{"subject":"user:1","predicate":"editor","value":"vim","scope":"global","source":"s:1"}"#,
+        r#"{"subject":"用户:小明","predicate":"coffee","value":"美式","scope":"global","source":"s:2"}"#,
+        r#"{"subject":"user:2","predicate":"editor","value":"helix","scope":"global","source":"s:3"}"#,
+    ]
+    .join("\n");
+    assert_eq!(
+        apply_outcomes(&db, "planted.jsonl", &lines, &no_assert),
+        ["inserted", "rejected", "inserted"]
+    );
+    assert!(db.list(&["--subject", "用户:小明"]).is_empty());
+    let rows = db.fingerprint().join("\n");
+    assert!(
+        !rows.contains("美式") && !rows.contains("燕麦拿铁"),
+        "{rows}"
+    );
+}
+
+/// memscope's own shortcut for new identities must not lean on the schema's guards: with every
+/// trigger dropped by a raw client, a write to an identity tombstoned without history (also
+/// planted raw) still comes out `rejected`, alone and in an `apply` batch, and nothing becomes
+/// current.
+#[test]
+fn with_the_guards_dropped_memscope_still_refuses_a_tombstoned_identity() {
+    let db = TestDb::new();
+    db.init();
+    python(
+        DROP_TRIGGERS,
+        &[
+            db.path_str(),
+            "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) VALUES ('user:9', 'editor', 'global', 1, 'planted', 't')",
+        ],
+    )
+    .ok();
+    assert_tombstoned_identity_refused(&db);
+}
+
+/// A bulk load leans on the insert guard only when it is exactly memscope's: one a raw client
+/// replaced with a same-named trigger that lets everything through does not count.
+#[test]
+fn with_the_insert_guard_replaced_apply_still_refuses_a_tombstoned_identity() {
+    let db = TestDb::new();
+    db.init();
+    python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.executescript(sys.argv[2])\n",
+        &[
+            db.path_str(),
+            "DROP TRIGGER memories_no_resurrection_insert;
+             CREATE TRIGGER memories_no_resurrection_insert BEFORE INSERT ON memories
+             WHEN 0 BEGIN SELECT RAISE(FAIL, 'never'); END;
+             INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) VALUES ('user:9', 'editor', 'global', 1, 'planted', 't');",
+        ],
+    )
+    .ok();
+    assert_tombstoned_identity_refused(&db);
+}
+
+/// Only the tombstone guard's own refusal sends a bulk line to the full decision: a raw
+/// client's trigger that refuses after the row is in (RAISE(FAIL) keeps what the statement
+/// did) makes the line an error that leaves nothing behind, as it does for a single write.
+#[test]
+fn a_foreign_trigger_refusal_in_a_bulk_load_is_an_error_not_a_confirmation() {
+    let db = TestDb::new();
+    db.init();
+    python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1], isolation_level=None)\nc.executescript(sys.argv[2])\n",
+        &[
+            db.path_str(),
+            "CREATE TRIGGER quota AFTER INSERT ON memories WHEN NEW.subject = 'user:over'
+             BEGIN SELECT RAISE(FAIL, 'quota exceeded 🚫'); END;",
+        ],
+    )
+    .ok();
+    let lines = [
+        r#"{"subject":"user:8","predicate":"editor","value":"vim","scope":"global","source":"s:1"}"#,
+        r#"{"subject":"user:over","predicate":"editor","value":"emacs","scope":"global","source":"s:2"}"#,
+        r#"{"subject":"user:10","predicate":"editor","value":"helix","scope":"global","source":"s:3"}"#,
+    ];
+    let file = db.sibling("quota.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let r = db.run(&["apply", file.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "an error line makes apply exit 1");
+    let outcomes = r.json_lines();
+    let kinds: Vec<&str> = outcomes
+        .iter()
+        .map(|o| o["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["inserted", "error", "inserted"]);
+    assert!(
+        outcomes[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("quota exceeded"),
+        "{:#}",
+        outcomes[1]
+    );
+    assert!(db.list(&["--subject", "user:over"]).is_empty());
+    assert_eq!(db.history("user:over", "editor", None).len(), 0);
+    db.assert_check_ok();
+}
+
+/// The outcome kinds of `memscope apply` on a file named `name` holding `lines`.
+fn apply_outcomes(db: &TestDb, name: &str, lines: &str, env: &[(&str, &str)]) -> Vec<String> {
+    let file = db.sibling(name);
+    std::fs::write(&file, lines).unwrap();
+    db.run_env(&["apply", file.to_str().unwrap()], env)
+        .ok()
+        .json_lines()
+        .iter()
+        .map(|o| o["outcome"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `user:9`/editor@global is tombstoned (planted raw): a write and an `apply` line to it are
+/// `rejected`, the new identities around it land, and nothing of it becomes current.
+fn assert_tombstoned_identity_refused(db: &TestDb) {
+    let no_assert = [("MEMSCOPE_ASSERT_INVARIANTS", "0")];
+    let lines = [
+        r#"{"subject":"user:8","predicate":"editor","value":"vim","scope":"global","source":"s:1"}"#,
+        r#"{"subject":"user:9","predicate":"editor","value":"emacs 🐃","scope":"global","source":"s:2"}"#,
+        r#"{"subject":"user:10","predicate":"editor","value":"helix","scope":"global","source":"s:3"}"#,
+    ];
+    assert_eq!(
+        apply_outcomes(
+            db,
+            "around-the-tombstone.jsonl",
+            &lines.join("\n"),
+            &no_assert
+        ),
+        ["inserted", "rejected", "inserted"]
+    );
+    assert!(db.list(&["--subject", "user:9"]).is_empty());
+    assert!(!db.fingerprint().join("\n").contains("emacs"));
+    let out = db
+        .run_env(
+            &[
+                "write",
+                "--subject",
+                "user:9",
+                "--predicate",
+                "editor",
+                "--value",
+                "vim",
+                "--scope",
+                "global",
+                "--source",
+                "s",
+                "--json",
+            ],
+            &no_assert,
+        )
+        .ok()
+        .json();
+    assert_eq!(out["outcome"], "rejected", "{out:#}");
+    assert!(db.list(&["--subject", "user:9"]).is_empty());
+}

@@ -1,0 +1,1489 @@
+//! The wrong-tool incident loop (issue 4): resolution as of a past moment (from history), the
+//! validity interval of each version, the read log (identity and version, never a value),
+//! rescope (move a mis-scoped value, in one transaction) and revert (an earlier value becomes
+//! current again as a new version). Everything runs on real database files, through the real
+//! binary and the library; the store's clock is fixed where times must be deterministic.
+
+use crate::support::*;
+use chrono::{DateTime, Duration, FixedOffset, SecondsFormat, TimeZone, Utc};
+use memscope::store::{format_time, parse_time, ReadFilter};
+use memscope::{Clock, DeleteTarget, Identity, OutcomeKind, Resolution, Scope, Store};
+use rusqlite::types::ValueRef;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+const U: &str = "user:42";
+const PM: &str = "package_manager";
+const LEGACY: &str = "repo:legacy-dashboard";
+
+// ---------------------------------------------------------------------------------------------
+// Helpers of this file
+// ---------------------------------------------------------------------------------------------
+
+/// A fixed moment: 2026-03-01T00:00:00Z plus `minutes`.
+fn t(minutes: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 3, 1, 0, 0, 0).unwrap() + Duration::minutes(minutes)
+}
+
+fn scope(text: &str) -> Scope {
+    Scope::parse(text).expect("scope")
+}
+
+fn ident(subject: &str, predicate: &str, scope_text: &str) -> Identity {
+    Identity {
+        subject: subject.into(),
+        predicate: predicate.into(),
+        scope: scope(scope_text),
+    }
+}
+
+/// Writes through the library with the clock fixed at `at`.
+#[track_caller]
+fn put(
+    store: &mut Store,
+    at: DateTime<Utc>,
+    scope_text: &str,
+    value: Value,
+    source: &str,
+    raw: Option<&str>,
+) -> memscope::WriteOutcome {
+    store.set_clock(Clock::Fixed(at));
+    let mut r = req(U, PM, value, scope_text, source);
+    r.raw = raw.map(str::to_string);
+    store.write(&r).expect("write")
+}
+
+#[track_caller]
+fn delete_identity(store: &mut Store, at: DateTime<Utc>, scope_text: &str) {
+    store.set_clock(Clock::Fixed(at));
+    store
+        .delete(
+            &DeleteTarget::Identity(ident(U, PM, scope_text)),
+            Some("the user asked"),
+        )
+        .expect("delete");
+}
+
+#[track_caller]
+fn as_of(store: &Store, repo: Option<&str>, task: Option<&str>, at: DateTime<Utc>) -> Resolution {
+    store.resolve_at(U, PM, repo, task, at).expect("resolve_at")
+}
+
+/// The considered entry of one scope.
+#[track_caller]
+fn considered<'a>(r: &'a Resolution, scope_text: &str) -> &'a memscope::Considered {
+    r.considered
+        .iter()
+        .find(|c| c.scope == scope_text)
+        .unwrap_or_else(|| panic!("{scope_text} was not considered: {r:#?}"))
+}
+
+/// Resolution at the store's current moment from history must be exactly what `resolve`
+/// answers from the current view.
+#[track_caller]
+fn assert_as_of_now_matches_resolve(store: &Store, now: DateTime<Utc>, repo: Option<&str>) {
+    let live = store.resolve(U, PM, repo, None).expect("resolve");
+    let then = as_of(store, repo, None, now);
+    assert_eq!(
+        then, live,
+        "resolve --at NOW must answer what resolve answers now"
+    );
+}
+
+/// Every table of the database, every row, sorted: a change anywhere shows up here.
+fn table_fingerprint(path: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .expect("open read-only");
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    let mut out = vec![format!("user_version {version}")];
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        tables.iter().any(|t| t == "reads"),
+        "schema v2 has a reads table: {tables:?}"
+    );
+    for table in tables {
+        let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
+        let n = stmt.column_count();
+        let mut rows: Vec<String> = stmt
+            .query_map([], |r| {
+                let mut cells = Vec::with_capacity(n);
+                for i in 0..n {
+                    cells.push(match r.get_ref(i)? {
+                        ValueRef::Null => "NULL".to_string(),
+                        ValueRef::Integer(x) => x.to_string(),
+                        ValueRef::Real(x) => x.to_string(),
+                        ValueRef::Text(s) => format!("{:?}", String::from_utf8_lossy(s)),
+                        ValueRef::Blob(b) => format!("blob{b:?}"),
+                    });
+                }
+                Ok(cells.join(" | "))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        rows.sort();
+        out.push(format!("table {table}: {} rows", rows.len()));
+        out.extend(rows.into_iter().map(|r| format!("{table}: {r}")));
+    }
+    out
+}
+
+#[track_caller]
+fn assert_unchanged(before: &[String], after: &[String], what: &str) {
+    if before != after {
+        let gone: Vec<&String> = before.iter().filter(|r| !after.contains(r)).collect();
+        let new: Vec<&String> = after.iter().filter(|r| !before.contains(r)).collect();
+        panic!("{what} changed the database\nrows gone: {gone:#?}\nrows new: {new:#?}");
+    }
+}
+
+/// `set` events of one scope's history: (version, value).
+fn sets(history: &[Value]) -> Vec<(i64, Value)> {
+    history
+        .iter()
+        .filter(|e| e["event"] == "set")
+        .map(|e| (e["version"].as_i64().unwrap(), e["value"].clone()))
+        .collect()
+}
+
+fn one_event<'a>(history: &'a [Value], name: &str) -> &'a Value {
+    let found: Vec<&Value> = history.iter().filter(|e| e["event"] == name).collect();
+    assert_eq!(found.len(), 1, "expected one {name} event: {history:#?}");
+    found[0]
+}
+
+/// `reads --json` with extra filters.
+#[track_caller]
+fn reads(db: &TestDb, filters: &[&str]) -> Vec<Value> {
+    let mut args = vec!["reads", "--json"];
+    args.extend_from_slice(filters);
+    as_array(db.json(&args))
+}
+
+#[track_caller]
+fn assert_no_text(hay: &str, needle: &str, what: &str) {
+    assert!(
+        !hay.contains(needle),
+        "{what} must not contain {needle:?}:\n{hay}"
+    );
+}
+
+/// `rescope … --json`: the outcomes it caused.
+#[track_caller]
+fn rescope(db: &TestDb, from: &str, to: &str) -> Vec<Value> {
+    as_array(db.json(&[
+        "rescope",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        from,
+        "--to",
+        to,
+        "--json",
+    ]))
+}
+
+fn rescope_run(db: &TestDb, from: &str, to: &str) -> Run {
+    db.run(&[
+        "rescope",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        from,
+        "--to",
+        to,
+    ])
+}
+
+fn revert_run(db: &TestDb, scope_text: &str, to_version: Option<&str>) -> Run {
+    let mut args = vec![
+        "revert",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        scope_text,
+        "--json",
+    ];
+    if let Some(v) = to_version {
+        args.push("--to-version");
+        args.push(v);
+    }
+    db.run(&args)
+}
+
+/// Purges the content of every superseded version with the retention policy, run from a clock
+/// far in the future (the current version keeps its value).
+fn purge_old_content(db: &TestDb) {
+    let mut store = open_store(&db.path);
+    store.set_clock(Clock::Fixed(Utc::now() + Duration::days(400)));
+    let report = store.gc(Some(30), None).expect("gc");
+    assert!(report.purged_events >= 1, "{report:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. As-of resolution
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn parse_time_takes_rfc3339_and_ages_and_rejects_the_rest_in_one_sentence() {
+    let now = t(10_000);
+    assert_eq!(parse_time("3d", now), Ok(now - Duration::days(3)));
+    assert_eq!(parse_time("90m", now), Ok(now - Duration::minutes(90)));
+    assert_eq!(parse_time("12h", now), Ok(now - Duration::hours(12)));
+    assert_eq!(parse_time("2w", now), Ok(now - Duration::weeks(2)));
+    assert_eq!(parse_time("45s", now), Ok(now - Duration::seconds(45)));
+    assert_eq!(parse_time("  3d ", now), Ok(now - Duration::days(3)));
+    let exact = Utc.with_ymd_and_hms(2026, 11, 20, 10, 0, 0).unwrap() + Duration::milliseconds(123);
+    assert_eq!(parse_time("2026-11-20T10:00:00.123Z", now), Ok(exact));
+    assert_eq!(
+        parse_time("2026-11-20T18:00:00.123+08:00", now),
+        Ok(exact),
+        "an offset is converted to UTC"
+    );
+    for bad in [
+        "",
+        "yesterday",
+        "3",
+        "3x",
+        "d",
+        "-3d",
+        "3.5d",
+        "2026-13-01",
+        "99999999999999999999d",
+    ] {
+        let e = parse_time(bad, now).expect_err(bad);
+        assert_eq!(e.lines().count(), 1, "one sentence for {bad:?}: {e}");
+        assert!(e.contains("RFC 3339"), "{bad:?}: {e}");
+    }
+}
+
+/// Insert, supersede, confirm, delete and restore: what resolve would have answered at each
+/// moment, and never the destroyed content.
+#[test]
+fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
+    let db = TestDb::new();
+    let canary = unique("金丝雀🐤-asof-");
+    let raw_canary = unique("原话-raw-asof-");
+    let bun = format!("bun 🥟 {canary}");
+    let mut store = open_store(&db.path);
+
+    // Before anything: absent.
+    put(&mut store, t(60), "global", json!("pnpm"), "s:v1", None);
+    assert_as_of_now_matches_resolve(&store, t(60), None);
+    let r = as_of(&store, None, None, t(0));
+    assert!(!r.found, "{r:#?}");
+    assert_eq!(r.value, None);
+    assert_eq!(considered(&r, "global").state, "absent");
+
+    // Supersede.
+    let o = put(
+        &mut store,
+        t(180),
+        "global",
+        json!(bun),
+        "s:v2",
+        Some(&raw_canary),
+    );
+    assert_eq!(o.outcome, OutcomeKind::Superseded);
+    assert_as_of_now_matches_resolve(&store, t(180), None);
+    let r = as_of(&store, None, None, t(120));
+    assert_eq!(
+        (r.found, r.value.clone(), r.version, r.source.as_deref()),
+        (true, Some(json!("pnpm")), Some(1), Some("s:v1")),
+        "between v1 and v2 → v1: {r:#?}"
+    );
+    assert_eq!(r.scope.as_deref(), Some("global"));
+    let r = as_of(&store, None, None, t(60));
+    assert_eq!(r.version, Some(1), "at the exact instant of v1, v1 holds");
+    let r = as_of(&store, None, None, t(240));
+    assert_eq!((r.value.clone(), r.version), (Some(json!(bun)), Some(2)));
+
+    // Confirm: same value, new source — the as-of answer does not change.
+    let o = put(
+        &mut store,
+        t(300),
+        "global",
+        json!(format!("  BUN 🥟   {canary} ")),
+        "s:confirm",
+        None,
+    );
+    assert_eq!(o.outcome, OutcomeKind::Confirmed);
+    assert_as_of_now_matches_resolve(&store, t(300), None);
+    for at in [t(240), t(300), t(360)] {
+        let r = as_of(&store, None, None, at);
+        assert_eq!(
+            (r.value.clone(), r.version, r.source.as_deref()),
+            (Some(json!(bun)), Some(2), Some("s:v2")),
+            "a confirmation is no new version: {r:#?}"
+        );
+    }
+
+    // Delete: afterwards deleted; before it, it existed — without its content.
+    delete_identity(&mut store, t(420), "global");
+    assert_as_of_now_matches_resolve(&store, t(420), None);
+    let r = as_of(&store, None, None, t(480));
+    assert!(!r.found, "after the delete nothing applies: {r:#?}");
+    assert_eq!(r.value, None);
+    assert_eq!(considered(&r, "global").state, "deleted");
+    for at in [t(120), t(240), t(360)] {
+        let r = as_of(&store, None, None, at);
+        assert!(r.found, "before the delete the memory existed: {r:#?}");
+        assert_eq!(r.value, None, "destroyed content must not come back");
+        assert_eq!(r.scope.as_deref(), Some("global"));
+        let c = considered(&r, "global");
+        assert!(c.found && c.wins && c.value.is_none(), "{c:#?}");
+        assert!(c.state.contains("deleted"), "state says deleted: {c:#?}");
+        let text = serde_json::to_string(&r).unwrap();
+        assert_no_text(&text, &canary, "as-of output after a delete");
+        assert_no_text(&text, &raw_canary, "as-of output after a delete");
+    }
+    let r = as_of(&store, None, None, t(0));
+    assert!(
+        !r.found,
+        "before it was ever written it did not exist: {r:#?}"
+    );
+
+    // Restore, then a new write.
+    store.set_clock(Clock::Fixed(t(540)));
+    store.restore(&ident(U, PM, "global")).expect("restore");
+    assert_as_of_now_matches_resolve(&store, t(540), None);
+    let r = as_of(&store, None, None, t(570));
+    assert!(!r.found, "restored but not yet written: {r:#?}");
+    assert_eq!(considered(&r, "global").state, "absent");
+    let o = put(&mut store, t(600), "global", json!("豆包 🫘"), "s:v4", None);
+    assert_eq!(o.outcome, OutcomeKind::Inserted);
+    assert_eq!(o.version, Some(4), "the tombstone took v3");
+    assert_as_of_now_matches_resolve(&store, t(600), None);
+    let r = as_of(&store, None, None, t(660));
+    assert_eq!(
+        (r.value.clone(), r.version, r.source.as_deref()),
+        (Some(json!("豆包 🫘")), Some(4), Some("s:v4"))
+    );
+    // The moments of the first life still say: existed, deleted, no content.
+    let r = as_of(&store, None, None, t(240));
+    assert!(r.found && r.value.is_none(), "{r:#?}");
+    let r = as_of(&store, None, None, t(480));
+    assert!(!r.found, "between delete and restore: {r:#?}");
+    drop(store);
+    db.assert_check_ok();
+}
+
+/// A repo rule written later must not appear as of a moment before it existed; the chain as it
+/// stood then is task, repo, global.
+#[test]
+fn as_of_precedence_uses_the_chain_as_it_stood_then() {
+    let db = TestDb::new();
+    let mut store = open_store(&db.path);
+    put(&mut store, t(60), "global", json!("pnpm"), "s:g", None);
+    put(&mut store, t(300), LEGACY, json!("npm"), "s:r", None);
+    put(
+        &mut store,
+        t(540),
+        "task:fix-lockfile-123",
+        json!("不执行任何安装命令 🚫"),
+        "s:t",
+        None,
+    );
+    let ctx = (Some("legacy-dashboard"), Some("fix-lockfile-123"));
+
+    let r = as_of(&store, ctx.0, ctx.1, t(180));
+    assert_eq!(r.scope.as_deref(), Some("global"), "{r:#?}");
+    assert_eq!(r.value, Some(json!("pnpm")));
+    let scopes: Vec<&str> = r.considered.iter().map(|c| c.scope.as_str()).collect();
+    assert_eq!(scopes, ["task:fix-lockfile-123", LEGACY, "global"]);
+    assert!(
+        !considered(&r, LEGACY).found,
+        "the repo rule did not exist yet"
+    );
+    assert_eq!(considered(&r, LEGACY).value, None);
+    assert_eq!(considered(&r, LEGACY).state, "absent");
+
+    let r = as_of(&store, ctx.0, ctx.1, t(400));
+    assert_eq!(
+        (r.scope.as_deref(), r.value.clone()),
+        (Some(LEGACY), Some(json!("npm")))
+    );
+    let g = considered(&r, "global");
+    assert!(g.found && !g.wins && g.state == "shadowed", "{g:#?}");
+    assert_eq!(g.value, Some(json!("pnpm")));
+    assert!(!considered(&r, "task:fix-lockfile-123").found);
+
+    let r = as_of(&store, ctx.0, ctx.1, t(600));
+    assert_eq!(r.scope.as_deref(), Some("task:fix-lockfile-123"));
+    assert_eq!(r.value, Some(json!("不执行任何安装命令 🚫")));
+    let wins: Vec<bool> = r.considered.iter().map(|c| c.wins).collect();
+    assert_eq!(wins, [true, false, false]);
+
+    // Another repo never sees the legacy rule, at any time.
+    let r = as_of(&store, Some("brand-new-app"), None, t(600));
+    assert_eq!(r.value, Some(json!("pnpm")));
+    assert!(r.considered.iter().all(|c| c.scope != LEGACY));
+}
+
+/// After a delete → restore → write → delete cycle, a moment when the second life was current
+/// must still say the memory existed (and won), not that it was deleted — otherwise the chain
+/// shows a lower scope winning where the agent really got the repo rule.
+#[test]
+fn as_of_after_a_second_delete_still_says_the_second_life_existed() {
+    let db = TestDb::new();
+    let mut store = open_store(&db.path);
+    put(&mut store, t(0), "global", json!("pnpm"), "s:g", None);
+    put(&mut store, t(60), LEGACY, json!("npm"), "s:r1", None);
+    delete_identity(&mut store, t(120), LEGACY);
+    store.set_clock(Clock::Fixed(t(180)));
+    store.restore(&ident(U, PM, LEGACY)).unwrap();
+    put(&mut store, t(240), LEGACY, json!("yarn 🧶"), "s:r2", None);
+    // What an agent in legacy-dashboard got at t(270): the repo rule.
+    let before = as_of(&store, Some("legacy-dashboard"), None, t(270));
+    assert_eq!(before.scope.as_deref(), Some(LEGACY));
+    delete_identity(&mut store, t(300), LEGACY);
+
+    let r = as_of(&store, Some("legacy-dashboard"), None, t(270));
+    assert_eq!(
+        r.scope.as_deref(),
+        Some(LEGACY),
+        "at t(270) the repo rule won; as-of must not hand the win to global: {r:#?}"
+    );
+    assert!(r.found && r.value.is_none(), "{r:#?}");
+    assert!(considered(&r, LEGACY).state.contains("deleted"), "{r:#?}");
+    // Between the first delete and the restore it really was deleted.
+    let r = as_of(&store, Some("legacy-dashboard"), None, t(150));
+    assert_eq!(r.scope.as_deref(), Some("global"), "{r:#?}");
+    assert_eq!(considered(&r, LEGACY).state, "deleted");
+    // During the first life it existed.
+    let r = as_of(&store, Some("legacy-dashboard"), None, t(90));
+    assert_eq!(r.scope.as_deref(), Some(LEGACY), "{r:#?}");
+}
+
+/// A scope that held nothing for a while (its value was rescoped away) and was later written and
+/// deleted: as of the empty stretch, nothing applied there.
+#[test]
+fn as_of_does_not_invent_a_record_in_a_stretch_where_the_scope_was_empty() {
+    let db = TestDb::new();
+    let mut store = open_store(&db.path);
+    put(
+        &mut store,
+        t(0),
+        "global",
+        json!("🚫 no installs"),
+        "s:1",
+        None,
+    );
+    store.set_clock(Clock::Fixed(t(60)));
+    let outs = store
+        .rescope(U, PM, &Scope::Global, &scope("task:check-lockfile-7"))
+        .unwrap();
+    assert_eq!(outs[1].outcome, OutcomeKind::Removed);
+    put(&mut store, t(120), "global", json!("pnpm"), "s:2", None);
+    let r = as_of(&store, None, None, t(90));
+    assert!(
+        !r.found,
+        "before the delete: nothing in global at t(90): {r:#?}"
+    );
+    delete_identity(&mut store, t(180), "global");
+    let r = as_of(&store, None, None, t(90));
+    assert!(
+        !r.found,
+        "global held nothing at t(90); the later delete must not make it 'existed': {r:#?}"
+    );
+    let r = as_of(&store, None, None, t(150));
+    assert!(r.found && r.value.is_none(), "{r:#?}");
+}
+
+/// The CLI: `resolve --at` with relative ages and RFC 3339, the same JSON shape as `resolve`.
+#[test]
+fn cli_resolve_at_answers_from_history_with_the_resolve_shape() {
+    let db = TestDb::new();
+    let now = Utc::now();
+    let mut store = open_store(&db.path);
+    put(
+        &mut store,
+        now - Duration::days(10),
+        "global",
+        json!("pnpm"),
+        "s:g1",
+        None,
+    );
+    put(
+        &mut store,
+        now - Duration::days(5),
+        LEGACY,
+        json!("npm"),
+        "s:r",
+        None,
+    );
+    put(
+        &mut store,
+        now - Duration::days(2),
+        "global",
+        json!("bun 包管理器 🥟"),
+        "s:g2",
+        None,
+    );
+    drop(store);
+    let at = |when: &str, repo: Option<&str>| {
+        let mut args = vec![
+            "resolve",
+            "--subject",
+            U,
+            "--predicate",
+            PM,
+            "--at",
+            when,
+            "--json",
+        ];
+        if let Some(r) = repo {
+            args.push("--repo");
+            args.push(r);
+        }
+        db.json(&args)
+    };
+
+    let r = at("11d", Some("legacy-dashboard"));
+    assert_eq!(r["found"], false, "11 days ago nothing existed: {r:#}");
+    assert_eq!(r["value"], Value::Null);
+
+    let r = at("7d", Some("legacy-dashboard"));
+    assert_eq!(
+        (&r["scope"], &r["value"]),
+        (&json!("global"), &json!("pnpm"))
+    );
+    assert_eq!(r["version"], 1, "{r:#}");
+
+    let r = at("3d", Some("legacy-dashboard"));
+    assert_eq!((&r["scope"], &r["value"]), (&json!(LEGACY), &json!("npm")));
+    let chain = r["considered"].as_array().unwrap();
+    assert_eq!(chain[1]["scope"], "global");
+    assert_eq!(chain[1]["value"], "pnpm", "global v1 was shadowed then");
+    assert_eq!(chain[1]["wins"], false);
+
+    let r = at("90m", None);
+    assert_eq!(
+        (&r["value"], &r["version"]),
+        (&json!("bun 包管理器 🥟"), &json!(2))
+    );
+
+    // RFC 3339, with an offset and milliseconds, 4 days ago.
+    let four_days = (now - Duration::days(4))
+        .with_timezone(&FixedOffset::east_opt(8 * 3600).unwrap())
+        .to_rfc3339_opts(SecondsFormat::Millis, false);
+    let r = at(&four_days, None);
+    assert_eq!((&r["value"], &r["version"]), (&json!("pnpm"), &json!(1)));
+
+    // Same fields as plain resolve, at the top and in the chain.
+    let live = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    let then = at("3d", Some("legacy-dashboard"));
+    let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(keys(&then), keys(&live));
+    for k in [
+        "found",
+        "subject",
+        "predicate",
+        "value",
+        "scope",
+        "version",
+        "source",
+        "considered",
+    ] {
+        assert!(
+            then.get(k).is_some(),
+            "resolve --at --json lacks {k}: {then:#}"
+        );
+    }
+    for c in then["considered"].as_array().unwrap() {
+        for k in ["scope", "found", "value", "wins"] {
+            assert!(c.get(k).is_some(), "considered entry lacks {k}: {c:#}");
+        }
+    }
+}
+
+#[test]
+fn cli_resolve_at_with_a_bad_time_is_one_sentence_and_exit_2() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s:1");
+    for bad in ["yesterday", "3x", "2026-13-45T10:00:00Z"] {
+        let r = db.run(&[
+            "resolve",
+            "--subject",
+            U,
+            "--predicate",
+            PM,
+            "--at",
+            bad,
+            "--json",
+        ]);
+        r.fails_with(2, &[bad, "RFC 3339"]);
+        assert!(
+            r.stdout.trim().is_empty(),
+            "no answer on a bad --at: {}",
+            r.stdout
+        );
+    }
+    // --at reads the past; --log records a read now: both at once is a usage error.
+    let r = db.run(&[
+        "resolve",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--at",
+        "3d",
+        "--log",
+    ]);
+    assert_eq!(r.code, 2, "{r:?}");
+    let r = db.run(&["reads", "--since", "last tuesday"]);
+    r.fails_with(2, &["last tuesday", "RFC 3339"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Validity intervals in history
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn history_json_gives_each_set_event_its_validity_interval() {
+    let db = TestDb::new();
+    let mut store = open_store(&db.path);
+    put(&mut store, t(60), "global", json!("pnpm"), "s:1", None);
+    put(
+        &mut store,
+        t(120),
+        "global",
+        json!("pnpm"),
+        "s:confirm",
+        None,
+    );
+    put(&mut store, t(180), "global", json!("npm"), "s:2", None);
+    put(&mut store, t(200), LEGACY, json!("yarn 🧶"), "s:r", None);
+    put(&mut store, t(240), "global", json!("豆包 🫘"), "s:3", None);
+    put(&mut store, t(260), "task:t-1", json!("bun"), "s:t", None);
+    store.set_clock(Clock::Fixed(t(300)));
+    store
+        .rescope(U, PM, &scope("task:t-1"), &scope("task:t-2"))
+        .unwrap();
+    drop(store);
+
+    let history = db.history(U, PM, None);
+    let until = |scope_text: &str, version: i64| -> Value {
+        let e = history
+            .iter()
+            .find(|e| e["event"] == "set" && e["scope"] == scope_text && e["version"] == version)
+            .unwrap_or_else(|| panic!("no set v{version} in {scope_text}: {history:#?}"));
+        e.get("valid_until").cloned().unwrap_or(Value::Null)
+    };
+    assert_eq!(until("global", 1), json!(format_time(t(180))));
+    assert_eq!(until("global", 2), json!(format_time(t(240))));
+    assert_eq!(until("global", 3), Value::Null, "current: no end");
+    assert_eq!(
+        until(LEGACY, 1),
+        Value::Null,
+        "a write in another scope does not end it"
+    );
+    assert_eq!(
+        until("task:t-1", 1),
+        json!(format_time(t(300))),
+        "rescoped away: ends at the removal"
+    );
+    assert_eq!(until("task:t-2", 1), Value::Null);
+    for e in history.iter().filter(|e| e["event"] != "set") {
+        assert!(
+            e.get("valid_until").is_none_or(Value::is_null),
+            "only set events have a validity: {e:#}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. The read log
+// ---------------------------------------------------------------------------------------------
+
+const READ_FIELDS: [&str; 10] = [
+    "at",
+    "agent",
+    "subject",
+    "predicate",
+    "repo",
+    "task",
+    "scope",
+    "version",
+    "note",
+    "shadowed",
+];
+
+#[track_caller]
+fn assert_read_row_shape(row: &Value) {
+    let obj = row.as_object().expect("a read row is an object");
+    for k in READ_FIELDS {
+        assert!(obj.contains_key(k), "read row lacks {k}: {row:#}");
+    }
+    for k in ["value", "raw", "previous", "source"] {
+        assert!(!obj.contains_key(k), "read row must not carry {k}: {row:#}");
+    }
+}
+
+/// The CLI records a read: `resolve --log --agent … --note …`.
+#[test]
+fn cli_resolve_log_records_the_read_without_its_value() {
+    let db = TestDb::new();
+    let canary = unique("npm-canary-🐤-");
+    db.write(U, PM, "pnpm", "global", "thread:17/message:86");
+    db.write(U, PM, &canary, "global", "thread:23/message:14");
+    let r = db.json(&[
+        "resolve",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--repo",
+        "web-app",
+        "--log",
+        "--agent",
+        "claude-code",
+        "--note",
+        "ran npm install 🚨",
+        "--json",
+    ]);
+    assert_eq!(r["value"], json!(canary), "the agent gets its answer");
+    let out = db.run(&["reads", "--json"]).ok();
+    assert_no_text(&out.stdout, &canary, "reads --json");
+    let rows = as_array(out.json());
+    assert_eq!(rows.len(), 1, "one logged read: {rows:#?}");
+    let row = &rows[0];
+    assert_read_row_shape(row);
+    assert_eq!(row["agent"], "claude-code");
+    assert_eq!(row["note"], "ran npm install 🚨");
+    assert_eq!(
+        (&row["subject"], &row["predicate"]),
+        (&json!(U), &json!(PM))
+    );
+    assert_eq!(
+        (&row["repo"], &row["task"]),
+        (&json!("web-app"), &Value::Null)
+    );
+    assert_eq!(
+        (&row["scope"], &row["version"]),
+        (&json!("global"), &json!(2))
+    );
+}
+
+/// Reads logged through the library, listed and filtered through the CLI; the canary value the
+/// agents got appears nowhere in the listing.
+#[test]
+fn reads_list_identity_and_version_never_a_value_and_filter() {
+    let db = TestDb::new();
+    let canary = unique("金丝雀-npm-🐤-");
+    let now = Utc::now();
+    let mut store = open_store(&db.path);
+    put(
+        &mut store,
+        now - Duration::days(9),
+        "global",
+        json!("pnpm"),
+        "s:g",
+        None,
+    );
+    put(
+        &mut store,
+        now - Duration::days(8),
+        LEGACY,
+        json!(canary),
+        "s:r",
+        Some(&canary),
+    );
+    let log = |store: &mut Store,
+               at: DateTime<Utc>,
+               pred: &str,
+               repo: Option<&str>,
+               agent: &str,
+               note: Option<&str>| {
+        store.set_clock(Clock::Fixed(at));
+        store
+            .resolve_logged(U, pred, repo, None, Some(agent), note)
+            .expect("resolve_logged")
+    };
+    let r = log(
+        &mut store,
+        now - Duration::days(3),
+        PM,
+        Some("legacy-dashboard"),
+        "claude-code",
+        Some("kept npm ci"),
+    );
+    assert_eq!(r.value, Some(json!(canary)));
+    let r = log(
+        &mut store,
+        now - Duration::hours(2),
+        "Package Manager",
+        Some("new-app"),
+        "cursor",
+        None,
+    );
+    assert_eq!(r.value, Some(json!("pnpm")));
+    let r = log(
+        &mut store,
+        now - Duration::minutes(30),
+        "test_runner",
+        Some("new-app"),
+        "claude-code",
+        Some("nothing known 🤷"),
+    );
+    assert!(!r.found);
+    drop(store);
+
+    let out = db.run(&["reads", "--json"]).ok();
+    assert_no_text(&out.stdout, &canary, "reads --json");
+    let text = db.run(&["reads"]).ok();
+    assert_no_text(&text.stdout, &canary, "reads (text)");
+    let rows = as_array(out.json());
+    assert_eq!(rows.len(), 3, "{rows:#?}");
+    rows.iter().for_each(assert_read_row_shape);
+    // Newest first.
+    assert_eq!(rows[0]["predicate"], "test_runner");
+    assert_eq!(
+        (&rows[0]["scope"], &rows[0]["version"]),
+        (&Value::Null, &Value::Null)
+    );
+    assert_eq!(rows[1]["predicate"], PM, "predicates are normalized");
+    assert_eq!(
+        (&rows[1]["scope"], &rows[1]["version"]),
+        (&json!("global"), &json!(1))
+    );
+    assert_eq!(rows[1]["shadowed"], json!([]));
+    let legacy = &rows[2];
+    assert_eq!(
+        (&legacy["scope"], &legacy["version"]),
+        (&json!(LEGACY), &json!(1))
+    );
+    assert_eq!(legacy["repo"], "legacy-dashboard");
+    assert_eq!(legacy["agent"], "claude-code");
+    assert_eq!(legacy["note"], "kept npm ci");
+    assert_eq!(legacy["shadowed"], json!(["global@v1"]));
+    assert_eq!(legacy["at"], json!(format_time(now - Duration::days(3))));
+
+    let count = |filters: &[&str]| reads(&db, filters).len();
+    assert_eq!(count(&["--agent", "claude-code"]), 2);
+    assert_eq!(count(&["--agent", "cursor"]), 1);
+    assert_eq!(count(&["--agent", "nobody"]), 0);
+    assert_eq!(
+        count(&["--predicate", "package-manager"]),
+        2,
+        "aliases apply"
+    );
+    assert_eq!(count(&["--predicate", "test_runner"]), 1);
+    assert_eq!(count(&["--subject", U]), 3);
+    assert_eq!(count(&["--subject", "user:7"]), 0);
+    assert_eq!(count(&["--since", "1d"]), 2);
+    assert_eq!(count(&["--since", "90m"]), 1);
+    assert_eq!(count(&["--since", "4d"]), 3);
+    let since = format_time(now - Duration::hours(3));
+    assert_eq!(count(&["--since", &since]), 2);
+    assert_eq!(
+        count(&["--since", "4d", "--agent", "claude-code", "--predicate", PM]),
+        1
+    );
+}
+
+/// Deleting the identity keeps its read rows, content-free: the canary (value and raw words)
+/// is in no database file and not in `reads`.
+#[test]
+fn read_rows_stay_content_free_after_the_identity_is_deleted() {
+    let db = TestDb::new();
+    let value = unique("金丝雀值🐤-value-");
+    let raw = unique("用户原话🗣-raw-");
+    db.write(U, PM, "pnpm", "global", "s:g");
+    db.write_with(
+        U,
+        PM,
+        &value,
+        LEGACY,
+        "thread:23/message:14",
+        &["--raw", &raw],
+    );
+    let mut store = open_store(&db.path);
+    for agent in ["claude-code", "cursor"] {
+        let r = store
+            .resolve_logged(
+                U,
+                PM,
+                Some("legacy-dashboard"),
+                None,
+                Some(agent),
+                Some("note"),
+            )
+            .unwrap();
+        assert_eq!(r.value, Some(json!(value)));
+    }
+    let before_delete = Utc::now();
+    drop(store);
+    assert!(
+        !find_on_disk(&db.path, &value).is_empty(),
+        "the canary is on disk before the delete (else this test proves nothing)"
+    );
+
+    db.json(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        LEGACY,
+        "--json",
+    ]);
+    for canary in [&value, &raw] {
+        let hits = find_on_disk(&db.path, canary);
+        assert!(
+            hits.is_empty(),
+            "deleted content {canary:?} survives in {hits:?}"
+        );
+    }
+    let out = db.run(&["reads", "--json"]).ok();
+    let rows = as_array(out.json());
+    assert_eq!(
+        rows.len(),
+        2,
+        "read rows are kept after the delete: {rows:#?}"
+    );
+    for row in &rows {
+        assert_read_row_shape(row);
+        assert_eq!(
+            (&row["scope"], &row["version"]),
+            (&json!(LEGACY), &json!(1))
+        );
+    }
+    let text = db.run(&["reads"]).ok();
+    for canary in [&value, &raw] {
+        assert_no_text(&out.stdout, canary, "reads --json after delete");
+        assert_no_text(&text.stdout, canary, "reads after delete");
+    }
+    // As of a moment before the delete: it existed, without content.
+    let store = open_store(&db.path);
+    let r = store
+        .resolve_at(U, PM, Some("legacy-dashboard"), None, before_delete)
+        .unwrap();
+    assert_eq!(r.scope.as_deref(), Some(LEGACY), "{r:#?}");
+    assert_eq!(r.value, None);
+    let text = serde_json::to_string(&r).unwrap();
+    assert_no_text(&text, &value, "as-of after delete");
+    drop(store);
+    db.assert_check_ok();
+}
+
+/// The read log is subject to the retention policy: `gc --retention-days` drops older rows.
+#[test]
+fn gc_retention_applies_to_the_read_log() {
+    let db = TestDb::new();
+    let now = Utc::now();
+    db.write(U, PM, "pnpm", "global", "s:g");
+    let mut store = open_store(&db.path);
+    for (age, agent) in [
+        (Duration::days(40), "old-agent"),
+        (Duration::days(1), "new-agent"),
+    ] {
+        store.set_clock(Clock::Fixed(now - age));
+        store
+            .resolve_logged(U, PM, None, None, Some(agent), None)
+            .unwrap();
+    }
+    drop(store);
+    assert_eq!(reads(&db, &[]).len(), 2);
+    db.json(&["gc", "--retention-days", "30", "--json"]);
+    let rows = reads(&db, &[]);
+    let agents: Vec<&str> = rows.iter().map(|r| r["agent"].as_str().unwrap()).collect();
+    assert_eq!(
+        agents,
+        ["new-agent"],
+        "reads older than the retention period are purged"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Rescope
+// ---------------------------------------------------------------------------------------------
+
+/// The incident of the first article, and its fix.
+#[test]
+fn rescope_fixes_the_wrong_tool_incident() {
+    let db = TestDb::new();
+    db.write_with(
+        U,
+        PM,
+        "pnpm",
+        "global",
+        "thread:17/message:86",
+        &["--raw", "以后新前端项目默认用 pnpm"],
+    );
+    let seq = db.run(&["seq"]).ok().stdout.trim().to_string();
+    let raw = "legacy-dashboard 这个仓库继续用 npm ci，别动 lockfile 🔒";
+    let o = db.write_with(
+        U,
+        PM,
+        "npm",
+        "global",
+        "thread:23/message:14",
+        &["--raw", raw, "--causal-seq", &seq],
+    );
+    assert_eq!(
+        (&o["outcome"], &o["version"]),
+        (&json!("superseded"), &json!(2))
+    );
+    // The incident: an agent in a new project gets npm (and the read is logged).
+    assert_eq!(
+        db.resolve(U, PM, Some("brand-new-app"), None)["value"],
+        "npm"
+    );
+    let mut store = open_store(&db.path);
+    let r = store
+        .resolve_logged(
+            U,
+            PM,
+            Some("brand-new-app"),
+            None,
+            Some("claude-code"),
+            Some("ran npm install"),
+        )
+        .unwrap();
+    assert_eq!(r.value, Some(json!("npm")));
+    drop(store);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+
+    let outs = rescope(&db, "global", LEGACY);
+    assert_eq!(outs.len(), 2, "{outs:#?}");
+    assert_eq!(
+        (&outs[0]["outcome"], &outs[0]["scope"], &outs[0]["version"]),
+        (&json!("inserted"), &json!(LEGACY), &json!(1))
+    );
+    assert_eq!(
+        (&outs[1]["outcome"], &outs[1]["scope"], &outs[1]["version"]),
+        (&json!("superseded"), &json!("global"), &json!(3))
+    );
+
+    let repo = db.list(&["--scope", LEGACY]);
+    assert_eq!(repo.len(), 1, "{repo:#?}");
+    assert_eq!(repo[0]["value"], "npm");
+    assert_eq!(repo[0]["version"], 1);
+    assert_eq!(
+        repo[0]["source"], "thread:23/message:14",
+        "original source kept"
+    );
+    assert_eq!(repo[0]["raw"], raw, "the user's words move with it");
+    assert_eq!(
+        repo[0]["causal_seq"].to_string(),
+        seq,
+        "the original causal_seq is kept"
+    );
+    let global = db.list(&["--scope", "global"]);
+    assert_eq!(global.len(), 1);
+    assert_eq!(
+        (&global[0]["value"], &global[0]["version"]),
+        (&json!("pnpm"), &json!(3))
+    );
+    assert_eq!(global[0]["source"], "thread:17/message:86");
+    assert_eq!(global[0]["raw"], "以后新前端项目默认用 pnpm");
+
+    // History intact: v1, v2, v3.
+    let gh = db.history(U, PM, Some("global"));
+    assert_eq!(
+        sets(&gh),
+        [(1, json!("pnpm")), (2, json!("npm")), (3, json!("pnpm"))]
+    );
+    let v2 = gh
+        .iter()
+        .find(|e| e["event"] == "set" && e["version"] == 2)
+        .unwrap();
+    assert_eq!(
+        v2["raw"], raw,
+        "history keeps the mis-scoped version as it was"
+    );
+    let reverted = one_event(&gh, "reverted");
+    let rh = db.history(U, PM, Some(LEGACY));
+    assert_eq!(sets(&rh), [(1, json!("npm"))]);
+    let rescoped = one_event(&rh, "rescoped");
+    // The two events point at each other.
+    assert_eq!(rescoped["detail"]["from"], "global", "{rescoped:#}");
+    assert_eq!(rescoped["detail"]["from_version"], 2);
+    assert_eq!(rescoped["version"], 1);
+    assert_eq!(reverted["detail"]["rescoped_to"], LEGACY, "{reverted:#}");
+    assert_eq!(reverted["detail"]["moved_version"], 2);
+    assert_eq!(reverted["version"], 3);
+    assert_eq!(
+        rescoped["at"], reverted["at"],
+        "one transaction, one moment"
+    );
+
+    db.assert_check_ok();
+    let r = db.resolve(U, PM, Some("brand-new-app"), None);
+    assert_eq!(
+        (&r["value"], &r["scope"]),
+        (&json!("pnpm"), &json!("global"))
+    );
+    let r = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    assert_eq!((&r["value"], &r["scope"]), (&json!("npm"), &json!(LEGACY)));
+
+    // After the fix, the logged read still explains what the agent saw then: global v2, npm.
+    let rows = reads(&db, &["--agent", "claude-code"]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (&rows[0]["scope"], &rows[0]["version"]),
+        (&json!("global"), &json!(2))
+    );
+    let read_at = parse_time(rows[0]["at"].as_str().unwrap(), Utc::now()).unwrap();
+    let store = open_store(&db.path);
+    let then = store
+        .resolve_at(U, PM, Some("brand-new-app"), None, read_at)
+        .unwrap();
+    assert_eq!(
+        (then.value.clone(), then.scope.as_deref(), then.version),
+        (Some(json!("npm")), Some("global"), Some(2)),
+        "as of the read, the agent got the mis-scoped global npm"
+    );
+    let then = store
+        .resolve_at(U, PM, Some("legacy-dashboard"), None, read_at)
+        .unwrap();
+    assert!(
+        !considered(&then, LEGACY).found,
+        "the repo rule did not exist before the rescope"
+    );
+    drop(store);
+}
+
+/// A mis-scoped value with no earlier version leaves FROM's current view (`removed`); a later
+/// write to FROM takes the next version.
+#[test]
+fn rescope_of_a_first_version_removes_it_from_the_old_scope() {
+    let db = TestDb::new();
+    let value = "不执行任何安装命令 🚫";
+    db.write(U, PM, value, "global", "thread:26/message:5");
+    let outs = rescope(&db, "global", "task:check-lockfile-7");
+    assert_eq!(
+        (&outs[0]["outcome"], &outs[0]["scope"], &outs[0]["version"]),
+        (
+            &json!("inserted"),
+            &json!("task:check-lockfile-7"),
+            &json!(1)
+        )
+    );
+    assert_eq!(
+        (&outs[1]["outcome"], &outs[1]["scope"]),
+        (&json!("removed"), &json!("global")),
+        "{outs:#?}"
+    );
+    assert!(db.list(&["--scope", "global"]).is_empty());
+    let gh = db.history(U, PM, Some("global"));
+    let removed = one_event(&gh, "removed");
+    assert_eq!(
+        removed["value"],
+        Value::Null,
+        "a removal carries no content"
+    );
+    assert_eq!(removed["detail"]["rescoped_to"], "task:check-lockfile-7");
+    assert_eq!(sets(&gh), [(1, json!(value))], "history keeps v1");
+    assert!(
+        !db.sql()
+            .query_row("SELECT EXISTS (SELECT 1 FROM tombstones)", [], |r| r
+                .get::<_, bool>(0))
+            .unwrap(),
+        "removal is no tombstone"
+    );
+    db.assert_check_ok();
+    assert_eq!(
+        db.resolve(U, PM, None, Some("check-lockfile-7"))["value"],
+        json!(value)
+    );
+    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["found"], false);
+
+    let o = db.write(U, PM, "pnpm", "global", "thread:30/message:1");
+    assert_eq!(
+        (&o["outcome"], &o["version"]),
+        (&json!("inserted"), &json!(2))
+    );
+    db.assert_check_ok();
+}
+
+#[test]
+fn rescope_into_a_tombstoned_identity_is_refused_and_changes_nothing() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s:1");
+    db.write(U, PM, "npm", "global", "s:2");
+    db.write(U, PM, "npm", LEGACY, "s:r");
+    db.json(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        LEGACY,
+        "--json",
+    ]);
+    let before = table_fingerprint(&db.path);
+    let r = rescope_run(&db, "global", LEGACY);
+    r.fails_with(1, &["legacy-dashboard", "restore"]);
+    assert!(
+        r.stderr.contains("deleted") || r.stderr.contains("tombstone"),
+        "{}",
+        r.stderr
+    );
+    assert_unchanged(&before, &table_fingerprint(&db.path), "a refused rescope");
+    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "npm");
+    db.assert_check_ok();
+}
+
+/// The target already holds the same value: a confirmation there, not a second record.
+#[test]
+fn rescope_onto_the_same_value_confirms_instead_of_duplicating() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm 📦", "global", "s:1");
+    db.write(U, PM, "NPM  ci", LEGACY, "s:r");
+    db.write(U, PM, " npm CI ", "global", "s:2");
+    let outs = rescope(&db, "global", LEGACY);
+    assert_eq!(
+        (&outs[0]["outcome"], &outs[0]["version"]),
+        (&json!("confirmed"), &json!(1)),
+        "{outs:#?}"
+    );
+    assert_eq!(
+        (&outs[1]["outcome"], &outs[1]["version"]),
+        (&json!("superseded"), &json!(3))
+    );
+    let repo = db.list(&["--scope", LEGACY]);
+    assert_eq!(repo.len(), 1);
+    assert_eq!(repo[0]["value"], "NPM  ci", "the first spelling stays");
+    assert_eq!(repo[0]["version"], 1);
+    let rh = db.history(U, PM, Some(LEGACY));
+    assert_eq!(sets(&rh).len(), 1, "no second version: {rh:#?}");
+    assert_eq!(one_event(&rh, "rescoped")["detail"]["outcome"], "confirmed");
+    assert_eq!(db.sql_i64("SELECT count(*) FROM memories"), 2);
+    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "pnpm 📦");
+    db.assert_check_ok();
+}
+
+/// Half-way failure, for real: the value is already written into TO when returning FROM to its
+/// previous version fails, because retention purged that version's content. Nothing changes.
+#[test]
+fn rescope_failing_half_way_on_purged_content_changes_nothing() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s:1");
+    db.write(U, PM, "npm ✨", "global", "s:2");
+    purge_old_content(&db);
+    let before = table_fingerprint(&db.path);
+    let r = rescope_run(&db, "global", LEGACY);
+    r.fails_with(1, &["purged"]);
+    assert_unchanged(&before, &table_fingerprint(&db.path), "a failed rescope");
+    assert!(db.list(&["--scope", LEGACY]).is_empty());
+    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "npm ✨");
+    db.assert_check_ok();
+}
+
+/// Half-way failure injected with a trigger (a foreign client's raw SQL) that refuses the
+/// `reverted` event, the very last insert of a rescope. Nothing changes; without the trigger the
+/// same command succeeds.
+#[test]
+fn rescope_failing_at_its_last_step_changes_nothing() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s:1");
+    db.write(U, PM, "npm 🧨", "global", "s:2");
+    let add = python(
+        "import sqlite3, sys\n\
+         c = sqlite3.connect(sys.argv[1])\n\
+         c.execute(\"CREATE TRIGGER inject_failure BEFORE INSERT ON history WHEN NEW.event = 'reverted' \
+         BEGIN SELECT RAISE(ABORT, 'injected failure for the atomicity test'); END\")\n\
+         c.commit()\n",
+        &[db.path_str()],
+    );
+    assert_eq!(add.code, 0, "{add:?}");
+    let before = table_fingerprint(&db.path);
+    let r = rescope_run(&db, "global", LEGACY);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.contains("injected failure"), "{}", r.stderr);
+    assert_unchanged(&before, &table_fingerprint(&db.path), "a failed rescope");
+    db.assert_check_ok();
+
+    let drop_it = python(
+        "import sqlite3, sys\n\
+         c = sqlite3.connect(sys.argv[1])\n\
+         c.execute('DROP TRIGGER inject_failure')\n\
+         c.commit()\n",
+        &[db.path_str()],
+    );
+    assert_eq!(drop_it.code, 0, "{drop_it:?}");
+    let outs = rescope(&db, "global", LEGACY);
+    assert_eq!(outs[0]["outcome"], "inserted");
+    assert_eq!(db.list(&["--scope", LEGACY])[0]["value"], "npm 🧨");
+    db.assert_check_ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Revert
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn revert_makes_an_earlier_value_current_as_a_new_version() {
+    let db = TestDb::new();
+    db.write_with(U, PM, "豆包 🫘", "global", "s:1", &["--raw", "默认用豆包"]);
+    db.write(U, PM, "npm", "global", "s:2");
+    let outs = as_array(revert_run(&db, "global", None).ok().json());
+    assert_eq!(outs.len(), 1);
+    assert_eq!(
+        (&outs[0]["outcome"], &outs[0]["version"]),
+        (&json!("superseded"), &json!(3)),
+        "{outs:#?}"
+    );
+    let cur = db.list(&["--scope", "global"]);
+    assert_eq!(
+        (&cur[0]["value"], &cur[0]["version"]),
+        (&json!("豆包 🫘"), &json!(3))
+    );
+    assert_eq!(cur[0]["raw"], "默认用豆包");
+    let h = db.history(U, PM, Some("global"));
+    assert_eq!(
+        sets(&h),
+        [
+            (1, json!("豆包 🫘")),
+            (2, json!("npm")),
+            (3, json!("豆包 🫘"))
+        ],
+        "history keeps every earlier row"
+    );
+    assert_eq!(one_event(&h, "reverted")["detail"]["reverted_to"], 1);
+    db.assert_check_ok();
+
+    // --to-version N.
+    let outs = as_array(revert_run(&db, "global", Some("2")).ok().json());
+    assert_eq!(
+        (&outs[0]["outcome"], &outs[0]["version"]),
+        (&json!("superseded"), &json!(4))
+    );
+    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "npm");
+    let h = db.history(U, PM, Some("global"));
+    assert_eq!(sets(&h).len(), 4);
+    assert_eq!(
+        sets(&h)[..3],
+        [
+            (1, json!("豆包 🫘")),
+            (2, json!("npm")),
+            (3, json!("豆包 🫘"))
+        ]
+    );
+    db.assert_check_ok();
+
+    // The current version or a later one, or no version at all: refused, nothing changes.
+    let before = table_fingerprint(&db.path);
+    for (v, word) in [("4", "earlier"), ("9", "earlier"), ("0", "v1")] {
+        let r = revert_run(&db, "global", Some(v));
+        r.fails_with(1, &[word]);
+        assert!(r.stdout.trim().is_empty(), "{r:?}");
+    }
+    assert_unchanged(&before, &table_fingerprint(&db.path), "refused reverts");
+    db.assert_check_ok();
+}
+
+#[test]
+fn revert_to_purged_content_is_refused_in_one_sentence() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm 📦", "global", "s:1");
+    db.write(U, PM, "npm", "global", "s:2");
+    purge_old_content(&db);
+    let before = table_fingerprint(&db.path);
+    revert_run(&db, "global", None).fails_with(1, &["purged", "v1"]);
+    revert_run(&db, "global", Some("1")).fails_with(1, &["purged"]);
+    assert_unchanged(&before, &table_fingerprint(&db.path), "a refused revert");
+    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "npm");
+    db.assert_check_ok();
+}
+
+#[test]
+fn revert_of_a_tombstoned_identity_is_refused() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s:1");
+    db.write(U, PM, "npm", "global", "s:2");
+    db.json(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "global",
+        "--json",
+    ]);
+    let before = table_fingerprint(&db.path);
+    revert_run(&db, "global", None).fails_with(1, &["deleted", "restore"]);
+    revert_run(&db, "global", Some("1")).fails_with(1, &["deleted"]);
+    assert_unchanged(&before, &table_fingerprint(&db.path), "a refused revert");
+    assert!(db.list(&[]).is_empty());
+    db.assert_check_ok();
+}
+
+/// Revert through the library lands as a new version and keeps every earlier row.
+#[test]
+fn library_revert_never_rewrites_history() {
+    let db = TestDb::new();
+    let mut store = open_store(&db.path);
+    put(
+        &mut store,
+        t(0),
+        "global",
+        json!({"tool": "pnpm", "备注": "默认"}),
+        "s:1",
+        None,
+    );
+    put(&mut store, t(60), "global", json!("npm"), "s:2", None);
+    let before: Vec<_> = store.history(U, PM, None).unwrap();
+    store.set_clock(Clock::Fixed(t(120)));
+    let o = store.revert(&ident(U, PM, "global"), None).unwrap();
+    assert_eq!((o.outcome, o.version), (OutcomeKind::Superseded, Some(3)));
+    let after = store.history(U, PM, None).unwrap();
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(
+            (
+                b.id,
+                &b.event,
+                b.version,
+                &b.value,
+                &b.raw,
+                &b.source,
+                b.causal_seq,
+                &b.at
+            ),
+            (
+                a.id,
+                &a.event,
+                a.version,
+                &a.value,
+                &a.raw,
+                &a.source,
+                a.causal_seq,
+                &a.at
+            ),
+            "an earlier row changed"
+        );
+    }
+    assert!(after.len() > before.len());
+    let r = as_of(&store, None, None, t(90));
+    assert_eq!(r.value, Some(json!("npm")), "as of before the revert: v2");
+    let r = as_of(&store, None, None, t(150));
+    assert_eq!(r.value, Some(json!({"tool": "pnpm", "备注": "默认"})));
+    assert_eq!(r.version, Some(3));
+    let report = store.check().unwrap();
+    assert!(report.ok, "{:?}", report.violations);
+    let reads_now = store.reads(&ReadFilter::default()).unwrap();
+    assert!(reads_now.is_empty(), "a revert is no read");
+}

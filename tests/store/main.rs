@@ -1,0 +1,20 @@
+//! The store's contract, on real database files, through the library and the real binary: the
+//! write decision and its invariants, precedence, deletion that destroys the bytes, migrations,
+//! spelling of ids, the incident loop (as-of, read log, rescope, revert), export/import, the
+//! seed articles' scenarios and a foreign SQL client against the schema's guards.
+//!
+//! Run: `cargo test --release --test store` (one module: `--test store -- migration::`).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod apply_equivalence;
+mod foreign_client;
+mod incident;
+mod migration;
+mod precedence;
+mod purge_on_disk;
+mod scenarios;
+mod spelling;
+mod transfer;
+mod write_invariants;

@@ -1,0 +1,601 @@
+//! Deletion destroys the bytes (README, "delete"): canary strings placed in `raw`, in a
+//! superseded value, in a stale event, in a confirmation, in a pending item and in the note of
+//! an agent's read appear in no database file
+//! (`.db`, `-wal`, `-shm`) after the delete — and are found there before it, so these tests can
+//! fail.
+
+use crate::support::*;
+use memscope::{DeleteTarget, Identity, OutcomeKind, Scope};
+use serde_json::json;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+const U: &str = "user:42";
+const PM: &str = "package_manager";
+
+struct Canaries {
+    raw: String,
+    superseded: String,
+    stale: String,
+    confirmed: String,
+    pending: String,
+    long: String,
+    note: String,
+}
+
+impl Canaries {
+    fn new() -> Canaries {
+        Canaries {
+            raw: unique("canary-raw-"),
+            superseded: unique("金丝雀-旧值-old-"),
+            stale: unique("canary-stale-🐤-"),
+            confirmed: unique("确认-canary-"),
+            pending: unique("待定金丝雀-pending-"),
+            long: unique("长金丝雀-overflow-"),
+            note: unique("读日志-note-canary-"),
+        }
+    }
+
+    fn all(&self) -> Vec<(&'static str, &str)> {
+        vec![
+            ("raw", &self.raw),
+            ("superseded value", &self.superseded),
+            ("stale event", &self.stale),
+            ("confirmation raw", &self.confirmed),
+            ("pending item", &self.pending),
+            ("100 KB superseded value", &self.long),
+            ("read-log note", &self.note),
+        ]
+    }
+}
+
+/// Writes every canary through the CLI: raw text, a superseded value, a stale replay, a
+/// confirmation, a pending item naming the scope, and a 100 KB value (overflow pages).
+fn plant_with_cli(db: &TestDb, c: &Canaries) {
+    let out = db.write_with(
+        U,
+        PM,
+        &format!("pnpm {}", c.superseded),
+        "global",
+        "thread:17/message:86",
+        &[
+            "--raw",
+            &format!("以后新建前端项目，默认用 pnpm。{}", c.raw),
+        ],
+    );
+    assert_eq!(out["outcome"], "inserted");
+    let out = db.write_with(
+        U,
+        PM,
+        &format!("PNPM {}", c.superseded.to_uppercase()),
+        "global",
+        "thread:19/message:3",
+        &["--raw", &format!("还是 pnpm {}", c.confirmed)],
+    );
+    assert_eq!(out["outcome"], "confirmed");
+    let out = db.write(U, PM, "npm", "global", "thread:30/message:2");
+    assert_eq!(out["outcome"], "superseded");
+    let out = db.write_with(
+        U,
+        PM,
+        &format!("bower {}", c.stale),
+        "global",
+        "thread:2/message:1",
+        &["--causal-seq", "1", "--raw", &c.stale],
+    );
+    assert_eq!(out["outcome"], "stale");
+    let out = db.write_ambiguous(
+        U,
+        PM,
+        &format!("npm {}", c.pending),
+        "global,repo:web-app",
+        "thread:31/message:2",
+        &format!("以后都用 npm {}", c.pending),
+    );
+    assert_eq!(out["outcome"], "pending");
+    let long = long_text(100 * 1024, &c.long);
+    let r = db.run(&[
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--value",
+        &long,
+        "--scope",
+        "repo:legacy-dashboard",
+        "--source",
+        "thread:23/message:14",
+        "--json",
+    ]);
+    assert_eq!(r.ok().json()["outcome"], "inserted");
+    let out = db.write(
+        U,
+        PM,
+        "npm ci",
+        "repo:legacy-dashboard",
+        "thread:23/message:15",
+    );
+    assert_eq!(out["outcome"], "superseded");
+    // An agent's note repeats what it was told, in the repository (its chain has global too).
+    db.run(&[
+        "resolve",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--repo",
+        "legacy-dashboard",
+        "--log",
+        "--agent",
+        "claude-code",
+        "--note",
+        &format!("installs with npm ci {}", c.note),
+    ])
+    .ok();
+    // A neighbour that must survive the delete.
+    db.write(U, "formatter", "biome", "global", "thread:27/message:11");
+}
+
+#[track_caller]
+fn assert_present(db: &TestDb, c: &Canaries) {
+    for (what, canary) in c.all() {
+        assert!(
+            !find_on_disk(&db.path, canary).is_empty(),
+            "the {what} canary should be on disk before the delete (else this test proves nothing)"
+        );
+    }
+}
+
+#[track_caller]
+fn assert_gone(db: &TestDb, c: &Canaries) {
+    let mut leaks = Vec::new();
+    for (what, canary) in c.all() {
+        for hit in find_on_disk(&db.path, canary) {
+            leaks.push(format!("{what} canary {canary:?} in {hit}"));
+        }
+    }
+    assert!(
+        leaks.is_empty(),
+        "deleted content is still on disk:\n{}",
+        leaks.join("\n")
+    );
+}
+
+#[test]
+fn deleting_a_predicate_leaves_its_content_in_no_database_file() {
+    let db = TestDb::new();
+    let c = Canaries::new();
+    plant_with_cli(&db, &c);
+    assert_present(&db, &c);
+
+    let report = db.json(&[
+        "delete",
+        "--yes",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--reason",
+        "用户要求删除",
+        "--json",
+    ]);
+    assert_eq!(report["purged_pending"], 1, "{report:#}");
+    assert_eq!(report["purged_notes"], 1, "{report:#}");
+    assert_gone(&db, &c);
+    // The read itself stays in the log, without its words.
+    let reads = as_array(db.json(&["reads", "--json"]));
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert!(reads[0]["note"].is_null(), "{reads:?}");
+
+    // A write to the tombstone carrying a fresh canary is rejected and stores none of it.
+    let late = unique("复活金丝雀-");
+    let out = db.write_with(U, PM, &late, "global", "thread:50", &["--raw", &late]);
+    assert_eq!(out["outcome"], "rejected");
+    assert!(find_on_disk(&db.path, &late).is_empty());
+    assert_gone(&db, &c);
+
+    assert_eq!(db.list(&[]).len(), 1, "the neighbour survives");
+    db.assert_check_ok();
+}
+
+#[test]
+fn deleting_one_identity_purges_the_pending_items_that_name_it() {
+    let db = TestDb::new();
+    let c = Canaries::new();
+    plant_with_cli(&db, &c);
+    db.json(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "global",
+        "--json",
+    ]);
+    // Everything of the global identity, including the pending item naming it, is gone …
+    for (what, canary) in c.all() {
+        if what.starts_with("100 KB") {
+            continue;
+        }
+        assert!(
+            find_on_disk(&db.path, canary).is_empty(),
+            "{what} canary survived the identity delete: {:?}",
+            find_on_disk(&db.path, canary)
+        );
+    }
+    // … while the repo identity was not deleted and keeps its history.
+    assert!(!find_on_disk(&db.path, &c.long).is_empty());
+    assert_eq!(db.list(&["--scope", "repo:legacy-dashboard"]).len(), 1);
+    db.assert_check_ok();
+}
+
+#[test]
+fn deleting_a_whole_subject_leaves_nothing_on_disk() {
+    let db = TestDb::new();
+    let c = Canaries::new();
+    plant_with_cli(&db, &c);
+    let coffee = unique("燕麦拿铁☕-");
+    db.write_with(
+        U,
+        "咖啡",
+        &coffee,
+        "global",
+        "thread:20",
+        &["--raw", &coffee],
+    );
+    db.write("user:7", PM, "yarn", "global", "thread:44");
+    assert!(!find_on_disk(&db.path, &coffee).is_empty());
+
+    let report = db.json(&["delete", "--yes", "--subject", U, "--json"]);
+    let scopes = report["tombstoned"].as_array().unwrap().len();
+    assert_eq!(
+        scopes, 4,
+        "package_manager at global and the repo, formatter, coffee: {report:#}"
+    );
+    assert_gone(&db, &c);
+    assert!(find_on_disk(&db.path, &coffee).is_empty());
+    assert_eq!(db.list(&[]).len(), 1, "another subject is untouched");
+    db.assert_check_ok();
+}
+
+/// The same through the library, with the writer still open: the WAL is truncated so the bytes
+/// are gone while memscope keeps running.
+#[test]
+fn library_delete_purges_while_the_store_stays_open() {
+    let db = TestDb::new();
+    let c = Canaries::new();
+    let mut store = open_store(&db.path);
+    let mut w = req(
+        U,
+        PM,
+        json!(format!("pnpm {}", c.superseded)),
+        "global",
+        "s:1",
+    );
+    w.raw = Some(c.raw.clone());
+    store.write(&w).unwrap();
+    let mut w = req(
+        U,
+        PM,
+        json!(format!(" PNPM  {} ", c.superseded.to_uppercase())),
+        "global",
+        "s:2",
+    );
+    w.raw = Some(c.confirmed.clone());
+    assert_eq!(store.write(&w).unwrap().outcome, OutcomeKind::Confirmed);
+    store
+        .write(&req(U, PM, json!("npm"), "global", "s:3"))
+        .unwrap();
+    let mut w = req(U, PM, json!(c.stale), "global", "s:4");
+    w.causal_seq = Some(1);
+    assert_eq!(store.write(&w).unwrap().outcome, OutcomeKind::Stale);
+    let mut w = ambiguous_req(U, PM, json!(c.pending), &["repo:web-app", "global"], "s:5");
+    w.raw = Some(c.pending.clone());
+    assert_eq!(store.write(&w).unwrap().outcome, OutcomeKind::Pending);
+    store
+        .write(&req(
+            U,
+            PM,
+            json!(long_text(100 * 1024, &c.long)),
+            "global",
+            "s:6",
+        ))
+        .unwrap();
+    store
+        .write(&req(U, PM, json!("npm again"), "global", "s:7"))
+        .unwrap();
+    store
+        .resolve_logged(U, PM, Some("web-app"), None, Some("agent"), Some(&c.note))
+        .unwrap();
+    assert_present(&db, &c);
+
+    let report = store
+        .delete(
+            &DeleteTarget::Identity(Identity {
+                subject: U.into(),
+                predicate: "pkg_manager".into(),
+                scope: Scope::Global,
+            }),
+            Some("forget it"),
+        )
+        .unwrap();
+    assert!(report.disk_purged, "{report:?}");
+    assert_eq!(report.purged_pending, 1);
+    assert_eq!(report.purged_versions, 4);
+    // The store is still open: -wal and -shm exist and must hold nothing of it either.
+    assert_gone(&db, &c);
+    assert!(store.purge_debt().unwrap().is_none());
+    drop(store);
+    assert_gone(&db, &c);
+}
+
+/// A reader holding a read transaction blocks the WAL truncation: the delete still succeeds,
+/// says the on-disk purge is pending, `check` reports the debt, and `gc` pays it once the
+/// reader is gone.
+#[test]
+fn a_blocked_purge_is_recorded_and_paid_later() {
+    let db = TestDb::new();
+    let c = Canaries::new();
+    plant_with_cli(&db, &c);
+
+    let script = r#"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN")
+n = c.execute("SELECT count(*) FROM history").fetchone()[0]
+print("READY", n, flush=True)
+sys.stdin.readline()
+c.execute("COMMIT")
+c.close()
+"#;
+    let mut reader = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(&db.path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    let mut line = String::new();
+    BufReader::new(reader.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("READY"), "python reader: {line:?}");
+
+    let r = db.run(&[
+        "delete",
+        "--yes",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "the delete itself succeeds: {r:?}");
+    assert!(
+        r.stderr.to_lowercase().contains("pending"),
+        "the user is told the on-disk purge is pending: {:?}",
+        r.stderr
+    );
+    assert!(db.list(&["--predicate", PM]).is_empty());
+    let (_, report) = db.check();
+    assert!(
+        report["metrics"]["purge_debt_since"].is_string(),
+        "check reports the debt: {report:#}"
+    );
+
+    reader.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+    let status = reader.wait().unwrap();
+    assert!(status.success());
+
+    db.run(&["gc"]).ok();
+    let (code, report) = db.check();
+    assert_eq!(code, 0, "{report:#}");
+    assert!(
+        report["metrics"]["purge_debt_since"].is_null(),
+        "{report:#}"
+    );
+    assert_gone(&db, &c);
+}
+
+/// The user's words can live only in the pending queue (nothing was ever written to a scope).
+/// Deleting the preference must still destroy them.
+#[test]
+fn deleting_a_preference_that_only_waits_in_the_pending_queue_destroys_it() {
+    let db = TestDb::new();
+    let canary = unique("只在队列里-queued-");
+    let out = db.write_ambiguous(
+        U,
+        PM,
+        &format!("npm {canary}"),
+        "global,repo:web-app",
+        "thread:31/message:2",
+        &format!("以后都用 npm {canary}"),
+    );
+    assert_eq!(out["outcome"], "pending");
+    db.write(U, "formatter", "biome", "global", "thread:27");
+    assert!(!find_on_disk(&db.path, &canary).is_empty());
+
+    let r = db.run(&[
+        "delete",
+        "--yes",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--json",
+    ]);
+    assert_eq!(
+        r.code, 0,
+        "deleting the package-manager preference must succeed while its only copy is a pending item: {r:?}"
+    );
+    assert_eq!(r.json()["purged_pending"], 1);
+    assert!(db.pending(true).is_empty());
+    assert!(
+        find_on_disk(&db.path, &canary).is_empty(),
+        "{:?}",
+        find_on_disk(&db.path, &canary)
+    );
+}
+
+/// After `delete --predicate`, no pending item of that predicate may survive to be resolved
+/// later (which would write the deleted preference back), whatever scopes it names.
+#[test]
+fn a_predicate_delete_leaves_no_pending_item_of_that_predicate() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "thread:17");
+    let canary = unique("别的仓库-other-repos-");
+    let out = db.write_ambiguous(
+        U,
+        PM,
+        &format!("npm {canary}"),
+        "repo:a,repo:b",
+        "thread:31/message:2",
+        &canary,
+    );
+    let id = out["pending_id"].as_i64().unwrap().to_string();
+    db.run(&["delete", "--yes", "--subject", U, "--predicate", PM])
+        .ok();
+    assert!(db.list(&["--predicate", PM]).is_empty());
+    let resurrect = db.run(&["pending", "resolve", &id, "--scope", "repo:a", "--json"]);
+    assert!(
+        db.list(&["--predicate", PM]).is_empty(),
+        "a pending item written after the delete brought the deleted preference back: {}",
+        resurrect.stdout
+    );
+    assert!(
+        find_on_disk(&db.path, &canary).is_empty(),
+        "{:?}",
+        find_on_disk(&db.path, &canary)
+    );
+}
+
+/// Retention (`gc --retention-days`) purges old history content the same way: gone from disk,
+/// current records intact.
+#[test]
+fn retention_gc_purges_old_history_content_from_disk() {
+    use chrono::{Duration, Utc};
+    use memscope::Clock;
+    let db = TestDb::new();
+    let old_raw = unique("四十天前-old-raw-");
+    let old_value = unique("旧值-old-value-");
+    let stale = unique("陈旧-stale-");
+    let recent = unique("最近-recent-");
+    let now = Utc::now();
+    let mut store = open_store(&db.path);
+    store.set_clock(Clock::Fixed(now - Duration::days(40)));
+    let mut w = req(U, PM, json!(old_value), "global", "s:old");
+    w.raw = Some(old_raw.clone());
+    store.write(&w).unwrap();
+    store.set_clock(Clock::Fixed(now - Duration::days(35)));
+    let mut w = req(U, PM, json!(stale), "global", "s:stale");
+    w.causal_seq = Some(1);
+    assert_eq!(store.write(&w).unwrap().outcome, OutcomeKind::Stale);
+    store.set_clock(Clock::Fixed(now - Duration::days(1)));
+    let mut w = req(U, PM, json!("npm"), "global", "s:new");
+    w.raw = Some(recent.clone());
+    store.write(&w).unwrap();
+    store.set_clock(Clock::System);
+    drop(store);
+    for c in [&old_raw, &old_value, &stale, &recent] {
+        assert!(!find_on_disk(&db.path, c).is_empty());
+    }
+
+    let r = db.json(&["gc", "--retention-days", "30", "--json"]);
+    assert!(r["purged_events"].as_i64().unwrap() >= 2, "{r:#}");
+    for c in [&old_raw, &old_value, &stale] {
+        assert!(
+            find_on_disk(&db.path, c).is_empty(),
+            "old content {c:?} survived retention: {:?}",
+            find_on_disk(&db.path, c)
+        );
+    }
+    assert!(
+        !find_on_disk(&db.path, &recent).is_empty(),
+        "recent content is kept"
+    );
+    let cur = db.list(&[]);
+    assert_eq!(cur[0]["value"], "npm");
+    assert_eq!(cur[0]["raw"], recent.as_str());
+    db.assert_check_ok();
+}
+
+#[test]
+fn a_delete_blanks_exactly_the_notes_that_can_have_seen_its_content() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "t:1");
+    db.write(U, PM, "npm", "repo:legacy-dashboard", "t:2");
+    db.write(U, "formatter", "biome", "global", "t:3");
+    let read = |predicate: &str, repo: &str, note: &str| {
+        db.run(&[
+            "resolve",
+            "--subject",
+            U,
+            "--predicate",
+            predicate,
+            "--repo",
+            repo,
+            "--log",
+            "--agent",
+            "a",
+            "--note",
+            note,
+        ])
+        .ok();
+    };
+    let in_repo = unique("在仓库里读到 npm-");
+    let elsewhere = unique("web-app read pnpm-");
+    let other = unique("formatter biome-");
+    read(PM, "legacy-dashboard", &in_repo);
+    read(PM, "web-app", &elsewhere);
+    read("formatter", "legacy-dashboard", &other);
+
+    // The preview counts what the delete will blank.
+    let target = DeleteTarget::Identity(Identity {
+        subject: U.into(),
+        predicate: PM.into(),
+        scope: Scope::Repo("legacy-dashboard".into()),
+    });
+    let preview = open_store(&db.path).delete_preview(&target).unwrap();
+    assert_eq!(preview.read_notes, 1, "{preview:?}");
+
+    let report = db.json(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "repo:legacy-dashboard",
+        "--json",
+    ]);
+    assert_eq!(report["purged_notes"], 1, "{report:#}");
+    assert!(find_on_disk(&db.path, &in_repo).is_empty());
+    // A read in another repository never saw repo:legacy-dashboard; another predicate neither.
+    assert!(!find_on_disk(&db.path, &elsewhere).is_empty());
+    assert!(!find_on_disk(&db.path, &other).is_empty());
+
+    // Deleting the global identity reaches every read of the predicate.
+    let report = db.json(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "global",
+        "--json",
+    ]);
+    assert_eq!(report["purged_notes"], 1, "{report:#}");
+    assert!(find_on_disk(&db.path, &elsewhere).is_empty());
+    assert!(!find_on_disk(&db.path, &other).is_empty());
+    assert_eq!(
+        as_array(db.json(&["reads", "--json"])).len(),
+        3,
+        "the reads stay"
+    );
+    db.assert_check_ok();
+}

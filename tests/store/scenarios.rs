@@ -1,0 +1,600 @@
+//! The five scenarios at the end of the first seed article ("上线前，用这五个场景检查更新逻辑"),
+//! each driven through the real `memscope` binary on a real database file.
+
+use crate::support::*;
+use serde_json::{json, Value};
+
+const U: &str = "user:42";
+const PM: &str = "package_manager";
+
+/// 再次说「新项目默认用 pnpm」→ 不产生重复记录，只更新确认时间或来源。
+#[test]
+fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
+    let db = TestDb::new();
+    let first = db.write_with(
+        U,
+        PM,
+        "pnpm",
+        "global",
+        "thread:17/message:86",
+        &["--raw", "以后新建前端项目，默认用 pnpm。"],
+    );
+    assert_eq!(first["outcome"], "inserted");
+    assert_eq!(first["version"], 1);
+    let before = db.list(&[]);
+    assert_eq!(before.len(), 1);
+    assert_eq!(before[0]["confirm_count"], 0);
+
+    // Same fact again, different spelling of predicate and value, new source.
+    let again = db.write_with(
+        U,
+        "Package Manager",
+        "  PNPM ",
+        "global",
+        "thread:19/message:3",
+        &["--raw", "新项目还是用 pnpm 哈 🙂"],
+    );
+    assert_eq!(again["outcome"], "confirmed", "{again:#}");
+    assert_eq!(again["version"], 1);
+    assert!(again.get("previous").is_none(), "{again:#}");
+
+    let after = db.list(&[]);
+    assert_eq!(after.len(), 1, "no duplicate record: {after:?}");
+    let rec = &after[0];
+    assert_eq!(rec["predicate"], PM);
+    assert_eq!(rec["value"], "pnpm", "the first spelling is the one stored");
+    assert_eq!(rec["version"], 1, "a confirmation is not a new version");
+    assert_eq!(rec["confirm_count"], 1);
+    assert!(rec["confirmed_at"].is_string(), "{rec:#}");
+    assert_eq!(rec["source"], "thread:17/message:86");
+    assert_eq!(rec["created_at"], before[0]["created_at"]);
+    assert_eq!(
+        db.sql_i64("SELECT count(*) FROM memories WHERE subject = 'user:42'"),
+        1
+    );
+    let confirmed_source: String = db
+        .sql()
+        .query_row(
+            "SELECT confirmed_source FROM memories WHERE subject = 'user:42' AND predicate = 'package_manager'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(confirmed_source, "thread:19/message:3");
+
+    let hist = db.history(U, PM, Some("global"));
+    assert_eq!(events(&hist), ["set", "confirmed"]);
+    assert_eq!(hist[1]["source"], "thread:19/message:3");
+    assert_eq!(hist[1]["version"], 1);
+
+    // A third confirmation counts again and records its own source.
+    let third = db.write(U, "packageManager", "pnpm", "global", "thread:21/message:1");
+    assert_eq!(third["outcome"], "confirmed");
+    let rec = &db.list(&[])[0];
+    assert_eq!(rec["confirm_count"], 2);
+    assert_eq!(rec["version"], 1);
+    assert_eq!(
+        events(&db.history(U, PM, Some("global"))),
+        ["set", "confirmed", "confirmed"]
+    );
+    db.assert_check_ok();
+}
+
+/// Sameness of values: trimmed, case folded, inner whitespace collapsed, object keys unordered.
+#[test]
+fn s1_the_same_value_in_another_spelling_is_a_confirmation() {
+    let db = TestDb::new();
+    let first = db.json(&[
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        "indentation",
+        "--value-json",
+        r#"{"style": "Spaces", "width": 2, "备注": "两个  空格"}"#,
+        "--scope",
+        "repo:web-app",
+        "--source",
+        "thread:25/message:1",
+        "--json",
+    ]);
+    assert_eq!(first["outcome"], "inserted");
+    let again = db.json(&[
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        "Indentation",
+        "--value-json",
+        r#"{"备注": " 两个 空格 ", "width": 2, "style": "spaces"}"#,
+        "--scope",
+        "repo:web-app",
+        "--source",
+        "thread:28/message:4",
+        "--json",
+    ]);
+    assert_eq!(again["outcome"], "confirmed", "{again:#}");
+    let other = db.json(&[
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        "indentation",
+        "--value-json",
+        r#"{"style": "spaces", "width": 4}"#,
+        "--scope",
+        "repo:web-app",
+        "--source",
+        "thread:29/message:1",
+        "--json",
+    ]);
+    assert_eq!(other["outcome"], "superseded");
+    let rec = &db.list(&[])[0];
+    assert_eq!(rec["value"], json!({"style": "spaces", "width": 4}));
+    assert_eq!(rec["version"], 2);
+    db.assert_check_ok();
+}
+
+/// 在 `legacy-dashboard` 中说「这里用 npm ci」→ 新增仓库规则，不修改用户默认值。
+#[test]
+fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "thread:17/message:86");
+    let global_before = db.list(&["--scope", "global"]);
+
+    let out = db.write_with(
+        U,
+        PM,
+        "npm",
+        "repo:legacy-dashboard",
+        "thread:23/message:14",
+        &[
+            "--raw",
+            "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。",
+        ],
+    );
+    assert_eq!(out["outcome"], "inserted");
+    assert_eq!(out["scope"], "repo:legacy-dashboard");
+    assert_eq!(out["version"], 1);
+
+    assert_eq!(
+        db.list(&["--scope", "global"]),
+        global_before,
+        "the user default must be untouched"
+    );
+    assert_eq!(db.history(U, PM, Some("global")).len(), 1);
+    let all = db.list(&[]);
+    assert_eq!(all.len(), 2, "{all:?}");
+    let repo = db.list(&["--scope", "repo:legacy-dashboard"]);
+    assert_eq!(repo[0]["value"], "npm");
+    assert_eq!(
+        repo[0]["raw"],
+        "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"
+    );
+
+    let in_repo = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    assert_eq!(
+        (&in_repo["value"], &in_repo["scope"]),
+        (&json!("npm"), &json!("repo:legacy-dashboard"))
+    );
+    let new_project = db.resolve(U, PM, None, None);
+    assert_eq!(
+        (&new_project["value"], &new_project["scope"]),
+        (&json!("pnpm"), &json!("global"))
+    );
+    db.assert_check_ok();
+}
+
+/// 明确说「以后新项目改用 npm」→ 用户默认值更新，旧值可追溯但不再参与当前读取。
+#[test]
+fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only() {
+    let db = TestDb::new();
+    db.write_with(
+        U,
+        PM,
+        "pnpm",
+        "global",
+        "thread:17/message:86",
+        &["--raw", "以后新建前端项目，默认用 pnpm。"],
+    );
+    db.write(
+        U,
+        PM,
+        "npm",
+        "repo:legacy-dashboard",
+        "thread:23/message:14",
+    );
+    let repo_before = db.list(&["--scope", "repo:legacy-dashboard"]);
+
+    let out = db.write_with(
+        U,
+        PM,
+        "npm",
+        "global",
+        "thread:30/message:2",
+        &["--raw", "以后新项目也改用 npm"],
+    );
+    assert_eq!(out["outcome"], "superseded", "{out:#}");
+    assert_eq!(out["previous"], "pnpm");
+    assert_eq!(out["version"], 2);
+
+    let global = db.list(&["--scope", "global"]);
+    assert_eq!(global.len(), 1);
+    assert_eq!(global[0]["value"], "npm");
+    assert_eq!(global[0]["version"], 2);
+    assert_eq!(global[0]["source"], "thread:30/message:2");
+    assert_eq!(global[0]["raw"], "以后新项目也改用 npm");
+
+    // The old value is traceable …
+    let hist = db.history(U, PM, Some("global"));
+    let sets: Vec<(Value, Value)> = hist
+        .iter()
+        .filter(|e| e["event"] == "set")
+        .map(|e| (e["version"].clone(), e["value"].clone()))
+        .collect();
+    assert_eq!(
+        sets,
+        vec![(json!(1), json!("pnpm")), (json!(2), json!("npm"))]
+    );
+    assert_eq!(hist[0]["raw"], "以后新建前端项目，默认用 pnpm。");
+
+    // … but no longer read.
+    for (repo, task) in [(None, None), (Some("web-app"), None), (None, Some("t-1"))] {
+        let r = db.resolve(U, PM, repo, task);
+        assert_eq!(r["value"], "npm", "{r:#}");
+        assert_eq!(r["version"], 2);
+        assert!(!r.to_string().contains("pnpm"), "{r:#}");
+    }
+    let listing = db.run(&["list", "--json"]).ok().stdout;
+    assert!(!listing.contains("pnpm"), "{listing}");
+    assert_eq!(
+        db.list(&["--scope", "repo:legacy-dashboard"]),
+        repo_before,
+        "the repo rule is another memory"
+    );
+    db.assert_check_ok();
+}
+
+/// 只说「以后都用 npm」但上下文无法确定范围 → 不静默覆盖，先确认是全局还是当前仓库。
+#[test]
+fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "thread:17/message:86");
+    let before = db.list(&[]);
+
+    let out = db.write_ambiguous(
+        U,
+        PM,
+        "npm",
+        "global,repo:web-app",
+        "thread:31/message:2",
+        "以后都用 npm",
+    );
+    assert_eq!(out["outcome"], "pending", "{out:#}");
+    let id = out["pending_id"].as_i64().expect("pending_id");
+    assert!(out.get("version").is_none() || out["version"].is_null());
+
+    assert_eq!(db.list(&[]), before, "nothing may be overwritten");
+    assert_eq!(db.history(U, PM, None).len(), 1);
+    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+
+    let queue = db.pending(false);
+    assert_eq!(queue.len(), 1, "{queue:?}");
+    let item = &queue[0];
+    assert_eq!(item["id"], id);
+    assert_eq!(item["raw"], "以后都用 npm");
+    assert_eq!(item["value"], "npm");
+    assert_eq!(item["source"], "thread:31/message:2");
+    assert_eq!(item["candidates"], json!(["global", "repo:web-app"]));
+    assert_eq!(item["status"], "open");
+
+    // The human picks the repo.
+    let resolved = db.json(&[
+        "pending",
+        "resolve",
+        &id.to_string(),
+        "--scope",
+        "repo:web-app",
+        "--json",
+    ]);
+    assert_eq!(resolved["outcome"], "inserted", "{resolved:#}");
+    assert_eq!(resolved["scope"], "repo:web-app");
+
+    assert!(db.pending(false).is_empty());
+    let all = db.pending(true);
+    assert_eq!(all[0]["status"], "resolved");
+    assert_eq!(all[0]["resolved_scope"], "repo:web-app");
+    assert_eq!(all[0]["resolution"], "inserted");
+
+    let in_repo = db.resolve(U, PM, Some("web-app"), None);
+    assert_eq!(
+        (&in_repo["value"], &in_repo["scope"]),
+        (&json!("npm"), &json!("repo:web-app"))
+    );
+    let global = db.resolve(U, PM, None, None);
+    assert_eq!(global["value"], "pnpm", "the default stays: {global:#}");
+    assert_eq!(global["version"], 1);
+
+    let repo_hist = db.history(U, PM, Some("repo:web-app"));
+    let set = repo_hist
+        .iter()
+        .find(|e| e["event"] == "set")
+        .expect("set event");
+    assert_eq!(set["value"], "npm");
+    assert_eq!(set["source"], "thread:31/message:2");
+    assert_eq!(set["raw"], "以后都用 npm");
+    assert!(
+        events(&repo_hist).contains(&"pending_resolved".to_string()),
+        "{repo_hist:?}"
+    );
+
+    // An item is resolved once.
+    db.run(&["pending", "resolve", &id.to_string(), "--scope", "global"])
+        .fails_with(1, &["already"]);
+    assert_eq!(db.resolve(U, PM, None, None)["value"], "pnpm");
+    db.assert_check_ok();
+}
+
+/// A resolution goes through the write path: when a newer value arrived while the item waited,
+/// the resolution comes out `stale` and the newer value stands.
+#[test]
+fn s4_a_resolution_can_itself_come_out_stale() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "thread:17/message:86");
+    let out = db.write_ambiguous(
+        U,
+        PM,
+        "npm",
+        "global,repo:web-app",
+        "thread:31/message:2",
+        "以后都用 npm",
+    );
+    let id = out["pending_id"].as_i64().expect("pending_id");
+
+    // A newer, explicit global change lands while the item waits.
+    let newer = db.write(U, PM, "yarn 🧶", "global", "thread:32/message:1");
+    assert_eq!(newer["outcome"], "superseded");
+
+    let r = db.run(&[
+        "pending",
+        "resolve",
+        &id.to_string(),
+        "--scope",
+        "global",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "stale is an outcome, not an error: {r:?}");
+    let res = r.json();
+    assert_eq!(res["outcome"], "stale", "{res:#}");
+
+    let global = db.list(&["--scope", "global"]);
+    assert_eq!(global[0]["value"], "yarn 🧶");
+    assert_eq!(global[0]["version"], 2);
+    let item = &db.pending(true)[0];
+    assert_eq!(item["status"], "resolved");
+    assert_eq!(item["resolution"], "stale");
+    let hist = db.history(U, PM, Some("global"));
+    let stale: Vec<&Value> = hist.iter().filter(|e| e["event"] == "stale").collect();
+    assert_eq!(stale.len(), 1, "{hist:?}");
+    assert_eq!(stale[0]["value"], "npm");
+    db.assert_check_ok();
+}
+
+#[test]
+fn s4_rejecting_a_pending_item_writes_nothing() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "thread:17/message:86");
+    let before = db.fingerprint();
+    let out = db.write_ambiguous(
+        U,
+        PM,
+        "bun",
+        "global,task:迁移-42",
+        "thread:33/message:9",
+        "都换成 bun 吧？",
+    );
+    let id = out["pending_id"].as_i64().expect("pending_id").to_string();
+    db.run(&["pending", "reject", &id]).ok();
+    assert!(db.pending(false).is_empty());
+    assert_eq!(db.pending(true)[0]["status"], "rejected");
+    assert_eq!(db.list(&[]).len(), 1);
+    assert_eq!(db.list(&[])[0]["value"], "pnpm");
+    assert!(db.list(&["--scope", "task:迁移-42"]).is_empty());
+    // Only the pending table changed.
+    let after = db.fingerprint();
+    let changed: Vec<&String> = after.iter().filter(|l| !before.contains(l)).collect();
+    assert!(
+        changed
+            .iter()
+            .all(|l| l.contains("\"table\":\"pending\"") || l.contains("\"table\":\"settings\"")),
+        "{changed:#?}"
+    );
+    db.assert_check_ok();
+}
+
+/// 要求删除包管理器偏好 → Current View 与包含原始内容的历史记录都按删除策略处理;
+/// later writes are rejected until `restore`.
+#[test]
+fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore() {
+    let db = TestDb::new();
+    db.write_with(
+        U,
+        PM,
+        "pnpm",
+        "global",
+        "thread:17/message:86",
+        &["--raw", "以后新建前端项目，默认用 pnpm。"],
+    );
+    db.write_with(
+        U,
+        PM,
+        "PNPM",
+        "global",
+        "thread:19/message:3",
+        &["--raw", "新项目还是用 pnpm 哈"],
+    );
+    db.write_with(
+        U,
+        PM,
+        "npm",
+        "global",
+        "thread:30/message:2",
+        &["--raw", "以后新项目也改用 npm"],
+    );
+    db.write_with(
+        U,
+        PM,
+        "npm ci",
+        "repo:legacy-dashboard",
+        "thread:23/message:14",
+        &["--raw", "这个仓库保留现有的 package-lock.json"],
+    );
+    db.write_with(
+        U,
+        PM,
+        "yarn",
+        "task:fix-lockfile-123",
+        "thread:26/message:5",
+        &["--raw", "这次修 lockfile 的任务只用 yarn"],
+    );
+    // A late replay (stale) and a question still waiting for a human.
+    let stale = db.write_with(
+        U,
+        PM,
+        "bower",
+        "global",
+        "thread:2/message:1",
+        &["--causal-seq", "1", "--raw", "远古时代用 bower"],
+    );
+    assert_eq!(stale["outcome"], "stale");
+    db.write_ambiguous(
+        U,
+        PM,
+        "npm",
+        "global,repo:web-app",
+        "thread:31/message:2",
+        "以后都用 npm",
+    );
+    // Neighbours that must survive.
+    db.write(U, "formatter", "biome", "global", "thread:27/message:11");
+    db.write("user:7", PM, "pnpm", "global", "thread:40/message:1");
+
+    let report = db.json(&[
+        "delete",
+        "--yes",
+        "--subject",
+        U,
+        "--predicate",
+        "包管理器",
+        "--reason",
+        "用户要求删除包管理器偏好",
+        "--json",
+    ]);
+    let mut tomb: Vec<(String, i64)> = report["tombstoned"]
+        .as_array()
+        .expect("tombstoned")
+        .iter()
+        .map(|t| {
+            assert_eq!(t["subject"], U);
+            assert_eq!(t["predicate"], PM);
+            (
+                t["scope"].as_str().unwrap().to_string(),
+                t["version"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    tomb.sort();
+    assert_eq!(
+        tomb,
+        vec![
+            ("global".to_string(), 3),
+            ("repo:legacy-dashboard".to_string(), 2),
+            ("task:fix-lockfile-123".to_string(), 2),
+        ],
+        "one tombstone per identity, above every version: {report:#}"
+    );
+    assert_eq!(report["purged_versions"], 4);
+    assert_eq!(report["purged_pending"], 1);
+
+    // Current view: gone; neighbours kept.
+    assert!(db.list(&["--subject", U, "--predicate", PM]).is_empty());
+    assert_eq!(db.list(&["--predicate", "formatter"]).len(), 1);
+    assert_eq!(db.list(&["--subject", "user:7"]).len(), 1);
+    assert!(db.pending(true).is_empty());
+
+    // Every content-bearing history row: gone; only content-free `deleted` events remain.
+    let hist = db.history(U, PM, None);
+    assert_eq!(hist.len(), 3, "{hist:?}");
+    for e in &hist {
+        assert_eq!(e["event"], "deleted", "{e:#}");
+        assert!(e["value"].is_null() && e["raw"].is_null(), "{e:#}");
+    }
+    assert_eq!(
+        db.sql_i64(
+            "SELECT count(*) FROM history WHERE subject = 'user:42' AND predicate = 'package_manager'
+             AND (value IS NOT NULL OR raw IS NOT NULL OR event <> 'deleted')"
+        ),
+        0
+    );
+    let dump = db.fingerprint().join("\n");
+    for gone in [
+        "以后新建前端项目",
+        "新项目还是用 pnpm 哈",
+        "以后新项目也改用 npm",
+        "package-lock.json",
+        "只用 yarn",
+        "bower",
+        "以后都用 npm",
+    ] {
+        assert!(!dump.contains(gone), "{gone:?} survived the delete");
+    }
+
+    // Later writes are rejected until restore.
+    let again = db.write_with(
+        U,
+        "pkg_manager",
+        "pnpm",
+        "global",
+        "thread:50/message:1",
+        &["--raw", "还是 pnpm 吧"],
+    );
+    assert_eq!(again["outcome"], "rejected", "{again:#}");
+    assert!(again["reason"].as_str().unwrap_or("").contains("restore"));
+    let amb = db.write_ambiguous(
+        U,
+        PM,
+        "npm",
+        "global,repo:legacy-dashboard",
+        "thread:50/message:2",
+        "以后都用 npm",
+    );
+    assert_eq!(amb["outcome"], "rejected", "{amb:#}");
+    assert!(db.list(&["--subject", U, "--predicate", PM]).is_empty());
+    assert!(db.pending(false).is_empty());
+    let r = db.resolve(U, PM, Some("legacy-dashboard"), Some("fix-lockfile-123"));
+    assert_eq!(r["found"], false, "{r:#}");
+    assert!(!db.fingerprint().join("\n").contains("还是 pnpm 吧"));
+
+    db.run(&[
+        "restore",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "global",
+    ])
+    .ok();
+    let back = db.write(U, PM, "pnpm", "global", "thread:51/message:1");
+    assert_eq!(back["outcome"], "inserted", "{back:#}");
+    assert_eq!(back["version"], 4, "versions continue above the tombstone");
+    let still = db.write(U, PM, "npm", "repo:legacy-dashboard", "thread:51/message:2");
+    assert_eq!(
+        still["outcome"], "rejected",
+        "only the restored identity reopens"
+    );
+
+    let (code, report) = db.check();
+    assert_eq!(code, 0, "{report:#}");
+    assert!(report["metrics"]["resurrection_blocked"].as_i64().unwrap() >= 3);
+}

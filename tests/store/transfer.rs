@@ -1,0 +1,471 @@
+//! `export` / `import` (issue 2, item 9): the whole database as JSON Lines and back into an
+//! empty database — `check` clean, `list` identical — and the demo built through the real write
+//! path.
+
+use crate::support::*;
+use serde_json::{json, Value};
+
+fn build_demo(db: &TestDb) -> String {
+    let r = db.run(&["demo", "--no-tui"]).ok();
+    assert!(!r.stdout.trim().is_empty(), "the demo prints a summary");
+    r.stdout
+}
+
+#[test]
+fn the_demo_tells_the_first_articles_story_through_the_write_path() {
+    let db = TestDb::new();
+    build_demo(&db);
+    db.assert_check_ok();
+    let u = "user:42";
+    let pm = "package_manager";
+    // The incident: the legacy-dashboard rule was written as a global change and superseded
+    // the pnpm default, so a new project resolves npm (global v2) until someone rescopes it.
+    let new_app = db.resolve(u, pm, Some("new-app"), None);
+    assert_eq!(new_app["value"], "npm");
+    assert_eq!(new_app["scope"], "global");
+    assert_eq!(new_app["version"], 2);
+    assert_eq!(
+        db.resolve(u, pm, Some("legacy-dashboard"), Some("fix-lockfile-123"))["scope"],
+        "task:fix-lockfile-123"
+    );
+    // A correctly scoped repo rule (user:7) does not leak into other repos.
+    assert_eq!(
+        db.resolve("user:7", pm, Some("legacy-dashboard"), None)["value"],
+        "npm"
+    );
+    assert_eq!(
+        db.resolve("user:7", pm, Some("new-app"), None)["value"],
+        "yarn"
+    );
+    // The repeated pnpm confirmation is in the history of global v1.
+    let history = db
+        .run(&[
+            "history",
+            "--subject",
+            u,
+            "--predicate",
+            pm,
+            "--scope",
+            "global",
+            "--json",
+        ])
+        .ok();
+    let events: Vec<Value> = serde_json::from_str(&history.stdout).unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "confirmed" && e["version"] == 1),
+        "{events:?}"
+    );
+    // The agents' reads of the incident are in the read log.
+    let reads = db.run(&["reads", "--subject", u, "--json"]).ok();
+    let reads: Vec<Value> = serde_json::from_str(&reads.stdout).unwrap();
+    assert!(
+        reads
+            .iter()
+            .any(|r| r["repo"] == "storefront-next" && r["version"] == 2),
+        "{reads:?}"
+    );
+    let pending = db.pending(false);
+    assert!(
+        pending.iter().any(|p| p["raw"] == "以后都用 npm"),
+        "{pending:?}"
+    );
+    let tombstones = db.sql_i64("SELECT count(*) FROM tombstones");
+    assert!(tombstones >= 1);
+    // Building it again replaces it (same content, not doubled).
+    let first = db.list(&[]).len();
+    build_demo(&db);
+    assert_eq!(db.list(&[]).len(), first);
+    db.assert_check_ok();
+}
+
+#[test]
+fn export_then_import_round_trips_the_demo() {
+    let src = TestDb::new();
+    build_demo(&src);
+    let dump = src.sibling("demo-export.jsonl");
+    src.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    let text = std::fs::read_to_string(&dump).unwrap();
+    assert!(text.lines().count() > 20);
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).expect("every export line is JSON");
+        assert!(v["table"].is_string(), "{line}");
+    }
+    // stdout export carries the same rows.
+    let stdout_rows: Vec<String> = src.fingerprint();
+    let file_rows: Vec<String> = text
+        .lines()
+        .filter(|l| !l.contains("\"memscope_export\""))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(stdout_rows, file_rows);
+
+    let dst = TestDb::named("fresh.db");
+    let r = dst.run(&["import", dump.to_str().unwrap()]).ok();
+    assert!(!r.stdout.trim().is_empty());
+    dst.assert_check_ok();
+    assert_eq!(src.list(&[]), dst.list(&[]), "list --json identical");
+    assert_eq!(src.pending(true), dst.pending(true));
+    for (s, p) in [
+        ("user:42", "package_manager"),
+        ("user:42", "formatter"),
+        ("user:42", "coffee"),
+        ("user:7", "package_manager"),
+    ] {
+        assert_eq!(src.history(s, p, None), dst.history(s, p, None), "{s} {p}");
+    }
+    assert_eq!(
+        src.fingerprint(),
+        dst.fingerprint(),
+        "every table row survives"
+    );
+    // The read log travels too: the audit trail of the incident survives a move.
+    let reads = src.json(&["reads", "--json"]);
+    assert!(!as_array(reads.clone()).is_empty(), "the demo logs reads");
+    assert!(text.lines().any(|l| l.contains(r#""table":"reads""#)));
+    assert_eq!(reads, dst.json(&["reads", "--json"]));
+    // The imported database keeps working: the clock continues, tombstones still hold.
+    let next: i64 = dst.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    let src_clock: i64 = src
+        .sql()
+        .query_row(
+            "SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(next, src_clock + 1);
+    let t: (String, String, String) = dst
+        .sql()
+        .query_row(
+            "SELECT subject, predicate, scope FROM tombstones LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    let out = dst.write(&t.0, &t.1, "复活?", &t.2, "thread:99");
+    assert_eq!(out["outcome"], "rejected");
+}
+
+#[test]
+fn import_into_a_non_empty_database_is_refused() {
+    let src = TestDb::new();
+    build_demo(&src);
+    let dump = src.sibling("dump.jsonl");
+    src.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+
+    let dst = TestDb::new();
+    dst.write("user:1", "editor", "helix 🧬", "global", "thread:1");
+    let before = dst.fingerprint();
+    dst.run(&["import", dump.to_str().unwrap()])
+        .fails_with(1, &["empty"]);
+    assert_eq!(before, dst.fingerprint(), "nothing was imported");
+
+    // Importing onto itself is refused too.
+    let before = src.fingerprint();
+    src.run(&["import", dump.to_str().unwrap()])
+        .fails_with(1, &["empty"]);
+    assert_eq!(before, src.fingerprint());
+}
+
+#[test]
+fn import_refuses_a_dump_that_would_break_an_invariant() {
+    let src = TestDb::new();
+    src.write("user:42", "package_manager", "pnpm", "global", "thread:1");
+    src.write("user:42", "package_manager", "npm", "global", "thread:2");
+    let text = src.run(&["export"]).ok().stdout;
+    // Drop the first applied version's history row: current v2 would follow nothing (a gap).
+    let damaged: Vec<&str> = text
+        .lines()
+        .filter(|l| !(l.contains("\"table\":\"history\"") && l.contains("\"version\":1")))
+        .collect();
+    assert_eq!(damaged.len() + 1, text.lines().count());
+    let dump = src.sibling("damaged.jsonl");
+    std::fs::write(&dump, damaged.join("\n")).unwrap();
+    let dst = TestDb::new();
+    dst.init();
+    dst.run(&["import", dump.to_str().unwrap()])
+        .fails_with(1, &["invariant"]);
+    assert!(dst.list(&[]).is_empty());
+    assert_eq!(dst.sql_i64("SELECT count(*) FROM history"), 0);
+
+    // Not an export at all.
+    let junk = src.sibling("junk.jsonl");
+    std::fs::write(&junk, "{\"subject\": \"user:42\"}\n").unwrap();
+    dst.run(&["import", junk.to_str().unwrap()])
+        .fails_with(1, &["export"]);
+    assert!(dst.list(&[]).is_empty());
+}
+
+#[test]
+fn unicode_and_long_values_survive_a_round_trip() {
+    let src = TestDb::new();
+    let long = long_text(100 * 1024, "尾巴🐉");
+    let lines = [
+        json!({"subject": "用户:小明", "predicate": "回复语言", "value": "中文，谢谢 🙏", "scope": "global", "source": "对话:1/消息:2", "raw": "回复用中文就好 😊"}),
+        json!({"subject": "user:42", "predicate": "notes", "value": long, "scope": "repo:长仓库", "source": "thread:1"}),
+        json!({"subject": "user:42", "predicate": "indentation", "value": {"style": "spaces", "width": 2, "备注": "两个空格"}, "scope": "task:格式化-1", "source": "thread:2"}),
+        json!({"subject": "user:42", "predicate": "emoji", "value": "👩‍💻🧑🏽‍🚀🏳️‍🌈", "scope": {"ambiguous": ["global", "repo:长仓库"]}, "source": "thread:3", "raw": "表情 ✨"}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    src.run_stdin(&["apply"], input.as_bytes()).ok();
+    let dump = src.sibling("u.jsonl");
+    src.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    let dst = TestDb::new();
+    dst.run(&["import", dump.to_str().unwrap()]).ok();
+    dst.assert_check_ok();
+    assert_eq!(src.list(&[]), dst.list(&[]));
+    assert_eq!(src.pending(true), dst.pending(true));
+    let rec = dst.list(&["--predicate", "notes"]);
+    assert_eq!(rec[0]["value"].as_str().unwrap(), long);
+    assert_eq!(
+        dst.resolve("用户:小明", "reply_language", None, None)["value"],
+        "中文，谢谢 🙏"
+    );
+}
+
+/// v3 changed constraints, not columns: an export written by a v2 memscope imports, and one
+/// from a version this build cannot read is refused with nothing written.
+#[test]
+fn an_export_from_schema_v2_imports_and_an_unknown_version_is_refused() {
+    let src = TestDb::new();
+    build_demo(&src);
+    let text = src.run(&["export"]).ok().stdout;
+    let (header, rows) = text.split_once('\n').unwrap();
+    let mut header: Value = serde_json::from_str(header).unwrap();
+    header["schema_version"] = serde_json::json!(2);
+    let v2 = src.sibling("v2-export.jsonl");
+    std::fs::write(&v2, format!("{header}\n{rows}")).unwrap();
+    let dst = TestDb::named("from-v2.db");
+    dst.run(&["import", v2.to_str().unwrap()]).ok();
+    dst.assert_check_ok();
+    assert_eq!(src.list(&[]), dst.list(&[]));
+
+    header["schema_version"] = serde_json::json!(99);
+    let future = src.sibling("v99-export.jsonl");
+    std::fs::write(&future, format!("{header}\n{rows}")).unwrap();
+    let other = TestDb::named("from-v99.db");
+    other
+        .run(&["import", future.to_str().unwrap()])
+        .fails_with(1, &["schema version 99"]);
+    assert_eq!(
+        other.list(&[]),
+        Vec::<Value>::new(),
+        "a refused import writes no memory"
+    );
+}
+
+/// An export of a small story: a confirmed preference, a pending item, a deleted memory.
+fn story_export() -> (TestDb, Vec<Value>) {
+    let src = TestDb::new();
+    src.write_with(
+        U42,
+        PM,
+        "pnpm",
+        "global",
+        "thread:1",
+        &["--raw", "默认用 pnpm"],
+    );
+    src.write(U42, PM, "pnpm", "global", "thread:2");
+    src.write_ambiguous(
+        U42,
+        PM,
+        "npm",
+        "global,repo:web-app",
+        "thread:3",
+        "以后都用 npm",
+    );
+    src.write(U42, "coffee", "oat latte", "global", "thread:4");
+    src.write(U42, "coffee", "espresso", "repo:web-app", "thread:5");
+    src.run(&[
+        "resolve",
+        "--subject",
+        U42,
+        "--predicate",
+        PM,
+        "--log",
+        "--agent",
+        "a",
+    ])
+    .ok();
+    for scope in ["global", "repo:web-app"] {
+        src.run(&[
+            "delete",
+            "--subject",
+            U42,
+            "--predicate",
+            "coffee",
+            "--scope",
+            scope,
+        ])
+        .ok();
+    }
+    let lines = src
+        .run(&["export"])
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (src, lines)
+}
+
+const U42: &str = "user:42";
+const PM: &str = "package_manager";
+
+/// The index of the first line of `table` that `pick` accepts.
+fn line_of(lines: &[Value], table: &str, pick: impl Fn(&Value) -> bool) -> usize {
+    lines
+        .iter()
+        .position(|l| l["table"] == table && pick(l))
+        .unwrap_or_else(|| panic!("no {table} line to edit"))
+}
+
+#[test]
+fn import_accepts_only_what_the_write_path_could_have_written_and_names_the_line() {
+    let (src, clean) = story_export();
+    type Edit = Box<dyn Fn(&mut Vec<Value>) -> usize>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "confirmed_seq raised past the clock",
+            Box::new(|l| {
+                let i = line_of(l, "memories", |_| true);
+                l[i]["confirmed_seq"] = json!(999);
+                i
+            }),
+            "above the database's causal clock",
+        ),
+        (
+            "causal clock at the largest integer",
+            Box::new(|l| {
+                let i = line_of(l, "settings", |r| r["key"] == "causal_clock");
+                l[i]["value"] = json!(i64::MAX.to_string());
+                i
+            }),
+            "causal number",
+        ),
+        (
+            "an alias chain",
+            Box::new(|l| {
+                let i = line_of(l, "predicate_aliases", |_| true);
+                let mut row = l[i].clone();
+                row["alias"] = json!("zz_top");
+                row["canonical"] = json!("pkg_manager");
+                l.insert(i, row);
+                i
+            }),
+            "aliases are one step deep",
+        ),
+        (
+            "a subject with a terminal escape",
+            Box::new(|l| {
+                let i = line_of(l, "memories", |_| true);
+                l[i]["subject"] = json!("user:42\u{1b}[2J");
+                i
+            }),
+            "subject",
+        ),
+        (
+            "an open pending item whose every place was deleted",
+            Box::new(|l| {
+                let i = line_of(l, "pending", |r| r["status"] == "open");
+                l[i]["predicate"] = json!("coffee");
+                i
+            }),
+            "names only deleted scopes",
+        ),
+        (
+            "a time that is not a time",
+            Box::new(|l| {
+                let i = line_of(l, "memories", |_| true);
+                l[i]["created_at"] = json!("not a time");
+                i
+            }),
+            "not an RFC 3339 time",
+        ),
+        (
+            "an alias not in normal form",
+            Box::new(|l| {
+                let i = line_of(l, "predicate_aliases", |_| true);
+                let mut row = l[i].clone();
+                row["alias"] = json!("Pkg-Mgr");
+                l.insert(i, row);
+                i
+            }),
+            "not in normal form",
+        ),
+    ];
+    for (what, edit, words) in cases {
+        let mut lines = clean.clone();
+        let index = edit(&mut lines);
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let dump = src.sibling("edited.jsonl");
+        std::fs::write(&dump, text).unwrap();
+        let dst = TestDb::new();
+        dst.init();
+        let r = dst.run(&["import", dump.to_str().unwrap()]);
+        r.fails_with(
+            1,
+            &[
+                words,
+                &format!("line {}", index + 1),
+                "nothing was imported",
+            ],
+        );
+        assert!(
+            !r.stderr.contains('\u{1b}'),
+            "{what}: the escape is shown escaped"
+        );
+        assert_eq!(dst.sql_i64("SELECT count(*) FROM memories"), 0, "{what}");
+        assert_eq!(dst.sql_i64("SELECT count(*) FROM history"), 0, "{what}");
+    }
+}
+
+#[test]
+fn check_sees_the_same_damage_made_another_way() {
+    let (src, _) = story_export();
+    src.assert_check_ok();
+    let damages: &[(&str, &str)] = &[
+        ("UPDATE memories SET confirmed_seq = 999", "above the database's causal clock"),
+        (
+            "UPDATE settings SET value = '9223372036854775807' WHERE key = 'causal_clock'",
+            "setting causal_clock",
+        ),
+        (
+            "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ('zz_top', 'pkg_manager', '2026-01-01T00:00:00.000Z')",
+            "aliases are one step deep",
+        ),
+        (
+            "UPDATE pending SET predicate = 'coffee' WHERE status = 'open'",
+            "names only deleted scopes",
+        ),
+        ("UPDATE memories SET created_at = 'not a time'", "not an RFC 3339 time"),
+        (
+            "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ('Pkg-Mgr', 'package_manager', '2026-01-01T00:00:00.000Z')",
+            "not in normal form",
+        ),
+        ("UPDATE reads SET subject = 'user:42' || char(27)", "reads.subject"),
+        ("UPDATE settings SET value = 'sometimes' WHERE key = 'retention_days'", "whole number of days"),
+    ];
+    for (sql, words) in damages {
+        let db = TestDb::new();
+        std::fs::copy(&src.path, &db.path).unwrap();
+        rusqlite::Connection::open(&db.path)
+            .unwrap()
+            .execute_batch(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let (code, report) = db.check();
+        assert_eq!(code, 1, "{sql}: {report:#}");
+        let details: Vec<String> = report["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["detail"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            details.iter().any(|d| d.contains(words)),
+            "{sql}: no violation says {words:?}: {details:#?}"
+        );
+    }
+}

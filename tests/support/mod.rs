@@ -1,0 +1,541 @@
+//! Shared helpers for the integration tests, one module for every test binary (each binary's
+//! `main.rs` includes it with `#[path = "../support/mod.rs"] mod support;`): a database in a
+//! temporary directory, the real `memscope` binary, a Python `sqlite3` client, raw-byte searches
+//! over the database files; a raw JSON-RPC session with `memscope mcp` (`mcp_session`), a
+//! terminal in tmux (`tmux`), the long-running tests' knobs and PRNG (`reliability`) and the UI
+//! fixture (`tui`).
+#![allow(dead_code)]
+
+pub mod mcp_session;
+pub mod reliability;
+pub mod tmux;
+pub mod tui;
+
+use memscope::{OpenMode, ScopeChoice, Store, WriteRequest};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_memscope");
+
+/// A finished process: exit code and its two streams.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn from_output(o: std::process::Output) -> Run {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+
+    /// Asserts exit 0 and returns self.
+    #[track_caller]
+    pub fn ok(self) -> Run {
+        assert_eq!(
+            self.code, 0,
+            "expected exit 0\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// stdout as one JSON document.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e})\nstdout: {}\nstderr: {}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// stdout as JSON Lines.
+    #[track_caller]
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| {
+                serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("outcome line is not JSON ({e}): {l}"))
+            })
+            .collect()
+    }
+
+    /// Asserts that the process failed with `code` and said so in one line on stderr that
+    /// contains every one of `words` (case-insensitive).
+    #[track_caller]
+    pub fn fails_with(&self, code: i32, words: &[&str]) {
+        assert_eq!(
+            self.code, code,
+            "expected exit {code}\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        assert_one_sentence(&self.stderr, words);
+    }
+}
+
+/// stderr holds exactly one non-empty line that mentions every one of `words`.
+#[track_caller]
+pub fn assert_one_sentence(stderr: &str, words: &[&str]) {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "expected one sentence on stderr, got {} line(s):\n{stderr}",
+        lines.len()
+    );
+    let lower = lines[0].to_lowercase();
+    for w in words {
+        assert!(
+            lower.contains(&w.to_lowercase()),
+            "stderr should mention {w:?}: {stderr}"
+        );
+    }
+}
+
+/// A `memscope` command with a clean, test-controlled environment.
+pub fn memscope_cmd(home: &Path) -> Command {
+    let mut c = Command::new(BIN);
+    c.env("MEMSCOPE_ASSERT_INVARIANTS", "1")
+        .env_remove("MEMSCOPE_DB")
+        .env_remove("MEMSCOPE_BUSY_TIMEOUT_MS")
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("xdg"))
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    c
+}
+
+/// A database path in its own temporary directory (the file is not created).
+pub struct TestDb {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+impl Default for TestDb {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestDb {
+    pub fn new() -> TestDb {
+        Self::named("memory.db")
+    }
+
+    pub fn named(name: &str) -> TestDb {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(name);
+        TestDb { dir, path }
+    }
+
+    pub fn path_str(&self) -> &str {
+        self.path.to_str().expect("utf-8 temp path")
+    }
+
+    /// A sibling path in the same temporary directory.
+    pub fn sibling(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = memscope_cmd(self.dir.path());
+        c.arg("--db").arg(&self.path).args(args);
+        c
+    }
+
+    /// Runs `memscope --db PATH args…`.
+    pub fn run(&self, args: &[&str]) -> Run {
+        Run::from_output(self.command(args).output().expect("spawn memscope"))
+    }
+
+    /// Runs with extra environment variables.
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut c = self.command(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        Run::from_output(c.output().expect("spawn memscope"))
+    }
+
+    /// Runs with `input` on stdin.
+    pub fn run_stdin(&self, args: &[&str], input: &[u8]) -> Run {
+        let mut c = self.command(args);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn memscope");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let data = input.to_vec();
+        let feeder = std::thread::spawn(move || {
+            let _ = stdin.write_all(&data);
+        });
+        let out = child.wait_with_output().expect("wait memscope");
+        feeder.join().expect("stdin feeder");
+        Run::from_output(out)
+    }
+
+    /// `run(args)`, asserting exit 0, stdout parsed as JSON.
+    #[track_caller]
+    pub fn json(&self, args: &[&str]) -> Value {
+        self.run(args).ok().json()
+    }
+
+    pub fn init(&self) {
+        self.run(&["init"]).ok();
+    }
+
+    /// `write … --json` with an exact scope; asserts exit 0; returns the outcome.
+    #[track_caller]
+    pub fn write(
+        &self,
+        subject: &str,
+        predicate: &str,
+        value: &str,
+        scope: &str,
+        source: &str,
+    ) -> Value {
+        self.write_with(subject, predicate, value, scope, source, &[])
+    }
+
+    #[track_caller]
+    pub fn write_with(
+        &self,
+        subject: &str,
+        predicate: &str,
+        value: &str,
+        scope: &str,
+        source: &str,
+        extra: &[&str],
+    ) -> Value {
+        let mut args = vec![
+            "write",
+            "--subject",
+            subject,
+            "--predicate",
+            predicate,
+            "--value",
+            value,
+            "--scope",
+            scope,
+            "--source",
+            source,
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        self.json(&args)
+    }
+
+    /// `write --ambiguous …`; returns the outcome.
+    #[track_caller]
+    pub fn write_ambiguous(
+        &self,
+        subject: &str,
+        predicate: &str,
+        value: &str,
+        candidates: &str,
+        source: &str,
+        raw: &str,
+    ) -> Value {
+        self.json(&[
+            "write",
+            "--subject",
+            subject,
+            "--predicate",
+            predicate,
+            "--value",
+            value,
+            "--ambiguous",
+            candidates,
+            "--source",
+            source,
+            "--raw",
+            raw,
+            "--json",
+        ])
+    }
+
+    /// `list --json` with optional filters.
+    #[track_caller]
+    pub fn list(&self, filters: &[&str]) -> Vec<Value> {
+        let mut args = vec!["list", "--json"];
+        args.extend_from_slice(filters);
+        as_array(self.json(&args))
+    }
+
+    /// `history --json`.
+    #[track_caller]
+    pub fn history(&self, subject: &str, predicate: &str, scope: Option<&str>) -> Vec<Value> {
+        let mut args = vec![
+            "history",
+            "--subject",
+            subject,
+            "--predicate",
+            predicate,
+            "--json",
+        ];
+        if let Some(s) = scope {
+            args.push("--scope");
+            args.push(s);
+        }
+        as_array(self.json(&args))
+    }
+
+    /// `resolve --json`.
+    #[track_caller]
+    pub fn resolve(
+        &self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+    ) -> Value {
+        let mut args = vec![
+            "resolve",
+            "--subject",
+            subject,
+            "--predicate",
+            predicate,
+            "--json",
+        ];
+        if let Some(r) = repo {
+            args.push("--repo");
+            args.push(r);
+        }
+        if let Some(t) = task {
+            args.push("--task");
+            args.push(t);
+        }
+        self.json(&args)
+    }
+
+    /// `pending --json` (open items; `--all` for every item).
+    #[track_caller]
+    pub fn pending(&self, all: bool) -> Vec<Value> {
+        let mut args = vec!["pending", "--json"];
+        if all {
+            args.push("--all");
+        }
+        as_array(self.json(&args))
+    }
+
+    /// `check --json`, whatever its exit code; returns (exit code, report).
+    #[track_caller]
+    pub fn check(&self) -> (i32, Value) {
+        let r = self.run(&["check", "--json"]);
+        let v = r.json();
+        (r.code, v)
+    }
+
+    /// Asserts that `check` passes.
+    #[track_caller]
+    pub fn assert_check_ok(&self) {
+        let (code, report) = self.check();
+        assert_eq!(
+            (code, &report["ok"]),
+            (0, &Value::Bool(true)),
+            "check failed: {report:#}"
+        );
+        assert_eq!(report["violations"], Value::Array(vec![]));
+    }
+
+    /// The whole database as exported, minus the header line (which carries a timestamp).
+    #[track_caller]
+    pub fn fingerprint(&self) -> Vec<String> {
+        let r = self.run(&["export"]).ok();
+        r.stdout
+            .lines()
+            .filter(|l| !l.contains("\"memscope_export\""))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Paths of the database file and its WAL and shared-memory files.
+    pub fn files(&self) -> [PathBuf; 3] {
+        db_files(&self.path)
+    }
+
+    /// A read-only SQL connection (for assertions on the public schema).
+    pub fn sql(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open_with_flags(
+            &self.path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .expect("open the database read-only")
+    }
+
+    /// One integer from SQL.
+    #[track_caller]
+    pub fn sql_i64(&self, sql: &str) -> i64 {
+        self.sql()
+            .query_row(sql, [], |r| r.get(0))
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+}
+
+#[track_caller]
+pub fn as_array(v: Value) -> Vec<Value> {
+    match v {
+        Value::Array(a) => a,
+        other => panic!("expected a JSON array, got {other:#}"),
+    }
+}
+
+/// `<db>`, `<db>-wal`, `<db>-shm`.
+pub fn db_files(path: &Path) -> [PathBuf; 3] {
+    let s = path.display().to_string();
+    [
+        path.to_path_buf(),
+        PathBuf::from(format!("{s}-wal")),
+        PathBuf::from(format!("{s}-shm")),
+    ]
+}
+
+/// A value unique to this test run, for canaries.
+pub fn unique(prefix: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{prefix}{:x}{:x}", std::process::id(), nanos)
+}
+
+pub fn contains_bytes(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The encodings a text could be stored in: UTF-8 and both UTF-16 byte orders.
+pub fn encodings(text: &str) -> Vec<(&'static str, Vec<u8>)> {
+    let le: Vec<u8> = text.encode_utf16().flat_map(|u| u.to_le_bytes()).collect();
+    let be: Vec<u8> = text.encode_utf16().flat_map(|u| u.to_be_bytes()).collect();
+    vec![
+        ("utf-8", text.as_bytes().to_vec()),
+        ("utf-16le", le),
+        ("utf-16be", be),
+    ]
+}
+
+/// Every database file (db, -wal, -shm) and encoding in which `text` appears.
+pub fn find_on_disk(path: &Path, text: &str) -> Vec<String> {
+    let mut hits = Vec::new();
+    for f in db_files(path) {
+        let Ok(bytes) = std::fs::read(&f) else {
+            continue;
+        };
+        for (enc, needle) in encodings(text) {
+            if contains_bytes(&bytes, &needle) {
+                hits.push(format!("{} ({enc})", f.display()));
+            }
+        }
+    }
+    hits
+}
+
+/// Runs a Python 3 script (`python3 -c`) with `args` as `sys.argv[1:]`.
+pub fn python(script: &str, args: &[&str]) -> Run {
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 is needed by these tests (its sqlite3 module is the foreign client)");
+    Run::from_output(out)
+}
+
+/// Opens the store through the library with the invariant assertion on.
+pub fn open_store(path: &Path) -> Store {
+    let mut s = Store::open(path, OpenMode::Create).expect("open store");
+    s.set_assert_invariants(true);
+    s
+}
+
+/// A write request with an exact scope.
+pub fn req(
+    subject: &str,
+    predicate: &str,
+    value: Value,
+    scope: &str,
+    source: &str,
+) -> WriteRequest {
+    WriteRequest {
+        subject: subject.into(),
+        predicate: predicate.into(),
+        value,
+        scope: ScopeChoice::Exact(memscope::Scope::parse(scope).expect("scope")),
+        source: source.into(),
+        raw: None,
+        causal_seq: None,
+    }
+}
+
+/// A write request whose scope a human must choose.
+pub fn ambiguous_req(
+    subject: &str,
+    predicate: &str,
+    value: Value,
+    candidates: &[&str],
+    source: &str,
+) -> WriteRequest {
+    let scopes = candidates
+        .iter()
+        .map(|c| memscope::Scope::parse(c).expect("scope"))
+        .collect();
+    WriteRequest {
+        subject: subject.into(),
+        predicate: predicate.into(),
+        value,
+        scope: ScopeChoice::ambiguous(scopes).expect("two candidates"),
+        source: source.into(),
+        raw: None,
+        causal_seq: None,
+    }
+}
+
+/// Events of a history listing, by name.
+pub fn events(history: &[Value]) -> Vec<String> {
+    history
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// A long text mixing CJK, emoji and ASCII, of at least `bytes` UTF-8 bytes.
+pub fn long_text(bytes: usize, marker: &str) -> String {
+    let unit = "长期记忆🧠memory-";
+    let mut s = String::with_capacity(bytes + 64);
+    s.push_str(marker);
+    while s.len() < bytes {
+        s.push_str(unit);
+    }
+    s.push_str(marker);
+    s
+}
+
+/// Fails (never skips) when Python or its `mcp` package is missing: CI installs both.
+pub fn require_python_mcp() {
+    let probe = Command::new("python3")
+        .args(["-c", "import mcp"])
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("python3 is needed to run the MCP client test ({e}): install Python 3, then `python3 -m pip install mcp`")
+        });
+    assert!(
+        probe.status.success(),
+        "the Python `mcp` package is not installed, so the MCP server cannot be tested with a real client: \
+         run `python3 -m pip install mcp` (.ci/run installs it)\n{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+}

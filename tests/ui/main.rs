@@ -1,0 +1,11 @@
+//! The terminal UI on its state, without a terminal: keys → actions → state, paging through the
+//! store, and rendered frames (insta snapshots in `tests/snapshots/`).
+//!
+//! Run: `cargo test --release --test ui` (one module: `--test ui -- keys::`).
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod keys;
+mod paging;
+mod snapshots;
