@@ -101,6 +101,10 @@ fn inside_a_word(chars: &[char], i: usize) -> bool {
 /// lower case (Unicode, not only ASCII), in NFC. `Web-App`, `web-app` and `WEB‑APP` fold alike;
 /// the store keeps the first spelling it met for display (README, "One spelling per place").
 pub fn fold(id: &str) -> String {
+    // ASCII is already NFC and has no look-alikes: the common case takes no normalizer.
+    if id.is_ascii() {
+        return id.to_ascii_lowercase();
+    }
     id.nfc()
         .map(fold_lookalike)
         .flat_map(char::to_lowercase)

@@ -34,7 +34,11 @@ pub fn run(store: &Store, json: bool) -> Result<i32> {
         let n = s.blast_radius.len();
         if n > 0 {
             let shown: Vec<&str> = s.blast_radius.iter().take(5).map(String::as_str).collect();
-            let more = if n > 5 { format!(" and {} more", n - 5) } else { String::new() };
+            let more = if n > 5 {
+                format!(" and {} more", n - 5)
+            } else {
+                String::new()
+            };
             outln!(
                 "    served to {n} repositor{} without a rule of their own: {}{more}",
                 if n == 1 { "y" } else { "ies" },

@@ -6,31 +6,139 @@
 
 use crate::model::Scope;
 use crate::spelling::fold;
+use aho_corasick::AhoCorasick;
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// The cue lists memscope ships (`assets/scope_cues.json`).
 pub const DEFAULT_CUES: &str = include_str!("../../assets/scope_cues.json");
 
 /// Words that tie a statement to the place it was said in, and words that state a default.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone)]
 pub struct Cues {
     pub place: Vec<String>,
     pub default: Vec<String>,
+    /// Both lists folded (`spelling::fold`), in one automaton: a text is read once, however
+    /// many cues there are (the suspects scan reads every global record).
+    matcher: Option<AhoCorasick>,
+    folded: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct CueLists {
+    place: Vec<String>,
+    default: Vec<String>,
 }
 
 impl Cues {
+    pub fn new(place: Vec<String>, default: Vec<String>) -> Cues {
+        let folded: Vec<String> = place.iter().chain(&default).map(|c| fold(c)).collect();
+        let matcher = AhoCorasick::new(&folded).ok();
+        Cues {
+            place,
+            default,
+            matcher,
+            folded,
+        }
+    }
+
     /// The shipped lists, parsed once.
     pub fn shipped() -> &'static Cues {
         static CUES: OnceLock<Cues> = OnceLock::new();
         CUES.get_or_init(|| {
-            // The asset is part of the build and tested; an unreadable one is a build defect.
-            serde_json::from_str(DEFAULT_CUES).unwrap_or(Cues {
+            // The asset is part of the build and tested (`the_shipped_cues_parse`).
+            let lists: CueLists = serde_json::from_str(DEFAULT_CUES).unwrap_or(CueLists {
                 place: Vec::new(),
                 default: Vec::new(),
-            })
+            });
+            Cues::new(lists.place, lists.default)
         })
     }
+
+    /// The place cues and the default cues found in folded `text`, each once, in list order.
+    fn find(&self, text: &str) -> (Vec<&str>, Vec<&str>) {
+        let Some(m) = &self.matcher else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut hit = vec![false; self.folded.len()];
+        for found in m.find_overlapping_iter(text) {
+            let i = found.pattern().as_usize();
+            if !hit[i] && bounded(text, found.start(), found.end(), &self.folded[i]) {
+                hit[i] = true;
+            }
+        }
+        let n = self.place.len();
+        let pick = |range: std::ops::Range<usize>| -> Vec<&str> {
+            range
+                .filter(|&i| hit[i])
+                .map(|i| {
+                    if i < n {
+                        self.place[i].as_str()
+                    } else {
+                        self.default[i - n].as_str()
+                    }
+                })
+                .collect()
+        };
+        (pick(0..n), pick(n..self.folded.len()))
+    }
+}
+
+/// The repository and task ids a database knows, ready to be looked for in words.
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    /// ASCII ids (folded) → their place: found by splitting the words into id-like tokens.
+    by_token: HashMap<String, Scope>,
+    /// Other ids (folded), looked for one by one.
+    others: Vec<(String, Scope)>,
+}
+
+impl Places {
+    pub fn new<'a>(places: impl IntoIterator<Item = &'a Scope>) -> Places {
+        let mut p = Places::default();
+        for place in places {
+            let id = match place {
+                Scope::Repo(id) | Scope::Task(id) => fold(id),
+                Scope::Global => continue,
+            };
+            // Short ids (`ui`, `db`) are words of every sentence.
+            if id.chars().count() < 3 {
+                continue;
+            }
+            if id.chars().all(is_id_char) {
+                p.by_token.entry(id).or_insert_with(|| place.clone());
+            } else {
+                p.others.push((id, place.clone()));
+            }
+        }
+        p
+    }
+
+    /// The known places folded `text` names, in the order they appear in the list.
+    fn named_in(&self, text: &str) -> Vec<Scope> {
+        let mut out: Vec<Scope> = Vec::new();
+        if !self.by_token.is_empty() {
+            for token in text.split(|c: char| !is_id_char(c)) {
+                let token = token.trim_matches(|c: char| matches!(c, '.' | '/' | '-' | '_'));
+                if let Some(place) = self.by_token.get(token) {
+                    if !out.contains(place) {
+                        out.push(place.clone());
+                    }
+                }
+            }
+        }
+        for (id, place) in &self.others {
+            if contains_id(text, id) && !out.contains(place) {
+                out.push(place.clone());
+            }
+        }
+        out
+    }
+}
+
+fn is_id_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')
 }
 
 /// The place a write was made in: where the agent worked when it heard the words (not the
@@ -42,13 +150,13 @@ pub struct Context {
 }
 
 /// What the write path knows about one write beside its scope.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Evidence<'a> {
     /// The user's words.
     pub raw: Option<&'a str>,
     pub context: Option<Context>,
     /// Repository and task scopes the database knows (their ids may appear in the words).
-    pub known_places: &'a [Scope],
+    pub known_places: &'a Places,
     /// (predicate, scope) of the scoped records the same source (the same message) wrote.
     pub siblings: &'a [(String, Scope)],
 }
@@ -161,34 +269,26 @@ fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
     let mut s = Signals::default();
     if let Some(raw) = ev.raw {
         let text = fold(raw);
-        let found = |list: &[String]| -> Vec<String> {
-            list.iter()
-                .filter(|cue| contains_cue(&text, &fold(cue)))
-                .map(|cue| format!("“{cue}”"))
-                .collect()
+        let quote = |found: Vec<&str>| -> Vec<String> {
+            found.into_iter().map(|cue| format!("“{cue}”")).collect()
         };
-        let place = found(&cues.place);
+        let (place, default) = cues.find(&text);
         if !place.is_empty() {
-            s.place.push(format!("the words say {}", place.join(", ")));
+            s.place
+                .push(format!("the words say {}", quote(place).join(", ")));
         }
-        s.default = found(&cues.default);
+        s.default = quote(default);
         // A known place named in the words: the context's own, or any the database holds.
-        let mut named: Vec<Scope> = Vec::new();
-        let context_places = ev.context.iter().flat_map(|c| {
+        let context = ev.context.iter().flat_map(|c| {
             [
                 c.repo.clone().map(Scope::Repo),
                 c.task.clone().map(Scope::Task),
             ]
         });
-        for place in context_places
-            .flatten()
-            .chain(ev.known_places.iter().cloned())
-        {
-            let id = match &place {
-                Scope::Repo(id) | Scope::Task(id) => id,
-                Scope::Global => continue,
-            };
-            if id.chars().count() >= 3 && contains_id(&text, &fold(id)) && !named.contains(&place) {
+        let context: Vec<Scope> = context.flatten().collect();
+        let mut named = Places::new(&context).named_in(&text);
+        for place in ev.known_places.named_in(&text) {
+            if !named.contains(&place) {
                 named.push(place);
             }
         }
@@ -209,19 +309,21 @@ fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
     s
 }
 
-/// A cue in folded text: anywhere for a cue in a script without spaces, as whole words for
-/// one that starts and ends with a letter or digit of a spaced script.
-fn contains_cue(text: &str, cue: &str) -> bool {
-    if cue.is_empty() {
-        return false;
-    }
+/// Whether a cue found at `start..end` of folded `text` stands as itself: anywhere for a cue
+/// in a script without spaces, as whole words for one that starts or ends with an ASCII letter
+/// or digit (`this repo` is not in `this repository`, `default` not in `defaults`).
+fn bounded(text: &str, start: usize, end: usize, cue: &str) -> bool {
     let worded = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     let needs_bounds = worded(cue.chars().next()) || worded(cue.chars().last());
-    text.match_indices(cue).any(|(i, _)| {
-        !needs_bounds
-            || (!worded(text[..i].chars().next_back())
-                && !worded(text[i + cue.len()..].chars().next()))
-    })
+    !needs_bounds
+        || (!worded(text[..start].chars().next_back()) && !worded(text[end..].chars().next()))
+}
+
+/// A cue in folded text (for tests of the bounds rule).
+#[cfg(test)]
+fn contains_cue(text: &str, cue: &str) -> bool {
+    text.match_indices(cue)
+        .any(|(i, _)| bounded(text, i, i + cue.len(), cue))
 }
 
 /// An id in folded text, not inside a longer id (`web-app` is not in `web-app-v2`).
@@ -249,7 +351,8 @@ mod tests {
                 repo: Some("legacy-dashboard".into()),
                 task: None,
             }),
-            ..Evidence::default()
+            known_places: &Places::default(),
+            siblings: &[],
         };
         match judge(Cues::shipped(), &Scope::Global, &ev, GuardMode::Queue) {
             Verdict::Queue {
@@ -289,8 +392,9 @@ mod tests {
 
     #[test]
     fn the_shipped_cues_parse() {
-        let cues: Cues = serde_json::from_str(DEFAULT_CUES).expect("assets/scope_cues.json");
+        let cues: CueLists = serde_json::from_str(DEFAULT_CUES).expect("assets/scope_cues.json");
         assert!(cues.place.len() > 20 && cues.default.len() > 20);
+        assert!(Cues::shipped().matcher.is_some());
     }
 
     #[derive(Deserialize)]
@@ -322,7 +426,7 @@ mod tests {
         let mut misses = Vec::new();
         for line in data.lines().filter(|l| !l.trim().is_empty()) {
             let l: Labelled = serde_json::from_str(line).expect("a labelled line");
-            let known: Vec<Scope> = l.known.iter().map(|k| repo(k)).collect();
+            let known = Places::new(&l.known.iter().map(|k| repo(k)).collect::<Vec<_>>());
             let siblings: Vec<(String, Scope)> = l
                 .siblings
                 .iter()

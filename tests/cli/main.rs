@@ -12,4 +12,5 @@ mod contract;
 mod guards;
 mod hostile_text;
 mod layout;
+mod suspects;
 mod wrong_answers;

@@ -6,10 +6,11 @@
 use super::rows::{memory_from_row, MEMORY_COLUMNS};
 use super::Store;
 use crate::model::{MemoryRecord, Scope};
-use crate::store::guard::{judge, Cues, Evidence, GuardMode, Verdict};
+use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
 use anyhow::Result;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 
 /// One current `global` record that looks like a rule of one place.
 #[derive(Debug, Clone, Serialize)]
@@ -34,8 +35,8 @@ impl Store {
         // Places the database knows: the spellings registry holds every repo and task scope
         // memscope ever stored.
         let known: Vec<Scope> = {
-            let mut stmt =
-                conn.prepare("SELECT spelling FROM spellings WHERE kind = 'scope' ORDER BY spelling")?;
+            let mut stmt = conn
+                .prepare("SELECT spelling FROM spellings WHERE kind = 'scope' ORDER BY spelling")?;
             let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
             rows.filter_map(|s| s.ok().and_then(|s| Scope::parse(&s).ok()))
                 .collect()
@@ -44,65 +45,87 @@ impl Store {
             .iter()
             .filter(|s| matches!(s, Scope::Repo(_)))
             .collect();
-        // The scoped records, by the message that wrote them and by what they are about.
-        let mut by_source: HashMap<String, Vec<(String, Scope)>> = HashMap::new();
-        let mut scoped: HashMap<(String, String), Vec<Scope>> = HashMap::new();
+        // The scoped records' messages, by a hash of their source (no string kept per record:
+        // a database holds hundreds of thousands); a global record whose source hashes alike
+        // has its siblings looked up by rowid, then checked.
+        let mut by_source: HashMap<u64, Vec<i64>> = HashMap::new();
         {
-            let mut stmt = conn.prepare(
-                "SELECT source, subject, predicate, scope FROM memories WHERE scope <> 'global'",
-            )?;
+            let mut stmt =
+                conn.prepare("SELECT rowid, source FROM memories WHERE scope <> 'global'")?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
-                let Ok(scope) = Scope::parse(&r.get::<_, String>(3)?) else {
-                    continue;
-                };
-                let (subject, predicate): (String, String) = (r.get(1)?, r.get(2)?);
-                by_source
-                    .entry(r.get(0)?)
-                    .or_default()
-                    .push((predicate.clone(), scope.clone()));
-                scoped.entry((subject, predicate)).or_default().push(scope);
+                let source = r.get_ref(1)?.as_str().unwrap_or_default();
+                by_source.entry(hash(source)).or_default().push(r.get(0)?);
             }
         }
+        let mut sibling =
+            conn.prepare_cached("SELECT source, predicate, scope FROM memories WHERE rowid = ?1")?;
         let cues = Cues::shipped();
-        let mut out = Vec::new();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories WHERE scope = 'global'"
+        let places = Places::new(&known);
+        // (rowid, evidence, places) of each suspect; the records are read after the scan.
+        let mut found: Vec<(i64, Vec<String>, Vec<Scope>)> = Vec::new();
+        {
+            let mut stmt =
+                conn.prepare("SELECT rowid, source, raw FROM memories WHERE scope = 'global'")?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let source = r.get_ref(1)?.as_str().unwrap_or_default();
+                let raw = r.get_ref(2)?.as_str().ok();
+                let mut siblings: Vec<(String, Scope)> = Vec::new();
+                for id in by_source
+                    .get(&hash(source))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                {
+                    let (s, p, sc): (String, String, String) =
+                        sibling.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                    if s == source {
+                        if let Ok(scope) = Scope::parse(&sc) {
+                            siblings.push((p, scope));
+                        }
+                    }
+                }
+                let ev = Evidence {
+                    raw,
+                    context: None,
+                    known_places: &places,
+                    siblings: &siblings,
+                };
+                if let Verdict::Suspect { evidence, places } =
+                    judge(cues, &Scope::Global, &ev, GuardMode::Flag)
+                {
+                    found.push((r.get(0)?, evidence, places));
+                }
+            }
+        }
+        let mut record = conn.prepare_cached(&format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories WHERE rowid = ?1"
         ))?;
-        let mut rows = stmt.query([])?;
-        while let Some(r) = rows.next()? {
-            let record = memory_from_row(r)?;
-            let siblings = by_source.get(&record.source).map(Vec::as_slice).unwrap_or(&[]);
-            let ev = Evidence {
-                raw: record.raw.as_deref(),
-                context: None,
-                known_places: &known,
-                siblings,
-            };
-            let Verdict::Suspect { evidence, places } =
-                judge(cues, &Scope::Global, &ev, GuardMode::Flag)
-            else {
-                continue;
-            };
-            let own = scoped
-                .get(&(record.subject.clone(), record.predicate.clone()))
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
+        let mut out = Vec::with_capacity(found.len());
+        for (rowid, evidence, places) in found {
+            let record = record.query_row([rowid], memory_from_row)?;
+            let own: Vec<Scope> = self
+                .live_scopes_of(&record.subject, &record.predicate)?
+                .into_iter()
+                .map(|r| r.scope)
+                .filter(|s| *s != Scope::Global)
+                .collect();
             let blast_radius = repos
                 .iter()
                 .filter(|r| !own.contains(r))
                 .map(|r| r.to_string())
                 .collect();
-            let suggested_scope = places.into_iter().next();
-            out.push(Suspect {
-                record,
-                evidence,
-                suggested_scope,
-                blast_radius,
-                reads: 0,
-            });
+            out.push((
+                Suspect {
+                    record,
+                    evidence,
+                    suggested_scope: places.into_iter().next(),
+                    blast_radius,
+                    reads: 0,
+                },
+                own,
+            ));
         }
-        drop(rows);
         // The read log adds the repositories whose agents asked for it, and how often they
         // were served the global value.
         let mut reads = conn.prepare_cached(
@@ -111,13 +134,9 @@ impl Store {
         let mut readers = conn.prepare_cached(
             "SELECT DISTINCT repo FROM reads WHERE subject = ?1 AND predicate = ?2 AND repo IS NOT NULL",
         )?;
-        for s in &mut out {
+        for (s, own) in &mut out {
             let key = [&s.record.subject, &s.record.predicate];
             s.reads = reads.query_row(key, |r| r.get(0))?;
-            let own = scoped
-                .get(&(s.record.subject.clone(), s.record.predicate.clone()))
-                .map(Vec::as_slice)
-                .unwrap_or(&[]);
             let asked: Vec<String> = readers
                 .query_map(key, |r| r.get::<_, String>(0))?
                 .collect::<rusqlite::Result<_>>()?;
@@ -130,6 +149,7 @@ impl Store {
             }
             s.blast_radius.sort();
         }
+        let mut out: Vec<Suspect> = out.into_iter().map(|(s, _)| s).collect();
         out.sort_by(|a, b| {
             (b.blast_radius.len(), b.reads)
                 .cmp(&(a.blast_radius.len(), a.reads))
@@ -140,4 +160,10 @@ impl Store {
         });
         Ok(out)
     }
+}
+
+fn hash(text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }

@@ -1,0 +1,97 @@
+//! Issue 16, suspects in the existing data: `memscope suspects` names the current global records
+//! whose words or whose message point at one place, with the evidence, the repositories the
+//! value reaches without a rule of their own, and the rescope that fixes it.
+
+use crate::support::*;
+use serde_json::json;
+
+#[test]
+fn the_demo_incident_is_the_one_suspect_and_rescoping_it_clears_it() {
+    let db = TestDb::new();
+    db.run(&["demo", "--no-tui"]).ok();
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert_eq!(found.len(), 1, "only the incident: {found:#?}");
+    let s = &found[0];
+    assert_eq!(
+        (
+            &s["record"]["subject"],
+            &s["record"]["predicate"],
+            &s["record"]["scope"]
+        ),
+        (
+            &json!("user:42"),
+            &json!("package_manager"),
+            &json!("global")
+        )
+    );
+    let evidence = s["evidence"].to_string();
+    assert!(evidence.contains("the words say “这个仓库”"), "{evidence}");
+    assert!(
+        evidence.contains("the same message wrote install_command in repo:legacy-dashboard"),
+        "{evidence}"
+    );
+    assert_eq!(s["suggested_scope"], "repo:legacy-dashboard");
+    let radius: Vec<&str> = s["blast_radius"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(radius.contains(&"repo:web-app"), "{radius:?}");
+    assert!(s["reads"].as_i64().unwrap() > 0);
+    // The text names the fix as a command that can be pasted.
+    let text = db.run(&["suspects"]).ok().stdout;
+    assert!(
+        text.contains("fix: memscope rescope --subject user:42 --predicate package_manager --scope global --to repo:legacy-dashboard"),
+        "{text}"
+    );
+    // The fix it suggests clears it.
+    db.json(&[
+        "rescope",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "package_manager",
+        "--scope",
+        "global",
+        "--to",
+        "repo:legacy-dashboard",
+        "--json",
+    ]);
+    assert_eq!(
+        as_array(db.json(&["suspects", "--json"])),
+        Vec::<serde_json::Value>::new()
+    );
+    assert!(db.run(&["suspects"]).ok().stdout.contains("no suspects"));
+}
+
+#[test]
+fn a_default_stated_as_a_default_is_no_suspect_and_words_print_escaped() {
+    let db = TestDb::new();
+    db.write_with(
+        "user:42",
+        "package_manager",
+        "pnpm",
+        "global",
+        "thread:17/message:86",
+        &["--raw", "以后新建前端项目，默认用 pnpm。"],
+    );
+    db.write_with(
+        "user:7",
+        "indentation",
+        "tabs",
+        "global",
+        "thread:2",
+        &["--raw", "Use tabs in this repo \u{1b}]0;pwned\u{7}"],
+    );
+    db.write("user:7", "editor", "vim", "repo:api-server", "thread:3");
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["record"]["subject"], "user:7");
+    assert_eq!(found[0]["blast_radius"], json!(["repo:api-server"]));
+    let text = db.run(&["suspects"]).ok().stdout;
+    assert!(
+        !text.contains('\u{1b}'),
+        "the words print escaped: {text:?}"
+    );
+}
