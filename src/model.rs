@@ -84,7 +84,9 @@ impl fmt::Display for Scope {
 
 impl Serialize for Scope {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
+        // Written straight from `Display`: no string is built per scope (every `apply` outcome
+        // carries one).
+        s.collect_str(self)
     }
 }
 

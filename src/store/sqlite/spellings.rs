@@ -99,39 +99,55 @@ pub(crate) fn find_context_id(
 /// while it holds the write lock).
 #[derive(Default)]
 pub(crate) struct SpellingMemo {
-    subjects: HashMap<String, String>,
-    scopes: HashMap<Scope, Scope>,
+    /// A subject as written → its stored spelling, `None` when it is that spelling already
+    /// (the common case, which then costs no copy).
+    subjects: HashMap<String, Option<String>>,
+    scopes: HashMap<Scope, Option<Scope>>,
 }
 
 impl SpellingMemo {
-    pub(crate) fn subject(&mut self, conn: &Connection, text: &str) -> Result<String> {
+    /// The stored spelling of a subject a write brings, when it differs from `text`.
+    pub(crate) fn respell_subject(
+        &mut self,
+        conn: &Connection,
+        text: &str,
+    ) -> Result<Option<String>> {
         if let Some(s) = self.subjects.get(text) {
             return Ok(s.clone());
         }
         let s = subject(conn, text, true)?;
-        self.subjects.insert(text.to_string(), s.clone());
-        Ok(s)
+        let differs = (s != text).then_some(s);
+        self.subjects.insert(text.to_string(), differs.clone());
+        Ok(differs)
     }
 
-    /// An identity a write is about to touch, in its stored spelling.
-    pub(crate) fn identity(&mut self, conn: &Connection, id: &Identity) -> Result<Identity> {
-        Ok(Identity {
-            subject: self.subject(conn, &id.subject)?,
-            predicate: id.predicate.clone(),
-            scope: self.scope(conn, &id.scope)?,
-        })
-    }
-
-    pub(crate) fn scope(&mut self, conn: &Connection, sc: &Scope) -> Result<Scope> {
+    /// The stored spelling of a scope a write brings, when it differs from `sc`.
+    pub(crate) fn respell_scope(&mut self, conn: &Connection, sc: &Scope) -> Result<Option<Scope>> {
         if *sc == Scope::Global {
-            return Ok(Scope::Global);
+            return Ok(None);
         }
         if let Some(s) = self.scopes.get(sc) {
             return Ok(s.clone());
         }
         let s = scope(conn, sc, true)?;
-        self.scopes.insert(sc.clone(), s.clone());
-        Ok(s)
+        let differs = (s != *sc).then_some(s);
+        self.scopes.insert(sc.clone(), differs.clone());
+        Ok(differs)
+    }
+
+    pub(crate) fn scope(&mut self, conn: &Connection, sc: &Scope) -> Result<Scope> {
+        Ok(self.respell_scope(conn, sc)?.unwrap_or_else(|| sc.clone()))
+    }
+
+    /// An identity a write is about to touch, in its stored spelling.
+    pub(crate) fn identity(&mut self, conn: &Connection, id: &Identity) -> Result<Identity> {
+        Ok(Identity {
+            subject: self
+                .respell_subject(conn, &id.subject)?
+                .unwrap_or_else(|| id.subject.clone()),
+            predicate: id.predicate.clone(),
+            scope: self.scope(conn, &id.scope)?,
+        })
     }
 }
 

@@ -55,14 +55,12 @@ impl TxState {
         if predicate != w.predicate {
             w.to_mut().predicate = predicate;
         }
-        let subject = self.spellings.subject(conn, &w.subject)?;
-        if subject != w.subject {
+        if let Some(subject) = self.spellings.respell_subject(conn, &w.subject)? {
             w.to_mut().subject = subject;
         }
         match &w.choice {
             ScopeChoice::Exact(scope) => {
-                let spelled = self.spellings.scope(conn, scope)?;
-                if spelled != *scope {
+                if let Some(spelled) = self.spellings.respell_scope(conn, scope)? {
                     let w = w.to_mut();
                     w.scope_text = Some(spelled.to_string());
                     w.choice = ScopeChoice::Exact(spelled);
