@@ -86,6 +86,8 @@ pub struct Store {
     /// Statements prepared on `conn`; `Drop for Store` finalizes them before the connection
     /// closes, so the order of these fields does not matter.
     hot: hot::HotStmts,
+    /// Subjects and scopes met by earlier write transactions, in their stored spelling.
+    spellings: spellings::SpellingMemo,
     conn: Connection,
     path: PathBuf,
     read_only: bool,
@@ -290,6 +292,7 @@ impl Store {
 
         let mut store = Store {
             hot: hot::HotStmts::default(),
+            spellings: spellings::SpellingMemo::default(),
             conn,
             path,
             read_only,

@@ -106,6 +106,16 @@ pub(crate) struct SpellingMemo {
 }
 
 impl SpellingMemo {
+    /// The memo kept for the next transaction: forgotten whole when it has grown large (a bulk
+    /// load of many subjects), so a long-lived store's memory stays bounded.
+    pub(crate) fn bounded(self) -> SpellingMemo {
+        if self.subjects.len() + self.scopes.len() > 50_000 {
+            SpellingMemo::default()
+        } else {
+            self
+        }
+    }
+
     /// The stored spelling of a subject a write brings, when it differs from `text`.
     pub(crate) fn respell_subject(
         &mut self,

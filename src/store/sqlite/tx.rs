@@ -186,6 +186,10 @@ impl Store {
         let path = self.path.clone();
         // The store's prepared statements go with the transaction and come back after it.
         let hot = std::mem::take(&mut self.hot);
+        // So do the spellings it has met: a stored spelling never changes, so they stay true
+        // across transactions — unless this one rolls back what it registered.
+        let spellings = std::mem::take(&mut self.spellings);
+        // (Should the lock not come, both are simply prepared and met again next time.)
         let tx = self.begin()?;
         // The time is taken inside the write lock, so event times follow commit order.
         let ctx = WriteCtx {
@@ -195,10 +199,16 @@ impl Store {
         let mut st = TxState {
             expect_fresh: fresh,
             hot,
+            spellings,
             ..TxState::default()
         };
         let out = body(&tx, &ctx, &mut st);
-        let TxState { mut seqs, hot, .. } = st;
+        let TxState {
+            mut seqs,
+            hot,
+            spellings,
+            ..
+        } = st;
         let finished = match out {
             Ok(out) if commit => finish_write(tx, &mut seqs, &path).map(|debt| (out, debt)),
             Ok(out) => {
@@ -211,6 +221,9 @@ impl Store {
             }
         };
         self.hot = hot;
+        if commit && finished.is_ok() {
+            self.spellings = spellings.bounded();
+        }
         let (out, debt) = finished?;
         // Whether the content is in no file any more: true unless an owed purge stays owed.
         let purged = !debt || self.pay_purge_debt()?;
