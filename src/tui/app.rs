@@ -5,25 +5,21 @@
 use super::incident::{AsOfDialog, ReadsState, RescopeDialog, RevertDialog, TimelineMark};
 use super::keymap::{self, Command, Context};
 use super::list::{FilterResults, ListItem, MemoryList, Motion};
+use super::tabs::{Shell, Tabs};
 use super::timeline::EventDialog;
 use super::worker::HeaderCounts;
 use crate::model::{
     parse_context_id, ContextKind, DeletePreview, DeleteTarget, HistoryEvent, Identity,
-    MemoryRecord, PendingItem, Resolution, Scope, Tombstone,
+    MemoryRecord, Resolution, Scope,
 };
-use crate::store::{CheckReport, Clock};
+use crate::store::Clock;
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::{BTreeSet, HashMap};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tab {
-    Memories,
-    Pending,
-    Tombstones,
-    Check,
-    Reads,
-}
+pub use super::tabs::check::CheckState;
+pub use super::tabs::pending::{Choice, PendingPreview};
+pub use super::tabs::Tab;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
@@ -109,36 +105,6 @@ pub struct Detail {
     pub others: Vec<MemoryRecord>,
     /// The resolution in the selected record's own context (its repo or task).
     pub resolution: Option<Resolution>,
-}
-
-/// What one choice for a pending item would do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Choice {
-    pub key: Option<char>,
-    pub scope: Scope,
-    pub effect: String,
-}
-
-impl Choice {
-    /// `global: supersedes pnpm (v1) with npm`: the scope and what writing there does, as the
-    /// preview pane and the confirm both state it.
-    pub fn statement(&self) -> String {
-        format!("{}: {}", self.scope, self.effect)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingPreview {
-    pub pending_id: i64,
-    pub choices: Vec<Choice>,
-}
-
-#[derive(Debug, Clone)]
-pub enum CheckState {
-    NotRun,
-    Running,
-    Done(Box<CheckReport>),
-    Failed(String),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -232,6 +198,28 @@ impl ExplainDialog {
         })
     }
 
+    /// The dialog on a subject and predicate, its repo and task filled from `scopes`, and
+    /// the action that asks the store.
+    pub fn open(subject: &str, predicate: &str, scopes: &[Scope]) -> (ExplainDialog, Action) {
+        let id_of = |kind: &str| {
+            scopes.iter().find_map(|s| match (s, kind) {
+                (Scope::Repo(r), "repo") => Some(r.clone()),
+                (Scope::Task(t), "task") => Some(t.clone()),
+                _ => None,
+            })
+        };
+        let mut dialog = ExplainDialog {
+            subject: subject.to_string(),
+            predicate: predicate.to_string(),
+            repo: id_of("repo").unwrap_or_default(),
+            task: id_of("task").unwrap_or_default(),
+            field: ExplainField::Repo,
+            result: None,
+        };
+        let action = dialog.ask();
+        (dialog, action)
+    }
+
     /// Asks the store to explain what the fields say, or shows why they cannot be asked.
     fn ask(&mut self) -> Action {
         match self.query() {
@@ -304,13 +292,8 @@ pub struct App {
     pub event_cursor: usize,
     /// … and the identity of that timeline (a refresh of the same one keeps the event).
     pub shown_identity: Option<Identity>,
-    pub pending: Vec<PendingItem>,
-    pub pending_cursor: usize,
-    pub pending_preview: Option<PendingPreview>,
-    pub tombstones: Vec<Tombstone>,
-    pub tomb_cursor: usize,
-    pub check: CheckState,
-    pub check_scroll: usize,
+    /// The tabs that are components (pending, tombstones, check).
+    pub tabs: Tabs,
     pub reads: ReadsState,
     /// A version to highlight in the history timeline (the one an agent read).
     pub mark: Option<TimelineMark>,
@@ -338,13 +321,7 @@ impl App {
             detail_scroll: 0,
             event_cursor: 0,
             shown_identity: None,
-            pending: Vec::new(),
-            pending_cursor: 0,
-            pending_preview: None,
-            tombstones: Vec::new(),
-            tomb_cursor: 0,
-            check: CheckState::NotRun,
-            check_scroll: 0,
+            tabs: Tabs::default(),
             reads: ReadsState::default(),
             mark: None,
             dialogs: Vec::new(),
@@ -368,10 +345,13 @@ impl App {
                 Context::Global,
             ],
             Tab::Memories => vec![Context::Memories, Context::Lists, Context::Global],
-            Tab::Pending => vec![Context::Pending, Context::Lists, Context::Global],
-            Tab::Tombstones => vec![Context::Tombstones, Context::Lists, Context::Global],
-            Tab::Check => vec![Context::Lists, Context::Global],
             Tab::Reads => vec![Context::Reads, Context::Lists, Context::Global],
+            tab => {
+                let own = self.tabs.get(tab).and_then(|c| c.context());
+                own.into_iter()
+                    .chain([Context::Lists, Context::Global])
+                    .collect()
+            }
         }
     }
 
@@ -401,12 +381,38 @@ impl App {
         });
     }
 
-    pub fn selected_pending(&self) -> Option<&PendingItem> {
-        self.pending.get(self.pending_cursor)
+    /// The tab bar: each tab's number and title.
+    pub fn tab_titles(&self) -> Vec<(Tab, String)> {
+        Tab::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, &tab)| {
+                let title = match tab {
+                    Tab::Memories => "Current view".to_string(),
+                    Tab::Reads => "Reads".to_string(),
+                    _ => self.tabs.get(tab).map(|c| c.title()).unwrap_or_default(),
+                };
+                (tab, format!("{} {title}", i + 1))
+            })
+            .collect()
     }
 
-    pub fn selected_tombstone(&self) -> Option<&Tombstone> {
-        self.tombstones.get(self.tomb_cursor)
+    /// The key on the tab that is a component, when it takes it.
+    fn tab_command(&mut self, cmd: Command) -> Option<Action> {
+        let App {
+            tabs,
+            tab,
+            read_only,
+            dialogs,
+            toast,
+            ..
+        } = self;
+        let mut shell = Shell {
+            read_only: *read_only,
+            dialogs,
+            toast,
+        };
+        tabs.get_mut(*tab)?.command(cmd, &mut shell)
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) -> Action {
@@ -557,6 +563,9 @@ impl App {
         if let Some(action) = self.reads_command(cmd) {
             return action;
         }
+        if let Some(action) = self.tab_command(cmd) {
+            return action;
+        }
         match cmd {
             Command::Quit => Action::Quit,
             Command::Help => {
@@ -611,11 +620,7 @@ impl App {
                     Action::None
                 }
             }
-            Command::ShowMemories => self.show(Tab::Memories),
-            Command::ShowPending => self.show(Tab::Pending),
-            Command::ShowTombstones => self.show(Tab::Tombstones),
-            Command::ShowCheck => self.show(Tab::Check),
-            Command::ShowReads => self.show(Tab::Reads),
+            Command::Show(tab) => self.show(tab),
             Command::Fold | Command::Unfold => match self.list.selected() {
                 Some(row) => Action::Fold {
                     scope: row.scope(),
@@ -623,20 +628,20 @@ impl App {
                 },
                 None => Action::None,
             },
-            Command::ResolveGlobal => self.resolve('g'),
-            Command::ResolveRepo => self.resolve('r'),
-            Command::ResolveTask => self.resolve('t'),
-            Command::Reject => self.reject(),
             Command::Delete => self.delete(),
-            Command::Restore => self.restore(),
             Command::Explain => self.explain(),
             Command::Rescope => self.rescope(),
             Command::Revert => self.revert(),
             Command::OpenEvent => self.open_event(),
             Command::Copy => self.copy(),
-            // Reads-tab commands run in `reads_command`; dialog and filter-line commands where
-            // those have the focus.
-            Command::CycleSince
+            // Pending and tombstone commands run in their tabs, Reads-tab commands in
+            // `reads_command`; dialog and filter-line commands where those have the focus.
+            Command::ResolveGlobal
+            | Command::ResolveRepo
+            | Command::ResolveTask
+            | Command::Reject
+            | Command::Restore
+            | Command::CycleSince
             | Command::ExplainRead
             | Command::GoToRecord
             | Command::EditField
@@ -668,29 +673,15 @@ impl App {
     /// pointer for the mouse wheel).
     pub(super) fn motion_in(&mut self, pane: Focus, m: Motion) -> Action {
         let page = self.page();
-        let step = |cursor: &mut usize, len: usize| {
-            let last = len.saturating_sub(1);
-            *cursor = match m {
-                Motion::Up(n) => cursor.saturating_sub(n),
-                Motion::Down(n) => (*cursor + n).min(last),
-                Motion::PageUp => cursor.saturating_sub(page),
-                Motion::PageDown => (*cursor + page).min(last),
-                Motion::Home => 0,
-                Motion::End => last,
-            };
-        };
-        // The check report stops about where its text ends.
-        let check_lines = match &self.check {
-            CheckState::Done(r) => r.violations.len() + 3 * r.health.len() + r.metrics.len() + 12,
-            _ => 1,
-        };
         match (self.tab, pane) {
             (Tab::Memories, Focus::List) => return Action::Move(m),
             (Tab::Memories, Focus::Detail) => self.move_event(m),
-            (Tab::Pending, _) => step(&mut self.pending_cursor, self.pending.len()),
-            (Tab::Tombstones, _) => step(&mut self.tomb_cursor, self.tombstones.len()),
-            (Tab::Check, _) => step(&mut self.check_scroll, check_lines),
-            (Tab::Reads, _) => step(&mut self.reads.cursor, self.reads.rows.len()),
+            (Tab::Reads, _) => self.reads.rows.step(m, page),
+            (tab, _) => {
+                if let Some(c) = self.tabs.get_mut(tab) {
+                    c.motion(m, page);
+                }
+            }
         }
         Action::None
     }
@@ -703,10 +694,7 @@ impl App {
                 .selected_record()
                 .map(|r| super::clipboard::value_text(&r.value)),
             (Tab::Memories, Focus::Detail) => self.event_value(),
-            (Tab::Pending, _) => self
-                .selected_pending()
-                .map(|p| super::clipboard::value_text(&p.value)),
-            _ => None,
+            (tab, _) => self.tabs.get(tab).and_then(|c| c.copy_text()),
         };
         match text {
             Some(text) => Action::Copy(text),
@@ -723,76 +711,6 @@ impl App {
             self.error(READ_ONLY);
         }
         !self.read_only
-    }
-
-    fn resolve(&mut self, key: char) -> Action {
-        if !self.writable() {
-            return Action::None;
-        }
-        let Some(item) = self.selected_pending() else {
-            self.info("the pending queue is empty: every write had a clear scope");
-            return Action::None;
-        };
-        let wanted = match key {
-            'g' => "global",
-            'r' => "repo",
-            _ => "task",
-        };
-        if !item.candidates.iter().any(|c| c.kind() == wanted) {
-            let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
-            let text = format!(
-                "{key} does nothing here: #{} has no {wanted} candidate (its candidates are {})",
-                item.id,
-                names.join(", ")
-            );
-            self.info(text);
-            return Action::None;
-        }
-        // The confirm states the preview pane's own sentence for this key: the pane may be
-        // hidden at small sizes, and the effect is the store's to say, once.
-        let choice = self
-            .pending_preview
-            .as_ref()
-            .filter(|p| p.pending_id == item.id)
-            .and_then(|p| p.choices.iter().find(|c| c.key == Some(key)));
-        let Some(choice) = choice else {
-            self.info("the preview of its choices is still loading: press it again");
-            return Action::None;
-        };
-        let dialog = ConfirmDialog {
-            title: format!("Write pending #{} to {}?", item.id, choice.scope),
-            lines: vec![pending_line(item), choice.statement()],
-            yes: format!("write to {}", choice.scope),
-            curation: Curation::Resolve {
-                pending_id: item.id,
-                scope: choice.scope.clone(),
-            },
-        };
-        self.dialogs.push(Dialog::Confirm(dialog));
-        Action::None
-    }
-
-    fn reject(&mut self) -> Action {
-        if !self.writable() {
-            return Action::None;
-        }
-        let Some(item) = self.selected_pending() else {
-            self.info("the pending queue is empty: nothing to reject");
-            return Action::None;
-        };
-        let dialog = ConfirmDialog {
-            title: format!("Reject pending #{}?", item.id),
-            lines: vec![
-                pending_line(item),
-                "Nothing is written to memory; the item is kept as rejected.".into(),
-            ],
-            yes: "reject".into(),
-            curation: Curation::Reject {
-                pending_id: item.id,
-            },
-        };
-        self.dialogs.push(Dialog::Confirm(dialog));
-        Action::None
     }
 
     fn delete(&mut self) -> Action {
@@ -813,89 +731,21 @@ impl App {
         Action::PreviewDelete(target)
     }
 
-    fn restore(&mut self) -> Action {
-        if !self.writable() {
+    /// `e` in the current view: the selected record's chain in its own repo or task. (The
+    /// pending and tombstone tabs open the same dialog on their own selection.)
+    fn explain(&mut self) -> Action {
+        if self.tab != Tab::Memories {
             return Action::None;
         }
-        let Some(t) = self.selected_tombstone() else {
-            self.info("there are no tombstones to restore");
+        let Some(r) = self.list.selected_record() else {
+            self.info("select a record to explain");
             return Action::None;
         };
-        let id = Identity {
-            subject: t.subject.clone(),
-            predicate: t.predicate.clone(),
-            scope: t.scope.clone(),
-        };
-        let dialog = ConfirmDialog {
-            title: "Restore this identity?".into(),
-            lines: vec![
-                format!("{id}"),
-                "Lifts the tombstone: later writes to it are accepted again.".into(),
-                "The purged values and raw texts do not come back.".into(),
-            ],
-            yes: "restore".into(),
-            curation: Curation::Restore(id),
-        };
-        self.dialogs.push(Dialog::Confirm(dialog));
-        Action::None
-    }
-
-    fn explain(&mut self) -> Action {
-        let (subject, predicate, scopes): (String, String, Vec<Scope>) = match self.tab {
-            Tab::Memories => match self.list.selected_record() {
-                Some(r) => (
-                    r.subject.clone(),
-                    r.predicate.clone(),
-                    vec![r.scope.clone()],
-                ),
-                None => {
-                    self.info("select a record to explain");
-                    return Action::None;
-                }
-            },
-            Tab::Pending => match self.selected_pending() {
-                Some(p) => (p.subject.clone(), p.predicate.clone(), p.candidates.clone()),
-                None => return Action::None,
-            },
-            Tab::Tombstones => match self.selected_tombstone() {
-                Some(t) => (
-                    t.subject.clone(),
-                    t.predicate.clone(),
-                    vec![t.scope.clone()],
-                ),
-                None => return Action::None,
-            },
-            Tab::Check | Tab::Reads => return Action::None,
-        };
-        let id_of = |kind: &str| {
-            scopes.iter().find_map(|s| match (s, kind) {
-                (Scope::Repo(r), "repo") => Some(r.clone()),
-                (Scope::Task(t), "task") => Some(t.clone()),
-                _ => None,
-            })
-        };
-        let mut dialog = ExplainDialog {
-            subject,
-            predicate,
-            repo: id_of("repo").unwrap_or_default(),
-            task: id_of("task").unwrap_or_default(),
-            field: ExplainField::Repo,
-            result: None,
-        };
-        let action = dialog.ask();
+        let (dialog, action) =
+            ExplainDialog::open(&r.subject, &r.predicate, std::slice::from_ref(&r.scope));
         self.dialogs.push(Dialog::Explain(dialog));
         action
     }
-}
-
-/// `user:42 · package_manager = npm`: a pending item as its confirms name it.
-fn pending_line(item: &PendingItem) -> String {
-    format!(
-        "{} · {} = {}",
-        item.subject,
-        item.predicate,
-        super::text::value_text(&item.value)
-    )
 }
 
 /// A printable character typed without Ctrl or Alt.

@@ -5,6 +5,8 @@
 
 use super::app::{Action, App, Curation, Dialog, Focus, Tab};
 use super::keymap::Command;
+use super::list::Motion;
+use super::rows::Rows;
 use super::worker::ReadsQuery;
 use crate::model::{Identity, MemoryRecord, ReadRecord, Resolution, Scope};
 use chrono::{DateTime, Duration, Utc};
@@ -58,8 +60,7 @@ impl Since {
 /// The Reads tab: the read log, newest first, narrowed by words and a time window.
 #[derive(Debug, Clone, Default)]
 pub struct ReadsState {
-    pub rows: Vec<ReadRecord>,
-    pub cursor: usize,
+    pub rows: Rows<ReadRecord>,
     /// What is typed in the filter line (words matched in agent, subject, predicate, context).
     pub input: String,
     pub editing: bool,
@@ -71,7 +72,7 @@ pub struct ReadsState {
 
 impl ReadsState {
     pub fn selected(&self) -> Option<&ReadRecord> {
-        self.rows.get(self.cursor)
+        self.rows.selected()
     }
 
     pub fn active(&self) -> bool {
@@ -257,11 +258,11 @@ impl App {
                 Action::LoadReads
             }
             Some(Command::Up) => {
-                r.cursor = r.cursor.saturating_sub(1);
+                r.rows.step(Motion::Up(1), 1);
                 Action::None
             }
             Some(Command::Down) => {
-                r.cursor = (r.cursor + 1).min(r.rows.len().saturating_sub(1));
+                r.rows.step(Motion::Down(1), 1);
                 Action::None
             }
             _ => match c {

@@ -2,7 +2,7 @@
 //! list on screen). Every size down to 1×1 gets a layout; small screens drop chrome first.
 
 use super::app::{Focus, Tab};
-use super::text::{thousands, width};
+use super::text::width;
 use ratatui::layout::Rect;
 use std::ops::Range;
 
@@ -122,7 +122,8 @@ pub fn panes(body: Rect, tab: Tab, focus: Focus) -> Panes {
                 }
             }
         }
-        Tab::Memories | Tab::Pending | Tab::Tombstones => {
+        // The current view, and a list with its detail (pending, tombstones).
+        _ => {
             let wide = match tab {
                 Tab::Memories => 100,
                 _ => 90,
@@ -200,37 +201,16 @@ pub fn window(len: usize, cursor: usize, height: usize) -> Range<usize> {
     start..(start + height).min(len)
 }
 
-/// The tab bar's titles, with the number of open pending items and of tombstones.
-pub fn tab_titles(pending: usize, tombstones: usize) -> [(Tab, String); 5] {
-    let count = |n: usize| {
-        if n > 0 {
-            format!(" ({})", thousands(n as i64))
-        } else {
-            String::new()
-        }
-    };
-    [
-        (Tab::Memories, "1 Current view".to_string()),
-        (Tab::Pending, format!("2 Pending{}", count(pending))),
-        (
-            Tab::Tombstones,
-            format!("3 Tombstones{}", count(tombstones)),
-        ),
-        (Tab::Check, "4 Check".to_string()),
-        (Tab::Reads, "5 Reads".to_string()),
-    ]
-}
-
-/// The tab whose title is `x` columns from the tab bar's left edge: each title is drawn as
-/// one space, then ` title `.
-pub fn tab_at(pending: usize, tombstones: usize, x: u16) -> Option<Tab> {
+/// The tab whose title (of `titles`, `App::tab_titles`) is `x` columns from the tab bar's
+/// left edge: each title is drawn as one space, then ` title `.
+pub fn tab_at(titles: &[(Tab, String)], x: u16) -> Option<Tab> {
     let x = usize::from(x);
     let mut at = 0;
-    for (tab, title) in tab_titles(pending, tombstones) {
+    for (tab, title) in titles {
         at += 1;
-        let w = width(&title) + 2;
+        let w = width(title) + 2;
         if (at..at + w).contains(&x) {
-            return Some(tab);
+            return Some(*tab);
         }
         at += w;
     }

@@ -66,7 +66,7 @@ impl App {
         }
         let screen = layout::screen(self.area());
         if let Some(bar) = screen.tabs.filter(|r| r.contains(at)) {
-            let tab = layout::tab_at(self.pending.len(), self.tombstones.len(), at.x - bar.x);
+            let tab = layout::tab_at(&self.tab_titles(), at.x - bar.x);
             return match tab {
                 Some(tab) => self.show(tab),
                 None => Action::None,
@@ -104,21 +104,18 @@ impl App {
                 }
                 Action::None
             }
-            (Tab::Pending, Focus::List) => {
-                pick(&mut self.pending_cursor, self.pending.len(), height, row, 1);
-                Action::None
-            }
-            (Tab::Tombstones, Focus::List) => {
-                pick(&mut self.tomb_cursor, self.tombstones.len(), height, row, 1);
-                Action::None
-            }
             (Tab::Reads, Focus::List) => {
                 let per_read = layout::read_lines(height);
-                let r = &mut self.reads;
-                pick(&mut r.cursor, r.rows.len(), height, row, per_read);
+                self.reads.rows.pick(row, height, per_read);
                 Action::None
             }
-            _ => Action::None,
+            (Tab::Reads, Focus::Detail) => Action::None,
+            (tab, pane) => {
+                if let Some(c) = self.tabs.get_mut(tab) {
+                    c.click(pane, row, height);
+                }
+                Action::None
+            }
         }
     }
 
@@ -137,15 +134,5 @@ impl App {
         [(Focus::List, panes.list), (Focus::Detail, panes.detail)]
             .into_iter()
             .find_map(|(pane, rect)| rect.filter(|r| r.contains(at)).map(|r| (pane, r)))
-    }
-}
-
-/// Selects the item drawn on `row` of a list pane `height` rows tall showing `len` items of
-/// `per_item` rows each around `cursor` (the window drawing uses).
-fn pick(cursor: &mut usize, len: usize, height: usize, row: usize, per_item: usize) {
-    let shown = layout::window(len, *cursor, height / per_item.max(1));
-    let index = shown.start + row / per_item.max(1);
-    if shown.contains(&index) {
-        *cursor = index;
     }
 }

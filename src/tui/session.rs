@@ -3,14 +3,11 @@
 //! commits. Every query and write of the UI happens here (through the store's methods); `app`
 //! holds state and `draw` only reads it.
 
-use super::app::{
-    Action, App, CheckState, Choice, Curation, Detail, Dialog, FilterState, Focus, PendingPreview,
-    Tab, READ_ONLY,
-};
+use super::app::{Action, App, Curation, Detail, Dialog, FilterState, Focus, Tab, READ_ONLY};
 use super::incident::{AsOf, TimelineMark};
 use super::list::{FilterResults, ListRow, Pos, Source};
 use super::repair;
-use super::text::{plural, value_text};
+use super::text::plural;
 use super::worker::{
     run_filter, run_load, Failed, FilterJob, Job, Load, LoadKind, NarrowCache, Reply, Workers,
 };
@@ -204,10 +201,12 @@ impl Session {
             }
             Action::Filter(query) => self.start_filter(query, true)?,
             Action::ShowTab(tab) => match tab {
-                Tab::Check => self.run_check(),
-                Tab::Pending | Tab::Tombstones => self.reload_queues()?,
                 Tab::Reads => self.load_reads(),
                 Tab::Memories => {}
+                _ => {
+                    self.reload_tabs()?;
+                    self.start_tab();
+                }
             },
             Action::LoadReads => self.load_reads(),
             Action::ExplainRead(id) => self.explain_read(id),
@@ -341,15 +340,12 @@ impl Session {
             let query = self.app.filter.input.clone();
             self.start_filter(query, false)?;
         }
-        self.reload_queues()?;
-        if self.app.tab == Tab::Check {
-            self.run_check();
-        }
+        self.reload_tabs()?;
+        self.start_tab();
         if self.app.tab == Tab::Reads || self.app.reads.shown.is_some() {
             self.load_reads();
         }
         self.app.detail = None;
-        self.app.pending_preview = None;
         self.app.refreshed_at = Some(self.app.now);
         self.sync()?;
         Ok(())
@@ -390,26 +386,20 @@ impl Session {
             .reload(&src, &self.store, anchor.as_ref(), page)
     }
 
-    fn reload_queues(&mut self) -> Result<()> {
-        self.app.pending = self.store.pending(false)?;
-        self.app.pending_cursor = self
-            .app
-            .pending_cursor
-            .min(self.app.pending.len().saturating_sub(1));
-        self.app.tombstones = self.store.tombstones()?;
-        self.app.tomb_cursor = self
-            .app
-            .tomb_cursor
-            .min(self.app.tombstones.len().saturating_sub(1));
-        self.app.pending_preview = None;
+    /// Every component tab loads what it lists (the tab bar counts them all).
+    fn reload_tabs(&mut self) -> Result<()> {
+        for tab in self.app.tabs.all_mut() {
+            tab.reload(&self.store)?;
+        }
         Ok(())
     }
 
-    fn run_check(&mut self) {
-        if !matches!(self.app.check, CheckState::Done(_)) {
-            self.app.check = CheckState::Running;
+    /// The shown tab's slow work goes to the workers.
+    fn start_tab(&mut self) {
+        let load = self.app.tabs.get_mut(self.app.tab).and_then(|c| c.start());
+        if let Some(load) = load {
+            self.submit(Job::Load(load));
         }
-        self.submit(Job::Load(Load::Check));
     }
 
     fn start_filter(&mut self, query: String, progressive: bool) -> Result<()> {
@@ -491,6 +481,9 @@ impl Session {
     }
 
     fn apply_reply(&mut self, reply: Reply) -> Result<()> {
+        for tab in self.app.tabs.all_mut() {
+            tab.take(&reply);
+        }
         match reply {
             Reply::Filter {
                 generation,
@@ -538,9 +531,8 @@ impl Session {
                 self.app.counts = Some(counts);
                 self.app.scope_counts = scopes.into_iter().collect();
             }
-            Reply::Check(report) => {
+            Reply::Check(_) => {
                 self.loads_waiting.remove(&LoadKind::Check);
-                self.app.check = CheckState::Done(report);
             }
             Reply::DeletePreview { target, preview } => {
                 self.loads_waiting.remove(&LoadKind::DeletePreview);
@@ -560,12 +552,7 @@ impl Session {
                 match rows {
                     Ok(rows) => {
                         // The same read stays selected when it is still listed.
-                        let id = r.selected().map(|x| x.id);
-                        r.cursor = id
-                            .and_then(|id| rows.iter().position(|x| x.id == id))
-                            .unwrap_or(r.cursor)
-                            .min(rows.len().saturating_sub(1));
-                        r.rows = rows;
+                        r.rows.set_keeping(rows, |old, new| old.id == new.id);
                         r.shown = Some(query);
                     }
                     Err(e) => {
@@ -583,7 +570,6 @@ impl Session {
                     }
                     Failed::Check => {
                         self.loads_waiting.remove(&LoadKind::Check);
-                        self.app.check = CheckState::Failed(error.clone());
                     }
                     // The threads are gone (or could not open the database): what they had
                     // in hand will not come back.
@@ -623,17 +609,12 @@ impl Session {
                     }
                 }
             }
-            Tab::Pending => {
-                let want = self.app.selected_pending().map(|p| p.id);
-                let have = self.app.pending_preview.as_ref().map(|p| p.pending_id);
-                if want != have {
-                    self.app.pending_preview = match want {
-                        Some(_) => Some(self.preview_pending()?),
-                        None => None,
-                    };
+            Tab::Reads => {}
+            tab => {
+                if let Some(c) = self.app.tabs.get_mut(tab) {
+                    c.sync(&self.store)?;
                 }
             }
-            Tab::Tombstones | Tab::Check | Tab::Reads => {}
         }
         Ok(())
     }
@@ -788,33 +769,6 @@ impl Session {
             history,
             others,
             resolution,
-        })
-    }
-
-    /// What each candidate scope of the selected pending item would do: the store's own
-    /// decision (`Store::preview_pending`), never a rule restated here.
-    fn preview_pending(&self) -> Result<PendingPreview> {
-        let Some(item) = self.app.selected_pending() else {
-            anyhow::bail!("no pending item is selected");
-        };
-        let mut choices = Vec::new();
-        let mut used: Vec<char> = Vec::new();
-        for (scope, decision) in self.store.preview_pending(item.id)? {
-            let key = match scope {
-                Scope::Global => 'g',
-                Scope::Repo(_) => 'r',
-                Scope::Task(_) => 't',
-            };
-            let key = (!used.contains(&key)).then(|| {
-                used.push(key);
-                key
-            });
-            let effect = decision.effect(&scope, &item.value, &value_text);
-            choices.push(Choice { key, scope, effect });
-        }
-        Ok(PendingPreview {
-            pending_id: item.id,
-            choices,
         })
     }
 }

@@ -3,7 +3,6 @@
 
 mod dialogs;
 mod memories;
-mod queues;
 mod reads;
 mod repair;
 
@@ -13,6 +12,7 @@ pub(crate) use memories::history_lines;
 use super::app::{App, Focus, Tab};
 use super::keymap;
 use super::layout::{self, Screen};
+use super::tabs::View;
 use super::text::{
     each_grapheme, one_line, plural, thousands, truncate, truncate_middle, width, wrap,
 };
@@ -202,10 +202,17 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     }
     match app.tab {
         Tab::Memories => memories::draw(frame, s.body, app),
-        Tab::Pending => queues::pending(frame, s.body, app),
-        Tab::Tombstones => queues::tombstones(frame, s.body, app),
-        Tab::Check => queues::check(frame, s.body, app),
         Tab::Reads => reads::draw(frame, s.body, app),
+        tab => {
+            let view = View {
+                now: app.now,
+                focus: app.focus,
+                focused: app.dialogs.is_empty(),
+            };
+            if let Some(c) = app.tabs.get(tab) {
+                c.draw(frame, s.body, &view);
+            }
+        }
     }
     let status_text = status(app);
     match (s.status, s.footer) {
@@ -341,7 +348,7 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
 }
 
 fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
-    let names = layout::tab_titles(app.pending.len(), app.tombstones.len());
+    let names = app.tab_titles();
     let mut parts = Vec::new();
     for (tab, name) in names {
         let style = if tab == app.tab {

@@ -100,7 +100,7 @@ fn list(frame: &mut Frame<'_>, area: Rect, app: &App, focused: bool) {
     }
     let per_read = layout::read_lines(inner.height as usize);
     let height = inner.height as usize / per_read;
-    let shown = layout::window(r.rows.len(), r.cursor, height);
+    let shown = r.rows.window(height);
     let start = shown.start;
     let rows = &r.rows[shown];
     // Columns as wide as their widest visible cell, within limits.
@@ -127,7 +127,7 @@ fn list(frame: &mut Frame<'_>, area: Rect, app: &App, focused: bool) {
     }
     let mut lines: Vec<Line<'static>> = Vec::new();
     for (i, x) in rows.iter().enumerate() {
-        let style = if start + i == r.cursor {
+        let style = if start + i == r.rows.cursor() {
             selected()
         } else {
             Style::new()

@@ -1,0 +1,165 @@
+//! The tabs that are components: each is one file that owns its state, turns its keys into
+//! actions, takes what the session loads for it and draws itself. A tab is registered by one
+//! line in [`register!`] below; its key bindings are rows of the key map (`keymap`).
+//!
+//! The current view (1) and the Reads tab (5) still live in `App` and `incident`.
+
+pub mod check;
+pub mod pending;
+pub mod tombstones;
+
+use super::app::{Action, Dialog, ExplainDialog, Focus, Toast, READ_ONLY};
+use super::keymap::{Command, Context};
+use super::list::Motion;
+use super::worker::{Load, Reply};
+use crate::model::Scope;
+use crate::store::Store;
+use anyhow::Result;
+use chrono::{DateTime, Utc};
+use ratatui::layout::Rect;
+use ratatui::Frame;
+
+/// The tabs, in the tab bar's order (its number is the key that opens it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    Memories,
+    Pending,
+    Tombstones,
+    Check,
+    Reads,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 5] = [
+        Tab::Memories,
+        Tab::Pending,
+        Tab::Tombstones,
+        Tab::Check,
+        Tab::Reads,
+    ];
+}
+
+/// A tab: its state, its keys, what it loads and its drawing. Only the session calls `reload`,
+/// `start`, `sync` and `take` (the loop's side); drawing only reads.
+pub trait TabComponent {
+    /// The tab bar's title after its number: `Tombstones (1)`.
+    fn title(&self) -> String;
+    /// The key-map context of the tab's own bindings (the list keys and the global ones follow).
+    fn context(&self) -> Option<Context> {
+        None
+    }
+    /// A key's command on this tab; `None` leaves it to the global handling.
+    fn command(&mut self, _cmd: Command, _shell: &mut Shell<'_>) -> Option<Action> {
+        None
+    }
+    /// Moves in the tab; `page` rows make a page.
+    fn motion(&mut self, m: Motion, page: usize);
+    /// A click on line `row` of the pane `pane`, `height` lines tall inside its border.
+    fn click(&mut self, _pane: Focus, _row: usize, _height: usize) {}
+    /// Loads what the tab lists: when a tab is shown and on every refresh.
+    fn reload(&mut self, _store: &Store) -> Result<()> {
+        Ok(())
+    }
+    /// Slow work for the workers when the tab is shown (or refreshed while shown).
+    fn start(&mut self) -> Option<Load> {
+        None
+    }
+    /// Loads what the selection shows and the tab does not have yet.
+    fn sync(&mut self, _store: &Store) -> Result<()> {
+        Ok(())
+    }
+    /// A worker's reply; the tab keeps what is its own.
+    fn take(&mut self, _reply: &Reply) {}
+    /// The value the selection holds, for `c`.
+    fn copy_text(&self) -> Option<String> {
+        None
+    }
+    fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View);
+}
+
+/// What a tab's drawing needs besides its own state.
+pub struct View {
+    /// The clock's reading for this frame.
+    pub now: DateTime<Utc>,
+    pub focus: Focus,
+    /// No dialog is open: the focused pane's border is bold.
+    pub focused: bool,
+}
+
+/// What a tab's key handling may do besides changing its own state: open a dialog, say
+/// something in a toast.
+pub struct Shell<'a> {
+    pub read_only: bool,
+    pub dialogs: &'a mut Vec<Dialog>,
+    pub toast: &'a mut Option<Toast>,
+}
+
+impl Shell<'_> {
+    pub fn info(&mut self, text: impl Into<String>) {
+        *self.toast = Some(Toast {
+            text: text.into(),
+            error: false,
+        });
+    }
+
+    /// Curation keys on a read-only file explain themselves instead of failing later.
+    pub fn writable(&mut self) -> bool {
+        if self.read_only {
+            *self.toast = Some(Toast {
+                text: READ_ONLY.into(),
+                error: true,
+            });
+        }
+        !self.read_only
+    }
+
+    pub fn open(&mut self, dialog: Dialog) {
+        self.dialogs.push(dialog);
+    }
+
+    /// Opens the explain dialog on a subject and predicate, its fields filled from `scopes`.
+    pub fn explain(&mut self, subject: &str, predicate: &str, scopes: &[Scope]) -> Action {
+        let (dialog, action) = ExplainDialog::open(subject, predicate, scopes);
+        self.dialogs.push(Dialog::Explain(dialog));
+        action
+    }
+}
+
+/// Declares the component tabs: one line each, `Variant => field: Type`.
+macro_rules! register {
+    ($($tab:ident => $field:ident: $component:ty,)*) => {
+        /// The state of every component tab, one field each.
+        #[derive(Default)]
+        pub struct Tabs {
+            $(pub $field: $component,)*
+        }
+
+        impl Tabs {
+            pub fn get(&self, tab: Tab) -> Option<&dyn TabComponent> {
+                match tab {
+                    $(Tab::$tab => Some(&self.$field),)*
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+
+            pub fn get_mut(&mut self, tab: Tab) -> Option<&mut dyn TabComponent> {
+                match tab {
+                    $(Tab::$tab => Some(&mut self.$field),)*
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+
+            pub fn all_mut(&mut self) -> Vec<&mut dyn TabComponent> {
+                vec![$(&mut self.$field as &mut dyn TabComponent,)*]
+            }
+        }
+    };
+}
+
+register! {
+    Pending => pending: pending::PendingTab,
+    Tombstones => tombstones: tombstones::TombstonesTab,
+    Check => check: check::CheckTab,
+}
