@@ -87,83 +87,51 @@ pub fn panes(body: Rect, tab: Tab, focus: Focus) -> Panes {
             detail: None,
         },
         // A read is a long line: the list takes the width, the read's detail goes below.
-        Tab::Reads => {
-            if body.width >= 150 {
-                let left = body.width * 3 / 5;
-                Panes {
-                    list: Some(Rect::new(body.x, body.y, left, body.height)),
-                    detail: Some(Rect::new(
-                        body.x + left,
-                        body.y,
-                        body.width - left,
-                        body.height,
-                    )),
-                }
-            } else if body.height >= 16 {
-                let top = body.height / 2;
-                Panes {
-                    list: Some(Rect::new(body.x, body.y, body.width, top)),
-                    detail: Some(Rect::new(
-                        body.x,
-                        body.y + top,
-                        body.width,
-                        body.height - top,
-                    )),
-                }
-            } else if focus == Focus::Detail {
-                Panes {
-                    list: None,
-                    detail: Some(body),
-                }
-            } else {
-                Panes {
-                    list: Some(body),
-                    detail: None,
-                }
-            }
+        Tab::Reads => split(body, focus, 150, body.width * 3 / 5, Some(body.height / 2)),
+        Tab::Memories => split(body, focus, 100, body.width / 2, None),
+        // A list with its detail (pending, tombstones).
+        _ => split(
+            body,
+            focus,
+            90,
+            body.width * 11 / 20,
+            Some(body.height * 2 / 5),
+        ),
+    }
+}
+
+/// Side by side from `wide` columns, the list `left` columns wide; else, from 16 rows and
+/// when `top` is given, the list `top` rows tall above the detail; else the focused pane.
+fn split(body: Rect, focus: Focus, wide: u16, left: u16, top: Option<u16>) -> Panes {
+    if body.width >= wide {
+        Panes {
+            list: Some(Rect::new(body.x, body.y, left, body.height)),
+            detail: Some(Rect::new(
+                body.x + left,
+                body.y,
+                body.width - left,
+                body.height,
+            )),
         }
-        // The current view, and a list with its detail (pending, tombstones).
-        _ => {
-            let wide = match tab {
-                Tab::Memories => 100,
-                _ => 90,
-            };
-            if body.width >= wide {
-                let left = match tab {
-                    Tab::Memories => body.width / 2,
-                    _ => body.width * 11 / 20,
-                };
-                Panes {
-                    list: Some(Rect::new(body.x, body.y, left, body.height)),
-                    detail: Some(Rect::new(
-                        body.x + left,
-                        body.y,
-                        body.width - left,
-                        body.height,
-                    )),
-                }
-            } else if body.height >= 16 && tab != Tab::Memories {
-                let top = body.height * 2 / 5;
-                Panes {
-                    list: Some(Rect::new(body.x, body.y, body.width, top)),
-                    detail: Some(Rect::new(
-                        body.x,
-                        body.y + top,
-                        body.width,
-                        body.height - top,
-                    )),
-                }
-            } else if focus == Focus::Detail {
-                Panes {
-                    list: None,
-                    detail: Some(body),
-                }
-            } else {
-                Panes {
-                    list: Some(body),
-                    detail: None,
-                }
-            }
+    } else if let Some(top) = top.filter(|_| body.height >= 16) {
+        Panes {
+            list: Some(Rect::new(body.x, body.y, body.width, top)),
+            detail: Some(Rect::new(
+                body.x,
+                body.y + top,
+                body.width,
+                body.height - top,
+            )),
+        }
+    } else if focus == Focus::Detail {
+        Panes {
+            list: None,
+            detail: Some(body),
+        }
+    } else {
+        Panes {
+            list: Some(body),
+            detail: None,
         }
     }
 }

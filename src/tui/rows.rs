@@ -95,6 +95,22 @@ impl<T> Rows<T> {
     }
 }
 
+/// A list's moves, whatever its rows hold (what a tab's default keys and clicks drive).
+pub trait Cursor {
+    fn step(&mut self, m: Motion, page: usize);
+    fn pick(&mut self, row: usize, height: usize, per_row: usize);
+}
+
+impl<T> Cursor for Rows<T> {
+    fn step(&mut self, m: Motion, page: usize) {
+        Rows::step(self, m, page);
+    }
+
+    fn pick(&mut self, row: usize, height: usize, per_row: usize) {
+        Rows::pick(self, row, height, per_row);
+    }
+}
+
 /// Moves `cursor` in `len` items (or lines of a scrolled pane) as `m` says.
 pub fn step(cursor: &mut usize, len: usize, m: Motion, page: usize) {
     let last = len.saturating_sub(1);

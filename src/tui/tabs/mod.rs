@@ -11,6 +11,8 @@ pub mod tombstones;
 use super::app::{Action, Dialog, ExplainDialog, Focus, Toast, READ_ONLY};
 use super::keymap::{Command, Context};
 use super::list::Motion;
+use super::rows::Cursor;
+use super::text::thousands;
 use super::worker::{Load, Reply};
 use crate::model::Scope;
 use crate::store::Store;
@@ -52,10 +54,22 @@ pub trait TabComponent {
     fn command(&mut self, _cmd: Command, _shell: &mut Shell<'_>) -> Option<Action> {
         None
     }
+    /// The tab's list, when it shows one: the default motion and click move its cursor.
+    fn list(&mut self) -> Option<&mut dyn Cursor> {
+        None
+    }
     /// Moves in the tab; `page` rows make a page.
-    fn motion(&mut self, m: Motion, page: usize);
+    fn motion(&mut self, m: Motion, page: usize) {
+        if let Some(list) = self.list() {
+            list.step(m, page);
+        }
+    }
     /// A click on line `row` of the pane `pane`, `height` lines tall inside its border.
-    fn click(&mut self, _pane: Focus, _row: usize, _height: usize) {}
+    fn click(&mut self, pane: Focus, row: usize, height: usize) {
+        if let Some(list) = self.list().filter(|_| pane == Focus::List) {
+            list.pick(row, height, 1);
+        }
+    }
     /// Loads what the tab lists: when a tab is shown and on every refresh.
     fn reload(&mut self, _store: &Store) -> Result<()> {
         Ok(())
@@ -75,6 +89,14 @@ pub trait TabComponent {
         None
     }
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View);
+}
+
+/// A tab bar title with its count: `Pending (2)`, or `Pending` when there are none.
+pub fn counted(name: &str, n: usize) -> String {
+    match n {
+        0 => name.to_string(),
+        n => format!("{name} ({})", thousands(n as i64)),
+    }
 }
 
 /// What a tab's drawing needs besides its own state.

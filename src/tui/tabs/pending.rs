@@ -2,16 +2,15 @@
 //! `r`, `t` write one to a candidate and `x` rejects it, each after a confirm that states the
 //! store's own preview of the effect.
 
-use super::{Shell, TabComponent, View};
+use super::{counted, Shell, TabComponent, View};
 use crate::model::{PendingItem, Scope};
 use crate::store::Store;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, pane, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::layout;
-use crate::tui::list::Motion;
-use crate::tui::rows::Rows;
-use crate::tui::text::{age, ago, one_line, thousands, value_text};
+use crate::tui::rows::{Cursor, Rows};
+use crate::tui::text::{age, ago, one_line, value_text};
 use anyhow::Result;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -120,10 +119,7 @@ impl PendingTab {
 
 impl TabComponent for PendingTab {
     fn title(&self) -> String {
-        match self.rows.len() {
-            0 => "Pending".into(),
-            n => format!("Pending ({})", thousands(n as i64)),
-        }
+        counted("Pending", self.rows.len())
     }
 
     fn context(&self) -> Option<Context> {
@@ -144,14 +140,8 @@ impl TabComponent for PendingTab {
         })
     }
 
-    fn motion(&mut self, m: Motion, page: usize) {
-        self.rows.step(m, page);
-    }
-
-    fn click(&mut self, pane: Focus, row: usize, height: usize) {
-        if pane == Focus::List {
-            self.rows.pick(row, height, 1);
-        }
+    fn list(&mut self) -> Option<&mut dyn Cursor> {
+        Some(&mut self.rows)
     }
 
     fn reload(&mut self, store: &Store) -> Result<()> {

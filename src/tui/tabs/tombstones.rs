@@ -1,15 +1,14 @@
 //! Tab 3, the tombstones: what was deleted, and `u` to lift a tombstone after a confirm.
 
-use super::{Shell, TabComponent, View};
+use super::{counted, Shell, TabComponent, View};
 use crate::model::{Identity, Tombstone};
 use crate::store::Store;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, labelled, pane, part, plain, row_line, wrapped};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::layout;
-use crate::tui::list::Motion;
-use crate::tui::rows::Rows;
-use crate::tui::text::{age, ago, one_line, short_time, thousands};
+use crate::tui::rows::{Cursor, Rows};
+use crate::tui::text::{age, ago, one_line, short_time};
 use anyhow::Result;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -53,10 +52,7 @@ impl TombstonesTab {
 
 impl TabComponent for TombstonesTab {
     fn title(&self) -> String {
-        match self.rows.len() {
-            0 => "Tombstones".into(),
-            n => format!("Tombstones ({})", thousands(n as i64)),
-        }
+        counted("Tombstones", self.rows.len())
     }
 
     fn context(&self) -> Option<Context> {
@@ -74,14 +70,8 @@ impl TabComponent for TombstonesTab {
         }
     }
 
-    fn motion(&mut self, m: Motion, page: usize) {
-        self.rows.step(m, page);
-    }
-
-    fn click(&mut self, pane: Focus, row: usize, height: usize) {
-        if pane == Focus::List {
-            self.rows.pick(row, height, 1);
-        }
+    fn list(&mut self) -> Option<&mut dyn Cursor> {
+        Some(&mut self.rows)
     }
 
     fn reload(&mut self, store: &Store) -> Result<()> {
