@@ -2,10 +2,16 @@
 //! its rows, the cursor, the window on screen, a click on a row and the drawn lines. The
 //! current view pages through the store instead and keeps its own window (`list`).
 
-use super::draw::selected;
+use super::app::{Focus, Tab};
+use super::draw::{pane, plain, selected};
 use super::layout;
 use super::list::Motion;
+use super::tabs::View;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
 use std::ops::{Deref, Range};
 
 /// Loaded rows and the selected one.
@@ -92,6 +98,52 @@ impl<T> Rows<T> {
                 }
             })
             .collect()
+    }
+}
+
+/// The two panes of a list tab: the rows, and the selected row in detail.
+pub struct ListPanes<'a> {
+    pub tab: Tab,
+    pub title: String,
+    /// What the list pane says when there are no rows.
+    pub empty: &'a [(&'a str, Style)],
+    pub detail_title: &'a str,
+}
+
+impl<T> Rows<T> {
+    /// Draws the list pane (a `row` line each, `max` columns) and the detail pane (the
+    /// `detail` lines of the selected row), as the tab's layout places them.
+    pub fn draw(
+        &self,
+        frame: &mut Frame<'_>,
+        body: Rect,
+        view: &View,
+        panes: &ListPanes<'_>,
+        row: impl Fn(&T, usize) -> Line<'static>,
+        detail: impl Fn(&T, usize) -> Vec<Line<'static>>,
+    ) {
+        let areas = layout::panes(body, panes.tab, view.focus);
+        let focused = |pane: Focus| view.focused && view.focus == pane;
+        if let Some(area) = areas.list {
+            let inner = pane(frame, area, &panes.title, focused(Focus::List));
+            let max = inner.width as usize;
+            let lines = if self.is_empty() {
+                panes
+                    .empty
+                    .iter()
+                    .map(|(text, style)| plain(text, *style, max))
+                    .collect()
+            } else {
+                self.lines(inner.height as usize, |t| row(t, max))
+            };
+            frame.render_widget(Paragraph::new(lines), inner);
+        }
+        if let Some(area) = areas.detail {
+            let inner = pane(frame, area, panes.detail_title, focused(Focus::Detail));
+            let max = inner.width as usize;
+            let lines = self.selected().map(|t| detail(t, max)).unwrap_or_default();
+            frame.render_widget(Paragraph::new(lines), inner);
+        }
     }
 }
 

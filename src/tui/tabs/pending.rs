@@ -5,17 +5,15 @@
 use super::{counted, Shell, TabComponent, View};
 use crate::model::{PendingItem, Scope};
 use crate::store::Store;
-use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
-use crate::tui::draw::{bold, dim, pane, part, plain, row_line};
+use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
+use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
-use crate::tui::layout;
-use crate::tui::rows::{Cursor, Rows};
+use crate::tui::rows::{Cursor, ListPanes, Rows};
 use crate::tui::text::{age, ago, one_line, value_text};
 use anyhow::Result;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
-use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 /// What one choice for a pending item would do.
@@ -168,46 +166,24 @@ impl TabComponent for PendingTab {
     }
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
-        let panes = layout::panes(body, Tab::Pending, view.focus);
-        if let Some(area) = panes.list {
-            let title = format!("Pending queue · {} open", self.rows.len());
-            let inner = pane(
-                frame,
-                area,
-                &title,
-                view.focused && view.focus == Focus::List,
-            );
-            let max = inner.width as usize;
-            let lines = if self.rows.is_empty() {
-                vec![
-                    plain("No ambiguous writes wait for a human.", bold(), max),
-                    plain(
-                        "A write that names candidate scopes (--ambiguous global,repo:x) lands here.",
-                        dim(),
-                        max,
-                    ),
-                ]
-            } else {
-                self.rows.lines(inner.height as usize, |p| {
-                    row_line(
-                        &item_parts(p, Style::new()),
-                        &[part(format!(" {:>3}", age(view.now, &p.created_at)), dim())],
-                        max,
-                    )
-                })
-            };
-            frame.render_widget(Paragraph::new(lines), inner);
-        }
-        if let Some(area) = panes.detail {
-            let focused = view.focused && view.focus == Focus::Detail;
-            let inner = pane(frame, area, "What each choice does", focused);
-            let max = inner.width as usize;
-            let lines = match self.rows.selected() {
-                Some(p) => self.detail_lines(p, view, max),
-                None => Vec::new(),
-            };
-            frame.render_widget(Paragraph::new(lines), inner);
-        }
+        let panes = ListPanes {
+            tab: Tab::Pending,
+            title: format!("Pending queue · {} open", self.rows.len()),
+            empty: &[
+                ("No ambiguous writes wait for a human.", bold()),
+                (
+                    "A write that names candidate scopes (--ambiguous global,repo:x) lands here.",
+                    dim(),
+                ),
+            ],
+            detail_title: "What each choice does",
+        };
+        let row = |p: &PendingItem, max| {
+            let age = part(format!(" {:>3}", age(view.now, &p.created_at)), dim());
+            row_line(&item_parts(p, Style::new()), &[age], max)
+        };
+        let detail = |p: &PendingItem, max| self.detail_lines(p, view, max);
+        self.rows.draw(frame, body, view, &panes, row, detail);
     }
 }
 

@@ -3,17 +3,15 @@
 use super::{counted, Shell, TabComponent, View};
 use crate::model::{Identity, Tombstone};
 use crate::store::Store;
-use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
-use crate::tui::draw::{bold, dim, labelled, pane, part, plain, row_line, wrapped};
+use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
+use crate::tui::draw::{bold, dim, labelled, part, row_line, wrapped};
 use crate::tui::keymap::{Command, Context};
-use crate::tui::layout;
-use crate::tui::rows::{Cursor, Rows};
+use crate::tui::rows::{Cursor, ListPanes, Rows};
 use crate::tui::text::{age, ago, one_line, short_time};
 use anyhow::Result;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
-use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 #[derive(Debug, Clone, Default)]
@@ -80,34 +78,20 @@ impl TabComponent for TombstonesTab {
     }
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
-        let panes = layout::panes(body, Tab::Tombstones, view.focus);
-        if let Some(area) = panes.list {
-            let title = format!("Tombstones · {}", self.rows.len());
-            let inner = pane(
-                frame,
-                area,
-                &title,
-                view.focused && view.focus == Focus::List,
-            );
-            let max = inner.width as usize;
-            let lines = if self.rows.is_empty() {
-                vec![plain("Nothing has been deleted.", bold(), max)]
-            } else {
-                self.rows
-                    .lines(inner.height as usize, |t| list_line(t, view, max))
-            };
-            frame.render_widget(Paragraph::new(lines), inner);
-        }
-        if let Some(area) = panes.detail {
-            let focused = view.focused && view.focus == Focus::Detail;
-            let inner = pane(frame, area, "Tombstone", focused);
-            let max = inner.width as usize;
-            let lines = match self.rows.selected() {
-                Some(t) => detail_lines(t, view, max),
-                None => Vec::new(),
-            };
-            frame.render_widget(Paragraph::new(lines), inner);
-        }
+        let panes = ListPanes {
+            tab: Tab::Tombstones,
+            title: format!("Tombstones · {}", self.rows.len()),
+            empty: &[("Nothing has been deleted.", bold())],
+            detail_title: "Tombstone",
+        };
+        self.rows.draw(
+            frame,
+            body,
+            view,
+            &panes,
+            |t, max| list_line(t, view, max),
+            |t, max| detail_lines(t, view, max),
+        );
     }
 }
 
