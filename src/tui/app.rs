@@ -2,21 +2,21 @@
 //! becomes a change of state plus an [`Action`] that the loop performs (queries, writes). The
 //! focused dialog gets the key first. Nothing here touches the store.
 
-use super::incident::{AsOfDialog, ReadsState, RescopeDialog, RevertDialog, TimelineMark};
+use super::dialogs::Step;
+use super::incident::{ReadsState, TimelineMark};
 use super::keymap::{self, Command, Context};
 use super::list::{FilterResults, ListItem, MemoryList, Motion};
 use super::tabs::{Shell, Tabs};
-use super::timeline::EventDialog;
 use super::worker::HeaderCounts;
-use crate::model::{
-    parse_context_id, ContextKind, DeletePreview, DeleteTarget, HistoryEvent, Identity,
-    MemoryRecord, Resolution, Scope,
-};
+use crate::model::{DeleteTarget, HistoryEvent, Identity, MemoryRecord, Resolution, Scope};
 use crate::store::Clock;
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::{BTreeSet, HashMap};
 
+pub use super::dialogs::{
+    ConfirmDialog, DeleteDialog, Dialog, ExplainDialog, ExplainField, ExplainQuery,
+};
 pub use super::tabs::check::CheckState;
 pub use super::tabs::pending::{Choice, PendingPreview};
 pub use super::tabs::Tab;
@@ -50,15 +50,6 @@ pub enum Curation {
         identity: Identity,
         to_version: i64,
     },
-}
-
-/// A subject/predicate and a repo/task context to resolve in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExplainQuery {
-    pub subject: String,
-    pub predicate: String,
-    pub repo: Option<String>,
-    pub task: Option<String>,
 }
 
 /// What the loop must do after a key.
@@ -121,144 +112,6 @@ pub struct FilterState {
 impl FilterState {
     pub fn active(&self) -> bool {
         !self.input.is_empty()
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeleteDialog {
-    pub identity: Identity,
-    /// 0 this identity, 1 the predicate in all scopes, 2 the whole subject.
-    pub choice: usize,
-    pub preview: Option<Result<DeletePreview, String>>,
-}
-
-impl DeleteDialog {
-    pub fn target(&self) -> DeleteTarget {
-        let id = &self.identity;
-        match self.choice {
-            0 => DeleteTarget::Identity(id.clone()),
-            1 => DeleteTarget::Predicate {
-                subject: id.subject.clone(),
-                predicate: id.predicate.clone(),
-            },
-            _ => DeleteTarget::Subject(id.subject.clone()),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfirmDialog {
-    pub title: String,
-    pub lines: Vec<String>,
-    /// What `y` does, in a word or two.
-    pub yes: String,
-    pub curation: Curation,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExplainField {
-    Repo,
-    Task,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExplainDialog {
-    pub subject: String,
-    pub predicate: String,
-    pub repo: String,
-    pub task: String,
-    pub field: ExplainField,
-    pub result: Option<Result<Resolution, String>>,
-}
-
-impl ExplainDialog {
-    pub fn field_mut(&mut self) -> &mut String {
-        match self.field {
-            ExplainField::Repo => &mut self.repo,
-            ExplainField::Task => &mut self.task,
-        }
-    }
-
-    /// The question the fields ask; a field naming the wrong kind (`task:x` as the repo) is
-    /// the sentence to show instead.
-    pub fn query(&self) -> Result<ExplainQuery, String> {
-        let id = |kind: ContextKind, text: &str| {
-            if text.trim().is_empty() {
-                return Ok(None);
-            }
-            parse_context_id(kind, text)
-                .map(Some)
-                .map_err(|e| format!("{}: {e}", kind.name()))
-        };
-        Ok(ExplainQuery {
-            subject: self.subject.clone(),
-            predicate: self.predicate.clone(),
-            repo: id(ContextKind::Repo, &self.repo)?,
-            task: id(ContextKind::Task, &self.task)?,
-        })
-    }
-
-    /// The dialog on a subject and predicate, its repo and task filled from `scopes`, and
-    /// the action that asks the store.
-    pub fn open(subject: &str, predicate: &str, scopes: &[Scope]) -> (ExplainDialog, Action) {
-        let id_of = |kind: &str| {
-            scopes.iter().find_map(|s| match (s, kind) {
-                (Scope::Repo(r), "repo") => Some(r.clone()),
-                (Scope::Task(t), "task") => Some(t.clone()),
-                _ => None,
-            })
-        };
-        let mut dialog = ExplainDialog {
-            subject: subject.to_string(),
-            predicate: predicate.to_string(),
-            repo: id_of("repo").unwrap_or_default(),
-            task: id_of("task").unwrap_or_default(),
-            field: ExplainField::Repo,
-            result: None,
-        };
-        let action = dialog.ask();
-        (dialog, action)
-    }
-
-    /// Asks the store to explain what the fields say, or shows why they cannot be asked.
-    fn ask(&mut self) -> Action {
-        match self.query() {
-            Ok(q) => Action::Explain(q),
-            Err(e) => {
-                self.result = Some(Err(e));
-                Action::None
-            }
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Dialog {
-    Help { scroll: usize },
-    Delete(DeleteDialog),
-    Confirm(ConfirmDialog),
-    Explain(ExplainDialog),
-    AsOf(AsOfDialog),
-    Rescope(RescopeDialog),
-    Revert(RevertDialog),
-    Event(EventDialog),
-    Message { title: String, text: String },
-}
-
-impl Dialog {
-    pub fn context(&self) -> Context {
-        match self {
-            Dialog::Help { .. } => Context::Help,
-            Dialog::Delete(_) => Context::DeleteDialog,
-            Dialog::Confirm(_) => Context::Confirm,
-            Dialog::Explain(_) => Context::Explain,
-            Dialog::AsOf(_) => Context::AsOf,
-            Dialog::Rescope(d) if d.editing => Context::RescopeInput,
-            Dialog::Rescope(_) => Context::Rescope,
-            Dialog::Revert(_) => Context::Revert,
-            Dialog::Event(_) => Context::Event,
-            Dialog::Message { .. } => Context::Message,
-        }
     }
 }
 
@@ -472,90 +325,27 @@ impl App {
             Some(Dialog::Event(_)) => return self.event_key(cmd),
             _ => {}
         }
-        let Some(dialog) = self.dialogs.last_mut() else {
+        // Off the stack while it takes the key, so that it may open another on top.
+        let Some(mut dialog) = self.dialogs.pop() else {
             return Action::None;
         };
-        match dialog {
-            Dialog::AsOf(_) | Dialog::Rescope(_) | Dialog::Revert(_) | Dialog::Event(_) => {}
-            Dialog::Help { scroll } => match cmd {
-                Some(Command::Cancel) => {
-                    self.dialogs.pop();
-                }
-                Some(Command::Down) => *scroll = (*scroll + 1).min(keymap::help_lines()),
-                Some(Command::Up) => *scroll = scroll.saturating_sub(1),
-                _ => {}
-            },
-            Dialog::Message { .. } => {
-                if cmd == Some(Command::Cancel) {
-                    self.dialogs.pop();
-                }
+        let depth = self.dialogs.len();
+        let mut shell = Shell {
+            read_only: self.read_only,
+            dialogs: &mut self.dialogs,
+            toast: &mut self.toast,
+        };
+        match dialog.key(cmd, &key, &mut shell) {
+            Some(Step::Close(action)) => action,
+            Some(Step::Stay(action)) => {
+                self.dialogs.insert(depth, dialog);
+                action
             }
-            Dialog::Delete(d) => {
-                match cmd {
-                    Some(Command::NextChoice) | Some(Command::PrevChoice) => {
-                        d.choice = if cmd == Some(Command::NextChoice) {
-                            (d.choice + 1) % 3
-                        } else {
-                            (d.choice + 2) % 3
-                        };
-                        d.preview = None;
-                        return Action::PreviewDelete(d.target());
-                    }
-                    Some(Command::Confirm) => match &d.preview {
-                        Some(Ok(_)) => {
-                            let target = d.target();
-                            self.dialogs.pop();
-                            return Action::Apply(Curation::Delete(target));
-                        }
-                        Some(Err(_)) => {
-                            self.error("the preview failed, so nothing can be confirmed: cancel with n or Esc");
-                        }
-                        None => self.info("the preview is still loading"),
-                    },
-                    Some(Command::Cancel) => {
-                        self.dialogs.pop();
-                        self.info("cancelled: nothing was deleted");
-                    }
-                    _ => {}
-                }
+            None => {
+                self.dialogs.insert(depth, dialog);
+                Action::None
             }
-            Dialog::Confirm(c) => match cmd {
-                Some(Command::Confirm) => {
-                    let curation = c.curation.clone();
-                    self.dialogs.pop();
-                    return Action::Apply(curation);
-                }
-                Some(Command::Cancel) => {
-                    self.dialogs.pop();
-                    self.info("cancelled: nothing changed");
-                }
-                _ => {}
-            },
-            Dialog::Explain(e) => match cmd {
-                Some(Command::Cancel) => {
-                    self.dialogs.pop();
-                }
-                Some(Command::NextField) => {
-                    e.field = match e.field {
-                        ExplainField::Repo => ExplainField::Task,
-                        ExplainField::Task => ExplainField::Repo,
-                    };
-                }
-                Some(Command::Confirm) => return e.ask(),
-                Some(Command::Erase) => {
-                    e.field_mut().pop();
-                    return e.ask();
-                }
-                _ => {
-                    // Ids hold no whitespace; a typed space would only make a bad scope.
-                    if let Some(c) = typed(&key).filter(|c| !c.is_whitespace()) {
-                        e.field_mut().push(c);
-                        return e.ask();
-                    }
-                }
-            },
         }
-        Action::None
     }
 
     /// Runs a key-map command.
@@ -721,14 +511,9 @@ impl App {
             self.info("select a record to delete (a group header is not a memory)");
             return Action::None;
         };
-        let dialog = DeleteDialog {
-            identity: rec.identity(),
-            choice: 0,
-            preview: None,
-        };
-        let target = dialog.target();
+        let (dialog, action) = DeleteDialog::open(rec.identity());
         self.dialogs.push(Dialog::Delete(dialog));
-        Action::PreviewDelete(target)
+        action
     }
 
     /// `e` in the current view: the selected record's chain in its own repo or task. (The
@@ -749,7 +534,7 @@ impl App {
 }
 
 /// A printable character typed without Ctrl or Alt.
-pub(super) fn typed(key: &KeyEvent) -> Option<char> {
+pub(crate) fn typed(key: &KeyEvent) -> Option<char> {
     match key.code {
         KeyCode::Char(c)
             if !key

@@ -13,6 +13,7 @@
 
 pub mod app;
 pub mod clipboard;
+pub mod dialogs;
 pub mod draw;
 pub mod incident;
 pub mod keymap;

@@ -4,6 +4,7 @@
 //! holds state and `draw` only reads it.
 
 use super::app::{Action, App, Curation, Detail, Dialog, FilterState, Focus, Tab, READ_ONLY};
+use super::dialogs::Loaded;
 use super::incident::{AsOf, TimelineMark};
 use super::list::{FilterResults, ListRow, Pos, Source};
 use super::repair;
@@ -236,10 +237,8 @@ impl Session {
                         q.task.as_deref(),
                     )
                     .map_err(|e| format!("{e:#}"));
-                if let Some(Dialog::Explain(d)) = self.app.dialogs.last_mut() {
-                    if d.query().as_ref() == Ok(&q) {
-                        d.result = Some(result);
-                    }
+                if let Some(top) = self.app.dialogs.last_mut() {
+                    top.take(Loaded::Explain(&q, &result));
                 }
             }
         }
@@ -484,6 +483,9 @@ impl Session {
         for tab in self.app.tabs.all_mut() {
             tab.take(&reply);
         }
+        if let Some(top) = self.app.dialogs.last_mut() {
+            top.take(Loaded::Reply(&reply));
+        }
         match reply {
             Reply::Filter {
                 generation,
@@ -534,14 +536,8 @@ impl Session {
             Reply::Check(_) => {
                 self.loads_waiting.remove(&LoadKind::Check);
             }
-            Reply::DeletePreview { target, preview } => {
+            Reply::DeletePreview { .. } => {
                 self.loads_waiting.remove(&LoadKind::DeletePreview);
-                // Only the dialog still showing that target wants it.
-                if let Some(Dialog::Delete(d)) = self.app.dialogs.last_mut() {
-                    if d.target() == target {
-                        d.preview = Some(preview);
-                    }
-                }
             }
             Reply::Reads { query, rows } => {
                 self.loads_waiting.remove(&LoadKind::Reads);
@@ -653,8 +649,8 @@ impl Session {
                 })
             })
             .map_err(|e| format!("{e:#}"));
-        if let Some(Dialog::AsOf(d)) = self.app.dialogs.last_mut() {
-            d.result = Some(result);
+        if let Some(top) = self.app.dialogs.last_mut() {
+            top.take(Loaded::AsOf(id, &result));
         }
     }
 

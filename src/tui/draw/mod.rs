@@ -1,13 +1,14 @@
 //! Rendering. Drawing only reads the state: no queries, no writes, no changes — what is on
 //! screen was loaded by the session before the frame.
 
-mod dialogs;
 mod memories;
 mod reads;
 mod repair;
 
-pub(crate) use dialogs::{centered, frame_box};
+pub(crate) use crate::tui::dialogs::{centered, frame_box};
 pub(crate) use memories::history_lines;
+pub(crate) use reads::as_of;
+pub(crate) use repair::{rescope, revert};
 
 use super::app::{App, Focus, Tab};
 use super::keymap;
@@ -226,7 +227,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         },
         _ => {}
     }
-    dialogs::draw(frame, area, app);
+    crate::tui::dialogs::draw(frame, area, app);
 }
 
 fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {

@@ -1,9 +1,9 @@
 //! The Reads tab (what agents were told, newest first) and a read explained as of its time.
 
-use super::dialogs::{centered, frame_box};
 use super::{bold, dim, error_style, good, pane, part, plain, row_line, selected, Part};
 use crate::model::{Considered, ReadRecord, Resolution};
 use crate::tui::app::{App, Focus, Tab};
+use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::incident::{read_context, AsOf, AsOfDialog, READS_LIMIT};
 use crate::tui::keymap;
 use crate::tui::layout;

@@ -1,8 +1,8 @@
 //! The rescope and revert dialogs: each states what `y` will do, or why the store would refuse.
 
-use super::dialogs::{centered, frame_box};
 use super::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::app::App;
+use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::incident::{RescopeDialog, RevertDialog};
 use crate::tui::keymap;
 use crate::tui::text::{ago, month_day_time, one_line, value_text, width, wrap};

@@ -117,6 +117,13 @@ pub struct Shell<'a> {
 }
 
 impl Shell<'_> {
+    pub fn error(&mut self, text: impl Into<String>) {
+        *self.toast = Some(Toast {
+            text: text.into(),
+            error: true,
+        });
+    }
+
     pub fn info(&mut self, text: impl Into<String>) {
         *self.toast = Some(Toast {
             text: text.into(),
@@ -127,10 +134,7 @@ impl Shell<'_> {
     /// Curation keys on a read-only file explain themselves instead of failing later.
     pub fn writable(&mut self) -> bool {
         if self.read_only {
-            *self.toast = Some(Toast {
-                text: READ_ONLY.into(),
-                error: true,
-            });
+            self.error(READ_ONLY);
         }
         !self.read_only
     }
