@@ -320,8 +320,6 @@ impl App {
         let cmd = keymap::lookup(&self.contexts(), &key);
         match self.dialogs.last() {
             Some(Dialog::AsOf(_)) => return self.as_of_key(cmd),
-            Some(Dialog::Rescope(_)) => return self.rescope_key(cmd, &key),
-            Some(Dialog::Revert(_)) => return self.revert_key(cmd, &key),
             Some(Dialog::Event(_)) => return self.event_key(cmd),
             _ => {}
         }

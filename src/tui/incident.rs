@@ -3,15 +3,14 @@
 //! record — rescope (`m`) and revert (`v`) — each through a dialog that states the effect
 //! before `y`. State and key handling only: the session loads and previews from the store.
 
-use super::app::{Action, App, Curation, Dialog, Focus, Tab};
+use super::app::{Action, App, Dialog, Focus, Tab};
+use super::dialogs::{RescopeDialog, RevertDialog};
 use super::keymap::Command;
 use super::list::Motion;
 use super::rows::Rows;
 use super::worker::ReadsQuery;
-use crate::model::{Identity, MemoryRecord, ReadRecord, Resolution, Scope};
+use crate::model::{Identity, ReadRecord, Resolution, Scope};
 use chrono::{DateTime, Duration, Utc};
-use crossterm::event::{KeyCode, KeyEvent};
-use serde_json::Value;
 
 /// The Reads tab shows at most this many reads (the newest); `/` and `s` narrow it.
 pub const READS_LIMIT: usize = 500;
@@ -152,89 +151,6 @@ pub struct AsOfDialog {
     pub result: Option<Result<AsOf, String>>,
 }
 
-/// A target scope worth proposing, and the evidence for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Suggestion {
-    pub scope: Scope,
-    pub why: String,
-}
-
-/// What a rescope to one target would do, read from the store with the write path's rules.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RescopePreview {
-    pub to: Scope,
-    pub effects: Vec<String>,
-    /// Why the store would refuse it (nothing would change).
-    pub refusal: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct RescopeDialog {
-    pub record: MemoryRecord,
-    /// The target scope as typed (or suggested).
-    pub target: String,
-    /// Typing into the target (the keys are text) rather than y/n.
-    pub editing: bool,
-    /// Loaded with the first preview.
-    pub suggestions: Option<Vec<Suggestion>>,
-    /// Which suggestion the target holds, when it holds one.
-    pub suggestion: Option<usize>,
-    /// `Err`: the target is not a scope.
-    pub preview: Option<Result<RescopePreview, String>>,
-}
-
-impl RescopeDialog {
-    pub fn new(record: MemoryRecord) -> RescopeDialog {
-        RescopeDialog {
-            record,
-            target: String::new(),
-            editing: false,
-            suggestions: None,
-            suggestion: None,
-            preview: None,
-        }
-    }
-}
-
-/// An earlier version to revert to.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RevertChoice {
-    pub version: i64,
-    /// `None` when its content was purged.
-    pub value: Option<Value>,
-    pub at: String,
-    pub source: Option<String>,
-    pub valid_until: Option<String>,
-    /// What choosing it does, or why the store would refuse it.
-    pub effect: Result<String, String>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct RevertDialog {
-    pub record: MemoryRecord,
-    /// Earlier versions, newest first (the default is the previous one).
-    pub choices: Option<Result<Vec<RevertChoice>, String>>,
-    pub choice: usize,
-    /// Digits typed so far (a version number).
-    pub typed: String,
-}
-
-impl RevertDialog {
-    pub fn chosen(&self) -> Option<&RevertChoice> {
-        match &self.choices {
-            Some(Ok(c)) => c.get(self.choice),
-            _ => None,
-        }
-    }
-}
-
-fn digit(key: &KeyEvent) -> Option<char> {
-    match key.code {
-        KeyCode::Char(c) if c.is_ascii_digit() => Some(c),
-        _ => None,
-    }
-}
-
 impl App {
     pub fn selected_read(&self) -> Option<&ReadRecord> {
         self.reads.selected()
@@ -343,90 +259,6 @@ impl App {
         Action::PreviewRescope
     }
 
-    pub(super) fn rescope_key(&mut self, cmd: Option<Command>, key: &KeyEvent) -> Action {
-        let typed = super::app::typed(key);
-        let Some(Dialog::Rescope(d)) = self.dialogs.last_mut() else {
-            return Action::None;
-        };
-        let cycle = |d: &mut RescopeDialog, forward: bool| -> bool {
-            let n = d.suggestions.as_ref().map_or(0, |s| s.len());
-            if n == 0 {
-                return false;
-            }
-            let i = match (d.suggestion, forward) {
-                (None, true) => 0,
-                (None, false) => n - 1,
-                (Some(i), true) => (i + 1) % n,
-                (Some(i), false) => (i + n - 1) % n,
-            };
-            if let Some(s) = d.suggestions.as_ref().and_then(|s| s.get(i)) {
-                d.target = s.scope.to_string();
-            }
-            d.suggestion = Some(i);
-            true
-        };
-        if d.editing {
-            match cmd {
-                Some(Command::DoneEditing) => {
-                    d.editing = false;
-                    return Action::None;
-                }
-                Some(Command::Erase) => {
-                    d.target.pop();
-                }
-                Some(Command::ClearField) => d.target.clear(),
-                Some(Command::NextChoice) => {
-                    if !cycle(d, true) {
-                        return Action::None;
-                    }
-                    return Action::PreviewRescope;
-                }
-                _ => match typed.filter(|c| !c.is_whitespace()) {
-                    Some(c) => d.target.push(c),
-                    None => return Action::None,
-                },
-            }
-            d.suggestion = None;
-            return Action::PreviewRescope;
-        }
-        match cmd {
-            Some(Command::Confirm) => match &d.preview {
-                Some(Ok(p)) => match &p.refusal {
-                    None => {
-                        let curation = Curation::Rescope {
-                            identity: d.record.identity(),
-                            to: p.to.clone(),
-                        };
-                        self.dialogs.pop();
-                        return Action::Apply(curation);
-                    }
-                    Some(why) => {
-                        let why = why.clone();
-                        self.error(why);
-                    }
-                },
-                Some(Err(e)) => {
-                    let e = e.clone();
-                    self.error(e);
-                }
-                None => self.info("the preview is still loading"),
-            },
-            Some(Command::Cancel) => {
-                self.dialogs.pop();
-                self.info("cancelled: nothing changed");
-            }
-            Some(Command::EditField) => d.editing = true,
-            Some(Command::NextChoice) | Some(Command::PrevChoice) => {
-                if cycle(d, cmd == Some(Command::NextChoice)) {
-                    return Action::PreviewRescope;
-                }
-                self.info("no suggested target: e types one (repo:<id>, task:<id> or global)");
-            }
-            _ => {}
-        }
-        Action::None
-    }
-
     pub(super) fn revert(&mut self) -> Action {
         if !self.writable() {
             return Action::None;
@@ -449,88 +281,6 @@ impl App {
             typed: String::new(),
         }));
         Action::PreviewRevert
-    }
-
-    pub(super) fn revert_key(&mut self, cmd: Option<Command>, key: &KeyEvent) -> Action {
-        let Some(Dialog::Revert(d)) = self.dialogs.last_mut() else {
-            return Action::None;
-        };
-        let len = match &d.choices {
-            Some(Ok(c)) => c.len(),
-            _ => 0,
-        };
-        match cmd {
-            Some(Command::Confirm) => match (d.chosen(), &d.choices) {
-                (Some(c), _) => match &c.effect {
-                    Ok(_) => {
-                        let curation = Curation::Revert {
-                            identity: d.record.identity(),
-                            to_version: c.version,
-                        };
-                        self.dialogs.pop();
-                        return Action::Apply(curation);
-                    }
-                    Err(why) => {
-                        let why = why.clone();
-                        self.error(why);
-                    }
-                },
-                (None, Some(Err(e))) => {
-                    let e = e.clone();
-                    self.error(e);
-                }
-                (None, Some(Ok(_))) => self.error("there is no earlier version to revert to"),
-                (None, None) => self.info("the versions are still loading"),
-            },
-            Some(Command::Cancel) => {
-                self.dialogs.pop();
-                self.info("cancelled: nothing changed");
-            }
-            Some(Command::NextChoice) => {
-                d.typed.clear();
-                d.choice = (d.choice + 1).min(len.saturating_sub(1));
-            }
-            Some(Command::PrevChoice) => {
-                d.typed.clear();
-                d.choice = d.choice.saturating_sub(1);
-            }
-            Some(Command::Digit) => {
-                let Some(c) = digit(key) else {
-                    return Action::None;
-                };
-                let Some(Ok(choices)) = &d.choices else {
-                    return Action::None;
-                };
-                // "1" then "2" means v12 when there is one, else v2.
-                let find = |text: &str| {
-                    let n: i64 = text.parse().ok()?;
-                    choices.iter().position(|x| x.version == n)
-                };
-                let longer = format!("{}{c}", d.typed);
-                let (text, found) = match find(&longer) {
-                    Some(i) => (longer, Some(i)),
-                    None => (c.to_string(), find(&c.to_string())),
-                };
-                match found {
-                    Some(i) => {
-                        d.choice = i;
-                        d.typed = text;
-                    }
-                    None => {
-                        let names: Vec<String> =
-                            choices.iter().map(|x| format!("v{}", x.version)).collect();
-                        d.typed.clear();
-                        let text = format!(
-                            "no earlier version v{text}: the choices are {}",
-                            names.join(", ")
-                        );
-                        self.info(text);
-                    }
-                }
-            }
-            _ => {}
-        }
-        Action::None
     }
 
     /// Back on the Reads tab: leave the detail, then clear the filter.

@@ -237,9 +237,7 @@ impl Session {
                         q.task.as_deref(),
                     )
                     .map_err(|e| format!("{e:#}"));
-                if let Some(top) = self.app.dialogs.last_mut() {
-                    top.take(Loaded::Explain(&q, &result));
-                }
+                self.hand_top(Loaded::Explain(&q, &result));
             }
         }
         Ok(())
@@ -483,9 +481,7 @@ impl Session {
         for tab in self.app.tabs.all_mut() {
             tab.take(&reply);
         }
-        if let Some(top) = self.app.dialogs.last_mut() {
-            top.take(Loaded::Reply(&reply));
-        }
+        self.hand_top(Loaded::Reply(&reply));
         match reply {
             Reply::Filter {
                 generation,
@@ -649,9 +645,7 @@ impl Session {
                 })
             })
             .map_err(|e| format!("{e:#}"));
-        if let Some(top) = self.app.dialogs.last_mut() {
-            top.take(Loaded::AsOf(id, &result));
-        }
+        self.hand_top(Loaded::AsOf(id, &result));
     }
 
     /// Opens the current view on the marked record with its history beside it. The filter
@@ -697,37 +691,22 @@ impl Session {
         Ok(())
     }
 
-    /// Loads the rescope dialog's suggestions (once; a global record's target starts at the
-    /// best one) and the preview of its target.
+    /// Loads the rescope dialog's suggestions (once) and the preview of its target.
     fn preview_rescope(&mut self) -> Result<()> {
         let Some(Dialog::Rescope(d)) = self.app.dialogs.last() else {
             return Ok(());
         };
         let record = d.record.clone();
-        let suggestions = match d.suggestions {
-            None => Some(repair::rescope_suggestions(
-                &self.store,
-                &record,
-                self.app.now,
-            )?),
-            Some(_) => None,
-        };
-        let Some(Dialog::Rescope(d)) = self.app.dialogs.last_mut() else {
+        if d.suggestions.is_none() {
+            let list = repair::rescope_suggestions(&self.store, &record, self.app.now)?;
+            self.hand_top(Loaded::Suggestions(list));
+        }
+        // The suggestions may have set the target.
+        let Some(Dialog::Rescope(d)) = self.app.dialogs.last() else {
             return Ok(());
         };
-        if let Some(list) = suggestions {
-            if d.target.is_empty() && record.scope == Scope::Global {
-                if let Some(first) = list.first() {
-                    d.target = first.scope.to_string();
-                    d.suggestion = Some(0);
-                }
-            }
-            if d.target.is_empty() {
-                d.editing = true;
-            }
-            d.suggestions = Some(list);
-        }
-        d.preview = Some(repair::rescope_preview(&mut self.store, &record, &d.target));
+        let preview = repair::rescope_preview(&mut self.store, &record, &d.target);
+        self.hand_top(Loaded::Rescope(preview));
         Ok(())
     }
 
@@ -739,9 +718,13 @@ impl Session {
         let record = d.record.clone();
         let choices =
             repair::revert_choices(&mut self.store, &record).map_err(|e| format!("{e:#}"));
-        if let Some(Dialog::Revert(d)) = self.app.dialogs.last_mut() {
-            d.choices = Some(choices);
-            d.choice = 0;
+        self.hand_top(Loaded::Revert(choices));
+    }
+
+    /// Hands what was loaded to the dialog on top; it keeps what is its own.
+    fn hand_top(&mut self, loaded: Loaded<'_>) {
+        if let Some(top) = self.app.dialogs.last_mut() {
+            top.take(loaded);
         }
     }
 

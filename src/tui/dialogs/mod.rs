@@ -9,19 +9,24 @@ pub mod delete;
 pub mod explain;
 pub mod help;
 pub mod message;
+pub mod rescope;
+pub mod revert;
 
 pub use confirm::ConfirmDialog;
 pub use delete::DeleteDialog;
 pub use explain::{ExplainDialog, ExplainField, ExplainQuery};
+pub use rescope::{RescopeDialog, RescopePreview, Suggestion};
+pub use revert::{RevertChoice, RevertDialog};
 
 use super::app::{Action, App};
-use super::incident::{AsOf, AsOfDialog, RescopeDialog, RevertDialog};
+use super::incident::{AsOf, AsOfDialog};
 use super::keymap::{self, Command, Context};
 use super::tabs::Shell;
 use super::timeline::EventDialog;
 use super::worker::Reply;
-use crate::tui::draw::{bold, dim};
+use crate::tui::draw::{bold, dim, error_style, plain};
 use crate::tui::text::width;
+use crate::tui::text::wrap;
 use crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -79,6 +84,12 @@ pub enum Loaded<'a> {
     ),
     /// A read resolved as of its time and now.
     AsOf(i64, &'a Result<AsOf, String>),
+    /// The rescope dialog's suggested targets …
+    Suggestions(Vec<Suggestion>),
+    /// … and the preview of its target.
+    Rescope(Result<RescopePreview, String>),
+    /// The revert dialog's earlier versions.
+    Revert(Result<Vec<RevertChoice>, String>),
 }
 
 impl Dialog {
@@ -93,11 +104,11 @@ impl Dialog {
             Dialog::Help { scroll } => help::key(scroll, cmd),
             Dialog::Message { .. } => message::key(cmd),
             Dialog::Delete(d) => d.key(cmd, shell),
+            Dialog::Rescope(d) => d.key(cmd, key, shell),
+            Dialog::Revert(d) => d.key(cmd, key, shell),
             Dialog::Confirm(c) => c.key(cmd, shell),
             Dialog::Explain(e) => e.key(cmd, key),
-            Dialog::AsOf(_) | Dialog::Rescope(_) | Dialog::Revert(_) | Dialog::Event(_) => {
-                return None
-            }
+            Dialog::AsOf(_) | Dialog::Event(_) => return None,
         })
     }
 
@@ -111,6 +122,9 @@ impl Dialog {
             (Dialog::AsOf(d), Loaded::AsOf(id, result)) if d.read.id == id => {
                 d.result = Some(result.clone())
             }
+            (Dialog::Rescope(d), Loaded::Suggestions(list)) => d.take_suggestions(list),
+            (Dialog::Rescope(d), Loaded::Rescope(preview)) => d.preview = Some(preview),
+            (Dialog::Revert(d), Loaded::Revert(choices)) => d.take_choices(choices),
             _ => {}
         }
     }
@@ -122,12 +136,44 @@ impl Dialog {
             Dialog::Confirm(c) => c.draw(frame, area),
             Dialog::Explain(e) => e.draw(frame, area, app.now, top),
             Dialog::AsOf(d) => crate::tui::draw::as_of(frame, area, d, app),
-            Dialog::Rescope(d) => crate::tui::draw::rescope(frame, area, d, top),
-            Dialog::Revert(d) => crate::tui::draw::revert(frame, area, d, app),
+            Dialog::Rescope(d) => d.draw(frame, area, top),
+            Dialog::Revert(d) => d.draw(frame, area, app.now),
             Dialog::Message { title, text } => message::draw(frame, area, title, text),
             Dialog::Event(d) => crate::tui::timeline::draw(frame, area, d, app),
         }
     }
+}
+
+pub(crate) const FIELD: usize = 30;
+
+/// `text` as bullet lines of at most `max` columns.
+pub(crate) fn bullet(lines: &mut Vec<Line<'static>>, text: &str, style: Style, max: usize) {
+    for (i, l) in wrap(text, max.saturating_sub(2)).into_iter().enumerate() {
+        let lead = if i == 0 { "• " } else { "  " };
+        lines.push(Line::styled(format!("{lead}{l}"), style));
+    }
+}
+
+/// What the dialog says `y` will do (or why it would be refused), as lines.
+pub(crate) fn outcome_lines(
+    effects: &[String],
+    refusal: Option<&str>,
+    max: usize,
+) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    match refusal {
+        Some(why) => {
+            lines.push(plain("The store would refuse this:", error_style(), max));
+            bullet(&mut lines, why, Style::new(), max);
+        }
+        None => {
+            lines.push(plain("This will, in one transaction:", bold(), max));
+            for e in effects {
+                bullet(&mut lines, e, Style::new(), max);
+            }
+        }
+    }
+    lines
 }
 
 /// Draws the open dialogs, bottom first; only the top one is focused.

@@ -3,12 +3,10 @@
 
 mod memories;
 mod reads;
-mod repair;
 
 pub(crate) use crate::tui::dialogs::{centered, frame_box};
 pub(crate) use memories::history_lines;
 pub(crate) use reads::as_of;
-pub(crate) use repair::{rescope, revert};
 
 use super::app::{App, Focus, Tab};
 use super::keymap;
