@@ -501,12 +501,23 @@ impl App {
         !self.read_only
     }
 
-    fn delete(&mut self) -> Action {
+    /// The selected record of the current view, for a curation key (`verb`): none on a
+    /// read-only file or on a group header, each said in a toast.
+    pub(super) fn record_to_curate(&mut self, verb: &str) -> Option<MemoryRecord> {
         if !self.writable() {
-            return Action::None;
+            return None;
         }
-        let Some(rec) = self.list.selected_record() else {
-            self.info("select a record to delete (a group header is not a memory)");
+        let rec = self.list.selected_record().cloned();
+        if rec.is_none() {
+            self.info(format!(
+                "select a record to {verb} (a group header is not a memory)"
+            ));
+        }
+        rec
+    }
+
+    fn delete(&mut self) -> Action {
+        let Some(rec) = self.record_to_curate("delete") else {
             return Action::None;
         };
         let (dialog, action) = DeleteDialog::open(rec.identity());

@@ -245,11 +245,7 @@ impl App {
     }
 
     pub(super) fn rescope(&mut self) -> Action {
-        if !self.writable() {
-            return Action::None;
-        }
-        let Some(rec) = self.list.selected_record().cloned() else {
-            self.info("select a record to rescope (a group header is not a memory)");
+        let Some(rec) = self.record_to_curate("rescope") else {
             return Action::None;
         };
         let mut dialog = RescopeDialog::new(rec);
@@ -260,11 +256,7 @@ impl App {
     }
 
     pub(super) fn revert(&mut self) -> Action {
-        if !self.writable() {
-            return Action::None;
-        }
-        let Some(rec) = self.list.selected_record().cloned() else {
-            self.info("select a record to revert (a group header is not a memory)");
+        let Some(rec) = self.record_to_curate("revert") else {
             return Action::None;
         };
         if rec.version <= 1 {

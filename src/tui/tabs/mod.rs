@@ -1,12 +1,9 @@
 //! The tabs that are components: each is one file that owns its state, turns its keys into
 //! actions, takes what the session loads for it and draws itself. A tab is registered by one
-//! line in [`register!`] below; its key bindings are rows of the key map (`keymap`).
+//! line in `register!` at the end of this file (which also declares its module), beside its
+//! variant in [`Tab`]; its key bindings are rows of the key map (`keymap`).
 //!
-//! The current view (1) and the Reads tab (5) still live in `App` and `incident`.
-
-pub mod check;
-pub mod pending;
-pub mod tombstones;
+//! The current view (1) and the Reads tab (5) still live in `App`, `incident` and `draw`.
 
 use super::app::{Action, Dialog, ExplainDialog, Focus, Toast, READ_ONLY};
 use super::keymap::{Command, Context};
@@ -151,13 +148,16 @@ impl Shell<'_> {
     }
 }
 
-/// Declares the component tabs: one line each, `Variant => field: Type`.
+/// Declares the component tabs, one line each: `Variant => module::Type` (the module is the
+/// tab's file and its field in `Tabs`).
 macro_rules! register {
-    ($($tab:ident => $field:ident: $component:ty,)*) => {
+    ($($tab:ident => $field:ident::$component:ident,)*) => {
+        $(pub mod $field;)*
+
         /// The state of every component tab, one field each.
         #[derive(Default)]
         pub struct Tabs {
-            $(pub $field: $component,)*
+            $(pub $field: $field::$component,)*
         }
 
         impl Tabs {
@@ -185,7 +185,7 @@ macro_rules! register {
 }
 
 register! {
-    Pending => pending: pending::PendingTab,
-    Tombstones => tombstones: tombstones::TombstonesTab,
-    Check => check: check::CheckTab,
+    Pending => pending::PendingTab,
+    Tombstones => tombstones::TombstonesTab,
+    Check => check::CheckTab,
 }
