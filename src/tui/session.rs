@@ -1,7 +1,8 @@
 //! The loop's side of the UI: it owns the store and the workers, performs the actions that keys
-//! return, applies worker replies, and watches `PRAGMA data_version` for other processes'
-//! commits. Every query and write of the UI happens here (through the store's methods); `app`
-//! holds state and `draw` only reads it.
+//! return, hands worker replies and loaded previews to the tab or dialog that owns them
+//! (`TabComponent::take`, `Dialog::take`), and watches `PRAGMA data_version` for other
+//! processes' commits. Every query and write of the UI starts here (the tabs' `reload` and
+//! `sync` are called from here with the store); `app` holds state and `draw` only reads it.
 
 use super::app::{Action, App, Curation, Detail, Dialog, FilterState, Focus, Tab, READ_ONLY};
 use super::dialogs::Loaded;
