@@ -250,22 +250,23 @@ impl App {
             .collect()
     }
 
+    /// The component tabs, and what a tab or dialog may do besides changing its own state.
+    fn parts(&mut self) -> (&mut Tabs, Shell<'_>) {
+        let shell = Shell {
+            read_only: self.read_only,
+            now: self.now,
+            size: self.size,
+            dialogs: &mut self.dialogs,
+            toast: &mut self.toast,
+        };
+        (&mut self.tabs, shell)
+    }
+
     /// The key on the tab that is a component, when it takes it.
     fn tab_command(&mut self, cmd: Command) -> Option<Action> {
-        let App {
-            tabs,
-            tab,
-            read_only,
-            dialogs,
-            toast,
-            ..
-        } = self;
-        let mut shell = Shell {
-            read_only: *read_only,
-            dialogs,
-            toast,
-        };
-        tabs.get_mut(*tab)?.command(cmd, &mut shell)
+        let tab = self.tab;
+        let (tabs, mut shell) = self.parts();
+        tabs.get_mut(tab)?.command(cmd, &mut shell)
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) -> Action {
@@ -318,22 +319,18 @@ impl App {
 
     fn dialog_key(&mut self, key: KeyEvent) -> Action {
         let cmd = keymap::lookup(&self.contexts(), &key);
-        match self.dialogs.last() {
-            Some(Dialog::AsOf(_)) => return self.as_of_key(cmd),
-            Some(Dialog::Event(_)) => return self.event_key(cmd),
-            _ => {}
-        }
-        // Off the stack while it takes the key, so that it may open another on top.
+        self.top_dialog_key(cmd, &key)
+    }
+
+    /// The dialog on top takes `cmd` (typed as `key`). It is off the stack meanwhile, so that
+    /// it may open another on top of itself.
+    pub(super) fn top_dialog_key(&mut self, cmd: Option<Command>, key: &KeyEvent) -> Action {
         let Some(mut dialog) = self.dialogs.pop() else {
             return Action::None;
         };
         let depth = self.dialogs.len();
-        let mut shell = Shell {
-            read_only: self.read_only,
-            dialogs: &mut self.dialogs,
-            toast: &mut self.toast,
-        };
-        match dialog.key(cmd, &key, &mut shell) {
+        let (_, mut shell) = self.parts();
+        match dialog.key(cmd, key, &mut shell) {
             Some(Step::Close(action)) => action,
             Some(Step::Stay(action)) => {
                 self.dialogs.insert(depth, dialog);

@@ -4,12 +4,12 @@
 //! before `y`. State and key handling only: the session loads and previews from the store.
 
 use super::app::{Action, App, Dialog, Focus, Tab};
-use super::dialogs::{RescopeDialog, RevertDialog};
+use super::dialogs::{AsOfDialog, RescopeDialog, RevertDialog};
 use super::keymap::Command;
 use super::list::Motion;
 use super::rows::Rows;
 use super::worker::ReadsQuery;
-use crate::model::{Identity, ReadRecord, Resolution, Scope};
+use crate::model::{Identity, ReadRecord, Scope};
 use chrono::{DateTime, Duration, Utc};
 
 /// The Reads tab shows at most this many reads (the newest); `/` and `s` narrow it.
@@ -138,18 +138,8 @@ impl TimelineMark {
     }
 }
 
-/// A read's resolution as it stood then, and the same read today.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AsOf {
-    pub then: Resolution,
-    pub now: Resolution,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct AsOfDialog {
-    pub read: ReadRecord,
-    pub result: Option<Result<AsOf, String>>,
-}
+/// What `g` on a read says when nothing applied to it.
+pub const NO_RECORD: &str = "nothing applied to this read: there is no record to go to";
 
 impl App {
     pub fn selected_read(&self) -> Option<&ReadRecord> {
@@ -221,26 +211,9 @@ impl App {
                 Action::GoTo(mark)
             }
             None => {
-                self.info("nothing applied to this read: there is no record to go to");
+                self.info(NO_RECORD);
                 Action::None
             }
-        }
-    }
-
-    pub(super) fn as_of_key(&mut self, cmd: Option<Command>) -> Action {
-        let Some(Dialog::AsOf(d)) = self.dialogs.last() else {
-            return Action::None;
-        };
-        match cmd {
-            Some(Command::GoToRecord) => {
-                let read = d.read.clone();
-                self.go_to_read_record(&read)
-            }
-            Some(Command::Cancel) => {
-                self.dialogs.pop();
-                Action::None
-            }
-            _ => Action::None,
         }
     }
 

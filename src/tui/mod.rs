@@ -12,10 +12,10 @@
 //!   current view as a keyset-paged window; `worker`: the filter and slow loads off the UI
 //!   thread; `draw`: the frame around the tabs, the current view and the Reads tab, reading
 //!   the state only;
-//! - `incident`: the Reads tab and the as-of dialog (state and keys); `repair`: what a
-//!   rescope or revert would do, from the store;
-//! - `timeline`: the history pane's event cursor and the event popup; `clipboard`: `c` as an
-//!   OSC 52 sequence the loop writes; `mouse`: wheel and clicks, hit-tested with `layout`.
+//! - `incident`: the Reads tab's state and keys, and how a read becomes a highlighted
+//!   version; `repair`: what a rescope or revert would do, from the store;
+//! - `timeline`: the history pane's event cursor; `clipboard`: `c` as an OSC 52 sequence the
+//!   loop writes; `mouse`: wheel and clicks, hit-tested with `layout`.
 
 pub mod app;
 pub mod clipboard;

@@ -7,7 +7,7 @@ use super::app::{Action, App, Dialog, Focus, Tab};
 use super::keymap::{self, Command};
 use super::layout;
 use super::list::Motion;
-use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
 /// Rows (or lines) one notch of the wheel moves.
@@ -40,8 +40,9 @@ impl App {
                 return Action::None;
             }
             Some(Dialog::Event(_)) => {
+                let wheel = KeyEvent::new(KeyCode::Null, KeyModifiers::NONE);
                 for _ in 0..WHEEL_STEP {
-                    self.event_key(Some(cmd));
+                    self.top_dialog_key(Some(cmd), &wheel);
                 }
                 return Action::None;
             }

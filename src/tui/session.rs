@@ -5,8 +5,9 @@
 //! `sync` are called from here with the store); `app` holds state and `draw` only reads it.
 
 use super::app::{Action, App, Curation, Detail, Dialog, FilterState, Focus, Tab, READ_ONLY};
+use super::dialogs::AsOf;
 use super::dialogs::Loaded;
-use super::incident::{AsOf, TimelineMark};
+use super::incident::TimelineMark;
 use super::list::{FilterResults, ListRow, Pos, Source};
 use super::repair;
 use super::text::plural;

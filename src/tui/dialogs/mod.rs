@@ -1,28 +1,28 @@
 //! The dialogs over the panes. Each is one file that owns its state, its keys and its
 //! drawing, and takes what the session loaded for it; `Dialog` is their registry (one
-//! variant each). The focused (top) dialog gets the key first. The as-of, rescope and
-//! revert dialogs still keep their keys in `incident` and their drawing in `draw`, the event
-//! popup in `timeline`.
+//! variant each). The focused (top) dialog gets the key first.
 
+pub mod as_of;
 pub mod confirm;
 pub mod delete;
+pub mod event;
 pub mod explain;
 pub mod help;
 pub mod message;
 pub mod rescope;
 pub mod revert;
 
+pub use as_of::{AsOf, AsOfDialog};
 pub use confirm::ConfirmDialog;
 pub use delete::DeleteDialog;
+pub use event::EventDialog;
 pub use explain::{ExplainDialog, ExplainField, ExplainQuery};
 pub use rescope::{RescopeDialog, RescopePreview, Suggestion};
 pub use revert::{RevertChoice, RevertDialog};
 
 use super::app::{Action, App};
-use super::incident::{AsOf, AsOfDialog};
 use super::keymap::{self, Command, Context};
 use super::tabs::Shell;
-use super::timeline::EventDialog;
 use super::worker::Reply;
 use crate::tui::draw::{bold, dim, error_style, plain};
 use crate::tui::text::width;
@@ -108,7 +108,8 @@ impl Dialog {
             Dialog::Revert(d) => d.key(cmd, key, shell),
             Dialog::Confirm(c) => c.key(cmd, shell),
             Dialog::Explain(e) => e.key(cmd, key),
-            Dialog::AsOf(_) | Dialog::Event(_) => return None,
+            Dialog::Event(d) => d.key(cmd, shell),
+            Dialog::AsOf(d) => d.key(cmd, shell),
         })
     }
 
@@ -135,11 +136,11 @@ impl Dialog {
             Dialog::Delete(d) => d.draw(frame, area),
             Dialog::Confirm(c) => c.draw(frame, area),
             Dialog::Explain(e) => e.draw(frame, area, app.now, top),
-            Dialog::AsOf(d) => crate::tui::draw::as_of(frame, area, d, app),
+            Dialog::AsOf(d) => d.draw(frame, area, app.now),
             Dialog::Rescope(d) => d.draw(frame, area, top),
             Dialog::Revert(d) => d.draw(frame, area, app.now),
             Dialog::Message { title, text } => message::draw(frame, area, title, text),
-            Dialog::Event(d) => crate::tui::timeline::draw(frame, area, d, app),
+            Dialog::Event(d) => d.draw(frame, area, app.now),
         }
     }
 }

@@ -2,11 +2,9 @@
 //! screen was loaded by the session before the frame.
 
 mod memories;
-mod reads;
+pub(crate) mod reads;
 
-pub(crate) use crate::tui::dialogs::{centered, frame_box};
 pub(crate) use memories::history_lines;
-pub(crate) use reads::as_of;
 
 use super::app::{App, Focus, Tab};
 use super::keymap;

@@ -1,15 +1,14 @@
 //! The Reads tab (what agents were told, newest first) and a read explained as of its time.
 
-use super::{bold, dim, error_style, good, pane, part, plain, row_line, selected, Part};
+use super::{bold, dim, good, pane, part, plain, row_line, selected, Part};
 use crate::model::{Considered, ReadRecord, Resolution};
 use crate::tui::app::{App, Focus, Tab};
-use crate::tui::dialogs::{centered, frame_box};
-use crate::tui::incident::{read_context, AsOf, AsOfDialog, READS_LIMIT};
-use crate::tui::keymap;
+use crate::tui::incident::{read_context, READS_LIMIT};
 use crate::tui::layout;
 use crate::tui::text::{
     age, ago, fit, month_day_time, one_line, plural, short_time, value_text, width,
 };
+use chrono::{DateTime, Utc};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
@@ -57,7 +56,7 @@ fn title(app: &App) -> String {
 }
 
 /// The text of a read's result: `global v2`, or `nothing`.
-fn got(r: &ReadRecord) -> String {
+pub(crate) fn got(r: &ReadRecord) -> String {
     match (&r.scope, r.version) {
         (Some(s), Some(v)) => format!("{s} v{v}"),
         (Some(s), None) => s.clone(),
@@ -307,7 +306,7 @@ fn detail_lines(r: &ReadRecord, app: &App, max: usize) -> Vec<Line<'static>> {
 }
 
 /// One scope of a resolution chain: its mark, scope, value, version, source and time.
-fn considered_line(c: &Considered, app: &App, max: usize) -> Line<'static> {
+pub(crate) fn considered_line(c: &Considered, now: DateTime<Utc>, max: usize) -> Line<'static> {
     let (mark, style) = if c.state.starts_with("wins") {
         ("★ wins     ", good().add_modifier(Modifier::BOLD))
     } else if c.state.starts_with("shadowed") {
@@ -338,146 +337,17 @@ fn considered_line(c: &Considered, app: &App, max: usize) -> Line<'static> {
     }
     if let Some(t) = &c.updated_at {
         parts.push(part(
-            format!("  since {} ({})", month_day_time(t), ago(app.now, t)),
+            format!("  since {} ({})", month_day_time(t), ago(now, t)),
             dim(),
         ));
     }
     row_line(&parts, &[], max)
 }
 
-fn winner(r: &Resolution) -> String {
+pub(crate) fn winner(r: &Resolution) -> String {
     match (&r.value, &r.scope, r.version) {
         (Some(v), Some(s), Some(n)) => format!("{} from {s} v{n}", value_text(v)),
         (None, Some(s), _) => format!("a value from {s} whose content was destroyed since"),
         _ => "nothing".into(),
     }
-}
-
-pub fn as_of(frame: &mut Frame<'_>, area: Rect, d: &AsOfDialog, app: &App) {
-    let width = 96.min(area.width);
-    let max = width.saturating_sub(2) as usize;
-    let r = &d.read;
-    let mut lines = vec![row_line(
-        &[
-            part(
-                one_line(r.agent.as_deref().unwrap_or("an agent")),
-                bold().fg(Color::Cyan),
-            ),
-            part(format!(" read in {}", read_context(r)), Style::new()),
-            part(
-                format!(" · {} UTC ({})", short_time(&r.at), ago(app.now, &r.at)),
-                dim(),
-            ),
-        ],
-        &[],
-        max,
-    )];
-    if let Some(n) = &r.note {
-        lines.push(plain(&format!("“{n}”"), dim(), max));
-    }
-    lines.push(Line::raw(""));
-    match &d.result {
-        None => lines.push(plain("replaying history…", dim(), max)),
-        Some(Err(e)) => lines.push(plain(e, error_style(), max)),
-        Some(Ok(AsOf { then, now })) => {
-            lines.push(plain(
-                "The chain as it stood then (task, then repo, then global; the first found wins):",
-                dim(),
-                max,
-            ));
-            for c in &then.considered {
-                lines.push(considered_line(c, app, max));
-            }
-            lines.push(Line::raw(""));
-            let got_then = winner(then);
-            lines.push(row_line(
-                &[
-                    part("→ the agent got ", Style::new()),
-                    part(got_then, bold().fg(Color::Green)),
-                ],
-                &[],
-                max,
-            ));
-            let shadowed: Vec<String> = then
-                .considered
-                .iter()
-                .filter(|c| c.state.starts_with("shadowed"))
-                .map(|c| {
-                    let v = c.value.as_ref().map(value_text).unwrap_or_default();
-                    format!("{} ({v})", c.scope)
-                })
-                .collect();
-            if !shadowed.is_empty() {
-                lines.push(plain(
-                    &format!("  and it shadowed {}", shadowed.join(", ")),
-                    dim(),
-                    max,
-                ));
-            }
-            // The log's own record of the read, which history must agree with.
-            let logged = got(r);
-            let replayed = match (&then.scope, then.version) {
-                (Some(s), Some(v)) => format!("{s} v{v}"),
-                (Some(s), None) => s.clone(),
-                _ => "nothing".into(),
-            };
-            if logged == replayed {
-                lines.push(plain(
-                    &format!("  the read log agrees: {logged}"),
-                    dim(),
-                    max,
-                ));
-            } else {
-                lines.push(plain(
-                    &format!("  ⚠ the read log says {logged}; history replays {replayed}"),
-                    Style::new().fg(Color::Yellow),
-                    max,
-                ));
-            }
-            let today = winner(now);
-            let same = now.scope == then.scope && now.version == then.version;
-            lines.push(row_line(
-                &[
-                    part("Today the same read gets ", Style::new()),
-                    part(
-                        today,
-                        if same {
-                            bold()
-                        } else {
-                            bold().fg(Color::Green)
-                        },
-                    ),
-                    part(if same { " (unchanged)" } else { "" }, dim()),
-                ],
-                &[],
-                max,
-            ));
-            lines.push(Line::raw(""));
-            if let (Some(scope), Some(v)) = (&r.scope, r.version) {
-                lines.push(row_line(
-                    &[
-                        part("g", bold().fg(Color::Cyan)),
-                        part(
-                            format!(
-                                " the history of {scope}, v{v} highlighted (then m rescopes, v reverts)"
-                            ),
-                            Style::new(),
-                        ),
-                    ],
-                    &[],
-                    max,
-                ));
-            }
-        }
-    }
-    let rect = centered(area, width, lines.len() as u16 + 2);
-    let title = format!("As of a read · {} · {}", r.subject, r.predicate);
-    let inner = frame_box(
-        frame,
-        rect,
-        &title,
-        keymap::Context::AsOf,
-        bold().fg(Color::Cyan),
-    );
-    frame.render_widget(Paragraph::new(lines), inner);
 }

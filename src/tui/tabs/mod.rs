@@ -109,6 +109,9 @@ pub struct View {
 /// something in a toast.
 pub struct Shell<'a> {
     pub read_only: bool,
+    /// The frame's clock reading and the terminal's size.
+    pub now: DateTime<Utc>,
+    pub size: (u16, u16),
     pub dialogs: &'a mut Vec<Dialog>,
     pub toast: &'a mut Option<Toast>,
 }
