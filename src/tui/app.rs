@@ -262,6 +262,11 @@ impl App {
         (&mut self.tabs, shell)
     }
 
+    /// Whether the tab shown has a detail pane to focus (the check report is one pane).
+    pub(super) fn has_detail(&self) -> bool {
+        self.tabs.get(self.tab).is_none_or(|c| c.has_detail())
+    }
+
     /// The key on the tab that is a component, when it takes it.
     fn tab_command(&mut self, cmd: Command) -> Option<Action> {
         let tab = self.tab;
@@ -367,7 +372,7 @@ impl App {
                 Action::None
             }
             Command::NextPane | Command::PrevPane => {
-                if self.tab != Tab::Check {
+                if self.has_detail() {
                     self.focus = match self.focus {
                         Focus::List => Focus::Detail,
                         Focus::Detail => Focus::List,

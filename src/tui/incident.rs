@@ -74,6 +74,29 @@ impl ReadsState {
         self.rows.selected()
     }
 
+    /// The query for the read log as the filter and window want it now; the newest asked.
+    pub fn request(&mut self, now: DateTime<Utc>) -> ReadsQuery {
+        let query = self.query(now);
+        self.wanted = Some(query.clone());
+        query
+    }
+
+    /// The loader's rows for `query`, unless a newer query was asked since; the same read
+    /// stays selected when it is still listed. An error is the loader's, to show.
+    pub fn take(
+        &mut self,
+        query: ReadsQuery,
+        rows: Result<Vec<ReadRecord>, String>,
+    ) -> Result<(), String> {
+        if self.wanted.as_ref() != Some(&query) {
+            return Ok(());
+        }
+        self.shown = Some(query);
+        let rows = rows?;
+        self.rows.set_keeping(rows, |old, new| old.id == new.id);
+        Ok(())
+    }
+
     pub fn active(&self) -> bool {
         !self.input.trim().is_empty()
     }

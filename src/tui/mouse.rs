@@ -76,7 +76,7 @@ impl App {
         let Some((pane, rect)) = self.pane_at(at) else {
             return Action::None;
         };
-        if self.tab != Tab::Check {
+        if self.has_detail() {
             self.focus = pane;
         }
         let inner = layout::inner(rect);

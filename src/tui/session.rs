@@ -539,21 +539,9 @@ impl Session {
             }
             Reply::Reads { query, rows } => {
                 self.loads_waiting.remove(&LoadKind::Reads);
-                let r = &mut self.app.reads;
-                if r.wanted.as_ref() != Some(&query) {
-                    return Ok(());
-                }
-                match rows {
-                    Ok(rows) => {
-                        // The same read stays selected when it is still listed.
-                        r.rows.set_keeping(rows, |old, new| old.id == new.id);
-                        r.shown = Some(query);
-                    }
-                    Err(e) => {
-                        r.shown = Some(query);
-                        self.app
-                            .error(format!("the read log could not be read: {e}"));
-                    }
+                if let Err(e) = self.app.reads.take(query, rows) {
+                    self.app
+                        .error(format!("the read log could not be read: {e}"));
                 }
             }
             Reply::Failed { job, error } => {
@@ -616,8 +604,7 @@ impl Session {
     /// Asks the loader for the read log as the Reads tab's filter and window want it.
     fn load_reads(&mut self) {
         self.app.now = self.app.clock.now();
-        let query = self.app.reads.query(self.app.now);
-        self.app.reads.wanted = Some(query.clone());
+        let query = self.app.reads.request(self.app.now);
         self.submit(Job::Load(Load::Reads(query)));
     }
 

@@ -51,6 +51,10 @@ impl TabComponent for CheckTab {
         "Check".into()
     }
 
+    fn has_detail(&self) -> bool {
+        false
+    }
+
     fn motion(&mut self, m: Motion, page: usize) {
         // The report stops about where its text ends.
         let lines = match &self.state {

@@ -51,6 +51,10 @@ pub trait TabComponent {
     fn command(&mut self, _cmd: Command, _shell: &mut Shell<'_>) -> Option<Action> {
         None
     }
+    /// Whether the tab has a detail pane beside its list (Tab switches between them).
+    fn has_detail(&self) -> bool {
+        true
+    }
     /// The tab's list, when it shows one: the default motion and click move its cursor.
     fn list(&mut self) -> Option<&mut dyn Cursor> {
         None
