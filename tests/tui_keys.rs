@@ -642,6 +642,7 @@ fn package_manager(scope: Scope) -> Identity {
 
 fn reads_agents(s: &memscope::tui::Session) -> Vec<String> {
     s.app
+        .tabs
         .reads
         .rows
         .iter()
@@ -683,29 +684,29 @@ fn five_opens_the_reads_newest_first_filtered_by_words_and_time() {
     );
     // `/` on this tab filters the reads, not the current view; letters are text.
     assert_eq!(s.app.handle_key(ch('/')), Action::None);
-    assert!(s.app.reads.editing && !s.app.filter.editing);
+    assert!(s.app.tabs.reads.editing && !s.app.filter.editing);
     assert_eq!(s.app.handle_key(ch('q')), Action::LoadReads);
     s.perform(Action::LoadReads);
-    assert!(s.app.reads.rows.is_empty());
+    assert!(s.app.tabs.reads.rows.is_empty());
     s.handle_key(key(KeyCode::Backspace));
     press(&mut s, "claude web");
     assert_eq!(reads_agents(&s), ["claude-code web-app"]);
     // Enter keeps the filter; Esc (on the list) clears it.
     s.handle_key(key(KeyCode::Enter));
-    assert!(!s.app.reads.editing && s.app.reads.active());
+    assert!(!s.app.tabs.reads.editing && s.app.tabs.reads.active());
     assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::LoadReads);
     s.perform(Action::LoadReads);
-    assert_eq!(s.app.reads.rows.len(), 3);
+    assert_eq!(s.app.tabs.reads.rows.len(), 3);
     // s: all → 24h → 7d → 30d → all.
     assert_eq!(s.app.handle_key(ch('s')), Action::LoadReads);
     s.perform(Action::LoadReads);
-    assert_eq!(s.app.reads.since, Since::Day);
+    assert_eq!(s.app.tabs.reads.since, Since::Day);
     assert_eq!(reads_agents(&s), ["cursor docs-site"]);
     press(&mut s, "s");
-    assert_eq!(s.app.reads.rows.len(), 2);
+    assert_eq!(s.app.tabs.reads.rows.len(), 2);
     press(&mut s, "ss");
-    assert_eq!(s.app.reads.since, Since::All);
-    assert_eq!(s.app.reads.rows.len(), 3);
+    assert_eq!(s.app.tabs.reads.since, Since::All);
+    assert_eq!(s.app.tabs.reads.rows.len(), 3);
     // The selection follows its read when the list reloads.
     select_read(&mut s, "storefront-next");
     f.store()
@@ -719,7 +720,7 @@ fn five_opens_the_reads_newest_first_filtered_by_words_and_time() {
         )
         .unwrap();
     assert!(s.poll_live());
-    assert_eq!(s.app.reads.rows.len(), 4);
+    assert_eq!(s.app.tabs.reads.rows.len(), 4);
     assert_eq!(
         s.app.selected_read().and_then(|r| r.repo.as_deref()),
         Some("storefront-next")

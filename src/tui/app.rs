@@ -3,7 +3,7 @@
 //! focused dialog gets the key first. Nothing here touches the store.
 
 use super::dialogs::Step;
-use super::incident::{ReadsState, TimelineMark};
+use super::incident::TimelineMark;
 use super::keymap::{self, Command, Context};
 use super::list::{FilterResults, ListItem, MemoryList, Motion};
 use super::tabs::{Shell, Tabs};
@@ -147,7 +147,6 @@ pub struct App {
     pub shown_identity: Option<Identity>,
     /// The tabs that are components (pending, tombstones, check).
     pub tabs: Tabs,
-    pub reads: ReadsState,
     /// A version to highlight in the history timeline (the one an agent read).
     pub mark: Option<TimelineMark>,
     pub dialogs: Vec<Dialog>,
@@ -175,7 +174,6 @@ impl App {
             event_cursor: 0,
             shown_identity: None,
             tabs: Tabs::default(),
-            reads: ReadsState::default(),
             mark: None,
             dialogs: Vec::new(),
             toast: None,
@@ -187,7 +185,7 @@ impl App {
         if let Some(d) = self.dialogs.last() {
             return vec![d.context()];
         }
-        if self.filter.editing || self.reads.editing {
+        if self.filter.editing || self.tabs.typing().is_some() {
             return vec![Context::Filter];
         }
         match self.tab {
@@ -198,7 +196,6 @@ impl App {
                 Context::Global,
             ],
             Tab::Memories => vec![Context::Memories, Context::Lists, Context::Global],
-            Tab::Reads => vec![Context::Reads, Context::Lists, Context::Global],
             tab => {
                 let own = self.tabs.get(tab).and_then(|c| c.context());
                 own.into_iter()
@@ -242,7 +239,6 @@ impl App {
             .map(|(i, &tab)| {
                 let title = match tab {
                     Tab::Memories => "Current view".to_string(),
-                    Tab::Reads => "Reads".to_string(),
                     _ => self.tabs.get(tab).map(|c| c.title()).unwrap_or_default(),
                 };
                 (tab, format!("{} {title}", i + 1))
@@ -254,6 +250,7 @@ impl App {
     fn parts(&mut self) -> (&mut Tabs, Shell<'_>) {
         let shell = Shell {
             read_only: self.read_only,
+            focus: &mut self.focus,
             now: self.now,
             size: self.size,
             dialogs: &mut self.dialogs,
@@ -282,9 +279,10 @@ impl App {
         if !self.dialogs.is_empty() {
             return self.dialog_key(key);
         }
-        if self.reads.editing {
+        let tab = self.tab;
+        if let Some(c) = self.tabs.get_mut(tab).filter(|c| c.typing()) {
             let cmd = keymap::lookup(&[Context::Filter], &key);
-            return self.reads_filter_key(cmd, typed(&key));
+            return c.typing_key(cmd, typed(&key));
         }
         if self.filter.editing {
             return self.filter_key(key);
@@ -350,9 +348,6 @@ impl App {
 
     /// Runs a key-map command.
     pub fn command(&mut self, cmd: Command) -> Action {
-        if let Some(action) = self.reads_command(cmd) {
-            return action;
-        }
         if let Some(action) = self.tab_command(cmd) {
             return action;
         }
@@ -424,8 +419,8 @@ impl App {
             Command::Revert => self.revert(),
             Command::OpenEvent => self.open_event(),
             Command::Copy => self.copy(),
-            // Pending and tombstone commands run in their tabs, Reads-tab commands in
-            // `reads_command`; dialog and filter-line commands where those have the focus.
+            // Tab commands run in their tabs (`tab_command`); dialog and filter-line commands
+            // where those have the focus.
             Command::ResolveGlobal
             | Command::ResolveRepo
             | Command::ResolveTask
@@ -466,7 +461,6 @@ impl App {
         match (self.tab, pane) {
             (Tab::Memories, Focus::List) => return Action::Move(m),
             (Tab::Memories, Focus::Detail) => self.move_event(m),
-            (Tab::Reads, _) => self.reads.rows.step(m, page),
             (tab, _) => {
                 if let Some(c) = self.tabs.get_mut(tab) {
                     c.motion(m, page);

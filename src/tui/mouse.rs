@@ -62,7 +62,7 @@ impl App {
 
     fn click(&mut self, at: Position) -> Action {
         // A dialog or a line being typed keeps the focus until it is closed.
-        if !self.dialogs.is_empty() || self.filter.editing || self.reads.editing {
+        if !self.dialogs.is_empty() || self.filter.editing || self.tabs.typing().is_some() {
             return Action::None;
         }
         let screen = layout::screen(self.area());
@@ -105,12 +105,6 @@ impl App {
                 }
                 Action::None
             }
-            (Tab::Reads, Focus::List) => {
-                let per_read = layout::read_lines(height);
-                self.reads.rows.pick(row, height, per_read);
-                Action::None
-            }
-            (Tab::Reads, Focus::Detail) => Action::None,
             (tab, pane) => {
                 if let Some(c) = self.tabs.get_mut(tab) {
                     c.click(pane, row, height);

@@ -203,15 +203,13 @@ impl Session {
                 self.reload_list(anchor)?;
             }
             Action::Filter(query) => self.start_filter(query, true)?,
-            Action::ShowTab(tab) => match tab {
-                Tab::Reads => self.load_reads(),
-                Tab::Memories => {}
-                _ => {
+            Action::ShowTab(tab) => {
+                if tab != Tab::Memories {
                     self.reload_tabs()?;
                     self.start_tab();
                 }
-            },
-            Action::LoadReads => self.load_reads(),
+            }
+            Action::LoadReads => self.start_tab(),
             Action::ExplainRead(id) => self.explain_read(id),
             Action::GoTo(mark) => self.go_to(mark)?,
             Action::PreviewRescope => self.preview_rescope()?,
@@ -340,10 +338,7 @@ impl Session {
             self.start_filter(query, false)?;
         }
         self.reload_tabs()?;
-        self.start_tab();
-        if self.app.tab == Tab::Reads || self.app.reads.shown.is_some() {
-            self.load_reads();
-        }
+        self.start_tabs();
         self.app.detail = None;
         self.app.refreshed_at = Some(self.app.now);
         self.sync()?;
@@ -395,8 +390,29 @@ impl Session {
 
     /// The shown tab's slow work goes to the workers.
     fn start_tab(&mut self) {
-        let load = self.app.tabs.get_mut(self.app.tab).and_then(|c| c.start());
+        self.app.now = self.app.clock.now();
+        let now = self.app.now;
+        let load = self
+            .app
+            .tabs
+            .get_mut(self.app.tab)
+            .and_then(|c| c.start(now));
         if let Some(load) = load {
+            self.submit(Job::Load(load));
+        }
+    }
+
+    /// On a refresh: the shown tab's slow work, and that of the tabs that follow every refresh.
+    fn start_tabs(&mut self) {
+        self.start_tab();
+        let (shown, now) = (self.app.tab, self.app.now);
+        let mut loads = Vec::new();
+        for tab in Tab::ALL.into_iter().filter(|&t| t != shown) {
+            if let Some(c) = self.app.tabs.get_mut(tab).filter(|c| c.start_on_refresh()) {
+                loads.extend(c.start(now));
+            }
+        }
+        for load in loads {
             self.submit(Job::Load(load));
         }
     }
@@ -480,8 +496,11 @@ impl Session {
     }
 
     fn apply_reply(&mut self, reply: Reply) -> Result<()> {
-        for tab in self.app.tabs.all_mut() {
-            tab.take(&reply);
+        let errors: Vec<String> = (self.app.tabs.all_mut().into_iter())
+            .filter_map(|tab| tab.take(&reply).err())
+            .collect();
+        for e in errors {
+            self.app.error(e);
         }
         self.hand_top(Loaded::Reply(&reply));
         match reply {
@@ -537,12 +556,8 @@ impl Session {
             Reply::DeletePreview { .. } => {
                 self.loads_waiting.remove(&LoadKind::DeletePreview);
             }
-            Reply::Reads { query, rows } => {
+            Reply::Reads { .. } => {
                 self.loads_waiting.remove(&LoadKind::Reads);
-                if let Err(e) = self.app.reads.take(query, rows) {
-                    self.app
-                        .error(format!("the read log could not be read: {e}"));
-                }
             }
             Reply::Failed { job, error } => {
                 match job {
@@ -591,7 +606,6 @@ impl Session {
                     }
                 }
             }
-            Tab::Reads => {}
             tab => {
                 if let Some(c) = self.app.tabs.get_mut(tab) {
                     c.sync(&self.store)?;
@@ -599,13 +613,6 @@ impl Session {
             }
         }
         Ok(())
-    }
-
-    /// Asks the loader for the read log as the Reads tab's filter and window want it.
-    fn load_reads(&mut self) {
-        self.app.now = self.app.clock.now();
-        let query = self.app.reads.request(self.app.now);
-        self.submit(Job::Load(Load::Reads(query)));
     }
 
     /// Resolves the read on top (the as-of dialog) as it stood at its time, and as it would

@@ -4,10 +4,10 @@
 use super::{centered, frame_box, Step};
 use crate::model::{ReadRecord, Resolution};
 use crate::tui::app::Action;
-use crate::tui::draw::reads::{considered_line, got, winner};
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::incident::{read_context, TimelineMark, NO_RECORD};
 use crate::tui::keymap::{self, Command};
+use crate::tui::tabs::reads::{considered_line, got, winner};
 use crate::tui::tabs::Shell;
 use crate::tui::text::{ago, one_line, short_time, value_text};
 use chrono::{DateTime, Utc};

@@ -2,14 +2,13 @@
 //! screen was loaded by the session before the frame.
 
 mod memories;
-pub(crate) mod reads;
 
 pub(crate) use memories::history_lines;
 
 use super::app::{App, Focus, Tab};
 use super::keymap;
 use super::layout::{self, Screen};
-use super::tabs::View;
+use super::tabs::{Status, View};
 use super::text::{
     each_grapheme, one_line, plural, thousands, truncate, truncate_middle, width, wrap,
 };
@@ -199,7 +198,6 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     }
     match app.tab {
         Tab::Memories => memories::draw(frame, s.body, app),
-        Tab::Reads => reads::draw(frame, s.body, app),
         tab => {
             let view = View {
                 now: app.now,
@@ -367,29 +365,8 @@ fn status(app: &App) -> Option<(String, Style)> {
         let style = if t.error { error_style() } else { good() };
         return Some((t.text.clone(), style));
     }
-    let r = &app.reads;
-    if app.tab == Tab::Reads {
-        if !(r.editing || r.active()) {
-            return None;
-        }
-        let progress = if r.loading() {
-            "reading…".to_string()
-        } else {
-            format!(
-                "{} since {}",
-                plural(r.rows.len() as i64, "read", "reads"),
-                r.since.label()
-            )
-        };
-        let hint = if r.editing {
-            "  (Enter keep · Esc clear)"
-        } else {
-            "  (/ edit · Esc clear)"
-        };
-        return Some((
-            format!("/{}   {progress}{hint}", one_line(&r.input)),
-            Style::new(),
-        ));
+    if let Some(Status::Own(line)) = app.tabs.get(app.tab).map(|c| c.status()) {
+        return line.map(|text| (text, Style::new()));
     }
     let f = &app.filter;
     if !(f.editing || f.active()) {
@@ -432,12 +409,9 @@ fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(Stri
     let max = area.width as usize;
     frame.render_widget(Paragraph::new(plain(text, *style, max)), area);
     let f = &app.filter;
-    let input = if app.reads.editing {
-        &app.reads.input
-    } else {
-        &f.input
-    };
-    if (f.editing || app.reads.editing) && app.dialogs.is_empty() && app.toast.is_none() {
+    let typed = app.tabs.typing().and_then(|c| c.typed_line());
+    let input = typed.unwrap_or(&f.input);
+    if (f.editing || typed.is_some()) && app.dialogs.is_empty() && app.toast.is_none() {
         let x = 1 + width(&one_line(input));
         if x < max {
             frame.set_cursor_position(Position::new(area.x + x as u16, area.y));

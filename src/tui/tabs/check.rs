@@ -8,6 +8,7 @@ use crate::tui::list::Motion;
 use crate::tui::rows::step;
 use crate::tui::text::{one_line, wrap};
 use crate::tui::worker::{Failed, Load, Reply};
+use chrono::{DateTime, Utc};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -64,14 +65,14 @@ impl TabComponent for CheckTab {
         step(&mut self.scroll, lines, m, page);
     }
 
-    fn start(&mut self) -> Option<Load> {
+    fn start(&mut self, _now: DateTime<Utc>) -> Option<Load> {
         if !matches!(self.state, CheckState::Done(_)) {
             self.state = CheckState::Running;
         }
         Some(Load::Check)
     }
 
-    fn take(&mut self, reply: &Reply) {
+    fn take(&mut self, reply: &Reply) -> Result<(), String> {
         match reply {
             Reply::Check(report) => self.state = CheckState::Done(report.clone()),
             Reply::Failed {
@@ -80,6 +81,7 @@ impl TabComponent for CheckTab {
             } => self.state = CheckState::Failed(error.clone()),
             _ => {}
         }
+        Ok(())
     }
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {

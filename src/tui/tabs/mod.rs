@@ -3,7 +3,7 @@
 //! line in `register!` at the end of this file (which also declares its module), beside its
 //! variant in [`Tab`]; its key bindings are rows of the key map (`keymap`).
 //!
-//! The current view (1) and the Reads tab (5) still live in `App`, `incident` and `draw`.
+//! The current view (1) still lives in `App`, `list`, `timeline` and `draw`.
 
 use super::app::{Action, Dialog, ExplainDialog, Focus, Toast, READ_ONLY};
 use super::keymap::{Command, Context};
@@ -76,15 +76,37 @@ pub trait TabComponent {
         Ok(())
     }
     /// Slow work for the workers when the tab is shown (or refreshed while shown).
-    fn start(&mut self) -> Option<Load> {
+    fn start(&mut self, _now: DateTime<Utc>) -> Option<Load> {
         None
+    }
+    /// Whether a refresh starts the tab's slow work even while another tab is shown.
+    fn start_on_refresh(&self) -> bool {
+        false
     }
     /// Loads what the selection shows and the tab does not have yet.
     fn sync(&mut self, _store: &Store) -> Result<()> {
         Ok(())
     }
-    /// A worker's reply; the tab keeps what is its own.
-    fn take(&mut self, _reply: &Reply) {}
+    /// A worker's reply; the tab keeps what is its own. An error is a sentence to show.
+    fn take(&mut self, _reply: &Reply) -> Result<(), String> {
+        Ok(())
+    }
+    /// Whether a line of the tab is being typed: it takes every key (the `Filter` context).
+    fn typing(&self) -> bool {
+        false
+    }
+    /// A key while `typing`: its command in the `Filter` context and the character typed.
+    fn typing_key(&mut self, _cmd: Option<Command>, _c: Option<char>) -> Action {
+        Action::None
+    }
+    /// The line being typed, for the terminal's cursor.
+    fn typed_line(&self) -> Option<&str> {
+        None
+    }
+    /// What the status line shows on this tab (a toast goes first).
+    fn status(&self) -> Status {
+        Status::Filter
+    }
     /// The value the selection holds, for `c`.
     fn copy_text(&self) -> Option<String> {
         None
@@ -100,6 +122,14 @@ pub fn counted(name: &str, n: usize) -> String {
     }
 }
 
+/// The status line of a tab.
+pub enum Status {
+    /// The current view's filter line, while a filter is typed or applied.
+    Filter,
+    /// The tab's own line, or nothing.
+    Own(Option<String>),
+}
+
 /// What a tab's drawing needs besides its own state.
 pub struct View {
     /// The clock's reading for this frame.
@@ -113,6 +143,8 @@ pub struct View {
 /// something in a toast.
 pub struct Shell<'a> {
     pub read_only: bool,
+    /// Which pane of the tab has the focus.
+    pub focus: &'a mut Focus,
     /// The frame's clock reading and the terminal's size.
     pub now: DateTime<Utc>,
     pub size: (u16, u16),
@@ -184,6 +216,13 @@ macro_rules! register {
                 }
             }
 
+            /// The tab whose line is being typed, if any.
+            pub fn typing(&self) -> Option<&dyn TabComponent> {
+                [$(&self.$field as &dyn TabComponent,)*]
+                    .into_iter()
+                    .find(|c| c.typing())
+            }
+
             pub fn all_mut(&mut self) -> Vec<&mut dyn TabComponent> {
                 vec![$(&mut self.$field as &mut dyn TabComponent,)*]
             }
@@ -195,4 +234,5 @@ register! {
     Pending => pending::PendingTab,
     Tombstones => tombstones::TombstonesTab,
     Check => check::CheckTab,
+    Reads => reads::ReadsTab,
 }
