@@ -6,7 +6,7 @@ use crate::model::{ReadRecord, Resolution};
 use crate::tui::app::Action;
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::incident::{read_context, TimelineMark, NO_RECORD};
-use crate::tui::keymap::{self, Command};
+use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::reads::{considered_line, got, winner};
 use crate::tui::tabs::Shell;
 use crate::tui::text::{ago, one_line, short_time, value_text};
@@ -172,13 +172,7 @@ impl AsOfDialog {
         }
         let rect = centered(area, width, lines.len() as u16 + 2);
         let title = format!("As of a read · {} · {}", r.subject, r.predicate);
-        let inner = frame_box(
-            frame,
-            rect,
-            &title,
-            keymap::Context::AsOf,
-            bold().fg(Color::Cyan),
-        );
+        let inner = frame_box(frame, rect, &title, Context::AsOf, bold().fg(Color::Cyan));
         frame.render_widget(Paragraph::new(lines), inner);
     }
 }

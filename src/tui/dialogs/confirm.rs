@@ -4,7 +4,7 @@
 use super::{centered, frame_box, Step};
 use crate::tui::app::{Action, Curation};
 use crate::tui::draw::{bold, part, plain, row_line};
-use crate::tui::keymap::{self, Command};
+use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
 use crate::tui::text::{width, wrap};
 use ratatui::layout::Rect;
@@ -57,7 +57,7 @@ impl ConfirmDialog {
             frame,
             rect,
             &c.title,
-            keymap::Context::Confirm,
+            Context::Confirm,
             bold().fg(Color::Yellow),
         );
         let max = inner.width as usize;

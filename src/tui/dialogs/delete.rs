@@ -5,7 +5,7 @@ use super::{centered, frame_box, Step};
 use crate::model::{DeletePreview, DeleteTarget, Identity, StatementLine};
 use crate::tui::app::{Action, Curation};
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
-use crate::tui::keymap::{self, Command};
+use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
 use crate::tui::text::{one_line, wrap};
 use ratatui::layout::Rect;
@@ -93,7 +93,7 @@ impl DeleteDialog {
             frame,
             rect,
             "Delete: tombstone and purge",
-            keymap::Context::DeleteDialog,
+            Context::DeleteDialog,
             error_style(),
         );
         let max = inner.width as usize;

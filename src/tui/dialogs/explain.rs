@@ -5,7 +5,7 @@ use super::{centered, frame_box, Step};
 use crate::model::{parse_context_id, ContextKind, Resolution, Scope};
 use crate::tui::app::{typed, Action};
 use crate::tui::draw::{bold, dim, error_style, good, labelled, part, plain, row_line, wrapped};
-use crate::tui::keymap::{self, Command};
+use crate::tui::keymap::{Command, Context};
 use crate::tui::text::{ago, one_line, short_time, value_text, width};
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
@@ -144,7 +144,7 @@ impl ExplainDialog {
             frame,
             rect,
             &title,
-            keymap::Context::Explain,
+            Context::Explain,
             bold().fg(Color::Cyan),
         );
         let max = inner.width as usize;

@@ -3,7 +3,7 @@
 use super::{centered, frame_box, Step};
 use crate::tui::app::Action;
 use crate::tui::draw::{bold, dim, part, plain, row_line};
-use crate::tui::keymap::{self, Command};
+use crate::tui::keymap::{self, Command, Context};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -22,7 +22,7 @@ pub fn key(scroll: &mut usize, cmd: Option<Command>) -> Step {
 
 pub fn draw(frame: &mut Frame<'_>, area: Rect, scroll: usize) {
     let rect = centered(area, 84, area.height.saturating_sub(2).max(3));
-    let inner = frame_box(frame, rect, "Keys", keymap::Context::Help, bold());
+    let inner = frame_box(frame, rect, "Keys", Context::Help, bold());
     let max = inner.width as usize;
     let mut lines: Vec<Line<'static>> = vec![plain(
         "memscope inspects and curates the memory your coding agents share.",

@@ -3,7 +3,7 @@
 use super::{centered, frame_box, Step};
 use crate::tui::app::Action;
 use crate::tui::draw::error_style;
-use crate::tui::keymap::{self, Command};
+use crate::tui::keymap::{Command, Context};
 use crate::tui::text::{one_line, width};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -20,7 +20,7 @@ pub fn key(cmd: Option<Command>) -> Step {
 pub fn draw(frame: &mut Frame<'_>, area: Rect, title: &str, text: &str) {
     let w = (width(text) as u16 + 4).clamp(30, 80);
     let rect = centered(area, w, 7);
-    let inner = frame_box(frame, rect, title, keymap::Context::Message, error_style());
+    let inner = frame_box(frame, rect, title, Context::Message, error_style());
     let paragraph = Paragraph::new(one_line(text))
         .style(Style::new())
         .wrap(ratatui::widgets::Wrap { trim: true });

@@ -6,7 +6,7 @@ use crate::model::{MemoryRecord, Scope};
 use crate::tui::app::{typed, Action, Curation};
 use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
-use crate::tui::keymap::{self, Command};
+use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
 use crate::tui::text::{one_line, value_text, width};
 use crossterm::event::KeyEvent;
@@ -236,9 +236,9 @@ impl RescopeDialog {
             rec.subject, rec.predicate, rec.scope
         );
         let ctx = if d.editing {
-            keymap::Context::RescopeInput
+            Context::RescopeInput
         } else {
-            keymap::Context::Rescope
+            Context::Rescope
         };
         let inner = frame_box(frame, rect, &title, ctx, bold().fg(Color::Yellow));
         frame.render_widget(Paragraph::new(lines), inner);

@@ -6,7 +6,7 @@ use crate::model::MemoryRecord;
 use crate::tui::app::{Action, Curation};
 use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
-use crate::tui::keymap::{self, Command};
+use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
 use crate::tui::text::{ago, month_day_time, one_line, value_text};
 use chrono::{DateTime, Utc};
@@ -217,7 +217,7 @@ impl RevertDialog {
             frame,
             rect,
             &title,
-            keymap::Context::Revert,
+            Context::Revert,
             bold().fg(Color::Yellow),
         );
         frame.render_widget(Paragraph::new(lines), inner);
