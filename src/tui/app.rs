@@ -2,28 +2,24 @@
 //! becomes a change of state plus an [`Action`] that the loop performs (queries, writes). The
 //! focused dialog gets the key first. Nothing here touches the store.
 
-use super::incident::{AsOfDialog, ReadsState, RescopeDialog, RevertDialog, TimelineMark};
+use super::dialogs::Step;
+use super::incident::TimelineMark;
 use super::keymap::{self, Command, Context};
 use super::list::{FilterResults, ListItem, MemoryList, Motion};
-use super::timeline::EventDialog;
+use super::tabs::{Shell, Tabs};
 use super::worker::HeaderCounts;
-use crate::model::{
-    parse_context_id, ContextKind, DeletePreview, DeleteTarget, HistoryEvent, Identity,
-    MemoryRecord, PendingItem, Resolution, Scope, Tombstone,
-};
-use crate::store::{CheckReport, Clock};
+use crate::model::{DeleteTarget, HistoryEvent, Identity, MemoryRecord, Resolution, Scope};
+use crate::store::Clock;
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::collections::{BTreeSet, HashMap};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tab {
-    Memories,
-    Pending,
-    Tombstones,
-    Check,
-    Reads,
-}
+pub use super::dialogs::{
+    ConfirmDialog, DeleteDialog, Dialog, ExplainDialog, ExplainField, ExplainQuery,
+};
+pub use super::tabs::check::CheckState;
+pub use super::tabs::pending::{Choice, PendingPreview};
+pub use super::tabs::Tab;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
@@ -54,15 +50,6 @@ pub enum Curation {
         identity: Identity,
         to_version: i64,
     },
-}
-
-/// A subject/predicate and a repo/task context to resolve in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExplainQuery {
-    pub subject: String,
-    pub predicate: String,
-    pub repo: Option<String>,
-    pub task: Option<String>,
 }
 
 /// What the loop must do after a key.
@@ -111,36 +98,6 @@ pub struct Detail {
     pub resolution: Option<Resolution>,
 }
 
-/// What one choice for a pending item would do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Choice {
-    pub key: Option<char>,
-    pub scope: Scope,
-    pub effect: String,
-}
-
-impl Choice {
-    /// `global: supersedes pnpm (v1) with npm`: the scope and what writing there does, as the
-    /// preview pane and the confirm both state it.
-    pub fn statement(&self) -> String {
-        format!("{}: {}", self.scope, self.effect)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingPreview {
-    pub pending_id: i64,
-    pub choices: Vec<Choice>,
-}
-
-#[derive(Debug, Clone)]
-pub enum CheckState {
-    NotRun,
-    Running,
-    Done(Box<CheckReport>),
-    Failed(String),
-}
-
 #[derive(Debug, Clone, Default)]
 pub struct FilterState {
     /// What is typed in the filter line.
@@ -155,122 +112,6 @@ pub struct FilterState {
 impl FilterState {
     pub fn active(&self) -> bool {
         !self.input.is_empty()
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeleteDialog {
-    pub identity: Identity,
-    /// 0 this identity, 1 the predicate in all scopes, 2 the whole subject.
-    pub choice: usize,
-    pub preview: Option<Result<DeletePreview, String>>,
-}
-
-impl DeleteDialog {
-    pub fn target(&self) -> DeleteTarget {
-        let id = &self.identity;
-        match self.choice {
-            0 => DeleteTarget::Identity(id.clone()),
-            1 => DeleteTarget::Predicate {
-                subject: id.subject.clone(),
-                predicate: id.predicate.clone(),
-            },
-            _ => DeleteTarget::Subject(id.subject.clone()),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfirmDialog {
-    pub title: String,
-    pub lines: Vec<String>,
-    /// What `y` does, in a word or two.
-    pub yes: String,
-    pub curation: Curation,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExplainField {
-    Repo,
-    Task,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExplainDialog {
-    pub subject: String,
-    pub predicate: String,
-    pub repo: String,
-    pub task: String,
-    pub field: ExplainField,
-    pub result: Option<Result<Resolution, String>>,
-}
-
-impl ExplainDialog {
-    pub fn field_mut(&mut self) -> &mut String {
-        match self.field {
-            ExplainField::Repo => &mut self.repo,
-            ExplainField::Task => &mut self.task,
-        }
-    }
-
-    /// The question the fields ask; a field naming the wrong kind (`task:x` as the repo) is
-    /// the sentence to show instead.
-    pub fn query(&self) -> Result<ExplainQuery, String> {
-        let id = |kind: ContextKind, text: &str| {
-            if text.trim().is_empty() {
-                return Ok(None);
-            }
-            parse_context_id(kind, text)
-                .map(Some)
-                .map_err(|e| format!("{}: {e}", kind.name()))
-        };
-        Ok(ExplainQuery {
-            subject: self.subject.clone(),
-            predicate: self.predicate.clone(),
-            repo: id(ContextKind::Repo, &self.repo)?,
-            task: id(ContextKind::Task, &self.task)?,
-        })
-    }
-
-    /// Asks the store to explain what the fields say, or shows why they cannot be asked.
-    fn ask(&mut self) -> Action {
-        match self.query() {
-            Ok(q) => Action::Explain(q),
-            Err(e) => {
-                self.result = Some(Err(e));
-                Action::None
-            }
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Dialog {
-    Help { scroll: usize },
-    Delete(DeleteDialog),
-    Confirm(ConfirmDialog),
-    Explain(ExplainDialog),
-    AsOf(AsOfDialog),
-    Rescope(RescopeDialog),
-    Revert(RevertDialog),
-    Event(EventDialog),
-    Message { title: String, text: String },
-}
-
-impl Dialog {
-    pub fn context(&self) -> Context {
-        match self {
-            Dialog::Help { .. } => Context::Help,
-            Dialog::Delete(_) => Context::DeleteDialog,
-            Dialog::Confirm(_) => Context::Confirm,
-            Dialog::Explain(_) => Context::Explain,
-            Dialog::AsOf(_) => Context::AsOf,
-            Dialog::Rescope(d) if d.editing => Context::RescopeInput,
-            Dialog::Rescope(_) => Context::Rescope,
-            Dialog::Revert(_) => Context::Revert,
-            Dialog::Event(_) => Context::Event,
-            Dialog::Message { .. } => Context::Message,
-        }
     }
 }
 
@@ -304,14 +145,8 @@ pub struct App {
     pub event_cursor: usize,
     /// … and the identity of that timeline (a refresh of the same one keeps the event).
     pub shown_identity: Option<Identity>,
-    pub pending: Vec<PendingItem>,
-    pub pending_cursor: usize,
-    pub pending_preview: Option<PendingPreview>,
-    pub tombstones: Vec<Tombstone>,
-    pub tomb_cursor: usize,
-    pub check: CheckState,
-    pub check_scroll: usize,
-    pub reads: ReadsState,
+    /// The tabs that are components (pending, tombstones, check).
+    pub tabs: Tabs,
     /// A version to highlight in the history timeline (the one an agent read).
     pub mark: Option<TimelineMark>,
     pub dialogs: Vec<Dialog>,
@@ -338,14 +173,7 @@ impl App {
             detail_scroll: 0,
             event_cursor: 0,
             shown_identity: None,
-            pending: Vec::new(),
-            pending_cursor: 0,
-            pending_preview: None,
-            tombstones: Vec::new(),
-            tomb_cursor: 0,
-            check: CheckState::NotRun,
-            check_scroll: 0,
-            reads: ReadsState::default(),
+            tabs: Tabs::default(),
             mark: None,
             dialogs: Vec::new(),
             toast: None,
@@ -357,7 +185,7 @@ impl App {
         if let Some(d) = self.dialogs.last() {
             return vec![d.context()];
         }
-        if self.filter.editing || self.reads.editing {
+        if self.filter.editing || self.tabs.typing().is_some() {
             return vec![Context::Filter];
         }
         match self.tab {
@@ -368,10 +196,12 @@ impl App {
                 Context::Global,
             ],
             Tab::Memories => vec![Context::Memories, Context::Lists, Context::Global],
-            Tab::Pending => vec![Context::Pending, Context::Lists, Context::Global],
-            Tab::Tombstones => vec![Context::Tombstones, Context::Lists, Context::Global],
-            Tab::Check => vec![Context::Lists, Context::Global],
-            Tab::Reads => vec![Context::Reads, Context::Lists, Context::Global],
+            tab => {
+                let own = self.tabs.get(tab).and_then(|c| c.context());
+                own.into_iter()
+                    .chain([Context::Lists, Context::Global])
+                    .collect()
+            }
         }
     }
 
@@ -401,12 +231,44 @@ impl App {
         });
     }
 
-    pub fn selected_pending(&self) -> Option<&PendingItem> {
-        self.pending.get(self.pending_cursor)
+    /// The tab bar: each tab's number and title.
+    pub fn tab_titles(&self) -> Vec<(Tab, String)> {
+        Tab::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, &tab)| {
+                let title = match tab {
+                    Tab::Memories => "Current view".to_string(),
+                    _ => self.tabs.get(tab).map(|c| c.title()).unwrap_or_default(),
+                };
+                (tab, format!("{} {title}", i + 1))
+            })
+            .collect()
     }
 
-    pub fn selected_tombstone(&self) -> Option<&Tombstone> {
-        self.tombstones.get(self.tomb_cursor)
+    /// The component tabs, and what a tab or dialog may do besides changing its own state.
+    fn parts(&mut self) -> (&mut Tabs, Shell<'_>) {
+        let shell = Shell {
+            read_only: self.read_only,
+            focus: &mut self.focus,
+            now: self.now,
+            size: self.size,
+            dialogs: &mut self.dialogs,
+            toast: &mut self.toast,
+        };
+        (&mut self.tabs, shell)
+    }
+
+    /// Whether the tab shown has a detail pane to focus (the check report is one pane).
+    pub(super) fn has_detail(&self) -> bool {
+        self.tabs.get(self.tab).is_none_or(|c| c.has_detail())
+    }
+
+    /// The key on the tab that is a component, when it takes it.
+    fn tab_command(&mut self, cmd: Command) -> Option<Action> {
+        let tab = self.tab;
+        let (tabs, mut shell) = self.parts();
+        tabs.get_mut(tab)?.command(cmd, &mut shell)
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) -> Action {
@@ -417,9 +279,10 @@ impl App {
         if !self.dialogs.is_empty() {
             return self.dialog_key(key);
         }
-        if self.reads.editing {
+        let tab = self.tab;
+        if let Some(c) = self.tabs.get_mut(tab).filter(|c| c.typing()) {
             let cmd = keymap::lookup(&[Context::Filter], &key);
-            return self.reads_filter_key(cmd, typed(&key));
+            return c.typing_key(cmd, typed(&key));
         }
         if self.filter.editing {
             return self.filter_key(key);
@@ -459,102 +322,33 @@ impl App {
 
     fn dialog_key(&mut self, key: KeyEvent) -> Action {
         let cmd = keymap::lookup(&self.contexts(), &key);
-        match self.dialogs.last() {
-            Some(Dialog::AsOf(_)) => return self.as_of_key(cmd),
-            Some(Dialog::Rescope(_)) => return self.rescope_key(cmd, &key),
-            Some(Dialog::Revert(_)) => return self.revert_key(cmd, &key),
-            Some(Dialog::Event(_)) => return self.event_key(cmd),
-            _ => {}
-        }
-        let Some(dialog) = self.dialogs.last_mut() else {
+        self.top_dialog_key(cmd, &key)
+    }
+
+    /// The dialog on top takes `cmd` (typed as `key`). It is off the stack meanwhile, so that
+    /// it may open another on top of itself.
+    pub(super) fn top_dialog_key(&mut self, cmd: Option<Command>, key: &KeyEvent) -> Action {
+        let Some(mut dialog) = self.dialogs.pop() else {
             return Action::None;
         };
-        match dialog {
-            Dialog::AsOf(_) | Dialog::Rescope(_) | Dialog::Revert(_) | Dialog::Event(_) => {}
-            Dialog::Help { scroll } => match cmd {
-                Some(Command::Cancel) => {
-                    self.dialogs.pop();
-                }
-                Some(Command::Down) => *scroll = (*scroll + 1).min(keymap::help_lines()),
-                Some(Command::Up) => *scroll = scroll.saturating_sub(1),
-                _ => {}
-            },
-            Dialog::Message { .. } => {
-                if cmd == Some(Command::Cancel) {
-                    self.dialogs.pop();
-                }
+        let depth = self.dialogs.len();
+        let (_, mut shell) = self.parts();
+        match dialog.key(cmd, key, &mut shell) {
+            Some(Step::Close(action)) => action,
+            Some(Step::Stay(action)) => {
+                self.dialogs.insert(depth, dialog);
+                action
             }
-            Dialog::Delete(d) => {
-                match cmd {
-                    Some(Command::NextChoice) | Some(Command::PrevChoice) => {
-                        d.choice = if cmd == Some(Command::NextChoice) {
-                            (d.choice + 1) % 3
-                        } else {
-                            (d.choice + 2) % 3
-                        };
-                        d.preview = None;
-                        return Action::PreviewDelete(d.target());
-                    }
-                    Some(Command::Confirm) => match &d.preview {
-                        Some(Ok(_)) => {
-                            let target = d.target();
-                            self.dialogs.pop();
-                            return Action::Apply(Curation::Delete(target));
-                        }
-                        Some(Err(_)) => {
-                            self.error("the preview failed, so nothing can be confirmed: cancel with n or Esc");
-                        }
-                        None => self.info("the preview is still loading"),
-                    },
-                    Some(Command::Cancel) => {
-                        self.dialogs.pop();
-                        self.info("cancelled: nothing was deleted");
-                    }
-                    _ => {}
-                }
+            None => {
+                self.dialogs.insert(depth, dialog);
+                Action::None
             }
-            Dialog::Confirm(c) => match cmd {
-                Some(Command::Confirm) => {
-                    let curation = c.curation.clone();
-                    self.dialogs.pop();
-                    return Action::Apply(curation);
-                }
-                Some(Command::Cancel) => {
-                    self.dialogs.pop();
-                    self.info("cancelled: nothing changed");
-                }
-                _ => {}
-            },
-            Dialog::Explain(e) => match cmd {
-                Some(Command::Cancel) => {
-                    self.dialogs.pop();
-                }
-                Some(Command::NextField) => {
-                    e.field = match e.field {
-                        ExplainField::Repo => ExplainField::Task,
-                        ExplainField::Task => ExplainField::Repo,
-                    };
-                }
-                Some(Command::Confirm) => return e.ask(),
-                Some(Command::Erase) => {
-                    e.field_mut().pop();
-                    return e.ask();
-                }
-                _ => {
-                    // Ids hold no whitespace; a typed space would only make a bad scope.
-                    if let Some(c) = typed(&key).filter(|c| !c.is_whitespace()) {
-                        e.field_mut().push(c);
-                        return e.ask();
-                    }
-                }
-            },
         }
-        Action::None
     }
 
     /// Runs a key-map command.
     pub fn command(&mut self, cmd: Command) -> Action {
-        if let Some(action) = self.reads_command(cmd) {
+        if let Some(action) = self.tab_command(cmd) {
             return action;
         }
         match cmd {
@@ -573,7 +367,7 @@ impl App {
                 Action::None
             }
             Command::NextPane | Command::PrevPane => {
-                if self.tab != Tab::Check {
+                if self.has_detail() {
                     self.focus = match self.focus {
                         Focus::List => Focus::Detail,
                         Focus::Detail => Focus::List,
@@ -611,11 +405,7 @@ impl App {
                     Action::None
                 }
             }
-            Command::ShowMemories => self.show(Tab::Memories),
-            Command::ShowPending => self.show(Tab::Pending),
-            Command::ShowTombstones => self.show(Tab::Tombstones),
-            Command::ShowCheck => self.show(Tab::Check),
-            Command::ShowReads => self.show(Tab::Reads),
+            Command::Show(tab) => self.show(tab),
             Command::Fold | Command::Unfold => match self.list.selected() {
                 Some(row) => Action::Fold {
                     scope: row.scope(),
@@ -623,20 +413,20 @@ impl App {
                 },
                 None => Action::None,
             },
-            Command::ResolveGlobal => self.resolve('g'),
-            Command::ResolveRepo => self.resolve('r'),
-            Command::ResolveTask => self.resolve('t'),
-            Command::Reject => self.reject(),
             Command::Delete => self.delete(),
-            Command::Restore => self.restore(),
             Command::Explain => self.explain(),
             Command::Rescope => self.rescope(),
             Command::Revert => self.revert(),
             Command::OpenEvent => self.open_event(),
             Command::Copy => self.copy(),
-            // Reads-tab commands run in `reads_command`; dialog and filter-line commands where
-            // those have the focus.
-            Command::CycleSince
+            // Tab commands run in their tabs (`tab_command`); dialog and filter-line commands
+            // where those have the focus.
+            Command::ResolveGlobal
+            | Command::ResolveRepo
+            | Command::ResolveTask
+            | Command::Reject
+            | Command::Restore
+            | Command::CycleSince
             | Command::ExplainRead
             | Command::GoToRecord
             | Command::EditField
@@ -668,29 +458,14 @@ impl App {
     /// pointer for the mouse wheel).
     pub(super) fn motion_in(&mut self, pane: Focus, m: Motion) -> Action {
         let page = self.page();
-        let step = |cursor: &mut usize, len: usize| {
-            let last = len.saturating_sub(1);
-            *cursor = match m {
-                Motion::Up(n) => cursor.saturating_sub(n),
-                Motion::Down(n) => (*cursor + n).min(last),
-                Motion::PageUp => cursor.saturating_sub(page),
-                Motion::PageDown => (*cursor + page).min(last),
-                Motion::Home => 0,
-                Motion::End => last,
-            };
-        };
-        // The check report stops about where its text ends.
-        let check_lines = match &self.check {
-            CheckState::Done(r) => r.violations.len() + 3 * r.health.len() + r.metrics.len() + 12,
-            _ => 1,
-        };
         match (self.tab, pane) {
             (Tab::Memories, Focus::List) => return Action::Move(m),
             (Tab::Memories, Focus::Detail) => self.move_event(m),
-            (Tab::Pending, _) => step(&mut self.pending_cursor, self.pending.len()),
-            (Tab::Tombstones, _) => step(&mut self.tomb_cursor, self.tombstones.len()),
-            (Tab::Check, _) => step(&mut self.check_scroll, check_lines),
-            (Tab::Reads, _) => step(&mut self.reads.cursor, self.reads.rows.len()),
+            (tab, _) => {
+                if let Some(c) = self.tabs.get_mut(tab) {
+                    c.motion(m, page);
+                }
+            }
         }
         Action::None
     }
@@ -703,10 +478,7 @@ impl App {
                 .selected_record()
                 .map(|r| super::clipboard::value_text(&r.value)),
             (Tab::Memories, Focus::Detail) => self.event_value(),
-            (Tab::Pending, _) => self
-                .selected_pending()
-                .map(|p| super::clipboard::value_text(&p.value)),
-            _ => None,
+            (tab, _) => self.tabs.get(tab).and_then(|c| c.copy_text()),
         };
         match text {
             Some(text) => Action::Copy(text),
@@ -725,181 +497,49 @@ impl App {
         !self.read_only
     }
 
-    fn resolve(&mut self, key: char) -> Action {
+    /// The selected record of the current view, for a curation key (`verb`): none on a
+    /// read-only file or on a group header, each said in a toast.
+    pub(super) fn record_to_curate(&mut self, verb: &str) -> Option<MemoryRecord> {
         if !self.writable() {
-            return Action::None;
+            return None;
         }
-        let Some(item) = self.selected_pending() else {
-            self.info("the pending queue is empty: every write had a clear scope");
-            return Action::None;
-        };
-        let wanted = match key {
-            'g' => "global",
-            'r' => "repo",
-            _ => "task",
-        };
-        if !item.candidates.iter().any(|c| c.kind() == wanted) {
-            let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
-            let text = format!(
-                "{key} does nothing here: #{} has no {wanted} candidate (its candidates are {})",
-                item.id,
-                names.join(", ")
-            );
-            self.info(text);
-            return Action::None;
+        let rec = self.list.selected_record().cloned();
+        if rec.is_none() {
+            self.info(format!(
+                "select a record to {verb} (a group header is not a memory)"
+            ));
         }
-        // The confirm states the preview pane's own sentence for this key: the pane may be
-        // hidden at small sizes, and the effect is the store's to say, once.
-        let choice = self
-            .pending_preview
-            .as_ref()
-            .filter(|p| p.pending_id == item.id)
-            .and_then(|p| p.choices.iter().find(|c| c.key == Some(key)));
-        let Some(choice) = choice else {
-            self.info("the preview of its choices is still loading: press it again");
-            return Action::None;
-        };
-        let dialog = ConfirmDialog {
-            title: format!("Write pending #{} to {}?", item.id, choice.scope),
-            lines: vec![pending_line(item), choice.statement()],
-            yes: format!("write to {}", choice.scope),
-            curation: Curation::Resolve {
-                pending_id: item.id,
-                scope: choice.scope.clone(),
-            },
-        };
-        self.dialogs.push(Dialog::Confirm(dialog));
-        Action::None
-    }
-
-    fn reject(&mut self) -> Action {
-        if !self.writable() {
-            return Action::None;
-        }
-        let Some(item) = self.selected_pending() else {
-            self.info("the pending queue is empty: nothing to reject");
-            return Action::None;
-        };
-        let dialog = ConfirmDialog {
-            title: format!("Reject pending #{}?", item.id),
-            lines: vec![
-                pending_line(item),
-                "Nothing is written to memory; the item is kept as rejected.".into(),
-            ],
-            yes: "reject".into(),
-            curation: Curation::Reject {
-                pending_id: item.id,
-            },
-        };
-        self.dialogs.push(Dialog::Confirm(dialog));
-        Action::None
+        rec
     }
 
     fn delete(&mut self) -> Action {
-        if !self.writable() {
-            return Action::None;
-        }
-        let Some(rec) = self.list.selected_record() else {
-            self.info("select a record to delete (a group header is not a memory)");
+        let Some(rec) = self.record_to_curate("delete") else {
             return Action::None;
         };
-        let dialog = DeleteDialog {
-            identity: rec.identity(),
-            choice: 0,
-            preview: None,
-        };
-        let target = dialog.target();
+        let (dialog, action) = DeleteDialog::open(rec.identity());
         self.dialogs.push(Dialog::Delete(dialog));
-        Action::PreviewDelete(target)
+        action
     }
 
-    fn restore(&mut self) -> Action {
-        if !self.writable() {
+    /// `e` in the current view: the selected record's chain in its own repo or task. (The
+    /// pending and tombstone tabs open the same dialog on their own selection.)
+    fn explain(&mut self) -> Action {
+        if self.tab != Tab::Memories {
             return Action::None;
         }
-        let Some(t) = self.selected_tombstone() else {
-            self.info("there are no tombstones to restore");
+        let Some(r) = self.list.selected_record() else {
+            self.info("select a record to explain");
             return Action::None;
         };
-        let id = Identity {
-            subject: t.subject.clone(),
-            predicate: t.predicate.clone(),
-            scope: t.scope.clone(),
-        };
-        let dialog = ConfirmDialog {
-            title: "Restore this identity?".into(),
-            lines: vec![
-                format!("{id}"),
-                "Lifts the tombstone: later writes to it are accepted again.".into(),
-                "The purged values and raw texts do not come back.".into(),
-            ],
-            yes: "restore".into(),
-            curation: Curation::Restore(id),
-        };
-        self.dialogs.push(Dialog::Confirm(dialog));
-        Action::None
-    }
-
-    fn explain(&mut self) -> Action {
-        let (subject, predicate, scopes): (String, String, Vec<Scope>) = match self.tab {
-            Tab::Memories => match self.list.selected_record() {
-                Some(r) => (
-                    r.subject.clone(),
-                    r.predicate.clone(),
-                    vec![r.scope.clone()],
-                ),
-                None => {
-                    self.info("select a record to explain");
-                    return Action::None;
-                }
-            },
-            Tab::Pending => match self.selected_pending() {
-                Some(p) => (p.subject.clone(), p.predicate.clone(), p.candidates.clone()),
-                None => return Action::None,
-            },
-            Tab::Tombstones => match self.selected_tombstone() {
-                Some(t) => (
-                    t.subject.clone(),
-                    t.predicate.clone(),
-                    vec![t.scope.clone()],
-                ),
-                None => return Action::None,
-            },
-            Tab::Check | Tab::Reads => return Action::None,
-        };
-        let id_of = |kind: &str| {
-            scopes.iter().find_map(|s| match (s, kind) {
-                (Scope::Repo(r), "repo") => Some(r.clone()),
-                (Scope::Task(t), "task") => Some(t.clone()),
-                _ => None,
-            })
-        };
-        let mut dialog = ExplainDialog {
-            subject,
-            predicate,
-            repo: id_of("repo").unwrap_or_default(),
-            task: id_of("task").unwrap_or_default(),
-            field: ExplainField::Repo,
-            result: None,
-        };
-        let action = dialog.ask();
+        let (dialog, action) =
+            ExplainDialog::open(&r.subject, &r.predicate, std::slice::from_ref(&r.scope));
         self.dialogs.push(Dialog::Explain(dialog));
         action
     }
 }
 
-/// `user:42 · package_manager = npm`: a pending item as its confirms name it.
-fn pending_line(item: &PendingItem) -> String {
-    format!(
-        "{} · {} = {}",
-        item.subject,
-        item.predicate,
-        super::text::value_text(&item.value)
-    )
-}
-
 /// A printable character typed without Ctrl or Alt.
-pub(super) fn typed(key: &KeyEvent) -> Option<char> {
+pub(crate) fn typed(key: &KeyEvent) -> Option<char> {
     match key.code {
         KeyCode::Char(c)
             if !key

@@ -2,6 +2,7 @@
 //! and what it does. Key handling looks commands up here, and the help overlay and the footer
 //! hints are generated from the same table, so they cannot drift apart.
 
+use super::tabs::Tab;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// Where a binding applies. Lookup walks the active contexts in order; the first match wins.
@@ -90,11 +91,8 @@ pub enum Command {
     End,
     Open,
     Back,
-    ShowMemories,
-    ShowPending,
-    ShowTombstones,
-    ShowCheck,
-    ShowReads,
+    /// Open a tab.
+    Show(Tab),
     Fold,
     Unfold,
     ResolveGlobal,
@@ -273,11 +271,11 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Global, &[Code(KeyCode::Tab)], "Tab", C::NextPane, "next pane (list ↔ history/detail)", Some("pane")),
     b(X::Global, &[Code(KeyCode::BackTab)], "S-Tab", C::PrevPane, "previous pane", None),
     b(X::Global, &[Code(KeyCode::Esc)], "Esc", C::Back, "back: leave the detail pane, clear the filter", None),
-    b(X::Global, &[Char('1')], "1", C::ShowMemories, "current view", Some("views")),
-    b(X::Global, &[Char('2')], "2", C::ShowPending, "pending queue", None),
-    b(X::Global, &[Char('3')], "3", C::ShowTombstones, "tombstones", None),
-    b(X::Global, &[Char('4')], "4", C::ShowCheck, "check: invariants and health figures", None),
-    b(X::Global, &[Char('5')], "5", C::ShowReads, "reads: what agents were told, as of then", None),
+    b(X::Global, &[Char('1')], "1", C::Show(Tab::Memories), "current view", Some("views")),
+    b(X::Global, &[Char('2')], "2", C::Show(Tab::Pending), "pending queue", None),
+    b(X::Global, &[Char('3')], "3", C::Show(Tab::Tombstones), "tombstones", None),
+    b(X::Global, &[Char('4')], "4", C::Show(Tab::Check), "check: invariants and health figures", None),
+    b(X::Global, &[Char('5')], "5", C::Show(Tab::Reads), "reads: what agents were told, as of then", None),
 ];
 
 const DIGITS: &[Key] = &[
@@ -341,7 +339,7 @@ pub fn hints(contexts: &[Context]) -> Vec<(&'static str, &'static str)> {
             if let Some(h) = b.hint {
                 // The tab keys and the two move keys share one footer slot each.
                 let label = match b.command {
-                    Command::ShowMemories => "1-5",
+                    Command::Show(Tab::Memories) => "1-5",
                     Command::Up if matches!(b.context, Context::Lists | Context::History) => "j/k",
                     _ => b.label,
                 };

@@ -2,7 +2,7 @@
 //! list on screen). Every size down to 1×1 gets a layout; small screens drop chrome first.
 
 use super::app::{Focus, Tab};
-use super::text::{thousands, width};
+use super::text::width;
 use ratatui::layout::Rect;
 use std::ops::Range;
 
@@ -87,82 +87,51 @@ pub fn panes(body: Rect, tab: Tab, focus: Focus) -> Panes {
             detail: None,
         },
         // A read is a long line: the list takes the width, the read's detail goes below.
-        Tab::Reads => {
-            if body.width >= 150 {
-                let left = body.width * 3 / 5;
-                Panes {
-                    list: Some(Rect::new(body.x, body.y, left, body.height)),
-                    detail: Some(Rect::new(
-                        body.x + left,
-                        body.y,
-                        body.width - left,
-                        body.height,
-                    )),
-                }
-            } else if body.height >= 16 {
-                let top = body.height / 2;
-                Panes {
-                    list: Some(Rect::new(body.x, body.y, body.width, top)),
-                    detail: Some(Rect::new(
-                        body.x,
-                        body.y + top,
-                        body.width,
-                        body.height - top,
-                    )),
-                }
-            } else if focus == Focus::Detail {
-                Panes {
-                    list: None,
-                    detail: Some(body),
-                }
-            } else {
-                Panes {
-                    list: Some(body),
-                    detail: None,
-                }
-            }
+        Tab::Reads => split(body, focus, 150, body.width * 3 / 5, Some(body.height / 2)),
+        Tab::Memories => split(body, focus, 100, body.width / 2, None),
+        // A list with its detail (pending, tombstones).
+        _ => split(
+            body,
+            focus,
+            90,
+            body.width * 11 / 20,
+            Some(body.height * 2 / 5),
+        ),
+    }
+}
+
+/// Side by side from `wide` columns, the list `left` columns wide; else, from 16 rows and
+/// when `top` is given, the list `top` rows tall above the detail; else the focused pane.
+fn split(body: Rect, focus: Focus, wide: u16, left: u16, top: Option<u16>) -> Panes {
+    if body.width >= wide {
+        Panes {
+            list: Some(Rect::new(body.x, body.y, left, body.height)),
+            detail: Some(Rect::new(
+                body.x + left,
+                body.y,
+                body.width - left,
+                body.height,
+            )),
         }
-        Tab::Memories | Tab::Pending | Tab::Tombstones => {
-            let wide = match tab {
-                Tab::Memories => 100,
-                _ => 90,
-            };
-            if body.width >= wide {
-                let left = match tab {
-                    Tab::Memories => body.width / 2,
-                    _ => body.width * 11 / 20,
-                };
-                Panes {
-                    list: Some(Rect::new(body.x, body.y, left, body.height)),
-                    detail: Some(Rect::new(
-                        body.x + left,
-                        body.y,
-                        body.width - left,
-                        body.height,
-                    )),
-                }
-            } else if body.height >= 16 && tab != Tab::Memories {
-                let top = body.height * 2 / 5;
-                Panes {
-                    list: Some(Rect::new(body.x, body.y, body.width, top)),
-                    detail: Some(Rect::new(
-                        body.x,
-                        body.y + top,
-                        body.width,
-                        body.height - top,
-                    )),
-                }
-            } else if focus == Focus::Detail {
-                Panes {
-                    list: None,
-                    detail: Some(body),
-                }
-            } else {
-                Panes {
-                    list: Some(body),
-                    detail: None,
-                }
-            }
+    } else if let Some(top) = top.filter(|_| body.height >= 16) {
+        Panes {
+            list: Some(Rect::new(body.x, body.y, body.width, top)),
+            detail: Some(Rect::new(
+                body.x,
+                body.y + top,
+                body.width,
+                body.height - top,
+            )),
+        }
+    } else if focus == Focus::Detail {
+        Panes {
+            list: None,
+            detail: Some(body),
+        }
+    } else {
+        Panes {
+            list: Some(body),
+            detail: None,
         }
     }
 }
@@ -200,37 +169,16 @@ pub fn window(len: usize, cursor: usize, height: usize) -> Range<usize> {
     start..(start + height).min(len)
 }
 
-/// The tab bar's titles, with the number of open pending items and of tombstones.
-pub fn tab_titles(pending: usize, tombstones: usize) -> [(Tab, String); 5] {
-    let count = |n: usize| {
-        if n > 0 {
-            format!(" ({})", thousands(n as i64))
-        } else {
-            String::new()
-        }
-    };
-    [
-        (Tab::Memories, "1 Current view".to_string()),
-        (Tab::Pending, format!("2 Pending{}", count(pending))),
-        (
-            Tab::Tombstones,
-            format!("3 Tombstones{}", count(tombstones)),
-        ),
-        (Tab::Check, "4 Check".to_string()),
-        (Tab::Reads, "5 Reads".to_string()),
-    ]
-}
-
-/// The tab whose title is `x` columns from the tab bar's left edge: each title is drawn as
-/// one space, then ` title `.
-pub fn tab_at(pending: usize, tombstones: usize, x: u16) -> Option<Tab> {
+/// The tab whose title (of `titles`, `App::tab_titles`) is `x` columns from the tab bar's
+/// left edge: each title is drawn as one space, then ` title `.
+pub fn tab_at(titles: &[(Tab, String)], x: u16) -> Option<Tab> {
     let x = usize::from(x);
     let mut at = 0;
-    for (tab, title) in tab_titles(pending, tombstones) {
+    for (tab, title) in titles {
         at += 1;
-        let w = width(&title) + 2;
+        let w = width(title) + 2;
         if (at..at + w).contains(&x) {
-            return Some(tab);
+            return Some(*tab);
         }
         at += w;
     }

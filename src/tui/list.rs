@@ -265,15 +265,8 @@ fn keyset_after(
         }) => (BrowseBound::ScopeStart(scope.clone()), Some(scope.clone())),
         Some(Pos::Key {
             scope,
-            record: Some((subject, predicate)),
-        }) => (
-            BrowseBound::Key(BrowseKey {
-                scope: scope.clone(),
-                subject: subject.clone(),
-                predicate: predicate.clone(),
-            }),
-            Some(scope.clone()),
-        ),
+            record: Some(record),
+        }) => (record_bound(scope, record), Some(scope.clone())),
         None | Some(Pos::Filter { .. }) => (BrowseBound::Start, None),
     };
     loop {
@@ -308,6 +301,15 @@ fn keyset_after(
     }
 }
 
+/// The browse bound at a record of the keyset list.
+fn record_bound(scope: &str, (subject, predicate): &(String, String)) -> BrowseBound {
+    BrowseBound::Key(BrowseKey {
+        scope: scope.to_string(),
+        subject: subject.clone(),
+        predicate: predicate.clone(),
+    })
+}
+
 fn keyset_before(
     store: &Store,
     collapsed: &BTreeSet<String>,
@@ -323,15 +325,8 @@ fn keyset_before(
         }) => (BrowseBound::ScopeStart(scope.clone()), None),
         Some(Pos::Key {
             scope,
-            record: Some((subject, predicate)),
-        }) => (
-            BrowseBound::Key(BrowseKey {
-                scope: scope.clone(),
-                subject: subject.clone(),
-                predicate: predicate.clone(),
-            }),
-            Some(scope.clone()),
-        ),
+            record: Some(record),
+        }) => (record_bound(scope, record), Some(scope.clone())),
         None | Some(Pos::Filter { .. }) => (BrowseBound::End, None),
     };
     loop {

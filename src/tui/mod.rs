@@ -1,18 +1,24 @@
 //! The terminal UI (README, "The terminal UI"): inspect and curate the memory database.
+//! docs/ARCHITECTURE.md ("The terminal UI") follows a key press through these modules.
 //!
 //! - `app`: the state and key handling (keys → commands → actions), no IO;
 //! - `keymap`: the bindings as data, which also generate the help overlay and the footer;
-//! - `session`: the loop's side — performs actions on the store, applies worker replies,
-//!   polls `PRAGMA data_version` for other processes' commits;
-//! - `list`: the current view as a keyset-paged window; `worker`: the filter and slow loads
-//!   off the UI thread; `draw`: rendering, which only reads the state;
-//! - `incident`: the Reads tab, a read explained as of its time, the rescope and revert
-//!   dialogs (state and keys); `repair`: what a rescope or revert would do, from the store;
-//! - `timeline`: the history pane's event cursor and the event popup; `clipboard`: `c` as an
-//!   OSC 52 sequence the loop writes; `mouse`: wheel and clicks, hit-tested with `layout`.
+//! - `tabs`: the tabs that are components (pending, tombstones, check, reads), one file
+//!   each, each registered by one line; `dialogs`: the dialogs, one file each (state, keys, drawing);
+//! - `session`: the loop's side — performs actions on the store, hands worker replies and
+//!   loaded previews to the tab or dialog that owns them, polls `PRAGMA data_version` for
+//!   other processes' commits;
+//! - `rows`: the list the loaded lists share (cursor, window, click, panes); `list`: the
+//!   current view as a keyset-paged window; `worker`: the filter and slow loads off the UI
+//!   thread; `draw`: the frame around the tabs and the current view, reading the state only;
+//! - `incident`: what the Reads tab and the repair dialogs share (the `since` window, the
+//!   version a read got); `repair`: what a rescope or revert would do, from the store;
+//! - `timeline`: the history pane's event cursor; `clipboard`: `c` as an OSC 52 sequence the
+//!   loop writes; `mouse`: wheel and clicks, hit-tested with `layout`.
 
 pub mod app;
 pub mod clipboard;
+pub mod dialogs;
 pub mod draw;
 pub mod incident;
 pub mod keymap;
@@ -20,7 +26,9 @@ pub mod layout;
 pub mod list;
 mod mouse;
 pub mod repair;
+pub mod rows;
 pub mod session;
+pub mod tabs;
 pub mod text;
 pub mod timeline;
 pub mod worker;

@@ -7,7 +7,7 @@ use super::app::{Action, App, Dialog, Focus, Tab};
 use super::keymap::{self, Command};
 use super::layout;
 use super::list::Motion;
-use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
 /// Rows (or lines) one notch of the wheel moves.
@@ -40,8 +40,9 @@ impl App {
                 return Action::None;
             }
             Some(Dialog::Event(_)) => {
+                let wheel = KeyEvent::new(KeyCode::Null, KeyModifiers::NONE);
                 for _ in 0..WHEEL_STEP {
-                    self.event_key(Some(cmd));
+                    self.top_dialog_key(Some(cmd), &wheel);
                 }
                 return Action::None;
             }
@@ -61,12 +62,12 @@ impl App {
 
     fn click(&mut self, at: Position) -> Action {
         // A dialog or a line being typed keeps the focus until it is closed.
-        if !self.dialogs.is_empty() || self.filter.editing || self.reads.editing {
+        if !self.dialogs.is_empty() || self.filter.editing || self.tabs.typing().is_some() {
             return Action::None;
         }
         let screen = layout::screen(self.area());
         if let Some(bar) = screen.tabs.filter(|r| r.contains(at)) {
-            let tab = layout::tab_at(self.pending.len(), self.tombstones.len(), at.x - bar.x);
+            let tab = layout::tab_at(&self.tab_titles(), at.x - bar.x);
             return match tab {
                 Some(tab) => self.show(tab),
                 None => Action::None,
@@ -75,7 +76,7 @@ impl App {
         let Some((pane, rect)) = self.pane_at(at) else {
             return Action::None;
         };
-        if self.tab != Tab::Check {
+        if self.has_detail() {
             self.focus = pane;
         }
         let inner = layout::inner(rect);
@@ -104,21 +105,12 @@ impl App {
                 }
                 Action::None
             }
-            (Tab::Pending, Focus::List) => {
-                pick(&mut self.pending_cursor, self.pending.len(), height, row, 1);
+            (tab, pane) => {
+                if let Some(c) = self.tabs.get_mut(tab) {
+                    c.click(pane, row, height);
+                }
                 Action::None
             }
-            (Tab::Tombstones, Focus::List) => {
-                pick(&mut self.tomb_cursor, self.tombstones.len(), height, row, 1);
-                Action::None
-            }
-            (Tab::Reads, Focus::List) => {
-                let per_read = layout::read_lines(height);
-                let r = &mut self.reads;
-                pick(&mut r.cursor, r.rows.len(), height, row, per_read);
-                Action::None
-            }
-            _ => Action::None,
         }
     }
 
@@ -137,15 +129,5 @@ impl App {
         [(Focus::List, panes.list), (Focus::Detail, panes.detail)]
             .into_iter()
             .find_map(|(pane, rect)| rect.filter(|r| r.contains(at)).map(|r| (pane, r)))
-    }
-}
-
-/// Selects the item drawn on `row` of a list pane `height` rows tall showing `len` items of
-/// `per_item` rows each around `cursor` (the window drawing uses).
-fn pick(cursor: &mut usize, len: usize, height: usize, row: usize, per_item: usize) {
-    let shown = layout::window(len, *cursor, height / per_item.max(1));
-    let index = shown.start + row / per_item.max(1);
-    if shown.contains(&index) {
-        *cursor = index;
     }
 }

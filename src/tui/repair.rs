@@ -2,7 +2,7 @@
 //! and rolls it back (`Store::preview_rescope`, `Store::preview_revert`), and this file only
 //! words the outcomes. No write rule is restated here; the store is the one judge.
 
-use super::incident::{RescopePreview, RevertChoice, Suggestion};
+use super::dialogs::{RescopePreview, RevertChoice, Suggestion};
 use super::text::{ago, value_text};
 use crate::model::{Identity, MemoryRecord, OutcomeKind, Scope};
 use crate::store::{ReadFilter, Store};

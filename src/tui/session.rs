@@ -1,16 +1,16 @@
 //! The loop's side of the UI: it owns the store and the workers, performs the actions that keys
-//! return, applies worker replies, and watches `PRAGMA data_version` for other processes'
-//! commits. Every query and write of the UI happens here (through the store's methods); `app`
-//! holds state and `draw` only reads it.
+//! return, hands worker replies and loaded previews to the tab or dialog that owns them
+//! (`TabComponent::take`, `Dialog::take`), and watches `PRAGMA data_version` for other
+//! processes' commits. Every query and write of the UI starts here (the tabs' `reload` and
+//! `sync` are called from here with the store); `app` holds state and `draw` only reads it.
 
-use super::app::{
-    Action, App, CheckState, Choice, Curation, Detail, Dialog, FilterState, Focus, PendingPreview,
-    Tab, READ_ONLY,
-};
-use super::incident::{AsOf, TimelineMark};
+use super::app::{Action, App, Curation, Detail, Dialog, FilterState, Focus, Tab, READ_ONLY};
+use super::dialogs::AsOf;
+use super::dialogs::Loaded;
+use super::incident::TimelineMark;
 use super::list::{FilterResults, ListRow, Pos, Source};
 use super::repair;
-use super::text::{plural, value_text};
+use super::text::plural;
 use super::worker::{
     run_filter, run_load, Failed, FilterJob, Job, Load, LoadKind, NarrowCache, Reply, Workers,
 };
@@ -203,13 +203,13 @@ impl Session {
                 self.reload_list(anchor)?;
             }
             Action::Filter(query) => self.start_filter(query, true)?,
-            Action::ShowTab(tab) => match tab {
-                Tab::Check => self.run_check(),
-                Tab::Pending | Tab::Tombstones => self.reload_queues()?,
-                Tab::Reads => self.load_reads(),
-                Tab::Memories => {}
-            },
-            Action::LoadReads => self.load_reads(),
+            Action::ShowTab(tab) => {
+                if tab != Tab::Memories {
+                    self.reload_tabs()?;
+                    self.start_tab();
+                }
+            }
+            Action::LoadReads => self.start_tab(),
             Action::ExplainRead(id) => self.explain_read(id),
             Action::GoTo(mark) => self.go_to(mark)?,
             Action::PreviewRescope => self.preview_rescope()?,
@@ -237,11 +237,7 @@ impl Session {
                         q.task.as_deref(),
                     )
                     .map_err(|e| format!("{e:#}"));
-                if let Some(Dialog::Explain(d)) = self.app.dialogs.last_mut() {
-                    if d.query().as_ref() == Ok(&q) {
-                        d.result = Some(result);
-                    }
-                }
+                self.hand_top(Loaded::Explain(&q, &result));
             }
         }
         Ok(())
@@ -341,15 +337,9 @@ impl Session {
             let query = self.app.filter.input.clone();
             self.start_filter(query, false)?;
         }
-        self.reload_queues()?;
-        if self.app.tab == Tab::Check {
-            self.run_check();
-        }
-        if self.app.tab == Tab::Reads || self.app.reads.shown.is_some() {
-            self.load_reads();
-        }
+        self.reload_tabs()?;
+        self.start_tabs();
         self.app.detail = None;
-        self.app.pending_preview = None;
         self.app.refreshed_at = Some(self.app.now);
         self.sync()?;
         Ok(())
@@ -390,26 +380,41 @@ impl Session {
             .reload(&src, &self.store, anchor.as_ref(), page)
     }
 
-    fn reload_queues(&mut self) -> Result<()> {
-        self.app.pending = self.store.pending(false)?;
-        self.app.pending_cursor = self
-            .app
-            .pending_cursor
-            .min(self.app.pending.len().saturating_sub(1));
-        self.app.tombstones = self.store.tombstones()?;
-        self.app.tomb_cursor = self
-            .app
-            .tomb_cursor
-            .min(self.app.tombstones.len().saturating_sub(1));
-        self.app.pending_preview = None;
+    /// Every component tab loads what it lists (the tab bar counts them all).
+    fn reload_tabs(&mut self) -> Result<()> {
+        for tab in self.app.tabs.all_mut() {
+            tab.reload(&self.store)?;
+        }
         Ok(())
     }
 
-    fn run_check(&mut self) {
-        if !matches!(self.app.check, CheckState::Done(_)) {
-            self.app.check = CheckState::Running;
+    /// The shown tab's slow work goes to the workers.
+    fn start_tab(&mut self) {
+        self.app.now = self.app.clock.now();
+        let now = self.app.now;
+        let load = self
+            .app
+            .tabs
+            .get_mut(self.app.tab)
+            .and_then(|c| c.start(now));
+        if let Some(load) = load {
+            self.submit(Job::Load(load));
         }
-        self.submit(Job::Load(Load::Check));
+    }
+
+    /// On a refresh: the shown tab's slow work, and that of the tabs that follow every refresh.
+    fn start_tabs(&mut self) {
+        self.start_tab();
+        let (shown, now) = (self.app.tab, self.app.now);
+        let mut loads = Vec::new();
+        for tab in Tab::ALL.into_iter().filter(|&t| t != shown) {
+            if let Some(c) = self.app.tabs.get_mut(tab).filter(|c| c.start_on_refresh()) {
+                loads.extend(c.start(now));
+            }
+        }
+        for load in loads {
+            self.submit(Job::Load(load));
+        }
     }
 
     fn start_filter(&mut self, query: String, progressive: bool) -> Result<()> {
@@ -491,6 +496,13 @@ impl Session {
     }
 
     fn apply_reply(&mut self, reply: Reply) -> Result<()> {
+        let errors: Vec<String> = (self.app.tabs.all_mut().into_iter())
+            .filter_map(|tab| tab.take(&reply).err())
+            .collect();
+        for e in errors {
+            self.app.error(e);
+        }
+        self.hand_top(Loaded::Reply(&reply));
         match reply {
             Reply::Filter {
                 generation,
@@ -538,42 +550,14 @@ impl Session {
                 self.app.counts = Some(counts);
                 self.app.scope_counts = scopes.into_iter().collect();
             }
-            Reply::Check(report) => {
+            Reply::Check(_) => {
                 self.loads_waiting.remove(&LoadKind::Check);
-                self.app.check = CheckState::Done(report);
             }
-            Reply::DeletePreview { target, preview } => {
+            Reply::DeletePreview { .. } => {
                 self.loads_waiting.remove(&LoadKind::DeletePreview);
-                // Only the dialog still showing that target wants it.
-                if let Some(Dialog::Delete(d)) = self.app.dialogs.last_mut() {
-                    if d.target() == target {
-                        d.preview = Some(preview);
-                    }
-                }
             }
-            Reply::Reads { query, rows } => {
+            Reply::Reads { .. } => {
                 self.loads_waiting.remove(&LoadKind::Reads);
-                let r = &mut self.app.reads;
-                if r.wanted.as_ref() != Some(&query) {
-                    return Ok(());
-                }
-                match rows {
-                    Ok(rows) => {
-                        // The same read stays selected when it is still listed.
-                        let id = r.selected().map(|x| x.id);
-                        r.cursor = id
-                            .and_then(|id| rows.iter().position(|x| x.id == id))
-                            .unwrap_or(r.cursor)
-                            .min(rows.len().saturating_sub(1));
-                        r.rows = rows;
-                        r.shown = Some(query);
-                    }
-                    Err(e) => {
-                        r.shown = Some(query);
-                        self.app
-                            .error(format!("the read log could not be read: {e}"));
-                    }
-                }
             }
             Reply::Failed { job, error } => {
                 match job {
@@ -583,7 +567,6 @@ impl Session {
                     }
                     Failed::Check => {
                         self.loads_waiting.remove(&LoadKind::Check);
-                        self.app.check = CheckState::Failed(error.clone());
                     }
                     // The threads are gone (or could not open the database): what they had
                     // in hand will not come back.
@@ -623,27 +606,13 @@ impl Session {
                     }
                 }
             }
-            Tab::Pending => {
-                let want = self.app.selected_pending().map(|p| p.id);
-                let have = self.app.pending_preview.as_ref().map(|p| p.pending_id);
-                if want != have {
-                    self.app.pending_preview = match want {
-                        Some(_) => Some(self.preview_pending()?),
-                        None => None,
-                    };
+            tab => {
+                if let Some(c) = self.app.tabs.get_mut(tab) {
+                    c.sync(&self.store)?;
                 }
             }
-            Tab::Tombstones | Tab::Check | Tab::Reads => {}
         }
         Ok(())
-    }
-
-    /// Asks the loader for the read log as the Reads tab's filter and window want it.
-    fn load_reads(&mut self) {
-        self.app.now = self.app.clock.now();
-        let query = self.app.reads.query(self.app.now);
-        self.app.reads.wanted = Some(query.clone());
-        self.submit(Job::Load(Load::Reads(query)));
     }
 
     /// Resolves the read on top (the as-of dialog) as it stood at its time, and as it would
@@ -672,9 +641,7 @@ impl Session {
                 })
             })
             .map_err(|e| format!("{e:#}"));
-        if let Some(Dialog::AsOf(d)) = self.app.dialogs.last_mut() {
-            d.result = Some(result);
-        }
+        self.hand_top(Loaded::AsOf(id, &result));
     }
 
     /// Opens the current view on the marked record with its history beside it. The filter
@@ -720,37 +687,22 @@ impl Session {
         Ok(())
     }
 
-    /// Loads the rescope dialog's suggestions (once; a global record's target starts at the
-    /// best one) and the preview of its target.
+    /// Loads the rescope dialog's suggestions (once) and the preview of its target.
     fn preview_rescope(&mut self) -> Result<()> {
         let Some(Dialog::Rescope(d)) = self.app.dialogs.last() else {
             return Ok(());
         };
         let record = d.record.clone();
-        let suggestions = match d.suggestions {
-            None => Some(repair::rescope_suggestions(
-                &self.store,
-                &record,
-                self.app.now,
-            )?),
-            Some(_) => None,
-        };
-        let Some(Dialog::Rescope(d)) = self.app.dialogs.last_mut() else {
+        if d.suggestions.is_none() {
+            let list = repair::rescope_suggestions(&self.store, &record, self.app.now)?;
+            self.hand_top(Loaded::Suggestions(list));
+        }
+        // The suggestions may have set the target.
+        let Some(Dialog::Rescope(d)) = self.app.dialogs.last() else {
             return Ok(());
         };
-        if let Some(list) = suggestions {
-            if d.target.is_empty() && record.scope == Scope::Global {
-                if let Some(first) = list.first() {
-                    d.target = first.scope.to_string();
-                    d.suggestion = Some(0);
-                }
-            }
-            if d.target.is_empty() {
-                d.editing = true;
-            }
-            d.suggestions = Some(list);
-        }
-        d.preview = Some(repair::rescope_preview(&mut self.store, &record, &d.target));
+        let preview = repair::rescope_preview(&mut self.store, &record, &d.target);
+        self.hand_top(Loaded::Rescope(preview));
         Ok(())
     }
 
@@ -762,9 +714,13 @@ impl Session {
         let record = d.record.clone();
         let choices =
             repair::revert_choices(&mut self.store, &record).map_err(|e| format!("{e:#}"));
-        if let Some(Dialog::Revert(d)) = self.app.dialogs.last_mut() {
-            d.choices = Some(choices);
-            d.choice = 0;
+        self.hand_top(Loaded::Revert(choices));
+    }
+
+    /// Hands what was loaded to the dialog on top; it keeps what is its own.
+    fn hand_top(&mut self, loaded: Loaded<'_>) {
+        if let Some(top) = self.app.dialogs.last_mut() {
+            top.take(loaded);
         }
     }
 
@@ -788,33 +744,6 @@ impl Session {
             history,
             others,
             resolution,
-        })
-    }
-
-    /// What each candidate scope of the selected pending item would do: the store's own
-    /// decision (`Store::preview_pending`), never a rule restated here.
-    fn preview_pending(&self) -> Result<PendingPreview> {
-        let Some(item) = self.app.selected_pending() else {
-            anyhow::bail!("no pending item is selected");
-        };
-        let mut choices = Vec::new();
-        let mut used: Vec<char> = Vec::new();
-        for (scope, decision) in self.store.preview_pending(item.id)? {
-            let key = match scope {
-                Scope::Global => 'g',
-                Scope::Repo(_) => 'r',
-                Scope::Task(_) => 't',
-            };
-            let key = (!used.contains(&key)).then(|| {
-                used.push(key);
-                key
-            });
-            let effect = decision.effect(&scope, &item.value, &value_text);
-            choices.push(Choice { key, scope, effect });
-        }
-        Ok(PendingPreview {
-            pending_id: item.id,
-            choices,
         })
     }
 }

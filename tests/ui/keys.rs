@@ -115,7 +115,7 @@ fn number_keys_switch_tabs() {
     assert_eq!(s.app.handle_key(ch('3')), Action::ShowTab(Tab::Tombstones));
     assert_eq!(s.app.handle_key(ch('4')), Action::ShowTab(Tab::Check));
     s.perform(Action::ShowTab(Tab::Check));
-    assert!(matches!(s.app.check, memscope::tui::app::CheckState::Done(ref r) if r.ok));
+    assert!(matches!(s.app.tabs.check.state, memscope::tui::app::CheckState::Done(ref r) if r.ok));
     assert_eq!(s.app.handle_key(ch('5')), Action::ShowTab(Tab::Reads));
     assert_eq!(s.app.handle_key(ch('1')), Action::ShowTab(Tab::Memories));
 }
@@ -170,7 +170,7 @@ fn pending_keys_resolve_to_the_matching_candidate_or_explain() {
     let f = Fixture::story();
     let mut s = f.session(120, 32);
     press(&mut s, "2");
-    let first = s.app.pending[0].clone();
+    let first = s.app.tabs.pending.rows[0].clone();
     assert_eq!(
         first.candidates,
         vec![Scope::Global, Scope::Repo("web-app".into())]
@@ -190,7 +190,7 @@ fn pending_keys_resolve_to_the_matching_candidate_or_explain() {
     let toast = s.app.toast.clone().expect("t explains itself");
     assert!(toast.text.contains("no task candidate"), "{}", toast.text);
     // The preview states every choice before a key is pressed.
-    let preview = s.app.pending_preview.as_ref().expect("a preview");
+    let preview = s.app.tabs.pending.preview.as_ref().expect("a preview");
     let effects: Vec<String> = preview
         .choices
         .iter()
@@ -250,7 +250,7 @@ fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
     press(&mut s, "2");
     let screen = render(&mut s, 60, 15);
     assert!(!screen.contains("What each choice does"), "{screen}");
-    let first = s.app.pending[0].id;
+    let first = s.app.tabs.pending.rows[0].id;
     let open = || f.store().pending(false).unwrap().len();
     assert_eq!(open(), 2);
 
@@ -259,7 +259,9 @@ fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
     let (text, curation) = confirm_of(&s);
     let preview = s
         .app
-        .pending_preview
+        .tabs
+        .pending
+        .preview
         .clone()
         .expect("the preview is loaded");
     let g = preview
@@ -312,8 +314,8 @@ fn reject_goes_through_a_confirm() {
     let f = Fixture::story();
     let mut s = f.session(120, 32);
     press(&mut s, "2j");
-    assert_eq!(s.app.pending_cursor, 1);
-    let second = s.app.pending[1].id;
+    assert_eq!(s.app.tabs.pending.rows.cursor(), 1);
+    let second = s.app.tabs.pending.rows[1].id;
     assert_eq!(s.app.handle_key(ch('x')), Action::None);
     assert!(matches!(s.app.dialogs.last(), Some(Dialog::Confirm(_))));
     assert_eq!(s.app.handle_key(ch('n')), Action::None);
@@ -324,7 +326,7 @@ fn reject_goes_through_a_confirm() {
         Action::Apply(Curation::Reject { pending_id: second })
     );
     s.perform(Action::Apply(Curation::Reject { pending_id: second }));
-    assert_eq!(s.app.pending.len(), 1);
+    assert_eq!(s.app.tabs.pending.rows.len(), 1);
     let item = f.store().pending_item(second).unwrap().unwrap();
     assert_eq!(item.status, "rejected");
 }
@@ -411,7 +413,7 @@ fn restore_and_explain() {
     );
     s.perform(Action::Apply(Curation::Restore(coffee)));
     assert!(f.store().tombstones().unwrap().is_empty());
-    assert!(s.app.tombstones.is_empty());
+    assert!(s.app.tabs.tombstones.rows.is_empty());
 
     press(&mut s, "1");
     select(&mut s, "user:42 · package_manager @ repo:legacy-dashboard");
@@ -589,7 +591,7 @@ fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     press(&mut s, "4");
     settle(&mut s);
     assert!(matches!(
-        s.app.check,
+        s.app.tabs.check.state,
         memscope::tui::app::CheckState::Done(_)
     ));
     assert!(
@@ -638,6 +640,7 @@ fn package_manager(scope: Scope) -> Identity {
 
 fn reads_agents(s: &memscope::tui::Session) -> Vec<String> {
     s.app
+        .tabs
         .reads
         .rows
         .iter()
@@ -679,29 +682,29 @@ fn five_opens_the_reads_newest_first_filtered_by_words_and_time() {
     );
     // `/` on this tab filters the reads, not the current view; letters are text.
     assert_eq!(s.app.handle_key(ch('/')), Action::None);
-    assert!(s.app.reads.editing && !s.app.filter.editing);
+    assert!(s.app.tabs.reads.editing && !s.app.filter.editing);
     assert_eq!(s.app.handle_key(ch('q')), Action::LoadReads);
     s.perform(Action::LoadReads);
-    assert!(s.app.reads.rows.is_empty());
+    assert!(s.app.tabs.reads.rows.is_empty());
     s.handle_key(key(KeyCode::Backspace));
     press(&mut s, "claude web");
     assert_eq!(reads_agents(&s), ["claude-code web-app"]);
     // Enter keeps the filter; Esc (on the list) clears it.
     s.handle_key(key(KeyCode::Enter));
-    assert!(!s.app.reads.editing && s.app.reads.active());
+    assert!(!s.app.tabs.reads.editing && s.app.tabs.reads.active());
     assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::LoadReads);
     s.perform(Action::LoadReads);
-    assert_eq!(s.app.reads.rows.len(), 3);
+    assert_eq!(s.app.tabs.reads.rows.len(), 3);
     // s: all → 24h → 7d → 30d → all.
     assert_eq!(s.app.handle_key(ch('s')), Action::LoadReads);
     s.perform(Action::LoadReads);
-    assert_eq!(s.app.reads.since, Since::Day);
+    assert_eq!(s.app.tabs.reads.since, Since::Day);
     assert_eq!(reads_agents(&s), ["cursor docs-site"]);
     press(&mut s, "s");
-    assert_eq!(s.app.reads.rows.len(), 2);
+    assert_eq!(s.app.tabs.reads.rows.len(), 2);
     press(&mut s, "ss");
-    assert_eq!(s.app.reads.since, Since::All);
-    assert_eq!(s.app.reads.rows.len(), 3);
+    assert_eq!(s.app.tabs.reads.since, Since::All);
+    assert_eq!(s.app.tabs.reads.rows.len(), 3);
     // The selection follows its read when the list reloads.
     select_read(&mut s, "storefront-next");
     f.store()
@@ -715,7 +718,7 @@ fn five_opens_the_reads_newest_first_filtered_by_words_and_time() {
         )
         .unwrap();
     assert!(s.poll_live());
-    assert_eq!(s.app.reads.rows.len(), 4);
+    assert_eq!(s.app.tabs.reads.rows.len(), 4);
     assert_eq!(
         s.app.selected_read().and_then(|r| r.repo.as_deref()),
         Some("storefront-next")

@@ -186,7 +186,7 @@ fn empty(frame: &mut Frame<'_>, area: Rect, app: &App) {
         for (t, s) in text {
             lines.push(plain(t, s, max));
         }
-        let (p, t) = (app.pending.len(), app.tombstones.len());
+        let (p, t) = (app.tabs.pending.rows.len(), app.tabs.tombstones.rows.len());
         if p + t > 0 {
             lines.push(plain("", Style::new(), max));
             lines.push(plain(

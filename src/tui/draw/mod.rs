@@ -1,18 +1,14 @@
 //! Rendering. Drawing only reads the state: no queries, no writes, no changes — what is on
 //! screen was loaded by the session before the frame.
 
-mod dialogs;
 mod memories;
-mod queues;
-mod reads;
-mod repair;
 
-pub(crate) use dialogs::{centered, frame_box};
 pub(crate) use memories::history_lines;
 
 use super::app::{App, Focus, Tab};
 use super::keymap;
 use super::layout::{self, Screen};
+use super::tabs::{Status, View};
 use super::text::{
     each_grapheme, one_line, plural, thousands, truncate, truncate_middle, width, wrap,
 };
@@ -202,10 +198,16 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     }
     match app.tab {
         Tab::Memories => memories::draw(frame, s.body, app),
-        Tab::Pending => queues::pending(frame, s.body, app),
-        Tab::Tombstones => queues::tombstones(frame, s.body, app),
-        Tab::Check => queues::check(frame, s.body, app),
-        Tab::Reads => reads::draw(frame, s.body, app),
+        tab => {
+            let view = View {
+                now: app.now,
+                focus: app.focus,
+                focused: app.dialogs.is_empty(),
+            };
+            if let Some(c) = app.tabs.get(tab) {
+                c.draw(frame, s.body, &view);
+            }
+        }
     }
     let status_text = status(app);
     match (s.status, s.footer) {
@@ -219,7 +221,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         },
         _ => {}
     }
-    dialogs::draw(frame, area, app);
+    crate::tui::dialogs::draw(frame, area, app);
 }
 
 fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
@@ -341,7 +343,7 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
 }
 
 fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
-    let names = layout::tab_titles(app.pending.len(), app.tombstones.len());
+    let names = app.tab_titles();
     let mut parts = Vec::new();
     for (tab, name) in names {
         let style = if tab == app.tab {
@@ -363,29 +365,8 @@ fn status(app: &App) -> Option<(String, Style)> {
         let style = if t.error { error_style() } else { good() };
         return Some((t.text.clone(), style));
     }
-    let r = &app.reads;
-    if app.tab == Tab::Reads {
-        if !(r.editing || r.active()) {
-            return None;
-        }
-        let progress = if r.loading() {
-            "reading…".to_string()
-        } else {
-            format!(
-                "{} since {}",
-                plural(r.rows.len() as i64, "read", "reads"),
-                r.since.label()
-            )
-        };
-        let hint = if r.editing {
-            "  (Enter keep · Esc clear)"
-        } else {
-            "  (/ edit · Esc clear)"
-        };
-        return Some((
-            format!("/{}   {progress}{hint}", one_line(&r.input)),
-            Style::new(),
-        ));
+    if let Some(Status::Own(line)) = app.tabs.get(app.tab).map(|c| c.status()) {
+        return line.map(|text| (text, Style::new()));
     }
     let f = &app.filter;
     if !(f.editing || f.active()) {
@@ -428,12 +409,9 @@ fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(Stri
     let max = area.width as usize;
     frame.render_widget(Paragraph::new(plain(text, *style, max)), area);
     let f = &app.filter;
-    let input = if app.reads.editing {
-        &app.reads.input
-    } else {
-        &f.input
-    };
-    if (f.editing || app.reads.editing) && app.dialogs.is_empty() && app.toast.is_none() {
+    let typed = app.tabs.typing().and_then(|c| c.typed_line());
+    let input = typed.unwrap_or(&f.input);
+    if (f.editing || typed.is_some()) && app.dialogs.is_empty() && app.toast.is_none() {
         let x = 1 + width(&one_line(input));
         if x < max {
             frame.set_cursor_position(Position::new(area.x + x as u16, area.y));

@@ -1,45 +1,287 @@
-//! The Reads tab (what agents were told, newest first) and a read explained as of its time.
+//! Tab 5, the reads: what agents were told, newest first, narrowed by words (`/`) and a time
+//! window (`s`); `Enter` explains a read as of its time, `g` opens the record it got.
 
-use super::dialogs::{centered, frame_box};
-use super::{bold, dim, error_style, good, pane, part, plain, row_line, selected, Part};
+use super::{Shell, Status, TabComponent, View};
 use crate::model::{Considered, ReadRecord, Resolution};
-use crate::tui::app::{App, Focus, Tab};
-use crate::tui::incident::{read_context, AsOf, AsOfDialog, READS_LIMIT};
-use crate::tui::keymap;
+use crate::tui::app::{Action, Dialog, Focus, Tab};
+use crate::tui::dialogs::AsOfDialog;
+use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, selected, Part};
+use crate::tui::incident::{read_context, Since, TimelineMark, NO_RECORD, READS_LIMIT};
+use crate::tui::keymap::{Command, Context};
 use crate::tui::layout;
+use crate::tui::list::Motion;
+use crate::tui::rows::{Cursor, Rows};
 use crate::tui::text::{
     age, ago, fit, month_day_time, one_line, plural, short_time, value_text, width,
 };
+use crate::tui::worker::{Load, ReadsQuery, Reply};
+use chrono::{DateTime, Utc};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-pub fn draw(frame: &mut Frame<'_>, body: Rect, app: &App) {
-    let panes = layout::panes(body, Tab::Reads, app.focus);
-    let focused = app.dialogs.is_empty();
+/// The Reads tab: the read log, newest first, narrowed by words and a time window.
+#[derive(Debug, Clone, Default)]
+pub struct ReadsTab {
+    pub rows: Rows<ReadRecord>,
+    /// What is typed in the filter line (words matched in agent, subject, predicate, context).
+    pub input: String,
+    pub editing: bool,
+    pub since: Since,
+    /// The newest query sent to the loader, and the one whose rows are on screen.
+    pub wanted: Option<ReadsQuery>,
+    pub shown: Option<ReadsQuery>,
+}
+
+impl ReadsTab {
+    pub fn selected(&self) -> Option<&ReadRecord> {
+        self.rows.selected()
+    }
+
+    /// The query for the read log as the filter and window want it now; the newest asked.
+    pub fn request(&mut self, now: DateTime<Utc>) -> ReadsQuery {
+        let query = self.query(now);
+        self.wanted = Some(query.clone());
+        query
+    }
+
+    /// The loader's rows for `query`, unless a newer query was asked since; the same read
+    /// stays selected when it is still listed. An error is the loader's, to show.
+    pub fn take_rows(
+        &mut self,
+        query: ReadsQuery,
+        rows: Result<Vec<ReadRecord>, String>,
+    ) -> Result<(), String> {
+        if self.wanted.as_ref() != Some(&query) {
+            return Ok(());
+        }
+        self.shown = Some(query);
+        let rows = rows?;
+        self.rows.set_keeping(rows, |old, new| old.id == new.id);
+        Ok(())
+    }
+
+    pub fn active(&self) -> bool {
+        !self.input.trim().is_empty()
+    }
+
+    pub fn loading(&self) -> bool {
+        self.wanted.is_some() && self.wanted != self.shown
+    }
+
+    /// The query for what the tab should show at `now`.
+    pub fn query(&self, now: DateTime<Utc>) -> ReadsQuery {
+        ReadsQuery {
+            words: self.input.split_whitespace().map(str::to_string).collect(),
+            since: self.since.start(now),
+            limit: READS_LIMIT,
+        }
+    }
+
+    /// Says why there is no read to act on.
+    fn no_read(&self, shell: &mut Shell<'_>) {
+        if self.loading() {
+            shell.info("the read log is still loading");
+        } else {
+            shell.info(
+                "no logged read here: agents log them with `memscope resolve --log --agent NAME`",
+            );
+        }
+    }
+
+    fn explain_read(&self, shell: &mut Shell<'_>) -> Action {
+        let Some(read) = self.selected().cloned() else {
+            self.no_read(shell);
+            return Action::None;
+        };
+        let id = read.id;
+        shell.open(Dialog::AsOf(AsOfDialog { read, result: None }));
+        Action::ExplainRead(id)
+    }
+
+    /// Opens the history of the record a read got, with the version it got highlighted.
+    fn go_to_read_record(read: &ReadRecord, shell: &mut Shell<'_>) -> Action {
+        match TimelineMark::of_read(read, shell.now) {
+            Some(mark) => {
+                shell.dialogs.clear();
+                Action::GoTo(mark)
+            }
+            None => {
+                shell.info(NO_RECORD);
+                Action::None
+            }
+        }
+    }
+
+    /// Back on the Reads tab: leave the detail, then clear the filter.
+    fn back(&mut self, shell: &mut Shell<'_>) -> Action {
+        if *shell.focus == Focus::Detail {
+            *shell.focus = Focus::List;
+            Action::None
+        } else if self.active() {
+            self.input.clear();
+            Action::LoadReads
+        } else {
+            Action::None
+        }
+    }
+}
+
+impl TabComponent for ReadsTab {
+    fn title(&self) -> String {
+        "Reads".into()
+    }
+
+    fn context(&self) -> Option<Context> {
+        Some(Context::Reads)
+    }
+
+    fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
+        Some(match cmd {
+            Command::Filter => {
+                self.editing = true;
+                *shell.focus = Focus::List;
+                Action::None
+            }
+            Command::CycleSince => {
+                self.since = self.since.next();
+                Action::LoadReads
+            }
+            Command::ExplainRead => self.explain_read(shell),
+            Command::GoToRecord => match self.selected() {
+                Some(read) => ReadsTab::go_to_read_record(read, shell),
+                None => {
+                    self.no_read(shell);
+                    Action::None
+                }
+            },
+            Command::Back => self.back(shell),
+            _ => return None,
+        })
+    }
+
+    fn typing(&self) -> bool {
+        self.editing
+    }
+
+    /// A key in the Reads filter line.
+    fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
+        let r = self;
+        match cmd {
+            Some(Command::KeepFilter) => {
+                r.editing = false;
+                Action::None
+            }
+            Some(Command::ClearFilter) => {
+                r.editing = false;
+                r.input.clear();
+                Action::LoadReads
+            }
+            Some(Command::Erase) => {
+                r.input.pop();
+                Action::LoadReads
+            }
+            Some(Command::Up) => {
+                r.rows.step(Motion::Up(1), 1);
+                Action::None
+            }
+            Some(Command::Down) => {
+                r.rows.step(Motion::Down(1), 1);
+                Action::None
+            }
+            _ => match c {
+                Some(c) => {
+                    r.input.push(c);
+                    Action::LoadReads
+                }
+                None => Action::None,
+            },
+        }
+    }
+
+    fn list(&mut self) -> Option<&mut dyn Cursor> {
+        Some(&mut self.rows)
+    }
+
+    fn click(&mut self, pane: Focus, row: usize, height: usize) {
+        if pane == Focus::List {
+            self.rows.pick(row, height, layout::read_lines(height));
+        }
+    }
+
+    fn start(&mut self, now: DateTime<Utc>) -> Option<Load> {
+        Some(Load::Reads(self.request(now)))
+    }
+
+    fn start_on_refresh(&self) -> bool {
+        // Once shown, the read log follows every refresh.
+        self.shown.is_some()
+    }
+
+    fn take(&mut self, reply: &Reply) -> Result<(), String> {
+        match reply {
+            Reply::Reads { query, rows } => self
+                .take_rows(query.clone(), rows.clone())
+                .map_err(|e| format!("the read log could not be read: {e}")),
+            _ => Ok(()),
+        }
+    }
+
+    fn status(&self) -> Status {
+        if !(self.editing || self.active()) {
+            return Status::Own(None);
+        }
+        let progress = if self.loading() {
+            "reading…".to_string()
+        } else {
+            format!(
+                "{} since {}",
+                plural(self.rows.len() as i64, "read", "reads"),
+                self.since.label()
+            )
+        };
+        let hint = if self.editing {
+            "  (Enter keep · Esc clear)"
+        } else {
+            "  (/ edit · Esc clear)"
+        };
+        Status::Own(Some(format!("/{}   {progress}{hint}", one_line(&self.input))))
+    }
+
+    fn typed_line(&self) -> Option<&str> {
+        self.editing.then_some(self.input.as_str())
+    }
+
+    fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
+        draw_tab(self, frame, body, view);
+    }
+}
+
+fn draw_tab(reads: &ReadsTab, frame: &mut Frame<'_>, body: Rect, view: &View) {
+    let panes = layout::panes(body, Tab::Reads, view.focus);
+    let focused = view.focused;
     if let Some(area) = panes.list {
-        list(frame, area, app, focused && app.focus == Focus::List);
+        list(frame, area, reads, view.now, focused && view.focus == Focus::List);
     }
     if let Some(area) = panes.detail {
         let inner = pane(
             frame,
             area,
             "The read",
-            focused && app.focus == Focus::Detail,
+            focused && view.focus == Focus::Detail,
         );
         let max = inner.width as usize;
-        let lines = match app.selected_read() {
-            Some(r) => detail_lines(r, app, max),
+        let lines = match reads.selected() {
+            Some(r) => detail_lines(r, view.now, max),
             None => Vec::new(),
         };
         frame.render_widget(Paragraph::new(lines), inner);
     }
 }
 
-fn title(app: &App) -> String {
-    let r = &app.reads;
+fn title(r: &ReadsTab) -> String {
     let mut t = format!("Reads · newest first · {}", r.since.label());
     if r.active() {
         t.push_str(&format!(" · “{}”", one_line(r.input.trim())));
@@ -57,7 +299,7 @@ fn title(app: &App) -> String {
 }
 
 /// The text of a read's result: `global v2`, or `nothing`.
-fn got(r: &ReadRecord) -> String {
+pub(crate) fn got(r: &ReadRecord) -> String {
     match (&r.scope, r.version) {
         (Some(s), Some(v)) => format!("{s} v{v}"),
         (Some(s), None) => s.clone(),
@@ -65,17 +307,16 @@ fn got(r: &ReadRecord) -> String {
     }
 }
 
-fn list(frame: &mut Frame<'_>, area: Rect, app: &App, focused: bool) {
-    let inner = pane(frame, area, &title(app), focused);
+fn list(frame: &mut Frame<'_>, area: Rect, r: &ReadsTab, now: DateTime<Utc>, focused: bool) {
+    let inner = pane(frame, area, &title(r), focused);
     if inner.width == 0 || inner.height == 0 {
         return;
     }
     let max = inner.width as usize;
-    let r = &app.reads;
     if r.rows.is_empty() {
         let lines = if r.shown.is_none() {
             vec![plain("Reading the read log…", dim(), max)]
-        } else if r.active() || r.since.start(app.now).is_some() {
+        } else if r.active() || r.since.start(now).is_some() {
             vec![
                 plain("No logged read matches.", bold(), max),
                 plain("Esc clears the filter; s widens the window.", dim(), max),
@@ -100,7 +341,7 @@ fn list(frame: &mut Frame<'_>, area: Rect, app: &App, focused: bool) {
     }
     let per_read = layout::read_lines(inner.height as usize);
     let height = inner.height as usize / per_read;
-    let shown = layout::window(r.rows.len(), r.cursor, height);
+    let shown = r.rows.window(height);
     let start = shown.start;
     let rows = &r.rows[shown];
     // Columns as wide as their widest visible cell, within limits.
@@ -127,12 +368,12 @@ fn list(frame: &mut Frame<'_>, area: Rect, app: &App, focused: bool) {
     }
     let mut lines: Vec<Line<'static>> = Vec::new();
     for (i, x) in rows.iter().enumerate() {
-        let style = if start + i == r.cursor {
+        let style = if start + i == r.rows.cursor() {
             selected()
         } else {
             Style::new()
         };
-        for line in read_row(x, app, max, widths, per_read) {
+        for line in read_row(x, now, max, widths, per_read) {
             lines.push(line.style(style));
         }
     }
@@ -143,7 +384,7 @@ fn list(frame: &mut Frame<'_>, area: Rect, app: &App, focused: bool) {
 /// what it shadowed go on the second line, or after the result on a single line.
 fn read_row(
     x: &ReadRecord,
-    app: &App,
+    now: DateTime<Utc>,
     max: usize,
     widths: [usize; 4],
     per_read: usize,
@@ -156,7 +397,7 @@ fn read_row(
         Style::new().fg(Color::Yellow)
     };
     let mut first = vec![
-        part(format!("{:>4}  ", age(app.now, &x.at)), dim()),
+        part(format!("{:>4}  ", age(now, &x.at)), dim()),
         part(fit(&one_line(agent), agent_w), Style::new().fg(Color::Cyan)),
         part("  ", Style::new()),
         part(
@@ -195,7 +436,7 @@ fn label(name: &str) -> Part<'static> {
     part(format!("{name:<10}"), dim())
 }
 
-fn detail_lines(r: &ReadRecord, app: &App, max: usize) -> Vec<Line<'static>> {
+fn detail_lines(r: &ReadRecord, now: DateTime<Utc>, max: usize) -> Vec<Line<'static>> {
     let mut lines = vec![row_line(
         &[
             label("read"),
@@ -204,7 +445,7 @@ fn detail_lines(r: &ReadRecord, app: &App, max: usize) -> Vec<Line<'static>> {
                     "#{} · {} UTC ({})",
                     r.id,
                     short_time(&r.at),
-                    ago(app.now, &r.at)
+                    ago(now, &r.at)
                 ),
                 Style::new(),
             ),
@@ -307,7 +548,7 @@ fn detail_lines(r: &ReadRecord, app: &App, max: usize) -> Vec<Line<'static>> {
 }
 
 /// One scope of a resolution chain: its mark, scope, value, version, source and time.
-fn considered_line(c: &Considered, app: &App, max: usize) -> Line<'static> {
+pub(crate) fn considered_line(c: &Considered, now: DateTime<Utc>, max: usize) -> Line<'static> {
     let (mark, style) = if c.state.starts_with("wins") {
         ("★ wins     ", good().add_modifier(Modifier::BOLD))
     } else if c.state.starts_with("shadowed") {
@@ -338,146 +579,17 @@ fn considered_line(c: &Considered, app: &App, max: usize) -> Line<'static> {
     }
     if let Some(t) = &c.updated_at {
         parts.push(part(
-            format!("  since {} ({})", month_day_time(t), ago(app.now, t)),
+            format!("  since {} ({})", month_day_time(t), ago(now, t)),
             dim(),
         ));
     }
     row_line(&parts, &[], max)
 }
 
-fn winner(r: &Resolution) -> String {
+pub(crate) fn winner(r: &Resolution) -> String {
     match (&r.value, &r.scope, r.version) {
         (Some(v), Some(s), Some(n)) => format!("{} from {s} v{n}", value_text(v)),
         (None, Some(s), _) => format!("a value from {s} whose content was destroyed since"),
         _ => "nothing".into(),
     }
-}
-
-pub fn as_of(frame: &mut Frame<'_>, area: Rect, d: &AsOfDialog, app: &App) {
-    let width = 96.min(area.width);
-    let max = width.saturating_sub(2) as usize;
-    let r = &d.read;
-    let mut lines = vec![row_line(
-        &[
-            part(
-                one_line(r.agent.as_deref().unwrap_or("an agent")),
-                bold().fg(Color::Cyan),
-            ),
-            part(format!(" read in {}", read_context(r)), Style::new()),
-            part(
-                format!(" · {} UTC ({})", short_time(&r.at), ago(app.now, &r.at)),
-                dim(),
-            ),
-        ],
-        &[],
-        max,
-    )];
-    if let Some(n) = &r.note {
-        lines.push(plain(&format!("“{n}”"), dim(), max));
-    }
-    lines.push(Line::raw(""));
-    match &d.result {
-        None => lines.push(plain("replaying history…", dim(), max)),
-        Some(Err(e)) => lines.push(plain(e, error_style(), max)),
-        Some(Ok(AsOf { then, now })) => {
-            lines.push(plain(
-                "The chain as it stood then (task, then repo, then global; the first found wins):",
-                dim(),
-                max,
-            ));
-            for c in &then.considered {
-                lines.push(considered_line(c, app, max));
-            }
-            lines.push(Line::raw(""));
-            let got_then = winner(then);
-            lines.push(row_line(
-                &[
-                    part("→ the agent got ", Style::new()),
-                    part(got_then, bold().fg(Color::Green)),
-                ],
-                &[],
-                max,
-            ));
-            let shadowed: Vec<String> = then
-                .considered
-                .iter()
-                .filter(|c| c.state.starts_with("shadowed"))
-                .map(|c| {
-                    let v = c.value.as_ref().map(value_text).unwrap_or_default();
-                    format!("{} ({v})", c.scope)
-                })
-                .collect();
-            if !shadowed.is_empty() {
-                lines.push(plain(
-                    &format!("  and it shadowed {}", shadowed.join(", ")),
-                    dim(),
-                    max,
-                ));
-            }
-            // The log's own record of the read, which history must agree with.
-            let logged = got(r);
-            let replayed = match (&then.scope, then.version) {
-                (Some(s), Some(v)) => format!("{s} v{v}"),
-                (Some(s), None) => s.clone(),
-                _ => "nothing".into(),
-            };
-            if logged == replayed {
-                lines.push(plain(
-                    &format!("  the read log agrees: {logged}"),
-                    dim(),
-                    max,
-                ));
-            } else {
-                lines.push(plain(
-                    &format!("  ⚠ the read log says {logged}; history replays {replayed}"),
-                    Style::new().fg(Color::Yellow),
-                    max,
-                ));
-            }
-            let today = winner(now);
-            let same = now.scope == then.scope && now.version == then.version;
-            lines.push(row_line(
-                &[
-                    part("Today the same read gets ", Style::new()),
-                    part(
-                        today,
-                        if same {
-                            bold()
-                        } else {
-                            bold().fg(Color::Green)
-                        },
-                    ),
-                    part(if same { " (unchanged)" } else { "" }, dim()),
-                ],
-                &[],
-                max,
-            ));
-            lines.push(Line::raw(""));
-            if let (Some(scope), Some(v)) = (&r.scope, r.version) {
-                lines.push(row_line(
-                    &[
-                        part("g", bold().fg(Color::Cyan)),
-                        part(
-                            format!(
-                                " the history of {scope}, v{v} highlighted (then m rescopes, v reverts)"
-                            ),
-                            Style::new(),
-                        ),
-                    ],
-                    &[],
-                    max,
-                ));
-            }
-        }
-    }
-    let rect = centered(area, width, lines.len() as u16 + 2);
-    let title = format!("As of a read · {} · {}", r.subject, r.predicate);
-    let inner = frame_box(
-        frame,
-        rect,
-        &title,
-        keymap::Context::AsOf,
-        bold().fg(Color::Cyan),
-    );
-    frame.render_widget(Paragraph::new(lines), inner);
 }

@@ -1,0 +1,79 @@
+//! The confirm of a destructive change (`ConfirmAction` → the dialog states the effect →
+//! `y` hands the curation to the loop).
+
+use super::{centered, frame_box, Step};
+use crate::tui::app::{Action, Curation};
+use crate::tui::draw::{bold, part, plain, row_line};
+use crate::tui::keymap::{Command, Context};
+use crate::tui::tabs::Shell;
+use crate::tui::text::{width, wrap};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfirmDialog {
+    pub title: String,
+    pub lines: Vec<String>,
+    /// What `y` does, in a word or two.
+    pub yes: String,
+    pub curation: Curation,
+}
+
+impl ConfirmDialog {
+    pub fn key(&mut self, cmd: Option<Command>, shell: &mut Shell<'_>) -> Step {
+        match cmd {
+            Some(Command::Confirm) => Step::Close(Action::Apply(self.curation.clone())),
+            Some(Command::Cancel) => {
+                shell.info("cancelled: nothing changed");
+                Step::Close(Action::None)
+            }
+            _ => Step::Stay(Action::None),
+        }
+    }
+
+    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect) {
+        let c = self;
+        let w = (c
+            .lines
+            .iter()
+            .map(|l| width(l))
+            .max()
+            .unwrap_or(0)
+            .max(width(&c.title) + 4)
+            .max(40) as u16
+            + 4)
+        .min(area.width);
+        // The effect is what the user came to read: a narrow box wraps it rather than cut it.
+        let text: Vec<String> = c
+            .lines
+            .iter()
+            .flat_map(|l| wrap(l, w.saturating_sub(4) as usize))
+            .collect();
+        let rect = centered(area, w, text.len() as u16 + 5);
+        let inner = frame_box(
+            frame,
+            rect,
+            &c.title,
+            Context::Confirm,
+            bold().fg(Color::Yellow),
+        );
+        let max = inner.width as usize;
+        let mut lines: Vec<Line<'static>> =
+            text.iter().map(|l| plain(l, Style::new(), max)).collect();
+        lines.push(Line::raw(""));
+        lines.push(row_line(
+            &[
+                part("y ", bold().fg(Color::Cyan)),
+                part(c.yes.clone(), Style::new()),
+                part("   n ", bold().fg(Color::Cyan)),
+                part("cancel", Style::new()),
+            ],
+            &[],
+            max,
+        ));
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
+}

@@ -1,0 +1,160 @@
+//! The delete dialog (`d` in the current view): choose the target, read the store's exact
+//! preview of what it destroys, confirm with `y`.
+
+use super::{centered, frame_box, Step};
+use crate::model::{DeletePreview, DeleteTarget, Identity, StatementLine};
+use crate::tui::app::{Action, Curation};
+use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
+use crate::tui::keymap::{Command, Context};
+use crate::tui::tabs::Shell;
+use crate::tui::text::{one_line, wrap};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeleteDialog {
+    pub identity: Identity,
+    /// 0 this identity, 1 the predicate in all scopes, 2 the whole subject.
+    pub choice: usize,
+    pub preview: Option<Result<DeletePreview, String>>,
+}
+
+impl DeleteDialog {
+    /// Opens on `identity`; the action asks the store for the preview.
+    pub fn open(identity: Identity) -> (DeleteDialog, Action) {
+        let dialog = DeleteDialog {
+            identity,
+            choice: 0,
+            preview: None,
+        };
+        let action = Action::PreviewDelete(dialog.target());
+        (dialog, action)
+    }
+
+    pub fn target(&self) -> DeleteTarget {
+        let id = &self.identity;
+        match self.choice {
+            0 => DeleteTarget::Identity(id.clone()),
+            1 => DeleteTarget::Predicate {
+                subject: id.subject.clone(),
+                predicate: id.predicate.clone(),
+            },
+            _ => DeleteTarget::Subject(id.subject.clone()),
+        }
+    }
+
+    /// The store's preview, when it is of the target shown.
+    pub fn take(&mut self, target: &DeleteTarget, preview: &Result<DeletePreview, String>) {
+        if self.target() == *target {
+            self.preview = Some(preview.clone());
+        }
+    }
+
+    pub fn key(&mut self, cmd: Option<Command>, shell: &mut Shell<'_>) -> Step {
+        match cmd {
+            Some(Command::NextChoice) | Some(Command::PrevChoice) => {
+                self.choice = if cmd == Some(Command::NextChoice) {
+                    (self.choice + 1) % 3
+                } else {
+                    (self.choice + 2) % 3
+                };
+                self.preview = None;
+                return Step::Stay(Action::PreviewDelete(self.target()));
+            }
+            Some(Command::Confirm) => match &self.preview {
+                Some(Ok(_)) => return Step::Close(Action::Apply(Curation::Delete(self.target()))),
+                Some(Err(_)) => {
+                    shell.error(
+                        "the preview failed, so nothing can be confirmed: cancel with n or Esc",
+                    );
+                }
+                None => shell.info("the preview is still loading"),
+            },
+            Some(Command::Cancel) => {
+                shell.info("cancelled: nothing was deleted");
+                return Step::Close(Action::None);
+            }
+            _ => {}
+        }
+        Step::Stay(Action::None)
+    }
+
+    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect) {
+        let d = self;
+        let ids = match &d.preview {
+            Some(Ok(p)) => p.identities.len().min(7),
+            _ => 1,
+        };
+        let rect = centered(area, 76, 17 + ids as u16);
+        let inner = frame_box(
+            frame,
+            rect,
+            "Delete: tombstone and purge",
+            Context::DeleteDialog,
+            error_style(),
+        );
+        let max = inner.width as usize;
+        let id = &d.identity;
+        let choices = [
+            format!("this identity  {id}"),
+            format!("{} in all scopes of {}", id.predicate, id.subject),
+            format!("the whole subject {}", id.subject),
+        ];
+        let mut lines = vec![plain("What to delete (j/k to choose):", bold(), max)];
+        for (i, c) in choices.iter().enumerate() {
+            let (mark, style) = if i == d.choice {
+                ("(•) ", bold().fg(Color::Red))
+            } else {
+                ("( ) ", Style::new())
+            };
+            lines.push(row_line(
+                &[part(mark, style), part(one_line(c), style)],
+                &[],
+                max,
+            ));
+        }
+        lines.push(Line::raw(""));
+        match &d.preview {
+            None => lines.push(plain("Reading what this would destroy…", dim(), max)),
+            Some(Err(e)) => {
+                lines.push(plain("The preview failed:", error_style(), max));
+                lines.push(plain(e, Style::new(), max));
+            }
+            Some(Ok(p)) => lines.extend(preview_lines(p, max)),
+        }
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+/// The store's statement of what the delete destroys, as `memscope delete` prints it, with at
+/// most six identities named.
+fn preview_lines(p: &DeletePreview, max: usize) -> Vec<Line<'static>> {
+    const SHOWN: usize = 6;
+    let mut lines = Vec::new();
+    let mut named = 0;
+    for (kind, text) in p.statement("(tab 3, u)") {
+        match kind {
+            StatementLine::Heading => lines.push(plain(&text, bold(), max)),
+            StatementLine::Effect => lines.push(plain(&text, Style::new(), max)),
+            StatementLine::Identity => {
+                named += 1;
+                if named <= SHOWN {
+                    lines.push(plain(&text, dim(), max));
+                } else if named == SHOWN + 1 {
+                    lines.push(plain(
+                        &format!("    … and {} more", p.identities.len() - SHOWN),
+                        dim(),
+                        max,
+                    ));
+                }
+            }
+            StatementLine::Closing => {
+                lines.extend(wrap(&text, max).into_iter().map(|l| plain(&l, dim(), max)))
+            }
+        }
+    }
+    lines
+}

@@ -1,0 +1,234 @@
+//! The dialogs over the panes. Each is one file that owns its state, its keys and its
+//! drawing, and takes what the session loaded for it; `Dialog` is their registry (one
+//! variant each). The focused (top) dialog gets the key first.
+
+pub mod as_of;
+pub mod confirm;
+pub mod delete;
+pub mod event;
+pub mod explain;
+pub mod help;
+pub mod message;
+pub mod rescope;
+pub mod revert;
+
+pub use as_of::{AsOf, AsOfDialog};
+pub use confirm::ConfirmDialog;
+pub use delete::DeleteDialog;
+pub use event::EventDialog;
+pub use explain::{ExplainDialog, ExplainField, ExplainQuery};
+pub use rescope::{RescopeDialog, RescopePreview, Suggestion};
+pub use revert::{RevertChoice, RevertDialog};
+
+use super::app::{Action, App};
+use super::keymap::{self, Command, Context};
+use super::tabs::Shell;
+use super::worker::Reply;
+use crate::tui::draw::{bold, dim, error_style, plain};
+use crate::tui::text::width;
+use crate::tui::text::wrap;
+use crossterm::event::KeyEvent;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear};
+use ratatui::Frame;
+
+/// What a key did to the dialog that took it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// The dialog stays open; the loop performs the action.
+    Stay(Action),
+    /// The dialog closes; the loop performs the action.
+    Close(Action),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dialog {
+    Help { scroll: usize },
+    Delete(DeleteDialog),
+    Confirm(ConfirmDialog),
+    Explain(ExplainDialog),
+    AsOf(AsOfDialog),
+    Rescope(RescopeDialog),
+    Revert(RevertDialog),
+    Event(EventDialog),
+    Message { title: String, text: String },
+}
+
+impl Dialog {
+    pub fn context(&self) -> Context {
+        match self {
+            Dialog::Help { .. } => Context::Help,
+            Dialog::Delete(_) => Context::DeleteDialog,
+            Dialog::Confirm(_) => Context::Confirm,
+            Dialog::Explain(_) => Context::Explain,
+            Dialog::AsOf(_) => Context::AsOf,
+            Dialog::Rescope(d) if d.editing => Context::RescopeInput,
+            Dialog::Rescope(_) => Context::Rescope,
+            Dialog::Revert(_) => Context::Revert,
+            Dialog::Event(_) => Context::Event,
+            Dialog::Message { .. } => Context::Message,
+        }
+    }
+}
+
+/// What the session loaded for the dialog on top.
+pub enum Loaded<'a> {
+    /// A worker's reply (the delete preview).
+    Reply(&'a Reply),
+    /// The store's resolution for the explain dialog's question.
+    Explain(
+        &'a ExplainQuery,
+        &'a Result<crate::model::Resolution, String>,
+    ),
+    /// A read resolved as of its time and now.
+    AsOf(i64, &'a Result<AsOf, String>),
+    /// The rescope dialog's suggested targets …
+    Suggestions(Vec<Suggestion>),
+    /// … and the preview of its target.
+    Rescope(Result<RescopePreview, String>),
+    /// The revert dialog's earlier versions.
+    Revert(Result<Vec<RevertChoice>, String>),
+}
+
+impl Dialog {
+    /// A key for the dialog; `None` for the dialogs whose keys `App` still handles.
+    pub fn key(
+        &mut self,
+        cmd: Option<Command>,
+        key: &KeyEvent,
+        shell: &mut Shell<'_>,
+    ) -> Option<Step> {
+        Some(match self {
+            Dialog::Help { scroll } => help::key(scroll, cmd),
+            Dialog::Message { .. } => message::key(cmd),
+            Dialog::Delete(d) => d.key(cmd, shell),
+            Dialog::Rescope(d) => d.key(cmd, key, shell),
+            Dialog::Revert(d) => d.key(cmd, key, shell),
+            Dialog::Confirm(c) => c.key(cmd, shell),
+            Dialog::Explain(e) => e.key(cmd, key),
+            Dialog::Event(d) => d.key(cmd, shell),
+            Dialog::AsOf(d) => d.key(cmd, shell),
+        })
+    }
+
+    /// Takes what the session loaded, when it is this dialog's.
+    pub fn take(&mut self, loaded: Loaded<'_>) {
+        match (self, loaded) {
+            (Dialog::Delete(d), Loaded::Reply(Reply::DeletePreview { target, preview })) => {
+                d.take(target, preview)
+            }
+            (Dialog::Explain(e), Loaded::Explain(query, result)) => e.take(query, result),
+            (Dialog::AsOf(d), Loaded::AsOf(id, result)) if d.read.id == id => {
+                d.result = Some(result.clone())
+            }
+            (Dialog::Rescope(d), Loaded::Suggestions(list)) => d.take_suggestions(list),
+            (Dialog::Rescope(d), Loaded::Rescope(preview)) => d.preview = Some(preview),
+            (Dialog::Revert(d), Loaded::Revert(choices)) => d.take_choices(choices),
+            _ => {}
+        }
+    }
+
+    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, app: &App, top: bool) {
+        match self {
+            Dialog::Help { scroll } => help::draw(frame, area, *scroll),
+            Dialog::Delete(d) => d.draw(frame, area),
+            Dialog::Confirm(c) => c.draw(frame, area),
+            Dialog::Explain(e) => e.draw(frame, area, app.now, top),
+            Dialog::AsOf(d) => d.draw(frame, area, app.now),
+            Dialog::Rescope(d) => d.draw(frame, area, top),
+            Dialog::Revert(d) => d.draw(frame, area, app.now),
+            Dialog::Message { title, text } => message::draw(frame, area, title, text),
+            Dialog::Event(d) => d.draw(frame, area, app.now),
+        }
+    }
+}
+
+pub(crate) const FIELD: usize = 30;
+
+/// `text` as bullet lines of at most `max` columns.
+pub(crate) fn bullet(lines: &mut Vec<Line<'static>>, text: &str, style: Style, max: usize) {
+    for (i, l) in wrap(text, max.saturating_sub(2)).into_iter().enumerate() {
+        let lead = if i == 0 { "• " } else { "  " };
+        lines.push(Line::styled(format!("{lead}{l}"), style));
+    }
+}
+
+/// What the dialog says `y` will do (or why it would be refused), as lines.
+pub(crate) fn outcome_lines(
+    effects: &[String],
+    refusal: Option<&str>,
+    max: usize,
+) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    match refusal {
+        Some(why) => {
+            lines.push(plain("The store would refuse this:", error_style(), max));
+            bullet(&mut lines, why, Style::new(), max);
+        }
+        None => {
+            lines.push(plain("This will, in one transaction:", bold(), max));
+            for e in effects {
+                bullet(&mut lines, e, Style::new(), max);
+            }
+        }
+    }
+    lines
+}
+
+/// Draws the open dialogs, bottom first; only the top one is focused.
+pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
+    for (i, dialog) in app.dialogs.iter().enumerate() {
+        dialog.draw(frame, area, app, i + 1 == app.dialogs.len());
+    }
+}
+
+/// A box of at most `w`×`h` centred in `area`.
+pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+/// Clears `rect`, draws a titled border with the dialog's key hints, returns the inside.
+pub(crate) fn frame_box(
+    frame: &mut Frame<'_>,
+    rect: Rect,
+    title: &str,
+    ctx: Context,
+    style: Style,
+) -> Rect {
+    frame.render_widget(Clear, rect);
+    if rect.width < 4 || rect.height < 3 {
+        return rect;
+    }
+    let mut hints = Vec::new();
+    for (keys, hint) in keymap::hints(&[ctx]) {
+        hints.push(format!("{keys} {hint}"));
+    }
+    let hint_text = format!(" {} ", hints.join(" · "));
+    let max_title = rect.width.saturating_sub(4) as usize;
+    let mut block = Block::new()
+        .borders(Borders::ALL)
+        .border_style(style)
+        .title(Span::styled(
+            format!(" {} ", crate::tui::text::truncate(title, max_title)),
+            bold(),
+        ));
+    if width(&hint_text) + 2 <= rect.width as usize {
+        block = block.title_bottom(Line::styled(hint_text, dim()).right_aligned());
+    }
+    frame.render_widget(block, rect);
+    Rect::new(
+        rect.x + 1,
+        rect.y + 1,
+        rect.width.saturating_sub(2),
+        rect.height.saturating_sub(2),
+    )
+}

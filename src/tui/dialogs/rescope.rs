@@ -1,0 +1,255 @@
+//! The rescope dialog (`m` in the current view): move a mis-scoped value where it belongs.
+//! It states what `y` will do, or why the store would refuse, from the store's own preview.
+
+use super::{outcome_lines, Step, FIELD};
+use crate::model::{MemoryRecord, Scope};
+use crate::tui::app::{typed, Action, Curation};
+use crate::tui::dialogs::{centered, frame_box};
+use crate::tui::draw::{bold, dim, part, plain, row_line};
+use crate::tui::keymap::{Command, Context};
+use crate::tui::tabs::Shell;
+use crate::tui::text::{one_line, value_text, width};
+use crossterm::event::KeyEvent;
+use ratatui::layout::{Position, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+/// A target scope worth proposing, and the evidence for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suggestion {
+    pub scope: Scope,
+    pub why: String,
+}
+
+/// What a rescope to one target would do, read from the store with the write path's rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RescopePreview {
+    pub to: Scope,
+    pub effects: Vec<String>,
+    /// Why the store would refuse it (nothing would change).
+    pub refusal: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RescopeDialog {
+    pub record: MemoryRecord,
+    /// The target scope as typed (or suggested).
+    pub target: String,
+    /// Typing into the target (the keys are text) rather than y/n.
+    pub editing: bool,
+    /// Loaded with the first preview.
+    pub suggestions: Option<Vec<Suggestion>>,
+    /// Which suggestion the target holds, when it holds one.
+    pub suggestion: Option<usize>,
+    /// `Err`: the target is not a scope.
+    pub preview: Option<Result<RescopePreview, String>>,
+}
+
+impl RescopeDialog {
+    pub fn new(record: MemoryRecord) -> RescopeDialog {
+        RescopeDialog {
+            record,
+            target: String::new(),
+            editing: false,
+            suggestions: None,
+            suggestion: None,
+            preview: None,
+        }
+    }
+
+    /// Its suggested targets (loaded once): a global record's target starts at the best one;
+    /// with no target, the human types one.
+    pub fn take_suggestions(&mut self, list: Vec<Suggestion>) {
+        if self.target.is_empty() && self.record.scope == Scope::Global {
+            if let Some(first) = list.first() {
+                self.target = first.scope.to_string();
+                self.suggestion = Some(0);
+            }
+        }
+        if self.target.is_empty() {
+            self.editing = true;
+        }
+        self.suggestions = Some(list);
+    }
+
+    pub fn key(&mut self, cmd: Option<Command>, key: &KeyEvent, shell: &mut Shell<'_>) -> Step {
+        let typed = typed(key);
+        let d = self;
+        let cycle = |d: &mut RescopeDialog, forward: bool| -> bool {
+            let n = d.suggestions.as_ref().map_or(0, |s| s.len());
+            if n == 0 {
+                return false;
+            }
+            let i = match (d.suggestion, forward) {
+                (None, true) => 0,
+                (None, false) => n - 1,
+                (Some(i), true) => (i + 1) % n,
+                (Some(i), false) => (i + n - 1) % n,
+            };
+            if let Some(s) = d.suggestions.as_ref().and_then(|s| s.get(i)) {
+                d.target = s.scope.to_string();
+            }
+            d.suggestion = Some(i);
+            true
+        };
+        if d.editing {
+            match cmd {
+                Some(Command::DoneEditing) => {
+                    d.editing = false;
+                    return Step::Stay(Action::None);
+                }
+                Some(Command::Erase) => {
+                    d.target.pop();
+                }
+                Some(Command::ClearField) => d.target.clear(),
+                Some(Command::NextChoice) => {
+                    if !cycle(d, true) {
+                        return Step::Stay(Action::None);
+                    }
+                    return Step::Stay(Action::PreviewRescope);
+                }
+                _ => match typed.filter(|c| !c.is_whitespace()) {
+                    Some(c) => d.target.push(c),
+                    None => return Step::Stay(Action::None),
+                },
+            }
+            d.suggestion = None;
+            return Step::Stay(Action::PreviewRescope);
+        }
+        match cmd {
+            Some(Command::Confirm) => match &d.preview {
+                Some(Ok(p)) => match &p.refusal {
+                    None => {
+                        let curation = Curation::Rescope {
+                            identity: d.record.identity(),
+                            to: p.to.clone(),
+                        };
+                        return Step::Close(Action::Apply(curation));
+                    }
+                    Some(why) => shell.error(why.clone()),
+                },
+                Some(Err(e)) => shell.error(e.clone()),
+                None => shell.info("the preview is still loading"),
+            },
+            Some(Command::Cancel) => {
+                shell.info("cancelled: nothing changed");
+                return Step::Close(Action::None);
+            }
+            Some(Command::EditField) => d.editing = true,
+            Some(Command::NextChoice) | Some(Command::PrevChoice) => {
+                if cycle(d, cmd == Some(Command::NextChoice)) {
+                    return Step::Stay(Action::PreviewRescope);
+                }
+                shell.info("no suggested target: e types one (repo:<id>, task:<id> or global)");
+            }
+            _ => {}
+        }
+        Step::Stay(Action::None)
+    }
+
+    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, top: bool) {
+        let d = self;
+        let rec = &d.record;
+        let max_w = 96.min(area.width);
+        let max = max_w.saturating_sub(2) as usize;
+        let mut lines: Vec<Line<'static>> = vec![row_line(
+            &[
+                part("Move ", Style::new()),
+                part(value_text(&rec.value), bold().fg(Color::Green)),
+                part(
+                    format!(
+                        " (v{}, {}) out of {}.",
+                        rec.version,
+                        one_line(&rec.source),
+                        rec.scope
+                    ),
+                    Style::new(),
+                ),
+            ],
+            &[],
+            max,
+        )];
+        if let Some(raw) = &rec.raw {
+            lines.push(plain(&format!("said: “{raw}”"), dim(), max));
+        }
+        lines.push(Line::raw(""));
+        let field_row = lines.len();
+        let field_style = if d.editing {
+            Style::new().add_modifier(Modifier::REVERSED)
+        } else {
+            Style::new().add_modifier(Modifier::UNDERLINED)
+        };
+        lines.push(row_line(
+            &[
+                part("to ", bold()),
+                part(format!("{:<FIELD$}", one_line(&d.target)), field_style),
+                part(
+                    if d.editing {
+                        "  repo:<id>, task:<id> or global"
+                    } else {
+                        "  e edits"
+                    },
+                    dim(),
+                ),
+            ],
+            &[],
+            max,
+        ));
+        match (&d.suggestions, d.suggestion) {
+            (Some(s), Some(i)) if i < s.len() => {
+                lines.push(plain(
+                    &format!("   suggested {}/{}: {}", i + 1, s.len(), s[i].why),
+                    dim(),
+                    max,
+                ));
+            }
+            (Some(s), _) if !s.is_empty() => {
+                let names: Vec<String> = s.iter().map(|x| x.scope.to_string()).collect();
+                lines.push(plain(
+                    &format!("   suggestions (Tab): {}", names.join(", ")),
+                    dim(),
+                    max,
+                ));
+            }
+            _ => lines.push(plain("   typed by you", dim(), max)),
+        }
+        lines.push(Line::raw(""));
+        match &d.preview {
+            None => lines.push(plain("working out what this would do…", dim(), max)),
+            Some(Err(e)) => lines.push(plain(e, Style::new().fg(Color::Yellow), max)),
+            Some(Ok(p)) => {
+                lines.extend(outcome_lines(&p.effects, p.refusal.as_deref(), max));
+                if p.refusal.is_none() {
+                    lines.push(plain(
+                        "History keeps every version; rescoped and reverted events point at each other.",
+                        dim(),
+                        max,
+                    ));
+                }
+            }
+        }
+        let rect = centered(area, max_w, lines.len() as u16 + 2);
+        let title = format!(
+            "Rescope · {} · {} @ {}",
+            rec.subject, rec.predicate, rec.scope
+        );
+        let ctx = if d.editing {
+            Context::RescopeInput
+        } else {
+            Context::Rescope
+        };
+        let inner = frame_box(frame, rect, &title, ctx, bold().fg(Color::Yellow));
+        frame.render_widget(Paragraph::new(lines), inner);
+        if top && d.editing && (field_row as u16) < inner.height {
+            let x = 3 + width(&one_line(&d.target)).min(FIELD);
+            if x < inner.width as usize {
+                frame.set_cursor_position(Position::new(
+                    inner.x + x as u16,
+                    inner.y + field_row as u16,
+                ));
+            }
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! The revert dialog (`v` in the current view): make an earlier value current again, as a new
+//! version; each earlier version states what choosing it does, from the store.
+
+use super::{outcome_lines, Step};
+use crate::model::MemoryRecord;
+use crate::tui::app::{Action, Curation};
+use crate::tui::dialogs::{centered, frame_box};
+use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
+use crate::tui::keymap::{Command, Context};
+use crate::tui::tabs::Shell;
+use crate::tui::text::{ago, month_day_time, one_line, value_text};
+use chrono::{DateTime, Utc};
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use serde_json::Value;
+
+/// An earlier version to revert to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevertChoice {
+    pub version: i64,
+    /// `None` when its content was purged.
+    pub value: Option<Value>,
+    pub at: String,
+    pub source: Option<String>,
+    pub valid_until: Option<String>,
+    /// What choosing it does, or why the store would refuse it.
+    pub effect: Result<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevertDialog {
+    pub record: MemoryRecord,
+    /// Earlier versions, newest first (the default is the previous one).
+    pub choices: Option<Result<Vec<RevertChoice>, String>>,
+    pub choice: usize,
+    /// Digits typed so far (a version number).
+    pub typed: String,
+}
+
+impl RevertDialog {
+    pub fn chosen(&self) -> Option<&RevertChoice> {
+        match &self.choices {
+            Some(Ok(c)) => c.get(self.choice),
+            _ => None,
+        }
+    }
+
+    /// The earlier versions and what each would do; the previous one is chosen.
+    pub fn take_choices(&mut self, choices: Result<Vec<RevertChoice>, String>) {
+        self.choices = Some(choices);
+        self.choice = 0;
+    }
+
+    pub fn key(&mut self, cmd: Option<Command>, key: &KeyEvent, shell: &mut Shell<'_>) -> Step {
+        let d = self;
+        let len = match &d.choices {
+            Some(Ok(c)) => c.len(),
+            _ => 0,
+        };
+        match cmd {
+            Some(Command::Confirm) => match (d.chosen(), &d.choices) {
+                (Some(c), _) => match &c.effect {
+                    Ok(_) => {
+                        let curation = Curation::Revert {
+                            identity: d.record.identity(),
+                            to_version: c.version,
+                        };
+                        return Step::Close(Action::Apply(curation));
+                    }
+                    Err(why) => shell.error(why.clone()),
+                },
+                (None, Some(Err(e))) => shell.error(e.clone()),
+                (None, Some(Ok(_))) => shell.error("there is no earlier version to revert to"),
+                (None, None) => shell.info("the versions are still loading"),
+            },
+            Some(Command::Cancel) => {
+                shell.info("cancelled: nothing changed");
+                return Step::Close(Action::None);
+            }
+            Some(Command::NextChoice) => {
+                d.typed.clear();
+                d.choice = (d.choice + 1).min(len.saturating_sub(1));
+            }
+            Some(Command::PrevChoice) => {
+                d.typed.clear();
+                d.choice = d.choice.saturating_sub(1);
+            }
+            Some(Command::Digit) => {
+                let Some(c) = digit(key) else {
+                    return Step::Stay(Action::None);
+                };
+                let Some(Ok(choices)) = &d.choices else {
+                    return Step::Stay(Action::None);
+                };
+                // "1" then "2" means v12 when there is one, else v2.
+                let find = |text: &str| {
+                    let n: i64 = text.parse().ok()?;
+                    choices.iter().position(|x| x.version == n)
+                };
+                let longer = format!("{}{c}", d.typed);
+                let (text, found) = match find(&longer) {
+                    Some(i) => (longer, Some(i)),
+                    None => (c.to_string(), find(&c.to_string())),
+                };
+                match found {
+                    Some(i) => {
+                        d.choice = i;
+                        d.typed = text;
+                    }
+                    None => {
+                        let names: Vec<String> =
+                            choices.iter().map(|x| format!("v{}", x.version)).collect();
+                        d.typed.clear();
+                        let text = format!(
+                            "no earlier version v{text}: the choices are {}",
+                            names.join(", ")
+                        );
+                        shell.info(text);
+                    }
+                }
+            }
+            _ => {}
+        }
+        Step::Stay(Action::None)
+    }
+
+    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, now: DateTime<Utc>) {
+        let d = self;
+        let rec = &d.record;
+        let max_w = 96.min(area.width);
+        let max = max_w.saturating_sub(2) as usize;
+        let mut lines: Vec<Line<'static>> = vec![
+            row_line(
+                &[
+                    part("Now ", Style::new()),
+                    part(value_text(&rec.value), bold().fg(Color::Green)),
+                    part(
+                        format!(
+                            " (v{}, {}, {})",
+                            rec.version,
+                            one_line(&rec.source),
+                            ago(now, &rec.updated_at)
+                        ),
+                        Style::new(),
+                    ),
+                ],
+                &[],
+                max,
+            ),
+            plain(
+                "Make an earlier value current again, as a new version (history is never rewritten):",
+                dim(),
+                max,
+            ),
+            Line::raw(""),
+        ];
+        match &d.choices {
+            None => lines.push(plain("reading the history…", dim(), max)),
+            Some(Err(e)) => lines.push(plain(e, error_style(), max)),
+            Some(Ok(choices)) if choices.is_empty() => lines.push(plain(
+                "This identity has no earlier version in its history.",
+                Style::new().fg(Color::Yellow),
+                max,
+            )),
+            Some(Ok(choices)) => {
+                for (i, c) in choices.iter().enumerate() {
+                    let chosen = i == d.choice;
+                    let (mark, style) = if chosen {
+                        ("(•) ", bold().fg(Color::Yellow))
+                    } else {
+                        ("( ) ", Style::new())
+                    };
+                    let value = match &c.value {
+                        Some(v) => value_text(v),
+                        None => "(content purged)".into(),
+                    };
+                    let until = c
+                        .valid_until
+                        .as_deref()
+                        .map(month_day_time)
+                        .unwrap_or_else(|| "now".into());
+                    lines.push(row_line(
+                        &[
+                            part(mark, style),
+                            part(format!("v{:<3} ", c.version), style),
+                            part(format!("{value:<16}"), Style::new().fg(Color::Green)),
+                            part(format!("  {} → {}", month_day_time(&c.at), until), dim()),
+                            part(
+                                format!("  {}", one_line(c.source.as_deref().unwrap_or(""))),
+                                dim(),
+                            ),
+                        ],
+                        &[],
+                        max,
+                    ));
+                }
+                lines.push(Line::raw(""));
+                if let Some(c) = d.chosen() {
+                    let (effects, refusal) = match &c.effect {
+                        Ok(e) => (vec![e.clone()], None),
+                        Err(why) => (Vec::new(), Some(why.as_str())),
+                    };
+                    lines.extend(outcome_lines(&effects, refusal, max));
+                }
+            }
+        }
+        let rect = centered(area, max_w, lines.len() as u16 + 2);
+        let title = format!(
+            "Revert · {} · {} @ {}",
+            rec.subject, rec.predicate, rec.scope
+        );
+        let inner = frame_box(
+            frame,
+            rect,
+            &title,
+            Context::Revert,
+            bold().fg(Color::Yellow),
+        );
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+fn digit(key: &KeyEvent) -> Option<char> {
+    match key.code {
+        KeyCode::Char(c) if c.is_ascii_digit() => Some(c),
+        _ => None,
+    }
+}

@@ -1,0 +1,188 @@
+//! Tab 4, the check: every invariant and the health figures, run off the UI thread each time
+//! the tab is shown.
+
+use super::{TabComponent, View};
+use crate::store::CheckReport;
+use crate::tui::draw::{bold, dim, error_style, good, pane, part, plain, row_line};
+use crate::tui::list::Motion;
+use crate::tui::rows::step;
+use crate::tui::text::{one_line, wrap};
+use crate::tui::worker::{Failed, Load, Reply};
+use chrono::{DateTime, Utc};
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+#[derive(Debug, Clone)]
+pub enum CheckState {
+    NotRun,
+    Running,
+    Done(Box<CheckReport>),
+    Failed(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct CheckTab {
+    pub state: CheckState,
+    pub scroll: usize,
+}
+
+impl Default for CheckTab {
+    fn default() -> Self {
+        CheckTab {
+            state: CheckState::NotRun,
+            scroll: 0,
+        }
+    }
+}
+
+const INVARIANTS: [&str; 6] = [
+    "uniqueness",
+    "causal monotonicity",
+    "deletion monotonicity",
+    "current view = history",
+    "version contiguity",
+    "normalization",
+];
+
+impl TabComponent for CheckTab {
+    fn title(&self) -> String {
+        "Check".into()
+    }
+
+    fn has_detail(&self) -> bool {
+        false
+    }
+
+    fn motion(&mut self, m: Motion, page: usize) {
+        // The report stops about where its text ends.
+        let lines = match &self.state {
+            CheckState::Done(r) => r.violations.len() + 3 * r.health.len() + r.metrics.len() + 12,
+            _ => 1,
+        };
+        step(&mut self.scroll, lines, m, page);
+    }
+
+    fn start(&mut self, _now: DateTime<Utc>) -> Option<Load> {
+        if !matches!(self.state, CheckState::Done(_)) {
+            self.state = CheckState::Running;
+        }
+        Some(Load::Check)
+    }
+
+    fn take(&mut self, reply: &Reply) -> Result<(), String> {
+        match reply {
+            Reply::Check(report) => self.state = CheckState::Done(report.clone()),
+            Reply::Failed {
+                job: Failed::Check,
+                error,
+            } => self.state = CheckState::Failed(error.clone()),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
+        let inner = pane(frame, body, "Check · invariants and health", view.focused);
+        let max = inner.width as usize;
+        let lines = match &self.state {
+            CheckState::NotRun | CheckState::Running => vec![
+                plain("Checking every invariant…", bold(), max),
+                plain(
+                    "This scans the whole database off the UI thread; keep working meanwhile.",
+                    dim(),
+                    max,
+                ),
+            ],
+            CheckState::Failed(e) => vec![
+                plain("The check could not run:", error_style(), max),
+                plain(e, Style::new(), max),
+            ],
+            CheckState::Done(report) => report_lines(report, max),
+        };
+        let scroll = self.scroll.min(lines.len().saturating_sub(1));
+        let lines: Vec<Line<'static>> = lines.into_iter().skip(scroll).collect();
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+fn report_lines(report: &CheckReport, max: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    let damage = report.integrity.as_ref().filter(|i| !i.ok);
+    if let Some(integrity) = damage {
+        lines.push(plain("✗ the file is damaged", error_style(), max));
+        lines.push(plain(&integrity.sentence(), Style::new(), max));
+    } else if report.ok {
+        lines.push(plain(
+            "✓ the file is intact and all six invariants hold",
+            good(),
+            max,
+        ));
+    } else {
+        lines.push(plain(
+            &format!("✗ {} violation(s)", report.violations.len()),
+            error_style(),
+            max,
+        ));
+    }
+    lines.push(Line::raw(""));
+    for (i, name) in INVARIANTS.iter().enumerate() {
+        let n = report
+            .violations
+            .iter()
+            .filter(|v| v.invariant as usize == i + 1)
+            .count();
+        let (mark, style) = if n == 0 {
+            ("✓", good())
+        } else {
+            ("✗", error_style())
+        };
+        let verdict = if n == 0 {
+            "holds".to_string()
+        } else {
+            format!("{n} violation(s)")
+        };
+        lines.push(row_line(
+            &[
+                part(format!(" {mark} {} ", i + 1), style),
+                part(name.to_string(), Style::new()),
+            ],
+            &[part(verdict, style)],
+            max,
+        ));
+    }
+    for v in &report.violations {
+        lines.push(plain(
+            &format!("   invariant {} ({}): {}", v.invariant, v.name, v.detail),
+            error_style(),
+            max,
+        ));
+    }
+    lines.push(Line::raw(""));
+    lines.push(plain("Health", bold(), max));
+    for e in &report.health {
+        let sentence = format!("! {}", e.sentence());
+        for l in wrap(&sentence, max.saturating_sub(3)) {
+            lines.push(plain(&format!("   {l}"), bold().fg(Color::Yellow), max));
+        }
+    }
+    for (k, v) in &report.metrics {
+        let text = match v {
+            serde_json::Value::Null => "none".to_string(),
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Array(a) if a.is_empty() => "none".to_string(),
+            other => other.to_string(),
+        };
+        lines.push(row_line(
+            &[
+                part(format!("   {k:<22}"), dim()),
+                part(one_line(&text), Style::new()),
+            ],
+            &[],
+            max,
+        ));
+    }
+    lines
+}

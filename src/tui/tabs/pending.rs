@@ -1,0 +1,328 @@
+//! Tab 2, the pending queue: writes that named candidate scopes wait here for a human; `g`,
+//! `r`, `t` write one to a candidate and `x` rejects it, each after a confirm that states the
+//! store's own preview of the effect.
+
+use super::{counted, Shell, TabComponent, View};
+use crate::model::{PendingItem, Scope};
+use crate::store::Store;
+use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
+use crate::tui::draw::{bold, dim, part, plain, row_line};
+use crate::tui::keymap::{Command, Context};
+use crate::tui::rows::{Cursor, ListPanes, Rows};
+use crate::tui::text::{age, ago, one_line, value_text};
+use anyhow::Result;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::Frame;
+
+/// What one choice for a pending item would do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    pub key: Option<char>,
+    pub scope: Scope,
+    pub effect: String,
+}
+
+impl Choice {
+    /// `global: supersedes pnpm (v1) with npm`: the scope and what writing there does, as the
+    /// preview pane and the confirm both state it.
+    pub fn statement(&self) -> String {
+        format!("{}: {}", self.scope, self.effect)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingPreview {
+    pub pending_id: i64,
+    pub choices: Vec<Choice>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PendingTab {
+    pub rows: Rows<PendingItem>,
+    /// What each choice for the selected item would do (loaded by `sync`).
+    pub preview: Option<PendingPreview>,
+}
+
+impl PendingTab {
+    /// `g`, `r`, `t`: a confirm that states the preview pane's sentence for this key.
+    fn resolve(&self, key: char, shell: &mut Shell<'_>) -> Action {
+        if !shell.writable() {
+            return Action::None;
+        }
+        let Some(item) = self.rows.selected() else {
+            shell.info("the pending queue is empty: every write had a clear scope");
+            return Action::None;
+        };
+        let wanted = match key {
+            'g' => "global",
+            'r' => "repo",
+            _ => "task",
+        };
+        if !item.candidates.iter().any(|c| c.kind() == wanted) {
+            let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
+            let text = format!(
+                "{key} does nothing here: #{} has no {wanted} candidate (its candidates are {})",
+                item.id,
+                names.join(", ")
+            );
+            shell.info(text);
+            return Action::None;
+        }
+        // The pane may be hidden at small sizes, and the effect is the store's to say, once.
+        let choice = self
+            .preview
+            .as_ref()
+            .filter(|p| p.pending_id == item.id)
+            .and_then(|p| p.choices.iter().find(|c| c.key == Some(key)));
+        let Some(choice) = choice else {
+            shell.info("the preview of its choices is still loading: press it again");
+            return Action::None;
+        };
+        shell.open(Dialog::Confirm(ConfirmDialog {
+            title: format!("Write pending #{} to {}?", item.id, choice.scope),
+            lines: vec![pending_line(item), choice.statement()],
+            yes: format!("write to {}", choice.scope),
+            curation: Curation::Resolve {
+                pending_id: item.id,
+                scope: choice.scope.clone(),
+            },
+        }));
+        Action::None
+    }
+
+    fn reject(&self, shell: &mut Shell<'_>) -> Action {
+        if !shell.writable() {
+            return Action::None;
+        }
+        let Some(item) = self.rows.selected() else {
+            shell.info("the pending queue is empty: nothing to reject");
+            return Action::None;
+        };
+        shell.open(Dialog::Confirm(ConfirmDialog {
+            title: format!("Reject pending #{}?", item.id),
+            lines: vec![
+                pending_line(item),
+                "Nothing is written to memory; the item is kept as rejected.".into(),
+            ],
+            yes: "reject".into(),
+            curation: Curation::Reject {
+                pending_id: item.id,
+            },
+        }));
+        Action::None
+    }
+}
+
+impl TabComponent for PendingTab {
+    fn title(&self) -> String {
+        counted("Pending", self.rows.len())
+    }
+
+    fn context(&self) -> Option<Context> {
+        Some(Context::Pending)
+    }
+
+    fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
+        Some(match cmd {
+            Command::ResolveGlobal => self.resolve('g', shell),
+            Command::ResolveRepo => self.resolve('r', shell),
+            Command::ResolveTask => self.resolve('t', shell),
+            Command::Reject => self.reject(shell),
+            Command::Explain => match self.rows.selected() {
+                Some(p) => shell.explain(&p.subject, &p.predicate, &p.candidates),
+                None => Action::None,
+            },
+            _ => return None,
+        })
+    }
+
+    fn list(&mut self) -> Option<&mut dyn Cursor> {
+        Some(&mut self.rows)
+    }
+
+    fn reload(&mut self, store: &Store) -> Result<()> {
+        self.rows.set(store.pending(false)?);
+        self.preview = None;
+        Ok(())
+    }
+
+    fn sync(&mut self, store: &Store) -> Result<()> {
+        let want = self.rows.selected();
+        if want.map(|p| p.id) != self.preview.as_ref().map(|p| p.pending_id) {
+            self.preview = match want {
+                Some(item) => Some(preview(store, item)?),
+                None => None,
+            };
+        }
+        Ok(())
+    }
+
+    fn copy_text(&self) -> Option<String> {
+        self.rows
+            .selected()
+            .map(|p| crate::tui::clipboard::value_text(&p.value))
+    }
+
+    fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
+        let panes = ListPanes {
+            tab: Tab::Pending,
+            title: format!("Pending queue · {} open", self.rows.len()),
+            empty: &[
+                ("No ambiguous writes wait for a human.", bold()),
+                (
+                    "A write that names candidate scopes (--ambiguous global,repo:x) lands here.",
+                    dim(),
+                ),
+            ],
+            detail_title: "What each choice does",
+        };
+        let row = |p: &PendingItem, max| {
+            let age = part(format!(" {:>3}", age(view.now, &p.created_at)), dim());
+            row_line(&item_parts(p, Style::new()), &[age], max)
+        };
+        let detail = |p: &PendingItem, max| self.detail_lines(p, view, max);
+        self.rows.draw(frame, body, view, &panes, row, detail);
+    }
+}
+
+impl PendingTab {
+    fn detail_lines(&self, p: &PendingItem, view: &View, max: usize) -> Vec<Line<'static>> {
+        let mut lines = vec![row_line(&item_parts(p, bold()), &[], max)];
+        let labelled = |label: &str, text: String, style: Style| {
+            row_line(
+                &[part(label.to_string(), dim()), part(text, style)],
+                &[],
+                max,
+            )
+        };
+        if let Some(raw) = &p.raw {
+            lines.push(labelled(
+                "said      ",
+                format!("“{}”", one_line(raw)),
+                Style::new(),
+            ));
+        }
+        let source = format!(
+            "{} · causal_seq {} · {}",
+            one_line(&p.source),
+            p.causal_seq,
+            ago(view.now, &p.created_at)
+        );
+        lines.push(labelled("source    ", source, Style::new()));
+        if let Some(from) = &p.merged_from {
+            // A value the v4 spelling merge queued: two spellings of one memory disagreed.
+            let yellow = Style::new().fg(Color::Yellow);
+            lines.push(labelled(
+                "merged    ",
+                format!("from {}", one_line(from)),
+                yellow,
+            ));
+            let why = "two spellings disagreed: resolving makes this value current, x keeps the current one";
+            lines.push(labelled("          ", why.to_string(), yellow));
+        }
+        let names: Vec<String> = p.candidates.iter().map(|c| c.to_string()).collect();
+        lines.push(labelled("choices   ", names.join(" | "), Style::new()));
+        lines.push(Line::raw(""));
+        match &self.preview {
+            Some(preview) if preview.pending_id == p.id => {
+                lines.extend(choice_lines(preview, max));
+            }
+            _ => lines.push(plain("loading the choices…", dim(), max)),
+        }
+        lines
+    }
+}
+
+/// `#7 user:42 · package_manager = npm`, the value in `value_style`'s weight.
+fn item_parts(p: &PendingItem, weight: Style) -> Vec<crate::tui::draw::Part<'static>> {
+    vec![
+        part(format!("#{} ", p.id), dim()),
+        part(one_line(&p.subject), Style::new()),
+        part(" · ", dim()),
+        part(one_line(&p.predicate), bold()),
+        part(" = ", dim()),
+        part(value_text(&p.value), weight.fg(Color::Green)),
+    ]
+}
+
+/// `g → global: supersedes …` for each choice, the keys that do nothing, and `x`.
+fn choice_lines(preview: &PendingPreview, max: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    for c in &preview.choices {
+        let key = c
+            .key
+            .map(|k| format!("{k} → "))
+            .unwrap_or_else(|| "    ".into());
+        let style = if c.effect.starts_with("rejected") || c.effect.starts_with("stale") {
+            Style::new().fg(Color::Yellow)
+        } else {
+            Style::new()
+        };
+        lines.push(row_line(
+            &[
+                part(key, bold().fg(Color::Cyan)),
+                part(format!("{}: ", c.scope), bold()),
+                part(c.effect.clone(), style),
+            ],
+            &[],
+            max,
+        ));
+    }
+    for (key, kind) in [('g', "global"), ('r', "repo"), ('t', "task")] {
+        if !preview.choices.iter().any(|c| c.key == Some(key)) {
+            lines.push(row_line(
+                &[
+                    part(format!("{key}   "), dim()),
+                    part(format!("no {kind} candidate: does nothing"), dim()),
+                ],
+                &[],
+                max,
+            ));
+        }
+    }
+    lines.push(row_line(
+        &[
+            part("x → ", bold().fg(Color::Cyan)),
+            part("reject: nothing is written", Style::new()),
+        ],
+        &[],
+        max,
+    ));
+    lines
+}
+
+/// What each candidate scope of `item` would do: the store's own decision
+/// (`Store::preview_pending`), never a rule restated here.
+fn preview(store: &Store, item: &PendingItem) -> Result<PendingPreview> {
+    let mut choices = Vec::new();
+    let mut used: Vec<char> = Vec::new();
+    for (scope, decision) in store.preview_pending(item.id)? {
+        let key = match scope {
+            Scope::Global => 'g',
+            Scope::Repo(_) => 'r',
+            Scope::Task(_) => 't',
+        };
+        let key = (!used.contains(&key)).then(|| {
+            used.push(key);
+            key
+        });
+        let effect = decision.effect(&scope, &item.value, &value_text);
+        choices.push(Choice { key, scope, effect });
+    }
+    Ok(PendingPreview {
+        pending_id: item.id,
+        choices,
+    })
+}
+
+/// `user:42 · package_manager = npm`: a pending item as its confirms name it.
+fn pending_line(item: &PendingItem) -> String {
+    format!(
+        "{} · {} = {}",
+        item.subject,
+        item.predicate,
+        value_text(&item.value)
+    )
+}

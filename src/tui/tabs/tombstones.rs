@@ -1,0 +1,154 @@
+//! Tab 3, the tombstones: what was deleted, and `u` to lift a tombstone after a confirm.
+
+use super::{counted, Shell, TabComponent, View};
+use crate::model::{Identity, Tombstone};
+use crate::store::Store;
+use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
+use crate::tui::draw::{bold, dim, labelled, part, row_line, wrapped};
+use crate::tui::keymap::{Command, Context};
+use crate::tui::rows::{Cursor, ListPanes, Rows};
+use crate::tui::text::{age, ago, one_line, short_time};
+use anyhow::Result;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::Frame;
+
+#[derive(Debug, Clone, Default)]
+pub struct TombstonesTab {
+    pub rows: Rows<Tombstone>,
+}
+
+impl TombstonesTab {
+    /// `u`: a confirm that states what a restore does and does not bring back.
+    fn restore(&self, shell: &mut Shell<'_>) -> Action {
+        if !shell.writable() {
+            return Action::None;
+        }
+        let Some(t) = self.rows.selected() else {
+            shell.info("there are no tombstones to restore");
+            return Action::None;
+        };
+        let id = Identity {
+            subject: t.subject.clone(),
+            predicate: t.predicate.clone(),
+            scope: t.scope.clone(),
+        };
+        shell.open(Dialog::Confirm(ConfirmDialog {
+            title: "Restore this identity?".into(),
+            lines: vec![
+                format!("{id}"),
+                "Lifts the tombstone: later writes to it are accepted again.".into(),
+                "The purged values and raw texts do not come back.".into(),
+            ],
+            yes: "restore".into(),
+            curation: Curation::Restore(id),
+        }));
+        Action::None
+    }
+}
+
+impl TabComponent for TombstonesTab {
+    fn title(&self) -> String {
+        counted("Tombstones", self.rows.len())
+    }
+
+    fn context(&self) -> Option<Context> {
+        Some(Context::Tombstones)
+    }
+
+    fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
+        match cmd {
+            Command::Restore => Some(self.restore(shell)),
+            Command::Explain => Some(match self.rows.selected() {
+                Some(t) => shell.explain(&t.subject, &t.predicate, std::slice::from_ref(&t.scope)),
+                None => Action::None,
+            }),
+            _ => None,
+        }
+    }
+
+    fn list(&mut self) -> Option<&mut dyn Cursor> {
+        Some(&mut self.rows)
+    }
+
+    fn reload(&mut self, store: &Store) -> Result<()> {
+        self.rows.set(store.tombstones()?);
+        Ok(())
+    }
+
+    fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
+        let panes = ListPanes {
+            tab: Tab::Tombstones,
+            title: format!("Tombstones · {}", self.rows.len()),
+            empty: &[("Nothing has been deleted.", bold())],
+            detail_title: "Tombstone",
+        };
+        self.rows.draw(
+            frame,
+            body,
+            view,
+            &panes,
+            |t, max| list_line(t, view, max),
+            |t, max| detail_lines(t, view, max),
+        );
+    }
+}
+
+/// `user:42 · package_manager @ global  reason   v3 2d`
+fn list_line(t: &Tombstone, view: &View, max: usize) -> Line<'static> {
+    let reason = one_line(t.reason.as_deref().unwrap_or("no reason given"));
+    row_line(
+        &[
+            part(one_line(&t.subject), Style::new()),
+            part(" · ", dim()),
+            part(one_line(&t.predicate), bold()),
+            part(" @ ", dim()),
+            part(t.scope.to_string(), Style::new().fg(Color::Cyan)),
+            part(format!("  {reason}"), dim()),
+        ],
+        &[part(
+            format!(" v{} {:>3}", t.version, age(view.now, &t.deleted_at)),
+            dim(),
+        )],
+        max,
+    )
+}
+
+fn detail_lines(t: &Tombstone, view: &View, max: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    lines.extend(wrapped(
+        &format!("{} · {} @ {}", t.subject, t.predicate, t.scope),
+        bold(),
+        max,
+    ));
+    let deleted = format!(
+        "{} ({})",
+        short_time(&t.deleted_at),
+        ago(view.now, &t.deleted_at)
+    );
+    lines.extend(labelled("deleted", &deleted, Style::new(), 10, max));
+    let reason = t.reason.as_deref().unwrap_or("no reason given");
+    lines.extend(labelled("reason", reason, Style::new(), 10, max));
+    lines.push(row_line(
+        &[
+            part("tombstone ", dim()),
+            part(format!("v{}", t.version), Style::new()),
+        ],
+        &[],
+        max,
+    ));
+    lines.push(Line::raw(""));
+    // The pane's own help is wrapped, never cut: it says what u will and will not do.
+    lines.extend(wrapped(
+        "Writes to this identity are rejected while it is deleted.",
+        Style::new(),
+        max,
+    ));
+    lines.extend(wrapped(
+        "u restores it (after a confirm); the purged content does not come back.",
+        dim(),
+        max,
+    ));
+    lines
+}
