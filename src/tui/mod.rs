@@ -120,7 +120,7 @@ pub fn run(store: Store, mouse: Mouse) -> Result<i32> {
     session.mouse = mouse == Mouse::Capture;
     event_loop(&mut guard.terminal, &mut session)?;
     drop(guard);
-    Ok(crate::cli::EXIT_OK)
+    Ok(crate::frontend::EXIT_OK)
 }
 
 fn event_loop(terminal: &mut DefaultTerminal, session: &mut Session) -> Result<()> {
