@@ -110,6 +110,35 @@ fn raw_connection_synced(path: &Path, synchronous: &str) -> Connection {
 const RAW_INSERT: &str = "INSERT INTO t (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
                           VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?8)";
 
+/// Runs `stmt` (a [`RAW_INSERT`]) for request `r`, stored as `subject` in `scope`.
+fn raw_insert(
+    stmt: &mut rusqlite::Statement<'_>,
+    subject: &str,
+    scope: &str,
+    r: &WriteRequest,
+    seq: i64,
+) {
+    stmt.execute(rusqlite::params![
+        subject,
+        r.predicate,
+        scope,
+        r.value.to_string(),
+        r.source,
+        r.raw,
+        seq,
+        "2026-11-29T00:00:00.000Z"
+    ])
+    .expect("insert");
+}
+
+/// The one scope a bench request names.
+fn exact_scope(r: &WriteRequest) -> String {
+    match &r.scope {
+        ScopeChoice::Exact(s) => s.to_string(),
+        ScopeChoice::Ambiguous(_) => unreachable!("bench rows have one scope"),
+    }
+}
+
 fn request(i: usize, identities: usize) -> WriteRequest {
     let k = i % identities;
     WriteRequest {
@@ -149,19 +178,8 @@ fn bench_single_writes(dir: &Path, n: usize, durability: &str) -> Paired {
         let t = Instant::now();
         for (i, r) in reqs.iter().enumerate() {
             c.execute_batch("BEGIN IMMEDIATE").expect("begin");
-            c.prepare_cached(RAW_INSERT)
-                .expect("prep")
-                .execute(rusqlite::params![
-                    format!("raw:{i}"),
-                    r.predicate,
-                    "global",
-                    r.value.to_string(),
-                    r.source,
-                    r.raw,
-                    i as i64,
-                    "2026-11-29T00:00:00.000Z"
-                ])
-                .expect("insert");
+            let mut stmt = c.prepare_cached(RAW_INSERT).expect("prep");
+            raw_insert(&mut stmt, &format!("raw:{i}"), "global", r, i as i64);
             c.execute_batch("COMMIT").expect("commit");
         }
         rates.push(store_rate, n as f64 / t.elapsed().as_secs_f64());
@@ -198,10 +216,7 @@ fn raw_schema_rate(dir: &Path, round: usize, reqs: &[WriteRequest]) -> f64 {
                       VALUES ('set', ?1, ?2, ?3, 1, ?4, ?6, ?5, ?7, ?8, ?7)")
             .expect("prep");
         for (i, r) in reqs.iter().enumerate() {
-            let scope = match &r.scope {
-                ScopeChoice::Exact(s) => s.to_string(),
-                ScopeChoice::Ambiguous(_) => unreachable!("bench rows have one scope"),
-            };
+            let scope = exact_scope(r);
             let row = rusqlite::params![
                 r.subject,
                 r.predicate,
@@ -253,21 +268,7 @@ fn bench_apply(dir: &Path, n: usize) -> (Paired, Paired) {
         {
             let mut stmt = c.prepare(RAW_INSERT).expect("prep");
             for (i, r) in reqs.iter().enumerate() {
-                let scope = match &r.scope {
-                    ScopeChoice::Exact(s) => s.to_string(),
-                    ScopeChoice::Ambiguous(_) => unreachable!("bench rows have one scope"),
-                };
-                stmt.execute(rusqlite::params![
-                    r.subject,
-                    r.predicate,
-                    scope,
-                    r.value.to_string(),
-                    r.source,
-                    r.raw,
-                    i as i64,
-                    "2026-11-29T00:00:00.000Z"
-                ])
-                .expect("insert");
+                raw_insert(&mut stmt, &r.subject, &exact_scope(r), r, i as i64);
             }
         }
         c.execute_batch("COMMIT").expect("commit");

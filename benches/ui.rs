@@ -184,6 +184,18 @@ fn open_and_draw(path: &Path, terminal: &mut Terminal<TestBackend>) -> (Session,
     (session, t.elapsed())
 }
 
+/// `n` presses of `code`, each timed with its frame.
+fn presses(
+    session: &mut Session,
+    terminal: &mut Terminal<TestBackend>,
+    code: KeyCode,
+    n: usize,
+) -> Vec<Duration> {
+    (0..n)
+        .map(|_| keystroke(session, terminal, key(code)))
+        .collect()
+}
+
 fn keystroke(session: &mut Session, terminal: &mut Terminal<TestBackend>, k: KeyEvent) -> Duration {
     let t = Instant::now();
     session.handle_key(k);
@@ -254,14 +266,7 @@ fn main() {
     idle(&mut session);
 
     // Page-down through the list, then End, Home, page-up from the end.
-    let mut downs = Vec::new();
-    for _ in 0..300 {
-        downs.push(keystroke(
-            &mut session,
-            &mut terminal,
-            key(KeyCode::PageDown),
-        ));
-    }
+    let mut downs = presses(&mut session, &mut terminal, KeyCode::PageDown, 300);
     let mut ends = Vec::new();
     let mut ups = Vec::new();
     for _ in 0..20 {
@@ -334,14 +339,7 @@ fn main() {
     let filter_max = first_results.iter().copied().max().unwrap_or_default();
     // Paging through the filtered list stays on the keyset-free match list: measure it too.
     session.handle_key(key(KeyCode::Enter));
-    let mut fdowns = Vec::new();
-    for _ in 0..50 {
-        fdowns.push(keystroke(
-            &mut session,
-            &mut terminal,
-            key(KeyCode::PageDown),
-        ));
-    }
+    let mut fdowns = presses(&mut session, &mut terminal, KeyCode::PageDown, 50);
     let (_, fdown_p99, fdown_max) = spread(&mut fdowns);
     // The check tab scans everything too: include it in the peak.
     session.handle_key(key(KeyCode::Esc));

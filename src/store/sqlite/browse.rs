@@ -6,12 +6,12 @@
 //! `repo:…` or `task:…` (the schema's CHECK), byte order already puts the global group first,
 //! then every repo, then every task — and the `memories_by_scope` index serves it directly.
 
-use super::rows::{memory_from_row, MEMORY_COLUMNS};
+use super::rows::{identity_row, memory_from_row, MEMORY_COLUMNS};
 use super::{format_time, Store};
 use crate::model::{Identity, MemoryRecord, ReadRecord, Scope, Tombstone};
 use anyhow::{anyhow, Result};
 use chrono::{DateTime, Utc};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::params;
 
 /// A record's place in the current view's order.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -316,25 +316,21 @@ impl Store {
     /// The tombstone of one identity, if it is deleted.
     pub fn tombstone(&self, id: &Identity) -> Result<Option<Tombstone>> {
         let id = &super::spellings::find_identity(&self.conn, id)?;
-        Ok(self
-            .conn
-            .prepare_cached(
-                "SELECT version, reason, deleted_at FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            )?
-            .query_row(
-                params![id.subject, id.predicate, id.scope.to_string()],
-                |r| {
-                    Ok(Tombstone {
-                        subject: id.subject.clone(),
-                        predicate: id.predicate.clone(),
-                        scope: id.scope.clone(),
-                        version: r.get(0)?,
-                        reason: r.get(1)?,
-                        deleted_at: r.get(2)?,
-                    })
-                },
-            )
-            .optional()?)
+        identity_row(
+            &self.conn,
+            "SELECT version, reason, deleted_at FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            id,
+            |r| {
+                Ok(Tombstone {
+                    subject: id.subject.clone(),
+                    predicate: id.predicate.clone(),
+                    scope: id.scope.clone(),
+                    version: r.get(0)?,
+                    reason: r.get(1)?,
+                    deleted_at: r.get(2)?,
+                })
+            },
+        )
     }
 }
 

@@ -730,28 +730,20 @@ pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
     let violations = c.violations;
     let mut metrics = BTreeMap::new();
     let count = |sql: &str| -> Result<i64> { Ok(conn.query_row(sql, [], |r| r.get(0))?) };
-    metrics.insert(
-        "memories".into(),
-        count("SELECT count(*) FROM memories")?.into(),
-    );
-    metrics.insert(
-        "history_events".into(),
-        count("SELECT count(*) FROM history")?.into(),
-    );
-    metrics.insert(
-        "tombstones".into(),
-        count("SELECT count(*) FROM tombstones")?.into(),
-    );
-    metrics.insert(
-        "pending_open".into(),
-        count("SELECT count(*) FROM pending WHERE status = 'open'")?.into(),
-    );
-    metrics.insert("busy_retries".into(), metric(conn, "busy_retries")?.into());
-    metrics.insert(
-        "resurrection_blocked".into(),
-        metric(conn, "resurrection_blocked")?.into(),
-    );
-    metrics.insert("stale_writes".into(), metric(conn, "stale_writes")?.into());
+    for (name, sql) in [
+        ("memories", "SELECT count(*) FROM memories"),
+        ("history_events", "SELECT count(*) FROM history"),
+        ("tombstones", "SELECT count(*) FROM tombstones"),
+        (
+            "pending_open",
+            "SELECT count(*) FROM pending WHERE status = 'open'",
+        ),
+    ] {
+        metrics.insert(name.into(), count(sql)?.into());
+    }
+    for name in ["busy_retries", "resurrection_blocked", "stale_writes"] {
+        metrics.insert(name.into(), metric(conn, name)?.into());
+    }
     let mut stmt = conn.prepare("SELECT DISTINCT predicate FROM memories ORDER BY predicate")?;
     let preds: Vec<String> = stmt
         .query_map([], |r| r.get(0))?

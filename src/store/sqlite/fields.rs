@@ -53,26 +53,30 @@ struct Rule {
 /// What is wrong with a stored text, or `None`.
 type FieldTest = fn(&str) -> Option<String>;
 
-fn subject_rule(v: &str) -> Option<String> {
-    match normalize_subject(v) {
+/// A `what` field must be stored as its normal form: `normalized` is what the write path
+/// makes of `v`; `invalid` says what a value it refuses is not.
+fn normal_form_rule(
+    what: &str,
+    v: &str,
+    normalized: Result<String, String>,
+    invalid: &str,
+) -> Option<String> {
+    match normalized {
         Ok(n) if n == v => None,
         Ok(n) => Some(format!(
-            "subject {} is not in normal form ({n:?})",
+            "{what} {} is not in normal form ({n:?})",
             quoted(v)
         )),
-        Err(e) => Some(format!("subject {} is not a valid subject: {e}", quoted(v))),
+        Err(e) => Some(format!("{what} {} is not {invalid}: {e}", quoted(v))),
     }
 }
 
+fn subject_rule(v: &str) -> Option<String> {
+    normal_form_rule("subject", v, normalize_subject(v), "a valid subject")
+}
+
 fn predicate_rule(v: &str) -> Option<String> {
-    match normalize_predicate(v) {
-        Ok(n) if n == v => None,
-        Ok(n) => Some(format!(
-            "predicate {} is not in normal form ({n:?})",
-            quoted(v)
-        )),
-        Err(e) => Some(format!("predicate {} is not valid: {e}", quoted(v))),
-    }
+    normal_form_rule("predicate", v, normalize_predicate(v), "valid")
 }
 
 fn scope_rule(v: &str) -> Option<String> {

@@ -224,21 +224,14 @@ impl Store {
         task: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<Resolution> {
-        let subject = spellings::find_subject(&self.conn, subject)?;
-        let predicate = self.canonical_predicate(predicate)?;
-        let repo = spellings::find_context_id(&self.conn, "repo", repo)?;
-        let task = spellings::find_context_id(&self.conn, "task", task)?;
+        let (subject, predicate, chain) =
+            resolution_identities(&self.conn, subject, predicate, repo, task)?;
         let at_text = format_time(at);
         let mut considered = Vec::new();
         // (scope, value, version, source) of the scope that wins.
         type Winner = (String, Option<Value>, Option<i64>, Option<String>);
         let mut winner: Option<Winner> = None;
-        for scope in resolution_chain(repo.as_deref(), task.as_deref()) {
-            let id = Identity {
-                subject: subject.clone(),
-                predicate: predicate.clone(),
-                scope,
-            };
+        for id in chain {
             let scope_text = id.scope.to_string();
             let wins = winner.is_none();
             let c = match state_at(&self.conn, &id, &at_text)? {
@@ -290,26 +283,8 @@ impl Store {
                         ),
                     }
                 }
-                StateAt::Deleted => Considered {
-                    scope: scope_text,
-                    found: false,
-                    value: None,
-                    wins: false,
-                    version: None,
-                    source: None,
-                    updated_at: None,
-                    state: "deleted".into(),
-                },
-                StateAt::Absent => Considered {
-                    scope: scope_text,
-                    found: false,
-                    value: None,
-                    wins: false,
-                    version: None,
-                    source: None,
-                    updated_at: None,
-                    state: "absent".into(),
-                },
+                StateAt::Deleted => not_found(scope_text, "deleted"),
+                StateAt::Absent => not_found(scope_text, "absent"),
             };
             considered.push(c);
         }
@@ -544,6 +519,44 @@ pub struct ReadFilter {
     pub limit: Option<i64>,
 }
 
+/// The subject and predicate as the store spells them, and the identities a resolution visits
+/// for them, most specific scope first: what `resolve_on` and `Store::resolve_at` both walk.
+fn resolution_identities(
+    conn: &Connection,
+    subject: &str,
+    predicate: &str,
+    repo: Option<&str>,
+    task: Option<&str>,
+) -> Result<(String, String, Vec<Identity>)> {
+    let subject = spellings::find_subject(conn, subject)?;
+    let predicate = super::canonical_predicate(conn, predicate)?;
+    let repo = spellings::find_context_id(conn, "repo", repo)?;
+    let task = spellings::find_context_id(conn, "task", task)?;
+    let chain = resolution_chain(repo.as_deref(), task.as_deref())
+        .into_iter()
+        .map(|scope| Identity {
+            subject: subject.clone(),
+            predicate: predicate.clone(),
+            scope,
+        })
+        .collect();
+    Ok((subject, predicate, chain))
+}
+
+/// A scope of the chain that holds no live value: `state` says why ("deleted", "absent").
+fn not_found(scope: String, state: &str) -> Considered {
+    Considered {
+        scope,
+        found: false,
+        value: None,
+        wins: false,
+        version: None,
+        source: None,
+        updated_at: None,
+        state: state.into(),
+    }
+}
+
 /// Resolution on any connection (the logged read runs it inside its transaction).
 pub(crate) fn resolve_on(
     conn: &Connection,
@@ -552,18 +565,10 @@ pub(crate) fn resolve_on(
     repo: Option<&str>,
     task: Option<&str>,
 ) -> Result<Resolution> {
-    let subject = spellings::find_subject(conn, subject)?;
-    let predicate = super::canonical_predicate(conn, predicate)?;
-    let repo = spellings::find_context_id(conn, "repo", repo)?;
-    let task = spellings::find_context_id(conn, "task", task)?;
+    let (subject, predicate, chain) = resolution_identities(conn, subject, predicate, repo, task)?;
     let mut considered = Vec::new();
     let mut winner: Option<crate::model::MemoryRecord> = None;
-    for scope in resolution_chain(repo.as_deref(), task.as_deref()) {
-        let id = Identity {
-            subject: subject.clone(),
-            predicate: predicate.clone(),
-            scope,
-        };
+    for id in chain {
         let scope_text = id.scope.to_string();
         let entry = match current(conn, &id)? {
             Some(rec) => {
@@ -587,20 +592,14 @@ pub(crate) fn resolve_on(
                 }
                 c
             }
-            None => Considered {
-                scope: scope_text,
-                found: false,
-                value: None,
-                wins: false,
-                version: None,
-                source: None,
-                updated_at: None,
-                state: if tombstoned(conn, &id)? {
-                    "deleted".into()
+            None => not_found(
+                scope_text,
+                if tombstoned(conn, &id)? {
+                    "deleted"
                 } else {
-                    "absent".into()
+                    "absent"
                 },
-            },
+            ),
         };
         considered.push(entry);
     }

@@ -105,16 +105,29 @@ pub(crate) fn pending_item(conn: &Connection, id: i64) -> Result<Option<PendingI
         .optional()?)
 }
 
-pub(crate) fn current(conn: &Connection, id: &Identity) -> Result<Option<MemoryRecord>> {
+/// The one row `sql` selects for `id` (bound as ?1 subject, ?2 predicate, ?3 scope), mapped
+/// by `f`, if there is one.
+pub(crate) fn identity_row<T>(
+    conn: &Connection,
+    sql: &str,
+    id: &Identity,
+    f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Option<T>> {
     Ok(conn
-        .prepare_cached(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3"
-        ))?
-        .query_row(
-            params![id.subject, id.predicate, id.scope.to_string()],
-            memory_from_row,
-        )
+        .prepare_cached(sql)?
+        .query_row(params![id.subject, id.predicate, id.scope.to_string()], f)
         .optional()?)
+}
+
+pub(crate) fn current(conn: &Connection, id: &Identity) -> Result<Option<MemoryRecord>> {
+    identity_row(
+        conn,
+        &format!(
+            "SELECT {MEMORY_COLUMNS} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3"
+        ),
+        id,
+        memory_from_row,
+    )
 }
 
 /// Fills `valid_until` of each `set` event: the time of the next event that ended it in the
@@ -135,28 +148,22 @@ pub(crate) fn mark_validity(events: &mut [HistoryEvent]) {
 }
 
 pub(crate) fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-        )?
-        .query_row(
-            params![id.subject, id.predicate, id.scope.to_string()],
-            |r| r.get(0),
-        )
-        .optional()?)
+    identity_row(
+        conn,
+        "SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        id,
+        |r| r.get(0),
+    )
 }
 
 /// The highest version an identity ever used (applied versions and tombstones).
 pub(crate) fn max_version(conn: &Connection, id: &Identity) -> Result<i64> {
-    let from_memory: Option<i64> = conn
-        .prepare_cached(
-            "SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-        )?
-        .query_row(
-            params![id.subject, id.predicate, id.scope.to_string()],
-            |r| r.get(0),
-        )
-        .optional()?;
+    let from_memory: Option<i64> = identity_row(
+        conn,
+        "SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        id,
+        |r| r.get(0),
+    )?;
     Ok([
         history_max_version(conn, id)?,
         from_memory,
@@ -172,14 +179,14 @@ pub(crate) fn max_version(conn: &Connection, id: &Identity) -> Result<i64> {
 pub(crate) fn history_max_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
     // Callers probe for any history first: SQLite re-prepares this aggregate on every run as
     // the table grows, which would cost a parse on every new identity.
-    Ok(conn
-        .prepare_cached(
-            "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-        )?
-        .query_row(
-            params![id.subject, id.predicate, id.scope.to_string()],
-            |r| r.get(0),
-        )?)
+    // An aggregate always returns its one row: NULL when the log is empty.
+    Ok(identity_row(
+        conn,
+        "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+        id,
+        |r| r.get::<_, Option<i64>>(0),
+    )?
+    .flatten())
 }
 
 /// A `reads` row, selected as `id, at, agent, subject, predicate, repo, task, scope, version,

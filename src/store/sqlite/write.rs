@@ -296,6 +296,22 @@ pub(crate) fn write_in_tx(
         }
     };
     let decision = decide_write(&probe, &w.value, seq);
+    // An insert and a supersede store the same nine values, each with its own statement, and
+    // log the same `set` event.
+    let set_version = |sql: &str, version: i64, st: &mut TxState| -> Result<()> {
+        conn.prepare_cached(sql)?.execute(params![
+            id.subject,
+            id.predicate,
+            scope_text,
+            w.value_text,
+            version,
+            w.source,
+            w.raw,
+            seq,
+            now
+        ])?;
+        st.log_set(conn, w, scope_text, version, seq, now)
+    };
     let mut out = base_outcome(decision.kind(), &id);
     out.reason = decision.reason();
     match decision {
@@ -313,14 +329,12 @@ pub(crate) fn write_in_tx(
         }
         WriteDecision::Insert { version } => {
             st.expect_fresh = !has_history;
-            conn.prepare_cached(
+            set_version(
                 "INSERT OR FAIL INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9)",
-            )?
-            .execute(params![
-                id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
-            ])?;
-            st.log_set(conn, w, scope_text, version, seq, now)?;
+                version,
+                st,
+            )?;
             out.version = Some(version);
             out.value = Some(w.value.clone());
         }
@@ -359,15 +373,13 @@ pub(crate) fn write_in_tx(
         WriteDecision::Supersede {
             version, previous, ..
         } => {
-            conn.prepare_cached(
+            set_version(
                 "UPDATE OR FAIL memories SET value = ?4, version = ?5, source = ?6, raw = ?7, causal_seq = ?8, updated_at = ?9,
                         confirmed_at = NULL, confirm_count = 0, confirmed_source = NULL, confirmed_seq = NULL
                  WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            )?
-            .execute(params![
-                id.subject, id.predicate, scope_text, w.value_text, version, w.source, w.raw, seq, now
-            ])?;
-            st.log_set(conn, w, scope_text, version, seq, now)?;
+                version,
+                st,
+            )?;
             out.version = Some(version);
             out.value = Some(w.value.clone());
             out.previous = Some(previous);
