@@ -97,14 +97,23 @@ impl Tmux {
             .into_owned()
     }
 
-    /// Polls the screen until `pred` holds; panics with the last screen after the timeout.
+    /// Polls the screen until `pred` holds on a settled frame — the same screen twice in a
+    /// row, so a frame the terminal is still receiving (a capture can land half-way through
+    /// one) is never what a test asserts on; panics with the last screen after the timeout.
     pub fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
+        let mut last: Option<String> = None;
         loop {
             let s = self.screen();
             if pred(&s) {
-                return s;
+                if last.as_deref() == Some(s.as_str()) {
+                    return s;
+                }
+                last = Some(s);
+                std::thread::sleep(Duration::from_millis(30));
+                continue;
             }
+            last = None;
             if start.elapsed() > TIMEOUT {
                 panic!("timed out waiting for {what}; the screen:\n{s}");
             }
