@@ -86,7 +86,8 @@ pub fn is_damage(e: &anyhow::Error) -> bool {
     })
 }
 
-const NAMES: [&str; 7] = [
+/// The six invariants `check` proves, by number (README, "check"); index 0 is unused.
+pub const INVARIANT_NAMES: [&str; 7] = [
     "",
     "uniqueness",
     "causal monotonicity",
@@ -131,7 +132,7 @@ impl Checker<'_> {
         if self.violations.len() < self.limit {
             self.violations.push(Violation {
                 invariant,
-                name: NAMES[invariant as usize],
+                name: INVARIANT_NAMES[invariant as usize],
                 detail,
             });
         }

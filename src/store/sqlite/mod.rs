@@ -21,7 +21,7 @@ mod tx;
 mod write;
 
 pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate};
-pub use check::{is_damage, CheckReport, Integrity, IntegrityMode, Violation};
+pub use check::{is_damage, CheckReport, Integrity, IntegrityMode, Violation, INVARIANT_NAMES};
 pub use incident::{parse_time, ReadFilter};
 pub use private::Exposure;
 pub use read::ListFilter;

@@ -38,14 +38,6 @@ impl Default for CheckTab {
     }
 }
 
-const INVARIANTS: [&str; 6] = [
-    "uniqueness",
-    "causal monotonicity",
-    "deletion monotonicity",
-    "current view = history",
-    "version contiguity",
-    "normalization",
-];
 
 impl TabComponent for CheckTab {
     fn title(&self) -> String {
@@ -128,7 +120,7 @@ fn report_lines(report: &CheckReport, max: usize) -> Vec<Line<'static>> {
         ));
     }
     lines.push(Line::raw(""));
-    for (i, name) in INVARIANTS.iter().enumerate() {
+    for (i, name) in crate::store::INVARIANT_NAMES[1..].iter().enumerate() {
         let n = report
             .violations
             .iter()
