@@ -39,6 +39,13 @@ fn the_demo_incident_is_the_one_suspect_and_rescoping_it_clears_it() {
         .collect();
     assert!(radius.contains(&"repo:web-app"), "{radius:?}");
     assert!(s["reads"].as_i64().unwrap() > 0);
+    // `check` counts them as a health figure, not a violation.
+    let (code, report) = db.check();
+    assert_eq!(
+        (code, &report["metrics"]["suspects"]),
+        (0, &json!(1)),
+        "{report:#}"
+    );
     // The text names the fix as a command that can be pasted.
     let text = db.run(&["suspects"]).ok().stdout;
     assert!(
@@ -63,6 +70,7 @@ fn the_demo_incident_is_the_one_suspect_and_rescoping_it_clears_it() {
         Vec::<serde_json::Value>::new()
     );
     assert!(db.run(&["suspects"]).ok().stdout.contains("no suspects"));
+    assert_eq!(db.check().1["metrics"]["suspects"], 0);
 }
 
 #[test]
