@@ -320,15 +320,16 @@ impl Checker<'_> {
     /// the first spelling; a second one was written around it.
     fn one_spelling_per_place(&mut self) -> Result<()> {
         for (what, sql) in [
+            // The current view, tombstones and the queue: every identity's history hangs off
+            // one of them (a full scan of history would double check's time on 1M records).
             (
                 "subject",
                 "SELECT subject FROM memories UNION SELECT subject FROM tombstones
-                 UNION SELECT subject FROM history UNION SELECT subject FROM pending",
+                 UNION SELECT subject FROM pending",
             ),
             (
                 "scope",
-                "SELECT scope FROM memories UNION SELECT scope FROM tombstones
-                 UNION SELECT scope FROM history",
+                "SELECT DISTINCT scope FROM memories UNION SELECT scope FROM tombstones",
             ),
         ] {
             let mut stmt = self.conn.prepare(sql)?;
