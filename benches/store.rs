@@ -149,6 +149,7 @@ fn request(i: usize, identities: usize) -> WriteRequest {
         source: format!("thread:{i}/message:1"),
         raw: Some(format!("用户原话 {i}")),
         causal_seq: None,
+        context: None,
     }
 }
 

@@ -285,6 +285,20 @@ pub struct WriteRequest {
     pub raw: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub causal_seq: Option<i64>,
+    /// Where the write was made — the agent's repository and task when it heard the words —
+    /// which is not its scope: the scope guard weighs the words against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<WriteContext>,
+}
+
+/// The place a write was made in (`"context": {"repo": "web-app", "task": "fix-1"}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteContext {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
 }
 
 impl WriteRequest {
@@ -592,6 +606,10 @@ pub struct PendingItem {
     /// current one. `None` for an ambiguous write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_from: Option<String>,
+    /// Why it waits, when memscope queued it rather than the writer: the scope guard's
+    /// evidence (README, "The scope guard").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -90,6 +90,9 @@ pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
                 if let Some(raw) = &p.raw {
                     outln!("    “{}”", shorten(raw, 100));
                 }
+                if let Some(reason) = &p.reason {
+                    outln!("    why: {}", shorten(reason, 200));
+                }
                 if let Some(from) = &p.merged_from {
                     outln!(
                         "    two spellings of one memory disagreed: this value was held under {from}; resolve to make it current, reject to keep the current one"

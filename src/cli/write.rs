@@ -1,7 +1,7 @@
 //! `write`, `apply`.
 
 use super::{errln, outln, print_json, usage, EXIT_FAILED, EXIT_OK};
-use crate::model::{to_json, ScopeChoice, WriteRequest};
+use crate::model::{to_json, ScopeChoice, WriteContext, WriteRequest};
 use crate::store::Store;
 use anyhow::{Context, Result};
 use clap::{ArgGroup, Args};
@@ -39,6 +39,13 @@ pub struct WriteArgs {
     /// Causal sequence number from `memscope seq`, taken when the operation started
     #[arg(long)]
     pub causal_seq: Option<i64>,
+    /// The repository the words were said in (not the scope): the scope guard queues a global
+    /// write whose words point at it
+    #[arg(long, value_name = "ID")]
+    pub in_repo: Option<String>,
+    /// The task the words were said in
+    #[arg(long, value_name = "ID")]
+    pub in_task: Option<String>,
     /// Print the outcome as JSON
     #[arg(long)]
     pub json: bool,
@@ -72,6 +79,10 @@ pub fn write(open: impl FnOnce() -> Result<Store>, a: WriteArgs) -> Result<i32> 
         source: a.source,
         raw: a.raw,
         causal_seq: a.causal_seq,
+        context: (a.in_repo.is_some() || a.in_task.is_some()).then_some(WriteContext {
+            repo: a.in_repo,
+            task: a.in_task,
+        }),
     };
     crate::store::validate(req.clone())?;
     let out = open()?.write(&req)?;

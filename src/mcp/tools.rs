@@ -6,7 +6,7 @@
 use super::context::McpContext;
 use crate::model::{
     shorten, DeleteTarget, Identity, OutcomeKind, OutcomeScope, Resolution, Scope, ScopeChoice,
-    WriteOutcome, WriteRequest,
+    WriteContext, WriteOutcome, WriteRequest,
 };
 use crate::store::{ListFilter, Store};
 use serde_json::{json, Map, Value};
@@ -317,6 +317,11 @@ impl Tools {
             source,
             raw,
             causal_seq: None,
+            // Where the agent works: the scope guard weighs its words against it.
+            context: Some(WriteContext {
+                repo: self.ctx.repo.clone(),
+                task: self.ctx.task.clone(),
+            }),
         };
         let mut store = self.store();
         let out = store

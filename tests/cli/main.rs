@@ -12,5 +12,6 @@ mod contract;
 mod guards;
 mod hostile_text;
 mod layout;
+mod scope_guard;
 mod suspects;
 mod wrong_answers;

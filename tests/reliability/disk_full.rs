@@ -253,6 +253,7 @@ fn library_write_on_a_full_disk_is_an_error_and_the_store_recovers() {
             source: format!("lib:{i}"),
             raw: Some(big_value(5000 + i, 8 * 1024)),
             causal_seq: None,
+            context: None,
         };
         match store.write(&req) {
             Ok(_) => ok += 1,
@@ -279,6 +280,7 @@ fn library_write_on_a_full_disk_is_an_error_and_the_store_recovers() {
         source: "lib:after".into(),
         raw: None,
         causal_seq: None,
+        context: None,
     };
     store.write(&req).expect("a write after space was freed");
     let report = store.check().unwrap();

@@ -698,6 +698,7 @@ impl Harness {
                     source: source.clone(),
                     raw: raw_text.clone(),
                     causal_seq: requested,
+                    context: None,
                 };
                 let key = self.model.key(*s, *p, *sc);
                 let expect = self.model.exact_write(
@@ -735,6 +736,7 @@ impl Harness {
                         source: source.clone(),
                         raw: Some(format!("maybe everywhere? ({source})")),
                         causal_seq: self.model.seq_of(seq),
+                        context: None,
                     },
                     candidates,
                 };

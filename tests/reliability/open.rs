@@ -1321,6 +1321,7 @@ fn req(
         source: source.into(),
         raw: None,
         causal_seq: None,
+        context: None,
     }
 }
 

@@ -76,6 +76,7 @@ fn request(subject: &str, predicate: &str, value: &str, raw: Option<&str>) -> Wr
         source: "purge-test".into(),
         raw: raw.map(str::to_string),
         causal_seq: None,
+        context: None,
     }
 }
 

@@ -614,6 +614,7 @@ fn a_resolution_that_waited_behind_a_delete_is_rejected_and_check_stays_clean() 
                 source: source.into(),
                 raw: Some("use vitest".into()),
                 causal_seq: None,
+                context: None,
             })
             .unwrap()
     };

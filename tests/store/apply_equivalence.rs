@@ -76,6 +76,7 @@ fn request(l: &Line) -> WriteRequest {
         source: format!("thread:{}", l.value),
         raw: Some(format!("原话 {} 🚀", l.value)),
         causal_seq: l.causal_seq,
+        context: None,
     }
 }
 
@@ -112,6 +113,7 @@ fn seeded(db: &TestDb) -> Store {
                 source: "seed".into(),
                 raw: None,
                 causal_seq: None,
+                context: None,
             })
             .unwrap();
     }

@@ -703,6 +703,7 @@ fn the_causal_clock_survives_a_purge_of_its_newest_events() {
         source: "thread:1".into(),
         raw: Some("用户原话 🧪".into()),
         causal_seq: None,
+        context: None,
     };
     store.write(&req("formatter", "biome")).unwrap();
     let newest = store

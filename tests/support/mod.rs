@@ -478,6 +478,7 @@ pub fn req(
         source: source.into(),
         raw: None,
         causal_seq: None,
+        context: None,
     }
 }
 
@@ -501,6 +502,7 @@ pub fn ambiguous_req(
         source: source.into(),
         raw: None,
         causal_seq: None,
+        context: None,
     }
 }
 

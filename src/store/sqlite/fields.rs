@@ -130,6 +130,12 @@ fn durability_rule(v: &str) -> Option<String> {
         .then(|| format!("durability {} is not full or normal", quoted(v)))
 }
 
+fn scope_guard_rule(v: &str) -> Option<String> {
+    crate::store::guard::GuardMode::parse(v)
+        .is_none()
+        .then(|| format!("scope_guard {} is not queue, flag or off", quoted(v)))
+}
+
 fn quoted(v: &str) -> String {
     crate::model::shorten(&serde_json::Value::from(v).to_string(), 80)
 }
@@ -190,6 +196,7 @@ const SETTINGS: &[(&str, u8, FieldTest)] = &[
     ("retention_days", 6, days_rule),
     ("tombstone_safe_days", 6, days_rule),
     ("durability", 6, durability_rule),
+    ("scope_guard", 6, scope_guard_rule),
     ("purge_debt_since", 6, time_rule),
 ];
 

@@ -67,7 +67,7 @@ pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
     })
 }
 
-pub(crate) const PENDING_COLUMNS: &str = "id, subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, resolved_scope, resolution, merged_from";
+pub(crate) const PENDING_COLUMNS: &str = "id, subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, resolved_scope, resolution, merged_from, reason";
 
 pub(crate) fn pending_from_row(r: &Row<'_>) -> rusqlite::Result<PendingItem> {
     let candidates: Vec<String> =
@@ -92,6 +92,7 @@ pub(crate) fn pending_from_row(r: &Row<'_>) -> rusqlite::Result<PendingItem> {
         resolved_scope: r.get(10)?,
         resolution: r.get(11)?,
         merged_from: r.get(12)?,
+        reason: r.get(13)?,
     })
 }
 

@@ -278,6 +278,7 @@ CREATE TABLE spellings (
 ) WITHOUT ROWID;
 
 ALTER TABLE pending ADD COLUMN merged_from TEXT;
+ALTER TABLE pending ADD COLUMN reason TEXT;
 
 PRAGMA writable_schema = ON;
 UPDATE sqlite_schema SET sql =

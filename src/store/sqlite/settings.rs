@@ -2,6 +2,7 @@
 //! end refuses the same values. The rows live in the `settings` table (docs/SCHEMA.md).
 
 use super::Store;
+use crate::store::guard::GuardMode;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
@@ -45,8 +46,20 @@ impl Durability {
 }
 
 /// The settings `memscope settings set` may change, with what each takes.
-pub const USER_SETTINGS: [(&str, &str); 3] = [
+/// The scope guard's setting (README, "The scope guard"): `queue` (the default), `flag`, `off`.
+pub const SCOPE_GUARD_KEY: &str = "scope_guard";
+
+/// The guard mode a stored setting names; anything else (or none) is the default, `queue`.
+pub(crate) fn scope_guard_of(value: Option<&str>) -> GuardMode {
+    value.and_then(GuardMode::parse).unwrap_or(GuardMode::Queue)
+}
+
+pub const USER_SETTINGS: [(&str, &str); 4] = [
     (DURABILITY_KEY, "full or normal"),
+    (
+        SCOPE_GUARD_KEY,
+        "queue, flag or off: what a global write whose words point at one place comes to",
+    ),
     (
         "retention_days",
         "a whole number of days, 0 = keep history forever",
@@ -61,6 +74,7 @@ impl Store {
         for (key, _) in USER_SETTINGS {
             let value = match (key, self.setting(key)?) {
                 (DURABILITY_KEY, v) => Durability::from_setting(v.as_deref()).as_str().to_string(),
+                (SCOPE_GUARD_KEY, v) => scope_guard_of(v.as_deref()).as_str().to_string(),
                 (_, Some(v)) => v,
                 ("retention_days", None) => "0".into(),
                 (_, None) => "30".into(),
@@ -80,6 +94,13 @@ impl Store {
                 "normal" => Durability::Normal.as_str().to_string(),
                 _ => bail!(
                     "durability must be full or normal, got {}: full syncs every commit, normal only at checkpoints",
+                    crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)
+                ),
+            },
+            SCOPE_GUARD_KEY => match GuardMode::parse(&value.to_ascii_lowercase()) {
+                Some(mode) => mode.as_str().to_string(),
+                None => bail!(
+                    "scope_guard must be queue, flag or off, got {}: queue asks a human, flag applies and marks, off trusts the writer",
                     crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)
                 ),
             },

@@ -10,6 +10,7 @@ use super::hot::HotStmts;
 use super::spellings::SpellingMemo;
 use super::{explain_sqlite, Store};
 use crate::model::MAX_CAUSAL_SEQ;
+use crate::store::guard::{GuardMode, Places};
 use anyhow::{anyhow, Result};
 use rusqlite::{Connection, OptionalExtension};
 use std::collections::HashMap;
@@ -115,6 +116,8 @@ pub(crate) struct TxState {
     pub(crate) guard_intact: Option<bool>,
     /// Subjects and scopes in their stored spelling, once looked up or registered.
     pub(crate) spellings: SpellingMemo,
+    /// The scope guard's mode and the places the database knows, once read.
+    pub(crate) guard: Option<(GuardMode, Places)>,
 }
 
 impl Default for TxState {
@@ -127,6 +130,7 @@ impl Default for TxState {
             batch: false,
             guard_intact: None,
             spellings: SpellingMemo::default(),
+            guard: None,
         }
     }
 }

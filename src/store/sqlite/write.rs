@@ -9,9 +9,11 @@ use crate::model::{
     normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope,
     PendingItem, Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
 };
+use crate::model::{parse_context_id, ContextKind};
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
+use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict};
 use anyhow::{anyhow, bail, Result};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read};
 
@@ -80,6 +82,52 @@ impl TxState {
         Ok(())
     }
 
+    /// The scope guard's verdict on an exact write (`guard::judge`): its mode and the known
+    /// places are read once per transaction; the siblings — the scoped records the same
+    /// source (message) wrote of this subject — once per write, through the subject's history.
+    fn guard(&mut self, conn: &Connection, w: &PreparedWrite) -> Result<Verdict> {
+        if self.guard.is_none() {
+            let mode = super::settings::scope_guard_of(
+                conn.prepare_cached("SELECT value FROM settings WHERE key = ?1")?
+                    .query_row([super::settings::SCOPE_GUARD_KEY], |r| {
+                        r.get::<_, String>(0)
+                    })
+                    .optional()?
+                    .as_deref(),
+            );
+            let known: Vec<Scope> = conn
+                .prepare_cached("SELECT spelling FROM spellings WHERE kind = 'scope'")?
+                .query_map([], |r| r.get::<_, String>(0))?
+                .filter_map(|s| s.ok().and_then(|s| Scope::parse(&s).ok()))
+                .collect();
+            self.guard = Some((mode, Places::new(&known)));
+        }
+        let Some((mode, places)) = &self.guard else {
+            return Ok(Verdict::Apply);
+        };
+        if *mode == GuardMode::Off {
+            return Ok(Verdict::Apply);
+        }
+        let siblings: Vec<(String, Scope)> = conn
+            .prepare_cached(
+                "SELECT DISTINCT predicate, scope FROM history
+                 WHERE subject = ?1 AND source = ?2 AND event = 'set' AND scope <> 'global'",
+            )?
+            .query_map(params![w.subject, w.source], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?
+            .filter_map(|r| r.ok())
+            .filter_map(|(p, s)| Scope::parse(&s).ok().map(|s| (p, s)))
+            .collect();
+        let ev = Evidence {
+            raw: w.raw.as_deref(),
+            context: w.context.clone(),
+            known_places: places,
+            siblings: &siblings,
+        };
+        Ok(judge(Cues::shipped(), &Scope::Global, &ev, *mode))
+    }
+
     /// `predicate` normalized and mapped through the alias table.
     fn canonical_predicate(&mut self, conn: &Connection, predicate: &str) -> Result<String> {
         if let Some(c) = self.canonical.get(predicate) {
@@ -104,6 +152,8 @@ pub(crate) struct PreparedWrite {
     pub source: String,
     pub raw: Option<String>,
     pub causal_seq: Option<i64>,
+    /// Where the write was made (the scope guard's context), ids in their scope form's id.
+    pub context: Option<Context>,
 }
 
 impl PreparedWrite {
@@ -126,6 +176,7 @@ impl PreparedWrite {
             source,
             raw,
             causal_seq,
+            context: None,
         })
     }
 
@@ -201,6 +252,23 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
             crate::model::MAX_VALUE_DEPTH
         )));
     }
+    let context = match &req.context {
+        Some(c) => Some(Context {
+            repo: c
+                .repo
+                .as_deref()
+                .map(|r| parse_context_id(ContextKind::Repo, r))
+                .transpose()
+                .map_err(InvalidRequest)?,
+            task: c
+                .task
+                .as_deref()
+                .map(|t| parse_context_id(ContextKind::Task, t))
+                .transpose()
+                .map_err(InvalidRequest)?,
+        }),
+        None => None,
+    };
     // Words that say nothing are no words: absent, whichever front end sent them.
     let raw = req.raw.filter(|r| !r.trim().is_empty());
     if let Some(raw) = &raw {
@@ -224,6 +292,7 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
         choice: req.scope,
         raw,
         causal_seq: req.causal_seq,
+        context,
     })
 }
 
@@ -265,10 +334,22 @@ pub(crate) fn write_in_tx(
     let (scope, scope_text) = match (&w.choice, &w.scope_text) {
         (ScopeChoice::Exact(scope), Some(text)) => (scope, text.as_str()),
         (ScopeChoice::Ambiguous(candidates), _) => {
-            return enqueue_pending(conn, w, candidates, now, &mut st.seqs)
+            return enqueue_pending(conn, w, candidates, None, now, &mut st.seqs)
         }
         (ScopeChoice::Exact(scope), None) => bail!("internal: no stored text for scope {scope}"),
     };
+    // The scope guard: a global write whose words or message point at the place it was made
+    // in waits for a human instead (README, "The scope guard").
+    if *scope == Scope::Global && (w.raw.is_some() || w.context.is_some()) {
+        if let Verdict::Queue {
+            candidates,
+            evidence,
+        } = st.guard(conn, w)?
+        {
+            let evidence = evidence.join("; ");
+            return enqueue_pending(conn, w, &candidates, Some(&evidence), now, &mut st.seqs);
+        }
+    }
 
     if st.expect_fresh {
         if let Some(out) = insert_if_fresh(conn, w, scope_text, now, st)? {
@@ -525,6 +606,8 @@ fn enqueue_pending(
     conn: &Connection,
     w: &PreparedWrite,
     candidates: &[Scope],
+    // The scope guard's evidence, when the guard (not the writer) made the write ambiguous.
+    guard_reason: Option<&str>,
     now: &str,
     seqs: &mut SeqBatch,
 ) -> Result<WriteOutcome> {
@@ -576,18 +659,22 @@ fn enqueue_pending(
     };
     let id: i64 = conn
         .prepare_cached(
-            "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'open', ?8) RETURNING id",
+            "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'open', ?8, ?9) RETURNING id",
         )?
         .query_row(
-            params![w.subject, w.predicate, w.value_text, w.raw, w.source, seq, serde_json::to_string(&scopes)?, now],
+            params![w.subject, w.predicate, w.value_text, w.raw, w.source, seq, serde_json::to_string(&scopes)?, now, guard_reason],
             |r| r.get(0),
         )?;
     out.pending_id = Some(id);
     out.value = Some(w.value.clone());
     out.causal_seq = Some(seq);
-    out.reason =
-        Some("the scope is ambiguous: a human picks one with `memscope pending resolve`".into());
+    out.reason = Some(match guard_reason {
+        Some(evidence) => format!(
+            "the scope guard queued it for a human: {evidence}; it was not applied, do not write it again"
+        ),
+        None => "the scope is ambiguous: a human picks one with `memscope pending resolve`".into(),
+    });
     Ok(out)
 }
 

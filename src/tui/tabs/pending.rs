@@ -211,6 +211,14 @@ impl PendingTab {
             ago(view.now, &p.created_at)
         );
         lines.push(labelled("source    ", source, Style::new()));
+        if let Some(reason) = &p.reason {
+            // The scope guard's evidence: why memscope, not the writer, queued it.
+            lines.push(labelled(
+                "guard     ",
+                one_line(reason),
+                Style::new().fg(Color::Yellow),
+            ));
+        }
         if let Some(from) = &p.merged_from {
             // A value the v4 spelling merge queued: two spellings of one memory disagreed.
             let yellow = Style::new().fg(Color::Yellow);

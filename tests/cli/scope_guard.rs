@@ -1,0 +1,217 @@
+//! Issue 16, the scope guard at write time: a global write whose words or message point at the
+//! place it was made in is queued for a human between global and that place, with the evidence;
+//! a default stated as a default, a write without a context, or the guard turned off is applied.
+
+use crate::support::mcp_session::{tool_text, RawSession};
+use crate::support::*;
+use serde_json::json;
+
+const U: &str = "user:42";
+const PM: &str = "package_manager";
+const INCIDENT: &str = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
+
+fn global_write(
+    db: &TestDb,
+    value: &str,
+    source: &str,
+    raw: &str,
+    extra: &[&str],
+) -> serde_json::Value {
+    let mut args = vec!["--raw", raw];
+    args.extend_from_slice(extra);
+    db.write_with(U, PM, value, "global", source, &args)
+}
+
+#[test]
+fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
+    let db = TestDb::new();
+    let default = global_write(
+        &db,
+        "pnpm",
+        "thread:17/message:86",
+        "以后新建前端项目，默认用 pnpm。",
+        &["--in-repo", "web-app"],
+    );
+    assert_eq!(
+        default["outcome"], "inserted",
+        "a default stated as a default: {default}"
+    );
+    let out = global_write(
+        &db,
+        "npm",
+        "thread:23/message:14",
+        INCIDENT,
+        &["--in-repo", "legacy-dashboard"],
+    );
+    assert_eq!(out["outcome"], "pending", "{out}");
+    assert_eq!(
+        out["scope"],
+        json!({"ambiguous": ["global", "repo:legacy-dashboard"]})
+    );
+    let reason = out["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the words say “这个仓库”") && reason.contains("do not write it again"),
+        "{reason}"
+    );
+    // pnpm is still what every new project gets.
+    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+    let item = &db.pending(false)[0];
+    assert_eq!(item["reason"], "the words say “这个仓库”");
+    assert!(db
+        .run(&["pending"])
+        .ok()
+        .stdout
+        .contains("why: the words say “这个仓库”"));
+    // The human puts it where it belongs.
+    let id = item["id"].to_string();
+    let put = db.json(&[
+        "pending",
+        "resolve",
+        &id,
+        "--scope",
+        "repo:legacy-dashboard",
+        "--json",
+    ]);
+    assert_eq!(put["outcome"], "inserted");
+    assert_eq!(
+        db.resolve(U, PM, Some("legacy-dashboard"), None)["value"],
+        "npm"
+    );
+    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+    db.assert_check_ok();
+}
+
+#[test]
+fn a_sibling_or_a_named_repository_is_evidence_too() {
+    let db = TestDb::new();
+    db.write(
+        U,
+        "install_command",
+        "npm ci",
+        "repo:legacy-dashboard",
+        "thread:23/message:14",
+    );
+    let out = global_write(
+        &db,
+        "npm",
+        "thread:23/message:14",
+        "安装依赖继续用 npm ci。",
+        &["--in-repo", "legacy-dashboard"],
+    );
+    assert_eq!(out["outcome"], "pending", "{out}");
+    assert!(out["reason"]
+        .as_str()
+        .unwrap()
+        .contains("the same message wrote install_command in repo:legacy-dashboard"));
+    let named = global_write(
+        &db,
+        "yarn",
+        "thread:30",
+        "storefront uses yarn",
+        &["--in-repo", "storefront"],
+    );
+    assert_eq!(named["outcome"], "pending", "{named}");
+    assert!(named["reason"]
+        .as_str()
+        .unwrap()
+        .contains("the words name repo:storefront"));
+}
+
+#[test]
+fn without_a_context_or_with_the_guard_off_the_write_is_applied() {
+    let db = TestDb::new();
+    let out = global_write(&db, "npm", "thread:23", INCIDENT, &[]);
+    assert_eq!(
+        out["outcome"], "inserted",
+        "no context to queue with: applied (and a suspect): {out}"
+    );
+    assert_eq!(as_array(db.json(&["suspects", "--json"])).len(), 1);
+    let db = TestDb::new();
+    db.init();
+    db.run(&["settings", "set", "scope_guard", "off"]).ok();
+    let out = global_write(
+        &db,
+        "npm",
+        "thread:23",
+        INCIDENT,
+        &["--in-repo", "legacy-dashboard"],
+    );
+    assert_eq!(out["outcome"], "inserted", "{out}");
+    db.run(&["settings", "set", "scope_guard", "sometimes"])
+        .fails_with(2, &["scope_guard must be queue, flag or off"]);
+    db.run(&["settings", "set", "scope_guard", "flag"]).ok();
+    let out = global_write(
+        &db,
+        "yarn",
+        "thread:24",
+        INCIDENT,
+        &["--in-repo", "legacy-dashboard"],
+    );
+    assert_eq!(out["outcome"], "superseded", "flag applies: {out}");
+    assert_eq!(db.json(&["check", "--json"])["metrics"]["suspects"], 1);
+}
+
+#[test]
+fn apply_lines_carry_their_context() {
+    let db = TestDb::new();
+    let line = json!({"subject": U, "predicate": PM, "value": "npm", "scope": "global",
+        "source": "thread:23/message:14", "raw": INCIDENT, "context": {"repo": "legacy-dashboard"}});
+    let out = db
+        .run_stdin(&["apply"], format!("{line}\n").as_bytes())
+        .ok()
+        .json_lines();
+    assert_eq!(out[0]["outcome"], "pending", "{out:?}");
+    let bad = json!({"subject": U, "predicate": PM, "value": "npm", "scope": "global",
+        "source": "t", "context": {"repo": "task:x"}});
+    let out = db
+        .run_stdin(&["apply"], format!("{bad}\n").as_bytes())
+        .json_lines();
+    assert_eq!(out[0]["outcome"], "error", "{out:?}");
+}
+
+#[test]
+fn an_agent_in_the_repository_is_told_its_write_waits_for_a_human() {
+    let db = TestDb::new();
+    global_write(
+        &db,
+        "pnpm",
+        "thread:17",
+        "以后新建前端项目，默认用 pnpm。",
+        &[],
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memscope"));
+    cmd.current_dir(tmp.path())
+        .env_remove("MEMSCOPE_DB")
+        .env("HOME", tmp.path())
+        .args([
+            "--db",
+            db.path_str(),
+            "mcp",
+            "--subject",
+            U,
+            "--repo",
+            "legacy-dashboard",
+        ]);
+    let mut s = RawSession::start(cmd);
+    s.initialize();
+    let r = s.request(
+        2,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": PM, "value": "npm", "scope": "global", "source": "thread:23/message:14",
+            "raw": INCIDENT}}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "pending",
+        "{r}"
+    );
+    let text = tool_text(&r);
+    assert!(
+        text.contains("do not write it again") || text.contains("human"),
+        "{text}"
+    );
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+}
