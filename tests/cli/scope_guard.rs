@@ -179,22 +179,10 @@ fn an_agent_in_the_repository_is_told_its_write_waits_for_a_human() {
         "以后新建前端项目，默认用 pnpm。",
         &[],
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memscope"));
-    cmd.current_dir(tmp.path())
-        .env_remove("MEMSCOPE_DB")
-        .env("HOME", tmp.path())
-        .args([
-            "--db",
-            db.path_str(),
-            "mcp",
-            "--subject",
-            U,
-            "--repo",
-            "legacy-dashboard",
-        ]);
-    let mut s = RawSession::start(cmd);
-    s.initialize();
+    let mut s = RawSession::serve(
+        db.path_str(),
+        &["--subject", U, "--repo", "legacy-dashboard"],
+    );
     let r = s.request(
         2,
         "tools/call",

@@ -115,14 +115,7 @@ fn invisible_characters_in_ids_are_refused_naming_the_character() {
 #[test]
 fn mcp_refuses_invisible_predicates_as_a_tool_error() {
     let db = TestDb::new();
-    let tmp = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memscope"));
-    cmd.current_dir(tmp.path())
-        .env_remove("MEMSCOPE_DB")
-        .env("HOME", tmp.path())
-        .args(["--db", db.path_str(), "mcp", "--subject", U]);
-    let mut s = RawSession::start(cmd);
-    s.initialize();
+    let mut s = RawSession::serve(db.path_str(), &["--subject", U]);
     let r = s.request(
         2,
         "tools/call",
@@ -277,22 +270,10 @@ fn mcp_hosts_name_the_repository_in_any_case() {
     let db = TestDb::new();
     db.write(U, "package_manager", "npm", "repo:Web-App", "thread:23");
     db.write(U, "package_manager", "pnpm", "global", "thread:17");
-    let tmp = tempfile::tempdir().unwrap();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_memscope"));
-    cmd.current_dir(tmp.path())
-        .env_remove("MEMSCOPE_DB")
-        .env("HOME", tmp.path())
-        .args([
-            "--db",
-            db.path_str(),
-            "mcp",
-            "--subject",
-            "User:42",
-            "--repo",
-            "WEB-APP",
-        ]);
-    let mut s = RawSession::start(cmd);
-    s.initialize();
+    let mut s = RawSession::serve(
+        db.path_str(),
+        &["--subject", "User:42", "--repo", "WEB-APP"],
+    );
     let r = s.request(
         2,
         "tools/call",

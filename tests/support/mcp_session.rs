@@ -13,6 +13,8 @@ pub struct RawSession {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     stderr: std::thread::JoinHandle<String>,
+    /// The server's own working directory and home, when [`RawSession::serve`] made them.
+    _home: Option<tempfile::TempDir>,
 }
 
 impl RawSession {
@@ -45,7 +47,24 @@ impl RawSession {
             stdin,
             lines,
             stderr,
+            _home: None,
         }
+    }
+
+    /// `memscope --db DB mcp ARGS…` in a fresh working directory and home (so no host
+    /// setting leaks in), initialized.
+    pub fn serve(db: &str, args: &[&str]) -> RawSession {
+        let home = tempfile::tempdir().expect("a temp home");
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_memscope"));
+        cmd.current_dir(home.path())
+            .env_remove("MEMSCOPE_DB")
+            .env("HOME", home.path())
+            .args(["--db", db, "mcp"])
+            .args(args);
+        let mut s = RawSession::start(cmd);
+        s._home = Some(home);
+        s.initialize();
+        s
     }
 
     pub fn send_raw(&mut self, line: &str) {
