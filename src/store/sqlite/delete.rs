@@ -334,7 +334,7 @@ impl Store {
         }
         report.purged_notes = purge_covered_notes(tx, &target)?;
         Ok(report)
-        })?;
+        }, |_| true)?;
         report.disk_purged = disk_purged;
         Ok(report)
     }
@@ -521,7 +521,7 @@ impl Store {
         })();
         result?;
         Ok(report)
-        })?;
+        }, |r| r.purged_events > 0 || r.purged_pending > 0 || r.purged_reads > 0)?;
         report.disk_purged = disk_purged;
         Ok(report)
     }

@@ -234,14 +234,15 @@ impl Store {
         Ok((out, purged))
     }
 
-    /// [`Store::in_write_tx`] for an operation that destroys content (delete, gc, import's
-    /// merge): history may be rewritten while `body` runs (the purge gate is open), the
-    /// on-disk purge is recorded as owed in the same transaction, and after the commit the WAL
-    /// is checkpointed and truncated. Returns whether that truncation completed (a reader
+    /// [`Store::in_write_tx`] for an operation that may destroy content (delete, gc, import's
+    /// merge): history may be rewritten while `body` runs (the purge gate is open), an on-disk
+    /// purge is recorded as owed in the same transaction when it did destroy something, and
+    /// after the commit the WAL is checkpointed and truncated. Returns whether that truncation completed (a reader
     /// that blocks it leaves the debt recorded for the next write, open or `gc`).
     pub(crate) fn in_purge_tx<T>(
         &mut self,
         body: impl FnOnce(&rusqlite::Transaction<'_>, &WriteCtx, &mut TxState) -> Result<T>,
+        destroyed: impl FnOnce(&T) -> bool,
     ) -> Result<(T, bool)> {
         let gate = self.purge_gate.clone();
         self.run_write_tx(true, |tx, ctx, st| {
@@ -249,11 +250,14 @@ impl Store {
                 let _open = GateOpen::open(&gate);
                 body(tx, ctx, st)?
             };
-            // The debt is recorded up front and cleared once the truncation completes.
-            tx.execute(
-                "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
-                rusqlite::params![super::rows::DEBT_KEY, ctx.now],
-            )?;
+            // The debt is recorded up front and cleared once the truncation completes — when
+            // the operation destroyed anything (`destroyed` says so of its result).
+            if destroyed(&out) {
+                tx.execute(
+                    "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+                    rusqlite::params![super::rows::DEBT_KEY, ctx.now],
+                )?;
+            }
             Ok(out)
         })
     }
