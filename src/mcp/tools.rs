@@ -318,7 +318,7 @@ impl Tools {
             raw,
             causal_seq: None,
             // Where the agent works: the scope guard weighs its words against it.
-            context: Some(WriteContext {
+            context: (self.ctx.repo.is_some() || self.ctx.task.is_some()).then(|| WriteContext {
                 repo: self.ctx.repo.clone(),
                 task: self.ctx.task.clone(),
             }),

@@ -105,7 +105,8 @@ impl TxState {
         let Some((mode, places)) = &self.guard else {
             return Ok(Verdict::Apply);
         };
-        if *mode == GuardMode::Off {
+        // `flag` applies a suspect write as `off` does; only `queue` acts at write time.
+        if *mode != GuardMode::Queue {
             return Ok(Verdict::Apply);
         }
         let siblings: Vec<(String, Scope)> = conn
@@ -340,7 +341,9 @@ pub(crate) fn write_in_tx(
     };
     // The scope guard: a global write whose words or message point at the place it was made
     // in waits for a human instead (README, "The scope guard").
-    if *scope == Scope::Global && (w.raw.is_some() || w.context.is_some()) {
+    // Only a write that says where it was made can be queued (without a place, `judge` can
+    // only call it a suspect, which changes nothing here): every other write skips the guard.
+    if *scope == Scope::Global && w.context.is_some() {
         if let Verdict::Queue {
             candidates,
             evidence,
