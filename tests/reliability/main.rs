@@ -17,3 +17,4 @@ mod model;
 mod open;
 mod purge_blocked;
 mod soak;
+mod spellings;
