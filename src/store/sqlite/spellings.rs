@@ -95,6 +95,17 @@ pub(crate) fn find_context_id(
     ))
 }
 
+/// Every repository and task scope memscope ever stored, in order: the places a database knows
+/// (the scope guard looks for their ids in a write's words).
+pub(crate) fn known_places(conn: &Connection) -> Result<Vec<Scope>> {
+    let mut stmt = conn
+        .prepare_cached("SELECT spelling FROM spellings WHERE kind = 'scope' ORDER BY spelling")?;
+    let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+    Ok(rows
+        .filter_map(|s| s.ok().and_then(|s| Scope::parse(&s).ok()))
+        .collect())
+}
+
 /// Spellings a write transaction has looked up or registered (nothing else can change them
 /// while it holds the write lock).
 #[derive(Default)]

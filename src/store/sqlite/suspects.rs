@@ -34,13 +34,7 @@ impl Store {
         let conn = &self.conn;
         // Places the database knows: the spellings registry holds every repo and task scope
         // memscope ever stored.
-        let known: Vec<Scope> = {
-            let mut stmt = conn
-                .prepare("SELECT spelling FROM spellings WHERE kind = 'scope' ORDER BY spelling")?;
-            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-            rows.filter_map(|s| s.ok().and_then(|s| Scope::parse(&s).ok()))
-                .collect()
-        };
+        let known = super::spellings::known_places(conn)?;
         let repos: Vec<&Scope> = known
             .iter()
             .filter(|s| matches!(s, Scope::Repo(_)))

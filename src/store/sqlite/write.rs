@@ -95,11 +95,7 @@ impl TxState {
                     .optional()?
                     .as_deref(),
             );
-            let known: Vec<Scope> = conn
-                .prepare_cached("SELECT spelling FROM spellings WHERE kind = 'scope'")?
-                .query_map([], |r| r.get::<_, String>(0))?
-                .filter_map(|s| s.ok().and_then(|s| Scope::parse(&s).ok()))
-                .collect();
+            let known = super::spellings::known_places(conn)?;
             self.guard = Some((mode, Places::new(&known)));
         }
         let Some((mode, places)) = &self.guard else {
