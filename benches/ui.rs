@@ -204,6 +204,7 @@ fn keystroke(session: &mut Session, terminal: &mut Terminal<TestBackend>, k: Key
     if std::env::var("MEMSCOPE_BENCH_DEBUG").is_ok() && t.elapsed() > Duration::from_millis(8) {
         let sel = session
             .app
+            .memories()
             .list
             .selected_record()
             .map(|r| format!("{} {} {}", r.scope, r.subject, r.predicate));
@@ -211,8 +212,8 @@ fn keystroke(session: &mut Session, terminal: &mut Terminal<TestBackend>, k: Key
             "  key {:.1} ms, draw {:.1} ms, rows {} cursor {} sel {:?}",
             ms(handled),
             ms(t.elapsed() - handled),
-            session.app.list.rows.len(),
-            session.app.list.cursor,
+            session.app.memories().list.rows.len(),
+            session.app.memories().list.cursor,
             sel
         );
     }
@@ -299,7 +300,7 @@ fn main() {
         input_max = input_max.max(t.elapsed());
         loop {
             session.pump();
-            let f = &session.app.filter;
+            let f = &session.app.memories().filter;
             let shown = f
                 .results
                 .as_ref()
@@ -317,7 +318,7 @@ fn main() {
         // Let this query finish before the next keystroke, to time the full scan too.
         loop {
             session.pump();
-            let f = &session.app.filter;
+            let f = &session.app.memories().filter;
             if f.results
                 .as_ref()
                 .is_some_and(|r| r.generation == f.generation && r.done)
@@ -330,6 +331,7 @@ fn main() {
     }
     let matches = session
         .app
+        .memories()
         .filter
         .results
         .as_ref()

@@ -5,19 +5,19 @@
 use super::dialogs::Step;
 use super::incident::TimelineMark;
 use super::keymap::{self, Command, Context};
-use super::list::{FilterResults, ListItem, MemoryList, Motion};
-use super::tabs::{Shell, Tabs};
+use super::list::{FilterResults, Motion};
+use super::tabs::{Env, Shell, Tabs};
 use super::worker::HeaderCounts;
 use crate::model::{DeleteTarget, HistoryEvent, Identity, MemoryRecord, Resolution, Scope};
 use crate::store::Clock;
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use std::collections::{BTreeSet, HashMap};
 
 pub use super::dialogs::{
     ConfirmDialog, DeleteDialog, Dialog, ExplainDialog, ExplainField, ExplainQuery,
 };
 pub use super::tabs::check::CheckState;
+pub use super::tabs::memories::MemoriesTab;
 pub use super::tabs::pending::{Choice, PendingPreview};
 pub use super::tabs::Tab;
 
@@ -134,21 +134,9 @@ pub struct App {
     pub tab: Tab,
     pub focus: Focus,
     pub counts: Option<HeaderCounts>,
-    pub scope_counts: HashMap<String, i64>,
     pub refreshed_at: Option<DateTime<Utc>>,
-    pub list: MemoryList,
-    pub folded: BTreeSet<String>,
-    pub filter: FilterState,
-    pub detail: Option<Detail>,
-    pub detail_scroll: usize,
-    /// The selected event of the history pane's timeline …
-    pub event_cursor: usize,
-    /// … and the identity of that timeline (a refresh of the same one keeps the event).
-    pub shown_identity: Option<Identity>,
-    /// The tabs that are components (pending, tombstones, check).
+    /// Every tab's state (`tabs::register!`).
     pub tabs: Tabs,
-    /// A version to highlight in the history timeline (the one an agent read).
-    pub mark: Option<TimelineMark>,
     pub dialogs: Vec<Dialog>,
     pub toast: Option<Toast>,
 }
@@ -164,17 +152,8 @@ impl App {
             tab: Tab::Memories,
             focus: Focus::List,
             counts: None,
-            scope_counts: HashMap::new(),
             refreshed_at: None,
-            list: MemoryList::default(),
-            folded: BTreeSet::new(),
-            filter: FilterState::default(),
-            detail: None,
-            detail_scroll: 0,
-            event_cursor: 0,
-            shown_identity: None,
             tabs: Tabs::default(),
-            mark: None,
             dialogs: Vec::new(),
             toast: None,
         }
@@ -185,23 +164,25 @@ impl App {
         if let Some(d) = self.dialogs.last() {
             return vec![d.context()];
         }
-        if self.filter.editing || self.tabs.typing().is_some() {
+        if self.tabs.typing().is_some() {
             return vec![Context::Filter];
         }
-        match self.tab {
-            Tab::Memories if self.focus == Focus::Detail => vec![
-                Context::History,
-                Context::Memories,
-                Context::Lists,
-                Context::Global,
-            ],
-            Tab::Memories => vec![Context::Memories, Context::Lists, Context::Global],
-            tab => {
-                let own = self.tabs.get(tab).and_then(|c| c.context());
-                own.into_iter()
-                    .chain([Context::Lists, Context::Global])
-                    .collect()
-            }
+        let mut contexts = self.tabs.get(self.tab).contexts(self.focus);
+        contexts.extend([Context::Lists, Context::Global]);
+        contexts
+    }
+
+    /// The current view (tab 1).
+    pub fn memories(&self) -> &MemoriesTab {
+        &self.tabs.memories
+    }
+
+    /// What the loop's side of a tab needs: the clock, the size, a page of the focused pane.
+    pub fn env(&self) -> Env {
+        Env {
+            now: self.now,
+            size: self.size,
+            page: self.page(),
         }
     }
 
@@ -236,23 +217,19 @@ impl App {
         Tab::ALL
             .iter()
             .enumerate()
-            .map(|(i, &tab)| {
-                let title = match tab {
-                    Tab::Memories => "Current view".to_string(),
-                    _ => self.tabs.get(tab).map(|c| c.title()).unwrap_or_default(),
-                };
-                (tab, format!("{} {title}", i + 1))
-            })
+            .map(|(i, &tab)| (tab, format!("{} {}", i + 1, self.tabs.get(tab).title())))
             .collect()
     }
 
-    /// The component tabs, and what a tab or dialog may do besides changing its own state.
-    fn parts(&mut self) -> (&mut Tabs, Shell<'_>) {
+    /// The tabs, and what a tab or dialog may do besides changing its own state (`page`: the
+    /// rows of a page in the pane a key moves in).
+    pub(super) fn parts(&mut self, page: usize) -> (&mut Tabs, Shell<'_>) {
         let shell = Shell {
             read_only: self.read_only,
             focus: &mut self.focus,
             now: self.now,
             size: self.size,
+            page,
             dialogs: &mut self.dialogs,
             toast: &mut self.toast,
         };
@@ -261,14 +238,14 @@ impl App {
 
     /// Whether the tab shown has a detail pane to focus (the check report is one pane).
     pub(super) fn has_detail(&self) -> bool {
-        self.tabs.get(self.tab).is_none_or(|c| c.has_detail())
+        self.tabs.get(self.tab).has_detail()
     }
 
-    /// The key on the tab that is a component, when it takes it.
+    /// The key on the tab shown, when it takes it.
     fn tab_command(&mut self, cmd: Command) -> Option<Action> {
-        let tab = self.tab;
-        let (tabs, mut shell) = self.parts();
-        tabs.get_mut(tab)?.command(cmd, &mut shell)
+        let (tab, page) = (self.tab, self.page());
+        let (tabs, mut shell) = self.parts(page);
+        tabs.get_mut(tab).command(cmd, &mut shell)
     }
 
     pub fn handle_key(&mut self, key: KeyEvent) -> Action {
@@ -280,43 +257,14 @@ impl App {
             return self.dialog_key(key);
         }
         let tab = self.tab;
-        if let Some(c) = self.tabs.get_mut(tab).filter(|c| c.typing()) {
+        let c = self.tabs.get_mut(tab);
+        if c.typing() {
             let cmd = keymap::lookup(&[Context::Filter], &key);
             return c.typing_key(cmd, typed(&key));
-        }
-        if self.filter.editing {
-            return self.filter_key(key);
         }
         match keymap::lookup(&self.contexts(), &key) {
             Some(cmd) => self.command(cmd),
             None => Action::None,
-        }
-    }
-
-    fn filter_key(&mut self, key: KeyEvent) -> Action {
-        match keymap::lookup(&[Context::Filter], &key) {
-            Some(Command::KeepFilter) => {
-                self.filter.editing = false;
-                Action::None
-            }
-            Some(Command::ClearFilter) => {
-                self.filter.editing = false;
-                self.filter.input.clear();
-                Action::Filter(String::new())
-            }
-            Some(Command::Erase) => {
-                self.filter.input.pop();
-                Action::Filter(self.filter.input.clone())
-            }
-            Some(Command::Up) => Action::Move(Motion::Up(1)),
-            Some(Command::Down) => Action::Move(Motion::Down(1)),
-            _ => match typed(&key) {
-                Some(c) => {
-                    self.filter.input.push(c);
-                    Action::Filter(self.filter.input.clone())
-                }
-                None => Action::None,
-            },
         }
     }
 
@@ -332,7 +280,8 @@ impl App {
             return Action::None;
         };
         let depth = self.dialogs.len();
-        let (_, mut shell) = self.parts();
+        let page = self.page();
+        let (_, mut shell) = self.parts(page);
         match dialog.key(cmd, key, &mut shell) {
             Some(Step::Close(action)) => action,
             Some(Step::Stay(action)) => {
@@ -358,7 +307,7 @@ impl App {
                 Action::None
             }
             Command::Filter => {
-                self.filter.editing = true;
+                self.tabs.memories.filter.editing = true;
                 self.focus = Focus::List;
                 if self.tab != Tab::Memories {
                     self.tab = Tab::Memories;
@@ -372,7 +321,6 @@ impl App {
                         Focus::List => Focus::Detail,
                         Focus::Detail => Focus::List,
                     };
-                    self.follow_event();
                 }
                 Action::None
             }
@@ -382,46 +330,23 @@ impl App {
             Command::PageDown => self.motion(Motion::PageDown),
             Command::Home => self.motion(Motion::Home),
             Command::End => self.motion(Motion::End),
-            Command::Open => match self.list.selected().map(|r| &r.item) {
-                Some(ListItem::Header { scope }) => Action::Fold {
-                    scope: scope.clone(),
-                    folded: !self.folded.contains(scope),
-                },
-                Some(ListItem::Record { .. }) => {
-                    self.focus = Focus::Detail;
-                    self.follow_event();
-                    Action::None
-                }
-                None => Action::None,
-            },
             Command::Back => {
-                if self.focus == Focus::Detail {
-                    self.focus = Focus::List;
-                    Action::None
-                } else if self.filter.active() && self.tab == Tab::Memories {
-                    self.filter.input.clear();
-                    Action::Filter(String::new())
-                } else {
-                    Action::None
-                }
+                self.focus = Focus::List;
+                Action::None
             }
             Command::Show(tab) => self.show(tab),
-            Command::Fold | Command::Unfold => match self.list.selected() {
-                Some(row) => Action::Fold {
-                    scope: row.scope(),
-                    folded: cmd == Command::Fold,
-                },
-                None => Action::None,
-            },
-            Command::Delete => self.delete(),
-            Command::Explain => self.explain(),
-            Command::Rescope => self.rescope(),
-            Command::Revert => self.revert(),
-            Command::OpenEvent => self.open_event(),
             Command::Copy => self.copy(),
             // Tab commands run in their tabs (`tab_command`); dialog and filter-line commands
             // where those have the focus.
-            Command::ResolveGlobal
+            Command::Open
+            | Command::Fold
+            | Command::Unfold
+            | Command::Delete
+            | Command::Explain
+            | Command::Rescope
+            | Command::Revert
+            | Command::OpenEvent
+            | Command::ResolveGlobal
             | Command::ResolveRepo
             | Command::ResolveTask
             | Command::Reject
@@ -457,29 +382,15 @@ impl App {
     /// Moves in one pane of the current tab (the focused one for keys, the one under the
     /// pointer for the mouse wheel).
     pub(super) fn motion_in(&mut self, pane: Focus, m: Motion) -> Action {
-        let page = self.page();
-        match (self.tab, pane) {
-            (Tab::Memories, Focus::List) => return Action::Move(m),
-            (Tab::Memories, Focus::Detail) => self.move_event(m),
-            (tab, _) => {
-                if let Some(c) = self.tabs.get_mut(tab) {
-                    c.motion(m, page);
-                }
-            }
-        }
-        Action::None
+        let tab = self.tab;
+        let page = super::layout::page(self.size, tab, pane);
+        let (tabs, mut shell) = self.parts(page);
+        tabs.get_mut(tab).motion(m, pane, &mut shell)
     }
 
     /// `c`: the selected value, exactly as stored, for the clipboard.
     fn copy(&mut self) -> Action {
-        let text = match (self.tab, self.focus) {
-            (Tab::Memories, Focus::List) => self
-                .list
-                .selected_record()
-                .map(|r| super::clipboard::value_text(&r.value)),
-            (Tab::Memories, Focus::Detail) => self.event_value(),
-            (tab, _) => self.tabs.get(tab).and_then(|c| c.copy_text()),
-        };
+        let text = self.tabs.get(self.tab).copy_text(self.focus);
         match text {
             Some(text) => Action::Copy(text),
             None => {
@@ -487,54 +398,6 @@ impl App {
                 Action::None
             }
         }
-    }
-
-    /// Curation keys on a read-only file explain themselves instead of failing later.
-    pub(super) fn writable(&mut self) -> bool {
-        if self.read_only {
-            self.error(READ_ONLY);
-        }
-        !self.read_only
-    }
-
-    /// The selected record of the current view, for a curation key (`verb`): none on a
-    /// read-only file or on a group header, each said in a toast.
-    pub(super) fn record_to_curate(&mut self, verb: &str) -> Option<MemoryRecord> {
-        if !self.writable() {
-            return None;
-        }
-        let rec = self.list.selected_record().cloned();
-        if rec.is_none() {
-            self.info(format!(
-                "select a record to {verb} (a group header is not a memory)"
-            ));
-        }
-        rec
-    }
-
-    fn delete(&mut self) -> Action {
-        let Some(rec) = self.record_to_curate("delete") else {
-            return Action::None;
-        };
-        let (dialog, action) = DeleteDialog::open(rec.identity());
-        self.dialogs.push(Dialog::Delete(dialog));
-        action
-    }
-
-    /// `e` in the current view: the selected record's chain in its own repo or task. (The
-    /// pending and tombstone tabs open the same dialog on their own selection.)
-    fn explain(&mut self) -> Action {
-        if self.tab != Tab::Memories {
-            return Action::None;
-        }
-        let Some(r) = self.list.selected_record() else {
-            self.info("select a record to explain");
-            return Action::None;
-        };
-        let (dialog, action) =
-            ExplainDialog::open(&r.subject, &r.predicate, std::slice::from_ref(&r.scope));
-        self.dialogs.push(Dialog::Explain(dialog));
-        action
     }
 }
 

@@ -1,10 +1,8 @@
 //! The wrong-tool incident loop in the UI, what the Reads tab (`tabs::reads`) and the as-of,
 //! rescope and revert dialogs (`dialogs`) share: the `since` window, a read's context, the
-//! version a read got (`TimelineMark`), and the current view's `m` and `v` keys that open
-//! the repairs.
+//! version a read got (`TimelineMark`),
 
-use super::app::{Action, App, Dialog};
-use super::dialogs::{RescopeDialog, RevertDialog};
+use super::app::App;
 use crate::model::{Identity, ReadRecord, Scope};
 use chrono::{DateTime, Duration, Utc};
 
@@ -104,36 +102,5 @@ pub const NO_RECORD: &str = "nothing applied to this read: there is no record to
 impl App {
     pub fn selected_read(&self) -> Option<&ReadRecord> {
         self.tabs.reads.selected()
-    }
-
-    pub(super) fn rescope(&mut self) -> Action {
-        let Some(rec) = self.record_to_curate("rescope") else {
-            return Action::None;
-        };
-        let mut dialog = RescopeDialog::new(rec);
-        // Only a global value gets a suggested target; elsewhere the human types it.
-        dialog.editing = dialog.record.scope != Scope::Global;
-        self.dialogs.push(Dialog::Rescope(dialog));
-        Action::PreviewRescope
-    }
-
-    pub(super) fn revert(&mut self) -> Action {
-        let Some(rec) = self.record_to_curate("revert") else {
-            return Action::None;
-        };
-        if rec.version <= 1 {
-            self.info(format!(
-                "{} is at v1: there is no earlier version to revert to",
-                rec.identity()
-            ));
-            return Action::None;
-        }
-        self.dialogs.push(Dialog::Revert(RevertDialog {
-            record: rec,
-            choices: None,
-            choice: 0,
-            typed: String::new(),
-        }));
-        Action::PreviewRevert
     }
 }

@@ -3,17 +3,17 @@
 //!
 //! - `app`: the state and key handling (keys → commands → actions), no IO;
 //! - `keymap`: the bindings as data, which also generate the help overlay and the footer;
-//! - `tabs`: the tabs that are components (pending, tombstones, check, reads), one file
-//!   each, each registered by one line; `dialogs`: the dialogs, one file each (state, keys, drawing);
+//! - `tabs`: the tabs (the current view, pending, tombstones, check, reads), one file each,
+//!   each registered by one line; `dialogs`: the dialogs, one file each (state, keys, drawing);
 //! - `session`: the loop's side — performs actions on the store, hands worker replies and
 //!   loaded previews to the tab or dialog that owns them, polls `PRAGMA data_version` for
 //!   other processes' commits;
 //! - `rows`: the list the loaded lists share (cursor, window, click, panes); `list`: the
 //!   current view as a keyset-paged window; `worker`: the filter and slow loads off the UI
-//!   thread; `draw`: the frame around the tabs and the current view, reading the state only;
+//!   thread; `draw`: the frame around the tabs and the drawing helpers, reading the state only;
 //! - `incident`: what the Reads tab and the repair dialogs share (the `since` window, the
 //!   version a read got); `repair`: what a rescope or revert would do, from the store;
-//! - `timeline`: the history pane's event cursor; `clipboard`: `c` as an OSC 52 sequence the
+//! - `timeline`: the current view's history pane (its event cursor, drawing); `clipboard`: `c` as an OSC 52 sequence the
 //!   loop writes; `mouse`: wheel and clicks, hit-tested with `layout`.
 
 pub mod app;

@@ -62,7 +62,7 @@ impl App {
 
     fn click(&mut self, at: Position) -> Action {
         // A dialog or a line being typed keeps the focus until it is closed.
-        if !self.dialogs.is_empty() || self.filter.editing || self.tabs.typing().is_some() {
+        if !self.dialogs.is_empty() || self.tabs.typing().is_some() {
             return Action::None;
         }
         let screen = layout::screen(self.area());
@@ -86,32 +86,9 @@ impl App {
         }
         let row = usize::from(at.y - inner.y);
         let height = usize::from(inner.height);
-        match (self.tab, pane) {
-            (Tab::Memories, Focus::List) => {
-                let target = self.list.offset + row;
-                let cursor = self.list.cursor;
-                if target >= self.list.rows.len() || target == cursor {
-                    Action::None
-                } else if target > cursor {
-                    Action::Move(Motion::Down(target - cursor))
-                } else {
-                    Action::Move(Motion::Up(cursor - target))
-                }
-            }
-            (Tab::Memories, Focus::Detail) => {
-                if let Some(i) = self.event_on_row(row) {
-                    self.event_cursor = i;
-                    self.follow_event();
-                }
-                Action::None
-            }
-            (tab, pane) => {
-                if let Some(c) = self.tabs.get_mut(tab) {
-                    c.click(pane, row, height);
-                }
-                Action::None
-            }
-        }
+        let tab = self.tab;
+        let (tabs, mut shell) = self.parts(layout::page(self.size, tab, pane));
+        tabs.get_mut(tab).click(pane, row, height, &mut shell)
     }
 
     fn area(&self) -> Rect {
@@ -122,7 +99,7 @@ impl App {
     fn pane_at(&self, at: Position) -> Option<(Focus, Rect)> {
         let screen = layout::screen(self.area());
         // An empty database's welcome takes the whole body: no pane to point at.
-        if self.tab == Tab::Memories && self.list.is_empty() && !self.filter.active() {
+        if self.tab == Tab::Memories && self.tabs.memories.welcome() {
             return None;
         }
         let panes = layout::panes(screen.body, self.tab, self.focus);

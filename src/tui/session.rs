@@ -4,17 +4,15 @@
 //! processes' commits. Every query and write of the UI starts here (the tabs' `reload` and
 //! `sync` are called from here with the store); `app` holds state and `draw` only reads it.
 
-use super::app::{Action, App, Curation, Detail, Dialog, FilterState, Focus, Tab, READ_ONLY};
+use super::app::{Action, App, Curation, Dialog, Focus, Tab, READ_ONLY};
 use super::dialogs::AsOf;
 use super::dialogs::Loaded;
 use super::incident::TimelineMark;
-use super::list::{FilterResults, ListRow, Pos, Source};
 use super::repair;
 use super::text::plural;
 use super::worker::{
-    run_filter, run_load, Failed, FilterJob, Job, Load, LoadKind, NarrowCache, Reply, Workers,
+    run_filter, run_load, Failed, Job, Load, LoadKind, NarrowCache, Reply, Workers,
 };
-use crate::model::{Identity, Scope};
 use crate::store::{Clock, Store};
 use anyhow::Result;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
@@ -37,24 +35,11 @@ pub struct Session {
     data_version: i64,
     /// Loader jobs sent and not answered yet.
     loads_waiting: BTreeSet<LoadKind>,
-    /// The row selected when a refresh re-ran the filter: reselected when the results land.
-    filter_anchor: Option<ListRow>,
     narrow_cache: NarrowCache,
     /// Whether mouse events are taken (`--no-mouse` leaves the mouse to the terminal).
     pub mouse: bool,
     /// Bytes for the terminal itself (an OSC 52 copy), written by the loop after the key.
     output: Vec<u8>,
-}
-
-/// The rows' source for the current mode (disjoint borrows of the app's fields).
-fn source<'a>(folded: &'a BTreeSet<String>, filter: &'a FilterState) -> Source<'a> {
-    match &filter.results {
-        Some(results) if filter.active() => Source::Filter {
-            results,
-            collapsed: folded,
-        },
-        _ => Source::Keyset { collapsed: folded },
-    }
 }
 
 const DELETE_REASON: &str = "deleted in the memscope UI";
@@ -80,14 +65,13 @@ impl Session {
             workers,
             data_version,
             loads_waiting: BTreeSet::new(),
-            filter_anchor: None,
             narrow_cache: NarrowCache::default(),
             mouse: true,
             output: Vec::new(),
         };
         session.reload()?;
         let page = session.app.page();
-        session.app.list.select_first_record(page);
+        session.app.tabs.memories.list.select_first_record(page);
         session.sync()?;
         session.pump();
         Ok(session)
@@ -134,11 +118,9 @@ impl Session {
 
     pub fn resize(&mut self, width: u16, height: u16) {
         self.app.size = (width, height);
-        // The selected event stays in sight at the new size.
-        self.app.follow_event();
-        let page = self.app.page();
-        let src = source(&self.app.folded, &self.app.filter);
-        if let Err(e) = self.app.list.fill(&src, &self.store, page) {
+        // The window fills the new height; the selected event stays in sight.
+        let env = self.app.env();
+        if let Err(e) = self.app.tabs.memories.fill(&self.store, &env) {
             self.app.error(format!("{e:#}"));
         }
     }
@@ -150,12 +132,7 @@ impl Session {
 
     /// Whether background work is still running (the loop then polls more often).
     pub fn busy(&self) -> bool {
-        let f = &self.app.filter;
-        let filtering = f.active()
-            && f.results
-                .as_ref()
-                .is_none_or(|r| r.generation != f.generation || !r.done);
-        !self.loads_waiting.is_empty() || filtering
+        !self.loads_waiting.is_empty() || self.app.memories().filtering()
     }
 
     /// Draws a frame at the clock's current reading.
@@ -183,24 +160,14 @@ impl Session {
             Action::None | Action::Quit => {}
             Action::Move(m) => {
                 let page = self.app.page();
-                let src = source(&self.app.folded, &self.app.filter);
-                self.app.list.apply(&src, &self.store, m, page)?;
+                self.app.tabs.memories.move_by(&self.store, m, page)?;
             }
             Action::Fold { scope, folded } => {
-                if folded {
-                    self.app.folded.insert(scope.clone());
-                } else {
-                    self.app.folded.remove(&scope);
-                }
-                let header = ListRow {
-                    pos: Pos::Key {
-                        scope: scope.clone(),
-                        record: None,
-                    },
-                    item: super::list::ListItem::Header { scope },
-                };
-                let anchor = self.anchor_for(&header);
-                self.reload_list(anchor)?;
+                let page = self.app.page();
+                self.app
+                    .tabs
+                    .memories
+                    .fold(&self.store, scope, folded, page)?;
             }
             Action::Filter(query) => self.start_filter(query, true)?,
             Action::ShowTab(tab) => {
@@ -328,18 +295,12 @@ impl Session {
     pub fn reload(&mut self) -> Result<()> {
         self.app.now = self.app.clock.now();
         self.submit(Job::Load(Load::Counts));
-        let selected = self.app.list.selected().cloned();
-        let anchor = selected.as_ref().and_then(|row| self.anchor_for(row));
-        self.reload_list(anchor)?;
-        if self.app.filter.active() {
-            // Re-run the filter; the current results stay until the new ones are complete.
-            self.filter_anchor = selected;
-            let query = self.app.filter.input.clone();
-            self.start_filter(query, false)?;
+        let page = self.app.page();
+        if let Some(job) = self.app.tabs.memories.rerun_filter(&self.store, page)? {
+            self.submit(Job::Filter(job));
         }
         self.reload_tabs()?;
         self.start_tabs();
-        self.app.detail = None;
         self.app.refreshed_at = Some(self.app.now);
         self.sync()?;
         Ok(())
@@ -364,26 +325,11 @@ impl Session {
         }
     }
 
-    /// Where a row of the previous list sits in the current mode's list.
-    fn anchor_for(&self, row: &ListRow) -> Option<Pos> {
-        match &self.app.filter.results {
-            Some(r) if self.app.filter.active() => r.position_of(row),
-            _ => Some(row.keyset_pos()),
-        }
-    }
-
-    fn reload_list(&mut self, anchor: Option<Pos>) -> Result<()> {
-        let page = self.app.page();
-        let src = source(&self.app.folded, &self.app.filter);
-        self.app
-            .list
-            .reload(&src, &self.store, anchor.as_ref(), page)
-    }
-
-    /// Every component tab loads what it lists (the tab bar counts them all).
+    /// Every tab loads what it lists (the tab bar counts them all).
     fn reload_tabs(&mut self) -> Result<()> {
+        let env = self.app.env();
         for tab in self.app.tabs.all_mut() {
-            tab.reload(&self.store)?;
+            tab.reload(&self.store, &env)?;
         }
         Ok(())
     }
@@ -392,11 +338,7 @@ impl Session {
     fn start_tab(&mut self) {
         self.app.now = self.app.clock.now();
         let now = self.app.now;
-        let load = self
-            .app
-            .tabs
-            .get_mut(self.app.tab)
-            .and_then(|c| c.start(now));
+        let load = self.app.tabs.get_mut(self.app.tab).start(now);
         if let Some(load) = load {
             self.submit(Job::Load(load));
         }
@@ -407,8 +349,9 @@ impl Session {
         self.start_tab();
         let (shown, now) = (self.app.tab, self.app.now);
         let mut loads = Vec::new();
-        for tab in Tab::ALL.into_iter().filter(|&t| t != shown) {
-            if let Some(c) = self.app.tabs.get_mut(tab).filter(|c| c.start_on_refresh()) {
+        for &tab in Tab::ALL.iter().filter(|&&t| t != shown) {
+            let c = self.app.tabs.get_mut(tab);
+            if c.start_on_refresh() {
                 loads.extend(c.start(now));
             }
         }
@@ -418,25 +361,12 @@ impl Session {
     }
 
     fn start_filter(&mut self, query: String, progressive: bool) -> Result<()> {
-        let f = &mut self.app.filter;
-        f.generation += 1;
-        if query.is_empty() {
-            // Back to the unfiltered view, on the same row.
-            let anchor = self.app.list.selected().map(|r| r.keyset_pos());
-            self.app.filter.results = None;
-            self.app.filter.input.clear();
-            self.workers.cancel_filter(self.app.filter.generation);
-            return self.reload_list(anchor);
+        let page = self.app.page();
+        let memories = &mut self.app.tabs.memories;
+        match memories.start_filter(&self.store, query, progressive, page)? {
+            Some(job) => self.submit(Job::Filter(job)),
+            None => self.workers.cancel_filter(memories.filter.generation),
         }
-        if progressive {
-            self.filter_anchor = None;
-        }
-        let job = FilterJob {
-            generation: f.generation,
-            query,
-            progressive,
-        };
-        self.submit(Job::Filter(job));
         Ok(())
     }
 
@@ -496,59 +426,19 @@ impl Session {
     }
 
     fn apply_reply(&mut self, reply: Reply) -> Result<()> {
+        let env = self.app.env();
         let errors: Vec<String> = (self.app.tabs.all_mut().into_iter())
-            .filter_map(|tab| tab.take(&reply).err())
+            .filter_map(|tab| tab.take(&reply, &self.store, &env).err())
             .collect();
         for e in errors {
             self.app.error(e);
         }
         self.hand_top(Loaded::Reply(&reply));
         match reply {
-            Reply::Filter {
-                generation,
-                runs,
-                scanned,
-                done,
-            } => {
-                let f = &mut self.app.filter;
-                if generation != f.generation || !f.active() {
-                    return Ok(());
-                }
-                let fresh = f
-                    .results
-                    .as_ref()
-                    .is_none_or(|r| r.generation != generation);
-                // A typed query starts at the top; a refresh re-run reselects its anchor.
-                let previous = if fresh {
-                    f.results = Some(FilterResults::new(&f.input, generation));
-                    self.filter_anchor.take()
-                } else {
-                    None
-                };
-                if let Some(results) = f.results.as_mut() {
-                    results.append(runs);
-                    results.scanned = scanned;
-                    results.done = done;
-                }
-                let page = self.app.page();
-                if fresh {
-                    let anchor = previous.and_then(|row| self.anchor_for(&row));
-                    let top = anchor.is_none();
-                    self.reload_list(anchor)?;
-                    if top {
-                        self.app.list.select_first_record(page);
-                    }
-                } else {
-                    // More matches may extend the list below what is loaded.
-                    self.app.list.at_end = false;
-                    let src = source(&self.app.folded, &self.app.filter);
-                    self.app.list.fill(&src, &self.store, page)?;
-                }
-            }
-            Reply::Counts { counts, scopes } => {
+            Reply::Filter { .. } => {}
+            Reply::Counts { counts, .. } => {
                 self.loads_waiting.remove(&LoadKind::Counts);
                 self.app.counts = Some(counts);
-                self.app.scope_counts = scopes.into_iter().collect();
             }
             Reply::Check(_) => {
                 self.loads_waiting.remove(&LoadKind::Check);
@@ -581,38 +471,8 @@ impl Session {
     /// Loads what the state shows and does not have yet: the selected record's history, the
     /// selected pending item's choices.
     fn sync(&mut self) -> Result<()> {
-        match self.app.tab {
-            Tab::Memories => {
-                let want = self.app.list.selected_record().cloned();
-                match want {
-                    None => self.app.detail = None,
-                    Some(rec) => {
-                        let id = rec.identity();
-                        if self.app.detail.as_ref().map(|d| &d.identity) != Some(&id) {
-                            let same = self.app.shown_identity.as_ref() == Some(&id);
-                            // A highlighted version belongs to its identity's timeline only.
-                            if self.app.mark.as_ref().is_some_and(|m| m.identity != id) {
-                                self.app.mark = None;
-                            }
-                            self.app.detail = Some(self.load_detail(id.clone(), rec)?);
-                            // A refresh of the same timeline keeps the selected event.
-                            if same && self.app.mark.is_none() {
-                                self.app.follow_event();
-                            } else {
-                                self.app.reset_event_cursor();
-                            }
-                            self.app.shown_identity = Some(id);
-                        }
-                    }
-                }
-            }
-            tab => {
-                if let Some(c) = self.app.tabs.get_mut(tab) {
-                    c.sync(&self.store)?;
-                }
-            }
-        }
-        Ok(())
+        let env = self.app.env();
+        self.app.tabs.get_mut(self.app.tab).sync(&self.store, &env)
     }
 
     /// Resolves the read on top (the as-of dialog) as it stood at its time, and as it would
@@ -649,41 +509,18 @@ impl Session {
     fn go_to(&mut self, mark: TimelineMark) -> Result<()> {
         self.app.tab = Tab::Memories;
         self.app.focus = Focus::List;
-        let id = &mark.identity;
-        let scope = id.scope.to_string();
-        if self.app.filter.active() || self.app.filter.editing {
-            self.app.filter.editing = false;
-            self.app.filter.input.clear();
-            self.app.filter.results = None;
-            self.app.filter.generation += 1;
-            self.workers.cancel_filter(self.app.filter.generation);
+        let memories = &mut self.app.tabs.memories;
+        if let Some(generation) = memories.drop_filter() {
+            self.workers.cancel_filter(generation);
         }
-        self.app.folded.remove(&scope);
-        let anchor = Pos::Key {
-            scope,
-            record: Some((id.subject.clone(), id.predicate.clone())),
-        };
-        self.reload_list(Some(anchor))?;
-        if self
-            .app
-            .list
-            .selected_record()
-            .map(|r| r.identity())
-            .as_ref()
-            != Some(id)
-        {
-            self.app.error(format!(
-                "{id} holds no live record now (deleted or moved since): `memscope history` still shows its timeline"
-            ));
-            return Ok(());
+        let page = self.app.page();
+        match self.app.tabs.memories.go_to(&self.store, mark, page)? {
+            Ok(said) => {
+                self.app.focus = Focus::Detail;
+                self.app.info(said);
+            }
+            Err(why) => self.app.error(why),
         }
-        self.app.focus = Focus::Detail;
-        self.app.detail = None;
-        self.app.info(format!(
-            "history of {id}: v{} highlighted, {}",
-            mark.version, mark.note
-        ));
-        self.app.mark = Some(mark);
         Ok(())
     }
 
@@ -722,28 +559,5 @@ impl Session {
         if let Some(top) = self.app.dialogs.last_mut() {
             top.take(loaded);
         }
-    }
-
-    fn load_detail(&self, id: Identity, record: crate::model::MemoryRecord) -> Result<Detail> {
-        let history = self
-            .store
-            .history(&id.subject, &id.predicate, Some(&id.scope))?;
-        let others = self.store.live_scopes_of(&id.subject, &id.predicate)?;
-        let (repo, task) = match &id.scope {
-            Scope::Repo(r) => (Some(r.as_str()), None),
-            Scope::Task(t) => (None, Some(t.as_str())),
-            Scope::Global => (None, None),
-        };
-        let resolution = self
-            .store
-            .resolve(&id.subject, &id.predicate, repo, task)
-            .ok();
-        Ok(Detail {
-            identity: id,
-            record,
-            history,
-            others,
-            resolution,
-        })
     }
 }

@@ -202,7 +202,7 @@ pub fn render(session: &mut Session, width: u16, height: u16) -> String {
 /// The selected row as "subject · predicate @ scope", or "[scope]" for a group header.
 pub fn selected(s: &Session) -> String {
     use memscope::tui::list::ListItem;
-    match s.app.list.selected().map(|r| &r.item) {
+    match s.app.memories().list.selected().map(|r| &r.item) {
         Some(ListItem::Record { record, .. }) => {
             format!(
                 "{} · {} @ {}",
@@ -224,4 +224,14 @@ pub fn select(s: &mut Session, label: &str) {
         s.handle_key(ch('j'));
     }
     panic!("{label} is not in the list");
+}
+
+/// The selected record's history, as the history pane holds it.
+pub fn detail(s: &Session) -> &memscope::tui::app::Detail {
+    s.app
+        .memories()
+        .timeline
+        .detail
+        .as_ref()
+        .expect("the selected record's history is loaded")
 }

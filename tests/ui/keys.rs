@@ -1,7 +1,9 @@
 //! Key handling on the state: each key → the action it returns → the state after the session
 //! performed it (inline workers, a small fixed story at a fixed clock).
 
-use crate::support::tui::{ch, key, press, render, select, selected as selected_label, Fixture};
+use crate::support::tui::{
+    ch, detail, key, press, render, select, selected as selected_label, Fixture,
+};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use memscope::model::{DeleteTarget, Identity, Scope};
 use memscope::tui::app::{Dialog, ExplainField, READ_ONLY};
@@ -42,12 +44,12 @@ fn moving_selects_records_and_loads_their_history() {
     );
     press(&mut s, "j");
     assert_eq!(selected_label(&s), "user:42 · formatter @ global");
-    let d = s.app.detail.as_ref().expect("the history is loaded");
+    let d = detail(&s);
     let events: Vec<&str> = d.history.iter().map(|e| e.event.as_str()).collect();
     assert_eq!(events, ["set", "set", "stale"]);
     press(&mut s, "kk");
     assert_eq!(selected_label(&s), "[global]");
-    assert!(s.app.detail.is_none());
+    assert!(s.app.memories().timeline.detail.is_none());
     s.handle_key(key(KeyCode::End));
     assert_eq!(
         selected_label(&s),
@@ -73,7 +75,7 @@ fn enter_opens_history_tab_switches_pane_esc_goes_back() {
     assert_eq!(s.app.focus, Focus::Detail);
     // j selects the next event of the timeline instead of moving the list.
     assert_eq!(s.app.handle_key(ch('j')), Action::None);
-    assert_eq!(s.app.event_cursor, 1);
+    assert_eq!(s.app.memories().timeline.cursor, 1);
     s.app.handle_key(key(KeyCode::BackTab));
     assert_eq!(s.app.focus, Focus::List);
 }
@@ -91,18 +93,18 @@ fn enter_on_a_header_folds_the_group() {
         }
     );
     s.handle_key(key(KeyCode::Enter));
-    assert!(s.app.folded.contains("global"));
+    assert!(s.app.memories().folded.contains("global"));
     press(&mut s, "j");
     // The next row after a folded group is the next group's header.
     assert_eq!(selected_label(&s), "[repo:legacy-dashboard]");
     s.handle_key(key(KeyCode::Left));
-    assert!(s.app.folded.contains("repo:legacy-dashboard"));
+    assert!(s.app.memories().folded.contains("repo:legacy-dashboard"));
     press(&mut s, "j");
     assert_eq!(selected_label(&s), "[task:fix-lockfile-123]");
     press(&mut s, "k");
     press(&mut s, "k");
     s.handle_key(key(KeyCode::Right));
-    assert!(!s.app.folded.contains("global"));
+    assert!(!s.app.memories().folded.contains("global"));
     assert_eq!(selected_label(&s), "[global]");
 }
 
@@ -125,7 +127,7 @@ fn filter_line_types_keeps_and_clears() {
     let f = Fixture::story();
     let mut s = f.session(120, 32);
     assert_eq!(s.app.handle_key(ch('/')), Action::None);
-    assert!(s.app.filter.editing);
+    assert!(s.app.memories().filter.editing);
     // While typing, letters are text, not keys: q does not quit.
     assert_eq!(s.app.handle_key(ch('q')), Action::Filter("q".into()));
     assert_eq!(
@@ -136,17 +138,17 @@ fn filter_line_types_keeps_and_clears() {
     for c in "yarn".chars() {
         s.handle_key(ch(c));
     }
-    let r = s.app.filter.results.as_ref().expect("results");
+    let r = s.app.memories().filter.results.as_ref().expect("results");
     assert!(r.done);
     assert_eq!(r.matches(), 1);
     assert_eq!(selected_label(&s), "user:7 · package_manager @ global");
-    match &s.app.list.selected().expect("a row").item {
+    match &s.app.memories().list.selected().expect("a row").item {
         ListItem::Record { highlight, .. } => assert_eq!(highlight.value, vec![0, 1, 2, 3]),
         other => panic!("expected a record, got {other:?}"),
     }
     // Enter keeps the filter and gives the keys back to the list.
     assert_eq!(s.app.handle_key(key(KeyCode::Enter)), Action::None);
-    assert!(!s.app.filter.editing && s.app.filter.active());
+    assert!(!s.app.memories().filter.editing && s.app.memories().filter.active());
     assert_eq!(s.app.handle_key(ch('j')), Action::Move(Motion::Down(1)));
     // Esc clears it; the list comes back unfiltered on the same record.
     assert_eq!(
@@ -154,7 +156,7 @@ fn filter_line_types_keeps_and_clears() {
         Action::Filter(String::new())
     );
     s.perform(Action::Filter(String::new()));
-    assert!(!s.app.filter.active());
+    assert!(!s.app.memories().filter.active());
     assert_eq!(selected_label(&s), "user:7 · package_manager @ global");
     // Esc in the filter line clears it too.
     press(&mut s, "/npm");
@@ -162,7 +164,7 @@ fn filter_line_types_keeps_and_clears() {
         s.app.handle_key(key(KeyCode::Esc)),
         Action::Filter(String::new())
     );
-    assert!(!s.app.filter.editing);
+    assert!(!s.app.memories().filter.editing);
 }
 
 #[test]
@@ -538,7 +540,7 @@ fn live_refresh_keeps_selection_and_filter() {
     s.handle_key(key(KeyCode::Enter));
     f.write(r#"{"subject":"team:ml","predicate":"formatter","value":"ruff format","scope":"repo:models","source":"thread:2/message:1"}"#);
     assert!(s.poll_live());
-    assert_eq!(s.app.filter.input, "ruff");
+    assert_eq!(s.app.memories().filter.input, "ruff");
     let screen = render(&mut s, 120, 32);
     assert!(
         screen.contains("team:ml · formatter = ruff format"),
@@ -550,7 +552,7 @@ fn live_refresh_keeps_selection_and_filter() {
     s.perform(Action::Filter(String::new()));
     let selected = selected_label(&s);
     let mut other = f.store();
-    let rec = s.app.list.selected_record().unwrap().identity();
+    let rec = s.app.memories().list.selected_record().unwrap().identity();
     other.delete(&DeleteTarget::Identity(rec), None).unwrap();
     assert!(s.poll_live());
     assert_ne!(selected_label(&s), selected);
@@ -583,6 +585,7 @@ fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     settle(&mut s);
     assert!(s
         .app
+        .memories()
         .filter
         .results
         .as_ref()
@@ -612,7 +615,7 @@ fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     );
     assert!(s.poll_live());
     settle(&mut s);
-    assert_eq!(s.app.filter.input, "npm");
+    assert_eq!(s.app.memories().filter.input, "npm");
 }
 
 #[test]
@@ -622,7 +625,7 @@ fn esc_typed_just_before_a_key_is_not_alt() {
     press(&mut s, "/yarn");
     // The terminal delivers "Esc j" as Alt+j when they come in one read.
     s.handle_key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::ALT));
-    assert!(!s.app.filter.active() && !s.app.filter.editing);
+    assert!(!s.app.memories().filter.active() && !s.app.memories().filter.editing);
     assert_eq!(selected_label(&s), "[repo:legacy-dashboard]");
 }
 
@@ -682,7 +685,7 @@ fn five_opens_the_reads_newest_first_filtered_by_words_and_time() {
     );
     // `/` on this tab filters the reads, not the current view; letters are text.
     assert_eq!(s.app.handle_key(ch('/')), Action::None);
-    assert!(s.app.tabs.reads.editing && !s.app.filter.editing);
+    assert!(s.app.tabs.reads.editing && !s.app.memories().filter.editing);
     assert_eq!(s.app.handle_key(ch('q')), Action::LoadReads);
     s.perform(Action::LoadReads);
     assert!(s.app.tabs.reads.rows.is_empty());
@@ -777,7 +780,10 @@ fn enter_on_a_read_explains_it_as_of_then_and_g_opens_the_timeline() {
     assert_eq!(s.app.tab, Tab::Memories);
     assert_eq!(s.app.focus, Focus::Detail);
     assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
-    assert_eq!(s.app.mark.as_ref().map(|m| m.version), Some(2));
+    assert_eq!(
+        s.app.memories().timeline.mark.as_ref().map(|m| m.version),
+        Some(2)
+    );
     let screen = render(&mut s, 120, 32);
     assert!(
         screen.contains("↑ v2 read by claude-code 3d ago in")
@@ -788,7 +794,7 @@ fn enter_on_a_read_explains_it_as_of_then_and_g_opens_the_timeline() {
     s.handle_key(key(KeyCode::Esc));
     press(&mut s, "j");
     assert_ne!(selected_label(&s), "user:42 · package_manager @ global");
-    assert!(s.app.mark.is_none());
+    assert!(s.app.memories().timeline.mark.is_none());
 }
 
 #[test]
@@ -799,14 +805,14 @@ fn go_to_clears_the_filter_and_unfolds_and_explains_a_record_that_is_gone() {
     s.handle_key(key(KeyCode::Enter));
     press(&mut s, "k");
     s.handle_key(key(KeyCode::Enter)); // fold global
-    assert!(s.app.folded.contains("global"));
+    assert!(s.app.memories().folded.contains("global"));
     let mark = TimelineMark {
         identity: package_manager(Scope::Global),
         version: 1,
         note: "read by claude-code".into(),
     };
     s.perform(Action::GoTo(mark));
-    assert!(!s.app.filter.active() && !s.app.folded.contains("global"));
+    assert!(!s.app.memories().filter.active() && !s.app.memories().folded.contains("global"));
     assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
     // A record that holds no live value any more: said, not silently wrong.
     let gone = TimelineMark {
@@ -916,7 +922,7 @@ fn m_rescopes_through_a_dialog_that_suggests_and_states_the_effect() {
     assert!(store.check().unwrap().ok);
     // The view shows the repaired record, still selected.
     assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
-    assert_eq!(s.app.detail.as_ref().unwrap().record.version, 3);
+    assert_eq!(detail(&s).record.version, 3);
 }
 
 #[test]
@@ -1128,17 +1134,17 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
     // In the list, j moves the list; Tab gives the history pane the focus and its keys.
     s.handle_key(key(KeyCode::Tab));
     assert_eq!(s.app.focus, Focus::Detail);
-    assert_eq!(s.app.event_cursor, 0);
+    assert_eq!(s.app.memories().timeline.cursor, 0);
     assert_eq!(s.app.handle_key(ch('j')), Action::None);
-    assert_eq!(s.app.event_cursor, 1);
+    assert_eq!(s.app.memories().timeline.cursor, 1);
     // It stops at the last event and goes back with k.
-    let events = s.app.detail.as_ref().expect("a timeline").history.len();
+    let events = detail(&s).history.len();
     for _ in 0..events + 3 {
         s.handle_key(ch('j'));
     }
-    assert_eq!(s.app.event_cursor, events - 1);
+    assert_eq!(s.app.memories().timeline.cursor, events - 1);
     s.handle_key(key(KeyCode::Home));
-    assert_eq!(s.app.event_cursor, 0);
+    assert_eq!(s.app.memories().timeline.cursor, 0);
     s.handle_key(ch('j'));
     // Enter opens the selected event (v2, npm) in a popup with the words exactly as stored.
     assert_eq!(s.app.handle_key(key(KeyCode::Enter)), Action::None);
@@ -1162,7 +1168,7 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
     assert_eq!(s.app.handle_key(ch('c')), Action::Copy(NPM_WORDS.into()));
     s.handle_key(key(KeyCode::Esc));
     assert!(s.app.dialogs.is_empty());
-    assert_eq!(s.app.event_cursor, 1);
+    assert_eq!(s.app.memories().timeline.cursor, 1);
     // In the history pane c copies the selected event's value; in the list, the record's.
     s.handle_key(ch('k'));
     assert_eq!(s.app.handle_key(ch('c')), Action::Copy("pnpm".into()));
@@ -1315,8 +1321,8 @@ fn mouse_clicks_select_rows_tabs_panes_and_the_wheel_scrolls() {
     let (x, y) = find(&screen, "set       v2", 60);
     s.handle_event(Event::Mouse(click(x, y)));
     assert_eq!(s.app.focus, Focus::Detail);
-    let d = s.app.detail.as_ref().expect("a timeline");
-    assert_eq!(d.history[s.app.event_cursor].version, Some(2));
+    let d = detail(&s);
+    assert_eq!(d.history[s.app.memories().timeline.cursor].version, Some(2));
     s.handle_key(key(KeyCode::Enter));
     assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
     // With a dialog open, clicks do nothing underneath; the popup takes the wheel.
@@ -1357,8 +1363,8 @@ fn mouse_clicks_select_rows_tabs_panes_and_the_wheel_scrolls() {
     assert_eq!(s.app.focus, Focus::List);
     s.handle_event(Event::Mouse(mouse(MouseEventKind::ScrollDown, 90, 10)));
     assert_eq!(
-        s.app.event_cursor,
-        3.min(s.app.detail.as_ref().map_or(0, |d| d.history.len() - 1))
+        s.app.memories().timeline.cursor,
+        3.min(detail(&s).history.len() - 1)
     );
     assert_eq!(
         s.app.focus,

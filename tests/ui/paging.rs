@@ -105,7 +105,7 @@ fn walk_up(s: &mut Session) -> Vec<String> {
 /// fit, and never blank rows below the end while rows wait above it.
 fn assert_window(s: &Session, what: &str) {
     let page = s.app.page();
-    let l = &s.app.list;
+    let l = &s.app.memories().list;
     assert!(
         l.cursor >= l.offset && l.cursor < l.offset + page,
         "{what}: the selection is off screen (cursor {}, offset {}, page {page})",
@@ -164,7 +164,7 @@ fn random_motions(s: &mut Session, want: &[String], seed: u64) {
         };
         s.handle_key(key(code));
         assert_eq!(selected(s), want[idx], "step {step} ({label}), seed {seed}");
-        let l = &s.app.list;
+        let l = &s.app.memories().list;
         assert!(
             l.cursor >= l.offset && l.cursor < l.offset + page,
             "the cursor stays on screen"
@@ -205,7 +205,7 @@ fn folded_groups_are_skipped_in_both_directions() {
     }
     s.handle_key(key(KeyCode::Left));
     let folded: BTreeSet<String> = ["global".to_string(), "repo:beta".to_string()].into();
-    assert_eq!(s.app.folded, folded);
+    assert_eq!(s.app.memories().folded, folded);
     let want = expected(&f.store(), &folded, None);
     assert_eq!(walk_down(&mut s), want);
     assert_eq!(walk_up(&mut s), want);
@@ -243,14 +243,14 @@ fn clearing_a_filter_leaves_no_rows_hidden_above_blank_lines() {
     let chosen = selected(&s);
     assert_eq!(chosen, "user:42 · package_manager @ task:fix-lockfile-123");
     s.handle_key(key(KeyCode::Esc));
-    if s.app.filter.active() {
+    if s.app.memories().filter.active() {
         s.handle_key(key(KeyCode::Esc));
     }
-    assert!(!s.app.filter.active());
+    assert!(!s.app.memories().filter.active());
     assert_eq!(selected(&s), chosen);
     // The whole story fits on one screen: nothing may hide above it.
-    assert!(s.app.list.rows.len() < s.app.page());
-    assert_eq!(s.app.list.offset, 0);
+    assert!(s.app.memories().list.rows.len() < s.app.page());
+    assert_eq!(s.app.memories().list.offset, 0);
     assert_window(&s, "after the filter is cleared");
     let screen = render(&mut s, 100, 30);
     assert!(screen.contains("▾ global"), "{screen}");
@@ -267,7 +267,11 @@ fn a_live_insert_keeps_the_selection_visible_without_scrolling_past_the_end() {
     f.write(r#"{"subject":"team:api","predicate":"linter","value":"ruff","scope":"global","source":"thread:1/message:1"}"#);
     assert!(s.poll_live());
     assert_eq!(selected(&s), chosen);
-    assert_eq!(s.app.list.offset, 0, "the list fits: nothing scrolls");
+    assert_eq!(
+        s.app.memories().list.offset,
+        0,
+        "the list fits: nothing scrolls"
+    );
     assert_window(&s, "after a live insert");
 
     // A long list: the first record selected under its header, then a write sorts above it.
@@ -276,14 +280,18 @@ fn a_live_insert_keeps_the_selection_visible_without_scrolling_past_the_end() {
     s.handle_key(key(KeyCode::Home));
     press(&mut s, "j");
     let chosen = selected(&s);
-    assert_eq!(s.app.list.offset, 0);
+    assert_eq!(s.app.memories().list.offset, 0);
     f.write(
         r#"{"subject":"aaa:first","predicate":"p","value":"v","scope":"global","source":"s:new"}"#,
     );
     assert!(s.poll_live());
     assert_eq!(selected(&s), chosen);
     assert_window(&s, "after a live insert above the selection");
-    assert_eq!(s.app.list.offset, 0, "the group header stays on screen");
+    assert_eq!(
+        s.app.memories().list.offset,
+        0,
+        "the group header stays on screen"
+    );
     // At the end of the long list, a write below the window: still no blank rows.
     s.handle_key(key(KeyCode::End));
     f.write(
@@ -303,7 +311,7 @@ fn going_to_a_record_from_reads_shows_it_under_its_header() {
     s.handle_key(ch('g'));
     assert_eq!(s.app.tab, memscope::tui::Tab::Memories);
     assert_eq!(selected(&s), "user:42 · package_manager @ global");
-    assert_eq!(s.app.list.offset, 0);
+    assert_eq!(s.app.memories().list.offset, 0);
     assert_window(&s, "after g from Reads");
     // And back again from further down the list.
     s.handle_key(key(KeyCode::Esc)); // back from the history to the list

@@ -1,10 +1,6 @@
 //! Rendering. Drawing only reads the state: no queries, no writes, no changes — what is on
 //! screen was loaded by the session before the frame.
 
-mod memories;
-
-pub(crate) use memories::history_lines;
-
 use super::app::{App, Focus, Tab};
 use super::keymap;
 use super::layout::{self, Screen};
@@ -196,19 +192,12 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     if let Some(r) = s.tabs {
         tabs(frame, r, app);
     }
-    match app.tab {
-        Tab::Memories => memories::draw(frame, s.body, app),
-        tab => {
-            let view = View {
-                now: app.now,
-                focus: app.focus,
-                focused: app.dialogs.is_empty(),
-            };
-            if let Some(c) = app.tabs.get(tab) {
-                c.draw(frame, s.body, &view);
-            }
-        }
-    }
+    let view = View {
+        now: app.now,
+        focus: app.focus,
+        focused: app.dialogs.is_empty(),
+    };
+    app.tabs.get(app.tab).draw(frame, s.body, &view);
     let status_text = status(app);
     match (s.status, s.footer) {
         (Some(st), Some(f)) => {
@@ -365,41 +354,11 @@ fn status(app: &App) -> Option<(String, Style)> {
         let style = if t.error { error_style() } else { good() };
         return Some((t.text.clone(), style));
     }
-    if let Some(Status::Own(line)) = app.tabs.get(app.tab).map(|c| c.status()) {
-        return line.map(|text| (text, Style::new()));
-    }
-    let f = &app.filter;
-    if !(f.editing || f.active()) {
-        return None;
-    }
-    let progress = match &f.results {
-        Some(r) if f.active() => {
-            let of = app
-                .counts
-                .map(|c| format!(" of {}", thousands(c.memories)))
-                .unwrap_or_default();
-            if r.generation == f.generation && r.done {
-                plural(r.matches() as i64, "match", "matches")
-            } else {
-                format!(
-                    "{} so far · scanned {}{of}…",
-                    plural(r.matches() as i64, "match", "matches"),
-                    thousands(r.scanned as i64)
-                )
-            }
-        }
-        _ if f.active() => "searching…".to_string(),
-        _ => "type to filter subject, predicate, value and scope".to_string(),
+    let line = match app.tabs.get(app.tab).status() {
+        Status::Own(line) => line,
+        Status::Filter => app.memories().filter_line(),
     };
-    let hint = if f.editing {
-        "  (Enter keep · Esc clear)"
-    } else {
-        "  (/ edit · Esc clear)"
-    };
-    Some((
-        format!("/{}   {progress}{hint}", one_line(&f.input)),
-        Style::new(),
-    ))
+    line.map(|text| (text, Style::new()))
 }
 
 fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(String, Style)>) {
@@ -408,10 +367,8 @@ fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(Stri
     };
     let max = area.width as usize;
     frame.render_widget(Paragraph::new(plain(text, *style, max)), area);
-    let f = &app.filter;
     let typed = app.tabs.typing().and_then(|c| c.typed_line());
-    let input = typed.unwrap_or(&f.input);
-    if (f.editing || typed.is_some()) && app.dialogs.is_empty() && app.toast.is_none() {
+    if let Some(input) = typed.filter(|_| app.dialogs.is_empty() && app.toast.is_none()) {
         let x = 1 + width(&one_line(input));
         if x < max {
             frame.set_cursor_position(Position::new(area.x + x as u16, area.y));

@@ -1,7 +1,9 @@
 //! Tab 4, the check: every invariant and the health figures, run off the UI thread each time
 //! the tab is shown.
 
-use super::{TabComponent, View};
+use super::{Env, Shell, TabComponent, View};
+use crate::store::Store;
+use crate::tui::app::{Action, Focus};
 use crate::store::CheckReport;
 use crate::tui::draw::{bold, dim, error_style, good, pane, part, plain, row_line};
 use crate::tui::list::Motion;
@@ -48,13 +50,15 @@ impl TabComponent for CheckTab {
         false
     }
 
-    fn motion(&mut self, m: Motion, page: usize) {
+    fn motion(&mut self, m: Motion, _pane: Focus, shell: &mut Shell<'_>) -> Action {
+        let page = shell.page;
         // The report stops about where its text ends.
         let lines = match &self.state {
             CheckState::Done(r) => r.violations.len() + 3 * r.health.len() + r.metrics.len() + 12,
             _ => 1,
         };
         step(&mut self.scroll, lines, m, page);
+        Action::None
     }
 
     fn start(&mut self, _now: DateTime<Utc>) -> Option<Load> {
@@ -64,7 +68,7 @@ impl TabComponent for CheckTab {
         Some(Load::Check)
     }
 
-    fn take(&mut self, reply: &Reply) -> Result<(), String> {
+    fn take(&mut self, reply: &Reply, _store: &Store, _env: &Env) -> Result<(), String> {
         match reply {
             Reply::Check(report) => self.state = CheckState::Done(report.clone()),
             Reply::Failed {

@@ -1,9 +1,8 @@
-//! The tabs that are components: each is one file that owns its state, turns its keys into
-//! actions, takes what the session loads for it and draws itself. A tab is registered by one
-//! line in `register!` at the end of this file (which also declares its module), beside its
-//! variant in [`Tab`]; its key bindings are rows of the key map (`keymap`).
-//!
-//! The current view (1) still lives in `App`, `list`, `timeline` and `draw`.
+//! The tabs: each is one file that owns its state, turns its keys into actions, takes what
+//! the session loads for it and draws itself. A tab is registered by one line in `register!`
+//! at the end of this file, which declares its module, its variant of [`Tab`] (in the tab
+//! bar's order) and its field in [`Tabs`]; its key bindings are rows of the key map
+//! (`keymap`). docs/ARCHITECTURE-ui.md walks through adding one.
 
 use super::app::{Action, Dialog, ExplainDialog, Focus, Toast, READ_ONLY};
 use super::keymap::{Command, Context};
@@ -18,34 +17,15 @@ use chrono::{DateTime, Utc};
 use ratatui::layout::Rect;
 use ratatui::Frame;
 
-/// The tabs, in the tab bar's order (its number is the key that opens it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tab {
-    Memories,
-    Pending,
-    Tombstones,
-    Check,
-    Reads,
-}
-
-impl Tab {
-    pub const ALL: [Tab; 5] = [
-        Tab::Memories,
-        Tab::Pending,
-        Tab::Tombstones,
-        Tab::Check,
-        Tab::Reads,
-    ];
-}
-
 /// A tab: its state, its keys, what it loads and its drawing. Only the session calls `reload`,
 /// `start`, `sync` and `take` (the loop's side); drawing only reads.
 pub trait TabComponent {
     /// The tab bar's title after its number: `Tombstones (1)`.
     fn title(&self) -> String;
-    /// The key-map context of the tab's own bindings (the list keys and the global ones follow).
-    fn context(&self) -> Option<Context> {
-        None
+    /// The key-map contexts of the tab's own bindings with `focus` on one of its panes, most
+    /// specific first (the list keys and the global ones follow).
+    fn contexts(&self, _focus: Focus) -> Vec<Context> {
+        Vec::new()
     }
     /// A key's command on this tab; `None` leaves it to the global handling.
     fn command(&mut self, _cmd: Command, _shell: &mut Shell<'_>) -> Option<Action> {
@@ -59,20 +39,22 @@ pub trait TabComponent {
     fn list(&mut self) -> Option<&mut dyn Cursor> {
         None
     }
-    /// Moves in the tab; `page` rows make a page.
-    fn motion(&mut self, m: Motion, page: usize) {
+    /// Moves in the pane `pane` of the tab (`shell.page` rows make a page).
+    fn motion(&mut self, m: Motion, _pane: Focus, shell: &mut Shell<'_>) -> Action {
         if let Some(list) = self.list() {
-            list.step(m, page);
+            list.step(m, shell.page);
         }
+        Action::None
     }
     /// A click on line `row` of the pane `pane`, `height` lines tall inside its border.
-    fn click(&mut self, pane: Focus, row: usize, height: usize) {
+    fn click(&mut self, pane: Focus, row: usize, height: usize, _shell: &mut Shell<'_>) -> Action {
         if let Some(list) = self.list().filter(|_| pane == Focus::List) {
             list.pick(row, height, 1);
         }
+        Action::None
     }
     /// Loads what the tab lists: when a tab is shown and on every refresh.
-    fn reload(&mut self, _store: &Store) -> Result<()> {
+    fn reload(&mut self, _store: &Store, _env: &Env) -> Result<()> {
         Ok(())
     }
     /// Slow work for the workers when the tab is shown (or refreshed while shown).
@@ -84,11 +66,12 @@ pub trait TabComponent {
         false
     }
     /// Loads what the selection shows and the tab does not have yet.
-    fn sync(&mut self, _store: &Store) -> Result<()> {
+    fn sync(&mut self, _store: &Store, _env: &Env) -> Result<()> {
         Ok(())
     }
-    /// A worker's reply; the tab keeps what is its own. An error is a sentence to show.
-    fn take(&mut self, _reply: &Reply) -> Result<(), String> {
+    /// A worker's reply; the tab keeps what is its own (and may load what it needs with it).
+    /// An error is a sentence to show.
+    fn take(&mut self, _reply: &Reply, _store: &Store, _env: &Env) -> Result<(), String> {
         Ok(())
     }
     /// Whether a line of the tab is being typed: it takes every key (the `Filter` context).
@@ -107,11 +90,57 @@ pub trait TabComponent {
     fn status(&self) -> Status {
         Status::Filter
     }
-    /// The value the selection holds, for `c`.
-    fn copy_text(&self) -> Option<String> {
+    /// The value the selection of pane `focus` holds, for `c`.
+    fn copy_text(&self, _focus: Focus) -> Option<String> {
         None
     }
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View);
+}
+
+/// What a key did to a filter line being typed.
+pub enum LineEdit {
+    /// Enter: typing ends, the line stays.
+    Kept,
+    /// Esc: typing ends, the line is empty.
+    Cleared,
+    /// A character typed or erased.
+    Changed,
+    /// ↑/↓ move in the list while typing.
+    Move(Motion),
+    Nothing,
+}
+
+/// A key in a filter line (`input`, typed while `editing`), as the `Filter` context binds it.
+pub fn edit_line(
+    input: &mut String,
+    editing: &mut bool,
+    cmd: Option<Command>,
+    c: Option<char>,
+) -> LineEdit {
+    match cmd {
+        Some(Command::KeepFilter) => {
+            *editing = false;
+            LineEdit::Kept
+        }
+        Some(Command::ClearFilter) => {
+            *editing = false;
+            input.clear();
+            LineEdit::Cleared
+        }
+        Some(Command::Erase) => {
+            input.pop();
+            LineEdit::Changed
+        }
+        Some(Command::Up) => LineEdit::Move(Motion::Up(1)),
+        Some(Command::Down) => LineEdit::Move(Motion::Down(1)),
+        _ => match c {
+            Some(c) => {
+                input.push(c);
+                LineEdit::Changed
+            }
+            None => LineEdit::Nothing,
+        },
+    }
 }
 
 /// A tab bar title with its count: `Pending (2)`, or `Pending` when there are none.
@@ -130,6 +159,15 @@ pub enum Status {
     Own(Option<String>),
 }
 
+/// What the loop's side of a tab (loading, replies) needs besides the store.
+pub struct Env {
+    /// The clock's reading.
+    pub now: DateTime<Utc>,
+    /// The terminal's size and the rows of a page in the focused pane.
+    pub size: (u16, u16),
+    pub page: usize,
+}
+
 /// What a tab's drawing needs besides its own state.
 pub struct View {
     /// The clock's reading for this frame.
@@ -145,9 +183,11 @@ pub struct Shell<'a> {
     pub read_only: bool,
     /// Which pane of the tab has the focus.
     pub focus: &'a mut Focus,
-    /// The frame's clock reading and the terminal's size.
+    /// The frame's clock reading, the terminal's size and the rows of a page in the pane the
+    /// key moves in.
     pub now: DateTime<Utc>,
     pub size: (u16, u16),
+    pub page: usize,
     pub dialogs: &'a mut Vec<Dialog>,
     pub toast: &'a mut Option<Toast>,
 }
@@ -187,11 +227,21 @@ impl Shell<'_> {
     }
 }
 
-/// Declares the component tabs, one line each: `Variant => module::Type` (the module is the
-/// tab's file and its field in `Tabs`).
+/// Declares the tabs, one line each in the tab bar's order: `Variant => module::Type` (the
+/// module is the tab's file and its field in `Tabs`).
 macro_rules! register {
     ($($tab:ident => $field:ident::$component:ident,)*) => {
         $(pub mod $field;)*
+
+        /// The tabs, in the tab bar's order (its number is the key that opens it).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Tab {
+            $($tab,)*
+        }
+
+        impl Tab {
+            pub const ALL: &'static [Tab] = &[$(Tab::$tab,)*];
+        }
 
         /// The state of every component tab, one field each.
         #[derive(Default)]
@@ -200,19 +250,15 @@ macro_rules! register {
         }
 
         impl Tabs {
-            pub fn get(&self, tab: Tab) -> Option<&dyn TabComponent> {
+            pub fn get(&self, tab: Tab) -> &dyn TabComponent {
                 match tab {
-                    $(Tab::$tab => Some(&self.$field),)*
-                    #[allow(unreachable_patterns)]
-                    _ => None,
+                    $(Tab::$tab => &self.$field,)*
                 }
             }
 
-            pub fn get_mut(&mut self, tab: Tab) -> Option<&mut dyn TabComponent> {
+            pub fn get_mut(&mut self, tab: Tab) -> &mut dyn TabComponent {
                 match tab {
-                    $(Tab::$tab => Some(&mut self.$field),)*
-                    #[allow(unreachable_patterns)]
-                    _ => None,
+                    $(Tab::$tab => &mut self.$field,)*
                 }
             }
 
@@ -231,6 +277,7 @@ macro_rules! register {
 }
 
 register! {
+    Memories => memories::MemoriesTab,
     Pending => pending::PendingTab,
     Tombstones => tombstones::TombstonesTab,
     Check => check::CheckTab,

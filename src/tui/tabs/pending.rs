@@ -2,10 +2,10 @@
 //! `r`, `t` write one to a candidate and `x` rejects it, each after a confirm that states the
 //! store's own preview of the effect.
 
-use super::{counted, Shell, TabComponent, View};
+use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::{PendingItem, Scope};
 use crate::store::Store;
-use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
+use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::rows::{Cursor, ListPanes, Rows};
@@ -120,8 +120,8 @@ impl TabComponent for PendingTab {
         counted("Pending", self.rows.len())
     }
 
-    fn context(&self) -> Option<Context> {
-        Some(Context::Pending)
+    fn contexts(&self, _focus: Focus) -> Vec<Context> {
+        vec![Context::Pending]
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
@@ -142,13 +142,13 @@ impl TabComponent for PendingTab {
         Some(&mut self.rows)
     }
 
-    fn reload(&mut self, store: &Store) -> Result<()> {
+    fn reload(&mut self, store: &Store, _env: &Env) -> Result<()> {
         self.rows.set(store.pending(false)?);
         self.preview = None;
         Ok(())
     }
 
-    fn sync(&mut self, store: &Store) -> Result<()> {
+    fn sync(&mut self, store: &Store, _env: &Env) -> Result<()> {
         let want = self.rows.selected();
         if want.map(|p| p.id) != self.preview.as_ref().map(|p| p.pending_id) {
             self.preview = match want {
@@ -159,7 +159,7 @@ impl TabComponent for PendingTab {
         Ok(())
     }
 
-    fn copy_text(&self) -> Option<String> {
+    fn copy_text(&self, _focus: Focus) -> Option<String> {
         self.rows
             .selected()
             .map(|p| crate::tui::clipboard::value_text(&p.value))

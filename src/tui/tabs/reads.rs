@@ -1,7 +1,8 @@
 //! Tab 5, the reads: what agents were told, newest first, narrowed by words (`/`) and a time
 //! window (`s`); `Enter` explains a read as of its time, `g` opens the record it got.
 
-use super::{Shell, Status, TabComponent, View};
+use super::{edit_line, Env, LineEdit, Shell, Status, TabComponent, View};
+use crate::store::Store;
 use crate::model::{Considered, ReadRecord, Resolution};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::AsOfDialog;
@@ -9,7 +10,6 @@ use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, selected, P
 use crate::tui::incident::{read_context, Since, TimelineMark, NO_RECORD, READS_LIMIT};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::layout;
-use crate::tui::list::Motion;
 use crate::tui::rows::{Cursor, Rows};
 use crate::tui::text::{
     age, ago, fit, month_day_time, one_line, plural, short_time, value_text, width,
@@ -134,8 +134,8 @@ impl TabComponent for ReadsTab {
         "Reads".into()
     }
 
-    fn context(&self) -> Option<Context> {
-        Some(Context::Reads)
+    fn contexts(&self, _focus: Focus) -> Vec<Context> {
+        vec![Context::Reads]
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
@@ -168,36 +168,13 @@ impl TabComponent for ReadsTab {
 
     /// A key in the Reads filter line.
     fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
-        let r = self;
-        match cmd {
-            Some(Command::KeepFilter) => {
-                r.editing = false;
+        match edit_line(&mut self.input, &mut self.editing, cmd, c) {
+            LineEdit::Cleared | LineEdit::Changed => Action::LoadReads,
+            LineEdit::Move(m) => {
+                self.rows.step(m, 1);
                 Action::None
             }
-            Some(Command::ClearFilter) => {
-                r.editing = false;
-                r.input.clear();
-                Action::LoadReads
-            }
-            Some(Command::Erase) => {
-                r.input.pop();
-                Action::LoadReads
-            }
-            Some(Command::Up) => {
-                r.rows.step(Motion::Up(1), 1);
-                Action::None
-            }
-            Some(Command::Down) => {
-                r.rows.step(Motion::Down(1), 1);
-                Action::None
-            }
-            _ => match c {
-                Some(c) => {
-                    r.input.push(c);
-                    Action::LoadReads
-                }
-                None => Action::None,
-            },
+            LineEdit::Kept | LineEdit::Nothing => Action::None,
         }
     }
 
@@ -205,10 +182,11 @@ impl TabComponent for ReadsTab {
         Some(&mut self.rows)
     }
 
-    fn click(&mut self, pane: Focus, row: usize, height: usize) {
+    fn click(&mut self, pane: Focus, row: usize, height: usize, _shell: &mut Shell<'_>) -> Action {
         if pane == Focus::List {
             self.rows.pick(row, height, layout::read_lines(height));
         }
+        Action::None
     }
 
     fn start(&mut self, now: DateTime<Utc>) -> Option<Load> {
@@ -220,7 +198,7 @@ impl TabComponent for ReadsTab {
         self.shown.is_some()
     }
 
-    fn take(&mut self, reply: &Reply) -> Result<(), String> {
+    fn take(&mut self, reply: &Reply, _store: &Store, _env: &Env) -> Result<(), String> {
         match reply {
             Reply::Reads { query, rows } => self
                 .take_rows(query.clone(), rows.clone())

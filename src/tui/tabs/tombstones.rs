@@ -1,9 +1,9 @@
 //! Tab 3, the tombstones: what was deleted, and `u` to lift a tombstone after a confirm.
 
-use super::{counted, Shell, TabComponent, View};
+use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::{Identity, Tombstone};
 use crate::store::Store;
-use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
+use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, labelled, part, row_line, wrapped};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::rows::{Cursor, ListPanes, Rows};
@@ -53,8 +53,8 @@ impl TabComponent for TombstonesTab {
         counted("Tombstones", self.rows.len())
     }
 
-    fn context(&self) -> Option<Context> {
-        Some(Context::Tombstones)
+    fn contexts(&self, _focus: Focus) -> Vec<Context> {
+        vec![Context::Tombstones]
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
@@ -72,7 +72,7 @@ impl TabComponent for TombstonesTab {
         Some(&mut self.rows)
     }
 
-    fn reload(&mut self, store: &Store) -> Result<()> {
+    fn reload(&mut self, store: &Store, _env: &Env) -> Result<()> {
         self.rows.set(store.tombstones()?);
         Ok(())
     }

@@ -1,0 +1,713 @@
+//! Tab 1, the current view: every live record grouped by scope (foldable), the fuzzy filter,
+//! and the history pane (`timeline`) of the selected record. The list pages through the store
+//! (`list::MemoryList`); the filter runs on the workers and its replies land here.
+
+use super::{edit_line, Env, LineEdit, Shell, Status, TabComponent, View};
+use crate::model::{Identity, MemoryRecord, Scope};
+use crate::store::Store;
+use crate::tui::app::{Action, Detail, DeleteDialog, Dialog, FilterState, Focus, Tab};
+use crate::tui::dialogs::{RescopeDialog, RevertDialog};
+use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, selected, Part};
+use crate::tui::incident::TimelineMark;
+use crate::tui::keymap::{Command, Context};
+use crate::tui::layout;
+use crate::tui::list::{FilterResults, ListItem, ListRow, MemoryList, Motion, Pos, Source};
+use crate::tui::text::{age, one_line, plural, thousands, value_text};
+use crate::tui::timeline::Timeline;
+use crate::tui::worker::{FilterJob, HeaderCounts, Reply};
+use anyhow::Result;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use std::collections::{BTreeSet, HashMap};
+
+#[derive(Debug, Clone, Default)]
+pub struct MemoriesTab {
+    pub list: MemoryList,
+    pub folded: BTreeSet<String>,
+    pub filter: FilterState,
+    /// The row selected when a refresh re-ran the filter: reselected when the results land.
+    filter_anchor: Option<ListRow>,
+    /// The database's figures (the list's title) and the records of each scope (group headers).
+    counts: Option<HeaderCounts>,
+    pub scope_counts: HashMap<String, i64>,
+    /// The history pane.
+    pub timeline: Timeline,
+}
+
+/// The rows' source for the current mode (disjoint borrows of the tab's fields).
+fn source<'a>(folded: &'a BTreeSet<String>, filter: &'a FilterState) -> Source<'a> {
+    match &filter.results {
+        Some(results) if filter.active() => Source::Filter {
+            results,
+            collapsed: folded,
+        },
+        _ => Source::Keyset { collapsed: folded },
+    }
+}
+
+impl MemoriesTab {
+
+    pub fn selected_record(&self) -> Option<&MemoryRecord> {
+        self.list.selected_record()
+    }
+
+    /// Whether the welcome of an empty database takes the whole body (no panes to point at).
+    pub fn welcome(&self) -> bool {
+        self.list.is_empty() && !self.filter.active()
+    }
+
+    /// Whether the filter has results still to come.
+    pub fn filtering(&self) -> bool {
+        let f = &self.filter;
+        f.active()
+            && f.results
+                .as_ref()
+                .is_none_or(|r| r.generation != f.generation || !r.done)
+    }
+
+    // The loop's side: each of these is called by the session with the store.
+
+    /// Moves in the list (`Action::Move`).
+    pub fn move_by(&mut self, store: &Store, m: Motion, page: usize) -> Result<()> {
+        let src = source(&self.folded, &self.filter);
+        self.list.apply(&src, store, m, page)
+    }
+
+    /// Fills the window after a resize.
+    pub fn fill(&mut self, store: &Store, env: &Env) -> Result<()> {
+        self.timeline.follow(env.size, env.now);
+        let src = source(&self.folded, &self.filter);
+        self.list.fill(&src, store, env.page)
+    }
+
+    /// Folds or unfolds a scope group (`Action::Fold`), its header staying selected.
+    pub fn fold(&mut self, store: &Store, scope: String, folded: bool, page: usize) -> Result<()> {
+        if folded {
+            self.folded.insert(scope.clone());
+        } else {
+            self.folded.remove(&scope);
+        }
+        let header = ListRow {
+            pos: Pos::Key {
+                scope: scope.clone(),
+                record: None,
+            },
+            item: ListItem::Header { scope },
+        };
+        let anchor = self.anchor_for(&header);
+        self.reload_list(store, anchor, page)
+    }
+
+    /// Where a row of the previous list sits in the current mode's list.
+    fn anchor_for(&self, row: &ListRow) -> Option<Pos> {
+        match &self.filter.results {
+            Some(r) if self.filter.active() => r.position_of(row),
+            _ => Some(row.keyset_pos()),
+        }
+    }
+
+    fn reload_list(&mut self, store: &Store, anchor: Option<Pos>, page: usize) -> Result<()> {
+        let src = source(&self.folded, &self.filter);
+        self.list.reload(&src, store, anchor.as_ref(), page)
+    }
+
+    /// A new query (`Action::Filter`): the job for the filter worker, or `None` when the
+    /// filter was cleared (the list is back to the unfiltered view on the same row; the
+    /// worker's running scan is outdated by the new generation).
+    pub fn start_filter(
+        &mut self,
+        store: &Store,
+        query: String,
+        progressive: bool,
+        page: usize,
+    ) -> Result<Option<FilterJob>> {
+        self.filter.generation += 1;
+        if query.is_empty() {
+            let anchor = self.list.selected().map(|r| r.keyset_pos());
+            self.filter.results = None;
+            self.filter.input.clear();
+            self.reload_list(store, anchor, page)?;
+            return Ok(None);
+        }
+        if progressive {
+            self.filter_anchor = None;
+        }
+        Ok(Some(FilterJob {
+            generation: self.filter.generation,
+            query,
+            progressive,
+        }))
+    }
+
+    /// On a refresh: the filter runs again (its current results stay until the new ones are
+    /// complete, and the selected row is reselected in them).
+    pub fn rerun_filter(&mut self, store: &Store, page: usize) -> Result<Option<FilterJob>> {
+        if !self.filter.active() {
+            return Ok(None);
+        }
+        self.filter_anchor = self.list.selected().cloned();
+        let query = self.filter.input.clone();
+        self.start_filter(store, query, false, page)
+    }
+
+    /// Drops the filter (typed or applied); the generation to cancel on the worker.
+    pub fn drop_filter(&mut self) -> Option<u64> {
+        let f = &mut self.filter;
+        if !(f.active() || f.editing) {
+            return None;
+        }
+        f.editing = false;
+        f.input.clear();
+        f.results = None;
+        f.generation += 1;
+        Some(f.generation)
+    }
+
+    fn take_filter(
+        &mut self,
+        store: &Store,
+        generation: u64,
+        runs: &[(String, Vec<i64>)],
+        scanned: u64,
+        done: bool,
+        page: usize,
+    ) -> Result<()> {
+        let f = &mut self.filter;
+        if generation != f.generation || !f.active() {
+            return Ok(());
+        }
+        let fresh = f
+            .results
+            .as_ref()
+            .is_none_or(|r| r.generation != generation);
+        // A typed query starts at the top; a refresh re-run reselects its anchor.
+        let previous = if fresh {
+            f.results = Some(FilterResults::new(&f.input, generation));
+            self.filter_anchor.take()
+        } else {
+            None
+        };
+        if let Some(results) = f.results.as_mut() {
+            results.append(runs.to_vec());
+            results.scanned = scanned;
+            results.done = done;
+        }
+        if fresh {
+            let anchor = previous.and_then(|row| self.anchor_for(&row));
+            let top = anchor.is_none();
+            self.reload_list(store, anchor, page)?;
+            if top {
+                self.list.select_first_record(page);
+            }
+            Ok(())
+        } else {
+            // More matches may extend the list below what is loaded.
+            self.list.at_end = false;
+            let src = source(&self.folded, &self.filter);
+            self.list.fill(&src, store, page)
+        }
+    }
+
+    /// Opens the list on the marked record with its history beside it (`Action::GoTo`); a
+    /// folded group would hide it, so it unfolds (the caller drops the filter first). What
+    /// to say: where it is, or why it is not there.
+    pub fn go_to(
+        &mut self,
+        store: &Store,
+        mark: TimelineMark,
+        page: usize,
+    ) -> Result<Result<String, String>> {
+        let id = &mark.identity;
+        let scope = id.scope.to_string();
+        self.folded.remove(&scope);
+        let anchor = Pos::Key {
+            scope,
+            record: Some((id.subject.clone(), id.predicate.clone())),
+        };
+        self.reload_list(store, Some(anchor), page)?;
+        if self.selected_record().map(|r| r.identity()).as_ref() != Some(id) {
+            return Ok(Err(format!(
+                "{id} holds no live record now (deleted or moved since): `memscope history` still shows its timeline"
+            )));
+        }
+        self.timeline.detail = None;
+        let said = format!("history of {id}: v{} highlighted, {}", mark.version, mark.note);
+        self.timeline.mark = Some(mark);
+        Ok(Ok(said))
+    }
+
+    /// The selected record of the list, for a curation key (`verb`): none on a read-only
+    /// file or on a group header, each said in a toast.
+    fn record_to_curate(&self, verb: &str, shell: &mut Shell<'_>) -> Option<MemoryRecord> {
+        if !shell.writable() {
+            return None;
+        }
+        let rec = self.selected_record().cloned();
+        if rec.is_none() {
+            shell.info(format!(
+                "select a record to {verb} (a group header is not a memory)"
+            ));
+        }
+        rec
+    }
+
+    fn delete(&self, shell: &mut Shell<'_>) -> Action {
+        let Some(rec) = self.record_to_curate("delete", shell) else {
+            return Action::None;
+        };
+        let (dialog, action) = DeleteDialog::open(rec.identity());
+        shell.open(Dialog::Delete(dialog));
+        action
+    }
+
+    /// `m`: the rescope dialog on the selected record.
+    fn rescope(&self, shell: &mut Shell<'_>) -> Action {
+        let Some(rec) = self.record_to_curate("rescope", shell) else {
+            return Action::None;
+        };
+        let mut dialog = RescopeDialog::new(rec);
+        // Only a global value gets a suggested target; elsewhere the human types it.
+        dialog.editing = dialog.record.scope != Scope::Global;
+        shell.open(Dialog::Rescope(dialog));
+        Action::PreviewRescope
+    }
+
+    /// `v`: the revert dialog on the selected record, when it has an earlier version.
+    fn revert(&self, shell: &mut Shell<'_>) -> Action {
+        let Some(rec) = self.record_to_curate("revert", shell) else {
+            return Action::None;
+        };
+        if rec.version <= 1 {
+            shell.info(format!(
+                "{} is at v1: there is no earlier version to revert to",
+                rec.identity()
+            ));
+            return Action::None;
+        }
+        shell.open(Dialog::Revert(RevertDialog {
+            record: rec,
+            choices: None,
+            choice: 0,
+            typed: String::new(),
+        }));
+        Action::PreviewRevert
+    }
+
+    /// `Enter`: a header folds or unfolds, a record opens its history.
+    fn open(&mut self, shell: &mut Shell<'_>) -> Action {
+        match self.list.selected().map(|r| &r.item) {
+            Some(ListItem::Header { scope }) => Action::Fold {
+                scope: scope.clone(),
+                folded: !self.folded.contains(scope),
+            },
+            Some(ListItem::Record { .. }) => {
+                *shell.focus = Focus::Detail;
+                self.timeline.follow(shell.size, shell.now);
+                Action::None
+            }
+            None => Action::None,
+        }
+    }
+
+    /// The filter line: what is typed, how far the scan got, the keys.
+    pub fn filter_line(&self) -> Option<String> {
+        let f = &self.filter;
+        if !(f.editing || f.active()) {
+            return None;
+        }
+        let progress = match &f.results {
+            Some(r) if f.active() => {
+                let of = self
+                    .counts
+                    .map(|c| format!(" of {}", thousands(c.memories)))
+                    .unwrap_or_default();
+                if r.generation == f.generation && r.done {
+                    plural(r.matches() as i64, "match", "matches")
+                } else {
+                    format!(
+                        "{} so far · scanned {}{of}…",
+                        plural(r.matches() as i64, "match", "matches"),
+                        thousands(r.scanned as i64)
+                    )
+                }
+            }
+            _ if f.active() => "searching…".to_string(),
+            _ => "type to filter subject, predicate, value and scope".to_string(),
+        };
+        let hint = if f.editing {
+            "  (Enter keep · Esc clear)"
+        } else {
+            "  (/ edit · Esc clear)"
+        };
+        Some(format!("/{}   {progress}{hint}", one_line(&f.input)))
+    }
+
+    fn load_detail(store: &Store, id: Identity, record: MemoryRecord) -> Result<Detail> {
+        let history = store.history(&id.subject, &id.predicate, Some(&id.scope))?;
+        let others = store.live_scopes_of(&id.subject, &id.predicate)?;
+        let (repo, task) = match &id.scope {
+            Scope::Repo(r) => (Some(r.as_str()), None),
+            Scope::Task(t) => (None, Some(t.as_str())),
+            Scope::Global => (None, None),
+        };
+        let resolution = store.resolve(&id.subject, &id.predicate, repo, task).ok();
+        Ok(Detail {
+            identity: id,
+            record,
+            history,
+            others,
+            resolution,
+        })
+    }
+}
+
+impl TabComponent for MemoriesTab {
+    fn title(&self) -> String {
+        "Current view".into()
+    }
+
+    fn contexts(&self, focus: Focus) -> Vec<Context> {
+        match focus {
+            Focus::Detail => vec![Context::History, Context::Memories],
+            Focus::List => vec![Context::Memories],
+        }
+    }
+
+    fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
+        Some(match cmd {
+            Command::Open => self.open(shell),
+            Command::NextPane | Command::PrevPane => {
+                *shell.focus = match *shell.focus {
+                    Focus::List => Focus::Detail,
+                    Focus::Detail => Focus::List,
+                };
+                self.timeline.follow(shell.size, shell.now);
+                Action::None
+            }
+            Command::Back if *shell.focus == Focus::Detail => {
+                *shell.focus = Focus::List;
+                Action::None
+            }
+            Command::Back if self.filter.active() => {
+                self.filter.input.clear();
+                Action::Filter(String::new())
+            }
+            Command::Fold | Command::Unfold => match self.list.selected() {
+                Some(row) => Action::Fold {
+                    scope: row.scope(),
+                    folded: cmd == Command::Fold,
+                },
+                None => Action::None,
+            },
+            Command::Delete => self.delete(shell),
+            Command::Explain => match self.selected_record() {
+                Some(r) => shell.explain(&r.subject, &r.predicate, std::slice::from_ref(&r.scope)),
+                None => {
+                    shell.info("select a record to explain");
+                    Action::None
+                }
+            },
+            Command::Rescope => self.rescope(shell),
+            Command::Revert => self.revert(shell),
+            Command::OpenEvent => self.timeline.open(shell),
+            _ => return None,
+        })
+    }
+
+    fn motion(&mut self, m: Motion, pane: Focus, shell: &mut Shell<'_>) -> Action {
+        match pane {
+            Focus::List => Action::Move(m),
+            Focus::Detail => {
+                self.timeline.step(m, shell.page, shell.size, shell.now);
+                Action::None
+            }
+        }
+    }
+
+    fn click(&mut self, pane: Focus, row: usize, _height: usize, shell: &mut Shell<'_>) -> Action {
+        match pane {
+            Focus::List => {
+                let target = self.list.offset + row;
+                let cursor = self.list.cursor;
+                if target >= self.list.rows.len() || target == cursor {
+                    Action::None
+                } else if target > cursor {
+                    Action::Move(Motion::Down(target - cursor))
+                } else {
+                    Action::Move(Motion::Up(cursor - target))
+                }
+            }
+            Focus::Detail => {
+                self.timeline.click(row, shell.size, shell.now);
+                Action::None
+            }
+        }
+    }
+
+    /// The list again around the selected row; the history is loaded again by `sync`.
+    fn reload(&mut self, store: &Store, env: &Env) -> Result<()> {
+        let anchor = self.list.selected().and_then(|row| self.anchor_for(row));
+        self.reload_list(store, anchor, env.page)?;
+        self.timeline.detail = None;
+        Ok(())
+    }
+
+    /// Loads the selected record's history when the selection moved to another record.
+    fn sync(&mut self, store: &Store, env: &Env) -> Result<()> {
+        let Some(rec) = self.selected_record().cloned() else {
+            self.timeline.detail = None;
+            return Ok(());
+        };
+        let id = rec.identity();
+        if self.timeline.detail.as_ref().map(|d| &d.identity) != Some(&id) {
+            let detail = Self::load_detail(store, id, rec)?;
+            self.timeline.show(detail, env.size, env.now);
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, reply: &Reply, store: &Store, env: &Env) -> Result<(), String> {
+        match reply {
+            Reply::Counts { counts, scopes } => {
+                self.counts = Some(*counts);
+                self.scope_counts = scopes.iter().cloned().collect();
+                Ok(())
+            }
+            Reply::Filter {
+                generation,
+                runs,
+                scanned,
+                done,
+            } => self
+                .take_filter(store, *generation, runs, *scanned, *done, env.page)
+                .map_err(|e| format!("{e:#}")),
+            _ => Ok(()),
+        }
+    }
+
+    fn typing(&self) -> bool {
+        self.filter.editing
+    }
+
+    fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
+        let f = &mut self.filter;
+        match edit_line(&mut f.input, &mut f.editing, cmd, c) {
+            LineEdit::Cleared | LineEdit::Changed => Action::Filter(f.input.clone()),
+            LineEdit::Move(m) => Action::Move(m),
+            LineEdit::Kept | LineEdit::Nothing => Action::None,
+        }
+    }
+
+    fn typed_line(&self) -> Option<&str> {
+        self.filter.editing.then_some(self.filter.input.as_str())
+    }
+
+    fn status(&self) -> Status {
+        Status::Filter
+    }
+
+    fn copy_text(&self, focus: Focus) -> Option<String> {
+        match focus {
+            Focus::List => self
+                .selected_record()
+                .map(|r| crate::tui::clipboard::value_text(&r.value)),
+            Focus::Detail => self.timeline.value(),
+        }
+    }
+
+    fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
+        if self.welcome() {
+            // An empty database gets the whole body to explain itself.
+            let inner = pane(frame, body, "Current view · empty", true);
+            self.empty(frame, inner);
+            return;
+        }
+        let panes = layout::panes(body, Tab::Memories, view.focus);
+        if let Some(area) = panes.list {
+            self.draw_list(frame, area, view);
+        }
+        if let Some(area) = panes.detail {
+            let hint = match self.list.selected().map(|r| &r.item) {
+                Some(ListItem::Header { .. }) => "A scope group: Enter folds or unfolds it.",
+                _ => "Select a record to see its history.",
+            };
+            self.timeline.draw(frame, area, view, hint);
+        }
+    }
+}
+
+// Drawing.
+impl MemoriesTab {
+    fn list_title(&self) -> String {
+        let f = &self.filter;
+        if f.active() {
+            let n = f.results.as_ref().map(|r| r.matches()).unwrap_or(0);
+            return format!(
+                "Current view · filter “{}” · {}",
+                one_line(&f.input),
+                plural(n as i64, "match", "matches")
+            );
+        }
+        match &self.counts {
+            Some(c) => format!(
+                "Current view · {} identities in {} scopes",
+                thousands(c.memories),
+                thousands(c.scopes)
+            ),
+            None => "Current view".to_string(),
+        }
+    }
+
+    fn draw_list(&self, frame: &mut Frame<'_>, area: Rect, view: &View) {
+        let focused = view.focused && view.focus == Focus::List;
+        let inner = pane(frame, area, &self.list_title(), focused);
+        if inner.width == 0 || inner.height == 0 {
+            return;
+        }
+        if self.list.is_empty() {
+            self.empty(frame, inner);
+            return;
+        }
+        let max = inner.width as usize;
+        let height = inner.height as usize;
+        let mut lines = Vec::with_capacity(height);
+        for (i, row) in self.list.visible(height).iter().enumerate() {
+            let mut line = self.list_row(row, view, max);
+            if self.list.offset + i == self.list.cursor {
+                line = line.style(selected());
+            }
+            lines.push(line);
+        }
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
+
+    fn list_row(&self, row: &ListRow, view: &View, max: usize) -> Line<'static> {
+        match &row.item {
+            ListItem::Header { scope } => {
+                let folded = self.folded.contains(scope);
+                let count = if self.filter.active() {
+                    self.filter.results.as_ref().and_then(|r| r.count_in(scope))
+                } else {
+                    self.scope_counts.get(scope).copied()
+                };
+                let marker = if folded { "▸ " } else { "▾ " };
+                let mut left = vec![
+                    part(marker, dim()),
+                    part(one_line(scope), bold().fg(Color::Cyan)),
+                ];
+                if let Some(n) = count {
+                    left.push(part(format!("  {}", thousands(n)), dim()));
+                }
+                if folded {
+                    left.push(part("  (folded: Enter or l unfolds)", dim()));
+                }
+                row_line(&left, &[], max)
+            }
+            ListItem::Record {
+                record, highlight, ..
+            } => {
+                let value = value_text(&record.value);
+                let left = [
+                    part("  ", Style::new()),
+                    Part {
+                        text: one_line(&record.subject),
+                        style: Style::new(),
+                        marks: &highlight.subject,
+                    },
+                    part(" · ", dim()),
+                    Part {
+                        text: one_line(&record.predicate),
+                        style: bold(),
+                        marks: &highlight.predicate,
+                    },
+                    part(" = ", dim()),
+                    Part {
+                        text: value,
+                        style: Style::new().fg(Color::Green),
+                        marks: &highlight.value,
+                    },
+                ];
+                let right = [
+                    part(format!(" v{}", record.version), dim()),
+                    part(format!(" {:>3}", age(view.now, &record.updated_at)), dim()),
+                ];
+                row_line(&left, &right, max)
+            }
+        }
+    }
+
+    /// What an empty list says: an empty database explains memscope; a filter says it found
+    /// nothing.
+    fn empty(&self, frame: &mut Frame<'_>, area: Rect) {
+        let max = area.width as usize;
+        let f = &self.filter;
+        let mut lines: Vec<Line<'static>> = Vec::new();
+        if f.active() {
+            let done = f
+                .results
+                .as_ref()
+                .is_some_and(|r| r.generation == f.generation && r.done);
+            lines.push(plain(
+                &if done {
+                    format!("No record matches “{}”.", f.input)
+                } else {
+                    format!("Searching for “{}”…", f.input)
+                },
+                bold(),
+                max,
+            ));
+            lines.push(plain("Esc clears the filter.", dim(), max));
+        } else {
+            let text = [
+                (
+                    "memscope: the long-term memory of your coding agents",
+                    bold(),
+                ),
+                ("", Style::new()),
+                ("This database holds no live memories yet.", Style::new()),
+                ("", Style::new()),
+                (
+                    "Agents write what they learn through the one write path:",
+                    Style::new(),
+                ),
+                (
+                    "  memscope write --subject user:42 --predicate package_manager \\",
+                    good(),
+                ),
+                (
+                    "      --value pnpm --scope global --source thread:17/message:86",
+                    good(),
+                ),
+                (
+                    "  memscope apply writes.jsonl    (JSON Lines, one write each)",
+                    good(),
+                ),
+                ("", Style::new()),
+                (
+                    "Their writes appear here live, grouped by scope:",
+                    Style::new(),
+                ),
+                ("global, then each repo:…, then each task:…", Style::new()),
+                ("", Style::new()),
+                ("To look around with sample data:  memscope demo", bold()),
+                ("? shows every key · q quits", dim()),
+            ];
+            for (t, s) in text {
+                lines.push(plain(t, s, max));
+            }
+            let (p, t) = self.counts.map_or((0, 0), |c| (c.pending, c.tombstones));
+            if p + t > 0 {
+                lines.push(plain("", Style::new(), max));
+                lines.push(plain(
+                    &format!("{p} pending item(s) wait in tab 2; {t} tombstone(s) in tab 3."),
+                    bold(),
+                    max,
+                ));
+            }
+        }
+        frame.render_widget(Paragraph::new(lines), area);
+    }
+}
