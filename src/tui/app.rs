@@ -84,14 +84,26 @@ pub enum Action {
     PreviewRevert,
     /// Put this text on the clipboard (OSC 52, written to the terminal by the loop).
     Copy(String),
+    /// Copy the current value of this identity, read whole from the store.
+    CopyValue(Identity),
+    /// Copy the value of this history event, read whole from the store.
+    CopyEvent(i64),
+    /// Open this history event whole in the event popup.
+    OpenEvent(i64),
+    /// Move the history pane's event cursor (its window of events pages through the store).
+    MoveEvent(Motion),
 }
 
-/// The selected record's history and its other scopes.
+/// The selected record's history and its other scopes (long values as previews).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Detail {
     pub identity: Identity,
     pub record: MemoryRecord,
+    /// The events loaded: a window of the timeline, from its event number `first` …
     pub history: Vec<HistoryEvent>,
+    pub first: usize,
+    /// … of `total`.
+    pub total: usize,
     /// Every live scope of the same subject and predicate (this one included).
     pub others: Vec<MemoryRecord>,
     /// The resolution in the selected record's own context (its repo or task).

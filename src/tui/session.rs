@@ -5,8 +5,8 @@
 //! `sync` are called from here with the store); `app` holds state and `draw` only reads it.
 
 use super::app::{Action, App, Curation, Dialog, Focus, Tab, READ_ONLY};
-use super::dialogs::AsOf;
 use super::dialogs::Loaded;
+use super::dialogs::{AsOf, EventDialog};
 use super::incident::TimelineMark;
 use super::repair;
 use super::text::plural;
@@ -183,17 +183,45 @@ impl Session {
             Action::PreviewRevert => self.preview_revert(),
             Action::PreviewDelete(target) => self.submit(Job::Load(Load::DeletePreview(target))),
             Action::Apply(curation) => self.apply(curation)?,
-            Action::Copy(text) => match super::clipboard::osc52(&text) {
-                Ok(bytes) => {
-                    self.output.extend_from_slice(&bytes);
-                    let n = text.chars().count() as i64;
-                    self.app.info(format!(
-                        "copied {} to the clipboard (OSC 52)",
-                        plural(n, "character", "characters")
-                    ));
-                }
-                Err(why) => self.app.error(why),
+            Action::Copy(text) => self.copy(&text),
+            Action::CopyValue(id) => match self.store.get(&id)? {
+                Some(rec) => self.copy(&super::clipboard::value_text(&rec.value)),
+                None => self
+                    .app
+                    .error(format!("{id} holds no live record now: nothing to copy")),
             },
+            Action::CopyEvent(event) => {
+                match self.store.history_event(event)?.and_then(|e| e.value) {
+                    Some(v) => self.copy(&super::clipboard::value_text(&v)),
+                    None => self.app.info("this event holds no value to copy"),
+                }
+            }
+            Action::OpenEvent(event) => match self.store.history_event(event)? {
+                Some(event) => {
+                    let identity = self
+                        .app
+                        .memories()
+                        .timeline
+                        .detail
+                        .as_ref()
+                        .map(|d| d.identity.clone());
+                    if let Some(identity) = identity {
+                        self.app.dialogs.push(Dialog::Event(EventDialog {
+                            identity,
+                            event,
+                            scroll: 0,
+                        }));
+                    }
+                }
+                None => self
+                    .app
+                    .error("that event is no longer logged (purged since): the timeline reloads"),
+            },
+            Action::MoveEvent(m) => {
+                let (page, screen) = (self.app.page(), self.app.env().screen());
+                let timeline = &mut self.app.tabs.memories.timeline;
+                timeline.step(&self.store, m, page, screen)?;
+            }
             Action::Explain(q) => {
                 let result = self
                     .store
@@ -208,6 +236,21 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// Puts `text` on the clipboard: an OSC 52 sequence the loop writes, and a toast.
+    fn copy(&mut self, text: &str) {
+        match super::clipboard::osc52(text) {
+            Ok(bytes) => {
+                self.output.extend_from_slice(&bytes);
+                let n = text.chars().count() as i64;
+                self.app.info(format!(
+                    "copied {} to the clipboard (OSC 52)",
+                    plural(n, "character", "characters")
+                ));
+            }
+            Err(why) => self.app.error(why),
+        }
     }
 
     /// Runs a confirmed change through the store's own write paths, says what happened, and

@@ -3,16 +3,16 @@
 //! focus, `Enter` opens the event whole in `dialogs::event`) and draws itself; the scroll and
 //! clicks map through the same lines drawing makes, so they match what is on screen.
 
-use super::app::{Action, Detail, Dialog, Focus, Tab};
-use super::clipboard;
-use super::dialogs::EventDialog;
+use super::app::{Action, Detail, Focus, Tab};
 use super::draw::{bold, dim, good, labelled, pane, part, plain, row_line, selected, Part};
 use super::incident::TimelineMark;
 use super::layout;
 use super::list::Motion;
 use super::tabs::{Shell, View};
-use super::text::{ago, month_day_time, one_line, value_text, wrap};
-use crate::model::{HistoryEvent, Identity};
+use super::text::{ago, month_day_time, one_line, plural, value_text, wrap};
+use crate::model::{HistoryEvent, Identity, MemoryRecord, Scope};
+use crate::store::{HistoryFrom, Store};
+use anyhow::Result;
 use chrono::{DateTime, Utc};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -21,15 +21,24 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use std::ops::Range;
 
+/// Events read at a time: more than any page of the pane.
+const CHUNK: usize = 120;
+/// The most events kept in memory: the window moves, the rest stays in the store.
+const KEEP: usize = 3 * CHUNK;
+
 /// The history pane's state: what is loaded for the selected record and where its cursor is.
+/// A timeline may hold 50,000 events: a window of them is loaded around the cursor and moves
+/// with it by key (`Store::history_page`), never the whole history.
 #[derive(Debug, Clone, Default)]
 pub struct Timeline {
     pub detail: Option<Detail>,
     /// Lines scrolled off the pane's top.
     pub scroll: usize,
-    /// The selected event of the timeline …
+    /// The selected event, counted in the whole timeline …
     pub cursor: usize,
-    /// … and the identity of that timeline (a refresh of the same one keeps the event).
+    /// … and its id in the log, so a refresh of the same timeline reopens on it.
+    cursor_event: Option<i64>,
+    /// The identity of the timeline shown.
     pub shown: Option<Identity>,
     /// A version to highlight (the one an agent read).
     pub mark: Option<TimelineMark>,
@@ -42,117 +51,213 @@ fn pane_inner(size: (u16, u16)) -> Option<Rect> {
     Some(layout::inner(area))
 }
 
+/// Where the screen is: the terminal's size and the clock's reading.
+#[derive(Debug, Clone, Copy)]
+pub struct Screen {
+    pub size: (u16, u16),
+    pub now: DateTime<Utc>,
+}
+
 impl Timeline {
-    /// A record's history loaded: the same timeline keeps its event, a new one starts on the
-    /// version an agent read, else the first event.
-    pub fn show(&mut self, detail: Detail, size: (u16, u16), now: DateTime<Utc>) {
-        let id = detail.identity.clone();
+    /// Loads the history pane of `record`: its scopes, how it resolves in its own place, and
+    /// a window of its timeline — around the event selected before when the same timeline is
+    /// shown again, around the version an agent read when one is marked, else from the start.
+    pub fn load(&mut self, store: &Store, record: MemoryRecord, screen: Screen) -> Result<()> {
+        let id = record.identity();
         let same = self.shown.as_ref() == Some(&id);
         // A highlighted version belongs to its identity's timeline only.
         if self.mark.as_ref().is_some_and(|m| m.identity != id) {
             self.mark = None;
         }
-        self.detail = Some(detail);
-        if same && self.mark.is_none() {
-            self.follow(size, now);
-        } else {
-            self.reset(size, now);
-        }
+        let from = match (&self.mark, self.cursor_event) {
+            (Some(m), _) => HistoryFrom::Version(m.version),
+            (None, Some(at)) if same => HistoryFrom::Around(at),
+            _ => HistoryFrom::Start,
+        };
+        let total = store.history_count(&id, None)?;
+        let history = store.history_page(&id, from, CHUNK)?;
+        let first = match history.first() {
+            Some(e) if from != HistoryFrom::Start => store.history_count(&id, Some(e.id))?,
+            _ => 0,
+        };
+        let others = store.live_scopes_of(&id.subject, &id.predicate)?;
+        let (repo, task) = match &id.scope {
+            Scope::Repo(r) => (Some(r.as_str()), None),
+            Scope::Task(t) => (None, Some(t.as_str())),
+            Scope::Global => (None, None),
+        };
+        let resolution = store
+            .resolve_preview(&id.subject, &id.predicate, repo, task)
+            .ok();
+        let at = |wanted: &dyn Fn(&HistoryEvent) -> bool| {
+            history.iter().position(wanted).map(|i| first + i)
+        };
+        let cursor = match (&self.mark, self.cursor_event) {
+            (Some(m), _) => at(&|e| e.event == "set" && e.version == Some(m.version)),
+            (None, Some(ev)) if same => at(&|e| e.id == ev),
+            _ => None,
+        };
+        let keep_scroll = same && self.mark.is_none();
+        self.detail = Some(Detail {
+            identity: id.clone(),
+            record,
+            history,
+            first,
+            total,
+            others,
+            resolution,
+        });
         self.shown = Some(id);
+        self.cursor = cursor.unwrap_or(if keep_scroll { self.cursor } else { first });
+        if !keep_scroll {
+            self.scroll = 0;
+        }
+        self.follow(screen);
+        Ok(())
     }
 
-    /// The pane's geometry: each event's lines, all lines, the pane's height.
-    fn geometry(
-        &self,
-        size: (u16, u16),
-        now: DateTime<Utc>,
-    ) -> Option<(Vec<Range<usize>>, usize, usize)> {
+    /// The pane's geometry: each loaded event's lines, all lines, the pane's height.
+    fn geometry(&self, screen: Screen) -> Option<(Vec<Range<usize>>, usize, usize)> {
         let d = self.detail.as_ref()?;
-        let inner = pane_inner(size)?;
-        let (lines, events) = self.lines(d, now, true, inner.width as usize);
+        let inner = pane_inner(screen.size)?;
+        let (lines, events) = self.lines(d, screen.now, true, inner.width as usize);
         Some((events, lines.len(), (inner.height as usize).max(1)))
     }
 
     /// Scrolls so the selected event is on screen: the top for the first event (the value
     /// and words above it), as far down as it goes for the last (the scopes below it), else
     /// as little as it takes.
-    pub fn follow(&mut self, size: (u16, u16), now: DateTime<Utc>) {
-        let Some((events, total, height)) = self.geometry(size, now) else {
+    pub fn follow(&mut self, screen: Screen) {
+        let Some((events, lines, height)) = self.geometry(screen) else {
             return;
         };
-        let last = events.len().saturating_sub(1);
-        self.cursor = self.cursor.min(last);
-        let Some(r) = events.get(self.cursor) else {
+        let Some(d) = self.detail.as_ref() else {
+            return;
+        };
+        let (first, total) = (d.first, d.total);
+        self.cursor = self
+            .cursor
+            .clamp(first, (first + events.len()).saturating_sub(1).max(first));
+        self.cursor_event = d.history.get(self.cursor - first).map(|e| e.id);
+        let Some(r) = events.get(self.cursor - first) else {
             return;
         };
         let wanted = if self.cursor == 0 {
             0
-        } else if self.cursor == last {
-            total
+        } else if self.cursor + 1 == total {
+            lines
         } else {
             self.scroll
         };
         let lo = r.end.saturating_sub(height);
         let hi = r.start.max(lo);
-        self.scroll = wanted.clamp(lo, hi).min(total.saturating_sub(height));
+        self.scroll = wanted.clamp(lo, hi).min(lines.saturating_sub(height));
     }
 
-    /// A new timeline on screen: the cursor on the version an agent read, else the first.
-    fn reset(&mut self, size: (u16, u16), now: DateTime<Utc>) {
-        let marked = match (&self.mark, &self.detail) {
-            (Some(m), Some(d)) if m.identity == d.identity => d
-                .history
-                .iter()
-                .position(|e| e.event == "set" && e.version == Some(m.version)),
-            _ => None,
+    /// Moves the event cursor (`Action::MoveEvent`); `page` events make a page. The window
+    /// of loaded events follows the cursor.
+    pub fn step(&mut self, store: &Store, m: Motion, page: usize, screen: Screen) -> Result<()> {
+        let Some(total) = self.detail.as_ref().map(|d| d.total) else {
+            return Ok(());
         };
-        self.cursor = marked.unwrap_or(0);
-        self.scroll = 0;
-        self.follow(size, now);
+        let mut target = self.cursor;
+        super::rows::step(&mut target, total, m, page);
+        self.reach(store, target)?;
+        self.cursor = target;
+        self.follow(screen);
+        Ok(())
     }
 
-    /// Moves the event cursor; `page` events make a page.
-    pub fn step(&mut self, m: Motion, page: usize, size: (u16, u16), now: DateTime<Utc>) {
-        let len = self.detail.as_ref().map_or(0, |d| d.history.len());
-        super::rows::step(&mut self.cursor, len, m, page);
-        self.follow(size, now);
+    /// Loads events until `target` (an index in the whole timeline) is in the window, and
+    /// trims the window to `KEEP` events on the far side.
+    fn reach(&mut self, store: &Store, target: usize) -> Result<()> {
+        let Some(d) = self.detail.as_mut() else {
+            return Ok(());
+        };
+        let end = |d: &Detail| d.first + d.history.len();
+        if (d.first..end(d)).contains(&target) {
+            return Ok(());
+        }
+        if target == 0 || target + 1 >= d.total {
+            // Home and End read the page at that end.
+            let from = if target == 0 {
+                HistoryFrom::Start
+            } else {
+                HistoryFrom::End
+            };
+            d.history = store.history_page(&d.identity, from, CHUNK)?;
+            d.first = if target == 0 {
+                0
+            } else {
+                d.total.saturating_sub(d.history.len())
+            };
+            return Ok(());
+        }
+        while target >= end(d) {
+            let Some(last) = d.history.last().map(|e| e.id) else {
+                break;
+            };
+            let more = store.history_page(&d.identity, HistoryFrom::After(last), CHUNK)?;
+            if more.is_empty() {
+                break;
+            }
+            d.history.extend(more);
+            let drop = d.history.len().saturating_sub(KEEP);
+            d.history.drain(..drop);
+            d.first += drop;
+        }
+        while target < d.first {
+            let Some(first) = d.history.first().map(|e| e.id) else {
+                break;
+            };
+            let mut more = store.history_page(&d.identity, HistoryFrom::Before(first), CHUNK)?;
+            if more.is_empty() {
+                break;
+            }
+            d.first = d.first.saturating_sub(more.len());
+            more.append(&mut d.history);
+            more.truncate(KEEP);
+            d.history = more;
+        }
+        Ok(())
+    }
+
+    /// The selected event, when it is loaded.
+    fn selected(&self) -> Option<&HistoryEvent> {
+        let d = self.detail.as_ref()?;
+        d.history.get(self.cursor.checked_sub(d.first)?)
     }
 
     /// A click on line `row` of the pane (counted from its top on screen) selects the event
     /// drawn there.
-    pub fn click(&mut self, row: usize, size: (u16, u16), now: DateTime<Utc>) {
-        let Some((events, _, _)) = self.geometry(size, now) else {
+    pub fn click(&mut self, row: usize, screen: Screen) {
+        let Some((events, _, _)) = self.geometry(screen) else {
             return;
         };
         let line = self.scroll + row;
-        if let Some(i) = events.iter().position(|r| r.contains(&line)) {
-            self.cursor = i;
-            self.follow(size, now);
+        if let (Some(i), Some(d)) = (
+            events.iter().position(|r| r.contains(&line)),
+            self.detail.as_ref(),
+        ) {
+            self.cursor = d.first + i;
+            self.follow(screen);
         }
     }
 
-    /// `Enter`: the selected event whole, in the event popup.
+    /// `Enter`: the selected event whole, read from the store into the event popup.
     pub fn open(&self, shell: &mut Shell<'_>) -> Action {
-        let event = self
-            .detail
-            .as_ref()
-            .and_then(|d| Some((d.identity.clone(), d.history.get(self.cursor)?.clone())));
-        match event {
-            Some((identity, event)) => shell.open(Dialog::Event(EventDialog {
-                identity,
-                event,
-                scroll: 0,
-            })),
-            None => shell.info("select a record: its timeline's events open here"),
+        match self.selected() {
+            Some(e) => Action::OpenEvent(e.id),
+            None => {
+                shell.info("select a record: its timeline's events open here");
+                Action::None
+            }
         }
-        Action::None
     }
 
-    /// The selected event's value, as `c` in the history pane copies it.
-    pub fn value(&self) -> Option<String> {
-        let d = self.detail.as_ref()?;
-        let e = d.history.get(self.cursor)?;
-        e.value.as_ref().map(clipboard::value_text)
+    /// `c`: the selected event's value, read whole from the store.
+    pub fn copy(&self) -> Option<Action> {
+        self.selected().map(|e| Action::CopyEvent(e.id))
     }
 
     /// Draws the pane in `area`; `hint` is what it says without a record.
@@ -247,9 +352,26 @@ impl Timeline {
             lines.extend(said);
         }
         lines.push(Line::raw(""));
-        lines.push(plain("Timeline, oldest first", bold(), max));
+        lines.push(plain(
+            &format!(
+                "Timeline, oldest first · {}",
+                plural(d.total as i64, "event", "events")
+            ),
+            bold(),
+            max,
+        ));
+        if d.first > 0 {
+            lines.push(plain(
+                &format!(
+                    "  … {} before (k, Home)",
+                    plural(d.first as i64, "event", "events")
+                ),
+                dim(),
+                max,
+            ));
+        }
         let mark = self.mark.as_ref().filter(|m| m.identity == d.identity);
-        let cursor = cursor.then_some(self.cursor);
+        let cursor = cursor.then(|| self.cursor.checked_sub(d.first)).flatten();
         for (i, e) in d.history.iter().enumerate() {
             let start = lines.len();
             let mut line = event_line(e, max);
@@ -275,6 +397,17 @@ impl Timeline {
                 _ => lines.push(line),
             }
             events.push(start..lines.len());
+        }
+        let after = d.total.saturating_sub(d.first + d.history.len());
+        if after > 0 {
+            lines.push(plain(
+                &format!(
+                    "  … {} after (j, End)",
+                    plural(after as i64, "event", "events")
+                ),
+                dim(),
+                max,
+            ));
         }
         lines.push(Line::raw(""));
         let context = match &r.scope {

@@ -74,7 +74,9 @@ fn enter_opens_history_tab_switches_pane_esc_goes_back() {
     s.app.handle_key(key(KeyCode::Tab));
     assert_eq!(s.app.focus, Focus::Detail);
     // j selects the next event of the timeline instead of moving the list.
-    assert_eq!(s.app.handle_key(ch('j')), Action::None);
+    let j = s.app.handle_key(ch('j'));
+    assert_eq!(j, Action::MoveEvent(Motion::Down(1)));
+    s.perform(j);
     assert_eq!(s.app.memories().timeline.cursor, 1);
     s.app.handle_key(key(KeyCode::BackTab));
     assert_eq!(s.app.focus, Focus::List);
@@ -1135,7 +1137,9 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
     s.handle_key(key(KeyCode::Tab));
     assert_eq!(s.app.focus, Focus::Detail);
     assert_eq!(s.app.memories().timeline.cursor, 0);
-    assert_eq!(s.app.handle_key(ch('j')), Action::None);
+    let j = s.app.handle_key(ch('j'));
+    assert_eq!(j, Action::MoveEvent(Motion::Down(1)));
+    s.perform(j);
     assert_eq!(s.app.memories().timeline.cursor, 1);
     // It stops at the last event and goes back with k.
     let events = detail(&s).history.len();
@@ -1146,8 +1150,12 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
     s.handle_key(key(KeyCode::Home));
     assert_eq!(s.app.memories().timeline.cursor, 0);
     s.handle_key(ch('j'));
-    // Enter opens the selected event (v2, npm) in a popup with the words exactly as stored.
-    assert_eq!(s.app.handle_key(key(KeyCode::Enter)), Action::None);
+    // Enter opens the selected event (v2, npm) in a popup with the words exactly as stored,
+    // read whole from the store.
+    let event = detail(&s).history[1].id;
+    let enter = s.app.handle_key(key(KeyCode::Enter));
+    assert_eq!(enter, Action::OpenEvent(event));
+    s.perform(enter);
     let Some(Dialog::Event(d)) = s.app.dialogs.last() else {
         panic!("no event popup: {:?}", s.app.dialogs)
     };
@@ -1169,15 +1177,25 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
     s.handle_key(key(KeyCode::Esc));
     assert!(s.app.dialogs.is_empty());
     assert_eq!(s.app.memories().timeline.cursor, 1);
-    // In the history pane c copies the selected event's value; in the list, the record's.
+    // In the history pane c copies the selected event's value; in the list, the record's:
+    // each read whole from the store (the panes hold previews of long values).
     s.handle_key(ch('k'));
-    assert_eq!(s.app.handle_key(ch('c')), Action::Copy("pnpm".into()));
+    assert_eq!(copied(&mut s), "pnpm");
     s.handle_key(key(KeyCode::Enter));
     assert_eq!(s.app.handle_key(ch('c')), Action::Copy(PNPM_WORDS.into()));
     s.handle_key(key(KeyCode::Esc));
     s.handle_key(key(KeyCode::Esc));
     assert_eq!(s.app.focus, Focus::List);
-    assert_eq!(s.app.handle_key(ch('c')), Action::Copy("npm".into()));
+    assert_eq!(copied(&mut s), "npm");
+}
+
+/// `c` pressed in the UI, and the text it put on the clipboard (decoded from OSC 52).
+fn copied(s: &mut memscope::tui::Session) -> String {
+    s.handle_key(ch('c'));
+    let out = s.take_output();
+    assert!(out.starts_with(b"\x1b]52;c;"), "nothing copied: {:?}", s.app.toast);
+    let payload = std::str::from_utf8(&out[7..out.len() - 1]).expect("ASCII");
+    String::from_utf8(decode_base64(payload)).expect("UTF-8")
 }
 
 #[test]

@@ -6,12 +6,39 @@
 //! `repo:…` or `task:…` (the schema's CHECK), byte order already puts the global group first,
 //! then every repo, then every task — and the `memories_by_scope` index serves it directly.
 
-use super::rows::{identity_row, memory_from_row, MEMORY_COLUMNS};
+use super::rows::{
+    event_from_row, event_preview_columns, identity_row, mark_validity, memory_from_row,
+    memory_preview_columns,
+};
 use super::{format_time, Store};
-use crate::model::{Identity, MemoryRecord, ReadRecord, Scope, Tombstone};
+use crate::model::{
+    HistoryEvent, Identity, MemoryRecord, ReadRecord, Resolution, Scope, Tombstone,
+};
 use anyhow::{anyhow, Result};
 use chrono::{DateTime, Utc};
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
+
+/// Where a page of a timeline starts (`Store::history_page`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryFrom {
+    /// The oldest events.
+    Start,
+    /// The newest events.
+    End,
+    /// The events after the event with this id.
+    After(i64),
+    /// The events before the event with this id.
+    Before(i64),
+    /// The event with this id in the middle of the page (or the nearest after it).
+    Around(i64),
+    /// The `set` event of this version in the middle (from the start when it is not logged).
+    Version(i64),
+}
+
+fn rev(mut events: Vec<HistoryEvent>) -> Vec<HistoryEvent> {
+    events.reverse();
+    events
+}
 
 /// A record's place in the current view's order.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -134,7 +161,8 @@ fn json_text<'a>(raw: &'a str, buf: &'a mut String) -> &'a str {
 }
 
 impl Store {
-    /// Up to `limit` records strictly after `from`, in view order.
+    /// Up to `limit` records strictly after `from`, in view order (here and in the other
+    /// `browse_` reads, a long value or words are a preview: `PREVIEW_BYTES`).
     pub fn browse_after(&self, from: &BrowseBound, limit: usize) -> Result<Vec<BrowseRecord>> {
         // Unused slots of ?1..?3 stay bound; SQLite counts parameters up to the highest index.
         let (cond, a, b, c) = match from {
@@ -150,8 +178,9 @@ impl Store {
             BrowseBound::ScopeEnd(s) => ("scope > ?1", s.as_str(), "", ""),
         };
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {MEMORY_COLUMNS}, id FROM memories WHERE {cond}
-             ORDER BY scope, subject, predicate LIMIT ?4"
+            "SELECT {}, id FROM memories WHERE {cond}
+             ORDER BY scope, subject, predicate LIMIT ?4",
+            memory_preview_columns()
         ))?;
         let rows = stmt.query_map(params![a, b, c, limit as i64], browse_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -172,8 +201,9 @@ impl Store {
             BrowseBound::ScopeEnd(s) => ("scope <= ?1", s.as_str(), "", ""),
         };
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {MEMORY_COLUMNS}, id FROM memories WHERE {cond}
-             ORDER BY scope DESC, subject DESC, predicate DESC LIMIT ?4"
+            "SELECT {}, id FROM memories WHERE {cond}
+             ORDER BY scope DESC, subject DESC, predicate DESC LIMIT ?4",
+            memory_preview_columns()
         ))?;
         let rows = stmt.query_map(params![a, b, c, limit as i64], browse_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -186,8 +216,9 @@ impl Store {
         }
         let list = serde_json::to_string(ids)?;
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {MEMORY_COLUMNS}, id FROM memories WHERE id IN (SELECT value FROM json_each(?1))
-             ORDER BY scope, subject, predicate"
+            "SELECT {}, id FROM memories WHERE id IN (SELECT value FROM json_each(?1))
+             ORDER BY scope, subject, predicate",
+            memory_preview_columns()
         ))?;
         let rows = stmt.query_map([list], browse_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -244,17 +275,149 @@ impl Store {
         Ok(each_candidate(rows, each)?.0)
     }
 
-    /// Every live scope of a subject and (canonical) predicate, in view order. The identity
-    /// index is scope-first, so the scopes are found through the history index (every live
-    /// record has its `set` event there) and then looked up point by point.
+    /// Every live scope of a subject and (canonical) predicate, in view order, long values as
+    /// previews. The identity index is scope-first, so the scopes are found through the
+    /// history index (every live record has its `set` event there) and then looked up point
+    /// by point.
     pub fn live_scopes_of(&self, subject: &str, predicate: &str) -> Result<Vec<MemoryRecord>> {
+        // The distinct scopes by one index seek each (a record with 50,000 versions has
+        // 50,000 index entries, and DISTINCT would read them all).
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope IN
-                (SELECT DISTINCT scope FROM history WHERE subject = ?1 AND predicate = ?2)
-             ORDER BY scope"
+            "WITH RECURSIVE scopes(scope) AS (
+                SELECT min(scope) FROM history WHERE subject = ?1 AND predicate = ?2
+                UNION ALL
+                SELECT (SELECT min(scope) FROM history
+                        WHERE subject = ?1 AND predicate = ?2 AND scope > scopes.scope)
+                FROM scopes WHERE scopes.scope IS NOT NULL)
+             SELECT {} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope IN
+                (SELECT scope FROM scopes WHERE scope IS NOT NULL)
+             ORDER BY scope",
+            memory_preview_columns()
         ))?;
         let rows = stmt.query_map(params![subject, predicate], memory_from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// How a subject and predicate resolve in a repo and task (`resolve`'s chain and winner),
+    /// long values as previews: what the history pane shows.
+    pub fn resolve_preview(
+        &self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+    ) -> Result<Resolution> {
+        let columns = memory_preview_columns();
+        super::incident::resolve_as(&self.conn, subject, predicate, repo, task, &columns)
+    }
+
+    /// The events of one identity's timeline (`id` as stored), counted: all of them, or those
+    /// before the event `before`.
+    pub fn history_count(&self, id: &Identity, before: Option<i64>) -> Result<usize> {
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM history
+             WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND (?4 IS NULL OR id < ?4)",
+            )?
+            .query_row(
+                params![id.subject, id.predicate, id.scope.to_string(), before],
+                |r| r.get(0),
+            )?;
+        Ok(n as usize)
+    }
+
+    /// A page of one identity's timeline (`id` as stored), oldest first, at most `limit`
+    /// events, long values and words as previews (`history_event` reads one whole). Each
+    /// `set` event's `valid_until` is filled, from beyond the page where it ended later.
+    pub fn history_page(
+        &self,
+        id: &Identity,
+        from: HistoryFrom,
+        limit: usize,
+    ) -> Result<Vec<HistoryEvent>> {
+        let page = |cond: &str,
+                    order: &str,
+                    at: Option<i64>,
+                    limit: usize|
+         -> Result<Vec<HistoryEvent>> {
+            let mut stmt = self.conn.prepare_cached(&format!(
+                "SELECT {} FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND {cond}
+                 ORDER BY id {order} LIMIT ?5",
+                event_preview_columns()
+            ))?;
+            let rows = stmt.query_map(
+                params![
+                    id.subject,
+                    id.predicate,
+                    id.scope.to_string(),
+                    at,
+                    limit as i64
+                ],
+                event_from_row,
+            )?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        };
+        let mut events = match from {
+            HistoryFrom::Start => page("?4 IS NULL", "ASC", None, limit)?,
+            HistoryFrom::After(at) => page("id > ?4", "ASC", Some(at), limit)?,
+            HistoryFrom::End => rev(page("?4 IS NULL", "DESC", None, limit)?),
+            HistoryFrom::Before(at) => rev(page("id < ?4", "DESC", Some(at), limit)?),
+            HistoryFrom::Around(at) => {
+                let mut events = rev(page("id < ?4", "DESC", Some(at), limit / 2)?);
+                let rest = limit - events.len();
+                events.extend(page("id >= ?4", "ASC", Some(at), rest)?);
+                events
+            }
+            HistoryFrom::Version(v) => {
+                let pivot: Option<i64> = self
+                    .conn
+                    .prepare_cached(
+                        "SELECT min(id) FROM history WHERE subject = ?1 AND predicate = ?2
+                         AND scope = ?3 AND event = 'set' AND version = ?4",
+                    )?
+                    .query_row(
+                        params![id.subject, id.predicate, id.scope.to_string(), v],
+                        |r| r.get(0),
+                    )?;
+                let from = pivot.map_or(HistoryFrom::Start, HistoryFrom::Around);
+                return self.history_page(id, from, limit);
+            }
+        };
+        mark_validity(&mut events);
+        // A `set` still open at the page's end ended at the next event that ended it.
+        if let Some(open) = events
+            .iter()
+            .rposition(|e| e.event == "set")
+            .filter(|&i| events[i].valid_until.is_none())
+        {
+            let last = events.last().map_or(0, |e| e.id);
+            let ended: Option<String> = self
+                .conn
+                .prepare_cached(
+                    "SELECT at FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
+                     AND id > ?4 AND event IN ('set', 'deleted', 'removed') ORDER BY id LIMIT 1",
+                )?
+                .query_row(
+                    params![id.subject, id.predicate, id.scope.to_string(), last],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            events[open].valid_until = ended;
+        }
+        Ok(events)
+    }
+
+    /// One event whole (the event popup, `c` in the history pane), if it is still logged.
+    pub fn history_event(&self, event_id: i64) -> Result<Option<HistoryEvent>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT id, event, subject, predicate, scope, version, value, raw, source,
+                        causal_seq, at, detail FROM history WHERE id = ?1",
+            )?
+            .query_row([event_id], event_from_row)
+            .optional()?)
     }
 
     /// Caps this connection's page cache, in KiB: a background reader that scans the whole

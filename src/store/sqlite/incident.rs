@@ -4,8 +4,8 @@
 
 use super::check::assert_identity_clean;
 use super::events::{Event, EventKind};
-use super::rows::current;
 use super::rows::read_from_row;
+use super::rows::{current, current_as, MEMORY_COLUMNS};
 use super::spellings;
 use super::write::{write_in_tx, PreparedWrite, TxState, WriteCtx};
 use super::{format_time, Store};
@@ -565,12 +565,24 @@ pub(crate) fn resolve_on(
     repo: Option<&str>,
     task: Option<&str>,
 ) -> Result<Resolution> {
+    resolve_as(conn, subject, predicate, repo, task, MEMORY_COLUMNS)
+}
+
+/// `resolve_on`, each record read as `columns` say (the UI's history pane reads previews).
+pub(crate) fn resolve_as(
+    conn: &Connection,
+    subject: &str,
+    predicate: &str,
+    repo: Option<&str>,
+    task: Option<&str>,
+    columns: &str,
+) -> Result<Resolution> {
     let (subject, predicate, chain) = resolution_identities(conn, subject, predicate, repo, task)?;
     let mut considered = Vec::new();
     let mut winner: Option<crate::model::MemoryRecord> = None;
     for id in chain {
         let scope_text = id.scope.to_string();
-        let entry = match current(conn, &id)? {
+        let entry = match current_as(conn, &id, columns)? {
             Some(rec) => {
                 let wins = winner.is_none();
                 let c = Considered {

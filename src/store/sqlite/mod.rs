@@ -20,11 +20,12 @@ mod transfer;
 mod tx;
 mod write;
 
-pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate};
+pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate, HistoryFrom};
 pub use check::{is_damage, CheckReport, Integrity, IntegrityMode, Violation, INVARIANT_NAMES};
 pub use incident::{parse_time, ReadFilter};
 pub use private::Exposure;
 pub use read::ListFilter;
+pub use rows::PREVIEW_BYTES;
 pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
 pub use spellings::MergeReport;
 pub use suspects::Suspect;

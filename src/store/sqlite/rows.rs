@@ -10,6 +10,50 @@ use serde_json::Value;
 
 pub(crate) const MEMORY_COLUMNS: &str = "subject, predicate, scope, value, version, source, causal_seq, raw, created_at, updated_at, confirmed_at, confirm_count";
 
+/// Values and words longer than this many bytes are read as a preview where a screen lists
+/// them (the UI's current view, its history pane and scopes): README, "The terminal UI".
+pub const PREVIEW_BYTES: usize = 4096;
+/// The characters a preview keeps.
+const PREVIEW_CHARS: usize = 1000;
+
+/// The SQL for the JSON column `col`, a long one as a preview: a JSON string of its first
+/// characters (a string's opening quote left out) and its size. SQLite reads the long text
+/// from its pages once (for `substr`; `octet_length` of a column reads only its header), and
+/// nothing parses, copies or draws more than the preview.
+fn preview_json(col: &str) -> String {
+    format!(
+        "CASE WHEN {col} IS NULL OR octet_length({col}) <= {PREVIEW_BYTES} THEN {col}
+         ELSE json_quote(ltrim(substr({col}, 1, {PREVIEW_CHARS}), '\"')
+              || ' … (' || octet_length({col}) || ' bytes)') END"
+    )
+}
+
+/// The SQL for the text column `col`, a long one as a preview.
+fn preview_text(col: &str) -> String {
+    format!(
+        "CASE WHEN {col} IS NULL OR octet_length({col}) <= {PREVIEW_BYTES} THEN {col}
+         ELSE substr({col}, 1, {PREVIEW_CHARS}) || ' … (' || octet_length({col}) || ' bytes)' END"
+    )
+}
+
+/// `MEMORY_COLUMNS` with the value and the words as previews (`memory_from_row` reads both).
+pub(crate) fn memory_preview_columns() -> String {
+    format!(
+        "subject, predicate, scope, {}, version, source, causal_seq, {}, created_at, updated_at, confirmed_at, confirm_count",
+        preview_json("value"),
+        preview_text("raw")
+    )
+}
+
+/// The history columns `event_from_row` reads, the value and the words as previews.
+pub(crate) fn event_preview_columns() -> String {
+    format!(
+        "id, event, subject, predicate, scope, version, {}, {}, source, causal_seq, at, detail",
+        preview_json("value"),
+        preview_text("raw")
+    )
+}
+
 pub(crate) fn parse_json(text: &str, what: &str) -> rusqlite::Result<Value> {
     serde_json::from_str(text).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(
@@ -121,10 +165,19 @@ pub(crate) fn identity_row<T>(
 }
 
 pub(crate) fn current(conn: &Connection, id: &Identity) -> Result<Option<MemoryRecord>> {
+    current_as(conn, id, MEMORY_COLUMNS)
+}
+
+/// The current record of `id`, read as `columns` say (`MEMORY_COLUMNS` or the preview ones).
+pub(crate) fn current_as(
+    conn: &Connection,
+    id: &Identity,
+    columns: &str,
+) -> Result<Option<MemoryRecord>> {
     identity_row(
         conn,
         &format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3"
+            "SELECT {columns} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3"
         ),
         id,
         memory_from_row,

@@ -3,9 +3,9 @@
 //! (`list::MemoryList`); the filter runs on the workers and its replies land here.
 
 use super::{edit_line, Env, LineEdit, Shell, Status, TabComponent, View};
-use crate::model::{Identity, MemoryRecord, Scope};
+use crate::model::{MemoryRecord, Scope};
 use crate::store::Store;
-use crate::tui::app::{Action, Detail, DeleteDialog, Dialog, FilterState, Focus, Tab};
+use crate::tui::app::{Action, DeleteDialog, Dialog, FilterState, Focus, Tab};
 use crate::tui::dialogs::{RescopeDialog, RevertDialog};
 use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, selected, Part};
 use crate::tui::incident::TimelineMark;
@@ -78,7 +78,7 @@ impl MemoriesTab {
 
     /// Fills the window after a resize.
     pub fn fill(&mut self, store: &Store, env: &Env) -> Result<()> {
-        self.timeline.follow(env.size, env.now);
+        self.timeline.follow(env.screen());
         let src = source(&self.folded, &self.filter);
         self.list.fill(&src, store, env.page)
     }
@@ -305,7 +305,7 @@ impl MemoriesTab {
             },
             Some(ListItem::Record { .. }) => {
                 *shell.focus = Focus::Detail;
-                self.timeline.follow(shell.size, shell.now);
+                self.timeline.follow(shell.screen());
                 Action::None
             }
             None => Action::None,
@@ -344,24 +344,6 @@ impl MemoriesTab {
         };
         Some(format!("/{}   {progress}{hint}", one_line(&f.input)))
     }
-
-    fn load_detail(store: &Store, id: Identity, record: MemoryRecord) -> Result<Detail> {
-        let history = store.history(&id.subject, &id.predicate, Some(&id.scope))?;
-        let others = store.live_scopes_of(&id.subject, &id.predicate)?;
-        let (repo, task) = match &id.scope {
-            Scope::Repo(r) => (Some(r.as_str()), None),
-            Scope::Task(t) => (None, Some(t.as_str())),
-            Scope::Global => (None, None),
-        };
-        let resolution = store.resolve(&id.subject, &id.predicate, repo, task).ok();
-        Ok(Detail {
-            identity: id,
-            record,
-            history,
-            others,
-            resolution,
-        })
-    }
 }
 
 impl TabComponent for MemoriesTab {
@@ -384,7 +366,7 @@ impl TabComponent for MemoriesTab {
                     Focus::List => Focus::Detail,
                     Focus::Detail => Focus::List,
                 };
-                self.timeline.follow(shell.size, shell.now);
+                self.timeline.follow(shell.screen());
                 Action::None
             }
             Command::Back if *shell.focus == Focus::Detail => {
@@ -413,17 +395,19 @@ impl TabComponent for MemoriesTab {
             Command::Rescope => self.rescope(shell),
             Command::Revert => self.revert(shell),
             Command::OpenEvent => self.timeline.open(shell),
+            // The value as stored, read whole (the list and the pane hold previews).
+            Command::Copy => match *shell.focus {
+                Focus::List => Action::CopyValue(self.selected_record()?.identity()),
+                Focus::Detail => self.timeline.copy()?,
+            },
             _ => return None,
         })
     }
 
-    fn motion(&mut self, m: Motion, pane: Focus, shell: &mut Shell<'_>) -> Action {
+    fn motion(&mut self, m: Motion, pane: Focus, _shell: &mut Shell<'_>) -> Action {
         match pane {
             Focus::List => Action::Move(m),
-            Focus::Detail => {
-                self.timeline.step(m, shell.page, shell.size, shell.now);
-                Action::None
-            }
+            Focus::Detail => Action::MoveEvent(m),
         }
     }
 
@@ -441,7 +425,7 @@ impl TabComponent for MemoriesTab {
                 }
             }
             Focus::Detail => {
-                self.timeline.click(row, shell.size, shell.now);
+                self.timeline.click(row, shell.screen());
                 Action::None
             }
         }
@@ -461,10 +445,8 @@ impl TabComponent for MemoriesTab {
             self.timeline.detail = None;
             return Ok(());
         };
-        let id = rec.identity();
-        if self.timeline.detail.as_ref().map(|d| &d.identity) != Some(&id) {
-            let detail = Self::load_detail(store, id, rec)?;
-            self.timeline.show(detail, env.size, env.now);
+        if self.timeline.detail.as_ref().map(|d| &d.identity) != Some(&rec.identity()) {
+            self.timeline.load(store, rec, env.screen())?;
         }
         Ok(())
     }
@@ -507,15 +489,6 @@ impl TabComponent for MemoriesTab {
 
     fn status(&self) -> Status {
         Status::Filter
-    }
-
-    fn copy_text(&self, focus: Focus) -> Option<String> {
-        match focus {
-            Focus::List => self
-                .selected_record()
-                .map(|r| crate::tui::clipboard::value_text(&r.value)),
-            Focus::Detail => self.timeline.value(),
-        }
     }
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {

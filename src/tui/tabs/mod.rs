@@ -9,6 +9,7 @@ use super::keymap::{Command, Context};
 use super::list::Motion;
 use super::rows::Cursor;
 use super::text::thousands;
+use super::timeline::Screen;
 use super::worker::{Load, Reply};
 use crate::model::Scope;
 use crate::store::Store;
@@ -168,6 +169,15 @@ pub struct Env {
     pub page: usize,
 }
 
+impl Env {
+    pub fn screen(&self) -> Screen {
+        Screen {
+            size: self.size,
+            now: self.now,
+        }
+    }
+}
+
 /// What a tab's drawing needs besides its own state.
 pub struct View {
     /// The clock's reading for this frame.
@@ -193,6 +203,13 @@ pub struct Shell<'a> {
 }
 
 impl Shell<'_> {
+    pub fn screen(&self) -> Screen {
+        Screen {
+            size: self.size,
+            now: self.now,
+        }
+    }
+
     pub fn error(&mut self, text: impl Into<String>) {
         *self.toast = Some(Toast {
             text: text.into(),
