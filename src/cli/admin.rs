@@ -325,7 +325,9 @@ pub fn demo(db: Option<PathBuf>, no_tui: bool, mouse: crate::tui::Mouse) -> Resu
         outln!("open it with: memscope --db {} tui", path.display());
         return Ok(EXIT_OK);
     }
-    crate::tui::run(store, mouse)
+    // The demo opens on the incident: the top suspect (README, "memscope suspects").
+    let incident = store.suspects()?.first().map(|s| s.record.identity());
+    crate::tui::run(store, mouse, incident)
 }
 
 fn is_demo(store: &Store) -> Result<bool> {

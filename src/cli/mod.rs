@@ -347,7 +347,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             } else {
                 OpenMode::Create
             })?;
-            crate::tui::run(store, mouse(no_mouse))
+            crate::tui::run(store, mouse(no_mouse), None)
         }
         Some(Command::Demo { no_tui, no_mouse }) => admin::demo(cli.db, no_tui, mouse(no_mouse)),
         Some(Command::Init) => admin::init(&path),

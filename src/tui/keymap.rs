@@ -16,6 +16,7 @@ pub enum Context {
     Pending,
     Tombstones,
     Reads,
+    Suspects,
     Filter,
     DeleteDialog,
     Confirm,
@@ -39,6 +40,7 @@ impl Context {
             Context::Pending => "Pending queue (2)",
             Context::Tombstones => "Tombstones (3)",
             Context::Reads => "Reads (5): what agents were told",
+            Context::Suspects => "Suspects (6): global records that look like one place's rule",
             Context::Filter => "Filter line (/)",
             Context::DeleteDialog => "Delete dialog",
             Context::Confirm => "Confirm dialog",
@@ -54,7 +56,7 @@ impl Context {
     }
 
     /// The order of sections in the help overlay.
-    pub const HELP_ORDER: [Context; 17] = [
+    pub const HELP_ORDER: [Context; 18] = [
         Context::Global,
         Context::Lists,
         Context::Memories,
@@ -62,6 +64,7 @@ impl Context {
         Context::Pending,
         Context::Tombstones,
         Context::Reads,
+        Context::Suspects,
         Context::Filter,
         Context::DeleteDialog,
         Context::Confirm,
@@ -257,6 +260,10 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Reads, &[Char('g')], "g", C::GoToRecord, "the winning record's history, the version read highlighted", Some("go to record")),
     b(X::Reads, &[Char('/')], "/", C::Filter, "filter: words in agent, subject, predicate, repo or task", Some("filter")),
     b(X::Reads, &[Char('s')], "s", C::CycleSince, "since: all time → 24h → 7d → 30d", Some("since")),
+    b(X::Suspects, &[Char('m')], "m", C::Rescope, "rescope it: the target the evidence points at is filled in (y confirms)", Some("rescope")),
+    b(X::Suspects, &[Char('g')], "g", C::GoToRecord, "the record in the current view, with its history", Some("go to record")),
+    b(X::Suspects, &[Char('e')], "e", C::Explain, "explain how it resolves (type a repo)", Some("explain")),
+    b(X::Suspects, &[Char('c')], "c", C::Copy, "copy its value (OSC 52)", None),
     b(X::Lists, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "move down", None),
     b(X::Lists, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "move up", Some("move")),
     b(X::Lists, &[Code(KeyCode::PageDown), Ctrl('f'), Ctrl('d')], "PgDn", C::PageDown, "page down", None),
@@ -276,6 +283,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Global, &[Char('3')], "3", C::Show(Tab::Tombstones), "tombstones", None),
     b(X::Global, &[Char('4')], "4", C::Show(Tab::Check), "check: invariants and health figures", None),
     b(X::Global, &[Char('5')], "5", C::Show(Tab::Reads), "reads: what agents were told, as of then", None),
+    b(X::Global, &[Char('6')], "6", C::Show(Tab::Suspects), "suspects: global records that look like one place's rule", None),
 ];
 
 const DIGITS: &[Key] = &[
@@ -339,7 +347,7 @@ pub fn hints(contexts: &[Context]) -> Vec<(&'static str, &'static str)> {
             if let Some(h) = b.hint {
                 // The tab keys and the two move keys share one footer slot each.
                 let label = match b.command {
-                    Command::Show(Tab::Memories) => "1-5",
+                    Command::Show(Tab::Memories) => "1-6",
                     Command::Up if matches!(b.context, Context::Lists | Context::History) => "j/k",
                     _ => b.label,
                 };

@@ -36,6 +36,7 @@ pub mod worker;
 pub use app::{Action, App, Curation, Focus, Tab};
 pub use session::{Session, WorkerMode};
 
+use crate::model::Identity;
 use crate::store::{Clock, Store};
 use anyhow::{Context, Result};
 use crossterm::event;
@@ -107,8 +108,9 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Opens the UI on `store` and runs until the user quits; returns the exit code.
-pub fn run(store: Store, mouse: Mouse) -> Result<i32> {
+/// Opens the UI on `store` (on the record `select`, when given and live) and runs until the
+/// user quits; returns the exit code.
+pub fn run(store: Store, mouse: Mouse, select: Option<Identity>) -> Result<i32> {
     let mut guard = TerminalGuard::enter(mouse)?;
     let size = guard.terminal.size()?;
     let mut session = Session::new(
@@ -118,6 +120,9 @@ pub fn run(store: Store, mouse: Mouse) -> Result<i32> {
         WorkerMode::Threads,
     )?;
     session.mouse = mouse == Mouse::Capture;
+    if let Some(id) = select {
+        session.select(&id)?;
+    }
     event_loop(&mut guard.terminal, &mut session)?;
     drop(guard);
     Ok(crate::frontend::EXIT_OK)

@@ -13,6 +13,7 @@ use super::text::plural;
 use super::worker::{
     run_filter, run_load, Failed, Job, Load, LoadKind, NarrowCache, Reply, Workers,
 };
+use crate::model::Identity;
 use crate::store::{Clock, Store};
 use anyhow::Result;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
@@ -75,6 +76,20 @@ impl Session {
         session.sync()?;
         session.pump();
         Ok(session)
+    }
+
+    /// Selects the live record `id` in the current view (the filter and a folded group give
+    /// way); a record that is not live leaves the selection where it was.
+    pub fn select(&mut self, id: &Identity) -> Result<()> {
+        self.app.tab = Tab::Memories;
+        self.app.focus = Focus::List;
+        if let Some(generation) = self.app.tabs.memories.drop_filter() {
+            self.workers.cancel_filter(generation);
+        }
+        let page = self.app.page();
+        self.app.tabs.memories.select(&self.store, id, page)?;
+        self.after_change();
+        Ok(())
     }
 
     pub fn store(&self) -> &Store {
@@ -491,6 +506,9 @@ impl Session {
             }
             Reply::Reads { .. } => {
                 self.loads_waiting.remove(&LoadKind::Reads);
+            }
+            Reply::Suspects(_) => {
+                self.loads_waiting.remove(&LoadKind::Suspects);
             }
             Reply::Failed { job, error } => {
                 match job {

@@ -8,7 +8,7 @@
 
 use super::list::haystack;
 use crate::model::{DeletePreview, DeleteTarget, ReadRecord};
-use crate::store::{BrowseKey, CheckReport, FilterCandidate, OpenMode, Store};
+use crate::store::{BrowseKey, CheckReport, FilterCandidate, OpenMode, Store, Suspect};
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 use fuzzy_matcher::skim::SkimMatcherV2;
@@ -51,6 +51,7 @@ pub enum LoadKind {
     Check,
     DeletePreview,
     Reads,
+    Suspects,
 }
 
 impl Load {
@@ -60,6 +61,7 @@ impl Load {
             Load::Check => LoadKind::Check,
             Load::DeletePreview(_) => LoadKind::DeletePreview,
             Load::Reads(_) => LoadKind::Reads,
+            Load::Suspects => LoadKind::Suspects,
         }
     }
 
@@ -89,6 +91,8 @@ pub enum Load {
     DeletePreview(DeleteTarget),
     /// The newest reads matching a query (a scan of the read log when the words match few).
     Reads(ReadsQuery),
+    /// The suspects (`Store::suspects`: a pass over the current view).
+    Suspects,
 }
 
 /// The header's figures.
@@ -121,6 +125,7 @@ pub enum Reply {
         query: ReadsQuery,
         rows: Result<Vec<ReadRecord>, String>,
     },
+    Suspects(Result<Vec<Suspect>, String>),
     Failed {
         job: Failed,
         error: String,
@@ -288,6 +293,7 @@ pub fn run_load(store: &Store, job: Load) -> Reply {
             preview: store.delete_preview(&target).map_err(|e| format!("{e:#}")),
             target,
         },
+        Load::Suspects => Reply::Suspects(store.suspects().map_err(|e| format!("{e:#}"))),
         Load::Reads(query) => Reply::Reads {
             rows: store
                 .read_log(&query.words, query.since, query.limit)

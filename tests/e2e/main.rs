@@ -437,6 +437,53 @@ fn incident_walkthrough_reads_as_of_rescope() {
     t.wait_for("EXIT:0");
 }
 
+/// The README's incident walkthrough, from the Suspects view: the demo opens on the suspect
+/// with its history beside it; 6 shows why it looks like the rule of one place; m rescopes it
+/// where its words point; the header, the tab and the mark then agree that it is gone.
+#[test]
+fn demo_opens_on_the_incident_and_the_suspects_tab_rescopes_it() {
+    if !Tmux::available() {
+        eprintln!("SKIPPED: tmux is not installed (CI installs it; see .ci/run)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db: PathBuf = dir.path().join("demo.db");
+    let t = Tmux::start(120, 34);
+    t.run("PS1='$ '; clear");
+    t.run(&format!(
+        "{BIN} --db {} demo; echo \"EXIT:$?\"",
+        shell_quote(&db)
+    ));
+    // Opened on the incident's record, marked, counted in the header, no key pressed.
+    let s = t.wait_for("History · user:42 · package_manager @ global");
+    let s = if s.contains("1 suspect") {
+        s
+    } else {
+        t.wait_for("1 suspect")
+    };
+    assert!(s.contains("│! user:42 · package_manager = npm"), "{s}");
+    assert!(s.contains("6 Suspects (1)"), "{s}");
+
+    t.type_text("6");
+    t.wait_for("Why it looks like the rule of one place");
+    let s = t.wait_for("m rescopes it to repo:legacy-dashboard");
+    assert!(s.contains("the words say “这个仓库”"), "{s}");
+    assert!(s.contains("5 repos · 4 reads"), "{s}");
+
+    t.type_text("m");
+    let s = t.wait_for("global goes back to pnpm");
+    assert!(s.contains("to repo:legacy-dashboard"), "{s}");
+    t.type_text("y");
+    t.wait_for("rescoped user:42 · package_manager: inserted repo:legacy-dashboard v1");
+    let s = t.wait_for("No suspects.");
+    assert!(!s.lines().next().unwrap_or("").contains("suspect"), "{s}");
+    let suspects = cli(&db, &["suspects", "--json"]);
+    assert_eq!(suspects, serde_json::json!([]), "{suspects}");
+
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}
+
 /// Where the header's refresh time starts (`HH:MM:SS`), if it shows.
 fn clock_at(line: &str) -> Option<usize> {
     let chars: Vec<char> = line.chars().collect();

@@ -203,7 +203,8 @@ fn pending_keys_resolve_to_the_matching_candidate_or_explain() {
     assert_eq!(
         effects,
         [
-            "Some('g') supersedes pnpm (v1) with npm",
+            // The story knows two repositories without a package manager of their own.
+            "Some('g') supersedes pnpm (v1) with npm; 2 repositories without a rule of their own would get npm",
             "Some('r') new record npm"
         ]
     );
@@ -1193,7 +1194,11 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
 fn copied(s: &mut memscope::tui::Session) -> String {
     s.handle_key(ch('c'));
     let out = s.take_output();
-    assert!(out.starts_with(b"\x1b]52;c;"), "nothing copied: {:?}", s.app.toast);
+    assert!(
+        out.starts_with(b"\x1b]52;c;"),
+        "nothing copied: {:?}",
+        s.app.toast
+    );
     let payload = std::str::from_utf8(&out[7..out.len() - 1]).expect("ASCII");
     String::from_utf8(decode_base64(payload)).expect("UTF-8")
 }

@@ -9,3 +9,4 @@ mod support;
 mod keys;
 mod paging;
 mod snapshots;
+mod suspects;

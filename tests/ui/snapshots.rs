@@ -367,3 +367,17 @@ fn event_popup_with_chinese_words_and_a_long_json_value() {
     press(&mut s, "jjjjjjjjjjjj");
     assert_snapshot!("event_popup_60x15_scrolled", render(&mut s, 60, 15));
 }
+
+#[test]
+fn suspects_tab_with_evidence_and_the_prefilled_rescope() {
+    let f = Fixture::demo();
+    let mut s = f.session(W, H);
+    press(&mut s, "6");
+    assert_snapshot!("suspects_tab", render(&mut s, W, H));
+    s.handle_key(ch('m'));
+    assert_snapshot!("suspects_rescope", render(&mut s, W, H));
+    // At 60×15 the tab keeps its evidence readable (the list gives way).
+    s.handle_key(key(KeyCode::Esc));
+    s.handle_key(key(KeyCode::Tab));
+    assert_snapshot!("suspects_tab_60x15", render(&mut s, 60, 15));
+}

@@ -98,52 +98,15 @@ impl Store {
         let mut out = Vec::with_capacity(found.len());
         for (rowid, evidence, places) in found {
             let record = record.query_row([rowid], memory_from_row)?;
-            let own: Vec<Scope> = self
-                .live_scopes_of(&record.subject, &record.predicate)?
-                .into_iter()
-                .map(|r| r.scope)
-                .filter(|s| *s != Scope::Global)
-                .collect();
-            let blast_radius = repos
-                .iter()
-                .filter(|r| !own.contains(r))
-                .map(|r| r.to_string())
-                .collect();
-            out.push((
-                Suspect {
-                    record,
-                    evidence,
-                    suggested_scope: places.into_iter().next(),
-                    blast_radius,
-                    reads: 0,
-                },
-                own,
-            ));
+            let (blast_radius, reads) = self.radius(&repos, &record.subject, &record.predicate)?;
+            out.push(Suspect {
+                record,
+                evidence,
+                suggested_scope: places.into_iter().next(),
+                blast_radius,
+                reads,
+            });
         }
-        // The read log adds the repositories whose agents asked for it, and how often they
-        // were served the global value.
-        let mut reads = conn.prepare_cached(
-            "SELECT count(*) FROM reads WHERE subject = ?1 AND predicate = ?2 AND scope = 'global'",
-        )?;
-        let mut readers = conn.prepare_cached(
-            "SELECT DISTINCT repo FROM reads WHERE subject = ?1 AND predicate = ?2 AND repo IS NOT NULL",
-        )?;
-        for (s, own) in &mut out {
-            let key = [&s.record.subject, &s.record.predicate];
-            s.reads = reads.query_row(key, |r| r.get(0))?;
-            let asked: Vec<String> = readers
-                .query_map(key, |r| r.get::<_, String>(0))?
-                .collect::<rusqlite::Result<_>>()?;
-            for repo in asked {
-                let place = Scope::Repo(repo);
-                let name = place.to_string();
-                if !own.contains(&place) && !s.blast_radius.contains(&name) {
-                    s.blast_radius.push(name);
-                }
-            }
-            s.blast_radius.sort();
-        }
-        let mut out: Vec<Suspect> = out.into_iter().map(|(s, _)| s).collect();
         out.sort_by(|a, b| {
             (b.blast_radius.len(), b.reads)
                 .cmp(&(a.blast_radius.len(), a.reads))
@@ -153,6 +116,63 @@ impl Store {
                 })
         });
         Ok(out)
+    }
+}
+
+impl Store {
+    /// The repositories that would be served the global value of `subject · predicate`
+    /// because they have no rule of their own: every repository memscope knows, and every
+    /// one whose agents read it (the read log), less those with a record of their own.
+    pub fn blast_radius(&self, subject: &str, predicate: &str) -> Result<Vec<String>> {
+        let known = super::spellings::known_places(&self.conn)?;
+        let repos: Vec<&Scope> = known
+            .iter()
+            .filter(|s| matches!(s, Scope::Repo(_)))
+            .collect();
+        Ok(self.radius(&repos, subject, predicate)?.0)
+    }
+
+    /// The blast radius among `repos` (and the read log's readers), sorted, and how many
+    /// logged reads were served the global value.
+    fn radius(
+        &self,
+        repos: &[&Scope],
+        subject: &str,
+        predicate: &str,
+    ) -> Result<(Vec<String>, i64)> {
+        let own: Vec<Scope> = self
+            .live_scopes_of(subject, predicate)?
+            .into_iter()
+            .map(|r| r.scope)
+            .filter(|s| *s != Scope::Global)
+            .collect();
+        let mut radius: Vec<String> = repos
+            .iter()
+            .filter(|r| !own.contains(r))
+            .map(|r| r.to_string())
+            .collect();
+        let key = [subject, predicate];
+        let reads: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM reads WHERE subject = ?1 AND predicate = ?2 AND scope = 'global'",
+            )?
+            .query_row(key, |r| r.get(0))?;
+        let mut readers = self.conn.prepare_cached(
+            "SELECT DISTINCT repo FROM reads WHERE subject = ?1 AND predicate = ?2 AND repo IS NOT NULL",
+        )?;
+        let asked = readers
+            .query_map(key, |r| r.get::<_, String>(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        for repo in asked {
+            let place = Scope::Repo(repo);
+            let name = place.to_string();
+            if !own.contains(&place) && !radius.contains(&name) {
+                radius.push(name);
+            }
+        }
+        radius.sort();
+        Ok((radius, reads))
     }
 }
 

@@ -248,6 +248,18 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         ],
         None => vec!["counting…".to_string()],
     };
+    // Suspects first among the figures when there are any: they are the incident's shape.
+    let figures: Vec<String> = match app.tabs.suspects.count() {
+        Some(n) if n > 0 => {
+            let long = plural(n as i64, "suspect", "suspects");
+            figures
+                .into_iter()
+                .map(|f| format!("{long} · {f}"))
+                .chain(std::iter::once(format!("{} susp.", thousands(n as i64))))
+                .collect()
+        }
+        _ => figures,
+    };
     let times: Vec<String> = match app.refreshed_at {
         Some(t) => vec![
             format!("refreshed {}", t.format("%H:%M:%S UTC")),

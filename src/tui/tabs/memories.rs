@@ -3,7 +3,7 @@
 //! (`list::MemoryList`); the filter runs on the workers and its replies land here.
 
 use super::{edit_line, Env, LineEdit, Shell, Status, TabComponent, View};
-use crate::model::{MemoryRecord, Scope};
+use crate::model::{Identity, MemoryRecord, Scope};
 use crate::store::Store;
 use crate::tui::app::{Action, DeleteDialog, Dialog, FilterState, Focus, Tab};
 use crate::tui::dialogs::{RescopeDialog, RevertDialog};
@@ -21,7 +21,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 #[derive(Debug, Clone, Default)]
 pub struct MemoriesTab {
@@ -35,6 +35,8 @@ pub struct MemoriesTab {
     pub scope_counts: HashMap<String, i64>,
     /// The history pane.
     pub timeline: Timeline,
+    /// The subject and predicate of every suspect (tab 6), marked in the list.
+    suspects: HashSet<(String, String)>,
 }
 
 /// The rows' source for the current mode (disjoint borrows of the tab's fields).
@@ -221,14 +223,7 @@ impl MemoriesTab {
         page: usize,
     ) -> Result<Result<String, String>> {
         let id = &mark.identity;
-        let scope = id.scope.to_string();
-        self.folded.remove(&scope);
-        let anchor = Pos::Key {
-            scope,
-            record: Some((id.subject.clone(), id.predicate.clone())),
-        };
-        self.reload_list(store, Some(anchor), page)?;
-        if self.selected_record().map(|r| r.identity()).as_ref() != Some(id) {
+        if !self.select(store, id, page)? {
             return Ok(Err(format!(
                 "{id} holds no live record now (deleted or moved since): `memscope history` still shows its timeline"
             )));
@@ -237,6 +232,18 @@ impl MemoriesTab {
         let said = format!("history of {id}: v{} highlighted, {}", mark.version, mark.note);
         self.timeline.mark = Some(mark);
         Ok(Ok(said))
+    }
+
+    /// Selects the record `id` (its folded group unfolds); false when it is not live.
+    pub fn select(&mut self, store: &Store, id: &Identity, page: usize) -> Result<bool> {
+        let scope = id.scope.to_string();
+        self.folded.remove(&scope);
+        let anchor = Pos::Key {
+            scope,
+            record: Some((id.subject.clone(), id.predicate.clone())),
+        };
+        self.reload_list(store, Some(anchor), page)?;
+        Ok(self.selected_record().map(|r| r.identity()).as_ref() == Some(id))
     }
 
     /// The selected record of the list, for a curation key (`verb`): none on a read-only
@@ -458,6 +465,12 @@ impl TabComponent for MemoriesTab {
                 self.scope_counts = scopes.iter().cloned().collect();
                 Ok(())
             }
+            Reply::Suspects(Ok(list)) => {
+                self.suspects = (list.iter())
+                    .map(|s| (s.record.subject.clone(), s.record.predicate.clone()))
+                    .collect();
+                Ok(())
+            }
             Reply::Filter {
                 generation,
                 runs,
@@ -583,8 +596,17 @@ impl MemoriesTab {
                 record, highlight, ..
             } => {
                 let value = value_text(&record.value);
+                // A suspect (tab 6) is marked where it stands.
+                let suspect = record.scope == Scope::Global
+                    && self
+                        .suspects
+                        .contains(&(record.subject.clone(), record.predicate.clone()));
                 let left = [
-                    part("  ", Style::new()),
+                    if suspect {
+                        part("! ", bold().fg(Color::Yellow))
+                    } else {
+                        part("  ", Style::new())
+                    },
                     Part {
                         text: one_line(&record.subject),
                         style: Style::new(),

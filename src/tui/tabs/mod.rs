@@ -299,4 +299,5 @@ register! {
     Tombstones => tombstones::TombstonesTab,
     Check => check::CheckTab,
     Reads => reads::ReadsTab,
+    Suspects => suspects::SuspectsTab,
 }

@@ -9,7 +9,7 @@ use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::rows::{Cursor, ListPanes, Rows};
-use crate::tui::text::{age, ago, one_line, value_text};
+use crate::tui::text::{age, ago, one_line, plural, value_text, width, wrap};
 use anyhow::Result;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -268,15 +268,22 @@ fn choice_lines(preview: &PendingPreview, max: usize) -> Vec<Line<'static>> {
         } else {
             Style::new()
         };
-        lines.push(row_line(
-            &[
-                part(key, bold().fg(Color::Cyan)),
-                part(format!("{}: ", c.scope), bold()),
-                part(c.effect.clone(), style),
-            ],
-            &[],
-            max,
-        ));
+        // The effect wraps under itself: it may name a blast radius.
+        let head = format!("{}: ", c.scope);
+        let hang = width(&key) + width(&head);
+        for (i, chunk) in wrap(&c.effect, max.saturating_sub(hang).max(12))
+            .into_iter()
+            .enumerate()
+        {
+            let lead = if i == 0 {
+                vec![part(key.clone(), bold().fg(Color::Cyan)), part(head.clone(), bold())]
+            } else {
+                vec![part(" ".repeat(hang), Style::new())]
+            };
+            let mut parts = lead;
+            parts.push(part(chunk, style));
+            lines.push(row_line(&parts, &[], max));
+        }
     }
     for (key, kind) in [('g', "global"), ('r', "repo"), ('t', "task")] {
         if !preview.choices.iter().any(|c| c.key == Some(key)) {
@@ -316,7 +323,18 @@ fn preview(store: &Store, item: &PendingItem) -> Result<PendingPreview> {
             used.push(key);
             key
         });
-        let effect = decision.effect(&scope, &item.value, &value_text);
+        let mut effect = decision.effect(&scope, &item.value, &value_text);
+        if scope == Scope::Global {
+            // Who else would get it: the repositories without a rule of their own.
+            let n = store.blast_radius(&item.subject, &item.predicate)?.len();
+            if n > 0 {
+                effect.push_str(&format!(
+                    "; {} without a rule of their own would get {}",
+                    plural(n as i64, "repository", "repositories"),
+                    value_text(&item.value)
+                ));
+            }
+        }
         choices.push(Choice { key, scope, effect });
     }
     Ok(PendingPreview {
