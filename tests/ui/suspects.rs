@@ -1,7 +1,7 @@
 //! The Suspects tab (6), the marks and the header count, and what the pending queue says a
 //! global resolution would reach (README, "memscope suspects"; docs/ARCHITECTURE-ui.md).
 
-use crate::support::tui::{ch, key, press, render, select, selected, Fixture};
+use crate::support::tui::{ch, key, press, render, selected, Fixture};
 use crossterm::event::KeyCode;
 use memscope::model::{Identity, Scope};
 use memscope::tui::app::{Action, Curation, Dialog};
