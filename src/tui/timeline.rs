@@ -526,6 +526,13 @@ fn event_line(e: &HistoryEvent, max: usize) -> Line<'static> {
             ),
             part(format!("{version:<4}"), dim()),
             part(text, style),
+            // A write the scope guard found suspect when it was stored (its evidence is in
+            // the event popup's detail).
+            if detail.is_some_and(|d| d.get("suspect").is_some()) {
+                part("  ! suspect", bold().fg(Color::Yellow))
+            } else {
+                part("", Style::new())
+            },
             part(format!("  {seq}"), dim()),
             part(
                 format!("  {}", one_line(e.source.as_deref().unwrap_or(""))),

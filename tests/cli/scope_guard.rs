@@ -203,3 +203,67 @@ fn an_agent_in_the_repository_is_told_its_write_waits_for_a_human() {
     assert_eq!(code, 0);
     assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
 }
+
+#[test]
+fn an_applied_suspect_keeps_its_evidence_in_its_history_event() {
+    let evidence = |db: &TestDb| -> Vec<serde_json::Value> {
+        db.history(U, PM, Some("global"))
+            .into_iter()
+            .filter(|e| e["event"] == "set")
+            .map(|e| e["detail"]["suspect"].clone())
+            .collect()
+    };
+    // No context: stored, and its `set` event says why it looks like one place's rule.
+    let db = TestDb::new();
+    let out = global_write(&db, "npm", "thread:23", INCIDENT, &[]);
+    assert_eq!(out["outcome"], "inserted", "{out}");
+    assert_eq!(evidence(&db), [json!(["the words say “这个仓库”"])]);
+    // A default stated as a default is not marked.
+    global_write(
+        &db,
+        "pnpm",
+        "thread:17",
+        "以后新建前端项目，默认用 pnpm。",
+        &[],
+    );
+    assert_eq!(evidence(&db)[1], serde_json::Value::Null);
+    // `flag` with a context: stored (not queued), the sibling among its evidence.
+    let db = TestDb::new();
+    db.init();
+    db.run(&["settings", "set", "scope_guard", "flag"]).ok();
+    db.write(
+        U,
+        "install_command",
+        "npm ci",
+        "repo:legacy-dashboard",
+        "thread:23/message:14",
+    );
+    let out = global_write(
+        &db,
+        "npm",
+        "thread:23/message:14",
+        INCIDENT,
+        &["--in-repo", "legacy-dashboard"],
+    );
+    assert_eq!(out["outcome"], "inserted", "{out}");
+    let marked = evidence(&db).remove(0);
+    let said: Vec<&str> = marked
+        .as_array()
+        .expect("evidence")
+        .iter()
+        .filter_map(|e| e.as_str())
+        .collect();
+    assert!(said.contains(&"the words say “这个仓库”"), "{said:?}");
+    assert!(
+        said.iter()
+            .any(|e| e.contains("the same message wrote install_command in repo:legacy-dashboard")),
+        "{said:?}"
+    );
+    // `off`: nothing is judged, nothing marked; the write path's outcomes are the same.
+    let db = TestDb::new();
+    db.init();
+    db.run(&["settings", "set", "scope_guard", "off"]).ok();
+    global_write(&db, "npm", "thread:23", INCIDENT, &[]);
+    assert_eq!(evidence(&db), [serde_json::Value::Null]);
+    db.assert_check_ok();
+}

@@ -10,6 +10,9 @@ use serde_json::Value;
 /// What happened to an identity (the `event` column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EventKind {
+    /// A version stored (the write path logs most through its prepared statement; this is
+    /// for one that carries a detail: a suspect's evidence).
+    Set,
     Confirmed,
     Stale,
     Rejected,
@@ -26,6 +29,7 @@ pub(crate) enum EventKind {
 impl EventKind {
     pub(crate) fn as_str(self) -> &'static str {
         match self {
+            EventKind::Set => "set",
             EventKind::Confirmed => "confirmed",
             EventKind::Stale => "stale",
             EventKind::Rejected => "rejected",

@@ -118,6 +118,8 @@ pub(crate) struct TxState {
     pub(crate) spellings: SpellingMemo,
     /// The scope guard's mode and the places the database knows, once read.
     pub(crate) guard: Option<(GuardMode, Places)>,
+    /// The scope guard's mode alone, once read.
+    pub(crate) guard_mode: Option<GuardMode>,
 }
 
 impl Default for TxState {
@@ -131,6 +133,7 @@ impl Default for TxState {
             guard_intact: None,
             spellings: SpellingMemo::default(),
             guard: None,
+            guard_mode: None,
         }
     }
 }

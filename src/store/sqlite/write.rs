@@ -20,6 +20,9 @@ use std::io::{BufRead, BufReader, Read};
 impl TxState {
     /// Logs the `set` event of a new applied version, stamped with the clock.
     #[allow(clippy::too_many_arguments)]
+    /// Logs the `set` event of a stored version; a suspect write's carries its evidence
+    /// (`detail.suspect`).
+    #[allow(clippy::too_many_arguments)]
     fn log_set(
         &mut self,
         conn: &Connection,
@@ -28,8 +31,24 @@ impl TxState {
         version: i64,
         seq: i64,
         now: &str,
+        suspect: Option<&Value>,
     ) -> Result<()> {
         let clock = self.seqs.stamp();
+        if let Some(detail) = suspect {
+            let id = Identity {
+                subject: w.subject.clone(),
+                predicate: w.predicate.clone(),
+                // Only a global write is ever a suspect.
+                scope: Scope::Global,
+            };
+            return Event::new(EventKind::Set, &id)
+                .version(Some(version))
+                .content(Some(&w.value_text), w.raw.as_deref())
+                .provenance(Some(&w.source), Some(seq))
+                .detail(detail)
+                .clock(clock)
+                .log(conn, now);
+        }
         self.hot.log_set(conn)?.execute(&[
             (&w.subject).into(),
             (&w.predicate).into(),
@@ -82,27 +101,34 @@ impl TxState {
         Ok(())
     }
 
-    /// The scope guard's verdict on an exact write (`guard::judge`): its mode and the known
+    /// The scope guard's verdict on a global write (`guard::judge`): its mode and the known
     /// places are read once per transaction; the siblings — the scoped records the same
     /// source (message) wrote of this subject — once per write, through the subject's history.
+    /// A write that does not say where it was made is judged on its own words only (no
+    /// lookups: every global write pays this), and can only be a suspect.
     fn guard(&mut self, conn: &Connection, w: &PreparedWrite) -> Result<Verdict> {
+        if w.context.is_none() {
+            let Some(raw) = w.raw.as_deref() else {
+                return Ok(Verdict::Apply);
+            };
+            let mode = self.guard_mode(conn)?;
+            let ev = Evidence {
+                raw: Some(raw),
+                context: None,
+                known_places: &Places::new(&[]),
+                siblings: &[],
+            };
+            return Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode));
+        }
         if self.guard.is_none() {
-            let mode = super::settings::scope_guard_of(
-                conn.prepare_cached("SELECT value FROM settings WHERE key = ?1")?
-                    .query_row([super::settings::SCOPE_GUARD_KEY], |r| {
-                        r.get::<_, String>(0)
-                    })
-                    .optional()?
-                    .as_deref(),
-            );
+            let mode = self.guard_mode(conn)?;
             let known = super::spellings::known_places(conn)?;
             self.guard = Some((mode, Places::new(&known)));
         }
         let Some((mode, places)) = &self.guard else {
             return Ok(Verdict::Apply);
         };
-        // `flag` applies a suspect write as `off` does; only `queue` acts at write time.
-        if *mode != GuardMode::Queue {
+        if *mode == GuardMode::Off {
             return Ok(Verdict::Apply);
         }
         let siblings: Vec<(String, Scope)> = conn
@@ -123,6 +149,23 @@ impl TxState {
             siblings: &siblings,
         };
         Ok(judge(Cues::shipped(), &Scope::Global, &ev, *mode))
+    }
+
+    /// The scope guard's mode (read once per transaction).
+    fn guard_mode(&mut self, conn: &Connection) -> Result<GuardMode> {
+        if let Some(mode) = self.guard_mode {
+            return Ok(mode);
+        }
+        let mode = super::settings::scope_guard_of(
+            conn.prepare_cached("SELECT value FROM settings WHERE key = ?1")?
+                .query_row([super::settings::SCOPE_GUARD_KEY], |r| {
+                    r.get::<_, String>(0)
+                })
+                .optional()?
+                .as_deref(),
+        );
+        self.guard_mode = Some(mode);
+        Ok(mode)
     }
 
     /// `predicate` normalized and mapped through the alias table.
@@ -335,22 +378,26 @@ pub(crate) fn write_in_tx(
         }
         (ScopeChoice::Exact(scope), None) => bail!("internal: no stored text for scope {scope}"),
     };
-    // The scope guard: a global write whose words or message point at the place it was made
-    // in waits for a human instead (README, "The scope guard").
-    // Only a write that says where it was made can be queued (without a place, `judge` can
-    // only call it a suspect, which changes nothing here): every other write skips the guard.
-    if *scope == Scope::Global && w.context.is_some() {
-        if let Verdict::Queue {
-            candidates,
-            evidence,
-        } = st.guard(conn, w)?
-        {
-            let evidence = evidence.join("; ");
-            return enqueue_pending(conn, w, &candidates, Some(&evidence), now, &mut st.seqs);
+    // The scope guard (README, "The scope guard"): a global write whose words or message
+    // point at the place it was made in waits for a human instead; one that only looks like
+    // a place's rule (no place given, or the guard set to `flag`) is stored, and its `set`
+    // event keeps the evidence.
+    let mut suspect = None;
+    if *scope == Scope::Global {
+        match st.guard(conn, w)? {
+            Verdict::Queue {
+                candidates,
+                evidence,
+            } => {
+                let evidence = evidence.join("; ");
+                return enqueue_pending(conn, w, &candidates, Some(&evidence), now, &mut st.seqs);
+            }
+            Verdict::Suspect { evidence, .. } => suspect = Some(json!({ "suspect": evidence })),
+            Verdict::Apply => {}
         }
     }
 
-    if st.expect_fresh {
+    if st.expect_fresh && suspect.is_none() {
         if let Some(out) = insert_if_fresh(conn, w, scope_text, now, st)? {
             return Ok(out);
         }
@@ -390,7 +437,7 @@ pub(crate) fn write_in_tx(
             seq,
             now
         ])?;
-        st.log_set(conn, w, scope_text, version, seq, now)
+        st.log_set(conn, w, scope_text, version, seq, now, suspect.as_ref())
     };
     let mut out = base_outcome(decision.kind(), &id);
     out.reason = decision.reason();
@@ -590,7 +637,7 @@ fn insert_if_fresh(
             st.seqs.alloc(conn)?;
         }
     }
-    st.log_set(conn, w, scope_text, 1, seq, now)?;
+    st.log_set(conn, w, scope_text, 1, seq, now, None)?;
     let Some(id) = w.identity() else {
         bail!("internal: a fresh insert of an ambiguous write");
     };
