@@ -208,18 +208,7 @@ pub fn run_filter_with(
     let narrow: Option<Vec<i64>> = cache
         .usable(data_version, &job.query)
         .map(|ids| ids.to_vec());
-    let mut scan = Scan {
-        store,
-        pattern: &pattern,
-        job,
-        found: Found {
-            runs: Vec::new(),
-            kept: Some(Vec::new()),
-        },
-        scanned: 0,
-        emitted: false,
-        last_emit: Instant::now(),
-    };
+    let mut scan = Scan::new(store, &pattern, job);
     let done = match narrow {
         Some(ids) => scan.narrow(&ids, cancelled, emit)?,
         None => scan.full(helper, cancelled, emit)?,
@@ -378,7 +367,22 @@ struct Scan<'a> {
     last_emit: Instant,
 }
 
-impl Scan<'_> {
+impl<'a> Scan<'a> {
+    fn new(store: &'a Store, pattern: &'a Pattern, job: &'a FilterJob) -> Scan<'a> {
+        Scan {
+            store,
+            pattern,
+            job,
+            found: Found {
+                runs: Vec::new(),
+                kept: Some(Vec::new()),
+            },
+            scanned: 0,
+            emitted: false,
+            last_emit: Instant::now(),
+        }
+    }
+
     /// Retests the previous matches, chunk by chunk. True when complete.
     fn narrow(
         &mut self,
@@ -910,6 +914,61 @@ mod tests {
                 assert!(done, "{q:?}");
                 assert_eq!(got, want, "{q:?}, helper {with_helper}");
             }
+        }
+    }
+
+    #[test]
+    fn records_added_after_the_span_was_read_are_tested_on_their_own() {
+        let (_dir, store, mut helper) = stores(3_000);
+        let (lo, hi) = store.record_id_span().unwrap().unwrap();
+        let first = store
+            .browse_after(&BrowseBound::Start, 1)
+            .unwrap()
+            .remove(0);
+        let query = "pnpm";
+        let job = FilterJob {
+            generation: 1,
+            query: query.into(),
+            progressive: false,
+        };
+        let pattern = Pattern::new(query);
+        let mut scan = Scan::new(&store, &pattern, &job);
+        // The split after the first record, as if the last 700 ids came after the span.
+        let after = (&BrowseKey::of(&first.record), first.id);
+        let mut got = Vec::new();
+        let done = scan
+            .split(
+                (lo, hi - 700),
+                after,
+                Some(&mut helper),
+                &|| false,
+                &mut |r| {
+                    if let Reply::Filter { runs, .. } = r {
+                        for (scope, ids) in runs {
+                            got.extend(ids.into_iter().map(|id| (scope.clone(), id)));
+                        }
+                    }
+                    true
+                },
+            )
+            .unwrap();
+        assert!(done);
+        let mut want = skim_matches(&store, query);
+        want.retain(|(_, id)| *id != first.id);
+        assert!(want.iter().any(|(_, id)| *id > hi - 700));
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_walk_starts_after_the_first_chunk_even_if_its_last_record_is_gone() {
+        let (_dir, store, _helper) = stores(300);
+        let all = store.browse_after(&BrowseBound::Start, usize::MAX).unwrap();
+        let key = BrowseKey::of(&all[9].record);
+        let rest: Vec<i64> = all[10..].iter().map(|b| b.id).collect();
+        for last in [all[9].id, -1] {
+            let w = walk(&store, (&key, last), &|| false).unwrap().unwrap();
+            assert_eq!(w.ids, rest, "last {last}");
+            assert_eq!(w.scopes.first().map(|s| s.0), Some(0));
         }
     }
 
