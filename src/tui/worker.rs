@@ -183,7 +183,7 @@ const SPLIT_MIN_IDS: i64 = if cfg!(test) { 0 } else { 20_000 };
 /// is scanned in view order.
 const SPLIT_MAX_IDS: i64 = 64 << 20;
 /// Ids read in table order per statement (a stop is noticed between them).
-const TABLE_CHUNK: i64 = 65_536;
+const TABLE_CHUNK: i64 = 16_384;
 /// How often the walk of the view's index checks for a newer query.
 const WALK_CHECK_EVERY: usize = 16_384;
 
