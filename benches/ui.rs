@@ -1,7 +1,7 @@
 //! The terminal UI on a generated database of a million records, driven headless (TestBackend):
 //! open → first frame, a page-down / End keystroke → frame, a filter keystroke → first results
-//! on screen, and the peak RSS. `cargo bench --bench ui`; MEMSCOPE_BENCH_RECORDS=N for another
-//! size. The database is generated once through the real write path (`memscope apply`, in a
+//! on screen and → the full scan complete, and the peak RSS. `cargo bench --bench ui`;
+//! MEMSCOPE_BENCH_RECORDS=N for another size. The database is generated once through the real write path (`memscope apply`, in a
 //! child process so its memory does not count here) and cached under target/.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -229,6 +229,55 @@ fn idle(session: &mut Session) {
     }
 }
 
+/// Queries timed from scratch: one that matches many records, one that matches few (neither
+/// is a prefix of the other).
+const FRESH_QUERIES: [&str; 2] = ["pnpm", "oat 4242"];
+const FRESH_RUNS: usize = 3;
+
+fn filter_matches(session: &Session) -> usize {
+    let f = &session.app.memories().filter;
+    f.results.as_ref().map(|r| r.matches()).unwrap_or(0)
+}
+
+/// Erases the filter line, then types `query` in one burst (each key cancels the scan of the
+/// one before, so the last query scans everything). Returns the time from the last keystroke
+/// to the first frame showing its results and to the scan being complete.
+fn fresh_scan(
+    session: &mut Session,
+    terminal: &mut Terminal<TestBackend>,
+    query: &str,
+) -> (Duration, Duration) {
+    while !session.app.memories().filter.input.is_empty() {
+        session.handle_key(key(KeyCode::Backspace));
+    }
+    idle(session);
+    let mut t = Instant::now();
+    for c in query.chars() {
+        t = Instant::now();
+        session.handle_key(key(KeyCode::Char(c)));
+    }
+    let mut first = None;
+    loop {
+        session.pump();
+        let f = &session.app.memories().filter;
+        let current = f.results.as_ref().filter(|r| r.generation == f.generation);
+        let shown = current.is_some_and(|r| r.matches() > 0 || r.done);
+        let done = current.is_some_and(|r| r.done);
+        if first.is_none() && shown {
+            terminal.draw(|fr| session.draw(fr)).expect("a frame");
+            first = Some(t.elapsed());
+        }
+        if done {
+            let full = t.elapsed();
+            return (first.unwrap_or(full), full);
+        }
+        if t.elapsed() > Duration::from_secs(30) {
+            panic!("the filter scan of {query:?} did not finish within 30 s");
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
 fn verdict(ok: bool) -> &'static str {
     if ok {
         "ok"
@@ -329,14 +378,7 @@ fn main() {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    let matches = session
-        .app
-        .memories()
-        .filter
-        .results
-        .as_ref()
-        .map(|r| r.matches())
-        .unwrap_or(0);
+    let matches = filter_matches(&session);
     let first_filter = first_results[0];
     let filter_max = first_results.iter().copied().max().unwrap_or_default();
     // Paging through the filtered list stays on the keyset-free match list: measure it too.
@@ -344,6 +386,33 @@ fn main() {
     let mut fdowns = presses(&mut session, &mut terminal, KeyCode::PageDown, 50);
     let (_, fdown_p99, fdown_max) = spread(&mut fdowns);
     // The check tab scans everything too: include it in the peak.
+    session.handle_key(key(KeyCode::Esc));
+    // A whole query typed at once (no earlier scan to narrow): keystroke → first results and
+    // → the scan complete with the count settled, for a query matching many and one matching few.
+    session.handle_key(key(KeyCode::Char('/')));
+    // The queries alternate so that neither narrows the other's cached matches.
+    let mut runs: Vec<(Vec<Duration>, Vec<Duration>, usize)> =
+        FRESH_QUERIES.iter().map(|_| Default::default()).collect();
+    for _ in 0..FRESH_RUNS {
+        for (q, (firsts, fulls, matches)) in FRESH_QUERIES.iter().zip(runs.iter_mut()) {
+            let (first, full) = fresh_scan(&mut session, &mut terminal, q);
+            firsts.push(first);
+            fulls.push(full);
+            *matches = filter_matches(&session);
+        }
+    }
+    let fresh: Vec<(&str, Duration, Duration, usize)> = FRESH_QUERIES
+        .iter()
+        .zip(runs.iter_mut())
+        .map(|(q, (firsts, fulls, matches))| {
+            (
+                *q,
+                percentile(firsts, 0.5),
+                percentile(fulls, 0.5),
+                *matches,
+            )
+        })
+        .collect();
     session.handle_key(key(KeyCode::Esc));
     session.handle_key(KeyEvent::new(KeyCode::Char('4'), KeyModifiers::NONE));
     let t = Instant::now();
@@ -386,6 +455,16 @@ fn main() {
         ms(full_scans[0]),
         ms(*full_scans.last().unwrap_or(&Duration::ZERO))
     );
+    for (q, first, full, matches) in &fresh {
+        println!(
+            "  filter {:<20} first results {:.1} ms (≤ 50 ms {}), full scan {:.0} ms (≤ 400 ms {}), {matches} matches, median of {FRESH_RUNS}",
+            format!("\"{q}\" at once"),
+            ms(*first),
+            verdict(ms(*first) <= 50.0),
+            ms(*full),
+            verdict(ms(*full) <= 400.0)
+        );
+    }
     paging("page-down, filtered list", None, fdown_p99, fdown_max);
     println!(
         "  check tab (off the UI thread) {:>6.0} ms until the report is on screen",

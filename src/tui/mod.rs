@@ -20,6 +20,7 @@ pub mod app;
 pub mod clipboard;
 pub mod dialogs;
 pub mod draw;
+pub mod fuzzy;
 pub mod incident;
 pub mod keymap;
 pub mod layout;

@@ -1,21 +1,20 @@
 //! Slow work off the draw path. Two threads, each with its own connection: the filter (latest
 //! wins — a newer query cancels an older scan between chunks — and results stream back in view
-//! order as they are found) and the loader (header counts, per-scope counts, `check`, the read
-//! log of the Reads tab — latest wins there too). Replies
-//! come back over one channel and the loop applies them; a reply for an outdated filter
-//! generation is dropped there. Tests and snapshots use the inline mode instead: the same jobs,
-//! run synchronously on the UI's own store.
+//! order as they are found; a full scan of a large store brings in a second connection on a
+//! scoped thread, `run_filter_with`) and the loader (header counts, per-scope counts, `check`,
+//! the read log of the Reads tab — latest wins there too). Replies come back over one channel
+//! and the loop applies them; a reply for an outdated filter generation is dropped there.
+//! Tests and snapshots use the inline mode instead: the same jobs, run synchronously on the
+//! UI's own store.
 
-use super::list::haystack;
+use super::fuzzy::Pattern;
 use crate::model::{DeletePreview, DeleteTarget, ReadRecord};
 use crate::store::{BrowseKey, CheckReport, FilterCandidate, OpenMode, Store, Suspect};
 use anyhow::Result;
 use chrono::{DateTime, Utc};
-use fuzzy_matcher::skim::SkimMatcherV2;
-use fuzzy_matcher::FuzzyMatcher;
 use rusqlite::InterruptHandle;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -171,7 +170,7 @@ impl NarrowCache {
     }
 }
 
-/// Scores every record (or, when narrowing, the previous matches) against `job.query`.
+/// Finds every record (or, when narrowing, every previous match) that `job.query` matches.
 pub fn run_filter(
     store: &Store,
     job: &FilterJob,
@@ -179,87 +178,388 @@ pub fn run_filter(
     emit: &mut dyn FnMut(Reply) -> bool,
     cache: &mut NarrowCache,
 ) -> Result<()> {
-    let matcher = SkimMatcherV2::default();
+    run_filter_with(store, None, job, cancelled, emit, cache)
+}
+
+/// A full scan of a span of record ids smaller than this stays in view order (small stores;
+/// lib unit tests take the split path always).
+const SPLIT_MIN_IDS: i64 = if cfg!(test) { 0 } else { 20_000 };
+/// A split scan keeps a bit per id of the span: a sparser table (more than 8 MiB of bits)
+/// is scanned in view order.
+const SPLIT_MAX_IDS: i64 = 64 << 20;
+/// Ids read in table order per statement (a stop is noticed between them).
+const TABLE_CHUNK: i64 = 16_384;
+/// How often the walk of the view's index checks for a newer query.
+const WALK_CHECK_EVERY: usize = 16_384;
+
+/// `run_filter`, with a second connection (`helper`) for the other core. A full scan reads
+/// the first rows in view order, so the first results show at once; then the rest is split:
+/// every record is tested in table order — a sequential read, far cheaper per row than view
+/// order, which looks each row up by its id — into one bit per id, in chunks that this
+/// thread and the helper take in turn, while this thread also walks the view's index alone
+/// (ids and scopes, no row looked up) for the order. The matches then go out in view order.
+/// A newer query stops both between chunks.
+pub fn run_filter_with(
+    store: &Store,
+    helper: Option<&mut Store>,
+    job: &FilterJob,
+    cancelled: &dyn Fn() -> bool,
+    emit: &mut dyn FnMut(Reply) -> bool,
+    cache: &mut NarrowCache,
+) -> Result<()> {
+    let pattern = Pattern::new(&job.query);
     let data_version = store.data_version()?;
-    // Every match of "abc" is a match of "ab": a longer query only rescores the last matches.
+    // Every match of "abc" is a match of "ab": a longer query only retests the last matches.
     let narrow: Option<Vec<i64>> = cache
         .usable(data_version, &job.query)
         .map(|ids| ids.to_vec());
-    let mut kept: Option<Vec<i64>> = Some(Vec::new());
-    let mut runs: Vec<(String, Vec<i64>)> = Vec::new();
-    let mut hay = String::new();
-    let mut scanned: u64 = 0;
-    let mut after: Option<BrowseKey> = None;
-    let mut next_id = 0usize;
-    let mut chunk = FIRST_CHUNK;
-    let mut last_emit = Instant::now();
-    let mut emitted = false;
-    loop {
-        if cancelled() {
-            return Ok(());
-        }
-        let mut score = |c: &FilterCandidate<'_>| {
-            haystack(&mut hay, c.subject, c.predicate, c.value, c.scope);
-            if matcher.fuzzy_match(&hay, &job.query).is_none() {
-                return;
-            }
-            match runs.last_mut() {
-                Some((scope, ids)) if scope == c.scope => ids.push(c.id),
-                _ => runs.push((c.scope.to_string(), vec![c.id])),
-            }
-            if let Some(k) = kept.as_mut() {
-                k.push(c.id);
-                if k.len() > NARROW_CAP {
-                    kept = None;
-                }
-            }
+    let mut scan = Scan::new(store, &pattern, job);
+    let done = match narrow {
+        Some(ids) => scan.narrow(&ids, cancelled, emit)?,
+        None => scan.full(helper, cancelled, emit)?,
+    };
+    if done {
+        *cache = NarrowCache {
+            data_version,
+            query: job.query.clone(),
+            ids: scan.found.kept,
         };
-        let (n, done) = match &narrow {
-            Some(ids) => {
-                let end = (next_id + chunk).min(ids.len());
-                let n = store.filter_candidates_by_ids(&ids[next_id..end], &mut score)?;
-                next_id = end;
-                (n, end >= ids.len())
-            }
-            None => {
-                let (n, last) = store.filter_scan(after.as_ref(), chunk, &mut score)?;
-                if last.is_some() {
-                    after = last;
-                }
-                (n, n < chunk)
-            }
-        };
-        scanned += n as u64;
-        if job.progressive && (done || !emitted || last_emit.elapsed() >= EMIT_EVERY) {
-            let reply = Reply::Filter {
-                generation: job.generation,
-                runs: std::mem::take(&mut runs),
-                scanned,
-                done,
-            };
-            if !emit(reply) {
+    }
+    Ok(())
+}
+
+/// Whether the filter matches a record: exactly when SkimMatcherV2 would (see `fuzzy`).
+fn matches(pattern: &Pattern, c: &FilterCandidate<'_>) -> bool {
+    pattern.matches_joined(&[c.subject, c.predicate, c.value, c.scope])
+}
+
+/// Sets the flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The table-order half of a split scan: which ids of the span match, one bit each, filled in
+/// chunks by whichever thread takes the next one.
+struct TableScan<'a> {
+    pattern: &'a Pattern,
+    from: i64,
+    to: i64,
+    next: AtomicI64,
+    words: Vec<AtomicU64>,
+    stop: AtomicBool,
+}
+
+impl TableScan<'_> {
+    fn bit(&self, id: i64) -> Option<(&AtomicU64, u64)> {
+        let i = usize::try_from(id.checked_sub(self.from)?).ok()?;
+        Some((self.words.get(i / 64)?, 1 << (i % 64)))
+    }
+
+    /// None for an id outside the span (a record added after the span was read).
+    fn matched(&self, id: i64) -> Option<bool> {
+        let (word, b) = self.bit(id)?;
+        Some(word.load(Ordering::Relaxed) & b != 0)
+    }
+
+    /// Tests chunks until none is left or the scan stops. On failure, the chunk it was
+    /// testing (for the other thread to test again) and the error.
+    fn work(&self, store: &Store) -> Result<(), (i64, anyhow::Error)> {
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            emitted = true;
-            last_emit = Instant::now();
-        }
-        if done {
-            if !job.progressive {
-                emit(Reply::Filter {
-                    generation: job.generation,
-                    runs,
-                    scanned,
-                    done: true,
-                });
+            let lo = self.next.fetch_add(TABLE_CHUNK, Ordering::Relaxed);
+            if lo >= self.to {
+                return Ok(());
             }
-            *cache = NarrowCache {
-                data_version,
-                query: job.query.clone(),
-                ids: kept,
-            };
-            return Ok(());
+            self.chunk(store, lo).map_err(|e| (lo, e))?;
         }
-        chunk = (chunk * 2).min(MAX_CHUNK);
+    }
+
+    fn chunk(&self, store: &Store, lo: i64) -> Result<()> {
+        let hi = lo.saturating_add(TABLE_CHUNK).min(self.to);
+        store.filter_scan_ids(lo, hi, &mut |c| {
+            if matches(self.pattern, c) {
+                if let Some((word, b)) = self.bit(c.id) {
+                    word.fetch_or(b, Ordering::Relaxed);
+                }
+            }
+        })?;
+        Ok(())
+    }
+}
+
+/// Matches found and not yet reported, and the ids kept for narrowing.
+struct Found {
+    runs: Vec<(String, Vec<i64>)>,
+    kept: Option<Vec<i64>>,
+}
+
+impl Found {
+    fn hit(&mut self, id: i64, scope: &str) {
+        match self.runs.last_mut() {
+            Some((s, ids)) if s == scope => ids.push(id),
+            _ => self.runs.push((scope.to_string(), vec![id])),
+        }
+        if let Some(k) = self.kept.as_mut() {
+            k.push(id);
+            if k.len() > NARROW_CAP {
+                self.kept = None;
+            }
+        }
+    }
+}
+
+/// The view's order after a key: record ids, and where each scope's run starts.
+struct Walked {
+    ids: Vec<i64>,
+    scopes: Vec<(usize, String)>,
+}
+
+/// Walks the view's index after the first chunk, which ended at `after` with record `last`.
+/// None if a newer query came.
+fn walk(
+    store: &Store,
+    (after, last): (&BrowseKey, i64),
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Option<Walked>> {
+    let mut w = Walked {
+        ids: Vec::new(),
+        scopes: Vec::new(),
+    };
+    let mut stopped = false;
+    // The walk starts at the first record (an unbounded walk is half the cost) and skips
+    // through `last`; only if `last` is gone meanwhile does it start again after `after`.
+    let mut skipping = true;
+    for bound in [None, Some(after)] {
+        let mut seen = 0usize;
+        store.filter_walk(bound, &mut |id, scope| {
+            seen += 1;
+            if skipping {
+                skipping = id != last;
+            } else {
+                if w.scopes.last().is_none_or(|(_, s)| s != scope) {
+                    w.scopes.push((w.ids.len(), scope.to_string()));
+                }
+                w.ids.push(id);
+            }
+            stopped = seen.is_multiple_of(WALK_CHECK_EVERY) && cancelled();
+            !stopped
+        })?;
+        if stopped {
+            return Ok(None);
+        }
+        if !skipping {
+            break;
+        }
+        skipping = false;
+    }
+    Ok(Some(w))
+}
+
+/// One filter scan in progress.
+struct Scan<'a> {
+    store: &'a Store,
+    pattern: &'a Pattern,
+    job: &'a FilterJob,
+    found: Found,
+    scanned: u64,
+    emitted: bool,
+    last_emit: Instant,
+}
+
+impl<'a> Scan<'a> {
+    fn new(store: &'a Store, pattern: &'a Pattern, job: &'a FilterJob) -> Scan<'a> {
+        Scan {
+            store,
+            pattern,
+            job,
+            found: Found {
+                runs: Vec::new(),
+                kept: Some(Vec::new()),
+            },
+            scanned: 0,
+            emitted: false,
+            last_emit: Instant::now(),
+        }
+    }
+
+    /// Retests the previous matches, chunk by chunk. True when complete.
+    fn narrow(
+        &mut self,
+        ids: &[i64],
+        cancelled: &dyn Fn() -> bool,
+        emit: &mut dyn FnMut(Reply) -> bool,
+    ) -> Result<bool> {
+        let mut next = 0usize;
+        let mut chunk = FIRST_CHUNK;
+        loop {
+            if cancelled() {
+                return Ok(false);
+            }
+            let end = (next + chunk).min(ids.len());
+            let (pattern, found) = (self.pattern, &mut self.found);
+            let n = self
+                .store
+                .filter_candidates_by_ids(&ids[next..end], &mut |c| {
+                    if matches(pattern, c) {
+                        found.hit(c.id, c.scope);
+                    }
+                })?;
+            next = end;
+            if !self.report(n, end >= ids.len(), emit) {
+                return Ok(false);
+            }
+            if end >= ids.len() {
+                return Ok(true);
+            }
+            chunk = (chunk * 2).min(MAX_CHUNK);
+        }
+    }
+
+    /// Tests every record: the first chunk in view order, the rest split (`run_filter_with`)
+    /// when the table is large, else in view order. True when complete.
+    fn full(
+        &mut self,
+        helper: Option<&mut Store>,
+        cancelled: &dyn Fn() -> bool,
+        emit: &mut dyn FnMut(Reply) -> bool,
+    ) -> Result<bool> {
+        let span = self
+            .store
+            .record_id_span()?
+            .filter(|(lo, hi)| (SPLIT_MIN_IDS..=SPLIT_MAX_IDS).contains(&(hi - lo)));
+        let mut after: Option<BrowseKey> = None;
+        let mut chunk = FIRST_CHUNK;
+        loop {
+            if cancelled() {
+                return Ok(false);
+            }
+            let (store, pattern, found) = (self.store, self.pattern, &mut self.found);
+            let mut last_id = 0;
+            let (n, last) = store.filter_scan(after.as_ref(), chunk, &mut |c| {
+                last_id = c.id;
+                if matches(pattern, c) {
+                    found.hit(c.id, c.scope);
+                }
+            })?;
+            if last.is_some() {
+                after = last;
+            }
+            let done = n < chunk;
+            if !self.report(n, done, emit) {
+                return Ok(false);
+            }
+            if done {
+                return Ok(true);
+            }
+            if let (Some((lo, hi)), Some(after)) = (span, &after) {
+                return self.split((lo, hi), (after, last_id), helper, cancelled, emit);
+            }
+            chunk = (chunk * 2).min(MAX_CHUNK);
+        }
+    }
+
+    /// The records after the first chunk (`after`: its last key and id), split between table order (the bits, on both threads) and
+    /// the walk of the view's index (the order, on this one).
+    fn split(
+        &mut self,
+        (lo, hi): (i64, i64),
+        after: (&BrowseKey, i64),
+        helper: Option<&mut Store>,
+        cancelled: &dyn Fn() -> bool,
+        emit: &mut dyn FnMut(Reply) -> bool,
+    ) -> Result<bool> {
+        let table = TableScan {
+            pattern: self.pattern,
+            from: lo,
+            to: hi + 1,
+            next: AtomicI64::new(lo),
+            words: (0..((hi + 1 - lo) as usize).div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            stop: AtomicBool::new(false),
+        };
+        let store = self.store;
+        let walked = std::thread::scope(|threads| -> Result<Option<Walked>> {
+            let helping = helper.map(|h| {
+                let table = &table;
+                threads.spawn(move || table.work(h))
+            });
+            // However this ends, the helper stops at its next chunk (the scope waits for it).
+            let _stop = StopOnDrop(&table.stop);
+            let Some(walked) = walk(store, after, cancelled)? else {
+                return Ok(None);
+            };
+            loop {
+                if cancelled() {
+                    return Ok(None);
+                }
+                let lo = table.next.fetch_add(TABLE_CHUNK, Ordering::Relaxed);
+                if lo >= table.to {
+                    break;
+                }
+                table.chunk(store, lo)?;
+            }
+            // A chunk the helper failed on is tested again here; a helper that panicked
+            // leaves chunks untested, so the scan fails rather than miss matches.
+            if let Some(h) = helping {
+                match h.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err((lo, _))) => table.chunk(store, lo)?,
+                    Err(_) => anyhow::bail!("the filter's helper thread panicked"),
+                }
+            }
+            Ok(Some(walked))
+        })?;
+        let Some(walked) = walked else {
+            return Ok(false);
+        };
+        let (pattern, found) = (self.pattern, &mut self.found);
+        let mut scopes = walked.scopes.iter().peekable();
+        let mut scope = "";
+        for (i, &id) in walked.ids.iter().enumerate() {
+            while let Some((_, s)) = scopes.next_if(|(start, _)| *start <= i) {
+                scope = s;
+            }
+            match table.matched(id) {
+                Some(true) => found.hit(id, scope),
+                Some(false) => {}
+                // Added since the span was read: tested on its own.
+                None => {
+                    store.filter_candidates_by_ids(&[id], &mut |c| {
+                        if matches(pattern, c) {
+                            found.hit(c.id, c.scope);
+                        }
+                    })?;
+                }
+            }
+        }
+        Ok(self.report(walked.ids.len(), true, emit))
+    }
+
+    /// Counts `n` more records scanned and reports what was found when it is time to. False
+    /// when the receiver is gone.
+    fn report(&mut self, n: usize, done: bool, emit: &mut dyn FnMut(Reply) -> bool) -> bool {
+        self.scanned += n as u64;
+        let progressive = self.job.progressive;
+        let due = !self.emitted || self.last_emit.elapsed() >= EMIT_EVERY;
+        if !(done || (progressive && due)) {
+            return true;
+        }
+        let reply = Reply::Filter {
+            generation: self.job.generation,
+            runs: std::mem::take(&mut self.found.runs),
+            scanned: self.scanned,
+            done,
+        };
+        self.emitted = true;
+        self.last_emit = Instant::now();
+        emit(reply)
     }
 }
 
@@ -439,6 +739,8 @@ impl Opener {
 
 fn filter_thread(db: Opener, rx: Receiver<FilterJob>, tx: Sender<Reply>, latest: Arc<AtomicU64>) {
     let mut store: Option<Store> = None;
+    // A second connection for the other core's share of a full scan (`run_filter_with`).
+    let mut helper: Option<Store> = None;
     let mut cache = NarrowCache::default();
     while let Ok(mut job) = rx.recv() {
         // Latest wins: only the newest queued query is worth scanning.
@@ -452,7 +754,10 @@ fn filter_thread(db: Opener, rx: Receiver<FilterJob>, tx: Sender<Reply>, latest:
             Some(s) => {
                 let generation = job.generation;
                 let cancelled = || latest.load(Ordering::SeqCst) != generation;
-                run_filter(s, &job, &cancelled, &mut |r| tx.send(r).is_ok(), &mut cache)
+                // Without it the scan runs on one connection, only slower.
+                let helper = db.open(&mut helper).ok().and(helper.as_mut());
+                let emit = &mut |r| tx.send(r).is_ok();
+                run_filter_with(s, helper, &job, &cancelled, emit, &mut cache)
             }
             None => Ok(()),
         });
@@ -493,5 +798,228 @@ fn loader_thread(db: Opener, rx: Receiver<Load>, tx: Sender<Reply>) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::BrowseBound;
+    use crate::tui::list::haystack;
+    use fuzzy_matcher::skim::SkimMatcherV2;
+    use fuzzy_matcher::FuzzyMatcher;
+
+    const VALUES: [&str; 6] = [
+        "pnpm",
+        "回复用中文，技术名词保留英文",
+        "☕ 燕麦拿铁 oat latte",
+        "Prettier --write",
+        "say \\\"hi\\\"",
+        "ÉCOLE straße",
+    ];
+
+    /// A store of `n` records (more than the first chunk, so a full scan splits: in unit tests
+    /// any span does) and a second connection to it.
+    fn stores(n: usize) -> (tempfile::TempDir, Store, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db");
+        let mut store = Store::open(&path, OpenMode::Create).unwrap();
+        let mut lines = String::new();
+        for i in 0..n {
+            let scope = match i % 3 {
+                0 => "global".to_string(),
+                1 => format!("repo:r{}", i % 7),
+                _ => format!("task:t{}", i % 11),
+            };
+            lines.push_str(&format!(
+                r#"{{"subject":"user:{}","predicate":"p{}","value":"{} #{i}","scope":"{scope}","source":"test:{i}"}}"#,
+                i / 5,
+                i % 5,
+                VALUES[i % VALUES.len()],
+            ));
+            lines.push('\n');
+        }
+        store
+            .apply(std::io::Cursor::new(lines.into_bytes()), |_| Ok(()))
+            .unwrap();
+        let helper = Store::open(&path, OpenMode::Existing).unwrap();
+        (dir, store, helper)
+    }
+
+    /// What SkimMatcherV2 alone matches, in view order.
+    fn skim_matches(store: &Store, query: &str) -> Vec<(String, i64)> {
+        let matcher = SkimMatcherV2::default();
+        let mut hay = String::new();
+        let all = store.browse_after(&BrowseBound::Start, usize::MAX).unwrap();
+        all.into_iter()
+            .filter(|b| {
+                let r = &b.record;
+                let value = r.value.as_str().unwrap();
+                let scope = r.scope.to_string();
+                haystack(&mut hay, &r.subject, &r.predicate, value, &scope);
+                matcher.fuzzy_match(&hay, query).is_some()
+            })
+            .map(|b| (b.record.scope.to_string(), b.id))
+            .collect()
+    }
+
+    /// The scan's matches in the order they streamed, and whether it said it was done.
+    fn scan(
+        store: &Store,
+        helper: Option<&mut Store>,
+        query: &str,
+        cache: &mut NarrowCache,
+    ) -> (Vec<(String, i64)>, bool) {
+        let job = FilterJob {
+            generation: 1,
+            query: query.into(),
+            progressive: true,
+        };
+        let mut got = Vec::new();
+        let mut done = false;
+        run_filter_with(
+            store,
+            helper,
+            &job,
+            &|| false,
+            &mut |r| {
+                if let Reply::Filter { runs, done: d, .. } = r {
+                    assert!(!done, "nothing after the last reply");
+                    for (scope, ids) in runs {
+                        got.extend(ids.into_iter().map(|id| (scope.clone(), id)));
+                    }
+                    done = d;
+                }
+                true
+            },
+            cache,
+        )
+        .unwrap();
+        (got, done)
+    }
+
+    #[test]
+    fn split_scan_finds_what_skim_finds_in_view_order() {
+        let (_dir, store, mut helper) = stores(5_000);
+        for q in [
+            "p",
+            "pnpm",
+            "中文",
+            "PNPM",
+            "Prettier",
+            "oat 12",
+            "user:1 p3",
+            "é",
+            "zzz",
+            "\"hi",
+        ] {
+            let want = skim_matches(&store, q);
+            for with_helper in [false, true] {
+                let h = with_helper.then_some(&mut helper);
+                let (got, done) = scan(&store, h, q, &mut NarrowCache::default());
+                assert!(done, "{q:?}");
+                assert_eq!(got, want, "{q:?}, helper {with_helper}");
+            }
+        }
+    }
+
+    #[test]
+    fn records_added_after_the_span_was_read_are_tested_on_their_own() {
+        let (_dir, store, mut helper) = stores(3_000);
+        let (lo, hi) = store.record_id_span().unwrap().unwrap();
+        let first = store
+            .browse_after(&BrowseBound::Start, 1)
+            .unwrap()
+            .remove(0);
+        let query = "pnpm";
+        let job = FilterJob {
+            generation: 1,
+            query: query.into(),
+            progressive: false,
+        };
+        let pattern = Pattern::new(query);
+        let mut scan = Scan::new(&store, &pattern, &job);
+        // The split after the first record, as if the last 700 ids came after the span.
+        let after = (&BrowseKey::of(&first.record), first.id);
+        let mut got = Vec::new();
+        let done = scan
+            .split(
+                (lo, hi - 700),
+                after,
+                Some(&mut helper),
+                &|| false,
+                &mut |r| {
+                    if let Reply::Filter { runs, .. } = r {
+                        for (scope, ids) in runs {
+                            got.extend(ids.into_iter().map(|id| (scope.clone(), id)));
+                        }
+                    }
+                    true
+                },
+            )
+            .unwrap();
+        assert!(done);
+        let mut want = skim_matches(&store, query);
+        want.retain(|(_, id)| *id != first.id);
+        assert!(want.iter().any(|(_, id)| *id > hi - 700));
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_walk_starts_after_the_first_chunk_even_if_its_last_record_is_gone() {
+        let (_dir, store, _helper) = stores(300);
+        let all = store.browse_after(&BrowseBound::Start, usize::MAX).unwrap();
+        let key = BrowseKey::of(&all[9].record);
+        let rest: Vec<i64> = all[10..].iter().map(|b| b.id).collect();
+        for last in [all[9].id, -1] {
+            let w = walk(&store, (&key, last), &|| false).unwrap().unwrap();
+            assert_eq!(w.ids, rest, "last {last}");
+            assert_eq!(w.scopes.first().map(|s| s.0), Some(0));
+        }
+    }
+
+    #[test]
+    fn narrowing_rescans_the_last_matches_only() {
+        let (_dir, store, mut helper) = stores(3_000);
+        let mut cache = NarrowCache::default();
+        let (wide, _) = scan(&store, Some(&mut helper), "p", &mut cache);
+        assert_eq!(cache.query, "p");
+        assert_eq!(cache.ids.as_ref().map(|ids| ids.len()), Some(wide.len()));
+        let (narrow, done) = scan(&store, Some(&mut helper), "pnpm #1", &mut cache);
+        assert!(done);
+        assert_eq!(narrow, skim_matches(&store, "pnpm #1"));
+        assert_eq!(cache.query, "pnpm #1");
+    }
+
+    #[test]
+    fn a_newer_query_stops_a_split_scan() {
+        let (_dir, store, mut helper) = stores(3_000);
+        let job = FilterJob {
+            generation: 1,
+            query: "p".into(),
+            progressive: true,
+        };
+        // Cancelled after the first chunk went out: no further reply, nothing cached.
+        let calls = std::cell::Cell::new(0);
+        let cancelled = || {
+            calls.set(calls.get() + 1);
+            calls.get() > 1
+        };
+        let mut replies = 0;
+        let mut cache = NarrowCache::default();
+        run_filter_with(
+            &store,
+            Some(&mut helper),
+            &job,
+            &cancelled,
+            &mut |_| {
+                replies += 1;
+                true
+            },
+            &mut cache,
+        )
+        .unwrap();
+        assert_eq!(replies, 1);
+        assert!(cache.ids.is_none());
     }
 }

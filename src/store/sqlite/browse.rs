@@ -107,10 +107,11 @@ fn browse_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BrowseRecord> {
     })
 }
 
-/// Calls `each` for every row of a filter query; returns how many rows there were and the key
-/// of the last one.
+/// Calls `each` for every row of a filter query; returns how many rows there were and, when
+/// `keyed`, the key of the last one.
 fn each_candidate(
     mut rows: rusqlite::Rows<'_>,
+    keyed: bool,
     each: &mut dyn FnMut(&FilterCandidate<'_>),
 ) -> Result<(usize, Option<BrowseKey>)> {
     let mut n = 0;
@@ -127,6 +128,9 @@ fn each_candidate(
         };
         each(&c);
         n += 1;
+        if !keyed {
+            continue;
+        }
         let key = last.get_or_insert_with(|| BrowseKey {
             scope: String::new(),
             subject: String::new(),
@@ -252,7 +256,7 @@ impl Store {
              ORDER BY scope, subject, predicate LIMIT ?4",
         )?;
         let rows = stmt.query(params![a, b, c, limit as i64])?;
-        each_candidate(rows, each)
+        each_candidate(rows, true, each)
     }
 
     /// The filter candidates among `ids` that still live, in view order (a longer query
@@ -272,7 +276,70 @@ impl Store {
              ORDER BY scope, subject, predicate",
         )?;
         let rows = stmt.query([list])?;
-        Ok(each_candidate(rows, each)?.0)
+        Ok(each_candidate(rows, false, each)?.0)
+    }
+
+    /// The lowest and highest record id (None when there is no record): the span of the filter
+    /// scan in table order.
+    pub fn record_id_span(&self) -> Result<Option<(i64, i64)>> {
+        // Two subqueries: SQLite answers a lone min() or max() from the end of the table.
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT (SELECT min(id) FROM memories), (SELECT max(id) FROM memories)",
+        )?;
+        let span: (Option<i64>, Option<i64>) =
+            stmt.query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(span.0.zip(span.1))
+    }
+
+    /// The filter candidates with `from <= id < to`, in table order (a sequential read of the
+    /// table, much cheaper per row than view order, which looks every row up by its id).
+    pub fn filter_scan_ids(
+        &self,
+        from: i64,
+        to: i64,
+        each: &mut dyn FnMut(&FilterCandidate<'_>),
+    ) -> Result<usize> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, scope, subject, predicate, value FROM memories WHERE id >= ?1 AND id < ?2",
+        )?;
+        let rows = stmt.query(params![from, to])?;
+        Ok(each_candidate(rows, false, each)?.0)
+    }
+
+    /// The ids and scopes of the records after `after` (from the start when `None`), in view
+    /// order, from the view's index alone (no row is looked up), until `each` returns false.
+    /// Returns how many it saw.
+    pub fn filter_walk(
+        &self,
+        after: Option<&BrowseKey>,
+        each: &mut dyn FnMut(i64, &str) -> bool,
+    ) -> Result<usize> {
+        // From the start without the row-value bound: SQLite tests that bound on every row,
+        // which would double the cost of the walk.
+        let mut stmt;
+        let mut rows = match after {
+            Some(k) => {
+                stmt = self.conn.prepare_cached(
+                    "SELECT id, scope FROM memories WHERE (scope, subject, predicate) > (?1, ?2, ?3)
+                     ORDER BY scope, subject, predicate",
+                )?;
+                stmt.query(params![k.scope, k.subject, k.predicate])?
+            }
+            None => {
+                stmt = self.conn.prepare_cached(
+                    "SELECT id, scope FROM memories ORDER BY scope, subject, predicate",
+                )?;
+                stmt.query([])?
+            }
+        };
+        let mut n = 0;
+        while let Some(r) = rows.next()? {
+            n += 1;
+            if !each(r.get(0)?, r.get_ref(1)?.as_str()?) {
+                break;
+            }
+        }
+        Ok(n)
     }
 
     /// Every live scope of a subject and (canonical) predicate, in view order, long values as
