@@ -7,4 +7,5 @@
 mod support;
 
 mod args;
+mod guard;
 mod python;

@@ -1,0 +1,60 @@
+//! The scope guard through the official Python MCP SDK (`tests/mcp_guard.py`): an agent in
+//! `legacy-dashboard` that stores the first seed article's repo rule as `global` is told its
+//! write waits for a human, and the database shows pnpm untouched, the item queued with its
+//! evidence, the invariants intact (README, "The scope guard").
+
+use crate::support::*;
+use serde_json::Value;
+use std::process::Command;
+
+const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_guard.py");
+
+#[test]
+fn the_incident_replayed_by_an_agent_in_the_repo_is_queued_not_applied() {
+    require_python_mcp();
+    let db = TestDb::new();
+    let out = Command::new("python3")
+        .arg(CLIENT)
+        .arg(BIN)
+        .arg(&db.path)
+        .output()
+        .expect("run python3 tests/mcp_guard.py");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the Python MCP client failed ({})\nstdout: {stdout}\nstderr: {stderr}",
+        out.status
+    );
+    let facts: Value = serde_json::from_str(stdout.trim()).expect("the client's facts");
+    let told = facts["incident"]["text"].as_str().unwrap();
+    assert!(told.contains("the words say “这个仓库”"), "{told}");
+    assert!(
+        told.contains("the same message wrote install_command in repo:legacy-dashboard"),
+        "{told}"
+    );
+    // What the agent was told is what the database holds: pnpm is still the only global
+    // version, the npm rule waits with its evidence.
+    let global = db.history("user:42", "package_manager", Some("global"));
+    let sets: Vec<(&Value, &Value)> = global
+        .iter()
+        .filter(|e| e["event"] == "set")
+        .map(|e| (&e["version"], &e["value"]))
+        .collect();
+    assert_eq!(
+        sets,
+        [(&Value::from(1), &Value::from("pnpm"))],
+        "{global:?}"
+    );
+    let pending = db.pending(false);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["value"], "npm");
+    assert_eq!(
+        pending[0]["id"], facts["incident"]["data"]["pending_id"],
+        "the id the agent was told"
+    );
+    let reason = pending[0]["reason"].as_str().unwrap();
+    assert!(reason.contains("这个仓库"), "{reason}");
+    assert_eq!(facts["recall_new"]["value"], "pnpm");
+    db.assert_check_ok();
+}
