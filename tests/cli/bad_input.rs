@@ -677,3 +677,37 @@ fn a_wrong_write_creates_no_database() {
         assert!(!db.path.exists(), "{args:?} created {}", db.path.display());
     }
 }
+
+#[test]
+fn a_postgres_address_is_refused_in_one_sentence_without_echoing_it() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    for addr in [
+        "postgres://agent:s3cret@db.example:5432/memory",
+        "PostgreSQL://curator@localhost/memory",
+    ] {
+        let out = std::process::Command::new(BIN)
+            .current_dir(dir.path())
+            .args([
+                "--db",
+                addr,
+                "write",
+                "--subject",
+                "user:42",
+                "--predicate",
+                "pm",
+            ])
+            .args(["--value", "pnpm", "--scope", "global", "--source", "t"])
+            .output()
+            .expect("memscope runs");
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("PostgreSQL address"), "{err}");
+        assert!(
+            !err.contains("s3cret"),
+            "the password is not repeated: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        // Nothing was created where the address would be a path.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -169,6 +169,14 @@ impl Store {
     /// the same instant: each step that needs a lock waits for it like a write does.
     pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
+        // A PostgreSQL address is not a file name: say so instead of creating `postgres:/…`
+        // folders. (The address may hold a password: it is not repeated.)
+        let text = path.to_string_lossy().to_ascii_lowercase();
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            bail!(
+                "--db names a PostgreSQL address, and this memscope stores its memory in a SQLite file only: pass a file path (PostgreSQL is not supported yet)"
+            );
+        }
         if let Ok(ms) = std::env::var("MEMSCOPE_BUSY_TIMEOUT_MS") {
             if let Ok(ms) = ms.parse::<u64>() {
                 BUSY_TIMEOUT_MS.store(ms, Ordering::Relaxed);
