@@ -370,14 +370,8 @@ fn chinese_emoji_and_100kb_values_round_trip_through_write_and_apply() {
     // Text output does not choke on it either.
     let t = db.run(&["list"]).ok();
     assert!(t.stdout.contains("仓库-一"));
-    db.run(&[
-        "history",
-        "--subject",
-        "用户:小明 🐼",
-        "--predicate",
-        "笔记",
-    ])
-    .ok();
+    db.run(&args_for("history", "用户:小明 🐼", "笔记", &[]))
+        .ok();
     db.run(&["pending"]).ok();
     db.assert_check_ok();
 }

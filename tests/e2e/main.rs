@@ -12,6 +12,7 @@ use std::process::Command;
 #[path = "../support/mod.rs"]
 mod support;
 
+use support::args_for;
 use support::tmux::{shell_quote, Tmux};
 
 const BIN: &str = env!("CARGO_BIN_EXE_memscope");
@@ -159,16 +160,12 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
     );
     let history = cli(
         &db,
-        &[
+        &args_for(
             "history",
-            "--subject",
             &subject,
-            "--predicate",
             &predicate,
-            "--scope",
-            &repo,
-            "--json",
-        ],
+            &["--scope", &repo, "--json"],
+        ),
     );
     let events: Vec<&str> = history
         .as_array()
@@ -198,31 +195,17 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
     t.wait_for("deleted: 1 identity tombstoned");
     let history = cli(
         &db,
-        &[
+        &args_for(
             "history",
-            "--subject",
             &subject,
-            "--predicate",
             &predicate,
-            "--scope",
-            &scope,
-            "--json",
-        ],
+            &["--scope", &scope, "--json"],
+        ),
     );
     let last = history.as_array().unwrap().last().expect("events").clone();
     assert_eq!(last["event"], "deleted", "{history}");
     assert_eq!(last["value"], Value::Null);
-    let list = cli(
-        &db,
-        &[
-            "list",
-            "--subject",
-            &subject,
-            "--predicate",
-            &predicate,
-            "--json",
-        ],
-    );
+    let list = cli(&db, &args_for("list", &subject, &predicate, &["--json"]));
     assert!(
         list.as_array()
             .unwrap()
@@ -387,16 +370,12 @@ fn incident_walkthrough_reads_as_of_rescope() {
     let resolve = |repo: &str| {
         cli(
             &db,
-            &[
+            &args_for(
                 "resolve",
-                "--subject",
                 "user:42",
-                "--predicate",
                 "package_manager",
-                "--repo",
-                repo,
-                "--json",
-            ],
+                &["--repo", repo, "--json"],
+            ),
         )
     };
     let fresh = resolve("brand-new-app");
@@ -420,16 +399,12 @@ fn incident_walkthrough_reads_as_of_rescope() {
     // The moved record kept its words' source.
     let moved = cli(
         &db,
-        &[
+        &args_for(
             "history",
-            "--subject",
             "user:42",
-            "--predicate",
             "package_manager",
-            "--scope",
-            "repo:legacy-dashboard",
-            "--json",
-        ],
+            &["--scope", "repo:legacy-dashboard", "--json"],
+        ),
     );
     assert_eq!(moved[0]["source"], "thread:23/message:14", "{moved}");
 

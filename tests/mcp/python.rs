@@ -56,22 +56,22 @@ fn cli_equivalent(db: &TestDb) {
         "thread:24/message:3",
     );
     assert_eq!(o["outcome"], "confirmed");
-    let o = db.json(&[
+    let o = db.json(&args_for(
         "write",
-        "--subject",
         s,
-        "--predicate",
         "formatter",
-        "--value-json",
-        r#"{"tool":"biome","version":2}"#,
-        "--scope",
-        "global",
-        "--source",
-        "thread:27/message:5",
-        "--raw",
-        "switch to biome",
-        "--json",
-    ]);
+        &[
+            "--value-json",
+            r#"{"tool":"biome", "version":2}"#,
+            "--scope",
+            "global",
+            "--source",
+            "thread:27/message:5",
+            "--raw",
+            "switch to biome",
+            "--json",
+        ],
+    ));
     assert_eq!(o["outcome"], "superseded");
     db.write_with(
         s,

@@ -17,6 +17,7 @@
 //!
 //! Reproduce: `MEMSCOPE_ASSERT_INVARIANTS=1 cargo test --release --test reliability -- crash::`
 
+use crate::support::args_for;
 use crate::support::reliability::*;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -211,21 +212,21 @@ fn event_of(outcome: &str) -> Option<&'static str> {
 fn base_database(dir: &Path) -> std::path::PathBuf {
     let db = Db::at(dir.join("base.db"));
     db.init();
-    let w = db.run(&[
+    let w = db.run(&args_for(
         "write",
-        "--subject",
         "crash:gone",
-        "--predicate",
         "p0",
-        "--value",
-        "secret",
-        "--scope",
-        "global",
-        "--source",
-        "setup",
-        "--causal-seq",
-        "1",
-    ]);
+        &[
+            "--value",
+            "secret",
+            "--scope",
+            "global",
+            "--source",
+            "setup",
+            "--causal-seq",
+            "1",
+        ],
+    ));
     assert_eq!(w.code, 0, "{w:?}");
     let d = db.run(&[
         "delete",

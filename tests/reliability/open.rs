@@ -25,6 +25,7 @@
 //! see them fail). Reproduce:
 //! `cargo test --release --test reliability -- open:: --nocapture`
 
+use crate::support::args_for;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -365,20 +366,14 @@ fn cli_round(n: usize, round: usize, db: &Path) -> Vec<String> {
         let mut c = gate.memscope(
             home,
             db,
-            &[
+            &args_for(
                 "write",
-                "--subject",
                 "user:s",
-                "--predicate",
                 &predicate,
-                "--value",
-                &value,
-                "--scope",
-                "global",
-                "--source",
-                &source,
-                "--json",
-            ],
+                &[
+                    "--value", &value, "--scope", "global", "--source", &source, "--json",
+                ],
+            ),
         );
         c.stdout(Stdio::piped()).stderr(Stdio::piped());
         procs
@@ -698,20 +693,15 @@ fn busy_retries_unchanged_by_uncontended_cli_writes() {
                     let out = run(memscope(
                         &home,
                         &db,
-                        &[
+                        &args_for(
                             "write",
-                            "--subject",
                             &format!("user:w{w}"),
-                            "--predicate",
                             &format!("loop_{i}"),
-                            "--value",
-                            "x",
-                            "--scope",
-                            "global",
-                            "--source",
-                            "contend",
-                            "--json",
-                        ],
+                            &[
+                                "--value", "x", "--scope", "global", "--source", "contend",
+                                "--json",
+                            ],
+                        ),
                     ));
                     if !out.status.success() {
                         failed.push(text(&out.stderr));
@@ -747,20 +737,14 @@ fn busy_retries_unchanged_by_uncontended_cli_writes() {
         let o = json_ok(
             home,
             &db,
-            &[
+            &args_for(
                 "write",
-                "--subject",
                 "user:idle",
-                "--predicate",
                 &format!("idle_{i}"),
-                "--value",
-                "y",
-                "--scope",
-                "global",
-                "--source",
-                "idle",
-                "--json",
-            ],
+                &[
+                    "--value", "y", "--scope", "global", "--source", "idle", "--json",
+                ],
+            ),
         );
         assert_eq!(o["outcome"], "inserted", "{o}");
     }
@@ -1010,20 +994,20 @@ fn ui_open_with_busy_workers_while_writers_commit() {
                     let out = run(memscope(
                         &home,
                         &db,
-                        &[
+                        &args_for(
                             "write",
-                            "--subject",
                             &subject,
-                            "--predicate",
                             &predicate,
-                            "--value",
-                            &value,
-                            "--scope",
-                            "global",
-                            "--source",
-                            &format!("writer:{w}:{i}"),
-                            "--json",
-                        ],
+                            &[
+                                "--value",
+                                &value,
+                                "--scope",
+                                "global",
+                                "--source",
+                                &format!("writer:{w}:{i}"),
+                                "--json",
+                            ],
+                        ),
                     ));
                     std::thread::sleep(WRITE_PAUSE);
                     let o: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -1099,20 +1083,14 @@ fn ui_open_with_busy_workers_while_writers_commit() {
         let out = run(memscope(
             &home,
             &db,
-            &[
+            &args_for(
                 "write",
-                "--subject",
                 "user:late",
-                "--predicate",
                 &format!("late_{i}"),
-                "--value",
-                &value,
-                "--scope",
-                "global",
-                "--source",
-                "late",
-                "--json",
-            ],
+                &[
+                    "--value", &value, "--scope", "global", "--source", "late", "--json",
+                ],
+            ),
         ));
         let o: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         if out.status.success() && o["outcome"].is_string() {

@@ -10,6 +10,7 @@
 //!
 //! Reproduce: `MEMSCOPE_ASSERT_INVARIANTS=1 cargo test --release --test reliability -- purge_blocked::`
 
+use crate::support::args_for;
 use crate::support::reliability::*;
 use memscope::{DeleteTarget, Identity, OpenMode, Scope, ScopeChoice, Store, WriteRequest};
 use serde_json::json;
@@ -268,34 +269,24 @@ fn cli_round(payer: Payer) {
     db.init();
     let mut py = PyReader::start(&db);
     py.send("read"); // keeps the WAL from being checkpointed away when memscope exits
-    let w = db.run(&[
+    let w = db.run(&args_for(
         "write",
-        "--subject",
         "user:9",
-        "--predicate",
         "package_manager",
-        "--value",
-        &c.value,
-        "--raw",
-        &c.raw,
-        "--scope",
-        "repo:web",
-        "--source",
-        "thread:1",
-    ]);
+        &[
+            "--value", &c.value, "--raw", &c.raw, "--scope", "repo:web", "--source", "thread:1",
+        ],
+    ));
     assert_eq!(w.code, 0, "{w:?}");
     assert!(wal_holds(&db, &c), "setup: the canary is in the WAL");
 
     py.send("begin");
-    let d = db.run(&[
+    let d = db.run(&args_for(
         "delete",
-        "--subject",
         "user:9",
-        "--predicate",
         "package_manager",
-        "--scope",
-        "repo:web",
-    ]);
+        &["--scope", "repo:web"],
+    ));
     assert_eq!(d.code, 0, "{payer:?}: the delete itself succeeds: {d:?}");
     let lines: Vec<&str> = d.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one sentence on stderr: {:?}", d.stderr);
@@ -319,19 +310,14 @@ fn cli_round(payer: Payer) {
     py.send("commit"); // the reader lets go but stays connected
     match payer {
         Payer::Write => {
-            let w = db.run(&[
+            let w = db.run(&args_for(
                 "write",
-                "--subject",
                 "user:9",
-                "--predicate",
                 "formatter",
-                "--value",
-                "biome",
-                "--scope",
-                "global",
-                "--source",
-                "thread:2",
-            ]);
+                &[
+                    "--value", "biome", "--scope", "global", "--source", "thread:2",
+                ],
+            ));
             assert_eq!(w.code, 0, "{w:?}");
         }
         Payer::Open => {

@@ -62,15 +62,12 @@ fn base() -> TestDb {
         "repo:legacy-dashboard",
         "thread:23",
     );
-    db.run(&[
+    db.run(&args_for(
         "delete",
-        "--subject",
         "user:42",
-        "--predicate",
         "package_manager",
-        "--scope",
-        "repo:legacy-dashboard",
-    ])
+        &["--scope", "repo:legacy-dashboard"],
+    ))
     .ok();
     db.write("user:42", "formatter", "biome 🧹", "global", "thread:27");
     db.assert_check_ok();
@@ -334,19 +331,19 @@ fn writes_to_a_damaged_identity_are_refused_and_the_rest_of_apply_lands() {
     );
     let before = db.list(&["--predicate", "formatter"]);
 
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "write",
-        "--subject",
         "user:42",
-        "--predicate",
         "formatter",
-        "--value",
-        "prettier",
-        "--scope",
-        "global",
-        "--source",
-        "thread:60",
-    ]);
+        &[
+            "--value",
+            "prettier",
+            "--scope",
+            "global",
+            "--source",
+            "thread:60",
+        ],
+    ));
     r.fails_with(1, &["invariant"]);
     assert_eq!(before, db.list(&["--predicate", "formatter"]));
 
@@ -393,20 +390,20 @@ fn a_tombstone_planted_without_history_rejects_writes_in_write_and_apply() {
     let no_assert = [("MEMSCOPE_ASSERT_INVARIANTS", "0")];
     let out = db
         .run_env(
-            &[
+            &args_for(
                 "write",
-                "--subject",
                 "用户:小明",
-                "--predicate",
                 "coffee",
-                "--value",
-                "燕麦拿铁 ☕",
-                "--scope",
-                "global",
-                "--source",
-                "thread:1",
-                "--json",
-            ],
+                &[
+                    "--value",
+                    "燕麦拿铁 ☕",
+                    "--scope",
+                    "global",
+                    "--source",
+                    "thread:1",
+                    "--json",
+                ],
+            ),
             &no_assert,
         )
         .ok()
@@ -548,20 +545,14 @@ fn assert_tombstoned_identity_refused(db: &TestDb) {
     assert!(!db.fingerprint().join("\n").contains("emacs"));
     let out = db
         .run_env(
-            &[
+            &args_for(
                 "write",
-                "--subject",
                 "user:9",
-                "--predicate",
                 "editor",
-                "--value",
-                "vim",
-                "--scope",
-                "global",
-                "--source",
-                "s",
-                "--json",
-            ],
+                &[
+                    "--value", "vim", "--scope", "global", "--source", "s", "--json",
+                ],
+            ),
             &no_assert,
         )
         .ok()

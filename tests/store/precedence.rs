@@ -173,18 +173,12 @@ fn resolve_json_has_the_contract_shape() {
 #[test]
 fn resolve_that_finds_nothing_exits_zero_with_found_false() {
     let db = seeded();
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "resolve",
-        "--subject",
         U,
-        "--predicate",
         "咖啡",
-        "--repo",
-        "web-app",
-        "--task",
-        "t-1",
-        "--json",
-    ]);
+        &["--repo", "web-app", "--task", "t-1", "--json"],
+    ));
     assert_eq!(r.code, 0, "{r:?}");
     let v = r.json();
     assert_eq!(v["found"], false);
@@ -207,15 +201,12 @@ fn resolve_that_finds_nothing_exits_zero_with_found_false() {
 #[test]
 fn a_deleted_repo_rule_falls_back_to_the_default_and_says_so() {
     let db = seeded();
-    db.run(&[
+    db.run(&args_for(
         "delete",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--scope",
-        "repo:legacy-dashboard",
-    ])
+        &["--scope", "repo:legacy-dashboard"],
+    ))
     .ok();
     let r = db.resolve(U, PM, Some("legacy-dashboard"), None);
     assert_eq!(r["value"], "pnpm");
@@ -228,14 +219,6 @@ fn a_deleted_repo_rule_falls_back_to_the_default_and_says_so() {
 #[test]
 fn resolve_rejects_a_malformed_context_as_a_usage_error() {
     let db = seeded();
-    db.run(&[
-        "resolve",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--repo",
-        "two words",
-    ])
-    .fails_with(2, &["whitespace"]);
+    db.run(&args_for("resolve", U, PM, &["--repo", "two words"]))
+        .fails_with(2, &["whitespace"]);
 }

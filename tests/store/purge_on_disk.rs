@@ -94,20 +94,20 @@ fn plant_with_cli(db: &TestDb, c: &Canaries) {
     );
     assert_eq!(out["outcome"], "pending");
     let long = long_text(100 * 1024, &c.long);
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value",
-        &long,
-        "--scope",
-        "repo:legacy-dashboard",
-        "--source",
-        "thread:23/message:14",
-        "--json",
-    ]);
+        &[
+            "--value",
+            &long,
+            "--scope",
+            "repo:legacy-dashboard",
+            "--source",
+            "thread:23/message:14",
+            "--json",
+        ],
+    ));
     assert_eq!(r.ok().json()["outcome"], "inserted");
     let out = db.write(
         U,
@@ -118,20 +118,20 @@ fn plant_with_cli(db: &TestDb, c: &Canaries) {
     );
     assert_eq!(out["outcome"], "superseded");
     // An agent's note repeats what it was told, in the repository (its chain has global too).
-    db.run(&[
+    db.run(&args_for(
         "resolve",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--repo",
-        "legacy-dashboard",
-        "--log",
-        "--agent",
-        "claude-code",
-        "--note",
-        &format!("installs with npm ci {}", c.note),
-    ])
+        &[
+            "--repo",
+            "legacy-dashboard",
+            "--log",
+            "--agent",
+            "claude-code",
+            "--note",
+            &format!("installs with npm ci {}", c.note),
+        ],
+    ))
     .ok();
     // A neighbour that must survive the delete.
     db.write(U, "formatter", "biome", "global", "thread:27/message:11");
@@ -204,16 +204,7 @@ fn deleting_one_identity_purges_the_pending_items_that_name_it() {
     let db = TestDb::new();
     let c = Canaries::new();
     plant_with_cli(&db, &c);
-    db.json(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "global",
-        "--json",
-    ]);
+    db.delete(U, PM, "global");
     // Everything of the global identity, including the pending item naming it, is gone …
     for (what, canary) in c.all() {
         if what.starts_with("100 KB") {
@@ -530,20 +521,12 @@ fn a_delete_blanks_exactly_the_notes_that_can_have_seen_its_content() {
     db.write(U, PM, "npm", "repo:legacy-dashboard", "t:2");
     db.write(U, "formatter", "biome", "global", "t:3");
     let read = |predicate: &str, repo: &str, note: &str| {
-        db.run(&[
+        db.run(&args_for(
             "resolve",
-            "--subject",
             U,
-            "--predicate",
             predicate,
-            "--repo",
-            repo,
-            "--log",
-            "--agent",
-            "a",
-            "--note",
-            note,
-        ])
+            &["--repo", repo, "--log", "--agent", "a", "--note", note],
+        ))
         .ok();
     };
     let in_repo = unique("在仓库里读到 npm-");
@@ -562,16 +545,7 @@ fn a_delete_blanks_exactly_the_notes_that_can_have_seen_its_content() {
     let preview = open_store(&db.path).delete_preview(&target).unwrap();
     assert_eq!(preview.read_notes, 1, "{preview:?}");
 
-    let report = db.json(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "repo:legacy-dashboard",
-        "--json",
-    ]);
+    let report = db.delete(U, PM, "repo:legacy-dashboard");
     assert_eq!(report["purged_notes"], 1, "{report:#}");
     assert!(find_on_disk(&db.path, &in_repo).is_empty());
     // A read in another repository never saw repo:legacy-dashboard; another predicate neither.
@@ -579,16 +553,7 @@ fn a_delete_blanks_exactly_the_notes_that_can_have_seen_its_content() {
     assert!(!find_on_disk(&db.path, &other).is_empty());
 
     // Deleting the global identity reaches every read of the predicate.
-    let report = db.json(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "global",
-        "--json",
-    ]);
+    let report = db.delete(U, PM, "global");
     assert_eq!(report["purged_notes"], 1, "{report:#}");
     assert!(find_on_disk(&db.path, &elsewhere).is_empty());
     assert!(!find_on_disk(&db.path, &other).is_empty());

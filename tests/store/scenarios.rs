@@ -11,14 +11,7 @@ const PM: &str = "package_manager";
 #[test]
 fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
     let db = TestDb::new();
-    let first = db.write_with(
-        U,
-        PM,
-        "pnpm",
-        "global",
-        "thread:17/message:86",
-        &["--raw", "以后新建前端项目，默认用 pnpm。"],
-    );
+    let first = db.write_first_default();
     assert_eq!(first["outcome"], "inserted");
     assert_eq!(first["version"], 1);
     let before = db.list(&[]);
@@ -84,50 +77,50 @@ fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
 #[test]
 fn s1_the_same_value_in_another_spelling_is_a_confirmation() {
     let db = TestDb::new();
-    let first = db.json(&[
+    let first = db.json(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         "indentation",
-        "--value-json",
-        r#"{"style": "Spaces", "width": 2, "备注": "两个  空格"}"#,
-        "--scope",
-        "repo:web-app",
-        "--source",
-        "thread:25/message:1",
-        "--json",
-    ]);
+        &[
+            "--value-json",
+            r#"{"style": "Spaces", "width": 2, "备注": "两个  空格"}"#,
+            "--scope",
+            "repo:web-app",
+            "--source",
+            "thread:25/message:1",
+            "--json",
+        ],
+    ));
     assert_eq!(first["outcome"], "inserted");
-    let again = db.json(&[
+    let again = db.json(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         "Indentation",
-        "--value-json",
-        r#"{"备注": " 两个 空格 ", "width": 2, "style": "spaces"}"#,
-        "--scope",
-        "repo:web-app",
-        "--source",
-        "thread:28/message:4",
-        "--json",
-    ]);
+        &[
+            "--value-json",
+            r#"{"备注": " 两个 空格 ", "width": 2, "style": "spaces"}"#,
+            "--scope",
+            "repo:web-app",
+            "--source",
+            "thread:28/message:4",
+            "--json",
+        ],
+    ));
     assert_eq!(again["outcome"], "confirmed", "{again:#}");
-    let other = db.json(&[
+    let other = db.json(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         "indentation",
-        "--value-json",
-        r#"{"style": "spaces", "width": 4}"#,
-        "--scope",
-        "repo:web-app",
-        "--source",
-        "thread:29/message:1",
-        "--json",
-    ]);
+        &[
+            "--value-json",
+            r#"{"style": "spaces", "width": 4}"#,
+            "--scope",
+            "repo:web-app",
+            "--source",
+            "thread:29/message:1",
+            "--json",
+        ],
+    ));
     assert_eq!(other["outcome"], "superseded");
     let rec = &db.list(&[])[0];
     assert_eq!(rec["value"], json!({"style": "spaces", "width": 4}));
@@ -189,21 +182,7 @@ fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default() {
 #[test]
 fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only() {
     let db = TestDb::new();
-    db.write_with(
-        U,
-        PM,
-        "pnpm",
-        "global",
-        "thread:17/message:86",
-        &["--raw", "以后新建前端项目，默认用 pnpm。"],
-    );
-    db.write(
-        U,
-        PM,
-        "npm",
-        "repo:legacy-dashboard",
-        "thread:23/message:14",
-    );
+    db.write_the_first_article();
     let repo_before = db.list(&["--scope", "repo:legacy-dashboard"]);
 
     let out = db.write_with(
@@ -417,14 +396,7 @@ fn s4_rejecting_a_pending_item_writes_nothing() {
 #[test]
 fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore() {
     let db = TestDb::new();
-    db.write_with(
-        U,
-        PM,
-        "pnpm",
-        "global",
-        "thread:17/message:86",
-        &["--raw", "以后新建前端项目，默认用 pnpm。"],
-    );
+    db.write_first_default();
     db.write_with(
         U,
         PM,
@@ -575,16 +547,8 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore()
     assert_eq!(r["found"], false, "{r:#}");
     assert!(!db.fingerprint().join("\n").contains("还是 pnpm 吧"));
 
-    db.run(&[
-        "restore",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "global",
-    ])
-    .ok();
+    db.run(&args_for("restore", U, PM, &["--scope", "global"]))
+        .ok();
     let back = db.write(U, PM, "pnpm", "global", "thread:51/message:1");
     assert_eq!(back["outcome"], "inserted", "{back:#}");
     assert_eq!(back["version"], 4, "versions continue above the tombstone");

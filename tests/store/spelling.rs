@@ -88,19 +88,12 @@ fn invisible_characters_in_ids_are_refused_naming_the_character() {
         (U, "editor", "repo:web\u{2060}app", &["scope id", "U+2060"]),
     ];
     for (subject, predicate, scope, words) in cases {
-        let r = db.run(&[
+        let r = db.run(&args_for(
             "write",
-            "--subject",
             subject,
-            "--predicate",
             predicate,
-            "--value",
-            "x",
-            "--scope",
-            scope,
-            "--source",
-            "t:1",
-        ]);
+            &["--value", "x", "--scope", scope, "--source", "t:1"],
+        ));
         r.fails_with(2, words);
     }
     assert!(db.list(&[]).is_empty(), "nothing was written");
@@ -218,32 +211,27 @@ fn case_spellings_of_a_subject_and_a_place_are_one_identity() {
             .len(),
         2
     );
-    let ambiguous = db.run(&[
+    let ambiguous = db.run(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         "indent",
-        "--value",
-        "2",
-        "--ambiguous",
-        "repo:Web-App,repo:web-app",
-        "--source",
-        "t:11",
-    ]);
+        &[
+            "--value",
+            "2",
+            "--ambiguous",
+            "repo:Web-App, repo:web-app",
+            "--source",
+            "t:11",
+        ],
+    ));
     ambiguous.fails_with(2, &["two distinct candidate scopes"]);
     // Delete and restore in another spelling reach the identity.
-    db.json(&[
+    db.json(&args_for(
         "delete",
-        "--subject",
         "USER:42",
-        "--predicate",
         "package_manager",
-        "--scope",
-        "repo:WEB-APP",
-        "--yes",
-        "--json",
-    ]);
+        &["--scope", "repo:WEB-APP", "--yes", "--json"],
+    ));
     let r = db.resolve(U, "package_manager", Some("web-app"), None);
     assert_eq!(r["scope"], "global", "deleted, so global serves: {r}");
     let refused = db.write("User:42", "package_manager", "yarn", "repo:web-app", "t:12");
@@ -251,16 +239,12 @@ fn case_spellings_of_a_subject_and_a_place_are_one_identity() {
         refused["outcome"], "rejected",
         "the tombstone holds for every spelling: {refused}"
     );
-    db.json(&[
+    db.json(&args_for(
         "restore",
-        "--subject",
         "user:42",
-        "--predicate",
         "package_manager",
-        "--scope",
-        "repo:web-APP",
-        "--json",
-    ]);
+        &["--scope", "repo:web-APP", "--json"],
+    ));
     assert_eq!(db.sql_i64("SELECT count(*) FROM tombstones"), 0);
     db.assert_check_ok();
 }

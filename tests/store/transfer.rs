@@ -39,16 +39,12 @@ fn the_demo_tells_the_first_articles_story_through_the_write_path() {
     );
     // The repeated pnpm confirmation is in the history of global v1.
     let history = db
-        .run(&[
+        .run(&args_for(
             "history",
-            "--subject",
             u,
-            "--predicate",
             pm,
-            "--scope",
-            "global",
-            "--json",
-        ])
+            &["--scope", "global", "--json"],
+        ))
         .ok();
     let events: Vec<Value> = serde_json::from_str(&history.stdout).unwrap();
     assert!(
@@ -278,28 +274,11 @@ fn story_export() -> (TestDb, Vec<Value>) {
     );
     src.write(U42, "coffee", "oat latte", "global", "thread:4");
     src.write(U42, "coffee", "espresso", "repo:web-app", "thread:5");
-    src.run(&[
-        "resolve",
-        "--subject",
-        U42,
-        "--predicate",
-        PM,
-        "--log",
-        "--agent",
-        "a",
-    ])
-    .ok();
-    for scope in ["global", "repo:web-app"] {
-        src.run(&[
-            "delete",
-            "--subject",
-            U42,
-            "--predicate",
-            "coffee",
-            "--scope",
-            scope,
-        ])
+    src.run(&args_for("resolve", U42, PM, &["--log", "--agent", "a"]))
         .ok();
+    for scope in ["global", "repo:web-app"] {
+        src.run(&args_for("delete", U42, "coffee", &["--scope", scope]))
+            .ok();
     }
     let lines = src
         .run(&["export"])

@@ -11,20 +11,14 @@ const U: &str = "user:42";
 const PM: &str = "package_manager";
 
 fn spawn_write(db: &TestDb, value: &str, source: &str, extra: &[&str]) -> Child {
-    let mut args = vec![
+    let mut args = args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value",
-        value,
-        "--scope",
-        "global",
-        "--source",
-        source,
-        "--json",
-    ];
+        &[
+            "--value", value, "--scope", "global", "--source", source, "--json",
+        ],
+    );
     args.extend_from_slice(extra);
     db.command(&args)
         .stdout(Stdio::piped())
@@ -398,17 +392,12 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
         "thread:1",
         &["--raw", "这个仓库用 npm"],
     );
-    db.run(&[
+    db.run(&args_for(
         "delete",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--scope",
-        scope,
-        "--reason",
-        "用户要求",
-    ])
+        &["--scope", scope, "--reason", "用户要求"],
+    ))
     .ok();
     let secret = unique("复活-secret-");
     let out = db.write_with(
@@ -457,16 +446,8 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
 fn pending_resolution_into_a_tombstoned_scope_is_rejected() {
     let db = TestDb::new();
     db.write(U, PM, "pnpm", "repo:old", "thread:1");
-    db.run(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "repo:old",
-    ])
-    .ok();
+    db.run(&args_for("delete", U, PM, &["--scope", "repo:old"]))
+        .ok();
     let p = db.write_ambiguous(
         U,
         PM,
@@ -568,22 +549,22 @@ fn near_duplicate_predicates_are_reported_not_merged() {
 fn the_causal_clock_never_goes_backwards() {
     let db = TestDb::new();
     let big = i64::MAX.to_string();
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value",
-        "pnpm",
-        "--scope",
-        "global",
-        "--source",
-        "thread:1",
-        "--causal-seq",
-        &big,
-        "--json",
-    ]);
+        &[
+            "--value",
+            "pnpm",
+            "--scope",
+            "global",
+            "--source",
+            "thread:1",
+            "--causal-seq",
+            &big,
+            "--json",
+        ],
+    ));
     if r.code != 0 {
         assert_one_sentence(&r.stderr, &["causal"]);
         return;

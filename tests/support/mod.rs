@@ -220,20 +220,14 @@ impl TestDb {
         source: &str,
         extra: &[&str],
     ) -> Value {
-        let mut args = vec![
+        let mut args = args_for(
             "write",
-            "--subject",
             subject,
-            "--predicate",
             predicate,
-            "--value",
-            value,
-            "--scope",
-            scope,
-            "--source",
-            source,
-            "--json",
-        ];
+            &[
+                "--value", value, "--scope", scope, "--source", source, "--json",
+            ],
+        );
         args.extend_from_slice(extra);
         self.json(&args)
     }
@@ -249,22 +243,60 @@ impl TestDb {
         source: &str,
         raw: &str,
     ) -> Value {
-        self.json(&[
+        self.json(&args_for(
             "write",
-            "--subject",
             subject,
-            "--predicate",
             predicate,
-            "--value",
-            value,
-            "--ambiguous",
-            candidates,
-            "--source",
-            source,
-            "--raw",
-            raw,
-            "--json",
-        ])
+            &[
+                "--value",
+                value,
+                "--ambiguous",
+                candidates,
+                "--source",
+                source,
+                "--raw",
+                raw,
+                "--json",
+            ],
+        ))
+    }
+
+    /// `delete --subject S --predicate P --scope SCOPE --json`; asserts exit 0; returns the report.
+    #[track_caller]
+    pub fn delete(&self, subject: &str, predicate: &str, scope: &str) -> Value {
+        self.json(&args_for(
+            "delete",
+            subject,
+            predicate,
+            &["--scope", scope, "--json"],
+        ))
+    }
+
+    /// The first article's two writes: `user:42 package_manager` is `pnpm` at global (thread 17,
+    /// with the sentence that said it) and `npm` in repo:legacy-dashboard (thread 23).
+    pub fn write_the_first_article(&self) {
+        self.write_first_default();
+        self.write(
+            "user:42",
+            "package_manager",
+            "npm",
+            "repo:legacy-dashboard",
+            "thread:23/message:14",
+        );
+    }
+
+    /// The first article's default: `user:42 package_manager` is `pnpm` at global, said in
+    /// thread 17 as [`FIRST_RAW`]; returns the outcome.
+    #[track_caller]
+    pub fn write_first_default(&self) -> Value {
+        self.write_with(
+            "user:42",
+            "package_manager",
+            "pnpm",
+            "global",
+            "thread:17/message:86",
+            &["--raw", FIRST_RAW],
+        )
     }
 
     /// `list --json` with optional filters.
@@ -278,14 +310,7 @@ impl TestDb {
     /// `history --json`.
     #[track_caller]
     pub fn history(&self, subject: &str, predicate: &str, scope: Option<&str>) -> Vec<Value> {
-        let mut args = vec![
-            "history",
-            "--subject",
-            subject,
-            "--predicate",
-            predicate,
-            "--json",
-        ];
+        let mut args = args_for("history", subject, predicate, &["--json"]);
         if let Some(s) = scope {
             args.push("--scope");
             args.push(s);
@@ -302,14 +327,7 @@ impl TestDb {
         repo: Option<&str>,
         task: Option<&str>,
     ) -> Value {
-        let mut args = vec![
-            "resolve",
-            "--subject",
-            subject,
-            "--predicate",
-            predicate,
-            "--json",
-        ];
+        let mut args = args_for("resolve", subject, predicate, &["--json"]);
         if let Some(r) = repo {
             args.push("--repo");
             args.push(r);
@@ -383,6 +401,22 @@ impl TestDb {
             .query_row(sql, [], |r| r.get(0))
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
+}
+
+/// The sentence in which the first article's user made pnpm the default.
+pub const FIRST_RAW: &str = "以后新建前端项目，默认用 pnpm。";
+
+/// `COMMAND --subject SUBJECT --predicate PREDICATE` followed by `rest`: the arguments of a command
+/// about one subject and predicate.
+pub fn args_for<'a>(
+    command: &'a str,
+    subject: &'a str,
+    predicate: &'a str,
+    rest: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![command, "--subject", subject, "--predicate", predicate];
+    args.extend_from_slice(rest);
+    args
 }
 
 #[track_caller]
