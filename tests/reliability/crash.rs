@@ -275,7 +275,7 @@ fn events_by_line(db: &Db) -> BTreeMap<usize, Vec<(String, i64)>> {
 }
 
 fn view(db: &Db) -> Vec<Value> {
-    let mut v: Vec<Value> = db.list().iter().map(record_key).collect();
+    let mut v: Vec<Value> = db.list(&[]).iter().map(record_key).collect();
     v.sort_by_key(|r| r.to_string());
     v
 }
@@ -592,14 +592,14 @@ fn a_replayed_file_with_a_newer_confirmation_converges() {
     let input = lines.join("\n") + "\n";
     let first = db.run_stdin(&["apply", "-"], input.as_bytes()).ok();
     let first_outcomes: Vec<String> = first
-        .json_lines()
+        .complete_json_lines()
         .iter()
         .map(|o| o["outcome"].as_str().unwrap().to_string())
         .collect();
     let after_first = view(&db);
     let replay = db.run_stdin(&["apply", "-"], input.as_bytes()).ok();
     let replay_outcomes: Vec<String> = replay
-        .json_lines()
+        .complete_json_lines()
         .iter()
         .map(|o| o["outcome"].as_str().unwrap().to_string())
         .collect();

@@ -160,7 +160,7 @@ fn cli_writes_on_a_full_disk_fail_with_one_clear_sentence_and_leave_the_database
         .into_iter()
         .filter(|s| s.starts_with("bulk:"))
         .collect();
-    for o in a.json_lines() {
+    for o in a.complete_json_lines() {
         let src = format!("bulk:{}", o["line"].as_u64().unwrap() - 1);
         assert!(
             o["outcome"] == "error" || landed.contains(&src),

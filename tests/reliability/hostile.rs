@@ -506,7 +506,7 @@ fn apply_survives_huge_values_nul_bytes_invalid_utf8_and_deep_nesting() {
         outs.iter().filter(|o| o["outcome"] == "error").count()
     );
     db.assert_check_ok();
-    let list = db.list();
+    let list = db.list(&[]);
     let huge = list
         .iter()
         .find(|r| r["predicate"] == "huge_value")

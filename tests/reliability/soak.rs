@@ -229,7 +229,7 @@ fn writer(db: &Db, w: usize, seed: u64, deadline: Instant, tally: &Mutex<Tally>)
         let mut outcomes: Vec<Value> = Vec::new();
         match kind {
             "apply" => {
-                outcomes = run.json_lines();
+                outcomes = run.complete_json_lines();
                 t.write_latencies.push(latency);
                 if run.code != 0 || outcomes.len() != sources.len() {
                     t.violations.push(format!(

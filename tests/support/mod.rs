@@ -73,6 +73,12 @@ impl Run {
             .collect()
     }
 
+    /// The complete JSON lines of stdout: a torn last line (of a killed process) and lines that
+    /// are not JSON are skipped.
+    pub fn complete_json_lines(&self) -> Vec<Value> {
+        reliability::json_lines(&self.stdout)
+    }
+
     /// Asserts that the process failed with `code` and said so in one line on stderr that
     /// contains every one of `words` (case-insensitive).
     #[track_caller]
@@ -138,6 +144,12 @@ impl TestDb {
     pub fn named(name: &str) -> TestDb {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join(name);
+        TestDb { dir, path }
+    }
+
+    /// A database at `path` (whose directory the caller owns); `dir` is a scratch directory.
+    pub fn at(path: PathBuf) -> TestDb {
+        let dir = tempfile::tempdir().expect("tempdir");
         TestDb { dir, path }
     }
 
@@ -357,16 +369,17 @@ impl TestDb {
         (r.code, v)
     }
 
-    /// Asserts that `check` passes.
+    /// Asserts that `check` passes; returns its report.
     #[track_caller]
-    pub fn assert_check_ok(&self) {
+    pub fn assert_check_ok(&self) -> Value {
         let (code, report) = self.check();
         assert_eq!(
             (code, &report["ok"]),
             (0, &Value::Bool(true)),
             "check failed: {report:#}"
         );
-        assert_eq!(report["violations"], Value::Array(vec![]));
+        assert_eq!(report["violations"], Value::Array(vec![]), "{report:#}");
+        report
     }
 
     /// The whole database as exported, minus the header line (which carries a timestamp).
