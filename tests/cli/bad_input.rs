@@ -4,7 +4,7 @@
 
 use crate::support::*;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -461,20 +461,8 @@ sys.stdin.readline()
 c.execute("ROLLBACK")
 c.close()
 "#;
-    let mut holder = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(&db.path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    BufReader::new(holder.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "LOCKED");
+    let mut holder = PyHolder::start(script, &db.path);
+    assert_eq!(holder.line().trim(), "LOCKED");
 
     let env = [("MEMSCOPE_BUSY_TIMEOUT_MS", "300")];
     let apply_input = format!(
@@ -518,8 +506,8 @@ c.close()
     let r = db.run_env(&["list", "--json"], &env).ok();
     assert_eq!(as_array(r.json()).len(), 2);
 
-    holder.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
-    assert!(holder.wait().unwrap().success());
+    holder.say("");
+    assert!(holder.child.wait().unwrap().success());
     assert_eq!(before, db.fingerprint(), "nothing changed");
     db.assert_check_ok();
 }

@@ -460,15 +460,7 @@ fn json_shapes_of_list_history_pending_check_and_delete() {
     }
     assert_eq!(check["metrics"]["stale_writes"], 1);
 
-    let del = db.json(&[
-        "delete",
-        "--yes",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--json",
-    ]);
+    let del = db.json(&args_for("delete", U, PM, &["--yes", "--json"]));
     assert_has_keys(&del, &["tombstoned", "purged_versions", "purged_pending"]);
     for t in del["tombstoned"].as_array().unwrap() {
         assert_has_keys(t, &["subject", "predicate", "scope", "version"]);
@@ -481,19 +473,12 @@ fn json_shapes_of_list_history_pending_check_and_delete() {
 fn the_database_comes_from_db_else_memscope_db() {
     let db = TestDb::new();
     let mut c = memscope_cmd(db.dir.path());
-    c.env("MEMSCOPE_DB", &db.path).args([
+    c.env("MEMSCOPE_DB", &db.path).args(args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value",
-        "pnpm",
-        "--scope",
-        "global",
-        "--source",
-        "env",
-    ]);
+        &["--value", "pnpm", "--scope", "global", "--source", "env"],
+    ));
     let o = c.output().unwrap();
     assert!(o.status.success(), "{o:?}");
     assert!(db.path.exists(), "$MEMSCOPE_DB names the database");

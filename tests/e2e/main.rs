@@ -224,19 +224,12 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
     let out = Command::new(BIN)
         .args(["--db"])
         .arg(&db)
-        .args([
+        .args(args_for(
             "write",
-            "--subject",
             "e2e:live",
-            "--predicate",
             "editor",
-            "--value",
-            "helix",
-            "--scope",
-            "global",
-            "--source",
-            "e2e:1",
-        ])
+            &["--value", "helix", "--scope", "global", "--source", "e2e:1"],
+        ))
         .output()
         .expect("memscope write runs");
     assert!(

@@ -316,14 +316,7 @@ fn the_server_holds_no_read_transaction_while_idle() {
         json!({"name": "list_memories", "arguments": {}}),
     );
     assert_eq!(r["result"]["isError"], false, "{r}");
-    let deleted = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        "user:42",
-        "--predicate",
-        "coffee",
-    ]);
+    let deleted = db.run(&args_for("delete", "user:42", "coffee", &["--yes"]));
     let deleted = deleted.ok();
     assert!(
         !deleted.stderr.contains("pending"),

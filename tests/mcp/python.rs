@@ -81,16 +81,12 @@ fn cli_equivalent(db: &TestDb) {
         "thread:40/message:1",
         &["--raw", "我每天喝燕麦拿铁"],
     );
-    db.run(&[
+    db.run(&args_for(
         "delete",
-        "--yes",
-        "--subject",
         s,
-        "--predicate",
         "coffee",
-        "--reason",
-        "user asked",
-    ])
+        &["--yes", "--reason", "user asked"],
+    ))
     .ok();
     let o = db.write(s, "coffee", "espresso", "global", "thread:41/message:1");
     assert_eq!(o["outcome"], "rejected");

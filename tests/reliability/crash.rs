@@ -228,14 +228,7 @@ fn base_database(dir: &Path) -> std::path::PathBuf {
         ],
     ));
     assert_eq!(w.code, 0, "{w:?}");
-    let d = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        "crash:gone",
-        "--predicate",
-        "p0",
-    ]);
+    let d = db.run(&args_for("delete", "crash:gone", "p0", &["--yes"]));
     assert_eq!(d.code, 0, "{d:?}");
     db.path.clone()
 }

@@ -171,14 +171,7 @@ fn cli_writes_on_a_full_disk_fail_with_one_clear_sentence_and_leave_the_database
 
     // Deleting on a full disk: succeeds, or says in the same clear sentence as a write that
     // the disk holding the database is full; never a broken database.
-    let d = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        "user:1",
-        "--predicate",
-        "note_0",
-    ]);
+    let d = db.run(&args_for("delete", "user:1", "note_0", &["--yes"]));
     eprintln!("disk full: delete exited {}: {}", d.code, d.stderr.trim());
     let delete_sentence = (d.code == 0)
         || (d.stderr.lines().filter(|l| !l.trim().is_empty()).count() == 1

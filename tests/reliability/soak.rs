@@ -13,6 +13,7 @@
 //! operation mix. Reproduce:
 //! `MEMSCOPE_ASSERT_INVARIANTS=1 MEMSCOPE_SOAK_SECS=60 cargo test --release --test reliability -- soak:: --nocapture`
 
+use crate::support::args_for;
 use crate::support::reliability::*;
 use chrono::{DateTime, SecondsFormat, Utc};
 use memscope::{OpenMode, Store};
@@ -154,14 +155,7 @@ fn writer(db: &Db, w: usize, seed: u64, deadline: Instant, tally: &Mutex<Tally>)
             let predicate = rng.pick(&PREDICATES).to_string();
             let identity = rng.chance(85);
             let scope = rng.pick(&SCOPES).to_string();
-            let mut args = vec![
-                "delete",
-                "--yes",
-                "--subject",
-                &subject,
-                "--predicate",
-                &predicate,
-            ];
+            let mut args = args_for("delete", &subject, &predicate, &["--yes"]);
             if identity {
                 args.extend(["--scope", &scope]);
             }

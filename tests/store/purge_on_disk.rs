@@ -7,8 +7,6 @@
 use crate::support::*;
 use memscope::{DeleteTarget, Identity, OutcomeKind, Scope};
 use serde_json::json;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 
 const U: &str = "user:42";
 const PM: &str = "package_manager";
@@ -169,17 +167,12 @@ fn deleting_a_predicate_leaves_its_content_in_no_database_file() {
     plant_with_cli(&db, &c);
     assert_present(&db, &c);
 
-    let report = db.json(&[
+    let report = db.json(&args_for(
         "delete",
-        "--yes",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--reason",
-        "用户要求删除",
-        "--json",
-    ]);
+        &["--yes", "--reason", "用户要求删除", "--json"],
+    ));
     assert_eq!(report["purged_pending"], 1, "{report:#}");
     assert_eq!(report["purged_notes"], 1, "{report:#}");
     assert_gone(&db, &c);
@@ -341,30 +334,11 @@ sys.stdin.readline()
 c.execute("COMMIT")
 c.close()
 "#;
-    let mut reader = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(&db.path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    BufReader::new(reader.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut reader = PyHolder::start(script, &db.path);
+    let line = reader.line();
     assert!(line.starts_with("READY"), "python reader: {line:?}");
 
-    let r = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--json",
-    ]);
+    let r = db.run(&args_for("delete", U, PM, &["--yes", "--json"]));
     assert_eq!(r.code, 0, "the delete itself succeeds: {r:?}");
     assert!(
         r.stderr.to_lowercase().contains("pending"),
@@ -378,8 +352,8 @@ c.close()
         "check reports the debt: {report:#}"
     );
 
-    reader.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
-    let status = reader.wait().unwrap();
+    reader.say("");
+    let status = reader.child.wait().unwrap();
     assert!(status.success());
 
     db.run(&["gc"]).ok();
@@ -410,15 +384,7 @@ fn deleting_a_preference_that_only_waits_in_the_pending_queue_destroys_it() {
     db.write(U, "formatter", "biome", "global", "thread:27");
     assert!(!find_on_disk(&db.path, &canary).is_empty());
 
-    let r = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--json",
-    ]);
+    let r = db.run(&args_for("delete", U, PM, &["--yes", "--json"]));
     assert_eq!(
         r.code, 0,
         "deleting the package-manager preference must succeed while its only copy is a pending item: {r:?}"

@@ -451,17 +451,12 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore()
     db.write(U, "formatter", "biome", "global", "thread:27/message:11");
     db.write("user:7", PM, "pnpm", "global", "thread:40/message:1");
 
-    let report = db.json(&[
+    let report = db.json(&args_for(
         "delete",
-        "--yes",
-        "--subject",
         U,
-        "--predicate",
         "包管理器",
-        "--reason",
-        "用户要求删除包管理器偏好",
-        "--json",
-    ]);
+        &["--yes", "--reason", "用户要求删除包管理器偏好", "--json"],
+    ));
     let mut tomb: Vec<(String, i64)> = report["tombstoned"]
         .as_array()
         .expect("tombstoned")

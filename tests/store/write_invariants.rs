@@ -614,19 +614,11 @@ fn concurrent_writers_and_a_delete_end_deleted_with_nothing_left() {
         );
         if p == P / 2 {
             children.push(
-                db.command(&[
-                    "delete",
-                    "--yes",
-                    "--subject",
-                    U,
-                    "--predicate",
-                    PM,
-                    "--json",
-                ])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
+                db.command(&args_for("delete", U, PM, &["--yes", "--json"]))
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap(),
             );
         }
     }

@@ -13,9 +13,9 @@ pub mod tui;
 
 use memscope::{OpenMode, ScopeChoice, Store, WriteRequest};
 use serde_json::Value;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The binary under test.
@@ -500,6 +500,46 @@ pub fn python(script: &str, args: &[&str]) -> Run {
         .output()
         .expect("python3 is needed by these tests (its sqlite3 module is the foreign client)");
     Run::from_output(out)
+}
+
+/// A Python 3 script (`python3 -c`) that holds the database (a transaction, an open read) while
+/// the test acts: the database path is its `sys.argv[1]`; the test talks to it line by line.
+pub struct PyHolder {
+    pub child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+impl PyHolder {
+    /// Spawns `script` on `db` with stdin and stdout piped.
+    pub fn start(script: &str, db: &Path) -> PyHolder {
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3");
+        let out = BufReader::new(child.stdout.take().expect("stdout"));
+        PyHolder { child, out }
+    }
+
+    /// The next line the script printed (empty at its end).
+    pub fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.out
+            .read_line(&mut line)
+            .expect("read the script's stdout");
+        line
+    }
+
+    /// Sends the script one line.
+    pub fn say(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "{line}").expect("write to the script");
+        stdin.flush().expect("flush the script's stdin");
+    }
 }
 
 /// Opens the store through the library with the invariant assertion on.
