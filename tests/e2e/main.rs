@@ -12,24 +12,25 @@ use std::process::Command;
 #[path = "../support/mod.rs"]
 mod support;
 
-use support::args_for;
 use support::tmux::{shell_quote, Tmux};
+use support::{args_for, output_ok};
 
 const BIN: &str = env!("CARGO_BIN_EXE_memscope");
 
 fn cli(db: &Path, args: &[&str]) -> Value {
-    let out = Command::new(BIN)
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .expect("memscope runs");
-    assert!(
-        out.status.success(),
-        "memscope {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        Command::new(BIN).arg("--db").arg(db).args(args),
+        &format!("memscope {args:?}"),
     );
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// Runs `memscope --db DB ARGS` at the terminal's prompt, then prints `EXIT:<its exit code>`.
+fn launch(t: &Tmux, db: &Path, args: &str) {
+    t.run(&format!(
+        "{BIN} --db {} {args}; echo \"EXIT:$?\"",
+        shell_quote(db)
+    ));
 }
 
 /// "15 identities in 6 scopes", as the list title says it, from `list --json`.
@@ -55,14 +56,11 @@ fn value_text(v: &Value) -> String {
 
 #[test]
 fn demo_filter_resolve_delete_live_write_resize_quit() {
-    if !Tmux::available() {
-        eprintln!("SKIPPED: tmux is not installed (CI installs it; see .ci/run)");
+    let Some(t) = Tmux::shell(110, 32) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().expect("a temp dir");
     let db: PathBuf = dir.path().join("demo.db");
-    let t = Tmux::start(110, 32);
-    t.run("PS1='$ '; clear");
     t.run(&format!(
         "{BIN} --db {} demo; echo \"EXIT:$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' '+'; echo \"ST\"\"TY\"",
         shell_quote(&db)
@@ -221,21 +219,14 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
     t.wait_for(&view_title(&db));
 
     // Another process writes while the UI is open: it appears.
-    let out = Command::new(BIN)
-        .args(["--db"])
-        .arg(&db)
-        .args(args_for(
+    cli(
+        &db,
+        &args_for(
             "write",
             "e2e:live",
             "editor",
             &["--value", "helix", "--scope", "global", "--source", "e2e:1"],
-        ))
-        .output()
-        .expect("memscope write runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ),
     );
     t.wait_for("e2e:live · editor = helix");
     let title = view_title(&db);
@@ -266,28 +257,19 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
 
 #[test]
 fn empty_database_explains_itself_and_restores_on_error() {
-    if !Tmux::available() {
-        eprintln!("SKIPPED: tmux is not installed");
+    let Some(t) = Tmux::shell(100, 30) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().expect("a temp dir");
     let db = dir.path().join("empty.db");
     cli(&db, &["init"]);
-    let t = Tmux::start(100, 30);
-    t.run("PS1='$ '; clear");
-    t.run(&format!(
-        "{BIN} --db {} tui; echo \"EXIT:$?\"",
-        shell_quote(&db)
-    ));
+    launch(&t, &db, "tui");
     t.wait_for("This database holds no live memories yet.");
     t.wait_for("memscope demo");
     t.type_text("q");
     t.wait_for("EXIT:0");
     // A missing database: a clear sentence on stderr, exit 1, no UI.
-    t.run(&format!(
-        "{BIN} --db {} tui; echo \"EXIT:$?\"",
-        shell_quote(&dir.path().join("missing.db"))
-    ));
+    launch(&t, &dir.path().join("missing.db"), "tui");
     let s = t.wait_for("EXIT:1");
     assert!(s.contains("no memscope database at"), "{s}");
 }
@@ -297,18 +279,12 @@ fn empty_database_explains_itself_and_restores_on_error() {
 /// rescope to repo:legacy-dashboard, `y`; then the CLI proves the fix from outside.
 #[test]
 fn incident_walkthrough_reads_as_of_rescope() {
-    if !Tmux::available() {
-        eprintln!("SKIPPED: tmux is not installed (CI installs it; see .ci/run)");
+    let Some(t) = Tmux::shell(100, 30) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().expect("a temp dir");
     let db: PathBuf = dir.path().join("demo.db");
-    let t = Tmux::start(100, 30);
-    t.run("PS1='$ '; clear");
-    t.run(&format!(
-        "{BIN} --db {} demo; echo \"EXIT:$?\"",
-        shell_quote(&db)
-    ));
+    launch(&t, &db, "demo");
     t.wait_for("Current view · ");
 
     // 5: what agents were told, newest first; the storefront-next read is where the CLI's
@@ -469,10 +445,7 @@ fn header_and_footer_fit_at_100x30_and_60x15() {
         .join("another-one");
     std::fs::create_dir_all(&deep).expect("the folders");
     let db = deep.join("demo.db");
-    t.run(&format!(
-        "{BIN} --db {} demo; echo \"EXIT:$?\"",
-        shell_quote(&db)
-    ));
+    launch(&t, &db, "demo");
     let screen = t.wait("the demo with its refresh time", |s| {
         s.contains("Current view · ") && s.lines().next().and_then(clock_at).is_some()
     });
@@ -533,10 +506,7 @@ fn mouse_click_event_popup_and_osc_52_copy_then_no_mouse() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let db = dir.path().join("demo.db");
     cli(&db, &["demo", "--no-tui"]);
-    t.run(&format!(
-        "{BIN} --db {} tui; echo \"EXIT:$?\"",
-        shell_quote(&db)
-    ));
+    launch(&t, &db, "tui");
     let screen = t.wait_for("History · team:web · node_version @ global");
     assert_eq!(pane_flag(&t, "mouse_sgr_flag"), "1", "mouse capture is on");
 
@@ -571,10 +541,7 @@ fn mouse_click_event_popup_and_osc_52_copy_then_no_mouse() {
     // --no-mouse: capture stays off, so the terminal keeps its selection, and a mouse report
     // typed in anyway selects nothing.
     t.run("clear");
-    t.run(&format!(
-        "{BIN} --db {} --no-mouse; echo \"EXIT:$?\"",
-        shell_quote(&db)
-    ));
+    launch(&t, &db, "--no-mouse");
     let screen = t.wait_for("History · team:web · node_version @ global");
     assert_eq!(
         pane_flag(&t, "mouse_sgr_flag"),

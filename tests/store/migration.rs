@@ -229,14 +229,7 @@ fn a_v1_database_is_migrated_on_open_and_keeps_its_memories() {
     }
     let store = Store::open(&db.path, OpenMode::Existing).expect("a v1 database opens");
     assert_eq!(user_version(store.connection()), SCHEMA_VERSION);
-    let reads: i64 = store
-        .connection()
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE name = 'reads'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let reads = db.sql_i64("SELECT count(*) FROM sqlite_master WHERE name = 'reads'");
     assert_eq!(reads, 1, "v2 adds the read log");
     let r = store
         .resolve("user:42", "package_manager", Some("web-app"), None)

@@ -45,14 +45,9 @@ fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
         db.sql_i64("SELECT count(*) FROM memories WHERE subject = 'user:42'"),
         1
     );
-    let confirmed_source: String = db
-        .sql()
-        .query_row(
-            "SELECT confirmed_source FROM memories WHERE subject = 'user:42' AND predicate = 'package_manager'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let confirmed_source: String = db.sql_one(
+        "SELECT confirmed_source FROM memories WHERE subject = 'user:42' AND predicate = 'package_manager'",
+    );
     assert_eq!(confirmed_source, "thread:19/message:3");
 
     let hist = db.history(U, PM, Some("global"));

@@ -123,14 +123,8 @@ fn export_then_import_round_trips_the_demo() {
     assert_eq!(reads, dst.json(&["reads", "--json"]));
     // The imported database keeps working: the clock continues, tombstones still hold.
     let next: i64 = dst.run(&["seq"]).ok().stdout.trim().parse().unwrap();
-    let src_clock: i64 = src
-        .sql()
-        .query_row(
-            "SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let src_clock =
+        src.sql_i64("SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'");
     assert_eq!(next, src_clock + 1);
     let t: (String, String, String) = dst
         .sql()

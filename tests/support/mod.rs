@@ -410,6 +410,12 @@ impl TestDb {
     /// One integer from SQL.
     #[track_caller]
     pub fn sql_i64(&self, sql: &str) -> i64 {
+        self.sql_one(sql)
+    }
+
+    /// The one value a SQL query returns.
+    #[track_caller]
+    pub fn sql_one<T: rusqlite::types::FromSql>(&self, sql: &str) -> T {
         self.sql()
             .query_row(sql, [], |r| r.get(0))
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
@@ -488,6 +494,21 @@ pub fn find_on_disk(path: &Path, text: &str) -> Vec<String> {
         }
     }
     hits
+}
+
+/// Runs `c` to its end and asserts that it succeeded; a failure names `what` and shows its
+/// stderr.
+#[track_caller]
+pub fn output_ok(c: &mut Command, what: &str) -> std::process::Output {
+    let out = c
+        .output()
+        .unwrap_or_else(|e| panic!("{what} does not run: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// Runs a Python 3 script (`python3 -c`) with `args` as `sys.argv[1:]`.
