@@ -56,22 +56,13 @@ fn cli_equivalent(db: &TestDb) {
         "thread:24/message:3",
     );
     assert_eq!(o["outcome"], "confirmed");
-    let o = db.json(&args_for(
-        "write",
-        s,
-        "formatter",
-        &[
-            "--value-json",
-            r#"{"tool":"biome", "version":2}"#,
-            "--scope",
-            "global",
-            "--source",
-            "thread:27/message:5",
-            "--raw",
-            "switch to biome",
-            "--json",
-        ],
-    ));
+    let o = db.write_json(
+        (s, "formatter"),
+        r#"{"tool":"biome", "version":2}"#,
+        "global",
+        "thread:27/message:5",
+        &["--raw", "switch to biome"],
+    );
     assert_eq!(o["outcome"], "superseded");
     db.write_with(
         s,

@@ -198,16 +198,6 @@ fn simulate(lines: &[Line], upto: usize) -> (BTreeMap<Key, Rec>, Vec<Expected>) 
     (cur, outs)
 }
 
-fn event_of(outcome: &str) -> Option<&'static str> {
-    match outcome {
-        "inserted" | "superseded" => Some("set"),
-        "confirmed" => Some("confirmed"),
-        "stale" => Some("stale"),
-        "rejected" => Some("rejected"),
-        _ => None,
-    }
-}
-
 /// A database with the deleted identity the file's `Tombstoned` lines hit.
 fn base_database(dir: &Path) -> std::path::PathBuf {
     let db = Db::at(dir.join("base.db"));
@@ -243,24 +233,12 @@ fn copy_db(from: &Path, to: &Path) {
 
 /// (line number → (event, count)) for every event the file's lines left.
 fn events_by_line(db: &Db) -> BTreeMap<usize, Vec<(String, i64)>> {
-    let conn = db.sql();
-    let mut stmt = conn
-        .prepare(
-            "SELECT source, event, count(*) FROM history WHERE source LIKE 'crash:L%' GROUP BY source, event",
-        )
-        .unwrap();
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-            ))
-        })
-        .unwrap();
+    let rows: Vec<(String, String, i64)> = db.sql_rows(
+        "SELECT source, event, count(*) FROM history WHERE source LIKE 'crash:L%' GROUP BY source, event",
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    );
     let mut out: BTreeMap<usize, Vec<(String, i64)>> = BTreeMap::new();
-    for row in rows {
-        let (src, event, n) = row.unwrap();
+    for (src, event, n) in rows {
         let line: usize = src.trim_start_matches("crash:L").parse().unwrap();
         out.entry(line).or_default().push((event, n));
     }

@@ -25,7 +25,7 @@
 //! see them fail). Reproduce:
 //! `cargo test --release --test reliability -- open:: --nocapture`
 
-use crate::support::args_for;
+use crate::support::{args_for, clean_env, require_python_mcp};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -57,19 +57,9 @@ fn bin() -> String {
 /// A `memscope` command with a clean, test-controlled environment.
 fn memscope(home: &Path, db: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(bin());
-    prepare(&mut c, home);
+    clean_env(&mut c, home);
     c.arg("--db").arg(db).args(args);
     c
-}
-
-fn prepare(c: &mut Command, home: &Path) {
-    c.env("MEMSCOPE_ASSERT_INVARIANTS", "1")
-        .env_remove("MEMSCOPE_DB")
-        .env_remove("MEMSCOPE_BUSY_TIMEOUT_MS")
-        .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("xdg"))
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null());
 }
 
 /// Children killed (and reaped) when dropped, also when a test panics.
@@ -211,22 +201,6 @@ fn integrity_check(db: &Path) -> String {
     text(&out.stdout).trim().to_string()
 }
 
-/// Fails (never skips) when Python or its `mcp` package is missing: CI installs both.
-fn require_python_mcp() {
-    let probe = Command::new("python3")
-        .args(["-c", "import mcp"])
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("python3 is needed to run the MCP start tests ({e}): install Python 3, then `python3 -m pip install mcp`")
-        });
-    assert!(
-        probe.status.success(),
-        "the Python `mcp` package is not installed, so the MCP server cannot be tested with a real client: \
-         run `python3 -m pip install mcp` (.ci/run installs it)\n{}",
-        String::from_utf8_lossy(&probe.stderr)
-    );
-}
-
 /// Runs `tests/mcp_starts.py MODE BIN DB ARGS…`; its JSON result.
 fn starts_client(mode: &str, db: &Path, args: &[&str]) -> Value {
     let mut c = Command::new("python3");
@@ -306,7 +280,7 @@ impl Gate {
     /// `sh -c GATE sh FIFO READY BIN --db DB ARGS…`.
     fn memscope(&self, home: &Path, db: &Path, args: &[&str]) -> Command {
         let mut c = Command::new("sh");
-        prepare(&mut c, home);
+        clean_env(&mut c, home);
         c.arg("-c")
             .arg(GATE)
             .arg("sh")

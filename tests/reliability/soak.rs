@@ -339,42 +339,15 @@ type Event = (String, String, String, String, Option<i64>);
 
 /// Every event the soak's sources left, keyed by source.
 fn events_by_source(db: &Db) -> HashMap<String, Vec<Event>> {
-    let conn = db.sql();
-    let mut stmt = conn
-        .prepare(
-            "SELECT source, event, subject, predicate, scope, version FROM history WHERE source LIKE 'soak:%'",
-        )
-        .unwrap();
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                (
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, Option<i64>>(5)?,
-                ),
-            ))
-        })
-        .unwrap();
+    let rows: Vec<(String, Event)> = db.sql_rows(
+        "SELECT source, event, subject, predicate, scope, version FROM history WHERE source LIKE 'soak:%'",
+        |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))),
+    );
     let mut out: HashMap<String, Vec<Event>> = HashMap::new();
-    for row in rows {
-        let (source, e) = row.unwrap();
+    for (source, e) in rows {
         out.entry(source).or_default().push(e);
     }
     out
-}
-
-fn event_of(outcome: &str) -> Option<&'static str> {
-    match outcome {
-        "inserted" | "superseded" => Some("set"),
-        "confirmed" => Some("confirmed"),
-        "stale" => Some("stale"),
-        "rejected" => Some("rejected"),
-        _ => None,
-    }
 }
 
 #[test]

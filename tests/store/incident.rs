@@ -559,16 +559,7 @@ fn cli_resolve_at_answers_from_history_with_the_resolve_shape() {
     let then = at("3d", Some("legacy-dashboard"));
     let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
     assert_eq!(keys(&then), keys(&live));
-    for k in [
-        "found",
-        "subject",
-        "predicate",
-        "value",
-        "scope",
-        "version",
-        "source",
-        "considered",
-    ] {
+    for k in RESOLUTION_KEYS {
         assert!(
             then.get(k).is_some(),
             "resolve --at --json lacks {k}: {then:#}"

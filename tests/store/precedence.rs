@@ -136,16 +136,7 @@ fn the_latest_write_never_outranks_the_scope_that_applies() {
 fn resolve_json_has_the_contract_shape() {
     let db = seeded();
     let r = db.resolve(U, "Package Manager", Some("legacy-dashboard"), None);
-    for key in [
-        "found",
-        "subject",
-        "predicate",
-        "value",
-        "scope",
-        "version",
-        "source",
-        "considered",
-    ] {
+    for key in RESOLUTION_KEYS {
         assert!(r.get(key).is_some(), "resolve --json lacks {key}: {r:#}");
     }
     assert_eq!(r["found"], true);

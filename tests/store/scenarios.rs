@@ -72,50 +72,29 @@ fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
 #[test]
 fn s1_the_same_value_in_another_spelling_is_a_confirmation() {
     let db = TestDb::new();
-    let first = db.json(&args_for(
-        "write",
-        U,
-        "indentation",
-        &[
-            "--value-json",
-            r#"{"style": "Spaces", "width": 2, "备注": "两个  空格"}"#,
-            "--scope",
-            "repo:web-app",
-            "--source",
-            "thread:25/message:1",
-            "--json",
-        ],
-    ));
+    let first = db.write_json(
+        (U, "indentation"),
+        r#"{"style": "Spaces", "width": 2, "备注": "两个  空格"}"#,
+        "repo:web-app",
+        "thread:25/message:1",
+        &[],
+    );
     assert_eq!(first["outcome"], "inserted");
-    let again = db.json(&args_for(
-        "write",
-        U,
-        "Indentation",
-        &[
-            "--value-json",
-            r#"{"备注": " 两个 空格 ", "width": 2, "style": "spaces"}"#,
-            "--scope",
-            "repo:web-app",
-            "--source",
-            "thread:28/message:4",
-            "--json",
-        ],
-    ));
+    let again = db.write_json(
+        (U, "Indentation"),
+        r#"{"备注": " 两个 空格 ", "width": 2, "style": "spaces"}"#,
+        "repo:web-app",
+        "thread:28/message:4",
+        &[],
+    );
     assert_eq!(again["outcome"], "confirmed", "{again:#}");
-    let other = db.json(&args_for(
-        "write",
-        U,
-        "indentation",
-        &[
-            "--value-json",
-            r#"{"style": "spaces", "width": 4}"#,
-            "--scope",
-            "repo:web-app",
-            "--source",
-            "thread:29/message:1",
-            "--json",
-        ],
-    ));
+    let other = db.write_json(
+        (U, "indentation"),
+        r#"{"style": "spaces", "width": 4}"#,
+        "repo:web-app",
+        "thread:29/message:1",
+        &[],
+    );
     assert_eq!(other["outcome"], "superseded");
     let rec = &db.list(&[])[0];
     assert_eq!(rec["value"], json!({"style": "spaces", "width": 4}));

@@ -114,6 +114,14 @@ pub fn assert_one_sentence(stderr: &str, words: &[&str]) {
 /// A `memscope` command with a clean, test-controlled environment.
 pub fn memscope_cmd(home: &Path) -> Command {
     let mut c = Command::new(BIN);
+    clean_env(&mut c, home);
+    c
+}
+
+/// The environment every test runs memscope in: invariant assertions on, no database or busy
+/// timeout from the caller's environment, `home` as HOME (and its `xdg` as XDG_DATA_HOME), no
+/// colour, nothing on stdin.
+pub fn clean_env(c: &mut Command, home: &Path) {
     c.env("MEMSCOPE_ASSERT_INVARIANTS", "1")
         .env_remove("MEMSCOPE_DB")
         .env_remove("MEMSCOPE_BUSY_TIMEOUT_MS")
@@ -121,7 +129,6 @@ pub fn memscope_cmd(home: &Path) -> Command {
         .env("XDG_DATA_HOME", home.join("xdg"))
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
-    c
 }
 
 /// A database path in its own temporary directory (the file is not created).
@@ -222,6 +229,8 @@ impl TestDb {
         self.write_with(subject, predicate, value, scope, source, &[])
     }
 
+    /// `write … --json` with an exact scope and `extra` arguments; asserts exit 0; returns the
+    /// outcome.
     #[track_caller]
     pub fn write_with(
         &self,
@@ -232,12 +241,51 @@ impl TestDb {
         source: &str,
         extra: &[&str],
     ) -> Value {
+        self.write_value(
+            (subject, predicate),
+            ("--value", value),
+            scope,
+            source,
+            extra,
+        )
+    }
+
+    /// `write --value-json JSON … --json` with an exact scope and `extra` arguments; asserts
+    /// exit 0; returns the outcome.
+    #[track_caller]
+    pub fn write_json(
+        &self,
+        (subject, predicate): (&str, &str),
+        value_json: &str,
+        scope: &str,
+        source: &str,
+        extra: &[&str],
+    ) -> Value {
+        self.write_value(
+            (subject, predicate),
+            ("--value-json", value_json),
+            scope,
+            source,
+            extra,
+        )
+    }
+
+    /// `write`, the value given as `(--value or --value-json, text)`.
+    #[track_caller]
+    fn write_value(
+        &self,
+        (subject, predicate): (&str, &str),
+        (value_flag, value): (&str, &str),
+        scope: &str,
+        source: &str,
+        extra: &[&str],
+    ) -> Value {
         let mut args = args_for(
             "write",
             subject,
             predicate,
             &[
-                "--value", value, "--scope", scope, "--source", source, "--json",
+                value_flag, value, "--scope", scope, "--source", source, "--json",
             ],
         );
         args.extend_from_slice(extra);
@@ -413,6 +461,21 @@ impl TestDb {
         self.sql_one(sql)
     }
 
+    /// Every row a SQL query returns, each read by `row`.
+    #[track_caller]
+    pub fn sql_rows<T>(
+        &self,
+        sql: &str,
+        row: impl FnMut(&rusqlite::Row) -> rusqlite::Result<T>,
+    ) -> Vec<T> {
+        let conn = self.sql();
+        let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let rows = stmt
+            .query_map([], row)
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<T>>>());
+        rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
     /// The one value a SQL query returns.
     #[track_caller]
     pub fn sql_one<T: rusqlite::types::FromSql>(&self, sql: &str) -> T {
@@ -421,6 +484,18 @@ impl TestDb {
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 }
+
+/// The fields of `resolve --json`, at the top and in the chain it considered.
+pub const RESOLUTION_KEYS: [&str; 8] = [
+    "found",
+    "subject",
+    "predicate",
+    "value",
+    "scope",
+    "version",
+    "source",
+    "considered",
+];
 
 /// The sentence in which the first article's user made pnpm the default.
 pub const FIRST_RAW: &str = "以后新建前端项目，默认用 pnpm。";
@@ -640,7 +715,7 @@ pub fn require_python_mcp() {
         .args(["-c", "import mcp"])
         .output()
         .unwrap_or_else(|e| {
-            panic!("python3 is needed to run the MCP client test ({e}): install Python 3, then `python3 -m pip install mcp`")
+            panic!("python3 is needed to run the MCP client tests ({e}): install Python 3, then `python3 -m pip install mcp`")
         });
     assert!(
         probe.status.success(),

@@ -130,3 +130,14 @@ pub fn record_key(r: &Value) -> Value {
         "raw": r["raw"],
     })
 }
+
+/// The history event a write outcome leaves (`None` for outcomes that leave none).
+pub fn event_of(outcome: &str) -> Option<&'static str> {
+    match outcome {
+        "inserted" | "superseded" => Some("set"),
+        "confirmed" => Some("confirmed"),
+        "stale" => Some("stale"),
+        "rejected" => Some("rejected"),
+        _ => None,
+    }
+}
