@@ -255,19 +255,13 @@ impl TestDb {
     #[track_caller]
     pub fn write_json(
         &self,
-        (subject, predicate): (&str, &str),
+        id: (&str, &str),
         value_json: &str,
         scope: &str,
         source: &str,
         extra: &[&str],
     ) -> Value {
-        self.write_value(
-            (subject, predicate),
-            ("--value-json", value_json),
-            scope,
-            source,
-            extra,
-        )
+        self.write_value(id, ("--value-json", value_json), scope, source, extra)
     }
 
     /// `write`, the value given as `(--value or --value-json, text)`.
@@ -280,14 +274,10 @@ impl TestDb {
         source: &str,
         extra: &[&str],
     ) -> Value {
-        let mut args = args_for(
-            "write",
-            subject,
-            predicate,
-            &[
-                value_flag, value, "--scope", scope, "--source", source, "--json",
-            ],
-        );
+        let rest = [
+            value_flag, value, "--scope", scope, "--source", source, "--json",
+        ];
+        let mut args = args_for("write", subject, predicate, &rest);
         args.extend_from_slice(extra);
         self.json(&args)
     }
