@@ -63,10 +63,7 @@ fn apply_reports_a_malformed_line_by_number_and_lands_the_others() {
     let outs = r.json_lines();
     let lines: Vec<i64> = outs.iter().map(|o| o["line"].as_i64().unwrap()).collect();
     assert_eq!(lines, [1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14]);
-    let kinds: Vec<&str> = outs
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> = outcomes(&outs);
     assert_eq!(
         kinds,
         [

@@ -49,10 +49,7 @@ fn jsonl(lines: &[Value]) -> String {
 
 #[track_caller]
 fn assert_story_outcomes(outs: &[Value]) {
-    let kinds: Vec<&str> = outs
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> = outcomes(&outs);
     assert_eq!(
         kinds,
         [

@@ -31,12 +31,7 @@ fn the_demo_incident_is_the_one_suspect_and_rescoping_it_clears_it() {
         "{evidence}"
     );
     assert_eq!(s["suggested_scope"], "repo:legacy-dashboard");
-    let radius: Vec<&str> = s["blast_radius"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let radius = strs(&s["blast_radius"]);
     assert!(radius.contains(&"repo:web-app"), "{radius:?}");
     assert!(s["reads"].as_i64().unwrap() > 0);
     // `check` counts them as a health figure, not a violation.

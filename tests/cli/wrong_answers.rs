@@ -225,18 +225,6 @@ fn an_import_error_names_its_line_once_with_the_column() {
 
 // ---- 4. replayed ambiguous writes --------------------------------------------------------------
 
-/// The story's ambiguous "以后都用 npm": global, or the rule of repo:web-app?
-fn ask_npm(db: &TestDb) -> Value {
-    db.write_ambiguous(
-        U,
-        PM,
-        "npm",
-        "global,repo:web-app",
-        "thread:31/message:2",
-        "以后都用 npm",
-    )
-}
-
 fn ambiguous_line(value: &str, candidates: &[&str], source: &str) -> String {
     json!({"subject": U, "predicate": PM, "value": value,
            "scope": {"ambiguous": candidates}, "source": source, "raw": "以后都用 npm"})
@@ -246,7 +234,7 @@ fn ambiguous_line(value: &str, candidates: &[&str], source: &str) -> String {
 #[test]
 fn a_replayed_ambiguous_write_returns_the_open_item_instead_of_queueing_another() {
     let db = TestDb::new();
-    let first = ask_npm(&db);
+    let first = db.ask_npm();
     assert_eq!(first["outcome"], "pending");
     let id = first["pending_id"].as_i64().unwrap();
     // The same write again — from `write`, in another spelling of the value and order of the
@@ -324,7 +312,7 @@ fn a_replayed_ambiguous_write_returns_the_open_item_instead_of_queueing_another(
         "repo:web-app",
     ])
     .ok();
-    let after = ask_npm(&db);
+    let after = db.ask_npm();
     assert_eq!(after["outcome"], "pending");
     assert_ne!(after["pending_id"], json!(id));
     db.assert_check_ok();
@@ -368,7 +356,7 @@ fn an_agent_retrying_remember_unsure_gets_the_same_pending_item() {
 #[test]
 fn a_scope_outside_the_candidates_needs_force_and_the_refusal_names_them() {
     let db = TestDb::new();
-    let id = ask_npm(&db)["pending_id"].as_i64().unwrap().to_string();
+    let id = db.ask_npm()["pending_id"].as_i64().unwrap().to_string();
     let before = db.fingerprint();
     db.run(&["pending", "resolve", &id, "--scope", "task:x"])
         .fails_with(

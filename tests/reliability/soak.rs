@@ -13,8 +13,8 @@
 //! operation mix. Reproduce:
 //! `MEMSCOPE_ASSERT_INVARIANTS=1 MEMSCOPE_SOAK_SECS=60 cargo test --release --test reliability -- soak:: --nocapture`
 
-use crate::support::args_for;
 use crate::support::reliability::*;
+use crate::support::{args_for, strs};
 use chrono::{DateTime, SecondsFormat, Utc};
 use memscope::{OpenMode, Store};
 use serde_json::{json, Value};
@@ -136,12 +136,7 @@ fn writer(db: &Db, w: usize, seed: u64, deadline: Instant, tally: &Mutex<Tally>)
             match &line["scope"] {
                 Value::String(s) => args.extend(["--scope".into(), s.clone()]),
                 other => {
-                    let c: Vec<&str> = other["ambiguous"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.as_str().unwrap())
-                        .collect();
+                    let c = strs(&other["ambiguous"]);
                     args.extend(["--ambiguous".into(), c.join(",")]);
                 }
             }

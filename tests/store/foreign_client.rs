@@ -357,12 +357,7 @@ fn writes_to_a_damaged_identity_are_refused_and_the_rest_of_apply_lands() {
     let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
     let r = db.run_stdin(&["apply"], input.as_bytes());
     assert_eq!(r.code, 1, "{r:?}");
-    let kinds: Vec<String> = r
-        .json_lines()
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(kinds, ["inserted", "error", "inserted"]);
+    assert_eq!(outcomes(&r.json_lines()), ["inserted", "error", "inserted"]);
     assert_eq!(before, db.list(&["--predicate", "formatter"]));
     assert_eq!(db.list(&["--subject", "user:8"]).len(), 2);
     assert_eq!(
@@ -494,19 +489,15 @@ fn a_foreign_trigger_refusal_in_a_bulk_load_is_an_error_not_a_confirmation() {
     std::fs::write(&file, lines.join("\n")).unwrap();
     let r = db.run(&["apply", file.to_str().unwrap()]);
     assert_eq!(r.code, 1, "an error line makes apply exit 1");
-    let outcomes = r.json_lines();
-    let kinds: Vec<&str> = outcomes
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["inserted", "error", "inserted"]);
+    let outs = r.json_lines();
+    assert_eq!(outcomes(&outs), ["inserted", "error", "inserted"]);
     assert!(
-        outcomes[1]["error"]
+        outs[1]["error"]
             .as_str()
             .unwrap()
             .contains("quota exceeded"),
         "{:#}",
-        outcomes[1]
+        outs[1]
     );
     assert!(db.list(&["--subject", "user:over"]).is_empty());
     assert_eq!(db.history("user:over", "editor", None).len(), 0);

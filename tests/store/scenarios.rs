@@ -413,14 +413,7 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore()
         &["--causal-seq", "1", "--raw", "远古时代用 bower"],
     );
     assert_eq!(stale["outcome"], "stale");
-    db.write_ambiguous(
-        U,
-        PM,
-        "npm",
-        "global,repo:web-app",
-        "thread:31/message:2",
-        "以后都用 npm",
-    );
+    db.ask_npm();
     // Neighbours that must survive.
     db.write(U, "formatter", "biome", "global", "thread:27/message:11");
     db.write("user:7", PM, "pnpm", "global", "thread:40/message:1");

@@ -311,6 +311,19 @@ impl TestDb {
         ))
     }
 
+    /// The story's ambiguous "以后都用 npm" (thread 31): global, or the rule of repo:web-app?
+    #[track_caller]
+    pub fn ask_npm(&self) -> Value {
+        self.write_ambiguous(
+            "user:42",
+            "package_manager",
+            "npm",
+            "global,repo:web-app",
+            "thread:31/message:2",
+            "以后都用 npm",
+        )
+    }
+
     /// `delete --subject S --predicate P --scope SCOPE --json`; asserts exit 0; returns the report.
     #[track_caller]
     pub fn delete(&self, subject: &str, predicate: &str, scope: &str) -> Value {
@@ -677,6 +690,24 @@ pub fn ambiguous_req(
         causal_seq: None,
         context: None,
     }
+}
+
+/// The `outcome` of each outcome line, in order.
+#[track_caller]
+pub fn outcomes(outs: &[Value]) -> Vec<&str> {
+    outs.iter()
+        .map(|o| o["outcome"].as_str().expect("an outcome"))
+        .collect()
+}
+
+/// A JSON array of strings, as strings.
+#[track_caller]
+pub fn strs(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("expected a JSON array, got {v:#}"))
+        .iter()
+        .map(|s| s.as_str().unwrap_or_else(|| panic!("not a string: {s}")))
+        .collect()
 }
 
 /// Events of a history listing, by name.
