@@ -639,11 +639,7 @@ fn check_reports_physical_damage_as_a_failed_check() {
     }
     let r = db.run(&["check"]);
     assert_eq!(r.code, 1);
-    let damaged: Vec<&str> = r
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("DAMAGED"))
-        .collect();
+    let damaged = lines_starting(&r.stdout, "DAMAGED");
     assert_eq!(damaged.len(), 1, "{}", r.stdout);
     assert!(damaged[0].contains("restore a backup"), "{}", damaged[0]);
 }

@@ -499,11 +499,7 @@ fn check_names_a_readable_database_or_folder_with_the_chmod_that_fixes_it() {
     assert_eq!(health[1]["mode"], "0755");
 
     let text = db.run(&["check"]).ok();
-    let lines: Vec<&str> = text
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("HEALTH: "))
-        .collect();
+    let lines = lines_starting(&text.stdout, "HEALTH: ");
     assert_eq!(lines.len(), 2, "{}", text.stdout);
     assert!(lines[0].contains("chmod go-rwx"), "{}", text.stdout);
 

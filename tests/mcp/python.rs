@@ -107,24 +107,11 @@ fn python_sdk_client_writes_exactly_what_the_cli_writes() {
         .arg(&mcp_db.path)
         .output()
         .expect("run python3 tests/mcp_client.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("MISSING_MCP"),
-        "the Python `mcp` package is not installed: run `python3 -m pip install mcp`\n{stderr}"
-    );
-    assert!(
-        out.status.success(),
-        "the Python MCP client failed ({})\nstdout: {stdout}\nstderr: {stderr}",
-        out.status
-    );
+    let (stdout, stderr) = assert_mcp_client_ok(&out, "the Python MCP client");
     // The server said who and where it serves, once per session, on stderr (not on stdout,
     // which is the protocol).
     assert_eq!(
-        stderr
-            .lines()
-            .filter(|l| l.starts_with("memscope mcp: serving user:42"))
-            .count(),
+        lines_starting(&stderr, "memscope mcp: serving user:42").len(),
         4,
         "{stderr}"
     );

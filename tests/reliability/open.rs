@@ -25,7 +25,7 @@
 //! see them fail). Reproduce:
 //! `cargo test --release --test reliability -- open:: --nocapture`
 
-use crate::support::{args_for, clean_env, require_python_mcp};
+use crate::support::{args_for, assert_mcp_client_ok, clean_env, require_python_mcp};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -219,29 +219,10 @@ fn starts_client(mode: &str, db: &Path, args: &[&str]) -> Value {
         .0
         .push(c.spawn().expect("run python3 tests/mcp_starts.py"));
     let out = finish(&mut child.0[0], Instant::now() + Duration::from_secs(240));
-    let stdout = text(&out.stdout);
-    let stderr = text(&out.stderr);
-    assert!(
-        !stderr.contains("MISSING_MCP"),
-        "the Python `mcp` package is not installed: run `python3 -m pip install mcp`\n{stderr}"
-    );
-    assert!(
-        out.status.success(),
-        "tests/mcp_starts.py {mode} failed ({})\nstdout: {stdout}\nstderr: {}",
-        out.status,
-        tail(&stderr, 6000)
-    );
+    let (stdout, _) = assert_mcp_client_ok(&out, &format!("tests/mcp_starts.py {mode}"));
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
         panic!("tests/mcp_starts.py {mode}: stdout is not JSON ({e}): {stdout}")
     })
-}
-
-fn tail(s: &str, n: usize) -> &str {
-    let mut start = s.len().saturating_sub(n);
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
 }
 
 // ---------------------------------------------------------------------------------------------

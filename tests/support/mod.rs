@@ -730,6 +730,39 @@ pub fn long_text(bytes: usize, marker: &str) -> String {
     s
 }
 
+/// Asserts that a Python MCP client script (`what`) found the `mcp` package and exited 0;
+/// returns its stdout and stderr. The failure shows stdout and the end of stderr.
+#[track_caller]
+pub fn assert_mcp_client_ok(out: &std::process::Output, what: &str) -> (String, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !stderr.contains("MISSING_MCP"),
+        "the Python `mcp` package is not installed: run `python3 -m pip install mcp`\n{stderr}"
+    );
+    assert!(
+        out.status.success(),
+        "{what} failed ({})\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        tail(&stderr, 6000)
+    );
+    (stdout, stderr)
+}
+
+/// The last `n` bytes of `s` (or a little less, to start on a character).
+pub fn tail(s: &str, n: usize) -> &str {
+    let mut start = s.len().saturating_sub(n);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+/// The lines of `text` that start with `prefix`.
+pub fn lines_starting<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.starts_with(prefix)).collect()
+}
+
 /// Fails (never skips) when Python or its `mcp` package is missing: CI installs both.
 pub fn require_python_mcp() {
     let probe = Command::new("python3")
