@@ -203,10 +203,10 @@ fn deleting_one_identity_purges_the_pending_items_that_name_it() {
         if what.starts_with("100 KB") {
             continue;
         }
-        assert!(
-            find_on_disk(&db.path, canary).is_empty(),
-            "{what} canary survived the identity delete: {:?}",
-            find_on_disk(&db.path, canary)
+        assert_not_on_disk(
+            &db.path,
+            canary,
+            &format!("after the identity delete, the {what} canary"),
         );
     }
     // … while the repo identity was not deleted and keeps its history.
@@ -391,11 +391,7 @@ fn deleting_a_preference_that_only_waits_in_the_pending_queue_destroys_it() {
     );
     assert_eq!(r.json()["purged_pending"], 1);
     assert!(db.pending(true).is_empty());
-    assert!(
-        find_on_disk(&db.path, &canary).is_empty(),
-        "{:?}",
-        find_on_disk(&db.path, &canary)
-    );
+    assert_not_on_disk(&db.path, &canary, "deleted content");
 }
 
 /// After `delete --predicate`, no pending item of that predicate may survive to be resolved
@@ -423,11 +419,7 @@ fn a_predicate_delete_leaves_no_pending_item_of_that_predicate() {
         "a pending item written after the delete brought the deleted preference back: {}",
         resurrect.stdout
     );
-    assert!(
-        find_on_disk(&db.path, &canary).is_empty(),
-        "{:?}",
-        find_on_disk(&db.path, &canary)
-    );
+    assert_not_on_disk(&db.path, &canary, "deleted content");
 }
 
 /// Retention (`gc --retention-days`) purges old history content the same way: gone from disk,
@@ -464,11 +456,7 @@ fn retention_gc_purges_old_history_content_from_disk() {
     let r = db.json(&["gc", "--retention-days", "30", "--json"]);
     assert!(r["purged_events"].as_i64().unwrap() >= 2, "{r:#}");
     for c in [&old_raw, &old_value, &stale] {
-        assert!(
-            find_on_disk(&db.path, c).is_empty(),
-            "old content {c:?} survived retention: {:?}",
-            find_on_disk(&db.path, c)
-        );
+        assert_not_on_disk(&db.path, c, "old content past retention");
     }
     assert!(
         !find_on_disk(&db.path, &recent).is_empty(),

@@ -376,11 +376,7 @@ fn assert_merged(db: &TestDb) {
     let r = db.resolve(U, "editor", None, None);
     assert_eq!(r["found"], false, "{r}");
     assert_eq!(db.sql_i64("SELECT count(*) FROM tombstones"), 1);
-    assert!(
-        find_on_disk(&db.path, "second-spelling-canary").is_empty(),
-        "{:?}",
-        find_on_disk(&db.path, "second-spelling-canary")
-    );
+    assert_not_on_disk(&db.path, "second-spelling-canary", "deleted content");
     // The read log names the places as they are stored now.
     let (repo, task): (String, String) = db
         .sql()

@@ -655,11 +655,7 @@ fn concurrent_writers_and_a_delete_end_deleted_with_nothing_left() {
     let (code, report) = db.check();
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["metrics"]["resurrection_blocked"], rejected as i64);
-    assert!(
-        find_on_disk(&db.path, &tag).is_empty(),
-        "written-then-deleted values still on disk: {:?}",
-        find_on_disk(&db.path, &tag)
-    );
+    assert_not_on_disk(&db.path, &tag, "a written-then-deleted value");
 }
 
 /// The clock lives in the newest history event: purging the events that held its highest

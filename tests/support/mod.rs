@@ -574,6 +574,17 @@ pub fn find_on_disk(path: &Path, text: &str) -> Vec<String> {
     hits
 }
 
+/// Asserts that `text` is in no database file (db, -wal, -shm) in any encoding; `what` says
+/// which content it is.
+#[track_caller]
+pub fn assert_not_on_disk(path: &Path, text: &str, what: &str) {
+    let hits = find_on_disk(path, text);
+    assert!(
+        hits.is_empty(),
+        "{what} {text:?} is still on disk: {hits:?}"
+    );
+}
+
 /// Runs `c` to its end and asserts that it succeeded; a failure names `what` and shows its
 /// stderr.
 #[track_caller]
