@@ -25,6 +25,7 @@
 //! see them fail). Reproduce:
 //! `cargo test --release --test reliability -- open:: --nocapture`
 
+use crate::support::tmux::Tmux;
 use crate::support::{args_for, assert_mcp_client_ok, clean_env, require_python_mcp};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -714,102 +715,10 @@ fn busy_retries_unchanged_by_uncontended_cli_writes() {
 // ---------------------------------------------------------------------------------------------
 // The UI beside committing writers
 
-static SOCKETS: AtomicUsize = AtomicUsize::new(0);
-
-/// A tmux server on a private socket; killed when dropped, also when a test fails.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(width: u16, height: u16) -> Tmux {
-        let t = Tmux {
-            socket: format!(
-                "memscope-open-{}-{}",
-                std::process::id(),
-                SOCKETS.fetch_add(1, Ordering::SeqCst)
-            ),
-        };
-        t.tmux(&[
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-s",
-            "ui",
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-            "sh",
-        ]);
-        t.tmux(&["set-option", "-g", "escape-time", "0"]);
-        t
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("TMUX")
-            .stdin(Stdio::null())
-            .output()
-            .expect("tmux runs (install tmux; .ci/run does)");
-        assert!(
-            out.status.success(),
-            "tmux {args:?} failed: {}",
-            text(&out.stderr)
-        );
-        out
-    }
-
-    fn type_text(&self, s: &str) {
-        self.tmux(&["send-keys", "-t", "ui", "-l", s]);
-    }
-
-    fn key(&self, key: &str) {
-        self.tmux(&["send-keys", "-t", "ui", key]);
-    }
-
-    fn screen(&self) -> String {
-        text(&self.tmux(&["capture-pane", "-p", "-t", "ui"]).stdout)
-    }
-
-    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                return s;
-            }
-            if start.elapsed() > SCREEN_TIMEOUT {
-                panic!("timed out waiting for {what}; the screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-
-    fn wait_for(&self, needle: &str) -> String {
-        self.wait(&format!("{needle:?}"), |s| s.contains(needle))
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .stdin(Stdio::null())
-            .output();
-    }
-}
-
 /// The pid of the program running in the pane's shell (the UI).
 fn pane_child(t: &Tmux) -> u32 {
     let shell = text(
-        &t.tmux(&["display-message", "-p", "-t", "ui", "#{pane_pid}"])
+        &t.tmux(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"])
             .stdout,
     );
     let shell = shell.trim();
