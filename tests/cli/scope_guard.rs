@@ -4,11 +4,19 @@
 
 use crate::support::mcp_session::{tool_text, RawSession};
 use crate::support::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const U: &str = "user:42";
 const PM: &str = "package_manager";
 const INCIDENT: &str = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
+
+/// The write waits for a human, and says why: `reason`.
+#[track_caller]
+fn assert_queued(out: &Value, reason: &str) {
+    assert_eq!(out["outcome"], "pending", "{out}");
+    let said = out["reason"].as_str().unwrap_or_default();
+    assert!(said.contains(reason), "{said}");
+}
 
 fn global_write(
     db: &TestDb,
@@ -98,11 +106,10 @@ fn a_sibling_or_a_named_repository_is_evidence_too() {
         "安装依赖继续用 npm ci。",
         &["--in-repo", "legacy-dashboard"],
     );
-    assert_eq!(out["outcome"], "pending", "{out}");
-    assert!(out["reason"]
-        .as_str()
-        .unwrap()
-        .contains("the same message wrote install_command in repo:legacy-dashboard"));
+    assert_queued(
+        &out,
+        "the same message wrote install_command in repo:legacy-dashboard",
+    );
     let named = global_write(
         &db,
         "yarn",
@@ -110,11 +117,7 @@ fn a_sibling_or_a_named_repository_is_evidence_too() {
         "storefront uses yarn",
         &["--in-repo", "storefront"],
     );
-    assert_eq!(named["outcome"], "pending", "{named}");
-    assert!(named["reason"]
-        .as_str()
-        .unwrap()
-        .contains("the words name repo:storefront"));
+    assert_queued(&named, "the words name repo:storefront");
 }
 
 #[test]

@@ -17,8 +17,8 @@
 //!
 //! Reproduce: `MEMSCOPE_ASSERT_INVARIANTS=1 cargo test --release --test reliability -- crash::`
 
-use crate::support::args_for;
 use crate::support::reliability::*;
+use crate::support::{args_for, outcomes};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -562,23 +562,17 @@ fn a_replayed_file_with_a_newer_confirmation_converges() {
     ];
     let input = lines.join("\n") + "\n";
     let first = db.run_stdin(&["apply", "-"], input.as_bytes()).ok();
-    let first_outcomes: Vec<String> = first
-        .complete_json_lines()
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap().to_string())
-        .collect();
+    let first_lines = first.complete_json_lines();
+    let first_outcomes = outcomes(&first_lines);
     let after_first = view(&db);
     let replay = db.run_stdin(&["apply", "-"], input.as_bytes()).ok();
-    let replay_outcomes: Vec<String> = replay
-        .complete_json_lines()
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap().to_string())
-        .collect();
+    let replay_lines = replay.complete_json_lines();
+    let replay_outcomes = outcomes(&replay_lines);
     db.assert_check_ok();
     assert!(
         replay_outcomes
             .iter()
-            .all(|o| o == "confirmed" || o == "stale"),
+            .all(|&o| o == "confirmed" || o == "stale"),
         "first run {first_outcomes:?}; the replay came out {replay_outcomes:?}: a replay must be confirmed or stale"
     );
     assert_eq!(
