@@ -72,14 +72,7 @@ fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
         .contains("why: the words say “这个仓库”"));
     // The human puts it where it belongs.
     let id = item["id"].to_string();
-    let put = db.json(&[
-        "pending",
-        "resolve",
-        &id,
-        "--scope",
-        "repo:legacy-dashboard",
-        "--json",
-    ]);
+    let put = db.resolve_pending(&id, "repo:legacy-dashboard").ok().json();
     assert_eq!(put["outcome"], "inserted");
     assert_eq!(
         db.resolve(U, PM, Some("legacy-dashboard"), None)["value"],

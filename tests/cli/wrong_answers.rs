@@ -304,14 +304,7 @@ fn a_replayed_ambiguous_write_returns_the_open_item_instead_of_queueing_another(
     assert_eq!(db.pending(false).len(), 5);
 
     // Once a human answered, the same words are a new question.
-    db.run(&[
-        "pending",
-        "resolve",
-        &id.to_string(),
-        "--scope",
-        "repo:web-app",
-    ])
-    .ok();
+    db.resolve_pending(&id.to_string(), "repo:web-app").ok();
     let after = db.ask_npm();
     assert_eq!(after["outcome"], "pending");
     assert_ne!(after["pending_id"], json!(id));
@@ -389,14 +382,7 @@ fn a_scope_outside_the_candidates_needs_force_and_the_refusal_names_them() {
         .as_i64()
         .unwrap()
         .to_string();
-    let out = db.json(&[
-        "pending",
-        "resolve",
-        &second,
-        "--scope",
-        "repo:web-app",
-        "--json",
-    ]);
+    let out = db.resolve_pending(&second, "repo:web-app").ok().json();
     assert_eq!(out["outcome"], "inserted", "{out}");
     let events = db.history(U, "formatter", Some("repo:web-app"));
     assert!(events

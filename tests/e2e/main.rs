@@ -33,6 +33,14 @@ fn launch(t: &Tmux, db: &Path, args: &str) {
     ));
 }
 
+/// `history --json` of one identity.
+fn history_of(db: &Path, subject: &str, predicate: &str, scope: &str) -> Value {
+    cli(
+        db,
+        &args_for("history", subject, predicate, &["--scope", scope, "--json"]),
+    )
+}
+
 /// "15 identities in 6 scopes", as the list title says it, from `list --json`.
 fn view_title(db: &Path) -> String {
     let list = cli(db, &["list", "--json"]);
@@ -156,15 +164,7 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
             .all(|p| p["id"].as_i64() != Some(id)),
         "{after}"
     );
-    let history = cli(
-        &db,
-        &args_for(
-            "history",
-            &subject,
-            &predicate,
-            &["--scope", &repo, "--json"],
-        ),
-    );
+    let history = history_of(&db, &subject, &predicate, &repo);
     let events: Vec<&str> = history
         .as_array()
         .unwrap()
@@ -191,15 +191,7 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
     t.wait_for("This will, in one transaction:");
     t.type_text("y");
     t.wait_for("deleted: 1 identity tombstoned");
-    let history = cli(
-        &db,
-        &args_for(
-            "history",
-            &subject,
-            &predicate,
-            &["--scope", &scope, "--json"],
-        ),
-    );
+    let history = history_of(&db, &subject, &predicate, &scope);
     let last = history.as_array().unwrap().last().expect("events").clone();
     assert_eq!(last["event"], "deleted", "{history}");
     assert_eq!(last["value"], Value::Null);
@@ -366,15 +358,7 @@ fn incident_walkthrough_reads_as_of_rescope() {
     let check = cli(&db, &["check", "--json"]);
     assert_eq!(check["ok"], true, "{check}");
     // The moved record kept its words' source.
-    let moved = cli(
-        &db,
-        &args_for(
-            "history",
-            "user:42",
-            "package_manager",
-            &["--scope", "repo:legacy-dashboard", "--json"],
-        ),
-    );
+    let moved = history_of(&db, "user:42", "package_manager", "repo:legacy-dashboard");
     assert_eq!(moved[0]["source"], "thread:23/message:14", "{moved}");
 
     t.type_text("q");

@@ -413,7 +413,7 @@ fn a_predicate_delete_leaves_no_pending_item_of_that_predicate() {
     db.run(&["delete", "--yes", "--subject", U, "--predicate", PM])
         .ok();
     assert!(db.list(&["--predicate", PM]).is_empty());
-    let resurrect = db.run(&["pending", "resolve", &id, "--scope", "repo:a", "--json"]);
+    let resurrect = db.resolve_pending(&id, "repo:a");
     assert!(
         db.list(&["--predicate", PM]).is_empty(),
         "a pending item written after the delete brought the deleted preference back: {}",

@@ -242,14 +242,10 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
     assert_eq!(item["status"], "open");
 
     // The human picks the repo.
-    let resolved = db.json(&[
-        "pending",
-        "resolve",
-        &id.to_string(),
-        "--scope",
-        "repo:web-app",
-        "--json",
-    ]);
+    let resolved = db
+        .resolve_pending(&id.to_string(), "repo:web-app")
+        .ok()
+        .json();
     assert_eq!(resolved["outcome"], "inserted", "{resolved:#}");
     assert_eq!(resolved["scope"], "repo:web-app");
 
@@ -308,14 +304,7 @@ fn s4_a_resolution_can_itself_come_out_stale() {
     let newer = db.write(U, PM, "yarn 🧶", "global", "thread:32/message:1");
     assert_eq!(newer["outcome"], "superseded");
 
-    let r = db.run(&[
-        "pending",
-        "resolve",
-        &id.to_string(),
-        "--scope",
-        "global",
-        "--json",
-    ]);
+    let r = db.resolve_pending(&id.to_string(), "global");
     assert_eq!(r.code, 0, "stale is an outcome, not an error: {r:?}");
     let res = r.json();
     assert_eq!(res["outcome"], "stale", "{res:#}");

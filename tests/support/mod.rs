@@ -412,6 +412,11 @@ impl TestDb {
         as_array(self.json(&args))
     }
 
+    /// `pending resolve ID --scope SCOPE --json`, whatever its exit code.
+    pub fn resolve_pending(&self, id: &str, scope: &str) -> Run {
+        self.run(&["pending", "resolve", id, "--scope", scope, "--json"])
+    }
+
     /// `check --json`, whatever its exit code; returns (exit code, report).
     #[track_caller]
     pub fn check(&self) -> (i32, Value) {
