@@ -8,6 +8,8 @@ use serde_json::{json, Value};
 
 const U: &str = "user:42";
 const PM: &str = "package_manager";
+/// Said in repository legacy-dashboard.
+const IN_LEGACY: &[&str] = &["--in-repo", "legacy-dashboard"];
 const INCIDENT: &str = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
 
 /// The write waits for a human, and says why: `reason`.
@@ -44,13 +46,7 @@ fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
         default["outcome"], "inserted",
         "a default stated as a default: {default}"
     );
-    let out = global_write(
-        &db,
-        "npm",
-        "thread:23/message:14",
-        INCIDENT,
-        &["--in-repo", "legacy-dashboard"],
-    );
+    let out = global_write(&db, "npm", "thread:23/message:14", INCIDENT, IN_LEGACY);
     assert_eq!(out["outcome"], "pending", "{out}");
     assert_eq!(
         out["scope"],
@@ -97,7 +93,7 @@ fn a_sibling_or_a_named_repository_is_evidence_too() {
         "npm",
         "thread:23/message:14",
         "安装依赖继续用 npm ci。",
-        &["--in-repo", "legacy-dashboard"],
+        IN_LEGACY,
     );
     assert_queued(
         &out,
@@ -125,24 +121,12 @@ fn without_a_context_or_with_the_guard_off_the_write_is_applied() {
     let db = TestDb::new();
     db.init();
     db.run(&["settings", "set", "scope_guard", "off"]).ok();
-    let out = global_write(
-        &db,
-        "npm",
-        "thread:23",
-        INCIDENT,
-        &["--in-repo", "legacy-dashboard"],
-    );
+    let out = global_write(&db, "npm", "thread:23", INCIDENT, IN_LEGACY);
     assert_eq!(out["outcome"], "inserted", "{out}");
     db.run(&["settings", "set", "scope_guard", "sometimes"])
         .fails_with(2, &["scope_guard must be queue, flag or off"]);
     db.run(&["settings", "set", "scope_guard", "flag"]).ok();
-    let out = global_write(
-        &db,
-        "yarn",
-        "thread:24",
-        INCIDENT,
-        &["--in-repo", "legacy-dashboard"],
-    );
+    let out = global_write(&db, "yarn", "thread:24", INCIDENT, IN_LEGACY);
     assert_eq!(out["outcome"], "superseded", "flag applies: {out}");
     assert_eq!(db.json(&["check", "--json"])["metrics"]["suspects"], 1);
 }

@@ -33,6 +33,14 @@ fn launch(t: &Tmux, db: &Path, args: &str) {
     ));
 }
 
+/// A temporary directory (removed when dropped) and the path of a `demo.db` in it, not yet
+/// created.
+fn demo_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = dir.path().join("demo.db");
+    (dir, db)
+}
+
 /// `history --json` of one identity.
 fn history_of(db: &Path, subject: &str, predicate: &str, scope: &str) -> Value {
     cli(
@@ -67,8 +75,7 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
     let Some(t) = Tmux::shell(110, 32) else {
         return;
     };
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let db: PathBuf = dir.path().join("demo.db");
+    let (_dir, db) = demo_db();
     t.run(&format!(
         "{BIN} --db {} demo; echo \"EXIT:$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' '+'; echo \"ST\"\"TY\"",
         shell_quote(&db)
@@ -274,8 +281,7 @@ fn incident_walkthrough_reads_as_of_rescope() {
     let Some(t) = Tmux::shell(100, 30) else {
         return;
     };
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let db: PathBuf = dir.path().join("demo.db");
+    let (_dir, db) = demo_db();
     launch(&t, &db, "demo");
     t.wait_for("Current view · ");
 
@@ -487,8 +493,7 @@ fn mouse_click_event_popup_and_osc_52_copy_then_no_mouse() {
     };
     // tmux takes an OSC 52 copy into its paste buffer when set-clipboard is on.
     t.tmux(&["set-option", "-s", "set-clipboard", "on"]);
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let db = dir.path().join("demo.db");
+    let (_dir, db) = demo_db();
     cli(&db, &["demo", "--no-tui"]);
     launch(&t, &db, "tui");
     let screen = t.wait_for("History · team:web · node_version @ global");
