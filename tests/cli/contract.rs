@@ -500,8 +500,8 @@ fn the_database_comes_from_db_else_memscope_db() {
 #[test]
 fn seq_hands_out_increasing_numbers_and_write_takes_one_at_commit() {
     let db = TestDb::new();
-    let a: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
-    let b: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    let a: i64 = db.seq();
+    let b: i64 = db.seq();
     assert!(b > a);
     let out = db.write(U, PM, "pnpm", "global", "t");
     assert!(out["causal_seq"].as_i64().unwrap() > b);

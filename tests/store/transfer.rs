@@ -122,7 +122,7 @@ fn export_then_import_round_trips_the_demo() {
     assert!(text.lines().any(|l| l.contains(r#""table":"reads""#)));
     assert_eq!(reads, dst.json(&["reads", "--json"]));
     // The imported database keeps working: the clock continues, tombstones still hold.
-    let next: i64 = dst.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    let next: i64 = dst.seq();
     let src_clock =
         src.sql_i64("SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'");
     assert_eq!(next, src_clock + 1);

@@ -118,10 +118,7 @@ fn concurrent_writer_processes_lose_nothing_and_keep_one_current_record() {
         assert_eq!(value, &json!(values[i]));
     }
     let seqs: Vec<i64> = sets.iter().map(|s| s.1).collect();
-    assert!(
-        seqs.windows(2).all(|w| w[0] < w[1]),
-        "applied versions in causal order: {seqs:?}"
-    );
+    assert_increasing(&seqs, "applied versions in causal order");
     db.assert_check_ok();
 }
 
@@ -132,20 +129,8 @@ fn concurrent_writer_processes_lose_nothing_and_keep_one_current_record() {
 fn concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value() {
     const N: usize = 10;
     let db = TestDb::new();
-    let seqs: Vec<i64> = (0..N)
-        .map(|_| {
-            db.run(&["seq"])
-                .ok()
-                .stdout
-                .trim()
-                .parse::<i64>()
-                .expect("seq prints an integer")
-        })
-        .collect();
-    assert!(
-        seqs.windows(2).all(|w| w[0] < w[1]),
-        "seq is monotonic: {seqs:?}"
-    );
+    let seqs: Vec<i64> = (0..N).map(|_| db.seq()).collect();
+    assert_increasing(&seqs, "seq is monotonic");
     // Launch the causally newest first, so the race really has to resolve by causal_seq.
     let children: Vec<(usize, Child)> = (0..N)
         .rev()
@@ -196,10 +181,7 @@ fn concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value() 
     let versions: Vec<i64> = sets.iter().map(|s| s.0).collect();
     assert_eq!(versions, (1..=sets.len() as i64).collect::<Vec<_>>());
     let set_seqs: Vec<i64> = sets.iter().map(|s| s.1).collect();
-    assert!(
-        set_seqs.windows(2).all(|w| w[0] < w[1]),
-        "applied versions must read back in causal order: {set_seqs:?}"
-    );
+    assert_increasing(&set_seqs, "applied versions must read back in causal order");
     db.assert_check_ok();
 }
 
@@ -326,7 +308,7 @@ fn causal_order_3_then_1_then_2_keeps_the_value_of_3() {
         ]
     );
     // The database clock moved past 3: the next number handed out is above it.
-    let next: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    let next: i64 = db.seq();
     assert!(next > 3, "seq after observing 3 gave {next}");
     let (_, report) = db.check();
     assert_eq!(report["metrics"]["stale_writes"], 2);
@@ -701,7 +683,7 @@ fn the_causal_clock_survives_a_purge_of_its_newest_events() {
     // A second process sees the same clock.
     let other = memscope::Store::open(&db.path, memscope::OpenMode::Existing).unwrap();
     drop(other);
-    let seq: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    let seq: i64 = db.seq();
     assert!(seq > after.causal_seq.unwrap());
     db.assert_check_ok();
 }

@@ -417,6 +417,15 @@ impl TestDb {
         self.run(&["pending", "resolve", id, "--scope", scope, "--json"])
     }
 
+    /// `seq`: a fresh causal sequence number.
+    #[track_caller]
+    pub fn seq(&self) -> i64 {
+        let out = self.run(&["seq"]).ok().stdout;
+        out.trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("seq prints an integer ({e}): {out:?}"))
+    }
+
     /// `check --json`, whatever its exit code; returns (exit code, report).
     #[track_caller]
     pub fn check(&self) -> (i32, Value) {
@@ -706,6 +715,12 @@ pub fn ambiguous_req(
         causal_seq: None,
         context: None,
     }
+}
+
+/// Asserts that `values` strictly increase; `what` says what they are.
+#[track_caller]
+pub fn assert_increasing(values: &[i64], what: &str) {
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{what}: {values:?}");
 }
 
 /// The `outcome` of each outcome line, in order.
