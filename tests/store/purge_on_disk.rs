@@ -47,9 +47,12 @@ impl Canaries {
     }
 }
 
-/// Writes every canary through the CLI: raw text, a superseded value, a stale replay, a
-/// confirmation, a pending item naming the scope, and a 100 KB value (overflow pages).
-fn plant_with_cli(db: &TestDb, c: &Canaries) {
+/// A new database with every canary written through the CLI: raw text, a superseded value, a
+/// stale replay, a confirmation, a pending item naming the scope, and a 100 KB value (overflow
+/// pages).
+fn planted_with_cli() -> (TestDb, Canaries) {
+    let db = TestDb::new();
+    let c = Canaries::new();
     let out = db.write_with(
         U,
         PM,
@@ -133,6 +136,7 @@ fn plant_with_cli(db: &TestDb, c: &Canaries) {
     .ok();
     // A neighbour that must survive the delete.
     db.write(U, "formatter", "biome", "global", "thread:27/message:11");
+    (db, c)
 }
 
 #[track_caller]
@@ -162,9 +166,7 @@ fn assert_gone(db: &TestDb, c: &Canaries) {
 
 #[test]
 fn deleting_a_predicate_leaves_its_content_in_no_database_file() {
-    let db = TestDb::new();
-    let c = Canaries::new();
-    plant_with_cli(&db, &c);
+    let (db, c) = planted_with_cli();
     assert_present(&db, &c);
 
     let report = db.json(&args_for(
@@ -194,9 +196,7 @@ fn deleting_a_predicate_leaves_its_content_in_no_database_file() {
 
 #[test]
 fn deleting_one_identity_purges_the_pending_items_that_name_it() {
-    let db = TestDb::new();
-    let c = Canaries::new();
-    plant_with_cli(&db, &c);
+    let (db, c) = planted_with_cli();
     db.delete(U, PM, "global");
     // Everything of the global identity, including the pending item naming it, is gone …
     for (what, canary) in c.all() {
@@ -217,9 +217,7 @@ fn deleting_one_identity_purges_the_pending_items_that_name_it() {
 
 #[test]
 fn deleting_a_whole_subject_leaves_nothing_on_disk() {
-    let db = TestDb::new();
-    let c = Canaries::new();
-    plant_with_cli(&db, &c);
+    let (db, c) = planted_with_cli();
     let coffee = unique("燕麦拿铁☕-");
     db.write_with(
         U,
@@ -320,9 +318,7 @@ fn library_delete_purges_while_the_store_stays_open() {
 /// reader is gone.
 #[test]
 fn a_blocked_purge_is_recorded_and_paid_later() {
-    let db = TestDb::new();
-    let c = Canaries::new();
-    plant_with_cli(&db, &c);
+    let (db, c) = planted_with_cli();
 
     let script = r#"
 import sqlite3, sys
