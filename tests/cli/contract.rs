@@ -350,7 +350,11 @@ fn chinese_emoji_and_100kb_values_round_trip_through_write_and_apply() {
     assert_eq!(repo[0]["subject"], "用户:小明 🐼");
     assert_eq!(repo[0]["source"], "对话:7/消息:3");
     assert_eq!(repo[0]["raw"].as_str().unwrap(), long_text(20_000, "原话"));
-    let r = db.resolve("用户:小明 🐼", "笔记", Some("仓库-一"), Some("任务-二"));
+    let r = db.resolve(
+        "用户:小明 🐼",
+        "笔记",
+        &["--repo", "仓库-一", "--task", "任务-二"],
+    );
     assert_eq!(r["value"].as_str().unwrap(), via_apply);
     assert_eq!(r["considered"][1]["value"].as_str().unwrap(), via_arg);
     let h = db.history("用户:小明 🐼", "笔记", Some("task:任务-二"));

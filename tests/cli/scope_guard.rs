@@ -58,7 +58,7 @@ fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
         "{reason}"
     );
     // pnpm is still what every new project gets.
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["value"], "pnpm");
     let item = &db.pending(false)[0];
     assert_eq!(item["reason"], "the words say “这个仓库”");
     assert!(db
@@ -71,10 +71,10 @@ fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
     let put = db.resolve_pending(&id, "repo:legacy-dashboard").ok().json();
     assert_eq!(put["outcome"], "inserted");
     assert_eq!(
-        db.resolve(U, PM, Some("legacy-dashboard"), None)["value"],
+        db.resolve(U, PM, &["--repo", "legacy-dashboard"])["value"],
         "npm"
     );
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["value"], "pnpm");
     db.assert_check_ok();
 }
 
@@ -181,5 +181,5 @@ fn an_agent_in_the_repository_is_told_its_write_waits_for_a_human() {
     );
     let (code, _) = s.finish();
     assert_eq!(code, 0);
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["value"], "pnpm");
 }

@@ -30,8 +30,8 @@ fn resolve_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 #[test]
 fn resolve_takes_repo_and_task_ids_in_their_scope_form_as_the_same_id() {
     let db = three_scopes();
-    let bare = db.resolve(U, PM, Some("web-app"), None);
-    let prefixed = db.resolve(U, PM, Some("repo:web-app"), None);
+    let bare = db.resolve(U, PM, &["--repo", "web-app"]);
+    let prefixed = db.resolve(U, PM, &["--repo", "repo:web-app"]);
     assert_eq!(prefixed, bare);
     assert_eq!(prefixed["scope"], "repo:web-app", "{prefixed}");
     let scopes: Vec<&str> = prefixed["considered"]
@@ -42,8 +42,11 @@ fn resolve_takes_repo_and_task_ids_in_their_scope_form_as_the_same_id() {
         .collect();
     assert_eq!(scopes, ["repo:web-app", "global"]);
 
-    let both = db.resolve(U, PM, Some("repo:web-app"), Some("task:fix-1"));
-    assert_eq!(both, db.resolve(U, PM, Some("web-app"), Some("fix-1")));
+    let both = db.resolve(U, PM, &["--repo", "repo:web-app", "--task", "task:fix-1"]);
+    assert_eq!(
+        both,
+        db.resolve(U, PM, &["--repo", "web-app", "--task", "fix-1"])
+    );
     assert_eq!(both["scope"], "task:fix-1");
 
     // The text form answers the question asked: npm from the repository, no `repo:repo:`.

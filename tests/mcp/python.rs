@@ -197,7 +197,7 @@ fn python_sdk_client_writes_exactly_what_the_cli_writes() {
         };
         let told = timeless_chain(facts[fact].clone());
         let resolved =
-            timeless_chain(cli_db.resolve("user:42", "package_manager", Some(repo), None));
+            timeless_chain(cli_db.resolve("user:42", "package_manager", &["--repo", repo]));
         assert_eq!(told, resolved, "{fact}");
     }
     let reads = as_array(mcp_db.json(&["reads", "--json"]));

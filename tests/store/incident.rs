@@ -555,7 +555,7 @@ fn cli_resolve_at_answers_from_history_with_the_resolve_shape() {
     assert_eq!((&r["value"], &r["version"]), (&json!("pnpm"), &json!(1)));
 
     // Same fields as plain resolve, at the top and in the chain.
-    let live = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    let live = db.resolve(U, PM, &["--repo", "legacy-dashboard"]);
     let then = at("3d", Some("legacy-dashboard"));
     let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
     assert_eq!(keys(&then), keys(&live));
@@ -976,7 +976,7 @@ fn rescope_fixes_the_wrong_tool_incident() {
     );
     // The incident: an agent in a new project gets npm (and the read is logged).
     assert_eq!(
-        db.resolve(U, PM, Some("brand-new-app"), None)["value"],
+        db.resolve(U, PM, &["--repo", "brand-new-app"])["value"],
         "npm"
     );
     let mut store = open_store(&db.path);
@@ -1059,12 +1059,12 @@ fn rescope_fixes_the_wrong_tool_incident() {
     );
 
     db.assert_check_ok();
-    let r = db.resolve(U, PM, Some("brand-new-app"), None);
+    let r = db.resolve(U, PM, &["--repo", "brand-new-app"]);
     assert_eq!(
         (&r["value"], &r["scope"]),
         (&json!("pnpm"), &json!("global"))
     );
-    let r = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    let r = db.resolve(U, PM, &["--repo", "legacy-dashboard"]);
     assert_eq!((&r["value"], &r["scope"]), (&json!("npm"), &json!(LEGACY)));
 
     // After the fix, the logged read still explains what the agent saw then: global v2, npm.
@@ -1134,10 +1134,10 @@ fn rescope_of_a_first_version_removes_it_from_the_old_scope() {
     );
     db.assert_check_ok();
     assert_eq!(
-        db.resolve(U, PM, None, Some("check-lockfile-7"))["value"],
+        db.resolve(U, PM, &["--task", "check-lockfile-7"])["value"],
         json!(value)
     );
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["found"], false);
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["found"], false);
 
     let o = db.write(U, PM, "pnpm", "global", "thread:30/message:1");
     assert_eq!(

@@ -139,12 +139,12 @@ fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default() {
         "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"
     );
 
-    let in_repo = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    let in_repo = db.resolve(U, PM, &["--repo", "legacy-dashboard"]);
     assert_eq!(
         (&in_repo["value"], &in_repo["scope"]),
         (&json!("npm"), &json!("repo:legacy-dashboard"))
     );
-    let new_project = db.resolve(U, PM, None, None);
+    let new_project = db.resolve(U, PM, &[]);
     assert_eq!(
         (&new_project["value"], &new_project["scope"]),
         (&json!("pnpm"), &json!("global"))
@@ -192,8 +192,8 @@ fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only(
     assert_eq!(hist[0]["raw"], "以后新建前端项目，默认用 pnpm。");
 
     // … but no longer read.
-    for (repo, task) in [(None, None), (Some("web-app"), None), (None, Some("t-1"))] {
-        let r = db.resolve(U, PM, repo, task);
+    for context in [&[][..], &["--repo", "web-app"], &["--task", "t-1"]] {
+        let r = db.resolve(U, PM, context);
         assert_eq!(r["value"], "npm", "{r:#}");
         assert_eq!(r["version"], 2);
         assert!(!r.to_string().contains("pnpm"), "{r:#}");
@@ -229,7 +229,7 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
 
     assert_eq!(db.list(&[]), before, "nothing may be overwritten");
     assert_eq!(db.history(U, PM, None).len(), 1);
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["value"], "pnpm");
 
     let queue = db.pending(false);
     assert_eq!(queue.len(), 1, "{queue:?}");
@@ -255,12 +255,12 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
     assert_eq!(all[0]["resolved_scope"], "repo:web-app");
     assert_eq!(all[0]["resolution"], "inserted");
 
-    let in_repo = db.resolve(U, PM, Some("web-app"), None);
+    let in_repo = db.resolve(U, PM, &["--repo", "web-app"]);
     assert_eq!(
         (&in_repo["value"], &in_repo["scope"]),
         (&json!("npm"), &json!("repo:web-app"))
     );
-    let global = db.resolve(U, PM, None, None);
+    let global = db.resolve(U, PM, &[]);
     assert_eq!(global["value"], "pnpm", "the default stays: {global:#}");
     assert_eq!(global["version"], 1);
 
@@ -280,7 +280,7 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
     // An item is resolved once.
     db.run(&["pending", "resolve", &id.to_string(), "--scope", "global"])
         .fails_with(1, &["already"]);
-    assert_eq!(db.resolve(U, PM, None, None)["value"], "pnpm");
+    assert_eq!(db.resolve(U, PM, &[])["value"], "pnpm");
     db.assert_check_ok();
 }
 
@@ -494,7 +494,11 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore()
     assert_eq!(amb["outcome"], "rejected", "{amb:#}");
     assert!(db.list(&["--subject", U, "--predicate", PM]).is_empty());
     assert!(db.pending(false).is_empty());
-    let r = db.resolve(U, PM, Some("legacy-dashboard"), Some("fix-lockfile-123"));
+    let r = db.resolve(
+        U,
+        PM,
+        &["--repo", "legacy-dashboard", "--task", "fix-lockfile-123"],
+    );
     assert_eq!(r["found"], false, "{r:#}");
     assert!(!db.fingerprint().join("\n").contains("还是 pnpm 吧"));
 

@@ -20,21 +20,25 @@ fn the_demo_tells_the_first_articles_story_through_the_write_path() {
     let pm = "package_manager";
     // The incident: the legacy-dashboard rule was written as a global change and superseded
     // the pnpm default, so a new project resolves npm (global v2) until someone rescopes it.
-    let new_app = db.resolve(u, pm, Some("new-app"), None);
+    let new_app = db.resolve(u, pm, &["--repo", "new-app"]);
     assert_eq!(new_app["value"], "npm");
     assert_eq!(new_app["scope"], "global");
     assert_eq!(new_app["version"], 2);
     assert_eq!(
-        db.resolve(u, pm, Some("legacy-dashboard"), Some("fix-lockfile-123"))["scope"],
+        db.resolve(
+            u,
+            pm,
+            &["--repo", "legacy-dashboard", "--task", "fix-lockfile-123"]
+        )["scope"],
         "task:fix-lockfile-123"
     );
     // A correctly scoped repo rule (user:7) does not leak into other repos.
     assert_eq!(
-        db.resolve("user:7", pm, Some("legacy-dashboard"), None)["value"],
+        db.resolve("user:7", pm, &["--repo", "legacy-dashboard"])["value"],
         "npm"
     );
     assert_eq!(
-        db.resolve("user:7", pm, Some("new-app"), None)["value"],
+        db.resolve("user:7", pm, &["--repo", "new-app"])["value"],
         "yarn"
     );
     // The repeated pnpm confirmation is in the history of global v1.
@@ -210,7 +214,7 @@ fn unicode_and_long_values_survive_a_round_trip() {
     let rec = dst.list(&["--predicate", "notes"]);
     assert_eq!(rec[0]["value"].as_str().unwrap(), long);
     assert_eq!(
-        dst.resolve("用户:小明", "reply_language", None, None)["value"],
+        dst.resolve("用户:小明", "reply_language", &[])["value"],
         "中文，谢谢 🙏"
     );
 }

@@ -488,7 +488,7 @@ fn predicate_spellings_and_aliases_are_one_identity() {
     assert_eq!(rec["confirm_count"], 5);
     // Reads normalize too.
     for p in spellings {
-        assert_eq!(db.resolve(U, p, None, None)["value"], "pnpm", "{p}");
+        assert_eq!(db.resolve(U, p, &[])["value"], "pnpm", "{p}");
         assert_eq!(db.history(U, p, None).len(), 6, "{p}");
         assert_eq!(db.list(&["--predicate", p]).len(), 1, "{p}");
     }

@@ -381,24 +381,11 @@ impl TestDb {
         as_array(self.json(&args))
     }
 
-    /// `resolve --json`.
+    /// `resolve --json`, in the context `context` (e.g. `&["--repo", "web-app"]`, or none).
     #[track_caller]
-    pub fn resolve(
-        &self,
-        subject: &str,
-        predicate: &str,
-        repo: Option<&str>,
-        task: Option<&str>,
-    ) -> Value {
+    pub fn resolve(&self, subject: &str, predicate: &str, context: &[&str]) -> Value {
         let mut args = args_for("resolve", subject, predicate, &["--json"]);
-        if let Some(r) = repo {
-            args.push("--repo");
-            args.push(r);
-        }
-        if let Some(t) = task {
-            args.push("--task");
-            args.push(t);
-        }
+        args.extend_from_slice(context);
         self.json(&args)
     }
 
