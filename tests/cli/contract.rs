@@ -49,7 +49,7 @@ fn jsonl(lines: &[Value]) -> String {
 
 #[track_caller]
 fn assert_story_outcomes(outs: &[Value]) {
-    let kinds: Vec<&str> = outcomes(&outs);
+    let kinds = outcomes(outs);
     assert_eq!(
         kinds,
         [
