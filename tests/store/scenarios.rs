@@ -215,14 +215,7 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
     db.write(U, PM, "pnpm", "global", "thread:17/message:86");
     let before = db.list(&[]);
 
-    let out = db.write_ambiguous(
-        U,
-        PM,
-        "npm",
-        "global,repo:web-app",
-        "thread:31/message:2",
-        "以后都用 npm",
-    );
+    let out = db.ask_npm();
     assert_eq!(out["outcome"], "pending", "{out:#}");
     let id = out["pending_id"].as_i64().expect("pending_id");
     assert!(out.get("version").is_none() || out["version"].is_null());
@@ -290,14 +283,7 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
 fn s4_a_resolution_can_itself_come_out_stale() {
     let db = TestDb::new();
     db.write(U, PM, "pnpm", "global", "thread:17/message:86");
-    let out = db.write_ambiguous(
-        U,
-        PM,
-        "npm",
-        "global,repo:web-app",
-        "thread:31/message:2",
-        "以后都用 npm",
-    );
+    let out = db.ask_npm();
     let id = out["pending_id"].as_i64().expect("pending_id");
 
     // A newer, explicit global change lands while the item waits.
