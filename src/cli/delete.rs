@@ -1,6 +1,6 @@
 //! `delete`, `restore`, `gc`.
 
-use super::{errln, outln, print_json, scope_arg, usage, EXIT_FAILED, EXIT_OK};
+use super::{errln, outln, print_json, scope_arg, usage, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::{DeletePreview, DeleteTarget, Identity};
 use crate::store::Store;
 use anyhow::Result;
@@ -34,12 +34,8 @@ pub struct DeleteArgs {
 
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
-    /// Who the deleted memory was about
-    #[arg(long)]
-    pub subject: String,
-    /// Its predicate
-    #[arg(long)]
-    pub predicate: String,
+    #[command(flatten)]
+    pub about: SubjectPredicate,
     /// Its scope: global, repo:<id> or task:<id>
     #[arg(long)]
     pub scope: String,
@@ -142,12 +138,7 @@ fn statement(preview: &DeletePreview) -> impl Iterator<Item = String> {
 }
 
 pub fn restore(store: &mut Store, a: RestoreArgs) -> Result<i32> {
-    let id = Identity {
-        subject: a.subject,
-        predicate: a.predicate,
-        scope: scope_arg(&a.scope)?,
-    };
-    let t = store.restore(&id)?;
+    let t = store.restore(&a.about.at(&a.scope)?)?;
     if a.json {
         print_json(&t)?;
     } else {

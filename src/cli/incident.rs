@@ -1,7 +1,7 @@
 //! `reads`, `rescope`, `revert`: the wrong-tool incident loop.
 
-use super::{outln, print_json, scope_arg, EXIT_FAILED, EXIT_OK};
-use crate::model::{Identity, WriteOutcome};
+use super::{outln, print_json, scope_arg, SubjectPredicate, EXIT_FAILED, EXIT_OK};
+use crate::model::WriteOutcome;
 use crate::store::{parse_time, ReadFilter, Store};
 use anyhow::Result;
 use clap::Args;
@@ -30,12 +30,8 @@ pub struct ReadsArgs {
 
 #[derive(Debug, Args)]
 pub struct RescopeArgs {
-    /// Who the memory is about, e.g. user:42
-    #[arg(long)]
-    pub subject: String,
-    /// What it says about them, e.g. package_manager (normalized, aliases applied)
-    #[arg(long)]
-    pub predicate: String,
+    #[command(flatten)]
+    pub about: SubjectPredicate,
     /// Where the value is now (mis-scoped)
     #[arg(long)]
     pub scope: String,
@@ -49,12 +45,8 @@ pub struct RescopeArgs {
 
 #[derive(Debug, Args)]
 pub struct RevertArgs {
-    /// Who the memory is about, e.g. user:42
-    #[arg(long)]
-    pub subject: String,
-    /// What it says about them, e.g. package_manager (normalized, aliases applied)
-    #[arg(long)]
-    pub predicate: String,
+    #[command(flatten)]
+    pub about: SubjectPredicate,
     /// The scope of the record to revert: global, repo:<id> or task:<id>
     #[arg(long)]
     pub scope: String,
@@ -139,18 +131,13 @@ fn print_outcomes(outcomes: &[WriteOutcome], json: bool) -> Result<()> {
 
 pub fn rescope(store: &mut Store, a: RescopeArgs) -> Result<i32> {
     let (from, to) = (scope_arg(&a.scope)?, scope_arg(&a.to)?);
-    let outcomes = store.rescope(&a.subject, &a.predicate, &from, &to)?;
+    let outcomes = store.rescope(&a.about.subject, &a.about.predicate, &from, &to)?;
     print_outcomes(&outcomes, a.json)?;
     Ok(EXIT_OK)
 }
 
 pub fn revert(store: &mut Store, a: RevertArgs) -> Result<i32> {
-    let id = Identity {
-        subject: a.subject,
-        predicate: a.predicate,
-        scope: scope_arg(&a.scope)?,
-    };
-    let out = store.revert(&id, a.to_version)?;
+    let out = store.revert(&a.about.at(&a.scope)?, a.to_version)?;
     print_outcomes(std::slice::from_ref(&out), a.json)?;
     Ok(if out.outcome == crate::model::OutcomeKind::Rejected {
         EXIT_FAILED

@@ -392,6 +392,28 @@ pub(crate) fn context_arg(
 }
 
 /// Parses a scope argument; a bad one is a usage error.
+/// `--subject` and `--predicate`: which memory a command is about.
+#[derive(Debug, Args)]
+pub struct SubjectPredicate {
+    /// Who the memory is about, e.g. user:42
+    #[arg(long)]
+    pub subject: String,
+    /// What it says about them, e.g. package_manager (normalized, aliases applied)
+    #[arg(long)]
+    pub predicate: String,
+}
+
+impl SubjectPredicate {
+    /// The identity of this memory at `scope` (global, repo:<id> or task:<id>).
+    pub(crate) fn at(self, scope: &str) -> Result<crate::model::Identity> {
+        Ok(crate::model::Identity {
+            subject: self.subject,
+            predicate: self.predicate,
+            scope: scope_arg(scope)?,
+        })
+    }
+}
+
 pub(crate) fn scope_arg(text: &str) -> Result<crate::model::Scope> {
     crate::model::Scope::parse(text).map_err(usage)
 }

@@ -1,7 +1,7 @@
 //! `resolve`, `list`, `history`.
 
 use super::output::{columns, cut_to_width, Align};
-use super::{context_arg, outln, print_json, scope_arg, EXIT_OK};
+use super::{context_arg, outln, print_json, scope_arg, SubjectPredicate, EXIT_OK};
 use crate::model::{shorten, ContextKind};
 use crate::store::{ListFilter, Store};
 use anyhow::Result;
@@ -9,12 +9,8 @@ use clap::Args;
 
 #[derive(Debug, Args)]
 pub struct ResolveArgs {
-    /// Who the memory is about, e.g. user:42
-    #[arg(long)]
-    pub subject: String,
-    /// What it says about them, e.g. package_manager (normalized, aliases applied)
-    #[arg(long)]
-    pub predicate: String,
+    #[command(flatten)]
+    pub about: SubjectPredicate,
     /// The repository the agent is working in: its id, e.g. web-app (repo:web-app is the same)
     #[arg(long, value_name = "ID")]
     pub repo: Option<String>,
@@ -56,12 +52,8 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// Who the memory is about, e.g. user:42
-    #[arg(long)]
-    pub subject: String,
-    /// What it says about them, e.g. package_manager (normalized, aliases applied)
-    #[arg(long)]
-    pub predicate: String,
+    #[command(flatten)]
+    pub about: SubjectPredicate,
     /// Only this scope (default: every scope)
     #[arg(long)]
     pub scope: Option<String>,
@@ -76,18 +68,18 @@ pub fn resolve(store: &mut Store, a: ResolveArgs) -> Result<i32> {
     let (repo, task) = (repo.as_deref(), task.as_deref());
     let r = if let Some(at) = &a.at {
         let at = crate::store::parse_time(at, store.clock().now()).map_err(super::usage)?;
-        store.resolve_at(&a.subject, &a.predicate, repo, task, at)?
+        store.resolve_at(&a.about.subject, &a.about.predicate, repo, task, at)?
     } else if a.log {
         store.resolve_logged(
-            &a.subject,
-            &a.predicate,
+            &a.about.subject,
+            &a.about.predicate,
             repo,
             task,
             a.agent.as_deref(),
             a.note.as_deref(),
         )?
     } else {
-        store.resolve(&a.subject, &a.predicate, repo, task)?
+        store.resolve(&a.about.subject, &a.about.predicate, repo, task)?
     };
     if a.json {
         print_json(&r)?;
@@ -156,7 +148,7 @@ pub fn list(store: &Store, a: ListArgs) -> Result<i32> {
 
 pub fn history(store: &Store, a: HistoryArgs) -> Result<i32> {
     let scope = a.scope.as_deref().map(scope_arg).transpose()?;
-    let events = store.history(&a.subject, &a.predicate, scope.as_ref())?;
+    let events = store.history(&a.about.subject, &a.about.predicate, scope.as_ref())?;
     if a.json {
         print_json(&events)?;
         return Ok(EXIT_OK);
@@ -164,8 +156,8 @@ pub fn history(store: &Store, a: HistoryArgs) -> Result<i32> {
     if events.is_empty() {
         outln!(
             "no history for {} · {}",
-            a.subject.trim(),
-            store.canonical_predicate(&a.predicate)?
+            a.about.subject.trim(),
+            store.canonical_predicate(&a.about.predicate)?
         );
     }
     let rows: Vec<Vec<String>> = events

@@ -1,6 +1,6 @@
 //! `write`, `apply`.
 
-use super::{errln, outln, print_json, usage, EXIT_FAILED, EXIT_OK};
+use super::{errln, outln, print_json, usage, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::{to_json, ScopeChoice, WriteContext, WriteRequest};
 use crate::store::Store;
 use anyhow::{Context, Result};
@@ -12,12 +12,8 @@ use std::io::Write;
 #[command(group(ArgGroup::new("value_given").required(true).args(["value", "value_json"])))]
 #[command(group(ArgGroup::new("scope_given").required(true).args(["scope", "ambiguous"])))]
 pub struct WriteArgs {
-    /// Who the memory is about, e.g. user:42
-    #[arg(long)]
-    pub subject: String,
-    /// What it says about them, e.g. package_manager (normalized, aliases applied)
-    #[arg(long)]
-    pub predicate: String,
+    #[command(flatten)]
+    pub about: SubjectPredicate,
     /// The value as a string
     #[arg(long)]
     pub value: Option<String>,
@@ -72,8 +68,8 @@ pub fn write(open: impl FnOnce() -> Result<Store>, a: WriteArgs) -> Result<i32> 
         }
     };
     let req = WriteRequest {
-        subject: a.subject,
-        predicate: a.predicate,
+        subject: a.about.subject,
+        predicate: a.about.predicate,
         value,
         scope,
         source: a.source,

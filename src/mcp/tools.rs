@@ -169,17 +169,7 @@ impl Tools {
                      preference about. The read is logged (never the value) for later audits.",
                     ctx.describe()
                 ),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {
-                        "predicate": {
-                            "type": "string",
-                            "description": "What to look up, e.g. package_manager."
-                        }
-                    },
-                    "required": ["predicate"],
-                    "additionalProperties": false
-                }),
+                input_schema: predicate_only_schema("What to look up, e.g. package_manager.", true),
                 read_only: false,
                 destructive: false,
             },
@@ -192,16 +182,10 @@ impl Tools {
                      and which are shadowed. Also says how many writes wait for a human.",
                     ctx.describe()
                 ),
-                input_schema: json!({
-                    "type": "object",
-                    "properties": {
-                        "predicate": {
-                            "type": "string",
-                            "description": "Optional: only this predicate, e.g. package_manager."
-                        }
-                    },
-                    "additionalProperties": false
-                }),
+                input_schema: predicate_only_schema(
+                    "Optional: only this predicate, e.g. package_manager.",
+                    false,
+                ),
                 read_only: true,
                 destructive: false,
             },
@@ -518,6 +502,21 @@ impl Tools {
                 .to_string()
         })
     }
+}
+
+/// The input schema of a tool whose one argument is `predicate` (`required` or optional).
+fn predicate_only_schema(description: &str, required: bool) -> Value {
+    let mut schema = json!({
+        "type": "object",
+        "properties": {
+            "predicate": {"type": "string", "description": description}
+        },
+        "additionalProperties": false
+    });
+    if required {
+        schema["required"] = json!(["predicate"]);
+    }
+    schema
 }
 
 fn bad_scope(got: &str, allowed: &str, ctx: &McpContext) -> String {

@@ -4,7 +4,7 @@
 
 use crate::support::*;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -14,38 +14,17 @@ const PM: &str = "package_manager";
 
 fn seeded() -> TestDb {
     let db = TestDb::new();
-    db.write_with(
-        U,
-        PM,
-        "pnpm",
-        "global",
-        "thread:17/message:86",
-        &["--raw", "以后新建前端项目，默认用 pnpm。"],
-    );
-    db.write(
-        U,
-        PM,
-        "npm",
-        "repo:legacy-dashboard",
-        "thread:23/message:14",
-    );
+    db.write_the_first_article();
     db
 }
 
 fn write_args<'a>(scope_flag: &'a str, scope: &'a str, source: &'a str) -> Vec<&'a str> {
-    vec![
+    args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value",
-        "yarn 🧶",
-        scope_flag,
-        scope,
-        "--source",
-        source,
-    ]
+        &["--value", "yarn 🧶", scope_flag, scope, "--source", source],
+    )
 }
 
 #[test]
@@ -84,10 +63,7 @@ fn apply_reports_a_malformed_line_by_number_and_lands_the_others() {
     let outs = r.json_lines();
     let lines: Vec<i64> = outs.iter().map(|o| o["line"].as_i64().unwrap()).collect();
     assert_eq!(lines, [1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14]);
-    let kinds: Vec<&str> = outs
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap())
-        .collect();
+    let kinds: Vec<&str> = outcomes(&outs);
     assert_eq!(
         kinds,
         [
@@ -144,17 +120,12 @@ fn apply_reports_a_malformed_line_by_number_and_lands_the_others() {
 fn missing_source_is_one_sentence_and_exit_2() {
     let db = seeded();
     let before = db.fingerprint();
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value",
-        "yarn",
-        "--scope",
-        "global",
-    ]);
+        &["--value", "yarn", "--scope", "global"],
+    ));
     r.fails_with(2, &["source"]);
     assert_eq!(before, db.fingerprint());
 }
@@ -190,26 +161,10 @@ fn unknown_scope_forms_are_usage_errors() {
         .fails_with(2, &["unknown scope"]);
     db.run(&["list", "--scope", "galaxy:x"])
         .fails_with(2, &["unknown scope"]);
-    db.run(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "repo:",
-    ])
-    .fails_with(2, &["no id"]);
-    db.run(&[
-        "history",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "repo:",
-    ])
-    .fails_with(2, &["no id"]);
+    db.run(&args_for("delete", U, PM, &["--scope", "repo:"]))
+        .fails_with(2, &["no id"]);
+    db.run(&args_for("history", U, PM, &["--scope", "repo:"]))
+        .fails_with(2, &["no id"]);
     assert_eq!(before, db.fingerprint());
 }
 
@@ -236,19 +191,19 @@ fn an_ambiguous_write_needs_two_distinct_candidates() {
 fn other_malformed_write_arguments_are_refused() {
     let db = seeded();
     let before = db.fingerprint();
-    db.run(&[
+    db.run(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value-json",
-        "{not json",
-        "--scope",
-        "global",
-        "--source",
-        "s",
-    ])
+        &[
+            "--value-json",
+            "{not json",
+            "--scope",
+            "global",
+            "--source",
+            "s",
+        ],
+    ))
     .fails_with(2, &["json"]);
     for (flag, value, word) in [
         ("--subject", "   ", "subject"),
@@ -261,19 +216,12 @@ fn other_malformed_write_arguments_are_refused() {
         assert!(r.code == 1 || r.code == 2, "{r:?}");
         assert_one_sentence(&r.stderr, &[word]);
     }
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value-json",
-        "null",
-        "--scope",
-        "global",
-        "--source",
-        "s",
-    ]);
+        &["--value-json", "null", "--scope", "global", "--source", "s"],
+    ));
     assert_ne!(r.code, 0);
     assert_one_sentence(&r.stderr, &["null"]);
     assert_eq!(before, db.fingerprint());
@@ -471,15 +419,7 @@ fn a_read_only_file_can_be_read_but_not_changed() {
         vec!["apply", lines.to_str().unwrap()],
         vec!["seq"],
         vec!["gc"],
-        vec![
-            "restore",
-            "--subject",
-            U,
-            "--predicate",
-            PM,
-            "--scope",
-            "global",
-        ],
+        args_for("restore", U, PM, &["--scope", "global"]),
         vec!["pending", "reject", "1"],
     ] {
         let r = run_without_override(&db, &args).unwrap();
@@ -495,12 +435,9 @@ fn a_read_only_file_can_be_read_but_not_changed() {
     // Reads still work on a read-only file.
     let r = run_without_override(&db, &["list", "--json"]).unwrap().ok();
     assert_eq!(as_array(r.json()).len(), 2);
-    let r = run_without_override(
-        &db,
-        &["resolve", "--subject", U, "--predicate", PM, "--json"],
-    )
-    .unwrap()
-    .ok();
+    let r = run_without_override(&db, &args_for("resolve", U, PM, &["--json"]))
+        .unwrap()
+        .ok();
     assert_eq!(r.json()["value"], "pnpm");
     run_without_override(&db, &["check"]).unwrap().ok();
     assert_eq!(bytes, std::fs::read(&db.path).unwrap());
@@ -521,20 +458,8 @@ sys.stdin.readline()
 c.execute("ROLLBACK")
 c.close()
 "#;
-    let mut holder = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(&db.path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    BufReader::new(holder.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "LOCKED");
+    let mut holder = PyHolder::start(script, &db.path);
+    assert_eq!(holder.line().trim(), "LOCKED");
 
     let env = [("MEMSCOPE_BUSY_TIMEOUT_MS", "300")];
     let apply_input = format!(
@@ -578,8 +503,8 @@ c.close()
     let r = db.run_env(&["list", "--json"], &env).ok();
     assert_eq!(as_array(r.json()).len(), 2);
 
-    holder.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
-    assert!(holder.wait().unwrap().success());
+    holder.say("");
+    assert!(holder.child.wait().unwrap().success());
     assert_eq!(before, db.fingerprint(), "nothing changed");
     db.assert_check_ok();
 }
@@ -592,22 +517,14 @@ fn read_commands_on_a_missing_file_say_how_to_create_one() {
     for args in [
         vec!["list"],
         vec!["list", "--json"],
-        vec!["resolve", "--subject", U, "--predicate", PM, "--json"],
+        args_for("resolve", U, PM, &["--json"]),
         vec!["history", "--subject", U, "--predicate", PM],
         vec!["pending"],
         vec!["check", "--json"],
         vec!["export"],
         vec!["alias", "list"],
         vec!["delete", "--yes", "--subject", U],
-        vec![
-            "restore",
-            "--subject",
-            U,
-            "--predicate",
-            PM,
-            "--scope",
-            "global",
-        ],
+        args_for("restore", U, PM, &["--scope", "global"]),
         vec!["gc"],
     ] {
         let r = db.run(&args);
@@ -638,16 +555,8 @@ fn pending_commands_on_unknown_items_are_refused() {
         .fails_with(1, &["no pending item"]);
     db.run(&["pending", "reject", "42"])
         .fails_with(1, &["no pending item"]);
-    db.run(&[
-        "restore",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "global",
-    ])
-    .fails_with(1, &["not deleted"]);
+    db.run(&args_for("restore", U, PM, &["--scope", "global"]))
+        .fails_with(1, &["not deleted"]);
     db.run(&["delete", "--yes", "--subject", "nobody"])
         .fails_with(1, &["nothing"]);
     assert_eq!(before, db.fingerprint());

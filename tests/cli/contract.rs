@@ -49,10 +49,7 @@ fn jsonl(lines: &[Value]) -> String {
 
 #[track_caller]
 fn assert_story_outcomes(outs: &[Value]) {
-    let kinds: Vec<&str> = outs
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap())
-        .collect();
+    let kinds = outcomes(outs);
     assert_eq!(
         kinds,
         [
@@ -353,7 +350,11 @@ fn chinese_emoji_and_100kb_values_round_trip_through_write_and_apply() {
     assert_eq!(repo[0]["subject"], "用户:小明 🐼");
     assert_eq!(repo[0]["source"], "对话:7/消息:3");
     assert_eq!(repo[0]["raw"].as_str().unwrap(), long_text(20_000, "原话"));
-    let r = db.resolve("用户:小明 🐼", "笔记", Some("仓库-一"), Some("任务-二"));
+    let r = db.resolve(
+        "用户:小明 🐼",
+        "笔记",
+        &["--repo", "仓库-一", "--task", "任务-二"],
+    );
     assert_eq!(r["value"].as_str().unwrap(), via_apply);
     assert_eq!(r["considered"][1]["value"].as_str().unwrap(), via_arg);
     let h = db.history("用户:小明 🐼", "笔记", Some("task:任务-二"));
@@ -370,14 +371,8 @@ fn chinese_emoji_and_100kb_values_round_trip_through_write_and_apply() {
     // Text output does not choke on it either.
     let t = db.run(&["list"]).ok();
     assert!(t.stdout.contains("仓库-一"));
-    db.run(&[
-        "history",
-        "--subject",
-        "用户:小明 🐼",
-        "--predicate",
-        "笔记",
-    ])
-    .ok();
+    db.run(&args_for("history", "用户:小明 🐼", "笔记", &[]))
+        .ok();
     db.run(&["pending"]).ok();
     db.assert_check_ok();
 }
@@ -466,15 +461,7 @@ fn json_shapes_of_list_history_pending_check_and_delete() {
     }
     assert_eq!(check["metrics"]["stale_writes"], 1);
 
-    let del = db.json(&[
-        "delete",
-        "--yes",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--json",
-    ]);
+    let del = db.json(&args_for("delete", U, PM, &["--yes", "--json"]));
     assert_has_keys(&del, &["tombstoned", "purged_versions", "purged_pending"]);
     for t in del["tombstoned"].as_array().unwrap() {
         assert_has_keys(t, &["subject", "predicate", "scope", "version"]);
@@ -487,19 +474,12 @@ fn json_shapes_of_list_history_pending_check_and_delete() {
 fn the_database_comes_from_db_else_memscope_db() {
     let db = TestDb::new();
     let mut c = memscope_cmd(db.dir.path());
-    c.env("MEMSCOPE_DB", &db.path).args([
+    c.env("MEMSCOPE_DB", &db.path).args(args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value",
-        "pnpm",
-        "--scope",
-        "global",
-        "--source",
-        "env",
-    ]);
+        &["--value", "pnpm", "--scope", "global", "--source", "env"],
+    ));
     let o = c.output().unwrap();
     assert!(o.status.success(), "{o:?}");
     assert!(db.path.exists(), "$MEMSCOPE_DB names the database");
@@ -524,8 +504,8 @@ fn the_database_comes_from_db_else_memscope_db() {
 #[test]
 fn seq_hands_out_increasing_numbers_and_write_takes_one_at_commit() {
     let db = TestDb::new();
-    let a: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
-    let b: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    let a: i64 = db.seq();
+    let b: i64 = db.seq();
     assert!(b > a);
     let out = db.write(U, PM, "pnpm", "global", "t");
     assert!(out["causal_seq"].as_i64().unwrap() > b);
@@ -663,11 +643,7 @@ fn check_reports_physical_damage_as_a_failed_check() {
     }
     let r = db.run(&["check"]);
     assert_eq!(r.code, 1);
-    let damaged: Vec<&str> = r
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("DAMAGED"))
-        .collect();
+    let damaged = lines_starting(&r.stdout, "DAMAGED");
     assert_eq!(damaged.len(), 1, "{}", r.stdout);
     assert!(damaged[0].contains("restore a backup"), "{}", damaged[0]);
 }

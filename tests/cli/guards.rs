@@ -150,16 +150,12 @@ fn dry_run_states_exactly_what_the_delete_then_destroys() {
     // What the delete would refuse, the dry run refuses.
     db.run(&["delete", "--subject", "nobody", "--dry-run"])
         .fails_with(1, &["nothing matches"]);
-    db.run(&[
+    db.run(&args_for(
         "delete",
-        "--subject",
         "user:7",
-        "--predicate",
         "coffee",
-        "--scope",
-        "repo:nowhere",
-        "--dry-run",
-    ])
+        &["--scope", "repo:nowhere", "--dry-run"],
+    ))
     .fails_with(1, &["no memory"]);
 }
 
@@ -178,15 +174,12 @@ fn deleting_more_than_one_identity_without_a_terminal_needs_yes() {
     assert_eq!(db.fingerprint(), before, "nothing was deleted");
 
     // One identity is what the user named: no question.
-    db.run(&[
+    db.run(&args_for(
         "delete",
-        "--subject",
         U,
-        "--predicate",
         "test_runner",
-        "--scope",
-        "repo:web-app",
-    ])
+        &["--scope", "repo:web-app"],
+    ))
     .ok();
     // A predicate that covers a single identity is one identity too.
     db.run(&["delete", "--subject", U, "--predicate", "formatter"])
@@ -287,17 +280,12 @@ fn every_flag_has_help_and_every_command_ends_with_an_example() {
 fn a_usage_error_names_the_help_of_its_command() {
     let db = TestDb::new();
     let write = |extra: &[&'static str]| {
-        let mut a = vec![
+        let mut a = args_for(
             "write",
-            "--subject",
             U,
-            "--predicate",
             "editor",
-            "--scope",
-            "global",
-            "--source",
-            "s",
-        ];
+            &["--scope", "global", "--source", "s"],
+        );
         a.extend_from_slice(extra);
         a
     };
@@ -511,11 +499,7 @@ fn check_names_a_readable_database_or_folder_with_the_chmod_that_fixes_it() {
     assert_eq!(health[1]["mode"], "0755");
 
     let text = db.run(&["check"]).ok();
-    let lines: Vec<&str> = text
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with("HEALTH: "))
-        .collect();
+    let lines = lines_starting(&text.stdout, "HEALTH: ");
     assert_eq!(lines.len(), 2, "{}", text.stdout);
     assert!(lines[0].contains("chmod go-rwx"), "{}", text.stdout);
 

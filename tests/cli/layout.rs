@@ -2,7 +2,7 @@
 //! take two columns), `pending` with each item's age and no trailing spaces, and the welcome
 //! screen's two-line example command pasting into a shell as it is shown.
 
-use crate::support::{ambiguous_req, open_store, req, TestDb};
+use crate::support::{ambiguous_req, args_for, open_store, req, TestDb};
 use chrono::{Duration, Utc};
 use memscope::Clock;
 use serde_json::json;
@@ -46,13 +46,7 @@ fn history_columns_line_up_for_cjk_and_emoji() {
     }
     drop(store);
     let out = db
-        .run(&[
-            "history",
-            "--subject",
-            "user:42",
-            "--predicate",
-            "package_manager",
-        ])
+        .run(&args_for("history", "user:42", "package_manager", &[]))
         .ok()
         .stdout;
     let lines: Vec<&str> = out.lines().collect();

@@ -4,11 +4,21 @@
 
 use crate::support::mcp_session::{tool_text, RawSession};
 use crate::support::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 const U: &str = "user:42";
 const PM: &str = "package_manager";
+/// Said in repository legacy-dashboard.
+const IN_LEGACY: &[&str] = &["--in-repo", "legacy-dashboard"];
 const INCIDENT: &str = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
+
+/// The write waits for a human, and says why: `reason`.
+#[track_caller]
+fn assert_queued(out: &Value, reason: &str) {
+    assert_eq!(out["outcome"], "pending", "{out}");
+    let said = out["reason"].as_str().unwrap_or_default();
+    assert!(said.contains(reason), "{said}");
+}
 
 fn global_write(
     db: &TestDb,
@@ -36,13 +46,7 @@ fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
         default["outcome"], "inserted",
         "a default stated as a default: {default}"
     );
-    let out = global_write(
-        &db,
-        "npm",
-        "thread:23/message:14",
-        INCIDENT,
-        &["--in-repo", "legacy-dashboard"],
-    );
+    let out = global_write(&db, "npm", "thread:23/message:14", INCIDENT, IN_LEGACY);
     assert_eq!(out["outcome"], "pending", "{out}");
     assert_eq!(
         out["scope"],
@@ -54,7 +58,7 @@ fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
         "{reason}"
     );
     // pnpm is still what every new project gets.
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["value"], "pnpm");
     let item = &db.pending(false)[0];
     assert_eq!(item["reason"], "the words say “这个仓库”");
     assert!(db
@@ -64,20 +68,13 @@ fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
         .contains("why: the words say “这个仓库”"));
     // The human puts it where it belongs.
     let id = item["id"].to_string();
-    let put = db.json(&[
-        "pending",
-        "resolve",
-        &id,
-        "--scope",
-        "repo:legacy-dashboard",
-        "--json",
-    ]);
+    let put = db.resolve_pending(&id, "repo:legacy-dashboard").ok().json();
     assert_eq!(put["outcome"], "inserted");
     assert_eq!(
-        db.resolve(U, PM, Some("legacy-dashboard"), None)["value"],
+        db.resolve(U, PM, &["--repo", "legacy-dashboard"])["value"],
         "npm"
     );
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["value"], "pnpm");
     db.assert_check_ok();
 }
 
@@ -96,13 +93,12 @@ fn a_sibling_or_a_named_repository_is_evidence_too() {
         "npm",
         "thread:23/message:14",
         "安装依赖继续用 npm ci。",
-        &["--in-repo", "legacy-dashboard"],
+        IN_LEGACY,
     );
-    assert_eq!(out["outcome"], "pending", "{out}");
-    assert!(out["reason"]
-        .as_str()
-        .unwrap()
-        .contains("the same message wrote install_command in repo:legacy-dashboard"));
+    assert_queued(
+        &out,
+        "the same message wrote install_command in repo:legacy-dashboard",
+    );
     let named = global_write(
         &db,
         "yarn",
@@ -110,11 +106,7 @@ fn a_sibling_or_a_named_repository_is_evidence_too() {
         "storefront uses yarn",
         &["--in-repo", "storefront"],
     );
-    assert_eq!(named["outcome"], "pending", "{named}");
-    assert!(named["reason"]
-        .as_str()
-        .unwrap()
-        .contains("the words name repo:storefront"));
+    assert_queued(&named, "the words name repo:storefront");
 }
 
 #[test]
@@ -129,24 +121,12 @@ fn without_a_context_or_with_the_guard_off_the_write_is_applied() {
     let db = TestDb::new();
     db.init();
     db.run(&["settings", "set", "scope_guard", "off"]).ok();
-    let out = global_write(
-        &db,
-        "npm",
-        "thread:23",
-        INCIDENT,
-        &["--in-repo", "legacy-dashboard"],
-    );
+    let out = global_write(&db, "npm", "thread:23", INCIDENT, IN_LEGACY);
     assert_eq!(out["outcome"], "inserted", "{out}");
     db.run(&["settings", "set", "scope_guard", "sometimes"])
         .fails_with(2, &["scope_guard must be queue, flag or off"]);
     db.run(&["settings", "set", "scope_guard", "flag"]).ok();
-    let out = global_write(
-        &db,
-        "yarn",
-        "thread:24",
-        INCIDENT,
-        &["--in-repo", "legacy-dashboard"],
-    );
+    let out = global_write(&db, "yarn", "thread:24", INCIDENT, IN_LEGACY);
     assert_eq!(out["outcome"], "superseded", "flag applies: {out}");
     assert_eq!(db.json(&["check", "--json"])["metrics"]["suspects"], 1);
 }
@@ -201,7 +181,7 @@ fn an_agent_in_the_repository_is_told_its_write_waits_for_a_human() {
     );
     let (code, _) = s.finish();
     assert_eq!(code, 0);
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["value"], "pnpm");
 }
 
 #[test]

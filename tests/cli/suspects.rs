@@ -31,12 +31,7 @@ fn the_demo_incident_is_the_one_suspect_and_rescoping_it_clears_it() {
         "{evidence}"
     );
     assert_eq!(s["suggested_scope"], "repo:legacy-dashboard");
-    let radius: Vec<&str> = s["blast_radius"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r.as_str().unwrap())
-        .collect();
+    let radius = strs(&s["blast_radius"]);
     assert!(radius.contains(&"repo:web-app"), "{radius:?}");
     assert!(s["reads"].as_i64().unwrap() > 0);
     // `check` counts them as a health figure, not a violation.
@@ -53,18 +48,18 @@ fn the_demo_incident_is_the_one_suspect_and_rescoping_it_clears_it() {
         "{text}"
     );
     // The fix it suggests clears it.
-    db.json(&[
+    db.json(&args_for(
         "rescope",
-        "--subject",
         "user:42",
-        "--predicate",
         "package_manager",
-        "--scope",
-        "global",
-        "--to",
-        "repo:legacy-dashboard",
-        "--json",
-    ]);
+        &[
+            "--scope",
+            "global",
+            "--to",
+            "repo:legacy-dashboard",
+            "--json",
+        ],
+    ));
     assert_eq!(
         as_array(db.json(&["suspects", "--json"])),
         Vec::<serde_json::Value>::new()
@@ -76,14 +71,7 @@ fn the_demo_incident_is_the_one_suspect_and_rescoping_it_clears_it() {
 #[test]
 fn a_default_stated_as_a_default_is_no_suspect_and_words_print_escaped() {
     let db = TestDb::new();
-    db.write_with(
-        "user:42",
-        "package_manager",
-        "pnpm",
-        "global",
-        "thread:17/message:86",
-        &["--raw", "以后新建前端项目，默认用 pnpm。"],
-    );
+    db.write_first_default();
     db.write_with(
         "user:7",
         "indentation",

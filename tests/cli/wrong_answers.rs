@@ -30,8 +30,8 @@ fn resolve_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 #[test]
 fn resolve_takes_repo_and_task_ids_in_their_scope_form_as_the_same_id() {
     let db = three_scopes();
-    let bare = db.resolve(U, PM, Some("web-app"), None);
-    let prefixed = db.resolve(U, PM, Some("repo:web-app"), None);
+    let bare = db.resolve(U, PM, &["--repo", "web-app"]);
+    let prefixed = db.resolve(U, PM, &["--repo", "repo:web-app"]);
     assert_eq!(prefixed, bare);
     assert_eq!(prefixed["scope"], "repo:web-app", "{prefixed}");
     let scopes: Vec<&str> = prefixed["considered"]
@@ -42,8 +42,11 @@ fn resolve_takes_repo_and_task_ids_in_their_scope_form_as_the_same_id() {
         .collect();
     assert_eq!(scopes, ["repo:web-app", "global"]);
 
-    let both = db.resolve(U, PM, Some("repo:web-app"), Some("task:fix-1"));
-    assert_eq!(both, db.resolve(U, PM, Some("web-app"), Some("fix-1")));
+    let both = db.resolve(U, PM, &["--repo", "repo:web-app", "--task", "task:fix-1"]);
+    assert_eq!(
+        both,
+        db.resolve(U, PM, &["--repo", "web-app", "--task", "fix-1"])
+    );
     assert_eq!(both["scope"], "task:fix-1");
 
     // The text form answers the question asked: npm from the repository, no `repo:repo:`.
@@ -225,18 +228,6 @@ fn an_import_error_names_its_line_once_with_the_column() {
 
 // ---- 4. replayed ambiguous writes --------------------------------------------------------------
 
-/// The story's ambiguous "以后都用 npm": global, or the rule of repo:web-app?
-fn ask_npm(db: &TestDb) -> Value {
-    db.write_ambiguous(
-        U,
-        PM,
-        "npm",
-        "global,repo:web-app",
-        "thread:31/message:2",
-        "以后都用 npm",
-    )
-}
-
 fn ambiguous_line(value: &str, candidates: &[&str], source: &str) -> String {
     json!({"subject": U, "predicate": PM, "value": value,
            "scope": {"ambiguous": candidates}, "source": source, "raw": "以后都用 npm"})
@@ -246,7 +237,7 @@ fn ambiguous_line(value: &str, candidates: &[&str], source: &str) -> String {
 #[test]
 fn a_replayed_ambiguous_write_returns_the_open_item_instead_of_queueing_another() {
     let db = TestDb::new();
-    let first = ask_npm(&db);
+    let first = db.ask_npm();
     assert_eq!(first["outcome"], "pending");
     let id = first["pending_id"].as_i64().unwrap();
     // The same write again — from `write`, in another spelling of the value and order of the
@@ -316,15 +307,8 @@ fn a_replayed_ambiguous_write_returns_the_open_item_instead_of_queueing_another(
     assert_eq!(db.pending(false).len(), 5);
 
     // Once a human answered, the same words are a new question.
-    db.run(&[
-        "pending",
-        "resolve",
-        &id.to_string(),
-        "--scope",
-        "repo:web-app",
-    ])
-    .ok();
-    let after = ask_npm(&db);
+    db.resolve_pending(&id.to_string(), "repo:web-app").ok();
+    let after = db.ask_npm();
     assert_eq!(after["outcome"], "pending");
     assert_ne!(after["pending_id"], json!(id));
     db.assert_check_ok();
@@ -368,7 +352,7 @@ fn an_agent_retrying_remember_unsure_gets_the_same_pending_item() {
 #[test]
 fn a_scope_outside_the_candidates_needs_force_and_the_refusal_names_them() {
     let db = TestDb::new();
-    let id = ask_npm(&db)["pending_id"].as_i64().unwrap().to_string();
+    let id = db.ask_npm()["pending_id"].as_i64().unwrap().to_string();
     let before = db.fingerprint();
     db.run(&["pending", "resolve", &id, "--scope", "task:x"])
         .fails_with(
@@ -401,14 +385,7 @@ fn a_scope_outside_the_candidates_needs_force_and_the_refusal_names_them() {
         .as_i64()
         .unwrap()
         .to_string();
-    let out = db.json(&[
-        "pending",
-        "resolve",
-        &second,
-        "--scope",
-        "repo:web-app",
-        "--json",
-    ]);
+    let out = db.resolve_pending(&second, "repo:web-app").ok().json();
     assert_eq!(out["outcome"], "inserted", "{out}");
     let events = db.history(U, "formatter", Some("repo:web-app"));
     assert!(events

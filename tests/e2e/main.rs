@@ -13,22 +13,40 @@ use std::process::Command;
 mod support;
 
 use support::tmux::{shell_quote, Tmux};
+use support::{args_for, output_ok};
 
 const BIN: &str = env!("CARGO_BIN_EXE_memscope");
 
 fn cli(db: &Path, args: &[&str]) -> Value {
-    let out = Command::new(BIN)
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .expect("memscope runs");
-    assert!(
-        out.status.success(),
-        "memscope {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        Command::new(BIN).arg("--db").arg(db).args(args),
+        &format!("memscope {args:?}"),
     );
     serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// Runs `memscope --db DB ARGS` at the terminal's prompt, then prints `EXIT:<its exit code>`.
+fn launch(t: &Tmux, db: &Path, args: &str) {
+    t.run(&format!(
+        "{BIN} --db {} {args}; echo \"EXIT:$?\"",
+        shell_quote(db)
+    ));
+}
+
+/// A temporary directory (removed when dropped) and the path of a `demo.db` in it, not yet
+/// created.
+fn demo_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = dir.path().join("demo.db");
+    (dir, db)
+}
+
+/// `history --json` of one identity.
+fn history_of(db: &Path, subject: &str, predicate: &str, scope: &str) -> Value {
+    cli(
+        db,
+        &args_for("history", subject, predicate, &["--scope", scope, "--json"]),
+    )
 }
 
 /// "15 identities in 6 scopes", as the list title says it, from `list --json`.
@@ -54,14 +72,10 @@ fn value_text(v: &Value) -> String {
 
 #[test]
 fn demo_filter_resolve_delete_live_write_resize_quit() {
-    if !Tmux::available() {
-        eprintln!("SKIPPED: tmux is not installed (CI installs it; see .ci/run)");
+    let Some(t) = Tmux::shell(110, 32) else {
         return;
-    }
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let db: PathBuf = dir.path().join("demo.db");
-    let t = Tmux::start(110, 32);
-    t.run("PS1='$ '; clear");
+    };
+    let (_dir, db) = demo_db();
     t.run(&format!(
         "{BIN} --db {} demo; echo \"EXIT:$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' '+'; echo \"ST\"\"TY\"",
         shell_quote(&db)
@@ -157,19 +171,7 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
             .all(|p| p["id"].as_i64() != Some(id)),
         "{after}"
     );
-    let history = cli(
-        &db,
-        &[
-            "history",
-            "--subject",
-            &subject,
-            "--predicate",
-            &predicate,
-            "--scope",
-            &repo,
-            "--json",
-        ],
-    );
+    let history = history_of(&db, &subject, &predicate, &repo);
     let events: Vec<&str> = history
         .as_array()
         .unwrap()
@@ -196,33 +198,11 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
     t.wait_for("This will, in one transaction:");
     t.type_text("y");
     t.wait_for("deleted: 1 identity tombstoned");
-    let history = cli(
-        &db,
-        &[
-            "history",
-            "--subject",
-            &subject,
-            "--predicate",
-            &predicate,
-            "--scope",
-            &scope,
-            "--json",
-        ],
-    );
+    let history = history_of(&db, &subject, &predicate, &scope);
     let last = history.as_array().unwrap().last().expect("events").clone();
     assert_eq!(last["event"], "deleted", "{history}");
     assert_eq!(last["value"], Value::Null);
-    let list = cli(
-        &db,
-        &[
-            "list",
-            "--subject",
-            &subject,
-            "--predicate",
-            &predicate,
-            "--json",
-        ],
-    );
+    let list = cli(&db, &args_for("list", &subject, &predicate, &["--json"]));
     assert!(
         list.as_array()
             .unwrap()
@@ -238,28 +218,14 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
     t.wait_for(&view_title(&db));
 
     // Another process writes while the UI is open: it appears.
-    let out = Command::new(BIN)
-        .args(["--db"])
-        .arg(&db)
-        .args([
+    cli(
+        &db,
+        &args_for(
             "write",
-            "--subject",
             "e2e:live",
-            "--predicate",
             "editor",
-            "--value",
-            "helix",
-            "--scope",
-            "global",
-            "--source",
-            "e2e:1",
-        ])
-        .output()
-        .expect("memscope write runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+            &["--value", "helix", "--scope", "global", "--source", "e2e:1"],
+        ),
     );
     t.wait_for("e2e:live · editor = helix");
     let title = view_title(&db);
@@ -290,28 +256,19 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
 
 #[test]
 fn empty_database_explains_itself_and_restores_on_error() {
-    if !Tmux::available() {
-        eprintln!("SKIPPED: tmux is not installed");
+    let Some(t) = Tmux::shell(100, 30) else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().expect("a temp dir");
     let db = dir.path().join("empty.db");
     cli(&db, &["init"]);
-    let t = Tmux::start(100, 30);
-    t.run("PS1='$ '; clear");
-    t.run(&format!(
-        "{BIN} --db {} tui; echo \"EXIT:$?\"",
-        shell_quote(&db)
-    ));
+    launch(&t, &db, "tui");
     t.wait_for("This database holds no live memories yet.");
     t.wait_for("memscope demo");
     t.type_text("q");
     t.wait_for("EXIT:0");
     // A missing database: a clear sentence on stderr, exit 1, no UI.
-    t.run(&format!(
-        "{BIN} --db {} tui; echo \"EXIT:$?\"",
-        shell_quote(&dir.path().join("missing.db"))
-    ));
+    launch(&t, &dir.path().join("missing.db"), "tui");
     let s = t.wait_for("EXIT:1");
     assert!(s.contains("no memscope database at"), "{s}");
 }
@@ -321,18 +278,11 @@ fn empty_database_explains_itself_and_restores_on_error() {
 /// rescope to repo:legacy-dashboard, `y`; then the CLI proves the fix from outside.
 #[test]
 fn incident_walkthrough_reads_as_of_rescope() {
-    if !Tmux::available() {
-        eprintln!("SKIPPED: tmux is not installed (CI installs it; see .ci/run)");
+    let Some(t) = Tmux::shell(100, 30) else {
         return;
-    }
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let db: PathBuf = dir.path().join("demo.db");
-    let t = Tmux::start(100, 30);
-    t.run("PS1='$ '; clear");
-    t.run(&format!(
-        "{BIN} --db {} demo; echo \"EXIT:$?\"",
-        shell_quote(&db)
-    ));
+    };
+    let (_dir, db) = demo_db();
+    launch(&t, &db, "demo");
     t.wait_for("Current view · ");
 
     // 5: what agents were told, newest first; the storefront-next read is where the CLI's
@@ -387,16 +337,12 @@ fn incident_walkthrough_reads_as_of_rescope() {
     let resolve = |repo: &str| {
         cli(
             &db,
-            &[
+            &args_for(
                 "resolve",
-                "--subject",
                 "user:42",
-                "--predicate",
                 "package_manager",
-                "--repo",
-                repo,
-                "--json",
-            ],
+                &["--repo", repo, "--json"],
+            ),
         )
     };
     let fresh = resolve("brand-new-app");
@@ -418,19 +364,7 @@ fn incident_walkthrough_reads_as_of_rescope() {
     let check = cli(&db, &["check", "--json"]);
     assert_eq!(check["ok"], true, "{check}");
     // The moved record kept its words' source.
-    let moved = cli(
-        &db,
-        &[
-            "history",
-            "--subject",
-            "user:42",
-            "--predicate",
-            "package_manager",
-            "--scope",
-            "repo:legacy-dashboard",
-            "--json",
-        ],
-    );
+    let moved = history_of(&db, "user:42", "package_manager", "repo:legacy-dashboard");
     assert_eq!(moved[0]["source"], "thread:23/message:14", "{moved}");
 
     t.type_text("q");
@@ -548,10 +482,7 @@ fn header_and_footer_fit_at_100x30_and_60x15() {
         .join("another-one");
     std::fs::create_dir_all(&deep).expect("the folders");
     let db = deep.join("demo.db");
-    t.run(&format!(
-        "{BIN} --db {} demo; echo \"EXIT:$?\"",
-        shell_quote(&db)
-    ));
+    launch(&t, &db, "demo");
     let screen = t.wait("the demo with its refresh time", |s| {
         s.contains("Current view · ") && s.lines().next().and_then(clock_at).is_some()
     });
@@ -609,13 +540,9 @@ fn mouse_click_event_popup_and_osc_52_copy_then_no_mouse() {
     };
     // tmux takes an OSC 52 copy into its paste buffer when set-clipboard is on.
     t.tmux(&["set-option", "-s", "set-clipboard", "on"]);
-    let dir = tempfile::tempdir().expect("a temp dir");
-    let db = dir.path().join("demo.db");
+    let (_dir, db) = demo_db();
     cli(&db, &["demo", "--no-tui"]);
-    t.run(&format!(
-        "{BIN} --db {} tui; echo \"EXIT:$?\"",
-        shell_quote(&db)
-    ));
+    launch(&t, &db, "tui");
     let screen = t.wait_for("History · team:web · node_version @ global");
     assert_eq!(pane_flag(&t, "mouse_sgr_flag"), "1", "mouse capture is on");
 
@@ -650,10 +577,7 @@ fn mouse_click_event_popup_and_osc_52_copy_then_no_mouse() {
     // --no-mouse: capture stays off, so the terminal keeps its selection, and a mouse report
     // typed in anyway selects nothing.
     t.run("clear");
-    t.run(&format!(
-        "{BIN} --db {} --no-mouse; echo \"EXIT:$?\"",
-        shell_quote(&db)
-    ));
+    launch(&t, &db, "--no-mouse");
     let screen = t.wait_for("History · team:web · node_version @ global");
     assert_eq!(
         pane_flag(&t, "mouse_sgr_flag"),

@@ -12,17 +12,13 @@ use std::path::Path;
 use std::process::Command;
 
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git is needed by the --repo auto tests");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    output_ok(
+        Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1"),
+        &format!("git {args:?} (git is needed by the --repo auto tests)"),
     );
 }
 
@@ -46,6 +42,18 @@ fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     move |k: &str| map.get(k).cloned()
 }
 
+/// `$MEMSCOPE_SUBJECT`, `$MEMSCOPE_REPO`, `$MEMSCOPE_TASK` and `$MEMSCOPE_AGENT`, in that order.
+fn every_variable(values: [&str; 4]) -> impl Fn(&str) -> Option<String> {
+    let names = [
+        "MEMSCOPE_SUBJECT",
+        "MEMSCOPE_REPO",
+        "MEMSCOPE_TASK",
+        "MEMSCOPE_AGENT",
+    ];
+    let pairs: Vec<(&str, &str)> = names.into_iter().zip(values).collect();
+    env_of(&pairs)
+}
+
 fn args(subject: Option<&str>, repo: Option<&str>, task: Option<&str>) -> McpArgs {
     McpArgs {
         subject: subject.map(str::to_string),
@@ -58,12 +66,7 @@ fn args(subject: Option<&str>, repo: Option<&str>, task: Option<&str>) -> McpArg
 #[test]
 fn flags_win_over_environment_and_empty_variables_count_as_unset() {
     let cwd = std::env::temp_dir();
-    let env = env_of(&[
-        ("MEMSCOPE_SUBJECT", "user:7"),
-        ("MEMSCOPE_REPO", "from-env"),
-        ("MEMSCOPE_TASK", "fix-1"),
-        ("MEMSCOPE_AGENT", "goose"),
-    ]);
+    let env = every_variable(["user:7", "from-env", "fix-1", "goose"]);
     let ctx = McpContext::resolve(&args(None, None, None), &env, &cwd).unwrap();
     assert_eq!(
         ctx,
@@ -86,12 +89,7 @@ fn flags_win_over_environment_and_empty_variables_count_as_unset() {
     assert!(ctx.allow_forget);
     assert_eq!(ctx.describe(), "user:42 in repo:legacy-dashboard, task:t-9");
 
-    let empty = env_of(&[
-        ("MEMSCOPE_SUBJECT", "user:1"),
-        ("MEMSCOPE_REPO", ""),
-        ("MEMSCOPE_TASK", ""),
-        ("MEMSCOPE_AGENT", ""),
-    ]);
+    let empty = every_variable(["user:1", "", "", ""]);
     let ctx = McpContext::resolve(&args(None, None, None), &empty, &cwd).unwrap();
     assert_eq!((ctx.repo, ctx.task, ctx.agent), (None, None, None));
 }
@@ -316,14 +314,7 @@ fn the_server_holds_no_read_transaction_while_idle() {
         json!({"name": "list_memories", "arguments": {}}),
     );
     assert_eq!(r["result"]["isError"], false, "{r}");
-    let deleted = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        "user:42",
-        "--predicate",
-        "coffee",
-    ]);
+    let deleted = db.run(&args_for("delete", "user:42", "coffee", &["--yes"]));
     let deleted = deleted.ok();
     assert!(
         !deleted.stderr.contains("pending"),

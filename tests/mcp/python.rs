@@ -56,22 +56,13 @@ fn cli_equivalent(db: &TestDb) {
         "thread:24/message:3",
     );
     assert_eq!(o["outcome"], "confirmed");
-    let o = db.json(&[
-        "write",
-        "--subject",
-        s,
-        "--predicate",
-        "formatter",
-        "--value-json",
-        r#"{"tool":"biome","version":2}"#,
-        "--scope",
+    let o = db.write_json(
+        (s, "formatter"),
+        r#"{"tool":"biome", "version":2}"#,
         "global",
-        "--source",
         "thread:27/message:5",
-        "--raw",
-        "switch to biome",
-        "--json",
-    ]);
+        &["--raw", "switch to biome"],
+    );
     assert_eq!(o["outcome"], "superseded");
     db.write_with(
         s,
@@ -81,16 +72,12 @@ fn cli_equivalent(db: &TestDb) {
         "thread:40/message:1",
         &["--raw", "我每天喝燕麦拿铁"],
     );
-    db.run(&[
+    db.run(&args_for(
         "delete",
-        "--yes",
-        "--subject",
         s,
-        "--predicate",
         "coffee",
-        "--reason",
-        "user asked",
-    ])
+        &["--yes", "--reason", "user asked"],
+    ))
     .ok();
     let o = db.write(s, "coffee", "espresso", "global", "thread:41/message:1");
     assert_eq!(o["outcome"], "rejected");
@@ -120,24 +107,11 @@ fn python_sdk_client_writes_exactly_what_the_cli_writes() {
         .arg(&mcp_db.path)
         .output()
         .expect("run python3 tests/mcp_client.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("MISSING_MCP"),
-        "the Python `mcp` package is not installed: run `python3 -m pip install mcp`\n{stderr}"
-    );
-    assert!(
-        out.status.success(),
-        "the Python MCP client failed ({})\nstdout: {stdout}\nstderr: {stderr}",
-        out.status
-    );
+    let (stdout, stderr) = assert_mcp_client_ok(&out, "the Python MCP client");
     // The server said who and where it serves, once per session, on stderr (not on stdout,
     // which is the protocol).
     assert_eq!(
-        stderr
-            .lines()
-            .filter(|l| l.starts_with("memscope mcp: serving user:42"))
-            .count(),
+        lines_starting(&stderr, "memscope mcp: serving user:42").len(),
         4,
         "{stderr}"
     );
@@ -223,7 +197,7 @@ fn python_sdk_client_writes_exactly_what_the_cli_writes() {
         };
         let told = timeless_chain(facts[fact].clone());
         let resolved =
-            timeless_chain(cli_db.resolve("user:42", "package_manager", Some(repo), None));
+            timeless_chain(cli_db.resolve("user:42", "package_manager", &["--repo", repo]));
         assert_eq!(told, resolved, "{fact}");
     }
     let reads = as_array(mcp_db.json(&["reads", "--json"]));

@@ -18,6 +18,7 @@
 //! Reproduce: `MEMSCOPE_ASSERT_INVARIANTS=1 cargo test --release --test reliability -- crash::`
 
 use crate::support::reliability::*;
+use crate::support::{args_for, outcomes};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
@@ -197,44 +198,27 @@ fn simulate(lines: &[Line], upto: usize) -> (BTreeMap<Key, Rec>, Vec<Expected>) 
     (cur, outs)
 }
 
-fn event_of(outcome: &str) -> Option<&'static str> {
-    match outcome {
-        "inserted" | "superseded" => Some("set"),
-        "confirmed" => Some("confirmed"),
-        "stale" => Some("stale"),
-        "rejected" => Some("rejected"),
-        _ => None,
-    }
-}
-
 /// A database with the deleted identity the file's `Tombstoned` lines hit.
 fn base_database(dir: &Path) -> std::path::PathBuf {
     let db = Db::at(dir.join("base.db"));
     db.init();
-    let w = db.run(&[
+    let w = db.run(&args_for(
         "write",
-        "--subject",
         "crash:gone",
-        "--predicate",
         "p0",
-        "--value",
-        "secret",
-        "--scope",
-        "global",
-        "--source",
-        "setup",
-        "--causal-seq",
-        "1",
-    ]);
+        &[
+            "--value",
+            "secret",
+            "--scope",
+            "global",
+            "--source",
+            "setup",
+            "--causal-seq",
+            "1",
+        ],
+    ));
     assert_eq!(w.code, 0, "{w:?}");
-    let d = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        "crash:gone",
-        "--predicate",
-        "p0",
-    ]);
+    let d = db.run(&args_for("delete", "crash:gone", "p0", &["--yes"]));
     assert_eq!(d.code, 0, "{d:?}");
     db.path.clone()
 }
@@ -249,24 +233,12 @@ fn copy_db(from: &Path, to: &Path) {
 
 /// (line number → (event, count)) for every event the file's lines left.
 fn events_by_line(db: &Db) -> BTreeMap<usize, Vec<(String, i64)>> {
-    let conn = db.sql();
-    let mut stmt = conn
-        .prepare(
-            "SELECT source, event, count(*) FROM history WHERE source LIKE 'crash:L%' GROUP BY source, event",
-        )
-        .unwrap();
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-            ))
-        })
-        .unwrap();
+    let rows: Vec<(String, String, i64)> = db.sql_rows(
+        "SELECT source, event, count(*) FROM history WHERE source LIKE 'crash:L%' GROUP BY source, event",
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    );
     let mut out: BTreeMap<usize, Vec<(String, i64)>> = BTreeMap::new();
-    for row in rows {
-        let (src, event, n) = row.unwrap();
+    for (src, event, n) in rows {
         let line: usize = src.trim_start_matches("crash:L").parse().unwrap();
         out.entry(line).or_default().push((event, n));
     }
@@ -274,7 +246,7 @@ fn events_by_line(db: &Db) -> BTreeMap<usize, Vec<(String, i64)>> {
 }
 
 fn view(db: &Db) -> Vec<Value> {
-    let mut v: Vec<Value> = db.list().iter().map(record_key).collect();
+    let mut v: Vec<Value> = db.list(&[]).iter().map(record_key).collect();
     v.sort_by_key(|r| r.to_string());
     v
 }
@@ -590,23 +562,17 @@ fn a_replayed_file_with_a_newer_confirmation_converges() {
     ];
     let input = lines.join("\n") + "\n";
     let first = db.run_stdin(&["apply", "-"], input.as_bytes()).ok();
-    let first_outcomes: Vec<String> = first
-        .json_lines()
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap().to_string())
-        .collect();
+    let first_lines = first.complete_json_lines();
+    let first_outcomes = outcomes(&first_lines);
     let after_first = view(&db);
     let replay = db.run_stdin(&["apply", "-"], input.as_bytes()).ok();
-    let replay_outcomes: Vec<String> = replay
-        .json_lines()
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap().to_string())
-        .collect();
+    let replay_lines = replay.complete_json_lines();
+    let replay_outcomes = outcomes(&replay_lines);
     db.assert_check_ok();
     assert!(
         replay_outcomes
             .iter()
-            .all(|o| o == "confirmed" || o == "stale"),
+            .all(|&o| o == "confirmed" || o == "stale"),
         "first run {first_outcomes:?}; the replay came out {replay_outcomes:?}: a replay must be confirmed or stale"
     );
     assert_eq!(

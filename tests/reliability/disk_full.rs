@@ -6,6 +6,7 @@
 //!
 //! Reproduce (as root): `MEMSCOPE_ASSERT_INVARIANTS=1 cargo test --release --test reliability -- disk_full:: --nocapture`
 
+use crate::support::args_for;
 use crate::support::reliability::*;
 use memscope::{OpenMode, Scope, ScopeChoice, Store, WriteRequest};
 use serde_json::json;
@@ -103,19 +104,12 @@ fn cli_writes_on_a_full_disk_fail_with_one_clear_sentence_and_leave_the_database
     for i in 0..400 {
         let source = format!("fill:{i}");
         let value = big_value(i, 48 * 1024);
-        let r = db.run(&[
+        let r = db.run(&args_for(
             "write",
-            "--subject",
             "user:1",
-            "--predicate",
             &format!("note_{i}"),
-            "--value",
-            &value,
-            "--scope",
-            "global",
-            "--source",
-            &source,
-        ]);
+            &["--value", &value, "--scope", "global", "--source", &source],
+        ));
         if r.code == 0 {
             acknowledged.push(source);
         } else {
@@ -166,7 +160,7 @@ fn cli_writes_on_a_full_disk_fail_with_one_clear_sentence_and_leave_the_database
         .into_iter()
         .filter(|s| s.starts_with("bulk:"))
         .collect();
-    for o in a.json_lines() {
+    for o in a.complete_json_lines() {
         let src = format!("bulk:{}", o["line"].as_u64().unwrap() - 1);
         assert!(
             o["outcome"] == "error" || landed.contains(&src),
@@ -177,14 +171,7 @@ fn cli_writes_on_a_full_disk_fail_with_one_clear_sentence_and_leave_the_database
 
     // Deleting on a full disk: succeeds, or says in the same clear sentence as a write that
     // the disk holding the database is full; never a broken database.
-    let d = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        "user:1",
-        "--predicate",
-        "note_0",
-    ]);
+    let d = db.run(&args_for("delete", "user:1", "note_0", &["--yes"]));
     eprintln!("disk full: delete exited {}: {}", d.code, d.stderr.trim());
     let delete_sentence = (d.code == 0)
         || (d.stderr.lines().filter(|l| !l.trim().is_empty()).count() == 1
@@ -201,19 +188,19 @@ fn cli_writes_on_a_full_disk_fail_with_one_clear_sentence_and_leave_the_database
 
     // Space freed: writes land again and everything acknowledged is still there.
     std::fs::remove_file(&filler).unwrap();
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "write",
-        "--subject",
         "user:1",
-        "--predicate",
         "after",
-        "--value",
-        "room again",
-        "--scope",
-        "global",
-        "--source",
-        "after:1",
-    ]);
+        &[
+            "--value",
+            "room again",
+            "--scope",
+            "global",
+            "--source",
+            "after:1",
+        ],
+    ));
     assert_eq!(r.code, 0, "{r:?}");
     let kept: Vec<String> = if d.code == 0 {
         acknowledged[1..].to_vec()

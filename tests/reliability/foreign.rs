@@ -12,6 +12,7 @@
 //!
 //! Reproduce: `MEMSCOPE_ASSERT_INVARIANTS=1 cargo test --release --test reliability -- foreign:: --nocapture`
 
+use crate::support::args_for;
 use crate::support::reliability::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -33,19 +34,12 @@ fn base(dir: &Path) -> Db {
     let db = Db::at(dir.join("base.db"));
     db.init();
     let w = |s: &str, p: &str, v: &str, scope: &str, extra: &[&str]| {
-        let mut args = vec![
+        let mut args = args_for(
             "write",
-            "--subject",
             s,
-            "--predicate",
             p,
-            "--value",
-            v,
-            "--scope",
-            scope,
-            "--source",
-            "thread:1",
-        ];
+            &["--value", v, "--scope", scope, "--source", "thread:1"],
+        );
         args.extend_from_slice(extra);
         let r = db.run(&args);
         assert_eq!(r.code, 0, "{r:?}");
@@ -66,7 +60,7 @@ fn base(dir: &Path) -> Db {
         ("user:42", "package_manager", "repo:legacy"),
         ("user:43", "formatter", "global"),
     ] {
-        let r = db.run(&["delete", "--subject", s, "--predicate", p, "--scope", scope]);
+        let r = db.run(&args_for("delete", s, p, &["--scope", scope]));
         assert_eq!(r.code, 0, "{r:?}");
     }
     db.assert_check_ok();
@@ -199,8 +193,8 @@ fn a_python_writer_hammering_raw_sql_shortcuts_is_refused_every_time() {
                     *writes.lock().unwrap() += 3;
                     if n.is_multiple_of(7) {
                         let subject = format!("user:w{w}");
-                        let d = db.run(&["delete", "--subject", &subject, "--predicate", "p0", "--scope", "global"]);
-                        let r = db.run(&["restore", "--subject", &subject, "--predicate", "p0", "--scope", "global"]);
+                        let d = db.run(&args_for("delete", &subject, "p0", &["--scope", "global"]));
+                        let r = db.run(&args_for("restore", &subject, "p0", &["--scope", "global"]));
                         for (what, run) in [("delete", d), ("restore", r)] {
                             if run.code != 0 && !run.stderr.contains("there is no memory") && !run.stderr.contains("is not deleted") {
                                 f.push(format!("memscope writer {w}: {what} exited {}: {}", run.code, run.stderr));

@@ -12,6 +12,7 @@
 //!
 //! Reproduce: `MEMSCOPE_ASSERT_INVARIANTS=1 cargo test --release --test reliability -- hostile::`
 
+use crate::support::args_for;
 use crate::support::reliability::*;
 use memscope::{normalize_predicate, OpenMode, Scope, Store, WriteRequest};
 use proptest::prelude::*;
@@ -506,7 +507,7 @@ fn apply_survives_huge_values_nul_bytes_invalid_utf8_and_deep_nesting() {
         outs.iter().filter(|o| o["outcome"] == "error").count()
     );
     db.assert_check_ok();
-    let list = db.list();
+    let list = db.list(&[]);
     let huge = list
         .iter()
         .find(|r| r["predicate"] == "huge_value")
@@ -518,14 +519,7 @@ fn apply_survives_huge_values_nul_bytes_invalid_utf8_and_deep_nesting() {
     assert_eq!(nul["value"], json!("a\u{0}b"));
 
     // Deleting the 10 MB raw text destroys it on disk too.
-    let d = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        "user:1",
-        "--predicate",
-        "huge_raw",
-    ]);
+    let d = db.run(&args_for("delete", "user:1", "huge_raw", &["--yes"]));
     assert_eq!(d.code, 0, "{d:?}");
     db.assert_check_ok();
 }

@@ -377,16 +377,12 @@ fn two_servers_parallel_calls_lose_nothing() {
                 // Contested: every acknowledged version is in the history with its value.
                 let h = cli(
                     &db,
-                    &[
+                    &args_for(
                         "history",
-                        "--subject",
                         "user:stress",
-                        "--predicate",
                         predicate,
-                        "--scope",
-                        scope,
-                        "--json",
-                    ],
+                        &["--scope", scope, "--json"],
+                    ),
                 );
                 let history: Vec<Value> = if h.code == 0 {
                     serde_json::from_str::<Value>(&h.stdout)

@@ -25,6 +25,8 @@
 //! see them fail). Reproduce:
 //! `cargo test --release --test reliability -- open:: --nocapture`
 
+use crate::support::tmux::Tmux;
+use crate::support::{args_for, assert_mcp_client_ok, clean_env, require_python_mcp};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -56,19 +58,9 @@ fn bin() -> String {
 /// A `memscope` command with a clean, test-controlled environment.
 fn memscope(home: &Path, db: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(bin());
-    prepare(&mut c, home);
+    clean_env(&mut c, home);
     c.arg("--db").arg(db).args(args);
     c
-}
-
-fn prepare(c: &mut Command, home: &Path) {
-    c.env("MEMSCOPE_ASSERT_INVARIANTS", "1")
-        .env_remove("MEMSCOPE_DB")
-        .env_remove("MEMSCOPE_BUSY_TIMEOUT_MS")
-        .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("xdg"))
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null());
 }
 
 /// Children killed (and reaped) when dropped, also when a test panics.
@@ -210,22 +202,6 @@ fn integrity_check(db: &Path) -> String {
     text(&out.stdout).trim().to_string()
 }
 
-/// Fails (never skips) when Python or its `mcp` package is missing: CI installs both.
-fn require_python_mcp() {
-    let probe = Command::new("python3")
-        .args(["-c", "import mcp"])
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("python3 is needed to run the MCP start tests ({e}): install Python 3, then `python3 -m pip install mcp`")
-        });
-    assert!(
-        probe.status.success(),
-        "the Python `mcp` package is not installed, so the MCP server cannot be tested with a real client: \
-         run `python3 -m pip install mcp` (.ci/run installs it)\n{}",
-        String::from_utf8_lossy(&probe.stderr)
-    );
-}
-
 /// Runs `tests/mcp_starts.py MODE BIN DB ARGS…`; its JSON result.
 fn starts_client(mode: &str, db: &Path, args: &[&str]) -> Value {
     let mut c = Command::new("python3");
@@ -244,29 +220,10 @@ fn starts_client(mode: &str, db: &Path, args: &[&str]) -> Value {
         .0
         .push(c.spawn().expect("run python3 tests/mcp_starts.py"));
     let out = finish(&mut child.0[0], Instant::now() + Duration::from_secs(240));
-    let stdout = text(&out.stdout);
-    let stderr = text(&out.stderr);
-    assert!(
-        !stderr.contains("MISSING_MCP"),
-        "the Python `mcp` package is not installed: run `python3 -m pip install mcp`\n{stderr}"
-    );
-    assert!(
-        out.status.success(),
-        "tests/mcp_starts.py {mode} failed ({})\nstdout: {stdout}\nstderr: {}",
-        out.status,
-        tail(&stderr, 6000)
-    );
+    let (stdout, _) = assert_mcp_client_ok(&out, &format!("tests/mcp_starts.py {mode}"));
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
         panic!("tests/mcp_starts.py {mode}: stdout is not JSON ({e}): {stdout}")
     })
-}
-
-fn tail(s: &str, n: usize) -> &str {
-    let mut start = s.len().saturating_sub(n);
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -305,7 +262,7 @@ impl Gate {
     /// `sh -c GATE sh FIFO READY BIN --db DB ARGS…`.
     fn memscope(&self, home: &Path, db: &Path, args: &[&str]) -> Command {
         let mut c = Command::new("sh");
-        prepare(&mut c, home);
+        clean_env(&mut c, home);
         c.arg("-c")
             .arg(GATE)
             .arg("sh")
@@ -365,20 +322,14 @@ fn cli_round(n: usize, round: usize, db: &Path) -> Vec<String> {
         let mut c = gate.memscope(
             home,
             db,
-            &[
+            &args_for(
                 "write",
-                "--subject",
                 "user:s",
-                "--predicate",
                 &predicate,
-                "--value",
-                &value,
-                "--scope",
-                "global",
-                "--source",
-                &source,
-                "--json",
-            ],
+                &[
+                    "--value", &value, "--scope", "global", "--source", &source, "--json",
+                ],
+            ),
         );
         c.stdout(Stdio::piped()).stderr(Stdio::piped());
         procs
@@ -698,20 +649,15 @@ fn busy_retries_unchanged_by_uncontended_cli_writes() {
                     let out = run(memscope(
                         &home,
                         &db,
-                        &[
+                        &args_for(
                             "write",
-                            "--subject",
                             &format!("user:w{w}"),
-                            "--predicate",
                             &format!("loop_{i}"),
-                            "--value",
-                            "x",
-                            "--scope",
-                            "global",
-                            "--source",
-                            "contend",
-                            "--json",
-                        ],
+                            &[
+                                "--value", "x", "--scope", "global", "--source", "contend",
+                                "--json",
+                            ],
+                        ),
                     ));
                     if !out.status.success() {
                         failed.push(text(&out.stderr));
@@ -747,20 +693,14 @@ fn busy_retries_unchanged_by_uncontended_cli_writes() {
         let o = json_ok(
             home,
             &db,
-            &[
+            &args_for(
                 "write",
-                "--subject",
                 "user:idle",
-                "--predicate",
                 &format!("idle_{i}"),
-                "--value",
-                "y",
-                "--scope",
-                "global",
-                "--source",
-                "idle",
-                "--json",
-            ],
+                &[
+                    "--value", "y", "--scope", "global", "--source", "idle", "--json",
+                ],
+            ),
         );
         assert_eq!(o["outcome"], "inserted", "{o}");
     }
@@ -775,102 +715,10 @@ fn busy_retries_unchanged_by_uncontended_cli_writes() {
 // ---------------------------------------------------------------------------------------------
 // The UI beside committing writers
 
-static SOCKETS: AtomicUsize = AtomicUsize::new(0);
-
-/// A tmux server on a private socket; killed when dropped, also when a test fails.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(width: u16, height: u16) -> Tmux {
-        let t = Tmux {
-            socket: format!(
-                "memscope-open-{}-{}",
-                std::process::id(),
-                SOCKETS.fetch_add(1, Ordering::SeqCst)
-            ),
-        };
-        t.tmux(&[
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-s",
-            "ui",
-            "-x",
-            &width.to_string(),
-            "-y",
-            &height.to_string(),
-            "sh",
-        ]);
-        t.tmux(&["set-option", "-g", "escape-time", "0"]);
-        t
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("TMUX")
-            .stdin(Stdio::null())
-            .output()
-            .expect("tmux runs (install tmux; .ci/run does)");
-        assert!(
-            out.status.success(),
-            "tmux {args:?} failed: {}",
-            text(&out.stderr)
-        );
-        out
-    }
-
-    fn type_text(&self, s: &str) {
-        self.tmux(&["send-keys", "-t", "ui", "-l", s]);
-    }
-
-    fn key(&self, key: &str) {
-        self.tmux(&["send-keys", "-t", "ui", key]);
-    }
-
-    fn screen(&self) -> String {
-        text(&self.tmux(&["capture-pane", "-p", "-t", "ui"]).stdout)
-    }
-
-    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                return s;
-            }
-            if start.elapsed() > SCREEN_TIMEOUT {
-                panic!("timed out waiting for {what}; the screen:\n{s}");
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-
-    fn wait_for(&self, needle: &str) -> String {
-        self.wait(&format!("{needle:?}"), |s| s.contains(needle))
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .stdin(Stdio::null())
-            .output();
-    }
-}
-
 /// The pid of the program running in the pane's shell (the UI).
 fn pane_child(t: &Tmux) -> u32 {
     let shell = text(
-        &t.tmux(&["display-message", "-p", "-t", "ui", "#{pane_pid}"])
+        &t.tmux(&["display-message", "-p", "-t", "e2e", "#{pane_pid}"])
             .stdout,
     );
     let shell = shell.trim();
@@ -1010,20 +858,20 @@ fn ui_open_with_busy_workers_while_writers_commit() {
                     let out = run(memscope(
                         &home,
                         &db,
-                        &[
+                        &args_for(
                             "write",
-                            "--subject",
                             &subject,
-                            "--predicate",
                             &predicate,
-                            "--value",
-                            &value,
-                            "--scope",
-                            "global",
-                            "--source",
-                            &format!("writer:{w}:{i}"),
-                            "--json",
-                        ],
+                            &[
+                                "--value",
+                                &value,
+                                "--scope",
+                                "global",
+                                "--source",
+                                &format!("writer:{w}:{i}"),
+                                "--json",
+                            ],
+                        ),
                     ));
                     std::thread::sleep(WRITE_PAUSE);
                     let o: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -1099,20 +947,14 @@ fn ui_open_with_busy_workers_while_writers_commit() {
         let out = run(memscope(
             &home,
             &db,
-            &[
+            &args_for(
                 "write",
-                "--subject",
                 "user:late",
-                "--predicate",
                 &format!("late_{i}"),
-                "--value",
-                &value,
-                "--scope",
-                "global",
-                "--source",
-                "late",
-                "--json",
-            ],
+                &[
+                    "--value", &value, "--scope", "global", "--source", "late", "--json",
+                ],
+            ),
         ));
         let o: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         if out.status.success() && o["outcome"].is_string() {

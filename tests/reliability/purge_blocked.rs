@@ -11,10 +11,10 @@
 //! Reproduce: `MEMSCOPE_ASSERT_INVARIANTS=1 cargo test --release --test reliability -- purge_blocked::`
 
 use crate::support::reliability::*;
+use crate::support::{args_for, PyHolder};
 use memscope::{DeleteTarget, Identity, OpenMode, Scope, ScopeChoice, Store, WriteRequest};
 use serde_json::json;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
 
 #[derive(Debug, Clone, Copy)]
 enum Payer {
@@ -219,42 +219,26 @@ for cmd in sys.stdin:
 c.close()
 "#;
 
-struct PyReader {
-    child: Child,
-    out: BufReader<std::process::ChildStdout>,
-}
+/// The Python reader, told one command a line; it answers `OK <command>` to each.
+struct PyReader(PyHolder);
 
 impl PyReader {
     fn start(db: &Db) -> PyReader {
-        let mut child = Command::new("python3")
-            .arg("-c")
-            .arg(PY_READER)
-            .arg(&db.path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("python3");
-        let out = BufReader::new(child.stdout.take().unwrap());
-        PyReader { child, out }
+        PyReader(PyHolder::start(PY_READER, &db.path))
     }
 
     fn send(&mut self, cmd: &str) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{cmd}").unwrap();
-        stdin.flush().unwrap();
-        let mut line = String::new();
-        self.out.read_line(&mut line).unwrap();
-        assert_eq!(line.trim(), format!("OK {cmd}"), "python reader");
+        self.0.say(cmd);
+        assert_eq!(self.0.line().trim(), format!("OK {cmd}"), "python reader");
     }
 }
 
 impl Drop for PyReader {
     fn drop(&mut self) {
-        if let Some(stdin) = self.child.stdin.as_mut() {
+        if let Some(stdin) = self.0.child.stdin.as_mut() {
             let _ = writeln!(stdin, "quit");
         }
-        let _ = self.child.wait();
+        let _ = self.0.child.wait();
     }
 }
 
@@ -268,34 +252,24 @@ fn cli_round(payer: Payer) {
     db.init();
     let mut py = PyReader::start(&db);
     py.send("read"); // keeps the WAL from being checkpointed away when memscope exits
-    let w = db.run(&[
+    let w = db.run(&args_for(
         "write",
-        "--subject",
         "user:9",
-        "--predicate",
         "package_manager",
-        "--value",
-        &c.value,
-        "--raw",
-        &c.raw,
-        "--scope",
-        "repo:web",
-        "--source",
-        "thread:1",
-    ]);
+        &[
+            "--value", &c.value, "--raw", &c.raw, "--scope", "repo:web", "--source", "thread:1",
+        ],
+    ));
     assert_eq!(w.code, 0, "{w:?}");
     assert!(wal_holds(&db, &c), "setup: the canary is in the WAL");
 
     py.send("begin");
-    let d = db.run(&[
+    let d = db.run(&args_for(
         "delete",
-        "--subject",
         "user:9",
-        "--predicate",
         "package_manager",
-        "--scope",
-        "repo:web",
-    ]);
+        &["--scope", "repo:web"],
+    ));
     assert_eq!(d.code, 0, "{payer:?}: the delete itself succeeds: {d:?}");
     let lines: Vec<&str> = d.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one sentence on stderr: {:?}", d.stderr);
@@ -319,19 +293,14 @@ fn cli_round(payer: Payer) {
     py.send("commit"); // the reader lets go but stays connected
     match payer {
         Payer::Write => {
-            let w = db.run(&[
+            let w = db.run(&args_for(
                 "write",
-                "--subject",
                 "user:9",
-                "--predicate",
                 "formatter",
-                "--value",
-                "biome",
-                "--scope",
-                "global",
-                "--source",
-                "thread:2",
-            ]);
+                &[
+                    "--value", "biome", "--scope", "global", "--source", "thread:2",
+                ],
+            ));
             assert_eq!(w.code, 0, "{w:?}");
         }
         Payer::Open => {

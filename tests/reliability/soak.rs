@@ -14,6 +14,7 @@
 //! `MEMSCOPE_ASSERT_INVARIANTS=1 MEMSCOPE_SOAK_SECS=60 cargo test --release --test reliability -- soak:: --nocapture`
 
 use crate::support::reliability::*;
+use crate::support::{args_for, strs};
 use chrono::{DateTime, SecondsFormat, Utc};
 use memscope::{OpenMode, Store};
 use serde_json::{json, Value};
@@ -135,12 +136,7 @@ fn writer(db: &Db, w: usize, seed: u64, deadline: Instant, tally: &Mutex<Tally>)
             match &line["scope"] {
                 Value::String(s) => args.extend(["--scope".into(), s.clone()]),
                 other => {
-                    let c: Vec<&str> = other["ambiguous"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|v| v.as_str().unwrap())
-                        .collect();
+                    let c = strs(&other["ambiguous"]);
                     args.extend(["--ambiguous".into(), c.join(",")]);
                 }
             }
@@ -154,14 +150,7 @@ fn writer(db: &Db, w: usize, seed: u64, deadline: Instant, tally: &Mutex<Tally>)
             let predicate = rng.pick(&PREDICATES).to_string();
             let identity = rng.chance(85);
             let scope = rng.pick(&SCOPES).to_string();
-            let mut args = vec![
-                "delete",
-                "--yes",
-                "--subject",
-                &subject,
-                "--predicate",
-                &predicate,
-            ];
+            let mut args = args_for("delete", &subject, &predicate, &["--yes"]);
             if identity {
                 args.extend(["--scope", &scope]);
             }
@@ -229,7 +218,7 @@ fn writer(db: &Db, w: usize, seed: u64, deadline: Instant, tally: &Mutex<Tally>)
         let mut outcomes: Vec<Value> = Vec::new();
         match kind {
             "apply" => {
-                outcomes = run.json_lines();
+                outcomes = run.complete_json_lines();
                 t.write_latencies.push(latency);
                 if run.code != 0 || outcomes.len() != sources.len() {
                     t.violations.push(format!(
@@ -345,42 +334,15 @@ type Event = (String, String, String, String, Option<i64>);
 
 /// Every event the soak's sources left, keyed by source.
 fn events_by_source(db: &Db) -> HashMap<String, Vec<Event>> {
-    let conn = db.sql();
-    let mut stmt = conn
-        .prepare(
-            "SELECT source, event, subject, predicate, scope, version FROM history WHERE source LIKE 'soak:%'",
-        )
-        .unwrap();
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                (
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, Option<i64>>(5)?,
-                ),
-            ))
-        })
-        .unwrap();
+    let rows: Vec<(String, Event)> = db.sql_rows(
+        "SELECT source, event, subject, predicate, scope, version FROM history WHERE source LIKE 'soak:%'",
+        |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))),
+    );
     let mut out: HashMap<String, Vec<Event>> = HashMap::new();
-    for row in rows {
-        let (source, e) = row.unwrap();
+    for (source, e) in rows {
         out.entry(source).or_default().push(e);
     }
     out
-}
-
-fn event_of(outcome: &str) -> Option<&'static str> {
-    match outcome {
-        "inserted" | "superseded" => Some("set"),
-        "confirmed" => Some("confirmed"),
-        "stale" => Some("stale"),
-        "rejected" => Some("rejected"),
-        _ => None,
-    }
 }
 
 #[test]

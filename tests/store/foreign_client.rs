@@ -62,15 +62,12 @@ fn base() -> TestDb {
         "repo:legacy-dashboard",
         "thread:23",
     );
-    db.run(&[
+    db.run(&args_for(
         "delete",
-        "--subject",
         "user:42",
-        "--predicate",
         "package_manager",
-        "--scope",
-        "repo:legacy-dashboard",
-    ])
+        &["--scope", "repo:legacy-dashboard"],
+    ))
     .ok();
     db.write("user:42", "formatter", "biome 🧹", "global", "thread:27");
     db.assert_check_ok();
@@ -81,6 +78,61 @@ fn base() -> TestDb {
 fn damage(db: &TestDb, sql: &str) {
     let r = python(DROP_TRIGGERS, &[db.path_str(), sql]);
     assert_eq!(r.code, 0, "python damage failed: {}", r.stderr);
+}
+
+/// `base()` after a foreign client dropped every trigger and ran `sql` on it.
+fn damaged(sql: &str) -> TestDb {
+    let db = base();
+    damage(&db, sql);
+    db
+}
+
+const PM_OF_42: (&str, &str) = ("user:42", "package_manager");
+const LEGACY: &str = "repo:legacy-dashboard";
+
+/// Raw SQL: the global package manager's current value changed without history.
+const GLOBAL_PM_BECOMES_YARN: &str =
+    "UPDATE memories SET value = '\"yarn\"' WHERE predicate = 'package_manager' AND scope = 'global';";
+
+/// Raw SQL: a current record of `(subject, predicate)` at `scope` holding the JSON string
+/// `value`, written by `py` at causal number `seq`, with no history.
+fn memories_row(id: (&str, &str), scope: &str, value: &str, version: u32, seq: u32) -> String {
+    let (subject, predicate) = id;
+    format!(
+        "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+         VALUES ('{subject}', '{predicate}', '{scope}', '\"{value}\"', {version}, 'py', {seq}, 't', 't');\n"
+    )
+}
+
+/// Raw SQL: the `set` event that writes such a record.
+fn set_event(id: (&str, &str), scope: &str, value: &str, version: u32, seq: u32) -> String {
+    let (subject, predicate) = id;
+    format!(
+        "INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+         VALUES ('set', '{subject}', '{predicate}', '{scope}', {version}, '\"{value}\"', 'py', {seq}, 't');\n"
+    )
+}
+
+/// Raw SQL: a current record and the `set` event that wrote it.
+fn current_record(id: (&str, &str), scope: &str, value: &str, version: u32, seq: u32) -> String {
+    memories_row(id, scope, value, version, seq) + &set_event(id, scope, value, version, seq)
+}
+
+/// Raw SQL: the global formatter rewritten to `value` at `version`, with its `set` event.
+fn formatter_rewritten(value: &str, version: u32, seq: u32) -> String {
+    format!(
+        "UPDATE memories SET value = '\"{value}\"', version = {version}, causal_seq = {seq} WHERE predicate = 'formatter';\n{}",
+        set_event(("user:42", "formatter"), "global", value, version, seq)
+    )
+}
+
+/// Raw SQL: a `stale` history row keeping `raw` (and the value npm) for the tombstoned
+/// package manager of repo:legacy-dashboard.
+fn stale_content_on_the_tombstone(raw: &str) -> String {
+    format!(
+        "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at)
+         VALUES ('stale', 'user:42', 'package_manager', 'repo:legacy-dashboard', NULL, '\"npm\"', '{raw}', 'py', 1, 't');\n"
+    )
 }
 
 /// `check --json` must fail (exit 1) and name `want` among the violated invariants.
@@ -149,35 +201,19 @@ fn schema_guards_stop_a_raw_sql_client() {
 
 #[test]
 fn check_finds_a_current_record_on_a_tombstoned_identity() {
-    let db = base();
-    damage(
-        &db,
-        "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
-         VALUES ('user:42', 'package_manager', 'repo:legacy-dashboard', '\"npm\"', 3, 'py', 99, 't', 't');
-         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
-         VALUES ('set', 'user:42', 'package_manager', 'repo:legacy-dashboard', 3, '\"npm\"', 'py', 99, 't');",
-    );
+    let db = damaged(&current_record(PM_OF_42, LEGACY, "npm", 3, 99));
     assert_check_finds(&db, &[3]);
 }
 
 #[test]
 fn check_finds_history_content_kept_for_a_tombstoned_identity() {
-    let db = base();
-    damage(
-        &db,
-        "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at)
-         VALUES ('stale', 'user:42', 'package_manager', 'repo:legacy-dashboard', NULL, '\"npm\"', '这个仓库用 npm', 'py', 1, 't');",
-    );
+    let db = damaged(&stale_content_on_the_tombstone("这个仓库用 npm"));
     assert_check_finds(&db, &[3]);
 }
 
 #[test]
 fn check_finds_a_tombstone_not_above_its_versions() {
-    let db = base();
-    damage(
-        &db,
-        "UPDATE tombstones SET version = 1 WHERE scope = 'repo:legacy-dashboard';",
-    );
+    let db = damaged("UPDATE tombstones SET version = 1 WHERE scope = 'repo:legacy-dashboard';");
     let report = assert_check_finds(&db, &[]);
     assert!(
         report["violations"]
@@ -191,58 +227,36 @@ fn check_finds_a_tombstone_not_above_its_versions() {
 
 #[test]
 fn check_finds_a_version_gap() {
-    let db = base();
-    damage(
-        &db,
-        "UPDATE memories SET value = '\"dprint\"', version = 3, causal_seq = 100 WHERE predicate = 'formatter';
-         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
-         VALUES ('set', 'user:42', 'formatter', 'global', 3, '\"dprint\"', 'py', 100, 't');",
-    );
+    let db = damaged(&formatter_rewritten("dprint", 3, 100));
     assert_check_finds(&db, &[5]);
 }
 
 #[test]
 fn check_finds_a_current_value_that_differs_from_history() {
-    let db = base();
-    damage(
-        &db,
-        "UPDATE memories SET value = '\"yarn\"' WHERE predicate = 'package_manager' AND scope = 'global';",
-    );
+    let db = damaged(GLOBAL_PM_BECOMES_YARN);
     assert_check_finds(&db, &[4]);
 }
 
 #[test]
 fn check_finds_a_current_record_whose_history_was_deleted() {
-    let db = base();
-    damage(&db, "DELETE FROM history WHERE predicate = 'formatter';");
+    let db = damaged("DELETE FROM history WHERE predicate = 'formatter';");
     assert_check_finds(&db, &[4]);
 }
 
 #[test]
 fn check_finds_a_causally_older_current_record() {
-    let db = base();
-    damage(
-        &db,
-        "UPDATE memories SET value = '\"old\"', version = 2, causal_seq = 0 WHERE predicate = 'formatter';
-         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
-         VALUES ('set', 'user:42', 'formatter', 'global', 2, '\"old\"', 'py', 0, 't');",
-    );
+    let db = damaged(&formatter_rewritten("old", 2, 0));
     assert_check_finds(&db, &[2]);
 }
 
 #[test]
 fn check_finds_a_current_predicate_that_is_an_alias() {
-    let db = base();
-    damage(
-        &db,
-        "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
-         VALUES ('user:9', 'pkg_manager', 'global', '\"npm\"', 1, 'py', 500, 't', 't');
-         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
-         VALUES ('set', 'user:9', 'pkg_manager', 'global', 1, '\"npm\"', 'py', 500, 't');
-         INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
-         VALUES ('user:9', '包管理器', 'repo:x', '\"npm\"', 1, 'py', 501, 't', 't');
-         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
-         VALUES ('set', 'user:9', '包管理器', 'repo:x', 1, '\"npm\"', 'py', 501, 't');",
+    let db = damaged(
+        &[
+            current_record(("user:9", "pkg_manager"), "global", "npm", 1, 500),
+            current_record(("user:9", "包管理器"), "repo:x", "npm", 1, 501),
+        ]
+        .concat(),
     );
     let report = assert_check_finds(&db, &[6]);
     let details: Vec<&str> = report["violations"]
@@ -264,14 +278,13 @@ fn check_finds_a_current_predicate_that_is_an_alias() {
 
 #[test]
 fn check_finds_a_predicate_not_in_normal_form() {
-    let db = base();
-    damage(
-        &db,
-        "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
-         VALUES ('user:9', 'Package Manager', 'global', '\"npm\"', 1, 'py', 500, 't', 't');
-         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
-         VALUES ('set', 'user:9', 'Package Manager', 'global', 1, '\"npm\"', 'py', 500, 't');",
-    );
+    let db = damaged(&current_record(
+        ("user:9", "Package Manager"),
+        "global",
+        "npm",
+        1,
+        500,
+    ));
     assert_check_finds(&db, &[6]);
 }
 
@@ -279,9 +292,7 @@ fn check_finds_a_predicate_not_in_normal_form() {
 /// without it; `check` still finds the second current record.
 #[test]
 fn check_finds_a_second_current_record_after_the_table_is_rebuilt() {
-    let db = base();
-    damage(
-        &db,
+    let db = damaged(
         "ALTER TABLE memories RENAME TO memories_old;
          CREATE TABLE memories (
             id INTEGER PRIMARY KEY, subject TEXT NOT NULL, predicate TEXT NOT NULL, scope TEXT NOT NULL,
@@ -301,21 +312,15 @@ fn check_finds_a_second_current_record_after_the_table_is_rebuilt() {
 /// All of it at once: every invariant number shows up.
 #[test]
 fn check_reports_every_violated_invariant_of_a_heavily_damaged_database() {
-    let db = base();
-    damage(
-        &db,
-        "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
-         VALUES ('user:42', 'package_manager', 'repo:legacy-dashboard', '\"npm\"', 3, 'py', 99, 't', 't');
-         INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at)
-         VALUES ('stale', 'user:42', 'package_manager', 'repo:legacy-dashboard', NULL, '\"npm\"', 'raw words', 'py', 1, 't');
-         UPDATE memories SET value = '\"yarn\"' WHERE predicate = 'package_manager' AND scope = 'global';
-         UPDATE memories SET value = '\"old\"', version = 3, causal_seq = 0 WHERE predicate = 'formatter';
-         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
-         VALUES ('set', 'user:42', 'formatter', 'global', 3, '\"old\"', 'py', 0, 't');
-         INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
-         VALUES ('user:9', 'pkg_manager', 'global', '\"npm\"', 1, 'py', 500, 't', 't');
-         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
-         VALUES ('set', 'user:9', 'pkg_manager', 'global', 1, '\"npm\"', 'py', 500, 't');",
+    let db = damaged(
+        &[
+            memories_row(PM_OF_42, LEGACY, "npm", 3, 99),
+            stale_content_on_the_tombstone("raw words"),
+            GLOBAL_PM_BECOMES_YARN.to_string(),
+            formatter_rewritten("old", 3, 0),
+            current_record(("user:9", "pkg_manager"), "global", "npm", 1, 500),
+        ]
+        .concat(),
     );
     assert_check_finds(&db, &[2, 3, 4, 5, 6]);
 }
@@ -325,28 +330,22 @@ fn check_reports_every_violated_invariant_of_a_heavily_damaged_database() {
 /// the lines around it still land.
 #[test]
 fn writes_to_a_damaged_identity_are_refused_and_the_rest_of_apply_lands() {
-    let db = base();
-    damage(
-        &db,
-        "UPDATE memories SET value = '\"dprint\"', version = 3, causal_seq = 100 WHERE predicate = 'formatter';
-         INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
-         VALUES ('set', 'user:42', 'formatter', 'global', 3, '\"dprint\"', 'py', 100, 't');",
-    );
+    let db = damaged(&formatter_rewritten("dprint", 3, 100));
     let before = db.list(&["--predicate", "formatter"]);
 
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "write",
-        "--subject",
         "user:42",
-        "--predicate",
         "formatter",
-        "--value",
-        "prettier",
-        "--scope",
-        "global",
-        "--source",
-        "thread:60",
-    ]);
+        &[
+            "--value",
+            "prettier",
+            "--scope",
+            "global",
+            "--source",
+            "thread:60",
+        ],
+    ));
     r.fails_with(1, &["invariant"]);
     assert_eq!(before, db.list(&["--predicate", "formatter"]));
 
@@ -358,12 +357,7 @@ fn writes_to_a_damaged_identity_are_refused_and_the_rest_of_apply_lands() {
     let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
     let r = db.run_stdin(&["apply"], input.as_bytes());
     assert_eq!(r.code, 1, "{r:?}");
-    let kinds: Vec<String> = r
-        .json_lines()
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(kinds, ["inserted", "error", "inserted"]);
+    assert_eq!(outcomes(&r.json_lines()), ["inserted", "error", "inserted"]);
     assert_eq!(before, db.list(&["--predicate", "formatter"]));
     assert_eq!(db.list(&["--subject", "user:8"]).len(), 2);
     assert_eq!(
@@ -393,20 +387,20 @@ fn a_tombstone_planted_without_history_rejects_writes_in_write_and_apply() {
     let no_assert = [("MEMSCOPE_ASSERT_INVARIANTS", "0")];
     let out = db
         .run_env(
-            &[
+            &args_for(
                 "write",
-                "--subject",
                 "用户:小明",
-                "--predicate",
                 "coffee",
-                "--value",
-                "燕麦拿铁 ☕",
-                "--scope",
-                "global",
-                "--source",
-                "thread:1",
-                "--json",
-            ],
+                &[
+                    "--value",
+                    "燕麦拿铁 ☕",
+                    "--scope",
+                    "global",
+                    "--source",
+                    "thread:1",
+                    "--json",
+                ],
+            ),
             &no_assert,
         )
         .ok()
@@ -495,19 +489,15 @@ fn a_foreign_trigger_refusal_in_a_bulk_load_is_an_error_not_a_confirmation() {
     std::fs::write(&file, lines.join("\n")).unwrap();
     let r = db.run(&["apply", file.to_str().unwrap()]);
     assert_eq!(r.code, 1, "an error line makes apply exit 1");
-    let outcomes = r.json_lines();
-    let kinds: Vec<&str> = outcomes
-        .iter()
-        .map(|o| o["outcome"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, ["inserted", "error", "inserted"]);
+    let outs = r.json_lines();
+    assert_eq!(outcomes(&outs), ["inserted", "error", "inserted"]);
     assert!(
-        outcomes[1]["error"]
+        outs[1]["error"]
             .as_str()
             .unwrap()
             .contains("quota exceeded"),
         "{:#}",
-        outcomes[1]
+        outs[1]
     );
     assert!(db.list(&["--subject", "user:over"]).is_empty());
     assert_eq!(db.history("user:over", "editor", None).len(), 0);
@@ -548,20 +538,14 @@ fn assert_tombstoned_identity_refused(db: &TestDb) {
     assert!(!db.fingerprint().join("\n").contains("emacs"));
     let out = db
         .run_env(
-            &[
+            &args_for(
                 "write",
-                "--subject",
                 "user:9",
-                "--predicate",
                 "editor",
-                "--value",
-                "vim",
-                "--scope",
-                "global",
-                "--source",
-                "s",
-                "--json",
-            ],
+                &[
+                    "--value", "vim", "--scope", "global", "--source", "s", "--json",
+                ],
+            ),
             &no_assert,
         )
         .ok()

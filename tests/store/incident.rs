@@ -183,45 +183,20 @@ fn assert_no_text(hay: &str, needle: &str, what: &str) {
 /// `rescope … --json`: the outcomes it caused.
 #[track_caller]
 fn rescope(db: &TestDb, from: &str, to: &str) -> Vec<Value> {
-    as_array(db.json(&[
+    as_array(db.json(&args_for(
         "rescope",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--scope",
-        from,
-        "--to",
-        to,
-        "--json",
-    ]))
+        &["--scope", from, "--to", to, "--json"],
+    )))
 }
 
 fn rescope_run(db: &TestDb, from: &str, to: &str) -> Run {
-    db.run(&[
-        "rescope",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        from,
-        "--to",
-        to,
-    ])
+    db.run(&args_for("rescope", U, PM, &["--scope", from, "--to", to]))
 }
 
 fn revert_run(db: &TestDb, scope_text: &str, to_version: Option<&str>) -> Run {
-    let mut args = vec![
-        "revert",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        scope_text,
-        "--json",
-    ];
+    let mut args = args_for("revert", U, PM, &["--scope", scope_text, "--json"]);
     if let Some(v) = to_version {
         args.push("--to-version");
         args.push(v);
@@ -540,16 +515,7 @@ fn cli_resolve_at_answers_from_history_with_the_resolve_shape() {
     );
     drop(store);
     let at = |when: &str, repo: Option<&str>| {
-        let mut args = vec![
-            "resolve",
-            "--subject",
-            U,
-            "--predicate",
-            PM,
-            "--at",
-            when,
-            "--json",
-        ];
+        let mut args = args_for("resolve", U, PM, &["--at", when, "--json"]);
         if let Some(r) = repo {
             args.push("--repo");
             args.push(r);
@@ -589,20 +555,11 @@ fn cli_resolve_at_answers_from_history_with_the_resolve_shape() {
     assert_eq!((&r["value"], &r["version"]), (&json!("pnpm"), &json!(1)));
 
     // Same fields as plain resolve, at the top and in the chain.
-    let live = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    let live = db.resolve(U, PM, &["--repo", "legacy-dashboard"]);
     let then = at("3d", Some("legacy-dashboard"));
     let keys = |v: &Value| -> BTreeSet<String> { v.as_object().unwrap().keys().cloned().collect() };
     assert_eq!(keys(&then), keys(&live));
-    for k in [
-        "found",
-        "subject",
-        "predicate",
-        "value",
-        "scope",
-        "version",
-        "source",
-        "considered",
-    ] {
+    for k in RESOLUTION_KEYS {
         assert!(
             then.get(k).is_some(),
             "resolve --at --json lacks {k}: {then:#}"
@@ -620,16 +577,7 @@ fn cli_resolve_at_with_a_bad_time_is_one_sentence_and_exit_2() {
     let db = TestDb::new();
     db.write(U, PM, "pnpm", "global", "s:1");
     for bad in ["yesterday", "3x", "2026-13-45T10:00:00Z"] {
-        let r = db.run(&[
-            "resolve",
-            "--subject",
-            U,
-            "--predicate",
-            PM,
-            "--at",
-            bad,
-            "--json",
-        ]);
+        let r = db.run(&args_for("resolve", U, PM, &["--at", bad, "--json"]));
         r.fails_with(2, &[bad, "RFC 3339"]);
         assert!(
             r.stdout.trim().is_empty(),
@@ -638,16 +586,7 @@ fn cli_resolve_at_with_a_bad_time_is_one_sentence_and_exit_2() {
         );
     }
     // --at reads the past; --log records a read now: both at once is a usage error.
-    let r = db.run(&[
-        "resolve",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--at",
-        "3d",
-        "--log",
-    ]);
+    let r = db.run(&args_for("resolve", U, PM, &["--at", "3d", "--log"]));
     assert_eq!(r.code, 2, "{r:?}");
     let r = db.run(&["reads", "--since", "last tuesday"]);
     r.fails_with(2, &["last tuesday", "RFC 3339"]);
@@ -745,21 +684,21 @@ fn cli_resolve_log_records_the_read_without_its_value() {
     let canary = unique("npm-canary-🐤-");
     db.write(U, PM, "pnpm", "global", "thread:17/message:86");
     db.write(U, PM, &canary, "global", "thread:23/message:14");
-    let r = db.json(&[
+    let r = db.json(&args_for(
         "resolve",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--repo",
-        "web-app",
-        "--log",
-        "--agent",
-        "claude-code",
-        "--note",
-        "ran npm install 🚨",
-        "--json",
-    ]);
+        &[
+            "--repo",
+            "web-app",
+            "--log",
+            "--agent",
+            "claude-code",
+            "--note",
+            "ran npm install 🚨",
+            "--json",
+        ],
+    ));
     assert_eq!(r["value"], json!(canary), "the agent gets its answer");
     let out = db.run(&["reads", "--json"]).ok();
     assert_no_text(&out.stdout, &canary, "reads --json");
@@ -937,16 +876,7 @@ fn read_rows_stay_content_free_after_the_identity_is_deleted() {
         "the canary is on disk before the delete (else this test proves nothing)"
     );
 
-    db.json(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        LEGACY,
-        "--json",
-    ]);
+    db.delete(U, PM, LEGACY);
     for canary in [&value, &raw] {
         let hits = find_on_disk(&db.path, canary);
         assert!(
@@ -1046,7 +976,7 @@ fn rescope_fixes_the_wrong_tool_incident() {
     );
     // The incident: an agent in a new project gets npm (and the read is logged).
     assert_eq!(
-        db.resolve(U, PM, Some("brand-new-app"), None)["value"],
+        db.resolve(U, PM, &["--repo", "brand-new-app"])["value"],
         "npm"
     );
     let mut store = open_store(&db.path);
@@ -1129,12 +1059,12 @@ fn rescope_fixes_the_wrong_tool_incident() {
     );
 
     db.assert_check_ok();
-    let r = db.resolve(U, PM, Some("brand-new-app"), None);
+    let r = db.resolve(U, PM, &["--repo", "brand-new-app"]);
     assert_eq!(
         (&r["value"], &r["scope"]),
         (&json!("pnpm"), &json!("global"))
     );
-    let r = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    let r = db.resolve(U, PM, &["--repo", "legacy-dashboard"]);
     assert_eq!((&r["value"], &r["scope"]), (&json!("npm"), &json!(LEGACY)));
 
     // After the fix, the logged read still explains what the agent saw then: global v2, npm.
@@ -1204,10 +1134,10 @@ fn rescope_of_a_first_version_removes_it_from_the_old_scope() {
     );
     db.assert_check_ok();
     assert_eq!(
-        db.resolve(U, PM, None, Some("check-lockfile-7"))["value"],
+        db.resolve(U, PM, &["--task", "check-lockfile-7"])["value"],
         json!(value)
     );
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["found"], false);
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["found"], false);
 
     let o = db.write(U, PM, "pnpm", "global", "thread:30/message:1");
     assert_eq!(
@@ -1223,16 +1153,7 @@ fn rescope_into_a_tombstoned_identity_is_refused_and_changes_nothing() {
     db.write(U, PM, "pnpm", "global", "s:1");
     db.write(U, PM, "npm", "global", "s:2");
     db.write(U, PM, "npm", LEGACY, "s:r");
-    db.json(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        LEGACY,
-        "--json",
-    ]);
+    db.delete(U, PM, LEGACY);
     let before = table_fingerprint(&db.path);
     let r = rescope_run(&db, "global", LEGACY);
     r.fails_with(1, &["legacy-dashboard", "restore"]);
@@ -1414,16 +1335,7 @@ fn revert_of_a_tombstoned_identity_is_refused() {
     let db = TestDb::new();
     db.write(U, PM, "pnpm", "global", "s:1");
     db.write(U, PM, "npm", "global", "s:2");
-    db.json(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "global",
-        "--json",
-    ]);
+    db.delete(U, PM, "global");
     let before = table_fingerprint(&db.path);
     revert_run(&db, "global", None).fails_with(1, &["deleted", "restore"]);
     revert_run(&db, "global", Some("1")).fails_with(1, &["deleted"]);

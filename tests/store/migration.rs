@@ -25,21 +25,7 @@ fn user_version(conn: &Connection) -> i64 {
 /// A database at the current schema with a few memories in it, written by the real write path.
 fn v1_database() -> TestDb {
     let db = TestDb::new();
-    db.write_with(
-        "user:42",
-        "package_manager",
-        "pnpm",
-        "global",
-        "thread:17/message:86",
-        &["--raw", "以后新建前端项目，默认用 pnpm。"],
-    );
-    db.write(
-        "user:42",
-        "package_manager",
-        "npm",
-        "repo:legacy-dashboard",
-        "thread:23/message:14",
-    );
+    db.write_the_first_article();
     db.write("user:42", "coffee", "燕麦拿铁 ☕", "global", "thread:20");
     db
 }
@@ -157,19 +143,12 @@ fn a_future_migration_moves_user_version_forward_and_keeps_the_data() {
         "refusing must not write"
     );
     db.run(&["list"]).fails_with(1, &["newer"]);
-    db.run(&[
+    db.run(&args_for(
         "write",
-        "--subject",
         "u",
-        "--predicate",
         "p",
-        "--value",
-        "v",
-        "--scope",
-        "global",
-        "--source",
-        "s",
-    ])
+        &["--value", "v", "--scope", "global", "--source", "s"],
+    ))
     .fails_with(1, &["newer"]);
     assert_eq!(bytes, std::fs::read(&db.path).unwrap());
 
@@ -250,14 +229,7 @@ fn a_v1_database_is_migrated_on_open_and_keeps_its_memories() {
     }
     let store = Store::open(&db.path, OpenMode::Existing).expect("a v1 database opens");
     assert_eq!(user_version(store.connection()), SCHEMA_VERSION);
-    let reads: i64 = store
-        .connection()
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE name = 'reads'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let reads = db.sql_i64("SELECT count(*) FROM sqlite_master WHERE name = 'reads'");
     assert_eq!(reads, 1, "v2 adds the read log");
     let r = store
         .resolve("user:42", "package_manager", Some("web-app"), None)

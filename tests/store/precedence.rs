@@ -48,15 +48,19 @@ fn chain(r: &Value) -> Vec<(String, bool, bool, Value)> {
 fn task_beats_repo_beats_global() {
     let db = seeded();
     // The three situations of the first article.
-    let new_project = db.resolve(U, PM, Some("brand-new-app"), None);
+    let new_project = db.resolve(U, PM, &["--repo", "brand-new-app"]);
     assert_eq!(new_project["value"], "pnpm");
     assert_eq!(new_project["scope"], "global");
 
-    let legacy = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    let legacy = db.resolve(U, PM, &["--repo", "legacy-dashboard"]);
     assert_eq!(legacy["value"], "npm");
     assert_eq!(legacy["scope"], "repo:legacy-dashboard");
 
-    let task = db.resolve(U, PM, Some("legacy-dashboard"), Some("check-lockfile-7"));
+    let task = db.resolve(
+        U,
+        PM,
+        &["--repo", "legacy-dashboard", "--task", "check-lockfile-7"],
+    );
     assert_eq!(task["value"], "不执行任何安装命令 🚫");
     assert_eq!(task["scope"], "task:check-lockfile-7");
     assert_eq!(
@@ -74,12 +78,12 @@ fn task_beats_repo_beats_global() {
     );
 
     // A task alone skips the repo level.
-    let task_only = db.resolve(U, PM, None, Some("check-lockfile-7"));
+    let task_only = db.resolve(U, PM, &["--task", "check-lockfile-7"]);
     assert_eq!(task_only["scope"], "task:check-lockfile-7");
     assert_eq!(chain(&task_only).len(), 2);
 
     // An unrelated task in the legacy repo falls back to the repo rule.
-    let other_task = db.resolve(U, PM, Some("legacy-dashboard"), Some("other"));
+    let other_task = db.resolve(U, PM, &["--repo", "legacy-dashboard", "--task", "other"]);
     assert_eq!(other_task["scope"], "repo:legacy-dashboard");
     assert_eq!(
         chain(&other_task),
@@ -103,7 +107,7 @@ fn a_repo_rule_never_leaks_into_another_repo() {
         "legacy_dashboard",
         "旧仪表盘",
     ] {
-        let r = db.resolve(U, PM, Some(other), None);
+        let r = db.resolve(U, PM, &["--repo", other]);
         assert_eq!(r["value"], "pnpm", "repo {other}: {r:#}");
         assert_eq!(r["scope"], "global");
         assert_eq!(
@@ -112,7 +116,7 @@ fn a_repo_rule_never_leaks_into_another_repo() {
         );
     }
     // Nor into another subject.
-    let r = db.resolve("user:7", PM, Some("legacy-dashboard"), None);
+    let r = db.resolve("user:7", PM, &["--repo", "legacy-dashboard"]);
     assert_eq!(r["found"], false, "{r:#}");
 }
 
@@ -122,30 +126,21 @@ fn the_latest_write_never_outranks_the_scope_that_applies() {
     // A newer global change does not override the older repo rule inside the repo.
     let out = db.write(U, PM, "yarn", "global", "thread:40/message:1");
     assert_eq!(out["outcome"], "superseded");
-    let r = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    let r = db.resolve(U, PM, &["--repo", "legacy-dashboard"]);
     assert_eq!(r["value"], "npm");
     assert_eq!(
         chain(&r)[1],
         ("global".into(), true, false, json!("yarn")),
         "the newer global value is shadowed here"
     );
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "yarn");
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["value"], "yarn");
 }
 
 #[test]
 fn resolve_json_has_the_contract_shape() {
     let db = seeded();
-    let r = db.resolve(U, "Package Manager", Some("legacy-dashboard"), None);
-    for key in [
-        "found",
-        "subject",
-        "predicate",
-        "value",
-        "scope",
-        "version",
-        "source",
-        "considered",
-    ] {
+    let r = db.resolve(U, "Package Manager", &["--repo", "legacy-dashboard"]);
+    for key in RESOLUTION_KEYS {
         assert!(r.get(key).is_some(), "resolve --json lacks {key}: {r:#}");
     }
     assert_eq!(r["found"], true);
@@ -173,18 +168,12 @@ fn resolve_json_has_the_contract_shape() {
 #[test]
 fn resolve_that_finds_nothing_exits_zero_with_found_false() {
     let db = seeded();
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "resolve",
-        "--subject",
         U,
-        "--predicate",
         "咖啡",
-        "--repo",
-        "web-app",
-        "--task",
-        "t-1",
-        "--json",
-    ]);
+        &["--repo", "web-app", "--task", "t-1", "--json"],
+    ));
     assert_eq!(r.code, 0, "{r:?}");
     let v = r.json();
     assert_eq!(v["found"], false);
@@ -207,17 +196,14 @@ fn resolve_that_finds_nothing_exits_zero_with_found_false() {
 #[test]
 fn a_deleted_repo_rule_falls_back_to_the_default_and_says_so() {
     let db = seeded();
-    db.run(&[
+    db.run(&args_for(
         "delete",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--scope",
-        "repo:legacy-dashboard",
-    ])
+        &["--scope", "repo:legacy-dashboard"],
+    ))
     .ok();
-    let r = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    let r = db.resolve(U, PM, &["--repo", "legacy-dashboard"]);
     assert_eq!(r["value"], "pnpm");
     assert_eq!(r["scope"], "global");
     let repo = &r["considered"][0];
@@ -228,14 +214,6 @@ fn a_deleted_repo_rule_falls_back_to_the_default_and_says_so() {
 #[test]
 fn resolve_rejects_a_malformed_context_as_a_usage_error() {
     let db = seeded();
-    db.run(&[
-        "resolve",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--repo",
-        "two words",
-    ])
-    .fails_with(2, &["whitespace"]);
+    db.run(&args_for("resolve", U, PM, &["--repo", "two words"]))
+        .fails_with(2, &["whitespace"]);
 }

@@ -7,8 +7,6 @@
 use crate::support::*;
 use memscope::{DeleteTarget, Identity, OutcomeKind, Scope};
 use serde_json::json;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 
 const U: &str = "user:42";
 const PM: &str = "package_manager";
@@ -49,9 +47,12 @@ impl Canaries {
     }
 }
 
-/// Writes every canary through the CLI: raw text, a superseded value, a stale replay, a
-/// confirmation, a pending item naming the scope, and a 100 KB value (overflow pages).
-fn plant_with_cli(db: &TestDb, c: &Canaries) {
+/// A new database with every canary written through the CLI: raw text, a superseded value, a
+/// stale replay, a confirmation, a pending item naming the scope, and a 100 KB value (overflow
+/// pages).
+fn planted_with_cli() -> (TestDb, Canaries) {
+    let db = TestDb::new();
+    let c = Canaries::new();
     let out = db.write_with(
         U,
         PM,
@@ -94,20 +95,20 @@ fn plant_with_cli(db: &TestDb, c: &Canaries) {
     );
     assert_eq!(out["outcome"], "pending");
     let long = long_text(100 * 1024, &c.long);
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value",
-        &long,
-        "--scope",
-        "repo:legacy-dashboard",
-        "--source",
-        "thread:23/message:14",
-        "--json",
-    ]);
+        &[
+            "--value",
+            &long,
+            "--scope",
+            "repo:legacy-dashboard",
+            "--source",
+            "thread:23/message:14",
+            "--json",
+        ],
+    ));
     assert_eq!(r.ok().json()["outcome"], "inserted");
     let out = db.write(
         U,
@@ -118,23 +119,24 @@ fn plant_with_cli(db: &TestDb, c: &Canaries) {
     );
     assert_eq!(out["outcome"], "superseded");
     // An agent's note repeats what it was told, in the repository (its chain has global too).
-    db.run(&[
+    db.run(&args_for(
         "resolve",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--repo",
-        "legacy-dashboard",
-        "--log",
-        "--agent",
-        "claude-code",
-        "--note",
-        &format!("installs with npm ci {}", c.note),
-    ])
+        &[
+            "--repo",
+            "legacy-dashboard",
+            "--log",
+            "--agent",
+            "claude-code",
+            "--note",
+            &format!("installs with npm ci {}", c.note),
+        ],
+    ))
     .ok();
     // A neighbour that must survive the delete.
     db.write(U, "formatter", "biome", "global", "thread:27/message:11");
+    (db, c)
 }
 
 #[track_caller]
@@ -164,22 +166,15 @@ fn assert_gone(db: &TestDb, c: &Canaries) {
 
 #[test]
 fn deleting_a_predicate_leaves_its_content_in_no_database_file() {
-    let db = TestDb::new();
-    let c = Canaries::new();
-    plant_with_cli(&db, &c);
+    let (db, c) = planted_with_cli();
     assert_present(&db, &c);
 
-    let report = db.json(&[
+    let report = db.json(&args_for(
         "delete",
-        "--yes",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--reason",
-        "用户要求删除",
-        "--json",
-    ]);
+        &["--yes", "--reason", "用户要求删除", "--json"],
+    ));
     assert_eq!(report["purged_pending"], 1, "{report:#}");
     assert_eq!(report["purged_notes"], 1, "{report:#}");
     assert_gone(&db, &c);
@@ -201,28 +196,17 @@ fn deleting_a_predicate_leaves_its_content_in_no_database_file() {
 
 #[test]
 fn deleting_one_identity_purges_the_pending_items_that_name_it() {
-    let db = TestDb::new();
-    let c = Canaries::new();
-    plant_with_cli(&db, &c);
-    db.json(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "global",
-        "--json",
-    ]);
+    let (db, c) = planted_with_cli();
+    db.delete(U, PM, "global");
     // Everything of the global identity, including the pending item naming it, is gone …
     for (what, canary) in c.all() {
         if what.starts_with("100 KB") {
             continue;
         }
-        assert!(
-            find_on_disk(&db.path, canary).is_empty(),
-            "{what} canary survived the identity delete: {:?}",
-            find_on_disk(&db.path, canary)
+        assert_not_on_disk(
+            &db.path,
+            canary,
+            &format!("after the identity delete, the {what} canary"),
         );
     }
     // … while the repo identity was not deleted and keeps its history.
@@ -233,9 +217,7 @@ fn deleting_one_identity_purges_the_pending_items_that_name_it() {
 
 #[test]
 fn deleting_a_whole_subject_leaves_nothing_on_disk() {
-    let db = TestDb::new();
-    let c = Canaries::new();
-    plant_with_cli(&db, &c);
+    let (db, c) = planted_with_cli();
     let coffee = unique("燕麦拿铁☕-");
     db.write_with(
         U,
@@ -336,9 +318,7 @@ fn library_delete_purges_while_the_store_stays_open() {
 /// reader is gone.
 #[test]
 fn a_blocked_purge_is_recorded_and_paid_later() {
-    let db = TestDb::new();
-    let c = Canaries::new();
-    plant_with_cli(&db, &c);
+    let (db, c) = planted_with_cli();
 
     let script = r#"
 import sqlite3, sys
@@ -350,30 +330,11 @@ sys.stdin.readline()
 c.execute("COMMIT")
 c.close()
 "#;
-    let mut reader = Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(&db.path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    BufReader::new(reader.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let mut reader = PyHolder::start(script, &db.path);
+    let line = reader.line();
     assert!(line.starts_with("READY"), "python reader: {line:?}");
 
-    let r = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--json",
-    ]);
+    let r = db.run(&args_for("delete", U, PM, &["--yes", "--json"]));
     assert_eq!(r.code, 0, "the delete itself succeeds: {r:?}");
     assert!(
         r.stderr.to_lowercase().contains("pending"),
@@ -387,8 +348,8 @@ c.close()
         "check reports the debt: {report:#}"
     );
 
-    reader.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
-    let status = reader.wait().unwrap();
+    reader.say("");
+    let status = reader.child.wait().unwrap();
     assert!(status.success());
 
     db.run(&["gc"]).ok();
@@ -419,26 +380,14 @@ fn deleting_a_preference_that_only_waits_in_the_pending_queue_destroys_it() {
     db.write(U, "formatter", "biome", "global", "thread:27");
     assert!(!find_on_disk(&db.path, &canary).is_empty());
 
-    let r = db.run(&[
-        "delete",
-        "--yes",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--json",
-    ]);
+    let r = db.run(&args_for("delete", U, PM, &["--yes", "--json"]));
     assert_eq!(
         r.code, 0,
         "deleting the package-manager preference must succeed while its only copy is a pending item: {r:?}"
     );
     assert_eq!(r.json()["purged_pending"], 1);
     assert!(db.pending(true).is_empty());
-    assert!(
-        find_on_disk(&db.path, &canary).is_empty(),
-        "{:?}",
-        find_on_disk(&db.path, &canary)
-    );
+    assert_not_on_disk(&db.path, &canary, "deleted content");
 }
 
 /// After `delete --predicate`, no pending item of that predicate may survive to be resolved
@@ -460,17 +409,13 @@ fn a_predicate_delete_leaves_no_pending_item_of_that_predicate() {
     db.run(&["delete", "--yes", "--subject", U, "--predicate", PM])
         .ok();
     assert!(db.list(&["--predicate", PM]).is_empty());
-    let resurrect = db.run(&["pending", "resolve", &id, "--scope", "repo:a", "--json"]);
+    let resurrect = db.resolve_pending(&id, "repo:a");
     assert!(
         db.list(&["--predicate", PM]).is_empty(),
         "a pending item written after the delete brought the deleted preference back: {}",
         resurrect.stdout
     );
-    assert!(
-        find_on_disk(&db.path, &canary).is_empty(),
-        "{:?}",
-        find_on_disk(&db.path, &canary)
-    );
+    assert_not_on_disk(&db.path, &canary, "deleted content");
 }
 
 /// Retention (`gc --retention-days`) purges old history content the same way: gone from disk,
@@ -507,11 +452,7 @@ fn retention_gc_purges_old_history_content_from_disk() {
     let r = db.json(&["gc", "--retention-days", "30", "--json"]);
     assert!(r["purged_events"].as_i64().unwrap() >= 2, "{r:#}");
     for c in [&old_raw, &old_value, &stale] {
-        assert!(
-            find_on_disk(&db.path, c).is_empty(),
-            "old content {c:?} survived retention: {:?}",
-            find_on_disk(&db.path, c)
-        );
+        assert_not_on_disk(&db.path, c, "old content past retention");
     }
     assert!(
         !find_on_disk(&db.path, &recent).is_empty(),
@@ -530,20 +471,12 @@ fn a_delete_blanks_exactly_the_notes_that_can_have_seen_its_content() {
     db.write(U, PM, "npm", "repo:legacy-dashboard", "t:2");
     db.write(U, "formatter", "biome", "global", "t:3");
     let read = |predicate: &str, repo: &str, note: &str| {
-        db.run(&[
+        db.run(&args_for(
             "resolve",
-            "--subject",
             U,
-            "--predicate",
             predicate,
-            "--repo",
-            repo,
-            "--log",
-            "--agent",
-            "a",
-            "--note",
-            note,
-        ])
+            &["--repo", repo, "--log", "--agent", "a", "--note", note],
+        ))
         .ok();
     };
     let in_repo = unique("在仓库里读到 npm-");
@@ -562,16 +495,7 @@ fn a_delete_blanks_exactly_the_notes_that_can_have_seen_its_content() {
     let preview = open_store(&db.path).delete_preview(&target).unwrap();
     assert_eq!(preview.read_notes, 1, "{preview:?}");
 
-    let report = db.json(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "repo:legacy-dashboard",
-        "--json",
-    ]);
+    let report = db.delete(U, PM, "repo:legacy-dashboard");
     assert_eq!(report["purged_notes"], 1, "{report:#}");
     assert!(find_on_disk(&db.path, &in_repo).is_empty());
     // A read in another repository never saw repo:legacy-dashboard; another predicate neither.
@@ -579,16 +503,7 @@ fn a_delete_blanks_exactly_the_notes_that_can_have_seen_its_content() {
     assert!(!find_on_disk(&db.path, &other).is_empty());
 
     // Deleting the global identity reaches every read of the predicate.
-    let report = db.json(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "global",
-        "--json",
-    ]);
+    let report = db.delete(U, PM, "global");
     assert_eq!(report["purged_notes"], 1, "{report:#}");
     assert!(find_on_disk(&db.path, &elsewhere).is_empty());
     assert!(!find_on_disk(&db.path, &other).is_empty());

@@ -11,14 +11,7 @@ const PM: &str = "package_manager";
 #[test]
 fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
     let db = TestDb::new();
-    let first = db.write_with(
-        U,
-        PM,
-        "pnpm",
-        "global",
-        "thread:17/message:86",
-        &["--raw", "以后新建前端项目，默认用 pnpm。"],
-    );
+    let first = db.write_first_default();
     assert_eq!(first["outcome"], "inserted");
     assert_eq!(first["version"], 1);
     let before = db.list(&[]);
@@ -52,14 +45,9 @@ fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
         db.sql_i64("SELECT count(*) FROM memories WHERE subject = 'user:42'"),
         1
     );
-    let confirmed_source: String = db
-        .sql()
-        .query_row(
-            "SELECT confirmed_source FROM memories WHERE subject = 'user:42' AND predicate = 'package_manager'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let confirmed_source: String = db.sql_one(
+        "SELECT confirmed_source FROM memories WHERE subject = 'user:42' AND predicate = 'package_manager'",
+    );
     assert_eq!(confirmed_source, "thread:19/message:3");
 
     let hist = db.history(U, PM, Some("global"));
@@ -84,50 +72,29 @@ fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
 #[test]
 fn s1_the_same_value_in_another_spelling_is_a_confirmation() {
     let db = TestDb::new();
-    let first = db.json(&[
-        "write",
-        "--subject",
-        U,
-        "--predicate",
-        "indentation",
-        "--value-json",
+    let first = db.write_json(
+        (U, "indentation"),
         r#"{"style": "Spaces", "width": 2, "备注": "两个  空格"}"#,
-        "--scope",
         "repo:web-app",
-        "--source",
         "thread:25/message:1",
-        "--json",
-    ]);
+        &[],
+    );
     assert_eq!(first["outcome"], "inserted");
-    let again = db.json(&[
-        "write",
-        "--subject",
-        U,
-        "--predicate",
-        "Indentation",
-        "--value-json",
+    let again = db.write_json(
+        (U, "Indentation"),
         r#"{"备注": " 两个 空格 ", "width": 2, "style": "spaces"}"#,
-        "--scope",
         "repo:web-app",
-        "--source",
         "thread:28/message:4",
-        "--json",
-    ]);
+        &[],
+    );
     assert_eq!(again["outcome"], "confirmed", "{again:#}");
-    let other = db.json(&[
-        "write",
-        "--subject",
-        U,
-        "--predicate",
-        "indentation",
-        "--value-json",
+    let other = db.write_json(
+        (U, "indentation"),
         r#"{"style": "spaces", "width": 4}"#,
-        "--scope",
         "repo:web-app",
-        "--source",
         "thread:29/message:1",
-        "--json",
-    ]);
+        &[],
+    );
     assert_eq!(other["outcome"], "superseded");
     let rec = &db.list(&[])[0];
     assert_eq!(rec["value"], json!({"style": "spaces", "width": 4}));
@@ -172,12 +139,12 @@ fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default() {
         "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"
     );
 
-    let in_repo = db.resolve(U, PM, Some("legacy-dashboard"), None);
+    let in_repo = db.resolve(U, PM, &["--repo", "legacy-dashboard"]);
     assert_eq!(
         (&in_repo["value"], &in_repo["scope"]),
         (&json!("npm"), &json!("repo:legacy-dashboard"))
     );
-    let new_project = db.resolve(U, PM, None, None);
+    let new_project = db.resolve(U, PM, &[]);
     assert_eq!(
         (&new_project["value"], &new_project["scope"]),
         (&json!("pnpm"), &json!("global"))
@@ -189,21 +156,7 @@ fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default() {
 #[test]
 fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only() {
     let db = TestDb::new();
-    db.write_with(
-        U,
-        PM,
-        "pnpm",
-        "global",
-        "thread:17/message:86",
-        &["--raw", "以后新建前端项目，默认用 pnpm。"],
-    );
-    db.write(
-        U,
-        PM,
-        "npm",
-        "repo:legacy-dashboard",
-        "thread:23/message:14",
-    );
+    db.write_the_first_article();
     let repo_before = db.list(&["--scope", "repo:legacy-dashboard"]);
 
     let out = db.write_with(
@@ -239,8 +192,8 @@ fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only(
     assert_eq!(hist[0]["raw"], "以后新建前端项目，默认用 pnpm。");
 
     // … but no longer read.
-    for (repo, task) in [(None, None), (Some("web-app"), None), (None, Some("t-1"))] {
-        let r = db.resolve(U, PM, repo, task);
+    for context in [&[][..], &["--repo", "web-app"], &["--task", "t-1"]] {
+        let r = db.resolve(U, PM, context);
         assert_eq!(r["value"], "npm", "{r:#}");
         assert_eq!(r["version"], 2);
         assert!(!r.to_string().contains("pnpm"), "{r:#}");
@@ -262,21 +215,14 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
     db.write(U, PM, "pnpm", "global", "thread:17/message:86");
     let before = db.list(&[]);
 
-    let out = db.write_ambiguous(
-        U,
-        PM,
-        "npm",
-        "global,repo:web-app",
-        "thread:31/message:2",
-        "以后都用 npm",
-    );
+    let out = db.ask_npm();
     assert_eq!(out["outcome"], "pending", "{out:#}");
     let id = out["pending_id"].as_i64().expect("pending_id");
     assert!(out.get("version").is_none() || out["version"].is_null());
 
     assert_eq!(db.list(&[]), before, "nothing may be overwritten");
     assert_eq!(db.history(U, PM, None).len(), 1);
-    assert_eq!(db.resolve(U, PM, Some("web-app"), None)["value"], "pnpm");
+    assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["value"], "pnpm");
 
     let queue = db.pending(false);
     assert_eq!(queue.len(), 1, "{queue:?}");
@@ -289,14 +235,10 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
     assert_eq!(item["status"], "open");
 
     // The human picks the repo.
-    let resolved = db.json(&[
-        "pending",
-        "resolve",
-        &id.to_string(),
-        "--scope",
-        "repo:web-app",
-        "--json",
-    ]);
+    let resolved = db
+        .resolve_pending(&id.to_string(), "repo:web-app")
+        .ok()
+        .json();
     assert_eq!(resolved["outcome"], "inserted", "{resolved:#}");
     assert_eq!(resolved["scope"], "repo:web-app");
 
@@ -306,12 +248,12 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
     assert_eq!(all[0]["resolved_scope"], "repo:web-app");
     assert_eq!(all[0]["resolution"], "inserted");
 
-    let in_repo = db.resolve(U, PM, Some("web-app"), None);
+    let in_repo = db.resolve(U, PM, &["--repo", "web-app"]);
     assert_eq!(
         (&in_repo["value"], &in_repo["scope"]),
         (&json!("npm"), &json!("repo:web-app"))
     );
-    let global = db.resolve(U, PM, None, None);
+    let global = db.resolve(U, PM, &[]);
     assert_eq!(global["value"], "pnpm", "the default stays: {global:#}");
     assert_eq!(global["version"], 1);
 
@@ -331,7 +273,7 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
     // An item is resolved once.
     db.run(&["pending", "resolve", &id.to_string(), "--scope", "global"])
         .fails_with(1, &["already"]);
-    assert_eq!(db.resolve(U, PM, None, None)["value"], "pnpm");
+    assert_eq!(db.resolve(U, PM, &[])["value"], "pnpm");
     db.assert_check_ok();
 }
 
@@ -341,28 +283,14 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
 fn s4_a_resolution_can_itself_come_out_stale() {
     let db = TestDb::new();
     db.write(U, PM, "pnpm", "global", "thread:17/message:86");
-    let out = db.write_ambiguous(
-        U,
-        PM,
-        "npm",
-        "global,repo:web-app",
-        "thread:31/message:2",
-        "以后都用 npm",
-    );
+    let out = db.ask_npm();
     let id = out["pending_id"].as_i64().expect("pending_id");
 
     // A newer, explicit global change lands while the item waits.
     let newer = db.write(U, PM, "yarn 🧶", "global", "thread:32/message:1");
     assert_eq!(newer["outcome"], "superseded");
 
-    let r = db.run(&[
-        "pending",
-        "resolve",
-        &id.to_string(),
-        "--scope",
-        "global",
-        "--json",
-    ]);
+    let r = db.resolve_pending(&id.to_string(), "global");
     assert_eq!(r.code, 0, "stale is an outcome, not an error: {r:?}");
     let res = r.json();
     assert_eq!(res["outcome"], "stale", "{res:#}");
@@ -417,14 +345,7 @@ fn s4_rejecting_a_pending_item_writes_nothing() {
 #[test]
 fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore() {
     let db = TestDb::new();
-    db.write_with(
-        U,
-        PM,
-        "pnpm",
-        "global",
-        "thread:17/message:86",
-        &["--raw", "以后新建前端项目，默认用 pnpm。"],
-    );
+    db.write_first_default();
     db.write_with(
         U,
         PM,
@@ -467,29 +388,17 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore()
         &["--causal-seq", "1", "--raw", "远古时代用 bower"],
     );
     assert_eq!(stale["outcome"], "stale");
-    db.write_ambiguous(
-        U,
-        PM,
-        "npm",
-        "global,repo:web-app",
-        "thread:31/message:2",
-        "以后都用 npm",
-    );
+    db.ask_npm();
     // Neighbours that must survive.
     db.write(U, "formatter", "biome", "global", "thread:27/message:11");
     db.write("user:7", PM, "pnpm", "global", "thread:40/message:1");
 
-    let report = db.json(&[
+    let report = db.json(&args_for(
         "delete",
-        "--yes",
-        "--subject",
         U,
-        "--predicate",
         "包管理器",
-        "--reason",
-        "用户要求删除包管理器偏好",
-        "--json",
-    ]);
+        &["--yes", "--reason", "用户要求删除包管理器偏好", "--json"],
+    ));
     let mut tomb: Vec<(String, i64)> = report["tombstoned"]
         .as_array()
         .expect("tombstoned")
@@ -571,20 +480,16 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore()
     assert_eq!(amb["outcome"], "rejected", "{amb:#}");
     assert!(db.list(&["--subject", U, "--predicate", PM]).is_empty());
     assert!(db.pending(false).is_empty());
-    let r = db.resolve(U, PM, Some("legacy-dashboard"), Some("fix-lockfile-123"));
+    let r = db.resolve(
+        U,
+        PM,
+        &["--repo", "legacy-dashboard", "--task", "fix-lockfile-123"],
+    );
     assert_eq!(r["found"], false, "{r:#}");
     assert!(!db.fingerprint().join("\n").contains("还是 pnpm 吧"));
 
-    db.run(&[
-        "restore",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "global",
-    ])
-    .ok();
+    db.run(&args_for("restore", U, PM, &["--scope", "global"]))
+        .ok();
     let back = db.write(U, PM, "pnpm", "global", "thread:51/message:1");
     assert_eq!(back["outcome"], "inserted", "{back:#}");
     assert_eq!(back["version"], 4, "versions continue above the tombstone");

@@ -55,7 +55,7 @@ fn look_alike_dashes_fold_into_the_ascii_one() {
         "a full-width colon reads as a colon"
     );
     // Reads take the same spelling: the repository's rule wins for a look-alike --repo.
-    let r = db.resolve(U, "package_manager", Some("web\u{2011}app"), None);
+    let r = db.resolve(U, "package_manager", &["--repo", "web\u{2011}app"]);
     assert_eq!(r["scope"], "repo:web-app", "{r}");
 }
 
@@ -88,19 +88,12 @@ fn invisible_characters_in_ids_are_refused_naming_the_character() {
         (U, "editor", "repo:web\u{2060}app", &["scope id", "U+2060"]),
     ];
     for (subject, predicate, scope, words) in cases {
-        let r = db.run(&[
+        let r = db.run(&args_for(
             "write",
-            "--subject",
             subject,
-            "--predicate",
             predicate,
-            "--value",
-            "x",
-            "--scope",
-            scope,
-            "--source",
-            "t:1",
-        ]);
+            &["--value", "x", "--scope", scope, "--source", "t:1"],
+        ));
         r.fails_with(2, words);
     }
     assert!(db.list(&[]).is_empty(), "nothing was written");
@@ -178,7 +171,7 @@ fn case_spellings_of_a_subject_and_a_place_are_one_identity() {
     db.write(U, "package_manager", "pnpm", "global", "thread:17");
     // The seed article's failure, by spelling: the repository's rule must win for `web-app`.
     for repo in ["web-app", "WEB-APP", "repo:web-app", "Web\u{2011}App"] {
-        let r = db.resolve("USER:42", "package_manager", Some(repo), None);
+        let r = db.resolve("USER:42", "package_manager", &["--repo", repo]);
         assert_eq!(r["scope"], "repo:Web-App", "--repo {repo}: {r}");
         assert_eq!(r["value"], "npm", "--repo {repo}: {r}");
         assert_eq!(r["subject"], U, "the first spelling is shown: {r}");
@@ -218,49 +211,40 @@ fn case_spellings_of_a_subject_and_a_place_are_one_identity() {
             .len(),
         2
     );
-    let ambiguous = db.run(&[
+    let ambiguous = db.run(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         "indent",
-        "--value",
-        "2",
-        "--ambiguous",
-        "repo:Web-App,repo:web-app",
-        "--source",
-        "t:11",
-    ]);
+        &[
+            "--value",
+            "2",
+            "--ambiguous",
+            "repo:Web-App, repo:web-app",
+            "--source",
+            "t:11",
+        ],
+    ));
     ambiguous.fails_with(2, &["two distinct candidate scopes"]);
     // Delete and restore in another spelling reach the identity.
-    db.json(&[
+    db.json(&args_for(
         "delete",
-        "--subject",
         "USER:42",
-        "--predicate",
         "package_manager",
-        "--scope",
-        "repo:WEB-APP",
-        "--yes",
-        "--json",
-    ]);
-    let r = db.resolve(U, "package_manager", Some("web-app"), None);
+        &["--scope", "repo:WEB-APP", "--yes", "--json"],
+    ));
+    let r = db.resolve(U, "package_manager", &["--repo", "web-app"]);
     assert_eq!(r["scope"], "global", "deleted, so global serves: {r}");
     let refused = db.write("User:42", "package_manager", "yarn", "repo:web-app", "t:12");
     assert_eq!(
         refused["outcome"], "rejected",
         "the tombstone holds for every spelling: {refused}"
     );
-    db.json(&[
+    db.json(&args_for(
         "restore",
-        "--subject",
         "user:42",
-        "--predicate",
         "package_manager",
-        "--scope",
-        "repo:web-APP",
-        "--json",
-    ]);
+        &["--scope", "repo:web-APP", "--json"],
+    ));
     assert_eq!(db.sql_i64("SELECT count(*) FROM tombstones"), 0);
     db.assert_check_ok();
 }
@@ -341,7 +325,7 @@ fn assert_merged(db: &TestDb) {
         "one record per place, in the first spelling"
     );
     // The seed failure is gone: any spelling of the repository gets its rule.
-    let r = db.resolve("USER:42", "package_manager", Some("web-app"), None);
+    let r = db.resolve("USER:42", "package_manager", &["--repo", "web-app"]);
     assert_eq!(
         (&r["scope"], &r["value"]),
         (&json!("repo:Web-App"), &json!("npm")),
@@ -389,14 +373,10 @@ fn assert_merged(db: &TestDb) {
     let events = events(&db.history(U, "package_manager", Some("repo:Web-App")));
     assert!(events.contains(&"merged".to_string()), "{events:?}");
     // Deletion wins over a live second spelling, and its words are gone from the file.
-    let r = db.resolve(U, "editor", None, None);
+    let r = db.resolve(U, "editor", &[]);
     assert_eq!(r["found"], false, "{r}");
     assert_eq!(db.sql_i64("SELECT count(*) FROM tombstones"), 1);
-    assert!(
-        find_on_disk(&db.path, "second-spelling-canary").is_empty(),
-        "{:?}",
-        find_on_disk(&db.path, "second-spelling-canary")
-    );
+    assert_not_on_disk(&db.path, "second-spelling-canary", "deleted content");
     // The read log names the places as they are stored now.
     let (repo, task): (String, String) = db
         .sql()
@@ -426,13 +406,13 @@ fn a_v3_database_is_merged_on_open_and_conflicts_wait_for_a_human() {
     let id = coffee["id"].to_string();
     let out = db.json(&["pending", "resolve", &id, "--json"]);
     assert_eq!(out["outcome"], "superseded", "{out}");
-    let r = db.resolve("user:42", "coffee", None, None);
+    let r = db.resolve("user:42", "coffee", &[]);
     assert_eq!(r["value"], "espresso");
     // Rejecting the other keeps the current value.
     let shell = pending.iter().find(|p| p["predicate"] == "shell").unwrap();
     db.json(&["pending", "reject", &shell["id"].to_string(), "--json"]);
     assert_eq!(
-        db.resolve("user:9", "shell", Some("api"), None)["value"],
+        db.resolve("user:9", "shell", &["--repo", "api"])["value"],
         "zsh"
     );
     db.assert_check_ok();

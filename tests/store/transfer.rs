@@ -20,35 +20,35 @@ fn the_demo_tells_the_first_articles_story_through_the_write_path() {
     let pm = "package_manager";
     // The incident: the legacy-dashboard rule was written as a global change and superseded
     // the pnpm default, so a new project resolves npm (global v2) until someone rescopes it.
-    let new_app = db.resolve(u, pm, Some("new-app"), None);
+    let new_app = db.resolve(u, pm, &["--repo", "new-app"]);
     assert_eq!(new_app["value"], "npm");
     assert_eq!(new_app["scope"], "global");
     assert_eq!(new_app["version"], 2);
     assert_eq!(
-        db.resolve(u, pm, Some("legacy-dashboard"), Some("fix-lockfile-123"))["scope"],
+        db.resolve(
+            u,
+            pm,
+            &["--repo", "legacy-dashboard", "--task", "fix-lockfile-123"]
+        )["scope"],
         "task:fix-lockfile-123"
     );
     // A correctly scoped repo rule (user:7) does not leak into other repos.
     assert_eq!(
-        db.resolve("user:7", pm, Some("legacy-dashboard"), None)["value"],
+        db.resolve("user:7", pm, &["--repo", "legacy-dashboard"])["value"],
         "npm"
     );
     assert_eq!(
-        db.resolve("user:7", pm, Some("new-app"), None)["value"],
+        db.resolve("user:7", pm, &["--repo", "new-app"])["value"],
         "yarn"
     );
     // The repeated pnpm confirmation is in the history of global v1.
     let history = db
-        .run(&[
+        .run(&args_for(
             "history",
-            "--subject",
             u,
-            "--predicate",
             pm,
-            "--scope",
-            "global",
-            "--json",
-        ])
+            &["--scope", "global", "--json"],
+        ))
         .ok();
     let events: Vec<Value> = serde_json::from_str(&history.stdout).unwrap();
     assert!(
@@ -126,15 +126,9 @@ fn export_then_import_round_trips_the_demo() {
     assert!(text.lines().any(|l| l.contains(r#""table":"reads""#)));
     assert_eq!(reads, dst.json(&["reads", "--json"]));
     // The imported database keeps working: the clock continues, tombstones still hold.
-    let next: i64 = dst.run(&["seq"]).ok().stdout.trim().parse().unwrap();
-    let src_clock: i64 = src
-        .sql()
-        .query_row(
-            "SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let next: i64 = dst.seq();
+    let src_clock =
+        src.sql_i64("SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'");
     assert_eq!(next, src_clock + 1);
     let t: (String, String, String) = dst
         .sql()
@@ -220,7 +214,7 @@ fn unicode_and_long_values_survive_a_round_trip() {
     let rec = dst.list(&["--predicate", "notes"]);
     assert_eq!(rec[0]["value"].as_str().unwrap(), long);
     assert_eq!(
-        dst.resolve("用户:小明", "reply_language", None, None)["value"],
+        dst.resolve("用户:小明", "reply_language", &[])["value"],
         "中文，谢谢 🙏"
     );
 }
@@ -278,28 +272,11 @@ fn story_export() -> (TestDb, Vec<Value>) {
     );
     src.write(U42, "coffee", "oat latte", "global", "thread:4");
     src.write(U42, "coffee", "espresso", "repo:web-app", "thread:5");
-    src.run(&[
-        "resolve",
-        "--subject",
-        U42,
-        "--predicate",
-        PM,
-        "--log",
-        "--agent",
-        "a",
-    ])
-    .ok();
-    for scope in ["global", "repo:web-app"] {
-        src.run(&[
-            "delete",
-            "--subject",
-            U42,
-            "--predicate",
-            "coffee",
-            "--scope",
-            scope,
-        ])
+    src.run(&args_for("resolve", U42, PM, &["--log", "--agent", "a"]))
         .ok();
+    for scope in ["global", "repo:web-app"] {
+        src.run(&args_for("delete", U42, "coffee", &["--scope", scope]))
+            .ok();
     }
     let lines = src
         .run(&["export"])

@@ -11,20 +11,14 @@ const U: &str = "user:42";
 const PM: &str = "package_manager";
 
 fn spawn_write(db: &TestDb, value: &str, source: &str, extra: &[&str]) -> Child {
-    let mut args = vec![
+    let mut args = args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value",
-        value,
-        "--scope",
-        "global",
-        "--source",
-        source,
-        "--json",
-    ];
+        &[
+            "--value", value, "--scope", "global", "--source", source, "--json",
+        ],
+    );
     args.extend_from_slice(extra);
     db.command(&args)
         .stdout(Stdio::piped())
@@ -124,10 +118,7 @@ fn concurrent_writer_processes_lose_nothing_and_keep_one_current_record() {
         assert_eq!(value, &json!(values[i]));
     }
     let seqs: Vec<i64> = sets.iter().map(|s| s.1).collect();
-    assert!(
-        seqs.windows(2).all(|w| w[0] < w[1]),
-        "applied versions in causal order: {seqs:?}"
-    );
+    assert_increasing(&seqs, "applied versions in causal order");
     db.assert_check_ok();
 }
 
@@ -138,20 +129,8 @@ fn concurrent_writer_processes_lose_nothing_and_keep_one_current_record() {
 fn concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value() {
     const N: usize = 10;
     let db = TestDb::new();
-    let seqs: Vec<i64> = (0..N)
-        .map(|_| {
-            db.run(&["seq"])
-                .ok()
-                .stdout
-                .trim()
-                .parse::<i64>()
-                .expect("seq prints an integer")
-        })
-        .collect();
-    assert!(
-        seqs.windows(2).all(|w| w[0] < w[1]),
-        "seq is monotonic: {seqs:?}"
-    );
+    let seqs: Vec<i64> = (0..N).map(|_| db.seq()).collect();
+    assert_increasing(&seqs, "seq is monotonic");
     // Launch the causally newest first, so the race really has to resolve by causal_seq.
     let children: Vec<(usize, Child)> = (0..N)
         .rev()
@@ -202,10 +181,7 @@ fn concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value() 
     let versions: Vec<i64> = sets.iter().map(|s| s.0).collect();
     assert_eq!(versions, (1..=sets.len() as i64).collect::<Vec<_>>());
     let set_seqs: Vec<i64> = sets.iter().map(|s| s.1).collect();
-    assert!(
-        set_seqs.windows(2).all(|w| w[0] < w[1]),
-        "applied versions must read back in causal order: {set_seqs:?}"
-    );
+    assert_increasing(&set_seqs, "applied versions must read back in causal order");
     db.assert_check_ok();
 }
 
@@ -332,7 +308,7 @@ fn causal_order_3_then_1_then_2_keeps_the_value_of_3() {
         ]
     );
     // The database clock moved past 3: the next number handed out is above it.
-    let next: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    let next: i64 = db.seq();
     assert!(next > 3, "seq after observing 3 gave {next}");
     let (_, report) = db.check();
     assert_eq!(report["metrics"]["stale_writes"], 2);
@@ -398,17 +374,12 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
         "thread:1",
         &["--raw", "这个仓库用 npm"],
     );
-    db.run(&[
+    db.run(&args_for(
         "delete",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--scope",
-        scope,
-        "--reason",
-        "用户要求",
-    ])
+        &["--scope", scope, "--reason", "用户要求"],
+    ))
     .ok();
     let secret = unique("复活-secret-");
     let out = db.write_with(
@@ -457,16 +428,8 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
 fn pending_resolution_into_a_tombstoned_scope_is_rejected() {
     let db = TestDb::new();
     db.write(U, PM, "pnpm", "repo:old", "thread:1");
-    db.run(&[
-        "delete",
-        "--subject",
-        U,
-        "--predicate",
-        PM,
-        "--scope",
-        "repo:old",
-    ])
-    .ok();
+    db.run(&args_for("delete", U, PM, &["--scope", "repo:old"]))
+        .ok();
     let p = db.write_ambiguous(
         U,
         PM,
@@ -525,7 +488,7 @@ fn predicate_spellings_and_aliases_are_one_identity() {
     assert_eq!(rec["confirm_count"], 5);
     // Reads normalize too.
     for p in spellings {
-        assert_eq!(db.resolve(U, p, None, None)["value"], "pnpm", "{p}");
+        assert_eq!(db.resolve(U, p, &[])["value"], "pnpm", "{p}");
         assert_eq!(db.history(U, p, None).len(), 6, "{p}");
         assert_eq!(db.list(&["--predicate", p]).len(), 1, "{p}");
     }
@@ -568,22 +531,22 @@ fn near_duplicate_predicates_are_reported_not_merged() {
 fn the_causal_clock_never_goes_backwards() {
     let db = TestDb::new();
     let big = i64::MAX.to_string();
-    let r = db.run(&[
+    let r = db.run(&args_for(
         "write",
-        "--subject",
         U,
-        "--predicate",
         PM,
-        "--value",
-        "pnpm",
-        "--scope",
-        "global",
-        "--source",
-        "thread:1",
-        "--causal-seq",
-        &big,
-        "--json",
-    ]);
+        &[
+            "--value",
+            "pnpm",
+            "--scope",
+            "global",
+            "--source",
+            "thread:1",
+            "--causal-seq",
+            &big,
+            "--json",
+        ],
+    ));
     if r.code != 0 {
         assert_one_sentence(&r.stderr, &["causal"]);
         return;
@@ -633,19 +596,11 @@ fn concurrent_writers_and_a_delete_end_deleted_with_nothing_left() {
         );
         if p == P / 2 {
             children.push(
-                db.command(&[
-                    "delete",
-                    "--yes",
-                    "--subject",
-                    U,
-                    "--predicate",
-                    PM,
-                    "--json",
-                ])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
+                db.command(&args_for("delete", U, PM, &["--yes", "--json"]))
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap(),
             );
         }
     }
@@ -682,11 +637,7 @@ fn concurrent_writers_and_a_delete_end_deleted_with_nothing_left() {
     let (code, report) = db.check();
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["metrics"]["resurrection_blocked"], rejected as i64);
-    assert!(
-        find_on_disk(&db.path, &tag).is_empty(),
-        "written-then-deleted values still on disk: {:?}",
-        find_on_disk(&db.path, &tag)
-    );
+    assert_not_on_disk(&db.path, &tag, "a written-then-deleted value");
 }
 
 /// The clock lives in the newest history event: purging the events that held its highest
@@ -732,7 +683,7 @@ fn the_causal_clock_survives_a_purge_of_its_newest_events() {
     // A second process sees the same clock.
     let other = memscope::Store::open(&db.path, memscope::OpenMode::Existing).unwrap();
     drop(other);
-    let seq: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    let seq: i64 = db.seq();
     assert!(seq > after.causal_seq.unwrap());
     db.assert_check_ok();
 }

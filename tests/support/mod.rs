@@ -13,9 +13,9 @@ pub mod tui;
 
 use memscope::{OpenMode, ScopeChoice, Store, WriteRequest};
 use serde_json::Value;
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The binary under test.
@@ -73,6 +73,12 @@ impl Run {
             .collect()
     }
 
+    /// The complete JSON lines of stdout: a torn last line (of a killed process) and lines that
+    /// are not JSON are skipped.
+    pub fn complete_json_lines(&self) -> Vec<Value> {
+        reliability::json_lines(&self.stdout)
+    }
+
     /// Asserts that the process failed with `code` and said so in one line on stderr that
     /// contains every one of `words` (case-insensitive).
     #[track_caller]
@@ -108,6 +114,14 @@ pub fn assert_one_sentence(stderr: &str, words: &[&str]) {
 /// A `memscope` command with a clean, test-controlled environment.
 pub fn memscope_cmd(home: &Path) -> Command {
     let mut c = Command::new(BIN);
+    clean_env(&mut c, home);
+    c
+}
+
+/// The environment every test runs memscope in: invariant assertions on, no database or busy
+/// timeout from the caller's environment, `home` as HOME (and its `xdg` as XDG_DATA_HOME), no
+/// colour, nothing on stdin.
+pub fn clean_env(c: &mut Command, home: &Path) {
     c.env("MEMSCOPE_ASSERT_INVARIANTS", "1")
         .env_remove("MEMSCOPE_DB")
         .env_remove("MEMSCOPE_BUSY_TIMEOUT_MS")
@@ -115,7 +129,6 @@ pub fn memscope_cmd(home: &Path) -> Command {
         .env("XDG_DATA_HOME", home.join("xdg"))
         .env("NO_COLOR", "1")
         .stdin(Stdio::null());
-    c
 }
 
 /// A database path in its own temporary directory (the file is not created).
@@ -138,6 +151,12 @@ impl TestDb {
     pub fn named(name: &str) -> TestDb {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join(name);
+        TestDb { dir, path }
+    }
+
+    /// A database at `path` (whose directory the caller owns); `dir` is a scratch directory.
+    pub fn at(path: PathBuf) -> TestDb {
+        let dir = tempfile::tempdir().expect("tempdir");
         TestDb { dir, path }
     }
 
@@ -210,6 +229,8 @@ impl TestDb {
         self.write_with(subject, predicate, value, scope, source, &[])
     }
 
+    /// `write … --json` with an exact scope and `extra` arguments; asserts exit 0; returns the
+    /// outcome.
     #[track_caller]
     pub fn write_with(
         &self,
@@ -220,20 +241,43 @@ impl TestDb {
         source: &str,
         extra: &[&str],
     ) -> Value {
-        let mut args = vec![
-            "write",
-            "--subject",
-            subject,
-            "--predicate",
-            predicate,
-            "--value",
-            value,
-            "--scope",
+        self.write_value(
+            (subject, predicate),
+            ("--value", value),
             scope,
-            "--source",
             source,
-            "--json",
+            extra,
+        )
+    }
+
+    /// `write --value-json JSON … --json` with an exact scope and `extra` arguments; asserts
+    /// exit 0; returns the outcome.
+    #[track_caller]
+    pub fn write_json(
+        &self,
+        id: (&str, &str),
+        value_json: &str,
+        scope: &str,
+        source: &str,
+        extra: &[&str],
+    ) -> Value {
+        self.write_value(id, ("--value-json", value_json), scope, source, extra)
+    }
+
+    /// `write`, the value given as `(--value or --value-json, text)`.
+    #[track_caller]
+    fn write_value(
+        &self,
+        (subject, predicate): (&str, &str),
+        (value_flag, value): (&str, &str),
+        scope: &str,
+        source: &str,
+        extra: &[&str],
+    ) -> Value {
+        let rest = [
+            value_flag, value, "--scope", scope, "--source", source, "--json",
         ];
+        let mut args = args_for("write", subject, predicate, &rest);
         args.extend_from_slice(extra);
         self.json(&args)
     }
@@ -249,22 +293,73 @@ impl TestDb {
         source: &str,
         raw: &str,
     ) -> Value {
-        self.json(&[
+        self.json(&args_for(
             "write",
-            "--subject",
             subject,
-            "--predicate",
             predicate,
-            "--value",
-            value,
-            "--ambiguous",
-            candidates,
-            "--source",
-            source,
-            "--raw",
-            raw,
-            "--json",
-        ])
+            &[
+                "--value",
+                value,
+                "--ambiguous",
+                candidates,
+                "--source",
+                source,
+                "--raw",
+                raw,
+                "--json",
+            ],
+        ))
+    }
+
+    /// The story's ambiguous "以后都用 npm" (thread 31): global, or the rule of repo:web-app?
+    #[track_caller]
+    pub fn ask_npm(&self) -> Value {
+        self.write_ambiguous(
+            "user:42",
+            "package_manager",
+            "npm",
+            "global,repo:web-app",
+            "thread:31/message:2",
+            "以后都用 npm",
+        )
+    }
+
+    /// `delete --subject S --predicate P --scope SCOPE --json`; asserts exit 0; returns the report.
+    #[track_caller]
+    pub fn delete(&self, subject: &str, predicate: &str, scope: &str) -> Value {
+        self.json(&args_for(
+            "delete",
+            subject,
+            predicate,
+            &["--scope", scope, "--json"],
+        ))
+    }
+
+    /// The first article's two writes: `user:42 package_manager` is `pnpm` at global (thread 17,
+    /// with the sentence that said it) and `npm` in repo:legacy-dashboard (thread 23).
+    pub fn write_the_first_article(&self) {
+        self.write_first_default();
+        self.write(
+            "user:42",
+            "package_manager",
+            "npm",
+            "repo:legacy-dashboard",
+            "thread:23/message:14",
+        );
+    }
+
+    /// The first article's default: `user:42 package_manager` is `pnpm` at global, said in
+    /// thread 17 as [`FIRST_RAW`]; returns the outcome.
+    #[track_caller]
+    pub fn write_first_default(&self) -> Value {
+        self.write_with(
+            "user:42",
+            "package_manager",
+            "pnpm",
+            "global",
+            "thread:17/message:86",
+            &["--raw", FIRST_RAW],
+        )
     }
 
     /// `list --json` with optional filters.
@@ -278,14 +373,7 @@ impl TestDb {
     /// `history --json`.
     #[track_caller]
     pub fn history(&self, subject: &str, predicate: &str, scope: Option<&str>) -> Vec<Value> {
-        let mut args = vec![
-            "history",
-            "--subject",
-            subject,
-            "--predicate",
-            predicate,
-            "--json",
-        ];
+        let mut args = args_for("history", subject, predicate, &["--json"]);
         if let Some(s) = scope {
             args.push("--scope");
             args.push(s);
@@ -293,31 +381,11 @@ impl TestDb {
         as_array(self.json(&args))
     }
 
-    /// `resolve --json`.
+    /// `resolve --json`, in the context `context` (e.g. `&["--repo", "web-app"]`, or none).
     #[track_caller]
-    pub fn resolve(
-        &self,
-        subject: &str,
-        predicate: &str,
-        repo: Option<&str>,
-        task: Option<&str>,
-    ) -> Value {
-        let mut args = vec![
-            "resolve",
-            "--subject",
-            subject,
-            "--predicate",
-            predicate,
-            "--json",
-        ];
-        if let Some(r) = repo {
-            args.push("--repo");
-            args.push(r);
-        }
-        if let Some(t) = task {
-            args.push("--task");
-            args.push(t);
-        }
+    pub fn resolve(&self, subject: &str, predicate: &str, context: &[&str]) -> Value {
+        let mut args = args_for("resolve", subject, predicate, &["--json"]);
+        args.extend_from_slice(context);
         self.json(&args)
     }
 
@@ -331,6 +399,20 @@ impl TestDb {
         as_array(self.json(&args))
     }
 
+    /// `pending resolve ID --scope SCOPE --json`, whatever its exit code.
+    pub fn resolve_pending(&self, id: &str, scope: &str) -> Run {
+        self.run(&["pending", "resolve", id, "--scope", scope, "--json"])
+    }
+
+    /// `seq`: a fresh causal sequence number.
+    #[track_caller]
+    pub fn seq(&self) -> i64 {
+        let out = self.run(&["seq"]).ok().stdout;
+        out.trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("seq prints an integer ({e}): {out:?}"))
+    }
+
     /// `check --json`, whatever its exit code; returns (exit code, report).
     #[track_caller]
     pub fn check(&self) -> (i32, Value) {
@@ -339,16 +421,17 @@ impl TestDb {
         (r.code, v)
     }
 
-    /// Asserts that `check` passes.
+    /// Asserts that `check` passes; returns its report.
     #[track_caller]
-    pub fn assert_check_ok(&self) {
+    pub fn assert_check_ok(&self) -> Value {
         let (code, report) = self.check();
         assert_eq!(
             (code, &report["ok"]),
             (0, &Value::Bool(true)),
             "check failed: {report:#}"
         );
-        assert_eq!(report["violations"], Value::Array(vec![]));
+        assert_eq!(report["violations"], Value::Array(vec![]), "{report:#}");
+        report
     }
 
     /// The whole database as exported, minus the header line (which carries a timestamp).
@@ -379,10 +462,59 @@ impl TestDb {
     /// One integer from SQL.
     #[track_caller]
     pub fn sql_i64(&self, sql: &str) -> i64 {
+        self.sql_one(sql)
+    }
+
+    /// Every row a SQL query returns, each read by `row`.
+    #[track_caller]
+    pub fn sql_rows<T>(
+        &self,
+        sql: &str,
+        row: impl FnMut(&rusqlite::Row) -> rusqlite::Result<T>,
+    ) -> Vec<T> {
+        let conn = self.sql();
+        let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let rows = stmt
+            .query_map([], row)
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<T>>>());
+        rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The one value a SQL query returns.
+    #[track_caller]
+    pub fn sql_one<T: rusqlite::types::FromSql>(&self, sql: &str) -> T {
         self.sql()
             .query_row(sql, [], |r| r.get(0))
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
+}
+
+/// The fields of `resolve --json`, at the top and in the chain it considered.
+pub const RESOLUTION_KEYS: [&str; 8] = [
+    "found",
+    "subject",
+    "predicate",
+    "value",
+    "scope",
+    "version",
+    "source",
+    "considered",
+];
+
+/// The sentence in which the first article's user made pnpm the default.
+pub const FIRST_RAW: &str = "以后新建前端项目，默认用 pnpm。";
+
+/// `COMMAND --subject SUBJECT --predicate PREDICATE` followed by `rest`: the arguments of a command
+/// about one subject and predicate.
+pub fn args_for<'a>(
+    command: &'a str,
+    subject: &'a str,
+    predicate: &'a str,
+    rest: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![command, "--subject", subject, "--predicate", predicate];
+    args.extend_from_slice(rest);
+    args
 }
 
 #[track_caller]
@@ -443,6 +575,32 @@ pub fn find_on_disk(path: &Path, text: &str) -> Vec<String> {
     hits
 }
 
+/// Asserts that `text` is in no database file (db, -wal, -shm) in any encoding; `what` says
+/// which content it is.
+#[track_caller]
+pub fn assert_not_on_disk(path: &Path, text: &str, what: &str) {
+    let hits = find_on_disk(path, text);
+    assert!(
+        hits.is_empty(),
+        "{what} {text:?} is still on disk: {hits:?}"
+    );
+}
+
+/// Runs `c` to its end and asserts that it succeeded; a failure names `what` and shows its
+/// stderr.
+#[track_caller]
+pub fn output_ok(c: &mut Command, what: &str) -> std::process::Output {
+    let out = c
+        .output()
+        .unwrap_or_else(|e| panic!("{what} does not run: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Runs a Python 3 script (`python3 -c`) with `args` as `sys.argv[1:]`.
 pub fn python(script: &str, args: &[&str]) -> Run {
     let out = Command::new("python3")
@@ -453,6 +611,46 @@ pub fn python(script: &str, args: &[&str]) -> Run {
         .output()
         .expect("python3 is needed by these tests (its sqlite3 module is the foreign client)");
     Run::from_output(out)
+}
+
+/// A Python 3 script (`python3 -c`) that holds the database (a transaction, an open read) while
+/// the test acts: the database path is its `sys.argv[1]`; the test talks to it line by line.
+pub struct PyHolder {
+    pub child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+impl PyHolder {
+    /// Spawns `script` on `db` with stdin and stdout piped.
+    pub fn start(script: &str, db: &Path) -> PyHolder {
+        let mut child = Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3");
+        let out = BufReader::new(child.stdout.take().expect("stdout"));
+        PyHolder { child, out }
+    }
+
+    /// The next line the script printed (empty at its end).
+    pub fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.out
+            .read_line(&mut line)
+            .expect("read the script's stdout");
+        line
+    }
+
+    /// Sends the script one line.
+    pub fn say(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().expect("stdin");
+        writeln!(stdin, "{line}").expect("write to the script");
+        stdin.flush().expect("flush the script's stdin");
+    }
 }
 
 /// Opens the store through the library with the invariant assertion on.
@@ -506,6 +704,30 @@ pub fn ambiguous_req(
     }
 }
 
+/// Asserts that `values` strictly increase; `what` says what they are.
+#[track_caller]
+pub fn assert_increasing(values: &[i64], what: &str) {
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{what}: {values:?}");
+}
+
+/// The `outcome` of each outcome line, in order.
+#[track_caller]
+pub fn outcomes(outs: &[Value]) -> Vec<&str> {
+    outs.iter()
+        .map(|o| o["outcome"].as_str().expect("an outcome"))
+        .collect()
+}
+
+/// A JSON array of strings, as strings.
+#[track_caller]
+pub fn strs(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("expected a JSON array, got {v:#}"))
+        .iter()
+        .map(|s| s.as_str().unwrap_or_else(|| panic!("not a string: {s}")))
+        .collect()
+}
+
 /// Events of a history listing, by name.
 pub fn events(history: &[Value]) -> Vec<String> {
     history
@@ -526,13 +748,46 @@ pub fn long_text(bytes: usize, marker: &str) -> String {
     s
 }
 
+/// Asserts that a Python MCP client script (`what`) found the `mcp` package and exited 0;
+/// returns its stdout and stderr. The failure shows stdout and the end of stderr.
+#[track_caller]
+pub fn assert_mcp_client_ok(out: &std::process::Output, what: &str) -> (String, String) {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !stderr.contains("MISSING_MCP"),
+        "the Python `mcp` package is not installed: run `python3 -m pip install mcp`\n{stderr}"
+    );
+    assert!(
+        out.status.success(),
+        "{what} failed ({})\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        tail(&stderr, 6000)
+    );
+    (stdout, stderr)
+}
+
+/// The last `n` bytes of `s` (or a little less, to start on a character).
+pub fn tail(s: &str, n: usize) -> &str {
+    let mut start = s.len().saturating_sub(n);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+/// The lines of `text` that start with `prefix`.
+pub fn lines_starting<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.starts_with(prefix)).collect()
+}
+
 /// Fails (never skips) when Python or its `mcp` package is missing: CI installs both.
 pub fn require_python_mcp() {
     let probe = Command::new("python3")
         .args(["-c", "import mcp"])
         .output()
         .unwrap_or_else(|e| {
-            panic!("python3 is needed to run the MCP client test ({e}): install Python 3, then `python3 -m pip install mcp`")
+            panic!("python3 is needed to run the MCP client tests ({e}): install Python 3, then `python3 -m pip install mcp`")
         });
     assert!(
         probe.status.success(),

@@ -62,19 +62,14 @@ impl Tmux {
     }
 
     pub fn tmux(&self, args: &[&str]) -> Output {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .env_remove("TMUX")
-            .output()
-            .expect("tmux runs");
-        assert!(
-            out.status.success(),
-            "tmux {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        super::output_ok(
+            Command::new("tmux")
+                .arg("-L")
+                .arg(&self.socket)
+                .args(args)
+                .env_remove("TMUX"),
+            &format!("tmux {args:?}"),
+        )
     }
 
     /// Types `text` literally.

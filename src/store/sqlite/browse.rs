@@ -168,45 +168,46 @@ impl Store {
     /// Up to `limit` records strictly after `from`, in view order (here and in the other
     /// `browse_` reads, a long value or words are a preview: `PREVIEW_BYTES`).
     pub fn browse_after(&self, from: &BrowseBound, limit: usize) -> Result<Vec<BrowseRecord>> {
-        // Unused slots of ?1..?3 stay bound; SQLite counts parameters up to the highest index.
-        let (cond, a, b, c) = match from {
-            BrowseBound::End => return Ok(Vec::new()),
-            BrowseBound::Start => ("1", "", "", ""),
-            BrowseBound::Key(k) => (
-                "(scope, subject, predicate) > (?1, ?2, ?3)",
-                k.scope.as_str(),
-                k.subject.as_str(),
-                k.predicate.as_str(),
-            ),
-            BrowseBound::ScopeStart(s) => ("scope >= ?1", s.as_str(), "", ""),
-            BrowseBound::ScopeEnd(s) => ("scope > ?1", s.as_str(), "", ""),
-        };
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT {}, id FROM memories WHERE {cond}
-             ORDER BY scope, subject, predicate LIMIT ?4",
-            memory_preview_columns()
-        ))?;
-        let rows = stmt.query_map(params![a, b, c, limit as i64], browse_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.browse_beyond(from, limit, true)
     }
 
     /// Up to `limit` records strictly before `to`, nearest first (descending view order).
     pub fn browse_before(&self, to: &BrowseBound, limit: usize) -> Result<Vec<BrowseRecord>> {
-        let (cond, a, b, c) = match to {
-            BrowseBound::Start => return Ok(Vec::new()),
-            BrowseBound::End => ("1", "", "", ""),
+        self.browse_beyond(to, limit, false)
+    }
+
+    /// Up to `limit` records beyond `bound`, nearest first: after it in view order (`after`),
+    /// else before it in descending view order.
+    fn browse_beyond(
+        &self,
+        bound: &BrowseBound,
+        limit: usize,
+        after: bool,
+    ) -> Result<Vec<BrowseRecord>> {
+        // Past the key; from a scope's start (after) or before it; past a scope's end (after)
+        // or up to it; the order of the rows.
+        let (past, from_start, to_end, order) = if after {
+            (">", ">=", ">", "")
+        } else {
+            ("<", "<", "<=", " DESC")
+        };
+        // Unused slots of ?1..?3 stay bound; SQLite counts parameters up to the highest index.
+        let (cond, a, b, c) = match bound {
+            BrowseBound::End if after => return Ok(Vec::new()),
+            BrowseBound::Start if !after => return Ok(Vec::new()),
+            BrowseBound::Start | BrowseBound::End => ("1".to_string(), "", "", ""),
             BrowseBound::Key(k) => (
-                "(scope, subject, predicate) < (?1, ?2, ?3)",
+                format!("(scope, subject, predicate) {past} (?1, ?2, ?3)"),
                 k.scope.as_str(),
                 k.subject.as_str(),
                 k.predicate.as_str(),
             ),
-            BrowseBound::ScopeStart(s) => ("scope < ?1", s.as_str(), "", ""),
-            BrowseBound::ScopeEnd(s) => ("scope <= ?1", s.as_str(), "", ""),
+            BrowseBound::ScopeStart(s) => (format!("scope {from_start} ?1"), s.as_str(), "", ""),
+            BrowseBound::ScopeEnd(s) => (format!("scope {to_end} ?1"), s.as_str(), "", ""),
         };
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {}, id FROM memories WHERE {cond}
-             ORDER BY scope DESC, subject DESC, predicate DESC LIMIT ?4",
+             ORDER BY scope{order}, subject{order}, predicate{order} LIMIT ?4",
             memory_preview_columns()
         ))?;
         let rows = stmt.query_map(params![a, b, c, limit as i64], browse_from_row)?;

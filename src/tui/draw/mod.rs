@@ -251,15 +251,15 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
     // Suspects first among the figures when there are any: they are the incident's shape.
     let figures: Vec<String> = match app.tabs.suspects.count() {
         Some(n) if n > 0 => {
-            let long = plural(n as i64, "suspect", "suspects");
-            figures
-                .into_iter()
-                .map(|f| format!("{long} · {f}"))
-                .chain(std::iter::once(format!("{} susp.", thousands(n as i64))))
+            let n = n as i64;
+            let (long, short) = (plural(n, "suspect", "suspects"), format!("{n} susp"));
+            (figures.iter().enumerate())
+                .map(|(i, f)| format!("{} · {f}", if i == 0 { &long } else { &short }))
                 .collect()
         }
         _ => figures,
     };
+    let path = one_line(&app.db_path);
     let times: Vec<String> = match app.refreshed_at {
         Some(t) => vec![
             format!("refreshed {}", t.format("%H:%M:%S UTC")),
@@ -290,10 +290,23 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
     };
     // The first (badge, figures, time) that fits, in order of what gives way; the product's
     // name goes last but one, before the counts are cut.
+    // A first pass keeps room for the file's name: the time shortens before the name goes.
     let mut choice = None;
-    'fit: for with_badge in [true, false] {
+    let name_room = 2 + 8.min(width(&path));
+    // Then the badge goes before the time does.
+    let passes = [
+        (true, name_room, false),
+        (true, 0, false),
+        (false, 0, false),
+        (true, 0, true),
+        (false, 0, true),
+    ];
+    'fit: for (with_badge, need, timeless) in passes {
         for (fi, f) in figures.iter().enumerate() {
             for t in &times {
+                if t.is_empty() && !timeless && times.len() > 1 {
+                    continue;
+                }
                 // The short labels only once the time is down to its short form.
                 if fi > 0 && t.starts_with("refreshed") {
                     continue;
@@ -306,7 +319,7 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
                     0
                 };
                 let used = left_w + width(f) + if rw > 0 { 2 + rw } else { 0 };
-                if used <= max {
+                if used + need <= max {
                     choice = Some((with_badge, f.clone(), r, used));
                     break 'fit;
                 }
@@ -327,7 +340,6 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
     let (mut spans, mut filled) = fit_parts(&left, max);
     // The path takes what is left, two columns from the counts and from the time.
     let room = max.saturating_sub(used + 2);
-    let path = one_line(&app.db_path);
     if room >= 8.min(width(&path)) && room > 0 {
         let path = truncate_middle(&path, room);
         filled += 2 + width(&path);
