@@ -524,7 +524,7 @@ fn event_line(e: &HistoryEvent, max: usize) -> Line<'static> {
                 format!("{:<10}", e.event),
                 style.add_modifier(Modifier::BOLD),
             ),
-            part(format!("{version:<4}"), dim()),
+            part(format!("{version:<3} "), dim()),
             part(text, style),
             // A write the scope guard found suspect when it was stored (its evidence is in
             // the event popup's detail).

@@ -10,3 +10,4 @@ mod keys;
 mod paging;
 mod snapshots;
 mod suspects;
+mod timeline;

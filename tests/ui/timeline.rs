@@ -1,0 +1,151 @@
+//! The history pane on a long timeline and on large values (README, "The terminal UI"): the pane
+//! holds a window of events around its cursor and pages through the store by key; long values
+//! are previews in the panes and whole in the event popup and the clipboard.
+
+use crate::support::tui::{ch, detail, key, render, select, Fixture};
+use crossterm::event::KeyCode;
+use memscope::store::PREVIEW_BYTES;
+use memscope::tui::app::Dialog;
+use memscope::tui::Session;
+
+/// A record written `n` times (values alternating, so each write is a new version).
+fn long_timeline(n: usize) -> Fixture {
+    let f = Fixture::empty();
+    let lines: String = (0..n)
+        .map(|i| {
+            format!(
+                r#"{{"subject":"user:flip","predicate":"package_manager","value":"v_{i}","scope":"global","source":"t:{i}"}}"#
+            ) + "\n"
+        })
+        .collect();
+    f.store()
+        .apply(std::io::Cursor::new(lines), |_| Ok(()))
+        .expect("the writes land");
+    f
+}
+
+fn cursor_version(s: &Session) -> Option<i64> {
+    let d = detail(s);
+    let t = &s.app.memories().timeline;
+    d.history.get(t.cursor - d.first).and_then(|e| e.version)
+}
+
+#[test]
+fn a_long_timeline_pages_by_key_and_never_loads_whole() {
+    let n = 2_000;
+    let f = long_timeline(n);
+    let mut s = f.session(100, 30);
+    select(&mut s, "user:flip · package_manager @ global");
+    let d = detail(&s);
+    assert_eq!(d.total, n);
+    assert!(
+        d.history.len() < 500,
+        "a window, not {} events",
+        d.history.len()
+    );
+    let screen = render(&mut s, 100, 30);
+    assert!(
+        screen.contains("Timeline, oldest first · 2,000 events"),
+        "{screen}"
+    );
+    // Six-digit versions do not run into the value (v100000pnpm).
+    assert!(screen.contains("v1  v_0"), "{screen}");
+
+    s.handle_key(key(KeyCode::Tab));
+    // j walks event by event across page boundaries: every version in order.
+    for v in 1..=400 {
+        assert_eq!(cursor_version(&s), Some(v));
+        s.handle_key(ch('j'));
+    }
+    assert!(detail(&s).history.len() < 500);
+    // End: the newest event, loaded from the end; k walks back across a boundary.
+    s.handle_key(key(KeyCode::End));
+    assert_eq!(s.app.memories().timeline.cursor, n - 1);
+    assert_eq!(cursor_version(&s), Some(n as i64));
+    let screen = render(&mut s, 100, 30);
+    assert!(
+        detail(&s).first > 0,
+        "the window starts late in the timeline"
+    );
+    assert!(
+        screen.contains("v_1999"),
+        "the cursor's event is on screen:\n{screen}"
+    );
+    for back in 1..=300 {
+        s.handle_key(ch('k'));
+        assert_eq!(cursor_version(&s), Some((n - back) as i64));
+    }
+    // PgDn/PgUp and Home stay in step with the versions.
+    s.handle_key(key(KeyCode::Home));
+    assert_eq!(cursor_version(&s), Some(1));
+    for _ in 0..30 {
+        s.handle_key(key(KeyCode::PageDown));
+    }
+    let at = s.app.memories().timeline.cursor;
+    assert_eq!(cursor_version(&s), Some(at as i64 + 1));
+    for _ in 0..30 {
+        s.handle_key(key(KeyCode::PageUp));
+    }
+    assert_eq!(cursor_version(&s), Some(1));
+    // Enter opens the selected event, read whole from the store.
+    s.handle_key(key(KeyCode::End));
+    s.handle_key(key(KeyCode::Enter));
+    let Some(Dialog::Event(e)) = s.app.dialogs.last() else {
+        panic!("the event popup: {:?}", s.app.dialogs)
+    };
+    assert_eq!(e.event.version, Some(n as i64));
+    // A refresh (another process's write) keeps the selected event.
+    s.handle_key(key(KeyCode::Esc));
+    s.handle_key(key(KeyCode::PageUp));
+    let before = (s.app.memories().timeline.cursor, cursor_version(&s));
+    f.write(r#"{"subject":"user:other","predicate":"editor","value":"helix","scope":"global","source":"t"}"#);
+    assert!(s.poll_live());
+    assert_eq!(
+        (s.app.memories().timeline.cursor, cursor_version(&s)),
+        before
+    );
+}
+
+#[test]
+fn a_large_value_is_a_preview_in_the_panes_and_whole_when_opened_or_copied() {
+    let f = Fixture::empty();
+    let big = format!("{}尾", "大".repeat(3 * PREVIEW_BYTES));
+    let line = serde_json::json!({"subject": "user:big", "predicate": "notes", "value": big,
+        "scope": "global", "source": "t:1", "raw": big})
+    .to_string();
+    f.store()
+        .apply(std::io::Cursor::new(line + "\n"), |_| Ok(()))
+        .expect("the write lands");
+    let mut s = f.session(100, 30);
+    select(&mut s, "user:big · notes @ global");
+    let bytes = format!("({} bytes)", big.len() + 2);
+    let shown = detail(&s).record.value.as_str().unwrap().to_string();
+    assert!(shown.len() < 4 * 1024, "a preview: {} bytes", shown.len());
+    assert!(shown.ends_with(&bytes), "{shown}");
+    assert!(!shown.contains('尾'));
+    let event = &detail(&s).history[0];
+    assert!(event.raw.as_deref().unwrap().len() < 4 * 1024);
+    // The popup reads the event whole; c copies the value whole.
+    s.handle_key(key(KeyCode::Tab));
+    s.handle_key(key(KeyCode::Enter));
+    let Some(Dialog::Event(e)) = s.app.dialogs.last() else {
+        panic!("the event popup")
+    };
+    assert_eq!(e.event.value, Some(serde_json::Value::from(big.clone())));
+    assert_eq!(e.event.raw.as_deref(), Some(big.as_str()));
+    s.handle_key(key(KeyCode::Esc));
+    s.handle_key(key(KeyCode::Esc));
+    s.handle_key(ch('c'));
+    let out = s.take_output();
+    // Past the clipboard's limit: refused whole rather than cut — but the store's text was read.
+    if big.len() <= memscope::tui::clipboard::COPY_LIMIT {
+        assert!(!out.is_empty());
+    } else {
+        assert!(out.is_empty());
+        assert!(
+            s.app.toast.as_ref().is_some_and(|t| t.error),
+            "{:?}",
+            s.app.toast
+        );
+    }
+}
