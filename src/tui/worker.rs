@@ -613,6 +613,9 @@ pub enum Workers {
 pub struct Threads {
     filter: Sender<FilterJob>,
     loader: Sender<Load>,
+    /// The whole-database scans (check, suspects), so a preview or a count never waits
+    /// seconds behind one.
+    scanner: Sender<Load>,
     replies: Receiver<Reply>,
     latest_filter: Arc<AtomicU64>,
     interrupts: Interrupts,
@@ -653,18 +656,26 @@ impl Workers {
             .name("memscope-filter".into())
             .spawn(move || filter_thread(db, filter_rx, tx, latest))?;
 
-        let (loader, loader_rx) = channel::<Load>();
-        let db = Opener {
-            path,
-            interrupts: interrupts.clone(),
+        // Two loader threads, each with its own connection: the quick loads, and the scans.
+        let loader_named = |name: &str| -> Result<Sender<Load>> {
+            let (jobs, rx) = channel::<Load>();
+            let db = Opener {
+                path: path.clone(),
+                interrupts: interrupts.clone(),
+            };
+            let tx = reply_tx.clone();
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || loader_thread(db, rx, tx))?;
+            Ok(jobs)
         };
-        std::thread::Builder::new()
-            .name("memscope-loader".into())
-            .spawn(move || loader_thread(db, loader_rx, reply_tx))?;
+        let loader = loader_named("memscope-loader")?;
+        let scanner = loader_named("memscope-scanner")?;
 
         Ok(Workers::Threads(Threads {
             filter,
             loader,
+            scanner,
             replies,
             latest_filter,
             interrupts,
@@ -678,6 +689,9 @@ impl Workers {
                 Job::Filter(f) => {
                     t.latest_filter.store(f.generation, Ordering::SeqCst);
                     let _ = t.filter.send(f);
+                }
+                Job::Load(l @ (Load::Check | Load::Suspects)) => {
+                    let _ = t.scanner.send(l);
                 }
                 Job::Load(l) => {
                     let _ = t.loader.send(l);
