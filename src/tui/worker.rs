@@ -621,14 +621,16 @@ pub struct Threads {
     interrupts: Interrupts,
 }
 
-type Interrupts = Arc<Mutex<Vec<InterruptHandle>>>;
+/// The workers' connections, to interrupt when the UI closes; `None` once it has closed, so a
+/// connection a worker opens after that (a job it had not started) never runs.
+type Interrupts = Arc<Mutex<Option<Vec<InterruptHandle>>>>;
 
 impl Drop for Threads {
     fn drop(&mut self) {
         // Ends a running scan or count now; the threads exit when the channels close.
         self.latest_filter.store(u64::MAX, Ordering::SeqCst);
-        if let Ok(handles) = self.interrupts.lock() {
-            for h in handles.iter() {
+        if let Ok(mut handles) = self.interrupts.lock() {
+            for h in handles.take().into_iter().flatten() {
                 h.interrupt();
             }
         }
@@ -643,7 +645,7 @@ impl Workers {
         let (reply_tx, replies) = channel::<Reply>();
         let latest_filter = Arc::new(AtomicU64::new(0));
 
-        let interrupts: Interrupts = Arc::default();
+        let interrupts: Interrupts = Arc::new(Mutex::new(Some(Vec::new())));
 
         let (filter, filter_rx) = channel::<FilterJob>();
         let latest = latest_filter.clone();
@@ -742,8 +744,10 @@ impl Opener {
         if store.is_none() {
             let s = Store::open(&self.path, OpenMode::Existing)?;
             s.limit_page_cache(WORKER_CACHE_KIB)?;
-            if let Ok(mut handles) = self.interrupts.lock() {
-                handles.push(s.interrupt_handle());
+            match self.interrupts.lock().as_deref_mut() {
+                Ok(Some(handles)) => handles.push(s.interrupt_handle()),
+                // The UI closed while this worker was opening: nothing is wanted any more.
+                _ => anyhow::bail!("the UI closed"),
             }
             *store = Some(s);
         }
