@@ -4,14 +4,15 @@
 //! MEMSCOPE_BENCH_RECORDS=N for another size. The database is generated once through the real write path (`memscope apply`, in a
 //! child process so its memory does not count here) and cached under target/.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use memscope::store::{Clock, OpenMode, Store};
 use memscope::tui::{Session, WorkerMode};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const WIDTH: u16 = 120;
@@ -85,43 +86,6 @@ fn request(i: u64) -> String {
     )
 }
 
-fn generate(path: &Path, n: u64) -> Duration {
-    let started = Instant::now();
-    let tmp = path.with_extension("partial");
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
-    }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memscope"))
-        .arg("--db")
-        .arg(&tmp)
-        .arg("apply")
-        .arg("-")
-        .env_remove("MEMSCOPE_ASSERT_INVARIANTS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("memscope apply starts");
-    {
-        let stdin = child.stdin.take().expect("a pipe to memscope apply");
-        let mut w = BufWriter::with_capacity(1 << 20, stdin);
-        for i in 0..n {
-            writeln!(w, "{}", request(i)).expect("memscope apply reads its input");
-            if i > 0 && i.is_multiple_of(200_000) {
-                eprintln!("  … {i} records written ({:.0?})", started.elapsed());
-            }
-        }
-        w.flush().expect("flush");
-    }
-    let status = child.wait().expect("memscope apply ends");
-    assert!(status.success(), "memscope apply failed: {status}");
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
-    }
-    std::fs::rename(&tmp, path).expect("the generated database moves into place");
-    started.elapsed()
-}
-
 fn database(n: u64) -> (PathBuf, String) {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     std::fs::create_dir_all(&dir).expect("target tmp dir");
@@ -135,7 +99,7 @@ fn database(n: u64) -> (PathBuf, String) {
         return (path, "cached".into());
     }
     eprintln!("generating {n} records through `memscope apply` (cached afterwards)…");
-    let took = generate(&path, n);
+    let took = support::generate(&path, n, request);
     (path, format!("generated in {:.1} s", took.as_secs_f64()))
 }
 

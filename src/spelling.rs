@@ -6,7 +6,7 @@
 //! one id; an id that prints like another is refused.
 
 use unicode_normalization::char::is_combining_mark;
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
 /// `text` in NFC with look-alike punctuation folded, or one sentence saying which invisible
 /// character stands where. `what` names the id in the sentence ("subject", "predicate" …).
@@ -105,6 +105,17 @@ pub fn fold(id: &str) -> String {
     if id.is_ascii() {
         return id.to_ascii_lowercase();
     }
+    // Text that is NFC already and that neither the look-alikes nor lower case change (most
+    // words in a script without case: the scope guard folds every global write's words)
+    // folds to itself.
+    if is_nfc_quick(id.chars()) == IsNormalized::Yes
+        && id.chars().all(|c| {
+            let mut lower = c.to_lowercase();
+            fold_lookalike(c) == c && lower.next() == Some(c) && lower.next().is_none()
+        })
+    {
+        return id.to_string();
+    }
     id.nfc()
         .map(fold_lookalike)
         .flat_map(char::to_lowercase)
@@ -146,6 +157,37 @@ pub fn look_alike_pairs<'a>(ids: impl IntoIterator<Item = &'a str>) -> Vec<(Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `fold` without its shortcuts.
+    fn fold_in_full(id: &str) -> String {
+        id.nfc()
+            .map(fold_lookalike)
+            .flat_map(char::to_lowercase)
+            .nfc()
+            .collect()
+    }
+
+    #[test]
+    fn fold_shortcuts_fold_as_the_full_path_does() {
+        for text in [
+            "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。",
+            "用户原话：回答用中文",
+            "café",
+            "cafe\u{301}",
+            "Web‑App",
+            "ǅemal",
+            "ΣΊΣΥΦΟΣ",
+            "İstanbul",
+            "ｒｅｐｏ：ｗｅｂ",
+            "ＡＢＣ 全角",
+            "repo\u{FF1A}web\u{2013}app",
+            "한국어 저장소",
+            "\u{1100}\u{1161}",
+            "ß straße",
+        ] {
+            assert_eq!(fold(text), fold_in_full(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn composed_and_decomposed_are_one_spelling() {

@@ -687,3 +687,76 @@ fn the_causal_clock_survives_a_purge_of_its_newest_events() {
     assert!(seq > after.causal_seq.unwrap());
     db.assert_check_ok();
 }
+
+/// The places the scope guard keeps from one write transaction to the next (issue 16) follow
+/// new ones: a repository this store registers, another store of this process registers, or
+/// another client adds behind memscope's back is named evidence in the very next write.
+#[test]
+fn the_scope_guard_sees_places_registered_after_it_read_them() {
+    use memscope::model::{OutcomeKind, ScopeChoice, WriteContext, WriteRequest};
+    use memscope::{OpenMode, Scope, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("places.db");
+    let req = |subject: &str, scope: Scope, raw: &str| WriteRequest {
+        subject: subject.into(),
+        predicate: "test_runner".into(),
+        value: json!("vitest"),
+        scope: ScopeChoice::Exact(scope),
+        source: format!("thread:{subject}/message:1"),
+        raw: Some(raw.into()),
+        causal_seq: None,
+        context: Some(WriteContext {
+            repo: Some("home-repo".into()),
+            task: None,
+        }),
+    };
+    let queued_to = |out: &memscope::model::WriteOutcome, place: &str| {
+        out.outcome == OutcomeKind::Pending && serde_json::to_string(out).unwrap().contains(place)
+    };
+    let mut store = Store::open(&path, OpenMode::Create).unwrap();
+    // The first guarded write reads the places (none yet).
+    let out = store
+        .write(&req("user:1", Scope::Global, "run the tests with vitest"))
+        .unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Inserted);
+    // This store registers a repository.
+    store
+        .write(&req("user:2", Scope::Repo("alpha-web".into()), "vitest"))
+        .unwrap();
+    let out = store
+        .write(&req(
+            "user:3",
+            Scope::Global,
+            "run the alpha-web tests with vitest",
+        ))
+        .unwrap();
+    assert!(queued_to(&out, "repo:alpha-web"), "{out:?}");
+    // Another store in this process registers one.
+    let mut other = Store::open(&path, OpenMode::Existing).unwrap();
+    other
+        .write(&req("user:4", Scope::Repo("beta-api".into()), "vitest"))
+        .unwrap();
+    let out = store
+        .write(&req(
+            "user:5",
+            Scope::Global,
+            "run the beta-api tests with vitest",
+        ))
+        .unwrap();
+    assert!(queued_to(&out, "repo:beta-api"), "{out:?}");
+    // Another client adds one straight into the table.
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute(
+        "INSERT INTO spellings (kind, folded, spelling) VALUES ('scope', 'repo:gamma-db', 'repo:gamma-db')",
+        [],
+    )
+    .unwrap();
+    let out = store
+        .write(&req(
+            "user:6",
+            Scope::Global,
+            "run the gamma-db tests with vitest",
+        ))
+        .unwrap();
+    assert!(queued_to(&out, "repo:gamma-db"), "{out:?}");
+}

@@ -89,6 +89,8 @@ pub struct Store {
     hot: hot::HotStmts,
     /// Subjects and scopes met by earlier write transactions, in their stored spelling.
     spellings: spellings::SpellingMemo,
+    /// The places the scope guard read in an earlier write transaction (`tx::KnownPlaces`).
+    known_places: Option<tx::KnownPlaces>,
     conn: Connection,
     path: PathBuf,
     read_only: bool,
@@ -302,6 +304,7 @@ impl Store {
         let mut store = Store {
             hot: hot::HotStmts::default(),
             spellings: spellings::SpellingMemo::default(),
+            known_places: None,
             conn,
             path,
             read_only,

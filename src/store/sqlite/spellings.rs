@@ -12,9 +12,24 @@ use anyhow::{anyhow, Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const SUBJECT: &str = "subject";
 const SCOPE: &str = "scope";
+
+/// Bumped, before the change, whenever a connection of this process may change the scope
+/// spellings (registers one, merges them, or clears them for an import): with `PRAGMA
+/// data_version`, which tells of other connections' commits, it says when the places the
+/// scope guard keeps between transactions ([`super::tx::KnownPlaces`]) may be out of date.
+static SCOPE_SPELLINGS_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn scope_spellings_generation() -> u64 {
+    SCOPE_SPELLINGS_GENERATION.load(Ordering::SeqCst)
+}
+
+pub(crate) fn scope_spellings_change() {
+    SCOPE_SPELLINGS_GENERATION.fetch_add(1, Ordering::SeqCst);
+}
 
 fn lookup(conn: &Connection, kind: &str, folded: &str) -> Result<Option<String>> {
     Ok(conn
@@ -31,6 +46,9 @@ fn spelled(conn: &Connection, kind: &str, text: &str, register: bool) -> Result<
         return Ok(s);
     }
     if register {
+        if kind == SCOPE {
+            scope_spellings_change();
+        }
         conn.prepare_cached("INSERT INTO spellings (kind, folded, spelling) VALUES (?1, ?2, ?3)")?
             .execute(params![kind, folded, text])?;
     }
@@ -197,6 +215,7 @@ struct Seen {
 /// from the one kept waits in the pending queue (`merged_from`) for a human. Runs inside the
 /// caller's transaction with the purge gate open (it rewrites history rows).
 pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport> {
+    scope_spellings_change();
     let mut report = MergeReport::default();
     let subjects = seen(
         tx,

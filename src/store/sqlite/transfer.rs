@@ -191,6 +191,7 @@ impl Store {
         }
         // A dump from before schema v4 may hold two spellings of one place: they become one,
         // as the migration does it (it rewrites history rows).
+        super::spellings::scope_spellings_change();
         tx.execute("DELETE FROM spellings", [])?;
         super::spellings::merge_spellings(tx, now)?;
         // Every row as the write path could have written it, naming the first line that breaks

@@ -116,8 +116,10 @@ pub(crate) struct TxState {
     pub(crate) guard_intact: Option<bool>,
     /// Subjects and scopes in their stored spelling, once looked up or registered.
     pub(crate) spellings: SpellingMemo,
-    /// The scope guard's mode and the places the database knows, once read.
-    pub(crate) guard: Option<(GuardMode, Places)>,
+    /// The places the database knows, as the scope guard last read them (lent by the store,
+    /// like `spellings`), and whether this transaction has checked they are still current.
+    pub(crate) places: Option<KnownPlaces>,
+    pub(crate) places_checked: bool,
     /// The scope guard's mode alone, once read.
     pub(crate) guard_mode: Option<GuardMode>,
 }
@@ -132,10 +134,23 @@ impl Default for TxState {
             batch: false,
             guard_intact: None,
             spellings: SpellingMemo::default(),
-            guard: None,
+            places: None,
+            places_checked: false,
             guard_mode: None,
         }
     }
+}
+
+/// The repository and task scopes a database knows, ready for the scope guard, kept from one
+/// write transaction to the next: reading them all is most of what the guard costs a single
+/// write. They are current while no other connection has committed (`PRAGMA data_version`)
+/// and no connection of this process has changed the scope spellings
+/// (`spellings::scope_spellings_generation`) since they were read; only a committed
+/// transaction hands them back to the store.
+pub(crate) struct KnownPlaces {
+    pub(crate) data_version: i64,
+    pub(crate) generation: u64,
+    pub(crate) places: Places,
 }
 
 /// What every write transaction knows: its time and whether to assert invariants.
@@ -196,6 +211,7 @@ impl Store {
         // So do the spellings it has met: a stored spelling never changes, so they stay true
         // across transactions — unless this one rolls back what it registered.
         let spellings = std::mem::take(&mut self.spellings);
+        let places = self.known_places.take();
         // (Should the lock not come, both are simply prepared and met again next time.)
         let tx = self.begin()?;
         // The time is taken inside the write lock, so event times follow commit order.
@@ -207,6 +223,7 @@ impl Store {
             expect_fresh: fresh,
             hot,
             spellings,
+            places,
             ..TxState::default()
         };
         let out = body(&tx, &ctx, &mut st);
@@ -214,6 +231,7 @@ impl Store {
             mut seqs,
             hot,
             spellings,
+            places,
             ..
         } = st;
         let finished = match out {
@@ -230,6 +248,7 @@ impl Store {
         self.hot = hot;
         if commit && finished.is_ok() {
             self.spellings = spellings.bounded();
+            self.known_places = places;
         }
         let (out, debt) = finished?;
         // Whether the content is in no file any more: true unless an owed purge stays owed.

@@ -3,7 +3,7 @@
 use super::events::{Event, EventKind};
 use super::rows::history_max_version;
 use super::rows::tombstone_version;
-pub(crate) use super::tx::{SeqBatch, TxState, WriteCtx};
+pub(crate) use super::tx::{KnownPlaces, SeqBatch, TxState, WriteCtx};
 use super::{bump_metric, canonical_predicate, Store};
 use crate::model::{
     normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope,
@@ -101,8 +101,9 @@ impl TxState {
         Ok(())
     }
 
-    /// The scope guard's verdict on a global write (`guard::judge`): its mode and the known
-    /// places are read once per transaction; the siblings — the scoped records the same
+    /// The scope guard's verdict on a global write (`guard::judge`): its mode is read once per
+    /// transaction, and the known places once for as long as they stay current
+    /// ([`KnownPlaces`]; never with the guard off); the siblings — the scoped records the same
     /// source (message) wrote of this subject — once per write, through the subject's history.
     /// A write that does not say where it was made is judged on its own words only (no
     /// lookups: every global write pays this), and can only be a suspect.
@@ -120,17 +121,35 @@ impl TxState {
             };
             return Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode));
         }
-        if self.guard.is_none() {
-            let mode = self.guard_mode(conn)?;
-            let known = super::spellings::known_places(conn)?;
-            self.guard = Some((mode, Places::new(&known)));
+        // With the guard off nothing is judged: the known places are not even read.
+        let mode = self.guard_mode(conn)?;
+        if mode == GuardMode::Off {
+            return Ok(Verdict::Apply);
         }
-        let Some((mode, places)) = &self.guard else {
+        if !self.places_checked {
+            // The generation is read first: a change that races the read makes the places
+            // look out of date next time, never current.
+            let generation = super::spellings::scope_spellings_generation();
+            let data_version: i64 = conn
+                .prepare_cached("PRAGMA data_version")?
+                .query_row([], |r| r.get(0))?;
+            let current = self
+                .places
+                .as_ref()
+                .is_some_and(|p| p.data_version == data_version && p.generation == generation);
+            if !current {
+                let known = super::spellings::known_places(conn)?;
+                self.places = Some(KnownPlaces {
+                    data_version,
+                    generation,
+                    places: Places::new(&known),
+                });
+            }
+            self.places_checked = true;
+        }
+        let Some(known) = &self.places else {
             return Ok(Verdict::Apply);
         };
-        if *mode == GuardMode::Off {
-            return Ok(Verdict::Apply);
-        }
         let siblings: Vec<(String, Scope)> = conn
             .prepare_cached(
                 "SELECT DISTINCT predicate, scope FROM history
@@ -145,10 +164,10 @@ impl TxState {
         let ev = Evidence {
             raw: w.raw.as_deref(),
             context: w.context.clone(),
-            known_places: places,
+            known_places: &known.places,
             siblings: &siblings,
         };
-        Ok(judge(Cues::shipped(), &Scope::Global, &ev, *mode))
+        Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode))
     }
 
     /// The scope guard's mode (read once per transaction).
@@ -397,8 +416,8 @@ pub(crate) fn write_in_tx(
         }
     }
 
-    if st.expect_fresh && suspect.is_none() {
-        if let Some(out) = insert_if_fresh(conn, w, scope_text, now, st)? {
+    if st.expect_fresh {
+        if let Some(out) = insert_if_fresh(conn, w, scope_text, now, suspect.as_ref(), st)? {
             return Ok(out);
         }
         st.expect_fresh = false;
@@ -567,6 +586,7 @@ pub(crate) fn probe_identity(
 
 /// The common case of a bulk load in one statement: an identity with no tombstone and no
 /// past gets its first version. Returns `None`, having changed nothing, for any other identity.
+/// A suspect write's `set` event carries its evidence (`suspect`), as on the full path.
 ///
 /// The conditions live in the value: it is NULL unless the identity has neither a tombstone
 /// nor history, and `INSERT OR IGNORE` skips a row whose NOT NULL value is NULL — as it skips
@@ -581,6 +601,7 @@ fn insert_if_fresh(
     w: &PreparedWrite,
     scope_text: &str,
     now: &str,
+    suspect: Option<&Value>,
     st: &mut TxState,
 ) -> Result<Option<WriteOutcome>> {
     let seq = match w.causal_seq {
@@ -637,7 +658,7 @@ fn insert_if_fresh(
             st.seqs.alloc(conn)?;
         }
     }
-    st.log_set(conn, w, scope_text, 1, seq, now, None)?;
+    st.log_set(conn, w, scope_text, 1, seq, now, suspect)?;
     let Some(id) = w.identity() else {
         bail!("internal: a fresh insert of an ambiguous write");
     };

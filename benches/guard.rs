@@ -1,0 +1,441 @@
+//! Scope guard benchmark (issue 16): `cargo bench --bench guard`.
+//!
+//! Prints, measured in one run on this machine:
+//! - write throughput with `scope_guard` = `queue` (the default) against `off`, back to back in
+//!   each round: `apply` of a JSONL batch, and single writes (`Store::write`, one transaction
+//!   each, as the MCP server and the CLI write), each without and with a write context
+//!   (target ratio on/off ≥ 0.9);
+//! - `memscope suspects` (`Store::suspects`) on a 1M-record database in which about one global
+//!   record in a thousand is a suspect (target ≤ 2 s).
+//!
+//! The writes mix what the guard judges: global writes whose words carry a place cue (Chinese
+//! and English), name a known repository, state a default, say nothing of a place, or bring no
+//! words at all, and repo- and task-scoped writes — some from the same message as a global
+//! one (its siblings); see [`request`] for the share of each. With a context and the guard
+//! on, some writes are queued: the outcomes of both sides are printed.
+//!
+//! MEMSCOPE_BENCH_RECORDS=N changes the big database's size (default 1,000,000; generated once
+//! through `memscope apply` in a child process and cached under target/);
+//! MEMSCOPE_BENCH_QUICK=1 skips it.
+
+#[path = "support/mod.rs"]
+mod support;
+
+use memscope::model::{OutcomeKind, ScopeChoice, WriteContext, WriteRequest};
+use memscope::{OpenMode, Scope, Store};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    xs[xs.len() / 2]
+}
+
+/// Rates with the guard on and off, measured back to back in each round (which side goes first
+/// alternates). This machine's speed swings over seconds, so the ratio is taken within each
+/// round and the headline is the median of those ratios.
+#[derive(Default)]
+struct Paired {
+    on: Vec<f64>,
+    off: Vec<f64>,
+    /// Outcomes of the last round of each side.
+    outcomes_on: BTreeMap<String, u64>,
+    outcomes_off: BTreeMap<String, u64>,
+}
+
+impl Paired {
+    fn report(&self, what: &str, unit: &str) -> String {
+        let ratios: Vec<f64> = self.on.iter().zip(&self.off).map(|(a, b)| a / b).collect();
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().copied().fold(0.0, f64::max);
+        let counts = |m: &BTreeMap<String, u64>| {
+            m.iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "{what}: guard on (queue) {:.0} {unit}/s, off {:.0} {unit}/s, ratio on/off {:.2} (target ≥ 0.9) — medians of {} paired rounds; ratios {lo:.2}–{hi:.2}\n    outcomes on: {}\n    outcomes off: {}",
+            median(self.on.clone()),
+            median(self.off.clone()),
+            median(ratios.clone()),
+            ratios.len(),
+            counts(&self.outcomes_on),
+            counts(&self.outcomes_off),
+        )
+    }
+}
+
+fn fresh_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memscope-guard-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create bench dir");
+    dir
+}
+
+fn remove_db(path: &Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}
+
+/// Repositories and tasks the writes are made in and scoped to.
+const REPOS: usize = 50;
+const TASKS: usize = 200;
+
+/// Write `i` of a bench stream. Writes come in groups of ten from one message (one source, one
+/// subject): first its scoped writes — which become the siblings of the global writes after
+/// them — then seven global ones, whose words vary as the guard sees them. In the usual mix
+/// one group in ten has words with a place signal (three of its global writes: a Chinese cue,
+/// an English cue, a known repository's name; the other groups say the same without the
+/// place), and one group in twenty comes from a message that also wrote its scoped records
+/// (all seven global writes have siblings): about one global write in ten has a place
+/// signal. In the `heavy` mix every group's words have one (about one in two).
+fn request(i: usize, with_context: bool, heavy: bool) -> WriteRequest {
+    let group = i / 10;
+    let repo = format!("repo-{}", group % REPOS);
+    let task = format!("task-{}", group % TASKS);
+    let global = Scope::Global;
+    let cued = heavy || group.is_multiple_of(10);
+    // Scoped writes from their own message, except one group in twenty, whose message also
+    // wrote its global records (siblings).
+    let shared = group % 20 == 5;
+    let (scope, raw, own_source): (Scope, Option<String>, bool) = match i % 10 {
+        0 => (
+            Scope::Repo(repo.clone()),
+            Some(format!("这个仓库的测试用 vitest 跑 {i}")),
+            !shared,
+        ),
+        1 => (
+            Scope::Repo(repo.clone()),
+            Some(format!("in this repo we deploy with make release {i}")),
+            !shared,
+        ),
+        2 => (Scope::Task(task.clone()), None, !shared),
+        3 if cued => (
+            global.clone(),
+            Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into()),
+            false,
+        ),
+        3 => (
+            global.clone(),
+            Some("保留现有的 package-lock.json，安装依赖继续用 npm ci。".into()),
+            false,
+        ),
+        4 if cued => (
+            global.clone(),
+            Some("keep npm ci in this repo".into()),
+            false,
+        ),
+        4 => (
+            global.clone(),
+            Some("keep npm ci over npm install".into()),
+            false,
+        ),
+        5 => (
+            global.clone(),
+            Some("以后新建前端项目，默认用 pnpm。".into()),
+            false,
+        ),
+        6 if cued => (
+            global.clone(),
+            Some(format!(
+                "run the tests of repo-{} with cargo nextest",
+                (group + 1) % REPOS
+            )),
+            false,
+        ),
+        6 => (
+            global.clone(),
+            Some("run the tests with cargo nextest".into()),
+            false,
+        ),
+        7 => (
+            global.clone(),
+            Some(format!("prefer tabs over spaces, said on day {i}")),
+            false,
+        ),
+        8 => (
+            global.clone(),
+            Some(format!("用户原话 {i}：回答用中文")),
+            false,
+        ),
+        _ => (global.clone(), None, false),
+    };
+    let source = if own_source {
+        format!("thread:{group}/message:{i}")
+    } else {
+        format!("thread:{group}/message:0")
+    };
+    WriteRequest {
+        subject: format!("user:{}", group % 1000),
+        predicate: format!("pref_{}_{}", i % 10, group / 1000),
+        value: json!(format!("value {i} 值")),
+        scope: ScopeChoice::Exact(scope),
+        source,
+        raw,
+        causal_seq: None,
+        context: with_context.then(|| WriteContext {
+            repo: Some(repo),
+            task: group.is_multiple_of(2).then_some(task),
+        }),
+    }
+}
+
+fn jsonl(n: usize, with_context: bool, heavy: bool) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(n * 250);
+    for i in 0..n {
+        serde_json::to_writer(&mut buf, &request(i, with_context, heavy)).expect("json");
+        buf.push(b'\n');
+    }
+    buf
+}
+
+fn open_fresh(path: &Path, guard: &str, durability: &str) -> Store {
+    remove_db(path);
+    let mut store = Store::open(path, OpenMode::Create).expect("open store");
+    store
+        .set_user_setting("scope_guard", guard)
+        .expect("scope_guard");
+    store
+        .set_user_setting("durability", durability)
+        .expect("durability");
+    store.set_assert_invariants(false);
+    store
+}
+
+fn count(outcomes: &mut BTreeMap<String, u64>, kind: OutcomeKind) {
+    *outcomes.entry(kind.as_str().to_string()).or_default() += 1;
+}
+
+/// `apply` of `n` lines into a fresh database, guard `guard`: lines/s and the outcomes.
+fn apply_once(dir: &Path, input: &[u8], guard: &str) -> (f64, BTreeMap<String, u64>) {
+    let path = dir.join(format!("apply-{guard}.db"));
+    let mut store = open_fresh(&path, guard, "full");
+    let mut outcomes = BTreeMap::new();
+    let owned = std::io::Cursor::new(input.to_vec());
+    let t = Instant::now();
+    let summary = store
+        .apply(owned, |batch| {
+            for o in batch {
+                count(&mut outcomes, o.outcome);
+            }
+            Ok(())
+        })
+        .expect("apply");
+    let rate = summary.lines as f64 / t.elapsed().as_secs_f64();
+    assert_eq!(summary.errors, 0, "bench lines are valid");
+    drop(store);
+    remove_db(&path);
+    (rate, outcomes)
+}
+
+fn bench_apply(dir: &Path, n: usize, with_context: bool, heavy: bool, rounds: usize) -> Paired {
+    let input = jsonl(n, with_context, heavy);
+    let mut p = Paired::default();
+    for round in 0..rounds {
+        let order: [&str; 2] = if round % 2 == 0 {
+            ["queue", "off"]
+        } else {
+            ["off", "queue"]
+        };
+        for guard in order {
+            let (rate, outcomes) = apply_once(dir, &input, guard);
+            if guard == "queue" {
+                p.on.push(rate);
+                p.outcomes_on = outcomes;
+            } else {
+                p.off.push(rate);
+                p.outcomes_off = outcomes;
+            }
+        }
+    }
+    p
+}
+
+/// `n` single writes (one transaction each) into a fresh database, guard `guard`.
+fn single_once(
+    dir: &Path,
+    reqs: &[WriteRequest],
+    guard: &str,
+    durability: &str,
+) -> (f64, BTreeMap<String, u64>) {
+    let path = dir.join(format!("single-{guard}.db"));
+    let mut store = open_fresh(&path, guard, durability);
+    let mut outcomes = BTreeMap::new();
+    let t = Instant::now();
+    for r in reqs {
+        let out = store.write(r).expect("write");
+        count(&mut outcomes, out.outcome);
+    }
+    let rate = reqs.len() as f64 / t.elapsed().as_secs_f64();
+    drop(store);
+    remove_db(&path);
+    (rate, outcomes)
+}
+
+fn bench_single(
+    dir: &Path,
+    n: usize,
+    with_context: bool,
+    durability: &str,
+    rounds: usize,
+) -> Paired {
+    let reqs: Vec<WriteRequest> = (0..n).map(|i| request(i, with_context, false)).collect();
+    let mut p = Paired::default();
+    for round in 0..rounds {
+        let order: [&str; 2] = if round % 2 == 0 {
+            ["queue", "off"]
+        } else {
+            ["off", "queue"]
+        };
+        for guard in order {
+            let (rate, outcomes) = single_once(dir, &reqs, guard, durability);
+            if guard == "queue" {
+                p.on.push(rate);
+                p.outcomes_on = outcomes;
+            } else {
+                p.off.push(rate);
+                p.outcomes_off = outcomes;
+            }
+        }
+    }
+    p
+}
+
+/// Line `i` of the big database: 60% global, 30% repo (500 repositories), 10% task (2,000
+/// tasks). About one global record in a thousand is a suspect: one in 2,000 carries a place
+/// cue in its words (Chinese, English, or a known repository's name), and in one group of ten
+/// in 2,000 every record comes from one message, so its global records have scoped siblings.
+fn big_line(i: usize) -> String {
+    let group = i / 10;
+    let scope = match i % 10 {
+        0..=5 => "global".to_string(),
+        6..=8 => format!("repo:repo-{}", i % 500),
+        _ => format!("task:task-{}", i % 2000),
+    };
+    let raw = match (i % 2000, (i / 2000) % 3) {
+        (3, 0) => "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".to_string(),
+        (3, 1) => "keep npm ci in this repo".to_string(),
+        (3, _) => format!("run the tests of repo-{} with cargo nextest", i % 500),
+        (13, _) => "以后新建前端项目，默认用 pnpm。".to_string(),
+        _ => format!("用户原话 {i}"),
+    };
+    let source = if group % 2000 == 7 {
+        format!("thread:{group}/message:1")
+    } else {
+        format!("thread:{i}/message:1")
+    };
+    json!({
+        "subject": format!("user:{}", i % 20_000),
+        "predicate": format!("pref_{}", i / 20_000),
+        "value": format!("value {i} 值"),
+        "scope": scope,
+        "source": source,
+        "raw": raw,
+    })
+    .to_string()
+}
+
+fn database(n: usize) -> (PathBuf, String) {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(&dir).expect("target tmp dir");
+    let path = dir.join(format!("memscope-guard-bench-{n}-v1.db"));
+    let cached = path.exists()
+        && Store::open(&path, OpenMode::Existing)
+            .and_then(|s| s.counts())
+            .map(|c| c.memories as usize == n)
+            .unwrap_or(false);
+    if cached {
+        return (path, "cached".into());
+    }
+    eprintln!("generating {n} records through `memscope apply` (cached afterwards)…");
+    let took = support::generate(&path, n as u64, |i| big_line(i as usize));
+    (path, format!("generated in {:.1} s", took.as_secs_f64()))
+}
+
+fn main() {
+    // `cargo bench` passes --bench; ignore arguments.
+    let records: usize = std::env::var("MEMSCOPE_BENCH_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let dir = fresh_dir();
+
+    for (heavy, rounds) in [(false, 7), (true, 5)] {
+        for with_context in [false, true] {
+            let how = if with_context {
+                "with a context"
+            } else {
+                "without a context"
+            };
+            let mix = if heavy {
+                "heavy mix (~1 global write in 2 with a place signal)"
+            } else {
+                "usual mix (~1 global write in 10 with a place signal)"
+            };
+            let p = bench_apply(&dir, 100_000, with_context, heavy, rounds);
+            println!(
+                "{}",
+                p.report(&format!("apply 100k lines, {mix}, {how}"), "lines")
+            );
+        }
+    }
+    for (durability, n) in [("full", 1_000), ("normal", 4_000)] {
+        for with_context in [false, true] {
+            let how = if with_context {
+                "with a context"
+            } else {
+                "without a context"
+            };
+            let p = bench_single(&dir, n, with_context, durability, 7);
+            let default = if durability == "full" {
+                " (the default)"
+            } else {
+                ""
+            };
+            println!(
+                "{}",
+                p.report(
+                    &format!("single writes, durability {durability}{default}, {how}"),
+                    "writes"
+                )
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    if std::env::var_os("MEMSCOPE_BENCH_QUICK").is_some() {
+        return;
+    }
+    let (big, how) = database(records);
+    let store = Store::open(&big, OpenMode::Existing).expect("open");
+    let globals: i64 = store
+        .connection()
+        .query_row(
+            "SELECT count(*) FROM memories WHERE scope = 'global'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("count");
+    let mut times = Vec::new();
+    let mut found = 0;
+    for _ in 0..3 {
+        let t = Instant::now();
+        let suspects = store.suspects().expect("suspects");
+        times.push(t.elapsed().as_secs_f64());
+        found = suspects.len();
+        std::hint::black_box(suspects);
+    }
+    println!(
+        "suspects on {records} records ({globals} global; database {how}): {:.2} s (median of 3; runs {}) (target ≤ 2 s), {found} suspects found",
+        median(times.clone()),
+        times
+            .iter()
+            .map(|t| format!("{t:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
