@@ -150,15 +150,19 @@ impl TxState {
         let Some(known) = &self.places else {
             return Ok(Verdict::Apply);
         };
-        let siblings: Vec<(String, Scope)> = conn
+        // The schema's `history_siblings` partial index serves exactly this query (a seek,
+        // however long the subject's history): no DISTINCT or ORDER BY, which would lead the
+        // planner to the identity index; the rows are ordered and deduplicated here.
+        let mut siblings: Vec<(String, String)> = conn
             .prepare_cached(
-                "SELECT DISTINCT predicate, scope FROM history
+                "SELECT predicate, scope FROM history
                  WHERE subject = ?1 AND source = ?2 AND event = 'set' AND scope <> 'global'",
             )?
-            .query_map(params![w.subject, w.source], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-            })?
-            .filter_map(|r| r.ok())
+            .query_map(params![w.subject, w.source], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        siblings.sort_unstable();
+        siblings.dedup();
+        let siblings: Vec<(String, Scope)> = (siblings.into_iter())
             .filter_map(|(p, s)| Scope::parse(&s).ok().map(|s| (p, s)))
             .collect();
         let ev = Evidence {
