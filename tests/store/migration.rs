@@ -32,7 +32,7 @@ fn v1_database() -> TestDb {
 
 #[test]
 fn the_current_schema_is_version_4_and_fresh_databases_are_migrated_to_it() {
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 4);
     assert_eq!(MIGRATIONS.len() as i64, SCHEMA_VERSION);
     let db = TestDb::new();
     db.init();

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
 
 /// The schema version this build writes. A database with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Name of the connection-local SQL function that gates history rewrites. memscope registers it
 /// on its own connections; any other client fails closed with "no such function".
@@ -14,7 +14,7 @@ pub const PURGE_GATE_FN: &str = "memscope_purge_gate";
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4];
 
 const V1: &str = r#"
 CREATE TABLE settings (
@@ -285,13 +285,6 @@ UPDATE sqlite_schema SET sql =
     replace(sql, 'json_array_length(candidates) >= 2', 'json_array_length(candidates) >= 1')
 WHERE type = 'table' AND name = 'pending';
 PRAGMA writable_schema = RESET;
-"#;
-
-/// v5: the scope guard's sibling lookup — the scoped records one message (source) wrote of a
-/// subject — by one index seek instead of a walk over the subject's whole history.
-const V5: &str = r#"
-CREATE INDEX history_siblings ON history (subject, source)
-WHERE event = 'set' AND scope <> 'global';
 "#;
 
 /// The text of the guard trigger that refuses a current record on a tombstoned identity, as

@@ -150,19 +150,15 @@ impl TxState {
         let Some(known) = &self.places else {
             return Ok(Verdict::Apply);
         };
-        // The schema's `history_siblings` partial index serves exactly this query (a seek,
-        // however long the subject's history): no DISTINCT or ORDER BY, which would lead the
-        // planner to the identity index; the rows are ordered and deduplicated here.
-        let mut siblings: Vec<(String, String)> = conn
+        let siblings: Vec<(String, Scope)> = conn
             .prepare_cached(
-                "SELECT predicate, scope FROM history
+                "SELECT DISTINCT predicate, scope FROM history
                  WHERE subject = ?1 AND source = ?2 AND event = 'set' AND scope <> 'global'",
             )?
-            .query_map(params![w.subject, w.source], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        siblings.sort_unstable();
-        siblings.dedup();
-        let siblings: Vec<(String, Scope)> = (siblings.into_iter())
+            .query_map(params![w.subject, w.source], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+            })?
+            .filter_map(|r| r.ok())
             .filter_map(|(p, s)| Scope::parse(&s).ok().map(|s| (p, s)))
             .collect();
         let ev = Evidence {
