@@ -226,6 +226,18 @@ pub fn select(s: &mut Session, label: &str) {
     panic!("{label} is not in the list");
 }
 
+/// Moves the Reads cursor to the read from `repo`.
+pub fn select_read(s: &mut Session, repo: &str) {
+    s.handle_key(key(KeyCode::Home));
+    for _ in 0..50 {
+        if s.app.selected_read().and_then(|r| r.repo.as_deref()) == Some(repo) {
+            return;
+        }
+        s.handle_key(ch('j'));
+    }
+    panic!("no read from {repo}");
+}
+
 /// The selected record's history, as the history pane holds it.
 pub fn detail(s: &Session) -> &memscope::tui::app::Detail {
     s.app

@@ -2,7 +2,7 @@
 //! performed it (inline workers, a small fixed story at a fixed clock).
 
 use crate::support::tui::{
-    ch, detail, key, press, render, select, selected as selected_label, Fixture,
+    ch, detail, key, press, render, select, select_read, selected as selected_label, Fixture,
 };
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use memscope::model::{DeleteTarget, Identity, Scope};
@@ -658,18 +658,6 @@ fn reads_agents(s: &memscope::tui::Session) -> Vec<String> {
             )
         })
         .collect()
-}
-
-/// Moves the Reads cursor to the read from `repo`.
-fn select_read(s: &mut memscope::tui::Session, repo: &str) {
-    s.handle_key(key(KeyCode::Home));
-    for _ in 0..50 {
-        if s.app.selected_read().and_then(|r| r.repo.as_deref()) == Some(repo) {
-            return;
-        }
-        s.handle_key(ch('j'));
-    }
-    panic!("no read from {repo}");
 }
 
 #[test]
