@@ -684,22 +684,15 @@ fn durability_is_full_unless_traded_away_and_check_says_which() {
     assert_eq!(report["metrics"]["durability"], "full", "{report}");
     let r = db.run(&["settings", "--json"]).ok();
     assert_eq!(r.json()["durability"], "full");
-    db.run(&["settings", "set", "durability", "normal"]).ok();
-    assert_eq!(db.check().1["metrics"]["durability"], "normal");
-    // A connection opened now syncs at checkpoints only; the store says so.
-    let store = open_store(&db.path);
-    assert_eq!(
-        store.durability().unwrap(),
-        memscope::store::Durability::Normal
-    );
-    drop(store);
-    db.run(&["settings", "set", "durability", "FULL"]).ok();
-    assert_eq!(db.check().1["metrics"]["durability"], "full");
-    let store = open_store(&db.path);
-    assert_eq!(
-        store.durability().unwrap(),
-        memscope::store::Durability::Full
-    );
+    // `check` names the setting, and a connection opened after it syncs as it says (with
+    // `normal`, at checkpoints only).
+    let set = |word: &str, named: &str, syncs: memscope::store::Durability| {
+        db.run(&["settings", "set", "durability", word]).ok();
+        assert_eq!(db.check().1["metrics"]["durability"], named);
+        assert_eq!(open_store(&db.path).durability().unwrap(), syncs);
+    };
+    set("normal", "normal", memscope::store::Durability::Normal);
+    set("FULL", "full", memscope::store::Durability::Full);
     db.run(&["settings", "set", "durability", "sometimes"])
         .fails_with(2, &["durability must be full or normal"]);
     db.run(&["settings", "set", "colour", "red"])

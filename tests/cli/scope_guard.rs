@@ -10,8 +10,6 @@ const U: &str = "user:42";
 const PM: &str = "package_manager";
 /// Said in repository legacy-dashboard.
 const IN_LEGACY: &[&str] = &["--in-repo", "legacy-dashboard"];
-/// The first seed article: a default stated as a default.
-const DEFAULT: &str = "以后新建前端项目，默认用 pnpm。";
 const INCIDENT: &str = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
 
 /// The write waits for a human, and says why: `reason`.
@@ -37,7 +35,7 @@ fn global_write(
 /// The first article's default (pnpm for every new project), stated as a default, without a
 /// context.
 fn write_the_default(db: &TestDb) {
-    global_write(db, "pnpm", "thread:17", DEFAULT, &[]);
+    global_write(db, "pnpm", "thread:17", FIRST_RAW, &[]);
 }
 
 /// The incident's message writes its sibling (`install_command` in the legacy repo), then says
@@ -60,7 +58,7 @@ fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
         &db,
         "pnpm",
         "thread:17/message:86",
-        DEFAULT,
+        FIRST_RAW,
         &["--in-repo", "web-app"],
     );
     assert_eq!(
