@@ -192,6 +192,13 @@ pub fn press(session: &mut Session, keys: &str) {
     }
 }
 
+/// Types `words` into the filter line (`/`) and applies them (Enter).
+pub fn filter(session: &mut Session, words: &str) {
+    session.handle_key(ch('/'));
+    press(session, words);
+    session.handle_key(key(KeyCode::Enter));
+}
+
 pub fn render(session: &mut Session, width: u16, height: u16) -> String {
     session.resize(width, height);
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("a test terminal");

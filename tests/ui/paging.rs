@@ -1,7 +1,7 @@
 //! The current view pages through the store with keyset queries and a bounded window: every
 //! motion must land where a plain in-memory list would, with folded groups and with a filter.
 
-use crate::support::tui::{ch, key, press, render, selected, Fixture};
+use crate::support::tui::{ch, filter, key, press, render, selected, Fixture};
 use crossterm::event::KeyCode;
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
@@ -210,8 +210,7 @@ fn folded_groups_are_skipped_in_both_directions() {
 fn filtered_paging_matches_a_plain_list() {
     let f = fixture();
     let mut s = f.session(60, 12);
-    press(&mut s, "/中文");
-    s.handle_key(key(KeyCode::Enter));
+    filter(&mut s, "中文");
     let want = expected(&f.store(), &BTreeSet::new(), Some("中文"));
     assert!(want.len() > 200, "{}", want.len());
     assert_walks(&mut s, &want);
@@ -228,8 +227,7 @@ fn filtered_paging_matches_a_plain_list() {
 fn clearing_a_filter_leaves_no_rows_hidden_above_blank_lines() {
     let f = Fixture::story();
     let mut s = f.session(100, 30);
-    press(&mut s, "/npm");
-    s.handle_key(key(KeyCode::Enter));
+    filter(&mut s, "npm");
     // The last match sits low in the filtered list, and lower still in the whole one.
     s.handle_key(key(KeyCode::End));
     let chosen = selected(&s);
