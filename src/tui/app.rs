@@ -180,6 +180,7 @@ impl App {
             return vec![Context::Filter];
         }
         let mut contexts = self.tabs.get(self.tab).contexts(self.focus);
+        contexts.extend(self.tab.context());
         contexts.extend([Context::Lists, Context::Global]);
         contexts
     }

@@ -221,7 +221,7 @@ impl Source<'_> {
         match self {
             Source::Keyset { collapsed } => keyset_after(store, collapsed, from, n),
             Source::Filter { results, collapsed } => {
-                let (positions, ended) = filter_after(results, collapsed, from, n);
+                let (positions, ended) = filter_walk(results, collapsed, from, n, filter_next);
                 Ok((materialize(store, results, positions)?, ended))
             }
         }
@@ -238,7 +238,7 @@ impl Source<'_> {
         match self {
             Source::Keyset { collapsed } => keyset_before(store, collapsed, to, n),
             Source::Filter { results, collapsed } => {
-                let (positions, ended) = filter_before(results, collapsed, to, n);
+                let (positions, ended) = filter_walk(results, collapsed, to, n, filter_prev);
                 Ok((materialize(store, results, positions)?, ended))
             }
         }
@@ -431,16 +431,20 @@ fn filter_prev(r: &FilterResults, collapsed: &BTreeSet<String>, pos: Option<&Pos
     }
 }
 
-fn filter_after(
+/// Up to `n` positions stepping from `from` with `step` (`filter_next` or `filter_prev`), and
+/// whether the list's end in that direction was reached. From the end (`None`), the first step
+/// of `filter_prev` is the last position itself.
+fn filter_walk(
     r: &FilterResults,
     collapsed: &BTreeSet<String>,
     from: Option<&Pos>,
     n: usize,
+    step: fn(&FilterResults, &BTreeSet<String>, Option<&Pos>) -> Option<Pos>,
 ) -> (Vec<Pos>, bool) {
     let mut out = Vec::new();
     let mut at = from.cloned();
     while out.len() < n {
-        match filter_next(r, collapsed, at.as_ref()) {
+        match step(r, collapsed, at.as_ref()) {
             Some(p) => {
                 out.push(p.clone());
                 at = Some(p);
@@ -448,29 +452,7 @@ fn filter_after(
             None => return (out, true),
         }
     }
-    let ended = filter_next(r, collapsed, at.as_ref()).is_none();
-    (out, ended)
-}
-
-fn filter_before(
-    r: &FilterResults,
-    collapsed: &BTreeSet<String>,
-    to: Option<&Pos>,
-    n: usize,
-) -> (Vec<Pos>, bool) {
-    let mut out = Vec::new();
-    // From the end (`None`), the last position itself is the first row before it.
-    let mut at = to.cloned();
-    while out.len() < n {
-        match filter_prev(r, collapsed, at.as_ref()) {
-            Some(p) => {
-                out.push(p.clone());
-                at = Some(p);
-            }
-            None => return (out, true),
-        }
-    }
-    let ended = filter_prev(r, collapsed, at.as_ref()).is_none();
+    let ended = step(r, collapsed, at.as_ref()).is_none();
     (out, ended)
 }
 

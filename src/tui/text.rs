@@ -31,14 +31,37 @@ pub fn width(s: &str) -> usize {
     total
 }
 
+/// `s` itself when it fits in `max` columns, nothing when `max` is 0; `None` when it must be cut.
+fn uncut(s: &str, max: usize) -> Option<String> {
+    if width(s) <= max {
+        Some(s.to_string())
+    } else if max == 0 {
+        Some(String::new())
+    } else {
+        None
+    }
+}
+
+/// The longest start of `s` that fits in `max` columns (a wide char is never split).
+fn prefix(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut used = 0;
+    each_grapheme(s, |g, _, w| {
+        if used + w > max {
+            return false;
+        }
+        out.push_str(g);
+        used += w;
+        true
+    });
+    out
+}
+
 /// Cuts the middle out of `s` to fit `max` columns, marking the cut with `…`: both ends of a
 /// path say where it is (the root) and what it is (the file name), so both are kept.
 pub fn truncate_middle(s: &str, max: usize) -> String {
-    if width(s) <= max {
-        return s.to_string();
-    }
-    if max == 0 {
-        return String::new();
+    if let Some(s) = uncut(s, max) {
+        return s;
     }
     let mut cells: Vec<(String, usize)> = Vec::new();
     each_grapheme(s, |g, _, w| {
@@ -47,27 +70,18 @@ pub fn truncate_middle(s: &str, max: usize) -> String {
     });
     // A third of the room for the head, the rest for the tail (the file name).
     let room = max - 1;
-    let mut head_room = room / 3;
+    let tail_room = room - room / 3;
     let mut tail = Vec::new();
     let mut tail_used = 0;
     for (g, w) in cells.iter().rev() {
-        if tail_used + w > room - head_room {
+        if tail_used + w > tail_room {
             break;
         }
         tail.push(g.as_str());
         tail_used += w;
     }
     // Room a wide char at the tail's edge could not take goes to the head.
-    head_room = room - tail_used;
-    let mut out = String::new();
-    let mut head_used = 0;
-    for (g, w) in &cells {
-        if head_used + w > head_room {
-            break;
-        }
-        out.push_str(g);
-        head_used += w;
-    }
+    let mut out = prefix(s, room - tail_used);
     out.push('…');
     out.extend(tail.into_iter().rev());
     out
@@ -75,22 +89,10 @@ pub fn truncate_middle(s: &str, max: usize) -> String {
 
 /// Cuts `s` to at most `max` columns, marking a cut with `…`.
 pub fn truncate(s: &str, max: usize) -> String {
-    if width(s) <= max {
-        return s.to_string();
+    if let Some(s) = uncut(s, max) {
+        return s;
     }
-    if max == 0 {
-        return String::new();
-    }
-    let mut out = String::new();
-    let mut used = 0;
-    each_grapheme(s, |g, _, w| {
-        if used + w > max - 1 {
-            return false;
-        }
-        out.push_str(g);
-        used += w;
-        true
-    });
+    let mut out = prefix(s, max - 1);
     out.push('…');
     out
 }

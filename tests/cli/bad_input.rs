@@ -18,6 +18,14 @@ fn seeded() -> TestDb {
     db
 }
 
+/// Runs `refused` on a seeded store and asserts that the store's export did not change.
+fn unchanged_on_seeded(refused: impl FnOnce(&TestDb)) {
+    let db = seeded();
+    let before = db.fingerprint();
+    refused(&db);
+    assert_eq!(before, db.fingerprint());
+}
+
 fn write_args<'a>(scope_flag: &'a str, scope: &'a str, source: &'a str) -> Vec<&'a str> {
     args_for(
         "write",
@@ -118,113 +126,108 @@ fn apply_reports_a_malformed_line_by_number_and_lands_the_others() {
 
 #[test]
 fn missing_source_is_one_sentence_and_exit_2() {
-    let db = seeded();
-    let before = db.fingerprint();
-    let r = db.run(&args_for(
-        "write",
-        U,
-        PM,
-        &["--value", "yarn", "--scope", "global"],
-    ));
-    r.fails_with(2, &["source"]);
-    assert_eq!(before, db.fingerprint());
+    unchanged_on_seeded(|db| {
+        let r = db.run(&args_for(
+            "write",
+            U,
+            PM,
+            &["--value", "yarn", "--scope", "global"],
+        ));
+        r.fails_with(2, &["source"]);
+    });
 }
 
 #[test]
 fn empty_source_is_refused_and_changes_nothing() {
-    let db = seeded();
-    let before = db.fingerprint();
-    for src in ["", "   "] {
-        let r = db.run(&write_args("--scope", "global", src));
-        assert!(r.code == 1 || r.code == 2, "{r:?}");
-        assert_one_sentence(&r.stderr, &["source"]);
-    }
-    assert_eq!(before, db.fingerprint());
+    unchanged_on_seeded(|db| {
+        for src in ["", "   "] {
+            let r = db.run(&write_args("--scope", "global", src));
+            assert!(r.code == 1 || r.code == 2, "{r:?}");
+            assert_one_sentence(&r.stderr, &["source"]);
+        }
+    });
 }
 
 #[test]
 fn unknown_scope_forms_are_usage_errors() {
-    let db = seeded();
-    let before = db.fingerprint();
-    for (scope, word) in [
-        ("repo:", "no id"),
-        ("task:", "no id"),
-        ("galaxy:x", "unknown scope"),
-        ("Global", "unknown scope"),
-        ("repo:two words", "whitespace"),
-        ("", "scope"),
-    ] {
-        db.run(&write_args("--scope", scope, "s"))
-            .fails_with(2, &[word]);
-    }
-    db.run(&write_args("--ambiguous", "global,galaxy:x", "s"))
-        .fails_with(2, &["unknown scope"]);
-    db.run(&["list", "--scope", "galaxy:x"])
-        .fails_with(2, &["unknown scope"]);
-    db.run(&args_for("delete", U, PM, &["--scope", "repo:"]))
-        .fails_with(2, &["no id"]);
-    db.run(&args_for("history", U, PM, &["--scope", "repo:"]))
-        .fails_with(2, &["no id"]);
-    assert_eq!(before, db.fingerprint());
+    unchanged_on_seeded(|db| {
+        for (scope, word) in [
+            ("repo:", "no id"),
+            ("task:", "no id"),
+            ("galaxy:x", "unknown scope"),
+            ("Global", "unknown scope"),
+            ("repo:two words", "whitespace"),
+            ("", "scope"),
+        ] {
+            db.run(&write_args("--scope", scope, "s"))
+                .fails_with(2, &[word]);
+        }
+        db.run(&write_args("--ambiguous", "global,galaxy:x", "s"))
+            .fails_with(2, &["unknown scope"]);
+        db.run(&["list", "--scope", "galaxy:x"])
+            .fails_with(2, &["unknown scope"]);
+        db.run(&args_for("delete", U, PM, &["--scope", "repo:"]))
+            .fails_with(2, &["no id"]);
+        db.run(&args_for("history", U, PM, &["--scope", "repo:"]))
+            .fails_with(2, &["no id"]);
+    });
 }
 
 #[test]
 fn an_ambiguous_write_needs_two_distinct_candidates() {
-    let db = seeded();
-    let before = db.fingerprint();
-    for cands in ["global", "global,global", "repo:web-app, repo:web-app", ","] {
-        db.run(&write_args("--ambiguous", cands, "thread:31/message:2"))
-            .fails_with(2, &[]);
-    }
-    let line = json!({"subject": U, "predicate": PM, "value": "npm", "scope": {"ambiguous": ["global"]}, "source": "s"});
-    let r = db.run_stdin(&["apply"], format!("{line}\n").as_bytes());
-    assert_eq!(r.code, 1);
-    let out = &r.json_lines()[0];
-    assert_eq!(out["outcome"], "error");
-    assert_eq!(out["line"], 1);
-    assert!(out["error"].as_str().unwrap().contains("two"));
-    assert!(db.pending(true).is_empty());
-    assert_eq!(before, db.fingerprint());
+    unchanged_on_seeded(|db| {
+        for cands in ["global", "global,global", "repo:web-app, repo:web-app", ","] {
+            db.run(&write_args("--ambiguous", cands, "thread:31/message:2"))
+                .fails_with(2, &[]);
+        }
+        let line = json!({"subject": U, "predicate": PM, "value": "npm", "scope": {"ambiguous": ["global"]}, "source": "s"});
+        let r = db.run_stdin(&["apply"], format!("{line}\n").as_bytes());
+        assert_eq!(r.code, 1);
+        let out = &r.json_lines()[0];
+        assert_eq!(out["outcome"], "error");
+        assert_eq!(out["line"], 1);
+        assert!(out["error"].as_str().unwrap().contains("two"));
+        assert!(db.pending(true).is_empty());
+    });
 }
 
 #[test]
 fn other_malformed_write_arguments_are_refused() {
-    let db = seeded();
-    let before = db.fingerprint();
-    db.run(&args_for(
-        "write",
-        U,
-        PM,
-        &[
-            "--value-json",
-            "{not json",
-            "--scope",
-            "global",
-            "--source",
-            "s",
-        ],
-    ))
-    .fails_with(2, &["json"]);
-    for (flag, value, word) in [
-        ("--subject", "   ", "subject"),
-        ("--predicate", " -_. ", "predicate"),
-    ] {
-        let mut args = write_args("--scope", "global", "s");
-        let i = args.iter().position(|a| *a == flag).unwrap();
-        args[i + 1] = value;
-        let r = db.run(&args);
-        assert!(r.code == 1 || r.code == 2, "{r:?}");
-        assert_one_sentence(&r.stderr, &[word]);
-    }
-    let r = db.run(&args_for(
-        "write",
-        U,
-        PM,
-        &["--value-json", "null", "--scope", "global", "--source", "s"],
-    ));
-    assert_ne!(r.code, 0);
-    assert_one_sentence(&r.stderr, &["null"]);
-    assert_eq!(before, db.fingerprint());
+    unchanged_on_seeded(|db| {
+        db.run(&args_for(
+            "write",
+            U,
+            PM,
+            &[
+                "--value-json",
+                "{not json",
+                "--scope",
+                "global",
+                "--source",
+                "s",
+            ],
+        ))
+        .fails_with(2, &["json"]);
+        for (flag, value, word) in [
+            ("--subject", "   ", "subject"),
+            ("--predicate", " -_. ", "predicate"),
+        ] {
+            let mut args = write_args("--scope", "global", "s");
+            let i = args.iter().position(|a| *a == flag).unwrap();
+            args[i + 1] = value;
+            let r = db.run(&args);
+            assert!(r.code == 1 || r.code == 2, "{r:?}");
+            assert_one_sentence(&r.stderr, &[word]);
+        }
+        let r = db.run(&args_for(
+            "write",
+            U,
+            PM,
+            &["--value-json", "null", "--scope", "global", "--source", "s"],
+        ));
+        assert_ne!(r.code, 0);
+        assert_one_sentence(&r.stderr, &["null"]);
+    });
 }
 
 fn files_snapshot(path: &Path) -> Vec<Option<Vec<u8>>> {
@@ -539,27 +542,25 @@ fn read_commands_on_a_missing_file_say_how_to_create_one() {
 
 #[test]
 fn apply_of_a_missing_input_file_is_one_sentence() {
-    let db = seeded();
-    let before = db.fingerprint();
-    let missing = db.sibling("没有这个文件.jsonl");
-    db.run(&["apply", missing.to_str().unwrap()])
-        .fails_with(1, &["cannot read"]);
-    assert_eq!(before, db.fingerprint());
+    unchanged_on_seeded(|db| {
+        let missing = db.sibling("没有这个文件.jsonl");
+        db.run(&["apply", missing.to_str().unwrap()])
+            .fails_with(1, &["cannot read"]);
+    });
 }
 
 #[test]
 fn pending_commands_on_unknown_items_are_refused() {
-    let db = seeded();
-    let before = db.fingerprint();
-    db.run(&["pending", "resolve", "42", "--scope", "global"])
-        .fails_with(1, &["no pending item"]);
-    db.run(&["pending", "reject", "42"])
-        .fails_with(1, &["no pending item"]);
-    db.run(&args_for("restore", U, PM, &["--scope", "global"]))
-        .fails_with(1, &["not deleted"]);
-    db.run(&["delete", "--yes", "--subject", "nobody"])
-        .fails_with(1, &["nothing"]);
-    assert_eq!(before, db.fingerprint());
+    unchanged_on_seeded(|db| {
+        db.run(&["pending", "resolve", "42", "--scope", "global"])
+            .fails_with(1, &["no pending item"]);
+        db.run(&["pending", "reject", "42"])
+            .fails_with(1, &["no pending item"]);
+        db.run(&args_for("restore", U, PM, &["--scope", "global"]))
+            .fails_with(1, &["not deleted"]);
+        db.run(&["delete", "--yes", "--subject", "nobody"])
+            .fails_with(1, &["nothing"]);
+    });
 }
 
 #[test]

@@ -256,15 +256,7 @@ fn apply_holds_no_lock_while_a_line_waits_for_its_end() {
         assert_eq!(out["outcome"], "inserted");
     }
     // Another process writes meanwhile; a held write lock would fail it after the timeout.
-    let args: Vec<String> = format!(
-        "write --subject {U} --predicate {PM} --value pnpm --scope global --source other:1"
-    )
-    .split(' ')
-    .map(String::from)
-    .collect();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    db.run_env(&args, &[("MEMSCOPE_BUSY_TIMEOUT_MS", "2000")])
-        .ok();
+    Run::from_output(other_writer(&db, "2000").output().expect("spawn memscope")).ok();
     apply.send(&[tail, b"\n"].concat());
     let out = apply.outcome("the finished line");
     assert_eq!(
@@ -274,6 +266,21 @@ fn apply_holds_no_lock_while_a_line_waits_for_its_end() {
     assert!(apply.finish());
     assert_eq!(db.list(&[]).len(), 3002);
     db.assert_check_ok();
+}
+
+/// Another process's `write` (pnpm to global, from other:1) that waits at most `busy_ms`
+/// milliseconds for the write lock.
+fn other_writer(db: &TestDb, busy_ms: &str) -> std::process::Command {
+    let mut c = db.command(&args_for(
+        "write",
+        U,
+        PM,
+        &[
+            "--value", "pnpm", "--scope", "global", "--source", "other:1",
+        ],
+    ));
+    c.env("MEMSCOPE_BUSY_TIMEOUT_MS", busy_ms);
+    c
 }
 
 /// A source that trickles in, its writes ending part-way through lines (ssh, sockets, rate-
@@ -298,11 +305,7 @@ fn apply_of_trickling_input_answers_as_it_goes_and_lets_others_write() {
         if n == 30 {
             // A second writer, a third of the way through, with a 1 s busy timeout; the
             // trickle goes on meanwhile.
-            let args = format!(
-                "write --subject {U} --predicate {PM} --value pnpm --scope global --source other:1"
-            );
-            let mut c = db.command(&args.split(' ').collect::<Vec<_>>());
-            c.env("MEMSCOPE_BUSY_TIMEOUT_MS", "1000");
+            let mut c = other_writer(&db, "1000");
             other = Some(std::thread::spawn(move || c.output().unwrap()));
         }
     }
@@ -681,22 +684,15 @@ fn durability_is_full_unless_traded_away_and_check_says_which() {
     assert_eq!(report["metrics"]["durability"], "full", "{report}");
     let r = db.run(&["settings", "--json"]).ok();
     assert_eq!(r.json()["durability"], "full");
-    db.run(&["settings", "set", "durability", "normal"]).ok();
-    assert_eq!(db.check().1["metrics"]["durability"], "normal");
-    // A connection opened now syncs at checkpoints only; the store says so.
-    let store = open_store(&db.path);
-    assert_eq!(
-        store.durability().unwrap(),
-        memscope::store::Durability::Normal
-    );
-    drop(store);
-    db.run(&["settings", "set", "durability", "FULL"]).ok();
-    assert_eq!(db.check().1["metrics"]["durability"], "full");
-    let store = open_store(&db.path);
-    assert_eq!(
-        store.durability().unwrap(),
-        memscope::store::Durability::Full
-    );
+    // `check` names the setting, and a connection opened after it syncs as it says (with
+    // `normal`, at checkpoints only).
+    let set = |word: &str, named: &str, syncs: memscope::store::Durability| {
+        db.run(&["settings", "set", "durability", word]).ok();
+        assert_eq!(db.check().1["metrics"]["durability"], named);
+        assert_eq!(open_store(&db.path).durability().unwrap(), syncs);
+    };
+    set("normal", "normal", memscope::store::Durability::Normal);
+    set("FULL", "full", memscope::store::Durability::Full);
     db.run(&["settings", "set", "durability", "sometimes"])
         .fails_with(2, &["durability must be full or normal"]);
     db.run(&["settings", "set", "colour", "red"])

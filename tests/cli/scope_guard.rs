@@ -32,6 +32,25 @@ fn global_write(
     db.write_with(U, PM, value, "global", source, &args)
 }
 
+/// The first article's default (pnpm for every new project), stated as a default, without a
+/// context.
+fn write_the_default(db: &TestDb) {
+    global_write(db, "pnpm", "thread:17", FIRST_RAW, &[]);
+}
+
+/// The incident's message writes its sibling (`install_command` in the legacy repo), then says
+/// `said` in the legacy repo to write `npm` as global: the global write's outcome.
+fn npm_after_its_sibling(db: &TestDb, said: &str) -> Value {
+    db.write(
+        U,
+        "install_command",
+        "npm ci",
+        "repo:legacy-dashboard",
+        "thread:23/message:14",
+    );
+    global_write(db, "npm", "thread:23/message:14", said, IN_LEGACY)
+}
+
 #[test]
 fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
     let db = TestDb::new();
@@ -39,7 +58,7 @@ fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
         &db,
         "pnpm",
         "thread:17/message:86",
-        "以后新建前端项目，默认用 pnpm。",
+        FIRST_RAW,
         &["--in-repo", "web-app"],
     );
     assert_eq!(
@@ -81,20 +100,7 @@ fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
 #[test]
 fn a_sibling_or_a_named_repository_is_evidence_too() {
     let db = TestDb::new();
-    db.write(
-        U,
-        "install_command",
-        "npm ci",
-        "repo:legacy-dashboard",
-        "thread:23/message:14",
-    );
-    let out = global_write(
-        &db,
-        "npm",
-        "thread:23/message:14",
-        "安装依赖继续用 npm ci。",
-        IN_LEGACY,
-    );
+    let out = npm_after_its_sibling(&db, "安装依赖继续用 npm ci。");
     assert_queued(
         &out,
         "the same message wrote install_command in repo:legacy-dashboard",
@@ -152,13 +158,7 @@ fn apply_lines_carry_their_context() {
 #[test]
 fn an_agent_in_the_repository_is_told_its_write_waits_for_a_human() {
     let db = TestDb::new();
-    global_write(
-        &db,
-        "pnpm",
-        "thread:17",
-        "以后新建前端项目，默认用 pnpm。",
-        &[],
-    );
+    write_the_default(&db);
     let mut s = RawSession::serve(
         db.path_str(),
         &["--subject", U, "--repo", "legacy-dashboard"],
@@ -199,32 +199,13 @@ fn an_applied_suspect_keeps_its_evidence_in_its_history_event() {
     assert_eq!(out["outcome"], "inserted", "{out}");
     assert_eq!(evidence(&db), [json!(["the words say “这个仓库”"])]);
     // A default stated as a default is not marked.
-    global_write(
-        &db,
-        "pnpm",
-        "thread:17",
-        "以后新建前端项目，默认用 pnpm。",
-        &[],
-    );
+    write_the_default(&db);
     assert_eq!(evidence(&db)[1], serde_json::Value::Null);
     // `flag` with a context: stored (not queued), the sibling among its evidence.
     let db = TestDb::new();
     db.init();
     db.run(&["settings", "set", "scope_guard", "flag"]).ok();
-    db.write(
-        U,
-        "install_command",
-        "npm ci",
-        "repo:legacy-dashboard",
-        "thread:23/message:14",
-    );
-    let out = global_write(
-        &db,
-        "npm",
-        "thread:23/message:14",
-        INCIDENT,
-        &["--in-repo", "legacy-dashboard"],
-    );
+    let out = npm_after_its_sibling(&db, INCIDENT);
     assert_eq!(out["outcome"], "inserted", "{out}");
     let marked = evidence(&db).remove(0);
     let said: Vec<&str> = marked

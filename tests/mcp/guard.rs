@@ -5,27 +5,13 @@
 
 use crate::support::*;
 use serde_json::Value;
-use std::process::Command;
 
 const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_guard.py");
 
 #[test]
 fn the_incident_replayed_by_an_agent_in_the_repo_is_queued_not_applied() {
-    require_python_mcp();
     let db = TestDb::new();
-    let out = Command::new("python3")
-        .arg(CLIENT)
-        .arg(BIN)
-        .arg(&db.path)
-        .output()
-        .expect("run python3 tests/mcp_guard.py");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "the Python MCP client failed ({})\nstdout: {stdout}\nstderr: {stderr}",
-        out.status
-    );
+    let (stdout, _) = run_python_mcp_client(CLIENT, &db.path, "the Python MCP client");
     let facts: Value = serde_json::from_str(stdout.trim()).expect("the client's facts");
     let told = facts["incident"]["text"].as_str().unwrap();
     assert!(told.contains("the words say “这个仓库”"), "{told}");

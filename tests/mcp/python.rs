@@ -7,7 +7,6 @@
 
 use crate::support::*;
 use serde_json::{json, Value};
-use std::process::Command;
 
 const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
 
@@ -99,15 +98,8 @@ fn comparable(items: Vec<Value>, drop: &[&str]) -> Vec<Value> {
 
 #[test]
 fn python_sdk_client_writes_exactly_what_the_cli_writes() {
-    require_python_mcp();
     let mcp_db = TestDb::new();
-    let out = Command::new("python3")
-        .arg(CLIENT)
-        .arg(BIN)
-        .arg(&mcp_db.path)
-        .output()
-        .expect("run python3 tests/mcp_client.py");
-    let (stdout, stderr) = assert_mcp_client_ok(&out, "the Python MCP client");
+    let (stdout, stderr) = run_python_mcp_client(CLIENT, &mcp_db.path, "the Python MCP client");
     // The server said who and where it serves, once per session, on stderr (not on stdout,
     // which is the protocol).
     assert_eq!(

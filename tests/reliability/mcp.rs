@@ -12,6 +12,7 @@
 //! Knobs: `MEMSCOPE_MCP_STRESS_SECS` (parallel phase, default 30), `MEMSCOPE_MCP_STRESS_SEED`
 //! (default 11), `MEMSCOPE_TEST_BIN` (the binary under test, default the one cargo built).
 
+use crate::support::reliability::env_u64;
 use crate::support::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,13 +26,6 @@ const STRESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_stress.py")
 fn bin() -> String {
     std::env::var("MEMSCOPE_TEST_BIN")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_memscope").to_string())
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
 }
 
 /// `bin() --db DB args…` with the same clean environment as the other tests.
@@ -221,6 +215,14 @@ fn integrity_problem(db: &TestDb) -> Option<String> {
             r.stderr.trim()
         ))
     }
+}
+
+/// What `memscope check` and SQLite's own integrity check find wrong with the database.
+fn database_problems(db: &TestDb) -> Vec<String> {
+    check_problem(db)
+        .into_iter()
+        .chain(integrity_problem(db))
+        .collect()
 }
 
 fn errors_summary(errors: &[Value]) -> Vec<String> {
@@ -437,12 +439,7 @@ fn two_servers_parallel_calls_lose_nothing() {
             first(&lost, 15)
         ));
     }
-    if let Some(p) = check_problem(&db) {
-        problems.push(p);
-    }
-    if let Some(p) = integrity_problem(&db) {
-        problems.push(p);
-    }
+    problems.extend(database_problems(&db));
 
     eprintln!(
         "two servers × 6 in flight for {}s: {} rounds, {} calls, {} acknowledged writes on {} identities, {} checked against the database, {} errors, {} lost{}",
@@ -614,12 +611,7 @@ fn kill_nine_mid_parallel_calls_then_replay_converges() {
             }
         }
     }
-    if let Some(p) = check_problem(&db) {
-        problems.push(p);
-    }
-    if let Some(p) = integrity_problem(&db) {
-        problems.push(p);
-    }
+    problems.extend(database_problems(&db));
     if let Some(left) = arr(&report["servers_left"]).first() {
         problems.push(format!(
             "a server process was still running after the client left: {left}"

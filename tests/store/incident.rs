@@ -140,8 +140,20 @@ fn table_fingerprint(path: &Path) -> Vec<String> {
     out
 }
 
+/// A store whose global package manager was `first`, then `second` (sources s:1 and s:2).
+fn global_versions(first: &str, second: &str) -> TestDb {
+    let db = TestDb::new();
+    db.write(U, PM, first, "global", "s:1");
+    db.write(U, PM, second, "global", "s:2");
+    db
+}
+
+/// Runs `f` and asserts that it left every table as it was (`what` names it when it did not).
 #[track_caller]
-fn assert_unchanged(before: &[String], after: &[String], what: &str) {
+fn assert_unchanged_by(db: &TestDb, what: &str, f: impl FnOnce()) {
+    let before = table_fingerprint(&db.path);
+    f();
+    let after = table_fingerprint(&db.path);
     if before != after {
         let gone: Vec<&String> = before.iter().filter(|r| !after.contains(r)).collect();
         let new: Vec<&String> = after.iter().filter(|r| !before.contains(r)).collect();
@@ -1149,20 +1161,18 @@ fn rescope_of_a_first_version_removes_it_from_the_old_scope() {
 
 #[test]
 fn rescope_into_a_tombstoned_identity_is_refused_and_changes_nothing() {
-    let db = TestDb::new();
-    db.write(U, PM, "pnpm", "global", "s:1");
-    db.write(U, PM, "npm", "global", "s:2");
+    let db = global_versions("pnpm", "npm");
     db.write(U, PM, "npm", LEGACY, "s:r");
     db.delete(U, PM, LEGACY);
-    let before = table_fingerprint(&db.path);
-    let r = rescope_run(&db, "global", LEGACY);
-    r.fails_with(1, &["legacy-dashboard", "restore"]);
-    assert!(
-        r.stderr.contains("deleted") || r.stderr.contains("tombstone"),
-        "{}",
-        r.stderr
-    );
-    assert_unchanged(&before, &table_fingerprint(&db.path), "a refused rescope");
+    assert_unchanged_by(&db, "a refused rescope", || {
+        let r = rescope_run(&db, "global", LEGACY);
+        r.fails_with(1, &["legacy-dashboard", "restore"]);
+        assert!(
+            r.stderr.contains("deleted") || r.stderr.contains("tombstone"),
+            "{}",
+            r.stderr
+        );
+    });
     assert_eq!(db.list(&["--scope", "global"])[0]["value"], "npm");
     db.assert_check_ok();
 }
@@ -1200,14 +1210,12 @@ fn rescope_onto_the_same_value_confirms_instead_of_duplicating() {
 /// previous version fails, because retention purged that version's content. Nothing changes.
 #[test]
 fn rescope_failing_half_way_on_purged_content_changes_nothing() {
-    let db = TestDb::new();
-    db.write(U, PM, "pnpm", "global", "s:1");
-    db.write(U, PM, "npm ✨", "global", "s:2");
+    let db = global_versions("pnpm", "npm ✨");
     purge_old_content(&db);
-    let before = table_fingerprint(&db.path);
-    let r = rescope_run(&db, "global", LEGACY);
-    r.fails_with(1, &["purged"]);
-    assert_unchanged(&before, &table_fingerprint(&db.path), "a failed rescope");
+    assert_unchanged_by(&db, "a failed rescope", || {
+        let r = rescope_run(&db, "global", LEGACY);
+        r.fails_with(1, &["purged"]);
+    });
     assert!(db.list(&["--scope", LEGACY]).is_empty());
     assert_eq!(db.list(&["--scope", "global"])[0]["value"], "npm ✨");
     db.assert_check_ok();
@@ -1218,9 +1226,7 @@ fn rescope_failing_half_way_on_purged_content_changes_nothing() {
 /// same command succeeds.
 #[test]
 fn rescope_failing_at_its_last_step_changes_nothing() {
-    let db = TestDb::new();
-    db.write(U, PM, "pnpm", "global", "s:1");
-    db.write(U, PM, "npm 🧨", "global", "s:2");
+    let db = global_versions("pnpm", "npm 🧨");
     let add = python(
         "import sqlite3, sys\n\
          c = sqlite3.connect(sys.argv[1])\n\
@@ -1230,11 +1236,11 @@ fn rescope_failing_at_its_last_step_changes_nothing() {
         &[db.path_str()],
     );
     assert_eq!(add.code, 0, "{add:?}");
-    let before = table_fingerprint(&db.path);
-    let r = rescope_run(&db, "global", LEGACY);
-    assert_eq!(r.code, 1, "{r:?}");
-    assert!(r.stderr.contains("injected failure"), "{}", r.stderr);
-    assert_unchanged(&before, &table_fingerprint(&db.path), "a failed rescope");
+    assert_unchanged_by(&db, "a failed rescope", || {
+        let r = rescope_run(&db, "global", LEGACY);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(r.stderr.contains("injected failure"), "{}", r.stderr);
+    });
     db.assert_check_ok();
 
     let drop_it = python(
@@ -1306,40 +1312,36 @@ fn revert_makes_an_earlier_value_current_as_a_new_version() {
     db.assert_check_ok();
 
     // The current version or a later one, or no version at all: refused, nothing changes.
-    let before = table_fingerprint(&db.path);
-    for (v, word) in [("4", "earlier"), ("9", "earlier"), ("0", "v1")] {
-        let r = revert_run(&db, "global", Some(v));
-        r.fails_with(1, &[word]);
-        assert!(r.stdout.trim().is_empty(), "{r:?}");
-    }
-    assert_unchanged(&before, &table_fingerprint(&db.path), "refused reverts");
+    assert_unchanged_by(&db, "refused reverts", || {
+        for (v, word) in [("4", "earlier"), ("9", "earlier"), ("0", "v1")] {
+            let r = revert_run(&db, "global", Some(v));
+            r.fails_with(1, &[word]);
+            assert!(r.stdout.trim().is_empty(), "{r:?}");
+        }
+    });
     db.assert_check_ok();
 }
 
 #[test]
 fn revert_to_purged_content_is_refused_in_one_sentence() {
-    let db = TestDb::new();
-    db.write(U, PM, "pnpm 📦", "global", "s:1");
-    db.write(U, PM, "npm", "global", "s:2");
+    let db = global_versions("pnpm 📦", "npm");
     purge_old_content(&db);
-    let before = table_fingerprint(&db.path);
-    revert_run(&db, "global", None).fails_with(1, &["purged", "v1"]);
-    revert_run(&db, "global", Some("1")).fails_with(1, &["purged"]);
-    assert_unchanged(&before, &table_fingerprint(&db.path), "a refused revert");
+    assert_unchanged_by(&db, "a refused revert", || {
+        revert_run(&db, "global", None).fails_with(1, &["purged", "v1"]);
+        revert_run(&db, "global", Some("1")).fails_with(1, &["purged"]);
+    });
     assert_eq!(db.list(&["--scope", "global"])[0]["value"], "npm");
     db.assert_check_ok();
 }
 
 #[test]
 fn revert_of_a_tombstoned_identity_is_refused() {
-    let db = TestDb::new();
-    db.write(U, PM, "pnpm", "global", "s:1");
-    db.write(U, PM, "npm", "global", "s:2");
+    let db = global_versions("pnpm", "npm");
     db.delete(U, PM, "global");
-    let before = table_fingerprint(&db.path);
-    revert_run(&db, "global", None).fails_with(1, &["deleted", "restore"]);
-    revert_run(&db, "global", Some("1")).fails_with(1, &["deleted"]);
-    assert_unchanged(&before, &table_fingerprint(&db.path), "a refused revert");
+    assert_unchanged_by(&db, "a refused revert", || {
+        revert_run(&db, "global", None).fails_with(1, &["deleted", "restore"]);
+        revert_run(&db, "global", Some("1")).fails_with(1, &["deleted"]);
+    });
     assert!(db.list(&[]).is_empty());
     db.assert_check_ok();
 }

@@ -52,6 +52,14 @@ fn applied(db: &TestDb) -> Vec<(i64, i64, String, Value)> {
         .collect()
 }
 
+/// [`applied`], asserted to read back in causal order (causal_seq increasing with the version).
+fn applied_in_causal_order(db: &TestDb) -> Vec<(i64, i64, String, Value)> {
+    let sets = applied(db);
+    let seqs: Vec<i64> = sets.iter().map(|s| s.1).collect();
+    assert_increasing(&seqs, "applied versions must read back in causal order");
+    sets
+}
+
 /// 唯一性 under real concurrency: ten processes write the same identity at once with different
 /// values. Exactly one current record, versions 1..10, every process accounted for, nobody sees
 /// a busy error.
@@ -110,15 +118,13 @@ fn concurrent_writer_processes_lose_nothing_and_keep_one_current_record() {
     assert_eq!(current[0]["version"], N as i64);
 
     // Every process's write is in history under the version it was told.
-    let sets = applied(&db);
+    let sets = applied_in_causal_order(&db);
     assert_eq!(sets.len(), N);
     for (version, _, source, value) in &sets {
         let i = by_version[version];
         assert_eq!(source, &format!("proc:{i}/写入"));
         assert_eq!(value, &json!(values[i]));
     }
-    let seqs: Vec<i64> = sets.iter().map(|s| s.1).collect();
-    assert_increasing(&seqs, "applied versions in causal order");
     db.assert_check_ok();
 }
 
@@ -177,11 +183,9 @@ fn concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value() 
         assert_eq!(hits[0]["event"], want_event);
         assert_eq!(hits[0]["causal_seq"], seqs[*i]);
     }
-    let sets = applied(&db);
+    let sets = applied_in_causal_order(&db);
     let versions: Vec<i64> = sets.iter().map(|s| s.0).collect();
     assert_eq!(versions, (1..=sets.len() as i64).collect::<Vec<_>>());
-    let set_seqs: Vec<i64> = sets.iter().map(|s| s.1).collect();
-    assert_increasing(&set_seqs, "applied versions must read back in causal order");
     db.assert_check_ok();
 }
 

@@ -767,6 +767,21 @@ pub fn assert_mcp_client_ok(out: &std::process::Output, what: &str) -> (String, 
     (stdout, stderr)
 }
 
+/// Runs the Python MCP client `script` (after [`require_python_mcp`]) against `memscope mcp`
+/// on `db`; asserts it succeeded (as [`assert_mcp_client_ok`], naming it `what`) and returns
+/// its stdout and stderr.
+#[track_caller]
+pub fn run_python_mcp_client(script: &str, db: &Path, what: &str) -> (String, String) {
+    require_python_mcp();
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(BIN)
+        .arg(db)
+        .output()
+        .unwrap_or_else(|e| panic!("run python3 {script}: {e}"));
+    assert_mcp_client_ok(&out, what)
+}
+
 /// The last `n` bytes of `s` (or a little less, to start on a character).
 pub fn tail(s: &str, n: usize) -> &str {
     let mut start = s.len().saturating_sub(n);

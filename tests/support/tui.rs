@@ -192,6 +192,13 @@ pub fn press(session: &mut Session, keys: &str) {
     }
 }
 
+/// Types `words` into the filter line (`/`) and applies them (Enter).
+pub fn filter(session: &mut Session, words: &str) {
+    session.handle_key(ch('/'));
+    press(session, words);
+    session.handle_key(key(KeyCode::Enter));
+}
+
 pub fn render(session: &mut Session, width: u16, height: u16) -> String {
     session.resize(width, height);
     let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("a test terminal");
@@ -224,6 +231,18 @@ pub fn select(s: &mut Session, label: &str) {
         s.handle_key(ch('j'));
     }
     panic!("{label} is not in the list");
+}
+
+/// Moves the Reads cursor to the read from `repo`.
+pub fn select_read(s: &mut Session, repo: &str) {
+    s.handle_key(key(KeyCode::Home));
+    for _ in 0..50 {
+        if s.app.selected_read().and_then(|r| r.repo.as_deref()) == Some(repo) {
+            return;
+        }
+        s.handle_key(ch('j'));
+    }
+    panic!("no read from {repo}");
 }
 
 /// The selected record's history, as the history pane holds it.

@@ -2,7 +2,8 @@
 //! performed it (inline workers, a small fixed story at a fixed clock).
 
 use crate::support::tui::{
-    ch, detail, key, press, render, select, selected as selected_label, Fixture,
+    ch, detail, filter, key, press, render, select, select_read, selected as selected_label,
+    Fixture,
 };
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use memscope::model::{DeleteTarget, Identity, Scope};
@@ -539,8 +540,7 @@ fn live_refresh_keeps_selection_and_filter() {
     let screen = render(&mut s, 120, 32);
     assert!(screen.contains("team:api · linter = ruff"), "{screen}");
     // With a filter on, a matching write appears and the filter stays.
-    press(&mut s, "/ruff");
-    s.handle_key(key(KeyCode::Enter));
+    filter(&mut s, "ruff");
     f.write(r#"{"subject":"team:ml","predicate":"formatter","value":"ruff format","scope":"repo:models","source":"thread:2/message:1"}"#);
     assert!(s.poll_live());
     assert_eq!(s.app.memories().filter.input, "ruff");
@@ -658,18 +658,6 @@ fn reads_agents(s: &memscope::tui::Session) -> Vec<String> {
             )
         })
         .collect()
-}
-
-/// Moves the Reads cursor to the read from `repo`.
-fn select_read(s: &mut memscope::tui::Session, repo: &str) {
-    s.handle_key(key(KeyCode::Home));
-    for _ in 0..50 {
-        if s.app.selected_read().and_then(|r| r.repo.as_deref()) == Some(repo) {
-            return;
-        }
-        s.handle_key(ch('j'));
-    }
-    panic!("no read from {repo}");
 }
 
 #[test]
@@ -804,8 +792,7 @@ fn enter_on_a_read_explains_it_as_of_then_and_g_opens_the_timeline() {
 fn go_to_clears_the_filter_and_unfolds_and_explains_a_record_that_is_gone() {
     let f = Fixture::incident();
     let mut s = f.session(120, 32);
-    press(&mut s, "/formatter");
-    s.handle_key(key(KeyCode::Enter));
+    filter(&mut s, "formatter");
     press(&mut s, "k");
     s.handle_key(key(KeyCode::Enter)); // fold global
     assert!(s.app.memories().folded.contains("global"));

@@ -1,7 +1,7 @@
 //! The current view pages through the store with keyset queries and a bounded window: every
 //! motion must land where a plain in-memory list would, with folded groups and with a filter.
 
-use crate::support::tui::{ch, key, press, render, selected, Fixture};
+use crate::support::tui::{ch, filter, key, press, render, selected, Fixture};
 use crossterm::event::KeyCode;
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
@@ -74,11 +74,12 @@ fn expected(store: &Store, folded: &BTreeSet<String>, query: Option<&str>) -> Ve
     out
 }
 
-fn walk_down(s: &mut Session) -> Vec<String> {
-    s.handle_key(key(KeyCode::Home));
+/// The rows met pressing `step` from `start` until the cursor stops moving, in the order met.
+fn walk(s: &mut Session, start: KeyCode, step: char) -> Vec<String> {
+    s.handle_key(key(start));
     let mut seen = vec![selected(s)];
     loop {
-        s.handle_key(ch('j'));
+        s.handle_key(ch(step));
         let now = selected(s);
         if now == *seen.last().unwrap() {
             return seen;
@@ -87,18 +88,13 @@ fn walk_down(s: &mut Session) -> Vec<String> {
     }
 }
 
-fn walk_up(s: &mut Session) -> Vec<String> {
-    s.handle_key(key(KeyCode::End));
-    let mut seen = vec![selected(s)];
-    loop {
-        s.handle_key(ch('k'));
-        let now = selected(s);
-        if now == *seen.last().unwrap() {
-            seen.reverse();
-            return seen;
-        }
-        seen.push(now);
-    }
+/// Walking the whole list down from its top and up from its end meets exactly `want`.
+#[track_caller]
+fn assert_walks(s: &mut Session, want: &[String]) {
+    assert_eq!(walk(s, KeyCode::Home, 'j'), want, "walking down");
+    let mut up = walk(s, KeyCode::End, 'k');
+    up.reverse();
+    assert_eq!(up, want, "walking up");
 }
 
 /// The window shows what it can: the selection on screen, with its group header when both
@@ -185,8 +181,7 @@ fn keyset_paging_matches_a_plain_list() {
     let store = f.store();
     let want = expected(&store, &BTreeSet::new(), None);
     assert_eq!(want.len(), 1400 + 7);
-    assert_eq!(walk_down(&mut s), want);
-    assert_eq!(walk_up(&mut s), want);
+    assert_walks(&mut s, &want);
     random_motions(&mut s, &want, 7);
 }
 
@@ -207,8 +202,7 @@ fn folded_groups_are_skipped_in_both_directions() {
     let folded: BTreeSet<String> = ["global".to_string(), "repo:beta".to_string()].into();
     assert_eq!(s.app.memories().folded, folded);
     let want = expected(&f.store(), &folded, None);
-    assert_eq!(walk_down(&mut s), want);
-    assert_eq!(walk_up(&mut s), want);
+    assert_walks(&mut s, &want);
     random_motions(&mut s, &want, 11);
 }
 
@@ -216,28 +210,24 @@ fn folded_groups_are_skipped_in_both_directions() {
 fn filtered_paging_matches_a_plain_list() {
     let f = fixture();
     let mut s = f.session(60, 12);
-    press(&mut s, "/中文");
-    s.handle_key(key(KeyCode::Enter));
+    filter(&mut s, "中文");
     let want = expected(&f.store(), &BTreeSet::new(), Some("中文"));
     assert!(want.len() > 200, "{}", want.len());
-    assert_eq!(walk_down(&mut s), want);
-    assert_eq!(walk_up(&mut s), want);
+    assert_walks(&mut s, &want);
     random_motions(&mut s, &want, 3);
     // Folding works on filtered results too.
     s.handle_key(key(KeyCode::Home));
     s.handle_key(key(KeyCode::Enter));
     let folded: BTreeSet<String> = ["global".to_string()].into();
     let want = expected(&f.store(), &folded, Some("中文"));
-    assert_eq!(walk_down(&mut s), want);
-    assert_eq!(walk_up(&mut s), want);
+    assert_walks(&mut s, &want);
 }
 
 #[test]
 fn clearing_a_filter_leaves_no_rows_hidden_above_blank_lines() {
     let f = Fixture::story();
     let mut s = f.session(100, 30);
-    press(&mut s, "/npm");
-    s.handle_key(key(KeyCode::Enter));
+    filter(&mut s, "npm");
     // The last match sits low in the filtered list, and lower still in the whole one.
     s.handle_key(key(KeyCode::End));
     let chosen = selected(&s);

@@ -2,7 +2,7 @@
 //! insta). Also: Chinese and emoji values, a very long value, a 20×5 terminal, every size down
 //! to 1×1 without a panic.
 
-use crate::support::tui::{ch, key, press, render, select, Fixture};
+use crate::support::tui::{ch, filter, key, press, render, select, select_read, Fixture};
 use crossterm::event::KeyCode;
 
 /// Every frame is named: the files keep the names they had when this module was its own test
@@ -71,8 +71,7 @@ fn filter_highlights_matches() {
 fn filter_without_matches() {
     let f = Fixture::demo();
     let mut s = f.session(W, H);
-    press(&mut s, "/zzzq");
-    s.handle_key(key(KeyCode::Enter));
+    filter(&mut s, "zzzq");
     assert_snapshot!("filter_without_matches", render(&mut s, W, H));
 }
 
@@ -231,18 +230,6 @@ fn tiny_terminal_20x5() {
     assert_snapshot!("tiny_pending", render(&mut s, 20, 5));
     press(&mut s, "1d");
     assert_snapshot!("tiny_delete_dialog", render(&mut s, 20, 5));
-}
-
-/// Moves the Reads cursor to the read from `repo`.
-fn select_read(s: &mut memscope::tui::Session, repo: &str) {
-    s.handle_key(key(KeyCode::Home));
-    for _ in 0..50 {
-        if s.app.selected_read().and_then(|r| r.repo.as_deref()) == Some(repo) {
-            return;
-        }
-        s.handle_key(ch('j'));
-    }
-    panic!("no read from {repo}");
 }
 
 #[test]

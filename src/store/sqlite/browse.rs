@@ -231,11 +231,10 @@ impl Store {
 
     /// Live records per scope, in view order (a full index scan: run it off the UI thread).
     pub fn scope_counts(&self) -> Result<Vec<(String, i64)>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY scope")?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        super::pairs(
+            &self.conn,
+            "SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY scope",
+        )
     }
 
     /// One chunk of the filter scan: calls `each` for up to `limit` records after `after` (from

@@ -548,11 +548,10 @@ impl Store {
     }
 
     pub fn aliases(&self) -> Result<Vec<(String, String)>> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT alias, canonical FROM predicate_aliases ORDER BY canonical, alias")?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        pairs(
+            &self.conn,
+            "SELECT alias, canonical FROM predicate_aliases ORDER BY canonical, alias",
+        )
     }
 
     /// Normalizes a predicate and maps it through the alias table.
@@ -607,6 +606,16 @@ fn seed_defaults(tx: &rusqlite::Transaction<'_>) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Every row of `sql` (a query without parameters) as the pair of its first two columns.
+pub(crate) fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
+    conn: &Connection,
+    sql: &str,
+) -> Result<Vec<(A, B)>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 pub(crate) fn canonical_predicate(conn: &Connection, raw: &str) -> Result<String> {

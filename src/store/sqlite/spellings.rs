@@ -533,11 +533,10 @@ fn rename_rest(tx: &Connection, scope_map: &HashMap<String, String>) -> Result<(
     )?;
     // Candidates are a JSON list: rewritten here, keeping their order, dropping repeats.
     if !scope_map.is_empty() {
-        let mut stmt =
-            tx.prepare("SELECT id, candidates FROM pending WHERE json_valid(candidates)")?;
-        let rows: Vec<(i64, String)> = stmt
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
+        let rows: Vec<(i64, String)> = super::pairs(
+            tx,
+            "SELECT id, candidates FROM pending WHERE json_valid(candidates)",
+        )?;
         for (id, text) in rows {
             let Ok(list) = serde_json::from_str::<Vec<String>>(&text) else {
                 continue;

@@ -24,12 +24,14 @@ use super::app::{Action, App};
 use super::keymap::{self, Command, Context};
 use super::tabs::Shell;
 use super::worker::Reply;
-use crate::tui::draw::{bold, dim, error_style, plain};
+use crate::model::MemoryRecord;
+use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
+use crate::tui::text::value_text;
 use crate::tui::text::width;
 use crate::tui::text::wrap;
 use crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
+use ratatui::style::{Color, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear};
 use ratatui::Frame;
@@ -156,6 +158,24 @@ pub(crate) fn bullet(lines: &mut Vec<Line<'static>>, text: &str, style: Style, m
 }
 
 /// What the dialog says `y` will do (or why it would be refused), as lines.
+/// A record dialog's first line: `lead`, the record's value in bold green, then `tail`.
+pub(crate) fn record_line(
+    lead: &'static str,
+    rec: &MemoryRecord,
+    tail: String,
+    max: usize,
+) -> Line<'static> {
+    row_line(
+        &[
+            part(lead, Style::new()),
+            part(value_text(&rec.value), bold().fg(Color::Green)),
+            part(tail, Style::new()),
+        ],
+        &[],
+        max,
+    )
+}
+
 pub(crate) fn outcome_lines(
     effects: &[String],
     refusal: Option<&str>,

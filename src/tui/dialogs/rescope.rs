@@ -1,14 +1,14 @@
 //! The rescope dialog (`m` in the current view): move a mis-scoped value where it belongs.
 //! It states what `y` will do, or why the store would refuse, from the store's own preview.
 
-use super::{outcome_lines, Step, FIELD};
+use super::{outcome_lines, record_line, Step, FIELD};
 use crate::model::{MemoryRecord, Scope};
 use crate::tui::app::{typed, Action, Curation};
 use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{one_line, value_text, width};
+use crate::tui::text::{one_line, width};
 use crossterm::event::KeyEvent;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -154,21 +154,15 @@ impl RescopeDialog {
         let rec = &d.record;
         let max_w = 96.min(area.width);
         let max = max_w.saturating_sub(2) as usize;
-        let mut lines: Vec<Line<'static>> = vec![row_line(
-            &[
-                part("Move ", Style::new()),
-                part(value_text(&rec.value), bold().fg(Color::Green)),
-                part(
-                    format!(
-                        " (v{}, {}) out of {}.",
-                        rec.version,
-                        one_line(&rec.source),
-                        rec.scope
-                    ),
-                    Style::new(),
-                ),
-            ],
-            &[],
+        let mut lines: Vec<Line<'static>> = vec![record_line(
+            "Move ",
+            rec,
+            format!(
+                " (v{}, {}) out of {}.",
+                rec.version,
+                one_line(&rec.source),
+                rec.scope
+            ),
             max,
         )];
         if let Some(raw) = &rec.raw {

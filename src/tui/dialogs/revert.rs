@@ -1,7 +1,7 @@
 //! The revert dialog (`v` in the current view): make an earlier value current again, as a new
 //! version; each earlier version states what choosing it does, from the store.
 
-use super::{outcome_lines, Step};
+use super::{outcome_lines, record_line, Step};
 use crate::model::MemoryRecord;
 use crate::tui::app::{Action, Curation};
 use crate::tui::dialogs::{centered, frame_box};
@@ -134,21 +134,15 @@ impl RevertDialog {
         let max_w = 96.min(area.width);
         let max = max_w.saturating_sub(2) as usize;
         let mut lines: Vec<Line<'static>> = vec![
-            row_line(
-                &[
-                    part("Now ", Style::new()),
-                    part(value_text(&rec.value), bold().fg(Color::Green)),
-                    part(
-                        format!(
-                            " (v{}, {}, {})",
-                            rec.version,
-                            one_line(&rec.source),
-                            ago(now, &rec.updated_at)
-                        ),
-                        Style::new(),
-                    ),
-                ],
-                &[],
+            record_line(
+                "Now ",
+                rec,
+                format!(
+                    " (v{}, {}, {})",
+                    rec.version,
+                    one_line(&rec.source),
+                    ago(now, &rec.updated_at)
+                ),
                 max,
             ),
             plain(

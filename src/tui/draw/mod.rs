@@ -213,6 +213,17 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
     crate::tui::dialogs::draw(frame, area, app);
 }
 
+/// A bold black-on-`bg` badge in the header.
+fn badge_part(text: &'static str, bg: Color) -> Part<'static> {
+    part(
+        text,
+        Style::new()
+            .fg(Color::Black)
+            .bg(bg)
+            .add_modifier(Modifier::BOLD),
+    )
+}
+
 fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let line = header_line(app, area.width as usize);
     frame.render_widget(Paragraph::new(line), area);
@@ -222,30 +233,24 @@ fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
 /// path. The path gives way first (cut in the middle, then dropped), then the time shortens,
 /// then the counts take short labels; every part is kept at least two columns from the next.
 fn header_line(app: &App, max: usize) -> Line<'static> {
-    let badge = part(
-        " memscope ",
-        Style::new()
-            .fg(Color::Black)
-            .bg(Color::Cyan)
-            .add_modifier(Modifier::BOLD),
-    );
+    let badge = badge_part(" memscope ", Color::Cyan);
     let figures: Vec<String> = match &app.counts {
-        Some(c) => vec![
-            format!(
-                "{} · {} · {} pending · {}",
-                plural(c.memories, "identity", "identities"),
-                plural(c.scopes, "scope", "scopes"),
-                thousands(c.pending),
-                plural(c.tombstones, "tombstone", "tombstones")
-            ),
-            format!(
-                "{} · {} · {} pending · {}",
-                plural(c.memories, "id", "ids"),
-                plural(c.scopes, "scope", "scopes"),
-                thousands(c.pending),
-                plural(c.tombstones, "tomb", "tombs")
-            ),
-        ],
+        Some(c) => {
+            // The long labels, then the short ones the header takes when it is narrow.
+            let figures = |memory: [&str; 2], tombstone: [&str; 2]| {
+                format!(
+                    "{} · {} · {} pending · {}",
+                    plural(c.memories, memory[0], memory[1]),
+                    plural(c.scopes, "scope", "scopes"),
+                    thousands(c.pending),
+                    plural(c.tombstones, tombstone[0], tombstone[1])
+                )
+            };
+            vec![
+                figures(["identity", "identities"], ["tombstone", "tombstones"]),
+                figures(["id", "ids"], ["tomb", "tombs"]),
+            ]
+        }
         None => vec!["counting…".to_string()],
     };
     // Suspects first among the figures when there are any: they are the incident's shape.
@@ -268,13 +273,7 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         ],
         None => vec![String::new()],
     };
-    let read_only = part(
-        " READ-ONLY ",
-        Style::new()
-            .fg(Color::Black)
-            .bg(Color::Yellow)
-            .add_modifier(Modifier::BOLD),
-    );
+    let read_only = badge_part(" READ-ONLY ", Color::Yellow);
     let right = |time: &str| -> Vec<Part<'static>> {
         let mut r = Vec::new();
         if app.read_only {

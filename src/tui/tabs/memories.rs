@@ -360,8 +360,8 @@ impl TabComponent for MemoriesTab {
 
     fn contexts(&self, focus: Focus) -> Vec<Context> {
         match focus {
-            Focus::Detail => vec![Context::History, Context::Memories],
-            Focus::List => vec![Context::Memories],
+            Focus::Detail => vec![Context::History],
+            Focus::List => Vec::new(),
         }
     }
 

@@ -7,7 +7,7 @@
 use super::app::{Action, Dialog, ExplainDialog, Focus, Toast, READ_ONLY};
 use super::keymap::{Command, Context};
 use super::list::Motion;
-use super::rows::Cursor;
+use super::rows::{Cursor, Rows};
 use super::text::thousands;
 use super::timeline::Screen;
 use super::worker::{Load, Reply};
@@ -23,8 +23,9 @@ use ratatui::Frame;
 pub trait TabComponent {
     /// The tab bar's title after its number: `Tombstones (1)`.
     fn title(&self) -> String;
-    /// The key-map contexts of the tab's own bindings with `focus` on one of its panes, most
-    /// specific first (the list keys and the global ones follow).
+    /// The key-map contexts of the pane with `focus`, most specific first, where the pane has
+    /// bindings of its own besides the tab's (`Tab::context`; the list keys and the global ones
+    /// follow).
     fn contexts(&self, _focus: Focus) -> Vec<Context> {
         Vec::new()
     }
@@ -232,6 +233,19 @@ impl Shell<'_> {
         !self.read_only
     }
 
+    /// The selected row of `rows` to curate; `None`, having said why, when the store is
+    /// read-only or nothing is selected (`empty` says why the list is empty).
+    pub fn curating<'r, T>(&mut self, rows: &'r Rows<T>, empty: &str) -> Option<&'r T> {
+        if !self.writable() {
+            return None;
+        }
+        let selected = rows.selected();
+        if selected.is_none() {
+            self.info(empty);
+        }
+        selected
+    }
+
     pub fn open(&mut self, dialog: Dialog) {
         self.dialogs.push(dialog);
     }
@@ -291,6 +305,20 @@ macro_rules! register {
             }
         }
     };
+}
+
+impl Tab {
+    /// The key-map context of the tab's own bindings, on any of its panes.
+    pub fn context(self) -> Option<Context> {
+        match self {
+            Tab::Memories => Some(Context::Memories),
+            Tab::Pending => Some(Context::Pending),
+            Tab::Tombstones => Some(Context::Tombstones),
+            Tab::Check => None,
+            Tab::Reads => Some(Context::Reads),
+            Tab::Suspects => Some(Context::Suspects),
+        }
+    }
 }
 
 register! {

@@ -7,7 +7,7 @@ use crate::model::{PendingItem, Scope};
 use crate::store::Store;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
-use crate::tui::keymap::{Command, Context};
+use crate::tui::keymap::Command;
 use crate::tui::rows::{Cursor, ListPanes, Rows};
 use crate::tui::text::{age, ago, one_line, plural, value_text, width, wrap};
 use anyhow::Result;
@@ -48,11 +48,8 @@ pub struct PendingTab {
 impl PendingTab {
     /// `g`, `r`, `t`: a confirm that states the preview pane's sentence for this key.
     fn resolve(&self, key: char, shell: &mut Shell<'_>) -> Action {
-        if !shell.writable() {
-            return Action::None;
-        }
-        let Some(item) = self.rows.selected() else {
-            shell.info("the pending queue is empty: every write had a clear scope");
+        let empty = "the pending queue is empty: every write had a clear scope";
+        let Some(item) = shell.curating(&self.rows, empty) else {
             return Action::None;
         };
         let wanted = match key {
@@ -93,11 +90,8 @@ impl PendingTab {
     }
 
     fn reject(&self, shell: &mut Shell<'_>) -> Action {
-        if !shell.writable() {
-            return Action::None;
-        }
-        let Some(item) = self.rows.selected() else {
-            shell.info("the pending queue is empty: nothing to reject");
+        let empty = "the pending queue is empty: nothing to reject";
+        let Some(item) = shell.curating(&self.rows, empty) else {
             return Action::None;
         };
         shell.open(Dialog::Confirm(ConfirmDialog {
@@ -118,10 +112,6 @@ impl PendingTab {
 impl TabComponent for PendingTab {
     fn title(&self) -> String {
         counted("Pending", self.rows.len())
-    }
-
-    fn contexts(&self, _focus: Focus) -> Vec<Context> {
-        vec![Context::Pending]
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {

@@ -8,7 +8,7 @@ use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::AsOfDialog;
 use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, selected, Part};
 use crate::tui::incident::{read_context, Since, TimelineMark, NO_RECORD, READS_LIMIT};
-use crate::tui::keymap::{Command, Context};
+use crate::tui::keymap::Command;
 use crate::tui::layout;
 use crate::tui::rows::{Cursor, Rows};
 use crate::tui::text::{
@@ -132,10 +132,6 @@ impl ReadsTab {
 impl TabComponent for ReadsTab {
     fn title(&self) -> String {
         "Reads".into()
-    }
-
-    fn contexts(&self, _focus: Focus) -> Vec<Context> {
-        vec![Context::Reads]
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {

@@ -11,7 +11,7 @@ use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::RescopeDialog;
 use crate::tui::draw::{bold, dim, good, labelled, part, plain, row_line, wrapped};
 use crate::tui::incident::TimelineMark;
-use crate::tui::keymap::{Command, Context};
+use crate::tui::keymap::Command;
 use crate::tui::rows::{Cursor, ListPanes, Rows};
 use crate::tui::text::{one_line, plural, value_text};
 use crate::tui::worker::{Load, Reply};
@@ -89,10 +89,6 @@ impl SuspectsTab {
 impl TabComponent for SuspectsTab {
     fn title(&self) -> String {
         counted("Suspects", self.rows.len())
-    }
-
-    fn contexts(&self, _focus: Focus) -> Vec<Context> {
-        vec![Context::Suspects]
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {

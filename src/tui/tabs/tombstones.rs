@@ -3,9 +3,9 @@
 use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::{Identity, Tombstone};
 use crate::store::Store;
-use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
+use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
 use crate::tui::draw::{bold, dim, labelled, part, row_line, wrapped};
-use crate::tui::keymap::{Command, Context};
+use crate::tui::keymap::Command;
 use crate::tui::rows::{Cursor, ListPanes, Rows};
 use crate::tui::text::{age, ago, one_line, short_time};
 use anyhow::Result;
@@ -22,11 +22,7 @@ pub struct TombstonesTab {
 impl TombstonesTab {
     /// `u`: a confirm that states what a restore does and does not bring back.
     fn restore(&self, shell: &mut Shell<'_>) -> Action {
-        if !shell.writable() {
-            return Action::None;
-        }
-        let Some(t) = self.rows.selected() else {
-            shell.info("there are no tombstones to restore");
+        let Some(t) = shell.curating(&self.rows, "there are no tombstones to restore") else {
             return Action::None;
         };
         let id = Identity {
@@ -51,10 +47,6 @@ impl TombstonesTab {
 impl TabComponent for TombstonesTab {
     fn title(&self) -> String {
         counted("Tombstones", self.rows.len())
-    }
-
-    fn contexts(&self, _focus: Focus) -> Vec<Context> {
-        vec![Context::Tombstones]
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
