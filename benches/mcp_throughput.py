@@ -3,7 +3,7 @@
 (`@modelcontextprotocol/server-memory`, `add_observations`), in one run on the same client.
 
     python3 benches/mcp_throughput.py target/release/memscope [--reference PATH/TO/server-memory/dist/index.js]
-                           [--calls 2000] [--sizes 0,10000,100000]
+                           [--calls 2000] [--sizes 0,10000,100000] [--repo ID]
 
 The reference server is installed from the npm registry by the caller (never in CI):
     npm install --prefix /tmp/mcpref @modelcontextprotocol/server-memory
@@ -60,12 +60,13 @@ def prefill_memscope(bin_, db, n, durability):
                        capture_output=True)
 
 
-async def memscope_rate(bin_, n, calls, durability):
+async def memscope_rate(bin_, n, calls, durability, repo=None):
     with tempfile.TemporaryDirectory() as d:
         db = os.path.join(d, "bench.db")
         prefill_memscope(bin_, db, n, durability)
+        place = ["--repo", repo] if repo else []
         params = StdioServerParameters(
-            command=bin_, args=["--db", db, "mcp", "--subject", "user:bench"],
+            command=bin_, args=["--db", db, "mcp", "--subject", "user:bench", *place],
             env={"PATH": os.environ.get("PATH", ""), "HOME": d})
         return await timed_calls(
             params, "remember",
@@ -101,12 +102,15 @@ async def main():
     ap.add_argument("--reference")
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--sizes", default="0,10000,100000")
+    # As an agent host in a repository serves memscope: every global write then carries the
+    # place it was made in, and the scope guard judges it.
+    ap.add_argument("--repo")
     a = ap.parse_args()
     sizes = [int(x) for x in a.sizes.split(",")]
     rows = []
     for n in sizes:
-        full = await memscope_rate(a.bin, n, a.calls, "full")
-        normal = await memscope_rate(a.bin, n, a.calls, "normal")
+        full = await memscope_rate(a.bin, n, a.calls, "full", a.repo)
+        normal = await memscope_rate(a.bin, n, a.calls, "normal", a.repo)
         ref = await reference_rate(a.reference, n, a.calls) if a.reference else None
         line = (f"store of {n:>6} memories: memscope remember {full:7.0f}/s (durability full), "
                 f"{normal:7.0f}/s (normal)")
