@@ -228,3 +228,31 @@ fn an_applied_suspect_keeps_its_evidence_in_its_history_event() {
     assert_eq!(evidence(&db), [serde_json::Value::Null]);
     db.assert_check_ok();
 }
+
+#[test]
+fn at_write_time_a_sibling_counts_in_the_place_the_write_was_made_in() {
+    let db = TestDb::new();
+    db.write(
+        U,
+        "install_command",
+        "npm ci",
+        "repo:legacy-dashboard",
+        "thread:23/message:14",
+    );
+    // The same message, but the agent says it works in another repository: the write-time
+    // lookup reads the subject's records there only, so nothing queues it…
+    let out = global_write(
+        &db,
+        "npm",
+        "thread:23/message:14",
+        "安装依赖继续用 npm ci。",
+        &["--in-repo", "storefront"],
+    );
+    assert_eq!(out["outcome"], "inserted", "{out}");
+    // …and the suspects scan, which reads every place, still names the sibling.
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0]["evidence"]
+        .to_string()
+        .contains("the same message wrote install_command in repo:legacy-dashboard"));
+}

@@ -150,17 +150,31 @@ impl TxState {
         let Some(known) = &self.places else {
             return Ok(Verdict::Apply);
         };
-        let siblings: Vec<(String, Scope)> = conn
-            .prepare_cached(
-                "SELECT DISTINCT predicate, scope FROM history
-                 WHERE subject = ?1 AND source = ?2 AND event = 'set' AND scope <> 'global'",
-            )?
-            .query_map(params![w.subject, w.source], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-            })?
-            .filter_map(|r| r.ok())
-            .filter_map(|(p, s)| Scope::parse(&s).ok().map(|s| (p, s)))
-            .collect();
+        // Siblings in the place the write was made in: the current records of this subject
+        // there that the same message (source) wrote. The identity index leads with the scope,
+        // so this reads the subject's records in that one place — never its whole history,
+        // which for an MCP server's one subject grows with every memory. (Siblings elsewhere
+        // are the suspects scan's to find.)
+        let mut siblings: Vec<(String, Scope)> = Vec::new();
+        let here = w.context.iter().flat_map(|c| {
+            [
+                c.repo.clone().map(Scope::Repo),
+                c.task.clone().map(Scope::Task),
+            ]
+        });
+        for place in here.flatten() {
+            let place = super::spellings::scope(conn, &place, false)?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT predicate FROM memories WHERE scope = ?1 AND subject = ?2 AND source = ?3
+                 ORDER BY predicate",
+            )?;
+            let found = stmt.query_map(params![place.to_string(), w.subject, w.source], |r| {
+                r.get::<_, String>(0)
+            })?;
+            for predicate in found {
+                siblings.push((predicate?, place.clone()));
+            }
+        }
         let ev = Evidence {
             raw: w.raw.as_deref(),
             context: w.context.clone(),
