@@ -11,6 +11,7 @@ mod support;
 mod crash;
 mod disk_full;
 mod foreign;
+mod guard;
 mod hostile;
 mod mcp;
 mod model;
