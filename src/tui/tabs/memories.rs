@@ -21,7 +21,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 
 #[derive(Debug, Clone, Default)]
 pub struct MemoriesTab {
@@ -36,7 +36,8 @@ pub struct MemoriesTab {
     /// The history pane.
     pub timeline: Timeline,
     /// The subject and predicate of every suspect (tab 6), marked in the list.
-    suspects: HashSet<(String, String)>,
+    /// Sorted, so a drawn row looks itself up without building a key.
+    suspects: Vec<(String, String)>,
 }
 
 /// The rows' source for the current mode (disjoint borrows of the tab's fields).
@@ -469,6 +470,7 @@ impl TabComponent for MemoriesTab {
                 self.suspects = (list.iter())
                     .map(|s| (s.record.subject.clone(), s.record.predicate.clone()))
                     .collect();
+                self.suspects.sort_unstable();
                 Ok(())
             }
             Reply::Filter {
@@ -597,10 +599,11 @@ impl MemoriesTab {
             } => {
                 let value = value_text(&record.value);
                 // A suspect (tab 6) is marked where it stands.
+                let key = (record.subject.as_str(), record.predicate.as_str());
                 let suspect = record.scope == Scope::Global
-                    && self
-                        .suspects
-                        .contains(&(record.subject.clone(), record.predicate.clone()));
+                    && (self.suspects)
+                        .binary_search_by(|(s, p)| (s.as_str(), p.as_str()).cmp(&key))
+                        .is_ok();
                 let left = [
                     if suspect {
                         part("! ", bold().fg(Color::Yellow))

@@ -37,13 +37,6 @@ impl SuspectsTab {
         self.loaded.then(|| self.rows.len())
     }
 
-    /// Whether `subject · predicate @ global` is a suspect (the current view marks it).
-    pub fn contains(&self, subject: &str, predicate: &str) -> bool {
-        self.rows
-            .iter()
-            .any(|s| s.record.subject == subject && s.record.predicate == predicate)
-    }
-
     fn selected_or_say(&self, shell: &mut Shell<'_>) -> Option<&Suspect> {
         let s = self.rows.selected();
         if s.is_none() {
