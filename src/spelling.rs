@@ -97,6 +97,18 @@ fn inside_a_word(chars: &[char], i: usize) -> bool {
     after_visible && (!needs_next || visible(chars.get(i + 1)))
 }
 
+/// Whether `c` is a character lower case and NFC leave alone and that composes with nothing
+/// (no case, a starter that is NFC by itself): CJK ideographs and the punctuation written
+/// with them. A look-alike among them is mapped to ASCII punctuation, which is one too.
+fn caseless_starter(c: char) -> bool {
+    matches!(c,
+        '\u{3000}'..='\u{3029}'   // CJK symbols and punctuation (before the combining marks)
+        | '\u{3400}'..='\u{4DBF}' // CJK extension A
+        | '\u{4E00}'..='\u{9FFF}' // CJK unified ideographs
+        | '\u{FF01}'..='\u{FF20}' // fullwidth punctuation and digits (before the letters)
+    )
+}
+
 /// The key two spellings of one subject or repository/task id share: the readable id in
 /// lower case (Unicode, not only ASCII), in NFC. `Web-App`, `web-app` and `WEB‑APP` fold alike;
 /// the store keeps the first spelling it met for display (README, "One spelling per place").
@@ -105,16 +117,24 @@ pub fn fold(id: &str) -> String {
     if id.is_ascii() {
         return id.to_ascii_lowercase();
     }
-    // Text that is NFC already and that neither the look-alikes nor lower case change (most
-    // words in a script without case: the scope guard folds every global write's words)
-    // folds to itself.
+    // Nor does ASCII mixed with Chinese (the words of many a write the scope guard reads).
+    if id.chars().all(|c| c.is_ascii() || caseless_starter(c)) {
+        return id
+            .chars()
+            .map(|c| fold_lookalike(c.to_ascii_lowercase()))
+            .collect();
+    }
+    // Text that is NFC already and that lower case does not change (most words in a script
+    // without case: the scope guard folds every global write's words) folds to itself with
+    // its look-alikes mapped — to ASCII punctuation, which composes with nothing, so the text
+    // stays NFC.
     if is_nfc_quick(id.chars()) == IsNormalized::Yes
         && id.chars().all(|c| {
             let mut lower = c.to_lowercase();
-            fold_lookalike(c) == c && lower.next() == Some(c) && lower.next().is_none()
+            lower.next() == Some(c) && lower.next().is_none()
         })
     {
-        return id.to_string();
+        return id.chars().map(fold_lookalike).collect();
     }
     id.nfc()
         .map(fold_lookalike)
@@ -184,8 +204,23 @@ mod tests {
             "한국어 저장소",
             "\u{1100}\u{1161}",
             "ß straße",
+            // A look-alike before a combining mark: mapped to ASCII, which composes with nothing.
+            "值\u{FF1A}\u{301}",
+            "\u{2013}\u{301}x",
         ] {
             assert_eq!(fold(text), fold_in_full(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn caseless_starters_fold_as_the_full_path_does() {
+        let ranges = ['\u{3000}'..='\u{3029}', '\u{3400}'..='\u{4DBF}', '\u{4E00}'..='\u{9FFF}', '\u{FF01}'..='\u{FF20}'];
+        for c in ranges.into_iter().flatten() {
+            assert!(caseless_starter(c));
+            // Alone, after ASCII, and before a combining mark.
+            for text in [format!("{c}"), format!("Ab{c}"), format!("{c}\u{301}")] {
+                assert_eq!(fold(&text), fold_in_full(&text), "{text:?}");
+            }
         }
     }
 

@@ -8,7 +8,9 @@ use crate::model::Scope;
 use crate::spelling::fold;
 use aho_corasick::AhoCorasick;
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
 /// The cue lists memscope ships (`assets/scope_cues.json`).
@@ -61,12 +63,17 @@ impl Cues {
         let Some(m) = &self.matcher else {
             return (Vec::new(), Vec::new());
         };
-        let mut hit = vec![false; self.folded.len()];
+        // Allocated at the first cue found: most words have none.
+        let mut hit: Vec<bool> = Vec::new();
         for found in m.find_overlapping_iter(text) {
             let i = found.pattern().as_usize();
-            if !hit[i] && bounded(text, found.start(), found.end(), &self.folded[i]) {
+            if hit.get(i) != Some(&true) && bounded(text, found.start(), found.end(), &self.folded[i]) {
+                hit.resize(self.folded.len(), false);
                 hit[i] = true;
             }
+        }
+        if hit.is_empty() {
+            return (Vec::new(), Vec::new());
         }
         let n = self.place.len();
         let pick = |range: std::ops::Range<usize>| -> Vec<&str> {
@@ -85,11 +92,33 @@ impl Cues {
     }
 }
 
+/// FNV-1a, for the short ids the guard looks up once per word of every global write (the
+/// standard hasher is built to resist chosen keys; these keys are the database's own places).
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
 /// The repository and task ids a database knows, ready to be looked for in words.
 #[derive(Debug, Clone, Default)]
 pub struct Places {
     /// ASCII ids (folded) → their place: found by splitting the words into id-like tokens.
-    by_token: HashMap<String, Scope>,
+    by_token: HashMap<String, Scope, BuildHasherDefault<Fnv>>,
     /// Other ids (folded), looked for one by one.
     others: Vec<(String, Scope)>,
 }
@@ -98,42 +127,91 @@ impl Places {
     pub fn new<'a>(places: impl IntoIterator<Item = &'a Scope>) -> Places {
         let mut p = Places::default();
         for place in places {
-            let id = match place {
-                Scope::Repo(id) | Scope::Task(id) => fold(id),
-                Scope::Global => continue,
-            };
-            // Short ids (`ui`, `db`) are words of every sentence.
-            if id.chars().count() < 3 {
-                continue;
-            }
-            if id.chars().all(is_id_char) {
-                p.by_token.entry(id).or_insert_with(|| place.clone());
-            } else {
-                p.others.push((id, place.clone()));
-            }
+            p.add(place);
         }
         p
     }
 
-    /// The known places folded `text` names, in the order they appear in the list.
-    fn named_in(&self, text: &str) -> Vec<Scope> {
-        let mut out: Vec<Scope> = Vec::new();
-        if !self.by_token.is_empty() {
+    /// One more place the database knows.
+    pub fn add(&mut self, place: &Scope) {
+        let id = match place {
+            Scope::Repo(id) | Scope::Task(id) => fold(id),
+            Scope::Global => return,
+        };
+        // Short ids (`ui`, `db`) are words of every sentence.
+        if id.chars().count() < 3 {
+            return;
+        }
+        if id.chars().all(is_id_char) {
+            self.by_token.entry(id).or_insert_with(|| place.clone());
+        } else if !self.others.iter().any(|(_, p)| p == place) {
+            self.others.push((id, place.clone()));
+        }
+    }
+
+    /// The places folded `text` names: first the place the write was made in (`here`, which
+    /// the database may not know yet), then the known ones, each once; ids split into tokens
+    /// are found in the order the words give them. The words are split once for both.
+    fn named_in(&self, text: &str, here: Option<&Context>) -> Vec<Scope> {
+        // `here`'s places with their ids as `Places::new` keeps them: three characters or
+        // more, and of an id made of tokens the first place only. An id made of tokens (ASCII)
+        // is compared with the folded words without case, so it need not be folded itself.
+        let mut own: Vec<(Cow<'_, str>, Scope)> = Vec::new();
+        if let Some(ctx) = here {
+            let places = [
+                ctx.repo.as_deref().map(|id| (id, Scope::Repo as fn(String) -> Scope)),
+                ctx.task.as_deref().map(|id| (id, Scope::Task as fn(String) -> Scope)),
+            ];
+            for (id, make) in places.into_iter().flatten() {
+                let token = id.chars().all(is_id_char);
+                let key: Cow<'_, str> = if token {
+                    Cow::Borrowed(id)
+                } else {
+                    Cow::Owned(fold(id))
+                };
+                let seen = own.iter().any(|(k, _)| k.eq_ignore_ascii_case(&key));
+                if key.chars().count() >= 3 && !(token && seen) {
+                    own.push((key, make(id.to_string())));
+                }
+            }
+        }
+        let mut named: Vec<Scope> = Vec::new();
+        let mut known: Vec<Scope> = Vec::new();
+        let own_tokens = own.iter().any(|(id, _)| id.chars().all(is_id_char));
+        if own_tokens || !self.by_token.is_empty() {
             for token in text.split(|c: char| !is_id_char(c)) {
                 let token = token.trim_matches(|c: char| matches!(c, '.' | '/' | '-' | '_'));
+                if token.len() < 3 {
+                    continue;
+                }
+                if let Some((_, place)) = own.iter().find(|(id, _)| id.eq_ignore_ascii_case(token)) {
+                    if !named.contains(place) {
+                        named.push(place.clone());
+                    }
+                }
                 if let Some(place) = self.by_token.get(token) {
-                    if !out.contains(place) {
-                        out.push(place.clone());
+                    if !known.contains(place) {
+                        known.push(place.clone());
                     }
                 }
             }
         }
-        for (id, place) in &self.others {
-            if contains_id(text, id) && !out.contains(place) {
-                out.push(place.clone());
+        for (id, place) in &own {
+            if !id.chars().all(is_id_char) && contains_id(text, id) && !named.contains(place) {
+                named.push(place.clone());
             }
         }
-        out
+        for (id, place) in &self.others {
+            if contains_id(text, id) && !known.contains(place) {
+                known.push(place.clone());
+            }
+        }
+        for place in known {
+            if !named.contains(&place) {
+                named.push(place);
+            }
+        }
+        named
     }
 }
 
@@ -154,7 +232,7 @@ pub struct Context {
 pub struct Evidence<'a> {
     /// The user's words.
     pub raw: Option<&'a str>,
-    pub context: Option<Context>,
+    pub context: Option<&'a Context>,
     /// Repository and task scopes the database knows (their ids may appear in the words).
     pub known_places: &'a Places,
     /// (predicate, scope) of the scoped records the same source (the same message) wrote.
@@ -234,7 +312,7 @@ pub fn judge(cues: &Cues, scope: &Scope, ev: &Evidence<'_>, mode: GuardMode) -> 
             s.default.join(", ")
         ));
     }
-    match (&ev.context, mode) {
+    match (ev.context, mode) {
         (Some(ctx), GuardMode::Queue) => {
             let mut candidates = vec![Scope::Global];
             let here = [
@@ -279,19 +357,7 @@ fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
         }
         s.default = quote(default);
         // A known place named in the words: the context's own, or any the database holds.
-        let context = ev.context.iter().flat_map(|c| {
-            [
-                c.repo.clone().map(Scope::Repo),
-                c.task.clone().map(Scope::Task),
-            ]
-        });
-        let context: Vec<Scope> = context.flatten().collect();
-        let mut named = Places::new(&context).named_in(&text);
-        for place in ev.known_places.named_in(&text) {
-            if !named.contains(&place) {
-                named.push(place);
-            }
-        }
+        let named = ev.known_places.named_in(&text, ev.context);
         for place in &named {
             s.place.push(format!("the words name {place}"));
         }
@@ -347,7 +413,7 @@ mod tests {
     fn the_seed_incident_is_queued_with_its_evidence() {
         let ev = Evidence {
             raw: Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"),
-            context: Some(Context {
+            context: Some(&Context {
                 repo: Some("legacy-dashboard".into()),
                 task: None,
             }),
@@ -432,12 +498,13 @@ mod tests {
                 .iter()
                 .map(|(p, s)| (p.clone(), Scope::parse(s).expect("a sibling scope")))
                 .collect();
+            let context = l.context.map(|c| Context {
+                repo: c.repo,
+                task: c.task,
+            });
             let ev = Evidence {
                 raw: l.raw.as_deref(),
-                context: l.context.map(|c| Context {
-                    repo: c.repo,
-                    task: c.task,
-                }),
+                context: context.as_ref(),
                 known_places: &known,
                 siblings: &siblings,
             };

@@ -10,6 +10,7 @@ mod support;
 
 mod apply_equivalence;
 mod foreign_client;
+mod guard_batch;
 mod incident;
 mod migration;
 mod precedence;

@@ -41,9 +41,19 @@ fn lookup(conn: &Connection, kind: &str, folded: &str) -> Result<Option<String>>
 /// The stored spelling of `text`; with `register`, `text` becomes the first spelling of a key
 /// nobody used yet (the caller holds the write lock).
 fn spelled(conn: &Connection, kind: &str, text: &str, register: bool) -> Result<String> {
+    Ok(spelled_here(conn, kind, text, register)?.0)
+}
+
+/// [`spelled`], and whether this call registered the spelling.
+fn spelled_here(
+    conn: &Connection,
+    kind: &str,
+    text: &str,
+    register: bool,
+) -> Result<(String, bool)> {
     let folded = fold(text);
     if let Some(s) = lookup(conn, kind, &folded)? {
-        return Ok(s);
+        return Ok((s, false));
     }
     if register {
         if kind == SCOPE {
@@ -52,7 +62,7 @@ fn spelled(conn: &Connection, kind: &str, text: &str, register: bool) -> Result<
         conn.prepare_cached("INSERT INTO spellings (kind, folded, spelling) VALUES (?1, ?2, ?3)")?
             .execute(params![kind, folded, text])?;
     }
-    Ok(text.to_string())
+    Ok((text.to_string(), register))
 }
 
 /// A subject as it is stored.
@@ -66,11 +76,16 @@ pub(crate) fn scope(conn: &Connection, scope: &Scope, register: bool) -> Result<
         return Ok(Scope::Global);
     }
     let text = spelled(conn, SCOPE, &scope.to_string(), register)?;
-    Ok(match (scope, text.split_once(':')) {
+    Ok(respelled(scope, &text))
+}
+
+/// `scope` in the stored spelling `text` of its place.
+fn respelled(scope: &Scope, text: &str) -> Scope {
+    match (scope, text.split_once(':')) {
         (Scope::Repo(_), Some((_, id))) => Scope::Repo(id.to_string()),
         (Scope::Task(_), Some((_, id))) => Scope::Task(id.to_string()),
         _ => scope.clone(),
-    })
+    }
 }
 
 /// A subject as a person gave it, normalized and in its stored spelling (looked up only: a
@@ -132,7 +147,14 @@ pub(crate) struct SpellingMemo {
     /// (the common case, which then costs no copy).
     subjects: HashMap<String, Option<String>>,
     scopes: HashMap<Scope, Option<Scope>>,
+    /// Places this memo registered, in order, that the scope guard's known places have not
+    /// taken in yet ([`super::tx::KnownPlaces`]); at most [`NEW_PLACES_KEPT`] (past that the
+    /// guard reads the places again).
+    pub(crate) new_places: Vec<Scope>,
 }
+
+/// How many newly registered places a memo keeps for the scope guard.
+const NEW_PLACES_KEPT: usize = 4096;
 
 impl SpellingMemo {
     /// The memo kept for the next transaction: forgotten whole when it has grown large (a bulk
@@ -168,10 +190,30 @@ impl SpellingMemo {
         if let Some(s) = self.scopes.get(sc) {
             return Ok(s.clone());
         }
-        let s = scope(conn, sc, true)?;
+        let (text, registered) = spelled_here(conn, SCOPE, &sc.to_string(), true)?;
+        let s = respelled(sc, &text);
+        if registered && self.new_places.len() < NEW_PLACES_KEPT {
+            self.new_places.push(s.clone());
+        }
         let differs = (s != *sc).then_some(s);
         self.scopes.insert(sc.clone(), differs.clone());
         Ok(differs)
+    }
+
+    /// The stored spelling of a place memscope has stored, `None` for one it never has (so
+    /// nothing is stored there). Looked up only: being where a write was made does not
+    /// register a place's spelling, storing something there does.
+    pub(crate) fn find_scope(&mut self, conn: &Connection, sc: &Scope) -> Result<Option<Scope>> {
+        if let Some(s) = self.scopes.get(sc) {
+            return Ok(Some(s.clone().unwrap_or_else(|| sc.clone())));
+        }
+        let Some(text) = lookup(conn, SCOPE, &fold(&sc.to_string()))? else {
+            return Ok(None);
+        };
+        let stored = respelled(sc, &text);
+        self.scopes
+            .insert(sc.clone(), (stored != *sc).then(|| stored.clone()));
+        Ok(Some(stored))
     }
 
     pub(crate) fn scope(&mut self, conn: &Connection, sc: &Scope) -> Result<Scope> {

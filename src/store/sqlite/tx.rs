@@ -9,7 +9,7 @@
 use super::hot::HotStmts;
 use super::spellings::SpellingMemo;
 use super::{explain_sqlite, Store};
-use crate::model::MAX_CAUSAL_SEQ;
+use crate::model::{Scope, MAX_CAUSAL_SEQ};
 use crate::store::guard::{GuardMode, Places};
 use anyhow::{anyhow, Result};
 use rusqlite::{Connection, OptionalExtension};
@@ -122,6 +122,11 @@ pub(crate) struct TxState {
     pub(crate) places_checked: bool,
     /// The scope guard's mode alone, once read.
     pub(crate) guard_mode: Option<GuardMode>,
+    /// In an `apply` batch: the siblings the guard last read, by subject — for each place,
+    /// the source it asked about and the predicates that source wrote there. The lines of one
+    /// message come together, so its global writes ask the same question; every scoped write
+    /// of the batch forgets the answer for its own place and subject.
+    pub(crate) siblings: HashMap<String, Vec<SiblingsRead>>,
 }
 
 impl Default for TxState {
@@ -137,16 +142,26 @@ impl Default for TxState {
             places: None,
             places_checked: false,
             guard_mode: None,
+            siblings: HashMap::new(),
         }
     }
+}
+
+/// The predicates one source wrote of a subject in one place, as the scope guard read them.
+pub(crate) struct SiblingsRead {
+    pub(crate) place: Scope,
+    pub(crate) source: String,
+    pub(crate) predicates: Vec<String>,
 }
 
 /// The repository and task scopes a database knows, ready for the scope guard, kept from one
 /// write transaction to the next: reading them all is most of what the guard costs a single
 /// write. They are current while no other connection has committed (`PRAGMA data_version`)
 /// and no connection of this process has changed the scope spellings
-/// (`spellings::scope_spellings_generation`) since they were read; only a committed
-/// transaction hands them back to the store.
+/// (`spellings::scope_spellings_generation`) since they were read — but for the places this
+/// store registered itself, which they take in as it goes (`SpellingMemo::new_places`: a
+/// store learning its places one write at a time need not read them all again each time);
+/// only a committed transaction hands them back to the store.
 pub(crate) struct KnownPlaces {
     pub(crate) data_version: i64,
     pub(crate) generation: u64,

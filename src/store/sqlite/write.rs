@@ -3,7 +3,7 @@
 use super::events::{Event, EventKind};
 use super::rows::history_max_version;
 use super::rows::tombstone_version;
-pub(crate) use super::tx::{KnownPlaces, SeqBatch, TxState, WriteCtx};
+pub(crate) use super::tx::{KnownPlaces, SeqBatch, SiblingsRead, TxState, WriteCtx};
 use super::{bump_metric, canonical_predicate, Store};
 use crate::model::{
     normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope,
@@ -104,7 +104,8 @@ impl TxState {
     /// The scope guard's verdict on a global write (`guard::judge`): its mode is read once per
     /// transaction, and the known places once for as long as they stay current
     /// ([`KnownPlaces`]; never with the guard off); the siblings — the scoped records the same
-    /// source (message) wrote of this subject — once per write, through the subject's history.
+    /// source (message) wrote of this subject in the place the write was made in — once per
+    /// write, or in an `apply` batch once per message while nothing is written there.
     /// A write that does not say where it was made is judged on its own words only (no
     /// lookups: every global write pays this), and can only be a suspect.
     fn guard(&mut self, conn: &Connection, w: &PreparedWrite) -> Result<Verdict> {
@@ -133,10 +134,13 @@ impl TxState {
             let data_version: i64 = conn
                 .prepare_cached("PRAGMA data_version")?
                 .query_row([], |r| r.get(0))?;
-            let current = self
-                .places
-                .as_ref()
-                .is_some_and(|p| p.data_version == data_version && p.generation == generation);
+            // Current when no other connection has committed and every change to the
+            // spellings since was a place this store registered (each moved the generation
+            // by one), which the places take in below.
+            let own = self.spellings.new_places.len() as u64;
+            let current = self.places.as_ref().is_some_and(|p| {
+                p.data_version == data_version && p.generation + own == generation
+            });
             if !current {
                 let known = super::spellings::known_places(conn)?;
                 self.places = Some(KnownPlaces {
@@ -144,12 +148,17 @@ impl TxState {
                     generation,
                     places: Places::new(&known),
                 });
+                self.spellings.new_places.clear();
             }
             self.places_checked = true;
         }
-        let Some(known) = &self.places else {
+        let Some(known) = &mut self.places else {
             return Ok(Verdict::Apply);
         };
+        for place in self.spellings.new_places.drain(..) {
+            known.places.add(&place);
+            known.generation += 1;
+        }
         // Siblings in the place the write was made in: the current records of this subject
         // there that the same message (source) wrote. The identity index leads with the scope,
         // so this reads the subject's records in that one place — never its whole history,
@@ -163,21 +172,44 @@ impl TxState {
             ]
         });
         for place in here.flatten() {
-            let place = super::spellings::scope(conn, &place, false)?;
-            let mut stmt = conn.prepare_cached(
-                "SELECT predicate FROM memories WHERE scope = ?1 AND subject = ?2 AND source = ?3
-                 ORDER BY predicate",
-            )?;
-            let found = stmt.query_map(params![place.to_string(), w.subject, w.source], |r| {
-                r.get::<_, String>(0)
-            })?;
-            for predicate in found {
-                siblings.push((predicate?, place.clone()));
-            }
+            // A place memscope never stored anything in holds no siblings.
+            let Some(place) = self.spellings.find_scope(conn, &place)? else {
+                continue;
+            };
+            let read = self.siblings.get(w.subject.as_str()).and_then(|reads| {
+                reads
+                    .iter()
+                    .find(|r| r.place == place && r.source == w.source)
+            });
+            let predicates = match read {
+                Some(read) => read.predicates.clone(),
+                None => {
+                    let mut stmt = conn.prepare_cached(
+                        "SELECT predicate FROM memories WHERE scope = ?1 AND subject = ?2 AND source = ?3
+                         ORDER BY predicate",
+                    )?;
+                    let found = stmt
+                        .query_map(params![place.to_string(), w.subject, w.source], |r| {
+                            r.get(0)
+                        })?
+                        .collect::<rusqlite::Result<Vec<String>>>()?;
+                    if self.batch {
+                        let reads = self.siblings.entry(w.subject.clone()).or_default();
+                        reads.retain(|r| r.place != place);
+                        reads.push(SiblingsRead {
+                            place: place.clone(),
+                            source: w.source.clone(),
+                            predicates: found.clone(),
+                        });
+                    }
+                    found
+                }
+            };
+            siblings.extend(predicates.into_iter().map(|p| (p, place.clone())));
         }
         let ev = Evidence {
             raw: w.raw.as_deref(),
-            context: w.context.clone(),
+            context: w.context.as_ref(),
             known_places: &known.places,
             siblings: &siblings,
         };
@@ -416,7 +448,12 @@ pub(crate) fn write_in_tx(
     // a place's rule (no place given, or the guard set to `flag`) is stored, and its `set`
     // event keeps the evidence.
     let mut suspect = None;
-    if *scope == Scope::Global {
+    if *scope != Scope::Global {
+        // What the guard knows of this place's records no longer holds.
+        if let Some(reads) = st.siblings.get_mut(w.subject.as_str()) {
+            reads.retain(|r| r.place != *scope);
+        }
+    } else {
         match st.guard(conn, w)? {
             Verdict::Queue {
                 candidates,
