@@ -9,23 +9,20 @@
 //!
 //! Set MEMSCOPE_BENCH_RECORDS to change the big database's size (default 1,000,000).
 
+#[path = "support/mod.rs"]
+mod support;
+
 use memscope::model::{ScopeChoice, WriteRequest};
 use memscope::{OpenMode, Store};
 use rusqlite::Connection;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use support::{fresh_dir, median, remove_db, Ratios};
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    xs[xs.len() / 2]
-}
-
-/// Rates of memscope and of its baseline, measured back to back in each round. This machine's
-/// speed swings by tens of percent over seconds, so a ratio is taken within each round, where
-/// both sides met the same weather, and the headline is the median of those ratios. (The best
-/// round of each side, also printed, favours the shorter baseline: it more often fits in a
-/// quiet moment.)
+/// Rates of memscope and of its baseline, measured back to back in each round (see
+/// [`Ratios`]). (The best round of each side, also printed, favours the shorter baseline: it
+/// more often fits in a quiet moment.)
 #[derive(Default)]
 struct Paired {
     ours: Vec<f64>,
@@ -39,38 +36,18 @@ impl Paired {
     }
 
     fn report(&self, what: &str, unit: &str, baseline: &str, target: Option<f64>) -> String {
-        let ratios: Vec<f64> = self
-            .ours
-            .iter()
-            .zip(&self.baseline)
-            .map(|(o, b)| o / b)
-            .collect();
-        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = ratios.iter().copied().fold(0.0, f64::max);
+        let ratios = Ratios::of(&self.ours, &self.baseline);
         let best = |xs: &[f64]| xs.iter().copied().fold(0.0, f64::max);
         let target = target.map_or(String::new(), |t| format!(" (target ≥ {t})"));
         format!(
-            "{what}: {:.0} {unit}/s, {baseline} {:.0}/s, ratio {:.2}{target} — medians of {} paired rounds; ratios {lo:.2}–{hi:.2}, best rounds {:.0} vs {:.0}/s",
+            "{what}: {:.0} {unit}/s, {baseline} {:.0}/s, ratio {:.2}{target} — {}, best rounds {:.0} vs {:.0}/s",
             median(self.ours.clone()),
             median(self.baseline.clone()),
-            median(ratios.clone()),
-            ratios.len(),
+            ratios.median,
+            ratios.spread(),
             best(&self.ours),
             best(&self.baseline),
         )
-    }
-}
-
-fn fresh_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memscope-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create bench dir");
-    dir
-}
-
-fn remove_db(path: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }
 
@@ -355,11 +332,8 @@ fn bench_resolve(path: &Path, records: usize) -> (Duration, Duration) {
 
 fn main() {
     // `cargo bench` passes --bench; ignore arguments.
-    let records: usize = std::env::var("MEMSCOPE_BENCH_RECORDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let dir = fresh_dir();
+    let records = support::size_from_env("MEMSCOPE_BENCH_RECORDS", 1_000_000, 1_000_000) as usize;
+    let dir = fresh_dir("memscope-bench");
 
     // Acknowledged means durable by default: every commit syncs the WAL.
     let full = bench_single_writes(&dir, 2_000, "full");
