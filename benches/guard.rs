@@ -27,48 +27,41 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
-use support::{fresh_dir, median, remove_db, Ratios};
+use support::{fresh_dir, fresh_store, median, remove_db, Paired};
 
-/// Rates with the guard on and off, measured back to back in each round (which side goes first
-/// alternates); the ratio is taken within each round (see [`Ratios`]).
+/// Rates with the guard on (`ours`) and off (`baseline`), measured back to back in each round
+/// (which side goes first alternates), and the outcomes of the last round of each side.
 #[derive(Default)]
-struct Paired {
-    on: Vec<f64>,
-    off: Vec<f64>,
-    /// Outcomes of the last round of each side.
+struct GuardRounds {
+    rates: Paired,
     outcomes_on: BTreeMap<String, u64>,
     outcomes_off: BTreeMap<String, u64>,
 }
 
-impl Paired {
+impl GuardRounds {
     /// `rounds` rounds of `once(guard)` with the guard on (`queue`) and `off`.
     fn measure(
         rounds: usize,
         mut once: impl FnMut(&str) -> (f64, BTreeMap<String, u64>),
-    ) -> Paired {
-        let mut p = Paired::default();
+    ) -> GuardRounds {
+        let mut p = GuardRounds::default();
         for round in 0..rounds {
-            let order: [&str; 2] = if round % 2 == 0 {
-                ["queue", "off"]
+            let (on, off) = if round % 2 == 0 {
+                let on = once("queue");
+                (on, once("off"))
             } else {
-                ["off", "queue"]
+                let off = once("off");
+                (once("queue"), off)
             };
-            for guard in order {
-                let (rate, outcomes) = once(guard);
-                if guard == "queue" {
-                    p.on.push(rate);
-                    p.outcomes_on = outcomes;
-                } else {
-                    p.off.push(rate);
-                    p.outcomes_off = outcomes;
-                }
-            }
+            p.rates.push(on.0, off.0);
+            (p.outcomes_on, p.outcomes_off) = (on.1, off.1);
         }
         p
     }
 
     fn report(&self, what: &str, unit: &str) -> String {
-        let ratios = Ratios::of(&self.on, &self.off);
+        let (on, off) = self.rates.medians();
+        let (ratio, spread) = self.rates.ratio();
         let counts = |m: &BTreeMap<String, u64>| {
             m.iter()
                 .map(|(k, v)| format!("{v} {k}"))
@@ -76,11 +69,7 @@ impl Paired {
                 .join(", ")
         };
         format!(
-            "{what}: guard on (queue) {:.0} {unit}/s, off {:.0} {unit}/s, ratio on/off {:.2} (target ≥ 0.9) — {}\n    outcomes on: {}\n    outcomes off: {}",
-            median(self.on.clone()),
-            median(self.off.clone()),
-            ratios.median,
-            ratios.spread(),
+            "{what}: guard on (queue) {on:.0} {unit}/s, off {off:.0} {unit}/s, ratio on/off {ratio:.2} (target ≥ 0.9) — {spread}\n    outcomes on: {}\n    outcomes off: {}",
             counts(&self.outcomes_on),
             counts(&self.outcomes_off),
         )
@@ -181,15 +170,7 @@ fn once(
     run: impl FnOnce(&mut Store, &mut dyn FnMut(OutcomeKind)) -> usize,
 ) -> (f64, BTreeMap<String, u64>) {
     let path = dir.join(format!("{what}-{guard}.db"));
-    remove_db(&path);
-    let mut store = Store::open(&path, OpenMode::Create).expect("open store");
-    store
-        .set_user_setting("scope_guard", guard)
-        .expect("scope_guard");
-    store
-        .set_user_setting("durability", durability)
-        .expect("durability");
-    store.set_assert_invariants(false);
+    let mut store = fresh_store(&path, &[("scope_guard", guard), ("durability", durability)]);
     let mut outcomes = BTreeMap::new();
     let mut count = |kind: OutcomeKind| {
         *outcomes.entry(kind.as_str().to_string()).or_default() += 1;
@@ -203,9 +184,15 @@ fn once(
 }
 
 /// `apply` of a JSONL batch into a fresh database, guard on and off: lines/s and the outcomes.
-fn bench_apply(dir: &Path, n: usize, with_context: bool, heavy: bool, rounds: usize) -> Paired {
+fn bench_apply(
+    dir: &Path,
+    n: usize,
+    with_context: bool,
+    heavy: bool,
+    rounds: usize,
+) -> GuardRounds {
     let input = jsonl(n, with_context, heavy);
-    Paired::measure(rounds, |guard| {
+    GuardRounds::measure(rounds, |guard| {
         let owned = std::io::Cursor::new(input.clone());
         once(dir, "apply", guard, "full", |store, count| {
             let summary = store
@@ -227,9 +214,9 @@ fn bench_single(
     with_context: bool,
     durability: &str,
     rounds: usize,
-) -> Paired {
+) -> GuardRounds {
     let reqs: Vec<WriteRequest> = (0..n).map(|i| request(i, with_context, false)).collect();
-    Paired::measure(rounds, |guard| {
+    GuardRounds::measure(rounds, |guard| {
         once(dir, "single", guard, durability, |store, count| {
             for r in &reqs {
                 count(store.write(r).expect("write").outcome);

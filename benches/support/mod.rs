@@ -12,33 +12,40 @@ pub fn median(mut xs: Vec<f64>) -> f64 {
     xs[xs.len() / 2]
 }
 
-/// The ratios of paired rounds (`ours[i] / baseline[i]`): this machine's speed swings by tens
-/// of percent over seconds, so a ratio is taken within each round, where both sides met the
-/// same weather, and the headline is the median of those ratios.
-pub struct Ratios {
-    pub median: f64,
-    pub lo: f64,
-    pub hi: f64,
-    pub rounds: usize,
+/// Rates of two sides measured back to back in each round. This machine's speed swings by
+/// tens of percent over seconds, so a ratio is taken within each round, where both sides met
+/// the same weather, and the headline is the median of those ratios.
+#[derive(Default)]
+pub struct Paired {
+    pub ours: Vec<f64>,
+    pub baseline: Vec<f64>,
 }
 
-impl Ratios {
-    pub fn of(ours: &[f64], baseline: &[f64]) -> Ratios {
-        let ratios: Vec<f64> = ours.iter().zip(baseline).map(|(o, b)| o / b).collect();
-        Ratios {
-            lo: ratios.iter().copied().fold(f64::INFINITY, f64::min),
-            hi: ratios.iter().copied().fold(0.0, f64::max),
-            rounds: ratios.len(),
-            median: median(ratios),
-        }
+impl Paired {
+    pub fn push(&mut self, ours: f64, baseline: f64) {
+        self.ours.push(ours);
+        self.baseline.push(baseline);
     }
 
-    /// `medians of 7 paired rounds; ratios 0.91–1.04`: what the headline ratio stands on.
-    pub fn spread(&self) -> String {
-        format!(
-            "medians of {} paired rounds; ratios {:.2}–{:.2}",
-            self.rounds, self.lo, self.hi
-        )
+    /// The median rate of each side.
+    pub fn medians(&self) -> (f64, f64) {
+        (median(self.ours.clone()), median(self.baseline.clone()))
+    }
+
+    /// The headline ratio, and what it stands on: `medians of 7 paired rounds; ratios
+    /// 0.91–1.04`.
+    pub fn ratio(&self) -> (f64, String) {
+        let ratios: Vec<f64> = self
+            .ours
+            .iter()
+            .zip(&self.baseline)
+            .map(|(o, b)| o / b)
+            .collect();
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().copied().fold(0.0, f64::max);
+        let rounds = ratios.len();
+        let spread = format!("medians of {rounds} paired rounds; ratios {lo:.2}–{hi:.2}");
+        (median(ratios), spread)
     }
 }
 
@@ -55,6 +62,18 @@ pub fn remove_db(path: &Path) {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
+}
+
+/// A new store at `path` (any old one removed) with `settings` saved and the invariant
+/// assertions off, as a user's store runs.
+pub fn fresh_store(path: &Path, settings: &[(&str, &str)]) -> Store {
+    remove_db(path);
+    let mut store = Store::open(path, OpenMode::Create).expect("open store");
+    for (key, value) in settings {
+        store.set_user_setting(key, value).expect(key);
+    }
+    store.set_assert_invariants(false);
+    store
 }
 
 /// `$var` if set, else `bench` under `cargo bench` (which passes --bench) and the quicker
