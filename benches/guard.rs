@@ -25,31 +25,43 @@ use memscope::model::{OutcomeKind, ScopeChoice, WriteContext, WriteRequest};
 use memscope::{OpenMode, Scope, Store};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
+use support::{fresh_dir, fresh_store, median, remove_db, Paired};
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    xs[xs.len() / 2]
-}
-
-/// Rates with the guard on and off, measured back to back in each round (which side goes first
-/// alternates). This machine's speed swings over seconds, so the ratio is taken within each
-/// round and the headline is the median of those ratios.
+/// Rates with the guard on (`ours`) and off (`baseline`), measured back to back in each round
+/// (which side goes first alternates), and the outcomes of the last round of each side.
 #[derive(Default)]
-struct Paired {
-    on: Vec<f64>,
-    off: Vec<f64>,
-    /// Outcomes of the last round of each side.
+struct GuardRounds {
+    rates: Paired,
     outcomes_on: BTreeMap<String, u64>,
     outcomes_off: BTreeMap<String, u64>,
 }
 
-impl Paired {
+impl GuardRounds {
+    /// `rounds` rounds of `once(guard)` with the guard on (`queue`) and `off`.
+    fn measure(
+        rounds: usize,
+        mut once: impl FnMut(&str) -> (f64, BTreeMap<String, u64>),
+    ) -> GuardRounds {
+        let mut p = GuardRounds::default();
+        for round in 0..rounds {
+            let (on, off) = if round % 2 == 0 {
+                let on = once("queue");
+                (on, once("off"))
+            } else {
+                let off = once("off");
+                (once("queue"), off)
+            };
+            p.rates.push(on.0, off.0);
+            (p.outcomes_on, p.outcomes_off) = (on.1, off.1);
+        }
+        p
+    }
+
     fn report(&self, what: &str, unit: &str) -> String {
-        let ratios: Vec<f64> = self.on.iter().zip(&self.off).map(|(a, b)| a / b).collect();
-        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = ratios.iter().copied().fold(0.0, f64::max);
+        let (on, off) = self.rates.medians();
+        let (ratio, spread) = self.rates.ratio();
         let counts = |m: &BTreeMap<String, u64>| {
             m.iter()
                 .map(|(k, v)| format!("{v} {k}"))
@@ -57,27 +69,10 @@ impl Paired {
                 .join(", ")
         };
         format!(
-            "{what}: guard on (queue) {:.0} {unit}/s, off {:.0} {unit}/s, ratio on/off {:.2} (target ≥ 0.9) — medians of {} paired rounds; ratios {lo:.2}–{hi:.2}\n    outcomes on: {}\n    outcomes off: {}",
-            median(self.on.clone()),
-            median(self.off.clone()),
-            median(ratios.clone()),
-            ratios.len(),
+            "{what}: guard on (queue) {on:.0} {unit}/s, off {off:.0} {unit}/s, ratio on/off {ratio:.2} (target ≥ 0.9) — {spread}\n    outcomes on: {}\n    outcomes off: {}",
             counts(&self.outcomes_on),
             counts(&self.outcomes_off),
         )
-    }
-}
-
-fn fresh_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memscope-guard-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create bench dir");
-    dir
-}
-
-fn remove_db(path: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }
 
@@ -97,7 +92,6 @@ fn request(i: usize, with_context: bool, heavy: bool) -> WriteRequest {
     let group = i / 10;
     let repo = format!("repo-{}", group % REPOS);
     let task = format!("task-{}", group % TASKS);
-    let global = Scope::Global;
     let cued = heavy || group.is_multiple_of(10);
     // Scoped writes from their own message, except one group in twenty, whose message also
     // wrote its global records (siblings).
@@ -114,55 +108,7 @@ fn request(i: usize, with_context: bool, heavy: bool) -> WriteRequest {
             !shared,
         ),
         2 => (Scope::Task(task.clone()), None, !shared),
-        3 if cued => (
-            global.clone(),
-            Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into()),
-            false,
-        ),
-        3 => (
-            global.clone(),
-            Some("保留现有的 package-lock.json，安装依赖继续用 npm ci。".into()),
-            false,
-        ),
-        4 if cued => (
-            global.clone(),
-            Some("keep npm ci in this repo".into()),
-            false,
-        ),
-        4 => (
-            global.clone(),
-            Some("keep npm ci over npm install".into()),
-            false,
-        ),
-        5 => (
-            global.clone(),
-            Some("以后新建前端项目，默认用 pnpm。".into()),
-            false,
-        ),
-        6 if cued => (
-            global.clone(),
-            Some(format!(
-                "run the tests of repo-{} with cargo nextest",
-                (group + 1) % REPOS
-            )),
-            false,
-        ),
-        6 => (
-            global.clone(),
-            Some("run the tests with cargo nextest".into()),
-            false,
-        ),
-        7 => (
-            global.clone(),
-            Some(format!("prefer tabs over spaces, said on day {i}")),
-            false,
-        ),
-        8 => (
-            global.clone(),
-            Some(format!("用户原话 {i}：回答用中文")),
-            false,
-        ),
-        _ => (global.clone(), None, false),
+        k => (Scope::Global, global_words(k, i, cued), false),
     };
     let source = if own_source {
         format!("thread:{group}/message:{i}")
@@ -184,6 +130,27 @@ fn request(i: usize, with_context: bool, heavy: bool) -> WriteRequest {
     }
 }
 
+/// The words of global write `i` (the `k`th of its group of ten), `cued` when its group's
+/// words carry a place signal.
+fn global_words(k: usize, i: usize, cued: bool) -> Option<String> {
+    let group = i / 10;
+    Some(match k {
+        3 if cued => "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into(),
+        3 => "保留现有的 package-lock.json，安装依赖继续用 npm ci。".into(),
+        4 if cued => "keep npm ci in this repo".into(),
+        4 => "keep npm ci over npm install".into(),
+        5 => "以后新建前端项目，默认用 pnpm。".into(),
+        6 if cued => format!(
+            "run the tests of repo-{} with cargo nextest",
+            (group + 1) % REPOS
+        ),
+        6 => "run the tests with cargo nextest".into(),
+        7 => format!("prefer tabs over spaces, said on day {i}"),
+        8 => format!("用户原话 {i}：回答用中文"),
+        _ => return None,
+    })
+}
+
 fn jsonl(n: usize, with_context: bool, heavy: bool) -> Vec<u8> {
     let mut buf = Vec::with_capacity(n * 250);
     for i in 0..n {
@@ -193,116 +160,70 @@ fn jsonl(n: usize, with_context: bool, heavy: bool) -> Vec<u8> {
     buf
 }
 
-fn open_fresh(path: &Path, guard: &str, durability: &str) -> Store {
-    remove_db(path);
-    let mut store = Store::open(path, OpenMode::Create).expect("open store");
-    store
-        .set_user_setting("scope_guard", guard)
-        .expect("scope_guard");
-    store
-        .set_user_setting("durability", durability)
-        .expect("durability");
-    store.set_assert_invariants(false);
-    store
-}
-
-fn count(outcomes: &mut BTreeMap<String, u64>, kind: OutcomeKind) {
-    *outcomes.entry(kind.as_str().to_string()).or_default() += 1;
-}
-
-/// `apply` of `n` lines into a fresh database, guard `guard`: lines/s and the outcomes.
-fn apply_once(dir: &Path, input: &[u8], guard: &str) -> (f64, BTreeMap<String, u64>) {
-    let path = dir.join(format!("apply-{guard}.db"));
-    let mut store = open_fresh(&path, guard, "full");
-    let mut outcomes = BTreeMap::new();
-    let owned = std::io::Cursor::new(input.to_vec());
-    let t = Instant::now();
-    let summary = store
-        .apply(owned, |batch| {
-            for o in batch {
-                count(&mut outcomes, o.outcome);
-            }
-            Ok(())
-        })
-        .expect("apply");
-    let rate = summary.lines as f64 / t.elapsed().as_secs_f64();
-    assert_eq!(summary.errors, 0, "bench lines are valid");
-    drop(store);
-    remove_db(&path);
-    (rate, outcomes)
-}
-
-fn bench_apply(dir: &Path, n: usize, with_context: bool, heavy: bool, rounds: usize) -> Paired {
-    let input = jsonl(n, with_context, heavy);
-    let mut p = Paired::default();
-    for round in 0..rounds {
-        let order: [&str; 2] = if round % 2 == 0 {
-            ["queue", "off"]
-        } else {
-            ["off", "queue"]
-        };
-        for guard in order {
-            let (rate, outcomes) = apply_once(dir, &input, guard);
-            if guard == "queue" {
-                p.on.push(rate);
-                p.outcomes_on = outcomes;
-            } else {
-                p.off.push(rate);
-                p.outcomes_off = outcomes;
-            }
-        }
-    }
-    p
-}
-
-/// `n` single writes (one transaction each) into a fresh database, guard `guard`.
-fn single_once(
+/// One side of a round: `run` on a fresh database `{what}-{guard}.db` with the guard and
+/// durability set, timed; its rate (of what `run` returns it did) and the outcomes it counted.
+fn once(
     dir: &Path,
-    reqs: &[WriteRequest],
+    what: &str,
     guard: &str,
     durability: &str,
+    run: impl FnOnce(&mut Store, &mut dyn FnMut(OutcomeKind)) -> usize,
 ) -> (f64, BTreeMap<String, u64>) {
-    let path = dir.join(format!("single-{guard}.db"));
-    let mut store = open_fresh(&path, guard, durability);
+    let path = dir.join(format!("{what}-{guard}.db"));
+    let mut store = fresh_store(&path, &[("scope_guard", guard), ("durability", durability)]);
     let mut outcomes = BTreeMap::new();
+    let mut count = |kind: OutcomeKind| {
+        *outcomes.entry(kind.as_str().to_string()).or_default() += 1;
+    };
     let t = Instant::now();
-    for r in reqs {
-        let out = store.write(r).expect("write");
-        count(&mut outcomes, out.outcome);
-    }
-    let rate = reqs.len() as f64 / t.elapsed().as_secs_f64();
+    let done = run(&mut store, &mut count);
+    let rate = done as f64 / t.elapsed().as_secs_f64();
     drop(store);
     remove_db(&path);
     (rate, outcomes)
 }
 
+/// `apply` of a JSONL batch into a fresh database, guard on and off: lines/s and the outcomes.
+fn bench_apply(
+    dir: &Path,
+    n: usize,
+    with_context: bool,
+    heavy: bool,
+    rounds: usize,
+) -> GuardRounds {
+    let input = jsonl(n, with_context, heavy);
+    GuardRounds::measure(rounds, |guard| {
+        let owned = std::io::Cursor::new(input.clone());
+        once(dir, "apply", guard, "full", |store, count| {
+            let summary = store
+                .apply(owned, |batch| {
+                    batch.iter().for_each(|o| count(o.outcome));
+                    Ok(())
+                })
+                .expect("apply");
+            assert_eq!(summary.errors, 0, "bench lines are valid");
+            summary.lines as usize
+        })
+    })
+}
+
+/// `n` single writes (one transaction each) into a fresh database, guard on and off.
 fn bench_single(
     dir: &Path,
     n: usize,
     with_context: bool,
     durability: &str,
     rounds: usize,
-) -> Paired {
+) -> GuardRounds {
     let reqs: Vec<WriteRequest> = (0..n).map(|i| request(i, with_context, false)).collect();
-    let mut p = Paired::default();
-    for round in 0..rounds {
-        let order: [&str; 2] = if round % 2 == 0 {
-            ["queue", "off"]
-        } else {
-            ["off", "queue"]
-        };
-        for guard in order {
-            let (rate, outcomes) = single_once(dir, &reqs, guard, durability);
-            if guard == "queue" {
-                p.on.push(rate);
-                p.outcomes_on = outcomes;
-            } else {
-                p.off.push(rate);
-                p.outcomes_off = outcomes;
+    GuardRounds::measure(rounds, |guard| {
+        once(dir, "single", guard, durability, |store, count| {
+            for r in &reqs {
+                count(store.write(r).expect("write").outcome);
             }
-        }
-    }
-    p
+            reqs.len()
+        })
+    })
 }
 
 /// Line `i` of the big database: 60% global, 30% repo (500 repositories), 10% task (2,000
@@ -339,30 +260,10 @@ fn big_line(i: usize) -> String {
     .to_string()
 }
 
-fn database(n: usize) -> (PathBuf, String) {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(&dir).expect("target tmp dir");
-    let path = dir.join(format!("memscope-guard-bench-{n}-v1.db"));
-    let cached = path.exists()
-        && Store::open(&path, OpenMode::Existing)
-            .and_then(|s| s.counts())
-            .map(|c| c.memories as usize == n)
-            .unwrap_or(false);
-    if cached {
-        return (path, "cached".into());
-    }
-    eprintln!("generating {n} records through `memscope apply` (cached afterwards)…");
-    let took = support::generate(&path, n as u64, |i| big_line(i as usize));
-    (path, format!("generated in {:.1} s", took.as_secs_f64()))
-}
-
 fn main() {
     // `cargo bench` passes --bench; ignore arguments.
-    let records: usize = std::env::var("MEMSCOPE_BENCH_RECORDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let dir = fresh_dir();
+    let records = support::size_from_env("MEMSCOPE_BENCH_RECORDS", 1_000_000, 1_000_000);
+    let dir = fresh_dir("memscope-guard-bench");
 
     for (heavy, rounds) in [(false, 7), (true, 5)] {
         for with_context in [false, true] {
@@ -410,7 +311,8 @@ fn main() {
     if std::env::var_os("MEMSCOPE_BENCH_QUICK").is_some() {
         return;
     }
-    let (big, how) = database(records);
+    let (big, how) =
+        support::cached_database("memscope-guard-bench", records, |i| big_line(i as usize));
     let store = Store::open(&big, OpenMode::Existing).expect("open");
     let globals: i64 = store
         .connection()

@@ -9,69 +9,29 @@
 //!
 //! Set MEMSCOPE_BENCH_RECORDS to change the big database's size (default 1,000,000).
 
+#[path = "support/mod.rs"]
+mod support;
+
 use memscope::model::{ScopeChoice, WriteRequest};
 use memscope::{OpenMode, Store};
 use rusqlite::Connection;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use support::{fresh_dir, fresh_store, remove_db, Paired};
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    xs[xs.len() / 2]
-}
-
-/// Rates of memscope and of its baseline, measured back to back in each round. This machine's
-/// speed swings by tens of percent over seconds, so a ratio is taken within each round, where
-/// both sides met the same weather, and the headline is the median of those ratios. (The best
-/// round of each side, also printed, favours the shorter baseline: it more often fits in a
-/// quiet moment.)
-#[derive(Default)]
-struct Paired {
-    ours: Vec<f64>,
-    baseline: Vec<f64>,
-}
-
-impl Paired {
-    fn push(&mut self, ours: f64, baseline: f64) {
-        self.ours.push(ours);
-        self.baseline.push(baseline);
-    }
-
-    fn report(&self, what: &str, unit: &str, baseline: &str, target: Option<f64>) -> String {
-        let ratios: Vec<f64> = self
-            .ours
-            .iter()
-            .zip(&self.baseline)
-            .map(|(o, b)| o / b)
-            .collect();
-        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = ratios.iter().copied().fold(0.0, f64::max);
-        let best = |xs: &[f64]| xs.iter().copied().fold(0.0, f64::max);
-        let target = target.map_or(String::new(), |t| format!(" (target ≥ {t})"));
-        format!(
-            "{what}: {:.0} {unit}/s, {baseline} {:.0}/s, ratio {:.2}{target} — medians of {} paired rounds; ratios {lo:.2}–{hi:.2}, best rounds {:.0} vs {:.0}/s",
-            median(self.ours.clone()),
-            median(self.baseline.clone()),
-            median(ratios.clone()),
-            ratios.len(),
-            best(&self.ours),
-            best(&self.baseline),
-        )
-    }
-}
-
-fn fresh_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memscope-bench-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create bench dir");
-    dir
-}
-
-fn remove_db(path: &Path) {
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
+/// `p`'s rates (memscope's, and `baseline`'s) and their ratio. (The best round of each side,
+/// also printed, favours the shorter baseline: it more often fits in a quiet moment.)
+fn report(p: &Paired, what: &str, unit: &str, baseline: &str, target: Option<f64>) -> String {
+    let (ours, theirs) = p.medians();
+    let (ratio, spread) = p.ratio();
+    let best = |xs: &[f64]| xs.iter().copied().fold(0.0, f64::max);
+    let target = target.map_or(String::new(), |t| format!(" (target ≥ {t})"));
+    format!(
+        "{what}: {ours:.0} {unit}/s, {baseline} {theirs:.0}/s, ratio {ratio:.2}{target} — {spread}, best rounds {:.0} vs {:.0}/s",
+        best(&p.ours),
+        best(&p.baseline),
+    )
 }
 
 /// The baseline connection with the store's default settings (durability full).
@@ -159,12 +119,7 @@ fn bench_single_writes(dir: &Path, n: usize, durability: &str) -> Paired {
     let mut rates = Paired::default();
     for round in 0..5 {
         let path = dir.join(format!("single-{durability}-{round}.db"));
-        remove_db(&path);
-        let mut store = Store::open(&path, OpenMode::Create).expect("open store");
-        store
-            .set_user_setting("durability", durability)
-            .expect("durability");
-        store.set_assert_invariants(false);
+        let mut store = fresh_store(&path, &[("durability", durability)]);
         // Half inserts, half supersedes: identities repeat once.
         let reqs: Vec<WriteRequest> = (0..n).map(|i| request(i, n / 2)).collect();
         let t = Instant::now();
@@ -244,9 +199,7 @@ fn bench_apply(dir: &Path, n: usize) -> (Paired, Paired) {
     let mut vs_schema = Paired::default();
     for round in 0..9 {
         let path = dir.join(format!("apply-{round}.db"));
-        remove_db(&path);
-        let mut store = Store::open(&path, OpenMode::Create).expect("open");
-        store.set_assert_invariants(false);
+        let mut store = fresh_store(&path, &[]);
         let mut sink = std::io::sink();
         let owned = std::io::Cursor::new(input.clone());
         let t = Instant::now();
@@ -355,17 +308,15 @@ fn bench_resolve(path: &Path, records: usize) -> (Duration, Duration) {
 
 fn main() {
     // `cargo bench` passes --bench; ignore arguments.
-    let records: usize = std::env::var("MEMSCOPE_BENCH_RECORDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let dir = fresh_dir();
+    let records = support::size_from_env("MEMSCOPE_BENCH_RECORDS", 1_000_000, 1_000_000) as usize;
+    let dir = fresh_dir("memscope-bench");
 
     // Acknowledged means durable by default: every commit syncs the WAL.
     let full = bench_single_writes(&dir, 2_000, "full");
     println!(
         "{}",
-        full.report(
+        report(
+            &full,
             "single writes, durability full (the default)",
             "writes",
             "raw one-row INSERT, synchronous = FULL",
@@ -375,7 +326,8 @@ fn main() {
     let normal = bench_single_writes(&dir, 5_000, "normal");
     println!(
         "{}",
-        normal.report(
+        report(
+            &normal,
             "single writes, durability normal",
             "writes",
             "raw one-row INSERT, synchronous = NORMAL",
@@ -386,11 +338,18 @@ fn main() {
     let (vs_bulk, vs_schema) = bench_apply(&dir, 100_000);
     println!(
         "{}",
-        vs_bulk.report("apply 100k lines", "lines", "raw bulk INSERT", Some(0.3))
+        report(
+            &vs_bulk,
+            "apply 100k lines",
+            "lines",
+            "raw bulk INSERT",
+            Some(0.3)
+        )
     );
     println!(
         "  {}",
-        vs_schema.report(
+        report(
+            &vs_schema,
             "the write path's own share",
             "lines",
             "the same rows (current view + history) raw into memscope's own tables",

@@ -12,7 +12,7 @@ use memscope::store::{Clock, OpenMode, Store};
 use memscope::tui::{Session, WorkerMode};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 const WIDTH: u16 = 120;
@@ -84,23 +84,6 @@ fn request(i: u64) -> String {
         r#"{{"subject":"user:{subject}","predicate":"{predicate}","value":"{value}","scope":"{scope}","source":"bench:thread:{}/message:{j}"{raw}}}"#,
         subject
     )
-}
-
-fn database(n: u64) -> (PathBuf, String) {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(&dir).expect("target tmp dir");
-    let path = dir.join(format!("memscope-ui-bench-{n}-v1.db"));
-    let cached = path.exists()
-        && Store::open(&path, OpenMode::Existing)
-            .and_then(|s| s.counts())
-            .map(|c| c.memories as u64 == n)
-            .unwrap_or(false);
-    if cached {
-        return (path, "cached".into());
-    }
-    eprintln!("generating {n} records through `memscope apply` (cached afterwards)…");
-    let took = support::generate(&path, n, request);
-    (path, format!("generated in {:.1} s", took.as_secs_f64()))
 }
 
 fn key(code: KeyCode) -> KeyEvent {
@@ -251,16 +234,8 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 fn main() {
-    // `cargo bench` passes --bench; `cargo test --benches` runs this too: keep that quick.
-    let n: u64 = std::env::var("MEMSCOPE_BENCH_RECORDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if std::env::args().any(|a| a == "--bench") {
-            1_000_000
-        } else {
-            20_000
-        });
-    let (path, how) = database(n);
+    let n = support::size_from_env("MEMSCOPE_BENCH_RECORDS", 1_000_000, 20_000);
+    let (path, how) = support::cached_database("memscope-ui-bench", n, request);
     let size_mb = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
     let mut terminal = Terminal::new(TestBackend::new(WIDTH, HEIGHT)).expect("a test terminal");
 

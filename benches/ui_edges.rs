@@ -5,14 +5,15 @@
 //! for another history length. The database is generated once through `memscope apply` and
 //! cached under target/.
 
+#[path = "support/mod.rs"]
+mod support;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use memscope::store::{Clock, OpenMode, Store};
 use memscope::tui::{Focus, Session, WorkerMode};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const WIDTH: u16 = 120;
@@ -34,64 +35,42 @@ fn line(subject: &str, predicate: &str, value: &str, source: &str) -> String {
 
 /// Ordinary records before and after, the heavy identity (`user:m-heavy · package_manager`),
 /// and two records of 5 MB each, written twice so that their history holds 5 MB events too.
-fn generate(path: &Path, versions: usize) {
-    let tmp = path.with_extension("partial");
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
-    }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_memscope"))
-        .args(["--db"])
-        .arg(&tmp)
-        .args(["apply", "-"])
-        .env_remove("MEMSCOPE_ASSERT_INVARIANTS")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("memscope apply starts");
-    {
-        let mut w = BufWriter::with_capacity(1 << 20, child.stdin.take().expect("a pipe"));
-        let mut put = |l: String| writeln!(w, "{l}").expect("memscope apply reads its input");
-        for i in 0..300 {
-            for s in ["a", "z"] {
-                let subject = format!("user:{s}-{i:03}");
-                put(line(&subject, "formatter", "biome", "bench:edges"));
-            }
-        }
-        for i in 0..versions {
-            let value = if i % 2 == 0 {
-                format!("CANARYVAL_a_{i}")
-            } else {
-                format!("CANARYVAL_b_{i}")
-            };
-            let source = format!("bench:thread:{i}");
-            put(line("user:m-heavy", "package_manager", &value, &source));
-        }
-        for (predicate, fill) in [("blob_a", 'a'), ("blob_b", 'b')] {
-            for round in 0..2 {
+fn lines(versions: usize) -> impl Iterator<Item = String> {
+    let ordinary = (0..300).flat_map(|i| {
+        ["a", "z"].map(|s| {
+            line(
+                &format!("user:{s}-{i:03}"),
+                "formatter",
+                "biome",
+                "bench:edges",
+            )
+        })
+    });
+    let heavy = (0..versions).map(|i| {
+        let value = if i % 2 == 0 {
+            format!("CANARYVAL_a_{i}")
+        } else {
+            format!("CANARYVAL_b_{i}")
+        };
+        let source = format!("bench:thread:{i}");
+        line("user:m-heavy", "package_manager", &value, &source)
+    });
+    let large = [("blob_a", 'a'), ("blob_b", 'b')]
+        .into_iter()
+        .flat_map(|(predicate, fill)| {
+            (0..2).map(move |round| {
                 let value = format!("{round}{}", fill.to_string().repeat(BIG));
-                put(line("user:m-large", predicate, &value, "bench:large"));
-            }
-        }
-    }
-    let status = child.wait().expect("memscope apply ends");
-    assert!(status.success(), "memscope apply failed: {status}");
-    std::fs::rename(&tmp, path).expect("the generated database moves into place");
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::rename(
-            format!("{}{suffix}", tmp.display()),
-            format!("{}{suffix}", path.display()),
-        );
-    }
+                line("user:m-large", predicate, &value, "bench:large")
+            })
+        });
+    ordinary.chain(heavy).chain(large)
 }
 
 fn database(versions: usize) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::create_dir_all(&dir).expect("target tmp dir");
-    let path = dir.join(format!("memscope-ui-edges-{versions}-v1.db"));
+    let path = support::under_target(&format!("memscope-ui-edges-{versions}-v1.db"));
     if !path.exists() {
         eprintln!("generating the edge database ({versions} versions, 2 × 5 MB values)…");
-        generate(&path, versions);
+        support::generate(&path, lines(versions));
     }
     path
 }
@@ -161,6 +140,15 @@ impl Ui {
             .unwrap_or_default()
     }
 
+    /// Selects `before`, then times the key onto the record below it (`what`), whose pages are
+    /// read from the OS for the first time: printed apart from the warm figures. Back up after.
+    fn first_visit(&mut self, before: &str, what: &str) {
+        self.select(before);
+        let cold = self.press(KeyCode::Down);
+        println!("  first key onto {what} (cold pages): {:.2} ms", ms(cold));
+        self.press(KeyCode::Up);
+    }
+
     /// Moves down the list until `label` is selected.
     fn select(&mut self, label: &str) {
         for _ in 0..2000 {
@@ -185,14 +173,7 @@ fn report(name: &str, samples: &mut [Duration]) -> bool {
 }
 
 fn main() {
-    let versions: usize = std::env::var("MEMSCOPE_BENCH_VERSIONS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if std::env::args().any(|a| a == "--bench") {
-            50_000
-        } else {
-            2_000
-        });
+    let versions = support::size_from_env("MEMSCOPE_BENCH_VERSIONS", 50_000, 2_000) as usize;
     let path = database(versions);
     let mut ui = Ui::open(&path);
     println!(
@@ -203,13 +184,10 @@ fn main() {
 
     // j/k onto the heavy identity and off it, both ways. The first visit reads its pages from
     // the OS for the first time: reported apart, then the warm figures.
-    ui.select("user:a-299 · formatter");
-    let cold = ui.press(KeyCode::Down);
-    println!(
-        "  first key onto the {versions}-version record (cold pages): {:.2} ms",
-        ms(cold)
+    ui.first_visit(
+        "user:a-299 · formatter",
+        &format!("the {versions}-version record"),
     );
-    ui.press(KeyCode::Up);
     let mut onto = Vec::new();
     for _ in 0..20 {
         onto.push(ui.press(KeyCode::Down)); // onto user:m-heavy
@@ -246,13 +224,7 @@ fn main() {
     ui.press(KeyCode::Esc);
 
     // Between the two 5 MB records, and its history pane.
-    ui.select("user:m-large · blob_a");
-    let cold = ui.press(KeyCode::Down);
-    println!(
-        "  first key onto the second 5 MB record (cold pages): {:.2} ms",
-        ms(cold)
-    );
-    ui.press(KeyCode::Up);
+    ui.first_visit("user:m-large · blob_a", "the second 5 MB record");
     let mut large = Vec::new();
     for _ in 0..10 {
         large.push(ui.press(KeyCode::Down));

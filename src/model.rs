@@ -740,48 +740,34 @@ impl DeletePreview {
                 .iter()
                 .map(|id| (L::Identity, format!("    {id}"))),
         );
-        lines.extend([
-            (
-                L::Effect,
-                format!(
-                    "• remove {}",
-                    plural(self.live_records, "live record", "live records")
-                ),
+        let effects = [
+            format!(
+                "• remove {}",
+                plural(self.live_records, "live record", "live records")
             ),
-            (
-                L::Effect,
-                format!(
-                    "• destroy {}, {} and {}",
-                    plural(self.versions, "version", "versions"),
-                    plural(self.raw_texts, "raw text", "raw texts"),
-                    plural(self.events, "history event", "history events")
-                ),
+            format!(
+                "• destroy {}, {} and {}",
+                plural(self.versions, "version", "versions"),
+                plural(self.raw_texts, "raw text", "raw texts"),
+                plural(self.events, "history event", "history events")
             ),
-            (
-                L::Effect,
-                format!(
-                    "• drop {} of the deleted memories",
-                    plural(self.pending_items, "pending item", "pending items")
-                ),
+            format!(
+                "• drop {} of the deleted memories",
+                plural(self.pending_items, "pending item", "pending items")
             ),
-            (
-                L::Effect,
-                format!(
-                    "• blank {} of agents' reads (the reads stay)",
-                    plural(self.read_notes, "note", "notes")
-                ),
+            format!(
+                "• blank {} of agents' reads (the reads stay)",
+                plural(self.read_notes, "note", "notes")
             ),
-            (
-                L::Effect,
-                "• checkpoint and truncate the WAL, so no copy stays in any file".to_string(),
+            "• checkpoint and truncate the WAL, so no copy stays in any file".to_string(),
+        ];
+        lines.extend(effects.map(|e| (L::Effect, e)));
+        lines.push((
+            L::Closing,
+            format!(
+                "Only a content-free `deleted` event remains. Later writes to these identities are rejected until restored {restore_hint}."
             ),
-            (
-                L::Closing,
-                format!(
-                    "Only a content-free `deleted` event remains. Later writes to these identities are rejected until restored {restore_hint}."
-                ),
-            ),
-        ]);
+        ));
         lines
     }
 }

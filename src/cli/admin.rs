@@ -125,17 +125,13 @@ pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Re
         None => {
             let store = Store::open(path, OpenMode::Existing)?;
             let settings = store.user_settings()?;
-            if json {
-                let map: serde_json::Map<String, serde_json::Value> = settings
+            print_pairs(settings, json, " = ", |pairs| {
+                let map: serde_json::Map<String, serde_json::Value> = pairs
                     .into_iter()
                     .map(|(k, v)| (k, serde_json::Value::String(v)))
                     .collect();
-                print_json(&map)?;
-            } else {
-                for (k, v) in settings {
-                    outln!("{k} = {v}");
-                }
-            }
+                map.into()
+            })?;
         }
     }
     Ok(EXIT_OK)
@@ -150,21 +146,32 @@ pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
         }
         AliasCommand::List { json } => {
             let store = Store::open(path, OpenMode::Existing)?;
-            let aliases = store.aliases()?;
-            if json {
-                let rows: Vec<_> = aliases
+            print_pairs(store.aliases()?, json, " → ", |pairs| {
+                pairs
                     .iter()
                     .map(|(a, c)| serde_json::json!({ "alias": a, "canonical": c }))
-                    .collect();
-                print_json(&rows)?;
-            } else {
-                for (a, c) in aliases {
-                    outln!("{a} → {c}");
-                }
-            }
+                    .collect()
+            })?;
         }
     }
     Ok(EXIT_OK)
+}
+
+/// Prints name–value pairs: with `--json` as `to_json` shapes them, else `{name}{sep}{value}`
+/// one a line.
+fn print_pairs(
+    pairs: Vec<(String, String)>,
+    json: bool,
+    sep: &str,
+    to_json: impl FnOnce(Vec<(String, String)>) -> serde_json::Value,
+) -> Result<()> {
+    if json {
+        return print_json(&to_json(pairs));
+    }
+    for (name, value) in pairs {
+        outln!("{name}{sep}{value}");
+    }
+    Ok(())
 }
 
 pub fn export(store: &Store, out: Option<PathBuf>) -> Result<i32> {

@@ -352,6 +352,15 @@ mod tests {
         }
     }
 
+    /// The JSON-RPC error an answer carries: its code and message.
+    fn error_of(a: &Value) -> (i64, &str) {
+        let error = &a["error"];
+        (
+            error["code"].as_i64().unwrap_or_default(),
+            error["message"].as_str().unwrap_or_default(),
+        )
+    }
+
     #[test]
     fn nesting_skips_strings_and_escapes() {
         assert_eq!(nesting(br#"{"a":"[[[{{","b":[1,[2]]}"#), 3);
@@ -397,7 +406,7 @@ mod tests {
         );
         let a = answer(frame(line.as_bytes()));
         assert_eq!(a["id"], "x1");
-        assert_eq!(a["error"]["code"], -32600);
+        assert_eq!(error_of(&a).0, -32600, "{a}");
     }
 
     #[test]
@@ -405,14 +414,9 @@ mod tests {
         for args in [r#""predicate=pm""#, "[1]", "3", "true"] {
             let a = answer(frame(call(args).as_bytes()));
             assert_eq!(a["id"], 7);
-            assert_eq!(a["error"]["code"], -32602, "{a}");
-            assert!(
-                a["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains("must be an object"),
-                "{a}"
-            );
+            let (code, message) = error_of(&a);
+            assert_eq!(code, -32602, "{a}");
+            assert!(message.contains("must be an object"), "{a}");
         }
         assert!(matches!(frame(call("null").as_bytes()), Frame::Message(_)));
     }

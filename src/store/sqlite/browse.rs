@@ -375,7 +375,7 @@ impl Store {
         task: Option<&str>,
     ) -> Result<Resolution> {
         let columns = memory_preview_columns();
-        super::incident::resolve_as(&self.conn, subject, predicate, repo, task, &columns)
+        super::incident::resolve_on(&self.conn, subject, predicate, repo, task, &columns)
     }
 
     /// The events of one identity's timeline (`id` as stored), counted: all of them, or those

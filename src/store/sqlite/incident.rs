@@ -312,7 +312,7 @@ impl Store {
     ) -> Result<Resolution> {
         self.in_write_tx(|tx, ctx, _| {
         // Resolve inside the write transaction so the logged version is exactly what was read.
-        let r = resolve_on(tx, subject, predicate, repo, task)?;
+        let r = resolve_on(tx, subject, predicate, repo, task, MEMORY_COLUMNS)?;
         // The read is logged in the places' stored spellings, as the resolution used them.
         let repo = spellings::find_context_id(tx, "repo", repo)?;
         let task = spellings::find_context_id(tx, "task", task)?;
@@ -557,19 +557,9 @@ fn not_found(scope: String, state: &str) -> Considered {
     }
 }
 
-/// Resolution on any connection (the logged read runs it inside its transaction).
+/// Resolution on any connection (the logged read runs it inside its transaction), each record
+/// read as `columns` say: [`MEMORY_COLUMNS`], or previews for the UI's history pane.
 pub(crate) fn resolve_on(
-    conn: &Connection,
-    subject: &str,
-    predicate: &str,
-    repo: Option<&str>,
-    task: Option<&str>,
-) -> Result<Resolution> {
-    resolve_as(conn, subject, predicate, repo, task, MEMORY_COLUMNS)
-}
-
-/// `resolve_on`, each record read as `columns` say (the UI's history pane reads previews).
-pub(crate) fn resolve_as(
     conn: &Connection,
     subject: &str,
     predicate: &str,

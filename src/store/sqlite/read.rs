@@ -101,7 +101,7 @@ impl Store {
         repo: Option<&str>,
         task: Option<&str>,
     ) -> Result<Resolution> {
-        super::incident::resolve_on(&self.conn, subject, predicate, repo, task)
+        super::incident::resolve_on(&self.conn, subject, predicate, repo, task, MEMORY_COLUMNS)
     }
 
     /// Open pending items, oldest first (`all` includes resolved and rejected ones).

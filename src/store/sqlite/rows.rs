@@ -54,7 +54,7 @@ pub(crate) fn event_preview_columns() -> String {
     )
 }
 
-pub(crate) fn parse_json(text: &str, what: &str) -> rusqlite::Result<Value> {
+fn parse_json(text: &str, what: &str) -> rusqlite::Result<Value> {
     serde_json::from_str(text).map_err(|e| {
         rusqlite::Error::FromSqlConversionFailure(
             0,
@@ -62,6 +62,18 @@ pub(crate) fn parse_json(text: &str, what: &str) -> rusqlite::Result<Value> {
             format!("{what} is not valid JSON: {e}").into(),
         )
     })
+}
+
+/// The JSON text in column `idx`, parsed; `what` names it in the error.
+fn json_at(r: &Row<'_>, idx: usize, what: &str) -> rusqlite::Result<Value> {
+    parse_json(&r.get::<_, String>(idx)?, what)
+}
+
+/// The JSON text in column `idx`, parsed, or `None` where it is NULL.
+fn optional_json_at(r: &Row<'_>, idx: usize, what: &str) -> rusqlite::Result<Option<Value>> {
+    r.get::<_, Option<String>>(idx)?
+        .map(|text| parse_json(&text, what))
+        .transpose()
 }
 
 pub(crate) fn parse_scope(text: &str) -> rusqlite::Result<Scope> {
@@ -75,7 +87,7 @@ pub(crate) fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
         subject: r.get(0)?,
         predicate: r.get(1)?,
         scope: parse_scope(&r.get::<_, String>(2)?)?,
-        value: parse_json(&r.get::<_, String>(3)?, "a stored value")?,
+        value: json_at(r, 3, "a stored value")?,
         version: r.get(4)?,
         source: r.get(5)?,
         causal_seq: r.get(6)?,
@@ -88,8 +100,6 @@ pub(crate) fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
 }
 
 pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
-    let value: Option<String> = r.get(6)?;
-    let detail: Option<String> = r.get(11)?;
     Ok(HistoryEvent {
         id: r.get(0)?,
         event: r.get(1)?,
@@ -97,16 +107,12 @@ pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
         predicate: r.get(3)?,
         scope: r.get(4)?,
         version: r.get(5)?,
-        value: value
-            .map(|v| parse_json(&v, "a history value"))
-            .transpose()?,
+        value: optional_json_at(r, 6, "a history value")?,
         raw: r.get(7)?,
         source: r.get(8)?,
         causal_seq: r.get(9)?,
         at: r.get(10)?,
-        detail: detail
-            .map(|d| parse_json(&d, "a history detail"))
-            .transpose()?,
+        detail: optional_json_at(r, 11, "a history detail")?,
         valid_until: None,
     })
 }
@@ -114,16 +120,15 @@ pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
 pub(crate) const PENDING_COLUMNS: &str = "id, subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, resolved_scope, resolution, merged_from, reason";
 
 pub(crate) fn pending_from_row(r: &Row<'_>) -> rusqlite::Result<PendingItem> {
-    let candidates: Vec<String> =
-        serde_json::from_value(parse_json(&r.get::<_, String>(7)?, "pending candidates")?)
-            .map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, e.into())
-            })?;
+    let candidates: Vec<String> = serde_json::from_value(json_at(r, 7, "pending candidates")?)
+        .map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, e.into())
+        })?;
     Ok(PendingItem {
         id: r.get(0)?,
         subject: r.get(1)?,
         predicate: r.get(2)?,
-        value: parse_json(&r.get::<_, String>(3)?, "a pending value")?,
+        value: json_at(r, 3, "a pending value")?,
         raw: r.get(4)?,
         source: r.get(5)?,
         causal_seq: r.get(6)?,
