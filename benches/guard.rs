@@ -80,6 +80,29 @@ impl GuardRounds {
 const REPOS: usize = 50;
 const TASKS: usize = 200;
 
+/// What the global writes of a stream say of a place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mix {
+    /// No place signal anywhere: every global write is judged and none is queued — what the
+    /// guard costs a write it lets through.
+    Clean,
+    /// One group in ten has words with a place signal, one in twenty a message that also
+    /// wrote its scoped records.
+    Usual,
+    /// Every group's words have a place signal.
+    Heavy,
+}
+
+impl Mix {
+    fn describe(self) -> &'static str {
+        match self {
+            Mix::Clean => "clean mix (no place signal: every global write judged, none queued)",
+            Mix::Usual => "usual mix (~1 global write in 10 with a place signal)",
+            Mix::Heavy => "heavy mix (~1 global write in 2 with a place signal)",
+        }
+    }
+}
+
 /// Write `i` of a bench stream. Writes come in groups of ten from one message (one source, one
 /// subject): first its scoped writes — which become the siblings of the global writes after
 /// them — then seven global ones, whose words vary as the guard sees them. In the usual mix
@@ -87,15 +110,16 @@ const TASKS: usize = 200;
 /// an English cue, a known repository's name; the other groups say the same without the
 /// place), and one group in twenty comes from a message that also wrote its scoped records
 /// (all seven global writes have siblings): about one global write in ten has a place
-/// signal. In the `heavy` mix every group's words have one (about one in two).
-fn request(i: usize, with_context: bool, heavy: bool) -> WriteRequest {
+/// signal. In the `heavy` mix every group's words have one (about one in two); in the `clean`
+/// mix none has, and no message wrote scoped records beside its global ones.
+fn request(i: usize, with_context: bool, mix: Mix) -> WriteRequest {
     let group = i / 10;
     let repo = format!("repo-{}", group % REPOS);
     let task = format!("task-{}", group % TASKS);
-    let cued = heavy || group.is_multiple_of(10);
+    let cued = mix == Mix::Heavy || (mix == Mix::Usual && group.is_multiple_of(10));
     // Scoped writes from their own message, except one group in twenty, whose message also
     // wrote its global records (siblings).
-    let shared = group % 20 == 5;
+    let shared = mix != Mix::Clean && group % 20 == 5;
     let (scope, raw, own_source): (Scope, Option<String>, bool) = match i % 10 {
         0 => (
             Scope::Repo(repo.clone()),
@@ -113,7 +137,7 @@ fn request(i: usize, with_context: bool, heavy: bool) -> WriteRequest {
     let source = if own_source {
         format!("thread:{group}/message:{i}")
     } else {
-        format!("thread:{group}/message:0")
+        format!("thread:{group}/message:said")
     };
     WriteRequest {
         subject: format!("user:{}", group % 1000),
@@ -151,10 +175,10 @@ fn global_words(k: usize, i: usize, cued: bool) -> Option<String> {
     })
 }
 
-fn jsonl(n: usize, with_context: bool, heavy: bool) -> Vec<u8> {
+fn jsonl(n: usize, with_context: bool, mix: Mix) -> Vec<u8> {
     let mut buf = Vec::with_capacity(n * 250);
     for i in 0..n {
-        serde_json::to_writer(&mut buf, &request(i, with_context, heavy)).expect("json");
+        serde_json::to_writer(&mut buf, &request(i, with_context, mix)).expect("json");
         buf.push(b'\n');
     }
     buf
@@ -188,10 +212,10 @@ fn bench_apply(
     dir: &Path,
     n: usize,
     with_context: bool,
-    heavy: bool,
+    mix: Mix,
     rounds: usize,
 ) -> GuardRounds {
-    let input = jsonl(n, with_context, heavy);
+    let input = jsonl(n, with_context, mix);
     GuardRounds::measure(rounds, |guard| {
         let owned = std::io::Cursor::new(input.clone());
         once(dir, "apply", guard, "full", |store, count| {
@@ -212,10 +236,11 @@ fn bench_single(
     dir: &Path,
     n: usize,
     with_context: bool,
+    mix: Mix,
     durability: &str,
     rounds: usize,
 ) -> GuardRounds {
-    let reqs: Vec<WriteRequest> = (0..n).map(|i| request(i, with_context, false)).collect();
+    let reqs: Vec<WriteRequest> = (0..n).map(|i| request(i, with_context, mix)).collect();
     GuardRounds::measure(rounds, |guard| {
         once(dir, "single", guard, durability, |store, count| {
             for r in &reqs {
@@ -265,46 +290,53 @@ fn main() {
     let records = support::size_from_env("MEMSCOPE_BENCH_RECORDS", 1_000_000, 1_000_000);
     let dir = fresh_dir("memscope-guard-bench");
 
-    for (heavy, rounds) in [(false, 7), (true, 5)] {
+    for (mix, rounds) in [(Mix::Clean, 7), (Mix::Usual, 7), (Mix::Heavy, 5)] {
         for with_context in [false, true] {
             let how = if with_context {
                 "with a context"
             } else {
                 "without a context"
             };
-            let mix = if heavy {
-                "heavy mix (~1 global write in 2 with a place signal)"
-            } else {
-                "usual mix (~1 global write in 10 with a place signal)"
-            };
-            let p = bench_apply(&dir, 100_000, with_context, heavy, rounds);
-            println!(
-                "{}",
-                p.report(&format!("apply 100k lines, {mix}, {how}"), "lines")
-            );
-        }
-    }
-    for (durability, n) in [("full", 1_000), ("normal", 4_000)] {
-        for with_context in [false, true] {
-            let how = if with_context {
-                "with a context"
-            } else {
-                "without a context"
-            };
-            let p = bench_single(&dir, n, with_context, durability, 7);
-            let default = if durability == "full" {
-                " (the default)"
-            } else {
-                ""
-            };
+            let p = bench_apply(&dir, 100_000, with_context, mix, rounds);
             println!(
                 "{}",
                 p.report(
-                    &format!("single writes, durability {durability}{default}, {how}"),
-                    "writes"
+                    &format!("apply 100k lines, {}, {how}", mix.describe()),
+                    "lines"
                 )
             );
         }
+    }
+    // Single writes as an MCP server makes them: the usual mix, and with a context the clean
+    // one too (what the guard costs a write it lets through).
+    let singles = [
+        ("full", 1_000, false, Mix::Usual),
+        ("full", 1_000, true, Mix::Usual),
+        ("full", 1_000, true, Mix::Clean),
+        ("normal", 4_000, false, Mix::Usual),
+        ("normal", 4_000, true, Mix::Usual),
+        ("normal", 4_000, true, Mix::Clean),
+    ];
+    for (durability, n, with_context, mix) in singles {
+        let how = if with_context {
+            "with a context"
+        } else {
+            "without a context"
+        };
+        let p = bench_single(&dir, n, with_context, mix, durability, 7);
+        let default = if durability == "full" {
+            " (the default)"
+        } else {
+            ""
+        };
+        let mix = if mix == Mix::Clean { ", clean mix" } else { "" };
+        println!(
+            "{}",
+            p.report(
+                &format!("single writes, durability {durability}{default}, {how}{mix}"),
+                "writes"
+            )
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 
