@@ -2,7 +2,6 @@
 
 use super::events::{Event, EventKind};
 use super::rows::history_max_version;
-use super::rows::tombstone_version;
 pub(crate) use super::tx::{KnownPlaces, SeqBatch, SiblingsRead, TxState, WriteCtx};
 use super::{bump_metric, canonical_predicate, Store};
 use crate::model::{
@@ -730,17 +729,13 @@ fn enqueue_pending(
     seqs: &mut SeqBatch,
 ) -> Result<WriteOutcome> {
     let scopes: Vec<String> = candidates.iter().map(|s| s.to_string()).collect();
-    let mut live = 0;
-    for scope in candidates {
-        let id = Identity {
-            subject: w.subject.clone(),
-            predicate: w.predicate.clone(),
-            scope: scope.clone(),
-        };
-        if tombstone_version(conn, &id)?.is_none() {
-            live += 1;
-        }
-    }
+    // The candidates deleted, in one read of the identity's tombstones (the key leads with
+    // subject and predicate).
+    let deleted = conn
+        .prepare_cached("SELECT scope FROM tombstones WHERE subject = ?1 AND predicate = ?2")?
+        .query_map(params![w.subject, w.predicate], |r| r.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    let live = scopes.iter().filter(|s| !deleted.contains(s)).count();
     let mut out = WriteOutcome::new(
         OutcomeKind::Pending,
         &w.subject,
@@ -775,15 +770,15 @@ fn enqueue_pending(
         }
         None => seqs.alloc(conn)?,
     };
-    let id: i64 = conn
-        .prepare_cached(
-            "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, reason)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'open', ?8, ?9) RETURNING id",
-        )?
-        .query_row(
-            params![w.subject, w.predicate, w.value_text, w.raw, w.source, seq, serde_json::to_string(&scopes)?, now, guard_reason],
-            |r| r.get(0),
-        )?;
+    conn.prepare_cached(
+        "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'open', ?8, ?9)",
+    )?
+    .execute(
+        params![w.subject, w.predicate, w.value_text, w.raw, w.source, seq, serde_json::to_string(&scopes)?, now, guard_reason],
+    )?;
+    // The statement inserts one row and fires no trigger: the id is this connection's last.
+    let id = conn.last_insert_rowid();
     out.pending_id = Some(id);
     out.value = Some(w.value.clone());
     out.causal_seq = Some(seq);
