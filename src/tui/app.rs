@@ -5,7 +5,8 @@
 use super::dialogs::Step;
 use super::incident::TimelineMark;
 use super::keymap::{self, Command, Context};
-use super::list::{FilterResults, Motion};
+use super::list::FilterResults;
+use super::rows::Motion;
 use super::tabs::{Env, Shell, Tabs};
 use super::worker::HeaderCounts;
 use crate::model::{DeleteTarget, HistoryEvent, Identity, MemoryRecord, Resolution, Scope};
@@ -273,7 +274,12 @@ impl App {
         let c = self.tabs.get_mut(tab);
         if c.typing() {
             let cmd = keymap::lookup(&[Context::Filter], &key);
-            return c.typing_key(cmd, typed(&key));
+            // ↑/↓ move in the list being filtered, as they do when not typing.
+            return match cmd {
+                Some(Command::Up) => self.motion_in(Focus::List, Motion::Up(1)),
+                Some(Command::Down) => self.motion_in(Focus::List, Motion::Down(1)),
+                _ => c.typing_key(cmd, typed(&key)),
+            };
         }
         match keymap::lookup(&self.contexts(), &key) {
             Some(cmd) => self.command(cmd),

@@ -4,6 +4,7 @@
 //! filtered, it pages over the match list the filter worker produced and fetches the records on
 //! screen by id.
 
+use super::rows::{Motion, Row, Rows};
 use crate::model::MemoryRecord;
 use crate::store::{BrowseBound, BrowseKey, BrowseRecord, Store};
 use anyhow::Result;
@@ -525,32 +526,17 @@ pub fn highlight(matcher: &SkimMatcherV2, query: &str, rec: &MemoryRecord) -> Hi
     h
 }
 
-/// Cursor movements in the list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Motion {
-    Up(usize),
-    Down(usize),
-    PageUp,
-    PageDown,
-    Home,
-    End,
-}
+/// The current view's list: the shared list component over a window of a few pages, filled
+/// from a `Source` (the store by keyset, or the filter's matches) as the cursor moves.
+pub type MemoryList = Rows<ListRow>;
 
-/// The loaded window of the list, the cursor and the scroll offset (indices into `rows`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MemoryList {
-    pub rows: Vec<ListRow>,
-    pub at_start: bool,
-    pub at_end: bool,
-    pub cursor: usize,
-    pub offset: usize,
-}
-
-impl MemoryList {
-    pub fn selected(&self) -> Option<&ListRow> {
-        self.rows.get(self.cursor)
+impl Row for ListRow {
+    fn is_header(&self) -> bool {
+        matches!(self.item, ListItem::Header { .. })
     }
+}
 
+impl Rows<ListRow> {
     pub fn selected_record(&self) -> Option<&MemoryRecord> {
         match &self.selected()?.item {
             ListItem::Record { record, .. } => Some(record),
@@ -558,17 +544,7 @@ impl MemoryList {
         }
     }
 
-    /// The rows on screen for a list `height` rows tall.
-    pub fn visible(&self, height: usize) -> &[ListRow] {
-        let start = self.offset.min(self.rows.len());
-        let end = (start + height).min(self.rows.len());
-        &self.rows[start..end]
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
+    /// Moves as `motion` says, loading first the rows it moves onto.
     pub fn apply(
         &mut self,
         src: &Source<'_>,
@@ -578,45 +554,47 @@ impl MemoryList {
     ) -> Result<()> {
         let page = page.max(1);
         match motion {
-            Motion::Down(n) => self.down(src, store, n, page)?,
-            Motion::Up(n) => self.up(src, store, n, page)?,
-            Motion::PageDown => self.down(src, store, page, page)?,
-            Motion::PageUp => self.up(src, store, page, page)?,
-            Motion::Home => self.reload(src, store, None, page)?,
+            Motion::Down(n) => self.load_below(src, store, n, page)?,
+            Motion::Up(n) => self.load_up_to(src, store, n, page)?,
+            Motion::PageDown => self.load_below(src, store, page, page)?,
+            Motion::PageUp => self.load_up_to(src, store, page, page)?,
+            Motion::Home => {
+                let (rows, ended) = src.after(store, None, 2 * page)?;
+                self.replace(rows, true, ended);
+            }
             Motion::End => {
                 let (rows, started) = src.before(store, None, 2 * page)?;
-                self.rows = rows.into_iter().rev().collect();
-                self.at_end = true;
-                self.at_start = started;
-                self.cursor = self.rows.len().saturating_sub(1);
-                self.offset = self.rows.len().saturating_sub(page);
+                self.replace(rows.into_iter().rev().collect(), started, true);
             }
         }
-        self.settle(page);
+        self.step(motion, page);
+        self.trim(page);
         Ok(())
     }
 
-    fn down(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
+    /// A new window at the list's start or end, with the cursor on its first row.
+    fn replace(&mut self, rows: Vec<ListRow>, at_start: bool, at_end: bool) {
+        self.rows = rows;
+        self.at_start = at_start;
+        self.at_end = at_end;
+        self.cursor = 0;
+        self.offset = 0;
+    }
+
+    /// Loads the rows `n` below the cursor and a page more, when the window ends before them.
+    fn load_below(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
         let target = self.cursor + n;
         if target >= self.rows.len() && !self.at_end {
-            let need = target + 1 - self.rows.len() + page;
-            let last = self.rows.last().map(|r| r.pos.clone());
-            let (more, ended) = src.after(store, last.as_ref(), need)?;
-            if self.rows.is_empty() {
-                self.at_start = true;
-            }
-            self.rows.extend(more);
-            self.at_end = ended;
+            self.load_after(src, store, target + 1 - self.rows.len() + page)?;
         }
-        self.cursor = target.min(self.rows.len().saturating_sub(1));
         Ok(())
     }
 
-    fn up(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
+    /// Loads the rows `n` above the cursor and a page more, when the window starts after them.
+    fn load_up_to(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
         if n > self.cursor && !self.at_start && !self.rows.is_empty() {
             self.load_above(src, store, n - self.cursor + page)?;
         }
-        self.cursor = self.cursor.saturating_sub(n);
         Ok(())
     }
 
@@ -634,11 +612,7 @@ impl MemoryList {
         match anchor {
             None => {
                 let (rows, ended) = src.after(store, None, 2 * page)?;
-                self.rows = rows;
-                self.at_start = true;
-                self.at_end = ended;
-                self.cursor = 0;
-                self.offset = 0;
+                self.replace(rows, true, ended);
             }
             Some(anchor) => {
                 let (before, started) = src.before(store, Some(anchor), page)?;
@@ -652,23 +626,20 @@ impl MemoryList {
                 self.offset = self.cursor.saturating_sub(screen_row);
             }
         }
-        self.settle(page);
+        self.settle_window(page);
         self.fill_above(src, store, page)
     }
 
     /// Moves off a group header onto the record right below it (the first selection).
     pub fn select_first_record(&mut self, page: usize) {
-        let on_header = matches!(
-            self.selected().map(|r| &r.item),
-            Some(ListItem::Header { .. })
-        );
-        let next_is_record = matches!(
-            self.rows.get(self.cursor + 1).map(|r| &r.item),
-            Some(ListItem::Record { .. })
-        );
+        let on_header = self.selected().is_some_and(Row::is_header);
+        let next_is_record = self
+            .rows
+            .get(self.cursor + 1)
+            .is_some_and(|r| !r.is_header());
         if on_header && next_is_record {
             self.cursor += 1;
-            self.settle(page.max(1));
+            self.settle_window(page.max(1));
         }
     }
 
@@ -677,25 +648,22 @@ impl MemoryList {
     pub fn fill(&mut self, src: &Source<'_>, store: &Store, page: usize) -> Result<()> {
         let page = page.max(1);
         if self.rows.len() < self.offset + page + 1 && !self.at_end {
-            let last = self.rows.last().map(|r| r.pos.clone());
-            let need = self.offset + 2 * page - self.rows.len();
-            let (more, ended) = src.after(store, last.as_ref(), need)?;
-            if self.rows.is_empty() {
-                self.at_start = true;
-            }
-            self.rows.extend(more);
-            self.at_end = ended;
+            self.load_after(src, store, self.offset + 2 * page - self.rows.len())?;
         }
-        self.settle(page);
+        self.settle_window(page);
         self.fill_above(src, store, page)
     }
 
-    /// The loaded header of the group holding row `at`, when it is less than `page` rows up.
-    fn header_above(&self, at: usize, page: usize) -> Option<usize> {
-        let from = at.saturating_sub(page - 1);
-        (from..=at)
-            .rev()
-            .find(|&i| matches!(self.rows[i].item, ListItem::Header { .. }))
+    /// Loads up to `need` rows after the window's last row (from the start when empty).
+    fn load_after(&mut self, src: &Source<'_>, store: &Store, need: usize) -> Result<()> {
+        let last = self.rows.last().map(|r| r.pos.clone());
+        let (more, ended) = src.after(store, last.as_ref(), need)?;
+        if self.rows.is_empty() {
+            self.at_start = true;
+        }
+        self.rows.extend(more);
+        self.at_end = ended;
+        Ok(())
     }
 
     /// Loads rows above the window when the list ended short of a screen but has rows before
@@ -706,7 +674,7 @@ impl MemoryList {
             return Ok(());
         }
         self.load_above(src, store, page - shown + page)?;
-        self.settle(page);
+        self.settle_window(page);
         Ok(())
     }
 
@@ -725,28 +693,13 @@ impl MemoryList {
         Ok(())
     }
 
-    /// Keeps the cursor on screen and the window bounded (a few pages around the cursor).
-    fn settle(&mut self, page: usize) {
-        if self.rows.is_empty() {
-            self.cursor = 0;
-            self.offset = 0;
-            return;
-        }
-        self.cursor = self.cursor.min(self.rows.len() - 1);
-        if self.cursor < self.offset {
-            self.offset = self.cursor;
-        }
-        if self.cursor >= self.offset + page {
-            self.offset = self.cursor + 1 - page;
-        }
-        // The selection's group header stays on screen with it when both fit.
-        if let Some(h) = self.header_above(self.cursor, page) {
-            self.offset = self.offset.min(h);
-        }
-        // Never past the end: no blank rows below while rows wait above.
-        if self.at_end {
-            self.offset = self.offset.min(self.rows.len().saturating_sub(page));
-        }
+    fn settle_window(&mut self, page: usize) {
+        self.settle(page);
+        self.trim(page);
+    }
+
+    /// Keeps the window bounded: a few pages around the cursor (the source reloads the rest).
+    fn trim(&mut self, page: usize) {
         if self.offset > 3 * page {
             let drop = self.offset - page;
             self.rows.drain(..drop);

@@ -7,7 +7,7 @@ use super::app::{Action, Detail, Focus, Tab};
 use super::draw::{bold, dim, good, labelled, pane, part, plain, row_line, selected, Part};
 use super::incident::TimelineMark;
 use super::layout;
-use super::list::Motion;
+use super::rows::Motion;
 use super::tabs::{Shell, View};
 use super::text::{ago, month_day_time, one_line, plural, value_text, wrap};
 use crate::model::{HistoryEvent, Identity, MemoryRecord, Scope};

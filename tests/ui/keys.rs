@@ -8,7 +8,8 @@ use crate::support::tui::{
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use memscope::model::{DeleteTarget, Identity, Scope};
 use memscope::tui::app::{Dialog, ExplainField, READ_ONLY};
-use memscope::tui::list::{ListItem, Motion};
+use memscope::tui::list::ListItem;
+use memscope::tui::rows::Motion;
 use memscope::tui::{Action, Curation, Focus, Tab};
 
 #[test]
@@ -320,7 +321,7 @@ fn reject_goes_through_a_confirm() {
     let f = Fixture::story();
     let mut s = f.session(120, 32);
     press(&mut s, "2j");
-    assert_eq!(s.app.tabs.pending.rows.cursor(), 1);
+    assert_eq!(s.app.tabs.pending.rows.cursor, 1);
     let second = s.app.tabs.pending.rows[1].id;
     assert_eq!(s.app.handle_key(ch('x')), Action::None);
     assert!(matches!(s.app.dialogs.last(), Some(Dialog::Confirm(_))));

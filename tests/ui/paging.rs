@@ -311,3 +311,28 @@ fn going_to_a_record_from_reads_shows_it_under_its_header() {
     s.handle_key(ch('g'));
     assert_window(&s, "after g from Reads, from the end of the list");
 }
+
+/// A loaded list is the same component as the current view: moving up keeps the window where
+/// it is while the cursor stays on screen, and a click selects without scrolling.
+#[test]
+fn a_loaded_list_keeps_its_window_like_the_current_view() {
+    use memscope::tui::rows::{Motion, Row, Rows};
+    #[derive(Debug)]
+    struct Item;
+    impl Row for Item {}
+    let mut rows = Rows::default();
+    rows.set((0..100).map(|_| Item).collect());
+    rows.step(Motion::End, 10);
+    assert_eq!((rows.cursor, rows.window(10)), (99, 90..100));
+    rows.step(Motion::Up(3), 10);
+    assert_eq!((rows.cursor, rows.window(10)), (96, 90..100));
+    rows.step(Motion::PageUp, 10);
+    assert_eq!((rows.cursor, rows.window(10)), (86, 86..96));
+    rows.pick(7, 10, 1);
+    assert_eq!((rows.cursor, rows.window(10)), (93, 86..96));
+    // Two lines a row (the Reads list): line 3 is the second row on screen.
+    rows.pick(3, 20, 2);
+    assert_eq!((rows.cursor, rows.window(10)), (87, 86..96));
+    rows.step(Motion::Home, 10);
+    assert_eq!((rows.cursor, rows.window(10)), (0, 0..10));
+}
