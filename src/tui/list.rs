@@ -220,7 +220,7 @@ impl Source<'_> {
         n: usize,
     ) -> Result<(Vec<ListRow>, bool)> {
         match self {
-            Source::Keyset { collapsed } => keyset_after(store, collapsed, from, n),
+            Source::Keyset { collapsed } => keyset(store, collapsed, Dir::Forward, from, n),
             Source::Filter { results, collapsed } => {
                 let (positions, ended) = filter_walk(results, collapsed, from, n, filter_next);
                 Ok((materialize(store, results, positions)?, ended))
@@ -237,7 +237,7 @@ impl Source<'_> {
         n: usize,
     ) -> Result<(Vec<ListRow>, bool)> {
         match self {
-            Source::Keyset { collapsed } => keyset_before(store, collapsed, to, n),
+            Source::Keyset { collapsed } => keyset(store, collapsed, Dir::Backward, to, n),
             Source::Filter { results, collapsed } => {
                 let (positions, ended) = filter_walk(results, collapsed, to, n, filter_prev);
                 Ok((materialize(store, results, positions)?, ended))
@@ -246,88 +246,54 @@ impl Source<'_> {
     }
 }
 
-fn keyset_after(
+/// Which way a keyset walk reads the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    /// In view order, each group's header before its records.
+    Forward,
+    /// Against it, nearest first: a group's header after its records (it is above them).
+    Backward,
+}
+
+/// Up to about `n` rows of the unfiltered list strictly beyond `from` in direction `dir` (from
+/// the list's start or end when `None`), and whether the list ended. Headers are made where
+/// the scope changes; a folded group is its header alone, skipped with one index seek.
+fn keyset(
     store: &Store,
     collapsed: &BTreeSet<String>,
+    dir: Dir,
     from: Option<&Pos>,
     n: usize,
 ) -> Result<(Vec<ListRow>, bool)> {
+    let forward = dir == Dir::Forward;
     let mut out = Vec::new();
-    let (mut bound, mut current) = match from {
+    // `group`: the group being walked through. Backward, its header is still ahead.
+    let (mut bound, mut group) = match from {
+        Some(Pos::Key {
+            scope,
+            record: Some((subject, predicate)),
+        }) => (
+            BrowseBound::Key(BrowseKey {
+                scope: scope.clone(),
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+            }),
+            Some(scope.clone()),
+        ),
         Some(Pos::Key {
             scope,
             record: None,
-        }) if collapsed.contains(scope) => {
+        }) if forward && collapsed.contains(scope) => {
             (BrowseBound::ScopeEnd(scope.clone()), Some(scope.clone()))
         }
         Some(Pos::Key {
             scope,
             record: None,
-        }) => (BrowseBound::ScopeStart(scope.clone()), Some(scope.clone())),
-        Some(Pos::Key {
-            scope,
-            record: Some(record),
-        }) => (record_bound(scope, record), Some(scope.clone())),
-        None | Some(Pos::Filter { .. }) => (BrowseBound::Start, None),
-    };
-    loop {
-        if out.len() >= n {
-            return Ok((out, false));
-        }
-        let want = (n - out.len()).max(MIN_BATCH);
-        let batch = store.browse_after(&bound, want)?;
-        let full = batch.len() == want;
-        let mut jumped = false;
-        for r in batch {
-            let scope = r.record.scope.to_string();
-            if current.as_deref() != Some(scope.as_str()) {
-                out.push(key_header(&scope));
-                current = Some(scope.clone());
-                if collapsed.contains(&scope) {
-                    // Skip the folded group with one index seek.
-                    bound = BrowseBound::ScopeEnd(scope);
-                    jumped = true;
-                    break;
-                }
-            }
-            bound = BrowseBound::Key(BrowseKey::of(&r.record));
-            out.push(key_record(r));
-            if out.len() >= n {
-                return Ok((out, false));
-            }
-        }
-        if !jumped && !full {
-            return Ok((out, true));
-        }
-    }
-}
-
-/// The browse bound at a record of the keyset list.
-fn record_bound(scope: &str, (subject, predicate): &(String, String)) -> BrowseBound {
-    BrowseBound::Key(BrowseKey {
-        scope: scope.to_string(),
-        subject: subject.clone(),
-        predicate: predicate.clone(),
-    })
-}
-
-fn keyset_before(
-    store: &Store,
-    collapsed: &BTreeSet<String>,
-    to: Option<&Pos>,
-    n: usize,
-) -> Result<(Vec<ListRow>, bool)> {
-    let mut out = Vec::new();
-    // `open`: the group we are walking back through, whose header is still ahead of us.
-    let (mut bound, mut open) = match to {
-        Some(Pos::Key {
-            scope,
-            record: None,
-        }) => (BrowseBound::ScopeStart(scope.clone()), None),
-        Some(Pos::Key {
-            scope,
-            record: Some(record),
-        }) => (record_bound(scope, record), Some(scope.clone())),
+        }) => (
+            BrowseBound::ScopeStart(scope.clone()),
+            forward.then(|| scope.clone()),
+        ),
+        None | Some(Pos::Filter { .. }) if forward => (BrowseBound::Start, None),
         None | Some(Pos::Filter { .. }) => (BrowseBound::End, None),
     };
     loop {
@@ -335,25 +301,36 @@ fn keyset_before(
             return Ok((out, false));
         }
         let want = (n - out.len()).max(MIN_BATCH);
-        let batch = store.browse_before(&bound, want)?;
+        let batch = if forward {
+            store.browse_after(&bound, want)?
+        } else {
+            store.browse_before(&bound, want)?
+        };
         let full = batch.len() == want;
         let mut jumped = false;
         for r in batch {
             let scope = r.record.scope.to_string();
-            if open.as_deref() != Some(scope.as_str()) {
-                if let Some(done) = open.take() {
+            if group.as_deref() != Some(scope.as_str()) {
+                if let Some(done) = group.take().filter(|_| !forward) {
                     out.push(key_header(&done));
                     if out.len() >= n {
                         return Ok((out, false));
                     }
                 }
-                if collapsed.contains(&scope) {
+                let folded = collapsed.contains(&scope);
+                if forward || folded {
                     out.push(key_header(&scope));
-                    bound = BrowseBound::ScopeStart(scope);
+                }
+                if folded {
+                    bound = if forward {
+                        BrowseBound::ScopeEnd(scope)
+                    } else {
+                        BrowseBound::ScopeStart(scope)
+                    };
                     jumped = true;
                     break;
                 }
-                open = Some(scope);
+                group = Some(scope);
             }
             bound = BrowseBound::Key(BrowseKey::of(&r.record));
             out.push(key_record(r));
@@ -362,7 +339,7 @@ fn keyset_before(
             }
         }
         if !jumped && !full {
-            if let Some(done) = open.take() {
+            if let Some(done) = group.filter(|_| !forward) {
                 out.push(key_header(&done));
             }
             return Ok((out, true));
