@@ -210,36 +210,31 @@ fn key_record(r: BrowseRecord) -> ListRow {
     }
 }
 
+/// The rows a walk read, and whether it reached the list's end in its direction.
+type Walked = Result<(Vec<ListRow>, bool)>;
+
 impl Source<'_> {
     /// Up to about `n` rows strictly after `from` (from the start when `None`), in order, and
     /// whether the list ended.
-    pub fn after(
-        &self,
-        store: &Store,
-        from: Option<&Pos>,
-        n: usize,
-    ) -> Result<(Vec<ListRow>, bool)> {
-        match self {
-            Source::Keyset { collapsed } => keyset(store, collapsed, Dir::Forward, from, n),
-            Source::Filter { results, collapsed } => {
-                let (positions, ended) = filter_walk(results, collapsed, from, n, filter_next);
-                Ok((materialize(store, results, positions)?, ended))
-            }
-        }
+    pub fn after(&self, store: &Store, from: Option<&Pos>, n: usize) -> Walked {
+        self.walk(store, Dir::Forward, from, n)
     }
 
     /// Up to about `n` rows strictly before `to` (from the end when `None`), nearest first, and
     /// whether the list's start was reached.
-    pub fn before(
-        &self,
-        store: &Store,
-        to: Option<&Pos>,
-        n: usize,
-    ) -> Result<(Vec<ListRow>, bool)> {
+    pub fn before(&self, store: &Store, to: Option<&Pos>, n: usize) -> Walked {
+        self.walk(store, Dir::Backward, to, n)
+    }
+
+    fn walk(&self, store: &Store, dir: Dir, from: Option<&Pos>, n: usize) -> Walked {
         match self {
-            Source::Keyset { collapsed } => keyset(store, collapsed, Dir::Backward, to, n),
+            Source::Keyset { collapsed } => keyset(store, collapsed, dir, from, n),
             Source::Filter { results, collapsed } => {
-                let (positions, ended) = filter_walk(results, collapsed, to, n, filter_prev);
+                let step = match dir {
+                    Dir::Forward => filter_next,
+                    Dir::Backward => filter_prev,
+                };
+                let (positions, ended) = filter_walk(results, collapsed, from, n, step);
                 Ok((materialize(store, results, positions)?, ended))
             }
         }
@@ -264,7 +259,7 @@ fn keyset(
     dir: Dir,
     from: Option<&Pos>,
     n: usize,
-) -> Result<(Vec<ListRow>, bool)> {
+) -> Walked {
     let forward = dir == Dir::Forward;
     let mut out = Vec::new();
     // `group`: the group being walked through. Backward, its header is still ahead.

@@ -1,7 +1,7 @@
 //! Key handling on the state: each key → the action it returns → the state after the session
 //! performed it (inline workers, a small fixed story at a fixed clock).
 
-use crate::probe::{open, toast, top};
+use crate::probe::{identity, open, toast, top};
 use crate::support::tui::{
     ch, detail, filter, key, press, render, select, select_read, selected as selected_label,
     Fixture,
@@ -334,11 +334,7 @@ fn reject_goes_through_a_confirm() {
 fn delete_dialog_chooses_a_target_previews_and_confirms() {
     let (f, mut s) = open(Fixture::story);
     select(&mut s, "user:42 · package_manager @ global");
-    let id = Identity {
-        subject: "user:42".into(),
-        predicate: "package_manager".into(),
-        scope: Scope::Global,
-    };
+    let id = identity("user:42", "package_manager", Scope::Global);
     assert_eq!(
         s.app.handle_key(ch('d')),
         Action::PreviewDelete(DeleteTarget::Identity(id.clone()))
@@ -389,11 +385,7 @@ fn restore_and_explain() {
     let (f, mut s) = open(Fixture::story);
     press(&mut s, "3");
     assert_eq!(s.app.handle_key(ch('u')), Action::None);
-    let coffee = Identity {
-        subject: "user:42".into(),
-        predicate: "coffee".into(),
-        scope: Scope::Global,
-    };
+    let coffee = identity("user:42", "coffee", Scope::Global);
     assert_eq!(
         s.app.handle_key(ch('y')),
         Action::Apply(Curation::Restore(coffee.clone()))
@@ -578,11 +570,7 @@ fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     );
     // Another process deletes: the WAL truncation is not blocked by the UI or its workers.
     let mut other = f.store();
-    let target = DeleteTarget::Identity(Identity {
-        subject: "user:7".into(),
-        predicate: "package_manager".into(),
-        scope: Scope::Global,
-    });
+    let target = DeleteTarget::Identity(identity("user:7", "package_manager", Scope::Global));
     let report = other.delete(&target, None).expect("the delete lands");
     assert!(
         report.disk_purged,
@@ -608,11 +596,7 @@ fn esc_typed_just_before_a_key_is_not_alt() {
 use memscope::tui::incident::{Since, TimelineMark};
 
 fn package_manager(scope: Scope) -> Identity {
-    Identity {
-        subject: "user:42".into(),
-        predicate: "package_manager".into(),
-        scope,
-    }
+    identity("user:42", "package_manager", scope)
 }
 
 fn reads_agents(s: &memscope::tui::Session) -> Vec<String> {

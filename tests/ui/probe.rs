@@ -2,6 +2,7 @@
 //! terminal, the toast, the dialog on top.
 
 use crate::support::tui::Fixture;
+use memscope::model::{Identity, Scope};
 use memscope::tui::Session;
 
 /// A fixture and its session on a 120×32 terminal (the fixture owns the database: keep it).
@@ -9,6 +10,14 @@ pub fn open(fixture: fn() -> Fixture) -> (Fixture, Session) {
     let f = fixture();
     let s = f.session(120, 32);
     (f, s)
+}
+
+pub fn identity(subject: &str, predicate: &str, scope: Scope) -> Identity {
+    Identity {
+        subject: subject.into(),
+        predicate: predicate.into(),
+        scope,
+    }
 }
 
 /// The toast's text; a toast must be showing.

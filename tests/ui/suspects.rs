@@ -1,7 +1,7 @@
 //! The Suspects tab (6), the marks and the header count, and what the pending queue says a
 //! global resolution would reach (README, "memscope suspects"; docs/ARCHITECTURE-ui.md).
 
-use crate::probe::{open, top};
+use crate::probe::{identity, open, top};
 use crate::support::tui::{ch, key, press, render, selected, Fixture};
 use crossterm::event::KeyCode;
 use memscope::model::{Identity, Scope};
@@ -10,11 +10,7 @@ use memscope::tui::Tab;
 use serde_json::json;
 
 fn incident() -> Identity {
-    Identity {
-        subject: "user:42".into(),
-        predicate: "package_manager".into(),
-        scope: Scope::Global,
-    }
+    identity("user:42", "package_manager", Scope::Global)
 }
 
 #[test]
