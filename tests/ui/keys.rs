@@ -1,7 +1,7 @@
 //! Key handling on the state: each key → the action it returns → the state after the session
 //! performed it (inline workers, a small fixed story at a fixed clock).
 
-use crate::probe::{identity, open, toast, top};
+use crate::probe::{identity, open, open_sized, toast, top};
 use crate::support::tui::{
     ch, detail, filter, key, press, render, select, select_read, selected as selected_label,
     Fixture,
@@ -65,8 +65,7 @@ fn moving_selects_records_and_loads_their_history() {
 
 #[test]
 fn enter_opens_history_tab_switches_pane_esc_goes_back() {
-    let f = Fixture::story();
-    let mut s = f.session(80, 24);
+    let (_f, mut s) = open_sized(Fixture::story, 80, 24);
     assert_eq!(s.app.handle_key(key(KeyCode::Enter)), Action::None);
     assert_eq!(s.app.focus, Focus::Detail);
     assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::None);
@@ -244,9 +243,8 @@ fn confirm_of(s: &memscope::tui::Session) -> (String, Curation) {
 
 #[test]
 fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
-    let f = Fixture::story();
+    let (f, mut s) = open_sized(Fixture::story, 60, 15);
     // 60×15: the preview pane is hidden, so the confirm is the only place the effect shows.
-    let mut s = f.session(60, 15);
     press(&mut s, "2");
     let screen = render(&mut s, 60, 15);
     assert!(!screen.contains("What each choice does"), "{screen}");
@@ -1028,9 +1026,8 @@ const PNPM_WORDS: &str = "以后新建前端项目，默认用 pnpm。";
 
 #[test]
 fn history_pane_selects_events_and_enter_shows_one_whole() {
-    let f = Fixture::incident();
+    let (_f, mut s) = open_sized(Fixture::incident, 60, 15);
     // At 60×15 the history pane has the whole body when it has the focus.
-    let mut s = f.session(60, 15);
     select(&mut s, "user:42 · package_manager @ global");
     // In the list, j moves the list; Tab gives the history pane the focus and its keys.
     s.handle_key(key(KeyCode::Tab));

@@ -7,8 +7,13 @@ use memscope::tui::Session;
 
 /// A fixture and its session on a 120×32 terminal (the fixture owns the database: keep it).
 pub fn open(fixture: fn() -> Fixture) -> (Fixture, Session) {
+    open_sized(fixture, 120, 32)
+}
+
+/// A fixture and its session on a terminal `width`×`height`.
+pub fn open_sized(fixture: fn() -> Fixture, width: u16, height: u16) -> (Fixture, Session) {
     let f = fixture();
-    let s = f.session(120, 32);
+    let s = f.session(width, height);
     (f, s)
 }
 
