@@ -98,17 +98,29 @@ pub enum Action {
 /// The selected record's history and its other scopes (long values as previews).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Detail {
-    pub identity: Identity,
     pub record: MemoryRecord,
-    /// The events loaded: a window of the timeline, from its event number `first` …
-    pub history: Vec<HistoryEvent>,
-    pub first: usize,
-    /// … of `total`.
-    pub total: usize,
+    /// The events loaded: a window of the timeline.
+    pub events: EventWindow,
     /// Every live scope of the same subject and predicate (this one included).
     pub others: Vec<MemoryRecord>,
     /// The resolution in the selected record's own context (its repo or task).
     pub resolution: Option<Resolution>,
+}
+
+impl Detail {
+    /// The identity whose history this is.
+    pub fn identity(&self) -> Identity {
+        self.record.identity()
+    }
+}
+
+/// A window of one record's timeline: `history` holds its events from event number `first`,
+/// of `total`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventWindow {
+    pub history: Vec<HistoryEvent>,
+    pub first: usize,
+    pub total: usize,
 }
 
 #[derive(Debug, Clone, Default)]

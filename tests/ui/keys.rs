@@ -46,7 +46,7 @@ fn moving_selects_records_and_loads_their_history() {
     press(&mut s, "j");
     assert_eq!(selected_label(&s), "user:42 · formatter @ global");
     let d = detail(&s);
-    let events: Vec<&str> = d.history.iter().map(|e| e.event.as_str()).collect();
+    let events: Vec<&str> = d.events.history.iter().map(|e| e.event.as_str()).collect();
     assert_eq!(events, ["set", "set", "stale"]);
     press(&mut s, "kk");
     assert_eq!(selected_label(&s), "[global]");
@@ -1038,7 +1038,7 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
     s.perform(j);
     assert_eq!(s.app.memories().timeline.cursor, 1);
     // It stops at the last event and goes back with k.
-    let events = detail(&s).history.len();
+    let events = detail(&s).events.history.len();
     for _ in 0..events + 3 {
         s.handle_key(ch('j'));
     }
@@ -1048,7 +1048,7 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
     s.handle_key(ch('j'));
     // Enter opens the selected event (v2, npm) in a popup with the words exactly as stored,
     // read whole from the store.
-    let event = detail(&s).history[1].id;
+    let event = detail(&s).events.history[1].id;
     let enter = s.app.handle_key(key(KeyCode::Enter));
     assert_eq!(enter, Action::OpenEvent(event));
     s.perform(enter);
@@ -1236,7 +1236,10 @@ fn mouse_clicks_select_rows_tabs_panes_and_the_wheel_scrolls() {
     s.handle_event(Event::Mouse(click(x, y)));
     assert_eq!(s.app.focus, Focus::Detail);
     let d = detail(&s);
-    assert_eq!(d.history[s.app.memories().timeline.cursor].version, Some(2));
+    assert_eq!(
+        d.events.history[s.app.memories().timeline.cursor].version,
+        Some(2)
+    );
     s.handle_key(key(KeyCode::Enter));
     assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
     // With a dialog open, clicks do nothing underneath; the popup takes the wheel.
@@ -1278,7 +1281,7 @@ fn mouse_clicks_select_rows_tabs_panes_and_the_wheel_scrolls() {
     s.handle_event(Event::Mouse(mouse(MouseEventKind::ScrollDown, 90, 10)));
     assert_eq!(
         s.app.memories().timeline.cursor,
-        3.min(detail(&s).history.len() - 1)
+        3.min(detail(&s).events.history.len() - 1)
     );
     assert_eq!(
         s.app.focus,

@@ -129,7 +129,7 @@ fn the_session_opens_on_a_record_as_the_demo_opens_on_its_incident() {
             .timeline
             .detail
             .as_ref()
-            .map(|d| d.identity.clone()),
+            .map(|d| d.identity()),
         Some(incident())
     );
     // A record that is not live leaves the selection on a record.

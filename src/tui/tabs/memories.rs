@@ -452,7 +452,7 @@ impl TabComponent for MemoriesTab {
             self.timeline.detail = None;
             return Ok(());
         };
-        if self.timeline.detail.as_ref().map(|d| &d.identity) != Some(&rec.identity()) {
+        if self.timeline.detail.as_ref().map(|d| d.identity()) != Some(rec.identity()) {
             self.timeline.load(store, rec, env.screen())?;
         }
         Ok(())
