@@ -5,7 +5,8 @@
 use super::dialogs::Step;
 use super::incident::TimelineMark;
 use super::keymap::{self, Command, Context};
-use super::list::{FilterResults, Motion};
+use super::list::FilterResults;
+use super::rows::Motion;
 use super::tabs::{Env, Shell, Tabs};
 use super::worker::HeaderCounts;
 use crate::model::{DeleteTarget, HistoryEvent, Identity, MemoryRecord, Resolution, Scope};
@@ -97,17 +98,29 @@ pub enum Action {
 /// The selected record's history and its other scopes (long values as previews).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Detail {
-    pub identity: Identity,
     pub record: MemoryRecord,
-    /// The events loaded: a window of the timeline, from its event number `first` …
-    pub history: Vec<HistoryEvent>,
-    pub first: usize,
-    /// … of `total`.
-    pub total: usize,
+    /// The events loaded: a window of the timeline.
+    pub events: EventWindow,
     /// Every live scope of the same subject and predicate (this one included).
     pub others: Vec<MemoryRecord>,
     /// The resolution in the selected record's own context (its repo or task).
     pub resolution: Option<Resolution>,
+}
+
+impl Detail {
+    /// The identity whose history this is.
+    pub fn identity(&self) -> Identity {
+        self.record.identity()
+    }
+}
+
+/// A window of one record's timeline: `history` holds its events from event number `first`,
+/// of `total`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventWindow {
+    pub history: Vec<HistoryEvent>,
+    pub first: usize,
+    pub total: usize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -273,7 +286,12 @@ impl App {
         let c = self.tabs.get_mut(tab);
         if c.typing() {
             let cmd = keymap::lookup(&[Context::Filter], &key);
-            return c.typing_key(cmd, typed(&key));
+            // ↑/↓ move in the list being filtered, as they do when not typing.
+            return match cmd {
+                Some(Command::Up) => self.motion_in(Focus::List, Motion::Up(1)),
+                Some(Command::Down) => self.motion_in(Focus::List, Motion::Down(1)),
+                _ => c.typing_key(cmd, typed(&key)),
+            };
         }
         match keymap::lookup(&self.contexts(), &key) {
             Some(cmd) => self.command(cmd),

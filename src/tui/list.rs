@@ -4,6 +4,7 @@
 //! filtered, it pages over the match list the filter worker produced and fetches the records on
 //! screen by id.
 
+use super::rows::{Motion, Row, Rows};
 use crate::model::MemoryRecord;
 use crate::store::{BrowseBound, BrowseKey, BrowseRecord, Store};
 use anyhow::Result;
@@ -209,124 +210,85 @@ fn key_record(r: BrowseRecord) -> ListRow {
     }
 }
 
+/// The rows a walk read, and whether it reached the list's end in its direction.
+type Walked = Result<(Vec<ListRow>, bool)>;
+
 impl Source<'_> {
     /// Up to about `n` rows strictly after `from` (from the start when `None`), in order, and
     /// whether the list ended.
-    pub fn after(
-        &self,
-        store: &Store,
-        from: Option<&Pos>,
-        n: usize,
-    ) -> Result<(Vec<ListRow>, bool)> {
-        match self {
-            Source::Keyset { collapsed } => keyset_after(store, collapsed, from, n),
-            Source::Filter { results, collapsed } => {
-                let (positions, ended) = filter_walk(results, collapsed, from, n, filter_next);
-                Ok((materialize(store, results, positions)?, ended))
-            }
-        }
+    pub fn after(&self, store: &Store, from: Option<&Pos>, n: usize) -> Walked {
+        self.walk(store, Dir::Forward, from, n)
     }
 
     /// Up to about `n` rows strictly before `to` (from the end when `None`), nearest first, and
     /// whether the list's start was reached.
-    pub fn before(
-        &self,
-        store: &Store,
-        to: Option<&Pos>,
-        n: usize,
-    ) -> Result<(Vec<ListRow>, bool)> {
+    pub fn before(&self, store: &Store, to: Option<&Pos>, n: usize) -> Walked {
+        self.walk(store, Dir::Backward, to, n)
+    }
+
+    fn walk(&self, store: &Store, dir: Dir, from: Option<&Pos>, n: usize) -> Walked {
         match self {
-            Source::Keyset { collapsed } => keyset_before(store, collapsed, to, n),
+            Source::Keyset { collapsed } => keyset(store, collapsed, dir, from, n),
             Source::Filter { results, collapsed } => {
-                let (positions, ended) = filter_walk(results, collapsed, to, n, filter_prev);
+                let step = match dir {
+                    Dir::Forward => filter_next,
+                    Dir::Backward => filter_prev,
+                };
+                let (positions, ended) = filter_walk(results, collapsed, from, n, step);
                 Ok((materialize(store, results, positions)?, ended))
             }
         }
     }
 }
 
-fn keyset_after(
+/// Which way a keyset walk reads the list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dir {
+    /// In view order, each group's header before its records.
+    Forward,
+    /// Against it, nearest first: a group's header after its records (it is above them).
+    Backward,
+}
+
+/// Up to about `n` rows of the unfiltered list strictly beyond `from` in direction `dir` (from
+/// the list's start or end when `None`), and whether the list ended. Headers are made where
+/// the scope changes; a folded group is its header alone, skipped with one index seek.
+fn keyset(
     store: &Store,
     collapsed: &BTreeSet<String>,
+    dir: Dir,
     from: Option<&Pos>,
     n: usize,
-) -> Result<(Vec<ListRow>, bool)> {
+) -> Walked {
+    let forward = dir == Dir::Forward;
     let mut out = Vec::new();
-    let (mut bound, mut current) = match from {
+    // `group`: the group being walked through. Backward, its header is still ahead.
+    let (mut bound, mut group) = match from {
+        Some(Pos::Key {
+            scope,
+            record: Some((subject, predicate)),
+        }) => (
+            BrowseBound::Key(BrowseKey {
+                scope: scope.clone(),
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+            }),
+            Some(scope.clone()),
+        ),
         Some(Pos::Key {
             scope,
             record: None,
-        }) if collapsed.contains(scope) => {
+        }) if forward && collapsed.contains(scope) => {
             (BrowseBound::ScopeEnd(scope.clone()), Some(scope.clone()))
         }
         Some(Pos::Key {
             scope,
             record: None,
-        }) => (BrowseBound::ScopeStart(scope.clone()), Some(scope.clone())),
-        Some(Pos::Key {
-            scope,
-            record: Some(record),
-        }) => (record_bound(scope, record), Some(scope.clone())),
-        None | Some(Pos::Filter { .. }) => (BrowseBound::Start, None),
-    };
-    loop {
-        if out.len() >= n {
-            return Ok((out, false));
-        }
-        let want = (n - out.len()).max(MIN_BATCH);
-        let batch = store.browse_after(&bound, want)?;
-        let full = batch.len() == want;
-        let mut jumped = false;
-        for r in batch {
-            let scope = r.record.scope.to_string();
-            if current.as_deref() != Some(scope.as_str()) {
-                out.push(key_header(&scope));
-                current = Some(scope.clone());
-                if collapsed.contains(&scope) {
-                    // Skip the folded group with one index seek.
-                    bound = BrowseBound::ScopeEnd(scope);
-                    jumped = true;
-                    break;
-                }
-            }
-            bound = BrowseBound::Key(BrowseKey::of(&r.record));
-            out.push(key_record(r));
-            if out.len() >= n {
-                return Ok((out, false));
-            }
-        }
-        if !jumped && !full {
-            return Ok((out, true));
-        }
-    }
-}
-
-/// The browse bound at a record of the keyset list.
-fn record_bound(scope: &str, (subject, predicate): &(String, String)) -> BrowseBound {
-    BrowseBound::Key(BrowseKey {
-        scope: scope.to_string(),
-        subject: subject.clone(),
-        predicate: predicate.clone(),
-    })
-}
-
-fn keyset_before(
-    store: &Store,
-    collapsed: &BTreeSet<String>,
-    to: Option<&Pos>,
-    n: usize,
-) -> Result<(Vec<ListRow>, bool)> {
-    let mut out = Vec::new();
-    // `open`: the group we are walking back through, whose header is still ahead of us.
-    let (mut bound, mut open) = match to {
-        Some(Pos::Key {
-            scope,
-            record: None,
-        }) => (BrowseBound::ScopeStart(scope.clone()), None),
-        Some(Pos::Key {
-            scope,
-            record: Some(record),
-        }) => (record_bound(scope, record), Some(scope.clone())),
+        }) => (
+            BrowseBound::ScopeStart(scope.clone()),
+            forward.then(|| scope.clone()),
+        ),
+        None | Some(Pos::Filter { .. }) if forward => (BrowseBound::Start, None),
         None | Some(Pos::Filter { .. }) => (BrowseBound::End, None),
     };
     loop {
@@ -334,25 +296,36 @@ fn keyset_before(
             return Ok((out, false));
         }
         let want = (n - out.len()).max(MIN_BATCH);
-        let batch = store.browse_before(&bound, want)?;
+        let batch = if forward {
+            store.browse_after(&bound, want)?
+        } else {
+            store.browse_before(&bound, want)?
+        };
         let full = batch.len() == want;
         let mut jumped = false;
         for r in batch {
             let scope = r.record.scope.to_string();
-            if open.as_deref() != Some(scope.as_str()) {
-                if let Some(done) = open.take() {
+            if group.as_deref() != Some(scope.as_str()) {
+                if let Some(done) = group.take().filter(|_| !forward) {
                     out.push(key_header(&done));
                     if out.len() >= n {
                         return Ok((out, false));
                     }
                 }
-                if collapsed.contains(&scope) {
+                let folded = collapsed.contains(&scope);
+                if forward || folded {
                     out.push(key_header(&scope));
-                    bound = BrowseBound::ScopeStart(scope);
+                }
+                if folded {
+                    bound = if forward {
+                        BrowseBound::ScopeEnd(scope)
+                    } else {
+                        BrowseBound::ScopeStart(scope)
+                    };
                     jumped = true;
                     break;
                 }
-                open = Some(scope);
+                group = Some(scope);
             }
             bound = BrowseBound::Key(BrowseKey::of(&r.record));
             out.push(key_record(r));
@@ -361,7 +334,7 @@ fn keyset_before(
             }
         }
         if !jumped && !full {
-            if let Some(done) = open.take() {
+            if let Some(done) = group.filter(|_| !forward) {
                 out.push(key_header(&done));
             }
             return Ok((out, true));
@@ -525,32 +498,17 @@ pub fn highlight(matcher: &SkimMatcherV2, query: &str, rec: &MemoryRecord) -> Hi
     h
 }
 
-/// Cursor movements in the list.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Motion {
-    Up(usize),
-    Down(usize),
-    PageUp,
-    PageDown,
-    Home,
-    End,
-}
+/// The current view's list: the shared list component over a window of a few pages, filled
+/// from a `Source` (the store by keyset, or the filter's matches) as the cursor moves.
+pub type MemoryList = Rows<ListRow>;
 
-/// The loaded window of the list, the cursor and the scroll offset (indices into `rows`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MemoryList {
-    pub rows: Vec<ListRow>,
-    pub at_start: bool,
-    pub at_end: bool,
-    pub cursor: usize,
-    pub offset: usize,
-}
-
-impl MemoryList {
-    pub fn selected(&self) -> Option<&ListRow> {
-        self.rows.get(self.cursor)
+impl Row for ListRow {
+    fn is_header(&self) -> bool {
+        matches!(self.item, ListItem::Header { .. })
     }
+}
 
+impl Rows<ListRow> {
     pub fn selected_record(&self) -> Option<&MemoryRecord> {
         match &self.selected()?.item {
             ListItem::Record { record, .. } => Some(record),
@@ -558,17 +516,7 @@ impl MemoryList {
         }
     }
 
-    /// The rows on screen for a list `height` rows tall.
-    pub fn visible(&self, height: usize) -> &[ListRow] {
-        let start = self.offset.min(self.rows.len());
-        let end = (start + height).min(self.rows.len());
-        &self.rows[start..end]
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
+    /// Moves as `motion` says, loading first the rows it moves onto.
     pub fn apply(
         &mut self,
         src: &Source<'_>,
@@ -578,45 +526,47 @@ impl MemoryList {
     ) -> Result<()> {
         let page = page.max(1);
         match motion {
-            Motion::Down(n) => self.down(src, store, n, page)?,
-            Motion::Up(n) => self.up(src, store, n, page)?,
-            Motion::PageDown => self.down(src, store, page, page)?,
-            Motion::PageUp => self.up(src, store, page, page)?,
-            Motion::Home => self.reload(src, store, None, page)?,
+            Motion::Down(n) => self.load_below(src, store, n, page)?,
+            Motion::Up(n) => self.load_up_to(src, store, n, page)?,
+            Motion::PageDown => self.load_below(src, store, page, page)?,
+            Motion::PageUp => self.load_up_to(src, store, page, page)?,
+            Motion::Home => {
+                let (rows, ended) = src.after(store, None, 2 * page)?;
+                self.replace(rows, true, ended);
+            }
             Motion::End => {
                 let (rows, started) = src.before(store, None, 2 * page)?;
-                self.rows = rows.into_iter().rev().collect();
-                self.at_end = true;
-                self.at_start = started;
-                self.cursor = self.rows.len().saturating_sub(1);
-                self.offset = self.rows.len().saturating_sub(page);
+                self.replace(rows.into_iter().rev().collect(), started, true);
             }
         }
-        self.settle(page);
+        self.step(motion, page);
+        self.trim(page);
         Ok(())
     }
 
-    fn down(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
+    /// A new window at the list's start or end, with the cursor on its first row.
+    fn replace(&mut self, rows: Vec<ListRow>, at_start: bool, at_end: bool) {
+        self.rows = rows;
+        self.at_start = at_start;
+        self.at_end = at_end;
+        self.cursor = 0;
+        self.offset = 0;
+    }
+
+    /// Loads the rows `n` below the cursor and a page more, when the window ends before them.
+    fn load_below(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
         let target = self.cursor + n;
         if target >= self.rows.len() && !self.at_end {
-            let need = target + 1 - self.rows.len() + page;
-            let last = self.rows.last().map(|r| r.pos.clone());
-            let (more, ended) = src.after(store, last.as_ref(), need)?;
-            if self.rows.is_empty() {
-                self.at_start = true;
-            }
-            self.rows.extend(more);
-            self.at_end = ended;
+            self.load_after(src, store, target + 1 - self.rows.len() + page)?;
         }
-        self.cursor = target.min(self.rows.len().saturating_sub(1));
         Ok(())
     }
 
-    fn up(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
+    /// Loads the rows `n` above the cursor and a page more, when the window starts after them.
+    fn load_up_to(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
         if n > self.cursor && !self.at_start && !self.rows.is_empty() {
             self.load_above(src, store, n - self.cursor + page)?;
         }
-        self.cursor = self.cursor.saturating_sub(n);
         Ok(())
     }
 
@@ -634,11 +584,7 @@ impl MemoryList {
         match anchor {
             None => {
                 let (rows, ended) = src.after(store, None, 2 * page)?;
-                self.rows = rows;
-                self.at_start = true;
-                self.at_end = ended;
-                self.cursor = 0;
-                self.offset = 0;
+                self.replace(rows, true, ended);
             }
             Some(anchor) => {
                 let (before, started) = src.before(store, Some(anchor), page)?;
@@ -652,23 +598,20 @@ impl MemoryList {
                 self.offset = self.cursor.saturating_sub(screen_row);
             }
         }
-        self.settle(page);
+        self.settle_window(page);
         self.fill_above(src, store, page)
     }
 
     /// Moves off a group header onto the record right below it (the first selection).
     pub fn select_first_record(&mut self, page: usize) {
-        let on_header = matches!(
-            self.selected().map(|r| &r.item),
-            Some(ListItem::Header { .. })
-        );
-        let next_is_record = matches!(
-            self.rows.get(self.cursor + 1).map(|r| &r.item),
-            Some(ListItem::Record { .. })
-        );
+        let on_header = self.selected().is_some_and(Row::is_header);
+        let next_is_record = self
+            .rows
+            .get(self.cursor + 1)
+            .is_some_and(|r| !r.is_header());
         if on_header && next_is_record {
             self.cursor += 1;
-            self.settle(page.max(1));
+            self.settle_window(page.max(1));
         }
     }
 
@@ -677,25 +620,22 @@ impl MemoryList {
     pub fn fill(&mut self, src: &Source<'_>, store: &Store, page: usize) -> Result<()> {
         let page = page.max(1);
         if self.rows.len() < self.offset + page + 1 && !self.at_end {
-            let last = self.rows.last().map(|r| r.pos.clone());
-            let need = self.offset + 2 * page - self.rows.len();
-            let (more, ended) = src.after(store, last.as_ref(), need)?;
-            if self.rows.is_empty() {
-                self.at_start = true;
-            }
-            self.rows.extend(more);
-            self.at_end = ended;
+            self.load_after(src, store, self.offset + 2 * page - self.rows.len())?;
         }
-        self.settle(page);
+        self.settle_window(page);
         self.fill_above(src, store, page)
     }
 
-    /// The loaded header of the group holding row `at`, when it is less than `page` rows up.
-    fn header_above(&self, at: usize, page: usize) -> Option<usize> {
-        let from = at.saturating_sub(page - 1);
-        (from..=at)
-            .rev()
-            .find(|&i| matches!(self.rows[i].item, ListItem::Header { .. }))
+    /// Loads up to `need` rows after the window's last row (from the start when empty).
+    fn load_after(&mut self, src: &Source<'_>, store: &Store, need: usize) -> Result<()> {
+        let last = self.rows.last().map(|r| r.pos.clone());
+        let (more, ended) = src.after(store, last.as_ref(), need)?;
+        if self.rows.is_empty() {
+            self.at_start = true;
+        }
+        self.rows.extend(more);
+        self.at_end = ended;
+        Ok(())
     }
 
     /// Loads rows above the window when the list ended short of a screen but has rows before
@@ -706,7 +646,7 @@ impl MemoryList {
             return Ok(());
         }
         self.load_above(src, store, page - shown + page)?;
-        self.settle(page);
+        self.settle_window(page);
         Ok(())
     }
 
@@ -725,28 +665,13 @@ impl MemoryList {
         Ok(())
     }
 
-    /// Keeps the cursor on screen and the window bounded (a few pages around the cursor).
-    fn settle(&mut self, page: usize) {
-        if self.rows.is_empty() {
-            self.cursor = 0;
-            self.offset = 0;
-            return;
-        }
-        self.cursor = self.cursor.min(self.rows.len() - 1);
-        if self.cursor < self.offset {
-            self.offset = self.cursor;
-        }
-        if self.cursor >= self.offset + page {
-            self.offset = self.cursor + 1 - page;
-        }
-        // The selection's group header stays on screen with it when both fit.
-        if let Some(h) = self.header_above(self.cursor, page) {
-            self.offset = self.offset.min(h);
-        }
-        // Never past the end: no blank rows below while rows wait above.
-        if self.at_end {
-            self.offset = self.offset.min(self.rows.len().saturating_sub(page));
-        }
+    fn settle_window(&mut self, page: usize) {
+        self.settle(page);
+        self.trim(page);
+    }
+
+    /// Keeps the window bounded: a few pages around the cursor (the source reloads the rest).
+    fn trim(&mut self, page: usize) {
         if self.offset > 3 * page {
             let drop = self.offset - page;
             self.rows.drain(..drop);

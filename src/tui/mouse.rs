@@ -6,7 +6,7 @@
 use super::app::{Action, App, Dialog, Focus, Tab};
 use super::keymap::{self, Command};
 use super::layout;
-use super::list::Motion;
+use super::rows::Motion;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 

@@ -1,11 +1,12 @@
-//! The list every loaded list pane shares (the pending queue, the tombstones, the read log):
-//! its rows, the cursor, the window on screen, a click on a row and the drawn lines. The
-//! current view pages through the store instead and keeps its own window (`list`).
+//! The one list component: rows, the cursor, the window on screen, a click on a row, the moves
+//! and the drawn pane. Every list uses it. A loaded list (the pending queue, the tombstones, the
+//! read log, the suspects) holds all its rows; the current view holds a window of a few pages of
+//! a list that may have a million rows, filled from the store by its source (`list`), and says
+//! with `at_start` and `at_end` whether more rows wait beyond the window.
 
 use super::app::{Focus, Tab};
 use super::draw::{pane, plain, selected};
 use super::layout;
-use super::list::Motion;
 use super::tabs::View;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -14,18 +15,45 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use std::ops::{Deref, Range};
 
-/// Loaded rows and the selected one.
-#[derive(Debug, Clone)]
+/// Cursor movements in a list (the same keys and wheel for every list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Motion {
+    Up(usize),
+    Down(usize),
+    PageUp,
+    PageDown,
+    Home,
+    End,
+}
+
+/// A row of a list. A group header stays on screen with a selection below it.
+pub trait Row {
+    fn is_header(&self) -> bool {
+        false
+    }
+}
+
+/// The rows a list holds, the selected one and the window on screen (indices into `rows`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rows<T> {
-    items: Vec<T>,
-    cursor: usize,
+    pub rows: Vec<T>,
+    pub cursor: usize,
+    /// The first row on screen (the window keeps it while the cursor stays in view).
+    pub offset: usize,
+    /// Whether `rows` starts where the list starts, and ends where it ends (a loaded list:
+    /// both, once set).
+    pub at_start: bool,
+    pub at_end: bool,
 }
 
 impl<T> Default for Rows<T> {
     fn default() -> Self {
         Rows {
-            items: Vec::new(),
+            rows: Vec::new(),
             cursor: 0,
+            offset: 0,
+            at_start: false,
+            at_end: false,
         }
     }
 }
@@ -34,70 +62,152 @@ impl<T> Default for Rows<T> {
 impl<T> Deref for Rows<T> {
     type Target = [T];
     fn deref(&self) -> &[T] {
-        &self.items
+        &self.rows
     }
 }
 
 impl<T> Rows<T> {
-    pub fn cursor(&self) -> usize {
-        self.cursor
-    }
-
     pub fn selected(&self) -> Option<&T> {
-        self.items.get(self.cursor)
+        self.rows.get(self.cursor)
     }
 
-    /// New rows; the cursor stays on the same index, or the last row when the list shrank.
-    pub fn set(&mut self, items: Vec<T>) {
-        self.items = items;
-        self.cursor = self.cursor.min(self.items.len().saturating_sub(1));
+    /// The whole list, loaded; the cursor stays on the same index, or the last row when the
+    /// list shrank.
+    pub fn set(&mut self, rows: Vec<T>) {
+        self.rows = rows;
+        self.at_start = true;
+        self.at_end = true;
+        self.cursor = self.cursor.min(self.rows.len().saturating_sub(1));
     }
 
-    /// New rows; the row `same` as the selected one stays selected when it is still listed.
-    pub fn set_keeping(&mut self, items: Vec<T>, same: impl Fn(&T, &T) -> bool) {
+    /// The whole list, loaded; the row `same` as the selected one stays selected when it is
+    /// still listed.
+    pub fn set_keeping(&mut self, rows: Vec<T>, same: impl Fn(&T, &T) -> bool) {
         let kept = self
             .selected()
-            .and_then(|old| items.iter().position(|new| same(old, new)));
+            .and_then(|old| rows.iter().position(|new| same(old, new)));
         self.cursor = kept.unwrap_or(self.cursor);
-        self.set(items);
+        self.set(rows);
     }
 
-    /// Moves the cursor; `page` rows make a page.
-    pub fn step(&mut self, m: Motion, page: usize) {
-        step(&mut self.cursor, self.items.len(), m, page);
+    /// The rows on screen in a pane `height` rows tall: from the offset, moved just enough to
+    /// show the cursor.
+    pub fn window(&self, height: usize) -> Range<usize> {
+        let height = height.max(1);
+        let start = self
+            .offset
+            .min(self.cursor)
+            .max((self.cursor + 1).saturating_sub(height))
+            .min(self.rows.len());
+        start..(start + height).min(self.rows.len())
     }
 
-    /// Selects the row drawn on screen line `row` of a pane `height` lines tall, each row
-    /// `per_row` lines (the window drawing uses).
-    pub fn pick(&mut self, row: usize, height: usize, per_row: usize) {
+    /// The row drawn on screen line `line` of a pane `height` lines tall, each row `per_row`
+    /// lines (the window drawing uses).
+    pub fn row_at(&self, line: usize, height: usize, per_row: usize) -> Option<usize> {
         let shown = self.window(height / per_row.max(1));
-        let index = shown.start + row / per_row.max(1);
-        if shown.contains(&index) {
+        let index = shown.start + line / per_row.max(1);
+        shown.contains(&index).then_some(index)
+    }
+
+    /// The lines of the rows on screen (`per_row` lines each in a pane `height` lines tall),
+    /// the selected one highlighted; `line` turns a row into its lines.
+    pub fn lines(
+        &self,
+        height: usize,
+        per_row: usize,
+        mut line: impl FnMut(&T) -> Vec<Line<'static>>,
+    ) -> Vec<Line<'static>> {
+        let shown = self.window(height / per_row.max(1));
+        let mut out = Vec::with_capacity(shown.len() * per_row);
+        for i in shown {
+            let lines = line(&self.rows[i]);
+            if i == self.cursor {
+                out.extend(lines.into_iter().map(|l| l.style(selected())));
+            } else {
+                out.extend(lines);
+            }
+        }
+        out
+    }
+
+    /// Draws the list into a pane: its border and `title`, the rows on screen (`per_row(height)`
+    /// lines each; `row` is given the rows on screen, the width and the lines a row, which a
+    /// table sizes its columns by), or `empty`'s lines (given the width) when there are none.
+    pub fn draw_pane<F: FnMut(&T) -> Vec<Line<'static>>>(
+        &self,
+        frame: &mut Frame<'_>,
+        area: Rect,
+        (title, focused): (&str, bool),
+        per_row: fn(usize) -> usize,
+        empty: impl FnOnce(usize) -> Vec<Line<'static>>,
+        row: impl FnOnce(&[T], usize, usize) -> F,
+    ) {
+        let inner = pane(frame, area, title, focused);
+        if inner.width == 0 || inner.height == 0 {
+            return;
+        }
+        let max = inner.width as usize;
+        let lines = if self.is_empty() {
+            empty(max)
+        } else {
+            let height = inner.height as usize;
+            let per_row = per_row(height);
+            let line = row(
+                &self.rows[self.window(height / per_row.max(1))],
+                max,
+                per_row,
+            );
+            self.lines(height, per_row, line)
+        };
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+impl<T: Row> Rows<T> {
+    /// Moves the cursor; `page` rows make a page (the rows on screen).
+    pub fn step(&mut self, m: Motion, page: usize) {
+        step(&mut self.cursor, self.rows.len(), m, page);
+        self.settle(page.max(1));
+    }
+
+    /// Selects the row drawn on screen line `line` of a pane `height` lines tall, each row
+    /// `per_row` lines; the window stays where it is.
+    pub fn pick(&mut self, line: usize, height: usize, per_row: usize) {
+        if let Some(index) = self.row_at(line, height, per_row) {
+            self.offset = self.window(height / per_row.max(1)).start;
             self.cursor = index;
         }
     }
 
-    /// The rows on screen in a pane `height` rows tall.
-    pub fn window(&self, height: usize) -> Range<usize> {
-        layout::window(self.items.len(), self.cursor, height)
+    /// Keeps the cursor on a row and on a screen of `page` rows: the selection's group header
+    /// stays on screen with it when both fit, and no blank rows show below the list's end
+    /// while rows wait above.
+    pub fn settle(&mut self, page: usize) {
+        if self.rows.is_empty() {
+            self.cursor = 0;
+            self.offset = 0;
+            return;
+        }
+        self.cursor = self.cursor.min(self.rows.len() - 1);
+        if self.cursor < self.offset {
+            self.offset = self.cursor;
+        }
+        if self.cursor >= self.offset + page {
+            self.offset = self.cursor + 1 - page;
+        }
+        if let Some(h) = self.header_above(self.cursor, page) {
+            self.offset = self.offset.min(h);
+        }
+        if self.at_end {
+            self.offset = self.offset.min(self.rows.len().saturating_sub(page));
+        }
     }
 
-    /// The lines of the rows on screen, the selected one highlighted.
-    pub fn lines(
-        &self,
-        height: usize,
-        mut line: impl FnMut(&T) -> Line<'static>,
-    ) -> Vec<Line<'static>> {
-        self.window(height)
-            .map(|i| {
-                let l = line(&self.items[i]);
-                if i == self.cursor {
-                    l.style(selected())
-                } else {
-                    l
-                }
-            })
-            .collect()
+    /// The loaded header of the group holding row `at`, when it is less than `page` rows up.
+    fn header_above(&self, at: usize, page: usize) -> Option<usize> {
+        let from = at.saturating_sub(page - 1);
+        (from..=at).rev().find(|&i| self.rows[i].is_header())
     }
 }
 
@@ -125,18 +235,14 @@ impl<T> Rows<T> {
         let areas = layout::panes(body, panes.tab, view.focus);
         let focused = |pane: Focus| view.focused && view.focus == pane;
         if let Some(area) = areas.list {
-            let inner = pane(frame, area, &panes.title, focused(Focus::List));
-            let max = inner.width as usize;
-            let lines = if self.is_empty() {
-                panes
-                    .empty
-                    .iter()
-                    .map(|(text, style)| plain(text, *style, max))
-                    .collect()
-            } else {
-                self.lines(inner.height as usize, |t| row(t, max))
-            };
-            frame.render_widget(Paragraph::new(lines), inner);
+            self.draw_pane(
+                frame,
+                area,
+                (&panes.title, focused(Focus::List)),
+                |_| 1,
+                |max| plain_lines(panes.empty, max),
+                |_, max, _| move |t| vec![row(t, max)],
+            );
         }
         if let Some(area) = areas.detail {
             let inner = pane(frame, area, panes.detail_title, focused(Focus::Detail));
@@ -147,19 +253,26 @@ impl<T> Rows<T> {
     }
 }
 
+/// Lines of styled text, each cut to `max` columns.
+pub fn plain_lines(text: &[(&str, Style)], max: usize) -> Vec<Line<'static>> {
+    text.iter()
+        .map(|(t, style)| plain(t, *style, max))
+        .collect()
+}
+
 /// A list's moves, whatever its rows hold (what a tab's default keys and clicks drive).
 pub trait Cursor {
     fn step(&mut self, m: Motion, page: usize);
-    fn pick(&mut self, row: usize, height: usize, per_row: usize);
+    fn pick(&mut self, line: usize, height: usize, per_row: usize);
 }
 
-impl<T> Cursor for Rows<T> {
+impl<T: Row> Cursor for Rows<T> {
     fn step(&mut self, m: Motion, page: usize) {
         Rows::step(self, m, page);
     }
 
-    fn pick(&mut self, row: usize, height: usize, per_row: usize) {
-        Rows::pick(self, row, height, per_row);
+    fn pick(&mut self, line: usize, height: usize, per_row: usize) {
+        Rows::pick(self, line, height, per_row);
     }
 }
 

@@ -219,7 +219,7 @@ impl Session {
                         .timeline
                         .detail
                         .as_ref()
-                        .map(|d| d.identity.clone());
+                        .map(|d| d.identity());
                     if let Some(identity) = identity {
                         self.app.dialogs.push(Dialog::Event(EventDialog {
                             identity,

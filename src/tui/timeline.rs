@@ -3,11 +3,11 @@
 //! focus, `Enter` opens the event whole in `dialogs::event`) and draws itself; the scroll and
 //! clicks map through the same lines drawing makes, so they match what is on screen.
 
-use super::app::{Action, Detail, Focus, Tab};
+use super::app::{Action, Detail, EventWindow, Focus, Tab};
 use super::draw::{bold, dim, good, labelled, pane, part, plain, row_line, selected, Part};
 use super::incident::TimelineMark;
 use super::layout;
-use super::list::Motion;
+use super::rows::Motion;
 use super::tabs::{Shell, View};
 use super::text::{ago, month_day_time, one_line, plural, value_text, wrap};
 use crate::model::{HistoryEvent, Identity, MemoryRecord, Scope};
@@ -99,11 +99,12 @@ impl Timeline {
         };
         let keep_scroll = same && self.mark.is_none();
         self.detail = Some(Detail {
-            identity: id.clone(),
             record,
-            history,
-            first,
-            total,
+            events: EventWindow {
+                history,
+                first,
+                total,
+            },
             others,
             resolution,
         });
@@ -134,11 +135,11 @@ impl Timeline {
         let Some(d) = self.detail.as_ref() else {
             return;
         };
-        let (first, total) = (d.first, d.total);
+        let (first, total) = (d.events.first, d.events.total);
         self.cursor = self
             .cursor
             .clamp(first, (first + events.len()).saturating_sub(1).max(first));
-        self.cursor_event = d.history.get(self.cursor - first).map(|e| e.id);
+        self.cursor_event = d.events.history.get(self.cursor - first).map(|e| e.id);
         let Some(r) = events.get(self.cursor - first) else {
             return;
         };
@@ -157,7 +158,7 @@ impl Timeline {
     /// Moves the event cursor (`Action::MoveEvent`); `page` events make a page. The window
     /// of loaded events follows the cursor.
     pub fn step(&mut self, store: &Store, m: Motion, page: usize, screen: Screen) -> Result<()> {
-        let Some(total) = self.detail.as_ref().map(|d| d.total) else {
+        let Some(total) = self.detail.as_ref().map(|d| d.events.total) else {
             return Ok(());
         };
         let mut target = self.cursor;
@@ -174,50 +175,52 @@ impl Timeline {
         let Some(d) = self.detail.as_mut() else {
             return Ok(());
         };
-        let end = |d: &Detail| d.first + d.history.len();
-        if (d.first..end(d)).contains(&target) {
+        let id = d.identity();
+        let w = &mut d.events;
+        let end = |w: &EventWindow| w.first + w.history.len();
+        if (w.first..end(w)).contains(&target) {
             return Ok(());
         }
-        if target == 0 || target + 1 >= d.total {
+        if target == 0 || target + 1 >= w.total {
             // Home and End read the page at that end.
             let from = if target == 0 {
                 HistoryFrom::Start
             } else {
                 HistoryFrom::End
             };
-            d.history = store.history_page(&d.identity, from, CHUNK)?;
-            d.first = if target == 0 {
+            w.history = store.history_page(&id, from, CHUNK)?;
+            w.first = if target == 0 {
                 0
             } else {
-                d.total.saturating_sub(d.history.len())
+                w.total.saturating_sub(w.history.len())
             };
             return Ok(());
         }
-        while target >= end(d) {
-            let Some(last) = d.history.last().map(|e| e.id) else {
+        while target >= end(w) {
+            let Some(last) = w.history.last().map(|e| e.id) else {
                 break;
             };
-            let more = store.history_page(&d.identity, HistoryFrom::After(last), CHUNK)?;
+            let more = store.history_page(&id, HistoryFrom::After(last), CHUNK)?;
             if more.is_empty() {
                 break;
             }
-            d.history.extend(more);
-            let drop = d.history.len().saturating_sub(KEEP);
-            d.history.drain(..drop);
-            d.first += drop;
+            w.history.extend(more);
+            let drop = w.history.len().saturating_sub(KEEP);
+            w.history.drain(..drop);
+            w.first += drop;
         }
-        while target < d.first {
-            let Some(first) = d.history.first().map(|e| e.id) else {
+        while target < w.first {
+            let Some(first) = w.history.first().map(|e| e.id) else {
                 break;
             };
-            let mut more = store.history_page(&d.identity, HistoryFrom::Before(first), CHUNK)?;
+            let mut more = store.history_page(&id, HistoryFrom::Before(first), CHUNK)?;
             if more.is_empty() {
                 break;
             }
-            d.first = d.first.saturating_sub(more.len());
-            more.append(&mut d.history);
+            w.first = w.first.saturating_sub(more.len());
+            more.append(&mut w.history);
             more.truncate(KEEP);
-            d.history = more;
+            w.history = more;
         }
         Ok(())
     }
@@ -225,7 +228,9 @@ impl Timeline {
     /// The selected event, when it is loaded.
     fn selected(&self) -> Option<&HistoryEvent> {
         let d = self.detail.as_ref()?;
-        d.history.get(self.cursor.checked_sub(d.first)?)
+        d.events
+            .history
+            .get(self.cursor.checked_sub(d.events.first)?)
     }
 
     /// A click on line `row` of the pane (counted from its top on screen) selects the event
@@ -239,7 +244,7 @@ impl Timeline {
             events.iter().position(|r| r.contains(&line)),
             self.detail.as_ref(),
         ) {
-            self.cursor = d.first + i;
+            self.cursor = d.events.first + i;
             self.follow(screen);
         }
     }
@@ -264,7 +269,7 @@ impl Timeline {
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, view: &View, hint: &str) {
         let focused = view.focused && view.focus == Focus::Detail;
         let title = match &self.detail {
-            Some(d) => format!("History · {}", d.identity),
+            Some(d) => format!("History · {}", d.record.identity()),
             None => "History".to_string(),
         };
         let inner = pane(frame, area, &title, focused);
@@ -302,7 +307,7 @@ impl Timeline {
     ) -> (Vec<Line<'static>>, Vec<Range<usize>>) {
         let r = &d.record;
         let mut lines = Vec::new();
-        let mut events = Vec::with_capacity(d.history.len());
+        let mut events = Vec::with_capacity(d.events.history.len());
         lines.push(row_line(
             &[
                 label("value"),
@@ -355,24 +360,29 @@ impl Timeline {
         lines.push(plain(
             &format!(
                 "Timeline, oldest first · {}",
-                plural(d.total as i64, "event", "events")
+                plural(d.events.total as i64, "event", "events")
             ),
             bold(),
             max,
         ));
-        if d.first > 0 {
+        if d.events.first > 0 {
             lines.push(plain(
                 &format!(
                     "  … {} before (k, Home)",
-                    plural(d.first as i64, "event", "events")
+                    plural(d.events.first as i64, "event", "events")
                 ),
                 dim(),
                 max,
             ));
         }
-        let mark = self.mark.as_ref().filter(|m| m.identity == d.identity);
-        let cursor = cursor.then(|| self.cursor.checked_sub(d.first)).flatten();
-        for (i, e) in d.history.iter().enumerate() {
+        let mark = self
+            .mark
+            .as_ref()
+            .filter(|m| m.identity == d.record.identity());
+        let cursor = cursor
+            .then(|| self.cursor.checked_sub(d.events.first))
+            .flatten();
+        for (i, e) in d.events.history.iter().enumerate() {
             let start = lines.len();
             let mut line = event_line(e, max);
             if cursor == Some(i) {
@@ -398,7 +408,10 @@ impl Timeline {
             }
             events.push(start..lines.len());
         }
-        let after = d.total.saturating_sub(d.first + d.history.len());
+        let after = d
+            .events
+            .total
+            .saturating_sub(d.events.first + d.events.history.len());
         if after > 0 {
             lines.push(plain(
                 &format!(

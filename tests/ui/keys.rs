@@ -1,6 +1,7 @@
 //! Key handling on the state: each key → the action it returns → the state after the session
 //! performed it (inline workers, a small fixed story at a fixed clock).
 
+use crate::probe::{identity, open, open_sized, toast, top};
 use crate::support::tui::{
     ch, detail, filter, key, press, render, select, select_read, selected as selected_label,
     Fixture,
@@ -8,13 +9,13 @@ use crate::support::tui::{
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use memscope::model::{DeleteTarget, Identity, Scope};
 use memscope::tui::app::{Dialog, ExplainField, READ_ONLY};
-use memscope::tui::list::{ListItem, Motion};
+use memscope::tui::list::ListItem;
+use memscope::tui::rows::Motion;
 use memscope::tui::{Action, Curation, Focus, Tab};
 
 #[test]
 fn quit_keys_and_help_takes_keys_first() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::story);
     assert_eq!(s.app.handle_key(ch('q')), Action::Quit);
     assert_eq!(
         s.app
@@ -30,8 +31,7 @@ fn quit_keys_and_help_takes_keys_first() {
 
 #[test]
 fn moving_selects_records_and_loads_their_history() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::story);
     // The first record is selected at start, not its group header.
     assert_eq!(selected_label(&s), "team:web · node_version @ global");
     assert_eq!(s.app.handle_key(ch('j')), Action::Move(Motion::Down(1)));
@@ -46,7 +46,7 @@ fn moving_selects_records_and_loads_their_history() {
     press(&mut s, "j");
     assert_eq!(selected_label(&s), "user:42 · formatter @ global");
     let d = detail(&s);
-    let events: Vec<&str> = d.history.iter().map(|e| e.event.as_str()).collect();
+    let events: Vec<&str> = d.events.history.iter().map(|e| e.event.as_str()).collect();
     assert_eq!(events, ["set", "set", "stale"]);
     press(&mut s, "kk");
     assert_eq!(selected_label(&s), "[global]");
@@ -65,8 +65,7 @@ fn moving_selects_records_and_loads_their_history() {
 
 #[test]
 fn enter_opens_history_tab_switches_pane_esc_goes_back() {
-    let f = Fixture::story();
-    let mut s = f.session(80, 24);
+    let (_f, mut s) = open_sized(Fixture::story, 80, 24);
     assert_eq!(s.app.handle_key(key(KeyCode::Enter)), Action::None);
     assert_eq!(s.app.focus, Focus::Detail);
     assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::None);
@@ -85,8 +84,7 @@ fn enter_opens_history_tab_switches_pane_esc_goes_back() {
 
 #[test]
 fn enter_on_a_header_folds_the_group() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::story);
     press(&mut s, "k");
     assert_eq!(
         s.app.handle_key(key(KeyCode::Enter)),
@@ -113,8 +111,7 @@ fn enter_on_a_header_folds_the_group() {
 
 #[test]
 fn number_keys_switch_tabs() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::story);
     assert_eq!(s.app.handle_key(ch('2')), Action::ShowTab(Tab::Pending));
     assert_eq!(s.app.tab, Tab::Pending);
     assert_eq!(s.app.handle_key(ch('3')), Action::ShowTab(Tab::Tombstones));
@@ -127,8 +124,7 @@ fn number_keys_switch_tabs() {
 
 #[test]
 fn filter_line_types_keeps_and_clears() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::story);
     assert_eq!(s.app.handle_key(ch('/')), Action::None);
     assert!(s.app.memories().filter.editing);
     // While typing, letters are text, not keys: q does not quit.
@@ -172,8 +168,7 @@ fn filter_line_types_keeps_and_clears() {
 
 #[test]
 fn pending_keys_resolve_to_the_matching_candidate_or_explain() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::story);
     press(&mut s, "2");
     let first = s.app.tabs.pending.rows[0].clone();
     assert_eq!(
@@ -239,9 +234,7 @@ fn resolve(pending_id: i64, scope: Scope) -> Curation {
 /// The confirm on top: its text (title and lines) and what `y` would apply.
 #[track_caller]
 fn confirm_of(s: &memscope::tui::Session) -> (String, Curation) {
-    let Some(Dialog::Confirm(c)) = s.app.dialogs.last() else {
-        panic!("a confirm is open, got {:?}", s.app.dialogs.last())
-    };
+    let c = top!(s, Confirm);
     (
         format!("{}\n{}", c.title, c.lines.join("\n")),
         c.curation.clone(),
@@ -250,9 +243,8 @@ fn confirm_of(s: &memscope::tui::Session) -> (String, Curation) {
 
 #[test]
 fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
-    let f = Fixture::story();
+    let (f, mut s) = open_sized(Fixture::story, 60, 15);
     // 60×15: the preview pane is hidden, so the confirm is the only place the effect shows.
-    let mut s = f.session(60, 15);
     press(&mut s, "2");
     let screen = render(&mut s, 60, 15);
     assert!(!screen.contains("What each choice does"), "{screen}");
@@ -287,7 +279,7 @@ fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
     // Esc cancels and says so; n too.
     assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::None);
     assert!(s.app.dialogs.is_empty());
-    assert!(s.app.toast.as_ref().unwrap().text.contains("cancelled"));
+    assert!(toast(&s).contains("cancelled"));
     s.app.handle_key(ch('g'));
     assert_eq!(s.app.handle_key(ch('n')), Action::None);
     assert!(s.app.dialogs.is_empty());
@@ -317,10 +309,9 @@ fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
 
 #[test]
 fn reject_goes_through_a_confirm() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::story);
     press(&mut s, "2j");
-    assert_eq!(s.app.tabs.pending.rows.cursor(), 1);
+    assert_eq!(s.app.tabs.pending.rows.cursor, 1);
     let second = s.app.tabs.pending.rows[1].id;
     assert_eq!(s.app.handle_key(ch('x')), Action::None);
     assert!(matches!(s.app.dialogs.last(), Some(Dialog::Confirm(_))));
@@ -339,22 +330,15 @@ fn reject_goes_through_a_confirm() {
 
 #[test]
 fn delete_dialog_chooses_a_target_previews_and_confirms() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::story);
     select(&mut s, "user:42 · package_manager @ global");
-    let id = Identity {
-        subject: "user:42".into(),
-        predicate: "package_manager".into(),
-        scope: Scope::Global,
-    };
+    let id = identity("user:42", "package_manager", Scope::Global);
     assert_eq!(
         s.app.handle_key(ch('d')),
         Action::PreviewDelete(DeleteTarget::Identity(id.clone()))
     );
     s.perform(Action::PreviewDelete(DeleteTarget::Identity(id.clone())));
-    let Some(Dialog::Delete(d)) = s.app.dialogs.last() else {
-        panic!("the delete dialog is open")
-    };
+    let d = top!(s, Delete);
     let p = d.preview.clone().unwrap().unwrap();
     assert_eq!((p.identities.len(), p.live_records, p.versions), (1, 1, 1));
     // Pending #1 names global among its candidates: it goes with the content.
@@ -368,9 +352,7 @@ fn delete_dialog_chooses_a_target_previews_and_confirms() {
         Action::PreviewDelete(predicate.clone())
     );
     s.perform(Action::PreviewDelete(predicate.clone()));
-    let Some(Dialog::Delete(d)) = s.app.dialogs.last() else {
-        panic!("still open")
-    };
+    let d = top!(s, Delete);
     assert_eq!(d.preview.clone().unwrap().unwrap().identities.len(), 3);
     assert_eq!(
         s.app.handle_key(ch('k')),
@@ -393,26 +375,15 @@ fn delete_dialog_chooses_a_target_previews_and_confirms() {
         && t.predicate == "package_manager"
         && t.scope == Scope::Global));
     assert_eq!(selected_label(&s), "user:7 · package_manager @ global");
-    assert!(s
-        .app
-        .toast
-        .as_ref()
-        .unwrap()
-        .text
-        .starts_with("deleted: 1 identity tombstoned"));
+    assert!(toast(&s).starts_with("deleted: 1 identity tombstoned"));
 }
 
 #[test]
 fn restore_and_explain() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::story);
     press(&mut s, "3");
     assert_eq!(s.app.handle_key(ch('u')), Action::None);
-    let coffee = Identity {
-        subject: "user:42".into(),
-        predicate: "coffee".into(),
-        scope: Scope::Global,
-    };
+    let coffee = identity("user:42", "coffee", Scope::Global);
     assert_eq!(
         s.app.handle_key(ch('y')),
         Action::Apply(Curation::Restore(coffee.clone()))
@@ -432,21 +403,15 @@ fn restore_and_explain() {
         (Some("legacy-dashboard"), None)
     );
     s.perform(action);
-    let Some(Dialog::Explain(e)) = s.app.dialogs.last() else {
-        panic!("explain is open")
-    };
+    let e = top!(s, Explain);
     let r = e.result.clone().unwrap().unwrap();
     assert_eq!(r.scope.as_deref(), Some("repo:legacy-dashboard"));
     // Typing goes into the field, even letters that are keys elsewhere.
     s.handle_key(key(KeyCode::Tab));
-    let Some(Dialog::Explain(e)) = s.app.dialogs.last() else {
-        panic!()
-    };
+    let e = top!(s, Explain);
     assert_eq!(e.field, ExplainField::Task);
     press(&mut s, "fix-lockfile-123");
-    let Some(Dialog::Explain(e)) = s.app.dialogs.last() else {
-        panic!()
-    };
+    let e = top!(s, Explain);
     assert_eq!(e.task, "fix-lockfile-123");
     let r = e.result.clone().unwrap().unwrap();
     assert_eq!(r.scope.as_deref(), Some("task:fix-lockfile-123"));
@@ -458,8 +423,7 @@ fn restore_and_explain() {
 /// other kind instead of resolving it as a repository called `task:…` (issue 13, item 1).
 #[test]
 fn explain_fields_take_the_scope_form_and_refuse_the_other_kind() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::story);
     select(&mut s, "user:42 · package_manager @ repo:legacy-dashboard");
     s.handle_key(ch('e'));
     let explain = |s: &memscope::tui::Session| match s.app.dialogs.last() {
@@ -505,8 +469,7 @@ fn explain_fields_take_the_scope_form_and_refuse_the_other_kind() {
 
 #[test]
 fn read_only_curation_keys_explain_themselves() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::story);
     s.app.read_only = true;
     for (tab, k) in [
         ('1', 'd'),
@@ -529,8 +492,7 @@ fn read_only_curation_keys_explain_themselves() {
 
 #[test]
 fn live_refresh_keeps_selection_and_filter() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::story);
     select(&mut s, "user:42 · package_manager @ global");
     assert!(!s.poll_live(), "nothing changed yet");
     // Another process writes a record that sorts before the selection.
@@ -606,11 +568,7 @@ fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     );
     // Another process deletes: the WAL truncation is not blocked by the UI or its workers.
     let mut other = f.store();
-    let target = DeleteTarget::Identity(Identity {
-        subject: "user:7".into(),
-        predicate: "package_manager".into(),
-        scope: Scope::Global,
-    });
+    let target = DeleteTarget::Identity(identity("user:7", "package_manager", Scope::Global));
     let report = other.delete(&target, None).expect("the delete lands");
     assert!(
         report.disk_purged,
@@ -623,8 +581,7 @@ fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
 
 #[test]
 fn esc_typed_just_before_a_key_is_not_alt() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::story);
     press(&mut s, "/yarn");
     // The terminal delivers "Esc j" as Alt+j when they come in one read.
     s.handle_key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::ALT));
@@ -637,11 +594,7 @@ fn esc_typed_just_before_a_key_is_not_alt() {
 use memscope::tui::incident::{Since, TimelineMark};
 
 fn package_manager(scope: Scope) -> Identity {
-    Identity {
-        subject: "user:42".into(),
-        predicate: "package_manager".into(),
-        scope,
-    }
+    identity("user:42", "package_manager", scope)
 }
 
 fn reads_agents(s: &memscope::tui::Session) -> Vec<String> {
@@ -662,8 +615,7 @@ fn reads_agents(s: &memscope::tui::Session) -> Vec<String> {
 
 #[test]
 fn five_opens_the_reads_newest_first_filtered_by_words_and_time() {
-    let f = Fixture::incident();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::incident);
     assert_eq!(s.app.handle_key(ch('5')), Action::ShowTab(Tab::Reads));
     s.perform(Action::ShowTab(Tab::Reads));
     assert_eq!(
@@ -721,8 +673,7 @@ fn five_opens_the_reads_newest_first_filtered_by_words_and_time() {
 
 #[test]
 fn enter_on_a_read_explains_it_as_of_then_and_g_opens_the_timeline() {
-    let f = Fixture::incident();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::incident);
     press(&mut s, "5");
     select_read(&mut s, "web-app");
     let id = s.app.selected_read().unwrap().id;
@@ -731,9 +682,7 @@ fn enter_on_a_read_explains_it_as_of_then_and_g_opens_the_timeline() {
         Action::ExplainRead(id)
     );
     s.perform(Action::ExplainRead(id));
-    let Some(Dialog::AsOf(d)) = s.app.dialogs.last() else {
-        panic!("the as-of dialog is open")
-    };
+    let d = top!(s, AsOf);
     // Eleven days ago web-app got pnpm (global v1); today the same read gets npm (v2).
     let r = d.result.clone().unwrap().unwrap();
     assert_eq!(
@@ -750,9 +699,7 @@ fn enter_on_a_read_explains_it_as_of_then_and_g_opens_the_timeline() {
 
     select_read(&mut s, "storefront-next");
     s.handle_key(key(KeyCode::Enter));
-    let Some(Dialog::AsOf(d)) = s.app.dialogs.last() else {
-        panic!("the as-of dialog is open")
-    };
+    let d = top!(s, AsOf);
     let r = d.result.clone().unwrap().unwrap();
     assert_eq!(r.then.value, Some(serde_json::json!("npm")));
     let states: Vec<&str> = r.then.considered.iter().map(|c| c.state.as_str()).collect();
@@ -790,8 +737,7 @@ fn enter_on_a_read_explains_it_as_of_then_and_g_opens_the_timeline() {
 
 #[test]
 fn go_to_clears_the_filter_and_unfolds_and_explains_a_record_that_is_gone() {
-    let f = Fixture::incident();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::incident);
     filter(&mut s, "formatter");
     press(&mut s, "k");
     s.handle_key(key(KeyCode::Enter)); // fold global
@@ -822,14 +768,11 @@ fn go_to_clears_the_filter_and_unfolds_and_explains_a_record_that_is_gone() {
 
 #[test]
 fn m_rescopes_through_a_dialog_that_suggests_and_states_the_effect() {
-    let f = Fixture::incident();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::incident);
     select(&mut s, "user:42 · package_manager @ global");
     assert_eq!(s.app.handle_key(ch('m')), Action::PreviewRescope);
     s.perform(Action::PreviewRescope);
-    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
-        panic!("the rescope dialog is open")
-    };
+    let d = top!(s, Rescope);
     // The same message also wrote install_command in legacy-dashboard: that is where it was
     // said. Then the repos of the newest reads that got v2.
     let suggested: Vec<String> = d
@@ -861,16 +804,12 @@ fn m_rescopes_through_a_dialog_that_suggests_and_states_the_effect() {
     // Tab cycles the suggestions; e types another target, where y and n are letters.
     assert_eq!(s.app.handle_key(key(KeyCode::Tab)), Action::PreviewRescope);
     s.perform(Action::PreviewRescope);
-    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
-        panic!()
-    };
+    let d = top!(s, Rescope);
     assert_eq!(d.target, "repo:docs-site");
     press(&mut s, "e");
     s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
     press(&mut s, "repo:my-only-yarn");
-    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
-        panic!("typing y and n did not close it")
-    };
+    let d = top!(s, Rescope);
     assert_eq!(d.target, "repo:my-only-yarn");
     assert!(d.editing);
     // Backspace back to the suggestion, typed; Enter ends typing.
@@ -879,9 +818,7 @@ fn m_rescopes_through_a_dialog_that_suggests_and_states_the_effect() {
     }
     press(&mut s, "legacy-dashboard");
     s.handle_key(key(KeyCode::Enter));
-    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
-        panic!()
-    };
+    let d = top!(s, Rescope);
     assert!(!d.editing);
     let to = Scope::Repo("legacy-dashboard".into());
     assert_eq!(
@@ -917,8 +854,7 @@ fn m_rescopes_through_a_dialog_that_suggests_and_states_the_effect() {
 
 #[test]
 fn rescope_refusals_are_stated_before_y_and_a_late_refusal_changes_nothing() {
-    let f = Fixture::incident();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::incident);
     select(&mut s, "user:42 · package_manager @ global");
     press(&mut s, "me");
     s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
@@ -954,10 +890,7 @@ fn rescope_refusals_are_stated_before_y_and_a_late_refusal_changes_nothing() {
     s.handle_key(key(KeyCode::Esc));
     press(&mut s, "n");
     assert!(s.app.dialogs.is_empty());
-    assert_eq!(
-        s.app.toast.as_ref().unwrap().text,
-        "cancelled: nothing changed"
-    );
+    assert_eq!(toast(&s), "cancelled: nothing changed");
 
     // The preview says yes, then another process deletes the target before y: the store
     // refuses, the sentence shows, nothing changed.
@@ -990,13 +923,10 @@ fn rescope_refusals_are_stated_before_y_and_a_late_refusal_changes_nothing() {
 
 #[test]
 fn rescope_of_a_scoped_record_starts_typing_and_removes_what_had_no_earlier_value() {
-    let f = Fixture::incident();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::incident);
     select(&mut s, "user:42 · package_manager @ repo:newer");
     s.handle_key(ch('m'));
-    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
-        panic!()
-    };
+    let d = top!(s, Rescope);
     assert!(d.editing && d.target.is_empty());
     assert_eq!(
         d.suggestions
@@ -1007,9 +937,7 @@ fn rescope_of_a_scoped_record_starts_typing_and_removes_what_had_no_earlier_valu
         Some(Scope::Global)
     );
     press(&mut s, "task:t-1");
-    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
-        panic!()
-    };
+    let d = top!(s, Rescope);
     let p = d.preview.clone().unwrap().unwrap();
     assert_eq!(
         p.effects[1],
@@ -1032,26 +960,17 @@ fn rescope_of_a_scoped_record_starts_typing_and_removes_what_had_no_earlier_valu
 
 #[test]
 fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
-    let f = Fixture::incident();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::incident);
     // A record at v1 has nothing to go back to.
     select(&mut s, "user:7 · formatter @ global");
     assert_eq!(s.app.handle_key(ch('v')), Action::None);
     assert!(s.app.dialogs.is_empty());
-    assert!(s
-        .app
-        .toast
-        .as_ref()
-        .unwrap()
-        .text
-        .contains("no earlier version"));
+    assert!(toast(&s).contains("no earlier version"));
 
     select(&mut s, "user:42 · package_manager @ global");
     assert_eq!(s.app.handle_key(ch('v')), Action::PreviewRevert);
     s.perform(Action::PreviewRevert);
-    let Some(Dialog::Revert(d)) = s.app.dialogs.last() else {
-        panic!("the revert dialog is open")
-    };
+    let d = top!(s, Revert);
     let c = d.chosen().unwrap();
     assert_eq!(c.version, 1);
     assert_eq!(
@@ -1060,13 +979,7 @@ fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
     );
     // A digit that names no earlier version says so; 1 names v1.
     press(&mut s, "9");
-    assert!(s
-        .app
-        .toast
-        .as_ref()
-        .unwrap()
-        .text
-        .contains("no earlier version v9"));
+    assert!(toast(&s).contains("no earlier version v9"));
     press(&mut s, "1");
     assert_eq!(
         s.app.handle_key(ch('y')),
@@ -1080,19 +993,15 @@ fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
         to_version: 1,
     }));
     assert_eq!(
-        s.app.toast.as_ref().unwrap().text,
+        toast(&s),
         "reverted user:42 · package_manager @ global to the value of v1: superseded global v3 = pnpm"
     );
     // Now at v3 (pnpm): v2 (npm) is the default, v1 (pnpm again) would only confirm.
     press(&mut s, "v");
-    let Some(Dialog::Revert(d)) = s.app.dialogs.last() else {
-        panic!()
-    };
+    let d = top!(s, Revert);
     assert_eq!(d.chosen().unwrap().version, 2);
     press(&mut s, "j");
-    let Some(Dialog::Revert(d)) = s.app.dialogs.last() else {
-        panic!()
-    };
+    let d = top!(s, Revert);
     assert_eq!(
         d.chosen().unwrap().effect,
         Ok("global already holds pnpm: v3 is confirmed, no new version".to_string())
@@ -1117,9 +1026,8 @@ const PNPM_WORDS: &str = "以后新建前端项目，默认用 pnpm。";
 
 #[test]
 fn history_pane_selects_events_and_enter_shows_one_whole() {
-    let f = Fixture::incident();
+    let (_f, mut s) = open_sized(Fixture::incident, 60, 15);
     // At 60×15 the history pane has the whole body when it has the focus.
-    let mut s = f.session(60, 15);
     select(&mut s, "user:42 · package_manager @ global");
     // In the list, j moves the list; Tab gives the history pane the focus and its keys.
     s.handle_key(key(KeyCode::Tab));
@@ -1130,7 +1038,7 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
     s.perform(j);
     assert_eq!(s.app.memories().timeline.cursor, 1);
     // It stops at the last event and goes back with k.
-    let events = detail(&s).history.len();
+    let events = detail(&s).events.history.len();
     for _ in 0..events + 3 {
         s.handle_key(ch('j'));
     }
@@ -1140,13 +1048,11 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
     s.handle_key(ch('j'));
     // Enter opens the selected event (v2, npm) in a popup with the words exactly as stored,
     // read whole from the store.
-    let event = detail(&s).history[1].id;
+    let event = detail(&s).events.history[1].id;
     let enter = s.app.handle_key(key(KeyCode::Enter));
     assert_eq!(enter, Action::OpenEvent(event));
     s.perform(enter);
-    let Some(Dialog::Event(d)) = s.app.dialogs.last() else {
-        panic!("no event popup: {:?}", s.app.dialogs)
-    };
+    let d = top!(s, Event);
     assert_eq!(d.event.version, Some(2));
     assert_eq!(d.event.raw.as_deref(), Some(NPM_WORDS));
     // Drawn whole, wrapped: the popup's lines, read in order, hold every character of the
@@ -1248,8 +1154,7 @@ fn decode_base64(text: &str) -> Vec<u8> {
 
 #[test]
 fn copy_writes_osc_52_with_the_exact_text_base64_encoded() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::story);
     // Hostile text: escapes and newlines travel inside the base64, never raw.
     let text = format!("{NPM_WORDS}\n\u{1b}[2J\u{7}end");
     s.perform(Action::Copy(text.clone()));
@@ -1313,8 +1218,7 @@ fn find(screen: &str, text: &str, from: usize) -> (u16, u16) {
 
 #[test]
 fn mouse_clicks_select_rows_tabs_panes_and_the_wheel_scrolls() {
-    let f = Fixture::incident();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::incident);
     let screen = render(&mut s, 120, 32);
     // A click on a list row selects it (the loop performs the move).
     let (x, y) = find(&screen, "user:7 · formatter = prettier", 0);
@@ -1332,7 +1236,10 @@ fn mouse_clicks_select_rows_tabs_panes_and_the_wheel_scrolls() {
     s.handle_event(Event::Mouse(click(x, y)));
     assert_eq!(s.app.focus, Focus::Detail);
     let d = detail(&s);
-    assert_eq!(d.history[s.app.memories().timeline.cursor].version, Some(2));
+    assert_eq!(
+        d.events.history[s.app.memories().timeline.cursor].version,
+        Some(2)
+    );
     s.handle_key(key(KeyCode::Enter));
     assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
     // With a dialog open, clicks do nothing underneath; the popup takes the wheel.
@@ -1374,7 +1281,7 @@ fn mouse_clicks_select_rows_tabs_panes_and_the_wheel_scrolls() {
     s.handle_event(Event::Mouse(mouse(MouseEventKind::ScrollDown, 90, 10)));
     assert_eq!(
         s.app.memories().timeline.cursor,
-        3.min(detail(&s).history.len() - 1)
+        3.min(detail(&s).events.history.len() - 1)
     );
     assert_eq!(
         s.app.focus,
@@ -1385,8 +1292,7 @@ fn mouse_clicks_select_rows_tabs_panes_and_the_wheel_scrolls() {
 
 #[test]
 fn mouse_off_ignores_mouse_events_and_no_coordinates_panic() {
-    let f = Fixture::story();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::story);
     let screen = render(&mut s, 120, 32);
     let (x, y) = find(&screen, "2 Pending", 0);
     s.mouse = false;

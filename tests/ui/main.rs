@@ -8,6 +8,7 @@ mod support;
 
 mod keys;
 mod paging;
+mod probe;
 mod snapshots;
 mod suspects;
 mod timeline;

@@ -1,6 +1,7 @@
 //! The current view pages through the store with keyset queries and a bounded window: every
 //! motion must land where a plain in-memory list would, with folded groups and with a filter.
 
+use crate::probe::open_sized;
 use crate::support::tui::{ch, filter, key, press, render, selected, Fixture};
 use crossterm::event::KeyCode;
 use fuzzy_matcher::skim::SkimMatcherV2;
@@ -131,6 +132,19 @@ fn assert_window(s: &Session, what: &str) {
     }
 }
 
+/// The window walks the whole list both ways and moves at random (`seed`) as a plain list of
+/// `want` would.
+fn moves_as(s: &mut Session, want: &[String], seed: u64) {
+    assert_walks(s, want);
+    random_motions(s, want, seed);
+}
+
+/// Home, then Enter on the first group's header.
+fn fold_the_first_group(s: &mut Session) {
+    s.handle_key(key(KeyCode::Home));
+    s.handle_key(key(KeyCode::Enter));
+}
+
 /// Random motions against a model of the cursor; the window must always agree with it.
 fn random_motions(s: &mut Session, want: &[String], seed: u64) {
     let mut x = seed;
@@ -176,22 +190,18 @@ fn random_motions(s: &mut Session, want: &[String], seed: u64) {
 
 #[test]
 fn keyset_paging_matches_a_plain_list() {
-    let f = fixture();
-    let mut s = f.session(60, 12);
+    let (f, mut s) = open_sized(fixture, 60, 12);
     let store = f.store();
     let want = expected(&store, &BTreeSet::new(), None);
     assert_eq!(want.len(), 1400 + 7);
-    assert_walks(&mut s, &want);
-    random_motions(&mut s, &want, 7);
+    moves_as(&mut s, &want, 7);
 }
 
 #[test]
 fn folded_groups_are_skipped_in_both_directions() {
-    let f = fixture();
-    let mut s = f.session(60, 12);
+    let (f, mut s) = open_sized(fixture, 60, 12);
     // Fold the big global group and a repo in the middle.
-    s.handle_key(key(KeyCode::Home));
-    s.handle_key(key(KeyCode::Enter));
+    fold_the_first_group(&mut s);
     for _ in 0..400 {
         if selected(&s) == "[repo:beta]" {
             break;
@@ -201,23 +211,18 @@ fn folded_groups_are_skipped_in_both_directions() {
     s.handle_key(key(KeyCode::Left));
     let folded: BTreeSet<String> = ["global".to_string(), "repo:beta".to_string()].into();
     assert_eq!(s.app.memories().folded, folded);
-    let want = expected(&f.store(), &folded, None);
-    assert_walks(&mut s, &want);
-    random_motions(&mut s, &want, 11);
+    moves_as(&mut s, &expected(&f.store(), &folded, None), 11);
 }
 
 #[test]
 fn filtered_paging_matches_a_plain_list() {
-    let f = fixture();
-    let mut s = f.session(60, 12);
+    let (f, mut s) = open_sized(fixture, 60, 12);
     filter(&mut s, "中文");
     let want = expected(&f.store(), &BTreeSet::new(), Some("中文"));
     assert!(want.len() > 200, "{}", want.len());
-    assert_walks(&mut s, &want);
-    random_motions(&mut s, &want, 3);
+    moves_as(&mut s, &want, 3);
     // Folding works on filtered results too.
-    s.handle_key(key(KeyCode::Home));
-    s.handle_key(key(KeyCode::Enter));
+    fold_the_first_group(&mut s);
     let folded: BTreeSet<String> = ["global".to_string()].into();
     let want = expected(&f.store(), &folded, Some("中文"));
     assert_walks(&mut s, &want);
@@ -225,8 +230,7 @@ fn filtered_paging_matches_a_plain_list() {
 
 #[test]
 fn clearing_a_filter_leaves_no_rows_hidden_above_blank_lines() {
-    let f = Fixture::story();
-    let mut s = f.session(100, 30);
+    let (_f, mut s) = open_sized(Fixture::story, 100, 30);
     filter(&mut s, "npm");
     // The last match sits low in the filtered list, and lower still in the whole one.
     s.handle_key(key(KeyCode::End));
@@ -248,8 +252,7 @@ fn clearing_a_filter_leaves_no_rows_hidden_above_blank_lines() {
 
 #[test]
 fn a_live_insert_keeps_the_selection_visible_without_scrolling_past_the_end() {
-    let f = Fixture::story();
-    let mut s = f.session(100, 30);
+    let (f, mut s) = open_sized(Fixture::story, 100, 30);
     // The last row, at the bottom of a list that fits the screen.
     s.handle_key(key(KeyCode::End));
     let chosen = selected(&s);
@@ -265,8 +268,7 @@ fn a_live_insert_keeps_the_selection_visible_without_scrolling_past_the_end() {
     assert_window(&s, "after a live insert");
 
     // A long list: the first record selected under its header, then a write sorts above it.
-    let f = fixture();
-    let mut s = f.session(60, 12);
+    let (f, mut s) = open_sized(fixture, 60, 12);
     s.handle_key(key(KeyCode::Home));
     press(&mut s, "j");
     let chosen = selected(&s);
@@ -293,8 +295,7 @@ fn a_live_insert_keeps_the_selection_visible_without_scrolling_past_the_end() {
 
 #[test]
 fn going_to_a_record_from_reads_shows_it_under_its_header() {
-    let f = Fixture::incident();
-    let mut s = f.session(100, 30);
+    let (_f, mut s) = open_sized(Fixture::incident, 100, 30);
     s.handle_key(key(KeyCode::Home));
     press(&mut s, "5");
     s.handle_key(key(KeyCode::Home));
@@ -310,4 +311,29 @@ fn going_to_a_record_from_reads_shows_it_under_its_header() {
     press(&mut s, "5");
     s.handle_key(ch('g'));
     assert_window(&s, "after g from Reads, from the end of the list");
+}
+
+/// A loaded list is the same component as the current view: moving up keeps the window where
+/// it is while the cursor stays on screen, and a click selects without scrolling.
+#[test]
+fn a_loaded_list_keeps_its_window_like_the_current_view() {
+    use memscope::tui::rows::{Motion, Row, Rows};
+    #[derive(Debug)]
+    struct Item;
+    impl Row for Item {}
+    let mut rows = Rows::default();
+    rows.set((0..100).map(|_| Item).collect());
+    rows.step(Motion::End, 10);
+    assert_eq!((rows.cursor, rows.window(10)), (99, 90..100));
+    rows.step(Motion::Up(3), 10);
+    assert_eq!((rows.cursor, rows.window(10)), (96, 90..100));
+    rows.step(Motion::PageUp, 10);
+    assert_eq!((rows.cursor, rows.window(10)), (86, 86..96));
+    rows.pick(7, 10, 1);
+    assert_eq!((rows.cursor, rows.window(10)), (93, 86..96));
+    // Two lines a row (the Reads list): line 3 is the second row on screen.
+    rows.pick(3, 20, 2);
+    assert_eq!((rows.cursor, rows.window(10)), (87, 86..96));
+    rows.step(Motion::Home, 10);
+    assert_eq!((rows.cursor, rows.window(10)), (0, 0..10));
 }

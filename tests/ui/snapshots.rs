@@ -1,196 +1,70 @@
 //! Rendered frames of every pane and dialog on the demo data, at a fixed clock (TestBackend +
 //! insta). Also: Chinese and emoji values, a very long value, a 20×5 terminal, every size down
 //! to 1×1 without a panic.
+//!
+//! Each scene is a row of `SCENES`: a fixture, a terminal, then steps — keys, a selection, and
+//! the frames to compare (`Snap`).
 
 use crate::support::tui::{ch, filter, key, press, render, select, select_read, Fixture};
-use crossterm::event::KeyCode;
-
-/// Every frame is named: the files keep the names they had when this module was its own test
-/// binary, `tests/snapshots/tui_snapshots__<name>.snap`, unchanged by the move into `ui`.
-macro_rules! assert_snapshot {
-    ($name:literal, $frame:expr) => {
-        insta::with_settings!(
-            { snapshot_path => "../snapshots", prepend_module_to_snapshot => false },
-            { insta::assert_snapshot!(concat!("tui_snapshots__", $name), $frame) }
-        )
-    };
-}
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use memscope::tui::Session;
 
 const W: u16 = 120;
 const H: u16 = 32;
 
-#[test]
-fn current_view_with_history() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    // prettier, then biome, then a stale replay of prettier.
-    select(&mut s, "user:42 · formatter @ global");
-    assert_snapshot!("current_view_with_history", render(&mut s, W, H));
+/// One thing a scene does to the session.
+enum Step {
+    /// Keys typed as characters (`press`).
+    Press(&'static str),
+    Key(KeyCode),
+    Ctrl(char),
+    /// The current view's selection moves to this label (`select`).
+    Select(&'static str),
+    /// The Reads cursor moves to the read from this repository.
+    SelectRead(&'static str),
+    /// Typed into the filter line and kept.
+    Filter(&'static str),
+    ReadOnly,
+    Popup(&'static str, &'static str),
+    DbPath(&'static str),
+    /// The frame at this size must equal the stored snapshot of this name.
+    Snap(&'static str, u16, u16),
 }
 
-#[test]
-fn history_of_a_shadowed_record_in_a_repo() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    // Node 18 in legacy-dashboard shadows the global 22 LTS there.
-    select(&mut s, "team:web · node_version @ repo:legacy-dashboard");
-    assert_snapshot!(
-        "history_of_a_shadowed_record_in_a_repo",
-        render(&mut s, W, H)
-    );
+use Step::*;
+
+/// A scene: its name, its fixture (with what is written before the session opens), the
+/// terminal the session opens on, and its steps.
+struct Scene {
+    name: &'static str,
+    fixture: fn() -> Fixture,
+    size: (u16, u16),
+    steps: &'static [Step],
 }
 
-#[test]
-fn narrow_list_then_history_pane() {
-    let f = Fixture::demo();
-    let mut s = f.session(80, 24);
-    press(&mut s, "jjj");
-    assert_snapshot!("narrow_list", render(&mut s, 80, 24));
-    s.handle_key(key(KeyCode::Enter));
-    assert_snapshot!("narrow_history", render(&mut s, 80, 24));
+const fn scene(
+    name: &'static str,
+    fixture: fn() -> Fixture,
+    size: (u16, u16),
+    steps: &'static [Step],
+) -> Scene {
+    Scene {
+        name,
+        fixture,
+        size,
+        steps,
+    }
 }
 
-#[test]
-fn folded_group() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    press(&mut s, "k"); // the global header
-    s.handle_key(key(KeyCode::Enter));
-    assert_snapshot!("folded_group", render(&mut s, W, H));
+fn demo() -> Fixture {
+    Fixture::demo()
 }
 
-#[test]
-fn filter_highlights_matches() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    press(&mut s, "/npm");
-    assert_snapshot!("filter_highlights_matches", render(&mut s, W, H));
+fn empty() -> Fixture {
+    Fixture::empty()
 }
 
-#[test]
-fn filter_without_matches() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    filter(&mut s, "zzzq");
-    assert_snapshot!("filter_without_matches", render(&mut s, W, H));
-}
-
-#[test]
-fn pending_queue_with_choices() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    press(&mut s, "2");
-    assert_snapshot!("pending_queue_with_choices", render(&mut s, W, H));
-}
-
-#[test]
-fn pending_queue_after_resolving() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    press(&mut s, "2gy");
-    assert_snapshot!("pending_queue_after_resolving", render(&mut s, W, H));
-}
-
-#[test]
-fn pending_write_confirm_at_60x15() {
-    let f = Fixture::demo();
-    // Too small for the preview pane: the confirm states the effect itself.
-    let mut s = f.session(60, 15);
-    press(&mut s, "2g");
-    assert_snapshot!("pending_write_confirm_at_60x15", render(&mut s, 60, 15));
-    s.handle_key(key(KeyCode::Esc));
-    press(&mut s, "r");
-    assert_snapshot!(
-        "pending_write_confirm_repo_at_60x15",
-        render(&mut s, 60, 15)
-    );
-}
-
-#[test]
-fn tombstones() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    press(&mut s, "3");
-    assert_snapshot!("tombstones", render(&mut s, W, H));
-}
-
-#[test]
-fn restore_confirm() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    press(&mut s, "3u");
-    assert_snapshot!("restore_confirm", render(&mut s, W, H));
-}
-
-#[test]
-fn reject_confirm() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    press(&mut s, "2x");
-    assert_snapshot!("reject_confirm", render(&mut s, W, H));
-}
-
-#[test]
-fn check_report() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    press(&mut s, "4");
-    assert_snapshot!("check_report", render(&mut s, W, H));
-}
-
-#[test]
-fn help_overlay() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, 48);
-    press(&mut s, "?");
-    assert_snapshot!("help_overlay", render(&mut s, W, 48));
-}
-
-#[test]
-fn delete_dialog_identity_then_predicate() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    select(&mut s, "user:42 · package_manager @ global");
-    press(&mut s, "d");
-    assert_snapshot!("delete_identity", render(&mut s, W, H));
-    press(&mut s, "j");
-    assert_snapshot!("delete_predicate", render(&mut s, W, H));
-    press(&mut s, "j");
-    assert_snapshot!("delete_subject", render(&mut s, W, H));
-}
-
-#[test]
-fn explain_dialog() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    // The task is prefilled from the record; a repo typed in shows what the task shadows.
-    select(&mut s, "user:42 · package_manager @ task:fix-lockfile-123");
-    press(&mut s, "elegacy-dashboard");
-    assert_snapshot!("explain_dialog", render(&mut s, W, H));
-    // Narrow: each scope's source and date wrap below it instead of being cut.
-    assert_snapshot!("explain_dialog_60x15", render(&mut s, 60, 15));
-}
-
-#[test]
-fn error_popup_and_read_only() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    s.app.read_only = true;
-    press(&mut s, "d");
-    assert_snapshot!("read_only_toast", render(&mut s, W, H));
-    s.app.popup("That did not work", "the database stayed locked by another process past the timeout: retry, or stop the process holding it");
-    assert_snapshot!("error_popup", render(&mut s, W, H));
-}
-
-#[test]
-fn empty_database() {
-    let f = Fixture::empty();
-    let mut s = f.session(W, H);
-    assert_snapshot!("empty_database", render(&mut s, W, H));
-}
-
-#[test]
-fn chinese_emoji_and_a_very_long_value() {
+fn wide_values() -> Fixture {
     let f = Fixture::demo();
     f.write(r#"{"subject":"用户:小明","predicate":"回复语言","value":"简体中文，技术名词保留英文 🧠","scope":"global","source":"thread:9/message:1","raw":"回复请用简体中文"}"#);
     f.write(r#"{"subject":"user:9","predicate":"emoji","value":"👍🏽 ok 🎉 ☕ 燕麦拿铁","scope":"global","source":"thread:9/message:2"}"#);
@@ -198,101 +72,154 @@ fn chinese_emoji_and_a_very_long_value() {
     f.write(&format!(
         r#"{{"subject":"user:9","predicate":"notes","value":"{long}","scope":"global","source":"thread:9/message:3","raw":"{long}"}}"#
     ));
-    let mut s = f.session(W, H);
-    select(&mut s, "user:9 · notes @ global"); // a very long value and raw text
-    assert_snapshot!("wide_values", render(&mut s, W, H));
-    press(&mut s, "/中文");
-    assert_snapshot!("wide_filter", render(&mut s, W, H));
+    f
 }
 
-#[test]
-fn header_and_footer_at_100x30_and_60x15() {
+/// The target repo holds a causally newer value: the store would refuse a rescope there (stale).
+fn newer_in_a_repo() -> Fixture {
     let f = Fixture::demo();
-    let mut s = f.session(100, 30);
-    // A path as long as a real one: cut in the middle, its file name kept.
-    s.app.db_path = "/home/someone/.local/share/memscope/projects/web/demo.db".into();
-    assert_snapshot!("layout_100x30", render(&mut s, 100, 30));
-    assert_snapshot!("layout_60x15", render(&mut s, 60, 15));
-    press(&mut s, "2");
-    assert_snapshot!("layout_pending_100x30", render(&mut s, 100, 30));
-    assert_snapshot!("layout_pending_60x15", render(&mut s, 60, 15));
-    press(&mut s, "1");
-    s.app.read_only = true;
-    assert_snapshot!("layout_read_only_60x15", render(&mut s, 60, 15));
-}
-
-#[test]
-fn tiny_terminal_20x5() {
-    let f = Fixture::demo();
-    let mut s = f.session(20, 5);
-    assert_snapshot!("tiny_current_view", render(&mut s, 20, 5));
-    press(&mut s, "2");
-    assert_snapshot!("tiny_pending", render(&mut s, 20, 5));
-    press(&mut s, "1d");
-    assert_snapshot!("tiny_delete_dialog", render(&mut s, 20, 5));
-}
-
-#[test]
-fn reads_tab_as_of_explain_and_the_highlighted_timeline() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    press(&mut s, "5");
-    select_read(&mut s, "storefront-next");
-    assert_snapshot!("reads_tab", render(&mut s, W, H));
-    s.handle_key(key(KeyCode::Enter));
-    assert_snapshot!("reads_as_of_explain", render(&mut s, W, H));
-    press(&mut s, "g");
-    assert_snapshot!("reads_go_to_highlighted_timeline", render(&mut s, W, H));
-}
-
-#[test]
-fn reads_tab_filtered_and_narrow() {
-    let f = Fixture::demo();
-    let mut s = f.session(80, 24);
-    press(&mut s, "5/cursor");
-    assert_snapshot!("reads_filter_typing", render(&mut s, 80, 24));
-    s.handle_key(key(KeyCode::Esc));
-    press(&mut s, "ss");
-    assert_snapshot!("reads_since_7d_narrow", render(&mut s, 80, 24));
-}
-
-#[test]
-fn rescope_dialog_suggested_target_and_typed_target() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    select(&mut s, "user:42 · package_manager @ global");
-    press(&mut s, "m");
-    assert_snapshot!("rescope_dialog", render(&mut s, W, H));
-    // A task-scoped record: the target is typed; it had no earlier value, so it is removed.
-    s.handle_key(key(KeyCode::Esc));
-    select(&mut s, "user:42 · package_manager @ task:fix-lockfile-123");
-    press(&mut s, "mrepo:legacy-dashboard");
-    assert_snapshot!("rescope_dialog_typed_target", render(&mut s, W, H));
-}
-
-#[test]
-fn rescope_dialog_refused_target() {
-    let f = Fixture::demo();
-    // The target repo holds a causally newer value: the store would refuse (stale).
     f.write(r#"{"subject":"user:42","predicate":"package_manager","value":"bun","scope":"repo:newer","source":"thread:50/message:1"}"#);
-    let mut s = f.session(W, H);
-    select(&mut s, "user:42 · package_manager @ global");
-    press(&mut s, "me");
-    s.handle_key(crossterm::event::KeyEvent::new(
-        KeyCode::Char('u'),
-        crossterm::event::KeyModifiers::CONTROL,
-    ));
-    press(&mut s, "repo:newer");
-    assert_snapshot!("rescope_dialog_refused", render(&mut s, W, H));
+    f
 }
 
-#[test]
-fn revert_dialog() {
+fn long_json_value() -> Fixture {
     let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    select(&mut s, "user:42 · package_manager @ global");
-    press(&mut s, "v");
-    assert_snapshot!("revert_dialog", render(&mut s, W, H));
+    f.write(
+        r#"{"subject":"user:42","predicate":"lint_config","value":{"extends":["eslint:recommended","plugin:@typescript-eslint/recommended"],"rules":{"semi":["error","always"],"quotes":["error","double",{"avoidEscape":true}],"no-console":"warn"},"ignorePatterns":["dist/","build/","coverage/","node_modules/"]},"scope":"global","source":"thread:61/message:7","raw":"这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。lint 规则照旧：分号必须有，字符串用双引号，console 只警告；dist、build、coverage 都不检查。"}"#,
+    );
+    f
+}
+
+#[rustfmt::skip]
+const SCENES: &[Scene] = &[
+    // prettier, then biome, then a stale replay of prettier.
+    scene("current_view_with_history", demo, (W, H), &[
+        Select("user:42 · formatter @ global"), Snap("current_view_with_history", W, H)]),
+    // Node 18 in legacy-dashboard shadows the global 22 LTS there.
+    scene("history_of_a_shadowed_record_in_a_repo", demo, (W, H), &[
+        Select("team:web · node_version @ repo:legacy-dashboard"),
+        Snap("history_of_a_shadowed_record_in_a_repo", W, H)]),
+    scene("narrow_list_then_history_pane", demo, (80, 24), &[
+        Press("jjj"), Snap("narrow_list", 80, 24), Key(KeyCode::Enter), Snap("narrow_history", 80, 24)]),
+    // k: the global header.
+    scene("folded_group", demo, (W, H), &[
+        Press("k"), Key(KeyCode::Enter), Snap("folded_group", W, H)]),
+    scene("filter_highlights_matches", demo, (W, H), &[
+        Press("/npm"), Snap("filter_highlights_matches", W, H)]),
+    scene("filter_without_matches", demo, (W, H), &[
+        Filter("zzzq"), Snap("filter_without_matches", W, H)]),
+    scene("pending_queue_with_choices", demo, (W, H), &[
+        Press("2"), Snap("pending_queue_with_choices", W, H)]),
+    scene("pending_queue_after_resolving", demo, (W, H), &[
+        Press("2gy"), Snap("pending_queue_after_resolving", W, H)]),
+    // Too small for the preview pane: the confirm states the effect itself.
+    scene("pending_write_confirm_at_60x15", demo, (60, 15), &[
+        Press("2g"), Snap("pending_write_confirm_at_60x15", 60, 15),
+        Key(KeyCode::Esc), Press("r"), Snap("pending_write_confirm_repo_at_60x15", 60, 15)]),
+    scene("tombstones", demo, (W, H), &[Press("3"), Snap("tombstones", W, H)]),
+    scene("restore_confirm", demo, (W, H), &[Press("3u"), Snap("restore_confirm", W, H)]),
+    scene("reject_confirm", demo, (W, H), &[Press("2x"), Snap("reject_confirm", W, H)]),
+    scene("check_report", demo, (W, H), &[Press("4"), Snap("check_report", W, H)]),
+    scene("help_overlay", demo, (W, 48), &[Press("?"), Snap("help_overlay", W, 48)]),
+    scene("delete_dialog_identity_then_predicate", demo, (W, H), &[
+        Select("user:42 · package_manager @ global"), Press("d"), Snap("delete_identity", W, H),
+        Press("j"), Snap("delete_predicate", W, H), Press("j"), Snap("delete_subject", W, H)]),
+    // The task is prefilled from the record; a repo typed in shows what the task shadows.
+    // Narrow: each scope's source and date wrap below it instead of being cut.
+    scene("explain_dialog", demo, (W, H), &[
+        Select("user:42 · package_manager @ task:fix-lockfile-123"), Press("elegacy-dashboard"),
+        Snap("explain_dialog", W, H), Snap("explain_dialog_60x15", 60, 15)]),
+    scene("error_popup_and_read_only", demo, (W, H), &[
+        ReadOnly, Press("d"), Snap("read_only_toast", W, H),
+        Popup("That did not work", "the database stayed locked by another process past the timeout: retry, or stop the process holding it"),
+        Snap("error_popup", W, H)]),
+    scene("empty_database", empty, (W, H), &[Snap("empty_database", W, H)]),
+    // A very long value and raw text; then a filter in Chinese.
+    scene("chinese_emoji_and_a_very_long_value", wide_values, (W, H), &[
+        Select("user:9 · notes @ global"), Snap("wide_values", W, H),
+        Press("/中文"), Snap("wide_filter", W, H)]),
+    // A path as long as a real one: cut in the middle, its file name kept.
+    scene("header_and_footer_at_100x30_and_60x15", demo, (100, 30), &[
+        DbPath("/home/someone/.local/share/memscope/projects/web/demo.db"),
+        Snap("layout_100x30", 100, 30), Snap("layout_60x15", 60, 15),
+        Press("2"), Snap("layout_pending_100x30", 100, 30), Snap("layout_pending_60x15", 60, 15),
+        Press("1"), ReadOnly, Snap("layout_read_only_60x15", 60, 15)]),
+    scene("tiny_terminal_20x5", demo, (20, 5), &[
+        Snap("tiny_current_view", 20, 5), Press("2"), Snap("tiny_pending", 20, 5),
+        Press("1d"), Snap("tiny_delete_dialog", 20, 5)]),
+    scene("reads_tab_as_of_explain_and_the_highlighted_timeline", demo, (W, H), &[
+        Press("5"), SelectRead("storefront-next"), Snap("reads_tab", W, H),
+        Key(KeyCode::Enter), Snap("reads_as_of_explain", W, H),
+        Press("g"), Snap("reads_go_to_highlighted_timeline", W, H)]),
+    scene("reads_tab_filtered_and_narrow", demo, (80, 24), &[
+        Press("5/cursor"), Snap("reads_filter_typing", 80, 24),
+        Key(KeyCode::Esc), Press("ss"), Snap("reads_since_7d_narrow", 80, 24)]),
+    // Then a task-scoped record: the target is typed; it had no earlier value, so it is removed.
+    scene("rescope_dialog_suggested_target_and_typed_target", demo, (W, H), &[
+        Select("user:42 · package_manager @ global"), Press("m"), Snap("rescope_dialog", W, H),
+        Key(KeyCode::Esc), Select("user:42 · package_manager @ task:fix-lockfile-123"),
+        Press("mrepo:legacy-dashboard"), Snap("rescope_dialog_typed_target", W, H)]),
+    scene("rescope_dialog_refused_target", newer_in_a_repo, (W, H), &[
+        Select("user:42 · package_manager @ global"), Press("me"), Ctrl('u'), Press("repo:newer"),
+        Snap("rescope_dialog_refused", W, H)]),
+    scene("revert_dialog", demo, (W, H), &[
+        Select("user:42 · package_manager @ global"), Press("v"), Snap("revert_dialog", W, H)]),
+    // The event in full; longer than the screen it scrolls, and the title says where the view is.
+    scene("event_popup_with_chinese_words_and_a_long_json_value", long_json_value, (100, 30), &[
+        Select("user:42 · lint_config @ global"), Key(KeyCode::Tab), Key(KeyCode::Enter),
+        Snap("event_popup_100x30", 100, 30), Snap("event_popup_60x15", 60, 15),
+        Press("jjjjjjjjjjjj"), Snap("event_popup_60x15_scrolled", 60, 15)]),
+    // At 60×15 the tab keeps its evidence readable (the list gives way).
+    scene("suspects_tab_with_evidence_and_the_prefilled_rescope", demo, (W, H), &[
+        Press("6"), Snap("suspects_tab", W, H), Press("m"), Snap("suspects_rescope", W, H),
+        Key(KeyCode::Esc), Key(KeyCode::Tab), Snap("suspects_tab_60x15", 60, 15)]),
+];
+
+/// Plays a scene's steps, comparing each frame it names with its snapshot.
+fn play(s: &mut Session, steps: &[Step]) {
+    for step in steps {
+        match step {
+            Press(keys) => press(s, keys),
+            Key(code) => {
+                s.handle_key(key(*code));
+            }
+            Ctrl(c) => {
+                s.handle_key(KeyEvent::new(KeyCode::Char(*c), KeyModifiers::CONTROL));
+            }
+            Select(label) => select(s, label),
+            SelectRead(repo) => select_read(s, repo),
+            Filter(words) => filter(s, words),
+            ReadOnly => s.app.read_only = true,
+            Popup(title, text) => s.app.popup(title, *text),
+            DbPath(path) => s.app.db_path = (*path).into(),
+            // The files keep the names they had when this module was its own test binary,
+            // `tests/snapshots/tui_snapshots__<name>.snap`.
+            Snap(name, w, h) => insta::with_settings!(
+                { snapshot_path => "../snapshots", prepend_module_to_snapshot => false },
+                { insta::assert_snapshot!(format!("tui_snapshots__{name}"), render(s, *w, *h)) }
+            ),
+        }
+    }
+}
+
+/// Every scene, each on its own fixture; a failure names the scene.
+#[test]
+fn every_scene_renders_as_its_snapshots() {
+    std::thread::scope(|threads| {
+        for scene in SCENES {
+            threads.spawn(move || {
+                let f = (scene.fixture)();
+                let mut s = f.session(scene.size.0, scene.size.1);
+                let played = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    play(&mut s, scene.steps)
+                }));
+                if let Err(e) = played {
+                    eprintln!("scene {} failed", scene.name);
+                    std::panic::resume_unwind(e);
+                }
+            });
+        }
+    });
 }
 
 #[test]
@@ -336,35 +263,4 @@ fn every_size_down_to_1x1_draws_without_panic() {
             }
         }
     }
-}
-
-#[test]
-fn event_popup_with_chinese_words_and_a_long_json_value() {
-    let f = Fixture::demo();
-    f.write(
-        r#"{"subject":"user:42","predicate":"lint_config","value":{"extends":["eslint:recommended","plugin:@typescript-eslint/recommended"],"rules":{"semi":["error","always"],"quotes":["error","double",{"avoidEscape":true}],"no-console":"warn"},"ignorePatterns":["dist/","build/","coverage/","node_modules/"]},"scope":"global","source":"thread:61/message:7","raw":"这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。lint 规则照旧：分号必须有，字符串用双引号，console 只警告；dist、build、coverage 都不检查。"}"#,
-    );
-    let mut s = f.session(100, 30);
-    select(&mut s, "user:42 · lint_config @ global");
-    s.handle_key(key(KeyCode::Tab));
-    s.handle_key(key(KeyCode::Enter));
-    assert_snapshot!("event_popup_100x30", render(&mut s, 100, 30));
-    assert_snapshot!("event_popup_60x15", render(&mut s, 60, 15));
-    // Longer than the screen: it scrolls, and the title says where the view is.
-    press(&mut s, "jjjjjjjjjjjj");
-    assert_snapshot!("event_popup_60x15_scrolled", render(&mut s, 60, 15));
-}
-
-#[test]
-fn suspects_tab_with_evidence_and_the_prefilled_rescope() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
-    press(&mut s, "6");
-    assert_snapshot!("suspects_tab", render(&mut s, W, H));
-    s.handle_key(ch('m'));
-    assert_snapshot!("suspects_rescope", render(&mut s, W, H));
-    // At 60×15 the tab keeps its evidence readable (the list gives way).
-    s.handle_key(key(KeyCode::Esc));
-    s.handle_key(key(KeyCode::Tab));
-    assert_snapshot!("suspects_tab_60x15", render(&mut s, 60, 15));
 }

@@ -1,6 +1,7 @@
 //! The Suspects tab (6), the marks and the header count, and what the pending queue says a
 //! global resolution would reach (README, "memscope suspects"; docs/ARCHITECTURE-ui.md).
 
+use crate::probe::{identity, open, top};
 use crate::support::tui::{ch, key, press, render, selected, Fixture};
 use crossterm::event::KeyCode;
 use memscope::model::{Identity, Scope};
@@ -9,17 +10,12 @@ use memscope::tui::Tab;
 use serde_json::json;
 
 fn incident() -> Identity {
-    Identity {
-        subject: "user:42".into(),
-        predicate: "package_manager".into(),
-        scope: Scope::Global,
-    }
+    identity("user:42", "package_manager", Scope::Global)
 }
 
 #[test]
 fn the_demo_marks_its_suspect_counts_it_and_m_rescopes_it_where_its_words_point() {
-    let f = Fixture::demo();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::demo);
     // The header counts it first; the current view marks its row, and only its row.
     let screen = render(&mut s, 120, 32);
     assert!(
@@ -61,9 +57,7 @@ fn the_demo_marks_its_suspect_counts_it_and_m_rescopes_it_where_its_words_point(
     // preview of the effect; y moves it.
     assert_eq!(s.app.handle_key(ch('m')), Action::PreviewRescope);
     s.perform(Action::PreviewRescope);
-    let Some(Dialog::Rescope(d)) = s.app.dialogs.last() else {
-        panic!("the rescope dialog is open: {:?}", s.app.dialogs)
-    };
+    let d = top!(s, Rescope);
     assert_eq!(d.record.identity(), incident());
     assert_eq!(d.target, "repo:legacy-dashboard");
     assert!(!d.editing);
@@ -100,8 +94,7 @@ fn the_demo_marks_its_suspect_counts_it_and_m_rescopes_it_where_its_words_point(
 
 #[test]
 fn g_opens_the_suspect_in_the_current_view_and_e_explains_it() {
-    let f = Fixture::demo();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::demo);
     press(&mut s, "6");
     s.handle_key(ch('g'));
     assert_eq!(s.app.tab, Tab::Memories);
@@ -124,8 +117,7 @@ fn g_opens_the_suspect_in_the_current_view_and_e_explains_it() {
 
 #[test]
 fn the_session_opens_on_a_record_as_the_demo_opens_on_its_incident() {
-    let f = Fixture::demo();
-    let mut s = f.session(120, 32);
+    let (_f, mut s) = open(Fixture::demo);
     press(&mut s, "/coffee");
     s.select(&incident()).unwrap();
     assert_eq!(s.app.tab, Tab::Memories);
@@ -137,7 +129,7 @@ fn the_session_opens_on_a_record_as_the_demo_opens_on_its_incident() {
             .timeline
             .detail
             .as_ref()
-            .map(|d| d.identity.clone()),
+            .map(|d| d.identity()),
         Some(incident())
     );
     // A record that is not live leaves the selection on a record.
@@ -179,8 +171,7 @@ fn a_clean_database_has_no_suspects_and_says_so() {
 
 #[test]
 fn the_pending_preview_of_g_states_the_blast_radius_from_the_store() {
-    let f = Fixture::demo();
-    let mut s = f.session(120, 32);
+    let (f, mut s) = open(Fixture::demo);
     press(&mut s, "2");
     let store = f.store();
     let item = store.pending(false).unwrap().remove(0);
@@ -198,8 +189,6 @@ fn the_pending_preview_of_g_states_the_blast_radius_from_the_store() {
     );
     // The confirm of g says it too, before anything is written.
     s.handle_key(ch('g'));
-    let Some(Dialog::Confirm(c)) = s.app.dialogs.last() else {
-        panic!("g asks first")
-    };
+    let c = top!(s, Confirm);
     assert!(c.lines.join(" ").contains(&sentence), "{:?}", c.lines);
 }

@@ -27,7 +27,10 @@ fn long_timeline(n: usize) -> Fixture {
 fn cursor_version(s: &Session) -> Option<i64> {
     let d = detail(s);
     let t = &s.app.memories().timeline;
-    d.history.get(t.cursor - d.first).and_then(|e| e.version)
+    d.events
+        .history
+        .get(t.cursor - d.events.first)
+        .and_then(|e| e.version)
 }
 
 #[test]
@@ -37,11 +40,11 @@ fn a_long_timeline_pages_by_key_and_never_loads_whole() {
     let mut s = f.session(100, 30);
     select(&mut s, "user:flip · package_manager @ global");
     let d = detail(&s);
-    assert_eq!(d.total, n);
+    assert_eq!(d.events.total, n);
     assert!(
-        d.history.len() < 500,
+        d.events.history.len() < 500,
         "a window, not {} events",
-        d.history.len()
+        d.events.history.len()
     );
     let screen = render(&mut s, 100, 30);
     assert!(
@@ -57,14 +60,14 @@ fn a_long_timeline_pages_by_key_and_never_loads_whole() {
         assert_eq!(cursor_version(&s), Some(v));
         s.handle_key(ch('j'));
     }
-    assert!(detail(&s).history.len() < 500);
+    assert!(detail(&s).events.history.len() < 500);
     // End: the newest event, loaded from the end; k walks back across a boundary.
     s.handle_key(key(KeyCode::End));
     assert_eq!(s.app.memories().timeline.cursor, n - 1);
     assert_eq!(cursor_version(&s), Some(n as i64));
     let screen = render(&mut s, 100, 30);
     assert!(
-        detail(&s).first > 0,
+        detail(&s).events.first > 0,
         "the window starts late in the timeline"
     );
     assert!(
@@ -123,7 +126,7 @@ fn a_large_value_is_a_preview_in_the_panes_and_whole_when_opened_or_copied() {
     assert!(shown.len() < 4 * 1024, "a preview: {} bytes", shown.len());
     assert!(shown.ends_with(&bytes), "{shown}");
     assert!(!shown.contains('尾'));
-    let event = &detail(&s).history[0];
+    let event = &detail(&s).events.history[0];
     assert!(event.raw.as_deref().unwrap().len() < 4 * 1024);
     // The popup reads the event whole; c copies the value whole.
     s.handle_key(key(KeyCode::Tab));

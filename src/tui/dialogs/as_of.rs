@@ -172,7 +172,7 @@ impl AsOfDialog {
         }
         let rect = centered(area, width, lines.len() as u16 + 2);
         let title = format!("As of a read · {} · {}", r.subject, r.predicate);
-        let inner = frame_box(frame, rect, &title, Context::AsOf, bold().fg(Color::Cyan));
+        let inner = frame_box(frame, rect, &title, Context::AsOf);
         frame.render_widget(Paragraph::new(lines), inner);
     }
 }

@@ -53,13 +53,7 @@ impl ConfirmDialog {
             .flat_map(|l| wrap(l, w.saturating_sub(4) as usize))
             .collect();
         let rect = centered(area, w, text.len() as u16 + 5);
-        let inner = frame_box(
-            frame,
-            rect,
-            &c.title,
-            Context::Confirm,
-            bold().fg(Color::Yellow),
-        );
+        let inner = frame_box(frame, rect, &c.title, Context::Confirm);
         let max = inner.width as usize;
         let mut lines: Vec<Line<'static>> =
             text.iter().map(|l| plain(l, Style::new(), max)).collect();

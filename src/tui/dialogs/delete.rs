@@ -94,7 +94,6 @@ impl DeleteDialog {
             rect,
             "Delete: tombstone and purge",
             Context::DeleteDialog,
-            error_style(),
         );
         let max = inner.width as usize;
         let id = &d.identity;

@@ -165,7 +165,7 @@ impl EventDialog {
                 lines.len()
             );
         }
-        let inner = frame_box(frame, rect, &title, Context::Event, bold().fg(Color::Cyan));
+        let inner = frame_box(frame, rect, &title, Context::Event);
         let visible: Vec<Line<'static>> = lines.into_iter().skip(scroll).collect();
         frame.render_widget(Paragraph::new(visible), inner);
     }

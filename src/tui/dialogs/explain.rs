@@ -140,13 +140,7 @@ impl ExplainDialog {
         let h = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX).max(18);
         let rect = centered(area, w, h);
         let title = format!("Explain · {} · {}", e.subject, e.predicate);
-        let inner = frame_box(
-            frame,
-            rect,
-            &title,
-            Context::Explain,
-            bold().fg(Color::Cyan),
-        );
+        let inner = frame_box(frame, rect, &title, Context::Explain);
         let max = inner.width as usize;
         frame.render_widget(Paragraph::new(lines), inner);
         if top && inner.height > 0 {

@@ -22,7 +22,7 @@ pub fn key(scroll: &mut usize, cmd: Option<Command>) -> Step {
 
 pub fn draw(frame: &mut Frame<'_>, area: Rect, scroll: usize) {
     let rect = centered(area, 84, area.height.saturating_sub(2).max(3));
-    let inner = frame_box(frame, rect, "Keys", Context::Help, bold());
+    let inner = frame_box(frame, rect, "Keys", Context::Help);
     let max = inner.width as usize;
     let mut lines: Vec<Line<'static>> = vec![plain(
         "memscope inspects and curates the memory your coding agents share.",

@@ -2,7 +2,6 @@
 
 use super::{centered, frame_box, Step};
 use crate::tui::app::Action;
-use crate::tui::draw::error_style;
 use crate::tui::keymap::{Command, Context};
 use crate::tui::text::{one_line, width};
 use ratatui::layout::Rect;
@@ -20,7 +19,7 @@ pub fn key(cmd: Option<Command>) -> Step {
 pub fn draw(frame: &mut Frame<'_>, area: Rect, title: &str, text: &str) {
     let w = (width(text) as u16 + 4).clamp(30, 80);
     let rect = centered(area, w, 7);
-    let inner = frame_box(frame, rect, title, Context::Message, error_style());
+    let inner = frame_box(frame, rect, title, Context::Message);
     let paragraph = Paragraph::new(one_line(text))
         .style(Style::new())
         .wrap(ratatui::widgets::Wrap { trim: true });

@@ -216,14 +216,23 @@ pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     )
 }
 
-/// Clears `rect`, draws a titled border with the dialog's key hints, returns the inside.
-pub(crate) fn frame_box(
-    frame: &mut Frame<'_>,
-    rect: Rect,
-    title: &str,
-    ctx: Context,
-    style: Style,
-) -> Rect {
+/// A dialog's border says what it does: it reads (cyan), changes a record (yellow), destroys or
+/// reports a failure (red); the help is plain.
+fn border(ctx: Context) -> Style {
+    match ctx {
+        Context::Explain | Context::AsOf | Context::Event => bold().fg(Color::Cyan),
+        Context::Confirm | Context::Rescope | Context::RescopeInput | Context::Revert => {
+            bold().fg(Color::Yellow)
+        }
+        Context::DeleteDialog | Context::Message => error_style(),
+        _ => bold(),
+    }
+}
+
+/// Clears `rect`, draws a titled border in the dialog's colour (`border`) with its key hints
+/// (`ctx`), returns the inside.
+pub(crate) fn frame_box(frame: &mut Frame<'_>, rect: Rect, title: &str, ctx: Context) -> Rect {
+    let style = border(ctx);
     frame.render_widget(Clear, rect);
     if rect.width < 4 || rect.height < 3 {
         return rect;

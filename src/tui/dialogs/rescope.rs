@@ -234,7 +234,7 @@ impl RescopeDialog {
         } else {
             Context::Rescope
         };
-        let inner = frame_box(frame, rect, &title, ctx, bold().fg(Color::Yellow));
+        let inner = frame_box(frame, rect, &title, ctx);
         frame.render_widget(Paragraph::new(lines), inner);
         if top && d.editing && (field_row as u16) < inner.height {
             let x = 3 + width(&one_line(&d.target)).min(FIELD);

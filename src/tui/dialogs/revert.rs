@@ -207,13 +207,7 @@ impl RevertDialog {
             "Revert · {} · {} @ {}",
             rec.subject, rec.predicate, rec.scope
         );
-        let inner = frame_box(
-            frame,
-            rect,
-            &title,
-            Context::Revert,
-            bold().fg(Color::Yellow),
-        );
+        let inner = frame_box(frame, rect, &title, Context::Revert);
         frame.render_widget(Paragraph::new(lines), inner);
     }
 }

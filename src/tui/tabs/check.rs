@@ -6,7 +6,7 @@ use crate::store::Store;
 use crate::tui::app::{Action, Focus};
 use crate::store::CheckReport;
 use crate::tui::draw::{bold, dim, error_style, good, pane, part, plain, row_line};
-use crate::tui::list::Motion;
+use crate::tui::rows::Motion;
 use crate::tui::rows::step;
 use crate::tui::text::{one_line, wrap};
 use crate::tui::worker::{Failed, Load, Reply};

@@ -7,11 +7,12 @@ use crate::model::{Identity, MemoryRecord, Scope};
 use crate::store::Store;
 use crate::tui::app::{Action, DeleteDialog, Dialog, FilterState, Focus, Tab};
 use crate::tui::dialogs::{RescopeDialog, RevertDialog};
-use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, selected, Part};
+use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, Part};
 use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::{Command, Context};
 use crate::tui::layout;
-use crate::tui::list::{FilterResults, ListItem, ListRow, MemoryList, Motion, Pos, Source};
+use crate::tui::list::{FilterResults, ListItem, ListRow, MemoryList, Pos, Source};
+use crate::tui::rows::{plain_lines, Motion};
 use crate::tui::text::{age, one_line, plural, thousands, value_text};
 use crate::tui::timeline::Timeline;
 use crate::tui::worker::{FilterJob, HeaderCounts, Reply};
@@ -419,17 +420,15 @@ impl TabComponent for MemoriesTab {
         }
     }
 
-    fn click(&mut self, pane: Focus, row: usize, _height: usize, shell: &mut Shell<'_>) -> Action {
+    fn click(&mut self, pane: Focus, row: usize, height: usize, shell: &mut Shell<'_>) -> Action {
         match pane {
+            // The rows come from the store: the click is a move the session performs.
             Focus::List => {
-                let target = self.list.offset + row;
                 let cursor = self.list.cursor;
-                if target >= self.list.rows.len() || target == cursor {
-                    Action::None
-                } else if target > cursor {
-                    Action::Move(Motion::Down(target - cursor))
-                } else {
-                    Action::Move(Motion::Up(cursor - target))
+                match self.list.row_at(row, height, 1) {
+                    Some(target) if target > cursor => Action::Move(Motion::Down(target - cursor)),
+                    Some(target) if target < cursor => Action::Move(Motion::Up(cursor - target)),
+                    _ => Action::None,
                 }
             }
             Focus::Detail => {
@@ -453,7 +452,7 @@ impl TabComponent for MemoriesTab {
             self.timeline.detail = None;
             return Ok(());
         };
-        if self.timeline.detail.as_ref().map(|d| &d.identity) != Some(&rec.identity()) {
+        if self.timeline.detail.as_ref().map(|d| d.identity()) != Some(rec.identity()) {
             self.timeline.load(store, rec, env.screen())?;
         }
         Ok(())
@@ -493,7 +492,6 @@ impl TabComponent for MemoriesTab {
         let f = &mut self.filter;
         match edit_line(&mut f.input, &mut f.editing, cmd, c) {
             LineEdit::Cleared | LineEdit::Changed => Action::Filter(f.input.clone()),
-            LineEdit::Move(m) => Action::Move(m),
             LineEdit::Kept | LineEdit::Nothing => Action::None,
         }
     }
@@ -510,7 +508,7 @@ impl TabComponent for MemoriesTab {
         if self.welcome() {
             // An empty database gets the whole body to explain itself.
             let inner = pane(frame, body, "Current view · empty", true);
-            self.empty(frame, inner);
+            frame.render_widget(Paragraph::new(self.empty(inner.width as usize)), inner);
             return;
         }
         let panes = layout::panes(body, Tab::Memories, view.focus);
@@ -551,25 +549,14 @@ impl MemoriesTab {
 
     fn draw_list(&self, frame: &mut Frame<'_>, area: Rect, view: &View) {
         let focused = view.focused && view.focus == Focus::List;
-        let inner = pane(frame, area, &self.list_title(), focused);
-        if inner.width == 0 || inner.height == 0 {
-            return;
-        }
-        if self.list.is_empty() {
-            self.empty(frame, inner);
-            return;
-        }
-        let max = inner.width as usize;
-        let height = inner.height as usize;
-        let mut lines = Vec::with_capacity(height);
-        for (i, row) in self.list.visible(height).iter().enumerate() {
-            let mut line = self.list_row(row, view, max);
-            if self.list.offset + i == self.list.cursor {
-                line = line.style(selected());
-            }
-            lines.push(line);
-        }
-        frame.render_widget(Paragraph::new(lines), inner);
+        self.list.draw_pane(
+            frame,
+            area,
+            (&self.list_title(), focused),
+            |_| 1,
+            |max| self.empty(max),
+            |_, max, _| move |row| vec![self.list_row(row, view, max)],
+        );
     }
 
     fn list_row(&self, row: &ListRow, view: &View, max: usize) -> Line<'static> {
@@ -639,8 +626,7 @@ impl MemoriesTab {
 
     /// What an empty list says: an empty database explains memscope; a filter says it found
     /// nothing.
-    fn empty(&self, frame: &mut Frame<'_>, area: Rect) {
-        let max = area.width as usize;
+    fn empty(&self, max: usize) -> Vec<Line<'static>> {
         let f = &self.filter;
         let mut lines: Vec<Line<'static>> = Vec::new();
         if f.active() {
@@ -693,9 +679,7 @@ impl MemoriesTab {
                 ("To look around with sample data:  memscope demo", bold()),
                 ("? shows every key · q quits", dim()),
             ];
-            for (t, s) in text {
-                lines.push(plain(t, s, max));
-            }
+            lines.extend(plain_lines(&text, max));
             let (p, t) = self.counts.map_or((0, 0), |c| (c.pending, c.tombstones));
             if p + t > 0 {
                 lines.push(plain("", Style::new(), max));
@@ -706,6 +690,6 @@ impl MemoriesTab {
                 ));
             }
         }
-        frame.render_widget(Paragraph::new(lines), area);
+        lines
     }
 }

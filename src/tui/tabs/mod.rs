@@ -6,7 +6,7 @@
 
 use super::app::{Action, Dialog, ExplainDialog, Focus, Toast, READ_ONLY};
 use super::keymap::{Command, Context};
-use super::list::Motion;
+use super::rows::Motion;
 use super::rows::{Cursor, Rows};
 use super::text::thousands;
 use super::timeline::Screen;
@@ -107,8 +107,6 @@ pub enum LineEdit {
     Cleared,
     /// A character typed or erased.
     Changed,
-    /// ↑/↓ move in the list while typing.
-    Move(Motion),
     Nothing,
 }
 
@@ -133,8 +131,6 @@ pub fn edit_line(
             input.pop();
             LineEdit::Changed
         }
-        Some(Command::Up) => LineEdit::Move(Motion::Up(1)),
-        Some(Command::Down) => LineEdit::Move(Motion::Down(1)),
         _ => match c {
             Some(c) => {
                 input.push(c);

@@ -8,7 +8,7 @@ use crate::store::Store;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::Command;
-use crate::tui::rows::{Cursor, ListPanes, Rows};
+use crate::tui::rows::{Cursor, ListPanes, Row, Rows};
 use crate::tui::text::{age, ago, one_line, plural, value_text, width, wrap};
 use anyhow::Result;
 use ratatui::layout::Rect;
@@ -44,6 +44,8 @@ pub struct PendingTab {
     /// What each choice for the selected item would do (loaded by `sync`).
     pub preview: Option<PendingPreview>,
 }
+
+impl Row for PendingItem {}
 
 impl PendingTab {
     /// `g`, `r`, `t`: a confirm that states the preview pane's sentence for this key.

@@ -6,11 +6,11 @@ use crate::store::Store;
 use crate::model::{Considered, ReadRecord, Resolution};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::AsOfDialog;
-use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, selected, Part};
+use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, Part};
 use crate::tui::incident::{read_context, Since, TimelineMark, NO_RECORD, READS_LIMIT};
 use crate::tui::keymap::Command;
 use crate::tui::layout;
-use crate::tui::rows::{Cursor, Rows};
+use crate::tui::rows::{plain_lines, Cursor, Row, Rows};
 use crate::tui::text::{
     age, ago, fit, month_day_time, one_line, plural, short_time, value_text, width,
 };
@@ -34,6 +34,8 @@ pub struct ReadsTab {
     pub wanted: Option<ReadsQuery>,
     pub shown: Option<ReadsQuery>,
 }
+
+impl Row for ReadRecord {}
 
 impl ReadsTab {
     pub fn selected(&self) -> Option<&ReadRecord> {
@@ -166,10 +168,6 @@ impl TabComponent for ReadsTab {
     fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
         match edit_line(&mut self.input, &mut self.editing, cmd, c) {
             LineEdit::Cleared | LineEdit::Changed => Action::LoadReads,
-            LineEdit::Move(m) => {
-                self.rows.step(m, 1);
-                Action::None
-            }
             LineEdit::Kept | LineEdit::Nothing => Action::None,
         }
     }
@@ -282,42 +280,44 @@ pub(crate) fn got(r: &ReadRecord) -> String {
 }
 
 fn list(frame: &mut Frame<'_>, area: Rect, r: &ReadsTab, now: DateTime<Utc>, focused: bool) {
-    let inner = pane(frame, area, &title(r), focused);
-    if inner.width == 0 || inner.height == 0 {
-        return;
-    }
-    let max = inner.width as usize;
-    if r.rows.is_empty() {
-        let lines = if r.shown.is_none() {
-            vec![plain("Reading the read log…", dim(), max)]
-        } else if r.active() || r.since.start(now).is_some() {
-            vec![
-                plain("No logged read matches.", bold(), max),
-                plain("Esc clears the filter; s widens the window.", dim(), max),
-            ]
-        } else {
-            vec![
-                plain("No agent has logged a read yet.", bold(), max),
-                plain(
-                    "Agents log what they were told with `memscope resolve --log --agent NAME`:",
-                    dim(),
-                    max,
-                ),
-                plain(
-                    "  identity and version, never the value (a delete still destroys it).",
-                    dim(),
-                    max,
-                ),
-            ]
-        };
-        frame.render_widget(Paragraph::new(lines), inner);
-        return;
-    }
-    let per_read = layout::read_lines(inner.height as usize);
-    let height = inner.height as usize / per_read;
-    let shown = r.rows.window(height);
-    let start = shown.start;
-    let rows = &r.rows[shown];
+    r.rows.draw_pane(
+        frame,
+        area,
+        (&title(r), focused),
+        layout::read_lines,
+        |max| {
+            let text: &[(&str, Style)] = if r.shown.is_none() {
+                &[("Reading the read log…", dim())]
+            } else if r.active() || r.since.start(now).is_some() {
+                &[
+                    ("No logged read matches.", bold()),
+                    ("Esc clears the filter; s widens the window.", dim()),
+                ]
+            } else {
+                &[
+                    ("No agent has logged a read yet.", bold()),
+                    (
+                        "Agents log what they were told with `memscope resolve --log --agent NAME`:",
+                        dim(),
+                    ),
+                    (
+                        "  identity and version, never the value (a delete still destroys it).",
+                        dim(),
+                    ),
+                ]
+            };
+            plain_lines(text, max)
+        },
+        |rows, max, per_read| {
+            let widths = column_widths(rows, max);
+            move |x| read_row(x, now, max, widths, per_read)
+        },
+    );
+}
+
+/// The columns' widths (agent, what, context, result) for the reads on screen: as wide as
+/// their widest cell, within limits, and narrower on a narrow screen.
+fn column_widths(rows: &[ReadRecord], max: usize) -> [usize; 4] {
     // Columns as wide as their widest visible cell, within limits.
     let col = |f: &dyn Fn(&ReadRecord) -> String, cap: usize| {
         rows.iter()
@@ -340,18 +340,7 @@ fn list(frame: &mut Frame<'_>, area: Rect, r: &ReadsTab, now: DateTime<Utc>, foc
         widths[i] -= cut;
         over -= cut;
     }
-    let mut lines: Vec<Line<'static>> = Vec::new();
-    for (i, x) in rows.iter().enumerate() {
-        let style = if start + i == r.rows.cursor() {
-            selected()
-        } else {
-            Style::new()
-        };
-        for line in read_row(x, now, max, widths, per_read) {
-            lines.push(line.style(style));
-        }
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
+    widths
 }
 
 /// A read on `per_read` lines (columns `widths`: agent, what, context, result): its note and

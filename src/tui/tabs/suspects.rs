@@ -12,7 +12,7 @@ use crate::tui::dialogs::RescopeDialog;
 use crate::tui::draw::{bold, dim, good, labelled, part, plain, row_line, wrapped};
 use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::Command;
-use crate::tui::rows::{Cursor, ListPanes, Rows};
+use crate::tui::rows::{Cursor, ListPanes, Row, Rows};
 use crate::tui::text::{one_line, plural, value_text};
 use crate::tui::worker::{Load, Reply};
 use anyhow::Result;
@@ -30,6 +30,8 @@ pub struct SuspectsTab {
     /// Why the last scan failed, if it did.
     pub error: Option<String>,
 }
+
+impl Row for Suspect {}
 
 impl SuspectsTab {
     /// How many suspects the last scan found (the header's figure), once it has answered.

@@ -6,7 +6,7 @@ use crate::store::Store;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
 use crate::tui::draw::{bold, dim, labelled, part, row_line, wrapped};
 use crate::tui::keymap::Command;
-use crate::tui::rows::{Cursor, ListPanes, Rows};
+use crate::tui::rows::{Cursor, ListPanes, Row, Rows};
 use crate::tui::text::{age, ago, one_line, short_time};
 use anyhow::Result;
 use ratatui::layout::Rect;
@@ -18,6 +18,8 @@ use ratatui::Frame;
 pub struct TombstonesTab {
     pub rows: Rows<Tombstone>,
 }
+
+impl Row for Tombstone {}
 
 impl TombstonesTab {
     /// `u`: a confirm that states what a restore does and does not bring back.
