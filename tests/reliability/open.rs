@@ -306,6 +306,38 @@ impl Gate {
 // ---------------------------------------------------------------------------------------------
 // Simultaneous starts
 
+/// After a round in which every start was answered: `check` passes and the current view holds
+/// exactly `expected` (predicate, value) for user:s in `scope`, each as v1. What differs, one
+/// line each, `round` naming the round.
+fn view_failures(
+    home: &Path,
+    db: &Path,
+    scope: &str,
+    expected: &[(String, String)],
+    round: &str,
+) -> Vec<String> {
+    check_ok(home, db);
+    let view = current_view(home, db);
+    let mut failures = Vec::new();
+    for (predicate, value) in expected {
+        let key = ("user:s".to_string(), predicate.clone(), scope.to_string());
+        match view.get(&key) {
+            Some((v, 1)) if v == &Value::String(value.clone()) => {}
+            other => failures.push(format!(
+                "{round}: {key:?} was answered inserted but the database has {other:?}"
+            )),
+        }
+    }
+    if view.len() != expected.len() {
+        failures.push(format!(
+            "{round}: {} records, expected {}",
+            view.len(),
+            expected.len()
+        ));
+    }
+    failures
+}
+
 /// One round: `n` `memscope write`s released at one instant on `db`, which does not exist.
 /// Returns a description of each failure.
 fn cli_round(n: usize, round: usize, db: &Path) -> Vec<String> {
@@ -353,27 +385,8 @@ fn cli_round(n: usize, round: usize, db: &Path) -> Vec<String> {
         }
     }
     if failures.is_empty() {
-        check_ok(home, db);
-        let view = current_view(home, db);
-        for (predicate, value) in &expected {
-            let key = (
-                "user:s".to_string(),
-                predicate.clone(),
-                "global".to_string(),
-            );
-            match view.get(&key) {
-                Some((v, 1)) if v == &Value::String(value.clone()) => {}
-                other => failures.push(format!(
-                    "{n} processes, round {round}: {predicate} was acknowledged as inserted but the database has {other:?}"
-                )),
-            }
-        }
-        if view.len() != n {
-            failures.push(format!(
-                "{n} processes, round {round}: {} records, expected {n}",
-                view.len()
-            ));
-        }
+        let round = format!("{n} processes, round {round}");
+        failures = view_failures(home, db, "global", &expected, &round);
     }
     failures
 }
@@ -488,28 +501,11 @@ fn simultaneous_mcp_starts_on_a_new_path() {
                 }
             }
             if round_failures.is_empty() {
-                check_ok(home, &db);
-                let view = current_view(home, &db);
-                for i in 0..n {
-                    let key = (
-                        "user:s".to_string(),
-                        format!("start_{tag}{k}_{i}"),
-                        "repo:r".to_string(),
-                    );
-                    let want = Value::String(format!("value-{tag}{k}-{i}"));
-                    match view.get(&key) {
-                        Some((v, 1)) if *v == want => {}
-                        other => round_failures.push(format!(
-                            "{n} servers, round {k}: {key:?} was answered inserted but the database has {other:?}"
-                        )),
-                    }
-                }
-                if view.len() != n {
-                    round_failures.push(format!(
-                        "{n} servers, round {k}: {} records, expected {n}",
-                        view.len()
-                    ));
-                }
+                let expected: Vec<(String, String)> = (0..n)
+                    .map(|i| (format!("start_{tag}{k}_{i}"), format!("value-{tag}{k}-{i}")))
+                    .collect();
+                let round = format!("{n} servers, round {k}");
+                round_failures = view_failures(home, &db, "repo:r", &expected, &round);
             }
             failures.record(n, round_failures);
         }

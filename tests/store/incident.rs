@@ -856,8 +856,7 @@ fn read_rows_stay_content_free_after_the_identity_is_deleted() {
     let raw = unique("用户原话🗣-raw-");
     db.write(U, PM, "pnpm", "global", "s:g");
     db.write_with(
-        U,
-        PM,
+        (U, PM),
         &value,
         LEGACY,
         "thread:23/message:14",
@@ -961,8 +960,7 @@ fn gc_retention_applies_to_the_read_log() {
 fn rescope_fixes_the_wrong_tool_incident() {
     let db = TestDb::new();
     db.write_with(
-        U,
-        PM,
+        (U, PM),
         "pnpm",
         "global",
         "thread:17/message:86",
@@ -971,8 +969,7 @@ fn rescope_fixes_the_wrong_tool_incident() {
     let seq = db.run(&["seq"]).ok().stdout.trim().to_string();
     let raw = "legacy-dashboard 这个仓库继续用 npm ci，别动 lockfile 🔒";
     let o = db.write_with(
-        U,
-        PM,
+        (U, PM),
         "npm",
         "global",
         "thread:23/message:14",
@@ -1255,7 +1252,13 @@ fn rescope_failing_at_its_last_step_changes_nothing() {
 #[test]
 fn revert_makes_an_earlier_value_current_as_a_new_version() {
     let db = TestDb::new();
-    db.write_with(U, PM, "豆包 🫘", "global", "s:1", &["--raw", "默认用豆包"]);
+    db.write_with(
+        (U, PM),
+        "豆包 🫘",
+        "global",
+        "s:1",
+        &["--raw", "默认用豆包"],
+    );
     db.write(U, PM, "npm", "global", "s:2");
     let outs = as_array(revert_run(&db, "global", None).ok().json());
     assert_eq!(outs.len(), 1);

@@ -254,8 +254,7 @@ fn an_export_from_schema_v2_imports_and_an_unknown_version_is_refused() {
 fn story_export() -> (TestDb, Vec<Value>) {
     let src = TestDb::new();
     src.write_with(
-        U42,
-        PM,
+        (U42, PM),
         "pnpm",
         "global",
         "thread:1",

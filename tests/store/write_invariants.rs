@@ -279,9 +279,15 @@ fn concurrent_writers_creating_the_database_all_succeed() {
 #[test]
 fn causal_order_3_then_1_then_2_keeps_the_value_of_3() {
     let db = TestDb::new();
-    let o3 = db.write_with(U, PM, "三 three", "global", "op:3", &["--causal-seq", "3"]);
-    let o1 = db.write_with(U, PM, "一 one", "global", "op:1", &["--causal-seq", "1"]);
-    let o2 = db.write_with(U, PM, "二 two", "global", "op:2", &["--causal-seq", "2"]);
+    let o3 = db.write_with(
+        (U, PM),
+        "三 three",
+        "global",
+        "op:3",
+        &["--causal-seq", "3"],
+    );
+    let o1 = db.write_with((U, PM), "一 one", "global", "op:1", &["--causal-seq", "1"]);
+    let o2 = db.write_with((U, PM), "二 two", "global", "op:2", &["--causal-seq", "2"]);
     assert_eq!(o3["outcome"], "inserted");
     for o in [&o1, &o2] {
         assert_eq!(o["outcome"], "stale", "{o:#}");
@@ -334,8 +340,7 @@ fn applied_versions_read_back_in_causal_order() {
     ];
     for (seq, value, want) in steps {
         let out = db.write_with(
-            U,
-            PM,
+            (U, PM),
             value,
             "global",
             &format!("op:{seq}"),
@@ -371,8 +376,7 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
     let db = TestDb::new();
     let scope = "repo:旧仪表盘";
     db.write_with(
-        U,
-        PM,
+        (U, PM),
         "npm",
         scope,
         "thread:1",
@@ -387,8 +391,7 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
     .ok();
     let secret = unique("复活-secret-");
     let out = db.write_with(
-        U,
-        PM,
+        (U, PM),
         &secret,
         scope,
         "thread:2",

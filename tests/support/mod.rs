@@ -226,54 +226,24 @@ impl TestDb {
         scope: &str,
         source: &str,
     ) -> Value {
-        self.write_with(subject, predicate, value, scope, source, &[])
+        self.write_with((subject, predicate), value, scope, source, &[])
     }
 
     /// `write … --json` with an exact scope and `extra` arguments; asserts exit 0; returns the
     /// outcome.
     #[track_caller]
-    pub fn write_with(
-        &self,
-        subject: &str,
-        predicate: &str,
-        value: &str,
-        scope: &str,
-        source: &str,
-        extra: &[&str],
-    ) -> Value {
-        self.write_value(
-            (subject, predicate),
-            ("--value", value),
-            scope,
-            source,
-            extra,
-        )
-    }
-
-    /// `write --value-json JSON … --json` with an exact scope and `extra` arguments; asserts
-    /// exit 0; returns the outcome.
-    #[track_caller]
-    pub fn write_json(
-        &self,
-        id: (&str, &str),
-        value_json: &str,
-        scope: &str,
-        source: &str,
-        extra: &[&str],
-    ) -> Value {
-        self.write_value(id, ("--value-json", value_json), scope, source, extra)
-    }
-
-    /// `write`, the value given as `(--value or --value-json, text)`.
-    #[track_caller]
-    fn write_value(
+    pub fn write_with<'a>(
         &self,
         (subject, predicate): (&str, &str),
-        (value_flag, value): (&str, &str),
+        value: impl Into<ValueArg<'a>>,
         scope: &str,
         source: &str,
         extra: &[&str],
     ) -> Value {
+        let (value_flag, value) = match value.into() {
+            ValueArg::Text(text) => ("--value", text),
+            ValueArg::Json(json) => ("--value-json", json),
+        };
         let rest = [
             value_flag, value, "--scope", scope, "--source", source, "--json",
         ];
@@ -353,8 +323,7 @@ impl TestDb {
     #[track_caller]
     pub fn write_first_default(&self) -> Value {
         self.write_with(
-            "user:42",
-            "package_manager",
+            ("user:42", "package_manager"),
             "pnpm",
             "global",
             "thread:17/message:86",
@@ -486,6 +455,24 @@ impl TestDb {
         self.sql()
             .query_row(sql, [], |r| r.get(0))
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+}
+
+/// A value as `write` takes it: text (`--value`) or JSON (`--value-json`).
+pub enum ValueArg<'a> {
+    Text(&'a str),
+    Json(&'a str),
+}
+
+impl<'a> From<&'a str> for ValueArg<'a> {
+    fn from(text: &'a str) -> ValueArg<'a> {
+        ValueArg::Text(text)
+    }
+}
+
+impl<'a> From<&'a String> for ValueArg<'a> {
+    fn from(text: &'a String) -> ValueArg<'a> {
+        ValueArg::Text(text)
     }
 }
 
