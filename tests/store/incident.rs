@@ -119,9 +119,7 @@ fn table_fingerprint(path: &Path) -> Vec<String> {
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .expect("open read-only");
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version: i64 = query_one(&conn, "PRAGMA user_version");
     let mut out = vec![format!("user_version {version}")];
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")

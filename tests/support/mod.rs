@@ -452,10 +452,15 @@ impl TestDb {
     /// The one value a SQL query returns.
     #[track_caller]
     pub fn sql_one<T: rusqlite::types::FromSql>(&self, sql: &str) -> T {
-        self.sql()
-            .query_row(sql, [], |r| r.get(0))
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        query_one(&self.sql(), sql)
     }
+}
+
+/// The one value `sql` returns on `conn`.
+#[track_caller]
+pub fn query_one<T: rusqlite::types::FromSql>(conn: &rusqlite::Connection, sql: &str) -> T {
+    conn.query_row(sql, [], |r| r.get(0))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 /// A value as `write` takes it: text (`--value`) or JSON (`--value-json`).

@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// same as every other test's (re-exported for the reliability tests; the other binaries that
 /// include this module do not use them).
 #[allow(unused_imports)]
-pub use super::{contains_bytes as contains, db_files, memscope_cmd, Run, TestDb as Db};
+pub use super::{contains_bytes as contains, db_files, memscope_cmd, query_one, Run, TestDb as Db};
 
 /// `$name` parsed as a number, else `default`.
 pub fn env_u64(name: &str, default: u64) -> u64 {
