@@ -26,12 +26,12 @@
 //! `cargo test --release --test reliability -- open:: --nocapture`
 
 use crate::support::tmux::Tmux;
-use crate::support::{args_for, assert_mcp_client_ok, clean_env, require_python_mcp};
+use crate::support::{args_for, assert_mcp_client_ok, clean_env, drain, require_python_mcp};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -81,15 +81,6 @@ impl Drop for Procs {
 /// Waits for a child until `deadline`, killing it then; returns its output. Its pipes are
 /// drained while it runs, so a child with a lot to say cannot block on a full pipe.
 fn finish(child: &mut Child, deadline: Instant) -> Output {
-    fn drain(r: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut buf);
-            }
-            buf
-        })
-    }
     let out = drain(child.stdout.take());
     let err = drain(child.stderr.take());
     let status = loop {

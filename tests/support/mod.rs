@@ -131,6 +131,27 @@ pub fn clean_env(c: &mut Command, home: &Path) {
         .stdin(Stdio::null());
 }
 
+/// Spawns `c` with nothing on stdin and both output streams piped (drain them with [`drain`]).
+pub fn spawn_piped(c: &mut Command, what: &str) -> Child {
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+/// Reads a child's stream to its end on a thread of its own, so that a child with a lot to say
+/// cannot block on a full pipe.
+pub fn drain(r: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut r) = r {
+            let _ = r.read_to_end(&mut buf);
+        }
+        buf
+    })
+}
+
 /// A database path in its own temporary directory (the file is not created).
 pub struct TestDb {
     pub dir: tempfile::TempDir,
@@ -694,6 +715,13 @@ pub fn ambiguous_req(
         causal_seq: None,
         context: None,
     }
+}
+
+/// Each row's `keys`, in order, as one JSON array a row.
+pub fn project(rows: &[Value], keys: &[&str]) -> Vec<Value> {
+    rows.iter()
+        .map(|r| Value::Array(keys.iter().map(|k| r[*k].clone()).collect()))
+        .collect()
 }
 
 /// Asserts that `values` strictly increase; `what` says what they are.
