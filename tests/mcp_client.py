@@ -67,6 +67,17 @@ class Server:
             f"{name} {args}: expected isError={expect_error}, got {is_error}: {text}")
         return result, text, attr(result, "structured_content")
 
+    async def remembers(self, args, **expected):
+        """A `remember` answered with the `expected` fields: its text and all its fields."""
+        _, text, data = await self.call("remember", args)
+        assert all(data[k] == v for k, v in expected.items()), (expected, data)
+        return text, data
+
+    async def refuses(self, name, args, words):
+        """A tool error that says `words`; the session goes on."""
+        _, text, _ = await self.call(name, args, expect_error=True)
+        assert words in text, text
+
 
 async def story():
     facts = {}
@@ -86,52 +97,45 @@ async def story():
         assert set(attr(remember, "input_schema")["required"]) == {"predicate", "value", "source", "scope"}
         assert "repo:web-app" in remember.description
 
-        _, text, data = await srv.call("remember", {
+        text, data = await srv.remembers({
             "predicate": "package_manager", "value": "pnpm", "scope": "global",
-            "raw": "以后新建前端项目，默认用 pnpm。", "source": "thread:17/message:86"})
-        assert data["outcome"] == "inserted" and data["scope"] == "global" and data["version"] == 1, data
+            "raw": "以后新建前端项目，默认用 pnpm。", "source": "thread:17/message:86"},
+            outcome="inserted", scope="global", version=1)
         assert text.startswith("inserted"), text
 
-        _, text, data = await srv.call("remember", {
+        await srv.remembers({
             "predicate": "Formatter", "value": "prettier", "scope": "global",
-            "raw": "format with prettier", "source": "thread:17/message:90"})
-        assert data["outcome"] == "inserted" and data["predicate"] == "formatter", data
+            "raw": "format with prettier", "source": "thread:17/message:90"},
+            outcome="inserted", predicate="formatter")
 
-        _, text, data = await srv.call("remember", {
+        text, data = await srv.remembers({
             "predicate": "package_manager", "value": "npm", "scope": "unsure",
-            "raw": "以后都用 npm", "source": "thread:31/message:2"})
-        assert data["outcome"] == "pending", data
-        assert data["scope"] == {"ambiguous": ["global", "repo:web-app"]}, data
+            "raw": "以后都用 npm", "source": "thread:31/message:2"},
+            outcome="pending", scope={"ambiguous": ["global", "repo:web-app"]})
         assert isinstance(data["pending_id"], int), data
         assert f"pending #{data['pending_id']}" in text, text
         facts["pending_id"] = data["pending_id"]
 
         # Malformed calls are tool errors; the session goes on.
-        _, text, _ = await srv.call("remember", {"predicate": 42, "scope": ["global"]}, expect_error=True)
-        assert "`predicate` must be a string" in text, text
-        _, text, _ = await srv.call("remember", {
-            "predicate": "package_manager", "value": "npm", "scope": "repo:legacy-dashboard",
-            "source": "s"}, expect_error=True)
-        assert "ids come from this server" in text, text
-        _, text, _ = await srv.call("remember", {
-            "predicate": "package_manager", "value": "npm", "scope": "global", "source": "s",
-            "repo": "legacy-dashboard"}, expect_error=True)
-        assert "unknown argument `repo`" in text, text
-        _, text, _ = await srv.call("remember", {
-            "predicate": "package_manager", "value": None, "scope": "global", "source": "s"},
-            expect_error=True)
-        assert "null" in text, text
-        _, text, _ = await srv.call("recall", {}, expect_error=True)
-        assert "missing required argument `predicate`" in text, text
-        _, text, _ = await srv.call("remember", {
-            "predicate": "test_command", "value": "pnpm test", "scope": "task", "source": "s"},
-            expect_error=True)
-        assert "without one" in text, text
-
-        # forget is not offered without --allow-forget, and refused if called anyway.
-        _, text, _ = await srv.call("forget", {"predicate": "package_manager", "scope": "all"},
-                                    expect_error=True)
-        assert "--allow-forget" in text, text
+        for name, args, words in [
+            ("remember", {"predicate": 42, "scope": ["global"]}, "`predicate` must be a string"),
+            ("remember", {"predicate": "package_manager", "value": "npm",
+                          "scope": "repo:legacy-dashboard", "source": "s"},
+             "ids come from this server"),
+            ("remember", {"predicate": "package_manager", "value": "npm", "scope": "global",
+                          "source": "s", "repo": "legacy-dashboard"},
+             "unknown argument `repo`"),
+            ("remember", {"predicate": "package_manager", "value": None, "scope": "global",
+                          "source": "s"},
+             "null"),
+            ("recall", {}, "missing required argument `predicate`"),
+            ("remember", {"predicate": "test_command", "value": "pnpm test", "scope": "task",
+                          "source": "s"},
+             "without one"),
+            # forget is not offered without --allow-forget, and refused if called anyway.
+            ("forget", {"predicate": "package_manager", "scope": "all"}, "--allow-forget"),
+        ]:
+            await srv.refuses(name, args, words)
 
         # An unknown tool is a protocol error (JSON-RPC), and the session still goes on.
         try:
@@ -148,21 +152,20 @@ async def story():
 
     # 2. The legacy dashboard keeps npm: a repo rule, not a new global default.
     async with Server("--subject", "user:42", "--repo", "legacy-dashboard", "--agent", "claude-code") as srv:
-        _, text, data = await srv.call("remember", {
+        await srv.remembers({
             "predicate": "package_manager", "value": "npm", "scope": "repo",
-            "raw": "这个仓库保持 npm ci，别换。", "source": "thread:23/message:14"})
-        assert data["outcome"] == "inserted" and data["scope"] == "repo:legacy-dashboard", data
+            "raw": "这个仓库保持 npm ci，别换。", "source": "thread:23/message:14"},
+            outcome="inserted", scope="repo:legacy-dashboard")
 
-        _, text, data = await srv.call("remember", {
+        await srv.remembers({
             "predicate": "package manager", "value": " PNPM ", "scope": "global",
-            "source": "thread:24/message:3"})
-        assert data["outcome"] == "confirmed" and data["version"] == 1, data
+            "source": "thread:24/message:3"},
+            outcome="confirmed", version=1)
 
-        _, text, data = await srv.call("remember", {
+        await srv.remembers({
             "predicate": "formatter", "value": {"tool": "biome", "version": 2}, "scope": "global",
-            "raw": "switch to biome", "source": "thread:27/message:5"})
-        assert data["outcome"] == "superseded" and data["version"] == 2, data
-        assert data["previous"] == "prettier", data
+            "raw": "switch to biome", "source": "thread:27/message:5"},
+            outcome="superseded", version=2, previous="prettier")
 
         _, text, data = await srv.call("recall", {"predicate": "package_manager"})
         assert data["found"] and data["value"] == "npm" and data["scope"] == "repo:legacy-dashboard", data
@@ -192,27 +195,23 @@ async def story():
     async with Server("--subject", "user:42", "--allow-forget") as srv:
         names = sorted(t.name for t in await srv.tools())
         assert names == ["forget", "list_memories", "recall", "remember"], names
-        _, text, data = await srv.call("remember", {
+        await srv.remembers({
             "predicate": "coffee", "value": "oat latte", "scope": "global",
-            "raw": "我每天喝燕麦拿铁", "source": "thread:40/message:1"})
-        assert data["outcome"] == "inserted", data
+            "raw": "我每天喝燕麦拿铁", "source": "thread:40/message:1"},
+            outcome="inserted")
         _, text, data = await srv.call("forget", {"predicate": "coffee", "scope": "all",
                                                   "reason": "user asked"})
         assert data["tombstoned"] == [{"subject": "user:42", "predicate": "coffee",
                                        "scope": "global", "version": 2}], data
         assert data["purged_versions"] == 1, data
-        _, text, data = await srv.call("remember", {
+        text, data = await srv.remembers({
             "predicate": "coffee", "value": "espresso", "scope": "global",
-            "source": "thread:41/message:1"})
-        assert data["outcome"] == "rejected", data
+            "source": "thread:41/message:1"},
+            outcome="rejected")
         assert text.startswith("rejected: the user deleted coffee"), text
-        _, text, _ = await srv.call("remember", {
-            "predicate": "package_manager", "value": "npm", "scope": "unsure", "source": "s"},
-            expect_error=True)
-        assert "without one" in text, text
-        _, text, _ = await srv.call("forget", {"predicate": "never_stored", "scope": "global"},
-                                    expect_error=True)
-        assert "no memory" in text, text
+        await srv.refuses("remember", {"predicate": "package_manager", "value": "npm",
+                                       "scope": "unsure", "source": "s"}, "without one")
+        await srv.refuses("forget", {"predicate": "never_stored", "scope": "global"}, "no memory")
 
     return facts
 

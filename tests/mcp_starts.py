@@ -250,30 +250,36 @@ async def contend(a, b, secs, in_flight):
     return done["n"], errors, acked
 
 
-async def contend_only(bin_path, db, secs, in_flight):
+def init(bin_path, db):
     subprocess.run([bin_path, "--db", db, "init"], check=True, capture_output=True,
                    env={**os.environ, **ENV}, timeout=60)
+
+
+@contextlib.asynccontextmanager
+async def two_servers(bin_path, db):
+    """Servers `a` and `b` on `db`, open; both closed on the way out."""
     a = Server(bin_path, db, sys.stderr)
     b = Server(bin_path, db, sys.stderr)
     try:
         await a.open()
         await b.open()
-        calls, errors, acked = await contend(a, b, secs, in_flight)
+        yield a, b
     finally:  # LIFO: each session's task group was entered in this task, `a` first
         await b.close()
         await a.close()
+
+
+async def contend_only(bin_path, db, secs, in_flight):
+    init(bin_path, db)
+    async with two_servers(bin_path, db) as (a, b):
+        calls, errors, acked = await contend(a, b, secs, in_flight)
     return {"calls": calls, "errors": errors, "acknowledged": acked}
 
 
 async def contend_then_idle(bin_path, db, secs, in_flight, calls):
-    subprocess.run([bin_path, "--db", db, "init"], check=True, capture_output=True,
-                   env={**os.environ, **ENV}, timeout=60)
+    init(bin_path, db)
     b0 = busy_retries(bin_path, db)
-    a = Server(bin_path, db, sys.stderr)
-    b = Server(bin_path, db, sys.stderr)
-    try:
-        await a.open()
-        await b.open()
+    async with two_servers(bin_path, db) as (a, b):
         done, errors, _ = await contend(a, b, secs, in_flight)
         if errors:
             raise RuntimeError(f"{len(errors)} call(s) failed while two servers contended; "
@@ -284,9 +290,6 @@ async def contend_then_idle(bin_path, db, secs, in_flight, calls):
         b1 = busy_retries(bin_path, db)
         await pairs(a, "idle_same", calls)
         b2 = busy_retries(bin_path, db)
-    finally:  # LIFO: each session's task group was entered in this task, `a` first
-        await b.close()
-        await a.close()
     c = Server(bin_path, db, sys.stderr)
     try:
         await c.open()

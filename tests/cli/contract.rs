@@ -331,8 +331,7 @@ fn chinese_emoji_and_100kb_values_round_trip_through_write_and_apply() {
     // ~100 KB through a command-line argument (below the 128 KiB per-argument limit).
     let via_arg = long_text(100_000, "🧪参数");
     let out = db.write_with(
-        "用户:小明 🐼",
-        "笔记",
+        ("用户:小明 🐼", "笔记"),
         &via_arg,
         "repo:仓库-一",
         "对话:7/消息:3",
@@ -514,8 +513,7 @@ fn seq_hands_out_increasing_numbers_and_write_takes_one_at_commit() {
     assert!(out["causal_seq"].as_i64().unwrap() > b);
     // A write carrying an old number from `seq` keeps it (retries reuse the same number).
     let out = db.write_with(
-        U,
-        "formatter",
+        (U, "formatter"),
         "biome",
         "global",
         "t",
@@ -575,8 +573,8 @@ fn a_closed_stdout_is_not_a_panic() {
 #[test]
 fn an_empty_raw_is_absent_in_write_and_apply_alike() {
     let db = TestDb::new();
-    db.write_with(U, "editor", "helix", "global", "t:1", &["--raw", ""]);
-    db.write_with(U, "shell", "fish", "global", "t:2", &["--raw", "   "]);
+    db.write_with((U, "editor"), "helix", "global", "t:1", &["--raw", ""]);
+    db.write_with((U, "shell"), "fish", "global", "t:2", &["--raw", "   "]);
     let line = json!({"subject": U, "predicate": "pager", "value": "less", "scope": "global", "source": "t:3", "raw": ""});
     let outs = db
         .run_stdin(&["apply", "-"], format!("{line}\n").as_bytes())

@@ -29,7 +29,7 @@ fn global_write(
 ) -> serde_json::Value {
     let mut args = vec!["--raw", raw];
     args.extend_from_slice(extra);
-    db.write_with(U, PM, value, "global", source, &args)
+    db.write_with((U, PM), value, "global", source, &args)
 }
 
 /// The first article's default (pnpm for every new project), stated as a default, without a

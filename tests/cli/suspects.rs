@@ -73,8 +73,7 @@ fn a_default_stated_as_a_default_is_no_suspect_and_words_print_escaped() {
     let db = TestDb::new();
     db.write_first_default();
     db.write_with(
-        "user:7",
-        "indentation",
+        ("user:7", "indentation"),
         "tabs",
         "global",
         "thread:2",

@@ -269,8 +269,7 @@ fn empty_database_explains_itself_and_restores_on_error() {
     t.wait_for("EXIT:0");
     // A missing database: a clear sentence on stderr, exit 1, no UI.
     launch(&t, &dir.path().join("missing.db"), "tui");
-    let s = t.wait_for("EXIT:1");
-    assert!(s.contains("no memscope database at"), "{s}");
+    t.wait_showing("EXIT:1", &["no memscope database at"]);
 }
 
 /// The README walkthrough "Debugging a wrong-tool incident", in the UI: the Reads tab, the
@@ -308,9 +307,13 @@ fn incident_walkthrough_reads_as_of_rescope() {
     // Enter: the chain as it stood at the read — global v2 (npm) won.
     t.key("Enter");
     t.wait_for("As of a read · user:42 · package_manager");
-    let s = t.wait_for("→ the agent got");
-    assert!(s.contains("→ the agent got npm from global v2"), "{s}");
-    assert!(s.contains("the read log agrees: global v2"), "{s}");
+    t.wait_showing(
+        "→ the agent got",
+        &[
+            "→ the agent got npm from global v2",
+            "the read log agrees: global v2",
+        ],
+    );
 
     // g: the winning record's timeline, the version the agent used highlighted.
     t.type_text("g");
@@ -320,15 +323,13 @@ fn incident_walkthrough_reads_as_of_rescope() {
     // m: the dialog suggests where the words were said and states the effect before y.
     t.type_text("m");
     t.wait_for("Rescope · user:42 · package_manager @ global");
-    let s = t.wait_for("as v3");
-    assert!(s.contains("to repo:legacy-dashboard"), "{s}");
-    assert!(
-        s.contains("moves npm to repo:legacy-dashboard as v1"),
-        "{s}"
-    );
-    assert!(
-        s.contains("global goes back to pnpm (value of v1) as v3"),
-        "{s}"
+    t.wait_showing(
+        "as v3",
+        &[
+            "to repo:legacy-dashboard",
+            "moves npm to repo:legacy-dashboard as v1",
+            "global goes back to pnpm (value of v1) as v3",
+        ],
     );
     t.type_text("y");
     t.wait_for("rescoped user:42 · package_manager: inserted repo:legacy-dashboard v1");
@@ -400,13 +401,13 @@ fn demo_opens_on_the_incident_and_the_suspects_tab_rescopes_it() {
 
     t.type_text("6");
     t.wait_for("Why it looks like the rule of one place");
-    let s = t.wait_for("m rescopes it to repo:legacy-dashboard");
-    assert!(s.contains("the words say “这个仓库”"), "{s}");
-    assert!(s.contains("5 repos · 4 reads"), "{s}");
+    t.wait_showing(
+        "m rescopes it to repo:legacy-dashboard",
+        &["the words say “这个仓库”", "5 repos · 4 reads"],
+    );
 
     t.type_text("m");
-    let s = t.wait_for("global goes back to pnpm");
-    assert!(s.contains("to repo:legacy-dashboard"), "{s}");
+    t.wait_showing("global goes back to pnpm", &["to repo:legacy-dashboard"]);
     t.type_text("y");
     t.wait_for("rescoped user:42 · package_manager: inserted repo:legacy-dashboard v1");
     let s = t.wait_for("No suspects.");

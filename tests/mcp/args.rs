@@ -3,7 +3,7 @@
 //! binary showing that the context reaches the tools and that malformed input does not end the
 //! session.
 
-use crate::support::mcp_session::{tool_text, RawSession};
+use crate::support::mcp_session::{assert_rpc_error, tool_text, RawSession};
 use crate::support::*;
 use memscope::mcp::{repo_from_git, McpArgs, McpContext};
 use serde_json::{json, Value};
@@ -384,14 +384,7 @@ fn every_request_gets_an_answer_however_deep_or_misshapen() {
             "tools/call",
             json!({"name": "remember", "arguments": args}),
         );
-        assert_eq!(r["error"]["code"], -32602, "{args}: {r}");
-        assert!(
-            r["error"]["message"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("`arguments` must be an object"),
-            "{r}"
-        );
+        assert_rpc_error(&r, -32602, "`arguments` must be an object");
         id += 1;
     }
     // An empty `raw` is no words, as in `write` and `apply`.
@@ -409,14 +402,10 @@ fn every_request_gets_an_answer_however_deep_or_misshapen() {
     assert_eq!(code, 0);
 
     // (`list --json` would print the deep value 129 levels deep: read the rows with SQL.)
-    let sql = db.sql();
-    let rows: Vec<(String, Option<String>, String)> = sql
-        .prepare("SELECT predicate, raw, value FROM memories ORDER BY predicate")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let rows: Vec<(String, Option<String>, String)> = db.sql_rows(
+        "SELECT predicate, raw, value FROM memories ORDER BY predicate",
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    );
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!(rows[0].0, "deep_ok");
     assert_eq!(rows[0].2, nested(127).to_string());

@@ -14,8 +14,7 @@ const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py")
 fn cli_equivalent(db: &TestDb) {
     let s = "user:42";
     let o = db.write_with(
-        s,
-        "package_manager",
+        (s, "package_manager"),
         "pnpm",
         "global",
         "thread:17/message:86",
@@ -23,8 +22,7 @@ fn cli_equivalent(db: &TestDb) {
     );
     assert_eq!(o["outcome"], "inserted");
     db.write_with(
-        s,
-        "Formatter",
+        (s, "Formatter"),
         "prettier",
         "global",
         "thread:17/message:90",
@@ -40,8 +38,7 @@ fn cli_equivalent(db: &TestDb) {
     );
     assert_eq!(o["outcome"], "pending");
     db.write_with(
-        s,
-        "package_manager",
+        (s, "package_manager"),
         "npm",
         "repo:legacy-dashboard",
         "thread:23/message:14",
@@ -55,17 +52,16 @@ fn cli_equivalent(db: &TestDb) {
         "thread:24/message:3",
     );
     assert_eq!(o["outcome"], "confirmed");
-    let o = db.write_json(
+    let o = db.write_with(
         (s, "formatter"),
-        r#"{"tool":"biome", "version":2}"#,
+        ValueArg::Json(r#"{"tool":"biome", "version":2}"#),
         "global",
         "thread:27/message:5",
         &["--raw", "switch to biome"],
     );
     assert_eq!(o["outcome"], "superseded");
     db.write_with(
-        s,
-        "coffee",
+        (s, "coffee"),
         "oat latte",
         "global",
         "thread:40/message:1",

@@ -11,11 +11,8 @@
 //! Reproduce: `cargo test --release --test reliability -- guard:: --nocapture`
 
 use crate::support::reliability::*;
-use memscope::{OpenMode, Scope, ScopeChoice, Store, WriteContext, WriteRequest};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::process::Stdio;
 
 const SUBJECTS: usize = 4;
 const ROUNDS: usize = 6;
@@ -70,89 +67,26 @@ fn requests(c: usize) -> Vec<(Value, Said)> {
     out
 }
 
-fn request(line: &Value) -> WriteRequest {
-    WriteRequest {
-        subject: line["subject"].as_str().unwrap().into(),
-        predicate: line["predicate"].as_str().unwrap().into(),
-        value: line["value"].clone(),
-        scope: ScopeChoice::Exact(Scope::parse(line["scope"].as_str().unwrap()).unwrap()),
-        source: line["source"].as_str().unwrap().into(),
-        raw: line["raw"].as_str().map(str::to_string),
-        causal_seq: None,
-        context: line["context"]["repo"].as_str().map(|r| WriteContext {
-            repo: Some(r.into()),
-            task: None,
-        }),
-    }
+/// Client `c`'s request lines, without what they say.
+fn lines(c: usize) -> Vec<Value> {
+    requests(c).into_iter().map(|(line, _)| line).collect()
 }
 
 #[test]
 fn concurrent_guarded_writers_are_told_what_the_database_holds() {
     let db = Db::new();
     db.init();
-    let mut children = Vec::new();
-    for c in 0..3 {
-        let mut cmd = db.command(&["apply"]);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        children.push((c, cmd.spawn().expect("spawn memscope apply")));
-    }
-    let mut feeders = Vec::new();
-    for (c, child) in &mut children {
-        let mut stdin = child.stdin.take().expect("stdin");
-        let input: String = requests(*c)
-            .into_iter()
-            .map(|(line, _)| format!("{line}\n"))
-            .collect();
-        feeders.push(std::thread::spawn(move || {
-            let _ = stdin.write_all(input.as_bytes());
-        }));
-    }
-    let threads: Vec<_> = (3..5)
-        .map(|c| {
-            let path = db.path.clone();
-            std::thread::spawn(move || {
-                let mut store = Store::open(&path, OpenMode::Existing).expect("open");
-                store.set_assert_invariants(true);
-                requests(c)
-                    .into_iter()
-                    .map(|(line, _)| {
-                        let out = store
-                            .write(&request(&line))
-                            .expect("a write in a busy database succeeds");
-                        serde_json::to_value(&out).expect("outcome")
-                    })
-                    .collect::<Vec<Value>>()
-            })
-        })
-        .collect();
     // What each client sent beside what it was told, in order.
-    let mut told: Vec<(Value, Said, Value)> = Vec::new();
-    for f in feeders {
-        f.join().expect("feeder");
-    }
-    for (c, child) in children {
-        let out = child.wait_with_output().expect("apply ends");
-        assert!(
-            out.status.success(),
-            "apply {c} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let answers = json_lines(&String::from_utf8_lossy(&out.stdout));
-        let sent = requests(c);
-        assert_eq!(answers.len(), sent.len(), "one answer a line");
-        told.extend(sent.into_iter().zip(answers).map(|((l, k), a)| (l, k, a)));
-    }
-    for (c, t) in (3..5).zip(threads) {
-        let answers = t.join().expect("writer thread");
-        told.extend(
+    let told: Vec<(Value, Said, Value)> = write_concurrently(&db, lines)
+        .into_iter()
+        .enumerate()
+        .flat_map(|(c, answers)| {
             requests(c)
                 .into_iter()
                 .zip(answers)
-                .map(|((l, k), a)| (l, k, a)),
-        );
-    }
+                .map(|((l, k), a)| (l, k, a))
+        })
+        .collect();
 
     let conn = db.sql();
     let mut pending_seen = BTreeSet::new();
@@ -213,25 +147,19 @@ fn concurrent_guarded_writers_are_told_what_the_database_holds() {
         }
     }
     // No queued value was ever applied.
-    let applied: BTreeSet<String> = conn
-        .prepare("SELECT value FROM history WHERE event = 'set' AND scope = 'global'")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let applied: BTreeSet<String> = db
+        .sql_rows(
+            "SELECT value FROM history WHERE event = 'set' AND scope = 'global'",
+            |r| r.get(0),
+        )
+        .into_iter()
+        .collect();
     for (line, kind, _) in &told {
         if matches!(kind, Said::Place | Said::Sibling) && line["scope"] == "global" {
             assert!(!applied.contains(&line["value"].to_string()), "{line}");
         }
     }
-    let open: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM pending WHERE status = 'open'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let open = db.sql_i64("SELECT count(*) FROM pending WHERE status = 'open'");
     assert_eq!(
         open as usize,
         pending_seen.len(),

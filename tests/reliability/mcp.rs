@@ -16,8 +16,7 @@ use crate::support::reliability::env_u64;
 use crate::support::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 const STRESS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_stress.py");
@@ -30,53 +29,25 @@ fn bin() -> String {
 
 /// `bin() --db DB args…` with the same clean environment as the other tests.
 fn cli(db: &TestDb, args: &[&str]) -> Run {
-    let out = Command::new(bin())
-        .env("MEMSCOPE_ASSERT_INVARIANTS", "1")
-        .env_remove("MEMSCOPE_DB")
-        .env_remove("MEMSCOPE_BUSY_TIMEOUT_MS")
-        .env("HOME", db.dir.path())
-        .env("XDG_DATA_HOME", db.dir.path().join("xdg"))
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .arg("--db")
-        .arg(&db.path)
-        .args(args)
-        .output()
-        .expect("spawn memscope");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    let mut c = Command::new(bin());
+    clean_env(&mut c, db.dir.path());
+    let out = c.arg("--db").arg(&db.path).args(args).output();
+    Run::from_output(out.expect("spawn memscope"))
 }
 
 /// Runs `tests/mcp_stress.py MODE BIN DB args…`, killed after `limit`; returns its JSON report.
 fn stress(db: &TestDb, mode: &str, args: &[String], limit: Duration) -> Value {
-    let mut child = Command::new("python3")
+    let mut python = Command::new("python3");
+    python
         .arg(STRESS)
         .arg(mode)
         .arg(bin())
         .arg(&db.path)
-        .args(args)
-        .env("HOME", db.dir.path())
-        .env_remove("MEMSCOPE_DB")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 is needed by this test");
-    let mut out = child.stdout.take().expect("stdout");
-    let mut err = child.stderr.take().expect("stderr");
-    let out_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
+        .args(args);
+    python.env("HOME", db.dir.path()).env_remove("MEMSCOPE_DB");
+    let mut child = spawn_piped(&mut python, "python3 is needed by this test");
+    let out_reader = drain(child.stdout.take());
+    let err_reader = drain(child.stderr.take());
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait python3") {
@@ -98,8 +69,8 @@ fn stress(db: &TestDb, mode: &str, args: &[String], limit: Duration) -> Value {
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let stdout = out_reader.join().expect("stdout reader");
-    let stderr = err_reader.join().expect("stderr reader");
+    let stdout = String::from_utf8_lossy(&out_reader.join().expect("stdout reader")).into_owned();
+    let stderr = String::from_utf8_lossy(&err_reader.join().expect("stderr reader")).into_owned();
     let Some(status) = status else {
         panic!("mcp_stress.py {mode} did not finish within {limit:?}: a call or a server hung\nstderr:\n{stderr}");
     };
@@ -136,6 +107,25 @@ fn first<T: std::fmt::Display>(items: &[T], n: usize) -> String {
         lines.push(format!("  … and {} more", items.len() - n));
     }
     lines.join("\n")
+}
+
+/// Adds a problem when there are `items`: how many, `what` they are, and the first `n`.
+fn count_items<T: std::fmt::Display>(
+    problems: &mut Vec<String>,
+    items: &[T],
+    what: &str,
+    n: usize,
+) {
+    if !items.is_empty() {
+        problems.push(format!("{} {what}:\n{}", items.len(), first(items, n)));
+    }
+}
+
+/// [`count_items`] for each of the report's `lists`: (key, what its items are).
+fn count_listed(problems: &mut Vec<String>, report: &Value, lists: &[(&str, &str)]) {
+    for (key, what) in lists {
+        count_items(problems, arr(&report[*key]), what, 8);
+    }
 }
 
 /// (predicate, scope) → (value, version) of the current view.
@@ -288,21 +278,20 @@ fn two_servers_parallel_calls_lose_nothing() {
             first(&errors_summary(errors), 12)
         ));
     }
-    for (key, what) in [
-        (
-            "unexpected",
-            "remember calls were answered neither inserted, superseded nor confirmed",
-        ),
-        (
-            "mismatches",
-            "answers were about another write than the one asked for",
-        ),
-    ] {
-        let items = arr(&report[key]);
-        if !items.is_empty() {
-            problems.push(format!("{} {what}:\n{}", items.len(), first(items, 8)));
-        }
-    }
+    count_listed(
+        &mut problems,
+        &report,
+        &[
+            (
+                "unexpected",
+                "remember calls were answered neither inserted, superseded nor confirmed",
+            ),
+            (
+                "mismatches",
+                "answers were about another write than the one asked for",
+            ),
+        ],
+    );
     let unseen: Vec<String> = arr(&report["read_mismatches"])
         .iter()
         .map(|m| {
@@ -320,13 +309,12 @@ fn two_servers_parallel_calls_lose_nothing() {
             )
         })
         .collect();
-    if !unseen.is_empty() {
-        problems.push(format!(
-            "{} recall(s) did not see a write this server had acknowledged before:\n{}",
-            unseen.len(),
-            first(&unseen, 8)
-        ));
-    }
+    count_items(
+        &mut problems,
+        &unseen,
+        "recall(s) did not see a write this server had acknowledged before",
+        8,
+    );
     if let Some(left) = arr(&report["servers_left"]).first() {
         problems.push(format!(
             "a server process was still running after the client left: {left}"
@@ -425,20 +413,14 @@ fn two_servers_parallel_calls_lose_nothing() {
             }
         }
     }
-    if !history_failures.is_empty() {
-        problems.push(format!(
-            "the history of {} contested identities cannot be read:\n{}",
-            history_failures.len(),
-            first(&history_failures, 2)
-        ));
-    }
-    if !lost.is_empty() {
-        problems.push(format!(
-            "{} acknowledged write(s) lost (the client was told they were stored):\n{}",
-            lost.len(),
-            first(&lost, 15)
-        ));
-    }
+    let unread = "contested identities whose history cannot be read";
+    count_items(&mut problems, &history_failures, unread, 2);
+    count_items(
+        &mut problems,
+        &lost,
+        "acknowledged write(s) lost (the client was told they were stored)",
+        15,
+    );
     problems.extend(database_problems(&db));
 
     eprintln!(
@@ -496,22 +478,21 @@ fn kill_nine_mid_parallel_calls_then_replay_converges() {
         !acked.is_empty(),
         "nothing was acknowledged before the kill: {p1}"
     );
-    for (key, what) in [
-        ("errors", "calls answered before the kill were errors"),
-        (
-            "unexpected",
-            "writes before the kill were answered neither inserted, superseded nor confirmed",
-        ),
-        (
-            "mismatches",
-            "answers before the kill were about another write",
-        ),
-    ] {
-        let items = arr(&p1[key]);
-        if !items.is_empty() {
-            problems.push(format!("{} {what}:\n{}", items.len(), first(items, 8)));
-        }
-    }
+    count_listed(
+        &mut problems,
+        p1,
+        &[
+            ("errors", "calls answered before the kill were errors"),
+            (
+                "unexpected",
+                "writes before the kill were answered neither inserted, superseded nor confirmed",
+            ),
+            (
+                "mismatches",
+                "answers before the kill were about another write",
+            ),
+        ],
+    );
 
     // Right after the kill, before anything else opened the database: every write the client
     // was told about is there.
@@ -543,13 +524,12 @@ fn kill_nine_mid_parallel_calls_then_replay_converges() {
                 )
             })
             .collect();
-        if !lost.is_empty() {
-            problems.push(format!(
-                "{} write(s) acknowledged before the kill are gone after it:\n{}",
-                lost.len(),
-                first(&lost, 15)
-            ));
-        }
+        count_items(
+            &mut problems,
+            &lost,
+            "write(s) acknowledged before the kill are gone after it",
+            15,
+        );
     }
 
     // The replay: every write answered with an outcome, never an error; the ones acknowledged
@@ -573,13 +553,12 @@ fn kill_nine_mid_parallel_calls_then_replay_converges() {
             ));
         }
     }
-    if !bad_replays.is_empty() {
-        problems.push(format!(
-            "{} replayed write(s) went wrong:\n{}",
-            bad_replays.len(),
-            first(&bad_replays, 15)
-        ));
-    }
+    count_items(
+        &mut problems,
+        &bad_replays,
+        "replayed write(s) went wrong",
+        15,
+    );
     if !arr(&report["replay"]["mismatches"]).is_empty() {
         problems.push(format!(
             "replay answers about another write: {}",
@@ -602,13 +581,12 @@ fn kill_nine_mid_parallel_calls_then_replay_converges() {
                 })
                 .map(|w| w.to_string())
                 .collect();
-            if !missing.is_empty() {
-                problems.push(format!(
-                    "{} write(s) missing or wrong after the replay:\n{}",
-                    missing.len(),
-                    first(&missing, 15)
-                ));
-            }
+            count_items(
+                &mut problems,
+                &missing,
+                "write(s) missing or wrong after the replay",
+                15,
+            );
         }
     }
     problems.extend(database_problems(&db));

@@ -85,19 +85,20 @@ fn value(i: u8) -> Value {
     }
 }
 
-/// The model's comparison form of a value: strings trimmed, lower-cased, inner whitespace
-/// collapsed; objects compare by key (serde_json's map is ordered).
-fn loose(v: &Value) -> Value {
-    match v {
-        Value::String(s) => Value::String(
-            s.split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .to_lowercase(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(loose).collect()),
-        Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), loose(v))).collect()),
-        other => other.clone(),
+/// Whether the model takes two values for one: strings alike once trimmed, lower-cased and
+/// their inner whitespace collapsed; arrays item by item; objects key by key, in any order.
+/// Stated pairwise, independently of the store's comparison key, so that a fault in either shows.
+fn same(a: &Value, b: &Value) -> bool {
+    let words = |s: &str| -> Vec<String> { s.split_whitespace().map(str::to_lowercase).collect() };
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => words(x) == words(y),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)))
+        }
+        _ => a == b,
     }
 }
 
@@ -393,7 +394,7 @@ impl Model {
                 st.cur = Some(new_cur(version));
                 Expect::Outcome(OutcomeKind::Inserted, Some(version), None)
             }
-            Some(c) if loose(&c.value) == loose(value) => {
+            Some(c) if same(&c.value, value) => {
                 c.confirms += 1;
                 c.confirmed_seq = c.confirmed_seq.max(seq);
                 Expect::Outcome(OutcomeKind::Confirmed, Some(c.version), None)
@@ -623,7 +624,7 @@ impl Harness {
             item.subject == subject
                 && item.predicate == predicate
                 && item.source == req.source
-                && loose(&item.value) == loose(&req.value)
+                && same(&item.value, &req.value)
                 && item.candidates.iter().collect::<BTreeSet<_>>() == wanted
         });
         if let Some((&id, item)) = repeat {

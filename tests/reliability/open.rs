@@ -26,12 +26,12 @@
 //! `cargo test --release --test reliability -- open:: --nocapture`
 
 use crate::support::tmux::Tmux;
-use crate::support::{args_for, assert_mcp_client_ok, clean_env, require_python_mcp};
+use crate::support::{args_for, assert_mcp_client_ok, clean_env, drain, require_python_mcp};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -81,15 +81,6 @@ impl Drop for Procs {
 /// Waits for a child until `deadline`, killing it then; returns its output. Its pipes are
 /// drained while it runs, so a child with a lot to say cannot block on a full pipe.
 fn finish(child: &mut Child, deadline: Instant) -> Output {
-    fn drain(r: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut buf);
-            }
-            buf
-        })
-    }
     let out = drain(child.stdout.take());
     let err = drain(child.stderr.take());
     let status = loop {
@@ -306,6 +297,38 @@ impl Gate {
 // ---------------------------------------------------------------------------------------------
 // Simultaneous starts
 
+/// After a round in which every start was answered: `check` passes and the current view holds
+/// exactly `expected` (predicate, value) for user:s in `scope`, each as v1. What differs, one
+/// line each, `round` naming the round.
+fn view_failures(
+    home: &Path,
+    db: &Path,
+    scope: &str,
+    expected: &[(String, String)],
+    round: &str,
+) -> Vec<String> {
+    check_ok(home, db);
+    let view = current_view(home, db);
+    let mut failures = Vec::new();
+    for (predicate, value) in expected {
+        let key = ("user:s".to_string(), predicate.clone(), scope.to_string());
+        match view.get(&key) {
+            Some((v, 1)) if v == &Value::String(value.clone()) => {}
+            other => failures.push(format!(
+                "{round}: {key:?} was answered inserted but the database has {other:?}"
+            )),
+        }
+    }
+    if view.len() != expected.len() {
+        failures.push(format!(
+            "{round}: {} records, expected {}",
+            view.len(),
+            expected.len()
+        ));
+    }
+    failures
+}
+
 /// One round: `n` `memscope write`s released at one instant on `db`, which does not exist.
 /// Returns a description of each failure.
 fn cli_round(n: usize, round: usize, db: &Path) -> Vec<String> {
@@ -353,36 +376,57 @@ fn cli_round(n: usize, round: usize, db: &Path) -> Vec<String> {
         }
     }
     if failures.is_empty() {
-        check_ok(home, db);
-        let view = current_view(home, db);
-        for (predicate, value) in &expected {
-            let key = (
-                "user:s".to_string(),
-                predicate.clone(),
-                "global".to_string(),
-            );
-            match view.get(&key) {
-                Some((v, 1)) if v == &Value::String(value.clone()) => {}
-                other => failures.push(format!(
-                    "{n} processes, round {round}: {predicate} was acknowledged as inserted but the database has {other:?}"
-                )),
-            }
-        }
-        if view.len() != n {
-            failures.push(format!(
-                "{n} processes, round {round}: {} records, expected {n}",
-                view.len()
-            ));
-        }
+        let round = format!("{n} processes, round {round}");
+        failures = view_failures(home, db, "global", &expected, &round);
     }
     failures
 }
 
+/// What went wrong in rounds of simultaneous starts, and how many rounds failed by the number
+/// of processes each round started.
+struct RoundFailures {
+    started: Instant,
+    failures: Vec<String>,
+    failed_rounds: BTreeMap<usize, usize>,
+}
+
+impl RoundFailures {
+    fn new() -> RoundFailures {
+        RoundFailures {
+            started: Instant::now(),
+            failures: Vec::new(),
+            failed_rounds: BTreeMap::new(),
+        }
+    }
+
+    /// One round of `n` processes and what went wrong in it.
+    fn record(&mut self, n: usize, failures: Vec<String>) {
+        if !failures.is_empty() {
+            *self.failed_rounds.entry(n).or_insert(0) += 1;
+        }
+        self.failures.extend(failures);
+    }
+
+    /// Prints `done` with the time taken; fails when a round failed (`what` failed, counted by
+    /// `per` per round).
+    #[track_caller]
+    fn assert_none(self, done: &str, what: &str, per: &str) {
+        let failed_rounds = &self.failed_rounds;
+        eprintln!(
+            "{done} in {:.1} s; rounds with a failure: {failed_rounds:?}",
+            self.started.elapsed().as_secs_f64()
+        );
+        assert!(
+            self.failures.is_empty(),
+            "{what} failed — rounds with a failure by {per} per round: {failed_rounds:?}\n{}",
+            self.failures.join("\n")
+        );
+    }
+}
+
 #[test]
 fn simultaneous_cli_starts_on_a_new_path() {
-    let started = Instant::now();
-    let mut failures = Vec::new();
-    let mut failed_rounds = BTreeMap::new();
+    let mut failures = RoundFailures::new();
     for (n, rounds) in [(2usize, 20usize), (8, 20)] {
         for round in 0..rounds {
             let dir = tempfile::tempdir().expect("tempdir");
@@ -392,30 +436,20 @@ fn simultaneous_cli_starts_on_a_new_path() {
             } else {
                 dir.path().join("new.db")
             };
-            let f = cli_round(n, round, &db);
-            if !f.is_empty() {
-                *failed_rounds.entry(n).or_insert(0) += 1;
-            }
-            failures.extend(f);
+            failures.record(n, cli_round(n, round, &db));
         }
     }
-    eprintln!(
-        "simultaneous CLI starts: 20 rounds of 2 and 20 of 8 in {:.1} s; rounds with a failure: {failed_rounds:?}",
-        started.elapsed().as_secs_f64()
-    );
-    assert!(
-        failures.is_empty(),
-        "simultaneous `memscope write`s on a new path failed — rounds with a failure by processes per round: {failed_rounds:?}\n{}",
-        failures.join("\n")
+    failures.assert_none(
+        "simultaneous CLI starts: 20 rounds of 2 and 20 of 8",
+        "simultaneous `memscope write`s on a new path",
+        "processes",
     );
 }
 
 #[test]
 fn simultaneous_mcp_starts_on_a_new_path() {
     require_python_mcp();
-    let started = Instant::now();
-    let mut failures = Vec::new();
-    let mut failed_rounds = BTreeMap::new();
+    let mut failures = RoundFailures::new();
     for (n, rounds, tag) in [(2usize, 30usize, "a"), (8, 15, "b")] {
         let dir = tempfile::tempdir().expect("tempdir");
         let home = dir.path();
@@ -458,43 +492,19 @@ fn simultaneous_mcp_starts_on_a_new_path() {
                 }
             }
             if round_failures.is_empty() {
-                check_ok(home, &db);
-                let view = current_view(home, &db);
-                for i in 0..n {
-                    let key = (
-                        "user:s".to_string(),
-                        format!("start_{tag}{k}_{i}"),
-                        "repo:r".to_string(),
-                    );
-                    let want = Value::String(format!("value-{tag}{k}-{i}"));
-                    match view.get(&key) {
-                        Some((v, 1)) if *v == want => {}
-                        other => round_failures.push(format!(
-                            "{n} servers, round {k}: {key:?} was answered inserted but the database has {other:?}"
-                        )),
-                    }
-                }
-                if view.len() != n {
-                    round_failures.push(format!(
-                        "{n} servers, round {k}: {} records, expected {n}",
-                        view.len()
-                    ));
-                }
+                let expected: Vec<(String, String)> = (0..n)
+                    .map(|i| (format!("start_{tag}{k}_{i}"), format!("value-{tag}{k}-{i}")))
+                    .collect();
+                let round = format!("{n} servers, round {k}");
+                round_failures = view_failures(home, &db, "repo:r", &expected, &round);
             }
-            if !round_failures.is_empty() {
-                *failed_rounds.entry(n).or_insert(0) += 1;
-            }
-            failures.extend(round_failures);
+            failures.record(n, round_failures);
         }
     }
-    eprintln!(
-        "simultaneous MCP starts: 30 rounds of 2 and 15 of 8 servers in {:.1} s; rounds with a failure: {failed_rounds:?}",
-        started.elapsed().as_secs_f64()
-    );
-    assert!(
-        failures.is_empty(),
-        "simultaneous `memscope mcp` starts on a new path failed — rounds with a failure by servers per round: {failed_rounds:?}\n{}",
-        failures.join("\n")
+    failures.assert_none(
+        "simultaneous MCP starts: 30 rounds of 2 and 15 of 8 servers",
+        "simultaneous `memscope mcp` starts on a new path",
+        "servers",
     );
 }
 
@@ -791,6 +801,55 @@ struct Ack {
     version: i64,
 }
 
+/// What the writers were told: each acknowledged write, and each write that failed.
+#[derive(Default)]
+struct Told {
+    acks: Mutex<Vec<Ack>>,
+    errors: Mutex<Vec<String>>,
+}
+
+impl Told {
+    /// One `memscope write --scope global --json` of `[subject, predicate, value, source]`;
+    /// `who` names it among the errors.
+    fn write_global(
+        &self,
+        home: &Path,
+        db: &Path,
+        who: &str,
+        [subject, predicate, value, source]: [&str; 4],
+    ) {
+        let out = run(memscope(
+            home,
+            db,
+            &args_for(
+                "write",
+                subject,
+                predicate,
+                &[
+                    "--value", value, "--scope", "global", "--source", source, "--json",
+                ],
+            ),
+        ));
+        let o: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        if out.status.success() && o["outcome"].is_string() {
+            self.acks.lock().unwrap().push(Ack {
+                subject: subject.into(),
+                predicate: predicate.into(),
+                value: value.into(),
+                outcome: o["outcome"].as_str().unwrap_or_default().into(),
+                version: o["version"].as_i64().unwrap_or(-1),
+            });
+        } else {
+            self.errors.lock().unwrap().push(format!(
+                "{who}: {} {} {}",
+                out.status,
+                text(&out.stdout).trim(),
+                text(&out.stderr).trim()
+            ));
+        }
+    }
+}
+
 const WRITERS: usize = 3;
 const WRITES_EACH: usize = 300;
 const PREDICATES_EACH: usize = 180;
@@ -843,54 +902,21 @@ fn ui_open_with_busy_workers_while_writers_commit() {
 
     // Writers: each its own subject, a `memscope write` process per write, some identities
     // written twice (superseded). What each was told is recorded.
-    let acks: Arc<Mutex<Vec<Ack>>> = Arc::default();
-    let errors: Arc<Mutex<Vec<String>>> = Arc::default();
+    let told: Arc<Told> = Arc::default();
     let done = Arc::new(AtomicUsize::new(0));
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
             let (home, db) = (home.clone(), db.clone());
-            let (acks, errors, done) = (acks.clone(), errors.clone(), done.clone());
+            let (told, done) = (told.clone(), done.clone());
             std::thread::spawn(move || {
                 for i in 0..WRITES_EACH {
                     let subject = format!("user:w{w}");
                     let predicate = format!("item_{}", i % PREDICATES_EACH);
                     let value = format!("w{w} write {i}");
-                    let out = run(memscope(
-                        &home,
-                        &db,
-                        &args_for(
-                            "write",
-                            &subject,
-                            &predicate,
-                            &[
-                                "--value",
-                                &value,
-                                "--scope",
-                                "global",
-                                "--source",
-                                &format!("writer:{w}:{i}"),
-                                "--json",
-                            ],
-                        ),
-                    ));
+                    let source = format!("writer:{w}:{i}");
+                    let who = format!("writer {w}, write {i}");
+                    told.write_global(&home, &db, &who, [&subject, &predicate, &value, &source]);
                     std::thread::sleep(WRITE_PAUSE);
-                    let o: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-                    if out.status.success() && o["outcome"].is_string() {
-                        acks.lock().unwrap().push(Ack {
-                            subject,
-                            predicate,
-                            value,
-                            outcome: o["outcome"].as_str().unwrap_or_default().into(),
-                            version: o["version"].as_i64().unwrap_or(-1),
-                        });
-                    } else {
-                        errors.lock().unwrap().push(format!(
-                            "writer {w}, write {i}: {} {} {}",
-                            out.status,
-                            text(&out.stdout).trim(),
-                            text(&out.stderr).trim()
-                        ));
-                    }
                 }
                 done.fetch_add(1, Ordering::SeqCst);
             })
@@ -943,39 +969,12 @@ fn ui_open_with_busy_workers_while_writers_commit() {
     // Two more writes with the UI left alone: it must show them by itself (it polls
     // `PRAGMA data_version`), without a key press to make it reload.
     for i in 0..2 {
-        let value = format!("late {i}");
-        let out = run(memscope(
-            &home,
-            &db,
-            &args_for(
-                "write",
-                "user:late",
-                &format!("late_{i}"),
-                &[
-                    "--value", &value, "--scope", "global", "--source", "late", "--json",
-                ],
-            ),
-        ));
-        let o: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-        if out.status.success() && o["outcome"].is_string() {
-            acks.lock().unwrap().push(Ack {
-                subject: "user:late".into(),
-                predicate: format!("late_{i}"),
-                value,
-                outcome: o["outcome"].as_str().unwrap_or_default().into(),
-                version: o["version"].as_i64().unwrap_or(-1),
-            });
-        } else {
-            errors.lock().unwrap().push(format!(
-                "late write {i}: {} {} {}",
-                out.status,
-                text(&out.stdout).trim(),
-                text(&out.stderr).trim()
-            ));
-        }
+        let (predicate, value) = (format!("late_{i}"), format!("late {i}"));
+        let who = format!("late write {i}");
+        told.write_global(&home, &db, &who, ["user:late", &predicate, &value, "late"]);
     }
-    let acks = acks.lock().unwrap().clone();
-    let errors = errors.lock().unwrap().clone();
+    let acks = told.acks.lock().unwrap().clone();
+    let errors = told.errors.lock().unwrap().clone();
 
     // Every acknowledged write is there, with its value; versions have no gaps.
     let view = current_view(&home, &db);

@@ -109,9 +109,7 @@ fn library_round(payer: Payer) {
 
     let reader = rusqlite::Connection::open(&db.path).unwrap();
     reader.execute_batch("BEGIN").unwrap();
-    let n: i64 = reader
-        .query_row("SELECT count(*) FROM history", [], |r| r.get(0))
-        .unwrap();
+    let n: i64 = query_one(&reader, "SELECT count(*) FROM history");
     assert!(n > 0);
 
     let report = store
@@ -182,21 +180,6 @@ fn library_round(payer: Payer) {
     drop(bystander);
     drop(store);
     assert_eq!(found(&db, &c), vec![]);
-}
-
-#[test]
-fn library_blocked_purge_is_paid_by_the_next_write() {
-    library_round(Payer::Write);
-}
-
-#[test]
-fn library_blocked_purge_is_paid_by_the_next_open() {
-    library_round(Payer::Open);
-}
-
-#[test]
-fn library_blocked_purge_is_paid_by_gc() {
-    library_round(Payer::Gc);
 }
 
 /// A Python `sqlite3` reader driven line by line: `read` opens the file, `begin` starts and
@@ -328,17 +311,22 @@ fn cli_round(payer: Payer) {
     assert_eq!(found(&db, &c), vec![]);
 }
 
+// Each payer, through the library and through the CLI.
+
 #[test]
-fn cli_blocked_purge_is_paid_by_the_next_write() {
+fn blocked_purge_is_paid_by_the_next_write() {
+    library_round(Payer::Write);
     cli_round(Payer::Write);
 }
 
 #[test]
-fn cli_blocked_purge_is_paid_by_the_next_open() {
+fn blocked_purge_is_paid_by_the_next_open() {
+    library_round(Payer::Open);
     cli_round(Payer::Open);
 }
 
 #[test]
-fn cli_blocked_purge_is_paid_by_gc() {
+fn blocked_purge_is_paid_by_gc() {
+    library_round(Payer::Gc);
     cli_round(Payer::Gc);
 }

@@ -8,13 +8,11 @@
 //! Reproduce: `cargo test --release --test reliability -- spellings:: --nocapture`
 
 use crate::support::reliability::*;
-use memscope::{OpenMode, Scope, ScopeChoice, Store, WriteRequest};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
-use std::process::Stdio;
 
 const SUBJECTS: usize = 12;
+const ROUNDS: usize = 3;
 const PREDICATES: [&str; 2] = ["package_manager", "editor"];
 
 /// Client `c`'s spelling of a subject or a place id.
@@ -42,18 +40,25 @@ fn spell(c: usize, text: &str) -> String {
     }
 }
 
-/// (subject, predicate, scope, value) of client `c`'s `n`-th round.
-fn lines(c: usize, rounds: usize) -> Vec<(String, String, String, String)> {
+/// Client `c`'s `apply` lines, `ROUNDS` rounds over every subject and predicate.
+fn lines(c: usize) -> Vec<Value> {
+    // Clients 0–2 are `apply` processes, 3–4 connections in this process.
+    let source = if c < 3 {
+        format!("proc:{c}")
+    } else {
+        format!("conn:{c}")
+    };
     let mut out = Vec::new();
-    for n in 0..rounds {
+    for n in 0..ROUNDS {
         for s in 0..SUBJECTS {
             for p in PREDICATES {
-                out.push((
-                    spell(c, &format!("user:{s}")),
-                    p.to_string(),
-                    format!("repo:{}", spell(c, &format!("web-app-{}", s % 3))),
-                    format!("client {c} round {n} 值"),
-                ));
+                out.push(json!({
+                    "subject": spell(c, &format!("user:{s}")),
+                    "predicate": p,
+                    "scope": format!("repo:{}", spell(c, &format!("web-app-{}", s % 3))),
+                    "value": format!("client {c} round {n} 值"),
+                    "source": source,
+                }));
             }
         }
     }
@@ -68,77 +73,10 @@ fn fold(text: &str) -> String {
 fn concurrent_writers_in_every_case_are_told_the_one_stored_spelling() {
     let db = Db::new();
     db.init();
-    let rounds = 3;
-    // Three processes, started together, each feeding its lines to `apply`.
-    let mut children = Vec::new();
-    for c in 0..3 {
-        let mut cmd = db.command(&["apply"]);
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        children.push((c, cmd.spawn().expect("spawn memscope apply")));
-    }
-    let mut feeders = Vec::new();
-    for (c, child) in &mut children {
-        let mut stdin = child.stdin.take().expect("stdin");
-        let input: String = lines(*c, rounds)
-            .into_iter()
-            .map(|(s, p, scope, v)| {
-                format!(
-                    "{}\n",
-                    json!({"subject": s, "predicate": p, "scope": scope, "value": v, "source": format!("proc:{c}")})
-                )
-            })
-            .collect();
-        feeders.push(std::thread::spawn(move || {
-            let _ = stdin.write_all(input.as_bytes());
-        }));
-    }
-    // Two connections in this process, writing one request per transaction meanwhile.
-    let threads: Vec<_> = (3..5)
-        .map(|c| {
-            let path = db.path.clone();
-            std::thread::spawn(move || {
-                let mut store = Store::open(&path, OpenMode::Existing).expect("open");
-                store.set_assert_invariants(true);
-                lines(c, rounds)
-                    .into_iter()
-                    .map(|(s, p, scope, v)| {
-                        let out = store
-                            .write(&WriteRequest {
-                                subject: s,
-                                predicate: p,
-                                value: json!(v),
-                                scope: ScopeChoice::Exact(Scope::parse(&scope).expect("scope")),
-                                source: format!("conn:{c}"),
-                                raw: None,
-                                causal_seq: None,
-                                context: None,
-                            })
-                            .expect("a write in a busy database succeeds");
-                        serde_json::to_value(&out).expect("outcome")
-                    })
-                    .collect::<Vec<Value>>()
-            })
-        })
-        .collect();
-    let mut told: Vec<Value> = Vec::new();
-    for f in feeders {
-        f.join().expect("feeder");
-    }
-    for (c, child) in children {
-        let out = child.wait_with_output().expect("apply ends");
-        assert!(
-            out.status.success(),
-            "apply {c} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        told.extend(json_lines(&String::from_utf8_lossy(&out.stdout)));
-    }
-    for t in threads {
-        told.extend(t.join().expect("writer thread"));
-    }
-    assert_eq!(told.len(), 5 * rounds * SUBJECTS * PREDICATES.len());
+    // Three processes, started together, each feeding its lines to `apply`; two connections
+    // in this process, writing one request per transaction meanwhile.
+    let told: Vec<Value> = write_concurrently(&db, lines).concat();
+    assert_eq!(told.len(), 5 * ROUNDS * SUBJECTS * PREDICATES.len());
 
     // One spelling per place in the database, and it is what every client was told.
     let conn = db.sql();

@@ -47,8 +47,7 @@ print(len(names))
 fn base() -> TestDb {
     let db = TestDb::new();
     db.write_with(
-        "user:42",
-        "package_manager",
+        ("user:42", "package_manager"),
         "pnpm",
         "global",
         "thread:17",
@@ -199,16 +198,41 @@ fn schema_guards_stop_a_raw_sql_client() {
     db.assert_check_ok();
 }
 
+/// One kind of damage a raw SQL client can do, and the one invariant `check` finds broken.
 #[test]
-fn check_finds_a_current_record_on_a_tombstoned_identity() {
-    let db = damaged(&current_record(PM_OF_42, LEGACY, "npm", 3, 99));
-    assert_check_finds(&db, &[3]);
-}
-
-#[test]
-fn check_finds_history_content_kept_for_a_tombstoned_identity() {
-    let db = damaged(&stale_content_on_the_tombstone("这个仓库用 npm"));
-    assert_check_finds(&db, &[3]);
+fn check_finds_each_kind_of_damage() {
+    let cases: [(&str, String, u64); 6] = [
+        (
+            "a current record on a tombstoned identity",
+            current_record(PM_OF_42, LEGACY, "npm", 3, 99),
+            3,
+        ),
+        (
+            "history content kept for a tombstoned identity",
+            stale_content_on_the_tombstone("这个仓库用 npm"),
+            3,
+        ),
+        ("a version gap", formatter_rewritten("dprint", 3, 100), 5),
+        (
+            "a current value that differs from history",
+            GLOBAL_PM_BECOMES_YARN.into(),
+            4,
+        ),
+        (
+            "a current record whose history was deleted",
+            "DELETE FROM history WHERE predicate = 'formatter';".into(),
+            4,
+        ),
+        (
+            "a causally older current record",
+            formatter_rewritten("old", 2, 0),
+            2,
+        ),
+    ];
+    for (what, sql, invariant) in cases {
+        eprintln!("damage: {what}");
+        assert_check_finds(&damaged(&sql), &[invariant]);
+    }
 }
 
 #[test]
@@ -223,30 +247,6 @@ fn check_finds_a_tombstone_not_above_its_versions() {
             .any(|v| v["invariant"] == 3 || v["invariant"] == 5),
         "{report:#}"
     );
-}
-
-#[test]
-fn check_finds_a_version_gap() {
-    let db = damaged(&formatter_rewritten("dprint", 3, 100));
-    assert_check_finds(&db, &[5]);
-}
-
-#[test]
-fn check_finds_a_current_value_that_differs_from_history() {
-    let db = damaged(GLOBAL_PM_BECOMES_YARN);
-    assert_check_finds(&db, &[4]);
-}
-
-#[test]
-fn check_finds_a_current_record_whose_history_was_deleted() {
-    let db = damaged("DELETE FROM history WHERE predicate = 'formatter';");
-    assert_check_finds(&db, &[4]);
-}
-
-#[test]
-fn check_finds_a_causally_older_current_record() {
-    let db = damaged(&formatter_rewritten("old", 2, 0));
-    assert_check_finds(&db, &[2]);
 }
 
 #[test]

@@ -44,14 +44,35 @@ fn put(
     store: &mut Store,
     at: DateTime<Utc>,
     scope_text: &str,
+    value: impl Into<Value>,
+    source: &str,
+) -> memscope::WriteOutcome {
+    store.set_clock(Clock::Fixed(at));
+    store
+        .write(&req(U, PM, value.into(), scope_text, source))
+        .expect("write")
+}
+
+/// `put` with the words the value was said in.
+fn put_said(
+    store: &mut Store,
+    at: DateTime<Utc>,
+    scope_text: &str,
     value: Value,
     source: &str,
-    raw: Option<&str>,
+    raw: &str,
 ) -> memscope::WriteOutcome {
     store.set_clock(Clock::Fixed(at));
     let mut r = req(U, PM, value, scope_text, source);
-    r.raw = raw.map(str::to_string);
+    r.raw = Some(raw.to_string());
     store.write(&r).expect("write")
+}
+
+/// A new database and a store on it, invariant assertions on.
+fn new_store() -> (TestDb, Store) {
+    let db = TestDb::new();
+    let store = open_store(&db.path);
+    (db, store)
 }
 
 #[track_caller]
@@ -98,9 +119,7 @@ fn table_fingerprint(path: &Path) -> Vec<String> {
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .expect("open read-only");
-    let version: i64 = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version: i64 = query_one(&conn, "PRAGMA user_version");
     let mut out = vec![format!("user_version {version}")];
     let tables: Vec<String> = conn
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
@@ -225,6 +244,18 @@ fn purge_old_content(db: &TestDb) {
     assert!(report.purged_events >= 1, "{report:?}");
 }
 
+/// Global holds v1 "pnpm 📦" and then `current`, and retention purged v1's content: `refuse`
+/// (`what`) changes nothing, `current` stays and `check` passes.
+#[track_caller]
+fn refused_on_purged_content(current: &str, what: &str, refuse: impl FnOnce(&TestDb)) -> TestDb {
+    let db = global_versions("pnpm 📦", current);
+    purge_old_content(&db);
+    assert_unchanged_by(&db, what, || refuse(&db));
+    assert_eq!(db.list(&["--scope", "global"])[0]["value"], current);
+    db.assert_check_ok();
+    db
+}
+
 // ---------------------------------------------------------------------------------------------
 // 1. As-of resolution
 // ---------------------------------------------------------------------------------------------
@@ -273,7 +304,7 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
     let mut store = open_store(&db.path);
 
     // Before anything: absent.
-    put(&mut store, t(60), "global", json!("pnpm"), "s:v1", None);
+    put(&mut store, t(60), "global", "pnpm", "s:v1");
     assert_as_of_now_matches_resolve(&store, t(60), None);
     let r = as_of(&store, None, None, t(0));
     assert!(!r.found, "{r:#?}");
@@ -281,13 +312,13 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
     assert_eq!(considered(&r, "global").state, "absent");
 
     // Supersede.
-    let o = put(
+    let o = put_said(
         &mut store,
         t(180),
         "global",
         json!(bun),
         "s:v2",
-        Some(&raw_canary),
+        &raw_canary,
     );
     assert_eq!(o.outcome, OutcomeKind::Superseded);
     assert_as_of_now_matches_resolve(&store, t(180), None);
@@ -310,7 +341,6 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
         "global",
         json!(format!("  BUN 🥟   {canary} ")),
         "s:confirm",
-        None,
     );
     assert_eq!(o.outcome, OutcomeKind::Confirmed);
     assert_as_of_now_matches_resolve(&store, t(300), None);
@@ -355,7 +385,7 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
     let r = as_of(&store, None, None, t(570));
     assert!(!r.found, "restored but not yet written: {r:#?}");
     assert_eq!(considered(&r, "global").state, "absent");
-    let o = put(&mut store, t(600), "global", json!("豆包 🫘"), "s:v4", None);
+    let o = put(&mut store, t(600), "global", "豆包 🫘", "s:v4");
     assert_eq!(o.outcome, OutcomeKind::Inserted);
     assert_eq!(o.version, Some(4), "the tombstone took v3");
     assert_as_of_now_matches_resolve(&store, t(600), None);
@@ -377,17 +407,15 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
 /// stood then is task, repo, global.
 #[test]
 fn as_of_precedence_uses_the_chain_as_it_stood_then() {
-    let db = TestDb::new();
-    let mut store = open_store(&db.path);
-    put(&mut store, t(60), "global", json!("pnpm"), "s:g", None);
-    put(&mut store, t(300), LEGACY, json!("npm"), "s:r", None);
+    let (_db, mut store) = new_store();
+    put(&mut store, t(60), "global", "pnpm", "s:g");
+    put(&mut store, t(300), LEGACY, "npm", "s:r");
     put(
         &mut store,
         t(540),
         "task:fix-lockfile-123",
-        json!("不执行任何安装命令 🚫"),
+        "不执行任何安装命令 🚫",
         "s:t",
-        None,
     );
     let ctx = (Some("legacy-dashboard"), Some("fix-lockfile-123"));
 
@@ -430,14 +458,13 @@ fn as_of_precedence_uses_the_chain_as_it_stood_then() {
 /// shows a lower scope winning where the agent really got the repo rule.
 #[test]
 fn as_of_after_a_second_delete_still_says_the_second_life_existed() {
-    let db = TestDb::new();
-    let mut store = open_store(&db.path);
-    put(&mut store, t(0), "global", json!("pnpm"), "s:g", None);
-    put(&mut store, t(60), LEGACY, json!("npm"), "s:r1", None);
+    let (_db, mut store) = new_store();
+    put(&mut store, t(0), "global", "pnpm", "s:g");
+    put(&mut store, t(60), LEGACY, "npm", "s:r1");
     delete_identity(&mut store, t(120), LEGACY);
     store.set_clock(Clock::Fixed(t(180)));
     store.restore(&ident(U, PM, LEGACY)).unwrap();
-    put(&mut store, t(240), LEGACY, json!("yarn 🧶"), "s:r2", None);
+    put(&mut store, t(240), LEGACY, "yarn 🧶", "s:r2");
     // What an agent in legacy-dashboard got at t(270): the repo rule.
     let before = as_of(&store, Some("legacy-dashboard"), None, t(270));
     assert_eq!(before.scope.as_deref(), Some(LEGACY));
@@ -464,22 +491,14 @@ fn as_of_after_a_second_delete_still_says_the_second_life_existed() {
 /// deleted: as of the empty stretch, nothing applied there.
 #[test]
 fn as_of_does_not_invent_a_record_in_a_stretch_where_the_scope_was_empty() {
-    let db = TestDb::new();
-    let mut store = open_store(&db.path);
-    put(
-        &mut store,
-        t(0),
-        "global",
-        json!("🚫 no installs"),
-        "s:1",
-        None,
-    );
+    let (_db, mut store) = new_store();
+    put(&mut store, t(0), "global", "🚫 no installs", "s:1");
     store.set_clock(Clock::Fixed(t(60)));
     let outs = store
         .rescope(U, PM, &Scope::Global, &scope("task:check-lockfile-7"))
         .unwrap();
     assert_eq!(outs[1].outcome, OutcomeKind::Removed);
-    put(&mut store, t(120), "global", json!("pnpm"), "s:2", None);
+    put(&mut store, t(120), "global", "pnpm", "s:2");
     let r = as_of(&store, None, None, t(90));
     assert!(
         !r.found,
@@ -505,25 +524,16 @@ fn cli_resolve_at_answers_from_history_with_the_resolve_shape() {
         &mut store,
         now - Duration::days(10),
         "global",
-        json!("pnpm"),
+        "pnpm",
         "s:g1",
-        None,
     );
-    put(
-        &mut store,
-        now - Duration::days(5),
-        LEGACY,
-        json!("npm"),
-        "s:r",
-        None,
-    );
+    put(&mut store, now - Duration::days(5), LEGACY, "npm", "s:r");
     put(
         &mut store,
         now - Duration::days(2),
         "global",
-        json!("bun 包管理器 🥟"),
+        "bun 包管理器 🥟",
         "s:g2",
-        None,
     );
     drop(store);
     let at = |when: &str, repo: Option<&str>| {
@@ -610,21 +620,13 @@ fn cli_resolve_at_with_a_bad_time_is_one_sentence_and_exit_2() {
 
 #[test]
 fn history_json_gives_each_set_event_its_validity_interval() {
-    let db = TestDb::new();
-    let mut store = open_store(&db.path);
-    put(&mut store, t(60), "global", json!("pnpm"), "s:1", None);
-    put(
-        &mut store,
-        t(120),
-        "global",
-        json!("pnpm"),
-        "s:confirm",
-        None,
-    );
-    put(&mut store, t(180), "global", json!("npm"), "s:2", None);
-    put(&mut store, t(200), LEGACY, json!("yarn 🧶"), "s:r", None);
-    put(&mut store, t(240), "global", json!("豆包 🫘"), "s:3", None);
-    put(&mut store, t(260), "task:t-1", json!("bun"), "s:t", None);
+    let (db, mut store) = new_store();
+    put(&mut store, t(60), "global", "pnpm", "s:1");
+    put(&mut store, t(120), "global", "pnpm", "s:confirm");
+    put(&mut store, t(180), "global", "npm", "s:2");
+    put(&mut store, t(200), LEGACY, "yarn 🧶", "s:r");
+    put(&mut store, t(240), "global", "豆包 🫘", "s:3");
+    put(&mut store, t(260), "task:t-1", "bun", "s:t");
     store.set_clock(Clock::Fixed(t(300)));
     store
         .rescope(U, PM, &scope("task:t-1"), &scope("task:t-2"))
@@ -742,60 +744,52 @@ fn reads_list_identity_and_version_never_a_value_and_filter() {
     let canary = unique("金丝雀-npm-🐤-");
     let now = Utc::now();
     let mut store = open_store(&db.path);
-    put(
-        &mut store,
-        now - Duration::days(9),
-        "global",
-        json!("pnpm"),
-        "s:g",
-        None,
-    );
-    put(
+    put(&mut store, now - Duration::days(9), "global", "pnpm", "s:g");
+    put_said(
         &mut store,
         now - Duration::days(8),
         LEGACY,
         json!(canary),
         "s:r",
-        Some(&canary),
+        &canary,
     );
-    let log = |store: &mut Store,
-               at: DateTime<Utc>,
-               pred: &str,
-               repo: Option<&str>,
-               agent: &str,
-               note: Option<&str>| {
+    // Three reads: (when, predicate, repo, agent, note, the value it got; None: nothing found).
+    let logged = [
+        (
+            now - Duration::days(3),
+            PM,
+            "legacy-dashboard",
+            "claude-code",
+            Some("kept npm ci"),
+            Some(json!(canary)),
+        ),
+        (
+            now - Duration::hours(2),
+            "Package Manager",
+            "new-app",
+            "cursor",
+            None,
+            Some(json!("pnpm")),
+        ),
+        (
+            now - Duration::minutes(30),
+            "test_runner",
+            "new-app",
+            "claude-code",
+            Some("nothing known 🤷"),
+            None,
+        ),
+    ];
+    for (at, pred, repo, agent, note, got) in logged {
         store.set_clock(Clock::Fixed(at));
-        store
-            .resolve_logged(U, pred, repo, None, Some(agent), note)
-            .expect("resolve_logged")
-    };
-    let r = log(
-        &mut store,
-        now - Duration::days(3),
-        PM,
-        Some("legacy-dashboard"),
-        "claude-code",
-        Some("kept npm ci"),
-    );
-    assert_eq!(r.value, Some(json!(canary)));
-    let r = log(
-        &mut store,
-        now - Duration::hours(2),
-        "Package Manager",
-        Some("new-app"),
-        "cursor",
-        None,
-    );
-    assert_eq!(r.value, Some(json!("pnpm")));
-    let r = log(
-        &mut store,
-        now - Duration::minutes(30),
-        "test_runner",
-        Some("new-app"),
-        "claude-code",
-        Some("nothing known 🤷"),
-    );
-    assert!(!r.found);
+        let r = store
+            .resolve_logged(U, pred, Some(repo), None, Some(agent), note)
+            .expect("resolve_logged");
+        match got {
+            Some(value) => assert_eq!(r.value, Some(value)),
+            None => assert!(!r.found, "{r:#?}"),
+        }
+    }
     drop(store);
 
     let out = db.run(&["reads", "--json"]).ok();
@@ -860,8 +854,7 @@ fn read_rows_stay_content_free_after_the_identity_is_deleted() {
     let raw = unique("用户原话🗣-raw-");
     db.write(U, PM, "pnpm", "global", "s:g");
     db.write_with(
-        U,
-        PM,
+        (U, PM),
         &value,
         LEGACY,
         "thread:23/message:14",
@@ -965,8 +958,7 @@ fn gc_retention_applies_to_the_read_log() {
 fn rescope_fixes_the_wrong_tool_incident() {
     let db = TestDb::new();
     db.write_with(
-        U,
-        PM,
+        (U, PM),
         "pnpm",
         "global",
         "thread:17/message:86",
@@ -975,8 +967,7 @@ fn rescope_fixes_the_wrong_tool_incident() {
     let seq = db.run(&["seq"]).ok().stdout.trim().to_string();
     let raw = "legacy-dashboard 这个仓库继续用 npm ci，别动 lockfile 🔒";
     let o = db.write_with(
-        U,
-        PM,
+        (U, PM),
         "npm",
         "global",
         "thread:23/message:14",
@@ -1210,15 +1201,10 @@ fn rescope_onto_the_same_value_confirms_instead_of_duplicating() {
 /// previous version fails, because retention purged that version's content. Nothing changes.
 #[test]
 fn rescope_failing_half_way_on_purged_content_changes_nothing() {
-    let db = global_versions("pnpm", "npm ✨");
-    purge_old_content(&db);
-    assert_unchanged_by(&db, "a failed rescope", || {
-        let r = rescope_run(&db, "global", LEGACY);
-        r.fails_with(1, &["purged"]);
+    let db = refused_on_purged_content("npm ✨", "a failed rescope", |db| {
+        rescope_run(db, "global", LEGACY).fails_with(1, &["purged"]);
     });
     assert!(db.list(&["--scope", LEGACY]).is_empty());
-    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "npm ✨");
-    db.assert_check_ok();
 }
 
 /// Half-way failure injected with a trigger (a foreign client's raw SQL) that refuses the
@@ -1264,7 +1250,13 @@ fn rescope_failing_at_its_last_step_changes_nothing() {
 #[test]
 fn revert_makes_an_earlier_value_current_as_a_new_version() {
     let db = TestDb::new();
-    db.write_with(U, PM, "豆包 🫘", "global", "s:1", &["--raw", "默认用豆包"]);
+    db.write_with(
+        (U, PM),
+        "豆包 🫘",
+        "global",
+        "s:1",
+        &["--raw", "默认用豆包"],
+    );
     db.write(U, PM, "npm", "global", "s:2");
     let outs = as_array(revert_run(&db, "global", None).ok().json());
     assert_eq!(outs.len(), 1);
@@ -1324,14 +1316,10 @@ fn revert_makes_an_earlier_value_current_as_a_new_version() {
 
 #[test]
 fn revert_to_purged_content_is_refused_in_one_sentence() {
-    let db = global_versions("pnpm 📦", "npm");
-    purge_old_content(&db);
-    assert_unchanged_by(&db, "a refused revert", || {
-        revert_run(&db, "global", None).fails_with(1, &["purged", "v1"]);
-        revert_run(&db, "global", Some("1")).fails_with(1, &["purged"]);
+    refused_on_purged_content("npm", "a refused revert", |db| {
+        revert_run(db, "global", None).fails_with(1, &["purged", "v1"]);
+        revert_run(db, "global", Some("1")).fails_with(1, &["purged"]);
     });
-    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "npm");
-    db.assert_check_ok();
 }
 
 #[test]
@@ -1349,17 +1337,15 @@ fn revert_of_a_tombstoned_identity_is_refused() {
 /// Revert through the library lands as a new version and keeps every earlier row.
 #[test]
 fn library_revert_never_rewrites_history() {
-    let db = TestDb::new();
-    let mut store = open_store(&db.path);
+    let (_db, mut store) = new_store();
     put(
         &mut store,
         t(0),
         "global",
         json!({"tool": "pnpm", "备注": "默认"}),
         "s:1",
-        None,
     );
-    put(&mut store, t(60), "global", json!("npm"), "s:2", None);
+    put(&mut store, t(60), "global", "npm", "s:2");
     let before: Vec<_> = store.history(U, PM, None).unwrap();
     store.set_clock(Clock::Fixed(t(120)));
     let o = store.revert(&ident(U, PM, "global"), None).unwrap();

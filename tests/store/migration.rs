@@ -18,8 +18,18 @@ CREATE TABLE v2_notes (id INTEGER PRIMARY KEY, note TEXT NOT NULL);
 INSERT INTO v2_notes (note) VALUES ('迁移到 v2 ✅');";
 
 fn user_version(conn: &Connection) -> i64 {
-    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap()
+    query_one(conn, "PRAGMA user_version")
+}
+
+/// A database migrated only to schema `version`, with `sql` run on it by a raw client.
+fn database_at(version: i64, sql: &str) -> TestDb {
+    let db = TestDb::new();
+    let mut conn = Connection::open(&db.path).unwrap();
+    let steps = &MIGRATIONS[..version as usize];
+    assert_eq!(migrate_with(&mut conn, steps).unwrap(), version);
+    conn.execute_batch(sql).unwrap();
+    assert_eq!(user_version(&conn), version);
+    db
 }
 
 /// A database at the current schema with a few memories in it, written by the real write path.
@@ -80,40 +90,27 @@ fn a_future_migration_moves_user_version_forward_and_keeps_the_data() {
     assert_eq!(reached, NEXT);
     assert_eq!(user_version(&conn), NEXT);
     // The new column exists and the old rows are all there, untouched.
-    let n: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM memories WHERE confidence IS NULL",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let n: i64 = query_one(
+        &conn,
+        "SELECT count(*) FROM memories WHERE confidence IS NULL",
+    );
     assert_eq!(n, 3);
-    let note: String = conn
-        .query_row("SELECT note FROM v2_notes", [], |r| r.get(0))
-        .unwrap();
+    let note: String = query_one(&conn, "SELECT note FROM v2_notes");
     assert_eq!(note, "迁移到 v2 ✅");
-    let raw: String = conn
-        .query_row(
-            "SELECT raw FROM memories WHERE scope = 'global' AND predicate = 'package_manager'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let raw: String = query_one(
+        &conn,
+        "SELECT raw FROM memories WHERE scope = 'global' AND predicate = 'package_manager'",
+    );
     assert_eq!(raw, "以后新建前端项目，默认用 pnpm。");
-    let coffee: String = conn
-        .query_row(
-            "SELECT value FROM memories WHERE predicate = 'coffee'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let coffee: String = query_one(
+        &conn,
+        "SELECT value FROM memories WHERE predicate = 'coffee'",
+    );
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&coffee).unwrap(),
         json!("燕麦拿铁 ☕")
     );
-    let history: i64 = conn
-        .query_row("SELECT count(*) FROM history", [], |r| r.get(0))
-        .unwrap();
+    let history: i64 = query_one(&conn, "SELECT count(*) FROM history");
     assert_eq!(history, 3);
     // Migrating again is a no-op.
     assert_eq!(migrate_with(&mut conn, &migrations).unwrap(), NEXT);
@@ -166,13 +163,10 @@ fn a_fresh_database_migrates_through_every_step_in_order() {
     assert_eq!(user_version(&conn), 0);
     assert_eq!(migrate_with(&mut conn, &migrations).unwrap(), NEXT);
     assert_eq!(user_version(&conn), NEXT);
-    let cols: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM pragma_table_info('memories') WHERE name = 'confidence'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let cols: i64 = query_one(
+        &conn,
+        "SELECT count(*) FROM pragma_table_info('memories') WHERE name = 'confidence'",
+    );
     assert_eq!(cols, 1);
 }
 
@@ -194,13 +188,10 @@ fn a_failing_migration_step_changes_nothing() {
         SCHEMA_VERSION,
         "the version did not move"
     );
-    let half: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM pragma_table_info('memories') WHERE name = 'half_done'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let half: i64 = query_one(
+        &conn,
+        "SELECT count(*) FROM pragma_table_info('memories') WHERE name = 'half_done'",
+    );
     assert_eq!(half, 0, "the failed step was rolled back as a whole");
     drop(conn);
     assert_eq!(rows_before, db.fingerprint());
@@ -211,22 +202,16 @@ fn a_failing_migration_step_changes_nothing() {
 /// gains the `reads` table, keeps its memories and passes `check`.
 #[test]
 fn a_v1_database_is_migrated_on_open_and_keeps_its_memories() {
-    let db = TestDb::new();
-    {
-        let mut conn = Connection::open(&db.path).unwrap();
-        assert_eq!(migrate_with(&mut conn, &MIGRATIONS[..1]).unwrap(), 1);
-        conn.execute_batch(
-            "INSERT INTO settings (key, value) VALUES ('causal_clock', '1'), ('retention_days', '0'), ('tombstone_safe_days', '30');
+    let db = database_at(
+        1,
+        "INSERT INTO settings (key, value) VALUES ('causal_clock', '1'), ('retention_days', '0'), ('tombstone_safe_days', '30');
              INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
              VALUES ('user:42', 'package_manager', 'global', '\"pnpm\"', 1, 'thread:17/message:86', '以后新建前端项目，默认用 pnpm。', 1,
                      '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z');
              INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at)
              VALUES ('set', 'user:42', 'package_manager', 'global', 1, '\"pnpm\"', '以后新建前端项目，默认用 pnpm。',
                      'thread:17/message:86', 1, '2026-11-01T00:00:00.000Z');",
-        )
-        .unwrap();
-        assert_eq!(user_version(&conn), 1);
-    }
+    );
     let store = Store::open(&db.path, OpenMode::Existing).expect("a v1 database opens");
     assert_eq!(user_version(store.connection()), SCHEMA_VERSION);
     let reads = db.sql_i64("SELECT count(*) FROM sqlite_master WHERE name = 'reads'");
@@ -267,12 +252,9 @@ fn rebuilt_rows(conn: &Connection) -> Vec<String> {
 /// client dropped — keeps every row byte for byte, gets all its guards back, and passes `check`.
 #[test]
 fn a_v2_database_is_migrated_to_v3_on_open_keeping_every_row_and_restoring_dropped_guards() {
-    let db = TestDb::new();
-    {
-        let mut conn = Connection::open(&db.path).unwrap();
-        assert_eq!(migrate_with(&mut conn, &MIGRATIONS[..2]).unwrap(), 2);
-        conn.execute_batch(
-            r#"INSERT INTO settings (key, value) VALUES ('causal_clock', '5'), ('retention_days', '0'), ('tombstone_safe_days', '30');
+    let db = database_at(
+        2,
+        r#"INSERT INTO settings (key, value) VALUES ('causal_clock', '5'), ('retention_days', '0'), ('tombstone_safe_days', '30');
              INSERT INTO memories (id, subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at,
                                    confirmed_at, confirm_count, confirmed_source, confirmed_seq)
              VALUES (7, 'user:42', 'package_manager', 'global', '"pnpm"', 2, 'thread:30', '以后都用 pnpm 🚀', 3,
@@ -288,9 +270,7 @@ fn a_v2_database_is_migrated_to_v3_on_open_keeping_every_row_and_restoring_dropp
              INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
              VALUES ('user:42', 'coffee', 'global', 2, 'user asked', '2026-11-04T00:00:00.000Z');
              DROP TRIGGER memories_no_resurrection_insert;"#,
-        )
-        .unwrap();
-    }
+    );
     let before = rebuilt_rows(&Connection::open(&db.path).unwrap());
     assert_eq!(before.len(), 7);
 
@@ -302,13 +282,10 @@ fn a_v2_database_is_migrated_to_v3_on_open_keeping_every_row_and_restoring_dropp
         before,
         "every row survives the rebuild unchanged"
     );
-    let triggers: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let triggers: i64 = query_one(
+        conn,
+        "SELECT count(*) FROM sqlite_master WHERE type = 'trigger'",
+    );
     assert_eq!(
         triggers, 8,
         "every guard exists again, the dropped one included"
@@ -317,13 +294,10 @@ fn a_v2_database_is_migrated_to_v3_on_open_keeping_every_row_and_restoring_dropp
         memories_insert_guard_intact(conn).unwrap(),
         "the re-created insert guard is memscope's own, for bulk loads to lean on"
     );
-    let definitions: String = conn
-        .query_row(
-            "SELECT group_concat(sql, ' ') FROM sqlite_master WHERE name IN ('memories', 'history')",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let definitions: String = query_one(
+        conn,
+        "SELECT group_concat(sql, ' ') FROM sqlite_master WHERE name IN ('memories', 'history')",
+    );
     for gone in ["json_valid", "length(", "GLOB"] {
         assert!(
             !definitions.contains(gone),
@@ -426,12 +400,9 @@ fn v3_guards_refuse_bad_scopes_and_check_finds_values_that_are_not_json() {
 /// migration, and memscope opens the database.
 #[test]
 fn the_v3_step_keeps_what_a_raw_client_added_to_a_v2_database() {
-    let db = TestDb::new();
-    {
-        let mut conn = Connection::open(&db.path).unwrap();
-        assert_eq!(migrate_with(&mut conn, &MIGRATIONS[..2]).unwrap(), 2);
-        conn.execute_batch(
-            r#"INSERT INTO settings (key, value) VALUES ('causal_clock', '1'), ('retention_days', '0'), ('tombstone_safe_days', '30');
+    let db = database_at(
+        2,
+        r#"INSERT INTO settings (key, value) VALUES ('causal_clock', '1'), ('retention_days', '0'), ('tombstone_safe_days', '30');
              INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
                VALUES ('user:42', 'coffee', 'global', '"燕麦拿铁 ☕"', 1, 'thread:1', 1, '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z'),
                       ('user:7', 'editor', CAST('repo:x' AS BLOB), '"vim"', 1, 'raw', 1, 'x', 'x');
@@ -443,23 +414,16 @@ fn the_v3_step_keeps_what_a_raw_client_added_to_a_v2_database() {
              ALTER TABLE memories ADD COLUMN agent_note TEXT;
              UPDATE memories SET agent_note = '别删 🙏' WHERE subject = 'user:42';
              CREATE INDEX agent_by_note ON memories (agent_note);"#,
-        )
-        .unwrap();
-    }
+    );
     let store = Store::open(&db.path, OpenMode::Existing).expect("the v2 database opens");
     let conn = store.connection();
     assert_eq!(user_version(conn), SCHEMA_VERSION);
-    let note: String = conn
-        .query_row(
-            "SELECT agent_note FROM memories WHERE subject = 'user:42'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let note: String = query_one(
+        conn,
+        "SELECT agent_note FROM memories WHERE subject = 'user:42'",
+    );
     assert_eq!(note, "别删 🙏", "the client's column keeps its data");
-    let value: String = conn
-        .query_row("SELECT value FROM agent_prefs", [], |r| r.get(0))
-        .unwrap();
+    let value: String = query_one(conn, "SELECT value FROM agent_prefs");
     assert_eq!(
         value, "\"燕麦拿铁 ☕\"",
         "the client's view still reads the table"
@@ -474,13 +438,10 @@ fn the_v3_step_keeps_what_a_raw_client_added_to_a_v2_database() {
             .unwrap();
         assert_eq!(n, 1, "{name} survives");
     }
-    let blob: i64 = conn
-        .query_row(
-            "SELECT count(*) FROM memories WHERE typeof(scope) = 'blob'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let blob: i64 = query_one(
+        conn,
+        "SELECT count(*) FROM memories WHERE typeof(scope) = 'blob'",
+    );
     assert_eq!(blob, 1, "rows are not re-validated");
     let r = store
         .resolve("user:42", "coffee", Some("web-app"), None)

@@ -54,8 +54,7 @@ fn planted_with_cli() -> (TestDb, Canaries) {
     let db = TestDb::new();
     let c = Canaries::new();
     let out = db.write_with(
-        U,
-        PM,
+        (U, PM),
         &format!("pnpm {}", c.superseded),
         "global",
         "thread:17/message:86",
@@ -66,8 +65,7 @@ fn planted_with_cli() -> (TestDb, Canaries) {
     );
     assert_eq!(out["outcome"], "inserted");
     let out = db.write_with(
-        U,
-        PM,
+        (U, PM),
         &format!("PNPM {}", c.superseded.to_uppercase()),
         "global",
         "thread:19/message:3",
@@ -77,22 +75,14 @@ fn planted_with_cli() -> (TestDb, Canaries) {
     let out = db.write(U, PM, "npm", "global", "thread:30/message:2");
     assert_eq!(out["outcome"], "superseded");
     let out = db.write_with(
-        U,
-        PM,
+        (U, PM),
         &format!("bower {}", c.stale),
         "global",
         "thread:2/message:1",
         &["--causal-seq", "1", "--raw", &c.stale],
     );
     assert_eq!(out["outcome"], "stale");
-    let out = db.write_ambiguous(
-        U,
-        PM,
-        &format!("npm {}", c.pending),
-        "global,repo:web-app",
-        "thread:31/message:2",
-        &format!("以后都用 npm {}", c.pending),
-    );
+    let out = ask_npm_marked(&db, &c.pending, "global,repo:web-app");
     assert_eq!(out["outcome"], "pending");
     let long = long_text(100 * 1024, &c.long);
     let r = db.run(&args_for(
@@ -164,6 +154,13 @@ fn assert_gone(db: &TestDb, c: &Canaries) {
     );
 }
 
+/// The story's ambiguous "以后都用 npm" (thread 31), value and words marked with `canary`, asked
+/// between `candidates`; returns the outcome.
+fn ask_npm_marked(db: &TestDb, canary: &str, candidates: &str) -> serde_json::Value {
+    let (value, raw) = (format!("npm {canary}"), format!("以后都用 npm {canary}"));
+    db.write_ambiguous(U, PM, &value, candidates, "thread:31/message:2", &raw)
+}
+
 #[test]
 fn deleting_a_predicate_leaves_its_content_in_no_database_file() {
     let (db, c) = planted_with_cli();
@@ -185,7 +182,7 @@ fn deleting_a_predicate_leaves_its_content_in_no_database_file() {
 
     // A write to the tombstone carrying a fresh canary is rejected and stores none of it.
     let late = unique("复活金丝雀-");
-    let out = db.write_with(U, PM, &late, "global", "thread:50", &["--raw", &late]);
+    let out = db.write_with((U, PM), &late, "global", "thread:50", &["--raw", &late]);
     assert_eq!(out["outcome"], "rejected");
     assert!(find_on_disk(&db.path, &late).is_empty());
     assert_gone(&db, &c);
@@ -220,8 +217,7 @@ fn deleting_a_whole_subject_leaves_nothing_on_disk() {
     let (db, c) = planted_with_cli();
     let coffee = unique("燕麦拿铁☕-");
     db.write_with(
-        U,
-        "咖啡",
+        (U, "咖啡"),
         &coffee,
         "global",
         "thread:20",
@@ -368,14 +364,7 @@ c.close()
 fn deleting_a_preference_that_only_waits_in_the_pending_queue_destroys_it() {
     let db = TestDb::new();
     let canary = unique("只在队列里-queued-");
-    let out = db.write_ambiguous(
-        U,
-        PM,
-        &format!("npm {canary}"),
-        "global,repo:web-app",
-        "thread:31/message:2",
-        &format!("以后都用 npm {canary}"),
-    );
+    let out = ask_npm_marked(&db, &canary, "global,repo:web-app");
     assert_eq!(out["outcome"], "pending");
     db.write(U, "formatter", "biome", "global", "thread:27");
     assert!(!find_on_disk(&db.path, &canary).is_empty());
@@ -397,14 +386,7 @@ fn a_predicate_delete_leaves_no_pending_item_of_that_predicate() {
     let db = TestDb::new();
     db.write(U, PM, "pnpm", "global", "thread:17");
     let canary = unique("别的仓库-other-repos-");
-    let out = db.write_ambiguous(
-        U,
-        PM,
-        &format!("npm {canary}"),
-        "repo:a,repo:b",
-        "thread:31/message:2",
-        &canary,
-    );
+    let out = ask_npm_marked(&db, &canary, "repo:a,repo:b");
     let id = out["pending_id"].as_i64().unwrap().to_string();
     db.run(&["delete", "--yes", "--subject", U, "--predicate", PM])
         .ok();

@@ -7,6 +7,13 @@ use serde_json::{json, Value};
 const U: &str = "user:42";
 const PM: &str = "package_manager";
 
+/// A database in which user:42's package manager is pnpm at global (thread 17, no words).
+fn pnpm_at_global() -> TestDb {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "thread:17/message:86");
+    db
+}
+
 /// 再次说「新项目默认用 pnpm」→ 不产生重复记录，只更新确认时间或来源。
 #[test]
 fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
@@ -20,8 +27,7 @@ fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
 
     // Same fact again, different spelling of predicate and value, new source.
     let again = db.write_with(
-        U,
-        "Package Manager",
+        (U, "Package Manager"),
         "  PNPM ",
         "global",
         "thread:19/message:3",
@@ -72,25 +78,25 @@ fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
 #[test]
 fn s1_the_same_value_in_another_spelling_is_a_confirmation() {
     let db = TestDb::new();
-    let first = db.write_json(
+    let first = db.write_with(
         (U, "indentation"),
-        r#"{"style": "Spaces", "width": 2, "备注": "两个  空格"}"#,
+        ValueArg::Json(r#"{"style": "Spaces", "width": 2, "备注": "两个  空格"}"#),
         "repo:web-app",
         "thread:25/message:1",
         &[],
     );
     assert_eq!(first["outcome"], "inserted");
-    let again = db.write_json(
+    let again = db.write_with(
         (U, "Indentation"),
-        r#"{"备注": " 两个 空格 ", "width": 2, "style": "spaces"}"#,
+        ValueArg::Json(r#"{"备注": " 两个 空格 ", "width": 2, "style": "spaces"}"#),
         "repo:web-app",
         "thread:28/message:4",
         &[],
     );
     assert_eq!(again["outcome"], "confirmed", "{again:#}");
-    let other = db.write_json(
+    let other = db.write_with(
         (U, "indentation"),
-        r#"{"style": "spaces", "width": 4}"#,
+        ValueArg::Json(r#"{"style": "spaces", "width": 4}"#),
         "repo:web-app",
         "thread:29/message:1",
         &[],
@@ -105,21 +111,12 @@ fn s1_the_same_value_in_another_spelling_is_a_confirmation() {
 /// 在 `legacy-dashboard` 中说「这里用 npm ci」→ 新增仓库规则，不修改用户默认值。
 #[test]
 fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default() {
-    let db = TestDb::new();
-    db.write(U, PM, "pnpm", "global", "thread:17/message:86");
+    let db = pnpm_at_global();
     let global_before = db.list(&["--scope", "global"]);
+    let words = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
 
-    let out = db.write_with(
-        U,
-        PM,
-        "npm",
-        "repo:legacy-dashboard",
-        "thread:23/message:14",
-        &[
-            "--raw",
-            "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。",
-        ],
-    );
+    let (scope, source) = ("repo:legacy-dashboard", "thread:23/message:14");
+    let out = db.write_with((U, PM), "npm", scope, source, &["--raw", words]);
     assert_eq!(out["outcome"], "inserted");
     assert_eq!(out["scope"], "repo:legacy-dashboard");
     assert_eq!(out["version"], 1);
@@ -134,10 +131,7 @@ fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default() {
     assert_eq!(all.len(), 2, "{all:?}");
     let repo = db.list(&["--scope", "repo:legacy-dashboard"]);
     assert_eq!(repo[0]["value"], "npm");
-    assert_eq!(
-        repo[0]["raw"],
-        "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"
-    );
+    assert_eq!(repo[0]["raw"], words);
 
     let in_repo = db.resolve(U, PM, &["--repo", "legacy-dashboard"]);
     assert_eq!(
@@ -160,8 +154,7 @@ fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only(
     let repo_before = db.list(&["--scope", "repo:legacy-dashboard"]);
 
     let out = db.write_with(
-        U,
-        PM,
+        (U, PM),
         "npm",
         "global",
         "thread:30/message:2",
@@ -211,8 +204,7 @@ fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only(
 /// 只说「以后都用 npm」但上下文无法确定范围 → 不静默覆盖，先确认是全局还是当前仓库。
 #[test]
 fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
-    let db = TestDb::new();
-    db.write(U, PM, "pnpm", "global", "thread:17/message:86");
+    let db = pnpm_at_global();
     let before = db.list(&[]);
 
     let out = db.ask_npm();
@@ -281,8 +273,7 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
 /// the resolution comes out `stale` and the newer value stands.
 #[test]
 fn s4_a_resolution_can_itself_come_out_stale() {
-    let db = TestDb::new();
-    db.write(U, PM, "pnpm", "global", "thread:17/message:86");
+    let db = pnpm_at_global();
     let out = db.ask_npm();
     let id = out["pending_id"].as_i64().expect("pending_id");
 
@@ -310,8 +301,7 @@ fn s4_a_resolution_can_itself_come_out_stale() {
 
 #[test]
 fn s4_rejecting_a_pending_item_writes_nothing() {
-    let db = TestDb::new();
-    db.write(U, PM, "pnpm", "global", "thread:17/message:86");
+    let db = pnpm_at_global();
     let before = db.fingerprint();
     let out = db.write_ambiguous(
         U,
@@ -347,32 +337,28 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore()
     let db = TestDb::new();
     db.write_first_default();
     db.write_with(
-        U,
-        PM,
+        (U, PM),
         "PNPM",
         "global",
         "thread:19/message:3",
         &["--raw", "新项目还是用 pnpm 哈"],
     );
     db.write_with(
-        U,
-        PM,
+        (U, PM),
         "npm",
         "global",
         "thread:30/message:2",
         &["--raw", "以后新项目也改用 npm"],
     );
     db.write_with(
-        U,
-        PM,
+        (U, PM),
         "npm ci",
         "repo:legacy-dashboard",
         "thread:23/message:14",
         &["--raw", "这个仓库保留现有的 package-lock.json"],
     );
     db.write_with(
-        U,
-        PM,
+        (U, PM),
         "yarn",
         "task:fix-lockfile-123",
         "thread:26/message:5",
@@ -380,8 +366,7 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore()
     );
     // A late replay (stale) and a question still waiting for a human.
     let stale = db.write_with(
-        U,
-        PM,
+        (U, PM),
         "bower",
         "global",
         "thread:2/message:1",
@@ -460,8 +445,7 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore()
 
     // Later writes are rejected until restore.
     let again = db.write_with(
-        U,
-        "pkg_manager",
+        (U, "pkg_manager"),
         "pnpm",
         "global",
         "thread:50/message:1",

@@ -333,30 +333,16 @@ fn assert_merged(db: &TestDb) {
     );
     // Two values of one memory wait for a human, each saying where it came from.
     let pending = db.pending(false);
-    let merged: Vec<(String, String, Value)> = pending
+    let merged: Vec<Value> = pending
         .iter()
         .filter(|p| p["merged_from"].is_string())
-        .map(|p| {
-            (
-                p["merged_from"].as_str().unwrap().to_string(),
-                p["value"].to_string(),
-                p["candidates"].clone(),
-            )
-        })
+        .cloned()
         .collect();
     assert_eq!(
-        merged,
+        project(&merged, &["merged_from", "value", "candidates"]),
         [
-            (
-                "User:42 · coffee @ global".to_string(),
-                "\"espresso\"".to_string(),
-                json!(["global"])
-            ),
-            (
-                "user:9 · shell @ repo:api".to_string(),
-                "\"fish\"".to_string(),
-                json!(["repo:API"])
-            ),
+            json!(["User:42 · coffee @ global", "espresso", ["global"]]),
+            json!(["user:9 · shell @ repo:api", "fish", ["repo:API"]]),
         ],
         "{pending:#?}"
     );

@@ -4,11 +4,33 @@
 
 use crate::support::*;
 use serde_json::{json, Value};
+use std::path::PathBuf;
 
 fn build_demo(db: &TestDb) -> String {
     let r = db.run(&["demo", "--no-tui"]).ok();
     assert!(!r.stdout.trim().is_empty(), "the demo prints a summary");
     r.stdout
+}
+
+/// `db` exported to a file beside it; the file's path.
+fn export(db: &TestDb) -> PathBuf {
+    let dump = db.sibling("export.jsonl");
+    db.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    dump
+}
+
+/// A database with the demo in it, and its export.
+fn demo_export() -> (TestDb, PathBuf) {
+    let src = TestDb::new();
+    build_demo(&src);
+    let dump = export(&src);
+    (src, dump)
+}
+
+/// Asserts that one of `rows` is what `pick` looks for.
+#[track_caller]
+fn assert_any(rows: &[Value], pick: impl Fn(&Value) -> bool) {
+    assert!(rows.iter().any(pick), "{rows:#?}");
 }
 
 #[test]
@@ -42,35 +64,14 @@ fn the_demo_tells_the_first_articles_story_through_the_write_path() {
         "yarn"
     );
     // The repeated pnpm confirmation is in the history of global v1.
-    let history = db
-        .run(&args_for(
-            "history",
-            u,
-            pm,
-            &["--scope", "global", "--json"],
-        ))
-        .ok();
-    let events: Vec<Value> = serde_json::from_str(&history.stdout).unwrap();
-    assert!(
-        events
-            .iter()
-            .any(|e| e["event"] == "confirmed" && e["version"] == 1),
-        "{events:?}"
-    );
+    let events = db.history(u, pm, Some("global"));
+    assert_any(&events, |e| e["event"] == "confirmed" && e["version"] == 1);
     // The agents' reads of the incident are in the read log.
-    let reads = db.run(&["reads", "--subject", u, "--json"]).ok();
-    let reads: Vec<Value> = serde_json::from_str(&reads.stdout).unwrap();
-    assert!(
-        reads
-            .iter()
-            .any(|r| r["repo"] == "storefront-next" && r["version"] == 2),
-        "{reads:?}"
-    );
-    let pending = db.pending(false);
-    assert!(
-        pending.iter().any(|p| p["raw"] == "以后都用 npm"),
-        "{pending:?}"
-    );
+    let reads = as_array(db.json(&["reads", "--subject", u, "--json"]));
+    assert_any(&reads, |r| {
+        r["repo"] == "storefront-next" && r["version"] == 2
+    });
+    assert_any(&db.pending(false), |p| p["raw"] == "以后都用 npm");
     let tombstones = db.sql_i64("SELECT count(*) FROM tombstones");
     assert!(tombstones >= 1);
     // Building it again replaces it (same content, not doubled).
@@ -82,10 +83,7 @@ fn the_demo_tells_the_first_articles_story_through_the_write_path() {
 
 #[test]
 fn export_then_import_round_trips_the_demo() {
-    let src = TestDb::new();
-    build_demo(&src);
-    let dump = src.sibling("demo-export.jsonl");
-    src.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    let (src, dump) = demo_export();
     let text = std::fs::read_to_string(&dump).unwrap();
     assert!(text.lines().count() > 20);
     for line in text.lines() {
@@ -144,10 +142,7 @@ fn export_then_import_round_trips_the_demo() {
 
 #[test]
 fn import_into_a_non_empty_database_is_refused() {
-    let src = TestDb::new();
-    build_demo(&src);
-    let dump = src.sibling("dump.jsonl");
-    src.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    let (src, dump) = demo_export();
 
     let dst = TestDb::new();
     dst.write("user:1", "editor", "helix 🧬", "global", "thread:1");
@@ -204,8 +199,7 @@ fn unicode_and_long_values_survive_a_round_trip() {
     ];
     let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
     src.run_stdin(&["apply"], input.as_bytes()).ok();
-    let dump = src.sibling("u.jsonl");
-    src.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    let dump = export(&src);
     let dst = TestDb::new();
     dst.run(&["import", dump.to_str().unwrap()]).ok();
     dst.assert_check_ok();
@@ -254,8 +248,7 @@ fn an_export_from_schema_v2_imports_and_an_unknown_version_is_refused() {
 fn story_export() -> (TestDb, Vec<Value>) {
     let src = TestDb::new();
     src.write_with(
-        U42,
-        PM,
+        (U42, PM),
         "pnpm",
         "global",
         "thread:1",
@@ -299,77 +292,79 @@ fn line_of(lines: &[Value], table: &str, pick: impl Fn(&Value) -> bool) -> usize
         .unwrap_or_else(|| panic!("no {table} line to edit"))
 }
 
+/// An edit of an export's lines; the index of the line it made wrong.
+type Edit = Box<dyn Fn(&mut Vec<Value>) -> usize>;
+
+/// Sets `field` of the first `table` line that `pick` takes to `value`.
+fn set(table: &'static str, pick: fn(&Value) -> bool, field: &'static str, value: Value) -> Edit {
+    Box::new(move |l| {
+        let i = line_of(l, table, pick);
+        l[i][field] = value.clone();
+        i
+    })
+}
+
+/// Inserts, before the first alias line, a copy of it with `changes` made.
+fn extra_alias(changes: &'static [(&'static str, &'static str)]) -> Edit {
+    Box::new(move |l| {
+        let i = line_of(l, "predicate_aliases", |_| true);
+        let mut row = l[i].clone();
+        for (field, value) in changes {
+            row[*field] = json!(value);
+        }
+        l.insert(i, row);
+        i
+    })
+}
+
 #[test]
 fn import_accepts_only_what_the_write_path_could_have_written_and_names_the_line() {
     let (src, clean) = story_export();
-    type Edit = Box<dyn Fn(&mut Vec<Value>) -> usize>;
+    let any = |_: &Value| true;
     let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "confirmed_seq raised past the clock",
-            Box::new(|l| {
-                let i = line_of(l, "memories", |_| true);
-                l[i]["confirmed_seq"] = json!(999);
-                i
-            }),
+            set("memories", any, "confirmed_seq", json!(999)),
             "above the database's causal clock",
         ),
         (
             "causal clock at the largest integer",
-            Box::new(|l| {
-                let i = line_of(l, "settings", |r| r["key"] == "causal_clock");
-                l[i]["value"] = json!(i64::MAX.to_string());
-                i
-            }),
+            set(
+                "settings",
+                |r| r["key"] == "causal_clock",
+                "value",
+                json!(i64::MAX.to_string()),
+            ),
             "causal number",
         ),
         (
             "an alias chain",
-            Box::new(|l| {
-                let i = line_of(l, "predicate_aliases", |_| true);
-                let mut row = l[i].clone();
-                row["alias"] = json!("zz_top");
-                row["canonical"] = json!("pkg_manager");
-                l.insert(i, row);
-                i
-            }),
+            extra_alias(&[("alias", "zz_top"), ("canonical", "pkg_manager")]),
             "aliases are one step deep",
         ),
         (
             "a subject with a terminal escape",
-            Box::new(|l| {
-                let i = line_of(l, "memories", |_| true);
-                l[i]["subject"] = json!("user:42\u{1b}[2J");
-                i
-            }),
+            set("memories", any, "subject", json!("user:42\u{1b}[2J")),
             "subject",
         ),
         (
             "an open pending item whose every place was deleted",
-            Box::new(|l| {
-                let i = line_of(l, "pending", |r| r["status"] == "open");
-                l[i]["predicate"] = json!("coffee");
-                i
-            }),
+            set(
+                "pending",
+                |r| r["status"] == "open",
+                "predicate",
+                json!("coffee"),
+            ),
             "names only deleted scopes",
         ),
         (
             "a time that is not a time",
-            Box::new(|l| {
-                let i = line_of(l, "memories", |_| true);
-                l[i]["created_at"] = json!("not a time");
-                i
-            }),
+            set("memories", any, "created_at", json!("not a time")),
             "not an RFC 3339 time",
         ),
         (
             "an alias not in normal form",
-            Box::new(|l| {
-                let i = line_of(l, "predicate_aliases", |_| true);
-                let mut row = l[i].clone();
-                row["alias"] = json!("Pkg-Mgr");
-                l.insert(i, row);
-                i
-            }),
+            extra_alias(&[("alias", "Pkg-Mgr")]),
             "not in normal form",
         ),
     ];

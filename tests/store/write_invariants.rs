@@ -279,9 +279,15 @@ fn concurrent_writers_creating_the_database_all_succeed() {
 #[test]
 fn causal_order_3_then_1_then_2_keeps_the_value_of_3() {
     let db = TestDb::new();
-    let o3 = db.write_with(U, PM, "三 three", "global", "op:3", &["--causal-seq", "3"]);
-    let o1 = db.write_with(U, PM, "一 one", "global", "op:1", &["--causal-seq", "1"]);
-    let o2 = db.write_with(U, PM, "二 two", "global", "op:2", &["--causal-seq", "2"]);
+    let o3 = db.write_with(
+        (U, PM),
+        "三 three",
+        "global",
+        "op:3",
+        &["--causal-seq", "3"],
+    );
+    let o1 = db.write_with((U, PM), "一 one", "global", "op:1", &["--causal-seq", "1"]);
+    let o2 = db.write_with((U, PM), "二 two", "global", "op:2", &["--causal-seq", "2"]);
     assert_eq!(o3["outcome"], "inserted");
     for o in [&o1, &o2] {
         assert_eq!(o["outcome"], "stale", "{o:#}");
@@ -293,22 +299,12 @@ fn causal_order_3_then_1_then_2_keeps_the_value_of_3() {
     assert_eq!(cur["version"], 1);
 
     let hist = db.history(U, PM, Some("global"));
-    let summary: Vec<(String, Value, Value)> = hist
-        .iter()
-        .map(|e| {
-            (
-                e["event"].as_str().unwrap().to_string(),
-                e["causal_seq"].clone(),
-                e["value"].clone(),
-            )
-        })
-        .collect();
     assert_eq!(
-        summary,
-        vec![
-            ("set".into(), json!(3), json!("三 three")),
-            ("stale".into(), json!(1), json!("一 one")),
-            ("stale".into(), json!(2), json!("二 two")),
+        project(&hist, &["event", "causal_seq", "value"]),
+        [
+            json!(["set", 3, "三 three"]),
+            json!(["stale", 1, "一 one"]),
+            json!(["stale", 2, "二 two"]),
         ]
     );
     // The database clock moved past 3: the next number handed out is above it.
@@ -334,8 +330,7 @@ fn applied_versions_read_back_in_causal_order() {
     ];
     for (seq, value, want) in steps {
         let out = db.write_with(
-            U,
-            PM,
+            (U, PM),
             value,
             "global",
             &format!("op:{seq}"),
@@ -371,8 +366,7 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
     let db = TestDb::new();
     let scope = "repo:旧仪表盘";
     db.write_with(
-        U,
-        PM,
+        (U, PM),
         "npm",
         scope,
         "thread:1",
@@ -387,8 +381,7 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
     .ok();
     let secret = unique("复活-secret-");
     let out = db.write_with(
-        U,
-        PM,
+        (U, PM),
         &secret,
         scope,
         "thread:2",
@@ -714,8 +707,15 @@ fn the_scope_guard_sees_places_registered_after_it_read_them() {
             task: None,
         }),
     };
-    let queued_to = |out: &memscope::model::WriteOutcome, place: &str| {
-        out.outcome == OutcomeKind::Pending && serde_json::to_string(out).unwrap().contains(place)
+    // A global rule whose words name `repo` is queued with that repository as evidence.
+    let assert_queued_to = |store: &mut Store, subject: &str, repo: &str| {
+        let words = format!("run the {repo} tests with vitest");
+        let out = store.write(&req(subject, Scope::Global, &words)).unwrap();
+        let queued = out.outcome == OutcomeKind::Pending
+            && serde_json::to_string(&out)
+                .unwrap()
+                .contains(&format!("repo:{repo}"));
+        assert!(queued, "{out:?}");
     };
     let mut store = Store::open(&path, OpenMode::Create).unwrap();
     // The first guarded write reads the places (none yet).
@@ -727,27 +727,13 @@ fn the_scope_guard_sees_places_registered_after_it_read_them() {
     store
         .write(&req("user:2", Scope::Repo("alpha-web".into()), "vitest"))
         .unwrap();
-    let out = store
-        .write(&req(
-            "user:3",
-            Scope::Global,
-            "run the alpha-web tests with vitest",
-        ))
-        .unwrap();
-    assert!(queued_to(&out, "repo:alpha-web"), "{out:?}");
+    assert_queued_to(&mut store, "user:3", "alpha-web");
     // Another store in this process registers one.
     let mut other = Store::open(&path, OpenMode::Existing).unwrap();
     other
         .write(&req("user:4", Scope::Repo("beta-api".into()), "vitest"))
         .unwrap();
-    let out = store
-        .write(&req(
-            "user:5",
-            Scope::Global,
-            "run the beta-api tests with vitest",
-        ))
-        .unwrap();
-    assert!(queued_to(&out, "repo:beta-api"), "{out:?}");
+    assert_queued_to(&mut store, "user:5", "beta-api");
     // Another client adds one straight into the table.
     let raw = rusqlite::Connection::open(&path).unwrap();
     raw.execute(
@@ -755,12 +741,5 @@ fn the_scope_guard_sees_places_registered_after_it_read_them() {
         [],
     )
     .unwrap();
-    let out = store
-        .write(&req(
-            "user:6",
-            Scope::Global,
-            "run the gamma-db tests with vitest",
-        ))
-        .unwrap();
-    assert!(queued_to(&out, "repo:gamma-db"), "{out:?}");
+    assert_queued_to(&mut store, "user:6", "gamma-db");
 }

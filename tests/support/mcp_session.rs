@@ -140,6 +140,14 @@ impl RawSession {
     }
 }
 
+/// Asserts that `answer` is a JSON-RPC error with `code` whose message says `words`.
+#[track_caller]
+pub fn assert_rpc_error(answer: &Value, code: i64, words: &str) {
+    assert_eq!(answer["error"]["code"], code, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(words), "{answer}");
+}
+
 pub fn tool_text(result: &Value) -> String {
     result["result"]["content"][0]["text"]
         .as_str()

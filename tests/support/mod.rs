@@ -131,6 +131,27 @@ pub fn clean_env(c: &mut Command, home: &Path) {
         .stdin(Stdio::null());
 }
 
+/// Spawns `c` with nothing on stdin and both output streams piped (drain them with [`drain`]).
+pub fn spawn_piped(c: &mut Command, what: &str) -> Child {
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+/// Reads a child's stream to its end on a thread of its own, so that a child with a lot to say
+/// cannot block on a full pipe.
+pub fn drain(r: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut r) = r {
+            let _ = r.read_to_end(&mut buf);
+        }
+        buf
+    })
+}
+
 /// A database path in its own temporary directory (the file is not created).
 pub struct TestDb {
     pub dir: tempfile::TempDir,
@@ -226,54 +247,24 @@ impl TestDb {
         scope: &str,
         source: &str,
     ) -> Value {
-        self.write_with(subject, predicate, value, scope, source, &[])
+        self.write_with((subject, predicate), value, scope, source, &[])
     }
 
     /// `write … --json` with an exact scope and `extra` arguments; asserts exit 0; returns the
     /// outcome.
     #[track_caller]
-    pub fn write_with(
-        &self,
-        subject: &str,
-        predicate: &str,
-        value: &str,
-        scope: &str,
-        source: &str,
-        extra: &[&str],
-    ) -> Value {
-        self.write_value(
-            (subject, predicate),
-            ("--value", value),
-            scope,
-            source,
-            extra,
-        )
-    }
-
-    /// `write --value-json JSON … --json` with an exact scope and `extra` arguments; asserts
-    /// exit 0; returns the outcome.
-    #[track_caller]
-    pub fn write_json(
-        &self,
-        id: (&str, &str),
-        value_json: &str,
-        scope: &str,
-        source: &str,
-        extra: &[&str],
-    ) -> Value {
-        self.write_value(id, ("--value-json", value_json), scope, source, extra)
-    }
-
-    /// `write`, the value given as `(--value or --value-json, text)`.
-    #[track_caller]
-    fn write_value(
+    pub fn write_with<'a>(
         &self,
         (subject, predicate): (&str, &str),
-        (value_flag, value): (&str, &str),
+        value: impl Into<ValueArg<'a>>,
         scope: &str,
         source: &str,
         extra: &[&str],
     ) -> Value {
+        let (value_flag, value) = match value.into() {
+            ValueArg::Text(text) => ("--value", text),
+            ValueArg::Json(json) => ("--value-json", json),
+        };
         let rest = [
             value_flag, value, "--scope", scope, "--source", source, "--json",
         ];
@@ -353,8 +344,7 @@ impl TestDb {
     #[track_caller]
     pub fn write_first_default(&self) -> Value {
         self.write_with(
-            "user:42",
-            "package_manager",
+            ("user:42", "package_manager"),
             "pnpm",
             "global",
             "thread:17/message:86",
@@ -483,9 +473,32 @@ impl TestDb {
     /// The one value a SQL query returns.
     #[track_caller]
     pub fn sql_one<T: rusqlite::types::FromSql>(&self, sql: &str) -> T {
-        self.sql()
-            .query_row(sql, [], |r| r.get(0))
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        query_one(&self.sql(), sql)
+    }
+}
+
+/// The one value `sql` returns on `conn`.
+#[track_caller]
+pub fn query_one<T: rusqlite::types::FromSql>(conn: &rusqlite::Connection, sql: &str) -> T {
+    conn.query_row(sql, [], |r| r.get(0))
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// A value as `write` takes it: text (`--value`) or JSON (`--value-json`).
+pub enum ValueArg<'a> {
+    Text(&'a str),
+    Json(&'a str),
+}
+
+impl<'a> From<&'a str> for ValueArg<'a> {
+    fn from(text: &'a str) -> ValueArg<'a> {
+        ValueArg::Text(text)
+    }
+}
+
+impl<'a> From<&'a String> for ValueArg<'a> {
+    fn from(text: &'a String) -> ValueArg<'a> {
+        ValueArg::Text(text)
     }
 }
 
@@ -702,6 +715,13 @@ pub fn ambiguous_req(
         causal_seq: None,
         context: None,
     }
+}
+
+/// Each row's `keys`, in order, as one JSON array a row.
+pub fn project(rows: &[Value], keys: &[&str]) -> Vec<Value> {
+    rows.iter()
+        .map(|r| Value::Array(keys.iter().map(|k| r[*k].clone()).collect()))
+        .collect()
 }
 
 /// Asserts that `values` strictly increase; `what` says what they are.

@@ -3,7 +3,9 @@
 //! the environment knobs that lengthen the long-running tests.
 #![allow(dead_code)]
 
+use memscope::{OpenMode, Scope, ScopeChoice, Store, WriteContext, WriteRequest};
 use serde_json::Value;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -13,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// same as every other test's (re-exported for the reliability tests; the other binaries that
 /// include this module do not use them).
 #[allow(unused_imports)]
-pub use super::{contains_bytes as contains, db_files, memscope_cmd, Run, TestDb as Db};
+pub use super::{contains_bytes as contains, db_files, memscope_cmd, query_one, Run, TestDb as Db};
 
 /// `$name` parsed as a number, else `default`.
 pub fn env_u64(name: &str, default: u64) -> u64 {
@@ -140,4 +142,83 @@ pub fn event_of(outcome: &str) -> Option<&'static str> {
         "rejected" => Some("rejected"),
         _ => None,
     }
+}
+
+/// The write request an `apply` line asks for (`"context": {"repo": …}` as `apply` reads it).
+pub fn request(line: &Value) -> WriteRequest {
+    WriteRequest {
+        subject: line["subject"].as_str().unwrap().into(),
+        predicate: line["predicate"].as_str().unwrap().into(),
+        value: line["value"].clone(),
+        scope: ScopeChoice::Exact(Scope::parse(line["scope"].as_str().unwrap()).unwrap()),
+        source: line["source"].as_str().unwrap().into(),
+        raw: line["raw"].as_str().map(str::to_string),
+        causal_seq: None,
+        context: line["context"]["repo"].as_str().map(|r| WriteContext {
+            repo: Some(r.into()),
+            task: None,
+        }),
+    }
+}
+
+/// Five clients write at once: clients 0–2 are `memscope apply` processes, started together,
+/// each fed its `lines(c)`; clients 3–4 are connections in this process writing one line per
+/// transaction meanwhile. What each client was told, one answer a line, in client order.
+pub fn write_concurrently(db: &Db, lines: fn(usize) -> Vec<Value>) -> Vec<Vec<Value>> {
+    let mut children = Vec::new();
+    for c in 0..3 {
+        let mut cmd = db.command(&["apply"]);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        children.push((c, cmd.spawn().expect("spawn memscope apply")));
+    }
+    let mut feeders = Vec::new();
+    for (c, child) in &mut children {
+        let mut stdin = child.stdin.take().expect("stdin");
+        let input: String = lines(*c)
+            .into_iter()
+            .map(|line| format!("{line}\n"))
+            .collect();
+        feeders.push(std::thread::spawn(move || {
+            let _ = stdin.write_all(input.as_bytes());
+        }));
+    }
+    let threads: Vec<_> = (3..5)
+        .map(|c| {
+            let path = db.path.clone();
+            std::thread::spawn(move || {
+                let mut store = Store::open(&path, OpenMode::Existing).expect("open");
+                store.set_assert_invariants(true);
+                lines(c)
+                    .iter()
+                    .map(|line| {
+                        let out = store
+                            .write(&request(line))
+                            .expect("a write in a busy database succeeds");
+                        serde_json::to_value(&out).expect("outcome")
+                    })
+                    .collect::<Vec<Value>>()
+            })
+        })
+        .collect();
+    for f in feeders {
+        f.join().expect("feeder");
+    }
+    let mut told = Vec::new();
+    for (c, child) in children {
+        let out = child.wait_with_output().expect("apply ends");
+        assert!(
+            out.status.success(),
+            "apply {c} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let answers = json_lines(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(answers.len(), lines(c).len(), "one answer a line");
+        told.push(answers);
+    }
+    for t in threads {
+        told.push(t.join().expect("writer thread"));
+    }
+    told
 }

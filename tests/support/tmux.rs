@@ -120,6 +120,19 @@ impl Tmux {
         self.wait(&format!("{text:?}"), |s| s.contains(text))
     }
 
+    /// Waits for `text`, then asserts that the same screen shows each of `also`; the screen.
+    #[track_caller]
+    pub fn wait_showing(&self, text: &str, also: &[&str]) -> String {
+        let screen = self.wait_for(text);
+        for words in also {
+            assert!(
+                screen.contains(words),
+                "{words:?} is not on screen:\n{screen}"
+            );
+        }
+        screen
+    }
+
     pub fn resize(&self, width: u16, height: u16) {
         self.tmux(&[
             "resize-window",
