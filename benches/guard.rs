@@ -208,13 +208,7 @@ fn once(
 }
 
 /// `apply` of a JSONL batch into a fresh database, guard on and off: lines/s and the outcomes.
-fn bench_apply(
-    dir: &Path,
-    n: usize,
-    with_context: bool,
-    mix: Mix,
-    rounds: usize,
-) -> GuardRounds {
+fn bench_apply(dir: &Path, n: usize, with_context: bool, mix: Mix, rounds: usize) -> GuardRounds {
     let input = jsonl(n, with_context, mix);
     GuardRounds::measure(rounds, |guard| {
         let owned = std::io::Cursor::new(input.clone());

@@ -214,7 +214,12 @@ mod tests {
 
     #[test]
     fn caseless_starters_fold_as_the_full_path_does() {
-        let ranges = ['\u{3000}'..='\u{3029}', '\u{3400}'..='\u{4DBF}', '\u{4E00}'..='\u{9FFF}', '\u{FF01}'..='\u{FF20}'];
+        let ranges = [
+            '\u{3000}'..='\u{3029}',
+            '\u{3400}'..='\u{4DBF}',
+            '\u{4E00}'..='\u{9FFF}',
+            '\u{FF01}'..='\u{FF20}',
+        ];
         for c in ranges.into_iter().flatten() {
             assert!(caseless_starter(c));
             // Alone, after ASCII, and before a combining mark.

@@ -58,37 +58,89 @@ impl Cues {
         })
     }
 
-    /// The place cues and the default cues found in folded `text`, each once, in list order.
-    fn find(&self, text: &str) -> (Vec<&str>, Vec<&str>) {
+    /// The cues found in folded `text`, each once, as indices into both lists (place cues
+    /// first), in list order.
+    fn hits(&self, text: &str) -> Vec<usize> {
         let Some(m) = &self.matcher else {
-            return (Vec::new(), Vec::new());
+            return Vec::new();
         };
         // Allocated at the first cue found: most words have none.
         let mut hit: Vec<bool> = Vec::new();
         for found in m.find_overlapping_iter(text) {
             let i = found.pattern().as_usize();
-            if hit.get(i) != Some(&true) && bounded(text, found.start(), found.end(), &self.folded[i]) {
+            if hit.get(i) != Some(&true)
+                && bounded(text, found.start(), found.end(), &self.folded[i])
+            {
                 hit.resize(self.folded.len(), false);
                 hit[i] = true;
             }
         }
-        if hit.is_empty() {
-            return (Vec::new(), Vec::new());
-        }
+        (0..hit.len()).filter(|&i| hit[i]).collect()
+    }
+
+    /// The place cues and the default cues of `hits`.
+    fn split(&self, hits: &[usize]) -> (Vec<&str>, Vec<&str>) {
         let n = self.place.len();
-        let pick = |range: std::ops::Range<usize>| -> Vec<&str> {
-            range
-                .filter(|&i| hit[i])
-                .map(|i| {
-                    if i < n {
-                        self.place[i].as_str()
-                    } else {
-                        self.default[i - n].as_str()
-                    }
-                })
+        let cue = |i: usize| match i.checked_sub(n) {
+            None => self.place.get(i),
+            Some(d) => self.default.get(d),
+        };
+        let pick = |place: bool| -> Vec<&str> {
+            hits.iter()
+                .filter(|&&i| (i < n) == place)
+                .filter_map(|&i| cue(i).map(String::as_str))
                 .collect()
         };
-        (pick(0..n), pick(n..self.folded.len()))
+        (pick(true), pick(false))
+    }
+}
+
+/// What a write's words say before anything is looked up: the words folded and the shipped cues
+/// found in them. A pure function of the text, so the `apply` pipeline reads it on its parse
+/// thread, off the writer's path.
+#[derive(Debug, Clone)]
+pub struct Words {
+    folded: String,
+    /// Indices into the shipped cue lists (`Cues::hits`).
+    hits: Vec<usize>,
+    /// Where the id-like tokens of three characters or more stand in `folded` (a known
+    /// place's id is one of them, `Places::named_in`).
+    tokens: Vec<std::ops::Range<usize>>,
+}
+
+impl Words {
+    /// `raw` read with the shipped cues.
+    pub fn read(raw: &str) -> Words {
+        Words::read_with(Cues::shipped(), raw)
+    }
+
+    fn read_with(cues: &Cues, raw: &str) -> Words {
+        let folded = fold(raw);
+        let hits = cues.hits(&folded);
+        let mut tokens = Vec::new();
+        let mut start = None;
+        let end = std::iter::once((folded.len(), ' '));
+        for (i, c) in folded.char_indices().chain(end) {
+            match (is_id_char(c), start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    start = None;
+                    let part = &folded[s..i];
+                    let edge = |c: char| matches!(c, '.' | '/' | '-' | '_');
+                    let token = part.trim_matches(edge);
+                    if token.len() >= 3 {
+                        let lead = part.len() - part.trim_start_matches(edge).len();
+                        tokens.push(s + lead..s + lead + token.len());
+                    }
+                }
+                _ => {}
+            }
+        }
+        Words {
+            folded,
+            hits,
+            tokens,
+        }
     }
 }
 
@@ -152,15 +204,20 @@ impl Places {
     /// The places folded `text` names: first the place the write was made in (`here`, which
     /// the database may not know yet), then the known ones, each once; ids split into tokens
     /// are found in the order the words give them. The words are split once for both.
-    fn named_in(&self, text: &str, here: Option<&Context>) -> Vec<Scope> {
+    fn named_in(&self, words: &Words, here: Option<&Context>) -> Vec<Scope> {
+        let text = words.folded.as_str();
         // `here`'s places with their ids as `Places::new` keeps them: three characters or
         // more, and of an id made of tokens the first place only. An id made of tokens (ASCII)
         // is compared with the folded words without case, so it need not be folded itself.
         let mut own: Vec<(Cow<'_, str>, Scope)> = Vec::new();
         if let Some(ctx) = here {
             let places = [
-                ctx.repo.as_deref().map(|id| (id, Scope::Repo as fn(String) -> Scope)),
-                ctx.task.as_deref().map(|id| (id, Scope::Task as fn(String) -> Scope)),
+                ctx.repo
+                    .as_deref()
+                    .map(|id| (id, Scope::Repo as fn(String) -> Scope)),
+                ctx.task
+                    .as_deref()
+                    .map(|id| (id, Scope::Task as fn(String) -> Scope)),
             ];
             for (id, make) in places.into_iter().flatten() {
                 let token = id.chars().all(is_id_char);
@@ -179,12 +236,9 @@ impl Places {
         let mut known: Vec<Scope> = Vec::new();
         let own_tokens = own.iter().any(|(id, _)| id.chars().all(is_id_char));
         if own_tokens || !self.by_token.is_empty() {
-            for token in text.split(|c: char| !is_id_char(c)) {
-                let token = token.trim_matches(|c: char| matches!(c, '.' | '/' | '-' | '_'));
-                if token.len() < 3 {
-                    continue;
-                }
-                if let Some((_, place)) = own.iter().find(|(id, _)| id.eq_ignore_ascii_case(token)) {
+            for token in words.tokens.iter().map(|at| &text[at.clone()]) {
+                if let Some((_, place)) = own.iter().find(|(id, _)| id.eq_ignore_ascii_case(token))
+                {
                     if !named.contains(place) {
                         named.push(place.clone());
                     }
@@ -232,6 +286,8 @@ pub struct Context {
 pub struct Evidence<'a> {
     /// The user's words.
     pub raw: Option<&'a str>,
+    /// The same words already read (`Words::read`), when the caller has them.
+    pub words: Option<&'a Words>,
     pub context: Option<&'a Context>,
     /// Repository and task scopes the database knows (their ids may appear in the words).
     pub known_places: &'a Places,
@@ -345,19 +401,25 @@ pub fn judge(cues: &Cues, scope: &Scope, ev: &Evidence<'_>, mode: GuardMode) -> 
 
 fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
     let mut s = Signals::default();
-    if let Some(raw) = ev.raw {
-        let text = fold(raw);
+    // Words read ahead were read with the shipped cues; others are read here.
+    let ahead = ev.words.filter(|_| std::ptr::eq(cues, Cues::shipped()));
+    let read = match ahead {
+        Some(_) => None,
+        None => ev.raw.map(|raw| Words::read_with(cues, raw)),
+    };
+    if let Some(words) = read.as_ref().or(ahead) {
         let quote = |found: Vec<&str>| -> Vec<String> {
             found.into_iter().map(|cue| format!("“{cue}”")).collect()
         };
-        let (place, default) = cues.find(&text);
+        let hits = &words.hits;
+        let (place, default) = cues.split(hits);
         if !place.is_empty() {
             s.place
                 .push(format!("the words say {}", quote(place).join(", ")));
         }
         s.default = quote(default);
         // A known place named in the words: the context's own, or any the database holds.
-        let named = ev.known_places.named_in(&text, ev.context);
+        let named = ev.known_places.named_in(words, ev.context);
         for place in &named {
             s.place.push(format!("the words name {place}"));
         }
@@ -413,6 +475,7 @@ mod tests {
     fn the_seed_incident_is_queued_with_its_evidence() {
         let ev = Evidence {
             raw: Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"),
+            words: None,
             context: Some(&Context {
                 repo: Some("legacy-dashboard".into()),
                 task: None,
@@ -454,6 +517,34 @@ mod tests {
         assert!(contains_cue("这个仓库用 npm", "这个仓库"));
         assert!(contains_id("we use npm in web-app.", "web-app"));
         assert!(!contains_id("we use npm in web-app-v2", "web-app"));
+    }
+
+    #[test]
+    fn words_read_ahead_find_the_tokens_a_split_finds() {
+        let by_split = |text: &str| -> Vec<String> {
+            text.split(|c: char| !is_id_char(c))
+                .map(|t| t.trim_matches(|c: char| matches!(c, '.' | '/' | '-' | '_')))
+                .filter(|t| t.len() >= 3)
+                .map(str::to_string)
+                .collect()
+        };
+        for raw in [
+            "run the tests of repo-12 with cargo nextest",
+            "这个仓库 legacy-dashboard 用 npm ci。",
+            "--web-app-- ./src/ a.b.c __x__ ..",
+            "Ünïcödé web_app/v2 😀 émoji-repo",
+            "",
+            "abc",
+            "用户原话：回答用中文",
+        ] {
+            let words = Words::read(raw);
+            let found: Vec<String> = words
+                .tokens
+                .iter()
+                .map(|at| words.folded[at.clone()].to_string())
+                .collect();
+            assert_eq!(found, by_split(&fold(raw)), "{raw:?}");
+        }
     }
 
     #[test]
@@ -504,6 +595,7 @@ mod tests {
             });
             let ev = Evidence {
                 raw: l.raw.as_deref(),
+                words: None,
                 context: context.as_ref(),
                 known_places: &known,
                 siblings: &siblings,

@@ -31,7 +31,7 @@ fn line(subject: &str, predicate: &str, scope: &str, source: &str, raw: &str) ->
 #[test]
 fn a_place_or_a_sibling_written_earlier_in_the_batch_is_evidence_later_in_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("batch.db"), OpenMode::Create).unwrap();
+    let mut store = Store::open(dir.path().join("batch.db"), OpenMode::Create).unwrap();
     let outcomes = apply(
         &mut store,
         &[
@@ -43,15 +43,29 @@ fn a_place_or_a_sibling_written_earlier_in_the_batch_is_evidence_later_in_it() {
             line("user:2", "c", "repo:gamma-db", "m:2", "vitest"),
             line("user:1", "d", "repo:home-repo", "m:1", "vitest"),
             // … which the next lines' judgements see.
-            line("user:3", "e", "global", "m:3", "run the gamma-db tests with vitest"),
+            line(
+                "user:3",
+                "e",
+                "global",
+                "m:3",
+                "run the gamma-db tests with vitest",
+            ),
             line("user:1", "f", "global", "m:1", "lint with eslint"),
         ],
     );
     let kinds: Vec<OutcomeKind> = outcomes.iter().map(|o| o.outcome).collect();
     use OutcomeKind::*;
-    assert_eq!(kinds, [Inserted, Inserted, Inserted, Inserted, Pending, Pending], "{outcomes:?}");
+    assert_eq!(
+        kinds,
+        [Inserted, Inserted, Inserted, Inserted, Pending, Pending],
+        "{outcomes:?}"
+    );
     let reason = |i: usize| outcomes[i].reason.clone().unwrap_or_default();
-    assert!(reason(4).contains("the words name repo:gamma-db"), "{}", reason(4));
+    assert!(
+        reason(4).contains("the words name repo:gamma-db"),
+        "{}",
+        reason(4)
+    );
     assert!(
         reason(5).contains("the same message wrote d in repo:home-repo"),
         "{}",

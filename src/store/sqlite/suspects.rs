@@ -81,6 +81,7 @@ impl Store {
                 }
                 let ev = Evidence {
                     raw,
+                    words: None,
                     context: None,
                     known_places: &places,
                     siblings: &siblings,

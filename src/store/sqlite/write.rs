@@ -10,7 +10,7 @@ use crate::model::{
 };
 use crate::model::{parse_context_id, ContextKind};
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
-use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict};
+use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict, Words};
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
@@ -115,6 +115,7 @@ impl TxState {
             let mode = self.guard_mode(conn)?;
             let ev = Evidence {
                 raw: Some(raw),
+                words: w.words.as_ref(),
                 context: None,
                 known_places: &Places::new(&[]),
                 siblings: &[],
@@ -208,6 +209,7 @@ impl TxState {
         }
         let ev = Evidence {
             raw: w.raw.as_deref(),
+            words: w.words.as_ref(),
             context: w.context.as_ref(),
             known_places: &known.places,
             siblings: &siblings,
@@ -258,6 +260,9 @@ pub(crate) struct PreparedWrite {
     pub causal_seq: Option<i64>,
     /// Where the write was made (the scope guard's context), ids in their scope form's id.
     pub context: Option<Context>,
+    /// A global write's words as the scope guard reads them, read ahead (by the `apply`
+    /// pipeline's parse thread) so the writer need not.
+    pub words: Option<Words>,
 }
 
 impl PreparedWrite {
@@ -281,6 +286,7 @@ impl PreparedWrite {
             raw,
             causal_seq,
             context: None,
+            words: None,
         })
     }
 
@@ -392,6 +398,11 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
         scope_text: match &req.scope {
             ScopeChoice::Exact(scope) => Some(scope.to_string()),
             ScopeChoice::Ambiguous(_) => None,
+        },
+        // Only a global write's words are judged.
+        words: match (&req.scope, &raw) {
+            (ScopeChoice::Exact(Scope::Global), Some(raw)) => Some(Words::read(raw)),
+            _ => None,
         },
         choice: req.scope,
         raw,
