@@ -208,40 +208,49 @@ impl Places {
         let text = words.folded.as_str();
         // `here`'s places with their ids as `Places::new` keeps them: three characters or
         // more, and of an id made of tokens the first place only. An id made of tokens (ASCII)
-        // is compared with the folded words without case, so it need not be folded itself.
-        let mut own: Vec<(Cow<'_, str>, Scope)> = Vec::new();
+        // is compared with the folded words without case, so it need not be folded itself;
+        // its place is made only when the words name it (most never do).
+        let mut own: [Option<Own<'_>>; 2] = [None, None];
         if let Some(ctx) = here {
-            let places = [
-                ctx.repo
-                    .as_deref()
-                    .map(|id| (id, Scope::Repo as fn(String) -> Scope)),
-                ctx.task
-                    .as_deref()
-                    .map(|id| (id, Scope::Task as fn(String) -> Scope)),
-            ];
-            for (id, make) in places.into_iter().flatten() {
+            let given = [(ctx.repo.as_deref(), true), (ctx.task.as_deref(), false)];
+            for (slot, (id, repo)) in given.into_iter().enumerate() {
+                let Some(id) = id else { continue };
                 let token = id.chars().all(is_id_char);
                 let key: Cow<'_, str> = if token {
                     Cow::Borrowed(id)
                 } else {
                     Cow::Owned(fold(id))
                 };
-                let seen = own.iter().any(|(k, _)| k.eq_ignore_ascii_case(&key));
+                let seen = own
+                    .iter()
+                    .flatten()
+                    .any(|o| o.key.eq_ignore_ascii_case(&key));
                 if key.chars().count() >= 3 && !(token && seen) {
-                    own.push((key, make(id.to_string())));
+                    own[slot] = Some(Own {
+                        key,
+                        id,
+                        repo,
+                        token,
+                    });
                 }
             }
         }
         let mut named: Vec<Scope> = Vec::new();
         let mut known: Vec<Scope> = Vec::new();
-        let own_tokens = own.iter().any(|(id, _)| id.chars().all(is_id_char));
+        let name = |place: Scope, named: &mut Vec<Scope>| {
+            if !named.contains(&place) {
+                named.push(place);
+            }
+        };
+        let own_tokens = own.iter().flatten().any(|o| o.token);
         if own_tokens || !self.by_token.is_empty() {
             for token in words.tokens.iter().map(|at| &text[at.clone()]) {
-                if let Some((_, place)) = own.iter().find(|(id, _)| id.eq_ignore_ascii_case(token))
-                {
-                    if !named.contains(place) {
-                        named.push(place.clone());
-                    }
+                let mine = own
+                    .iter()
+                    .flatten()
+                    .find(|o| o.key.eq_ignore_ascii_case(token));
+                if let Some(o) = mine {
+                    name(o.place(), &mut named);
                 }
                 if let Some(place) = self.by_token.get(token) {
                     if !known.contains(place) {
@@ -250,9 +259,9 @@ impl Places {
                 }
             }
         }
-        for (id, place) in &own {
-            if !id.chars().all(is_id_char) && contains_id(text, id) && !named.contains(place) {
-                named.push(place.clone());
+        for o in own.iter().flatten() {
+            if !o.token && contains_id(text, &o.key) {
+                name(o.place(), &mut named);
             }
         }
         for (id, place) in &self.others {
@@ -261,11 +270,29 @@ impl Places {
             }
         }
         for place in known {
-            if !named.contains(&place) {
-                named.push(place);
-            }
+            name(place, &mut named);
         }
         named
+    }
+}
+
+/// A place a write was made in, as `Places::named_in` looks for it.
+struct Own<'a> {
+    /// The id as compared with the words.
+    key: Cow<'a, str>,
+    id: &'a str,
+    repo: bool,
+    /// Whether the id is made of tokens (found among the words' tokens).
+    token: bool,
+}
+
+impl Own<'_> {
+    fn place(&self) -> Scope {
+        if self.repo {
+            Scope::Repo(self.id.to_string())
+        } else {
+            Scope::Task(self.id.to_string())
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use super::hot::HotStmts;
 use super::spellings::SpellingMemo;
 use super::{explain_sqlite, Store};
 use crate::model::{Scope, MAX_CAUSAL_SEQ};
-use crate::store::guard::{GuardMode, Places};
+use crate::store::guard::{Context, GuardMode, Places};
 use anyhow::{anyhow, Result};
 use rusqlite::{Connection, OptionalExtension};
 use std::collections::HashMap;
@@ -127,6 +127,16 @@ pub(crate) struct TxState {
     /// message come together, so its global writes ask the same question; every scoped write
     /// of the batch forgets the answer for its own place and subject.
     pub(crate) siblings: HashMap<String, Vec<SiblingsRead>>,
+    /// The place the last guarded write was made in, as the guard looked it up.
+    pub(crate) here: Option<Here>,
+}
+
+/// A write's context and the places of it memscope has stored anything in, in their stored
+/// spelling, as of a scope-spelling generation.
+pub(crate) struct Here {
+    pub(crate) context: Context,
+    pub(crate) generation: u64,
+    pub(crate) places: Vec<Scope>,
 }
 
 impl Default for TxState {
@@ -143,6 +153,7 @@ impl Default for TxState {
             places_checked: false,
             guard_mode: None,
             siblings: HashMap::new(),
+            here: None,
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::events::{Event, EventKind};
 use super::rows::history_max_version;
-pub(crate) use super::tx::{KnownPlaces, SeqBatch, SiblingsRead, TxState, WriteCtx};
+pub(crate) use super::tx::{Here, KnownPlaces, SeqBatch, SiblingsRead, TxState, WriteCtx};
 use super::{bump_metric, canonical_predicate, Store};
 use crate::model::{
     normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope,
@@ -152,6 +152,7 @@ impl TxState {
             }
             self.places_checked = true;
         }
+        let here = self.places_here(conn, w.context.as_ref())?;
         let Some(known) = &mut self.places else {
             return Ok(Verdict::Apply);
         };
@@ -165,17 +166,8 @@ impl TxState {
         // which for an MCP server's one subject grows with every memory. (Siblings elsewhere
         // are the suspects scan's to find.)
         let mut siblings: Vec<(String, Scope)> = Vec::new();
-        let here = w.context.iter().flat_map(|c| {
-            [
-                c.repo.clone().map(Scope::Repo),
-                c.task.clone().map(Scope::Task),
-            ]
-        });
-        for place in here.flatten() {
-            // A place memscope never stored anything in holds no siblings.
-            let Some(place) = self.spellings.find_scope(conn, &place)? else {
-                continue;
-            };
+        for place in &here.places {
+            let place = place.clone();
             let read = self.siblings.get(w.subject.as_str()).and_then(|reads| {
                 reads
                     .iter()
@@ -207,6 +199,7 @@ impl TxState {
             };
             siblings.extend(predicates.into_iter().map(|p| (p, place.clone())));
         }
+        self.here = Some(here);
         let ev = Evidence {
             raw: w.raw.as_deref(),
             words: w.words.as_ref(),
@@ -215,6 +208,35 @@ impl TxState {
             siblings: &siblings,
         };
         Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode))
+    }
+
+    /// The places a write was made in that memscope has stored anything in (a place it never
+    /// has holds no siblings), in their stored spelling; kept from one write to the next while
+    /// the writes come from the same place and no spelling changes (taken: the caller puts it
+    /// back in `self.here`).
+    fn places_here(&mut self, conn: &Connection, context: Option<&Context>) -> Result<Here> {
+        let generation = super::spellings::scope_spellings_generation();
+        if let Some(here) = self.here.take() {
+            if here.generation == generation && Some(&here.context) == context {
+                return Ok(here);
+            }
+        }
+        let context = context.cloned().unwrap_or_default();
+        let mut places = Vec::new();
+        let given = [
+            context.repo.clone().map(Scope::Repo),
+            context.task.clone().map(Scope::Task),
+        ];
+        for place in given.into_iter().flatten() {
+            if let Some(place) = self.spellings.find_scope(conn, &place)? {
+                places.push(place);
+            }
+        }
+        Ok(Here {
+            context,
+            generation,
+            places,
+        })
     }
 
     /// The scope guard's mode (read once per transaction).
