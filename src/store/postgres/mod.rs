@@ -187,12 +187,21 @@ fn connect_error(address: &Address, e: &postgres::Error) -> anyhow::Error {
         _ if io.is_some_and(|io| io.to_string().contains("lookup")) => anyhow!(
             "the host of the PostgreSQL address, {server}, cannot be found: correct the host name"
         ),
-        Some(_) => anyhow!(
-            "the connection to {server}, where the PostgreSQL address points, failed ({}): check the address and that a PostgreSQL server runs there",
-            io.map(|io| io.to_string()).unwrap_or_default()
+        // A reset or unreachable network is the connection's fault; anything else means
+        // what answered did not speak PostgreSQL's protocol (an HTTP server, a closed socket).
+        Some(
+            kind @ (std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::HostUnreachable
+            | std::io::ErrorKind::NetworkUnreachable
+            | std::io::ErrorKind::AddrNotAvailable
+            | std::io::ErrorKind::PermissionDenied),
+        ) => anyhow!(
+            "the connection to {server}, where the PostgreSQL address points, failed ({kind}): check the address and that a PostgreSQL server runs there"
         ),
-        None => anyhow!(
-            "what answers at {server}, where the PostgreSQL address points, does not speak PostgreSQL's protocol as expected ({e}): check the host and port in the address"
+        _ => anyhow!(
+            "what answers at {server}, where the PostgreSQL address points, does not speak PostgreSQL's protocol ({}): check the host and port in the address",
+            io.map_or_else(|| e.to_string(), |io| io.to_string())
         ),
     }
 }
@@ -280,6 +289,9 @@ fn explain(address: &Address, e: anyhow::Error) -> anyhow::Error {
             address.server()
         )
     } else {
-        e
+        anyhow!(
+            "the PostgreSQL address reaches {}, but {e:#}",
+            address.describe()
+        )
     }
 }

@@ -271,8 +271,8 @@ pub fn state(client: &mut Client) -> Result<State> {
 fn state_in(tx: &mut Transaction<'_>, target: i64) -> Result<State> {
     let names: Vec<String> = tx
         .query(
-            "SELECT c.relname::text FROM pg_class c
-             WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = ANY($1)
+            "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = current_schema() AND c.relname = ANY($1)
              ORDER BY c.relname",
             &[&TABLES],
         )?
@@ -316,17 +316,17 @@ pub fn migrate_with(
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
     let schema: Option<String> = tx.query_one("SELECT current_schema()::text", &[])?.get(0);
     let Some(schema) = schema else {
-        bail!("the PostgreSQL database has no schema to create memscope's tables in (its search_path names none that exists): create one, or set the role's search_path");
+        bail!("the database has no schema to create memscope's tables in (its search_path names none that exists): create one, or set the role's search_path");
     };
     let found = match state_in(&mut tx, target)? {
         State::Empty => 0,
         State::Current => return Ok(target),
         State::Older(v) => v,
         State::Newer(v) => bail!(
-            "the PostgreSQL database holds memscope PostgreSQL schema {v}, newer than this memscope understands ({target}): upgrade memscope to use it"
+            "the database holds memscope PostgreSQL schema {v}, newer than this memscope understands ({target}): upgrade memscope to use it"
         ),
         State::Foreign(names) => bail!(
-            "the PostgreSQL database already holds tables memscope did not create ({}) in schema \"{schema}\": point the address at an empty or new database",
+            "the database already holds tables memscope did not create ({}) in schema \"{schema}\": point the address at an empty or new database",
             names.join(", ")
         ),
     };
