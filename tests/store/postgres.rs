@@ -235,23 +235,7 @@ fn each_connection_failure_is_one_sentence_and_creates_nothing() {
         l.local_addr().unwrap().port()
     };
     let closed = format!("postgres://memscope_test:{password}@127.0.0.1:{port}/memory");
-    for args in [
-        &["init"][..],
-        &["list"],
-        &[
-            "write",
-            "--subject",
-            "user:42",
-            "--predicate",
-            "pm",
-            "--value",
-            "pnpm",
-            "--scope",
-            "global",
-            "--source",
-            "t",
-        ],
-    ] {
+    for args in [&["init"][..], &["list"], WRITE] {
         refused(
             &closed,
             args,
@@ -384,23 +368,7 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
         &["can only prepare", "not yet read or write"],
     );
     assert!(said.contains(&db.name), "{said}");
-    let said = refused(
-        &db.url,
-        &[
-            "write",
-            "--subject",
-            "user:42",
-            "--predicate",
-            "pm",
-            "--value",
-            "pnpm",
-            "--scope",
-            "global",
-            "--source",
-            "t",
-        ],
-        &["holds a memscope schema"],
-    );
+    let said = refused(&db.url, WRITE, &["holds a memscope schema"]);
     assert!(said.contains("PostgreSQL schema 1"), "{said}");
     // Through MEMSCOPE_DB as well, and on an empty database it points at `init`.
     let empty_db = FreshDb::new(&server);
@@ -525,6 +493,21 @@ fn a_database_with_foreign_tables_of_memscope_names_is_refused() {
     memscope_at(&other.url, &["init"]).0.ok();
     assert!(other.tables().contains(&"memories".to_string()));
 }
+
+/// A `memscope write` of one memory.
+const WRITE: &[&str] = &[
+    "write",
+    "--subject",
+    "user:42",
+    "--predicate",
+    "pm",
+    "--value",
+    "pnpm",
+    "--scope",
+    "global",
+    "--source",
+    "t",
+];
 
 const INSERT_MEMORY: &str = "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
      VALUES ($1, $2, $3, $4, 1, 'raw:client', 1, now(), now())";

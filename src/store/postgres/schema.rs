@@ -162,13 +162,19 @@ LANGUAGE sql VOLATILE SET search_path FROM CURRENT AS $$
     SELECT pg_advisory_xact_lock(hashtextextended(subject || chr(31) || predicate || chr(31) || scope, 0))
 $$;
 
+-- Whether the identity is tombstoned. VOLATILE: read with a snapshot taken after the lock above.
+CREATE FUNCTION memscope_tombstoned(subject text, predicate text, scope text) RETURNS boolean
+LANGUAGE sql VOLATILE SET search_path FROM CURRENT AS $$
+    SELECT EXISTS (SELECT 1 FROM tombstones t
+                   WHERE t.subject = $1 AND t.predicate = $2 AND t.scope = $3)
+$$;
+
 -- Invariant 3, at the lowest level: nothing becomes current on a tombstoned identity.
 CREATE FUNCTION memscope_memories_no_resurrection() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     PERFORM memscope_identity_lock(NEW.subject, NEW.predicate, NEW.scope);
-    IF EXISTS (SELECT 1 FROM tombstones t
-               WHERE t.subject = NEW.subject AND t.predicate = NEW.predicate AND t.scope = NEW.scope) THEN
+    IF memscope_tombstoned(NEW.subject, NEW.predicate, NEW.scope) THEN
         RAISE EXCEPTION 'memscope: identity is tombstoned; restore it first'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
@@ -182,8 +188,7 @@ FOR EACH ROW EXECUTE FUNCTION memscope_memories_no_resurrection();
 CREATE FUNCTION memscope_history_no_content_on_tombstone() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM tombstones t
-               WHERE t.subject = NEW.subject AND t.predicate = NEW.predicate AND t.scope = NEW.scope) THEN
+    IF memscope_tombstoned(NEW.subject, NEW.predicate, NEW.scope) THEN
         RAISE EXCEPTION 'memscope: identity is tombstoned; its content may not be stored'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
