@@ -768,3 +768,48 @@ fn chinese_emoji_and_very_long_text_round_trip() {
         assert!(e.as_db_error().is_some(), "{bad}: {e}");
     }
 }
+
+#[test]
+fn a_role_that_may_not_create_tables_is_told_so_and_nothing_is_created() {
+    let Some(server) = server() else { return };
+    // A role that may connect but not create in `public` (PostgreSQL 15's default for a role
+    // that does not own the database).
+    let role = format!(
+        "memscope_reader_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    // Roles belong to the whole server: this one goes when the test ends, passed or not.
+    struct DropRole<'a>(&'a str, String);
+    impl Drop for DropRole<'_> {
+        fn drop(&mut self) {
+            if let Ok(mut admin) = Client::connect(self.0, NoTls) {
+                let _ = admin.batch_execute(&format!("DROP ROLE IF EXISTS {}", self.1));
+            }
+        }
+    }
+    // Declared before the database, so it is dropped after it (the grant goes with the database).
+    let _role = DropRole(&server, role.clone());
+    let db = FreshDb::new(&server);
+    let mut owner = db.client();
+    owner
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN PASSWORD 'reader-pw';
+             GRANT CONNECT ON DATABASE {} TO {role};
+             REVOKE CREATE ON SCHEMA public FROM PUBLIC;",
+            db.name
+        ))
+        .unwrap();
+    let (_, rest) = db.url.split_once('@').unwrap();
+    let reader = format!("postgres://{role}:reader-pw@{rest}");
+    let said = refused(
+        &reader,
+        &["init"],
+        &["may not create", &role, "GRANT CREATE"],
+    );
+    assert!(!said.contains("reader-pw"), "{said}");
+    assert!(db.tables().is_empty(), "{:?}", db.tables());
+}

@@ -282,9 +282,9 @@ fn explain(address: &Address, e: anyhow::Error) -> anyhow::Error {
         .downcast_ref::<postgres::Error>()
         .and_then(|p| p.code().cloned());
     if code == Some(SqlState::INSUFFICIENT_PRIVILEGE) {
+        let user = address.user();
         anyhow!(
-            "user \"{}\" may not create memscope's tables in the database \"{}\" at {}: connect as the database's owner, or GRANT CREATE ON SCHEMA to the user",
-            address.user(),
+            "the PostgreSQL address logs in as user \"{user}\", which may not create memscope's tables in the database \"{}\" at {}: connect as the database's owner, or GRANT CREATE on its schema (usually public) to \"{user}\"",
             address.database(),
             address.server()
         )
