@@ -1,7 +1,7 @@
 //! `init`, `check`, `alias`, `export`, `import`, `demo`.
 
 use super::{data_dir, errln, outln, print_json, EXIT_FAILED, EXIT_OK};
-use crate::store::{is_damage, CheckReport, Integrity, IntegrityMode, OpenMode, Store};
+use crate::store::{is_damage, postgres, CheckReport, Integrity, IntegrityMode, OpenMode, Store};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -26,6 +26,9 @@ pub enum AliasCommand {
 }
 
 pub fn init(path: &Path) -> Result<i32> {
+    if let Some(address) = postgres::Address::recognise(path.as_os_str()) {
+        return init_postgres(&address?);
+    }
     let existed = path.exists()
         && std::fs::metadata(path)
             .map(|m| m.len() > 0)
@@ -39,6 +42,27 @@ pub fn init(path: &Path) -> Result<i32> {
     } else {
         outln!("created {}", store.path().display());
     }
+    Ok(EXIT_OK)
+}
+
+/// `memscope --db postgres://… init`: prepares the schema, and says that is all it can do yet.
+fn init_postgres(address: &postgres::Address) -> Result<i32> {
+    let version = postgres::schema::SCHEMA_VERSION;
+    let place = address.describe();
+    let done = match postgres::prepare(address)? {
+        postgres::Prepared::Created { from: 0 } => {
+            format!("created memscope's PostgreSQL schema {version} in {place}")
+        }
+        postgres::Prepared::Created { from } => {
+            format!(
+                "brought memscope's PostgreSQL schema in {place} forward from {from} to {version}"
+            )
+        }
+        postgres::Prepared::UpToDate => {
+            format!("{place} already holds memscope's PostgreSQL schema {version} (up to date)")
+        }
+    };
+    outln!("{done}; this memscope cannot yet read or write memory in PostgreSQL (use a SQLite file for that)");
     Ok(EXIT_OK)
 }
 

@@ -130,7 +130,8 @@ pub fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
                   memscope --db ./mem.db list   list the current view of another database"
 )]
 pub struct Cli {
-    /// Database file (default: $MEMSCOPE_DB, else ~/.local/share/memscope/memory.db)
+    /// Database file (default: $MEMSCOPE_DB, else ~/.local/share/memscope/memory.db); a
+    /// postgres:// address is only prepared, by `init`, in this release
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
 

@@ -13,6 +13,7 @@ mod foreign_client;
 mod guard_batch;
 mod incident;
 mod migration;
+mod postgres;
 mod precedence;
 mod purge_on_disk;
 mod scenarios;

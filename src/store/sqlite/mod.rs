@@ -171,13 +171,11 @@ impl Store {
     /// the same instant: each step that needs a lock waits for it like a write does.
     pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
-        // A PostgreSQL address is not a file name: say so instead of creating `postgres:/…`
-        // folders. (The address may hold a password: it is not repeated.)
-        let text = path.to_string_lossy().to_ascii_lowercase();
-        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-            bail!(
-                "--db names a PostgreSQL address, and this memscope stores its memory in a SQLite file only: pass a file path (PostgreSQL is not supported yet)"
-            );
+        // A PostgreSQL address is not a file name: never create `postgres:/…` folders. This
+        // memscope can prepare a PostgreSQL database but not serve one: it connects, so a wrong
+        // address gets its own sentence, then says so. (The password is never repeated.)
+        if let Some(address) = super::postgres::Address::recognise(path.as_os_str()) {
+            return Err(super::postgres::not_served(&address?));
         }
         if let Ok(ms) = std::env::var("MEMSCOPE_BUSY_TIMEOUT_MS") {
             if let Ok(ms) = ms.parse::<u64>() {
@@ -576,9 +574,35 @@ pub fn exposures(path: &Path) -> Vec<Exposure> {
 
 /// Default aliases and settings of a new database.
 fn seed_defaults(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let now = format_time(Utc::now());
+    for (alias, canonical) in default_aliases()? {
+        tx.execute(
+            "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
+            rusqlite::params![alias, canonical, now],
+        )?;
+    }
+    for (key, value) in DEFAULT_SETTINGS {
+        tx.execute(
+            "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
+            rusqlite::params![key, value],
+        )?;
+    }
+    Ok(())
+}
+
+/// The settings every new database starts with (either backend).
+pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
+    ("retention_days", "0"),
+    ("tombstone_safe_days", "30"),
+    ("causal_clock", "0"),
+];
+
+/// The aliases every new database starts with (either backend): `assets/aliases.json`,
+/// normalized, as (alias, canonical) pairs.
+pub fn default_aliases() -> Result<Vec<(String, String)>> {
     let aliases: serde_json::Map<String, serde_json::Value> = serde_json::from_str(DEFAULT_ALIASES)
         .context("assets/aliases.json is not a JSON object")?;
-    let now = format_time(Utc::now());
+    let mut pairs = Vec::new();
     for (alias, canonical) in &aliases {
         if alias.starts_with('_') {
             continue; // comment keys
@@ -589,23 +613,10 @@ fn seed_defaults(tx: &rusqlite::Transaction<'_>) -> Result<()> {
         let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
         let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
         if alias != canonical {
-            tx.execute(
-                "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
-                rusqlite::params![alias, canonical, now],
-            )?;
+            pairs.push((alias, canonical));
         }
     }
-    for (key, value) in [
-        ("retention_days", "0"),
-        ("tombstone_safe_days", "30"),
-        ("causal_clock", "0"),
-    ] {
-        tx.execute(
-            "INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)",
-            rusqlite::params![key, value],
-        )?;
-    }
-    Ok(())
+    Ok(pairs)
 }
 
 /// Every row of `sql` (a query without parameters) as the pair of its first two columns.

@@ -1,0 +1,297 @@
+//! The PostgreSQL backend's groundwork (issue 17): recognising a `postgres://` address,
+//! connecting with every failure said in one sentence, and the schema contract with its guards
+//! (`schema`). It does not serve memory yet: [`not_served`] is what the store says when asked
+//! to, after connecting. The driver is the synchronous `postgres` crate, so the backend keeps
+//! the store's blocking, one-connection-per-process shape.
+
+pub mod schema;
+
+use anyhow::{anyhow, bail, Result};
+use postgres::error::SqlState;
+use postgres::{Client, Config, NoTls};
+use std::ffi::OsStr;
+use std::time::Duration;
+
+/// The oldest server this backend accepts (`server_version_num`).
+pub const MIN_SERVER_VERSION: i32 = 130_000;
+
+/// How long connecting may take when the address sets no `connect_timeout`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A PostgreSQL address, parsed. Its password never leaves it: [`Address::describe`] and every
+/// error name the user, host, port and database only.
+#[derive(Clone)]
+pub struct Address {
+    config: Config,
+}
+
+impl std::fmt::Debug for Address {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Address({})", self.describe())
+    }
+}
+
+/// Whether `text` starts like a PostgreSQL address (`postgres://` or `postgresql://`, any
+/// case): such a `--db` or `$MEMSCOPE_DB` is never a file name.
+pub fn is_address(text: &OsStr) -> bool {
+    scheme_len(&text.to_string_lossy()).is_some()
+}
+
+fn scheme_len(text: &str) -> Option<usize> {
+    ["postgres://", "postgresql://"].into_iter().find_map(|s| {
+        text.get(..s.len())
+            .filter(|head| head.eq_ignore_ascii_case(s))
+            .map(|_| s.len())
+    })
+}
+
+impl Address {
+    /// Parses a `postgres://USER:PASSWORD@HOST:PORT/DATABASE` address (`postgresql://` too, the
+    /// scheme in any case, the driver's `?key=value` options after it). `None`: not an address.
+    pub fn recognise(text: &OsStr) -> Option<Result<Address>> {
+        let text = text.to_string_lossy();
+        let scheme = scheme_len(&text)?;
+        Some(Address::parse(&format!("postgresql://{}", &text[scheme..])))
+    }
+
+    fn parse(text: &str) -> Result<Address> {
+        const FORM: &str = "postgres://USER:PASSWORD@HOST:PORT/DATABASE";
+        // The driver's parse errors name no part of the address, so they are safe to repeat.
+        let mut config: Config = text.parse().map_err(|e: postgres::Error| {
+            let why = std::error::Error::source(&e)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| e.to_string());
+            anyhow!("the PostgreSQL address cannot be read ({why}): write it as {FORM}")
+        })?;
+        if config.get_hosts().is_empty() {
+            bail!("the PostgreSQL address names no host: write it as {FORM}");
+        }
+        if config.get_user().is_none_or(str::is_empty) {
+            bail!("the PostgreSQL address names no user: write it as {FORM}");
+        }
+        if config.get_dbname().is_none_or(str::is_empty) {
+            bail!("the PostgreSQL address names no database: write it as {FORM}");
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        config.application_name("memscope");
+        Ok(Address { config })
+    }
+
+    /// `USER@HOST:PORT/DATABASE`, without the password.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}@{}/{}",
+            self.user(),
+            self.server(),
+            self.config.get_dbname().unwrap_or_default()
+        )
+    }
+
+    /// The role the address logs in as.
+    pub fn user(&self) -> &str {
+        self.config.get_user().unwrap_or_default()
+    }
+
+    /// The database the address names.
+    pub fn database(&self) -> &str {
+        self.config.get_dbname().unwrap_or_default()
+    }
+
+    /// `HOST:PORT` (the first host, and its port or 5432).
+    pub fn server(&self) -> String {
+        let host = match self.config.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(h)) if h.contains(':') => format!("[{h}]"),
+            Some(postgres::config::Host::Tcp(h)) => h.clone(),
+            Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
+            None => String::new(),
+        };
+        let port = self.config.get_ports().first().copied().unwrap_or(5432);
+        format!("{host}:{port}")
+    }
+
+    /// Connects and makes sure the server is PostgreSQL 13 or newer. Every failure is one
+    /// sentence naming the problem and what to do; nothing is written.
+    pub fn connect(&self) -> Result<Client> {
+        let mut client = self
+            .config
+            .connect(NoTls)
+            .map_err(|e| connect_error(self, &e))?;
+        let version: String = client
+            .query_one("SELECT current_setting('server_version_num')", &[])
+            .map_err(|e| connect_error(self, &e))?
+            .get(0);
+        require_version(self, version.trim().parse().unwrap_or(0))?;
+        Ok(client)
+    }
+}
+
+/// Refuses a server older than [`MIN_SERVER_VERSION`] (`num` as in `server_version_num`).
+pub fn require_version(address: &Address, num: i32) -> Result<()> {
+    if num < MIN_SERVER_VERSION {
+        bail!(
+            "the PostgreSQL address reaches a server at {} that runs PostgreSQL {}, and memscope needs PostgreSQL 13 or newer: upgrade the server or point the address at a newer one",
+            address.server(),
+            if num >= 100_000 {
+                format!("{}", num / 10_000)
+            } else {
+                format!("{}.{}", num / 10_000, num / 100 % 100)
+            }
+        );
+    }
+    Ok(())
+}
+
+/// One sentence for a failed connection: what went wrong, where, and what to do.
+fn connect_error(address: &Address, e: &postgres::Error) -> anyhow::Error {
+    let server = address.server();
+    let user = address.user();
+    let db = address.database();
+    if let Some(db_error) = e.as_db_error() {
+        let code = db_error.code();
+        return if *code == SqlState::INVALID_PASSWORD {
+            anyhow!("the PostgreSQL server at {server} refused the password for user \"{user}\": correct the user or the password in the PostgreSQL address")
+        } else if *code == SqlState::INVALID_CATALOG_NAME {
+            anyhow!("the PostgreSQL address names the database \"{db}\", which does not exist on the server at {server}: create it (`createdb {db}`, or CREATE DATABASE) or correct the name in the address")
+        } else if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
+            anyhow!("the PostgreSQL server at {server} does not let user \"{user}\" connect to \"{db}\" from here ({}): correct the user in the PostgreSQL address, or allow it in the server's pg_hba.conf", db_error.message())
+        } else if *code == SqlState::TOO_MANY_CONNECTIONS {
+            anyhow!("the PostgreSQL server at {server} has no connection left for user \"{user}\": try again later, or raise its max_connections")
+        } else if *code == SqlState::CANNOT_CONNECT_NOW {
+            anyhow!("the PostgreSQL server at {server} is starting up or shutting down: try again in a moment")
+        } else {
+            anyhow!(
+                "the PostgreSQL server at {server} refused the connection of the PostgreSQL address ({}): check the address and the server",
+                db_error.message()
+            )
+        };
+    }
+    let io = io_cause(e);
+    match io.map(std::io::Error::kind) {
+        Some(std::io::ErrorKind::ConnectionRefused) => anyhow!(
+            "nothing answers at {server}, where the PostgreSQL address points (connection refused): start PostgreSQL there, or correct the host and port in the address"
+        ),
+        Some(std::io::ErrorKind::TimedOut) => anyhow!(
+            "the PostgreSQL server at {server} did not answer within {} s: check that the host and port of the PostgreSQL address are right and reachable",
+            address.config.get_connect_timeout().map_or(0, Duration::as_secs)
+        ),
+        _ if e.to_string().contains("timeout") => anyhow!(
+            "the PostgreSQL server at {server} did not answer in time: check that the host and port of the PostgreSQL address are right and reachable"
+        ),
+        _ if std::error::Error::source(e)
+            .is_some_and(|s| s.to_string().contains("password missing")) =>
+        {
+            anyhow!("the PostgreSQL server at {server} asks user \"{user}\" for a password, and the PostgreSQL address gives none: write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+        }
+        _ if io.is_some_and(|io| io.to_string().contains("lookup")) => anyhow!(
+            "the host of the PostgreSQL address, {server}, cannot be found: correct the host name"
+        ),
+        // A reset or unreachable network is the connection's fault; anything else means
+        // what answered did not speak PostgreSQL's protocol (an HTTP server, a closed socket).
+        Some(
+            kind @ (std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::HostUnreachable
+            | std::io::ErrorKind::NetworkUnreachable
+            | std::io::ErrorKind::AddrNotAvailable
+            | std::io::ErrorKind::PermissionDenied),
+        ) => anyhow!(
+            "the connection to {server}, where the PostgreSQL address points, failed ({kind}): check the address and that a PostgreSQL server runs there"
+        ),
+        _ => anyhow!(
+            "what answers at {server}, where the PostgreSQL address points, does not speak PostgreSQL's protocol ({}): check the host and port in the address",
+            io.map_or_else(|| e.to_string(), |io| io.to_string())
+        ),
+    }
+}
+
+fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        cause = c.source();
+    }
+    None
+}
+
+/// What opening a PostgreSQL address as a store says: it connects first (so a wrong or
+/// unreachable address gets its own sentence), reads the schema's state without writing, and
+/// then says that this memscope cannot serve memory from PostgreSQL yet.
+pub fn not_served(address: &Address) -> anyhow::Error {
+    let mut client = match address.connect() {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let held = match schema::state(&mut client) {
+        Ok(state) => state,
+        Err(e) => return e.context(format!("reading {}", address.describe())),
+    };
+    let what = match held {
+        schema::State::Empty => {
+            "holds no memscope schema yet (`memscope --db … init` prepares it)".to_string()
+        }
+        schema::State::Current => format!(
+            "holds a memscope schema (PostgreSQL schema {})",
+            schema::SCHEMA_VERSION
+        ),
+        schema::State::Older(v) => format!(
+            "holds memscope PostgreSQL schema {v} (`memscope --db … init` brings it to {})",
+            schema::SCHEMA_VERSION
+        ),
+        schema::State::Newer(v) => format!(
+            "holds memscope PostgreSQL schema {v}, newer than this memscope knows ({})",
+            schema::SCHEMA_VERSION
+        ),
+        schema::State::Foreign(names) => format!(
+            "holds tables memscope did not create ({})",
+            names.join(", ")
+        ),
+    };
+    anyhow!(
+        "the PostgreSQL address reaches {}, which {what}, but this memscope can only prepare a PostgreSQL database, not yet read or write memory in one: use a SQLite file path with --db for now",
+        address.describe()
+    )
+}
+
+/// What `memscope --db postgres://… init` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prepared {
+    /// The schema was created (or brought forward from this version).
+    Created { from: i64 },
+    /// It was there already, up to date.
+    UpToDate,
+}
+
+/// Connects and creates the schema (or brings it forward) in one transaction.
+pub fn prepare(address: &Address) -> Result<Prepared> {
+    let mut client = address.connect()?;
+    let from = schema::migrate(&mut client).map_err(|e| explain(address, e))?;
+    Ok(if from == schema::SCHEMA_VERSION {
+        Prepared::UpToDate
+    } else {
+        Prepared::Created { from }
+    })
+}
+
+/// Turns a refusal of the server while preparing into one sentence naming the address.
+fn explain(address: &Address, e: anyhow::Error) -> anyhow::Error {
+    let code = e
+        .downcast_ref::<postgres::Error>()
+        .and_then(|p| p.code().cloned());
+    if code == Some(SqlState::INSUFFICIENT_PRIVILEGE) {
+        let user = address.user();
+        anyhow!(
+            "the PostgreSQL address logs in as user \"{user}\", which may not create memscope's tables in the database \"{}\" at {}: connect as the database's owner, or GRANT CREATE on its schema (usually public) to \"{user}\"",
+            address.database(),
+            address.server()
+        )
+    } else {
+        anyhow!(
+            "the PostgreSQL address reaches {}, but {e:#}",
+            address.describe()
+        )
+    }
+}

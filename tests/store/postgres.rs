@@ -1,0 +1,815 @@
+//! The PostgreSQL groundwork against a real server: addresses and connection failures (one
+//! sentence, no password, nothing created), the schema and its version row, the migration
+//! runner, and the guards refusing a raw SQL client.
+//!
+//! The server is `MEMSCOPE_TEST_POSTGRES` (`source .ci/postgres` starts one and sets it; `.ci/run`
+//! does that). Without it the tests fail under `CI=true` and say loudly that they skipped
+//! elsewhere. Each test works in a database of its own, created and dropped around it.
+
+use crate::support::{assert_one_sentence, memscope_cmd, Run};
+use ::postgres::error::SqlState;
+use ::postgres::{Client, NoTls};
+use memscope::store::postgres::{self as pg, schema, Address};
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The test server's address, or `None` (after saying so) when there is none outside CI.
+fn server() -> Option<String> {
+    match std::env::var("MEMSCOPE_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("no PostgreSQL for the tests: CI=true and MEMSCOPE_TEST_POSTGRES is unset (.ci/run starts one with .ci/postgres)");
+            }
+            // Straight to stderr: the test harness captures `eprintln!` of a passing test.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: no PostgreSQL (set MEMSCOPE_TEST_POSTGRES or run .ci/postgres)"
+            );
+            None
+        }
+    }
+}
+
+/// The password in a `postgres://user:password@…` address.
+fn password_of(url: &str) -> String {
+    let creds = url.split_once("://").unwrap().1.split_once('@').unwrap().0;
+    creds.split_once(':').unwrap().1.to_string()
+}
+
+/// `url` with its database replaced by `db`.
+fn with_database(url: &str, db: &str) -> String {
+    let (base, _) = url.rsplit_once('/').unwrap();
+    format!("{base}/{db}")
+}
+
+/// A database of its own on the test server, dropped when the test ends.
+struct FreshDb {
+    server: String,
+    name: String,
+    url: String,
+}
+
+impl FreshDb {
+    fn new(server: &str) -> FreshDb {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let name = format!(
+            "memscope_t_{}_{}_{nanos}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        );
+        let mut admin = Client::connect(server, NoTls).expect("the test server answers");
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("a test database");
+        FreshDb {
+            server: server.to_string(),
+            url: with_database(server, &name),
+            name,
+        }
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(&self.url, NoTls).expect("the test database answers")
+    }
+
+    fn address(&self) -> Address {
+        Address::recognise(OsStr::new(&self.url)).unwrap().unwrap()
+    }
+
+    /// The tables in the database's public schema, sorted.
+    fn tables(&self) -> Vec<String> {
+        self.client()
+            .query(
+                "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
+    /// A fresh database with memscope's schema.
+    fn prepared(server: &str) -> (FreshDb, Client) {
+        let db = FreshDb::new(server);
+        let mut client = db.client();
+        assert_eq!(schema::migrate(&mut client).unwrap(), 0);
+        (db, client)
+    }
+}
+
+impl Drop for FreshDb {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = Client::connect(&self.server, NoTls) {
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}
+
+/// Runs the real binary on `--db ADDRESS args…` in an empty folder; returns the run and
+/// whether the folder stayed empty.
+fn memscope_at(address: &str, args: &[&str]) -> (Run, bool) {
+    let home = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let out = memscope_cmd(home.path())
+        .current_dir(cwd.path())
+        .arg("--db")
+        .arg(address)
+        .args(args)
+        .output()
+        .expect("memscope runs");
+    let empty = std::fs::read_dir(cwd.path()).unwrap().count() == 0;
+    (Run::from_output(out), empty)
+}
+
+/// The binary fails with exit 1 and one sentence holding `words`, repeats no password, and
+/// creates nothing where the address would be a path.
+#[track_caller]
+fn refused(address: &str, args: &[&str], words: &[&str]) -> String {
+    let (run, empty) = memscope_at(address, args);
+    assert_eq!(run.code, 1, "{address} {args:?}: {run:?}");
+    assert_one_sentence(&run.stderr, words);
+    assert!(
+        run.stderr.contains("PostgreSQL address"),
+        "names the PostgreSQL address: {}",
+        run.stderr
+    );
+    if let Some(pw) = address
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(creds, _)| creds.split_once(':'))
+        .map(|(_, pw)| pw)
+    {
+        assert!(
+            !run.stderr.contains(pw),
+            "repeats the password: {}",
+            run.stderr
+        );
+    }
+    assert!(run.stdout.is_empty(), "{run:?}");
+    assert!(empty, "created something in the working folder");
+    run.stderr
+}
+
+fn db_error(e: &::postgres::Error) -> (SqlState, String) {
+    let db = e
+        .as_db_error()
+        .unwrap_or_else(|| panic!("not a server error: {e}"));
+    (db.code().clone(), db.message().to_string())
+}
+
+/// `sql` run by a raw client fails with `code` and a message holding `words`.
+#[track_caller]
+fn raw_refused(client: &mut Client, sql: &str, code: SqlState, words: &str) {
+    let e = client
+        .batch_execute(sql)
+        .expect_err(&format!("the server refuses: {sql}"));
+    let (got, message) = db_error(&e);
+    assert_eq!(got, code, "{sql}: {message}");
+    assert!(message.contains(words), "{sql}: {message}");
+}
+
+#[test]
+fn addresses_are_recognised_and_never_show_their_password() {
+    for text in [
+        "postgres://agent:s3cret@db.example:5432/memory",
+        "postgresql://agent:s3cret@db.example/memory",
+        "PostgreSQL://agent:s3cret@db.example/memory",
+    ] {
+        assert!(pg::is_address(OsStr::new(text)), "{text}");
+        let address = Address::recognise(OsStr::new(text)).unwrap().unwrap();
+        assert_eq!(address.describe(), "agent@db.example:5432/memory");
+        assert!(!format!("{address:?}").contains("s3cret"));
+    }
+    for path in ["memory.db", "/tmp/postgres/memory.db", "./postgres:/x.db"] {
+        assert!(!pg::is_address(OsStr::new(path)), "{path}");
+        assert!(Address::recognise(OsStr::new(path)).is_none(), "{path}");
+    }
+    for (text, words) in [
+        (
+            "postgres://agent:s3cret@db:notaport/memory",
+            "cannot be read",
+        ),
+        ("postgres://agent:s3cret@db.example:5432", "no database"),
+        ("postgres://db.example:5432/memory", "no user"),
+    ] {
+        let e = Address::recognise(OsStr::new(text))
+            .unwrap()
+            .expect_err(text)
+            .to_string();
+        assert!(e.contains(words), "{text}: {e}");
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+    // A server older than 13 is refused in one sentence (the test server is newer).
+    let address = Address::recognise(OsStr::new("postgres://a@h:5433/d"))
+        .unwrap()
+        .unwrap();
+    let e = pg::require_version(&address, 120_011)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("PostgreSQL 12") && e.contains("13 or newer") && e.contains("h:5433"),
+        "{e}"
+    );
+    assert!(pg::require_version(&address, 130_000).is_ok());
+}
+
+#[test]
+fn each_connection_failure_is_one_sentence_and_creates_nothing() {
+    let Some(server) = server() else { return };
+    let db = FreshDb::new(&server);
+    let password = password_of(&db.url);
+
+    // A port nothing listens on.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let closed = format!("postgres://memscope_test:{password}@127.0.0.1:{port}/memory");
+    for args in [&["init"][..], &["list"], WRITE] {
+        refused(
+            &closed,
+            args,
+            &["connection refused", &format!("127.0.0.1:{port}")],
+        );
+    }
+
+    // A wrong password, for the right user.
+    let wrong = db
+        .url
+        .replace(&format!(":{password}@"), ":not-the-password@");
+    refused(
+        &wrong,
+        &["init"],
+        &["refused the password", "memscope_test"],
+    );
+    // No password at all, where the server asks for one.
+    let none = db.url.replace(&format!(":{password}@"), "@");
+    refused(&none, &["init"], &["password"]);
+
+    // A database that does not exist: named, and not created.
+    let missing_name = format!("{}_missing", db.name);
+    let missing = with_database(&db.url, &missing_name);
+    refused(&missing, &["init"], &["does not exist", &missing_name]);
+    let exists: bool = Client::connect(&server, NoTls)
+        .unwrap()
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)",
+            &[&missing_name],
+        )
+        .unwrap()
+        .get(0);
+    assert!(!exists, "the missing database was created");
+
+    // Malformed addresses, before any connection.
+    refused(
+        &format!("postgres://memscope_test:{password}@127.0.0.1:notaport/x"),
+        &["init"],
+        &[
+            "cannot be read",
+            "postgres://USER:PASSWORD@HOST:PORT/DATABASE",
+        ],
+    );
+    refused(
+        &format!("postgresql://memscope_test:{password}@127.0.0.1:{port}"),
+        &["list"],
+        &["no database"],
+    );
+
+    // Something that answers but is not PostgreSQL.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let http = listener.local_addr().unwrap().port();
+    let answering = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok((mut s, _)) = listener.accept() {
+            let mut buf = [0u8; 512];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    refused(
+        &format!("postgres://memscope_test:{password}@127.0.0.1:{http}/x"),
+        &["init"],
+        &["does not speak PostgreSQL", &format!("127.0.0.1:{http}")],
+    );
+    answering.join().unwrap();
+
+    // None of the refused attempts wrote into the one database that exists.
+    assert!(db.tables().is_empty(), "{:?}", db.tables());
+}
+
+#[test]
+fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
+    let Some(server) = server() else { return };
+    let db = FreshDb::new(&server);
+    let (run, empty) = memscope_at(&db.url, &["init"]);
+    let run = run.ok();
+    assert!(empty);
+    assert!(
+        run.stdout
+            .contains("created memscope's PostgreSQL schema 1")
+            && run.stdout.contains("cannot yet read or write memory"),
+        "{run:?}"
+    );
+    assert!(!run.stdout.contains(&password_of(&db.url)));
+    let mut expected: Vec<String> = schema::TABLES.iter().map(|t| t.to_string()).collect();
+    expected.sort();
+    assert_eq!(db.tables(), expected);
+
+    let counts = |client: &mut Client| -> (i64, i64, i64, i64) {
+        let r = client
+            .query_one(
+                "SELECT (SELECT count(*) FROM memscope_schema),
+                        (SELECT max(version) FROM memscope_schema),
+                        (SELECT count(*) FROM predicate_aliases),
+                        (SELECT count(*) FROM settings)",
+                &[],
+            )
+            .unwrap();
+        (r.get(0), r.get(1), r.get(2), r.get(3))
+    };
+    let mut client = db.client();
+    let aliases = memscope::store::default_aliases().unwrap().len() as i64;
+    assert!(aliases > 0);
+    let first = counts(&mut client);
+    assert_eq!(first, (1, 1, aliases, 3));
+    let clock: String = client
+        .query_one("SELECT value FROM settings WHERE key = 'causal_clock'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(clock, "0");
+
+    // Again: nothing changes, and it says so.
+    let again = memscope_at(&db.url, &["init"]).0.ok();
+    assert!(
+        again
+            .stdout
+            .contains("already holds memscope's PostgreSQL schema 1"),
+        "{again:?}"
+    );
+    assert_eq!(counts(&mut client), first);
+    assert_eq!(schema::migrate(&mut client).unwrap(), 1);
+    assert_eq!(schema::state(&mut client).unwrap(), schema::State::Current);
+    assert_eq!(counts(&mut client), first);
+
+    // Any other command connects, then says the truth: prepared, not served.
+    let said = refused(
+        &db.url,
+        &["list"],
+        &["can only prepare", "not yet read or write"],
+    );
+    assert!(said.contains(&db.name), "{said}");
+    let said = refused(&db.url, WRITE, &["holds a memscope schema"]);
+    assert!(said.contains("PostgreSQL schema 1"), "{said}");
+    // Through MEMSCOPE_DB as well, and on an empty database it points at `init`.
+    let empty_db = FreshDb::new(&server);
+    let home = tempfile::tempdir().unwrap();
+    let out = memscope_cmd(home.path())
+        .env("MEMSCOPE_DB", &empty_db.url)
+        .arg("list")
+        .output()
+        .unwrap();
+    let run = Run::from_output(out);
+    run.fails_with(
+        1,
+        &["holds no memscope schema yet", "init", "can only prepare"],
+    );
+    assert!(empty_db.tables().is_empty());
+    assert_eq!(counts(&mut client), first);
+}
+
+#[test]
+fn processes_preparing_one_database_at_once_prepare_it_once() {
+    let Some(server) = server() else { return };
+    let db = FreshDb::new(&server);
+    let address = db.address();
+    let found: Vec<pg::Prepared> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| pg::prepare(&address).unwrap()))
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    assert_eq!(
+        found
+            .iter()
+            .filter(|p| **p == pg::Prepared::Created { from: 0 })
+            .count(),
+        1,
+        "{found:?}"
+    );
+    assert_eq!(
+        found
+            .iter()
+            .filter(|p| **p == pg::Prepared::UpToDate)
+            .count(),
+        3,
+        "{found:?}"
+    );
+    let rows: i64 = db
+        .client()
+        .query_one("SELECT count(*) FROM memscope_schema", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 1);
+}
+
+#[test]
+fn migrations_run_forward_in_one_transaction_and_a_newer_schema_is_refused() {
+    let Some(server) = server() else { return };
+    let noop = |_: &mut ::postgres::Transaction<'_>, _: i64| Ok(());
+
+    // A step that fails leaves nothing: the steps before it are rolled back with it.
+    let db = FreshDb::new(&server);
+    let mut client = db.client();
+    let broken = [
+        schema::MIGRATIONS[0],
+        "ALTER TABLE no_such_table ADD COLUMN x text",
+    ];
+    assert!(schema::migrate_with(&mut client, &broken, &noop).is_err());
+    assert!(db.tables().is_empty(), "{:?}", db.tables());
+
+    // v1 → v2: the later step runs on a v1 database, and the version row follows.
+    assert_eq!(schema::migrate(&mut client).unwrap(), 0);
+    let v2 = [
+        schema::MIGRATIONS[0],
+        "ALTER TABLE memories ADD COLUMN later text",
+    ];
+    let steps = std::cell::RefCell::new(Vec::new());
+    let found = schema::migrate_with(&mut client, &v2, &|_, v| {
+        steps.borrow_mut().push(v);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(found, 1);
+    assert_eq!(*steps.borrow(), vec![2]);
+    let version: i64 = client
+        .query_one("SELECT version FROM memscope_schema", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 2);
+    client
+        .execute("SELECT later FROM memories", &[])
+        .expect("v2's column");
+
+    // This build knows v1 only: it refuses v2, touching nothing.
+    let e = schema::migrate(&mut client).unwrap_err().to_string();
+    assert!(e.contains("newer than this memscope understands"), "{e}");
+    assert_eq!(schema::state(&mut client).unwrap(), schema::State::Newer(2));
+    refused(&db.url, &["init"], &["schema 2", "newer"]);
+    refused(&db.url, &["list"], &["schema 2", "newer"]);
+    let version: i64 = client
+        .query_one("SELECT version FROM memscope_schema", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(version, 2);
+}
+
+#[test]
+fn a_database_with_foreign_tables_of_memscope_names_is_refused() {
+    let Some(server) = server() else { return };
+    let db = FreshDb::new(&server);
+    let mut client = db.client();
+    client
+        .batch_execute("CREATE TABLE memories (note text); CREATE TABLE unrelated (x int)")
+        .unwrap();
+    refused(&db.url, &["init"], &["did not create", "memories"]);
+    refused(&db.url, &["list"], &["did not create", "memories"]);
+    assert_eq!(db.tables(), vec!["memories", "unrelated"]);
+    // A database with only other tables is fine to prepare.
+    let other = FreshDb::new(&server);
+    other
+        .client()
+        .batch_execute("CREATE TABLE unrelated (x int)")
+        .unwrap();
+    memscope_at(&other.url, &["init"]).0.ok();
+    assert!(other.tables().contains(&"memories".to_string()));
+}
+
+/// A `memscope write` of one memory.
+const WRITE: &[&str] = &[
+    "write",
+    "--subject",
+    "user:42",
+    "--predicate",
+    "pm",
+    "--value",
+    "pnpm",
+    "--scope",
+    "global",
+    "--source",
+    "t",
+];
+
+const INSERT_MEMORY: &str = "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, 1, 'raw:client', 1, now(), now())";
+
+fn insert_memory(
+    client: &mut Client,
+    subject: &str,
+    predicate: &str,
+    scope: &str,
+) -> Result<u64, ::postgres::Error> {
+    client.execute(INSERT_MEMORY, &[&subject, &predicate, &scope, &"\"npm\""])
+}
+
+#[test]
+fn the_guards_refuse_a_raw_client() {
+    let Some(server) = server() else { return };
+    let (_db, mut c) = FreshDb::prepared(&server);
+    let guard = SqlState::INTEGRITY_CONSTRAINT_VIOLATION;
+
+    // The identity is unique.
+    insert_memory(&mut c, "user:42", "package_manager", "global").unwrap();
+    let e = insert_memory(&mut c, "user:42", "package_manager", "global").unwrap_err();
+    assert_eq!(db_error(&e).0, SqlState::UNIQUE_VIOLATION);
+    // The CHECKs of the contract.
+    for (subject, scope) in [
+        ("", "global"),
+        ("user:42", "repo:"),
+        ("user:42", "team:web"),
+        ("user:42", "Global"),
+    ] {
+        let e = insert_memory(&mut c, subject, "coffee", scope).unwrap_err();
+        assert_eq!(
+            db_error(&e).0,
+            SqlState::CHECK_VIOLATION,
+            "{subject:?} {scope:?}"
+        );
+    }
+
+    // A tombstone only where no record is: memscope's delete removes the record first.
+    let tomb = "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
+                VALUES ('user:42', 'package_manager', 'global', 2, 'test', now())";
+    raw_refused(&mut c, tomb, guard.clone(), "memscope delete");
+    c.batch_execute("DELETE FROM memories WHERE subject = 'user:42'")
+        .unwrap();
+    c.batch_execute(tomb).unwrap();
+
+    // Nothing becomes current on a tombstoned identity: not inserted …
+    let e = insert_memory(&mut c, "user:42", "package_manager", "global").unwrap_err();
+    assert_eq!(
+        db_error(&e),
+        (
+            guard.clone(),
+            "memscope: identity is tombstoned; restore it first".into()
+        )
+    );
+    // … nor moved onto it by an update.
+    insert_memory(&mut c, "user:42", "package_manager", "repo:web-app").unwrap();
+    raw_refused(
+        &mut c,
+        "UPDATE memories SET scope = 'global' WHERE scope = 'repo:web-app'",
+        guard.clone(),
+        "tombstoned",
+    );
+    // No content is logged against it; a content-free event is.
+    raw_refused(
+        &mut c,
+        "INSERT INTO history (event, subject, predicate, scope, value, at)
+         VALUES ('set', 'user:42', 'package_manager', 'global', '\"npm\"', now())",
+        guard.clone(),
+        "its content may not be stored",
+    );
+    raw_refused(
+        &mut c,
+        "INSERT INTO history (event, subject, predicate, scope, raw, at)
+         VALUES ('set', 'user:42', 'package_manager', 'global', 'use npm', now())",
+        guard.clone(),
+        "its content may not be stored",
+    );
+    c.batch_execute(
+        "INSERT INTO history (event, subject, predicate, scope, at)
+         VALUES ('rejected', 'user:42', 'package_manager', 'global', now())",
+    )
+    .unwrap();
+
+    // A tombstone's version only rises, and it stays on its identity.
+    raw_refused(
+        &mut c,
+        "UPDATE tombstones SET version = 1",
+        guard.clone(),
+        "never goes down",
+    );
+    raw_refused(
+        &mut c,
+        "UPDATE tombstones SET scope = 'repo:x'",
+        guard.clone(),
+        "never goes down",
+    );
+    c.batch_execute("UPDATE tombstones SET version = 3")
+        .unwrap();
+    // Lifting it (memscope restore) makes the identity writable again.
+    c.batch_execute("DELETE FROM tombstones").unwrap();
+    insert_memory(&mut c, "user:42", "package_manager", "global").unwrap();
+
+    // History is append-only for every statement that would rewrite it …
+    c.batch_execute(
+        "INSERT INTO history (event, subject, predicate, scope, value, raw, at)
+         VALUES ('set', 'user:42', 'package_manager', 'global', '\"npm\"', 'use npm', now())",
+    )
+    .unwrap();
+    for sql in [
+        "UPDATE history SET value = '\"pnpm\"'",
+        "UPDATE history SET raw = NULL WHERE raw IS NOT NULL",
+        "DELETE FROM history",
+        "TRUNCATE history",
+        "INSERT INTO history (id, event, subject, predicate, scope, at)
+         SELECT id, 'set', subject, predicate, scope, at FROM history
+         ON CONFLICT (id) DO UPDATE SET event = 'forged'",
+    ] {
+        raw_refused(
+            &mut c,
+            sql,
+            guard.clone(),
+            "memscope: history is append-only",
+        );
+    }
+    let e = c
+        .batch_execute("INSERT INTO history (id, event, subject, predicate, scope, at) SELECT id, 'set', subject, predicate, scope, at FROM history")
+        .unwrap_err();
+    assert_eq!(
+        db_error(&e).0,
+        SqlState::UNIQUE_VIOLATION,
+        "ids are never reused"
+    );
+    let count = |c: &mut Client| -> i64 {
+        c.query_one("SELECT count(*) FROM history", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(count(&mut c), 2);
+
+    // … except inside a transaction that opened memscope's purge gate; the gate closes with it.
+    let mut tx = c.transaction().unwrap();
+    tx.batch_execute(&format!("SET LOCAL {} = 'on'", schema::PURGE_SETTING))
+        .unwrap();
+    tx.batch_execute("UPDATE history SET value = NULL, raw = NULL WHERE event = 'set'")
+        .unwrap();
+    tx.batch_execute("DELETE FROM history WHERE event = 'rejected'")
+        .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(count(&mut c), 1);
+    let kept: (Option<String>, Option<String>) = {
+        let r = c.query_one("SELECT value, raw FROM history", &[]).unwrap();
+        (r.get(0), r.get(1))
+    };
+    assert_eq!(kept, (None, None));
+    raw_refused(&mut c, "DELETE FROM history", guard.clone(), "append-only");
+    // A session-wide setting other than 'on' does not open it.
+    c.batch_execute("SET memscope.purge = 'yes'").unwrap();
+    raw_refused(&mut c, "DELETE FROM history", guard, "append-only");
+}
+
+#[test]
+fn a_tombstone_and_a_record_committed_at_once_cannot_both_land() {
+    let Some(server) = server() else { return };
+    let (db, mut first) = FreshDb::prepared(&server);
+    let mut second = db.client();
+    // The first transaction tombstones the identity and holds its lock, uncommitted.
+    let mut tx = first.transaction().unwrap();
+    tx.batch_execute(
+        "INSERT INTO tombstones (subject, predicate, scope, version, deleted_at)
+         VALUES ('user:7', 'coffee', 'global', 1, now())",
+    )
+    .unwrap();
+    // The second inserts the record meanwhile: it waits for the lock, then sees the tombstone.
+    let writer = std::thread::spawn(move || {
+        let r = insert_memory(&mut second, "user:7", "coffee", "global");
+        r.map_err(|e| db_error(&e))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        !writer.is_finished(),
+        "the record waits for the identity's lock"
+    );
+    tx.commit().unwrap();
+    let (code, message) = writer.join().unwrap().unwrap_err();
+    assert_eq!(code, SqlState::INTEGRITY_CONSTRAINT_VIOLATION);
+    assert!(message.contains("tombstoned"), "{message}");
+}
+
+#[test]
+fn chinese_emoji_and_very_long_text_round_trip() {
+    let Some(server) = server() else { return };
+    let (_db, mut c) = FreshDb::prepared(&server);
+    let subject = "用户:42";
+    let scope = "repo:网页-app🚀";
+    let value =
+        serde_json::to_string("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。👨‍👩‍👧 ❤️")
+            .unwrap();
+    let raw: String = "以后都用 npm 👍🏽 — café\u{301} 𝄞 ".repeat(40_000); // ~1.3 MB
+    assert!(raw.len() > 1_000_000);
+    c.execute(
+        "INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+         VALUES ($1, '包管理器', $2, $3, 1, 'thread:中文/message:1', $4, 1, now(), now())",
+        &[&subject, &scope, &value, &raw],
+    )
+    .unwrap();
+    c.execute(
+        "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, at, detail)
+         VALUES ('set', $1, '包管理器', $2, 1, $3, $4, 'thread:中文/message:1', now(), '{\"note\":\"🙂\"}')",
+        &[&subject, &scope, &value, &raw],
+    )
+    .unwrap();
+    let candidates = serde_json::to_string(&[scope, "global"]).unwrap();
+    c.execute(
+        "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, created_at)
+         VALUES ($1, '包管理器', $2, $3, 's', 2, $4, now())",
+        &[&subject, &value, &raw, &candidates],
+    )
+    .unwrap();
+    c.execute(
+        "INSERT INTO spellings (kind, folded, spelling) VALUES ('scope', lower($1), $1)",
+        &[&scope],
+    )
+    .unwrap();
+    for (sql, what) in [
+        (
+            "SELECT subject, scope, value, raw FROM memories",
+            "memories",
+        ),
+        ("SELECT subject, scope, value, raw FROM history", "history"),
+    ] {
+        let r = c.query_one(sql, &[]).unwrap();
+        let got: (String, String, String, String) = (r.get(0), r.get(1), r.get(2), r.get(3));
+        assert_eq!(got.0, subject, "{what}");
+        assert_eq!(got.1, scope, "{what}");
+        assert_eq!(got.2, value, "{what}");
+        assert!(got.3 == raw, "{what}: the long raw text came back changed");
+    }
+    let r = c
+        .query_one("SELECT value, raw, candidates FROM pending", &[])
+        .unwrap();
+    let (v, w, k): (String, String, String) = (r.get(0), r.get(1), r.get(2));
+    assert!(v == value && w == raw && k == candidates);
+    let spelling: String = c
+        .query_one("SELECT spelling FROM spellings", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(spelling, scope);
+    // A pending item's candidates must be a JSON array of at least one.
+    for bad in ["[]", "\"global\"", "not json"] {
+        let e = c
+            .execute(
+                "INSERT INTO pending (subject, predicate, value, source, causal_seq, candidates, created_at)
+                 VALUES ('u', 'p', '1', 's', 1, $1, now())",
+                &[&bad],
+            )
+            .unwrap_err();
+        assert!(e.as_db_error().is_some(), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn a_role_that_may_not_create_tables_is_told_so_and_nothing_is_created() {
+    let Some(server) = server() else { return };
+    // A role that may connect but not create in `public` (PostgreSQL 15's default for a role
+    // that does not own the database).
+    let role = format!(
+        "memscope_reader_{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    );
+    // Roles belong to the whole server: this one goes when the test ends, passed or not.
+    struct DropRole<'a>(&'a str, String);
+    impl Drop for DropRole<'_> {
+        fn drop(&mut self) {
+            if let Ok(mut admin) = Client::connect(self.0, NoTls) {
+                let _ = admin.batch_execute(&format!("DROP ROLE IF EXISTS {}", self.1));
+            }
+        }
+    }
+    // Declared before the database, so it is dropped after it (the grant goes with the database).
+    let _role = DropRole(&server, role.clone());
+    let db = FreshDb::new(&server);
+    let mut owner = db.client();
+    owner
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN PASSWORD 'reader-pw';
+             GRANT CONNECT ON DATABASE {} TO {role};
+             REVOKE CREATE ON SCHEMA public FROM PUBLIC;",
+            db.name
+        ))
+        .unwrap();
+    let (_, rest) = db.url.split_once('@').unwrap();
+    let reader = format!("postgres://{role}:reader-pw@{rest}");
+    let said = refused(
+        &reader,
+        &["init"],
+        &["may not create", &role, "GRANT CREATE"],
+    );
+    assert!(!said.contains("reader-pw"), "{said}");
+    assert!(db.tables().is_empty(), "{:?}", db.tables());
+}
