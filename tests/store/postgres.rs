@@ -572,20 +572,17 @@ fn the_guards_refuse_a_raw_client() {
         "tombstoned",
     );
     // No content is logged against it; a content-free event is.
-    raw_refused(
-        &mut c,
-        "INSERT INTO history (event, subject, predicate, scope, value, at)
-         VALUES ('set', 'user:42', 'package_manager', 'global', '\"npm\"', now())",
-        guard.clone(),
-        "its content may not be stored",
-    );
-    raw_refused(
-        &mut c,
-        "INSERT INTO history (event, subject, predicate, scope, raw, at)
-         VALUES ('set', 'user:42', 'package_manager', 'global', 'use npm', now())",
-        guard.clone(),
-        "its content may not be stored",
-    );
+    for (column, content) in [("value", "'\"npm\"'"), ("raw", "'use npm'")] {
+        raw_refused(
+            &mut c,
+            &format!(
+                "INSERT INTO history (event, subject, predicate, scope, {column}, at)
+                 VALUES ('set', 'user:42', 'package_manager', 'global', {content}, now())"
+            ),
+            guard.clone(),
+            "its content may not be stored",
+        );
+    }
     c.batch_execute(
         "INSERT INTO history (event, subject, predicate, scope, at)
          VALUES ('rejected', 'user:42', 'package_manager', 'global', now())",
