@@ -72,3 +72,67 @@ fn a_place_or_a_sibling_written_earlier_in_the_batch_is_evidence_later_in_it() {
         reason(5)
     );
 }
+
+/// The sources of a place's records, which the guard keeps from one write to the next so an MCP
+/// server (one subject, one place) does not walk all its records at every guarded write, follow
+/// what happens to them: a scoped write of this store, a supersede by another message, another
+/// connection's write, a delete.
+#[test]
+fn the_siblings_kept_between_writes_follow_the_records() {
+    use memscope::model::{DeleteTarget, Identity, ScopeChoice, WriteContext, WriteRequest};
+    use memscope::Scope;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kept.db");
+    let mut store = Store::open(&path, OpenMode::Create).unwrap();
+    let req = |predicate: &str, scope: Scope, source: &str| WriteRequest {
+        subject: "user:1".into(),
+        predicate: predicate.into(),
+        value: json!(format!("{predicate} by {source}")),
+        scope: ScopeChoice::Exact(scope),
+        source: source.into(),
+        raw: Some("use the usual tools".into()),
+        causal_seq: None,
+        context: Some(WriteContext {
+            repo: Some("shop".into()),
+            task: None,
+        }),
+    };
+    let shop = || Scope::Repo("shop".into());
+    // Many records of the subject in the place, and a first guarded write that reads them.
+    for i in 0..50 {
+        store
+            .write(&req(&format!("old_{i}"), shop(), "m:old"))
+            .unwrap();
+    }
+    let out = store.write(&req("g0", Scope::Global, "m:1")).unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Inserted, "{out:?}");
+    // This store writes a scoped record for message m:1: its next global write has a sibling.
+    store.write(&req("install", shop(), "m:1")).unwrap();
+    let out = store.write(&req("g1", Scope::Global, "m:1")).unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Pending, "{out:?}");
+    assert!(format!("{:?}", out.reason).contains("the same message wrote install in repo:shop"));
+    // Another message supersedes that record: m:1 has no sibling there any more.
+    store.write(&req("install", shop(), "m:2")).unwrap();
+    let out = store.write(&req("g2", Scope::Global, "m:1")).unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Inserted, "{out:?}");
+    // Another connection writes a sibling for m:3.
+    let mut other = Store::open(&path, OpenMode::Existing).unwrap();
+    other.write(&req("deploy", shop(), "m:3")).unwrap();
+    let out = store.write(&req("g3", Scope::Global, "m:3")).unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Pending, "{out:?}");
+    // This store deletes m:2's record: m:2's next global write has no sibling.
+    let out = store.write(&req("g4", Scope::Global, "m:2")).unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Pending, "{out:?}");
+    store
+        .delete(
+            &DeleteTarget::Identity(Identity {
+                subject: "user:1".into(),
+                predicate: "install".into(),
+                scope: shop(),
+            }),
+            None,
+        )
+        .unwrap();
+    let out = store.write(&req("g5", Scope::Global, "m:2")).unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Inserted, "{out:?}");
+}

@@ -91,6 +91,9 @@ pub struct Store {
     spellings: spellings::SpellingMemo,
     /// The places the scope guard read in an earlier write transaction (`tx::KnownPlaces`).
     known_places: Option<tx::KnownPlaces>,
+    /// The records' sources the scope guard read in earlier write transactions
+    /// (`tx::PlaceSources`).
+    place_sources: tx::Sources,
     conn: Connection,
     path: PathBuf,
     read_only: bool,
@@ -303,6 +306,7 @@ impl Store {
             hot: hot::HotStmts::default(),
             spellings: spellings::SpellingMemo::default(),
             known_places: None,
+            place_sources: tx::Sources::new(),
             conn,
             path,
             read_only,

@@ -13,7 +13,7 @@ use crate::model::{Scope, MAX_CAUSAL_SEQ};
 use crate::store::guard::{Context, GuardMode, Places};
 use anyhow::{anyhow, Result};
 use rusqlite::{Connection, OptionalExtension};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -122,11 +122,14 @@ pub(crate) struct TxState {
     pub(crate) places_checked: bool,
     /// The scope guard's mode alone, once read.
     pub(crate) guard_mode: Option<GuardMode>,
-    /// In an `apply` batch: the siblings the guard last read, by subject — for each place,
-    /// the source it asked about and the predicates that source wrote there. The lines of one
-    /// message come together, so its global writes ask the same question; every scoped write
-    /// of the batch forgets the answer for its own place and subject.
-    pub(crate) siblings: HashMap<String, Vec<SiblingsRead>>,
+    /// Which source wrote each current record of a subject in a place, as the scope guard read
+    /// them for its sibling lookup ([`PlaceSources`]; lent by the store like `places`), used
+    /// and kept only while `keeps_sources`: a transaction of the write path alone (`write`,
+    /// `apply`), which keeps them up to date as it writes.
+    pub(crate) sources: Sources,
+    pub(crate) keeps_sources: bool,
+    /// `PRAGMA data_version` as this transaction's scope guard read it.
+    pub(crate) data_version: Option<i64>,
     /// The place the last guarded write was made in, as the guard looked it up.
     pub(crate) here: Option<Here>,
 }
@@ -152,17 +155,89 @@ impl Default for TxState {
             places: None,
             places_checked: false,
             guard_mode: None,
-            siblings: HashMap::new(),
+            sources: Sources::new(),
+            keeps_sources: false,
+            data_version: None,
             here: None,
         }
     }
 }
 
-/// The predicates one source wrote of a subject in one place, as the scope guard read them.
-pub(crate) struct SiblingsRead {
-    pub(crate) place: Scope,
-    pub(crate) source: String,
-    pub(crate) predicates: Vec<String>,
+/// The current records of one subject in one place — which source (message) wrote each
+/// predicate — as the scope guard read them to find a write's siblings, kept from one write
+/// transaction to the next: reading them is a walk over all the subject's records there (the
+/// identity index gives place and subject, the source is in the row), which an MCP server —
+/// one subject, one place — would otherwise take at every guarded write. Current while no other
+/// connection has committed (`data_version`) and only the write path has written since, which
+/// keeps them up to date ([`PlaceSources::set`]).
+pub(crate) struct PlaceSources {
+    pub(crate) data_version: i64,
+    by_predicate: HashMap<String, String>,
+    by_source: HashMap<String, BTreeSet<String>>,
+}
+
+/// Place → subject → its records' sources.
+pub(crate) type Sources = HashMap<Scope, HashMap<String, PlaceSources>>;
+
+/// How many places' subjects, and how many records of one, the store keeps ([`PlaceSources`]).
+pub(crate) const SOURCES_KEPT: usize = 64;
+pub(crate) const SOURCES_ROWS_KEPT: usize = 100_000;
+
+impl PlaceSources {
+    pub(crate) fn read(
+        conn: &Connection,
+        place: &Scope,
+        subject: &str,
+        data_version: i64,
+    ) -> Result<PlaceSources> {
+        let mut s = PlaceSources {
+            data_version,
+            by_predicate: HashMap::new(),
+            by_source: HashMap::new(),
+        };
+        let mut stmt = conn.prepare_cached(
+            "SELECT predicate, source FROM memories WHERE scope = ?1 AND subject = ?2",
+        )?;
+        let rows = stmt.query_map(rusqlite::params![place.to_string(), subject], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?;
+        for row in rows {
+            let (predicate, source) = row?;
+            s.set(&predicate, &source);
+        }
+        Ok(s)
+    }
+
+    /// Record `predicate`'s record as now written by `source` (an insert or a supersede).
+    pub(crate) fn set(&mut self, predicate: &str, source: &str) {
+        if let Some(old) = self
+            .by_predicate
+            .insert(predicate.to_string(), source.to_string())
+        {
+            if let Some(set) = self.by_source.get_mut(&old) {
+                set.remove(predicate);
+                if set.is_empty() {
+                    self.by_source.remove(&old);
+                }
+            }
+        }
+        self.by_source
+            .entry(source.to_string())
+            .or_default()
+            .insert(predicate.to_string());
+    }
+
+    /// The predicates `source` wrote, in order.
+    pub(crate) fn written_by(&self, source: &str) -> Vec<String> {
+        self.by_source
+            .get(source)
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.by_predicate.len()
+    }
 }
 
 /// The repository and task scopes a database knows, ready for the scope guard, kept from one
@@ -238,6 +313,7 @@ impl Store {
         // across transactions — unless this one rolls back what it registered.
         let spellings = std::mem::take(&mut self.spellings);
         let places = self.known_places.take();
+        let sources = std::mem::take(&mut self.place_sources);
         // (Should the lock not come, both are simply prepared and met again next time.)
         let tx = self.begin()?;
         // The time is taken inside the write lock, so event times follow commit order.
@@ -250,6 +326,7 @@ impl Store {
             hot,
             spellings,
             places,
+            sources,
             ..TxState::default()
         };
         let out = body(&tx, &ctx, &mut st);
@@ -258,6 +335,8 @@ impl Store {
             hot,
             spellings,
             places,
+            sources,
+            keeps_sources,
             ..
         } = st;
         let finished = match out {
@@ -275,6 +354,10 @@ impl Store {
         if commit && finished.is_ok() {
             self.spellings = spellings.bounded();
             self.known_places = places;
+            // Any other transaction may have changed the records without telling them.
+            if keeps_sources {
+                self.place_sources = sources;
+            }
         }
         let (out, debt) = finished?;
         // Whether the content is in no file any more: true unless an owed purge stays owed.

@@ -2,7 +2,8 @@
 
 use super::events::{Event, EventKind};
 use super::rows::history_max_version;
-pub(crate) use super::tx::{Here, KnownPlaces, SeqBatch, SiblingsRead, TxState, WriteCtx};
+pub(crate) use super::tx::{Here, KnownPlaces, PlaceSources, SeqBatch, TxState, WriteCtx};
+use super::tx::{SOURCES_KEPT, SOURCES_ROWS_KEPT};
 use super::{bump_metric, canonical_predicate, Store};
 use crate::model::{
     normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope,
@@ -138,6 +139,7 @@ impl TxState {
             // spellings since was a place this store registered (each moved the generation
             // by one), which the places take in below.
             let own = self.spellings.new_places.len() as u64;
+            self.data_version = Some(data_version);
             let current = self.places.as_ref().is_some_and(|p| {
                 p.data_version == data_version && p.generation + own == generation
             });
@@ -153,13 +155,6 @@ impl TxState {
             self.places_checked = true;
         }
         let here = self.places_here(conn, w.context.as_ref())?;
-        let Some(known) = &mut self.places else {
-            return Ok(Verdict::Apply);
-        };
-        for place in self.spellings.new_places.drain(..) {
-            known.places.add(&place);
-            known.generation += 1;
-        }
         // Siblings in the place the write was made in: the current records of this subject
         // there that the same message (source) wrote. The identity index leads with the scope,
         // so this reads the subject's records in that one place — never its whole history,
@@ -167,37 +162,16 @@ impl TxState {
         // are the suspects scan's to find.)
         let mut siblings: Vec<(String, Scope)> = Vec::new();
         for place in &here.places {
-            let place = place.clone();
-            let read = self.siblings.get(w.subject.as_str()).and_then(|reads| {
-                reads
-                    .iter()
-                    .find(|r| r.place == place && r.source == w.source)
-            });
-            let predicates = match read {
-                Some(read) => read.predicates.clone(),
-                None => {
-                    let mut stmt = conn.prepare_cached(
-                        "SELECT predicate FROM memories WHERE scope = ?1 AND subject = ?2 AND source = ?3
-                         ORDER BY predicate",
-                    )?;
-                    let found = stmt
-                        .query_map(params![place.to_string(), w.subject, w.source], |r| {
-                            r.get(0)
-                        })?
-                        .collect::<rusqlite::Result<Vec<String>>>()?;
-                    if self.batch {
-                        let reads = self.siblings.entry(w.subject.clone()).or_default();
-                        reads.retain(|r| r.place != place);
-                        reads.push(SiblingsRead {
-                            place: place.clone(),
-                            source: w.source.clone(),
-                            predicates: found.clone(),
-                        });
-                    }
-                    found
-                }
-            };
-            siblings.extend(predicates.into_iter().map(|p| (p, place.clone())));
+            for predicate in self.siblings_in(conn, place, w)? {
+                siblings.push((predicate, place.clone()));
+            }
+        }
+        let Some(known) = &mut self.places else {
+            return Ok(Verdict::Apply);
+        };
+        for place in self.spellings.new_places.drain(..) {
+            known.places.add(&place);
+            known.generation += 1;
         }
         self.here = Some(here);
         let ev = Evidence {
@@ -208,6 +182,42 @@ impl TxState {
             siblings: &siblings,
         };
         Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode))
+    }
+
+    /// The predicates of the current records `w`'s source wrote of its subject in `place`:
+    /// from the records' sources kept between transactions when the write path alone has
+    /// written since ([`PlaceSources`]), read again when another connection has committed.
+    fn siblings_in(
+        &mut self,
+        conn: &Connection,
+        place: &Scope,
+        w: &PreparedWrite,
+    ) -> Result<Vec<String>> {
+        let (Some(data_version), true) = (self.data_version, self.keeps_sources) else {
+            let read = PlaceSources::read(conn, place, &w.subject, 0)?;
+            return Ok(read.written_by(&w.source));
+        };
+        let kept = self
+            .sources
+            .get(place)
+            .and_then(|by_subject| by_subject.get(w.subject.as_str()))
+            .filter(|s| s.data_version == data_version);
+        if let Some(kept) = kept {
+            return Ok(kept.written_by(&w.source));
+        }
+        let read = PlaceSources::read(conn, place, &w.subject, data_version)?;
+        let found = read.written_by(&w.source);
+        if read.len() <= SOURCES_ROWS_KEPT {
+            let kept: usize = self.sources.values().map(|m| m.len()).sum();
+            if kept >= SOURCES_KEPT {
+                self.sources.clear();
+            }
+            self.sources
+                .entry(place.clone())
+                .or_default()
+                .insert(w.subject.clone(), read);
+        }
+        Ok(found)
     }
 
     /// The places a write was made in that memscope has stored anything in (a place it never
@@ -468,6 +478,25 @@ pub(crate) fn write_in_tx(
     now: &str,
     st: &mut TxState,
 ) -> Result<WriteOutcome> {
+    let out = decide_and_apply(conn, w, now, st)?;
+    // A scoped record now written by this source: the sources the guard keeps follow it.
+    if matches!(out.outcome, OutcomeKind::Inserted | OutcomeKind::Superseded) {
+        if let ScopeChoice::Exact(scope) = &w.choice {
+            let kept = st.sources.get_mut(scope);
+            if let Some(kept) = kept.and_then(|m| m.get_mut(w.subject.as_str())) {
+                kept.set(&w.predicate, &w.source);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn decide_and_apply(
+    conn: &Connection,
+    w: &PreparedWrite,
+    now: &str,
+    st: &mut TxState,
+) -> Result<WriteOutcome> {
     let (scope, scope_text) = match (&w.choice, &w.scope_text) {
         (ScopeChoice::Exact(scope), Some(text)) => (scope, text.as_str()),
         (ScopeChoice::Ambiguous(candidates), _) => {
@@ -480,12 +509,7 @@ pub(crate) fn write_in_tx(
     // a place's rule (no place given, or the guard set to `flag`) is stored, and its `set`
     // event keeps the evidence.
     let mut suspect = None;
-    if *scope != Scope::Global {
-        // What the guard knows of this place's records no longer holds.
-        if let Some(reads) = st.siblings.get_mut(w.subject.as_str()) {
-            reads.retain(|r| r.place != *scope);
-        }
-    } else {
+    if *scope == Scope::Global {
         match st.guard(conn, w)? {
             Verdict::Queue {
                 candidates,
@@ -896,6 +920,7 @@ impl Store {
     /// One write, one transaction.
     pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
         self.in_write_tx(|tx, ctx, st| {
+            st.keeps_sources = true;
             let prepared = prepare(tx, req, st)?;
             let out = write_in_tx(tx, &prepared, &ctx.now, st)?;
             assert_written(tx, ctx, &prepared)?;
@@ -963,6 +988,7 @@ impl Store {
         loop {
             let result = self.in_write_tx(|tx, ctx, st| {
                 st.batch = true;
+                st.keeps_sources = true;
                 let mut outcomes = Vec::with_capacity(batch.lines.len());
                 loop {
                     for (line_no, parsed) in &batch.lines[outcomes.len()..] {
@@ -1312,6 +1338,8 @@ fn run_line(
     if savepoint {
         if result.is_err() {
             conn.execute_batch("ROLLBACK TO apply_line")?;
+            // What the line wrote is undone, and the sources the guard keeps may have seen it.
+            st.sources.clear();
         }
         conn.prepare_cached("RELEASE apply_line")?.execute([])?;
     }
