@@ -172,8 +172,14 @@ impl Default for TxState {
 /// keeps them up to date ([`PlaceSources::set`]).
 pub(crate) struct PlaceSources {
     pub(crate) data_version: i64,
-    by_predicate: HashMap<String, String>,
+    /// Whether every record's source was read, or only those of the sources asked about (the
+    /// first question about a place's subject reads only its answer: in an `apply` batch a
+    /// message's lines ask it once and few pairs are asked twice; a second question reads all).
+    pub(crate) complete: bool,
+    /// Source → the predicates of its current records.
     by_source: HashMap<String, BTreeSet<String>>,
+    /// Predicate → its record's source, when complete.
+    by_predicate: HashMap<String, String>,
 }
 
 /// Place → subject → its records' sources.
@@ -184,23 +190,31 @@ pub(crate) const SOURCES_KEPT: usize = 64;
 pub(crate) const SOURCES_ROWS_KEPT: usize = 100_000;
 
 impl PlaceSources {
+    /// What `source` wrote of `subject` in `place` (`complete`: false), or every record's
+    /// source there (`complete`: true).
     pub(crate) fn read(
         conn: &Connection,
         place: &Scope,
         subject: &str,
+        source: Option<&str>,
         data_version: i64,
     ) -> Result<PlaceSources> {
         let mut s = PlaceSources {
             data_version,
-            by_predicate: HashMap::new(),
+            complete: source.is_none(),
             by_source: HashMap::new(),
+            by_predicate: HashMap::new(),
         };
         let mut stmt = conn.prepare_cached(
-            "SELECT predicate, source FROM memories WHERE scope = ?1 AND subject = ?2",
+            "SELECT predicate, source FROM memories
+             WHERE scope = ?1 AND subject = ?2 AND (?3 IS NULL OR source = ?3)",
         )?;
-        let rows = stmt.query_map(rusqlite::params![place.to_string(), subject], |r| {
+        let rows = stmt.query_map(rusqlite::params![place.to_string(), subject, source], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
         })?;
+        if let Some(source) = source {
+            s.by_source.insert(source.to_string(), BTreeSet::new());
+        }
         for row in rows {
             let (predicate, source) = row?;
             s.set(&predicate, &source);
@@ -208,8 +222,19 @@ impl PlaceSources {
         Ok(s)
     }
 
-    /// Record `predicate`'s record as now written by `source` (an insert or a supersede).
+    /// `predicate`'s record as now written by `source` (an insert or a supersede).
     pub(crate) fn set(&mut self, predicate: &str, source: &str) {
+        if !self.complete {
+            // Only the sources asked about are known: each keeps or loses the record.
+            for (asked, predicates) in self.by_source.iter_mut() {
+                if asked == source {
+                    predicates.insert(predicate.to_string());
+                } else {
+                    predicates.remove(predicate);
+                }
+            }
+            return;
+        }
         if let Some(old) = self
             .by_predicate
             .insert(predicate.to_string(), source.to_string())
@@ -227,16 +252,18 @@ impl PlaceSources {
             .insert(predicate.to_string());
     }
 
-    /// The predicates `source` wrote, in order.
-    pub(crate) fn written_by(&self, source: &str) -> Vec<String> {
-        self.by_source
-            .get(source)
-            .map(|set| set.iter().cloned().collect())
-            .unwrap_or_default()
+    /// The predicates `source` wrote, in order — `None` when that was not read.
+    pub(crate) fn written_by(&self, source: &str) -> Option<Vec<String>> {
+        match self.by_source.get(source) {
+            Some(set) => Some(set.iter().cloned().collect()),
+            None if self.complete => Some(Vec::new()),
+            None => None,
+        }
     }
 
+    /// How many records it holds.
     pub(crate) fn len(&self) -> usize {
-        self.by_predicate.len()
+        self.by_source.values().map(BTreeSet::len).sum()
     }
 }
 

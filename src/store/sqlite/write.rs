@@ -104,8 +104,9 @@ impl TxState {
     /// The scope guard's verdict on a global write (`guard::judge`): its mode is read once per
     /// transaction, and the known places once for as long as they stay current
     /// ([`KnownPlaces`]; never with the guard off); the siblings — the scoped records the same
-    /// source (message) wrote of this subject in the place the write was made in — once per
-    /// write, or in an `apply` batch once per message while nothing is written there.
+    /// source (message) wrote of this subject in the place the write was made in — from what
+    /// the store keeps of that place's records between write-path transactions
+    /// ([`PlaceSources`]).
     /// A write that does not say where it was made is judged on its own words only (no
     /// lookups: every global write pays this), and can only be a suspect.
     fn guard(&mut self, conn: &Connection, w: &PreparedWrite) -> Result<Verdict> {
@@ -156,10 +157,8 @@ impl TxState {
         }
         let here = self.places_here(conn, w.context.as_ref())?;
         // Siblings in the place the write was made in: the current records of this subject
-        // there that the same message (source) wrote. The identity index leads with the scope,
-        // so this reads the subject's records in that one place — never its whole history,
-        // which for an MCP server's one subject grows with every memory. (Siblings elsewhere
-        // are the suspects scan's to find.)
+        // there that the same message (source) wrote — never its whole history. (Siblings
+        // elsewhere are the suspects scan's to find.)
         let mut siblings: Vec<(String, Scope)> = Vec::new();
         for place in &here.places {
             for predicate in self.siblings_in(conn, place, w)? {
@@ -193,22 +192,30 @@ impl TxState {
         place: &Scope,
         w: &PreparedWrite,
     ) -> Result<Vec<String>> {
+        let source = w.source.as_str();
         let (Some(data_version), true) = (self.data_version, self.keeps_sources) else {
-            let read = PlaceSources::read(conn, place, &w.subject, 0)?;
-            return Ok(read.written_by(&w.source));
+            let read = PlaceSources::read(conn, place, &w.subject, Some(source), 0)?;
+            return Ok(read.written_by(source).unwrap_or_default());
         };
         let kept = self
             .sources
             .get(place)
             .and_then(|by_subject| by_subject.get(w.subject.as_str()))
             .filter(|s| s.data_version == data_version);
-        if let Some(kept) = kept {
-            return Ok(kept.written_by(&w.source));
+        if let Some(found) = kept.and_then(|k| k.written_by(source)) {
+            return Ok(found);
         }
-        let read = PlaceSources::read(conn, place, &w.subject, data_version)?;
-        let found = read.written_by(&w.source);
+        // A first question reads its answer alone; a second one about the same place and
+        // subject, every record's source.
+        let ask = if kept.is_some() { None } else { Some(source) };
+        let read = PlaceSources::read(conn, place, &w.subject, ask, data_version)?;
+        let found = read.written_by(source).unwrap_or_default();
         if read.len() <= SOURCES_ROWS_KEPT {
-            let kept: usize = self.sources.values().map(|m| m.len()).sum();
+            let kept: usize = self
+                .sources
+                .values()
+                .map(|by_subject| by_subject.len())
+                .sum();
             if kept >= SOURCES_KEPT {
                 self.sources.clear();
             }
