@@ -136,3 +136,78 @@ fn the_siblings_kept_between_writes_follow_the_records() {
     let out = store.write(&req("g5", Scope::Global, "m:2")).unwrap();
     assert_eq!(out.outcome, OutcomeKind::Inserted, "{out:?}");
 }
+
+/// Once enough sibling reads have paid for it, the store reads every scoped record's source
+/// at once and answers "no sibling" without a read; that set follows the write path's own
+/// scoped writes (a rescope's too) and is dropped when another connection commits. (Each
+/// question here is about a subject new to the place, which what is kept of one place's
+/// subject cannot answer.)
+#[test]
+fn the_scoped_sources_read_at_once_follow_the_records() {
+    use memscope::model::{ScopeChoice, WriteContext, WriteRequest};
+    use memscope::Scope;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("scoped.db");
+    let mut store = Store::open(&path, OpenMode::Create).unwrap();
+    let req = |subject: &str, predicate: &str, scope: Scope, source: &str| WriteRequest {
+        subject: subject.into(),
+        predicate: predicate.into(),
+        value: json!(format!("{predicate} by {source} 值")),
+        scope: ScopeChoice::Exact(scope),
+        source: source.into(),
+        raw: Some("use the usual tools 🙂".into()),
+        causal_seq: None,
+        context: Some(WriteContext {
+            repo: Some("shop".into()),
+            task: None,
+        }),
+    };
+    let shop = || Scope::Repo("shop".into());
+    store
+        .write(&req("user:0", "install", shop(), "m:seed"))
+        .unwrap();
+    // Global writes of many subjects from messages that wrote nothing in the place: each one
+    // asks, until the asking has paid for reading every scoped record's source.
+    let warm = |store: &mut Store, round: &str| {
+        for i in 0..200 {
+            let subject = format!("user:{round}{i}");
+            let source = format!("m:{round}:{i}");
+            let out = store
+                .write(&req(&subject, "pref", Scope::Global, &source))
+                .unwrap();
+            assert_eq!(out.outcome, OutcomeKind::Inserted, "{out:?}");
+        }
+    };
+    warm(&mut store, "a");
+    // This store writes a scoped record for m:1: its global write has a sibling.
+    store
+        .write(&req("user:1", "deploy", shop(), "m:1"))
+        .unwrap();
+    let out = store
+        .write(&req("user:1", "g", Scope::Global, "m:1"))
+        .unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Pending, "{out:?}");
+    assert!(format!("{:?}", out.reason).contains("the same message wrote deploy in repo:shop"));
+    // Another connection writes one for m:2.
+    let mut other = Store::open(&path, OpenMode::Existing).unwrap();
+    other.write(&req("user:2", "lint", shop(), "m:2")).unwrap();
+    let out = store
+        .write(&req("user:2", "g", Scope::Global, "m:2"))
+        .unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Pending, "{out:?}");
+    // A rescope moves m:a:7's global record into the place: now it is m:a:7's sibling there.
+    warm(&mut store, "b");
+    store
+        .rescope("user:a7", "pref", &Scope::Global, &shop())
+        .unwrap();
+    let out = store
+        .write(&req("user:a7", "g", Scope::Global, "m:a:7"))
+        .unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Pending, "{out:?}");
+    assert!(format!("{:?}", out.reason).contains("wrote pref in repo:shop"));
+    // And the messages that wrote nothing there still write without a sibling.
+    let out = store
+        .write(&req("user:b3", "g", Scope::Global, "m:b:3"))
+        .unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Inserted, "{out:?}");
+}

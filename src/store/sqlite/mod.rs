@@ -306,7 +306,7 @@ impl Store {
             hot: hot::HotStmts::default(),
             spellings: spellings::SpellingMemo::default(),
             known_places: None,
-            place_sources: tx::Sources::new(),
+            place_sources: tx::Sources::default(),
             conn,
             path,
             read_only,

@@ -13,7 +13,7 @@ use crate::model::{Scope, MAX_CAUSAL_SEQ};
 use crate::store::guard::{Context, GuardMode, Places};
 use anyhow::{anyhow, Result};
 use rusqlite::{Connection, OptionalExtension};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -155,7 +155,7 @@ impl Default for TxState {
             places: None,
             places_checked: false,
             guard_mode: None,
-            sources: Sources::new(),
+            sources: Sources::default(),
             keeps_sources: false,
             data_version: None,
             here: None,
@@ -182,12 +182,143 @@ pub(crate) struct PlaceSources {
     by_predicate: HashMap<String, String>,
 }
 
-/// Place → subject → its records' sources.
-pub(crate) type Sources = HashMap<Scope, HashMap<String, PlaceSources>>;
+/// What the scope guard keeps of the records' sources between write-path transactions.
+#[derive(Default)]
+pub(crate) struct Sources {
+    /// Place → subject → its records' sources, as read.
+    pub(crate) places: HashMap<Scope, HashMap<String, PlaceSources>>,
+    /// Every scoped record's place, subject and source, once the guard has asked often enough
+    /// to pay for reading them all ([`ScopedSources`]).
+    scoped: Option<ScopedSources>,
+    /// Sibling reads since `scoped` was last absent, and at how many to weigh building it.
+    reads: u64,
+    next_weigh: u64,
+}
 
 /// How many places' subjects, and how many records of one, the store keeps ([`PlaceSources`]).
 pub(crate) const SOURCES_KEPT: usize = 64;
 pub(crate) const SOURCES_ROWS_KEPT: usize = 100_000;
+
+/// The (place, subject, source) of every current scoped record, hashed: a question whose
+/// triple is not among them has no sibling, and needs no read. A hash that collides, a record
+/// since superseded or deleted, a line rolled back — each only makes a read happen that finds
+/// nothing, so the set may hold more than the records, never less. It is built from one scan
+/// of the records, added to by the write path's own scoped inserts and supersedes, and dropped
+/// with the rest of [`Sources`] (by any other transaction, a failed line) or when another
+/// connection commits.
+struct ScopedSources {
+    data_version: i64,
+    hashes: HashSet<u64>,
+}
+
+/// The first weighing after this many sibling reads, then at each doubling.
+const SCOPED_FIRST_WEIGH: u64 = 64;
+/// A sibling read (a statement, a seek, a walk over the subject's records in the place) costs
+/// at least what scanning this many records does: the scan is built once the reads done would
+/// have paid for it ([`Sources::weigh`]).
+const READ_COSTS_ROWS: u64 = 16;
+/// Beyond this many records the set is not built (about 16 bytes each in memory).
+const SCOPED_ROWS_KEPT: u64 = 2_000_000;
+
+fn triple_hash(place: &str, subject: &str, source: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::hash::DefaultHasher::new();
+    // 0xff is never in UTF-8, so the three parts cannot run into each other.
+    h.write(place.as_bytes());
+    h.write_u8(0xff);
+    h.write(subject.as_bytes());
+    h.write_u8(0xff);
+    h.write(source.as_bytes());
+    h.finish()
+}
+
+impl Sources {
+    /// Forget everything kept (what it was kept from may have changed unseen).
+    pub(crate) fn clear(&mut self) {
+        *self = Sources::default();
+    }
+
+    /// Whether `source` may have written a current record of `subject` in `place`: false only
+    /// when every scoped record's source is known (as of `data_version`) and it wrote none.
+    pub(crate) fn may_have_written(
+        &mut self,
+        place: &Scope,
+        subject: &str,
+        source: &str,
+        data_version: i64,
+    ) -> bool {
+        match &self.scoped {
+            Some(s) if s.data_version == data_version => {
+                s.hashes
+                    .contains(&triple_hash(&place.to_string(), subject, source))
+            }
+            Some(_) => {
+                self.scoped = None;
+                self.reads = 0;
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// Counts one sibling read about to be made, and builds the set of scoped records'
+    /// sources when the reads made since it was last absent would have paid for the scan
+    /// (the table's highest rowid stands for its size): a long `apply` or a long-lived server
+    /// builds it, a one-off write never. Returns whether the set is now there.
+    pub(crate) fn weigh(&mut self, conn: &Connection, data_version: i64) -> Result<bool> {
+        if self.scoped.is_some() {
+            return Ok(true);
+        }
+        self.reads += 1;
+        if self.reads < self.next_weigh.max(SCOPED_FIRST_WEIGH) {
+            return Ok(false);
+        }
+        self.next_weigh = self.reads.saturating_mul(2);
+        let rows: Option<i64> = conn
+            .prepare_cached("SELECT max(rowid) FROM memories")?
+            .query_row([], |r| r.get(0))?;
+        let rows = rows.unwrap_or(0).max(0) as u64;
+        if rows > SCOPED_ROWS_KEPT || self.reads.saturating_mul(READ_COSTS_ROWS) < rows {
+            return Ok(false);
+        }
+        let mut hashes = HashSet::new();
+        let mut stmt = conn.prepare_cached(
+            "SELECT scope, subject, source FROM memories WHERE scope <> 'global'",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(row) = rows.next()? {
+            let text = |i| row.get_ref(i).ok().and_then(|v| v.as_str().ok());
+            let (Some(place), Some(subject), Some(source)) = (text(0), text(1), text(2)) else {
+                // Not text where the schema says text (a damaged file): the reads stay.
+                self.next_weigh = u64::MAX;
+                return Ok(false);
+            };
+            hashes.insert(triple_hash(place, subject, source));
+        }
+        self.scoped = Some(ScopedSources {
+            data_version,
+            hashes,
+        });
+        Ok(true)
+    }
+
+    /// `predicate`'s record of `subject` in `place` as now written by `source` (an insert or a
+    /// supersede by the write path): what is kept follows it.
+    pub(crate) fn wrote(&mut self, place: &Scope, subject: &str, predicate: &str, source: &str) {
+        if let Some(kept) = self
+            .places
+            .get_mut(place)
+            .and_then(|by_subject| by_subject.get_mut(subject))
+        {
+            kept.set(predicate, source);
+        }
+        if let (Some(scoped), false) = (&mut self.scoped, *place == Scope::Global) {
+            scoped
+                .hashes
+                .insert(triple_hash(&place.to_string(), subject, source));
+        }
+    }
+}
 
 impl PlaceSources {
     /// What `source` wrote of `subject` in `place` (`complete`: false), or every record's

@@ -197,29 +197,42 @@ impl TxState {
             let read = PlaceSources::read(conn, place, &w.subject, Some(source), 0)?;
             return Ok(read.written_by(source).unwrap_or_default());
         };
+        if !self
+            .sources
+            .may_have_written(place, &w.subject, source, data_version)
+        {
+            return Ok(Vec::new());
+        }
         let kept = self
             .sources
+            .places
             .get(place)
             .and_then(|by_subject| by_subject.get(w.subject.as_str()))
             .filter(|s| s.data_version == data_version);
         if let Some(found) = kept.and_then(|k| k.written_by(source)) {
             return Ok(found);
         }
+        let kept_complete = kept.is_some();
+        // Every scoped record's source, once the reads have paid for it.
+        if self.sources.weigh(conn, data_version)?
+            && !self
+                .sources
+                .may_have_written(place, &w.subject, source, data_version)
+        {
+            return Ok(Vec::new());
+        }
         // A first question reads its answer alone; a second one about the same place and
         // subject, every record's source.
-        let ask = if kept.is_some() { None } else { Some(source) };
+        let ask = if kept_complete { None } else { Some(source) };
         let read = PlaceSources::read(conn, place, &w.subject, ask, data_version)?;
         let found = read.written_by(source).unwrap_or_default();
         if read.len() <= SOURCES_ROWS_KEPT {
-            let kept: usize = self
-                .sources
-                .values()
-                .map(|by_subject| by_subject.len())
-                .sum();
+            let places = &mut self.sources.places;
+            let kept: usize = places.values().map(|by_subject| by_subject.len()).sum();
             if kept >= SOURCES_KEPT {
-                self.sources.clear();
+                places.clear();
             }
-            self.sources
+            places
                 .entry(place.clone())
                 .or_default()
                 .insert(w.subject.clone(), read);
@@ -489,10 +502,7 @@ pub(crate) fn write_in_tx(
     // A scoped record now written by this source: the sources the guard keeps follow it.
     if matches!(out.outcome, OutcomeKind::Inserted | OutcomeKind::Superseded) {
         if let ScopeChoice::Exact(scope) = &w.choice {
-            let kept = st.sources.get_mut(scope);
-            if let Some(kept) = kept.and_then(|m| m.get_mut(w.subject.as_str())) {
-                kept.set(&w.predicate, &w.source);
-            }
+            st.sources.wrote(scope, &w.subject, &w.predicate, &w.source);
         }
     }
     Ok(out)
