@@ -41,8 +41,8 @@ fn v1_database() -> TestDb {
 }
 
 #[test]
-fn the_current_schema_is_version_4_and_fresh_databases_are_migrated_to_it() {
-    assert_eq!(SCHEMA_VERSION, 4);
+fn the_current_schema_is_version_5_and_fresh_databases_are_migrated_to_it() {
+    assert_eq!(SCHEMA_VERSION, 5);
     assert_eq!(MIGRATIONS.len() as i64, SCHEMA_VERSION);
     let db = TestDb::new();
     db.init();
@@ -447,4 +447,53 @@ fn the_v3_step_keeps_what_a_raw_client_added_to_a_v2_database() {
         .resolve("user:42", "coffee", Some("web-app"), None)
         .unwrap();
     assert_eq!(r.value, Some(json!("燕麦拿铁 ☕")));
+}
+
+/// v5 writes the pending queue's `status IN (…)` CHECK as comparisons: a v4 database's open
+/// item survives, the same texts are refused and accepted as before, and an insert no longer
+/// builds a temporary table for the CHECK.
+#[test]
+fn the_v5_step_keeps_the_same_checks_without_a_temporary_table_per_row() {
+    let db = database_at(
+        4,
+        r#"INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at)
+             VALUES ('user:42', 'package_manager', '"npm"', '这个仓库继续用 npm ci 📦', 'thread:1', 1, '["global","repo:legacy-dashboard"]', 'open', 'x');"#,
+    );
+    let plan = |conn: &Connection, sql: &str| -> Vec<String> {
+        let mut stmt = conn.prepare(&format!("EXPLAIN {sql}")).unwrap();
+        let n = stmt.parameter_count();
+        stmt.query_map(
+            rusqlite::params_from_iter(vec![rusqlite::types::Null; n]),
+            |r| r.get::<_, String>(1),
+        )
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    let pending_insert = "INSERT INTO pending (subject, predicate, value, source, causal_seq, candidates, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)";
+    {
+        let conn = Connection::open(&db.path).unwrap();
+        let v4 = plan(&conn, pending_insert);
+        assert!(v4.iter().any(|op| op == "OpenEphemeral"), "v4 builds one");
+    }
+    let store = Store::open(&db.path, OpenMode::Existing).expect("the v4 database opens");
+    let conn = store.connection();
+    assert_eq!(user_version(conn), SCHEMA_VERSION);
+    let v5 = plan(conn, pending_insert);
+    assert!(!v5.iter().any(|op| op == "OpenEphemeral"), "v5 does not");
+    assert_eq!(query_one::<i64>(conn, "SELECT count(*) FROM pending WHERE status = 'open' AND raw = '这个仓库继续用 npm ci 📦'"), 1);
+    let put_status = |status: &str| {
+        conn.execute(
+            r#"INSERT INTO pending (subject, predicate, value, source, causal_seq, candidates, status, created_at)
+               VALUES ('user:7', 'editor', '"vim"', 'raw', 2, '["global","repo:x"]', ?1, 'x')"#,
+            [status],
+        )
+    };
+    for good in ["open", "resolved", "rejected"] {
+        put_status(good).expect(good);
+    }
+    for bad in ["Open", "closed", "", "open "] {
+        let err = put_status(bad).expect_err(bad);
+        assert!(err.to_string().contains("CHECK"), "{bad:?}: {err}");
+    }
 }

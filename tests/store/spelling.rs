@@ -385,7 +385,10 @@ fn a_v3_database_is_merged_on_open_and_conflicts_wait_for_a_human() {
         "the fixture holds the v3 release's second spellings"
     );
     assert_merged(&db);
-    assert_eq!(db.sql_i64("PRAGMA user_version"), 4);
+    assert_eq!(
+        db.sql_i64("PRAGMA user_version"),
+        memscope::store::schema::SCHEMA_VERSION
+    );
     // Resolving a conflict makes the other value current, even though it was written first.
     let pending = db.pending(false);
     let coffee = pending.iter().find(|p| p["predicate"] == "coffee").unwrap();
