@@ -6,6 +6,7 @@ mod delete;
 mod incident;
 mod pending;
 mod read;
+mod roles;
 mod suspects;
 mod write;
 
@@ -131,7 +132,7 @@ pub fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
 )]
 pub struct Cli {
     /// Database file (default: $MEMSCOPE_DB, else ~/.local/share/memscope/memory.db); a
-    /// postgres:// address is only prepared, by `init`, in this release
+    /// postgres:// address is only prepared, by `init` and `roles`, in this release
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
 
@@ -276,6 +277,12 @@ pub enum Command {
         after_help = "Example:\n  claude mcp add memscope -- memscope mcp --subject user:42 --repo auto"
     )]
     Mcp(crate::mcp::McpArgs),
+    /// PostgreSQL: create the roles memscope_agent and memscope_curator, grant their privileges, optionally a login
+    #[command(after_help = "Examples:\n  \
+                            memscope --db postgres://owner@db.example/memory roles\n  \
+                            memscope --db postgres://owner@db.example/memory roles --agent-login ci_agent \\\n    \
+                            --password-from-env AGENT_PASSWORD --json")]
+    Roles(roles::RolesArgs),
     /// Print a shell completion script: bash, zsh, fish, powershell or elvish
     #[command(
         after_help = "Example:\n  memscope completions bash > ~/.local/share/bash-completion/completions/memscope"
@@ -375,6 +382,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Export { out }) => admin::export(&open(OpenMode::Existing)?, out),
         Some(Command::Import { file }) => admin::import(&path, &file),
         Some(Command::Mcp(args)) => crate::mcp::run(&path, args),
+        Some(Command::Roles(args)) => roles::run(&path, args),
         Some(Command::Completions { shell }) => admin::completions(shell),
         Some(Command::Man { dir }) => admin::man(dir),
     }

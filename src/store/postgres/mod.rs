@@ -4,6 +4,7 @@
 //! to, after connecting. The driver is the synchronous `postgres` crate, so the backend keeps
 //! the store's blocking, one-connection-per-process shape.
 
+pub mod roles;
 pub mod schema;
 
 use anyhow::{anyhow, bail, Result};

@@ -1,17 +1,18 @@
 //! The schema contract on PostgreSQL (docs/SCHEMA.md, "On PostgreSQL"): the tables and columns
-//! of SQLite schema 4 in PostgreSQL types, the guards as constraints and triggers, the version
+//! of SQLite schema 5 in PostgreSQL types, the guards as constraints and triggers, the version
 //! in `memscope_schema`, and the forward migrations — all run in one transaction.
 
 use anyhow::{bail, Context, Result};
 use postgres::{Client, Transaction};
 
-/// The PostgreSQL schema version this build writes (1 holds the tables of SQLite schema 4).
-pub const SCHEMA_VERSION: i64 = 1;
+/// The PostgreSQL schema version this build writes (1 holds the tables of SQLite schema 5; 2
+/// opens the purge gate to curators only).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1];
+pub const MIGRATIONS: &[Migration] = &[V1, V2];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -29,8 +30,12 @@ pub const TABLES: &[&str] = &[
 ];
 
 /// The transaction-local setting that opens history to memscope's purge:
-/// `SET LOCAL memscope.purge = 'on'` (it ends with the transaction).
+/// `SET LOCAL memscope.purge = 'on'` (it ends with the transaction). From v2 it opens it only
+/// to a curator ([`CURATOR_ROLE`]) or the owner of the tables.
 pub const PURGE_SETTING: &str = "memscope.purge";
+
+/// The group role whose members may purge (`memscope roles` creates it; v2's gate names it).
+pub const CURATOR_ROLE: &str = "memscope_curator";
 
 /// Key of the advisory transaction lock that serializes preparing the schema.
 const MIGRATION_LOCK: i64 = 0x6d65_6d73_636f_7065; // "memscope"
@@ -250,6 +255,57 @@ CREATE TRIGGER tombstones_version_only_rises BEFORE UPDATE ON tombstones
 FOR EACH ROW EXECUTE FUNCTION memscope_tombstones_version_only_rises();
 "#;
 
+/// v2: the purge gate asks who is purging, and the guards no longer read temporary tables.
+///
+/// Until v1 any client could say `SET LOCAL memscope.purge = 'on'`, so a role allowed to
+/// `DELETE` history (by mistake, or through PUBLIC) could open the gate itself. Now the gate
+/// also wants the *current* role — the one PostgreSQL checks privileges against, so a curator
+/// who `SET ROLE memscope_agent` is an agent here too — to hold the privileges of
+/// `memscope_curator` or of the tables' owner (a superuser holds every role's). A database whose
+/// cluster has no `memscope_curator` yet is purged by its owner as before.
+///
+/// A function's search_path without `pg_temp` still reads the session's temporary tables
+/// *first*: a client could shadow `tombstones` with an empty temporary table and write a
+/// current record over a deleted identity. Every guard now searches `pg_temp` last.
+const V2: &str = r#"
+SELECT set_config('search_path', current_setting('search_path') || ', pg_temp', true);
+
+-- Whether the current role may purge history: a curator, the tables' owner, a superuser.
+-- `curator` is a role name; a role that does not exist makes no one a curator.
+CREATE FUNCTION memscope_may_purge(curator text) RETURNS boolean
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+    SELECT pg_has_role(current_user, (SELECT c.relowner FROM pg_class c
+                                      WHERE c.oid = 'history'::regclass), 'USAGE')
+        OR coalesce((SELECT pg_has_role(current_user, r.oid, 'USAGE')
+                     FROM pg_roles r WHERE r.rolname = curator), false)
+$$;
+
+CREATE OR REPLACE FUNCTION memscope_history_append_only() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF current_setting('memscope.purge', true) IS DISTINCT FROM 'on' THEN
+        RAISE EXCEPTION 'memscope: history is append-only'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF NOT memscope_may_purge('memscope_curator') THEN
+        RAISE EXCEPTION 'memscope: history is append-only; only memscope_curator or the owner of memscope''s tables may purge it'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+ALTER FUNCTION memscope_identity_lock(text, text, text) SET search_path FROM CURRENT;
+ALTER FUNCTION memscope_tombstoned(text, text, text) SET search_path FROM CURRENT;
+ALTER FUNCTION memscope_memories_no_resurrection() SET search_path FROM CURRENT;
+ALTER FUNCTION memscope_history_no_content_on_tombstone() SET search_path FROM CURRENT;
+ALTER FUNCTION memscope_tombstones_not_over_live() SET search_path FROM CURRENT;
+ALTER FUNCTION memscope_tombstones_version_only_rises() SET search_path FROM CURRENT;
+"#;
+
 /// What a database holds, as far as memscope is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
@@ -273,7 +329,7 @@ pub fn state(client: &mut Client) -> Result<State> {
     Ok(state)
 }
 
-fn state_in(tx: &mut Transaction<'_>, target: i64) -> Result<State> {
+pub(super) fn state_in(tx: &mut Transaction<'_>, target: i64) -> Result<State> {
     let names: Vec<String> = tx
         .query(
             "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

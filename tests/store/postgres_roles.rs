@@ -1,0 +1,586 @@
+//! `memscope roles` against a real server, and what its roles may do from a foreign client:
+//! `psql` (PostgreSQL's own client, from `pg_config --bindir`), logged in as a member of
+//! `memscope_agent` or `memscope_curator`, every refusal checked for its SQLSTATE and words so
+//! that a syntax error or a missing table cannot pass for one.
+//!
+//! The group roles belong to the whole test server and are shared by every test (and every
+//! run): these tests never assert that `roles` created them, only what they may do; each test
+//! works in a database of its own, and each login it makes is unique and dropped at its end.
+
+use super::postgres::{server, FreshDb};
+use crate::support::{assert_one_sentence, memscope_cmd, Run};
+use ::postgres::{Client, NoTls};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// `psql` of the server's installation.
+fn psql() -> String {
+    let bindir = Command::new("pg_config")
+        .arg("--bindir")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    match bindir {
+        Some(dir) if std::path::Path::new(&dir).join("psql").exists() => format!("{dir}/psql"),
+        _ => "psql".to_string(),
+    }
+}
+
+/// A login role of this test's own, dropped when the test ends (after its database: declare
+/// it first).
+struct TestLogin {
+    server: String,
+    name: String,
+    password: String,
+}
+
+impl TestLogin {
+    fn unique(server: &str, what: &str) -> TestLogin {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        TestLogin {
+            server: server.to_string(),
+            name: format!(
+                "memscope_t_{what}_{}_{}_{nanos}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ),
+            password: format!("pw-{nanos}-{}", N.load(Ordering::SeqCst)),
+        }
+    }
+}
+
+impl Drop for TestLogin {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = Client::connect(&self.server, NoTls) {
+            let _ = admin.batch_execute(&format!("DROP ROLE IF EXISTS {}", self.name));
+        }
+    }
+}
+
+/// What psql printed and whether every statement succeeded.
+struct Psql {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `sql` (statements, one session) through psql, logged in as `login` to `db`.
+fn psql_as(login: &TestLogin, db: &FreshDb, sql: &str) -> Psql {
+    let rest = db.url.split_once('@').unwrap().1;
+    let (hostport, dbname) = rest.split_once('/').unwrap();
+    let (host, port) = hostport.rsplit_once(':').unwrap();
+    let mut child = Command::new(psql())
+        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-v"])
+        .arg("VERBOSITY=verbose")
+        .args([
+            "-h",
+            host,
+            "-p",
+            port,
+            "-U",
+            &login.name,
+            "-d",
+            dbname,
+            "-f",
+            "-",
+        ])
+        .env("PGPASSWORD", &login.password)
+        .env("PGCLIENTENCODING", "UTF8")
+        .env("PGCONNECT_TIMEOUT", "10")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("psql runs (PostgreSQL's client, in `pg_config --bindir`)");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(sql.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let run = Psql {
+        ok: out.status.success(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(
+        !run.stderr.contains("FATAL"),
+        "{} could not log in: {}",
+        login.name,
+        run.stderr
+    );
+    run
+}
+
+/// `sql` succeeds as `login`.
+#[track_caller]
+fn allowed(login: &TestLogin, db: &FreshDb, sql: &str) -> String {
+    let run = psql_as(login, db, sql);
+    assert!(run.ok, "{} may: {sql}\n{}", login.name, run.stderr);
+    run.stdout
+}
+
+/// `sql` fails as `login`, and its first error is SQLSTATE `code` with a message holding
+/// `words` (psql's verbose form: `ERROR:  42501: permission denied for table history`).
+#[track_caller]
+fn refused(login: &TestLogin, db: &FreshDb, sql: &str, code: &str, words: &str) {
+    let run = psql_as(login, db, sql);
+    assert!(!run.ok, "{} was allowed: {sql}", login.name);
+    let first = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("ERROR:"))
+        .unwrap_or_else(|| panic!("{sql}: no error in {}", run.stderr));
+    assert!(
+        first.contains(&format!("ERROR:  {code}: ")) && first.contains(words),
+        "{sql}: expected {code} {words:?}, got {first}"
+    );
+}
+
+const PERMISSION: &str = "42501"; // insufficient_privilege
+const GUARD: &str = "23000"; // integrity_constraint_violation, memscope's guards
+
+/// Runs `memscope --db URL roles ARGS…` with the login's password in `$TEST_LOGIN_PW`.
+fn roles(db: &FreshDb, login: Option<&TestLogin>, args: &[&str]) -> Run {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = memscope_cmd(home.path());
+    cmd.arg("--db").arg(&db.url).arg("roles").args(args);
+    if let Some(l) = login {
+        cmd.env("TEST_LOGIN_PW", &l.password);
+    }
+    Run::from_output(cmd.output().expect("memscope runs"))
+}
+
+/// A memory, its events and a tombstone on another identity, in Chinese and emoji, written by
+/// the owner (memscope's write path on PostgreSQL is not there yet).
+fn seed(owner: &mut Client) {
+    owner
+        .batch_execute(
+            r#"
+INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+VALUES ('用户:42', '包管理器', 'repo:网页-app🚀', '"pnpm 🚀"', 1, 'thread:中文/message:1', '以后都用 pnpm 👍', 1, now(), now());
+INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, clock)
+VALUES ('set', '用户:42', '包管理器', 'repo:网页-app🚀', 1, '"pnpm 🚀"', '以后都用 pnpm 👍', 'thread:中文/message:1', 1, now(), 1),
+       ('set', '用户:42', '咖啡', 'global', 1, '"拿铁 ☕"', '我喜欢拿铁 ☕', 'thread:中文/message:2', 2, now(), 2),
+       ('deleted', '用户:42', '咖啡', 'global', 1, NULL, NULL, NULL, NULL, now(), 3);
+INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
+VALUES ('用户:42', '咖啡', 'global', 1, '用户要求删除 🗑️', now());
+"#,
+        )
+        .unwrap();
+}
+
+fn count(owner: &mut Client, sql: &str) -> i64 {
+    owner.query_one(sql, &[]).unwrap().get(0)
+}
+
+#[test]
+fn an_agent_login_writes_but_cannot_rewrite_history_lift_a_tombstone_or_drop_a_guard() {
+    let Some(server) = server() else { return };
+    let agent = TestLogin::unique(&server, "agent");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    seed(&mut owner);
+
+    let run = roles(
+        &db,
+        Some(&agent),
+        &[
+            "--agent-login",
+            &agent.name,
+            "--password-from-env",
+            "TEST_LOGIN_PW",
+        ],
+    )
+    .ok();
+    assert!(
+        run.stdout.contains(&format!(
+            "created the login {}, a member of memscope_agent",
+            agent.name
+        )),
+        "{run:?}"
+    );
+    assert!(!run.stdout.contains(&agent.password), "{run:?}");
+    // Again, without a password: nothing changes, and it says so.
+    let again = roles(&db, None, &["--agent-login", &agent.name, "--json"]).ok();
+    let report: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(report["changed"], false, "{report}");
+    assert_eq!(report["grants_changed"], false, "{report}");
+    assert_eq!(report["login"]["created"], false, "{report}");
+    assert_eq!(report["login"]["granted"], false, "{report}");
+    assert_eq!(report["login"]["member_of"], "memscope_agent", "{report}");
+    let text = roles(&db, None, &[]).ok();
+    assert!(text.stdout.contains("nothing changed"), "{text:?}");
+
+    // What memscope's write path does, it may: read, write records, log events, queue, log a
+    // read, register a spelling, count.
+    let read = allowed(
+        &agent,
+        &db,
+        "SELECT value FROM memories WHERE subject = '用户:42';",
+    );
+    assert_eq!(read.trim(), "\"pnpm 🚀\"");
+    allowed(
+        &agent,
+        &db,
+        r#"
+INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+VALUES ('用户:7', '编辑器', 'global', '"helix 🧬"', 1, 'thread:代理/message:1', 5, now(), now());
+UPDATE memories SET value = '"vim 📝"', version = 2 WHERE subject = '用户:7';
+INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+VALUES ('set', '用户:7', '编辑器', 'global', 2, '"vim 📝"', 'thread:代理/message:1', 5, now());
+INSERT INTO pending (subject, predicate, value, source, causal_seq, candidates, created_at)
+VALUES ('用户:7', '语言', '"中文 🀄"', 'thread:代理/message:2', 6, '["global", "repo:网页-app🚀"]', now());
+INSERT INTO reads (at, agent, subject, predicate, scope, version) VALUES (now(), '代理 🤖', '用户:7', '编辑器', 'global', 2);
+INSERT INTO spellings (kind, folded, spelling) VALUES ('subject', '用户:7', '用户:7');
+INSERT INTO metrics (name, value) VALUES ('busy_retries', 1)
+    ON CONFLICT (name) DO UPDATE SET value = metrics.value + 1;
+"#,
+    );
+    let history = count(&mut owner, "SELECT count(*) FROM history");
+    assert_eq!(history, 4);
+
+    // History: neither rewritten nor deleted — not even with the purge gate's setting, which
+    // any client may say.
+    refused(
+        &agent,
+        &db,
+        "UPDATE history SET value = NULL, raw = NULL;",
+        PERMISSION,
+        "permission denied for table history",
+    );
+    refused(
+        &agent,
+        &db,
+        "DELETE FROM history WHERE subject = '用户:42';",
+        PERMISSION,
+        "permission denied for table history",
+    );
+    refused(
+        &agent,
+        &db,
+        "BEGIN; SET LOCAL memscope.purge = 'on'; DELETE FROM history WHERE subject = '用户:42'; COMMIT;",
+        PERMISSION,
+        "permission denied for table history",
+    );
+    refused(
+        &agent,
+        &db,
+        "SET memscope.purge = 'on'; UPDATE history SET raw = '伪造 🎭';",
+        PERMISSION,
+        "permission denied for table history",
+    );
+    refused(
+        &agent,
+        &db,
+        "TRUNCATE history;",
+        PERMISSION,
+        "permission denied for table history",
+    );
+    // A tombstone is neither lifted, moved nor forged; a record is not deleted.
+    refused(
+        &agent,
+        &db,
+        "DELETE FROM tombstones WHERE subject = '用户:42';",
+        PERMISSION,
+        "permission denied for table tombstones",
+    );
+    refused(
+        &agent,
+        &db,
+        "UPDATE tombstones SET version = version + 1;",
+        PERMISSION,
+        "permission denied for table tombstones",
+    );
+    refused(
+        &agent,
+        &db,
+        "INSERT INTO tombstones (subject, predicate, scope, version, deleted_at) VALUES ('用户:7', '语言', 'global', 1, now());",
+        PERMISSION,
+        "permission denied for table tombstones",
+    );
+    refused(
+        &agent,
+        &db,
+        "DELETE FROM memories WHERE subject = '用户:42';",
+        PERMISSION,
+        "permission denied for table memories",
+    );
+    // Nor a guard dropped or switched off, nor a table altered: only the owner may.
+    refused(
+        &agent,
+        &db,
+        "ALTER TABLE history DISABLE TRIGGER history_append_only;",
+        PERMISSION,
+        "must be owner of table history",
+    );
+    refused(
+        &agent,
+        &db,
+        "DROP TRIGGER history_append_only ON history;",
+        PERMISSION,
+        "must be owner of relation history",
+    );
+    refused(
+        &agent,
+        &db,
+        "ALTER TABLE memories ADD COLUMN 后门 text;",
+        PERMISSION,
+        "must be owner of table memories",
+    );
+    refused(
+        &agent,
+        &db,
+        "DROP FUNCTION memscope_history_append_only() CASCADE;",
+        PERMISSION,
+        "must be owner of function",
+    );
+    // A temporary table named like memscope's does not blind a guard (v2: pg_temp last).
+    refused(
+        &agent,
+        &db,
+        r#"
+CREATE TEMP TABLE tombstones (subject text, predicate text, scope text);
+INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+VALUES ('用户:42', '咖啡', 'global', '"复活 🧟"', 1, 'thread:代理/message:3', 7, now(), now());
+"#,
+        GUARD,
+        "identity is tombstoned",
+    );
+
+    // Seen by the owner: nothing of it happened.
+    assert_eq!(count(&mut owner, "SELECT count(*) FROM history"), history);
+    assert_eq!(
+        count(
+            &mut owner,
+            "SELECT count(*) FROM history WHERE raw IS NOT NULL"
+        ),
+        2
+    );
+    assert_eq!(count(&mut owner, "SELECT count(*) FROM tombstones"), 1);
+    assert_eq!(
+        count(
+            &mut owner,
+            "SELECT count(*) FROM memories WHERE subject = '用户:42'"
+        ),
+        1
+    );
+    let triggers = count(
+        &mut owner,
+        "SELECT count(*) FROM pg_trigger WHERE tgname = 'history_append_only' AND tgenabled = 'O'",
+    );
+    assert_eq!(triggers, 1);
+}
+
+#[test]
+fn a_curator_login_purges_history_and_lifts_a_tombstone() {
+    let Some(server) = server() else { return };
+    let curator = TestLogin::unique(&server, "curator");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    seed(&mut owner);
+    let run = roles(
+        &db,
+        Some(&curator),
+        &[
+            "--curator-login",
+            &curator.name,
+            "--password-from-env",
+            "TEST_LOGIN_PW",
+        ],
+    )
+    .ok();
+    assert!(
+        run.stdout.contains("a member of memscope_curator"),
+        "{run:?}"
+    );
+
+    // The gate stays shut to a curator that did not open it, and TRUNCATE is no one's.
+    refused(
+        &curator,
+        &db,
+        "DELETE FROM history WHERE subject = '用户:42';",
+        GUARD,
+        "memscope: history is append-only",
+    );
+    refused(
+        &curator,
+        &db,
+        "TRUNCATE history;",
+        PERMISSION,
+        "permission denied for table history",
+    );
+    // A purge as memscope's delete does it: the content goes, in one transaction.
+    allowed(
+        &curator,
+        &db,
+        r#"
+BEGIN;
+SET LOCAL memscope.purge = 'on';
+UPDATE history SET value = NULL, raw = NULL WHERE subject = '用户:42' AND predicate = '咖啡';
+DELETE FROM history WHERE subject = '用户:42' AND predicate = '咖啡' AND event = 'set';
+COMMIT;
+"#,
+    );
+    assert_eq!(
+        count(
+            &mut owner,
+            "SELECT count(*) FROM history WHERE predicate = '咖啡'"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &mut owner,
+            "SELECT count(*) FROM history WHERE raw LIKE '%拿铁%' OR value LIKE '%拿铁%'"
+        ),
+        0
+    );
+    // memscope restore: the tombstone is lifted and the identity is writable again.
+    allowed(
+        &curator,
+        &db,
+        "DELETE FROM tombstones WHERE subject = '用户:42' AND predicate = '咖啡';
+         INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+         VALUES ('用户:42', '咖啡', 'global', '\"抹茶 🍵\"', 2, 'thread:管理员/message:1', 9, now(), now());
+         DELETE FROM memories WHERE subject = '用户:42' AND predicate = '包管理器';",
+    );
+    assert_eq!(count(&mut owner, "SELECT count(*) FROM tombstones"), 0);
+    assert_eq!(count(&mut owner, "SELECT count(*) FROM memories"), 1);
+}
+
+#[test]
+fn the_purge_gate_wants_a_curator_or_the_owner_not_only_a_privilege() {
+    let Some(server) = server() else { return };
+    let stranger = TestLogin::unique(&server, "stranger");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    seed(&mut owner);
+    roles(&db, None, &[]).ok();
+    // DELETE on history granted by hand, outside memscope's roles.
+    owner
+        .batch_execute(&format!(
+            "CREATE ROLE {0} LOGIN PASSWORD '{1}';
+             GRANT SELECT, UPDATE, DELETE ON history TO {0};",
+            stranger.name, stranger.password
+        ))
+        .unwrap();
+    refused(
+        &stranger,
+        &db,
+        "BEGIN; SET LOCAL memscope.purge = 'on'; DELETE FROM history; COMMIT;",
+        GUARD,
+        "only memscope_curator or the owner",
+    );
+    // The gate's question, with a curator role that does not exist: the owner yes, others no.
+    let asked = "SELECT memscope_may_purge('memscope_no_such_role');";
+    assert_eq!(allowed(&stranger, &db, asked).trim(), "f");
+    let owner_may: bool = owner
+        .query_one("SELECT memscope_may_purge('memscope_no_such_role')", &[])
+        .unwrap()
+        .get(0);
+    assert!(owner_may);
+    // The owner purges as before.
+    let mut tx = owner.transaction().unwrap();
+    tx.batch_execute(
+        "SET LOCAL memscope.purge = 'on'; DELETE FROM history WHERE event = 'deleted'",
+    )
+    .unwrap();
+    tx.commit().unwrap();
+    assert_eq!(count(&mut owner, "SELECT count(*) FROM history"), 2);
+
+    // `roles` will not make this role an agent: it may delete history, which no agent may.
+    let run = roles(&db, None, &["--agent-login", &stranger.name]);
+    run.fails_with(1, &["may still", "history"]);
+    assert_one_sentence(&run.stderr, &[&stranger.name]);
+    let member: bool = owner
+        .query_one(
+            "SELECT pg_has_role($1::text, 'memscope_agent', 'MEMBER')",
+            &[&stranger.name],
+        )
+        .unwrap()
+        .get(0);
+    assert!(!member, "the refused run was rolled back");
+}
+
+#[test]
+fn roles_says_in_one_sentence_what_it_needs() {
+    let Some(server) = server() else { return };
+    // A SQLite file has no roles.
+    let home = tempfile::tempdir().unwrap();
+    let out = memscope_cmd(home.path())
+        .arg("--db")
+        .arg(home.path().join("memory.db"))
+        .arg("roles")
+        .output()
+        .unwrap();
+    let run = Run::from_output(out);
+    run.fails_with(1, &["SQLite file", "postgres://"]);
+    assert_one_sentence(&run.stderr, &["postgres://"]);
+    assert!(!home.path().join("memory.db").exists());
+
+    // A database without memscope's schema.
+    let empty = FreshDb::new(&server);
+    let run = roles(&empty, None, &[]);
+    run.fails_with(1, &["no memscope schema", "init"]);
+
+    // A password variable that is not set: a usage error, before connecting.
+    let (db, _owner) = FreshDb::prepared(&server);
+    let run = roles(
+        &db,
+        None,
+        &[
+            "--agent-login",
+            "someone",
+            "--password-from-env",
+            "MEMSCOPE_TEST_NO_SUCH_VARIABLE",
+        ],
+    );
+    run.fails_with(2, &["MEMSCOPE_TEST_NO_SUCH_VARIABLE", "is not set"]);
+    // A group role is not a login.
+    let run = roles(&db, None, &["--curator-login", "memscope_curator"]);
+    run.fails_with(1, &["group roles"]);
+
+    // The tables' owner without CREATEROLE may grant, but not create a login.
+    let owner = TestLogin::unique(&server, "owner");
+    let fresh = TestLogin::unique(&server, "fresh");
+    let other = FreshDb::new(&server);
+    other
+        .client()
+        .batch_execute(&format!(
+            "CREATE ROLE {0} LOGIN PASSWORD '{1}'; GRANT CREATE ON SCHEMA public TO {0};",
+            owner.name, owner.password
+        ))
+        .unwrap();
+    let (_, rest) = other.url.split_once('@').unwrap();
+    let owner_url = format!("postgres://{}:{}@{rest}", owner.name, owner.password);
+    let home = tempfile::tempdir().unwrap();
+    let init = memscope_cmd(home.path())
+        .args(["--db", &owner_url, "init"])
+        .output()
+        .unwrap();
+    Run::from_output(init).ok();
+    let out = memscope_cmd(home.path())
+        .args(["--db", &owner_url, "roles", "--agent-login", &fresh.name])
+        .output()
+        .unwrap();
+    let run = Run::from_output(out);
+    run.fails_with(1, &["CREATEROLE", &owner.name]);
+    assert_one_sentence(&run.stderr, &["may not create"]);
+    assert!(!run.stderr.contains(&owner.password));
+    let exists: bool = Client::connect(&server, NoTls)
+        .unwrap()
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)",
+            &[&fresh.name],
+        )
+        .unwrap()
+        .get(0);
+    assert!(!exists, "no login was created");
+    // Dropped before the owner role (it owns the tables in it).
+    drop(other);
+}
