@@ -107,10 +107,18 @@ impl FreshDb {
 impl Drop for FreshDb {
     fn drop(&mut self) {
         if let Ok(mut admin) = Client::connect(&self.server, NoTls) {
-            let _ = admin.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
+            // FORCE may not end another role's session (a login a test used), which the server
+            // closes a moment after its client went: try again for a while.
+            for _ in 0..50 {
+                let dropped = admin.batch_execute(&format!(
+                    "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                    self.name
+                ));
+                if dropped.is_ok() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
         }
     }
 }

@@ -105,6 +105,22 @@ fn psql_as(login: &TestLogin, db: &FreshDb, sql: &str) -> Psql {
         .write_all(sql.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
+    // The server ends the login's backend a moment after psql exits; the test database's
+    // DROP … WITH (FORCE) may not end another role's session, so wait for it to go.
+    let mut admin = Client::connect(&login.server, NoTls).expect("the test server answers");
+    for _ in 0..200 {
+        let live: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = $1",
+                &[&login.name],
+            )
+            .unwrap()
+            .get(0);
+        if live == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
     let run = Psql {
         ok: out.status.success(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -583,4 +599,43 @@ fn roles_says_in_one_sentence_what_it_needs() {
     assert!(!exists, "no login was created");
     // Dropped before the owner role (it owns the tables in it).
     drop(other);
+}
+
+#[test]
+fn roles_in_several_databases_at_once_and_a_hand_grant_is_taken_back() {
+    let Some(server) = server() else { return };
+    let dbs: Vec<(FreshDb, Client)> = (0..3).map(|_| FreshDb::prepared(&server)).collect();
+    // Roles are the server's: processes granting them in three databases at once all succeed.
+    let runs: Vec<Run> = std::thread::scope(|s| {
+        let handles: Vec<_> = dbs
+            .iter()
+            .map(|(db, _)| s.spawn(|| roles(db, None, &["--json"])))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for run in runs {
+        let run = run.ok();
+        let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        assert_eq!(report["grants_changed"], true, "{report}");
+    }
+    // A privilege added by hand to the agent goes at the next run, which says it changed.
+    let (db, owner) = &mut dbs.into_iter().next().unwrap();
+    owner
+        .batch_execute("GRANT DELETE ON tombstones TO memscope_agent")
+        .unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&roles(db, None, &["--json"]).ok().stdout).unwrap();
+    assert_eq!(report["changed"], true, "{report}");
+    assert_eq!(report["grants_changed"], true, "{report}");
+    let may: bool = owner
+        .query_one(
+            "SELECT has_table_privilege('memscope_agent', 'tombstones', 'DELETE')",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(!may);
+    let report: serde_json::Value =
+        serde_json::from_str(&roles(db, None, &["--json"]).ok().stdout).unwrap();
+    assert_eq!(report["changed"], false, "{report}");
 }
