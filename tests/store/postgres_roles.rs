@@ -10,6 +10,7 @@
 use super::postgres::{server, FreshDb};
 use crate::support::{assert_one_sentence, memscope_cmd, Run};
 use ::postgres::{Client, NoTls};
+use memscope::store::postgres::schema;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -543,6 +544,12 @@ fn roles_says_in_one_sentence_what_it_needs() {
     let empty = FreshDb::new(&server);
     let run = roles(&empty, None, &[]);
     run.fails_with(1, &["no memscope schema", "init"]);
+
+    // A schema 1 database: `init` brings it forward first (its gate trusts the setting alone).
+    let v1 = FreshDb::new(&server);
+    schema::migrate_with(&mut v1.client(), &schema::MIGRATIONS[..1], &|_, _| Ok(())).unwrap();
+    let run = roles(&v1, None, &[]);
+    run.fails_with(1, &["schema 1", "init"]);
 
     // A password variable that is not set: a usage error, before connecting.
     let (db, _owner) = FreshDb::prepared(&server);

@@ -116,7 +116,7 @@ pub struct LoginReport {
     pub name: String,
     pub member_of: &'static str,
     pub created: bool,
-    /// It existed and became a member now.
+    /// It existed and became a member now (or was given LOGIN).
     pub granted: bool,
     /// A password was given and set (again, when the login existed: its old one is not known).
     pub password_set: bool,
@@ -206,13 +206,11 @@ fn quoted(tx: &mut Transaction<'_>, name: &str) -> Result<String> {
 fn apply_in(tx: &mut Transaction<'_>, address: &Address, login: Option<&Login>) -> Result<Report> {
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&ROLES_LOCK])?;
     let schema_name: Option<String> = tx.query_one("SELECT current_schema()::text", &[])?.get(0);
-    let state = schema::state_in(tx, schema::SCHEMA_VERSION)?;
-    let Some(schema_name) = schema_name.filter(|_| state != schema::State::Empty) else {
-        bail!("it holds no memscope schema yet: run `memscope --db … init` as the database's owner first");
-    };
-    match state {
+    let no_schema =
+        "it holds no memscope schema yet: run `memscope --db … init` as the database's owner first";
+    match schema::state_in(tx, schema::SCHEMA_VERSION)? {
         schema::State::Current => {}
-        schema::State::Empty => unreachable!("handled above"),
+        schema::State::Empty => bail!(no_schema),
         schema::State::Older(v) => bail!(
             "it holds memscope PostgreSQL schema {v}: run `memscope --db … init` as the owner of its tables to bring it to {} first",
             schema::SCHEMA_VERSION
@@ -226,6 +224,10 @@ fn apply_in(tx: &mut Transaction<'_>, address: &Address, login: Option<&Login>) 
             names.join(", ")
         ),
     }
+    // Tables were found in the current schema, so there is one.
+    let Some(schema_name) = schema_name else {
+        bail!(no_schema)
+    };
     let before = snapshot(tx, &schema_name)?;
 
     let mut roles = Vec::new();
