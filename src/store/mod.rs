@@ -5,8 +5,10 @@
 //! `postgres` holds PostgreSQL's groundwork (address, connection, schema and guards).
 
 pub mod decide;
+pub(crate) mod events;
 pub mod guard;
 pub mod postgres;
+pub(crate) mod prepared;
 mod sqlite;
 
 pub use sqlite::*;

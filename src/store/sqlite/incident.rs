@@ -7,12 +7,13 @@ use super::events::{Event, EventKind};
 use super::rows::read_from_row;
 use super::rows::{current, current_as, MEMORY_COLUMNS};
 use super::spellings;
-use super::write::{write_in_tx, PreparedWrite, TxState, WriteCtx};
+use super::write::{write_in_tx, TxState, WriteCtx};
 use super::{format_time, Store};
 use crate::model::{
     Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope, WriteOutcome,
 };
 use crate::store::decide::resolution_chain;
+use crate::store::prepared::PreparedWrite;
 use anyhow::{anyhow, bail, Result};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -177,7 +178,7 @@ fn revert_in_tx(
                 .detail(&detail)
                 .clock(st.seqs.stamp())
                 .log(conn, now)?;
-            let mut out = super::write::base_outcome(OutcomeKind::Removed, id);
+            let mut out = crate::store::prepared::base_outcome(OutcomeKind::Removed, id);
             out.version = Some(cur.version);
             out.previous = Some(cur.value);
             out.reason = Some("it had no earlier value, so it leaves the current view".into());
