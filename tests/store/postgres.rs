@@ -14,7 +14,7 @@ use std::ffi::OsStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The test server's address, or `None` (after saying so) when there is none outside CI.
-fn server() -> Option<String> {
+pub(crate) fn server() -> Option<String> {
     match std::env::var("MEMSCOPE_TEST_POSTGRES") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
@@ -45,14 +45,14 @@ fn with_database(url: &str, db: &str) -> String {
 }
 
 /// A database of its own on the test server, dropped when the test ends.
-struct FreshDb {
+pub(crate) struct FreshDb {
     server: String,
     name: String,
     url: String,
 }
 
 impl FreshDb {
-    fn new(server: &str) -> FreshDb {
+    pub(crate) fn new(server: &str) -> FreshDb {
         static N: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -74,11 +74,11 @@ impl FreshDb {
         }
     }
 
-    fn client(&self) -> Client {
+    pub(crate) fn client(&self) -> Client {
         Client::connect(&self.url, NoTls).expect("the test database answers")
     }
 
-    fn address(&self) -> Address {
+    pub(crate) fn address(&self) -> Address {
         Address::recognise(OsStr::new(&self.url)).unwrap().unwrap()
     }
 
@@ -96,7 +96,7 @@ impl FreshDb {
     }
 
     /// A fresh database with memscope's schema.
-    fn prepared(server: &str) -> (FreshDb, Client) {
+    pub(crate) fn prepared(server: &str) -> (FreshDb, Client) {
         let db = FreshDb::new(server);
         let mut client = db.client();
         assert_eq!(schema::migrate(&mut client).unwrap(), 0);
@@ -315,9 +315,10 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     let run = run.ok();
     assert!(empty);
     assert!(
-        run.stdout
-            .contains("created memscope's PostgreSQL schema 1")
-            && run.stdout.contains("cannot yet read or write memory"),
+        run.stdout.contains(&format!(
+            "created memscope's PostgreSQL schema {}",
+            schema::SCHEMA_VERSION
+        )) && run.stdout.contains("cannot yet read or write memory"),
         "{run:?}"
     );
     assert!(!run.stdout.contains(&password_of(&db.url)));
@@ -341,7 +342,7 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     let aliases = memscope::store::default_aliases().unwrap().len() as i64;
     assert!(aliases > 0);
     let first = counts(&mut client);
-    assert_eq!(first, (1, 1, aliases, 3));
+    assert_eq!(first, (1, schema::SCHEMA_VERSION, aliases, 3));
     let clock: String = client
         .query_one("SELECT value FROM settings WHERE key = 'causal_clock'", &[])
         .unwrap()
@@ -351,13 +352,17 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     // Again: nothing changes, and it says so.
     let again = memscope_at(&db.url, &["init"]).0.ok();
     assert!(
-        again
-            .stdout
-            .contains("already holds memscope's PostgreSQL schema 1"),
+        again.stdout.contains(&format!(
+            "already holds memscope's PostgreSQL schema {}",
+            schema::SCHEMA_VERSION
+        )),
         "{again:?}"
     );
     assert_eq!(counts(&mut client), first);
-    assert_eq!(schema::migrate(&mut client).unwrap(), 1);
+    assert_eq!(
+        schema::migrate(&mut client).unwrap(),
+        schema::SCHEMA_VERSION
+    );
     assert_eq!(schema::state(&mut client).unwrap(), schema::State::Current);
     assert_eq!(counts(&mut client), first);
 
@@ -369,7 +374,10 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     );
     assert!(said.contains(&db.name), "{said}");
     let said = refused(&db.url, WRITE, &["holds a memscope schema"]);
-    assert!(said.contains("PostgreSQL schema 1"), "{said}");
+    assert!(
+        said.contains(&format!("PostgreSQL schema {}", schema::SCHEMA_VERSION)),
+        "{said}"
+    );
     // Through MEMSCOPE_DB as well, and on an empty database it points at `init`.
     let empty_db = FreshDb::new(&server);
     let home = tempfile::tempdir().unwrap();
@@ -437,40 +445,46 @@ fn migrations_run_forward_in_one_transaction_and_a_newer_schema_is_refused() {
     assert!(schema::migrate_with(&mut client, &broken, &noop).is_err());
     assert!(db.tables().is_empty(), "{:?}", db.tables());
 
-    // v1 → v2: the later step runs on a v1 database, and the version row follows.
+    // A later step runs on a database of this build's schema, and the version row follows.
+    let now = schema::SCHEMA_VERSION;
     assert_eq!(schema::migrate(&mut client).unwrap(), 0);
-    let v2 = [
-        schema::MIGRATIONS[0],
-        "ALTER TABLE memories ADD COLUMN later text",
-    ];
+    let later: Vec<schema::Migration> = schema::MIGRATIONS
+        .iter()
+        .copied()
+        .chain(["ALTER TABLE memories ADD COLUMN later text"])
+        .collect();
     let steps = std::cell::RefCell::new(Vec::new());
-    let found = schema::migrate_with(&mut client, &v2, &|_, v| {
+    let found = schema::migrate_with(&mut client, &later, &|_, v| {
         steps.borrow_mut().push(v);
         Ok(())
     })
     .unwrap();
-    assert_eq!(found, 1);
-    assert_eq!(*steps.borrow(), vec![2]);
+    assert_eq!(found, now);
+    assert_eq!(*steps.borrow(), vec![now + 1]);
     let version: i64 = client
         .query_one("SELECT version FROM memscope_schema", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, now + 1);
     client
         .execute("SELECT later FROM memories", &[])
-        .expect("v2's column");
+        .expect("the later step's column");
 
-    // This build knows v1 only: it refuses v2, touching nothing.
+    // This build does not know that step: it refuses the database, touching nothing.
     let e = schema::migrate(&mut client).unwrap_err().to_string();
     assert!(e.contains("newer than this memscope understands"), "{e}");
-    assert_eq!(schema::state(&mut client).unwrap(), schema::State::Newer(2));
-    refused(&db.url, &["init"], &["schema 2", "newer"]);
-    refused(&db.url, &["list"], &["schema 2", "newer"]);
+    assert_eq!(
+        schema::state(&mut client).unwrap(),
+        schema::State::Newer(now + 1)
+    );
+    let newer = format!("schema {}", now + 1);
+    refused(&db.url, &["init"], &[&newer, "newer"]);
+    refused(&db.url, &["list"], &[&newer, "newer"]);
     let version: i64 = client
         .query_one("SELECT version FROM memscope_schema", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, 2);
+    assert_eq!(version, now + 1);
 }
 
 #[test]

@@ -5,6 +5,9 @@
 //! the store's blocking, one-connection-per-process shape.
 
 pub mod schema;
+mod store;
+
+pub use store::PgStore;
 
 use anyhow::{anyhow, bail, Result};
 use postgres::error::SqlState;

@@ -6,12 +6,12 @@ use anyhow::{bail, Context, Result};
 use postgres::{Client, Transaction};
 
 /// The PostgreSQL schema version this build writes (1 holds the tables of SQLite schema 4).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1];
+pub const MIGRATIONS: &[Migration] = &[V1, V2];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -248,6 +248,51 @@ END
 $$;
 CREATE TRIGGER tombstones_version_only_rises BEFORE UPDATE ON tombstones
 FOR EACH ROW EXECUTE FUNCTION memscope_tombstones_version_only_rises();
+"#;
+
+/// v2: the causal clock, database-wide. A write without a causal number takes the clock's
+/// next ([`memscope_clock_next`]); one with a number moves the clock up to it
+/// ([`memscope_clock_observe`]), so a later write without one is newer. Writers of different
+/// identities run at once, so the clock is a sequence, not a row every writer would wait on;
+/// moving a sequence up (`setval`) is not atomic with a concurrent `nextval`, so the two take
+/// one advisory lock — shared to allocate, exclusive to move up — held only around the sequence
+/// call itself, never to the end of the transaction (nothing else is waited for while it is
+/// held, so it cannot take part in a deadlock). A rolled-back write leaves a gap in the clock,
+/// as it may: the clock orders, it does not count.
+const V2: &str = r#"
+CREATE SEQUENCE memscope_clock AS bigint MINVALUE 1 START 1;
+
+CREATE FUNCTION memscope_clock_next() RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE v bigint;
+BEGIN
+    PERFORM pg_advisory_lock_shared(7165349316052316227);
+    v := nextval('memscope_clock');
+    PERFORM pg_advisory_unlock_shared(7165349316052316227);
+    RETURN v;
+END
+$$;
+
+-- The clock's value now: the last number handed out (0 before the first).
+CREATE FUNCTION memscope_clock_current() RETURNS bigint
+LANGUAGE sql VOLATILE SET search_path FROM CURRENT AS $$
+    SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM memscope_clock
+$$;
+
+CREATE FUNCTION memscope_clock_observe(seen bigint) RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    -- The clock only moves up, so one already past `seen` needs no lock.
+    IF seen <= memscope_clock_current() THEN
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_lock(7165349316052316227);
+    IF seen > memscope_clock_current() THEN
+        PERFORM setval('memscope_clock', seen, true);
+    END IF;
+    PERFORM pg_advisory_unlock(7165349316052316227);
+END
+$$;
 "#;
 
 /// What a database holds, as far as memscope is concerned.

@@ -12,7 +12,7 @@ use super::{format_time, Store};
 use crate::model::{
     Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope, WriteOutcome,
 };
-use crate::store::decide::resolution_chain;
+use crate::store::decide::{resolution_chain, resolve_looked, Looked};
 use crate::store::prepared::PreparedWrite;
 use anyhow::{anyhow, bail, Result};
 use chrono::{DateTime, Utc};
@@ -569,51 +569,20 @@ pub(crate) fn resolve_on(
     columns: &str,
 ) -> Result<Resolution> {
     let (subject, predicate, chain) = resolution_identities(conn, subject, predicate, repo, task)?;
-    let mut considered = Vec::new();
-    let mut winner: Option<crate::model::MemoryRecord> = None;
+    let mut looked = Vec::with_capacity(chain.len());
     for id in chain {
-        let scope_text = id.scope.to_string();
-        let entry = match current_as(conn, &id, columns)? {
-            Some(rec) => {
-                let wins = winner.is_none();
-                let c = Considered {
-                    scope: scope_text,
-                    found: true,
-                    value: Some(rec.value.clone()),
-                    wins,
-                    version: Some(rec.version),
-                    source: Some(rec.source.clone()),
-                    updated_at: Some(rec.updated_at.clone()),
-                    state: if wins {
-                        "wins".into()
-                    } else {
-                        "shadowed".into()
-                    },
-                };
-                if wins {
-                    winner = Some(rec);
-                }
-                c
-            }
-            None => not_found(
-                scope_text,
-                if tombstoned(conn, &id)? {
-                    "deleted"
-                } else {
-                    "absent"
-                },
-            ),
+        let l = match current_as(conn, &id, columns)? {
+            Some(rec) => Looked::Found {
+                value: rec.value,
+                version: rec.version,
+                source: rec.source,
+                updated_at: rec.updated_at,
+            },
+            None => Looked::Missing {
+                deleted: tombstoned(conn, &id)?,
+            },
         };
-        considered.push(entry);
+        looked.push((id.scope.to_string(), l));
     }
-    Ok(Resolution {
-        found: winner.is_some(),
-        subject,
-        predicate,
-        value: winner.as_ref().map(|w| w.value.clone()),
-        scope: winner.as_ref().map(|w| w.scope.to_string()),
-        version: winner.as_ref().map(|w| w.version),
-        source: winner.as_ref().map(|w| w.source.clone()),
-        considered,
-    })
+    Ok(resolve_looked(subject, predicate, looked).0)
 }

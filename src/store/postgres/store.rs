@@ -1,0 +1,665 @@
+//! Memory on PostgreSQL (issue 17): the write path and resolution over the same core as
+//! SQLite's — [`validate`] makes a request ready, [`guard::judge`] judges a global write's
+//! words and siblings, [`decide_write`] decides, [`resolve_looked`] resolves — with
+//! PostgreSQL's own statements, its transactions and its locks.
+//!
+//! Writers of one identity are serialized by the identity's advisory transaction lock (the
+//! same one the schema's guards take), taken before the identity is probed, under READ
+//! COMMITTED: every statement after the lock sees what the previous holder committed. The
+//! causal clock is the schema's sequence (`memscope_clock_next`, `memscope_clock_observe`).
+//! A transaction the server aborts for a deadlock or a serialization failure is run again, and
+//! counted into the `busy_retries` metric. What is not served here yet is listed in the README
+//! ("Running on PostgreSQL").
+
+use super::{schema, Address};
+use crate::model::{
+    same_value, Identity, OutcomeKind, OutcomeScope, Resolution, Scope, ScopeChoice, WriteOutcome,
+    WriteRequest,
+};
+use crate::spelling::fold;
+use crate::store::decide::WriteDecision;
+use crate::store::decide::{decide_write, resolution_chain, resolve_looked, Held, Looked, Probe};
+use crate::store::events::EventKind;
+use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
+use crate::store::prepared::{base_outcome, validate, PreparedWrite};
+use anyhow::{anyhow, bail, Result};
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, Row, Statement, Transaction};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// How often a transaction the server aborted (deadlock, serialization failure) is run again.
+const RETRIES: usize = 20;
+
+/// One connection to a memscope database on PostgreSQL, its statements prepared once.
+pub struct PgStore {
+    client: Client,
+    address: Address,
+    statements: HashMap<&'static str, Statement>,
+}
+
+/// A transaction and the store's prepared statements, together.
+struct Tx<'a> {
+    tx: Transaction<'a>,
+    statements: &'a mut HashMap<&'static str, Statement>,
+}
+
+impl Tx<'_> {
+    fn statement(&mut self, sql: &'static str) -> Result<Statement> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.tx.prepare(sql)?;
+        self.statements.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    fn all(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let s = self.statement(sql)?;
+        Ok(self.tx.query(&s, params)?)
+    }
+
+    fn opt(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        let s = self.statement(sql)?;
+        Ok(self.tx.query_opt(&s, params)?)
+    }
+
+    fn one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let s = self.statement(sql)?;
+        Ok(self.tx.query_one(&s, params)?)
+    }
+
+    fn exec(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let s = self.statement(sql)?;
+        Ok(self.tx.execute(&s, params)?)
+    }
+}
+
+/// Whether the server aborted the transaction for a reason that a second run may not meet.
+fn retryable(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<postgres::Error>()
+        .and_then(|p| p.code())
+        .is_some_and(|c| {
+            *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
+        })
+}
+
+impl PgStore {
+    /// Connects and makes sure the database holds this memscope's schema; anything else is
+    /// one sentence saying what to do.
+    pub fn open(address: &Address) -> Result<PgStore> {
+        let mut client = address.connect()?;
+        match schema::state(&mut client)? {
+            schema::State::Current => {}
+            schema::State::Empty => bail!(
+                "the PostgreSQL database {} holds no memscope schema yet: prepare it with `memscope --db … init`",
+                address.describe()
+            ),
+            schema::State::Older(v) => bail!(
+                "the PostgreSQL database {} holds memscope PostgreSQL schema {v}: bring it to {} with `memscope --db … init`",
+                address.describe(),
+                schema::SCHEMA_VERSION
+            ),
+            schema::State::Newer(v) => bail!(
+                "the PostgreSQL database {} holds memscope PostgreSQL schema {v}, newer than this memscope understands ({}): upgrade memscope to use it",
+                address.describe(),
+                schema::SCHEMA_VERSION
+            ),
+            schema::State::Foreign(names) => bail!(
+                "the PostgreSQL database {} holds tables memscope did not create ({}): point the address at a memscope database",
+                address.describe(),
+                names.join(", ")
+            ),
+        }
+        Ok(PgStore {
+            client,
+            address: address.clone(),
+            statements: HashMap::new(),
+        })
+    }
+
+    /// Runs `body` in a READ COMMITTED transaction and commits, again when the server aborted
+    /// it for a deadlock or a serialization failure (counted into `busy_retries`).
+    fn in_tx<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        let mut retries = 0i64;
+        loop {
+            let tx = self.client.transaction()?;
+            let mut t = Tx {
+                tx,
+                statements: &mut self.statements,
+            };
+            let out = body(&mut t).and_then(|out| {
+                if retries > 0 {
+                    bump_metric(&mut t, "busy_retries", retries)?;
+                }
+                t.tx.commit()?;
+                Ok(out)
+            });
+            match out {
+                Err(e) if retryable(&e) && (retries as usize) < RETRIES => retries += 1,
+                Err(e) => {
+                    return Err(e.context(format!("on {}", self.address.describe())));
+                }
+                Ok(out) => return Ok(out),
+            }
+        }
+    }
+
+    /// One write, one transaction: the write path of README "The model in one minute".
+    pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
+        let prepared = validate(req.clone())?;
+        self.in_tx(|t| write_in_tx(t, &prepared))
+    }
+
+    /// What `subject`/`predicate` resolves to in `repo` and `task`, with the chain explained.
+    pub fn resolve(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+    ) -> Result<Resolution> {
+        let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        self.in_tx(|t| {
+            let subject = spelled(t, SUBJECT, &subject, false)?;
+            let predicate = canonical_predicate(t, predicate)?;
+            let repo = repo
+                .map(|r| spelled(t, SCOPE, &Scope::Repo(r.to_string()).to_string(), false))
+                .transpose()?;
+            let task = task
+                .map(|k| spelled(t, SCOPE, &Scope::Task(k.to_string()).to_string(), false))
+                .transpose()?;
+            let id_of = |text: &Option<String>| {
+                text.as_deref()
+                    .and_then(|s| s.split_once(':'))
+                    .map(|(_, id)| id.to_string())
+            };
+            let mut looked = Vec::new();
+            for scope in resolution_chain(id_of(&repo).as_deref(), id_of(&task).as_deref()) {
+                let scope_text = scope.to_string();
+                let row = t.opt(
+                    "SELECT value, version, source,
+                            to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+                     FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
+                    &[&subject, &predicate, &scope_text],
+                )?;
+                let l = match row {
+                    Some(r) => Looked::Found {
+                        value: parse_value(&r.get::<_, String>(0), &scope_text)?,
+                        version: r.get(1),
+                        source: r.get(2),
+                        updated_at: r.get(3),
+                    },
+                    None => Looked::Missing {
+                        deleted: t
+                            .opt(
+                                "SELECT 1 FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
+                                &[&subject, &predicate, &scope_text],
+                            )?
+                            .is_some(),
+                    },
+                };
+                looked.push((scope_text, l));
+            }
+            Ok(resolve_looked(subject.clone(), predicate.clone(), looked).0)
+        })
+    }
+
+    /// Every current record: (identity, value, version), in identity order.
+    pub fn current(&mut self) -> Result<Vec<(Identity, Value, i64)>> {
+        self.in_tx(|t| {
+            let rows = t.all(
+                "SELECT subject, predicate, scope, value, version FROM memories
+                 ORDER BY subject, predicate, scope",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let scope: String = r.get(2);
+                    Ok((
+                        Identity {
+                            subject: r.get(0),
+                            predicate: r.get(1),
+                            scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
+                        },
+                        parse_value(&r.get::<_, String>(3), &scope)?,
+                        r.get(4),
+                    ))
+                })
+                .collect()
+        })
+    }
+
+    /// The causal clock's value: the last number handed out.
+    pub fn clock(&mut self) -> Result<i64> {
+        self.in_tx(|t| Ok(t.one("SELECT memscope_clock_current()", &[])?.get(0)))
+    }
+
+    /// A metric's value (0 when never counted).
+    pub fn metric(&mut self, name: &str) -> Result<i64> {
+        self.in_tx(|t| {
+            Ok(
+                t.opt("SELECT value FROM metrics WHERE name = $1", &[&name])?
+                    .map_or(0, |r| r.get(0)),
+            )
+        })
+    }
+}
+
+const SUBJECT: &str = "subject";
+const SCOPE: &str = "scope";
+
+fn parse_value(text: &str, at: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| anyhow!("a stored value in {at} is not JSON ({e}): run `memscope check`"))
+}
+
+fn bump_metric(t: &mut Tx<'_>, name: &str, by: i64) -> Result<()> {
+    t.exec(
+        "INSERT INTO metrics (name, value) VALUES ($1, $2)
+         ON CONFLICT (name) DO UPDATE SET value = metrics.value + EXCLUDED.value",
+        &[&name, &by],
+    )?;
+    Ok(())
+}
+
+fn canonical_predicate(t: &mut Tx<'_>, raw: &str) -> Result<String> {
+    let p = crate::model::normalize_predicate(raw).map_err(|e| anyhow!(e))?;
+    Ok(t.opt(
+        "SELECT canonical FROM predicate_aliases WHERE alias = $1",
+        &[&p],
+    )?
+    .map_or(p, |r| r.get(0)))
+}
+
+/// The stored spelling of `text` (README, "One spelling per place"); with `register`, `text`
+/// becomes the first spelling of a key nobody used yet. Two writers registering one key at
+/// once: the second's insert waits for the first's commit and does nothing, and its next
+/// statement (a new snapshot, READ COMMITTED) reads the first's spelling.
+fn spelled(t: &mut Tx<'_>, kind: &str, text: &str, register: bool) -> Result<String> {
+    let folded = fold(text);
+    let lookup = "SELECT spelling FROM spellings WHERE kind = $1 AND folded = $2";
+    if let Some(r) = t.opt(lookup, &[&kind, &folded])? {
+        return Ok(r.get(0));
+    }
+    if !register {
+        return Ok(text.to_string());
+    }
+    t.exec(
+        "INSERT INTO spellings (kind, folded, spelling) VALUES ($1, $2, $3)
+         ON CONFLICT (kind, folded) DO NOTHING",
+        &[&kind, &folded, &text],
+    )?;
+    Ok(t.one(lookup, &[&kind, &folded])?.get(0))
+}
+
+fn respelled(scope: &Scope, text: &str) -> Scope {
+    match (scope, text.split_once(':')) {
+        (Scope::Repo(_), Some((_, id))) => Scope::Repo(id.to_string()),
+        (Scope::Task(_), Some((_, id))) => Scope::Task(id.to_string()),
+        _ => scope.clone(),
+    }
+}
+
+/// A scope in its stored spelling (registered when `register`).
+fn spelled_scope(t: &mut Tx<'_>, scope: &Scope, register: bool) -> Result<Scope> {
+    if *scope == Scope::Global {
+        return Ok(Scope::Global);
+    }
+    let text = spelled(t, SCOPE, &scope.to_string(), register)?;
+    Ok(respelled(scope, &text))
+}
+
+/// The causal number of a write: its own, which moves the clock up to it, or the clock's next.
+fn causal_seq(t: &mut Tx<'_>, own: Option<i64>) -> Result<i64> {
+    match own {
+        Some(s) => {
+            t.exec("SELECT memscope_clock_observe($1)", &[&s])?;
+            Ok(s)
+        }
+        None => Ok(t.one("SELECT memscope_clock_next()", &[])?.get(0)),
+    }
+}
+
+/// One history row.
+#[allow(clippy::too_many_arguments)]
+fn log_event(
+    t: &mut Tx<'_>,
+    kind: EventKind,
+    id: &Identity,
+    version: Option<i64>,
+    w: Option<&PreparedWrite>,
+    causal_seq: Option<i64>,
+    detail: Option<&Value>,
+    clock: Option<i64>,
+) -> Result<()> {
+    let scope = id.scope.to_string();
+    let detail = detail.map(Value::to_string);
+    t.exec(
+        "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, clock_timestamp(), $10, $11)",
+        &[
+            &kind.as_str(),
+            &id.subject,
+            &id.predicate,
+            &scope,
+            &version,
+            &w.map(|w| w.value_text.as_str()),
+            &w.and_then(|w| w.raw.as_deref()),
+            &w.map(|w| w.source.as_str()),
+            &causal_seq,
+            &detail,
+            &clock,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Decides and applies one write inside an open transaction (README, the write rules: the
+/// scope guard, tombstone → no record → same value → causal order → supersede).
+fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
+    let mut w = w.clone();
+    w.predicate = canonical_predicate(t, &w.predicate)?;
+    w.subject = spelled(t, SUBJECT, &w.subject, true)?;
+    let scope = match &w.choice {
+        ScopeChoice::Ambiguous(candidates) => {
+            let mut spelled = Vec::with_capacity(candidates.len());
+            for c in candidates {
+                spelled.push(spelled_scope(t, c, true)?);
+            }
+            return enqueue_pending(t, &w, &spelled, None);
+        }
+        ScopeChoice::Exact(scope) => spelled_scope(t, scope, true)?,
+    };
+    w.choice = ScopeChoice::Exact(scope.clone());
+    let mut suspect = None;
+    if scope == Scope::Global {
+        match guard(t, &w)? {
+            Verdict::Queue {
+                candidates,
+                evidence,
+            } => return enqueue_pending(t, &w, &candidates, Some(&evidence.join("; "))),
+            Verdict::Suspect { evidence, .. } => suspect = Some(json!({ "suspect": evidence })),
+            Verdict::Apply => {}
+        }
+    }
+    let id = Identity {
+        subject: w.subject.clone(),
+        predicate: w.predicate.clone(),
+        scope: scope.clone(),
+    };
+    let scope_text = scope.to_string();
+    // Writers of this identity wait here for each other; what follows reads what the one
+    // before committed.
+    t.exec(
+        "SELECT memscope_identity_lock($1, $2, $3)",
+        &[&id.subject, &id.predicate, &scope_text],
+    )?;
+    let probe = probe(t, &id, &scope_text)?;
+    let seq = if probe.tombstone.is_some() {
+        0
+    } else {
+        causal_seq(t, w.causal_seq)?
+    };
+    let decision = decide_write(&probe, &w.value, seq);
+    let mut out = base_outcome(decision.kind(), &id);
+    out.reason = decision.reason();
+    match decision {
+        WriteDecision::Reject { tombstone_version } => {
+            let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
+            let detail = json!({ "reason": "tombstoned", "tombstone_version": tombstone_version });
+            t.exec(
+                "INSERT INTO history (event, subject, predicate, scope, source, causal_seq, at, detail, clock)
+                 VALUES ('rejected', $1, $2, $3, $4, $5, clock_timestamp(), $6, $7)",
+                &[&id.subject, &id.predicate, &scope_text, &w.source, &w.causal_seq, &detail.to_string(), &clock],
+            )?;
+            bump_metric(t, "resurrection_blocked", 1)?;
+            return Ok(out);
+        }
+        WriteDecision::Insert { version } => {
+            t.exec(
+                "INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp(), clock_timestamp())",
+                &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq],
+            )?;
+            log_event(
+                t,
+                EventKind::Set,
+                &id,
+                Some(version),
+                Some(&w),
+                Some(seq),
+                suspect.as_ref(),
+                Some(seq),
+            )?;
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+        }
+        WriteDecision::Confirm { version, current } => {
+            t.exec(
+                "UPDATE memories SET confirmed_at = clock_timestamp(), confirm_count = confirm_count + 1,
+                        confirmed_source = $4, confirmed_seq = greatest(confirmed_seq, $5)
+                 WHERE subject = $1 AND predicate = $2 AND scope = $3",
+                &[&id.subject, &id.predicate, &scope_text, &w.source, &seq],
+            )?;
+            log_event(
+                t,
+                EventKind::Confirmed,
+                &id,
+                Some(version),
+                Some(&w),
+                Some(seq),
+                None,
+                Some(seq),
+            )?;
+            out.version = Some(version);
+            out.value = Some(current);
+        }
+        WriteDecision::Stale {
+            version,
+            current_seq,
+            ..
+        } => {
+            let detail = json!({ "current_version": version, "current_causal_seq": current_seq });
+            log_event(
+                t,
+                EventKind::Stale,
+                &id,
+                None,
+                Some(&w),
+                Some(seq),
+                Some(&detail),
+                Some(seq),
+            )?;
+            bump_metric(t, "stale_writes", 1)?;
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+        }
+        WriteDecision::Supersede {
+            version, previous, ..
+        } => {
+            t.exec(
+                "UPDATE memories SET value = $4, version = $5, source = $6, raw = $7, causal_seq = $8,
+                        updated_at = clock_timestamp(), confirmed_at = NULL, confirm_count = 0,
+                        confirmed_source = NULL, confirmed_seq = NULL
+                 WHERE subject = $1 AND predicate = $2 AND scope = $3",
+                &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq],
+            )?;
+            log_event(
+                t,
+                EventKind::Set,
+                &id,
+                Some(version),
+                Some(&w),
+                Some(seq),
+                suspect.as_ref(),
+                Some(seq),
+            )?;
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+            out.previous = Some(previous);
+        }
+    }
+    out.causal_seq = Some(seq);
+    Ok(out)
+}
+
+/// What the database holds for `id`, read after its lock was taken.
+fn probe(t: &mut Tx<'_>, id: &Identity, scope_text: &str) -> Result<Probe> {
+    let r = t.one(
+        "SELECT (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3),
+                m.version, m.value, greatest(m.causal_seq, coalesce(m.confirmed_seq, 0)),
+                coalesce((SELECT max(version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3), 0)
+         FROM (SELECT 1) AS one LEFT JOIN memories m ON m.subject = $1 AND m.predicate = $2 AND m.scope = $3",
+        &[&id.subject, &id.predicate, &scope_text],
+    )?;
+    let current = match (
+        r.get::<_, Option<i64>>(1),
+        r.get::<_, Option<String>>(2),
+        r.get::<_, Option<i64>>(3),
+    ) {
+        (Some(version), Some(text), Some(causal_seq)) => Some(Held {
+            version,
+            value: parse_value(&text, scope_text)?,
+            causal_seq,
+        }),
+        _ => None,
+    };
+    Ok(Probe {
+        tombstone: r.get(0),
+        current,
+        last_version: r.get(4),
+    })
+}
+
+/// The scope guard's verdict on a global write (README, "The scope guard"): its words alone
+/// without a context; with one, also the places the database knows and the scoped records the
+/// same message wrote of this subject in the place the write was made in.
+fn guard(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<Verdict> {
+    let mode = t
+        .opt("SELECT value FROM settings WHERE key = 'scope_guard'", &[])?
+        .and_then(|r| GuardMode::parse(&r.get::<_, String>(0)))
+        .unwrap_or(GuardMode::Queue);
+    if mode == GuardMode::Off || (w.context.is_none() && w.raw.is_none()) {
+        return Ok(Verdict::Apply);
+    }
+    let mut known = Vec::new();
+    let mut siblings = Vec::new();
+    if let Some(context) = &w.context {
+        for r in t.all("SELECT spelling FROM spellings WHERE kind = 'scope'", &[])? {
+            if let Ok(scope) = Scope::parse(&r.get::<_, String>(0)) {
+                known.push(scope);
+            }
+        }
+        let given = [
+            context.repo.clone().map(Scope::Repo),
+            context.task.clone().map(Scope::Task),
+        ];
+        for place in given.into_iter().flatten() {
+            let folded = fold(&place.to_string());
+            let Some(r) = t.opt(
+                "SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $1",
+                &[&folded],
+            )?
+            else {
+                continue; // memscope never stored anything there: no siblings
+            };
+            let text: String = r.get(0);
+            for s in t.all(
+                "SELECT predicate FROM memories WHERE scope = $1 AND subject = $2 AND source = $3
+                 ORDER BY predicate",
+                &[&text, &w.subject, &w.source],
+            )? {
+                siblings.push((s.get::<_, String>(0), respelled(&place, &text)));
+            }
+        }
+    }
+    let places = Places::new(&known);
+    let ev = Evidence {
+        raw: w.raw.as_deref(),
+        words: w.words.as_ref(),
+        context: w.context.as_ref(),
+        known_places: &places,
+        siblings: &siblings,
+    };
+    Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode))
+}
+
+/// An ambiguous write waits for a human (or repeats the open item that already waits).
+fn enqueue_pending(
+    t: &mut Tx<'_>,
+    w: &PreparedWrite,
+    candidates: &[Scope],
+    guard_reason: Option<&str>,
+) -> Result<WriteOutcome> {
+    // Two identical writes at once must not both queue an item: one waits for the other.
+    t.exec(
+        "SELECT memscope_identity_lock($1, $2, '')",
+        &[&w.subject, &w.predicate],
+    )?;
+    let scopes: Vec<String> = candidates.iter().map(Scope::to_string).collect();
+    let deleted: Vec<String> = t
+        .all(
+            "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2",
+            &[&w.subject, &w.predicate],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut out = WriteOutcome::new(
+        OutcomeKind::Pending,
+        &w.subject,
+        &w.predicate,
+        OutcomeScope::Ambiguous {
+            ambiguous: candidates.to_vec(),
+        },
+    );
+    if scopes.iter().all(|s| deleted.contains(s)) {
+        bump_metric(t, "resurrection_blocked", 1)?;
+        out.outcome = OutcomeKind::Rejected;
+        out.reason =
+            Some("every candidate scope of this identity was deleted; restore one first".into());
+        return Ok(out);
+    }
+    let wanted: std::collections::BTreeSet<&String> = scopes.iter().collect();
+    for r in t.all(
+        "SELECT id, value, candidates, causal_seq FROM pending
+         WHERE subject = $1 AND predicate = $2 AND source = $3 AND status = 'open' ORDER BY id",
+        &[&w.subject, &w.predicate, &w.source],
+    )? {
+        let held: Vec<String> = serde_json::from_str(&r.get::<_, String>(2)).unwrap_or_default();
+        let value: Value = serde_json::from_str(&r.get::<_, String>(1)).unwrap_or(Value::Null);
+        if held.iter().collect::<std::collections::BTreeSet<_>>() == wanted
+            && same_value(&value, &w.value)
+        {
+            let id: i64 = r.get(0);
+            out.pending_id = Some(id);
+            out.value = Some(value);
+            out.causal_seq = Some(r.get(3));
+            out.reason = Some(format!(
+                "the same write is already waiting as pending #{id}: a human picks its scope with `memscope pending resolve`"
+            ));
+            return Ok(out);
+        }
+    }
+    let seq = causal_seq(t, w.causal_seq)?;
+    let candidates_text = serde_json::to_string(&scopes)?;
+    let id: i64 = t
+        .one(
+            "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, reason)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'open', clock_timestamp(), $8) RETURNING id",
+            &[&w.subject, &w.predicate, &w.value_text, &w.raw, &w.source, &seq, &candidates_text, &guard_reason],
+        )?
+        .get(0);
+    out.pending_id = Some(id);
+    out.value = Some(w.value.clone());
+    out.causal_seq = Some(seq);
+    out.reason = Some(match guard_reason {
+        Some(evidence) => format!(
+            "the scope guard queued it for a human: {evidence}; it was not applied, do not write it again"
+        ),
+        None => "the scope is ambiguous: a human picks one with `memscope pending resolve`".into(),
+    });
+    Ok(out)
+}

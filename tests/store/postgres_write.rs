@@ -1,0 +1,384 @@
+//! The write path and resolution on PostgreSQL (issue 17), against a real server: every
+//! outcome of the write rules decided by the same core as on SQLite, the scope guard, and
+//! writers on several connections at once — what each was told is what the database holds.
+
+use super::postgres::{server, FreshDb};
+use memscope::model::{OutcomeKind, ScopeChoice, WriteContext, WriteRequest};
+use memscope::store::postgres::PgStore;
+use serde_json::{json, Value};
+
+fn req(subject: &str, predicate: &str, value: Value, scope: &str, source: &str) -> WriteRequest {
+    WriteRequest {
+        subject: subject.into(),
+        predicate: predicate.into(),
+        value,
+        scope: if scope.contains(',') {
+            ScopeChoice::parse_candidates(scope).unwrap()
+        } else {
+            ScopeChoice::Exact(memscope::Scope::parse(scope).unwrap())
+        },
+        source: source.into(),
+        raw: None,
+        causal_seq: None,
+        context: None,
+    }
+}
+
+/// What a writer was told: predicate (as stored), value written, outcome, version, causal number.
+type Told = (String, String, OutcomeKind, Option<i64>, Option<i64>);
+
+#[test]
+fn every_outcome_of_the_write_rules_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    let w = |store: &mut PgStore, r: &WriteRequest| store.write(r).unwrap();
+    // Inserted, confirmed, superseded; the alias table maps 包管理器.
+    let first = w(
+        &mut store,
+        &req(
+            "user:42",
+            "包管理器",
+            json!("pnpm 📦"),
+            "global",
+            "thread:1",
+        ),
+    );
+    assert_eq!(first.outcome, OutcomeKind::Inserted, "{first:?}");
+    assert_eq!(first.predicate.as_deref(), Some("package_manager"));
+    assert_eq!(first.version, Some(1));
+    let again = w(
+        &mut store,
+        &req(
+            "User:42",
+            "package_manager",
+            json!("pnpm 📦"),
+            "global",
+            "thread:2",
+        ),
+    );
+    assert_eq!(again.outcome, OutcomeKind::Confirmed, "{again:?}");
+    assert_eq!(
+        again.subject.as_deref(),
+        Some("user:42"),
+        "one spelling per subject"
+    );
+    let newer = w(
+        &mut store,
+        &req(
+            "user:42",
+            "package_manager",
+            json!("npm"),
+            "global",
+            "thread:3",
+        ),
+    );
+    assert_eq!(newer.outcome, OutcomeKind::Superseded, "{newer:?}");
+    assert_eq!(
+        (newer.version, newer.previous.clone()),
+        (Some(2), Some(json!("pnpm 📦")))
+    );
+    // A causally older write is stale.
+    let mut old = req(
+        "user:42",
+        "package_manager",
+        json!("yarn"),
+        "global",
+        "thread:0",
+    );
+    old.causal_seq = Some(1);
+    let stale = w(&mut store, &old);
+    assert_eq!(stale.outcome, OutcomeKind::Stale, "{stale:?}");
+    // A write with a causal number far ahead moves the clock: the next write is newer.
+    let mut ahead = req(
+        "user:7",
+        "editor",
+        json!("vim"),
+        "repo:编辑器-🚀",
+        "thread:9",
+    );
+    ahead.causal_seq = Some(1_000_000);
+    assert_eq!(w(&mut store, &ahead).outcome, OutcomeKind::Inserted);
+    assert!(store.clock().unwrap() >= 1_000_000);
+    let after = w(
+        &mut store,
+        &req(
+            "user:7",
+            "editor",
+            json!("helix"),
+            "repo:编辑器-🚀",
+            "thread:10",
+        ),
+    );
+    assert_eq!(after.outcome, OutcomeKind::Superseded, "{after:?}");
+    assert!(after.causal_seq.unwrap() > 1_000_000);
+    // An ambiguous scope waits for a human, once.
+    let amb = req(
+        "user:42",
+        "test_runner",
+        json!("vitest"),
+        "global,repo:web-app",
+        "thread:4",
+    );
+    let p1 = w(&mut store, &amb);
+    assert_eq!(p1.outcome, OutcomeKind::Pending, "{p1:?}");
+    let p2 = w(&mut store, &amb);
+    assert_eq!(
+        (p2.outcome, p2.pending_id),
+        (OutcomeKind::Pending, p1.pending_id)
+    );
+    // A tombstone keeps a deleted identity deleted (made here by raw SQL as the owner).
+    raw.batch_execute(
+        "DELETE FROM memories WHERE subject = 'user:7' AND predicate = 'editor';
+         INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
+         VALUES ('user:7', 'editor', 'repo:编辑器-🚀', 2, '删除 🗑', now());",
+    )
+    .unwrap();
+    let refused = w(
+        &mut store,
+        &req(
+            "user:7",
+            "editor",
+            json!("emacs"),
+            "repo:编辑器-🚀",
+            "thread:11",
+        ),
+    );
+    assert_eq!(refused.outcome, OutcomeKind::Rejected, "{refused:?}");
+    assert_eq!(store.metric("resurrection_blocked").unwrap(), 1);
+    assert_eq!(store.metric("stale_writes").unwrap(), 1);
+    let events: Vec<String> = raw
+        .query("SELECT event FROM history WHERE subject = 'user:42' AND predicate = 'package_manager' ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(events, ["set", "confirmed", "set", "stale"]);
+}
+
+#[test]
+fn resolution_on_postgres_explains_the_chain() {
+    let Some(server) = server() else { return };
+    let (db, _raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    for (value, scope) in [
+        ("pnpm", "global"),
+        ("npm ci", "repo:Legacy-Dashboard"),
+        ("bun 🥯", "task:迁移"),
+    ] {
+        store
+            .write(&req(
+                "user:42",
+                "package_manager",
+                json!(value),
+                scope,
+                "thread:1",
+            ))
+            .unwrap();
+    }
+    let r = store
+        .resolve(
+            "user:42",
+            "包管理器",
+            Some("legacy-dashboard"),
+            Some("迁移"),
+        )
+        .unwrap();
+    assert_eq!(r.value, Some(json!("bun 🥯")));
+    assert_eq!(r.scope.as_deref(), Some("task:迁移"));
+    let states: Vec<(&str, &str)> = r
+        .considered
+        .iter()
+        .map(|c| (c.scope.as_str(), c.state.as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("task:迁移", "wins"),
+            ("repo:Legacy-Dashboard", "shadowed"),
+            ("global", "shadowed")
+        ]
+    );
+    let r = store
+        .resolve("user:42", "package_manager", Some("other"), None)
+        .unwrap();
+    assert_eq!(
+        (r.value, r.scope.as_deref()),
+        (Some(json!("pnpm")), Some("global"))
+    );
+}
+
+/// The incident of the first seed article, on PostgreSQL: the words say "this repository" and
+/// the write says where it was made — queued, not superseding the default; without a place it
+/// is stored and its event keeps the evidence.
+#[test]
+fn the_scope_guard_on_postgres_queues_the_incident() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    let default = req(
+        "user:42",
+        "package_manager",
+        json!("pnpm"),
+        "global",
+        "thread:1",
+    );
+    assert_eq!(
+        store.write(&default).unwrap().outcome,
+        OutcomeKind::Inserted
+    );
+    let mut sibling = req(
+        "user:42",
+        "install_command",
+        json!("npm ci"),
+        "repo:legacy-dashboard",
+        "thread:2/message:1",
+    );
+    sibling.raw = Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into());
+    assert_eq!(
+        store.write(&sibling).unwrap().outcome,
+        OutcomeKind::Inserted
+    );
+    let mut incident = req(
+        "user:42",
+        "package_manager",
+        json!("npm"),
+        "global",
+        "thread:2/message:1",
+    );
+    incident.raw = sibling.raw.clone();
+    incident.context = Some(WriteContext {
+        repo: Some("legacy-dashboard".into()),
+        task: None,
+    });
+    let out = store.write(&incident).unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Pending, "{out:?}");
+    let reason = out.reason.unwrap();
+    assert!(reason.contains("这个仓库"), "{reason}");
+    assert!(
+        reason.contains("the same message wrote install_command in repo:legacy-dashboard"),
+        "{reason}"
+    );
+    let r = store
+        .resolve("user:42", "package_manager", Some("new-app"), None)
+        .unwrap();
+    assert_eq!(r.value, Some(json!("pnpm")), "the default still stands");
+    // Without a place: stored, a suspect.
+    incident.context = None;
+    let out = store.write(&incident).unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Superseded, "{out:?}");
+    let detail: String = raw
+        .query_one("SELECT detail FROM history WHERE event = 'set' AND version = 2 AND predicate = 'package_manager'", &[])
+        .unwrap()
+        .get(0);
+    assert!(
+        detail.contains("suspect") && detail.contains("这个仓库"),
+        "{detail}"
+    );
+}
+
+/// Writers on eight connections at once, to one identity and to their own: every write each
+/// was told was stored is in history exactly once, versions are contiguous, one record is
+/// current, and no two writes took the same causal number.
+#[test]
+fn concurrent_writers_on_postgres_lose_nothing_they_were_told() {
+    let Some(server) = server() else { return };
+    let (db, raw) = FreshDb::prepared(&server);
+    drop(raw);
+    let address = db.address();
+    const WRITERS: usize = 8;
+    const EACH: usize = 40;
+    let told: Vec<Vec<Told>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..WRITERS)
+            .map(|n| {
+                let address = address.clone();
+                s.spawn(move || {
+                    let mut store = PgStore::open(&address).unwrap();
+                    let mut told = Vec::new();
+                    for i in 0..EACH {
+                        for predicate in ["shared 共享", &format!("own_{n}")] {
+                            let value = json!(format!("writer {n} 写 {i} 🙂"));
+                            let out = store
+                                .write(&req(
+                                    "user:1",
+                                    predicate,
+                                    value.clone(),
+                                    "global",
+                                    &format!("w{n}:{i}"),
+                                ))
+                                .unwrap();
+                            told.push((
+                                out.predicate.clone().unwrap_or_default(),
+                                value.to_string(),
+                                out.outcome,
+                                out.version,
+                                out.causal_seq,
+                            ));
+                        }
+                    }
+                    told
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut raw = db.client();
+    let told: Vec<_> = told.into_iter().flatten().collect();
+    let mut seqs: Vec<i64> = told.iter().filter_map(|t| t.4).collect();
+    seqs.sort_unstable();
+    let n = seqs.len();
+    seqs.dedup();
+    assert_eq!(seqs.len(), n, "no two writes took the same causal number");
+    // As stored (predicates are normalized): the shared one and each writer's own.
+    let predicates: std::collections::BTreeSet<String> = told.iter().map(|t| t.0.clone()).collect();
+    assert_eq!(predicates.len(), WRITERS + 1, "{predicates:?}");
+    for predicate in &predicates {
+        let mut stored: Vec<(i64, String)> = told
+            .iter()
+            .filter(|t| {
+                &t.0 == predicate && matches!(t.2, OutcomeKind::Inserted | OutcomeKind::Superseded)
+            })
+            .map(|t| (t.3.unwrap(), t.1.clone()))
+            .collect();
+        stored.sort();
+        let history: Vec<(i64, String)> = raw
+            .query(
+                "SELECT version, value FROM history WHERE predicate = $1 AND event = 'set' ORDER BY version",
+                &[predicate],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        assert_eq!(
+            history, stored,
+            "{predicate}: history holds exactly what the writers were told"
+        );
+        let versions: Vec<i64> = history.iter().map(|h| h.0).collect();
+        assert_eq!(
+            versions,
+            (1..=versions.len() as i64).collect::<Vec<_>>(),
+            "{predicate}: contiguous"
+        );
+        let current: Vec<(i64, String)> = raw
+            .query(
+                "SELECT version, value FROM memories WHERE predicate = $1",
+                &[predicate],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        assert_eq!(
+            current,
+            vec![history.last().unwrap().clone()],
+            "{predicate}: one current record, the last told"
+        );
+    }
+    let shared = told.iter().filter(|t| !t.0.starts_with("own_")).count();
+    assert_eq!(
+        shared,
+        WRITERS * EACH,
+        "every write to the shared identity was answered"
+    );
+}
