@@ -1,6 +1,8 @@
 //! The history log's vocabulary (docs/SCHEMA.md, "history"), the same on every backend: each
 //! event a store operation logs is named by an [`EventKind`].
 
+use crate::model::HistoryEvent;
+
 /// What happened to an identity (the `event` column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EventKind {
@@ -35,6 +37,23 @@ impl EventKind {
             EventKind::Reverted => "reverted",
             EventKind::Removed => "removed",
             EventKind::Merged => "merged",
+        }
+    }
+}
+
+/// Fills `valid_until` of each `set` event: the time of the next event that ended it in the
+/// same scope (a newer version, a delete, a removal).
+pub(crate) fn mark_validity(events: &mut [HistoryEvent]) {
+    let mut open: std::collections::HashMap<String, usize> = Default::default();
+    for i in 0..events.len() {
+        let ends = matches!(events[i].event.as_str(), "set" | "deleted" | "removed");
+        if ends {
+            if let Some(j) = open.remove(&events[i].scope) {
+                events[j].valid_until = Some(events[i].at.clone());
+            }
+        }
+        if events[i].event == "set" {
+            open.insert(events[i].scope.clone(), i);
         }
     }
 }

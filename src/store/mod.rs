@@ -12,3 +12,113 @@ pub(crate) mod prepared;
 mod sqlite;
 
 pub use sqlite::*;
+
+use crate::model::{HistoryEvent, MemoryRecord, Resolution, Scope, WriteOutcome, WriteRequest};
+use anyhow::Result;
+use std::path::Path;
+
+/// A memscope database chosen by its address alone (README, "Running on PostgreSQL"): a
+/// `postgres://` or `postgresql://` address is PostgreSQL, anything else a SQLite file. The
+/// commands PostgreSQL serves so far take this; the rest open the SQLite [`Store`], which
+/// refuses an address with a sentence saying so.
+pub enum AnyStore {
+    Sqlite(Store),
+    Postgres(postgres::PgStore),
+}
+
+impl AnyStore {
+    pub fn open(db: &Path, mode: OpenMode) -> Result<AnyStore> {
+        match postgres::Address::recognise(db.as_os_str()) {
+            Some(address) => Ok(AnyStore::Postgres(postgres::PgStore::open(&address?)?)),
+            None => Ok(AnyStore::Sqlite(Store::open(db, mode)?)),
+        }
+    }
+
+    /// The SQLite store, for what PostgreSQL does not serve yet: there, one sentence naming
+    /// `what`.
+    pub fn sqlite(&mut self, what: &str) -> Result<&mut Store> {
+        match self {
+            AnyStore::Sqlite(s) => Ok(s),
+            AnyStore::Postgres(_) => Err(postgres::not_yet(what)),
+        }
+    }
+
+    pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
+        match self {
+            AnyStore::Sqlite(s) => s.write(req),
+            AnyStore::Postgres(p) => p.write(req),
+        }
+    }
+
+    pub fn apply<R: std::io::Read + Send + 'static>(
+        &mut self,
+        input: R,
+        emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
+    ) -> Result<ApplySummary> {
+        match self {
+            AnyStore::Sqlite(s) => s.apply(input, emit),
+            AnyStore::Postgres(p) => p.apply(input, emit),
+        }
+    }
+
+    pub fn resolve(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+    ) -> Result<Resolution> {
+        match self {
+            AnyStore::Sqlite(s) => s.resolve(subject, predicate, repo, task),
+            AnyStore::Postgres(p) => p.resolve(subject, predicate, repo, task),
+        }
+    }
+
+    pub fn resolve_logged(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+        agent: Option<&str>,
+        note: Option<&str>,
+    ) -> Result<Resolution> {
+        match self {
+            AnyStore::Sqlite(s) => s.resolve_logged(subject, predicate, repo, task, agent, note),
+            AnyStore::Postgres(p) => p.resolve_logged(subject, predicate, repo, task, agent, note),
+        }
+    }
+
+    pub fn list(&mut self, filter: &ListFilter) -> Result<Vec<MemoryRecord>> {
+        match self {
+            AnyStore::Sqlite(s) => s.list(filter),
+            AnyStore::Postgres(p) => p.list(filter),
+        }
+    }
+
+    pub fn history(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        scope: Option<&Scope>,
+    ) -> Result<Vec<HistoryEvent>> {
+        match self {
+            AnyStore::Sqlite(s) => s.history(subject, predicate, scope),
+            AnyStore::Postgres(p) => p.history(subject, predicate, scope),
+        }
+    }
+
+    pub fn canonical_predicate(&mut self, raw: &str) -> Result<String> {
+        match self {
+            AnyStore::Sqlite(s) => s.canonical_predicate(raw),
+            AnyStore::Postgres(p) => p.canonical_predicate(raw),
+        }
+    }
+
+    pub fn next_seq(&mut self) -> Result<i64> {
+        match self {
+            AnyStore::Sqlite(s) => s.next_seq(),
+            AnyStore::Postgres(p) => p.next_seq(),
+        }
+    }
+}

@@ -4,8 +4,8 @@
 //! transaction (the alias table, the stored spellings) it adds to the [`PreparedWrite`].
 
 use crate::model::{
-    normalize_subject, parse_context_id, ContextKind, Identity, InvalidRequest, OutcomeKind,
-    OutcomeScope, Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
+    normalize_subject, parse_context_id, ContextKind, Identity, InvalidRequest, LineError,
+    OutcomeKind, OutcomeScope, Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
 };
 use crate::store::guard::{Context, Words};
 use anyhow::Result;
@@ -162,4 +162,24 @@ pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
         &id.predicate,
         OutcomeScope::Exact(id.scope.clone()),
     )
+}
+
+/// One line of `apply` input, parsed and validated (`None`: a blank line).
+pub(crate) fn parse_line(bytes: &[u8]) -> Option<std::result::Result<PreparedWrite, LineError>> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Some(Err(LineError {
+            message: "line is not valid UTF-8: send JSON text encoded as UTF-8".into(),
+            column: None,
+        }));
+    };
+    let text = text.trim_end_matches(['\n', '\r']);
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(WriteRequest::from_json_line(text).and_then(|r| {
+        validate(r).map_err(|e| LineError {
+            message: e.0,
+            column: None,
+        })
+    }))
 }

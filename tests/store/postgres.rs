@@ -48,7 +48,7 @@ fn with_database(url: &str, db: &str) -> String {
 pub(crate) struct FreshDb {
     server: String,
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl FreshDb {
@@ -318,7 +318,7 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
         run.stdout.contains(&format!(
             "created memscope's PostgreSQL schema {}",
             schema::SCHEMA_VERSION
-        )) && run.stdout.contains("cannot yet read or write memory"),
+        )) && run.stdout.contains("serves `write`"),
         "{run:?}"
     );
     assert!(!run.stdout.contains(&password_of(&db.url)));
@@ -366,14 +366,10 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     assert_eq!(schema::state(&mut client).unwrap(), schema::State::Current);
     assert_eq!(counts(&mut client), first);
 
-    // Any other command connects, then says the truth: prepared, not served.
-    let said = refused(
-        &db.url,
-        &["list"],
-        &["can only prepare", "not yet read or write"],
-    );
+    // A command PostgreSQL does not serve yet connects, then says the truth: which it does.
+    let said = refused(&db.url, &["pending"], &["serves only", "`write`", "so far"]);
     assert!(said.contains(&db.name), "{said}");
-    let said = refused(&db.url, WRITE, &["holds a memscope schema"]);
+    let said = refused(&db.url, &["check"], &["holds a memscope schema"]);
     assert!(
         said.contains(&format!("PostgreSQL schema {}", schema::SCHEMA_VERSION)),
         "{said}"
@@ -387,10 +383,7 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
         .output()
         .unwrap();
     let run = Run::from_output(out);
-    run.fails_with(
-        1,
-        &["holds no memscope schema yet", "init", "can only prepare"],
-    );
+    run.fails_with(1, &["holds no memscope schema yet", "init"]);
     assert!(empty_db.tables().is_empty());
     assert_eq!(counts(&mut client), first);
 }

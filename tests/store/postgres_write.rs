@@ -382,3 +382,136 @@ fn concurrent_writers_on_postgres_lose_nothing_they_were_told() {
         "every write to the shared identity was answered"
     );
 }
+
+/// The commands on a `postgres://` address, from several real processes at once: each
+/// `memscope apply` is told an outcome per line, and `memscope history --json` and `list
+/// --json` (more processes) show exactly what they were told — versions contiguous, one
+/// current record — and `resolve --log` serves the value and logs the read.
+#[test]
+fn several_memscope_processes_apply_to_one_postgres_database() {
+    use std::io::Write;
+    let Some(server) = server() else { return };
+    let (db, _raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    const PROCESSES: usize = 4;
+    const LINES: usize = 60;
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|p| {
+            let mut child = crate::support::memscope_cmd(home.path())
+                .args(["--db", &db.url, "apply", "-"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut input = String::new();
+            for i in 0..LINES {
+                let predicate = if i % 2 == 0 {
+                    "包管理器".to_string()
+                } else {
+                    format!("own_{p}")
+                };
+                input.push_str(&serde_json::to_string(&json!({
+                    "subject": "user:42", "predicate": predicate, "scope": "global",
+                    "value": format!("进程 {p} 行 {i} 🚀"), "source": format!("proc:{p}/line:{i}"),
+                })).unwrap());
+                input.push('\n');
+            }
+            input.push_str("{not json}\n");
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+            child
+        })
+        .collect();
+    let mut told: Vec<Value> = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "a line was malformed: {out:?}");
+        let lines: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), LINES + 1);
+        assert_eq!(lines[LINES]["outcome"], "error");
+        told.extend(lines.into_iter().take(LINES));
+    }
+    let run = |args: &[&str]| -> Value {
+        let out = crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let history = run(&[
+        "history",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "package_manager",
+        "--json",
+    ]);
+    let mut stored: Vec<(i64, Value)> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "set")
+        .map(|e| (e["version"].as_i64().unwrap(), e["value"].clone()))
+        .collect();
+    stored.sort_by_key(|s| s.0);
+    let mut answered: Vec<(i64, Value)> = told
+        .iter()
+        .filter(|o| {
+            o["predicate"] == "package_manager"
+                && (o["outcome"] == "inserted" || o["outcome"] == "superseded")
+        })
+        .map(|o| (o["version"].as_i64().unwrap(), o["value"].clone()))
+        .collect();
+    answered.sort_by_key(|s| s.0);
+    assert_eq!(
+        stored, answered,
+        "history holds exactly what the processes were told"
+    );
+    let versions: Vec<i64> = stored.iter().map(|s| s.0).collect();
+    assert_eq!(
+        versions,
+        (1..=(PROCESSES * LINES / 2) as i64).collect::<Vec<_>>()
+    );
+    let list = run(&["list", "--json"]);
+    let current: Vec<&Value> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["predicate"] == "package_manager")
+        .collect();
+    assert_eq!(current.len(), 1);
+    assert_eq!(current[0]["version"].as_i64(), versions.last().copied());
+    assert_eq!(list.as_array().unwrap().len(), 1 + PROCESSES);
+    let r = run(&[
+        "resolve",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "包管理器",
+        "--repo",
+        "shop",
+        "--log",
+        "--json",
+    ]);
+    assert_eq!(r["value"], current[0]["value"]);
+    let mut raw = db.client();
+    let reads: i64 = raw
+        .query_one(
+            "SELECT count(*) FROM reads WHERE predicate = 'package_manager' AND repo = 'shop'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(reads, 1);
+}

@@ -13,21 +13,25 @@
 
 use super::{schema, Address};
 use crate::model::{
-    same_value, Identity, OutcomeKind, OutcomeScope, Resolution, Scope, ScopeChoice, WriteOutcome,
-    WriteRequest,
+    same_value, HistoryEvent, Identity, MemoryRecord, OutcomeKind, OutcomeScope, Resolution, Scope,
+    ScopeChoice, WriteOutcome, WriteRequest,
 };
 use crate::spelling::fold;
 use crate::store::decide::WriteDecision;
 use crate::store::decide::{decide_write, resolution_chain, resolve_looked, Held, Looked, Probe};
+use crate::store::events::mark_validity;
 use crate::store::events::EventKind;
 use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
-use crate::store::prepared::{base_outcome, validate, PreparedWrite};
+use crate::store::prepared::{base_outcome, parse_line, validate, PreparedWrite};
 use anyhow::{anyhow, bail, Result};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
 use postgres::{Client, Row, Statement, Transaction};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+
+/// Lines an `apply` transaction takes at most.
+const APPLY_BATCH: usize = 10_000;
 
 /// How often a transaction the server aborted (deadlock, serialization failure) is run again.
 const RETRIES: usize = 20;
@@ -93,21 +97,21 @@ impl PgStore {
         match schema::state(&mut client)? {
             schema::State::Current => {}
             schema::State::Empty => bail!(
-                "the PostgreSQL database {} holds no memscope schema yet: prepare it with `memscope --db … init`",
+                "the PostgreSQL address reaches {}, which holds no memscope schema yet: prepare it with `memscope --db … init`",
                 address.describe()
             ),
             schema::State::Older(v) => bail!(
-                "the PostgreSQL database {} holds memscope PostgreSQL schema {v}: bring it to {} with `memscope --db … init`",
+                "the PostgreSQL address reaches {}, which holds memscope PostgreSQL schema {v}: bring it to {} with `memscope --db … init`",
                 address.describe(),
                 schema::SCHEMA_VERSION
             ),
             schema::State::Newer(v) => bail!(
-                "the PostgreSQL database {} holds memscope PostgreSQL schema {v}, newer than this memscope understands ({}): upgrade memscope to use it",
+                "the PostgreSQL address reaches {}, which holds memscope PostgreSQL schema {v}, newer than this memscope understands ({}): upgrade memscope to use it",
                 address.describe(),
                 schema::SCHEMA_VERSION
             ),
             schema::State::Foreign(names) => bail!(
-                "the PostgreSQL database {} holds tables memscope did not create ({}): point the address at a memscope database",
+                "the PostgreSQL address reaches {}, which holds tables memscope did not create ({}): point the address at a memscope database",
                 address.describe(),
                 names.join(", ")
             ),
@@ -204,6 +208,221 @@ impl PgStore {
             }
             Ok(resolve_looked(subject.clone(), predicate.clone(), looked).0)
         })
+    }
+
+    /// `apply`: one write per JSON line of `input`, as on SQLite (README, "apply"): each line
+    /// lands or fails alone (a savepoint per line), batches of lines commit together, and
+    /// `emit` gets each batch's outcomes once it is committed.
+    pub fn apply<R: std::io::Read>(
+        &mut self,
+        input: R,
+        mut emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
+    ) -> Result<crate::store::ApplySummary> {
+        use std::io::BufRead;
+        let mut reader = std::io::BufReader::new(input);
+        let mut summary = crate::store::ApplySummary::default();
+        let mut line_no = 0u64;
+        let mut eof = false;
+        while !eof {
+            // Parsed and validated before the transaction: a bad line takes no lock.
+            let mut batch: Vec<(
+                u64,
+                std::result::Result<PreparedWrite, crate::model::LineError>,
+            )> = Vec::new();
+            while batch.len() < APPLY_BATCH {
+                let mut bytes = Vec::new();
+                if reader.read_until(b'\n', &mut bytes)? == 0 {
+                    eof = true;
+                    break;
+                }
+                line_no += 1;
+                if let Some(parsed) = parse_line(&bytes) {
+                    batch.push((line_no, parsed));
+                }
+            }
+            if batch.is_empty() {
+                continue;
+            }
+            let outcomes = self.in_tx(|t| {
+                let mut outcomes = Vec::with_capacity(batch.len());
+                for (n, parsed) in &batch {
+                    let mut out = match parsed {
+                        Err(e) => {
+                            let mut out = WriteOutcome::error(None, e.message.clone());
+                            out.column = e.column;
+                            out
+                        }
+                        Ok(w) => {
+                            t.tx.execute("SAVEPOINT apply_line", &[])?;
+                            match write_in_tx(t, w) {
+                                Ok(out) => {
+                                    t.tx.execute("RELEASE apply_line", &[])?;
+                                    out
+                                }
+                                // The whole batch again: a deadlock or a serialization failure.
+                                Err(e) if retryable(&e) => return Err(e),
+                                Err(e) => {
+                                    t.tx.execute("ROLLBACK TO apply_line", &[])?;
+                                    WriteOutcome::error(None, format!("{e:#}"))
+                                }
+                            }
+                        }
+                    };
+                    out.line = Some(*n);
+                    outcomes.push(out);
+                }
+                Ok(outcomes)
+            })?;
+            for out in &outcomes {
+                summary.lines += 1;
+                summary.count(out.outcome);
+            }
+            emit(&outcomes)?;
+        }
+        Ok(summary)
+    }
+
+    /// Resolves as [`PgStore::resolve`] and logs the read (README, "The read log").
+    pub fn resolve_logged(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+        agent: Option<&str>,
+        note: Option<&str>,
+    ) -> Result<Resolution> {
+        let r = self.resolve(subject, predicate, repo, task)?;
+        let shadowed: Vec<String> = r
+            .considered
+            .iter()
+            .filter(|c| c.found && !c.wins)
+            .map(|c| format!("{}@v{}", c.scope, c.version.unwrap_or_default()))
+            .collect();
+        let shadowed = serde_json::to_string(&shadowed)?;
+        self.in_tx(|t| {
+            t.exec(
+                "INSERT INTO reads (at, agent, subject, predicate, repo, task, scope, version, shadowed, note)
+                 VALUES (clock_timestamp(), $1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                &[&agent, &r.subject, &r.predicate, &repo, &task, &r.scope, &r.version, &shadowed, &note],
+            )?;
+            Ok(())
+        })?;
+        Ok(r)
+    }
+
+    /// The current records, filtered, grouped by scope (README, `list`).
+    pub fn list(&mut self, filter: &crate::store::ListFilter) -> Result<Vec<MemoryRecord>> {
+        self.in_tx(|t| {
+            let predicate = filter
+                .predicate
+                .as_deref()
+                .map(|p| canonical_predicate(t, p))
+                .transpose()?;
+            let subject = match &filter.subject {
+                Some(s) => {
+                    let s = crate::model::normalize_subject(s).map_err(|e| anyhow!(e))?;
+                    Some(spelled(t, SUBJECT, &s, false)?)
+                }
+                None => None,
+            };
+            let scope = match &filter.scope {
+                Some(s) => Some(spelled_scope(t, s, false)?.to_string()),
+                None => None,
+            };
+            let rows = t.all(
+                "SELECT subject, predicate, scope, value, version, source, causal_seq, raw,
+                        to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        to_char(confirmed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        confirm_count
+                 FROM memories
+                 WHERE ($1::text IS NULL OR scope = $1) AND ($2::text IS NULL OR subject = $2)
+                   AND ($3::text IS NULL OR predicate = $3)
+                 ORDER BY scope COLLATE \"C\", subject COLLATE \"C\", predicate COLLATE \"C\"",
+                &[&scope, &subject, &predicate],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let scope: String = r.get(2);
+                    Ok(MemoryRecord {
+                        subject: r.get(0),
+                        predicate: r.get(1),
+                        scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
+                        value: parse_value(&r.get::<_, String>(3), &scope)?,
+                        version: r.get(4),
+                        source: r.get(5),
+                        causal_seq: r.get(6),
+                        raw: r.get(7),
+                        created_at: r.get(8),
+                        updated_at: r.get(9),
+                        confirmed_at: r.get(10),
+                        confirm_count: r.get(11),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// One identity's events, oldest first (README, `history`).
+    pub fn history(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        scope: Option<&Scope>,
+    ) -> Result<Vec<HistoryEvent>> {
+        let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        self.in_tx(|t| {
+            let predicate = canonical_predicate(t, predicate)?;
+            let subject = spelled(t, SUBJECT, &subject, false)?;
+            let scope = scope
+                .map(|s| spelled_scope(t, s, false).map(|s| s.to_string()))
+                .transpose()?;
+            let rows = t.all(
+                "SELECT id, event, subject, predicate, scope, version, value, raw, source, causal_seq,
+                        to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), detail
+                 FROM history WHERE subject = $1 AND predicate = $2 AND ($3::text IS NULL OR scope = $3)
+                 ORDER BY id",
+                &[&subject, &predicate, &scope],
+            )?;
+            let mut events = rows
+                .iter()
+                .map(|r| {
+                    let json = |i: usize| -> Result<Option<Value>> {
+                        r.get::<_, Option<String>>(i)
+                            .map(|text| parse_value(&text, "history"))
+                            .transpose()
+                    };
+                    Ok(HistoryEvent {
+                        id: r.get(0),
+                        event: r.get(1),
+                        subject: r.get(2),
+                        predicate: r.get(3),
+                        scope: r.get(4),
+                        version: r.get(5),
+                        value: json(6)?,
+                        raw: r.get(7),
+                        source: r.get(8),
+                        causal_seq: r.get(9),
+                        at: r.get(10),
+                        detail: json(11)?,
+                        valid_until: None,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            mark_validity(&mut events);
+            Ok(events)
+        })
+    }
+
+    /// A predicate as stored: normalized and mapped through the alias table.
+    pub fn canonical_predicate(&mut self, raw: &str) -> Result<String> {
+        self.in_tx(|t| canonical_predicate(t, raw))
+    }
+
+    /// The causal clock's next number, for a writer to order its writes (`memscope seq`).
+    pub fn next_seq(&mut self) -> Result<i64> {
+        self.in_tx(|t| causal_seq(t, None))
     }
 
     /// Every current record: (identity, value, version), in identity order.

@@ -760,7 +760,7 @@ pub struct ApplySummary {
 }
 
 impl ApplySummary {
-    fn count(&mut self, kind: OutcomeKind) {
+    pub(crate) fn count(&mut self, kind: OutcomeKind) {
         match kind {
             OutcomeKind::Inserted => self.inserted += 1,
             OutcomeKind::Confirmed => self.confirmed += 1,
@@ -1161,27 +1161,10 @@ fn read_ahead<R: Read>(input: R, tx: std::sync::mpsc::SyncSender<std::io::Result
 
 /// Parses one input line; `None` for a blank line.
 fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Some(ParsedLine::Invalid(LineError {
-            message: "line is not valid UTF-8: send JSON text encoded as UTF-8".into(),
-            column: None,
-        }));
-    };
-    let text = text.trim_end_matches(['\n', '\r']);
-    if text.trim().is_empty() {
-        return None;
-    }
-    Some(
-        match WriteRequest::from_json_line(text).and_then(|r| {
-            validate(r).map_err(|e| LineError {
-                message: e.0,
-                column: None,
-            })
-        }) {
-            Ok(w) => ParsedLine::Ready(Box::new(w)),
-            Err(e) => ParsedLine::Invalid(e),
-        },
-    )
+    crate::store::prepared::parse_line(bytes).map(|parsed| match parsed {
+        Ok(w) => ParsedLine::Ready(Box::new(w)),
+        Err(e) => ParsedLine::Invalid(e),
+    })
 }
 
 /// One validated line inside the batch transaction; a failure during the write is returned
