@@ -43,6 +43,15 @@ impl AnyStore {
         }
     }
 
+    /// Whether it may only be read (a SQLite file opened read-only; PostgreSQL: the server
+    /// refuses what the role may not do).
+    pub fn is_read_only(&self) -> bool {
+        match self {
+            AnyStore::Sqlite(s) => s.is_read_only(),
+            AnyStore::Postgres(_) => false,
+        }
+    }
+
     pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
         match self {
             AnyStore::Sqlite(s) => s.write(req),
@@ -105,6 +114,13 @@ impl AnyStore {
         match self {
             AnyStore::Sqlite(s) => s.history(subject, predicate, scope),
             AnyStore::Postgres(p) => p.history(subject, predicate, scope),
+        }
+    }
+
+    pub fn pending(&mut self, all: bool) -> Result<Vec<crate::model::PendingItem>> {
+        match self {
+            AnyStore::Sqlite(s) => s.pending(all),
+            AnyStore::Postgres(p) => p.pending(all),
         }
     }
 

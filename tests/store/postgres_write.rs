@@ -515,3 +515,74 @@ fn several_memscope_processes_apply_to_one_postgres_database() {
         .get(0);
     assert_eq!(reads, 1);
 }
+
+/// `memscope mcp --db postgres://…` serves agents from PostgreSQL: the incident replayed by an
+/// agent in `legacy-dashboard` is queued (the agent told not to retry), recall answers with the
+/// default, list_memories counts the waiting item, and forget says it is not served there yet.
+#[test]
+fn the_mcp_server_serves_agents_from_postgres() {
+    use crate::support::mcp_session::{tool_text, RawSession};
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut s = RawSession::serve(
+        &db.url,
+        &[
+            "--subject",
+            "user:42",
+            "--repo",
+            "legacy-dashboard",
+            "--allow-forget",
+        ],
+    );
+    let call = |s: &mut RawSession, id: i64, name: &str, args: Value| {
+        s.request(id, "tools/call", json!({"name": name, "arguments": args}))
+    };
+    let r = call(
+        &mut s,
+        2,
+        "remember",
+        json!({
+        "predicate": "package_manager", "value": "pnpm", "scope": "global", "source": "thread:1",
+        "raw": "以后新建前端项目，默认用 pnpm。"}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "inserted",
+        "{r}"
+    );
+    let r = call(
+        &mut s,
+        3,
+        "remember",
+        json!({
+        "predicate": "package_manager", "value": "npm", "scope": "global", "source": "thread:2",
+        "raw": "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "pending",
+        "{r}"
+    );
+    assert!(tool_text(&r).contains("do not write it again"), "{r}");
+    let r = call(&mut s, 4, "recall", json!({"predicate": "package_manager"}));
+    assert_eq!(r["result"]["structuredContent"]["value"], "pnpm", "{r}");
+    let r = call(&mut s, 5, "list_memories", json!({}));
+    assert!(tool_text(&r).contains("1 write(s) of"), "{r}");
+    let r = call(
+        &mut s,
+        6,
+        "forget",
+        json!({"predicate": "package_manager", "scope": "global"}),
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        tool_text(&r).contains("not served from PostgreSQL yet"),
+        "{r}"
+    );
+    let reads: i64 = raw
+        .query_one(
+            "SELECT count(*) FROM reads WHERE repo = 'legacy-dashboard'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(reads, 1, "the recall was logged");
+}

@@ -13,8 +13,8 @@
 
 use super::{schema, Address};
 use crate::model::{
-    same_value, HistoryEvent, Identity, MemoryRecord, OutcomeKind, OutcomeScope, Resolution, Scope,
-    ScopeChoice, WriteOutcome, WriteRequest,
+    same_value, HistoryEvent, Identity, MemoryRecord, OutcomeKind, OutcomeScope, PendingItem,
+    Resolution, Scope, ScopeChoice, WriteOutcome, WriteRequest,
 };
 use crate::spelling::fold;
 use crate::store::decide::WriteDecision;
@@ -412,6 +412,46 @@ impl PgStore {
                 .collect::<Result<Vec<_>>>()?;
             mark_validity(&mut events);
             Ok(events)
+        })
+    }
+
+    /// Pending items, oldest first: the open ones (`all`: every one).
+    pub fn pending(&mut self, all: bool) -> Result<Vec<PendingItem>> {
+        self.in_tx(|t| {
+            let rows = t.all(
+                "SELECT id, subject, predicate, value, raw, source, causal_seq, candidates, status,
+                        to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        resolved_scope, resolution, merged_from, reason
+                 FROM pending WHERE $1 OR status = 'open' ORDER BY id",
+                &[&all],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let candidates: Vec<String> =
+                        serde_json::from_str(&r.get::<_, String>(7)).map_err(|e| {
+                            anyhow!("pending candidates are not a JSON list ({e}): run `memscope check`")
+                        })?;
+                    Ok(PendingItem {
+                        id: r.get(0),
+                        subject: r.get(1),
+                        predicate: r.get(2),
+                        value: parse_value(&r.get::<_, String>(3), "pending")?,
+                        raw: r.get(4),
+                        source: r.get(5),
+                        causal_seq: r.get(6),
+                        candidates: candidates
+                            .iter()
+                            .map(|c| Scope::parse(c).map_err(|e| anyhow!(e)))
+                            .collect::<Result<_>>()?,
+                        status: r.get(8),
+                        created_at: r.get(9),
+                        resolved_scope: r.get(10),
+                        resolution: r.get(11),
+                        merged_from: r.get(12),
+                        reason: r.get(13),
+                    })
+                })
+                .collect()
         })
     }
 
