@@ -93,7 +93,7 @@ fn request(writer: usize, i: usize) -> WriteRequest {
         subject: format!("user:{writer}"),
         predicate: format!("pref_{}", i % 50),
         value: json!(format!("value {i} of writer {writer} 值")),
-        scope: ScopeChoice::Exact(if i % 3 == 0 {
+        scope: ScopeChoice::Exact(if i.is_multiple_of(3) {
             Scope::Repo(format!("repo-{}", i % 7))
         } else {
             Scope::Global
