@@ -183,3 +183,15 @@ pub(crate) fn parse_line(bytes: &[u8]) -> Option<std::result::Result<PreparedWri
         })
     }))
 }
+
+/// A line failed half-way through a batch without savepoints: run the batch again with them.
+#[derive(Debug)]
+pub(crate) struct RetryWithSavepoints;
+
+impl std::fmt::Display for RetryWithSavepoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a line failed half-way; the batch is retried line by line")
+    }
+}
+
+impl std::error::Error for RetryWithSavepoints {}

@@ -586,3 +586,49 @@ fn the_mcp_server_serves_agents_from_postgres() {
         .get(0);
     assert_eq!(reads, 1, "the recall was logged");
 }
+
+/// A line PostgreSQL refuses (an identity too long for its index) fails alone in `apply`,
+/// with a sentence saying what to do; the lines around it land.
+#[test]
+fn a_line_postgres_refuses_fails_alone_in_apply() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    // Random ideographs do not compress below the index's limit.
+    let mut x: u32 = 7;
+    let long: String = (0..3000)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            char::from_u32(0x4e00 + (x >> 8) % 0x5000).unwrap()
+        })
+        .collect();
+    let lines = [
+        json!({"subject": "user:1", "predicate": "a", "value": "一", "scope": "global", "source": "t:1"}),
+        json!({"subject": format!("user:{long}"), "predicate": "b", "value": "二", "scope": "global", "source": "t:2"}),
+        json!({"subject": "user:1", "predicate": "c", "value": "三 🎉", "scope": "global", "source": "t:3"}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let mut outcomes = Vec::new();
+    let summary = store
+        .apply(std::io::Cursor::new(input.into_bytes()), |batch| {
+            outcomes.extend(batch.iter().cloned());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!((summary.inserted, summary.errors), (2, 1), "{outcomes:?}");
+    let err = outcomes[1].error.clone().unwrap();
+    assert!(
+        err.contains("cannot index a memory this long") && err.contains("shorten"),
+        "{err}"
+    );
+    let n: i64 = raw
+        .query_one("SELECT count(*) FROM memories", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 2);
+    let h: i64 = raw
+        .query_one("SELECT count(*) FROM history", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(h, 2, "the refused line left no event");
+}

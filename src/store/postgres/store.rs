@@ -22,7 +22,9 @@ use crate::store::decide::{decide_write, resolution_chain, resolve_looked, Held,
 use crate::store::events::mark_validity;
 use crate::store::events::EventKind;
 use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
-use crate::store::prepared::{base_outcome, parse_line, validate, PreparedWrite};
+use crate::store::prepared::{
+    base_outcome, parse_line, validate, PreparedWrite, RetryWithSavepoints,
+};
 use anyhow::{anyhow, bail, Result};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
@@ -77,6 +79,26 @@ impl Tx<'_> {
     fn exec(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
         let s = self.statement(sql)?;
         Ok(self.tx.execute(&s, params)?)
+    }
+}
+
+/// A refusal of the server as one sentence naming the database and what to do.
+fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
+    let db = e
+        .downcast_ref::<postgres::Error>()
+        .and_then(|p| p.as_db_error());
+    match db {
+        Some(d) if *d.code() == SqlState::PROGRAM_LIMIT_EXCEEDED => anyhow!(
+            "PostgreSQL at {} cannot index a memory this long ({}): shorten its subject, predicate or scope (together at most about 2,700 bytes after compression)",
+            address.describe(),
+            d.message()
+        ),
+        Some(d) => anyhow!(
+            "PostgreSQL at {} refused it ({}): run `memscope check` if the database was changed by hand",
+            address.describe(),
+            d.message()
+        ),
+        None => e.context(format!("on {}", address.describe())),
     }
 }
 
@@ -142,9 +164,7 @@ impl PgStore {
             });
             match out {
                 Err(e) if retryable(&e) && (retries as usize) < RETRIES => retries += 1,
-                Err(e) => {
-                    return Err(e.context(format!("on {}", self.address.describe())));
-                }
+                Err(e) => return Err(explain(e, &self.address)),
                 Ok(out) => return Ok(out),
             }
         }
@@ -243,36 +263,54 @@ impl PgStore {
             if batch.is_empty() {
                 continue;
             }
-            let outcomes = self.in_tx(|t| {
-                let mut outcomes = Vec::with_capacity(batch.len());
-                for (n, parsed) in &batch {
-                    let mut out = match parsed {
-                        Err(e) => {
-                            let mut out = WriteOutcome::error(None, e.message.clone());
-                            out.column = e.column;
-                            out
-                        }
-                        Ok(w) => {
-                            t.tx.execute("SAVEPOINT apply_line", &[])?;
-                            match write_in_tx(t, w) {
-                                Ok(out) => {
-                                    t.tx.execute("RELEASE apply_line", &[])?;
-                                    out
-                                }
-                                // The whole batch again: a deadlock or a serialization failure.
+            // Lines run without savepoints (two round trips each saved); when one fails, the
+            // batch is rolled back and run again with a savepoint per line, so the failing line
+            // changes nothing and the others still land.
+            let mut savepoints = false;
+            let address = self.address.clone();
+            let outcomes = loop {
+                let run = self.in_tx(|t| {
+                    let mut outcomes = Vec::with_capacity(batch.len());
+                    for (n, parsed) in &batch {
+                        let mut out = match parsed {
+                            Err(e) => {
+                                let mut out = WriteOutcome::error(None, e.message.clone());
+                                out.column = e.column;
+                                out
+                            }
+                            Ok(w) if !savepoints => match write_in_tx(t, w) {
+                                Ok(out) => out,
                                 Err(e) if retryable(&e) => return Err(e),
-                                Err(e) => {
-                                    t.tx.execute("ROLLBACK TO apply_line", &[])?;
-                                    WriteOutcome::error(None, format!("{e:#}"))
+                                Err(_) => return Err(RetryWithSavepoints.into()),
+                            },
+                            Ok(w) => {
+                                t.tx.execute("SAVEPOINT apply_line", &[])?;
+                                match write_in_tx(t, w) {
+                                    Ok(out) => {
+                                        t.tx.execute("RELEASE apply_line", &[])?;
+                                        out
+                                    }
+                                    // The whole batch again: a deadlock or a serialization
+                                    // failure.
+                                    Err(e) if retryable(&e) => return Err(e),
+                                    Err(e) => {
+                                        t.tx.execute("ROLLBACK TO apply_line", &[])?;
+                                        let e = explain(e, &address);
+                                        WriteOutcome::error(None, format!("{e:#}"))
+                                    }
                                 }
                             }
-                        }
-                    };
-                    out.line = Some(*n);
-                    outcomes.push(out);
+                        };
+                        out.line = Some(*n);
+                        outcomes.push(out);
+                    }
+                    Ok(outcomes)
+                });
+                match run {
+                    Err(e) if e.is::<RetryWithSavepoints>() && !savepoints => savepoints = true,
+                    other => break other?,
                 }
-                Ok(outcomes)
-            })?;
+            };
             for out in &outcomes {
                 summary.lines += 1;
                 summary.count(out.outcome);

@@ -11,7 +11,7 @@ use crate::model::{
 };
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
 use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict};
-use crate::store::prepared::{base_outcome, validate, PreparedWrite};
+use crate::store::prepared::{base_outcome, validate, PreparedWrite, RetryWithSavepoints};
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
@@ -307,18 +307,6 @@ pub(crate) fn assert_written(conn: &Connection, ctx: &WriteCtx, w: &PreparedWrit
         None => Ok(()),
     }
 }
-
-/// A line failed half-way through a batch without savepoints: run the batch again with them.
-#[derive(Debug)]
-struct RetryWithSavepoints;
-
-impl std::fmt::Display for RetryWithSavepoints {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a line failed half-way; the batch is retried line by line")
-    }
-}
-
-impl std::error::Error for RetryWithSavepoints {}
 
 /// A validated write with its predicate mapped through the alias table: ready for the
 /// transaction.
