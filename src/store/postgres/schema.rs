@@ -293,6 +293,40 @@ BEGIN
     PERFORM pg_advisory_unlock(7165349316052316227);
 END
 $$;
+
+-- One write's look at its identity, in one round trip: the identity's lock first (writers of
+-- one identity wait here for each other), then — each query with a snapshot taken after the
+-- lock, so it sees what the writer before committed — the tombstone, the current record with
+-- the highest causal number that set or confirmed it, the last version ever used (only when
+-- there is neither), and the write's causal number: none for a tombstoned identity, its own
+-- (which moves the clock up to it), or the clock's next.
+CREATE FUNCTION memscope_probe(p_subject text, p_predicate text, p_scope text, p_seen bigint,
+    OUT tombstone bigint, OUT cur_version bigint, OUT cur_value text, OUT cur_seq bigint,
+    OUT last_version bigint, OUT seq bigint)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM memscope_identity_lock(p_subject, p_predicate, p_scope);
+    SELECT t.version INTO tombstone FROM tombstones t
+     WHERE t.subject = p_subject AND t.predicate = p_predicate AND t.scope = p_scope;
+    SELECT m.version, m.value, greatest(m.causal_seq, coalesce(m.confirmed_seq, 0))
+      INTO cur_version, cur_value, cur_seq
+      FROM memories m
+     WHERE m.subject = p_subject AND m.predicate = p_predicate AND m.scope = p_scope;
+    last_version := 0;
+    IF tombstone IS NULL AND cur_version IS NULL THEN
+        SELECT coalesce(max(h.version), 0) INTO last_version FROM history h
+         WHERE h.subject = p_subject AND h.predicate = p_predicate AND h.scope = p_scope;
+    END IF;
+    IF tombstone IS NOT NULL THEN
+        seq := 0;
+    ELSIF p_seen IS NOT NULL THEN
+        PERFORM memscope_clock_observe(p_seen);
+        seq := p_seen;
+    ELSE
+        seq := memscope_clock_next();
+    END IF;
+END
+$$;
 "#;
 
 /// What a database holds, as far as memscope is concerned.

@@ -657,22 +657,43 @@ fn log_event(
 /// scope guard, tombstone → no record → same value → causal order → supersede).
 fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
     let mut w = w.clone();
-    w.predicate = canonical_predicate(t, &w.predicate)?;
-    w.subject = spelled(t, SUBJECT, &w.subject, true)?;
-    let scope = match &w.choice {
-        ScopeChoice::Ambiguous(candidates) => {
+    // What the write needs to know first, in one round trip: its predicate through the alias
+    // table, the stored spellings of its subject and scope, and the scope guard's mode.
+    let scope_key = match &w.choice {
+        ScopeChoice::Exact(scope) if *scope != Scope::Global => Some(fold(&scope.to_string())),
+        _ => None,
+    };
+    let first = t.one(
+        "SELECT coalesce((SELECT canonical FROM predicate_aliases WHERE alias = $1), $1),
+                (SELECT spelling FROM spellings WHERE kind = 'subject' AND folded = $2),
+                (SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $3),
+                (SELECT value FROM settings WHERE key = 'scope_guard')",
+        &[&w.predicate, &fold(&w.subject), &scope_key],
+    )?;
+    w.predicate = first.get(0);
+    w.subject = match first.get::<_, Option<String>>(1) {
+        Some(spelling) => spelling,
+        None => spelled(t, SUBJECT, &w.subject, true)?,
+    };
+    let mode = first
+        .get::<_, Option<String>>(3)
+        .and_then(|m| GuardMode::parse(&m))
+        .unwrap_or(GuardMode::Queue);
+    let scope = match (&w.choice, first.get::<_, Option<String>>(2)) {
+        (ScopeChoice::Ambiguous(candidates), _) => {
             let mut spelled = Vec::with_capacity(candidates.len());
             for c in candidates {
                 spelled.push(spelled_scope(t, c, true)?);
             }
             return enqueue_pending(t, &w, &spelled, None);
         }
-        ScopeChoice::Exact(scope) => spelled_scope(t, scope, true)?,
+        (ScopeChoice::Exact(scope), Some(text)) => respelled(scope, &text),
+        (ScopeChoice::Exact(scope), None) => spelled_scope(t, scope, true)?,
     };
     w.choice = ScopeChoice::Exact(scope.clone());
     let mut suspect = None;
     if scope == Scope::Global {
-        match guard(t, &w)? {
+        match guard(t, &w, mode)? {
             Verdict::Queue {
                 candidates,
                 evidence,
@@ -687,18 +708,31 @@ fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
         scope: scope.clone(),
     };
     let scope_text = scope.to_string();
-    // Writers of this identity wait here for each other; what follows reads what the one
-    // before committed.
-    t.exec(
-        "SELECT memscope_identity_lock($1, $2, $3)",
-        &[&id.subject, &id.predicate, &scope_text],
+    // Writers of this identity wait for each other inside `memscope_probe`; what it reads, it
+    // reads after the writer before committed.
+    let r = t.one(
+        "SELECT tombstone, cur_version, cur_value, cur_seq, last_version, seq
+         FROM memscope_probe($1, $2, $3, $4)",
+        &[&id.subject, &id.predicate, &scope_text, &w.causal_seq],
     )?;
-    let probe = probe(t, &id, &scope_text)?;
-    let seq = if probe.tombstone.is_some() {
-        0
-    } else {
-        causal_seq(t, w.causal_seq)?
+    let current = match (
+        r.get::<_, Option<i64>>(1),
+        r.get::<_, Option<String>>(2),
+        r.get::<_, Option<i64>>(3),
+    ) {
+        (Some(version), Some(text), Some(causal_seq)) => Some(Held {
+            version,
+            value: parse_value(&text, &scope_text)?,
+            causal_seq,
+        }),
+        _ => None,
     };
+    let probe = Probe {
+        tombstone: r.get(0),
+        current,
+        last_version: r.get(4),
+    };
+    let seq: i64 = r.get(5);
     let decision = decide_write(&probe, &w.value, seq);
     let mut out = base_outcome(decision.kind(), &id);
     out.reason = decision.reason();
@@ -715,20 +749,16 @@ fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
             return Ok(out);
         }
         WriteDecision::Insert { version } => {
+            // The record and its `set` event in one statement.
+            let detail = suspect.as_ref().map(Value::to_string);
             t.exec(
-                "INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp(), clock_timestamp())",
-                &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq],
-            )?;
-            log_event(
-                t,
-                EventKind::Set,
-                &id,
-                Some(version),
-                Some(&w),
-                Some(seq),
-                suspect.as_ref(),
-                Some(seq),
+                "WITH m AS (
+                     INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp(), clock_timestamp())
+                     RETURNING 1)
+                 INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
+                 SELECT 'set', $1, $2, $3, $5, $4, $7, $6, $8, clock_timestamp(), $9, $8 FROM m",
+                &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq, &detail],
             )?;
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -776,22 +806,17 @@ fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
         WriteDecision::Supersede {
             version, previous, ..
         } => {
+            let detail = suspect.as_ref().map(Value::to_string);
             t.exec(
-                "UPDATE memories SET value = $4, version = $5, source = $6, raw = $7, causal_seq = $8,
-                        updated_at = clock_timestamp(), confirmed_at = NULL, confirm_count = 0,
-                        confirmed_source = NULL, confirmed_seq = NULL
-                 WHERE subject = $1 AND predicate = $2 AND scope = $3",
-                &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq],
-            )?;
-            log_event(
-                t,
-                EventKind::Set,
-                &id,
-                Some(version),
-                Some(&w),
-                Some(seq),
-                suspect.as_ref(),
-                Some(seq),
+                "WITH m AS (
+                     UPDATE memories SET value = $4, version = $5, source = $6, raw = $7, causal_seq = $8,
+                            updated_at = clock_timestamp(), confirmed_at = NULL, confirm_count = 0,
+                            confirmed_source = NULL, confirmed_seq = NULL
+                     WHERE subject = $1 AND predicate = $2 AND scope = $3
+                     RETURNING 1)
+                 INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
+                 SELECT 'set', $1, $2, $3, $5, $4, $7, $6, $8, clock_timestamp(), $9, $8 FROM m",
+                &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq, &detail],
             )?;
             out.version = Some(version);
             out.value = Some(w.value.clone());
@@ -802,42 +827,10 @@ fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
     Ok(out)
 }
 
-/// What the database holds for `id`, read after its lock was taken.
-fn probe(t: &mut Tx<'_>, id: &Identity, scope_text: &str) -> Result<Probe> {
-    let r = t.one(
-        "SELECT (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3),
-                m.version, m.value, greatest(m.causal_seq, coalesce(m.confirmed_seq, 0)),
-                coalesce((SELECT max(version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3), 0)
-         FROM (SELECT 1) AS one LEFT JOIN memories m ON m.subject = $1 AND m.predicate = $2 AND m.scope = $3",
-        &[&id.subject, &id.predicate, &scope_text],
-    )?;
-    let current = match (
-        r.get::<_, Option<i64>>(1),
-        r.get::<_, Option<String>>(2),
-        r.get::<_, Option<i64>>(3),
-    ) {
-        (Some(version), Some(text), Some(causal_seq)) => Some(Held {
-            version,
-            value: parse_value(&text, scope_text)?,
-            causal_seq,
-        }),
-        _ => None,
-    };
-    Ok(Probe {
-        tombstone: r.get(0),
-        current,
-        last_version: r.get(4),
-    })
-}
-
 /// The scope guard's verdict on a global write (README, "The scope guard"): its words alone
 /// without a context; with one, also the places the database knows and the scoped records the
 /// same message wrote of this subject in the place the write was made in.
-fn guard(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<Verdict> {
-    let mode = t
-        .opt("SELECT value FROM settings WHERE key = 'scope_guard'", &[])?
-        .and_then(|r| GuardMode::parse(&r.get::<_, String>(0)))
-        .unwrap_or(GuardMode::Queue);
+fn guard(t: &mut Tx<'_>, w: &PreparedWrite, mode: GuardMode) -> Result<Verdict> {
     if mode == GuardMode::Off || (w.context.is_none() && w.raw.is_none()) {
         return Ok(Verdict::Apply);
     }
