@@ -131,7 +131,7 @@ pub fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
 )]
 pub struct Cli {
     /// Database file (default: $MEMSCOPE_DB, else ~/.local/share/memscope/memory.db); a
-    /// postgres:// address serves `init`, `write`, `apply`, `seq`, `resolve`, `list` and `history` so far
+    /// postgres:// address serves `init`, `write`, `apply`, `seq`, `resolve`, `list`, `history`, `pending` and `mcp` so far
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
 
@@ -366,7 +366,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Revert(args)) => incident::revert(&mut open(OpenMode::Existing)?, args),
         Some(Command::List(args)) => read::list(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::History(args)) => read::history(&mut open_any(OpenMode::Existing)?, args),
-        Some(Command::Pending(args)) => pending::run(&mut open(OpenMode::Existing)?, args),
+        Some(Command::Pending(args)) => pending::run(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Delete(args)) => delete::delete(&mut open(OpenMode::Existing)?, args),
         Some(Command::Restore(args)) => delete::restore(&mut open(OpenMode::Existing)?, args),
         Some(Command::Gc(args)) => delete::gc(&mut open(OpenMode::Existing)?, args),

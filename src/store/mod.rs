@@ -124,6 +124,40 @@ impl AnyStore {
         }
     }
 
+    pub fn pending_item(&mut self, id: i64) -> Result<Option<crate::model::PendingItem>> {
+        match self {
+            AnyStore::Sqlite(s) => s.pending_item(id),
+            AnyStore::Postgres(p) => p.pending_item(id),
+        }
+    }
+
+    pub fn resolve_pending(
+        &mut self,
+        id: i64,
+        scope: &Scope,
+        outside_candidates: bool,
+    ) -> Result<WriteOutcome> {
+        match self {
+            AnyStore::Sqlite(s) => s.resolve_pending(id, scope, outside_candidates),
+            AnyStore::Postgres(p) => p.resolve_pending(id, scope, outside_candidates),
+        }
+    }
+
+    pub fn reject_pending(&mut self, id: i64) -> Result<crate::model::PendingItem> {
+        match self {
+            AnyStore::Sqlite(s) => s.reject_pending(id),
+            AnyStore::Postgres(p) => p.reject_pending(id),
+        }
+    }
+
+    /// The time ages are shown against: the SQLite store's clock (fixed in tests), else now.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        match self {
+            AnyStore::Sqlite(s) => s.clock().now(),
+            AnyStore::Postgres(_) => chrono::Utc::now(),
+        }
+    }
+
     pub fn canonical_predicate(&mut self, raw: &str) -> Result<String> {
         match self {
             AnyStore::Sqlite(s) => s.canonical_predicate(raw),

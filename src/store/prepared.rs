@@ -5,7 +5,8 @@
 
 use crate::model::{
     normalize_subject, parse_context_id, ContextKind, Identity, InvalidRequest, LineError,
-    OutcomeKind, OutcomeScope, Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
+    OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice, WriteOutcome, WriteRequest,
+    MAX_CAUSAL_SEQ,
 };
 use crate::store::guard::{Context, Words};
 use anyhow::Result;
@@ -195,3 +196,10 @@ impl std::fmt::Display for RetryWithSavepoints {
 }
 
 impl std::error::Error for RetryWithSavepoints {}
+
+/// The causal number a pending item is resolved with: its own, taken when the write arrived —
+/// except a value a spelling merge queued, a human's choice between two current values made
+/// now (the clock's next), so it is never `stale` against the value it replaces.
+pub(crate) fn resolution_seq(item: &PendingItem) -> Option<i64> {
+    item.merged_from.is_none().then_some(item.causal_seq)
+}

@@ -632,3 +632,97 @@ fn a_line_postgres_refuses_fails_alone_in_apply() {
         .get(0);
     assert_eq!(h, 2, "the refused line left no event");
 }
+
+/// The pending queue on PostgreSQL through the commands: the guard's queued write is listed
+/// with its evidence, resolved into the repository through the write path (once, though two
+/// people resolve it at once), and another item rejected.
+#[test]
+fn the_pending_queue_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    let memscope = |args: &[&str]| {
+        crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut store = PgStore::open(&db.address()).unwrap();
+    let mut incident = req(
+        "user:42",
+        "package_manager",
+        json!("npm"),
+        "global",
+        "thread:2",
+    );
+    incident.raw = Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into());
+    incident.context = Some(WriteContext {
+        repo: Some("legacy-dashboard".into()),
+        task: None,
+    });
+    let queued = store.write(&incident).unwrap();
+    assert_eq!(queued.outcome, OutcomeKind::Pending);
+    let other = store
+        .write(&req(
+            "user:42",
+            "editor",
+            json!("vim ✍"),
+            "global,task:t1",
+            "thread:3",
+        ))
+        .unwrap();
+    let listed = memscope(&["pending"]);
+    let text = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(
+        listed.status.success() && text.contains("why: ") && text.contains("这个仓库"),
+        "{listed:?}"
+    );
+    let id = queued.pending_id.unwrap().to_string();
+    // Two resolve it at once: one resolves it, the other is told it already is.
+    let both: Vec<std::process::Output> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    memscope(&[
+                        "pending",
+                        "resolve",
+                        &id,
+                        "--scope",
+                        "repo:legacy-dashboard",
+                        "--json",
+                    ])
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let ok: Vec<&std::process::Output> = both.iter().filter(|o| o.status.success()).collect();
+    assert_eq!(ok.len(), 1, "{both:?}");
+    let out: Value = serde_json::from_slice(&ok[0].stdout).unwrap();
+    assert_eq!(
+        (out["outcome"].as_str(), out["scope"].as_str()),
+        (Some("inserted"), Some("repo:legacy-dashboard")),
+        "{out}"
+    );
+    let refused = both.iter().find(|o| !o.status.success()).unwrap();
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("already resolved"),
+        "{refused:?}"
+    );
+    let r = store
+        .resolve("user:42", "package_manager", Some("legacy-dashboard"), None)
+        .unwrap();
+    assert_eq!(r.value, Some(json!("npm")));
+    let rejected = memscope(&["pending", "reject", &other.pending_id.unwrap().to_string()]);
+    assert!(rejected.status.success(), "{rejected:?}");
+    assert!(store.pending(false).unwrap().is_empty());
+    let events: i64 = raw
+        .query_one(
+            "SELECT count(*) FROM history WHERE event = 'pending_resolved'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(events, 1);
+}

@@ -23,7 +23,7 @@ use crate::store::events::mark_validity;
 use crate::store::events::EventKind;
 use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
 use crate::store::prepared::{
-    base_outcome, parse_line, validate, PreparedWrite, RetryWithSavepoints,
+    base_outcome, parse_line, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
 };
 use anyhow::{anyhow, bail, Result};
 use postgres::error::SqlState;
@@ -463,33 +463,87 @@ impl PgStore {
                  FROM pending WHERE $1 OR status = 'open' ORDER BY id",
                 &[&all],
             )?;
-            rows.iter()
-                .map(|r| {
-                    let candidates: Vec<String> =
-                        serde_json::from_str(&r.get::<_, String>(7)).map_err(|e| {
-                            anyhow!("pending candidates are not a JSON list ({e}): run `memscope check`")
-                        })?;
-                    Ok(PendingItem {
-                        id: r.get(0),
-                        subject: r.get(1),
-                        predicate: r.get(2),
-                        value: parse_value(&r.get::<_, String>(3), "pending")?,
-                        raw: r.get(4),
-                        source: r.get(5),
-                        causal_seq: r.get(6),
-                        candidates: candidates
-                            .iter()
-                            .map(|c| Scope::parse(c).map_err(|e| anyhow!(e)))
-                            .collect::<Result<_>>()?,
-                        status: r.get(8),
-                        created_at: r.get(9),
-                        resolved_scope: r.get(10),
-                        resolution: r.get(11),
-                        merged_from: r.get(12),
-                        reason: r.get(13),
-                    })
-                })
-                .collect()
+            rows.iter().map(pending_from_row).collect()
+        })
+    }
+
+    pub fn pending_item(&mut self, id: i64) -> Result<Option<PendingItem>> {
+        self.in_tx(|t| pending_item(t, id, false))
+    }
+
+    /// Resolves an open pending item by writing it to `scope` through the write path (README,
+    /// "The pending queue"); `outside_candidates` allows a scope it did not name.
+    pub fn resolve_pending(
+        &mut self,
+        pending_id: i64,
+        scope: &Scope,
+        outside_candidates: bool,
+    ) -> Result<WriteOutcome> {
+        self.in_tx(|t| {
+            // The item's row lock: two humans resolving it at once resolve it once.
+            let item = pending_item(t, pending_id, true)?.ok_or_else(|| no_item(pending_id))?;
+            if item.status != "open" {
+                bail!(
+                    "pending item #{pending_id} is already {} ({}): nothing to do",
+                    item.status,
+                    item.resolution.as_deref().unwrap_or("no outcome")
+                );
+            }
+            let scope = spelled_scope(t, scope, true)?;
+            let among = item.candidates.contains(&scope);
+            if !among && !outside_candidates {
+                let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
+                return Err(crate::model::InvalidRequest(format!(
+                    "{scope} is not a candidate of pending #{pending_id}, whose candidates are {}: pick one of them, or pass --force to write it to {scope} anyway",
+                    names.join(", ")
+                ))
+                .into());
+            }
+            let id = Identity {
+                subject: item.subject.clone(),
+                predicate: canonical_predicate(t, &item.predicate)?,
+                scope: scope.clone(),
+            };
+            let prepared = PreparedWrite::stored(
+                &id,
+                item.value.clone(),
+                item.source.clone(),
+                item.raw.clone(),
+                resolution_seq(&item),
+            )?;
+            let mut out = write_in_tx(t, &prepared)?;
+            t.exec(
+                "UPDATE pending SET status = 'resolved', resolved_at = clock_timestamp(), resolved_scope = $2, resolution = $3
+                 WHERE id = $1",
+                &[&pending_id, &scope.to_string(), &out.outcome.as_str()],
+            )?;
+            let detail = json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among });
+            let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
+            let scope_text = scope.to_string();
+            t.exec(
+                "INSERT INTO history (event, subject, predicate, scope, version, source, causal_seq, at, detail, clock)
+                 VALUES ('pending_resolved', $1, $2, $3, $4, $5, $6, clock_timestamp(), $7, $8)",
+                &[&id.subject, &id.predicate, &scope_text, &out.version, &item.source, &item.causal_seq, &detail.to_string(), &clock],
+            )?;
+            out.pending_id = Some(pending_id);
+            Ok(out)
+        })
+    }
+
+    /// Rejects an open pending item: nothing is written to memory.
+    pub fn reject_pending(&mut self, pending_id: i64) -> Result<PendingItem> {
+        self.in_tx(|t| {
+            let mut item = pending_item(t, pending_id, true)?.ok_or_else(|| no_item(pending_id))?;
+            if item.status != "open" {
+                bail!("pending item #{pending_id} is already {}: nothing to do", item.status);
+            }
+            t.exec(
+                "UPDATE pending SET status = 'rejected', resolved_at = clock_timestamp(), resolution = 'rejected by a human'
+                 WHERE id = $1",
+                &[&pending_id],
+            )?;
+            item.status = "rejected".into();
+            Ok(item)
         })
     }
 
@@ -546,6 +600,54 @@ impl PgStore {
 
 const SUBJECT: &str = "subject";
 const SCOPE: &str = "scope";
+
+fn no_item(id: i64) -> anyhow::Error {
+    anyhow!("there is no pending item #{id}: list them with `memscope pending`")
+}
+
+/// One pending item; `lock`: its row locked until the transaction ends.
+fn pending_item(t: &mut Tx<'_>, id: i64, lock: bool) -> Result<Option<PendingItem>> {
+    let sql = if lock {
+        "SELECT id, subject, predicate, value, raw, source, causal_seq, candidates, status,
+                to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                resolved_scope, resolution, merged_from, reason
+         FROM pending WHERE id = $1 FOR UPDATE"
+    } else {
+        "SELECT id, subject, predicate, value, raw, source, causal_seq, candidates, status,
+                to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                resolved_scope, resolution, merged_from, reason
+         FROM pending WHERE id = $1"
+    };
+    t.opt(sql, &[&id])?
+        .as_ref()
+        .map(pending_from_row)
+        .transpose()
+}
+
+fn pending_from_row(r: &Row) -> Result<PendingItem> {
+    let candidates: Vec<String> = serde_json::from_str(&r.get::<_, String>(7)).map_err(|e| {
+        anyhow!("pending candidates are not a JSON list ({e}): run `memscope check`")
+    })?;
+    Ok(PendingItem {
+        id: r.get(0),
+        subject: r.get(1),
+        predicate: r.get(2),
+        value: parse_value(&r.get::<_, String>(3), "pending")?,
+        raw: r.get(4),
+        source: r.get(5),
+        causal_seq: r.get(6),
+        candidates: candidates
+            .iter()
+            .map(|c| Scope::parse(c).map_err(|e| anyhow!(e)))
+            .collect::<Result<_>>()?,
+        status: r.get(8),
+        created_at: r.get(9),
+        resolved_scope: r.get(10),
+        resolution: r.get(11),
+        merged_from: r.get(12),
+        reason: r.get(13),
+    })
+}
 
 fn parse_value(text: &str, at: &str) -> Result<Value> {
     serde_json::from_str(text)

@@ -11,7 +11,9 @@ use crate::model::{
 };
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
 use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict};
-use crate::store::prepared::{base_outcome, validate, PreparedWrite, RetryWithSavepoints};
+use crate::store::prepared::{
+    base_outcome, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
+};
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
@@ -318,13 +320,6 @@ pub(crate) fn prepare(
     let mut w = std::borrow::Cow::Owned(validate(req.clone())?);
     st.canonicalize(conn, &mut w)?;
     Ok(w.into_owned())
-}
-
-/// The causal number a pending item is resolved with: its own, taken when the write arrived —
-/// except a value a spelling merge queued, a human's choice between two current values made
-/// now (the clock's next), so it is never `stale` against the value it replaces.
-fn resolution_seq(item: &PendingItem) -> Option<i64> {
-    item.merged_from.is_none().then_some(item.causal_seq)
 }
 
 /// Decides and applies one write inside an open write transaction.
