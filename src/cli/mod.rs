@@ -367,7 +367,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::List(args)) => read::list(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::History(args)) => read::history(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Pending(args)) => pending::run(&mut open_any(OpenMode::Existing)?, args),
-        Some(Command::Delete(args)) => delete::delete(&mut open(OpenMode::Existing)?, args),
+        Some(Command::Delete(args)) => delete::delete(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Restore(args)) => delete::restore(&mut open(OpenMode::Existing)?, args),
         Some(Command::Gc(args)) => delete::gc(&mut open(OpenMode::Existing)?, args),
         Some(Command::Suspects { json }) => suspects::run(&open(OpenMode::Existing)?, json),

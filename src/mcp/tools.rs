@@ -463,8 +463,7 @@ impl Tools {
         let reason = reason.unwrap_or_else(|| "forget via MCP".to_string());
         let mut store = self.store();
         let report = store
-            .sqlite("forget")
-            .and_then(|s| s.delete(&target, Some(&reason)))
+            .delete(&target, Some(&reason))
             .map_err(|e| format!("forget failed, nothing was deleted: {e:#}"))?;
         let mut text = format!(
             "forgotten: {}. Purged {} version(s), {} pending item(s) and {} read-log note(s); later writes to it are rejected until a human restores it.",

@@ -57,3 +57,34 @@ pub(crate) fn mark_validity(events: &mut [HistoryEvent]) {
         }
     }
 }
+
+/// The stretches of time in which an identity held a current record, as `[from, until]`,
+/// from its `set`, `removed` and `deleted` events (`(event, at)`, oldest first); one still
+/// open ends `now`.
+pub(crate) fn live_intervals(events: Vec<(String, String)>, now: &str) -> Vec<[String; 2]> {
+    let mut out = Vec::new();
+    let mut open: Option<String> = None;
+    for (event, at) in events {
+        match event.as_str() {
+            "set" if open.is_none() => open = Some(at),
+            "removed" | "deleted" => {
+                if let Some(from) = open.take() {
+                    out.push([from, at]);
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = open {
+        out.push([from, now.to_string()]);
+    }
+    out
+}
+
+/// Whether a pending item (its `candidates` as stored, and the scope it was resolved into)
+/// names one of `scopes`: a delete of those destroys it.
+pub(crate) fn pending_names(candidates: &str, resolved: Option<&str>, scopes: &[String]) -> bool {
+    let candidates: Vec<String> = serde_json::from_str(candidates).unwrap_or_default();
+    candidates.iter().any(|c| scopes.contains(c))
+        || resolved.is_some_and(|r| scopes.iter().any(|s| s == r))
+}

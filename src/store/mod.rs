@@ -158,6 +158,27 @@ impl AnyStore {
         }
     }
 
+    pub fn delete(
+        &mut self,
+        target: &crate::model::DeleteTarget,
+        reason: Option<&str>,
+    ) -> Result<crate::model::DeleteReport> {
+        match self {
+            AnyStore::Sqlite(s) => s.delete(target, reason),
+            AnyStore::Postgres(p) => p.delete(target, reason),
+        }
+    }
+
+    pub fn delete_preview(
+        &mut self,
+        target: &crate::model::DeleteTarget,
+    ) -> Result<crate::model::DeletePreview> {
+        match self {
+            AnyStore::Sqlite(s) => s.delete_preview(target),
+            AnyStore::Postgres(p) => p.delete_preview(target),
+        }
+    }
+
     pub fn canonical_predicate(&mut self, raw: &str) -> Result<String> {
         match self {
             AnyStore::Sqlite(s) => s.canonical_predicate(raw),

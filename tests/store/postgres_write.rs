@@ -518,7 +518,7 @@ fn several_memscope_processes_apply_to_one_postgres_database() {
 
 /// `memscope mcp --db postgres://…` serves agents from PostgreSQL: the incident replayed by an
 /// agent in `legacy-dashboard` is queued (the agent told not to retry), recall answers with the
-/// default, list_memories counts the waiting item, and forget says it is not served there yet.
+/// default, list_memories counts the waiting item, and forget deletes it for good.
 #[test]
 fn the_mcp_server_serves_agents_from_postgres() {
     use crate::support::mcp_session::{tool_text, RawSession};
@@ -572,9 +572,16 @@ fn the_mcp_server_serves_agents_from_postgres() {
         "forget",
         json!({"predicate": "package_manager", "scope": "global"}),
     );
-    assert_eq!(r["result"]["isError"], true, "{r}");
-    assert!(
-        tool_text(&r).contains("not served from PostgreSQL yet"),
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(tool_text(&r).contains("forgotten"), "{r}");
+    let r = call(
+        &mut s,
+        7,
+        "remember",
+        json!({"predicate": "package_manager", "value": "yarn", "scope": "global", "source": "thread:3"}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "rejected",
         "{r}"
     );
     let reads: i64 = raw
@@ -725,4 +732,153 @@ fn the_pending_queue_on_postgres() {
         .unwrap()
         .get(0);
     assert_eq!(events, 1);
+}
+
+/// A delete on PostgreSQL destroys the content in every table that held it, in one
+/// transaction: the record, its history (a content-free `deleted` event stays), the pending item
+/// naming it, the note of a read — a later write is rejected, the preview (`--dry-run`) counts
+/// what the delete then destroys, and nothing else of the subject is touched.
+#[test]
+fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    let memscope = |args: &[&str]| {
+        crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut store = PgStore::open(&db.address()).unwrap();
+    let canary = "CANARY-秘密-🦜-4417";
+    for (value, source) in [
+        (format!("{canary} v1"), "t:1"),
+        (format!("{canary} v2"), "t:2"),
+    ] {
+        let mut w = req("user:42", "api_token", json!(value), "repo:shop", source);
+        w.raw = Some(format!("the token is {canary}"));
+        store.write(&w).unwrap();
+    }
+    store
+        .write(&req(
+            "user:42",
+            "api_token",
+            json!(format!("{canary} queued")),
+            "global,repo:shop",
+            "t:3",
+        ))
+        .unwrap();
+    store
+        .resolve_logged(
+            "user:42",
+            "api_token",
+            Some("shop"),
+            None,
+            Some("agent"),
+            Some(&format!("note {canary}")),
+        )
+        .unwrap();
+    store
+        .write(&req("user:42", "editor", json!("vim"), "repo:shop", "t:4"))
+        .unwrap();
+    let target = [
+        "delete",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "api_token",
+        "--scope",
+        "repo:shop",
+    ];
+    let preview = memscope(&[&target[..], &["--dry-run", "--json"]].concat());
+    assert!(preview.status.success(), "{preview:?}");
+    let preview: Value = serde_json::from_slice(&preview.stdout).unwrap();
+    let counts = |v: &Value, keys: [&str; 4]| keys.map(|k| v[k].as_i64());
+    assert_eq!(
+        counts(
+            &preview,
+            ["live_records", "versions", "pending_items", "read_notes"]
+        ),
+        [Some(1), Some(2), Some(1), Some(1)],
+        "{preview}"
+    );
+    let out = memscope(&[&target[..], &["--json"]].concat());
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        counts(
+            &report,
+            [
+                "purged_versions",
+                "purged_pending",
+                "purged_notes",
+                "purged_versions"
+            ]
+        ),
+        [Some(2), Some(1), Some(1), Some(2)],
+        "{report}"
+    );
+    assert_eq!(report["disk_purged"], true, "{report}");
+    // No row anywhere still holds the canary.
+    for (table, cols) in [
+        ("memories", "value || coalesce(raw, '')"),
+        (
+            "history",
+            "coalesce(value, '') || coalesce(raw, '') || coalesce(detail, '')",
+        ),
+        ("pending", "value || coalesce(raw, '')"),
+        ("reads", "coalesce(note, '')"),
+        ("tombstones", "coalesce(reason, '')"),
+    ] {
+        let sql = format!("SELECT count(*) FROM {table} WHERE {cols} LIKE '%CANARY%'");
+        let n: i64 = raw.query_one(sql.as_str(), &[]).unwrap().get(0);
+        assert_eq!(n, 0, "{table} still holds the canary");
+    }
+    let events: Vec<String> = raw
+        .query(
+            "SELECT event FROM history WHERE predicate = 'api_token'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(events, ["deleted"]);
+    let again = store
+        .write(&req(
+            "user:42",
+            "api_token",
+            json!("new"),
+            "repo:shop",
+            "t:5",
+        ))
+        .unwrap();
+    assert_eq!(again.outcome, OutcomeKind::Rejected);
+    let r = store
+        .resolve("user:42", "api_token", Some("shop"), None)
+        .unwrap();
+    assert_eq!(r.considered[0].state, "deleted");
+    let kept = store
+        .resolve("user:42", "editor", Some("shop"), None)
+        .unwrap();
+    assert_eq!(
+        kept.value,
+        Some(json!("vim")),
+        "the rest of the subject is untouched"
+    );
+    let none = memscope(&[
+        "delete",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "never",
+        "--scope",
+        "global",
+    ]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("there is no memory"),
+        "{none:?}"
+    );
 }

@@ -13,8 +13,9 @@
 
 use super::{schema, Address};
 use crate::model::{
-    same_value, HistoryEvent, Identity, MemoryRecord, OutcomeKind, OutcomeScope, PendingItem,
-    Resolution, Scope, ScopeChoice, WriteOutcome, WriteRequest,
+    same_value, DeletePreview, DeleteReport, DeleteTarget, HistoryEvent, Identity, MemoryRecord,
+    OutcomeKind, OutcomeScope, PendingItem, Resolution, Scope, ScopeChoice, TombstoneRef,
+    WriteOutcome, WriteRequest,
 };
 use crate::spelling::fold;
 use crate::store::decide::WriteDecision;
@@ -547,6 +548,33 @@ impl PgStore {
         })
     }
 
+    /// Deletes `target` (README, "Deletion"): each covered identity's current record and its
+    /// whole history go, a content-free `deleted` event and a tombstone stay, the pending items
+    /// naming it and the notes of its reads are destroyed — in one transaction, under the
+    /// identities' locks. Then the touched tables are vacuumed, so the dead row versions'
+    /// space is marked free for reuse (what that does and does not reach on PostgreSQL: README,
+    /// "Running on PostgreSQL"); `disk_purged` says whether the vacuum ran.
+    pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
+        let (mut report, _) = self.in_tx(|t| delete_in_tx(t, target, reason))?;
+        report.disk_purged = self
+            .client
+            .batch_execute("VACUUM memories, history, pending, reads")
+            .is_ok();
+        Ok(report)
+    }
+
+    /// What a delete of `target` would destroy: the delete itself, rolled back.
+    pub fn delete_preview(&mut self, target: &DeleteTarget) -> Result<DeletePreview> {
+        let tx = self.client.transaction()?;
+        let mut t = Tx {
+            tx,
+            statements: &mut self.statements,
+        };
+        let (_, preview) = delete_in_tx(&mut t, target, None)?;
+        // Dropped without commit: rolled back.
+        Ok(preview)
+    }
+
     /// A predicate as stored: normalized and mapped through the alias table.
     pub fn canonical_predicate(&mut self, raw: &str) -> Result<String> {
         self.in_tx(|t| canonical_predicate(t, raw))
@@ -600,6 +628,207 @@ impl PgStore {
 
 const SUBJECT: &str = "subject";
 const SCOPE: &str = "scope";
+
+/// The delete of `target`, inside a transaction: the report, and what it destroyed counted as
+/// a preview states it.
+fn delete_in_tx(
+    t: &mut Tx<'_>,
+    target: &DeleteTarget,
+    reason: Option<&str>,
+) -> Result<(DeleteReport, DeletePreview)> {
+    let subject_of = |t: &mut Tx<'_>, s: &str| -> Result<String> {
+        let s = crate::model::normalize_subject(s).map_err(|e| anyhow!(e))?;
+        spelled(t, SUBJECT, &s, false)
+    };
+    let (subject, predicate, exact) = match target {
+        DeleteTarget::Identity(id) => {
+            let subject = subject_of(t, &id.subject)?;
+            let predicate = canonical_predicate(t, &id.predicate)?;
+            let scope = spelled_scope(t, &id.scope, false)?;
+            (subject, Some(predicate), Some(scope))
+        }
+        DeleteTarget::Predicate { subject, predicate } => (
+            subject_of(t, subject)?,
+            Some(canonical_predicate(t, predicate)?),
+            None,
+        ),
+        DeleteTarget::Subject(subject) => (subject_of(t, subject)?, None, None),
+    };
+    let ids: Vec<Identity> = match (&predicate, &exact) {
+        (Some(p), Some(scope)) => {
+            let scope_text = scope.to_string();
+            let ever = t
+                .opt(
+                    "SELECT 1 FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3
+                     UNION ALL SELECT 1 FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+                     LIMIT 1",
+                    &[&subject, p, &scope_text],
+                )?
+                .is_some();
+            if !ever {
+                bail!("there is no memory {subject} · {p} @ {scope} to delete: see `memscope list`");
+            }
+            vec![Identity {
+                subject: subject.clone(),
+                predicate: p.clone(),
+                scope: scope.clone(),
+            }]
+        }
+        _ => t
+            .all(
+                "SELECT predicate, scope FROM memories WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2)
+                 UNION SELECT predicate, scope FROM history WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2)
+                   AND event IN ('set', 'confirmed', 'stale')
+                 UNION SELECT predicate, scope FROM tombstones WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2)
+                 ORDER BY 1, 2",
+                &[&subject, &predicate],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(Identity {
+                    subject: subject.clone(),
+                    predicate: r.get(0),
+                    scope: Scope::parse(&r.get::<_, String>(1)).map_err(|e| {
+                        anyhow!("a stored scope is invalid ({e}): run `memscope check`")
+                    })?,
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
+    // A predicate or subject delete also destroys every pending item of it.
+    let mut pending: std::collections::BTreeSet<i64> = std::collections::BTreeSet::new();
+    if exact.is_none() {
+        for r in t.all(
+            "SELECT id FROM pending WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2)",
+            &[&subject, &predicate],
+        )? {
+            pending.insert(r.get(0));
+        }
+        if ids.is_empty() && pending.is_empty() {
+            bail!("nothing matches that delete: see `memscope list` and `memscope pending`");
+        }
+    }
+    // History may be rewritten by this transaction only (the schema's append-only guard).
+    t.tx.batch_execute(&format!("SET LOCAL {} = 'on'", schema::PURGE_SETTING))?;
+    let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
+    let mut report = DeleteReport {
+        tombstoned: vec![],
+        purged_versions: 0,
+        purged_pending: 0,
+        purged_notes: 0,
+        disk_purged: true,
+    };
+    let mut preview = DeletePreview::default();
+    for id in &ids {
+        let scope = id.scope.to_string();
+        t.exec(
+            "SELECT memscope_identity_lock($1, $2, $3)",
+            &[&id.subject, &id.predicate, &scope],
+        )?;
+        let r = t.one(
+            "SELECT (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
+                    (SELECT count(DISTINCT version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event = 'set'),
+                    (SELECT count(DISTINCT raw) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
+                    (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
+                    greatest((SELECT max(version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3),
+                             (SELECT version FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
+                             (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3), 0) + 1",
+            &[&id.subject, &id.predicate, &scope],
+        )?;
+        let (live, purged, raws, events, version): (i64, i64, i64, i64, i64) =
+            (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+        let at = |t: &mut Tx<'_>| -> Result<Vec<(String, String)>> {
+            Ok(t.all(
+                "SELECT event, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+                     FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+                       AND event IN ('set', 'removed', 'deleted') ORDER BY id",
+                &[&id.subject, &id.predicate, &scope],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+        };
+        let now: String = t
+            .one(
+                "SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
+                &[],
+            )?
+            .get(0);
+        let intervals = crate::store::events::live_intervals(at(t)?, &now);
+        let detail =
+            json!({ "reason": reason, "purged_versions": purged, "live_intervals": intervals });
+        // Logged first, so the newest history id is never the one purged.
+        log_event(
+            t,
+            EventKind::Deleted,
+            id,
+            Some(version),
+            None,
+            None,
+            Some(&detail),
+            Some(clock),
+        )?;
+        t.exec(
+            "DELETE FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'",
+            &[&id.subject, &id.predicate, &scope],
+        )?;
+        t.exec(
+            "DELETE FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
+            &[&id.subject, &id.predicate, &scope],
+        )?;
+        t.exec(
+            "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
+             VALUES ($1, $2, $3, $4, $5, clock_timestamp())
+             ON CONFLICT (subject, predicate, scope) DO UPDATE
+             SET version = EXCLUDED.version, reason = EXCLUDED.reason, deleted_at = EXCLUDED.deleted_at",
+            &[&id.subject, &id.predicate, &scope, &version, &reason],
+        )?;
+        for r in t.all(
+            "SELECT id, candidates, resolved_scope FROM pending WHERE subject = $1 AND predicate = $2",
+            &[&id.subject, &id.predicate],
+        )? {
+            let names = crate::store::events::pending_names(
+                &r.get::<_, String>(1),
+                r.get::<_, Option<String>>(2).as_deref(),
+                std::slice::from_ref(&scope),
+            );
+            if names {
+                pending.insert(r.get(0));
+            }
+        }
+        report.purged_versions += purged;
+        preview.live_records += live;
+        preview.versions += purged;
+        preview.raw_texts += raws;
+        preview.events += events;
+        report.tombstoned.push(TombstoneRef {
+            subject: id.subject.clone(),
+            predicate: id.predicate.clone(),
+            scope,
+            version,
+        });
+    }
+    for pid in &pending {
+        report.purged_pending += t.exec("DELETE FROM pending WHERE id = $1", &[pid])? as i64;
+    }
+    // The reads stay (who read which version when); their notes, which may repeat the
+    // content, do not.
+    let (repo, task) = match &exact {
+        Some(Scope::Repo(r)) => (Some(r.clone()), None),
+        Some(Scope::Task(k)) => (None, Some(k.clone())),
+        _ => (None, None),
+    };
+    report.purged_notes = t.exec(
+        "UPDATE reads SET note = NULL WHERE note IS NOT NULL AND subject = $1
+           AND ($2::text IS NULL OR predicate = $2) AND ($3::text IS NULL OR repo = $3)
+           AND ($4::text IS NULL OR task = $4)",
+        &[&subject, &predicate, &repo, &task],
+    )? as i64;
+    preview.identities = ids;
+    preview.pending_items = report.purged_pending;
+    preview.read_notes = report.purged_notes;
+    Ok((report, preview))
+}
 
 fn no_item(id: i64) -> anyhow::Error {
     anyhow!("there is no pending item #{id}: list them with `memscope pending`")
