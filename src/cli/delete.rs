@@ -137,7 +137,7 @@ fn statement(preview: &DeletePreview) -> impl Iterator<Item = String> {
         .map(|(_, line)| line)
 }
 
-pub fn restore(store: &mut Store, a: RestoreArgs) -> Result<i32> {
+pub fn restore(store: &mut AnyStore, a: RestoreArgs) -> Result<i32> {
     let t = store.restore(&a.about.at(&a.scope)?)?;
     if a.json {
         print_json(&t)?;

@@ -368,7 +368,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::History(args)) => read::history(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Pending(args)) => pending::run(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Delete(args)) => delete::delete(&mut open_any(OpenMode::Existing)?, args),
-        Some(Command::Restore(args)) => delete::restore(&mut open(OpenMode::Existing)?, args),
+        Some(Command::Restore(args)) => delete::restore(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Gc(args)) => delete::gc(&mut open(OpenMode::Existing)?, args),
         Some(Command::Suspects { json }) => suspects::run(&open(OpenMode::Existing)?, json),
         Some(Command::Check(args)) => admin::check(&path, args),

@@ -169,6 +169,13 @@ impl AnyStore {
         }
     }
 
+    pub fn restore(&mut self, id: &crate::model::Identity) -> Result<crate::model::TombstoneRef> {
+        match self {
+            AnyStore::Sqlite(s) => s.restore(id),
+            AnyStore::Postgres(p) => p.restore(id),
+        }
+    }
+
     pub fn delete_preview(
         &mut self,
         target: &crate::model::DeleteTarget,

@@ -859,6 +859,31 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
         .resolve("user:42", "api_token", Some("shop"), None)
         .unwrap();
     assert_eq!(r.considered[0].state, "deleted");
+    // Restored: writes are accepted again, from the version after the deleted ones.
+    let restored = memscope(&[
+        "restore",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "api_token",
+        "--scope",
+        "repo:shop",
+    ]);
+    assert!(restored.status.success(), "{restored:?}");
+    let back = store
+        .write(&req(
+            "user:42",
+            "api_token",
+            json!("new 🆕"),
+            "repo:shop",
+            "t:6",
+        ))
+        .unwrap();
+    assert_eq!(
+        (back.outcome, back.version),
+        (OutcomeKind::Inserted, Some(4)),
+        "{back:?}"
+    );
     let kept = store
         .resolve("user:42", "editor", Some("shop"), None)
         .unwrap();

@@ -563,6 +563,40 @@ impl PgStore {
         Ok(report)
     }
 
+    /// Lifts a tombstone: later writes to the identity are accepted again (its content stays
+    /// destroyed).
+    pub fn restore(&mut self, id: &Identity) -> Result<TombstoneRef> {
+        let subject = crate::model::normalize_subject(&id.subject).map_err(|e| anyhow!(e))?;
+        self.in_tx(|t| {
+            let id = Identity {
+                subject: spelled(t, SUBJECT, &subject, false)?,
+                predicate: canonical_predicate(t, &id.predicate)?,
+                scope: spelled_scope(t, &id.scope, false)?,
+            };
+            let scope = id.scope.to_string();
+            t.exec(
+                "SELECT memscope_identity_lock($1, $2, $3)",
+                &[&id.subject, &id.predicate, &scope],
+            )?;
+            let Some(r) = t.opt(
+                "DELETE FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3 RETURNING version",
+                &[&id.subject, &id.predicate, &scope],
+            )?
+            else {
+                bail!("{id} is not deleted: there is no tombstone to restore (see `memscope list` or the UI's tombstones tab)");
+            };
+            let version: i64 = r.get(0);
+            let detail = json!({ "tombstone_version": version });
+            log_event(t, EventKind::Restored, &id, None, None, None, Some(&detail), None)?;
+            Ok(TombstoneRef {
+                subject: id.subject.clone(),
+                predicate: id.predicate.clone(),
+                scope,
+                version,
+            })
+        })
+    }
+
     /// What a delete of `target` would destroy: the delete itself, rolled back.
     pub fn delete_preview(&mut self, target: &DeleteTarget) -> Result<DeletePreview> {
         let tx = self.client.transaction()?;
