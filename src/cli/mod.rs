@@ -361,7 +361,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             Ok(EXIT_OK)
         }
         Some(Command::Resolve(args)) => read::resolve(&mut open_any(OpenMode::Existing)?, args),
-        Some(Command::Reads(args)) => incident::reads(&open(OpenMode::Existing)?, args),
+        Some(Command::Reads(args)) => incident::reads(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Rescope(args)) => incident::rescope(&mut open(OpenMode::Existing)?, args),
         Some(Command::Revert(args)) => incident::revert(&mut open(OpenMode::Existing)?, args),
         Some(Command::List(args)) => read::list(&mut open_any(OpenMode::Existing)?, args),

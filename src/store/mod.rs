@@ -169,6 +169,13 @@ impl AnyStore {
         }
     }
 
+    pub fn reads(&mut self, filter: &ReadFilter) -> Result<Vec<crate::model::ReadRecord>> {
+        match self {
+            AnyStore::Sqlite(s) => s.reads(filter),
+            AnyStore::Postgres(p) => p.reads(filter),
+        }
+    }
+
     pub fn restore(&mut self, id: &crate::model::Identity) -> Result<crate::model::TombstoneRef> {
         match self {
             AnyStore::Sqlite(s) => s.restore(id),

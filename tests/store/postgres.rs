@@ -367,7 +367,7 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     assert_eq!(counts(&mut client), first);
 
     // A command PostgreSQL does not serve yet connects, then says the truth: which it does.
-    let said = refused(&db.url, &["reads"], &["serves only", "`write`", "so far"]);
+    let said = refused(&db.url, &["gc"], &["serves only", "`write`", "so far"]);
     assert!(said.contains(&db.name), "{said}");
     let said = refused(&db.url, &["check"], &["holds a memscope schema"]);
     assert!(

@@ -505,15 +505,13 @@ fn several_memscope_processes_apply_to_one_postgres_database() {
         "--json",
     ]);
     assert_eq!(r["value"], current[0]["value"]);
-    let mut raw = db.client();
-    let reads: i64 = raw
-        .query_one(
-            "SELECT count(*) FROM reads WHERE predicate = 'package_manager' AND repo = 'shop'",
-            &[],
-        )
-        .unwrap()
-        .get(0);
-    assert_eq!(reads, 1);
+    let reads = run(&["reads", "--predicate", "包管理器", "--json"]);
+    let reads = reads.as_array().unwrap();
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert_eq!(
+        (reads[0]["repo"].as_str(), reads[0]["version"].as_i64()),
+        (Some("shop"), current[0]["version"].as_i64())
+    );
 }
 
 /// `memscope mcp --db postgres://…` serves agents from PostgreSQL: the incident replayed by an

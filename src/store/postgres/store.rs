@@ -14,8 +14,8 @@
 use super::{schema, Address};
 use crate::model::{
     same_value, DeletePreview, DeleteReport, DeleteTarget, HistoryEvent, Identity, MemoryRecord,
-    OutcomeKind, OutcomeScope, PendingItem, Resolution, Scope, ScopeChoice, TombstoneRef,
-    WriteOutcome, WriteRequest,
+    OutcomeKind, OutcomeScope, PendingItem, ReadRecord, Resolution, Scope, ScopeChoice,
+    TombstoneRef, WriteOutcome, WriteRequest,
 };
 use crate::spelling::fold;
 use crate::store::decide::WriteDecision;
@@ -607,6 +607,54 @@ impl PgStore {
         let (_, preview) = delete_in_tx(&mut t, target, None)?;
         // Dropped without commit: rolled back.
         Ok(preview)
+    }
+
+    /// The read log, newest first, filtered (README, "The read log").
+    pub fn reads(&mut self, filter: &crate::store::ReadFilter) -> Result<Vec<ReadRecord>> {
+        self.in_tx(|t| {
+            let predicate = filter
+                .predicate
+                .as_deref()
+                .map(|p| canonical_predicate(t, p))
+                .transpose()?;
+            let subject = match &filter.subject {
+                Some(s) => {
+                    let s = crate::model::normalize_subject(s).map_err(|e| anyhow!(e))?;
+                    Some(spelled(t, SUBJECT, &s, false)?)
+                }
+                None => None,
+            };
+            let since = filter.since.map(std::time::SystemTime::from);
+            let limit = filter.limit.unwrap_or(i64::MAX);
+            let rows = t.all(
+                "SELECT id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        agent, subject, predicate, repo, task, scope, version, shadowed, note
+                 FROM reads
+                 WHERE ($1::text IS NULL OR subject = $1) AND ($2::text IS NULL OR predicate = $2)
+                   AND ($3::text IS NULL OR agent = $3) AND ($4::timestamptz IS NULL OR at >= $4)
+                 ORDER BY at DESC, id DESC LIMIT $5",
+                &[&subject, &predicate, &filter.agent, &since, &limit],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| ReadRecord {
+                    id: r.get(0),
+                    at: r.get(1),
+                    agent: r.get(2),
+                    subject: r.get(3),
+                    predicate: r.get(4),
+                    repo: r.get(5),
+                    task: r.get(6),
+                    scope: r.get(7),
+                    version: r.get(8),
+                    shadowed: r
+                        .get::<_, Option<String>>(9)
+                        .and_then(|s| serde_json::from_str(&s).ok())
+                        .unwrap_or_default(),
+                    note: r.get(10),
+                })
+                .collect())
+        })
     }
 
     /// A predicate as stored: normalized and mapped through the alias table.
