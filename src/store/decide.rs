@@ -157,6 +157,20 @@ pub fn resolution_chain(repo: Option<&str>, task: Option<&str>) -> Vec<Scope> {
     chain
 }
 
+/// A scope of the chain that holds no live value: `state` says why ("deleted", "absent").
+pub fn not_found(scope: String, state: &str) -> Considered {
+    Considered {
+        scope,
+        found: false,
+        value: None,
+        wins: false,
+        version: None,
+        source: None,
+        updated_at: None,
+        state: state.into(),
+    }
+}
+
 /// What a backend found in one scope of the resolution chain.
 pub enum Looked {
     /// The current record.
@@ -203,16 +217,9 @@ pub fn resolve_looked(
                     state: if wins { "wins" } else { "shadowed" }.into(),
                 }
             }
-            Looked::Missing { deleted } => Considered {
-                scope,
-                found: false,
-                value: None,
-                wins: false,
-                version: None,
-                source: None,
-                updated_at: None,
-                state: if deleted { "deleted" } else { "absent" }.into(),
-            },
+            Looked::Missing { deleted } => {
+                not_found(scope, if deleted { "deleted" } else { "absent" })
+            }
         });
     }
     let win = winner.map(|i| &considered[i]);

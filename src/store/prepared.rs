@@ -203,3 +203,14 @@ impl std::error::Error for RetryWithSavepoints {}
 pub(crate) fn resolution_seq(item: &PendingItem) -> Option<i64> {
     item.merged_from.is_none().then_some(item.causal_seq)
 }
+
+/// Why a write waits in the pending queue, as its outcome says it: the scope guard's evidence,
+/// or the writer's own ambiguity.
+pub(crate) fn queued_reason(guard_reason: Option<&str>) -> String {
+    match guard_reason {
+        Some(evidence) => format!(
+            "the scope guard queued it for a human: {evidence}; it was not applied, do not write it again"
+        ),
+        None => "the scope is ambiguous: a human picks one with `memscope pending resolve`".into(),
+    }
+}

@@ -353,18 +353,8 @@ impl PgStore {
     /// The current records, filtered, grouped by scope (README, `list`).
     pub fn list(&mut self, filter: &crate::store::ListFilter) -> Result<Vec<MemoryRecord>> {
         self.in_tx(|t| {
-            let predicate = filter
-                .predicate
-                .as_deref()
-                .map(|p| canonical_predicate(t, p))
-                .transpose()?;
-            let subject = match &filter.subject {
-                Some(s) => {
-                    let s = crate::model::normalize_subject(s).map_err(|e| anyhow!(e))?;
-                    Some(spelled(t, SUBJECT, &s, false)?)
-                }
-                None => None,
-            };
+            let (subject, predicate) =
+                stored_filter(t, filter.subject.as_deref(), filter.predicate.as_deref())?;
             let scope = match &filter.scope {
                 Some(s) => Some(spelled_scope(t, s, false)?.to_string()),
                 None => None,
@@ -612,18 +602,8 @@ impl PgStore {
     /// The read log, newest first, filtered (README, "The read log").
     pub fn reads(&mut self, filter: &crate::store::ReadFilter) -> Result<Vec<ReadRecord>> {
         self.in_tx(|t| {
-            let predicate = filter
-                .predicate
-                .as_deref()
-                .map(|p| canonical_predicate(t, p))
-                .transpose()?;
-            let subject = match &filter.subject {
-                Some(s) => {
-                    let s = crate::model::normalize_subject(s).map_err(|e| anyhow!(e))?;
-                    Some(spelled(t, SUBJECT, &s, false)?)
-                }
-                None => None,
-            };
+            let (subject, predicate) =
+                stored_filter(t, filter.subject.as_deref(), filter.predicate.as_deref())?;
             let since = filter.since.map(std::time::SystemTime::from);
             let limit = filter.limit.unwrap_or(i64::MAX);
             let rows = t.all(
@@ -910,6 +890,23 @@ fn delete_in_tx(
     preview.pending_items = report.purged_pending;
     preview.read_notes = report.purged_notes;
     Ok((report, preview))
+}
+
+/// A filter's subject and predicate as stored (looked up only: a read registers nothing).
+fn stored_filter(
+    t: &mut Tx<'_>,
+    subject: Option<&str>,
+    predicate: Option<&str>,
+) -> Result<(Option<String>, Option<String>)> {
+    let predicate = predicate.map(|p| canonical_predicate(t, p)).transpose()?;
+    let subject = match subject {
+        Some(s) => {
+            let s = crate::model::normalize_subject(s).map_err(|e| anyhow!(e))?;
+            Some(spelled(t, SUBJECT, &s, false)?)
+        }
+        None => None,
+    };
+    Ok((subject, predicate))
 }
 
 fn no_item(id: i64) -> anyhow::Error {
@@ -1358,11 +1355,6 @@ fn enqueue_pending(
     out.pending_id = Some(id);
     out.value = Some(w.value.clone());
     out.causal_seq = Some(seq);
-    out.reason = Some(match guard_reason {
-        Some(evidence) => format!(
-            "the scope guard queued it for a human: {evidence}; it was not applied, do not write it again"
-        ),
-        None => "the scope is ambiguous: a human picks one with `memscope pending resolve`".into(),
-    });
+    out.reason = Some(crate::store::prepared::queued_reason(guard_reason));
     Ok(out)
 }

@@ -12,7 +12,7 @@ use super::{format_time, Store};
 use crate::model::{
     Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope, WriteOutcome,
 };
-use crate::store::decide::{resolution_chain, resolve_looked, Looked};
+use crate::store::decide::{not_found, resolution_chain, resolve_looked, Looked};
 use crate::store::prepared::PreparedWrite;
 use anyhow::{anyhow, bail, Result};
 use chrono::{DateTime, Utc};
@@ -542,20 +542,6 @@ fn resolution_identities(
         })
         .collect();
     Ok((subject, predicate, chain))
-}
-
-/// A scope of the chain that holds no live value: `state` says why ("deleted", "absent").
-fn not_found(scope: String, state: &str) -> Considered {
-    Considered {
-        scope,
-        found: false,
-        value: None,
-        wins: false,
-        version: None,
-        source: None,
-        updated_at: None,
-        state: state.into(),
-    }
 }
 
 /// Resolution on any connection (the logged read runs it inside its transaction), each record

@@ -687,12 +687,7 @@ fn enqueue_pending(
     out.pending_id = Some(id);
     out.value = Some(w.value.clone());
     out.causal_seq = Some(seq);
-    out.reason = Some(match guard_reason {
-        Some(evidence) => format!(
-            "the scope guard queued it for a human: {evidence}; it was not applied, do not write it again"
-        ),
-        None => "the scope is ambiguous: a human picks one with `memscope pending resolve`".into(),
-    });
+    out.reason = Some(crate::store::prepared::queued_reason(guard_reason));
     Ok(out)
 }
 
