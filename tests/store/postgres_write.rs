@@ -905,3 +905,33 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
         "{none:?}"
     );
 }
+
+/// A connection the server closes under a long-lived store (an MCP server's) is opened again
+/// for the next call: the call that met the cut fails with a sentence, the next one works.
+#[test]
+fn a_store_reconnects_after_the_server_closed_its_connection() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    store
+        .write(&req("user:1", "editor", json!("vim"), "global", "t:1"))
+        .unwrap();
+    raw.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        &[],
+    )
+    .unwrap();
+    let cut = store.write(&req("user:1", "editor", json!("helix"), "global", "t:2"));
+    let said = format!("{:#}", cut.expect_err("the cut connection fails the call"));
+    assert!(
+        said.contains("was lost") && said.contains("run it again"),
+        "{said}"
+    );
+    let out = store
+        .write(&req("user:1", "editor", json!("emacs 🐃"), "global", "t:3"))
+        .unwrap();
+    assert!(matches!(out.outcome, OutcomeKind::Superseded), "{out:?}");
+    let r = store.resolve("user:1", "editor", None, None).unwrap();
+    assert_eq!(r.value, Some(json!("emacs 🐃")));
+}

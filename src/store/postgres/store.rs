@@ -85,9 +85,17 @@ impl Tx<'_> {
 
 /// A refusal of the server as one sentence naming the database and what to do.
 fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
-    let db = e
-        .downcast_ref::<postgres::Error>()
-        .and_then(|p| p.as_db_error());
+    let pg = e.downcast_ref::<postgres::Error>();
+    let db = pg.and_then(|p| p.as_db_error());
+    let lost = pg.is_some_and(|p| p.is_closed())
+        || db.is_some_and(|d| d.severity() == "FATAL" || *d.code() == SqlState::ADMIN_SHUTDOWN);
+    if lost {
+        return anyhow!(
+            "the connection to PostgreSQL at {} was lost ({}): what this call wrote may or may not have been committed — run it again (a write already stored comes back `confirmed`); the next call connects again",
+            address.describe(),
+            db.map_or_else(|| e.to_string(), |d| d.message().to_string())
+        );
+    }
     match db {
         Some(d) if *d.code() == SqlState::PROGRAM_LIMIT_EXCEEDED => anyhow!(
             "PostgreSQL at {} cannot index a memory this long ({}): shorten its subject, predicate or scope (together at most about 2,700 bytes after compression)",
@@ -149,9 +157,19 @@ impl PgStore {
     /// Runs `body` in a READ COMMITTED transaction and commits, again when the server aborted
     /// it for a deadlock or a serialization failure (counted into `busy_retries`).
     fn in_tx<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        // A connection the server closed (a restart, an administrator, a network cut) is
+        // opened again for the next call; the call that met the cut said so and was not
+        // retried, since its commit may or may not have landed.
+        if self.client.is_closed() {
+            self.client = self.address.connect()?;
+            self.statements.clear();
+        }
         let mut retries = 0i64;
         loop {
-            let tx = self.client.transaction()?;
+            let tx = self
+                .client
+                .transaction()
+                .map_err(|e| explain(e.into(), &self.address))?;
             let mut t = Tx {
                 tx,
                 statements: &mut self.statements,
