@@ -45,7 +45,7 @@ pub fn init(path: &Path) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-/// `memscope --db postgres://… init`: prepares the schema, and says that is all it can do yet.
+/// `memscope --db postgres://… init`: prepares the schema, and says which commands it serves.
 fn init_postgres(address: &postgres::Address) -> Result<i32> {
     let version = postgres::schema::SCHEMA_VERSION;
     let place = address.describe();
@@ -62,7 +62,10 @@ fn init_postgres(address: &postgres::Address) -> Result<i32> {
             format!("{place} already holds memscope's PostgreSQL schema {version} (up to date)")
         }
     };
-    outln!("{done}; this memscope cannot yet read or write memory in PostgreSQL (use a SQLite file for that)");
+    outln!(
+        "{done}; this memscope serves {} from it so far",
+        postgres::SERVED
+    );
     Ok(EXIT_OK)
 }
 

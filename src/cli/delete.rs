@@ -2,7 +2,7 @@
 
 use super::{errln, outln, print_json, scope_arg, usage, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::{DeletePreview, DeleteTarget, Identity};
-use crate::store::Store;
+use crate::store::{AnyStore, Store};
 use anyhow::Result;
 use clap::Args;
 use std::io::IsTerminal;
@@ -57,7 +57,7 @@ pub struct GcArgs {
     pub json: bool,
 }
 
-pub fn delete(store: &mut Store, a: DeleteArgs) -> Result<i32> {
+pub fn delete(store: &mut AnyStore, a: DeleteArgs) -> Result<i32> {
     let target = match (a.predicate, a.scope) {
         (Some(p), Some(s)) => DeleteTarget::Identity(Identity {
             subject: a.subject,
@@ -137,7 +137,7 @@ fn statement(preview: &DeletePreview) -> impl Iterator<Item = String> {
         .map(|(_, line)| line)
 }
 
-pub fn restore(store: &mut Store, a: RestoreArgs) -> Result<i32> {
+pub fn restore(store: &mut AnyStore, a: RestoreArgs) -> Result<i32> {
     let t = store.restore(&a.about.at(&a.scope)?)?;
     if a.json {
         print_json(&t)?;

@@ -2,7 +2,7 @@
 
 use super::{outln, print_json, scope_arg, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::WriteOutcome;
-use crate::store::{parse_time, ReadFilter, Store};
+use crate::store::{parse_time, AnyStore, ReadFilter, Store};
 use anyhow::Result;
 use clap::Args;
 
@@ -58,9 +58,9 @@ pub struct RevertArgs {
     pub json: bool,
 }
 
-pub fn reads(store: &Store, a: ReadsArgs) -> Result<i32> {
+pub fn reads(store: &mut AnyStore, a: ReadsArgs) -> Result<i32> {
     let since = match &a.since {
-        Some(t) => Some(parse_time(t, store.clock().now()).map_err(super::usage)?),
+        Some(t) => Some(parse_time(t, store.now()).map_err(super::usage)?),
         None => None,
     };
     let filter = ReadFilter {

@@ -14,7 +14,7 @@ pub(crate) use crate::frontend::output;
 pub(crate) use crate::frontend::{errln, outln, print_json};
 pub use crate::frontend::{usage, UsageError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
-use crate::store::{OpenMode, Store};
+use crate::store::{AnyStore, OpenMode, Store};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -132,7 +132,7 @@ pub fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
 )]
 pub struct Cli {
     /// Database file (default: $MEMSCOPE_DB, else ~/.local/share/memscope/memory.db); a
-    /// postgres:// address is only prepared, by `init` and `roles`, in this release
+    /// postgres:// address serves `init`, `write`, `apply`, `seq`, `resolve`, `list`, `history`, `pending` `mcp` and `roles` so far
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
 
@@ -337,6 +337,8 @@ pub fn run(cli: Cli) -> Result<i32> {
     let named = named_database(cli.db.clone()).is_some();
     let path = database_path(cli.db.clone());
     let open = |mode: OpenMode| Store::open(&path, mode);
+    // The commands PostgreSQL serves too (README, "Running on PostgreSQL").
+    let open_any = |mode: OpenMode| AnyStore::open(&path, mode);
     // Capture is the default; `--no-mouse` before or after the command turns it off.
     let mouse = |sub: bool| {
         if cli.no_mouse || sub {
@@ -359,21 +361,21 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
         Some(Command::Demo { no_tui, no_mouse }) => admin::demo(cli.db, no_tui, mouse(no_mouse)),
         Some(Command::Init) => admin::init(&path),
-        Some(Command::Write(args)) => write::write(|| open(OpenMode::Create), args),
-        Some(Command::Apply { file }) => write::apply(&mut open(OpenMode::Create)?, &file),
+        Some(Command::Write(args)) => write::write(|| open_any(OpenMode::Create), args),
+        Some(Command::Apply { file }) => write::apply(&mut open_any(OpenMode::Create)?, &file),
         Some(Command::Seq) => {
-            outln!("{}", open(OpenMode::Create)?.next_seq()?);
+            outln!("{}", open_any(OpenMode::Create)?.next_seq()?);
             Ok(EXIT_OK)
         }
-        Some(Command::Resolve(args)) => read::resolve(&mut open(OpenMode::Existing)?, args),
-        Some(Command::Reads(args)) => incident::reads(&open(OpenMode::Existing)?, args),
+        Some(Command::Resolve(args)) => read::resolve(&mut open_any(OpenMode::Existing)?, args),
+        Some(Command::Reads(args)) => incident::reads(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Rescope(args)) => incident::rescope(&mut open(OpenMode::Existing)?, args),
         Some(Command::Revert(args)) => incident::revert(&mut open(OpenMode::Existing)?, args),
-        Some(Command::List(args)) => read::list(&open(OpenMode::Existing)?, args),
-        Some(Command::History(args)) => read::history(&open(OpenMode::Existing)?, args),
-        Some(Command::Pending(args)) => pending::run(&mut open(OpenMode::Existing)?, args),
-        Some(Command::Delete(args)) => delete::delete(&mut open(OpenMode::Existing)?, args),
-        Some(Command::Restore(args)) => delete::restore(&mut open(OpenMode::Existing)?, args),
+        Some(Command::List(args)) => read::list(&mut open_any(OpenMode::Existing)?, args),
+        Some(Command::History(args)) => read::history(&mut open_any(OpenMode::Existing)?, args),
+        Some(Command::Pending(args)) => pending::run(&mut open_any(OpenMode::Existing)?, args),
+        Some(Command::Delete(args)) => delete::delete(&mut open_any(OpenMode::Existing)?, args),
+        Some(Command::Restore(args)) => delete::restore(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Gc(args)) => delete::gc(&mut open(OpenMode::Existing)?, args),
         Some(Command::Suspects { json }) => suspects::run(&open(OpenMode::Existing)?, json),
         Some(Command::Check(args)) => admin::check(&path, args),

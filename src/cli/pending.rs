@@ -2,7 +2,7 @@
 
 use super::{outln, print_json, scope_arg, EXIT_FAILED, EXIT_OK};
 use crate::model::{ago, shorten, OutcomeKind};
-use crate::store::Store;
+use crate::store::AnyStore;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
@@ -47,7 +47,7 @@ pub enum PendingCommand {
     },
 }
 
-pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
+pub fn run(store: &mut AnyStore, a: PendingArgs) -> Result<i32> {
     match a.command {
         None => {
             let items = store.pending(a.all)?;
@@ -59,7 +59,7 @@ pub fn run(store: &mut Store, a: PendingArgs) -> Result<i32> {
                 outln!("no pending items: every write had a clear scope");
             }
             // Ages are against the store's clock, so a fixed clock prints the same every run.
-            let now = store.clock().now();
+            let now = store.now();
             for p in &items {
                 let cands: Vec<String> = p.candidates.iter().map(|c| c.to_string()).collect();
                 let mut parts = vec![

@@ -3,7 +3,7 @@
 use super::output::{columns, cut_to_width, Align};
 use super::{context_arg, outln, print_json, scope_arg, SubjectPredicate, EXIT_OK};
 use crate::model::{shorten, ContextKind};
-use crate::store::{ListFilter, Store};
+use crate::store::{AnyStore, ListFilter};
 use anyhow::Result;
 use clap::Args;
 
@@ -62,11 +62,12 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
-pub fn resolve(store: &mut Store, a: ResolveArgs) -> Result<i32> {
+pub fn resolve(store: &mut AnyStore, a: ResolveArgs) -> Result<i32> {
     let repo = context_arg(ContextKind::Repo, a.repo.as_deref())?;
     let task = context_arg(ContextKind::Task, a.task.as_deref())?;
     let (repo, task) = (repo.as_deref(), task.as_deref());
     let r = if let Some(at) = &a.at {
+        let store = store.sqlite("`resolve --at`")?;
         let at = crate::store::parse_time(at, store.clock().now()).map_err(super::usage)?;
         store.resolve_at(&a.about.subject, &a.about.predicate, repo, task, at)?
     } else if a.log {
@@ -114,7 +115,7 @@ pub fn resolve(store: &mut Store, a: ResolveArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-pub fn list(store: &Store, a: ListArgs) -> Result<i32> {
+pub fn list(store: &mut AnyStore, a: ListArgs) -> Result<i32> {
     let filter = ListFilter {
         scope: a.scope.as_deref().map(scope_arg).transpose()?,
         subject: a.subject,
@@ -146,7 +147,7 @@ pub fn list(store: &Store, a: ListArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-pub fn history(store: &Store, a: HistoryArgs) -> Result<i32> {
+pub fn history(store: &mut AnyStore, a: HistoryArgs) -> Result<i32> {
     let scope = a.scope.as_deref().map(scope_arg).transpose()?;
     let events = store.history(&a.about.subject, &a.about.predicate, scope.as_ref())?;
     if a.json {

@@ -2,7 +2,7 @@
 
 use super::{errln, outln, print_json, usage, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::{to_json, ScopeChoice, WriteContext, WriteRequest};
-use crate::store::Store;
+use crate::store::AnyStore;
 use anyhow::{Context, Result};
 use clap::{ArgGroup, Args};
 use std::io::Write;
@@ -48,7 +48,7 @@ pub struct WriteArgs {
 }
 
 /// Builds and checks the request before `open` runs, so a wrong call leaves no database behind.
-pub fn write(open: impl FnOnce() -> Result<Store>, a: WriteArgs) -> Result<i32> {
+pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i32> {
     let value = match (&a.value, &a.value_json) {
         (Some(v), _) => serde_json::Value::String(v.clone()),
         (None, Some(j)) => serde_json::from_str(j).map_err(|e| {
@@ -90,7 +90,7 @@ pub fn write(open: impl FnOnce() -> Result<Store>, a: WriteArgs) -> Result<i32> 
     Ok(EXIT_OK)
 }
 
-pub fn apply(store: &mut Store, file: &str) -> Result<i32> {
+pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     // One flush per committed batch keeps an interactive writer in step with its outcomes.

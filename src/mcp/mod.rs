@@ -14,7 +14,7 @@ pub mod transport;
 pub use context::{repo_from_git, repo_id_from_url, McpArgs, McpContext};
 pub use tools::{ToolDef, ToolReply, Tools};
 
-use crate::store::{OpenMode, Store};
+use crate::store::{AnyStore, OpenMode};
 use anyhow::{Context as _, Result};
 use rmcp::ServiceExt;
 use std::path::Path;
@@ -31,7 +31,7 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     let ctx = context_from_process(&args)?;
     // One store for the server's life: a bad path fails before the host connects, and the
     // tool calls share one connection, taking turns (see `Tools`).
-    let store = Store::open(db, OpenMode::Create)?;
+    let store = AnyStore::open(db, OpenMode::Create)?;
     let mut notes = vec![format!("database {}", db.display())];
     if store.is_read_only() {
         notes.push("read-only".into());

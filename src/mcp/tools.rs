@@ -8,7 +8,7 @@ use crate::model::{
     shorten, DeleteTarget, Identity, OutcomeKind, OutcomeScope, Resolution, Scope, ScopeChoice,
     WriteContext, WriteOutcome, WriteRequest,
 };
-use crate::store::{ListFilter, Store};
+use crate::store::{AnyStore, ListFilter};
 use serde_json::{json, Map, Value};
 use std::sync::{Mutex, MutexGuard};
 
@@ -64,11 +64,11 @@ impl ToolReply {
 /// an idle server blocks no writer and no checkpoint of another process.
 pub struct Tools {
     ctx: McpContext,
-    store: Mutex<Store>,
+    store: Mutex<AnyStore>,
 }
 
 impl Tools {
-    pub fn new(ctx: McpContext, store: Store) -> Tools {
+    pub fn new(ctx: McpContext, store: AnyStore) -> Tools {
         Tools {
             ctx,
             store: Mutex::new(store),
@@ -262,8 +262,8 @@ impl Tools {
     }
 
     /// The server's store, for one call. A call that panicked cannot have left a transaction
-    /// open (rusqlite rolls back on unwind), so a poisoned lock is taken as it is.
-    fn store(&self) -> MutexGuard<'_, Store> {
+    /// open (rusqlite and postgres roll back on unwind), so a poisoned lock is taken as it is.
+    fn store(&self) -> MutexGuard<'_, AnyStore> {
         self.store
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -358,7 +358,7 @@ impl Tools {
         let mut a = ArgReader::new(LIST_MEMORIES, args);
         let predicate = a.opt_string("predicate")?;
         a.finish()?;
-        let store = self.store();
+        let mut store = self.store();
         let fail = |e: anyhow::Error| format!("list_memories failed: {e:#}");
         let chain = self.ctx.chain();
         let mut records = Vec::new();

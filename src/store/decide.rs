@@ -5,7 +5,7 @@
 //! the UI's pending choices and rescope) probes and decides the same way without applying. A
 //! front end never restates a rule: it shows the [`WriteDecision`] the store returns.
 
-use crate::model::{same_value, OutcomeKind, Scope};
+use crate::model::{same_value, Considered, OutcomeKind, Resolution, Scope};
 use serde_json::Value;
 
 /// The current record of an identity, as the decision needs it.
@@ -155,6 +155,85 @@ pub fn resolution_chain(repo: Option<&str>, task: Option<&str>) -> Vec<Scope> {
     }
     chain.push(Scope::Global);
     chain
+}
+
+/// A scope of the chain that holds no live value: `state` says why ("deleted", "absent").
+pub fn not_found(scope: String, state: &str) -> Considered {
+    Considered {
+        scope,
+        found: false,
+        value: None,
+        wins: false,
+        version: None,
+        source: None,
+        updated_at: None,
+        state: state.into(),
+    }
+}
+
+/// What a backend found in one scope of the resolution chain.
+pub enum Looked {
+    /// The current record.
+    Found {
+        value: Value,
+        version: i64,
+        source: String,
+        updated_at: String,
+    },
+    /// No current record; the identity is deleted (`true`) or was never written (`false`).
+    Missing { deleted: bool },
+}
+
+/// The resolution of `subject`/`predicate` from what was found along its chain (most specific
+/// first, [`resolution_chain`]): the first scope holding a record wins, the later ones it
+/// shadows; a scope without one says why. Returns the winner's place in `looked` too.
+pub fn resolve_looked(
+    subject: String,
+    predicate: String,
+    looked: Vec<(String, Looked)>,
+) -> (Resolution, Option<usize>) {
+    let mut considered = Vec::with_capacity(looked.len());
+    let mut winner: Option<usize> = None;
+    for (i, (scope, l)) in looked.into_iter().enumerate() {
+        considered.push(match l {
+            Looked::Found {
+                value,
+                version,
+                source,
+                updated_at,
+            } => {
+                let wins = winner.is_none();
+                if wins {
+                    winner = Some(i);
+                }
+                Considered {
+                    scope,
+                    found: true,
+                    value: Some(value),
+                    wins,
+                    version: Some(version),
+                    source: Some(source),
+                    updated_at: Some(updated_at),
+                    state: if wins { "wins" } else { "shadowed" }.into(),
+                }
+            }
+            Looked::Missing { deleted } => {
+                not_found(scope, if deleted { "deleted" } else { "absent" })
+            }
+        });
+    }
+    let win = winner.map(|i| &considered[i]);
+    let resolution = Resolution {
+        found: win.is_some(),
+        subject,
+        predicate,
+        value: win.and_then(|w| w.value.clone()),
+        scope: win.map(|w| w.scope.clone()),
+        version: win.and_then(|w| w.version),
+        source: win.and_then(|w| w.source.clone()),
+        considered,
+    };
+    (resolution, winner)
 }
 
 #[cfg(test)]

@@ -5,8 +5,205 @@
 //! `postgres` holds PostgreSQL's groundwork (address, connection, schema and guards).
 
 pub mod decide;
+pub(crate) mod events;
 pub mod guard;
 pub mod postgres;
+pub(crate) mod prepared;
 mod sqlite;
 
 pub use sqlite::*;
+
+use crate::model::{HistoryEvent, MemoryRecord, Resolution, Scope, WriteOutcome, WriteRequest};
+use anyhow::Result;
+use std::path::Path;
+
+/// A memscope database chosen by its address alone (README, "Running on PostgreSQL"): a
+/// `postgres://` or `postgresql://` address is PostgreSQL, anything else a SQLite file. The
+/// commands PostgreSQL serves so far take this; the rest open the SQLite [`Store`], which
+/// refuses an address with a sentence saying so.
+pub enum AnyStore {
+    Sqlite(Store),
+    Postgres(postgres::PgStore),
+}
+
+impl AnyStore {
+    pub fn open(db: &Path, mode: OpenMode) -> Result<AnyStore> {
+        match postgres::Address::recognise(db.as_os_str()) {
+            Some(address) => Ok(AnyStore::Postgres(postgres::PgStore::open(&address?)?)),
+            None => Ok(AnyStore::Sqlite(Store::open(db, mode)?)),
+        }
+    }
+
+    /// The SQLite store, for what PostgreSQL does not serve yet: there, one sentence naming
+    /// `what`.
+    pub fn sqlite(&mut self, what: &str) -> Result<&mut Store> {
+        match self {
+            AnyStore::Sqlite(s) => Ok(s),
+            AnyStore::Postgres(_) => Err(postgres::not_yet(what)),
+        }
+    }
+
+    /// Whether it may only be read (a SQLite file opened read-only; PostgreSQL: the server
+    /// refuses what the role may not do).
+    pub fn is_read_only(&self) -> bool {
+        match self {
+            AnyStore::Sqlite(s) => s.is_read_only(),
+            AnyStore::Postgres(_) => false,
+        }
+    }
+
+    pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
+        match self {
+            AnyStore::Sqlite(s) => s.write(req),
+            AnyStore::Postgres(p) => p.write(req),
+        }
+    }
+
+    pub fn apply<R: std::io::Read + Send + 'static>(
+        &mut self,
+        input: R,
+        emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
+    ) -> Result<ApplySummary> {
+        match self {
+            AnyStore::Sqlite(s) => s.apply(input, emit),
+            AnyStore::Postgres(p) => p.apply(input, emit),
+        }
+    }
+
+    pub fn resolve(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+    ) -> Result<Resolution> {
+        match self {
+            AnyStore::Sqlite(s) => s.resolve(subject, predicate, repo, task),
+            AnyStore::Postgres(p) => p.resolve(subject, predicate, repo, task),
+        }
+    }
+
+    pub fn resolve_logged(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+        agent: Option<&str>,
+        note: Option<&str>,
+    ) -> Result<Resolution> {
+        match self {
+            AnyStore::Sqlite(s) => s.resolve_logged(subject, predicate, repo, task, agent, note),
+            AnyStore::Postgres(p) => p.resolve_logged(subject, predicate, repo, task, agent, note),
+        }
+    }
+
+    pub fn list(&mut self, filter: &ListFilter) -> Result<Vec<MemoryRecord>> {
+        match self {
+            AnyStore::Sqlite(s) => s.list(filter),
+            AnyStore::Postgres(p) => p.list(filter),
+        }
+    }
+
+    pub fn history(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        scope: Option<&Scope>,
+    ) -> Result<Vec<HistoryEvent>> {
+        match self {
+            AnyStore::Sqlite(s) => s.history(subject, predicate, scope),
+            AnyStore::Postgres(p) => p.history(subject, predicate, scope),
+        }
+    }
+
+    pub fn pending(&mut self, all: bool) -> Result<Vec<crate::model::PendingItem>> {
+        match self {
+            AnyStore::Sqlite(s) => s.pending(all),
+            AnyStore::Postgres(p) => p.pending(all),
+        }
+    }
+
+    pub fn pending_item(&mut self, id: i64) -> Result<Option<crate::model::PendingItem>> {
+        match self {
+            AnyStore::Sqlite(s) => s.pending_item(id),
+            AnyStore::Postgres(p) => p.pending_item(id),
+        }
+    }
+
+    pub fn resolve_pending(
+        &mut self,
+        id: i64,
+        scope: &Scope,
+        outside_candidates: bool,
+    ) -> Result<WriteOutcome> {
+        match self {
+            AnyStore::Sqlite(s) => s.resolve_pending(id, scope, outside_candidates),
+            AnyStore::Postgres(p) => p.resolve_pending(id, scope, outside_candidates),
+        }
+    }
+
+    pub fn reject_pending(&mut self, id: i64) -> Result<crate::model::PendingItem> {
+        match self {
+            AnyStore::Sqlite(s) => s.reject_pending(id),
+            AnyStore::Postgres(p) => p.reject_pending(id),
+        }
+    }
+
+    /// The time ages are shown against: the SQLite store's clock (fixed in tests), else now.
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        match self {
+            AnyStore::Sqlite(s) => s.clock().now(),
+            AnyStore::Postgres(_) => chrono::Utc::now(),
+        }
+    }
+
+    pub fn delete(
+        &mut self,
+        target: &crate::model::DeleteTarget,
+        reason: Option<&str>,
+    ) -> Result<crate::model::DeleteReport> {
+        match self {
+            AnyStore::Sqlite(s) => s.delete(target, reason),
+            AnyStore::Postgres(p) => p.delete(target, reason),
+        }
+    }
+
+    pub fn reads(&mut self, filter: &ReadFilter) -> Result<Vec<crate::model::ReadRecord>> {
+        match self {
+            AnyStore::Sqlite(s) => s.reads(filter),
+            AnyStore::Postgres(p) => p.reads(filter),
+        }
+    }
+
+    pub fn restore(&mut self, id: &crate::model::Identity) -> Result<crate::model::TombstoneRef> {
+        match self {
+            AnyStore::Sqlite(s) => s.restore(id),
+            AnyStore::Postgres(p) => p.restore(id),
+        }
+    }
+
+    pub fn delete_preview(
+        &mut self,
+        target: &crate::model::DeleteTarget,
+    ) -> Result<crate::model::DeletePreview> {
+        match self {
+            AnyStore::Sqlite(s) => s.delete_preview(target),
+            AnyStore::Postgres(p) => p.delete_preview(target),
+        }
+    }
+
+    pub fn canonical_predicate(&mut self, raw: &str) -> Result<String> {
+        match self {
+            AnyStore::Sqlite(s) => s.canonical_predicate(raw),
+            AnyStore::Postgres(p) => p.canonical_predicate(raw),
+        }
+    }
+
+    pub fn next_seq(&mut self) -> Result<i64> {
+        match self {
+            AnyStore::Sqlite(s) => s.next_seq(),
+            AnyStore::Postgres(p) => p.next_seq(),
+        }
+    }
+}

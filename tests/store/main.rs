@@ -15,6 +15,7 @@ mod incident;
 mod migration;
 mod postgres;
 mod postgres_roles;
+mod postgres_write;
 mod precedence;
 mod purge_on_disk;
 mod scenarios;

@@ -47,7 +47,7 @@ fn with_database(url: &str, db: &str) -> String {
 /// A database of its own on the test server, dropped when the test ends.
 pub(crate) struct FreshDb {
     server: String,
-    pub(crate) name: String,
+    name: String,
     pub(crate) url: String,
 }
 
@@ -78,7 +78,7 @@ impl FreshDb {
         Client::connect(&self.url, NoTls).expect("the test database answers")
     }
 
-    fn address(&self) -> Address {
+    pub(crate) fn address(&self) -> Address {
         Address::recognise(OsStr::new(&self.url)).unwrap().unwrap()
     }
 
@@ -326,7 +326,7 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
         run.stdout.contains(&format!(
             "created memscope's PostgreSQL schema {}",
             schema::SCHEMA_VERSION
-        )) && run.stdout.contains("cannot yet read or write memory"),
+        )) && run.stdout.contains("serves `write`"),
         "{run:?}"
     );
     assert!(!run.stdout.contains(&password_of(&db.url)));
@@ -374,14 +374,10 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     assert_eq!(schema::state(&mut client).unwrap(), schema::State::Current);
     assert_eq!(counts(&mut client), first);
 
-    // Any other command connects, then says the truth: prepared, not served.
-    let said = refused(
-        &db.url,
-        &["list"],
-        &["can only prepare", "not yet read or write"],
-    );
+    // A command PostgreSQL does not serve yet connects, then says the truth: which it does.
+    let said = refused(&db.url, &["gc"], &["serves only", "`write`", "so far"]);
     assert!(said.contains(&db.name), "{said}");
-    let said = refused(&db.url, WRITE, &["holds a memscope schema"]);
+    let said = refused(&db.url, &["check"], &["holds a memscope schema"]);
     assert!(
         said.contains(&format!("PostgreSQL schema {}", schema::SCHEMA_VERSION)),
         "{said}"
@@ -395,10 +391,7 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
         .output()
         .unwrap();
     let run = Run::from_output(out);
-    run.fails_with(
-        1,
-        &["holds no memscope schema yet", "init", "can only prepare"],
-    );
+    run.fails_with(1, &["holds no memscope schema yet", "init"]);
     assert!(empty_db.tables().is_empty());
     assert_eq!(counts(&mut client), first);
 }
@@ -453,7 +446,7 @@ fn migrations_run_forward_in_one_transaction_and_a_newer_schema_is_refused() {
     assert!(schema::migrate_with(&mut client, &broken, &noop).is_err());
     assert!(db.tables().is_empty(), "{:?}", db.tables());
 
-    // v1, then this build's steps on the v1 database (v2 replaces the purge gate).
+    // v1, then this build's steps on the v1 database (v3 replaces the purge gate).
     assert_eq!(
         schema::migrate_with(&mut client, &schema::MIGRATIONS[..1], &noop).unwrap(),
         0
@@ -468,26 +461,28 @@ fn migrations_run_forward_in_one_transaction_and_a_newer_schema_is_refused() {
         )
         .unwrap()
         .get(0);
-    assert!(gate, "v2 replaced the history guard");
+    assert!(gate, "v3 replaced the history guard");
 
-    // A later step runs on a current database, and the version row follows.
-    let current = schema::SCHEMA_VERSION;
-    let later = current + 1;
-    let mut next: Vec<schema::Migration> = schema::MIGRATIONS.to_vec();
-    next.push("ALTER TABLE memories ADD COLUMN later text");
+    // A later step runs on a database of this build's schema, and the version row follows.
+    let now = schema::SCHEMA_VERSION;
+    let later: Vec<schema::Migration> = schema::MIGRATIONS
+        .iter()
+        .copied()
+        .chain(["ALTER TABLE memories ADD COLUMN later text"])
+        .collect();
     let steps = std::cell::RefCell::new(Vec::new());
-    let found = schema::migrate_with(&mut client, &next, &|_, v| {
+    let found = schema::migrate_with(&mut client, &later, &|_, v| {
         steps.borrow_mut().push(v);
         Ok(())
     })
     .unwrap();
-    assert_eq!(found, current);
-    assert_eq!(*steps.borrow(), vec![later]);
+    assert_eq!(found, now);
+    assert_eq!(*steps.borrow(), vec![now + 1]);
     let version: i64 = client
         .query_one("SELECT version FROM memscope_schema", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, later);
+    assert_eq!(version, now + 1);
     client
         .execute("SELECT later FROM memories", &[])
         .expect("the later step's column");
@@ -497,16 +492,16 @@ fn migrations_run_forward_in_one_transaction_and_a_newer_schema_is_refused() {
     assert!(e.contains("newer than this memscope understands"), "{e}");
     assert_eq!(
         schema::state(&mut client).unwrap(),
-        schema::State::Newer(later)
+        schema::State::Newer(now + 1)
     );
-    let named = format!("schema {later}");
-    refused(&db.url, &["init"], &[&named, "newer"]);
-    refused(&db.url, &["list"], &[&named, "newer"]);
+    let newer = format!("schema {}", now + 1);
+    refused(&db.url, &["init"], &[&newer, "newer"]);
+    refused(&db.url, &["list"], &[&newer, "newer"]);
     let version: i64 = client
         .query_one("SELECT version FROM memscope_schema", &[])
         .unwrap()
         .get(0);
-    assert_eq!(version, later);
+    assert_eq!(version, now + 1);
 }
 
 #[test]

@@ -175,6 +175,51 @@ fn roles(db: &FreshDb, login: Option<&TestLogin>, args: &[&str]) -> Run {
     Run::from_output(cmd.output().expect("memscope runs"))
 }
 
+/// `db`'s address, logging in as `login`.
+fn login_url(db: &FreshDb, login: &TestLogin) -> String {
+    let rest = db.url.split_once('@').unwrap().1;
+    format!("postgres://{}:{}@{rest}", login.name, login.password)
+}
+
+/// Runs `memscope --db URL ARGS…`.
+fn memscope_at(url: &str, args: &[&str]) -> Run {
+    let home = tempfile::tempdir().unwrap();
+    let out = memscope_cmd(home.path())
+        .arg("--db")
+        .arg(url)
+        .args(args)
+        .output()
+        .expect("memscope runs");
+    Run::from_output(out)
+}
+
+const WRITE_AS_AGENT: &[&str] = &[
+    "write",
+    "--subject",
+    "用户:9",
+    "--predicate",
+    "编辑器",
+    "--value",
+    "\"helix 🧬\"",
+    "--scope",
+    "global",
+    "--source",
+    "thread:代理/message:9",
+    "--raw",
+    "以后都用 helix 🧬",
+];
+
+const DELETE_IT: &[&str] = &[
+    "delete",
+    "--subject",
+    "用户:9",
+    "--predicate",
+    "编辑器",
+    "--scope",
+    "global",
+    "--yes",
+];
+
 /// A memory, its events and a tombstone on another identity, in Chinese and emoji, written by
 /// the owner (memscope's write path on PostgreSQL is not there yet).
 fn seed(owner: &mut Client) {
@@ -371,6 +416,29 @@ VALUES ('用户:42', '咖啡', 'global', '"复活 🧟"', 1, 'thread:代理/mess
         "identity is tombstoned",
     );
 
+    // Through memscope itself: the agent writes, and its delete is refused by the server.
+    let url = login_url(&db, &agent);
+    let wrote = memscope_at(&url, WRITE_AS_AGENT).ok();
+    assert!(wrote.stdout.starts_with("inserted"), "{wrote:?}");
+    let run = memscope_at(&url, DELETE_IT);
+    run.fails_with(1, &["permission denied"]);
+    assert_one_sentence(&run.stderr, &["permission denied"]);
+    assert_eq!(
+        count(
+            &mut owner,
+            "SELECT count(*) FROM memories WHERE subject = '用户:9'"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &mut owner,
+            "SELECT count(*) FROM tombstones WHERE subject = '用户:9'"
+        ),
+        0
+    );
+    let history = history + 1; // the agent's write
+
     // Seen by the owner: nothing of it happened.
     assert_eq!(count(&mut owner, "SELECT count(*) FROM history"), history);
     assert_eq!(
@@ -378,7 +446,7 @@ VALUES ('用户:42', '咖啡', 'global', '"复活 🧟"', 1, 'thread:代理/mess
             &mut owner,
             "SELECT count(*) FROM history WHERE raw IS NOT NULL"
         ),
-        2
+        3
     );
     assert_eq!(count(&mut owner, "SELECT count(*) FROM tombstones"), 1);
     assert_eq!(
@@ -469,6 +537,28 @@ COMMIT;
     );
     assert_eq!(count(&mut owner, "SELECT count(*) FROM tombstones"), 0);
     assert_eq!(count(&mut owner, "SELECT count(*) FROM memories"), 1);
+
+    // And through memscope: a memory written with the curator's login, deleted by it.
+    let url = login_url(&db, &curator);
+    memscope_at(&url, WRITE_AS_AGENT).ok();
+    let deleted = memscope_at(&url, DELETE_IT).ok();
+    assert!(deleted.stdout.contains("tombstoned"), "{deleted:?}");
+    assert_eq!(
+        count(
+            &mut owner,
+            "SELECT count(*) FROM history WHERE raw LIKE '%helix%' OR value LIKE '%helix%'"
+        ),
+        0
+    );
+    assert_eq!(
+        count(
+            &mut owner,
+            "SELECT count(*) FROM tombstones WHERE subject = '用户:9'"
+        ),
+        1
+    );
+    let again = memscope_at(&url, WRITE_AS_AGENT).ok();
+    assert!(again.stdout.starts_with("rejected"), "{again:?}");
 }
 
 #[test]

@@ -6,6 +6,9 @@
 
 pub mod roles;
 pub mod schema;
+mod store;
+
+pub use store::PgStore;
 
 use anyhow::{anyhow, bail, Result};
 use postgres::error::SqlState;
@@ -218,6 +221,17 @@ fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io:
     None
 }
 
+/// The commands memscope serves from PostgreSQL so far.
+pub const SERVED: &str =
+    "`write`, `apply`, `seq`, `resolve` (without --at), `list`, `history`, `pending`, `reads`, `delete`, `restore` and `mcp`";
+
+/// What a command PostgreSQL does not serve yet says.
+pub fn not_yet(what: &str) -> anyhow::Error {
+    anyhow!(
+        "{what} is not served from PostgreSQL yet — this memscope serves {SERVED} there: use a SQLite file path with --db for {what}"
+    )
+}
+
 /// What opening a PostgreSQL address as a store says: it connects first (so a wrong or
 /// unreachable address gets its own sentence), reads the schema's state without writing, and
 /// then says that this memscope cannot serve memory from PostgreSQL yet.
@@ -252,7 +266,7 @@ pub fn not_served(address: &Address) -> anyhow::Error {
         ),
     };
     anyhow!(
-        "the PostgreSQL address reaches {}, which {what}, but this memscope can only prepare a PostgreSQL database, not yet read or write memory in one: use a SQLite file path with --db for now",
+        "the PostgreSQL address reaches {}, which {what}, but this memscope serves only {SERVED} from PostgreSQL so far: use a SQLite file path with --db for this command",
         address.describe()
     )
 }

@@ -55,8 +55,10 @@ pub const PRIVILEGES: &[(&str, &[&str], &[&str])] = &[
     ("spellings", &[S, I], &[S, I, U, D]),
 ];
 
-/// Privileges on the id sequences of `memories`, `history`, `pending` and `reads`: reading and
-/// taking numbers; the curator may also set them (an import keeps the ids it brings).
+/// Privileges on the id sequences of `memories`, `history`, `pending` and `reads` and on the
+/// causal clock (`memscope_clock`): reading and taking numbers; the curator may also set them
+/// (an import keeps the ids it brings). The clock is moved up by `memscope_clock_observe`,
+/// which runs as the owner, so an agent cannot move it down.
 const AGENT_SEQUENCE: &str = "USAGE, SELECT";
 const CURATOR_SEQUENCE: &str = "USAGE, SELECT, UPDATE";
 
@@ -314,7 +316,7 @@ fn ensure_group(tx: &mut Transaction<'_>, role: &str) -> Result<bool> {
     }
 }
 
-/// The identity sequences of memscope's tables, quoted and qualified.
+/// The identity sequences of memscope's tables and the causal clock, quoted and qualified.
 fn sequences(tx: &mut Transaction<'_>, schema_name: &str) -> Result<Vec<String>> {
     Ok(tx
         .query(
@@ -322,6 +324,10 @@ fn sequences(tx: &mut Transaction<'_>, schema_name: &str) -> Result<Vec<String>>
                FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                JOIN pg_attribute a ON a.attrelid = c.oid AND a.attidentity <> '' AND NOT a.attisdropped
               WHERE n.nspname = $1 AND c.relname = ANY($2)
+             UNION
+             SELECT format('%I.%I', n.nspname, c.relname)
+               FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE n.nspname = $1 AND c.relname = 'memscope_clock' AND c.relkind = 'S'
               ORDER BY 1",
             &[&schema_name, &TABLES],
         )?

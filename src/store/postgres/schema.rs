@@ -6,13 +6,13 @@ use anyhow::{bail, Context, Result};
 use postgres::{Client, Transaction};
 
 /// The PostgreSQL schema version this build writes (1 holds the tables of SQLite schema 5; 2
-/// opens the purge gate to curators only).
-pub const SCHEMA_VERSION: i64 = 2;
+/// adds the causal clock; 3 opens the purge gate to curators only).
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -255,9 +255,88 @@ CREATE TRIGGER tombstones_version_only_rises BEFORE UPDATE ON tombstones
 FOR EACH ROW EXECUTE FUNCTION memscope_tombstones_version_only_rises();
 "#;
 
-/// v2: the purge gate asks who is purging, and the guards no longer read temporary tables.
+/// v2: the causal clock, database-wide. A write without a causal number takes the clock's
+/// next ([`memscope_clock_next`]); one with a number moves the clock up to it
+/// ([`memscope_clock_observe`]), so a later write without one is newer. Writers of different
+/// identities run at once, so the clock is a sequence, not a row every writer would wait on;
+/// moving a sequence up (`setval`) is not atomic with a concurrent `nextval`, so the two take
+/// one advisory lock — shared to allocate, exclusive to move up — held only around the sequence
+/// call itself, never to the end of the transaction (nothing else is waited for while it is
+/// held, so it cannot take part in a deadlock). A rolled-back write leaves a gap in the clock,
+/// as it may: the clock orders, it does not count.
+const V2: &str = r#"
+CREATE SEQUENCE memscope_clock AS bigint MINVALUE 1 START 1;
+
+CREATE FUNCTION memscope_clock_next() RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE v bigint;
+BEGIN
+    PERFORM pg_advisory_lock_shared(7165349316052316227);
+    v := nextval('memscope_clock');
+    PERFORM pg_advisory_unlock_shared(7165349316052316227);
+    RETURN v;
+END
+$$;
+
+-- The clock's value now: the last number handed out (0 before the first).
+CREATE FUNCTION memscope_clock_current() RETURNS bigint
+LANGUAGE sql VOLATILE SET search_path FROM CURRENT AS $$
+    SELECT CASE WHEN is_called THEN last_value ELSE last_value - 1 END FROM memscope_clock
+$$;
+
+CREATE FUNCTION memscope_clock_observe(seen bigint) RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    -- The clock only moves up, so one already past `seen` needs no lock.
+    IF seen <= memscope_clock_current() THEN
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_lock(7165349316052316227);
+    IF seen > memscope_clock_current() THEN
+        PERFORM setval('memscope_clock', seen, true);
+    END IF;
+    PERFORM pg_advisory_unlock(7165349316052316227);
+END
+$$;
+
+-- One write's look at its identity, in one round trip: the identity's lock first (writers of
+-- one identity wait here for each other), then — each query with a snapshot taken after the
+-- lock, so it sees what the writer before committed — the tombstone, the current record with
+-- the highest causal number that set or confirmed it, the last version ever used (only when
+-- there is neither), and the write's causal number: none for a tombstoned identity, its own
+-- (which moves the clock up to it), or the clock's next.
+CREATE FUNCTION memscope_probe(p_subject text, p_predicate text, p_scope text, p_seen bigint,
+    OUT tombstone bigint, OUT cur_version bigint, OUT cur_value text, OUT cur_seq bigint,
+    OUT last_version bigint, OUT seq bigint)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM memscope_identity_lock(p_subject, p_predicate, p_scope);
+    SELECT t.version INTO tombstone FROM tombstones t
+     WHERE t.subject = p_subject AND t.predicate = p_predicate AND t.scope = p_scope;
+    SELECT m.version, m.value, greatest(m.causal_seq, coalesce(m.confirmed_seq, 0))
+      INTO cur_version, cur_value, cur_seq
+      FROM memories m
+     WHERE m.subject = p_subject AND m.predicate = p_predicate AND m.scope = p_scope;
+    last_version := 0;
+    IF tombstone IS NULL AND cur_version IS NULL THEN
+        SELECT coalesce(max(h.version), 0) INTO last_version FROM history h
+         WHERE h.subject = p_subject AND h.predicate = p_predicate AND h.scope = p_scope;
+    END IF;
+    IF tombstone IS NOT NULL THEN
+        seq := 0;
+    ELSIF p_seen IS NOT NULL THEN
+        PERFORM memscope_clock_observe(p_seen);
+        seq := p_seen;
+    ELSE
+        seq := memscope_clock_next();
+    END IF;
+END
+$$;
+"#;
+
+/// v3: the purge gate asks who is purging, and the guards no longer read temporary tables.
 ///
-/// Until v1 any client could say `SET LOCAL memscope.purge = 'on'`, so a role allowed to
+/// Until v3 any client could say `SET LOCAL memscope.purge = 'on'`, so a role allowed to
 /// `DELETE` history (by mistake, or through PUBLIC) could open the gate itself. Now the gate
 /// also wants the *current* role — the one PostgreSQL checks privileges against, so a curator
 /// who `SET ROLE memscope_agent` is an agent here too — to hold the privileges of
@@ -267,7 +346,7 @@ FOR EACH ROW EXECUTE FUNCTION memscope_tombstones_version_only_rises();
 /// A function's search_path without `pg_temp` still reads the session's temporary tables
 /// *first*: a client could shadow `tombstones` with an empty temporary table and write a
 /// current record over a deleted identity. Every guard now searches `pg_temp` last.
-const V2: &str = r#"
+const V3: &str = r#"
 SELECT set_config('search_path', current_setting('search_path') || ', pg_temp', true);
 
 -- Whether the current role may purge history: a curator, the tables' owner, a superuser.
@@ -304,6 +383,14 @@ ALTER FUNCTION memscope_memories_no_resurrection() SET search_path FROM CURRENT;
 ALTER FUNCTION memscope_history_no_content_on_tombstone() SET search_path FROM CURRENT;
 ALTER FUNCTION memscope_tombstones_not_over_live() SET search_path FROM CURRENT;
 ALTER FUNCTION memscope_tombstones_version_only_rises() SET search_path FROM CURRENT;
+ALTER FUNCTION memscope_clock_next() SET search_path FROM CURRENT;
+ALTER FUNCTION memscope_clock_current() SET search_path FROM CURRENT;
+ALTER FUNCTION memscope_probe(text, text, text, bigint) SET search_path FROM CURRENT;
+
+-- Moving the clock up takes UPDATE on its sequence, which would also let a writer move it
+-- down (`setval`): the function runs as the owner instead, so writers need only USAGE.
+ALTER FUNCTION memscope_clock_observe(bigint) SET search_path FROM CURRENT;
+ALTER FUNCTION memscope_clock_observe(bigint) SECURITY DEFINER;
 "#;
 
 /// What a database holds, as far as memscope is concerned.

@@ -87,10 +87,7 @@ fn pending_naming(
     let mut ids = Vec::new();
     for row in rows {
         let (id, candidates, resolved) = row?;
-        let candidates: Vec<String> = serde_json::from_str(&candidates).unwrap_or_default();
-        let hit = candidates.iter().any(|c| scopes.contains(c))
-            || resolved.as_ref().is_some_and(|r| scopes.contains(r));
-        if hit {
+        if crate::store::events::pending_names(&candidates, resolved.as_deref(), scopes) {
             ids.push(id);
         }
     }
@@ -104,25 +101,13 @@ fn live_intervals(conn: &Connection, id: &Identity, now: &str) -> Result<Vec<[St
         "SELECT event, at FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
          AND event IN ('set', 'removed', 'deleted') ORDER BY id",
     )?;
-    let mut rows = stmt.query(params![id.subject, id.predicate, id.scope.to_string()])?;
-    let mut out = Vec::new();
-    let mut open: Option<String> = None;
-    while let Some(r) = rows.next()? {
-        let (event, at): (String, String) = (r.get(0)?, r.get(1)?);
-        match event.as_str() {
-            "set" if open.is_none() => open = Some(at),
-            "removed" | "deleted" => {
-                if let Some(from) = open.take() {
-                    out.push([from, at]);
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Some(from) = open {
-        out.push([from, now.to_string()]);
-    }
-    Ok(out)
+    let events = stmt
+        .query_map(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?
+        .collect::<rusqlite::Result<Vec<(String, String)>>>()?;
+    Ok(crate::store::events::live_intervals(events, now))
 }
 
 /// Pending items a predicate or subject delete destroys whatever their candidates.

@@ -7,12 +7,13 @@ use super::events::{Event, EventKind};
 use super::rows::read_from_row;
 use super::rows::{current, current_as, MEMORY_COLUMNS};
 use super::spellings;
-use super::write::{write_in_tx, PreparedWrite, TxState, WriteCtx};
+use super::write::{write_in_tx, TxState, WriteCtx};
 use super::{format_time, Store};
 use crate::model::{
     Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope, WriteOutcome,
 };
-use crate::store::decide::resolution_chain;
+use crate::store::decide::{not_found, resolution_chain, resolve_looked, Looked};
+use crate::store::prepared::PreparedWrite;
 use anyhow::{anyhow, bail, Result};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -177,7 +178,7 @@ fn revert_in_tx(
                 .detail(&detail)
                 .clock(st.seqs.stamp())
                 .log(conn, now)?;
-            let mut out = super::write::base_outcome(OutcomeKind::Removed, id);
+            let mut out = crate::store::prepared::base_outcome(OutcomeKind::Removed, id);
             out.version = Some(cur.version);
             out.previous = Some(cur.value);
             out.reason = Some("it had no earlier value, so it leaves the current view".into());
@@ -543,20 +544,6 @@ fn resolution_identities(
     Ok((subject, predicate, chain))
 }
 
-/// A scope of the chain that holds no live value: `state` says why ("deleted", "absent").
-fn not_found(scope: String, state: &str) -> Considered {
-    Considered {
-        scope,
-        found: false,
-        value: None,
-        wins: false,
-        version: None,
-        source: None,
-        updated_at: None,
-        state: state.into(),
-    }
-}
-
 /// Resolution on any connection (the logged read runs it inside its transaction), each record
 /// read as `columns` say: [`MEMORY_COLUMNS`], or previews for the UI's history pane.
 pub(crate) fn resolve_on(
@@ -568,51 +555,20 @@ pub(crate) fn resolve_on(
     columns: &str,
 ) -> Result<Resolution> {
     let (subject, predicate, chain) = resolution_identities(conn, subject, predicate, repo, task)?;
-    let mut considered = Vec::new();
-    let mut winner: Option<crate::model::MemoryRecord> = None;
+    let mut looked = Vec::with_capacity(chain.len());
     for id in chain {
-        let scope_text = id.scope.to_string();
-        let entry = match current_as(conn, &id, columns)? {
-            Some(rec) => {
-                let wins = winner.is_none();
-                let c = Considered {
-                    scope: scope_text,
-                    found: true,
-                    value: Some(rec.value.clone()),
-                    wins,
-                    version: Some(rec.version),
-                    source: Some(rec.source.clone()),
-                    updated_at: Some(rec.updated_at.clone()),
-                    state: if wins {
-                        "wins".into()
-                    } else {
-                        "shadowed".into()
-                    },
-                };
-                if wins {
-                    winner = Some(rec);
-                }
-                c
-            }
-            None => not_found(
-                scope_text,
-                if tombstoned(conn, &id)? {
-                    "deleted"
-                } else {
-                    "absent"
-                },
-            ),
+        let l = match current_as(conn, &id, columns)? {
+            Some(rec) => Looked::Found {
+                value: rec.value,
+                version: rec.version,
+                source: rec.source,
+                updated_at: rec.updated_at,
+            },
+            None => Looked::Missing {
+                deleted: tombstoned(conn, &id)?,
+            },
         };
-        considered.push(entry);
+        looked.push((id.scope.to_string(), l));
     }
-    Ok(Resolution {
-        found: winner.is_some(),
-        subject,
-        predicate,
-        value: winner.as_ref().map(|w| w.value.clone()),
-        scope: winner.as_ref().map(|w| w.scope.to_string()),
-        version: winner.as_ref().map(|w| w.version),
-        source: winner.as_ref().map(|w| w.source.clone()),
-        considered,
-    })
+    Ok(resolve_looked(subject, predicate, looked).0)
 }

@@ -20,6 +20,9 @@ mod transfer;
 mod tx;
 mod write;
 
+/// The write path's checks of a request that need no database (front ends run them before
+/// opening one, so a wrong call creates nothing).
+pub(crate) use crate::store::prepared::validate;
 pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate, HistoryFrom};
 pub use check::{is_damage, CheckReport, Integrity, IntegrityMode, Violation, INVARIANT_NAMES};
 pub use incident::{parse_time, ReadFilter};
@@ -30,9 +33,6 @@ pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
 pub use spellings::MergeReport;
 pub use suspects::Suspect;
 pub use transfer::ImportReport;
-/// The write path's checks of a request that need no database (front ends run them before
-/// opening one, so a wrong call creates nothing).
-pub(crate) use write::validate;
 pub use write::ApplySummary;
 
 use anyhow::{anyhow, bail, Context, Result};

@@ -4,6 +4,7 @@
 //! `browse`, `spellings`, `tx`) import this module; it imports none of them.
 
 use crate::model::{HistoryEvent, Identity, MemoryRecord, PendingItem, ReadRecord, Scope};
+pub(crate) use crate::store::events::mark_validity;
 use anyhow::Result;
 use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde_json::Value;
@@ -187,23 +188,6 @@ pub(crate) fn current_as(
         id,
         memory_from_row,
     )
-}
-
-/// Fills `valid_until` of each `set` event: the time of the next event that ended it in the
-/// same scope (a newer version, a delete, a removal).
-pub(crate) fn mark_validity(events: &mut [HistoryEvent]) {
-    let mut open: std::collections::HashMap<String, usize> = Default::default();
-    for i in 0..events.len() {
-        let ends = matches!(events[i].event.as_str(), "set" | "deleted" | "removed");
-        if ends {
-            if let Some(j) = open.remove(&events[i].scope) {
-                events[j].valid_until = Some(events[i].at.clone());
-            }
-        }
-        if events[i].event == "set" {
-            open.insert(events[i].scope.clone(), i);
-        }
-    }
 }
 
 pub(crate) fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {

@@ -6,12 +6,14 @@ pub(crate) use super::tx::{Here, KnownPlaces, PlaceSources, SeqBatch, TxState, W
 use super::tx::{SOURCES_KEPT, SOURCES_ROWS_KEPT};
 use super::{bump_metric, canonical_predicate, Store};
 use crate::model::{
-    normalize_subject, same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope,
-    PendingItem, Scope, ScopeChoice, WriteOutcome, WriteRequest, MAX_CAUSAL_SEQ,
+    same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope, PendingItem, Scope,
+    ScopeChoice, WriteOutcome, WriteRequest,
 };
-use crate::model::{parse_context_id, ContextKind};
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
-use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict, Words};
+use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict};
+use crate::store::prepared::{
+    base_outcome, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
+};
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
@@ -297,64 +299,6 @@ impl TxState {
     }
 }
 
-/// A request after validation and normalization: ready for the transaction.
-#[derive(Debug, Clone)]
-pub(crate) struct PreparedWrite {
-    pub subject: String,
-    pub predicate: String,
-    pub value: Value,
-    pub value_text: String,
-    pub choice: ScopeChoice,
-    /// The exact scope as stored (`None` for an ambiguous write), made once off the writer.
-    pub scope_text: Option<String>,
-    pub source: String,
-    pub raw: Option<String>,
-    pub causal_seq: Option<i64>,
-    /// Where the write was made (the scope guard's context), ids in their scope form's id.
-    pub context: Option<Context>,
-    /// A global write's words as the scope guard reads them, read ahead (by the `apply`
-    /// pipeline's parse thread) so the writer need not.
-    pub words: Option<Words>,
-}
-
-impl PreparedWrite {
-    /// A write of content memscope already holds (a pending item, a moved or reverted
-    /// version) into one identity: nothing to validate again.
-    pub(crate) fn stored(
-        id: &Identity,
-        value: Value,
-        source: String,
-        raw: Option<String>,
-        causal_seq: Option<i64>,
-    ) -> Result<PreparedWrite> {
-        Ok(PreparedWrite {
-            subject: id.subject.clone(),
-            predicate: id.predicate.clone(),
-            value_text: serde_json::to_string(&value)?,
-            value,
-            choice: ScopeChoice::Exact(id.scope.clone()),
-            scope_text: Some(id.scope.to_string()),
-            source,
-            raw,
-            causal_seq,
-            context: None,
-            words: None,
-        })
-    }
-
-    /// The identity an exact write touches; `None` for an ambiguous one.
-    pub(crate) fn identity(&self) -> Option<Identity> {
-        match &self.choice {
-            ScopeChoice::Exact(scope) => Some(Identity {
-                subject: self.subject.clone(),
-                predicate: self.predicate.clone(),
-                scope: scope.clone(),
-            }),
-            ScopeChoice::Ambiguous(_) => None,
-        }
-    }
-}
-
 /// Re-checks the identity a write touched when MEMSCOPE_ASSERT_INVARIANTS is on.
 pub(crate) fn assert_written(conn: &Connection, ctx: &WriteCtx, w: &PreparedWrite) -> Result<()> {
     if !ctx.assert {
@@ -364,103 +308,6 @@ pub(crate) fn assert_written(conn: &Connection, ctx: &WriteCtx, w: &PreparedWrit
         Some(id) => super::check::assert_identity_clean(conn, &id),
         None => Ok(()),
     }
-}
-
-/// A line failed half-way through a batch without savepoints: run the batch again with them.
-#[derive(Debug)]
-struct RetryWithSavepoints;
-
-impl std::fmt::Display for RetryWithSavepoints {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a line failed half-way; the batch is retried line by line")
-    }
-}
-
-impl std::error::Error for RetryWithSavepoints {}
-
-/// Validates and normalizes a request: everything but the alias table, so it needs no
-/// database and can run ahead of the writer (`apply` does it on its reader thread). The
-/// predicate comes back normalized, not yet mapped through the aliases.
-pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidRequest> {
-    let subject = normalize_subject(&req.subject).map_err(InvalidRequest)?;
-    let predicate = crate::model::normalize_predicate(&req.predicate).map_err(InvalidRequest)?;
-    let source = req.source.trim();
-    if source.is_empty() {
-        return Err(InvalidRequest(
-            "source is empty: every write needs its provenance, e.g. thread:23/message:14".into(),
-        ));
-    }
-    if source.chars().any(char::is_control) {
-        return Err(InvalidRequest(
-            "source contains control characters: use plain text like thread:23/message:14".into(),
-        ));
-    }
-    if req.value.is_null() {
-        return Err(InvalidRequest(
-            "value is null: to forget a memory use `memscope delete`, not a null write".into(),
-        ));
-    }
-    if let Some(seq) = req.causal_seq {
-        if !(1..=MAX_CAUSAL_SEQ).contains(&seq) {
-            return Err(InvalidRequest(format!(
-                "causal_seq {seq} is out of range (1 to 2^53): use a number from `memscope seq`, or leave it out"
-            )));
-        }
-    }
-    let depth = crate::model::value_depth(&req.value);
-    if depth > crate::model::MAX_VALUE_DEPTH {
-        return Err(InvalidRequest(format!(
-            "value is nested {depth} levels deep; memscope keeps values nested at most {} levels: store a flatter value",
-            crate::model::MAX_VALUE_DEPTH
-        )));
-    }
-    let context = match &req.context {
-        Some(c) => Some(Context {
-            repo: c
-                .repo
-                .as_deref()
-                .map(|r| parse_context_id(ContextKind::Repo, r))
-                .transpose()
-                .map_err(InvalidRequest)?,
-            task: c
-                .task
-                .as_deref()
-                .map(|t| parse_context_id(ContextKind::Task, t))
-                .transpose()
-                .map_err(InvalidRequest)?,
-        }),
-        None => None,
-    };
-    // Words that say nothing are no words: absent, whichever front end sent them.
-    let raw = req.raw.filter(|r| !r.trim().is_empty());
-    if let Some(raw) = &raw {
-        if raw.contains('\0') {
-            return Err(InvalidRequest(
-                "raw text contains a NUL byte: send the user's words as plain text".into(),
-            ));
-        }
-    }
-    Ok(PreparedWrite {
-        subject,
-        predicate,
-        // Serializing a `Value` cannot fail (its map keys are strings).
-        value_text: req.value.to_string(),
-        source: source.to_string(),
-        value: req.value,
-        scope_text: match &req.scope {
-            ScopeChoice::Exact(scope) => Some(scope.to_string()),
-            ScopeChoice::Ambiguous(_) => None,
-        },
-        // Only a global write's words are judged.
-        words: match (&req.scope, &raw) {
-            (ScopeChoice::Exact(Scope::Global), Some(raw)) => Some(Words::read(raw)),
-            _ => None,
-        },
-        choice: req.scope,
-        raw,
-        causal_seq: req.causal_seq,
-        context,
-    })
 }
 
 /// A validated write with its predicate mapped through the alias table: ready for the
@@ -473,22 +320,6 @@ pub(crate) fn prepare(
     let mut w = std::borrow::Cow::Owned(validate(req.clone())?);
     st.canonicalize(conn, &mut w)?;
     Ok(w.into_owned())
-}
-
-pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
-    WriteOutcome::new(
-        kind,
-        &id.subject,
-        &id.predicate,
-        OutcomeScope::Exact(id.scope.clone()),
-    )
-}
-
-/// The causal number a pending item is resolved with: its own, taken when the write arrived —
-/// except a value a spelling merge queued, a human's choice between two current values made
-/// now (the clock's next), so it is never `stale` against the value it replaces.
-fn resolution_seq(item: &PendingItem) -> Option<i64> {
-    item.merged_from.is_none().then_some(item.causal_seq)
 }
 
 /// Decides and applies one write inside an open write transaction.
@@ -856,12 +687,7 @@ fn enqueue_pending(
     out.pending_id = Some(id);
     out.value = Some(w.value.clone());
     out.causal_seq = Some(seq);
-    out.reason = Some(match guard_reason {
-        Some(evidence) => format!(
-            "the scope guard queued it for a human: {evidence}; it was not applied, do not write it again"
-        ),
-        None => "the scope is ambiguous: a human picks one with `memscope pending resolve`".into(),
-    });
+    out.reason = Some(crate::store::prepared::queued_reason(guard_reason));
     Ok(out)
 }
 
@@ -912,7 +738,7 @@ pub struct ApplySummary {
 }
 
 impl ApplySummary {
-    fn count(&mut self, kind: OutcomeKind) {
+    pub(crate) fn count(&mut self, kind: OutcomeKind) {
         match kind {
             OutcomeKind::Inserted => self.inserted += 1,
             OutcomeKind::Confirmed => self.confirmed += 1,
@@ -1313,27 +1139,10 @@ fn read_ahead<R: Read>(input: R, tx: std::sync::mpsc::SyncSender<std::io::Result
 
 /// Parses one input line; `None` for a blank line.
 fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return Some(ParsedLine::Invalid(LineError {
-            message: "line is not valid UTF-8: send JSON text encoded as UTF-8".into(),
-            column: None,
-        }));
-    };
-    let text = text.trim_end_matches(['\n', '\r']);
-    if text.trim().is_empty() {
-        return None;
-    }
-    Some(
-        match WriteRequest::from_json_line(text).and_then(|r| {
-            validate(r).map_err(|e| LineError {
-                message: e.0,
-                column: None,
-            })
-        }) {
-            Ok(w) => ParsedLine::Ready(Box::new(w)),
-            Err(e) => ParsedLine::Invalid(e),
-        },
-    )
+    crate::store::prepared::parse_line(bytes).map(|parsed| match parsed {
+        Ok(w) => ParsedLine::Ready(Box::new(w)),
+        Err(e) => ParsedLine::Invalid(e),
+    })
 }
 
 /// One validated line inside the batch transaction; a failure during the write is returned

@@ -1,0 +1,90 @@
+//! The history log's vocabulary (docs/SCHEMA.md, "history"), the same on every backend: each
+//! event a store operation logs is named by an [`EventKind`].
+
+use crate::model::HistoryEvent;
+
+/// What happened to an identity (the `event` column).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventKind {
+    /// A version stored (the write path logs most through its prepared statement; this is
+    /// for one that carries a detail: a suspect's evidence).
+    Set,
+    Confirmed,
+    Stale,
+    Rejected,
+    Deleted,
+    Restored,
+    PendingResolved,
+    TombstoneCollected,
+    Rescoped,
+    Reverted,
+    Removed,
+    Merged,
+}
+
+impl EventKind {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Set => "set",
+            EventKind::Confirmed => "confirmed",
+            EventKind::Stale => "stale",
+            EventKind::Rejected => "rejected",
+            EventKind::Deleted => "deleted",
+            EventKind::Restored => "restored",
+            EventKind::PendingResolved => "pending_resolved",
+            EventKind::TombstoneCollected => "tombstone_collected",
+            EventKind::Rescoped => "rescoped",
+            EventKind::Reverted => "reverted",
+            EventKind::Removed => "removed",
+            EventKind::Merged => "merged",
+        }
+    }
+}
+
+/// Fills `valid_until` of each `set` event: the time of the next event that ended it in the
+/// same scope (a newer version, a delete, a removal).
+pub(crate) fn mark_validity(events: &mut [HistoryEvent]) {
+    let mut open: std::collections::HashMap<String, usize> = Default::default();
+    for i in 0..events.len() {
+        let ends = matches!(events[i].event.as_str(), "set" | "deleted" | "removed");
+        if ends {
+            if let Some(j) = open.remove(&events[i].scope) {
+                events[j].valid_until = Some(events[i].at.clone());
+            }
+        }
+        if events[i].event == "set" {
+            open.insert(events[i].scope.clone(), i);
+        }
+    }
+}
+
+/// The stretches of time in which an identity held a current record, as `[from, until]`,
+/// from its `set`, `removed` and `deleted` events (`(event, at)`, oldest first); one still
+/// open ends `now`.
+pub(crate) fn live_intervals(events: Vec<(String, String)>, now: &str) -> Vec<[String; 2]> {
+    let mut out = Vec::new();
+    let mut open: Option<String> = None;
+    for (event, at) in events {
+        match event.as_str() {
+            "set" if open.is_none() => open = Some(at),
+            "removed" | "deleted" => {
+                if let Some(from) = open.take() {
+                    out.push([from, at]);
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = open {
+        out.push([from, now.to_string()]);
+    }
+    out
+}
+
+/// Whether a pending item (its `candidates` as stored, and the scope it was resolved into)
+/// names one of `scopes`: a delete of those destroys it.
+pub(crate) fn pending_names(candidates: &str, resolved: Option<&str>, scopes: &[String]) -> bool {
+    let candidates: Vec<String> = serde_json::from_str(candidates).unwrap_or_default();
+    candidates.iter().any(|c| scopes.contains(c))
+        || resolved.is_some_and(|r| scopes.iter().any(|s| s == r))
+}

@@ -1,0 +1,1378 @@
+//! Memory on PostgreSQL (issue 17): the write path and resolution over the same core as
+//! SQLite's — [`validate`] makes a request ready, [`guard::judge`] judges a global write's
+//! words and siblings, [`decide_write`] decides, [`resolve_looked`] resolves — with
+//! PostgreSQL's own statements, its transactions and its locks.
+//!
+//! Writers of one identity are serialized by the identity's advisory transaction lock (the
+//! same one the schema's guards take), taken before the identity is probed, under READ
+//! COMMITTED: every statement after the lock sees what the previous holder committed. The
+//! causal clock is the schema's sequence (`memscope_clock_next`, `memscope_clock_observe`).
+//! A transaction the server aborts for a deadlock or a serialization failure is run again, and
+//! counted into the `busy_retries` metric. What is not served here yet is listed in the README
+//! ("Running on PostgreSQL").
+
+use super::{schema, Address};
+use crate::model::{
+    same_value, DeletePreview, DeleteReport, DeleteTarget, HistoryEvent, Identity, MemoryRecord,
+    OutcomeKind, OutcomeScope, PendingItem, ReadRecord, Resolution, Scope, ScopeChoice,
+    TombstoneRef, WriteOutcome, WriteRequest,
+};
+use crate::spelling::fold;
+use crate::store::decide::WriteDecision;
+use crate::store::decide::{decide_write, resolution_chain, resolve_looked, Held, Looked, Probe};
+use crate::store::events::mark_validity;
+use crate::store::events::EventKind;
+use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
+use crate::store::prepared::{
+    base_outcome, parse_line, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
+};
+use anyhow::{anyhow, bail, Result};
+use postgres::error::SqlState;
+use postgres::types::ToSql;
+use postgres::{Client, Row, Statement, Transaction};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// Lines an `apply` transaction takes at most.
+const APPLY_BATCH: usize = 10_000;
+
+/// How often a transaction the server aborted (deadlock, serialization failure) is run again.
+const RETRIES: usize = 20;
+
+/// One connection to a memscope database on PostgreSQL, its statements prepared once.
+pub struct PgStore {
+    client: Client,
+    address: Address,
+    statements: HashMap<&'static str, Statement>,
+}
+
+/// A transaction and the store's prepared statements, together.
+struct Tx<'a> {
+    tx: Transaction<'a>,
+    statements: &'a mut HashMap<&'static str, Statement>,
+}
+
+impl Tx<'_> {
+    fn statement(&mut self, sql: &'static str) -> Result<Statement> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.tx.prepare(sql)?;
+        self.statements.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    fn all(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let s = self.statement(sql)?;
+        Ok(self.tx.query(&s, params)?)
+    }
+
+    fn opt(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+        let s = self.statement(sql)?;
+        Ok(self.tx.query_opt(&s, params)?)
+    }
+
+    fn one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let s = self.statement(sql)?;
+        Ok(self.tx.query_one(&s, params)?)
+    }
+
+    fn exec(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let s = self.statement(sql)?;
+        Ok(self.tx.execute(&s, params)?)
+    }
+}
+
+/// A refusal of the server as one sentence naming the database and what to do.
+fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
+    let pg = e.downcast_ref::<postgres::Error>();
+    let db = pg.and_then(|p| p.as_db_error());
+    let lost = pg.is_some_and(|p| p.is_closed())
+        || db.is_some_and(|d| d.severity() == "FATAL" || *d.code() == SqlState::ADMIN_SHUTDOWN);
+    if lost {
+        return anyhow!(
+            "the connection to PostgreSQL at {} was lost ({}): what this call wrote may or may not have been committed — run it again (a write already stored comes back `confirmed`); the next call connects again",
+            address.describe(),
+            db.map_or_else(|| e.to_string(), |d| d.message().to_string())
+        );
+    }
+    match db {
+        Some(d) if *d.code() == SqlState::PROGRAM_LIMIT_EXCEEDED => anyhow!(
+            "PostgreSQL at {} cannot index a memory this long ({}): shorten its subject, predicate or scope (together at most about 2,700 bytes after compression)",
+            address.describe(),
+            d.message()
+        ),
+        Some(d) => anyhow!(
+            "PostgreSQL at {} refused it ({}): run `memscope check` if the database was changed by hand",
+            address.describe(),
+            d.message()
+        ),
+        None => e.context(format!("on {}", address.describe())),
+    }
+}
+
+/// Whether the server aborted the transaction for a reason that a second run may not meet.
+fn retryable(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<postgres::Error>()
+        .and_then(|p| p.code())
+        .is_some_and(|c| {
+            *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
+        })
+}
+
+impl PgStore {
+    /// Connects and makes sure the database holds this memscope's schema; anything else is
+    /// one sentence saying what to do.
+    pub fn open(address: &Address) -> Result<PgStore> {
+        let mut client = address.connect()?;
+        match schema::state(&mut client)? {
+            schema::State::Current => {}
+            schema::State::Empty => bail!(
+                "the PostgreSQL address reaches {}, which holds no memscope schema yet: prepare it with `memscope --db … init`",
+                address.describe()
+            ),
+            schema::State::Older(v) => bail!(
+                "the PostgreSQL address reaches {}, which holds memscope PostgreSQL schema {v}: bring it to {} with `memscope --db … init`",
+                address.describe(),
+                schema::SCHEMA_VERSION
+            ),
+            schema::State::Newer(v) => bail!(
+                "the PostgreSQL address reaches {}, which holds memscope PostgreSQL schema {v}, newer than this memscope understands ({}): upgrade memscope to use it",
+                address.describe(),
+                schema::SCHEMA_VERSION
+            ),
+            schema::State::Foreign(names) => bail!(
+                "the PostgreSQL address reaches {}, which holds tables memscope did not create ({}): point the address at a memscope database",
+                address.describe(),
+                names.join(", ")
+            ),
+        }
+        Ok(PgStore {
+            client,
+            address: address.clone(),
+            statements: HashMap::new(),
+        })
+    }
+
+    /// Runs `body` in a READ COMMITTED transaction and commits, again when the server aborted
+    /// it for a deadlock or a serialization failure (counted into `busy_retries`).
+    fn in_tx<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        // A connection the server closed (a restart, an administrator, a network cut) is
+        // opened again for the next call; the call that met the cut said so and was not
+        // retried, since its commit may or may not have landed.
+        if self.client.is_closed() {
+            self.client = self.address.connect()?;
+            self.statements.clear();
+        }
+        let mut retries = 0i64;
+        loop {
+            let tx = self
+                .client
+                .transaction()
+                .map_err(|e| explain(e.into(), &self.address))?;
+            let mut t = Tx {
+                tx,
+                statements: &mut self.statements,
+            };
+            let out = body(&mut t).and_then(|out| {
+                if retries > 0 {
+                    bump_metric(&mut t, "busy_retries", retries)?;
+                }
+                t.tx.commit()?;
+                Ok(out)
+            });
+            match out {
+                Err(e) if retryable(&e) && (retries as usize) < RETRIES => retries += 1,
+                Err(e) => return Err(explain(e, &self.address)),
+                Ok(out) => return Ok(out),
+            }
+        }
+    }
+
+    /// One write, one transaction: the write path of README "The model in one minute".
+    pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
+        let prepared = validate(req.clone())?;
+        self.in_tx(|t| write_in_tx(t, &prepared))
+    }
+
+    /// What `subject`/`predicate` resolves to in `repo` and `task`, with the chain explained.
+    pub fn resolve(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+    ) -> Result<Resolution> {
+        let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        self.in_tx(|t| {
+            let subject = spelled(t, SUBJECT, &subject, false)?;
+            let predicate = canonical_predicate(t, predicate)?;
+            let repo = repo
+                .map(|r| spelled(t, SCOPE, &Scope::Repo(r.to_string()).to_string(), false))
+                .transpose()?;
+            let task = task
+                .map(|k| spelled(t, SCOPE, &Scope::Task(k.to_string()).to_string(), false))
+                .transpose()?;
+            let id_of = |text: &Option<String>| {
+                text.as_deref()
+                    .and_then(|s| s.split_once(':'))
+                    .map(|(_, id)| id.to_string())
+            };
+            let mut looked = Vec::new();
+            for scope in resolution_chain(id_of(&repo).as_deref(), id_of(&task).as_deref()) {
+                let scope_text = scope.to_string();
+                let row = t.opt(
+                    "SELECT value, version, source,
+                            to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+                     FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
+                    &[&subject, &predicate, &scope_text],
+                )?;
+                let l = match row {
+                    Some(r) => Looked::Found {
+                        value: parse_value(&r.get::<_, String>(0), &scope_text)?,
+                        version: r.get(1),
+                        source: r.get(2),
+                        updated_at: r.get(3),
+                    },
+                    None => Looked::Missing {
+                        deleted: t
+                            .opt(
+                                "SELECT 1 FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
+                                &[&subject, &predicate, &scope_text],
+                            )?
+                            .is_some(),
+                    },
+                };
+                looked.push((scope_text, l));
+            }
+            Ok(resolve_looked(subject.clone(), predicate.clone(), looked).0)
+        })
+    }
+
+    /// `apply`: one write per JSON line of `input`, as on SQLite (README, "apply"): each line
+    /// lands or fails alone (a savepoint per line), batches of lines commit together, and
+    /// `emit` gets each batch's outcomes once it is committed.
+    pub fn apply<R: std::io::Read>(
+        &mut self,
+        input: R,
+        mut emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
+    ) -> Result<crate::store::ApplySummary> {
+        use std::io::BufRead;
+        let mut reader = std::io::BufReader::new(input);
+        let mut summary = crate::store::ApplySummary::default();
+        let mut line_no = 0u64;
+        let mut eof = false;
+        while !eof {
+            // Parsed and validated before the transaction: a bad line takes no lock.
+            let mut batch: Vec<(
+                u64,
+                std::result::Result<PreparedWrite, crate::model::LineError>,
+            )> = Vec::new();
+            while batch.len() < APPLY_BATCH {
+                let mut bytes = Vec::new();
+                if reader.read_until(b'\n', &mut bytes)? == 0 {
+                    eof = true;
+                    break;
+                }
+                line_no += 1;
+                if let Some(parsed) = parse_line(&bytes) {
+                    batch.push((line_no, parsed));
+                }
+            }
+            if batch.is_empty() {
+                continue;
+            }
+            // Lines run without savepoints (two round trips each saved); when one fails, the
+            // batch is rolled back and run again with a savepoint per line, so the failing line
+            // changes nothing and the others still land.
+            let mut savepoints = false;
+            let address = self.address.clone();
+            let outcomes = loop {
+                let run = self.in_tx(|t| {
+                    let mut outcomes = Vec::with_capacity(batch.len());
+                    for (n, parsed) in &batch {
+                        let mut out = match parsed {
+                            Err(e) => {
+                                let mut out = WriteOutcome::error(None, e.message.clone());
+                                out.column = e.column;
+                                out
+                            }
+                            Ok(w) if !savepoints => match write_in_tx(t, w) {
+                                Ok(out) => out,
+                                Err(e) if retryable(&e) => return Err(e),
+                                Err(_) => return Err(RetryWithSavepoints.into()),
+                            },
+                            Ok(w) => {
+                                t.tx.execute("SAVEPOINT apply_line", &[])?;
+                                match write_in_tx(t, w) {
+                                    Ok(out) => {
+                                        t.tx.execute("RELEASE apply_line", &[])?;
+                                        out
+                                    }
+                                    // The whole batch again: a deadlock or a serialization
+                                    // failure.
+                                    Err(e) if retryable(&e) => return Err(e),
+                                    Err(e) => {
+                                        t.tx.execute("ROLLBACK TO apply_line", &[])?;
+                                        let e = explain(e, &address);
+                                        WriteOutcome::error(None, format!("{e:#}"))
+                                    }
+                                }
+                            }
+                        };
+                        out.line = Some(*n);
+                        outcomes.push(out);
+                    }
+                    Ok(outcomes)
+                });
+                match run {
+                    Err(e) if e.is::<RetryWithSavepoints>() && !savepoints => savepoints = true,
+                    other => break other?,
+                }
+            };
+            for out in &outcomes {
+                summary.lines += 1;
+                summary.count(out.outcome);
+            }
+            emit(&outcomes)?;
+        }
+        Ok(summary)
+    }
+
+    /// Resolves as [`PgStore::resolve`] and logs the read (README, "The read log").
+    pub fn resolve_logged(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+        agent: Option<&str>,
+        note: Option<&str>,
+    ) -> Result<Resolution> {
+        let r = self.resolve(subject, predicate, repo, task)?;
+        let shadowed: Vec<String> = r
+            .considered
+            .iter()
+            .filter(|c| c.found && !c.wins)
+            .map(|c| format!("{}@v{}", c.scope, c.version.unwrap_or_default()))
+            .collect();
+        let shadowed = serde_json::to_string(&shadowed)?;
+        self.in_tx(|t| {
+            t.exec(
+                "INSERT INTO reads (at, agent, subject, predicate, repo, task, scope, version, shadowed, note)
+                 VALUES (clock_timestamp(), $1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                &[&agent, &r.subject, &r.predicate, &repo, &task, &r.scope, &r.version, &shadowed, &note],
+            )?;
+            Ok(())
+        })?;
+        Ok(r)
+    }
+
+    /// The current records, filtered, grouped by scope (README, `list`).
+    pub fn list(&mut self, filter: &crate::store::ListFilter) -> Result<Vec<MemoryRecord>> {
+        self.in_tx(|t| {
+            let (subject, predicate) =
+                stored_filter(t, filter.subject.as_deref(), filter.predicate.as_deref())?;
+            let scope = match &filter.scope {
+                Some(s) => Some(spelled_scope(t, s, false)?.to_string()),
+                None => None,
+            };
+            let rows = t.all(
+                "SELECT subject, predicate, scope, value, version, source, causal_seq, raw,
+                        to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        to_char(confirmed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        confirm_count
+                 FROM memories
+                 WHERE ($1::text IS NULL OR scope = $1) AND ($2::text IS NULL OR subject = $2)
+                   AND ($3::text IS NULL OR predicate = $3)
+                 ORDER BY scope COLLATE \"C\", subject COLLATE \"C\", predicate COLLATE \"C\"",
+                &[&scope, &subject, &predicate],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let scope: String = r.get(2);
+                    Ok(MemoryRecord {
+                        subject: r.get(0),
+                        predicate: r.get(1),
+                        scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
+                        value: parse_value(&r.get::<_, String>(3), &scope)?,
+                        version: r.get(4),
+                        source: r.get(5),
+                        causal_seq: r.get(6),
+                        raw: r.get(7),
+                        created_at: r.get(8),
+                        updated_at: r.get(9),
+                        confirmed_at: r.get(10),
+                        confirm_count: r.get(11),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// One identity's events, oldest first (README, `history`).
+    pub fn history(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        scope: Option<&Scope>,
+    ) -> Result<Vec<HistoryEvent>> {
+        let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        self.in_tx(|t| {
+            let predicate = canonical_predicate(t, predicate)?;
+            let subject = spelled(t, SUBJECT, &subject, false)?;
+            let scope = scope
+                .map(|s| spelled_scope(t, s, false).map(|s| s.to_string()))
+                .transpose()?;
+            let rows = t.all(
+                "SELECT id, event, subject, predicate, scope, version, value, raw, source, causal_seq,
+                        to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), detail
+                 FROM history WHERE subject = $1 AND predicate = $2 AND ($3::text IS NULL OR scope = $3)
+                 ORDER BY id",
+                &[&subject, &predicate, &scope],
+            )?;
+            let mut events = rows
+                .iter()
+                .map(|r| {
+                    let json = |i: usize| -> Result<Option<Value>> {
+                        r.get::<_, Option<String>>(i)
+                            .map(|text| parse_value(&text, "history"))
+                            .transpose()
+                    };
+                    Ok(HistoryEvent {
+                        id: r.get(0),
+                        event: r.get(1),
+                        subject: r.get(2),
+                        predicate: r.get(3),
+                        scope: r.get(4),
+                        version: r.get(5),
+                        value: json(6)?,
+                        raw: r.get(7),
+                        source: r.get(8),
+                        causal_seq: r.get(9),
+                        at: r.get(10),
+                        detail: json(11)?,
+                        valid_until: None,
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            mark_validity(&mut events);
+            Ok(events)
+        })
+    }
+
+    /// Pending items, oldest first: the open ones (`all`: every one).
+    pub fn pending(&mut self, all: bool) -> Result<Vec<PendingItem>> {
+        self.in_tx(|t| {
+            let rows = t.all(
+                "SELECT id, subject, predicate, value, raw, source, causal_seq, candidates, status,
+                        to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        resolved_scope, resolution, merged_from, reason
+                 FROM pending WHERE $1 OR status = 'open' ORDER BY id",
+                &[&all],
+            )?;
+            rows.iter().map(pending_from_row).collect()
+        })
+    }
+
+    pub fn pending_item(&mut self, id: i64) -> Result<Option<PendingItem>> {
+        self.in_tx(|t| pending_item(t, id, false))
+    }
+
+    /// Resolves an open pending item by writing it to `scope` through the write path (README,
+    /// "The pending queue"); `outside_candidates` allows a scope it did not name.
+    pub fn resolve_pending(
+        &mut self,
+        pending_id: i64,
+        scope: &Scope,
+        outside_candidates: bool,
+    ) -> Result<WriteOutcome> {
+        self.in_tx(|t| {
+            // The item's row lock: two humans resolving it at once resolve it once.
+            let item = pending_item(t, pending_id, true)?.ok_or_else(|| no_item(pending_id))?;
+            if item.status != "open" {
+                bail!(
+                    "pending item #{pending_id} is already {} ({}): nothing to do",
+                    item.status,
+                    item.resolution.as_deref().unwrap_or("no outcome")
+                );
+            }
+            let scope = spelled_scope(t, scope, true)?;
+            let among = item.candidates.contains(&scope);
+            if !among && !outside_candidates {
+                let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
+                return Err(crate::model::InvalidRequest(format!(
+                    "{scope} is not a candidate of pending #{pending_id}, whose candidates are {}: pick one of them, or pass --force to write it to {scope} anyway",
+                    names.join(", ")
+                ))
+                .into());
+            }
+            let id = Identity {
+                subject: item.subject.clone(),
+                predicate: canonical_predicate(t, &item.predicate)?,
+                scope: scope.clone(),
+            };
+            let prepared = PreparedWrite::stored(
+                &id,
+                item.value.clone(),
+                item.source.clone(),
+                item.raw.clone(),
+                resolution_seq(&item),
+            )?;
+            let mut out = write_in_tx(t, &prepared)?;
+            t.exec(
+                "UPDATE pending SET status = 'resolved', resolved_at = clock_timestamp(), resolved_scope = $2, resolution = $3
+                 WHERE id = $1",
+                &[&pending_id, &scope.to_string(), &out.outcome.as_str()],
+            )?;
+            let detail = json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among });
+            let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
+            let scope_text = scope.to_string();
+            t.exec(
+                "INSERT INTO history (event, subject, predicate, scope, version, source, causal_seq, at, detail, clock)
+                 VALUES ('pending_resolved', $1, $2, $3, $4, $5, $6, clock_timestamp(), $7, $8)",
+                &[&id.subject, &id.predicate, &scope_text, &out.version, &item.source, &item.causal_seq, &detail.to_string(), &clock],
+            )?;
+            out.pending_id = Some(pending_id);
+            Ok(out)
+        })
+    }
+
+    /// Rejects an open pending item: nothing is written to memory.
+    pub fn reject_pending(&mut self, pending_id: i64) -> Result<PendingItem> {
+        self.in_tx(|t| {
+            let mut item = pending_item(t, pending_id, true)?.ok_or_else(|| no_item(pending_id))?;
+            if item.status != "open" {
+                bail!("pending item #{pending_id} is already {}: nothing to do", item.status);
+            }
+            t.exec(
+                "UPDATE pending SET status = 'rejected', resolved_at = clock_timestamp(), resolution = 'rejected by a human'
+                 WHERE id = $1",
+                &[&pending_id],
+            )?;
+            item.status = "rejected".into();
+            Ok(item)
+        })
+    }
+
+    /// Deletes `target` (README, "Deletion"): each covered identity's current record and its
+    /// whole history go, a content-free `deleted` event and a tombstone stay, the pending items
+    /// naming it and the notes of its reads are destroyed — in one transaction, under the
+    /// identities' locks. Then the touched tables are vacuumed, so the dead row versions'
+    /// space is marked free for reuse (what that does and does not reach on PostgreSQL: README,
+    /// "Running on PostgreSQL"); `disk_purged` says whether the vacuum ran.
+    pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
+        let (mut report, _) = self.in_tx(|t| delete_in_tx(t, target, reason))?;
+        report.disk_purged = self
+            .client
+            .batch_execute("VACUUM memories, history, pending, reads")
+            .is_ok();
+        Ok(report)
+    }
+
+    /// Lifts a tombstone: later writes to the identity are accepted again (its content stays
+    /// destroyed).
+    pub fn restore(&mut self, id: &Identity) -> Result<TombstoneRef> {
+        let subject = crate::model::normalize_subject(&id.subject).map_err(|e| anyhow!(e))?;
+        self.in_tx(|t| {
+            let id = Identity {
+                subject: spelled(t, SUBJECT, &subject, false)?,
+                predicate: canonical_predicate(t, &id.predicate)?,
+                scope: spelled_scope(t, &id.scope, false)?,
+            };
+            let scope = id.scope.to_string();
+            t.exec(
+                "SELECT memscope_identity_lock($1, $2, $3)",
+                &[&id.subject, &id.predicate, &scope],
+            )?;
+            let Some(r) = t.opt(
+                "DELETE FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3 RETURNING version",
+                &[&id.subject, &id.predicate, &scope],
+            )?
+            else {
+                bail!("{id} is not deleted: there is no tombstone to restore (see `memscope list` or the UI's tombstones tab)");
+            };
+            let version: i64 = r.get(0);
+            let detail = json!({ "tombstone_version": version });
+            log_event(t, EventKind::Restored, &id, None, None, None, Some(&detail), None)?;
+            Ok(TombstoneRef {
+                subject: id.subject.clone(),
+                predicate: id.predicate.clone(),
+                scope,
+                version,
+            })
+        })
+    }
+
+    /// What a delete of `target` would destroy: the delete itself, rolled back.
+    pub fn delete_preview(&mut self, target: &DeleteTarget) -> Result<DeletePreview> {
+        let tx = self.client.transaction()?;
+        let mut t = Tx {
+            tx,
+            statements: &mut self.statements,
+        };
+        let (_, preview) = delete_in_tx(&mut t, target, None)?;
+        // Dropped without commit: rolled back.
+        Ok(preview)
+    }
+
+    /// The read log, newest first, filtered (README, "The read log").
+    pub fn reads(&mut self, filter: &crate::store::ReadFilter) -> Result<Vec<ReadRecord>> {
+        self.in_tx(|t| {
+            let (subject, predicate) =
+                stored_filter(t, filter.subject.as_deref(), filter.predicate.as_deref())?;
+            let since = filter.since.map(std::time::SystemTime::from);
+            let limit = filter.limit.unwrap_or(i64::MAX);
+            let rows = t.all(
+                "SELECT id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                        agent, subject, predicate, repo, task, scope, version, shadowed, note
+                 FROM reads
+                 WHERE ($1::text IS NULL OR subject = $1) AND ($2::text IS NULL OR predicate = $2)
+                   AND ($3::text IS NULL OR agent = $3) AND ($4::timestamptz IS NULL OR at >= $4)
+                 ORDER BY at DESC, id DESC LIMIT $5",
+                &[&subject, &predicate, &filter.agent, &since, &limit],
+            )?;
+            Ok(rows
+                .iter()
+                .map(|r| ReadRecord {
+                    id: r.get(0),
+                    at: r.get(1),
+                    agent: r.get(2),
+                    subject: r.get(3),
+                    predicate: r.get(4),
+                    repo: r.get(5),
+                    task: r.get(6),
+                    scope: r.get(7),
+                    version: r.get(8),
+                    shadowed: r
+                        .get::<_, Option<String>>(9)
+                        .and_then(|s| serde_json::from_str(&s).ok())
+                        .unwrap_or_default(),
+                    note: r.get(10),
+                })
+                .collect())
+        })
+    }
+
+    /// A predicate as stored: normalized and mapped through the alias table.
+    pub fn canonical_predicate(&mut self, raw: &str) -> Result<String> {
+        self.in_tx(|t| canonical_predicate(t, raw))
+    }
+
+    /// The causal clock's next number, for a writer to order its writes (`memscope seq`).
+    pub fn next_seq(&mut self) -> Result<i64> {
+        self.in_tx(|t| causal_seq(t, None))
+    }
+
+    /// Every current record: (identity, value, version), in identity order.
+    pub fn current(&mut self) -> Result<Vec<(Identity, Value, i64)>> {
+        self.in_tx(|t| {
+            let rows = t.all(
+                "SELECT subject, predicate, scope, value, version FROM memories
+                 ORDER BY subject, predicate, scope",
+                &[],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    let scope: String = r.get(2);
+                    Ok((
+                        Identity {
+                            subject: r.get(0),
+                            predicate: r.get(1),
+                            scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
+                        },
+                        parse_value(&r.get::<_, String>(3), &scope)?,
+                        r.get(4),
+                    ))
+                })
+                .collect()
+        })
+    }
+
+    /// The causal clock's value: the last number handed out.
+    pub fn clock(&mut self) -> Result<i64> {
+        self.in_tx(|t| Ok(t.one("SELECT memscope_clock_current()", &[])?.get(0)))
+    }
+
+    /// A metric's value (0 when never counted).
+    pub fn metric(&mut self, name: &str) -> Result<i64> {
+        self.in_tx(|t| {
+            Ok(
+                t.opt("SELECT value FROM metrics WHERE name = $1", &[&name])?
+                    .map_or(0, |r| r.get(0)),
+            )
+        })
+    }
+}
+
+const SUBJECT: &str = "subject";
+const SCOPE: &str = "scope";
+
+/// The delete of `target`, inside a transaction: the report, and what it destroyed counted as
+/// a preview states it.
+fn delete_in_tx(
+    t: &mut Tx<'_>,
+    target: &DeleteTarget,
+    reason: Option<&str>,
+) -> Result<(DeleteReport, DeletePreview)> {
+    let subject_of = |t: &mut Tx<'_>, s: &str| -> Result<String> {
+        let s = crate::model::normalize_subject(s).map_err(|e| anyhow!(e))?;
+        spelled(t, SUBJECT, &s, false)
+    };
+    let (subject, predicate, exact) = match target {
+        DeleteTarget::Identity(id) => {
+            let subject = subject_of(t, &id.subject)?;
+            let predicate = canonical_predicate(t, &id.predicate)?;
+            let scope = spelled_scope(t, &id.scope, false)?;
+            (subject, Some(predicate), Some(scope))
+        }
+        DeleteTarget::Predicate { subject, predicate } => (
+            subject_of(t, subject)?,
+            Some(canonical_predicate(t, predicate)?),
+            None,
+        ),
+        DeleteTarget::Subject(subject) => (subject_of(t, subject)?, None, None),
+    };
+    let ids: Vec<Identity> = match (&predicate, &exact) {
+        (Some(p), Some(scope)) => {
+            let scope_text = scope.to_string();
+            let ever = t
+                .opt(
+                    "SELECT 1 FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3
+                     UNION ALL SELECT 1 FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+                     LIMIT 1",
+                    &[&subject, p, &scope_text],
+                )?
+                .is_some();
+            if !ever {
+                bail!("there is no memory {subject} · {p} @ {scope} to delete: see `memscope list`");
+            }
+            vec![Identity {
+                subject: subject.clone(),
+                predicate: p.clone(),
+                scope: scope.clone(),
+            }]
+        }
+        _ => t
+            .all(
+                "SELECT predicate, scope FROM memories WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2)
+                 UNION SELECT predicate, scope FROM history WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2)
+                   AND event IN ('set', 'confirmed', 'stale')
+                 UNION SELECT predicate, scope FROM tombstones WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2)
+                 ORDER BY 1, 2",
+                &[&subject, &predicate],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(Identity {
+                    subject: subject.clone(),
+                    predicate: r.get(0),
+                    scope: Scope::parse(&r.get::<_, String>(1)).map_err(|e| {
+                        anyhow!("a stored scope is invalid ({e}): run `memscope check`")
+                    })?,
+                })
+            })
+            .collect::<Result<_>>()?,
+    };
+    // A predicate or subject delete also destroys every pending item of it.
+    let mut pending: std::collections::BTreeSet<i64> = std::collections::BTreeSet::new();
+    if exact.is_none() {
+        for r in t.all(
+            "SELECT id FROM pending WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2)",
+            &[&subject, &predicate],
+        )? {
+            pending.insert(r.get(0));
+        }
+        if ids.is_empty() && pending.is_empty() {
+            bail!("nothing matches that delete: see `memscope list` and `memscope pending`");
+        }
+    }
+    // History may be rewritten by this transaction only (the schema's append-only guard).
+    t.tx.batch_execute(&format!("SET LOCAL {} = 'on'", schema::PURGE_SETTING))?;
+    let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
+    let mut report = DeleteReport {
+        tombstoned: vec![],
+        purged_versions: 0,
+        purged_pending: 0,
+        purged_notes: 0,
+        disk_purged: true,
+    };
+    let mut preview = DeletePreview::default();
+    for id in &ids {
+        let scope = id.scope.to_string();
+        t.exec(
+            "SELECT memscope_identity_lock($1, $2, $3)",
+            &[&id.subject, &id.predicate, &scope],
+        )?;
+        let r = t.one(
+            "SELECT (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
+                    (SELECT count(DISTINCT version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event = 'set'),
+                    (SELECT count(DISTINCT raw) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
+                    (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
+                    greatest((SELECT max(version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3),
+                             (SELECT version FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
+                             (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3), 0) + 1",
+            &[&id.subject, &id.predicate, &scope],
+        )?;
+        let (live, purged, raws, events, version): (i64, i64, i64, i64, i64) =
+            (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+        let at = |t: &mut Tx<'_>| -> Result<Vec<(String, String)>> {
+            Ok(t.all(
+                "SELECT event, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+                     FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+                       AND event IN ('set', 'removed', 'deleted') ORDER BY id",
+                &[&id.subject, &id.predicate, &scope],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+        };
+        let now: String = t
+            .one(
+                "SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
+                &[],
+            )?
+            .get(0);
+        let intervals = crate::store::events::live_intervals(at(t)?, &now);
+        let detail =
+            json!({ "reason": reason, "purged_versions": purged, "live_intervals": intervals });
+        // Logged first, so the newest history id is never the one purged.
+        log_event(
+            t,
+            EventKind::Deleted,
+            id,
+            Some(version),
+            None,
+            None,
+            Some(&detail),
+            Some(clock),
+        )?;
+        t.exec(
+            "DELETE FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'",
+            &[&id.subject, &id.predicate, &scope],
+        )?;
+        t.exec(
+            "DELETE FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
+            &[&id.subject, &id.predicate, &scope],
+        )?;
+        t.exec(
+            "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
+             VALUES ($1, $2, $3, $4, $5, clock_timestamp())
+             ON CONFLICT (subject, predicate, scope) DO UPDATE
+             SET version = EXCLUDED.version, reason = EXCLUDED.reason, deleted_at = EXCLUDED.deleted_at",
+            &[&id.subject, &id.predicate, &scope, &version, &reason],
+        )?;
+        for r in t.all(
+            "SELECT id, candidates, resolved_scope FROM pending WHERE subject = $1 AND predicate = $2",
+            &[&id.subject, &id.predicate],
+        )? {
+            let names = crate::store::events::pending_names(
+                &r.get::<_, String>(1),
+                r.get::<_, Option<String>>(2).as_deref(),
+                std::slice::from_ref(&scope),
+            );
+            if names {
+                pending.insert(r.get(0));
+            }
+        }
+        report.purged_versions += purged;
+        preview.live_records += live;
+        preview.versions += purged;
+        preview.raw_texts += raws;
+        preview.events += events;
+        report.tombstoned.push(TombstoneRef {
+            subject: id.subject.clone(),
+            predicate: id.predicate.clone(),
+            scope,
+            version,
+        });
+    }
+    for pid in &pending {
+        report.purged_pending += t.exec("DELETE FROM pending WHERE id = $1", &[pid])? as i64;
+    }
+    // The reads stay (who read which version when); their notes, which may repeat the
+    // content, do not.
+    let (repo, task) = match &exact {
+        Some(Scope::Repo(r)) => (Some(r.clone()), None),
+        Some(Scope::Task(k)) => (None, Some(k.clone())),
+        _ => (None, None),
+    };
+    report.purged_notes = t.exec(
+        "UPDATE reads SET note = NULL WHERE note IS NOT NULL AND subject = $1
+           AND ($2::text IS NULL OR predicate = $2) AND ($3::text IS NULL OR repo = $3)
+           AND ($4::text IS NULL OR task = $4)",
+        &[&subject, &predicate, &repo, &task],
+    )? as i64;
+    preview.identities = ids;
+    preview.pending_items = report.purged_pending;
+    preview.read_notes = report.purged_notes;
+    Ok((report, preview))
+}
+
+/// A filter's subject and predicate as stored (looked up only: a read registers nothing).
+fn stored_filter(
+    t: &mut Tx<'_>,
+    subject: Option<&str>,
+    predicate: Option<&str>,
+) -> Result<(Option<String>, Option<String>)> {
+    let predicate = predicate.map(|p| canonical_predicate(t, p)).transpose()?;
+    let subject = match subject {
+        Some(s) => {
+            let s = crate::model::normalize_subject(s).map_err(|e| anyhow!(e))?;
+            Some(spelled(t, SUBJECT, &s, false)?)
+        }
+        None => None,
+    };
+    Ok((subject, predicate))
+}
+
+fn no_item(id: i64) -> anyhow::Error {
+    anyhow!("there is no pending item #{id}: list them with `memscope pending`")
+}
+
+/// One pending item; `lock`: its row locked until the transaction ends.
+fn pending_item(t: &mut Tx<'_>, id: i64, lock: bool) -> Result<Option<PendingItem>> {
+    let sql = if lock {
+        "SELECT id, subject, predicate, value, raw, source, causal_seq, candidates, status,
+                to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                resolved_scope, resolution, merged_from, reason
+         FROM pending WHERE id = $1 FOR UPDATE"
+    } else {
+        "SELECT id, subject, predicate, value, raw, source, causal_seq, candidates, status,
+                to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                resolved_scope, resolution, merged_from, reason
+         FROM pending WHERE id = $1"
+    };
+    t.opt(sql, &[&id])?
+        .as_ref()
+        .map(pending_from_row)
+        .transpose()
+}
+
+fn pending_from_row(r: &Row) -> Result<PendingItem> {
+    let candidates: Vec<String> = serde_json::from_str(&r.get::<_, String>(7)).map_err(|e| {
+        anyhow!("pending candidates are not a JSON list ({e}): run `memscope check`")
+    })?;
+    Ok(PendingItem {
+        id: r.get(0),
+        subject: r.get(1),
+        predicate: r.get(2),
+        value: parse_value(&r.get::<_, String>(3), "pending")?,
+        raw: r.get(4),
+        source: r.get(5),
+        causal_seq: r.get(6),
+        candidates: candidates
+            .iter()
+            .map(|c| Scope::parse(c).map_err(|e| anyhow!(e)))
+            .collect::<Result<_>>()?,
+        status: r.get(8),
+        created_at: r.get(9),
+        resolved_scope: r.get(10),
+        resolution: r.get(11),
+        merged_from: r.get(12),
+        reason: r.get(13),
+    })
+}
+
+fn parse_value(text: &str, at: &str) -> Result<Value> {
+    serde_json::from_str(text)
+        .map_err(|e| anyhow!("a stored value in {at} is not JSON ({e}): run `memscope check`"))
+}
+
+fn bump_metric(t: &mut Tx<'_>, name: &str, by: i64) -> Result<()> {
+    t.exec(
+        "INSERT INTO metrics (name, value) VALUES ($1, $2)
+         ON CONFLICT (name) DO UPDATE SET value = metrics.value + EXCLUDED.value",
+        &[&name, &by],
+    )?;
+    Ok(())
+}
+
+fn canonical_predicate(t: &mut Tx<'_>, raw: &str) -> Result<String> {
+    let p = crate::model::normalize_predicate(raw).map_err(|e| anyhow!(e))?;
+    Ok(t.opt(
+        "SELECT canonical FROM predicate_aliases WHERE alias = $1",
+        &[&p],
+    )?
+    .map_or(p, |r| r.get(0)))
+}
+
+/// The stored spelling of `text` (README, "One spelling per place"); with `register`, `text`
+/// becomes the first spelling of a key nobody used yet. Two writers registering one key at
+/// once: the second's insert waits for the first's commit and does nothing, and its next
+/// statement (a new snapshot, READ COMMITTED) reads the first's spelling.
+fn spelled(t: &mut Tx<'_>, kind: &str, text: &str, register: bool) -> Result<String> {
+    let folded = fold(text);
+    let lookup = "SELECT spelling FROM spellings WHERE kind = $1 AND folded = $2";
+    if let Some(r) = t.opt(lookup, &[&kind, &folded])? {
+        return Ok(r.get(0));
+    }
+    if !register {
+        return Ok(text.to_string());
+    }
+    t.exec(
+        "INSERT INTO spellings (kind, folded, spelling) VALUES ($1, $2, $3)
+         ON CONFLICT (kind, folded) DO NOTHING",
+        &[&kind, &folded, &text],
+    )?;
+    Ok(t.one(lookup, &[&kind, &folded])?.get(0))
+}
+
+fn respelled(scope: &Scope, text: &str) -> Scope {
+    match (scope, text.split_once(':')) {
+        (Scope::Repo(_), Some((_, id))) => Scope::Repo(id.to_string()),
+        (Scope::Task(_), Some((_, id))) => Scope::Task(id.to_string()),
+        _ => scope.clone(),
+    }
+}
+
+/// A scope in its stored spelling (registered when `register`).
+fn spelled_scope(t: &mut Tx<'_>, scope: &Scope, register: bool) -> Result<Scope> {
+    if *scope == Scope::Global {
+        return Ok(Scope::Global);
+    }
+    let text = spelled(t, SCOPE, &scope.to_string(), register)?;
+    Ok(respelled(scope, &text))
+}
+
+/// The causal number of a write: its own, which moves the clock up to it, or the clock's next.
+fn causal_seq(t: &mut Tx<'_>, own: Option<i64>) -> Result<i64> {
+    match own {
+        Some(s) => {
+            t.exec("SELECT memscope_clock_observe($1)", &[&s])?;
+            Ok(s)
+        }
+        None => Ok(t.one("SELECT memscope_clock_next()", &[])?.get(0)),
+    }
+}
+
+/// One history row.
+#[allow(clippy::too_many_arguments)]
+fn log_event(
+    t: &mut Tx<'_>,
+    kind: EventKind,
+    id: &Identity,
+    version: Option<i64>,
+    w: Option<&PreparedWrite>,
+    causal_seq: Option<i64>,
+    detail: Option<&Value>,
+    clock: Option<i64>,
+) -> Result<()> {
+    let scope = id.scope.to_string();
+    let detail = detail.map(Value::to_string);
+    t.exec(
+        "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, clock_timestamp(), $10, $11)",
+        &[
+            &kind.as_str(),
+            &id.subject,
+            &id.predicate,
+            &scope,
+            &version,
+            &w.map(|w| w.value_text.as_str()),
+            &w.and_then(|w| w.raw.as_deref()),
+            &w.map(|w| w.source.as_str()),
+            &causal_seq,
+            &detail,
+            &clock,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Decides and applies one write inside an open transaction (README, the write rules: the
+/// scope guard, tombstone → no record → same value → causal order → supersede).
+fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
+    let mut w = w.clone();
+    // What the write needs to know first, in one round trip: its predicate through the alias
+    // table, the stored spellings of its subject and scope, and the scope guard's mode.
+    let scope_key = match &w.choice {
+        ScopeChoice::Exact(scope) if *scope != Scope::Global => Some(fold(&scope.to_string())),
+        _ => None,
+    };
+    let first = t.one(
+        "SELECT coalesce((SELECT canonical FROM predicate_aliases WHERE alias = $1), $1),
+                (SELECT spelling FROM spellings WHERE kind = 'subject' AND folded = $2),
+                (SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $3),
+                (SELECT value FROM settings WHERE key = 'scope_guard')",
+        &[&w.predicate, &fold(&w.subject), &scope_key],
+    )?;
+    w.predicate = first.get(0);
+    w.subject = match first.get::<_, Option<String>>(1) {
+        Some(spelling) => spelling,
+        None => spelled(t, SUBJECT, &w.subject, true)?,
+    };
+    let mode = first
+        .get::<_, Option<String>>(3)
+        .and_then(|m| GuardMode::parse(&m))
+        .unwrap_or(GuardMode::Queue);
+    let scope = match (&w.choice, first.get::<_, Option<String>>(2)) {
+        (ScopeChoice::Ambiguous(candidates), _) => {
+            let mut spelled = Vec::with_capacity(candidates.len());
+            for c in candidates {
+                spelled.push(spelled_scope(t, c, true)?);
+            }
+            return enqueue_pending(t, &w, &spelled, None);
+        }
+        (ScopeChoice::Exact(scope), Some(text)) => respelled(scope, &text),
+        (ScopeChoice::Exact(scope), None) => spelled_scope(t, scope, true)?,
+    };
+    w.choice = ScopeChoice::Exact(scope.clone());
+    let mut suspect = None;
+    if scope == Scope::Global {
+        match guard(t, &w, mode)? {
+            Verdict::Queue {
+                candidates,
+                evidence,
+            } => return enqueue_pending(t, &w, &candidates, Some(&evidence.join("; "))),
+            Verdict::Suspect { evidence, .. } => suspect = Some(json!({ "suspect": evidence })),
+            Verdict::Apply => {}
+        }
+    }
+    let id = Identity {
+        subject: w.subject.clone(),
+        predicate: w.predicate.clone(),
+        scope: scope.clone(),
+    };
+    let scope_text = scope.to_string();
+    // Writers of this identity wait for each other inside `memscope_probe`; what it reads, it
+    // reads after the writer before committed.
+    let r = t.one(
+        "SELECT tombstone, cur_version, cur_value, cur_seq, last_version, seq
+         FROM memscope_probe($1, $2, $3, $4)",
+        &[&id.subject, &id.predicate, &scope_text, &w.causal_seq],
+    )?;
+    let current = match (
+        r.get::<_, Option<i64>>(1),
+        r.get::<_, Option<String>>(2),
+        r.get::<_, Option<i64>>(3),
+    ) {
+        (Some(version), Some(text), Some(causal_seq)) => Some(Held {
+            version,
+            value: parse_value(&text, &scope_text)?,
+            causal_seq,
+        }),
+        _ => None,
+    };
+    let probe = Probe {
+        tombstone: r.get(0),
+        current,
+        last_version: r.get(4),
+    };
+    let seq: i64 = r.get(5);
+    let decision = decide_write(&probe, &w.value, seq);
+    let mut out = base_outcome(decision.kind(), &id);
+    out.reason = decision.reason();
+    match decision {
+        WriteDecision::Reject { tombstone_version } => {
+            let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
+            let detail = json!({ "reason": "tombstoned", "tombstone_version": tombstone_version });
+            t.exec(
+                "INSERT INTO history (event, subject, predicate, scope, source, causal_seq, at, detail, clock)
+                 VALUES ('rejected', $1, $2, $3, $4, $5, clock_timestamp(), $6, $7)",
+                &[&id.subject, &id.predicate, &scope_text, &w.source, &w.causal_seq, &detail.to_string(), &clock],
+            )?;
+            bump_metric(t, "resurrection_blocked", 1)?;
+            return Ok(out);
+        }
+        WriteDecision::Insert { version } => {
+            // The record and its `set` event in one statement.
+            let detail = suspect.as_ref().map(Value::to_string);
+            t.exec(
+                "WITH m AS (
+                     INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp(), clock_timestamp())
+                     RETURNING 1)
+                 INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
+                 SELECT 'set', $1, $2, $3, $5, $4, $7, $6, $8, clock_timestamp(), $9, $8 FROM m",
+                &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq, &detail],
+            )?;
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+        }
+        WriteDecision::Confirm { version, current } => {
+            t.exec(
+                "UPDATE memories SET confirmed_at = clock_timestamp(), confirm_count = confirm_count + 1,
+                        confirmed_source = $4, confirmed_seq = greatest(confirmed_seq, $5)
+                 WHERE subject = $1 AND predicate = $2 AND scope = $3",
+                &[&id.subject, &id.predicate, &scope_text, &w.source, &seq],
+            )?;
+            log_event(
+                t,
+                EventKind::Confirmed,
+                &id,
+                Some(version),
+                Some(&w),
+                Some(seq),
+                None,
+                Some(seq),
+            )?;
+            out.version = Some(version);
+            out.value = Some(current);
+        }
+        WriteDecision::Stale {
+            version,
+            current_seq,
+            ..
+        } => {
+            let detail = json!({ "current_version": version, "current_causal_seq": current_seq });
+            log_event(
+                t,
+                EventKind::Stale,
+                &id,
+                None,
+                Some(&w),
+                Some(seq),
+                Some(&detail),
+                Some(seq),
+            )?;
+            bump_metric(t, "stale_writes", 1)?;
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+        }
+        WriteDecision::Supersede {
+            version, previous, ..
+        } => {
+            let detail = suspect.as_ref().map(Value::to_string);
+            t.exec(
+                "WITH m AS (
+                     UPDATE memories SET value = $4, version = $5, source = $6, raw = $7, causal_seq = $8,
+                            updated_at = clock_timestamp(), confirmed_at = NULL, confirm_count = 0,
+                            confirmed_source = NULL, confirmed_seq = NULL
+                     WHERE subject = $1 AND predicate = $2 AND scope = $3
+                     RETURNING 1)
+                 INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
+                 SELECT 'set', $1, $2, $3, $5, $4, $7, $6, $8, clock_timestamp(), $9, $8 FROM m",
+                &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq, &detail],
+            )?;
+            out.version = Some(version);
+            out.value = Some(w.value.clone());
+            out.previous = Some(previous);
+        }
+    }
+    out.causal_seq = Some(seq);
+    Ok(out)
+}
+
+/// The scope guard's verdict on a global write (README, "The scope guard"): its words alone
+/// without a context; with one, also the places the database knows and the scoped records the
+/// same message wrote of this subject in the place the write was made in.
+fn guard(t: &mut Tx<'_>, w: &PreparedWrite, mode: GuardMode) -> Result<Verdict> {
+    if mode == GuardMode::Off || (w.context.is_none() && w.raw.is_none()) {
+        return Ok(Verdict::Apply);
+    }
+    let mut known = Vec::new();
+    let mut siblings = Vec::new();
+    if let Some(context) = &w.context {
+        for r in t.all("SELECT spelling FROM spellings WHERE kind = 'scope'", &[])? {
+            if let Ok(scope) = Scope::parse(&r.get::<_, String>(0)) {
+                known.push(scope);
+            }
+        }
+        let given = [
+            context.repo.clone().map(Scope::Repo),
+            context.task.clone().map(Scope::Task),
+        ];
+        for place in given.into_iter().flatten() {
+            let folded = fold(&place.to_string());
+            let Some(r) = t.opt(
+                "SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $1",
+                &[&folded],
+            )?
+            else {
+                continue; // memscope never stored anything there: no siblings
+            };
+            let text: String = r.get(0);
+            for s in t.all(
+                "SELECT predicate FROM memories WHERE scope = $1 AND subject = $2 AND source = $3
+                 ORDER BY predicate",
+                &[&text, &w.subject, &w.source],
+            )? {
+                siblings.push((s.get::<_, String>(0), respelled(&place, &text)));
+            }
+        }
+    }
+    let places = Places::new(&known);
+    let ev = Evidence {
+        raw: w.raw.as_deref(),
+        words: w.words.as_ref(),
+        context: w.context.as_ref(),
+        known_places: &places,
+        siblings: &siblings,
+    };
+    Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode))
+}
+
+/// An ambiguous write waits for a human (or repeats the open item that already waits).
+fn enqueue_pending(
+    t: &mut Tx<'_>,
+    w: &PreparedWrite,
+    candidates: &[Scope],
+    guard_reason: Option<&str>,
+) -> Result<WriteOutcome> {
+    // Two identical writes at once must not both queue an item: one waits for the other.
+    t.exec(
+        "SELECT memscope_identity_lock($1, $2, '')",
+        &[&w.subject, &w.predicate],
+    )?;
+    let scopes: Vec<String> = candidates.iter().map(Scope::to_string).collect();
+    let deleted: Vec<String> = t
+        .all(
+            "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2",
+            &[&w.subject, &w.predicate],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut out = WriteOutcome::new(
+        OutcomeKind::Pending,
+        &w.subject,
+        &w.predicate,
+        OutcomeScope::Ambiguous {
+            ambiguous: candidates.to_vec(),
+        },
+    );
+    if scopes.iter().all(|s| deleted.contains(s)) {
+        bump_metric(t, "resurrection_blocked", 1)?;
+        out.outcome = OutcomeKind::Rejected;
+        out.reason =
+            Some("every candidate scope of this identity was deleted; restore one first".into());
+        return Ok(out);
+    }
+    let wanted: std::collections::BTreeSet<&String> = scopes.iter().collect();
+    for r in t.all(
+        "SELECT id, value, candidates, causal_seq FROM pending
+         WHERE subject = $1 AND predicate = $2 AND source = $3 AND status = 'open' ORDER BY id",
+        &[&w.subject, &w.predicate, &w.source],
+    )? {
+        let held: Vec<String> = serde_json::from_str(&r.get::<_, String>(2)).unwrap_or_default();
+        let value: Value = serde_json::from_str(&r.get::<_, String>(1)).unwrap_or(Value::Null);
+        if held.iter().collect::<std::collections::BTreeSet<_>>() == wanted
+            && same_value(&value, &w.value)
+        {
+            let id: i64 = r.get(0);
+            out.pending_id = Some(id);
+            out.value = Some(value);
+            out.causal_seq = Some(r.get(3));
+            out.reason = Some(format!(
+                "the same write is already waiting as pending #{id}: a human picks its scope with `memscope pending resolve`"
+            ));
+            return Ok(out);
+        }
+    }
+    let seq = causal_seq(t, w.causal_seq)?;
+    let candidates_text = serde_json::to_string(&scopes)?;
+    let id: i64 = t
+        .one(
+            "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, reason)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'open', clock_timestamp(), $8) RETURNING id",
+            &[&w.subject, &w.predicate, &w.value_text, &w.raw, &w.source, &seq, &candidates_text, &guard_reason],
+        )?
+        .get(0);
+    out.pending_id = Some(id);
+    out.value = Some(w.value.clone());
+    out.causal_seq = Some(seq);
+    out.reason = Some(crate::store::prepared::queued_reason(guard_reason));
+    Ok(out)
+}

@@ -1,0 +1,216 @@
+//! A write request made ready for a backend's transaction, with no database: validated and
+//! normalized (`validate`), its words read for the scope guard — the same for every backend,
+//! and run ahead of the writer by `apply`'s parse thread. What a backend adds inside its
+//! transaction (the alias table, the stored spellings) it adds to the [`PreparedWrite`].
+
+use crate::model::{
+    normalize_subject, parse_context_id, ContextKind, Identity, InvalidRequest, LineError,
+    OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice, WriteOutcome, WriteRequest,
+    MAX_CAUSAL_SEQ,
+};
+use crate::store::guard::{Context, Words};
+use anyhow::Result;
+use serde_json::Value;
+
+/// A request after validation and normalization: ready for the transaction.
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedWrite {
+    pub subject: String,
+    pub predicate: String,
+    pub value: Value,
+    pub value_text: String,
+    pub choice: ScopeChoice,
+    /// The exact scope as stored (`None` for an ambiguous write), made once off the writer.
+    pub scope_text: Option<String>,
+    pub source: String,
+    pub raw: Option<String>,
+    pub causal_seq: Option<i64>,
+    /// Where the write was made (the scope guard's context), ids in their scope form's id.
+    pub context: Option<Context>,
+    /// A global write's words as the scope guard reads them, read ahead (by the `apply`
+    /// pipeline's parse thread) so the writer need not.
+    pub words: Option<Words>,
+}
+
+impl PreparedWrite {
+    /// A write of content memscope already holds (a pending item, a moved or reverted
+    /// version) into one identity: nothing to validate again.
+    pub(crate) fn stored(
+        id: &Identity,
+        value: Value,
+        source: String,
+        raw: Option<String>,
+        causal_seq: Option<i64>,
+    ) -> Result<PreparedWrite> {
+        Ok(PreparedWrite {
+            subject: id.subject.clone(),
+            predicate: id.predicate.clone(),
+            value_text: serde_json::to_string(&value)?,
+            value,
+            choice: ScopeChoice::Exact(id.scope.clone()),
+            scope_text: Some(id.scope.to_string()),
+            source,
+            raw,
+            causal_seq,
+            context: None,
+            words: None,
+        })
+    }
+
+    /// The identity an exact write touches; `None` for an ambiguous one.
+    pub(crate) fn identity(&self) -> Option<Identity> {
+        match &self.choice {
+            ScopeChoice::Exact(scope) => Some(Identity {
+                subject: self.subject.clone(),
+                predicate: self.predicate.clone(),
+                scope: scope.clone(),
+            }),
+            ScopeChoice::Ambiguous(_) => None,
+        }
+    }
+}
+
+/// Validates and normalizes a request: everything but the alias table, so it needs no
+/// database and can run ahead of the writer (`apply` does it on its reader thread). The
+/// predicate comes back normalized, not yet mapped through the aliases.
+pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidRequest> {
+    let subject = normalize_subject(&req.subject).map_err(InvalidRequest)?;
+    let predicate = crate::model::normalize_predicate(&req.predicate).map_err(InvalidRequest)?;
+    let source = req.source.trim();
+    if source.is_empty() {
+        return Err(InvalidRequest(
+            "source is empty: every write needs its provenance, e.g. thread:23/message:14".into(),
+        ));
+    }
+    if source.chars().any(char::is_control) {
+        return Err(InvalidRequest(
+            "source contains control characters: use plain text like thread:23/message:14".into(),
+        ));
+    }
+    if req.value.is_null() {
+        return Err(InvalidRequest(
+            "value is null: to forget a memory use `memscope delete`, not a null write".into(),
+        ));
+    }
+    if let Some(seq) = req.causal_seq {
+        if !(1..=MAX_CAUSAL_SEQ).contains(&seq) {
+            return Err(InvalidRequest(format!(
+                "causal_seq {seq} is out of range (1 to 2^53): use a number from `memscope seq`, or leave it out"
+            )));
+        }
+    }
+    let depth = crate::model::value_depth(&req.value);
+    if depth > crate::model::MAX_VALUE_DEPTH {
+        return Err(InvalidRequest(format!(
+            "value is nested {depth} levels deep; memscope keeps values nested at most {} levels: store a flatter value",
+            crate::model::MAX_VALUE_DEPTH
+        )));
+    }
+    let context = match &req.context {
+        Some(c) => Some(Context {
+            repo: c
+                .repo
+                .as_deref()
+                .map(|r| parse_context_id(ContextKind::Repo, r))
+                .transpose()
+                .map_err(InvalidRequest)?,
+            task: c
+                .task
+                .as_deref()
+                .map(|t| parse_context_id(ContextKind::Task, t))
+                .transpose()
+                .map_err(InvalidRequest)?,
+        }),
+        None => None,
+    };
+    // Words that say nothing are no words: absent, whichever front end sent them.
+    let raw = req.raw.filter(|r| !r.trim().is_empty());
+    if let Some(raw) = &raw {
+        if raw.contains('\0') {
+            return Err(InvalidRequest(
+                "raw text contains a NUL byte: send the user's words as plain text".into(),
+            ));
+        }
+    }
+    Ok(PreparedWrite {
+        subject,
+        predicate,
+        // Serializing a `Value` cannot fail (its map keys are strings).
+        value_text: req.value.to_string(),
+        source: source.to_string(),
+        value: req.value,
+        scope_text: match &req.scope {
+            ScopeChoice::Exact(scope) => Some(scope.to_string()),
+            ScopeChoice::Ambiguous(_) => None,
+        },
+        // Only a global write's words are judged.
+        words: match (&req.scope, &raw) {
+            (ScopeChoice::Exact(Scope::Global), Some(raw)) => Some(Words::read(raw)),
+            _ => None,
+        },
+        choice: req.scope,
+        raw,
+        causal_seq: req.causal_seq,
+        context,
+    })
+}
+
+/// The outcome of a write to `id`, before the decision's details are filled in.
+pub(crate) fn base_outcome(kind: OutcomeKind, id: &Identity) -> WriteOutcome {
+    WriteOutcome::new(
+        kind,
+        &id.subject,
+        &id.predicate,
+        OutcomeScope::Exact(id.scope.clone()),
+    )
+}
+
+/// One line of `apply` input, parsed and validated (`None`: a blank line).
+pub(crate) fn parse_line(bytes: &[u8]) -> Option<std::result::Result<PreparedWrite, LineError>> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Some(Err(LineError {
+            message: "line is not valid UTF-8: send JSON text encoded as UTF-8".into(),
+            column: None,
+        }));
+    };
+    let text = text.trim_end_matches(['\n', '\r']);
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(WriteRequest::from_json_line(text).and_then(|r| {
+        validate(r).map_err(|e| LineError {
+            message: e.0,
+            column: None,
+        })
+    }))
+}
+
+/// A line failed half-way through a batch without savepoints: run the batch again with them.
+#[derive(Debug)]
+pub(crate) struct RetryWithSavepoints;
+
+impl std::fmt::Display for RetryWithSavepoints {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a line failed half-way; the batch is retried line by line")
+    }
+}
+
+impl std::error::Error for RetryWithSavepoints {}
+
+/// The causal number a pending item is resolved with: its own, taken when the write arrived —
+/// except a value a spelling merge queued, a human's choice between two current values made
+/// now (the clock's next), so it is never `stale` against the value it replaces.
+pub(crate) fn resolution_seq(item: &PendingItem) -> Option<i64> {
+    item.merged_from.is_none().then_some(item.causal_seq)
+}
+
+/// Why a write waits in the pending queue, as its outcome says it: the scope guard's evidence,
+/// or the writer's own ambiguity.
+pub(crate) fn queued_reason(guard_reason: Option<&str>) -> String {
+    match guard_reason {
+        Some(evidence) => format!(
+            "the scope guard queued it for a human: {evidence}; it was not applied, do not write it again"
+        ),
+        None => "the scope is ambiguous: a human picks one with `memscope pending resolve`".into(),
+    }
+}

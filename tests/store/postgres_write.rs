@@ -1,0 +1,937 @@
+//! The write path and resolution on PostgreSQL (issue 17), against a real server: every
+//! outcome of the write rules decided by the same core as on SQLite, the scope guard, and
+//! writers on several connections at once — what each was told is what the database holds.
+
+use super::postgres::{server, FreshDb};
+use memscope::model::{OutcomeKind, ScopeChoice, WriteContext, WriteRequest};
+use memscope::store::postgres::PgStore;
+use serde_json::{json, Value};
+
+fn req(subject: &str, predicate: &str, value: Value, scope: &str, source: &str) -> WriteRequest {
+    WriteRequest {
+        subject: subject.into(),
+        predicate: predicate.into(),
+        value,
+        scope: if scope.contains(',') {
+            ScopeChoice::parse_candidates(scope).unwrap()
+        } else {
+            ScopeChoice::Exact(memscope::Scope::parse(scope).unwrap())
+        },
+        source: source.into(),
+        raw: None,
+        causal_seq: None,
+        context: None,
+    }
+}
+
+/// What a writer was told: predicate (as stored), value written, outcome, version, causal number.
+type Told = (String, String, OutcomeKind, Option<i64>, Option<i64>);
+
+#[test]
+fn every_outcome_of_the_write_rules_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    let w = |store: &mut PgStore, r: &WriteRequest| store.write(r).unwrap();
+    // Inserted, confirmed, superseded; the alias table maps 包管理器.
+    let first = w(
+        &mut store,
+        &req(
+            "user:42",
+            "包管理器",
+            json!("pnpm 📦"),
+            "global",
+            "thread:1",
+        ),
+    );
+    assert_eq!(first.outcome, OutcomeKind::Inserted, "{first:?}");
+    assert_eq!(first.predicate.as_deref(), Some("package_manager"));
+    assert_eq!(first.version, Some(1));
+    let again = w(
+        &mut store,
+        &req(
+            "User:42",
+            "package_manager",
+            json!("pnpm 📦"),
+            "global",
+            "thread:2",
+        ),
+    );
+    assert_eq!(again.outcome, OutcomeKind::Confirmed, "{again:?}");
+    assert_eq!(
+        again.subject.as_deref(),
+        Some("user:42"),
+        "one spelling per subject"
+    );
+    let newer = w(
+        &mut store,
+        &req(
+            "user:42",
+            "package_manager",
+            json!("npm"),
+            "global",
+            "thread:3",
+        ),
+    );
+    assert_eq!(newer.outcome, OutcomeKind::Superseded, "{newer:?}");
+    assert_eq!(
+        (newer.version, newer.previous.clone()),
+        (Some(2), Some(json!("pnpm 📦")))
+    );
+    // A causally older write is stale.
+    let mut old = req(
+        "user:42",
+        "package_manager",
+        json!("yarn"),
+        "global",
+        "thread:0",
+    );
+    old.causal_seq = Some(1);
+    let stale = w(&mut store, &old);
+    assert_eq!(stale.outcome, OutcomeKind::Stale, "{stale:?}");
+    // A write with a causal number far ahead moves the clock: the next write is newer.
+    let mut ahead = req(
+        "user:7",
+        "editor",
+        json!("vim"),
+        "repo:编辑器-🚀",
+        "thread:9",
+    );
+    ahead.causal_seq = Some(1_000_000);
+    assert_eq!(w(&mut store, &ahead).outcome, OutcomeKind::Inserted);
+    assert!(store.clock().unwrap() >= 1_000_000);
+    let after = w(
+        &mut store,
+        &req(
+            "user:7",
+            "editor",
+            json!("helix"),
+            "repo:编辑器-🚀",
+            "thread:10",
+        ),
+    );
+    assert_eq!(after.outcome, OutcomeKind::Superseded, "{after:?}");
+    assert!(after.causal_seq.unwrap() > 1_000_000);
+    // An ambiguous scope waits for a human, once.
+    let amb = req(
+        "user:42",
+        "test_runner",
+        json!("vitest"),
+        "global,repo:web-app",
+        "thread:4",
+    );
+    let p1 = w(&mut store, &amb);
+    assert_eq!(p1.outcome, OutcomeKind::Pending, "{p1:?}");
+    let p2 = w(&mut store, &amb);
+    assert_eq!(
+        (p2.outcome, p2.pending_id),
+        (OutcomeKind::Pending, p1.pending_id)
+    );
+    // A tombstone keeps a deleted identity deleted (made here by raw SQL as the owner).
+    raw.batch_execute(
+        "DELETE FROM memories WHERE subject = 'user:7' AND predicate = 'editor';
+         INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
+         VALUES ('user:7', 'editor', 'repo:编辑器-🚀', 2, '删除 🗑', now());",
+    )
+    .unwrap();
+    let refused = w(
+        &mut store,
+        &req(
+            "user:7",
+            "editor",
+            json!("emacs"),
+            "repo:编辑器-🚀",
+            "thread:11",
+        ),
+    );
+    assert_eq!(refused.outcome, OutcomeKind::Rejected, "{refused:?}");
+    assert_eq!(store.metric("resurrection_blocked").unwrap(), 1);
+    assert_eq!(store.metric("stale_writes").unwrap(), 1);
+    let events: Vec<String> = raw
+        .query("SELECT event FROM history WHERE subject = 'user:42' AND predicate = 'package_manager' ORDER BY id", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(events, ["set", "confirmed", "set", "stale"]);
+}
+
+#[test]
+fn resolution_on_postgres_explains_the_chain() {
+    let Some(server) = server() else { return };
+    let (db, _raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    for (value, scope) in [
+        ("pnpm", "global"),
+        ("npm ci", "repo:Legacy-Dashboard"),
+        ("bun 🥯", "task:迁移"),
+    ] {
+        store
+            .write(&req(
+                "user:42",
+                "package_manager",
+                json!(value),
+                scope,
+                "thread:1",
+            ))
+            .unwrap();
+    }
+    let r = store
+        .resolve(
+            "user:42",
+            "包管理器",
+            Some("legacy-dashboard"),
+            Some("迁移"),
+        )
+        .unwrap();
+    assert_eq!(r.value, Some(json!("bun 🥯")));
+    assert_eq!(r.scope.as_deref(), Some("task:迁移"));
+    let states: Vec<(&str, &str)> = r
+        .considered
+        .iter()
+        .map(|c| (c.scope.as_str(), c.state.as_str()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("task:迁移", "wins"),
+            ("repo:Legacy-Dashboard", "shadowed"),
+            ("global", "shadowed")
+        ]
+    );
+    let r = store
+        .resolve("user:42", "package_manager", Some("other"), None)
+        .unwrap();
+    assert_eq!(
+        (r.value, r.scope.as_deref()),
+        (Some(json!("pnpm")), Some("global"))
+    );
+}
+
+/// The incident of the first seed article, on PostgreSQL: the words say "this repository" and
+/// the write says where it was made — queued, not superseding the default; without a place it
+/// is stored and its event keeps the evidence.
+#[test]
+fn the_scope_guard_on_postgres_queues_the_incident() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    let default = req(
+        "user:42",
+        "package_manager",
+        json!("pnpm"),
+        "global",
+        "thread:1",
+    );
+    assert_eq!(
+        store.write(&default).unwrap().outcome,
+        OutcomeKind::Inserted
+    );
+    let mut sibling = req(
+        "user:42",
+        "install_command",
+        json!("npm ci"),
+        "repo:legacy-dashboard",
+        "thread:2/message:1",
+    );
+    sibling.raw = Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into());
+    assert_eq!(
+        store.write(&sibling).unwrap().outcome,
+        OutcomeKind::Inserted
+    );
+    let mut incident = req(
+        "user:42",
+        "package_manager",
+        json!("npm"),
+        "global",
+        "thread:2/message:1",
+    );
+    incident.raw = sibling.raw.clone();
+    incident.context = Some(WriteContext {
+        repo: Some("legacy-dashboard".into()),
+        task: None,
+    });
+    let out = store.write(&incident).unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Pending, "{out:?}");
+    let reason = out.reason.unwrap();
+    assert!(reason.contains("这个仓库"), "{reason}");
+    assert!(
+        reason.contains("the same message wrote install_command in repo:legacy-dashboard"),
+        "{reason}"
+    );
+    let r = store
+        .resolve("user:42", "package_manager", Some("new-app"), None)
+        .unwrap();
+    assert_eq!(r.value, Some(json!("pnpm")), "the default still stands");
+    // Without a place: stored, a suspect.
+    incident.context = None;
+    let out = store.write(&incident).unwrap();
+    assert_eq!(out.outcome, OutcomeKind::Superseded, "{out:?}");
+    let detail: String = raw
+        .query_one("SELECT detail FROM history WHERE event = 'set' AND version = 2 AND predicate = 'package_manager'", &[])
+        .unwrap()
+        .get(0);
+    assert!(
+        detail.contains("suspect") && detail.contains("这个仓库"),
+        "{detail}"
+    );
+}
+
+/// Writers on eight connections at once, to one identity and to their own: every write each
+/// was told was stored is in history exactly once, versions are contiguous, one record is
+/// current, and no two writes took the same causal number.
+#[test]
+fn concurrent_writers_on_postgres_lose_nothing_they_were_told() {
+    let Some(server) = server() else { return };
+    let (db, raw) = FreshDb::prepared(&server);
+    drop(raw);
+    let address = db.address();
+    const WRITERS: usize = 8;
+    const EACH: usize = 40;
+    let told: Vec<Vec<Told>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..WRITERS)
+            .map(|n| {
+                let address = address.clone();
+                s.spawn(move || {
+                    let mut store = PgStore::open(&address).unwrap();
+                    let mut told = Vec::new();
+                    for i in 0..EACH {
+                        for predicate in ["shared 共享", &format!("own_{n}")] {
+                            let value = json!(format!("writer {n} 写 {i} 🙂"));
+                            let out = store
+                                .write(&req(
+                                    "user:1",
+                                    predicate,
+                                    value.clone(),
+                                    "global",
+                                    &format!("w{n}:{i}"),
+                                ))
+                                .unwrap();
+                            told.push((
+                                out.predicate.clone().unwrap_or_default(),
+                                value.to_string(),
+                                out.outcome,
+                                out.version,
+                                out.causal_seq,
+                            ));
+                        }
+                    }
+                    told
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut raw = db.client();
+    let told: Vec<_> = told.into_iter().flatten().collect();
+    let mut seqs: Vec<i64> = told.iter().filter_map(|t| t.4).collect();
+    seqs.sort_unstable();
+    let n = seqs.len();
+    seqs.dedup();
+    assert_eq!(seqs.len(), n, "no two writes took the same causal number");
+    // As stored (predicates are normalized): the shared one and each writer's own.
+    let predicates: std::collections::BTreeSet<String> = told.iter().map(|t| t.0.clone()).collect();
+    assert_eq!(predicates.len(), WRITERS + 1, "{predicates:?}");
+    for predicate in &predicates {
+        let mut stored: Vec<(i64, String)> = told
+            .iter()
+            .filter(|t| {
+                &t.0 == predicate && matches!(t.2, OutcomeKind::Inserted | OutcomeKind::Superseded)
+            })
+            .map(|t| (t.3.unwrap(), t.1.clone()))
+            .collect();
+        stored.sort();
+        let history: Vec<(i64, String)> = raw
+            .query(
+                "SELECT version, value FROM history WHERE predicate = $1 AND event = 'set' ORDER BY version",
+                &[predicate],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        assert_eq!(
+            history, stored,
+            "{predicate}: history holds exactly what the writers were told"
+        );
+        let versions: Vec<i64> = history.iter().map(|h| h.0).collect();
+        assert_eq!(
+            versions,
+            (1..=versions.len() as i64).collect::<Vec<_>>(),
+            "{predicate}: contiguous"
+        );
+        let current: Vec<(i64, String)> = raw
+            .query(
+                "SELECT version, value FROM memories WHERE predicate = $1",
+                &[predicate],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        assert_eq!(
+            current,
+            vec![history.last().unwrap().clone()],
+            "{predicate}: one current record, the last told"
+        );
+    }
+    let shared = told.iter().filter(|t| !t.0.starts_with("own_")).count();
+    assert_eq!(
+        shared,
+        WRITERS * EACH,
+        "every write to the shared identity was answered"
+    );
+}
+
+/// The commands on a `postgres://` address, from several real processes at once: each
+/// `memscope apply` is told an outcome per line, and `memscope history --json` and `list
+/// --json` (more processes) show exactly what they were told — versions contiguous, one
+/// current record — and `resolve --log` serves the value and logs the read.
+#[test]
+fn several_memscope_processes_apply_to_one_postgres_database() {
+    use std::io::Write;
+    let Some(server) = server() else { return };
+    let (db, _raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    const PROCESSES: usize = 4;
+    const LINES: usize = 60;
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|p| {
+            let mut child = crate::support::memscope_cmd(home.path())
+                .args(["--db", &db.url, "apply", "-"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut input = String::new();
+            for i in 0..LINES {
+                let predicate = if i % 2 == 0 {
+                    "包管理器".to_string()
+                } else {
+                    format!("own_{p}")
+                };
+                input.push_str(&serde_json::to_string(&json!({
+                    "subject": "user:42", "predicate": predicate, "scope": "global",
+                    "value": format!("进程 {p} 行 {i} 🚀"), "source": format!("proc:{p}/line:{i}"),
+                })).unwrap());
+                input.push('\n');
+            }
+            input.push_str("{not json}\n");
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+            child
+        })
+        .collect();
+    let mut told: Vec<Value> = Vec::new();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "a line was malformed: {out:?}");
+        let lines: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), LINES + 1);
+        assert_eq!(lines[LINES]["outcome"], "error");
+        told.extend(lines.into_iter().take(LINES));
+    }
+    let run = |args: &[&str]| -> Value {
+        let out = crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let history = run(&[
+        "history",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "package_manager",
+        "--json",
+    ]);
+    let mut stored: Vec<(i64, Value)> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "set")
+        .map(|e| (e["version"].as_i64().unwrap(), e["value"].clone()))
+        .collect();
+    stored.sort_by_key(|s| s.0);
+    let mut answered: Vec<(i64, Value)> = told
+        .iter()
+        .filter(|o| {
+            o["predicate"] == "package_manager"
+                && (o["outcome"] == "inserted" || o["outcome"] == "superseded")
+        })
+        .map(|o| (o["version"].as_i64().unwrap(), o["value"].clone()))
+        .collect();
+    answered.sort_by_key(|s| s.0);
+    assert_eq!(
+        stored, answered,
+        "history holds exactly what the processes were told"
+    );
+    let versions: Vec<i64> = stored.iter().map(|s| s.0).collect();
+    assert_eq!(
+        versions,
+        (1..=(PROCESSES * LINES / 2) as i64).collect::<Vec<_>>()
+    );
+    let list = run(&["list", "--json"]);
+    let current: Vec<&Value> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["predicate"] == "package_manager")
+        .collect();
+    assert_eq!(current.len(), 1);
+    assert_eq!(current[0]["version"].as_i64(), versions.last().copied());
+    assert_eq!(list.as_array().unwrap().len(), 1 + PROCESSES);
+    let r = run(&[
+        "resolve",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "包管理器",
+        "--repo",
+        "shop",
+        "--log",
+        "--json",
+    ]);
+    assert_eq!(r["value"], current[0]["value"]);
+    let reads = run(&["reads", "--predicate", "包管理器", "--json"]);
+    let reads = reads.as_array().unwrap();
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert_eq!(
+        (reads[0]["repo"].as_str(), reads[0]["version"].as_i64()),
+        (Some("shop"), current[0]["version"].as_i64())
+    );
+}
+
+/// `memscope mcp --db postgres://…` serves agents from PostgreSQL: the incident replayed by an
+/// agent in `legacy-dashboard` is queued (the agent told not to retry), recall answers with the
+/// default, list_memories counts the waiting item, and forget deletes it for good.
+#[test]
+fn the_mcp_server_serves_agents_from_postgres() {
+    use crate::support::mcp_session::{tool_text, RawSession};
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut s = RawSession::serve(
+        &db.url,
+        &[
+            "--subject",
+            "user:42",
+            "--repo",
+            "legacy-dashboard",
+            "--allow-forget",
+        ],
+    );
+    let call = |s: &mut RawSession, id: i64, name: &str, args: Value| {
+        s.request(id, "tools/call", json!({"name": name, "arguments": args}))
+    };
+    let r = call(
+        &mut s,
+        2,
+        "remember",
+        json!({
+        "predicate": "package_manager", "value": "pnpm", "scope": "global", "source": "thread:1",
+        "raw": "以后新建前端项目，默认用 pnpm。"}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "inserted",
+        "{r}"
+    );
+    let r = call(
+        &mut s,
+        3,
+        "remember",
+        json!({
+        "predicate": "package_manager", "value": "npm", "scope": "global", "source": "thread:2",
+        "raw": "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "pending",
+        "{r}"
+    );
+    assert!(tool_text(&r).contains("do not write it again"), "{r}");
+    let r = call(&mut s, 4, "recall", json!({"predicate": "package_manager"}));
+    assert_eq!(r["result"]["structuredContent"]["value"], "pnpm", "{r}");
+    let r = call(&mut s, 5, "list_memories", json!({}));
+    assert!(tool_text(&r).contains("1 write(s) of"), "{r}");
+    let r = call(
+        &mut s,
+        6,
+        "forget",
+        json!({"predicate": "package_manager", "scope": "global"}),
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    assert!(tool_text(&r).contains("forgotten"), "{r}");
+    let r = call(
+        &mut s,
+        7,
+        "remember",
+        json!({"predicate": "package_manager", "value": "yarn", "scope": "global", "source": "thread:3"}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "rejected",
+        "{r}"
+    );
+    let reads: i64 = raw
+        .query_one(
+            "SELECT count(*) FROM reads WHERE repo = 'legacy-dashboard'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(reads, 1, "the recall was logged");
+}
+
+/// A line PostgreSQL refuses (an identity too long for its index) fails alone in `apply`,
+/// with a sentence saying what to do; the lines around it land.
+#[test]
+fn a_line_postgres_refuses_fails_alone_in_apply() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    // Random ideographs do not compress below the index's limit.
+    let mut x: u32 = 7;
+    let long: String = (0..3000)
+        .map(|_| {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            char::from_u32(0x4e00 + (x >> 8) % 0x5000).unwrap()
+        })
+        .collect();
+    let lines = [
+        json!({"subject": "user:1", "predicate": "a", "value": "一", "scope": "global", "source": "t:1"}),
+        json!({"subject": format!("user:{long}"), "predicate": "b", "value": "二", "scope": "global", "source": "t:2"}),
+        json!({"subject": "user:1", "predicate": "c", "value": "三 🎉", "scope": "global", "source": "t:3"}),
+    ];
+    let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let mut outcomes = Vec::new();
+    let summary = store
+        .apply(std::io::Cursor::new(input.into_bytes()), |batch| {
+            outcomes.extend(batch.iter().cloned());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!((summary.inserted, summary.errors), (2, 1), "{outcomes:?}");
+    let err = outcomes[1].error.clone().unwrap();
+    assert!(
+        err.contains("cannot index a memory this long") && err.contains("shorten"),
+        "{err}"
+    );
+    let n: i64 = raw
+        .query_one("SELECT count(*) FROM memories", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 2);
+    let h: i64 = raw
+        .query_one("SELECT count(*) FROM history", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(h, 2, "the refused line left no event");
+}
+
+/// The pending queue on PostgreSQL through the commands: the guard's queued write is listed
+/// with its evidence, resolved into the repository through the write path (once, though two
+/// people resolve it at once), and another item rejected.
+#[test]
+fn the_pending_queue_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    let memscope = |args: &[&str]| {
+        crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut store = PgStore::open(&db.address()).unwrap();
+    let mut incident = req(
+        "user:42",
+        "package_manager",
+        json!("npm"),
+        "global",
+        "thread:2",
+    );
+    incident.raw = Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into());
+    incident.context = Some(WriteContext {
+        repo: Some("legacy-dashboard".into()),
+        task: None,
+    });
+    let queued = store.write(&incident).unwrap();
+    assert_eq!(queued.outcome, OutcomeKind::Pending);
+    let other = store
+        .write(&req(
+            "user:42",
+            "editor",
+            json!("vim ✍"),
+            "global,task:t1",
+            "thread:3",
+        ))
+        .unwrap();
+    let listed = memscope(&["pending"]);
+    let text = String::from_utf8_lossy(&listed.stdout).to_string();
+    assert!(
+        listed.status.success() && text.contains("why: ") && text.contains("这个仓库"),
+        "{listed:?}"
+    );
+    let id = queued.pending_id.unwrap().to_string();
+    // Two resolve it at once: one resolves it, the other is told it already is.
+    let both: Vec<std::process::Output> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    memscope(&[
+                        "pending",
+                        "resolve",
+                        &id,
+                        "--scope",
+                        "repo:legacy-dashboard",
+                        "--json",
+                    ])
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    let ok: Vec<&std::process::Output> = both.iter().filter(|o| o.status.success()).collect();
+    assert_eq!(ok.len(), 1, "{both:?}");
+    let out: Value = serde_json::from_slice(&ok[0].stdout).unwrap();
+    assert_eq!(
+        (out["outcome"].as_str(), out["scope"].as_str()),
+        (Some("inserted"), Some("repo:legacy-dashboard")),
+        "{out}"
+    );
+    let refused = both.iter().find(|o| !o.status.success()).unwrap();
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("already resolved"),
+        "{refused:?}"
+    );
+    let r = store
+        .resolve("user:42", "package_manager", Some("legacy-dashboard"), None)
+        .unwrap();
+    assert_eq!(r.value, Some(json!("npm")));
+    let rejected = memscope(&["pending", "reject", &other.pending_id.unwrap().to_string()]);
+    assert!(rejected.status.success(), "{rejected:?}");
+    assert!(store.pending(false).unwrap().is_empty());
+    let events: i64 = raw
+        .query_one(
+            "SELECT count(*) FROM history WHERE event = 'pending_resolved'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(events, 1);
+}
+
+/// A delete on PostgreSQL destroys the content in every table that held it, in one
+/// transaction: the record, its history (a content-free `deleted` event stays), the pending item
+/// naming it, the note of a read — a later write is rejected, the preview (`--dry-run`) counts
+/// what the delete then destroys, and nothing else of the subject is touched.
+#[test]
+fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    let memscope = |args: &[&str]| {
+        crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut store = PgStore::open(&db.address()).unwrap();
+    let canary = "CANARY-秘密-🦜-4417";
+    for (value, source) in [
+        (format!("{canary} v1"), "t:1"),
+        (format!("{canary} v2"), "t:2"),
+    ] {
+        let mut w = req("user:42", "api_token", json!(value), "repo:shop", source);
+        w.raw = Some(format!("the token is {canary}"));
+        store.write(&w).unwrap();
+    }
+    store
+        .write(&req(
+            "user:42",
+            "api_token",
+            json!(format!("{canary} queued")),
+            "global,repo:shop",
+            "t:3",
+        ))
+        .unwrap();
+    store
+        .resolve_logged(
+            "user:42",
+            "api_token",
+            Some("shop"),
+            None,
+            Some("agent"),
+            Some(&format!("note {canary}")),
+        )
+        .unwrap();
+    store
+        .write(&req("user:42", "editor", json!("vim"), "repo:shop", "t:4"))
+        .unwrap();
+    let target = [
+        "delete",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "api_token",
+        "--scope",
+        "repo:shop",
+    ];
+    let preview = memscope(&[&target[..], &["--dry-run", "--json"]].concat());
+    assert!(preview.status.success(), "{preview:?}");
+    let preview: Value = serde_json::from_slice(&preview.stdout).unwrap();
+    let counts = |v: &Value, keys: [&str; 4]| keys.map(|k| v[k].as_i64());
+    assert_eq!(
+        counts(
+            &preview,
+            ["live_records", "versions", "pending_items", "read_notes"]
+        ),
+        [Some(1), Some(2), Some(1), Some(1)],
+        "{preview}"
+    );
+    let out = memscope(&[&target[..], &["--json"]].concat());
+    assert!(out.status.success(), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        counts(
+            &report,
+            [
+                "purged_versions",
+                "purged_pending",
+                "purged_notes",
+                "purged_versions"
+            ]
+        ),
+        [Some(2), Some(1), Some(1), Some(2)],
+        "{report}"
+    );
+    assert_eq!(report["disk_purged"], true, "{report}");
+    // No row anywhere still holds the canary.
+    for (table, cols) in [
+        ("memories", "value || coalesce(raw, '')"),
+        (
+            "history",
+            "coalesce(value, '') || coalesce(raw, '') || coalesce(detail, '')",
+        ),
+        ("pending", "value || coalesce(raw, '')"),
+        ("reads", "coalesce(note, '')"),
+        ("tombstones", "coalesce(reason, '')"),
+    ] {
+        let sql = format!("SELECT count(*) FROM {table} WHERE {cols} LIKE '%CANARY%'");
+        let n: i64 = raw.query_one(sql.as_str(), &[]).unwrap().get(0);
+        assert_eq!(n, 0, "{table} still holds the canary");
+    }
+    let events: Vec<String> = raw
+        .query(
+            "SELECT event FROM history WHERE predicate = 'api_token'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(events, ["deleted"]);
+    let again = store
+        .write(&req(
+            "user:42",
+            "api_token",
+            json!("new"),
+            "repo:shop",
+            "t:5",
+        ))
+        .unwrap();
+    assert_eq!(again.outcome, OutcomeKind::Rejected);
+    let r = store
+        .resolve("user:42", "api_token", Some("shop"), None)
+        .unwrap();
+    assert_eq!(r.considered[0].state, "deleted");
+    // Restored: writes are accepted again, from the version after the deleted ones.
+    let restored = memscope(&[
+        "restore",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "api_token",
+        "--scope",
+        "repo:shop",
+    ]);
+    assert!(restored.status.success(), "{restored:?}");
+    let back = store
+        .write(&req(
+            "user:42",
+            "api_token",
+            json!("new 🆕"),
+            "repo:shop",
+            "t:6",
+        ))
+        .unwrap();
+    assert_eq!(
+        (back.outcome, back.version),
+        (OutcomeKind::Inserted, Some(4)),
+        "{back:?}"
+    );
+    let kept = store
+        .resolve("user:42", "editor", Some("shop"), None)
+        .unwrap();
+    assert_eq!(
+        kept.value,
+        Some(json!("vim")),
+        "the rest of the subject is untouched"
+    );
+    let none = memscope(&[
+        "delete",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "never",
+        "--scope",
+        "global",
+    ]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("there is no memory"),
+        "{none:?}"
+    );
+}
+
+/// A connection the server closes under a long-lived store (an MCP server's) is opened again
+/// for the next call: the call that met the cut fails with a sentence, the next one works.
+#[test]
+fn a_store_reconnects_after_the_server_closed_its_connection() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    store
+        .write(&req("user:1", "editor", json!("vim"), "global", "t:1"))
+        .unwrap();
+    raw.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        &[],
+    )
+    .unwrap();
+    let cut = store.write(&req("user:1", "editor", json!("helix"), "global", "t:2"));
+    let said = format!("{:#}", cut.expect_err("the cut connection fails the call"));
+    assert!(
+        said.contains("was lost") && said.contains("run it again"),
+        "{said}"
+    );
+    let out = store
+        .write(&req("user:1", "editor", json!("emacs 🐃"), "global", "t:3"))
+        .unwrap();
+    assert!(matches!(out.outcome, OutcomeKind::Superseded), "{out:?}");
+    let r = store.resolve("user:1", "editor", None, None).unwrap();
+    assert_eq!(r.value, Some(json!("emacs 🐃")));
+}
