@@ -438,6 +438,21 @@ VALUES ('用户:42', '咖啡', 'global', '"复活 🧟"', 1, 'thread:代理/mess
         0
     );
     let history = history + 1; // the agent's write
+                               // The causal clock: moved up to a writer's own number through memscope, never set by hand.
+    let mut own = WRITE_AS_AGENT.to_vec();
+    own[2] = "用户:10";
+    own.extend(["--causal-seq", "1000"]);
+    memscope_at(&url, &own).ok();
+    let clock = allowed(&agent, &db, "SELECT memscope_clock_current();");
+    assert_eq!(clock.trim(), "1000");
+    refused(
+        &agent,
+        &db,
+        "SELECT setval('memscope_clock', 1);",
+        PERMISSION,
+        "permission denied for sequence memscope_clock",
+    );
+    let history = history + 1;
 
     // Seen by the owner: nothing of it happened.
     assert_eq!(count(&mut owner, "SELECT count(*) FROM history"), history);
@@ -446,7 +461,7 @@ VALUES ('用户:42', '咖啡', 'global', '"复活 🧟"', 1, 'thread:代理/mess
             &mut owner,
             "SELECT count(*) FROM history WHERE raw IS NOT NULL"
         ),
-        3
+        4
     );
     assert_eq!(count(&mut owner, "SELECT count(*) FROM tombstones"), 1);
     assert_eq!(
