@@ -62,6 +62,10 @@ pub const PRIVILEGES: &[(&str, &[&str], &[&str])] = &[
 const AGENT_SEQUENCE: &str = "USAGE, SELECT";
 const CURATOR_SEQUENCE: &str = "USAGE, SELECT, UPDATE";
 
+/// The tables memscope's delete vacuums, which the curator may MAINTAIN on PostgreSQL 17 and
+/// newer.
+const VACUUMED: &[&str] = &["memories", "history", "pending", "reads"];
+
 /// Key of the advisory transaction lock that serializes `roles` on one database.
 const ROLES_LOCK: i64 = 0x6d65_6d73_726f_6c65; // "memsrole"
 
@@ -344,6 +348,14 @@ fn grant(tx: &mut Transaction<'_>, schema_name: &str) -> Result<()> {
         .query_one("SELECT quote_ident(current_database())", &[])?
         .get(0);
     let sequences = sequences(tx, schema_name)?.join(", ");
+    // PostgreSQL 17's MAINTAIN lets the curator's delete vacuum what it purged; before 17
+    // only the owner may, and the server skips the vacuum with a warning.
+    let maintain: bool = tx
+        .query_one(
+            "SELECT current_setting('server_version_num')::int >= 170000",
+            &[],
+        )?
+        .get(0);
     let mut sql = String::new();
     for (role, sequence_privileges) in [
         (AGENT_ROLE, AGENT_SEQUENCE),
@@ -352,7 +364,10 @@ fn grant(tx: &mut Transaction<'_>, schema_name: &str) -> Result<()> {
         let role_q = quoted(tx, role)?;
         for (table, agent, curator) in PRIVILEGES {
             let table_q = format!("{schema_q}.{}", quoted(tx, table)?);
-            let privileges = if role == AGENT_ROLE { agent } else { curator };
+            let mut privileges = if role == AGENT_ROLE { agent } else { curator }.to_vec();
+            if maintain && role == CURATOR_ROLE && VACUUMED.contains(table) {
+                privileges.push("MAINTAIN");
+            }
             sql += &format!(
                 "REVOKE ALL ON TABLE {table_q} FROM {role_q};
                  GRANT {} ON TABLE {table_q} TO {role_q};\n",
