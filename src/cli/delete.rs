@@ -119,7 +119,9 @@ pub fn delete(store: &mut AnyStore, a: DeleteArgs) -> Result<i32> {
             report.purged_notes
         );
     }
-    if !report.disk_purged {
+    if let Some(note) = &report.disk_note {
+        errln!("memscope: {note}");
+    } else if !report.disk_purged {
         errln!(
             "memscope: deleted, but the on-disk purge is pending: another process holds a read transaction open on the database; \
              the purge is recorded and the next write, open or `memscope gc` completes it"

@@ -477,7 +477,9 @@ impl Tools {
             report.purged_pending,
             report.purged_notes
         );
-        if !report.disk_purged {
+        if let Some(note) = &report.disk_note {
+            text.push_str(&format!(" Note: {note}."));
+        } else if !report.disk_purged {
             text.push_str(
                 " Another process holds the database open, so the on-disk purge is pending; memscope completes it at the next write.",
             );

@@ -922,6 +922,21 @@ fn a_store_reconnects_after_the_server_closed_its_connection() {
         &[],
     )
     .unwrap();
+    // The signal is sent at once; the backend ends a moment later.
+    for _ in 0..500 {
+        let others: i64 = raw
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if others == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let cut = store.write(&req("user:1", "editor", json!("helix"), "global", "t:2"));
     let said = format!("{:#}", cut.expect_err("the cut connection fails the call"));
     assert!(

@@ -564,10 +564,29 @@ impl PgStore {
     /// "Running on PostgreSQL"); `disk_purged` says whether the vacuum ran.
     pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
         let (mut report, _) = self.in_tx(|t| delete_in_tx(t, target, reason))?;
-        report.disk_purged = self
+        // Only the tables' owner (or a superuser) may vacuum them before PostgreSQL 17; for
+        // anyone else PostgreSQL skips them with a warning, so ask first and say so.
+        let may_vacuum: bool = self
             .client
-            .batch_execute("VACUUM memories, history, pending, reads")
-            .is_ok();
+            .query_one(
+                "SELECT coalesce(bool_and(pg_has_role(current_user, c.relowner, 'USAGE')), false)
+                 FROM pg_class c
+                 WHERE c.oid IN ('memories'::regclass, 'history'::regclass, 'pending'::regclass, 'reads'::regclass)",
+                &[],
+            )
+            .map(|r| r.get(0))
+            .unwrap_or(false);
+        report.disk_purged = may_vacuum
+            && self
+                .client
+                .batch_execute("VACUUM memories, history, pending, reads")
+                .is_ok();
+        if !report.disk_purged {
+            report.disk_note = Some(format!(
+                "deleted: no row holds the content any more, but {} may not VACUUM memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files until the owner's VACUUM or autovacuum frees them: ask the database's owner to run `VACUUM memories, history, pending, reads`",
+                self.address.user()
+            ));
+        }
         Ok(report)
     }
 
@@ -797,6 +816,7 @@ fn delete_in_tx(
         purged_pending: 0,
         purged_notes: 0,
         disk_purged: true,
+        disk_note: None,
     };
     let mut preview = DeletePreview::default();
     for id in &ids {

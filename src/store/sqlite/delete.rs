@@ -259,6 +259,7 @@ impl Store {
             purged_pending: 0,
             purged_notes: 0,
             disk_purged: true,
+            disk_note: None,
         };
         // The `deleted` events record the causal clock: the events they purge may be the ones
         // that held its latest value.
