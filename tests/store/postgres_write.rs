@@ -818,6 +818,17 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
         "{report}"
     );
     assert_eq!(report["disk_purged"], true, "{report}");
+    // What the README promises past the rows: the touched tables were vacuumed.
+    for table in ["memories", "history", "pending", "reads"] {
+        let vacuumed: bool = raw
+            .query_one(
+                "SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE relname = $1",
+                &[&table],
+            )
+            .unwrap()
+            .get(0);
+        assert!(vacuumed, "{table} was not vacuumed after the delete");
+    }
     // No row anywhere still holds the canary.
     for (table, cols) in [
         ("memories", "value || coalesce(raw, '')"),

@@ -559,9 +559,10 @@ impl PgStore {
     /// Deletes `target` (README, "Deletion"): each covered identity's current record and its
     /// whole history go, a content-free `deleted` event and a tombstone stay, the pending items
     /// naming it and the notes of its reads are destroyed — in one transaction, under the
-    /// identities' locks. Then the touched tables are vacuumed, so the dead row versions'
-    /// space is marked free for reuse (what that does and does not reach on PostgreSQL: README,
-    /// "Running on PostgreSQL"); `disk_purged` says whether the vacuum ran.
+    /// identities' locks. Then the touched tables are vacuumed, the index pass forced (a plain
+    /// VACUUM skips it when few pages changed), so the dead row versions' space is marked free
+    /// for reuse — marked, not overwritten: what that does and does not reach on PostgreSQL is
+    /// README, "Running on PostgreSQL"; `disk_purged` says whether the vacuum ran.
     pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
         let (mut report, _) = self.in_tx(|t| delete_in_tx(t, target, reason))?;
         // Only the tables' owner (or a superuser) may vacuum them before PostgreSQL 17; for
@@ -579,11 +580,11 @@ impl PgStore {
         report.disk_purged = may_vacuum
             && self
                 .client
-                .batch_execute("VACUUM memories, history, pending, reads")
+                .batch_execute("VACUUM (INDEX_CLEANUP ON) memories, history, pending, reads")
                 .is_ok();
         if !report.disk_purged {
             report.disk_note = Some(format!(
-                "deleted: no row holds the content any more, but {} may not VACUUM memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files until the owner's VACUUM or autovacuum frees them: ask the database's owner to run `VACUUM memories, history, pending, reads`",
+                "deleted: no row holds the content any more, but {} may not VACUUM memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files until the owner's VACUUM or autovacuum frees them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON) memories, history, pending, reads`",
                 self.address.user()
             ));
         }
