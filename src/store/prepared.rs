@@ -214,3 +214,23 @@ pub(crate) fn queued_reason(guard_reason: Option<&str>) -> String {
         None => "the scope is ambiguous: a human picks one with `memscope pending resolve`".into(),
     }
 }
+
+/// Whether `scope` is among pending item `item`'s candidates; refused (nothing changes) when it
+/// is not and the human did not ask to write it there anyway (`outside_candidates`, `--force`).
+pub(crate) fn resolution_among(
+    item: &PendingItem,
+    scope: &Scope,
+    outside_candidates: bool,
+) -> Result<bool> {
+    let among = item.candidates.contains(scope);
+    if !among && !outside_candidates {
+        let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
+        return Err(InvalidRequest(format!(
+            "{scope} is not a candidate of pending #{}, whose candidates are {}: pick one of them, or pass --force to write it to {scope} anyway",
+            item.id,
+            names.join(", ")
+        ))
+        .into());
+    }
+    Ok(among)
+}

@@ -33,6 +33,16 @@ use postgres::{Client, Row, Statement, Transaction};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
+/// The pending columns as [`pending_from_row`] reads them.
+macro_rules! pending_select {
+    () => {
+        "SELECT id, subject, predicate, value, raw, source, causal_seq, candidates, status,
+                to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
+                resolved_scope, resolution, merged_from, reason
+         FROM pending"
+    };
+}
+
 /// Lines an `apply` transaction takes at most.
 const APPLY_BATCH: usize = 10_000;
 
@@ -466,10 +476,10 @@ impl PgStore {
     pub fn pending(&mut self, all: bool) -> Result<Vec<PendingItem>> {
         self.in_tx(|t| {
             let rows = t.all(
-                "SELECT id, subject, predicate, value, raw, source, causal_seq, candidates, status,
-                        to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
-                        resolved_scope, resolution, merged_from, reason
-                 FROM pending WHERE $1 OR status = 'open' ORDER BY id",
+                concat!(
+                    pending_select!(),
+                    " WHERE $1 OR status = 'open' ORDER BY id"
+                ),
                 &[&all],
             )?;
             rows.iter().map(pending_from_row).collect()
@@ -499,15 +509,7 @@ impl PgStore {
                 );
             }
             let scope = spelled_scope(t, scope, true)?;
-            let among = item.candidates.contains(&scope);
-            if !among && !outside_candidates {
-                let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
-                return Err(crate::model::InvalidRequest(format!(
-                    "{scope} is not a candidate of pending #{pending_id}, whose candidates are {}: pick one of them, or pass --force to write it to {scope} anyway",
-                    names.join(", ")
-                ))
-                .into());
-            }
+            let among = crate::store::prepared::resolution_among(&item, &scope, outside_candidates)?;
             let id = Identity {
                 subject: item.subject.clone(),
                 predicate: canonical_predicate(t, &item.predicate)?,
@@ -955,15 +957,9 @@ fn no_item(id: i64) -> anyhow::Error {
 /// One pending item; `lock`: its row locked until the transaction ends.
 fn pending_item(t: &mut Tx<'_>, id: i64, lock: bool) -> Result<Option<PendingItem>> {
     let sql = if lock {
-        "SELECT id, subject, predicate, value, raw, source, causal_seq, candidates, status,
-                to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
-                resolved_scope, resolution, merged_from, reason
-         FROM pending WHERE id = $1 FOR UPDATE"
+        concat!(pending_select!(), " WHERE id = $1 FOR UPDATE")
     } else {
-        "SELECT id, subject, predicate, value, raw, source, causal_seq, candidates, status,
-                to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
-                resolved_scope, resolution, merged_from, reason
-         FROM pending WHERE id = $1"
+        concat!(pending_select!(), " WHERE id = $1")
     };
     t.opt(sql, &[&id])?
         .as_ref()

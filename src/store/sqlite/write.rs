@@ -6,8 +6,8 @@ pub(crate) use super::tx::{Here, KnownPlaces, PlaceSources, SeqBatch, TxState, W
 use super::tx::{SOURCES_KEPT, SOURCES_ROWS_KEPT};
 use super::{bump_metric, canonical_predicate, Store};
 use crate::model::{
-    same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope, PendingItem, Scope,
-    ScopeChoice, WriteOutcome, WriteRequest,
+    same_value, Identity, LineError, OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice,
+    WriteOutcome, WriteRequest,
 };
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
 use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict};
@@ -903,15 +903,7 @@ impl Store {
             }
             // A place nobody wrote yet gets its first spelling here.
             let scope = &st.spellings.scope(tx, scope)?;
-            let among = item.candidates.contains(scope);
-            if !among && !outside_candidates {
-                let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
-                return Err(InvalidRequest(format!(
-                    "{scope} is not a candidate of pending #{pending_id}, whose candidates are {}: pick one of them, or pass --force to write it to {scope} anyway",
-                    names.join(", ")
-                ))
-                .into());
-            }
+            let among = crate::store::prepared::resolution_among(&item, scope, outside_candidates)?;
             // An alias added while the item waited maps it to the canonical predicate now.
             let id = Identity {
                 subject: item.subject.clone(),
