@@ -1,7 +1,9 @@
 //! `init`, `check`, `alias`, `export`, `import`, `demo`.
 
 use super::{data_dir, errln, outln, print_json, EXIT_FAILED, EXIT_OK};
-use crate::store::{is_damage, postgres, CheckReport, Integrity, IntegrityMode, OpenMode, Store};
+use crate::store::{
+    is_damage, postgres, AnyStore, CheckReport, Integrity, IntegrityMode, OpenMode, Store,
+};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -139,7 +141,7 @@ pub enum SettingsCommand {
 pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Result<i32> {
     match command {
         Some(SettingsCommand::Set { key, value }) => {
-            let mut store = Store::open(path, OpenMode::Create)?;
+            let mut store = AnyStore::open(path, OpenMode::Create)?;
             let stored = store
                 .set_user_setting(key.trim(), &value)
                 .map_err(|e| super::usage(format!("{e:#}")))?;
@@ -150,7 +152,7 @@ pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Re
             }
         }
         None => {
-            let store = Store::open(path, OpenMode::Existing)?;
+            let mut store = AnyStore::open(path, OpenMode::Existing)?;
             let settings = store.user_settings()?;
             print_pairs(settings, json, " = ", |pairs| {
                 let map: serde_json::Map<String, serde_json::Value> = pairs

@@ -10,6 +10,7 @@ pub mod guard;
 pub mod postgres;
 pub(crate) mod prepared;
 mod sqlite;
+pub(crate) mod user_settings;
 
 pub use sqlite::*;
 
@@ -190,6 +191,20 @@ impl AnyStore {
         match self {
             AnyStore::Sqlite(s) => s.delete_preview(target),
             AnyStore::Postgres(p) => p.delete_preview(target),
+        }
+    }
+
+    pub fn user_settings(&mut self) -> Result<Vec<(String, String)>> {
+        match self {
+            AnyStore::Sqlite(s) => s.user_settings(),
+            AnyStore::Postgres(p) => p.user_settings(),
+        }
+    }
+
+    pub fn set_user_setting(&mut self, key: &str, value: &str) -> Result<String> {
+        match self {
+            AnyStore::Sqlite(s) => s.set_user_setting(key, value),
+            AnyStore::Postgres(p) => p.set_user_setting(key, value),
         }
     }
 

@@ -1055,3 +1055,56 @@ fn writers_killed_mid_apply_leave_nothing_half_written_on_postgres() {
         assert_eq!(r.value, Some(json!(format!("值 {last} 🔪"))), "p_{k}");
     }
 }
+
+/// `memscope settings` on PostgreSQL: the same checks as on SQLite, the scope guard's mode
+/// changed for every writer of the database, durability refused as the file's setting.
+#[test]
+fn settings_on_postgres_change_the_guard_for_every_writer() {
+    let Some(server) = server() else { return };
+    let (db, _raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    let memscope = |args: &[&str]| {
+        crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let shown = memscope(&["settings", "--json"]);
+    let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(shown["scope_guard"], "queue", "{shown}");
+    assert!(shown.get("durability").is_none(), "{shown}");
+    let bad = memscope(&["settings", "set", "scope_guard", "maybe 🤔"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("queue, flag or off"),
+        "{bad:?}"
+    );
+    let durability = memscope(&["settings", "set", "durability", "normal"]);
+    assert_eq!(durability.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&durability.stderr).contains("synchronous_commit"),
+        "{durability:?}"
+    );
+    assert!(memscope(&["settings", "set", "scope_guard", "OFF"])
+        .status
+        .success());
+    // Another writer's next incident write is applied, no longer queued.
+    let mut store = PgStore::open(&db.address()).unwrap();
+    let mut incident = req(
+        "user:42",
+        "package_manager",
+        json!("npm"),
+        "global",
+        "thread:2",
+    );
+    incident.raw = Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into());
+    incident.context = Some(WriteContext {
+        repo: Some("legacy-dashboard".into()),
+        task: None,
+    });
+    assert_eq!(
+        store.write(&incident).unwrap().outcome,
+        OutcomeKind::Inserted
+    );
+}

@@ -223,7 +223,7 @@ fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io:
 
 /// The commands memscope serves from PostgreSQL so far.
 pub const SERVED: &str =
-    "`write`, `apply`, `seq`, `resolve` (without --at), `list`, `history`, `pending`, `reads`, `delete`, `restore` and `mcp`";
+    "`write`, `apply`, `seq`, `resolve` (without --at), `list`, `history`, `pending`, `reads`, `delete`, `restore`, `settings` and `mcp`";
 
 /// What a command PostgreSQL does not serve yet says.
 pub fn not_yet(what: &str) -> anyhow::Error {

@@ -26,6 +26,9 @@ use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
 use crate::store::prepared::{
     base_outcome, parse_line, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
 };
+use crate::store::user_settings::{
+    checked_user_setting, shown_user_setting, DURABILITY_KEY, USER_SETTINGS,
+};
 use anyhow::{anyhow, bail, Result};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
@@ -675,6 +678,42 @@ impl PgStore {
                 })
                 .collect())
         })
+    }
+
+    /// The user settings and their values (defaults where no row exists). `durability` is
+    /// SQLite's: on PostgreSQL the server's `synchronous_commit` decides, and it is not listed.
+    pub fn user_settings(&mut self) -> Result<Vec<(String, String)>> {
+        self.in_tx(|t| {
+            let mut out = Vec::new();
+            for (key, _) in USER_SETTINGS {
+                if key == DURABILITY_KEY {
+                    continue;
+                }
+                let stored = t
+                    .opt("SELECT value FROM settings WHERE key = $1", &[&key])?
+                    .map(|r| r.get::<_, String>(0));
+                out.push((key.to_string(), shown_user_setting(key, stored)));
+            }
+            Ok(out)
+        })
+    }
+
+    /// Sets a user setting after checking its value (the same checks as on SQLite); returns the
+    /// value as stored.
+    pub fn set_user_setting(&mut self, key: &str, value: &str) -> Result<String> {
+        if key == DURABILITY_KEY {
+            bail!("durability is a SQLite file's setting: on PostgreSQL the server's synchronous_commit decides when a commit reaches the disk (ask its administrator)");
+        }
+        let stored = checked_user_setting(key, value)?;
+        self.in_tx(|t| {
+            t.exec(
+                "INSERT INTO settings (key, value) VALUES ($1, $2)
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                &[&key, &stored],
+            )?;
+            Ok(())
+        })?;
+        Ok(stored)
     }
 
     /// A predicate as stored: normalized and mapped through the alias table.

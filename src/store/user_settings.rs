@@ -1,0 +1,117 @@
+//! The settings a user may change (`memscope settings`), validated here so that every front end
+//! and every backend refuses the same values. The rows live in the `settings` table
+//! (docs/SCHEMA.md).
+
+use crate::store::guard::GuardMode;
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+/// The `settings` key of [`Durability`].
+pub const DURABILITY_KEY: &str = "durability";
+
+/// When a commit reaches the disk. See the README's "Durability".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// The WAL is synced at every commit: a write memscope acknowledged survives a power
+    /// loss or an OS crash. The default.
+    Full,
+    /// The WAL is synced at checkpoints only: after a power loss the file is consistent, but
+    /// the last acknowledged writes may be gone.
+    Normal,
+}
+
+impl Durability {
+    /// The level a stored setting names; anything but `normal` (or no row) is `full`.
+    pub fn from_setting(value: Option<&str>) -> Durability {
+        match value {
+            Some(v) if v.trim().eq_ignore_ascii_case("normal") => Durability::Normal,
+            _ => Durability::Full,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Full => "full",
+            Durability::Normal => "normal",
+        }
+    }
+
+    pub(crate) fn pragma(self) -> &'static str {
+        match self {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        }
+    }
+}
+
+/// The settings `memscope settings set` may change, with what each takes.
+/// The scope guard's setting (README, "The scope guard"): `queue` (the default), `flag`, `off`.
+pub const SCOPE_GUARD_KEY: &str = "scope_guard";
+
+/// The guard mode a stored setting names; anything else (or none) is the default, `queue`.
+pub(crate) fn scope_guard_of(value: Option<&str>) -> GuardMode {
+    value.and_then(GuardMode::parse).unwrap_or(GuardMode::Queue)
+}
+
+pub const USER_SETTINGS: [(&str, &str); 4] = [
+    (DURABILITY_KEY, "full or normal"),
+    (
+        SCOPE_GUARD_KEY,
+        "queue, flag or off: what a global write whose words point at one place comes to",
+    ),
+    (
+        "retention_days",
+        "a whole number of days, 0 = keep history forever",
+    ),
+    ("tombstone_safe_days", "a whole number of days"),
+];
+
+/// `value` checked for the user setting `key`, as it is stored.
+pub(crate) fn checked_user_setting(key: &str, value: &str) -> Result<String> {
+    let value = value.trim();
+    Ok(match key {
+        DURABILITY_KEY => match value.to_ascii_lowercase().as_str() {
+            "full" => Durability::Full.as_str().to_string(),
+            "normal" => Durability::Normal.as_str().to_string(),
+            _ => bail!(
+                "durability must be full or normal, got {}: full syncs every commit, normal only at checkpoints",
+                crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)
+            ),
+        },
+        SCOPE_GUARD_KEY => match GuardMode::parse(&value.to_ascii_lowercase()) {
+            Some(mode) => mode.as_str().to_string(),
+            None => bail!(
+                "scope_guard must be queue, flag or off, got {}: queue asks a human, flag applies and marks, off trusts the writer",
+                crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)
+            ),
+        },
+        "retention_days" | "tombstone_safe_days" => match value.parse::<u32>() {
+            Ok(n) => n.to_string(),
+            Err(_) => bail!(
+                "{key} must be a whole number of days, got {}",
+                crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)
+            ),
+        },
+        other => bail!(
+            "unknown setting {}: memscope has {}",
+            crate::model::shorten(&serde_json::Value::from(other).to_string(), 40),
+            USER_SETTINGS
+                .iter()
+                .map(|(k, what)| format!("{k} ({what})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+/// A user setting's value as shown: the stored one, or its default.
+pub(crate) fn shown_user_setting(key: &str, stored: Option<String>) -> String {
+    match (key, stored) {
+        (DURABILITY_KEY, v) => Durability::from_setting(v.as_deref()).as_str().to_string(),
+        (SCOPE_GUARD_KEY, v) => scope_guard_of(v.as_deref()).as_str().to_string(),
+        (_, Some(v)) => v,
+        ("retention_days", None) => "0".into(),
+        (_, None) => "30".into(),
+    }
+}
