@@ -24,6 +24,30 @@ fn req(subject: &str, predicate: &str, value: Value, scope: &str, source: &str) 
     }
 }
 
+/// The words of the first seed article's incident.
+const INCIDENT_WORDS: &str = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
+
+/// The incident: `package_manager = npm` stored as global by an agent working in
+/// `legacy-dashboard`, whose words say "this repository", from message `source`.
+fn incident(source: &str) -> WriteRequest {
+    let mut w = req("user:42", "package_manager", json!("npm"), "global", source);
+    w.raw = Some(INCIDENT_WORDS.into());
+    w.context = Some(WriteContext {
+        repo: Some("legacy-dashboard".into()),
+        task: None,
+    });
+    w
+}
+
+/// The real binary on `db` in `home`, run to its end.
+fn memscope_on(db: &FreshDb, home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    crate::support::memscope_cmd(home)
+        .args(["--db", &db.url])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// What a writer was told: predicate (as stored), value written, outcome, version, causal number.
 type Told = (String, String, OutcomeKind, Option<i64>, Option<i64>);
 
@@ -234,23 +258,12 @@ fn the_scope_guard_on_postgres_queues_the_incident() {
         "repo:legacy-dashboard",
         "thread:2/message:1",
     );
-    sibling.raw = Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into());
+    sibling.raw = Some(INCIDENT_WORDS.into());
     assert_eq!(
         store.write(&sibling).unwrap().outcome,
         OutcomeKind::Inserted
     );
-    let mut incident = req(
-        "user:42",
-        "package_manager",
-        json!("npm"),
-        "global",
-        "thread:2/message:1",
-    );
-    incident.raw = sibling.raw.clone();
-    incident.context = Some(WriteContext {
-        repo: Some("legacy-dashboard".into()),
-        task: None,
-    });
+    let mut incident = incident("thread:2/message:1");
     let out = store.write(&incident).unwrap();
     assert_eq!(out.outcome, OutcomeKind::Pending, "{out:?}");
     let reason = out.reason.unwrap();
@@ -441,11 +454,7 @@ fn several_memscope_processes_apply_to_one_postgres_database() {
         told.extend(lines.into_iter().take(LINES));
     }
     let run = |args: &[&str]| -> Value {
-        let out = crate::support::memscope_cmd(home.path())
-            .args(["--db", &db.url])
-            .args(args)
-            .output()
-            .unwrap();
+        let out = memscope_on(&db, home.path(), args);
         assert!(out.status.success(), "{args:?}: {out:?}");
         serde_json::from_slice(&out.stdout).unwrap()
     };
@@ -553,7 +562,7 @@ fn the_mcp_server_serves_agents_from_postgres() {
         "remember",
         json!({
         "predicate": "package_manager", "value": "npm", "scope": "global", "source": "thread:2",
-        "raw": "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"}),
+        "raw": INCIDENT_WORDS}),
     );
     assert_eq!(
         r["result"]["structuredContent"]["outcome"], "pending",
@@ -646,26 +655,9 @@ fn the_pending_queue_on_postgres() {
     let Some(server) = server() else { return };
     let (db, mut raw) = FreshDb::prepared(&server);
     let home = tempfile::tempdir().unwrap();
-    let memscope = |args: &[&str]| {
-        crate::support::memscope_cmd(home.path())
-            .args(["--db", &db.url])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let memscope = |args: &[&str]| memscope_on(&db, home.path(), args);
     let mut store = PgStore::open(&db.address()).unwrap();
-    let mut incident = req(
-        "user:42",
-        "package_manager",
-        json!("npm"),
-        "global",
-        "thread:2",
-    );
-    incident.raw = Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into());
-    incident.context = Some(WriteContext {
-        repo: Some("legacy-dashboard".into()),
-        task: None,
-    });
+    let incident = incident("thread:2");
     let queued = store.write(&incident).unwrap();
     assert_eq!(queued.outcome, OutcomeKind::Pending);
     let other = store
@@ -741,13 +733,7 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
     let Some(server) = server() else { return };
     let (db, mut raw) = FreshDb::prepared(&server);
     let home = tempfile::tempdir().unwrap();
-    let memscope = |args: &[&str]| {
-        crate::support::memscope_cmd(home.path())
-            .args(["--db", &db.url])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let memscope = |args: &[&str]| memscope_on(&db, home.path(), args);
     let mut store = PgStore::open(&db.address()).unwrap();
     let canary = "CANARY-秘密-🦜-4417";
     for (value, source) in [
@@ -1063,13 +1049,7 @@ fn settings_on_postgres_change_the_guard_for_every_writer() {
     let Some(server) = server() else { return };
     let (db, _raw) = FreshDb::prepared(&server);
     let home = tempfile::tempdir().unwrap();
-    let memscope = |args: &[&str]| {
-        crate::support::memscope_cmd(home.path())
-            .args(["--db", &db.url])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let memscope = |args: &[&str]| memscope_on(&db, home.path(), args);
     let shown = memscope(&["settings", "--json"]);
     let shown: Value = serde_json::from_slice(&shown.stdout).unwrap();
     assert_eq!(shown["scope_guard"], "queue", "{shown}");
@@ -1091,18 +1071,7 @@ fn settings_on_postgres_change_the_guard_for_every_writer() {
         .success());
     // Another writer's next incident write is applied, no longer queued.
     let mut store = PgStore::open(&db.address()).unwrap();
-    let mut incident = req(
-        "user:42",
-        "package_manager",
-        json!("npm"),
-        "global",
-        "thread:2",
-    );
-    incident.raw = Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".into());
-    incident.context = Some(WriteContext {
-        repo: Some("legacy-dashboard".into()),
-        task: None,
-    });
+    let incident = incident("thread:2");
     assert_eq!(
         store.write(&incident).unwrap().outcome,
         OutcomeKind::Inserted
