@@ -93,6 +93,28 @@ impl WriteDecision {
         }
     }
 
+    /// What the outcome of writing `written` reports once this decision is applied: the
+    /// identity's version, its value now (the current one for a confirmation) and, for a
+    /// supersede, the value replaced. Nothing for a rejected write.
+    pub fn reported(&self, written: &Value) -> (Option<i64>, Option<Value>, Option<Value>) {
+        match self {
+            WriteDecision::Reject { .. } => (None, None, None),
+            WriteDecision::Insert { version } | WriteDecision::Stale { version, .. } => {
+                (Some(*version), Some(written.clone()), None)
+            }
+            WriteDecision::Confirm { version, current } => {
+                (Some(*version), Some(current.clone()), None)
+            }
+            WriteDecision::Supersede {
+                version, previous, ..
+            } => (
+                Some(*version),
+                Some(written.clone()),
+                Some(previous.clone()),
+            ),
+        }
+    }
+
     /// Why a write that changes nothing changed nothing, in the words the write path reports.
     pub fn reason(&self) -> Option<String> {
         match self {

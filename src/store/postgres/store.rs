@@ -1220,6 +1220,7 @@ fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
     let decision = decide_write(&probe, &w.value, seq);
     let mut out = base_outcome(decision.kind(), &id);
     out.reason = decision.reason();
+    (out.version, out.value, out.previous) = decision.reported(&w.value);
     match decision {
         WriteDecision::Reject { tombstone_version } => {
             let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
@@ -1244,10 +1245,8 @@ fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
                  SELECT 'set', $1, $2, $3, $5, $4, $7, $6, $8, clock_timestamp(), $9, $8 FROM m",
                 &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq, &detail],
             )?;
-            out.version = Some(version);
-            out.value = Some(w.value.clone());
         }
-        WriteDecision::Confirm { version, current } => {
+        WriteDecision::Confirm { version, .. } => {
             t.exec(
                 "UPDATE memories SET confirmed_at = clock_timestamp(), confirm_count = confirm_count + 1,
                         confirmed_source = $4, confirmed_seq = greatest(confirmed_seq, $5)
@@ -1264,8 +1263,6 @@ fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
                 None,
                 Some(seq),
             )?;
-            out.version = Some(version);
-            out.value = Some(current);
         }
         WriteDecision::Stale {
             version,
@@ -1284,12 +1281,8 @@ fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
                 Some(seq),
             )?;
             bump_metric(t, "stale_writes", 1)?;
-            out.version = Some(version);
-            out.value = Some(w.value.clone());
         }
-        WriteDecision::Supersede {
-            version, previous, ..
-        } => {
+        WriteDecision::Supersede { version, .. } => {
             let detail = suspect.as_ref().map(Value::to_string);
             t.exec(
                 "WITH m AS (
@@ -1302,9 +1295,6 @@ fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
                  SELECT 'set', $1, $2, $3, $5, $4, $7, $6, $8, clock_timestamp(), $9, $8 FROM m",
                 &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq, &detail],
             )?;
-            out.version = Some(version);
-            out.value = Some(w.value.clone());
-            out.previous = Some(previous);
         }
     }
     out.causal_seq = Some(seq);

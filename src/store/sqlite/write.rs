@@ -415,6 +415,7 @@ fn decide_and_apply(
     };
     let mut out = base_outcome(decision.kind(), &id);
     out.reason = decision.reason();
+    (out.version, out.value, out.previous) = decision.reported(&w.value);
     match decision {
         WriteDecision::Reject { tombstone_version } => {
             // The event records the clock whether or not this transaction has read it yet, so
@@ -436,10 +437,8 @@ fn decide_and_apply(
                 version,
                 st,
             )?;
-            out.version = Some(version);
-            out.value = Some(w.value.clone());
         }
-        WriteDecision::Confirm { version, current } => {
+        WriteDecision::Confirm { version, .. } => {
             // No SQL functions in the hot writes: see schema v3.
             conn.prepare_cached(
                 "UPDATE OR FAIL memories SET confirmed_at = ?4, confirm_count = confirm_count + 1, confirmed_source = ?5,
@@ -453,8 +452,6 @@ fn decide_and_apply(
                 .provenance(Some(&w.source), Some(seq))
                 .clock(st.seqs.stamp())
                 .log(conn, now)?;
-            out.version = Some(version);
-            out.value = Some(current);
         }
         WriteDecision::Stale {
             version,
@@ -468,12 +465,8 @@ fn decide_and_apply(
                 .clock(st.seqs.stamp())
                 .log(conn, now)?;
             bump_metric(conn, "stale_writes", 1)?;
-            out.version = Some(version);
-            out.value = Some(w.value.clone());
         }
-        WriteDecision::Supersede {
-            version, previous, ..
-        } => {
+        WriteDecision::Supersede { version, .. } => {
             set_version(
                 "UPDATE OR FAIL memories SET value = ?4, version = ?5, source = ?6, raw = ?7, causal_seq = ?8, updated_at = ?9,
                         confirmed_at = NULL, confirm_count = 0, confirmed_source = NULL, confirmed_seq = NULL
@@ -481,9 +474,6 @@ fn decide_and_apply(
                 version,
                 st,
             )?;
-            out.version = Some(version);
-            out.value = Some(w.value.clone());
-            out.previous = Some(previous);
         }
     }
     out.causal_seq = Some(seq);
