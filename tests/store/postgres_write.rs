@@ -1077,3 +1077,83 @@ fn settings_on_postgres_change_the_guard_for_every_writer() {
         OutcomeKind::Inserted
     );
 }
+
+/// Two `memscope mcp` servers on one PostgreSQL database, each sent its `remember` calls all at
+/// once (as a host forwards a model's parallel tool calls): every call is answered, and the
+/// database holds exactly what the agents were told — each `inserted`/`superseded` version in
+/// history once, versions contiguous, the last one current.
+#[test]
+fn parallel_tool_calls_on_two_mcp_servers_land_as_told_on_postgres() {
+    use crate::support::mcp_session::RawSession;
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    const CALLS: i64 = 25;
+    let mut sessions: Vec<RawSession> = (0..2)
+        .map(|_| RawSession::serve(&db.url, &["--subject", "user:42", "--repo", "shop"]))
+        .collect();
+    for (n, s) in sessions.iter_mut().enumerate() {
+        for i in 0..CALLS {
+            s.send(
+                json!({"jsonrpc": "2.0", "id": 100 + i, "method": "tools/call", "params": {
+                "name": "remember", "arguments": {
+                    "predicate": "test_runner", "value": format!("server {n} 调用 {i} 🧪"),
+                    "scope": "repo", "source": format!("mcp:{n}/{i}")}}}),
+            );
+        }
+    }
+    let mut told: Vec<(String, i64, Value)> = Vec::new();
+    for s in &mut sessions {
+        let mut answers: std::collections::BTreeMap<i64, Value> = Default::default();
+        for id in 100..100 + CALLS {
+            if answers.contains_key(&id) {
+                continue;
+            }
+            let (answer, others) = s.until_id(id);
+            for m in others.into_iter().chain([answer]) {
+                if let Some(k) = m["id"].as_i64() {
+                    answers.insert(k, m);
+                }
+            }
+        }
+        assert_eq!(answers.len() as i64, CALLS);
+        for a in answers.values() {
+            let got = &a["result"]["structuredContent"];
+            assert_eq!(a["result"]["isError"], false, "{a}");
+            told.push((
+                got["outcome"].as_str().unwrap().to_string(),
+                got["version"].as_i64().unwrap(),
+                got["value"].clone(),
+            ));
+        }
+    }
+    let mut stored: Vec<(i64, String)> = raw
+        .query(
+            "SELECT version, value FROM history WHERE predicate = 'test_runner' AND event = 'set' ORDER BY version",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let mut answered: Vec<(i64, String)> = told
+        .iter()
+        .filter(|t| t.0 == "inserted" || t.0 == "superseded")
+        .map(|t| (t.1, t.2.to_string()))
+        .collect();
+    answered.sort();
+    stored.sort();
+    assert_eq!(
+        stored, answered,
+        "history holds exactly what the agents were told"
+    );
+    let versions: Vec<i64> = stored.iter().map(|s| s.0).collect();
+    assert_eq!(versions, (1..=2 * CALLS).collect::<Vec<_>>());
+    let current: i64 = raw
+        .query_one(
+            "SELECT version FROM memories WHERE predicate = 'test_runner' AND scope = 'repo:shop'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(current, 2 * CALLS);
+}
