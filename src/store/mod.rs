@@ -4,8 +4,10 @@
 //! transaction runner, checkpoint and purge debt). A second backend is a folder beside it:
 //! `postgres` holds PostgreSQL's groundwork (address, connection, schema and guards).
 
+pub(crate) mod check;
 pub mod decide;
 pub(crate) mod events;
+pub(crate) mod fields;
 pub mod guard;
 pub mod postgres;
 pub(crate) mod prepared;

@@ -6,7 +6,6 @@ mod browse;
 mod check;
 mod delete;
 mod events;
-mod fields;
 mod hot;
 mod incident;
 mod private;
@@ -24,7 +23,8 @@ mod write;
 /// opening one, so a wrong call creates nothing).
 pub(crate) use crate::store::prepared::validate;
 pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate, HistoryFrom};
-pub use check::{is_damage, CheckReport, Integrity, IntegrityMode, Violation, INVARIANT_NAMES};
+pub use super::check::{CheckReport, Integrity, IntegrityMode, Violation, INVARIANT_NAMES};
+pub use check::is_damage;
 pub use incident::{parse_time, ReadFilter};
 pub use private::Exposure;
 pub use read::ListFilter;

@@ -170,7 +170,7 @@ impl Store {
             tx.prepare_cached(&sql)?
                 .execute(rusqlite::params_from_iter(values.iter()))
                 .with_context(|| format!("line {line_no}: cannot insert the {table} row"))?;
-            let key_cols = super::fields::key_columns(table);
+            let key_cols = crate::store::fields::key_columns(table);
             let key = if key_cols == ["id"] && !obj.contains_key("id") {
                 vec![tx.last_insert_rowid().to_string()]
             } else {
@@ -196,7 +196,7 @@ impl Store {
         super::spellings::merge_spellings(tx, now)?;
         // Every row as the write path could have written it, naming the first line that breaks
         // a rule.
-        if let Some(p) = super::fields::field_problems(tx, 1)?.into_iter().next() {
+        if let Some(p) = super::check::field_problems(tx, 1)?.into_iter().next() {
             let at = row_lines
                 .get(&(p.table.to_string(), p.key.clone()))
                 .map(|n| format!("line {n}"))

@@ -4,10 +4,9 @@
 //! `check` proves them on the whole database; `import` runs the same rules on the rows it
 //! loads and names the line of the first row that breaks one (README, "check").
 
+use super::check::{collect, CheckDb, CheckRow};
 use crate::model::{normalize_predicate, normalize_subject, Scope, MAX_CAUSAL_SEQ};
 use anyhow::Result;
-use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OptionalExtension};
 
 /// One broken field: which invariant it breaks, the row (its table and key columns, as
 /// [`row_key`] spells them) and what is wrong.
@@ -27,16 +26,6 @@ pub(crate) fn key_columns(table: &str) -> &'static [&'static str] {
         "metrics" => &["name"],
         "tombstones" => &["subject", "predicate", "scope"],
         _ => &["id"],
-    }
-}
-
-/// A key column's value as text, whatever its storage type.
-fn key_text(v: ValueRef<'_>) -> String {
-    match v {
-        ValueRef::Null => String::new(),
-        ValueRef::Integer(i) => i.to_string(),
-        ValueRef::Real(f) => f.to_string(),
-        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t).into_owned(),
     }
 }
 
@@ -200,8 +189,15 @@ const SETTINGS: &[(&str, u8, FieldTest)] = &[
     ("purge_debt_since", 6, time_rule),
 ];
 
+/// The key of `table`'s row `r`, read from its columns `from..`.
+fn row_key(table: &str, r: &dyn CheckRow, from: usize) -> Vec<String> {
+    (from..from + key_columns(table).len())
+        .map(|i| r.show(i))
+        .collect()
+}
+
 /// Every field that breaks a rule, at most `limit`.
-pub(crate) fn field_problems(conn: &Connection, limit: usize) -> Result<Vec<FieldProblem>> {
+pub(crate) fn field_problems(db: &mut dyn CheckDb, limit: usize) -> Result<Vec<FieldProblem>> {
     let mut out = Vec::new();
     for r in RULES {
         let keys = key_columns(r.table).join(", ");
@@ -209,33 +205,30 @@ pub(crate) fn field_problems(conn: &Connection, limit: usize) -> Result<Vec<Fiel
             "SELECT {}, {keys} FROM {} WHERE {} IS NOT NULL",
             r.column, r.table, r.column
         );
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
-            let text = key_text(row.get_ref(0)?);
-            if let Some(detail) = (r.test)(&text) {
-                let key = (1..=key_columns(r.table).len())
-                    .map(|i| row.get_ref(i).map(key_text))
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
+        db.each(&sql, &[], &mut |row| {
+            if let Some(detail) = (r.test)(&row.show(0)) {
                 out.push(FieldProblem {
                     invariant: r.invariant,
                     table: r.table,
-                    key,
+                    key: row_key(r.table, row, 1),
                     detail: format!("{}.{}: {detail}", r.table, r.column),
                 });
-                if out.len() >= limit {
-                    return Ok(out);
-                }
             }
+            Ok(out.len() < limit)
+        })?;
+        if out.len() >= limit {
+            return Ok(out);
         }
     }
     for (name, invariant, test) in SETTINGS {
-        let value: Option<String> = conn
-            .query_row("SELECT value FROM settings WHERE key = ?1", [name], |r| {
-                r.get_ref(0).map(key_text)
-            })
-            .optional()?;
-        if let Some(detail) = value.as_deref().and_then(test) {
+        let value = collect(
+            db,
+            "SELECT value FROM settings WHERE key = $1",
+            &[name],
+            1,
+            &|r| r.show(0),
+        )?;
+        if let Some(detail) = value.first().and_then(|v| test(v)) {
             out.push(FieldProblem {
                 invariant: *invariant,
                 table: "settings",
@@ -244,107 +237,130 @@ pub(crate) fn field_problems(conn: &Connection, limit: usize) -> Result<Vec<Fiel
             });
         }
     }
-    cross_row_problems(conn, limit, &mut out)?;
+    cross_row_problems(db, limit, &mut out)?;
     out.truncate(limit);
     Ok(out)
 }
 
 /// The rules that compare a row with other rows.
-fn cross_row_problems(conn: &Connection, limit: usize, out: &mut Vec<FieldProblem>) -> Result<()> {
-    let mut query = |invariant: u8,
+fn cross_row_problems(
+    db: &mut dyn CheckDb,
+    limit: usize,
+    out: &mut Vec<FieldProblem>,
+) -> Result<()> {
+    let mut query = |db: &mut dyn CheckDb,
+                     invariant: u8,
                      table: &'static str,
                      sql: &str,
-                     what: &dyn Fn(&rusqlite::Row<'_>) -> rusqlite::Result<String>|
+                     what: &dyn Fn(&dyn CheckRow) -> Option<String>|
      -> Result<()> {
-        let width = key_columns(table).len();
-        let mut stmt = conn.prepare(sql)?;
-        let mut rows = stmt.query([])?;
-        while let Some(row) = rows.next()? {
+        db.each(sql, &[], &mut |row| {
             if out.len() >= limit {
-                break;
+                return Ok(false);
             }
-            let key = (0..width)
-                .map(|i| row.get_ref(i).map(key_text))
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            out.push(FieldProblem {
-                invariant,
-                table,
-                key,
-                detail: what(row)?,
-            });
-        }
-        Ok(())
+            if let Some(detail) = what(row) {
+                out.push(FieldProblem {
+                    invariant,
+                    table,
+                    key: row_key(table, row, 0),
+                    detail,
+                });
+            }
+            Ok(true)
+        })
     };
     // 6. An alias points at a canonical predicate, never at another alias: a chain would let
     // an ordinary write store a predicate that is itself an alias.
     query(
+        db,
         6,
         "predicate_aliases",
         "SELECT a.alias, a.canonical, b.canonical FROM predicate_aliases a
          JOIN predicate_aliases b ON b.alias = a.canonical",
         &|r| {
-            Ok(format!(
+            Some(format!(
                 "alias {} points at {}, itself an alias of {}: aliases are one step deep",
-                quoted(&r.get::<_, String>(0)?),
-                quoted(&r.get::<_, String>(1)?),
-                quoted(&r.get::<_, String>(2)?)
+                quoted(&r.show(0)),
+                quoted(&r.show(1)),
+                quoted(&r.show(2))
             ))
         },
     )?;
     // 6. An ambiguous write waits on two or more places; only a value a spelling merge queued
-    // (`merged_from`) waits on its one.
+    // (`merged_from`) waits on its one. (Candidates that are not a list of scopes break
+    // `candidates_rule` already.)
     query(
+        db,
         6,
         "pending",
-        "SELECT id FROM pending
-         WHERE merged_from IS NULL AND json_valid(candidates) AND json_array_length(candidates) < 2",
+        "SELECT id, candidates FROM pending WHERE merged_from IS NULL",
         &|r| {
-            Ok(format!(
-                "pending item #{} is an ambiguous write with fewer than two candidate scopes",
-                r.get::<_, i64>(0)?
-            ))
+            let few = candidates(r.text(1)).is_some_and(|c| c.len() < 2);
+            few.then(|| {
+                format!(
+                    "pending item #{} is an ambiguous write with fewer than two candidate scopes",
+                    r.show(0)
+                )
+            })
         },
     )?;
     // 2. Nothing was confirmed or written at a causal number the clock never reached: such a
     // number would make every later write of the identity stale.
-    const CLOCK: &str = "max(coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'), 0),
-                            coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))";
+    let clock = db.clock()?;
     query(
+        db,
         2,
         "memories",
         &format!(
-            "SELECT id, subject, predicate, scope, max(causal_seq, coalesce(confirmed_seq, 0)), {CLOCK} AS clock
-             FROM memories WHERE max(causal_seq, coalesce(confirmed_seq, 0)) > {CLOCK}"
+            "SELECT id, subject, predicate, scope, causal_seq, confirmed_seq FROM memories
+             WHERE causal_seq > {clock} OR confirmed_seq > {clock}"
         ),
         &|r| {
-            Ok(format!(
-                "{} · {} @ {}: written or confirmed at causal number {}, above the database's causal clock {}: every later write of it would be stale",
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, String>(3)?,
-                r.get::<_, i64>(4)?,
-                r.get::<_, i64>(5)?
+            let at = r.int(4).max(r.int(5)).unwrap_or(0);
+            Some(format!(
+                "{} · {} @ {}: written or confirmed at causal number {at}, above the database's causal clock {clock}: every later write of it would be stale",
+                r.show(1),
+                r.show(2),
+                r.show(3),
             ))
         },
     )?;
     // 3. An open pending item keeps at least one candidate the user has not deleted: the
     // write path refuses to queue one whose every place is tombstoned.
+    let deleted: std::collections::HashSet<(String, String, String)> = collect(
+        db,
+        "SELECT t.subject, t.predicate, t.scope FROM tombstones t WHERE EXISTS (
+             SELECT 1 FROM pending p WHERE p.status = 'open'
+             AND p.subject = t.subject AND p.predicate = t.predicate)",
+        &[],
+        usize::MAX,
+        &|r| (r.show(0), r.show(1), r.show(2)),
+    )?
+    .into_iter()
+    .collect();
     query(
+        db,
         3,
         "pending",
-        "SELECT p.id, p.subject, p.predicate FROM pending p
-         WHERE p.status = 'open' AND json_valid(p.candidates) AND NOT EXISTS (
-             SELECT 1 FROM json_each(p.candidates) c WHERE NOT EXISTS (
-                 SELECT 1 FROM tombstones t
-                 WHERE t.subject = p.subject AND t.predicate = p.predicate AND t.scope = c.value))",
+        "SELECT id, subject, predicate, candidates FROM pending WHERE status = 'open'",
         &|r| {
-            Ok(format!(
-                "{} · {}: open pending item #{} names only deleted scopes",
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, i64>(0)?
-            ))
+            let (subject, predicate) = (r.show(1), r.show(2));
+            let all_deleted = candidates(r.text(3)).is_some_and(|c| {
+                c.into_iter()
+                    .all(|s| deleted.contains(&(subject.clone(), predicate.clone(), s)))
+            });
+            all_deleted.then(|| {
+                format!(
+                    "{subject} · {predicate}: open pending item #{} names only deleted scopes",
+                    r.show(0)
+                )
+            })
         },
     )?;
     Ok(())
+}
+
+/// A pending item's candidate scopes, when its text is a list of texts.
+fn candidates(text: Option<&str>) -> Option<Vec<String>> {
+    text.and_then(|t| serde_json::from_str(t).ok())
 }

@@ -1,0 +1,822 @@
+//! `check`: proves the six invariants (README, "Invariants") from outside, on any database
+//! (including one a raw-SQL client damaged after dropping the guards), and reports the health
+//! figures. The rules are here, once; a backend lends its rows through [`CheckDb`] — SQLite
+//! (`sqlite/check.rs`, which adds its integrity check of the file) and PostgreSQL
+//! (`postgres/check.rs`) — so both are judged alike.
+
+use crate::model::{normalize_predicate, Identity};
+use anyhow::{bail, Result};
+use fuzzy_matcher::skim::SkimMatcherV2;
+use fuzzy_matcher::FuzzyMatcher;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// 1..=6, as numbered in the README's "Invariants".
+    pub invariant: u8,
+    pub name: &'static str,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    /// No violation and no physical damage.
+    pub ok: bool,
+    /// SQLite's verdict on the file itself; absent only from the per-write assertion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<Integrity>,
+    pub violations: Vec<Violation>,
+    pub metrics: BTreeMap<String, serde_json::Value>,
+    /// Findings that are not violations and leave `ok` alone: the database's files or folder
+    /// that group or others can reach, each with the `chmod` that fixes it.
+    pub health: Vec<super::Exposure>,
+}
+
+/// How thoroughly SQLite examines the file: `quick_check` (the default) verifies every page
+/// and record but not that indexes match their tables; `integrity_check` does that too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IntegrityMode {
+    Quick,
+    Full,
+}
+
+/// SQLite's verdict on the file: `ok`, or the problems it found (at most 100).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Integrity {
+    pub mode: IntegrityMode,
+    pub ok: bool,
+    pub problems: Vec<String>,
+}
+
+impl Integrity {
+    /// A file SQLite could not even open or read: damage found before any check ran.
+    pub fn unreadable(mode: IntegrityMode, problem: String) -> Integrity {
+        Integrity {
+            mode,
+            ok: false,
+            problems: vec![problem],
+        }
+    }
+
+    /// One sentence for a damaged file, naming the first problem and what to do.
+    pub fn sentence(&self) -> String {
+        let first = self.problems.first().map(String::as_str).unwrap_or("");
+        format!(
+            "the database file is damaged: SQLite's {} check found {} problem(s), first: {}; stop the writers, keep a copy of the file, and restore a backup or `memscope export` what is still readable into a new database",
+            match self.mode {
+                IntegrityMode::Quick => "quick",
+                IntegrityMode::Full => "full integrity",
+            },
+            self.problems.len(),
+            crate::model::escape_controls(first)
+        )
+    }
+}
+
+/// The six invariants `check` proves, by number (README, "check"); index 0 is unused.
+pub const INVARIANT_NAMES: [&str; 7] = [
+    "",
+    "uniqueness",
+    "causal monotonicity",
+    "deletion monotonicity",
+    "current view = history",
+    "version contiguity",
+    "normalization",
+];
+
+/// Which rows a check looks at: the whole database, or one identity (the per-write assert).
+pub(crate) enum Filter<'a> {
+    All,
+    One(&'a Identity, String),
+}
+
+impl Filter<'_> {
+    /// A WHERE fragment over `alias.subject/predicate/scope`, bound to $1..$3.
+    pub(crate) fn sql(&self, alias: &str) -> String {
+        match self {
+            Filter::All => "1 = 1".into(),
+            Filter::One(..) => {
+                format!("{alias}.subject = $1 AND {alias}.predicate = $2 AND {alias}.scope = $3")
+            }
+        }
+    }
+
+    pub(crate) fn params(&self) -> Vec<&str> {
+        match self {
+            Filter::All => vec![],
+            Filter::One(id, scope) => vec![&id.subject, &id.predicate, scope],
+        }
+    }
+}
+
+/// One row a backend hands the check. Damaged data is data: a column of an unexpected type
+/// reads as `None` from [`text`](CheckRow::text) or [`int`](CheckRow::int), never an error.
+pub(crate) trait CheckRow {
+    /// The column when it holds text (valid UTF-8); `None` for NULL and any other type.
+    fn text(&self, i: usize) -> Option<&str>;
+    /// The column when it holds an integer.
+    fn int(&self, i: usize) -> Option<i64>;
+    /// Any value as text, for a report or a field rule: a number's digits, a time in RFC 3339,
+    /// bytes read loosely; empty for NULL.
+    fn show(&self, i: usize) -> String;
+}
+
+/// One step of the history walk ([`CheckDb::walk`]).
+pub(crate) enum Step<'a> {
+    /// A history row of the identity, in log order.
+    Event(HistoryRow),
+    /// The identity's last row was met: its current record, and a question the walk asks only
+    /// when history says the identity is deleted — is its tombstone there?
+    End {
+        current: Option<CurrentRow>,
+        tombstone: &'a mut dyn FnMut() -> Result<bool>,
+    },
+}
+
+/// The columns of a history row the walk reads.
+pub(crate) struct HistoryRow {
+    pub event: String,
+    pub version: Option<i64>,
+    pub seq: Option<i64>,
+    pub detail: Option<String>,
+    pub value: Option<String>,
+}
+
+/// What `check` needs of a backend: its rows, read inside one snapshot the caller holds.
+/// SQL given to it is written once for both backends: `$1`… parameters, `1 = 1` for true, no
+/// dialect's functions (what differs is a method here).
+pub(crate) trait CheckDb {
+    /// Runs `sql` with `params` bound as text and hands each row to `each` until it returns
+    /// false.
+    fn each(
+        &mut self,
+        sql: &str,
+        params: &[&str],
+        each: &mut dyn FnMut(&dyn CheckRow) -> Result<bool>,
+    ) -> Result<()>;
+    /// SQL for the integer at `key` of the JSON object in the text `expr`, or NULL; never an
+    /// error, whatever the text.
+    fn json_int(&self, expr: &str, key: &str) -> String;
+    /// The causal clock: the last number handed out.
+    fn clock(&mut self) -> Result<i64>;
+    /// Whether every guard of the schema is in place.
+    fn guards_present(&mut self) -> Result<bool>;
+    /// Every history row of `f`'s identities, identity by identity in log order, each
+    /// identity's rows followed by its [`Step::End`].
+    fn walk(
+        &mut self,
+        f: &Filter<'_>,
+        on: &mut dyn FnMut(&Key, Step<'_>) -> Result<()>,
+    ) -> Result<()>;
+}
+
+/// The rows of `sql`, each made a `T` by `read` (at most `limit`).
+pub(crate) fn collect<T>(
+    db: &mut dyn CheckDb,
+    sql: &str,
+    params: &[&str],
+    limit: usize,
+    read: &dyn Fn(&dyn CheckRow) -> T,
+) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    db.each(sql, params, &mut |r| {
+        out.push(read(r));
+        Ok(out.len() < limit)
+    })?;
+    Ok(out)
+}
+
+struct Checker<'a> {
+    db: &'a mut dyn CheckDb,
+    violations: Vec<Violation>,
+    limit: usize,
+}
+
+impl Checker<'_> {
+    fn push(&mut self, invariant: u8, detail: String) {
+        if self.violations.len() < self.limit {
+            self.violations.push(Violation {
+                invariant,
+                name: INVARIANT_NAMES[invariant as usize],
+                detail,
+            });
+        }
+    }
+
+    /// Runs `sql` and records one violation per row, described by the row's columns.
+    fn rows(
+        &mut self,
+        invariant: u8,
+        sql: &str,
+        f: &Filter<'_>,
+        describe: &dyn Fn(&dyn CheckRow) -> String,
+    ) -> Result<()> {
+        for d in collect(self.db, sql, &f.params(), self.limit, describe)? {
+            self.push(invariant, d);
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, f: &Filter<'_>) -> Result<()> {
+        // 1. Uniqueness.
+        self.rows(
+            1,
+            &format!(
+                "SELECT subject, predicate, scope, count(*) FROM memories m WHERE {}
+                 GROUP BY scope, subject, predicate HAVING count(*) > 1",
+                f.sql("m")
+            ),
+            f,
+            &|r| format!("{} has {} current records", ident(r), r.show(3)),
+        )?;
+
+        // 3. Deletion monotonicity.
+        self.rows(
+            3,
+            &format!(
+                "SELECT m.subject, m.predicate, m.scope FROM memories m JOIN tombstones t
+                 ON t.subject = m.subject AND t.predicate = m.predicate AND t.scope = m.scope WHERE {}",
+                f.sql("m")
+            ),
+            f,
+            &|r| format!("{} is tombstoned but has a current record", ident(r)),
+        )?;
+        self.rows(3, &format!(
+            "SELECT h.subject, h.predicate, h.scope, count(*) FROM history h JOIN tombstones t
+             ON t.subject = h.subject AND t.predicate = h.predicate AND t.scope = h.scope
+             WHERE {} AND (h.value IS NOT NULL OR h.raw IS NOT NULL) GROUP BY h.subject, h.predicate, h.scope", f.sql("h")), f,
+            &|r| format!("{} is tombstoned but {} history row(s) still hold content", ident(r), r.show(3)))?;
+        self.rows(3, &format!(
+            "SELECT t.subject, t.predicate, t.scope, t.version, max(h.version) FROM tombstones t JOIN history h
+             ON t.subject = h.subject AND t.predicate = h.predicate AND t.scope = h.scope AND h.event = 'set'
+             WHERE {} GROUP BY t.subject, t.predicate, t.scope, t.version HAVING max(h.version) >= t.version", f.sql("t")), f,
+            &|r| format!("{}: tombstone v{} is not above version {}", ident(r), r.show(3), r.show(4)))?;
+        self.rows(3, &format!(
+            "SELECT t.subject, t.predicate, t.scope, t.version, max(h.version) FROM tombstones t JOIN history h
+             ON t.subject = h.subject AND t.predicate = h.predicate AND t.scope = h.scope AND h.version IS NOT NULL
+             WHERE {} GROUP BY t.subject, t.predicate, t.scope, t.version HAVING max(h.version) > t.version", f.sql("t")), f,
+            &|r| format!("{}: tombstone v{} is below version {} in its history", ident(r), r.show(3), r.show(4)))?;
+        let pending_id = self.db.json_int("h.detail", "pending_id");
+        self.rows(3, &format!(
+            "SELECT p.subject, p.predicate, t.scope, p.id FROM pending p JOIN tombstones t
+             ON t.subject = p.subject AND t.predicate = p.predicate
+             WHERE {} AND p.status <> 'open' AND p.resolved_scope = t.scope
+               -- A delete purges the items resolved into it and their events; an item whose
+               -- resolution event is gone was resolved before the delete (commit order, not clocks).
+               AND NOT EXISTS (SELECT 1 FROM history h WHERE h.subject = p.subject AND h.predicate = p.predicate
+                   AND h.scope = t.scope AND h.event = 'pending_resolved'
+                   AND {pending_id} = p.id)",
+            match f { Filter::All => "1 = 1".to_string(), Filter::One(..) => "p.subject = $1 AND p.predicate = $2 AND t.scope = $3".to_string() }), f,
+            &|r| format!("{}: pending item #{} still holds content written before the delete", ident(r), r.show(3)))?;
+
+        // 2, 4, 5 per identity: walk the log oldest first, comparing with the current record.
+        let with_history = self.walk_history(f)?;
+        let current_count = collect(
+            self.db,
+            &format!("SELECT count(*) FROM memories m WHERE {}", f.sql("m")),
+            &f.params(),
+            1,
+            &|r| r.int(0).unwrap_or(0),
+        )?
+        .first()
+        .copied()
+        .unwrap_or(0);
+        if current_count != with_history {
+            // 4. Some current records have no history at all: name them.
+            self.rows(4, &format!(
+                "SELECT m.subject, m.predicate, m.scope, m.version FROM memories m WHERE {} AND NOT EXISTS (
+                    SELECT 1 FROM history h WHERE h.subject = m.subject AND h.predicate = m.predicate AND h.scope = m.scope)",
+                f.sql("m")), f,
+                &|r| format!("{}: current v{} has no history", ident(r), r.show(3)))?;
+        }
+
+        // 4. Values are JSON that memscope can read (no CHECK in the schema says so, and
+        // SQLite's json_valid accepts what serde refuses: 1e400, lone surrogates, deep nesting).
+        self.unreadable_json(
+            &format!(
+                "SELECT m.subject, m.predicate, m.scope, 'current v' || m.version, m.value FROM memories m WHERE {}",
+                f.sql("m")
+            ),
+            f,
+        )?;
+        self.unreadable_json(
+            &format!(
+                "SELECT h.subject, h.predicate, h.scope, 'history event #' || h.id || ' (' || h.event || ')', h.value
+                 FROM history h WHERE {} AND h.value IS NOT NULL
+                 UNION ALL
+                 SELECT h.subject, h.predicate, h.scope, 'the detail of history event #' || h.id || ' (' || h.event || ')', h.detail
+                 FROM history h WHERE {} AND h.detail IS NOT NULL",
+                f.sql("h"),
+                f.sql("h")
+            ),
+            f,
+        )?;
+
+        // 5. Every tombstone's version is accounted for by its `deleted` event.
+        self.rows(5, &format!(
+            "SELECT t.subject, t.predicate, t.scope, t.version FROM tombstones t WHERE {} AND NOT EXISTS (
+                SELECT 1 FROM history h WHERE h.subject = t.subject AND h.predicate = t.predicate AND h.scope = t.scope
+                AND h.event = 'deleted' AND h.version = t.version)", f.sql("t")), f,
+            &|r| format!("{}: tombstone v{} has no `deleted` event accounting for its versions", ident(r), r.show(3)))?;
+
+        // 1 and 6: every stored scope is in canonical form; a second spelling of a scope is a
+        // second current record of the same identity.
+        let scopes = collect(
+            self.db,
+            &format!("SELECT DISTINCT m.scope FROM memories m WHERE {}", f.sql("m")),
+            &f.params(),
+            usize::MAX,
+            &|r| r.show(0),
+        )?;
+        for stored in scopes {
+            match crate::model::Scope::parse(&stored) {
+                Ok(canonical) if canonical.to_string() == stored => {}
+                Ok(canonical) => {
+                    let canonical_text = canonical.to_string();
+                    let twins = collect(
+                        self.db,
+                        "SELECT count(*) FROM memories a JOIN memories b ON a.subject = b.subject AND a.predicate = b.predicate
+                         WHERE a.scope = $1 AND b.scope = $2",
+                        &[&stored, &canonical_text],
+                        1,
+                        &|r| r.int(0).unwrap_or(0),
+                    )?
+                    .first()
+                    .copied()
+                    .unwrap_or(0);
+                    if twins > 0 {
+                        self.push(1, format!("{twins} identity(ies) have a second current record under the scope spelling {:?} of {canonical}", stored));
+                    }
+                    self.push(
+                        6,
+                        format!(
+                            "stored scope {:?} is not in canonical form ({canonical})",
+                            stored
+                        ),
+                    );
+                }
+                Err(e) => self.push(6, format!("stored scope {:?} is invalid: {e}", stored)),
+            }
+        }
+
+        // 6. Normalization.
+        let preds = collect(
+            self.db,
+            &format!(
+                "SELECT DISTINCT m.predicate, a.canonical FROM memories m
+                 LEFT JOIN predicate_aliases a ON a.alias = m.predicate WHERE {}",
+                f.sql("m")
+            ),
+            &f.params(),
+            usize::MAX,
+            &|r| (r.show(0), r.text(1).map(str::to_string)),
+        )?;
+        for (p, canonical) in preds {
+            if let Some(c) = canonical {
+                self.push(6, format!("current predicate '{p}' is an alias of '{c}'"));
+            } else if normalize_predicate(&p).ok().as_deref() != Some(p.as_str()) {
+                self.push(6, format!("current predicate '{p}' is not in normal form"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Invariant 6, one spelling per place: no two stored subjects, and no two stored
+    /// repository or task scopes, fold alike (`spelling::fold`). memscope's write path stores
+    /// the first spelling; a second one was written around it.
+    fn one_spelling_per_place(&mut self) -> Result<()> {
+        for (what, sql) in [
+            // The current view, tombstones and the queue: every identity's history hangs off
+            // one of them (a full scan of history would double check's time on 1M records).
+            (
+                "subject",
+                "SELECT subject FROM memories UNION SELECT subject FROM tombstones
+                 UNION SELECT subject FROM pending",
+            ),
+            (
+                "scope",
+                "SELECT DISTINCT scope FROM memories UNION SELECT scope FROM tombstones",
+            ),
+        ] {
+            let ids = collect(self.db, sql, &[], usize::MAX, &|r| r.show(0))?;
+            let mut by_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for id in ids {
+                by_key
+                    .entry(crate::spelling::fold(&id))
+                    .or_default()
+                    .push(id);
+            }
+            for spellings in by_key.into_values().filter(|s| s.len() > 1) {
+                self.push(6, format!(
+                    "the {what} is stored in {} spellings ({}): one place has one spelling; they were written around memscope's write path",
+                    spellings.len(),
+                    spellings.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Invariant 4 for stored JSON: `sql` selects subject, predicate, scope, a label and the
+    /// text; every text memscope's readers could not parse is a violation.
+    fn unreadable_json(&mut self, sql: &str, f: &Filter<'_>) -> Result<()> {
+        let limit = self.limit;
+        let mut found = Vec::new();
+        self.db.each(sql, &f.params(), &mut |r| {
+            let readable = r
+                .text(4)
+                .is_some_and(|t| serde_json::from_str::<serde_json::Value>(t).is_ok());
+            if !readable {
+                found.push(format!(
+                    "{}: {} holds text that is not readable JSON",
+                    ident(r),
+                    r.show(3)
+                ));
+            }
+            Ok(found.len() < limit)
+        })?;
+        for d in found {
+            self.push(4, d);
+        }
+        Ok(())
+    }
+
+    /// Version contiguity (5), causal order of applied versions (2) and that the latest applied
+    /// version is what is current (4), one identity at a time, walking the log in identity
+    /// order. (Current records with no history at all are found by the invariant-4 query.)
+    /// Returns how many current records it met (each has history).
+    fn walk_history(&mut self, f: &Filter<'_>) -> Result<i64> {
+        let mut met = 0;
+        let mut st = WalkState::default();
+        let mut found: Vec<(u8, String)> = Vec::new();
+        self.db.walk(f, &mut |g, step| {
+            match step {
+                Step::Event(row) => st.event(g, row, &mut found),
+                Step::End { current, tombstone } => {
+                    met += i64::from(current.is_some());
+                    st.finish(g, current.as_ref(), &mut found);
+                    // Deleted and never restored: the tombstone must still be there.
+                    if st.tombstoned && !tombstone()? {
+                        found.push((3, format!("{}: history says it was deleted and never restored, but its tombstone is gone", label(g))));
+                    }
+                    st = WalkState::default();
+                }
+            }
+            Ok(())
+        })?;
+        for (i, d) in found {
+            self.push(i, d);
+        }
+        Ok(met)
+    }
+}
+
+/// A row's first three columns as an identity's label.
+fn ident(r: &dyn CheckRow) -> String {
+    format!("{} · {} @ {}", r.show(0), r.show(1), r.show(2))
+}
+
+/// The current record's fields the walk compares with history.
+pub(crate) struct CurrentRow {
+    pub version: i64,
+    pub causal_seq: i64,
+    pub value: String,
+}
+
+/// An identity as the walk meets it: subject, predicate, scope as stored.
+pub(crate) type Key = (String, String, String);
+
+fn label(k: &Key) -> String {
+    format!("{} · {} @ {}", k.0, k.1, k.2)
+}
+
+struct WalkState {
+    expected: i64,
+    last_seq: Option<i64>,
+    /// Highest causal_seq among applied versions since the last tombstone.
+    max_seq: Option<i64>,
+    /// The latest applied version (None after a tombstone), its causal_seq and stored value.
+    live: Option<i64>,
+    live_seq: Option<i64>,
+    live_value: Option<String>,
+    /// The last deletion was not followed by a restore or a collection.
+    tombstoned: bool,
+}
+
+impl Default for WalkState {
+    fn default() -> Self {
+        WalkState {
+            expected: 1,
+            last_seq: None,
+            max_seq: None,
+            live: None,
+            live_seq: None,
+            live_value: None,
+            tombstoned: false,
+        }
+    }
+}
+
+impl WalkState {
+    /// One history row of identity `g`, in log order.
+    fn event(&mut self, g: &Key, row: HistoryRow, found: &mut Vec<(u8, String)>) {
+        let HistoryRow {
+            event,
+            version,
+            seq,
+            detail,
+            value,
+        } = row;
+        match event.as_str() {
+            "set" => {
+                let v = version.unwrap_or(-1);
+                if v != self.expected {
+                    found.push((
+                        5,
+                        format!(
+                            "{}: applied version {v} where {} was expected",
+                            label(g),
+                            self.expected
+                        ),
+                    ));
+                }
+                if let (Some(prev), Some(s)) = (self.last_seq, seq) {
+                    if s <= prev {
+                        found.push((2, format!("{}: v{v} has causal_seq {s}, not above the previous version's {prev}", label(g))));
+                    }
+                }
+                self.last_seq = seq.or(self.last_seq);
+                self.max_seq = self.max_seq.max(seq);
+                self.expected = v.max(self.expected) + 1;
+                self.live = Some(v);
+                self.live_seq = seq;
+                self.live_value = value;
+            }
+            "deleted" => {
+                let purged = detail
+                    .and_then(|d| serde_json::from_str::<serde_json::Value>(&d).ok())
+                    .and_then(|d| d.get("purged_versions").and_then(|p| p.as_i64()))
+                    .unwrap_or(0);
+                let v = version.unwrap_or(-1);
+                let want = self.expected + purged;
+                if v != want {
+                    found.push((
+                        5,
+                        format!(
+                            "{}: tombstone v{v} where {want} was expected ({purged} purged)",
+                            label(g)
+                        ),
+                    ));
+                }
+                self.expected = v.max(want) + 1;
+                self.live = None;
+                self.last_seq = None;
+                self.max_seq = None;
+                self.tombstoned = true;
+            }
+            "removed" => self.live = None,
+            "restored" | "tombstone_collected" => self.tombstoned = false,
+            _ => {}
+        }
+    }
+
+    fn finish(&self, g: &Key, mem: Option<&CurrentRow>, found: &mut Vec<(u8, String)>) {
+        let label = label(g);
+        match (self.live, mem) {
+            (Some(h), Some(m)) => {
+                if h != m.version {
+                    found.push((
+                        4,
+                        format!(
+                            "{label}: current is v{} but the latest applied version is v{h}",
+                            m.version
+                        ),
+                    ));
+                } else if self.live_seq != Some(m.causal_seq)
+                    || self.live_value.as_ref().is_some_and(|v| *v != m.value)
+                {
+                    found.push((
+                        4,
+                        format!(
+                            "{label}: current v{h} differs from its applied version in history"
+                        ),
+                    ));
+                }
+                if let Some(max) = self.max_seq {
+                    if m.causal_seq < max {
+                        found.push((2, format!("{label}: current causal_seq {} is below an applied version's {max}", m.causal_seq)));
+                    }
+                }
+            }
+            (Some(h), None) => found.push((
+                4,
+                format!("{label}: history says v{h} is current but there is no current record"),
+            )),
+            (None, Some(m)) => found.push((
+                4,
+                format!(
+                    "{label}: current v{} is not the latest applied version in history",
+                    m.version
+                ),
+            )),
+            (None, None) => {}
+        }
+    }
+}
+
+/// Near-duplicate predicates no alias joins yet (reported, never merged).
+pub fn duplicate_candidates(predicates: &[String]) -> Vec<(String, String)> {
+    let matcher = SkimMatcherV2::default();
+    let squash = |p: &str| p.replace('_', "");
+    let mut out = Vec::new();
+    let limit = predicates.len().min(2000);
+    for i in 0..limit {
+        for j in (i + 1)..limit {
+            let (a, b) = (&predicates[i], &predicates[j]);
+            let (sa, sb) = (squash(a), squash(b));
+            // A numbered series (`step_1`, `step_2`) is deliberate, not a near-duplicate.
+            let no_digits = |p: &str| {
+                p.chars()
+                    .filter(|c| !c.is_ascii_digit())
+                    .collect::<String>()
+            };
+            if sa != sb && no_digits(&sa) == no_digits(&sb) {
+                continue;
+            }
+            let (long, short) = if sa.chars().count() >= sb.chars().count() {
+                (&sa, &sb)
+            } else {
+                (&sb, &sa)
+            };
+            let (ll, sl) = (long.chars().count(), short.chars().count());
+            if sl < 3 || sl * 10 < ll * 6 {
+                continue;
+            }
+            let best = matcher.fuzzy_match(short, short).unwrap_or(1).max(1);
+            if let Some(score) = matcher.fuzzy_match(long, short) {
+                if sa == sb || score * 10 >= best * 6 {
+                    out.push((a.clone(), b.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The first column of the first row of `sql`, an integer (0 when there is none).
+pub(crate) fn count(db: &mut dyn CheckDb, sql: &str, params: &[&str]) -> Result<i64> {
+    Ok(collect(db, sql, params, 1, &|r| r.int(0).unwrap_or(0))?
+        .first()
+        .copied()
+        .unwrap_or(0))
+}
+
+/// The first column of every row of `sql`, as text.
+fn texts(db: &mut dyn CheckDb, sql: &str) -> Result<Vec<String>> {
+    collect(db, sql, &[], usize::MAX, &|r| r.show(0))
+}
+
+/// Pairs as JSON arrays of two, for the metrics.
+fn pairs_json(pairs: &[(String, String)]) -> serde_json::Value {
+    serde_json::json!(pairs
+        .iter()
+        .map(|(a, b)| serde_json::json!([a, b]))
+        .collect::<Vec<_>>())
+}
+
+/// The full check on `db`, inside whatever snapshot the caller holds: the violations and the
+/// health figures every backend reports.
+pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
+    let mut c = Checker {
+        db,
+        violations: Vec::new(),
+        limit: 1000,
+    };
+    c.run(&Filter::All)?;
+    for p in super::fields::field_problems(c.db, c.limit)? {
+        c.push(p.invariant, p.detail);
+    }
+    c.one_spelling_per_place()?;
+    let Checker { db, violations, .. } = c;
+    let mut metrics = BTreeMap::new();
+    for (name, sql) in [
+        ("memories", "SELECT count(*) FROM memories"),
+        ("history_events", "SELECT count(*) FROM history"),
+        ("tombstones", "SELECT count(*) FROM tombstones"),
+        (
+            "pending_open",
+            "SELECT count(*) FROM pending WHERE status = 'open'",
+        ),
+    ] {
+        metrics.insert(name.into(), count(db, sql, &[])?.into());
+    }
+    for name in ["busy_retries", "resurrection_blocked", "stale_writes"] {
+        let value = count(db, "SELECT value FROM metrics WHERE name = $1", &[name])?;
+        metrics.insert(name.into(), value.into());
+    }
+    let preds = texts(
+        db,
+        "SELECT DISTINCT predicate FROM memories ORDER BY predicate",
+    )?;
+    metrics.insert(
+        "duplicate_candidates".into(),
+        pairs_json(&duplicate_candidates(&preds)),
+    );
+    // Subjects and scope ids a reader could take for one another (web-app, web_app, Web-App):
+    // reported, never merged.
+    for (name, sql) in [
+        ("similar_subjects", "SELECT DISTINCT subject FROM memories"),
+        (
+            "similar_scopes",
+            "SELECT DISTINCT scope FROM memories WHERE scope <> 'global'",
+        ),
+    ] {
+        let ids = texts(db, sql)?;
+        let pairs = crate::spelling::look_alike_pairs(ids.iter().map(String::as_str));
+        metrics.insert(name.into(), pairs_json(&pairs));
+    }
+    let debt = collect(
+        db,
+        "SELECT value FROM settings WHERE key = 'purge_debt_since'",
+        &[],
+        1,
+        &|r| r.show(0),
+    )?;
+    metrics.insert(
+        "purge_debt_since".into(),
+        serde_json::json!(debt.first()),
+    );
+    let guards = if db.guards_present()? {
+        "present"
+    } else {
+        "missing"
+    };
+    metrics.insert("schema_guards".into(), serde_json::json!(guards));
+    Ok(CheckReport {
+        ok: violations.is_empty(),
+        integrity: None,
+        violations,
+        metrics,
+        health: Vec::new(),
+    })
+}
+
+/// The per-write assertion (MEMSCOPE_ASSERT_INVARIANTS=1): re-checks the identity a write
+/// touched, inside its transaction, and refuses to commit a violation.
+pub(crate) fn assert_identity_clean(db: &mut dyn CheckDb, id: &Identity) -> Result<()> {
+    let scope_text = id.scope.to_string();
+    let mut c = Checker {
+        db,
+        violations: Vec::new(),
+        limit: 20,
+    };
+    c.run(&Filter::One(id, scope_text))?;
+    if let Some(v) = c.violations.first() {
+        bail!(
+            "refusing to commit: the write would break invariant {} ({}): {}",
+            v.invariant,
+            v.name,
+            v.detail
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::duplicate_candidates;
+
+    fn pairs(preds: &[&str]) -> Vec<(String, String)> {
+        let preds: Vec<String> = preds.iter().map(|p| p.to_string()).collect();
+        duplicate_candidates(&preds)
+    }
+
+    #[test]
+    fn near_duplicates_are_reported_and_series_are_not() {
+        let found = pairs(&[
+            "package_manager",
+            "pkg_manager",
+            "test_runner",
+            "reply_language",
+            "step_1",
+            "step_2",
+        ]);
+        assert!(
+            found.contains(&("package_manager".into(), "pkg_manager".into())),
+            "{found:?}"
+        );
+        assert!(
+            !found.iter().any(|(a, _)| a.starts_with("step")),
+            "{found:?}"
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|(a, b)| a == "test_runner" || b == "test_runner"),
+            "{found:?}"
+        );
+        assert!(pairs(&["formatter", "code_formatter"]).len() == 1);
+    }
+}
