@@ -76,7 +76,7 @@ pub struct CheckArgs {
     /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
-    /// Run SQLite's full integrity check (indexes against their tables too) instead of the quick one
+    /// Run SQLite's full integrity check (indexes against their tables too) instead of the quick one (a SQLite file only: PostgreSQL guards its own pages)
     #[arg(long)]
     pub full: bool,
 }
@@ -87,8 +87,8 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
     } else {
         IntegrityMode::Quick
     };
-    let report = match Store::open(path, OpenMode::Existing) {
-        Ok(store) => store.check_with(mode)?,
+    let report = match AnyStore::open(path, OpenMode::Existing) {
+        Ok(mut store) => store.check(mode)?,
         // A file too damaged to open is the check's answer, not an error of the command.
         Err(e) if is_damage(&e) => CheckReport {
             ok: false,
@@ -102,8 +102,10 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
     if args.json {
         print_json(&report)?;
     } else {
-        if report.ok {
+        if report.ok && report.integrity.is_some() {
             outln!("ok: the file is intact and all six invariants hold");
+        } else if report.ok {
+            outln!("ok: all six invariants hold");
         }
         if let Some(integrity) = report.integrity.as_ref().filter(|i| !i.ok) {
             outln!("DAMAGED: {}", integrity.sentence());

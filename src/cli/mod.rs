@@ -131,8 +131,8 @@ pub fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
                   memscope --db ./mem.db list   list the current view of another database"
 )]
 pub struct Cli {
-    /// Database file (default: $MEMSCOPE_DB, else ~/.local/share/memscope/memory.db); a
-    /// postgres:// address serves `init`, `write`, `apply`, `seq`, `resolve`, `list`, `history`, `pending` `mcp` and `roles` so far
+    /// Database file (default: $MEMSCOPE_DB, else ~/.local/share/memscope/memory.db), or a
+    /// postgres:// address (a command it does not serve yet says so)
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
 

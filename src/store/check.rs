@@ -325,7 +325,10 @@ impl Checker<'_> {
         // second current record of the same identity.
         let scopes = collect(
             self.db,
-            &format!("SELECT DISTINCT m.scope FROM memories m WHERE {}", f.sql("m")),
+            &format!(
+                "SELECT DISTINCT m.scope FROM memories m WHERE {}",
+                f.sql("m")
+            ),
             &f.params(),
             usize::MAX,
             &|r| r.show(0),
@@ -744,10 +747,7 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
         1,
         &|r| r.show(0),
     )?;
-    metrics.insert(
-        "purge_debt_since".into(),
-        serde_json::json!(debt.first()),
-    );
+    metrics.insert("purge_debt_since".into(), serde_json::json!(debt.first()));
     let guards = if db.guards_present()? {
         "present"
     } else {

@@ -55,6 +55,15 @@ impl AnyStore {
         }
     }
 
+    /// Every invariant and the health figures; `mode` is SQLite's integrity check of the file
+    /// (PostgreSQL has no file for memscope to examine: the server guards its pages).
+    pub fn check(&mut self, mode: IntegrityMode) -> Result<CheckReport> {
+        match self {
+            AnyStore::Sqlite(s) => s.check_with(mode),
+            AnyStore::Postgres(p) => p.check(),
+        }
+    }
+
     pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
         match self {
             AnyStore::Sqlite(s) => s.write(req),

@@ -377,7 +377,7 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     // A command PostgreSQL does not serve yet connects, then says the truth: which it does.
     let said = refused(&db.url, &["gc"], &["serves only", "`write`", "so far"]);
     assert!(said.contains(&db.name), "{said}");
-    let said = refused(&db.url, &["check"], &["holds a memscope schema"]);
+    let said = refused(&db.url, &["suspects"], &["holds a memscope schema"]);
     assert!(
         said.contains(&format!("PostgreSQL schema {}", schema::SCHEMA_VERSION)),
         "{said}"

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `psql` of the server's installation.
-fn psql() -> String {
+pub(crate) fn psql() -> String {
     let bindir = Command::new("pg_config")
         .arg("--bindir")
         .output()

@@ -7,7 +7,13 @@ use memscope::model::{OutcomeKind, ScopeChoice, WriteContext, WriteRequest};
 use memscope::store::postgres::PgStore;
 use serde_json::{json, Value};
 
-fn req(subject: &str, predicate: &str, value: Value, scope: &str, source: &str) -> WriteRequest {
+pub(crate) fn req(
+    subject: &str,
+    predicate: &str,
+    value: Value,
+    scope: &str,
+    source: &str,
+) -> WriteRequest {
     WriteRequest {
         subject: subject.into(),
         predicate: predicate.into(),

@@ -4,6 +4,7 @@
 //! to, after connecting. The driver is the synchronous `postgres` crate, so the backend keeps
 //! the store's blocking, one-connection-per-process shape.
 
+mod check;
 pub mod roles;
 pub mod schema;
 mod store;
@@ -223,7 +224,7 @@ fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io:
 
 /// The commands memscope serves from PostgreSQL so far.
 pub const SERVED: &str =
-    "`write`, `apply`, `seq`, `resolve` (without --at), `list`, `history`, `pending`, `reads`, `delete`, `restore`, `settings` and `mcp`";
+    "`write`, `apply`, `seq`, `resolve` (without --at), `list`, `history`, `pending`, `reads`, `delete`, `restore`, `settings`, `check` and `mcp`";
 
 /// What a command PostgreSQL does not serve yet says.
 pub fn not_yet(what: &str) -> anyhow::Error {

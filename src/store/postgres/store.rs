@@ -167,16 +167,26 @@ impl PgStore {
         })
     }
 
-    /// Runs `body` in a READ COMMITTED transaction and commits, again when the server aborted
-    /// it for a deadlock or a serialization failure (counted into `busy_retries`).
-    fn in_tx<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        // A connection the server closed (a restart, an administrator, a network cut) is
-        // opened again for the next call; the call that met the cut said so and was not
-        // retried, since its commit may or may not have landed.
+    /// The address it was opened with.
+    pub(super) fn address(&self) -> &Address {
+        &self.address
+    }
+
+    /// The connection, opened again when the server closed it (a restart, an administrator,
+    /// a network cut): the call that met the cut said so and was not retried, since its commit
+    /// may or may not have landed.
+    pub(super) fn connection(&mut self) -> Result<&mut Client> {
         if self.client.is_closed() {
             self.client = self.address.connect()?;
             self.statements.clear();
         }
+        Ok(&mut self.client)
+    }
+
+    /// Runs `body` in a READ COMMITTED transaction and commits, again when the server aborted
+    /// it for a deadlock or a serialization failure (counted into `busy_retries`).
+    fn in_tx<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.connection()?;
         let mut retries = 0i64;
         loop {
             let tx = self

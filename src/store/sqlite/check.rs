@@ -4,8 +4,8 @@
 use super::Store;
 use crate::model::Identity;
 use crate::store::check::{
-    CheckDb, CheckReport, CheckRow, CurrentRow, Filter, HistoryRow, Integrity, IntegrityMode,
-    Key, Step,
+    CheckDb, CheckReport, CheckRow, CurrentRow, Filter, HistoryRow, Integrity, IntegrityMode, Key,
+    Step,
 };
 use anyhow::Result;
 use rusqlite::types::ValueRef;
@@ -133,8 +133,7 @@ impl CheckDb for Sqlite<'_> {
                             })
                         })
                         .optional()?;
-                    let mut there =
-                        || Ok(tombstone.exists(rusqlite::params![g.0, g.1, g.2])?);
+                    let mut there = || Ok(tombstone.exists(rusqlite::params![g.0, g.1, g.2])?);
                     on(
                         &g,
                         Step::End {
@@ -270,4 +269,3 @@ impl Store {
         }
     }
 }
-

@@ -19,11 +19,11 @@ mod transfer;
 mod tx;
 mod write;
 
+pub use super::check::{CheckReport, Integrity, IntegrityMode, Violation, INVARIANT_NAMES};
 /// The write path's checks of a request that need no database (front ends run them before
 /// opening one, so a wrong call creates nothing).
 pub(crate) use crate::store::prepared::validate;
 pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate, HistoryFrom};
-pub use super::check::{CheckReport, Integrity, IntegrityMode, Violation, INVARIANT_NAMES};
 pub use check::is_damage;
 pub use incident::{parse_time, ReadFilter};
 pub use private::Exposure;

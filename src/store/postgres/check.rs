@@ -1,0 +1,205 @@
+//! `check` on PostgreSQL: the rules of `store::check` over one REPEATABLE READ, READ ONLY
+//! snapshot, plus whether the schema's guards (triggers, the identity's unique constraint) are
+//! all there and enabled. The server guards its own pages; there is no file for memscope to
+//! examine, so the report has no integrity section (README, "Running on PostgreSQL").
+
+use super::store::PgStore;
+use crate::store::check::{
+    check_report, CheckDb, CheckReport, CheckRow, CurrentRow, Filter, HistoryRow, Key, Step,
+};
+use anyhow::Result;
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::Type;
+use postgres::{IsolationLevel, Row, Transaction};
+
+/// The guards schema v1 creates, as triggers: (table, trigger).
+const TRIGGERS: [&str; 6] = [
+    "memories_no_resurrection",
+    "history_no_content_on_tombstone",
+    "history_append_only",
+    "history_append_only_truncate",
+    "tombstones_not_over_live",
+    "tombstones_version_only_rises",
+];
+
+/// A snapshot lent to the check.
+struct Pg<'a, 'b>(&'a mut Transaction<'b>);
+
+impl CheckRow for Row {
+    fn text(&self, i: usize) -> Option<&str> {
+        match *self.columns().get(i)?.type_() {
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME => {
+                self.try_get::<_, Option<&str>>(i).ok().flatten()
+            }
+            _ => None,
+        }
+    }
+
+    fn int(&self, i: usize) -> Option<i64> {
+        match *self.columns().get(i)?.type_() {
+            Type::INT8 => self.try_get::<_, Option<i64>>(i).ok().flatten(),
+            Type::INT4 => self
+                .try_get::<_, Option<i32>>(i)
+                .ok()
+                .flatten()
+                .map(i64::from),
+            Type::INT2 => self
+                .try_get::<_, Option<i16>>(i)
+                .ok()
+                .flatten()
+                .map(i64::from),
+            _ => None,
+        }
+    }
+
+    fn show(&self, i: usize) -> String {
+        let Some(column) = self.columns().get(i) else {
+            return String::new();
+        };
+        match *column.type_() {
+            Type::TIMESTAMPTZ => self
+                .try_get::<_, Option<chrono::DateTime<chrono::Utc>>>(i)
+                .ok()
+                .flatten()
+                .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string())
+                .unwrap_or_default(),
+            Type::BOOL => self
+                .try_get::<_, Option<bool>>(i)
+                .ok()
+                .flatten()
+                .map(|b| b.to_string())
+                .unwrap_or_default(),
+            Type::FLOAT8 => self
+                .try_get::<_, Option<f64>>(i)
+                .ok()
+                .flatten()
+                .map(|f| f.to_string())
+                .unwrap_or_default(),
+            _ => match self.int(i) {
+                Some(n) => n.to_string(),
+                None => self.text(i).unwrap_or_default().to_string(),
+            },
+        }
+    }
+}
+
+impl CheckDb for Pg<'_, '_> {
+    fn each(
+        &mut self,
+        sql: &str,
+        params: &[&str],
+        each: &mut dyn FnMut(&dyn CheckRow) -> Result<bool>,
+    ) -> Result<()> {
+        let mut rows = self.0.query_raw(sql, params.iter())?;
+        while let Some(r) = rows.next()? {
+            if !each(&r)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn json_int(&self, expr: &str, key: &str) -> String {
+        // No JSON cast: text a raw client wrote may not be JSON, and a failed cast would end
+        // the check. memscope writes details with serde_json.
+        format!(r#"(substring({expr} from '"{key}"\s*:\s*(\d{{1,18}})'))::bigint"#)
+    }
+
+    fn clock(&mut self) -> Result<i64> {
+        Ok(self
+            .0
+            .query_one("SELECT memscope_clock_current()", &[])?
+            .get(0))
+    }
+
+    fn guards_present(&mut self) -> Result<bool> {
+        let names: Vec<String> = TRIGGERS.iter().map(|t| t.to_string()).collect();
+        let row = self.0.query_one(
+            "SELECT (SELECT count(DISTINCT t.tgname) FROM pg_trigger t
+                     WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND t.tgname = ANY($1)
+                       AND t.tgrelid IN (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones'))),
+                    EXISTS (SELECT 1 FROM pg_constraint c
+                            WHERE c.conname = 'memories_identity' AND c.conrelid = to_regclass('memories'))",
+            &[&names],
+        )?;
+        Ok(row.get::<_, i64>(0) == TRIGGERS.len() as i64 && row.get::<_, bool>(1))
+    }
+
+    fn walk(
+        &mut self,
+        f: &Filter<'_>,
+        on: &mut dyn FnMut(&Key, Step<'_>) -> Result<()>,
+    ) -> Result<()> {
+        // One pass: each identity's last history row carries its current record and whether
+        // it has a tombstone (one statement, so the rows stream while the walk reads them).
+        let sql = format!(
+            "SELECT w.subject, w.predicate, w.scope, w.event, w.version, w.causal_seq, w.detail, w.value,
+                    w.last, m.version, m.causal_seq, m.value,
+                    CASE WHEN w.last THEN EXISTS (SELECT 1 FROM tombstones t
+                        WHERE t.subject = w.subject AND t.predicate = w.predicate AND t.scope = w.scope) END
+             FROM (SELECT h.id, h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail, h.value,
+                          lead(h.id) OVER (PARTITION BY h.subject, h.predicate, h.scope ORDER BY h.id) IS NULL AS last
+                   FROM history h WHERE {}) w
+             LEFT JOIN LATERAL (SELECT m.version, m.causal_seq, m.value FROM memories m
+                                WHERE w.last AND m.subject = w.subject AND m.predicate = w.predicate
+                                  AND m.scope = w.scope LIMIT 1) m ON true
+             ORDER BY w.subject, w.predicate, w.scope, w.id",
+            f.sql("h")
+        );
+        let mut rows = self.0.query_raw(&sql, f.params())?;
+        while let Some(r) = rows.next()? {
+            let key: Key = (r.show(0), r.show(1), r.show(2));
+            on(
+                &key,
+                Step::Event(HistoryRow {
+                    event: r.show(3),
+                    version: r.int(4),
+                    seq: r.int(5),
+                    detail: r.text(6).map(str::to_string),
+                    value: r.text(7).map(str::to_string),
+                }),
+            )?;
+            if r.get::<_, Option<bool>>(8) == Some(true) {
+                let current = r.int(9).map(|version| CurrentRow {
+                    version,
+                    causal_seq: r.int(10).unwrap_or(0),
+                    value: r.show(11),
+                });
+                let tombstone = r.get::<_, Option<bool>>(12) == Some(true);
+                on(
+                    &key,
+                    Step::End {
+                        current,
+                        tombstone: &mut || Ok(tombstone),
+                    },
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl PgStore {
+    /// Every invariant over the whole database, in one snapshot, plus the health figures.
+    pub fn check(&mut self) -> Result<CheckReport> {
+        let address = self.address().clone();
+        let client = self.connection()?;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        let mut report = check_report(&mut Pg(&mut tx))?;
+        let commit: String = tx.query_one("SHOW synchronous_commit", &[])?.get(0);
+        tx.commit()?;
+        // Durability is the server's: `synchronous_commit` decides when a commit is on disk.
+        report.metrics.insert(
+            "durability".into(),
+            serde_json::json!(format!("server: synchronous_commit={commit}")),
+        );
+        report
+            .metrics
+            .insert("backend".into(), serde_json::json!(address.describe()));
+        Ok(report)
+    }
+}

@@ -1,0 +1,224 @@
+//! `check` on PostgreSQL (issue 17): the same rules as on SQLite, judged from outside. A
+//! history of every kind of write checks clean on both backends with the same figures, and a
+//! database `psql` damaged after disabling the guards is caught, invariant by invariant.
+
+use super::postgres::{server, FreshDb};
+use super::postgres_roles::psql;
+use super::postgres_write::req;
+use memscope::model::{DeleteTarget, Identity, OutcomeKind};
+use memscope::store::{AnyStore, IntegrityMode, OpenMode};
+use memscope::Scope;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+
+/// Every kind of write, on `store`: inserted, confirmed, superseded, stale, pending (then
+/// resolved, and one rejected), deleted, restored and written again, deleted for good — in
+/// Chinese, emoji and a very long value.
+fn every_kind_of_write(store: &mut AnyStore) {
+    let long = "很长的记忆 🚀 ".repeat(2_000);
+    let writes = [
+        req("user:42", "package_manager", json!("pnpm"), "global", "t1"),
+        req("user:42", "package_manager", json!("pnpm"), "global", "t2"),
+        req(
+            "user:42",
+            "package_manager",
+            json!("npm"),
+            "repo:legacy-dashboard",
+            "t3",
+        ),
+        req("user:42", "coffee", json!("燕麦拿铁 ☕"), "global", "t4"),
+        req("user:42", "coffee", json!(long), "global", "t5"),
+        req("user:42", "editor", json!("vim"), "global,repo:web", "t6"),
+        req("user:42", "shell", json!("fish"), "global,task:t1", "t7"),
+        req(
+            "user:7",
+            "reply_language",
+            json!("中文"),
+            "task:重构-🚀",
+            "t8",
+        ),
+    ];
+    for w in &writes {
+        store.write(w).unwrap();
+    }
+    let mut stale = req("user:42", "coffee", json!("espresso"), "global", "t9");
+    stale.causal_seq = Some(1);
+    assert_eq!(store.write(&stale).unwrap().outcome, OutcomeKind::Stale);
+    let queue = store.pending(false).unwrap();
+    assert_eq!(queue.len(), 2);
+    store
+        .resolve_pending(queue[0].id, &Scope::parse("repo:web").unwrap(), false)
+        .unwrap();
+    store.reject_pending(queue[1].id).unwrap();
+    let dashboard = Identity {
+        subject: "user:42".into(),
+        predicate: "package_manager".into(),
+        scope: Scope::parse("repo:legacy-dashboard").unwrap(),
+    };
+    store
+        .delete(
+            &DeleteTarget::Identity(dashboard.clone()),
+            Some("rescoped by hand"),
+        )
+        .unwrap();
+    store.restore(&dashboard).unwrap();
+    store
+        .write(&req(
+            "user:42",
+            "package_manager",
+            json!("npm ci"),
+            "repo:legacy-dashboard",
+            "t10",
+        ))
+        .unwrap();
+    store
+        .delete(&DeleteTarget::Subject("user:7".into()), None)
+        .unwrap();
+}
+
+/// The counts of a report that both backends must agree on.
+fn figures(report: &Value) -> Vec<(String, Value)> {
+    [
+        "memories",
+        "history_events",
+        "tombstones",
+        "pending_open",
+        "stale_writes",
+        "schema_guards",
+    ]
+    .iter()
+    .map(|k| (k.to_string(), report["metrics"][k].clone()))
+    .collect()
+}
+
+#[test]
+fn every_kind_of_write_checks_clean_on_postgres_as_on_sqlite() {
+    let Some(server) = server() else { return };
+    let (pg_db, _) = FreshDb::prepared(&server);
+    let file = tempfile::tempdir().unwrap();
+    let sqlite_path = file.path().join("memory.db");
+    let mut reports = Vec::new();
+    for address in [pg_db.url.as_str(), sqlite_path.to_str().unwrap()] {
+        let mut store = AnyStore::open(Path::new(address), OpenMode::Create).unwrap();
+        every_kind_of_write(&mut store);
+        let report = store.check(IntegrityMode::Quick).unwrap();
+        assert!(report.ok, "{address}: {:?}", report.violations);
+        reports.push(serde_json::to_value(&report).unwrap());
+    }
+    assert_eq!(figures(&reports[0]), figures(&reports[1]));
+    // user:7's one identity; the dashboard's tombstone was lifted by its restore.
+    assert_eq!(reports[0]["metrics"]["tombstones"], json!(1));
+    assert_eq!(reports[0]["metrics"]["schema_guards"], json!("present"));
+    // No file to examine on PostgreSQL: no integrity section, the server's durability.
+    assert!(reports[0].get("integrity").is_none(), "{}", reports[0]);
+    assert!(reports[1]["integrity"]["ok"] == json!(true));
+    assert!(
+        reports[0]["metrics"]["durability"]
+            .as_str()
+            .unwrap()
+            .starts_with("server: synchronous_commit="),
+        "{}",
+        reports[0]
+    );
+}
+
+/// Runs `sql` with psql on `url`, stopping at the first error.
+fn psql_run(url: &str, sql: &str) {
+    let out = Command::new(psql())
+        .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
+        .output()
+        .expect("psql runs");
+    assert!(
+        out.status.success(),
+        "psql refused {sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
+    let Some(server) = server() else { return };
+    let (db, _) = FreshDb::prepared(&server);
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Create).unwrap();
+    every_kind_of_write(&mut store);
+    assert!(store.check(IntegrityMode::Quick).unwrap().ok);
+
+    // A raw client that may: the guards off, then one damage for each invariant.
+    psql_run(
+        &db.url,
+        "ALTER TABLE memories DISABLE TRIGGER memories_no_resurrection;
+         ALTER TABLE history DISABLE TRIGGER history_append_only;
+         ALTER TABLE history DISABLE TRIGGER history_no_content_on_tombstone;
+         ALTER TABLE memories DROP CONSTRAINT memories_identity;",
+    );
+    let run = |args: &[&str]| {
+        let home = tempfile::tempdir().unwrap();
+        crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["check", "--json"]);
+    // Guards off is a health figure, as on SQLite: no data is wrong yet.
+    assert_eq!(out.status.code(), Some(0));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["metrics"]["schema_guards"], json!("missing"));
+    assert_eq!(report["violations"], json!([]), "no data was damaged yet");
+
+    let damage = [
+        // 1. A second current record of one identity.
+        (1, "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
+             SELECT subject, predicate, scope, value, version, 'psql', causal_seq, created_at, updated_at
+             FROM memories WHERE predicate = 'coffee'",
+         "user:42 · coffee @ global has 2 current records"),
+        // 2. A causal number above the clock.
+        (2, "UPDATE memories SET causal_seq = 900000000 WHERE predicate = 'editor'",
+         "above the database's causal clock"),
+        // 3. The deleted subject's content back in history (`reply_language` is stored under
+        // its default alias's canonical name, `language`).
+        (3, "INSERT INTO history (event, subject, predicate, scope, version, value, at)
+             VALUES ('set', 'user:7', 'language', 'task:重构-🚀', 3, '\"中文\"', now())",
+         "user:7 · language @ task:重构-🚀 is tombstoned but 1 history row(s) still hold content"),
+        // 4. The current value edited behind history's back.
+        (4, "UPDATE memories SET value = '\"bun\"' WHERE predicate = 'package_manager' AND scope = 'global'",
+         "user:42 · package_manager @ global: current v1 differs from its applied version in history"),
+        // 5. A version skipped in the log.
+        (5, "UPDATE history SET version = 9 WHERE event = 'set' AND predicate = 'package_manager'
+             AND scope = 'repo:legacy-dashboard' AND value = '\"npm ci\"'",
+         "applied version 9 where"),
+        // 6. A subject not in its normal form.
+        (6, "UPDATE memories SET subject = 'user:42 ' WHERE predicate = 'editor'",
+         "subject \"user:42 \" is not in normal form"),
+    ];
+    for (invariant, sql, words) in damage {
+        psql_run(&db.url, sql);
+        let out = run(&["check", "--json"]);
+        assert_eq!(out.status.code(), Some(1));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let found = report["violations"].as_array().unwrap();
+        assert!(
+            found.iter().any(|v| v["invariant"] == json!(invariant)
+                && v["detail"].as_str().unwrap().contains(words)),
+            "invariant {invariant} ({words}) not found in {found:#?}"
+        );
+    }
+    // Text that is not JSON where memscope reads JSON, and a scope not in canonical form: the
+    // text report names them too, one line each.
+    psql_run(
+        &db.url,
+        "UPDATE history SET detail = 'not json' WHERE event = 'deleted';
+         UPDATE memories SET scope = 'repo:Legacy-Dashboard' WHERE predicate = 'editor'",
+    );
+    let out = run(&["check"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for words in [
+        "holds text that is not readable JSON",
+        "the scope is stored in 2 spellings",
+        "schema_guards: \"missing\"",
+    ] {
+        assert!(text.contains(words), "{words}: {text}");
+    }
+}
