@@ -205,14 +205,17 @@ fn print_pairs(
     Ok(())
 }
 
-pub fn export(store: &Store, out: Option<PathBuf>) -> Result<i32> {
+pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
+    let mut store = AnyStore::open(path, OpenMode::Existing)?;
     let n = match out {
         Some(p) => {
-            if let Some(file) = database_file_named(store.path(), &p) {
-                return Err(super::usage(format!(
-                    "--out {} is the database's own {file}: writing the export there would destroy the database; name a new file, e.g. --out memscope-export.jsonl",
-                    p.display()
-                )));
+            if let AnyStore::Sqlite(s) = &store {
+                if let Some(file) = database_file_named(s.path(), &p) {
+                    return Err(super::usage(format!(
+                        "--out {} is the database's own {file}: writing the export there would destroy the database; name a new file, e.g. --out memscope-export.jsonl",
+                        p.display()
+                    )));
+                }
             }
             let f = private_file(&p).with_context(|| format!("cannot create {}", p.display()))?;
             let mut w = std::io::BufWriter::new(f);
@@ -318,13 +321,19 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
             file.display()
         )
     })?;
-    let mut store = Store::open(path, OpenMode::Create)?;
+    // Like a new file, a PostgreSQL database gets memscope's schema first.
+    let place = match postgres::Address::recognise(path.as_os_str()) {
+        Some(address) => {
+            let address = address?;
+            postgres::prepare(&address)?;
+            address.describe()
+        }
+        None => path.display().to_string(),
+    };
+    let mut store = AnyStore::open(path, OpenMode::Create)?;
     let report = store.import(&mut std::io::BufReader::new(f))?;
     let total: u64 = report.rows.values().sum();
-    outln!(
-        "imported {total} row(s) into {}: check is clean",
-        store.path().display()
-    );
+    outln!("imported {total} row(s) into {place}: check is clean");
     Ok(EXIT_OK)
 }
 

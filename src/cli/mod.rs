@@ -381,7 +381,7 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Check(args)) => admin::check(&path, args),
         Some(Command::Settings { command, json }) => admin::settings(&path, command, json),
         Some(Command::Alias { command }) => admin::alias(&path, command),
-        Some(Command::Export { out }) => admin::export(&open(OpenMode::Existing)?, out),
+        Some(Command::Export { out }) => admin::export(&path, out),
         Some(Command::Import { file }) => admin::import(&path, &file),
         Some(Command::Mcp(args)) => crate::mcp::run(&path, args),
         Some(Command::Roles(args)) => roles::run(&path, args),

@@ -6,6 +6,7 @@
 
 pub(crate) mod check;
 pub mod decide;
+pub(crate) mod dump;
 pub(crate) mod events;
 pub(crate) mod fields;
 pub mod guard;
@@ -61,6 +62,22 @@ impl AnyStore {
         match self {
             AnyStore::Sqlite(s) => s.check_with(mode),
             AnyStore::Postgres(p) => p.check(),
+        }
+    }
+
+    /// The whole database as a dump (`store::dump`); returns the rows written.
+    pub fn export(&mut self, out: &mut dyn std::io::Write) -> Result<u64> {
+        match self {
+            AnyStore::Sqlite(s) => s.export(out),
+            AnyStore::Postgres(p) => p.export(out),
+        }
+    }
+
+    /// Loads a dump into this empty database, checked before it commits.
+    pub fn import(&mut self, input: &mut dyn std::io::BufRead) -> Result<ImportReport> {
+        match self {
+            AnyStore::Sqlite(s) => s.import(input),
+            AnyStore::Postgres(p) => p.import(input),
         }
     }
 

@@ -16,6 +16,7 @@ mod migration;
 mod postgres;
 mod postgres_check;
 mod postgres_roles;
+mod postgres_transfer;
 mod postgres_write;
 mod precedence;
 mod purge_on_disk;

@@ -15,7 +15,7 @@ use std::process::Command;
 /// Every kind of write, on `store`: inserted, confirmed, superseded, stale, pending (then
 /// resolved, and one rejected), deleted, restored and written again, deleted for good — in
 /// Chinese, emoji and a very long value.
-fn every_kind_of_write(store: &mut AnyStore) {
+pub(crate) fn every_kind_of_write(store: &mut AnyStore) {
     let long = "很长的记忆 🚀 ".repeat(2_000);
     let writes = [
         req("user:42", "package_manager", json!("pnpm"), "global", "t1"),

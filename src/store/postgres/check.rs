@@ -23,7 +23,7 @@ const TRIGGERS: [&str; 6] = [
 ];
 
 /// A snapshot lent to the check.
-struct Pg<'a, 'b>(&'a mut Transaction<'b>);
+pub(super) struct Pg<'a, 'b>(pub(super) &'a mut Transaction<'b>);
 
 impl CheckRow for Row {
     fn text(&self, i: usize) -> Option<&str> {

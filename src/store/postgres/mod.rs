@@ -8,6 +8,7 @@ mod check;
 pub mod roles;
 pub mod schema;
 mod store;
+mod transfer;
 
 pub use store::PgStore;
 
@@ -224,7 +225,7 @@ fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io:
 
 /// The commands memscope serves from PostgreSQL so far.
 pub const SERVED: &str =
-    "`write`, `apply`, `seq`, `resolve` (without --at), `list`, `history`, `pending`, `reads`, `delete`, `restore`, `settings`, `check` and `mcp`";
+    "`write`, `apply`, `seq`, `resolve` (without --at), `list`, `history`, `pending`, `reads`, `delete`, `restore`, `settings`, `check`, `export`, `import` and `mcp`";
 
 /// What a command PostgreSQL does not serve yet says.
 pub fn not_yet(what: &str) -> anyhow::Error {

@@ -24,7 +24,7 @@ pub fn is_damage(e: &anyhow::Error) -> bool {
 }
 
 /// A connection lent to the check.
-struct Sqlite<'a>(&'a Connection);
+pub(crate) struct Sqlite<'a>(pub(crate) &'a Connection);
 
 /// `$1`… as SQLite's `?1`… (a `$` before a digit is a parameter in the check's SQL).
 fn numbered_parameters(sql: &str) -> String {
@@ -170,14 +170,6 @@ pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
 /// The per-write assertion (MEMSCOPE_ASSERT_INVARIANTS=1) on `conn`'s transaction.
 pub(crate) fn assert_identity_clean(conn: &Connection, id: &Identity) -> Result<()> {
     crate::store::check::assert_identity_clean(&mut Sqlite(conn), id)
-}
-
-/// Every field that breaks a rule, at most `limit` (`import` names the first one's line).
-pub(crate) fn field_problems(
-    conn: &Connection,
-    limit: usize,
-) -> Result<Vec<crate::store::fields::FieldProblem>> {
-    crate::store::fields::field_problems(&mut Sqlite(conn), limit)
 }
 
 impl Store {

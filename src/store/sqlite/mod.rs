@@ -20,6 +20,7 @@ mod tx;
 mod write;
 
 pub use super::check::{CheckReport, Integrity, IntegrityMode, Violation, INVARIANT_NAMES};
+pub use super::dump::ImportReport;
 /// The write path's checks of a request that need no database (front ends run them before
 /// opening one, so a wrong call creates nothing).
 pub(crate) use crate::store::prepared::validate;
@@ -32,7 +33,6 @@ pub use rows::PREVIEW_BYTES;
 pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
 pub use spellings::MergeReport;
 pub use suspects::Suspect;
-pub use transfer::ImportReport;
 pub use write::ApplySummary;
 
 use anyhow::{anyhow, bail, Context, Result};

@@ -1,0 +1,147 @@
+//! The dump `export` writes and `import` reads, on every backend (README, "export / import"):
+//! JSON Lines, a header, then one table row per line in [`TABLES`]' order, columns by name,
+//! times as RFC 3339 text with milliseconds, JSON as the text it was written as. A dump moves
+//! a database between SQLite and PostgreSQL; an import is refused when its rows break a field
+//! rule or an invariant, naming the line to fix.
+
+use super::check::{check_report, CheckDb};
+use super::fields::field_problems;
+use anyhow::{anyhow, bail, Result};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+
+/// The version of the dump's columns: SQLite's schema version (PostgreSQL's schema has the
+/// same tables and columns).
+pub(crate) const DUMP_VERSION: i64 = super::schema::SCHEMA_VERSION;
+
+/// The oldest export `import` reads: v3 changed constraints and an index, not columns, so a v2
+/// export's rows fit as they are.
+pub(crate) const OLDEST_IMPORTABLE: i64 = 2;
+
+/// Tables in dependency order; `metrics` last.
+pub(crate) const TABLES: &[&str] = &[
+    "settings",
+    "predicate_aliases",
+    "memories",
+    "history",
+    "pending",
+    "tombstones",
+    // The read log: the audit trail of every incident travels with the memory it explains.
+    "reads",
+    "metrics",
+];
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ImportReport {
+    pub rows: std::collections::BTreeMap<String, u64>,
+}
+
+/// The dump's first line.
+pub(crate) fn header(exported_at: &str) -> Value {
+    json!({ "table": "memscope_export", "schema_version": DUMP_VERSION, "exported_at": exported_at })
+}
+
+/// Reads a dump line by line: the header first, then rows of known tables. Remembers which
+/// line each row came from, so a rule broken after loading names the line to fix.
+#[derive(Default)]
+pub(crate) struct DumpReader {
+    seen_header: bool,
+    /// (table, key columns as text) → line number.
+    row_lines: HashMap<(String, Vec<String>), usize>,
+    pub report: ImportReport,
+}
+
+impl DumpReader {
+    /// Line `line_no`'s row: `None` for a blank line or the header; an error for anything a
+    /// dump cannot hold.
+    pub(crate) fn row(
+        &mut self,
+        line_no: usize,
+        line: &str,
+    ) -> Result<Option<(&'static str, Map<String, Value>)>> {
+        if line.trim().is_empty() {
+            return Ok(None);
+        }
+        let mut obj: Map<String, Value> = serde_json::from_str(line).map_err(|e| {
+            let (msg, column) = crate::model::json_error(&e, line);
+            let at = column.map(|c| format!(", column {c},")).unwrap_or_default();
+            anyhow!("line {line_no}{at} of the import is not a JSON object ({msg}): pass a file written by `memscope export`")
+        })?;
+        let table = obj.remove("table");
+        let table = table.as_ref().and_then(|t| t.as_str()).unwrap_or("");
+        if table == "memscope_export" {
+            let v = obj
+                .get("schema_version")
+                .and_then(|v| v.as_i64())
+                .unwrap_or(0);
+            if !(OLDEST_IMPORTABLE..=DUMP_VERSION).contains(&v) {
+                bail!("the export is from schema version {v}, this memscope reads exports of versions {OLDEST_IMPORTABLE} to {DUMP_VERSION}: import it with a matching memscope");
+            }
+            self.seen_header = true;
+            return Ok(None);
+        }
+        if !self.seen_header {
+            bail!("line {line_no}: the import does not start with a memscope export header: pass a file written by `memscope export`");
+        }
+        let Some(table) = TABLES.iter().copied().find(|t| *t == table) else {
+            bail!("line {line_no} names an unknown table '{table}': pass a file written by `memscope export`");
+        };
+        Ok(Some((table, obj)))
+    }
+
+    /// Row `obj` of `table` from line `line_no` was loaded; `inserted_id` is the id the
+    /// database gave it when the dump had none.
+    pub(crate) fn loaded(
+        &mut self,
+        line_no: usize,
+        table: &str,
+        obj: &Map<String, Value>,
+        inserted_id: impl FnOnce() -> i64,
+    ) {
+        let key_cols = super::fields::key_columns(table);
+        let key = if key_cols == ["id"] && !obj.contains_key("id") {
+            vec![inserted_id().to_string()]
+        } else {
+            key_cols
+                .iter()
+                .map(|c| match obj.get(*c) {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(Value::Null) | None => String::new(),
+                    Some(other) => other.to_string(),
+                })
+                .collect()
+        };
+        self.row_lines.insert((table.to_string(), key), line_no);
+        *self.report.rows.entry(table.to_string()).or_default() += 1;
+    }
+
+    /// After the last line: the dump had a header, and the rows loaded into `db` break no
+    /// field rule (naming the first one's line) and no invariant.
+    pub(crate) fn finish(self, db: &mut dyn CheckDb) -> Result<ImportReport> {
+        if !self.seen_header {
+            bail!("the import is empty: pass a file written by `memscope export`");
+        }
+        if let Some(p) = field_problems(db, 1)?.into_iter().next() {
+            let at = self
+                .row_lines
+                .get(&(p.table.to_string(), p.key.clone()))
+                .map(|n| format!("line {n}"))
+                .unwrap_or_else(|| format!("a row of {}", p.table));
+            bail!(
+                "{at} of the import breaks invariant {}: {} — nothing was imported",
+                p.invariant,
+                crate::model::escape_controls(&p.detail)
+            );
+        }
+        let checked = check_report(db)?;
+        if let Some(v) = checked.violations.first() {
+            bail!(
+                "the import would break invariant {} ({}): {} — nothing was imported",
+                v.invariant,
+                v.name,
+                v.detail
+            );
+        }
+        Ok(self.report)
+    }
+}

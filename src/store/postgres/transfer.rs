@@ -1,0 +1,293 @@
+//! `export` / `import` on PostgreSQL: the dump of `store::dump` (the same lines SQLite writes and
+//! reads), so a database moves between a file and a server either way. Export reads one
+//! REPEATABLE READ snapshot; import loads an empty database in one transaction and commits only
+//! when every field rule and invariant holds (`DumpReader::finish`, the same judge as SQLite's
+//! import and `check`).
+
+use super::check::Pg;
+use super::store::PgStore;
+use crate::model::to_json;
+use crate::spelling::fold;
+use crate::store::dump::{header, DumpReader, ImportReport, TABLES};
+use crate::store::fields::key_columns;
+use crate::store::user_settings::DURABILITY_KEY;
+use anyhow::{anyhow, bail, Context, Result};
+use postgres::fallible_iterator::FallibleIterator;
+use postgres::types::ToSql;
+use postgres::{IsolationLevel, Statement, Transaction};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+
+/// A time as the dump writes it: RFC 3339, UTC, milliseconds (as SQLite stores them).
+const TIME_TEXT: &str = r#"'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'"#;
+
+/// The kinds of column a dump's values go into.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Text,
+    Integer,
+    Time,
+}
+
+/// `table`'s columns in their order, with their kinds (memscope's schema only: the first one
+/// on the search path).
+fn columns(tx: &mut Transaction<'_>, table: &str) -> Result<Vec<(String, Kind)>> {
+    let rows = tx.query(
+        "SELECT column_name::text, data_type::text FROM information_schema.columns
+         WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position",
+        &[&table],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let kind = match r.get::<_, &str>(1) {
+                "bigint" | "integer" | "smallint" => Kind::Integer,
+                "timestamp with time zone" => Kind::Time,
+                _ => Kind::Text,
+            };
+            (r.get(0), kind)
+        })
+        .collect())
+}
+
+impl PgStore {
+    /// The whole database as a dump, from one snapshot; returns the rows written.
+    pub fn export(&mut self, out: &mut dyn Write) -> Result<u64> {
+        let client = self.connection()?;
+        let mut tx = client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        let now: String = tx
+            .query_one(
+                &format!("SELECT to_char(now() AT TIME ZONE 'UTC', {TIME_TEXT})"),
+                &[],
+            )?
+            .get(0);
+        writeln!(out, "{}", to_json(&header(&now))?)?;
+        let mut n = 0;
+        for table in TABLES {
+            if *table == "settings" {
+                // The clock is a sequence here, a setting in a file.
+                let clock: i64 = tx.query_one("SELECT memscope_clock_current()", &[])?.get(0);
+                let row =
+                    json!({"table": "settings", "key": "causal_clock", "value": clock.to_string()});
+                writeln!(out, "{}", to_json(&row)?)?;
+                n += 1;
+            }
+            let cols = columns(&mut tx, table)?;
+            let select = cols
+                .iter()
+                .map(|(c, kind)| match kind {
+                    Kind::Time => format!("to_char({c} AT TIME ZONE 'UTC', {TIME_TEXT})"),
+                    _ => c.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let order = key_columns(table).join(", ");
+            let sql = format!("SELECT {select} FROM {table} ORDER BY {order}");
+            let mut rows = tx.query_raw(&sql, std::iter::empty::<&str>())?;
+            while let Some(r) = rows.next()? {
+                let mut row = Map::new();
+                row.insert("table".into(), json!(table));
+                for (i, (c, kind)) in cols.iter().enumerate() {
+                    let v = match kind {
+                        Kind::Integer => json!(r.get::<_, Option<i64>>(i)),
+                        Kind::Text | Kind::Time => json!(r.get::<_, Option<&str>>(i)),
+                    };
+                    row.insert(c.clone(), v);
+                }
+                writeln!(out, "{}", to_json(&row)?)?;
+                n += 1;
+            }
+        }
+        drop(tx);
+        Ok(n)
+    }
+
+    /// Loads a dump into this (empty) database in one transaction; refuses a database that
+    /// holds memories, a dump of another version, or one that breaks a rule or an invariant.
+    pub fn import(&mut self, input: &mut dyn BufRead) -> Result<ImportReport> {
+        let place = self.address().describe();
+        let client = self.connection()?;
+        let mut tx = client.transaction()?;
+        // Nobody writes while the dump goes in; readers go on.
+        tx.batch_execute(
+            "LOCK TABLE memories, history, tombstones, pending, reads, settings, predicate_aliases,
+                        metrics, spellings IN EXCLUSIVE MODE",
+        )?;
+        let held: i64 = tx
+            .query_one(
+                "SELECT (SELECT count(*) FROM memories) + (SELECT count(*) FROM history)
+                      + (SELECT count(*) FROM tombstones) + (SELECT count(*) FROM pending)
+                      + (SELECT count(*) FROM reads)",
+                &[],
+            )?
+            .get(0);
+        if held > 0 {
+            bail!("{place} already holds memories: import only into a new, empty database (CREATE DATABASE, then --db with its address)");
+        }
+        tx.batch_execute(
+            "DELETE FROM settings; DELETE FROM predicate_aliases; DELETE FROM metrics; DELETE FROM spellings;",
+        )?;
+        let mut dump = DumpReader::default();
+        let mut cols: HashMap<&str, HashMap<String, Kind>> = HashMap::new();
+        let mut statements: HashMap<String, Statement> = HashMap::new();
+        let mut clock = 0i64;
+        for (i, line) in input.lines().enumerate() {
+            let line_no = i + 1;
+            let line = line.with_context(|| format!("reading line {line_no} of the import"))?;
+            let Some((table, obj)) = dump.row(line_no, &line)? else {
+                continue;
+            };
+            if table == "settings" && obj.get("key") == Some(&json!("causal_clock")) {
+                clock = clock.max(seq_setting(&obj, line_no)?);
+                dump.loaded(line_no, table, &obj, || 0);
+                continue;
+            }
+            if table == "settings" && obj.get("key") == Some(&json!(DURABILITY_KEY)) {
+                // A file's setting: on a server, `synchronous_commit` decides.
+                dump.loaded(line_no, table, &obj, || 0);
+                continue;
+            }
+            if !cols.contains_key(table) {
+                let known = columns(&mut tx, table)?.into_iter().collect();
+                cols.insert(table, known);
+            }
+            let known = &cols[table];
+            let mut names = Vec::new();
+            let mut values: Vec<Box<dyn ToSql + Sync>> = Vec::new();
+            for (k, v) in &obj {
+                let Some(kind) = known.get(k) else {
+                    bail!("line {line_no}: table {table} has no column '{k}'");
+                };
+                names.push(k.as_str());
+                values
+                    .push(param(*kind, v).map_err(|e| anyhow!("line {line_no}: {table}.{k} {e}"))?);
+            }
+            let returning = key_columns(table) == ["id"] && !obj.contains_key("id");
+            let placeholders = (1..=names.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "INSERT INTO {table} ({}) VALUES ({placeholders}){}",
+                names.join(", "),
+                if returning { " RETURNING id" } else { "" }
+            );
+            let statement = match statements.get(&sql) {
+                Some(s) => s.clone(),
+                None => {
+                    let s = tx.prepare(&sql)?;
+                    statements.insert(sql, s.clone());
+                    s
+                }
+            };
+            let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|b| b.as_ref()).collect();
+            let rows = tx
+                .query(&statement, &params)
+                .map_err(|e| inserting(e, line_no, table))?;
+            let id = rows.first().map_or(0, |r| r.get::<_, i64>(0));
+            dump.loaded(line_no, table, &obj, || id);
+        }
+        // Ids go on after the dump's; the clock from the dump's, or its last event's.
+        for table in ["memories", "history", "pending", "reads"] {
+            tx.execute(
+                &format!(
+                    "SELECT setval(pg_get_serial_sequence('{table}', 'id'),
+                                   coalesce((SELECT max(id) FROM {table}), 1),
+                                   (SELECT max(id) FROM {table}) IS NOT NULL)"
+                ),
+                &[],
+            )?;
+        }
+        let last_event: i64 = tx
+            .query_one(
+                "SELECT coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0)",
+                &[],
+            )?
+            .get(0);
+        tx.execute(
+            "SELECT memscope_clock_observe($1)",
+            &[&clock.max(last_event)],
+        )?;
+        register_spellings(&mut tx)?;
+        let report = dump.finish(&mut Pg(&mut tx))?;
+        tx.commit()?;
+        Ok(report)
+    }
+}
+
+/// The dump's causal clock setting.
+fn seq_setting(obj: &Map<String, Value>, line_no: usize) -> Result<i64> {
+    match obj.get("value") {
+        Some(Value::String(s)) => s.parse().ok(),
+        Some(Value::Number(n)) => n.as_i64(),
+        _ => None,
+    }
+    .filter(|n| (0..=crate::model::MAX_CAUSAL_SEQ).contains(n))
+    .ok_or_else(|| anyhow!("line {line_no}: the causal_clock setting is not a causal number: pass a file written by `memscope export`"))
+}
+
+/// A dump's value as the parameter its column takes.
+fn param(kind: Kind, v: &Value) -> Result<Box<dyn ToSql + Sync>, String> {
+    Ok(match (kind, v) {
+        (Kind::Integer, Value::Null) => Box::new(None::<i64>),
+        (Kind::Integer, Value::Number(n)) if n.is_i64() => Box::new(n.as_i64()),
+        (Kind::Integer, other) => return Err(format!("holds {other}, not a whole number")),
+        (Kind::Time, Value::Null) => Box::new(None::<chrono::DateTime<chrono::Utc>>),
+        (Kind::Time, Value::String(s)) => match chrono::DateTime::parse_from_rfc3339(s) {
+            Ok(t) => Box::new(t.with_timezone(&chrono::Utc)),
+            Err(_) => return Err(format!("holds {s:?}, not an RFC 3339 time")),
+        },
+        (Kind::Time, other) => return Err(format!("holds {other}, not a time")),
+        (Kind::Text, Value::Null) => Box::new(None::<String>),
+        (Kind::Text, Value::String(s)) => Box::new(s.clone()),
+        (Kind::Text, other) => Box::new(other.to_string()),
+    })
+}
+
+/// A row the server refused, naming the line.
+fn inserting(e: postgres::Error, line_no: usize, table: &str) -> anyhow::Error {
+    let why = e
+        .as_db_error()
+        .map_or_else(|| e.to_string(), |d| d.message().to_string());
+    anyhow!("line {line_no}: cannot insert the {table} row ({why}) — nothing was imported")
+}
+
+/// The spellings registry from the loaded rows: each subject and repository or task scope, in
+/// the order history first met it, as the write path would have registered them.
+fn register_spellings(tx: &mut Transaction<'_>) -> Result<()> {
+    for (kind, sql) in [
+        (
+            "subject",
+            "SELECT subject FROM (
+                 SELECT subject, min(id) AS first FROM history GROUP BY subject
+                 UNION ALL SELECT subject, NULL FROM memories
+                 UNION ALL SELECT subject, NULL FROM tombstones
+                 UNION ALL SELECT subject, NULL FROM pending) s
+             GROUP BY subject ORDER BY min(first) NULLS LAST, subject",
+        ),
+        (
+            "scope",
+            "SELECT scope FROM (
+                 SELECT scope, min(id) AS first FROM history GROUP BY scope
+                 UNION ALL SELECT scope, NULL FROM memories
+                 UNION ALL SELECT scope, NULL FROM tombstones) s
+             WHERE scope <> 'global'
+             GROUP BY scope ORDER BY min(first) NULLS LAST, scope",
+        ),
+    ] {
+        let found: Vec<String> = tx.query(sql, &[])?.iter().map(|r| r.get(0)).collect();
+        let insert = tx.prepare(
+            "INSERT INTO spellings (kind, folded, spelling) VALUES ($1, $2, $3)
+             ON CONFLICT (kind, folded) DO NOTHING",
+        )?;
+        for text in found {
+            tx.execute(&insert, &[&kind, &fold(&text), &text])?;
+        }
+    }
+    Ok(())
+}
