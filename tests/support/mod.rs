@@ -7,6 +7,8 @@
 #![allow(dead_code)]
 
 pub mod mcp_session;
+pub mod netns;
+pub mod pg_cluster;
 pub mod reliability;
 pub mod tmux;
 pub mod tui;
