@@ -340,6 +340,7 @@ fn an_immediate_server_restart_mid_apply_leaves_whole_batches_and_a_replay_conve
             })
             .collect();
         let k = landed.iter().take_while(|l| **l).count();
+        say(&format!("round {round}: {k} lines landed"));
         assert!(
             landed[k..].iter().all(|l| !l),
             "round {round}: lines landed after line {k} (not a prefix of the input)"
@@ -622,7 +623,7 @@ fn assert_as_told(hosts: &Hosts, db: &str, told: &[Told]) {
 /// Writers on two network hosts (two network namespaces, each joined to the server's by a veth
 /// pair; separate processes over loopback where the machine does not allow namespaces), at once:
 /// (a) six `memscope write` loops and two `memscope apply` runs on ONE identity, (b) write loops
-/// and applies over 430 identities, the applies crossing the loops' identities. Every write
+/// and applies over 424 identities, the applies crossing the loops' identities. Every write
 /// each process was told was stored is in history with the version it was told, versions are
 /// contiguous, each identity has one current record, its last version; the server's log shows
 /// connections from both hosts' addresses.
@@ -698,7 +699,7 @@ fn writers_on_two_network_hosts_lose_nothing_they_were_told() {
     );
 
     // (b) Many identities: each loop writes 24 identities (two scopes) in its own order, each
-    // apply 400 of its own host's plus, every tenth line, one of the loops'.
+    // apply 200 of its own host's plus, every tenth line, one of the loops'.
     let many = "many_identities";
     let url = cluster.create_database(many);
     assert_eq!(memscope(home.path(), &url, &["init"]).0, 0);
