@@ -147,38 +147,26 @@ fn rule(i: usize) -> String {
     format!("rule_{i}")
 }
 
+/// One JSON line of a write to `rule_i`.
+fn rule_line(i: usize, value: String, source: String) -> String {
+    let line = json!({"subject": "team:web", "predicate": rule(i), "scope": "global",
+                      "value": value, "source": source});
+    format!("{line}\n")
+}
+
 /// The faulted apply: one new value for each of LINES identities, in order.
 fn apply_input() -> String {
-    let mut input = String::new();
-    for i in 0..LINES {
-        input.push_str(
-            &serde_json::to_string(&json!({
-                "subject": "team:web", "predicate": rule(i), "scope": "global",
-                "value": format!("规则 {i} 新 🔁"), "source": format!("apply:{i}"),
-            }))
-            .unwrap(),
-        );
-        input.push('\n');
-    }
-    input
+    (0..LINES)
+        .map(|i| rule_line(i, format!("规则 {i} 新 🔁"), format!("apply:{i}")))
+        .collect()
 }
 
 /// What the database holds before the apply: two versions of every `OLD`-th identity.
 fn setup_input() -> String {
-    let mut input = String::new();
-    for v in 1..=2 {
-        for i in (0..LINES).filter(|i| i % OLD == 7) {
-            input.push_str(
-                &serde_json::to_string(&json!({
-                    "subject": "team:web", "predicate": rule(i), "scope": "global",
-                    "value": format!("规则 {i} 旧 v{v}"), "source": format!("setup:{v}/{i}"),
-                }))
-                .unwrap(),
-            );
-            input.push('\n');
-        }
-    }
-    input
+    (1..=2)
+        .flat_map(|v| (0..LINES).filter(|i| i % OLD == 7).map(move |i| (v, i)))
+        .map(|(v, i)| rule_line(i, format!("规则 {i} 旧 v{v}"), format!("setup:{v}/{i}")))
+        .collect()
 }
 
 /// A database on `cluster` prepared by `init` and the setup apply.
@@ -490,6 +478,9 @@ impl Hosts<'_> {
     }
 }
 
+/// `memscope write` loops per host.
+const WRITERS: usize = 3;
+
 /// What a writer was told: (subject, predicate, scope) as stored, outcome, version, value.
 type Told = ((String, String, String), String, Option<i64>, String);
 
@@ -507,7 +498,7 @@ fn told_of(o: &Value) -> Told {
     )
 }
 
-/// `memscope write --json` `count` times from host `h`, one process each: what each was told.
+/// `memscope write --json` of each of `writes` from host `h`, one process each: what each was told.
 fn write_loop(hosts: &Hosts, h: usize, db: &str, writes: &[(String, String, String)]) -> Vec<Told> {
     writes
         .iter()
@@ -552,6 +543,38 @@ fn apply_from(hosts: &Hosts, h: usize, db: &str, lines: &[Value]) -> Vec<Told> {
         .map(|l| told_of(&serde_json::from_str(l).unwrap()))
         .collect();
     assert_eq!(told.len(), lines.len(), "every line answered");
+    told
+}
+
+/// The writers of both hosts at once on database `db`: on each host, [`WRITERS`] loops of
+/// `memscope write` (host, writer → (predicate, scope, value) of each write) and one `memscope
+/// apply` (host → its lines). What every one was told; every write answered.
+fn at_once(
+    hosts: &Hosts,
+    db: &str,
+    writes: impl Fn(usize, usize) -> Vec<(String, String, String)> + Sync,
+    lines: impl Fn(usize) -> Vec<Value> + Sync,
+) -> Vec<Told> {
+    let (writes, lines) = (&writes, &lines);
+    let mut expected = 0;
+    let told: Vec<Told> = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for h in 0..2 {
+            for w in 0..WRITERS {
+                let writes = writes(h, w);
+                expected += writes.len();
+                handles.push(s.spawn(move || write_loop(hosts, h, db, &writes)));
+            }
+            let lines = lines(h);
+            expected += lines.len();
+            handles.push(s.spawn(move || apply_from(hosts, h, db, &lines)));
+        }
+        handles
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect()
+    });
+    assert_eq!(told.len(), expected, "every write answered");
     told
 }
 
@@ -647,7 +670,6 @@ fn writers_on_two_network_hosts_lose_nothing_they_were_told() {
         cluster: &cluster,
         home: home.path(),
     };
-    const WRITERS: usize = 3;
 
     // (a) One identity.
     let one = "one_identity";
@@ -655,40 +677,25 @@ fn writers_on_two_network_hosts_lose_nothing_they_were_told() {
     assert_eq!(memscope(home.path(), &url, &["init"]).0, 0);
     const WRITES: usize = 12;
     const APPLIED: usize = 30;
-    let told: Vec<Told> = std::thread::scope(|s| {
-        let hosts = &hosts;
-        let mut handles = Vec::new();
-        for h in 0..2 {
-            for w in 0..WRITERS {
-                handles.push(s.spawn(move || {
-                    let writes: Vec<_> = (0..WRITES)
-                        .map(|j| {
-                            let value = format!("host {h} writer {w} 写 {j} 🧪");
-                            ("test_runner".to_string(), "repo:shop".to_string(), value)
-                        })
-                        .collect();
-                    write_loop(hosts, h, one, &writes)
-                }));
-            }
-            handles.push(s.spawn(move || {
-                let lines: Vec<Value> = (0..APPLIED)
-                    .map(|j| {
-                        json!({"subject": "team:web", "predicate": "test_runner", "scope": "repo:shop",
-                               "value": format!("host {h} apply 行 {j}"), "source": format!("host:{h}/apply/{j}")})
-                    })
-                    .collect();
-                apply_from(hosts, h, one, &lines)
-            }));
-        }
-        handles
-            .into_iter()
-            .flat_map(|t| t.join().unwrap())
-            .collect()
-    });
-    assert_eq!(
-        told.len(),
-        2 * (WRITERS * WRITES + APPLIED),
-        "every write answered"
+    let told = at_once(
+        &hosts,
+        one,
+        |h, w| {
+            (0..WRITES)
+                .map(|j| {
+                    let value = format!("host {h} writer {w} 写 {j} 🧪");
+                    ("test_runner".to_string(), "repo:shop".to_string(), value)
+                })
+                .collect()
+        },
+        |h| {
+            (0..APPLIED)
+                .map(|j| {
+                    json!({"subject": "team:web", "predicate": "test_runner", "scope": "repo:shop",
+                           "value": format!("host {h} apply 行 {j}"), "source": format!("host:{h}/apply/{j}")})
+                })
+                .collect()
+        },
     );
     assert_as_told(&hosts, one, &told);
     let versions = told.iter().filter_map(|t| t.2).max();
@@ -705,50 +712,35 @@ fn writers_on_two_network_hosts_lose_nothing_they_were_told() {
     assert_eq!(memscope(home.path(), &url, &["init"]).0, 0);
     const LOOP: usize = 20;
     const BULK: usize = 1_200;
-    let told: Vec<Told> = std::thread::scope(|s| {
-        let hosts = &hosts;
-        let mut handles = Vec::new();
-        for h in 0..2 {
-            for w in 0..WRITERS {
-                handles.push(s.spawn(move || {
-                    let writes: Vec<_> = (0..LOOP)
-                        .map(|j| {
-                            let k = (j * 7 + w * 5 + h * 3) % 24;
-                            let scope = if k % 2 == 0 { "global" } else { "repo:web" };
-                            (
-                                format!("rule_{}", k / 2),
-                                scope.to_string(),
-                                format!("h{h} w{w} 规则 {j}"),
-                            )
-                        })
-                        .collect();
-                    write_loop(hosts, h, many, &writes)
-                }));
-            }
-            handles.push(s.spawn(move || {
-                let lines: Vec<Value> = (0..BULK)
-                    .map(|j| {
-                        let predicate = if j % 10 == 3 {
-                            format!("rule_{}", j % 12)
-                        } else {
-                            format!("bulk_{h}_{}", j % 200)
-                        };
-                        json!({"subject": "team:web", "predicate": predicate, "scope": "global",
-                               "value": format!("host {h} 批 {j}"), "source": format!("host:{h}/bulk/{j}")})
-                    })
-                    .collect();
-                apply_from(hosts, h, many, &lines)
-            }));
-        }
-        handles
-            .into_iter()
-            .flat_map(|t| t.join().unwrap())
-            .collect()
-    });
-    assert_eq!(
-        told.len(),
-        2 * (WRITERS * LOOP + BULK),
-        "every write answered"
+    let told = at_once(
+        &hosts,
+        many,
+        |h, w| {
+            (0..LOOP)
+                .map(|j| {
+                    let k = (j * 7 + w * 5 + h * 3) % 24;
+                    let scope = if k % 2 == 0 { "global" } else { "repo:web" };
+                    (
+                        format!("rule_{}", k / 2),
+                        scope.to_string(),
+                        format!("h{h} w{w} 规则 {j}"),
+                    )
+                })
+                .collect()
+        },
+        |h| {
+            (0..BULK)
+                .map(|j| {
+                    let predicate = if j % 10 == 3 {
+                        format!("rule_{}", j % 12)
+                    } else {
+                        format!("bulk_{h}_{}", j % 200)
+                    };
+                    json!({"subject": "team:web", "predicate": predicate, "scope": "global",
+                           "value": format!("host {h} 批 {j}"), "source": format!("host:{h}/bulk/{j}")})
+                })
+                .collect()
+        },
     );
     assert_as_told(&hosts, many, &told);
     hosts.assert_connections_from_every_host();
