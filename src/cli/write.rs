@@ -93,6 +93,7 @@ pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i3
 pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut printed = 0usize;
     // One flush per committed batch keeps an interactive writer in step with its outcomes.
     let mut emit = |batch: &[crate::model::WriteOutcome]| -> Result<()> {
         for o in batch {
@@ -100,15 +101,24 @@ pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
             out.write_all(b"\n")?;
         }
         out.flush()?;
+        printed += batch.len();
         Ok(())
     };
+    let on_server = matches!(store, AnyStore::Postgres(_));
     let summary = if file == "-" {
-        store.apply(std::io::stdin(), &mut emit)?
+        store.apply(std::io::stdin(), &mut emit)
     } else {
         let f = std::fs::File::open(file).with_context(|| {
             format!("cannot read {file}: pass a JSON Lines file or - for standard input")
         })?;
-        store.apply(f, &mut emit)?
+        store.apply(f, &mut emit)
+    };
+    // A server can go away in the middle (a restart, a network cut): say what stands.
+    let summary = match summary {
+        Err(e) if on_server => return Err(e.context(format!(
+            "apply stopped after the outcomes of {printed} line(s) were printed, and those lines are stored: run the same apply again to write the rest (lines already stored come back `confirmed`)"
+        ))),
+        other => other?,
     };
     errln!(
         "applied {} line(s): {} inserted, {} confirmed, {} superseded, {} stale, {} pending, {} rejected, {} error(s)",

@@ -1,7 +1,8 @@
 //! The store's contract, on real database files, through the library and the real binary: the
 //! write decision and its invariants, precedence, deletion that destroys the bytes, migrations,
 //! spelling of ids, the incident loop (as-of, read log, rescope, revert), export/import, the
-//! seed articles' scenarios and a foreign SQL client against the schema's guards.
+//! seed articles' scenarios, a foreign SQL client against the schema's guards, and PostgreSQL
+//! under faults and from several network hosts.
 //!
 //! Run: `cargo test --release --test store` (one module: `--test store -- migration::`).
 
@@ -15,6 +16,7 @@ mod incident;
 mod migration;
 mod postgres;
 mod postgres_check;
+mod postgres_faults;
 mod postgres_roles;
 mod postgres_transfer;
 mod postgres_write;

@@ -117,7 +117,13 @@ fn a_database_moves_from_a_file_to_postgres_and_back_unchanged() {
     let said = run(&pg.url, &["import", first.to_str().unwrap()]);
     assert!(said.contains("check is clean"), "{said}");
     // It names the database, never the password.
-    let password = server.split_once("://").unwrap().1.split_once('@').unwrap().0;
+    let password = server
+        .split_once("://")
+        .unwrap()
+        .1
+        .split_once('@')
+        .unwrap()
+        .0;
     let password = password.split_once(':').unwrap().1;
     assert!(!said.contains(password), "{said}");
     let report: Value = serde_json::from_str(&run(&pg.url, &["check", "--json"])).unwrap();

@@ -2,11 +2,14 @@
 //! `main.rs` includes it with `#[path = "../support/mod.rs"] mod support;`): a database in a
 //! temporary directory, the real `memscope` binary, a Python `sqlite3` client, raw-byte searches
 //! over the database files; a raw JSON-RPC session with `memscope mcp` (`mcp_session`), a
-//! terminal in tmux (`tmux`), the long-running tests' knobs and PRNG (`reliability`) and the UI
-//! fixture (`tui`).
+//! terminal in tmux (`tmux`), the long-running tests' knobs and PRNG (`reliability`), the UI
+//! fixture (`tui`), a PostgreSQL cluster of a test's own (`pg_cluster`) and network hosts made of
+//! network namespaces (`netns`).
 #![allow(dead_code)]
 
 pub mod mcp_session;
+pub mod netns;
+pub mod pg_cluster;
 pub mod reliability;
 pub mod tmux;
 pub mod tui;
