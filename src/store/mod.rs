@@ -10,6 +10,7 @@ pub(crate) mod dump;
 pub(crate) mod events;
 pub(crate) mod fields;
 pub mod guard;
+pub(crate) mod incident;
 pub mod postgres;
 pub(crate) mod prepared;
 mod sqlite;

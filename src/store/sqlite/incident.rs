@@ -9,12 +9,11 @@ use super::rows::{current, current_as, MEMORY_COLUMNS};
 use super::spellings;
 use super::write::{write_in_tx, TxState, WriteCtx};
 use super::{format_time, Store};
-use crate::model::{
-    Considered, Identity, OutcomeKind, ReadRecord, Resolution, Scope, WriteOutcome,
-};
-use crate::store::decide::{not_found, resolution_chain, resolve_looked, Looked};
+use crate::model::{Identity, ReadRecord, Resolution, Scope, WriteOutcome};
+use crate::store::decide::{resolution_chain, resolve_looked, Looked};
+use crate::store::incident::{self, HistoryAt, RevertStep, StateAt, VersionContent};
 use crate::store::prepared::PreparedWrite;
-use anyhow::{anyhow, bail, Result};
+use anyhow::Result;
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
@@ -48,72 +47,26 @@ fn bad_time(t: &str) -> String {
     )
 }
 
-/// What one identity held at a moment, reconstructed from its history.
-enum StateAt {
-    Absent,
-    Live {
-        version: i64,
-        value: Option<Value>,
-        source: Option<String>,
-        at: String,
-    },
-    /// It held a record then, whose content a later delete destroyed.
-    PurgedLater {
-        deleted_at: String,
-    },
-    Deleted,
-}
-
 fn state_at(conn: &Connection, id: &Identity, at: &str) -> Result<StateAt> {
     let mut stmt = conn.prepare_cached(
         "SELECT event, version, value, source, at, detail FROM history
          WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 ORDER BY id",
     )?;
-    let mut rows = stmt.query(params![id.subject, id.predicate, id.scope.to_string()])?;
-    let mut state = StateAt::Absent;
-    while let Some(r) = rows.next()? {
-        let event: String = r.get(0)?;
-        let when: String = r.get(4)?;
-        if when.as_str() > at {
-            // A later delete that purged versions live at `at` still tells us it existed.
-            if event == "deleted" && !matches!(state, StateAt::Live { .. }) {
-                let detail: Option<String> = r.get(5)?;
-                let was_live = detail
-                    .and_then(|d| serde_json::from_str::<Value>(&d).ok())
-                    .and_then(|d| d.get("live_intervals").cloned())
-                    .and_then(|v| serde_json::from_value::<Vec<[String; 2]>>(v).ok())
-                    .is_some_and(|spans| {
-                        spans
-                            .iter()
-                            .any(|[from, until]| from.as_str() <= at && at < until.as_str())
-                    });
-                if was_live {
-                    return Ok(StateAt::PurgedLater { deleted_at: when });
-                }
-            }
-            continue;
-        }
-        match event.as_str() {
-            "set" => {
-                let value: Option<String> = r.get(2)?;
-                state = StateAt::Live {
-                    version: r.get(1)?,
-                    value: value.and_then(|v| serde_json::from_str(&v).ok()),
-                    source: r.get(3)?,
-                    at: when,
-                };
-            }
-            "deleted" => state = StateAt::Deleted,
-            "removed" | "restored" => state = StateAt::Absent,
-            _ => {}
-        }
-    }
-    Ok(state)
+    let rows = stmt.query_map(
+        params![id.subject, id.predicate, id.scope.to_string()],
+        |r| {
+            Ok(HistoryAt {
+                event: r.get(0)?,
+                version: r.get(1)?,
+                value: r.get(2)?,
+                source: r.get(3)?,
+                at: r.get(4)?,
+                detail: r.get(5)?,
+            })
+        },
+    )?;
+    incident::state_at(rows.map(|r| r.map_err(anyhow::Error::from)), at)
 }
-
-/// Reads the stored value, raw words and source of version `n` of an identity.
-/// A stored version's value, raw words and source (each `None` once purged).
-type VersionContent = (Option<String>, Option<String>, Option<String>);
 
 fn version_content(conn: &Connection, id: &Identity, n: i64) -> Result<Option<VersionContent>> {
     Ok(conn
@@ -147,70 +100,37 @@ fn revert_in_tx(
     st: &mut TxState,
     detail: Value,
 ) -> Result<WriteOutcome> {
-    if tombstoned(conn, id)? {
-        bail!("{id} is deleted: restore it before reverting (`memscope restore`)");
-    }
     let cur = current(conn, id)?;
-    let target = match (to_version, &cur) {
-        (Some(n), _) => n,
-        (None, Some(c)) => c.version - 1,
-        (None, None) => {
-            bail!("{id} has no current record: name the version to bring back with --to-version")
-        }
-    };
-    if let Some(c) = &cur {
-        if target >= c.version {
-            bail!(
-                "{id} is at v{}: --to-version must name an earlier version",
-                c.version
-            );
-        }
-    }
-    if target < 1 {
-        if remove_if_none {
-            let cur = cur.ok_or_else(|| anyhow!("{id} has no current record"))?;
+    let step = incident::revert_step(
+        id,
+        to_version,
+        cur.map(|c| (c.version, c.value)),
+        tombstoned(conn, id)?,
+        remove_if_none,
+    )?;
+    let target = match step {
+        RevertStep::Remove { version, previous } => {
             conn.prepare_cached(
                 "DELETE FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
             )?
             .execute(params![id.subject, id.predicate, id.scope.to_string()])?;
             Event::new(EventKind::Removed, id)
-                .version(Some(cur.version))
+                .version(Some(version))
                 .detail(&detail)
                 .clock(st.seqs.stamp())
                 .log(conn, now)?;
-            let mut out = crate::store::prepared::base_outcome(OutcomeKind::Removed, id);
-            out.version = Some(cur.version);
-            out.previous = Some(cur.value);
-            out.reason = Some("it had no earlier value, so it leaves the current view".into());
-            return Ok(out);
+            return Ok(incident::removed_outcome(id, version, previous));
         }
-        bail!("{id} has no version before v1 to revert to");
-    }
-    let (value, raw, source) = version_content(conn, id, target)?
-        .ok_or_else(|| anyhow!("{id} has no version {target} in its history"))?;
-    let value_text = value.ok_or_else(|| {
-        anyhow!("the content of {id} v{target} was purged (retention or delete): there is nothing to revert to")
-    })?;
-    let value: Value = serde_json::from_str(&value_text)?;
-    let w = PreparedWrite::stored(
-        id,
-        value,
-        source.unwrap_or_else(|| format!("revert:v{target}")),
-        raw,
-        None,
-    )?;
+        RevertStep::Restore { target } => target,
+    };
+    let w = incident::revert_write(id, target, version_content(conn, id, target)?)?;
     let mut out = write_in_tx(conn, &w, now, st)?;
-    let mut detail = detail;
-    if let Value::Object(map) = &mut detail {
-        map.insert("reverted_to".into(), json!(target));
-        map.insert("outcome".into(), json!(out.outcome.as_str()));
-    }
+    let detail = incident::reverted(&mut out, detail, target);
     Event::new(EventKind::Reverted, id)
         .version(out.version)
         .detail(&detail)
         .clock(st.seqs.stamp())
         .log(conn, now)?;
-    out.reason = Some(format!("reverted to the value of v{target}"));
     Ok(out)
 }
 
@@ -228,77 +148,11 @@ impl Store {
         let (subject, predicate, chain) =
             resolution_identities(&self.conn, subject, predicate, repo, task)?;
         let at_text = format_time(at);
-        let mut considered = Vec::new();
-        // (scope, value, version, source) of the scope that wins.
-        type Winner = (String, Option<Value>, Option<i64>, Option<String>);
-        let mut winner: Option<Winner> = None;
-        for id in chain {
-            let scope_text = id.scope.to_string();
-            let wins = winner.is_none();
-            let c = match state_at(&self.conn, &id, &at_text)? {
-                StateAt::Live {
-                    version,
-                    value,
-                    source,
-                    at,
-                } => {
-                    if wins {
-                        winner = Some((
-                            scope_text.clone(),
-                            value.clone(),
-                            Some(version),
-                            source.clone(),
-                        ));
-                    }
-                    let state = match (wins, value.is_some()) {
-                        (true, true) => "wins",
-                        (true, false) => "wins (content purged)",
-                        (false, _) => "shadowed",
-                    };
-                    Considered {
-                        scope: scope_text,
-                        found: true,
-                        value,
-                        wins,
-                        version: Some(version),
-                        source,
-                        updated_at: Some(at),
-                        state: state.into(),
-                    }
-                }
-                StateAt::PurgedLater { deleted_at } => {
-                    if wins {
-                        winner = Some((scope_text.clone(), None, None, None));
-                    }
-                    Considered {
-                        scope: scope_text,
-                        found: true,
-                        value: None,
-                        wins,
-                        version: None,
-                        source: None,
-                        updated_at: None,
-                        state: format!(
-                            "{} (existed; deleted {deleted_at}, content destroyed)",
-                            if wins { "wins" } else { "shadowed" }
-                        ),
-                    }
-                }
-                StateAt::Deleted => not_found(scope_text, "deleted"),
-                StateAt::Absent => not_found(scope_text, "absent"),
-            };
-            considered.push(c);
-        }
-        Ok(Resolution {
-            found: winner.is_some(),
-            subject,
-            predicate,
-            value: winner.as_ref().and_then(|w| w.1.clone()),
-            scope: winner.as_ref().map(|w| w.0.clone()),
-            version: winner.as_ref().and_then(|w| w.2),
-            source: winner.and_then(|w| w.3),
-            considered,
-        })
+        let states = chain
+            .into_iter()
+            .map(|id| Ok((id.scope.to_string(), state_at(&self.conn, &id, &at_text)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(incident::resolution_at(subject, predicate, states))
     }
 
     /// Resolves and records the read in the read log (identity and version, never the value).
@@ -396,9 +250,6 @@ impl Store {
         to: &Scope,
         commit: bool,
     ) -> Result<Vec<WriteOutcome>> {
-        if from == to {
-            bail!("--scope and --to are the same scope: nothing to move");
-        }
         let subject = spellings::find_subject(&self.conn, subject)?;
         let predicate = self.canonical_predicate(predicate)?;
         let from_id = Identity {
@@ -414,14 +265,11 @@ impl Store {
         let body = |tx: &rusqlite::Transaction<'_>, ctx: &WriteCtx, st: &mut TxState| {
             // The target may be a place nobody wrote yet: its spelling becomes the first.
             let to_id = st.spellings.identity(tx, &to_id)?;
-            if to_id == from_id {
-                bail!("--scope and --to are the same scope: nothing to move");
-            }
-            let rec = current(tx, &from_id)?.ok_or_else(|| {
-                anyhow!("{from_id} has no current record to move: see `memscope list`")
-            })?;
+            incident::rescope_same_place(&from_id, &to_id)?;
+            let rec = current(tx, &from_id)?
+                .ok_or_else(|| incident::rescope_nothing_to_move(&from_id))?;
             if let Some(v) = super::rows::tombstone_version(tx, &to_id)? {
-                bail!("{to_id} is deleted (tombstone v{v}): restore it first, or choose another target; nothing changed");
+                return Err(incident::rescope_target_deleted(&to_id, v));
             }
             let w = PreparedWrite::stored(
                 &to_id,
@@ -431,19 +279,13 @@ impl Store {
                 Some(rec.causal_seq),
             )?;
             let moved = write_in_tx(tx, &w, &ctx.now, st)?;
-            if !matches!(
-                moved.outcome,
-                OutcomeKind::Inserted | OutcomeKind::Confirmed | OutcomeKind::Superseded
-            ) {
-                bail!(
-                    "{to_id} refused the value ({}: {}); nothing changed",
-                    moved.outcome,
-                    moved.reason.as_deref().unwrap_or("")
-                );
-            }
-            Event::new(EventKind::Rescoped, &to_id).version(moved.version).provenance(Some(&rec.source), Some(rec.causal_seq)).detail(
-                    &json!({ "from": from.to_string(), "from_version": rec.version, "outcome": moved.outcome.as_str() }),
-                ).clock(st.seqs.stamp()).log(tx, &ctx.now)?;
+            let detail = incident::rescope_moved(&to_id, from, rec.version, &moved)?;
+            Event::new(EventKind::Rescoped, &to_id)
+                .version(moved.version)
+                .provenance(Some(&rec.source), Some(rec.causal_seq))
+                .detail(&detail)
+                .clock(st.seqs.stamp())
+                .log(tx, &ctx.now)?;
             let back = revert_in_tx(
                 tx,
                 &from_id,
@@ -451,7 +293,7 @@ impl Store {
                 true,
                 &ctx.now,
                 st,
-                json!({ "rescoped_to": to.to_string(), "moved_version": rec.version }),
+                incident::rescope_back_detail(to, rec.version),
             )?;
             if ctx.assert {
                 assert_identity_clean(tx, &to_id)?;

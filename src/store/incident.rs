@@ -1,0 +1,290 @@
+//! The incident loop's rules, backend-neutral (README, "Debugging a wrong-tool incident"): what
+//! an identity held at a past moment, read from its history; resolution as of that moment; and
+//! what the two repairs do — revert (an earlier value current again, as a new version) and
+//! rescope (a mis-scoped value moved, its old place returned to what it held before). A backend
+//! reads the rows, locks and writes through its write path; the decisions and sentences are
+//! here, once.
+
+use super::decide::not_found;
+use super::prepared::{base_outcome, PreparedWrite};
+use crate::model::{Considered, Identity, OutcomeKind, Resolution, Scope, WriteOutcome};
+use anyhow::{anyhow, bail, Result};
+use serde_json::{json, Value};
+
+/// One history row as the as-of walk reads it; times are RFC 3339 text in UTC with
+/// milliseconds (both backends' format), so text order is time order.
+pub(crate) struct HistoryAt {
+    pub event: String,
+    pub version: Option<i64>,
+    pub value: Option<String>,
+    pub source: Option<String>,
+    pub at: String,
+    pub detail: Option<String>,
+}
+
+/// What one identity held at a moment, reconstructed from its history.
+pub(crate) enum StateAt {
+    Absent,
+    Live {
+        version: i64,
+        value: Option<Value>,
+        source: Option<String>,
+        at: String,
+    },
+    /// It held a record then, whose content a later delete destroyed.
+    PurgedLater {
+        deleted_at: String,
+    },
+    Deleted,
+}
+
+/// The identity's state at `at`, from its history rows in log order.
+pub(crate) fn state_at(rows: impl Iterator<Item = Result<HistoryAt>>, at: &str) -> Result<StateAt> {
+    let mut state = StateAt::Absent;
+    for row in rows {
+        let r = row?;
+        if r.at.as_str() > at {
+            // A later delete that purged versions live at `at` still tells us it existed.
+            if r.event == "deleted" && !matches!(state, StateAt::Live { .. }) {
+                let was_live = r
+                    .detail
+                    .and_then(|d| serde_json::from_str::<Value>(&d).ok())
+                    .and_then(|d| d.get("live_intervals").cloned())
+                    .and_then(|v| serde_json::from_value::<Vec<[String; 2]>>(v).ok())
+                    .is_some_and(|spans| {
+                        spans
+                            .iter()
+                            .any(|[from, until]| from.as_str() <= at && at < until.as_str())
+                    });
+                if was_live {
+                    return Ok(StateAt::PurgedLater { deleted_at: r.at });
+                }
+            }
+            continue;
+        }
+        match r.event.as_str() {
+            "set" => {
+                state = StateAt::Live {
+                    version: r.version.unwrap_or_default(),
+                    value: r.value.and_then(|v| serde_json::from_str(&v).ok()),
+                    source: r.source,
+                    at: r.at,
+                };
+            }
+            "deleted" => state = StateAt::Deleted,
+            "removed" | "restored" => state = StateAt::Absent,
+            _ => {}
+        }
+    }
+    Ok(state)
+}
+
+/// Resolution as it stood at a moment: `states` are the chain's scopes, most specific first,
+/// each with its state then. Purged content shows as existing but deleted, without a value.
+pub(crate) fn resolution_at(
+    subject: String,
+    predicate: String,
+    states: Vec<(String, StateAt)>,
+) -> Resolution {
+    let mut considered = Vec::new();
+    // (scope, value, version, source) of the scope that wins.
+    type Winner = (String, Option<Value>, Option<i64>, Option<String>);
+    let mut winner: Option<Winner> = None;
+    for (scope_text, state) in states {
+        let wins = winner.is_none();
+        let c = match state {
+            StateAt::Live {
+                version,
+                value,
+                source,
+                at,
+            } => {
+                if wins {
+                    winner = Some((
+                        scope_text.clone(),
+                        value.clone(),
+                        Some(version),
+                        source.clone(),
+                    ));
+                }
+                let state = match (wins, value.is_some()) {
+                    (true, true) => "wins",
+                    (true, false) => "wins (content purged)",
+                    (false, _) => "shadowed",
+                };
+                Considered {
+                    scope: scope_text,
+                    found: true,
+                    value,
+                    wins,
+                    version: Some(version),
+                    source,
+                    updated_at: Some(at),
+                    state: state.into(),
+                }
+            }
+            StateAt::PurgedLater { deleted_at } => {
+                if wins {
+                    winner = Some((scope_text.clone(), None, None, None));
+                }
+                Considered {
+                    scope: scope_text,
+                    found: true,
+                    value: None,
+                    wins,
+                    version: None,
+                    source: None,
+                    updated_at: None,
+                    state: format!(
+                        "{} (existed; deleted {deleted_at}, content destroyed)",
+                        if wins { "wins" } else { "shadowed" }
+                    ),
+                }
+            }
+            StateAt::Deleted => not_found(scope_text, "deleted"),
+            StateAt::Absent => not_found(scope_text, "absent"),
+        };
+        considered.push(c);
+    }
+    Resolution {
+        found: winner.is_some(),
+        subject,
+        predicate,
+        value: winner.as_ref().and_then(|w| w.1.clone()),
+        scope: winner.as_ref().map(|w| w.0.clone()),
+        version: winner.as_ref().and_then(|w| w.2),
+        source: winner.and_then(|w| w.3),
+        considered,
+    }
+}
+
+/// What a revert does to an identity.
+pub(crate) enum RevertStep {
+    /// No earlier version and the caller (rescope) asked for it: the current record leaves the
+    /// current view (a `removed` event).
+    Remove { version: i64, previous: Value },
+    /// Version `target`'s content is written again, as a new version, through the write path.
+    Restore { target: i64 },
+}
+
+/// Decides a revert of `id` to `to_version` (default: the one before the current), given its
+/// current record (version and value) and whether it is tombstoned; or the sentence refusing it.
+pub(crate) fn revert_step(
+    id: &Identity,
+    to_version: Option<i64>,
+    current: Option<(i64, Value)>,
+    tombstoned: bool,
+    remove_if_none: bool,
+) -> Result<RevertStep> {
+    if tombstoned {
+        bail!("{id} is deleted: restore it before reverting (`memscope restore`)");
+    }
+    let target = match (to_version, &current) {
+        (Some(n), _) => n,
+        (None, Some((version, _))) => version - 1,
+        (None, None) => {
+            bail!("{id} has no current record: name the version to bring back with --to-version")
+        }
+    };
+    if let Some((version, _)) = &current {
+        if target >= *version {
+            bail!("{id} is at v{version}: --to-version must name an earlier version");
+        }
+    }
+    if target >= 1 {
+        return Ok(RevertStep::Restore { target });
+    }
+    if !remove_if_none {
+        bail!("{id} has no version before v1 to revert to");
+    }
+    let (version, previous) = current.ok_or_else(|| anyhow!("{id} has no current record"))?;
+    Ok(RevertStep::Remove { version, previous })
+}
+
+/// A stored version's value, raw words and source (each `None` once purged).
+pub(crate) type VersionContent = (Option<String>, Option<String>, Option<String>);
+
+/// The write that brings version `target` back, from its stored content.
+pub(crate) fn revert_write(
+    id: &Identity,
+    target: i64,
+    content: Option<VersionContent>,
+) -> Result<PreparedWrite> {
+    let (value, raw, source) =
+        content.ok_or_else(|| anyhow!("{id} has no version {target} in its history"))?;
+    let value_text = value.ok_or_else(|| {
+        anyhow!("the content of {id} v{target} was purged (retention or delete): there is nothing to revert to")
+    })?;
+    PreparedWrite::stored(
+        id,
+        serde_json::from_str(&value_text)?,
+        source.unwrap_or_else(|| format!("revert:v{target}")),
+        raw,
+        None,
+    )
+}
+
+/// The outcome of [`RevertStep::Remove`].
+pub(crate) fn removed_outcome(id: &Identity, version: i64, previous: Value) -> WriteOutcome {
+    let mut out = base_outcome(OutcomeKind::Removed, id);
+    out.version = Some(version);
+    out.previous = Some(previous);
+    out.reason = Some("it had no earlier value, so it leaves the current view".into());
+    out
+}
+
+/// After a [`RevertStep::Restore`] wrote `out`: the `reverted` event's detail (the caller's,
+/// with the target and outcome), and the outcome's reason.
+pub(crate) fn reverted(out: &mut WriteOutcome, mut detail: Value, target: i64) -> Value {
+    if let Value::Object(map) = &mut detail {
+        map.insert("reverted_to".into(), json!(target));
+        map.insert("outcome".into(), json!(out.outcome.as_str()));
+    }
+    out.reason = Some(format!("reverted to the value of v{target}"));
+    detail
+}
+
+/// A rescope whose two places are one.
+pub(crate) fn rescope_same_place(from: &Identity, to: &Identity) -> Result<()> {
+    if from == to {
+        bail!("--scope and --to are the same scope: nothing to move");
+    }
+    Ok(())
+}
+
+/// A rescope's source with no current record.
+pub(crate) fn rescope_nothing_to_move(from: &Identity) -> anyhow::Error {
+    anyhow!("{from} has no current record to move: see `memscope list`")
+}
+
+/// A rescope's target that is deleted.
+pub(crate) fn rescope_target_deleted(to: &Identity, tombstone: i64) -> anyhow::Error {
+    anyhow!("{to} is deleted (tombstone v{tombstone}): restore it first, or choose another target; nothing changed")
+}
+
+/// Whether the target took the moved value; its event's detail when it did.
+pub(crate) fn rescope_moved(
+    to: &Identity,
+    from: &Scope,
+    from_version: i64,
+    moved: &WriteOutcome,
+) -> Result<Value> {
+    if !matches!(
+        moved.outcome,
+        OutcomeKind::Inserted | OutcomeKind::Confirmed | OutcomeKind::Superseded
+    ) {
+        bail!(
+            "{to} refused the value ({}: {}); nothing changed",
+            moved.outcome,
+            moved.reason.as_deref().unwrap_or("")
+        );
+    }
+    Ok(
+        json!({ "from": from.to_string(), "from_version": from_version, "outcome": moved.outcome.as_str() }),
+    )
+}
+
+/// The detail of the source's revert after a move.
+pub(crate) fn rescope_back_detail(to: &Scope, moved_version: i64) -> Value {
+    json!({ "rescoped_to": to.to_string(), "moved_version": moved_version })
+}
