@@ -2,7 +2,7 @@
 
 use super::{outln, print_json, scope_arg, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::WriteOutcome;
-use crate::store::{parse_time, AnyStore, ReadFilter, Store};
+use crate::store::{parse_time, AnyStore, ReadFilter};
 use anyhow::Result;
 use clap::Args;
 
@@ -129,14 +129,14 @@ fn print_outcomes(outcomes: &[WriteOutcome], json: bool) -> Result<()> {
     Ok(())
 }
 
-pub fn rescope(store: &mut Store, a: RescopeArgs) -> Result<i32> {
+pub fn rescope(store: &mut AnyStore, a: RescopeArgs) -> Result<i32> {
     let (from, to) = (scope_arg(&a.scope)?, scope_arg(&a.to)?);
     let outcomes = store.rescope(&a.about.subject, &a.about.predicate, &from, &to)?;
     print_outcomes(&outcomes, a.json)?;
     Ok(EXIT_OK)
 }
 
-pub fn revert(store: &mut Store, a: RevertArgs) -> Result<i32> {
+pub fn revert(store: &mut AnyStore, a: RevertArgs) -> Result<i32> {
     let out = store.revert(&a.about.at(&a.scope)?, a.to_version)?;
     print_outcomes(std::slice::from_ref(&out), a.json)?;
     Ok(if out.outcome == crate::model::OutcomeKind::Rejected {

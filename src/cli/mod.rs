@@ -369,8 +369,8 @@ pub fn run(cli: Cli) -> Result<i32> {
         }
         Some(Command::Resolve(args)) => read::resolve(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Reads(args)) => incident::reads(&mut open_any(OpenMode::Existing)?, args),
-        Some(Command::Rescope(args)) => incident::rescope(&mut open(OpenMode::Existing)?, args),
-        Some(Command::Revert(args)) => incident::revert(&mut open(OpenMode::Existing)?, args),
+        Some(Command::Rescope(args)) => incident::rescope(&mut open_any(OpenMode::Existing)?, args),
+        Some(Command::Revert(args)) => incident::revert(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::List(args)) => read::list(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::History(args)) => read::history(&mut open_any(OpenMode::Existing)?, args),
         Some(Command::Pending(args)) => pending::run(&mut open_any(OpenMode::Existing)?, args),

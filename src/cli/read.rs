@@ -67,8 +67,7 @@ pub fn resolve(store: &mut AnyStore, a: ResolveArgs) -> Result<i32> {
     let task = context_arg(ContextKind::Task, a.task.as_deref())?;
     let (repo, task) = (repo.as_deref(), task.as_deref());
     let r = if let Some(at) = &a.at {
-        let store = store.sqlite("`resolve --at`")?;
-        let at = crate::store::parse_time(at, store.clock().now()).map_err(super::usage)?;
+        let at = crate::store::parse_time(at, store.now()).map_err(super::usage)?;
         store.resolve_at(&a.about.subject, &a.about.predicate, repo, task, at)?
     } else if a.log {
         store.resolve_logged(

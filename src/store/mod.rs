@@ -82,6 +82,47 @@ impl AnyStore {
         }
     }
 
+    /// Resolution as it stood at `at` (README, "Debugging a wrong-tool incident").
+    pub fn resolve_at(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Resolution> {
+        match self {
+            AnyStore::Sqlite(s) => s.resolve_at(subject, predicate, repo, task, at),
+            AnyStore::Postgres(p) => p.resolve_at(subject, predicate, repo, task, at),
+        }
+    }
+
+    /// Moves a mis-scoped current value from `from` to `to` (README, "rescope").
+    pub fn rescope(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        from: &Scope,
+        to: &Scope,
+    ) -> Result<Vec<WriteOutcome>> {
+        match self {
+            AnyStore::Sqlite(s) => s.rescope(subject, predicate, from, to),
+            AnyStore::Postgres(p) => p.rescope(subject, predicate, from, to),
+        }
+    }
+
+    /// Makes an earlier value current again as a new version.
+    pub fn revert(
+        &mut self,
+        id: &crate::model::Identity,
+        to_version: Option<i64>,
+    ) -> Result<WriteOutcome> {
+        match self {
+            AnyStore::Sqlite(s) => s.revert(id, to_version),
+            AnyStore::Postgres(p) => p.revert(id, to_version),
+        }
+    }
+
     pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
         match self {
             AnyStore::Sqlite(s) => s.write(req),

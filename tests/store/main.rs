@@ -17,6 +17,7 @@ mod migration;
 mod postgres;
 mod postgres_check;
 mod postgres_faults;
+mod postgres_incident;
 mod postgres_roles;
 mod postgres_transfer;
 mod postgres_write;

@@ -5,6 +5,7 @@
 //! the store's blocking, one-connection-per-process shape.
 
 mod check;
+mod incident;
 pub mod roles;
 pub mod schema;
 mod store;
@@ -225,7 +226,7 @@ fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io:
 
 /// The commands memscope serves from PostgreSQL so far.
 pub const SERVED: &str =
-    "`write`, `apply`, `seq`, `resolve` (without --at), `list`, `history`, `pending`, `reads`, `delete`, `restore`, `settings`, `check`, `export`, `import` and `mcp`";
+    "`write`, `apply`, `seq`, `resolve` (with --at and --log), `rescope`, `revert`, `list`, `history`, `pending`, `reads`, `delete`, `restore`, `settings`, `check`, `export`, `import` and `mcp`";
 
 /// What a command PostgreSQL does not serve yet says.
 pub fn not_yet(what: &str) -> anyhow::Error {

@@ -19,7 +19,7 @@ use crate::model::{
 };
 use crate::spelling::fold;
 use crate::store::decide::WriteDecision;
-use crate::store::decide::{decide_write, resolution_chain, resolve_looked, Held, Looked, Probe};
+use crate::store::decide::{decide_write, resolve_looked, Held, Looked, Probe};
 use crate::store::events::mark_validity;
 use crate::store::events::EventKind;
 use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
@@ -60,13 +60,13 @@ pub struct PgStore {
 }
 
 /// A transaction and the store's prepared statements, together.
-struct Tx<'a> {
+pub(super) struct Tx<'a> {
     tx: Transaction<'a>,
     statements: &'a mut HashMap<&'static str, Statement>,
 }
 
 impl Tx<'_> {
-    fn statement(&mut self, sql: &'static str) -> Result<Statement> {
+    pub(super) fn statement(&mut self, sql: &'static str) -> Result<Statement> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
@@ -75,22 +75,34 @@ impl Tx<'_> {
         Ok(s)
     }
 
-    fn all(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+    pub(super) fn all(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>> {
         let s = self.statement(sql)?;
         Ok(self.tx.query(&s, params)?)
     }
 
-    fn opt(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+    pub(super) fn opt(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>> {
         let s = self.statement(sql)?;
         Ok(self.tx.query_opt(&s, params)?)
     }
 
-    fn one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+    pub(super) fn one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
         let s = self.statement(sql)?;
         Ok(self.tx.query_one(&s, params)?)
     }
 
-    fn exec(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+    pub(super) fn exec(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64> {
         let s = self.statement(sql)?;
         Ok(self.tx.execute(&s, params)?)
     }
@@ -120,6 +132,8 @@ fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
             address.describe(),
             d.message()
         ),
+        // A refusal of memscope's own (a rule's sentence) is complete as it is.
+        None if pg.is_none() => e,
         None => e.context(format!("on {}", address.describe())),
     }
 }
@@ -185,7 +199,7 @@ impl PgStore {
 
     /// Runs `body` in a READ COMMITTED transaction and commits, again when the server aborted
     /// it for a deadlock or a serialization failure (counted into `busy_retries`).
-    fn in_tx<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+    pub(super) fn in_tx<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.connection()?;
         let mut retries = 0i64;
         loop {
@@ -226,24 +240,12 @@ impl PgStore {
         repo: Option<&str>,
         task: Option<&str>,
     ) -> Result<Resolution> {
-        let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
         self.in_tx(|t| {
-            let subject = spelled(t, SUBJECT, &subject, false)?;
-            let predicate = canonical_predicate(t, predicate)?;
-            let repo = repo
-                .map(|r| spelled(t, SCOPE, &Scope::Repo(r.to_string()).to_string(), false))
-                .transpose()?;
-            let task = task
-                .map(|k| spelled(t, SCOPE, &Scope::Task(k.to_string()).to_string(), false))
-                .transpose()?;
-            let id_of = |text: &Option<String>| {
-                text.as_deref()
-                    .and_then(|s| s.split_once(':'))
-                    .map(|(_, id)| id.to_string())
-            };
+            let (subject, predicate, chain) =
+                super::incident::resolution_identities(t, subject, predicate, repo, task)?;
             let mut looked = Vec::new();
-            for scope in resolution_chain(id_of(&repo).as_deref(), id_of(&task).as_deref()) {
-                let scope_text = scope.to_string();
+            for id in chain {
+                let scope_text = id.scope.to_string();
                 let row = t.opt(
                     "SELECT value, version, source,
                             to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
@@ -777,8 +779,8 @@ impl PgStore {
     }
 }
 
-const SUBJECT: &str = "subject";
-const SCOPE: &str = "scope";
+pub(super) const SUBJECT: &str = "subject";
+pub(super) const SCOPE: &str = "scope";
 
 /// The delete of `target`, inside a transaction: the report, and what it destroyed counted as
 /// a preview states it.
@@ -1041,7 +1043,7 @@ fn pending_from_row(r: &Row) -> Result<PendingItem> {
     })
 }
 
-fn parse_value(text: &str, at: &str) -> Result<Value> {
+pub(super) fn parse_value(text: &str, at: &str) -> Result<Value> {
     serde_json::from_str(text)
         .map_err(|e| anyhow!("a stored value in {at} is not JSON ({e}): run `memscope check`"))
 }
@@ -1055,7 +1057,7 @@ fn bump_metric(t: &mut Tx<'_>, name: &str, by: i64) -> Result<()> {
     Ok(())
 }
 
-fn canonical_predicate(t: &mut Tx<'_>, raw: &str) -> Result<String> {
+pub(super) fn canonical_predicate(t: &mut Tx<'_>, raw: &str) -> Result<String> {
     let p = crate::model::normalize_predicate(raw).map_err(|e| anyhow!(e))?;
     Ok(t.opt(
         "SELECT canonical FROM predicate_aliases WHERE alias = $1",
@@ -1068,7 +1070,7 @@ fn canonical_predicate(t: &mut Tx<'_>, raw: &str) -> Result<String> {
 /// becomes the first spelling of a key nobody used yet. Two writers registering one key at
 /// once: the second's insert waits for the first's commit and does nothing, and its next
 /// statement (a new snapshot, READ COMMITTED) reads the first's spelling.
-fn spelled(t: &mut Tx<'_>, kind: &str, text: &str, register: bool) -> Result<String> {
+pub(super) fn spelled(t: &mut Tx<'_>, kind: &str, text: &str, register: bool) -> Result<String> {
     let folded = fold(text);
     let lookup = "SELECT spelling FROM spellings WHERE kind = $1 AND folded = $2";
     if let Some(r) = t.opt(lookup, &[&kind, &folded])? {
@@ -1094,7 +1096,7 @@ fn respelled(scope: &Scope, text: &str) -> Scope {
 }
 
 /// A scope in its stored spelling (registered when `register`).
-fn spelled_scope(t: &mut Tx<'_>, scope: &Scope, register: bool) -> Result<Scope> {
+pub(super) fn spelled_scope(t: &mut Tx<'_>, scope: &Scope, register: bool) -> Result<Scope> {
     if *scope == Scope::Global {
         return Ok(Scope::Global);
     }
@@ -1115,7 +1117,7 @@ fn causal_seq(t: &mut Tx<'_>, own: Option<i64>) -> Result<i64> {
 
 /// One history row.
 #[allow(clippy::too_many_arguments)]
-fn log_event(
+pub(super) fn log_event(
     t: &mut Tx<'_>,
     kind: EventKind,
     id: &Identity,
@@ -1149,7 +1151,7 @@ fn log_event(
 
 /// Decides and applies one write inside an open transaction (README, the write rules: the
 /// scope guard, tombstone → no record → same value → causal order → supersede).
-fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
+pub(super) fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
     let mut w = w.clone();
     // What the write needs to know first, in one round trip: its predicate through the alias
     // table, the stored spellings of its subject and scope, and the scope guard's mode.

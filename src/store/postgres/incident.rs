@@ -1,0 +1,277 @@
+//! The incident loop on PostgreSQL: resolution as of a past moment, revert and rescope, over
+//! the core's rules (`store::incident`) and PostgreSQL's write path. A repair locks the
+//! identities it touches (both of a rescope, in one order, so two opposite rescopes cannot
+//! deadlock) before reading them, as a write does.
+
+use super::store::{
+    canonical_predicate, log_event, parse_value, spelled, spelled_scope, write_in_tx, PgStore, Tx,
+    SCOPE, SUBJECT,
+};
+use crate::model::{Identity, Resolution, Scope, WriteOutcome};
+use crate::store::decide::resolution_chain;
+use crate::store::events::EventKind;
+use crate::store::incident::{
+    self, resolution_at, revert_step, state_at, HistoryAt, RevertStep, VersionContent,
+};
+use crate::store::prepared::PreparedWrite;
+use anyhow::{anyhow, Result};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+/// The subject and predicate as the database spells them, and the identities a resolution
+/// visits for them, most specific scope first.
+pub(super) fn resolution_identities(
+    t: &mut Tx<'_>,
+    subject: &str,
+    predicate: &str,
+    repo: Option<&str>,
+    task: Option<&str>,
+) -> Result<(String, String, Vec<Identity>)> {
+    let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+    let subject = spelled(t, SUBJECT, &subject, false)?;
+    let predicate = canonical_predicate(t, predicate)?;
+    let mut place = |scope: Option<Scope>| -> Result<Option<String>> {
+        let Some(scope) = scope else { return Ok(None) };
+        let text = spelled(t, SCOPE, &scope.to_string(), false)?;
+        Ok(text.split_once(':').map(|(_, id)| id.to_string()))
+    };
+    let repo = place(repo.map(|r| Scope::Repo(r.to_string())))?;
+    let task = place(task.map(|k| Scope::Task(k.to_string())))?;
+    let chain = resolution_chain(repo.as_deref(), task.as_deref())
+        .into_iter()
+        .map(|scope| Identity {
+            subject: subject.clone(),
+            predicate: predicate.clone(),
+            scope,
+        })
+        .collect();
+    Ok((subject, predicate, chain))
+}
+
+/// Waits for `id`'s advisory transaction lock (the one writers and the guards take).
+fn lock(t: &mut Tx<'_>, id: &Identity) -> Result<()> {
+    let scope = id.scope.to_string();
+    t.one(
+        "SELECT memscope_identity_lock($1, $2, $3)::text",
+        &[&id.subject, &id.predicate, &scope],
+    )?;
+    Ok(())
+}
+
+/// `id`'s current record: version, value, source, raw words, causal number.
+fn current(
+    t: &mut Tx<'_>,
+    id: &Identity,
+) -> Result<Option<(i64, Value, String, Option<String>, i64)>> {
+    let scope = id.scope.to_string();
+    t.opt(
+        "SELECT version, value, source, raw, causal_seq FROM memories
+         WHERE subject = $1 AND predicate = $2 AND scope = $3",
+        &[&id.subject, &id.predicate, &scope],
+    )?
+    .map(|r| {
+        Ok((
+            r.get(0),
+            parse_value(&r.get::<_, String>(1), &scope)?,
+            r.get(2),
+            r.get(3),
+            r.get(4),
+        ))
+    })
+    .transpose()
+}
+
+/// `id`'s tombstone version, when it is deleted.
+fn tombstone(t: &mut Tx<'_>, id: &Identity) -> Result<Option<i64>> {
+    let scope = id.scope.to_string();
+    Ok(t.opt(
+        "SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
+        &[&id.subject, &id.predicate, &scope],
+    )?
+    .map(|r| r.get(0)))
+}
+
+fn clock(t: &mut Tx<'_>) -> Result<i64> {
+    Ok(t.one("SELECT memscope_clock_current()", &[])?.get(0))
+}
+
+/// A revert inside the caller's transaction, `id` locked (see `store::incident::revert_step`).
+fn revert_in_tx(
+    t: &mut Tx<'_>,
+    id: &Identity,
+    to_version: Option<i64>,
+    remove_if_none: bool,
+    detail: Value,
+) -> Result<WriteOutcome> {
+    let cur = current(t, id)?.map(|c| (c.0, c.1));
+    let deleted = tombstone(t, id)?.is_some();
+    let target = match revert_step(id, to_version, cur, deleted, remove_if_none)? {
+        RevertStep::Remove { version, previous } => {
+            let scope = id.scope.to_string();
+            t.exec(
+                "DELETE FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
+                &[&id.subject, &id.predicate, &scope],
+            )?;
+            let clock = clock(t)?;
+            log_event(
+                t,
+                EventKind::Removed,
+                id,
+                Some(version),
+                None,
+                None,
+                Some(&detail),
+                Some(clock),
+            )?;
+            return Ok(incident::removed_outcome(id, version, previous));
+        }
+        RevertStep::Restore { target } => target,
+    };
+    let scope = id.scope.to_string();
+    let content: Option<VersionContent> = t
+        .opt(
+            "SELECT value, raw, source FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+             AND event = 'set' AND version = $4 ORDER BY id DESC LIMIT 1",
+            &[&id.subject, &id.predicate, &scope, &target],
+        )?
+        .map(|r| (r.get(0), r.get(1), r.get(2)));
+    let w = incident::revert_write(id, target, content)?;
+    let mut out = write_in_tx(t, &w)?;
+    let detail = incident::reverted(&mut out, detail, target);
+    let clock = clock(t)?;
+    log_event(
+        t,
+        EventKind::Reverted,
+        id,
+        out.version,
+        None,
+        None,
+        Some(&detail),
+        Some(clock),
+    )?;
+    Ok(out)
+}
+
+impl PgStore {
+    /// Resolution as it stood at `at`, from history (README, "Debugging a wrong-tool
+    /// incident"), in one snapshot.
+    pub fn resolve_at(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<Resolution> {
+        let at = crate::store::format_time(at);
+        self.in_tx(|t| {
+            let (subject, predicate, chain) =
+                resolution_identities(t, subject, predicate, repo, task)?;
+            let mut states = Vec::with_capacity(chain.len());
+            for id in chain {
+                let scope = id.scope.to_string();
+                let rows = t.all(
+                    "SELECT event, version, value, source,
+                            to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), detail
+                     FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 ORDER BY id",
+                    &[&id.subject, &id.predicate, &scope],
+                )?;
+                let rows = rows.iter().map(|r| {
+                    Ok(HistoryAt {
+                        event: r.get(0),
+                        version: r.get(1),
+                        value: r.get(2),
+                        source: r.get(3),
+                        at: r.get(4),
+                        detail: r.get(5),
+                    })
+                });
+                states.push((scope, state_at(rows, &at)?));
+            }
+            Ok(resolution_at(subject, predicate, states))
+        })
+    }
+
+    /// Makes an earlier value current again as a new version (history is never rewritten).
+    pub fn revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome> {
+        self.in_tx(|t| {
+            let id = Identity {
+                subject: spelled(t, SUBJECT, &id.subject, false)?,
+                predicate: canonical_predicate(t, &id.predicate)?,
+                scope: spelled_scope(t, &id.scope, false)?,
+            };
+            lock(t, &id)?;
+            revert_in_tx(t, &id, to_version, false, json!({}))
+        })
+    }
+
+    /// Moves a mis-scoped current value from `from` to `to` in one transaction: written into
+    /// `to` through the write path (its source, raw words and causal number kept), then `from`
+    /// back to its previous value, or out of the current view when it had none. Refused,
+    /// changing nothing, when `to` is deleted or holds a causally newer value.
+    pub fn rescope(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        from: &Scope,
+        to: &Scope,
+    ) -> Result<Vec<WriteOutcome>> {
+        let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        self.in_tx(|t| {
+            let subject = spelled(t, SUBJECT, &subject, false)?;
+            let predicate = canonical_predicate(t, predicate)?;
+            let from_id = Identity {
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+                scope: spelled_scope(t, from, false)?,
+            };
+            // The target may be a place nobody wrote yet: its spelling becomes the first.
+            let to_id = Identity {
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+                scope: spelled_scope(t, to, true)?,
+            };
+            incident::rescope_same_place(&from_id, &to_id)?;
+            let (first, second) = if from_id.to_string() <= to_id.to_string() {
+                (&from_id, &to_id)
+            } else {
+                (&to_id, &from_id)
+            };
+            lock(t, first)?;
+            lock(t, second)?;
+            let (from_version, value, source, raw, causal_seq) =
+                current(t, &from_id)?.ok_or_else(|| incident::rescope_nothing_to_move(&from_id))?;
+            if let Some(v) = tombstone(t, &to_id)? {
+                return Err(incident::rescope_target_deleted(&to_id, v));
+            }
+            let w = PreparedWrite::stored(&to_id, value, source.clone(), raw, Some(causal_seq))?;
+            let moved = write_in_tx(t, &w)?;
+            let detail = incident::rescope_moved(&to_id, from, from_version, &moved)?;
+            let to_scope = to_id.scope.to_string();
+            let clock = clock(t)?;
+            t.exec(
+                "INSERT INTO history (event, subject, predicate, scope, version, source, causal_seq, at, detail, clock)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp(), $8, $9)",
+                &[
+                    &EventKind::Rescoped.as_str(),
+                    &to_id.subject,
+                    &to_id.predicate,
+                    &to_scope,
+                    &moved.version,
+                    &source,
+                    &causal_seq,
+                    &detail.to_string(),
+                    &clock,
+                ],
+            )?;
+            let back = revert_in_tx(
+                t,
+                &from_id,
+                None,
+                true,
+                incident::rescope_back_detail(to, from_version),
+            )?;
+            Ok(vec![moved, back])
+        })
+    }
+}
