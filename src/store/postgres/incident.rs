@@ -58,11 +58,11 @@ fn lock(t: &mut Tx<'_>, id: &Identity) -> Result<()> {
     Ok(())
 }
 
-/// `id`'s current record: version, value, source, raw words, causal number.
-fn current(
-    t: &mut Tx<'_>,
-    id: &Identity,
-) -> Result<Option<(i64, Value, String, Option<String>, i64)>> {
+/// A current record as a repair reads it: version, value, source, raw words, causal number.
+type Current = (i64, Value, String, Option<String>, i64);
+
+/// `id`'s current record.
+fn current(t: &mut Tx<'_>, id: &Identity) -> Result<Option<Current>> {
     let scope = id.scope.to_string();
     t.opt(
         "SELECT version, value, source, raw, causal_seq FROM memories
