@@ -82,6 +82,30 @@ pub fn decide_write(probe: &Probe, value: &Value, seq: i64) -> WriteDecision {
     }
 }
 
+impl Probe {
+    /// What the identity holds once `decision` — a write of `value` at causal number `seq` — is
+    /// applied: a batch decides its next write to the same identity against this, as if the
+    /// earlier one had been committed and probed again.
+    pub fn after(&mut self, decision: &WriteDecision, value: &Value, seq: i64) {
+        match decision {
+            WriteDecision::Insert { version } | WriteDecision::Supersede { version, .. } => {
+                self.current = Some(Held {
+                    version: *version,
+                    value: value.clone(),
+                    causal_seq: seq,
+                });
+                self.last_version = *version;
+            }
+            WriteDecision::Confirm { .. } => {
+                if let Some(cur) = &mut self.current {
+                    cur.causal_seq = cur.causal_seq.max(seq);
+                }
+            }
+            WriteDecision::Reject { .. } | WriteDecision::Stale { .. } => {}
+        }
+    }
+}
+
 impl WriteDecision {
     pub fn kind(&self) -> OutcomeKind {
         match self {

@@ -959,7 +959,9 @@ fn writers_killed_mid_apply_leave_nothing_half_written_on_postgres() {
     let Some(server) = server() else { return };
     let (db, mut raw) = FreshDb::prepared(&server);
     let home = tempfile::tempdir().unwrap();
-    const LINES: usize = 2000;
+    // One batch (`apply` commits 10,000 lines at a time), large enough that the pipelined
+    // batch is still being written when the kills land.
+    const LINES: usize = 10_000;
     const PREDICATES: usize = 60;
     let mut input = String::new();
     for i in 0..LINES {

@@ -6,13 +6,14 @@ use anyhow::{bail, Context, Result};
 use postgres::{Client, Transaction};
 
 /// The PostgreSQL schema version this build writes (1 holds the tables of SQLite schema 5; 2
-/// adds the causal clock; 3 opens the purge gate to curators only).
-pub const SCHEMA_VERSION: i64 = 3;
+/// adds the causal clock; 3 opens the purge gate to curators only; 4 adds the write path's
+/// one-round-trip look and `apply`'s batched probe and clock).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -391,6 +392,103 @@ ALTER FUNCTION memscope_probe(text, text, text, bigint) SET search_path FROM CUR
 -- down (`setval`): the function runs as the owner instead, so writers need only USAGE.
 ALTER FUNCTION memscope_clock_observe(bigint) SET search_path FROM CURRENT;
 ALTER FUNCTION memscope_clock_observe(bigint) SECURITY DEFINER;
+"#;
+
+/// v4: fewer round trips on the write path (issue 17's speed), no new table and no new rule.
+///
+/// `memscope_write_look` is what a single write must know, in one round trip: its predicate
+/// through the alias table, its subject's and scope's stored spellings (registered when new,
+/// exactly as the write path registered them statement by statement), the scope guard's mode
+/// and — unless the write must first pass the guard (`p_probe` false) — `memscope_probe`'s
+/// look at the identity. `apply` probes a batch at once: `memscope_probe_many` locks every
+/// identity of the batch in the order of their lock keys (two batches sharing identities lock
+/// them in one order, so they cannot deadlock each other), then reads what `memscope_probe`
+/// reads, one row per identity; `memscope_clock_take` hands out the batch's causal numbers in
+/// its lines' order (`p_seen` null: the clock's next; a number: the clock moves up to it;
+/// `p_current`: the clock's value now, for a rejected line's record). None of them decides an
+/// outcome: the core does, in Rust.
+const V4: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+
+CREATE FUNCTION memscope_spelling(p_kind text, p_folded text, p_text text) RETURNS text
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE s text;
+BEGIN
+    SELECT spelling INTO s FROM spellings WHERE kind = p_kind AND folded = p_folded;
+    IF s IS NULL THEN
+        INSERT INTO spellings (kind, folded, spelling) VALUES (p_kind, p_folded, p_text)
+        ON CONFLICT (kind, folded) DO NOTHING;
+        SELECT spelling INTO s FROM spellings WHERE kind = p_kind AND folded = p_folded;
+    END IF;
+    RETURN s;
+END
+$$;
+
+CREATE FUNCTION memscope_write_look(p_predicate text, p_subject text, p_subject_folded text,
+    p_scope text, p_scope_folded text, p_seen bigint, p_probe boolean,
+    OUT predicate text, OUT subject text, OUT scope text, OUT guard_mode text,
+    OUT tombstone bigint, OUT cur_version bigint, OUT cur_value text, OUT cur_seq bigint,
+    OUT last_version bigint, OUT seq bigint, OUT clock bigint)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    predicate := coalesce((SELECT a.canonical FROM predicate_aliases a WHERE a.alias = p_predicate),
+                          p_predicate);
+    subject := memscope_spelling('subject', p_subject_folded, p_subject);
+    scope := CASE WHEN p_scope_folded IS NULL THEN p_scope
+                  ELSE memscope_spelling('scope', p_scope_folded, p_scope) END;
+    guard_mode := (SELECT s.value FROM settings s WHERE s.key = 'scope_guard');
+    IF p_probe THEN
+        SELECT p.tombstone, p.cur_version, p.cur_value, p.cur_seq, p.last_version, p.seq
+          INTO tombstone, cur_version, cur_value, cur_seq, last_version, seq
+          FROM memscope_probe(subject, predicate, scope, p_seen) p;
+    END IF;
+    clock := memscope_clock_current();
+END
+$$;
+
+CREATE FUNCTION memscope_probe_many(p_subjects text[], p_predicates text[], p_scopes text[])
+RETURNS TABLE (ord bigint, tombstone bigint, cur_version bigint, cur_value text, cur_seq bigint,
+               last_version bigint)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE k bigint;
+BEGIN
+    FOR k IN SELECT DISTINCT hashtextextended(i.s || chr(31) || i.p || chr(31) || i.c, 0)
+             FROM unnest(p_subjects, p_predicates, p_scopes) AS i(s, p, c) ORDER BY 1 LOOP
+        PERFORM pg_advisory_xact_lock(k);
+    END LOOP;
+    RETURN QUERY
+    SELECT i.n, t.version, m.version, m.value,
+           greatest(m.causal_seq, coalesce(m.confirmed_seq, 0)),
+           CASE WHEN t.version IS NULL AND m.version IS NULL THEN
+                (SELECT coalesce(max(h.version), 0) FROM history h
+                 WHERE h.subject = i.s AND h.predicate = i.p AND h.scope = i.c)
+           ELSE 0 END
+      FROM unnest(p_subjects, p_predicates, p_scopes) WITH ORDINALITY AS i(s, p, c, n)
+      LEFT JOIN tombstones t ON t.subject = i.s AND t.predicate = i.p AND t.scope = i.c
+      LEFT JOIN memories m ON m.subject = i.s AND m.predicate = i.p AND m.scope = i.c
+     ORDER BY i.n;
+END
+$$;
+
+CREATE FUNCTION memscope_clock_take(p_seen bigint[], p_current boolean[]) RETURNS bigint[]
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    out bigint[] := '{}';
+    i int;
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(p_seen, 1), 0) LOOP
+        IF p_current[i] THEN
+            out := out || memscope_clock_current();
+        ELSIF p_seen[i] IS NULL THEN
+            out := out || memscope_clock_next();
+        ELSE
+            PERFORM memscope_clock_observe(p_seen[i]);
+            out := out || p_seen[i];
+        END IF;
+    END LOOP;
+    RETURN out;
+END
+$$;
 "#;
 
 /// What a database holds, as far as memscope is concerned.
