@@ -14,6 +14,7 @@ mod guard_batch;
 mod incident;
 mod migration;
 mod postgres;
+mod postgres_apply;
 mod postgres_roles;
 mod postgres_write;
 mod precedence;
