@@ -410,6 +410,67 @@ ALTER FUNCTION memscope_clock_observe(bigint) SECURITY DEFINER;
 const V4: &str = r#"
 SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
 
+-- The guards and the probe, their workings inlined: each call of a function that sets its own
+-- search_path switches the setting in and out, and the nested calls (the lock, the tombstone
+-- check, the clock) cost a write more than its own statements. Same checks, same lock keys.
+CREATE OR REPLACE FUNCTION memscope_memories_no_resurrection() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(
+        NEW.subject || chr(31) || NEW.predicate || chr(31) || NEW.scope, 0));
+    IF EXISTS (SELECT 1 FROM tombstones t WHERE t.subject = NEW.subject
+               AND t.predicate = NEW.predicate AND t.scope = NEW.scope) THEN
+        RAISE EXCEPTION 'memscope: identity is tombstoned; restore it first'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION memscope_history_no_content_on_tombstone() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM tombstones t WHERE t.subject = NEW.subject
+               AND t.predicate = NEW.predicate AND t.scope = NEW.scope) THEN
+        RAISE EXCEPTION 'memscope: identity is tombstoned; its content may not be stored'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION memscope_probe(p_subject text, p_predicate text, p_scope text, p_seen bigint,
+    OUT tombstone bigint, OUT cur_version bigint, OUT cur_value text, OUT cur_seq bigint,
+    OUT last_version bigint, OUT seq bigint)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(
+        p_subject || chr(31) || p_predicate || chr(31) || p_scope, 0));
+    SELECT t.version INTO tombstone FROM tombstones t
+     WHERE t.subject = p_subject AND t.predicate = p_predicate AND t.scope = p_scope;
+    SELECT m.version, m.value, greatest(m.causal_seq, coalesce(m.confirmed_seq, 0))
+      INTO cur_version, cur_value, cur_seq
+      FROM memories m
+     WHERE m.subject = p_subject AND m.predicate = p_predicate AND m.scope = p_scope;
+    last_version := 0;
+    IF tombstone IS NULL AND cur_version IS NULL THEN
+        SELECT coalesce(max(h.version), 0) INTO last_version FROM history h
+         WHERE h.subject = p_subject AND h.predicate = p_predicate AND h.scope = p_scope;
+    END IF;
+    IF tombstone IS NOT NULL THEN
+        seq := 0;
+    ELSIF p_seen IS NOT NULL THEN
+        PERFORM memscope_clock_observe(p_seen);
+        seq := p_seen;
+    ELSE
+        PERFORM pg_advisory_lock_shared(7165349316052316227);
+        seq := nextval('memscope_clock');
+        PERFORM pg_advisory_unlock_shared(7165349316052316227);
+    END IF;
+END
+$$;
+
+-- A spelling, registered when new (the first spelling of a key is kept).
 CREATE FUNCTION memscope_spelling(p_kind text, p_folded text, p_text text) RETURNS text
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE s text;
@@ -433,16 +494,28 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     predicate := coalesce((SELECT a.canonical FROM predicate_aliases a WHERE a.alias = p_predicate),
                           p_predicate);
-    subject := memscope_spelling('subject', p_subject_folded, p_subject);
-    scope := CASE WHEN p_scope_folded IS NULL THEN p_scope
-                  ELSE memscope_spelling('scope', p_scope_folded, p_scope) END;
+    subject := (SELECT s.spelling FROM spellings s
+                WHERE s.kind = 'subject' AND s.folded = p_subject_folded);
+    IF subject IS NULL THEN
+        subject := memscope_spelling('subject', p_subject_folded, p_subject);
+    END IF;
+    IF p_scope_folded IS NULL THEN
+        scope := p_scope;
+    ELSE
+        scope := (SELECT s.spelling FROM spellings s
+                  WHERE s.kind = 'scope' AND s.folded = p_scope_folded);
+        IF scope IS NULL THEN
+            scope := memscope_spelling('scope', p_scope_folded, p_scope);
+        END IF;
+    END IF;
     guard_mode := (SELECT s.value FROM settings s WHERE s.key = 'scope_guard');
     IF p_probe THEN
         SELECT p.tombstone, p.cur_version, p.cur_value, p.cur_seq, p.last_version, p.seq
           INTO tombstone, cur_version, cur_value, cur_seq, last_version, seq
           FROM memscope_probe(subject, predicate, scope, p_seen) p;
     END IF;
-    clock := memscope_clock_current();
+    clock := (SELECT CASE WHEN c.is_called THEN c.last_value ELSE c.last_value - 1 END
+              FROM memscope_clock c);
 END
 $$;
 
@@ -473,20 +546,23 @@ $$;
 CREATE FUNCTION memscope_clock_take(p_seen bigint[], p_current boolean[]) RETURNS bigint[]
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
-    out bigint[] := '{}';
+    taken bigint[] := '{}';
     i int;
 BEGIN
     FOR i IN 1 .. coalesce(array_length(p_seen, 1), 0) LOOP
         IF p_current[i] THEN
-            out := out || memscope_clock_current();
+            taken[i] := (SELECT CASE WHEN c.is_called THEN c.last_value ELSE c.last_value - 1 END
+                         FROM memscope_clock c);
         ELSIF p_seen[i] IS NULL THEN
-            out := out || memscope_clock_next();
+            PERFORM pg_advisory_lock_shared(7165349316052316227);
+            taken[i] := nextval('memscope_clock');
+            PERFORM pg_advisory_unlock_shared(7165349316052316227);
         ELSE
             PERFORM memscope_clock_observe(p_seen[i]);
-            out := out || p_seen[i];
+            taken[i] := p_seen[i];
         END IF;
     END LOOP;
-    RETURN out;
+    RETURN taken;
 END
 $$;
 "#;

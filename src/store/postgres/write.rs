@@ -357,20 +357,26 @@ pub(super) fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutc
     };
     // A write the guard may queue is probed only once the guard let it through.
     let probe_now = scope_in.is_some() && !guarded(&w, None);
-    let r = t.one(
-        "SELECT predicate, subject, scope, guard_mode,
-                tombstone, cur_version, cur_value, cur_seq, last_version, seq, clock
-         FROM memscope_write_look($1, $2, $3, $4, $5, $6, $7)",
-        &[
-            &w.predicate,
-            &w.subject,
-            &fold(&w.subject),
-            &scope_in,
-            &scope_key,
-            &w.causal_seq,
-            &probe_now,
-        ],
-    )?;
+    let (asked_predicate, asked_subject) = (w.predicate.clone(), w.subject.clone());
+    let subject_key = fold(&w.subject);
+    let seen = w.causal_seq;
+    let look = |t: &mut Tx<'_>, probe: bool| {
+        t.one(
+            "SELECT predicate, subject, scope, guard_mode,
+                    tombstone, cur_version, cur_value, cur_seq, last_version, seq, clock
+             FROM memscope_write_look($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &asked_predicate,
+                &asked_subject,
+                &subject_key,
+                &scope_in,
+                &scope_key,
+                &seen,
+                &probe,
+            ],
+        )
+    };
+    let r = look(t, probe_now)?;
     w.predicate = r.get(0);
     w.subject = r.get(1);
     let mode = r
@@ -401,15 +407,11 @@ pub(super) fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutc
             Verdict::Suspect { evidence, .. } => suspect = Some(json!({ "suspect": evidence })),
             Verdict::Apply => {}
         }
-        // Writers of this identity wait for each other inside `memscope_probe`; what it
-        // reads, it reads after the writer before committed.
-        let r = t.one(
-            "SELECT tombstone, cur_version, cur_value, cur_seq, last_version, seq,
-                    memscope_clock_current()
-             FROM memscope_probe($1, $2, $3, $4)",
-            &[&w.subject, &w.predicate, &scope_text, &w.causal_seq],
-        )?;
-        probe_from_row(&r, 0, &scope_text)?
+        // Writers of this identity wait for each other inside the look's probe; what it reads,
+        // it reads after the writer before committed. The same look again: the spellings it
+        // registered are found now.
+        let r = look(t, true)?;
+        probe_from_row(&r, 4, &scope_text)?
     };
     let id = Identity {
         subject: w.subject.clone(),
