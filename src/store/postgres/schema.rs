@@ -523,12 +523,11 @@ CREATE FUNCTION memscope_probe_many(p_subjects text[], p_predicates text[], p_sc
 RETURNS TABLE (ord bigint, tombstone bigint, cur_version bigint, cur_value text, cur_seq bigint,
                last_version bigint)
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
-DECLARE k bigint;
 BEGIN
-    FOR k IN SELECT DISTINCT hashtextextended(i.s || chr(31) || i.p || chr(31) || i.c, 0)
-             FROM unnest(p_subjects, p_predicates, p_scopes) AS i(s, p, c) ORDER BY 1 LOOP
-        PERFORM pg_advisory_xact_lock(k);
-    END LOOP;
+    -- The outer query locks the keys as the sorted subquery yields them.
+    PERFORM pg_advisory_xact_lock(k.k) FROM (
+        SELECT DISTINCT hashtextextended(i.s || chr(31) || i.p || chr(31) || i.c, 0) AS k
+        FROM unnest(p_subjects, p_predicates, p_scopes) AS i(s, p, c) ORDER BY 1) k;
     RETURN QUERY
     SELECT i.n, t.version, m.version, m.value,
            greatest(m.causal_seq, coalesce(m.confirmed_seq, 0)),
@@ -547,21 +546,32 @@ CREATE FUNCTION memscope_clock_take(p_seen bigint[], p_current boolean[]) RETURN
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     taken bigint[] := '{}';
+    shared boolean := false;
     i int;
 BEGIN
+    -- The clock's shared lock is held across a run of next numbers, let go before a move up.
     FOR i IN 1 .. coalesce(array_length(p_seen, 1), 0) LOOP
         IF p_current[i] THEN
             taken[i] := (SELECT CASE WHEN c.is_called THEN c.last_value ELSE c.last_value - 1 END
                          FROM memscope_clock c);
         ELSIF p_seen[i] IS NULL THEN
-            PERFORM pg_advisory_lock_shared(7165349316052316227);
+            IF NOT shared THEN
+                PERFORM pg_advisory_lock_shared(7165349316052316227);
+                shared := true;
+            END IF;
             taken[i] := nextval('memscope_clock');
-            PERFORM pg_advisory_unlock_shared(7165349316052316227);
         ELSE
+            IF shared THEN
+                PERFORM pg_advisory_unlock_shared(7165349316052316227);
+                shared := false;
+            END IF;
             PERFORM memscope_clock_observe(p_seen[i]);
             taken[i] := p_seen[i];
         END IF;
     END LOOP;
+    IF shared THEN
+        PERFORM pg_advisory_unlock_shared(7165349316052316227);
+    END IF;
     RETURN taken;
 END
 $$;
