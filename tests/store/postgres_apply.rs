@@ -13,8 +13,9 @@ use memscope::model::{
     DeleteTarget, HistoryEvent, Identity, MemoryRecord, WriteOutcome, WriteRequest,
 };
 use memscope::store::postgres::PgStore;
+use memscope::store::AnyStore;
 use memscope::store::ListFilter;
-use memscope::{OpenMode, Scope, Store};
+use memscope::{OpenMode, Scope};
 use serde_json::{json, Value};
 
 /// The seeded past: live, confirmed, superseded, a scoped record, a tombstoned identity and a
@@ -198,7 +199,7 @@ fn all() -> ListFilter {
 /// What a store holds after the input: the current records, the touched identities' history.
 type Held = (Vec<Value>, Vec<Vec<Value>>);
 
-fn seed_pg(store: &mut PgStore) {
+fn seed(store: &mut AnyStore) {
     for (s, p, v, scope) in SEED {
         store.write(&seed_request(s, p, v, scope)).unwrap();
     }
@@ -215,7 +216,7 @@ fn seed_pg(store: &mut PgStore) {
         .unwrap();
 }
 
-fn held_pg(store: &mut PgStore) -> Held {
+fn held(store: &mut AnyStore) -> Held {
     let list = store
         .list(&all())
         .unwrap()
@@ -235,7 +236,7 @@ fn held_pg(store: &mut PgStore) -> Held {
 
 /// One line after another through `write`, as a caller would: an unreadable line is the
 /// caller's error, not the store's.
-fn written_pg(store: &mut PgStore) -> Vec<String> {
+fn line_by_line(store: &mut AnyStore) -> Vec<String> {
     requests()
         .into_iter()
         .map(|r| match r {
@@ -249,12 +250,36 @@ fn written_pg(store: &mut PgStore) -> Vec<String> {
         .collect()
 }
 
-/// An outcome of `apply` for a line `write` could not even be given: the same as the caller's.
-fn unreadable_as_written(o: WriteOutcome, request: &Option<WriteRequest>) -> String {
-    match request {
-        None => "unreadable".into(),
-        Some(_) => comparable(o),
+fn pending(store: &mut AnyStore) -> Vec<Value> {
+    store
+        .pending(true)
+        .unwrap()
+        .into_iter()
+        .map(|p| {
+            json!([
+                p.id,
+                p.subject,
+                p.predicate,
+                p.value,
+                p.candidates,
+                p.causal_seq
+            ])
+        })
+        .collect()
+}
+
+/// The PostgreSQL store inside.
+fn pg(store: &mut AnyStore) -> &mut PgStore {
+    match store {
+        AnyStore::Postgres(p) => p,
+        AnyStore::Sqlite(_) => panic!("a PostgreSQL store"),
     }
+}
+
+fn open(db: &std::path::Path) -> AnyStore {
+    let mut store = AnyStore::open(db, OpenMode::Create).unwrap();
+    seed(&mut store);
+    store
 }
 
 #[test]
@@ -262,14 +287,20 @@ fn apply_on_postgres_decides_every_line_as_writes_do_there_and_on_sqlite() {
     let Some(server) = server() else { return };
     let (applied_db, _raw_a) = FreshDb::prepared(&server);
     let (written_db, _raw_b) = FreshDb::prepared(&server);
-    let mut applied = PgStore::open(&applied_db.address()).unwrap();
-    let mut written = PgStore::open(&written_db.address()).unwrap();
-    seed_pg(&mut applied);
-    seed_pg(&mut written);
+    let file = TestDb::named("sqlite-twin.db");
+    let mut applied = open(std::path::Path::new(&applied_db.url));
+    let mut written = open(std::path::Path::new(&written_db.url));
+    let mut sqlite = open(&file.path);
+    let before = held(&mut applied);
     assert_eq!(
-        held_pg(&mut applied),
-        held_pg(&mut written),
-        "the twins start equal"
+        before,
+        held(&mut written),
+        "the PostgreSQL twins start equal"
+    );
+    assert_eq!(
+        before,
+        held(&mut sqlite),
+        "PostgreSQL and SQLite start equal"
     );
 
     let requests = requests();
@@ -281,15 +312,15 @@ fn apply_on_postgres_decides_every_line_as_writes_do_there_and_on_sqlite() {
         })
         .unwrap();
     assert_eq!(summary.lines as usize, requests.len());
+    // A line `write` cannot even be given is the caller's error on that side.
     let from_apply: Vec<String> = from_apply
         .into_iter()
         .zip(&requests)
-        .map(|(o, r)| unreadable_as_written(o, r))
+        .map(|(o, r)| match r {
+            None => "unreadable".into(),
+            Some(_) => comparable(o),
+        })
         .collect();
-    let from_write = written_pg(&mut written);
-    for (n, (a, w)) in from_apply.iter().zip(&from_write).enumerate() {
-        assert_eq!(a, w, "line {}: apply and write on PostgreSQL differ", n + 1);
-    }
     let kinds: std::collections::BTreeSet<String> = from_apply
         .iter()
         .filter_map(|o| serde_json::from_str::<Value>(o).ok())
@@ -308,12 +339,19 @@ fn apply_on_postgres_decides_every_line_as_writes_do_there_and_on_sqlite() {
         ],
         "the input reaches every outcome"
     );
-    let held = held_pg(&mut applied);
-    assert_eq!(
-        held,
-        held_pg(&mut written),
-        "list and history on PostgreSQL"
-    );
+    let after = held(&mut applied);
+    for (twin, name) in [(&mut written, "PostgreSQL"), (&mut sqlite, "SQLite")] {
+        for (n, (a, w)) in from_apply.iter().zip(line_by_line(twin)).enumerate() {
+            assert_eq!(*a, w, "line {}: apply, and write on {name}", n + 1);
+        }
+        assert_eq!(
+            after,
+            held(twin),
+            "list and history: apply, and write on {name}"
+        );
+        assert_eq!(pending(&mut applied), pending(twin), "pending on {name}");
+    }
+    let (applied, written) = (pg(&mut applied), pg(&mut written));
     for m in ["stale_writes", "resurrection_blocked"] {
         assert_eq!(
             applied.metric(m).unwrap(),
@@ -326,78 +364,4 @@ fn apply_on_postgres_decides_every_line_as_writes_do_there_and_on_sqlite() {
         written.clock().unwrap(),
         "the clock"
     );
-    let pending = |s: &mut PgStore| -> Vec<Value> {
-        s.pending(true)
-            .unwrap()
-            .into_iter()
-            .map(|p| {
-                json!([
-                    p.id,
-                    p.subject,
-                    p.predicate,
-                    p.value,
-                    p.candidates,
-                    p.causal_seq
-                ])
-            })
-            .collect()
-    };
-    assert_eq!(pending(&mut applied), pending(&mut written), "pending");
-
-    // SQLite, line by line, from the same past.
-    let file = TestDb::named("sqlite-twin.db");
-    let mut sqlite = Store::open(&file.path, OpenMode::Create).unwrap();
-    for (s, p, v, scope) in SEED {
-        sqlite.write(&seed_request(s, p, v, scope)).unwrap();
-    }
-    let restored = id("user:7", "formatter", "repo:web-app");
-    sqlite
-        .delete(&DeleteTarget::Identity(restored.clone()), Some("seed"))
-        .unwrap();
-    sqlite.restore(&restored).unwrap();
-    sqlite
-        .delete(
-            &DeleteTarget::Identity(id("用户:小明", "coffee", "task:fix-1")),
-            Some("seed"),
-        )
-        .unwrap();
-    let on_sqlite: Vec<String> = requests
-        .iter()
-        .map(|r| match r {
-            Some(r) => comparable(
-                sqlite
-                    .write(r)
-                    .unwrap_or_else(|e| WriteOutcome::error(None, format!("{e:#}"))),
-            ),
-            None => "unreadable".into(),
-        })
-        .collect();
-    for (n, (a, s)) in from_apply.iter().zip(&on_sqlite).enumerate() {
-        assert_eq!(
-            a,
-            s,
-            "line {}: apply on PostgreSQL and write on SQLite differ",
-            n + 1
-        );
-    }
-    let sqlite_list: Vec<Value> = sqlite
-        .list(&all())
-        .unwrap()
-        .into_iter()
-        .map(record)
-        .collect();
-    assert_eq!(held.0, sqlite_list, "list on PostgreSQL and on SQLite");
-    for (k, (s, p, c)) in TOUCHED.iter().enumerate() {
-        let scope = Scope::parse(c).unwrap();
-        let events: Vec<Value> = sqlite
-            .history(s, p, Some(&scope))
-            .unwrap()
-            .into_iter()
-            .map(event)
-            .collect();
-        assert_eq!(
-            held.1[k], events,
-            "history of {s} {p} {c} on PostgreSQL and on SQLite"
-        );
-    }
 }
