@@ -412,32 +412,48 @@ SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', t
 
 -- The guards and the probe, their workings inlined: each call of a function that sets its own
 -- search_path switches the setting in and out, and the nested calls (the lock, the tombstone
--- check, the clock) cost a write more than its own statements. Same checks, same lock keys.
+-- check, the clock) cost a write more than its own statements. The two guards on the write
+-- path check a statement's rows at once (transition tables) instead of one row at a time: the
+-- record's guard takes every new identity's lock in lock-key order, then — with a snapshot
+-- taken after them — looks for tombstones. Same checks, same lock keys, same refusals.
 CREATE OR REPLACE FUNCTION memscope_memories_no_resurrection() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock(hashtextextended(
-        NEW.subject || chr(31) || NEW.predicate || chr(31) || NEW.scope, 0));
-    IF EXISTS (SELECT 1 FROM tombstones t WHERE t.subject = NEW.subject
-               AND t.predicate = NEW.predicate AND t.scope = NEW.scope) THEN
+    PERFORM pg_advisory_xact_lock(k.k) FROM (
+        SELECT DISTINCT hashtextextended(n.subject || chr(31) || n.predicate || chr(31) || n.scope, 0) AS k
+        FROM memscope_new_rows n ORDER BY 1) k;
+    IF EXISTS (SELECT 1 FROM memscope_new_rows n JOIN tombstones t
+               ON t.subject = n.subject AND t.predicate = n.predicate AND t.scope = n.scope) THEN
         RAISE EXCEPTION 'memscope: identity is tombstoned; restore it first'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
-    RETURN NEW;
+    RETURN NULL;
 END
 $$;
+DROP TRIGGER memories_no_resurrection ON memories;
+CREATE TRIGGER memories_no_resurrection AFTER INSERT ON memories
+REFERENCING NEW TABLE AS memscope_new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_memories_no_resurrection();
+CREATE TRIGGER memories_no_resurrection_update AFTER UPDATE ON memories
+REFERENCING NEW TABLE AS memscope_new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_memories_no_resurrection();
 
 CREATE OR REPLACE FUNCTION memscope_history_no_content_on_tombstone() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM tombstones t WHERE t.subject = NEW.subject
-               AND t.predicate = NEW.predicate AND t.scope = NEW.scope) THEN
+    IF EXISTS (SELECT 1 FROM memscope_new_rows n JOIN tombstones t
+               ON t.subject = n.subject AND t.predicate = n.predicate AND t.scope = n.scope
+               WHERE n.value IS NOT NULL OR n.raw IS NOT NULL) THEN
         RAISE EXCEPTION 'memscope: identity is tombstoned; its content may not be stored'
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
-    RETURN NEW;
+    RETURN NULL;
 END
 $$;
+DROP TRIGGER history_no_content_on_tombstone ON history;
+CREATE TRIGGER history_no_content_on_tombstone AFTER INSERT ON history
+REFERENCING NEW TABLE AS memscope_new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_history_no_content_on_tombstone();
 
 CREATE OR REPLACE FUNCTION memscope_probe(p_subject text, p_predicate text, p_scope text, p_seen bigint,
     OUT tombstone bigint, OUT cur_version bigint, OUT cur_value text, OUT cur_seq bigint,
