@@ -366,6 +366,35 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_decides_its_next_write_against_what_the_last_one_did() {
+        let mut p = Probe {
+            last_version: 2,
+            ..Probe::default()
+        };
+        let insert = decide_write(&p, &json!("vim"), 5);
+        p.after(&insert, &json!("vim"), 5);
+        assert_eq!(p.current, held(3, json!("vim"), 5));
+        let confirm = decide_write(&p, &json!(" VIM "), 9);
+        p.after(&confirm, &json!(" VIM "), 9);
+        assert_eq!(
+            p.current,
+            held(3, json!("vim"), 9),
+            "a confirmation raises the number"
+        );
+        let stale = decide_write(&p, &json!("nano"), 7);
+        assert_eq!(stale.kind(), OutcomeKind::Stale);
+        p.after(&stale, &json!("nano"), 7);
+        assert_eq!(
+            p.current,
+            held(3, json!("vim"), 9),
+            "a stale write changes nothing"
+        );
+        let supersede = decide_write(&p, &json!("helix"), 10);
+        p.after(&supersede, &json!("helix"), 10);
+        assert_eq!(p.current, held(4, json!("helix"), 10));
+    }
+
+    #[test]
     fn effects_read_as_sentences() {
         let show = |v: &Value| v.to_string();
         let p = Probe {
