@@ -371,27 +371,19 @@ mod tests {
             last_version: 2,
             ..Probe::default()
         };
-        let insert = decide_write(&p, &json!("vim"), 5);
-        p.after(&insert, &json!("vim"), 5);
-        assert_eq!(p.current, held(3, json!("vim"), 5));
-        let confirm = decide_write(&p, &json!(" VIM "), 9);
-        p.after(&confirm, &json!(" VIM "), 9);
-        assert_eq!(
-            p.current,
-            held(3, json!("vim"), 9),
-            "a confirmation raises the number"
-        );
-        let stale = decide_write(&p, &json!("nano"), 7);
-        assert_eq!(stale.kind(), OutcomeKind::Stale);
-        p.after(&stale, &json!("nano"), 7);
-        assert_eq!(
-            p.current,
-            held(3, json!("vim"), 9),
-            "a stale write changes nothing"
-        );
-        let supersede = decide_write(&p, &json!("helix"), 10);
-        p.after(&supersede, &json!("helix"), 10);
-        assert_eq!(p.current, held(4, json!("helix"), 10));
+        // value, causal number, the decision, the current record after it
+        let steps = [
+            ("vim", 5, OutcomeKind::Inserted, (3, "vim", 5)),
+            (" VIM ", 9, OutcomeKind::Confirmed, (3, "vim", 9)),
+            ("nano", 7, OutcomeKind::Stale, (3, "vim", 9)),
+            ("helix", 10, OutcomeKind::Superseded, (4, "helix", 10)),
+        ];
+        for (value, seq, kind, (version, now, at)) in steps {
+            let decision = decide_write(&p, &json!(value), seq);
+            assert_eq!(decision.kind(), kind, "{value} at {seq}");
+            p.after(&decision, &json!(value), seq);
+            assert_eq!(p.current, held(version, json!(now), at), "after {value}");
+        }
     }
 
     #[test]
