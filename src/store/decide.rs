@@ -82,6 +82,30 @@ pub fn decide_write(probe: &Probe, value: &Value, seq: i64) -> WriteDecision {
     }
 }
 
+impl Probe {
+    /// What the identity holds once `decision` — a write of `value` at causal number `seq` — is
+    /// applied: a batch decides its next write to the same identity against this, as if the
+    /// earlier one had been committed and probed again.
+    pub fn after(&mut self, decision: &WriteDecision, value: &Value, seq: i64) {
+        match decision {
+            WriteDecision::Insert { version } | WriteDecision::Supersede { version, .. } => {
+                self.current = Some(Held {
+                    version: *version,
+                    value: value.clone(),
+                    causal_seq: seq,
+                });
+                self.last_version = *version;
+            }
+            WriteDecision::Confirm { .. } => {
+                if let Some(cur) = &mut self.current {
+                    cur.causal_seq = cur.causal_seq.max(seq);
+                }
+            }
+            WriteDecision::Reject { .. } | WriteDecision::Stale { .. } => {}
+        }
+    }
+}
+
 impl WriteDecision {
     pub fn kind(&self) -> OutcomeKind {
         match self {
@@ -339,6 +363,27 @@ mod tests {
                 previous: json!("pnpm")
             }
         );
+    }
+
+    #[test]
+    fn a_batch_decides_its_next_write_against_what_the_last_one_did() {
+        let mut p = Probe {
+            last_version: 2,
+            ..Probe::default()
+        };
+        // value, causal number, the decision, the current record after it
+        let steps = [
+            ("vim", 5, OutcomeKind::Inserted, (3, "vim", 5)),
+            (" VIM ", 9, OutcomeKind::Confirmed, (3, "vim", 9)),
+            ("nano", 7, OutcomeKind::Stale, (3, "vim", 9)),
+            ("helix", 10, OutcomeKind::Superseded, (4, "helix", 10)),
+        ];
+        for (value, seq, kind, (version, now, at)) in steps {
+            let decision = decide_write(&p, &json!(value), seq);
+            assert_eq!(decision.kind(), kind, "{value} at {seq}");
+            p.after(&decision, &json!(value), seq);
+            assert_eq!(p.current, held(version, json!(now), at), "after {value}");
+        }
     }
 
     #[test]

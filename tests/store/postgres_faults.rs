@@ -272,9 +272,7 @@ fn an_immediate_server_restart_mid_apply_leaves_whole_batches_and_a_replay_conve
         ));
         assert_eq!(status.code(), Some(1), "round {round}: {said}");
         // One sentence: how far the apply got (the lines printed are stored), what to do, and
-        // the cause at the server. (The store's own sentence for a lost connection, "was lost …
-        // run it again", is replaced by its failed reconnection's for now: the cause reads
-        // "connection reset" or "starting up or shutting down", whichever the timing gives.)
+        // the cause: the connection to the server was lost (not a failed reconnection's).
         crate::support::assert_one_sentence(
             &said,
             &[
@@ -283,6 +281,7 @@ fn an_immediate_server_restart_mid_apply_leaves_whole_batches_and_a_replay_conve
                     told.len()
                 ),
                 "run the same apply again",
+                "was lost",
                 &format!("127.0.0.1:{}", cluster.port),
             ],
         );

@@ -965,7 +965,8 @@ fn writers_killed_mid_apply_leave_nothing_half_written_on_postgres() {
     let Some(server) = server() else { return };
     let (db, mut raw) = FreshDb::prepared(&server);
     let home = tempfile::tempdir().unwrap();
-    const LINES: usize = 2000;
+    // One batch: `apply` commits 10,000 lines at a time.
+    const LINES: usize = 10_000;
     const PREDICATES: usize = 60;
     let mut input = String::new();
     for i in 0..LINES {
@@ -1004,12 +1005,16 @@ fn writers_killed_mid_apply_leave_nothing_half_written_on_postgres() {
             .unwrap()
             .get(0)
     };
+    // The kills land at fractions of how long a whole run takes here, not at fixed times: the
+    // faster `apply` gets, the earlier they land.
+    let started = std::time::Instant::now();
     assert!(run(None).success(), "a first, whole apply");
+    let whole_run = started.elapsed().as_millis() as u64;
     let (mut cut, mut whole) = (0, 0);
     for round in 0..20u64 {
         let before = sets(&mut raw);
         // Most rounds are killed within the transaction; every fifth runs to its end.
-        run((round % 5 != 4).then_some(20 + (round * 37) % 250));
+        run((round % 5 != 4).then_some(whole_run * (5 + (round * 37) % 70) / 100));
         let grew = sets(&mut raw) - before;
         match grew {
             0 => cut += 1,

@@ -6,13 +6,14 @@ use anyhow::{bail, Context, Result};
 use postgres::{Client, Transaction};
 
 /// The PostgreSQL schema version this build writes (1 holds the tables of SQLite schema 5; 2
-/// adds the causal clock; 3 opens the purge gate to curators only).
-pub const SCHEMA_VERSION: i64 = 3;
+/// adds the causal clock; 3 opens the purge gate to curators only; 4 adds the write path's
+/// one-round-trip look and `apply`'s batched probe and clock).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -391,6 +392,205 @@ ALTER FUNCTION memscope_probe(text, text, text, bigint) SET search_path FROM CUR
 -- down (`setval`): the function runs as the owner instead, so writers need only USAGE.
 ALTER FUNCTION memscope_clock_observe(bigint) SET search_path FROM CURRENT;
 ALTER FUNCTION memscope_clock_observe(bigint) SECURITY DEFINER;
+"#;
+
+/// v4: fewer round trips on the write path (issue 17's speed), no new table and no new rule.
+///
+/// `memscope_write_look` is what a single write must know, in one round trip: its predicate
+/// through the alias table, its subject's and scope's stored spellings (registered when new,
+/// exactly as the write path registered them statement by statement), the scope guard's mode
+/// and — unless the write must first pass the guard (`p_probe` false) — `memscope_probe`'s
+/// look at the identity. `apply` probes a batch at once: `memscope_probe_many` locks every
+/// identity of the batch in the order of their lock keys (two batches sharing identities lock
+/// them in one order, so they cannot deadlock each other), then reads what `memscope_probe`
+/// reads, one row per identity; `memscope_clock_take` hands out the batch's causal numbers in
+/// its lines' order (`p_seen` null: the clock's next; a number: the clock moves up to it;
+/// `p_current`: the clock's value now, for a rejected line's record). None of them decides an
+/// outcome: the core does, in Rust.
+const V4: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+
+-- The guards and the probe, their workings inlined: each call of a function that sets its own
+-- search_path switches the setting in and out, and the nested calls (the lock, the tombstone
+-- check, the clock) cost a write more than its own statements. The two guards on the write
+-- path check a statement's rows at once (transition tables) instead of one row at a time: the
+-- record's guard takes every new identity's lock in lock-key order, then — with a snapshot
+-- taken after them — looks for tombstones. Same checks, same lock keys, same refusals.
+CREATE OR REPLACE FUNCTION memscope_memories_no_resurrection() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(k.k) FROM (
+        SELECT DISTINCT hashtextextended(n.subject || chr(31) || n.predicate || chr(31) || n.scope, 0) AS k
+        FROM memscope_new_rows n ORDER BY 1) k;
+    IF EXISTS (SELECT 1 FROM memscope_new_rows n JOIN tombstones t
+               ON t.subject = n.subject AND t.predicate = n.predicate AND t.scope = n.scope) THEN
+        RAISE EXCEPTION 'memscope: identity is tombstoned; restore it first'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER memories_no_resurrection ON memories;
+CREATE TRIGGER memories_no_resurrection AFTER INSERT ON memories
+REFERENCING NEW TABLE AS memscope_new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_memories_no_resurrection();
+CREATE TRIGGER memories_no_resurrection_update AFTER UPDATE ON memories
+REFERENCING NEW TABLE AS memscope_new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_memories_no_resurrection();
+
+CREATE OR REPLACE FUNCTION memscope_history_no_content_on_tombstone() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM memscope_new_rows n JOIN tombstones t
+               ON t.subject = n.subject AND t.predicate = n.predicate AND t.scope = n.scope
+               WHERE n.value IS NOT NULL OR n.raw IS NOT NULL) THEN
+        RAISE EXCEPTION 'memscope: identity is tombstoned; its content may not be stored'
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER history_no_content_on_tombstone ON history;
+CREATE TRIGGER history_no_content_on_tombstone AFTER INSERT ON history
+REFERENCING NEW TABLE AS memscope_new_rows
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_history_no_content_on_tombstone();
+
+CREATE OR REPLACE FUNCTION memscope_probe(p_subject text, p_predicate text, p_scope text, p_seen bigint,
+    OUT tombstone bigint, OUT cur_version bigint, OUT cur_value text, OUT cur_seq bigint,
+    OUT last_version bigint, OUT seq bigint)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(
+        p_subject || chr(31) || p_predicate || chr(31) || p_scope, 0));
+    SELECT t.version INTO tombstone FROM tombstones t
+     WHERE t.subject = p_subject AND t.predicate = p_predicate AND t.scope = p_scope;
+    SELECT m.version, m.value, greatest(m.causal_seq, coalesce(m.confirmed_seq, 0))
+      INTO cur_version, cur_value, cur_seq
+      FROM memories m
+     WHERE m.subject = p_subject AND m.predicate = p_predicate AND m.scope = p_scope;
+    last_version := 0;
+    IF tombstone IS NULL AND cur_version IS NULL THEN
+        SELECT coalesce(max(h.version), 0) INTO last_version FROM history h
+         WHERE h.subject = p_subject AND h.predicate = p_predicate AND h.scope = p_scope;
+    END IF;
+    IF tombstone IS NOT NULL THEN
+        seq := 0;
+    ELSIF p_seen IS NOT NULL THEN
+        PERFORM memscope_clock_observe(p_seen);
+        seq := p_seen;
+    ELSE
+        PERFORM pg_advisory_lock_shared(7165349316052316227);
+        seq := nextval('memscope_clock');
+        PERFORM pg_advisory_unlock_shared(7165349316052316227);
+    END IF;
+END
+$$;
+
+-- A spelling, registered when new (the first spelling of a key is kept).
+CREATE FUNCTION memscope_spelling(p_kind text, p_folded text, p_text text) RETURNS text
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE s text;
+BEGIN
+    SELECT spelling INTO s FROM spellings WHERE kind = p_kind AND folded = p_folded;
+    IF s IS NULL THEN
+        INSERT INTO spellings (kind, folded, spelling) VALUES (p_kind, p_folded, p_text)
+        ON CONFLICT (kind, folded) DO NOTHING;
+        SELECT spelling INTO s FROM spellings WHERE kind = p_kind AND folded = p_folded;
+    END IF;
+    RETURN s;
+END
+$$;
+
+CREATE FUNCTION memscope_write_look(p_predicate text, p_subject text, p_subject_folded text,
+    p_scope text, p_scope_folded text, p_seen bigint, p_probe boolean,
+    OUT predicate text, OUT subject text, OUT scope text, OUT guard_mode text,
+    OUT tombstone bigint, OUT cur_version bigint, OUT cur_value text, OUT cur_seq bigint,
+    OUT last_version bigint, OUT seq bigint, OUT clock bigint)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    predicate := coalesce((SELECT a.canonical FROM predicate_aliases a WHERE a.alias = p_predicate),
+                          p_predicate);
+    subject := (SELECT s.spelling FROM spellings s
+                WHERE s.kind = 'subject' AND s.folded = p_subject_folded);
+    IF subject IS NULL THEN
+        subject := memscope_spelling('subject', p_subject_folded, p_subject);
+    END IF;
+    IF p_scope_folded IS NULL THEN
+        scope := p_scope;
+    ELSE
+        scope := (SELECT s.spelling FROM spellings s
+                  WHERE s.kind = 'scope' AND s.folded = p_scope_folded);
+        IF scope IS NULL THEN
+            scope := memscope_spelling('scope', p_scope_folded, p_scope);
+        END IF;
+    END IF;
+    guard_mode := (SELECT s.value FROM settings s WHERE s.key = 'scope_guard');
+    IF p_probe THEN
+        SELECT p.tombstone, p.cur_version, p.cur_value, p.cur_seq, p.last_version, p.seq
+          INTO tombstone, cur_version, cur_value, cur_seq, last_version, seq
+          FROM memscope_probe(subject, predicate, scope, p_seen) p;
+    END IF;
+    clock := (SELECT CASE WHEN c.is_called THEN c.last_value ELSE c.last_value - 1 END
+              FROM memscope_clock c);
+END
+$$;
+
+CREATE FUNCTION memscope_probe_many(p_subjects text[], p_predicates text[], p_scopes text[])
+RETURNS TABLE (ord bigint, tombstone bigint, cur_version bigint, cur_value text, cur_seq bigint,
+               last_version bigint)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    -- The outer query locks the keys as the sorted subquery yields them.
+    PERFORM pg_advisory_xact_lock(k.k) FROM (
+        SELECT DISTINCT hashtextextended(i.s || chr(31) || i.p || chr(31) || i.c, 0) AS k
+        FROM unnest(p_subjects, p_predicates, p_scopes) AS i(s, p, c) ORDER BY 1) k;
+    RETURN QUERY
+    SELECT i.n, t.version, m.version, m.value,
+           greatest(m.causal_seq, coalesce(m.confirmed_seq, 0)),
+           CASE WHEN t.version IS NULL AND m.version IS NULL THEN
+                (SELECT coalesce(max(h.version), 0) FROM history h
+                 WHERE h.subject = i.s AND h.predicate = i.p AND h.scope = i.c)
+           ELSE 0 END
+      FROM unnest(p_subjects, p_predicates, p_scopes) WITH ORDINALITY AS i(s, p, c, n)
+      LEFT JOIN tombstones t ON t.subject = i.s AND t.predicate = i.p AND t.scope = i.c
+      LEFT JOIN memories m ON m.subject = i.s AND m.predicate = i.p AND m.scope = i.c
+     ORDER BY i.n;
+END
+$$;
+
+CREATE FUNCTION memscope_clock_take(p_seen bigint[], p_current boolean[]) RETURNS bigint[]
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    taken bigint[] := '{}';
+    shared boolean := false;
+    i int;
+BEGIN
+    -- The clock's shared lock is held across a run of next numbers, let go before a move up.
+    FOR i IN 1 .. coalesce(array_length(p_seen, 1), 0) LOOP
+        IF p_current[i] THEN
+            taken[i] := (SELECT CASE WHEN c.is_called THEN c.last_value ELSE c.last_value - 1 END
+                         FROM memscope_clock c);
+        ELSIF p_seen[i] IS NULL THEN
+            IF NOT shared THEN
+                PERFORM pg_advisory_lock_shared(7165349316052316227);
+                shared := true;
+            END IF;
+            taken[i] := nextval('memscope_clock');
+        ELSE
+            IF shared THEN
+                PERFORM pg_advisory_unlock_shared(7165349316052316227);
+                shared := false;
+            END IF;
+            PERFORM memscope_clock_observe(p_seen[i]);
+            taken[i] := p_seen[i];
+        END IF;
+    END LOOP;
+    IF shared THEN
+        PERFORM pg_advisory_unlock_shared(7165349316052316227);
+    END IF;
+    RETURN taken;
+END
+$$;
 "#;
 
 /// What a database holds, as far as memscope is concerned.

@@ -11,20 +11,20 @@
 //! counted into the `busy_retries` metric. What is not served here yet is listed in the README
 //! ("Running on PostgreSQL").
 
+#[path = "write.rs"]
+mod write;
+
 use super::{schema, Address};
 use crate::model::{
-    same_value, DeletePreview, DeleteReport, DeleteTarget, HistoryEvent, Identity, MemoryRecord,
-    OutcomeKind, OutcomeScope, PendingItem, ReadRecord, Resolution, Scope, ScopeChoice,
-    TombstoneRef, WriteOutcome, WriteRequest,
+    DeletePreview, DeleteReport, DeleteTarget, HistoryEvent, Identity, MemoryRecord, PendingItem,
+    ReadRecord, Resolution, Scope, TombstoneRef, WriteOutcome, WriteRequest,
 };
 use crate::spelling::fold;
-use crate::store::decide::WriteDecision;
-use crate::store::decide::{decide_write, resolve_looked, Held, Looked, Probe};
+use crate::store::decide::{resolve_looked, Looked};
 use crate::store::events::mark_validity;
 use crate::store::events::EventKind;
-use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
 use crate::store::prepared::{
-    base_outcome, parse_line, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
+    parse_line, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
 };
 use crate::store::user_settings::{
     checked_user_setting, shown_user_setting, DURABILITY_KEY, USER_SETTINGS,
@@ -35,6 +35,8 @@ use postgres::types::ToSql;
 use postgres::{Client, Row, Statement, Transaction};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+pub(super) use write::write_in_tx;
+use write::{apply_batch, line_error};
 
 /// The pending columns as [`pending_from_row`] reads them.
 macro_rules! pending_select {
@@ -112,9 +114,7 @@ impl Tx<'_> {
 fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
     let pg = e.downcast_ref::<postgres::Error>();
     let db = pg.and_then(|p| p.as_db_error());
-    let lost = pg.is_some_and(|p| p.is_closed())
-        || db.is_some_and(|d| d.severity() == "FATAL" || *d.code() == SqlState::ADMIN_SHUTDOWN);
-    if lost {
+    if connection_lost(&e) {
         return anyhow!(
             "the connection to PostgreSQL at {} was lost ({}): what this call wrote may or may not have been committed — run it again (a write already stored comes back `confirmed`); the next call connects again",
             address.describe(),
@@ -136,6 +136,15 @@ fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
         None if pg.is_none() => e,
         None => e.context(format!("on {}", address.describe())),
     }
+}
+
+/// Whether the connection is gone (a restart, an administrator, a network cut): what the call
+/// sent may or may not have been committed, so it is said, not retried.
+fn connection_lost(e: &anyhow::Error) -> bool {
+    let pg = e.downcast_ref::<postgres::Error>();
+    let db = pg.and_then(|p| p.as_db_error());
+    pg.is_some_and(|p| p.is_closed())
+        || db.is_some_and(|d| d.severity() == "FATAL" || *d.code() == SqlState::ADMIN_SHUTDOWN)
 }
 
 /// Whether the server aborted the transaction for a reason that a second run may not meet.
@@ -314,19 +323,19 @@ impl PgStore {
             let address = self.address.clone();
             let outcomes = loop {
                 let run = self.in_tx(|t| {
+                    if !savepoints {
+                        return match apply_batch(t, &batch) {
+                            // A lost connection is said as it is: a run with savepoints
+                            // would connect again and hide it.
+                            Err(e) if retryable(&e) || connection_lost(&e) => Err(e),
+                            Err(_) => Err(RetryWithSavepoints.into()),
+                            ok => ok,
+                        };
+                    }
                     let mut outcomes = Vec::with_capacity(batch.len());
                     for (n, parsed) in &batch {
                         let mut out = match parsed {
-                            Err(e) => {
-                                let mut out = WriteOutcome::error(None, e.message.clone());
-                                out.column = e.column;
-                                out
-                            }
-                            Ok(w) if !savepoints => match write_in_tx(t, w) {
-                                Ok(out) => out,
-                                Err(e) if retryable(&e) => return Err(e),
-                                Err(_) => return Err(RetryWithSavepoints.into()),
-                            },
+                            Err(e) => line_error(e),
                             Ok(w) => {
                                 t.tx.execute("SAVEPOINT apply_line", &[])?;
                                 match write_in_tx(t, w) {
@@ -336,7 +345,9 @@ impl PgStore {
                                     }
                                     // The whole batch again: a deadlock or a serialization
                                     // failure.
-                                    Err(e) if retryable(&e) => return Err(e),
+                                    Err(e) if retryable(&e) || connection_lost(&e) => {
+                                        return Err(e)
+                                    }
                                     Err(e) => {
                                         t.tx.execute("ROLLBACK TO apply_line", &[])?;
                                         let e = explain(e, &address);
@@ -1147,290 +1158,4 @@ pub(super) fn log_event(
         ],
     )?;
     Ok(())
-}
-
-/// Decides and applies one write inside an open transaction (README, the write rules: the
-/// scope guard, tombstone → no record → same value → causal order → supersede).
-pub(super) fn write_in_tx(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
-    let mut w = w.clone();
-    // What the write needs to know first, in one round trip: its predicate through the alias
-    // table, the stored spellings of its subject and scope, and the scope guard's mode.
-    let scope_key = match &w.choice {
-        ScopeChoice::Exact(scope) if *scope != Scope::Global => Some(fold(&scope.to_string())),
-        _ => None,
-    };
-    let first = t.one(
-        "SELECT coalesce((SELECT canonical FROM predicate_aliases WHERE alias = $1), $1),
-                (SELECT spelling FROM spellings WHERE kind = 'subject' AND folded = $2),
-                (SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $3),
-                (SELECT value FROM settings WHERE key = 'scope_guard')",
-        &[&w.predicate, &fold(&w.subject), &scope_key],
-    )?;
-    w.predicate = first.get(0);
-    w.subject = match first.get::<_, Option<String>>(1) {
-        Some(spelling) => spelling,
-        None => spelled(t, SUBJECT, &w.subject, true)?,
-    };
-    let mode = first
-        .get::<_, Option<String>>(3)
-        .and_then(|m| GuardMode::parse(&m))
-        .unwrap_or(GuardMode::Queue);
-    let scope = match (&w.choice, first.get::<_, Option<String>>(2)) {
-        (ScopeChoice::Ambiguous(candidates), _) => {
-            let mut spelled = Vec::with_capacity(candidates.len());
-            for c in candidates {
-                spelled.push(spelled_scope(t, c, true)?);
-            }
-            return enqueue_pending(t, &w, &spelled, None);
-        }
-        (ScopeChoice::Exact(scope), Some(text)) => respelled(scope, &text),
-        (ScopeChoice::Exact(scope), None) => spelled_scope(t, scope, true)?,
-    };
-    w.choice = ScopeChoice::Exact(scope.clone());
-    let mut suspect = None;
-    if scope == Scope::Global {
-        match guard(t, &w, mode)? {
-            Verdict::Queue {
-                candidates,
-                evidence,
-            } => return enqueue_pending(t, &w, &candidates, Some(&evidence.join("; "))),
-            Verdict::Suspect { evidence, .. } => suspect = Some(json!({ "suspect": evidence })),
-            Verdict::Apply => {}
-        }
-    }
-    let id = Identity {
-        subject: w.subject.clone(),
-        predicate: w.predicate.clone(),
-        scope: scope.clone(),
-    };
-    let scope_text = scope.to_string();
-    // Writers of this identity wait for each other inside `memscope_probe`; what it reads, it
-    // reads after the writer before committed.
-    let r = t.one(
-        "SELECT tombstone, cur_version, cur_value, cur_seq, last_version, seq
-         FROM memscope_probe($1, $2, $3, $4)",
-        &[&id.subject, &id.predicate, &scope_text, &w.causal_seq],
-    )?;
-    let current = match (
-        r.get::<_, Option<i64>>(1),
-        r.get::<_, Option<String>>(2),
-        r.get::<_, Option<i64>>(3),
-    ) {
-        (Some(version), Some(text), Some(causal_seq)) => Some(Held {
-            version,
-            value: parse_value(&text, &scope_text)?,
-            causal_seq,
-        }),
-        _ => None,
-    };
-    let probe = Probe {
-        tombstone: r.get(0),
-        current,
-        last_version: r.get(4),
-    };
-    let seq: i64 = r.get(5);
-    let decision = decide_write(&probe, &w.value, seq);
-    let mut out = base_outcome(decision.kind(), &id);
-    out.reason = decision.reason();
-    (out.version, out.value, out.previous) = decision.reported(&w.value);
-    match decision {
-        WriteDecision::Reject { tombstone_version } => {
-            let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
-            let detail = json!({ "reason": "tombstoned", "tombstone_version": tombstone_version });
-            t.exec(
-                "INSERT INTO history (event, subject, predicate, scope, source, causal_seq, at, detail, clock)
-                 VALUES ('rejected', $1, $2, $3, $4, $5, clock_timestamp(), $6, $7)",
-                &[&id.subject, &id.predicate, &scope_text, &w.source, &w.causal_seq, &detail.to_string(), &clock],
-            )?;
-            bump_metric(t, "resurrection_blocked", 1)?;
-            return Ok(out);
-        }
-        WriteDecision::Insert { version } => {
-            // The record and its `set` event in one statement.
-            let detail = suspect.as_ref().map(Value::to_string);
-            t.exec(
-                "WITH m AS (
-                     INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq, created_at, updated_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, clock_timestamp(), clock_timestamp())
-                     RETURNING 1)
-                 INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
-                 SELECT 'set', $1, $2, $3, $5, $4, $7, $6, $8, clock_timestamp(), $9, $8 FROM m",
-                &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq, &detail],
-            )?;
-        }
-        WriteDecision::Confirm { version, .. } => {
-            t.exec(
-                "UPDATE memories SET confirmed_at = clock_timestamp(), confirm_count = confirm_count + 1,
-                        confirmed_source = $4, confirmed_seq = greatest(confirmed_seq, $5)
-                 WHERE subject = $1 AND predicate = $2 AND scope = $3",
-                &[&id.subject, &id.predicate, &scope_text, &w.source, &seq],
-            )?;
-            log_event(
-                t,
-                EventKind::Confirmed,
-                &id,
-                Some(version),
-                Some(&w),
-                Some(seq),
-                None,
-                Some(seq),
-            )?;
-        }
-        WriteDecision::Stale {
-            version,
-            current_seq,
-            ..
-        } => {
-            let detail = json!({ "current_version": version, "current_causal_seq": current_seq });
-            log_event(
-                t,
-                EventKind::Stale,
-                &id,
-                None,
-                Some(&w),
-                Some(seq),
-                Some(&detail),
-                Some(seq),
-            )?;
-            bump_metric(t, "stale_writes", 1)?;
-        }
-        WriteDecision::Supersede { version, .. } => {
-            let detail = suspect.as_ref().map(Value::to_string);
-            t.exec(
-                "WITH m AS (
-                     UPDATE memories SET value = $4, version = $5, source = $6, raw = $7, causal_seq = $8,
-                            updated_at = clock_timestamp(), confirmed_at = NULL, confirm_count = 0,
-                            confirmed_source = NULL, confirmed_seq = NULL
-                     WHERE subject = $1 AND predicate = $2 AND scope = $3
-                     RETURNING 1)
-                 INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
-                 SELECT 'set', $1, $2, $3, $5, $4, $7, $6, $8, clock_timestamp(), $9, $8 FROM m",
-                &[&id.subject, &id.predicate, &scope_text, &w.value_text, &version, &w.source, &w.raw, &seq, &detail],
-            )?;
-        }
-    }
-    out.causal_seq = Some(seq);
-    Ok(out)
-}
-
-/// The scope guard's verdict on a global write (README, "The scope guard"): its words alone
-/// without a context; with one, also the places the database knows and the scoped records the
-/// same message wrote of this subject in the place the write was made in.
-fn guard(t: &mut Tx<'_>, w: &PreparedWrite, mode: GuardMode) -> Result<Verdict> {
-    if mode == GuardMode::Off || (w.context.is_none() && w.raw.is_none()) {
-        return Ok(Verdict::Apply);
-    }
-    let mut known = Vec::new();
-    let mut siblings = Vec::new();
-    if let Some(context) = &w.context {
-        for r in t.all("SELECT spelling FROM spellings WHERE kind = 'scope'", &[])? {
-            if let Ok(scope) = Scope::parse(&r.get::<_, String>(0)) {
-                known.push(scope);
-            }
-        }
-        let given = [
-            context.repo.clone().map(Scope::Repo),
-            context.task.clone().map(Scope::Task),
-        ];
-        for place in given.into_iter().flatten() {
-            let folded = fold(&place.to_string());
-            let Some(r) = t.opt(
-                "SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $1",
-                &[&folded],
-            )?
-            else {
-                continue; // memscope never stored anything there: no siblings
-            };
-            let text: String = r.get(0);
-            for s in t.all(
-                "SELECT predicate FROM memories WHERE scope = $1 AND subject = $2 AND source = $3
-                 ORDER BY predicate",
-                &[&text, &w.subject, &w.source],
-            )? {
-                siblings.push((s.get::<_, String>(0), respelled(&place, &text)));
-            }
-        }
-    }
-    let places = Places::new(&known);
-    let ev = Evidence {
-        raw: w.raw.as_deref(),
-        words: w.words.as_ref(),
-        context: w.context.as_ref(),
-        known_places: &places,
-        siblings: &siblings,
-    };
-    Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode))
-}
-
-/// An ambiguous write waits for a human (or repeats the open item that already waits).
-fn enqueue_pending(
-    t: &mut Tx<'_>,
-    w: &PreparedWrite,
-    candidates: &[Scope],
-    guard_reason: Option<&str>,
-) -> Result<WriteOutcome> {
-    // Two identical writes at once must not both queue an item: one waits for the other.
-    t.exec(
-        "SELECT memscope_identity_lock($1, $2, '')",
-        &[&w.subject, &w.predicate],
-    )?;
-    let scopes: Vec<String> = candidates.iter().map(Scope::to_string).collect();
-    let deleted: Vec<String> = t
-        .all(
-            "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2",
-            &[&w.subject, &w.predicate],
-        )?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let mut out = WriteOutcome::new(
-        OutcomeKind::Pending,
-        &w.subject,
-        &w.predicate,
-        OutcomeScope::Ambiguous {
-            ambiguous: candidates.to_vec(),
-        },
-    );
-    if scopes.iter().all(|s| deleted.contains(s)) {
-        bump_metric(t, "resurrection_blocked", 1)?;
-        out.outcome = OutcomeKind::Rejected;
-        out.reason =
-            Some("every candidate scope of this identity was deleted; restore one first".into());
-        return Ok(out);
-    }
-    let wanted: std::collections::BTreeSet<&String> = scopes.iter().collect();
-    for r in t.all(
-        "SELECT id, value, candidates, causal_seq FROM pending
-         WHERE subject = $1 AND predicate = $2 AND source = $3 AND status = 'open' ORDER BY id",
-        &[&w.subject, &w.predicate, &w.source],
-    )? {
-        let held: Vec<String> = serde_json::from_str(&r.get::<_, String>(2)).unwrap_or_default();
-        let value: Value = serde_json::from_str(&r.get::<_, String>(1)).unwrap_or(Value::Null);
-        if held.iter().collect::<std::collections::BTreeSet<_>>() == wanted
-            && same_value(&value, &w.value)
-        {
-            let id: i64 = r.get(0);
-            out.pending_id = Some(id);
-            out.value = Some(value);
-            out.causal_seq = Some(r.get(3));
-            out.reason = Some(format!(
-                "the same write is already waiting as pending #{id}: a human picks its scope with `memscope pending resolve`"
-            ));
-            return Ok(out);
-        }
-    }
-    let seq = causal_seq(t, w.causal_seq)?;
-    let candidates_text = serde_json::to_string(&scopes)?;
-    let id: i64 = t
-        .one(
-            "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, reason)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'open', clock_timestamp(), $8) RETURNING id",
-            &[&w.subject, &w.predicate, &w.value_text, &w.raw, &w.source, &seq, &candidates_text, &guard_reason],
-        )?
-        .get(0);
-    out.pending_id = Some(id);
-    out.value = Some(w.value.clone());
-    out.causal_seq = Some(seq);
-    out.reason = Some(crate::store::prepared::queued_reason(guard_reason));
-    Ok(out)
 }

@@ -1,0 +1,736 @@
+//! The write path on PostgreSQL (issue 17): a single write in four round trips (BEGIN, one
+//! look, one write, COMMIT), and `apply` pipelined by batch.
+//!
+//! A single write asks `memscope_write_look` (schema v4) for everything it must know at once —
+//! the predicate through the aliases, the stored spellings, the scope guard's mode and the
+//! identity's probe under its advisory lock — then the core decides ([`decide_write`]) and one
+//! statement writes the record, its history row and any metric.
+//!
+//! `apply` takes a batch's exact writes that need no scope guard as one *run*: the spellings
+//! and aliases of the whole run in two statements, every identity locked (in lock-key order)
+//! and probed in one (`memscope_probe_many`), the run's causal numbers handed out in line order
+//! in one (`memscope_clock_take`), each line decided by the core in order against a [`Slot`]
+//! overlay of what the run's earlier lines did, and the run written by one multi-row statement.
+//! A line that needs the guard or a human (ambiguous) ends the run: the run is written, then that
+//! line takes the single write's path, so it sees everything before it. Any failure of a line
+//! throws the batch back to `apply`, which runs it again line by line with savepoints.
+
+use super::{bump_metric, parse_value, respelled, spelled_scope, Tx};
+use crate::model::{
+    same_value, Identity, LineError, OutcomeKind, OutcomeScope, Scope, ScopeChoice, WriteOutcome,
+};
+use crate::spelling::fold;
+use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
+use crate::store::events::EventKind;
+use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
+use crate::store::prepared::{base_outcome, PreparedWrite};
+use anyhow::Result;
+use postgres::Row;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// An identity as stored: subject, predicate, scope text.
+type Key = (String, String, String);
+
+/// What a run has done to one identity so far: what its next write is decided against, and what
+/// the run's statement writes to its record.
+struct Slot {
+    probe: Probe,
+    /// The record existed before the run (an UPDATE) or not (an INSERT).
+    existed: bool,
+    /// The last value the run stored (inserted or superseded).
+    set: Option<SetRow>,
+    /// Confirmations since `set` (or since the run began).
+    confirms: i64,
+    confirmed_source: Option<String>,
+    confirmed_seq: Option<i64>,
+}
+
+struct SetRow {
+    value: String,
+    version: i64,
+    source: String,
+    raw: Option<String>,
+    causal_seq: i64,
+}
+
+impl Slot {
+    fn new(probe: Probe) -> Slot {
+        Slot {
+            existed: probe.current.is_some(),
+            probe,
+            set: None,
+            confirms: 0,
+            confirmed_source: None,
+            confirmed_seq: None,
+        }
+    }
+}
+
+/// One history row a run logs.
+struct Event {
+    kind: EventKind,
+    key: Key,
+    version: Option<i64>,
+    content: bool,
+    source: String,
+    raw: Option<String>,
+    value: String,
+    causal_seq: Option<i64>,
+    detail: Option<String>,
+    clock: i64,
+}
+
+/// The history rows and metrics of a run, in line order.
+#[derive(Default)]
+struct Writes {
+    events: Vec<Event>,
+    stale: i64,
+    rejected: i64,
+}
+
+/// The probe's columns of a row from `at` on: tombstone, current version, value and causal
+/// number, last version, the write's causal number, the clock now.
+fn probe_from_row(r: &Row, at: usize, scope_text: &str) -> Result<(Probe, i64, i64)> {
+    let current = match (
+        r.get::<_, Option<i64>>(at + 1),
+        r.get::<_, Option<String>>(at + 2),
+        r.get::<_, Option<i64>>(at + 3),
+    ) {
+        (Some(version), Some(text), Some(causal_seq)) => Some(Held {
+            version,
+            value: parse_value(&text, scope_text)?,
+            causal_seq,
+        }),
+        _ => None,
+    };
+    let probe = Probe {
+        tombstone: r.get(at),
+        current,
+        last_version: r.get::<_, Option<i64>>(at + 4).unwrap_or(0),
+    };
+    Ok((
+        probe,
+        r.get::<_, Option<i64>>(at + 5).unwrap_or(0),
+        r.get::<_, Option<i64>>(at + 6).unwrap_or(0),
+    ))
+}
+
+/// Has the core decide one exact write against its identity's slot, and records what the
+/// decision writes. `number` is the write's causal number — for a tombstoned identity the
+/// clock's value now, which its `rejected` row records.
+fn decide_into(
+    slot: &mut Slot,
+    writes: &mut Writes,
+    key: &Key,
+    id: &Identity,
+    w: &PreparedWrite,
+    number: i64,
+    suspect: Option<&Value>,
+) -> WriteOutcome {
+    let decision = decide_write(&slot.probe, &w.value, number);
+    let mut out = base_outcome(decision.kind(), id);
+    out.reason = decision.reason();
+    (out.version, out.value, out.previous) = decision.reported(&w.value);
+    let mut event = Event {
+        kind: EventKind::Set,
+        key: key.clone(),
+        version: None,
+        content: true,
+        source: w.source.clone(),
+        raw: w.raw.clone(),
+        value: w.value_text.clone(),
+        causal_seq: Some(number),
+        detail: None,
+        clock: number,
+    };
+    match &decision {
+        WriteDecision::Reject { tombstone_version } => {
+            writes.rejected += 1;
+            event.kind = EventKind::Rejected;
+            event.content = false;
+            event.causal_seq = w.causal_seq;
+            event.detail = Some(
+                json!({ "reason": "tombstoned", "tombstone_version": tombstone_version })
+                    .to_string(),
+            );
+        }
+        WriteDecision::Insert { version } | WriteDecision::Supersede { version, .. } => {
+            slot.set = Some(SetRow {
+                value: w.value_text.clone(),
+                version: *version,
+                source: w.source.clone(),
+                raw: w.raw.clone(),
+                causal_seq: number,
+            });
+            slot.confirms = 0;
+            slot.confirmed_source = None;
+            slot.confirmed_seq = None;
+            event.version = Some(*version);
+            event.detail = suspect.map(Value::to_string);
+        }
+        WriteDecision::Confirm { version, .. } => {
+            slot.confirms += 1;
+            slot.confirmed_source = Some(w.source.clone());
+            slot.confirmed_seq = Some(slot.confirmed_seq.map_or(number, |s| s.max(number)));
+            event.kind = EventKind::Confirmed;
+            event.version = Some(*version);
+        }
+        WriteDecision::Stale {
+            version,
+            current_seq,
+            ..
+        } => {
+            writes.stale += 1;
+            event.kind = EventKind::Stale;
+            event.detail = Some(
+                json!({ "current_version": version, "current_causal_seq": current_seq })
+                    .to_string(),
+            );
+        }
+    }
+    if decision.kind() != OutcomeKind::Rejected {
+        out.causal_seq = Some(number);
+    }
+    slot.probe.after(&decision, &w.value, number);
+    writes.events.push(event);
+    out
+}
+
+/// Writes a run in one statement: the new records, the changed ones, the history rows in line
+/// order, the metrics.
+fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
+    if writes.events.is_empty() {
+        return Ok(());
+    }
+    let mut m_subject = Vec::new();
+    let mut m_predicate = Vec::new();
+    let mut m_scope = Vec::new();
+    let mut m_value: Vec<Option<&str>> = Vec::new();
+    let mut m_version: Vec<Option<i64>> = Vec::new();
+    let mut m_source: Vec<Option<&str>> = Vec::new();
+    let mut m_raw: Vec<Option<&str>> = Vec::new();
+    let mut m_seq: Vec<Option<i64>> = Vec::new();
+    let mut m_confirms = Vec::new();
+    let mut m_confirmed_source: Vec<Option<&str>> = Vec::new();
+    let mut m_confirmed_seq: Vec<Option<i64>> = Vec::new();
+    let mut m_new = Vec::new();
+    for ((s, p, c), slot) in slots {
+        if slot.set.is_none() && slot.confirms == 0 {
+            continue;
+        }
+        m_subject.push(s.as_str());
+        m_predicate.push(p.as_str());
+        m_scope.push(c.as_str());
+        m_value.push(slot.set.as_ref().map(|r| r.value.as_str()));
+        m_version.push(slot.set.as_ref().map(|r| r.version));
+        m_source.push(slot.set.as_ref().map(|r| r.source.as_str()));
+        m_raw.push(slot.set.as_ref().and_then(|r| r.raw.as_deref()));
+        m_seq.push(slot.set.as_ref().map(|r| r.causal_seq));
+        m_confirms.push(slot.confirms);
+        m_confirmed_source.push(slot.confirmed_source.as_deref());
+        m_confirmed_seq.push(slot.confirmed_seq);
+        m_new.push(!slot.existed);
+    }
+    let ev = &writes.events;
+    let e_kind: Vec<&str> = ev.iter().map(|e| e.kind.as_str()).collect();
+    let e_subject: Vec<&str> = ev.iter().map(|e| e.key.0.as_str()).collect();
+    let e_predicate: Vec<&str> = ev.iter().map(|e| e.key.1.as_str()).collect();
+    let e_scope: Vec<&str> = ev.iter().map(|e| e.key.2.as_str()).collect();
+    let e_version: Vec<Option<i64>> = ev.iter().map(|e| e.version).collect();
+    let e_value: Vec<Option<&str>> = ev
+        .iter()
+        .map(|e| e.content.then_some(e.value.as_str()))
+        .collect();
+    let e_raw: Vec<Option<&str>> = ev
+        .iter()
+        .map(|e| e.raw.as_deref().filter(|_| e.content))
+        .collect();
+    let e_source: Vec<&str> = ev.iter().map(|e| e.source.as_str()).collect();
+    let e_seq: Vec<Option<i64>> = ev.iter().map(|e| e.causal_seq).collect();
+    let e_detail: Vec<Option<&str>> = ev.iter().map(|e| e.detail.as_deref()).collect();
+    let e_clock: Vec<i64> = ev.iter().map(|e| e.clock).collect();
+    let mut metric_names = Vec::new();
+    let mut metric_counts = Vec::new();
+    for (name, count) in [
+        ("stale_writes", writes.stale),
+        ("resurrection_blocked", writes.rejected),
+    ] {
+        if count > 0 {
+            metric_names.push(name);
+            metric_counts.push(count);
+        }
+    }
+    t.exec(
+        "WITH u AS (
+             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[],
+                                  $6::text[], $7::text[], $8::int8[], $9::int8[], $10::text[],
+                                  $11::int8[], $12::bool[])
+                 AS u(s, p, c, v, ver, src, raw, cs, n, csrc, cseq, new)),
+         ins AS (
+             INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq,
+                                   created_at, updated_at, confirmed_at, confirm_count,
+                                   confirmed_source, confirmed_seq)
+             SELECT s, p, c, v, ver, src, raw, cs, clock_timestamp(), clock_timestamp(),
+                    CASE WHEN n > 0 THEN clock_timestamp() END, n, csrc, cseq
+             FROM u WHERE new
+             RETURNING 1),
+         upd AS (
+             UPDATE memories m SET
+                 value = coalesce(u.v, m.value),
+                 version = coalesce(u.ver, m.version),
+                 source = coalesce(u.src, m.source),
+                 raw = CASE WHEN u.ver IS NULL THEN m.raw ELSE u.raw END,
+                 causal_seq = coalesce(u.cs, m.causal_seq),
+                 updated_at = CASE WHEN u.ver IS NULL THEN m.updated_at ELSE clock_timestamp() END,
+                 confirmed_at = CASE WHEN u.n > 0 THEN clock_timestamp()
+                                     WHEN u.ver IS NULL THEN m.confirmed_at END,
+                 confirm_count = CASE WHEN u.ver IS NULL THEN m.confirm_count ELSE 0 END + u.n,
+                 confirmed_source = CASE WHEN u.n > 0 THEN u.csrc
+                                         WHEN u.ver IS NULL THEN m.confirmed_source END,
+                 confirmed_seq = CASE WHEN u.ver IS NULL THEN greatest(m.confirmed_seq, u.cseq)
+                                      ELSE u.cseq END
+             FROM u
+             WHERE NOT u.new AND m.subject = u.s AND m.predicate = u.p AND m.scope = u.c
+             RETURNING 1),
+         met AS (
+             INSERT INTO metrics (name, value)
+             SELECT * FROM unnest($13::text[], $14::int8[])
+             ON CONFLICT (name) DO UPDATE SET value = metrics.value + EXCLUDED.value
+             RETURNING 1)
+         INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
+                              causal_seq, at, detail, clock)
+         SELECT ev, s, p, c, ver, v, raw, src, cs, clock_timestamp(), detail, clock
+         FROM unnest($15::text[], $16::text[], $17::text[], $18::text[], $19::int8[],
+                     $20::text[], $21::text[], $22::text[], $23::int8[], $24::text[], $25::int8[])
+             WITH ORDINALITY AS e(ev, s, p, c, ver, v, raw, src, cs, detail, clock, ord)
+         ORDER BY ord",
+        &[
+            &m_subject,
+            &m_predicate,
+            &m_scope,
+            &m_value,
+            &m_version,
+            &m_source,
+            &m_raw,
+            &m_seq,
+            &m_confirms,
+            &m_confirmed_source,
+            &m_confirmed_seq,
+            &m_new,
+            &metric_names,
+            &metric_counts,
+            &e_kind,
+            &e_subject,
+            &e_predicate,
+            &e_scope,
+            &e_version,
+            &e_value,
+            &e_raw,
+            &e_source,
+            &e_seq,
+            &e_detail,
+            &e_clock,
+        ],
+    )?;
+    Ok(())
+}
+
+/// Whether an exact write to `scope` goes to the scope guard before it is probed.
+fn guarded(w: &PreparedWrite, mode: Option<GuardMode>) -> bool {
+    matches!(w.choice, ScopeChoice::Exact(Scope::Global))
+        && (w.context.is_some() || w.raw.is_some())
+        && mode != Some(GuardMode::Off)
+}
+
+/// Decides and applies one write inside an open transaction (README, the write rules: the
+/// scope guard, tombstone → no record → same value → causal order → supersede).
+pub(in crate::store::postgres) fn write_in_tx(
+    t: &mut Tx<'_>,
+    w: &PreparedWrite,
+) -> Result<WriteOutcome> {
+    let mut w = w.clone();
+    let scope_in = match &w.choice {
+        ScopeChoice::Exact(scope) => Some(scope.to_string()),
+        ScopeChoice::Ambiguous(_) => None,
+    };
+    let scope_key = match &w.choice {
+        ScopeChoice::Exact(Scope::Global) | ScopeChoice::Ambiguous(_) => None,
+        ScopeChoice::Exact(scope) => Some(fold(&scope.to_string())),
+    };
+    // A write the guard may queue is probed only once the guard let it through.
+    let probe_now = scope_in.is_some() && !guarded(&w, None);
+    let (asked_predicate, asked_subject) = (w.predicate.clone(), w.subject.clone());
+    let subject_key = fold(&w.subject);
+    let seen = w.causal_seq;
+    let look = |t: &mut Tx<'_>, probe: bool| {
+        t.one(
+            "SELECT predicate, subject, scope, guard_mode,
+                    tombstone, cur_version, cur_value, cur_seq, last_version, seq, clock
+             FROM memscope_write_look($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &asked_predicate,
+                &asked_subject,
+                &subject_key,
+                &scope_in,
+                &scope_key,
+                &seen,
+                &probe,
+            ],
+        )
+    };
+    let r = look(t, probe_now)?;
+    w.predicate = r.get(0);
+    w.subject = r.get(1);
+    let mode = r
+        .get::<_, Option<String>>(3)
+        .and_then(|m| GuardMode::parse(&m))
+        .unwrap_or(GuardMode::Queue);
+    let scope = match &w.choice {
+        ScopeChoice::Ambiguous(candidates) => {
+            let mut spelled = Vec::with_capacity(candidates.len());
+            for c in candidates {
+                spelled.push(spelled_scope(t, c, true)?);
+            }
+            return enqueue_pending(t, &w, &spelled, None);
+        }
+        ScopeChoice::Exact(scope) => respelled(scope, &r.get::<_, String>(2)),
+    };
+    w.choice = ScopeChoice::Exact(scope.clone());
+    let scope_text = scope.to_string();
+    let mut suspect = None;
+    let (probe, seq, clock) = if probe_now {
+        probe_from_row(&r, 4, &scope_text)?
+    } else {
+        match guard(t, &w, mode)? {
+            Verdict::Queue {
+                candidates,
+                evidence,
+            } => return enqueue_pending(t, &w, &candidates, Some(&evidence.join("; "))),
+            Verdict::Suspect { evidence, .. } => suspect = Some(json!({ "suspect": evidence })),
+            Verdict::Apply => {}
+        }
+        // Writers of this identity wait for each other inside the look's probe; what it reads,
+        // it reads after the writer before committed. The same look again: the spellings it
+        // registered are found now.
+        let r = look(t, true)?;
+        probe_from_row(&r, 4, &scope_text)?
+    };
+    let id = Identity {
+        subject: w.subject.clone(),
+        predicate: w.predicate.clone(),
+        scope,
+    };
+    let key = (id.subject.clone(), id.predicate.clone(), scope_text);
+    let number = if probe.tombstone.is_some() {
+        clock
+    } else {
+        seq
+    };
+    let mut slot = Slot::new(probe);
+    let mut writes = Writes::default();
+    let out = decide_into(
+        &mut slot,
+        &mut writes,
+        &key,
+        &id,
+        &w,
+        number,
+        suspect.as_ref(),
+    );
+    flush(t, &[(key, slot)], &writes)?;
+    Ok(out)
+}
+
+/// One line of `apply` that could not be read or validated: its outcome.
+pub(super) fn line_error(e: &LineError) -> WriteOutcome {
+    let mut out = WriteOutcome::error(None, e.message.clone());
+    out.column = e.column;
+    out
+}
+
+/// `apply`'s batch in the open transaction, pipelined (the module's comment); any error is
+/// returned as it is, and the caller decides whether to run the batch again.
+pub(super) fn apply_batch(
+    t: &mut Tx<'_>,
+    batch: &[(u64, std::result::Result<PreparedWrite, LineError>)],
+) -> Result<Vec<WriteOutcome>> {
+    let mode = t
+        .opt("SELECT value FROM settings WHERE key = 'scope_guard'", &[])?
+        .and_then(|r| GuardMode::parse(&r.get::<_, String>(0)));
+    let mut outcomes: Vec<Option<WriteOutcome>> = vec![None; batch.len()];
+    let mut run: Vec<(usize, &PreparedWrite)> = Vec::new();
+    for (i, (_, parsed)) in batch.iter().enumerate() {
+        match parsed {
+            Err(e) => outcomes[i] = Some(line_error(e)),
+            Ok(
+                w @ PreparedWrite {
+                    choice: ScopeChoice::Exact(_),
+                    ..
+                },
+            ) if !guarded(w, Some(mode.unwrap_or(GuardMode::Queue))) => run.push((i, w)),
+            Ok(w) => {
+                write_run(t, &run, &mut outcomes)?;
+                run.clear();
+                outcomes[i] = Some(write_in_tx(t, w)?);
+            }
+        }
+    }
+    write_run(t, &run, &mut outcomes)?;
+    Ok(batch
+        .iter()
+        .zip(outcomes)
+        .map(|((n, _), out)| {
+            let mut out =
+                out.unwrap_or_else(|| WriteOutcome::error(None, String::from("not written")));
+            out.line = Some(*n);
+            out
+        })
+        .collect())
+}
+
+/// Looks up, probes, decides and writes a run of exact, unguarded writes (the module's comment).
+fn write_run(
+    t: &mut Tx<'_>,
+    run: &[(usize, &PreparedWrite)],
+    outcomes: &mut [Option<WriteOutcome>],
+) -> Result<()> {
+    if run.is_empty() {
+        return Ok(());
+    }
+    // The spellings: each new key registered by its first line, as line by line.
+    let mut spelling_at: HashMap<(&str, String), usize> = HashMap::new();
+    let (mut kinds, mut folded, mut texts) = (Vec::new(), Vec::new(), Vec::new());
+    let mut wanted = |kind: &'static str, text: &str| {
+        let key = (kind, fold(text));
+        if !spelling_at.contains_key(&key) {
+            spelling_at.insert(key.clone(), texts.len());
+            kinds.push(kind);
+            folded.push(key.1);
+            texts.push(text.to_string());
+        }
+    };
+    for (_, w) in run {
+        wanted("subject", &w.subject);
+        if let ScopeChoice::Exact(scope) = &w.choice {
+            if *scope != Scope::Global {
+                wanted("scope", &scope.to_string());
+            }
+        }
+    }
+    let spellings: Vec<String> = t
+        .all(
+            "SELECT memscope_spelling(k, f, s)
+             FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS i(k, f, s, n)
+             ORDER BY n",
+            &[&kinds, &folded, &texts],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let spelled = |kind: &'static str, text: &str| -> String {
+        spelling_at
+            .get(&(kind, fold(text)))
+            .map_or_else(|| text.to_string(), |&i| spellings[i].clone())
+    };
+    let mut predicates: Vec<&str> = run.iter().map(|(_, w)| w.predicate.as_str()).collect();
+    predicates.sort_unstable();
+    predicates.dedup();
+    let canonical: HashMap<&str, String> = predicates
+        .iter()
+        .copied()
+        .zip(
+            t.all(
+                "SELECT coalesce((SELECT a.canonical FROM predicate_aliases a WHERE a.alias = i.p), i.p)
+                 FROM unnest($1::text[]) WITH ORDINALITY AS i(p, n) ORDER BY n",
+                &[&predicates],
+            )?
+            .iter()
+            .map(|r| r.get(0)),
+        )
+        .collect();
+    // Each line's identity as stored; the run's identities in the order first met.
+    let mut lines = Vec::with_capacity(run.len());
+    let mut slot_of: HashMap<Key, usize> = HashMap::new();
+    let mut slots: Vec<(Key, Slot)> = Vec::new();
+    for (i, w) in run {
+        let ScopeChoice::Exact(scope) = &w.choice else {
+            continue;
+        };
+        let scope = match scope {
+            Scope::Global => Scope::Global,
+            s => respelled(s, &spelled("scope", &s.to_string())),
+        };
+        let id = Identity {
+            subject: spelled("subject", &w.subject),
+            predicate: canonical
+                .get(w.predicate.as_str())
+                .cloned()
+                .unwrap_or_else(|| w.predicate.clone()),
+            scope,
+        };
+        let key = (
+            id.subject.clone(),
+            id.predicate.clone(),
+            id.scope.to_string(),
+        );
+        let at = *slot_of.entry(key.clone()).or_insert_with(|| {
+            slots.push((key.clone(), Slot::new(Probe::default())));
+            slots.len() - 1
+        });
+        lines.push((*i, *w, id, at));
+    }
+    // Every identity locked (in lock-key order, inside the function) and probed, at once.
+    let rows = t.all(
+        "SELECT tombstone, cur_version, cur_value, cur_seq, last_version, 0::bigint, 0::bigint
+         FROM memscope_probe_many($1::text[], $2::text[], $3::text[]) ORDER BY ord",
+        &[
+            &slots.iter().map(|(k, _)| k.0.as_str()).collect::<Vec<_>>(),
+            &slots.iter().map(|(k, _)| k.1.as_str()).collect::<Vec<_>>(),
+            &slots.iter().map(|(k, _)| k.2.as_str()).collect::<Vec<_>>(),
+        ],
+    )?;
+    for ((key, slot), r) in slots.iter_mut().zip(&rows) {
+        *slot = Slot::new(probe_from_row(r, 0, &key.2)?.0);
+    }
+    // The causal numbers, in line order, taken under the locks: a tombstoned identity's line
+    // takes none (its rejected row records the clock now), as a single write's probe does.
+    let (seen, now): (Vec<Option<i64>>, Vec<bool>) = lines
+        .iter()
+        .map(|(_, w, _, at)| {
+            let tombstoned = slots[*at].1.probe.tombstone.is_some();
+            (w.causal_seq.filter(|_| !tombstoned), tombstoned)
+        })
+        .unzip();
+    let numbers: Vec<i64> = t
+        .one("SELECT memscope_clock_take($1, $2)", &[&seen, &now])?
+        .get(0);
+    let mut writes = Writes::default();
+    for ((i, w, id, at), number) in lines.iter().zip(numbers) {
+        let (key, slot) = &mut slots[*at];
+        outcomes[*i] = Some(decide_into(slot, &mut writes, key, id, w, number, None));
+    }
+    flush(t, &slots, &writes)
+}
+
+/// The scope guard's verdict on a global write (README, "The scope guard"): its words alone
+/// without a context; with one, also the places the database knows and the scoped records the
+/// same message wrote of this subject in the place the write was made in.
+fn guard(t: &mut Tx<'_>, w: &PreparedWrite, mode: GuardMode) -> Result<Verdict> {
+    if mode == GuardMode::Off || (w.context.is_none() && w.raw.is_none()) {
+        return Ok(Verdict::Apply);
+    }
+    let mut known = Vec::new();
+    let mut siblings = Vec::new();
+    if let Some(context) = &w.context {
+        for r in t.all("SELECT spelling FROM spellings WHERE kind = 'scope'", &[])? {
+            if let Ok(scope) = Scope::parse(&r.get::<_, String>(0)) {
+                known.push(scope);
+            }
+        }
+        let given = [
+            context.repo.clone().map(Scope::Repo),
+            context.task.clone().map(Scope::Task),
+        ];
+        for place in given.into_iter().flatten() {
+            let folded = fold(&place.to_string());
+            let Some(r) = t.opt(
+                "SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $1",
+                &[&folded],
+            )?
+            else {
+                continue; // memscope never stored anything there: no siblings
+            };
+            let text: String = r.get(0);
+            for s in t.all(
+                "SELECT predicate FROM memories WHERE scope = $1 AND subject = $2 AND source = $3
+                 ORDER BY predicate",
+                &[&text, &w.subject, &w.source],
+            )? {
+                siblings.push((s.get::<_, String>(0), respelled(&place, &text)));
+            }
+        }
+    }
+    let places = Places::new(&known);
+    let ev = Evidence {
+        raw: w.raw.as_deref(),
+        words: w.words.as_ref(),
+        context: w.context.as_ref(),
+        known_places: &places,
+        siblings: &siblings,
+    };
+    Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode))
+}
+
+/// An ambiguous write waits for a human (or repeats the open item that already waits).
+fn enqueue_pending(
+    t: &mut Tx<'_>,
+    w: &PreparedWrite,
+    candidates: &[Scope],
+    guard_reason: Option<&str>,
+) -> Result<WriteOutcome> {
+    // Two identical writes at once must not both queue an item: one waits for the other.
+    t.exec(
+        "SELECT memscope_identity_lock($1, $2, '')",
+        &[&w.subject, &w.predicate],
+    )?;
+    let scopes: Vec<String> = candidates.iter().map(Scope::to_string).collect();
+    let deleted: Vec<String> = t
+        .all(
+            "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2",
+            &[&w.subject, &w.predicate],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut out = WriteOutcome::new(
+        OutcomeKind::Pending,
+        &w.subject,
+        &w.predicate,
+        OutcomeScope::Ambiguous {
+            ambiguous: candidates.to_vec(),
+        },
+    );
+    if scopes.iter().all(|s| deleted.contains(s)) {
+        bump_metric(t, "resurrection_blocked", 1)?;
+        out.outcome = OutcomeKind::Rejected;
+        out.reason =
+            Some("every candidate scope of this identity was deleted; restore one first".into());
+        return Ok(out);
+    }
+    let wanted: std::collections::BTreeSet<&String> = scopes.iter().collect();
+    for r in t.all(
+        "SELECT id, value, candidates, causal_seq FROM pending
+         WHERE subject = $1 AND predicate = $2 AND source = $3 AND status = 'open' ORDER BY id",
+        &[&w.subject, &w.predicate, &w.source],
+    )? {
+        let held: Vec<String> = serde_json::from_str(&r.get::<_, String>(2)).unwrap_or_default();
+        let value: Value = serde_json::from_str(&r.get::<_, String>(1)).unwrap_or(Value::Null);
+        if held.iter().collect::<std::collections::BTreeSet<_>>() == wanted
+            && same_value(&value, &w.value)
+        {
+            let id: i64 = r.get(0);
+            out.pending_id = Some(id);
+            out.value = Some(value);
+            out.causal_seq = Some(r.get(3));
+            out.reason = Some(format!(
+                "the same write is already waiting as pending #{id}: a human picks its scope with `memscope pending resolve`"
+            ));
+            return Ok(out);
+        }
+    }
+    let seq = super::causal_seq(t, w.causal_seq)?;
+    let candidates_text = serde_json::to_string(&scopes)?;
+    let id: i64 = t
+        .one(
+            "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, reason)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'open', clock_timestamp(), $8) RETURNING id",
+            &[&w.subject, &w.predicate, &w.value_text, &w.raw, &w.source, &seq, &candidates_text, &guard_reason],
+        )?
+        .get(0);
+    out.pending_id = Some(id);
+    out.value = Some(w.value.clone());
+    out.causal_seq = Some(seq);
+    out.reason = Some(crate::store::prepared::queued_reason(guard_reason));
+    Ok(out)
+}
