@@ -31,11 +31,12 @@ pub(crate) fn req(
 }
 
 /// The words of the first seed article's incident.
-const INCIDENT_WORDS: &str = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
+pub(crate) const INCIDENT_WORDS: &str =
+    "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
 
 /// The incident: `package_manager = npm` stored as global by an agent working in
 /// `legacy-dashboard`, whose words say "this repository", from message `source`.
-fn incident(source: &str) -> WriteRequest {
+pub(crate) fn incident(source: &str) -> WriteRequest {
     let mut w = req("user:42", "package_manager", json!("npm"), "global", source);
     w.raw = Some(INCIDENT_WORDS.into());
     w.context = Some(WriteContext {

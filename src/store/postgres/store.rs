@@ -60,8 +60,8 @@ pub struct PgStore {
 }
 
 /// A transaction and the store's prepared statements, together.
-struct Tx<'a> {
-    tx: Transaction<'a>,
+pub(super) struct Tx<'a> {
+    pub(super) tx: Transaction<'a>,
     statements: &'a mut HashMap<&'static str, Statement>,
 }
 
@@ -75,22 +75,34 @@ impl Tx<'_> {
         Ok(s)
     }
 
-    fn all(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+    pub(super) fn all(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>> {
         let s = self.statement(sql)?;
         Ok(self.tx.query(&s, params)?)
     }
 
-    fn opt(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>> {
+    pub(super) fn opt(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>> {
         let s = self.statement(sql)?;
         Ok(self.tx.query_opt(&s, params)?)
     }
 
-    fn one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+    pub(super) fn one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
         let s = self.statement(sql)?;
         Ok(self.tx.query_one(&s, params)?)
     }
 
-    fn exec(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+    pub(super) fn exec(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64> {
         let s = self.statement(sql)?;
         Ok(self.tx.execute(&s, params)?)
     }
@@ -185,7 +197,7 @@ impl PgStore {
 
     /// Runs `body` in a READ COMMITTED transaction and commits, again when the server aborted
     /// it for a deadlock or a serialization failure (counted into `busy_retries`).
-    fn in_tx<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+    pub(super) fn in_tx<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.connection()?;
         let mut retries = 0i64;
         loop {
@@ -580,23 +592,10 @@ impl PgStore {
     /// README, "Running on PostgreSQL"; `disk_purged` says whether the vacuum ran.
     pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
         let (mut report, _) = self.in_tx(|t| delete_in_tx(t, target, reason))?;
-        // Only the tables' owner (or a superuser) may vacuum them before PostgreSQL 17; for
-        // anyone else PostgreSQL skips them with a warning, so ask first and say so.
-        let may_vacuum: bool = self
-            .client
-            .query_one(
-                "SELECT coalesce(bool_and(pg_has_role(current_user, c.relowner, 'USAGE')), false)
-                 FROM pg_class c
-                 WHERE c.oid IN ('memories'::regclass, 'history'::regclass, 'pending'::regclass, 'reads'::regclass)",
-                &[],
-            )
-            .map(|r| r.get(0))
-            .unwrap_or(false);
-        report.disk_purged = may_vacuum
-            && self
-                .client
-                .batch_execute("VACUUM (INDEX_CLEANUP ON) memories, history, pending, reads")
-                .is_ok();
+        report.disk_purged = super::vacuum::after_purge(
+            &mut self.client,
+            &["memories", "history", "pending", "reads"],
+        );
         if !report.disk_purged {
             report.disk_note = Some(format!(
                 "deleted: no row holds the content any more, but {} may not VACUUM memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files until the owner's VACUUM or autovacuum frees them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON) memories, history, pending, reads`",
@@ -1115,7 +1114,7 @@ fn causal_seq(t: &mut Tx<'_>, own: Option<i64>) -> Result<i64> {
 
 /// One history row.
 #[allow(clippy::too_many_arguments)]
-fn log_event(
+pub(super) fn log_event(
     t: &mut Tx<'_>,
     kind: EventKind,
     id: &Identity,
