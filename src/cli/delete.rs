@@ -163,11 +163,13 @@ pub fn gc(store: &mut AnyStore, a: GcArgs) -> Result<i32> {
             "gc: purged content of {} event(s), {} closed pending item(s) and {} logged read(s), collected {} tombstone(s) (retention {} days, tombstone safe period {} days)",
             r.purged_events, r.purged_pending, r.purged_reads, r.collected_tombstones, r.retention_days, r.tombstone_safe_days
         );
-        if let Some(note) = &r.disk_note {
-            outln!("{note}");
-        } else if !r.disk_purged {
+        if r.disk_note.is_none() && !r.disk_purged {
             outln!("the on-disk purge is still pending: a reader holds the database open");
         }
+    }
+    // PostgreSQL: the role may not VACUUM (said as after a delete).
+    if let Some(note) = &r.disk_note {
+        errln!("memscope: {note}");
     }
     Ok(EXIT_OK)
 }

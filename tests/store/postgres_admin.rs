@@ -5,6 +5,7 @@
 
 use super::postgres::{server, FreshDb};
 use super::postgres_check::every_kind_of_write;
+use super::postgres_roles::{login_url, memscope_at, roles, TestLogin};
 use super::postgres_write::{incident, req, INCIDENT_WORDS};
 use crate::support::{assert_one_sentence, memscope_cmd, Run};
 use chrono::{Duration, Utc};
@@ -527,4 +528,70 @@ fn suspects_on_postgres_as_on_sqlite() {
         "{}",
         text.stdout
     );
+}
+
+/// `gc` purges history: an agent login is refused in one sentence with nothing changed; a
+/// curator login that is not the tables' owner purges, and is told the owner's VACUUM is owed.
+#[test]
+fn gc_on_postgres_is_the_curators_and_says_when_it_may_not_vacuum() {
+    let Some(server) = server() else { return };
+    let agent = TestLogin::unique(&server, "agent");
+    let curator = TestLogin::unique(&server, "curator");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    for value in ["燕麦拿铁 ☕", "美式 ☕"] {
+        store
+            .write(&req("user:42", "coffee", json!(value), "global", "m"))
+            .unwrap();
+    }
+    owner
+        .batch_execute(
+            "BEGIN; SET LOCAL memscope.purge = 'on';
+             UPDATE history SET at = at - interval '400 days'; COMMIT;",
+        )
+        .unwrap();
+    for (login, flag) in [(&agent, "--agent-login"), (&curator, "--curator-login")] {
+        let args = [flag, &login.name, "--password-from-env", "TEST_LOGIN_PW"];
+        roles(&db, Some(login), &args).ok();
+    }
+    let history = |store: &mut AnyStore| {
+        serde_json::to_value(store.history("user:42", "coffee", None).unwrap()).unwrap()
+    };
+    let before = history(&mut store);
+
+    let refused = memscope_at(&login_url(&db, &agent), &["gc", "--retention-days", "30"]);
+    refused.fails_with(1, &[]);
+    assert_one_sentence(&refused.stderr, &["gc purges history", "memscope_curator"]);
+    assert_eq!(history(&mut store), before);
+    assert_eq!(
+        store
+            .user_settings()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k == "retention_days")
+            .unwrap()
+            .1,
+        "0"
+    );
+
+    let run = memscope_at(&login_url(&db, &curator), &["gc", "--retention-days", "30"]).ok();
+    assert!(
+        run.stdout.contains("purged content of 1 event(s)"),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr.contains("may not VACUUM") && run.stderr.contains("owner"),
+        "{run:?}"
+    );
+    let after = history(&mut store);
+    assert_ne!(after, before);
+    let kept: i64 = owner
+        .query_one(
+            "SELECT count(*) FROM history WHERE value LIKE '%燕麦拿铁%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 0);
+    assert_clean(&mut store);
 }
