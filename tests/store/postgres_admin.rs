@@ -6,7 +6,7 @@
 use super::postgres::{server, FreshDb};
 use super::postgres_check::every_kind_of_write;
 use super::postgres_roles::{login_url, memscope_at, roles, TestLogin};
-use super::postgres_write::{incident, req, INCIDENT_WORDS};
+use super::postgres_write::{incident, incident_sibling, req};
 use crate::support::{assert_one_sentence, memscope_cmd, Run};
 use chrono::{Duration, Utc};
 use memscope::model::{DeleteTarget, WriteContext};
@@ -415,14 +415,7 @@ fn gc_on_postgres_as_on_sqlite() {
 /// message's scoped records point at one place.
 fn suspects_data(store: &mut AnyStore) {
     store.set_user_setting("scope_guard", "flag").unwrap();
-    let mut sibling = req(
-        "user:42",
-        "install_command",
-        json!("npm ci"),
-        "repo:legacy-dashboard",
-        "thread:2/message:1",
-    );
-    sibling.raw = Some(INCIDENT_WORDS.into());
+    let sibling = incident_sibling("thread:2/message:1");
     let mut incident = incident("thread:2/message:1");
     incident.context = None;
     let mut words = req(
