@@ -171,12 +171,12 @@ pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Re
 pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
     match cmd {
         AliasCommand::Add { alias, canonical } => {
-            let mut store = Store::open(path, OpenMode::Create)?;
+            let mut store = AnyStore::open(path, OpenMode::Create)?;
             let (a, c) = store.add_alias(&alias, &canonical)?;
             outln!("alias {a} → {c}");
         }
         AliasCommand::List { json } => {
-            let store = Store::open(path, OpenMode::Existing)?;
+            let mut store = AnyStore::open(path, OpenMode::Existing)?;
             print_pairs(store.aliases()?, json, " → ", |pairs| {
                 pairs
                     .iter()

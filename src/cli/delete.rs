@@ -2,7 +2,7 @@
 
 use super::{errln, outln, print_json, scope_arg, usage, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::{DeletePreview, DeleteTarget, Identity};
-use crate::store::{AnyStore, Store};
+use crate::store::AnyStore;
 use anyhow::Result;
 use clap::Args;
 use std::io::IsTerminal;
@@ -154,7 +154,7 @@ pub fn restore(store: &mut AnyStore, a: RestoreArgs) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
-pub fn gc(store: &mut Store, a: GcArgs) -> Result<i32> {
+pub fn gc(store: &mut AnyStore, a: GcArgs) -> Result<i32> {
     let r = store.gc(a.retention_days, a.tombstone_safe_days)?;
     if a.json {
         print_json(&r)?;
@@ -163,9 +163,13 @@ pub fn gc(store: &mut Store, a: GcArgs) -> Result<i32> {
             "gc: purged content of {} event(s), {} closed pending item(s) and {} logged read(s), collected {} tombstone(s) (retention {} days, tombstone safe period {} days)",
             r.purged_events, r.purged_pending, r.purged_reads, r.collected_tombstones, r.retention_days, r.tombstone_safe_days
         );
-        if !r.disk_purged {
+        if r.disk_note.is_none() && !r.disk_purged {
             outln!("the on-disk purge is still pending: a reader holds the database open");
         }
+    }
+    // PostgreSQL: the role may not VACUUM (said as after a delete).
+    if let Some(note) = &r.disk_note {
+        errln!("memscope: {note}");
     }
     Ok(EXIT_OK)
 }

@@ -3,10 +3,10 @@
 
 use super::{outln, print_json, EXIT_OK};
 use crate::model::shorten;
-use crate::store::Store;
+use crate::store::AnyStore;
 use anyhow::Result;
 
-pub fn run(store: &Store, json: bool) -> Result<i32> {
+pub fn run(store: &mut AnyStore, json: bool) -> Result<i32> {
     let found = store.suspects()?;
     if json {
         print_json(&found)?;

@@ -4,16 +4,19 @@
 //! transaction runner, checkpoint and purge debt). A second backend is a folder beside it:
 //! `postgres` holds PostgreSQL's groundwork (address, connection, schema and guards).
 
+pub(crate) mod alias;
 pub(crate) mod check;
 pub mod decide;
 pub(crate) mod dump;
 pub(crate) mod events;
 pub(crate) mod fields;
+pub(crate) mod gc;
 pub mod guard;
 pub(crate) mod incident;
 pub mod postgres;
 pub(crate) mod prepared;
 mod sqlite;
+pub(crate) mod suspects;
 pub(crate) mod user_settings;
 
 pub use sqlite::*;
@@ -289,6 +292,38 @@ impl AnyStore {
         match self {
             AnyStore::Sqlite(s) => s.next_seq(),
             AnyStore::Postgres(p) => p.next_seq(),
+        }
+    }
+
+    /// Adds `alias → canonical` ([`alias`] judges).
+    pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<(String, String)> {
+        match self {
+            AnyStore::Sqlite(s) => s.add_alias(alias, canonical),
+            AnyStore::Postgres(p) => p.add_alias(alias, canonical),
+        }
+    }
+
+    /// The alias table, by canonical then alias.
+    pub fn aliases(&mut self) -> Result<Vec<(String, String)>> {
+        match self {
+            AnyStore::Sqlite(s) => s.aliases(),
+            AnyStore::Postgres(p) => p.aliases(),
+        }
+    }
+
+    /// Retention purge and tombstone collection ([`gc`] decides).
+    pub fn gc(&mut self, retention: Option<i64>, tombstone_safe: Option<i64>) -> Result<GcReport> {
+        match self {
+            AnyStore::Sqlite(s) => s.gc(retention, tombstone_safe),
+            AnyStore::Postgres(p) => p.gc(retention, tombstone_safe),
+        }
+    }
+
+    /// Global records that look like the rule of one place ([`suspects`] judges).
+    pub fn suspects(&mut self) -> Result<Vec<Suspect>> {
+        match self {
+            AnyStore::Sqlite(s) => s.suspects(),
+            AnyStore::Postgres(p) => p.suspects(),
         }
     }
 }

@@ -15,6 +15,7 @@ mod guard_batch;
 mod incident;
 mod migration;
 mod postgres;
+mod postgres_admin;
 mod postgres_apply;
 mod postgres_check;
 mod postgres_faults;

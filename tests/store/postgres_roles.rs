@@ -30,14 +30,14 @@ pub(crate) fn psql() -> String {
 
 /// A login role of this test's own, dropped when the test ends (after its database: declare
 /// it first).
-struct TestLogin {
+pub(crate) struct TestLogin {
     server: String,
-    name: String,
+    pub(crate) name: String,
     password: String,
 }
 
 impl TestLogin {
-    fn unique(server: &str, what: &str) -> TestLogin {
+    pub(crate) fn unique(server: &str, what: &str) -> TestLogin {
         static N: AtomicU64 = AtomicU64::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -165,7 +165,7 @@ const PERMISSION: &str = "42501"; // insufficient_privilege
 const GUARD: &str = "23000"; // integrity_constraint_violation, memscope's guards
 
 /// Runs `memscope --db URL roles ARGS…` with the login's password in `$TEST_LOGIN_PW`.
-fn roles(db: &FreshDb, login: Option<&TestLogin>, args: &[&str]) -> Run {
+pub(crate) fn roles(db: &FreshDb, login: Option<&TestLogin>, args: &[&str]) -> Run {
     let home = tempfile::tempdir().unwrap();
     let mut cmd = memscope_cmd(home.path());
     cmd.arg("--db").arg(&db.url).arg("roles").args(args);
@@ -176,13 +176,13 @@ fn roles(db: &FreshDb, login: Option<&TestLogin>, args: &[&str]) -> Run {
 }
 
 /// `db`'s address, logging in as `login`.
-fn login_url(db: &FreshDb, login: &TestLogin) -> String {
+pub(crate) fn login_url(db: &FreshDb, login: &TestLogin) -> String {
     let rest = db.url.split_once('@').unwrap().1;
     format!("postgres://{}:{}@{rest}", login.name, login.password)
 }
 
 /// Runs `memscope --db URL ARGS…`.
-fn memscope_at(url: &str, args: &[&str]) -> Run {
+pub(crate) fn memscope_at(url: &str, args: &[&str]) -> Run {
     let home = tempfile::tempdir().unwrap();
     let out = memscope_cmd(home.path())
         .arg("--db")

@@ -35,13 +35,27 @@ const INCIDENT_WORDS: &str = "这个仓库保留现有的 package-lock.json，�
 
 /// The incident: `package_manager = npm` stored as global by an agent working in
 /// `legacy-dashboard`, whose words say "this repository", from message `source`.
-fn incident(source: &str) -> WriteRequest {
+pub(crate) fn incident(source: &str) -> WriteRequest {
     let mut w = req("user:42", "package_manager", json!("npm"), "global", source);
     w.raw = Some(INCIDENT_WORDS.into());
     w.context = Some(WriteContext {
         repo: Some("legacy-dashboard".into()),
         task: None,
     });
+    w
+}
+
+/// The incident's sibling from the same message: `install_command = npm ci` in
+/// `repo:legacy-dashboard`, the same words.
+pub(crate) fn incident_sibling(source: &str) -> WriteRequest {
+    let mut w = req(
+        "user:42",
+        "install_command",
+        json!("npm ci"),
+        "repo:legacy-dashboard",
+        source,
+    );
+    w.raw = Some(INCIDENT_WORDS.into());
     w
 }
 
@@ -257,14 +271,7 @@ fn the_scope_guard_on_postgres_queues_the_incident() {
         store.write(&default).unwrap().outcome,
         OutcomeKind::Inserted
     );
-    let mut sibling = req(
-        "user:42",
-        "install_command",
-        json!("npm ci"),
-        "repo:legacy-dashboard",
-        "thread:2/message:1",
-    );
-    sibling.raw = Some(INCIDENT_WORDS.into());
+    let sibling = incident_sibling("thread:2/message:1");
     assert_eq!(
         store.write(&sibling).unwrap().outcome,
         OutcomeKind::Inserted

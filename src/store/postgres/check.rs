@@ -200,6 +200,13 @@ impl PgStore {
         report
             .metrics
             .insert("backend".into(), serde_json::json!(address.describe()));
+        // Global records that look like the rule of one place, as on SQLite (`memscope
+        // suspects` lists them).
+        if let Ok(found) = self.suspects() {
+            report
+                .metrics
+                .insert("suspects".into(), serde_json::json!(found.len()));
+        }
         Ok(report)
     }
 }

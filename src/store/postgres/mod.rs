@@ -4,12 +4,16 @@
 //! to, after connecting. The driver is the synchronous `postgres` crate, so the backend keeps
 //! the store's blocking, one-connection-per-process shape.
 
+mod alias;
 mod check;
+mod gc;
 mod incident;
 pub mod roles;
 pub mod schema;
 mod store;
+mod suspects;
 mod transfer;
+mod vacuum;
 
 pub use store::PgStore;
 
@@ -226,7 +230,7 @@ fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io:
 
 /// The commands memscope serves from PostgreSQL so far.
 pub const SERVED: &str =
-    "`write`, `apply`, `seq`, `resolve` (with --at and --log), `rescope`, `revert`, `list`, `history`, `pending`, `reads`, `delete`, `restore`, `settings`, `check`, `export`, `import` and `mcp`";
+    "`write`, `apply`, `seq`, `resolve` (with --at and --log), `rescope`, `revert`, `list`, `history`, `pending`, `reads`, `delete`, `restore`, `gc`, `suspects`, `alias`, `settings`, `check`, `export`, `import` and `mcp`";
 
 /// What a command PostgreSQL does not serve yet says.
 pub fn not_yet(what: &str) -> anyhow::Error {

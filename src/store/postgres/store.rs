@@ -63,7 +63,7 @@ pub struct PgStore {
 
 /// A transaction and the store's prepared statements, together.
 pub(super) struct Tx<'a> {
-    tx: Transaction<'a>,
+    pub(super) tx: Transaction<'a>,
     statements: &'a mut HashMap<&'static str, Statement>,
 }
 
@@ -593,23 +593,10 @@ impl PgStore {
     /// README, "Running on PostgreSQL"; `disk_purged` says whether the vacuum ran.
     pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
         let (mut report, _) = self.in_tx(|t| delete_in_tx(t, target, reason))?;
-        // Only the tables' owner (or a superuser) may vacuum them before PostgreSQL 17; for
-        // anyone else PostgreSQL skips them with a warning, so ask first and say so.
-        let may_vacuum: bool = self
-            .client
-            .query_one(
-                "SELECT coalesce(bool_and(pg_has_role(current_user, c.relowner, 'USAGE')), false)
-                 FROM pg_class c
-                 WHERE c.oid IN ('memories'::regclass, 'history'::regclass, 'pending'::regclass, 'reads'::regclass)",
-                &[],
-            )
-            .map(|r| r.get(0))
-            .unwrap_or(false);
-        report.disk_purged = may_vacuum
-            && self
-                .client
-                .batch_execute("VACUUM (INDEX_CLEANUP ON) memories, history, pending, reads")
-                .is_ok();
+        report.disk_purged = super::vacuum::after_purge(
+            &mut self.client,
+            &["memories", "history", "pending", "reads"],
+        );
         if !report.disk_purged {
             report.disk_note = Some(format!(
                 "deleted: no row holds the content any more, but {} may not VACUUM memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files until the owner's VACUUM or autovacuum frees them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON) memories, history, pending, reads`",

@@ -7,6 +7,7 @@ use super::rows::purge_debt_owed;
 use super::rows::DEBT_KEY;
 use super::{busy_handler, format_time, short_busy_handler, Store};
 use crate::model::{DeletePreview, DeleteReport, DeleteTarget, Identity, Scope, TombstoneRef};
+use crate::store::gc::{tombstone_collectable, GcPlan, GcReport};
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
@@ -429,39 +430,21 @@ impl Store {
         retention_days: Option<i64>,
         tombstone_days: Option<i64>,
     ) -> Result<GcReport> {
-        let read_days = |s: &Store, key: &str, given: Option<i64>| -> Result<i64> {
-            match given {
-                Some(d) if d < 0 => bail!("{key} must be 0 or more days"),
-                Some(d) => Ok(d),
-                None => Ok(s.setting(key)?.and_then(|v| v.parse().ok()).unwrap_or(0)),
-            }
-        };
-        let retention = read_days(self, "retention_days", retention_days)?;
-        let safe = read_days(self, "tombstone_safe_days", tombstone_days)?;
+        let plan = GcPlan::new(retention_days, tombstone_days, |key| self.setting(key))?;
         let clock = self.clock;
         let (mut report, disk_purged) = self.in_purge_tx(|tx, ctx, _| {
         let now_t = clock.now();
         let now = ctx.now.clone();
-        if let Some(d) = retention_days {
+        for (key, days) in &plan.saved {
             tx.execute(
-                "INSERT OR REPLACE INTO settings (key, value) VALUES ('retention_days', ?1)",
-                [d.to_string()],
+                "INSERT OR REPLACE INTO settings (key, value) VALUES (?1, ?2)",
+                params![key, days],
             )?;
         }
-        if let Some(d) = tombstone_days {
-            tx.execute(
-                "INSERT OR REPLACE INTO settings (key, value) VALUES ('tombstone_safe_days', ?1)",
-                [d.to_string()],
-            )?;
-        }
-        let mut report = GcReport {
-            retention_days: retention,
-            tombstone_safe_days: safe,
-            ..Default::default()
-        };
+        let mut report = plan.report();
         let result = (|| -> Result<()> {
-            if retention > 0 {
-                let cutoff = format_time(now_t - chrono::Duration::days(retention));
+            if let Some(cutoff) = plan.retention_cutoff(now_t) {
+                let cutoff = format_time(cutoff);
                 // Content of superseded versions, stale and confirmed events older than the cutoff;
                 // the current version's own `set` event keeps its value (current view = history).
                 report.purged_events = tx.execute(
@@ -478,18 +461,24 @@ impl Store {
                 report.purged_reads =
                     tx.execute("DELETE FROM reads WHERE at < ?1", [&cutoff])? as i64;
             }
-            if safe > 0 {
-                let cutoff = format_time(now_t - chrono::Duration::days(safe));
+            if let Some(cutoff) = plan.tombstone_cutoff(now_t) {
+                let cutoff = format_time(cutoff);
                 let mut stmt = tx.prepare(
-                    "SELECT subject, predicate, scope FROM tombstones t WHERE deleted_at < ?1
-                     AND NOT EXISTS (SELECT 1 FROM history h WHERE h.subject = t.subject AND h.predicate = t.predicate
-                                     AND h.scope = t.scope AND (h.value IS NOT NULL OR h.raw IS NOT NULL))
-                     AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = t.subject AND m.predicate = t.predicate AND m.scope = t.scope)",
+                    "SELECT subject, predicate, scope,
+                            EXISTS (SELECT 1 FROM history h WHERE h.subject = t.subject AND h.predicate = t.predicate
+                                    AND h.scope = t.scope AND (h.value IS NOT NULL OR h.raw IS NOT NULL)),
+                            EXISTS (SELECT 1 FROM memories m WHERE m.subject = t.subject AND m.predicate = t.predicate AND m.scope = t.scope)
+                     FROM tombstones t WHERE deleted_at < ?1",
                 )?;
-                let old: Vec<(String, String, String)> = stmt
-                    .query_map([&cutoff], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                let old: Vec<(String, String, String, bool, bool)> = stmt
+                    .query_map([&cutoff], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                    })?
                     .collect::<Result<_, _>>()?;
-                for (subject, predicate, scope) in old {
+                for (subject, predicate, scope, content, live) in old {
+                    if !tombstone_collectable(content, live) {
+                        continue;
+                    }
                     tx.execute(
                         "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
                         params![subject, predicate, scope],
@@ -507,19 +496,8 @@ impl Store {
         })();
         result?;
         Ok(report)
-        }, |r| r.purged_events > 0 || r.purged_pending > 0 || r.purged_reads > 0)?;
+        }, GcReport::purged_content)?;
         report.disk_purged = disk_purged;
         Ok(report)
     }
-}
-
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct GcReport {
-    pub retention_days: i64,
-    pub tombstone_safe_days: i64,
-    pub purged_events: i64,
-    pub purged_pending: i64,
-    pub purged_reads: i64,
-    pub collected_tombstones: i64,
-    pub disk_purged: bool,
 }

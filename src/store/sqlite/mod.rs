@@ -21,6 +21,8 @@ mod write;
 
 pub use super::check::{CheckReport, Integrity, IntegrityMode, Violation, INVARIANT_NAMES};
 pub use super::dump::ImportReport;
+pub use super::gc::GcReport;
+pub use super::suspects::Suspect;
 /// The write path's checks of a request that need no database (front ends run them before
 /// opening one, so a wrong call creates nothing).
 pub(crate) use crate::store::prepared::validate;
@@ -32,7 +34,6 @@ pub use read::ListFilter;
 pub use rows::PREVIEW_BYTES;
 pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
 pub use spellings::MergeReport;
-pub use suspects::Suspect;
 pub use write::ApplySummary;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -509,13 +510,10 @@ impl Store {
         })
     }
 
-    /// Adds an alias; both sides are normalized. Refuses chains and self-aliases.
+    /// Adds an alias; both sides are normalized. Refuses chains and self-aliases
+    /// ([`crate::store::alias`] judges).
     pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<(String, String)> {
-        let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
-        let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
-        if alias == canonical {
-            bail!("alias '{alias}' and canonical '{canonical}' are the same after normalization: nothing to add");
-        }
+        let (alias, canonical) = crate::store::alias::normalized_pair(alias, canonical)?;
         self.in_write_tx(|tx, ctx, _| {
         let canonical_is_alias: Option<String> = tx
             .query_row(
@@ -524,19 +522,12 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()?;
-        if let Some(target) = canonical_is_alias {
-            bail!("'{canonical}' is itself an alias of '{target}': add '{alias}' → '{target}' instead");
-        }
         let live: i64 = tx.query_row(
             "SELECT count(*) FROM memories WHERE predicate = ?1",
             [&alias],
             |r| r.get(0),
         )?;
-        if live > 0 {
-            bail!(
-                "'{alias}' is used by {live} live record(s): delete or rewrite them under '{canonical}' before making it an alias"
-            );
-        }
+        crate::store::alias::judge(&alias, &canonical, canonical_is_alias.as_deref(), live)?;
         tx.execute(
             "UPDATE predicate_aliases SET canonical = ?2 WHERE canonical = ?1",
             rusqlite::params![alias, canonical],

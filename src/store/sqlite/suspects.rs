@@ -5,26 +5,11 @@
 
 use super::rows::{memory_from_row, MEMORY_COLUMNS};
 use super::Store;
-use crate::model::{MemoryRecord, Scope};
-use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
+use crate::model::Scope;
+use crate::store::guard::Places;
+use crate::store::suspects::{blast_radius, place_signals, rank, repos, Suspect};
 use anyhow::Result;
-use serde::Serialize;
 use std::hash::{Hash, Hasher};
-
-/// One current `global` record that looks like a rule of one place.
-#[derive(Debug, Clone, Serialize)]
-pub struct Suspect {
-    pub record: MemoryRecord,
-    /// Why, one sentence per signal.
-    pub evidence: Vec<String>,
-    /// Where it probably belongs: the place its evidence points at first (a rescope target).
-    pub suggested_scope: Option<Scope>,
-    /// Repositories memscope knows that have no rule of their own for this subject and
-    /// predicate: resolution serves them this global value.
-    pub blast_radius: Vec<String>,
-    /// Logged reads that were served this global value.
-    pub reads: i64,
-}
 
 impl Store {
     /// Every current `global` record with a place signal, widest blast radius first. Reads
@@ -34,10 +19,7 @@ impl Store {
         // Places the database knows: the spellings registry holds every repo and task scope
         // memscope ever stored.
         let known = super::spellings::known_places(conn)?;
-        let repos: Vec<&Scope> = known
-            .iter()
-            .filter(|s| matches!(s, Scope::Repo(_)))
-            .collect();
+        let repos = repos(&known);
         // The scoped records' messages, by a hash of their source (no string kept per record:
         // a database holds hundreds of thousands); a global record whose source hashes alike
         // has its siblings looked up by rowid, then checked.
@@ -55,7 +37,6 @@ impl Store {
         by_source.sort_unstable();
         let mut sibling =
             conn.prepare_cached("SELECT source, predicate, scope FROM memories WHERE rowid = ?1")?;
-        let cues = Cues::shipped();
         let places = Places::new(&known);
         // (rowid, evidence, places) of each suspect; the records are read after the scan.
         let mut found: Vec<(i64, Vec<String>, Vec<Scope>)> = Vec::new();
@@ -79,16 +60,7 @@ impl Store {
                         }
                     }
                 }
-                let ev = Evidence {
-                    raw,
-                    words: None,
-                    context: None,
-                    known_places: &places,
-                    siblings: &siblings,
-                };
-                if let Verdict::Suspect { evidence, places } =
-                    judge(cues, &Scope::Global, &ev, GuardMode::Flag)
-                {
+                if let Some((evidence, places)) = place_signals(&places, raw, &siblings) {
                     found.push((r.get(0)?, evidence, places));
                 }
             }
@@ -99,23 +71,10 @@ impl Store {
         let mut out = Vec::with_capacity(found.len());
         for (rowid, evidence, places) in found {
             let record = record.query_row([rowid], memory_from_row)?;
-            let (blast_radius, reads) = self.radius(&repos, &record.subject, &record.predicate)?;
-            out.push(Suspect {
-                record,
-                evidence,
-                suggested_scope: places.into_iter().next(),
-                blast_radius,
-                reads,
-            });
+            let radius = self.radius(&repos, &record.subject, &record.predicate)?;
+            out.push(Suspect::new(record, evidence, places, radius));
         }
-        out.sort_by(|a, b| {
-            (b.blast_radius.len(), b.reads)
-                .cmp(&(a.blast_radius.len(), a.reads))
-                .then_with(|| {
-                    (&a.record.subject, &a.record.predicate)
-                        .cmp(&(&b.record.subject, &b.record.predicate))
-                })
-        });
+        rank(&mut out);
         Ok(out)
     }
 }
@@ -126,11 +85,7 @@ impl Store {
     /// one whose agents read it (the read log), less those with a record of their own.
     pub fn blast_radius(&self, subject: &str, predicate: &str) -> Result<Vec<String>> {
         let known = super::spellings::known_places(&self.conn)?;
-        let repos: Vec<&Scope> = known
-            .iter()
-            .filter(|s| matches!(s, Scope::Repo(_)))
-            .collect();
-        Ok(self.radius(&repos, subject, predicate)?.0)
+        Ok(self.radius(&repos(&known), subject, predicate)?.0)
     }
 
     /// The blast radius among `repos` (and the read log's readers), sorted, and how many
@@ -147,11 +102,6 @@ impl Store {
             .map(|r| r.scope)
             .filter(|s| *s != Scope::Global)
             .collect();
-        let mut radius: Vec<String> = repos
-            .iter()
-            .filter(|r| !own.contains(r))
-            .map(|r| r.to_string())
-            .collect();
         let key = [subject, predicate];
         let reads: i64 = self
             .conn
@@ -165,15 +115,7 @@ impl Store {
         let asked = readers
             .query_map(key, |r| r.get::<_, String>(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;
-        for repo in asked {
-            let place = Scope::Repo(repo);
-            let name = place.to_string();
-            if !own.contains(&place) && !radius.contains(&name) {
-                radius.push(name);
-            }
-        }
-        radius.sort();
-        Ok((radius, reads))
+        Ok((blast_radius(repos, &own, asked), reads))
     }
 }
 

@@ -1,0 +1,36 @@
+//! The rules of a predicate alias (README, "seq, alias, export / import"), one judge for both
+//! backends: both sides normalized, never the same, never a chain, and never over a name that
+//! still has live records (a write could no longer reach them). The backends read what the
+//! rule needs inside their transaction and write the pair.
+
+use anyhow::{anyhow, bail, Result};
+
+/// `alias` and `canonical` normalized; refused when they are the same.
+pub(crate) fn normalized_pair(alias: &str, canonical: &str) -> Result<(String, String)> {
+    let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
+    let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
+    if alias == canonical {
+        bail!("alias '{alias}' and canonical '{canonical}' are the same after normalization: nothing to add");
+    }
+    Ok((alias, canonical))
+}
+
+/// Whether `alias → canonical` may be added, given what `canonical` is itself an alias of (if
+/// anything) and how many live records are stored under `alias`. Aliases that pointed at
+/// `alias` are then pointed at `canonical` by the backend, so no chain forms either way.
+pub(crate) fn judge(
+    alias: &str,
+    canonical: &str,
+    canonical_is_alias_of: Option<&str>,
+    live: i64,
+) -> Result<()> {
+    if let Some(target) = canonical_is_alias_of {
+        bail!("'{canonical}' is itself an alias of '{target}': add '{alias}' → '{target}' instead");
+    }
+    if live > 0 {
+        bail!(
+            "'{alias}' is used by {live} live record(s): delete or rewrite them under '{canonical}' before making it an alias"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,97 @@
+//! The decisions of `gc` (README, "delete, restore, gc"), one judge for both backends: which
+//! periods apply (given, else saved in settings, else 0 = keep), what they save, the cutoffs
+//! against now, which tombstones are safe to collect, and whether anything was purged (so the
+//! backend makes the bytes unrecoverable: SQLite truncates its WAL, PostgreSQL vacuums).
+
+use anyhow::{bail, Result};
+use chrono::{DateTime, Duration, Utc};
+
+pub(crate) const RETENTION_KEY: &str = "retention_days";
+pub(crate) const TOMBSTONE_SAFE_KEY: &str = "tombstone_safe_days";
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct GcReport {
+    pub retention_days: i64,
+    pub tombstone_safe_days: i64,
+    pub purged_events: i64,
+    pub purged_pending: i64,
+    pub purged_reads: i64,
+    pub collected_tombstones: i64,
+    pub disk_purged: bool,
+    /// Why the purge did not reach the disk, when the backend can say (PostgreSQL: the role
+    /// may not VACUUM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_note: Option<String>,
+}
+
+impl GcReport {
+    /// Whether content was destroyed, so the backend's on-disk purge must follow.
+    pub(crate) fn purged_content(&self) -> bool {
+        self.purged_events > 0 || self.purged_pending > 0 || self.purged_reads > 0
+    }
+}
+
+/// What a `gc` run does: its two periods in days and the settings it saves.
+#[derive(Debug, Clone)]
+pub(crate) struct GcPlan {
+    pub(crate) retention_days: i64,
+    pub(crate) tombstone_safe_days: i64,
+    /// (key, days) the run saves in `settings`: the periods it was given.
+    pub(crate) saved: Vec<(&'static str, String)>,
+}
+
+impl GcPlan {
+    /// The periods given on the command line, else `stored(key)` (the saved setting), else 0;
+    /// a negative period is refused.
+    pub(crate) fn new(
+        retention: Option<i64>,
+        tombstone_safe: Option<i64>,
+        mut stored: impl FnMut(&str) -> Result<Option<String>>,
+    ) -> Result<GcPlan> {
+        let mut saved = Vec::new();
+        let mut days = |key: &'static str, given: Option<i64>| -> Result<i64> {
+            match given {
+                Some(d) if d < 0 => bail!("{key} must be 0 or more days"),
+                Some(d) => {
+                    saved.push((key, d.to_string()));
+                    Ok(d)
+                }
+                None => Ok(stored(key)?.and_then(|v| v.parse().ok()).unwrap_or(0)),
+            }
+        };
+        let retention_days = days(RETENTION_KEY, retention)?;
+        let tombstone_safe_days = days(TOMBSTONE_SAFE_KEY, tombstone_safe)?;
+        Ok(GcPlan {
+            retention_days,
+            tombstone_safe_days,
+            saved,
+        })
+    }
+
+    /// Content older than this is purged (superseded versions, stale and confirmed events,
+    /// closed pending items, logged reads); `None`: retention keeps everything.
+    pub(crate) fn retention_cutoff(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        (self.retention_days > 0).then(|| now - Duration::days(self.retention_days))
+    }
+
+    /// Tombstones older than this may be collected; `None`: none is.
+    pub(crate) fn tombstone_cutoff(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        (self.tombstone_safe_days > 0).then(|| now - Duration::days(self.tombstone_safe_days))
+    }
+
+    /// The report, before anything is counted.
+    pub(crate) fn report(&self) -> GcReport {
+        GcReport {
+            retention_days: self.retention_days,
+            tombstone_safe_days: self.tombstone_safe_days,
+            ..Default::default()
+        }
+    }
+}
+
+/// Whether a tombstone older than the cutoff may go: only when its identity holds nothing —
+/// no history event with content and no live record — so lifting the guard cannot let a
+/// write bring deleted content back beside what is still there.
+pub(crate) fn tombstone_collectable(history_holds_content: bool, live_record: bool) -> bool {
+    !history_holds_content && !live_record
+}

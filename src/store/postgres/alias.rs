@@ -1,0 +1,60 @@
+//! Predicate aliases on PostgreSQL (README, "seq, alias, export / import"), judged by
+//! [`crate::store::alias`] as on SQLite. Writers run concurrently here: adding an alias first
+//! locks the alias table ACCESS EXCLUSIVE, which waits for every transaction that has read it —
+//! each write maps its predicate through the table inside its own transaction — and holds
+//! back new ones until the alias commits. So a write in flight under the new alias's name is
+//! committed before the live records are counted (and refuses the alias), and one that starts
+//! later reads the alias and stores under the canonical name.
+
+use super::store::PgStore;
+use crate::store::alias::{judge, normalized_pair};
+use anyhow::Result;
+
+impl PgStore {
+    /// Adds `alias → canonical` (both normalized); aliases of `alias` then point at
+    /// `canonical`, so no chain forms.
+    pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<(String, String)> {
+        let (alias, canonical) = normalized_pair(alias, canonical)?;
+        self.in_tx(|t| {
+            t.tx
+                .batch_execute("LOCK TABLE predicate_aliases IN ACCESS EXCLUSIVE MODE")?;
+            let target: Option<String> = t
+                .opt(
+                    "SELECT canonical FROM predicate_aliases WHERE alias = $1",
+                    &[&canonical],
+                )?
+                .map(|r| r.get(0));
+            let live: i64 = t
+                .one(
+                    "SELECT count(*) FROM memories WHERE predicate = $1",
+                    &[&alias],
+                )?
+                .get(0);
+            judge(&alias, &canonical, target.as_deref(), live)?;
+            t.exec(
+                "UPDATE predicate_aliases SET canonical = $2 WHERE canonical = $1",
+                &[&alias, &canonical],
+            )?;
+            t.exec(
+                "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ($1, $2, clock_timestamp())
+                 ON CONFLICT (alias) DO UPDATE SET canonical = EXCLUDED.canonical, added_at = EXCLUDED.added_at",
+                &[&alias, &canonical],
+            )?;
+            Ok((alias.clone(), canonical.clone()))
+        })
+    }
+
+    /// The alias table, by canonical then alias (bytewise, as SQLite orders them).
+    pub fn aliases(&mut self) -> Result<Vec<(String, String)>> {
+        self.in_tx(|t| {
+            Ok(t.all(
+                "SELECT alias, canonical FROM predicate_aliases
+                     ORDER BY canonical COLLATE \"C\", alias COLLATE \"C\"",
+                &[],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+        })
+    }
+}

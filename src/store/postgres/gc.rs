@@ -1,0 +1,122 @@
+//! `gc` on PostgreSQL (README, "delete, restore, gc"): the decisions of [`crate::store::gc`]
+//! as on SQLite — retention's purge of old content, the collection of safe tombstones — in one
+//! transaction, history rewritten through the schema's purge gate as `delete` does; then the
+//! touched tables are vacuumed as after a delete, when the role may.
+
+use super::schema;
+use super::store::{log_event, PgStore};
+use crate::model::{Identity, Scope};
+use crate::store::events::EventKind;
+use crate::store::gc::{tombstone_collectable, GcPlan, GcReport};
+use anyhow::{anyhow, bail, Result};
+use chrono::{DateTime, Utc};
+
+/// The tables a purge by `gc` rewrites.
+const TOUCHED: [&str; 4] = ["history", "pending", "reads", "tombstones"];
+
+impl PgStore {
+    /// Retention purge and tombstone collection in one transaction, then the VACUUM of the
+    /// touched tables (`disk_purged`; `disk_note` says why not when the role may not).
+    pub fn gc(&mut self, retention: Option<i64>, tombstone_safe: Option<i64>) -> Result<GcReport> {
+        let user = self.address().user().to_string();
+        let mut report = self.in_tx(|t| {
+            let plan = GcPlan::new(retention, tombstone_safe, |key| {
+                Ok(t.opt("SELECT value FROM settings WHERE key = $1", &[&key])?
+                    .map(|r| r.get(0)))
+            })?;
+            let acts = plan.retention_days > 0 || plan.tombstone_safe_days > 0;
+            if acts {
+                let may: bool = t
+                    .one("SELECT memscope_may_purge($1)", &[&schema::CURATOR_ROLE])?
+                    .get(0);
+                if !may {
+                    bail!(
+                        "gc purges history, which only {} or the owner of memscope's tables may do, and user \"{user}\" is neither: run gc with the curator's connection string",
+                        schema::CURATOR_ROLE
+                    );
+                }
+                t.tx
+                    .batch_execute(&format!("SET LOCAL {} = 'on'", schema::PURGE_SETTING))?;
+            }
+            for (key, days) in &plan.saved {
+                t.exec(
+                    "INSERT INTO settings (key, value) VALUES ($1, $2)
+                     ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    &[key, days],
+                )?;
+            }
+            let now: DateTime<Utc> = t.one("SELECT clock_timestamp()", &[])?.get(0);
+            let mut report = plan.report();
+            if let Some(cutoff) = plan.retention_cutoff(now) {
+                // Content of superseded versions, stale and confirmed events; the current
+                // version's own `set` event keeps its value (current view = history).
+                report.purged_events = t.exec(
+                    "UPDATE history h SET value = NULL, raw = NULL
+                     WHERE at < $1 AND (value IS NOT NULL OR raw IS NOT NULL)
+                       AND NOT (event = 'set' AND EXISTS (SELECT 1 FROM memories m WHERE m.subject = h.subject
+                                AND m.predicate = h.predicate AND m.scope = h.scope AND m.version = h.version))",
+                    &[&cutoff],
+                )? as i64;
+                report.purged_pending = t.exec(
+                    "DELETE FROM pending WHERE status <> 'open' AND coalesce(resolved_at, created_at) < $1",
+                    &[&cutoff],
+                )? as i64;
+                report.purged_reads =
+                    t.exec("DELETE FROM reads WHERE at < $1", &[&cutoff])? as i64;
+            }
+            if let Some(cutoff) = plan.tombstone_cutoff(now) {
+                let old = t.all(
+                    "SELECT subject, predicate, scope,
+                            EXISTS (SELECT 1 FROM history h WHERE h.subject = t.subject AND h.predicate = t.predicate
+                                    AND h.scope = t.scope AND (h.value IS NOT NULL OR h.raw IS NOT NULL)),
+                            EXISTS (SELECT 1 FROM memories m WHERE m.subject = t.subject AND m.predicate = t.predicate AND m.scope = t.scope)
+                     FROM tombstones t WHERE deleted_at < $1
+                     ORDER BY subject COLLATE \"C\", predicate COLLATE \"C\", scope COLLATE \"C\"",
+                    &[&cutoff],
+                )?;
+                for r in old {
+                    let (subject, predicate, scope): (String, String, String) =
+                        (r.get(0), r.get(1), r.get(2));
+                    // The identity's lock: a write waiting on it sees the tombstone gone.
+                    t.exec(
+                        "SELECT memscope_identity_lock($1, $2, $3)",
+                        &[&subject, &predicate, &scope],
+                    )?;
+                    if !tombstone_collectable(r.get(3), r.get(4)) {
+                        continue;
+                    }
+                    t.exec(
+                        "DELETE FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
+                        &[&subject, &predicate, &scope],
+                    )?;
+                    let id = Identity {
+                        subject,
+                        predicate,
+                        scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
+                    };
+                    log_event(t, EventKind::TombstoneCollected, &id, None, None, None, None, None)?;
+                    report.collected_tombstones += 1;
+                }
+            }
+            Ok(report)
+        })?;
+        report.disk_purged = true;
+        if report.purged_content() {
+            self.vacuum_touched(&mut report)?;
+        }
+        Ok(report)
+    }
+
+    /// VACUUM of the tables gc rewrote, as after a delete; a note when the role may not.
+    fn vacuum_touched(&mut self, report: &mut GcReport) -> Result<()> {
+        let user = self.address().user().to_string();
+        report.disk_purged = super::vacuum::after_purge(self.connection()?, &TOUCHED);
+        if !report.disk_purged {
+            report.disk_note = Some(format!(
+                "gc purged: no row holds that content any more, but {user} may not VACUUM memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files until the owner's VACUUM or autovacuum frees them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON) {}`",
+                TOUCHED.join(", ")
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,102 @@
+//! `suspects` on PostgreSQL (README, "suspects"): the current `global` records judged by
+//! [`crate::store::suspects`] as on SQLite — the same places (the spellings registry), the
+//! same siblings (the scoped records stored from the same message), the same blast radius and
+//! ranking — so the same data gives the same list.
+
+use super::store::{PgStore, Tx};
+use crate::model::Scope;
+use crate::store::guard::Places;
+use crate::store::suspects::{blast_radius, place_signals, rank, repos, Suspect};
+use crate::store::ListFilter;
+use anyhow::Result;
+use std::collections::HashMap;
+
+impl PgStore {
+    /// Every current `global` record with a place signal, widest blast radius first. Reads
+    /// only.
+    pub fn suspects(&mut self) -> Result<Vec<Suspect>> {
+        let globals = self.list(&ListFilter {
+            scope: Some(Scope::Global),
+            subject: None,
+            predicate: None,
+        })?;
+        self.in_tx(|t| {
+            let known = known_places(t)?;
+            let repos = repos(&known);
+            let places = Places::new(&known);
+            // The scoped records of each global record's message, in the order they were stored.
+            let mut siblings: HashMap<String, Vec<(String, Scope)>> = HashMap::new();
+            for r in t.all(
+                "SELECT s.source, s.predicate, s.scope FROM memories s
+                 WHERE s.scope <> 'global'
+                   AND s.source IN (SELECT g.source FROM memories g WHERE g.scope = 'global')
+                 ORDER BY s.id",
+                &[],
+            )? {
+                if let Ok(scope) = Scope::parse(&r.get::<_, String>(2)) {
+                    siblings
+                        .entry(r.get(0))
+                        .or_default()
+                        .push((r.get(1), scope));
+                }
+            }
+            let mut out = Vec::new();
+            for record in globals.iter() {
+                let same = siblings.get(&record.source).map_or(&[][..], Vec::as_slice);
+                let Some((evidence, places)) = place_signals(&places, record.raw.as_deref(), same)
+                else {
+                    continue;
+                };
+                let radius = radius(t, &repos, &record.subject, &record.predicate)?;
+                out.push(Suspect::new(record.clone(), evidence, places, radius));
+            }
+            rank(&mut out);
+            Ok(out)
+        })
+    }
+}
+
+/// The places the database knows: the spellings registry's repo and task scopes, bytewise
+/// ordered as on SQLite.
+fn known_places(t: &mut Tx<'_>) -> Result<Vec<Scope>> {
+    Ok(t.all(
+        "SELECT spelling FROM spellings WHERE kind = 'scope' ORDER BY spelling COLLATE \"C\"",
+        &[],
+    )?
+    .iter()
+    .filter_map(|r| Scope::parse(&r.get::<_, String>(0)).ok())
+    .collect())
+}
+
+/// The blast radius among `repos` and the read log's readers, and how many logged reads were
+/// served the global value.
+fn radius(
+    t: &mut Tx<'_>,
+    repos: &[&Scope],
+    subject: &str,
+    predicate: &str,
+) -> Result<(Vec<String>, i64)> {
+    let own: Vec<Scope> = t
+        .all(
+            "SELECT scope FROM memories WHERE subject = $1 AND predicate = $2 AND scope <> 'global'",
+            &[&subject, &predicate],
+        )?
+        .iter()
+        .filter_map(|r| Scope::parse(&r.get::<_, String>(0)).ok())
+        .collect();
+    let reads: i64 = t
+        .one(
+            "SELECT count(*) FROM reads WHERE subject = $1 AND predicate = $2 AND scope = 'global'",
+            &[&subject, &predicate],
+        )?
+        .get(0);
+    let readers: Vec<String> = t
+        .all(
+            "SELECT DISTINCT repo FROM reads WHERE subject = $1 AND predicate = $2 AND repo IS NOT NULL",
+            &[&subject, &predicate],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    Ok((blast_radius(repos, &own, readers), reads))
+}

@@ -1,0 +1,102 @@
+//! Suspects in the existing data (issue 16; README, "memscope suspects"), one judge for both
+//! backends: a current `global` record whose own words or whose message's other records point
+//! at one place, judged by the scope guard's core ([`crate::store::guard`]); its blast radius
+//! (the repositories served its value without a rule of their own) and the ranking. The
+//! backends read the records, places, siblings and read log.
+
+use crate::model::{MemoryRecord, Scope};
+use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
+use serde::Serialize;
+
+/// One current `global` record that looks like a rule of one place.
+#[derive(Debug, Clone, Serialize)]
+pub struct Suspect {
+    pub record: MemoryRecord,
+    /// Why, one sentence per signal.
+    pub evidence: Vec<String>,
+    /// Where it probably belongs: the place its evidence points at first (a rescope target).
+    pub suggested_scope: Option<Scope>,
+    /// Repositories memscope knows that have no rule of their own for this subject and
+    /// predicate: resolution serves them this global value.
+    pub blast_radius: Vec<String>,
+    /// Logged reads that were served this global value.
+    pub reads: i64,
+}
+
+/// A global record's place signals: its evidence and the places it points at, or `None`
+/// when nothing points anywhere. `raw`: its words; `siblings`: (predicate, scope) of the
+/// scoped records stored from the same message.
+pub(crate) fn place_signals(
+    places: &Places,
+    raw: Option<&str>,
+    siblings: &[(String, Scope)],
+) -> Option<(Vec<String>, Vec<Scope>)> {
+    let ev = Evidence {
+        raw,
+        words: None,
+        context: None,
+        known_places: places,
+        siblings,
+    };
+    match judge(Cues::shipped(), &Scope::Global, &ev, GuardMode::Flag) {
+        Verdict::Suspect { evidence, places } => Some((evidence, places)),
+        _ => None,
+    }
+}
+
+/// The repositories among `known` places.
+pub(crate) fn repos(known: &[Scope]) -> Vec<&Scope> {
+    known
+        .iter()
+        .filter(|s| matches!(s, Scope::Repo(_)))
+        .collect()
+}
+
+/// The blast radius of a global value: every known repository, and every one whose agents
+/// read it (`readers`, from the read log), less those with a rule of their own (`own`: the
+/// identity's live scopes), sorted.
+pub(crate) fn blast_radius(repos: &[&Scope], own: &[Scope], readers: Vec<String>) -> Vec<String> {
+    let mut radius: Vec<String> = repos
+        .iter()
+        .filter(|r| !own.contains(r))
+        .map(|r| r.to_string())
+        .collect();
+    for repo in readers {
+        let place = Scope::Repo(repo);
+        let name = place.to_string();
+        if !own.contains(&place) && !radius.contains(&name) {
+            radius.push(name);
+        }
+    }
+    radius.sort();
+    radius
+}
+
+impl Suspect {
+    pub(crate) fn new(
+        record: MemoryRecord,
+        evidence: Vec<String>,
+        places: Vec<Scope>,
+        (blast_radius, reads): (Vec<String>, i64),
+    ) -> Suspect {
+        Suspect {
+            record,
+            evidence,
+            suggested_scope: places.into_iter().next(),
+            blast_radius,
+            reads,
+        }
+    }
+}
+
+/// Widest blast radius first, then most reads, then by subject and predicate.
+pub(crate) fn rank(found: &mut [Suspect]) {
+    found.sort_by(|a, b| {
+        (b.blast_radius.len(), b.reads)
+            .cmp(&(a.blast_radius.len(), a.reads))
+            .then_with(|| {
+                (&a.record.subject, &a.record.predicate)
+                    .cmp(&(&b.record.subject, &b.record.predicate))
+            })
+    });
+}

@@ -1,0 +1,590 @@
+//! `alias`, `gc` and `suspects` on PostgreSQL (issue 17), against a real server: the same data
+//! on a SQLite file and on PostgreSQL gives the same alias table, the same gc report and what
+//! history holds after it, the same suspects; refusals are one sentence and change nothing;
+//! and adding an alias while writers store its name cannot leave a live record under it.
+
+use super::postgres::{server, FreshDb};
+use super::postgres_check::every_kind_of_write;
+use super::postgres_roles::{login_url, memscope_at, roles, TestLogin};
+use super::postgres_write::{incident, incident_sibling, req};
+use crate::support::{assert_one_sentence, memscope_cmd, Run};
+use chrono::{Duration, Utc};
+use memscope::model::{DeleteTarget, WriteContext};
+use memscope::store::postgres::PgStore;
+use memscope::store::{AnyStore, Clock, IntegrityMode, ListFilter, OpenMode};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
+
+/// A fresh PostgreSQL database and a fresh SQLite file, each opened as an [`AnyStore`].
+struct Both {
+    pg: FreshDb,
+    _dir: tempfile::TempDir,
+    file: PathBuf,
+}
+
+impl Both {
+    fn new(server: &str) -> Both {
+        let (pg, _) = FreshDb::prepared(server);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("memory.db");
+        Both {
+            pg,
+            _dir: dir,
+            file,
+        }
+    }
+
+    /// PostgreSQL first, then SQLite.
+    fn stores(&self) -> [AnyStore; 2] {
+        [
+            AnyStore::open(Path::new(&self.pg.url), OpenMode::Create).unwrap(),
+            AnyStore::open(&self.file, OpenMode::Create).unwrap(),
+        ]
+    }
+
+    /// The real binary on one of them.
+    fn run(&self, pg: bool, args: &[&str]) -> Run {
+        let home = tempfile::tempdir().unwrap();
+        let db = if pg {
+            self.pg.url.clone()
+        } else {
+            self.file.display().to_string()
+        };
+        Run::from_output(
+            memscope_cmd(home.path())
+                .args(["--db", &db])
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    }
+}
+
+#[track_caller]
+fn assert_clean(store: &mut AnyStore) {
+    let report = store.check(IntegrityMode::Quick).unwrap();
+    assert!(report.ok, "{:?}", report.violations);
+}
+
+/// What an attempt gave: the pair added, or the sentence of the refusal — on PostgreSQL after
+/// the `on USER@HOST:PORT/DB: ` that names the database.
+fn said(r: anyhow::Result<(String, String)>, db: &str) -> Result<(String, String), String> {
+    r.map_err(|e| {
+        let e = format!("{e:#}");
+        match e.split_once(&format!("/{db}: ")) {
+            Some((_, sentence)) => sentence.to_string(),
+            None => e,
+        }
+    })
+}
+
+/// Every current record without its times.
+fn current(store: &mut AnyStore) -> Vec<Value> {
+    store
+        .list(&ListFilter::default())
+        .unwrap()
+        .iter()
+        .map(|r| {
+            json!([
+                r.subject,
+                r.predicate,
+                r.scope.to_string(),
+                r.value,
+                r.version,
+                r.raw,
+                r.source
+            ])
+        })
+        .collect()
+}
+
+#[test]
+fn aliases_on_postgres_as_on_sqlite() {
+    let Some(server) = server() else { return };
+    let both = Both::new(&server);
+    let mut results = Vec::new();
+    for mut store in both.stores() {
+        for w in [
+            req("user:42", "coffee", json!("燕麦拿铁 ☕"), "global", "m1"),
+            req("user:42", "Editor", json!("vim 🚀"), "repo:web", "m2"),
+        ] {
+            store.write(&w).unwrap();
+        }
+        let before = store.aliases().unwrap();
+        let tries = [
+            ("Pkg-Mgr", "package_manager"),
+            ("PKG MGR", "Pkg_Mgr"),
+            ("coffee", "drink"),
+            ("ide", "pkg_mgr"),
+            ("editor_program", "ide"),
+            ("ide", "editor"),
+            ("咖啡", "coffee"),
+            ("", "coffee"),
+        ];
+        let mut out: Vec<Value> = Vec::new();
+        for (alias, canonical) in tries {
+            let table = store.aliases().unwrap();
+            let r = said(store.add_alias(alias, canonical), &both.pg.name);
+            if r.is_err() {
+                assert_eq!(store.aliases().unwrap(), table, "a refusal changes nothing");
+            }
+            out.push(json!(r));
+        }
+        // A write under an alias lands under its canonical predicate.
+        let w = store
+            .write(&req("user:42", "pkg-mgr", json!("pnpm 📦"), "global", "m3"))
+            .unwrap();
+        out.push(json!(w.predicate));
+        let table = store.aliases().unwrap();
+        assert!(table.len() > before.len());
+        out.push(json!(table));
+        out.push(json!(current(&mut store)));
+        assert_clean(&mut store);
+        results.push(out);
+    }
+    assert_eq!(results[0], results[1]);
+    let r = &results[0];
+    assert_eq!(r[0], json!({"Ok": ["pkg_mgr", "package_manager"]}));
+    assert!(
+        r[1]["Err"]
+            .as_str()
+            .unwrap()
+            .contains("the same after normalization"),
+        "{}",
+        r[1]
+    );
+    assert!(
+        r[2]["Err"].as_str().unwrap().contains("live record"),
+        "{}",
+        r[2]
+    );
+    assert!(
+        r[3]["Err"].as_str().unwrap().contains("itself an alias"),
+        "{}",
+        r[3]
+    );
+    // `ide → editor` points `editor_program` at `editor` too: no chain.
+    let table: Vec<(String, String)> = serde_json::from_value(r[9].clone()).unwrap();
+    assert!(
+        table.contains(&("editor_program".into(), "editor".into())),
+        "{table:?}"
+    );
+    assert_eq!(r[8], json!("package_manager"));
+
+    // Through the binary: a refusal is one sentence, exit 1, nothing changed.
+    let listed = both.run(true, &["alias", "list", "--json"]).ok().json();
+    for pg in [true, false] {
+        let refused = both.run(pg, &["alias", "add", "coffee", "drink"]);
+        refused.fails_with(1, &[]);
+        assert_one_sentence(&refused.stderr, &["'coffee' is used by 1 live record(s)"]);
+    }
+    assert_eq!(
+        both.run(true, &["alias", "list", "--json"]).ok().json(),
+        listed
+    );
+    assert_eq!(
+        both.run(false, &["alias", "list", "--json"]).ok().json(),
+        listed
+    );
+    both.run(true, &["alias", "add", "包", "package_manager"])
+        .ok();
+}
+
+/// Rounds of writers storing predicate `pm_N` on their own connections while `alias add pm_N
+/// package_manager` runs on another, all released at once: either the alias was refused for
+/// live `pm_N` records, or no live record is stored under `pm_N`.
+#[test]
+fn alias_add_on_postgres_lets_no_write_in_flight_store_under_the_alias() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    const WRITERS: usize = 6;
+    let (mut added, mut refused) = (0, 0);
+    for round in 0..25 {
+        let pm = format!("pm_{round}");
+        let start = Arc::new(Barrier::new(WRITERS + 1));
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|n| {
+                let (start, address, pm) = (start.clone(), db.address(), pm.clone());
+                std::thread::spawn(move || {
+                    let mut store = PgStore::open(&address).unwrap();
+                    start.wait();
+                    for k in 0..3 {
+                        let w = req(
+                            &format!("user:{n}"),
+                            &pm,
+                            json!(format!("npm {k} 📦")),
+                            "global",
+                            "s",
+                        );
+                        store.write(&w).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let mut store = PgStore::open(&db.address()).unwrap();
+        start.wait();
+        let outcome = store.add_alias(&pm, "package_manager");
+        for w in writers {
+            w.join().unwrap();
+        }
+        let live: i64 = raw
+            .query_one("SELECT count(*) FROM memories WHERE predicate = $1", &[&pm])
+            .unwrap()
+            .get(0);
+        match outcome {
+            Ok(_) => {
+                added += 1;
+                assert_eq!(
+                    live, 0,
+                    "round {round}: alias {pm} added, yet {live} live record(s) under it"
+                );
+            }
+            Err(e) => {
+                refused += 1;
+                assert!(format!("{e:#}").contains("live record"), "{e:#}");
+                assert!(live > 0);
+            }
+        }
+    }
+    eprintln!("alias race: {added} added, {refused} refused");
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    assert_clean(&mut store);
+}
+
+/// Writes the same data to `store`, the older part `old` (SQLite: its clock set back; the
+/// caller moves PostgreSQL's times back after).
+fn gc_data(store: &mut AnyStore, old: bool) {
+    if old {
+        every_kind_of_write(store);
+        store
+            .resolve_logged(
+                "user:42",
+                "coffee",
+                Some("web"),
+                None,
+                Some("agent 🤖"),
+                Some("说了燕麦拿铁"),
+            )
+            .unwrap();
+    } else {
+        for w in [
+            req("user:42", "coffee", json!("美式 ☕ new"), "global", "n1"),
+            req("user:42", "shell", json!("zsh"), "global", "n2"),
+            req("user:5", "editor", json!("helix 🧬"), "global", "n3"),
+        ] {
+            store.write(&w).unwrap();
+        }
+        store
+            .delete(&DeleteTarget::Subject("user:5".into()), Some("新的删除"))
+            .unwrap();
+        store
+            .resolve_logged(
+                "user:42",
+                "coffee",
+                Some("api"),
+                None,
+                None,
+                Some("recent note"),
+            )
+            .unwrap();
+    }
+}
+
+/// Every identity's history without ids, times and details.
+fn histories(store: &mut AnyStore) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (s, p) in [
+        ("user:42", "package_manager"),
+        ("user:42", "coffee"),
+        ("user:42", "editor"),
+        ("user:42", "shell"),
+        ("user:7", "reply_language"),
+        ("user:5", "editor"),
+    ] {
+        for e in store.history(s, p, None).unwrap() {
+            out.push(json!([
+                e.event,
+                e.subject,
+                e.predicate,
+                e.scope,
+                e.version,
+                e.value,
+                e.raw,
+                e.source
+            ]));
+        }
+    }
+    out
+}
+
+#[test]
+fn gc_on_postgres_as_on_sqlite() {
+    let Some(server) = server() else { return };
+    let both = Both::new(&server);
+    let [mut pg, mut sqlite] = both.stores();
+    let AnyStore::Sqlite(file) = &mut sqlite else {
+        unreachable!()
+    };
+    file.set_clock(Clock::Fixed(Utc::now() - Duration::days(400)));
+    gc_data(&mut sqlite, true);
+    let AnyStore::Sqlite(file) = &mut sqlite else {
+        unreachable!()
+    };
+    file.set_clock(Clock::System);
+    gc_data(&mut pg, true);
+    both.pg
+        .client()
+        .batch_execute(
+            "BEGIN; SET LOCAL memscope.purge = 'on';
+             UPDATE history SET at = at - interval '400 days';
+             UPDATE pending SET created_at = created_at - interval '400 days', resolved_at = resolved_at - interval '400 days';
+             UPDATE reads SET at = at - interval '400 days';
+             UPDATE tombstones SET deleted_at = deleted_at - interval '400 days';
+             UPDATE memories SET created_at = created_at - interval '400 days', updated_at = updated_at - interval '400 days',
+                                 confirmed_at = confirmed_at - interval '400 days';
+             COMMIT;",
+        )
+        .unwrap();
+    let mut seen = Vec::new();
+    for store in [&mut pg, &mut sqlite] {
+        gc_data(store, false);
+        let before = histories(store);
+        // Periods of 0 keep everything.
+        let idle = serde_json::to_value(store.gc(Some(0), Some(0)).unwrap()).unwrap();
+        assert_eq!(histories(store), before);
+        let report = serde_json::to_value(store.gc(Some(30), Some(30)).unwrap()).unwrap();
+        let after = histories(store);
+        assert_ne!(after, before);
+        let again = serde_json::to_value(store.gc(None, None).unwrap()).unwrap();
+        // `durability` is the SQLite file's own setting.
+        let mut settings = store.user_settings().unwrap();
+        settings.retain(|(k, _)| k != "durability");
+        let reads = store.reads(&Default::default()).unwrap().len();
+        let pending = store.pending(true).unwrap().len();
+        assert_clean(store);
+        seen.push(json!([
+            idle,
+            report,
+            again,
+            after,
+            current(store),
+            reads,
+            pending,
+            settings
+        ]));
+    }
+    assert_eq!(seen[0], seen[1]);
+    let report = &seen[0][1];
+    for k in [
+        "purged_events",
+        "purged_pending",
+        "purged_reads",
+        "collected_tombstones",
+    ] {
+        assert!(report[k].as_i64().unwrap() >= 1, "{k}: {report}");
+    }
+    assert_eq!(report["disk_purged"], json!(true));
+    let again = &seen[0][2];
+    assert_eq!(
+        (
+            again["retention_days"].clone(),
+            again["purged_events"].clone()
+        ),
+        (json!(30), json!(0))
+    );
+    // The long Chinese/emoji value superseded 400 days ago has lost its content; the current
+    // one keeps it.
+    let after = seen[0][3].as_array().unwrap();
+    assert!(after
+        .iter()
+        .any(|e| e[2] == "coffee" && e[5] == json!("美式 ☕ new")));
+    assert!(!after.iter().any(|e| e[5] == json!("燕麦拿铁 ☕")));
+
+    // A refusal: one sentence, exit 1, nothing changed.
+    let before = histories(&mut pg);
+    let refused = both.run(true, &["gc", "--retention-days=-1"]);
+    refused.fails_with(1, &[]);
+    assert_one_sentence(&refused.stderr, &["retention_days must be 0 or more days"]);
+    assert_eq!(histories(&mut pg), before);
+    let text = both.run(true, &["gc", "--json"]).ok().json();
+    assert_eq!(text["purged_events"], json!(0));
+}
+
+/// The incident of the seed article and its relatives: global records whose words or whose
+/// message's scoped records point at one place.
+fn suspects_data(store: &mut AnyStore) {
+    store.set_user_setting("scope_guard", "flag").unwrap();
+    let sibling = incident_sibling("thread:2/message:1");
+    let mut incident = incident("thread:2/message:1");
+    incident.context = None;
+    let mut words = req(
+        "user:7",
+        "test_runner",
+        json!("vitest 🧪"),
+        "global",
+        "thread:3",
+    );
+    words.raw = Some("in this repo we run vitest 🧪".into());
+    words.context = Some(WriteContext {
+        repo: None,
+        task: Some("重构-🚀".into()),
+    });
+    for w in [
+        req(
+            "user:42",
+            "package_manager",
+            json!("pnpm"),
+            "repo:web-app",
+            "thread:1",
+        ),
+        req(
+            "user:42",
+            "package_manager",
+            json!("yarn"),
+            "repo:api",
+            "thread:1b",
+        ),
+        req(
+            "user:42",
+            "coffee",
+            json!("燕麦拿铁 ☕"),
+            "global",
+            "thread:4",
+        ),
+        req("user:1", "editor", json!("vim"), "repo:docs", "thread:5"),
+        sibling,
+        incident,
+        words,
+    ] {
+        store.write(&w).unwrap();
+    }
+    for repo in ["mobile", "web-app", "移动"] {
+        store
+            .resolve_logged(
+                "user:42",
+                "package_manager",
+                Some(repo),
+                None,
+                Some("agent"),
+                None,
+            )
+            .unwrap();
+    }
+}
+
+/// Suspects as JSON without the records' times.
+fn timeless(mut found: Value) -> Value {
+    for s in found.as_array_mut().unwrap() {
+        let record = s["record"].as_object_mut().unwrap();
+        record.retain(|k, _| !k.ends_with("_at"));
+    }
+    found
+}
+
+#[test]
+fn suspects_on_postgres_as_on_sqlite() {
+    let Some(server) = server() else { return };
+    let both = Both::new(&server);
+    let mut seen = Vec::new();
+    for mut store in both.stores() {
+        suspects_data(&mut store);
+        let found = timeless(serde_json::to_value(store.suspects().unwrap()).unwrap());
+        let report = store.check(IntegrityMode::Quick).unwrap();
+        assert!(report.ok, "{:?}", report.violations);
+        seen.push(json!([found, report.metrics["suspects"]]));
+    }
+    assert_eq!(seen[0], seen[1]);
+    let found = seen[0][0].as_array().unwrap();
+    assert!(found.len() >= 2, "{found:?}");
+    assert_eq!(seen[0][1], json!(found.len()));
+    let first = &found[0];
+    assert_eq!(first["record"]["predicate"], "package_manager");
+    assert_eq!(first["suggested_scope"], "repo:legacy-dashboard");
+    // Known repositories and the read log's readers, less those with a rule of their own.
+    let radius: Vec<String> = serde_json::from_value(first["blast_radius"].clone()).unwrap();
+    assert!(
+        radius.contains(&"repo:docs".to_string()) && radius.contains(&"repo:移动".to_string()),
+        "{radius:?}"
+    );
+    assert!(!radius.contains(&"repo:web-app".to_string()), "{radius:?}");
+    // Read from mobile and 移动 (web-app has its own rule).
+    assert_eq!(first["reads"], json!(2), "{first}");
+
+    // The binary says the same on both.
+    let pg = both.run(true, &["suspects", "--json"]).ok().json();
+    let file = both.run(false, &["suspects", "--json"]).ok().json();
+    assert_eq!(timeless(pg), timeless(file));
+    let text = both.run(true, &["suspects"]).ok();
+    assert!(
+        text.stdout.contains("fix: memscope rescope"),
+        "{}",
+        text.stdout
+    );
+}
+
+/// `gc` purges history: an agent login is refused in one sentence with nothing changed; a
+/// curator login that is not the tables' owner purges, and is told the owner's VACUUM is owed.
+#[test]
+fn gc_on_postgres_is_the_curators_and_says_when_it_may_not_vacuum() {
+    let Some(server) = server() else { return };
+    let agent = TestLogin::unique(&server, "agent");
+    let curator = TestLogin::unique(&server, "curator");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    for value in ["燕麦拿铁 ☕", "美式 ☕"] {
+        store
+            .write(&req("user:42", "coffee", json!(value), "global", "m"))
+            .unwrap();
+    }
+    owner
+        .batch_execute(
+            "BEGIN; SET LOCAL memscope.purge = 'on';
+             UPDATE history SET at = at - interval '400 days'; COMMIT;",
+        )
+        .unwrap();
+    for (login, flag) in [(&agent, "--agent-login"), (&curator, "--curator-login")] {
+        let args = [flag, &login.name, "--password-from-env", "TEST_LOGIN_PW"];
+        roles(&db, Some(login), &args).ok();
+    }
+    let history = |store: &mut AnyStore| {
+        serde_json::to_value(store.history("user:42", "coffee", None).unwrap()).unwrap()
+    };
+    let before = history(&mut store);
+
+    let refused = memscope_at(&login_url(&db, &agent), &["gc", "--retention-days", "30"]);
+    refused.fails_with(1, &[]);
+    assert_one_sentence(&refused.stderr, &["gc purges history", "memscope_curator"]);
+    assert_eq!(history(&mut store), before);
+    assert_eq!(
+        store
+            .user_settings()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k == "retention_days")
+            .unwrap()
+            .1,
+        "0"
+    );
+
+    let run = memscope_at(&login_url(&db, &curator), &["gc", "--retention-days", "30"]).ok();
+    assert!(
+        run.stdout.contains("purged content of 1 event(s)"),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr.contains("may not VACUUM") && run.stderr.contains("owner"),
+        "{run:?}"
+    );
+    let after = history(&mut store);
+    assert_ne!(after, before);
+    let kept: i64 = owner
+        .query_one(
+            "SELECT count(*) FROM history WHERE value LIKE '%燕麦拿铁%'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 0);
+    assert_clean(&mut store);
+}
