@@ -200,7 +200,12 @@ impl PgStore {
     /// may or may not have landed.
     pub(super) fn connection(&mut self) -> Result<&mut Client> {
         if self.client.is_closed() {
-            self.client = self.address.connect()?;
+            self.client = self.address.connect().map_err(|e| {
+                anyhow!(
+                    "the connection to PostgreSQL at {} was lost, and connecting again failed — {e:#}",
+                    self.address.describe()
+                )
+            })?;
             self.statements.clear();
         }
         Ok(&mut self.client)
