@@ -5,7 +5,7 @@
 //! the UI's pending choices and rescope) probes and decides the same way without applying. A
 //! front end never restates a rule: it shows the [`WriteDecision`] the store returns.
 
-use crate::model::{same_value, Considered, OutcomeKind, Resolution, Scope};
+use crate::model::{same_value, Considered, Identity, OutcomeKind, Resolution, Scope};
 use serde_json::Value;
 
 /// The current record of an identity, as the decision needs it.
@@ -201,6 +201,23 @@ pub fn resolution_chain(repo: Option<&str>, task: Option<&str>) -> Vec<Scope> {
     }
     chain.push(Scope::Global);
     chain
+}
+
+/// The identities a resolution of `subject`/`predicate` visits, most specific scope first.
+pub fn chain_identities(
+    subject: &str,
+    predicate: &str,
+    repo: Option<&str>,
+    task: Option<&str>,
+) -> Vec<Identity> {
+    resolution_chain(repo, task)
+        .into_iter()
+        .map(|scope| Identity {
+            subject: subject.to_string(),
+            predicate: predicate.to_string(),
+            scope,
+        })
+        .collect()
 }
 
 /// A scope of the chain that holds no live value: `state` says why ("deleted", "absent").

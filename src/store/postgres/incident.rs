@@ -8,7 +8,7 @@ use super::store::{
     SCOPE, SUBJECT,
 };
 use crate::model::{Identity, Resolution, Scope, WriteOutcome};
-use crate::store::decide::resolution_chain;
+use crate::store::decide::chain_identities;
 use crate::store::events::EventKind;
 use crate::store::incident::{
     self, resolution_at, revert_step, state_at, HistoryAt, RevertStep, VersionContent,
@@ -37,14 +37,7 @@ pub(super) fn resolution_identities(
     };
     let repo = place(repo.map(|r| Scope::Repo(r.to_string())))?;
     let task = place(task.map(|k| Scope::Task(k.to_string())))?;
-    let chain = resolution_chain(repo.as_deref(), task.as_deref())
-        .into_iter()
-        .map(|scope| Identity {
-            subject: subject.clone(),
-            predicate: predicate.clone(),
-            scope,
-        })
-        .collect();
+    let chain = chain_identities(&subject, &predicate, repo.as_deref(), task.as_deref());
     Ok((subject, predicate, chain))
 }
 

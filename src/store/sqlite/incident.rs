@@ -10,7 +10,7 @@ use super::spellings;
 use super::write::{write_in_tx, TxState, WriteCtx};
 use super::{format_time, Store};
 use crate::model::{Identity, ReadRecord, Resolution, Scope, WriteOutcome};
-use crate::store::decide::{resolution_chain, resolve_looked, Looked};
+use crate::store::decide::{chain_identities, resolve_looked, Looked};
 use crate::store::incident::{self, HistoryAt, RevertStep, StateAt, VersionContent};
 use crate::store::prepared::PreparedWrite;
 use anyhow::Result;
@@ -375,14 +375,7 @@ fn resolution_identities(
     let predicate = super::canonical_predicate(conn, predicate)?;
     let repo = spellings::find_context_id(conn, "repo", repo)?;
     let task = spellings::find_context_id(conn, "task", task)?;
-    let chain = resolution_chain(repo.as_deref(), task.as_deref())
-        .into_iter()
-        .map(|scope| Identity {
-            subject: subject.clone(),
-            predicate: predicate.clone(),
-            scope,
-        })
-        .collect();
+    let chain = chain_identities(&subject, &predicate, repo.as_deref(), task.as_deref());
     Ok((subject, predicate, chain))
 }
 
