@@ -94,7 +94,24 @@ fn comparable(items: Vec<Value>, drop: &[&str]) -> Vec<Value> {
 
 #[test]
 fn python_sdk_client_writes_exactly_what_the_cli_writes() {
-    let mcp_db = TestDb::new();
+    sdk_client_matches_the_cli(&TestDb::new(), &TestDb::new(), true);
+}
+
+/// The same session and the same comparison with both databases on PostgreSQL.
+#[test]
+fn python_sdk_client_writes_exactly_what_the_cli_writes_on_postgres() {
+    let Some((mcp_db, _drop_mcp)) = postgres_test_db() else {
+        return;
+    };
+    let Some((cli_db, _drop_cli)) = postgres_test_db() else {
+        return;
+    };
+    sdk_client_matches_the_cli(&mcp_db, &cli_db, false);
+}
+
+/// The Python SDK client's session on `mcp_db`, the CLI's equivalent on `cli_db`, compared;
+/// `file` when they are SQLite files (then the forgotten words are looked for on disk too).
+fn sdk_client_matches_the_cli(mcp_db: &TestDb, cli_db: &TestDb, file: bool) {
     let (stdout, stderr) = run_python_mcp_client(CLIENT, &mcp_db.path, "the Python MCP client");
     // The server said who and where it serves, once per session, on stderr (not on stdout,
     // which is the protocol).
@@ -107,8 +124,7 @@ fn python_sdk_client_writes_exactly_what_the_cli_writes() {
         panic!("the client's last line is not JSON ({e}): {stdout}\nstderr: {stderr}")
     });
 
-    let cli_db = TestDb::new();
-    cli_equivalent(&cli_db);
+    cli_equivalent(cli_db);
     mcp_db.assert_check_ok();
     cli_db.assert_check_ok();
 
@@ -166,10 +182,12 @@ fn python_sdk_client_writes_exactly_what_the_cli_writes() {
         "content purged, rewrite refused"
     );
     // `forget` purged the user's words from every database file, as `memscope delete` does.
-    assert_eq!(
-        find_on_disk(&mcp_db.path, "我每天喝燕麦拿铁"),
-        Vec::<String>::new()
-    );
+    if file {
+        assert_eq!(
+            find_on_disk(&mcp_db.path, "我每天喝燕麦拿铁"),
+            Vec::<String>::new()
+        );
+    }
 
     // What the agents were told is what resolve says, and the reads were logged with the agent.
     for (fact, repo) in [

@@ -425,8 +425,7 @@ fn two_hosts() -> Option<NetHosts> {
     match NetHosts::create(2) {
         Ok(hosts) => Some(hosts),
         Err(why) => {
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            let root = unsafe { libc::geteuid() } == 0;
+            let root = crate::support::pg_cluster::is_root();
             if root && std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!("CI=true as root and no network namespaces for the writers: {why}");
             }

@@ -834,3 +834,55 @@ pub fn require_python_mcp() {
         String::from_utf8_lossy(&probe.stderr)
     );
 }
+
+/// A fresh database on the PostgreSQL test server (`MEMSCOPE_TEST_POSTGRES`), with memscope's
+/// schema, as a [`TestDb`] whose path is its address — every helper that runs the binary with
+/// `--db` then runs it on PostgreSQL. Dropped with the returned guard. `None` (said loudly)
+/// without a server outside CI; under `CI=true` a missing server fails the test.
+pub fn postgres_test_db() -> Option<(TestDb, PostgresDropper)> {
+    let server = match std::env::var("MEMSCOPE_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => url,
+        _ => {
+            if std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("no PostgreSQL for the tests: CI=true and MEMSCOPE_TEST_POSTGRES is unset (.ci/run starts one with .ci/postgres)");
+            }
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED (the PostgreSQL side): no PostgreSQL (set MEMSCOPE_TEST_POSTGRES or run .ci/postgres)"
+            );
+            return None;
+        }
+    };
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let name = format!(
+        "memscope_s_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    );
+    let mut admin = postgres::Client::connect(&server, postgres::NoTls).expect("the test server");
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .expect("a test database");
+    let (base, _) = server.rsplit_once('/').expect("an address with a database");
+    let db = TestDb::at(PathBuf::from(format!("{base}/{name}")));
+    db.run(&["init"]).ok();
+    Some((db, PostgresDropper { server, name }))
+}
+
+/// Drops a [`postgres_test_db`] database when the test ends.
+pub struct PostgresDropper {
+    server: String,
+    name: String,
+}
+
+impl Drop for PostgresDropper {
+    fn drop(&mut self) {
+        if let Ok(mut admin) = postgres::Client::connect(&self.server, postgres::NoTls) {
+            let _ = admin.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}

@@ -45,8 +45,7 @@ impl NetHosts {
     /// `count` (≤ 60) hosts, or why this machine does not allow them (not root, no `ip`, no
     /// CAP_NET_ADMIN).
     pub fn create(count: usize) -> Result<NetHosts, String> {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !super::pg_cluster::is_root() {
             return Err("not root".into());
         }
         let pid = std::process::id();

@@ -18,9 +18,10 @@ pub struct PrivateCluster {
     password: String,
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+/// Whether this process runs as root: `/proc/self` belongs to the process's effective user.
+pub fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
 /// The folder of `initdb` and `pg_ctl`, as `.ci/postgres` finds it.
