@@ -10,9 +10,8 @@ use serde_json::{json, Value};
 const U: &str = "user:42";
 const PM: &str = "package_manager";
 
-/// global = pnpm, repo:web-app = npm, task:fix-1 = yarn.
-fn three_scopes() -> TestDb {
-    let db = TestDb::new();
+/// global = pnpm, repo:web-app = npm, task:fix-1 = yarn, written into `db`.
+fn three_scopes(db: TestDb) -> TestDb {
     db.write(U, PM, "pnpm", "global", "thread:1/message:1");
     db.write(U, PM, "npm", "repo:web-app", "thread:2/message:1");
     db.write(U, PM, "yarn", "task:fix-1", "thread:3/message:1");
@@ -29,7 +28,18 @@ fn resolve_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn resolve_takes_repo_and_task_ids_in_their_scope_form_as_the_same_id() {
-    let db = three_scopes();
+    scope_forms_resolve_alike(TestDb::new());
+}
+
+#[test]
+fn resolve_takes_repo_and_task_ids_in_their_scope_form_as_the_same_id_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        scope_forms_resolve_alike(db);
+    }
+}
+
+fn scope_forms_resolve_alike(db: TestDb) {
+    let db = three_scopes(db);
     let bare = db.resolve(U, PM, &["--repo", "web-app"]);
     let prefixed = db.resolve(U, PM, &["--repo", "repo:web-app"]);
     assert_eq!(prefixed, bare);
@@ -88,7 +98,7 @@ fn resolve_takes_repo_and_task_ids_in_their_scope_form_as_the_same_id() {
 
 #[test]
 fn resolve_refuses_a_task_given_as_the_repo_and_a_repo_given_as_the_task() {
-    let db = three_scopes();
+    let db = three_scopes(TestDb::new());
     let before = db.fingerprint();
     db.run(&resolve_args(&["--repo", "task:fix-1"]))
         .fails_with(2, &["--repo", "task:fix-1", "is a task, not a repository"]);
@@ -236,7 +246,17 @@ fn ambiguous_line(value: &str, candidates: &[&str], source: &str) -> String {
 
 #[test]
 fn a_replayed_ambiguous_write_returns_the_open_item_instead_of_queueing_another() {
-    let db = TestDb::new();
+    replayed_ambiguous_write(TestDb::new());
+}
+
+#[test]
+fn a_replayed_ambiguous_write_returns_the_open_item_instead_of_queueing_another_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        replayed_ambiguous_write(db);
+    }
+}
+
+fn replayed_ambiguous_write(db: TestDb) {
     let first = db.ask_npm();
     assert_eq!(first["outcome"], "pending");
     let id = first["pending_id"].as_i64().unwrap();
