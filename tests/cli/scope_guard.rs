@@ -53,7 +53,17 @@ fn npm_after_its_sibling(db: &TestDb, said: &str) -> Value {
 
 #[test]
 fn the_incident_is_queued_with_its_evidence_and_the_default_is_not() {
-    let db = TestDb::new();
+    incident_queued(TestDb::new());
+}
+
+#[test]
+fn the_incident_is_queued_with_its_evidence_and_the_default_is_not_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        incident_queued(db);
+    }
+}
+
+fn incident_queued(db: TestDb) {
     let default = global_write(
         &db,
         "pnpm",
@@ -139,7 +149,17 @@ fn without_a_context_or_with_the_guard_off_the_write_is_applied() {
 
 #[test]
 fn apply_lines_carry_their_context() {
-    let db = TestDb::new();
+    apply_context(TestDb::new());
+}
+
+#[test]
+fn apply_lines_carry_their_context_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        apply_context(db);
+    }
+}
+
+fn apply_context(db: TestDb) {
     let line = json!({"subject": U, "predicate": PM, "value": "npm", "scope": "global",
         "source": "thread:23/message:14", "raw": INCIDENT, "context": {"repo": "legacy-dashboard"}});
     let out = db
