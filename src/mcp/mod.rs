@@ -32,7 +32,12 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     // One store for the server's life: a bad path fails before the host connects, and the
     // tool calls share one connection, taking turns (see `Tools`).
     let store = AnyStore::open(db, OpenMode::Create)?;
-    let mut notes = vec![format!("database {}", db.display())];
+    // A PostgreSQL address is named without its password.
+    let place = match crate::store::postgres::Address::recognise(db.as_os_str()) {
+        Some(Ok(address)) => address.describe(),
+        _ => db.display().to_string(),
+    };
+    let mut notes = vec![format!("database {place}")];
     if store.is_read_only() {
         notes.push("read-only".into());
     }
@@ -44,7 +49,10 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
         ctx.describe(),
         notes.join(", ")
     );
-    let tools = Tools::new(ctx, store);
+    let tools = std::sync::Arc::new(Tools::new(ctx, store));
+    // The store is dropped here, after the runtime, never inside it: closing a PostgreSQL
+    // connection blocks on the driver's own runtime, which may not start inside another.
+    let store_owner = tools.clone();
     let io = transport::stdio().context("cannot start the stdio transport")?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -65,6 +73,7 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
     // Every answer given is written out before the process ends.
     let _ = io.writer.join();
+    drop(store_owner);
     served?;
     Ok(crate::frontend::EXIT_OK)
 }

@@ -18,10 +18,8 @@ pub struct MemscopeServer {
 }
 
 impl MemscopeServer {
-    pub fn new(tools: Tools) -> MemscopeServer {
-        MemscopeServer {
-            tools: Arc::new(tools),
-        }
+    pub fn new(tools: Arc<Tools>) -> MemscopeServer {
+        MemscopeServer { tools }
     }
 }
 

@@ -109,7 +109,17 @@ fn write(db: &TestDb, predicate: &str, value: &[&str], scope: &[&str], json: boo
 
 #[test]
 fn stored_words_never_reach_the_terminal_raw() {
-    let db = TestDb::new();
+    hostile_words_shown_escaped(TestDb::new());
+}
+
+#[test]
+fn stored_words_never_reach_the_terminal_raw_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        hostile_words_shown_escaped(db);
+    }
+}
+
+fn hostile_words_shown_escaped(db: TestDb) {
     let h = HOSTILE;
     let global = ["--scope", "global"];
     let ambiguous = ["--ambiguous", "global,repo:web-app"];

@@ -120,6 +120,19 @@ fn sdk_client_matches_the_cli(mcp_db: &TestDb, cli_db: &TestDb, file: bool) {
         4,
         "{stderr}"
     );
+    // A PostgreSQL address is named without its password.
+    let address = mcp_db.path_str();
+    if let Some(password) = address
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(creds, _)| creds.split_once(':'))
+        .map(|(_, password)| password)
+    {
+        assert!(
+            !stderr.contains(password),
+            "the password was shown: {stderr}"
+        );
+    }
     let facts: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
         panic!("the client's last line is not JSON ({e}): {stdout}\nstderr: {stderr}")
     });

@@ -459,10 +459,19 @@ impl PgStore {
         predicate: &str,
         scope: Option<&Scope>,
     ) -> Result<Vec<HistoryEvent>> {
-        let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        // A filter's subject that could not be stored (control characters…) is matched as
+        // given, and so matches nothing: "no history for …", as on SQLite.
+        let (subject, storable) = match crate::model::normalize_subject(subject) {
+            Ok(s) => (s, true),
+            Err(_) => (subject.trim().to_string(), false),
+        };
         self.in_tx(|t| {
             let predicate = canonical_predicate(t, predicate)?;
-            let subject = spelled(t, SUBJECT, &subject, false)?;
+            let subject = if storable {
+                spelled(t, SUBJECT, &subject, false)?
+            } else {
+                subject.clone()
+            };
             let scope = scope
                 .map(|s| spelled_scope(t, s, false).map(|s| s.to_string()))
                 .transpose()?;
