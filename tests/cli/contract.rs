@@ -82,7 +82,17 @@ fn assert_story_outcomes(outs: &[Value]) {
 
 #[test]
 fn apply_from_stdin_gives_one_outcome_per_line_in_order() {
-    let db = TestDb::new();
+    apply_from_stdin_gives_one_outcome_per_line_in_order_on(TestDb::new());
+}
+
+#[test]
+fn apply_from_stdin_gives_one_outcome_per_line_in_order_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        apply_from_stdin_gives_one_outcome_per_line_in_order_on(db);
+    }
+}
+
+fn apply_from_stdin_gives_one_outcome_per_line_in_order_on(db: TestDb) {
     let r = db.run_stdin(&["apply", "-"], jsonl(&story()).as_bytes());
     assert_eq!(
         r.code, 0,
@@ -117,7 +127,10 @@ fn apply_from_a_file_gives_the_same_outcomes() {
 
 #[test]
 fn apply_across_batches_keeps_order_and_line_numbers() {
-    let db = TestDb::new();
+    apply_across_batches_keeps_order_and_line_numbers_on(TestDb::new());
+}
+
+fn apply_across_batches_keeps_order_and_line_numbers_on(db: TestDb) {
     let n = 2500;
     let mut lines = Vec::with_capacity(n);
     for i in 0..n {
@@ -381,7 +394,17 @@ fn chinese_emoji_and_100kb_values_round_trip_through_write_and_apply() {
 
 #[test]
 fn json_shapes_of_list_history_pending_check_and_delete() {
-    let db = TestDb::new();
+    json_shapes_of_list_history_pending_check_and_delete_on(TestDb::new());
+}
+
+#[test]
+fn json_shapes_of_list_history_pending_check_and_delete_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        json_shapes_of_list_history_pending_check_and_delete_on(db);
+    }
+}
+
+fn json_shapes_of_list_history_pending_check_and_delete_on(db: TestDb) {
     db.run_stdin(&["apply"], jsonl(&story()).as_bytes()).ok();
 
     let list = db.list(&[]);
@@ -505,7 +528,17 @@ fn the_database_comes_from_db_else_memscope_db() {
 
 #[test]
 fn seq_hands_out_increasing_numbers_and_write_takes_one_at_commit() {
-    let db = TestDb::new();
+    seq_hands_out_increasing_numbers_and_write_takes_one_at_commit_on(TestDb::new());
+}
+
+#[test]
+fn seq_hands_out_increasing_numbers_and_write_takes_one_at_commit_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        seq_hands_out_increasing_numbers_and_write_takes_one_at_commit_on(db);
+    }
+}
+
+fn seq_hands_out_increasing_numbers_and_write_takes_one_at_commit_on(db: TestDb) {
     let a: i64 = db.seq();
     let b: i64 = db.seq();
     assert!(b > a);
@@ -572,7 +605,17 @@ fn a_closed_stdout_is_not_a_panic() {
 
 #[test]
 fn an_empty_raw_is_absent_in_write_and_apply_alike() {
-    let db = TestDb::new();
+    an_empty_raw_is_absent_in_write_and_apply_alike_on(TestDb::new());
+}
+
+#[test]
+fn an_empty_raw_is_absent_in_write_and_apply_alike_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        an_empty_raw_is_absent_in_write_and_apply_alike_on(db);
+    }
+}
+
+fn an_empty_raw_is_absent_in_write_and_apply_alike_on(db: TestDb) {
     db.write_with((U, "editor"), "helix", "global", "t:1", &["--raw", ""]);
     db.write_with((U, "shell"), "fish", "global", "t:2", &["--raw", "   "]);
     let line = json!({"subject": U, "predicate": "pager", "value": "less", "scope": "global", "source": "t:3", "raw": ""});

@@ -25,7 +25,10 @@ fn assert_no_trailing_spaces(text: &str) {
 
 #[test]
 fn history_columns_line_up_for_cjk_and_emoji() {
-    let db = TestDb::new();
+    history_columns_line_up_for_cjk_and_emoji_on(TestDb::new());
+}
+
+fn history_columns_line_up_for_cjk_and_emoji_on(db: TestDb) {
     let mut store = open_store(&db.path);
     for (value, scope, source) in [
         ("pnpm", "global", "thread:1/message:1"),
@@ -65,7 +68,10 @@ fn history_columns_line_up_for_cjk_and_emoji() {
 
 #[test]
 fn pending_shows_each_items_age_and_no_trailing_spaces() {
-    let db = TestDb::new();
+    pending_shows_each_items_age_and_no_trailing_spaces_on(TestDb::new());
+}
+
+fn pending_shows_each_items_age_and_no_trailing_spaces_on(db: TestDb) {
     let mut store = open_store(&db.path);
     let now = Utc::now();
     for (ago, subject, source) in [

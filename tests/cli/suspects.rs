@@ -70,7 +70,17 @@ fn the_demo_incident_is_the_one_suspect_and_rescoping_it_clears_it() {
 
 #[test]
 fn a_default_stated_as_a_default_is_no_suspect_and_words_print_escaped() {
-    let db = TestDb::new();
+    a_default_stated_as_a_default_is_no_suspect_and_words_print_escaped_on(TestDb::new());
+}
+
+#[test]
+fn a_default_stated_as_a_default_is_no_suspect_and_words_print_escaped_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        a_default_stated_as_a_default_is_no_suspect_and_words_print_escaped_on(db);
+    }
+}
+
+fn a_default_stated_as_a_default_is_no_suspect_and_words_print_escaped_on(db: TestDb) {
     db.write_first_default();
     db.write_with(
         ("user:7", "indentation"),
