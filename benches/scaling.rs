@@ -12,6 +12,7 @@
 //!   chain) over loopback on a database of 1M records, loaded by `COPY` of the rows the write
 //!   path would have stored (a record and its `set` event each, the spellings, the clock); the
 //!   generator is proven by `PgStore::check()` on a smaller database of the same rows, every run;
+//!   then the same resolves again while 8 writer processes write into that database;
 //! - **resolve on SQLite** on the same 1M records (built through `memscope apply`, cached under
 //!   target/), the same queries, for comparison.
 //!
@@ -40,6 +41,8 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::{fresh_dir, fresh_store, median};
 
@@ -189,7 +192,14 @@ fn child(kind: &str, target: &str, writer: usize, n: usize, dir: &Path) {
 }
 
 /// `writers` writer processes on `target`, `n` writes each, from one start: writes/s.
-fn processes(kind: &str, target: &str, writers: usize, n: usize) -> f64 {
+/// `writing`, when given, is set once they start and cleared when the last has ended.
+fn processes(
+    kind: &str,
+    target: &str,
+    writers: usize,
+    n: usize,
+    writing: Option<&AtomicBool>,
+) -> f64 {
     let dir = tempfile::tempdir().expect("a temp dir");
     let exe: PathBuf = std::env::current_exe().expect("the bench binary");
     let children: Vec<_> = (0..writers)
@@ -213,10 +223,20 @@ fn processes(kind: &str, target: &str, writers: usize, n: usize) -> f64 {
     }
     let t = Instant::now();
     std::fs::write(dir.path().join("go"), b"go").expect("go");
-    for mut c in children {
-        assert!(c.wait().expect("a writer ends").success(), "a writer failed");
+    if let Some(w) = writing {
+        w.store(true, Ordering::SeqCst);
     }
-    (writers * n) as f64 / t.elapsed().as_secs_f64()
+    for mut c in children {
+        assert!(
+            c.wait().expect("a writer ends").success(),
+            "a writer failed"
+        );
+    }
+    let rate = (writers * n) as f64 / t.elapsed().as_secs_f64();
+    if let Some(w) = writing {
+        w.store(false, Ordering::SeqCst);
+    }
+    rate
 }
 
 /// One round of one backend at one concurrency, on a fresh database: writes/s. Every write
@@ -226,7 +246,7 @@ fn round(backend: Backend, server: Option<&str>, dir: &Path, writers: usize, n: 
     match backend {
         Backend::Postgres => {
             let db = BenchDb::new(server.expect("a server"), "w");
-            let rate = processes(backend.kind(), &db.url, writers, n);
+            let rate = processes(backend.kind(), &db.url, writers, n, None);
             let events: i64 = db
                 .client()
                 .query_one("SELECT count(*) FROM history", &[])
@@ -248,6 +268,7 @@ fn round(backend: Backend, server: Option<&str>, dir: &Path, writers: usize, n: 
                 path.to_str().expect("a UTF-8 temp path"),
                 writers,
                 n,
+                None,
             );
             let store = Store::open(&path, OpenMode::Existing).expect("open");
             let events: i64 = store
@@ -493,6 +514,11 @@ fn latencies(count: usize, mut resolve: impl FnMut(usize)) -> (f64, f64, f64) {
         resolve(q);
         lat.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    percentiles(lat)
+}
+
+/// p50, p99 and max of latencies in ms.
+fn percentiles(mut lat: Vec<f64>) -> (f64, f64, f64) {
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     (
         lat[lat.len() / 2],
@@ -546,15 +572,47 @@ fn bench_resolve_postgres(server: &str) {
         size >> 20,
         if p99 <= 2.0 { "✓" } else { "✗" }
     );
+
+    // The same resolves while writer processes write into the same database (their own
+    // identities, as in the writers figure): what a reader meets on a busy primary.
+    let writers = 8;
+    let writes = env_usize("MEMSCOPE_BENCH_SCALE_LOAD_WRITES", 1_000);
+    let writing = Arc::new(AtomicBool::new(false));
+    let (url, flag) = (db.url.clone(), Arc::clone(&writing));
+    let load = std::thread::spawn(move || processes("pg", &url, writers, writes, Some(&flag)));
+    while !writing.load(Ordering::SeqCst) && !load.is_finished() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut lat = Vec::with_capacity(resolves);
+    let mut q = 0;
+    while writing.load(Ordering::SeqCst) && lat.len() < resolves {
+        let (subject, predicate, repo, task) = query(q, records);
+        let t = Instant::now();
+        let r = store
+            .resolve(&subject, &predicate, Some(&repo), Some(&task))
+            .expect("resolve");
+        lat.push(t.elapsed().as_secs_f64() * 1e3);
+        std::hint::black_box(r);
+        q += 1;
+    }
+    let rate = load.join().expect("the writers' thread");
+    if lat.len() >= 100 {
+        let (p50, p99, max) = percentiles(lat.clone());
+        println!(
+            "  the same while {writers} writer processes write ({rate:.0} writes/s meanwhile): {} resolves, p50 {p50:.3} ms, p99 {p99:.3} ms, max {max:.3} ms",
+            lat.len()
+        );
+    } else {
+        println!("  under {writers} writers: too few resolves while they wrote ({}); raise MEMSCOPE_BENCH_SCALE_LOAD_WRITES", lat.len());
+    }
 }
 
 fn bench_resolve_sqlite() {
     let records = env_usize("MEMSCOPE_BENCH_SCALE_RECORDS", 1_000_000);
     let resolves = env_usize("MEMSCOPE_BENCH_SCALE_RESOLVES", 5_000);
-    let (path, how) =
-        support::cached_database("memscope-scaling-bench", records as u64, |i| {
-            record_line(i as usize)
-        });
+    let (path, how) = support::cached_database("memscope-scaling-bench", records as u64, |i| {
+        record_line(i as usize)
+    });
     let store = Store::open(&path, OpenMode::Existing).expect("open");
     let (p50, p99, max) = latencies(resolves, |q| {
         let (subject, predicate, repo, task) = query(q, records);
