@@ -573,6 +573,16 @@ fn bench_resolve_postgres(server: &str) {
         if p99 <= 2.0 { "✓" } else { "✗" }
     );
 
+    if std::env::var_os("MEMSCOPE_BENCH_SCALE_CHECK_BIG").is_some() {
+        let t = Instant::now();
+        let report = store.check().expect("check runs");
+        println!(
+            "  check on PostgreSQL, {records} records: {:.1} s, ok = {}",
+            t.elapsed().as_secs_f64(),
+            report.ok
+        );
+    }
+
     // The same resolves while writer processes write into the same database (their own
     // identities, as in the writers figure): what a reader meets on a busy primary.
     let writers = 8;
