@@ -51,12 +51,12 @@ impl AnyStore {
         }
     }
 
-    /// Whether it may only be read (a SQLite file opened read-only; PostgreSQL: the server
-    /// refuses what the role may not do).
+    /// Whether it may only be read: a SQLite file opened read-only; a PostgreSQL standby or a
+    /// connection whose transactions are read-only by default.
     pub fn is_read_only(&self) -> bool {
         match self {
             AnyStore::Sqlite(s) => s.is_read_only(),
-            AnyStore::Postgres(_) => false,
+            AnyStore::Postgres(p) => p.is_read_only(),
         }
     }
 

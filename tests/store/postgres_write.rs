@@ -1175,3 +1175,100 @@ fn parallel_tool_calls_on_two_mcp_servers_land_as_told_on_postgres() {
         .get(0);
     assert_eq!(current, 2 * CALLS);
 }
+
+/// A connection the server takes no writes on (a standby; here `default_transaction_read_only`,
+/// as a replica's connections are): recall answers without logging the read, a write is
+/// refused in one sentence naming the primary, nothing is written.
+#[test]
+fn a_read_only_connection_answers_reads_and_refuses_writes_in_one_sentence() {
+    let Some(server) = server() else { return };
+    let (db, _) = FreshDb::prepared(&server);
+    let mut primary = PgStore::open(&db.address()).unwrap();
+    assert!(!primary.is_read_only());
+    primary
+        .write(&req(
+            "user:42",
+            "package_manager",
+            json!("pnpm"),
+            "global",
+            "t1",
+        ))
+        .unwrap();
+    let replica_url = format!("{}?options=-c%20default_transaction_read_only%3Don", db.url);
+    let address = memscope::store::postgres::Address::recognise(std::ffi::OsStr::new(&replica_url))
+        .unwrap()
+        .unwrap();
+    let mut replica = PgStore::open(&address).unwrap();
+    assert!(replica.is_read_only());
+    let r = replica
+        .resolve("user:42", "package_manager", Some("web"), None)
+        .unwrap();
+    assert_eq!(r.value, Some(json!("pnpm")));
+
+    // The MCP server there: recall answers, says the read was not logged.
+    let home = tempfile::tempdir().unwrap();
+    let mut mcp = crate::support::memscope_cmd(home.path());
+    mcp.args([
+        "--db",
+        &replica_url,
+        "mcp",
+        "--subject",
+        "user:42",
+        "--repo",
+        "web",
+    ])
+    .env_remove("MEMSCOPE_AGENT");
+    let mut session = crate::support::mcp_session::RawSession::start(mcp);
+    session.initialize();
+    let recall = session.request(
+        2,
+        "tools/call",
+        json!({"name": "recall", "arguments": {"predicate": "package_manager"}}),
+    );
+    let text = crate::support::mcp_session::tool_text(&recall);
+    assert!(
+        text.contains("pnpm") && text.contains("not logged"),
+        "{recall}"
+    );
+    let (code, stderr) = session.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("read-only"), "{stderr}");
+
+    // A write: one sentence, exit 1, nothing written.
+    let out = memscope_on_url(
+        &replica_url,
+        home.path(),
+        &[
+            "write",
+            "--subject",
+            "user:42",
+            "--predicate",
+            "editor",
+            "--value",
+            "vim",
+            "--scope",
+            "global",
+            "--source",
+            "t2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    crate::support::assert_one_sentence(
+        &String::from_utf8_lossy(&out.stderr),
+        &[
+            "takes no writes on this connection",
+            "point writers at the primary",
+        ],
+    );
+    assert_eq!(primary.current().unwrap().len(), 1);
+    assert_eq!(primary.reads(&Default::default()).unwrap().len(), 0);
+}
+
+/// The real binary on `--db url`, run to its end.
+fn memscope_on_url(url: &str, home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    crate::support::memscope_cmd(home)
+        .args(["--db", url])
+        .args(args)
+        .output()
+        .unwrap()
+}

@@ -59,6 +59,9 @@ pub struct PgStore {
     client: Client,
     address: Address,
     statements: HashMap<&'static str, Statement>,
+    /// The server takes no writes on this connection: a standby, or a connection whose
+    /// transactions are read-only by default (README, docs/SCALING.md "read replicas").
+    read_only: bool,
 }
 
 /// A transaction and the store's prepared statements, together.
@@ -122,6 +125,11 @@ fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
         );
     }
     match db {
+        Some(d) if *d.code() == SqlState::READ_ONLY_SQL_TRANSACTION => anyhow!(
+            "PostgreSQL at {} takes no writes on this connection ({}): it is a standby or its transactions are read-only by default — point writers at the primary",
+            address.describe(),
+            d.message()
+        ),
         Some(d) if *d.code() == SqlState::PROGRAM_LIMIT_EXCEEDED => anyhow!(
             "PostgreSQL at {} cannot index a memory this long ({}): shorten its subject, predicate or scope (together at most about 2,700 bytes after compression)",
             address.describe(),
@@ -183,11 +191,25 @@ impl PgStore {
                 names.join(", ")
             ),
         }
+        let read_only: bool = client
+            .query_one(
+                "SELECT pg_is_in_recovery() OR current_setting('default_transaction_read_only') = 'on'",
+                &[],
+            )
+            .map_err(|e| explain(e.into(), address))?
+            .get(0);
         Ok(PgStore {
             client,
             address: address.clone(),
             statements: HashMap::new(),
+            read_only,
         })
+    }
+
+    /// Whether the server takes no writes on this connection (a standby, or read-only
+    /// transactions by default): reads are not logged, writes are refused by the server.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The address it was opened with.
