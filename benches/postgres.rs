@@ -23,9 +23,11 @@
 
 #[path = "support/mod.rs"]
 mod support;
+#[path = "support/pg.rs"]
+mod pg;
 
 use memscope::model::{ScopeChoice, WriteRequest};
-use memscope::store::postgres::{schema, Address, PgStore};
+use memscope::store::postgres::{Address, PgStore};
 use memscope::Scope;
 use postgres::{Client, NoTls};
 use serde_json::json;
@@ -33,6 +35,7 @@ use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use pg::{env_usize, BenchDb};
 use support::Paired;
 
 /// The plain table the baseline writes: memories' columns, no guard, no history.
@@ -42,56 +45,12 @@ const RAW_TABLE: &str = "CREATE TABLE bench_raw (
     version bigint NOT NULL, source text NOT NULL, raw text, causal_seq bigint NOT NULL,
     created_at timestamptz(3) NOT NULL, updated_at timestamptz(3) NOT NULL)";
 
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
-fn with_database(url: &str, db: &str) -> String {
-    let (base, _) = url.rsplit_once('/').expect("an address with a database");
-    format!("{base}/{db}")
-}
-
-/// A database of its own for one side of a round, dropped with it.
-struct BenchDb {
-    server: String,
-    name: String,
-    url: String,
-}
-
-impl BenchDb {
-    fn new(server: &str, tag: &str) -> BenchDb {
-        let name = format!("memscope_bench_{tag}_{}", std::process::id());
-        let mut admin = Client::connect(server, NoTls).expect("the server answers");
-        admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .expect("no leftover bench database");
-        admin
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .expect("a bench database");
-        let url = with_database(server, &name);
-        let mut c = Client::connect(&url, NoTls).expect("the bench database answers");
-        schema::migrate(&mut c).expect("memscope's schema");
-        c.batch_execute(RAW_TABLE).expect("the raw table");
-        BenchDb {
-            server: server.to_string(),
-            name,
-            url,
-        }
-    }
-}
-
-impl Drop for BenchDb {
-    fn drop(&mut self) {
-        if let Ok(mut admin) = Client::connect(&self.server, NoTls) {
-            let _ = admin.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
+/// A bench database with the raw side's plain table too.
+fn bench_db(server: &str, tag: &str) -> BenchDb {
+    let db = BenchDb::new(server, tag);
+    db.client().batch_execute(RAW_TABLE).expect("the raw table");
+    db
 }
 
 fn request(writer: usize, i: usize) -> WriteRequest {
@@ -274,7 +233,7 @@ fn main() {
     for writers in [1usize, 8] {
         let mut p = Paired::default();
         for round in 0..3 {
-            let db = BenchDb::new(&server, "w");
+            let db = bench_db(&server, "w");
             let (ours, base) = if round % 2 == 0 {
                 let o = processes("write", &db.url, writers, writes);
                 (o, processes("raw", &db.url, writers, writes))
@@ -294,7 +253,7 @@ fn main() {
     let input = jsonl(lines);
     let mut p = Paired::default();
     for _ in 0..3 {
-        let db = BenchDb::new(&server, "a");
+        let db = bench_db(&server, "a");
         let base = raw_bulk_rate(&db.url, lines);
         let ours = apply_rate(&db.url, &input, lines);
         p.push(ours, base);

@@ -29,12 +29,13 @@
 
 #[path = "support/mod.rs"]
 mod support;
+#[path = "support/pg.rs"]
+mod pg;
 
 use memscope::model::{ScopeChoice, WriteRequest};
 use memscope::spelling::fold;
-use memscope::store::postgres::{schema, Address, PgStore};
+use memscope::store::postgres::{Address, PgStore};
 use memscope::{OpenMode, Scope, Store};
-use postgres::{Client, NoTls};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -44,71 +45,11 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use pg::{env_usize, BenchDb};
 use support::{fresh_dir, fresh_store, median};
 
 const CONCURRENCY: [usize; 3] = [1, 8, 32];
 
-fn env_usize(key: &str, default: usize) -> usize {
-    std::env::var(key)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn with_database(url: &str, db: &str) -> String {
-    let (base, _) = url.rsplit_once('/').expect("an address with a database");
-    format!("{base}/{db}")
-}
-
-/// A database of this run's own, with memscope's schema, dropped with it (on a panic too).
-struct BenchDb {
-    server: String,
-    name: String,
-    url: String,
-}
-
-impl BenchDb {
-    fn new(server: &str, tag: &str) -> BenchDb {
-        let name = format!("memscope_bench_scaling_{tag}_{}", std::process::id());
-        let mut admin = Client::connect(server, NoTls).expect("the server answers");
-        admin
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-            .expect("no leftover bench database of this run");
-        admin
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .expect("a bench database (the role needs CREATEDB)");
-        let db = BenchDb {
-            server: server.to_string(),
-            url: with_database(server, &name),
-            name,
-        };
-        let mut c = db.client();
-        schema::migrate(&mut c).expect("memscope's schema");
-        db
-    }
-
-    fn client(&self) -> Client {
-        Client::connect(&self.url, NoTls).expect("the bench database answers")
-    }
-
-    fn store(&self) -> PgStore {
-        let address = Address::recognise(OsStr::new(&self.url))
-            .expect("a PostgreSQL address")
-            .expect("a valid address");
-        PgStore::open(&address).expect("the store opens")
-    }
-}
-
-impl Drop for BenchDb {
-    fn drop(&mut self) {
-        if let Ok(mut admin) = Client::connect(&self.server, NoTls) {
-            let _ = admin.batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ));
-        }
-    }
-}
 
 /// Write `i` of writer process `writer`: its own identities, and one write in 8 on one of the
 /// 4 identities every writer shares.
@@ -245,7 +186,7 @@ fn round(backend: Backend, server: Option<&str>, dir: &Path, writers: usize, n: 
     let expected = (writers * n) as i64;
     match backend {
         Backend::Postgres => {
-            let db = BenchDb::new(server.expect("a server"), "w");
+            let db = BenchDb::new(server.expect("a server"), "scaling_w");
             let rate = processes(backend.kind(), &db.url, writers, n, None);
             let events: i64 = db
                 .client()
@@ -534,7 +475,7 @@ fn bench_resolve_postgres(server: &str) {
 
     // The generator, proven on a smaller database of the same rows.
     {
-        let db = BenchDb::new(server, "c");
+        let db = BenchDb::new(server, "scaling_c");
         load(&db, small);
         let mut store = db.store();
         let t = Instant::now();
@@ -550,7 +491,7 @@ fn bench_resolve_postgres(server: &str) {
         );
     }
 
-    let db = BenchDb::new(server, "r");
+    let db = BenchDb::new(server, "scaling_r");
     let took = load(&db, records);
     let size: i64 = db
         .client()
