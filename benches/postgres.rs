@@ -21,21 +21,21 @@
 //! against one autocommit INSERT); `apply` 20k lines 56,238 vs 134,472 and 54,364 vs 132,655
 //! rows/s — 0.42 and 0.41; 100k lines 0.34 and 0.32 (before the pipelined batch: 0.02).
 
-#[path = "support/mod.rs"]
-mod support;
 #[path = "support/pg.rs"]
 mod pg;
+#[path = "support/mod.rs"]
+mod support;
 
 use memscope::model::{ScopeChoice, WriteRequest};
 use memscope::store::postgres::{Address, PgStore};
 use memscope::Scope;
+use pg::{env_usize, BenchDb};
 use postgres::{Client, NoTls};
 use serde_json::json;
 use std::ffi::OsStr;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use pg::{env_usize, BenchDb};
 use support::Paired;
 
 /// The plain table the baseline writes: memories' columns, no guard, no history.
@@ -44,7 +44,6 @@ const RAW_TABLE: &str = "CREATE TABLE bench_raw (
     subject text NOT NULL, predicate text NOT NULL, scope text NOT NULL, value text NOT NULL,
     version bigint NOT NULL, source text NOT NULL, raw text, causal_seq bigint NOT NULL,
     created_at timestamptz(3) NOT NULL, updated_at timestamptz(3) NOT NULL)";
-
 
 /// A bench database with the raw side's plain table too.
 fn bench_db(server: &str, tag: &str) -> BenchDb {

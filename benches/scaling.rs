@@ -27,15 +27,16 @@
 //! (default 5,000), MEMSCOPE_BENCH_SCALE_CHECK_RECORDS=N size of the database `check` proves
 //! the generator on (default 20,000).
 
-#[path = "support/mod.rs"]
-mod support;
 #[path = "support/pg.rs"]
 mod pg;
+#[path = "support/mod.rs"]
+mod support;
 
 use memscope::model::{ScopeChoice, WriteRequest};
 use memscope::spelling::fold;
 use memscope::store::postgres::{Address, PgStore};
 use memscope::{OpenMode, Scope, Store};
+use pg::{env_usize, BenchDb};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -45,11 +46,9 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use pg::{env_usize, BenchDb};
 use support::{fresh_dir, fresh_store, median};
 
 const CONCURRENCY: [usize; 3] = [1, 8, 32];
-
 
 /// Write `i` of writer process `writer`: its own identities, and one write in 8 on one of the
 /// 4 identities every writer shares.
