@@ -21,6 +21,7 @@ mod postgres_check;
 mod postgres_faults;
 mod postgres_incident;
 mod postgres_roles;
+mod postgres_tls;
 mod postgres_transfer;
 mod postgres_write;
 mod precedence;

@@ -34,6 +34,15 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct Address {
     config: Config,
+    /// `sslmode=require` (or `verify-ca`, `verify-full`): TLS, the server's certificate
+    /// verified against `sslrootcert` (a PEM file of CA certificates), else the web's roots.
+    tls: Option<Tls>,
+}
+
+/// How an address encrypts its connection.
+#[derive(Clone, Debug)]
+struct Tls {
+    root: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Address {
@@ -67,6 +76,7 @@ impl Address {
 
     fn parse(text: &str) -> Result<Address> {
         const FORM: &str = "postgres://USER:PASSWORD@HOST:PORT/DATABASE";
+        let (text, tls) = tls_options(text)?;
         // The driver's parse errors name no part of the address, so they are safe to repeat.
         let mut config: Config = text.parse().map_err(|e: postgres::Error| {
             let why = std::error::Error::source(&e)
@@ -87,7 +97,11 @@ impl Address {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
         config.application_name("memscope");
-        Ok(Address { config })
+        let tls = tls.or_else(|| {
+            (config.get_ssl_mode() == postgres::config::SslMode::Require)
+                .then_some(Tls { root: None })
+        });
+        Ok(Address { config, tls })
     }
 
     /// `USER@HOST:PORT/DATABASE`, without the password.
@@ -125,10 +139,11 @@ impl Address {
     /// Connects and makes sure the server is PostgreSQL 13 or newer. Every failure is one
     /// sentence naming the problem and what to do; nothing is written.
     pub fn connect(&self) -> Result<Client> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|e| connect_error(self, &e))?;
+        let mut client = match &self.tls {
+            None => self.config.connect(NoTls),
+            Some(tls) => self.config.connect(tls.connector(self)?),
+        }
+        .map_err(|e| connect_error(self, &e))?;
         let version: String = client
             .query_one("SELECT current_setting('server_version_num')", &[])
             .map_err(|e| connect_error(self, &e))?
@@ -155,8 +170,109 @@ pub fn require_version(address: &Address, num: i32) -> Result<()> {
 }
 
 /// One sentence for a failed connection: what went wrong, where, and what to do.
+/// Takes the TLS options out of an address's `?key=value` part (the driver knows `sslmode`'s
+/// `disable`, `prefer` and `require` only, and no `sslrootcert`): `verify-ca` and `verify-full`
+/// are `require` (the certificate is always verified, its host name too), `sslrootcert` names
+/// the CA file. `prefer`, the driver's default, connects without TLS.
+fn tls_options(text: &str) -> Result<(String, Option<Tls>)> {
+    let Some((base, query)) = text.split_once('?') else {
+        return Ok((text.to_string(), None));
+    };
+    let mut kept = Vec::new();
+    let (mut verify, mut root) = (false, None);
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("sslmode", "verify-ca" | "verify-full")) => verify = true,
+            Some(("sslrootcert", path)) => {
+                let path = percent_decode(path);
+                if path.is_empty() {
+                    bail!("sslrootcert in the PostgreSQL address names no file: give the path of the CA certificates (PEM)");
+                }
+                root = Some(std::path::PathBuf::from(path));
+            }
+            _ => kept.push(pair),
+        }
+    }
+    let text = if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    let requires = verify || kept.contains(&"sslmode=require");
+    if root.is_some() && !requires {
+        bail!("the PostgreSQL address names sslrootcert but not sslmode=require (or verify-full): add it, or the connection is not encrypted");
+    }
+    if verify {
+        let text = format!(
+            "{text}{}sslmode=require",
+            if text.contains('?') { "&" } else { "?" }
+        );
+        return Ok((text, Some(Tls { root })));
+    }
+    Ok((text, requires.then_some(Tls { root })))
+}
+
+/// `%XX` escapes of an address's option value, decoded (an undecodable one is kept as is).
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+impl Tls {
+    /// A connector that verifies the server's certificate against the CA file, else the web's
+    /// roots; a CA file it cannot read is one sentence.
+    fn connector(&self, address: &Address) -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
+        use rustls_pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        match &self.root {
+            Some(path) => {
+                let certs = rustls_pki_types::CertificateDer::pem_file_iter(path)
+                    .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+                    .map_err(|e| anyhow!("cannot read the CA certificates in {} (sslrootcert of the PostgreSQL address for {}): {e}; give a PEM file", path.display(), address.describe()))?;
+                let (added, _) = roots.add_parsable_certificates(certs);
+                if added == 0 {
+                    bail!("{} holds no CA certificate (sslrootcert of the PostgreSQL address for {}): give a PEM file of CA certificates", path.display(), address.describe());
+                }
+            }
+            None => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+        }
+        let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| anyhow!("cannot set up TLS: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+    }
+}
+
 fn connect_error(address: &Address, e: &postgres::Error) -> anyhow::Error {
     let server = address.server();
+    if let Some(tls) = tls_cause(e) {
+        return anyhow!(
+            "the TLS connection to the PostgreSQL server at {server} failed ({tls}): check that the server has TLS on and that sslrootcert names the CA that signed its certificate for this host name"
+        );
+    }
     let user = address.user();
     let db = address.database();
     if let Some(db_error) = e.as_db_error() {
@@ -215,6 +331,27 @@ fn connect_error(address: &Address, e: &postgres::Error) -> anyhow::Error {
             io.map_or_else(|| e.to_string(), |io| io.to_string())
         ),
     }
+}
+
+/// The TLS failure under a connection error, if that is what it is: rustls's own error, or the
+/// server saying it has no TLS.
+fn tls_cause(e: &postgres::Error) -> Option<String> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(r) = c.downcast_ref::<rustls::Error>() {
+            return Some(r.to_string());
+        }
+        if c.to_string().contains("server does not support TLS") {
+            return Some("the server does not support TLS".into());
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if let Some(r) = io.get_ref().and_then(|r| r.downcast_ref::<rustls::Error>()) {
+                return Some(r.to_string());
+            }
+        }
+        cause = c.source();
+    }
+    None
 }
 
 fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
@@ -315,5 +452,32 @@ fn explain(address: &Address, e: anyhow::Error) -> anyhow::Error {
             "the PostgreSQL address reaches {}, but {e:#}",
             address.describe()
         )
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use super::tls_options;
+
+    #[test]
+    fn tls_options_are_taken_out_of_the_address() {
+        let (text, tls) = tls_options("postgresql://u@h/db?sslmode=verify-full&sslrootcert=%2Fetc%2Fca%20dir%2Fca.pem&connect_timeout=5").unwrap();
+        assert_eq!(
+            text,
+            "postgresql://u@h/db?connect_timeout=5&sslmode=require"
+        );
+        assert_eq!(
+            tls.unwrap().root.unwrap(),
+            std::path::PathBuf::from("/etc/ca dir/ca.pem")
+        );
+        let (text, tls) = tls_options("postgresql://u@h/db?sslmode=require").unwrap();
+        assert_eq!(text, "postgresql://u@h/db?sslmode=require");
+        assert!(tls.unwrap().root.is_none());
+        for plain in ["postgresql://u@h/db", "postgresql://u@h/db?sslmode=prefer"] {
+            assert!(tls_options(plain).unwrap().1.is_none(), "{plain}");
+        }
+        let refused = tls_options("postgresql://u@h/db?sslrootcert=/ca.pem").unwrap_err();
+        assert!(refused.to_string().contains("sslmode=require"), "{refused}");
+        assert!(tls_options("postgresql://u@h/db?sslmode=require&sslrootcert=").is_err());
     }
 }
