@@ -220,6 +220,15 @@ pub fn chain_identities(
         .collect()
 }
 
+/// What a logged read records as shadowed: each found scope that did not win, `scope@vN`.
+pub fn shadowed_labels(r: &Resolution) -> Vec<String> {
+    r.considered
+        .iter()
+        .filter(|c| c.found && !c.wins)
+        .map(|c| format!("{}@v{}", c.scope, c.version.unwrap_or_default()))
+        .collect()
+}
+
 /// A scope of the chain that holds no live value: `state` says why ("deleted", "absent").
 pub fn not_found(scope: String, state: &str) -> Considered {
     Considered {

@@ -18,15 +18,24 @@ use anyhow::{anyhow, Result};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-/// The subject and predicate as the database spells them, and the identities a resolution
-/// visits for them, most specific scope first.
+/// A resolution's question as the database spells it: subject, predicate, the repository and
+/// task ids, and the identities the chain visits, most specific scope first.
+pub(super) struct Chain {
+    pub subject: String,
+    pub predicate: String,
+    pub repo: Option<String>,
+    pub task: Option<String>,
+    pub ids: Vec<Identity>,
+}
+
+/// The chain of `subject`/`predicate` in `repo` and `task`, in stored spellings.
 pub(super) fn resolution_identities(
     t: &mut Tx<'_>,
     subject: &str,
     predicate: &str,
     repo: Option<&str>,
     task: Option<&str>,
-) -> Result<(String, String, Vec<Identity>)> {
+) -> Result<Chain> {
     let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
     let subject = spelled(t, SUBJECT, &subject, false)?;
     let predicate = canonical_predicate(t, predicate)?;
@@ -37,8 +46,14 @@ pub(super) fn resolution_identities(
     };
     let repo = place(repo.map(|r| Scope::Repo(r.to_string())))?;
     let task = place(task.map(|k| Scope::Task(k.to_string())))?;
-    let chain = chain_identities(&subject, &predicate, repo.as_deref(), task.as_deref());
-    Ok((subject, predicate, chain))
+    let ids = chain_identities(&subject, &predicate, repo.as_deref(), task.as_deref());
+    Ok(Chain {
+        subject,
+        predicate,
+        repo,
+        task,
+        ids,
+    })
 }
 
 /// Waits for `id`'s advisory transaction lock (the one writers and the guards take).
@@ -158,10 +173,9 @@ impl PgStore {
     ) -> Result<Resolution> {
         let at = crate::store::format_time(at);
         self.in_tx(|t| {
-            let (subject, predicate, chain) =
-                resolution_identities(t, subject, predicate, repo, task)?;
-            let mut states = Vec::with_capacity(chain.len());
-            for id in chain {
+            let chain = resolution_identities(t, subject, predicate, repo, task)?;
+            let mut states = Vec::with_capacity(chain.ids.len());
+            for id in chain.ids {
                 let scope = id.scope.to_string();
                 let rows = t.all(
                     "SELECT event, version, value, source,
@@ -181,7 +195,7 @@ impl PgStore {
                 });
                 states.push((scope, state_at(rows, &at)?));
             }
-            Ok(resolution_at(subject, predicate, states))
+            Ok(resolution_at(chain.subject, chain.predicate, states))
         })
     }
 

@@ -20,7 +20,7 @@ use crate::model::{
     ReadRecord, Resolution, Scope, TombstoneRef, WriteOutcome, WriteRequest,
 };
 use crate::spelling::fold;
-use crate::store::decide::{resolve_looked, Looked};
+use crate::store::decide::{resolve_looked, shadowed_labels, Looked};
 use crate::store::events::mark_validity;
 use crate::store::events::EventKind;
 use crate::store::prepared::{
@@ -276,38 +276,7 @@ impl PgStore {
         repo: Option<&str>,
         task: Option<&str>,
     ) -> Result<Resolution> {
-        self.in_tx(|t| {
-            let (subject, predicate, chain) =
-                super::incident::resolution_identities(t, subject, predicate, repo, task)?;
-            let mut looked = Vec::new();
-            for id in chain {
-                let scope_text = id.scope.to_string();
-                let row = t.opt(
-                    "SELECT value, version, source,
-                            to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
-                     FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
-                    &[&subject, &predicate, &scope_text],
-                )?;
-                let l = match row {
-                    Some(r) => Looked::Found {
-                        value: parse_value(&r.get::<_, String>(0), &scope_text)?,
-                        version: r.get(1),
-                        source: r.get(2),
-                        updated_at: r.get(3),
-                    },
-                    None => Looked::Missing {
-                        deleted: t
-                            .opt(
-                                "SELECT 1 FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
-                                &[&subject, &predicate, &scope_text],
-                            )?
-                            .is_some(),
-                    },
-                };
-                looked.push((scope_text, l));
-            }
-            Ok(resolve_looked(subject.clone(), predicate.clone(), looked).0)
-        })
+        self.in_tx(|t| Ok(resolve_in(t, subject, predicate, repo, task)?.0))
     }
 
     /// `apply`: one write per JSON line of `input`, as on SQLite (README, "apply"): each line
@@ -412,23 +381,18 @@ impl PgStore {
         agent: Option<&str>,
         note: Option<&str>,
     ) -> Result<Resolution> {
-        let r = self.resolve(subject, predicate, repo, task)?;
-        let shadowed: Vec<String> = r
-            .considered
-            .iter()
-            .filter(|c| c.found && !c.wins)
-            .map(|c| format!("{}@v{}", c.scope, c.version.unwrap_or_default()))
-            .collect();
-        let shadowed = serde_json::to_string(&shadowed)?;
+        // Resolved and logged in one transaction; the read is logged in the places' stored
+        // spellings, as the resolution used them (as on SQLite).
         self.in_tx(|t| {
+            let (r, chain) = resolve_in(t, subject, predicate, repo, task)?;
+            let shadowed = serde_json::to_string(&shadowed_labels(&r))?;
             t.exec(
                 "INSERT INTO reads (at, agent, subject, predicate, repo, task, scope, version, shadowed, note)
                  VALUES (clock_timestamp(), $1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                &[&agent, &r.subject, &r.predicate, &repo, &task, &r.scope, &r.version, &shadowed, &note],
+                &[&agent, &r.subject, &r.predicate, &chain.repo, &chain.task, &r.scope, &r.version, &shadowed, &note],
             )?;
-            Ok(())
-        })?;
-        Ok(r)
+            Ok(r)
+        })
     }
 
     /// The current records, filtered, grouped by scope (README, `list`).
@@ -811,6 +775,50 @@ impl PgStore {
             )
         })
     }
+}
+
+/// Resolution inside a transaction: the chain in stored spellings, then every scope's record
+/// and tombstone in one query each (README, "The model in one minute").
+fn resolve_in(
+    t: &mut Tx<'_>,
+    subject: &str,
+    predicate: &str,
+    repo: Option<&str>,
+    task: Option<&str>,
+) -> Result<(Resolution, super::incident::Chain)> {
+    let chain = super::incident::resolution_identities(t, subject, predicate, repo, task)?;
+    let scopes: Vec<String> = chain.ids.iter().map(|id| id.scope.to_string()).collect();
+    let records = t.all(
+        "SELECT scope, value, version, source,
+                to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+         FROM memories WHERE subject = $1 AND predicate = $2 AND scope = ANY($3)",
+        &[&chain.subject, &chain.predicate, &scopes],
+    )?;
+    let deleted: Vec<String> = t
+        .all(
+            "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = ANY($3)",
+            &[&chain.subject, &chain.predicate, &scopes],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let mut looked = Vec::with_capacity(scopes.len());
+    for scope_text in scopes {
+        let l = match records.iter().find(|r| r.get::<_, &str>(0) == scope_text) {
+            Some(r) => Looked::Found {
+                value: parse_value(r.get(1), &scope_text)?,
+                version: r.get(2),
+                source: r.get(3),
+                updated_at: r.get(4),
+            },
+            None => Looked::Missing {
+                deleted: deleted.contains(&scope_text),
+            },
+        };
+        looked.push((scope_text, l));
+    }
+    let r = resolve_looked(chain.subject.clone(), chain.predicate.clone(), looked).0;
+    Ok((r, chain))
 }
 
 pub(super) const SUBJECT: &str = "subject";

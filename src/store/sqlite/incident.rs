@@ -10,7 +10,7 @@ use super::spellings;
 use super::write::{write_in_tx, TxState, WriteCtx};
 use super::{format_time, Store};
 use crate::model::{Identity, ReadRecord, Resolution, Scope, WriteOutcome};
-use crate::store::decide::{chain_identities, resolve_looked, Looked};
+use crate::store::decide::{chain_identities, resolve_looked, shadowed_labels, Looked};
 use crate::store::incident::{self, HistoryAt, RevertStep, StateAt, VersionContent};
 use crate::store::prepared::PreparedWrite;
 use anyhow::Result;
@@ -171,12 +171,7 @@ impl Store {
         // The read is logged in the places' stored spellings, as the resolution used them.
         let repo = spellings::find_context_id(tx, "repo", repo)?;
         let task = spellings::find_context_id(tx, "task", task)?;
-        let shadowed: Vec<String> = r
-            .considered
-            .iter()
-            .filter(|c| c.found && !c.wins)
-            .map(|c| format!("{}@v{}", c.scope, c.version.unwrap_or_default()))
-            .collect();
+        let shadowed = shadowed_labels(&r);
         tx.execute(
             "INSERT INTO reads (at, agent, subject, predicate, repo, task, scope, version, shadowed, note)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
