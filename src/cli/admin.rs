@@ -374,7 +374,7 @@ pub fn demo(db: Option<PathBuf>, no_tui: bool, mouse: crate::tui::Mouse) -> Resu
     }
     // The demo opens on the incident: the top suspect (README, "memscope suspects").
     let incident = store.suspects()?.first().map(|s| s.record.identity());
-    crate::tui::run(store, mouse, incident)
+    crate::tui::run(Box::new(store), mouse, incident)
 }
 
 fn is_demo(store: &Store) -> Result<bool> {

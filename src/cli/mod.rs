@@ -14,7 +14,7 @@ pub(crate) use crate::frontend::output;
 pub(crate) use crate::frontend::{errln, outln, print_json};
 pub use crate::frontend::{usage, UsageError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
-use crate::store::{AnyStore, OpenMode, Store};
+use crate::store::{AnyStore, OpenMode};
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -336,7 +336,6 @@ pub fn data_dir() -> PathBuf {
 pub fn run(cli: Cli) -> Result<i32> {
     let named = named_database(cli.db.clone()).is_some();
     let path = database_path(cli.db.clone());
-    let open = |mode: OpenMode| Store::open(&path, mode);
     // The commands PostgreSQL serves too (README, "Running on PostgreSQL").
     let open_any = |mode: OpenMode| AnyStore::open(&path, mode);
     // Capture is the default; `--no-mouse` before or after the command turns it off.
@@ -352,11 +351,14 @@ pub fn run(cli: Cli) -> Result<i32> {
         // A path the user named must exist — a typo must not become a new, empty database.
         None | Some(Command::Tui { .. }) => {
             let no_mouse = matches!(cli.command, Some(Command::Tui { no_mouse: true }));
-            let store = open(if named {
-                OpenMode::Existing
-            } else {
-                OpenMode::Create
-            })?;
+            let store = crate::store::open_ui(
+                &path,
+                if named {
+                    OpenMode::Existing
+                } else {
+                    OpenMode::Create
+                },
+            )?;
             crate::tui::run(store, mouse(no_mouse), None)
         }
         Some(Command::Demo { no_tui, no_mouse }) => admin::demo(cli.db, no_tui, mouse(no_mouse)),

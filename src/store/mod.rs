@@ -17,9 +17,11 @@ pub mod postgres;
 pub(crate) mod prepared;
 mod sqlite;
 pub(crate) mod suspects;
+pub mod ui;
 pub(crate) mod user_settings;
 
 pub use sqlite::*;
+pub use ui::{open_ui, UiStore};
 
 use crate::model::{HistoryEvent, MemoryRecord, Resolution, Scope, WriteOutcome, WriteRequest};
 use anyhow::Result;

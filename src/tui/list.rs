@@ -6,7 +6,7 @@
 
 use super::rows::{Motion, Row, Rows};
 use crate::model::MemoryRecord;
-use crate::store::{BrowseBound, BrowseKey, BrowseRecord, Store};
+use crate::store::{BrowseBound, BrowseKey, BrowseRecord, UiStore};
 use anyhow::Result;
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
@@ -216,17 +216,17 @@ type Walked = Result<(Vec<ListRow>, bool)>;
 impl Source<'_> {
     /// Up to about `n` rows strictly after `from` (from the start when `None`), in order, and
     /// whether the list ended.
-    pub fn after(&self, store: &Store, from: Option<&Pos>, n: usize) -> Walked {
+    pub fn after(&self, store: &dyn UiStore, from: Option<&Pos>, n: usize) -> Walked {
         self.walk(store, Dir::Forward, from, n)
     }
 
     /// Up to about `n` rows strictly before `to` (from the end when `None`), nearest first, and
     /// whether the list's start was reached.
-    pub fn before(&self, store: &Store, to: Option<&Pos>, n: usize) -> Walked {
+    pub fn before(&self, store: &dyn UiStore, to: Option<&Pos>, n: usize) -> Walked {
         self.walk(store, Dir::Backward, to, n)
     }
 
-    fn walk(&self, store: &Store, dir: Dir, from: Option<&Pos>, n: usize) -> Walked {
+    fn walk(&self, store: &dyn UiStore, dir: Dir, from: Option<&Pos>, n: usize) -> Walked {
         match self {
             Source::Keyset { collapsed } => keyset(store, collapsed, dir, from, n),
             Source::Filter { results, collapsed } => {
@@ -254,7 +254,7 @@ enum Dir {
 /// the list's start or end when `None`), and whether the list ended. Headers are made where
 /// the scope changes; a folded group is its header alone, skipped with one index seek.
 fn keyset(
-    store: &Store,
+    store: &dyn UiStore,
     collapsed: &BTreeSet<String>,
     dir: Dir,
     from: Option<&Pos>,
@@ -431,7 +431,7 @@ fn filter_walk(
 
 /// Fetches the records at `positions` by id and highlights what the query matched. A record
 /// deleted since the scan is skipped.
-fn materialize(store: &Store, r: &FilterResults, positions: Vec<Pos>) -> Result<Vec<ListRow>> {
+fn materialize(store: &dyn UiStore, r: &FilterResults, positions: Vec<Pos>) -> Result<Vec<ListRow>> {
     let ids: Vec<i64> = positions
         .iter()
         .filter_map(|p| match p {
@@ -520,7 +520,7 @@ impl Rows<ListRow> {
     pub fn apply(
         &mut self,
         src: &Source<'_>,
-        store: &Store,
+        store: &dyn UiStore,
         motion: Motion,
         page: usize,
     ) -> Result<()> {
@@ -554,7 +554,7 @@ impl Rows<ListRow> {
     }
 
     /// Loads the rows `n` below the cursor and a page more, when the window ends before them.
-    fn load_below(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
+    fn load_below(&mut self, src: &Source<'_>, store: &dyn UiStore, n: usize, page: usize) -> Result<()> {
         let target = self.cursor + n;
         if target >= self.rows.len() && !self.at_end {
             self.load_after(src, store, target + 1 - self.rows.len() + page)?;
@@ -563,7 +563,7 @@ impl Rows<ListRow> {
     }
 
     /// Loads the rows `n` above the cursor and a page more, when the window starts after them.
-    fn load_up_to(&mut self, src: &Source<'_>, store: &Store, n: usize, page: usize) -> Result<()> {
+    fn load_up_to(&mut self, src: &Source<'_>, store: &dyn UiStore, n: usize, page: usize) -> Result<()> {
         if n > self.cursor && !self.at_start && !self.rows.is_empty() {
             self.load_above(src, store, n - self.cursor + page)?;
         }
@@ -575,7 +575,7 @@ impl Rows<ListRow> {
     pub fn reload(
         &mut self,
         src: &Source<'_>,
-        store: &Store,
+        store: &dyn UiStore,
         anchor: Option<&Pos>,
         page: usize,
     ) -> Result<()> {
@@ -617,7 +617,7 @@ impl Rows<ListRow> {
 
     /// Loads more rows when the screen is not full but the list goes on (a filter that is
     /// still producing results, a window trimmed short).
-    pub fn fill(&mut self, src: &Source<'_>, store: &Store, page: usize) -> Result<()> {
+    pub fn fill(&mut self, src: &Source<'_>, store: &dyn UiStore, page: usize) -> Result<()> {
         let page = page.max(1);
         if self.rows.len() < self.offset + page + 1 && !self.at_end {
             self.load_after(src, store, self.offset + 2 * page - self.rows.len())?;
@@ -627,7 +627,7 @@ impl Rows<ListRow> {
     }
 
     /// Loads up to `need` rows after the window's last row (from the start when empty).
-    fn load_after(&mut self, src: &Source<'_>, store: &Store, need: usize) -> Result<()> {
+    fn load_after(&mut self, src: &Source<'_>, store: &dyn UiStore, need: usize) -> Result<()> {
         let last = self.rows.last().map(|r| r.pos.clone());
         let (more, ended) = src.after(store, last.as_ref(), need)?;
         if self.rows.is_empty() {
@@ -640,7 +640,7 @@ impl Rows<ListRow> {
 
     /// Loads rows above the window when the list ended short of a screen but has rows before
     /// it, so the screen shows them instead of blank lines below the last row.
-    fn fill_above(&mut self, src: &Source<'_>, store: &Store, page: usize) -> Result<()> {
+    fn fill_above(&mut self, src: &Source<'_>, store: &dyn UiStore, page: usize) -> Result<()> {
         let shown = self.rows.len().saturating_sub(self.offset);
         if !self.at_end || self.at_start || shown >= page || self.rows.is_empty() {
             return Ok(());
@@ -652,7 +652,7 @@ impl Rows<ListRow> {
 
     /// Loads up to `need` rows before the window's first row (which must exist), keeping the
     /// cursor and offset on the rows they were on.
-    fn load_above(&mut self, src: &Source<'_>, store: &Store, need: usize) -> Result<()> {
+    fn load_above(&mut self, src: &Source<'_>, store: &dyn UiStore, need: usize) -> Result<()> {
         let first = self.rows[0].pos.clone();
         let (more, started) = src.before(store, Some(&first), need)?;
         let k = more.len();

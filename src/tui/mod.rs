@@ -38,7 +38,7 @@ pub use app::{Action, App, Curation, Focus, Tab};
 pub use session::{Session, WorkerMode};
 
 use crate::model::Identity;
-use crate::store::{Clock, Store};
+use crate::store::{Clock, UiStore};
 use anyhow::{Context, Result};
 use crossterm::event;
 use ratatui::DefaultTerminal;
@@ -111,7 +111,7 @@ impl Drop for TerminalGuard {
 
 /// Opens the UI on `store` (on the record `select`, when given and live) and runs until the
 /// user quits; returns the exit code.
-pub fn run(store: Store, mouse: Mouse, select: Option<Identity>) -> Result<i32> {
+pub fn run(store: Box<dyn UiStore>, mouse: Mouse, select: Option<Identity>) -> Result<i32> {
     let mut guard = TerminalGuard::enter(mouse)?;
     let size = guard.terminal.size()?;
     let mut session = Session::new(

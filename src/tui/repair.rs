@@ -5,7 +5,7 @@
 use super::dialogs::{RescopePreview, RevertChoice, Suggestion};
 use super::text::{ago, value_text};
 use crate::model::{Identity, MemoryRecord, OutcomeKind, Scope};
-use crate::store::{ReadFilter, Store};
+use crate::store::{ReadFilter, UiStore};
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 
@@ -16,7 +16,7 @@ const SUGGESTION_READS: i64 = 200;
 /// wrote other memories of the subject — where they were said — then the repos of the newest
 /// reads that got this very version, then `global` for a scoped record.
 pub fn rescope_suggestions(
-    store: &Store,
+    store: &dyn UiStore,
     rec: &MemoryRecord,
     now: DateTime<Utc>,
 ) -> Result<Vec<Suggestion>> {
@@ -69,7 +69,7 @@ pub fn rescope_suggestions(
 
 /// What moving `rec` to the scope typed in `target` would do. `Err`: the target is no scope.
 pub fn rescope_preview(
-    store: &mut Store,
+    store: &mut dyn UiStore,
     rec: &MemoryRecord,
     target: &str,
 ) -> Result<RescopePreview, String> {
@@ -130,7 +130,7 @@ pub fn rescope_preview(
 
 /// The earlier versions of `rec`'s identity, newest first, each with what reverting to it
 /// would do (the store's own revert, rolled back) or why the store would refuse it.
-pub fn revert_choices(store: &mut Store, rec: &MemoryRecord) -> Result<Vec<RevertChoice>> {
+pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Vec<RevertChoice>> {
     let history = store.history(&rec.subject, &rec.predicate, Some(&rec.scope))?;
     let id = Identity {
         subject: rec.subject.clone(),

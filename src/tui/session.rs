@@ -14,7 +14,7 @@ use super::worker::{
     run_filter, run_load, Failed, Job, Load, LoadKind, NarrowCache, Reply, Workers,
 };
 use crate::model::Identity;
-use crate::store::{Clock, Store};
+use crate::store::{Clock, UiStore};
 use anyhow::Result;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Frame;
@@ -31,7 +31,7 @@ pub enum WorkerMode {
 
 pub struct Session {
     pub app: App,
-    store: Store,
+    store: Box<dyn UiStore>,
     workers: Workers,
     data_version: i64,
     /// Loader jobs sent and not answered yet.
@@ -48,13 +48,13 @@ const DELETE_REASON: &str = "deleted in the memscope UI";
 impl Session {
     /// Opens the UI state on `store`: the first page and the small lists load now; counts and
     /// anything slow are handed to the workers, so the first frame does not wait for them.
-    pub fn new(store: Store, clock: Clock, size: (u16, u16), mode: WorkerMode) -> Result<Session> {
+    pub fn new(store: Box<dyn UiStore>, clock: Clock, size: (u16, u16), mode: WorkerMode) -> Result<Session> {
         let workers = match mode {
-            WorkerMode::Threads => Workers::threads(store.path().to_path_buf())?,
+            WorkerMode::Threads => Workers::threads(store.reopen())?,
             WorkerMode::Inline => Workers::Inline(Vec::new()),
         };
         let app = App::new(
-            store.path().display().to_string(),
+            store.label(),
             store.is_read_only(),
             clock,
             size,
@@ -87,13 +87,13 @@ impl Session {
             self.workers.cancel_filter(generation);
         }
         let page = self.app.page();
-        self.app.tabs.memories.select(&self.store, id, page)?;
+        self.app.tabs.memories.select(&*self.store, id, page)?;
         self.after_change();
         Ok(())
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
+    pub fn store(&self) -> &dyn UiStore {
+        &*self.store
     }
 
     /// Handles one terminal event; true when the UI should quit.
@@ -135,7 +135,7 @@ impl Session {
         self.app.size = (width, height);
         // The window fills the new height; the selected event stays in sight.
         let env = self.app.env();
-        if let Err(e) = self.app.tabs.memories.fill(&self.store, &env) {
+        if let Err(e) = self.app.tabs.memories.fill(&*self.store, &env) {
             self.app.error(format!("{e:#}"));
         }
     }
@@ -175,14 +175,14 @@ impl Session {
             Action::None | Action::Quit => {}
             Action::Move(m) => {
                 let page = self.app.page();
-                self.app.tabs.memories.move_by(&self.store, m, page)?;
+                self.app.tabs.memories.move_by(&*self.store, m, page)?;
             }
             Action::Fold { scope, folded } => {
                 let page = self.app.page();
                 self.app
                     .tabs
                     .memories
-                    .fold(&self.store, scope, folded, page)?;
+                    .fold(&*self.store, scope, folded, page)?;
             }
             Action::Filter(query) => self.start_filter(query, true)?,
             Action::ShowTab(tab) => {
@@ -235,7 +235,7 @@ impl Session {
             Action::MoveEvent(m) => {
                 let (page, screen) = (self.app.page(), self.app.env().screen());
                 let timeline = &mut self.app.tabs.memories.timeline;
-                timeline.step(&self.store, m, page, screen)?;
+                timeline.step(&*self.store, m, page, screen)?;
             }
             Action::Explain(q) => {
                 let result = self
@@ -354,7 +354,7 @@ impl Session {
         self.app.now = self.app.clock.now();
         self.submit(Job::Load(Load::Counts));
         let page = self.app.page();
-        if let Some(job) = self.app.tabs.memories.rerun_filter(&self.store, page)? {
+        if let Some(job) = self.app.tabs.memories.rerun_filter(&*self.store, page)? {
             self.submit(Job::Filter(job));
         }
         self.reload_tabs()?;
@@ -387,7 +387,7 @@ impl Session {
     fn reload_tabs(&mut self) -> Result<()> {
         let env = self.app.env();
         for tab in self.app.tabs.all_mut() {
-            tab.reload(&self.store, &env)?;
+            tab.reload(&*self.store, &env)?;
         }
         Ok(())
     }
@@ -421,7 +421,7 @@ impl Session {
     fn start_filter(&mut self, query: String, progressive: bool) -> Result<()> {
         let page = self.app.page();
         let memories = &mut self.app.tabs.memories;
-        match memories.start_filter(&self.store, query, progressive, page)? {
+        match memories.start_filter(&*self.store, query, progressive, page)? {
             Some(job) => self.submit(Job::Filter(job)),
             None => self.workers.cancel_filter(memories.filter.generation),
         }
@@ -446,7 +446,7 @@ impl Session {
                     match job {
                         Job::Filter(f) => {
                             let r = run_filter(
-                                &self.store,
+                                &*self.store,
                                 &f,
                                 &|| false,
                                 &mut |reply| {
@@ -462,7 +462,7 @@ impl Session {
                                 });
                             }
                         }
-                        Job::Load(l) => out.push(run_load(&self.store, l)),
+                        Job::Load(l) => out.push(run_load(&*self.store, l)),
                     }
                 }
                 out
@@ -486,7 +486,7 @@ impl Session {
     fn apply_reply(&mut self, reply: Reply) -> Result<()> {
         let env = self.app.env();
         let errors: Vec<String> = (self.app.tabs.all_mut().into_iter())
-            .filter_map(|tab| tab.take(&reply, &self.store, &env).err())
+            .filter_map(|tab| tab.take(&reply, &*self.store, &env).err())
             .collect();
         for e in errors {
             self.app.error(e);
@@ -533,7 +533,7 @@ impl Session {
     /// selected pending item's choices.
     fn sync(&mut self) -> Result<()> {
         let env = self.app.env();
-        self.app.tabs.get_mut(self.app.tab).sync(&self.store, &env)
+        self.app.tabs.get_mut(self.app.tab).sync(&*self.store, &env)
     }
 
     /// Resolves the read on top (the as-of dialog) as it stood at its time, and as it would
@@ -575,7 +575,7 @@ impl Session {
             self.workers.cancel_filter(generation);
         }
         let page = self.app.page();
-        match self.app.tabs.memories.go_to(&self.store, mark, page)? {
+        match self.app.tabs.memories.go_to(&*self.store, mark, page)? {
             Ok(said) => {
                 self.app.focus = Focus::Detail;
                 self.app.info(said);
@@ -592,14 +592,14 @@ impl Session {
         };
         let record = d.record.clone();
         if d.suggestions.is_none() {
-            let list = repair::rescope_suggestions(&self.store, &record, self.app.now)?;
+            let list = repair::rescope_suggestions(&*self.store, &record, self.app.now)?;
             self.hand_top(Loaded::Suggestions(list));
         }
         // The suggestions may have set the target.
         let Some(Dialog::Rescope(d)) = self.app.dialogs.last() else {
             return Ok(());
         };
-        let preview = repair::rescope_preview(&mut self.store, &record, &d.target);
+        let preview = repair::rescope_preview(&mut *self.store, &record, &d.target);
         self.hand_top(Loaded::Rescope(preview));
         Ok(())
     }
@@ -611,7 +611,7 @@ impl Session {
         };
         let record = d.record.clone();
         let choices =
-            repair::revert_choices(&mut self.store, &record).map_err(|e| format!("{e:#}"));
+            repair::revert_choices(&mut *self.store, &record).map_err(|e| format!("{e:#}"));
         self.hand_top(Loaded::Revert(choices));
     }
 

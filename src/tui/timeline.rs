@@ -11,7 +11,7 @@ use super::rows::Motion;
 use super::tabs::{Shell, View};
 use super::text::{ago, month_day_time, one_line, plural, value_text, wrap};
 use crate::model::{HistoryEvent, Identity, MemoryRecord, Scope};
-use crate::store::{HistoryFrom, Store};
+use crate::store::{HistoryFrom, UiStore};
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 use ratatui::layout::Rect;
@@ -62,7 +62,7 @@ impl Timeline {
     /// Loads the history pane of `record`: its scopes, how it resolves in its own place, and
     /// a window of its timeline — around the event selected before when the same timeline is
     /// shown again, around the version an agent read when one is marked, else from the start.
-    pub fn load(&mut self, store: &Store, record: MemoryRecord, screen: Screen) -> Result<()> {
+    pub fn load(&mut self, store: &dyn UiStore, record: MemoryRecord, screen: Screen) -> Result<()> {
         let id = record.identity();
         let same = self.shown.as_ref() == Some(&id);
         // A highlighted version belongs to its identity's timeline only.
@@ -157,7 +157,7 @@ impl Timeline {
 
     /// Moves the event cursor (`Action::MoveEvent`); `page` events make a page. The window
     /// of loaded events follows the cursor.
-    pub fn step(&mut self, store: &Store, m: Motion, page: usize, screen: Screen) -> Result<()> {
+    pub fn step(&mut self, store: &dyn UiStore, m: Motion, page: usize, screen: Screen) -> Result<()> {
         let Some(total) = self.detail.as_ref().map(|d| d.events.total) else {
             return Ok(());
         };
@@ -171,7 +171,7 @@ impl Timeline {
 
     /// Loads events until `target` (an index in the whole timeline) is in the window, and
     /// trims the window to `KEEP` events on the far side.
-    fn reach(&mut self, store: &Store, target: usize) -> Result<()> {
+    fn reach(&mut self, store: &dyn UiStore, target: usize) -> Result<()> {
         let Some(d) = self.detail.as_mut() else {
             return Ok(());
         };

@@ -9,11 +9,10 @@
 
 use super::fuzzy::Pattern;
 use crate::model::{DeletePreview, DeleteTarget, ReadRecord};
-use crate::store::{BrowseKey, CheckReport, FilterCandidate, OpenMode, Store, Suspect};
+use crate::store::ui::{Interrupt, Reopen};
+use crate::store::{BrowseKey, CheckReport, FilterCandidate, Suspect, UiStore};
 use anyhow::Result;
 use chrono::{DateTime, Utc};
-use rusqlite::InterruptHandle;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -172,7 +171,7 @@ impl NarrowCache {
 
 /// Finds every record (or, when narrowing, every previous match) that `job.query` matches.
 pub fn run_filter(
-    store: &Store,
+    store: &dyn UiStore,
     job: &FilterJob,
     cancelled: &dyn Fn() -> bool,
     emit: &mut dyn FnMut(Reply) -> bool,
@@ -200,8 +199,8 @@ const WALK_CHECK_EVERY: usize = 16_384;
 /// (ids and scopes, no row looked up) for the order. The matches then go out in view order.
 /// A newer query stops both between chunks.
 pub fn run_filter_with(
-    store: &Store,
-    helper: Option<&mut Store>,
+    store: &dyn UiStore,
+    helper: Option<&mut dyn UiStore>,
     job: &FilterJob,
     cancelled: &dyn Fn() -> bool,
     emit: &mut dyn FnMut(Reply) -> bool,
@@ -267,7 +266,7 @@ impl TableScan<'_> {
 
     /// Tests chunks until none is left or the scan stops. On failure, the chunk it was
     /// testing (for the other thread to test again) and the error.
-    fn work(&self, store: &Store) -> Result<(), (i64, anyhow::Error)> {
+    fn work(&self, store: &dyn UiStore) -> Result<(), (i64, anyhow::Error)> {
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 return Ok(());
@@ -280,7 +279,7 @@ impl TableScan<'_> {
         }
     }
 
-    fn chunk(&self, store: &Store, lo: i64) -> Result<()> {
+    fn chunk(&self, store: &dyn UiStore, lo: i64) -> Result<()> {
         let hi = lo.saturating_add(TABLE_CHUNK).min(self.to);
         store.filter_scan_ids(lo, hi, &mut |c| {
             if matches(self.pattern, c) {
@@ -323,7 +322,7 @@ struct Walked {
 /// Walks the view's index after the first chunk, which ended at `after` with record `last`.
 /// None if a newer query came.
 fn walk(
-    store: &Store,
+    store: &dyn UiStore,
     (after, last): (&BrowseKey, i64),
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Option<Walked>> {
@@ -363,7 +362,7 @@ fn walk(
 
 /// One filter scan in progress.
 struct Scan<'a> {
-    store: &'a Store,
+    store: &'a dyn UiStore,
     pattern: &'a Pattern,
     job: &'a FilterJob,
     found: Found,
@@ -373,7 +372,7 @@ struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
-    fn new(store: &'a Store, pattern: &'a Pattern, job: &'a FilterJob) -> Scan<'a> {
+    fn new(store: &'a dyn UiStore, pattern: &'a Pattern, job: &'a FilterJob) -> Scan<'a> {
         Scan {
             store,
             pattern,
@@ -425,7 +424,7 @@ impl<'a> Scan<'a> {
     /// when the table is large, else in view order. True when complete.
     fn full(
         &mut self,
-        helper: Option<&mut Store>,
+        helper: Option<&mut dyn UiStore>,
         cancelled: &dyn Fn() -> bool,
         emit: &mut dyn FnMut(Reply) -> bool,
     ) -> Result<bool> {
@@ -470,7 +469,7 @@ impl<'a> Scan<'a> {
         &mut self,
         (lo, hi): (i64, i64),
         after: (&BrowseKey, i64),
-        helper: Option<&mut Store>,
+        helper: Option<&mut dyn UiStore>,
         cancelled: &dyn Fn() -> bool,
         emit: &mut dyn FnMut(Reply) -> bool,
     ) -> Result<bool> {
@@ -563,7 +562,7 @@ impl<'a> Scan<'a> {
     }
 }
 
-pub fn run_load(store: &Store, job: Load) -> Reply {
+pub fn run_load(store: &dyn UiStore, job: Load) -> Reply {
     match job {
         Load::Counts => {
             let counts = store.counts().and_then(|c| {
@@ -623,25 +622,23 @@ pub struct Threads {
 
 /// The workers' connections, to interrupt when the UI closes; `None` once it has closed, so a
 /// connection a worker opens after that (a job it had not started) never runs.
-type Interrupts = Arc<Mutex<Option<Vec<InterruptHandle>>>>;
+type Interrupts = Arc<Mutex<Option<Vec<Interrupt>>>>;
 
 impl Drop for Threads {
     fn drop(&mut self) {
         // Ends a running scan or count now; the threads exit when the channels close.
         self.latest_filter.store(u64::MAX, Ordering::SeqCst);
         if let Ok(mut handles) = self.interrupts.lock() {
-            for h in handles.take().into_iter().flatten() {
-                h.interrupt();
+            for interrupt in handles.take().into_iter().flatten() {
+                interrupt();
             }
         }
     }
 }
 
-/// Page cache of a worker's connection: its scans are sequential and need little.
-const WORKER_CACHE_KIB: i64 = 4096;
-
 impl Workers {
-    pub fn threads(path: PathBuf) -> Result<Workers> {
+    /// Worker threads, each opening its own connection with `reopen` on its first job.
+    pub fn threads(reopen: Reopen) -> Result<Workers> {
         let (reply_tx, replies) = channel::<Reply>();
         let latest_filter = Arc::new(AtomicU64::new(0));
 
@@ -651,7 +648,7 @@ impl Workers {
         let latest = latest_filter.clone();
         let tx = reply_tx.clone();
         let db = Opener {
-            path: path.clone(),
+            reopen: reopen.clone(),
             interrupts: interrupts.clone(),
         };
         std::thread::Builder::new()
@@ -662,7 +659,7 @@ impl Workers {
         let loader_named = |name: &str| -> Result<Sender<Load>> {
             let (jobs, rx) = channel::<Load>();
             let db = Opener {
-                path: path.clone(),
+                reopen: reopen.clone(),
                 interrupts: interrupts.clone(),
             };
             let tx = reply_tx.clone();
@@ -735,17 +732,16 @@ impl Workers {
 
 /// Opens a worker's own connection on first use and registers it for interruption.
 struct Opener {
-    path: PathBuf,
+    reopen: Reopen,
     interrupts: Interrupts,
 }
 
 impl Opener {
-    fn open(&self, store: &mut Option<Store>) -> Result<()> {
+    fn open(&self, store: &mut Option<Box<dyn UiStore>>) -> Result<()> {
         if store.is_none() {
-            let s = Store::open(&self.path, OpenMode::Existing)?;
-            s.limit_page_cache(WORKER_CACHE_KIB)?;
+            let s = (self.reopen)()?;
             match self.interrupts.lock().as_deref_mut() {
-                Ok(Some(handles)) => handles.push(s.interrupt_handle()),
+                Ok(Some(handles)) => handles.push(s.interrupt()),
                 // The UI closed while this worker was opening: nothing is wanted any more.
                 _ => anyhow::bail!("the UI closed"),
             }
@@ -756,9 +752,9 @@ impl Opener {
 }
 
 fn filter_thread(db: Opener, rx: Receiver<FilterJob>, tx: Sender<Reply>, latest: Arc<AtomicU64>) {
-    let mut store: Option<Store> = None;
+    let mut store: Option<Box<dyn UiStore>> = None;
     // A second connection for the other core's share of a full scan (`run_filter_with`).
-    let mut helper: Option<Store> = None;
+    let mut helper: Option<Box<dyn UiStore>> = None;
     let mut cache = NarrowCache::default();
     while let Ok(mut job) = rx.recv() {
         // Latest wins: only the newest queued query is worth scanning.
@@ -768,12 +764,12 @@ fn filter_thread(db: Opener, rx: Receiver<FilterJob>, tx: Sender<Reply>, latest:
         if latest.load(Ordering::SeqCst) != job.generation {
             continue;
         }
-        let result = db.open(&mut store).and_then(|_| match store.as_ref() {
+        let result = db.open(&mut store).and_then(|_| match store.as_deref() {
             Some(s) => {
                 let generation = job.generation;
                 let cancelled = || latest.load(Ordering::SeqCst) != generation;
                 // Without it the scan runs on one connection, only slower.
-                let helper = db.open(&mut helper).ok().and(helper.as_mut());
+                let helper = db.open(&mut helper).ok().and(helper.as_deref_mut().map(|h| h as &mut dyn UiStore));
                 let emit = &mut |r| tx.send(r).is_ok();
                 run_filter_with(s, helper, &job, &cancelled, emit, &mut cache)
             }
@@ -789,7 +785,7 @@ fn filter_thread(db: Opener, rx: Receiver<FilterJob>, tx: Sender<Reply>, latest:
 }
 
 fn loader_thread(db: Opener, rx: Receiver<Load>, tx: Sender<Reply>) {
-    let mut store: Option<Store> = None;
+    let mut store: Option<Box<dyn UiStore>> = None;
     while let Ok(job) = rx.recv() {
         let mut jobs = vec![job];
         while let Ok(more) = rx.try_recv() {
@@ -803,7 +799,7 @@ fn loader_thread(db: Opener, rx: Receiver<Load>, tx: Sender<Reply>) {
         }
         for job in jobs {
             let reply = match db.open(&mut store) {
-                Ok(()) => match store.as_ref() {
+                Ok(()) => match store.as_deref() {
                     Some(s) => run_load(s, job),
                     None => continue,
                 },
@@ -822,7 +818,7 @@ fn loader_thread(db: Opener, rx: Receiver<Load>, tx: Sender<Reply>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::BrowseBound;
+    use crate::store::{BrowseBound, OpenMode, Store};
     use crate::tui::list::haystack;
     use fuzzy_matcher::skim::SkimMatcherV2;
     use fuzzy_matcher::FuzzyMatcher;
@@ -865,7 +861,7 @@ mod tests {
     }
 
     /// What SkimMatcherV2 alone matches, in view order.
-    fn skim_matches(store: &Store, query: &str) -> Vec<(String, i64)> {
+    fn skim_matches(store: &dyn UiStore, query: &str) -> Vec<(String, i64)> {
         let matcher = SkimMatcherV2::default();
         let mut hay = String::new();
         let all = store.browse_after(&BrowseBound::Start, usize::MAX).unwrap();
@@ -883,8 +879,8 @@ mod tests {
 
     /// The scan's matches in the order they streamed, and whether it said it was done.
     fn scan(
-        store: &Store,
-        helper: Option<&mut Store>,
+        store: &dyn UiStore,
+        helper: Option<&mut dyn UiStore>,
         query: &str,
         cache: &mut NarrowCache,
     ) -> (Vec<(String, i64)>, bool) {
@@ -933,7 +929,7 @@ mod tests {
         ] {
             let want = skim_matches(&store, q);
             for with_helper in [false, true] {
-                let h = with_helper.then_some(&mut helper);
+                let h = with_helper.then_some(&mut helper as &mut dyn UiStore);
                 let (got, done) = scan(&store, h, q, &mut NarrowCache::default());
                 assert!(done, "{q:?}");
                 assert_eq!(got, want, "{q:?}, helper {with_helper}");

@@ -377,7 +377,7 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     // A command PostgreSQL does not serve yet connects, then says the truth: which it does.
     let said = refused(
         &db.url,
-        &["tui"],
+        &["demo", "--no-tui"],
         &[
             "holds a memscope schema",
             "serves only",

@@ -160,7 +160,7 @@ impl Fixture {
 
     pub fn session(&self, width: u16, height: u16) -> Session {
         let mut session = Session::new(
-            self.store(),
+            Box::new(self.store()),
             Clock::Fixed(now()),
             (width, height),
             WorkerMode::Inline,

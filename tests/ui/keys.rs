@@ -531,7 +531,7 @@ fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     let f = Fixture::story();
     // Real worker threads with their own connections, as in the terminal.
     let mut s = Session::new(
-        f.store(),
+        Box::new(f.store()),
         Clock::Fixed(crate::support::tui::now()),
         (120, 32),
         WorkerMode::Threads,
@@ -563,7 +563,7 @@ fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
         memscope::tui::app::CheckState::Done(_)
     ));
     assert!(
-        s.store().connection().is_autocommit(),
+        s.store().as_sqlite().expect("a SQLite store").connection().is_autocommit(),
         "no transaction is open on the UI's connection"
     );
     // Another process deletes: the WAL truncation is not blocked by the UI or its workers.

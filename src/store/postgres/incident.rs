@@ -201,7 +201,27 @@ impl PgStore {
 
     /// Makes an earlier value current again as a new version (history is never rewritten).
     pub fn revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome> {
-        self.in_tx(|t| {
+        self.revert_with(id, to_version, true)
+    }
+
+    /// What [`PgStore::revert`] would do, or the sentence it would refuse with; nothing
+    /// changes (the revert itself, rolled back).
+    pub fn preview_revert(
+        &mut self,
+        id: &Identity,
+        to_version: Option<i64>,
+    ) -> Result<WriteOutcome, String> {
+        self.revert_with(id, to_version, false)
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    fn revert_with(
+        &mut self,
+        id: &Identity,
+        to_version: Option<i64>,
+        commit: bool,
+    ) -> Result<WriteOutcome> {
+        let body = |t: &mut Tx<'_>| {
             let id = Identity {
                 subject: spelled(t, SUBJECT, &id.subject, false)?,
                 predicate: canonical_predicate(t, &id.predicate)?,
@@ -209,7 +229,12 @@ impl PgStore {
             };
             lock(t, &id)?;
             revert_in_tx(t, &id, to_version, false, json!({}))
-        })
+        };
+        if commit {
+            self.in_tx(body)
+        } else {
+            self.dry_run(body)
+        }
     }
 
     /// Moves a mis-scoped current value from `from` to `to` in one transaction: written into
@@ -223,8 +248,32 @@ impl PgStore {
         from: &Scope,
         to: &Scope,
     ) -> Result<Vec<WriteOutcome>> {
+        self.rescope_with(subject, predicate, from, to, true)
+    }
+
+    /// What [`PgStore::rescope`] would do, or the sentence it would refuse with; nothing
+    /// changes (the rescope itself, rolled back).
+    pub fn preview_rescope(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        from: &Scope,
+        to: &Scope,
+    ) -> Result<Vec<WriteOutcome>, String> {
+        self.rescope_with(subject, predicate, from, to, false)
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    fn rescope_with(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        from: &Scope,
+        to: &Scope,
+        commit: bool,
+    ) -> Result<Vec<WriteOutcome>> {
         let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
-        self.in_tx(|t| {
+        let body = |t: &mut Tx<'_>| {
             let subject = spelled(t, SUBJECT, &subject, false)?;
             let predicate = canonical_predicate(t, predicate)?;
             let from_id = Identity {
@@ -279,6 +328,11 @@ impl PgStore {
                 incident::rescope_back_detail(to, from_version),
             )?;
             Ok(vec![moved, back])
-        })
+        };
+        if commit {
+            self.in_tx(body)
+        } else {
+            self.dry_run(body)
+        }
     }
 }

@@ -5,6 +5,7 @@
 //! the store's blocking, one-connection-per-process shape.
 
 mod alias;
+mod browse;
 mod check;
 mod gc;
 mod incident;
@@ -13,9 +14,11 @@ pub mod schema;
 mod store;
 mod suspects;
 mod transfer;
+mod ui;
 mod vacuum;
 
 pub use store::PgStore;
+pub use ui::PgUi;
 
 use anyhow::{anyhow, bail, Result};
 use postgres::error::SqlState;
@@ -150,6 +153,21 @@ impl Address {
             .get(0);
         require_version(self, version.trim().parse().unwrap_or(0))?;
         Ok(client)
+    }
+}
+
+impl Address {
+    /// Asks the server to stop the query running on the connection of `token` (over TLS when
+    /// the address asks for it); a failure is nobody's to hear (the query ends anyway, or the
+    /// connection is gone).
+    pub fn cancel(&self, token: &postgres::CancelToken) {
+        let _ = match &self.tls {
+            None => token.cancel_query(NoTls),
+            Some(tls) => match tls.connector(self) {
+                Ok(c) => token.cancel_query(c),
+                Err(_) => return,
+            },
+        };
     }
 }
 
@@ -367,7 +385,7 @@ fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io:
 
 /// The commands memscope serves from PostgreSQL so far.
 pub const SERVED: &str =
-    "`write`, `apply`, `seq`, `resolve` (with --at and --log), `rescope`, `revert`, `list`, `history`, `pending`, `reads`, `delete`, `restore`, `gc`, `suspects`, `alias`, `settings`, `check`, `export`, `import` and `mcp`";
+    "the terminal UI, `write`, `apply`, `seq`, `resolve` (with --at and --log), `rescope`, `revert`, `list`, `history`, `pending`, `reads`, `delete`, `restore`, `gc`, `suspects`, `alias`, `settings`, `check`, `export`, `import` and `mcp`";
 
 /// What a command PostgreSQL does not serve yet says.
 pub fn not_yet(what: &str) -> anyhow::Error {

@@ -53,6 +53,8 @@ pub const PRIVILEGES: &[(&str, &[&str], &[&str])] = &[
     ("pending", &[S, I], &[S, I, U, D]),
     ("reads", &[S, I], &[S, I, U, D]),
     ("spellings", &[S, I], &[S, I, U, D]),
+    // A UI run by either role registers and unregisters its connection.
+    ("watchers", &[S, I, D], &[S, I, D]),
 ];
 
 /// Privileges on the id sequences of `memories`, `history`, `pending` and `reads` and on the

@@ -7,13 +7,14 @@ use postgres::{Client, Transaction};
 
 /// The PostgreSQL schema version this build writes (1 holds the tables of SQLite schema 5; 2
 /// adds the causal clock; 3 opens the purge gate to curators only; 4 adds the write path's
-/// one-round-trip look and `apply`'s batched probe and clock).
-pub const SCHEMA_VERSION: i64 = 4;
+/// one-round-trip look and `apply`'s batched probe and clock; 5 lets the terminal UI watch:
+/// the change notices and the view's index in byte order).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -28,6 +29,7 @@ pub const TABLES: &[&str] = &[
     "pending",
     "reads",
     "spellings",
+    "watchers",
 ];
 
 /// The transaction-local setting that opens history to memscope's purge:
@@ -591,6 +593,46 @@ BEGIN
     RETURN taken;
 END
 $$;
+"#;
+
+/// v5: what the terminal UI watches (README, "Running on PostgreSQL"). A UI registers its
+/// connection in `watchers` and LISTENs on `memscope_changed`; a statement that changes what
+/// the UI shows sends one notice (identical notices of one transaction are folded into one,
+/// delivered at its commit) — but only while some UI watches: a NOTIFY serializes the commits
+/// of the transactions that send one, a price paid only when someone looks. `watchers` is
+/// UNLOGGED (a crash empties it; a UI registers again when it reconnects). The function runs
+/// as its owner, so a role granted before v5 writes without a grant on `watchers`. And the
+/// current view's index in byte order (`COLLATE "C"`, SQLite's order, whatever the database's
+/// collation), which the UI's keyset pages walk.
+const V5: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+
+CREATE UNLOGGED TABLE watchers (
+    pid     integer PRIMARY KEY,
+    started timestamptz NOT NULL
+);
+
+CREATE FUNCTION memscope_changed() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM watchers) THEN
+        PERFORM pg_notify('memscope_changed', '');
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER memories_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON memories
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_changed();
+CREATE TRIGGER history_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON history
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_changed();
+CREATE TRIGGER tombstones_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON tombstones
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_changed();
+CREATE TRIGGER pending_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON pending
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_changed();
+CREATE TRIGGER reads_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON reads
+FOR EACH STATEMENT EXECUTE FUNCTION memscope_changed();
+
+CREATE INDEX memories_view ON memories (scope COLLATE "C", subject COLLATE "C", predicate COLLATE "C");
 "#;
 
 /// What a database holds, as far as memscope is concerned.

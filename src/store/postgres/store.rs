@@ -35,7 +35,7 @@ use postgres::types::ToSql;
 use postgres::{Client, Row, Statement, Transaction};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-pub(super) use write::write_in_tx;
+pub(super) use write::{write_in_tx, write_probe};
 use write::{apply_batch, line_error};
 
 /// The pending columns as [`pending_from_row`] reads them.
@@ -62,6 +62,9 @@ pub struct PgStore {
     /// The server takes no writes on this connection: a standby, or a connection whose
     /// transactions are read-only by default (README, docs/SCALING.md "read replicas").
     read_only: bool,
+    /// How many times the connection was opened again after the server closed it (what a
+    /// connection had set up — a LISTEN — is gone then).
+    reconnects: u64,
 }
 
 /// A transaction and the store's prepared statements, together.
@@ -203,6 +206,7 @@ impl PgStore {
             address: address.clone(),
             statements: HashMap::new(),
             read_only,
+            reconnects: 0,
         })
     }
 
@@ -229,13 +233,38 @@ impl PgStore {
                 )
             })?;
             self.statements.clear();
+            self.reconnects += 1;
         }
         Ok(&mut self.client)
     }
 
+    /// How many times the connection was opened again (see [`PgStore::connection`]).
+    pub(super) fn reconnects(&self) -> u64 {
+        self.reconnects
+    }
+
+    /// A token that stops this connection's running query from another thread.
+    pub(super) fn cancel_token(&self) -> postgres::CancelToken {
+        self.client.cancel_token()
+    }
+
     /// Runs `body` in a READ COMMITTED transaction and commits, again when the server aborted
     /// it for a deadlock or a serialization failure (counted into `busy_retries`).
-    pub(super) fn in_tx<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+    pub(super) fn in_tx<T>(&mut self, body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.run_tx(true, body)
+    }
+
+    /// Runs `body` in a transaction and rolls it back: what an operation would do, with
+    /// nothing changed (the UI's previews of a rescope or a revert run the operation itself).
+    pub(super) fn dry_run<T>(&mut self, body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.run_tx(false, body)
+    }
+
+    fn run_tx<T>(
+        &mut self,
+        commit: bool,
+        mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
         self.connection()?;
         let mut retries = 0i64;
         loop {
@@ -248,6 +277,10 @@ impl PgStore {
                 statements: &mut self.statements,
             };
             let out = body(&mut t).and_then(|out| {
+                if !commit {
+                    t.tx.rollback()?;
+                    return Ok(out);
+                }
                 if retries > 0 {
                     bump_metric(&mut t, "busy_retries", retries)?;
                 }
@@ -276,7 +309,19 @@ impl PgStore {
         repo: Option<&str>,
         task: Option<&str>,
     ) -> Result<Resolution> {
-        self.in_tx(|t| Ok(resolve_in(t, subject, predicate, repo, task)?.0))
+        self.in_tx(|t| Ok(resolve_in(t, subject, predicate, repo, task, CHAIN_RECORDS)?.0))
+    }
+
+    /// `resolve` with long values as previews: what the UI's history pane shows.
+    pub fn resolve_preview(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+    ) -> Result<Resolution> {
+        let sql = super::browse::CHAIN_PREVIEWS;
+        self.in_tx(|t| Ok(resolve_in(t, subject, predicate, repo, task, sql)?.0))
     }
 
     /// `apply`: one write per JSON line of `input`, as on SQLite (README, "apply"): each line
@@ -384,7 +429,7 @@ impl PgStore {
         // Resolved and logged in one transaction; the read is logged in the places' stored
         // spellings, as the resolution used them (as on SQLite).
         self.in_tx(|t| {
-            let (r, chain) = resolve_in(t, subject, predicate, repo, task)?;
+            let (r, chain) = resolve_in(t, subject, predicate, repo, task, CHAIN_RECORDS)?;
             let shadowed = serde_json::to_string(&shadowed_labels(&r))?;
             t.exec(
                 "INSERT INTO reads (at, agent, subject, predicate, repo, task, scope, version, shadowed, note)
@@ -779,21 +824,23 @@ impl PgStore {
 
 /// Resolution inside a transaction: the chain in stored spellings, then every scope's record
 /// and tombstone in one query each (README, "The model in one minute").
+/// The chain's current records as `resolve_in` reads them: scope, value, version, source,
+/// updated at.
+const CHAIN_RECORDS: &str = "SELECT scope, value, version, source,
+        to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+ FROM memories WHERE subject = $1 AND predicate = $2 AND scope = ANY($3)";
+
 fn resolve_in(
     t: &mut Tx<'_>,
     subject: &str,
     predicate: &str,
     repo: Option<&str>,
     task: Option<&str>,
+    records: &'static str,
 ) -> Result<(Resolution, super::incident::Chain)> {
     let chain = super::incident::resolution_identities(t, subject, predicate, repo, task)?;
     let scopes: Vec<String> = chain.ids.iter().map(|id| id.scope.to_string()).collect();
-    let records = t.all(
-        "SELECT scope, value, version, source,
-                to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
-         FROM memories WHERE subject = $1 AND predicate = $2 AND scope = ANY($3)",
-        &[&chain.subject, &chain.predicate, &scopes],
-    )?;
+    let records = t.all(records, &[&chain.subject, &chain.predicate, &scopes])?;
     let deleted: Vec<String> = t
         .all(
             "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = ANY($3)",
@@ -1041,6 +1088,11 @@ fn stored_filter(
         None => None,
     };
     Ok((subject, predicate))
+}
+
+/// An existing pending item (any status), else the sentence that there is none.
+pub(super) fn pending_item_in(t: &mut Tx<'_>, id: i64) -> Result<PendingItem> {
+    pending_item(t, id, false)?.ok_or_else(|| no_item(id))
 }
 
 fn no_item(id: i64) -> anyhow::Error {

@@ -56,6 +56,17 @@ impl PgStore {
     }
 }
 
+impl PgStore {
+    /// The repos a global value of this subject and (canonical) predicate reaches (the
+    /// pending queue's warning), judged as `suspects` judges it.
+    pub fn blast_radius(&mut self, subject: &str, predicate: &str) -> Result<Vec<String>> {
+        self.in_tx(|t| {
+            let known = known_places(t)?;
+            Ok(radius(t, &repos(&known), subject, predicate)?.0)
+        })
+    }
+}
+
 /// The places the database knows: the spellings registry's repo and task scopes, bytewise
 /// ordered as on SQLite.
 fn known_places(t: &mut Tx<'_>) -> Result<Vec<Scope>> {

@@ -116,6 +116,18 @@ fn probe_from_row(r: &Row, at: usize, scope_text: &str) -> Result<(Probe, i64, i
     ))
 }
 
+/// One identity's probe as the write path reads it (`memscope_probe_many`), for a preview that
+/// asks the core's `decide_write` what a write would do.
+pub(in crate::store::postgres) fn write_probe(t: &mut Tx<'_>, id: &Identity) -> Result<Probe> {
+    let scope = id.scope.to_string();
+    let r = t.one(
+        "SELECT tombstone, cur_version, cur_value, cur_seq, last_version, NULL::bigint, NULL::bigint
+         FROM memscope_probe_many(ARRAY[$1::text], ARRAY[$2::text], ARRAY[$3::text])",
+        &[&id.subject, &id.predicate, &scope],
+    )?;
+    Ok(probe_from_row(&r, 0, &scope)?.0)
+}
+
 /// Has the core decide one exact write against its identity's slot, and records what the
 /// decision writes. `number` is the write's causal number — for a tombstoned identity the
 /// clock's value now, which its `rejected` row records.

@@ -11,6 +11,7 @@ use super::rows::{
     memory_preview_columns,
 };
 use super::{format_time, Store};
+use crate::store::ui::json_text;
 use crate::model::{
     HistoryEvent, Identity, MemoryRecord, ReadRecord, Resolution, Scope, Tombstone,
 };
@@ -146,22 +147,6 @@ fn each_candidate(
         }
     }
     Ok((n, last))
-}
-
-/// A stored JSON value as the UI shows it: a string unwrapped to its text, anything else as
-/// stored. Cheaper than SQL's json_extract on the filter's full scan: most strings hold no
-/// escape, so the quotes are simply dropped; the rest are decoded into `buf`.
-fn json_text<'a>(raw: &'a str, buf: &'a mut String) -> &'a str {
-    if raw.len() >= 2 && raw.starts_with('"') && raw.ends_with('"') {
-        if !raw.contains('\\') {
-            return &raw[1..raw.len() - 1];
-        }
-        if let Ok(text) = serde_json::from_str::<String>(raw) {
-            *buf = text;
-            return buf;
-        }
-    }
-    raw
 }
 
 impl Store {
@@ -561,20 +546,5 @@ impl Store {
                 })
             },
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::json_text;
-
-    #[test]
-    fn unwraps_strings_for_the_filter() {
-        let mut buf = String::new();
-        assert_eq!(json_text(r#""npm ci""#, &mut buf), "npm ci");
-        assert_eq!(json_text(r#""中文 ☕""#, &mut buf), "中文 ☕");
-        assert_eq!(json_text(r#""say \"hi\"\n""#, &mut buf), "say \"hi\"\n");
-        assert_eq!(json_text(r#"{"width":2}"#, &mut buf), r#"{"width":2}"#);
-        assert_eq!(json_text("42", &mut buf), "42");
     }
 }

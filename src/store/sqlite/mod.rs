@@ -30,7 +30,7 @@ pub use browse::{BrowseBound, BrowseKey, BrowseRecord, FilterCandidate, HistoryF
 pub use check::is_damage;
 pub use incident::{parse_time, ReadFilter};
 pub use private::Exposure;
-pub use read::ListFilter;
+pub use read::{ListFilter, StoreCounts};
 pub use rows::PREVIEW_BYTES;
 pub use settings::{Durability, DURABILITY_KEY, USER_SETTINGS};
 pub use spellings::MergeReport;

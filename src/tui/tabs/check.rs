@@ -2,7 +2,7 @@
 //! the tab is shown.
 
 use super::{Env, Shell, TabComponent, View};
-use crate::store::Store;
+use crate::store::UiStore;
 use crate::tui::app::{Action, Focus};
 use crate::store::CheckReport;
 use crate::tui::draw::{bold, dim, error_style, good, pane, part, plain, row_line};
@@ -68,7 +68,7 @@ impl TabComponent for CheckTab {
         Some(Load::Check)
     }
 
-    fn take(&mut self, reply: &Reply, _store: &Store, _env: &Env) -> Result<(), String> {
+    fn take(&mut self, reply: &Reply, _store: &dyn UiStore, _env: &Env) -> Result<(), String> {
         match reply {
             Reply::Check(report) => self.state = CheckState::Done(report.clone()),
             Reply::Failed {

@@ -4,7 +4,7 @@
 
 use super::{edit_line, Env, LineEdit, Shell, Status, TabComponent, View};
 use crate::model::{Identity, MemoryRecord, Scope};
-use crate::store::Store;
+use crate::store::UiStore;
 use crate::tui::app::{Action, DeleteDialog, Dialog, FilterState, Focus, Tab};
 use crate::tui::dialogs::{RescopeDialog, RevertDialog};
 use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, Part};
@@ -75,20 +75,20 @@ impl MemoriesTab {
     // The loop's side: each of these is called by the session with the store.
 
     /// Moves in the list (`Action::Move`).
-    pub fn move_by(&mut self, store: &Store, m: Motion, page: usize) -> Result<()> {
+    pub fn move_by(&mut self, store: &dyn UiStore, m: Motion, page: usize) -> Result<()> {
         let src = source(&self.folded, &self.filter);
         self.list.apply(&src, store, m, page)
     }
 
     /// Fills the window after a resize.
-    pub fn fill(&mut self, store: &Store, env: &Env) -> Result<()> {
+    pub fn fill(&mut self, store: &dyn UiStore, env: &Env) -> Result<()> {
         self.timeline.follow(env.screen());
         let src = source(&self.folded, &self.filter);
         self.list.fill(&src, store, env.page)
     }
 
     /// Folds or unfolds a scope group (`Action::Fold`), its header staying selected.
-    pub fn fold(&mut self, store: &Store, scope: String, folded: bool, page: usize) -> Result<()> {
+    pub fn fold(&mut self, store: &dyn UiStore, scope: String, folded: bool, page: usize) -> Result<()> {
         if folded {
             self.folded.insert(scope.clone());
         } else {
@@ -113,7 +113,7 @@ impl MemoriesTab {
         }
     }
 
-    fn reload_list(&mut self, store: &Store, anchor: Option<Pos>, page: usize) -> Result<()> {
+    fn reload_list(&mut self, store: &dyn UiStore, anchor: Option<Pos>, page: usize) -> Result<()> {
         let src = source(&self.folded, &self.filter);
         self.list.reload(&src, store, anchor.as_ref(), page)
     }
@@ -123,7 +123,7 @@ impl MemoriesTab {
     /// worker's running scan is outdated by the new generation).
     pub fn start_filter(
         &mut self,
-        store: &Store,
+        store: &dyn UiStore,
         query: String,
         progressive: bool,
         page: usize,
@@ -148,7 +148,7 @@ impl MemoriesTab {
 
     /// On a refresh: the filter runs again (its current results stay until the new ones are
     /// complete, and the selected row is reselected in them).
-    pub fn rerun_filter(&mut self, store: &Store, page: usize) -> Result<Option<FilterJob>> {
+    pub fn rerun_filter(&mut self, store: &dyn UiStore, page: usize) -> Result<Option<FilterJob>> {
         if !self.filter.active() {
             return Ok(None);
         }
@@ -172,7 +172,7 @@ impl MemoriesTab {
 
     fn take_filter(
         &mut self,
-        store: &Store,
+        store: &dyn UiStore,
         generation: u64,
         runs: &[(String, Vec<i64>)],
         scanned: u64,
@@ -220,7 +220,7 @@ impl MemoriesTab {
     /// to say: where it is, or why it is not there.
     pub fn go_to(
         &mut self,
-        store: &Store,
+        store: &dyn UiStore,
         mark: TimelineMark,
         page: usize,
     ) -> Result<Result<String, String>> {
@@ -237,7 +237,7 @@ impl MemoriesTab {
     }
 
     /// Selects the record `id` (its folded group unfolds); false when it is not live.
-    pub fn select(&mut self, store: &Store, id: &Identity, page: usize) -> Result<bool> {
+    pub fn select(&mut self, store: &dyn UiStore, id: &Identity, page: usize) -> Result<bool> {
         let scope = id.scope.to_string();
         self.folded.remove(&scope);
         let anchor = Pos::Key {
@@ -439,7 +439,7 @@ impl TabComponent for MemoriesTab {
     }
 
     /// The list again around the selected row; the history is loaded again by `sync`.
-    fn reload(&mut self, store: &Store, env: &Env) -> Result<()> {
+    fn reload(&mut self, store: &dyn UiStore, env: &Env) -> Result<()> {
         let anchor = self.list.selected().and_then(|row| self.anchor_for(row));
         self.reload_list(store, anchor, env.page)?;
         self.timeline.detail = None;
@@ -447,7 +447,7 @@ impl TabComponent for MemoriesTab {
     }
 
     /// Loads the selected record's history when the selection moved to another record.
-    fn sync(&mut self, store: &Store, env: &Env) -> Result<()> {
+    fn sync(&mut self, store: &dyn UiStore, env: &Env) -> Result<()> {
         let Some(rec) = self.selected_record().cloned() else {
             self.timeline.detail = None;
             return Ok(());
@@ -458,7 +458,7 @@ impl TabComponent for MemoriesTab {
         Ok(())
     }
 
-    fn take(&mut self, reply: &Reply, store: &Store, env: &Env) -> Result<(), String> {
+    fn take(&mut self, reply: &Reply, store: &dyn UiStore, env: &Env) -> Result<(), String> {
         match reply {
             Reply::Counts { counts, scopes } => {
                 self.counts = Some(*counts);

@@ -12,7 +12,7 @@ use super::text::thousands;
 use super::timeline::Screen;
 use super::worker::{Load, Reply};
 use crate::model::Scope;
-use crate::store::Store;
+use crate::store::UiStore;
 use anyhow::Result;
 use chrono::{DateTime, Utc};
 use ratatui::layout::Rect;
@@ -56,7 +56,7 @@ pub trait TabComponent {
         Action::None
     }
     /// Loads what the tab lists: when a tab is shown and on every refresh.
-    fn reload(&mut self, _store: &Store, _env: &Env) -> Result<()> {
+    fn reload(&mut self, _store: &dyn UiStore, _env: &Env) -> Result<()> {
         Ok(())
     }
     /// Slow work for the workers when the tab is shown (or refreshed while shown).
@@ -68,12 +68,12 @@ pub trait TabComponent {
         false
     }
     /// Loads what the selection shows and the tab does not have yet.
-    fn sync(&mut self, _store: &Store, _env: &Env) -> Result<()> {
+    fn sync(&mut self, _store: &dyn UiStore, _env: &Env) -> Result<()> {
         Ok(())
     }
     /// A worker's reply; the tab keeps what is its own (and may load what it needs with it).
     /// An error is a sentence to show.
-    fn take(&mut self, _reply: &Reply, _store: &Store, _env: &Env) -> Result<(), String> {
+    fn take(&mut self, _reply: &Reply, _store: &dyn UiStore, _env: &Env) -> Result<(), String> {
         Ok(())
     }
     /// Whether a line of the tab is being typed: it takes every key (the `Filter` context).

@@ -4,7 +4,7 @@
 
 use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::{PendingItem, Scope};
-use crate::store::Store;
+use crate::store::UiStore;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::Command;
@@ -134,13 +134,13 @@ impl TabComponent for PendingTab {
         Some(&mut self.rows)
     }
 
-    fn reload(&mut self, store: &Store, _env: &Env) -> Result<()> {
+    fn reload(&mut self, store: &dyn UiStore, _env: &Env) -> Result<()> {
         self.rows.set(store.pending(false)?);
         self.preview = None;
         Ok(())
     }
 
-    fn sync(&mut self, store: &Store, _env: &Env) -> Result<()> {
+    fn sync(&mut self, store: &dyn UiStore, _env: &Env) -> Result<()> {
         let want = self.rows.selected();
         if want.map(|p| p.id) != self.preview.as_ref().map(|p| p.pending_id) {
             self.preview = match want {
@@ -302,7 +302,7 @@ fn choice_lines(preview: &PendingPreview, max: usize) -> Vec<Line<'static>> {
 
 /// What each candidate scope of `item` would do: the store's own decision
 /// (`Store::preview_pending`), never a rule restated here.
-fn preview(store: &Store, item: &PendingItem) -> Result<PendingPreview> {
+fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<PendingPreview> {
     let mut choices = Vec::new();
     let mut used: Vec<char> = Vec::new();
     for (scope, decision) in store.preview_pending(item.id)? {

@@ -2,7 +2,7 @@
 //! window (`s`); `Enter` explains a read as of its time, `g` opens the record it got.
 
 use super::{edit_line, Env, LineEdit, Shell, Status, TabComponent, View};
-use crate::store::Store;
+use crate::store::UiStore;
 use crate::model::{Considered, ReadRecord, Resolution};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::AsOfDialog;
@@ -192,7 +192,7 @@ impl TabComponent for ReadsTab {
         self.shown.is_some()
     }
 
-    fn take(&mut self, reply: &Reply, _store: &Store, _env: &Env) -> Result<(), String> {
+    fn take(&mut self, reply: &Reply, _store: &dyn UiStore, _env: &Env) -> Result<(), String> {
         match reply {
             Reply::Reads { query, rows } => self
                 .take_rows(query.clone(), rows.clone())

@@ -6,7 +6,7 @@
 
 use super::{counted, Env, Shell, Status, TabComponent, View};
 use crate::model::Scope;
-use crate::store::{Store, Suspect};
+use crate::store::{Suspect, UiStore};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::RescopeDialog;
 use crate::tui::draw::{bold, dim, good, labelled, part, plain, row_line, wrapped};
@@ -115,7 +115,7 @@ impl TabComponent for SuspectsTab {
         true
     }
 
-    fn take(&mut self, reply: &Reply, _store: &Store, _env: &Env) -> Result<(), String> {
+    fn take(&mut self, reply: &Reply, _store: &dyn UiStore, _env: &Env) -> Result<(), String> {
         if let Reply::Suspects(found) = reply {
             match found {
                 Ok(list) => {

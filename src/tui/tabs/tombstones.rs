@@ -2,7 +2,7 @@
 
 use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::{Identity, Tombstone};
-use crate::store::Store;
+use crate::store::UiStore;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
 use crate::tui::draw::{bold, dim, labelled, part, row_line, wrapped};
 use crate::tui::keymap::Command;
@@ -66,7 +66,7 @@ impl TabComponent for TombstonesTab {
         Some(&mut self.rows)
     }
 
-    fn reload(&mut self, store: &Store, _env: &Env) -> Result<()> {
+    fn reload(&mut self, store: &dyn UiStore, _env: &Env) -> Result<()> {
         self.rows.set(store.tombstones()?);
         Ok(())
     }

@@ -1,0 +1,762 @@
+//! The terminal UI's reads on PostgreSQL (docs/ARCHITECTURE.md, point 7): the current view by
+//! keyset pages in SQLite's order (bytewise: `COLLATE "C"`, walked on schema v5's
+//! `memories_view` index), the filter's scans, one identity's timeline by pages, the read log,
+//! and the previews that keep a long value from costing more than its first characters — the
+//! same answers as `store/sqlite/browse.rs`, each call its own short transaction, so nothing is
+//! held while the UI idles.
+
+use super::store::{
+    canonical_predicate, parse_value, spelled, spelled_scope, write_probe, PgStore, SUBJECT,
+};
+use crate::model::{HistoryEvent, Identity, MemoryRecord, ReadRecord, Scope, Tombstone};
+use crate::store::decide::{decide_write, WriteDecision};
+use crate::store::events::mark_validity;
+use crate::store::prepared::resolution_seq;
+use crate::store::ui::json_text;
+use crate::store::{
+    BrowseBound, BrowseKey, BrowseRecord, FilterCandidate, HistoryFrom, StoreCounts,
+};
+use anyhow::{anyhow, Result};
+use chrono::{DateTime, Utc};
+use postgres::Row;
+
+/// A time column as SQLite stores it (RFC 3339, milliseconds, UTC).
+macro_rules! utc {
+    ($c:literal) => {
+        concat!(
+            "to_char(",
+            $c,
+            " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        )
+    };
+}
+
+/// The JSON column `$c`, a long one as a preview: a JSON string of its first 1,000 characters
+/// (a string's opening quote left out) and its size, as on SQLite (`PREVIEW_BYTES`, checked by
+/// a test). The server reads the long text once; nothing parses or sends more than the preview.
+macro_rules! preview_json {
+    ($c:literal) => {
+        concat!(
+            "CASE WHEN ", $c, " IS NULL OR octet_length(", $c, ") <= 4096 THEN ", $c,
+            " ELSE to_json(ltrim(substr(", $c, ", 1, 1000), '\"') || ' … (' || octet_length(", $c,
+            ") || ' bytes)')::text END"
+        )
+    };
+}
+
+/// The text column `$c`, a long one as a preview.
+macro_rules! preview_text {
+    ($c:literal) => {
+        concat!(
+            "CASE WHEN ", $c, " IS NULL OR octet_length(", $c, ") <= 4096 THEN ", $c,
+            " ELSE substr(", $c, ", 1, 1000) || ' … (' || octet_length(", $c, ") || ' bytes)' END"
+        )
+    };
+}
+
+/// The resolution chain's records with long values as previews (`PgStore::resolve_preview`):
+/// the columns `resolve_in` reads.
+pub(super) const CHAIN_PREVIEWS: &str = concat!(
+    "SELECT scope, ",
+    preview_json!("value"),
+    ", version, source, ",
+    utc!("updated_at"),
+    " FROM memories WHERE subject = $1 AND predicate = $2 AND scope = ANY($3)"
+);
+
+/// A current record's columns as [`record_from_row`] reads them, value and words as previews,
+/// then its id.
+macro_rules! record_preview_columns {
+    () => {
+        concat!(
+            "subject, predicate, scope, ",
+            preview_json!("value"),
+            ", version, source, causal_seq, ",
+            preview_text!("raw"),
+            ", ",
+            utc!("created_at"),
+            ", ",
+            utc!("updated_at"),
+            ", ",
+            utc!("confirmed_at"),
+            ", confirm_count, id"
+        )
+    };
+}
+
+/// A history row's columns as [`event_from_row`] reads them, value and words as previews.
+macro_rules! event_preview_columns {
+    () => {
+        concat!(
+            "id, event, subject, predicate, scope, version, ",
+            preview_json!("value"),
+            ", ",
+            preview_text!("raw"),
+            ", source, causal_seq, ",
+            utc!("at"),
+            ", detail"
+        )
+    };
+}
+
+/// The view's order (and the `memories_view` index's).
+macro_rules! view_order {
+    ($dir:literal) => {
+        concat!(
+            " ORDER BY scope COLLATE \"C\"", $dir, ", subject COLLATE \"C\"", $dir,
+            ", predicate COLLATE \"C\"", $dir
+        )
+    };
+}
+
+/// A page of the current view: `$cond` in view order `$dir`.
+macro_rules! browse_sql {
+    ($cond:literal, $dir:literal) => {
+        concat!(
+            "SELECT ",
+            record_preview_columns!(),
+            " FROM memories WHERE ",
+            $cond,
+            view_order!($dir),
+            " LIMIT $4"
+        )
+    };
+}
+
+/// A row's place in the view, compared bytewise.
+macro_rules! view_key {
+    () => {
+        "(scope COLLATE \"C\", subject COLLATE \"C\", predicate COLLATE \"C\")"
+    };
+}
+
+/// The current record of a row read with the record columns (its id after them).
+pub(super) fn record_from_row(r: &Row) -> Result<MemoryRecord> {
+    let scope: String = r.get(2);
+    Ok(MemoryRecord {
+        subject: r.get(0),
+        predicate: r.get(1),
+        value: parse_value(r.get(3), &scope)?,
+        scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
+        version: r.get(4),
+        source: r.get(5),
+        causal_seq: r.get(6),
+        raw: r.get(7),
+        created_at: r.get(8),
+        updated_at: r.get(9),
+        confirmed_at: r.get(10),
+        confirm_count: r.get(11),
+    })
+}
+
+fn browse_from_row(r: &Row) -> Result<BrowseRecord> {
+    Ok(BrowseRecord {
+        record: record_from_row(r)?,
+        id: r.get(12),
+    })
+}
+
+/// A history event of a row read with the event columns.
+pub(super) fn event_from_row(r: &Row) -> Result<HistoryEvent> {
+    let json = |i: usize| -> Result<Option<serde_json::Value>> {
+        r.get::<_, Option<&str>>(i)
+            .map(|text| parse_value(text, "history"))
+            .transpose()
+    };
+    Ok(HistoryEvent {
+        id: r.get(0),
+        event: r.get(1),
+        subject: r.get(2),
+        predicate: r.get(3),
+        scope: r.get(4),
+        version: r.get(5),
+        value: json(6)?,
+        raw: r.get(7),
+        source: r.get(8),
+        causal_seq: r.get(9),
+        at: r.get(10),
+        detail: json(11)?,
+        valid_until: None,
+    })
+}
+
+/// A logged read of a row read with the read-log columns.
+pub(super) fn read_from_row(r: &Row) -> ReadRecord {
+    ReadRecord {
+        id: r.get(0),
+        at: r.get(1),
+        agent: r.get(2),
+        subject: r.get(3),
+        predicate: r.get(4),
+        repo: r.get(5),
+        task: r.get(6),
+        scope: r.get(7),
+        version: r.get(8),
+        shadowed: r
+            .get::<_, Option<String>>(9)
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default(),
+        note: r.get(10),
+    }
+}
+
+/// Calls `each` for every row of a filter query (id, scope, subject, predicate, value); returns
+/// how many there were and, when `keyed`, the key of the last one.
+fn each_candidate(
+    rows: &[Row],
+    keyed: bool,
+    each: &mut dyn FnMut(&FilterCandidate<'_>),
+) -> (usize, Option<BrowseKey>) {
+    let mut unescaped = String::new();
+    for r in rows {
+        each(&FilterCandidate {
+            id: r.get(0),
+            scope: r.get(1),
+            subject: r.get(2),
+            predicate: r.get(3),
+            value: json_text(r.get(4), &mut unescaped),
+        });
+    }
+    let last = rows.last().filter(|_| keyed).map(|r| BrowseKey {
+        scope: r.get(1),
+        subject: r.get(2),
+        predicate: r.get(3),
+    });
+    (rows.len(), last)
+}
+
+/// Rows the filter's walk of the view fetches at a time (a newer query is noticed between).
+const WALK_FETCH: i32 = 16_384;
+
+impl PgStore {
+    /// Up to `limit` records strictly after `from` (`after`), else before it nearest first.
+    pub fn browse_beyond(
+        &mut self,
+        bound: &BrowseBound,
+        limit: usize,
+        after: bool,
+    ) -> Result<Vec<BrowseRecord>> {
+        // Unused parameters stay bound, so every statement takes the same four.
+        let (sql, a, b, c): (&'static str, &str, &str, &str) = match (bound, after) {
+            (BrowseBound::End, true) | (BrowseBound::Start, false) => return Ok(Vec::new()),
+            (BrowseBound::Start, true) => (
+                browse_sql!("$1::text IS NOT NULL AND $2::text IS NOT NULL AND $3::text IS NOT NULL", ""),
+                "",
+                "",
+                "",
+            ),
+            (BrowseBound::End, false) => (
+                browse_sql!("$1::text IS NOT NULL AND $2::text IS NOT NULL AND $3::text IS NOT NULL", " DESC"),
+                "",
+                "",
+                "",
+            ),
+            (BrowseBound::Key(k), true) => (
+                browse_sql!("(scope COLLATE \"C\", subject COLLATE \"C\", predicate COLLATE \"C\") > ($1, $2, $3)", ""),
+                &k.scope,
+                &k.subject,
+                &k.predicate,
+            ),
+            (BrowseBound::Key(k), false) => (
+                browse_sql!("(scope COLLATE \"C\", subject COLLATE \"C\", predicate COLLATE \"C\") < ($1, $2, $3)", " DESC"),
+                &k.scope,
+                &k.subject,
+                &k.predicate,
+            ),
+            (BrowseBound::ScopeStart(s), true) => (
+                browse_sql!("scope COLLATE \"C\" >= $1 AND $2::text IS NOT NULL AND $3::text IS NOT NULL", ""),
+                s,
+                "",
+                "",
+            ),
+            (BrowseBound::ScopeStart(s), false) => (
+                browse_sql!("scope COLLATE \"C\" < $1 AND $2::text IS NOT NULL AND $3::text IS NOT NULL", " DESC"),
+                s,
+                "",
+                "",
+            ),
+            (BrowseBound::ScopeEnd(s), true) => (
+                browse_sql!("scope COLLATE \"C\" > $1 AND $2::text IS NOT NULL AND $3::text IS NOT NULL", ""),
+                s,
+                "",
+                "",
+            ),
+            (BrowseBound::ScopeEnd(s), false) => (
+                browse_sql!("scope COLLATE \"C\" <= $1 AND $2::text IS NOT NULL AND $3::text IS NOT NULL", " DESC"),
+                s,
+                "",
+                "",
+            ),
+        };
+        let limit = limit as i64;
+        self.in_tx(|t| {
+            t.all(sql, &[&a, &b, &c, &limit])?
+                .iter()
+                .map(browse_from_row)
+                .collect()
+        })
+    }
+
+    /// The records with these ids that still exist, in view order.
+    pub fn browse_by_ids(&mut self, ids: &[i64]) -> Result<Vec<BrowseRecord>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.in_tx(|t| {
+            t.all(
+                concat!(
+                    "SELECT ",
+                    record_preview_columns!(),
+                    " FROM memories WHERE id = ANY($1)",
+                    view_order!("")
+                ),
+                &[&ids],
+            )?
+            .iter()
+            .map(browse_from_row)
+            .collect()
+        })
+    }
+
+    /// Live records per scope, in view order.
+    pub fn scope_counts(&mut self) -> Result<Vec<(String, i64)>> {
+        self.in_tx(|t| {
+            Ok(t.all(
+                "SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY scope COLLATE \"C\"",
+                &[],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+        })
+    }
+
+    /// The header's figures, in one snapshot.
+    pub fn counts(&mut self) -> Result<StoreCounts> {
+        self.in_tx(|t| {
+            let r = t.one(
+                "SELECT (SELECT count(*) FROM memories),
+                        (SELECT count(DISTINCT scope) FROM memories),
+                        (SELECT count(*) FROM pending WHERE status = 'open'),
+                        (SELECT count(*) FROM tombstones)",
+                &[],
+            )?;
+            Ok(StoreCounts {
+                memories: r.get(0),
+                scopes: r.get(1),
+                pending: r.get(2),
+                tombstones: r.get(3),
+            })
+        })
+    }
+
+    /// One chunk of the filter scan in view order (as `Store::filter_scan`).
+    pub fn filter_scan(
+        &mut self,
+        after: Option<&BrowseKey>,
+        limit: usize,
+        each: &mut dyn FnMut(&FilterCandidate<'_>),
+    ) -> Result<(usize, Option<BrowseKey>)> {
+        // No scope is empty (a CHECK), so ('', '', '') sorts before every record.
+        let (a, b, c) = match after {
+            Some(k) => (k.scope.as_str(), k.subject.as_str(), k.predicate.as_str()),
+            None => ("", "", ""),
+        };
+        let limit = limit as i64;
+        let rows = self.in_tx(|t| {
+            t.all(
+                concat!(
+                    "SELECT id, scope, subject, predicate, value FROM memories WHERE ",
+                    view_key!(),
+                    " > ($1, $2, $3)",
+                    view_order!(""),
+                    " LIMIT $4"
+                ),
+                &[&a, &b, &c, &limit],
+            )
+        })?;
+        Ok(each_candidate(&rows, true, each))
+    }
+
+    /// The filter candidates among `ids` that still live, in view order.
+    pub fn filter_candidates_by_ids(
+        &mut self,
+        ids: &[i64],
+        each: &mut dyn FnMut(&FilterCandidate<'_>),
+    ) -> Result<usize> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let rows = self.in_tx(|t| {
+            t.all(
+                concat!(
+                    "SELECT id, scope, subject, predicate, value FROM memories WHERE id = ANY($1)",
+                    view_order!("")
+                ),
+                &[&ids],
+            )
+        })?;
+        Ok(each_candidate(&rows, false, each).0)
+    }
+
+    /// The lowest and highest record id.
+    pub fn record_id_span(&mut self) -> Result<Option<(i64, i64)>> {
+        self.in_tx(|t| {
+            let r = t.one("SELECT min(id), max(id) FROM memories", &[])?;
+            Ok(r.get::<_, Option<i64>>(0).zip(r.get::<_, Option<i64>>(1)))
+        })
+    }
+
+    /// The filter candidates with `from <= id < to`, in id order.
+    pub fn filter_scan_ids(
+        &mut self,
+        from: i64,
+        to: i64,
+        each: &mut dyn FnMut(&FilterCandidate<'_>),
+    ) -> Result<usize> {
+        let rows = self.in_tx(|t| {
+            t.all(
+                "SELECT id, scope, subject, predicate, value FROM memories WHERE id >= $1 AND id < $2",
+                &[&from, &to],
+            )
+        })?;
+        Ok(each_candidate(&rows, false, each).0)
+    }
+
+    /// The ids and scopes of the records after `after` in view order, fetched a portion at a
+    /// time (a cursor, not the whole view in memory), until `each` returns false.
+    pub fn filter_walk(
+        &mut self,
+        after: Option<&BrowseKey>,
+        each: &mut dyn FnMut(i64, &str) -> bool,
+    ) -> Result<usize> {
+        let (a, b, c) = match after {
+            Some(k) => (k.scope.as_str(), k.subject.as_str(), k.predicate.as_str()),
+            None => ("", "", ""),
+        };
+        self.in_tx(|t| {
+            let s = t.statement(concat!(
+                "SELECT id, scope FROM memories WHERE ",
+                view_key!(),
+                " > ($1, $2, $3)",
+                view_order!("")
+            ))?;
+            let portal = t.tx.bind(&s, &[&a, &b, &c])?;
+            let mut n = 0;
+            loop {
+                let rows = t.tx.query_portal(&portal, WALK_FETCH)?;
+                for r in &rows {
+                    n += 1;
+                    if !each(r.get(0), r.get(1)) {
+                        return Ok(n);
+                    }
+                }
+                if rows.len() < WALK_FETCH as usize {
+                    return Ok(n);
+                }
+            }
+        })
+    }
+
+    /// One identity's current record (its stored spellings found first).
+    pub fn get(&mut self, id: &Identity) -> Result<Option<MemoryRecord>> {
+        self.in_tx(|t| {
+            let subject = spelled(t, SUBJECT, &id.subject, false)?;
+            let predicate = canonical_predicate(t, &id.predicate)?;
+            let scope = spelled_scope(t, &id.scope, false)?.to_string();
+            t.opt(
+                concat!(
+                    "SELECT ",
+                    record_preview_columns!(),
+                    " FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3"
+                ),
+                &[&subject, &predicate, &scope],
+            )?
+            .as_ref()
+            .map(record_from_row)
+            .transpose()
+        })
+    }
+
+    /// Every live scope of a subject and (canonical) predicate, in view order, as previews.
+    /// The identity index is scope-first, so the scopes are found on the history index, one
+    /// seek each (a record with 50,000 versions has 50,000 entries there).
+    pub fn live_scopes_of(&mut self, subject: &str, predicate: &str) -> Result<Vec<MemoryRecord>> {
+        self.in_tx(|t| {
+            t.all(
+                concat!(
+                    "WITH RECURSIVE scopes(scope) AS (
+                        SELECT min(scope) FROM history WHERE subject = $1 AND predicate = $2
+                        UNION ALL
+                        SELECT (SELECT min(h.scope) FROM history h
+                                WHERE h.subject = $1 AND h.predicate = $2 AND h.scope > s.scope)
+                        FROM scopes s WHERE s.scope IS NOT NULL)
+                     SELECT ",
+                    record_preview_columns!(),
+                    " FROM memories WHERE subject = $1 AND predicate = $2 AND scope IN
+                        (SELECT scope FROM scopes WHERE scope IS NOT NULL)
+                     ORDER BY scope COLLATE \"C\""
+                ),
+                &[&subject, &predicate],
+            )?
+            .iter()
+            .map(record_from_row)
+            .collect()
+        })
+    }
+
+    /// The events of one identity's timeline (as stored), counted: all, or those before the
+    /// event `before`.
+    pub fn history_count(&mut self, id: &Identity, before: Option<i64>) -> Result<usize> {
+        let scope = id.scope.to_string();
+        let before = before.unwrap_or(i64::MAX);
+        self.in_tx(|t| {
+            let n: i64 = t
+                .one(
+                    "SELECT count(*) FROM history
+                     WHERE subject = $1 AND predicate = $2 AND scope = $3 AND id < $4",
+                    &[&id.subject, &id.predicate, &scope, &before],
+                )?
+                .get(0);
+            Ok(n as usize)
+        })
+    }
+
+    /// A page of one identity's timeline (as stored), oldest first, as on SQLite
+    /// (`Store::history_page`): previews, and each `set` event's `valid_until` filled.
+    pub fn history_page(
+        &mut self,
+        id: &Identity,
+        from: HistoryFrom,
+        limit: usize,
+    ) -> Result<Vec<HistoryEvent>> {
+        const AFTER: &str = concat!(
+            "SELECT ",
+            event_preview_columns!(),
+            " FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND id > $4
+             ORDER BY id LIMIT $5"
+        );
+        const FROM: &str = concat!(
+            "SELECT ",
+            event_preview_columns!(),
+            " FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND id >= $4
+             ORDER BY id LIMIT $5"
+        );
+        const BEFORE: &str = concat!(
+            "SELECT ",
+            event_preview_columns!(),
+            " FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND id < $4
+             ORDER BY id DESC LIMIT $5"
+        );
+        let scope = id.scope.to_string();
+        self.in_tx(|t| {
+            let pivot = match from {
+                HistoryFrom::Version(v) => Some(
+                    t.one(
+                        "SELECT min(id) FROM history WHERE subject = $1 AND predicate = $2
+                         AND scope = $3 AND event = 'set' AND version = $4",
+                        &[&id.subject, &id.predicate, &scope, &v],
+                    )?
+                    .get::<_, Option<i64>>(0),
+                ),
+                _ => None,
+            };
+            let from = match (from, pivot) {
+                (HistoryFrom::Version(_), Some(Some(at))) => HistoryFrom::Around(at),
+                (HistoryFrom::Version(_), _) => HistoryFrom::Start,
+                (from, _) => from,
+            };
+            let mut page = |sql: &'static str, at: i64, limit: usize| -> Result<Vec<HistoryEvent>> {
+                let limit = limit as i64;
+                t.all(sql, &[&id.subject, &id.predicate, &scope, &at, &limit])?
+                    .iter()
+                    .map(event_from_row)
+                    .collect()
+            };
+            let rev = |mut events: Vec<HistoryEvent>| {
+                events.reverse();
+                events
+            };
+            let mut events = match from {
+                HistoryFrom::Start => page(AFTER, i64::MIN, limit)?,
+                HistoryFrom::After(at) => page(AFTER, at, limit)?,
+                HistoryFrom::End => rev(page(BEFORE, i64::MAX, limit)?),
+                HistoryFrom::Before(at) => rev(page(BEFORE, at, limit)?),
+                HistoryFrom::Around(at) => {
+                    let mut events = rev(page(BEFORE, at, limit / 2)?);
+                    let rest = limit - events.len();
+                    events.extend(page(FROM, at, rest)?);
+                    events
+                }
+                HistoryFrom::Version(_) => unreachable!("a version is turned into its event above"),
+            };
+            mark_validity(&mut events);
+            // A `set` still open at the page's end ended at the next event that ended it.
+            if let Some(open) = events
+                .iter()
+                .rposition(|e| e.event == "set")
+                .filter(|&i| events[i].valid_until.is_none())
+            {
+                let last = events.last().map_or(0, |e| e.id);
+                events[open].valid_until = t
+                    .opt(
+                        concat!(
+                            "SELECT ",
+                            utc!("at"),
+                            " FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+                             AND id > $4 AND event IN ('set', 'deleted', 'removed') ORDER BY id LIMIT 1"
+                        ),
+                        &[&id.subject, &id.predicate, &scope, &last],
+                    )?
+                    .map(|r| r.get(0));
+            }
+            Ok(events)
+        })
+    }
+
+    /// One event whole, if it is still logged.
+    pub fn history_event(&mut self, event_id: i64) -> Result<Option<HistoryEvent>> {
+        self.in_tx(|t| {
+            t.opt(
+                concat!(
+                    "SELECT id, event, subject, predicate, scope, version, value, raw, source, causal_seq, ",
+                    utc!("at"),
+                    ", detail FROM history WHERE id = $1"
+                ),
+                &[&event_id],
+            )?
+            .as_ref()
+            .map(event_from_row)
+            .transpose()
+        })
+    }
+
+    /// The newest `limit` logged reads since `since`, newest first, whose agent, subject,
+    /// predicate, repo or task contain every one of `words` (case-insensitive).
+    pub fn read_log(
+        &mut self,
+        words: &[String],
+        since: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<ReadRecord>> {
+        let words: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
+        let since = since.map(std::time::SystemTime::from);
+        let limit = limit as i64;
+        self.in_tx(|t| {
+            Ok(t.all(
+                concat!(
+                    "SELECT id, ",
+                    utc!("at"),
+                    ", agent, subject, predicate, repo, task, scope, version, shadowed, note
+                     FROM reads
+                     WHERE ($1::timestamptz IS NULL OR at >= $1)
+                       AND NOT EXISTS (SELECT 1 FROM unnest($2::text[]) w WHERE strpos(lower(
+                             coalesce(agent, '') || ' ' || subject || ' ' || predicate || ' ' ||
+                             coalesce(repo, '') || ' ' || coalesce(task, '')), w) = 0)
+                     ORDER BY at DESC, id DESC LIMIT $3"
+                ),
+                &[&since, &words, &limit],
+            )?
+            .iter()
+            .map(read_from_row)
+            .collect())
+        })
+    }
+
+    /// Every (scope, predicate) a source's words wrote for a subject, first written first.
+    pub fn scopes_written_by(&mut self, subject: &str, source: &str) -> Result<Vec<(String, String)>> {
+        self.in_tx(|t| {
+            Ok(t.all(
+                "SELECT scope, predicate FROM history
+                 WHERE subject = $1 AND source = $2 AND event = 'set'
+                 GROUP BY scope, predicate ORDER BY min(id)",
+                &[&subject, &source],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect())
+        })
+    }
+
+    /// Every tombstone, the newest first.
+    pub fn tombstones(&mut self) -> Result<Vec<Tombstone>> {
+        self.in_tx(|t| {
+            Ok(t.all(
+                concat!(
+                    "SELECT subject, predicate, scope, version, reason, ",
+                    utc!("deleted_at"),
+                    " FROM tombstones ORDER BY deleted_at DESC, subject COLLATE \"C\",
+                      predicate COLLATE \"C\", scope COLLATE \"C\""
+                ),
+                &[],
+            )?
+            .iter()
+            .map(|r| {
+                Ok(Tombstone {
+                    subject: r.get(0),
+                    predicate: r.get(1),
+                    scope: Scope::parse(r.get(2)).map_err(|e| anyhow!(e))?,
+                    version: r.get(3),
+                    reason: r.get(4),
+                    deleted_at: r.get(5),
+                })
+            })
+            .collect::<Result<_>>()?)
+        })
+    }
+
+    /// Each candidate scope of pending item `pending_id` with what resolving it there would do
+    /// now: the identity probed and the core's `decide_write` asked, as `resolve_pending` will.
+    pub fn preview_pending(&mut self, pending_id: i64) -> Result<Vec<(Scope, WriteDecision)>> {
+        self.in_tx(|t| {
+            let item = super::store::pending_item_in(t, pending_id)?;
+            let predicate = canonical_predicate(t, &item.predicate)?;
+            let seq = match resolution_seq(&item) {
+                Some(seq) => seq,
+                None => t.one("SELECT memscope_clock_current()", &[])?.get::<_, i64>(0) + 1,
+            };
+            let mut out = Vec::with_capacity(item.candidates.len());
+            for scope in &item.candidates {
+                let id = Identity {
+                    subject: item.subject.clone(),
+                    predicate: predicate.clone(),
+                    scope: spelled_scope(t, scope, false)?,
+                };
+                let probe = write_probe(t, &id)?;
+                out.push((scope.clone(), decide_write(&probe, &item.value, seq)));
+            }
+            Ok(out)
+        })
+    }
+
+    /// A number that moves when a change the UI shows was committed, for a connection that
+    /// does not listen (a worker's, a standby's): the newest ids of the logs and the open
+    /// queue's size, each one index lookup.
+    pub fn change_mark(&mut self) -> Result<i64> {
+        self.in_tx(|t| {
+            let r = t.one(
+                "SELECT coalesce((SELECT max(id) FROM history), 0),
+                        coalesce((SELECT max(id) FROM reads), 0),
+                        coalesce((SELECT max(id) FROM pending), 0),
+                        (SELECT count(*) FROM pending WHERE status = 'open')",
+                &[],
+            )?;
+            let parts: [i64; 4] = [r.get(0), r.get(1), r.get(2), r.get(3)];
+            Ok(parts
+                .iter()
+                .fold(17i64, |h, p| h.wrapping_mul(1_000_003).wrapping_add(*p)))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::PREVIEW_BYTES;
+
+    #[test]
+    fn previews_cut_where_sqlite_cuts() {
+        let sql = preview_json!("value");
+        assert!(sql.contains(&format!("<= {PREVIEW_BYTES} THEN")), "{sql}");
+        assert!(preview_text!("raw").contains(&format!("<= {PREVIEW_BYTES} THEN")));
+    }
+}

@@ -1,0 +1,330 @@
+//! The terminal UI on PostgreSQL (README, "Running on PostgreSQL"): [`PgUi`] answers
+//! [`UiStore`] with a [`PgStore`]'s reads and writes, and watches for other hosts' commits.
+//!
+//! Watching: the UI's own connection registers in `watchers` (schema v5) and LISTENs on
+//! `memscope_changed`; while any UI is registered, a statement that changes what the UI shows
+//! sends a notice, delivered when its transaction commits. [`UiStore::data_version`] counts the
+//! notices that arrived — a look at what the connection already received, no round trip — so
+//! the loop's poll costs nothing while nothing changes, and a commit reaches the screen within
+//! one poll. Every call is its own short transaction: nothing is held while the UI idles. A
+//! connection that cannot take writes (a standby: LISTEN is refused there) and the workers'
+//! connections (which nobody drains between jobs, so they must not pile notices up) read a
+//! change mark instead ([`PgStore::change_mark`]). A connection the server closed is opened
+//! again by the next call; the watch is set up again and counts as a change.
+
+use super::{Address, PgStore};
+use crate::model::{
+    DeletePreview, DeleteReport, DeleteTarget, HistoryEvent, Identity, MemoryRecord, PendingItem,
+    ReadRecord, Resolution, Scope, Tombstone, TombstoneRef, WriteOutcome,
+};
+use crate::store::decide::WriteDecision;
+use crate::store::ui::{Interrupt, Reopen, UiStore};
+use crate::store::{
+    BrowseBound, BrowseKey, BrowseRecord, CheckReport, FilterCandidate, HistoryFrom, ReadFilter,
+    StoreCounts, Suspect,
+};
+use anyhow::Result;
+use chrono::{DateTime, Utc};
+use fallible_iterator::FallibleIterator;
+use std::cell::{Cell, RefCell};
+use std::sync::Arc;
+
+/// The channel the schema's `memscope_changed()` notifies.
+const CHANNEL: &str = "memscope_changed";
+
+/// A PostgreSQL database as the UI sees it (module comment).
+pub struct PgUi {
+    store: RefCell<PgStore>,
+    address: Address,
+    /// Whether this connection listens for the change notices (else it reads the change mark).
+    listens: bool,
+    /// Notices received so far, and the reconnect count the watch was set up at.
+    notices: Cell<i64>,
+    watching_since: Cell<Option<u64>>,
+}
+
+impl PgUi {
+    /// Opens the UI's connection; `watch`: this is the connection the loop polls, which
+    /// listens for change notices when the server takes writes from it.
+    pub fn open(address: &Address, watch: bool) -> Result<PgUi> {
+        let store = PgStore::open(address)?;
+        let listens = watch && !store.is_read_only();
+        let ui = PgUi {
+            store: RefCell::new(store),
+            address: address.clone(),
+            listens,
+            notices: Cell::new(0),
+            watching_since: Cell::new(None),
+        };
+        if listens {
+            ui.watch()?;
+        }
+        Ok(ui)
+    }
+
+    /// Registers this connection as a watcher (and forgets watchers whose connection is gone),
+    /// then listens. Done again after a reconnect.
+    fn watch(&self) -> Result<()> {
+        let mut store = self.store.borrow_mut();
+        let client = store.connection()?;
+        client.batch_execute(&format!(
+            "DELETE FROM watchers w WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+                 WHERE a.pid = w.pid AND a.backend_start = w.started);
+             INSERT INTO watchers (pid, started)
+                 SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()
+                 ON CONFLICT (pid) DO UPDATE SET started = EXCLUDED.started;
+             LISTEN {CHANNEL};"
+        ))?;
+        self.watching_since.set(Some(store.reconnects()));
+        Ok(())
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut PgStore) -> Result<T>) -> Result<T> {
+        f(&mut self.store.borrow_mut())
+    }
+}
+
+impl Drop for PgUi {
+    fn drop(&mut self) {
+        if self.listens {
+            if let Ok(client) = self.store.get_mut().connection() {
+                let _ = client.batch_execute(
+                    "DELETE FROM watchers WHERE pid = pg_backend_pid(); UNLISTEN *;",
+                );
+            }
+        }
+    }
+}
+
+impl UiStore for PgUi {
+    fn label(&self) -> String {
+        self.address.describe()
+    }
+    fn is_read_only(&self) -> bool {
+        self.store.borrow().is_read_only()
+    }
+    fn reopen(&self) -> Reopen {
+        let address = self.address.clone();
+        Arc::new(move || Ok(Box::new(PgUi::open(&address, false)?) as Box<dyn UiStore>))
+    }
+    fn interrupt(&self) -> Interrupt {
+        let token = self.store.borrow().cancel_token();
+        let address = self.address.clone();
+        Box::new(move || address.cancel(&token))
+    }
+    fn data_version(&self) -> Result<i64> {
+        if !self.listens {
+            return self.with(|s| s.change_mark());
+        }
+        let reconnected = {
+            let mut store = self.store.borrow_mut();
+            store.connection()?;
+            self.watching_since.get() != Some(store.reconnects())
+        };
+        if reconnected {
+            // What was committed while the connection was down was never announced.
+            self.watch()?;
+            self.notices.set(self.notices.get() + 1);
+        }
+        let mut store = self.store.borrow_mut();
+        let client = store.connection()?;
+        let mut arrived = 0;
+        let mut notices = client.notifications();
+        let mut pending = notices.iter();
+        while let Some(n) = pending.next()? {
+            if n.channel() == CHANNEL {
+                arrived += 1;
+            }
+        }
+        self.notices.set(self.notices.get() + arrived);
+        Ok(self.notices.get())
+    }
+    fn browse_after(&self, from: &BrowseBound, limit: usize) -> Result<Vec<BrowseRecord>> {
+        self.with(|s| s.browse_beyond(from, limit, true))
+    }
+    fn browse_before(&self, to: &BrowseBound, limit: usize) -> Result<Vec<BrowseRecord>> {
+        self.with(|s| s.browse_beyond(to, limit, false))
+    }
+    fn browse_by_ids(&self, ids: &[i64]) -> Result<Vec<BrowseRecord>> {
+        self.with(|s| s.browse_by_ids(ids))
+    }
+    fn scope_counts(&self) -> Result<Vec<(String, i64)>> {
+        self.with(|s| s.scope_counts())
+    }
+    fn counts(&self) -> Result<StoreCounts> {
+        self.with(|s| s.counts())
+    }
+    fn filter_scan(
+        &self,
+        after: Option<&BrowseKey>,
+        limit: usize,
+        each: &mut dyn FnMut(&FilterCandidate<'_>),
+    ) -> Result<(usize, Option<BrowseKey>)> {
+        self.with(|s| s.filter_scan(after, limit, each))
+    }
+    fn filter_candidates_by_ids(
+        &self,
+        ids: &[i64],
+        each: &mut dyn FnMut(&FilterCandidate<'_>),
+    ) -> Result<usize> {
+        self.with(|s| s.filter_candidates_by_ids(ids, each))
+    }
+    fn record_id_span(&self) -> Result<Option<(i64, i64)>> {
+        self.with(|s| s.record_id_span())
+    }
+    fn filter_scan_ids(
+        &self,
+        from: i64,
+        to: i64,
+        each: &mut dyn FnMut(&FilterCandidate<'_>),
+    ) -> Result<usize> {
+        self.with(|s| s.filter_scan_ids(from, to, each))
+    }
+    fn filter_walk(
+        &self,
+        after: Option<&BrowseKey>,
+        each: &mut dyn FnMut(i64, &str) -> bool,
+    ) -> Result<usize> {
+        self.with(|s| s.filter_walk(after, each))
+    }
+    fn get(&self, id: &Identity) -> Result<Option<MemoryRecord>> {
+        self.with(|s| s.get(id))
+    }
+    fn live_scopes_of(&self, subject: &str, predicate: &str) -> Result<Vec<MemoryRecord>> {
+        self.with(|s| s.live_scopes_of(subject, predicate))
+    }
+    fn resolve(
+        &self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+    ) -> Result<Resolution> {
+        self.with(|s| s.resolve(subject, predicate, repo, task))
+    }
+    fn resolve_preview(
+        &self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+    ) -> Result<Resolution> {
+        self.with(|s| s.resolve_preview(subject, predicate, repo, task))
+    }
+    fn resolve_at(
+        &self,
+        subject: &str,
+        predicate: &str,
+        repo: Option<&str>,
+        task: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<Resolution> {
+        self.with(|s| s.resolve_at(subject, predicate, repo, task, at))
+    }
+    fn history(
+        &self,
+        subject: &str,
+        predicate: &str,
+        scope: Option<&Scope>,
+    ) -> Result<Vec<HistoryEvent>> {
+        self.with(|s| s.history(subject, predicate, scope))
+    }
+    fn history_count(&self, id: &Identity, before: Option<i64>) -> Result<usize> {
+        self.with(|s| s.history_count(id, before))
+    }
+    fn history_page(
+        &self,
+        id: &Identity,
+        from: HistoryFrom,
+        limit: usize,
+    ) -> Result<Vec<HistoryEvent>> {
+        self.with(|s| s.history_page(id, from, limit))
+    }
+    fn history_event(&self, event_id: i64) -> Result<Option<HistoryEvent>> {
+        self.with(|s| s.history_event(event_id))
+    }
+    fn scopes_written_by(&self, subject: &str, source: &str) -> Result<Vec<(String, String)>> {
+        self.with(|s| s.scopes_written_by(subject, source))
+    }
+    fn pending(&self, all: bool) -> Result<Vec<PendingItem>> {
+        self.with(|s| s.pending(all))
+    }
+    fn preview_pending(&self, pending_id: i64) -> Result<Vec<(Scope, WriteDecision)>> {
+        self.with(|s| s.preview_pending(pending_id))
+    }
+    fn tombstones(&self) -> Result<Vec<Tombstone>> {
+        self.with(|s| s.tombstones())
+    }
+    fn reads(&self, filter: &ReadFilter) -> Result<Vec<ReadRecord>> {
+        self.with(|s| s.reads(filter))
+    }
+    fn read_log(
+        &self,
+        words: &[String],
+        since: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<ReadRecord>> {
+        self.with(|s| s.read_log(words, since, limit))
+    }
+    fn check(&self) -> Result<CheckReport> {
+        self.with(|s| s.check())
+    }
+    fn suspects(&self) -> Result<Vec<Suspect>> {
+        self.with(|s| s.suspects())
+    }
+    fn blast_radius(&self, subject: &str, predicate: &str) -> Result<Vec<String>> {
+        self.with(|s| s.blast_radius(subject, predicate))
+    }
+    fn delete_preview(&self, target: &DeleteTarget) -> Result<DeletePreview> {
+        self.with(|s| s.delete_preview(target))
+    }
+    fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
+        self.store.get_mut().delete(target, reason)
+    }
+    fn restore(&mut self, id: &Identity) -> Result<TombstoneRef> {
+        self.store.get_mut().restore(id)
+    }
+    fn resolve_pending(
+        &mut self,
+        pending_id: i64,
+        scope: &Scope,
+        outside_candidates: bool,
+    ) -> Result<WriteOutcome> {
+        self.store
+            .get_mut()
+            .resolve_pending(pending_id, scope, outside_candidates)
+    }
+    fn reject_pending(&mut self, pending_id: i64) -> Result<PendingItem> {
+        self.store.get_mut().reject_pending(pending_id)
+    }
+    fn rescope(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        from: &Scope,
+        to: &Scope,
+    ) -> Result<Vec<WriteOutcome>> {
+        self.store.get_mut().rescope(subject, predicate, from, to)
+    }
+    fn preview_rescope(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+        from: &Scope,
+        to: &Scope,
+    ) -> Result<Vec<WriteOutcome>, String> {
+        self.store
+            .get_mut()
+            .preview_rescope(subject, predicate, from, to)
+    }
+    fn revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome> {
+        self.store.get_mut().revert(id, to_version)
+    }
+    fn preview_revert(
+        &mut self,
+        id: &Identity,
+        to_version: Option<i64>,
+    ) -> Result<WriteOutcome, String> {
+        self.store.get_mut().preview_revert(id, to_version)
+    }
+}
