@@ -23,6 +23,7 @@ mod postgres_incident;
 mod postgres_roles;
 mod postgres_tls;
 mod postgres_transfer;
+mod postgres_ui;
 mod postgres_write;
 mod precedence;
 mod purge_on_disk;

@@ -74,6 +74,23 @@ impl FreshDb {
         }
     }
 
+    /// A fresh database whose default collation is ICU's `locale` (not bytewise, unlike the
+    /// test cluster's C.UTF-8), or None when the server has no ICU.
+    pub(crate) fn collated(server: &str, locale: &str) -> Option<FreshDb> {
+        let db = FreshDb::new(server);
+        let mut admin = Client::connect(server, NoTls).expect("the test server answers");
+        admin
+            .batch_execute(&format!("DROP DATABASE {}", db.name))
+            .expect("the plain database goes");
+        admin
+            .batch_execute(&format!(
+                "CREATE DATABASE {} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '{locale}' LOCALE 'C.UTF-8'",
+                db.name
+            ))
+            .ok()?;
+        Some(db)
+    }
+
     pub(crate) fn client(&self) -> Client {
         Client::connect(&self.url, NoTls).expect("the test database answers")
     }

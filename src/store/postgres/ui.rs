@@ -4,8 +4,8 @@
 //! Watching: the UI's own connection registers in `watchers` (schema v5) and LISTENs on
 //! `memscope_changed`; while any UI is registered, a statement that changes what the UI shows
 //! sends a notice, delivered when its transaction commits. [`UiStore::data_version`] counts the
-//! notices that arrived — a look at what the connection already received, no round trip — so
-//! the loop's poll costs nothing while nothing changes, and a commit reaches the screen within
+//! notices that arrived — a look at what the connection received, no round trip — so the
+//! loop's poll costs a millisecond while nothing changes, and a commit reaches the screen within
 //! one poll. Every call is its own short transaction: nothing is held while the UI idles. A
 //! connection that cannot take writes (a standby: LISTEN is refused there) and the workers'
 //! connections (which nobody drains between jobs, so they must not pile notices up) read a
@@ -31,6 +31,9 @@ use std::sync::Arc;
 
 /// The channel the schema's `memscope_changed()` notifies.
 const CHANNEL: &str = "memscope_changed";
+
+/// How long a poll waits for notices that already arrived to be read off the socket.
+const NOTICE_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// A PostgreSQL database as the UI sees it (module comment).
 pub struct PgUi {
@@ -130,7 +133,10 @@ impl UiStore for PgUi {
         let client = store.connection()?;
         let mut arrived = 0;
         let mut notices = client.notifications();
-        let mut pending = notices.iter();
+        // Not `iter()`: its one poll never lets the driver's runtime look at the socket, so
+        // a notice the server sent while the connection idled is only found by a wait, however
+        // short (the runtime parks, sees the socket readable, reads what is there).
+        let mut pending = notices.timeout_iter(NOTICE_WAIT);
         while let Some(n) = pending.next()? {
             if n.channel() == CHANNEL {
                 arrived += 1;
