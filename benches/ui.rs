@@ -125,8 +125,13 @@ fn vm_hwm_mb() -> f64 {
 fn open_and_draw(path: &Path, terminal: &mut Terminal<TestBackend>) -> (Session, Duration) {
     let t = Instant::now();
     let store = Store::open(path, OpenMode::Existing).expect("the bench database opens");
-    let mut session = Session::new(Box::new(store), Clock::System, (WIDTH, HEIGHT), WorkerMode::Threads)
-        .expect("the UI opens");
+    let mut session = Session::new(
+        Box::new(store),
+        Clock::System,
+        (WIDTH, HEIGHT),
+        WorkerMode::Threads,
+    )
+    .expect("the UI opens");
     terminal.draw(|f| session.draw(f)).expect("a frame");
     (session, t.elapsed())
 }

@@ -98,8 +98,13 @@ struct Ui {
 impl Ui {
     fn open(path: &Path) -> Ui {
         let store = Store::open(path, OpenMode::Existing).expect("the bench database opens");
-        let session = Session::new(Box::new(store), Clock::System, (WIDTH, HEIGHT), WorkerMode::Threads)
-            .expect("the UI opens");
+        let session = Session::new(
+            Box::new(store),
+            Clock::System,
+            (WIDTH, HEIGHT),
+            WorkerMode::Threads,
+        )
+        .expect("the UI opens");
         let mut ui = Ui {
             session,
             terminal: Terminal::new(TestBackend::new(WIDTH, HEIGHT)).expect("a test terminal"),

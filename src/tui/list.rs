@@ -431,7 +431,11 @@ fn filter_walk(
 
 /// Fetches the records at `positions` by id and highlights what the query matched. A record
 /// deleted since the scan is skipped.
-fn materialize(store: &dyn UiStore, r: &FilterResults, positions: Vec<Pos>) -> Result<Vec<ListRow>> {
+fn materialize(
+    store: &dyn UiStore,
+    r: &FilterResults,
+    positions: Vec<Pos>,
+) -> Result<Vec<ListRow>> {
     let ids: Vec<i64> = positions
         .iter()
         .filter_map(|p| match p {
@@ -554,7 +558,13 @@ impl Rows<ListRow> {
     }
 
     /// Loads the rows `n` below the cursor and a page more, when the window ends before them.
-    fn load_below(&mut self, src: &Source<'_>, store: &dyn UiStore, n: usize, page: usize) -> Result<()> {
+    fn load_below(
+        &mut self,
+        src: &Source<'_>,
+        store: &dyn UiStore,
+        n: usize,
+        page: usize,
+    ) -> Result<()> {
         let target = self.cursor + n;
         if target >= self.rows.len() && !self.at_end {
             self.load_after(src, store, target + 1 - self.rows.len() + page)?;
@@ -563,7 +573,13 @@ impl Rows<ListRow> {
     }
 
     /// Loads the rows `n` above the cursor and a page more, when the window starts after them.
-    fn load_up_to(&mut self, src: &Source<'_>, store: &dyn UiStore, n: usize, page: usize) -> Result<()> {
+    fn load_up_to(
+        &mut self,
+        src: &Source<'_>,
+        store: &dyn UiStore,
+        n: usize,
+        page: usize,
+    ) -> Result<()> {
         if n > self.cursor && !self.at_start && !self.rows.is_empty() {
             self.load_above(src, store, n - self.cursor + page)?;
         }

@@ -48,17 +48,17 @@ const DELETE_REASON: &str = "deleted in the memscope UI";
 impl Session {
     /// Opens the UI state on `store`: the first page and the small lists load now; counts and
     /// anything slow are handed to the workers, so the first frame does not wait for them.
-    pub fn new(store: Box<dyn UiStore>, clock: Clock, size: (u16, u16), mode: WorkerMode) -> Result<Session> {
+    pub fn new(
+        store: Box<dyn UiStore>,
+        clock: Clock,
+        size: (u16, u16),
+        mode: WorkerMode,
+    ) -> Result<Session> {
         let workers = match mode {
             WorkerMode::Threads => Workers::threads(store.reopen())?,
             WorkerMode::Inline => Workers::Inline(Vec::new()),
         };
-        let app = App::new(
-            store.label(),
-            store.is_read_only(),
-            clock,
-            size,
-        );
+        let app = App::new(store.label(), store.is_read_only(), clock, size);
         let data_version = store.data_version()?;
         let mut session = Session {
             app,

@@ -62,7 +62,12 @@ impl Timeline {
     /// Loads the history pane of `record`: its scopes, how it resolves in its own place, and
     /// a window of its timeline — around the event selected before when the same timeline is
     /// shown again, around the version an agent read when one is marked, else from the start.
-    pub fn load(&mut self, store: &dyn UiStore, record: MemoryRecord, screen: Screen) -> Result<()> {
+    pub fn load(
+        &mut self,
+        store: &dyn UiStore,
+        record: MemoryRecord,
+        screen: Screen,
+    ) -> Result<()> {
         let id = record.identity();
         let same = self.shown.as_ref() == Some(&id);
         // A highlighted version belongs to its identity's timeline only.
@@ -157,7 +162,13 @@ impl Timeline {
 
     /// Moves the event cursor (`Action::MoveEvent`); `page` events make a page. The window
     /// of loaded events follows the cursor.
-    pub fn step(&mut self, store: &dyn UiStore, m: Motion, page: usize, screen: Screen) -> Result<()> {
+    pub fn step(
+        &mut self,
+        store: &dyn UiStore,
+        m: Motion,
+        page: usize,
+        screen: Screen,
+    ) -> Result<()> {
         let Some(total) = self.detail.as_ref().map(|d| d.events.total) else {
             return Ok(());
         };

@@ -769,7 +769,10 @@ fn filter_thread(db: Opener, rx: Receiver<FilterJob>, tx: Sender<Reply>, latest:
                 let generation = job.generation;
                 let cancelled = || latest.load(Ordering::SeqCst) != generation;
                 // Without it the scan runs on one connection, only slower.
-                let helper = db.open(&mut helper).ok().and(helper.as_deref_mut().map(|h| h as &mut dyn UiStore));
+                let helper = db
+                    .open(&mut helper)
+                    .ok()
+                    .and(helper.as_deref_mut().map(|h| h as &mut dyn UiStore));
                 let emit = &mut |r| tx.send(r).is_ok();
                 run_filter_with(s, helper, &job, &cancelled, emit, &mut cache)
             }

@@ -80,6 +80,66 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
         "{BIN} --db {} demo; echo \"EXIT:$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' '+'; echo \"ST\"\"TY\"",
         shell_quote(&db)
     ));
+    walkthrough(&t, &db);
+}
+
+/// The same walk through the UI on PostgreSQL: the demo moved there by export and import, the
+/// UI opened on the address. Another process's commit appears (LISTEN/NOTIFY), and while the
+/// UI idles no transaction of its connections is open.
+#[test]
+fn the_same_walk_on_postgresql() {
+    let Some((pg, _drop)) = support::postgres_test_db() else {
+        return;
+    };
+    let Some(t) = Tmux::shell(110, 32) else {
+        return;
+    };
+    let (dir, file) = demo_db();
+    cli(&file, &["demo", "--no-tui"]);
+    let dump = output_ok(
+        Command::new(BIN).arg("--db").arg(&file).arg("export"),
+        "memscope export",
+    );
+    let dump_file = dir.path().join("demo.dump");
+    std::fs::write(&dump_file, dump.stdout).unwrap();
+    output_ok(
+        Command::new(BIN)
+            .arg("--db")
+            .arg(&pg.path)
+            .arg("import")
+            .arg(&dump_file),
+        "memscope import",
+    );
+    let url = pg.path.to_str().unwrap().to_string();
+    t.run(&format!(
+        "{BIN} --db '{url}' tui; echo \"EXIT:$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' '+'; echo \"ST\"\"TY\""
+    ));
+    t.wait_for("Current view · ");
+    // Idle: the UI's connections (its own and the workers') hold no transaction open.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let states: Vec<(String, i64)> = admin
+        .query(
+            "SELECT coalesce(state, ''), count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid() GROUP BY 1 ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(!states.is_empty(), "the UI is connected");
+    assert!(
+        states.iter().all(|(state, _)| state == "idle"),
+        "only idle connections, no transaction left open: {states:?}"
+    );
+    walkthrough(&t, &pg.path);
+}
+
+/// Filter, resolve a pending item, delete, another process's write, resize and quit, on the UI
+/// opened in `t` on `db`.
+fn walkthrough(t: &Tmux, db: &Path) {
+    let db = db.to_path_buf();
     t.wait_for("Current view · ");
     t.wait_for(&view_title(&db));
 
@@ -227,7 +287,12 @@ fn demo_filter_resolve_delete_live_write_resize_quit() {
             &["--value", "helix", "--scope", "global", "--source", "e2e:1"],
         ),
     );
+    let written = std::time::Instant::now();
     t.wait_for("e2e:live · editor = helix");
+    eprintln!(
+        "another process's write on screen after {} ms",
+        written.elapsed().as_millis()
+    );
     let title = view_title(&db);
     t.wait_for(&title);
 

@@ -5,9 +5,7 @@
 
 use super::postgres::{server, FreshDb};
 use memscope::model::{DeleteTarget, Identity};
-use memscope::store::{
-    open_ui, AnyStore, BrowseBound, BrowseKey, HistoryFrom, OpenMode, UiStore,
-};
+use memscope::store::{open_ui, AnyStore, BrowseBound, BrowseKey, HistoryFrom, OpenMode, UiStore};
 use memscope::Scope;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -70,7 +68,9 @@ fn after_blanked(v: Value, since: &str) -> Value {
         {
             Value::String("(during the test)".into())
         }
-        Value::Array(items) => Value::Array(items.into_iter().map(|x| after_blanked(x, since)).collect()),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|x| after_blanked(x, since)).collect())
+        }
         Value::Object(map) => Value::Object(
             map.into_iter()
                 .map(|(k, x)| (k, after_blanked(x, since)))
@@ -94,16 +94,31 @@ fn ui_reads(s: &mut dyn UiStore) -> Vec<(String, Value)> {
             .map(|r| (r.id, r.record))
             .collect::<Vec<_>>())
     };
-    note("first page", records(s.browse_after(&BrowseBound::Start, 5).unwrap()));
-    note("whole view", records(s.browse_after(&BrowseBound::Start, 1000).unwrap()));
-    note("last page", records(s.browse_before(&BrowseBound::End, 5).unwrap()));
+    note(
+        "first page",
+        records(s.browse_after(&BrowseBound::Start, 5).unwrap()),
+    );
+    note(
+        "whole view",
+        records(s.browse_after(&BrowseBound::Start, 1000).unwrap()),
+    );
+    note(
+        "last page",
+        records(s.browse_before(&BrowseBound::End, 5).unwrap()),
+    );
     let key = BrowseKey {
         scope: "repo:legacy-dashboard".into(),
         subject: "user:42".into(),
         predicate: "install_command".into(),
     };
-    note("after a key", records(s.browse_after(&BrowseBound::Key(key.clone()), 4).unwrap()));
-    note("before a key", records(s.browse_before(&BrowseBound::Key(key.clone()), 4).unwrap()));
+    note(
+        "after a key",
+        records(s.browse_after(&BrowseBound::Key(key.clone()), 4).unwrap()),
+    );
+    note(
+        "before a key",
+        records(s.browse_before(&BrowseBound::Key(key.clone()), 4).unwrap()),
+    );
     for scope in ["repo:legacy-dashboard", "task:zzz", "global"] {
         for bound in [
             BrowseBound::ScopeStart(scope.into()),
@@ -119,19 +134,32 @@ fn ui_reads(s: &mut dyn UiStore) -> Vec<(String, Value)> {
             );
         }
     }
-    note("by ids", records(s.browse_by_ids(&[3, 1, 9999, 5]).unwrap()));
+    note(
+        "by ids",
+        records(s.browse_by_ids(&[3, 1, 9999, 5]).unwrap()),
+    );
     note("scope counts", js(s.scope_counts().unwrap()));
     note("counts", js(s.counts().unwrap()));
     let mut seen = Vec::new();
     let (n, last) = s
         .filter_scan(None, 7, &mut |c| {
-            seen.push((c.id, c.scope.to_string(), c.subject.to_string(), c.value.to_string()))
+            seen.push((
+                c.id,
+                c.scope.to_string(),
+                c.subject.to_string(),
+                c.value.to_string(),
+            ))
         })
         .unwrap();
-    note("filter scan", json!([n, last.map(|k| (k.scope, k.subject, k.predicate)), seen]));
+    note(
+        "filter scan",
+        json!([n, last.map(|k| (k.scope, k.subject, k.predicate)), seen]),
+    );
     let mut seen = Vec::new();
-    s.filter_candidates_by_ids(&[2, 4, 6, 8000], &mut |c| seen.push((c.id, c.value.to_string())))
-        .unwrap();
+    s.filter_candidates_by_ids(&[2, 4, 6, 8000], &mut |c| {
+        seen.push((c.id, c.value.to_string()))
+    })
+    .unwrap();
     note("candidates by id", js(seen));
     note("id span", js(s.record_id_span().unwrap()));
     let mut seen = Vec::new();
@@ -151,18 +179,31 @@ fn ui_reads(s: &mut dyn UiStore) -> Vec<(String, Value)> {
         scope: Scope::Global,
     };
     note("get", js(s.get(&pm).unwrap()));
-    note("scopes", js(s.live_scopes_of("user:42", "package_manager").unwrap()));
+    note(
+        "scopes",
+        js(s.live_scopes_of("user:42", "package_manager").unwrap()),
+    );
     note(
         "resolve",
-        js(s.resolve("user:42", "package_manager", Some("web-app"), Some("fix-lockfile-123"))
-            .unwrap()),
+        js(s.resolve(
+            "user:42",
+            "package_manager",
+            Some("web-app"),
+            Some("fix-lockfile-123"),
+        )
+        .unwrap()),
     );
     note(
         "resolve preview",
-        js(s.resolve_preview("user:42", "package_manager", Some("web-app"), None)
-            .unwrap()),
+        js(
+            s.resolve_preview("user:42", "package_manager", Some("web-app"), None)
+                .unwrap(),
+        ),
     );
-    note("history", js(s.history("user:42", "package_manager", None).unwrap()));
+    note(
+        "history",
+        js(s.history("user:42", "package_manager", None).unwrap()),
+    );
     note("history count", js(s.history_count(&pm, None).unwrap()));
     for from in [
         HistoryFrom::Start,
@@ -179,28 +220,42 @@ fn ui_reads(s: &mut dyn UiStore) -> Vec<(String, Value)> {
                 HistoryFrom::Before(e.id),
                 HistoryFrom::Around(e.id),
             ] {
-                note(&format!("page {from:?}"), js(s.history_page(&pm, from, 3).unwrap()));
+                note(
+                    &format!("page {from:?}"),
+                    js(s.history_page(&pm, from, 3).unwrap()),
+                );
             }
-            note("count before", js(s.history_count(&pm, Some(e.id)).unwrap()));
+            note(
+                "count before",
+                js(s.history_count(&pm, Some(e.id)).unwrap()),
+            );
         }
     }
     note(
         "written by",
-        js(s.scopes_written_by("user:42", "thread:17/message:86").unwrap()),
+        js(s.scopes_written_by("user:42", "thread:17/message:86")
+            .unwrap()),
     );
     let pending = s.pending(true).unwrap();
     for p in &pending {
-        note("pending preview", js(format!("{:?}", s.preview_pending(p.id).unwrap())));
+        note(
+            "pending preview",
+            js(format!("{:?}", s.preview_pending(p.id).unwrap())),
+        );
     }
     note("pending", js(pending));
     note("tombstones", js(s.tombstones().unwrap()));
     note("read log", js(s.read_log(&[], None, 50).unwrap()));
     note(
         "read log words",
-        js(s.read_log(&["CLAUDE".into(), "npm".into()], None, 50).unwrap()),
+        js(s.read_log(&["CLAUDE".into(), "npm".into()], None, 50)
+            .unwrap()),
     );
     note("suspects", js(s.suspects().unwrap()));
-    note("radius", js(s.blast_radius("user:42", "package_manager").unwrap()));
+    note(
+        "radius",
+        js(s.blast_radius("user:42", "package_manager").unwrap()),
+    );
     note(
         "delete preview",
         js(s.delete_preview(&DeleteTarget::Predicate {
@@ -234,8 +289,15 @@ fn ui_reads(s: &mut dyn UiStore) -> Vec<(String, Value)> {
     let revert = s.preview_revert(&pm, Some(1));
     note("revert preview", js(unnumbered(format!("{revert:?}"))));
     // The previews changed nothing.
-    note("subject preview", js(s.delete_preview(&DeleteTarget::Subject("user:7".into())).unwrap()));
-    note("after previews", js(s.history("user:42", "package_manager", None).unwrap()));
+    note(
+        "subject preview",
+        js(s.delete_preview(&DeleteTarget::Subject("user:7".into()))
+            .unwrap()),
+    );
+    note(
+        "after previews",
+        js(s.history("user:42", "package_manager", None).unwrap()),
+    );
     out
 }
 
@@ -260,10 +322,7 @@ fn the_ui_reads_the_same_on_both_backends() {
             .map(|(what, v)| (what, after_blanked(v, &started)))
             .collect()
     };
-    let (a, b) = (
-        blank(ui_reads(&mut *sqlite)),
-        blank(ui_reads(&mut *pg)),
-    );
+    let (a, b) = (blank(ui_reads(&mut *sqlite)), blank(ui_reads(&mut *pg)));
     assert_eq!(a.len(), b.len());
     for ((what, x), (_, y)) in a.iter().zip(&b) {
         assert_eq!(x, y, "{what}: SQLite, then PostgreSQL");
@@ -278,7 +337,9 @@ fn another_hosts_commit_reaches_the_watching_ui() {
     let Some(server) = server() else { return };
     let (db, mut admin) = FreshDb::prepared(&server);
     let watchers = |c: &mut postgres::Client| -> i64 {
-        c.query_one("SELECT count(*) FROM watchers", &[]).unwrap().get(0)
+        c.query_one("SELECT count(*) FROM watchers", &[])
+            .unwrap()
+            .get(0)
     };
     let ui = open_ui(Path::new(&db.url), OpenMode::Existing).unwrap();
     assert_eq!(watchers(&mut admin), 1);

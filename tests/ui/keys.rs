@@ -563,7 +563,11 @@ fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
         memscope::tui::app::CheckState::Done(_)
     ));
     assert!(
-        s.store().as_sqlite().expect("a SQLite store").connection().is_autocommit(),
+        s.store()
+            .as_sqlite()
+            .expect("a SQLite store")
+            .connection()
+            .is_autocommit(),
         "no transaction is open on the UI's connection"
     );
     // Another process deletes: the WAL truncation is not blocked by the UI or its workers.

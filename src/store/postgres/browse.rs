@@ -37,8 +37,16 @@ macro_rules! utc {
 macro_rules! preview_json {
     ($c:literal) => {
         concat!(
-            "CASE WHEN ", $c, " IS NULL OR octet_length(", $c, ") <= 4096 THEN ", $c,
-            " ELSE to_json(ltrim(substr(", $c, ", 1, 1000), '\"') || ' … (' || octet_length(", $c,
+            "CASE WHEN ",
+            $c,
+            " IS NULL OR octet_length(",
+            $c,
+            ") <= 4096 THEN ",
+            $c,
+            " ELSE to_json(ltrim(substr(",
+            $c,
+            ", 1, 1000), '\"') || ' … (' || octet_length(",
+            $c,
             ") || ' bytes)')::text END"
         )
     };
@@ -48,8 +56,17 @@ macro_rules! preview_json {
 macro_rules! preview_text {
     ($c:literal) => {
         concat!(
-            "CASE WHEN ", $c, " IS NULL OR octet_length(", $c, ") <= 4096 THEN ", $c,
-            " ELSE substr(", $c, ", 1, 1000) || ' … (' || octet_length(", $c, ") || ' bytes)' END"
+            "CASE WHEN ",
+            $c,
+            " IS NULL OR octet_length(",
+            $c,
+            ") <= 4096 THEN ",
+            $c,
+            " ELSE substr(",
+            $c,
+            ", 1, 1000) || ' … (' || octet_length(",
+            $c,
+            ") || ' bytes)' END"
         )
     };
 }
@@ -103,8 +120,12 @@ macro_rules! event_preview_columns {
 macro_rules! view_order {
     ($dir:literal) => {
         concat!(
-            " ORDER BY scope COLLATE \"C\"", $dir, ", subject COLLATE \"C\"", $dir,
-            ", predicate COLLATE \"C\"", $dir
+            " ORDER BY scope COLLATE \"C\"",
+            $dir,
+            ", subject COLLATE \"C\"",
+            $dir,
+            ", predicate COLLATE \"C\"",
+            $dir
         )
     };
 }
@@ -664,7 +685,11 @@ impl PgStore {
     }
 
     /// Every (scope, predicate) a source's words wrote for a subject, first written first.
-    pub fn scopes_written_by(&mut self, subject: &str, source: &str) -> Result<Vec<(String, String)>> {
+    pub fn scopes_written_by(
+        &mut self,
+        subject: &str,
+        source: &str,
+    ) -> Result<Vec<(String, String)>> {
         self.in_tx(|t| {
             Ok(t.all(
                 "SELECT scope, predicate FROM history
@@ -713,7 +738,11 @@ impl PgStore {
             let predicate = canonical_predicate(t, &item.predicate)?;
             let seq = match resolution_seq(&item) {
                 Some(seq) => seq,
-                None => t.one("SELECT memscope_clock_current()", &[])?.get::<_, i64>(0) + 1,
+                None => {
+                    t.one("SELECT memscope_clock_current()", &[])?
+                        .get::<_, i64>(0)
+                        + 1
+                }
             };
             let mut out = Vec::with_capacity(item.candidates.len());
             for scope in &item.candidates {

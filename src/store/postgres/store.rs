@@ -35,8 +35,8 @@ use postgres::types::ToSql;
 use postgres::{Client, Row, Statement, Transaction};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-pub(super) use write::{write_in_tx, write_probe};
 use write::{apply_batch, line_error};
+pub(super) use write::{write_in_tx, write_probe};
 
 /// The pending columns as [`pending_from_row`] reads them.
 macro_rules! pending_select {

@@ -11,10 +11,10 @@ use super::rows::{
     memory_preview_columns,
 };
 use super::{format_time, Store};
-use crate::store::ui::json_text;
 use crate::model::{
     HistoryEvent, Identity, MemoryRecord, ReadRecord, Resolution, Scope, Tombstone,
 };
+use crate::store::ui::json_text;
 use anyhow::{anyhow, Result};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
