@@ -25,7 +25,8 @@
 //! MEMSCOPE_BENCH_SCALE_ROUNDS=N rounds per figure (default 3), MEMSCOPE_BENCH_SCALE_RECORDS=N
 //! records for resolve (default 1,000,000), MEMSCOPE_BENCH_SCALE_RESOLVES=N timed resolves
 //! (default 5,000), MEMSCOPE_BENCH_SCALE_CHECK_RECORDS=N size of the database `check` proves
-//! the generator on (default 20,000).
+//! the generator on (default 20,000), MEMSCOPE_BENCH_SCALE_PARTS=writers,postgres,sqlite to
+//! measure only some parts.
 
 #[path = "support/pg.rs"]
 mod pg;
@@ -513,6 +514,8 @@ fn bench_resolve_postgres(server: &str) {
         if p99 <= 2.0 { "✓" } else { "✗" }
     );
 
+    bench_ui_postgres(&db, records);
+
     if std::env::var_os("MEMSCOPE_BENCH_SCALE_CHECK_BIG").is_some() {
         let t = Instant::now();
         let report = store.check().expect("check runs");
@@ -557,6 +560,58 @@ fn bench_resolve_postgres(server: &str) {
     }
 }
 
+/// The terminal UI on the PostgreSQL database of `records` records, headless (ratatui's
+/// TestBackend, as `benches/ui.rs` drives it on SQLite): open → first frame (the UI's own
+/// connection, LISTEN, the first page; the workers' connections open on their first job), the
+/// median of 5 opens after a warm-up; then page-down keystroke → frame.
+fn bench_ui_postgres(db: &BenchDb, records: usize) {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use memscope::store::{open_ui, Clock};
+    use memscope::tui::{Session, WorkerMode};
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+    let mut terminal = Terminal::new(TestBackend::new(120, 40)).expect("a test terminal");
+    let open = |terminal: &mut Terminal<TestBackend>| {
+        let t = Instant::now();
+        let store = open_ui(Path::new(&db.url), OpenMode::Existing).expect("the UI's store");
+        let mut session = Session::new(store, Clock::System, (120, 40), WorkerMode::Threads)
+            .expect("the UI opens");
+        terminal.draw(|f| session.draw(f)).expect("a frame");
+        (session, t.elapsed().as_secs_f64() * 1e3)
+    };
+    let mut opens = Vec::new();
+    for _ in 0..6 {
+        let (session, took) = open(&mut terminal);
+        opens.push(took);
+        drop(session);
+    }
+    let first = opens.remove(0);
+    let open_ms = median(opens);
+    let (mut session, _) = open(&mut terminal);
+    // The counts and the suspects scan run on the workers right after opening; paging is
+    // timed once they are done, as on SQLite.
+    let t = Instant::now();
+    while session.busy() && t.elapsed() < Duration::from_secs(300) {
+        session.pump();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let background = t.elapsed().as_secs_f64();
+    let downs: Vec<f64> = (0..300)
+        .map(|_| {
+            let t = Instant::now();
+            session.handle_key(KeyEvent::new(KeyCode::PageDown, KeyModifiers::NONE));
+            terminal.draw(|f| session.draw(f)).expect("a frame");
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    let (p50, p99, max) = percentiles(downs);
+    println!(
+        "UI on PostgreSQL, {records} records (over loopback): open → first frame {open_ms:.1} ms (median of 5; first, cold {first:.1} ms; target ≤ 150 ms) {}; \
+         page-down → frame p50 {p50:.2} ms, p99 {p99:.2} ms, max {max:.2} ms; counts and suspects done {background:.1} s after opening",
+        if open_ms <= 150.0 { "✓" } else { "✗" }
+    );
+}
+
 fn bench_resolve_sqlite() {
     let records = env_usize("MEMSCOPE_BENCH_SCALE_RECORDS", 1_000_000);
     let resolves = env_usize("MEMSCOPE_BENCH_SCALE_RESOLVES", 5_000);
@@ -598,10 +653,17 @@ fn main() {
         );
     }
     let dir = fresh_dir("memscope-scaling-bench");
-    bench_writers(server.as_deref(), &dir);
-    if let Some(server) = &server {
+    // MEMSCOPE_BENCH_SCALE_PARTS=writers,postgres,sqlite (default: all) measures only those.
+    let parts = std::env::var("MEMSCOPE_BENCH_SCALE_PARTS").unwrap_or_default();
+    let part = |name: &str| parts.is_empty() || parts.split(',').any(|p| p.trim() == name);
+    if part("writers") {
+        bench_writers(server.as_deref(), &dir);
+    }
+    if let Some(server) = server.as_deref().filter(|_| part("postgres")) {
         bench_resolve_postgres(server);
     }
-    bench_resolve_sqlite();
+    if part("sqlite") {
+        bench_resolve_sqlite();
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
