@@ -383,3 +383,34 @@ fn another_hosts_commit_reaches_the_watching_ui() {
     drop(ui);
     assert_eq!(watchers(&mut admin), 0);
 }
+
+/// A UI on a connection that takes no writes (a standby; here `default_transaction_read_only`,
+/// as the write tests emulate one): it cannot register or LISTEN, so it polls the change mark —
+/// and still sees another connection's commit; curation is refused by the UI's read-only mode.
+#[test]
+fn a_read_only_ui_polls_the_change_mark() {
+    let Some(server) = server() else { return };
+    let (db, mut admin) = FreshDb::prepared(&server);
+    let replica_url = format!("{}?options=-c%20default_transaction_read_only%3Don", db.url);
+    let ui = open_ui(Path::new(&replica_url), OpenMode::Existing).unwrap();
+    assert!(ui.is_read_only());
+    let watchers: i64 = admin
+        .query_one("SELECT count(*) FROM watchers", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(watchers, 0, "a read-only connection registers nothing");
+    let before = ui.data_version().unwrap();
+    assert_eq!(ui.data_version().unwrap(), before);
+    let mut writer = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    writer
+        .write(&super::postgres_write::req(
+            "user:1",
+            "editor",
+            json!("helix"),
+            "global",
+            "test:1",
+        ))
+        .unwrap();
+    assert_ne!(ui.data_version().unwrap(), before);
+    assert_eq!(ui.browse_after(&BrowseBound::Start, 10).unwrap().len(), 1);
+}

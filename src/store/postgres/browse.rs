@@ -706,7 +706,7 @@ impl PgStore {
     /// Every tombstone, the newest first.
     pub fn tombstones(&mut self) -> Result<Vec<Tombstone>> {
         self.in_tx(|t| {
-            Ok(t.all(
+            t.all(
                 concat!(
                     "SELECT subject, predicate, scope, version, reason, ",
                     utc!("deleted_at"),
@@ -726,7 +726,7 @@ impl PgStore {
                     deleted_at: r.get(5),
                 })
             })
-            .collect::<Result<_>>()?)
+            .collect::<Result<_>>()
         })
     }
 
