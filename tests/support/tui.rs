@@ -1,14 +1,18 @@
 //! Shared helpers of the UI tests: a demo database at a fixed time, a session on it whose
-//! background work runs inline, keys, and frames rendered on a TestBackend.
+//! background work runs inline, keys, and frames rendered on a TestBackend. A fixture is built on
+//! SQLite (its fixed clock makes every time the same each run) and can be moved to PostgreSQL,
+//! so that one test runs on both backends ([`for_each_backend`]).
 #![allow(dead_code)]
 
+use super::{PostgresDropper, TestDb};
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use memscope::store::{Clock, OpenMode, Store};
+use memscope::store::{AnyStore, Clock, OpenMode, Store, UiStore};
 use memscope::tui::{Session, WorkerMode};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 /// Every snapshot is drawn at this instant, and the demo's ages count back from it.
@@ -159,15 +163,30 @@ impl Fixture {
     }
 
     pub fn session(&self, width: u16, height: u16) -> Session {
-        let mut session = Session::new(
-            Box::new(self.store()),
-            Clock::Fixed(now()),
-            (width, height),
-            WorkerMode::Inline,
-        )
-        .expect("the session opens");
-        session.app.db_path = "demo.db".into();
-        session
+        open_session(Box::new(self.store()), width, height)
+    }
+
+    /// The same data in a fresh PostgreSQL database, moved there by the real binary: `export`
+    /// here, `import` there (which keeps ids, times and the causal clock). `None` without a
+    /// PostgreSQL server (said on stderr; with CI=true it panics instead).
+    pub fn on_postgres(&self) -> Option<OnPostgres> {
+        let (db, dropper) = super::postgres_test_db()?;
+        let exported = super::memscope_cmd(db.dir.path())
+            .arg("--db")
+            .arg(&self.path)
+            .arg("export")
+            .output()
+            .expect("memscope export starts");
+        assert!(exported.status.success(), "export: {exported:?}");
+        let dump = db.sibling("fixture.dump");
+        std::fs::write(&dump, &exported.stdout).expect("the dump is written");
+        db.run(&["import", dump.to_str().expect("a utf-8 temp path")])
+            .ok();
+        Some(OnPostgres {
+            url: db.path_str().to_string(),
+            _db: db,
+            _dropper: dropper,
+        })
     }
 
     /// A write through the real write path, from a JSON request.
@@ -175,6 +194,121 @@ impl Fixture {
         let req = memscope::model::WriteRequest::from_json_line(json).expect("a valid request");
         self.store().write(&req).expect("the write lands");
     }
+}
+
+/// A session on `store` as every UI test opens one: the fixed clock, background work inline, and
+/// the database named as the snapshots name it.
+fn open_session(store: Box<dyn UiStore>, width: u16, height: u16) -> Session {
+    let mut session = Session::new(
+        store,
+        Clock::Fixed(now()),
+        (width, height),
+        WorkerMode::Inline,
+    )
+    .expect("the session opens");
+    session.app.db_path = "demo.db".into();
+    session
+}
+
+/// A fixture's data moved into a fresh PostgreSQL test database, dropped with this.
+pub struct OnPostgres {
+    pub url: String,
+    /// Holds the dump's directory.
+    _db: TestDb,
+    _dropper: PostgresDropper,
+}
+
+impl OnPostgres {
+    pub fn session(&self, width: u16, height: u16) -> Session {
+        let store = memscope::store::open_ui(Path::new(&self.url), OpenMode::Existing)
+            .expect("the PostgreSQL database opens");
+        open_session(store, width, height)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "SQLite",
+            Backend::Postgres => "PostgreSQL",
+        }
+    }
+}
+
+/// A fixture's data on one backend: sessions open on it, and other connections write to it.
+pub enum Db<'a> {
+    Sqlite(&'a Fixture),
+    Postgres(OnPostgres),
+}
+
+impl Db<'_> {
+    pub fn backend(&self) -> Backend {
+        match self {
+            Db::Sqlite(_) => Backend::Sqlite,
+            Db::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    pub fn session(&self, width: u16, height: u16) -> Session {
+        match self {
+            Db::Sqlite(f) => f.session(width, height),
+            Db::Postgres(pg) => pg.session(width, height),
+        }
+    }
+
+    /// A write through the real write path on a connection of its own, as another process
+    /// would make it (on PostgreSQL at the server's time, not the fixed clock).
+    pub fn write(&self, json: &str) {
+        match self {
+            Db::Sqlite(f) => f.write(json),
+            Db::Postgres(pg) => {
+                let req =
+                    memscope::model::WriteRequest::from_json_line(json).expect("a valid request");
+                AnyStore::open(Path::new(&pg.url), OpenMode::Existing)
+                    .expect("the PostgreSQL database opens")
+                    .write(&req)
+                    .expect("the write lands");
+            }
+        }
+    }
+}
+
+/// Runs `test` on `f`'s data on each backend: on SQLite, then on the same data moved to
+/// PostgreSQL (skipped, said on stderr, without a server). A failure names the backend.
+pub fn for_each_backend(f: &Fixture, mut test: impl FnMut(&Db)) {
+    // Moved before the SQLite side runs: what the test writes there must not reach PostgreSQL.
+    let postgres = f.on_postgres();
+    on(&Db::Sqlite(f), &mut test);
+    if let Some(pg) = postgres {
+        on(&Db::Postgres(pg), &mut test);
+    }
+}
+
+fn on(db: &Db, test: &mut impl FnMut(&Db)) {
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(db)));
+    if let Err(e) = ran {
+        eprintln!("failed on {}", db.backend().name());
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// Polls until the session has seen another connection's commit, and says whether it did:
+/// SQLite's data version answers at once, a PostgreSQL notice arrives a moment after the commit.
+pub fn sees_live_change(s: &mut Session) -> bool {
+    let start = Instant::now();
+    while !s.poll_live() {
+        if start.elapsed() > Duration::from_secs(10) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
 }
 
 pub fn key(code: KeyCode) -> KeyEvent {

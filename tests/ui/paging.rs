@@ -1,8 +1,11 @@
 //! The current view pages through the store with keyset queries and a bounded window: every
 //! motion must land where a plain in-memory list would, with folded groups and with a filter.
+//! Each test runs on SQLite and on the same data moved to PostgreSQL; the plain list is read
+//! from the SQLite file.
 
-use crate::probe::open_sized;
-use crate::support::tui::{ch, filter, key, press, render, selected, Fixture};
+use crate::support::tui::{
+    ch, filter, for_each_backend, key, press, render, sees_live_change, selected, Fixture,
+};
 use crossterm::event::KeyCode;
 use fuzzy_matcher::skim::SkimMatcherV2;
 use fuzzy_matcher::FuzzyMatcher;
@@ -190,127 +193,141 @@ fn random_motions(s: &mut Session, want: &[String], seed: u64) {
 
 #[test]
 fn keyset_paging_matches_a_plain_list() {
-    let (f, mut s) = open_sized(fixture, 60, 12);
-    let store = f.store();
-    let want = expected(&store, &BTreeSet::new(), None);
+    let f = fixture();
+    let want = expected(&f.store(), &BTreeSet::new(), None);
     assert_eq!(want.len(), 1400 + 7);
-    moves_as(&mut s, &want, 7);
+    for_each_backend(&f, |db| moves_as(&mut db.session(60, 12), &want, 7));
 }
 
 #[test]
 fn folded_groups_are_skipped_in_both_directions() {
-    let (f, mut s) = open_sized(fixture, 60, 12);
-    // Fold the big global group and a repo in the middle.
-    fold_the_first_group(&mut s);
-    for _ in 0..400 {
-        if selected(&s) == "[repo:beta]" {
-            break;
-        }
-        press(&mut s, "j");
-    }
-    s.handle_key(key(KeyCode::Left));
+    let f = fixture();
     let folded: BTreeSet<String> = ["global".to_string(), "repo:beta".to_string()].into();
-    assert_eq!(s.app.memories().folded, folded);
-    moves_as(&mut s, &expected(&f.store(), &folded, None), 11);
+    let want = expected(&f.store(), &folded, None);
+    for_each_backend(&f, |db| {
+        let mut s = db.session(60, 12);
+        // Fold the big global group and a repo in the middle.
+        fold_the_first_group(&mut s);
+        for _ in 0..400 {
+            if selected(&s) == "[repo:beta]" {
+                break;
+            }
+            press(&mut s, "j");
+        }
+        s.handle_key(key(KeyCode::Left));
+        assert_eq!(s.app.memories().folded, folded);
+        moves_as(&mut s, &want, 11);
+    });
 }
 
 #[test]
 fn filtered_paging_matches_a_plain_list() {
-    let (f, mut s) = open_sized(fixture, 60, 12);
-    filter(&mut s, "中文");
+    let f = fixture();
     let want = expected(&f.store(), &BTreeSet::new(), Some("中文"));
     assert!(want.len() > 200, "{}", want.len());
-    moves_as(&mut s, &want, 3);
-    // Folding works on filtered results too.
-    fold_the_first_group(&mut s);
     let folded: BTreeSet<String> = ["global".to_string()].into();
-    let want = expected(&f.store(), &folded, Some("中文"));
-    assert_walks(&mut s, &want);
+    let want_folded = expected(&f.store(), &folded, Some("中文"));
+    for_each_backend(&f, |db| {
+        let mut s = db.session(60, 12);
+        filter(&mut s, "中文");
+        moves_as(&mut s, &want, 3);
+        // Folding works on filtered results too.
+        fold_the_first_group(&mut s);
+        assert_walks(&mut s, &want_folded);
+    });
 }
 
 #[test]
 fn clearing_a_filter_leaves_no_rows_hidden_above_blank_lines() {
-    let (_f, mut s) = open_sized(Fixture::story, 100, 30);
-    filter(&mut s, "npm");
-    // The last match sits low in the filtered list, and lower still in the whole one.
-    s.handle_key(key(KeyCode::End));
-    let chosen = selected(&s);
-    assert_eq!(chosen, "user:42 · package_manager @ task:fix-lockfile-123");
-    s.handle_key(key(KeyCode::Esc));
-    if s.app.memories().filter.active() {
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(100, 30);
+        filter(&mut s, "npm");
+        // The last match sits low in the filtered list, and lower still in the whole one.
+        s.handle_key(key(KeyCode::End));
+        let chosen = selected(&s);
+        assert_eq!(chosen, "user:42 · package_manager @ task:fix-lockfile-123");
         s.handle_key(key(KeyCode::Esc));
-    }
-    assert!(!s.app.memories().filter.active());
-    assert_eq!(selected(&s), chosen);
-    // The whole story fits on one screen: nothing may hide above it.
-    assert!(s.app.memories().list.rows.len() < s.app.page());
-    assert_eq!(s.app.memories().list.offset, 0);
-    assert_window(&s, "after the filter is cleared");
-    let screen = render(&mut s, 100, 30);
-    assert!(screen.contains("▾ global"), "{screen}");
+        if s.app.memories().filter.active() {
+            s.handle_key(key(KeyCode::Esc));
+        }
+        assert!(!s.app.memories().filter.active());
+        assert_eq!(selected(&s), chosen);
+        // The whole story fits on one screen: nothing may hide above it.
+        assert!(s.app.memories().list.rows.len() < s.app.page());
+        assert_eq!(s.app.memories().list.offset, 0);
+        assert_window(&s, "after the filter is cleared");
+        let screen = render(&mut s, 100, 30);
+        assert!(screen.contains("▾ global"), "{screen}");
+    });
 }
 
 #[test]
 fn a_live_insert_keeps_the_selection_visible_without_scrolling_past_the_end() {
-    let (f, mut s) = open_sized(Fixture::story, 100, 30);
-    // The last row, at the bottom of a list that fits the screen.
-    s.handle_key(key(KeyCode::End));
-    let chosen = selected(&s);
-    // Another process writes a record that sorts above it.
-    f.write(r#"{"subject":"team:api","predicate":"linter","value":"ruff","scope":"global","source":"thread:1/message:1"}"#);
-    assert!(s.poll_live());
-    assert_eq!(selected(&s), chosen);
-    assert_eq!(
-        s.app.memories().list.offset,
-        0,
-        "the list fits: nothing scrolls"
-    );
-    assert_window(&s, "after a live insert");
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(100, 30);
+        // The last row, at the bottom of a list that fits the screen.
+        s.handle_key(key(KeyCode::End));
+        let chosen = selected(&s);
+        // Another process writes a record that sorts above it.
+        db.write(r#"{"subject":"team:api","predicate":"linter","value":"ruff","scope":"global","source":"thread:1/message:1"}"#);
+        assert!(sees_live_change(&mut s));
+        assert_eq!(selected(&s), chosen);
+        assert_eq!(
+            s.app.memories().list.offset,
+            0,
+            "the list fits: nothing scrolls"
+        );
+        assert_window(&s, "after a live insert");
+    });
 
     // A long list: the first record selected under its header, then a write sorts above it.
-    let (f, mut s) = open_sized(fixture, 60, 12);
-    s.handle_key(key(KeyCode::Home));
-    press(&mut s, "j");
-    let chosen = selected(&s);
-    assert_eq!(s.app.memories().list.offset, 0);
-    f.write(
-        r#"{"subject":"aaa:first","predicate":"p","value":"v","scope":"global","source":"s:new"}"#,
-    );
-    assert!(s.poll_live());
-    assert_eq!(selected(&s), chosen);
-    assert_window(&s, "after a live insert above the selection");
-    assert_eq!(
-        s.app.memories().list.offset,
-        0,
-        "the group header stays on screen"
-    );
-    // At the end of the long list, a write below the window: still no blank rows.
-    s.handle_key(key(KeyCode::End));
-    f.write(
-        r#"{"subject":"zzz:last","predicate":"p","value":"v","scope":"task:t-3","source":"s:end"}"#,
-    );
-    assert!(s.poll_live());
-    assert_window(&s, "after a live insert at the end");
+    for_each_backend(&fixture(), |db| {
+        let mut s = db.session(60, 12);
+        s.handle_key(key(KeyCode::Home));
+        press(&mut s, "j");
+        let chosen = selected(&s);
+        assert_eq!(s.app.memories().list.offset, 0);
+        db.write(
+            r#"{"subject":"aaa:first","predicate":"p","value":"v","scope":"global","source":"s:new"}"#,
+        );
+        assert!(sees_live_change(&mut s));
+        assert_eq!(selected(&s), chosen);
+        assert_window(&s, "after a live insert above the selection");
+        assert_eq!(
+            s.app.memories().list.offset,
+            0,
+            "the group header stays on screen"
+        );
+        // At the end of the long list, a write below the window: still no blank rows.
+        s.handle_key(key(KeyCode::End));
+        db.write(
+            r#"{"subject":"zzz:last","predicate":"p","value":"v","scope":"task:t-3","source":"s:end"}"#,
+        );
+        assert!(sees_live_change(&mut s));
+        assert_window(&s, "after a live insert at the end");
+    });
 }
 
 #[test]
 fn going_to_a_record_from_reads_shows_it_under_its_header() {
-    let (_f, mut s) = open_sized(Fixture::incident, 100, 30);
-    s.handle_key(key(KeyCode::Home));
-    press(&mut s, "5");
-    s.handle_key(key(KeyCode::Home));
-    s.handle_key(ch('g'));
-    assert_eq!(s.app.tab, memscope::tui::Tab::Memories);
-    assert_eq!(selected(&s), "user:42 · package_manager @ global");
-    assert_eq!(s.app.memories().list.offset, 0);
-    assert_window(&s, "after g from Reads");
-    // And back again from further down the list.
-    s.handle_key(key(KeyCode::Esc)); // back from the history to the list
-    s.handle_key(key(KeyCode::End));
-    assert_eq!(selected(&s), "user:42 · package_manager @ repo:newer");
-    press(&mut s, "5");
-    s.handle_key(ch('g'));
-    assert_window(&s, "after g from Reads, from the end of the list");
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(100, 30);
+        s.handle_key(key(KeyCode::Home));
+        press(&mut s, "5");
+        s.handle_key(key(KeyCode::Home));
+        s.handle_key(ch('g'));
+        assert_eq!(s.app.tab, memscope::tui::Tab::Memories);
+        assert_eq!(selected(&s), "user:42 · package_manager @ global");
+        assert_eq!(s.app.memories().list.offset, 0);
+        assert_window(&s, "after g from Reads");
+        // And back again from further down the list.
+        s.handle_key(key(KeyCode::Esc)); // back from the history to the list
+        s.handle_key(key(KeyCode::End));
+        assert_eq!(selected(&s), "user:42 · package_manager @ repo:newer");
+        press(&mut s, "5");
+        s.handle_key(ch('g'));
+        assert_window(&s, "after g from Reads, from the end of the list");
+    });
 }
 
 /// A loaded list is the same component as the current view: moving up keeps the window where

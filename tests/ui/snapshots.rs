@@ -3,9 +3,12 @@
 //! to 1×1 without a panic.
 //!
 //! Each scene is a row of `SCENES`: a fixture, a terminal, then steps — keys, a selection, and
-//! the frames to compare (`Snap`).
+//! the frames to compare (`Snap`). Every scene runs on SQLite, whose frames are the stored
+//! snapshots, and then on the same data moved to PostgreSQL, whose frames must be the same.
 
-use crate::support::tui::{ch, filter, key, press, render, select, select_read, Fixture};
+use crate::support::tui::{
+    ch, filter, for_each_backend, key, press, render, select, select_read, Backend, Db, Fixture,
+};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use memscope::tui::Session;
 
@@ -34,12 +37,13 @@ enum Step {
 use Step::*;
 
 /// A scene: its name, its fixture (with what is written before the session opens), the
-/// terminal the session opens on, and its steps.
+/// terminal the session opens on, its steps, and whether it also runs on PostgreSQL.
 struct Scene {
     name: &'static str,
     fixture: fn() -> Fixture,
     size: (u16, u16),
     steps: &'static [Step],
+    on_postgres: bool,
 }
 
 const fn scene(
@@ -53,6 +57,16 @@ const fn scene(
         fixture,
         size,
         steps,
+        on_postgres: true,
+    }
+}
+
+impl Scene {
+    const fn sqlite_only(self) -> Scene {
+        Scene {
+            on_postgres: false,
+            ..self
+        }
     }
 }
 
@@ -119,7 +133,9 @@ const SCENES: &[Scene] = &[
     scene("tombstones", demo, (W, H), &[Press("3"), Snap("tombstones", W, H)]),
     scene("restore_confirm", demo, (W, H), &[Press("3u"), Snap("restore_confirm", W, H)]),
     scene("reject_confirm", demo, (W, H), &[Press("2x"), Snap("reject_confirm", W, H)]),
-    scene("check_report", demo, (W, H), &[Press("4"), Snap("check_report", W, H)]),
+    // SQLite only: PostgreSQL's Check tab rightly differs (no file to call intact; its health
+    // rows name the server, the test's own database and the server's durability setting).
+    scene("check_report", demo, (W, H), &[Press("4"), Snap("check_report", W, H)]).sqlite_only(),
     scene("help_overlay", demo, (W, 48), &[Press("?"), Snap("help_overlay", W, 48)]),
     scene("delete_dialog_identity_then_predicate", demo, (W, H), &[
         Select("user:42 · package_manager @ global"), Press("d"), Snap("delete_identity", W, H),
@@ -175,8 +191,10 @@ const SCENES: &[Scene] = &[
         Key(KeyCode::Esc), Key(KeyCode::Tab), Snap("suspects_tab_60x15", 60, 15)]),
 ];
 
-/// Plays a scene's steps, comparing each frame it names with its snapshot.
-fn play(s: &mut Session, steps: &[Step]) {
+/// Plays a scene's steps. On SQLite each frame it names must equal its stored snapshot and is
+/// kept in `frames`; on PostgreSQL each must equal SQLite's frame of the same name.
+fn play(s: &mut Session, steps: &[Step], backend: Backend, frames: &mut Vec<String>) {
+    let mut shown = 0;
     for step in steps {
         match step {
             Press(keys) => press(s, keys),
@@ -194,24 +212,48 @@ fn play(s: &mut Session, steps: &[Step]) {
             DbPath(path) => s.app.db_path = (*path).into(),
             // The files keep the names they had when this module was its own test binary,
             // `tests/snapshots/tui_snapshots__<name>.snap`.
-            Snap(name, w, h) => insta::with_settings!(
-                { snapshot_path => "../snapshots", prepend_module_to_snapshot => false },
-                { insta::assert_snapshot!(format!("tui_snapshots__{name}"), render(s, *w, *h)) }
-            ),
+            Snap(name, w, h) => {
+                let frame = render(s, *w, *h);
+                match backend {
+                    Backend::Sqlite => {
+                        insta::with_settings!(
+                            { snapshot_path => "../snapshots", prepend_module_to_snapshot => false },
+                            { insta::assert_snapshot!(format!("tui_snapshots__{name}"), &frame) }
+                        );
+                        frames.push(frame);
+                    }
+                    Backend::Postgres => {
+                        assert!(
+                            frame == frames[shown],
+                            "{name} on PostgreSQL:\n{frame}\non SQLite:\n{}",
+                            frames[shown]
+                        );
+                    }
+                }
+                shown += 1;
+            }
         }
     }
 }
 
-/// Every scene, each on its own fixture; a failure names the scene.
+/// Every scene, each on its own fixture, on both backends; a failure names the scene.
 #[test]
 fn every_scene_renders_as_its_snapshots() {
     std::thread::scope(|threads| {
         for scene in SCENES {
             threads.spawn(move || {
                 let f = (scene.fixture)();
-                let mut s = f.session(scene.size.0, scene.size.1);
+                let mut frames = Vec::new();
                 let played = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    play(&mut s, scene.steps)
+                    let mut run = |db: &Db| {
+                        let mut s = db.session(scene.size.0, scene.size.1);
+                        play(&mut s, scene.steps, db.backend(), &mut frames);
+                    };
+                    if scene.on_postgres {
+                        for_each_backend(&f, &mut run);
+                    } else {
+                        run(&Db::Sqlite(&f));
+                    }
                 }));
                 if let Err(e) = played {
                     eprintln!("scene {} failed", scene.name);
@@ -224,8 +266,12 @@ fn every_scene_renders_as_its_snapshots() {
 
 #[test]
 fn every_size_down_to_1x1_draws_without_panic() {
-    let f = Fixture::demo();
-    let mut s = f.session(W, H);
+    for_each_backend(&Fixture::demo(), |db| {
+        draws_every_size(&mut db.session(W, H))
+    });
+}
+
+fn draws_every_size(s: &mut Session) {
     let screens: &[&str] = &[
         "",
         "j",
@@ -259,7 +305,7 @@ fn every_size_down_to_1x1_draws_without_panic() {
         }
         for w in (1..=40).chain([79, 80, 99, 100, 160]) {
             for h in (1..=12).chain([24, 50]) {
-                render(&mut s, w, h);
+                render(s, w, h);
             }
         }
     }

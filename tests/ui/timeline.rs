@@ -1,8 +1,11 @@
 //! The history pane on a long timeline and on large values (README, "The terminal UI"): the pane
 //! holds a window of events around its cursor and pages through the store by key; long values
-//! are previews in the panes and whole in the event popup and the clipboard.
+//! are previews in the panes and whole in the event popup and the clipboard. Both run on SQLite
+//! and on the same data moved to PostgreSQL.
 
-use crate::support::tui::{ch, detail, key, render, select, Fixture};
+use crate::support::tui::{
+    ch, detail, for_each_backend, key, render, sees_live_change, select, Db, Fixture,
+};
 use crossterm::event::KeyCode;
 use memscope::store::PREVIEW_BYTES;
 use memscope::tui::app::Dialog;
@@ -36,8 +39,11 @@ fn cursor_version(s: &Session) -> Option<i64> {
 #[test]
 fn a_long_timeline_pages_by_key_and_never_loads_whole() {
     let n = 2_000;
-    let f = long_timeline(n);
-    let mut s = f.session(100, 30);
+    for_each_backend(&long_timeline(n), |db| pages_by_key(db, n));
+}
+
+fn pages_by_key(db: &Db, n: usize) {
+    let mut s = db.session(100, 30);
     select(&mut s, "user:flip · package_manager @ global");
     let d = detail(&s);
     assert_eq!(d.events.total, n);
@@ -101,8 +107,8 @@ fn a_long_timeline_pages_by_key_and_never_loads_whole() {
     s.handle_key(key(KeyCode::Esc));
     s.handle_key(key(KeyCode::PageUp));
     let before = (s.app.memories().timeline.cursor, cursor_version(&s));
-    f.write(r#"{"subject":"user:other","predicate":"editor","value":"helix","scope":"global","source":"t"}"#);
-    assert!(s.poll_live());
+    db.write(r#"{"subject":"user:other","predicate":"editor","value":"helix","scope":"global","source":"t"}"#);
+    assert!(sees_live_change(&mut s));
     assert_eq!(
         (s.app.memories().timeline.cursor, cursor_version(&s)),
         before
@@ -119,7 +125,11 @@ fn a_large_value_is_a_preview_in_the_panes_and_whole_when_opened_or_copied() {
     f.store()
         .apply(std::io::Cursor::new(line + "\n"), |_| Ok(()))
         .expect("the write lands");
-    let mut s = f.session(100, 30);
+    for_each_backend(&f, |db| shows_a_preview_and_opens_whole(db, &big));
+}
+
+fn shows_a_preview_and_opens_whole(db: &Db, big: &str) {
+    let mut s = db.session(100, 30);
     select(&mut s, "user:big · notes @ global");
     let bytes = format!("({} bytes)", big.len() + 2);
     let shown = detail(&s).record.value.as_str().unwrap().to_string();
@@ -134,8 +144,8 @@ fn a_large_value_is_a_preview_in_the_panes_and_whole_when_opened_or_copied() {
     let Some(Dialog::Event(e)) = s.app.dialogs.last() else {
         panic!("the event popup")
     };
-    assert_eq!(e.event.value, Some(serde_json::Value::from(big.clone())));
-    assert_eq!(e.event.raw.as_deref(), Some(big.as_str()));
+    assert_eq!(e.event.value, Some(serde_json::Value::from(big)));
+    assert_eq!(e.event.raw.as_deref(), Some(big));
     s.handle_key(key(KeyCode::Esc));
     s.handle_key(key(KeyCode::Esc));
     s.handle_key(ch('c'));
