@@ -461,9 +461,12 @@ def main():
         opts.inflight = 6 if opts.mode == "parallel" else 8
     if opts.inflight < 1 or opts.servers < 1 or opts.writes < 2:
         ap.error("--inflight and --servers must be at least 1, --writes at least 2")
-    BIN, DB = os.path.abspath(opts.bin), os.path.abspath(opts.db)
-    WORKDIR = tempfile.mkdtemp(prefix="mcp-stress-", dir=os.path.dirname(DB) or None)
-    log(f"{opts.mode} seed={opts.seed} bin={BIN} db={DB}")
+    BIN = os.path.abspath(opts.bin)
+    # A PostgreSQL address is passed as it is (and never logged: it holds a password).
+    on_postgres = opts.db.startswith(("postgres://", "postgresql://"))
+    DB = opts.db if on_postgres else os.path.abspath(opts.db)
+    WORKDIR = tempfile.mkdtemp(prefix="mcp-stress-", dir=None if on_postgres else (os.path.dirname(DB) or None))
+    log(f"{opts.mode} seed={opts.seed} bin={BIN} db={'(a PostgreSQL address)' if on_postgres else DB}")
     try:
         out = asyncio.run(parallel(opts) if opts.mode == "parallel" else kill_mode(opts))
     finally:

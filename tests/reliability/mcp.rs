@@ -7,7 +7,9 @@
 //!
 //! `tests/mcp_stress.py` drives the real binary and prints what the client was told; these
 //! tests hold every acknowledged write against the database afterwards, through the CLI,
-//! `memscope check` and SQLite's own `PRAGMA integrity_check` (Python's sqlite3).
+//! `memscope check` and SQLite's own `PRAGMA integrity_check` (Python's sqlite3). Both tests
+//! run again with the servers on one PostgreSQL database (`check` there; the server guards its
+//! own pages).
 //!
 //! Knobs: `MEMSCOPE_MCP_STRESS_SECS` (parallel phase, default 30), `MEMSCOPE_MCP_STRESS_SEED`
 //! (default 11), `MEMSCOPE_TEST_BIN` (the binary under test, default the one cargo built).
@@ -207,14 +209,6 @@ fn integrity_problem(db: &TestDb) -> Option<String> {
     }
 }
 
-/// What `memscope check` and SQLite's own integrity check find wrong with the database.
-fn database_problems(db: &TestDb) -> Vec<String> {
-    check_problem(db)
-        .into_iter()
-        .chain(integrity_problem(db))
-        .collect()
-}
-
 fn errors_summary(errors: &[Value]) -> Vec<String> {
     // The same error text, counted once.
     let mut by_text: BTreeMap<String, (usize, String)> = BTreeMap::new();
@@ -245,7 +239,22 @@ fn require_python_and_the_mcp_sdk() {
 fn two_servers_parallel_calls_lose_nothing() {
     require_python_mcp();
     let db = TestDb::new();
-    let secs = env_u64("MEMSCOPE_MCP_STRESS_SECS", 30);
+    two_servers_lose_nothing(&db, env_u64("MEMSCOPE_MCP_STRESS_SECS", 30), "SQLite");
+}
+
+/// The same on one PostgreSQL database (issue 17: "the same guarantees"): two servers, several
+/// calls in flight on each, every acknowledged write held against the database, `check` clean
+/// (PostgreSQL guards its own pages: there is no file for an integrity check).
+#[test]
+fn two_servers_parallel_calls_lose_nothing_on_postgresql() {
+    require_python_mcp();
+    let Some((db, _drop)) = postgres_test_db() else {
+        return;
+    };
+    two_servers_lose_nothing(&db, env_u64("MEMSCOPE_MCP_STRESS_SECS", 15), "PostgreSQL");
+}
+
+fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
     let seed = env_u64("MEMSCOPE_MCP_STRESS_SEED", 11);
     eprintln!(
         "MEMSCOPE_MCP_STRESS_SEED={seed} MEMSCOPE_MCP_STRESS_SECS={secs} bin={}",
@@ -421,10 +430,13 @@ fn two_servers_parallel_calls_lose_nothing() {
         "acknowledged write(s) lost (the client was told they were stored)",
         15,
     );
-    problems.extend(database_problems(&db));
+    problems.extend(check_problem(db));
+    if backend == "SQLite" {
+        problems.extend(integrity_problem(db));
+    }
 
     eprintln!(
-        "two servers × 6 in flight for {}s: {} rounds, {} calls, {} acknowledged writes on {} identities, {} checked against the database, {} errors, {} lost{}",
+        "{backend}: two servers × 6 in flight for {}s: {} rounds, {} calls, {} acknowledged writes on {} identities, {} checked against the database, {} errors, {} lost{}",
         report["elapsed_s"],
         report["rounds"],
         report["calls"],
@@ -437,7 +449,7 @@ fn two_servers_parallel_calls_lose_nothing() {
     );
     assert!(
         problems.is_empty(),
-        "issue #11: parallel MCP calls on two servers (seed {seed}):\n\n{}",
+        "issue #11: parallel MCP calls on two servers on {backend} (seed {seed}):\n\n{}",
         problems.join("\n\n")
     );
     assert!(
@@ -450,7 +462,21 @@ fn two_servers_parallel_calls_lose_nothing() {
 #[test]
 fn kill_nine_mid_parallel_calls_then_replay_converges() {
     require_python_mcp();
-    let db = TestDb::new();
+    kill_nine_then_replay(&TestDb::new(), "SQLite");
+}
+
+/// The same with the server's database on PostgreSQL: a killed server's connection ends, its
+/// open transaction is rolled back by the server; the replay converges, `check` clean.
+#[test]
+fn kill_nine_mid_parallel_calls_then_replay_converges_on_postgresql() {
+    require_python_mcp();
+    let Some((db, _drop)) = postgres_test_db() else {
+        return;
+    };
+    kill_nine_then_replay(&db, "PostgreSQL");
+}
+
+fn kill_nine_then_replay(db: &TestDb, backend: &str) {
     let seed = env_u64("MEMSCOPE_MCP_STRESS_SEED", 11);
     let args: Vec<String> = [
         "--inflight",
@@ -589,7 +615,10 @@ fn kill_nine_mid_parallel_calls_then_replay_converges() {
             );
         }
     }
-    problems.extend(database_problems(&db));
+    problems.extend(check_problem(db));
+    if backend == "SQLite" {
+        problems.extend(integrity_problem(db));
+    }
     if let Some(left) = arr(&report["servers_left"]).first() {
         problems.push(format!(
             "a server process was still running after the client left: {left}"
@@ -601,7 +630,7 @@ fn kill_nine_mid_parallel_calls_then_replay_converges() {
         m
     });
     eprintln!(
-        "kill -9 after {} of {} writes ({} acknowledged, {} unanswered at the kill); replay: {outcomes:?}; {}",
+        "{backend}: kill -9 after {} of {} writes ({} acknowledged, {} unanswered at the kill); replay: {outcomes:?}; {}",
         p1["sent"],
         writes.len(),
         acked.len(),
@@ -610,7 +639,7 @@ fn kill_nine_mid_parallel_calls_then_replay_converges() {
     );
     assert!(
         problems.is_empty(),
-        "kill -9 in the middle of parallel MCP calls (seed {seed}):\n\n{}",
+        "kill -9 in the middle of parallel MCP calls on {backend} (seed {seed}):\n\n{}",
         problems.join("\n\n")
     );
 }
