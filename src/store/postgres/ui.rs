@@ -111,9 +111,14 @@ impl UiStore for PgUi {
         Arc::new(move || Ok(Box::new(PgUi::open(&address, false)?) as Box<dyn UiStore>))
     }
     fn interrupt(&self) -> Interrupt {
-        let token = self.store.borrow().cancel_token();
+        let token = std::sync::Arc::new(self.store.borrow().cancel_token());
         let address = self.address.clone();
-        Box::new(move || address.cancel(&token))
+        // A cancel is a connection of its own to the server: on a thread of its own, so a UI
+        // that quits while the server is unreachable does not wait for the connect timeout.
+        Box::new(move || {
+            let (token, address) = (token.clone(), address.clone());
+            std::thread::spawn(move || address.cancel(&token));
+        })
     }
     fn data_version(&self) -> Result<i64> {
         if !self.listens {
