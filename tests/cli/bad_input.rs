@@ -1,6 +1,8 @@
 //! Bad input (issue 2, "Bad input"): each gives one clear sentence on stderr (or an `error`
 //! outcome line for `apply`), a non-zero exit — 2 for usage errors, 1 for runtime failures —
 //! and changes nothing; a non-database file and a newer-schema database stay byte-identical.
+//! Input handling runs on a SQLite file and again on PostgreSQL (`…_on_postgres`); what is
+//! about SQLite files stays SQLite-only and says why.
 
 use crate::support::*;
 use serde_json::{json, Value};
@@ -12,15 +14,14 @@ use std::time::{Duration, Instant};
 const U: &str = "user:42";
 const PM: &str = "package_manager";
 
-fn seeded() -> TestDb {
-    let db = TestDb::new();
+fn seeded(db: TestDb) -> TestDb {
     db.write_the_first_article();
     db
 }
 
-/// Runs `refused` on a seeded store and asserts that the store's export did not change.
-fn unchanged_on_seeded(refused: impl FnOnce(&TestDb)) {
-    let db = seeded();
+/// Runs `refused` on `db`, seeded, and asserts that the store's export did not change.
+fn unchanged_on_seeded(db: TestDb, refused: impl FnOnce(&TestDb)) {
+    let db = seeded(db);
     let before = db.fingerprint();
     refused(&db);
     assert_eq!(before, db.fingerprint());
@@ -37,7 +38,15 @@ fn write_args<'a>(scope_flag: &'a str, scope: &'a str, source: &'a str) -> Vec<&
 
 #[test]
 fn apply_reports_a_malformed_line_by_number_and_lands_the_others() {
-    let db = TestDb::new();
+    apply_reports_a_malformed_line_by_number_and_lands_the_others_on(TestDb::new());
+}
+
+#[test]
+fn apply_reports_a_malformed_line_by_number_and_lands_the_others_on_postgres() {
+    on_postgres(apply_reports_a_malformed_line_by_number_and_lands_the_others_on);
+}
+
+fn apply_reports_a_malformed_line_by_number_and_lands_the_others_on(db: TestDb) {
     let good = |v: &str, src: &str| {
         json!({"subject": U, "predicate": PM, "value": v, "scope": "global", "source": src})
             .to_string()
@@ -126,7 +135,16 @@ fn apply_reports_a_malformed_line_by_number_and_lands_the_others() {
 
 #[test]
 fn missing_source_is_one_sentence_and_exit_2() {
-    unchanged_on_seeded(|db| {
+    missing_source_is_one_sentence_and_exit_2_on(TestDb::new());
+}
+
+#[test]
+fn missing_source_is_one_sentence_and_exit_2_on_postgres() {
+    on_postgres(missing_source_is_one_sentence_and_exit_2_on);
+}
+
+fn missing_source_is_one_sentence_and_exit_2_on(db: TestDb) {
+    unchanged_on_seeded(db, |db| {
         let r = db.run(&args_for(
             "write",
             U,
@@ -139,7 +157,16 @@ fn missing_source_is_one_sentence_and_exit_2() {
 
 #[test]
 fn empty_source_is_refused_and_changes_nothing() {
-    unchanged_on_seeded(|db| {
+    empty_source_is_refused_and_changes_nothing_on(TestDb::new());
+}
+
+#[test]
+fn empty_source_is_refused_and_changes_nothing_on_postgres() {
+    on_postgres(empty_source_is_refused_and_changes_nothing_on);
+}
+
+fn empty_source_is_refused_and_changes_nothing_on(db: TestDb) {
+    unchanged_on_seeded(db, |db| {
         for src in ["", "   "] {
             let r = db.run(&write_args("--scope", "global", src));
             assert!(r.code == 1 || r.code == 2, "{r:?}");
@@ -150,7 +177,16 @@ fn empty_source_is_refused_and_changes_nothing() {
 
 #[test]
 fn unknown_scope_forms_are_usage_errors() {
-    unchanged_on_seeded(|db| {
+    unknown_scope_forms_are_usage_errors_on(TestDb::new());
+}
+
+#[test]
+fn unknown_scope_forms_are_usage_errors_on_postgres() {
+    on_postgres(unknown_scope_forms_are_usage_errors_on);
+}
+
+fn unknown_scope_forms_are_usage_errors_on(db: TestDb) {
+    unchanged_on_seeded(db, |db| {
         for (scope, word) in [
             ("repo:", "no id"),
             ("task:", "no id"),
@@ -175,7 +211,16 @@ fn unknown_scope_forms_are_usage_errors() {
 
 #[test]
 fn an_ambiguous_write_needs_two_distinct_candidates() {
-    unchanged_on_seeded(|db| {
+    an_ambiguous_write_needs_two_distinct_candidates_on(TestDb::new());
+}
+
+#[test]
+fn an_ambiguous_write_needs_two_distinct_candidates_on_postgres() {
+    on_postgres(an_ambiguous_write_needs_two_distinct_candidates_on);
+}
+
+fn an_ambiguous_write_needs_two_distinct_candidates_on(db: TestDb) {
+    unchanged_on_seeded(db, |db| {
         for cands in ["global", "global,global", "repo:web-app, repo:web-app", ","] {
             db.run(&write_args("--ambiguous", cands, "thread:31/message:2"))
                 .fails_with(2, &[]);
@@ -193,7 +238,16 @@ fn an_ambiguous_write_needs_two_distinct_candidates() {
 
 #[test]
 fn other_malformed_write_arguments_are_refused() {
-    unchanged_on_seeded(|db| {
+    other_malformed_write_arguments_are_refused_on(TestDb::new());
+}
+
+#[test]
+fn other_malformed_write_arguments_are_refused_on_postgres() {
+    on_postgres(other_malformed_write_arguments_are_refused_on);
+}
+
+fn other_malformed_write_arguments_are_refused_on(db: TestDb) {
+    unchanged_on_seeded(db, |db| {
         db.run(&args_for(
             "write",
             U,
@@ -287,6 +341,7 @@ fn assert_refused_untouched(db: &TestDb, word: &str) {
     }
 }
 
+// SQLite only: a file that is not a database, compared byte for byte.
 #[test]
 fn a_non_database_file_is_refused_and_stays_byte_identical() {
     let db = TestDb::named("notes.txt");
@@ -304,6 +359,7 @@ fn a_non_database_file_is_refused_and_stays_byte_identical() {
     assert_eq!(std::fs::read(&tiny.path).unwrap(), b"hi");
 }
 
+// SQLite only: another application's SQLite file.
 #[test]
 fn a_foreign_sqlite_database_is_refused_and_stays_byte_identical() {
     let db = TestDb::named("other-app.sqlite");
@@ -315,9 +371,10 @@ fn a_foreign_sqlite_database_is_refused_and_stays_byte_identical() {
     assert_refused_untouched(&db, "not a memscope");
 }
 
+// SQLite only: the schema version is a PRAGMA and the file is compared byte for byte.
 #[test]
 fn a_newer_schema_is_refused_and_stays_byte_identical() {
-    let db = seeded();
+    let db = seeded(TestDb::new());
     let r = python(
         "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('PRAGMA user_version = 7')\nc.commit()\nc.close()",
         &[db.path_str()],
@@ -392,9 +449,10 @@ fn run_without_override(db: &TestDb, args: &[&str]) -> Option<Run> {
     })
 }
 
+// SQLite only: file permissions.
 #[test]
 fn a_read_only_file_can_be_read_but_not_changed() {
-    let db = seeded();
+    let db = seeded(TestDb::new());
     let before_rows = db.fingerprint();
     let mut perms = std::fs::metadata(&db.path).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o444);
@@ -447,9 +505,10 @@ fn a_read_only_file_can_be_read_but_not_changed() {
     assert_eq!(before_rows, db.fingerprint());
 }
 
+// SQLite only: SQLite's write lock (held by Python's sqlite3) and its busy timeout.
 #[test]
 fn a_locked_database_past_the_timeout_is_one_clear_sentence() {
-    let db = seeded();
+    let db = seeded(TestDb::new());
     let before = db.fingerprint();
     let script = r#"
 import sqlite3, sys
@@ -512,6 +571,7 @@ c.close()
     db.assert_check_ok();
 }
 
+// SQLite only: a missing file and its `init` hint.
 #[test]
 fn read_commands_on_a_missing_file_say_how_to_create_one() {
     let db = TestDb::new();
@@ -542,7 +602,16 @@ fn read_commands_on_a_missing_file_say_how_to_create_one() {
 
 #[test]
 fn apply_of_a_missing_input_file_is_one_sentence() {
-    unchanged_on_seeded(|db| {
+    apply_of_a_missing_input_file_is_one_sentence_on(TestDb::new());
+}
+
+#[test]
+fn apply_of_a_missing_input_file_is_one_sentence_on_postgres() {
+    on_postgres(apply_of_a_missing_input_file_is_one_sentence_on);
+}
+
+fn apply_of_a_missing_input_file_is_one_sentence_on(db: TestDb) {
+    unchanged_on_seeded(db, |db| {
         let missing = db.sibling("没有这个文件.jsonl");
         db.run(&["apply", missing.to_str().unwrap()])
             .fails_with(1, &["cannot read"]);
@@ -551,7 +620,16 @@ fn apply_of_a_missing_input_file_is_one_sentence() {
 
 #[test]
 fn pending_commands_on_unknown_items_are_refused() {
-    unchanged_on_seeded(|db| {
+    pending_commands_on_unknown_items_are_refused_on(TestDb::new());
+}
+
+#[test]
+fn pending_commands_on_unknown_items_are_refused_on_postgres() {
+    on_postgres(pending_commands_on_unknown_items_are_refused_on);
+}
+
+fn pending_commands_on_unknown_items_are_refused_on(db: TestDb) {
+    unchanged_on_seeded(db, |db| {
         db.run(&["pending", "resolve", "42", "--scope", "global"])
             .fails_with(1, &["no pending item"]);
         db.run(&["pending", "reject", "42"])
@@ -563,6 +641,7 @@ fn pending_commands_on_unknown_items_are_refused() {
     });
 }
 
+// SQLite only: no file is created.
 #[test]
 fn a_wrong_write_creates_no_database() {
     let db = TestDb::named("never-created.db");

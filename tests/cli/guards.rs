@@ -1,7 +1,8 @@
 //! What a new user tripped on (issue #13): a hint that would create another file, a bare
 //! `memscope` that refused to start, a subject delete with no safeguard, flags without help,
 //! no version of the schema, no completions, and a database any local user could read. Each
-//! test runs the real binary.
+//! test runs the real binary; what is not about SQLite files runs again on PostgreSQL
+//! (`…_on_postgres`).
 
 use crate::support::mcp_session::RawSession;
 use crate::support::tmux::{shell_quote, Tmux};
@@ -13,10 +14,18 @@ use std::process::Command;
 
 const U: &str = "user:42";
 
-/// The demo database: user:42 holds nine identities, a pending item and noted reads.
-fn demo() -> TestDb {
-    let db = TestDb::new();
-    db.run(&["demo", "--no-tui"]).ok();
+/// The demo database: user:42 holds nine identities, a pending item and noted reads. `demo`
+/// builds SQLite files only, so PostgreSQL gets the demo by export and import.
+fn demo(db: TestDb) -> TestDb {
+    if db.is_postgres() {
+        let file = demo(TestDb::new());
+        let dump = db.sibling("demo.jsonl");
+        let dump = dump.to_str().expect("utf-8 temp path");
+        file.run(&["export", "--out", dump]).ok();
+        db.run(&["import", dump]).ok();
+    } else {
+        db.run(&["demo", "--no-tui"]).ok();
+    }
     db
 }
 
@@ -49,6 +58,7 @@ fn under_umask_022(home: &Path, args: &[&str]) -> Command {
 
 // ---- 2. A missing database: the hint names the file; the default is created by the UI ----
 
+// SQLite only: a missing file and its `init` hint.
 #[test]
 fn a_missing_named_database_gets_an_init_hint_for_that_very_file() {
     let db = TestDb::named("my memory.db");
@@ -72,6 +82,7 @@ fn a_missing_named_database_gets_an_init_hint_for_that_very_file() {
     );
 }
 
+// SQLite only: the default database is a file, made private.
 #[test]
 fn bare_memscope_creates_the_default_database_and_welcomes() {
     let Some(t) = Tmux::shell(100, 30) else {
@@ -107,7 +118,16 @@ fn bare_memscope_creates_the_default_database_and_welcomes() {
 
 #[test]
 fn dry_run_states_exactly_what_the_delete_then_destroys() {
-    let db = demo();
+    dry_run_states_exactly_what_the_delete_then_destroys_on(TestDb::new());
+}
+
+#[test]
+fn dry_run_states_exactly_what_the_delete_then_destroys_on_postgres() {
+    on_postgres(dry_run_states_exactly_what_the_delete_then_destroys_on);
+}
+
+fn dry_run_states_exactly_what_the_delete_then_destroys_on(db: TestDb) {
+    let db = demo(db);
     let before = db.fingerprint();
     let text = db.run(&["delete", "--subject", U, "--dry-run"]).ok();
     let preview = db.json(&["delete", "--subject", U, "--dry-run", "--json"]);
@@ -161,7 +181,16 @@ fn dry_run_states_exactly_what_the_delete_then_destroys() {
 
 #[test]
 fn deleting_more_than_one_identity_without_a_terminal_needs_yes() {
-    let db = demo();
+    deleting_more_than_one_identity_without_a_terminal_needs_yes_on(TestDb::new());
+}
+
+#[test]
+fn deleting_more_than_one_identity_without_a_terminal_needs_yes_on_postgres() {
+    on_postgres(deleting_more_than_one_identity_without_a_terminal_needs_yes_on);
+}
+
+fn deleting_more_than_one_identity_without_a_terminal_needs_yes_on(db: TestDb) {
+    let db = demo(db);
     let before = db.fingerprint();
     for args in [
         vec!["delete", "--subject", U],
@@ -191,10 +220,19 @@ fn deleting_more_than_one_identity_without_a_terminal_needs_yes() {
 
 #[test]
 fn a_terminal_is_asked_before_more_than_one_identity_goes() {
+    a_terminal_is_asked_before_more_than_one_identity_goes_on(TestDb::new());
+}
+
+#[test]
+fn a_terminal_is_asked_before_more_than_one_identity_goes_on_postgres() {
+    on_postgres(a_terminal_is_asked_before_more_than_one_identity_goes_on);
+}
+
+fn a_terminal_is_asked_before_more_than_one_identity_goes_on(db: TestDb) {
     let Some(t) = Tmux::shell(120, 40) else {
         return;
     };
-    let db = demo();
+    let db = demo(db);
     let before = db.fingerprint();
     let delete = format!(
         "{BIN} --db {} delete --subject {U}; echo \"EXIT:$?\"",
@@ -231,6 +269,7 @@ fn commands(cmd: &clap::Command, path: Vec<String>, out: &mut Vec<(Vec<String>, 
     }
 }
 
+// Opens no database: nothing to run on PostgreSQL.
 #[test]
 fn every_flag_has_help_and_every_command_ends_with_an_example() {
     let root = memscope::cli::command();
@@ -278,7 +317,16 @@ fn every_flag_has_help_and_every_command_ends_with_an_example() {
 
 #[test]
 fn a_usage_error_names_the_help_of_its_command() {
-    let db = TestDb::new();
+    a_usage_error_names_the_help_of_its_command_on(TestDb::new());
+}
+
+#[test]
+fn a_usage_error_names_the_help_of_its_command_on_postgres() {
+    on_postgres(a_usage_error_names_the_help_of_its_command_on);
+}
+
+fn a_usage_error_names_the_help_of_its_command_on(db: TestDb) {
+    let before = db.is_postgres().then(|| db.fingerprint());
     let write = |extra: &[&'static str]| {
         let mut a = args_for(
             "write",
@@ -314,7 +362,11 @@ fn a_usage_error_names_the_help_of_its_command() {
         let r = db.run(&args);
         r.fails_with(2, &words);
     }
-    assert!(!db.path.exists(), "usage errors create nothing");
+    // Usage errors create nothing: no file, nor a change on PostgreSQL (created by the fixture).
+    match before {
+        Some(before) => assert_eq!(db.fingerprint(), before, "usage errors change nothing"),
+        None => assert!(!db.path.exists(), "usage errors create nothing"),
+    }
     // memscope's own usage errors name the command's help too.
     db.run(&write(&["--value-json", "{bad"]))
         .fails_with(2, &["`memscope write --help`", "--value-json"]);
@@ -322,6 +374,7 @@ fn a_usage_error_names_the_help_of_its_command() {
 
 // ---- 16. Version, completions, manual page ----
 
+// Opens no database: nothing to run on PostgreSQL.
 #[test]
 fn version_names_the_schema() {
     let r = Run::from_output(
@@ -341,6 +394,7 @@ fn version_names_the_schema() {
     );
 }
 
+// Opens no database: nothing to run on PostgreSQL.
 #[test]
 fn completions_for_four_shells_and_a_manual_page() {
     let dir = tempfile::tempdir().unwrap();
@@ -384,6 +438,7 @@ fn completions_for_four_shells_and_a_manual_page() {
 
 // ---- 17. A private database ----
 
+// SQLite only: the modes of the database file, its -wal and -shm.
 #[test]
 fn the_database_its_wal_and_shm_and_new_folders_are_private() {
     let home = tempfile::tempdir().unwrap();
@@ -440,7 +495,16 @@ fn the_database_its_wal_and_shm_and_new_folders_are_private() {
 
 #[test]
 fn export_files_are_private() {
-    let db = demo();
+    export_files_are_private_on(TestDb::new());
+}
+
+#[test]
+fn export_files_are_private_on_postgres() {
+    on_postgres(export_files_are_private_on);
+}
+
+fn export_files_are_private_on(db: TestDb) {
+    let db = demo(db);
     let out = db.sibling("backup.jsonl");
     let run = |out: &Path| {
         let o = under_umask_022(
@@ -470,9 +534,10 @@ fn export_files_are_private() {
         .contains("memscope_export"));
 }
 
+// SQLite only: the permissions of the database file and its folder.
 #[test]
 fn check_names_a_readable_database_or_folder_with_the_chmod_that_fixes_it() {
-    let db = demo();
+    let db = demo(TestDb::new());
     // Temporary folders are made 0755; this one starts private.
     std::fs::set_permissions(db.dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let (code, report) = db.check();
@@ -518,6 +583,7 @@ fn check_names_a_readable_database_or_folder_with_the_chmod_that_fixes_it() {
     assert_eq!(mode(&db.path), 0o600);
 }
 
+// SQLite only: the database is a file (and a -wal) an export could overwrite.
 #[test]
 fn export_refuses_to_write_over_the_database_itself() {
     let db = TestDb::new();

@@ -1,7 +1,8 @@
 //! `memscope mcp` arguments: flags, environment variables, `--repo auto` against real git
 //! checkouts, refusals as one sentence with exit 2 — and a raw JSON-RPC session on the real
 //! binary showing that the context reaches the tools and that malformed input does not end the
-//! session.
+//! session. What runs the binary on a database runs on a SQLite file and again on PostgreSQL
+//! (`…_on_postgres`).
 
 use crate::support::mcp_session::{assert_rpc_error, tool_text, RawSession};
 use crate::support::*;
@@ -63,6 +64,7 @@ fn args(subject: Option<&str>, repo: Option<&str>, task: Option<&str>) -> McpArg
     }
 }
 
+// Opens no database: nothing to run on PostgreSQL.
 #[test]
 fn flags_win_over_environment_and_empty_variables_count_as_unset() {
     let cwd = std::env::temp_dir();
@@ -94,6 +96,7 @@ fn flags_win_over_environment_and_empty_variables_count_as_unset() {
     assert_eq!((ctx.repo, ctx.task, ctx.agent), (None, None, None));
 }
 
+// Opens no database: nothing to run on PostgreSQL.
 #[test]
 fn bad_context_is_refused_with_a_sentence_naming_its_origin() {
     let cwd = std::env::temp_dir();
@@ -119,6 +122,7 @@ fn bad_context_is_refused_with_a_sentence_naming_its_origin() {
     assert_eq!(err.lines().count(), 1, "one sentence: {err}");
 }
 
+// Opens no database: nothing to run on PostgreSQL.
 #[test]
 fn repo_auto_takes_the_origin_remote_name() {
     for url in [
@@ -140,6 +144,7 @@ fn repo_auto_takes_the_origin_remote_name() {
     }
 }
 
+// Opens no database: nothing to run on PostgreSQL.
 #[test]
 fn repo_auto_falls_back_to_the_top_level_folder_name() {
     let (_tmp, dir) = checkout("web-app", None);
@@ -149,6 +154,7 @@ fn repo_auto_falls_back_to_the_top_level_folder_name() {
     assert_eq!(repo_from_git(&dir2).as_deref(), Ok("new-project"));
 }
 
+// Opens no database: nothing to run on PostgreSQL.
 #[test]
 fn repo_auto_outside_a_checkout_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
@@ -174,7 +180,16 @@ fn mcp_cmd(db: &TestDb, cwd: &Path, args: &[&str]) -> Command {
 
 #[test]
 fn the_binary_refuses_a_missing_subject_or_a_repo_it_cannot_find() {
-    let db = TestDb::new();
+    the_binary_refuses_a_missing_subject_or_a_repo_it_cannot_find_on(TestDb::new());
+}
+
+#[test]
+fn the_binary_refuses_a_missing_subject_or_a_repo_it_cannot_find_on_postgres() {
+    on_postgres(the_binary_refuses_a_missing_subject_or_a_repo_it_cannot_find_on);
+}
+
+fn the_binary_refuses_a_missing_subject_or_a_repo_it_cannot_find_on(db: TestDb) {
+    let before = db.is_postgres().then(|| db.fingerprint());
     let tmp = tempfile::tempdir().unwrap();
     let run = |c: &mut Command| {
         let o = c.output().expect("spawn memscope mcp");
@@ -205,16 +220,28 @@ fn the_binary_refuses_a_missing_subject_or_a_repo_it_cannot_find() {
 
     let (code, _, stderr) = run(&mut mcp_cmd(&db, tmp.path(), &["--bogus"]));
     assert_eq!(code, 2, "{stderr}");
-    assert!(!db.path.exists(), "a refused start creates no database");
+    // A refused start creates no file, nor changes PostgreSQL (created by the fixture).
+    match before {
+        Some(before) => assert_eq!(db.fingerprint(), before, "a refused start changes nothing"),
+        None => assert!(!db.path.exists(), "a refused start creates no database"),
+    }
 }
 
 #[test]
 fn repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session() {
+    repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session_on(TestDb::new());
+}
+
+#[test]
+fn repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session_on_postgres() {
+    on_postgres(repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session_on);
+}
+
+fn repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session_on(db: TestDb) {
     let (_tmp, dir) = checkout(
         "checkout-folder",
         Some("git@github.com:acme/legacy-dashboard.git"),
     );
-    let db = TestDb::new();
     let mut cmd = mcp_cmd(&db, &dir.join("src"), &["--repo", "auto"]);
     cmd.env("MEMSCOPE_SUBJECT", "user:42");
     let mut s = RawSession::start(cmd);
@@ -288,6 +315,7 @@ fn repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session() {
     db.assert_check_ok();
 }
 
+// SQLite only: a purge truncating the WAL while a session idles, the words looked for on disk.
 #[test]
 fn the_server_holds_no_read_transaction_while_idle() {
     // A delete elsewhere must be able to truncate the WAL while a session sits idle.
@@ -339,15 +367,27 @@ fn the_server_holds_no_read_transaction_while_idle() {
 
 /// `[[…[1]…]]`, `levels` deep.
 fn nested(levels: usize) -> Value {
-    let text = format!("{}1{}", "[".repeat(levels), "]".repeat(levels));
-    let mut de = serde_json::Deserializer::from_str(&text);
+    deep_json(&format!("{}1{}", "[".repeat(levels), "]".repeat(levels)))
+}
+
+/// `text` as JSON, however deep (serde_json stops at 128 levels by default).
+fn deep_json(text: &str) -> Value {
+    let mut de = serde_json::Deserializer::from_str(text);
     de.disable_recursion_limit();
     serde::Deserialize::deserialize(&mut de).expect("nested JSON")
 }
 
 #[test]
 fn every_request_gets_an_answer_however_deep_or_misshapen() {
-    let db = TestDb::new();
+    every_request_gets_an_answer_however_deep_or_misshapen_on(TestDb::new());
+}
+
+#[test]
+fn every_request_gets_an_answer_however_deep_or_misshapen_on_postgres() {
+    on_postgres(every_request_gets_an_answer_however_deep_or_misshapen_on);
+}
+
+fn every_request_gets_an_answer_however_deep_or_misshapen_on(db: TestDb) {
     let tmp = tempfile::tempdir().unwrap();
     let mut s = RawSession::start(mcp_cmd(&db, tmp.path(), &["--subject", "user:42"]));
     s.initialize();
@@ -401,14 +441,20 @@ fn every_request_gets_an_answer_however_deep_or_misshapen() {
     let (code, _) = s.finish();
     assert_eq!(code, 0);
 
-    // (`list --json` would print the deep value 129 levels deep: read the rows with SQL.)
-    let rows: Vec<(String, Option<String>, String)> = db.sql_rows(
-        "SELECT predicate, raw, value FROM memories ORDER BY predicate",
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    );
+    // (`list --json` prints the deep value 129 levels deep: past serde_json's default limit.)
+    let listed = deep_json(&db.run(&["list", "--json"]).ok().stdout);
+    let rows: Vec<(&Value, &Value, &Value)> = listed
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|r| (&r["predicate"], &r["raw"], &r["value"]))
+        .collect();
     assert_eq!(rows.len(), 2, "{rows:?}");
     assert_eq!(rows[0].0, "deep_ok");
-    assert_eq!(rows[0].2, nested(127).to_string());
-    assert_eq!((rows[1].0.as_str(), &rows[1].1), ("editor", &None));
+    assert_eq!(rows[0].2, &nested(127));
+    assert_eq!(
+        (rows[1].0, rows[1].1),
+        (&Value::from("editor"), &Value::Null)
+    );
     db.assert_check_ok();
 }

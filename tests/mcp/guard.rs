@@ -1,7 +1,8 @@
 //! The scope guard through the official Python MCP SDK (`tests/mcp_guard.py`): an agent in
 //! `legacy-dashboard` that stores the first seed article's repo rule as `global` is told its
 //! write waits for a human, and the database shows pnpm untouched, the item queued with its
-//! evidence, the invariants intact (README, "The scope guard").
+//! evidence, the invariants intact (README, "The scope guard"). On a SQLite file and again on
+//! PostgreSQL.
 
 use crate::support::*;
 use serde_json::Value;
@@ -10,7 +11,15 @@ const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_guard.py");
 
 #[test]
 fn the_incident_replayed_by_an_agent_in_the_repo_is_queued_not_applied() {
-    let db = TestDb::new();
+    the_incident_replayed_by_an_agent_in_the_repo_is_queued_not_applied_on(TestDb::new());
+}
+
+#[test]
+fn the_incident_replayed_by_an_agent_in_the_repo_is_queued_not_applied_on_postgres() {
+    on_postgres(the_incident_replayed_by_an_agent_in_the_repo_is_queued_not_applied_on);
+}
+
+fn the_incident_replayed_by_an_agent_in_the_repo_is_queued_not_applied_on(db: TestDb) {
     let (stdout, _) = run_python_mcp_client(CLIENT, &db.path, "the Python MCP client");
     let facts: Value = serde_json::from_str(stdout.trim()).expect("the client's facts");
     let told = facts["incident"]["text"].as_str().unwrap();

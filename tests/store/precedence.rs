@@ -1,5 +1,6 @@
 //! Reading is precedence, not recency (README, "resolve"): task beats repo beats global, a repo rule never
 //! leaks into another repo, and `resolve --json` explains the chain it considered.
+//! Each test runs on a SQLite file and again on PostgreSQL (`…_on_postgres`).
 
 use crate::support::*;
 use serde_json::{json, Value};
@@ -8,8 +9,7 @@ const U: &str = "user:42";
 const PM: &str = "package_manager";
 
 /// global pnpm, legacy-dashboard npm, one task that must not install anything.
-fn seeded() -> TestDb {
-    let db = TestDb::new();
+fn seeded(db: TestDb) -> TestDb {
     db.write(U, PM, "pnpm", "global", "thread:17/message:86");
     db.write(
         U,
@@ -46,7 +46,16 @@ fn chain(r: &Value) -> Vec<(String, bool, bool, Value)> {
 
 #[test]
 fn task_beats_repo_beats_global() {
-    let db = seeded();
+    task_beats_repo_beats_global_on(TestDb::new());
+}
+
+#[test]
+fn task_beats_repo_beats_global_on_postgres() {
+    on_postgres(task_beats_repo_beats_global_on);
+}
+
+fn task_beats_repo_beats_global_on(db: TestDb) {
+    let db = seeded(db);
     // The three situations of the first article.
     let new_project = db.resolve(U, PM, &["--repo", "brand-new-app"]);
     assert_eq!(new_project["value"], "pnpm");
@@ -97,7 +106,16 @@ fn task_beats_repo_beats_global() {
 
 #[test]
 fn a_repo_rule_never_leaks_into_another_repo() {
-    let db = seeded();
+    a_repo_rule_never_leaks_into_another_repo_on(TestDb::new());
+}
+
+#[test]
+fn a_repo_rule_never_leaks_into_another_repo_on_postgres() {
+    on_postgres(a_repo_rule_never_leaks_into_another_repo_on);
+}
+
+fn a_repo_rule_never_leaks_into_another_repo_on(db: TestDb) {
+    let db = seeded(db);
     for other in [
         "web-app",
         "legacy-dashboard-v2",
@@ -122,7 +140,16 @@ fn a_repo_rule_never_leaks_into_another_repo() {
 
 #[test]
 fn the_latest_write_never_outranks_the_scope_that_applies() {
-    let db = seeded();
+    the_latest_write_never_outranks_the_scope_that_applies_on(TestDb::new());
+}
+
+#[test]
+fn the_latest_write_never_outranks_the_scope_that_applies_on_postgres() {
+    on_postgres(the_latest_write_never_outranks_the_scope_that_applies_on);
+}
+
+fn the_latest_write_never_outranks_the_scope_that_applies_on(db: TestDb) {
+    let db = seeded(db);
     // A newer global change does not override the older repo rule inside the repo.
     let out = db.write(U, PM, "yarn", "global", "thread:40/message:1");
     assert_eq!(out["outcome"], "superseded");
@@ -138,7 +165,16 @@ fn the_latest_write_never_outranks_the_scope_that_applies() {
 
 #[test]
 fn resolve_json_has_the_contract_shape() {
-    let db = seeded();
+    resolve_json_has_the_contract_shape_on(TestDb::new());
+}
+
+#[test]
+fn resolve_json_has_the_contract_shape_on_postgres() {
+    on_postgres(resolve_json_has_the_contract_shape_on);
+}
+
+fn resolve_json_has_the_contract_shape_on(db: TestDb) {
+    let db = seeded(db);
     let r = db.resolve(U, "Package Manager", &["--repo", "legacy-dashboard"]);
     for key in RESOLUTION_KEYS {
         assert!(r.get(key).is_some(), "resolve --json lacks {key}: {r:#}");
@@ -167,7 +203,16 @@ fn resolve_json_has_the_contract_shape() {
 
 #[test]
 fn resolve_that_finds_nothing_exits_zero_with_found_false() {
-    let db = seeded();
+    resolve_that_finds_nothing_exits_zero_with_found_false_on(TestDb::new());
+}
+
+#[test]
+fn resolve_that_finds_nothing_exits_zero_with_found_false_on_postgres() {
+    on_postgres(resolve_that_finds_nothing_exits_zero_with_found_false_on);
+}
+
+fn resolve_that_finds_nothing_exits_zero_with_found_false_on(db: TestDb) {
+    let db = seeded(db);
     let r = db.run(&args_for(
         "resolve",
         U,
@@ -195,7 +240,16 @@ fn resolve_that_finds_nothing_exits_zero_with_found_false() {
 
 #[test]
 fn a_deleted_repo_rule_falls_back_to_the_default_and_says_so() {
-    let db = seeded();
+    a_deleted_repo_rule_falls_back_to_the_default_and_says_so_on(TestDb::new());
+}
+
+#[test]
+fn a_deleted_repo_rule_falls_back_to_the_default_and_says_so_on_postgres() {
+    on_postgres(a_deleted_repo_rule_falls_back_to_the_default_and_says_so_on);
+}
+
+fn a_deleted_repo_rule_falls_back_to_the_default_and_says_so_on(db: TestDb) {
+    let db = seeded(db);
     db.run(&args_for(
         "delete",
         U,
@@ -213,7 +267,16 @@ fn a_deleted_repo_rule_falls_back_to_the_default_and_says_so() {
 
 #[test]
 fn resolve_rejects_a_malformed_context_as_a_usage_error() {
-    let db = seeded();
+    resolve_rejects_a_malformed_context_as_a_usage_error_on(TestDb::new());
+}
+
+#[test]
+fn resolve_rejects_a_malformed_context_as_a_usage_error_on_postgres() {
+    on_postgres(resolve_rejects_a_malformed_context_as_a_usage_error_on);
+}
+
+fn resolve_rejects_a_malformed_context_as_a_usage_error_on(db: TestDb) {
+    let db = seeded(db);
     db.run(&args_for("resolve", U, PM, &["--repo", "two words"]))
         .fails_with(2, &["whitespace"]);
 }

@@ -1,5 +1,6 @@
 //! The five scenarios at the end of the first seed article ("上线前，用这五个场景检查更新逻辑"),
-//! each driven through the real `memscope` binary on a real database file.
+//! each driven through the real `memscope` binary on a real database file and again on
+//! PostgreSQL (`…_on_postgres`).
 
 use crate::support::*;
 use serde_json::{json, Value};
@@ -8,8 +9,7 @@ const U: &str = "user:42";
 const PM: &str = "package_manager";
 
 /// A database in which user:42's package manager is pnpm at global (thread 17, no words).
-fn pnpm_at_global() -> TestDb {
-    let db = TestDb::new();
+fn pnpm_at_global(db: TestDb) -> TestDb {
     db.write(U, PM, "pnpm", "global", "thread:17/message:86");
     db
 }
@@ -17,7 +17,15 @@ fn pnpm_at_global() -> TestDb {
 /// 再次说「新项目默认用 pnpm」→ 不产生重复记录，只更新确认时间或来源。
 #[test]
 fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
-    let db = TestDb::new();
+    s1_repeated_pnpm_default_is_confirmed_not_duplicated_on(TestDb::new());
+}
+
+#[test]
+fn s1_repeated_pnpm_default_is_confirmed_not_duplicated_on_postgres() {
+    on_postgres(s1_repeated_pnpm_default_is_confirmed_not_duplicated_on);
+}
+
+fn s1_repeated_pnpm_default_is_confirmed_not_duplicated_on(db: TestDb) {
     let first = db.write_first_default();
     assert_eq!(first["outcome"], "inserted");
     assert_eq!(first["version"], 1);
@@ -51,10 +59,10 @@ fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
         db.sql_i64("SELECT count(*) FROM memories WHERE subject = 'user:42'"),
         1
     );
-    let confirmed_source: String = db.sql_one(
+    let confirmed_source = db.sql_text(
         "SELECT confirmed_source FROM memories WHERE subject = 'user:42' AND predicate = 'package_manager'",
     );
-    assert_eq!(confirmed_source, "thread:19/message:3");
+    assert_eq!(confirmed_source.as_deref(), Some("thread:19/message:3"));
 
     let hist = db.history(U, PM, Some("global"));
     assert_eq!(events(&hist), ["set", "confirmed"]);
@@ -77,7 +85,15 @@ fn s1_repeated_pnpm_default_is_confirmed_not_duplicated() {
 /// Sameness of values: trimmed, case folded, inner whitespace collapsed, object keys unordered.
 #[test]
 fn s1_the_same_value_in_another_spelling_is_a_confirmation() {
-    let db = TestDb::new();
+    s1_the_same_value_in_another_spelling_is_a_confirmation_on(TestDb::new());
+}
+
+#[test]
+fn s1_the_same_value_in_another_spelling_is_a_confirmation_on_postgres() {
+    on_postgres(s1_the_same_value_in_another_spelling_is_a_confirmation_on);
+}
+
+fn s1_the_same_value_in_another_spelling_is_a_confirmation_on(db: TestDb) {
     let first = db.write_with(
         (U, "indentation"),
         ValueArg::Json(r#"{"style": "Spaces", "width": 2, "备注": "两个  空格"}"#),
@@ -111,7 +127,16 @@ fn s1_the_same_value_in_another_spelling_is_a_confirmation() {
 /// 在 `legacy-dashboard` 中说「这里用 npm ci」→ 新增仓库规则，不修改用户默认值。
 #[test]
 fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default() {
-    let db = pnpm_at_global();
+    s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default_on(TestDb::new());
+}
+
+#[test]
+fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default_on_postgres() {
+    on_postgres(s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default_on);
+}
+
+fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default_on(db: TestDb) {
+    let db = pnpm_at_global(db);
     let global_before = db.list(&["--scope", "global"]);
     let words = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。";
 
@@ -149,7 +174,15 @@ fn s2_legacy_dashboard_npm_rule_adds_a_repo_record_and_keeps_the_default() {
 /// 明确说「以后新项目改用 npm」→ 用户默认值更新，旧值可追溯但不再参与当前读取。
 #[test]
 fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only() {
-    let db = TestDb::new();
+    s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only_on(TestDb::new());
+}
+
+#[test]
+fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only_on_postgres() {
+    on_postgres(s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only_on);
+}
+
+fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only_on(db: TestDb) {
     db.write_the_first_article();
     let repo_before = db.list(&["--scope", "repo:legacy-dashboard"]);
 
@@ -204,7 +237,16 @@ fn s3_explicit_global_change_supersedes_and_keeps_the_old_value_in_history_only(
 /// 只说「以后都用 npm」但上下文无法确定范围 → 不静默覆盖，先确认是全局还是当前仓库。
 #[test]
 fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
-    let db = pnpm_at_global();
+    s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen_on(TestDb::new());
+}
+
+#[test]
+fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen_on_postgres() {
+    on_postgres(s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen_on);
+}
+
+fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen_on(db: TestDb) {
+    let db = pnpm_at_global(db);
     let before = db.list(&[]);
 
     let out = db.ask_npm();
@@ -273,7 +315,16 @@ fn s4_ambiguous_write_waits_for_a_human_then_lands_where_chosen() {
 /// the resolution comes out `stale` and the newer value stands.
 #[test]
 fn s4_a_resolution_can_itself_come_out_stale() {
-    let db = pnpm_at_global();
+    s4_a_resolution_can_itself_come_out_stale_on(TestDb::new());
+}
+
+#[test]
+fn s4_a_resolution_can_itself_come_out_stale_on_postgres() {
+    on_postgres(s4_a_resolution_can_itself_come_out_stale_on);
+}
+
+fn s4_a_resolution_can_itself_come_out_stale_on(db: TestDb) {
+    let db = pnpm_at_global(db);
     let out = db.ask_npm();
     let id = out["pending_id"].as_i64().expect("pending_id");
 
@@ -301,7 +352,16 @@ fn s4_a_resolution_can_itself_come_out_stale() {
 
 #[test]
 fn s4_rejecting_a_pending_item_writes_nothing() {
-    let db = pnpm_at_global();
+    s4_rejecting_a_pending_item_writes_nothing_on(TestDb::new());
+}
+
+#[test]
+fn s4_rejecting_a_pending_item_writes_nothing_on_postgres() {
+    on_postgres(s4_rejecting_a_pending_item_writes_nothing_on);
+}
+
+fn s4_rejecting_a_pending_item_writes_nothing_on(db: TestDb) {
+    let db = pnpm_at_global(db);
     let before = db.fingerprint();
     let out = db.write_ambiguous(
         U,
@@ -334,7 +394,15 @@ fn s4_rejecting_a_pending_item_writes_nothing() {
 /// later writes are rejected until `restore`.
 #[test]
 fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore() {
-    let db = TestDb::new();
+    s5_deleting_the_package_manager_preference_removes_every_copy_until_restore_on(TestDb::new());
+}
+
+#[test]
+fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore_on_postgres() {
+    on_postgres(s5_deleting_the_package_manager_preference_removes_every_copy_until_restore_on);
+}
+
+fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore_on(db: TestDb) {
     db.write_first_default();
     db.write_with(
         (U, PM),

@@ -452,10 +452,40 @@ impl TestDb {
         .expect("open the database read-only")
     }
 
-    /// One integer from SQL.
+    /// Whether this database is a PostgreSQL address (see [`postgres_test_db`]), not a file.
+    pub fn is_postgres(&self) -> bool {
+        let path = self.path.to_string_lossy().to_ascii_lowercase();
+        path.starts_with("postgres://") || path.starts_with("postgresql://")
+    }
+
+    /// One integer from SQL, on either backend.
     #[track_caller]
     pub fn sql_i64(&self, sql: &str) -> i64 {
-        self.sql_one(sql)
+        if self.is_postgres() {
+            self.pg_row(sql).get(0)
+        } else {
+            self.sql_one(sql)
+        }
+    }
+
+    /// One text (or NULL) from SQL, on either backend.
+    #[track_caller]
+    pub fn sql_text(&self, sql: &str) -> Option<String> {
+        if self.is_postgres() {
+            self.pg_row(sql).get(0)
+        } else {
+            self.sql_one(sql)
+        }
+    }
+
+    /// The one row `sql` returns on this PostgreSQL database.
+    #[track_caller]
+    fn pg_row(&self, sql: &str) -> postgres::Row {
+        let mut client = postgres::Client::connect(self.path_str(), postgres::NoTls)
+            .expect("the test database answers");
+        client
+            .query_one(sql, &[])
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
     /// Every row a SQL query returns, each read by `row`.
@@ -868,6 +898,14 @@ pub fn postgres_test_db() -> Option<(TestDb, PostgresDropper)> {
     let db = TestDb::at(PathBuf::from(format!("{base}/{name}")));
     db.run(&["init"]).ok();
     Some((db, PostgresDropper { server, name }))
+}
+
+/// Runs `body` on a fresh PostgreSQL database of its own ([`postgres_test_db`]): the
+/// PostgreSQL side of a test whose SQLite side runs the same body on a file.
+pub fn on_postgres(body: impl FnOnce(TestDb)) {
+    if let Some((db, _drop)) = postgres_test_db() {
+        body(db);
+    }
 }
 
 /// Drops a [`postgres_test_db`] database when the test ends.
