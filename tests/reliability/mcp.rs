@@ -273,7 +273,7 @@ fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
     .iter()
     .map(|a| a.to_string())
     .collect();
-    let report = stress(&db, "parallel", &args, Duration::from_secs(secs + 120));
+    let report = stress(db, "parallel", &args, Duration::from_secs(secs + 120));
 
     let acked = arr(&report["acknowledged"]);
     let errors = arr(&report["errors"]);
@@ -341,7 +341,7 @@ fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
     let mut lost: Vec<String> = Vec::new();
     let mut history_failures: Vec<String> = Vec::new();
     let mut checked = 0usize;
-    match current_view(&db) {
+    match current_view(db) {
         Err(e) => problems.push(format!(
             "the current view cannot be read after the run: {e}"
         )),
@@ -375,7 +375,7 @@ fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
                 }
                 // Contested: every acknowledged version is in the history with its value.
                 let h = cli(
-                    &db,
+                    db,
                     &args_for(
                         "history",
                         "user:stress",
@@ -489,7 +489,7 @@ fn kill_nine_then_replay(db: &TestDb, backend: &str) {
     .iter()
     .map(|a| a.to_string())
     .collect();
-    let report = stress(&db, "kill", &args, Duration::from_secs(180));
+    let report = stress(db, "kill", &args, Duration::from_secs(180));
     let p1 = &report["phase1"];
     let writes = arr(&report["writes"]);
     let acked = arr(&p1["acknowledged"]);
@@ -593,7 +593,7 @@ fn kill_nine_then_replay(db: &TestDb, backend: &str) {
     }
 
     // Afterwards every write is present with its value.
-    match current_view(&db) {
+    match current_view(db) {
         Err(e) => problems.push(format!(
             "the current view cannot be read after the replay: {e}"
         )),
