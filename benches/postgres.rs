@@ -8,7 +8,8 @@
 //! - single writes from 1 and 8 concurrent writer *processes* through the full write path
 //!   (`PgStore::write`, one transaction each) against raw one-row `INSERT` transactions by the
 //!   same driver at the same concurrency into a plain table of the same columns (target ratio
-//!   ≥ 0.5 at 8 writers);
+//!   ≥ 0.5 at 8 writers); and at 8 writers again while a terminal UI watches the database (its
+//!   change notices sent at every write's commit);
 //! - `apply` of a JSONL batch against a raw multi-row `INSERT` of the same rows (1,000 rows a
 //!   statement, one transaction; target ratio ≥ 0.3).
 //!
@@ -229,10 +230,17 @@ fn main() {
     };
     let writes = env_usize("MEMSCOPE_BENCH_PG_WRITES", 300);
     let lines = env_usize("MEMSCOPE_BENCH_PG_LINES", 20_000);
-    for writers in [1usize, 8] {
+    // The third figure: 8 writers while a terminal UI watches the database (a row in
+    // `watchers`), so every write's statements send their change notice (schema v5).
+    for (writers, watched) in [(1usize, false), (8, false), (8, true)] {
         let mut p = Paired::default();
         for round in 0..3 {
             let db = bench_db(&server, "w");
+            if watched {
+                db.client()
+                    .batch_execute("INSERT INTO watchers (pid, started) VALUES (0, now())")
+                    .expect("a watcher");
+            }
             let (ours, base) = if round % 2 == 0 {
                 let o = processes("write", &db.url, writers, writes);
                 (o, processes("raw", &db.url, writers, writes))
@@ -245,8 +253,9 @@ fn main() {
         let (ours, base) = p.medians();
         let (ratio, spread) = p.ratio();
         println!(
-            "single writes, {writers} writer process(es) × {writes}: write path {ours:.0} writes/s, raw one-row INSERT {base:.0} writes/s, ratio {ratio:.2}{} — {spread}",
-            if writers == 8 { " (target ≥ 0.5)" } else { "" }
+            "single writes, {writers} writer process(es) × {writes}{}: write path {ours:.0} writes/s, raw one-row INSERT {base:.0} writes/s, ratio {ratio:.2}{} — {spread}",
+            if watched { ", a UI watching" } else { "" },
+            if writers == 8 && !watched { " (target ≥ 0.5)" } else { "" }
         );
     }
     let input = jsonl(lines);
