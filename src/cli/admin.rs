@@ -64,10 +64,7 @@ fn init_postgres(address: &postgres::Address) -> Result<i32> {
             format!("{place} already holds memscope's PostgreSQL schema {version} (up to date)")
         }
     };
-    outln!(
-        "{done}; this memscope serves {} from it so far",
-        postgres::SERVED
-    );
+    outln!("{done}; {}", postgres::SERVED);
     Ok(EXIT_OK)
 }
 

@@ -44,15 +44,6 @@ impl AnyStore {
         }
     }
 
-    /// The SQLite store, for what PostgreSQL does not serve yet: there, one sentence naming
-    /// `what`.
-    pub fn sqlite(&mut self, what: &str) -> Result<&mut Store> {
-        match self {
-            AnyStore::Sqlite(s) => Ok(s),
-            AnyStore::Postgres(_) => Err(postgres::not_yet(what)),
-        }
-    }
-
     /// Whether it may only be read: a SQLite file opened read-only; a PostgreSQL standby or a
     /// connection whose transactions are read-only by default.
     pub fn is_read_only(&self) -> bool {

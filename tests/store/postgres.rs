@@ -343,7 +343,9 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
         run.stdout.contains(&format!(
             "created memscope's PostgreSQL schema {}",
             schema::SCHEMA_VERSION
-        )) && run.stdout.contains("serves `write`"),
+        )) && run
+            .stdout
+            .contains("every command runs on it, the terminal UI included"),
         "{run:?}"
     );
     assert!(!run.stdout.contains(&password_of(&db.url)));
@@ -391,15 +393,15 @@ fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     assert_eq!(schema::state(&mut client).unwrap(), schema::State::Current);
     assert_eq!(counts(&mut client), first);
 
-    // A command PostgreSQL does not serve yet connects, then says the truth: which it does.
+    // `demo`, which builds a SQLite file, connects, then says the truth: it needs a file.
     let said = refused(
         &db.url,
         &["demo", "--no-tui"],
         &[
             "holds a memscope schema",
-            "serves only",
-            "`write`",
-            "so far",
+            "builds a SQLite file",
+            "every other command runs on PostgreSQL",
+            "file path with --db",
         ],
     );
     assert!(said.contains(&db.name), "{said}");

@@ -383,20 +383,14 @@ fn io_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io:
     None
 }
 
-/// The commands memscope serves from PostgreSQL so far.
+/// What memscope serves from PostgreSQL (README, "Running on PostgreSQL").
 pub const SERVED: &str =
-    "the terminal UI, `write`, `apply`, `seq`, `resolve` (with --at and --log), `rescope`, `revert`, `list`, `history`, `pending`, `reads`, `delete`, `restore`, `gc`, `suspects`, `alias`, `settings`, `check`, `export`, `import` and `mcp`";
+    "every command runs on it, the terminal UI included (only `demo` builds a SQLite file of its own)";
 
-/// What a command PostgreSQL does not serve yet says.
-pub fn not_yet(what: &str) -> anyhow::Error {
-    anyhow!(
-        "{what} is not served from PostgreSQL yet — this memscope serves {SERVED} there: use a SQLite file path with --db for {what}"
-    )
-}
-
-/// What opening a PostgreSQL address as a store says: it connects first (so a wrong or
-/// unreachable address gets its own sentence), reads the schema's state without writing, and
-/// then says that this memscope cannot serve memory from PostgreSQL yet.
+/// What opening a PostgreSQL address as a SQLite store says (only `demo`, which builds a file,
+/// opens one by the address it is given): it connects first (so a wrong or unreachable address
+/// gets its own sentence), reads the schema's state without writing, and then says that this
+/// command needs a file.
 pub fn not_served(address: &Address) -> anyhow::Error {
     let mut client = match address.connect() {
         Ok(c) => c,
@@ -428,7 +422,7 @@ pub fn not_served(address: &Address) -> anyhow::Error {
         ),
     };
     anyhow!(
-        "the PostgreSQL address reaches {}, which {what}, but this memscope serves only {SERVED} from PostgreSQL so far: use a SQLite file path with --db for this command",
+        "the PostgreSQL address reaches {}, which {what}, but this command builds a SQLite file (every other command runs on PostgreSQL): give it a file path with --db",
         address.describe()
     )
 }

@@ -461,25 +461,7 @@ impl PgStore {
                  ORDER BY scope COLLATE \"C\", subject COLLATE \"C\", predicate COLLATE \"C\"",
                 &[&scope, &subject, &predicate],
             )?;
-            rows.iter()
-                .map(|r| {
-                    let scope: String = r.get(2);
-                    Ok(MemoryRecord {
-                        subject: r.get(0),
-                        predicate: r.get(1),
-                        scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
-                        value: parse_value(&r.get::<_, String>(3), &scope)?,
-                        version: r.get(4),
-                        source: r.get(5),
-                        causal_seq: r.get(6),
-                        raw: r.get(7),
-                        created_at: r.get(8),
-                        updated_at: r.get(9),
-                        confirmed_at: r.get(10),
-                        confirm_count: r.get(11),
-                    })
-                })
-                .collect()
+            rows.iter().map(super::browse::record_from_row).collect()
         })
     }
 
@@ -515,28 +497,7 @@ impl PgStore {
             )?;
             let mut events = rows
                 .iter()
-                .map(|r| {
-                    let json = |i: usize| -> Result<Option<Value>> {
-                        r.get::<_, Option<String>>(i)
-                            .map(|text| parse_value(&text, "history"))
-                            .transpose()
-                    };
-                    Ok(HistoryEvent {
-                        id: r.get(0),
-                        event: r.get(1),
-                        subject: r.get(2),
-                        predicate: r.get(3),
-                        scope: r.get(4),
-                        version: r.get(5),
-                        value: json(6)?,
-                        raw: r.get(7),
-                        source: r.get(8),
-                        causal_seq: r.get(9),
-                        at: r.get(10),
-                        detail: json(11)?,
-                        valid_until: None,
-                    })
-                })
+                .map(super::browse::event_from_row)
                 .collect::<Result<Vec<_>>>()?;
             mark_validity(&mut events);
             Ok(events)
@@ -713,25 +674,7 @@ impl PgStore {
                  ORDER BY at DESC, id DESC LIMIT $5",
                 &[&subject, &predicate, &filter.agent, &since, &limit],
             )?;
-            Ok(rows
-                .iter()
-                .map(|r| ReadRecord {
-                    id: r.get(0),
-                    at: r.get(1),
-                    agent: r.get(2),
-                    subject: r.get(3),
-                    predicate: r.get(4),
-                    repo: r.get(5),
-                    task: r.get(6),
-                    scope: r.get(7),
-                    version: r.get(8),
-                    shadowed: r
-                        .get::<_, Option<String>>(9)
-                        .and_then(|s| serde_json::from_str(&s).ok())
-                        .unwrap_or_default(),
-                    note: r.get(10),
-                })
-                .collect())
+            Ok(rows.iter().map(super::browse::read_from_row).collect())
         })
     }
 
