@@ -414,3 +414,105 @@ fn a_read_only_ui_polls_the_change_mark() {
     assert_ne!(ui.data_version().unwrap(), before);
     assert_eq!(ui.browse_after(&BrowseBound::Start, 10).unwrap().len(), 1);
 }
+
+/// A team's UIs log in as different roles (README, "Roles"): an agent's and a curator's UI
+/// both register (neither may update `watchers`, and neither sees the other session's start
+/// time), neither forgets the other's registration, and both hear a commit.
+#[test]
+fn an_agents_ui_and_a_curators_ui_both_watch() {
+    use super::postgres_roles::{login_url, roles, TestLogin};
+    let Some(server) = server() else { return };
+    let agent = TestLogin::unique(&server, "uiagent");
+    let curator = TestLogin::unique(&server, "uicurator");
+    let (db, mut admin) = FreshDb::prepared(&server);
+    for (flag, login) in [("--agent-login", &agent), ("--curator-login", &curator)] {
+        roles(
+            &db,
+            Some(login),
+            &[flag, &login.name, "--password-from-env", "TEST_LOGIN_PW"],
+        )
+        .ok();
+    }
+    let agents = open_ui(Path::new(&login_url(&db, &agent)), OpenMode::Existing).unwrap();
+    let curators = open_ui(Path::new(&login_url(&db, &curator)), OpenMode::Existing).unwrap();
+    let watchers = |c: &mut postgres::Client| -> i64 {
+        c.query_one("SELECT count(*) FROM watchers", &[])
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(
+        watchers(&mut admin),
+        2,
+        "both registered, neither forgot the other"
+    );
+    let (a0, c0) = (
+        agents.data_version().unwrap(),
+        curators.data_version().unwrap(),
+    );
+    let mut writer = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    writer
+        .write(&super::postgres_write::req(
+            "user:1",
+            "editor",
+            json!("helix"),
+            "global",
+            "test:1",
+        ))
+        .unwrap();
+    let start = Instant::now();
+    while agents.data_version().unwrap() == a0 || curators.data_version().unwrap() == c0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "a UI never heard of the commit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(agents);
+    assert_eq!(watchers(&mut admin), 1);
+    drop(curators);
+    assert_eq!(watchers(&mut admin), 0);
+}
+
+/// A role that may not register in `watchers` (grants made by hand) still opens the UI, which
+/// then reads the change mark: it still sees another connection's commit.
+#[test]
+fn a_role_without_watchers_polls_instead() {
+    use super::postgres_roles::{login_url, roles, TestLogin};
+    let Some(server) = server() else { return };
+    let agent = TestLogin::unique(&server, "uinowatch");
+    let (db, mut admin) = FreshDb::prepared(&server);
+    roles(
+        &db,
+        Some(&agent),
+        &[
+            "--agent-login",
+            &agent.name,
+            "--password-from-env",
+            "TEST_LOGIN_PW",
+        ],
+    )
+    .ok();
+    // This database's table only: the group role's grants elsewhere stay.
+    admin
+        .batch_execute("REVOKE ALL ON watchers FROM memscope_agent")
+        .unwrap();
+    let ui = open_ui(Path::new(&login_url(&db, &agent)), OpenMode::Existing).unwrap();
+    assert!(!ui.is_read_only());
+    let registered: i64 = admin
+        .query_one("SELECT count(*) FROM watchers", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(registered, 0);
+    let before = ui.data_version().unwrap();
+    let mut writer = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    writer
+        .write(&super::postgres_write::req(
+            "user:1",
+            "editor",
+            json!("helix"),
+            "global",
+            "test:1",
+        ))
+        .unwrap();
+    assert_ne!(ui.data_version().unwrap(), before);
+}

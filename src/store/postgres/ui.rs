@@ -23,9 +23,10 @@ use crate::store::{
     BrowseBound, BrowseKey, BrowseRecord, CheckReport, FilterCandidate, HistoryFrom, ReadFilter,
     StoreCounts, Suspect,
 };
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use chrono::{DateTime, Utc};
 use fallible_iterator::FallibleIterator;
+use postgres::error::SqlState;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
@@ -34,6 +35,13 @@ const CHANNEL: &str = "memscope_changed";
 
 /// How long a poll waits for notices that already arrived to be read off the socket.
 const NOTICE_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Why a connection does not watch.
+enum Watch {
+    /// Its role may not register in `watchers`: it reads the change mark instead.
+    NotAllowed,
+    Failed(anyhow::Error),
+}
 
 /// A PostgreSQL database as the UI sees it (module comment).
 pub struct PgUi {
@@ -52,7 +60,7 @@ impl PgUi {
     pub fn open(address: &Address, watch: bool) -> Result<PgUi> {
         let store = PgStore::open(address)?;
         let listens = watch && !store.is_read_only();
-        let ui = PgUi {
+        let mut ui = PgUi {
             store: RefCell::new(store),
             address: address.clone(),
             listens,
@@ -60,24 +68,41 @@ impl PgUi {
             watching_since: Cell::new(None),
         };
         if listens {
-            ui.watch()?;
+            match ui.watch() {
+                Ok(()) => {}
+                // A role not given `watchers` (one made by hand, not by `memscope roles`)
+                // still sees other hosts' commits: by the change mark.
+                Err(Watch::NotAllowed) => ui.listens = false,
+                Err(Watch::Failed(e)) => return Err(e),
+            }
         }
         Ok(ui)
     }
 
     /// Registers this connection as a watcher (and forgets watchers whose connection is gone),
     /// then listens. Done again after a reconnect.
-    fn watch(&self) -> Result<()> {
+    fn watch(&self) -> Result<(), Watch> {
         let mut store = self.store.borrow_mut();
-        let client = store.connection()?;
+        let client = store.connection().map_err(Watch::Failed)?;
+        // Another role's session shows its pid but not its start (NULL) to a role that may
+        // not read all statistics: such a row is kept while its pid lives. The roles may insert
+        // and delete watchers, not update them: this connection's old row goes, a new one comes.
         client.batch_execute(&format!(
-            "DELETE FROM watchers w WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a
-                 WHERE a.pid = w.pid AND a.backend_start = w.started);
+            "DELETE FROM watchers w WHERE w.pid = pg_backend_pid()
+                 OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.pid
+                     AND (a.backend_start IS NULL OR a.backend_start = w.started));
              INSERT INTO watchers (pid, started)
-                 SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid()
-                 ON CONFLICT (pid) DO UPDATE SET started = EXCLUDED.started;
+                 SELECT pid, backend_start FROM pg_stat_activity WHERE pid = pg_backend_pid();
              LISTEN {CHANNEL};"
-        ))?;
+        ))
+        .map_err(|e| match e.code() {
+            Some(c) if *c == SqlState::INSUFFICIENT_PRIVILEGE => Watch::NotAllowed,
+            _ => Watch::Failed(anyhow!(
+                "cannot listen for other hosts' changes on PostgreSQL at {} ({}): check the connection and that the schema is memscope's (`memscope check`)",
+                self.address.describe(),
+                e.as_db_error().map_or_else(|| e.to_string(), |d| d.message().to_string())
+            )),
+        })?;
         self.watching_since.set(Some(store.reconnects()));
         Ok(())
     }
@@ -131,7 +156,10 @@ impl UiStore for PgUi {
         };
         if reconnected {
             // What was committed while the connection was down was never announced.
-            self.watch()?;
+            match self.watch() {
+                Ok(()) | Err(Watch::NotAllowed) => {}
+                Err(Watch::Failed(e)) => return Err(e),
+            }
             self.notices.set(self.notices.get() + 1);
         }
         let mut store = self.store.borrow_mut();
