@@ -265,17 +265,49 @@ impl Db<'_> {
     /// A write through the real write path on a connection of its own, as another process
     /// would make it (on PostgreSQL at the server's time, not the fixed clock).
     pub fn write(&self, json: &str) {
+        let req = memscope::model::WriteRequest::from_json_line(json).expect("a valid request");
+        self.commands().write(&req).expect("the write lands");
+    }
+
+    /// Another connection to the same database with the UI's reads and curations, as another
+    /// process would have (on SQLite at the fixed clock): what a test checks after the session
+    /// acted, and what it changes behind the session's back.
+    pub fn store(&self) -> Box<dyn UiStore> {
         match self {
-            Db::Sqlite(f) => f.write(json),
-            Db::Postgres(pg) => {
-                let req =
-                    memscope::model::WriteRequest::from_json_line(json).expect("a valid request");
-                AnyStore::open(Path::new(&pg.url), OpenMode::Existing)
-                    .expect("the PostgreSQL database opens")
-                    .write(&req)
-                    .expect("the write lands");
-            }
+            Db::Sqlite(f) => Box::new(f.store()),
+            Db::Postgres(pg) => memscope::store::open_ui(Path::new(&pg.url), OpenMode::Existing)
+                .expect("the PostgreSQL database opens"),
         }
+    }
+
+    /// Another connection to the same database with the commands' store (logged reads, single
+    /// pending items), as another process would have (on SQLite at the fixed clock).
+    pub fn commands(&self) -> AnyStore {
+        match self {
+            Db::Sqlite(f) => AnyStore::Sqlite(f.store()),
+            Db::Postgres(pg) => AnyStore::open(Path::new(&pg.url), OpenMode::Existing)
+                .expect("the PostgreSQL database opens"),
+        }
+    }
+}
+
+impl OnPostgres {
+    /// What each other connection to this database is doing (`active`, `idle`, `idle in
+    /// transaction`, …) and its query, read from `pg_stat_activity` by a connection of its own:
+    /// a connection left inside a transaction holds back VACUUM.
+    pub fn other_connections(&self) -> Vec<(String, String)> {
+        let mut client =
+            postgres::Client::connect(&self.url, postgres::NoTls).expect("the test database");
+        client
+            .query(
+                "SELECT coalesce(state, ''), left(query, 200) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .expect("pg_stat_activity answers")
+            .iter()
+            .map(|row| (row.get(0), row.get(1)))
+            .collect()
     }
 }
 

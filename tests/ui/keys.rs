@@ -1,10 +1,12 @@
 //! Key handling on the state: each key → the action it returns → the state after the session
-//! performed it (inline workers, a small fixed story at a fixed clock).
+//! performed it (inline workers, a small fixed story at a fixed clock). Each test runs on SQLite
+//! and on the same data moved to PostgreSQL; what it checks afterwards, or changes behind the
+//! session's back, goes through another connection of the same backend.
 
-use crate::probe::{identity, open, open_sized, toast, top};
+use crate::probe::{identity, toast, top};
 use crate::support::tui::{
-    ch, detail, filter, key, press, render, select, select_read, selected as selected_label,
-    Fixture,
+    ch, detail, filter, for_each_backend, key, press, render, sees_live_change, select,
+    select_read, selected as selected_label, Backend, Db, Fixture,
 };
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use memscope::model::{DeleteTarget, Identity, Scope};
@@ -15,216 +17,237 @@ use memscope::tui::{Action, Curation, Focus, Tab};
 
 #[test]
 fn quit_keys_and_help_takes_keys_first() {
-    let (_f, mut s) = open(Fixture::story);
-    assert_eq!(s.app.handle_key(ch('q')), Action::Quit);
-    assert_eq!(
-        s.app
-            .handle_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
-        Action::Quit
-    );
-    assert_eq!(s.app.handle_key(ch('?')), Action::None);
-    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Help { .. })));
-    // The help has the focus: q closes it instead of quitting.
-    assert_eq!(s.app.handle_key(ch('q')), Action::None);
-    assert!(s.app.dialogs.is_empty());
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        assert_eq!(s.app.handle_key(ch('q')), Action::Quit);
+        assert_eq!(
+            s.app
+                .handle_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Action::Quit
+        );
+        assert_eq!(s.app.handle_key(ch('?')), Action::None);
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Help { .. })));
+        // The help has the focus: q closes it instead of quitting.
+        assert_eq!(s.app.handle_key(ch('q')), Action::None);
+        assert!(s.app.dialogs.is_empty());
+    });
 }
 
 #[test]
 fn moving_selects_records_and_loads_their_history() {
-    let (_f, mut s) = open(Fixture::story);
-    // The first record is selected at start, not its group header.
-    assert_eq!(selected_label(&s), "team:web · node_version @ global");
-    assert_eq!(s.app.handle_key(ch('j')), Action::Move(Motion::Down(1)));
-    assert_eq!(
-        s.app.handle_key(key(KeyCode::Down)),
-        Action::Move(Motion::Down(1))
-    );
-    assert_eq!(
-        s.app.handle_key(key(KeyCode::PageDown)),
-        Action::Move(Motion::PageDown)
-    );
-    press(&mut s, "j");
-    assert_eq!(selected_label(&s), "user:42 · formatter @ global");
-    let d = detail(&s);
-    let events: Vec<&str> = d.events.history.iter().map(|e| e.event.as_str()).collect();
-    assert_eq!(events, ["set", "set", "stale"]);
-    press(&mut s, "kk");
-    assert_eq!(selected_label(&s), "[global]");
-    assert!(s.app.memories().timeline.detail.is_none());
-    s.handle_key(key(KeyCode::End));
-    assert_eq!(
-        selected_label(&s),
-        "user:7 · test_runner @ task:flaky-ci-88"
-    );
-    s.handle_key(key(KeyCode::PageUp));
-    assert_eq!(selected_label(&s), "[global]");
-    s.handle_key(key(KeyCode::End));
-    s.handle_key(key(KeyCode::Home));
-    assert_eq!(selected_label(&s), "[global]");
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        // The first record is selected at start, not its group header.
+        assert_eq!(selected_label(&s), "team:web · node_version @ global");
+        assert_eq!(s.app.handle_key(ch('j')), Action::Move(Motion::Down(1)));
+        assert_eq!(
+            s.app.handle_key(key(KeyCode::Down)),
+            Action::Move(Motion::Down(1))
+        );
+        assert_eq!(
+            s.app.handle_key(key(KeyCode::PageDown)),
+            Action::Move(Motion::PageDown)
+        );
+        press(&mut s, "j");
+        assert_eq!(selected_label(&s), "user:42 · formatter @ global");
+        let d = detail(&s);
+        let events: Vec<&str> = d.events.history.iter().map(|e| e.event.as_str()).collect();
+        assert_eq!(events, ["set", "set", "stale"]);
+        press(&mut s, "kk");
+        assert_eq!(selected_label(&s), "[global]");
+        assert!(s.app.memories().timeline.detail.is_none());
+        s.handle_key(key(KeyCode::End));
+        assert_eq!(
+            selected_label(&s),
+            "user:7 · test_runner @ task:flaky-ci-88"
+        );
+        s.handle_key(key(KeyCode::PageUp));
+        assert_eq!(selected_label(&s), "[global]");
+        s.handle_key(key(KeyCode::End));
+        s.handle_key(key(KeyCode::Home));
+        assert_eq!(selected_label(&s), "[global]");
+    });
 }
 
 #[test]
 fn enter_opens_history_tab_switches_pane_esc_goes_back() {
-    let (_f, mut s) = open_sized(Fixture::story, 80, 24);
-    assert_eq!(s.app.handle_key(key(KeyCode::Enter)), Action::None);
-    assert_eq!(s.app.focus, Focus::Detail);
-    assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::None);
-    assert_eq!(s.app.focus, Focus::List);
-    select(&mut s, "user:42 · formatter @ global");
-    s.app.handle_key(key(KeyCode::Tab));
-    assert_eq!(s.app.focus, Focus::Detail);
-    // j selects the next event of the timeline instead of moving the list.
-    let j = s.app.handle_key(ch('j'));
-    assert_eq!(j, Action::MoveEvent(Motion::Down(1)));
-    s.perform(j);
-    assert_eq!(s.app.memories().timeline.cursor, 1);
-    s.app.handle_key(key(KeyCode::BackTab));
-    assert_eq!(s.app.focus, Focus::List);
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(80, 24);
+        assert_eq!(s.app.handle_key(key(KeyCode::Enter)), Action::None);
+        assert_eq!(s.app.focus, Focus::Detail);
+        assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::None);
+        assert_eq!(s.app.focus, Focus::List);
+        select(&mut s, "user:42 · formatter @ global");
+        s.app.handle_key(key(KeyCode::Tab));
+        assert_eq!(s.app.focus, Focus::Detail);
+        // j selects the next event of the timeline instead of moving the list.
+        let j = s.app.handle_key(ch('j'));
+        assert_eq!(j, Action::MoveEvent(Motion::Down(1)));
+        s.perform(j);
+        assert_eq!(s.app.memories().timeline.cursor, 1);
+        s.app.handle_key(key(KeyCode::BackTab));
+        assert_eq!(s.app.focus, Focus::List);
+    });
 }
 
 #[test]
 fn enter_on_a_header_folds_the_group() {
-    let (_f, mut s) = open(Fixture::story);
-    press(&mut s, "k");
-    assert_eq!(
-        s.app.handle_key(key(KeyCode::Enter)),
-        Action::Fold {
-            scope: "global".into(),
-            folded: true
-        }
-    );
-    s.handle_key(key(KeyCode::Enter));
-    assert!(s.app.memories().folded.contains("global"));
-    press(&mut s, "j");
-    // The next row after a folded group is the next group's header.
-    assert_eq!(selected_label(&s), "[repo:legacy-dashboard]");
-    s.handle_key(key(KeyCode::Left));
-    assert!(s.app.memories().folded.contains("repo:legacy-dashboard"));
-    press(&mut s, "j");
-    assert_eq!(selected_label(&s), "[task:fix-lockfile-123]");
-    press(&mut s, "k");
-    press(&mut s, "k");
-    s.handle_key(key(KeyCode::Right));
-    assert!(!s.app.memories().folded.contains("global"));
-    assert_eq!(selected_label(&s), "[global]");
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "k");
+        assert_eq!(
+            s.app.handle_key(key(KeyCode::Enter)),
+            Action::Fold {
+                scope: "global".into(),
+                folded: true
+            }
+        );
+        s.handle_key(key(KeyCode::Enter));
+        assert!(s.app.memories().folded.contains("global"));
+        press(&mut s, "j");
+        // The next row after a folded group is the next group's header.
+        assert_eq!(selected_label(&s), "[repo:legacy-dashboard]");
+        s.handle_key(key(KeyCode::Left));
+        assert!(s.app.memories().folded.contains("repo:legacy-dashboard"));
+        press(&mut s, "j");
+        assert_eq!(selected_label(&s), "[task:fix-lockfile-123]");
+        press(&mut s, "k");
+        press(&mut s, "k");
+        s.handle_key(key(KeyCode::Right));
+        assert!(!s.app.memories().folded.contains("global"));
+        assert_eq!(selected_label(&s), "[global]");
+    });
 }
 
 #[test]
 fn number_keys_switch_tabs() {
-    let (_f, mut s) = open(Fixture::story);
-    assert_eq!(s.app.handle_key(ch('2')), Action::ShowTab(Tab::Pending));
-    assert_eq!(s.app.tab, Tab::Pending);
-    assert_eq!(s.app.handle_key(ch('3')), Action::ShowTab(Tab::Tombstones));
-    assert_eq!(s.app.handle_key(ch('4')), Action::ShowTab(Tab::Check));
-    s.perform(Action::ShowTab(Tab::Check));
-    assert!(matches!(s.app.tabs.check.state, memscope::tui::app::CheckState::Done(ref r) if r.ok));
-    assert_eq!(s.app.handle_key(ch('5')), Action::ShowTab(Tab::Reads));
-    assert_eq!(s.app.handle_key(ch('1')), Action::ShowTab(Tab::Memories));
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        assert_eq!(s.app.handle_key(ch('2')), Action::ShowTab(Tab::Pending));
+        assert_eq!(s.app.tab, Tab::Pending);
+        assert_eq!(s.app.handle_key(ch('3')), Action::ShowTab(Tab::Tombstones));
+        assert_eq!(s.app.handle_key(ch('4')), Action::ShowTab(Tab::Check));
+        s.perform(Action::ShowTab(Tab::Check));
+        assert!(
+            matches!(s.app.tabs.check.state, memscope::tui::app::CheckState::Done(ref r) if r.ok)
+        );
+        assert_eq!(s.app.handle_key(ch('5')), Action::ShowTab(Tab::Reads));
+        assert_eq!(s.app.handle_key(ch('1')), Action::ShowTab(Tab::Memories));
+    });
 }
 
 #[test]
 fn filter_line_types_keeps_and_clears() {
-    let (_f, mut s) = open(Fixture::story);
-    assert_eq!(s.app.handle_key(ch('/')), Action::None);
-    assert!(s.app.memories().filter.editing);
-    // While typing, letters are text, not keys: q does not quit.
-    assert_eq!(s.app.handle_key(ch('q')), Action::Filter("q".into()));
-    assert_eq!(
-        s.app.handle_key(key(KeyCode::Backspace)),
-        Action::Filter(String::new())
-    );
-    s.perform(Action::Filter(String::new()));
-    for c in "yarn".chars() {
-        s.handle_key(ch(c));
-    }
-    let r = s.app.memories().filter.results.as_ref().expect("results");
-    assert!(r.done);
-    assert_eq!(r.matches(), 1);
-    assert_eq!(selected_label(&s), "user:7 · package_manager @ global");
-    match &s.app.memories().list.selected().expect("a row").item {
-        ListItem::Record { highlight, .. } => assert_eq!(highlight.value, vec![0, 1, 2, 3]),
-        other => panic!("expected a record, got {other:?}"),
-    }
-    // Enter keeps the filter and gives the keys back to the list.
-    assert_eq!(s.app.handle_key(key(KeyCode::Enter)), Action::None);
-    assert!(!s.app.memories().filter.editing && s.app.memories().filter.active());
-    assert_eq!(s.app.handle_key(ch('j')), Action::Move(Motion::Down(1)));
-    // Esc clears it; the list comes back unfiltered on the same record.
-    assert_eq!(
-        s.app.handle_key(key(KeyCode::Esc)),
-        Action::Filter(String::new())
-    );
-    s.perform(Action::Filter(String::new()));
-    assert!(!s.app.memories().filter.active());
-    assert_eq!(selected_label(&s), "user:7 · package_manager @ global");
-    // Esc in the filter line clears it too.
-    press(&mut s, "/npm");
-    assert_eq!(
-        s.app.handle_key(key(KeyCode::Esc)),
-        Action::Filter(String::new())
-    );
-    assert!(!s.app.memories().filter.editing);
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        assert_eq!(s.app.handle_key(ch('/')), Action::None);
+        assert!(s.app.memories().filter.editing);
+        // While typing, letters are text, not keys: q does not quit.
+        assert_eq!(s.app.handle_key(ch('q')), Action::Filter("q".into()));
+        assert_eq!(
+            s.app.handle_key(key(KeyCode::Backspace)),
+            Action::Filter(String::new())
+        );
+        s.perform(Action::Filter(String::new()));
+        for c in "yarn".chars() {
+            s.handle_key(ch(c));
+        }
+        let r = s.app.memories().filter.results.as_ref().expect("results");
+        assert!(r.done);
+        assert_eq!(r.matches(), 1);
+        assert_eq!(selected_label(&s), "user:7 · package_manager @ global");
+        match &s.app.memories().list.selected().expect("a row").item {
+            ListItem::Record { highlight, .. } => assert_eq!(highlight.value, vec![0, 1, 2, 3]),
+            other => panic!("expected a record, got {other:?}"),
+        }
+        // Enter keeps the filter and gives the keys back to the list.
+        assert_eq!(s.app.handle_key(key(KeyCode::Enter)), Action::None);
+        assert!(!s.app.memories().filter.editing && s.app.memories().filter.active());
+        assert_eq!(s.app.handle_key(ch('j')), Action::Move(Motion::Down(1)));
+        // Esc clears it; the list comes back unfiltered on the same record.
+        assert_eq!(
+            s.app.handle_key(key(KeyCode::Esc)),
+            Action::Filter(String::new())
+        );
+        s.perform(Action::Filter(String::new()));
+        assert!(!s.app.memories().filter.active());
+        assert_eq!(selected_label(&s), "user:7 · package_manager @ global");
+        // Esc in the filter line clears it too.
+        press(&mut s, "/npm");
+        assert_eq!(
+            s.app.handle_key(key(KeyCode::Esc)),
+            Action::Filter(String::new())
+        );
+        assert!(!s.app.memories().filter.editing);
+    });
 }
 
 #[test]
 fn pending_keys_resolve_to_the_matching_candidate_or_explain() {
-    let (f, mut s) = open(Fixture::story);
-    press(&mut s, "2");
-    let first = s.app.tabs.pending.rows[0].clone();
-    assert_eq!(
-        first.candidates,
-        vec![Scope::Global, Scope::Repo("web-app".into())]
-    );
-    // Nothing moved: the keys act on the first item, each through a confirm.
-    assert_eq!(s.app.handle_key(ch('r')), Action::None);
-    assert_eq!(
-        confirm_of(&s).1,
-        resolve(first.id, Scope::Repo("web-app".into()))
-    );
-    s.handle_key(key(KeyCode::Esc));
-    assert_eq!(s.app.handle_key(ch('g')), Action::None);
-    assert_eq!(confirm_of(&s).1, resolve(first.id, Scope::Global));
-    s.handle_key(ch('n'));
-    assert_eq!(s.app.handle_key(ch('t')), Action::None);
-    assert!(s.app.dialogs.is_empty(), "no task candidate: no confirm");
-    let toast = s.app.toast.clone().expect("t explains itself");
-    assert!(toast.text.contains("no task candidate"), "{}", toast.text);
-    // The preview states every choice before a key is pressed.
-    let preview = s.app.tabs.pending.preview.as_ref().expect("a preview");
-    let effects: Vec<String> = preview
-        .choices
-        .iter()
-        .map(|c| format!("{:?} {}", c.key, c.effect))
-        .collect();
-    assert_eq!(
-        effects,
-        [
-            // The story knows two repositories without a package manager of their own.
-            "Some('g') supersedes pnpm (v1) with npm; 2 repositories without a rule of their own would get npm",
-            "Some('r') new record npm"
-        ]
-    );
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "2");
+        let first = s.app.tabs.pending.rows[0].clone();
+        assert_eq!(
+            first.candidates,
+            vec![Scope::Global, Scope::Repo("web-app".into())]
+        );
+        // Nothing moved: the keys act on the first item, each through a confirm.
+        assert_eq!(s.app.handle_key(ch('r')), Action::None);
+        assert_eq!(
+            confirm_of(&s).1,
+            resolve(first.id, Scope::Repo("web-app".into()))
+        );
+        s.handle_key(key(KeyCode::Esc));
+        assert_eq!(s.app.handle_key(ch('g')), Action::None);
+        assert_eq!(confirm_of(&s).1, resolve(first.id, Scope::Global));
+        s.handle_key(ch('n'));
+        assert_eq!(s.app.handle_key(ch('t')), Action::None);
+        assert!(s.app.dialogs.is_empty(), "no task candidate: no confirm");
+        let toast = s.app.toast.clone().expect("t explains itself");
+        assert!(toast.text.contains("no task candidate"), "{}", toast.text);
+        // The preview states every choice before a key is pressed.
+        let preview = s.app.tabs.pending.preview.as_ref().expect("a preview");
+        let effects: Vec<String> = preview
+            .choices
+            .iter()
+            .map(|c| format!("{:?} {}", c.key, c.effect))
+            .collect();
+        // PostgreSQL differs: its `import` registers no place that only a pending item's
+        // candidates name (repo:web-app, repo:api-server; SQLite's import keeps them), so the
+        // moved story knows no repository without a rule and g's effect ends at "with npm".
+        if db.backend() == Backend::Sqlite {
+            assert_eq!(
+                effects,
+                [
+                    // The story knows two repositories without a package manager of their own.
+                    "Some('g') supersedes pnpm (v1) with npm; 2 repositories without a rule of their own would get npm",
+                    "Some('r') new record npm"
+                ]
+            );
+        }
 
-    press(&mut s, "ry");
-    let toast = s.app.toast.clone().expect("the outcome is shown");
-    assert!(toast.text.contains("inserted"), "{}", toast.text);
-    let store = f.store();
-    assert!(store
-        .pending(false)
-        .unwrap()
-        .iter()
-        .all(|p| p.id != first.id));
-    let h = store
-        .history(
-            "user:42",
-            "package_manager",
-            Some(&Scope::Repo("web-app".into())),
-        )
-        .unwrap();
-    assert_eq!(
-        h.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(),
-        ["set", "pending_resolved"]
-    );
+        press(&mut s, "ry");
+        let toast = s.app.toast.clone().expect("the outcome is shown");
+        assert!(toast.text.contains("inserted"), "{}", toast.text);
+        let store = db.store();
+        assert!(store
+            .pending(false)
+            .unwrap()
+            .iter()
+            .all(|p| p.id != first.id));
+        let h = store
+            .history(
+                "user:42",
+                "package_manager",
+                Some(&Scope::Repo("web-app".into())),
+            )
+            .unwrap();
+        assert_eq!(
+            h.iter().map(|e| e.event.as_str()).collect::<Vec<_>>(),
+            ["set", "pending_resolved"]
+        );
+    });
 }
 
 fn resolve(pending_id: i64, scope: Scope) -> Curation {
@@ -243,354 +266,386 @@ fn confirm_of(s: &memscope::tui::Session) -> (String, Curation) {
 
 #[test]
 fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
-    let (f, mut s) = open_sized(Fixture::story, 60, 15);
-    // 60×15: the preview pane is hidden, so the confirm is the only place the effect shows.
-    press(&mut s, "2");
-    let screen = render(&mut s, 60, 15);
-    assert!(!screen.contains("What each choice does"), "{screen}");
-    let first = s.app.tabs.pending.rows[0].id;
-    let open = || f.store().pending(false).unwrap().len();
-    assert_eq!(open(), 2);
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(60, 15);
+        // 60×15: the preview pane is hidden, so the confirm is the only place the effect shows.
+        press(&mut s, "2");
+        let screen = render(&mut s, 60, 15);
+        assert!(!screen.contains("What each choice does"), "{screen}");
+        let first = s.app.tabs.pending.rows[0].id;
+        let open = || db.store().pending(false).unwrap().len();
+        assert_eq!(open(), 2);
 
-    // g opens the confirm and writes nothing; its text is the preview's own sentence.
-    assert_eq!(s.app.handle_key(ch('g')), Action::None);
-    let (text, curation) = confirm_of(&s);
-    let preview = s
-        .app
-        .tabs
-        .pending
-        .preview
-        .clone()
-        .expect("the preview is loaded");
-    let g = preview
-        .choices
-        .iter()
-        .find(|c| c.key == Some('g'))
-        .expect("a global choice");
-    assert!(text.contains(&g.statement()), "{text}");
-    assert!(
-        text.contains("global: supersedes pnpm (v1) with npm"),
-        "{text}"
-    );
-    assert_eq!(curation, resolve(first, Scope::Global));
-    s.pump();
-    assert_eq!(open(), 2, "nothing is written before y");
+        // g opens the confirm and writes nothing; its text is the preview's own sentence.
+        assert_eq!(s.app.handle_key(ch('g')), Action::None);
+        let (text, curation) = confirm_of(&s);
+        let preview = s
+            .app
+            .tabs
+            .pending
+            .preview
+            .clone()
+            .expect("the preview is loaded");
+        let g = preview
+            .choices
+            .iter()
+            .find(|c| c.key == Some('g'))
+            .expect("a global choice");
+        assert!(text.contains(&g.statement()), "{text}");
+        assert!(
+            text.contains("global: supersedes pnpm (v1) with npm"),
+            "{text}"
+        );
+        assert_eq!(curation, resolve(first, Scope::Global));
+        s.pump();
+        assert_eq!(open(), 2, "nothing is written before y");
 
-    // Esc cancels and says so; n too.
-    assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::None);
-    assert!(s.app.dialogs.is_empty());
-    assert!(toast(&s).contains("cancelled"));
-    s.app.handle_key(ch('g'));
-    assert_eq!(s.app.handle_key(ch('n')), Action::None);
-    assert!(s.app.dialogs.is_empty());
-    assert_eq!(open(), 2);
+        // Esc cancels and says so; n too.
+        assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::None);
+        assert!(s.app.dialogs.is_empty());
+        assert!(toast(&s).contains("cancelled"));
+        s.app.handle_key(ch('g'));
+        assert_eq!(s.app.handle_key(ch('n')), Action::None);
+        assert!(s.app.dialogs.is_empty());
+        assert_eq!(open(), 2);
 
-    // y applies exactly what the confirm stated.
-    s.app.handle_key(ch('g'));
-    assert_eq!(
-        s.app.handle_key(ch('y')),
-        Action::Apply(resolve(first, Scope::Global))
-    );
-    assert!(s.app.dialogs.is_empty());
-    s.perform(Action::Apply(resolve(first, Scope::Global)));
-    assert_eq!(open(), 1);
-    let toast = s.app.toast.clone().expect("the outcome is shown");
-    assert!(toast.text.contains("superseded"), "{}", toast.text);
-    let r = f
-        .store()
-        .resolve("user:42", "package_manager", None, None)
-        .unwrap();
-    assert_eq!(r.value, Some(serde_json::json!("npm")));
+        // y applies exactly what the confirm stated.
+        s.app.handle_key(ch('g'));
+        assert_eq!(
+            s.app.handle_key(ch('y')),
+            Action::Apply(resolve(first, Scope::Global))
+        );
+        assert!(s.app.dialogs.is_empty());
+        s.perform(Action::Apply(resolve(first, Scope::Global)));
+        assert_eq!(open(), 1);
+        let toast = s.app.toast.clone().expect("the outcome is shown");
+        assert!(toast.text.contains("superseded"), "{}", toast.text);
+        let r = db
+            .store()
+            .resolve("user:42", "package_manager", None, None)
+            .unwrap();
+        assert_eq!(r.value, Some(serde_json::json!("npm")));
 
-    // t on an item with no task candidate opens nothing.
-    press(&mut s, "t");
-    assert!(s.app.dialogs.is_empty());
+        // t on an item with no task candidate opens nothing.
+        press(&mut s, "t");
+        assert!(s.app.dialogs.is_empty());
+    });
 }
 
 #[test]
 fn reject_goes_through_a_confirm() {
-    let (f, mut s) = open(Fixture::story);
-    press(&mut s, "2j");
-    assert_eq!(s.app.tabs.pending.rows.cursor, 1);
-    let second = s.app.tabs.pending.rows[1].id;
-    assert_eq!(s.app.handle_key(ch('x')), Action::None);
-    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Confirm(_))));
-    assert_eq!(s.app.handle_key(ch('n')), Action::None);
-    assert!(s.app.dialogs.is_empty());
-    s.app.handle_key(ch('x'));
-    assert_eq!(
-        s.app.handle_key(ch('y')),
-        Action::Apply(Curation::Reject { pending_id: second })
-    );
-    s.perform(Action::Apply(Curation::Reject { pending_id: second }));
-    assert_eq!(s.app.tabs.pending.rows.len(), 1);
-    let item = f.store().pending_item(second).unwrap().unwrap();
-    assert_eq!(item.status, "rejected");
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "2j");
+        assert_eq!(s.app.tabs.pending.rows.cursor, 1);
+        let second = s.app.tabs.pending.rows[1].id;
+        assert_eq!(s.app.handle_key(ch('x')), Action::None);
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Confirm(_))));
+        assert_eq!(s.app.handle_key(ch('n')), Action::None);
+        assert!(s.app.dialogs.is_empty());
+        s.app.handle_key(ch('x'));
+        assert_eq!(
+            s.app.handle_key(ch('y')),
+            Action::Apply(Curation::Reject { pending_id: second })
+        );
+        s.perform(Action::Apply(Curation::Reject { pending_id: second }));
+        assert_eq!(s.app.tabs.pending.rows.len(), 1);
+        let item = db.commands().pending_item(second).unwrap().unwrap();
+        assert_eq!(item.status, "rejected");
+    });
 }
 
 #[test]
 fn delete_dialog_chooses_a_target_previews_and_confirms() {
-    let (f, mut s) = open(Fixture::story);
-    select(&mut s, "user:42 · package_manager @ global");
-    let id = identity("user:42", "package_manager", Scope::Global);
-    assert_eq!(
-        s.app.handle_key(ch('d')),
-        Action::PreviewDelete(DeleteTarget::Identity(id.clone()))
-    );
-    s.perform(Action::PreviewDelete(DeleteTarget::Identity(id.clone())));
-    let d = top!(s, Delete);
-    let p = d.preview.clone().unwrap().unwrap();
-    assert_eq!((p.identities.len(), p.live_records, p.versions), (1, 1, 1));
-    // Pending #1 names global among its candidates: it goes with the content.
-    assert_eq!(p.pending_items, 1);
-    let predicate = DeleteTarget::Predicate {
-        subject: "user:42".into(),
-        predicate: "package_manager".into(),
-    };
-    assert_eq!(
-        s.app.handle_key(ch('j')),
-        Action::PreviewDelete(predicate.clone())
-    );
-    s.perform(Action::PreviewDelete(predicate.clone()));
-    let d = top!(s, Delete);
-    assert_eq!(d.preview.clone().unwrap().unwrap().identities.len(), 3);
-    assert_eq!(
-        s.app.handle_key(ch('k')),
-        Action::PreviewDelete(DeleteTarget::Identity(id.clone()))
-    );
-    s.perform(Action::PreviewDelete(DeleteTarget::Identity(id.clone())));
-    // n cancels and nothing changes.
-    assert_eq!(s.app.handle_key(ch('n')), Action::None);
-    assert!(s.app.dialogs.is_empty());
-    assert!(f
-        .store()
-        .tombstones()
-        .unwrap()
-        .iter()
-        .all(|t| t.predicate != "package_manager"));
-    // d, y: tombstoned, and the selection moves to the next record.
-    press(&mut s, "dy");
-    let tombs = f.store().tombstones().unwrap();
-    assert!(tombs.iter().any(|t| t.subject == "user:42"
-        && t.predicate == "package_manager"
-        && t.scope == Scope::Global));
-    assert_eq!(selected_label(&s), "user:7 · package_manager @ global");
-    assert!(toast(&s).starts_with("deleted: 1 identity tombstoned"));
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        let id = identity("user:42", "package_manager", Scope::Global);
+        assert_eq!(
+            s.app.handle_key(ch('d')),
+            Action::PreviewDelete(DeleteTarget::Identity(id.clone()))
+        );
+        s.perform(Action::PreviewDelete(DeleteTarget::Identity(id.clone())));
+        let d = top!(s, Delete);
+        let p = d.preview.clone().unwrap().unwrap();
+        assert_eq!((p.identities.len(), p.live_records, p.versions), (1, 1, 1));
+        // Pending #1 names global among its candidates: it goes with the content.
+        assert_eq!(p.pending_items, 1);
+        let predicate = DeleteTarget::Predicate {
+            subject: "user:42".into(),
+            predicate: "package_manager".into(),
+        };
+        assert_eq!(
+            s.app.handle_key(ch('j')),
+            Action::PreviewDelete(predicate.clone())
+        );
+        s.perform(Action::PreviewDelete(predicate.clone()));
+        let d = top!(s, Delete);
+        assert_eq!(d.preview.clone().unwrap().unwrap().identities.len(), 3);
+        assert_eq!(
+            s.app.handle_key(ch('k')),
+            Action::PreviewDelete(DeleteTarget::Identity(id.clone()))
+        );
+        s.perform(Action::PreviewDelete(DeleteTarget::Identity(id.clone())));
+        // n cancels and nothing changes.
+        assert_eq!(s.app.handle_key(ch('n')), Action::None);
+        assert!(s.app.dialogs.is_empty());
+        assert!(db
+            .store()
+            .tombstones()
+            .unwrap()
+            .iter()
+            .all(|t| t.predicate != "package_manager"));
+        // d, y: tombstoned, and the selection moves to the next record.
+        press(&mut s, "dy");
+        let tombs = db.store().tombstones().unwrap();
+        assert!(tombs.iter().any(|t| t.subject == "user:42"
+            && t.predicate == "package_manager"
+            && t.scope == Scope::Global));
+        assert_eq!(selected_label(&s), "user:7 · package_manager @ global");
+        assert!(toast(&s).starts_with("deleted: 1 identity tombstoned"));
+    });
 }
 
 #[test]
 fn restore_and_explain() {
-    let (f, mut s) = open(Fixture::story);
-    press(&mut s, "3");
-    assert_eq!(s.app.handle_key(ch('u')), Action::None);
-    let coffee = identity("user:42", "coffee", Scope::Global);
-    assert_eq!(
-        s.app.handle_key(ch('y')),
-        Action::Apply(Curation::Restore(coffee.clone()))
-    );
-    s.perform(Action::Apply(Curation::Restore(coffee)));
-    assert!(f.store().tombstones().unwrap().is_empty());
-    assert!(s.app.tabs.tombstones.rows.is_empty());
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "3");
+        assert_eq!(s.app.handle_key(ch('u')), Action::None);
+        let coffee = identity("user:42", "coffee", Scope::Global);
+        assert_eq!(
+            s.app.handle_key(ch('y')),
+            Action::Apply(Curation::Restore(coffee.clone()))
+        );
+        s.perform(Action::Apply(Curation::Restore(coffee)));
+        assert!(db.store().tombstones().unwrap().is_empty());
+        assert!(s.app.tabs.tombstones.rows.is_empty());
 
-    press(&mut s, "1");
-    select(&mut s, "user:42 · package_manager @ repo:legacy-dashboard");
-    let action = s.app.handle_key(ch('e'));
-    let Action::Explain(q) = &action else {
-        panic!("e explains, got {action:?}")
-    };
-    assert_eq!(
-        (q.repo.as_deref(), q.task.as_deref()),
-        (Some("legacy-dashboard"), None)
-    );
-    s.perform(action);
-    let e = top!(s, Explain);
-    let r = e.result.clone().unwrap().unwrap();
-    assert_eq!(r.scope.as_deref(), Some("repo:legacy-dashboard"));
-    // Typing goes into the field, even letters that are keys elsewhere.
-    s.handle_key(key(KeyCode::Tab));
-    let e = top!(s, Explain);
-    assert_eq!(e.field, ExplainField::Task);
-    press(&mut s, "fix-lockfile-123");
-    let e = top!(s, Explain);
-    assert_eq!(e.task, "fix-lockfile-123");
-    let r = e.result.clone().unwrap().unwrap();
-    assert_eq!(r.scope.as_deref(), Some("task:fix-lockfile-123"));
-    s.handle_key(key(KeyCode::Esc));
-    assert!(s.app.dialogs.is_empty());
+        press(&mut s, "1");
+        select(&mut s, "user:42 · package_manager @ repo:legacy-dashboard");
+        let action = s.app.handle_key(ch('e'));
+        let Action::Explain(q) = &action else {
+            panic!("e explains, got {action:?}")
+        };
+        assert_eq!(
+            (q.repo.as_deref(), q.task.as_deref()),
+            (Some("legacy-dashboard"), None)
+        );
+        s.perform(action);
+        let e = top!(s, Explain);
+        let r = e.result.clone().unwrap().unwrap();
+        assert_eq!(r.scope.as_deref(), Some("repo:legacy-dashboard"));
+        // Typing goes into the field, even letters that are keys elsewhere.
+        s.handle_key(key(KeyCode::Tab));
+        let e = top!(s, Explain);
+        assert_eq!(e.field, ExplainField::Task);
+        press(&mut s, "fix-lockfile-123");
+        let e = top!(s, Explain);
+        assert_eq!(e.task, "fix-lockfile-123");
+        let r = e.result.clone().unwrap().unwrap();
+        assert_eq!(r.scope.as_deref(), Some("task:fix-lockfile-123"));
+        s.handle_key(key(KeyCode::Esc));
+        assert!(s.app.dialogs.is_empty());
+    });
 }
 
 /// The explain fields take an id bare or in its scope's form, and say so when a field names the
 /// other kind instead of resolving it as a repository called `task:…` (issue 13, item 1).
 #[test]
 fn explain_fields_take_the_scope_form_and_refuse_the_other_kind() {
-    let (_f, mut s) = open(Fixture::story);
-    select(&mut s, "user:42 · package_manager @ repo:legacy-dashboard");
-    s.handle_key(ch('e'));
-    let explain = |s: &memscope::tui::Session| match s.app.dialogs.last() {
-        Some(Dialog::Explain(e)) => e.clone(),
-        other => panic!("explain is open, got {other:?}"),
-    };
-    for _ in 0.."legacy-dashboard".len() {
-        s.handle_key(key(KeyCode::Backspace));
-    }
-    press(&mut s, "repo:legacy-dashboard");
-    let e = explain(&s);
-    assert_eq!(e.query().unwrap().repo.as_deref(), Some("legacy-dashboard"));
-    let r = e.result.unwrap().unwrap();
-    assert_eq!(r.scope.as_deref(), Some("repo:legacy-dashboard"));
-    assert_eq!(r.considered[0].scope, "repo:legacy-dashboard");
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ repo:legacy-dashboard");
+        s.handle_key(ch('e'));
+        let explain = |s: &memscope::tui::Session| match s.app.dialogs.last() {
+            Some(Dialog::Explain(e)) => e.clone(),
+            other => panic!("explain is open, got {other:?}"),
+        };
+        for _ in 0.."legacy-dashboard".len() {
+            s.handle_key(key(KeyCode::Backspace));
+        }
+        press(&mut s, "repo:legacy-dashboard");
+        let e = explain(&s);
+        assert_eq!(e.query().unwrap().repo.as_deref(), Some("legacy-dashboard"));
+        let r = e.result.unwrap().unwrap();
+        assert_eq!(r.scope.as_deref(), Some("repo:legacy-dashboard"));
+        assert_eq!(r.considered[0].scope, "repo:legacy-dashboard");
 
-    s.handle_key(key(KeyCode::Tab));
-    press(&mut s, "task:fix-lockfile-123");
-    let r = explain(&s).result.unwrap().unwrap();
-    assert_eq!(r.scope.as_deref(), Some("task:fix-lockfile-123"));
+        s.handle_key(key(KeyCode::Tab));
+        press(&mut s, "task:fix-lockfile-123");
+        let r = explain(&s).result.unwrap().unwrap();
+        assert_eq!(r.scope.as_deref(), Some("task:fix-lockfile-123"));
 
-    // A repository typed into the task field is refused, not resolved as a task.
-    for _ in 0.."task:fix-lockfile-123".len() {
-        s.handle_key(key(KeyCode::Backspace));
-    }
-    press(&mut s, "repo:web-app");
-    let err = explain(&s).result.unwrap().unwrap_err();
-    assert!(err.contains("is a repository, not a task"), "{err}");
-    let frame = render(&mut s, 120, 32);
-    assert!(frame.contains("is a repository, not a task"), "{frame}");
-    // And a task typed into the repo field.
-    s.handle_key(key(KeyCode::Tab));
-    for _ in 0.."repo:legacy-dashboard".len() {
-        s.handle_key(key(KeyCode::Backspace));
-    }
-    press(&mut s, "task:x");
-    let err = explain(&s).result.unwrap().unwrap_err();
-    assert!(
-        err.contains("repo: 'task:x' is a task, not a repository"),
-        "{err}"
-    );
+        // A repository typed into the task field is refused, not resolved as a task.
+        for _ in 0.."task:fix-lockfile-123".len() {
+            s.handle_key(key(KeyCode::Backspace));
+        }
+        press(&mut s, "repo:web-app");
+        let err = explain(&s).result.unwrap().unwrap_err();
+        assert!(err.contains("is a repository, not a task"), "{err}");
+        let frame = render(&mut s, 120, 32);
+        assert!(frame.contains("is a repository, not a task"), "{frame}");
+        // And a task typed into the repo field.
+        s.handle_key(key(KeyCode::Tab));
+        for _ in 0.."repo:legacy-dashboard".len() {
+            s.handle_key(key(KeyCode::Backspace));
+        }
+        press(&mut s, "task:x");
+        let err = explain(&s).result.unwrap().unwrap_err();
+        assert!(
+            err.contains("repo: 'task:x' is a task, not a repository"),
+            "{err}"
+        );
+    });
 }
 
 #[test]
 fn read_only_curation_keys_explain_themselves() {
-    let (_f, mut s) = open(Fixture::story);
-    s.app.read_only = true;
-    for (tab, k) in [
-        ('1', 'd'),
-        ('1', 'm'),
-        ('1', 'v'),
-        ('2', 'g'),
-        ('2', 'r'),
-        ('2', 'x'),
-        ('3', 'u'),
-    ] {
-        press(&mut s, &tab.to_string());
-        assert_eq!(s.app.handle_key(ch(k)), Action::None);
-        assert!(s.app.dialogs.is_empty());
-        assert_eq!(
-            s.app.toast.as_ref().map(|t| t.text.as_str()),
-            Some(READ_ONLY)
-        );
-    }
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        s.app.read_only = true;
+        for (tab, k) in [
+            ('1', 'd'),
+            ('1', 'm'),
+            ('1', 'v'),
+            ('2', 'g'),
+            ('2', 'r'),
+            ('2', 'x'),
+            ('3', 'u'),
+        ] {
+            press(&mut s, &tab.to_string());
+            assert_eq!(s.app.handle_key(ch(k)), Action::None);
+            assert!(s.app.dialogs.is_empty());
+            assert_eq!(
+                s.app.toast.as_ref().map(|t| t.text.as_str()),
+                Some(READ_ONLY)
+            );
+        }
+    });
 }
 
 #[test]
 fn live_refresh_keeps_selection_and_filter() {
-    let (f, mut s) = open(Fixture::story);
-    select(&mut s, "user:42 · package_manager @ global");
-    assert!(!s.poll_live(), "nothing changed yet");
-    // Another process writes a record that sorts before the selection.
-    f.write(r#"{"subject":"team:api","predicate":"linter","value":"ruff","scope":"global","source":"thread:1/message:1"}"#);
-    assert!(s.poll_live());
-    assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
-    let screen = render(&mut s, 120, 32);
-    assert!(screen.contains("team:api · linter = ruff"), "{screen}");
-    // With a filter on, a matching write appears and the filter stays.
-    filter(&mut s, "ruff");
-    f.write(r#"{"subject":"team:ml","predicate":"formatter","value":"ruff format","scope":"repo:models","source":"thread:2/message:1"}"#);
-    assert!(s.poll_live());
-    assert_eq!(s.app.memories().filter.input, "ruff");
-    let screen = render(&mut s, 120, 32);
-    assert!(
-        screen.contains("team:ml · formatter = ruff format"),
-        "{screen}"
-    );
-    assert!(!screen.contains("package_manager"), "{screen}");
-    // The selected record deleted elsewhere: the selection moves to its neighbour.
-    s.handle_key(key(KeyCode::Esc));
-    s.perform(Action::Filter(String::new()));
-    let selected = selected_label(&s);
-    let mut other = f.store();
-    let rec = s.app.memories().list.selected_record().unwrap().identity();
-    other.delete(&DeleteTarget::Identity(rec), None).unwrap();
-    assert!(s.poll_live());
-    assert_ne!(selected_label(&s), selected);
-    assert_ne!(selected_label(&s), "nothing");
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        assert!(!s.poll_live(), "nothing changed yet");
+        // Another process writes a record that sorts before the selection.
+        db.write(r#"{"subject":"team:api","predicate":"linter","value":"ruff","scope":"global","source":"thread:1/message:1"}"#);
+        assert!(sees_live_change(&mut s));
+        assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
+        let screen = render(&mut s, 120, 32);
+        assert!(screen.contains("team:api · linter = ruff"), "{screen}");
+        // With a filter on, a matching write appears and the filter stays.
+        filter(&mut s, "ruff");
+        db.write(r#"{"subject":"team:ml","predicate":"formatter","value":"ruff format","scope":"repo:models","source":"thread:2/message:1"}"#);
+        assert!(sees_live_change(&mut s));
+        assert_eq!(s.app.memories().filter.input, "ruff");
+        let screen = render(&mut s, 120, 32);
+        assert!(
+            screen.contains("team:ml · formatter = ruff format"),
+            "{screen}"
+        );
+        assert!(!screen.contains("package_manager"), "{screen}");
+        // The selected record deleted elsewhere: the selection moves to its neighbour.
+        s.handle_key(key(KeyCode::Esc));
+        s.perform(Action::Filter(String::new()));
+        let selected = selected_label(&s);
+        let mut other = db.store();
+        let rec = s.app.memories().list.selected_record().unwrap().identity();
+        other.delete(&DeleteTarget::Identity(rec), None).unwrap();
+        assert!(sees_live_change(&mut s));
+        assert_ne!(selected_label(&s), selected);
+        assert_ne!(selected_label(&s), "nothing");
+    });
 }
 
 #[test]
 fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     use memscope::store::Clock;
     use memscope::tui::{Session, WorkerMode};
-    let f = Fixture::story();
-    // Real worker threads with their own connections, as in the terminal.
-    let mut s = Session::new(
-        Box::new(f.store()),
-        Clock::Fixed(crate::support::tui::now()),
-        (120, 32),
-        WorkerMode::Threads,
-    )
-    .expect("the session opens");
-    let settle = |s: &mut Session| {
-        let t = std::time::Instant::now();
-        while s.busy() && t.elapsed() < std::time::Duration::from_secs(20) {
+    for_each_backend(&Fixture::story(), |db| {
+        // Real worker threads with their own connections, as in the terminal.
+        let mut s = Session::new(
+            db.store(),
+            Clock::Fixed(crate::support::tui::now()),
+            (120, 32),
+            WorkerMode::Threads,
+        )
+        .expect("the session opens");
+        let settle = |s: &mut Session| {
+            let t = std::time::Instant::now();
+            while s.busy() && t.elapsed() < std::time::Duration::from_secs(20) {
+                s.pump();
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
             s.pump();
-            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        settle(&mut s);
+        press(&mut s, "/npm");
+        settle(&mut s);
+        assert!(s
+            .app
+            .memories()
+            .filter
+            .results
+            .as_ref()
+            .is_some_and(|r| r.done && r.matches() > 0));
+        s.handle_key(key(KeyCode::Enter));
+        press(&mut s, "4");
+        settle(&mut s);
+        assert!(matches!(
+            s.app.tabs.check.state,
+            memscope::tui::app::CheckState::Done(_)
+        ));
+        match db {
+            // SQLite only: the UI's own connection says whether it is inside a transaction.
+            Db::Sqlite(_) => assert!(
+                s.store()
+                    .as_sqlite()
+                    .expect("a SQLite store")
+                    .connection()
+                    .is_autocommit(),
+                "no transaction is open on the UI's connection"
+            ),
+            // PostgreSQL: the server lists the UI's and its workers' connections; none may sit
+            // inside a transaction.
+            Db::Postgres(pg) => {
+                let seen = pg.other_connections();
+                assert!(!seen.is_empty(), "the UI's connections are listed");
+                assert!(
+                    seen.iter()
+                        .all(|(state, _)| !state.starts_with("idle in transaction")),
+                    "a transaction is left open: {seen:?}"
+                );
+            }
         }
-        s.pump();
-    };
-    settle(&mut s);
-    press(&mut s, "/npm");
-    settle(&mut s);
-    assert!(s
-        .app
-        .memories()
-        .filter
-        .results
-        .as_ref()
-        .is_some_and(|r| r.done && r.matches() > 0));
-    s.handle_key(key(KeyCode::Enter));
-    press(&mut s, "4");
-    settle(&mut s);
-    assert!(matches!(
-        s.app.tabs.check.state,
-        memscope::tui::app::CheckState::Done(_)
-    ));
-    assert!(
-        s.store()
-            .as_sqlite()
-            .expect("a SQLite store")
-            .connection()
-            .is_autocommit(),
-        "no transaction is open on the UI's connection"
-    );
-    // Another process deletes: the WAL truncation is not blocked by the UI or its workers.
-    let mut other = f.store();
-    let target = DeleteTarget::Identity(identity("user:7", "package_manager", Scope::Global));
-    let report = other.delete(&target, None).expect("the delete lands");
-    assert!(
-        report.disk_purged,
-        "the purge completed while the UI was open"
-    );
-    assert!(s.poll_live());
-    settle(&mut s);
-    assert_eq!(s.app.memories().filter.input, "npm");
+        // Another process deletes: the purge (SQLite's WAL truncation, PostgreSQL's VACUUM) is not
+        // blocked by the UI or its workers.
+        let mut other = db.store();
+        let target = DeleteTarget::Identity(identity("user:7", "package_manager", Scope::Global));
+        let report = other.delete(&target, None).expect("the delete lands");
+        assert!(
+            report.disk_purged,
+            "the purge completed while the UI was open"
+        );
+        assert!(sees_live_change(&mut s));
+        settle(&mut s);
+        assert_eq!(s.app.memories().filter.input, "npm");
+    });
 }
 
 #[test]
 fn esc_typed_just_before_a_key_is_not_alt() {
-    let (_f, mut s) = open(Fixture::story);
-    press(&mut s, "/yarn");
-    // The terminal delivers "Esc j" as Alt+j when they come in one read.
-    s.handle_key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::ALT));
-    assert!(!s.app.memories().filter.active() && !s.app.memories().filter.editing);
-    assert_eq!(selected_label(&s), "[repo:legacy-dashboard]");
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "/yarn");
+        // The terminal delivers "Esc j" as Alt+j when they come in one read.
+        s.handle_key(KeyEvent::new(KeyCode::Char('j'), KeyModifiers::ALT));
+        assert!(!s.app.memories().filter.active() && !s.app.memories().filter.editing);
+        assert_eq!(selected_label(&s), "[repo:legacy-dashboard]");
+    });
 }
 
 // ---- The wrong-tool incident loop: Reads tab, as-of explain, rescope and revert ----
@@ -619,406 +674,420 @@ fn reads_agents(s: &memscope::tui::Session) -> Vec<String> {
 
 #[test]
 fn five_opens_the_reads_newest_first_filtered_by_words_and_time() {
-    let (f, mut s) = open(Fixture::incident);
-    assert_eq!(s.app.handle_key(ch('5')), Action::ShowTab(Tab::Reads));
-    s.perform(Action::ShowTab(Tab::Reads));
-    assert_eq!(
-        reads_agents(&s),
-        [
-            "cursor docs-site",
-            "claude-code storefront-next",
-            "claude-code web-app"
-        ]
-    );
-    // `/` on this tab filters the reads, not the current view; letters are text.
-    assert_eq!(s.app.handle_key(ch('/')), Action::None);
-    assert!(s.app.tabs.reads.editing && !s.app.memories().filter.editing);
-    assert_eq!(s.app.handle_key(ch('q')), Action::LoadReads);
-    s.perform(Action::LoadReads);
-    assert!(s.app.tabs.reads.rows.is_empty());
-    s.handle_key(key(KeyCode::Backspace));
-    press(&mut s, "claude web");
-    assert_eq!(reads_agents(&s), ["claude-code web-app"]);
-    // Enter keeps the filter; Esc (on the list) clears it.
-    s.handle_key(key(KeyCode::Enter));
-    assert!(!s.app.tabs.reads.editing && s.app.tabs.reads.active());
-    assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::LoadReads);
-    s.perform(Action::LoadReads);
-    assert_eq!(s.app.tabs.reads.rows.len(), 3);
-    // s: all → 24h → 7d → 30d → all.
-    assert_eq!(s.app.handle_key(ch('s')), Action::LoadReads);
-    s.perform(Action::LoadReads);
-    assert_eq!(s.app.tabs.reads.since, Since::Day);
-    assert_eq!(reads_agents(&s), ["cursor docs-site"]);
-    press(&mut s, "s");
-    assert_eq!(s.app.tabs.reads.rows.len(), 2);
-    press(&mut s, "ss");
-    assert_eq!(s.app.tabs.reads.since, Since::All);
-    assert_eq!(s.app.tabs.reads.rows.len(), 3);
-    // The selection follows its read when the list reloads.
-    select_read(&mut s, "storefront-next");
-    f.store()
-        .resolve_logged(
-            "user:42",
-            "package_manager",
-            Some("x"),
-            None,
-            Some("codex"),
-            None,
-        )
-        .unwrap();
-    assert!(s.poll_live());
-    assert_eq!(s.app.tabs.reads.rows.len(), 4);
-    assert_eq!(
-        s.app.selected_read().and_then(|r| r.repo.as_deref()),
-        Some("storefront-next")
-    );
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        assert_eq!(s.app.handle_key(ch('5')), Action::ShowTab(Tab::Reads));
+        s.perform(Action::ShowTab(Tab::Reads));
+        assert_eq!(
+            reads_agents(&s),
+            [
+                "cursor docs-site",
+                "claude-code storefront-next",
+                "claude-code web-app"
+            ]
+        );
+        // `/` on this tab filters the reads, not the current view; letters are text.
+        assert_eq!(s.app.handle_key(ch('/')), Action::None);
+        assert!(s.app.tabs.reads.editing && !s.app.memories().filter.editing);
+        assert_eq!(s.app.handle_key(ch('q')), Action::LoadReads);
+        s.perform(Action::LoadReads);
+        assert!(s.app.tabs.reads.rows.is_empty());
+        s.handle_key(key(KeyCode::Backspace));
+        press(&mut s, "claude web");
+        assert_eq!(reads_agents(&s), ["claude-code web-app"]);
+        // Enter keeps the filter; Esc (on the list) clears it.
+        s.handle_key(key(KeyCode::Enter));
+        assert!(!s.app.tabs.reads.editing && s.app.tabs.reads.active());
+        assert_eq!(s.app.handle_key(key(KeyCode::Esc)), Action::LoadReads);
+        s.perform(Action::LoadReads);
+        assert_eq!(s.app.tabs.reads.rows.len(), 3);
+        // s: all → 24h → 7d → 30d → all.
+        assert_eq!(s.app.handle_key(ch('s')), Action::LoadReads);
+        s.perform(Action::LoadReads);
+        assert_eq!(s.app.tabs.reads.since, Since::Day);
+        assert_eq!(reads_agents(&s), ["cursor docs-site"]);
+        press(&mut s, "s");
+        assert_eq!(s.app.tabs.reads.rows.len(), 2);
+        press(&mut s, "ss");
+        assert_eq!(s.app.tabs.reads.since, Since::All);
+        assert_eq!(s.app.tabs.reads.rows.len(), 3);
+        // The selection follows its read when the list reloads.
+        select_read(&mut s, "storefront-next");
+        db.commands()
+            .resolve_logged(
+                "user:42",
+                "package_manager",
+                Some("x"),
+                None,
+                Some("codex"),
+                None,
+            )
+            .unwrap();
+        assert!(sees_live_change(&mut s));
+        assert_eq!(s.app.tabs.reads.rows.len(), 4);
+        assert_eq!(
+            s.app.selected_read().and_then(|r| r.repo.as_deref()),
+            Some("storefront-next")
+        );
+    });
 }
 
 #[test]
 fn enter_on_a_read_explains_it_as_of_then_and_g_opens_the_timeline() {
-    let (_f, mut s) = open(Fixture::incident);
-    press(&mut s, "5");
-    select_read(&mut s, "web-app");
-    let id = s.app.selected_read().unwrap().id;
-    assert_eq!(
-        s.app.handle_key(key(KeyCode::Enter)),
-        Action::ExplainRead(id)
-    );
-    s.perform(Action::ExplainRead(id));
-    let d = top!(s, AsOf);
-    // Eleven days ago web-app got pnpm (global v1); today the same read gets npm (v2).
-    let r = d.result.clone().unwrap().unwrap();
-    assert_eq!(
-        (r.then.scope.as_deref(), r.then.version),
-        (Some("global"), Some(1))
-    );
-    assert_eq!(r.then.value, Some(serde_json::json!("pnpm")));
-    assert_eq!(
-        (r.now.scope.as_deref(), r.now.version),
-        (Some("global"), Some(2))
-    );
-    s.handle_key(key(KeyCode::Esc));
-    assert!(s.app.dialogs.is_empty());
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "5");
+        select_read(&mut s, "web-app");
+        let id = s.app.selected_read().unwrap().id;
+        assert_eq!(
+            s.app.handle_key(key(KeyCode::Enter)),
+            Action::ExplainRead(id)
+        );
+        s.perform(Action::ExplainRead(id));
+        let d = top!(s, AsOf);
+        // Eleven days ago web-app got pnpm (global v1); today the same read gets npm (v2).
+        let r = d.result.clone().unwrap().unwrap();
+        assert_eq!(
+            (r.then.scope.as_deref(), r.then.version),
+            (Some("global"), Some(1))
+        );
+        assert_eq!(r.then.value, Some(serde_json::json!("pnpm")));
+        assert_eq!(
+            (r.now.scope.as_deref(), r.now.version),
+            (Some("global"), Some(2))
+        );
+        s.handle_key(key(KeyCode::Esc));
+        assert!(s.app.dialogs.is_empty());
 
-    select_read(&mut s, "storefront-next");
-    s.handle_key(key(KeyCode::Enter));
-    let d = top!(s, AsOf);
-    let r = d.result.clone().unwrap().unwrap();
-    assert_eq!(r.then.value, Some(serde_json::json!("npm")));
-    let states: Vec<&str> = r.then.considered.iter().map(|c| c.state.as_str()).collect();
-    assert_eq!(states, ["absent", "wins"]);
-    // g: the winning record's history, the version the agent read highlighted.
-    let action = s.app.handle_key(ch('g'));
-    let Action::GoTo(mark) = &action else {
-        panic!("g goes to the record, got {action:?}")
-    };
-    assert_eq!(
-        (&mark.identity, mark.version),
-        (&package_manager(Scope::Global), 2)
-    );
-    assert!(s.app.dialogs.is_empty());
-    s.perform(action);
-    assert_eq!(s.app.tab, Tab::Memories);
-    assert_eq!(s.app.focus, Focus::Detail);
-    assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
-    assert_eq!(
-        s.app.memories().timeline.mark.as_ref().map(|m| m.version),
-        Some(2)
-    );
-    let screen = render(&mut s, 120, 32);
-    assert!(
-        screen.contains("↑ v2 read by claude-code 3d ago in")
-            && screen.contains("repo:storefront-next · still current"),
-        "{screen}"
-    );
-    // Moving to another record drops the highlight.
-    s.handle_key(key(KeyCode::Esc));
-    press(&mut s, "j");
-    assert_ne!(selected_label(&s), "user:42 · package_manager @ global");
-    assert!(s.app.memories().timeline.mark.is_none());
+        select_read(&mut s, "storefront-next");
+        s.handle_key(key(KeyCode::Enter));
+        let d = top!(s, AsOf);
+        let r = d.result.clone().unwrap().unwrap();
+        assert_eq!(r.then.value, Some(serde_json::json!("npm")));
+        let states: Vec<&str> = r.then.considered.iter().map(|c| c.state.as_str()).collect();
+        assert_eq!(states, ["absent", "wins"]);
+        // g: the winning record's history, the version the agent read highlighted.
+        let action = s.app.handle_key(ch('g'));
+        let Action::GoTo(mark) = &action else {
+            panic!("g goes to the record, got {action:?}")
+        };
+        assert_eq!(
+            (&mark.identity, mark.version),
+            (&package_manager(Scope::Global), 2)
+        );
+        assert!(s.app.dialogs.is_empty());
+        s.perform(action);
+        assert_eq!(s.app.tab, Tab::Memories);
+        assert_eq!(s.app.focus, Focus::Detail);
+        assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
+        assert_eq!(
+            s.app.memories().timeline.mark.as_ref().map(|m| m.version),
+            Some(2)
+        );
+        let screen = render(&mut s, 120, 32);
+        assert!(
+            screen.contains("↑ v2 read by claude-code 3d ago in")
+                && screen.contains("repo:storefront-next · still current"),
+            "{screen}"
+        );
+        // Moving to another record drops the highlight.
+        s.handle_key(key(KeyCode::Esc));
+        press(&mut s, "j");
+        assert_ne!(selected_label(&s), "user:42 · package_manager @ global");
+        assert!(s.app.memories().timeline.mark.is_none());
+    });
 }
 
 #[test]
 fn go_to_clears_the_filter_and_unfolds_and_explains_a_record_that_is_gone() {
-    let (_f, mut s) = open(Fixture::incident);
-    filter(&mut s, "formatter");
-    press(&mut s, "k");
-    s.handle_key(key(KeyCode::Enter)); // fold global
-    assert!(s.app.memories().folded.contains("global"));
-    let mark = TimelineMark {
-        identity: package_manager(Scope::Global),
-        version: 1,
-        note: "read by claude-code".into(),
-    };
-    s.perform(Action::GoTo(mark));
-    assert!(!s.app.memories().filter.active() && !s.app.memories().folded.contains("global"));
-    assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
-    // A record that holds no live value any more: said, not silently wrong.
-    let gone = TimelineMark {
-        identity: package_manager(Scope::Repo("old-app".into())),
-        version: 1,
-        note: "read by nobody".into(),
-    };
-    s.perform(Action::GoTo(gone));
-    let toast = s.app.toast.clone().unwrap();
-    assert!(
-        toast.error && toast.text.contains("holds no live record"),
-        "{}",
-        toast.text
-    );
-    assert_eq!(s.app.focus, Focus::List);
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        filter(&mut s, "formatter");
+        press(&mut s, "k");
+        s.handle_key(key(KeyCode::Enter)); // fold global
+        assert!(s.app.memories().folded.contains("global"));
+        let mark = TimelineMark {
+            identity: package_manager(Scope::Global),
+            version: 1,
+            note: "read by claude-code".into(),
+        };
+        s.perform(Action::GoTo(mark));
+        assert!(!s.app.memories().filter.active() && !s.app.memories().folded.contains("global"));
+        assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
+        // A record that holds no live value any more: said, not silently wrong.
+        let gone = TimelineMark {
+            identity: package_manager(Scope::Repo("old-app".into())),
+            version: 1,
+            note: "read by nobody".into(),
+        };
+        s.perform(Action::GoTo(gone));
+        let toast = s.app.toast.clone().unwrap();
+        assert!(
+            toast.error && toast.text.contains("holds no live record"),
+            "{}",
+            toast.text
+        );
+        assert_eq!(s.app.focus, Focus::List);
+    });
 }
 
 #[test]
 fn m_rescopes_through_a_dialog_that_suggests_and_states_the_effect() {
-    let (f, mut s) = open(Fixture::incident);
-    select(&mut s, "user:42 · package_manager @ global");
-    assert_eq!(s.app.handle_key(ch('m')), Action::PreviewRescope);
-    s.perform(Action::PreviewRescope);
-    let d = top!(s, Rescope);
-    // The same message also wrote install_command in legacy-dashboard: that is where it was
-    // said. Then the repos of the newest reads that got v2.
-    let suggested: Vec<String> = d
-        .suggestions
-        .as_ref()
-        .unwrap()
-        .iter()
-        .map(|x| x.scope.to_string())
-        .collect();
-    assert_eq!(
-        suggested,
-        [
-            "repo:legacy-dashboard",
-            "repo:docs-site",
-            "repo:storefront-next"
-        ]
-    );
-    assert_eq!(d.target, "repo:legacy-dashboard");
-    assert!(!d.editing);
-    let p = d.preview.clone().unwrap().unwrap();
-    assert_eq!(p.refusal, None);
-    assert_eq!(
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        assert_eq!(s.app.handle_key(ch('m')), Action::PreviewRescope);
+        s.perform(Action::PreviewRescope);
+        let d = top!(s, Rescope);
+        // The same message also wrote install_command in legacy-dashboard: that is where it was
+        // said. Then the repos of the newest reads that got v2.
+        let suggested: Vec<String> = d
+            .suggestions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|x| x.scope.to_string())
+            .collect();
+        assert_eq!(
+            suggested,
+            [
+                "repo:legacy-dashboard",
+                "repo:docs-site",
+                "repo:storefront-next"
+            ]
+        );
+        assert_eq!(d.target, "repo:legacy-dashboard");
+        assert!(!d.editing);
+        let p = d.preview.clone().unwrap().unwrap();
+        assert_eq!(p.refusal, None);
+        assert_eq!(
         p.effects,
         [
             "moves npm to repo:legacy-dashboard as v1 (inserted; keeps source thread:23/message:14, raw words and causal_seq 3)",
             "global goes back to pnpm (value of v1) as v3"
         ]
     );
-    // Tab cycles the suggestions; e types another target, where y and n are letters.
-    assert_eq!(s.app.handle_key(key(KeyCode::Tab)), Action::PreviewRescope);
-    s.perform(Action::PreviewRescope);
-    let d = top!(s, Rescope);
-    assert_eq!(d.target, "repo:docs-site");
-    press(&mut s, "e");
-    s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
-    press(&mut s, "repo:my-only-yarn");
-    let d = top!(s, Rescope);
-    assert_eq!(d.target, "repo:my-only-yarn");
-    assert!(d.editing);
-    // Backspace back to the suggestion, typed; Enter ends typing.
-    for _ in 0.."my-only-yarn".len() {
-        s.handle_key(key(KeyCode::Backspace));
-    }
-    press(&mut s, "legacy-dashboard");
-    s.handle_key(key(KeyCode::Enter));
-    let d = top!(s, Rescope);
-    assert!(!d.editing);
-    let to = Scope::Repo("legacy-dashboard".into());
-    assert_eq!(
-        s.app.handle_key(ch('y')),
-        Action::Apply(Curation::Rescope {
+        // Tab cycles the suggestions; e types another target, where y and n are letters.
+        assert_eq!(s.app.handle_key(key(KeyCode::Tab)), Action::PreviewRescope);
+        s.perform(Action::PreviewRescope);
+        let d = top!(s, Rescope);
+        assert_eq!(d.target, "repo:docs-site");
+        press(&mut s, "e");
+        s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        press(&mut s, "repo:my-only-yarn");
+        let d = top!(s, Rescope);
+        assert_eq!(d.target, "repo:my-only-yarn");
+        assert!(d.editing);
+        // Backspace back to the suggestion, typed; Enter ends typing.
+        for _ in 0.."my-only-yarn".len() {
+            s.handle_key(key(KeyCode::Backspace));
+        }
+        press(&mut s, "legacy-dashboard");
+        s.handle_key(key(KeyCode::Enter));
+        let d = top!(s, Rescope);
+        assert!(!d.editing);
+        let to = Scope::Repo("legacy-dashboard".into());
+        assert_eq!(
+            s.app.handle_key(ch('y')),
+            Action::Apply(Curation::Rescope {
+                identity: package_manager(Scope::Global),
+                to: to.clone()
+            })
+        );
+        s.perform(Action::Apply(Curation::Rescope {
             identity: package_manager(Scope::Global),
-            to: to.clone()
-        })
-    );
-    s.perform(Action::Apply(Curation::Rescope {
-        identity: package_manager(Scope::Global),
-        to: to.clone(),
-    }));
-    let toast = s.app.toast.clone().unwrap();
-    assert_eq!(
+            to: to.clone(),
+        }));
+        let toast = s.app.toast.clone().unwrap();
+        assert_eq!(
         toast.text,
         "rescoped user:42 · package_manager: inserted repo:legacy-dashboard v1 = npm; superseded global v3 = pnpm"
     );
-    let store = f.store();
-    let new_repo = store
-        .resolve("user:42", "package_manager", Some("brand-new"), None)
-        .unwrap();
-    assert_eq!(new_repo.value, Some(serde_json::json!("pnpm")));
-    let legacy = store
-        .resolve("user:42", "package_manager", Some("legacy-dashboard"), None)
-        .unwrap();
-    assert_eq!(legacy.value, Some(serde_json::json!("npm")));
-    assert!(store.check().unwrap().ok);
-    // The view shows the repaired record, still selected.
-    assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
-    assert_eq!(detail(&s).record.version, 3);
+        let store = db.store();
+        let new_repo = store
+            .resolve("user:42", "package_manager", Some("brand-new"), None)
+            .unwrap();
+        assert_eq!(new_repo.value, Some(serde_json::json!("pnpm")));
+        let legacy = store
+            .resolve("user:42", "package_manager", Some("legacy-dashboard"), None)
+            .unwrap();
+        assert_eq!(legacy.value, Some(serde_json::json!("npm")));
+        assert!(store.check().unwrap().ok);
+        // The view shows the repaired record, still selected.
+        assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
+        assert_eq!(detail(&s).record.version, 3);
+    });
 }
 
 #[test]
 fn rescope_refusals_are_stated_before_y_and_a_late_refusal_changes_nothing() {
-    let (f, mut s) = open(Fixture::incident);
-    select(&mut s, "user:42 · package_manager @ global");
-    press(&mut s, "me");
-    s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
-    let refusal = |s: &memscope::tui::Session| match s.app.dialogs.last() {
-        Some(Dialog::Rescope(d)) => match d.preview.clone() {
-            Some(Ok(p)) => p.refusal.unwrap_or_default(),
-            Some(Err(e)) => format!("ERR {e}"),
-            None => "NONE".into(),
-        },
-        _ => "CLOSED".into(),
-    };
-    press(&mut s, "repo");
-    assert!(
-        refusal(&s).starts_with("ERR unknown scope 'repo'"),
-        "{}",
-        refusal(&s)
-    );
-    press(&mut s, ":old-app");
-    assert!(
-        refusal(&s).contains("is deleted (tombstone v2)"),
-        "{}",
-        refusal(&s)
-    );
-    s.handle_key(key(KeyCode::Enter));
-    // y on a refused target: the sentence again, the dialog stays, nothing is applied.
-    assert_eq!(s.app.handle_key(ch('y')), Action::None);
-    assert!(s.app.toast.as_ref().unwrap().error);
-    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Rescope(_))));
-    press(&mut s, "e");
-    s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
-    press(&mut s, "repo:newer");
-    assert!(refusal(&s).contains("causal_seq"), "{}", refusal(&s));
-    s.handle_key(key(KeyCode::Esc));
-    press(&mut s, "n");
-    assert!(s.app.dialogs.is_empty());
-    assert_eq!(toast(&s), "cancelled: nothing changed");
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, "me");
+        s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        let refusal = |s: &memscope::tui::Session| match s.app.dialogs.last() {
+            Some(Dialog::Rescope(d)) => match d.preview.clone() {
+                Some(Ok(p)) => p.refusal.unwrap_or_default(),
+                Some(Err(e)) => format!("ERR {e}"),
+                None => "NONE".into(),
+            },
+            _ => "CLOSED".into(),
+        };
+        press(&mut s, "repo");
+        assert!(
+            refusal(&s).starts_with("ERR unknown scope 'repo'"),
+            "{}",
+            refusal(&s)
+        );
+        press(&mut s, ":old-app");
+        assert!(
+            refusal(&s).contains("is deleted (tombstone v2)"),
+            "{}",
+            refusal(&s)
+        );
+        s.handle_key(key(KeyCode::Enter));
+        // y on a refused target: the sentence again, the dialog stays, nothing is applied.
+        assert_eq!(s.app.handle_key(ch('y')), Action::None);
+        assert!(s.app.toast.as_ref().unwrap().error);
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Rescope(_))));
+        press(&mut s, "e");
+        s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        press(&mut s, "repo:newer");
+        assert!(refusal(&s).contains("causal_seq"), "{}", refusal(&s));
+        s.handle_key(key(KeyCode::Esc));
+        press(&mut s, "n");
+        assert!(s.app.dialogs.is_empty());
+        assert_eq!(toast(&s), "cancelled: nothing changed");
 
-    // The preview says yes, then another process deletes the target before y: the store
-    // refuses, the sentence shows, nothing changed.
-    press(&mut s, "me");
-    s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
-    press(&mut s, "repo:late");
-    s.handle_key(key(KeyCode::Enter));
-    assert_eq!(refusal(&s), "");
-    f.write(r#"{"subject":"user:42","predicate":"package_manager","value":"bun","scope":"repo:late","source":"x:1"}"#);
-    let late = DeleteTarget::Identity(package_manager(Scope::Repo("late".into())));
-    f.store().delete(&late, None).unwrap();
-    press(&mut s, "y");
-    let toast = s.app.toast.clone().unwrap();
-    assert!(
-        toast.error && toast.text.starts_with("rescope refused:"),
-        "{}",
-        toast.text
-    );
-    assert!(toast.text.contains("nothing changed"), "{}", toast.text);
-    let global = f
-        .store()
-        .get(&package_manager(Scope::Global))
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (global.version, global.value),
-        (2, serde_json::json!("npm"))
-    );
+        // The preview says yes, then another process deletes the target before y: the store
+        // refuses, the sentence shows, nothing changed.
+        press(&mut s, "me");
+        s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        press(&mut s, "repo:late");
+        s.handle_key(key(KeyCode::Enter));
+        assert_eq!(refusal(&s), "");
+        db.write(r#"{"subject":"user:42","predicate":"package_manager","value":"bun","scope":"repo:late","source":"x:1"}"#);
+        let late = DeleteTarget::Identity(package_manager(Scope::Repo("late".into())));
+        db.store().delete(&late, None).unwrap();
+        press(&mut s, "y");
+        let toast = s.app.toast.clone().unwrap();
+        assert!(
+            toast.error && toast.text.starts_with("rescope refused:"),
+            "{}",
+            toast.text
+        );
+        assert!(toast.text.contains("nothing changed"), "{}", toast.text);
+        let global = db
+            .store()
+            .get(&package_manager(Scope::Global))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (global.version, global.value),
+            (2, serde_json::json!("npm"))
+        );
+    });
 }
 
 #[test]
 fn rescope_of_a_scoped_record_starts_typing_and_removes_what_had_no_earlier_value() {
-    let (f, mut s) = open(Fixture::incident);
-    select(&mut s, "user:42 · package_manager @ repo:newer");
-    s.handle_key(ch('m'));
-    let d = top!(s, Rescope);
-    assert!(d.editing && d.target.is_empty());
-    assert_eq!(
-        d.suggestions
-            .as_ref()
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ repo:newer");
+        s.handle_key(ch('m'));
+        let d = top!(s, Rescope);
+        assert!(d.editing && d.target.is_empty());
+        assert_eq!(
+            d.suggestions
+                .as_ref()
+                .unwrap()
+                .last()
+                .map(|x| x.scope.clone()),
+            Some(Scope::Global)
+        );
+        press(&mut s, "task:t-1");
+        let d = top!(s, Rescope);
+        let p = d.preview.clone().unwrap().unwrap();
+        assert_eq!(
+            p.effects[1],
+            "repo:newer is removed — it had no earlier value"
+        );
+        s.handle_key(key(KeyCode::Esc));
+        press(&mut s, "y");
+        assert!(db
+            .store()
+            .get(&package_manager(Scope::Repo("newer".into())))
             .unwrap()
-            .last()
-            .map(|x| x.scope.clone()),
-        Some(Scope::Global)
-    );
-    press(&mut s, "task:t-1");
-    let d = top!(s, Rescope);
-    let p = d.preview.clone().unwrap().unwrap();
-    assert_eq!(
-        p.effects[1],
-        "repo:newer is removed — it had no earlier value"
-    );
-    s.handle_key(key(KeyCode::Esc));
-    press(&mut s, "y");
-    assert!(f
-        .store()
-        .get(&package_manager(Scope::Repo("newer".into())))
-        .unwrap()
-        .is_none());
-    let moved = f
-        .store()
-        .get(&package_manager(Scope::Task("t-1".into())))
-        .unwrap()
-        .unwrap();
-    assert_eq!(moved.value, serde_json::json!("yarn"));
+            .is_none());
+        let moved = db
+            .store()
+            .get(&package_manager(Scope::Task("t-1".into())))
+            .unwrap()
+            .unwrap();
+        assert_eq!(moved.value, serde_json::json!("yarn"));
+    });
 }
 
 #[test]
 fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
-    let (f, mut s) = open(Fixture::incident);
-    // A record at v1 has nothing to go back to.
-    select(&mut s, "user:7 · formatter @ global");
-    assert_eq!(s.app.handle_key(ch('v')), Action::None);
-    assert!(s.app.dialogs.is_empty());
-    assert!(toast(&s).contains("no earlier version"));
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        // A record at v1 has nothing to go back to.
+        select(&mut s, "user:7 · formatter @ global");
+        assert_eq!(s.app.handle_key(ch('v')), Action::None);
+        assert!(s.app.dialogs.is_empty());
+        assert!(toast(&s).contains("no earlier version"));
 
-    select(&mut s, "user:42 · package_manager @ global");
-    assert_eq!(s.app.handle_key(ch('v')), Action::PreviewRevert);
-    s.perform(Action::PreviewRevert);
-    let d = top!(s, Revert);
-    let c = d.chosen().unwrap();
-    assert_eq!(c.version, 1);
-    assert_eq!(
-        c.effect,
-        Ok("global becomes pnpm (value of v1) as v3".to_string())
-    );
-    // A digit that names no earlier version says so; 1 names v1.
-    press(&mut s, "9");
-    assert!(toast(&s).contains("no earlier version v9"));
-    press(&mut s, "1");
-    assert_eq!(
-        s.app.handle_key(ch('y')),
-        Action::Apply(Curation::Revert {
+        select(&mut s, "user:42 · package_manager @ global");
+        assert_eq!(s.app.handle_key(ch('v')), Action::PreviewRevert);
+        s.perform(Action::PreviewRevert);
+        let d = top!(s, Revert);
+        let c = d.chosen().unwrap();
+        assert_eq!(c.version, 1);
+        assert_eq!(
+            c.effect,
+            Ok("global becomes pnpm (value of v1) as v3".to_string())
+        );
+        // A digit that names no earlier version says so; 1 names v1.
+        press(&mut s, "9");
+        assert!(toast(&s).contains("no earlier version v9"));
+        press(&mut s, "1");
+        assert_eq!(
+            s.app.handle_key(ch('y')),
+            Action::Apply(Curation::Revert {
+                identity: package_manager(Scope::Global),
+                to_version: 1
+            })
+        );
+        s.perform(Action::Apply(Curation::Revert {
             identity: package_manager(Scope::Global),
-            to_version: 1
-        })
-    );
-    s.perform(Action::Apply(Curation::Revert {
-        identity: package_manager(Scope::Global),
-        to_version: 1,
-    }));
-    assert_eq!(
+            to_version: 1,
+        }));
+        assert_eq!(
         toast(&s),
         "reverted user:42 · package_manager @ global to the value of v1: superseded global v3 = pnpm"
     );
-    // Now at v3 (pnpm): v2 (npm) is the default, v1 (pnpm again) would only confirm.
-    press(&mut s, "v");
-    let d = top!(s, Revert);
-    assert_eq!(d.chosen().unwrap().version, 2);
-    press(&mut s, "j");
-    let d = top!(s, Revert);
-    assert_eq!(
-        d.chosen().unwrap().effect,
-        Ok("global already holds pnpm: v3 is confirmed, no new version".to_string())
-    );
-    press(&mut s, "n");
-    assert!(s.app.dialogs.is_empty());
-    let h = f
-        .store()
-        .history("user:42", "package_manager", Some(&Scope::Global))
-        .unwrap();
-    let events: Vec<&str> = h.iter().map(|e| e.event.as_str()).collect();
-    assert_eq!(events, ["set", "set", "set", "reverted"]);
-    assert!(f.store().check().unwrap().ok);
+        // Now at v3 (pnpm): v2 (npm) is the default, v1 (pnpm again) would only confirm.
+        press(&mut s, "v");
+        let d = top!(s, Revert);
+        assert_eq!(d.chosen().unwrap().version, 2);
+        press(&mut s, "j");
+        let d = top!(s, Revert);
+        assert_eq!(
+            d.chosen().unwrap().effect,
+            Ok("global already holds pnpm: v3 is confirmed, no new version".to_string())
+        );
+        press(&mut s, "n");
+        assert!(s.app.dialogs.is_empty());
+        let h = db
+            .store()
+            .history("user:42", "package_manager", Some(&Scope::Global))
+            .unwrap();
+        let events: Vec<&str> = h.iter().map(|e| e.event.as_str()).collect();
+        assert_eq!(events, ["set", "set", "set", "reverted"]);
+        assert!(db.store().check().unwrap().ok);
+    });
 }
 
 // ---- The timeline's events, the event popup, copying, the mouse (issue 13, items 8–10) ----
@@ -1030,61 +1099,63 @@ const PNPM_WORDS: &str = "以后新建前端项目，默认用 pnpm。";
 
 #[test]
 fn history_pane_selects_events_and_enter_shows_one_whole() {
-    let (_f, mut s) = open_sized(Fixture::incident, 60, 15);
-    // At 60×15 the history pane has the whole body when it has the focus.
-    select(&mut s, "user:42 · package_manager @ global");
-    // In the list, j moves the list; Tab gives the history pane the focus and its keys.
-    s.handle_key(key(KeyCode::Tab));
-    assert_eq!(s.app.focus, Focus::Detail);
-    assert_eq!(s.app.memories().timeline.cursor, 0);
-    let j = s.app.handle_key(ch('j'));
-    assert_eq!(j, Action::MoveEvent(Motion::Down(1)));
-    s.perform(j);
-    assert_eq!(s.app.memories().timeline.cursor, 1);
-    // It stops at the last event and goes back with k.
-    let events = detail(&s).events.history.len();
-    for _ in 0..events + 3 {
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(60, 15);
+        // At 60×15 the history pane has the whole body when it has the focus.
+        select(&mut s, "user:42 · package_manager @ global");
+        // In the list, j moves the list; Tab gives the history pane the focus and its keys.
+        s.handle_key(key(KeyCode::Tab));
+        assert_eq!(s.app.focus, Focus::Detail);
+        assert_eq!(s.app.memories().timeline.cursor, 0);
+        let j = s.app.handle_key(ch('j'));
+        assert_eq!(j, Action::MoveEvent(Motion::Down(1)));
+        s.perform(j);
+        assert_eq!(s.app.memories().timeline.cursor, 1);
+        // It stops at the last event and goes back with k.
+        let events = detail(&s).events.history.len();
+        for _ in 0..events + 3 {
+            s.handle_key(ch('j'));
+        }
+        assert_eq!(s.app.memories().timeline.cursor, events - 1);
+        s.handle_key(key(KeyCode::Home));
+        assert_eq!(s.app.memories().timeline.cursor, 0);
         s.handle_key(ch('j'));
-    }
-    assert_eq!(s.app.memories().timeline.cursor, events - 1);
-    s.handle_key(key(KeyCode::Home));
-    assert_eq!(s.app.memories().timeline.cursor, 0);
-    s.handle_key(ch('j'));
-    // Enter opens the selected event (v2, npm) in a popup with the words exactly as stored,
-    // read whole from the store.
-    let event = detail(&s).events.history[1].id;
-    let enter = s.app.handle_key(key(KeyCode::Enter));
-    assert_eq!(enter, Action::OpenEvent(event));
-    s.perform(enter);
-    let d = top!(s, Event);
-    assert_eq!(d.event.version, Some(2));
-    assert_eq!(d.event.raw.as_deref(), Some(NPM_WORDS));
-    // Drawn whole, wrapped: the popup's lines, read in order, hold every character of the
-    // words (the CJK line breaks fall between characters).
-    let screen = render(&mut s, 60, 15);
-    let inside: String = screen
-        .lines()
-        .filter_map(|l| Some(&l[l.find('│')? + '│'.len_utf8()..l.rfind('│')?]))
-        .flat_map(|l| l.chars().filter(|c| !c.is_whitespace()))
-        .collect();
-    let words: String = NPM_WORDS.chars().filter(|c| !c.is_whitespace()).collect();
-    assert!(inside.contains(&words), "the words are cut:\n{screen}");
-    assert!(screen.contains("thread:23/message:14"), "{screen}");
-    // c copies the words, exactly; Esc closes the popup and the history pane keeps its event.
-    assert_eq!(s.app.handle_key(ch('c')), Action::Copy(NPM_WORDS.into()));
-    s.handle_key(key(KeyCode::Esc));
-    assert!(s.app.dialogs.is_empty());
-    assert_eq!(s.app.memories().timeline.cursor, 1);
-    // In the history pane c copies the selected event's value; in the list, the record's:
-    // each read whole from the store (the panes hold previews of long values).
-    s.handle_key(ch('k'));
-    assert_eq!(copied(&mut s), "pnpm");
-    s.handle_key(key(KeyCode::Enter));
-    assert_eq!(s.app.handle_key(ch('c')), Action::Copy(PNPM_WORDS.into()));
-    s.handle_key(key(KeyCode::Esc));
-    s.handle_key(key(KeyCode::Esc));
-    assert_eq!(s.app.focus, Focus::List);
-    assert_eq!(copied(&mut s), "npm");
+        // Enter opens the selected event (v2, npm) in a popup with the words exactly as stored,
+        // read whole from the store.
+        let event = detail(&s).events.history[1].id;
+        let enter = s.app.handle_key(key(KeyCode::Enter));
+        assert_eq!(enter, Action::OpenEvent(event));
+        s.perform(enter);
+        let d = top!(s, Event);
+        assert_eq!(d.event.version, Some(2));
+        assert_eq!(d.event.raw.as_deref(), Some(NPM_WORDS));
+        // Drawn whole, wrapped: the popup's lines, read in order, hold every character of the
+        // words (the CJK line breaks fall between characters).
+        let screen = render(&mut s, 60, 15);
+        let inside: String = screen
+            .lines()
+            .filter_map(|l| Some(&l[l.find('│')? + '│'.len_utf8()..l.rfind('│')?]))
+            .flat_map(|l| l.chars().filter(|c| !c.is_whitespace()))
+            .collect();
+        let words: String = NPM_WORDS.chars().filter(|c| !c.is_whitespace()).collect();
+        assert!(inside.contains(&words), "the words are cut:\n{screen}");
+        assert!(screen.contains("thread:23/message:14"), "{screen}");
+        // c copies the words, exactly; Esc closes the popup and the history pane keeps its event.
+        assert_eq!(s.app.handle_key(ch('c')), Action::Copy(NPM_WORDS.into()));
+        s.handle_key(key(KeyCode::Esc));
+        assert!(s.app.dialogs.is_empty());
+        assert_eq!(s.app.memories().timeline.cursor, 1);
+        // In the history pane c copies the selected event's value; in the list, the record's:
+        // each read whole from the store (the panes hold previews of long values).
+        s.handle_key(ch('k'));
+        assert_eq!(copied(&mut s), "pnpm");
+        s.handle_key(key(KeyCode::Enter));
+        assert_eq!(s.app.handle_key(ch('c')), Action::Copy(PNPM_WORDS.into()));
+        s.handle_key(key(KeyCode::Esc));
+        s.handle_key(key(KeyCode::Esc));
+        assert_eq!(s.app.focus, Focus::List);
+        assert_eq!(copied(&mut s), "npm");
+    });
 }
 
 /// `c` pressed in the UI, and the text it put on the clipboard (decoded from OSC 52).
@@ -1109,32 +1180,34 @@ fn a_long_event_scrolls_in_its_popup() {
     f.write(&format!(
         r#"{{"subject":"user:42","predicate":"lint","value":{{"rules":{{"semi":["error","always"],"quotes":["error","double"]}},"ignore":["dist/","build/","coverage/"]}},"scope":"global","source":"thread:61/message:7","raw":"{words}"}}"#
     ));
-    let mut s = f.session(60, 15);
-    select(&mut s, "user:42 · lint @ global");
-    s.handle_key(key(KeyCode::Tab));
-    s.handle_key(key(KeyCode::Enter));
-    let scroll = |s: &memscope::tui::Session| match s.app.dialogs.last() {
-        Some(Dialog::Event(d)) => d.scroll,
-        other => panic!("no event popup: {other:?}"),
-    };
-    assert_eq!(scroll(&s), 0);
-    s.handle_key(ch('j'));
-    assert_eq!(scroll(&s), 1);
-    // It stops where the text ends: k right after moves back at once.
-    for _ in 0..500 {
+    for_each_backend(&f, |db| {
+        let mut s = db.session(60, 15);
+        select(&mut s, "user:42 · lint @ global");
+        s.handle_key(key(KeyCode::Tab));
+        s.handle_key(key(KeyCode::Enter));
+        let scroll = |s: &memscope::tui::Session| match s.app.dialogs.last() {
+            Some(Dialog::Event(d)) => d.scroll,
+            other => panic!("no event popup: {other:?}"),
+        };
+        assert_eq!(scroll(&s), 0);
         s.handle_key(ch('j'));
-    }
-    let end = scroll(&s);
-    assert!(end > 10, "60 lines of words take more than a screen: {end}");
-    let screen = render(&mut s, 60, 15);
-    assert!(
-        screen.contains("\"coverage/\""),
-        "the JSON's end:\n{screen}"
-    );
-    s.handle_key(ch('k'));
-    assert_eq!(scroll(&s), end - 1);
-    // c copies all of the words, which no screen shows at once.
-    assert_eq!(s.app.handle_key(ch('c')), Action::Copy(words));
+        assert_eq!(scroll(&s), 1);
+        // It stops where the text ends: k right after moves back at once.
+        for _ in 0..500 {
+            s.handle_key(ch('j'));
+        }
+        let end = scroll(&s);
+        assert!(end > 10, "60 lines of words take more than a screen: {end}");
+        let screen = render(&mut s, 60, 15);
+        assert!(
+            screen.contains("\"coverage/\""),
+            "the JSON's end:\n{screen}"
+        );
+        s.handle_key(ch('k'));
+        assert_eq!(scroll(&s), end - 1);
+        // c copies all of the words, which no screen shows at once.
+        assert_eq!(s.app.handle_key(ch('c')), Action::Copy(words.clone()));
+    });
 }
 
 /// Decodes standard base64 (the test's own, independent of the encoder under test).
@@ -1158,39 +1231,41 @@ fn decode_base64(text: &str) -> Vec<u8> {
 
 #[test]
 fn copy_writes_osc_52_with_the_exact_text_base64_encoded() {
-    let (_f, mut s) = open(Fixture::story);
-    // Hostile text: escapes and newlines travel inside the base64, never raw.
-    let text = format!("{NPM_WORDS}\n\u{1b}[2J\u{7}end");
-    s.perform(Action::Copy(text.clone()));
-    let out = s.take_output();
-    assert!(
-        out.starts_with(b"\x1b]52;c;") && out.ends_with(b"\x07"),
-        "{out:?}"
-    );
-    let payload = std::str::from_utf8(&out[7..out.len() - 1]).expect("ASCII");
-    assert!(payload
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)));
-    assert_eq!(decode_base64(payload), text.as_bytes());
-    let toast = s.app.toast.clone().expect("a confirmation");
-    let n = text.chars().count();
-    assert_eq!(
-        toast.text,
-        format!("copied {n} characters to the clipboard (OSC 52)")
-    );
-    assert!(!toast.error);
-    assert!(s.take_output().is_empty(), "written once");
-    // Too large for a terminal to take: refused, said, nothing written.
-    s.perform(Action::Copy(
-        "x".repeat(memscope::tui::clipboard::COPY_LIMIT + 1),
-    ));
-    assert!(s.take_output().is_empty());
-    let toast = s.app.toast.clone().expect("a refusal");
-    assert!(
-        toast.error && toast.text.contains("not copied"),
-        "{}",
-        toast.text
-    );
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        // Hostile text: escapes and newlines travel inside the base64, never raw.
+        let text = format!("{NPM_WORDS}\n\u{1b}[2J\u{7}end");
+        s.perform(Action::Copy(text.clone()));
+        let out = s.take_output();
+        assert!(
+            out.starts_with(b"\x1b]52;c;") && out.ends_with(b"\x07"),
+            "{out:?}"
+        );
+        let payload = std::str::from_utf8(&out[7..out.len() - 1]).expect("ASCII");
+        assert!(payload
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)));
+        assert_eq!(decode_base64(payload), text.as_bytes());
+        let toast = s.app.toast.clone().expect("a confirmation");
+        let n = text.chars().count();
+        assert_eq!(
+            toast.text,
+            format!("copied {n} characters to the clipboard (OSC 52)")
+        );
+        assert!(!toast.error);
+        assert!(s.take_output().is_empty(), "written once");
+        // Too large for a terminal to take: refused, said, nothing written.
+        s.perform(Action::Copy(
+            "x".repeat(memscope::tui::clipboard::COPY_LIMIT + 1),
+        ));
+        assert!(s.take_output().is_empty());
+        let toast = s.app.toast.clone().expect("a refusal");
+        assert!(
+            toast.error && toast.text.contains("not copied"),
+            "{}",
+            toast.text
+        );
+    });
 }
 
 fn mouse(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
@@ -1222,115 +1297,119 @@ fn find(screen: &str, text: &str, from: usize) -> (u16, u16) {
 
 #[test]
 fn mouse_clicks_select_rows_tabs_panes_and_the_wheel_scrolls() {
-    let (_f, mut s) = open(Fixture::incident);
-    let screen = render(&mut s, 120, 32);
-    // A click on a list row selects it (the loop performs the move).
-    let (x, y) = find(&screen, "user:7 · formatter = prettier", 0);
-    let action = s.app.handle_mouse(click(x, y));
-    assert_eq!(action, Action::Move(Motion::Down(1)));
-    s.perform(action);
-    assert_eq!(selected_label(&s), "user:7 · formatter @ global");
-    let (x, y) = find(&screen, "user:42 · package_manager = npm", 0);
-    s.handle_event(Event::Mouse(click(x, y)));
-    assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
-    assert_eq!(s.app.focus, Focus::List);
-    // A click on an event of the history pane focuses it and selects that event.
-    let screen = render(&mut s, 120, 32);
-    let (x, y) = find(&screen, "set       v2", 60);
-    s.handle_event(Event::Mouse(click(x, y)));
-    assert_eq!(s.app.focus, Focus::Detail);
-    let d = detail(&s);
-    assert_eq!(
-        d.events.history[s.app.memories().timeline.cursor].version,
-        Some(2)
-    );
-    s.handle_key(key(KeyCode::Enter));
-    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
-    // With a dialog open, clicks do nothing underneath; the popup takes the wheel.
-    let screen = render(&mut s, 120, 32);
-    s.handle_event(Event::Mouse(click(2, 1)));
-    assert_eq!(s.app.tab, Tab::Memories);
-    s.handle_key(key(KeyCode::Esc));
-    // A click on the list pane gives it the focus back; one on a tab opens the tab.
-    s.handle_event(Event::Mouse(click(0, 10)));
-    assert_eq!(s.app.focus, Focus::List);
-    let (x, y) = find(&screen, "2 Pending", 0);
-    assert_eq!(
-        s.app.handle_mouse(click(x, y)),
-        Action::ShowTab(Tab::Pending)
-    );
-    assert_eq!(s.app.tab, Tab::Pending);
-    let (x, y) = find(&screen, "5 Reads", 0);
-    s.handle_event(Event::Mouse(click(x + 2, y)));
-    assert_eq!(s.app.tab, Tab::Reads);
-    // On the Reads tab a click picks the read drawn there (two lines each).
-    let screen = render(&mut s, 120, 32);
-    let (x, y) = find(&screen, "web-app", 0);
-    s.handle_event(Event::Mouse(click(x, y + 1)));
-    let read = s.app.selected_read().expect("a read");
-    assert_eq!(read.repo.as_deref(), Some("web-app"));
-    // The wheel moves the pane under the pointer, which need not have the focus.
-    s.handle_event(Event::Mouse(click(find(&screen, "1 Current view", 0).0, 1)));
-    assert_eq!(s.app.tab, Tab::Memories);
-    let down = mouse(MouseEventKind::ScrollDown, 5, 10);
-    assert_eq!(
-        s.app.handle_mouse(down),
-        Action::Move(Motion::Down(3)),
-        "the list under the pointer"
-    );
-    let up = mouse(MouseEventKind::ScrollUp, 5, 10);
-    assert_eq!(s.app.handle_mouse(up), Action::Move(Motion::Up(3)));
-    select(&mut s, "user:42 · package_manager @ global");
-    assert_eq!(s.app.focus, Focus::List);
-    s.handle_event(Event::Mouse(mouse(MouseEventKind::ScrollDown, 90, 10)));
-    assert_eq!(
-        s.app.memories().timeline.cursor,
-        3.min(detail(&s).events.history.len() - 1)
-    );
-    assert_eq!(
-        s.app.focus,
-        Focus::List,
-        "the wheel does not move the focus"
-    );
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        let screen = render(&mut s, 120, 32);
+        // A click on a list row selects it (the loop performs the move).
+        let (x, y) = find(&screen, "user:7 · formatter = prettier", 0);
+        let action = s.app.handle_mouse(click(x, y));
+        assert_eq!(action, Action::Move(Motion::Down(1)));
+        s.perform(action);
+        assert_eq!(selected_label(&s), "user:7 · formatter @ global");
+        let (x, y) = find(&screen, "user:42 · package_manager = npm", 0);
+        s.handle_event(Event::Mouse(click(x, y)));
+        assert_eq!(selected_label(&s), "user:42 · package_manager @ global");
+        assert_eq!(s.app.focus, Focus::List);
+        // A click on an event of the history pane focuses it and selects that event.
+        let screen = render(&mut s, 120, 32);
+        let (x, y) = find(&screen, "set       v2", 60);
+        s.handle_event(Event::Mouse(click(x, y)));
+        assert_eq!(s.app.focus, Focus::Detail);
+        let d = detail(&s);
+        assert_eq!(
+            d.events.history[s.app.memories().timeline.cursor].version,
+            Some(2)
+        );
+        s.handle_key(key(KeyCode::Enter));
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
+        // With a dialog open, clicks do nothing underneath; the popup takes the wheel.
+        let screen = render(&mut s, 120, 32);
+        s.handle_event(Event::Mouse(click(2, 1)));
+        assert_eq!(s.app.tab, Tab::Memories);
+        s.handle_key(key(KeyCode::Esc));
+        // A click on the list pane gives it the focus back; one on a tab opens the tab.
+        s.handle_event(Event::Mouse(click(0, 10)));
+        assert_eq!(s.app.focus, Focus::List);
+        let (x, y) = find(&screen, "2 Pending", 0);
+        assert_eq!(
+            s.app.handle_mouse(click(x, y)),
+            Action::ShowTab(Tab::Pending)
+        );
+        assert_eq!(s.app.tab, Tab::Pending);
+        let (x, y) = find(&screen, "5 Reads", 0);
+        s.handle_event(Event::Mouse(click(x + 2, y)));
+        assert_eq!(s.app.tab, Tab::Reads);
+        // On the Reads tab a click picks the read drawn there (two lines each).
+        let screen = render(&mut s, 120, 32);
+        let (x, y) = find(&screen, "web-app", 0);
+        s.handle_event(Event::Mouse(click(x, y + 1)));
+        let read = s.app.selected_read().expect("a read");
+        assert_eq!(read.repo.as_deref(), Some("web-app"));
+        // The wheel moves the pane under the pointer, which need not have the focus.
+        s.handle_event(Event::Mouse(click(find(&screen, "1 Current view", 0).0, 1)));
+        assert_eq!(s.app.tab, Tab::Memories);
+        let down = mouse(MouseEventKind::ScrollDown, 5, 10);
+        assert_eq!(
+            s.app.handle_mouse(down),
+            Action::Move(Motion::Down(3)),
+            "the list under the pointer"
+        );
+        let up = mouse(MouseEventKind::ScrollUp, 5, 10);
+        assert_eq!(s.app.handle_mouse(up), Action::Move(Motion::Up(3)));
+        select(&mut s, "user:42 · package_manager @ global");
+        assert_eq!(s.app.focus, Focus::List);
+        s.handle_event(Event::Mouse(mouse(MouseEventKind::ScrollDown, 90, 10)));
+        assert_eq!(
+            s.app.memories().timeline.cursor,
+            3.min(detail(&s).events.history.len() - 1)
+        );
+        assert_eq!(
+            s.app.focus,
+            Focus::List,
+            "the wheel does not move the focus"
+        );
+    });
 }
 
 #[test]
 fn mouse_off_ignores_mouse_events_and_no_coordinates_panic() {
-    let (_f, mut s) = open(Fixture::story);
-    let screen = render(&mut s, 120, 32);
-    let (x, y) = find(&screen, "2 Pending", 0);
-    s.mouse = false;
-    s.handle_event(Event::Mouse(click(x, y)));
-    assert_eq!(
-        s.app.tab,
-        Tab::Memories,
-        "--no-mouse: the terminal keeps the mouse"
-    );
-    s.mouse = true;
-    // Any point, any size, any pane: no panic.
-    for (w, h) in [(1, 1), (3, 2), (20, 5), (60, 15), (80, 24), (120, 32)] {
-        s.resize(w, h);
-        for keys in ["1", "2", "3", "4", "5", "1\t"] {
-            press(&mut s, keys.trim_end_matches('\t'));
-            if keys.ends_with('\t') {
-                s.handle_key(key(KeyCode::Tab));
-            }
-            for y in (0..h + 3).step_by(1) {
-                for x in (0..w + 3).step_by(3) {
-                    for kind in [
-                        MouseEventKind::Down(MouseButton::Left),
-                        MouseEventKind::ScrollDown,
-                        MouseEventKind::ScrollUp,
-                    ] {
-                        s.handle_event(Event::Mouse(mouse(kind, x, y)));
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        let screen = render(&mut s, 120, 32);
+        let (x, y) = find(&screen, "2 Pending", 0);
+        s.mouse = false;
+        s.handle_event(Event::Mouse(click(x, y)));
+        assert_eq!(
+            s.app.tab,
+            Tab::Memories,
+            "--no-mouse: the terminal keeps the mouse"
+        );
+        s.mouse = true;
+        // Any point, any size, any pane: no panic.
+        for (w, h) in [(1, 1), (3, 2), (20, 5), (60, 15), (80, 24), (120, 32)] {
+            s.resize(w, h);
+            for keys in ["1", "2", "3", "4", "5", "1\t"] {
+                press(&mut s, keys.trim_end_matches('\t'));
+                if keys.ends_with('\t') {
+                    s.handle_key(key(KeyCode::Tab));
+                }
+                for y in (0..h + 3).step_by(1) {
+                    for x in (0..w + 3).step_by(3) {
+                        for kind in [
+                            MouseEventKind::Down(MouseButton::Left),
+                            MouseEventKind::ScrollDown,
+                            MouseEventKind::ScrollUp,
+                        ] {
+                            s.handle_event(Event::Mouse(mouse(kind, x, y)));
+                        }
                     }
                 }
+                s.handle_event(Event::Mouse(click(u16::MAX, u16::MAX)));
+                render(&mut s, w, h);
+                s.handle_key(key(KeyCode::Esc));
             }
-            s.handle_event(Event::Mouse(click(u16::MAX, u16::MAX)));
-            render(&mut s, w, h);
-            s.handle_key(key(KeyCode::Esc));
         }
-    }
+    });
 }
 
 #[test]
@@ -1339,26 +1418,29 @@ fn the_event_popup_shows_hostile_text_escaped() {
     f.write(
         r#"{"subject":"user:42","predicate":"shell","value":{"cmd":"echo \u001b]0;pwned\u0007"},"scope":"global","source":"thread:1/message:2","raw":"clear the screen \u001b[2J\u001b[H then\nring \u0007 twice"}"#,
     );
-    let mut s = f.session(100, 30);
-    select(&mut s, "user:42 · shell @ global");
-    s.handle_key(key(KeyCode::Tab));
-    s.handle_key(key(KeyCode::Enter));
-    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
-    let screen = render(&mut s, 100, 30);
-    assert!(
-        !screen.chars().any(|c| c.is_control() && c != '\n'),
-        "a control character reached the screen:\n{screen}"
-    );
-    assert!(screen.contains("clear the screen �[2J�[H then"), "{screen}");
-    assert!(screen.contains("ring � twice"), "{screen}");
-    // The copy is the stored text, exactly: the escapes travel inside the base64.
-    let raw = "clear the screen \u{1b}[2J\u{1b}[H then\nring \u{7} twice";
-    assert_eq!(s.app.handle_key(ch('c')), Action::Copy(raw.into()));
+    for_each_backend(&f, |db| {
+        let mut s = db.session(100, 30);
+        select(&mut s, "user:42 · shell @ global");
+        s.handle_key(key(KeyCode::Tab));
+        s.handle_key(key(KeyCode::Enter));
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
+        let screen = render(&mut s, 100, 30);
+        assert!(
+            !screen.chars().any(|c| c.is_control() && c != '\n'),
+            "a control character reached the screen:\n{screen}"
+        );
+        assert!(screen.contains("clear the screen �[2J�[H then"), "{screen}");
+        assert!(screen.contains("ring � twice"), "{screen}");
+        // The copy is the stored text, exactly: the escapes travel inside the base64.
+        let raw = "clear the screen \u{1b}[2J\u{1b}[H then\nring \u{7} twice";
+        assert_eq!(s.app.handle_key(ch('c')), Action::Copy(raw.into()));
+    });
 }
 
 #[test]
 fn a_spelling_conflict_says_where_it_came_from_and_gy_makes_it_current() {
-    // A database the v3 release wrote with two spellings of one memory, merged on open.
+    // A database the v3 release wrote with two spellings of one memory, merged on open (on
+    // PostgreSQL: the merged file, moved there).
     let f = crate::support::tui::Fixture::empty();
     let fixture = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -1368,22 +1450,24 @@ fn a_spelling_conflict_says_where_it_came_from_and_gy_makes_it_current() {
         let _ = std::fs::remove_file(format!("{}{suffix}", f.path.display()));
     }
     std::fs::copy(fixture, &f.path).expect("copy the v3 fixture");
-    let mut s = f.session(160, 40);
-    press(&mut s, "2");
-    press(&mut s, "j");
-    let frame = render(&mut s, 160, 40);
-    assert!(
-        frame.contains("merged    from User:42 · coffee @ global"),
-        "{frame}"
-    );
-    assert!(
-        frame.contains("g → global: supersedes") && frame.contains("(v1) with espresso"),
-        "the store's preview: {frame}"
-    );
-    press(&mut s, "gy");
-    let store = f.store();
-    let r = store
-        .resolve("user:42", "coffee", None, None)
-        .expect("resolve");
-    assert_eq!(r.value, Some(serde_json::json!("espresso")));
+    for_each_backend(&f, |db| {
+        let mut s = db.session(160, 40);
+        press(&mut s, "2");
+        press(&mut s, "j");
+        let frame = render(&mut s, 160, 40);
+        assert!(
+            frame.contains("merged    from User:42 · coffee @ global"),
+            "{frame}"
+        );
+        assert!(
+            frame.contains("g → global: supersedes") && frame.contains("(v1) with espresso"),
+            "the store's preview: {frame}"
+        );
+        press(&mut s, "gy");
+        let store = db.store();
+        let r = store
+            .resolve("user:42", "coffee", None, None)
+            .expect("resolve");
+        assert_eq!(r.value, Some(serde_json::json!("espresso")));
+    });
 }

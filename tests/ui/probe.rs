@@ -1,21 +1,8 @@
-//! What the key tests open and read off a session: the fixture's session on the usual
-//! terminal, the toast, the dialog on top.
+//! What the key tests read off a session: the toast, the dialog on top (sessions open on each
+//! backend through `support::tui::for_each_backend`).
 
-use crate::support::tui::Fixture;
 use memscope::model::{Identity, Scope};
 use memscope::tui::Session;
-
-/// A fixture and its session on a 120×32 terminal (the fixture owns the database: keep it).
-pub fn open(fixture: fn() -> Fixture) -> (Fixture, Session) {
-    open_sized(fixture, 120, 32)
-}
-
-/// A fixture and its session on a terminal `width`×`height`.
-pub fn open_sized(fixture: fn() -> Fixture, width: u16, height: u16) -> (Fixture, Session) {
-    let f = fixture();
-    let s = f.session(width, height);
-    (f, s)
-}
 
 pub fn identity(subject: &str, predicate: &str, scope: Scope) -> Identity {
     Identity {

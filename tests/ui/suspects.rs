@@ -1,8 +1,9 @@
 //! The Suspects tab (6), the marks and the header count, and what the pending queue says a
-//! global resolution would reach (README, "memscope suspects"; docs/ARCHITECTURE-ui.md).
+//! global resolution would reach (README, "memscope suspects"; docs/ARCHITECTURE-ui.md). Each
+//! test runs on SQLite and on the same data moved to PostgreSQL.
 
-use crate::probe::{identity, open, top};
-use crate::support::tui::{ch, key, press, render, selected, Fixture};
+use crate::probe::{identity, top};
+use crate::support::tui::{ch, for_each_backend, key, press, render, selected, Fixture};
 use crossterm::event::KeyCode;
 use memscope::model::{Identity, Scope};
 use memscope::tui::app::{Action, Curation, Dialog};
@@ -15,130 +16,136 @@ fn incident() -> Identity {
 
 #[test]
 fn the_demo_marks_its_suspect_counts_it_and_m_rescopes_it_where_its_words_point() {
-    let (f, mut s) = open(Fixture::demo);
-    // The header counts it first; the current view marks its row, and only its row.
-    let screen = render(&mut s, 120, 32);
-    assert!(
-        screen.lines().next().unwrap().contains("1 suspect · "),
-        "{screen}"
-    );
-    assert!(
-        screen.contains("│! user:42 · package_manager = npm"),
-        "{screen}"
-    );
-    assert_eq!(screen.matches("│! ").count(), 1, "{screen}");
-    assert!(screen.contains("6 Suspects (1)"), "{screen}");
+    for_each_backend(&Fixture::demo(), |db| {
+        let mut s = db.session(120, 32);
+        // The header counts it first; the current view marks its row, and only its row.
+        let screen = render(&mut s, 120, 32);
+        assert!(
+            screen.lines().next().unwrap().contains("1 suspect · "),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("│! user:42 · package_manager = npm"),
+            "{screen}"
+        );
+        assert_eq!(screen.matches("│! ").count(), 1, "{screen}");
+        assert!(screen.contains("6 Suspects (1)"), "{screen}");
 
-    // 6: the suspect with its evidence, blast radius and the reads that got it.
-    press(&mut s, "6");
-    assert_eq!(s.app.tab, Tab::Suspects);
-    let screen = render(&mut s, 120, 40);
-    assert!(
-        screen.contains("│! user:42 · package_manager = npm"),
-        "{screen}"
-    );
-    assert!(screen.contains("5 repos · 4 reads││"), "{screen}");
-    let pane = right_pane(&screen);
-    for said in [
-        "the words say “这个仓库”",
-        "install_command in",
-        "Blast radius: 5 repositories without a rule of their own get it",
-        "m rescopes it to repo:legacy-dashboard",
-    ] {
-        assert!(pane.contains(said), "{said:?} is not shown:\n{screen}");
-    }
-    // The store's list, in the store's order: the tab restates nothing.
-    let store = f.store();
-    let found = store.suspects().unwrap();
-    assert_eq!(s.app.tabs.suspects.rows.len(), found.len());
-    assert_eq!(found[0].record.identity(), incident());
+        // 6: the suspect with its evidence, blast radius and the reads that got it.
+        press(&mut s, "6");
+        assert_eq!(s.app.tab, Tab::Suspects);
+        let screen = render(&mut s, 120, 40);
+        assert!(
+            screen.contains("│! user:42 · package_manager = npm"),
+            "{screen}"
+        );
+        assert!(screen.contains("5 repos · 4 reads││"), "{screen}");
+        let pane = right_pane(&screen);
+        for said in [
+            "the words say “这个仓库”",
+            "install_command in",
+            "Blast radius: 5 repositories without a rule of their own get it",
+            "m rescopes it to repo:legacy-dashboard",
+        ] {
+            assert!(pane.contains(said), "{said:?} is not shown:\n{screen}");
+        }
+        // The store's list, in the store's order: the tab restates nothing.
+        let store = db.store();
+        let found = store.suspects().unwrap();
+        assert_eq!(s.app.tabs.suspects.rows.len(), found.len());
+        assert_eq!(found[0].record.identity(), incident());
 
-    // m: the rescope dialog on it, its target the place the evidence points at, the store's
-    // preview of the effect; y moves it.
-    assert_eq!(s.app.handle_key(ch('m')), Action::PreviewRescope);
-    s.perform(Action::PreviewRescope);
-    let d = top!(s, Rescope);
-    assert_eq!(d.record.identity(), incident());
-    assert_eq!(d.target, "repo:legacy-dashboard");
-    assert!(!d.editing);
-    let preview = d.preview.clone().expect("a preview").expect("a scope");
-    assert_eq!(preview.refusal, None);
-    let to = Scope::Repo("legacy-dashboard".into());
-    let y = s.app.handle_key(ch('y'));
-    assert_eq!(
-        y,
-        Action::Apply(Curation::Rescope {
-            identity: incident(),
-            to: to.clone()
-        })
-    );
-    s.perform(y);
-    // The suspect is gone everywhere: tab, marks, header.
-    assert!(s.app.tabs.suspects.rows.is_empty());
-    let screen = render(&mut s, 120, 32);
-    assert!(screen.contains("No suspects."), "{screen}");
-    assert!(
-        !screen.lines().next().unwrap().contains("suspect"),
-        "{screen}"
-    );
-    let moved = store.get(&Identity {
-        scope: to,
-        ..incident()
+        // m: the rescope dialog on it, its target the place the evidence points at, the store's
+        // preview of the effect; y moves it.
+        assert_eq!(s.app.handle_key(ch('m')), Action::PreviewRescope);
+        s.perform(Action::PreviewRescope);
+        let d = top!(s, Rescope);
+        assert_eq!(d.record.identity(), incident());
+        assert_eq!(d.target, "repo:legacy-dashboard");
+        assert!(!d.editing);
+        let preview = d.preview.clone().expect("a preview").expect("a scope");
+        assert_eq!(preview.refusal, None);
+        let to = Scope::Repo("legacy-dashboard".into());
+        let y = s.app.handle_key(ch('y'));
+        assert_eq!(
+            y,
+            Action::Apply(Curation::Rescope {
+                identity: incident(),
+                to: to.clone()
+            })
+        );
+        s.perform(y);
+        // The suspect is gone everywhere: tab, marks, header.
+        assert!(s.app.tabs.suspects.rows.is_empty());
+        let screen = render(&mut s, 120, 32);
+        assert!(screen.contains("No suspects."), "{screen}");
+        assert!(
+            !screen.lines().next().unwrap().contains("suspect"),
+            "{screen}"
+        );
+        let moved = store.get(&Identity {
+            scope: to,
+            ..incident()
+        });
+        assert_eq!(moved.unwrap().unwrap().value, json!("npm"));
+        assert_eq!(
+            store.get(&incident()).unwrap().unwrap().value,
+            json!("pnpm")
+        );
     });
-    assert_eq!(moved.unwrap().unwrap().value, json!("npm"));
-    assert_eq!(
-        store.get(&incident()).unwrap().unwrap().value,
-        json!("pnpm")
-    );
 }
 
 #[test]
 fn g_opens_the_suspect_in_the_current_view_and_e_explains_it() {
-    let (_f, mut s) = open(Fixture::demo);
-    press(&mut s, "6");
-    s.handle_key(ch('g'));
-    assert_eq!(s.app.tab, Tab::Memories);
-    assert_eq!(selected(&s), "user:42 · package_manager @ global");
-    let screen = render(&mut s, 120, 32);
-    assert!(
-        screen.contains("History · user:42 · package_manager @ global"),
-        "{screen}"
-    );
-    press(&mut s, "6");
-    s.handle_key(ch('e'));
-    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Explain(_))));
-    s.handle_key(key(KeyCode::Esc));
-    // A read-only file shows it but will not rescope it.
-    s.app.read_only = true;
-    assert_eq!(s.app.handle_key(ch('m')), Action::None);
-    assert!(s.app.dialogs.is_empty());
-    assert!(s.app.toast.as_ref().is_some_and(|t| t.error));
+    for_each_backend(&Fixture::demo(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "6");
+        s.handle_key(ch('g'));
+        assert_eq!(s.app.tab, Tab::Memories);
+        assert_eq!(selected(&s), "user:42 · package_manager @ global");
+        let screen = render(&mut s, 120, 32);
+        assert!(
+            screen.contains("History · user:42 · package_manager @ global"),
+            "{screen}"
+        );
+        press(&mut s, "6");
+        s.handle_key(ch('e'));
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Explain(_))));
+        s.handle_key(key(KeyCode::Esc));
+        // A read-only file shows it but will not rescope it.
+        s.app.read_only = true;
+        assert_eq!(s.app.handle_key(ch('m')), Action::None);
+        assert!(s.app.dialogs.is_empty());
+        assert!(s.app.toast.as_ref().is_some_and(|t| t.error));
+    });
 }
 
 #[test]
 fn the_session_opens_on_a_record_as_the_demo_opens_on_its_incident() {
-    let (_f, mut s) = open(Fixture::demo);
-    press(&mut s, "/coffee");
-    s.select(&incident()).unwrap();
-    assert_eq!(s.app.tab, Tab::Memories);
-    assert!(!s.app.memories().filter.active(), "the filter gives way");
-    assert_eq!(selected(&s), "user:42 · package_manager @ global");
-    assert_eq!(
-        s.app
-            .memories()
-            .timeline
-            .detail
-            .as_ref()
-            .map(|d| d.identity()),
-        Some(incident())
-    );
-    // A record that is not live leaves the selection on a record.
-    let gone = Identity {
-        subject: "user:nobody".into(),
-        ..incident()
-    };
-    s.select(&gone).unwrap();
-    assert_ne!(selected(&s), "nothing");
+    for_each_backend(&Fixture::demo(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "/coffee");
+        s.select(&incident()).unwrap();
+        assert_eq!(s.app.tab, Tab::Memories);
+        assert!(!s.app.memories().filter.active(), "the filter gives way");
+        assert_eq!(selected(&s), "user:42 · package_manager @ global");
+        assert_eq!(
+            s.app
+                .memories()
+                .timeline
+                .detail
+                .as_ref()
+                .map(|d| d.identity()),
+            Some(incident())
+        );
+        // A record that is not live leaves the selection on a record.
+        let gone = Identity {
+            subject: "user:nobody".into(),
+            ..incident()
+        };
+        s.select(&gone).unwrap();
+        assert_ne!(selected(&s), "nothing");
+    });
 }
 
 /// The text of the right-hand pane, its wrapped lines joined by a space.
@@ -157,38 +164,42 @@ fn a_clean_database_has_no_suspects_and_says_so() {
     let f = Fixture::empty();
     f.write(r#"{"subject":"user:42","predicate":"package_manager","value":"pnpm","scope":"global","source":"thread:17/message:86","raw":"以后新建前端项目，默认用 pnpm。"}"#);
     f.write(r#"{"subject":"user:42","predicate":"install_command","value":"npm ci","scope":"repo:legacy-dashboard","source":"thread:23/message:14","raw":"这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"}"#);
-    let mut s = f.session(100, 30);
-    let screen = render(&mut s, 100, 30);
-    assert!(!screen.contains("suspect"), "{screen}");
-    assert!(!screen.contains("│! "), "{screen}");
-    press(&mut s, "6");
-    let screen = render(&mut s, 100, 30);
-    assert!(screen.contains("No suspects."), "{screen}");
-    // m on nothing says why, and opens nothing.
-    assert_eq!(s.app.handle_key(ch('m')), Action::None);
-    assert!(s.app.dialogs.is_empty());
+    for_each_backend(&f, |db| {
+        let mut s = db.session(100, 30);
+        let screen = render(&mut s, 100, 30);
+        assert!(!screen.contains("suspect"), "{screen}");
+        assert!(!screen.contains("│! "), "{screen}");
+        press(&mut s, "6");
+        let screen = render(&mut s, 100, 30);
+        assert!(screen.contains("No suspects."), "{screen}");
+        // m on nothing says why, and opens nothing.
+        assert_eq!(s.app.handle_key(ch('m')), Action::None);
+        assert!(s.app.dialogs.is_empty());
+    });
 }
 
 #[test]
 fn the_pending_preview_of_g_states_the_blast_radius_from_the_store() {
-    let (f, mut s) = open(Fixture::demo);
-    press(&mut s, "2");
-    let store = f.store();
-    let item = store.pending(false).unwrap().remove(0);
-    assert_eq!(item.subject, "user:42");
-    let n = store
-        .blast_radius(&item.subject, &item.predicate)
-        .unwrap()
-        .len();
-    assert!(n >= 2, "the demo knows several repositories without a rule");
-    let sentence = format!("{n} repositories without a rule of their own would get npm");
-    let screen = render(&mut s, 120, 32);
-    assert!(
-        right_pane(&screen).contains(&sentence),
-        "{sentence:?}:\n{screen}"
-    );
-    // The confirm of g says it too, before anything is written.
-    s.handle_key(ch('g'));
-    let c = top!(s, Confirm);
-    assert!(c.lines.join(" ").contains(&sentence), "{:?}", c.lines);
+    for_each_backend(&Fixture::demo(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "2");
+        let store = db.store();
+        let item = store.pending(false).unwrap().remove(0);
+        assert_eq!(item.subject, "user:42");
+        let n = store
+            .blast_radius(&item.subject, &item.predicate)
+            .unwrap()
+            .len();
+        assert!(n >= 2, "the demo knows several repositories without a rule");
+        let sentence = format!("{n} repositories without a rule of their own would get npm");
+        let screen = render(&mut s, 120, 32);
+        assert!(
+            right_pane(&screen).contains(&sentence),
+            "{sentence:?}:\n{screen}"
+        );
+        // The confirm of g says it too, before anything is written.
+        s.handle_key(ch('g'));
+        let c = top!(s, Confirm);
+        assert!(c.lines.join(" ").contains(&sentence), "{:?}", c.lines);
+    });
 }
