@@ -96,6 +96,15 @@ fn a_database_moves_from_a_file_to_postgres_and_back_unchanged() {
             );
             store.write(&w).unwrap();
         }
+        // A place only a pending item's candidates name: the registry knows it all the same.
+        store
+            .write(
+                &memscope::model::WriteRequest::from_json_line(
+                    r#"{"subject":"user:0","predicate":"编辑器","value":"nano","scope":{"ambiguous":["global","repo:只在候选"]},"source":"asked"}"#,
+                )
+                .unwrap(),
+            )
+            .unwrap();
         for i in 0..20 {
             store
                 .resolve_logged(
@@ -129,6 +138,30 @@ fn a_database_moves_from_a_file_to_postgres_and_back_unchanged() {
     let report: Value = serde_json::from_str(&run(&pg.url, &["check", "--json"])).unwrap();
     assert_eq!(report["ok"], json!(true), "{report}");
     same(seen(&pg.url), seen(file), "PostgreSQL after the import");
+    // The places and subjects the registry knows (the scope guard's and the suspects' places).
+    let on_file: Vec<(String, String)> = {
+        let c = rusqlite::Connection::open(file).unwrap();
+        let mut st = c
+            .prepare("SELECT kind, spelling FROM spellings ORDER BY kind, spelling")
+            .unwrap();
+        let rows = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.map(Result::unwrap).collect()
+    };
+    let on_pg: Vec<(String, String)> = postgres::Client::connect(&pg.url, postgres::NoTls)
+        .unwrap()
+        .query(
+            "SELECT kind, spelling FROM spellings ORDER BY kind COLLATE \"C\", spelling COLLATE \"C\"",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert!(
+        on_file.contains(&("scope".into(), "repo:只在候选".into())),
+        "{on_file:?}"
+    );
+    same(on_pg, on_file, "the spellings registry after the import");
 
     // Out of PostgreSQL: the same rows; into a new file: the same view, check clean.
     let second = dir.path().join("second.jsonl");
