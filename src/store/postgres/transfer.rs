@@ -267,14 +267,13 @@ fn register_spellings(tx: &mut Transaction<'_>) -> Result<()> {
                  SELECT subject, min(id) AS first FROM history GROUP BY subject
                  UNION ALL SELECT subject, NULL FROM memories
                  UNION ALL SELECT subject, NULL FROM tombstones
-                 UNION ALL SELECT subject, NULL FROM pending
-                 UNION ALL SELECT subject, NULL FROM reads) s
+                 UNION ALL SELECT subject, NULL FROM pending) s
              GROUP BY subject ORDER BY min(first) NULLS LAST, subject",
         ),
         (
-            // Every place the database names, as SQLite's spelling registry keeps them: also
-            // the places only a pending item (its candidates, its resolution) or the read log
-            // names (the scope guard and the suspects' blast radius know places from here).
+            // Every place the write path registers: also those only a pending item names (its
+            // candidates, its resolution) — the scope guard and the suspects' blast radius know
+            // places from here. Not the read log's repos and tasks: reading registers nothing.
             "scope",
             "SELECT scope FROM (
                  SELECT scope, min(id) AS first FROM history GROUP BY scope
@@ -283,9 +282,7 @@ fn register_spellings(tx: &mut Transaction<'_>) -> Result<()> {
                  UNION ALL SELECT resolved_scope, NULL FROM pending WHERE resolved_scope IS NOT NULL
                  UNION ALL SELECT c.value #>> '{}', NULL FROM pending p,
                      jsonb_array_elements(p.candidates::jsonb) c WHERE jsonb_typeof(c.value) = 'string'
-                 UNION ALL SELECT scope, NULL FROM reads WHERE scope IS NOT NULL
-                 UNION ALL SELECT 'repo:' || repo, NULL FROM reads WHERE repo IS NOT NULL
-                 UNION ALL SELECT 'task:' || task, NULL FROM reads WHERE task IS NOT NULL) s
+) s
              WHERE scope <> 'global'
              GROUP BY scope ORDER BY min(first) NULLS LAST, scope",
         ),
