@@ -1,6 +1,7 @@
 //! The four write-time invariants of the second seed article (唯一性, 因果单调, 删除单调, 语义归一),
-//! on real database files: concurrent OS processes, causal sequence numbers, tombstones and
-//! predicate normalization.
+//! on real databases: concurrent OS processes, causal sequence numbers, tombstones and
+//! predicate normalization. Each test runs on a SQLite file and again on PostgreSQL
+//! (`…_on_postgres`).
 
 use crate::support::*;
 use serde_json::{json, Value};
@@ -65,8 +66,16 @@ fn applied_in_causal_order(db: &TestDb) -> Vec<(i64, i64, String, Value)> {
 /// a busy error.
 #[test]
 fn concurrent_writer_processes_lose_nothing_and_keep_one_current_record() {
+    concurrent_writer_processes_lose_nothing_and_keep_one_current_record_on(TestDb::new());
+}
+
+#[test]
+fn concurrent_writer_processes_lose_nothing_and_keep_one_current_record_on_postgres() {
+    on_postgres(concurrent_writer_processes_lose_nothing_and_keep_one_current_record_on);
+}
+
+fn concurrent_writer_processes_lose_nothing_and_keep_one_current_record_on(db: TestDb) {
     const N: usize = 10;
-    let db = TestDb::new();
     db.init();
     let values: Vec<String> = (0..N).map(|i| format!("工具-{i} 🔧 tool-{i}")).collect();
     let children: Vec<Child> = (0..N)
@@ -133,8 +142,16 @@ fn concurrent_writer_processes_lose_nothing_and_keep_one_current_record() {
 /// stands; every other process is either applied or kept as a `stale` event.
 #[test]
 fn concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value() {
+    concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value_on(TestDb::new());
+}
+
+#[test]
+fn concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value_on_postgres() {
+    on_postgres(concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value_on);
+}
+
+fn concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value_on(db: TestDb) {
     const N: usize = 10;
-    let db = TestDb::new();
     let seqs: Vec<i64> = (0..N).map(|_| db.seq()).collect();
     assert_increasing(&seqs, "seq is monotonic");
     // Launch the causally newest first, so the race really has to resolve by causal_seq.
@@ -192,9 +209,17 @@ fn concurrent_writers_with_preallocated_seqs_end_on_the_causally_newest_value() 
 /// Eight `apply` processes stream twenty writes each into the same identity.
 #[test]
 fn concurrent_apply_processes_account_for_every_line() {
+    concurrent_apply_processes_account_for_every_line_on(TestDb::new());
+}
+
+#[test]
+fn concurrent_apply_processes_account_for_every_line_on_postgres() {
+    on_postgres(concurrent_apply_processes_account_for_every_line_on);
+}
+
+fn concurrent_apply_processes_account_for_every_line_on(db: TestDb) {
     const P: usize = 8;
     const L: usize = 20;
-    let db = TestDb::new();
     db.init();
     let mut files = Vec::new();
     for p in 0..P {
@@ -255,30 +280,67 @@ fn concurrent_apply_processes_account_for_every_line() {
 /// commands create a missing database, so all of them must succeed.
 #[test]
 fn concurrent_writers_creating_the_database_all_succeed() {
-    const N: usize = 8;
     for round in 0..3 {
-        let db = TestDb::new();
-        let children: Vec<Child> = (0..N)
-            .map(|i| spawn_write(&db, &format!("v{i}"), &format!("proc:{i}"), &[]))
-            .collect();
-        let runs: Vec<Run> = children.into_iter().map(wait).collect();
-        for (i, r) in runs.iter().enumerate() {
-            assert_eq!(
-                r.code, 0,
-                "round {round}, process {i} failed creating the database: {}",
-                r.stderr
-            );
-        }
-        assert_eq!(applied(&db).len(), N);
-        db.assert_check_ok();
+        first_writers_at_once_all_succeed(&TestDb::new(), round);
     }
+}
+
+/// On PostgreSQL a write never prepares the schema (it asks for `init`), so the agents'
+/// `init`s race on the bare database first, then their first writes.
+#[test]
+fn concurrent_inits_then_writers_on_a_bare_postgres_database_all_succeed() {
+    for round in 0..3 {
+        let Some((db, _drop)) = postgres_bare_db() else {
+            return;
+        };
+        let children: Vec<Child> = (0..FIRST_WRITERS)
+            .map(|_| {
+                db.command(&["init"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("spawn memscope init")
+            })
+            .collect();
+        for (i, c) in children.into_iter().enumerate() {
+            let r = wait(c);
+            assert_eq!(r.code, 0, "round {round}, init {i} failed: {}", r.stderr);
+        }
+        first_writers_at_once_all_succeed(&db, round);
+    }
+}
+
+const FIRST_WRITERS: usize = 8;
+
+fn first_writers_at_once_all_succeed(db: &TestDb, round: usize) {
+    let children: Vec<Child> = (0..FIRST_WRITERS)
+        .map(|i| spawn_write(db, &format!("v{i}"), &format!("proc:{i}"), &[]))
+        .collect();
+    let runs: Vec<Run> = children.into_iter().map(wait).collect();
+    for (i, r) in runs.iter().enumerate() {
+        assert_eq!(
+            r.code, 0,
+            "round {round}, process {i}'s first write failed: {}",
+            r.stderr
+        );
+    }
+    assert_eq!(applied(db).len(), FIRST_WRITERS);
+    db.assert_check_ok();
 }
 
 /// 因果单调: sequence numbers 3, then 1, then 2 → the value of 3 stands, the others are stale
 /// and kept for audit with their own (older) numbers.
 #[test]
 fn causal_order_3_then_1_then_2_keeps_the_value_of_3() {
-    let db = TestDb::new();
+    causal_order_3_then_1_then_2_keeps_the_value_of_3_on(TestDb::new());
+}
+
+#[test]
+fn causal_order_3_then_1_then_2_keeps_the_value_of_3_on_postgres() {
+    on_postgres(causal_order_3_then_1_then_2_keeps_the_value_of_3_on);
+}
+
+fn causal_order_3_then_1_then_2_keeps_the_value_of_3_on(db: TestDb) {
     let o3 = db.write_with(
         (U, PM),
         "三 three",
@@ -319,7 +381,15 @@ fn causal_order_3_then_1_then_2_keeps_the_value_of_3() {
 /// causal_seq with another value is stale; a write without a number gets the next one.
 #[test]
 fn applied_versions_read_back_in_causal_order() {
-    let db = TestDb::new();
+    applied_versions_read_back_in_causal_order_on(TestDb::new());
+}
+
+#[test]
+fn applied_versions_read_back_in_causal_order_on_postgres() {
+    on_postgres(applied_versions_read_back_in_causal_order_on);
+}
+
+fn applied_versions_read_back_in_causal_order_on(db: TestDb) {
     let steps = [
         (10, "a", "inserted"),
         (30, "c", "superseded"),
@@ -363,7 +433,15 @@ fn applied_versions_read_back_in_causal_order() {
 /// and counted; nothing becomes current.
 #[test]
 fn write_after_tombstone_is_rejected_and_logged_without_content() {
-    let db = TestDb::new();
+    write_after_tombstone_is_rejected_and_logged_without_content_on(TestDb::new());
+}
+
+#[test]
+fn write_after_tombstone_is_rejected_and_logged_without_content_on_postgres() {
+    on_postgres(write_after_tombstone_is_rejected_and_logged_without_content_on);
+}
+
+fn write_after_tombstone_is_rejected_and_logged_without_content_on(db: TestDb) {
     let scope = "repo:旧仪表盘";
     db.write_with(
         (U, PM),
@@ -410,7 +488,7 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
     assert_eq!(report["metrics"]["resurrection_blocked"], 2);
 
     // Through the library: same refusal.
-    let mut store = open_store(&db.path);
+    let mut store = open_any_store(&db);
     let out = store
         .write(&req(U, PM, json!("pnpm"), scope, "lib:1"))
         .unwrap();
@@ -423,7 +501,15 @@ fn write_after_tombstone_is_rejected_and_logged_without_content() {
 /// candidates, so with --force) is rejected too (exit 1), and records that.
 #[test]
 fn pending_resolution_into_a_tombstoned_scope_is_rejected() {
-    let db = TestDb::new();
+    pending_resolution_into_a_tombstoned_scope_is_rejected_on(TestDb::new());
+}
+
+#[test]
+fn pending_resolution_into_a_tombstoned_scope_is_rejected_on_postgres() {
+    on_postgres(pending_resolution_into_a_tombstoned_scope_is_rejected_on);
+}
+
+fn pending_resolution_into_a_tombstoned_scope_is_rejected_on(db: TestDb) {
     db.write(U, PM, "pnpm", "repo:old", "thread:1");
     db.run(&args_for("delete", U, PM, &["--scope", "repo:old"]))
         .ok();
@@ -450,7 +536,15 @@ fn pending_resolution_into_a_tombstoned_scope_is_rejected() {
 /// alias `包管理器`) are one identity, `package_manager`.
 #[test]
 fn predicate_spellings_and_aliases_are_one_identity() {
-    let db = TestDb::new();
+    predicate_spellings_and_aliases_are_one_identity_on(TestDb::new());
+}
+
+#[test]
+fn predicate_spellings_and_aliases_are_one_identity_on_postgres() {
+    on_postgres(predicate_spellings_and_aliases_are_one_identity_on);
+}
+
+fn predicate_spellings_and_aliases_are_one_identity_on(db: TestDb) {
     let spellings = [
         "Package Manager",
         "package-manager",
@@ -509,7 +603,15 @@ fn predicate_spellings_and_aliases_are_one_identity() {
 /// Near-duplicate predicates that no alias joins are reported by `check`, never merged.
 #[test]
 fn near_duplicate_predicates_are_reported_not_merged() {
-    let db = TestDb::new();
+    near_duplicate_predicates_are_reported_not_merged_on(TestDb::new());
+}
+
+#[test]
+fn near_duplicate_predicates_are_reported_not_merged_on_postgres() {
+    on_postgres(near_duplicate_predicates_are_reported_not_merged_on);
+}
+
+fn near_duplicate_predicates_are_reported_not_merged_on(db: TestDb) {
     db.write(U, PM, "pnpm", "global", "thread:1");
     db.write(U, "package_manger", "npm", "global", "thread:2");
     assert_eq!(db.list(&[]).len(), 2, "never merged silently");
@@ -526,7 +628,15 @@ fn near_duplicate_predicates_are_reported_not_merged() {
 /// number: either such a write is refused, or every later number stays above it.
 #[test]
 fn the_causal_clock_never_goes_backwards() {
-    let db = TestDb::new();
+    the_causal_clock_never_goes_backwards_on(TestDb::new());
+}
+
+#[test]
+fn the_causal_clock_never_goes_backwards_on_postgres() {
+    on_postgres(the_causal_clock_never_goes_backwards_on);
+}
+
+fn the_causal_clock_never_goes_backwards_on(db: TestDb) {
     let big = i64::MAX.to_string();
     let r = db.run(&args_for(
         "write",
@@ -561,9 +671,17 @@ fn the_causal_clock_never_goes_backwards() {
 /// good — no current record, no content in history or on disk, every rejected write logged.
 #[test]
 fn concurrent_writers_and_a_delete_end_deleted_with_nothing_left() {
+    concurrent_writers_and_a_delete_end_deleted_with_nothing_left_on(TestDb::new());
+}
+
+#[test]
+fn concurrent_writers_and_a_delete_end_deleted_with_nothing_left_on_postgres() {
+    on_postgres(concurrent_writers_and_a_delete_end_deleted_with_nothing_left_on);
+}
+
+fn concurrent_writers_and_a_delete_end_deleted_with_nothing_left_on(db: TestDb) {
     const P: usize = 6;
     const L: usize = 30;
-    let db = TestDb::new();
     let tag = unique("并发删除-");
     db.write(U, PM, &format!("{tag}-first"), "global", "first");
     let mut files = Vec::new();
@@ -634,15 +752,23 @@ fn concurrent_writers_and_a_delete_end_deleted_with_nothing_left() {
     let (code, report) = db.check();
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["metrics"]["resurrection_blocked"], rejected as i64);
-    assert_not_on_disk(&db.path, &tag, "a written-then-deleted value");
+    db.assert_not_stored(&tag, "a written-then-deleted value");
 }
 
 /// The clock lives in the newest history event: purging the events that held its highest
 /// value must not let it run backwards.
 #[test]
 fn the_causal_clock_survives_a_purge_of_its_newest_events() {
-    let db = TestDb::new();
-    let mut store = memscope::Store::open(&db.path, memscope::OpenMode::Create).unwrap();
+    the_causal_clock_survives_a_purge_of_its_newest_events_on(TestDb::new());
+}
+
+#[test]
+fn the_causal_clock_survives_a_purge_of_its_newest_events_on_postgres() {
+    on_postgres(the_causal_clock_survives_a_purge_of_its_newest_events_on);
+}
+
+fn the_causal_clock_survives_a_purge_of_its_newest_events_on(db: TestDb) {
+    let mut store = open_any_store(&db);
     let req = |predicate: &str, value: &str| memscope::WriteRequest {
         subject: "user:42".into(),
         predicate: predicate.into(),
@@ -678,7 +804,7 @@ fn the_causal_clock_survives_a_purge_of_its_newest_events() {
     assert!(after.causal_seq.unwrap() > next);
     drop(store);
     // A second process sees the same clock.
-    let other = memscope::Store::open(&db.path, memscope::OpenMode::Existing).unwrap();
+    let other = memscope::store::AnyStore::open(&db.path, memscope::OpenMode::Existing).unwrap();
     drop(other);
     let seq: i64 = db.seq();
     assert!(seq > after.causal_seq.unwrap());
@@ -690,10 +816,18 @@ fn the_causal_clock_survives_a_purge_of_its_newest_events() {
 /// another client adds behind memscope's back is named evidence in the very next write.
 #[test]
 fn the_scope_guard_sees_places_registered_after_it_read_them() {
+    the_scope_guard_sees_places_registered_after_it_read_them_on(TestDb::new());
+}
+
+#[test]
+fn the_scope_guard_sees_places_registered_after_it_read_them_on_postgres() {
+    on_postgres(the_scope_guard_sees_places_registered_after_it_read_them_on);
+}
+
+fn the_scope_guard_sees_places_registered_after_it_read_them_on(db: TestDb) {
     use memscope::model::{OutcomeKind, ScopeChoice, WriteContext, WriteRequest};
-    use memscope::{OpenMode, Scope, Store};
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("places.db");
+    use memscope::store::AnyStore;
+    use memscope::{OpenMode, Scope};
     let req = |subject: &str, scope: Scope, raw: &str| WriteRequest {
         subject: subject.into(),
         predicate: "test_runner".into(),
@@ -708,7 +842,7 @@ fn the_scope_guard_sees_places_registered_after_it_read_them() {
         }),
     };
     // A global rule whose words name `repo` is queued with that repository as evidence.
-    let assert_queued_to = |store: &mut Store, subject: &str, repo: &str| {
+    let assert_queued_to = |store: &mut AnyStore, subject: &str, repo: &str| {
         let words = format!("run the {repo} tests with vitest");
         let out = store.write(&req(subject, Scope::Global, &words)).unwrap();
         let queued = out.outcome == OutcomeKind::Pending
@@ -717,7 +851,7 @@ fn the_scope_guard_sees_places_registered_after_it_read_them() {
                 .contains(&format!("repo:{repo}"));
         assert!(queued, "{out:?}");
     };
-    let mut store = Store::open(&path, OpenMode::Create).unwrap();
+    let mut store = open_any_store(&db);
     // The first guarded write reads the places (none yet).
     let out = store
         .write(&req("user:1", Scope::Global, "run the tests with vitest"))
@@ -729,16 +863,14 @@ fn the_scope_guard_sees_places_registered_after_it_read_them() {
         .unwrap();
     assert_queued_to(&mut store, "user:3", "alpha-web");
     // Another store in this process registers one.
-    let mut other = Store::open(&path, OpenMode::Existing).unwrap();
+    let mut other = AnyStore::open(&db.path, OpenMode::Existing).unwrap();
     other
         .write(&req("user:4", Scope::Repo("beta-api".into()), "vitest"))
         .unwrap();
     assert_queued_to(&mut store, "user:5", "beta-api");
     // Another client adds one straight into the table.
-    let raw = rusqlite::Connection::open(&path).unwrap();
-    raw.execute(
+    db.sql_execute(
         "INSERT INTO spellings (kind, folded, spelling) VALUES ('scope', 'repo:gamma-db', 'repo:gamma-db')",
-        [],
     )
     .unwrap();
     assert_queued_to(&mut store, "user:6", "gamma-db");

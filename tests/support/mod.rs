@@ -478,6 +478,59 @@ impl TestDb {
         }
     }
 
+    /// Runs `sql` as a client other than memscope would (past its write path), on either
+    /// backend; the database's own refusal is the error.
+    pub fn sql_execute(&self, sql: &str) -> Result<(), String> {
+        if self.is_postgres() {
+            let mut client = postgres::Client::connect(self.path_str(), postgres::NoTls)
+                .expect("the test database answers");
+            client.batch_execute(sql).map_err(|e| e.to_string())
+        } else {
+            let conn = rusqlite::Connection::open(&self.path).expect("open the database");
+            conn.execute_batch(sql).map_err(|e| e.to_string())
+        }
+    }
+
+    /// Asserts that `text` is nowhere memscope keeps data: on SQLite in no database file (db,
+    /// -wal, -shm) in any encoding; on PostgreSQL, whose files are the server's, in no row of
+    /// any table. `what` says which content it is.
+    #[track_caller]
+    pub fn assert_not_stored(&self, text: &str, what: &str) {
+        if !self.is_postgres() {
+            return assert_not_on_disk(&self.path, text, what);
+        }
+        let mut client = postgres::Client::connect(self.path_str(), postgres::NoTls)
+            .expect("the test database answers");
+        let tables: Vec<String> = client
+            .query(
+                "SELECT table_name::text FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
+                &[],
+            )
+            .expect("the tables")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(!tables.is_empty(), "no tables to search");
+        let holding: Vec<&String> = tables
+            .iter()
+            .filter(|t| {
+                // A table name from the catalog, quoted; the text is bound.
+                let sql =
+                    format!("SELECT count(*) FROM \"{t}\" AS r WHERE strpos(r::text, $1) > 0");
+                let n: i64 = client
+                    .query_one(sql.as_str(), &[&text])
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                    .get(0);
+                n > 0
+            })
+            .collect();
+        assert!(
+            holding.is_empty(),
+            "{what} {text:?} is still in rows of {holding:?}"
+        );
+    }
+
     /// The one row `sql` returns on this PostgreSQL database.
     #[track_caller]
     fn pg_row(&self, sql: &str) -> postgres::Row {
@@ -870,8 +923,16 @@ pub fn require_python_mcp() {
 /// `--db` then runs it on PostgreSQL. Dropped with the returned guard. `None` (said loudly)
 /// without a server outside CI; under `CI=true` a missing server fails the test.
 pub fn postgres_test_db() -> Option<(TestDb, PostgresDropper)> {
-    let server = match std::env::var("MEMSCOPE_TEST_POSTGRES") {
-        Ok(url) if !url.is_empty() => url,
+    let (db, dropper) = postgres_bare_db()?;
+    db.run(&["init"]).ok();
+    Some((db, dropper))
+}
+
+/// The PostgreSQL test server's address (`MEMSCOPE_TEST_POSTGRES`); `None` (said loudly)
+/// without one outside CI; under `CI=true` a missing server fails the test.
+fn postgres_server() -> Option<String> {
+    match std::env::var("MEMSCOPE_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => Some(url),
         _ => {
             if std::env::var("CI").is_ok_and(|v| v == "true") {
                 panic!("no PostgreSQL for the tests: CI=true and MEMSCOPE_TEST_POSTGRES is unset (.ci/run starts one with .ci/postgres)");
@@ -881,23 +942,89 @@ pub fn postgres_test_db() -> Option<(TestDb, PostgresDropper)> {
                 std::io::stderr(),
                 "SKIPPED (the PostgreSQL side): no PostgreSQL (set MEMSCOPE_TEST_POSTGRES or run .ci/postgres)"
             );
-            return None;
+            None
         }
-    };
+    }
+}
+
+/// A fresh, empty database on the PostgreSQL test server — no memscope schema yet, as a
+/// [`postgres_test_db`] before its `init`.
+pub fn postgres_bare_db() -> Option<(TestDb, PostgresDropper)> {
+    postgres_server().map(|server| bare_db_on(&server))
+}
+
+fn bare_db_on(server: &str) -> (TestDb, PostgresDropper) {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let name = format!(
         "memscope_s_{}_{}",
         std::process::id(),
         N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
     );
-    let mut admin = postgres::Client::connect(&server, postgres::NoTls).expect("the test server");
+    let mut admin = postgres::Client::connect(server, postgres::NoTls).expect("the test server");
     admin
         .batch_execute(&format!("CREATE DATABASE {name}"))
         .expect("a test database");
     let (base, _) = server.rsplit_once('/').expect("an address with a database");
     let db = TestDb::at(PathBuf::from(format!("{base}/{name}")));
-    db.run(&["init"]).ok();
-    Some((db, PostgresDropper { server, name }))
+    let dropper = PostgresDropper {
+        server: server.to_string(),
+        name,
+    };
+    (db, dropper)
+}
+
+/// The databases of one side of a test that needs several (an export's source and its
+/// destinations): each [`Databases::fresh`] is a new SQLite file, or a new `init`ed PostgreSQL
+/// database dropped with this.
+pub struct Databases {
+    server: Option<String>,
+    droppers: std::cell::RefCell<Vec<PostgresDropper>>,
+}
+
+impl Databases {
+    /// SQLite files, each in a temporary directory of its own.
+    pub fn sqlite() -> Databases {
+        Databases {
+            server: None,
+            droppers: Default::default(),
+        }
+    }
+
+    /// A database no one has used yet (a SQLite file is not created).
+    pub fn fresh(&self) -> TestDb {
+        match &self.server {
+            None => TestDb::new(),
+            Some(server) => {
+                let (db, dropper) = bare_db_on(server);
+                db.run(&["init"]).ok();
+                self.droppers.borrow_mut().push(dropper);
+                db
+            }
+        }
+    }
+}
+
+/// Runs `body` with [`Databases`] on the PostgreSQL test server: the PostgreSQL side of a test
+/// whose SQLite side runs the same body with [`Databases::sqlite`].
+pub fn on_postgres_databases(body: impl FnOnce(&Databases)) {
+    if let Some(server) = postgres_server() {
+        let dbs = Databases {
+            server: Some(server),
+            droppers: Default::default(),
+        };
+        body(&dbs);
+    }
+}
+
+/// Opens either backend through the library ([`memscope::store::AnyStore`]), with SQLite's
+/// per-write invariant assertion on.
+pub fn open_any_store(db: &TestDb) -> memscope::store::AnyStore {
+    let mut store =
+        memscope::store::AnyStore::open(&db.path, OpenMode::Create).expect("open the store");
+    if let memscope::store::AnyStore::Sqlite(s) = &mut store {
+        s.set_assert_invariants(true);
+    }
+    store
 }
 
 /// Runs `body` on a fresh PostgreSQL database of its own ([`postgres_test_db`]): the
