@@ -18,6 +18,11 @@ pub(crate) const DUMP_VERSION: i64 = super::schema::SCHEMA_VERSION;
 /// export's rows fit as they are.
 pub(crate) const OLDEST_IMPORTABLE: i64 = 2;
 
+/// The first schema with one spelling per place (SQLite schema 4): an older dump may spell one
+/// place several ways, which SQLite's import merges (rewriting history rows, as its migration
+/// does) and PostgreSQL's refuses, pointing through a file.
+pub(crate) const ONE_SPELLING: i64 = 4;
+
 /// Tables in dependency order; `metrics` last.
 pub(crate) const TABLES: &[&str] = &[
     "settings",
@@ -46,6 +51,8 @@ pub(crate) fn header(exported_at: &str) -> Value {
 #[derive(Default)]
 pub(crate) struct DumpReader {
     seen_header: bool,
+    /// The schema version its header names.
+    version: i64,
     /// (table, key columns as text) → line number.
     row_lines: HashMap<(String, Vec<String>), usize>,
     pub report: ImportReport,
@@ -78,6 +85,7 @@ impl DumpReader {
                 bail!("the export is from schema version {v}, this memscope reads exports of versions {OLDEST_IMPORTABLE} to {DUMP_VERSION}: import it with a matching memscope");
             }
             self.seen_header = true;
+            self.version = v;
             return Ok(None);
         }
         if !self.seen_header {
@@ -87,6 +95,11 @@ impl DumpReader {
             bail!("line {line_no} names an unknown table '{table}': pass a file written by `memscope export`");
         };
         Ok(Some((table, obj)))
+    }
+
+    /// The schema version the dump's header names (0 before the header).
+    pub(crate) fn version(&self) -> i64 {
+        self.version
     }
 
     /// Row `obj` of `table` from line `line_no` was loaded; `inserted_id` is the id the

@@ -8,7 +8,7 @@ use super::check::Pg;
 use super::store::PgStore;
 use crate::model::to_json;
 use crate::spelling::fold;
-use crate::store::dump::{header, DumpReader, ImportReport, TABLES};
+use crate::store::dump::{header, DumpReader, ImportReport, ONE_SPELLING, TABLES};
 use crate::store::fields::key_columns;
 use crate::store::user_settings::DURABILITY_KEY;
 use anyhow::{anyhow, bail, Context, Result};
@@ -140,6 +140,12 @@ impl PgStore {
             let line_no = i + 1;
             let line = line.with_context(|| format!("reading line {line_no} of the import"))?;
             let Some((table, obj)) = dump.row(line_no, &line)? else {
+                if dump.version() != 0 && dump.version() < ONE_SPELLING {
+                    bail!(
+                        "the export is from schema version {}, which may spell one place several ways; PostgreSQL takes exports of version {ONE_SPELLING} and newer: import it into a SQLite file first (`memscope --db moved.db import FILE` merges the spellings), export that, and import the new file here — nothing was imported",
+                        dump.version()
+                    );
+                }
                 continue;
             };
             if table == "settings" && obj.get("key") == Some(&json!("causal_clock")) {
