@@ -6,7 +6,7 @@
 use crate::probe::{identity, toast, top};
 use crate::support::tui::{
     ch, detail, filter, for_each_backend, key, press, render, sees_live_change, select,
-    select_read, selected as selected_label, Backend, Db, Fixture,
+    select_read, selected as selected_label, Db, Fixture,
 };
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use memscope::model::{DeleteTarget, Identity, Scope};
