@@ -20,7 +20,7 @@ pub(crate) const OLDEST_IMPORTABLE: i64 = 2;
 
 /// The first schema with one spelling per place (SQLite schema 4): an older dump may spell one
 /// place several ways, which SQLite's import merges (rewriting history rows, as its migration
-/// does) and PostgreSQL's refuses, pointing through a file.
+/// does) and PostgreSQL's refuses (when it does), pointing through a file.
 pub(crate) const ONE_SPELLING: i64 = 4;
 
 /// Tables in dependency order; `metrics` last.

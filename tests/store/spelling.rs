@@ -480,9 +480,10 @@ fn a_v3_export_is_merged_on_import() {
     assert_merged(&db);
 }
 
-/// PostgreSQL takes no dump older than one spelling per place: its import refuses a v3 export
-/// in one sentence, importing nothing, and names the way through a file — which this test then
-/// takes: into SQLite (merged), exported again, into PostgreSQL, merged the same.
+/// PostgreSQL's import does not merge spellings: it refuses a v3 export that spells a place
+/// several ways in one sentence, importing nothing, and names the way through a file — which
+/// this test then takes: into SQLite (merged), exported again, into PostgreSQL, merged the same.
+/// (A v2 export whose places have one spelling each imports as it is: `transfer`'s test.)
 #[test]
 fn a_v3_export_goes_to_postgres_through_a_file() {
     on_postgres(|db| {

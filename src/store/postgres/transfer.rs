@@ -140,12 +140,6 @@ impl PgStore {
             let line_no = i + 1;
             let line = line.with_context(|| format!("reading line {line_no} of the import"))?;
             let Some((table, obj)) = dump.row(line_no, &line)? else {
-                if dump.version() != 0 && dump.version() < ONE_SPELLING {
-                    bail!(
-                        "the export is from schema version {}, which may spell one place several ways; PostgreSQL takes exports of version {ONE_SPELLING} and newer: import it into a SQLite file first (`memscope --db moved.db import FILE` merges the spellings), export that, and import the new file here — nothing was imported",
-                        dump.version()
-                    );
-                }
                 continue;
             };
             if table == "settings" && obj.get("key") == Some(&json!("causal_clock")) {
@@ -171,7 +165,7 @@ impl PgStore {
                 };
                 names.push(k.as_str());
                 values
-                    .push(param(*kind, v).map_err(|e| anyhow!("line {line_no}: {table}.{k} {e}"))?);
+                    .push(param(*kind, v).map_err(|e| anyhow!("line {line_no}: {table}.{k} {e}: pass a file written by `memscope export` — nothing was imported"))?);
             }
             let returning = key_columns(table) == ["id"] && !obj.contains_key("id");
             let placeholders = (1..=names.len())
@@ -220,7 +214,16 @@ impl PgStore {
             &[&clock.max(last_event)],
         )?;
         register_spellings(&mut tx)?;
-        let report = dump.finish(&mut Pg(&mut tx))?;
+        let version = dump.version();
+        let report = dump.finish(&mut Pg(&mut tx)).map_err(|e| {
+            if version < ONE_SPELLING && format!("{e:#}").contains("spellings") {
+                anyhow!(
+                    "the export is from schema version {version}, from before one spelling per place, and spells a place several ways, which SQLite's import merges and PostgreSQL's does not: import it into a SQLite file first (`memscope --db moved.db import FILE`), export that, and import the new file here — nothing was imported"
+                )
+            } else {
+                e
+            }
+        })?;
         tx.commit()?;
         Ok(report)
     }
@@ -234,7 +237,7 @@ fn seq_setting(obj: &Map<String, Value>, line_no: usize) -> Result<i64> {
         _ => None,
     }
     .filter(|n| (0..=crate::model::MAX_CAUSAL_SEQ).contains(n))
-    .ok_or_else(|| anyhow!("line {line_no}: the causal_clock setting is not a causal number: pass a file written by `memscope export`"))
+    .ok_or_else(|| anyhow!("line {line_no}: the causal_clock setting is not a causal number (a whole number from 0 to 2^53): pass a file written by `memscope export` — nothing was imported"))
 }
 
 /// A dump's value as the parameter its column takes.
