@@ -516,3 +516,38 @@ fn a_role_without_watchers_polls_instead() {
         .unwrap();
     assert_ne!(ui.data_version().unwrap(), before);
 }
+
+/// A UI whose registration is gone (deleted by hand, or by any role that may delete watchers)
+/// hears no notice, but its backstop — the change mark, every few seconds — still shows the
+/// change, and it registers again.
+#[test]
+fn a_ui_whose_registration_was_removed_still_sees_changes_and_registers_again() {
+    let Some(server) = server() else { return };
+    let (db, mut admin) = FreshDb::prepared(&server);
+    let ui = open_ui(Path::new(&db.url), OpenMode::Existing).unwrap();
+    let before = ui.data_version().unwrap();
+    admin.batch_execute("DELETE FROM watchers").unwrap();
+    let mut writer = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    writer
+        .write(&super::postgres_write::req(
+            "user:1",
+            "editor",
+            json!("helix"),
+            "global",
+            "test:1",
+        ))
+        .unwrap();
+    let start = Instant::now();
+    while ui.data_version().unwrap() == before {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the backstop never saw the change"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let watchers: i64 = admin
+        .query_one("SELECT count(*) FROM watchers", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(watchers, 1, "registered again");
+}

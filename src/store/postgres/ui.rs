@@ -9,8 +9,10 @@
 //! one poll. Every call is its own short transaction: nothing is held while the UI idles. A
 //! connection that cannot take writes (a standby: LISTEN is refused there) and the workers'
 //! connections (which nobody drains between jobs, so they must not pile notices up) read a
-//! change mark instead ([`PgStore::change_mark`]). A connection the server closed is opened
-//! again by the next call; the watch is set up again and counts as a change.
+//! change mark instead ([`PgStore::change_mark`]); a listening connection reads it too, every
+//! few seconds, as a backstop (a change no notice announced still shows, and the connection
+//! registers again). A connection the server closed is opened again by the next call; the
+//! watch is set up again and counts as a change.
 
 use super::{Address, PgStore};
 use crate::model::{
@@ -33,6 +35,9 @@ use std::sync::Arc;
 /// The channel the schema's `memscope_changed()` notifies.
 const CHANNEL: &str = "memscope_changed";
 
+/// How often a listening UI also reads the change mark (the backstop in `data_version`).
+const MARK_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How long a poll waits for notices that already arrived to be read off the socket.
 const NOTICE_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
@@ -52,6 +57,11 @@ pub struct PgUi {
     /// Notices received so far, and the reconnect count the watch was set up at.
     notices: Cell<i64>,
     watching_since: Cell<Option<u64>>,
+    /// The change mark when the backstop last read it, and when.
+    mark: Cell<Option<i64>>,
+    mark_checked: Cell<Option<std::time::Instant>>,
+    /// `notices` when the backstop last read the mark.
+    notices_at_mark: Cell<i64>,
 }
 
 impl PgUi {
@@ -66,6 +76,9 @@ impl PgUi {
             listens,
             notices: Cell::new(0),
             watching_since: Cell::new(None),
+            mark: Cell::new(None),
+            mark_checked: Cell::new(None),
+            notices_at_mark: Cell::new(0),
         };
         if listens {
             match ui.watch() {
@@ -162,20 +175,44 @@ impl UiStore for PgUi {
             }
             self.notices.set(self.notices.get() + 1);
         }
-        let mut store = self.store.borrow_mut();
-        let client = store.connection()?;
         let mut arrived = 0;
-        let mut notices = client.notifications();
-        // Not `iter()`: its one poll never lets the driver's runtime look at the socket, so
-        // a notice the server sent while the connection idled is only found by a wait, however
-        // short (the runtime parks, sees the socket readable, reads what is there).
-        let mut pending = notices.timeout_iter(NOTICE_WAIT);
-        while let Some(n) = pending.next()? {
-            if n.channel() == CHANNEL {
-                arrived += 1;
+        {
+            let mut store = self.store.borrow_mut();
+            let mut notices = store.connection()?.notifications();
+            // Not `iter()`: its one poll never lets the driver's runtime look at the socket,
+            // so a notice the server sent while the connection idled is only found by a wait,
+            // however short (the runtime parks, sees the socket readable, reads what is there).
+            let mut pending = notices.timeout_iter(NOTICE_WAIT);
+            while let Some(n) = pending.next()? {
+                if n.channel() == CHANNEL {
+                    arrived += 1;
+                }
             }
         }
         self.notices.set(self.notices.get() + arrived);
+        // The backstop: every few seconds the change mark too. A change no notice announced
+        // (this connection's row in `watchers` removed by hand or by a role that may delete
+        // it) still reaches the screen, and the connection registers again.
+        let due = self
+            .mark_checked
+            .get()
+            .is_none_or(|at| at.elapsed() >= MARK_EVERY);
+        if due {
+            let mark = self.with(|s| s.change_mark())?;
+            // Announced: some notice arrived since the last look at the mark.
+            let heard = self.notices.get() != self.notices_at_mark.get();
+            let unannounced = self.mark.get().is_some_and(|m| m != mark) && !heard;
+            self.mark.set(Some(mark));
+            self.mark_checked.set(Some(std::time::Instant::now()));
+            if unannounced {
+                self.notices.set(self.notices.get() + 1);
+                match self.watch() {
+                    Ok(()) | Err(Watch::NotAllowed) => {}
+                    Err(Watch::Failed(e)) => return Err(e),
+                }
+            }
+            self.notices_at_mark.set(self.notices.get());
+        }
         Ok(self.notices.get())
     }
     fn browse_after(&self, from: &BrowseBound, limit: usize) -> Result<Vec<BrowseRecord>> {
