@@ -116,6 +116,33 @@ macro_rules! event_preview_columns {
     };
 }
 
+/// The live records of a subject and predicate, columns `$cols`, in view order. The identity
+/// index is scope-first (and PostgreSQL skips no index prefix), so the scopes are found on the
+/// history index, one seek each — a record with 50,000 versions has 50,000 entries there — and
+/// then looked up point by point: not a scan of the whole table, as `WHERE subject AND
+/// predicate` on `memories` would be.
+macro_rules! live_scopes_sql {
+    ($cols:expr) => {
+        concat!(
+            "WITH RECURSIVE scopes(scope) AS (
+                SELECT min(scope) FROM history WHERE subject = $1 AND predicate = $2
+                UNION ALL
+                SELECT (SELECT min(h.scope) FROM history h
+                        WHERE h.subject = $1 AND h.predicate = $2 AND h.scope > s.scope)
+                FROM scopes s WHERE s.scope IS NOT NULL)
+             SELECT ",
+            $cols,
+            " FROM memories WHERE subject = $1 AND predicate = $2 AND scope IN
+                (SELECT scope FROM scopes WHERE scope IS NOT NULL)
+             ORDER BY scope COLLATE \"C\""
+        )
+    };
+}
+
+/// The live scopes of a subject and (canonical) predicate, in view order (the blast radius's
+/// "a rule of its own").
+pub(super) const LIVE_SCOPES: &str = live_scopes_sql!("scope");
+
 /// The view's order (and the `memories_view` index's).
 macro_rules! view_order {
     ($dir:literal) => {
@@ -499,25 +526,12 @@ impl PgStore {
         })
     }
 
-    /// Every live scope of a subject and (canonical) predicate, in view order, as previews.
-    /// The identity index is scope-first, so the scopes are found on the history index, one
-    /// seek each (a record with 50,000 versions has 50,000 entries there).
+    /// Every live scope of a subject and (canonical) predicate, in view order, as previews
+    /// (found as `live_scopes_sql!` finds them).
     pub fn live_scopes_of(&mut self, subject: &str, predicate: &str) -> Result<Vec<MemoryRecord>> {
         self.in_tx(|t| {
             t.all(
-                concat!(
-                    "WITH RECURSIVE scopes(scope) AS (
-                        SELECT min(scope) FROM history WHERE subject = $1 AND predicate = $2
-                        UNION ALL
-                        SELECT (SELECT min(h.scope) FROM history h
-                                WHERE h.subject = $1 AND h.predicate = $2 AND h.scope > s.scope)
-                        FROM scopes s WHERE s.scope IS NOT NULL)
-                     SELECT ",
-                    record_preview_columns!(),
-                    " FROM memories WHERE subject = $1 AND predicate = $2 AND scope IN
-                        (SELECT scope FROM scopes WHERE scope IS NOT NULL)
-                     ORDER BY scope COLLATE \"C\""
-                ),
+                live_scopes_sql!(record_preview_columns!()),
                 &[&subject, &predicate],
             )?
             .iter()

@@ -88,12 +88,10 @@ fn radius(
     predicate: &str,
 ) -> Result<(Vec<String>, i64)> {
     let own: Vec<Scope> = t
-        .all(
-            "SELECT scope FROM memories WHERE subject = $1 AND predicate = $2 AND scope <> 'global'",
-            &[&subject, &predicate],
-        )?
+        .all(super::browse::LIVE_SCOPES, &[&subject, &predicate])?
         .iter()
         .filter_map(|r| Scope::parse(&r.get::<_, String>(0)).ok())
+        .filter(|s| *s != Scope::Global)
         .collect();
     let reads: i64 = t
         .one(
