@@ -80,6 +80,21 @@ fn after_blanked(v: Value, since: &str) -> Value {
     }
 }
 
+/// One write to `user:1 · editor @ global` by another connection (another host, as far as the
+/// UI can tell).
+fn write_elsewhere(url: &str, value: &str, source: &str) {
+    AnyStore::open(Path::new(url), OpenMode::Existing)
+        .unwrap()
+        .write(&super::postgres_write::req(
+            "user:1",
+            "editor",
+            json!(value),
+            "global",
+            source,
+        ))
+        .unwrap();
+}
+
 fn js<T: serde::Serialize>(v: T) -> Value {
     serde_json::to_value(v).unwrap()
 }
@@ -343,19 +358,10 @@ fn another_hosts_commit_reaches_the_watching_ui() {
     };
     let ui = open_ui(Path::new(&db.url), OpenMode::Existing).unwrap();
     assert_eq!(watchers(&mut admin), 1);
-    let mut writer = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
     let before = ui.data_version().unwrap();
     // Nothing happened: the number stays (and asking costs no round trip).
     assert_eq!(ui.data_version().unwrap(), before);
-    writer
-        .write(&super::postgres_write::req(
-            "user:1",
-            "editor",
-            json!("helix 🧬"),
-            "global",
-            "test:1",
-        ))
-        .unwrap();
+    write_elsewhere(&db.url, "helix 🧬", "test:1");
     let start = Instant::now();
     while ui.data_version().unwrap() == before {
         assert!(
@@ -367,16 +373,7 @@ fn another_hosts_commit_reaches_the_watching_ui() {
     // A worker's connection (no LISTEN) sees the change by its mark.
     let worker = (ui.reopen())().unwrap();
     let mark = worker.data_version().unwrap();
-    writer.reject_pending(1).ok();
-    writer
-        .write(&super::postgres_write::req(
-            "user:1",
-            "editor",
-            json!("kakoune"),
-            "global",
-            "test:2",
-        ))
-        .unwrap();
+    write_elsewhere(&db.url, "kakoune", "test:2");
     assert_ne!(worker.data_version().unwrap(), mark);
     // Closing the UI unregisters it: writers stop notifying.
     drop(worker);
@@ -401,16 +398,7 @@ fn a_read_only_ui_polls_the_change_mark() {
     assert_eq!(watchers, 0, "a read-only connection registers nothing");
     let before = ui.data_version().unwrap();
     assert_eq!(ui.data_version().unwrap(), before);
-    let mut writer = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
-    writer
-        .write(&super::postgres_write::req(
-            "user:1",
-            "editor",
-            json!("helix"),
-            "global",
-            "test:1",
-        ))
-        .unwrap();
+    write_elsewhere(&db.url, "helix", "test:1");
     assert_ne!(ui.data_version().unwrap(), before);
     assert_eq!(ui.browse_after(&BrowseBound::Start, 10).unwrap().len(), 1);
 }
@@ -449,16 +437,7 @@ fn an_agents_ui_and_a_curators_ui_both_watch() {
         agents.data_version().unwrap(),
         curators.data_version().unwrap(),
     );
-    let mut writer = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
-    writer
-        .write(&super::postgres_write::req(
-            "user:1",
-            "editor",
-            json!("helix"),
-            "global",
-            "test:1",
-        ))
-        .unwrap();
+    write_elsewhere(&db.url, "helix", "test:1");
     let start = Instant::now();
     while agents.data_version().unwrap() == a0 || curators.data_version().unwrap() == c0 {
         assert!(
@@ -504,16 +483,7 @@ fn a_role_without_watchers_polls_instead() {
         .get(0);
     assert_eq!(registered, 0);
     let before = ui.data_version().unwrap();
-    let mut writer = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
-    writer
-        .write(&super::postgres_write::req(
-            "user:1",
-            "editor",
-            json!("helix"),
-            "global",
-            "test:1",
-        ))
-        .unwrap();
+    write_elsewhere(&db.url, "helix", "test:1");
     assert_ne!(ui.data_version().unwrap(), before);
 }
 
@@ -527,16 +497,7 @@ fn a_ui_whose_registration_was_removed_still_sees_changes_and_registers_again() 
     let ui = open_ui(Path::new(&db.url), OpenMode::Existing).unwrap();
     let before = ui.data_version().unwrap();
     admin.batch_execute("DELETE FROM watchers").unwrap();
-    let mut writer = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
-    writer
-        .write(&super::postgres_write::req(
-            "user:1",
-            "editor",
-            json!("helix"),
-            "global",
-            "test:1",
-        ))
-        .unwrap();
+    write_elsewhere(&db.url, "helix", "test:1");
     let start = Instant::now();
     while ui.data_version().unwrap() == before {
         assert!(
