@@ -162,13 +162,15 @@ impl UiStore for PgUi {
         if !self.listens {
             return self.with(|s| s.change_mark());
         }
-        let reconnected = {
+        let reconnects = {
             let mut store = self.store.borrow_mut();
             store.connection()?;
-            self.watching_since.get() != Some(store.reconnects())
+            store.reconnects()
         };
-        if reconnected {
-            // What was committed while the connection was down was never announced.
+        if self.watching_since.get() != Some(reconnects) {
+            // What was committed while the connection was down was never announced. Set up
+            // once per connection, even when not allowed (the backstop below still looks).
+            self.watching_since.set(Some(reconnects));
             match self.watch() {
                 Ok(()) | Err(Watch::NotAllowed) => {}
                 Err(Watch::Failed(e)) => return Err(e),
