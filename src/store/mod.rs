@@ -217,11 +217,22 @@ impl AnyStore {
         }
     }
 
-    /// The time ages are shown against: the SQLite store's clock (fixed in tests), else now.
+    /// The time ages are shown against: the store's clock (fixed in tests), else now.
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         match self {
             AnyStore::Sqlite(s) => s.clock().now(),
-            AnyStore::Postgres(_) => chrono::Utc::now(),
+            AnyStore::Postgres(p) => p.wall_clock().now(),
+        }
+    }
+
+    /// Sets the clock the store stamps and ages by (tests: a fixed instant on either backend).
+    pub fn set_clock(&mut self, clock: Clock) -> Result<()> {
+        match self {
+            AnyStore::Sqlite(s) => {
+                s.set_clock(clock);
+                Ok(())
+            }
+            AnyStore::Postgres(p) => p.set_clock(clock),
         }
     }
 

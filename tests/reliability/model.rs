@@ -9,8 +9,9 @@
 //! clean, no purge debt is left (SQLite), and the current view, every `resolve` chain, the open
 //! pending queue and the tombstones equal the model's.
 //!
-//! PostgreSQL uses the server's clock, which a test cannot move: there `Advance` is a no-op for
-//! the model too, and `gc` runs against a model whose every timestamp is "now" (see `Op::Gc`).
+//! The clock is fixed and moved by `Advance` on both backends: SQLite's store clock, and on
+//! PostgreSQL the session's `memscope.now` (schema 6), so gc collects tombstones days old there
+//! too.
 //!
 //! Cases: 64 sequences of at most 40 steps on SQLite by default, `MEMSCOPE_PROPTEST_CASES=N`;
 //! 32 on PostgreSQL (a round trip per query: ~25 s), `MEMSCOPE_PROPTEST_PG_CASES=N`. Shrunk
@@ -554,7 +555,8 @@ enum Database {
 }
 
 struct Harness {
-    backend: Backend,
+    /// What gc did over the run, as the model predicted it (and the store matched).
+    ran: Ran,
     /// Declared before `_db`, so the connections close before the database goes.
     stores: [Option<AnyStore>; 2],
     path: std::path::PathBuf,
@@ -575,17 +577,20 @@ struct SentAmbiguous {
     req: WriteRequest,
 }
 
-/// A SQLite file is opened as `Store` always was here (fixed clock, per-write assert); a
-/// PostgreSQL address by the same `AnyStore::open` the commands use.
+/// A SQLite file is opened as `Store` always was here (per-write assert); a PostgreSQL address
+/// by the same `AnyStore::open` the commands use. Both on the model's fixed clock.
 fn open_store(path: &Path, now: DateTime<Utc>) -> AnyStore {
-    match AnyStore::open(path, OpenMode::Create).expect("open the store") {
+    let mut store = match AnyStore::open(path, OpenMode::Create).expect("open the store") {
         AnyStore::Sqlite(mut s) => {
-            s.set_clock(Clock::Fixed(now));
             s.set_assert_invariants(true);
             AnyStore::Sqlite(s)
         }
         pg => pg,
-    }
+    };
+    store
+        .set_clock(Clock::Fixed(now))
+        .expect("the clock is set");
+    store
 }
 
 fn outcome_matches(out: &WriteOutcome, expect: &Expect) -> bool {
@@ -622,7 +627,10 @@ impl Harness {
         let a = open_store(&path, model.now);
         let b = open_store(&path, model.now);
         Some(Harness {
-            backend,
+            ran: Ran {
+                ran: true,
+                ..Ran::default()
+            },
             stores: [Some(a), Some(b)],
             path,
             _db: db,
@@ -965,10 +973,6 @@ impl Harness {
                     (e, other) => Err(format!("restore {id}: expected {e:?}, got {other:?}")),
                 }
             }
-            // On PostgreSQL the model's clock never moves (`Op::Advance`), so every cutoff of
-            // 1 or 2 days falls before every row: gc must collect no tombstone and purge no
-            // closed pending item (a later predicate/subject delete would show one gone), and
-            // the periods it saves still carry to the next gc — all checked as on SQLite.
             Op::Gc {
                 conn,
                 retention,
@@ -982,7 +986,9 @@ impl Harness {
                 }
                 if self.model.retention_days > 0 {
                     let cutoff = self.model.now - Duration::days(self.model.retention_days);
+                    let before = self.model.closed.len();
                     self.model.closed.retain(|_, p| p.closed_at >= cutoff);
+                    self.ran.purged_pending += (before - self.model.closed.len()) as i64;
                 }
                 let mut collected = 0;
                 if self.model.safe_days > 0 {
@@ -994,6 +1000,7 @@ impl Harness {
                         }
                     }
                 }
+                self.ran.collected_tombstones += collected;
                 match self.store(*conn).gc(*retention, *safe) {
                     Ok(r) if r.collected_tombstones == collected && r.disk_purged => Ok(()),
                     other => Err(format!(
@@ -1031,17 +1038,11 @@ impl Harness {
                 }
             }
             Op::Advance { hours } => {
-                // PostgreSQL stamps rows with the server's clock, which stays within seconds of
-                // the run's start: the model's clock stays put too, so no row ever ages there.
-                if self.backend == Backend::Postgres {
-                    return Ok(());
-                }
                 self.model.now += Duration::hours(*hours);
                 let now = self.model.now;
                 for s in self.stores.iter_mut().flatten() {
-                    if let AnyStore::Sqlite(s) = s {
-                        s.set_clock(Clock::Fixed(now));
-                    }
+                    s.set_clock(Clock::Fixed(now))
+                        .map_err(|e| format!("moving the clock: {e:#}"))?;
                 }
                 Ok(())
             }
@@ -1226,9 +1227,18 @@ impl Harness {
 
 /// Runs `ops` on a fresh database of `backend`; Ok without running when PostgreSQL is asked
 /// for and no server is set.
-fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), String> {
+/// What a sequence did that a test may want to know happened, not only that it matched.
+#[derive(Debug, Default, Clone, Copy)]
+struct Ran {
+    /// False when the backend was skipped (no PostgreSQL server).
+    ran: bool,
+    collected_tombstones: i64,
+    purged_pending: i64,
+}
+
+fn run_sequence(backend: Backend, ops: &[Op]) -> Result<Ran, String> {
     let Some(mut h) = Harness::new(backend) else {
-        return Ok(());
+        return Ok(Ran::default());
     };
     h.verify(0).map_err(|e| format!("fresh database: {e}"))?;
     for (i, op) in ops.iter().enumerate() {
@@ -1236,7 +1246,7 @@ fn run_sequence(backend: Backend, ops: &[Op]) -> Result<(), String> {
         h.verify(i as u8 % 2)
             .map_err(|e| format!("after step {i} {op:?}: {e}"))?;
     }
-    Ok(())
+    Ok(h.ran)
 }
 
 fn config(cases: u64) -> ProptestConfig {
@@ -1278,7 +1288,9 @@ fn postgres_matches_the_reference_model() {
     drop(probe);
     let mut runner = TestRunner::new(config(env_u64("MEMSCOPE_PROPTEST_PG_CASES", 32)));
     let result = runner.run(&sequence_strategy(), |ops| {
-        run_sequence(Backend::Postgres, &ops).map_err(TestCaseError::fail)
+        run_sequence(Backend::Postgres, &ops)
+            .map(|_| ())
+            .map_err(TestCaseError::fail)
     });
     if let Err(e) = result {
         panic!("{e}");
@@ -1316,6 +1328,66 @@ fn a_pending_item_resolved_after_its_predicate_became_an_alias() {
     for backend in [Backend::Sqlite, Backend::Postgres] {
         if let Err(e) = run_sequence(backend, &ops) {
             panic!("{backend:?}: {e}");
+        }
+    }
+}
+
+/// Time moves on both backends (PostgreSQL through the session's `memscope.now`, schema 6): a
+/// tombstone younger than the safe period survives gc, one older is collected, and the write
+/// that follows inserts anew; a rejected pending item older than the retention is purged. The
+/// model predicts each count and the run must have seen them happen, so a clock that did not
+/// move (every row "now") fails here.
+#[test]
+fn gc_collects_what_aged_past_its_period_on_both_backends() {
+    let write = |v| Op::Write {
+        conn: 0,
+        s: 0,
+        p: 0,
+        v,
+        scope: 0,
+        seq: Seq::Fresh,
+        raw: true,
+    };
+    let ops = vec![
+        write(0),
+        Op::Ambiguous {
+            conn: 1,
+            s: 1,
+            p: 1,
+            v: 1,
+            scopes: vec![1, 2],
+            seq: Seq::Fresh,
+        },
+        Op::RejectPending { conn: 0, pick: 0 },
+        Op::DeleteIdentity {
+            conn: 1,
+            s: 0,
+            p: 0,
+            scope: 0,
+        },
+        Op::Advance { hours: 30 },
+        Op::Gc {
+            conn: 0,
+            retention: Some(2),
+            safe: Some(2),
+        },
+        Op::Advance { hours: 30 },
+        Op::Gc {
+            conn: 1,
+            retention: None,
+            safe: None,
+        },
+        write(1),
+    ];
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        match run_sequence(backend, &ops) {
+            Err(e) => panic!("{backend:?}: {e}"),
+            Ok(ran) if !ran.ran => {}
+            Ok(ran) => assert_eq!(
+                (ran.collected_tombstones, ran.purged_pending),
+                (1, 1),
+                "{backend:?}: gc after 60 hours with 2-day periods"
+            ),
         }
     }
 }

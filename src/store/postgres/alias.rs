@@ -36,7 +36,7 @@ impl PgStore {
                 &[&alias, &canonical],
             )?;
             t.exec(
-                "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ($1, $2, clock_timestamp())
+                "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ($1, $2, memscope_now())
                  ON CONFLICT (alias) DO UPDATE SET canonical = EXCLUDED.canonical, added_at = EXCLUDED.added_at",
                 &[&alias, &canonical],
             )?;

@@ -45,7 +45,7 @@ impl PgStore {
                     &[key, days],
                 )?;
             }
-            let now: DateTime<Utc> = t.one("SELECT clock_timestamp()", &[])?.get(0);
+            let now: DateTime<Utc> = t.one("SELECT memscope_now()", &[])?.get(0);
             let mut report = plan.report();
             if let Some(cutoff) = plan.retention_cutoff(now) {
                 // Content of superseded versions, stale and confirmed events; the current

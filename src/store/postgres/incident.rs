@@ -307,7 +307,7 @@ impl PgStore {
             let clock = clock(t)?;
             t.exec(
                 "INSERT INTO history (event, subject, predicate, scope, version, source, causal_seq, at, detail, clock)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp(), $8, $9)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, memscope_now(), $8, $9)",
                 &[
                     &EventKind::Rescoped.as_str(),
                     &to_id.subject,

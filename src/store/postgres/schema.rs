@@ -8,13 +8,14 @@ use postgres::{Client, Transaction};
 /// The PostgreSQL schema version this build writes (1 holds the tables of SQLite schema 5; 2
 /// adds the causal clock; 3 opens the purge gate to curators only; 4 adds the write path's
 /// one-round-trip look and `apply`'s batched probe and clock; 5 lets the terminal UI watch:
-/// the change notices and the view's index in byte order).
-pub const SCHEMA_VERSION: i64 = 5;
+/// the change notices and the view's index in byte order; 6 reads the time in one place,
+/// `memscope_now()`, which a session may set).
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -633,6 +634,19 @@ CREATE TRIGGER reads_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON rea
 FOR EACH STATEMENT EXECUTE FUNCTION memscope_changed();
 
 CREATE INDEX memories_view ON memories (scope COLLATE "C", subject COLLATE "C", predicate COLLATE "C");
+"#;
+
+/// v6: the time memscope stamps and ages by, read in one place (docs/SCHEMA.md, schema 6):
+/// `memscope_now()` is the server's `clock_timestamp()` unless the session set
+/// `memscope.now` to an instant — what a test does to move time for one connection, as
+/// SQLite's fixed clock does (the model-based test's gc over tombstones days old). It moves only
+/// the timestamps that session writes and the cutoffs its gc computes; a role that may insert
+/// could write any timestamp anyway. A plain SQL function (no `SET`), so the planner inlines it.
+const V6: &str = r#"
+CREATE FUNCTION memscope_now() RETURNS timestamptz
+LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
+    SELECT coalesce(nullif(current_setting('memscope.now', true), '')::timestamptz, clock_timestamp())
+$$;
 "#;
 
 /// What a database holds, as far as memscope is concerned.

@@ -29,6 +29,7 @@ use crate::store::prepared::{
 use crate::store::user_settings::{
     checked_user_setting, shown_user_setting, DURABILITY_KEY, USER_SETTINGS,
 };
+use crate::store::Clock;
 use anyhow::{anyhow, bail, Result};
 use postgres::error::SqlState;
 use postgres::types::ToSql;
@@ -65,6 +66,9 @@ pub struct PgStore {
     /// How many times the connection was opened again after the server closed it (what a
     /// connection had set up — a LISTEN — is gone then).
     reconnects: u64,
+    /// The clock this connection stamps and ages by: the server's, or an instant a test set
+    /// (the session's `memscope.now`, read by `memscope_now()`; set again on a new connection).
+    clock: Clock,
 }
 
 /// A transaction and the store's prepared statements, together.
@@ -167,6 +171,16 @@ fn retryable(e: &anyhow::Error) -> bool {
         })
 }
 
+/// Sets (or resets) the session's `memscope.now`, which `memscope_now()` reads.
+fn apply_clock(client: &mut Client, clock: Clock) -> Result<()> {
+    let instant = match clock {
+        Clock::System => String::new(),
+        Clock::Fixed(t) => crate::store::format_time(t),
+    };
+    client.execute("SELECT set_config('memscope.now', $1, false)", &[&instant])?;
+    Ok(())
+}
+
 impl PgStore {
     /// Connects and makes sure the database holds this memscope's schema; anything else is
     /// one sentence saying what to do.
@@ -207,7 +221,22 @@ impl PgStore {
             statements: HashMap::new(),
             read_only,
             reconnects: 0,
+            clock: Clock::System,
         })
+    }
+
+    /// Sets the clock this connection stamps and ages by (docs/SCHEMA.md, PostgreSQL schema 6):
+    /// `Fixed` makes every timestamp it writes, and every cutoff its gc computes, that instant,
+    /// as a fixed clock does on SQLite; `System` is the server's clock again. For tests.
+    pub fn set_clock(&mut self, clock: Clock) -> Result<()> {
+        self.clock = clock;
+        let client = self.connection()?;
+        apply_clock(client, clock)
+    }
+
+    /// The clock set by [`PgStore::set_clock`] (not the causal clock: [`PgStore::clock`]).
+    pub fn wall_clock(&self) -> Clock {
+        self.clock
     }
 
     /// Whether the server takes no writes on this connection (a standby, or read-only
@@ -234,6 +263,9 @@ impl PgStore {
             })?;
             self.statements.clear();
             self.reconnects += 1;
+            if matches!(self.clock, Clock::Fixed(_)) {
+                apply_clock(&mut self.client, self.clock)?;
+            }
         }
         Ok(&mut self.client)
     }
@@ -433,7 +465,7 @@ impl PgStore {
             let shadowed = serde_json::to_string(&shadowed_labels(&r))?;
             t.exec(
                 "INSERT INTO reads (at, agent, subject, predicate, repo, task, scope, version, shadowed, note)
-                 VALUES (clock_timestamp(), $1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                 VALUES (memscope_now(), $1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 &[&agent, &r.subject, &r.predicate, &chain.repo, &chain.task, &r.scope, &r.version, &shadowed, &note],
             )?;
             Ok(r)
@@ -556,7 +588,7 @@ impl PgStore {
             )?;
             let mut out = write_in_tx(t, &prepared)?;
             t.exec(
-                "UPDATE pending SET status = 'resolved', resolved_at = clock_timestamp(), resolved_scope = $2, resolution = $3
+                "UPDATE pending SET status = 'resolved', resolved_at = memscope_now(), resolved_scope = $2, resolution = $3
                  WHERE id = $1",
                 &[&pending_id, &scope.to_string(), &out.outcome.as_str()],
             )?;
@@ -565,7 +597,7 @@ impl PgStore {
             let scope_text = scope.to_string();
             t.exec(
                 "INSERT INTO history (event, subject, predicate, scope, version, source, causal_seq, at, detail, clock)
-                 VALUES ('pending_resolved', $1, $2, $3, $4, $5, $6, clock_timestamp(), $7, $8)",
+                 VALUES ('pending_resolved', $1, $2, $3, $4, $5, $6, memscope_now(), $7, $8)",
                 &[&id.subject, &id.predicate, &scope_text, &out.version, &item.source, &item.causal_seq, &detail.to_string(), &clock],
             )?;
             out.pending_id = Some(pending_id);
@@ -581,7 +613,7 @@ impl PgStore {
                 bail!("pending item #{pending_id} is already {}: nothing to do", item.status);
             }
             t.exec(
-                "UPDATE pending SET status = 'rejected', resolved_at = clock_timestamp(), resolution = 'rejected by a human'
+                "UPDATE pending SET status = 'rejected', resolved_at = memscope_now(), resolution = 'rejected by a human'
                  WHERE id = $1",
                 &[&pending_id],
             )?;
@@ -936,7 +968,7 @@ fn delete_in_tx(
         };
         let now: String = t
             .one(
-                "SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
+                "SELECT to_char(memscope_now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
                 &[],
             )?
             .get(0);
@@ -964,7 +996,7 @@ fn delete_in_tx(
         )?;
         t.exec(
             "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
-             VALUES ($1, $2, $3, $4, $5, clock_timestamp())
+             VALUES ($1, $2, $3, $4, $5, memscope_now())
              ON CONFLICT (subject, predicate, scope) DO UPDATE
              SET version = EXCLUDED.version, reason = EXCLUDED.reason, deleted_at = EXCLUDED.deleted_at",
             &[&id.subject, &id.predicate, &scope, &version, &reason],
@@ -1168,7 +1200,7 @@ pub(super) fn log_event(
     let detail = detail.map(Value::to_string);
     t.exec(
         "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source, causal_seq, at, detail, clock)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, clock_timestamp(), $10, $11)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, memscope_now(), $10, $11)",
         &[
             &kind.as_str(),
             &id.subject,

@@ -62,7 +62,7 @@ impl PgStore {
             .start()?;
         let now: String = tx
             .query_one(
-                &format!("SELECT to_char(now() AT TIME ZONE 'UTC', {TIME_TEXT})"),
+                &format!("SELECT to_char(memscope_now() AT TIME ZONE 'UTC', {TIME_TEXT})"),
                 &[],
             )?
             .get(0);

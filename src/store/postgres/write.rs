@@ -283,8 +283,8 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
              INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq,
                                    created_at, updated_at, confirmed_at, confirm_count,
                                    confirmed_source, confirmed_seq)
-             SELECT s, p, c, v, ver, src, raw, cs, clock_timestamp(), clock_timestamp(),
-                    CASE WHEN n > 0 THEN clock_timestamp() END, n, csrc, cseq
+             SELECT s, p, c, v, ver, src, raw, cs, memscope_now(), memscope_now(),
+                    CASE WHEN n > 0 THEN memscope_now() END, n, csrc, cseq
              FROM u WHERE new
              RETURNING 1),
          upd AS (
@@ -294,8 +294,8 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
                  source = coalesce(u.src, m.source),
                  raw = CASE WHEN u.ver IS NULL THEN m.raw ELSE u.raw END,
                  causal_seq = coalesce(u.cs, m.causal_seq),
-                 updated_at = CASE WHEN u.ver IS NULL THEN m.updated_at ELSE clock_timestamp() END,
-                 confirmed_at = CASE WHEN u.n > 0 THEN clock_timestamp()
+                 updated_at = CASE WHEN u.ver IS NULL THEN m.updated_at ELSE memscope_now() END,
+                 confirmed_at = CASE WHEN u.n > 0 THEN memscope_now()
                                      WHEN u.ver IS NULL THEN m.confirmed_at END,
                  confirm_count = CASE WHEN u.ver IS NULL THEN m.confirm_count ELSE 0 END + u.n,
                  confirmed_source = CASE WHEN u.n > 0 THEN u.csrc
@@ -312,7 +312,7 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
              RETURNING 1)
          INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
                               causal_seq, at, detail, clock)
-         SELECT ev, s, p, c, ver, v, raw, src, cs, clock_timestamp(), detail, clock
+         SELECT ev, s, p, c, ver, v, raw, src, cs, memscope_now(), detail, clock
          FROM unnest($15::text[], $16::text[], $17::text[], $18::text[], $19::int8[],
                      $20::text[], $21::text[], $22::text[], $23::int8[], $24::text[], $25::int8[])
              WITH ORDINALITY AS e(ev, s, p, c, ver, v, raw, src, cs, detail, clock, ord)
@@ -736,7 +736,7 @@ fn enqueue_pending(
     let id: i64 = t
         .one(
             "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, reason)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'open', clock_timestamp(), $8) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, 'open', memscope_now(), $8) RETURNING id",
             &[&w.subject, &w.predicate, &w.value_text, &w.raw, &w.source, &seq, &candidates_text, &guard_reason],
         )?
         .get(0);
