@@ -2,12 +2,16 @@
 //! validity interval of each version, the read log (identity and version, never a value),
 //! rescope (move a mis-scoped value, in one transaction) and revert (an earlier value becomes
 //! current again as a new version). Everything runs on real database files, through the real
-//! binary and the library; the store's clock is fixed where times must be deterministic.
+//! binary and the library; the store's clock is fixed where times must be deterministic. The
+//! as-of, history, read-log and revert tests run on PostgreSQL too (`…_on_postgres`, the clock
+//! moved by the session's `memscope.now`); the rest look at the SQLite file itself (bytes on
+//! disk, every table's rows) and stay on it — tests/store/postgres_incident.rs runs the rescope
+//! and revert loop on both backends.
 
 use crate::support::*;
 use chrono::{DateTime, Duration, FixedOffset, SecondsFormat, TimeZone, Utc};
-use memscope::store::{format_time, parse_time, ReadFilter};
-use memscope::{Clock, DeleteTarget, Identity, OutcomeKind, Resolution, Scope, Store};
+use memscope::store::{format_time, parse_time, AnyStore, IntegrityMode, ReadFilter};
+use memscope::{Clock, DeleteTarget, Identity, OutcomeKind, Resolution, Scope};
 use rusqlite::types::ValueRef;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -41,13 +45,13 @@ fn ident(subject: &str, predicate: &str, scope_text: &str) -> Identity {
 /// Writes through the library with the clock fixed at `at`.
 #[track_caller]
 fn put(
-    store: &mut Store,
+    store: &mut AnyStore,
     at: DateTime<Utc>,
     scope_text: &str,
     value: impl Into<Value>,
     source: &str,
 ) -> memscope::WriteOutcome {
-    store.set_clock(Clock::Fixed(at));
+    store.set_clock(Clock::Fixed(at)).expect("the clock");
     store
         .write(&req(U, PM, value.into(), scope_text, source))
         .expect("write")
@@ -55,29 +59,22 @@ fn put(
 
 /// `put` with the words the value was said in.
 fn put_said(
-    store: &mut Store,
+    store: &mut AnyStore,
     at: DateTime<Utc>,
     scope_text: &str,
     value: Value,
     source: &str,
     raw: &str,
 ) -> memscope::WriteOutcome {
-    store.set_clock(Clock::Fixed(at));
+    store.set_clock(Clock::Fixed(at)).expect("the clock");
     let mut r = req(U, PM, value, scope_text, source);
     r.raw = Some(raw.to_string());
     store.write(&r).expect("write")
 }
 
-/// A new database and a store on it, invariant assertions on.
-fn new_store() -> (TestDb, Store) {
-    let db = TestDb::new();
-    let store = open_store(&db.path);
-    (db, store)
-}
-
 #[track_caller]
-fn delete_identity(store: &mut Store, at: DateTime<Utc>, scope_text: &str) {
-    store.set_clock(Clock::Fixed(at));
+fn delete_identity(store: &mut AnyStore, at: DateTime<Utc>, scope_text: &str) {
+    store.set_clock(Clock::Fixed(at)).expect("the clock");
     store
         .delete(
             &DeleteTarget::Identity(ident(U, PM, scope_text)),
@@ -87,7 +84,12 @@ fn delete_identity(store: &mut Store, at: DateTime<Utc>, scope_text: &str) {
 }
 
 #[track_caller]
-fn as_of(store: &Store, repo: Option<&str>, task: Option<&str>, at: DateTime<Utc>) -> Resolution {
+fn as_of(
+    store: &mut AnyStore,
+    repo: Option<&str>,
+    task: Option<&str>,
+    at: DateTime<Utc>,
+) -> Resolution {
     store.resolve_at(U, PM, repo, task, at).expect("resolve_at")
 }
 
@@ -103,7 +105,7 @@ fn considered<'a>(r: &'a Resolution, scope_text: &str) -> &'a memscope::Consider
 /// Resolution at the store's current moment from history must be exactly what `resolve`
 /// answers from the current view.
 #[track_caller]
-fn assert_as_of_now_matches_resolve(store: &Store, now: DateTime<Utc>, repo: Option<&str>) {
+fn assert_as_of_now_matches_resolve(store: &mut AnyStore, now: DateTime<Utc>, repo: Option<&str>) {
     let live = store.resolve(U, PM, repo, None).expect("resolve");
     let then = as_of(store, repo, None, now);
     assert_eq!(
@@ -297,16 +299,24 @@ fn parse_time_takes_rfc3339_and_ages_and_rejects_the_rest_in_one_sentence() {
 /// moment, and never the destroyed content.
 #[test]
 fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
-    let db = TestDb::new();
+    as_of_follows_insert_supersede_confirm_delete_and_restore_on(TestDb::new());
+}
+
+#[test]
+fn as_of_follows_insert_supersede_confirm_delete_and_restore_on_postgres() {
+    on_postgres(as_of_follows_insert_supersede_confirm_delete_and_restore_on);
+}
+
+fn as_of_follows_insert_supersede_confirm_delete_and_restore_on(db: TestDb) {
     let canary = unique("金丝雀🐤-asof-");
     let raw_canary = unique("原话-raw-asof-");
     let bun = format!("bun 🥟 {canary}");
-    let mut store = open_store(&db.path);
+    let mut store = open_any_store(&db);
 
     // Before anything: absent.
     put(&mut store, t(60), "global", "pnpm", "s:v1");
-    assert_as_of_now_matches_resolve(&store, t(60), None);
-    let r = as_of(&store, None, None, t(0));
+    assert_as_of_now_matches_resolve(&mut store, t(60), None);
+    let r = as_of(&mut store, None, None, t(0));
     assert!(!r.found, "{r:#?}");
     assert_eq!(r.value, None);
     assert_eq!(considered(&r, "global").state, "absent");
@@ -321,17 +331,17 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
         &raw_canary,
     );
     assert_eq!(o.outcome, OutcomeKind::Superseded);
-    assert_as_of_now_matches_resolve(&store, t(180), None);
-    let r = as_of(&store, None, None, t(120));
+    assert_as_of_now_matches_resolve(&mut store, t(180), None);
+    let r = as_of(&mut store, None, None, t(120));
     assert_eq!(
         (r.found, r.value.clone(), r.version, r.source.as_deref()),
         (true, Some(json!("pnpm")), Some(1), Some("s:v1")),
         "between v1 and v2 → v1: {r:#?}"
     );
     assert_eq!(r.scope.as_deref(), Some("global"));
-    let r = as_of(&store, None, None, t(60));
+    let r = as_of(&mut store, None, None, t(60));
     assert_eq!(r.version, Some(1), "at the exact instant of v1, v1 holds");
-    let r = as_of(&store, None, None, t(240));
+    let r = as_of(&mut store, None, None, t(240));
     assert_eq!((r.value.clone(), r.version), (Some(json!(bun)), Some(2)));
 
     // Confirm: same value, new source — the as-of answer does not change.
@@ -343,9 +353,9 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
         "s:confirm",
     );
     assert_eq!(o.outcome, OutcomeKind::Confirmed);
-    assert_as_of_now_matches_resolve(&store, t(300), None);
+    assert_as_of_now_matches_resolve(&mut store, t(300), None);
     for at in [t(240), t(300), t(360)] {
-        let r = as_of(&store, None, None, at);
+        let r = as_of(&mut store, None, None, at);
         assert_eq!(
             (r.value.clone(), r.version, r.source.as_deref()),
             (Some(json!(bun)), Some(2), Some("s:v2")),
@@ -355,13 +365,13 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
 
     // Delete: afterwards deleted; before it, it existed — without its content.
     delete_identity(&mut store, t(420), "global");
-    assert_as_of_now_matches_resolve(&store, t(420), None);
-    let r = as_of(&store, None, None, t(480));
+    assert_as_of_now_matches_resolve(&mut store, t(420), None);
+    let r = as_of(&mut store, None, None, t(480));
     assert!(!r.found, "after the delete nothing applies: {r:#?}");
     assert_eq!(r.value, None);
     assert_eq!(considered(&r, "global").state, "deleted");
     for at in [t(120), t(240), t(360)] {
-        let r = as_of(&store, None, None, at);
+        let r = as_of(&mut store, None, None, at);
         assert!(r.found, "before the delete the memory existed: {r:#?}");
         assert_eq!(r.value, None, "destroyed content must not come back");
         assert_eq!(r.scope.as_deref(), Some("global"));
@@ -372,32 +382,32 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
         assert_no_text(&text, &canary, "as-of output after a delete");
         assert_no_text(&text, &raw_canary, "as-of output after a delete");
     }
-    let r = as_of(&store, None, None, t(0));
+    let r = as_of(&mut store, None, None, t(0));
     assert!(
         !r.found,
         "before it was ever written it did not exist: {r:#?}"
     );
 
     // Restore, then a new write.
-    store.set_clock(Clock::Fixed(t(540)));
+    store.set_clock(Clock::Fixed(t(540))).unwrap();
     store.restore(&ident(U, PM, "global")).expect("restore");
-    assert_as_of_now_matches_resolve(&store, t(540), None);
-    let r = as_of(&store, None, None, t(570));
+    assert_as_of_now_matches_resolve(&mut store, t(540), None);
+    let r = as_of(&mut store, None, None, t(570));
     assert!(!r.found, "restored but not yet written: {r:#?}");
     assert_eq!(considered(&r, "global").state, "absent");
     let o = put(&mut store, t(600), "global", "豆包 🫘", "s:v4");
     assert_eq!(o.outcome, OutcomeKind::Inserted);
     assert_eq!(o.version, Some(4), "the tombstone took v3");
-    assert_as_of_now_matches_resolve(&store, t(600), None);
-    let r = as_of(&store, None, None, t(660));
+    assert_as_of_now_matches_resolve(&mut store, t(600), None);
+    let r = as_of(&mut store, None, None, t(660));
     assert_eq!(
         (r.value.clone(), r.version, r.source.as_deref()),
         (Some(json!("豆包 🫘")), Some(4), Some("s:v4"))
     );
     // The moments of the first life still say: existed, deleted, no content.
-    let r = as_of(&store, None, None, t(240));
+    let r = as_of(&mut store, None, None, t(240));
     assert!(r.found && r.value.is_none(), "{r:#?}");
-    let r = as_of(&store, None, None, t(480));
+    let r = as_of(&mut store, None, None, t(480));
     assert!(!r.found, "between delete and restore: {r:#?}");
     drop(store);
     db.assert_check_ok();
@@ -407,7 +417,16 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore() {
 /// stood then is task, repo, global.
 #[test]
 fn as_of_precedence_uses_the_chain_as_it_stood_then() {
-    let (_db, mut store) = new_store();
+    as_of_precedence_uses_the_chain_as_it_stood_then_on(TestDb::new());
+}
+
+#[test]
+fn as_of_precedence_uses_the_chain_as_it_stood_then_on_postgres() {
+    on_postgres(as_of_precedence_uses_the_chain_as_it_stood_then_on);
+}
+
+fn as_of_precedence_uses_the_chain_as_it_stood_then_on(db: TestDb) {
+    let mut store = open_any_store(&db);
     put(&mut store, t(60), "global", "pnpm", "s:g");
     put(&mut store, t(300), LEGACY, "npm", "s:r");
     put(
@@ -419,7 +438,7 @@ fn as_of_precedence_uses_the_chain_as_it_stood_then() {
     );
     let ctx = (Some("legacy-dashboard"), Some("fix-lockfile-123"));
 
-    let r = as_of(&store, ctx.0, ctx.1, t(180));
+    let r = as_of(&mut store, ctx.0, ctx.1, t(180));
     assert_eq!(r.scope.as_deref(), Some("global"), "{r:#?}");
     assert_eq!(r.value, Some(json!("pnpm")));
     let scopes: Vec<&str> = r.considered.iter().map(|c| c.scope.as_str()).collect();
@@ -431,7 +450,7 @@ fn as_of_precedence_uses_the_chain_as_it_stood_then() {
     assert_eq!(considered(&r, LEGACY).value, None);
     assert_eq!(considered(&r, LEGACY).state, "absent");
 
-    let r = as_of(&store, ctx.0, ctx.1, t(400));
+    let r = as_of(&mut store, ctx.0, ctx.1, t(400));
     assert_eq!(
         (r.scope.as_deref(), r.value.clone()),
         (Some(LEGACY), Some(json!("npm")))
@@ -441,14 +460,14 @@ fn as_of_precedence_uses_the_chain_as_it_stood_then() {
     assert_eq!(g.value, Some(json!("pnpm")));
     assert!(!considered(&r, "task:fix-lockfile-123").found);
 
-    let r = as_of(&store, ctx.0, ctx.1, t(600));
+    let r = as_of(&mut store, ctx.0, ctx.1, t(600));
     assert_eq!(r.scope.as_deref(), Some("task:fix-lockfile-123"));
     assert_eq!(r.value, Some(json!("不执行任何安装命令 🚫")));
     let wins: Vec<bool> = r.considered.iter().map(|c| c.wins).collect();
     assert_eq!(wins, [true, false, false]);
 
     // Another repo never sees the legacy rule, at any time.
-    let r = as_of(&store, Some("brand-new-app"), None, t(600));
+    let r = as_of(&mut store, Some("brand-new-app"), None, t(600));
     assert_eq!(r.value, Some(json!("pnpm")));
     assert!(r.considered.iter().all(|c| c.scope != LEGACY));
 }
@@ -458,19 +477,28 @@ fn as_of_precedence_uses_the_chain_as_it_stood_then() {
 /// shows a lower scope winning where the agent really got the repo rule.
 #[test]
 fn as_of_after_a_second_delete_still_says_the_second_life_existed() {
-    let (_db, mut store) = new_store();
+    as_of_after_a_second_delete_still_says_the_second_life_existed_on(TestDb::new());
+}
+
+#[test]
+fn as_of_after_a_second_delete_still_says_the_second_life_existed_on_postgres() {
+    on_postgres(as_of_after_a_second_delete_still_says_the_second_life_existed_on);
+}
+
+fn as_of_after_a_second_delete_still_says_the_second_life_existed_on(db: TestDb) {
+    let mut store = open_any_store(&db);
     put(&mut store, t(0), "global", "pnpm", "s:g");
     put(&mut store, t(60), LEGACY, "npm", "s:r1");
     delete_identity(&mut store, t(120), LEGACY);
-    store.set_clock(Clock::Fixed(t(180)));
+    store.set_clock(Clock::Fixed(t(180))).unwrap();
     store.restore(&ident(U, PM, LEGACY)).unwrap();
     put(&mut store, t(240), LEGACY, "yarn 🧶", "s:r2");
     // What an agent in legacy-dashboard got at t(270): the repo rule.
-    let before = as_of(&store, Some("legacy-dashboard"), None, t(270));
+    let before = as_of(&mut store, Some("legacy-dashboard"), None, t(270));
     assert_eq!(before.scope.as_deref(), Some(LEGACY));
     delete_identity(&mut store, t(300), LEGACY);
 
-    let r = as_of(&store, Some("legacy-dashboard"), None, t(270));
+    let r = as_of(&mut store, Some("legacy-dashboard"), None, t(270));
     assert_eq!(
         r.scope.as_deref(),
         Some(LEGACY),
@@ -479,11 +507,11 @@ fn as_of_after_a_second_delete_still_says_the_second_life_existed() {
     assert!(r.found && r.value.is_none(), "{r:#?}");
     assert!(considered(&r, LEGACY).state.contains("deleted"), "{r:#?}");
     // Between the first delete and the restore it really was deleted.
-    let r = as_of(&store, Some("legacy-dashboard"), None, t(150));
+    let r = as_of(&mut store, Some("legacy-dashboard"), None, t(150));
     assert_eq!(r.scope.as_deref(), Some("global"), "{r:#?}");
     assert_eq!(considered(&r, LEGACY).state, "deleted");
     // During the first life it existed.
-    let r = as_of(&store, Some("legacy-dashboard"), None, t(90));
+    let r = as_of(&mut store, Some("legacy-dashboard"), None, t(90));
     assert_eq!(r.scope.as_deref(), Some(LEGACY), "{r:#?}");
 }
 
@@ -491,35 +519,52 @@ fn as_of_after_a_second_delete_still_says_the_second_life_existed() {
 /// deleted: as of the empty stretch, nothing applied there.
 #[test]
 fn as_of_does_not_invent_a_record_in_a_stretch_where_the_scope_was_empty() {
-    let (_db, mut store) = new_store();
+    as_of_does_not_invent_a_record_in_a_stretch_where_the_scope_was_empty_on(TestDb::new());
+}
+
+#[test]
+fn as_of_does_not_invent_a_record_in_a_stretch_where_the_scope_was_empty_on_postgres() {
+    on_postgres(as_of_does_not_invent_a_record_in_a_stretch_where_the_scope_was_empty_on);
+}
+
+fn as_of_does_not_invent_a_record_in_a_stretch_where_the_scope_was_empty_on(db: TestDb) {
+    let mut store = open_any_store(&db);
     put(&mut store, t(0), "global", "🚫 no installs", "s:1");
-    store.set_clock(Clock::Fixed(t(60)));
+    store.set_clock(Clock::Fixed(t(60))).unwrap();
     let outs = store
         .rescope(U, PM, &Scope::Global, &scope("task:check-lockfile-7"))
         .unwrap();
     assert_eq!(outs[1].outcome, OutcomeKind::Removed);
     put(&mut store, t(120), "global", "pnpm", "s:2");
-    let r = as_of(&store, None, None, t(90));
+    let r = as_of(&mut store, None, None, t(90));
     assert!(
         !r.found,
         "before the delete: nothing in global at t(90): {r:#?}"
     );
     delete_identity(&mut store, t(180), "global");
-    let r = as_of(&store, None, None, t(90));
+    let r = as_of(&mut store, None, None, t(90));
     assert!(
         !r.found,
         "global held nothing at t(90); the later delete must not make it 'existed': {r:#?}"
     );
-    let r = as_of(&store, None, None, t(150));
+    let r = as_of(&mut store, None, None, t(150));
     assert!(r.found && r.value.is_none(), "{r:#?}");
 }
 
 /// The CLI: `resolve --at` with relative ages and RFC 3339, the same JSON shape as `resolve`.
 #[test]
 fn cli_resolve_at_answers_from_history_with_the_resolve_shape() {
-    let db = TestDb::new();
+    cli_resolve_at_answers_from_history_with_the_resolve_shape_on(TestDb::new());
+}
+
+#[test]
+fn cli_resolve_at_answers_from_history_with_the_resolve_shape_on_postgres() {
+    on_postgres(cli_resolve_at_answers_from_history_with_the_resolve_shape_on);
+}
+
+fn cli_resolve_at_answers_from_history_with_the_resolve_shape_on(db: TestDb) {
     let now = Utc::now();
-    let mut store = open_store(&db.path);
+    let mut store = open_any_store(&db);
     put(
         &mut store,
         now - Duration::days(10),
@@ -620,14 +665,23 @@ fn cli_resolve_at_with_a_bad_time_is_one_sentence_and_exit_2() {
 
 #[test]
 fn history_json_gives_each_set_event_its_validity_interval() {
-    let (db, mut store) = new_store();
+    history_json_gives_each_set_event_its_validity_interval_on(TestDb::new());
+}
+
+#[test]
+fn history_json_gives_each_set_event_its_validity_interval_on_postgres() {
+    on_postgres(history_json_gives_each_set_event_its_validity_interval_on);
+}
+
+fn history_json_gives_each_set_event_its_validity_interval_on(db: TestDb) {
+    let mut store = open_any_store(&db);
     put(&mut store, t(60), "global", "pnpm", "s:1");
     put(&mut store, t(120), "global", "pnpm", "s:confirm");
     put(&mut store, t(180), "global", "npm", "s:2");
     put(&mut store, t(200), LEGACY, "yarn 🧶", "s:r");
     put(&mut store, t(240), "global", "豆包 🫘", "s:3");
     put(&mut store, t(260), "task:t-1", "bun", "s:t");
-    store.set_clock(Clock::Fixed(t(300)));
+    store.set_clock(Clock::Fixed(t(300))).unwrap();
     store
         .rescope(U, PM, &scope("task:t-1"), &scope("task:t-2"))
         .unwrap();
@@ -694,7 +748,15 @@ fn assert_read_row_shape(row: &Value) {
 /// The CLI records a read: `resolve --log --agent … --note …`.
 #[test]
 fn cli_resolve_log_records_the_read_without_its_value() {
-    let db = TestDb::new();
+    cli_resolve_log_records_the_read_without_its_value_on(TestDb::new());
+}
+
+#[test]
+fn cli_resolve_log_records_the_read_without_its_value_on_postgres() {
+    on_postgres(cli_resolve_log_records_the_read_without_its_value_on);
+}
+
+fn cli_resolve_log_records_the_read_without_its_value_on(db: TestDb) {
     let canary = unique("npm-canary-🐤-");
     db.write(U, PM, "pnpm", "global", "thread:17/message:86");
     db.write(U, PM, &canary, "global", "thread:23/message:14");
@@ -740,10 +802,18 @@ fn cli_resolve_log_records_the_read_without_its_value() {
 /// agents got appears nowhere in the listing.
 #[test]
 fn reads_list_identity_and_version_never_a_value_and_filter() {
-    let db = TestDb::new();
+    reads_list_identity_and_version_never_a_value_and_filter_on(TestDb::new());
+}
+
+#[test]
+fn reads_list_identity_and_version_never_a_value_and_filter_on_postgres() {
+    on_postgres(reads_list_identity_and_version_never_a_value_and_filter_on);
+}
+
+fn reads_list_identity_and_version_never_a_value_and_filter_on(db: TestDb) {
     let canary = unique("金丝雀-npm-🐤-");
     let now = Utc::now();
-    let mut store = open_store(&db.path);
+    let mut store = open_any_store(&db);
     put(&mut store, now - Duration::days(9), "global", "pnpm", "s:g");
     put_said(
         &mut store,
@@ -781,7 +851,7 @@ fn reads_list_identity_and_version_never_a_value_and_filter() {
         ),
     ];
     for (at, pred, repo, agent, note, got) in logged {
-        store.set_clock(Clock::Fixed(at));
+        store.set_clock(Clock::Fixed(at)).unwrap();
         let r = store
             .resolve_logged(U, pred, Some(repo), None, Some(agent), note)
             .expect("resolve_logged");
@@ -924,15 +994,23 @@ fn read_rows_stay_content_free_after_the_identity_is_deleted() {
 /// The read log is subject to the retention policy: `gc --retention-days` drops older rows.
 #[test]
 fn gc_retention_applies_to_the_read_log() {
-    let db = TestDb::new();
+    gc_retention_applies_to_the_read_log_on(TestDb::new());
+}
+
+#[test]
+fn gc_retention_applies_to_the_read_log_on_postgres() {
+    on_postgres(gc_retention_applies_to_the_read_log_on);
+}
+
+fn gc_retention_applies_to_the_read_log_on(db: TestDb) {
     let now = Utc::now();
     db.write(U, PM, "pnpm", "global", "s:g");
-    let mut store = open_store(&db.path);
+    let mut store = open_any_store(&db);
     for (age, agent) in [
         (Duration::days(40), "old-agent"),
         (Duration::days(1), "new-agent"),
     ] {
-        store.set_clock(Clock::Fixed(now - age));
+        store.set_clock(Clock::Fixed(now - age)).unwrap();
         store
             .resolve_logged(U, PM, None, None, Some(agent), None)
             .unwrap();
@@ -1337,7 +1415,16 @@ fn revert_of_a_tombstoned_identity_is_refused() {
 /// Revert through the library lands as a new version and keeps every earlier row.
 #[test]
 fn library_revert_never_rewrites_history() {
-    let (_db, mut store) = new_store();
+    library_revert_never_rewrites_history_on(TestDb::new());
+}
+
+#[test]
+fn library_revert_never_rewrites_history_on_postgres() {
+    on_postgres(library_revert_never_rewrites_history_on);
+}
+
+fn library_revert_never_rewrites_history_on(db: TestDb) {
+    let mut store = open_any_store(&db);
     put(
         &mut store,
         t(0),
@@ -1347,7 +1434,7 @@ fn library_revert_never_rewrites_history() {
     );
     put(&mut store, t(60), "global", "npm", "s:2");
     let before: Vec<_> = store.history(U, PM, None).unwrap();
-    store.set_clock(Clock::Fixed(t(120)));
+    store.set_clock(Clock::Fixed(t(120))).unwrap();
     let o = store.revert(&ident(U, PM, "global"), None).unwrap();
     assert_eq!((o.outcome, o.version), (OutcomeKind::Superseded, Some(3)));
     let after = store.history(U, PM, None).unwrap();
@@ -1377,12 +1464,12 @@ fn library_revert_never_rewrites_history() {
         );
     }
     assert!(after.len() > before.len());
-    let r = as_of(&store, None, None, t(90));
+    let r = as_of(&mut store, None, None, t(90));
     assert_eq!(r.value, Some(json!("npm")), "as of before the revert: v2");
-    let r = as_of(&store, None, None, t(150));
+    let r = as_of(&mut store, None, None, t(150));
     assert_eq!(r.value, Some(json!({"tool": "pnpm", "备注": "默认"})));
     assert_eq!(r.version, Some(3));
-    let report = store.check().unwrap();
+    let report = store.check(IntegrityMode::Quick).unwrap();
     assert!(report.ok, "{:?}", report.violations);
     let reads_now = store.reads(&ReadFilter::default()).unwrap();
     assert!(reads_now.is_empty(), "a revert is no read");
