@@ -146,6 +146,13 @@ fn export_then_import_round_trips_the_demo_into(dst: TestDb) {
     assert!(!as_array(reads.clone()).is_empty(), "the demo logs reads");
     assert!(text.lines().any(|l| l.contains(r#""table":"reads""#)));
     assert_eq!(reads, dst.json(&["reads", "--json"]));
+    // The places the destination knows are the ones the writes registered: a place only the
+    // read log names is not one (reading registers nothing), so the scope guard and the blast
+    // radius see what they saw on the source.
+    for kind in ["subject", "scope"] {
+        let sql = format!("SELECT count(*) FROM spellings WHERE kind = '{kind}'");
+        assert_eq!(src.sql_i64(&sql), dst.sql_i64(&sql), "{kind} spellings");
+    }
     // The imported database keeps working: the clock continues, tombstones still hold.
     let next: i64 = dst.seq();
     let src_clock =

@@ -247,6 +247,9 @@ pub struct MergeReport {
 struct Seen {
     spelling: String,
     first: i64,
+    /// Stored by a write (a record, its history, a tombstone, the queue), not only named by a
+    /// read: only these register a place, as the write path does (a read registers nothing).
+    written: bool,
 }
 
 /// Brings every stored subject and repository/task scope to one spelling per folded key and
@@ -259,29 +262,31 @@ struct Seen {
 pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport> {
     scope_spellings_change();
     let mut report = MergeReport::default();
+    // The read log's spellings are brought to a place's registered spelling too, but a place
+    // only the read log names is not registered (`written` 0), as reading registers nothing.
     let subjects = seen(
         tx,
-        "SELECT s, min(f) FROM (
-            SELECT subject AS s, id AS f FROM history
-            UNION ALL SELECT subject, 9223372036854775807 FROM memories
-            UNION ALL SELECT subject, 9223372036854775807 FROM tombstones
-            UNION ALL SELECT subject, 9223372036854775807 FROM pending
-            UNION ALL SELECT subject, 9223372036854775807 FROM reads)
+        "SELECT s, min(f), max(w) FROM (
+            SELECT subject AS s, id AS f, 1 AS w FROM history
+            UNION ALL SELECT subject, 9223372036854775807, 1 FROM memories
+            UNION ALL SELECT subject, 9223372036854775807, 1 FROM tombstones
+            UNION ALL SELECT subject, 9223372036854775807, 1 FROM pending
+            UNION ALL SELECT subject, 9223372036854775807, 0 FROM reads)
          WHERE typeof(s) = 'text'
          GROUP BY s",
     )?;
     let scopes = seen(
         tx,
-        "SELECT s, min(f) FROM (
-            SELECT scope AS s, id AS f FROM history
-            UNION ALL SELECT scope, 9223372036854775807 FROM memories
-            UNION ALL SELECT scope, 9223372036854775807 FROM tombstones
-            UNION ALL SELECT resolved_scope, 9223372036854775807 FROM pending WHERE resolved_scope IS NOT NULL
-            UNION ALL SELECT c.value, 9223372036854775807 FROM pending p, json_each(p.candidates) c
+        "SELECT s, min(f), max(w) FROM (
+            SELECT scope AS s, id AS f, 1 AS w FROM history
+            UNION ALL SELECT scope, 9223372036854775807, 1 FROM memories
+            UNION ALL SELECT scope, 9223372036854775807, 1 FROM tombstones
+            UNION ALL SELECT resolved_scope, 9223372036854775807, 1 FROM pending WHERE resolved_scope IS NOT NULL
+            UNION ALL SELECT c.value, 9223372036854775807, 1 FROM pending p, json_each(p.candidates) c
                 WHERE json_valid(p.candidates) AND c.type = 'text'
-            UNION ALL SELECT scope, 9223372036854775807 FROM reads WHERE scope IS NOT NULL
-            UNION ALL SELECT 'repo:' || repo, 9223372036854775807 FROM reads WHERE repo IS NOT NULL
-            UNION ALL SELECT 'task:' || task, 9223372036854775807 FROM reads WHERE task IS NOT NULL)
+            UNION ALL SELECT scope, 9223372036854775807, 0 FROM reads WHERE scope IS NOT NULL
+            UNION ALL SELECT 'repo:' || repo, 9223372036854775807, 0 FROM reads WHERE repo IS NOT NULL
+            UNION ALL SELECT 'task:' || task, 9223372036854775807, 0 FROM reads WHERE task IS NOT NULL)
          WHERE typeof(s) = 'text' AND s <> 'global'
          GROUP BY s",
     )?;
@@ -357,12 +362,14 @@ fn seen(tx: &Connection, sql: &str) -> Result<Vec<Seen>> {
         Ok(Seen {
             spelling: r.get(0)?,
             first: r.get(1)?,
+            written: r.get::<_, i64>(2)? != 0,
         })
     })?;
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Registers the first spelling of every folded key; returns each other spelling → the first.
+/// Registers the first written spelling of every folded key; returns each other spelling → the
+/// first. A key only the read log names is left as it is: nothing to register, nothing to rename.
 fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<HashMap<String, String>> {
     let mut by_key: BTreeMap<String, Vec<Seen>> = BTreeMap::new();
     for s in seen {
@@ -370,9 +377,13 @@ fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<HashMap<String
     }
     let mut renames = HashMap::new();
     for (folded, mut spellings) in by_key {
-        spellings.sort_by(|a, b| (a.first, &a.spelling).cmp(&(b.first, &b.spelling)));
+        // Written spellings first, then by first appearance.
+        spellings.sort_by(|a, b| {
+            (!a.written, a.first, &a.spelling).cmp(&(!b.written, b.first, &b.spelling))
+        });
         let first = match lookup(tx, kind, &folded)? {
             Some(registered) => registered,
+            None if !spellings[0].written => continue,
             None => {
                 let first = spellings[0].spelling.clone();
                 tx.execute(
