@@ -25,6 +25,7 @@ use crate::store::events::EventKind;
 use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
 use crate::store::prepared::{base_outcome, PreparedWrite};
 use anyhow::Result;
+use postgres::types::ToSql;
 use postgres::Row;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -348,6 +349,111 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
     Ok(())
 }
 
+/// A single write's record and history row: the statements [`flush`] would run for a run of
+/// one line, with scalar parameters instead of arrays, and only the parts this write has (a
+/// run's statement carries every part, and an empty one still costs its setup and its
+/// statement triggers — about half of a single write's time in the database).
+fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<()> {
+    debug_assert_eq!(writes.events.len(), 1, "a single write logs one event");
+    let Some(e) = writes.events.first() else {
+        return Ok(());
+    };
+    let (s, p, c) = key;
+    let e_value = e.content.then_some(e.value.as_str());
+    let e_raw = e.raw.as_deref().filter(|_| e.content);
+    let kind = e.kind.as_str();
+    let history: [&(dyn ToSql + Sync); 11] = [
+        &kind,
+        s,
+        p,
+        c,
+        &e.version,
+        &e_value,
+        &e_raw,
+        &e.source,
+        &e.causal_seq,
+        &e.detail,
+        &e.clock,
+    ];
+    if slot.set.is_none() && slot.confirms == 0 {
+        t.exec(
+            "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
+                                  causal_seq, at, detail, clock)
+             VALUES ($1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
+                     $8::text, $9::int8, memscope_now(), $10::text, $11::int8)",
+            &history,
+        )?;
+    } else {
+        let set = slot.set.as_ref();
+        let value = set.map(|r| r.value.as_str());
+        let version = set.map(|r| r.version);
+        let source = set.map(|r| r.source.as_str());
+        let raw = set.and_then(|r| r.raw.as_deref());
+        let seq = set.map(|r| r.causal_seq);
+        let confirmed_source = slot.confirmed_source.as_deref();
+        let mut params: Vec<&(dyn ToSql + Sync)> = history.to_vec();
+        params.extend_from_slice(&[
+            &value,
+            &version,
+            &source,
+            &raw,
+            &seq,
+            &slot.confirms,
+            &confirmed_source,
+            &slot.confirmed_seq,
+        ]);
+        let sql = if slot.existed {
+            "WITH upd AS (
+                 UPDATE memories m SET
+                     value = coalesce($12::text, m.value),
+                     version = coalesce($13::int8, m.version),
+                     source = coalesce($14::text, m.source),
+                     raw = CASE WHEN $13::int8 IS NULL THEN m.raw ELSE $15::text END,
+                     causal_seq = coalesce($16::int8, m.causal_seq),
+                     updated_at = CASE WHEN $13::int8 IS NULL THEN m.updated_at ELSE memscope_now() END,
+                     confirmed_at = CASE WHEN $17::int8 > 0 THEN memscope_now()
+                                         WHEN $13::int8 IS NULL THEN m.confirmed_at END,
+                     confirm_count = CASE WHEN $13::int8 IS NULL THEN m.confirm_count ELSE 0 END
+                                     + $17::int8,
+                     confirmed_source = CASE WHEN $17::int8 > 0 THEN $18::text
+                                             WHEN $13::int8 IS NULL THEN m.confirmed_source END,
+                     confirmed_seq = CASE WHEN $13::int8 IS NULL
+                                          THEN greatest(m.confirmed_seq, $19::int8)
+                                          ELSE $19::int8 END
+                 WHERE m.subject = $2::text AND m.predicate = $3::text AND m.scope = $4::text
+                 RETURNING 1)
+             INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
+                                  causal_seq, at, detail, clock)
+             VALUES ($1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
+                     $8::text, $9::int8, memscope_now(), $10::text, $11::int8)"
+        } else {
+            "WITH ins AS (
+                 INSERT INTO memories (subject, predicate, scope, value, version, source, raw,
+                                       causal_seq, created_at, updated_at, confirmed_at,
+                                       confirm_count, confirmed_source, confirmed_seq)
+                 VALUES ($2::text, $3::text, $4::text, $12::text, $13::int8, $14::text,
+                         $15::text, $16::int8, memscope_now(), memscope_now(),
+                         CASE WHEN $17::int8 > 0 THEN memscope_now() END, $17::int8, $18::text,
+                         $19::int8)
+                 RETURNING 1)
+             INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
+                                  causal_seq, at, detail, clock)
+             VALUES ($1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
+                     $8::text, $9::int8, memscope_now(), $10::text, $11::int8)"
+        };
+        t.exec(sql, &params)?;
+    }
+    for (name, count) in [
+        ("stale_writes", writes.stale),
+        ("resurrection_blocked", writes.rejected),
+    ] {
+        if count > 0 {
+            bump_metric(t, name, count)?;
+        }
+    }
+    Ok(())
+}
+
 /// Whether an exact write to `scope` goes to the scope guard before it is probed.
 fn guarded(w: &PreparedWrite, mode: Option<GuardMode>) -> bool {
     matches!(w.choice, ScopeChoice::Exact(Scope::Global))
@@ -450,7 +556,7 @@ pub(in crate::store::postgres) fn write_in_tx(
         number,
         suspect.as_ref(),
     );
-    flush(t, &[(key, slot)], &writes)?;
+    flush_one(t, &key, &slot, &writes)?;
     Ok(out)
 }
 
