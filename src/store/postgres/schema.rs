@@ -642,10 +642,74 @@ CREATE INDEX memories_view ON memories (scope COLLATE "C", subject COLLATE "C", 
 /// SQLite's fixed clock does (the model-based test's gc over tombstones days old). It moves only
 /// the timestamps that session writes and the cutoffs its gc computes; a role that may insert
 /// could write any timestamp anyway. A plain SQL function (no `SET`), so the planner inlines it.
+/// And `memscope_write_look` takes `memscope_probe`'s body inline (same lock, same reads, same
+/// clock), as v4 did for the guards: a single write's look no longer calls a nested function.
 const V6: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+
 CREATE FUNCTION memscope_now() RETURNS timestamptz
 LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
     SELECT coalesce(nullif(current_setting('memscope.now', true), '')::timestamptz, clock_timestamp())
+$$;
+
+CREATE OR REPLACE FUNCTION memscope_write_look(p_predicate text, p_subject text, p_subject_folded text,
+    p_scope text, p_scope_folded text, p_seen bigint, p_probe boolean,
+    OUT predicate text, OUT subject text, OUT scope text, OUT guard_mode text,
+    OUT tombstone bigint, OUT cur_version bigint, OUT cur_value text, OUT cur_seq bigint,
+    OUT last_version bigint, OUT seq bigint, OUT clock bigint)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    predicate := coalesce((SELECT a.canonical FROM predicate_aliases a WHERE a.alias = p_predicate),
+                          p_predicate);
+    subject := (SELECT s.spelling FROM spellings s
+                WHERE s.kind = 'subject' AND s.folded = p_subject_folded);
+    IF subject IS NULL THEN
+        subject := memscope_spelling('subject', p_subject_folded, p_subject);
+    END IF;
+    IF p_scope_folded IS NULL THEN
+        scope := p_scope;
+    ELSE
+        scope := (SELECT s.spelling FROM spellings s
+                  WHERE s.kind = 'scope' AND s.folded = p_scope_folded);
+        IF scope IS NULL THEN
+            scope := memscope_spelling('scope', p_scope_folded, p_scope);
+        END IF;
+    END IF;
+    guard_mode := (SELECT s.value FROM settings s WHERE s.key = 'scope_guard');
+    IF p_probe THEN
+        -- memscope_probe's body, inline (a nested call that sets its search_path costs a
+        -- single write about a tenth of its look).
+        PERFORM pg_advisory_xact_lock(hashtextextended(
+            subject || chr(31) || predicate || chr(31) || scope, 0));
+        SELECT t.version INTO tombstone FROM tombstones t
+         WHERE t.subject = memscope_write_look.subject
+           AND t.predicate = memscope_write_look.predicate AND t.scope = memscope_write_look.scope;
+        SELECT m.version, m.value, greatest(m.causal_seq, coalesce(m.confirmed_seq, 0))
+          INTO cur_version, cur_value, cur_seq
+          FROM memories m
+         WHERE m.subject = memscope_write_look.subject
+           AND m.predicate = memscope_write_look.predicate AND m.scope = memscope_write_look.scope;
+        last_version := 0;
+        IF tombstone IS NULL AND cur_version IS NULL THEN
+            SELECT coalesce(max(h.version), 0) INTO last_version FROM history h
+             WHERE h.subject = memscope_write_look.subject
+               AND h.predicate = memscope_write_look.predicate
+               AND h.scope = memscope_write_look.scope;
+        END IF;
+        IF tombstone IS NOT NULL THEN
+            seq := 0;
+        ELSIF p_seen IS NOT NULL THEN
+            PERFORM memscope_clock_observe(p_seen);
+            seq := p_seen;
+        ELSE
+            PERFORM pg_advisory_lock_shared(7165349316052316227);
+            seq := nextval('memscope_clock');
+            PERFORM pg_advisory_unlock_shared(7165349316052316227);
+        END IF;
+    END IF;
+    clock := (SELECT CASE WHEN c.is_called THEN c.last_value ELSE c.last_value - 1 END
+              FROM memscope_clock c);
+END
 $$;
 "#;
 
