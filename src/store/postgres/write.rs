@@ -4,7 +4,8 @@
 //! A single write asks `memscope_write_look` (schema v4) for everything it must know at once —
 //! the predicate through the aliases, the stored spellings, the scope guard's mode and the
 //! identity's probe under its advisory lock — then the core decides ([`decide_write`]) and one
-//! statement writes the record, its history row and any metric.
+//! statement of the write's own ([`flush_one`]: an update or an insert of the record with its
+//! history row, or the history row alone) writes it; a metric, when the write counts one.
 //!
 //! `apply` takes a batch's exact writes that need no scope guard as one *run*: the spellings
 //! and aliases of the whole run in two statements, every identity locked (in lock-key order)
