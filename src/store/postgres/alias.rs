@@ -16,7 +16,7 @@ impl PgStore {
     pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<(String, String)> {
         let (alias, canonical) = normalized_pair(alias, canonical)?;
         self.in_tx(|t| {
-            t.tx
+            t.txn()?
                 .batch_execute("LOCK TABLE predicate_aliases IN ACCESS EXCLUSIVE MODE")?;
             let target: Option<String> = t
                 .opt(

@@ -337,7 +337,7 @@ impl PgStore {
             ),
         };
         let limit = limit as i64;
-        self.in_tx(|t| {
+        self.read(|t| {
             t.all(sql, &[&a, &b, &c, &limit])?
                 .iter()
                 .map(browse_from_row)
@@ -350,7 +350,7 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        self.in_tx(|t| {
+        self.read(|t| {
             t.all(
                 concat!(
                     "SELECT ",
@@ -368,7 +368,7 @@ impl PgStore {
 
     /// Live records per scope, in view order.
     pub fn scope_counts(&mut self) -> Result<Vec<(String, i64)>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             Ok(t.all(
                 "SELECT scope, count(*) FROM memories GROUP BY scope ORDER BY scope COLLATE \"C\"",
                 &[],
@@ -381,7 +381,7 @@ impl PgStore {
 
     /// The header's figures, in one snapshot.
     pub fn counts(&mut self) -> Result<StoreCounts> {
-        self.in_tx(|t| {
+        self.read(|t| {
             let r = t.one(
                 "SELECT (SELECT count(*) FROM memories),
                         (SELECT count(DISTINCT scope) FROM memories),
@@ -411,7 +411,7 @@ impl PgStore {
             None => ("", "", ""),
         };
         let limit = limit as i64;
-        let rows = self.in_tx(|t| {
+        let rows = self.read(|t| {
             t.all(
                 concat!(
                     "SELECT id, scope, subject, predicate, value FROM memories WHERE ",
@@ -435,7 +435,7 @@ impl PgStore {
         if ids.is_empty() {
             return Ok(0);
         }
-        let rows = self.in_tx(|t| {
+        let rows = self.read(|t| {
             t.all(
                 concat!(
                     "SELECT id, scope, subject, predicate, value FROM memories WHERE id = ANY($1)",
@@ -449,7 +449,7 @@ impl PgStore {
 
     /// The lowest and highest record id.
     pub fn record_id_span(&mut self) -> Result<Option<(i64, i64)>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             let r = t.one("SELECT min(id), max(id) FROM memories", &[])?;
             Ok(r.get::<_, Option<i64>>(0).zip(r.get::<_, Option<i64>>(1)))
         })
@@ -462,7 +462,7 @@ impl PgStore {
         to: i64,
         each: &mut dyn FnMut(&FilterCandidate<'_>),
     ) -> Result<usize> {
-        let rows = self.in_tx(|t| {
+        let rows = self.read(|t| {
             t.all(
                 "SELECT id, scope, subject, predicate, value FROM memories WHERE id >= $1 AND id < $2",
                 &[&from, &to],
@@ -489,10 +489,10 @@ impl PgStore {
                 " > ($1, $2, $3)",
                 view_order!("")
             ))?;
-            let portal = t.tx.bind(&s, &[&a, &b, &c])?;
+            let portal = t.txn()?.bind(&s, &[&a, &b, &c])?;
             let mut n = 0;
             loop {
-                let rows = t.tx.query_portal(&portal, WALK_FETCH)?;
+                let rows = t.txn()?.query_portal(&portal, WALK_FETCH)?;
                 for r in &rows {
                     n += 1;
                     if !each(r.get(0), r.get(1)) {
@@ -508,7 +508,7 @@ impl PgStore {
 
     /// One identity's current record (its stored spellings found first).
     pub fn get(&mut self, id: &Identity) -> Result<Option<MemoryRecord>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             let subject = spelled(t, SUBJECT, &id.subject, false)?;
             let predicate = canonical_predicate(t, &id.predicate)?;
             let scope = spelled_scope(t, &id.scope, false)?.to_string();
@@ -529,7 +529,7 @@ impl PgStore {
     /// Every live scope of a subject and (canonical) predicate, in view order, as previews
     /// (found as `live_scopes_sql!` finds them).
     pub fn live_scopes_of(&mut self, subject: &str, predicate: &str) -> Result<Vec<MemoryRecord>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             t.all(
                 live_scopes_sql!(record_preview_columns!()),
                 &[&subject, &predicate],
@@ -545,7 +545,7 @@ impl PgStore {
     pub fn history_count(&mut self, id: &Identity, before: Option<i64>) -> Result<usize> {
         let scope = id.scope.to_string();
         let before = before.unwrap_or(i64::MAX);
-        self.in_tx(|t| {
+        self.read(|t| {
             let n: i64 = t
                 .one(
                     "SELECT count(*) FROM history
@@ -584,7 +584,7 @@ impl PgStore {
              ORDER BY id DESC LIMIT $5"
         );
         let scope = id.scope.to_string();
-        self.in_tx(|t| {
+        self.read(|t| {
             let pivot = match from {
                 HistoryFrom::Version(v) => Some(
                     t.one(
@@ -651,7 +651,7 @@ impl PgStore {
 
     /// One event whole, if it is still logged.
     pub fn history_event(&mut self, event_id: i64) -> Result<Option<HistoryEvent>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             t.opt(
                 concat!(
                     "SELECT id, event, subject, predicate, scope, version, value, raw, source, causal_seq, ",
@@ -677,7 +677,7 @@ impl PgStore {
         let words: Vec<String> = words.iter().map(|w| w.to_lowercase()).collect();
         let since = since.map(std::time::SystemTime::from);
         let limit = limit as i64;
-        self.in_tx(|t| {
+        self.read(|t| {
             Ok(t.all(
                 concat!(
                     "SELECT id, ",
@@ -704,7 +704,7 @@ impl PgStore {
         subject: &str,
         source: &str,
     ) -> Result<Vec<(String, String)>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             Ok(t.all(
                 "SELECT scope, predicate FROM history
                  WHERE subject = $1 AND source = $2 AND event = 'set'
@@ -719,7 +719,7 @@ impl PgStore {
 
     /// Every tombstone, the newest first.
     pub fn tombstones(&mut self) -> Result<Vec<Tombstone>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             t.all(
                 concat!(
                     "SELECT subject, predicate, scope, version, reason, ",
@@ -776,7 +776,7 @@ impl PgStore {
     /// does not listen (a worker's, a standby's): the newest ids of the logs and the open
     /// queue's size, each one index lookup.
     pub fn change_mark(&mut self) -> Result<i64> {
-        self.in_tx(|t| {
+        self.read(|t| {
             let r = t.one(
                 "SELECT coalesce((SELECT max(id) FROM history), 0),
                         coalesce((SELECT max(id) FROM reads), 0),

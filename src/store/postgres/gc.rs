@@ -35,7 +35,7 @@ impl PgStore {
                         schema::CURATOR_ROLE
                     );
                 }
-                t.tx
+                t.txn()?
                     .batch_execute(&format!("SET LOCAL {} = 'on'", schema::PURGE_SETTING))?;
             }
             for (key, days) in &plan.saved {

@@ -71,18 +71,39 @@ pub struct PgStore {
     clock: Clock,
 }
 
-/// A transaction and the store's prepared statements, together.
+/// Where a [`Tx`]'s statements run: inside a transaction, or each on its own (autocommit).
+pub(super) enum Conn<'a> {
+    Tx(Transaction<'a>),
+    Auto(&'a mut Client),
+}
+
+/// A transaction (or, for reads, a connection whose every statement commits alone) and the
+/// store's prepared statements, together.
 pub(super) struct Tx<'a> {
-    pub(super) tx: Transaction<'a>,
+    conn: Conn<'a>,
     statements: &'a mut HashMap<&'static str, Statement>,
 }
 
-impl Tx<'_> {
+impl<'a> Tx<'a> {
+    /// The transaction, for what needs one (a portal, a savepoint, `SET LOCAL`). A read run
+    /// by [`PgStore::read`] has none: asking is a mistake in memscope, said as an error.
+    pub(super) fn txn(&mut self) -> Result<&mut Transaction<'a>> {
+        match &mut self.conn {
+            Conn::Tx(tx) => Ok(tx),
+            Conn::Auto(_) => {
+                bail!("memscope asked for a transaction inside a read that runs without one")
+            }
+        }
+    }
+
     pub(super) fn statement(&mut self, sql: &'static str) -> Result<Statement> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
-        let s = self.tx.prepare(sql)?;
+        let s = match &mut self.conn {
+            Conn::Tx(tx) => tx.prepare(sql)?,
+            Conn::Auto(c) => c.prepare(sql)?,
+        };
         self.statements.insert(sql, s.clone());
         Ok(s)
     }
@@ -93,7 +114,10 @@ impl Tx<'_> {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>> {
         let s = self.statement(sql)?;
-        Ok(self.tx.query(&s, params)?)
+        Ok(match &mut self.conn {
+            Conn::Tx(tx) => tx.query(&s, params)?,
+            Conn::Auto(c) => c.query(&s, params)?,
+        })
     }
 
     pub(super) fn opt(
@@ -102,12 +126,18 @@ impl Tx<'_> {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Row>> {
         let s = self.statement(sql)?;
-        Ok(self.tx.query_opt(&s, params)?)
+        Ok(match &mut self.conn {
+            Conn::Tx(tx) => tx.query_opt(&s, params)?,
+            Conn::Auto(c) => c.query_opt(&s, params)?,
+        })
     }
 
     pub(super) fn one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
         let s = self.statement(sql)?;
-        Ok(self.tx.query_one(&s, params)?)
+        Ok(match &mut self.conn {
+            Conn::Tx(tx) => tx.query_one(&s, params)?,
+            Conn::Auto(c) => c.query_one(&s, params)?,
+        })
     }
 
     pub(super) fn exec(
@@ -116,7 +146,10 @@ impl Tx<'_> {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<u64> {
         let s = self.statement(sql)?;
-        Ok(self.tx.execute(&s, params)?)
+        Ok(match &mut self.conn {
+            Conn::Tx(tx) => tx.execute(&s, params)?,
+            Conn::Auto(c) => c.execute(&s, params)?,
+        })
     }
 }
 
@@ -286,6 +319,20 @@ impl PgStore {
         self.run_tx(true, body)
     }
 
+    /// Runs a read without a transaction around it: each statement commits alone, one round
+    /// trip instead of BEGIN, the statement and COMMIT. What a read sees does not change — at
+    /// READ COMMITTED every statement takes its own snapshot inside a transaction too. For
+    /// reads only: no write, no portal, no lock held past its statement (the UI's pages and
+    /// polls, README "Running on PostgreSQL").
+    pub(super) fn read<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.connection()?;
+        let mut t = Tx {
+            conn: Conn::Auto(&mut self.client),
+            statements: &mut self.statements,
+        };
+        body(&mut t).map_err(|e| explain(e, &self.address))
+    }
+
     /// Runs `body` in a transaction and rolls it back: what an operation would do, with
     /// nothing changed (the UI's previews of a rescope or a revert run the operation itself).
     pub(super) fn dry_run<T>(&mut self, body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
@@ -305,18 +352,20 @@ impl PgStore {
                 .transaction()
                 .map_err(|e| explain(e.into(), &self.address))?;
             let mut t = Tx {
-                tx,
+                conn: Conn::Tx(tx),
                 statements: &mut self.statements,
             };
             let out = body(&mut t).and_then(|out| {
-                if !commit {
-                    t.tx.rollback()?;
-                    return Ok(out);
-                }
-                if retries > 0 {
+                if commit && retries > 0 {
                     bump_metric(&mut t, "busy_retries", retries)?;
                 }
-                t.tx.commit()?;
+                if let Conn::Tx(tx) = t.conn {
+                    if commit {
+                        tx.commit()?;
+                    } else {
+                        tx.rollback()?;
+                    }
+                }
                 Ok(out)
             });
             match out {
@@ -341,7 +390,7 @@ impl PgStore {
         repo: Option<&str>,
         task: Option<&str>,
     ) -> Result<Resolution> {
-        self.in_tx(|t| Ok(resolve_in(t, subject, predicate, repo, task, CHAIN_RECORDS)?.0))
+        self.read(|t| Ok(resolve_in(t, subject, predicate, repo, task, CHAIN_RECORDS)?.0))
     }
 
     /// `resolve` with long values as previews: what the UI's history pane shows.
@@ -353,7 +402,7 @@ impl PgStore {
         task: Option<&str>,
     ) -> Result<Resolution> {
         let sql = super::browse::CHAIN_PREVIEWS;
-        self.in_tx(|t| Ok(resolve_in(t, subject, predicate, repo, task, sql)?.0))
+        self.read(|t| Ok(resolve_in(t, subject, predicate, repo, task, sql)?.0))
     }
 
     /// `apply`: one write per JSON line of `input`, as on SQLite (README, "apply"): each line
@@ -410,10 +459,10 @@ impl PgStore {
                         let mut out = match parsed {
                             Err(e) => line_error(e),
                             Ok(w) => {
-                                t.tx.execute("SAVEPOINT apply_line", &[])?;
+                                t.txn()?.execute("SAVEPOINT apply_line", &[])?;
                                 match write_in_tx(t, w) {
                                     Ok(out) => {
-                                        t.tx.execute("RELEASE apply_line", &[])?;
+                                        t.txn()?.execute("RELEASE apply_line", &[])?;
                                         out
                                     }
                                     // The whole batch again: a deadlock or a serialization
@@ -422,7 +471,7 @@ impl PgStore {
                                         return Err(e)
                                     }
                                     Err(e) => {
-                                        t.tx.execute("ROLLBACK TO apply_line", &[])?;
+                                        t.txn()?.execute("ROLLBACK TO apply_line", &[])?;
                                         let e = explain(e, &address);
                                         WriteOutcome::error(None, format!("{e:#}"))
                                     }
@@ -458,9 +507,10 @@ impl PgStore {
         agent: Option<&str>,
         note: Option<&str>,
     ) -> Result<Resolution> {
-        // Resolved and logged in one transaction; the read is logged in the places' stored
-        // spellings, as the resolution used them (as on SQLite).
-        self.in_tx(|t| {
+        // The read is logged in the places' stored spellings, as the resolution used them (as
+        // on SQLite). No transaction around it (`read`): each statement sees its own snapshot
+        // at READ COMMITTED either way, and the logged row is one statement.
+        self.read(|t| {
             let (r, chain) = resolve_in(t, subject, predicate, repo, task, CHAIN_RECORDS)?;
             let shadowed = serde_json::to_string(&shadowed_labels(&r))?;
             t.exec(
@@ -682,7 +732,7 @@ impl PgStore {
     pub fn delete_preview(&mut self, target: &DeleteTarget) -> Result<DeletePreview> {
         let tx = self.client.transaction()?;
         let mut t = Tx {
-            tx,
+            conn: Conn::Tx(tx),
             statements: &mut self.statements,
         };
         let (_, preview) = delete_in_tx(&mut t, target, None)?;
@@ -926,7 +976,8 @@ fn delete_in_tx(
         }
     }
     // History may be rewritten by this transaction only (the schema's append-only guard).
-    t.tx.batch_execute(&format!("SET LOCAL {} = 'on'", schema::PURGE_SETTING))?;
+    t.txn()?
+        .batch_execute(&format!("SET LOCAL {} = 'on'", schema::PURGE_SETTING))?;
     let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
     let mut report = DeleteReport {
         tombstoned: vec![],
