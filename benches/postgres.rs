@@ -109,37 +109,20 @@ fn child(kind: &str, url: &str, writer: usize, n: usize, go: &str) {
                 store.write(&request(writer, i)).expect("write");
             }
         }
-        "floor" => {
-            let mut c = Client::connect(url, NoTls).expect("connects");
-            let write = c.prepare(FLOOR).unwrap();
-            wait();
-            for i in 0..n {
-                let r = request(writer, i);
-                let scope = match &r.scope {
-                    ScopeChoice::Exact(s) => s.to_string(),
-                    ScopeChoice::Ambiguous(_) => unreachable!(),
-                };
-                c.execute(
-                    &write,
-                    &[
-                        &r.subject,
-                        &r.predicate,
-                        &scope,
-                        &r.value.to_string(),
-                        &r.source,
-                    ],
-                )
-                .expect("the floor's write");
-            }
-        }
-        _ => {
-            let mut c = Client::connect(url, NoTls).expect("connects");
-            let insert = c
-                .prepare(
+        // The floor and the raw side: one prepared statement of the same driver per write,
+        // the raw side with the write's number as its causal number.
+        kind => {
+            let (sql, numbered) = if kind == "floor" {
+                (FLOOR, false)
+            } else {
+                (
                     "INSERT INTO bench_raw (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
                      VALUES ($1, $2, $3, $4, 1, $5, $6, now(), now())",
+                    true,
                 )
-                .unwrap();
+            };
+            let mut c = Client::connect(url, NoTls).expect("connects");
+            let statement = c.prepare(sql).unwrap();
             wait();
             for i in 0..n {
                 let r = request(writer, i);
@@ -147,18 +130,13 @@ fn child(kind: &str, url: &str, writer: usize, n: usize, go: &str) {
                     ScopeChoice::Exact(s) => s.to_string(),
                     ScopeChoice::Ambiguous(_) => unreachable!(),
                 };
-                c.execute(
-                    &insert,
-                    &[
-                        &r.subject,
-                        &r.predicate,
-                        &scope,
-                        &r.value.to_string(),
-                        &r.source,
-                        &(i as i64),
-                    ],
-                )
-                .expect("insert");
+                let (value, number) = (r.value.to_string(), i as i64);
+                let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                    vec![&r.subject, &r.predicate, &scope, &value, &r.source];
+                if numbered {
+                    params.push(&number);
+                }
+                c.execute(&statement, &params).expect("a write");
             }
         }
     }
