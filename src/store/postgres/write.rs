@@ -355,9 +355,11 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
 /// run's statement carries every part, and an empty one still costs its setup and its
 /// statement triggers — about half of a single write's time in the database).
 fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<()> {
-    debug_assert_eq!(writes.events.len(), 1, "a single write logs one event");
-    let Some(e) = writes.events.first() else {
-        return Ok(());
+    let [e] = writes.events.as_slice() else {
+        anyhow::bail!(
+            "memscope decided a single write into {} history rows instead of one; nothing was written",
+            writes.events.len()
+        );
     };
     let (s, p, c) = key;
     let e_value = e.content.then_some(e.value.as_str());
