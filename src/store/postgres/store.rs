@@ -322,8 +322,9 @@ impl PgStore {
     /// Runs a read without a transaction around it: each statement commits alone, one round
     /// trip instead of BEGIN, the statement and COMMIT. What a read sees does not change — at
     /// READ COMMITTED every statement takes its own snapshot inside a transaction too. For
-    /// reads only: no write, no portal, no lock held past its statement (the UI's pages and
-    /// polls, README "Running on PostgreSQL").
+    /// reads — the UI's pages and polls, `resolve` — and at most one write that stands alone as
+    /// a statement (a logged resolve's read-log row): no portal, no savepoint, no lock held past
+    /// its statement.
     pub(super) fn read<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.connection()?;
         let mut t = Tx {

@@ -212,7 +212,8 @@ fn decide_into(
 }
 
 /// Writes a run in one statement: the new records, the changed ones, the history rows in line
-/// order, the metrics.
+/// order, the metrics. [`flush_one`] restates the record's columns for a single write; the two
+/// must stay in step (tests/store/postgres_apply.rs compares `apply` with line-by-line writes).
 fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
     if writes.events.is_empty() {
         return Ok(());
