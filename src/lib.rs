@@ -1,5 +1,5 @@
 //! memscope: a correct write path, precedence resolution and a terminal UI over the shared
-//! SQLite memory database of coding agents.
+//! memory database of coding agents — a SQLite file, or PostgreSQL for a team.
 //!
 //! `store` is the only code that speaks SQL; `model` holds the plain domain types; `cli` prints
 //! what `store` returns; `tui` draws it.

@@ -121,9 +121,10 @@ pub fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
 #[command(
     name = "memscope",
     about = "Inspect and curate the long-term memory of coding agents",
-    long_about = "memscope owns one shared SQLite memory database: a correct write path \
-                  (identity = subject, predicate, scope), precedence resolution \
-                  (task > repo > global), deletion that really destroys content, and a terminal UI.\n\n\
+    long_about = "memscope owns the shared memory database of coding agents (a SQLite file, or \
+                  PostgreSQL for a team): a correct write path (identity = subject, predicate, \
+                  scope), precedence resolution (task > repo > global), deletion that really \
+                  destroys content, and a terminal UI.\n\n\
                   Without a command it opens the terminal UI.",
     after_help = "Examples:\n  \
                   memscope                      open the UI on ~/.local/share/memscope/memory.db\n  \
@@ -132,7 +133,7 @@ pub fn parse(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
 )]
 pub struct Cli {
     /// Database file (default: $MEMSCOPE_DB, else ~/.local/share/memscope/memory.db), or a
-    /// postgres:// address (a command it does not serve yet says so)
+    /// postgres:// (postgresql://) address: every command serves either, `demo` builds a file
     #[arg(long, global = true, value_name = "PATH")]
     pub db: Option<PathBuf>,
 

@@ -162,7 +162,8 @@ fn revert_in_tx(
 
 impl PgStore {
     /// Resolution as it stood at `at`, from history (README, "Debugging a wrong-tool
-    /// incident"), in one snapshot.
+    /// incident"). A read (`PgStore::read`): at READ COMMITTED a transaction around its
+    /// statements would give each its own snapshot all the same.
     pub fn resolve_at(
         &mut self,
         subject: &str,
@@ -172,7 +173,7 @@ impl PgStore {
         at: DateTime<Utc>,
     ) -> Result<Resolution> {
         let at = crate::store::format_time(at);
-        self.in_tx(|t| {
+        self.read(|t| {
             let chain = resolution_identities(t, subject, predicate, repo, task)?;
             let mut states = Vec::with_capacity(chain.ids.len());
             for id in chain.ids {

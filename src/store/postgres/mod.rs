@@ -1,8 +1,9 @@
-//! The PostgreSQL backend's groundwork (issue 17): recognising a `postgres://` address,
-//! connecting with every failure said in one sentence, and the schema contract with its guards
-//! (`schema`). It does not serve memory yet: [`not_served`] is what the store says when asked
-//! to, after connecting. The driver is the synchronous `postgres` crate, so the backend keeps
-//! the store's blocking, one-connection-per-process shape.
+//! The PostgreSQL backend (README, "Running on PostgreSQL"): recognising a `postgres://`
+//! address, connecting with every failure said in one sentence, the schema contract with its
+//! guards (`schema`), and the store over them (`store`, the UI's side in `ui`). [`not_served`]
+//! is what a command that needs a file (`demo`) says when given an address. The driver is the
+//! synchronous `postgres` crate, so the backend keeps the store's blocking,
+//! one-connection-per-process shape.
 
 mod alias;
 mod browse;

@@ -525,7 +525,7 @@ impl PgStore {
 
     /// The current records, filtered, grouped by scope (README, `list`).
     pub fn list(&mut self, filter: &crate::store::ListFilter) -> Result<Vec<MemoryRecord>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             let (subject, predicate) =
                 stored_filter(t, filter.subject.as_deref(), filter.predicate.as_deref())?;
             let scope = match &filter.scope {
@@ -561,7 +561,7 @@ impl PgStore {
             Ok(s) => (s, true),
             Err(_) => (subject.trim().to_string(), false),
         };
-        self.in_tx(|t| {
+        self.read(|t| {
             let predicate = canonical_predicate(t, predicate)?;
             let subject = if storable {
                 spelled(t, SUBJECT, &subject, false)?
@@ -589,7 +589,7 @@ impl PgStore {
 
     /// Pending items, oldest first: the open ones (`all`: every one).
     pub fn pending(&mut self, all: bool) -> Result<Vec<PendingItem>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             let rows = t.all(
                 concat!(
                     pending_select!(),
@@ -602,7 +602,7 @@ impl PgStore {
     }
 
     pub fn pending_item(&mut self, id: i64) -> Result<Option<PendingItem>> {
-        self.in_tx(|t| pending_item(t, id, false))
+        self.read(|t| pending_item(t, id, false))
     }
 
     /// Resolves an open pending item by writing it to `scope` through the write path (README,
@@ -743,7 +743,7 @@ impl PgStore {
 
     /// The read log, newest first, filtered (README, "The read log").
     pub fn reads(&mut self, filter: &crate::store::ReadFilter) -> Result<Vec<ReadRecord>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             let (subject, predicate) =
                 stored_filter(t, filter.subject.as_deref(), filter.predicate.as_deref())?;
             let since = filter.since.map(std::time::SystemTime::from);
@@ -764,7 +764,7 @@ impl PgStore {
     /// The user settings and their values (defaults where no row exists). `durability` is
     /// SQLite's: on PostgreSQL the server's `synchronous_commit` decides, and it is not listed.
     pub fn user_settings(&mut self) -> Result<Vec<(String, String)>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             let mut out = Vec::new();
             for (key, _) in USER_SETTINGS {
                 if key == DURABILITY_KEY {
@@ -799,7 +799,7 @@ impl PgStore {
 
     /// A predicate as stored: normalized and mapped through the alias table.
     pub fn canonical_predicate(&mut self, raw: &str) -> Result<String> {
-        self.in_tx(|t| canonical_predicate(t, raw))
+        self.read(|t| canonical_predicate(t, raw))
     }
 
     /// The causal clock's next number, for a writer to order its writes (`memscope seq`).
@@ -809,7 +809,7 @@ impl PgStore {
 
     /// Every current record: (identity, value, version), in identity order.
     pub fn current(&mut self) -> Result<Vec<(Identity, Value, i64)>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             let rows = t.all(
                 "SELECT subject, predicate, scope, value, version FROM memories
                  ORDER BY subject, predicate, scope",
@@ -834,12 +834,12 @@ impl PgStore {
 
     /// The causal clock's value: the last number handed out.
     pub fn clock(&mut self) -> Result<i64> {
-        self.in_tx(|t| Ok(t.one("SELECT memscope_clock_current()", &[])?.get(0)))
+        self.read(|t| Ok(t.one("SELECT memscope_clock_current()", &[])?.get(0)))
     }
 
     /// A metric's value (0 when never counted).
     pub fn metric(&mut self, name: &str) -> Result<i64> {
-        self.in_tx(|t| {
+        self.read(|t| {
             Ok(
                 t.opt("SELECT value FROM metrics WHERE name = $1", &[&name])?
                     .map_or(0, |r| r.get(0)),

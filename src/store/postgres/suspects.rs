@@ -20,7 +20,7 @@ impl PgStore {
             subject: None,
             predicate: None,
         })?;
-        self.in_tx(|t| {
+        self.read(|t| {
             let known = known_places(t)?;
             let repos = repos(&known);
             let places = Places::new(&known);
@@ -60,7 +60,7 @@ impl PgStore {
     /// The repos a global value of this subject and (canonical) predicate reaches (the
     /// pending queue's warning), judged as `suspects` judges it.
     pub fn blast_radius(&mut self, subject: &str, predicate: &str) -> Result<Vec<String>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             let known = known_places(t)?;
             Ok(radius(t, &repos(&known), subject, predicate)?.0)
         })
