@@ -231,7 +231,17 @@ impl Streaming {
 /// An agent streaming requests sees each outcome before it sends the next line.
 #[test]
 fn apply_answers_each_line_before_stdin_closes() {
-    let db = TestDb::new();
+    apply_answers_each_line_before_stdin_closes_on(TestDb::new());
+}
+
+#[test]
+fn apply_answers_each_line_before_stdin_closes_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        apply_answers_each_line_before_stdin_closes_on(db);
+    }
+}
+
+fn apply_answers_each_line_before_stdin_closes_on(db: TestDb) {
     let mut apply = Streaming::start(&db);
     for (i, v) in ["pnpm", "npm", "燕麦拿铁 ☕"].iter().enumerate() {
         let line = json!({"subject": U, "predicate": PM, "value": v, "scope": "global", "source": format!("live:{i}")});
@@ -247,7 +257,17 @@ fn apply_answers_each_line_before_stdin_closes() {
 /// pauses: the lines before it are answered, and another writer gets through.
 #[test]
 fn apply_holds_no_lock_while_a_line_waits_for_its_end() {
-    let db = TestDb::new();
+    apply_holds_no_lock_while_a_line_waits_for_its_end_on(TestDb::new());
+}
+
+#[test]
+fn apply_holds_no_lock_while_a_line_waits_for_its_end_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        apply_holds_no_lock_while_a_line_waits_for_its_end_on(db);
+    }
+}
+
+fn apply_holds_no_lock_while_a_line_waits_for_its_end_on(db: TestDb) {
     db.init();
     let mut apply = Streaming::start(&db);
     let line = |i: usize| {
@@ -300,7 +320,17 @@ fn other_writer(db: &TestDb, busy_ms: &str) -> std::process::Command {
 /// limited pipes), gets its outcomes as it goes and never keeps other writers out for long.
 #[test]
 fn apply_of_trickling_input_answers_as_it_goes_and_lets_others_write() {
-    let db = TestDb::new();
+    apply_of_trickling_input_answers_as_it_goes_and_lets_others_write_on(TestDb::new());
+}
+
+#[test]
+fn apply_of_trickling_input_answers_as_it_goes_and_lets_others_write_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        apply_of_trickling_input_answers_as_it_goes_and_lets_others_write_on(db);
+    }
+}
+
+fn apply_of_trickling_input_answers_as_it_goes_and_lets_others_write_on(db: TestDb) {
     db.init();
     let mut apply = Streaming::start(&db);
     let text: Vec<u8> = (0..100)

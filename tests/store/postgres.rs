@@ -332,6 +332,48 @@ fn each_connection_failure_is_one_sentence_and_creates_nothing() {
     assert!(db.tables().is_empty(), "{:?}", db.tables());
 }
 
+/// A server (or proxy, or tunnel) that takes the connection and then says nothing: the
+/// driver's `connect_timeout` bounds only the socket's connect, memscope bounds the whole
+/// handshake by it too. Needs no PostgreSQL server.
+#[test]
+fn a_server_that_never_answers_the_handshake_is_given_up_in_one_sentence() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let silent = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((s, _)) => held.push(s),
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+        })
+    };
+    let address = format!("postgres://memscope_test:s3cret@127.0.0.1:{port}/x?connect_timeout=1");
+    let started = std::time::Instant::now();
+    let run =
+        std::thread::spawn(move || refused(&address, &["list"], &["did not finish connecting"]));
+    while !run.is_finished() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "memscope still waits for a silent server after a minute"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let said = run.join().expect("refused in one sentence");
+    assert!(said.contains(&format!("127.0.0.1:{port}")), "{said}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(1),
+        "{said}"
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    silent.join().unwrap();
+}
+
 #[test]
 fn init_creates_the_schema_once_with_its_version_row_and_defaults() {
     let Some(server) = server() else { return };

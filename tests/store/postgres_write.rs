@@ -1272,3 +1272,117 @@ fn memscope_on_url(url: &str, home: &std::path::Path, args: &[&str]) -> std::pro
         .output()
         .unwrap()
 }
+
+/// A session that holds a lock memscope needs — a curator's `psql` left mid-transaction —
+/// makes a writer give up after `MEMSCOPE_BUSY_TIMEOUT_MS` in one sentence that says what to
+/// do, as a busy SQLite file does, instead of waiting forever; nothing of the refused call is
+/// stored, writers of other identities go on meanwhile, and once the session ends the same
+/// calls land.
+#[test]
+fn a_lock_held_by_another_session_times_out_in_one_sentence_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    // Each call bounded: a writer that waits forever fails the test instead of hanging it.
+    let run = |args: &[&str], stdin: Option<&str>| {
+        use std::io::Write;
+        let mut child = crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .env("MEMSCOPE_BUSY_TIMEOUT_MS", "700")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+        drop(input);
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(60) {
+                child.kill().unwrap();
+                panic!("memscope {args:?} still waits for the lock after a minute");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        crate::support::Run::from_output(child.wait_with_output().unwrap())
+    };
+    let write = |subject: &str, value: &str| {
+        run(
+            &[
+                "write",
+                "--subject",
+                subject,
+                "--predicate",
+                "编辑器",
+                "--value",
+                value,
+                "--scope",
+                "global",
+                "--source",
+                "t:1",
+            ],
+            None,
+        )
+    };
+    write("user:锁", "vim").ok();
+    let events = |raw: &mut postgres::Client| -> i64 {
+        raw.query_one("SELECT count(*) FROM history", &[])
+            .unwrap()
+            .get(0)
+    };
+    let gave_up = |r: &crate::support::Run| {
+        assert_eq!(r.code, 1, "{r:?}");
+        crate::support::assert_one_sentence(
+            &r.stderr,
+            &[
+                "held by another session",
+                "700 ms",
+                "pg_stat_activity",
+                "MEMSCOPE_BUSY_TIMEOUT_MS",
+            ],
+        );
+    };
+
+    // One identity's record locked by a foreign session: its writer gives up, another
+    // identity's writer goes on.
+    let mut foreign = db.client();
+    let mut tx = foreign.transaction().unwrap();
+    tx.execute(
+        "SELECT 1 FROM memories WHERE subject = 'user:锁' FOR UPDATE",
+        &[],
+    )
+    .unwrap();
+    let before = events(&mut raw);
+    gave_up(&write("user:锁", "emacs ✍️"));
+    assert_eq!(events(&mut raw), before, "the refused write stored nothing");
+    write("user:其他", "helix").ok();
+    tx.rollback().unwrap();
+    write("user:锁", "emacs ✍️").ok();
+
+    // The whole table locked: `write` and `apply` give up, and apply says how far it came.
+    let mut tx = foreign.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let before = events(&mut raw);
+    gave_up(&write("user:锁", "nano"));
+    let lines: String = (0..3)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"subject": "user:批", "predicate": format!("p{i}"), "value": "值 🚀", "scope": "global", "source": "t:2"})
+            )
+        })
+        .collect();
+    let r = run(&["apply", "-"], Some(&lines));
+    gave_up(&r);
+    assert!(r.stdout.is_empty(), "{r:?}");
+    assert!(r.stderr.contains("apply stopped after"), "{r:?}");
+    assert_eq!(events(&mut raw), before, "the refused calls stored nothing");
+    tx.rollback().unwrap();
+    let r = run(&["apply", "-"], Some(&lines)).ok();
+    assert_eq!(r.stdout.lines().count(), 3, "{r:?}");
+    write("user:锁", "nano").ok();
+    assert_eq!(run(&["check"], None).code, 0);
+}

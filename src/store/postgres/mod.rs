@@ -142,19 +142,67 @@ impl Address {
 
     /// Connects and makes sure the server is PostgreSQL 13 or newer. Every failure is one
     /// sentence naming the problem and what to do; nothing is written.
+    ///
+    /// The driver's `connect_timeout` bounds the socket's connect only: a server, proxy or
+    /// tunnel that accepts the connection and then says nothing would hold the handshake
+    /// forever. So the handshake runs on a thread of its own and is given up after the same
+    /// time per host (the thread is left to end with its socket).
     pub fn connect(&self) -> Result<Client> {
+        let limit = self
+            .config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(CONNECT_TIMEOUT)
+            * self.config.get_hosts().len().max(1) as u32
+            + Duration::from_secs(1);
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let address = self.clone();
+        std::thread::Builder::new()
+            .name("memscope-pg-connect".into())
+            .spawn(move || {
+                let _ = tx.send(address.handshake());
+            })
+            .map_err(|e| anyhow!("cannot start connecting to PostgreSQL: {e}"))?;
+        rx.recv_timeout(limit).unwrap_or_else(|_| {
+            Err(anyhow!(
+                "the PostgreSQL server at {} took the connection but did not finish connecting within {} s: check that the PostgreSQL address points at a PostgreSQL server, and that nothing on the way (a proxy, a tunnel) holds it up",
+                self.server(),
+                limit.as_secs()
+            ))
+        })
+    }
+
+    /// The connection, the server's version checked and the session's lock timeout set, in
+    /// one round trip after the login.
+    fn handshake(&self) -> Result<Client> {
         let mut client = match &self.tls {
             None => self.config.connect(NoTls),
             Some(tls) => self.config.connect(tls.connector(self)?),
         }
         .map_err(|e| connect_error(self, &e))?;
-        let version: String = client
-            .query_one("SELECT current_setting('server_version_num')", &[])
-            .map_err(|e| connect_error(self, &e))?
-            .get(0);
+        let row = client
+            .query_one(
+                "SELECT current_setting('server_version_num'), set_config('lock_timeout', $1, false)",
+                &[&format!("{}ms", lock_timeout().as_millis())],
+            )
+            .map_err(|e| connect_error(self, &e))?;
+        let version: String = row.get(0);
         require_version(self, version.trim().parse().unwrap_or(0))?;
         Ok(client)
     }
+}
+
+/// How long a statement waits for a lock another session holds before it gives up (the
+/// session's `lock_timeout`): `MEMSCOPE_BUSY_TIMEOUT_MS`, as on SQLite, else 15 s. A writer
+/// behind a transaction left open (a `psql` session, a stuck client) says so instead of
+/// waiting forever.
+pub fn lock_timeout() -> Duration {
+    let ms = std::env::var("MEMSCOPE_BUSY_TIMEOUT_MS")
+        .ok()
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .filter(|&ms| ms > 0)
+        .unwrap_or(15_000);
+    Duration::from_millis(ms)
 }
 
 impl Address {

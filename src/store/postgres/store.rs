@@ -23,9 +23,8 @@ use crate::spelling::fold;
 use crate::store::decide::{resolve_looked, shadowed_labels, Looked};
 use crate::store::events::mark_validity;
 use crate::store::events::EventKind;
-use crate::store::prepared::{
-    parse_line, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
-};
+use crate::store::intake::{Intake, ParsedLine};
+use crate::store::prepared::{resolution_seq, validate, PreparedWrite, RetryWithSavepoints};
 use crate::store::user_settings::{
     checked_user_setting, shown_user_setting, DURABILITY_KEY, USER_SETTINGS,
 };
@@ -49,8 +48,10 @@ macro_rules! pending_select {
     };
 }
 
-/// Lines an `apply` transaction takes at most.
+/// Lines, and bytes of input, an `apply` transaction takes at most: a batch travels as arrays
+/// of parameters, so big values make short batches.
 const APPLY_BATCH: usize = 10_000;
+const APPLY_BATCH_BYTES: usize = 16 << 20;
 
 /// How often a transaction the server aborted (deadlock, serialization failure) is run again.
 const RETRIES: usize = 20;
@@ -165,6 +166,11 @@ fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
         );
     }
     match db {
+        Some(d) if *d.code() == SqlState::LOCK_NOT_AVAILABLE => anyhow!(
+            "PostgreSQL at {} had a lock this call needs held by another session for more than {} ms, so memscope gave up and its open transaction changed nothing: find that session (an open transaction in `SELECT pid, state, query FROM pg_stat_activity`) and end it, then run this again — or wait longer with MEMSCOPE_BUSY_TIMEOUT_MS",
+            address.describe(),
+            super::lock_timeout().as_millis()
+        ),
         Some(d) if *d.code() == SqlState::READ_ONLY_SQL_TRANSACTION => anyhow!(
             "PostgreSQL at {} takes no writes on this connection ({}): it is a standby or its transactions are read-only by default — point writers at the primary",
             address.describe(),
@@ -184,6 +190,16 @@ fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
         None if pg.is_none() => e,
         None => e.context(format!("on {}", address.describe())),
     }
+}
+
+/// Whether an error in `apply`'s batch ends the batch rather than its line: the batch runs
+/// again ([`retryable`]), or the call fails ([`connection_lost`], a lock timeout).
+fn stops_batch(e: &anyhow::Error) -> bool {
+    retryable(e)
+        || connection_lost(e)
+        || e.downcast_ref::<postgres::Error>()
+            .and_then(|p| p.code())
+            .is_some_and(|c| *c == SqlState::LOCK_NOT_AVAILABLE)
 }
 
 /// Whether the connection is gone (a restart, an administrator, a network cut): what the call
@@ -408,37 +424,21 @@ impl PgStore {
 
     /// `apply`: one write per JSON line of `input`, as on SQLite (README, "apply"): each line
     /// lands or fails alone (a savepoint per line), batches of lines commit together, and
-    /// `emit` gets each batch's outcomes once it is committed.
-    pub fn apply<R: std::io::Read>(
+    /// `emit` gets each batch's outcomes once it is committed. A batch is gathered before its
+    /// transaction begins and runs as soon as no more input is waiting ([`Intake`]), so an
+    /// interactive writer gets each outcome at once and an idle one holds nothing.
+    pub fn apply<R: std::io::Read + Send + 'static>(
         &mut self,
         input: R,
         mut emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
     ) -> Result<crate::store::ApplySummary> {
-        use std::io::BufRead;
-        let mut reader = std::io::BufReader::new(input);
+        let mut intake = Intake::start(input)?;
         let mut summary = crate::store::ApplySummary::default();
-        let mut line_no = 0u64;
-        let mut eof = false;
-        while !eof {
-            // Parsed and validated before the transaction: a bad line takes no lock.
-            let mut batch: Vec<(
-                u64,
-                std::result::Result<PreparedWrite, crate::model::LineError>,
-            )> = Vec::new();
-            while batch.len() < APPLY_BATCH {
-                let mut bytes = Vec::new();
-                if reader.read_until(b'\n', &mut bytes)? == 0 {
-                    eof = true;
-                    break;
-                }
-                line_no += 1;
-                if let Some(parsed) = parse_line(&bytes) {
-                    batch.push((line_no, parsed));
-                }
+        while let Some(mut batch) = intake.next_batch(APPLY_BATCH, APPLY_BATCH_BYTES)? {
+            while batch.wants_more() {
+                batch.wait_for_more(&mut intake)?;
             }
-            if batch.is_empty() {
-                continue;
-            }
+            let batch = batch.lines;
             // Lines run without savepoints (two round trips each saved); when one fails, the
             // batch is rolled back and run again with a savepoint per line, so the failing line
             // changes nothing and the others still land.
@@ -449,8 +449,9 @@ impl PgStore {
                     if !savepoints {
                         return match apply_batch(t, &batch) {
                             // A lost connection is said as it is: a run with savepoints
-                            // would connect again and hide it.
-                            Err(e) if retryable(&e) || connection_lost(&e) => Err(e),
+                            // would connect again and hide it. A lock held elsewhere past
+                            // the timeout would hold up every line of it in turn.
+                            Err(e) if stops_batch(&e) => Err(e),
                             Err(_) => Err(RetryWithSavepoints.into()),
                             ok => ok,
                         };
@@ -458,19 +459,17 @@ impl PgStore {
                     let mut outcomes = Vec::with_capacity(batch.len());
                     for (n, parsed) in &batch {
                         let mut out = match parsed {
-                            Err(e) => line_error(e),
-                            Ok(w) => {
+                            ParsedLine::Invalid(e) => line_error(e),
+                            ParsedLine::Ready(w) => {
                                 t.txn()?.execute("SAVEPOINT apply_line", &[])?;
                                 match write_in_tx(t, w) {
                                     Ok(out) => {
                                         t.txn()?.execute("RELEASE apply_line", &[])?;
                                         out
                                     }
-                                    // The whole batch again: a deadlock or a serialization
-                                    // failure.
-                                    Err(e) if retryable(&e) || connection_lost(&e) => {
-                                        return Err(e)
-                                    }
+                                    // The whole batch again (a deadlock or a serialization
+                                    // failure), or not at all.
+                                    Err(e) if stops_batch(&e) => return Err(e),
                                     Err(e) => {
                                         t.txn()?.execute("ROLLBACK TO apply_line", &[])?;
                                         let e = explain(e, &address);

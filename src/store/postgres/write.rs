@@ -24,6 +24,7 @@ use crate::spelling::fold;
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
 use crate::store::events::EventKind;
 use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
+use crate::store::intake::ParsedLine;
 use crate::store::prepared::{base_outcome, PreparedWrite};
 use anyhow::Result;
 use postgres::types::ToSql;
@@ -575,7 +576,7 @@ pub(super) fn line_error(e: &LineError) -> WriteOutcome {
 /// returned as it is, and the caller decides whether to run the batch again.
 pub(super) fn apply_batch(
     t: &mut Tx<'_>,
-    batch: &[(u64, std::result::Result<PreparedWrite, LineError>)],
+    batch: &[(u64, ParsedLine)],
 ) -> Result<Vec<WriteOutcome>> {
     let mode = t
         .opt("SELECT value FROM settings WHERE key = 'scope_guard'", &[])?
@@ -584,14 +585,14 @@ pub(super) fn apply_batch(
     let mut run: Vec<(usize, &PreparedWrite)> = Vec::new();
     for (i, (_, parsed)) in batch.iter().enumerate() {
         match parsed {
-            Err(e) => outcomes[i] = Some(line_error(e)),
-            Ok(
-                w @ PreparedWrite {
-                    choice: ScopeChoice::Exact(_),
-                    ..
-                },
-            ) if !guarded(w, Some(mode.unwrap_or(GuardMode::Queue))) => run.push((i, w)),
-            Ok(w) => {
+            ParsedLine::Invalid(e) => outcomes[i] = Some(line_error(e)),
+            ParsedLine::Ready(w)
+                if matches!(w.choice, ScopeChoice::Exact(_))
+                    && !guarded(w, Some(mode.unwrap_or(GuardMode::Queue))) =>
+            {
+                run.push((i, w))
+            }
+            ParsedLine::Ready(w) => {
                 write_run(t, &run, &mut outcomes)?;
                 run.clear();
                 outcomes[i] = Some(write_in_tx(t, w)?);

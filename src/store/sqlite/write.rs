@@ -6,18 +6,19 @@ pub(crate) use super::tx::{Here, KnownPlaces, PlaceSources, SeqBatch, TxState, W
 use super::tx::{SOURCES_KEPT, SOURCES_ROWS_KEPT};
 use super::{bump_metric, canonical_predicate, Store};
 use crate::model::{
-    same_value, Identity, LineError, OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice,
-    WriteOutcome, WriteRequest,
+    same_value, Identity, OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice, WriteOutcome,
+    WriteRequest,
 };
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
 use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict};
+use crate::store::intake::{Batch, Intake, ParsedLine};
 use crate::store::prepared::{
     base_outcome, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
 };
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 
 impl TxState {
     /// Logs the `set` event of a new applied version, stamped with the clock.
@@ -766,21 +767,13 @@ impl Store {
     /// nothing; the others land.
     ///
     /// A reader thread reads, parses and validates the lines ahead of the writer (see
-    /// [`read_ahead`]); if the writer fails, the reader is left to end with its input.
+    /// [`Intake`]); if the writer fails, the reader is left to end with its input.
     pub fn apply<R: Read + Send + 'static>(
         &mut self,
         input: R,
         mut emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
     ) -> Result<ApplySummary> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD_CHUNKS);
-        let reader = std::thread::Builder::new()
-            .name("memscope-apply-reader".into())
-            .spawn(move || read_ahead(input, tx))?;
-        let mut intake = Intake {
-            rx,
-            reader: Some(reader),
-            eof: false,
-        };
+        let mut intake = Intake::start(input)?;
         // A finished batch — its parsed lines and outcomes, half a million allocations for
         // 100k lines — is freed on a thread of its own while the writer goes on. That thread
         // is not waited for: it ends once it has freed the last batch.
@@ -790,16 +783,7 @@ impl Store {
             .spawn(move || free_rx.into_iter().for_each(drop))?;
         let mut summary = ApplySummary::default();
         // Input is awaited outside any transaction: an idle writer holds no lock.
-        while let Some(first) = intake.next(None)? {
-            let mut batch = Batch {
-                lines: first.lines,
-                bytes: first.bytes,
-                flowing: !first.stalled,
-                waited: std::time::Duration::ZERO,
-            };
-            if batch.lines.is_empty() {
-                continue;
-            }
+        while let Some(mut batch) = intake.next_batch(APPLY_BATCH, APPLY_BATCH_BYTES)? {
             let outcomes = self.apply_batch(&mut batch, &mut intake)?;
             for out in &outcomes {
                 summary.lines += 1;
@@ -849,18 +833,7 @@ impl Store {
                     // Never wait long with the write lock held: input that pauses (an
                     // interactive writer, a line cut in two) or trickles in gets what came so
                     // far committed.
-                    let budget = IN_TX_WAIT_TOTAL.saturating_sub(batch.waited);
-                    if budget.is_zero() {
-                        batch.flowing = false;
-                        continue;
-                    }
-                    let waiting = std::time::Instant::now();
-                    let next = intake.next(Some(budget.min(IN_TX_WAIT)))?;
-                    batch.waited += waiting.elapsed();
-                    match next {
-                        Some(chunk) => batch.take(chunk),
-                        None => batch.flowing = false,
-                    }
+                    batch.wait_for_more(intake)?;
                 }
             });
             match result {
@@ -983,149 +956,8 @@ impl Store {
     }
 }
 
-/// An `apply` input line after parsing and validation, before it meets the database.
-pub(crate) enum ParsedLine {
-    Ready(Box<PreparedWrite>),
-    Invalid(LineError),
-}
-
 /// What `apply` frees after a batch: its parsed lines and their outcomes.
 type FinishedBatch = (Vec<(u64, ParsedLine)>, Vec<WriteOutcome>);
-
-/// How long a batch's transaction waits for more input before it commits what it has, and how
-/// long it may wait in all: a bulk load rarely waits (the reader is ahead), a source that
-/// trickles in part-lines would otherwise hold the write lock for the whole batch.
-const IN_TX_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
-const IN_TX_WAIT_TOTAL: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// The lines of one `apply` transaction, gathered as they arrive.
-struct Batch {
-    lines: Vec<(u64, ParsedLine)>,
-    bytes: usize,
-    /// More input was waiting when the last chunk was cut.
-    flowing: bool,
-    /// Time the transaction has spent waiting for input.
-    waited: std::time::Duration,
-}
-
-impl Batch {
-    fn wants_more(&self) -> bool {
-        self.flowing && self.lines.len() < APPLY_BATCH && self.bytes < APPLY_BATCH_BYTES
-    }
-
-    fn take(&mut self, chunk: Chunk) {
-        self.bytes += chunk.bytes;
-        self.flowing = !chunk.stalled;
-        self.lines.extend(chunk.lines);
-    }
-}
-
-/// The writer's end of the reader thread.
-struct Intake {
-    rx: std::sync::mpsc::Receiver<std::io::Result<Chunk>>,
-    reader: Option<std::thread::JoinHandle<()>>,
-    eof: bool,
-}
-
-impl Intake {
-    /// The next chunk of parsed lines, waiting at most `wait` (forever with `None`); `None`
-    /// when the wait ran out or the input ended. A read error, or a reader that died, is an
-    /// error.
-    fn next(&mut self, wait: Option<std::time::Duration>) -> Result<Option<Chunk>> {
-        use std::sync::mpsc::RecvTimeoutError;
-        if self.eof {
-            return Ok(None);
-        }
-        let got = match wait {
-            None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-            Some(wait) => self.rx.recv_timeout(wait),
-        };
-        match got {
-            Ok(chunk) => Ok(Some(chunk?)),
-            Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => {
-                // The reader hung up: the input ended — unless the reader died.
-                self.eof = true;
-                if let Some(handle) = self.reader.take() {
-                    if handle.join().is_err() {
-                        bail!("reading the input failed unexpectedly: nothing after the last outcome line was applied; run apply again on the rest");
-                    }
-                }
-                Ok(None)
-            }
-        }
-    }
-}
-
-/// Parsed lines handed from the reader thread to the writer.
-struct Chunk {
-    lines: Vec<(u64, ParsedLine)>,
-    bytes: usize,
-    /// No more input was waiting when the chunk was cut: commit what has been gathered.
-    stalled: bool,
-}
-
-/// Lines per chunk, input bytes per chunk, and chunks the reader may run ahead by.
-const CHUNK_LINES: usize = 512;
-const CHUNK_BYTES: usize = 4 << 20;
-const READ_AHEAD_CHUNKS: usize = 8;
-
-/// The reader thread of `apply`: reads, parses and validates lines (a fifth of the work of a
-/// line) while the writer runs SQLite. Ends at the end of the input, at a read error (sent
-/// on), or when the writer hangs up.
-fn read_ahead<R: Read>(input: R, tx: std::sync::mpsc::SyncSender<std::io::Result<Chunk>>) {
-    let mut reader = BufReader::with_capacity(1 << 16, input);
-    let mut line_no: u64 = 0;
-    let mut buf = Vec::new();
-    loop {
-        let mut chunk = Chunk {
-            lines: Vec::with_capacity(CHUNK_LINES),
-            bytes: 0,
-            stalled: false,
-        };
-        let mut eof = false;
-        while chunk.lines.len() < CHUNK_LINES && chunk.bytes < CHUNK_BYTES {
-            buf.clear();
-            match reader.read_until(b'\n', &mut buf) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => chunk.bytes += n,
-                Err(e) => {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-            }
-            line_no += 1;
-            if let Some(parsed) = parse_line(&buf) {
-                chunk.lines.push((line_no, parsed));
-            }
-            // Hand over what is parsed before a read that may block: with nothing buffered
-            // the writer commits at once (an interactive writer waits for its outcome); with
-            // only part of a line buffered it waits a moment for the rest.
-            let buffered = reader.buffer();
-            if buffered.is_empty() {
-                chunk.stalled = true;
-                break;
-            }
-            if !buffered.contains(&b'\n') {
-                break;
-            }
-        }
-        if tx.send(Ok(chunk)).is_err() || eof {
-            return;
-        }
-    }
-}
-
-/// Parses one input line; `None` for a blank line.
-fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
-    crate::store::prepared::parse_line(bytes).map(|parsed| match parsed {
-        Ok(w) => ParsedLine::Ready(Box::new(w)),
-        Err(e) => ParsedLine::Invalid(e),
-    })
-}
 
 /// One validated line inside the batch transaction; a failure during the write is returned
 /// as `Err`.

@@ -1,0 +1,213 @@
+//! `apply`'s input on both backends (README, "apply"): a reader thread reads, parses and
+//! validates JSON lines ahead of the writer and hands them over in chunks, each saying whether
+//! more input was already waiting. A batch commits as soon as no more input is waiting, so an
+//! interactive writer gets each outcome at once, and a bulk load still fills big batches.
+
+use crate::model::LineError;
+use crate::store::prepared::PreparedWrite;
+use anyhow::{bail, Result};
+use std::io::{BufRead, BufReader, Read};
+use std::time::{Duration, Instant};
+
+/// An `apply` input line after parsing and validation, before it meets the database.
+pub(crate) enum ParsedLine {
+    Ready(Box<PreparedWrite>),
+    Invalid(LineError),
+}
+
+/// How long a batch waits for more input at a time before it commits what it has, and how
+/// long it may wait in all: a bulk load rarely waits (the reader is ahead), a source that
+/// trickles in part-lines would otherwise hold its batch (on SQLite, the write lock) open.
+const WAIT: Duration = Duration::from_millis(50);
+const WAIT_TOTAL: Duration = Duration::from_millis(200);
+
+/// The lines of one `apply` transaction, gathered as they arrive.
+pub(crate) struct Batch {
+    pub(crate) lines: Vec<(u64, ParsedLine)>,
+    bytes: usize,
+    /// More input was waiting when the last chunk was cut.
+    flowing: bool,
+    /// Time spent waiting for input.
+    waited: Duration,
+    max_lines: usize,
+    max_bytes: usize,
+}
+
+impl Batch {
+    /// A batch of at most `max_lines` lines and `max_bytes` bytes of input, begun with `first`.
+    pub(crate) fn new(first: Chunk, max_lines: usize, max_bytes: usize) -> Batch {
+        Batch {
+            lines: first.lines,
+            bytes: first.bytes,
+            flowing: !first.stalled,
+            waited: Duration::ZERO,
+            max_lines,
+            max_bytes,
+        }
+    }
+
+    /// More input was waiting and the batch has room for it.
+    pub(crate) fn wants_more(&self) -> bool {
+        self.flowing && self.lines.len() < self.max_lines && self.bytes < self.max_bytes
+    }
+
+    /// Takes the next chunk in, waiting a moment for it; once the batch's waiting budget is
+    /// spent, or the input paused or ended, the batch wants no more.
+    pub(crate) fn wait_for_more(&mut self, intake: &mut Intake) -> Result<()> {
+        let budget = WAIT_TOTAL.saturating_sub(self.waited);
+        if budget.is_zero() {
+            self.flowing = false;
+            return Ok(());
+        }
+        let waiting = Instant::now();
+        let next = intake.next(Some(budget.min(WAIT)))?;
+        self.waited += waiting.elapsed();
+        match next {
+            Some(chunk) => {
+                self.bytes += chunk.bytes;
+                self.flowing = !chunk.stalled;
+                self.lines.extend(chunk.lines);
+            }
+            None => self.flowing = false,
+        }
+        Ok(())
+    }
+}
+
+/// The writer's end of the reader thread.
+pub(crate) struct Intake {
+    rx: std::sync::mpsc::Receiver<std::io::Result<Chunk>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    eof: bool,
+}
+
+impl Intake {
+    /// Starts the reader thread on `input`. If the writer fails, the reader is left to end
+    /// with its input (or at its next chunk, once nobody takes it).
+    pub(crate) fn start<R: Read + Send + 'static>(input: R) -> Result<Intake> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD_CHUNKS);
+        let reader = std::thread::Builder::new()
+            .name("memscope-apply-reader".into())
+            .spawn(move || read_ahead(input, tx))?;
+        Ok(Intake {
+            rx,
+            reader: Some(reader),
+            eof: false,
+        })
+    }
+
+    /// The next chunk of parsed lines, waiting at most `wait` (forever with `None`); `None`
+    /// when the wait ran out or the input ended. A read error, or a reader that died, is an
+    /// error.
+    pub(crate) fn next(&mut self, wait: Option<Duration>) -> Result<Option<Chunk>> {
+        use std::sync::mpsc::RecvTimeoutError;
+        if self.eof {
+            return Ok(None);
+        }
+        let got = match wait {
+            None => self.rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(wait) => self.rx.recv_timeout(wait),
+        };
+        match got {
+            Ok(chunk) => Ok(Some(chunk?)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => {
+                // The reader hung up: the input ended — unless the reader died.
+                self.eof = true;
+                if let Some(handle) = self.reader.take() {
+                    if handle.join().is_err() {
+                        bail!("reading the input failed unexpectedly: nothing after the last outcome line was applied; run apply again on the rest");
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// The next batch, waiting with no transaction open for its first line (`None`: the
+    /// input ended), then taking in what keeps flowing within the batch's limits.
+    pub(crate) fn next_batch(
+        &mut self,
+        max_lines: usize,
+        max_bytes: usize,
+    ) -> Result<Option<Batch>> {
+        loop {
+            let Some(first) = self.next(None)? else {
+                return Ok(None);
+            };
+            if !first.lines.is_empty() {
+                return Ok(Some(Batch::new(first, max_lines, max_bytes)));
+            }
+        }
+    }
+}
+
+/// Parsed lines handed from the reader thread to the writer.
+pub(crate) struct Chunk {
+    lines: Vec<(u64, ParsedLine)>,
+    bytes: usize,
+    /// No more input was waiting when the chunk was cut: commit what has been gathered.
+    stalled: bool,
+}
+
+/// Lines per chunk, input bytes per chunk, and chunks the reader may run ahead by.
+const CHUNK_LINES: usize = 512;
+const CHUNK_BYTES: usize = 4 << 20;
+const READ_AHEAD_CHUNKS: usize = 8;
+
+/// The reader thread of `apply`: reads, parses and validates lines (a fifth of the work of a
+/// line) while the writer runs the database. Ends at the end of the input, at a read error
+/// (sent on), or when the writer hangs up.
+fn read_ahead<R: Read>(input: R, tx: std::sync::mpsc::SyncSender<std::io::Result<Chunk>>) {
+    let mut reader = BufReader::with_capacity(1 << 16, input);
+    let mut line_no: u64 = 0;
+    let mut buf = Vec::new();
+    loop {
+        let mut chunk = Chunk {
+            lines: Vec::with_capacity(CHUNK_LINES),
+            bytes: 0,
+            stalled: false,
+        };
+        let mut eof = false;
+        while chunk.lines.len() < CHUNK_LINES && chunk.bytes < CHUNK_BYTES {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => chunk.bytes += n,
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+            line_no += 1;
+            if let Some(parsed) = parse_line(&buf) {
+                chunk.lines.push((line_no, parsed));
+            }
+            // Hand over what is parsed before a read that may block: with nothing buffered
+            // the writer commits at once (an interactive writer waits for its outcome); with
+            // only part of a line buffered it waits a moment for the rest.
+            let buffered = reader.buffer();
+            if buffered.is_empty() {
+                chunk.stalled = true;
+                break;
+            }
+            if !buffered.contains(&b'\n') {
+                break;
+            }
+        }
+        if tx.send(Ok(chunk)).is_err() || eof {
+            return;
+        }
+    }
+}
+
+/// Parses one input line; `None` for a blank line.
+fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
+    crate::store::prepared::parse_line(bytes).map(|parsed| match parsed {
+        Ok(w) => ParsedLine::Ready(Box::new(w)),
+        Err(e) => ParsedLine::Invalid(e),
+    })
+}
