@@ -310,7 +310,7 @@ impl Tools {
         let mut store = self.store();
         let out = store
             .write(&req)
-            .map_err(|e| format!("remember failed, nothing was written: {e:#}"))?;
+            .map_err(|e| failed("remember", "nothing was written", &e))?;
         let text = describe_outcome(&out);
         let data = serde_json::to_value(&out).map_err(|e| e.to_string())?;
         Ok(ToolReply::ok(text, data))
@@ -464,7 +464,7 @@ impl Tools {
         let mut store = self.store();
         let report = store
             .delete(&target, Some(&reason))
-            .map_err(|e| format!("forget failed, nothing was deleted: {e:#}"))?;
+            .map_err(|e| failed("forget", "nothing was deleted", &e))?;
         let mut text = format!(
             "forgotten: {}. Purged {} version(s), {} pending item(s) and {} read-log note(s); later writes to it are rejected until a human restores it.",
             report
@@ -701,5 +701,15 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
+    }
+}
+
+/// A failed call's answer: "nothing was written" only where that is known — a lost
+/// connection's commit may have landed, and its sentence says so.
+fn failed(tool: &str, nothing: &str, e: &anyhow::Error) -> String {
+    if crate::store::commit_unknown(e) {
+        format!("{tool} failed: {e:#}")
+    } else {
+        format!("{tool} failed, {nothing}: {e:#}")
     }
 }

@@ -28,10 +28,28 @@ use crate::model::{HistoryEvent, MemoryRecord, Resolution, Scope, WriteOutcome, 
 use anyhow::Result;
 use std::path::Path;
 
+/// A call that failed after it reached the database, with its commit neither seen nor ruled
+/// out (PostgreSQL's connection lost mid-call): a front end says "may or may not have been
+/// stored", never "nothing was written". The sentence says what to do.
+#[derive(Debug)]
+pub struct CommitUnknown(pub String);
+
+impl std::fmt::Display for CommitUnknown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CommitUnknown {}
+
+/// Whether `e` is (or wraps) a [`CommitUnknown`].
+pub fn commit_unknown(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<CommitUnknown>().is_some()
+}
+
 /// A memscope database chosen by its address alone (README, "Running on PostgreSQL"): a
-/// `postgres://` or `postgresql://` address is PostgreSQL, anything else a SQLite file. The
-/// commands PostgreSQL serves so far take this; the rest open the SQLite [`Store`], which
-/// refuses an address with a sentence saying so.
+/// `postgres://` or `postgresql://` address is PostgreSQL, anything else a SQLite file. Every
+/// command but `demo` takes this.
 pub enum AnyStore {
     Sqlite(Store),
     Postgres(postgres::PgStore),

@@ -961,6 +961,49 @@ fn a_store_reconnects_after_the_server_closed_its_connection() {
     assert_eq!(r.value, Some(json!("emacs 🐃")));
 }
 
+/// The same cut under an MCP server: the agent is told its `remember` may or may not have
+/// been stored (never "nothing was written": the commit may have landed), and the next call
+/// works on a new connection.
+#[test]
+fn an_mcp_server_says_a_cut_call_may_have_landed_on_postgres() {
+    use crate::support::mcp_session::{tool_text, RawSession};
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut mcp = RawSession::serve(&db.url, &["--subject", "user:42", "--repo", "shop"]);
+    let remember = |mcp: &mut RawSession, id: i64, value: &str| {
+        mcp.request(
+            id,
+            "tools/call",
+            json!({"name": "remember", "arguments": {
+                "predicate": "test_runner", "value": value, "scope": "repo",
+                "source": format!("mcp:{id}")}}),
+        )
+    };
+    let first = remember(&mut mcp, 2, "vitest");
+    assert_eq!(first["result"]["isError"], false, "{first}");
+    raw.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        &[],
+    )
+    .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let cut = remember(&mut mcp, 3, "jest 🃏");
+    assert_eq!(cut["result"]["isError"], true, "{cut}");
+    let said = tool_text(&cut);
+    assert!(
+        said.contains("may or may not have been committed") && said.contains("run it again"),
+        "{said}"
+    );
+    assert!(!said.contains("nothing was written"), "{said}");
+    let next = remember(&mut mcp, 4, "jest 🃏");
+    assert_eq!(next["result"]["isError"], false, "{next}");
+    assert_eq!(
+        next["result"]["structuredContent"]["outcome"], "superseded",
+        "{next}"
+    );
+}
+
 /// Writers killed with SIGKILL in the middle of their `apply` transactions, twenty rounds (a
 /// few let it finish): the server rolls each cut transaction back whole — after every round
 /// the log grew by all of the batch or by none of it, every identity's versions are contiguous

@@ -159,11 +159,11 @@ fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
     let pg = e.downcast_ref::<postgres::Error>();
     let db = pg.and_then(|p| p.as_db_error());
     if connection_lost(&e) {
-        return anyhow!(
+        return anyhow::Error::new(crate::store::CommitUnknown(format!(
             "the connection to PostgreSQL at {} was lost ({}): what this call wrote may or may not have been committed — run it again (a write already stored comes back `confirmed`); the next call connects again",
             address.describe(),
             db.map_or_else(|| e.to_string(), |d| d.message().to_string())
-        );
+        )));
     }
     match db {
         Some(d) if *d.code() == SqlState::LOCK_NOT_AVAILABLE => anyhow!(
