@@ -226,13 +226,18 @@ fn addresses_are_recognised_and_never_show_their_password() {
         ),
         ("postgres://agent:s3cret@db.example:5432", "no database"),
         ("postgres://db.example:5432/memory", "no user"),
+        // An unescaped @ in the password: no part of it is repeated as a host.
+        ("postgres://agent:s3@cret@db.example/memory", "%40"),
+        // The // forgotten: refused, never a file named after the password.
+        ("postgres:/agent:s3cret@db.example/memory", "without the //"),
+        ("PostgreSQL:agent:s3cret@db/memory", "without the //"),
     ] {
         let e = Address::recognise(OsStr::new(text))
             .unwrap()
             .expect_err(text)
             .to_string();
         assert!(e.contains(words), "{text}: {e}");
-        assert!(!e.contains("s3cret"), "{e}");
+        assert!(!e.contains("s3cret") && !e.contains("cret@"), "{e}");
     }
     // A server older than 13 is refused in one sentence (the test server is newer).
     let address = Address::recognise(OsStr::new("postgres://a@h:5433/d"))

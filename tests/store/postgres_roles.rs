@@ -279,6 +279,12 @@ fn an_agent_login_writes_but_cannot_rewrite_history_lift_a_tombstone_or_drop_a_g
     assert_eq!(report["login"]["member_of"], "memscope_agent", "{report}");
     let text = roles(&db, None, &[]).ok();
     assert!(text.stdout.contains("nothing changed"), "{text:?}");
+    // The agent itself may not run it — not even where nothing would change (its grants
+    // would only warn): one sentence naming the login and whom to ask.
+    let by_agent = memscope_at(&login_url(&db, &agent), &["roles"]);
+    by_agent.fails_with(1, &["may not grant privileges", &agent.name, "owner"]);
+    assert_one_sentence(&by_agent.stderr, &[]);
+    assert!(!by_agent.stderr.contains(&agent.password), "{by_agent:?}");
 
     // What memscope's write path does, it may: read, write records, log events, queue, log a
     // read, register a spelling, count.

@@ -72,9 +72,22 @@ fn scheme_len(text: &str) -> Option<usize> {
 impl Address {
     /// Parses a `postgres://USER:PASSWORD@HOST:PORT/DATABASE` address (`postgresql://` too, the
     /// scheme in any case, the driver's `?key=value` options after it). `None`: not an address.
+    /// A text that starts `postgres:` or `postgresql:` without the `//` is a mistyped address,
+    /// refused rather than taken for a file name (which would create `postgres:/…` folders,
+    /// the password in a folder's name).
     pub fn recognise(text: &OsStr) -> Option<Result<Address>> {
         let text = text.to_string_lossy();
-        let scheme = scheme_len(&text)?;
+        let Some(scheme) = scheme_len(&text) else {
+            let head = text.get(..text.find(':')? + 1)?;
+            return ["postgres:", "postgresql:"]
+                .iter()
+                .any(|s| head.eq_ignore_ascii_case(s))
+                .then(|| {
+                    Err(anyhow!(
+                        "the database looks like a PostgreSQL address without the // after \"{head}\": write it as postgres://USER:PASSWORD@HOST:PORT/DATABASE (a file of that name: ./{head}…)"
+                    ))
+                });
+        };
         Some(Address::parse(&format!("postgresql://{}", &text[scheme..])))
     }
 
@@ -90,6 +103,15 @@ impl Address {
         })?;
         if config.get_hosts().is_empty() {
             bail!("the PostgreSQL address names no host: write it as {FORM}");
+        }
+        // A second `@` (in a password, unescaped) would put part of the password into the host
+        // and every message that names it.
+        if config
+            .get_hosts()
+            .iter()
+            .any(|h| matches!(h, postgres::config::Host::Tcp(h) if h.contains('@')))
+        {
+            bail!("the PostgreSQL address has more than one @ before its host: write an @ in the password or user as %40");
         }
         if config.get_user().is_none_or(str::is_empty) {
             bail!("the PostgreSQL address names no user: write it as {FORM}");

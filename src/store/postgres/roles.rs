@@ -147,6 +147,21 @@ pub fn apply(address: &Address, login: Option<&Login>) -> Result<Report> {
         }
     }
     let mut client = address.connect()?;
+    // Refused up front when the role does not own the tables: where nothing needs changing,
+    // its grants would only warn, and it would report privileges it cannot keep. (Creating a
+    // role needs CREATEROLE too: that is refused when it is tried.)
+    let owns: Option<bool> = client
+        .query_opt(
+            "SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c
+              WHERE c.oid = to_regclass(quote_ident(current_schema()) || '.memories')",
+            &[],
+        )
+        .map_err(|e| explain(address, e.into()))?
+        // No such table: the schema check says so.
+        .map(|row| row.get(0));
+    if owns == Some(false) {
+        return Err(may_not(address, Step::Grant));
+    }
     let mut attempt = 0;
     loop {
         let mut tx = client.transaction()?;
@@ -502,28 +517,34 @@ fn verify(tx: &mut Transaction<'_>, schema_name: &str, login: Option<&LoginRepor
     Ok(())
 }
 
+/// One sentence for a step the address's role may not take, and what to do.
+fn may_not(address: &Address, step: Step) -> anyhow::Error {
+    let user = address.user();
+    match step {
+        Step::CreateRole => anyhow!(
+            "the PostgreSQL address logs in as user \"{user}\", which may not create or alter roles on the server at {}: connect as a role with CREATEROLE (or a superuser), such as the one that created the database",
+            address.server()
+        ),
+        Step::Membership => anyhow!(
+            "the PostgreSQL address logs in as user \"{user}\", which may not grant membership in memscope's roles on the server at {}: connect as a role with CREATEROLE that may administer them (on PostgreSQL 16 and newer, the role that created them)",
+            address.server()
+        ),
+        Step::Grant => anyhow!(
+            "the PostgreSQL address logs in as user \"{user}\", which may not grant privileges on memscope's tables in {}: connect as their owner (the role that ran `memscope --db … init`)",
+            address.describe()
+        ),
+    }
+}
+
 /// One sentence for a failure, naming the address and what to do.
 fn explain(address: &Address, e: anyhow::Error) -> anyhow::Error {
     let step = e.downcast_ref::<StepError>().map(|s| s.0);
     let code = e
         .downcast_ref::<postgres::Error>()
         .and_then(|p| p.code().cloned());
-    let user = address.user();
     let place = address.describe();
     if code == Some(SqlState::INSUFFICIENT_PRIVILEGE) {
-        return match step {
-            Some(Step::CreateRole) => anyhow!(
-                "the PostgreSQL address logs in as user \"{user}\", which may not create or alter roles on the server at {}: connect as a role with CREATEROLE (or a superuser), such as the one that created the database",
-                address.server()
-            ),
-            Some(Step::Membership) => anyhow!(
-                "the PostgreSQL address logs in as user \"{user}\", which may not grant membership in memscope's roles on the server at {}: connect as a role with CREATEROLE that may administer them (on PostgreSQL 16 and newer, the role that created them)",
-                address.server()
-            ),
-            _ => anyhow!(
-                "the PostgreSQL address logs in as user \"{user}\", which may not grant privileges on memscope's tables in {place}: connect as their owner (the role that ran `memscope --db … init`)"
-            ),
-        };
+        return may_not(address, step.unwrap_or(Step::Grant));
     }
     let detail = match e.downcast_ref::<postgres::Error>() {
         Some(p) => p
