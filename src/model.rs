@@ -891,16 +891,34 @@ pub fn value_depth(v: &Value) -> usize {
     deepest
 }
 
-/// `s` safe to print on a terminal: every control character (C0, DEL, C1) is shown as its
-/// Rust escape (`\u{1b}`, `\n`), everything else — CJK, emoji — as it is.
+/// A character that reorders the text around it on screen (a bidirectional mark, embedding,
+/// override or isolate): stored words holding one could show a terminal or a UI something
+/// other than what they say ("Trojan Source", CVE-2021-42574). Printed escaped, as controls are.
+pub fn reorders_text(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+    )
+}
+
+/// Whether `c` is printed escaped: a control character or one that reorders the text.
+fn printed_escaped(c: char) -> bool {
+    c.is_control() || reorders_text(c)
+}
+
+/// `s` safe to print on a terminal: every control character (C0, DEL, C1) and every
+/// direction control is shown as its Rust escape (`\u{1b}`, `\n`, `\u{202e}`), everything
+/// else — CJK, emoji — as it is.
 pub fn escape_controls(s: &str) -> String {
-    if !s.chars().any(char::is_control) {
+    if !s.chars().any(printed_escaped) {
         return s.to_string();
     }
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         if c.is_control() {
             out.extend(c.escape_debug());
+        } else if reorders_text(c) {
+            out.extend(c.escape_unicode());
         } else {
             out.push(c);
         }
@@ -908,9 +926,10 @@ pub fn escape_controls(s: &str) -> String {
     out
 }
 
-/// JSON text of `value`, compact: serde_json's, but DEL and the C1 controls are escaped as well
-/// (`\u007f`, `\u009b`; serde_json escapes only U+0000–U+001F). It parses to the same value,
-/// and no control character in it reaches a terminal raw.
+/// JSON text of `value`, compact: serde_json's, but DEL, the C1 controls and the direction
+/// controls are escaped as well (`\u007f`, `\u009b`, `\u202e`; serde_json escapes only
+/// U+0000–U+001F). It parses to the same value, and no such character in it reaches a
+/// terminal raw.
 pub fn to_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     serde_json::to_string(value).map(escape_json_controls)
 }
@@ -921,9 +940,10 @@ pub fn to_json_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<St
 }
 
 /// Outside its strings JSON text is ASCII, and serde_json already escapes C0 inside them: a
-/// control character left is DEL or C1 inside a string, where `\u00XX` means the same.
+/// character left to escape is DEL, C1 or a direction control inside a string, where
+/// `\uXXXX` means the same.
 fn escape_json_controls(json: String) -> String {
-    let raw = |c: char| ('\u{7f}'..='\u{9f}').contains(&c);
+    let raw = |c: char| ('\u{7f}'..='\u{9f}').contains(&c) || reorders_text(c);
     if !json.contains(raw) {
         return json;
     }
@@ -1144,6 +1164,24 @@ mod tests {
             assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
         }
         assert_eq!(to_json("npm").unwrap(), "\"npm\"");
+    }
+
+    #[test]
+    fn text_and_json_show_direction_controls_escaped() {
+        // Trojan Source: the override makes "npm ci" after it display reversed.
+        let hostile = "use \u{202E}ic mpn\u{202C} \u{2066}仓库\u{2069}\u{200F}\u{061C}";
+        assert_eq!(
+            escape_controls(hostile),
+            "use \\u{202e}ic mpn\\u{202c} \\u{2066}仓库\\u{2069}\\u{200f}\\u{61c}"
+        );
+        let value = json!({ hostile: [hostile] });
+        for text in [to_json(&value).unwrap(), to_json_pretty(&value).unwrap()] {
+            assert!(!text.contains(reorders_text), "{text:?}");
+            assert!(text.contains("use \\u202eic mpn\\u202c \\u2066仓库\\u2069\\u200f\\u061c"));
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+        }
+        // Joiners inside words and emoji are not direction controls: shown as they are.
+        assert_eq!(escape_controls("👩\u{200D}💻"), "👩\u{200D}💻");
     }
 
     #[test]

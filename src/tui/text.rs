@@ -105,14 +105,15 @@ pub fn fit(s: &str, cols: usize) -> String {
     t
 }
 
-/// Control characters (newlines, tabs, escapes) never reach the terminal: a stored value
-/// could otherwise move the cursor or break the layout.
+/// Control characters (newlines, tabs, escapes) and direction controls never reach the
+/// terminal: a stored value could otherwise move the cursor, break the layout, or show its
+/// words in another order than they are stored.
 pub fn one_line(s: &str) -> String {
     s.chars()
         .map(|c| match c {
             '\n' | '\r' => '⏎',
             '\t' => ' ',
-            c if c.is_control() => '�',
+            c if c.is_control() || crate::model::reorders_text(c) => '�',
             c => c,
         })
         .collect()
@@ -244,6 +245,13 @@ pub use crate::model::{plural, thousands};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_shows_no_control_or_direction_control_raw() {
+        let shown = one_line("npm\u{202E}ic\u{2066}仓库\u{2069}\x1b[2J\n🧠\u{200D}💻");
+        assert_eq!(shown, "npm�ic�仓库��[2J⏎🧠\u{200D}💻");
+        assert_eq!(wrap("a\u{202E}b c", 3), vec!["a�b", "c"]);
+    }
 
     #[test]
     fn truncates_by_columns() {

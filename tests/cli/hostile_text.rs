@@ -7,10 +7,11 @@ use crate::support::mcp_session::RawSession;
 use crate::support::*;
 use serde_json::{json, Value};
 
-/// Words that must stay readable, then sequences that retitle the terminal and clear the screen
-/// (once with the C1 control CSI), a bell, a carriage return, NEL, DEL, a tab and a newline.
-/// The controls come early: error messages shorten what they quote.
-const HOSTILE: &str = "中文🧠\x1b]0;pwned\x07\u{9b}2J\x1b[2J\r\u{85}\x7f\t\nend";
+/// Words that must stay readable, then a right-to-left override (what follows shows
+/// reversed), sequences that retitle the terminal and clear the screen (once with the C1
+/// control CSI), a bell, a carriage return, NEL, DEL, a tab and a newline. The controls come
+/// early: error messages shorten what they quote.
+const HOSTILE: &str = "中文🧠\u{202E}\x1b]0;pwned\x07\u{9b}2J\x1b[2J\r\u{85}\x7f\t\nend";
 const READABLE: &str = "中文🧠";
 
 /// Neither stream holds a control character other than the newlines between lines.
@@ -19,7 +20,7 @@ fn assert_no_raw_controls(what: &str, run: &Run) {
     for (stream, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
         if let Some((at, c)) = text
             .char_indices()
-            .find(|&(_, c)| c.is_control() && c != '\n')
+            .find(|&(_, c)| (c.is_control() && c != '\n') || memscope::model::reorders_text(c))
         {
             panic!(
                 "{what}: {stream} holds the raw control character {c:?} at byte {at}:\n{text:?}"
@@ -38,6 +39,7 @@ fn assert_shown_escaped(what: &str, text: &str) {
     for (name, escapes) in [
         ("ESC", ["\\u{1b}", "\\u001b"]),
         ("CSI", ["\\u{9b}", "\\u009b"]),
+        ("RLO", ["\\u{202e}", "\\u202e"]),
     ] {
         assert!(
             escapes.iter().any(|e| text.contains(e)),
