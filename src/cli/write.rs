@@ -2,7 +2,7 @@
 
 use super::{errln, outln, print_json, usage, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::{to_json, ScopeChoice, WriteContext, WriteRequest};
-use crate::store::AnyStore;
+use crate::store::{AnyStore, InputKind};
 use anyhow::{Context, Result};
 use clap::{ArgGroup, Args};
 use std::io::Write;
@@ -105,13 +105,15 @@ pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
         Ok(())
     };
     let on_server = matches!(store, AnyStore::Postgres(_));
+    // A regular file (or stdin redirected from one) never pauses, so its batches fill up.
     let summary = if file == "-" {
-        store.apply(std::io::stdin(), &mut emit)
+        store.apply_from(std::io::stdin(), InputKind::of_stdin(), &mut emit)
     } else {
         let f = std::fs::File::open(file).with_context(|| {
             format!("cannot read {file}: pass a JSON Lines file or - for standard input")
         })?;
-        store.apply(f, &mut emit)
+        let kind = InputKind::of(&f);
+        store.apply_from(f, kind, &mut emit)
     };
     // A server can go away in the middle (a restart, a network cut): say what stands.
     let summary = match summary {

@@ -9,6 +9,35 @@ use anyhow::{bail, Result};
 use std::io::{BufRead, BufReader, Read};
 use std::time::{Duration, Instant};
 
+/// Where `apply`'s input comes from: a regular file is read to its end without ever waiting,
+/// so its batches fill up to their limits (and come out the same every run); a stream (a pipe,
+/// a terminal, a socket) may pause, and a batch commits whenever no more input is waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputKind {
+    File,
+    Stream,
+}
+
+impl InputKind {
+    /// What `file` is: `File` for a regular file (stdin redirected from one too), else
+    /// `Stream`.
+    pub fn of(file: &std::fs::File) -> InputKind {
+        match file.metadata() {
+            Ok(m) if m.is_file() => InputKind::File,
+            _ => InputKind::Stream,
+        }
+    }
+
+    /// What standard input is.
+    pub fn of_stdin() -> InputKind {
+        use std::os::fd::AsFd;
+        match std::io::stdin().as_fd().try_clone_to_owned() {
+            Ok(fd) => InputKind::of(&std::fs::File::from(fd)),
+            Err(_) => InputKind::Stream,
+        }
+    }
+}
+
 /// An `apply` input line after parsing and validation, before it meets the database.
 pub(crate) enum ParsedLine {
     Ready(Box<PreparedWrite>),
@@ -34,18 +63,6 @@ pub(crate) struct Batch {
 }
 
 impl Batch {
-    /// A batch of at most `max_lines` lines and `max_bytes` bytes of input, begun with `first`.
-    pub(crate) fn new(first: Chunk, max_lines: usize, max_bytes: usize) -> Batch {
-        Batch {
-            lines: first.lines,
-            bytes: first.bytes,
-            flowing: !first.stalled,
-            waited: Duration::ZERO,
-            max_lines,
-            max_bytes,
-        }
-    }
-
     /// More input was waiting and the batch has room for it.
     pub(crate) fn wants_more(&self) -> bool {
         self.flowing && self.lines.len() < self.max_lines && self.bytes < self.max_bytes
@@ -63,14 +80,31 @@ impl Batch {
         let next = intake.next(Some(budget.min(WAIT)))?;
         self.waited += waiting.elapsed();
         match next {
-            Some(chunk) => {
-                self.bytes += chunk.bytes;
-                self.flowing = !chunk.stalled;
-                self.lines.extend(chunk.lines);
-            }
+            Some(chunk) => self.take(chunk, intake),
             None => self.flowing = false,
         }
         Ok(())
+    }
+
+    /// Takes `chunk` in up to the batch's line limit; the lines beyond it go back to `intake`
+    /// for the next batch, so a batch holds exactly its limit when input keeps coming. (The
+    /// byte limit is checked between chunks: a batch may pass it by less than a chunk.)
+    fn take(&mut self, mut chunk: Chunk, intake: &mut Intake) {
+        let room = self.max_lines.saturating_sub(self.lines.len());
+        if chunk.lines.len() > room {
+            let rest = chunk.lines.split_off(room);
+            let rest_bytes = chunk.bytes * rest.len() / (rest.len() + chunk.lines.len());
+            intake.leftover = Some(Chunk {
+                lines: rest,
+                bytes: rest_bytes,
+                stalled: chunk.stalled,
+            });
+            chunk.bytes -= rest_bytes;
+            chunk.stalled = false;
+        }
+        self.bytes += chunk.bytes;
+        self.flowing = !chunk.stalled;
+        self.lines.extend(chunk.lines);
     }
 }
 
@@ -79,20 +113,24 @@ pub(crate) struct Intake {
     rx: std::sync::mpsc::Receiver<std::io::Result<Chunk>>,
     reader: Option<std::thread::JoinHandle<()>>,
     eof: bool,
+    /// The lines of a chunk a full batch could not take, first in line for the next one.
+    leftover: Option<Chunk>,
 }
 
 impl Intake {
     /// Starts the reader thread on `input`. If the writer fails, the reader is left to end
     /// with its input (or at its next chunk, once nobody takes it).
-    pub(crate) fn start<R: Read + Send + 'static>(input: R) -> Result<Intake> {
+    pub(crate) fn start<R: Read + Send + 'static>(input: R, kind: InputKind) -> Result<Intake> {
         let (tx, rx) = std::sync::mpsc::sync_channel(READ_AHEAD_CHUNKS);
+        let pauses = kind == InputKind::Stream;
         let reader = std::thread::Builder::new()
             .name("memscope-apply-reader".into())
-            .spawn(move || read_ahead(input, tx))?;
+            .spawn(move || read_ahead(input, pauses, tx))?;
         Ok(Intake {
             rx,
             reader: Some(reader),
             eof: false,
+            leftover: None,
         })
     }
 
@@ -101,6 +139,9 @@ impl Intake {
     /// error.
     pub(crate) fn next(&mut self, wait: Option<Duration>) -> Result<Option<Chunk>> {
         use std::sync::mpsc::RecvTimeoutError;
+        if let Some(chunk) = self.leftover.take() {
+            return Ok(Some(chunk));
+        }
         if self.eof {
             return Ok(None);
         }
@@ -136,7 +177,16 @@ impl Intake {
                 return Ok(None);
             };
             if !first.lines.is_empty() {
-                return Ok(Some(Batch::new(first, max_lines, max_bytes)));
+                let mut batch = Batch {
+                    lines: Vec::new(),
+                    bytes: 0,
+                    flowing: true,
+                    waited: Duration::ZERO,
+                    max_lines,
+                    max_bytes,
+                };
+                batch.take(first, self);
+                return Ok(Some(batch));
             }
         }
     }
@@ -157,8 +207,13 @@ const READ_AHEAD_CHUNKS: usize = 8;
 
 /// The reader thread of `apply`: reads, parses and validates lines (a fifth of the work of a
 /// line) while the writer runs the database. Ends at the end of the input, at a read error
-/// (sent on), or when the writer hangs up.
-fn read_ahead<R: Read>(input: R, tx: std::sync::mpsc::SyncSender<std::io::Result<Chunk>>) {
+/// (sent on), or when the writer hangs up. Input that `pauses` (a stream) marks a chunk
+/// stalled where its buffer ran dry.
+fn read_ahead<R: Read>(
+    input: R,
+    pauses: bool,
+    tx: std::sync::mpsc::SyncSender<std::io::Result<Chunk>>,
+) {
     let mut reader = BufReader::with_capacity(1 << 16, input);
     let mut line_no: u64 = 0;
     let mut buf = Vec::new();
@@ -188,13 +243,14 @@ fn read_ahead<R: Read>(input: R, tx: std::sync::mpsc::SyncSender<std::io::Result
             }
             // Hand over what is parsed before a read that may block: with nothing buffered
             // the writer commits at once (an interactive writer waits for its outcome); with
-            // only part of a line buffered it waits a moment for the rest.
+            // only part of a line buffered it waits a moment for the rest. A file's reads
+            // never block.
             let buffered = reader.buffer();
-            if buffered.is_empty() {
+            if pauses && buffered.is_empty() {
                 chunk.stalled = true;
                 break;
             }
-            if !buffered.contains(&b'\n') {
+            if pauses && !buffered.contains(&b'\n') {
                 break;
             }
         }
@@ -210,4 +266,74 @@ fn parse_line(bytes: &[u8]) -> Option<ParsedLine> {
         Ok(w) => ParsedLine::Ready(Box::new(w)),
         Err(e) => ParsedLine::Invalid(e),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Line `i`, exactly 128 bytes: 512 of them fill the reader's 64 KiB buffer, so a line ends
+    /// exactly where every read does.
+    fn line(i: usize) -> String {
+        let head = format!(
+            "{{\"subject\":\"user:{i}\",\"predicate\":\"偏好\",\"value\":\"值 {i} 🚀\",\"scope\":\"global\",\"source\":\""
+        );
+        let line = format!("{head}{}\"}}\n", "s".repeat(128 - head.len() - 3));
+        assert_eq!(line.len(), 128);
+        line
+    }
+
+    /// Every batch's size, reading `input` of `kind` to its end with batches of at most `max`.
+    fn batches<R: Read + Send + 'static>(input: R, kind: InputKind, max: usize) -> Vec<usize> {
+        let mut intake = Intake::start(input, kind).unwrap();
+        let mut sizes = Vec::new();
+        while let Some(mut batch) = intake.next_batch(max, usize::MAX).unwrap() {
+            while batch.wants_more() {
+                batch.wait_for_more(&mut intake).unwrap();
+            }
+            sizes.push(batch.lines.len());
+        }
+        sizes
+    }
+
+    #[test]
+    fn a_file_fills_every_batch_whatever_its_buffer_boundaries() {
+        // Lines that end exactly where the reader's 64 KiB buffer does, again and again: a
+        // stream would stall there, a file never does.
+        let text: String = (0..20_000).map(line).collect();
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        use std::io::Seek;
+        f.seek(std::io::SeekFrom::Start(0)).unwrap();
+        assert_eq!(InputKind::of(&f), InputKind::File);
+        assert_eq!(
+            batches(f, InputKind::File, 3_000),
+            [3_000, 3_000, 3_000, 3_000, 3_000, 3_000, 2_000]
+        );
+        // The same bytes taken for a stream end a batch wherever a read ended on a line's end.
+        let cut = batches(std::io::Cursor::new(text), InputKind::Stream, 3_000);
+        assert_eq!(cut.iter().sum::<usize>(), 20_000);
+        assert!(cut.iter().all(|&n| n <= 512), "{cut:?}");
+    }
+
+    #[test]
+    fn a_stream_commits_what_came_when_it_pauses() {
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        assert_eq!(
+            InputKind::of(&std::fs::File::from(std::os::fd::OwnedFd::from(
+                reader.try_clone().unwrap()
+            ))),
+            InputKind::Stream
+        );
+        let sender = std::thread::spawn(move || {
+            for burst in [3, 2] {
+                let text: String = (0..burst).map(line).collect();
+                writer.write_all(text.as_bytes()).unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(400));
+            }
+        });
+        assert_eq!(batches(reader, InputKind::Stream, 1_000), [3, 2]);
+        sender.join().unwrap();
+    }
 }

@@ -21,6 +21,7 @@ pub(crate) mod suspects;
 pub mod ui;
 pub(crate) mod user_settings;
 
+pub use intake::InputKind;
 pub use sqlite::*;
 pub use ui::{open_ui, UiStore};
 
@@ -145,14 +146,24 @@ impl AnyStore {
         }
     }
 
+    /// `apply` from a stream (README, "apply"): [`AnyStore::apply_from`] for a file.
     pub fn apply<R: std::io::Read + Send + 'static>(
         &mut self,
         input: R,
         emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
     ) -> Result<ApplySummary> {
+        self.apply_from(input, InputKind::Stream, emit)
+    }
+
+    pub fn apply_from<R: std::io::Read + Send + 'static>(
+        &mut self,
+        input: R,
+        kind: InputKind,
+        emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
+    ) -> Result<ApplySummary> {
         match self {
-            AnyStore::Sqlite(s) => s.apply(input, emit),
-            AnyStore::Postgres(p) => p.apply(input, emit),
+            AnyStore::Sqlite(s) => s.apply_from(input, kind, emit),
+            AnyStore::Postgres(p) => p.apply_from(input, kind, emit),
         }
     }
 

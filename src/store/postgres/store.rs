@@ -23,7 +23,7 @@ use crate::spelling::fold;
 use crate::store::decide::{resolve_looked, shadowed_labels, Looked};
 use crate::store::events::mark_validity;
 use crate::store::events::EventKind;
-use crate::store::intake::{Intake, ParsedLine};
+use crate::store::intake::{InputKind, Intake, ParsedLine};
 use crate::store::prepared::{resolution_seq, validate, PreparedWrite, RetryWithSavepoints};
 use crate::store::user_settings::{
     checked_user_setting, shown_user_setting, DURABILITY_KEY, USER_SETTINGS,
@@ -426,13 +426,24 @@ impl PgStore {
     /// lands or fails alone (a savepoint per line), batches of lines commit together, and
     /// `emit` gets each batch's outcomes once it is committed. A batch is gathered before its
     /// transaction begins and runs as soon as no more input is waiting ([`Intake`]), so an
-    /// interactive writer gets each outcome at once and an idle one holds nothing.
+    /// interactive writer gets each outcome at once and an idle one holds nothing. The input
+    /// is taken for a stream, which may pause ([`PgStore::apply_from`] for a file).
     pub fn apply<R: std::io::Read + Send + 'static>(
         &mut self,
         input: R,
+        emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
+    ) -> Result<crate::store::ApplySummary> {
+        self.apply_from(input, InputKind::Stream, emit)
+    }
+
+    /// [`PgStore::apply`] from input of a known kind: a file fills every batch.
+    pub fn apply_from<R: std::io::Read + Send + 'static>(
+        &mut self,
+        input: R,
+        kind: InputKind,
         mut emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
     ) -> Result<crate::store::ApplySummary> {
-        let mut intake = Intake::start(input)?;
+        let mut intake = Intake::start(input, kind)?;
         let mut summary = crate::store::ApplySummary::default();
         while let Some(mut batch) = intake.next_batch(APPLY_BATCH, APPLY_BATCH_BYTES)? {
             while batch.wants_more() {

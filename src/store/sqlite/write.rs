@@ -11,7 +11,7 @@ use crate::model::{
 };
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
 use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict};
-use crate::store::intake::{Batch, Intake, ParsedLine};
+use crate::store::intake::{Batch, InputKind, Intake, ParsedLine};
 use crate::store::prepared::{
     base_outcome, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
 };
@@ -767,13 +767,24 @@ impl Store {
     /// nothing; the others land.
     ///
     /// A reader thread reads, parses and validates the lines ahead of the writer (see
-    /// [`Intake`]); if the writer fails, the reader is left to end with its input.
+    /// [`Intake`]); if the writer fails, the reader is left to end with its input. The input
+    /// is taken for a stream, which may pause ([`Store::apply_from`] for a file).
     pub fn apply<R: Read + Send + 'static>(
         &mut self,
         input: R,
+        emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
+    ) -> Result<ApplySummary> {
+        self.apply_from(input, InputKind::Stream, emit)
+    }
+
+    /// [`Store::apply`] from input of a known kind: a file fills every batch.
+    pub fn apply_from<R: Read + Send + 'static>(
+        &mut self,
+        input: R,
+        kind: InputKind,
         mut emit: impl FnMut(&[WriteOutcome]) -> Result<()>,
     ) -> Result<ApplySummary> {
-        let mut intake = Intake::start(input)?;
+        let mut intake = Intake::start(input, kind)?;
         // A finished batch — its parsed lines and outcomes, half a million allocations for
         // 100k lines — is freed on a thread of its own while the writer goes on. That thread
         // is not waited for: it ends once it has freed the last batch.
