@@ -22,6 +22,7 @@
 mod support;
 
 use memscope::model::{OutcomeKind, ScopeChoice, WriteContext, WriteRequest};
+use memscope::store::InputKind;
 use memscope::{OpenMode, Scope, Store};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -214,7 +215,8 @@ fn bench_apply(dir: &Path, n: usize, with_context: bool, mix: Mix, rounds: usize
         let owned = std::io::Cursor::new(input.clone());
         once(dir, "apply", guard, "full", |store, count| {
             let summary = store
-                .apply(owned, |batch| {
+                // In memory, never pausing: read as `memscope apply FILE` reads a file.
+                .apply_from(owned, InputKind::File, |batch| {
                     batch.iter().for_each(|o| count(o.outcome));
                     Ok(())
                 })

@@ -33,6 +33,7 @@ mod support;
 
 use memscope::model::{ScopeChoice, WriteRequest};
 use memscope::store::postgres::{Address, PgStore};
+use memscope::store::InputKind;
 use memscope::Scope;
 use pg::{env_usize, BenchDb};
 use postgres::{Client, NoTls};
@@ -180,7 +181,12 @@ fn apply_rate(url: &str, input: &[u8], n: usize) -> f64 {
     let mut store = PgStore::open(&address).unwrap();
     let t = Instant::now();
     let summary = store
-        .apply(std::io::Cursor::new(input.to_vec()), |_| Ok(()))
+        // In memory, never pausing: read as `memscope apply FILE` reads a file.
+        .apply_from(
+            std::io::Cursor::new(input.to_vec()),
+            InputKind::File,
+            |_| Ok(()),
+        )
         .unwrap();
     assert_eq!(summary.errors, 0);
     n as f64 / t.elapsed().as_secs_f64()

@@ -13,6 +13,7 @@
 mod support;
 
 use memscope::model::{ScopeChoice, WriteRequest};
+use memscope::store::InputKind;
 use memscope::{OpenMode, Store};
 use rusqlite::Connection;
 use serde_json::json;
@@ -204,7 +205,8 @@ fn bench_apply(dir: &Path, n: usize) -> (Paired, Paired) {
         let owned = std::io::Cursor::new(input.clone());
         let t = Instant::now();
         let summary = store
-            .apply(owned, |batch| {
+            // In memory, never pausing: read as `memscope apply FILE` reads a file.
+            .apply_from(owned, InputKind::File, |batch| {
                 for o in batch {
                     serde_json::to_writer(&mut sink, o)?;
                 }

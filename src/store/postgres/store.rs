@@ -192,6 +192,24 @@ fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
     }
 }
 
+/// The advisory lock every `apply` batch holds for its transaction: one batch at a time per
+/// database. A batch takes its spellings, aliases and identity locks statement by statement, run
+/// by run, in an order no other batch shares, so two batches at once deadlocked over the
+/// identities and new spellings they shared (four overlapping applies gave up after 20
+/// retries). A single write holds one identity's lock and waits for nothing while holding it,
+/// so it cannot close a cycle with the batch. Waiting for the turn is not bounded by the lock
+/// timeout: the batch ahead never waits for its client (its lines were read before it began),
+/// and a batch stuck on another session's lock gives up after the timeout, passing the turn on.
+const APPLY_TURN: i64 = 0x6d65_6d73_6170_706c; // "memsappl"
+
+fn take_apply_turn(t: &mut Tx<'_>) -> Result<()> {
+    t.txn()?.batch_execute(&format!(
+        "SET LOCAL lock_timeout = 0; SELECT pg_advisory_xact_lock({APPLY_TURN}); SET LOCAL lock_timeout = '{}ms'",
+        super::lock_timeout().as_millis()
+    ))?;
+    Ok(())
+}
+
 /// Whether an error in `apply`'s batch ends the batch rather than its line: the batch runs
 /// again ([`retryable`]), or the call fails ([`connection_lost`], a lock timeout).
 fn stops_batch(e: &anyhow::Error) -> bool {
@@ -387,7 +405,14 @@ impl PgStore {
             });
             match out {
                 Err(e) if retryable(&e) && (retries as usize) < RETRIES => retries += 1,
-                Err(e) => return Err(explain(e, &self.address)),
+                Err(e) => {
+                    // The retries of a call that failed count too; its transaction is gone, so
+                    // they are counted on their own (best effort: the connection may be gone).
+                    if commit && retries > 0 && !connection_lost(&e) {
+                        let _ = self.read(|t| bump_metric(t, "busy_retries", retries));
+                    }
+                    return Err(explain(e, &self.address));
+                }
                 Ok(out) => return Ok(out),
             }
         }
@@ -457,6 +482,7 @@ impl PgStore {
             let address = self.address.clone();
             let outcomes = loop {
                 let run = self.in_tx(|t| {
+                    take_apply_turn(t)?;
                     if !savepoints {
                         return match apply_batch(t, &batch) {
                             // A lost connection is said as it is: a run with savepoints
