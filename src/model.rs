@@ -713,6 +713,22 @@ pub struct DeletePreview {
     /// Read-log notes the delete destroys.
     #[serde(default)]
     pub read_notes: i64,
+    /// What the delete does past the tables, which the backend decides.
+    #[serde(default)]
+    pub on_disk: OnDisk,
+}
+
+/// What a delete does to the database's files, past its tables (README, "delete, restore, gc";
+/// on PostgreSQL, "Running on PostgreSQL").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnDisk {
+    /// SQLite: freed pages zeroed, the WAL checkpointed and truncated — no copy in any file.
+    #[default]
+    Files,
+    /// PostgreSQL: the touched tables vacuumed, so no row holds the content; the bytes may stay
+    /// in the tables' free space, the WAL, replicas and backups until reused or expired.
+    Vacuumed,
 }
 
 /// How a line of a delete's statement reads, so that each front end can style it.
@@ -763,7 +779,12 @@ impl DeletePreview {
                 "• blank {} of agents' reads (the reads stay)",
                 plural(self.read_notes, "note", "notes")
             ),
-            "• checkpoint and truncate the WAL, so no copy stays in any file".to_string(),
+            match self.on_disk {
+                OnDisk::Files => {
+                    "• checkpoint and truncate the WAL, so no copy stays in any file".to_string()
+                }
+                OnDisk::Vacuumed => "• vacuum the tables, so no row holds it (PostgreSQL may keep the bytes in free space, its WAL, replicas and backups until reused or expired)".to_string(),
+            },
         ];
         lines.extend(effects.map(|e| (L::Effect, e)));
         lines.push((

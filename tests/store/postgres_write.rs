@@ -904,6 +904,15 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
         [Some(1), Some(2), Some(1), Some(1)],
         "{preview}"
     );
+    // What the preview promises past the tables is PostgreSQL's, not a SQLite file's.
+    assert_eq!(preview["on_disk"], "vacuumed", "{preview}");
+    let said = memscope(&[&target[..], &["--dry-run"]].concat());
+    let said = String::from_utf8_lossy(&said.stdout);
+    assert!(
+        said.contains("vacuum the tables") && said.contains("WAL, replicas and backups"),
+        "{said}"
+    );
+    assert!(!said.contains("no copy stays in any file"), "{said}");
     let out = memscope(&[&target[..], &["--json"]].concat());
     assert!(out.status.success(), "{out:?}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -921,6 +930,11 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
         "{report}"
     );
     assert_eq!(report["disk_purged"], true, "{report}");
+    let note = report["disk_note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("vacuumed") && note.contains("WAL, replicas and backups"),
+        "{report}"
+    );
     // What the README promises past the rows: the touched tables were vacuumed.
     for table in ["memories", "history", "pending", "reads"] {
         let vacuumed: bool = raw

@@ -48,6 +48,9 @@ macro_rules! pending_select {
     };
 }
 
+/// What a delete on PostgreSQL says once its vacuum ran: what it reached, and what it cannot.
+const VACUUMED: &str = "deleted and the tables vacuumed: no row holds the content any more; PostgreSQL may keep its bytes in the tables' free space until reused, and in its WAL, replicas and backups until they are recycled or expire (README, \"Running on PostgreSQL\")";
+
 /// Lines, and bytes of input, an `apply` transaction takes at most: a batch travels as arrays
 /// of parameters, so big values make short batches.
 const APPLY_BATCH: usize = 10_000;
@@ -722,12 +725,14 @@ impl PgStore {
             &mut self.client,
             &["memories", "history", "pending", "reads"],
         );
-        if !report.disk_purged {
-            report.disk_note = Some(format!(
+        report.disk_note = Some(if report.disk_purged {
+            VACUUMED.to_string()
+        } else {
+            format!(
                 "deleted: no row holds the content any more, but {} may not VACUUM memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files until the owner's VACUUM or autovacuum frees them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON) memories, history, pending, reads`",
                 self.address.user()
-            ));
-        }
+            )
+        });
         Ok(report)
     }
 
@@ -1024,7 +1029,10 @@ fn delete_in_tx(
         disk_purged: true,
         disk_note: None,
     };
-    let mut preview = DeletePreview::default();
+    let mut preview = DeletePreview {
+        on_disk: crate::model::OnDisk::Vacuumed,
+        ..DeletePreview::default()
+    };
     for id in &ids {
         let scope = id.scope.to_string();
         t.exec(
