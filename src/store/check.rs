@@ -534,7 +534,10 @@ impl WalkState {
         } = row;
         match event.as_str() {
             "set" => {
-                let v = version.unwrap_or(-1);
+                let Some(v) = version else {
+                    found.push((5, format!("{}: a set event without a version", label(g))));
+                    return;
+                };
                 if v != self.expected {
                     found.push((
                         5,
@@ -581,6 +584,17 @@ impl WalkState {
             }
             "removed" => self.live = None,
             "restored" | "tombstone_collected" => self.tombstoned = false,
+            // A kind memscope never writes cannot be replayed: what it did to the identity is
+            // unknown, so the current view cannot be proved from history (and the next write
+            // would count its version wrong).
+            other if !crate::store::events::EventKind::is_known(other) => found.push((
+                4,
+                format!(
+                    "{}: a history event of kind '{}', which memscope never writes",
+                    label(g),
+                    other
+                ),
+            )),
             _ => {}
         }
     }

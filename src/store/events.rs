@@ -23,6 +23,27 @@ pub(crate) enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind memscope writes.
+    pub(crate) const ALL: [EventKind; 12] = [
+        EventKind::Set,
+        EventKind::Confirmed,
+        EventKind::Stale,
+        EventKind::Rejected,
+        EventKind::Deleted,
+        EventKind::Restored,
+        EventKind::PendingResolved,
+        EventKind::TombstoneCollected,
+        EventKind::Rescoped,
+        EventKind::Reverted,
+        EventKind::Removed,
+        EventKind::Merged,
+    ];
+
+    /// Whether `kind` is one memscope writes (`check` flags any other).
+    pub(crate) fn is_known(kind: &str) -> bool {
+        EventKind::ALL.iter().any(|k| k.as_str() == kind)
+    }
+
     pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventKind::Set => "set",

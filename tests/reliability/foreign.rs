@@ -277,6 +277,8 @@ fn damages() -> Vec<(&'static str, &'static str, Vec<String>, &'static [u8])> {
         ("replace a current record in place", "plain",
          vec![format!("INSERT OR REPLACE INTO memories {COLS} VALUES ('user:42', 'package_manager', 'global', '\"yarn\"', 2, 'py', 2, 't', 't')")], &[4]),
         ("drop a current record", "plain", vec![format!("DELETE FROM memories WHERE {a}")], &[4]),
+        ("log an event kind memscope never writes", "plain",
+         vec![format!("INSERT INTO history {HCOLS} VALUES ('zap', 'user:z', 'p', 'global', 1, '\"x\"', NULL, 'py', 1, 't')")], &[4]),
         ("make a live predicate an alias", "plain",
          vec![s("INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ('package_manager', 'pm_tool', 't')")], &[6]),
         ("store a predicate not in normal form", "drop_triggers",

@@ -144,6 +144,41 @@ fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
     every_kind_of_write(&mut store);
     assert!(store.check(IntegrityMode::Quick).unwrap().ok);
 
+    // A guard that is there but does not fire counts as missing: disabled (the update's guard
+    // too), fired only for replication, or calling another function.
+    let guards = |store: &mut AnyStore| {
+        let report = serde_json::to_value(store.check(IntegrityMode::Quick).unwrap()).unwrap();
+        report["metrics"]["schema_guards"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for (off, on) in [
+        (
+            "ALTER TABLE memories DISABLE TRIGGER memories_no_resurrection_update",
+            "ALTER TABLE memories ENABLE TRIGGER memories_no_resurrection_update",
+        ),
+        (
+            "ALTER TABLE memories ENABLE REPLICA TRIGGER memories_no_resurrection",
+            "ALTER TABLE memories ENABLE ALWAYS TRIGGER memories_no_resurrection",
+        ),
+        (
+            "CREATE FUNCTION pg_temp_noop() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
+             DROP TRIGGER tombstones_version_only_rises ON tombstones;
+             CREATE TRIGGER tombstones_version_only_rises BEFORE UPDATE ON tombstones
+             FOR EACH ROW EXECUTE FUNCTION pg_temp_noop()",
+            "DROP TRIGGER tombstones_version_only_rises ON tombstones;
+             CREATE TRIGGER tombstones_version_only_rises BEFORE UPDATE ON tombstones
+             FOR EACH ROW EXECUTE FUNCTION memscope_tombstones_version_only_rises();
+             DROP FUNCTION pg_temp_noop()",
+        ),
+    ] {
+        psql_run(&db.url, off);
+        assert_eq!(guards(&mut store), "missing", "after {off}");
+        psql_run(&db.url, on);
+        assert_eq!(guards(&mut store), "present", "after {on}");
+    }
+
     // A raw client that may: the guards off, then one damage for each invariant.
     psql_run(
         &db.url,
@@ -188,6 +223,11 @@ fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
         (5, "UPDATE history SET version = 9 WHERE event = 'set' AND predicate = 'package_manager'
              AND scope = 'repo:legacy-dashboard' AND value = '\"npm ci\"'",
          "applied version 9 where"),
+        // 4. An event kind memscope never writes: history cannot be replayed (and the next
+        // write would count its version wrong).
+        (4, "INSERT INTO history (event, subject, predicate, scope, version, value, source, causal_seq, at)
+             VALUES ('zap', 'user:z', 'p', 'global', 1, '\"x\"', 's:1', 1, now())",
+         "user:z · p @ global: a history event of kind 'zap', which memscope never writes"),
         // 6. A subject not in its normal form.
         (6, "UPDATE memories SET subject = 'user:42 ' WHERE predicate = 'editor'",
          "subject \"user:42 \" is not in normal form"),

@@ -13,13 +13,32 @@ use postgres::types::Type;
 use postgres::{IsolationLevel, Row, Transaction};
 
 /// The guards schema v1 creates, as triggers: (table, trigger).
-const TRIGGERS: [&str; 6] = [
-    "memories_no_resurrection",
-    "history_no_content_on_tombstone",
-    "history_append_only",
-    "history_append_only_truncate",
-    "tombstones_not_over_live",
-    "tombstones_version_only_rises",
+const TRIGGERS: [(&str, &str); 7] = [
+    (
+        "memories_no_resurrection",
+        "memscope_memories_no_resurrection",
+    ),
+    (
+        "memories_no_resurrection_update",
+        "memscope_memories_no_resurrection",
+    ),
+    (
+        "history_no_content_on_tombstone",
+        "memscope_history_no_content_on_tombstone",
+    ),
+    ("history_append_only", "memscope_history_append_only"),
+    (
+        "history_append_only_truncate",
+        "memscope_history_append_only",
+    ),
+    (
+        "tombstones_not_over_live",
+        "memscope_tombstones_not_over_live",
+    ),
+    (
+        "tombstones_version_only_rises",
+        "memscope_tombstones_version_only_rises",
+    ),
 ];
 
 /// A snapshot lent to the check.
@@ -113,14 +132,18 @@ impl CheckDb for Pg<'_, '_> {
     }
 
     fn guards_present(&mut self) -> Result<bool> {
-        let names: Vec<String> = TRIGGERS.iter().map(|t| t.to_string()).collect();
+        // Each guard present, calling memscope's function, and firing: enabled as on creation
+        // ('O') or always ('A') — disabled ('D') or replica-only ('R') guards nothing.
+        let (names, functions): (Vec<&str>, Vec<&str>) = TRIGGERS.iter().copied().unzip();
         let row = self.0.query_one(
             "SELECT (SELECT count(DISTINCT t.tgname) FROM pg_trigger t
-                     WHERE NOT t.tgisinternal AND t.tgenabled <> 'D' AND t.tgname = ANY($1)
+                       JOIN unnest($1::text[], $2::text[]) AS g(name, function) ON g.name = t.tgname
+                     WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A')
+                       AND t.tgfoid = to_regproc(g.function)
                        AND t.tgrelid IN (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones'))),
                     EXISTS (SELECT 1 FROM pg_constraint c
                             WHERE c.conname = 'memories_identity' AND c.conrelid = to_regclass('memories'))",
-            &[&names],
+            &[&names, &functions],
         )?;
         Ok(row.get::<_, i64>(0) == TRIGGERS.len() as i64 && row.get::<_, bool>(1))
     }
