@@ -654,14 +654,26 @@ impl PgStore {
         self.read(|t| {
             t.opt(
                 concat!(
-                    "SELECT id, event, subject, predicate, scope, version, value, raw, source, causal_seq, ",
-                    utc!("at"),
-                    ", detail FROM history WHERE id = $1"
+                    "SELECT h.id, h.event, h.subject, h.predicate, h.scope, h.version, h.value, h.raw,
+                            h.source, h.causal_seq, ",
+                    utc!("h.at"),
+                    ", h.detail, CASE WHEN h.event = 'set' THEN (SELECT ",
+                    utc!("n.at"),
+                    " FROM history n
+                       WHERE n.subject = h.subject AND n.predicate = h.predicate
+                         AND n.scope = h.scope AND n.id > h.id
+                         AND n.event IN ('set', 'deleted', 'removed')
+                       ORDER BY n.id LIMIT 1) END
+                     FROM history h WHERE h.id = $1"
                 ),
                 &[&event_id],
             )?
             .as_ref()
-            .map(event_from_row)
+            .map(|r| {
+                let mut e = event_from_row(r)?;
+                e.valid_until = r.get(12);
+                Ok(e)
+            })
             .transpose()
         })
     }

@@ -460,15 +460,27 @@ impl Store {
         Ok(events)
     }
 
-    /// One event whole (the event popup, `c` in the history pane), if it is still logged.
+    /// One event whole (the event popup, `c` in the history pane), if it is still logged; a
+    /// `set` with its `valid_until`, as in a history page.
     pub fn history_event(&self, event_id: i64) -> Result<Option<HistoryEvent>> {
         Ok(self
             .conn
             .prepare_cached(
-                "SELECT id, event, subject, predicate, scope, version, value, raw, source,
-                        causal_seq, at, detail FROM history WHERE id = ?1",
+                "SELECT h.id, h.event, h.subject, h.predicate, h.scope, h.version, h.value, h.raw,
+                        h.source, h.causal_seq, h.at, h.detail,
+                        CASE WHEN h.event = 'set' THEN
+                            (SELECT n.at FROM history n
+                             WHERE n.subject = h.subject AND n.predicate = h.predicate
+                               AND n.scope = h.scope AND n.id > h.id
+                               AND n.event IN ('set', 'deleted', 'removed')
+                             ORDER BY n.id LIMIT 1) END
+                 FROM history h WHERE h.id = ?1",
             )?
-            .query_row([event_id], event_from_row)
+            .query_row([event_id], |r| {
+                let mut e = event_from_row(r)?;
+                e.valid_until = r.get(12)?;
+                Ok(e)
+            })
             .optional()?)
     }
 
