@@ -521,3 +521,24 @@ fn a_ui_whose_registration_was_removed_still_sees_changes_and_registers_again() 
         .get(0);
     assert_eq!(watchers, 1, "registered again");
 }
+
+/// Behind another session's lock on the table (a `VACUUM FULL` after a delete, a `psql` left
+/// in a transaction) the UI's reads give up after the UI's own two seconds, not a writer's
+/// fifteen, and say so — the UI handles its keys (`q` too) again — and read again once the
+/// lock is gone.
+#[test]
+fn the_ui_gives_up_on_a_lock_held_elsewhere_after_two_seconds() {
+    let Some(server) = server() else { return };
+    let (db, mut admin) = FreshDb::prepared(&server);
+    let ui = open_ui(Path::new(&db.url), OpenMode::Existing).unwrap();
+    let mut tx = admin.transaction().unwrap();
+    tx.batch_execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    let said = format!("{:#}", ui.scope_counts().expect_err("the lock is held"));
+    assert!(
+        said.contains("held by another session for more than 2000 ms"),
+        "{said}"
+    );
+    tx.rollback().unwrap();
+    ui.scope_counts().unwrap();
+}

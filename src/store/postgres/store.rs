@@ -73,6 +73,9 @@ pub struct PgStore {
     /// The clock this connection stamps and ages by: the server's, or an instant a test set
     /// (the session's `memscope.now`, read by `memscope_now()`; set again on a new connection).
     clock: Clock,
+    /// A lock timeout of this connection's own (the terminal UI's), set again on a new
+    /// connection; `None`: `MEMSCOPE_BUSY_TIMEOUT_MS`'s, set by every connection.
+    lock_timeout: Option<std::time::Duration>,
 }
 
 /// Where a [`Tx`]'s statements run: inside a transaction, or each on its own (autocommit).
@@ -159,6 +162,15 @@ impl<'a> Tx<'a> {
 
 /// A refusal of the server as one sentence naming the database and what to do.
 fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
+    explain_waited(e, address, super::lock_timeout())
+}
+
+/// [`explain`] on a connection whose lock timeout is `lock_wait`.
+fn explain_waited(
+    e: anyhow::Error,
+    address: &Address,
+    lock_wait: std::time::Duration,
+) -> anyhow::Error {
     let pg = e.downcast_ref::<postgres::Error>();
     let db = pg.and_then(|p| p.as_db_error());
     if connection_lost(&e) {
@@ -172,7 +184,7 @@ fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
         Some(d) if *d.code() == SqlState::LOCK_NOT_AVAILABLE => anyhow!(
             "PostgreSQL at {} had a lock this call needs held by another session for more than {} ms, so memscope gave up and its open transaction changed nothing: find that session (an open transaction in `SELECT pid, state, query FROM pg_stat_activity`) and end it, then run this again — or wait longer with MEMSCOPE_BUSY_TIMEOUT_MS",
             address.describe(),
-            super::lock_timeout().as_millis()
+            lock_wait.as_millis()
         ),
         Some(d) if *d.code() == SqlState::READ_ONLY_SQL_TRANSACTION => anyhow!(
             "PostgreSQL at {} takes no writes on this connection ({}): it is a standby or its transactions are read-only by default — point writers at the primary",
@@ -207,8 +219,10 @@ const APPLY_TURN: i64 = 0x6d65_6d73_6170_706c; // "memsappl"
 
 fn take_apply_turn(t: &mut Tx<'_>) -> Result<()> {
     t.txn()?.batch_execute(&format!(
-        "SET LOCAL lock_timeout = 0; SELECT pg_advisory_xact_lock({APPLY_TURN}); SET LOCAL lock_timeout = '{}ms'",
-        super::lock_timeout().as_millis()
+        "SELECT set_config('memscope.lock_timeout', current_setting('lock_timeout'), true);
+         SET LOCAL lock_timeout = 0;
+         SELECT pg_advisory_xact_lock({APPLY_TURN});
+         SELECT set_config('lock_timeout', current_setting('memscope.lock_timeout'), true)"
     ))?;
     Ok(())
 }
@@ -242,6 +256,14 @@ fn retryable(e: &anyhow::Error) -> bool {
 }
 
 /// Sets (or resets) the session's `memscope.now`, which `memscope_now()` reads.
+fn apply_lock_timeout(client: &mut Client, timeout: std::time::Duration) -> Result<()> {
+    client.execute(
+        "SELECT set_config('lock_timeout', $1, false)",
+        &[&format!("{}ms", timeout.as_millis().max(1))],
+    )?;
+    Ok(())
+}
+
 fn apply_clock(client: &mut Client, clock: Clock) -> Result<()> {
     let instant = match clock {
         Clock::System => String::new(),
@@ -292,7 +314,21 @@ impl PgStore {
             read_only,
             reconnects: 0,
             clock: Clock::System,
+            lock_timeout: None,
         })
+    }
+
+    /// How long this connection's statements wait for a lock another session holds (the
+    /// session's `lock_timeout`), kept across reconnections.
+    /// How long this connection's statements wait for a lock ([`PgStore::set_lock_timeout`]).
+    fn lock_wait(&self) -> std::time::Duration {
+        self.lock_timeout.unwrap_or_else(super::lock_timeout)
+    }
+
+    pub fn set_lock_timeout(&mut self, timeout: std::time::Duration) -> Result<()> {
+        self.lock_timeout = Some(timeout);
+        let client = self.connection()?;
+        apply_lock_timeout(client, timeout)
     }
 
     /// Sets the clock this connection stamps and ages by (docs/SCHEMA.md, PostgreSQL schema 6):
@@ -336,6 +372,9 @@ impl PgStore {
             if matches!(self.clock, Clock::Fixed(_)) {
                 apply_clock(&mut self.client, self.clock)?;
             }
+            if let Some(timeout) = self.lock_timeout {
+                apply_lock_timeout(&mut self.client, timeout)?;
+            }
         }
         Ok(&mut self.client)
     }
@@ -364,11 +403,12 @@ impl PgStore {
     /// its statement.
     pub(super) fn read<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.connection()?;
+        let waited = self.lock_wait();
         let mut t = Tx {
             conn: Conn::Auto(&mut self.client),
             statements: &mut self.statements,
         };
-        body(&mut t).map_err(|e| explain(e, &self.address))
+        body(&mut t).map_err(|e| explain_waited(e, &self.address, waited))
     }
 
     /// Runs `body` in a transaction and rolls it back: what an operation would do, with
@@ -414,7 +454,7 @@ impl PgStore {
                     if commit && retries > 0 && !connection_lost(&e) {
                         let _ = self.read(|t| bump_metric(t, "busy_retries", retries));
                     }
-                    return Err(explain(e, &self.address));
+                    return Err(explain_waited(e, &self.address, self.lock_wait()));
                 }
                 Ok(out) => return Ok(out),
             }

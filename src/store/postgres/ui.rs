@@ -68,7 +68,11 @@ impl PgUi {
     /// Opens the UI's connection; `watch`: this is the connection the loop polls, which
     /// listens for change notices when the server takes writes from it.
     pub fn open(address: &Address, watch: bool) -> Result<PgUi> {
-        let store = PgStore::open(address)?;
+        let mut store = PgStore::open(address)?;
+        // The UI waits for its reads: behind another session's lock (a `VACUUM FULL`, a
+        // `psql` left in a transaction) it gives up soon and says so, so keys — `q` too —
+        // are handled again within two seconds.
+        store.set_lock_timeout(UI_LOCK_TIMEOUT.min(super::lock_timeout()))?;
         let listens = watch && !store.is_read_only();
         let mut ui = PgUi {
             store: RefCell::new(store),
@@ -124,6 +128,9 @@ impl PgUi {
         f(&mut self.store.borrow_mut())
     }
 }
+
+/// The longest a UI's statement waits for a lock another session holds.
+const UI_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Drop for PgUi {
     fn drop(&mut self) {
