@@ -731,6 +731,16 @@ pub enum OnDisk {
     Vacuumed,
 }
 
+impl OnDisk {
+    /// The line a delete's statement says it with (short enough for the UI's dialog).
+    pub fn effect(self) -> &'static str {
+        match self {
+            OnDisk::Files => "• checkpoint and truncate the WAL, so no copy stays in any file",
+            OnDisk::Vacuumed => "• vacuum the tables: no row holds it, but WAL and backups may",
+        }
+    }
+}
+
 /// How a line of a delete's statement reads, so that each front end can style it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StatementLine {
@@ -779,12 +789,7 @@ impl DeletePreview {
                 "• blank {} of agents' reads (the reads stay)",
                 plural(self.read_notes, "note", "notes")
             ),
-            match self.on_disk {
-                OnDisk::Files => {
-                    "• checkpoint and truncate the WAL, so no copy stays in any file".to_string()
-                }
-                OnDisk::Vacuumed => "• vacuum the tables, so no row holds it (PostgreSQL may keep the bytes in free space, its WAL, replicas and backups until reused or expired)".to_string(),
-            },
+            self.on_disk.effect().to_string(),
         ];
         lines.extend(effects.map(|e| (L::Effect, e)));
         lines.push((
