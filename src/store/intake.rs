@@ -71,6 +71,15 @@ impl Batch {
     /// Takes the next chunk in, waiting a moment for it; once the batch's waiting budget is
     /// spent, or the input paused or ended, the batch wants no more.
     pub(crate) fn wait_for_more(&mut self, intake: &mut Intake) -> Result<()> {
+        // A file never pauses: its next lines are only as far away as the reader's parsing,
+        // however loaded the machine, so its batches fill the same every run.
+        if !intake.pauses {
+            match intake.next(None)? {
+                Some(chunk) => self.take(chunk, intake),
+                None => self.flowing = false,
+            }
+            return Ok(());
+        }
         let budget = WAIT_TOTAL.saturating_sub(self.waited);
         if budget.is_zero() {
             self.flowing = false;
@@ -115,6 +124,8 @@ pub(crate) struct Intake {
     eof: bool,
     /// The lines of a chunk a full batch could not take, first in line for the next one.
     leftover: Option<Chunk>,
+    /// The input is a stream, which may pause ([`InputKind`]).
+    pauses: bool,
 }
 
 impl Intake {
@@ -131,6 +142,7 @@ impl Intake {
             reader: Some(reader),
             eof: false,
             leftover: None,
+            pauses,
         })
     }
 
