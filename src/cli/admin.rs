@@ -235,7 +235,7 @@ pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
 /// Which of the database's files (`file`, `WAL`, `shared-memory file`) `out` names, by path
 /// or by the same file under another name (`stat` only: opening one of them here would drop the
 /// store's locks, and truncating it would destroy it).
-fn database_file_named(db: &Path, out: &Path) -> Option<&'static str> {
+pub(super) fn database_file_named(db: &Path, out: &Path) -> Option<&'static str> {
     #[cfg(unix)]
     let same_file = |a: &Path, b: &Path| {
         use std::os::unix::fs::MetadataExt;

@@ -6,6 +6,7 @@ use crate::store::{AnyStore, InputKind};
 use anyhow::{Context, Result};
 use clap::{ArgGroup, Args};
 use std::io::Write;
+use std::path::Path;
 
 /// One of each pair is required: a missing value names both `--value` and `--value-json`.
 #[derive(Debug, Args)]
@@ -109,6 +110,14 @@ pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
     let summary = if file == "-" {
         store.apply_from(std::io::stdin(), InputKind::of_stdin(), &mut emit)
     } else {
+        // Opening the database's own file and closing it would drop this process's locks on it.
+        if let AnyStore::Sqlite(s) = store {
+            if let Some(which) = super::admin::database_file_named(s.path(), Path::new(file)) {
+                return Err(usage(format!(
+                    "{file} is the database's own {which}: apply reads write requests as JSON Lines; pass the file that holds them, or - for standard input"
+                )));
+            }
+        }
         let f = std::fs::File::open(file).with_context(|| {
             format!("cannot read {file}: pass a JSON Lines file or - for standard input")
         })?;

@@ -28,12 +28,12 @@ impl InputKind {
         }
     }
 
-    /// What standard input is.
+    /// What standard input is, by `stat` alone: a descriptor opened and closed here would drop
+    /// this process's locks on the file it names, were that the database.
     pub fn of_stdin() -> InputKind {
-        use std::os::fd::AsFd;
-        match std::io::stdin().as_fd().try_clone_to_owned() {
-            Ok(fd) => InputKind::of(&std::fs::File::from(fd)),
-            Err(_) => InputKind::Stream,
+        match std::fs::metadata("/dev/stdin") {
+            Ok(m) if m.is_file() => InputKind::File,
+            _ => InputKind::Stream,
         }
     }
 }

@@ -618,6 +618,20 @@ fn apply_of_a_missing_input_file_is_one_sentence_on(db: TestDb) {
     });
 }
 
+/// The database file itself (or its WAL) given as apply's input: refused before it is opened —
+/// reading it and closing it would drop the store's locks — and nothing changes.
+#[test]
+fn apply_refuses_the_database_itself_as_its_input() {
+    unchanged_on_seeded(TestDb::new(), |db| {
+        let wal = db.sibling("memory.db-wal");
+        for input in [db.path.clone(), wal] {
+            let r = db.run(&["apply", input.to_str().unwrap()]);
+            r.fails_with(2, &["the database's own", "JSON Lines"]);
+            assert_one_sentence(&r.stderr, &[]);
+        }
+    });
+}
+
 #[test]
 fn pending_commands_on_unknown_items_are_refused() {
     pending_commands_on_unknown_items_are_refused_on(TestDb::new());
