@@ -695,8 +695,8 @@ pub struct DeleteReport {
     pub purged_notes: i64,
     /// False when an open reader blocked the WAL truncation; the debt is recorded and paid later.
     pub disk_purged: bool,
-    /// When the disk was not purged and the backend knows better than the SQLite sentence
-    /// why (PostgreSQL: only the tables' owner may vacuum them), what to tell the user.
+    /// What the backend tells the user about the disk beyond `disk_purged` (PostgreSQL: what
+    /// its vacuum reached and what it cannot, or that only the tables' owner may vacuum them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk_note: Option<String>,
 }

@@ -255,7 +255,7 @@ fn retryable(e: &anyhow::Error) -> bool {
         })
 }
 
-/// Sets (or resets) the session's `memscope.now`, which `memscope_now()` reads.
+/// Sets the session's `lock_timeout` ([`PgStore::set_lock_timeout`]).
 fn apply_lock_timeout(client: &mut Client, timeout: std::time::Duration) -> Result<()> {
     client.execute(
         "SELECT set_config('lock_timeout', $1, false)",
@@ -264,6 +264,7 @@ fn apply_lock_timeout(client: &mut Client, timeout: std::time::Duration) -> Resu
     Ok(())
 }
 
+/// Sets (or resets) the session's `memscope.now`, which `memscope_now()` reads.
 fn apply_clock(client: &mut Client, clock: Clock) -> Result<()> {
     let instant = match clock {
         Clock::System => String::new(),
@@ -318,13 +319,13 @@ impl PgStore {
         })
     }
 
-    /// How long this connection's statements wait for a lock another session holds (the
-    /// session's `lock_timeout`), kept across reconnections.
     /// How long this connection's statements wait for a lock ([`PgStore::set_lock_timeout`]).
     fn lock_wait(&self) -> std::time::Duration {
         self.lock_timeout.unwrap_or_else(super::lock_timeout)
     }
 
+    /// How long this connection's statements wait for a lock another session holds (the
+    /// session's `lock_timeout`), kept across reconnections.
     pub fn set_lock_timeout(&mut self, timeout: std::time::Duration) -> Result<()> {
         self.lock_timeout = Some(timeout);
         let client = self.connection()?;
