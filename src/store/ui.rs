@@ -125,6 +125,8 @@ pub trait UiStore: Send {
         since: Option<DateTime<Utc>>,
         limit: usize,
     ) -> Result<Vec<ReadRecord>>;
+    /// One logged read as the read log holds it now.
+    fn read_record(&self, id: i64) -> Result<Option<ReadRecord>>;
     fn check(&self) -> Result<CheckReport>;
     fn suspects(&self) -> Result<Vec<Suspect>>;
     fn blast_radius(&self, subject: &str, predicate: &str) -> Result<Vec<String>>;
@@ -333,6 +335,9 @@ impl UiStore for Store {
     }
     fn reads(&self, filter: &ReadFilter) -> Result<Vec<ReadRecord>> {
         Store::reads(self, filter)
+    }
+    fn read_record(&self, id: i64) -> Result<Option<ReadRecord>> {
+        Store::read_record(self, id)
     }
     fn read_log(
         &self,

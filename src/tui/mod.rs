@@ -13,6 +13,7 @@
 //!   thread; `draw`: the frame around the tabs and the drawing helpers, reading the state only;
 //! - `incident`: what the Reads tab and the repair dialogs share (the `since` window, the
 //!   version a read got); `repair`: what a rescope or revert would do, from the store;
+//!   `refresh`: open dialogs after a refresh (stored words read again, or the dialog gone);
 //! - `timeline`: the current view's history pane (its event cursor, drawing); `clipboard`: `c` as an OSC 52 sequence the
 //!   loop writes; `mouse`: wheel and clicks, hit-tested with `layout`.
 
@@ -26,6 +27,7 @@ pub mod keymap;
 pub mod layout;
 pub mod list;
 mod mouse;
+pub mod refresh;
 pub mod repair;
 pub mod rows;
 pub mod session;

@@ -5,9 +5,10 @@
 //! `sync` are called from here with the store); `app` holds state and `draw` only reads it.
 
 use super::app::{Action, App, Curation, Dialog, Focus, Tab, READ_ONLY};
+use super::dialogs::EventDialog;
 use super::dialogs::Loaded;
-use super::dialogs::{AsOf, EventDialog};
 use super::incident::TimelineMark;
+use super::refresh;
 use super::repair;
 use super::text::plural;
 use super::worker::{
@@ -358,6 +359,9 @@ impl Session {
             self.submit(Job::Filter(job));
         }
         self.reload_tabs()?;
+        if let Some(target) = refresh::refresh_dialogs(&mut *self.store, &mut self.app.dialogs)? {
+            self.submit(Job::Load(Load::DeletePreview(target)));
+        }
         self.start_tabs();
         self.app.refreshed_at = Some(self.app.now);
         self.sync()?;
@@ -545,23 +549,7 @@ impl Session {
         if d.read.id != id {
             return;
         }
-        let r = &d.read;
-        let result = chrono::DateTime::parse_from_rfc3339(&r.at)
-            .map_err(|e| anyhow::anyhow!("the read's time {:?} is not RFC 3339: {e}", r.at))
-            .and_then(|at| {
-                let (repo, task) = (r.repo.as_deref(), r.task.as_deref());
-                Ok(AsOf {
-                    then: self.store.resolve_at(
-                        &r.subject,
-                        &r.predicate,
-                        repo,
-                        task,
-                        at.with_timezone(&chrono::Utc),
-                    )?,
-                    now: self.store.resolve(&r.subject, &r.predicate, repo, task)?,
-                })
-            })
-            .map_err(|e| format!("{e:#}"));
+        let result = refresh::as_of(&*self.store, &d.read);
         self.hand_top(Loaded::AsOf(id, &result));
     }
 

@@ -1468,3 +1468,153 @@ fn a_spelling_conflict_says_where_it_came_from_and_gy_makes_it_current() {
         assert_eq!(r.value, Some(serde_json::json!("espresso")));
     });
 }
+
+// ---- Open dialogs after another process's commit ----
+
+/// The message an open dialog gave way to, or a panic naming what is on top.
+fn gone_message(s: &memscope::tui::Session) -> String {
+    match s.app.dialogs.last() {
+        Some(Dialog::Message { title, text }) => {
+            assert_eq!(title, memscope::tui::refresh::GONE_TITLE);
+            text.clone()
+        }
+        other => panic!("a message in place of the dialog, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_open_popup_never_keeps_words_another_process_deleted() {
+    for_each_backend(&Fixture::incident(), |db| {
+        let global = package_manager(Scope::Global);
+        let mut s = db.session(100, 30);
+        select(&mut s, "user:42 · package_manager @ global");
+        s.handle_key(key(KeyCode::Tab));
+        s.handle_key(ch('j'));
+        s.handle_key(key(KeyCode::Enter));
+        assert_eq!(top!(s, Event).event.raw.as_deref(), Some(NPM_WORDS));
+        // Another process's unrelated write: the popup stays on its event, read again.
+        db.write(r#"{"subject":"user:other","predicate":"editor","value":"helix","scope":"global","source":"t"}"#);
+        assert!(sees_live_change(&mut s));
+        assert_eq!(top!(s, Event).event.raw.as_deref(), Some(NPM_WORDS));
+        // Another process deletes the identity: the popup gives way to a message, and no
+        // frame shows the words any more.
+        db.commands()
+            .delete(&DeleteTarget::Identity(global.clone()), Some("leaked"))
+            .unwrap();
+        assert!(sees_live_change(&mut s));
+        let text = gone_message(&s);
+        assert!(text.contains("was deleted"), "{text}");
+        let screen = render(&mut s, 100, 30);
+        assert!(!screen.contains("package-lock"), "{screen}");
+        s.handle_key(key(KeyCode::Esc));
+        assert!(s.app.dialogs.is_empty());
+        let screen = render(&mut s, 100, 30);
+        assert!(!screen.contains("package-lock"), "{screen}");
+    });
+}
+
+#[test]
+fn revert_and_rescope_dialogs_close_when_their_record_is_deleted_elsewhere() {
+    for_each_backend(&Fixture::incident(), |db| {
+        let global = package_manager(Scope::Global);
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        s.handle_key(ch('v'));
+        assert_eq!(top!(s, Revert).chosen().unwrap().version, 1);
+        // A new version elsewhere: the dialog follows the record (v3 now) and its choices.
+        db.write(r#"{"subject":"user:42","predicate":"package_manager","value":"bun","scope":"global","source":"t:9"}"#);
+        assert!(sees_live_change(&mut s));
+        let d = top!(s, Revert);
+        assert_eq!(d.record.version, 3);
+        assert_eq!(d.record.value, serde_json::json!("bun"));
+        assert_eq!(d.chosen().unwrap().version, 2);
+        db.commands()
+            .delete(&DeleteTarget::Identity(global.clone()), None)
+            .unwrap();
+        assert!(sees_live_change(&mut s));
+        let text = gone_message(&s);
+        assert!(text.contains("holds no live record now"), "{text}");
+        assert!(!render(&mut s, 120, 32).contains("bun"));
+        s.handle_key(key(KeyCode::Esc));
+
+        // The rescope dialog on the repo record, the same way.
+        select(&mut s, "user:42 · package_manager @ repo:newer");
+        s.handle_key(ch('m'));
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Rescope(_))));
+        db.commands()
+            .delete(
+                &DeleteTarget::Identity(package_manager(Scope::Repo("newer".into()))),
+                None,
+            )
+            .unwrap();
+        assert!(sees_live_change(&mut s));
+        gone_message(&s);
+        assert!(!render(&mut s, 120, 32).contains("yarn"));
+    });
+}
+
+#[test]
+fn an_explained_read_loses_its_note_when_another_process_deletes_the_subject() {
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "5");
+        select_read(&mut s, "web-app");
+        let id = s.app.selected_read().unwrap().id;
+        s.handle_key(key(KeyCode::Enter));
+        let d = top!(s, AsOf);
+        assert_eq!(d.read.note.as_deref(), Some("pnpm install in web-app"));
+        db.commands()
+            .delete(&DeleteTarget::Subject("user:42".into()), None)
+            .unwrap();
+        assert!(sees_live_change(&mut s));
+        let d = top!(s, AsOf);
+        assert_eq!(d.read.id, id);
+        assert_eq!(d.read.note, None);
+        let r = d.result.clone().unwrap().unwrap();
+        assert_eq!((r.then.value, r.now.value), (None, None));
+        let screen = render(&mut s, 120, 32);
+        assert!(!screen.contains("pnpm install in web-app"), "{screen}");
+    });
+}
+
+#[test]
+fn a_confirm_on_a_pending_item_another_process_settled_gives_way() {
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "2");
+        let first = s.app.tabs.pending.rows[0].id;
+        s.app.handle_key(ch('x'));
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Confirm(_))));
+        // An unrelated commit keeps it; the item rejected elsewhere closes it.
+        db.write(r#"{"subject":"user:other","predicate":"editor","value":"helix","scope":"global","source":"t"}"#);
+        assert!(sees_live_change(&mut s));
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Confirm(_))));
+        db.commands().reject_pending(first).unwrap();
+        assert!(sees_live_change(&mut s));
+        let text = gone_message(&s);
+        assert!(
+            text.contains(&format!("Pending #{first} is no longer waiting")),
+            "{text}"
+        );
+    });
+}
+
+#[test]
+fn a_delete_preview_is_asked_again_when_another_process_writes() {
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        s.handle_key(ch('d'));
+        let versions =
+            |s: &memscope::tui::Session| top!(s, Delete).preview.clone().unwrap().unwrap().versions;
+        assert_eq!(versions(&s), 1);
+        db.write(r#"{"subject":"user:42","predicate":"package_manager","value":"bun","scope":"global","source":"t:9"}"#);
+        assert!(sees_live_change(&mut s));
+        s.pump();
+        assert_eq!(
+            versions(&s),
+            2,
+            "the preview counts what a delete destroys now"
+        );
+    });
+}

@@ -710,6 +710,23 @@ impl PgStore {
         })
     }
 
+    /// One logged read by its id, as the read log holds it now; `None` once it is gone.
+    pub fn read_record(&mut self, id: i64) -> Result<Option<ReadRecord>> {
+        self.read(|t| {
+            Ok(t.opt(
+                concat!(
+                    "SELECT id, ",
+                    utc!("at"),
+                    ", agent, subject, predicate, repo, task, scope, version, shadowed, note
+                     FROM reads WHERE id = $1"
+                ),
+                &[&id],
+            )?
+            .as_ref()
+            .map(read_from_row))
+        })
+    }
+
     /// Every (scope, predicate) a source's words wrote for a subject, first written first.
     pub fn scopes_written_by(
         &mut self,

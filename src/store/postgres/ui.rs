@@ -343,6 +343,9 @@ impl UiStore for PgUi {
     fn reads(&self, filter: &ReadFilter) -> Result<Vec<ReadRecord>> {
         self.with(|s| s.reads(filter))
     }
+    fn read_record(&self, id: i64) -> Result<Option<ReadRecord>> {
+        self.with(|s| s.read_record(id))
+    }
     fn read_log(
         &self,
         words: &[String],

@@ -527,6 +527,18 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// One logged read by its id, as the read log holds it now (a delete may have blanked its
+    /// note since it was listed); `None` once it is gone.
+    pub fn read_record(&self, id: i64) -> Result<Option<ReadRecord>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, at, agent, subject, predicate, repo, task, scope, version, shadowed, note
+             FROM reads WHERE id = ?1",
+        )?;
+        Ok(stmt
+            .query_row(params![id], super::rows::read_from_row)
+            .optional()?)
+    }
+
     /// Every (scope, predicate) that a source's words wrote for a subject, first written
     /// first: where one message of the user landed (a rescope looks here for the scope a
     /// mis-scoped value was said in).

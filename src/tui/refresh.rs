@@ -1,0 +1,149 @@
+//! Open dialogs after a refresh (README, "The terminal UI", live refresh): a dialog that shows
+//! stored words reads them again, and one whose subject another process deleted gives way to a
+//! message — no popup keeps a deleted memory's words on screen, and none offers a change on
+//! what is gone. The lists and panes reload themselves (`TabComponent::reload`); this is the
+//! dialogs' half.
+
+use super::app::{Curation, Dialog};
+use super::dialogs::AsOf;
+use super::repair;
+use crate::model::ReadRecord;
+use crate::store::UiStore;
+use anyhow::Result;
+
+/// The title of the message a dialog gives way to.
+pub const GONE_TITLE: &str = "Changed by another process";
+
+/// Reads again what each open dialog shows. The first dialog whose subject is gone is replaced
+/// by a message saying so, and the dialogs opened over it (a confirmation of its change) close
+/// with it. A delete dialog's preview comes from a worker: the returned target is to be asked
+/// again when that dialog is on top.
+pub fn refresh_dialogs(
+    store: &mut dyn UiStore,
+    dialogs: &mut Vec<Dialog>,
+) -> Result<Option<crate::model::DeleteTarget>> {
+    for i in 0..dialogs.len() {
+        if let Some(why) = refresh(store, &mut dialogs[i])? {
+            dialogs.truncate(i);
+            dialogs.push(Dialog::Message {
+                title: GONE_TITLE.to_string(),
+                text: why,
+            });
+            return Ok(None);
+        }
+    }
+    Ok(match dialogs.last() {
+        Some(Dialog::Delete(d)) => Some(d.target()),
+        _ => None,
+    })
+}
+
+/// Refreshes one dialog in place; `Some(sentence)` when what it shows is gone.
+fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String>> {
+    match dialog {
+        Dialog::Event(d) => match store.history_event(d.event.id)? {
+            Some(event) => d.event = event,
+            None => {
+                return Ok(Some(format!(
+                    "The event you had open ({} of {}) was deleted: its words are gone from the \
+                     database and from this screen.",
+                    d.event.event, d.identity
+                )))
+            }
+        },
+        Dialog::Revert(d) => {
+            let id = d.record.identity();
+            let Some(record) = store.get(&id)? else {
+                return Ok(Some(no_record(&id)));
+            };
+            d.record = record;
+            if d.choices.is_some() {
+                let choice = d.choice;
+                let choices =
+                    repair::revert_choices(store, &d.record).map_err(|e| format!("{e:#}"));
+                let len = choices.as_ref().map_or(0, Vec::len);
+                d.take_choices(choices);
+                d.choice = choice.min(len.saturating_sub(1));
+            }
+        }
+        Dialog::Rescope(d) => {
+            let id = d.record.identity();
+            let Some(record) = store.get(&id)? else {
+                return Ok(Some(no_record(&id)));
+            };
+            d.record = record;
+            if d.preview.is_some() {
+                d.preview = Some(repair::rescope_preview(store, &d.record, &d.target));
+            }
+        }
+        Dialog::Explain(d) => {
+            if let (Some(_), Ok(q)) = (&d.result, d.query()) {
+                let result = store
+                    .resolve(
+                        &q.subject,
+                        &q.predicate,
+                        q.repo.as_deref(),
+                        q.task.as_deref(),
+                    )
+                    .map_err(|e| format!("{e:#}"));
+                d.take(&q, &result);
+            }
+        }
+        Dialog::AsOf(d) => {
+            let Some(read) = store.read_record(d.read.id)? else {
+                return Ok(Some(format!(
+                    "The read you had open (#{}) is no longer in the read log.",
+                    d.read.id
+                )));
+            };
+            d.read = read;
+            if d.result.is_some() {
+                d.result = Some(as_of(store, &d.read));
+            }
+        }
+        Dialog::Confirm(c) => match &c.curation {
+            Curation::Resolve { pending_id, .. } | Curation::Reject { pending_id } => {
+                let open = store.pending(false)?;
+                if !open.iter().any(|p| p.id == *pending_id) {
+                    return Ok(Some(format!(
+                        "Pending #{pending_id} is no longer waiting (resolved, rejected or \
+                         deleted): nothing was written."
+                    )));
+                }
+            }
+            Curation::Delete(_)
+            | Curation::Restore(_)
+            | Curation::Rescope { .. }
+            | Curation::Revert { .. } => {}
+        },
+        Dialog::Delete(_) | Dialog::Help { .. } | Dialog::Message { .. } => {}
+    }
+    Ok(None)
+}
+
+fn no_record(id: &crate::model::Identity) -> String {
+    format!(
+        "{id} holds no live record now (deleted, rescoped or gone stale): the dialog on it closed \
+         and nothing was changed."
+    )
+}
+
+/// A read resolved as it stood at its time, and as it resolves now: the as-of dialog's text.
+pub fn as_of(store: &dyn UiStore, r: &ReadRecord) -> Result<AsOf, String> {
+    chrono::DateTime::parse_from_rfc3339(&r.at)
+        .map_err(|e| anyhow::anyhow!("the read's time {:?} is not RFC 3339: {e}", r.at))
+        .and_then(|at| {
+            let (repo, task) = (r.repo.as_deref(), r.task.as_deref());
+            Ok(AsOf {
+                then: store.resolve_at(
+                    &r.subject,
+                    &r.predicate,
+                    repo,
+                    task,
+                    at.with_timezone(&chrono::Utc),
+                )?,
+                now: store.resolve(&r.subject, &r.predicate, repo, task)?,
+            })
+        })
+        .map_err(|e| format!("{e:#}"))
+}
