@@ -305,7 +305,7 @@ impl WriteRequest {
     /// Parses one JSON line; the error is one sentence naming the problem, with the column
     /// (of that line) where the parser stopped.
     pub fn from_json_line(line: &str) -> Result<WriteRequest, LineError> {
-        serde_json::from_str(line).map_err(|e| {
+        let req: WriteRequest = serde_json::from_str(line).map_err(|e| {
             let (msg, column) = json_error(&e, line);
             // serde repeats offending keys and values: keep the sentence short.
             let msg = shorten(&msg, 300);
@@ -315,7 +315,19 @@ impl WriteRequest {
                 format!("invalid write request: {msg}")
             };
             LineError { message, column }
-        })
+        })?;
+        if has_float(&req.value) {
+            if let Some((at, literal)) = inexact_integer(line.as_bytes()) {
+                return Err(LineError {
+                    message: format!(
+                        "invalid write request: {}",
+                        inexact_integer_sentence(literal)
+                    ),
+                    column: Some(line[..at].chars().count() as u64 + 1),
+                });
+            }
+        }
+        Ok(req)
     }
 }
 
@@ -917,6 +929,72 @@ pub fn value_depth(v: &Value) -> usize {
     deepest
 }
 
+/// Whether `v` holds a number read as a float anywhere. serde_json reads an integer literal
+/// that no 64-bit integer holds as the nearest float, silently: only such a value can have lost
+/// digits, so only such a value's text needs [`inexact_integer`]. Iterative: any depth is safe.
+pub fn has_float(v: &Value) -> bool {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Number(n) if n.is_f64() => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The first integer literal of a JSON text that no 64-bit integer holds (below
+/// −9223372036854775808 or above 18446744073709551615), and the byte it starts at. A JSON
+/// reader rounds such a number to the nearest float — `12345678901234567890123` comes back as
+/// `1.2345678901234568e22` — so memscope refuses it rather than store other digits than were
+/// sent ([`inexact_integer_sentence`]). Strings are skipped; the text need not be valid JSON.
+pub fn inexact_integer(text: &[u8]) -> Option<(usize, &str)> {
+    let (mut i, mut in_string, mut escaped) = (0, false, false);
+    while i < text.len() {
+        let b = text[i];
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+        } else if b == b'-' || b.is_ascii_digit() {
+            let start = i;
+            while i < text.len()
+                && matches!(text[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+            {
+                i += 1;
+            }
+            // Only ASCII bytes were taken, so the token is text.
+            let token = std::str::from_utf8(&text[start..i]).unwrap_or("");
+            let digits = token.strip_prefix('-').unwrap_or(token);
+            let integer = !digits.is_empty() && digits.bytes().all(|d| d.is_ascii_digit());
+            if integer && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() {
+                return Some((start, token));
+            }
+            continue;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The sentence refusing the integer literal `literal` ([`inexact_integer`]).
+pub fn inexact_integer_sentence(literal: &str) -> String {
+    let shown = shorten(literal, 40);
+    format!(
+        "the integer {shown} is beyond what memscope keeps exactly (integers from -9223372036854775808 to 18446744073709551615; a JSON reader would round it to other digits): send it as a string, e.g. \"{shown}\""
+    )
+}
+
 /// A character that reorders the text around it on screen (a bidirectional mark, embedding,
 /// override or isolate): stored words holding one could show a terminal or a UI something
 /// other than what they say ("Trojan Source", CVE-2021-42574). Printed escaped, as controls are.
@@ -1082,6 +1160,52 @@ mod tests {
         assert_eq!(shell_word("it's.db"), "'it'\\''s.db'");
         assert_eq!(shell_word("$HOME;rm"), "'$HOME;rm'");
         assert_eq!(shell_word(""), "''");
+    }
+
+    #[test]
+    fn inexact_integers_are_found_outside_strings_only() {
+        let found = |t: &str| inexact_integer(t.as_bytes()).map(|(at, lit)| (at, lit.to_string()));
+        // The ends of the 64-bit integers are exact; one past them is not.
+        assert_eq!(found("[18446744073709551615, -9223372036854775808]"), None);
+        assert_eq!(
+            found("[18446744073709551616]"),
+            Some((1, "18446744073709551616".into()))
+        );
+        assert_eq!(
+            found("{\"a\":-9223372036854775809}"),
+            Some((5, "-9223372036854775809".into()))
+        );
+        // Floats, exponents and numbers inside strings (escaped quotes too) are not integers.
+        assert_eq!(found("[1e400, 123456789012345678901.5, 1E+30]"), None);
+        assert_eq!(
+            found(r#"["99999999999999999999", "a\"99999999999999999999"]"#),
+            None
+        );
+        assert_eq!(
+            found(r#"{"k\\":99999999999999999999}"#),
+            Some((7, "99999999999999999999".into())),
+            "a string ending in an escaped backslash ends there"
+        );
+        assert_eq!(found("-"), None);
+        // serde_json reads such a literal as a float, which is what has_float sees.
+        let v: Value = serde_json::from_str("[1, {\"n\": 18446744073709551616}]").unwrap();
+        assert!(has_float(&v));
+        let v: Value = serde_json::from_str("[1, {\"n\": 18446744073709551615}]").unwrap();
+        assert!(!has_float(&v));
+        // A write request is refused at the literal's column, in characters.
+        let line = r#"{"subject":"用户:1","predicate":"id","value":[12345678901234567890123],"scope":"global","source":"t"}"#;
+        let e = WriteRequest::from_json_line(line).unwrap_err();
+        assert!(
+            e.message
+                .contains("the integer 12345678901234567890123 is beyond"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("send it as a string"), "{}", e.message);
+        assert_eq!(
+            e.column,
+            Some(line[..line.find("123").unwrap()].chars().count() as u64 + 1)
+        );
     }
 
     #[test]

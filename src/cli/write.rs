@@ -52,11 +52,22 @@ pub struct WriteArgs {
 pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i32> {
     let value = match (&a.value, &a.value_json) {
         (Some(v), _) => serde_json::Value::String(v.clone()),
-        (None, Some(j)) => serde_json::from_str(j).map_err(|e| {
-            usage(format!(
-                "--value-json is not valid JSON ({e}): quote strings, e.g. '\"npm\"'"
-            ))
-        })?,
+        (None, Some(j)) => {
+            let value = serde_json::from_str(j).map_err(|e| {
+                usage(format!(
+                    "--value-json is not valid JSON ({e}): quote strings, e.g. '\"npm\"'"
+                ))
+            })?;
+            match crate::model::inexact_integer(j.as_bytes()) {
+                Some((_, literal)) if crate::model::has_float(&value) => {
+                    return Err(usage(format!(
+                        "--value-json: {}",
+                        crate::model::inexact_integer_sentence(literal)
+                    )))
+                }
+                _ => value,
+            }
+        }
         (None, None) => return Err(usage("give the value with --value or --value-json")),
     };
     let scope = match (&a.scope, &a.ambiguous) {

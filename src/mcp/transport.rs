@@ -61,6 +61,11 @@ pub fn frame(line: &[u8]) -> Frame {
         .get("method")
         .and_then(Value::as_str)
         .map(str::to_string);
+    if crate::model::has_float(&value) {
+        if let Some((_, literal)) = crate::model::inexact_integer(line) {
+            return refuse_inexact(&value, literal);
+        }
+    }
     if let Some(problem) = bad_tool_call(&value) {
         return match request_id(id.as_ref()) {
             Some(id) => answer_error(ErrorData::invalid_params(problem, None), Some(id)),
@@ -137,14 +142,34 @@ fn refuse_deep(line: &[u8], depth: usize) -> Frame {
         "the call is nested {depth} levels deep; memscope keeps values nested at most {MAX_VALUE_DEPTH} levels (the message adds 3): store a flatter value",
     );
     if head.get("method").and_then(Value::as_str) == Some("tools/call") {
-        let mut result =
-            ServerResult::CallToolResult(CallToolResult::error(vec![ContentBlock::text(text)]));
-        // "complete" is what every protocol version assumes when it is absent.
-        result.strip_result_type_for_legacy_peer();
-        Frame::Answer(Box::new(ServerJsonRpcMessage::response(result, id)))
+        tool_error(text, id)
     } else {
         answer_error(ErrorData::invalid_request(text, None), Some(id))
     }
+}
+
+/// Answers a message holding an integer no 64-bit integer holds (serde_json has already rounded
+/// it): a tool error for a tool call, so the model can send it as a string and call again;
+/// invalid params otherwise.
+fn refuse_inexact(message: &Value, literal: &str) -> Frame {
+    let text = crate::model::inexact_integer_sentence(literal);
+    let Some(id) = request_id(message.get("id")) else {
+        return Frame::Ignore(format!("a notification that holds {literal}"));
+    };
+    if message.get("method").and_then(Value::as_str) == Some("tools/call") {
+        tool_error(text, id)
+    } else {
+        answer_error(ErrorData::invalid_params(text, None), Some(id))
+    }
+}
+
+/// A tool call's answer that is a tool error the model reads.
+fn tool_error(text: String, id: RequestId) -> Frame {
+    let mut result =
+        ServerResult::CallToolResult(CallToolResult::error(vec![ContentBlock::text(text)]));
+    // "complete" is what every protocol version assumes when it is absent.
+    result.strip_result_type_for_legacy_peer();
+    Frame::Answer(Box::new(ServerJsonRpcMessage::response(result, id)))
 }
 
 /// What a byte of JSON text is, outside or inside a string.

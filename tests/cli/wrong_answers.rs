@@ -413,3 +413,104 @@ fn a_scope_outside_the_candidates_needs_force_and_the_refusal_names_them() {
         .any(|e| e["event"] == "pending_resolved" && e["detail"]["among_candidates"] == true));
     db.assert_check_ok();
 }
+
+// ---- integers a JSON reader would round -------------------------------------------------------
+
+#[test]
+fn an_integer_past_64_bits_is_refused_everywhere_rather_than_rounded() {
+    integers_past_64_bits_on(TestDb::new());
+}
+
+#[test]
+fn an_integer_past_64_bits_is_refused_everywhere_rather_than_rounded_on_postgres() {
+    on_postgres(integers_past_64_bits_on);
+}
+
+fn integers_past_64_bits_on(db: TestDb) {
+    let big = "12345678901234567890123";
+    // apply: the line's error names the integer and where it is; nothing is written.
+    let line = format!(
+        r#"{{"subject":"用户:1","predicate":"id","value":{{"n":{big},"note":"🔢"}},"scope":"global","source":"t"}}"#
+    );
+    let run = db.run_stdin(&["apply", "-"], format!("{line}\n").as_bytes());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let out = &run.json_lines()[0];
+    assert_eq!(out["outcome"], "error", "{out}");
+    let text = out["error"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("the integer {big} is beyond")),
+        "{text}"
+    );
+    assert!(text.contains("send it as a string"), "{text}");
+    let column = line[..line.find(big).unwrap()].chars().count() + 1;
+    assert_eq!(out["column"], column, "{out}");
+    // write --value-json: one sentence, exit 2.
+    let run = db.run(&[
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        "id",
+        "--source",
+        "t",
+        "--scope",
+        "global",
+        "--value-json",
+        "[1, -99999999999999999999]",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_one_sentence(
+        &run.stderr,
+        &["--value-json", "-99999999999999999999", "as a string"],
+    );
+    assert_eq!(db.run(&["list", "--json"]).ok().stdout.trim(), "[]");
+    // What 64 bits hold is kept exactly, and a string of digits is a string.
+    let exact =
+        "[18446744073709551615, -9223372036854775808, 1.5, 1e22, \"12345678901234567890123\"]";
+    let run = db.run(&[
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        "id",
+        "--source",
+        "t",
+        "--scope",
+        "global",
+        "--value-json",
+        exact,
+        "--json",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let listed = db.run(&["list", "--json"]).ok().stdout;
+    assert!(
+        listed.contains("18446744073709551615") && listed.contains("-9223372036854775808"),
+        "{listed}"
+    );
+    let want: Value = serde_json::from_str(exact).unwrap();
+    let got: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(got[0]["value"], want);
+    db.assert_check_ok();
+}
+
+#[test]
+fn an_import_holding_an_integer_past_64_bits_is_refused_whole() {
+    let src = TestDb::new();
+    src.write(U, PM, "npm", "global", "s");
+    let export = src.run(&["export"]).ok().stdout;
+    let edited = export.replace(
+        r#""value":"\"npm\"""#,
+        r#""value":"[99999999999999999999999]""#,
+    );
+    assert_ne!(edited, export, "the export names the value as expected");
+    let file = src.sibling("edited.jsonl");
+    std::fs::write(&file, edited).unwrap();
+    let dst = TestDb::named("fresh.db");
+    let run = dst.run(&["import", file.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_one_sentence(
+        &run.stderr,
+        &["of the import", "99999999999999999999999", "as a string"],
+    );
+    assert_eq!(dst.run(&["list", "--json"]).ok().stdout.trim(), "[]");
+}

@@ -458,3 +458,44 @@ fn every_request_gets_an_answer_however_deep_or_misshapen_on(db: TestDb) {
     );
     db.assert_check_ok();
 }
+
+#[test]
+fn an_integer_past_64_bits_is_a_tool_error_not_a_rounded_memory() {
+    integer_past_64_bits_on(TestDb::new());
+}
+
+#[test]
+fn an_integer_past_64_bits_is_a_tool_error_not_a_rounded_memory_on_postgres() {
+    on_postgres(integer_past_64_bits_on);
+}
+
+fn integer_past_64_bits_on(db: TestDb) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(&db, tmp.path(), &["--subject", "user:42"]));
+    s.initialize();
+    // Sent as text: a JSON library on this side would round it before it left.
+    s.send_raw(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember","arguments":{"predicate":"ticket","value":{"id":12345678901234567890123},"scope":"global","source":"thread:9"}}}"#,
+    );
+    let (r, _) = s.until_id(2);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let text = tool_text(&r);
+    assert!(
+        text.contains("12345678901234567890123") && text.contains("send it as a string"),
+        "{text}"
+    );
+    // The same value at the edge of 64 bits is stored exactly.
+    s.send_raw(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"remember","arguments":{"predicate":"ticket","value":{"id":18446744073709551615},"scope":"global","source":"thread:9"}}}"#,
+    );
+    let (r, _) = s.until_id(3);
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "inserted",
+        "{r}"
+    );
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+    let listed = db.run(&["list", "--json"]).ok().stdout;
+    assert!(listed.contains("\"id\": 18446744073709551615"), "{listed}");
+    assert_eq!(listed.matches("\"predicate\"").count(), 1, "{listed}");
+}
