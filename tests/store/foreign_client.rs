@@ -553,3 +553,48 @@ fn assert_tombstoned_identity_refused(db: &TestDb) {
     assert_eq!(out["outcome"], "rejected", "{out:#}");
     assert!(db.list(&["--subject", "user:9"]).is_empty());
 }
+
+/// Runs `sql` from Python's sqlite3 on `db`, as a raw client would.
+fn python_sql(db: &TestDb, sql: &str) {
+    let r = python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.executescript(sys.argv[2])\nc.commit()\n",
+        &[db.path_str(), sql],
+    );
+    assert_eq!(r.code, 0, "python: {}", r.stderr);
+}
+
+#[test]
+fn a_guard_made_again_with_another_condition_or_body_counts_as_missing() {
+    let db = base();
+    let guards = |db: &TestDb| db.check().1["metrics"]["schema_guards"].clone();
+    assert_eq!(guards(&db), "present");
+    let original: String = db
+        .sql()
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'history_append_only_delete'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    for fake in [
+        // The same name, a condition that never holds.
+        "CREATE TRIGGER history_append_only_delete BEFORE DELETE ON history WHEN 0 \
+         BEGIN SELECT RAISE(ABORT, 'memscope: history is append-only'); END",
+        // The same condition, a body that refuses nothing.
+        "CREATE TRIGGER history_append_only_delete BEFORE DELETE ON history \
+         WHEN NOT memscope_purge_gate() BEGIN SELECT 1; END",
+    ] {
+        python_sql(
+            &db,
+            &format!("DROP TRIGGER history_append_only_delete; {fake};"),
+        );
+        assert_eq!(guards(&db), "missing", "after {fake}");
+        // History is open to a raw DELETE now; made again word for word, it is guarded.
+        python_sql(
+            &db,
+            &format!("DROP TRIGGER history_append_only_delete; {original};"),
+        );
+        assert_eq!(guards(&db), "present");
+    }
+    db.assert_check_ok();
+}

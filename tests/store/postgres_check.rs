@@ -172,11 +172,58 @@ fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
              FOR EACH ROW EXECUTE FUNCTION memscope_tombstones_version_only_rises();
              DROP FUNCTION pg_temp_noop()",
         ),
+        (
+            // A condition that never holds.
+            "DROP TRIGGER tombstones_not_over_live ON tombstones;
+             CREATE TRIGGER tombstones_not_over_live BEFORE INSERT ON tombstones
+             FOR EACH ROW WHEN (false) EXECUTE FUNCTION memscope_tombstones_not_over_live()",
+            "DROP TRIGGER tombstones_not_over_live ON tombstones;
+             CREATE TRIGGER tombstones_not_over_live BEFORE INSERT ON tombstones
+             FOR EACH ROW EXECUTE FUNCTION memscope_tombstones_not_over_live()",
+        ),
+        (
+            // Firing on fewer statements: DELETE no longer guarded.
+            "DROP TRIGGER history_append_only ON history;
+             CREATE TRIGGER history_append_only BEFORE UPDATE ON history
+             FOR EACH ROW EXECUTE FUNCTION memscope_history_append_only()",
+            "DROP TRIGGER history_append_only ON history;
+             CREATE TRIGGER history_append_only BEFORE UPDATE OR DELETE ON history
+             FOR EACH ROW EXECUTE FUNCTION memscope_history_append_only()",
+        ),
     ] {
         psql_run(&db.url, off);
         assert_eq!(guards(&mut store), "missing", "after {off}");
         psql_run(&db.url, on);
         assert_eq!(guards(&mut store), "present", "after {on}");
+    }
+
+    // A function the guards run, its body replaced in place (CREATE OR REPLACE keeps every
+    // trigger pointing at it): a tombstone that no longer stops anything, a purge gate open to
+    // everyone. Put back as it was, the guards are present again.
+    for (function, fake) in [
+        (
+            "memscope_tombstoned",
+            "CREATE OR REPLACE FUNCTION memscope_tombstoned(subject text, predicate text, scope text)
+             RETURNS boolean LANGUAGE sql VOLATILE AS $$ SELECT false $$",
+        ),
+        (
+            "memscope_may_purge",
+            "CREATE OR REPLACE FUNCTION memscope_may_purge(curator text)
+             RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT true $$",
+        ),
+    ] {
+        let mut client = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+        let original: String = client
+            .query_one(
+                "SELECT pg_get_functiondef(to_regproc($1))",
+                &[&function],
+            )
+            .unwrap()
+            .get(0);
+        psql_run(&db.url, fake);
+        assert_eq!(guards(&mut store), "missing", "after {fake}");
+        client.batch_execute(&original).unwrap();
+        assert_eq!(guards(&mut store), "present", "after {function} was put back");
     }
 
     // A raw client that may: the guards off, then one damage for each invariant.

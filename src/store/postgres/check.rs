@@ -12,33 +12,93 @@ use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::Type;
 use postgres::{IsolationLevel, Row, Transaction};
 
-/// The guards schema v1 creates, as triggers: (table, trigger).
-const TRIGGERS: [(&str, &str); 7] = [
-    (
+/// `pg_trigger.tgtype` bits (PostgreSQL's `catalog/pg_trigger.h`).
+const ROW: i16 = 1;
+const BEFORE: i16 = 2;
+const INSERT: i16 = 4;
+const DELETE: i16 = 8;
+const UPDATE: i16 = 16;
+const TRUNCATE: i16 = 32;
+
+/// One guard trigger as the migrations leave it.
+struct Guard {
+    name: &'static str,
+    table: &'static str,
+    function: &'static str,
+    /// When and on what it fires, as `pg_trigger.tgtype` (no bit: AFTER, FOR EACH STATEMENT).
+    kind: i16,
+}
+
+const fn guard(
+    name: &'static str,
+    table: &'static str,
+    function: &'static str,
+    kind: i16,
+) -> Guard {
+    Guard {
+        name,
+        table,
+        function,
+        kind,
+    }
+}
+
+/// The guard triggers (schema v1, the statement-level ones since v4).
+const TRIGGERS: [Guard; 7] = [
+    guard(
         "memories_no_resurrection",
+        "memories",
         "memscope_memories_no_resurrection",
+        INSERT,
     ),
-    (
+    guard(
         "memories_no_resurrection_update",
+        "memories",
         "memscope_memories_no_resurrection",
+        UPDATE,
     ),
-    (
+    guard(
         "history_no_content_on_tombstone",
+        "history",
         "memscope_history_no_content_on_tombstone",
+        INSERT,
     ),
-    ("history_append_only", "memscope_history_append_only"),
-    (
-        "history_append_only_truncate",
+    guard(
+        "history_append_only",
+        "history",
         "memscope_history_append_only",
+        BEFORE | ROW | UPDATE | DELETE,
     ),
-    (
+    guard(
+        "history_append_only_truncate",
+        "history",
+        "memscope_history_append_only",
+        BEFORE | TRUNCATE,
+    ),
+    guard(
         "tombstones_not_over_live",
+        "tombstones",
         "memscope_tombstones_not_over_live",
+        BEFORE | ROW | INSERT,
     ),
-    (
+    guard(
         "tombstones_version_only_rises",
+        "tombstones",
         "memscope_tombstones_version_only_rises",
+        BEFORE | ROW | UPDATE,
     ),
+];
+
+/// The functions the guards run, and those they call: a body replaced in place guards nothing.
+const GUARD_FUNCTIONS: [&str; 8] = [
+    "memscope_memories_no_resurrection",
+    "memscope_history_no_content_on_tombstone",
+    "memscope_history_append_only",
+    "memscope_tombstones_not_over_live",
+    "memscope_tombstones_version_only_rises",
+    "memscope_identity_lock",
+    "memscope_tombstoned",
+    "memscope_may_purge",
 ];
 
 /// A snapshot lent to the check.
@@ -132,20 +192,35 @@ impl CheckDb for Pg<'_, '_> {
     }
 
     fn guards_present(&mut self) -> Result<bool> {
-        // Each guard present, calling memscope's function, and firing: enabled as on creation
-        // ('O') or always ('A') — disabled ('D') or replica-only ('R') guards nothing.
-        let (names, functions): (Vec<&str>, Vec<&str>) = TRIGGERS.iter().copied().unzip();
+        // Each guard on its table, calling memscope's function, firing when and on what the
+        // migrations made it fire, with no condition of its own, and enabled as on creation
+        // ('O') or always ('A') — disabled ('D') or replica-only ('R') guards nothing. Each
+        // function they run holds the body the migrations wrote: one replaced in place by a
+        // raw client (CREATE OR REPLACE) guards something else.
+        let names: Vec<&str> = TRIGGERS.iter().map(|g| g.name).collect();
+        let tables: Vec<&str> = TRIGGERS.iter().map(|g| g.table).collect();
+        let functions: Vec<&str> = TRIGGERS.iter().map(|g| g.function).collect();
+        let kinds: Vec<i16> = TRIGGERS.iter().map(|g| g.kind).collect();
+        let bodies: Vec<&str> = GUARD_FUNCTIONS
+            .iter()
+            .map(|f| super::schema::function_body(f).unwrap_or_default())
+            .collect();
         let row = self.0.query_one(
             "SELECT (SELECT count(DISTINCT t.tgname) FROM pg_trigger t
-                       JOIN unnest($1::text[], $2::text[]) AS g(name, function) ON g.name = t.tgname
+                       JOIN unnest($1::text[], $2::text[], $3::text[], $4::int2[])
+                            AS g(name, tab, function, kind) ON g.name = t.tgname
                      WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A')
-                       AND t.tgfoid = to_regproc(g.function)
-                       AND t.tgrelid IN (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones'))),
+                       AND t.tgrelid = to_regclass(g.tab) AND t.tgfoid = to_regproc(g.function)
+                       AND t.tgtype = g.kind AND t.tgqual IS NULL AND t.tgattr = ''::int2vector),
                     EXISTS (SELECT 1 FROM pg_constraint c
-                            WHERE c.conname = 'memories_identity' AND c.conrelid = to_regclass('memories'))",
-            &[&names, &functions],
+                            WHERE c.conname = 'memories_identity' AND c.conrelid = to_regclass('memories')),
+                    (SELECT count(*) FROM unnest($5::text[], $6::text[]) AS f(name, body)
+                     JOIN pg_proc p ON p.oid = to_regproc(f.name) WHERE p.prosrc = f.body)",
+            &[&names, &tables, &functions, &kinds, &GUARD_FUNCTIONS.to_vec(), &bodies],
         )?;
-        Ok(row.get::<_, i64>(0) == TRIGGERS.len() as i64 && row.get::<_, bool>(1))
+        Ok(row.get::<_, i64>(0) == TRIGGERS.len() as i64
+            && row.get::<_, bool>(1)
+            && row.get::<_, i64>(2) == GUARD_FUNCTIONS.len() as i64)
     }
 
     fn walk(

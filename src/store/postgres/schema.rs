@@ -33,6 +33,24 @@ pub const TABLES: &[&str] = &[
     "watchers",
 ];
 
+/// The body of function `name` as the last migration that writes it defines it — what
+/// `pg_proc.prosrc` holds for a database memscope migrated (the text between `AS $$` and
+/// `$$`) — or `None` for a function no migration creates.
+pub fn function_body(name: &str) -> Option<&'static str> {
+    MIGRATIONS.iter().rev().find_map(|sql| {
+        let at = [
+            format!("CREATE FUNCTION {name}("),
+            format!("CREATE OR REPLACE FUNCTION {name}("),
+        ]
+        .iter()
+        .filter_map(|head| sql.rfind(head.as_str()))
+        .max()?;
+        let start = at + sql[at..].find("AS $$")? + "AS $$".len();
+        let len = sql[start..].find("$$")?;
+        Some(&sql[start..start + len])
+    })
+}
+
 /// The transaction-local setting that opens history to memscope's purge:
 /// `SET LOCAL memscope.purge = 'on'` (it ends with the transaction). From v2 it opens it only
 /// to a curator ([`CURATOR_ROLE`]) or the owner of the tables.

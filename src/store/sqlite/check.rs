@@ -96,8 +96,19 @@ impl CheckDb for Sqlite<'_> {
     }
 
     fn guards_present(&mut self) -> Result<bool> {
-        let triggers: i64 = self.0.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name IN ('memories_no_resurrection_insert','memories_no_resurrection_update','history_no_content_on_tombstone','history_append_only_update','history_append_only_delete','tombstones_not_over_live','tombstones_version_only_rises','history_ids_never_reused')", [], |r| r.get(0))?;
-        Ok(triggers == 8)
+        // Each guard on its table, word for word as memscope created it: one dropped and made
+        // again with another condition or body by a raw client guards something else.
+        let mut intact = self.0.prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master
+                            WHERE type = 'trigger' AND name = ?1 AND sql = ?2)",
+        )?;
+        for name in super::schema::GUARD_TRIGGERS {
+            let sql = super::schema::guard_trigger_sql(name).unwrap_or_default();
+            if !intact.query_row(rusqlite::params![name, sql], |r| r.get::<_, bool>(0))? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     fn walk(

@@ -301,13 +301,32 @@ WHERE type = 'table' AND name = 'pending';
 PRAGMA writable_schema = RESET;
 "#;
 
+/// The guard triggers (README, "check"): what keeps a raw SQL client from breaking the
+/// invariants. V3 creates each as it stands.
+pub const GUARD_TRIGGERS: [&str; 8] = [
+    "memories_no_resurrection_insert",
+    "memories_no_resurrection_update",
+    "history_no_content_on_tombstone",
+    "history_append_only_update",
+    "history_append_only_delete",
+    "history_ids_never_reused",
+    "tombstones_not_over_live",
+    "tombstones_version_only_rises",
+];
+
+/// The text of guard trigger `name` as SQLite keeps it in `sqlite_schema.sql` (the statement
+/// V3 creates it with, without its `;`), or `None` for a name that is not a guard.
+pub fn guard_trigger_sql(name: &str) -> Option<&'static str> {
+    let start = format!("CREATE TRIGGER {name} ");
+    let from = V3.find(&start)?;
+    let len = V3[from..].find("END;")? + "END".len();
+    Some(&V3[from..from + len])
+}
+
 /// The text of the guard trigger that refuses a current record on a tombstoned identity, as
 /// SQLite keeps it in `sqlite_schema.sql` (the last migration creates it).
 pub fn memories_insert_guard_sql() -> &'static str {
-    const START: &str = "CREATE TRIGGER memories_no_resurrection_insert";
-    let from = V3.find(START).expect("V3 creates the insert guard");
-    let len = V3[from..].find("END;").expect("the guard ends") + "END".len();
-    &V3[from..from + len]
+    guard_trigger_sql("memories_no_resurrection_insert").expect("V3 creates the insert guard")
 }
 
 /// The message the insert guard refuses a tombstoned identity with.
