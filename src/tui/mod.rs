@@ -146,16 +146,21 @@ fn event_loop(terminal: &mut DefaultTerminal, session: &mut Session) -> Result<(
             until_live
         };
         if event::poll(timeout)? {
-            // Handle everything already queued before drawing again (key repeat, pastes).
+            // Handle everything already queued before drawing again (key repeat, pastes); a
+            // run of list motions loads the detail of where it ends, once.
+            let mut next = event::read()?;
             loop {
-                if session.handle_event(event::read()?) {
+                let more = event::poll(Duration::ZERO)?;
+                if session.handle_queued(next, more) {
                     return Ok(());
                 }
                 write_output(terminal, session);
-                if !event::poll(Duration::ZERO)? {
+                if !more {
                     break;
                 }
+                next = event::read()?;
             }
+            session.settle();
             dirty = true;
         }
         if session.pump() {

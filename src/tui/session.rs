@@ -42,6 +42,9 @@ pub struct Session {
     pub mouse: bool,
     /// Bytes for the terminal itself (an OSC 52 copy), written by the loop after the key.
     output: Vec<u8>,
+    /// A list motion with more keys queued behind it moved the selection without loading its
+    /// detail: the detail of where the keys end is loaded once ([`Session::settle`]).
+    sync_owed: bool,
 }
 
 const DELETE_REASON: &str = "deleted in the memscope UI";
@@ -70,6 +73,7 @@ impl Session {
             narrow_cache: NarrowCache::default(),
             mouse: true,
             output: Vec::new(),
+            sync_owed: false,
         };
         session.reload()?;
         let page = session.app.page();
@@ -95,6 +99,55 @@ impl Session {
 
     pub fn store(&self) -> &dyn UiStore {
         &*self.store
+    }
+
+    /// Handles one event of a drain of the terminal's queue; true when the UI should quit.
+    /// With `more_queued` (more events already waiting), a list motion moves the selection
+    /// and leaves the selected record's detail — its history, other scopes and resolution, a
+    /// few queries, each a round trip to a PostgreSQL server — to [`Session::settle`], so a
+    /// held `j` loads the detail of where it stops, not of every row it passes. Any other key
+    /// settles first: what it does may read the detail.
+    pub fn handle_queued(&mut self, event: Event, more_queued: bool) -> bool {
+        if let Event::Key(key) = event {
+            if more_queued && self.is_list_motion(&key) {
+                let action = self.app.handle_key(key);
+                if let Err(e) = self.try_perform(action) {
+                    self.app.popup("That did not work", format!("{e:#}"));
+                }
+                self.sync_owed = true;
+                return false;
+            }
+        }
+        self.settle();
+        self.handle_event(event)
+    }
+
+    /// Loads the detail a deferred list motion owes ([`Session::handle_queued`]).
+    pub fn settle(&mut self) {
+        if std::mem::take(&mut self.sync_owed) {
+            self.after_change();
+        }
+    }
+
+    /// Whether `key` moves the current view's list selection and does nothing else.
+    fn is_list_motion(&self, key: &KeyEvent) -> bool {
+        use super::keymap::{lookup, Command};
+        let motion = matches!(
+            lookup(&self.app.contexts(), key),
+            Some(
+                Command::Up
+                    | Command::Down
+                    | Command::PageUp
+                    | Command::PageDown
+                    | Command::Home
+                    | Command::End
+            )
+        );
+        motion
+            && self.app.dialogs.is_empty()
+            && self.app.tab == Tab::Memories
+            && self.app.focus == Focus::List
+            && self.app.tabs.typing().is_none()
     }
 
     /// Handles one terminal event; true when the UI should quit.

@@ -10,7 +10,9 @@ use crate::support::{assert_one_sentence, memscope_cmd, Run};
 use ::postgres::error::SqlState;
 use ::postgres::{Client, NoTls};
 use memscope::store::postgres::{self as pg, schema, Address};
+use memscope::store::{AnyStore, IntegrityMode, OpenMode};
 use std::ffi::OsStr;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The test server's address, or `None` (after saying so) when there is none outside CI.
@@ -536,6 +538,12 @@ fn migrations_run_forward_in_one_transaction_and_a_newer_schema_is_refused() {
         .unwrap()
         .get(0);
     assert!(gate, "v3 replaced the history guard");
+    // Brought forward step by step, the guards are what check expects of a new database.
+    let report = AnyStore::open(Path::new(&db.url), OpenMode::Existing)
+        .unwrap()
+        .check(IntegrityMode::Quick)
+        .unwrap();
+    assert_eq!(report.metrics["schema_guards"], "present", "{report:?}");
 
     // A later step runs on a database of this build's schema, and the version row follows.
     let now = schema::SCHEMA_VERSION;

@@ -1618,3 +1618,55 @@ fn a_delete_preview_is_asked_again_when_another_process_writes() {
         );
     });
 }
+
+// ---- a run of queued keys ----
+
+#[test]
+fn a_run_of_queued_motions_loads_the_detail_once_where_it_stops() {
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        // The first three records of the list, as plain key presses walk it.
+        let mut all = vec![selected_label(&s)];
+        while all.len() < 3 {
+            s.handle_key(ch('j'));
+            let label = selected_label(&s);
+            if !label.starts_with('[') && !all.contains(&label) {
+                all.push(label);
+            }
+        }
+        select(&mut s, &all[0]);
+        let shown = |s: &memscope::tui::Session| detail(s).identity().to_string();
+        assert_eq!(shown(&s), all[0]);
+        // Motions with more queued behind each: the selection moves, the detail waits.
+        let mut pressed = 0;
+        while selected_label(&s) != all[2] {
+            assert!(!s.handle_queued(Event::Key(ch('j')), true));
+            pressed += 1;
+            assert!(pressed < 10, "j reaches the third record");
+        }
+        assert_eq!(
+            shown(&s),
+            all[0],
+            "the detail is not loaded while keys are queued"
+        );
+        // Settled by the end of the run: the detail is the selection's.
+        s.settle();
+        assert_eq!(shown(&s), all[2]);
+        // Any other key settles first, so what it does reads the moved-to record: Tab and
+        // Enter queued behind a motion open that record's first event.
+        while selected_label(&s) != all[1] {
+            s.handle_queued(Event::Key(ch('k')), true);
+        }
+        assert_eq!(shown(&s), all[2]);
+        s.handle_queued(Event::Key(key(KeyCode::Tab)), true);
+        s.handle_queued(Event::Key(key(KeyCode::Enter)), false);
+        let d = top!(s, Event);
+        assert_eq!(
+            format!(
+                "{} · {} @ {}",
+                d.event.subject, d.event.predicate, d.event.scope
+            ),
+            all[1]
+        );
+    });
+}
