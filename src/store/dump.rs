@@ -74,17 +74,15 @@ impl DumpReader {
             let at = column.map(|c| format!(", column {c},")).unwrap_or_default();
             anyhow!("line {line_no}{at} of the import is not a JSON object ({msg}): pass a file written by `memscope export`")
         })?;
-        // A stored value is JSON text inside the line: its numbers are read when it is.
-        let value_text = obj.get("value").and_then(Value::as_str);
-        let value = value_text.and_then(|t| serde_json::from_str::<Value>(t).ok());
-        let rounded = [
-            obj.values().any(crate::model::has_float).then_some(line),
-            value
-                .as_ref()
-                .filter(|v| crate::model::has_float(v))
-                .and(value_text),
-        ];
-        for text in rounded.into_iter().flatten() {
+        // The JSON columns are JSON text inside the line: their numbers are read when they are.
+        let json_texts = ["value", "detail", "shadowed", "candidates"]
+            .iter()
+            .filter_map(|c| obj.get(*c).and_then(Value::as_str))
+            .filter(|t| {
+                serde_json::from_str::<Value>(t).is_ok_and(|v| crate::model::has_float(&v))
+            });
+        let line_floats = obj.values().any(crate::model::has_float).then_some(line);
+        for text in line_floats.into_iter().chain(json_texts) {
             if let Some((_, literal)) = crate::model::inexact_integer(text.as_bytes()) {
                 bail!(
                     "line {line_no} of the import: {}",

@@ -58,12 +58,25 @@ fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String
             };
             d.record = record;
             if d.choices.is_some() {
-                let choice = d.choice;
+                // The choice is a version: it stays on that version whatever came before it.
+                let chosen = d.chosen().map(|c| c.version);
                 let choices =
                     repair::revert_choices(store, &d.record).map_err(|e| format!("{e:#}"));
-                let len = choices.as_ref().map_or(0, Vec::len);
+                let at = match (&choices, chosen) {
+                    (Ok(list), Some(v)) => match list.iter().position(|c| c.version == v) {
+                        Some(at) => Some(at),
+                        None => {
+                            return Ok(Some(format!(
+                                "v{v} of {} is no longer in its history: the revert dialog closed \
+                                 and nothing was changed.",
+                                d.record.identity()
+                            )))
+                        }
+                    },
+                    _ => None,
+                };
                 d.take_choices(choices);
-                d.choice = choice.min(len.saturating_sub(1));
+                d.choice = at.unwrap_or(0);
             }
         }
         Dialog::Rescope(d) => {

@@ -465,8 +465,7 @@ fn integers_past_64_bits_on(db: TestDb) {
     );
     assert_eq!(db.run(&["list", "--json"]).ok().stdout.trim(), "[]");
     // What 64 bits hold is kept exactly, and a string of digits is a string.
-    let exact =
-        "[18446744073709551615, -9223372036854775808, 1.5, 1e22, \"12345678901234567890123\"]";
+    let exact = "[18446744073709551615, -9223372036854775808, 1.5, 1e22, \"12345678901234567890123\", 0.9097040631431023, 907130.1334386505]";
     let run = db.run(&[
         "write",
         "--subject",
@@ -484,7 +483,10 @@ fn integers_past_64_bits_on(db: TestDb) {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let listed = db.run(&["list", "--json"]).ok().stdout;
     assert!(
-        listed.contains("18446744073709551615") && listed.contains("-9223372036854775808"),
+        listed.contains("18446744073709551615")
+            && listed.contains("-9223372036854775808")
+            && listed.contains("0.9097040631431023")
+            && listed.contains("907130.1334386505"),
         "{listed}"
     );
     let want: Value = serde_json::from_str(exact).unwrap();
@@ -513,4 +515,28 @@ fn an_import_holding_an_integer_past_64_bits_is_refused_whole() {
         &["of the import", "99999999999999999999999", "as a string"],
     );
     assert_eq!(dst.run(&["list", "--json"]).ok().stdout.trim(), "[]");
+    // The same in a history event's detail (JSON text too).
+    src.run(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        PM,
+        "--scope",
+        "global",
+        "--reason",
+        "r",
+    ])
+    .ok();
+    let export = src.run(&["export"]).ok().stdout;
+    let edited = export.replace(
+        r#"\"reason\":\"r\""#,
+        r#"\"reason\":12345678901234567890123"#,
+    );
+    assert_ne!(edited, export, "the export holds the reason in a detail");
+    std::fs::write(&file, edited).unwrap();
+    let dst = TestDb::named("fresh2.db");
+    let run = dst.run(&["import", file.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_one_sentence(&run.stderr, &["of the import", "12345678901234567890123"]);
 }

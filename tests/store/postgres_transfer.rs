@@ -283,3 +283,61 @@ fn an_import_postgres_refuses_leaves_the_database_as_it_was() {
     let said = refused(&empty.url, &["import", junk.to_str().unwrap()]);
     crate::support::assert_one_sentence(&said, &["does not start with a memscope export header"]);
 }
+
+#[test]
+fn a_database_begun_on_postgres_with_init_moves_to_a_file() {
+    let Some(server) = server() else { return };
+    let pg = FreshDb::new(&server);
+    run(&pg.url, &["init"]);
+    run(
+        &pg.url,
+        &[
+            "write",
+            "--subject",
+            "用户:1",
+            "--predicate",
+            "editor",
+            "--value",
+            "helix 🧬",
+            "--scope",
+            "global",
+            "--source",
+            "s",
+        ],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("dump.jsonl");
+    run(&pg.url, &["export", "--out", dump.to_str().unwrap()]);
+    let clocks = std::fs::read_to_string(&dump)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("\"causal_clock\""))
+        .count();
+    assert_eq!(clocks, 1, "one clock in the dump");
+    let file = dir.path().join("moved.db");
+    let file = file.to_str().unwrap();
+    run(file, &["import", dump.to_str().unwrap()]);
+    assert_eq!(seen(file), seen(&pg.url));
+    run(file, &["check"]);
+    // The clock came along: the next write on the file is causally after the moved one.
+    let out = run(
+        file,
+        &[
+            "write",
+            "--subject",
+            "用户:1",
+            "--predicate",
+            "editor",
+            "--value",
+            "vim",
+            "--scope",
+            "global",
+            "--source",
+            "s",
+            "--json",
+        ],
+    );
+    let out: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(out["outcome"], "superseded", "{out}");
+    assert!(out["causal_seq"].as_i64().unwrap() > 1, "{out}");
+}

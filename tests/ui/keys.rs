@@ -1521,13 +1521,23 @@ fn revert_and_rescope_dialogs_close_when_their_record_is_deleted_elsewhere() {
         select(&mut s, "user:42 · package_manager @ global");
         s.handle_key(ch('v'));
         assert_eq!(top!(s, Revert).chosen().unwrap().version, 1);
-        // A new version elsewhere: the dialog follows the record (v3 now) and its choices.
+        // A new version elsewhere: the dialog follows the record (v3 now) and its choices, and
+        // the choice stays on the version it was on (v1), not on its row.
         db.write(r#"{"subject":"user:42","predicate":"package_manager","value":"bun","scope":"global","source":"t:9"}"#);
         assert!(sees_live_change(&mut s));
         let d = top!(s, Revert);
         assert_eq!(d.record.version, 3);
         assert_eq!(d.record.value, serde_json::json!("bun"));
-        assert_eq!(d.chosen().unwrap().version, 2);
+        assert_eq!(d.chosen().unwrap().version, 1);
+        // y reverts to exactly that version's value.
+        s.handle_key(ch('y'));
+        let now = db.store().get(&global).unwrap().unwrap();
+        assert_eq!(
+            (now.version, now.value.clone()),
+            (4, serde_json::json!("pnpm"))
+        );
+        s.handle_key(ch('v'));
+        assert_eq!(top!(s, Revert).chosen().unwrap().version, 3);
         db.commands()
             .delete(&DeleteTarget::Identity(global.clone()), None)
             .unwrap();
