@@ -7,6 +7,7 @@
 use super::app::{Curation, Dialog};
 use super::dialogs::AsOf;
 use super::repair;
+use super::tabs::pending;
 use crate::model::ReadRecord;
 use crate::store::UiStore;
 use anyhow::Result;
@@ -117,11 +118,21 @@ fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String
         Dialog::Confirm(c) => match &c.curation {
             Curation::Resolve { pending_id, .. } | Curation::Reject { pending_id } => {
                 let open = store.pending(false)?;
-                if !open.iter().any(|p| p.id == *pending_id) {
+                let Some(item) = open.iter().find(|p| p.id == *pending_id) else {
                     return Ok(Some(format!(
                         "Pending #{pending_id} is no longer waiting (resolved, rejected or \
                          deleted): nothing was written."
                     )));
+                };
+                // What `y` would do now, as the store decides it today.
+                if let Curation::Resolve { scope, .. } = &c.curation {
+                    let preview = pending::preview(store, item)?;
+                    let Some(choice) = preview.choices.iter().find(|ch| &ch.scope == scope) else {
+                        return Ok(Some(format!(
+                            "Pending #{pending_id} no longer offers {scope}: nothing was written."
+                        )));
+                    };
+                    c.lines = vec![pending::pending_line(item), choice.statement()];
                 }
             }
             Curation::Delete(_)

@@ -1680,3 +1680,24 @@ fn a_run_of_queued_motions_loads_the_detail_once_where_it_stops() {
         );
     });
 }
+
+#[test]
+fn a_pending_confirm_states_what_y_does_after_another_process_writes() {
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "2");
+        s.app.handle_key(ch('g'));
+        let (text, _) = confirm_of(&s);
+        assert!(
+            text.contains("global: supersedes pnpm (v1) with npm"),
+            "{text}"
+        );
+        db.write(r#"{"subject":"user:42","predicate":"package_manager","value":"yarn","scope":"global","source":"t:9"}"#);
+        assert!(sees_live_change(&mut s));
+        // The item was said before that write: writing it now would be stale, and a stale
+        // write gives nobody anything.
+        let (text, _) = confirm_of(&s);
+        assert!(text.contains("global: stale: keeps yarn (v2)"), "{text}");
+        assert!(!text.contains("would get"), "{text}");
+    });
+}

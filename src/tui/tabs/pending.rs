@@ -4,6 +4,7 @@
 
 use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::{PendingItem, Scope};
+use crate::store::decide::WriteDecision;
 use crate::store::UiStore;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
@@ -302,7 +303,7 @@ fn choice_lines(preview: &PendingPreview, max: usize) -> Vec<Line<'static>> {
 
 /// What each candidate scope of `item` would do: the store's own decision
 /// (`Store::preview_pending`), never a rule restated here.
-fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<PendingPreview> {
+pub(crate) fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<PendingPreview> {
     let mut choices = Vec::new();
     let mut used: Vec<char> = Vec::new();
     for (scope, decision) in store.preview_pending(item.id)? {
@@ -316,7 +317,15 @@ fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<PendingPreview> {
             key
         });
         let mut effect = decision.effect(&scope, &item.value, &value_text);
-        if scope == Scope::Global {
+        // After an insert, a supersede or a confirm global holds the item's value; after a
+        // stale or refused write it holds another, and nobody gets the item's.
+        let current_after = matches!(
+            decision,
+            WriteDecision::Insert { .. }
+                | WriteDecision::Supersede { .. }
+                | WriteDecision::Confirm { .. }
+        );
+        if scope == Scope::Global && current_after {
             // Who else would get it: the repositories without a rule of their own.
             let n = store.blast_radius(&item.subject, &item.predicate)?.len();
             if n > 0 {
@@ -336,7 +345,7 @@ fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<PendingPreview> {
 }
 
 /// `user:42 · package_manager = npm`: a pending item as its confirms name it.
-fn pending_line(item: &PendingItem) -> String {
+pub(crate) fn pending_line(item: &PendingItem) -> String {
     format!(
         "{} · {} = {}",
         item.subject,
