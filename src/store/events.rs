@@ -109,3 +109,44 @@ pub(crate) fn pending_names(candidates: &str, resolved: Option<&str>, scopes: &[
     candidates.iter().any(|c| scopes.contains(c))
         || resolved.is_some_and(|r| scopes.iter().any(|s| s == r))
 }
+
+/// What a delete left of one identity, read back inside its transaction: content rows of
+/// history, current records, the tombstone's version.
+pub(crate) struct Left {
+    pub history: i64,
+    pub records: i64,
+    pub tombstone: Option<i64>,
+}
+
+/// Refuses a delete the database did not carry out: a trigger, rule or row policy that is not
+/// memscope's can make a DELETE do nothing (or undo a tombstone) without an error, and the
+/// report would claim a purge that did not happen. The caller's transaction rolls back.
+pub(crate) fn check_carried_out(
+    id: &crate::model::Identity,
+    left: Left,
+    version: i64,
+) -> anyhow::Result<()> {
+    if left.history == 0 && left.records == 0 && left.tombstone == Some(version) {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "the database did not carry out the delete of {id} ({} history rows with content and {} current records remain, tombstone {}): a trigger, rule or row policy that is not memscope's suppressed it, so nothing was deleted — run `memscope check` and remove what a raw SQL client added",
+        left.history,
+        left.records,
+        match left.tombstone {
+            Some(v) if v == version => format!("v{v} in place"),
+            Some(v) => format!("at v{v} instead of v{version}"),
+            None => "missing".to_string(),
+        }
+    )
+}
+
+/// Refuses a delete whose pending items outlived their DELETE (see [`check_carried_out`]).
+pub(crate) fn check_pending_gone(remaining: &[i64]) -> anyhow::Result<()> {
+    if remaining.is_empty() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "the database did not carry out the delete: pending items {remaining:?} remain after their DELETE (a trigger, rule or row policy that is not memscope's suppressed it), so nothing was deleted — run `memscope check` and remove what a raw SQL client added"
+    )
+}

@@ -598,3 +598,55 @@ fn a_guard_made_again_with_another_condition_or_body_counts_as_missing() {
     }
     db.assert_check_ok();
 }
+
+#[test]
+fn a_delete_a_foreign_trigger_suppresses_is_refused_whole() {
+    let db = base();
+    let before = db.fingerprint();
+    // A raw client's trigger that makes every DELETE of history do nothing, without an error.
+    python_sql(
+        &db,
+        "CREATE TRIGGER keep_history BEFORE DELETE ON history BEGIN SELECT RAISE(IGNORE); END;",
+    );
+    let run = db.run(&args_for(
+        "delete",
+        "user:42",
+        "formatter",
+        &["--scope", "global"],
+    ));
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_one_sentence(
+        &run.stderr,
+        &["did not carry out the delete", "memscope check"],
+    );
+    assert_eq!(
+        before,
+        db.fingerprint(),
+        "nothing was deleted, nothing half-done"
+    );
+    // A tombstone a trigger takes away again is caught the same way.
+    python_sql(
+        &db,
+        "DROP TRIGGER keep_history;
+         CREATE TRIGGER drop_tombstone AFTER INSERT ON tombstones
+         BEGIN DELETE FROM tombstones WHERE subject = NEW.subject AND predicate = NEW.predicate AND scope = NEW.scope; END;",
+    );
+    let run = db.run(&args_for(
+        "delete",
+        "user:42",
+        "formatter",
+        &["--scope", "global"],
+    ));
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_one_sentence(&run.stderr, &["tombstone missing"]);
+    assert_eq!(before, db.fingerprint());
+    python_sql(&db, "DROP TRIGGER drop_tombstone;");
+    db.run(&args_for(
+        "delete",
+        "user:42",
+        "formatter",
+        &["--scope", "global"],
+    ))
+    .ok();
+    db.assert_check_ok();
+}

@@ -309,3 +309,29 @@ fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
         assert!(text.contains(words), "{words}: {text}");
     }
 }
+
+#[test]
+fn a_delete_a_rule_suppresses_is_refused_whole_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, _) = FreshDb::prepared(&server);
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Create).unwrap();
+    every_kind_of_write(&mut store);
+    let before = serde_json::to_value(store.list(&Default::default()).unwrap()).unwrap();
+    psql_run(
+        &db.url,
+        "CREATE RULE keep_history AS ON DELETE TO history DO INSTEAD NOTHING",
+    );
+    let target = DeleteTarget::Subject("user:42".into());
+    let e = store.delete(&target, None).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("did not carry out the delete"),
+        "{e:#}"
+    );
+    let after = serde_json::to_value(store.list(&Default::default()).unwrap()).unwrap();
+    assert_eq!(before, after, "nothing was deleted");
+    psql_run(&db.url, "DROP RULE keep_history ON history");
+    // (A new connection: one that ran the DELETE under the rule may keep its plan.)
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    store.delete(&target, None).unwrap();
+    assert!(store.check(IntegrityMode::Quick).unwrap().ok);
+}

@@ -1138,6 +1138,21 @@ fn delete_in_tx(
              SET version = EXCLUDED.version, reason = EXCLUDED.reason, deleted_at = EXCLUDED.deleted_at",
             &[&id.subject, &id.predicate, &scope, &version, &reason],
         )?;
+        let left = t.one(
+            "SELECT (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
+                    (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
+                    (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)",
+            &[&id.subject, &id.predicate, &scope],
+        )?;
+        crate::store::events::check_carried_out(
+            id,
+            crate::store::events::Left {
+                history: left.get(0),
+                records: left.get(1),
+                tombstone: left.get(2),
+            },
+            version,
+        )?;
         for r in t.all(
             "SELECT id, candidates, resolved_scope FROM pending WHERE subject = $1 AND predicate = $2",
             &[&id.subject, &id.predicate],
@@ -1166,6 +1181,16 @@ fn delete_in_tx(
     for pid in &pending {
         report.purged_pending += t.exec("DELETE FROM pending WHERE id = $1", &[pid])? as i64;
     }
+    let pending_ids: Vec<i64> = pending.iter().copied().collect();
+    let remaining: Vec<i64> = t
+        .all(
+            "SELECT id FROM pending WHERE id = ANY($1) ORDER BY id",
+            &[&pending_ids],
+        )?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    crate::store::events::check_pending_gone(&remaining)?;
     // The reads stay (who read which version when); their notes, which may repeat the
     // content, do not.
     let (repo, task) = match &exact {

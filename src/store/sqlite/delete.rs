@@ -265,6 +265,7 @@ impl Store {
         // The `deleted` events record the causal clock: the events they purge may be the ones
         // that held its latest value.
         let clock = st.seqs.current(tx)?;
+        let mut purged_ids: Vec<i64> = Vec::new();
         let result = (|| -> Result<()> {
             for id in &ids {
                 let scope = id.scope.to_string();
@@ -294,6 +295,14 @@ impl Store {
                      ON CONFLICT(subject, predicate, scope) DO UPDATE SET version = ?4, reason = ?5, deleted_at = ?6",
                     params![id.subject, id.predicate, scope, version, reason, now],
                 )?;
+                let left = tx.query_row(
+                    "SELECT (SELECT count(*) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'),
+                            (SELECT count(*) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
+                            (SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
+                    params![id.subject, id.predicate, scope],
+                    |r| Ok(crate::store::events::Left { history: r.get(0)?, records: r.get(1)?, tombstone: r.get(2)? }),
+                )?;
+                crate::store::events::check_carried_out(id, left, version)?;
                 for pid in pending_naming(
                     tx,
                     &id.subject,
@@ -302,6 +311,7 @@ impl Store {
                 )? {
                     report.purged_pending +=
                         tx.execute("DELETE FROM pending WHERE id = ?1", [pid])? as i64;
+                    purged_ids.push(pid);
                 }
                 report.purged_versions += purged;
                 report.tombstoned.push(TombstoneRef {
@@ -318,7 +328,15 @@ impl Store {
         // items whose candidate scopes never held a record.
         for pid in pending_of_target(tx, &target)? {
             report.purged_pending += tx.execute("DELETE FROM pending WHERE id = ?1", [pid])? as i64;
+            purged_ids.push(pid);
         }
+        let mut remaining = Vec::new();
+        for pid in purged_ids {
+            if tx.query_row("SELECT EXISTS (SELECT 1 FROM pending WHERE id = ?1)", [pid], |r| r.get::<_, bool>(0))? {
+                remaining.push(pid);
+            }
+        }
+        crate::store::events::check_pending_gone(&remaining)?;
         report.purged_notes = purge_covered_notes(tx, &target)?;
         Ok(report)
         }, |_| true)?;
