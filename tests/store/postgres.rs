@@ -923,3 +923,53 @@ fn a_role_that_may_not_create_tables_is_told_so_and_nothing_is_created() {
     assert!(!said.contains("reader-pw"), "{said}");
     assert!(db.tables().is_empty(), "{:?}", db.tables());
 }
+
+#[test]
+fn a_schema_named_after_the_login_does_not_hide_memscope_behind_an_empty_second_memory() {
+    let Some(server) = server() else { return };
+    let (db, mut client) = FreshDb::prepared(&server);
+    let (run, _) = memscope_at(
+        &db.url,
+        &[
+            "write",
+            "--subject",
+            "用户:1",
+            "--predicate",
+            "editor",
+            "--value",
+            "helix",
+            "--scope",
+            "global",
+            "--source",
+            "s",
+        ],
+    );
+    assert_eq!(run.code, 0, "{run:?}");
+    // PostgreSQL's own per-user pattern: a schema named after the login comes first on the
+    // default search_path ("$user", public).
+    client
+        .batch_execute("CREATE SCHEMA AUTHORIZATION CURRENT_USER")
+        .unwrap();
+    for args in [&["list"][..], &["init"][..]] {
+        let (run, _) = memscope_at(&db.url, args);
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert_one_sentence(
+            &run.stderr,
+            &["tables are in schema \"public\"", "search_path%3Dpublic"],
+        );
+    }
+    // Nothing was prepared in the login's schema; the address the sentence names works.
+    let made: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = current_user",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(made, 0);
+    let pointed = format!("{}?options=-csearch_path%3Dpublic", db.url);
+    let (run, _) = memscope_at(&pointed, &["list", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("用户:1"), "{}", run.stdout);
+}

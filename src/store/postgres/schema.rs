@@ -766,6 +766,25 @@ pub(super) fn state_in(tx: &mut Transaction<'_>, target: i64) -> Result<State> {
         .map(|r| r.get(0))
         .collect();
     if names.is_empty() {
+        // memscope's tables in another schema of this database, behind the first one on the
+        // search path (a schema named after the login comes first by default): preparing the
+        // first would make a second, empty memory beside the real one.
+        let elsewhere: Vec<String> = tx
+            .query(
+                "SELECT n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                 WHERE c.relname = 'memscope_schema' AND c.relkind IN ('r', 'p')
+                   AND n.nspname <> current_schema() ORDER BY 1",
+                &[],
+            )?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        if let Some(other) = elsewhere.first() {
+            let first: String = tx.query_one("SELECT current_schema()::text", &[])?.get(0);
+            bail!(
+                "memscope's tables are in schema {other:?} of this database while this connection's first schema is {first:?} (its search_path): point the connection at {other:?} — add `?options=-csearch_path%3D{other}` to the address, or run `ALTER ROLE … SET search_path = {other}` — rather than prepare a second, empty memory in {first:?}"
+            );
+        }
         return Ok(State::Empty);
     }
     if !names.iter().any(|n| n == "memscope_schema") {
