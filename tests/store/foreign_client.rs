@@ -596,6 +596,15 @@ fn a_guard_made_again_with_another_condition_or_body_counts_as_missing() {
         );
         assert_eq!(guards(&db), "present");
     }
+    // A trigger of a raw client's beside the guards, which can make memscope's DELETE do
+    // nothing, counts against them too.
+    python_sql(
+        &db,
+        "CREATE TRIGGER keep BEFORE DELETE ON history BEGIN SELECT RAISE(IGNORE); END;",
+    );
+    assert_eq!(guards(&db), "missing");
+    python_sql(&db, "DROP TRIGGER keep;");
+    assert_eq!(guards(&db), "present");
     db.assert_check_ok();
 }
 

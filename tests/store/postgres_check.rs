@@ -182,6 +182,42 @@ fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
              FOR EACH ROW EXECUTE FUNCTION memscope_tombstones_not_over_live()",
         ),
         (
+            // A function the guards run, pointed at other tables of the same names.
+            "CREATE SCHEMA evil; CREATE TABLE evil.tombstones (LIKE public.tombstones);
+             ALTER FUNCTION memscope_memories_no_resurrection() SET search_path = evil, public",
+            "ALTER FUNCTION memscope_memories_no_resurrection() SET search_path = public, pg_temp;
+             DROP SCHEMA evil CASCADE",
+        ),
+        (
+            // The purge gate run with its owner's rights, whoever calls it.
+            "ALTER FUNCTION memscope_may_purge(text) SECURITY DEFINER",
+            "ALTER FUNCTION memscope_may_purge(text) SECURITY INVOKER",
+        ),
+        (
+            // The identity's constraint swapped for one of the same name that holds nothing.
+            "ALTER TABLE memories DROP CONSTRAINT memories_identity;
+             ALTER TABLE memories ADD CONSTRAINT memories_identity CHECK (true)",
+            "ALTER TABLE memories DROP CONSTRAINT memories_identity;
+             ALTER TABLE memories ADD CONSTRAINT memories_identity UNIQUE (scope, subject, predicate)",
+        ),
+        (
+            "CREATE RULE keep AS ON DELETE TO history DO INSTEAD NOTHING",
+            "DROP RULE keep ON history",
+        ),
+        (
+            // A row policy that hides every tombstone from the guards.
+            "ALTER TABLE tombstones ENABLE ROW LEVEL SECURITY; ALTER TABLE tombstones FORCE ROW LEVEL SECURITY;
+             CREATE POLICY hide ON tombstones FOR SELECT USING (false)",
+            "DROP POLICY hide ON tombstones; ALTER TABLE tombstones NO FORCE ROW LEVEL SECURITY;
+             ALTER TABLE tombstones DISABLE ROW LEVEL SECURITY",
+        ),
+        (
+            // Another BEFORE trigger, which can make a guarded statement do nothing.
+            "CREATE FUNCTION pg_temp_skip() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';
+             CREATE TRIGGER a_skip BEFORE DELETE ON history FOR EACH ROW EXECUTE FUNCTION pg_temp_skip()",
+            "DROP TRIGGER a_skip ON history; DROP FUNCTION pg_temp_skip()",
+        ),
+        (
             // Firing on fewer statements: DELETE no longer guarded.
             "DROP TRIGGER history_append_only ON history;
              CREATE TRIGGER history_append_only BEFORE UPDATE ON history

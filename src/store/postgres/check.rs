@@ -213,14 +213,32 @@ impl CheckDb for Pg<'_, '_> {
                        AND t.tgrelid = to_regclass(g.tab) AND t.tgfoid = to_regproc(g.function)
                        AND t.tgtype = g.kind AND t.tgqual IS NULL AND t.tgattr = ''::int2vector),
                     EXISTS (SELECT 1 FROM pg_constraint c
-                            WHERE c.conname = 'memories_identity' AND c.conrelid = to_regclass('memories')),
+                            WHERE c.conname = 'memories_identity' AND c.conrelid = to_regclass('memories')
+                              AND c.contype = 'u'
+                              AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a
+                                   WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey))
+                                  = ARRAY['predicate', 'scope', 'subject']),
                     (SELECT count(*) FROM unnest($5::text[], $6::text[]) AS f(name, body)
-                     JOIN pg_proc p ON p.oid = to_regproc(f.name) WHERE p.prosrc = f.body)",
+                     JOIN pg_proc p ON p.oid = to_regproc(f.name)
+                     JOIN pg_namespace n ON n.oid = p.pronamespace
+                     WHERE p.prosrc = f.body AND NOT p.prosecdef
+                       AND p.proconfig = ARRAY['search_path=' || quote_ident(n.nspname) || ', pg_temp']),
+                    -- Nothing of a raw client's that can make a guarded statement do nothing or
+                    -- hide a row from a guard: a rule, a row policy, another BEFORE trigger.
+                    NOT EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class IN
+                                (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones')))
+                    AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid IN
+                                (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones'))
+                                AND (c.relrowsecurity OR c.relforcerowsecurity))
+                    AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE NOT t.tgisinternal
+                                AND t.tgrelid IN (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones'))
+                                AND t.tgtype & 2 = 2 AND t.tgname <> ALL ($1::text[]))",
             &[&names, &tables, &functions, &kinds, &GUARD_FUNCTIONS.to_vec(), &bodies],
         )?;
         Ok(row.get::<_, i64>(0) == TRIGGERS.len() as i64
             && row.get::<_, bool>(1)
-            && row.get::<_, i64>(2) == GUARD_FUNCTIONS.len() as i64)
+            && row.get::<_, i64>(2) == GUARD_FUNCTIONS.len() as i64
+            && row.get::<_, bool>(3))
     }
 
     fn walk(

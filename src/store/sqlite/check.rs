@@ -108,7 +108,17 @@ impl CheckDb for Sqlite<'_> {
                 return Ok(false);
             }
         }
-        Ok(true)
+        // And no trigger of a raw client's on the guarded tables: one can make memscope's
+        // statements do nothing (`RAISE(IGNORE)`) or undo what they did.
+        let names = serde_json::to_string(&super::schema::GUARD_TRIGGERS)?;
+        let foreign: bool = self.0.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger'
+                            AND tbl_name IN ('memories', 'history', 'tombstones')
+                            AND name NOT IN (SELECT value FROM json_each(?1)))",
+            [names],
+            |r| r.get(0),
+        )?;
+        Ok(!foreign)
     }
 
     fn walk(
