@@ -54,7 +54,7 @@ pub fn frame(line: &[u8]) -> Frame {
     de.disable_recursion_limit();
     let value = match Value::deserialize(&mut de).and_then(|v| de.end().map(|_| v)) {
         Ok(v) => v,
-        Err(e) => return Frame::Ignore(format!("a line that is not JSON ({e})")),
+        Err(e) => return refuse_unreadable(line, &e),
     };
     let id = value.get("id").cloned();
     let method = value
@@ -127,6 +127,28 @@ fn answer_error(error: ErrorData, id: Option<RequestId>) -> Frame {
     Frame::Answer(Box::new(ServerJsonRpcMessage::error(error, id)))
 }
 
+/// Answers a line serde_json cannot read when its top level still names a request — a number
+/// past what a double holds (`1e400`) deep in the arguments, say: a tool error for a tool
+/// call, a parse error otherwise, so that the host is not left waiting for its id. A line
+/// whose top level cannot be read either is not a request, and nothing answers it.
+fn refuse_unreadable(line: &[u8], e: &serde_json::Error) -> Frame {
+    let unreadable = || Frame::Ignore(format!("a line that is not JSON ({e})"));
+    let Ok(head) = serde_json::from_slice::<Value>(&flatten_below(line, 1)) else {
+        return unreadable();
+    };
+    let Some(id) = request_id(head.get("id")) else {
+        return unreadable();
+    };
+    let text = format!(
+        "the call is not JSON memscope can read ({e}): send numbers within a double's range, or as strings"
+    );
+    if head.get("method").and_then(Value::as_str) == Some("tools/call") {
+        tool_error(text, id)
+    } else {
+        answer_error(ErrorData::parse_error(text, None), Some(id))
+    }
+}
+
 /// Answers a message nested deeper than memscope stores: a tool error for a tool call (the
 /// model can flatten its value and call again), an invalid request otherwise. The id and
 /// method are read from the message with everything below the top level cut away.
@@ -154,6 +176,10 @@ fn refuse_deep(line: &[u8], depth: usize) -> Frame {
 fn refuse_inexact(message: &Value, literal: &str) -> Frame {
     let text = crate::model::inexact_integer_sentence(literal);
     let Some(id) = request_id(message.get("id")) else {
+        // An id that is itself such an integer cannot be echoed: the error goes without one.
+        if message.get("id").is_some() {
+            return answer_error(ErrorData::invalid_request(text, None), None);
+        }
         return Frame::Ignore(format!("a notification that holds {literal}"));
     };
     if message.get("method").and_then(Value::as_str) == Some("tools/call") {

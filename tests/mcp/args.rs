@@ -493,6 +493,24 @@ fn integer_past_64_bits_on(db: TestDb) {
         r["result"]["structuredContent"]["outcome"], "inserted",
         "{r}"
     );
+    // A number past a double's range is not JSON serde_json reads: still answered, by id.
+    s.send_raw(
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"remember","arguments":{"predicate":"ticket","value":1e400,"scope":"global","source":"thread:9"}}}"#,
+    );
+    let (r, _) = s.until_id(4);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(tool_text(&r).contains("within a double's range"), "{r}");
+    // An id that is such an integer cannot be echoed: the error comes with id null.
+    s.send_raw(r#"{"jsonrpc":"2.0","id":12345678901234567890123,"method":"ping"}"#);
+    s.send_raw(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#);
+    let (_, before) = s.until_id(5);
+    assert!(
+        before.iter().any(|m| m["id"].is_null()
+            && m["error"]["message"]
+                .as_str()
+                .is_some_and(|t| t.contains("12345678901234567890123"))),
+        "{before:?}"
+    );
     let (code, _) = s.finish();
     assert_eq!(code, 0);
     let listed = db.run(&["list", "--json"]).ok().stdout;
