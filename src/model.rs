@@ -360,6 +360,18 @@ pub fn json_error(e: &serde_json::Error, text: &str) -> (String, Option<u64>) {
 /// The largest causal sequence number a writer may bring (2^53: exact in every JSON client).
 pub const MAX_CAUSAL_SEQ: i64 = 1 << 53;
 
+/// Why a write without a causal number of its own is refused once the clock stands at
+/// [`MAX_CAUSAL_SEQ`] (a writer brought that number): no later number exists to order it by.
+pub const CLOCK_EXHAUSTED: &str = "the causal clock stands at 2^53, the largest causal number memscope keeps (a writer brought it as its causal_seq), so no write can be ordered after it: writes that bring a causal_seq of their own are still decided against it";
+
+/// `seq`, a causal number the clock just handed out, or the refusal past [`MAX_CAUSAL_SEQ`].
+pub fn within_clock(seq: i64) -> anyhow::Result<i64> {
+    if seq > MAX_CAUSAL_SEQ {
+        anyhow::bail!(CLOCK_EXHAUSTED);
+    }
+    Ok(seq)
+}
+
 /// A write request that fails validation: the caller's input is wrong (CLI exit code 2).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidRequest(pub String);

@@ -540,3 +540,55 @@ fn an_import_holding_an_integer_past_64_bits_is_refused_whole() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_one_sentence(&run.stderr, &["of the import", "12345678901234567890123"]);
 }
+
+// ---- the causal clock at its end ---------------------------------------------------------------
+
+#[test]
+fn a_clock_brought_to_its_end_refuses_the_same_way_and_check_stays_clean() {
+    clock_at_its_end_on(TestDb::new());
+}
+
+#[test]
+fn a_clock_brought_to_its_end_refuses_the_same_way_and_check_stays_clean_on_postgres() {
+    on_postgres(clock_at_its_end_on);
+}
+
+fn clock_at_its_end_on(db: TestDb) {
+    let last = (1i64 << 53).to_string();
+    let write = |value: &str, extra: &[&str]| {
+        let mut args = vec![
+            "write",
+            "--subject",
+            U,
+            "--predicate",
+            PM,
+            "--scope",
+            "global",
+            "--source",
+            "s",
+            "--value",
+            value,
+        ];
+        args.extend_from_slice(extra);
+        db.run(&args)
+    };
+    assert_eq!(write("pnpm", &["--causal-seq", &last]).code, 0);
+    // No number is left to order a later write by: refused in one sentence, on both backends.
+    let run = write("npm", &[]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_one_sentence(&run.stderr, &["stands at 2^53"]);
+    let line = format!(
+        r#"{{"subject":"{U}","predicate":"editor","value":"helix","scope":"global","source":"s"}}"#
+    );
+    let run = db.run_stdin(&["apply", "-"], format!("{line}\n").as_bytes());
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stdout.contains("stands at 2^53") || run.stderr.contains("stands at 2^53"),
+        "{run:?}"
+    );
+    // A write that brings its own number is still decided (stale: the clock's is newer).
+    let run = write("yarn", &["--causal-seq", "5", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("stale"), "{}", run.stdout);
+    db.assert_check_ok();
+}

@@ -1342,7 +1342,7 @@ fn causal_seq(t: &mut Tx<'_>, own: Option<i64>) -> Result<i64> {
             t.exec("SELECT memscope_clock_observe($1)", &[&s])?;
             Ok(s)
         }
-        None => Ok(t.one("SELECT memscope_clock_next()", &[])?.get(0)),
+        None => crate::model::within_clock(t.one("SELECT memscope_clock_next()", &[])?.get(0)),
     }
 }
 

@@ -114,7 +114,7 @@ fn probe_from_row(r: &Row, at: usize, scope_text: &str) -> Result<(Probe, i64, i
     };
     Ok((
         probe,
-        r.get::<_, Option<i64>>(at + 5).unwrap_or(0),
+        crate::model::within_clock(r.get::<_, Option<i64>>(at + 5).unwrap_or(0))?,
         r.get::<_, Option<i64>>(at + 6).unwrap_or(0),
     ))
 }
@@ -728,6 +728,9 @@ fn write_run(
     let numbers: Vec<i64> = t
         .one("SELECT memscope_clock_take($1, $2)", &[&seen, &now])?
         .get(0);
+    for n in &numbers {
+        crate::model::within_clock(*n)?;
+    }
     let mut writes = Writes::default();
     for ((i, w, id, at), number) in lines.iter().zip(numbers) {
         let (key, slot) = &mut slots[*at];

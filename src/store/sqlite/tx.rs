@@ -60,9 +60,7 @@ impl SeqBatch {
             .load(conn)?
             .checked_add(1)
             .filter(|s| *s <= MAX_CAUSAL_SEQ)
-            .ok_or_else(|| {
-                anyhow!("the causal clock is exhausted (it reached 2^53): run `memscope check`")
-            })?;
+            .ok_or_else(|| anyhow!(crate::model::CLOCK_EXHAUSTED))?;
         self.next = Some(seq);
         Ok(seq)
     }

@@ -556,7 +556,8 @@ fn insert_if_fresh(
             .seqs
             .current(conn)?
             .checked_add(1)
-            .ok_or_else(|| anyhow!("the causal clock is exhausted: run `memscope check`"))?,
+            .filter(|s| *s <= crate::model::MAX_CAUSAL_SEQ)
+            .ok_or_else(|| anyhow!(crate::model::CLOCK_EXHAUSTED))?,
     };
     // In a bulk load with the guard trigger intact, the trigger's lookup of the tombstone
     // stands in for the statement's own: a tombstoned identity is refused, and the full
