@@ -5,10 +5,10 @@
 //! dialogs' half.
 
 use super::app::{Curation, Dialog};
-use super::dialogs::AsOf;
+use super::dialogs::{AsOf, ExplainQuery};
 use super::repair;
 use super::tabs::pending;
-use crate::model::ReadRecord;
+use crate::model::{ReadRecord, Resolution};
 use crate::store::UiStore;
 use anyhow::Result;
 
@@ -92,15 +92,7 @@ fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String
         }
         Dialog::Explain(d) => {
             if let (Some(_), Ok(q)) = (&d.result, d.query()) {
-                let result = store
-                    .resolve(
-                        &q.subject,
-                        &q.predicate,
-                        q.repo.as_deref(),
-                        q.task.as_deref(),
-                    )
-                    .map_err(|e| format!("{e:#}"));
-                d.take(&q, &result);
+                d.take(&q, &explain(store, &q));
             }
         }
         Dialog::AsOf(d) => {
@@ -150,6 +142,18 @@ fn no_record(id: &crate::model::Identity) -> String {
         "{id} holds no live record now (deleted, rescoped or gone stale): the dialog on it closed \
          and nothing was changed."
     )
+}
+
+/// The explain dialog's question answered by the store.
+pub fn explain(store: &dyn UiStore, q: &ExplainQuery) -> Result<Resolution, String> {
+    store
+        .resolve(
+            &q.subject,
+            &q.predicate,
+            q.repo.as_deref(),
+            q.task.as_deref(),
+        )
+        .map_err(|e| format!("{e:#}"))
 }
 
 /// A read resolved as it stood at its time, and as it resolves now: the as-of dialog's text.

@@ -292,15 +292,7 @@ impl Session {
                 timeline.step(&*self.store, m, page, screen)?;
             }
             Action::Explain(q) => {
-                let result = self
-                    .store
-                    .resolve(
-                        &q.subject,
-                        &q.predicate,
-                        q.repo.as_deref(),
-                        q.task.as_deref(),
-                    )
-                    .map_err(|e| format!("{e:#}"));
+                let result = refresh::explain(&*self.store, &q);
                 self.hand_top(Loaded::Explain(&q, &result));
             }
         }
