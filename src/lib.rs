@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod demo;
 pub mod frontend;
+pub mod json_scan;
 pub mod mcp;
 pub mod model;
 pub mod spelling;

@@ -963,40 +963,30 @@ pub fn has_float(v: &Value) -> bool {
 /// `1.2345678901234568e22` — so memscope refuses it rather than store other digits than were
 /// sent ([`inexact_integer_sentence`]). Strings are skipped; the text need not be valid JSON.
 pub fn inexact_integer(text: &[u8]) -> Option<(usize, &str)> {
-    let (mut i, mut in_string, mut escaped) = (0, false, false);
-    while i < text.len() {
-        let b = text[i];
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
+    use crate::json_scan::{walk, Byte};
+    let number = |b: u8| matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9');
+    // The number tokens outside strings, as byte ranges.
+    let (mut tokens, mut start, mut at) = (Vec::new(), None, 0);
+    walk(text, |b, kind, _| {
+        match (kind == Byte::Other && number(b), start) {
+            (true, None) => start = Some(at),
+            (false, Some(s)) => {
+                tokens.push(s..at);
+                start = None;
             }
-            i += 1;
-            continue;
+            _ => {}
         }
-        if b == b'"' {
-            in_string = true;
-        } else if b == b'-' || b.is_ascii_digit() {
-            let start = i;
-            while i < text.len()
-                && matches!(text[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
-            {
-                i += 1;
-            }
-            // Only ASCII bytes were taken, so the token is text.
-            let token = std::str::from_utf8(&text[start..i]).unwrap_or("");
-            let digits = token.strip_prefix('-').unwrap_or(token);
-            let integer = !digits.is_empty() && digits.bytes().all(|d| d.is_ascii_digit());
-            if integer && token.parse::<i64>().is_err() && token.parse::<u64>().is_err() {
-                return Some((start, token));
-            }
-            continue;
-        }
-        i += 1;
-    }
-    None
+        at += 1;
+    });
+    tokens.extend(start.map(|s| s..text.len()));
+    tokens.into_iter().find_map(|range| {
+        // Only ASCII bytes were taken, so the token is text.
+        let token = std::str::from_utf8(&text[range.clone()]).unwrap_or("");
+        let digits = token.strip_prefix('-').unwrap_or(token);
+        let integer = !digits.is_empty() && digits.bytes().all(|d| d.is_ascii_digit());
+        (integer && token.parse::<i64>().is_err() && token.parse::<u64>().is_err())
+            .then_some((range.start, token))
+    })
 }
 
 /// The sentence refusing the integer literal `literal` ([`inexact_integer`]).

@@ -10,6 +10,7 @@
 //! carries rmcp's answers, so lines never interleave.
 
 use super::tools::type_name;
+use crate::json_scan::{walk, Byte};
 use crate::model::MAX_VALUE_DEPTH;
 use futures::channel::mpsc;
 use rmcp::model::{
@@ -196,50 +197,6 @@ fn tool_error(text: String, id: RequestId) -> Frame {
     // "complete" is what every protocol version assumes when it is absent.
     result.strip_result_type_for_legacy_peer();
     Frame::Answer(Box::new(ServerJsonRpcMessage::response(result, id)))
-}
-
-/// What a byte of JSON text is, outside or inside a string.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Byte {
-    /// `[` or `{`: the depth given is the one it opens.
-    Open,
-    /// `]` or `}`: the depth given is the one it closes.
-    Close,
-    /// Anything else; strings (quotes included) are never `Open` or `Close`.
-    Other,
-}
-
-/// Calls `each(byte, kind, depth)` for every byte of a JSON text, tracking strings and
-/// escapes without parsing: any depth is safe.
-fn walk(text: &[u8], mut each: impl FnMut(u8, Byte, usize)) {
-    let mut depth = 0usize;
-    let (mut in_string, mut escaped) = (false, false);
-    for &b in text {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            each(b, Byte::Other, depth);
-            continue;
-        }
-        match b {
-            b'[' | b'{' => {
-                depth += 1;
-                each(b, Byte::Open, depth);
-            }
-            b']' | b'}' => {
-                each(b, Byte::Close, depth);
-                depth = depth.saturating_sub(1);
-            }
-            _ => {
-                in_string = b == b'"';
-                each(b, Byte::Other, depth);
-            }
-        }
-    }
 }
 
 /// The deepest nesting of arrays and objects in a JSON text (strings skipped).
