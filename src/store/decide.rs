@@ -107,6 +107,17 @@ impl Probe {
 }
 
 impl WriteDecision {
+    /// Whether the written value is the current one after the write: inserted, superseding,
+    /// or confirmed — not a stale or refused write, which leaves another value (or none).
+    pub fn leaves_value_current(&self) -> bool {
+        matches!(
+            self,
+            WriteDecision::Insert { .. }
+                | WriteDecision::Supersede { .. }
+                | WriteDecision::Confirm { .. }
+        )
+    }
+
     pub fn kind(&self) -> OutcomeKind {
         match self {
             WriteDecision::Reject { .. } => OutcomeKind::Rejected,

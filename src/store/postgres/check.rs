@@ -232,8 +232,8 @@ impl CheckDb for Pg<'_, '_> {
                                 AND (c.relrowsecurity OR c.relforcerowsecurity))
                     AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE NOT t.tgisinternal
                                 AND t.tgrelid IN (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones'))
-                                AND t.tgtype & 2 = 2 AND t.tgname <> ALL ($1::text[]))",
-            &[&names, &tables, &functions, &kinds, &GUARD_FUNCTIONS.to_vec(), &bodies],
+                                AND t.tgtype & $7 = $7 AND t.tgname <> ALL ($1::text[]))",
+            &[&names, &tables, &functions, &kinds, &GUARD_FUNCTIONS.to_vec(), &bodies, &BEFORE],
         )?;
         Ok(row.get::<_, i64>(0) == TRIGGERS.len() as i64
             && row.get::<_, bool>(1)

@@ -330,12 +330,10 @@ impl Store {
             report.purged_pending += tx.execute("DELETE FROM pending WHERE id = ?1", [pid])? as i64;
             purged_ids.push(pid);
         }
-        let mut remaining = Vec::new();
-        for pid in purged_ids {
-            if tx.query_row("SELECT EXISTS (SELECT 1 FROM pending WHERE id = ?1)", [pid], |r| r.get::<_, bool>(0))? {
-                remaining.push(pid);
-            }
-        }
+        let remaining = tx
+            .prepare("SELECT id FROM pending WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id")?
+            .query_map([serde_json::to_string(&purged_ids)?], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<i64>>>()?;
         crate::store::events::check_pending_gone(&remaining)?;
         report.purged_notes = purge_covered_notes(tx, &target)?;
         Ok(report)

@@ -9,7 +9,7 @@
 use super::hot::HotStmts;
 use super::spellings::SpellingMemo;
 use super::{explain_sqlite, Store};
-use crate::model::{Scope, MAX_CAUSAL_SEQ};
+use crate::model::Scope;
 use crate::store::guard::{Context, GuardMode, Places};
 use anyhow::{anyhow, Result};
 use rusqlite::{Connection, OptionalExtension};
@@ -56,11 +56,7 @@ impl SeqBatch {
     pub(crate) fn alloc(&mut self, conn: &Connection) -> Result<i64> {
         // Numbers stay within 2^53, what every JSON reader holds exactly (and what a writer
         // may bring: `validate`).
-        let seq = self
-            .load(conn)?
-            .checked_add(1)
-            .filter(|s| *s <= MAX_CAUSAL_SEQ)
-            .ok_or_else(|| anyhow!(crate::model::CLOCK_EXHAUSTED))?;
+        let seq = crate::model::within_clock(self.load(conn)?.saturating_add(1))?;
         self.next = Some(seq);
         Ok(seq)
     }

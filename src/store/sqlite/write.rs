@@ -552,12 +552,7 @@ fn insert_if_fresh(
 ) -> Result<Option<WriteOutcome>> {
     let seq = match w.causal_seq {
         Some(s) => s,
-        None => st
-            .seqs
-            .current(conn)?
-            .checked_add(1)
-            .filter(|s| *s <= crate::model::MAX_CAUSAL_SEQ)
-            .ok_or_else(|| anyhow!(crate::model::CLOCK_EXHAUSTED))?,
+        None => crate::model::within_clock(st.seqs.current(conn)?.saturating_add(1))?,
     };
     // In a bulk load with the guard trigger intact, the trigger's lookup of the tombstone
     // stands in for the statement's own: a tombstoned identity is refused, and the full

@@ -4,7 +4,6 @@
 
 use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::{PendingItem, Scope};
-use crate::store::decide::WriteDecision;
 use crate::store::UiStore;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
@@ -317,15 +316,8 @@ pub(crate) fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<Pending
             key
         });
         let mut effect = decision.effect(&scope, &item.value, &value_text);
-        // After an insert, a supersede or a confirm global holds the item's value; after a
-        // stale or refused write it holds another, and nobody gets the item's.
-        let current_after = matches!(
-            decision,
-            WriteDecision::Insert { .. }
-                | WriteDecision::Supersede { .. }
-                | WriteDecision::Confirm { .. }
-        );
-        if scope == Scope::Global && current_after {
+        // Who else would get the item's value: said only when global would hold it.
+        if scope == Scope::Global && decision.leaves_value_current() {
             // Who else would get it: the repositories without a rule of their own.
             let n = store.blast_radius(&item.subject, &item.predicate)?.len();
             if n > 0 {
