@@ -371,3 +371,132 @@ fn a_delete_a_rule_suppresses_is_refused_whole_on_postgres() {
     store.delete(&target, None).unwrap();
     assert!(store.check(IntegrityMode::Quick).unwrap().ok);
 }
+
+/// Deletes racing writes, as real clients: writer processes (`memscope write`) and a process
+/// deleting and restoring the same identities, at once, on one PostgreSQL database. Every
+/// delete that answered carried out exactly what it said (its tombstone version is a `deleted`
+/// event in history); none was refused as "not carried out" — the read-back sees only what its
+/// own transaction did, since writers of an identity wait for its lock; every write a process
+/// was told landed is in history with its value unless a delete after it purged it; `check`
+/// is clean.
+#[test]
+fn deletes_racing_writer_processes_carry_out_what_they_report_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, _) = FreshDb::prepared(&server);
+    let scopes = ["global", "repo:web-app"];
+    let run = |args: &[String]| {
+        let home = tempfile::tempdir().unwrap();
+        let out = crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (told, deletes) = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..3)
+            .map(|w| {
+                s.spawn(move || {
+                    let mut told = Vec::new();
+                    for i in 0..25 {
+                        let scope = scopes[i % 2];
+                        let value = format!("v{w}-{i}");
+                        let args: Vec<String> = [
+                            "write",
+                            "--subject",
+                            "用户:1",
+                            "--predicate",
+                            "pm",
+                            "--scope",
+                            scope,
+                            "--source",
+                            "s",
+                            "--value",
+                            &value,
+                            "--json",
+                        ]
+                        .map(String::from)
+                        .to_vec();
+                        let (code, out, err) = run(&args);
+                        assert!(!err.contains("did not carry out"), "{err}");
+                        if code == Some(0) {
+                            let o: Value = serde_json::from_str(&out).unwrap();
+                            told.push((scope, value, o["outcome"].as_str().unwrap().to_string()));
+                        }
+                    }
+                    told
+                })
+            })
+            .collect();
+        let deleter = s.spawn(move || {
+            let mut deleted = Vec::new();
+            for i in 0..20 {
+                let scope = scopes[i % 2];
+                let target = ["--subject", "用户:1", "--predicate", "pm", "--scope", scope];
+                let mut args: Vec<String> = ["delete"].map(String::from).to_vec();
+                args.extend(target.map(String::from));
+                args.push("--json".into());
+                let (code, out, err) = run(&args);
+                assert!(!err.contains("did not carry out"), "{err}");
+                if code == Some(0) {
+                    let o: Value = serde_json::from_str(&out).unwrap();
+                    deleted.push(o["tombstoned"][0]["version"].as_i64().unwrap());
+                    let mut args: Vec<String> = ["restore"].map(String::from).to_vec();
+                    args.extend(target.map(String::from));
+                    let (code, _, err) = run(&args);
+                    assert_eq!(code, Some(0), "{err}");
+                }
+            }
+            deleted
+        });
+        let told: Vec<_> = writers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
+        (told, deleter.join().unwrap())
+    });
+    assert!(!deletes.is_empty(), "some deletes landed");
+    let mut client = ::postgres::Client::connect(&db.url, ::postgres::NoTls).unwrap();
+    for v in &deletes {
+        let n: i64 = client
+            .query_one(
+                "SELECT count(*) FROM history WHERE event = 'deleted' AND version = $1",
+                &[v],
+            )
+            .unwrap()
+            .get(0);
+        assert!(n >= 1, "the delete reported tombstone v{v}");
+    }
+    // A write told it landed is in history, unless a later delete of its scope purged it.
+    for (scope, value, outcome) in &told {
+        if !["inserted", "superseded"].contains(&outcome.as_str()) {
+            continue;
+        }
+        let row = client
+            .query_opt(
+                "SELECT id FROM history WHERE scope = $1 AND event = 'set' AND value = $2",
+                &[scope, &serde_json::to_string(value).unwrap()],
+            )
+            .unwrap();
+        if row.is_none() {
+            let later_delete: i64 = client
+                .query_one(
+                    "SELECT count(*) FROM history WHERE scope = $1 AND event = 'deleted'",
+                    &[scope],
+                )
+                .unwrap()
+                .get(0);
+            assert!(
+                later_delete > 0,
+                "{scope} {value} was told {outcome} and is gone"
+            );
+        }
+    }
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    let report = store.check(IntegrityMode::Quick).unwrap();
+    assert!(report.ok, "{:?}", report.violations);
+}
