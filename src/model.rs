@@ -712,6 +712,10 @@ pub struct TombstoneRef {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeleteReport {
     pub tombstoned: Vec<TombstoneRef>,
+    /// Covered identities that were deleted before, with nothing left of them to destroy: left
+    /// as they are — no second `deleted` event, their tombstones (the versions given) unchanged.
+    #[serde(default)]
+    pub already_deleted: Vec<TombstoneRef>,
     pub purged_versions: i64,
     pub purged_pending: i64,
     /// Read-log notes destroyed with the content they may repeat (the reads stay).
@@ -725,10 +729,32 @@ pub struct DeleteReport {
     pub disk_note: Option<String>,
 }
 
+impl DeleteReport {
+    /// Whether the delete wrote nothing: everything it covered was already deleted.
+    pub fn changed_nothing(&self) -> bool {
+        self.tombstoned.is_empty() && self.purged_pending == 0 && self.purged_notes == 0
+    }
+}
+
+impl TombstoneRef {
+    /// `subject · predicate @ scope (tombstone vN)`, as the front ends name a tombstone.
+    pub fn label(&self) -> String {
+        format!(
+            "{} · {} @ {} (tombstone v{})",
+            self.subject, self.predicate, self.scope, self.version
+        )
+    }
+}
+
 /// What a delete would destroy, for a confirm dialog (computed without writing).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct DeletePreview {
+    /// The identities the delete tombstones.
     pub identities: Vec<Identity>,
+    /// Covered identities already deleted, with nothing left of them to destroy: the delete
+    /// leaves them as they are (see [`DeleteReport::already_deleted`]).
+    #[serde(default)]
+    pub already_deleted: Vec<Identity>,
     pub live_records: i64,
     pub versions: i64,
     pub raw_texts: i64,
@@ -778,11 +804,36 @@ pub enum StatementLine {
 }
 
 impl DeletePreview {
+    /// Whether the delete would write nothing: every identity it covers is already deleted, and
+    /// no pending item or read-log note of the target is left.
+    pub fn changes_nothing(&self) -> bool {
+        self.identities.is_empty() && self.pending_items == 0 && self.read_notes == 0
+    }
+
     /// The statement a delete makes before it is applied, line by line: the UI's delete dialog
     /// and `memscope delete` (`--dry-run`, the confirmation) both print it. `restore_hint` ends the
     /// last sentence with how this front end restores ("(tab 3, u)").
     pub fn statement(&self, restore_hint: &str) -> Vec<(StatementLine, String)> {
         use StatementLine as L;
+        if self.changes_nothing() {
+            let mut lines = vec![(
+                L::Heading,
+                "Nothing is left to destroy: already deleted".to_string(),
+            )];
+            lines.extend(
+                self.already_deleted
+                    .iter()
+                    .map(|id| (L::Identity, format!("    {id}"))),
+            );
+            lines.push((
+                L::Closing,
+                format!(
+                    "{} content is gone and only a content-free `deleted` event remains; confirming changes nothing. Writes are rejected until restored {restore_hint}.",
+                    if self.already_deleted.len() == 1 { "Its" } else { "Their" }
+                ),
+            ));
+            return lines;
+        }
         let mut lines = vec![(L::Heading, "This will, in one transaction:".to_string())];
         let n = self.identities.len() as i64;
         lines.push((
@@ -794,6 +845,15 @@ impl DeletePreview {
                 .iter()
                 .map(|id| (L::Identity, format!("    {id}"))),
         );
+        if !self.already_deleted.is_empty() {
+            lines.push((
+                L::Effect,
+                match self.already_deleted.len() {
+                    1 => "• skip 1 identity already deleted (nothing of it is left)".to_string(),
+                    n => format!("• skip {n} identities already deleted (nothing of them is left)"),
+                },
+            ));
+        }
         let effects = [
             format!(
                 "• remove {}",

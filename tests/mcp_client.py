@@ -209,6 +209,10 @@ async def story():
             "source": "thread:41/message:1"},
             outcome="rejected")
         assert text.startswith("rejected: the user deleted coffee"), text
+        # Forgetting it again changes nothing and says so: the tombstone keeps its version.
+        _, text, data = await srv.call("forget", {"predicate": "coffee", "scope": "global"})
+        assert text.startswith("already forgotten, nothing was left to purge: coffee at global (tombstone v2)"), text
+        assert data["tombstoned"] == [] and data["already_deleted"][0]["version"] == 2, data
         await srv.refuses("remember", {"predicate": "package_manager", "value": "npm",
                                        "scope": "unsure", "source": "s"}, "without one")
         await srv.refuses("forget", {"predicate": "never_stored", "scope": "global"}, "no memory")

@@ -112,12 +112,19 @@ pub fn delete(store: &mut AnyStore, a: DeleteArgs) -> Result<i32> {
                 t.version
             );
         }
-        outln!(
-            "purged {} version(s), {} pending item(s) and {} read-log note(s)",
-            report.purged_versions,
-            report.purged_pending,
-            report.purged_notes
-        );
+        for t in &report.already_deleted {
+            outln!("already deleted {}: nothing left to destroy", t.label());
+        }
+        if report.changed_nothing() {
+            outln!("nothing was changed");
+        } else {
+            outln!(
+                "purged {} version(s), {} pending item(s) and {} read-log note(s)",
+                report.purged_versions,
+                report.purged_pending,
+                report.purged_notes
+            );
+        }
     }
     if let Some(note) = &report.disk_note {
         errln!("memscope: {note}");

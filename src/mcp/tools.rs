@@ -465,6 +465,19 @@ impl Tools {
         let report = store
             .delete(&target, Some(&reason))
             .map_err(|e| failed("forget", "nothing was deleted", &e))?;
+        if report.changed_nothing() {
+            let text = format!(
+                "already forgotten, nothing was left to purge: {}. Later writes to it are rejected until a human restores it.",
+                report
+                    .already_deleted
+                    .iter()
+                    .map(|t| format!("{} at {} (tombstone v{})", t.predicate, t.scope, t.version))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let data = serde_json::to_value(&report).map_err(|e| e.to_string())?;
+            return Ok(ToolReply::ok(text, data));
+        }
         let mut text = format!(
             "forgotten: {}. Purged {} version(s), {} pending item(s) and {} read-log note(s); later writes to it are rejected until a human restores it.",
             report

@@ -114,8 +114,24 @@ pub(crate) fn pending_names(candidates: &str, resolved: Option<&str>, scopes: &[
 /// history, current records, the tombstone's version.
 pub(crate) struct Left {
     pub history: i64,
+    /// Of those, the rows that are not a tombstone's own trail — `deleted`, and the `rejected`
+    /// and `pending_resolved` events that record writes refused because of it (no content).
+    pub beyond_trail: i64,
     pub records: i64,
     pub tombstone: Option<i64>,
+}
+
+impl Left {
+    /// The tombstone's version when the identity is already deleted with nothing of it left to
+    /// destroy — tombstoned, no current record, no history but the tombstone's trail, and
+    /// (`pending`) no pending item naming it: a delete covering it leaves it as it is, with no
+    /// second `deleted` event, its tombstone's version unchanged and the record of refused
+    /// writes kept (README, "delete, restore, gc").
+    pub fn nothing_to_destroy(&self, pending: bool) -> Option<i64> {
+        (self.beyond_trail == 0 && self.records == 0 && !pending)
+            .then_some(self.tombstone)
+            .flatten()
+    }
 }
 
 /// Refuses a delete the database did not carry out: a trigger, rule or row policy that is not

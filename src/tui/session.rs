@@ -324,13 +324,24 @@ impl Session {
         let message = match &curation {
             Curation::Delete(target) => {
                 let r = self.store.delete(target, Some(DELETE_REASON))?;
-                let mut m = format!(
-                    "deleted: {} tombstoned, {} purged, {} dropped, {} blanked",
-                    plural(r.tombstoned.len() as i64, "identity", "identities"),
-                    plural(r.purged_versions, "version", "versions"),
-                    plural(r.purged_pending, "pending item", "pending items"),
-                    plural(r.purged_notes, "read-log note", "read-log notes"),
-                );
+                let mut m = if r.changed_nothing() {
+                    format!(
+                        "already deleted, nothing left to destroy: {}",
+                        r.already_deleted
+                            .iter()
+                            .map(|t| t.label())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                } else {
+                    format!(
+                        "deleted: {} tombstoned, {} purged, {} dropped, {} blanked",
+                        plural(r.tombstoned.len() as i64, "identity", "identities"),
+                        plural(r.purged_versions, "version", "versions"),
+                        plural(r.purged_pending, "pending item", "pending items"),
+                        plural(r.purged_notes, "read-log note", "read-log notes"),
+                    )
+                };
                 if !r.disk_purged {
                     m.push_str(
                         "; another reader holds the WAL, so the on-disk purge is owed and the next write or `memscope gc` pays it",

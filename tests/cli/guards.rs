@@ -7,7 +7,9 @@
 use crate::support::mcp_session::RawSession;
 use crate::support::tmux::{shell_quote, Tmux};
 use crate::support::*;
-use serde_json::Value;
+use serde_json::{json, Value};
+
+const PM: &str = "package_manager";
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
@@ -134,10 +136,16 @@ fn dry_run_states_exactly_what_the_delete_then_destroys_on(db: TestDb) {
     assert_eq!(db.fingerprint(), before, "a dry run changes nothing");
 
     let ids = preview["identities"].as_array().unwrap();
-    assert_eq!(ids.len(), 9, "{preview:#}");
+    // The demo's deleted `coffee` is covered but has nothing left: the delete skips it.
+    assert_eq!(ids.len(), 8, "{preview:#}");
+    assert_eq!(
+        preview["already_deleted"],
+        json!([{"subject": U, "predicate": "coffee", "scope": "global"}])
+    );
     for needle in [
         "This will, in one transaction:",
-        "• tombstone 9 identities",
+        "• tombstone 8 identities",
+        "• skip 1 identity already deleted (nothing of it is left)",
         "    user:42 · package_manager @ task:fix-lockfile-123",
         "• blank 4 notes of agents' reads (the reads stay)",
         "• drop 1 pending item of the deleted memories",
@@ -150,7 +158,7 @@ fn dry_run_states_exactly_what_the_delete_then_destroys_on(db: TestDb) {
         .lines()
         .filter(|l| l.starts_with("    user:42 · "))
         .count();
-    assert_eq!(named, 9, "every identity is named:\n{}", text.stdout);
+    assert_eq!(named, 8, "every identity is named:\n{}", text.stdout);
 
     // The real delete destroys what the preview said.
     let report = db.json(&["delete", "--subject", U, "--yes", "--json"]);
@@ -162,6 +170,7 @@ fn dry_run_states_exactly_what_the_delete_then_destroys_on(db: TestDb) {
             (&t["subject"], &t["predicate"], &t["scope"])
         );
     }
+    assert_eq!(report["already_deleted"][0]["predicate"], "coffee");
     assert_eq!(report["purged_versions"], preview["versions"]);
     assert_eq!(report["purged_pending"], preview["pending_items"]);
     assert_eq!(report["purged_notes"], preview["read_notes"]);
@@ -177,6 +186,104 @@ fn dry_run_states_exactly_what_the_delete_then_destroys_on(db: TestDb) {
         &["--scope", "repo:nowhere", "--dry-run"],
     ))
     .fails_with(1, &["no memory"]);
+}
+
+/// Deleting what is already deleted changes nothing and says so: no second `deleted` event,
+/// the tombstone's version kept — by identity, by subject (which covers it again), in the dry
+/// run and its JSON. An identity with something left to destroy (a pending item naming its
+/// scope) is deleted again.
+#[test]
+fn deleting_an_already_deleted_identity_changes_nothing() {
+    deleting_an_already_deleted_identity_changes_nothing_on(TestDb::new());
+}
+
+#[test]
+fn deleting_an_already_deleted_identity_changes_nothing_on_postgres() {
+    on_postgres(deleting_an_already_deleted_identity_changes_nothing_on);
+}
+
+fn deleting_an_already_deleted_identity_changes_nothing_on(db: TestDb) {
+    let subject = "用户:已删除🗑️";
+    db.write(subject, PM, "pnpm", "global", "thread:1");
+    db.write(subject, PM, "npm", "repo:旧仓库", "thread:2");
+    let global = args_for("delete", subject, PM, &["--scope", "global"]);
+    db.run(&global).ok();
+    // A refused write leaves a content-free trail, which a second delete keeps.
+    let refused = db.write(subject, PM, "yarn", "global", "thread:9");
+    assert_eq!(refused["outcome"], "rejected", "{refused:#}");
+    let before = db.fingerprint();
+
+    let again = db.run(&global).ok();
+    assert!(
+        again.stdout.contains(&format!(
+            "already deleted {subject} · package_manager @ global (tombstone v2): nothing left to destroy"
+        )) && again.stdout.contains("nothing was changed"),
+        "{again:?}"
+    );
+    let json = db.json(&[&global[..], &["--json"]].concat());
+    assert_eq!(json["tombstoned"], json!([]), "{json:#}");
+    assert_eq!(json["already_deleted"][0]["scope"], "global");
+    assert_eq!(json["already_deleted"][0]["version"], 2);
+    let dry = db.run(&[&global[..], &["--dry-run"]].concat()).ok();
+    assert!(
+        dry.stdout
+            .contains("Nothing is left to destroy: already deleted")
+            && dry.stdout.contains("confirming changes nothing"),
+        "{dry:?}"
+    );
+    let preview = db.json(&[&global[..], &["--dry-run", "--json"]].concat());
+    assert_eq!(preview["identities"], json!([]), "{preview:#}");
+    assert_eq!(preview["already_deleted"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        db.fingerprint(),
+        before,
+        "deleting it again changed nothing"
+    );
+
+    // A subject delete covers it again and leaves it as it is.
+    let preview = db.json(&["delete", "--subject", subject, "--dry-run", "--json"]);
+    assert_eq!(
+        preview["identities"].as_array().unwrap().len(),
+        1,
+        "{preview:#}"
+    );
+    assert_eq!(preview["identities"][0]["scope"], "repo:旧仓库");
+    let text = db.run(&["delete", "--subject", subject, "--dry-run"]).ok();
+    assert!(
+        text.stdout
+            .contains("• skip 1 identity already deleted (nothing of it is left)"),
+        "{text:?}"
+    );
+    let report = db.json(&["delete", "--subject", subject, "--yes", "--json"]);
+    assert_eq!(
+        report["tombstoned"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+    assert_eq!(report["tombstoned"][0]["scope"], "repo:旧仓库");
+    assert_eq!(report["already_deleted"][0]["scope"], "global");
+    let history = db.history(subject, PM, Some("global"));
+    assert_eq!(
+        events(&history),
+        ["deleted", "rejected"],
+        "one deleted event: {history:#?}"
+    );
+
+    // A pending item naming the deleted scope is something left to destroy.
+    let p = db.write_ambiguous(
+        subject,
+        PM,
+        "yarn",
+        "global,repo:新仓库",
+        "thread:3",
+        "以后都用 yarn",
+    );
+    assert_eq!(p["outcome"], "pending", "{p:#}");
+    let report = db.json(&[&global[..], &["--json"]].concat());
+    assert_eq!(report["tombstoned"][0]["version"], 3, "{report:#}");
+    assert_eq!(report["purged_pending"], 1);
+    assert!(db.pending(true).is_empty());
+    db.assert_check_ok();
 }
 
 #[test]
@@ -239,8 +346,8 @@ fn a_terminal_is_asked_before_more_than_one_identity_goes_on(db: TestDb) {
         shell_quote(&db.path)
     );
     t.run(&delete);
-    let s = t.wait_for("Delete these 9 identities? [y/N]");
-    assert!(s.contains("• tombstone 9 identities"), "{s}");
+    let s = t.wait_for("Delete these 8 identities? [y/N]");
+    assert!(s.contains("• tombstone 8 identities"), "{s}");
     t.type_text("n");
     t.key("Enter");
     let s = t.wait_for("EXIT:1");
@@ -249,7 +356,7 @@ fn a_terminal_is_asked_before_more_than_one_identity_goes_on(db: TestDb) {
 
     t.run("clear");
     t.run(&delete);
-    t.wait_for("Delete these 9 identities? [y/N]");
+    t.wait_for("Delete these 8 identities? [y/N]");
     t.type_text("y");
     t.key("Enter");
     let s = t.wait_for("EXIT:0");

@@ -1584,6 +1584,67 @@ fn an_explained_read_loses_its_note_when_another_process_deletes_the_subject() {
         assert_eq!((r.then.value, r.now.value), (None, None));
         let screen = render(&mut s, 120, 32);
         assert!(!screen.contains("pnpm install in web-app"), "{screen}");
+        // What the read got was deleted since: history confirms its scope, not its version, and
+        // that is no disagreement with the log; nothing shadowed shows as an empty value.
+        assert!(
+            screen.contains(
+                "the read log says global v1, deleted since: history confirms only the scope"
+            ),
+            "{screen}"
+        );
+        assert!(!screen.contains('⚠') && !screen.contains("()"), "{screen}");
+    });
+}
+
+#[test]
+fn an_explained_read_says_what_it_shadowed_was_deleted_since() {
+    for_each_backend(&Fixture::story(), |db| {
+        // A read in legacy-dashboard: its repo rule wins over the global one, which is then
+        // deleted.
+        let mut store = db.commands();
+        let at = |minutes| {
+            memscope::store::Clock::Fixed(
+                crate::support::tui::now() + chrono::Duration::minutes(minutes),
+            )
+        };
+        store.set_clock(at(1)).unwrap();
+        store
+            .resolve_logged(
+                "team:web",
+                "node_version",
+                Some("legacy-dashboard"),
+                None,
+                Some("代理🤖"),
+                None,
+            )
+            .unwrap();
+        store.set_clock(at(60)).unwrap();
+        store
+            .delete(
+                &DeleteTarget::Identity(Identity {
+                    subject: "team:web".into(),
+                    predicate: "node_version".into(),
+                    scope: Scope::Global,
+                }),
+                None,
+            )
+            .unwrap();
+        drop(store);
+        let mut s = db.session(120, 32);
+        press(&mut s, "5");
+        select_read(&mut s, "legacy-dashboard");
+        s.handle_key(key(KeyCode::Enter));
+        s.pump();
+        let screen = render(&mut s, 120, 32);
+        assert!(
+            screen.contains("and it shadowed global (its content destroyed since)"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("the read log agrees: repo:legacy-dashboard v1"),
+            "{screen}"
+        );
+        assert!(!screen.contains("()") && !screen.contains('⚠'), "{screen}");
     });
 }
 
@@ -1626,6 +1687,54 @@ fn a_delete_preview_is_asked_again_when_another_process_writes() {
             2,
             "the preview counts what a delete destroys now"
         );
+    });
+}
+
+#[test]
+fn a_delete_dialog_on_an_identity_deleted_elsewhere_says_nothing_is_left_and_y_changes_nothing() {
+    for_each_backend(&Fixture::story(), |db| {
+        let global = package_manager(Scope::Global);
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        s.handle_key(ch('d'));
+        assert_eq!(
+            top!(s, Delete).preview.clone().unwrap().unwrap().versions,
+            1
+        );
+        db.commands()
+            .delete(&DeleteTarget::Identity(global.clone()), Some("elsewhere"))
+            .unwrap();
+        assert!(sees_live_change(&mut s));
+        s.pump();
+        let preview = top!(s, Delete).preview.clone().unwrap().unwrap();
+        assert!(preview.identities.is_empty(), "{preview:?}");
+        assert_eq!(preview.already_deleted, vec![global.clone()]);
+        let screen = render(&mut s, 120, 32);
+        assert!(
+            screen.contains("Nothing is left to destroy: already deleted"),
+            "{screen}"
+        );
+        let before = db
+            .commands()
+            .history(&global.subject, &global.predicate, Some(&global.scope))
+            .unwrap();
+        s.handle_key(ch('y'));
+        s.pump();
+        let toast = s.app.toast.clone().expect("the outcome is shown");
+        assert!(
+            !toast.error
+                && toast
+                    .text
+                    .contains("already deleted, nothing left to destroy"),
+            "{}",
+            toast.text
+        );
+        let after = db
+            .commands()
+            .history(&global.subject, &global.predicate, Some(&global.scope))
+            .unwrap();
+        assert_eq!(before, after, "no second `deleted` event");
+        assert_eq!(after.iter().filter(|e| e.event == "deleted").count(), 1);
     });
 }
 

@@ -761,7 +761,11 @@ impl PgStore {
     /// for reuse — marked, not overwritten: what that does and does not reach on PostgreSQL is
     /// README, "Running on PostgreSQL"; `disk_purged` says whether the vacuum ran.
     pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
-        let (mut report, _) = self.in_tx(|t| delete_in_tx(t, target, reason))?;
+        let (mut report, preview) = self.in_tx(|t| delete_in_tx(t, target, reason))?;
+        if preview.changes_nothing() {
+            // Already deleted: no row was touched, so there is nothing to vacuum.
+            return Ok(report);
+        }
         report.disk_purged = super::vacuum::after_purge(
             &mut self.client,
             &["memories", "history", "pending", "reads"],
@@ -1064,6 +1068,7 @@ fn delete_in_tx(
     let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
     let mut report = DeleteReport {
         tombstoned: vec![],
+        already_deleted: vec![],
         purged_versions: 0,
         purged_pending: 0,
         purged_notes: 0,
@@ -1080,6 +1085,31 @@ fn delete_in_tx(
             "SELECT memscope_identity_lock($1, $2, $3)",
             &[&id.subject, &id.predicate, &scope],
         )?;
+        let naming: Vec<i64> = t
+            .all(
+                "SELECT id, candidates, resolved_scope FROM pending WHERE subject = $1 AND predicate = $2",
+                &[&id.subject, &id.predicate],
+            )?
+            .iter()
+            .filter(|r| {
+                crate::store::events::pending_names(
+                    &r.get::<_, String>(1),
+                    r.get::<_, Option<String>>(2).as_deref(),
+                    std::slice::from_ref(&scope),
+                )
+            })
+            .map(|r| r.get(0))
+            .collect();
+        if let Some(version) = left_of(t, id)?.nothing_to_destroy(!naming.is_empty()) {
+            preview.already_deleted.push(id.clone());
+            report.already_deleted.push(TombstoneRef {
+                subject: id.subject.clone(),
+                predicate: id.predicate.clone(),
+                scope,
+                version,
+            });
+            continue;
+        }
         let r = t.one(
             "SELECT (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
                     (SELECT count(DISTINCT version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event = 'set'),
@@ -1138,34 +1168,8 @@ fn delete_in_tx(
              SET version = EXCLUDED.version, reason = EXCLUDED.reason, deleted_at = EXCLUDED.deleted_at",
             &[&id.subject, &id.predicate, &scope, &version, &reason],
         )?;
-        let left = t.one(
-            "SELECT (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
-                    (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
-                    (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)",
-            &[&id.subject, &id.predicate, &scope],
-        )?;
-        crate::store::events::check_carried_out(
-            id,
-            crate::store::events::Left {
-                history: left.get(0),
-                records: left.get(1),
-                tombstone: left.get(2),
-            },
-            version,
-        )?;
-        for r in t.all(
-            "SELECT id, candidates, resolved_scope FROM pending WHERE subject = $1 AND predicate = $2",
-            &[&id.subject, &id.predicate],
-        )? {
-            let names = crate::store::events::pending_names(
-                &r.get::<_, String>(1),
-                r.get::<_, Option<String>>(2).as_deref(),
-                std::slice::from_ref(&scope),
-            );
-            if names {
-                pending.insert(r.get(0));
-            }
-        }
+        crate::store::events::check_carried_out(id, left_of(t, id)?, version)?;
+        pending.extend(naming);
         report.purged_versions += purged;
         preview.live_records += live;
         preview.versions += purged;
@@ -1177,6 +1181,7 @@ fn delete_in_tx(
             scope,
             version,
         });
+        preview.identities.push(id.clone());
     }
     for pid in &pending {
         report.purged_pending += t.exec("DELETE FROM pending WHERE id = $1", &[pid])? as i64;
@@ -1204,10 +1209,28 @@ fn delete_in_tx(
            AND ($4::text IS NULL OR task = $4)",
         &[&subject, &predicate, &repo, &task],
     )? as i64;
-    preview.identities = ids;
     preview.pending_items = report.purged_pending;
     preview.read_notes = report.purged_notes;
     Ok((report, preview))
+}
+
+/// What is left of an identity: content rows of history, current records, the tombstone's
+/// version — before a delete (is there anything to destroy?) and after it (was it carried out?).
+fn left_of(t: &mut Tx<'_>, id: &Identity) -> Result<crate::store::events::Left> {
+    let r = t.one(
+        "SELECT (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
+                (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+                   AND event NOT IN ('deleted', 'rejected', 'pending_resolved')),
+                (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
+                (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)",
+        &[&id.subject, &id.predicate, &id.scope.to_string()],
+    )?;
+    Ok(crate::store::events::Left {
+        history: r.get(0),
+        beyond_trail: r.get(1),
+        records: r.get(2),
+        tombstone: r.get(3),
+    })
 }
 
 /// A filter's subject and predicate as stored (looked up only: a read registers nothing).

@@ -111,6 +111,27 @@ fn live_intervals(conn: &Connection, id: &Identity, now: &str) -> Result<Vec<[St
     Ok(crate::store::events::live_intervals(events, now))
 }
 
+/// What is left of an identity: content rows of history, current records, the tombstone's
+/// version — before a delete (is there anything to destroy?) and after it (was it carried out?).
+fn left_of(conn: &Connection, id: &Identity) -> Result<crate::store::events::Left> {
+    Ok(conn.query_row(
+        "SELECT (SELECT count(*) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'),
+                (SELECT count(*) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
+                   AND event NOT IN ('deleted', 'rejected', 'pending_resolved')),
+                (SELECT count(*) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
+                (SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
+        params![id.subject, id.predicate, id.scope.to_string()],
+        |r| {
+            Ok(crate::store::events::Left {
+                history: r.get(0)?,
+                beyond_trail: r.get(1)?,
+                records: r.get(2)?,
+                tombstone: r.get(3)?,
+            })
+        },
+    )?)
+}
+
 /// Pending items a predicate or subject delete destroys whatever their candidates.
 fn pending_of_target(conn: &Connection, target: &DeleteTarget) -> Result<Vec<i64>> {
     let (subject, predicate) = match target {
@@ -196,13 +217,19 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
     let ids = covered_identities(conn, target)?;
     let mut p = DeletePreview::default();
     let mut pending: BTreeSet<i64> = BTreeSet::new();
-    for id in &ids {
+    for id in ids {
         let scope = id.scope.to_string();
-        let (live,): (i64,) = conn.query_row(
-            "SELECT count(*) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![id.subject, id.predicate, scope],
-            |r| Ok((r.get(0)?,)),
+        let naming = pending_naming(
+            conn,
+            &id.subject,
+            &id.predicate,
+            std::slice::from_ref(&scope),
         )?;
+        let left = left_of(conn, &id)?;
+        if left.nothing_to_destroy(!naming.is_empty()).is_some() {
+            p.already_deleted.push(id);
+            continue;
+        }
         let (versions, raws, events): (i64, i64, i64) = conn.query_row(
             "SELECT count(DISTINCT CASE WHEN event = 'set' THEN version END),
                     count(DISTINCT raw),
@@ -211,16 +238,16 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
             params![id.subject, id.predicate, scope],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
-        p.live_records += live;
+        p.live_records += left.records;
         p.versions += versions;
         p.raw_texts += raws;
         p.events += events;
-        pending.extend(pending_naming(conn, &id.subject, &id.predicate, &[scope])?);
+        pending.extend(naming);
+        p.identities.push(id);
     }
     pending.extend(pending_of_target(conn, target)?);
     p.pending_items = pending.len() as i64;
     p.read_notes = covered_notes(conn, target)?;
-    p.identities = ids;
     Ok(p)
 }
 
@@ -256,6 +283,7 @@ impl Store {
         let ids = covered_identities(tx, &target)?;
         let mut report = DeleteReport {
             tombstoned: vec![],
+            already_deleted: vec![],
             purged_versions: 0,
             purged_pending: 0,
             purged_notes: 0,
@@ -269,6 +297,16 @@ impl Store {
         let result = (|| -> Result<()> {
             for id in &ids {
                 let scope = id.scope.to_string();
+                let pending = pending_naming(tx, &id.subject, &id.predicate, std::slice::from_ref(&scope))?;
+                if let Some(version) = left_of(tx, id)?.nothing_to_destroy(!pending.is_empty()) {
+                    report.already_deleted.push(TombstoneRef {
+                        subject: id.subject.clone(),
+                        predicate: id.predicate.clone(),
+                        scope,
+                        version,
+                    });
+                    continue;
+                }
                 let version = max_version(tx, id)? + 1;
                 // How many versions are destroyed, and when the identity held a record:
                 // times, not content, so that as-of resolution can still say it existed.
@@ -295,20 +333,8 @@ impl Store {
                      ON CONFLICT(subject, predicate, scope) DO UPDATE SET version = ?4, reason = ?5, deleted_at = ?6",
                     params![id.subject, id.predicate, scope, version, reason, now],
                 )?;
-                let left = tx.query_row(
-                    "SELECT (SELECT count(*) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'),
-                            (SELECT count(*) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
-                            (SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
-                    params![id.subject, id.predicate, scope],
-                    |r| Ok(crate::store::events::Left { history: r.get(0)?, records: r.get(1)?, tombstone: r.get(2)? }),
-                )?;
-                crate::store::events::check_carried_out(id, left, version)?;
-                for pid in pending_naming(
-                    tx,
-                    &id.subject,
-                    &id.predicate,
-                    std::slice::from_ref(&scope),
-                )? {
+                crate::store::events::check_carried_out(id, left_of(tx, id)?, version)?;
+                for pid in pending {
                     report.purged_pending +=
                         tx.execute("DELETE FROM pending WHERE id = ?1", [pid])? as i64;
                     purged_ids.push(pid);

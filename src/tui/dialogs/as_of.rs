@@ -102,9 +102,9 @@ impl AsOfDialog {
                     .considered
                     .iter()
                     .filter(|c| c.state.starts_with("shadowed"))
-                    .map(|c| {
-                        let v = c.value.as_ref().map(value_text).unwrap_or_default();
-                        format!("{} ({v})", c.scope)
+                    .map(|c| match &c.value {
+                        Some(v) => format!("{} ({})", c.scope, value_text(v)),
+                        None => format!("{} (its content destroyed since)", c.scope),
                     })
                     .collect();
                 if !shadowed.is_empty() {
@@ -114,26 +114,13 @@ impl AsOfDialog {
                         max,
                     ));
                 }
-                // The log's own record of the read, which history must agree with.
-                let logged = got(r);
-                let replayed = match (&then.scope, then.version) {
-                    (Some(s), Some(v)) => format!("{s} v{v}"),
-                    (Some(s), None) => s.clone(),
-                    _ => "nothing".into(),
-                };
-                if logged == replayed {
-                    lines.push(plain(
-                        &format!("  the read log agrees: {logged}"),
-                        dim(),
-                        max,
-                    ));
+                let (text, agrees) = agreement(r, then);
+                let style = if agrees {
+                    dim()
                 } else {
-                    lines.push(plain(
-                        &format!("  ⚠ the read log says {logged}; history replays {replayed}"),
-                        Style::new().fg(Color::Yellow),
-                        max,
-                    ));
-                }
+                    Style::new().fg(Color::Yellow)
+                };
+                lines.push(plain(&text, style, max));
                 let today = winner(today_res);
                 let same = today_res.scope == then.scope && today_res.version == then.version;
                 lines.push(row_line(
@@ -174,5 +161,31 @@ impl AsOfDialog {
         let title = format!("As of a read · {} · {}", r.subject, r.predicate);
         let inner = frame_box(frame, rect, &title, Context::AsOf);
         frame.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+/// Whether the log's own record of the read agrees with what history replays, in the words the
+/// dialog says it with. A winner deleted since keeps only that its scope held a value then (the
+/// delete destroyed its versions): the scope agreeing is all history can confirm, not a
+/// disagreement.
+fn agreement(r: &ReadRecord, then: &Resolution) -> (String, bool) {
+    let logged = got(r);
+    let replayed = match (&then.scope, then.version) {
+        (Some(s), Some(v)) => format!("{s} v{v}"),
+        (Some(s), None) => s.clone(),
+        _ => "nothing".into(),
+    };
+    if logged == replayed {
+        (format!("  the read log agrees: {logged}"), true)
+    } else if then.version.is_none() && then.scope.is_some() && then.scope == r.scope {
+        (
+            format!("  the read log says {logged}, deleted since: history confirms only the scope"),
+            true,
+        )
+    } else {
+        (
+            format!("  ⚠ the read log says {logged}; history replays {replayed}"),
+            false,
+        )
     }
 }

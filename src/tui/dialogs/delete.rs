@@ -84,8 +84,9 @@ impl DeleteDialog {
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect) {
         let d = self;
+        // Up to seven identity lines, and the line that skips the already deleted.
         let ids = match &d.preview {
-            Some(Ok(p)) => p.identities.len().min(7),
+            Some(Ok(p)) => p.identities.len().min(7) + usize::from(!p.already_deleted.is_empty()),
             _ => 1,
         };
         let rect = centered(area, 76, 17 + ids as u16);
