@@ -283,12 +283,31 @@ pub struct WriteRequest {
     pub source: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "causal_seq_field"
+    )]
     pub causal_seq: Option<i64>,
     /// Where the write was made — the agent's repository and task when it heard the words —
     /// which is not its scope: the scope guard weighs the words against it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<WriteContext>,
+}
+
+/// A request's `causal_seq`: any JSON value is read, so that one that is not a whole number
+/// (`1.5`, `1e3`, past 64 bits, `"7"`) is refused in a sentence naming the field and its range rather
+/// than serde's "invalid type: floating point".
+fn causal_seq_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None => Ok(None),
+        Some(v) => v.as_i64().map(Some).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "causal_seq must be a whole number from 1 to 2^53, got {}",
+                shorten(&v.to_string(), 40)
+            ))
+        }),
+    }
 }
 
 /// The place a write was made in (`"context": {"repo": "web-app", "task": "fix-1"}`).

@@ -90,6 +90,13 @@ impl DumpReader {
                 );
             }
         }
+        // A column's whole number past 64 signed bits fits no column (SQLite would keep it as
+        // a float; PostgreSQL's bigint refuses it).
+        if let Some((column, n)) = obj.iter().find(|(_, v)| v.is_u64() && !v.is_i64()) {
+            bail!(
+                "line {line_no} of the import: {column} is {n}, past the largest whole number a column holds (2^63 - 1): pass a file written by `memscope export`"
+            );
+        }
         let table = obj.remove("table");
         let table = table.as_ref().and_then(|t| t.as_str()).unwrap_or("");
         if table == "memscope_export" {

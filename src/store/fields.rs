@@ -109,9 +109,15 @@ fn seq_rule(v: &str) -> Option<String> {
 }
 
 fn days_rule(v: &str) -> Option<String> {
-    v.parse::<u32>()
-        .is_err()
-        .then(|| format!("{} is not a whole number of days", quoted(v)))
+    match v.parse::<u32>() {
+        Ok(_) => None,
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Some(format!(
+            "{} days is more than the {} a setting keeps",
+            quoted(v),
+            u32::MAX
+        )),
+        Err(_) => Some(format!("{} is not a whole number of days", quoted(v))),
+    }
 }
 
 fn durability_rule(v: &str) -> Option<String> {

@@ -88,6 +88,11 @@ pub(crate) fn checked_user_setting(key: &str, value: &str) -> Result<String> {
         },
         "retention_days" | "tombstone_safe_days" => match value.parse::<u32>() {
             Ok(n) => n.to_string(),
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => bail!(
+                "{key} must be at most {} days, got {}",
+                u32::MAX,
+                crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)
+            ),
             Err(_) => bail!(
                 "{key} must be a whole number of days, got {}",
                 crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)

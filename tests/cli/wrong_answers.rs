@@ -541,6 +541,78 @@ fn an_import_holding_an_integer_past_64_bits_is_refused_whole() {
     assert_one_sentence(&run.stderr, &["of the import", "12345678901234567890123"]);
 }
 
+#[test]
+fn an_import_column_past_64_signed_bits_is_refused_by_name() {
+    let src = TestDb::new();
+    src.write(U, PM, "npm", "global", "s");
+    let export = src.run(&["export"]).ok().stdout;
+    // u64's largest: JSON reads it exactly, but no column holds it.
+    let edited = export.replace(r#""version":1}"#, r#""version":18446744073709551615}"#);
+    assert_ne!(edited, export, "the export names the version as expected");
+    let file = src.sibling("edited.jsonl");
+    std::fs::write(&file, edited).unwrap();
+    let (fresh, pg) = (TestDb::named("fresh.db"), postgres_test_db());
+    for dst in std::iter::once(&fresh).chain(pg.as_ref().map(|(db, _)| db)) {
+        let run = dst.run(&["import", file.to_str().unwrap()]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        assert_one_sentence(
+            &run.stderr,
+            &[
+                "of the import",
+                "version is 18446744073709551615",
+                "2^63 - 1",
+            ],
+        );
+        assert_eq!(dst.run(&["list", "--json"]).ok().stdout.trim(), "[]");
+    }
+}
+
+#[test]
+fn a_causal_seq_that_is_not_a_whole_number_is_refused_by_name() {
+    let db = TestDb::new();
+    for (seq, shown) in [
+        ("99999999999999999999", "1e+20"),
+        ("1.5", "1.5"),
+        ("\"7\"", "\"7\""),
+    ] {
+        let line = format!(
+            r#"{{"subject":"{U}","predicate":"{PM}","value":"npm","scope":"global","source":"s","causal_seq":{seq}}}"#
+        );
+        let run = db.run_stdin(&["apply", "-"], format!("{line}\n").as_bytes());
+        assert_eq!(run.code, 1, "{run:?}");
+        let out = &run.json_lines()[0];
+        assert_eq!(
+            out["error"],
+            format!("invalid write request: causal_seq must be a whole number from 1 to 2^53, got {shown}"),
+            "{out:#}"
+        );
+    }
+    assert_eq!(db.run(&["list", "--json"]).ok().stdout.trim(), "[]");
+}
+
+#[test]
+fn a_setting_past_its_range_says_its_range() {
+    let db = TestDb::new();
+    db.run(&["init"]).ok();
+    let run = db.run(&[
+        "settings",
+        "set",
+        "tombstone_safe_days",
+        "9223372036854775807",
+    ]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_one_sentence(
+        &run.stderr,
+        &["tombstone_safe_days must be at most 4294967295 days"],
+    );
+    let run = db.run(&["settings", "set", "retention_days", "soon"]);
+    assert_eq!(run.code, 2, "{run:?}");
+    assert_one_sentence(
+        &run.stderr,
+        &["retention_days must be a whole number of days"],
+    );
+}
+
 // ---- the causal clock at its end ---------------------------------------------------------------
 
 #[test]
