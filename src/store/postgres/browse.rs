@@ -71,15 +71,42 @@ macro_rules! preview_text {
     };
 }
 
-/// The resolution chain's records with long values as previews (`PgStore::resolve_preview`):
-/// the columns `resolve_in` reads.
-pub(super) const CHAIN_PREVIEWS: &str = concat!(
-    "SELECT scope, ",
-    preview_json!("value"),
-    ", version, source, ",
-    utc!("updated_at"),
-    " FROM memories WHERE subject = $1 AND predicate = $2 AND scope = ANY($3)"
-);
+/// Resolution in one statement, so one round trip (README, "Running on PostgreSQL": `resolve`'s
+/// latency): the subject ($1 folded, $2 as given), predicate ($3) and places ($4/$5 the repo
+/// scope folded and as given, $6/$7 the task's) in their stored spellings, looked up as
+/// `spelled` and `canonical_predicate` do (a read registers nothing); then each scope of the
+/// chain, most specific first, with its current record (`$value` is the value's expression)
+/// and whether it is tombstoned.
+macro_rules! chain_sql {
+    ($value:expr) => {
+        concat!(
+            "WITH names AS (
+               SELECT coalesce((SELECT spelling FROM spellings WHERE kind = 'subject' AND folded = $1), $2) AS subject,
+                      coalesce((SELECT canonical FROM predicate_aliases WHERE alias = $3), $3) AS predicate,
+                      CASE WHEN $5::text IS NOT NULL THEN
+                        coalesce((SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $4), $5) END AS repo,
+                      CASE WHEN $7::text IS NOT NULL THEN
+                        coalesce((SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $6), $7) END AS task)
+             SELECT n.subject, n.predicate, n.repo, n.task, c.scope, ",
+            $value,
+            ", m.version, m.source, ",
+            utc!("m.updated_at"),
+            ", EXISTS (SELECT 1 FROM tombstones d
+                       WHERE d.subject = n.subject AND d.predicate = n.predicate AND d.scope = c.scope)
+             FROM names n
+             CROSS JOIN LATERAL unnest(ARRAY[n.task, n.repo, 'global']) WITH ORDINALITY AS c(scope, nth)
+             LEFT JOIN memories m ON m.subject = n.subject AND m.predicate = n.predicate AND m.scope = c.scope
+             WHERE c.scope IS NOT NULL
+             ORDER BY c.nth"
+        )
+    };
+}
+
+/// The resolution chain with its records' values (`PgStore::resolve`).
+pub(super) const CHAIN_RECORDS: &str = chain_sql!("m.value");
+
+/// The resolution chain with long values as previews (`PgStore::resolve_preview`).
+pub(super) const CHAIN_PREVIEWS: &str = chain_sql!(preview_json!("m.value"));
 
 /// A current record's columns as [`record_from_row`] reads them, value and words as previews,
 /// then its id.

@@ -476,7 +476,17 @@ impl PgStore {
         repo: Option<&str>,
         task: Option<&str>,
     ) -> Result<Resolution> {
-        self.read(|t| Ok(resolve_in(t, subject, predicate, repo, task, CHAIN_RECORDS)?.0))
+        self.read(|t| {
+            Ok(resolve_in(
+                t,
+                subject,
+                predicate,
+                repo,
+                task,
+                super::browse::CHAIN_RECORDS,
+            )?
+            .0)
+        })
     }
 
     /// `resolve` with long values as previews: what the UI's history pane shows.
@@ -592,7 +602,7 @@ impl PgStore {
         // on SQLite). No transaction around it (`read`): each statement sees its own snapshot
         // at READ COMMITTED either way, and the logged row is one statement.
         self.read(|t| {
-            let (r, chain) = resolve_in(t, subject, predicate, repo, task, CHAIN_RECORDS)?;
+            let (r, chain) = resolve_in(t, subject, predicate, repo, task, super::browse::CHAIN_RECORDS)?;
             let shadowed = serde_json::to_string(&shadowed_labels(&r))?;
             t.exec(
                 "INSERT INTO reads (at, agent, subject, predicate, repo, task, scope, version, shadowed, note)
@@ -934,45 +944,65 @@ impl PgStore {
     }
 }
 
-/// Resolution inside a transaction: the chain in stored spellings, then every scope's record
-/// and tombstone in one query each (README, "The model in one minute").
-/// The chain's current records as `resolve_in` reads them: scope, value, version, source,
-/// updated at.
-const CHAIN_RECORDS: &str = "SELECT scope, value, version, source,
-        to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
- FROM memories WHERE subject = $1 AND predicate = $2 AND scope = ANY($3)";
-
 fn resolve_in(
     t: &mut Tx<'_>,
     subject: &str,
     predicate: &str,
     repo: Option<&str>,
     task: Option<&str>,
-    records: &'static str,
+    sql: &'static str,
 ) -> Result<(Resolution, super::incident::Chain)> {
-    let chain = super::incident::resolution_identities(t, subject, predicate, repo, task)?;
-    let scopes: Vec<String> = chain.ids.iter().map(|id| id.scope.to_string()).collect();
-    let records = t.all(records, &[&chain.subject, &chain.predicate, &scopes])?;
-    let deleted: Vec<String> = t
-        .all(
-            "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = ANY($3)",
-            &[&chain.subject, &chain.predicate, &scopes],
-        )?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    let mut looked = Vec::with_capacity(scopes.len());
-    for scope_text in scopes {
-        let l = match records.iter().find(|r| r.get::<_, &str>(0) == scope_text) {
-            Some(r) => Looked::Found {
-                value: parse_value(r.get(1), &scope_text)?,
-                version: r.get(2),
-                source: r.get(3),
-                updated_at: r.get(4),
+    let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+    let predicate = crate::model::normalize_predicate(predicate).map_err(|e| anyhow!(e))?;
+    let place = |scope: Option<Scope>| scope.map(|s| s.to_string());
+    let repo_text = place(repo.map(|r| Scope::Repo(r.to_string())));
+    let task_text = place(task.map(|k| Scope::Task(k.to_string())));
+    let folded = |text: &Option<String>| text.as_deref().map(fold);
+    let rows = t.all(
+        sql,
+        &[
+            &fold(&subject),
+            &subject,
+            &predicate,
+            &folded(&repo_text),
+            &repo_text,
+            &folded(&task_text),
+            &task_text,
+        ],
+    )?;
+    // The global scope is always in the chain: there is a first row.
+    let first = rows
+        .first()
+        .ok_or_else(|| anyhow!("the resolution query returned no chain"))?;
+    let id_of =
+        |text: Option<String>| text.and_then(|t| t.split_once(':').map(|(_, id)| id.to_string()));
+    let chain = super::incident::Chain {
+        subject: first.get(0),
+        predicate: first.get(1),
+        repo: id_of(first.get(2)),
+        task: id_of(first.get(3)),
+        ids: Vec::new(),
+    };
+    let chain = super::incident::Chain {
+        ids: crate::store::decide::chain_identities(
+            &chain.subject,
+            &chain.predicate,
+            chain.repo.as_deref(),
+            chain.task.as_deref(),
+        ),
+        ..chain
+    };
+    let mut looked = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let scope_text: String = r.get(4);
+        let l = match r.get::<_, Option<String>>(5) {
+            Some(v) => Looked::Found {
+                value: parse_value(&v, &scope_text)?,
+                version: r.get(6),
+                source: r.get(7),
+                updated_at: r.get(8),
             },
-            None => Looked::Missing {
-                deleted: deleted.contains(&scope_text),
-            },
+            None => Looked::Missing { deleted: r.get(9) },
         };
         looked.push((scope_text, l));
     }
