@@ -127,12 +127,12 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
 
 #[derive(Debug, Subcommand)]
 pub enum SettingsCommand {
-    /// Change a setting: durability (full | normal), retention_days, tombstone_safe_days
+    /// Change a setting: durability (full | normal), scope_guard (queue | flag | off), retention_days, tombstone_safe_days
     #[command(after_help = "Example:\n  memscope settings set durability normal")]
     Set {
-        /// durability, retention_days or tombstone_safe_days
+        /// durability, scope_guard, retention_days or tombstone_safe_days
         key: String,
-        /// full or normal for durability; a number of days for the others
+        /// full or normal for durability; queue, flag or off for scope_guard; a number of days from 0 (never) to 4294967295 for the others
         value: String,
     },
 }

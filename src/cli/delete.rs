@@ -49,7 +49,7 @@ pub struct GcArgs {
     /// Purge history content older than this many days (0 keeps it); saved in settings
     #[arg(long)]
     pub retention_days: Option<i64>,
-    /// Collect tombstones older than this many days whose identity holds nothing; saved
+    /// Collect tombstones older than this many days whose identity holds nothing (0 never collects); saved
     #[arg(long)]
     pub tombstone_safe_days: Option<i64>,
     /// Print JSON instead of text

@@ -31,6 +31,16 @@ impl GcReport {
     }
 }
 
+/// `days` before `now`; a period reaching past the year 1 (a setting of millions of years, which
+/// a raw client may have stored) is the year 1 — before anything memscope stores, so nothing is
+/// old enough — rather than an overflow.
+fn days_before(now: DateTime<Utc>, days: i64) -> DateTime<Utc> {
+    let floor = DateTime::<Utc>::from_timestamp(-62_135_596_800, 0).unwrap_or(now);
+    Duration::try_days(days)
+        .and_then(|d| now.checked_sub_signed(d))
+        .map_or(floor, |t| t.max(floor))
+}
+
 /// What a `gc` run does: its two periods in days and the settings it saves.
 #[derive(Debug, Clone)]
 pub(crate) struct GcPlan {
@@ -52,6 +62,9 @@ impl GcPlan {
         let mut days = |key: &'static str, given: Option<i64>| -> Result<i64> {
             match given {
                 Some(d) if d < 0 => bail!("{key} must be 0 or more days"),
+                Some(d) if d > i64::from(u32::MAX) => {
+                    bail!("{key} must be at most {} days, got {d}", u32::MAX)
+                }
                 Some(d) => {
                     saved.push((key, d.to_string()));
                     Ok(d)
@@ -71,12 +84,12 @@ impl GcPlan {
     /// Content older than this is purged (superseded versions, stale and confirmed events,
     /// closed pending items, logged reads); `None`: retention keeps everything.
     pub(crate) fn retention_cutoff(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        (self.retention_days > 0).then(|| now - Duration::days(self.retention_days))
+        (self.retention_days > 0).then(|| days_before(now, self.retention_days))
     }
 
     /// Tombstones older than this may be collected; `None`: none is.
     pub(crate) fn tombstone_cutoff(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        (self.tombstone_safe_days > 0).then(|| now - Duration::days(self.tombstone_safe_days))
+        (self.tombstone_safe_days > 0).then(|| days_before(now, self.tombstone_safe_days))
     }
 
     /// The report, before anything is counted.

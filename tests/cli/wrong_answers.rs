@@ -592,8 +592,33 @@ fn a_causal_seq_that_is_not_a_whole_number_is_refused_by_name() {
 
 #[test]
 fn a_setting_past_its_range_says_its_range() {
-    let db = TestDb::new();
+    a_setting_past_its_range_says_its_range_on(TestDb::new());
+}
+
+#[test]
+fn a_setting_past_its_range_says_its_range_on_postgres() {
+    on_postgres(a_setting_past_its_range_says_its_range_on);
+}
+
+/// The day settings' bound, u32's largest, is what `gc` takes too: at it, gc runs (a cutoff
+/// before the year 1 purges nothing) rather than overflowing the date; past it, one sentence.
+fn a_setting_past_its_range_says_its_range_on(db: TestDb) {
     db.run(&["init"]).ok();
+    db.write(U, PM, "npm", "global", "s");
+    let most = u32::MAX.to_string();
+    for flag in ["--retention-days", "--tombstone-safe-days"] {
+        let run = db.run(&["gc", flag, &most]);
+        assert_eq!(run.code, 0, "{run:?}");
+        let run = db.run(&["gc", flag, "99999999999"]);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert_one_sentence(&run.stderr, &["must be at most 4294967295 days"]);
+    }
+    // Saved at the bound by the gc runs above: a plain gc reads them and runs.
+    let run = db.run(&["gc", "--json"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert_eq!(run.json()["retention_days"], u32::MAX);
+    assert_eq!(db.list(&[]).len(), 1, "nothing was old enough to purge");
+    db.assert_check_ok();
     let run = db.run(&[
         "settings",
         "set",
