@@ -85,6 +85,14 @@ fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String
             let Some(record) = store.get(&id)? else {
                 return Ok(Some(no_record(&id)));
             };
+            // A rescope moves one value: another version is another decision (its suggestion
+            // was made for the words of the version the dialog opened on).
+            if record.version != d.record.version {
+                return Ok(Some(format!(
+                    "{id} is at v{} now (another process wrote or moved it): the rescope dialog on v{} closed and nothing was changed — press m again to move what it holds now.",
+                    record.version, d.record.version
+                )));
+            }
             d.record = record;
             if d.preview.is_some() {
                 d.preview = Some(repair::rescope_preview(store, &d.record, &d.target));
@@ -127,10 +135,17 @@ fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String
                     c.lines = vec![pending::pending_line(item), choice.statement()];
                 }
             }
-            Curation::Delete(_)
-            | Curation::Restore(_)
-            | Curation::Rescope { .. }
-            | Curation::Revert { .. } => {}
+            Curation::Restore(id) => {
+                let tombstoned = store.tombstones()?.iter().any(|t| {
+                    t.subject == id.subject && t.predicate == id.predicate && t.scope == id.scope
+                });
+                if !tombstoned {
+                    return Ok(Some(format!(
+                        "{id} is no longer deleted (restored by another process, or its tombstone collected): nothing was changed."
+                    )));
+                }
+            }
+            Curation::Delete(_) | Curation::Rescope { .. } | Curation::Revert { .. } => {}
         },
         Dialog::Delete(_) | Dialog::Help { .. } | Dialog::Message { .. } => {}
     }

@@ -1564,6 +1564,61 @@ fn revert_and_rescope_dialogs_close_when_their_record_is_deleted_elsewhere() {
 }
 
 #[test]
+fn a_rescope_dialog_gives_way_when_another_process_writes_or_moves_its_record() {
+    for_each_backend(&Fixture::incident(), |db| {
+        let global = package_manager(Scope::Global);
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        s.handle_key(ch('m'));
+        let d = top!(s, Rescope);
+        let opened_on = d.record.version;
+        // An unrelated commit keeps it.
+        db.write(r#"{"subject":"user:other","predicate":"editor","value":"helix","scope":"global","source":"t"}"#);
+        assert!(sees_live_change(&mut s));
+        assert_eq!(top!(s, Rescope).record.version, opened_on);
+        // Another process fixes the incident the same way: the dialog on v2 must not move what
+        // global holds now (the old value again) with the old suggestion.
+        db.commands()
+            .rescope(
+                &global.subject,
+                &global.predicate,
+                &global.scope,
+                &Scope::Repo("legacy-dashboard".into()),
+            )
+            .unwrap();
+        assert!(sees_live_change(&mut s));
+        let text = gone_message(&s);
+        assert!(
+            text.contains(&format!("rescope dialog on v{opened_on} closed")),
+            "{text}"
+        );
+        let now = db.store().get(&global).unwrap().unwrap();
+        s.handle_key(key(KeyCode::Esc));
+        s.handle_key(ch('y'));
+        assert_eq!(
+            db.store().get(&global).unwrap().unwrap().version,
+            now.version,
+            "nothing moved"
+        );
+    });
+}
+
+#[test]
+fn a_restore_confirm_gives_way_when_another_process_restores() {
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "3");
+        assert_eq!(s.app.handle_key(ch('u')), Action::None);
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Confirm(_))));
+        let coffee = identity("user:42", "coffee", Scope::Global);
+        db.commands().restore(&coffee).unwrap();
+        assert!(sees_live_change(&mut s));
+        let text = gone_message(&s);
+        assert!(text.contains("is no longer deleted"), "{text}");
+    });
+}
+
+#[test]
 fn an_explained_read_loses_its_note_when_another_process_deletes_the_subject() {
     for_each_backend(&Fixture::incident(), |db| {
         let mut s = db.session(120, 32);
