@@ -498,7 +498,7 @@ fn label(k: &Key) -> String {
 struct WalkState {
     expected: i64,
     last_seq: Option<i64>,
-    /// Highest causal_seq among applied versions since the last tombstone.
+    /// Highest causal_seq among applied versions since the last tombstone or removal.
     max_seq: Option<i64>,
     /// The latest applied version (None after a tombstone), its causal_seq and stored value.
     live: Option<i64>,
@@ -582,7 +582,15 @@ impl WalkState {
                 self.max_seq = None;
                 self.tombstoned = true;
             }
-            "removed" => self.live = None,
+            // The record left this scope (a rescope moved it, a revert removed its only
+            // version): the next version is decided against no current record, as the write
+            // path decides it, so it is not compared with the causal numbers before (README,
+            // "check": causal monotonicity).
+            "removed" => {
+                self.live = None;
+                self.last_seq = None;
+                self.max_seq = None;
+            }
             "restored" | "tombstone_collected" => self.tombstoned = false,
             // A kind memscope never writes cannot be replayed: what it did to the identity is
             // unknown, so the current view cannot be proved from history (and the next write

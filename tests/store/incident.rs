@@ -1228,6 +1228,77 @@ fn rescope_of_a_first_version_removes_it_from_the_old_scope() {
     db.assert_check_ok();
 }
 
+/// After a `removed`, the scope holds no record: a value moved back (with its own causal
+/// number) or a causally older write is decided against nothing, and `check` agrees — the
+/// database exports and imports (into a file and into PostgreSQL) with `list` identical.
+#[test]
+fn a_scope_emptied_by_a_rescope_takes_any_causal_number_and_check_agrees() {
+    a_scope_emptied_by_a_rescope_takes_any_causal_number_and_check_agrees_on(TestDb::new());
+}
+
+#[test]
+fn a_scope_emptied_by_a_rescope_takes_any_causal_number_and_check_agrees_on_postgres() {
+    on_postgres(a_scope_emptied_by_a_rescope_takes_any_causal_number_and_check_agrees_on);
+}
+
+fn a_scope_emptied_by_a_rescope_takes_any_causal_number_and_check_agrees_on(db: TestDb) {
+    let value = "仓库专用 📦";
+    db.write_with(
+        (U, PM),
+        value,
+        "repo:旧仓库",
+        "s:1",
+        &["--causal-seq", "50"],
+    );
+    rescope(&db, "repo:旧仓库", "task:修-1");
+    // Back where it was, with its own causal number 50: v2 after v1's 50.
+    let outs = rescope(&db, "task:修-1", "repo:旧仓库");
+    assert_eq!(
+        (&outs[0]["outcome"], &outs[0]["version"]),
+        (&json!("inserted"), &json!(2)),
+        "{outs:#?}"
+    );
+    db.assert_check_ok();
+    // Another identity emptied the same way, then a causally older write into it: there is
+    // nothing to be older than.
+    let f = "formatter";
+    db.write_with(
+        (U, f),
+        "biome",
+        "repo:旧仓库",
+        "s:2",
+        &["--causal-seq", "60"],
+    );
+    db.run(&args_for(
+        "rescope",
+        U,
+        f,
+        &["--scope", "repo:旧仓库", "--to", "task:修-1"],
+    ))
+    .ok();
+    let o = db.write_with(
+        (U, f),
+        "prettier",
+        "repo:旧仓库",
+        "s:3",
+        &["--causal-seq", "30"],
+    );
+    assert_eq!(
+        (&o["outcome"], &o["version"]),
+        (&json!("inserted"), &json!(2)),
+        "{o:#}"
+    );
+    db.assert_check_ok();
+    let dump = db.sibling("emptied.jsonl");
+    db.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    let (fresh, pg) = (TestDb::named("moved.db"), postgres_test_db());
+    for dst in std::iter::once(&fresh).chain(pg.as_ref().map(|(d, _)| d)) {
+        dst.run(&["import", dump.to_str().unwrap()]).ok();
+        dst.assert_check_ok();
+        assert_eq!(dst.list(&[]), db.list(&[]));
+    }
+}
+
 #[test]
 fn rescope_into_a_tombstoned_identity_is_refused_and_changes_nothing() {
     let db = global_versions("pnpm", "npm");
