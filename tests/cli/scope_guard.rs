@@ -175,6 +175,64 @@ fn apply_context(db: TestDb) {
     assert_eq!(out[0]["outcome"], "error", "{out:?}");
 }
 
+/// The context names a place as the agent typed it; the queued item names it as stored (the
+/// first spelling), so it resolves into the place exactly as listed, a retry in another case
+/// joins the same item, and the place is registered as an explicit ambiguous write's is — the
+/// same live as after an export and import.
+#[test]
+fn a_queued_write_names_its_places_as_stored() {
+    queued_places_as_stored(TestDb::new());
+}
+
+#[test]
+fn a_queued_write_names_its_places_as_stored_on_postgres() {
+    on_postgres(queued_places_as_stored);
+}
+
+fn queued_places_as_stored(db: TestDb) {
+    db.write(U, "test_runner", "jest", "repo:web-app", "m:1");
+    let said = "这个仓库用 npm 🚀";
+    let out = global_write(&db, "npm", "m:2", said, &["--in-repo", "Web-App"]);
+    assert_queued(&out, "这个仓库");
+    assert_eq!(
+        out["scope"],
+        json!({"ambiguous": ["global", "repo:web-app"]})
+    );
+    // A new place: registered with the queued item, in the spelling first typed.
+    let first = global_write(&db, "yarn", "m:3", said, &["--in-repo", "新仓库-App"]);
+    let again = global_write(&db, "yarn", "m:3", said, &["--in-repo", "新仓库-APP"]);
+    assert_eq!(first["pending_id"], again["pending_id"], "{again:#}");
+    assert_eq!(
+        again["scope"],
+        json!({"ambiguous": ["global", "repo:新仓库-App"]})
+    );
+    let id = out["pending_id"].as_i64().unwrap().to_string();
+    let r = db.json(&[
+        "pending",
+        "resolve",
+        &id,
+        "--scope",
+        "repo:web-app",
+        "--json",
+    ]);
+    assert_eq!(
+        (&r["outcome"], &r["scope"]),
+        (&json!("inserted"), &json!("repo:web-app")),
+        "{r:#}"
+    );
+    db.assert_check_ok();
+    // The dump holds the places as they are live: the imported copy lists the same.
+    let dump = db.sibling("queued.jsonl");
+    db.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    let moved = TestDb::named("moved.db");
+    moved.run(&["import", dump.to_str().unwrap()]).ok();
+    assert_eq!(moved.pending(true), db.pending(true));
+    assert_eq!(
+        moved.run(&["suspects"]).ok().stdout,
+        db.run(&["suspects"]).ok().stdout
+    );
+}
+
 #[test]
 fn an_agent_in_the_repository_is_told_its_write_waits_for_a_human() {
     let db = TestDb::new();

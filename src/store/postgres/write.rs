@@ -529,7 +529,15 @@ pub(in crate::store::postgres) fn write_in_tx(
             Verdict::Queue {
                 candidates,
                 evidence,
-            } => return enqueue_pending(t, &w, &candidates, Some(&evidence.join("; "))),
+            } => {
+                // The places as stored (registered, as an explicit ambiguous write's are): the
+                // context names them as the writer typed them.
+                let mut spelled = Vec::with_capacity(candidates.len());
+                for c in &candidates {
+                    spelled.push(spelled_scope(t, c, true)?);
+                }
+                return enqueue_pending(t, &w, &spelled, Some(&evidence.join("; ")));
+            }
             Verdict::Suspect { evidence, .. } => suspect = Some(json!({ "suspect": evidence })),
             Verdict::Apply => {}
         }

@@ -365,6 +365,12 @@ fn decide_and_apply(
                 evidence,
             } => {
                 let evidence = evidence.join("; ");
+                // The places as stored (registered, as an explicit ambiguous write's are): the
+                // context names them as the writer typed them.
+                let candidates = candidates
+                    .iter()
+                    .map(|c| st.spellings.scope(conn, c))
+                    .collect::<Result<Vec<_>>>()?;
                 return enqueue_pending(conn, w, &candidates, Some(&evidence), now, &mut st.seqs);
             }
             Verdict::Suspect { evidence, .. } => suspect = Some(json!({ "suspect": evidence })),
