@@ -291,7 +291,11 @@ pub struct WriteRequest {
     pub causal_seq: Option<i64>,
     /// Where the write was made — the agent's repository and task when it heard the words —
     /// which is not its scope: the scope guard weighs the words against it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "context_field"
+    )]
     pub context: Option<WriteContext>,
 }
 
@@ -307,6 +311,21 @@ fn causal_seq_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64
                 shorten(&v.to_string(), 40)
             ))
         }),
+    }
+}
+
+/// A request's `context`: anything but an object (or null) is refused in a sentence showing the
+/// form, rather than serde's "expected struct WriteContext".
+fn context_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<WriteContext>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None => Ok(None),
+        Some(v @ Value::Object(_)) => serde_json::from_value(v)
+            .map(Some)
+            .map_err(|e| serde::de::Error::custom(format!("context: {e}"))),
+        Some(other) => Err(serde::de::Error::custom(format!(
+            "context must be an object naming where the write was made, like {{\"repo\": \"web-app\", \"task\": \"fix-1\"}}, got {}",
+            shorten(&other.to_string(), 40)
+        ))),
     }
 }
 
@@ -805,7 +824,9 @@ impl OnDisk {
     pub fn effect(self) -> &'static str {
         match self {
             OnDisk::Files => "• checkpoint and truncate the WAL, so no copy stays in any file",
-            OnDisk::Vacuumed => "• vacuum the tables: no row holds it, but WAL and backups may",
+            OnDisk::Vacuumed => {
+                "• vacuum the tables: no row keeps it, though the WAL and backups may"
+            }
         }
     }
 }

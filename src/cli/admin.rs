@@ -312,6 +312,12 @@ pub fn man(dir: Option<PathBuf>) -> Result<i32> {
 }
 
 pub fn import(path: &Path, file: &Path) -> Result<i32> {
+    if file.is_dir() {
+        bail!(
+            "cannot import {}: it is a folder, not a file: pass a file written by `memscope export`",
+            file.display()
+        );
+    }
     let f = std::fs::File::open(file).with_context(|| {
         format!(
             "cannot read {}: pass a file written by `memscope export`",

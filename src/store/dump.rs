@@ -41,6 +41,16 @@ pub struct ImportReport {
     pub rows: std::collections::BTreeMap<String, u64>,
 }
 
+/// Line `line_no` of a dump as read, or the sentence saying why it cannot be.
+pub(crate) fn dump_line(line_no: usize, read: std::io::Result<String>) -> Result<String> {
+    read.map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => anyhow!(
+            "line {line_no} of the import is not UTF-8 text (a dump cut mid-character, or a file memscope did not write): pass a file written by `memscope export`"
+        ),
+        _ => anyhow!("cannot read line {line_no} of the import ({e}): pass a file written by `memscope export`"),
+    })
+}
+
 /// The dump's first line.
 pub(crate) fn header(exported_at: &str) -> Value {
     json!({ "table": "memscope_export", "schema_version": DUMP_VERSION, "exported_at": exported_at })

@@ -591,6 +591,38 @@ fn a_causal_seq_that_is_not_a_whole_number_is_refused_by_name() {
 }
 
 #[test]
+fn an_apply_context_that_is_not_an_object_and_an_unreadable_import_are_one_sentence() {
+    let db = TestDb::new();
+    let line = format!(
+        r#"{{"subject":"{U}","predicate":"{PM}","value":"npm","scope":"global","source":"s","context":"web-app"}}"#
+    );
+    let run = db.run_stdin(&["apply", "-"], format!("{line}\n").as_bytes());
+    assert_eq!(run.code, 1, "{run:?}");
+    let error = run.json_lines()[0]["error"].as_str().unwrap().to_string();
+    assert!(
+        error.contains("context must be an object naming where the write was made")
+            && !error.contains("WriteContext"),
+        "{error}"
+    );
+    // A folder, and a dump cut in the middle of a character: one sentence each, no database made.
+    let folder = db.sibling("a-folder");
+    std::fs::create_dir(&folder).unwrap();
+    let cut = db.sibling("cut.jsonl");
+    let mut bytes = br#"{"table":"memscope_export","schema_version":5}"#.to_vec();
+    bytes.extend_from_slice(b"\n\xe4\xb8");
+    std::fs::write(&cut, bytes).unwrap();
+    for (file, said) in [
+        (&folder, "it is a folder, not a file"),
+        (&cut, "line 2 of the import is not UTF-8 text"),
+    ] {
+        let dst = TestDb::named("never.db");
+        let run = dst.run(&["import", file.to_str().unwrap()]);
+        assert_eq!(run.code, 1, "{run:?}");
+        assert_one_sentence(&run.stderr, &[said, "memscope export"]);
+    }
+}
+
+#[test]
 fn a_setting_past_its_range_says_its_range() {
     a_setting_past_its_range_says_its_range_on(TestDb::new());
 }

@@ -909,7 +909,7 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
     let said = memscope(&[&target[..], &["--dry-run"]].concat());
     let said = String::from_utf8_lossy(&said.stdout);
     assert!(
-        said.contains("vacuum the tables: no row holds it, but WAL and backups may"),
+        said.contains("vacuum the tables: no row keeps it, though the WAL and backups may"),
         "{said}"
     );
     assert!(!said.contains("no copy stays in any file"), "{said}");

@@ -11,7 +11,7 @@ use crate::spelling::fold;
 use crate::store::dump::{header, DumpReader, ImportReport, ONE_SPELLING, TABLES};
 use crate::store::fields::key_columns;
 use crate::store::user_settings::DURABILITY_KEY;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::ToSql;
 use postgres::{IsolationLevel, Statement, Transaction};
@@ -144,7 +144,7 @@ impl PgStore {
         let mut clock = 0i64;
         for (i, line) in input.lines().enumerate() {
             let line_no = i + 1;
-            let line = line.with_context(|| format!("reading line {line_no} of the import"))?;
+            let line = crate::store::dump::dump_line(line_no, line)?;
             let Some((table, obj)) = dump.row(line_no, &line)? else {
                 continue;
             };

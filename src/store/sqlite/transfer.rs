@@ -80,8 +80,7 @@ impl Store {
                 let mut dump = DumpReader::default();
                 for (i, line) in input.lines().enumerate() {
                     let line_no = i + 1;
-                    let line =
-                        line.with_context(|| format!("reading line {line_no} of the import"))?;
+                    let line = crate::store::dump::dump_line(line_no, line)?;
                     let Some((table, obj)) = dump.row(line_no, &line)? else {
                         continue;
                     };
