@@ -1564,6 +1564,38 @@ fn revert_and_rescope_dialogs_close_when_their_record_is_deleted_elsewhere() {
 }
 
 #[test]
+fn a_long_revert_list_scrolls_to_the_choice_and_keeps_the_effect_on_screen() {
+    let f = Fixture::empty();
+    for v in 0..60 {
+        f.write(&format!(
+            r#"{{"subject":"user:42","predicate":"test_runner","value":"jest 🃏 {v}","scope":"global","source":"thread:{v}"}}"#
+        ));
+    }
+    for_each_backend(&f, |db| {
+        let mut s = db.session(80, 24);
+        select(&mut s, "user:42 · test_runner @ global");
+        s.handle_key(ch('v'));
+        s.pump();
+        for _ in 0..40 {
+            s.handle_key(ch('j'));
+        }
+        s.pump();
+        let chosen = top!(s, Revert).chosen().unwrap().version;
+        let screen = render(&mut s, 80, 24);
+        let row = screen
+            .lines()
+            .find(|l| l.contains("(•)"))
+            .unwrap_or_else(|| panic!("the chosen version is on screen:\n{screen}"));
+        assert!(row.contains(&format!("v{chosen} ")), "{row}\n{screen}");
+        assert!(
+            screen.contains("This will, in one transaction:"),
+            "{screen}"
+        );
+        assert!(screen.contains("↑") && screen.contains("more"), "{screen}");
+    });
+}
+
+#[test]
 fn a_rescope_dialog_gives_way_when_another_process_writes_or_moves_its_record() {
     for_each_backend(&Fixture::incident(), |db| {
         let global = package_manager(Scope::Global);

@@ -161,7 +161,25 @@ impl RevertDialog {
                 max,
             )),
             Some(Ok(choices)) => {
-                for (i, c) in choices.iter().enumerate() {
+                let effect = match d.chosen() {
+                    Some(c) => {
+                        let (effects, refusal) = match &c.effect {
+                            Ok(e) => (vec![e.clone()], None),
+                            Err(why) => (Vec::new(), Some(why.as_str())),
+                        };
+                        outcome_lines(&effects, refusal, max)
+                    }
+                    None => Vec::new(),
+                };
+                // The choices scroll, so the chosen one and the effect of `y` always show.
+                let room = (area.height as usize).saturating_sub(2);
+                let rows = room.saturating_sub(lines.len() + 1 + effect.len());
+                let shown = choice_window(choices.len(), d.choice, rows);
+                if shown.start > 0 {
+                    lines.push(plain(&format!("    ↑ {} more", shown.start), dim(), max));
+                }
+                let below = choices.len() - shown.end;
+                for (i, c) in choices.iter().enumerate().take(shown.end).skip(shown.start) {
                     let chosen = i == d.choice;
                     let (mark, style) = if chosen {
                         ("(•) ", bold().fg(Color::Yellow))
@@ -192,14 +210,11 @@ impl RevertDialog {
                         max,
                     ));
                 }
-                lines.push(Line::raw(""));
-                if let Some(c) = d.chosen() {
-                    let (effects, refusal) = match &c.effect {
-                        Ok(e) => (vec![e.clone()], None),
-                        Err(why) => (Vec::new(), Some(why.as_str())),
-                    };
-                    lines.extend(outcome_lines(&effects, refusal, max));
+                if below > 0 {
+                    lines.push(plain(&format!("    ↓ {below} more"), dim(), max));
                 }
+                lines.push(Line::raw(""));
+                lines.extend(effect);
             }
         }
         let rect = centered(area, max_w, lines.len() as u16 + 2);
@@ -216,5 +231,39 @@ fn digit(key: &KeyEvent) -> Option<char> {
     match key.code {
         KeyCode::Char(c) if c.is_ascii_digit() => Some(c),
         _ => None,
+    }
+}
+
+/// The choices shown in `rows` lines with `at` among them: all when they fit, else a window
+/// around it, leaving a line for each "more" marker it needs (at least the chosen one shows).
+fn choice_window(len: usize, at: usize, rows: usize) -> std::ops::Range<usize> {
+    if len <= rows {
+        return 0..len;
+    }
+    let at = at.min(len.saturating_sub(1));
+    let inner = rows.saturating_sub(2).max(1);
+    let start = at.saturating_sub(inner / 2).min(len - inner);
+    start..start + inner
+}
+
+#[cfg(test)]
+mod tests {
+    use super::choice_window;
+
+    #[test]
+    fn the_window_holds_the_choice_and_room_for_its_markers() {
+        assert_eq!(choice_window(5, 4, 10), 0..5);
+        for len in [3, 40, 800] {
+            for rows in [0, 1, 2, 3, 10] {
+                for at in [0, len / 2, len - 1] {
+                    let w = choice_window(len, at, rows);
+                    assert!(w.contains(&at), "{len} {rows} {at}: {w:?}");
+                    assert!(w.end <= len && !w.is_empty());
+                    if len > rows {
+                        assert!(w.len() <= rows.saturating_sub(2).max(1));
+                    }
+                }
+            }
+        }
     }
 }
