@@ -169,6 +169,27 @@ fn export_then_import_round_trips_the_demo_into(dst: TestDb) {
     assert_eq!(out["outcome"], "rejected");
 }
 
+/// A file's settings row lags the clock its history events record; its dump holds the clock as
+/// it stands, as PostgreSQL's does.
+#[test]
+fn a_file_exports_its_clock_as_it_stands() {
+    let db = TestDb::new();
+    for p in ["coffee", "editor", "语言"] {
+        db.write("user:42", p, "x", "global", "s");
+    }
+    assert!(
+        db.sql_i64("SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'") < 3,
+        "the settings row lags (else this test proves nothing)"
+    );
+    let text = db.run(&["export"]).ok().stdout;
+    let clock = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| r["key"] == "causal_clock")
+        .expect("the dump holds the clock");
+    assert_eq!(clock["value"], "3", "{clock}");
+}
+
 #[test]
 fn import_into_a_non_empty_database_is_refused() {
     import_into_a_non_empty_database_is_refused_on(TestDb::new());

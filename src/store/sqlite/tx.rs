@@ -29,19 +29,25 @@ pub(crate) struct SeqBatch {
     durable: i64,
 }
 
+/// The causal clock as it stands: `settings.causal_clock`, or the clock the newest history
+/// event recorded when that is higher (the settings row is written only when no event records
+/// the numbers handed out — [`SeqBatch`]).
+pub(crate) fn clock_now(conn: &Connection) -> Result<i64> {
+    conn.prepare_cached(
+        "SELECT max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))
+         FROM settings WHERE key = 'causal_clock'",
+    )?
+    .query_row([], |r| r.get(0))
+    .optional()?
+    .ok_or_else(|| anyhow!("the causal clock is missing from settings: run `memscope check`"))
+}
+
 impl SeqBatch {
     fn load(&mut self, conn: &Connection) -> Result<i64> {
         if let Some(n) = self.next {
             return Ok(n);
         }
-        let clock: i64 = conn
-            .prepare_cached(
-                "SELECT max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))
-                 FROM settings WHERE key = 'causal_clock'",
-            )?
-            .query_row([], |r| r.get(0))
-            .optional()?
-            .ok_or_else(|| anyhow!("the causal clock is missing from settings: run `memscope check`"))?;
+        let clock = clock_now(conn)?;
         self.durable = clock;
         self.next = Some(clock);
         Ok(clock)
