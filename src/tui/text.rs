@@ -97,6 +97,34 @@ pub fn truncate(s: &str, max: usize) -> String {
     out
 }
 
+/// An input field's text in exactly `cols` columns, and the cursor's column after it: the end
+/// of `s` (where typing happens) when it does not fit, its start marked with `…`; padded by
+/// display width, so Chinese and emoji keep what follows the field in place.
+pub fn input_field(s: &str, cols: usize) -> (String, usize) {
+    if width(s) < cols {
+        return (fit(s, cols), width(s));
+    }
+    let mut cells: Vec<(String, usize)> = Vec::new();
+    each_grapheme(s, |g, _, w| {
+        cells.push((g.to_string(), w));
+        true
+    });
+    // Room for the `…` and a cursor cell after the text.
+    let room = cols.saturating_sub(2);
+    let mut tail = Vec::new();
+    let mut used = 0;
+    for (g, w) in cells.iter().rev() {
+        if used + w > room {
+            break;
+        }
+        tail.push(g.as_str());
+        used += w;
+    }
+    let shown: String = std::iter::once("…").chain(tail.into_iter().rev()).collect();
+    let cursor = width(&shown).min(cols.saturating_sub(1));
+    (fit(&shown, cols), cursor)
+}
+
 /// `s` truncated or padded with spaces to exactly `cols` columns.
 pub fn fit(s: &str, cols: usize) -> String {
     let mut t = truncate(s, cols);
@@ -244,6 +272,32 @@ pub use crate::model::{plural, thousands};
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_input_field_keeps_its_width_and_shows_where_typing_goes() {
+        for (typed, cols) in [
+            ("", 18),
+            ("web", 18),
+            ("仓库🚀", 18),
+            ("长长长长长长长长长长长长", 18),
+            ("abcdefghijklmnopqrstuvwxyz0123", 18),
+            ("x", 2),
+            ("仓库", 3),
+        ] {
+            let (shown, cursor) = super::input_field(typed, cols);
+            assert_eq!(super::width(&shown), cols, "{typed:?} → {shown:?}");
+            assert!(cursor < cols || cols == 0, "{typed:?}: cursor {cursor}");
+            if super::width(typed) < cols {
+                assert_eq!(cursor, super::width(typed));
+                assert!(shown.starts_with(typed));
+            } else {
+                assert!(shown.starts_with('…'), "{shown:?}");
+                let last = typed.chars().last().unwrap();
+                assert!(shown.trim_end().ends_with(last) || cols < 4, "{shown:?}");
+            }
+        }
+    }
+
     use super::*;
 
     #[test]

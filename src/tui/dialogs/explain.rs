@@ -6,7 +6,10 @@ use crate::model::{parse_context_id, ContextKind, Resolution, Scope};
 use crate::tui::app::{typed, Action};
 use crate::tui::draw::{bold, dim, error_style, good, labelled, part, plain, row_line, wrapped};
 use crate::tui::keymap::{Command, Context};
-use crate::tui::text::{ago, one_line, short_time, value_text, width};
+use crate::tui::text::{ago, fit, input_field, one_line, short_time, value_text};
+
+/// Columns of each of the repo and task fields.
+const FIELD: usize = 18;
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 use ratatui::layout::{Position, Rect};
@@ -146,9 +149,9 @@ impl ExplainDialog {
         if top && inner.height > 0 {
             let (offset, text) = match e.field {
                 ExplainField::Repo => (5, &e.repo),
-                ExplainField::Task => (5 + 18 + 2 + 5, &e.task),
+                ExplainField::Task => (5 + FIELD + 2 + 5, &e.task),
             };
-            let x = offset + width(&one_line(text)).min(18);
+            let x = offset + input_field(&one_line(text), FIELD).1;
             if x < max {
                 frame.set_cursor_position(Position::new(inner.x + x as u16, inner.y));
             }
@@ -165,7 +168,7 @@ fn explain_lines(e: &ExplainDialog, now: DateTime<Utc>, max: usize) -> Vec<Line<
         };
         vec![
             part(format!("{name} "), bold()),
-            part(format!("{:<18}", one_line(value)), style),
+            part(input_field(&one_line(value), FIELD).0, style),
             part("  ", Style::new()),
         ]
     };
@@ -188,7 +191,10 @@ fn explain_lines(e: &ExplainDialog, now: DateTime<Utc>, max: usize) -> Vec<Line<
                     "deleted" => ("  deleted  ", Style::new().fg(Color::Red)),
                     _ => ("  absent   ", dim()),
                 };
-                let mut parts = vec![part(mark, style), part(format!("{:<24}", c.scope), bold())];
+                let mut parts = vec![
+                    part(mark, style),
+                    part(fit(&one_line(&c.scope), 24), bold()),
+                ];
                 if let Some(v) = &c.value {
                     parts.push(part(value_text(v), Style::new().fg(Color::Green)));
                 }

@@ -8,7 +8,7 @@ use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{one_line, width};
+use crate::tui::text::{input_field, one_line};
 use crossterm::event::KeyEvent;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -178,7 +178,7 @@ impl RescopeDialog {
         lines.push(row_line(
             &[
                 part("to ", bold()),
-                part(format!("{:<FIELD$}", one_line(&d.target)), field_style),
+                part(input_field(&one_line(&d.target), FIELD).0, field_style),
                 part(
                     if d.editing {
                         "  repo:<id>, task:<id> or global"
@@ -237,7 +237,7 @@ impl RescopeDialog {
         let inner = frame_box(frame, rect, &title, ctx);
         frame.render_widget(Paragraph::new(lines), inner);
         if top && d.editing && (field_row as u16) < inner.height {
-            let x = 3 + width(&one_line(&d.target)).min(FIELD);
+            let x = 3 + input_field(&one_line(&d.target), FIELD).1;
             if x < inner.width as usize {
                 frame.set_cursor_position(Position::new(
                     inner.x + x as u16,

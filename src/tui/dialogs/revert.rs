@@ -8,7 +8,7 @@ use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{ago, month_day_time, one_line, value_text};
+use crate::tui::text::{ago, fit, month_day_time, one_line, value_text};
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
@@ -199,7 +199,7 @@ impl RevertDialog {
                         &[
                             part(mark, style),
                             part(format!("v{:<3} ", c.version), style),
-                            part(format!("{value:<16}"), Style::new().fg(Color::Green)),
+                            part(fit(&value, 16), Style::new().fg(Color::Green)),
                             part(format!("  {} → {}", month_day_time(&c.at), until), dim()),
                             part(
                                 format!("  {}", one_line(c.source.as_deref().unwrap_or(""))),

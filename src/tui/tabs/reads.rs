@@ -521,7 +521,7 @@ pub(crate) fn considered_line(c: &Considered, now: DateTime<Utc>, max: usize) ->
     } else {
         ("  absent   ", dim())
     };
-    let mut parts = vec![part(mark, style), part(format!("{:<24}", c.scope), bold())];
+    let mut parts = vec![part(mark, style), part(fit(&one_line(&c.scope), 24), bold())];
     match &c.value {
         Some(v) => parts.push(part(value_text(v), Style::new().fg(Color::Green))),
         // Purged since: it existed, its content is gone.
