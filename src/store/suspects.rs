@@ -44,6 +44,14 @@ pub(crate) fn place_signals(
     }
 }
 
+/// Whether a human placed a global version (README, "memscope suspects"), from the outcomes of
+/// the `pending_resolved` events logged in `global` at that version: a pending item resolved
+/// into `global` that stored or confirmed it. A human's choice is the answer the guard asks
+/// for, so that version is no suspect; a later version is judged again.
+pub(crate) fn placed_by_a_human<'a>(mut outcomes: impl Iterator<Item = Option<&'a str>>) -> bool {
+    outcomes.any(|o| matches!(o, Some("inserted" | "confirmed" | "superseded")))
+}
+
 /// The repositories among `known` places.
 pub(crate) fn repos(known: &[Scope]) -> Vec<&Scope> {
     known

@@ -100,3 +100,41 @@ fn a_default_stated_as_a_default_is_no_suspect_and_words_print_escaped_on(db: Te
         "the words print escaped: {text:?}"
     );
 }
+
+/// A human's choice of `global` for a queued write is the answer the guard asked for: that
+/// version is no suspect (list, `check`'s count); a later version is judged again.
+#[test]
+fn a_version_a_human_placed_in_global_is_no_suspect() {
+    a_version_a_human_placed_in_global_is_no_suspect_on(TestDb::new());
+}
+
+#[test]
+fn a_version_a_human_placed_in_global_is_no_suspect_on_postgres() {
+    on_postgres(a_version_a_human_placed_in_global_is_no_suspect_on);
+}
+
+fn a_version_a_human_placed_in_global_is_no_suspect_on(db: TestDb) {
+    let u = "用户:7";
+    db.write(u, "test_runner", "jest", "task:修-1", "m:2");
+    let q = db.write_with(
+        (u, "lint"),
+        "eslint 🧹",
+        "global",
+        "m:2",
+        &["--in-task", "修-1"],
+    );
+    assert_eq!(q["outcome"], "pending", "{q:#}");
+    let id = q["pending_id"].as_i64().unwrap().to_string();
+    db.run(&["pending", "resolve", &id, "--scope", "global"])
+        .ok();
+    let listed = db.json(&["suspects", "--json"]);
+    assert_eq!(listed, json!([]), "{listed:#}");
+    assert_eq!(db.check().1["metrics"]["suspects"], 0);
+    // The same message's next value for it, applied without a human (the guard off): a new
+    // version, judged again.
+    db.run(&["settings", "set", "scope_guard", "off"]).ok();
+    db.write(u, "lint", "biome", "global", "m:2");
+    let listed = db.json(&["suspects", "--json"]);
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed:#}");
+    assert_eq!(listed[0]["record"]["version"], 2);
+}

@@ -6,7 +6,9 @@
 use super::store::{PgStore, Tx};
 use crate::model::Scope;
 use crate::store::guard::Places;
-use crate::store::suspects::{blast_radius, place_signals, rank, repos, Suspect};
+use crate::store::suspects::{
+    blast_radius, place_signals, placed_by_a_human, rank, repos, Suspect,
+};
 use crate::store::ListFilter;
 use anyhow::Result;
 use std::collections::HashMap;
@@ -47,6 +49,19 @@ impl PgStore {
                 else {
                     continue;
                 };
+                let outcomes: Vec<Option<String>> = t
+                    .all(
+                        "SELECT detail::json->>'outcome' FROM history
+                         WHERE subject = $1 AND predicate = $2 AND scope = 'global'
+                           AND event = 'pending_resolved' AND version = $3",
+                        &[&record.subject, &record.predicate, &record.version],
+                    )?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                if placed_by_a_human(outcomes.iter().map(Option::as_deref)) {
+                    continue;
+                }
                 let radius = radius(t, &repos, &record.subject, &record.predicate)?;
                 out.push(Suspect::new(record.clone(), evidence, places, radius));
             }

@@ -7,7 +7,9 @@ use super::rows::{memory_from_row, MEMORY_COLUMNS};
 use super::Store;
 use crate::model::Scope;
 use crate::store::guard::Places;
-use crate::store::suspects::{blast_radius, place_signals, rank, repos, Suspect};
+use crate::store::suspects::{
+    blast_radius, place_signals, placed_by_a_human, rank, repos, Suspect,
+};
 use anyhow::Result;
 use std::hash::{Hash, Hasher};
 
@@ -68,9 +70,22 @@ impl Store {
         let mut record = conn.prepare_cached(&format!(
             "SELECT {MEMORY_COLUMNS} FROM memories WHERE rowid = ?1"
         ))?;
+        let mut resolutions = conn.prepare_cached(
+            "SELECT json_extract(detail, '$.outcome') FROM history
+             WHERE subject = ?1 AND predicate = ?2 AND scope = 'global' AND event = 'pending_resolved' AND version = ?3",
+        )?;
         let mut out = Vec::with_capacity(found.len());
         for (rowid, evidence, places) in found {
             let record = record.query_row([rowid], memory_from_row)?;
+            let outcomes = resolutions
+                .query_map(
+                    rusqlite::params![record.subject, record.predicate, record.version],
+                    |r| r.get::<_, Option<String>>(0),
+                )?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            if placed_by_a_human(outcomes.iter().map(Option::as_deref)) {
+                continue;
+            }
             let radius = self.radius(&repos, &record.subject, &record.predicate)?;
             out.push(Suspect::new(record, evidence, places, radius));
         }
