@@ -1596,6 +1596,34 @@ fn a_long_revert_list_scrolls_to_the_choice_and_keeps_the_effect_on_screen() {
 }
 
 #[test]
+fn the_help_pages_and_never_scrolls_past_its_last_screen() {
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(80, 24);
+        s.handle_key(ch('?'));
+        let scroll = |s: &memscope::tui::Session| match s.app.dialogs.last() {
+            Some(Dialog::Help { scroll }) => *scroll,
+            other => panic!("the help is open, got {other:?}"),
+        };
+        s.handle_key(key(KeyCode::PageDown));
+        let page = scroll(&s);
+        assert!(page > 1, "a page is more than a line: {page}");
+        s.handle_key(key(KeyCode::End));
+        let last = scroll(&s);
+        let end_screen = render(&mut s, 80, 24);
+        // Holding j past the end stays on the last screen, and k moves at once.
+        for _ in 0..50 {
+            s.handle_key(ch('j'));
+        }
+        assert_eq!(scroll(&s), last);
+        assert_eq!(render(&mut s, 80, 24), end_screen);
+        s.handle_key(ch('k'));
+        assert_eq!(scroll(&s), last - 1);
+        s.handle_key(key(KeyCode::Home));
+        assert_eq!(scroll(&s), 0);
+    });
+}
+
+#[test]
 fn a_rescope_dialog_gives_way_when_another_process_writes_or_moves_its_record() {
     for_each_backend(&Fixture::incident(), |db| {
         let global = package_manager(Scope::Global);

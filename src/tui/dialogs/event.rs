@@ -137,10 +137,14 @@ impl EventDialog {
         let d = self;
         match cmd {
             Some(Command::Cancel) => return Step::Close(Action::None),
-            Some(Command::Down) => d.scroll = (d.scroll + 1).min(room),
-            Some(Command::Up) => d.scroll = d.scroll.min(room).saturating_sub(1),
-            Some(Command::PageDown) => d.scroll = (d.scroll + page).min(room),
-            Some(Command::PageUp) => d.scroll = d.scroll.min(room).saturating_sub(page),
+            Some(
+                Command::Down
+                | Command::Up
+                | Command::PageDown
+                | Command::PageUp
+                | Command::Home
+                | Command::End,
+            ) => d.scroll = super::scrolled(d.scroll, cmd, room, page),
             Some(Command::Copy) => match copy {
                 Some(text) => return Step::Stay(Action::Copy(text)),
                 None => shell.info("this event keeps no words and no value to copy"),

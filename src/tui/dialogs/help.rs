@@ -10,18 +10,25 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-pub fn key(scroll: &mut usize, cmd: Option<Command>) -> Step {
-    match cmd {
-        Some(Command::Cancel) => return Step::Close(Action::None),
-        Some(Command::Down) => *scroll = (*scroll + 1).min(keymap::help_lines()),
-        Some(Command::Up) => *scroll = scroll.saturating_sub(1),
-        _ => {}
+/// The help's box on a terminal of `height` rows, and the lines of text it shows at once.
+fn box_height(height: u16) -> (u16, usize) {
+    let h = height.saturating_sub(2).max(3);
+    (h, h.saturating_sub(2).max(1) as usize)
+}
+
+/// Scrolls by lines and pages, never past the last screen of text (`size`: the terminal's).
+pub fn key(scroll: &mut usize, cmd: Option<Command>, size: (u16, u16)) -> Step {
+    if cmd == Some(Command::Cancel) {
+        return Step::Close(Action::None);
     }
+    let (_, page) = box_height(size.1);
+    let room = keymap::help_lines().saturating_sub(page);
+    *scroll = super::scrolled(*scroll, cmd, room, page);
     Step::Stay(Action::None)
 }
 
 pub fn draw(frame: &mut Frame<'_>, area: Rect, scroll: usize) {
-    let rect = centered(area, 84, area.height.saturating_sub(2).max(3));
+    let rect = centered(area, 84, box_height(area.height).0);
     let inner = frame_box(frame, rect, "Keys", Context::Help);
     let max = inner.width as usize;
     let mut lines: Vec<Line<'static>> = vec![plain(

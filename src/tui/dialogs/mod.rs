@@ -103,7 +103,7 @@ impl Dialog {
         shell: &mut Shell<'_>,
     ) -> Option<Step> {
         Some(match self {
-            Dialog::Help { scroll } => help::key(scroll, cmd),
+            Dialog::Help { scroll } => help::key(scroll, cmd, shell.size),
             Dialog::Message { .. } => message::key(cmd),
             Dialog::Delete(d) => d.key(cmd, shell),
             Dialog::Rescope(d) => d.key(cmd, key, shell),
@@ -195,6 +195,21 @@ pub(crate) fn outcome_lines(
         }
     }
     lines
+}
+
+/// A scrolling popup's offset after `cmd`: lines, pages, top and bottom, never past `room`
+/// (the furthest it scrolls) — so scrolling back starts moving at once.
+pub(crate) fn scrolled(scroll: usize, cmd: Option<Command>, room: usize, page: usize) -> usize {
+    let scroll = scroll.min(room);
+    match cmd {
+        Some(Command::Down) => (scroll + 1).min(room),
+        Some(Command::Up) => scroll.saturating_sub(1),
+        Some(Command::PageDown) => (scroll + page.max(1)).min(room),
+        Some(Command::PageUp) => scroll.saturating_sub(page.max(1)),
+        Some(Command::Home) => 0,
+        Some(Command::End) => room,
+        _ => scroll,
+    }
 }
 
 /// Draws the open dialogs, bottom first; only the top one is focused.
