@@ -395,8 +395,10 @@ pub fn judge(cues: &Cues, scope: &Scope, ev: &Evidence<'_>, mode: GuardMode) -> 
             s.default.join(", ")
         ));
     }
-    match (ev.context, mode) {
-        (Some(ctx), GuardMode::Queue) => {
+    match ev.context {
+        // The place the write was made in comes first: queued as a candidate, or (`flag`)
+        // kept with the mark, so the suspects scan can suggest it.
+        Some(ctx) => {
             let mut candidates = vec![Scope::Global];
             let here = [
                 ctx.repo.clone().map(Scope::Repo),
@@ -408,7 +410,7 @@ pub fn judge(cues: &Cues, scope: &Scope, ev: &Evidence<'_>, mode: GuardMode) -> 
                     candidates.push(place);
                 }
             }
-            if candidates.len() < 2 {
+            if candidates.len() < 2 || mode != GuardMode::Queue {
                 return Verdict::Suspect {
                     evidence,
                     places: candidates.split_off(1),
@@ -419,7 +421,7 @@ pub fn judge(cues: &Cues, scope: &Scope, ev: &Evidence<'_>, mode: GuardMode) -> 
                 evidence,
             }
         }
-        _ => Verdict::Suspect {
+        None => Verdict::Suspect {
             evidence,
             places: s.places,
         },

@@ -52,6 +52,38 @@ pub(crate) fn placed_by_a_human<'a>(mut outcomes: impl Iterator<Item = Option<&'
     outcomes.any(|o| matches!(o, Some("inserted" | "confirmed" | "superseded")))
 }
 
+/// The `set` detail of a version the guard marked (README, "The scope guard", `flag`): its
+/// evidence, and the places it pointed at — the place the write was made in first, which its
+/// words alone do not say, so the suspects scan can still suggest it.
+pub(crate) fn marked_detail(evidence: Vec<String>, places: &[Scope]) -> serde_json::Value {
+    if places.is_empty() {
+        return serde_json::json!({ "suspect": evidence });
+    }
+    let places: Vec<String> = places.iter().map(Scope::to_string).collect();
+    serde_json::json!({ "suspect": evidence, "places": places })
+}
+
+/// The places a marked version's `set` detail names ([`marked_detail`]) before those its words
+/// and siblings point at (`found`), each once.
+pub(crate) fn with_marked_places(detail: Option<&str>, found: Vec<Scope>) -> Vec<Scope> {
+    let kept: Vec<Scope> = detail
+        .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .and_then(|d| d.get("places").cloned())
+        .and_then(|p| serde_json::from_value::<Vec<String>>(p).ok())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| Scope::parse(p).ok())
+        .filter(|p| *p != Scope::Global)
+        .collect();
+    let mut out = kept;
+    for p in found {
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// The repositories among `known` places.
 pub(crate) fn repos(known: &[Scope]) -> Vec<&Scope> {
     known

@@ -138,3 +138,39 @@ fn a_version_a_human_placed_in_global_is_no_suspect_on(db: TestDb) {
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed:#}");
     assert_eq!(listed[0]["record"]["version"], 2);
 }
+
+/// With the guard set to `flag`, a write said in a repository is applied and marked; its `set`
+/// event keeps the place it was said in (which its words — "this repo" — do not name), so
+/// `suspects` suggests it as the fix.
+#[test]
+fn a_flagged_write_keeps_the_place_it_was_said_in() {
+    a_flagged_write_keeps_the_place_it_was_said_in_on(TestDb::new());
+}
+
+#[test]
+fn a_flagged_write_keeps_the_place_it_was_said_in_on_postgres() {
+    on_postgres(a_flagged_write_keeps_the_place_it_was_said_in_on);
+}
+
+fn a_flagged_write_keeps_the_place_it_was_said_in_on(db: TestDb) {
+    db.write("v", "test_runner", "jest", "repo:web-app", "f:0");
+    db.run(&["settings", "set", "scope_guard", "flag"]).ok();
+    let out = db.write_with(
+        ("v", "package_manager"),
+        "yarn 🧶",
+        "global",
+        "f:1",
+        &["--raw", "this repo uses yarn", "--in-repo", "Web-App"],
+    );
+    assert_eq!(out["outcome"], "inserted", "{out:#}");
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["suggested_scope"], "repo:web-app", "{found:#?}");
+    let text = db.run(&["suspects"]).ok().stdout;
+    assert!(
+        text.contains("fix: memscope rescope --subject v --predicate package_manager --scope global --to repo:web-app"),
+        "{text}"
+    );
+    let history = db.history("v", "package_manager", Some("global"));
+    assert_eq!(history[0]["detail"]["places"], json!(["repo:web-app"]));
+}

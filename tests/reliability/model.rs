@@ -427,6 +427,30 @@ impl Model {
         let mut tombstoned = Vec::new();
         for k in keys {
             let now = self.now;
+            // Already deleted with nothing left — no record, no content since, no pending item
+            // naming it: the delete leaves it as it is (README, "delete, restore, gc").
+            let names = |p: &String, q: &String, c: &[Scope], r: Option<&Scope>| {
+                *p == k.0 && *q == k.1 && (c.contains(&k.2) || r == Some(&k.2))
+            };
+            let named = self
+                .open
+                .values()
+                .any(|p| names(&p.subject, &p.predicate, &p.candidates, None))
+                || self.closed.values().any(|p| {
+                    names(
+                        &p.subject,
+                        &p.predicate,
+                        &p.candidates,
+                        p.resolved_scope.as_ref(),
+                    )
+                });
+            if self
+                .ids
+                .get(k)
+                .is_some_and(|st| st.tomb.is_some() && st.cur.is_none() && !st.content && !named)
+            {
+                continue;
+            }
             let st = self.ids.entry(k.clone()).or_default();
             let version = st.max_version + 1;
             st.max_version = version;

@@ -7,7 +7,7 @@ use super::store::{PgStore, Tx};
 use crate::model::Scope;
 use crate::store::guard::Places;
 use crate::store::suspects::{
-    blast_radius, place_signals, placed_by_a_human, rank, repos, Suspect,
+    blast_radius, place_signals, placed_by_a_human, rank, repos, with_marked_places, Suspect,
 };
 use crate::store::ListFilter;
 use anyhow::Result;
@@ -62,6 +62,16 @@ impl PgStore {
                 if placed_by_a_human(outcomes.iter().map(Option::as_deref)) {
                     continue;
                 }
+                let detail: Option<String> = t
+                    .opt(
+                        "SELECT detail FROM history
+                         WHERE subject = $1 AND predicate = $2 AND scope = 'global'
+                           AND event = 'set' AND version = $3
+                         ORDER BY id DESC LIMIT 1",
+                        &[&record.subject, &record.predicate, &record.version],
+                    )?
+                    .and_then(|r| r.get(0));
+                let places = with_marked_places(detail.as_deref(), places);
                 let radius = radius(t, &repos, &record.subject, &record.predicate)?;
                 out.push(Suspect::new(record.clone(), evidence, places, radius));
             }

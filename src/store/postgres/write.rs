@@ -538,7 +538,14 @@ pub(in crate::store::postgres) fn write_in_tx(
                 }
                 return enqueue_pending(t, &w, &spelled, Some(&evidence.join("; ")));
             }
-            Verdict::Suspect { evidence, .. } => suspect = Some(json!({ "suspect": evidence })),
+            Verdict::Suspect { evidence, places } => {
+                // The places as stored where memscope knows them (looked up only).
+                let mut spelled = Vec::with_capacity(places.len());
+                for p in &places {
+                    spelled.push(spelled_scope(t, p, false)?);
+                }
+                suspect = Some(crate::store::suspects::marked_detail(evidence, &spelled));
+            }
             Verdict::Apply => {}
         }
         // Writers of this identity wait for each other inside the look's probe; what it reads,

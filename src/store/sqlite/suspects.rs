@@ -8,9 +8,10 @@ use super::Store;
 use crate::model::Scope;
 use crate::store::guard::Places;
 use crate::store::suspects::{
-    blast_radius, place_signals, placed_by_a_human, rank, repos, Suspect,
+    blast_radius, place_signals, placed_by_a_human, rank, repos, with_marked_places, Suspect,
 };
 use anyhow::Result;
+use rusqlite::OptionalExtension;
 use std::hash::{Hash, Hasher};
 
 impl Store {
@@ -74,6 +75,11 @@ impl Store {
             "SELECT json_extract(detail, '$.outcome') FROM history
              WHERE subject = ?1 AND predicate = ?2 AND scope = 'global' AND event = 'pending_resolved' AND version = ?3",
         )?;
+        let mut marked = conn.prepare_cached(
+            "SELECT detail FROM history
+             WHERE subject = ?1 AND predicate = ?2 AND scope = 'global' AND event = 'set' AND version = ?3
+             ORDER BY id DESC LIMIT 1",
+        )?;
         let mut out = Vec::with_capacity(found.len());
         for (rowid, evidence, places) in found {
             let record = record.query_row([rowid], memory_from_row)?;
@@ -86,6 +92,14 @@ impl Store {
             if placed_by_a_human(outcomes.iter().map(Option::as_deref)) {
                 continue;
             }
+            let detail: Option<String> = marked
+                .query_row(
+                    rusqlite::params![record.subject, record.predicate, record.version],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .flatten();
+            let places = with_marked_places(detail.as_deref(), places);
             let radius = self.radius(&repos, &record.subject, &record.predicate)?;
             out.push(Suspect::new(record, evidence, places, radius));
         }

@@ -373,7 +373,18 @@ fn decide_and_apply(
                     .collect::<Result<Vec<_>>>()?;
                 return enqueue_pending(conn, w, &candidates, Some(&evidence), now, &mut st.seqs);
             }
-            Verdict::Suspect { evidence, .. } => suspect = Some(json!({ "suspect": evidence })),
+            Verdict::Suspect { evidence, places } => {
+                // The places as stored where memscope knows them (looked up only).
+                let mut spelled = Vec::with_capacity(places.len());
+                for p in &places {
+                    spelled.push(
+                        st.spellings
+                            .find_scope(conn, p)?
+                            .unwrap_or_else(|| p.clone()),
+                    );
+                }
+                suspect = Some(crate::store::suspects::marked_detail(evidence, &spelled));
+            }
             Verdict::Apply => {}
         }
     }
