@@ -775,6 +775,16 @@ impl DeleteReport {
 }
 
 impl TombstoneRef {
+    /// `id`'s tombstone at `version`.
+    pub fn of(id: &Identity, version: i64) -> TombstoneRef {
+        TombstoneRef {
+            subject: id.subject.clone(),
+            predicate: id.predicate.clone(),
+            scope: id.scope.to_string(),
+            version,
+        }
+    }
+
     /// `subject · predicate @ scope (tombstone vN)`, as the front ends name a tombstone.
     pub fn label(&self) -> String {
         format!(

@@ -465,27 +465,23 @@ impl Tools {
         let report = store
             .delete(&target, Some(&reason))
             .map_err(|e| failed("forget", "nothing was deleted", &e))?;
+        let named = |refs: &[crate::model::TombstoneRef]| {
+            refs.iter()
+                .map(|t| format!("{} at {} (tombstone v{})", t.predicate, t.scope, t.version))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         if report.changed_nothing() {
             let text = format!(
                 "already forgotten, nothing was left to purge: {}. Later writes to it are rejected until a human restores it.",
-                report
-                    .already_deleted
-                    .iter()
-                    .map(|t| format!("{} at {} (tombstone v{})", t.predicate, t.scope, t.version))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                named(&report.already_deleted)
             );
             let data = serde_json::to_value(&report).map_err(|e| e.to_string())?;
             return Ok(ToolReply::ok(text, data));
         }
         let mut text = format!(
             "forgotten: {}. Purged {} version(s), {} pending item(s) and {} read-log note(s); later writes to it are rejected until a human restores it.",
-            report
-                .tombstoned
-                .iter()
-                .map(|t| format!("{} at {} (tombstone v{})", t.predicate, t.scope, t.version))
-                .collect::<Vec<_>>()
-                .join(", "),
+            named(&report.tombstoned),
             report.purged_versions,
             report.purged_pending,
             report.purged_notes

@@ -816,12 +816,7 @@ impl PgStore {
             let version: i64 = r.get(0);
             let detail = json!({ "tombstone_version": version });
             log_event(t, EventKind::Restored, &id, None, None, None, Some(&detail), None)?;
-            Ok(TombstoneRef {
-                subject: id.subject.clone(),
-                predicate: id.predicate.clone(),
-                scope,
-                version,
-            })
+            Ok(TombstoneRef::of(&id, version))
         })
     }
 
@@ -1132,12 +1127,7 @@ fn delete_in_tx(
             .collect();
         if let Some(version) = left_of(t, id)?.nothing_to_destroy(!naming.is_empty()) {
             preview.already_deleted.push(id.clone());
-            report.already_deleted.push(TombstoneRef {
-                subject: id.subject.clone(),
-                predicate: id.predicate.clone(),
-                scope,
-                version,
-            });
+            report.already_deleted.push(TombstoneRef::of(id, version));
             continue;
         }
         let r = t.one(
@@ -1205,12 +1195,7 @@ fn delete_in_tx(
         preview.versions += purged;
         preview.raw_texts += raws;
         preview.events += events;
-        report.tombstoned.push(TombstoneRef {
-            subject: id.subject.clone(),
-            predicate: id.predicate.clone(),
-            scope,
-            version,
-        });
+        report.tombstoned.push(TombstoneRef::of(id, version));
         preview.identities.push(id.clone());
     }
     for pid in &pending {

@@ -299,12 +299,7 @@ impl Store {
                 let scope = id.scope.to_string();
                 let pending = pending_naming(tx, &id.subject, &id.predicate, std::slice::from_ref(&scope))?;
                 if let Some(version) = left_of(tx, id)?.nothing_to_destroy(!pending.is_empty()) {
-                    report.already_deleted.push(TombstoneRef {
-                        subject: id.subject.clone(),
-                        predicate: id.predicate.clone(),
-                        scope,
-                        version,
-                    });
+                    report.already_deleted.push(TombstoneRef::of(id, version));
                     continue;
                 }
                 let version = max_version(tx, id)? + 1;
@@ -340,12 +335,7 @@ impl Store {
                     purged_ids.push(pid);
                 }
                 report.purged_versions += purged;
-                report.tombstoned.push(TombstoneRef {
-                    subject: id.subject.clone(),
-                    predicate: id.predicate.clone(),
-                    scope,
-                    version,
-                });
+                report.tombstoned.push(TombstoneRef::of(id, version));
             }
             Ok(())
         })();
