@@ -120,8 +120,8 @@ fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String
                 let open = store.pending(false)?;
                 let Some(item) = open.iter().find(|p| p.id == *pending_id) else {
                     return Ok(Some(format!(
-                        "Pending #{pending_id} is no longer waiting (resolved, rejected or \
-                         deleted): nothing was written."
+                        "Pending #{pending_id} is no longer waiting (resolved, rejected or deleted \
+                         by another process): this dialog changed nothing."
                     )));
                 };
                 // What `y` would do now, as the store decides it today.
