@@ -63,28 +63,34 @@ pub fn truncate_middle(s: &str, max: usize) -> String {
     if let Some(s) = uncut(s, max) {
         return s;
     }
+    // A third of the room for the head, the rest for the tail (the file name).
+    let room = max - 1;
+    let (tail, tail_used) = suffix(s, room - room / 3);
+    // Room a wide char at the tail's edge could not take goes to the head.
+    let mut out = prefix(s, room - tail_used);
+    out.push('…');
+    out.push_str(&tail);
+    out
+}
+
+/// The longest end of `s` that fits in `max` columns (a wide char is never split), and its
+/// width.
+fn suffix(s: &str, max: usize) -> (String, usize) {
     let mut cells: Vec<(String, usize)> = Vec::new();
     each_grapheme(s, |g, _, w| {
         cells.push((g.to_string(), w));
         true
     });
-    // A third of the room for the head, the rest for the tail (the file name).
-    let room = max - 1;
-    let tail_room = room - room / 3;
     let mut tail = Vec::new();
-    let mut tail_used = 0;
+    let mut used = 0;
     for (g, w) in cells.iter().rev() {
-        if tail_used + w > tail_room {
+        if used + w > max {
             break;
         }
         tail.push(g.as_str());
-        tail_used += w;
+        used += w;
     }
-    // Room a wide char at the tail's edge could not take goes to the head.
-    let mut out = prefix(s, room - tail_used);
-    out.push('…');
-    out.extend(tail.into_iter().rev());
-    out
+    (tail.into_iter().rev().collect(), used)
 }
 
 /// Cuts `s` to at most `max` columns, marking a cut with `…`.
@@ -104,23 +110,8 @@ pub fn input_field(s: &str, cols: usize) -> (String, usize) {
     if width(s) < cols {
         return (fit(s, cols), width(s));
     }
-    let mut cells: Vec<(String, usize)> = Vec::new();
-    each_grapheme(s, |g, _, w| {
-        cells.push((g.to_string(), w));
-        true
-    });
     // Room for the `…` and a cursor cell after the text.
-    let room = cols.saturating_sub(2);
-    let mut tail = Vec::new();
-    let mut used = 0;
-    for (g, w) in cells.iter().rev() {
-        if used + w > room {
-            break;
-        }
-        tail.push(g.as_str());
-        used += w;
-    }
-    let shown: String = std::iter::once("…").chain(tail.into_iter().rev()).collect();
+    let shown = format!("…{}", suffix(s, cols.saturating_sub(2)).0);
     let cursor = width(&shown).min(cols.saturating_sub(1));
     (fit(&shown, cols), cursor)
 }
