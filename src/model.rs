@@ -1117,23 +1117,42 @@ pub fn reorders_text(c: char) -> bool {
     )
 }
 
-/// Whether `c` is printed escaped: a control character or one that reorders the text.
-fn printed_escaped(c: char) -> bool {
-    c.is_control() || reorders_text(c)
+/// Whether `c` may be printed escaped: a control character, or one that may print as nothing
+/// ([`crate::spelling::prints_as_nothing`] decides with its neighbours).
+fn may_be_escaped(c: char) -> bool {
+    c.is_control() || reorders_text(c) || crate::spelling::may_print_as_nothing(c)
 }
 
-/// `s` safe to print on a terminal: every control character (C0, DEL, C1) and every
-/// direction control is shown as its Rust escape (`\u{1b}`, `\n`, `\u{202e}`), everything
-/// else — CJK, emoji — as it is.
-pub fn escape_controls(s: &str) -> String {
-    if !s.chars().any(printed_escaped) {
-        return s.to_string();
+/// Which characters of `s` are printed escaped: controls, direction controls, and those that
+/// print as nothing where they stand (a zero-width space; a joiner outside an emoji or a word).
+/// `None` when there is none, the common case, found without collecting anything.
+fn escaped_chars(s: &str) -> Option<(Vec<char>, Vec<bool>)> {
+    if !s.chars().any(may_be_escaped) {
+        return None;
     }
+    let chars: Vec<char> = s.chars().collect();
+    let escaped: Vec<bool> = (0..chars.len())
+        .map(|i| {
+            let c = chars[i];
+            c.is_control() || reorders_text(c) || crate::spelling::prints_as_nothing(&chars, i)
+        })
+        .collect();
+    escaped.contains(&true).then_some((chars, escaped))
+}
+
+/// `s` safe to print on a terminal: every control character (C0, DEL, C1), every direction
+/// control and every character that prints as nothing where it stands is shown as its Rust
+/// escape (`\u{1b}`, `\n`, `\u{202e}`, `\u{200b}`), everything else — CJK, emoji with their
+/// joiners — as it is.
+pub fn escape_controls(s: &str) -> String {
+    let Some((chars, escaped)) = escaped_chars(s) else {
+        return s.to_string();
+    };
     let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
+    for (c, escaped) in chars.into_iter().zip(escaped) {
         if c.is_control() {
             out.extend(c.escape_debug());
-        } else if reorders_text(c) {
+        } else if escaped {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);
@@ -1142,10 +1161,10 @@ pub fn escape_controls(s: &str) -> String {
     out
 }
 
-/// JSON text of `value`, compact: serde_json's, but DEL, the C1 controls and the direction
-/// controls are escaped as well (`\u007f`, `\u009b`, `\u202e`; serde_json escapes only
-/// U+0000–U+001F). It parses to the same value, and no such character in it reaches a
-/// terminal raw.
+/// JSON text of `value`, compact: serde_json's, but DEL, the C1 controls, the direction
+/// controls and the characters that print as nothing where they stand are escaped as well
+/// (`\u007f`, `\u009b`, `\u202e`, `\u200b`; serde_json escapes only U+0000–U+001F). It
+/// parses to the same value, and no such character in it reaches a terminal raw.
 pub fn to_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     serde_json::to_string(value).map(escape_json_controls)
 }
@@ -1156,17 +1175,20 @@ pub fn to_json_pretty<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<St
 }
 
 /// Outside its strings JSON text is ASCII, and serde_json already escapes C0 inside them: a
-/// character left to escape is DEL, C1 or a direction control inside a string, where
-/// `\uXXXX` means the same.
+/// character left to escape is DEL, C1, a direction control or one that prints as nothing
+/// inside a string, where `\uXXXX` means the same.
 fn escape_json_controls(json: String) -> String {
-    let raw = |c: char| ('\u{7f}'..='\u{9f}').contains(&c) || reorders_text(c);
-    if !json.contains(raw) {
+    let Some((chars, escaped)) = escaped_chars(&json) else {
         return json;
-    }
+    };
     let mut out = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
-        if raw(c) {
-            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+    for (c, escaped) in chars.into_iter().zip(escaped) {
+        // C0 here is the layout of pretty JSON (newlines), outside every string.
+        if escaped && c > '\u{1f}' {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{:04x}", unit));
+            }
         } else {
             out.push(c);
         }
@@ -1463,6 +1485,29 @@ mod tests {
         }
         // Joiners inside words and emoji are not direction controls: shown as they are.
         assert_eq!(escape_controls("👩\u{200D}💻"), "👩\u{200D}💻");
+    }
+
+    #[test]
+    fn text_and_json_show_what_prints_as_nothing_escaped() {
+        // "pnpm" and "pnpm" + a zero-width space are two values; printed, they must differ.
+        assert_eq!(escape_controls("pnpm\u{200B}"), "pnpm\\u{200b}");
+        assert_eq!(
+            escape_controls("p\u{00AD}npm \u{FEFF}仓库\u{2060} x\u{E0041}"),
+            "p\\u{ad}npm \\u{feff}仓库\\u{2060} x\\u{e0041}"
+        );
+        // A joiner or variation selector outside a word prints as nothing; inside an emoji or
+        // a word it is part of it, and stays.
+        assert_eq!(escape_controls("npm\u{200D} ci"), "npm\\u{200d} ci");
+        let kept = "👩\u{200D}💻 ❤\u{FE0F} 🏴\u{E0067}\u{E0062}\u{E007F}";
+        assert_eq!(escape_controls(kept), kept);
+        let value = json!({ "v": ["pnpm\u{200B}", kept, "x\u{E0041}"] });
+        for text in [to_json(&value).unwrap(), to_json_pretty(&value).unwrap()] {
+            assert!(text.contains("pnpm\\u200b"), "{text:?}");
+            assert!(text.contains(kept), "{text:?}");
+            // Outside the first plane, the escape is a surrogate pair, as JSON spells it.
+            assert!(text.contains("x\\udb40\\udc41"), "{text:?}");
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+        }
     }
 
     #[test]

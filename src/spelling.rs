@@ -78,6 +78,21 @@ fn invisible_name(c: char) -> Option<&'static str> {
     })
 }
 
+/// Whether the character at `i` of `chars` prints as nothing where it stands — a zero-width
+/// space, a soft hyphen, a direction control, a tag or joiner outside the word or emoji it
+/// could join — so text printed for a person shows it escaped (README, "What agents and models
+/// wrote is printed …"): `pnpm` and `pnpm` with a zero-width space after it are two values that
+/// would otherwise look alike. A joiner inside an emoji or a word prints as part of it.
+pub fn prints_as_nothing(chars: &[char], i: usize) -> bool {
+    invisible_name(chars[i]).is_some() && !(joins_a_word(chars[i]) && inside_a_word(chars, i))
+}
+
+/// Whether `c` may print as nothing somewhere ([`prints_as_nothing`] says where it does): the
+/// cheap test before looking at a character's neighbours.
+pub fn may_print_as_nothing(c: char) -> bool {
+    invisible_name(c).is_some()
+}
+
 /// Characters that carry meaning inside a word or an emoji sequence.
 fn joins_a_word(c: char) -> bool {
     matches!(

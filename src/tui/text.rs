@@ -124,15 +124,24 @@ pub fn fit(s: &str, cols: usize) -> String {
     t
 }
 
-/// Control characters (newlines, tabs, escapes) and direction controls never reach the
-/// terminal: a stored value could otherwise move the cursor, break the layout, or show its
-/// words in another order than they are stored.
+/// Control characters (newlines, tabs, escapes), direction controls and characters that
+/// print as nothing where they stand (a zero-width space; a joiner outside an emoji) never
+/// reach the terminal raw: a stored value could otherwise move the cursor, break the layout,
+/// show its words in another order than they are stored, or look like another value.
 pub fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
+    let hidden = |c: char| {
+        c.is_control() || crate::model::reorders_text(c) || crate::spelling::may_print_as_nothing(c)
+    };
+    if !s.contains(hidden) {
+        return s.to_string();
+    }
+    let chars: Vec<char> = s.chars().collect();
+    (0..chars.len())
+        .map(|i| match chars[i] {
             '\n' | '\r' => '⏎',
             '\t' => ' ',
             c if c.is_control() || crate::model::reorders_text(c) => '�',
+            _ if crate::spelling::prints_as_nothing(&chars, i) => '�',
             c => c,
         })
         .collect()
@@ -296,6 +305,17 @@ mod tests {
         let shown = one_line("npm\u{202E}ic\u{2066}仓库\u{2069}\x1b[2J\n🧠\u{200D}💻");
         assert_eq!(shown, "npm�ic�仓库��[2J⏎🧠\u{200D}💻");
         assert_eq!(wrap("a\u{202E}b c", 3), vec!["a�b", "c"]);
+    }
+
+    #[test]
+    fn one_line_shows_what_prints_as_nothing() {
+        // Two values that would look alike: the second ends in a zero-width space.
+        assert_eq!(one_line("pnpm\u{200B}"), "pnpm�");
+        assert_eq!(one_line("p\u{00AD}npm\u{FEFF}\u{2060}"), "p�npm��");
+        // A joiner outside an emoji prints as nothing; inside one it is part of it.
+        assert_eq!(one_line("npm\u{200D}"), "npm�");
+        assert_eq!(one_line("👩\u{200D}💻 ❤\u{FE0F}"), "👩\u{200D}💻 ❤\u{FE0F}");
+        assert_eq!(one_line("燕麦拿铁"), "燕麦拿铁");
     }
 
     #[test]

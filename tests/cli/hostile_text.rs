@@ -7,23 +7,26 @@ use crate::support::mcp_session::RawSession;
 use crate::support::*;
 use serde_json::{json, Value};
 
-/// Words that must stay readable, then a right-to-left override (what follows shows
-/// reversed), sequences that retitle the terminal and clear the screen (once with the C1
+/// Words that must stay readable, then a zero-width space (a value ending in one looks like
+/// the value without it), a right-to-left override (what follows shows reversed), sequences that retitle the terminal and clear the screen (once with the C1
 /// control CSI), a bell, a carriage return, NEL, DEL, a tab and a newline. The controls come
 /// early: error messages shorten what they quote.
-const HOSTILE: &str = "中文🧠\u{202E}\x1b]0;pwned\x07\u{9b}2J\x1b[2J\r\u{85}\x7f\t\nend";
+const HOSTILE: &str = "中文🧠\u{200B}\u{202E}\x1b]0;pwned\x07\u{9b}2J\x1b[2J\r\u{85}\x7f\t\nend";
 const READABLE: &str = "中文🧠";
 
-/// Neither stream holds a control character other than the newlines between lines.
+/// Neither stream holds a control character other than the newlines between lines, nor a
+/// character that prints as nothing where it stands.
 #[track_caller]
 fn assert_no_raw_controls(what: &str, run: &Run) {
     for (stream, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
-        if let Some((at, c)) = text
-            .char_indices()
-            .find(|&(_, c)| (c.is_control() && c != '\n') || memscope::model::reorders_text(c))
-        {
+        let chars: Vec<char> = text.chars().collect();
+        if let Some((at, &c)) = chars.iter().enumerate().find(|&(i, &c)| {
+            (c.is_control() && c != '\n')
+                || memscope::model::reorders_text(c)
+                || memscope::spelling::prints_as_nothing(&chars, i)
+        }) {
             panic!(
-                "{what}: {stream} holds the raw control character {c:?} at byte {at}:\n{text:?}"
+                "{what}: {stream} holds the raw control character {c:?} at character {at}:\n{text:?}"
             );
         }
     }
@@ -40,6 +43,7 @@ fn assert_shown_escaped(what: &str, text: &str) {
         ("ESC", ["\\u{1b}", "\\u001b"]),
         ("CSI", ["\\u{9b}", "\\u009b"]),
         ("RLO", ["\\u{202e}", "\\u202e"]),
+        ("ZWSP", ["\\u{200b}", "\\u200b"]),
     ] {
         assert!(
             escapes.iter().any(|e| text.contains(e)),

@@ -1413,7 +1413,7 @@ fn mouse_off_ignores_mouse_events_and_no_coordinates_panic() {
 fn the_event_popup_shows_hostile_text_escaped() {
     let f = Fixture::story();
     f.write(
-        r#"{"subject":"user:42","predicate":"shell","value":{"cmd":"echo \u001b]0;pwned\u0007"},"scope":"global","source":"thread:1/message:2","raw":"clear the screen \u001b[2J\u001b[H then\nring \u0007 twice"}"#,
+        r#"{"subject":"user:42","predicate":"shell","value":{"cmd":"echo \u001b]0;pwned\u0007"},"scope":"global","source":"thread:1/message:2","raw":"clear the screen \u001b[2J\u001b[H then\nring \u0007 twice\u200b"}"#,
     );
     for_each_backend(&f, |db| {
         let mut s = db.session(100, 30);
@@ -1427,9 +1427,11 @@ fn the_event_popup_shows_hostile_text_escaped() {
             "a control character reached the screen:\n{screen}"
         );
         assert!(screen.contains("clear the screen �[2J�[H then"), "{screen}");
-        assert!(screen.contains("ring � twice"), "{screen}");
+        // The zero-width space at the end shows: this is not the same words without it.
+        assert!(screen.contains("ring � twice�"), "{screen}");
+        assert!(!screen.contains('\u{200B}'), "{screen}");
         // The copy is the stored text, exactly: the escapes travel inside the base64.
-        let raw = "clear the screen \u{1b}[2J\u{1b}[H then\nring \u{7} twice";
+        let raw = "clear the screen \u{1b}[2J\u{1b}[H then\nring \u{7} twice\u{200B}";
         assert_eq!(s.app.handle_key(ch('c')), Action::Copy(raw.into()));
     });
 }
