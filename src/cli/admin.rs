@@ -324,17 +324,32 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
             file.display()
         )
     })?;
-    // Like a new file, a PostgreSQL database gets memscope's schema first.
-    let place = match postgres::Address::recognise(path.as_os_str()) {
+    // Like a new file, a PostgreSQL database gets memscope's schema first (README, "seq, alias,
+    // export / import": a refused import leaves it there, empty, for the retry).
+    let (place, new_file) = match postgres::Address::recognise(path.as_os_str()) {
         Some(address) => {
             let address = address?;
             postgres::prepare(&address)?;
-            address.describe()
+            (address.describe(), false)
         }
-        None => path.display().to_string(),
+        None => (path.display().to_string(), !path.exists()),
     };
-    let mut store = AnyStore::open(path, OpenMode::Create)?;
-    let report = store.import(&mut std::io::BufReader::new(f))?;
+    let imported = AnyStore::open(path, OpenMode::Create)
+        .and_then(|mut store| store.import(&mut std::io::BufReader::new(f)));
+    let report = match imported {
+        Ok(report) => report,
+        Err(e) => {
+            // The store is closed: a file this import made goes again, with its journals.
+            if new_file {
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    let mut file = path.as_os_str().to_owned();
+                    file.push(suffix);
+                    let _ = std::fs::remove_file(file);
+                }
+            }
+            return Err(e);
+        }
+    };
     let total: u64 = report.rows.values().sum();
     outln!("imported {total} row(s) into {place}: check is clean");
     Ok(EXIT_OK)

@@ -514,7 +514,7 @@ fn an_import_holding_an_integer_past_64_bits_is_refused_whole() {
         &run.stderr,
         &["of the import", "99999999999999999999999", "as a string"],
     );
-    assert_eq!(dst.run(&["list", "--json"]).ok().stdout.trim(), "[]");
+    assert_nothing_imported(&dst);
     // The same in a history event's detail (JSON text too).
     src.run(&[
         "delete",
@@ -541,6 +541,17 @@ fn an_import_holding_an_integer_past_64_bits_is_refused_whole() {
     assert_one_sentence(&run.stderr, &["of the import", "12345678901234567890123"]);
 }
 
+/// A refused import changed nothing: a new file is not left behind; a PostgreSQL database
+/// keeps memscope's schema, empty.
+#[track_caller]
+fn assert_nothing_imported(dst: &TestDb) {
+    if dst.is_postgres() {
+        assert_eq!(dst.run(&["list", "--json"]).ok().stdout.trim(), "[]");
+    } else {
+        assert!(!dst.path.exists(), "{} was left", dst.path.display());
+    }
+}
+
 #[test]
 fn an_import_column_past_64_signed_bits_is_refused_by_name() {
     let src = TestDb::new();
@@ -563,7 +574,7 @@ fn an_import_column_past_64_signed_bits_is_refused_by_name() {
                 "2^63 - 1",
             ],
         );
-        assert_eq!(dst.run(&["list", "--json"]).ok().stdout.trim(), "[]");
+        assert_nothing_imported(dst);
     }
 }
 
@@ -619,7 +630,38 @@ fn an_apply_context_that_is_not_an_object_and_an_unreadable_import_are_one_sente
         let run = dst.run(&["import", file.to_str().unwrap()]);
         assert_eq!(run.code, 1, "{run:?}");
         assert_one_sentence(&run.stderr, &[said, "memscope export"]);
+        for suffix in ["", "-wal", "-shm"] {
+            let made = format!("{}{suffix}", dst.path.display());
+            assert!(!std::path::Path::new(&made).exists(), "{made} was left");
+        }
     }
+}
+
+#[test]
+fn a_refused_import_into_an_existing_file_leaves_it_as_it_was() {
+    // The file was there before the import: it stays, with what it held.
+    let db = TestDb::new();
+    db.run(&["init"]).ok();
+    let dump = db.sibling("bad.jsonl");
+    std::fs::write(&dump, "{\"table\":\"memscope_export\",\"schema_version\":5}\n{\"table\":\"memories\",\"nope\":1}\n").unwrap();
+    let run = db.run(&["import", dump.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(db.path.exists());
+    db.assert_check_ok();
+    // A new file: made, refused, gone; the same dump fixed then imports into the same path.
+    let dst = TestDb::named("fresh.db");
+    let run = dst.run(&["import", dump.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        !dst.path.exists(),
+        "the refused import left {}",
+        dst.path.display()
+    );
+    db.write(U, PM, "npm", "global", "s");
+    let good = db.sibling("good.jsonl");
+    db.run(&["export", "--out", good.to_str().unwrap()]).ok();
+    dst.run(&["import", good.to_str().unwrap()]).ok();
+    assert_eq!(dst.list(&[]).len(), 1);
 }
 
 #[test]
