@@ -3,12 +3,13 @@
 //! still has live records (a write could no longer reach them). The backends read what the
 //! rule needs inside their transaction and write the pair.
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 
 /// `alias` and `canonical` normalized; refused when they are the same.
 pub(crate) fn normalized_pair(alias: &str, canonical: &str) -> Result<(String, String)> {
-    let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
-    let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
+    let alias = crate::model::normalize_predicate(alias).map_err(crate::model::InvalidRequest)?;
+    let canonical =
+        crate::model::normalize_predicate(canonical).map_err(crate::model::InvalidRequest)?;
     if alias == canonical {
         bail!("alias '{alias}' and canonical '{canonical}' are the same after normalization: nothing to add");
     }

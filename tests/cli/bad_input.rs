@@ -655,6 +655,44 @@ fn pending_commands_on_unknown_items_are_refused_on(db: TestDb) {
     });
 }
 
+#[test]
+fn an_id_with_an_invisible_character_is_a_usage_error_in_every_command() {
+    an_id_with_an_invisible_character_is_a_usage_error_on(TestDb::new());
+}
+
+#[test]
+fn an_id_with_an_invisible_character_is_a_usage_error_on_postgres() {
+    on_postgres(an_id_with_an_invisible_character_is_a_usage_error_on);
+}
+
+/// A subject or predicate nobody could type as it is, given to a command that names one
+/// identity: exit 2 and the command's help, as `write` says it, on both backends.
+fn an_id_with_an_invisible_character_is_a_usage_error_on(db: TestDb) {
+    unchanged_on_seeded(db, |db| {
+        for (subject, predicate, said) in [
+            ("user:4\u{200B}2", PM, "subject has an invisible character"),
+            (U, "pm\u{2060}", "predicate has an invisible character"),
+        ] {
+            let commands: [(&str, &[&str]); 6] = [
+                ("delete", &["--scope", "global", "--reason", "r", "--yes"]),
+                ("restore", &["--scope", "global"]),
+                ("rescope", &["--scope", "global", "--to", "repo:web-app"]),
+                ("revert", &["--scope", "global"]),
+                ("resolve", &[]),
+                (
+                    "write",
+                    &["--value", "npm", "--scope", "global", "--source", "s"],
+                ),
+            ];
+            for (command, rest) in commands {
+                let help = format!("memscope {command} --help");
+                db.run(&args_for(command, subject, predicate, rest))
+                    .fails_with(2, &[said, "type the", &help]);
+            }
+        }
+    });
+}
+
 // SQLite only: no file is created.
 #[test]
 fn a_wrong_write_creates_no_database() {

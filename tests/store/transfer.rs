@@ -322,11 +322,12 @@ fn an_export_from_schema_v2_imports_and_an_unknown_version_is_refused_on(dbs: &D
     other
         .run(&["import", future.to_str().unwrap()])
         .fails_with(1, &["schema version 99"]);
-    assert_eq!(
-        other.list(&[]),
-        Vec::<Value>::new(),
-        "a refused import writes no memory"
-    );
+    // A refused import writes no memory; the new file it made goes again.
+    if other.is_postgres() {
+        assert_eq!(other.list(&[]), Vec::<Value>::new());
+    } else {
+        assert!(!other.path.exists(), "{} was left", other.path.display());
+    }
 }
 
 /// An export of a small story: a confirmed preference, a pending item, a deleted memory.

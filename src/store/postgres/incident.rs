@@ -14,7 +14,7 @@ use crate::store::incident::{
     self, resolution_at, revert_step, state_at, HistoryAt, RevertStep, VersionContent,
 };
 use crate::store::prepared::PreparedWrite;
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
@@ -36,7 +36,7 @@ pub(super) fn resolution_identities(
     repo: Option<&str>,
     task: Option<&str>,
 ) -> Result<Chain> {
-    let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+    let subject = crate::model::normalize_subject(subject).map_err(crate::model::InvalidRequest)?;
     let subject = spelled(t, SUBJECT, &subject, false)?;
     let predicate = canonical_predicate(t, predicate)?;
     let mut place = |scope: Option<Scope>| -> Result<Option<String>> {
@@ -222,9 +222,11 @@ impl PgStore {
         to_version: Option<i64>,
         commit: bool,
     ) -> Result<WriteOutcome> {
+        let subject =
+            crate::model::normalize_subject(&id.subject).map_err(crate::model::InvalidRequest)?;
         let body = |t: &mut Tx<'_>| {
             let id = Identity {
-                subject: spelled(t, SUBJECT, &id.subject, false)?,
+                subject: spelled(t, SUBJECT, &subject, false)?,
                 predicate: canonical_predicate(t, &id.predicate)?,
                 scope: spelled_scope(t, &id.scope, false)?,
             };
@@ -273,7 +275,8 @@ impl PgStore {
         to: &Scope,
         commit: bool,
     ) -> Result<Vec<WriteOutcome>> {
-        let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
+        let subject =
+            crate::model::normalize_subject(subject).map_err(crate::model::InvalidRequest)?;
         let body = |t: &mut Tx<'_>| {
             let subject = spelled(t, SUBJECT, &subject, false)?;
             let predicate = canonical_predicate(t, predicate)?;

@@ -794,7 +794,8 @@ impl PgStore {
     /// Lifts a tombstone: later writes to the identity are accepted again (its content stays
     /// destroyed).
     pub fn restore(&mut self, id: &Identity) -> Result<TombstoneRef> {
-        let subject = crate::model::normalize_subject(&id.subject).map_err(|e| anyhow!(e))?;
+        let subject =
+            crate::model::normalize_subject(&id.subject).map_err(crate::model::InvalidRequest)?;
         self.in_tx(|t| {
             let id = Identity {
                 subject: spelled(t, SUBJECT, &subject, false)?,
@@ -947,8 +948,9 @@ fn resolve_in(
     task: Option<&str>,
     sql: &'static str,
 ) -> Result<(Resolution, super::incident::Chain)> {
-    let subject = crate::model::normalize_subject(subject).map_err(|e| anyhow!(e))?;
-    let predicate = crate::model::normalize_predicate(predicate).map_err(|e| anyhow!(e))?;
+    let subject = crate::model::normalize_subject(subject).map_err(crate::model::InvalidRequest)?;
+    let predicate =
+        crate::model::normalize_predicate(predicate).map_err(crate::model::InvalidRequest)?;
     let place = |scope: Option<Scope>| scope.map(|s| s.to_string());
     let repo_text = place(repo.map(|r| Scope::Repo(r.to_string())));
     let task_text = place(task.map(|k| Scope::Task(k.to_string())));
@@ -1016,7 +1018,7 @@ fn delete_in_tx(
     reason: Option<&str>,
 ) -> Result<(DeleteReport, DeletePreview)> {
     let subject_of = |t: &mut Tx<'_>, s: &str| -> Result<String> {
-        let s = crate::model::normalize_subject(s).map_err(|e| anyhow!(e))?;
+        let s = crate::model::normalize_subject(s).map_err(crate::model::InvalidRequest)?;
         spelled(t, SUBJECT, &s, false)
     };
     let (subject, predicate, exact) = match target {
@@ -1257,7 +1259,7 @@ fn stored_filter(
     let predicate = predicate.map(|p| canonical_predicate(t, p)).transpose()?;
     let subject = match subject {
         Some(s) => {
-            let s = crate::model::normalize_subject(s).map_err(|e| anyhow!(e))?;
+            let s = crate::model::normalize_subject(s).map_err(crate::model::InvalidRequest)?;
             Some(spelled(t, SUBJECT, &s, false)?)
         }
         None => None,
@@ -1327,7 +1329,7 @@ fn bump_metric(t: &mut Tx<'_>, name: &str, by: i64) -> Result<()> {
 }
 
 pub(super) fn canonical_predicate(t: &mut Tx<'_>, raw: &str) -> Result<String> {
-    let p = crate::model::normalize_predicate(raw).map_err(|e| anyhow!(e))?;
+    let p = crate::model::normalize_predicate(raw).map_err(crate::model::InvalidRequest)?;
     Ok(t.opt(
         "SELECT canonical FROM predicate_aliases WHERE alias = $1",
         &[&p],

@@ -605,8 +605,10 @@ pub fn default_aliases() -> Result<Vec<(String, String)>> {
         let canonical = canonical
             .as_str()
             .ok_or_else(|| anyhow!("alias {alias} must map to a string"))?;
-        let alias = crate::model::normalize_predicate(alias).map_err(|e| anyhow!(e))?;
-        let canonical = crate::model::normalize_predicate(canonical).map_err(|e| anyhow!(e))?;
+        let alias =
+            crate::model::normalize_predicate(alias).map_err(crate::model::InvalidRequest)?;
+        let canonical =
+            crate::model::normalize_predicate(canonical).map_err(crate::model::InvalidRequest)?;
         if alias != canonical {
             pairs.push((alias, canonical));
         }
@@ -625,7 +627,7 @@ pub(crate) fn pairs<A: rusqlite::types::FromSql, B: rusqlite::types::FromSql>(
 }
 
 pub(crate) fn canonical_predicate(conn: &Connection, raw: &str) -> Result<String> {
-    let p = crate::model::normalize_predicate(raw).map_err(|e| anyhow!(e))?;
+    let p = crate::model::normalize_predicate(raw).map_err(crate::model::InvalidRequest)?;
     let mapped: Option<String> = conn
         .prepare_cached("SELECT canonical FROM predicate_aliases WHERE alias = ?1")?
         .query_row([&p], |r| r.get(0))

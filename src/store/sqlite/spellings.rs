@@ -8,7 +8,7 @@
 use super::events::{Event, EventKind};
 use crate::model::{normalize_subject, same_value, Identity, Scope};
 use crate::spelling::fold;
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -91,7 +91,7 @@ fn respelled(scope: &Scope, text: &str) -> Scope {
 /// A subject as a person gave it, normalized and in its stored spelling (looked up only: a
 /// read never registers a spelling).
 pub(crate) fn find_subject(conn: &Connection, raw: &str) -> Result<String> {
-    let s = normalize_subject(raw).map_err(|e| anyhow!(e))?;
+    let s = normalize_subject(raw).map_err(crate::model::InvalidRequest)?;
     subject(conn, &s, false)
 }
 
