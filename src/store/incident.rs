@@ -273,8 +273,18 @@ pub(crate) fn rescope_moved(
         moved.outcome,
         OutcomeKind::Inserted | OutcomeKind::Confirmed | OutcomeKind::Superseded
     ) {
+        // A causally newer value there (the value a rescope away from it brought back, say)
+        // is not replaced by moving an older one in; a revert makes an earlier value current.
+        let next = if moved.outcome == OutcomeKind::Stale {
+            format!(
+                ": to make an earlier value current in {0} again, revert it (`memscope revert --scope {0}`)",
+                to.scope
+            )
+        } else {
+            String::new()
+        };
         bail!(
-            "{to} refused the value ({}: {}); nothing changed",
+            "{to} refused the value ({}: {}); nothing changed{next}",
             moved.outcome,
             moved.reason.as_deref().unwrap_or("")
         );

@@ -1173,6 +1173,19 @@ fn rescope_fixes_the_wrong_tool_incident() {
         "the repo rule did not exist before the rescope"
     );
     drop(store);
+
+    // Moving it back into global is refused: the pnpm the fix brought back there is causally
+    // newer. The sentence names the way to make global's earlier value current: revert.
+    let before = db.fingerprint();
+    rescope_run(&db, LEGACY, "global").fails_with(
+        1,
+        &[
+            "stale",
+            "nothing changed",
+            "current in global again, revert it (`memscope revert --scope global`)",
+        ],
+    );
+    assert_eq!(before, db.fingerprint());
 }
 
 /// A mis-scoped value with no earlier version leaves FROM's current view (`removed`); a later
