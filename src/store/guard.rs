@@ -9,7 +9,7 @@ use crate::spelling::fold;
 use aho_corasick::AhoCorasick;
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
@@ -25,12 +25,17 @@ pub struct Cues {
     /// many cues there are (the suspects scan reads every global record).
     matcher: Option<AhoCorasick>,
     folded: Vec<String>,
+    /// Place ids that are everyday words (`docs`, `api`, `test`), folded: named only where the
+    /// words mark them as a place ([`marked_as_place`]).
+    everyday: HashSet<String>,
 }
 
 #[derive(Deserialize)]
 struct CueLists {
     place: Vec<String>,
     default: Vec<String>,
+    #[serde(default)]
+    everyday_ids: Vec<String>,
 }
 
 impl Cues {
@@ -42,7 +47,14 @@ impl Cues {
             default,
             matcher,
             folded,
+            everyday: HashSet::new(),
         }
+    }
+
+    /// These cues, with `ids` as the place ids that are everyday words.
+    pub fn with_everyday_ids(mut self, ids: &[String]) -> Cues {
+        self.everyday = ids.iter().map(|id| fold(id)).collect();
+        self
     }
 
     /// The shipped lists, parsed once.
@@ -53,8 +65,9 @@ impl Cues {
             let lists: CueLists = serde_json::from_str(DEFAULT_CUES).unwrap_or(CueLists {
                 place: Vec::new(),
                 default: Vec::new(),
+                everyday_ids: Vec::new(),
             });
-            Cues::new(lists.place, lists.default)
+            Cues::new(lists.place, lists.default).with_everyday_ids(&lists.everyday_ids)
         })
     }
 
@@ -203,8 +216,14 @@ impl Places {
 
     /// The places folded `text` names: first the place the write was made in (`here`, which
     /// the database may not know yet), then the known ones, each once; ids split into tokens
-    /// are found in the order the words give them. The words are split once for both.
-    fn named_in(&self, words: &Words, here: Option<&Context>) -> Vec<Scope> {
+    /// are found in the order the words give them. The words are split once for both. An id
+    /// in `everyday` (`docs`, `api`) names its place only where the words mark it as one.
+    fn named_in(
+        &self,
+        words: &Words,
+        here: Option<&Context>,
+        everyday: &HashSet<String>,
+    ) -> Vec<Scope> {
         let text = words.folded.as_str();
         // `here`'s places with their ids as `Places::new` keeps them: three characters or
         // more, and of an id made of tokens the first place only. An id made of tokens (ASCII)
@@ -244,15 +263,24 @@ impl Places {
         };
         let own_tokens = own.iter().flatten().any(|o| o.token);
         if own_tokens || !self.by_token.is_empty() {
-            for token in words.tokens.iter().map(|at| &text[at.clone()]) {
+            for at in &words.tokens {
+                let token = &text[at.clone()];
                 let mine = own
                     .iter()
                     .flatten()
                     .find(|o| o.key.eq_ignore_ascii_case(token));
+                let theirs = self.by_token.get(token);
+                // Looked up only for a token that is a place's id: most are not.
+                if (mine.is_some() || theirs.is_some())
+                    && everyday.contains(token)
+                    && !marked_as_place(text, at.clone())
+                {
+                    continue;
+                }
                 if let Some(o) = mine {
                     name(o.place(), &mut named);
                 }
-                if let Some(place) = self.by_token.get(token) {
+                if let Some(place) = theirs {
                     if !known.contains(place) {
                         known.push(place.clone());
                     }
@@ -448,7 +476,7 @@ fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
         }
         s.default = quote(default);
         // A known place named in the words: the context's own, or any the database holds.
-        let named = ev.known_places.named_in(words, ev.context);
+        let named = ev.known_places.named_in(words, ev.context, &cues.everyday);
         for place in &named {
             s.place.push(format!("the words name {place}"));
         }
@@ -464,6 +492,35 @@ fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
         }
     }
     s
+}
+
+/// Words next to a place id that say it is one: `the docs repo`, `repo docs`, `docs 仓库`.
+const PLACE_NOUNS: [&str; 6] = [
+    "repo",
+    "repository",
+    "project",
+    "codebase",
+    "monorepo",
+    "service",
+];
+const PLACE_NOUNS_CJK: [&str; 5] = ["仓库", "项目", "代码库", "工程", "服务"];
+
+/// Whether the id at `at` of folded `text` is marked as a place: written as a scope
+/// (`repo:docs`, `task:docs`), or beside a place noun (`the docs repo`, `in repo docs`,
+/// `docs 仓库`). An id that is an everyday word counts as named only so: "write docs in
+/// English" names no repository.
+fn marked_as_place(text: &str, at: std::ops::Range<usize>) -> bool {
+    let before = &text[..at.start];
+    if before.ends_with("repo:") || before.ends_with("task:") {
+        return true;
+    }
+    // Quotes, backticks and spaces between the id and its noun do not count.
+    let apart = |c: char| !c.is_alphanumeric();
+    let previous = before.trim_end_matches(apart).split(apart).next_back();
+    let after = text[at.end..].trim_start_matches(apart);
+    let next = after.split(apart).next();
+    let noun = |w: Option<&str>| w.is_some_and(|w| PLACE_NOUNS.contains(&w));
+    noun(previous) || noun(next) || PLACE_NOUNS_CJK.iter().any(|n| after.starts_with(n))
 }
 
 /// Whether a cue found at `start..end` of folded `text` stands as itself: anywhere for a cue
@@ -577,10 +634,54 @@ mod tests {
     }
 
     #[test]
+    fn an_everyday_id_names_its_place_only_where_the_words_mark_it() {
+        let docs = repo("docs");
+        let known = Places::new([&docs, &repo("storefront")]);
+        let named = |raw: &str| known.named_in(&Words::read(raw), None, &Cues::shipped().everyday);
+        for plain in [
+            "Always write docs in English",
+            "docs first, then code",
+            "Keep the docs/ folder flat",
+        ] {
+            assert_eq!(named(plain), Vec::<Scope>::new(), "{plain}");
+        }
+        for marked in [
+            "repo:docs builds with mkdocs",
+            "the docs repo builds with mkdocs",
+            "The `docs` repository builds with mkdocs",
+            "in repo docs we build with mkdocs",
+            "docs 仓库用 mkdocs 构建",
+            "docs仓库用 mkdocs",
+            "For the docs service, log at debug",
+        ] {
+            assert_eq!(named(marked), vec![docs.clone()], "{marked}");
+        }
+        // An id that is not an everyday word is named bare, as before.
+        assert_eq!(named("storefront uses yarn"), vec![repo("storefront")]);
+        // The place the write was made in, when its id is an everyday word: the same rule.
+        let here = Context {
+            repo: Some("tests".into()),
+            task: None,
+        };
+        let none = Places::default();
+        let named_here =
+            |raw: &str| none.named_in(&Words::read(raw), Some(&here), &Cues::shipped().everyday);
+        assert_eq!(
+            named_here("Always add tests for new code"),
+            Vec::<Scope>::new()
+        );
+        assert_eq!(
+            named_here("The tests repo runs pytest -x"),
+            vec![repo("tests")]
+        );
+    }
+
+    #[test]
     fn the_shipped_cues_parse() {
         let cues: CueLists = serde_json::from_str(DEFAULT_CUES).expect("assets/scope_cues.json");
         assert!(cues.place.len() > 20 && cues.default.len() > 20);
         assert!(Cues::shipped().matcher.is_some());
+        assert!(cues.everyday_ids.len() > 50 && Cues::shipped().everyday.contains("docs"));
     }
 
     #[derive(Deserialize)]
