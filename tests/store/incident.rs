@@ -1254,6 +1254,42 @@ fn a_scope_emptied_by_a_rescope_takes_any_causal_number_and_check_agrees_on_post
     on_postgres(a_scope_emptied_by_a_rescope_takes_any_causal_number_and_check_agrees_on);
 }
 
+#[test]
+fn a_rescope_typed_in_another_case_records_the_stored_spellings() {
+    a_rescope_typed_in_another_case_records_the_stored_spellings_on(TestDb::new());
+}
+
+#[test]
+fn a_rescope_typed_in_another_case_records_the_stored_spellings_on_postgres() {
+    on_postgres(a_rescope_typed_in_another_case_records_the_stored_spellings_on);
+}
+
+/// `--scope Repo:Web-App --to REPO:Legacy-Dashboard` names the places stored as
+/// `repo:web-app` and `repo:legacy-dashboard`: the events' details say those, as every other
+/// column does, so a reader of history finds one place under one name.
+fn a_rescope_typed_in_another_case_records_the_stored_spellings_on(db: TestDb) {
+    db.write(U, "install_command", "npm ci", LEGACY, "s:0");
+    db.write(U, PM, "npm", "repo:web-app", "s:1");
+    rescope(&db, "repo:Web-App", "repo:Legacy-Dashboard");
+    let events = as_array(db.json(&["history", "--subject", U, "--predicate", PM, "--json"]));
+    let detail = |kind: &str| {
+        events
+            .iter()
+            .find(|e| e["event"] == kind)
+            .map(|e| e["detail"].clone())
+            .unwrap_or_else(|| panic!("a {kind} event: {events:#?}"))
+    };
+    assert_eq!(detail("rescoped")["from"], json!("repo:web-app"));
+    assert_eq!(detail("removed")["rescoped_to"], json!(LEGACY));
+    assert!(
+        events
+            .iter()
+            .all(|e| e["scope"] == json!("repo:web-app") || e["scope"] == json!(LEGACY)),
+        "{events:#?}"
+    );
+    db.assert_check_ok();
+}
+
 fn a_scope_emptied_by_a_rescope_takes_any_causal_number_and_check_agrees_on(db: TestDb) {
     let value = "仓库专用 📦";
     db.write_with(

@@ -306,7 +306,7 @@ impl PgStore {
             }
             let w = PreparedWrite::stored(&to_id, value, source.clone(), raw, Some(causal_seq))?;
             let moved = write_in_tx(t, &w)?;
-            let detail = incident::rescope_moved(&to_id, from, from_version, &moved)?;
+            let detail = incident::rescope_moved(&to_id, &from_id.scope, from_version, &moved)?;
             let to_scope = to_id.scope.to_string();
             let clock = clock(t)?;
             t.exec(
@@ -329,7 +329,7 @@ impl PgStore {
                 &from_id,
                 None,
                 true,
-                incident::rescope_back_detail(to, from_version),
+                incident::rescope_back_detail(&to_id.scope, from_version),
             )?;
             Ok(vec![moved, back])
         };

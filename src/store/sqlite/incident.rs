@@ -274,7 +274,7 @@ impl Store {
                 Some(rec.causal_seq),
             )?;
             let moved = write_in_tx(tx, &w, &ctx.now, st)?;
-            let detail = incident::rescope_moved(&to_id, from, rec.version, &moved)?;
+            let detail = incident::rescope_moved(&to_id, &from_id.scope, rec.version, &moved)?;
             Event::new(EventKind::Rescoped, &to_id)
                 .version(moved.version)
                 .provenance(Some(&rec.source), Some(rec.causal_seq))
@@ -288,7 +288,7 @@ impl Store {
                 true,
                 &ctx.now,
                 st,
-                incident::rescope_back_detail(to, rec.version),
+                incident::rescope_back_detail(&to_id.scope, rec.version),
             )?;
             if ctx.assert {
                 assert_identity_clean(tx, &to_id)?;
