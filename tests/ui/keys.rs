@@ -1410,6 +1410,50 @@ fn mouse_off_ignores_mouse_events_and_no_coordinates_panic() {
 }
 
 #[test]
+fn a_toast_longer_than_the_status_line_is_shown_whole() {
+    let f = Fixture::story();
+    for_each_backend(&f, |db| {
+        let mut s = db.session(60, 20);
+        // A refusal's remedy comes last: it must not be cut at the edge.
+        let long = "user:42 · package_manager @ repo:旧仓库 refused the value (stale: current v3 was set or confirmed at causal_seq 23 ≥ 10); nothing changed: to make an earlier value current in repo:旧仓库 again, revert it (`memscope revert --scope repo:旧仓库`) 🧭";
+        s.app.error(long);
+        let screen = render(&mut s, 60, 20);
+        // Its words, wrapped; the last one proves the end is shown.
+        for word in [
+            "refused",
+            "(stale:",
+            "changed:",
+            "revert",
+            "(`memscope",
+            "🧭",
+        ] {
+            assert!(
+                screen.contains(word),
+                "{word:?} is not on screen:\n{screen}"
+            );
+        }
+        // The header and the tabs stay; the footer's row holds the toast's last line.
+        assert!(
+            screen.lines().next().unwrap().contains("scopes"),
+            "{screen}"
+        );
+        // Tiny and very long: cut with … at its last row, never a panic.
+        let longer = long.repeat(8);
+        s.app.error(longer.as_str());
+        for (w, h) in [(60, 20), (20, 4), (8, 2), (1, 1)] {
+            let screen = render(&mut s, w, h);
+            if h >= 4 {
+                assert!(screen.contains('…'), "{screen}");
+            }
+        }
+        // A toast that fits stays on its one line.
+        s.app.error("no such record");
+        let screen = render(&mut s, 60, 20);
+        assert_eq!(screen.matches("no such record").count(), 1, "{screen}");
+    });
+}
+
+#[test]
 fn the_event_popup_shows_hostile_text_escaped() {
     let f = Fixture::story();
     f.write(

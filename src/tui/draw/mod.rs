@@ -6,7 +6,7 @@ use super::keymap;
 use super::layout::{self, Screen};
 use super::tabs::{Status, View};
 use super::text::{
-    each_grapheme, one_line, plural, thousands, truncate, truncate_middle, width, wrap,
+    each_grapheme, fit, one_line, plural, thousands, truncate, truncate_middle, width, wrap,
 };
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -384,11 +384,18 @@ fn status(app: &App) -> Option<(String, Style)> {
     line.map(|text| (text, Style::new()))
 }
 
+/// The most rows a toast takes: a longer one ends in `…`.
+const TOAST_ROWS: usize = 6;
+
 fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(String, Style)>) {
     let Some((text, style)) = text else {
         return;
     };
     let max = area.width as usize;
+    if app.toast.is_some() && width(text) > max {
+        toast_over_the_body(frame, area, text, *style);
+        return;
+    }
     frame.render_widget(Paragraph::new(plain(text, *style, max)), area);
     let typed = app.tabs.typing().and_then(|c| c.typed_line());
     if let Some(input) = typed.filter(|_| app.dialogs.is_empty() && app.toast.is_none()) {
@@ -397,6 +404,29 @@ fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(Stri
             frame.set_cursor_position(Position::new(area.x + x as u16, area.y));
         }
     }
+}
+
+/// A toast wider than the status line, wrapped and drawn upward from it over the body's last
+/// rows (at most [`TOAST_ROWS`], never over the header): a sentence's remedy comes last, and
+/// cutting it at the edge would hide what to do.
+fn toast_over_the_body(frame: &mut Frame<'_>, area: Rect, text: &str, style: Style) {
+    let max = area.width as usize;
+    let mut lines = wrap(text, max);
+    let rows = lines.len().min(TOAST_ROWS).min(area.y as usize + 1).max(1);
+    if lines.len() > rows {
+        lines.truncate(rows);
+        if let Some(last) = lines.last_mut() {
+            *last = truncate(&format!("{last} …"), max);
+        }
+    }
+    let top = area.y + 1 - rows as u16;
+    let rect = Rect::new(area.x, top, area.width, rows as u16);
+    let text: Vec<Line<'_>> = lines
+        .into_iter()
+        .map(|l| Line::from(Span::styled(fit(&l, max), style)))
+        .collect();
+    frame.render_widget(ratatui::widgets::Clear, rect);
+    frame.render_widget(Paragraph::new(text), rect);
 }
 
 /// The footer: hints in order of importance, the least important dropped whole until the
