@@ -142,9 +142,13 @@ impl ContextKind {
 pub fn parse_context_id(kind: ContextKind, text: &str) -> Result<String, String> {
     let t = text.trim();
     let other = kind.other();
-    if t.strip_prefix(other.name())
-        .is_some_and(|rest| rest.starts_with(':'))
-    {
+    // The kind in any case (`Repo:Web-App`, `TASK:x`): a person typed it; the id keeps its own.
+    let strip_kind = |name: &str| {
+        t.get(..name.len())
+            .filter(|head| head.eq_ignore_ascii_case(name))
+            .and_then(|_| t[name.len()..].strip_prefix(':'))
+    };
+    if strip_kind(other.name()).is_some() {
         return Err(format!(
             "'{}' is a {}, not a {}: pass it as the {}, or name a {} ({} or {}:{})",
             shorten(t, 60).escape_debug(),
@@ -157,10 +161,7 @@ pub fn parse_context_id(kind: ContextKind, text: &str) -> Result<String, String>
             kind.example(),
         ));
     }
-    let id = t
-        .strip_prefix(kind.name())
-        .and_then(|r| r.strip_prefix(':'))
-        .unwrap_or(t);
+    let id = strip_kind(kind.name()).unwrap_or(t);
     // The id as the store keeps it (NFC, look-alike dashes folded: see `spelling`).
     match Scope::parse(&format!("{}:{id}", kind.name()))? {
         Scope::Repo(id) | Scope::Task(id) => Ok(id),
@@ -1418,6 +1419,12 @@ mod tests {
             .unwrap_err()
             .contains("no id"));
         assert!(parse_context_id(Task, "two words").is_err());
+        // The kind typed in another case is still the kind; the id keeps its own case.
+        assert_eq!(parse_context_id(Repo, "Repo:Web-App").unwrap(), "Web-App");
+        assert_eq!(parse_context_id(Task, "TASK:修-1").unwrap(), "修-1");
+        let err = parse_context_id(Repo, "Task:fix-lockfile-123").unwrap_err();
+        assert!(err.contains("is a task, not a repository"), "{err}");
+        assert_eq!(parse_context_id(Repo, "仓库:x").unwrap(), "仓库:x");
     }
 
     #[test]

@@ -150,6 +150,12 @@ async def story():
             ("formatter", "global", True), ("package_manager", "global", True)], data
         assert data["pending"] == 1, data
 
+    # The same subject in another spelling is the same subject: its pending item is counted.
+    async with Server("--subject", "USER:42", "--repo", "web-app") as srv:
+        _, text, data = await srv.call("list_memories", {})
+        assert data["pending"] == 1, data
+        assert "1 write(s) of USER:42 wait for a human" in text, text
+
     # 2. The legacy dashboard keeps npm: a repo rule, not a new global default.
     async with Server("--subject", "user:42", "--repo", "legacy-dashboard", "--agent", "claude-code") as srv:
         await srv.remembers({
@@ -216,6 +222,21 @@ async def story():
         await srv.refuses("remember", {"predicate": "package_manager", "value": "npm",
                                        "scope": "unsure", "source": "s"}, "without one")
         await srv.refuses("forget", {"predicate": "never_stored", "scope": "global"}, "no memory")
+
+    # 5. Forgetting what only waits in the pending queue drops it and says nothing blocks a
+    # later write: no tombstone was made, and the agent must not be told one was.
+    async with Server("--subject", "user:42", "--repo", "web-app", "--allow-forget") as srv:
+        text, data = await srv.remembers({
+            "predicate": "tea", "value": "乌龙 🍵", "scope": "unsure", "source": "thread:42/message:1",
+            "raw": "乌龙就好"},
+            outcome="pending")
+        _, text, data = await srv.call("forget", {"predicate": "tea", "scope": "all"})
+        assert data["tombstoned"] == [] and data["purged_pending"] == 1, data
+        assert text.startswith("no stored memory of tea to forget; dropped 1 pending item(s)"), text
+        assert "Nothing blocks later writes" in text and "rejected" not in text, text
+        await srv.remembers({
+            "predicate": "tea", "value": "乌龙 🍵", "scope": "global", "source": "thread:42/message:2"},
+            outcome="inserted")
 
     return facts
 

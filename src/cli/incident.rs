@@ -64,7 +64,7 @@ pub fn reads(store: &mut AnyStore, a: ReadsArgs) -> Result<i32> {
         None => None,
     };
     let filter = ReadFilter {
-        subject: a.subject,
+        subject: a.subject.as_deref().map(super::subject_arg).transpose()?,
         predicate: a.predicate,
         agent: a.agent,
         since,

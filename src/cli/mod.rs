@@ -431,3 +431,11 @@ impl SubjectPredicate {
 pub(crate) fn scope_arg(text: &str) -> Result<crate::model::Scope> {
     crate::model::Scope::parse(text).map_err(usage)
 }
+
+/// Checks a subject a read names (`history`, or the `list` and `reads` filters): one that no
+/// write could have stored — empty, or holding an invisible character — is a usage error, as
+/// it is for the commands that change memory, not an empty answer.
+pub(crate) fn subject_arg(text: &str) -> Result<String> {
+    crate::model::normalize_subject(text).map_err(usage)?;
+    Ok(text.to_string())
+}

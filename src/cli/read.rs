@@ -117,7 +117,7 @@ pub fn resolve(store: &mut AnyStore, a: ResolveArgs) -> Result<i32> {
 pub fn list(store: &mut AnyStore, a: ListArgs) -> Result<i32> {
     let filter = ListFilter {
         scope: a.scope.as_deref().map(scope_arg).transpose()?,
-        subject: a.subject,
+        subject: a.subject.as_deref().map(super::subject_arg).transpose()?,
         predicate: a.predicate,
     };
     let records = store.list(&filter)?;
@@ -148,6 +148,7 @@ pub fn list(store: &mut AnyStore, a: ListArgs) -> Result<i32> {
 
 pub fn history(store: &mut AnyStore, a: HistoryArgs) -> Result<i32> {
     let scope = a.scope.as_deref().map(scope_arg).transpose()?;
+    super::subject_arg(&a.about.subject)?;
     let events = store.history(&a.about.subject, &a.about.predicate, scope.as_ref())?;
     if a.json {
         print_json(&events)?;

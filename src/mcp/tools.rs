@@ -376,11 +376,14 @@ impl Tools {
                 .cmp(&y.predicate)
                 .then(y.scope.rank().cmp(&x.scope.rank()))
         });
+        let subject_key = crate::spelling::fold(&self.ctx.subject);
         let pending = store
             .pending(false)
             .map_err(fail)?
             .into_iter()
-            .filter(|p| p.subject == self.ctx.subject)
+            // One subject in any spelling (README, "One spelling per place"): the host may
+            // type `user:42` for the stored `User:42`.
+            .filter(|p| crate::spelling::fold(&p.subject) == subject_key)
             .count();
         let mut lines = vec![format!(
             "Memories of {} (task > repo > global; → applies here):",
@@ -479,13 +482,22 @@ impl Tools {
             let data = serde_json::to_value(&report).map_err(|e| e.to_string())?;
             return Ok(ToolReply::ok(text, data));
         }
-        let mut text = format!(
-            "forgotten: {}. Purged {} version(s), {} pending item(s) and {} read-log note(s); later writes to it are rejected until a human restores it.",
-            named(&report.tombstoned),
-            report.purged_versions,
-            report.purged_pending,
-            report.purged_notes
-        );
+        // Only pending items (or notes) held the predicate: nothing was stored, so nothing is
+        // tombstoned and nothing blocks a later write — the agent must not be told it does.
+        let mut text = if report.tombstoned.is_empty() {
+            format!(
+                "no stored memory of {predicate} to forget; dropped {} pending item(s) and {} read-log note(s) about it. Nothing blocks later writes: a new remember is stored as usual.",
+                report.purged_pending, report.purged_notes
+            )
+        } else {
+            format!(
+                "forgotten: {}. Purged {} version(s), {} pending item(s) and {} read-log note(s); later writes to it are rejected until a human restores it.",
+                named(&report.tombstoned),
+                report.purged_versions,
+                report.purged_pending,
+                report.purged_notes
+            )
+        };
         if let Some(note) = &report.disk_note {
             text.push_str(&format!(" Note: {note}."));
         } else if !report.disk_purged {
@@ -653,6 +665,10 @@ impl<'a> ArgReader<'a> {
         match self.any(name)? {
             Value::String(s) if !s.trim().is_empty() => Ok(s),
             Value::String(_) => Err(format!("{}: `{name}` is empty", self.tool)),
+            Value::Null => Err(format!(
+                "{}: `{name}` must be a string, got null",
+                self.tool
+            )),
             other => Err(format!(
                 "{}: `{name}` must be a string, got {} {}",
                 self.tool,

@@ -183,7 +183,8 @@ impl Hasher for Fnv {
 #[derive(Debug, Clone, Default)]
 pub struct Places {
     /// ASCII ids (folded) → their place: found by splitting the words into id-like tokens.
-    by_token: HashMap<String, Scope, BuildHasherDefault<Fnv>>,
+    /// (A repository and a task may share an id: both are kept.)
+    by_token: HashMap<String, Vec<Scope>, BuildHasherDefault<Fnv>>,
     /// Other ids (folded), looked for one by one.
     others: Vec<(String, Scope)>,
 }
@@ -208,7 +209,10 @@ impl Places {
             return;
         }
         if id.chars().all(is_id_char) {
-            self.by_token.entry(id).or_insert_with(|| place.clone());
+            let places = self.by_token.entry(id).or_default();
+            if !places.contains(place) {
+                places.push(place.clone());
+            }
         } else if !self.others.iter().any(|(_, p)| p == place) {
             self.others.push((id, place.clone()));
         }
@@ -280,8 +284,15 @@ impl Places {
                 if let Some(o) = mine {
                     name(o.place(), &mut named);
                 }
-                if let Some(place) = theirs {
-                    if !known.contains(place) {
+                // `repo:test` and `task:test` name one kind; a bare `test` names both.
+                let kind = match &text[..at.start] {
+                    b if b.ends_with("repo:") => Some(true),
+                    b if b.ends_with("task:") => Some(false),
+                    _ => None,
+                };
+                for place in theirs.into_iter().flatten() {
+                    let fits = kind.is_none_or(|repo| matches!(place, Scope::Repo(_)) == repo);
+                    if fits && !known.contains(place) {
                         known.push(place.clone());
                     }
                 }
@@ -495,32 +506,47 @@ fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
 }
 
 /// Words next to a place id that say it is one: `the docs repo`, `repo docs`, `docs 仓库`.
-const PLACE_NOUNS: [&str; 6] = [
+const PLACE_NOUNS: [&str; 10] = [
     "repo",
+    "repos",
     "repository",
+    "repositories",
     "project",
+    "projects",
     "codebase",
     "monorepo",
     "service",
+    "services",
 ];
 const PLACE_NOUNS_CJK: [&str; 5] = ["仓库", "项目", "代码库", "工程", "服务"];
+/// Words before an id that make `ID repo` any such place, not the one: `a test repo`.
+const ANY_ONE: [&str; 6] = ["a", "an", "any", "every", "each", "another"];
 
 /// Whether the id at `at` of folded `text` is marked as a place: written as a scope
 /// (`repo:docs`, `task:docs`), or beside a place noun (`the docs repo`, `in repo docs`,
-/// `docs 仓库`). An id that is an everyday word counts as named only so: "write docs in
-/// English" names no repository.
+/// `docs 仓库`) with nothing between them but spaces and quotes — a period or a comma ends
+/// the phrase — and not after an article that makes it any such place (`a test repo`). An id
+/// that is an everyday word counts as named only so: "write docs in English" names no
+/// repository.
 fn marked_as_place(text: &str, at: std::ops::Range<usize>) -> bool {
     let before = &text[..at.start];
     if before.ends_with("repo:") || before.ends_with("task:") {
         return true;
     }
-    // Quotes, backticks and spaces between the id and its noun do not count.
-    let apart = |c: char| !c.is_alphanumeric();
-    let previous = before.trim_end_matches(apart).split(apart).next_back();
-    let after = text[at.end..].trim_start_matches(apart);
-    let next = after.split(apart).next();
-    let noun = |w: Option<&str>| w.is_some_and(|w| PLACE_NOUNS.contains(&w));
-    noun(previous) || noun(next) || PLACE_NOUNS_CJK.iter().any(|n| after.starts_with(n))
+    let gap = |c: char| {
+        c.is_whitespace() || matches!(c, '`' | '\'' | '"' | '“' | '”' | '‘' | '’' | '「' | '」')
+    };
+    let word = |c: char| c.is_ascii_alphanumeric();
+    let before = before.trim_end_matches(gap);
+    let previous = &before[before.trim_end_matches(word).len()..];
+    let ahead = before[..before.len() - previous.len()].trim_end_matches(gap);
+    let article = &ahead[ahead.trim_end_matches(word).len()..];
+    let after = text[at.end..].trim_start_matches(gap);
+    let next = &after[..after.len() - after.trim_start_matches(word).len()];
+    let noun = |w: &str| PLACE_NOUNS.contains(&w);
+    (noun(next) && !ANY_ONE.contains(&previous))
+        || (noun(previous) && !ANY_ONE.contains(&article))
+        || PLACE_NOUNS_CJK.iter().any(|n| after.starts_with(n))
 }
 
 /// Whether a cue found at `start..end` of folded `text` stands as itself: anywhere for a cue
@@ -653,9 +679,32 @@ mod tests {
             "docs 仓库用 mkdocs 构建",
             "docs仓库用 mkdocs",
             "For the docs service, log at debug",
+            "the api services use poetry",
         ] {
-            assert_eq!(named(marked), vec![docs.clone()], "{marked}");
+            let marked = marked.replace("api", "docs");
+            assert_eq!(named(&marked), vec![docs.clone()], "{marked}");
         }
+        // A period, a semicolon or a comma ends the phrase; an article makes it any repo.
+        for unmarked in [
+            "Read the docs. Repo settings are global.",
+            "Update the docs; repo owners decide the rest.",
+            "In the repo, docs go under /docs",
+            "use a docs repo for experiments",
+            "create an docs repo first",
+            "in a repo docs go first",
+        ] {
+            assert_eq!(named(unmarked), Vec::<Scope>::new(), "{unmarked}");
+        }
+        // A repository and a task of one id: the scope form names its kind, a bare id both.
+        let both = Places::new([&repo("flaky"), &Scope::Task("flaky".into())]);
+        let named_both =
+            |raw: &str| both.named_in(&Words::read(raw), None, &Cues::shipped().everyday);
+        assert_eq!(
+            named_both("task:flaky needs -x"),
+            vec![Scope::Task("flaky".into())]
+        );
+        assert_eq!(named_both("repo:flaky pins node 18"), vec![repo("flaky")]);
+        assert_eq!(named_both("flaky is slow").len(), 2);
         // An id that is not an everyday word is named bare, as before.
         assert_eq!(named("storefront uses yarn"), vec![repo("storefront")]);
         // The place the write was made in, when its id is an everyday word: the same rule.

@@ -167,12 +167,15 @@ pub(crate) enum RevertStep {
     Restore { target: i64 },
 }
 
-/// Decides a revert of `id` to `to_version` (default: the one before the current), given its
-/// current record (version and value) and whether it is tombstoned; or the sentence refusing it.
+/// Decides a revert of `id` to `to_version` (default: `earlier`, the last version set before
+/// the current one since the identity was last deleted — a restore starts it afresh, its
+/// earlier content destroyed), given its current record (version and value) and whether it is
+/// tombstoned; or the sentence refusing it.
 pub(crate) fn revert_step(
     id: &Identity,
     to_version: Option<i64>,
     current: Option<(i64, Value)>,
+    earlier: Option<i64>,
     tombstoned: bool,
     remove_if_none: bool,
 ) -> Result<RevertStep> {
@@ -180,22 +183,27 @@ pub(crate) fn revert_step(
         bail!("{id} is deleted: restore it before reverting (`memscope restore`)");
     }
     let target = match (to_version, &current) {
-        (Some(n), _) => n,
-        (None, Some((version, _))) => version - 1,
+        (Some(n), _) => Some(n),
+        (None, Some(_)) => earlier,
         (None, None) => {
             bail!("{id} has no current record: name the version to bring back with --to-version")
         }
     };
-    if let Some((version, _)) = &current {
+    if let (Some(target), Some((version, _))) = (target, &current) {
         if target >= *version {
             bail!("{id} is at v{version}: --to-version must name an earlier version");
         }
     }
-    if target >= 1 {
+    if let Some(target) = target.filter(|&t| t >= 1) {
         return Ok(RevertStep::Restore { target });
     }
     if !remove_if_none {
-        bail!("{id} has no version before v1 to revert to");
+        return Err(match (to_version, &current) {
+            (None, Some((version, _))) if *version > 1 => anyhow!(
+                "{id} has no earlier value to revert to: v{version} is the first since it was deleted and restored (a delete destroys the versions before it)"
+            ),
+            _ => anyhow!("{id} has no version before v1 to revert to"),
+        });
     }
     let (version, previous) = current.ok_or_else(|| anyhow!("{id} has no current record"))?;
     Ok(RevertStep::Remove { version, previous })
@@ -210,8 +218,9 @@ pub(crate) fn revert_write(
     target: i64,
     content: Option<VersionContent>,
 ) -> Result<PreparedWrite> {
-    let (value, raw, source) =
-        content.ok_or_else(|| anyhow!("{id} has no version {target} in its history"))?;
+    let (value, raw, source) = content.ok_or_else(|| {
+        anyhow!("{id} has no version {target} in its history (a delete destroys the versions before it): see `memscope history`")
+    })?;
     let value_text = value.ok_or_else(|| {
         anyhow!("the content of {id} v{target} was purged (retention or delete): there is nothing to revert to")
     })?;

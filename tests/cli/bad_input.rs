@@ -690,6 +690,18 @@ fn an_id_with_an_invisible_character_is_a_usage_error_on(db: TestDb) {
                     .fails_with(2, &[said, "type the", &help]);
             }
         }
+        // The reads that name a subject: history, and the list and reads filters.
+        let bad = "user:4\u{200B}2";
+        let said = "subject has an invisible character";
+        db.run(&args_for("history", bad, PM, &[]))
+            .fails_with(2, &[said, "memscope history --help"]);
+        for command in ["list", "reads"] {
+            let help = format!("memscope {command} --help");
+            db.run(&[command, "--subject", bad])
+                .fails_with(2, &[said, &help]);
+            db.run(&[command, "--subject", "  "])
+                .fails_with(2, &["subject", &help]);
+        }
     });
 }
 

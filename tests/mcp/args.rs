@@ -267,6 +267,17 @@ fn repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session_on(d
         tool_text(&bad).contains("`predicate` must be a string"),
         "{bad}"
     );
+    // null is said once.
+    let null = s.request(
+        30,
+        "tools/call",
+        json!({"name": "remember", "arguments": {"predicate": null, "value": "npm", "source": "s", "scope": "global"}}),
+    );
+    assert!(
+        tool_text(&null).contains("`predicate` must be a string, got null")
+            && !tool_text(&null).contains("null null"),
+        "{null}"
+    );
 
     // `scope: repo` is the repository found by --repo auto, never one named by the model.
     let ok = s.request(

@@ -76,6 +76,25 @@ fn cli_equivalent(db: &TestDb) {
     .ok();
     let o = db.write(s, "coffee", "espresso", "global", "thread:41/message:1");
     assert_eq!(o["outcome"], "rejected");
+    // Forgetting what only waited in the pending queue: no tombstone, the next write lands.
+    let o = db.write_ambiguous(
+        s,
+        "tea",
+        "乌龙 🍵",
+        "global,repo:web-app",
+        "thread:42/message:1",
+        "乌龙就好",
+    );
+    assert_eq!(o["outcome"], "pending");
+    db.run(&args_for(
+        "delete",
+        s,
+        "tea",
+        &["--yes", "--reason", "forget via MCP"],
+    ))
+    .ok();
+    let o = db.write(s, "tea", "乌龙 🍵", "global", "thread:42/message:2");
+    assert_eq!(o["outcome"], "inserted");
 }
 
 /// A record or event without its wall-clock times.
@@ -117,7 +136,7 @@ fn sdk_client_matches_the_cli(mcp_db: &TestDb, cli_db: &TestDb, file: bool) {
     // which is the protocol).
     assert_eq!(
         lines_starting(&stderr, "memscope mcp: serving user:42").len(),
-        4,
+        5,
         "{stderr}"
     );
     // A PostgreSQL address is named without its password.
@@ -146,7 +165,7 @@ fn sdk_client_matches_the_cli(mcp_db: &TestDb, cli_db: &TestDb, file: bool) {
     let times = ["created_at", "updated_at", "confirmed_at"];
     let mcp_list = comparable(mcp_db.list(&[]), &times);
     let cli_list = comparable(cli_db.list(&[]), &times);
-    assert_eq!(mcp_list.len(), 3, "{mcp_list:#?}");
+    assert_eq!(mcp_list.len(), 4, "{mcp_list:#?}");
     assert_eq!(mcp_list, cli_list);
     let pm_global = mcp_list
         .iter()
@@ -168,7 +187,7 @@ fn sdk_client_matches_the_cli(mcp_db: &TestDb, cli_db: &TestDb, file: bool) {
     assert_eq!(mcp_pending[0]["raw"], "以后都用 npm");
 
     // History, event by event (the delete's detail carries times; its count is compared).
-    for predicate in ["package_manager", "formatter", "coffee"] {
+    for predicate in ["package_manager", "formatter", "coffee", "tea"] {
         let strip = |events: Vec<Value>| -> Vec<Value> {
             events
                 .into_iter()

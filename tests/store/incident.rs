@@ -1532,6 +1532,66 @@ fn revert_of_a_tombstoned_identity_is_refused() {
     db.assert_check_ok();
 }
 
+#[test]
+fn after_a_delete_and_restore_the_first_value_has_no_earlier_one() {
+    after_a_delete_and_restore_the_first_value_has_no_earlier_one_on(TestDb::new());
+}
+
+#[test]
+fn after_a_delete_and_restore_the_first_value_has_no_earlier_one_on_postgres() {
+    on_postgres(after_a_delete_and_restore_the_first_value_has_no_earlier_one_on);
+}
+
+/// A restore starts an identity afresh: the versions before the delete were destroyed, so the
+/// value written after it has no earlier one. A revert says so; a rescope moves it out and the
+/// old scope is left without a record (`removed`), as for a first version.
+fn after_a_delete_and_restore_the_first_value_has_no_earlier_one_on(db: TestDb) {
+    db.write(U, PM, "pnpm", "global", "s:1");
+    db.write(U, PM, "npm", "global", "s:2");
+    db.delete(U, PM, "global");
+    db.run(&args_for("restore", U, PM, &["--scope", "global"]))
+        .ok();
+    let o = db.write(U, PM, "yarn 🧶", "global", "s:3");
+    assert_eq!(o["version"], json!(4), "{o:#}");
+    let before = db.fingerprint();
+    revert_run(&db, "global", None).fails_with(
+        1,
+        &[
+            "no earlier value",
+            "v4 is the first since it was deleted and restored",
+        ],
+    );
+    revert_run(&db, "global", Some("1")).fails_with(
+        1,
+        &["no version 1", "a delete destroys the versions before it"],
+    );
+    assert_eq!(before, db.fingerprint(), "a refused revert changed nothing");
+    let outs = rescope(&db, "global", LEGACY);
+    assert_eq!(
+        (
+            &outs[0]["outcome"],
+            &outs[1]["outcome"],
+            &outs[1]["version"]
+        ),
+        (&json!("inserted"), &json!("removed"), &json!(4)),
+        "{outs:#?}"
+    );
+    let rows = db.list(&[]);
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert_eq!(
+        (&rows[0]["scope"], &rows[0]["value"]),
+        (&json!(LEGACY), &json!("yarn 🧶"))
+    );
+    // The next write to global starts at v5, against no current record.
+    let o = db.write(U, PM, "bun", "global", "s:4");
+    assert_eq!(
+        (&o["outcome"], &o["version"]),
+        (&json!("inserted"), &json!(5)),
+        "{o:#}"
+    );
+    db.assert_check_ok();
+}
+
 /// Revert through the library lands as a new version and keeps every earlier row.
 #[test]
 fn library_revert_never_rewrites_history() {

@@ -89,6 +89,20 @@ fn current(t: &mut Tx<'_>, id: &Identity) -> Result<Option<Current>> {
     .transpose()
 }
 
+/// The last version set before `below` since `id` was last deleted (see
+/// `store::incident::revert_step`).
+fn earlier_version(t: &mut Tx<'_>, id: &Identity, below: i64) -> Result<Option<i64>> {
+    let scope = id.scope.to_string();
+    Ok(t.one(
+        "SELECT max(version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+             AND event = 'set' AND version < $4
+             AND id > coalesce((SELECT max(id) FROM history WHERE subject = $1 AND predicate = $2
+                                AND scope = $3 AND event = 'deleted'), 0)",
+        &[&id.subject, &id.predicate, &scope, &below],
+    )?
+    .get(0))
+}
+
 /// `id`'s tombstone version, when it is deleted.
 fn tombstone(t: &mut Tx<'_>, id: &Identity) -> Result<Option<i64>> {
     let scope = id.scope.to_string();
@@ -112,8 +126,12 @@ fn revert_in_tx(
     detail: Value,
 ) -> Result<WriteOutcome> {
     let cur = current(t, id)?.map(|c| (c.0, c.1));
+    let earlier = match &cur {
+        Some((version, _)) if to_version.is_none() => earlier_version(t, id, *version)?,
+        _ => None,
+    };
     let deleted = tombstone(t, id)?.is_some();
-    let target = match revert_step(id, to_version, cur, deleted, remove_if_none)? {
+    let target = match revert_step(id, to_version, cur, earlier, deleted, remove_if_none)? {
         RevertStep::Remove { version, previous } => {
             let scope = id.scope.to_string();
             t.exec(

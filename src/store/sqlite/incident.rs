@@ -80,6 +80,22 @@ fn version_content(conn: &Connection, id: &Identity, n: i64) -> Result<Option<Ve
         .optional()?)
 }
 
+/// The last version set before `below` since `id` was last deleted (see
+/// `store::incident::revert_step`).
+fn earlier_version(conn: &Connection, id: &Identity, below: i64) -> Result<Option<i64>> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
+             AND event = 'set' AND version < ?4
+             AND id > coalesce((SELECT max(id) FROM history WHERE subject = ?1 AND predicate = ?2
+                                AND scope = ?3 AND event = 'deleted'), 0)",
+        )?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string(), below],
+            |r| r.get(0),
+        )?)
+}
+
 fn tombstoned(conn: &Connection, id: &Identity) -> Result<bool> {
     Ok(conn
         .prepare_cached(
@@ -101,10 +117,15 @@ fn revert_in_tx(
     detail: Value,
 ) -> Result<WriteOutcome> {
     let cur = current(conn, id)?;
+    let earlier = match &cur {
+        Some(c) if to_version.is_none() => earlier_version(conn, id, c.version)?,
+        _ => None,
+    };
     let step = incident::revert_step(
         id,
         to_version,
         cur.map(|c| (c.version, c.value)),
+        earlier,
         tombstoned(conn, id)?,
         remove_if_none,
     )?;
