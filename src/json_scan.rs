@@ -17,34 +17,48 @@ pub enum Byte {
 }
 
 /// Calls `each(byte, kind, depth)` for every byte of a JSON text, in order.
-pub fn walk(text: &[u8], mut each: impl FnMut(u8, Byte, usize)) {
-    let mut depth = 0usize;
-    let (mut in_string, mut escaped) = (false, false);
-    for &b in text {
-        if in_string {
+pub fn walk(text: &[u8], each: impl FnMut(u8, Byte, usize)) {
+    Walker::default().feed(text, each);
+}
+
+/// [`walk`] over a text that arrives in pieces: the depth and whether a string is open carry
+/// from one piece to the next (the MCP transport reads a line too long to keep this way).
+#[derive(Debug, Default)]
+pub struct Walker {
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Walker {
+    /// Calls `each(byte, kind, depth)` for every byte of the next piece, in order.
+    pub fn feed(&mut self, text: &[u8], mut each: impl FnMut(u8, Byte, usize)) {
+        for &b in text {
+            if self.in_string {
+                match b {
+                    _ if self.escaped => self.escaped = false,
+                    b'\\' => self.escaped = true,
+                    b'"' => self.in_string = false,
+                    _ => {}
+                }
+                each(b, Byte::Quoted, self.depth);
+                continue;
+            }
             match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
+                b'[' | b'{' => {
+                    self.depth += 1;
+                    each(b, Byte::Open, self.depth);
+                }
+                b']' | b'}' => {
+                    each(b, Byte::Close, self.depth);
+                    self.depth = self.depth.saturating_sub(1);
+                }
+                b'"' => {
+                    self.in_string = true;
+                    each(b, Byte::Quoted, self.depth);
+                }
+                _ => each(b, Byte::Other, self.depth),
             }
-            each(b, Byte::Quoted, depth);
-            continue;
-        }
-        match b {
-            b'[' | b'{' => {
-                depth += 1;
-                each(b, Byte::Open, depth);
-            }
-            b']' | b'}' => {
-                each(b, Byte::Close, depth);
-                depth = depth.saturating_sub(1);
-            }
-            b'"' => {
-                in_string = true;
-                each(b, Byte::Quoted, depth);
-            }
-            _ => each(b, Byte::Other, depth),
         }
     }
 }
@@ -70,5 +84,19 @@ mod tests {
             .map(|(_, _, d)| *d)
             .collect();
         assert_eq!(opens, [1, 2]);
+    }
+
+    #[test]
+    fn a_text_fed_in_pieces_walks_as_a_whole() {
+        let text = br#"{"a\"[":[1,{"b":"]\\"}],"c":2}"#;
+        let mut whole = Vec::new();
+        walk(text, |b, kind, depth| whole.push((b, kind, depth)));
+        for cut in 0..text.len() {
+            let mut pieces = Vec::new();
+            let mut w = Walker::default();
+            w.feed(&text[..cut], |b, kind, depth| pieces.push((b, kind, depth)));
+            w.feed(&text[cut..], |b, kind, depth| pieces.push((b, kind, depth)));
+            assert_eq!(pieces, whole, "cut at {cut}");
+        }
     }
 }

@@ -10,7 +10,7 @@
 //! carries rmcp's answers, so lines never interleave.
 
 use super::tools::type_name;
-use crate::json_scan::{walk, Byte};
+use crate::json_scan::{walk, Byte, Walker};
 use crate::model::MAX_VALUE_DEPTH;
 use futures::channel::mpsc;
 use rmcp::model::{
@@ -85,6 +85,18 @@ pub fn frame(line: &[u8]) -> Frame {
                     None,
                 ),
                 Some(id),
+            ),
+            // An id from 2^63 to 2^64 - 1 reads as a number but is no id memscope can echo:
+            // like an id past 64 bits, its error goes without one.
+            (None, Some(_)) if id.as_ref().is_some_and(|i| i.as_u64().is_some()) => answer_error(
+                ErrorData::invalid_request(
+                    format!(
+                        "the request id {} is past the largest id memscope answers (9223372036854775807): use a smaller id, or a string",
+                        id.as_ref().map(Value::to_string).unwrap_or_default()
+                    ),
+                    None,
+                ),
+                None,
             ),
             // A notification memscope does not know, or a stray response: nothing to answer.
             _ => Frame::Ignore(format!(
@@ -190,6 +202,28 @@ fn refuse_inexact(message: &Value, literal: &str) -> Frame {
     }
 }
 
+/// Answers a request longer than [`MAX_LINE`] by its id, read from `top` (the line's top
+/// level, nested values cut to `null`): a tool error for a tool call, an invalid request
+/// otherwise. Nothing answers a line whose top level names no id.
+fn refuse_too_long(top: &[u8]) -> Frame {
+    let ignored = || Frame::Ignore(format!("a message longer than {} MiB", MAX_LINE >> 20));
+    let Ok(head) = serde_json::from_slice::<Value>(top) else {
+        return ignored();
+    };
+    let Some(id) = request_id(head.get("id")) else {
+        return ignored();
+    };
+    let text = format!(
+        "the call is longer than {} MiB, more than memscope reads in one message, and was not read: store a shorter value (a summary, or the part that matters)",
+        MAX_LINE >> 20
+    );
+    if head.get("method").and_then(Value::as_str) == Some("tools/call") {
+        tool_error(text, id)
+    } else {
+        answer_error(ErrorData::invalid_request(text, None), Some(id))
+    }
+}
+
 /// A tool call's answer that is a tool error the model reads.
 fn tool_error(text: String, id: RequestId) -> Frame {
     let mut result =
@@ -242,16 +276,23 @@ pub fn stdio() -> std::io::Result<Stdio> {
         .spawn(move || {
             let stdin = std::io::stdin();
             let mut input = stdin.lock();
-            let mut line = Vec::new();
+            let (mut line, mut top) = (Vec::new(), Vec::new());
             loop {
                 line.clear();
-                match read_line(&mut input, &mut line) {
+                match read_line(&mut input, &mut line, &mut top) {
                     Ok(None) => return,
                     Ok(Some(false)) => {
-                        crate::frontend::errln!(
-                            "memscope mcp: ignored a message longer than {} MiB",
-                            MAX_LINE >> 20
-                        );
+                        match refuse_too_long(&top) {
+                            Frame::Answer(a) => {
+                                if answers.unbounded_send(*a).is_err() {
+                                    return;
+                                }
+                            }
+                            _ => crate::frontend::errln!(
+                                "memscope mcp: ignored a message longer than {} MiB",
+                                MAX_LINE >> 20
+                            ),
+                        }
                         continue;
                     }
                     Ok(Some(true)) => {}
@@ -287,10 +328,34 @@ pub fn stdio() -> std::io::Result<Stdio> {
     })
 }
 
+/// How much of a too-long line's top level [`read_line`] keeps to answer it by its id.
+const TOP_LEVEL_KEPT: usize = 64 << 10;
+
 /// Reads one line into `line` (without the newline). `None` at the end of input;
-/// `Some(false)` when the line was longer than [`MAX_LINE`] and was skipped.
-fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+/// `Some(false)` when the line was longer than [`MAX_LINE`] and was skipped — then `top` holds
+/// its top level with every nested value cut to `null` (`flatten_below(line, 1)`, read as it
+/// streams past, at most [`TOP_LEVEL_KEPT`] bytes), from which [`refuse_too_long`] finds the
+/// request's id wherever the host put it.
+fn read_line(
+    input: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    top: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
     let mut too_long = false;
+    let mut walker = Walker::default();
+    top.clear();
+    let keep_top = |bytes: &[u8], walker: &mut Walker, top: &mut Vec<u8>| {
+        walker.feed(bytes, |b, kind, depth| {
+            if top.len() >= TOP_LEVEL_KEPT {
+                return;
+            }
+            match kind {
+                Byte::Open if depth == 2 => top.extend_from_slice(b"null"),
+                _ if depth <= 1 => top.push(b),
+                _ => {}
+            }
+        })
+    };
     loop {
         let available = input.fill_buf()?;
         if available.is_empty() {
@@ -309,8 +374,12 @@ fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<Op
         if !too_long && line.len() + body.len() <= MAX_LINE {
             line.extend_from_slice(body);
         } else {
-            too_long = true;
-            line.clear();
+            if !too_long {
+                keep_top(line, &mut walker, top);
+                line.clear();
+                too_long = true;
+            }
+            keep_top(body, &mut walker, top);
         }
         input.consume(take);
         if done {
@@ -454,15 +523,72 @@ mod tests {
         input.extend_from_slice(&big);
         input.extend_from_slice(b"\n{\"ok\":1}\nlast");
         let mut r = std::io::BufReader::new(&input[..]);
-        let mut line = Vec::new();
-        assert_eq!(read_line(&mut r, &mut line).unwrap(), Some(false));
+        let (mut line, mut top) = (Vec::new(), Vec::new());
+        assert_eq!(read_line(&mut r, &mut line, &mut top).unwrap(), Some(false));
         line.clear();
-        assert_eq!(read_line(&mut r, &mut line).unwrap(), Some(true));
+        assert_eq!(read_line(&mut r, &mut line, &mut top).unwrap(), Some(true));
         assert_eq!(line, b"{\"ok\":1}");
         line.clear();
-        assert_eq!(read_line(&mut r, &mut line).unwrap(), Some(true));
+        assert_eq!(read_line(&mut r, &mut line, &mut top).unwrap(), Some(true));
         assert_eq!(line, b"last");
         line.clear();
-        assert_eq!(read_line(&mut r, &mut line).unwrap(), None);
+        assert_eq!(read_line(&mut r, &mut line, &mut top).unwrap(), None);
+    }
+
+    /// A request longer than the bound is answered by its id, wherever the host put it: first
+    /// (Python's SDK) or after the params (TypeScript's spreads them first).
+    #[test]
+    fn a_request_longer_than_the_bound_is_answered_by_its_id() {
+        let value = "燕".repeat(MAX_LINE / 3 + 10);
+        for (id, message) in [
+            (
+                7,
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"remember","arguments":{{"value":"{value}"}}}}}}"#
+                ),
+            ),
+            (
+                8,
+                format!(
+                    r#"{{"method":"tools/call","params":{{"name":"remember","arguments":{{"value":"{value}","id":99}}}},"jsonrpc":"2.0","id":8}}"#
+                ),
+            ),
+        ] {
+            let input = format!("{message}\n");
+            let mut r = std::io::BufReader::new(input.as_bytes());
+            let (mut line, mut top) = (Vec::new(), Vec::new());
+            assert_eq!(read_line(&mut r, &mut line, &mut top).unwrap(), Some(false));
+            let Frame::Answer(answer) = refuse_too_long(&top) else {
+                panic!("no answer for id {id}");
+            };
+            let text = serde_json::to_string(&answer).unwrap();
+            assert!(text.contains(&format!("\"id\":{id}")), "{text}");
+            assert!(
+                text.contains("longer than 16 MiB") && text.contains("\"isError\":true"),
+                "{text}"
+            );
+        }
+        // A message that names no id (a notification) is not answered.
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/x","params":{{"v":"{}"}}}}"#,
+            "x".repeat(MAX_LINE)
+        );
+        let mut r = std::io::BufReader::new(big.as_bytes());
+        let (mut line, mut top) = (Vec::new(), Vec::new());
+        assert_eq!(read_line(&mut r, &mut line, &mut top).unwrap(), Some(false));
+        assert!(matches!(refuse_too_long(&top), Frame::Ignore(_)));
+    }
+
+    #[test]
+    fn an_id_past_the_largest_signed_64_bit_number_is_answered_without_one() {
+        for id in ["9223372036854775808", "18446744073709551615"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+            let Frame::Answer(answer) = frame(line.as_bytes()) else {
+                panic!("no answer for id {id}");
+            };
+            let v = serde_json::to_value(&answer).unwrap();
+            assert!(v["id"].is_null() && v["error"]["code"] == -32600, "{v}");
+            assert!(v["error"]["message"].as_str().unwrap().contains(id), "{v}");
+        }
     }
 }
