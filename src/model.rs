@@ -1259,6 +1259,12 @@ pub fn normalize_predicate(raw: &str) -> Result<String, String> {
     while collapsed.ends_with('_') {
         collapsed.pop();
     }
+    if collapsed.is_empty() && !raw.trim().is_empty() {
+        return Err(format!(
+            "predicate '{}' has no letter or digit: name what the memory is about, e.g. package_manager",
+            shorten(raw.trim(), 40)
+        ));
+    }
     if collapsed.is_empty() {
         return Err(
             "predicate is empty: name what the memory is about, e.g. package_manager".into(),
@@ -1444,6 +1450,13 @@ mod tests {
             assert_eq!(normalize_predicate(&once).unwrap(), once, "{p}");
         }
         assert!(normalize_predicate(" -_. ").is_err());
+        assert_eq!(
+            normalize_predicate("---").unwrap_err(),
+            "predicate '---' has no letter or digit: name what the memory is about, e.g. package_manager"
+        );
+        assert!(normalize_predicate("  ")
+            .unwrap_err()
+            .starts_with("predicate is empty"));
     }
 
     #[test]

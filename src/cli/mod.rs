@@ -37,15 +37,25 @@ pub fn usage_failure(e: clap::Error, help: &str) -> i32 {
         };
     }
     let text = e.render().to_string();
-    let sentence = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| {
-            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
-        })
-        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
-        .collect::<Vec<_>>()
-        .join(" ");
+    // clap's lines in one sentence; its "tip:" becomes a clause of it.
+    let mut sentence = String::new();
+    for l in text.lines().map(str::trim).filter(|l| {
+        !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+    }) {
+        let l = l.strip_prefix("error: ").unwrap_or(l);
+        match l.strip_prefix("tip: ") {
+            Some(tip) if !sentence.is_empty() => {
+                sentence.push_str("; ");
+                sentence.push_str(tip);
+            }
+            _ => {
+                if !sentence.is_empty() {
+                    sentence.push(' ');
+                }
+                sentence.push_str(l);
+            }
+        }
+    }
     errln!("memscope: {sentence} (see `{help}`)");
     EXIT_USAGE
 }

@@ -705,6 +705,22 @@ fn an_id_with_an_invisible_character_is_a_usage_error_on(db: TestDb) {
     });
 }
 
+/// clap's suggestion is a clause of the one sentence, not a second one run into it; a
+/// predicate of punctuation alone says so rather than "empty".
+#[test]
+fn a_mistyped_flag_and_a_punctuation_predicate_are_one_clear_sentence() {
+    let db = TestDb::new();
+    let r = db.run(&["list", "--subjct", "user:42"]);
+    r.fails_with(
+        2,
+        &["unexpected argument '--subjct' found; a similar argument exists: '--subject'"],
+    );
+    assert!(!r.stderr.contains("tip:"), "{r:?}");
+    db.run(&["init"]).ok();
+    db.run(&["resolve", "--subject", U, "--predicate=---"])
+        .fails_with(2, &["predicate '---' has no letter or digit"]);
+}
+
 // SQLite only: no file is created.
 #[test]
 fn a_wrong_write_creates_no_database() {

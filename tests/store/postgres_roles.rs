@@ -428,7 +428,16 @@ VALUES ('用户:42', '咖啡', 'global', '"复活 🧟"', 1, 'thread:代理/mess
     assert!(wrote.stdout.starts_with("inserted"), "{wrote:?}");
     let run = memscope_at(&url, DELETE_IT);
     run.fails_with(1, &["permission denied"]);
-    assert_one_sentence(&run.stderr, &["permission denied"]);
+    // The sentence says what to do: a curator login deletes.
+    assert_one_sentence(
+        &run.stderr,
+        &[
+            "permission denied",
+            "memscope_curator login",
+            "memscope roles",
+        ],
+    );
+    assert!(!run.stderr.contains("changed by hand"), "{run:?}");
     assert_eq!(
         count(
             &mut owner,

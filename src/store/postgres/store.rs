@@ -196,6 +196,12 @@ fn explain_waited(
             address.describe(),
             d.message()
         ),
+        Some(d) if *d.code() == SqlState::INSUFFICIENT_PRIVILEGE => anyhow!(
+            "PostgreSQL at {} refused it to the login \"{}\" ({}): that login may not do this — delete, restore, gc and purges need a memscope_curator login, writes and reads a memscope_agent one (`memscope roles --help`)",
+            address.describe(),
+            address.user(),
+            d.message()
+        ),
         Some(d) => anyhow!(
             "PostgreSQL at {} refused it ({}): run `memscope check` if the database was changed by hand",
             address.describe(),
