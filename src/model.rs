@@ -960,14 +960,34 @@ pub fn plural(n: i64, one: &str, many: &str) -> String {
 }
 
 /// `s` as one shell word: unchanged when it needs no quoting, else in single quotes — so a
-/// command memscope suggests can be pasted as it is (`memscope --db '/tmp/my db' init`).
+/// command memscope suggests can be pasted as it is (`memscope --db '/tmp/my db' init`). A
+/// word holding a character printed escaped (a control, or one that prints as nothing) is
+/// spelled in ANSI-C quotes, `$'z\u200b.db'`, which bash and zsh read back as that very
+/// character: in single quotes its printed escape would name another file.
 pub fn shell_word(s: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:@%+=,".contains(c);
     if !s.is_empty() && s.chars().all(plain) {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
+        return s.to_string();
     }
+    let Some((chars, escaped)) = escaped_chars(s) else {
+        return format!("'{}'", s.replace('\'', "'\\''"));
+    };
+    let mut out = String::from("$'");
+    for (c, escaped) in chars.into_iter().zip(escaped) {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if escaped && u32::from(c) <= 0xFFFF => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)))
+            }
+            c if escaped => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 /// "just now", "45s", "12m", "3h", "4d", "5w", "3mo", "2y" before `now`.
@@ -1301,6 +1321,13 @@ mod tests {
         assert_eq!(shell_word("it's.db"), "'it'\\''s.db'");
         assert_eq!(shell_word("$HOME;rm"), "'$HOME;rm'");
         assert_eq!(shell_word(""), "''");
+        // What prints escaped is spelled so the shell reads back the very character.
+        assert_eq!(shell_word("z\u{200B}.db"), "$'z\\u200b.db'");
+        assert_eq!(
+            shell_word("a'b\\\u{1b}[2J\n仓库"),
+            "$'a\\'b\\\\\\u001b[2J\\n仓库'"
+        );
+        assert_eq!(shell_word("x\u{E0041}"), "$'x\\U000e0041'");
     }
 
     #[test]

@@ -721,6 +721,33 @@ fn a_mistyped_flag_and_a_punctuation_predicate_are_one_clear_sentence() {
         .fails_with(2, &["predicate '---' has no letter or digit"]);
 }
 
+/// A missing database's hint gives the command that creates that very file, also when its
+/// name holds a character that prints escaped: the shell reads the suggested word back as the
+/// path itself.
+#[test]
+fn the_create_it_hint_names_that_very_file_through_the_shell() {
+    let db = TestDb::named("z\u{200B}记忆\u{1b}.db");
+    let r = db.run(&["list"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let word = r
+        .stderr
+        .split("create it with `memscope --db ")
+        .nth(1)
+        .and_then(|rest| rest.split(" init`").next())
+        .unwrap_or_else(|| panic!("no hint: {r:?}"))
+        .to_string();
+    assert!(word.starts_with("$'"), "{word}");
+    let out = std::process::Command::new("bash")
+        .args(["-c", &format!("printf %s {word}")])
+        .output()
+        .expect("bash runs");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        db.path.to_str().unwrap(),
+        "the suggested word {word}"
+    );
+}
+
 // SQLite only: no file is created.
 #[test]
 fn a_wrong_write_creates_no_database() {
