@@ -287,6 +287,65 @@ fn deleting_an_already_deleted_identity_changes_nothing_on(db: TestDb) {
 }
 
 #[test]
+fn a_subject_delete_leaves_a_place_only_its_resolved_item_named_as_it_is() {
+    a_subject_delete_leaves_a_place_only_its_resolved_item_named_as_it_is_on(TestDb::new());
+}
+
+#[test]
+fn a_subject_delete_leaves_a_place_only_its_resolved_item_named_as_it_is_on_postgres() {
+    on_postgres(a_subject_delete_leaves_a_place_only_its_resolved_item_named_as_it_is_on);
+}
+
+/// The reliability model's case (tests/regressions/reliability_model.txt): `repo:b` is deleted;
+/// a write between `global` and `repo:b` is resolved into `global`. A subject delete then
+/// tombstones `global` and purges the item with it — which leaves nothing of `repo:b`, so it is
+/// left as it is, on both backends, and the preview says the same beforehand. (PostgreSQL
+/// purged the items after all identities, and tombstoned `repo:b` a second time.)
+fn a_subject_delete_leaves_a_place_only_its_resolved_item_named_as_it_is_on(db: TestDb) {
+    let subject = "用户:1";
+    db.write(subject, PM, "npm", "repo:b", "thread:1");
+    db.run(&["delete", "--subject", subject, "--yes"]).ok();
+    let p = db.write_ambiguous(
+        subject,
+        PM,
+        "yarn 🧶",
+        "global,repo:b",
+        "thread:2",
+        "用 yarn",
+    );
+    assert_eq!(p["outcome"], "pending", "{p:#}");
+    let id = p["pending_id"].to_string();
+    db.run(&["pending", "resolve", &id, "--scope", "global"])
+        .ok();
+    let preview = db.json(&["delete", "--subject", subject, "--dry-run", "--json"]);
+    assert_eq!(
+        preview["identities"].as_array().unwrap().len(),
+        1,
+        "{preview:#}"
+    );
+    assert_eq!(preview["identities"][0]["scope"], "global");
+    assert_eq!(
+        preview["already_deleted"][0]["scope"], "repo:b",
+        "{preview:#}"
+    );
+    let report = db.json(&["delete", "--subject", subject, "--yes", "--json"]);
+    assert_eq!(
+        report["tombstoned"].as_array().unwrap().len(),
+        1,
+        "{report:#}"
+    );
+    assert_eq!(report["tombstoned"][0]["scope"], "global");
+    assert_eq!(report["already_deleted"][0]["scope"], "repo:b");
+    assert_eq!(report["already_deleted"][0]["version"], 2);
+    assert_eq!(report["purged_pending"], 1, "{report:#}");
+    assert_eq!(
+        events(&db.history(subject, PM, Some("repo:b"))),
+        ["deleted"]
+    );
+    db.assert_check_ok();
+}
+
+#[test]
 fn deleting_more_than_one_identity_without_a_terminal_needs_yes() {
     deleting_more_than_one_identity_without_a_terminal_needs_yes_on(TestDb::new());
 }

@@ -1197,6 +1197,11 @@ fn delete_in_tx(
             &[&id.subject, &id.predicate, &scope, &version, &reason],
         )?;
         crate::store::events::check_carried_out(id, left_of(t, id)?, version)?;
+        // Purged with this identity, as on SQLite: a later identity of this delete that only
+        // these items named has nothing left (`nothing_to_destroy`), and is left as it is.
+        for pid in &naming {
+            report.purged_pending += t.exec("DELETE FROM pending WHERE id = $1", &[pid])? as i64;
+        }
         pending.extend(naming);
         report.purged_versions += purged;
         preview.live_records += live;
@@ -1206,6 +1211,7 @@ fn delete_in_tx(
         report.tombstoned.push(TombstoneRef::of(id, version));
         preview.identities.push(id.clone());
     }
+    // The rest: a predicate or subject delete's items that no identity named.
     for pid in &pending {
         report.purged_pending += t.exec("DELETE FROM pending WHERE id = $1", &[pid])? as i64;
     }

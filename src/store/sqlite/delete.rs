@@ -219,12 +219,17 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
     let mut pending: BTreeSet<i64> = BTreeSet::new();
     for id in ids {
         let scope = id.scope.to_string();
-        let naming = pending_naming(
+        // An item an identity earlier in this delete names goes with that one (the delete
+        // purges it there), so it leaves nothing of this one.
+        let naming: Vec<i64> = pending_naming(
             conn,
             &id.subject,
             &id.predicate,
             std::slice::from_ref(&scope),
-        )?;
+        )?
+        .into_iter()
+        .filter(|pid| !pending.contains(pid))
+        .collect();
         let left = left_of(conn, &id)?;
         if left.nothing_to_destroy(!naming.is_empty()).is_some() {
             p.already_deleted.push(id);
