@@ -1147,7 +1147,7 @@ fn may_be_escaped(c: char) -> bool {
 /// Which characters of `s` are printed escaped: controls, direction controls, and those that
 /// print as nothing where they stand (a zero-width space; a joiner outside an emoji or a word).
 /// `None` when there is none, the common case, found without collecting anything.
-fn escaped_chars(s: &str) -> Option<(Vec<char>, Vec<bool>)> {
+pub(crate) fn escaped_chars(s: &str) -> Option<(Vec<char>, Vec<bool>)> {
     if !s.chars().any(may_be_escaped) {
         return None;
     }

@@ -52,7 +52,7 @@ impl Cues {
     }
 
     /// These cues, with `ids` as the place ids that are everyday words.
-    pub fn with_everyday_ids(mut self, ids: &[String]) -> Cues {
+    fn with_everyday_ids(mut self, ids: &[String]) -> Cues {
         self.everyday = ids.iter().map(|id| fold(id)).collect();
         self
     }
@@ -285,11 +285,7 @@ impl Places {
                     name(o.place(), &mut named);
                 }
                 // `repo:test` and `task:test` name one kind; a bare `test` names both.
-                let kind = match &text[..at.start] {
-                    b if b.ends_with("repo:") => Some(true),
-                    b if b.ends_with("task:") => Some(false),
-                    _ => None,
-                };
+                let kind = theirs.and_then(|_| kind_written_before(text, at.start));
                 for place in theirs.into_iter().flatten() {
                     let fits = kind.is_none_or(|repo| matches!(place, Scope::Repo(_)) == repo);
                     if fits && !known.contains(place) {
@@ -522,6 +518,19 @@ const PLACE_NOUNS_CJK: [&str; 5] = ["仓库", "项目", "代码库", "工程", "
 /// Words before an id that make `ID repo` any such place, not the one: `a test repo`.
 const ANY_ONE: [&str; 6] = ["a", "an", "any", "every", "each", "another"];
 
+/// The kind an id at `start` of folded `text` is written with, as a scope: `Some(true)` for
+/// `repo:ID`, `Some(false)` for `task:ID`, `None` for a bare id.
+fn kind_written_before(text: &str, start: usize) -> Option<bool> {
+    let before = &text[..start];
+    if before.ends_with("repo:") {
+        Some(true)
+    } else if before.ends_with("task:") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 /// Whether the id at `at` of folded `text` is marked as a place: written as a scope
 /// (`repo:docs`, `task:docs`), or beside a place noun (`the docs repo`, `in repo docs`,
 /// `docs 仓库`) with nothing between them but spaces and quotes — a period or a comma ends
@@ -529,10 +538,10 @@ const ANY_ONE: [&str; 6] = ["a", "an", "any", "every", "each", "another"];
 /// that is an everyday word counts as named only so: "write docs in English" names no
 /// repository.
 fn marked_as_place(text: &str, at: std::ops::Range<usize>) -> bool {
-    let before = &text[..at.start];
-    if before.ends_with("repo:") || before.ends_with("task:") {
+    if kind_written_before(text, at.start).is_some() {
         return true;
     }
+    let before = &text[..at.start];
     let gap = |c: char| {
         c.is_whitespace() || matches!(c, '`' | '\'' | '"' | '“' | '”' | '‘' | '’' | '「' | '」')
     };

@@ -129,19 +129,17 @@ pub fn fit(s: &str, cols: usize) -> String {
 /// reach the terminal raw: a stored value could otherwise move the cursor, break the layout,
 /// show its words in another order than they are stored, or look like another value.
 pub fn one_line(s: &str) -> String {
-    let hidden = |c: char| {
-        c.is_control() || crate::model::reorders_text(c) || crate::spelling::may_print_as_nothing(c)
-    };
-    if !s.contains(hidden) {
+    // The characters the CLI prints escaped (`model::escape_controls`), decided in one place.
+    let Some((chars, escaped)) = crate::model::escaped_chars(s) else {
         return s.to_string();
-    }
-    let chars: Vec<char> = s.chars().collect();
-    (0..chars.len())
-        .map(|i| match chars[i] {
+    };
+    chars
+        .into_iter()
+        .zip(escaped)
+        .map(|(c, escaped)| match c {
             '\n' | '\r' => '⏎',
             '\t' => ' ',
-            c if c.is_control() || crate::model::reorders_text(c) => '�',
-            _ if crate::spelling::prints_as_nothing(&chars, i) => '�',
+            _ if escaped => '�',
             c => c,
         })
         .collect()
