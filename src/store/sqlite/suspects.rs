@@ -12,7 +12,8 @@ use crate::store::suspects::{
 };
 use anyhow::Result;
 use rusqlite::OptionalExtension;
-use std::hash::{Hash, Hasher};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 impl Store {
     /// Every current `global` record with a place signal, widest blast radius first. Reads
@@ -38,6 +39,13 @@ impl Store {
             }
         }
         by_source.sort_unstable();
+        // Where each hash's run starts in `by_source`: one probe a global record instead of a
+        // binary search over every scoped record (a quarter of the scan at 1M records).
+        let mut run_of: HashMap<u64, usize, BuildHasherDefault<Spread>> =
+            HashMap::with_capacity_and_hasher(by_source.len(), Default::default());
+        for (i, &(k, _)) in by_source.iter().enumerate().rev() {
+            run_of.insert(k, i);
+        }
         let mut sibling =
             conn.prepare_cached("SELECT source, predicate, scope FROM memories WHERE rowid = ?1")?;
         let places = Places::new(&known);
@@ -52,7 +60,7 @@ impl Store {
                 let raw = r.get_ref(2)?.as_str().ok();
                 let mut siblings: Vec<(String, Scope)> = Vec::new();
                 let h = hash(source);
-                let from = by_source.partition_point(|&(k, _)| k < h);
+                let from = run_of.get(&h).copied().unwrap_or(by_source.len());
                 let same = by_source[from..].iter().take_while(|&&(k, _)| k == h);
                 for (_, id) in same {
                     let (s, p, sc): (String, String, String) =
@@ -152,4 +160,26 @@ fn hash(text: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
     h.finish()
+}
+
+/// The hasher of [`HashMap`]s keyed by a [`hash`]: its keys are already spread evenly over 64
+/// bits, so the key is its own hash.
+#[derive(Default)]
+struct Spread(u64);
+
+impl Hasher for Spread {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (a `u64` key); any other key folds its bytes in.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
 }
