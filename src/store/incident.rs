@@ -167,24 +167,107 @@ pub(crate) enum RevertStep {
     Restore { target: i64 },
 }
 
-/// Decides a revert of `id` to `to_version` (default: `earlier`, the last version set before
-/// the current one since the identity was last deleted — a restore starts it afresh, its
-/// earlier content destroyed), given its current record (version and value) and whether it is
-/// tombstoned; or the sentence refusing it.
+/// What an identity's `reverted` and `removed` events since its last delete say about its
+/// versions: the versions `rescope` moved out of its scope, and the versions a revert wrote,
+/// with the version whose value each brought back.
+#[derive(Default)]
+pub(crate) struct Reverts {
+    moved: Vec<i64>,
+    /// (version written, version brought back, written by a rescope's move).
+    written: Vec<(i64, i64, bool)>,
+}
+
+impl Reverts {
+    /// Notes one event (others are ignored).
+    pub(crate) fn note(&mut self, event: &str, version: Option<i64>, detail: Option<&str>) {
+        let Some(detail) = detail.and_then(|d| serde_json::from_str::<Value>(d).ok()) else {
+            return;
+        };
+        let by_rescope = detail.get("rescoped_to").is_some();
+        if by_rescope {
+            if let Some(moved) = detail.get("moved_version").and_then(Value::as_i64) {
+                self.moved.push(moved);
+            }
+        }
+        let back_to = detail.get("reverted_to").and_then(Value::as_i64);
+        if let (Some(written), Some(back_to), "reverted") = (version, back_to, event) {
+            self.written.push((written, back_to, by_rescope));
+        }
+    }
+
+    /// The version whose value `version` holds, if a revert wrote it (only a rescope's move,
+    /// unless `any`).
+    fn back_to(&self, version: i64, any: bool) -> Option<i64> {
+        self.written
+            .iter()
+            .rev()
+            .find(|&&(w, _, by_rescope)| w == version && (any || by_rescope))
+            .map(|&(_, b, _)| b)
+    }
+}
+
+/// The version a revert brings back by default.
+pub(crate) enum Earlier {
+    Version(i64),
+    /// Nothing was set before the current version since the identity was last deleted.
+    None,
+    /// Only values `rescope` moved to another scope came before.
+    Moved,
+}
+
+/// The last version set before `current` (`set_below(v)`: the last `set` version below `v`
+/// since the identity was last deleted — a restore starts it afresh, its earlier content
+/// destroyed), passing over what `rescope` moved out of this scope: a value moved away as
+/// mis-scoped must not come back by a later revert or move. A moved version that a revert
+/// wrote took its value from an earlier version, which is passed over too; and when the
+/// current version is a move's, what came before it is what came before the value it holds.
+/// (A plain revert's version keeps "the version before" — reverting it again undoes it.)
+pub(crate) fn earlier_version(
+    current: i64,
+    reverts: &Reverts,
+    mut set_below: impl FnMut(i64) -> Result<Option<i64>>,
+) -> Result<Earlier> {
+    let mut below = reverts.back_to(current, false).unwrap_or(current);
+    let mut passed_a_move = below != current;
+    while let Some(v) = set_below(below)? {
+        if !reverts.moved.contains(&v) {
+            return Ok(Earlier::Version(v));
+        }
+        // Follow the value back to the version that first held it.
+        below = v;
+        while let Some(b) = reverts.back_to(below, true).filter(|&b| b < below) {
+            below = b;
+        }
+        passed_a_move = true;
+    }
+    Ok(if passed_a_move {
+        Earlier::Moved
+    } else {
+        Earlier::None
+    })
+}
+
+/// Decides a revert of `id` to `to_version` (default: `earlier`, see [`earlier_version`]),
+/// given its current record (version and value) and whether it is tombstoned; or the sentence
+/// refusing it.
 pub(crate) fn revert_step(
     id: &Identity,
     to_version: Option<i64>,
     current: Option<(i64, Value)>,
-    earlier: Option<i64>,
+    earlier: Earlier,
     tombstoned: bool,
     remove_if_none: bool,
 ) -> Result<RevertStep> {
     if tombstoned {
         bail!("{id} is deleted: restore it before reverting (`memscope restore`)");
     }
+    let moved = matches!(earlier, Earlier::Moved);
     let target = match (to_version, &current) {
         (Some(n), _) => Some(n),
-        (None, Some(_)) => earlier,
+        (None, Some(_)) => match earlier {
+            Earlier::Version(v) => Some(v),
+            Earlier::None | Earlier::Moved => None,
+        },
         (None, None) => {
             bail!("{id} has no current record: name the version to bring back with --to-version")
         }
@@ -199,6 +282,9 @@ pub(crate) fn revert_step(
     }
     if !remove_if_none {
         return Err(match (to_version, &current) {
+            (None, Some((version, _))) if moved => anyhow!(
+                "{id} has no earlier value to revert to: what came before v{version} was moved to another scope by `memscope rescope` (see `memscope history`; --to-version N brings a moved value back on purpose)"
+            ),
             (None, Some((version, _))) if *version > 1 => anyhow!(
                 "{id} has no earlier value to revert to: v{version} is the first since it was deleted and restored (a delete destroys the versions before it)"
             ),

@@ -1255,6 +1255,59 @@ fn a_scope_emptied_by_a_rescope_takes_any_causal_number_and_check_agrees_on_post
 }
 
 #[test]
+fn a_value_moved_out_of_a_scope_never_comes_back_by_a_later_move_or_revert() {
+    a_value_moved_out_of_a_scope_never_comes_back_by_a_later_move_or_revert_on(TestDb::new());
+}
+
+#[test]
+fn a_value_moved_out_of_a_scope_never_comes_back_by_a_later_move_or_revert_on_postgres() {
+    on_postgres(a_value_moved_out_of_a_scope_never_comes_back_by_a_later_move_or_revert_on);
+}
+
+/// Global held "pnpm 📦" then "npm ci" (v2), moved to the legacy repo: global went back to
+/// v1's value (v3). Reverting global, or moving v3 on too, must not bring "npm ci" back into
+/// global — the incident `rescope` fixed. After v3 moves on, global has nothing left (the
+/// value v3 held was v1's, moved with it), so a later write reverts to nothing either; an
+/// explicit `--to-version` still brings a moved value back on purpose.
+fn a_value_moved_out_of_a_scope_never_comes_back_by_a_later_move_or_revert_on(db: TestDb) {
+    db.write(U, PM, "pnpm 📦", "global", "s:1");
+    db.write(U, PM, "npm ci", "global", "s:2");
+    rescope(&db, "global", LEGACY);
+    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "pnpm 📦");
+
+    let refused = revert_run(&db, "global", None);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused
+            .stderr
+            .contains("was moved to another scope by `memscope rescope`"),
+        "{refused:?}"
+    );
+    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "pnpm 📦");
+
+    let outs = rescope(&db, "global", "repo:web-app");
+    assert_eq!(
+        (&outs[1]["outcome"], &outs[1]["scope"]),
+        (&json!("removed"), &json!("global")),
+        "{outs:#?}"
+    );
+    assert_eq!(
+        db.resolve(U, PM, &["--repo", "new-project"])["found"],
+        false
+    );
+
+    db.write(U, PM, "yarn", "global", "s:3");
+    let refused = revert_run(&db, "global", None);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "yarn");
+
+    let back = revert_run(&db, "global", Some("2"));
+    assert_eq!(back.code, 0, "{back:?}");
+    assert_eq!(db.list(&["--scope", "global"])[0]["value"], "npm ci");
+    db.assert_check_ok();
+}
+
+#[test]
 fn a_rescope_typed_in_another_case_records_the_stored_spellings() {
     a_rescope_typed_in_another_case_records_the_stored_spellings_on(TestDb::new());
 }

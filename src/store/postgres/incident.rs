@@ -11,7 +11,8 @@ use crate::model::{Identity, Resolution, Scope, WriteOutcome};
 use crate::store::decide::chain_identities;
 use crate::store::events::EventKind;
 use crate::store::incident::{
-    self, resolution_at, revert_step, state_at, HistoryAt, RevertStep, VersionContent,
+    self, resolution_at, revert_step, state_at, Earlier, HistoryAt, RevertStep, Reverts,
+    VersionContent,
 };
 use crate::store::prepared::PreparedWrite;
 use anyhow::Result;
@@ -89,18 +90,29 @@ fn current(t: &mut Tx<'_>, id: &Identity) -> Result<Option<Current>> {
     .transpose()
 }
 
-/// The last version set before `below` since `id` was last deleted (see
-/// `store::incident::revert_step`).
-fn earlier_version(t: &mut Tx<'_>, id: &Identity, below: i64) -> Result<Option<i64>> {
+/// The version a revert brings back by default (see `store::incident::earlier_version`).
+fn earlier_version(t: &mut Tx<'_>, id: &Identity, current: i64) -> Result<Earlier> {
     let scope = id.scope.to_string();
-    Ok(t.one(
-        "SELECT max(version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
-             AND event = 'set' AND version < $4
-             AND id > coalesce((SELECT max(id) FROM history WHERE subject = $1 AND predicate = $2
-                                AND scope = $3 AND event = 'deleted'), 0)",
-        &[&id.subject, &id.predicate, &scope, &below],
-    )?
-    .get(0))
+    let mut reverts = Reverts::default();
+    for r in t.all(
+        "SELECT event, version, detail FROM history WHERE subject = $1 AND predicate = $2
+         AND scope = $3 AND event IN ('reverted', 'removed')
+         AND id > coalesce((SELECT max(id) FROM history WHERE subject = $1 AND predicate = $2
+                            AND scope = $3 AND event = 'deleted'), 0)",
+        &[&id.subject, &id.predicate, &scope],
+    )? {
+        reverts.note(r.get(0), r.get(1), r.get(2));
+    }
+    incident::earlier_version(current, &reverts, |below| {
+        Ok(t.one(
+            "SELECT max(version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+                 AND event = 'set' AND version < $4
+                 AND id > coalesce((SELECT max(id) FROM history WHERE subject = $1 AND predicate = $2
+                                    AND scope = $3 AND event = 'deleted'), 0)",
+            &[&id.subject, &id.predicate, &scope, &below],
+        )?
+        .get(0))
+    })
 }
 
 /// `id`'s tombstone version, when it is deleted.
@@ -128,7 +140,7 @@ fn revert_in_tx(
     let cur = current(t, id)?.map(|c| (c.0, c.1));
     let earlier = match &cur {
         Some((version, _)) if to_version.is_none() => earlier_version(t, id, *version)?,
-        _ => None,
+        _ => Earlier::None,
     };
     let deleted = tombstone(t, id)?.is_some();
     let target = match revert_step(id, to_version, cur, earlier, deleted, remove_if_none)? {

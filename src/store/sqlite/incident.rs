@@ -11,7 +11,9 @@ use super::write::{write_in_tx, TxState, WriteCtx};
 use super::{format_time, Store};
 use crate::model::{Identity, ReadRecord, Resolution, Scope, WriteOutcome};
 use crate::store::decide::{chain_identities, resolve_looked, shadowed_labels, Looked};
-use crate::store::incident::{self, HistoryAt, RevertStep, StateAt, VersionContent};
+use crate::store::incident::{
+    self, Earlier, HistoryAt, RevertStep, Reverts, StateAt, VersionContent,
+};
 use crate::store::prepared::PreparedWrite;
 use anyhow::Result;
 use chrono::{DateTime, Utc};
@@ -80,20 +82,36 @@ fn version_content(conn: &Connection, id: &Identity, n: i64) -> Result<Option<Ve
         .optional()?)
 }
 
-/// The last version set before `below` since `id` was last deleted (see
-/// `store::incident::revert_step`).
-fn earlier_version(conn: &Connection, id: &Identity, below: i64) -> Result<Option<i64>> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
-             AND event = 'set' AND version < ?4
-             AND id > coalesce((SELECT max(id) FROM history WHERE subject = ?1 AND predicate = ?2
-                                AND scope = ?3 AND event = 'deleted'), 0)",
-        )?
-        .query_row(
+/// The version a revert brings back by default (see `store::incident::earlier_version`).
+fn earlier_version(conn: &Connection, id: &Identity, current: i64) -> Result<Earlier> {
+    let key = params![id.subject, id.predicate, id.scope.to_string()];
+    let mut reverts = Reverts::default();
+    let mut events = conn.prepare_cached(
+        "SELECT event, version, detail FROM history WHERE subject = ?1 AND predicate = ?2
+         AND scope = ?3 AND event IN ('reverted', 'removed')
+         AND id > coalesce((SELECT max(id) FROM history WHERE subject = ?1 AND predicate = ?2
+                            AND scope = ?3 AND event = 'deleted'), 0)",
+    )?;
+    let mut rows = events.query(key)?;
+    while let Some(r) = rows.next()? {
+        reverts.note(
+            r.get_ref(0)?.as_str()?,
+            r.get(1)?,
+            r.get_ref(2)?.as_str_or_null()?,
+        );
+    }
+    let mut set_below = conn.prepare_cached(
+        "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
+         AND event = 'set' AND version < ?4
+         AND id > coalesce((SELECT max(id) FROM history WHERE subject = ?1 AND predicate = ?2
+                            AND scope = ?3 AND event = 'deleted'), 0)",
+    )?;
+    incident::earlier_version(current, &reverts, |below| {
+        Ok(set_below.query_row(
             params![id.subject, id.predicate, id.scope.to_string(), below],
             |r| r.get(0),
         )?)
+    })
 }
 
 fn tombstoned(conn: &Connection, id: &Identity) -> Result<bool> {
@@ -119,7 +137,7 @@ fn revert_in_tx(
     let cur = current(conn, id)?;
     let earlier = match &cur {
         Some(c) if to_version.is_none() => earlier_version(conn, id, c.version)?,
-        _ => None,
+        _ => Earlier::None,
     };
     let step = incident::revert_step(
         id,
