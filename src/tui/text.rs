@@ -228,6 +228,23 @@ pub fn wrap(s: &str, max: usize) -> Vec<String> {
     lines
 }
 
+/// [`wrap`], in at most `rows` lines: a longer text keeps its first `rows - 1` lines and ends
+/// with `…` and its own end, so a sentence that names a long value keeps what it says after
+/// the value (a dialog's effect must not push its own statement off the screen).
+pub fn wrap_at_most(s: &str, max: usize, rows: usize) -> Vec<String> {
+    let mut lines = wrap(s, max);
+    if lines.len() <= rows.max(1) {
+        return lines;
+    }
+    let flat = one_line(s);
+    if rows <= 1 {
+        return vec![truncate_middle(&flat, max.max(2))];
+    }
+    lines.truncate(rows - 1);
+    lines.push(format!("…{}", suffix(&flat, max.max(2) - 1).0));
+    lines
+}
+
 /// A word's pieces a line may break between: each wide character alone, the narrow runs
 /// between them whole (`package-lock.json` stays one piece), with their widths.
 fn break_units(word: &str) -> Vec<(String, usize)> {
@@ -297,6 +314,33 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn wrap_at_most_keeps_the_head_and_the_end_of_a_long_sentence() {
+        let text = format!(
+            "global: new record {}; 3 repositories would get it",
+            "中".repeat(300)
+        );
+        let lines = wrap_at_most(&text, 40, 3);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].starts_with("global: new record 中"), "{lines:?}");
+        assert!(lines[2].starts_with('…') && lines[2].ends_with("3 repositories would get it"));
+        assert!(lines.iter().all(|l| width(l) <= 40), "{lines:?}");
+        // A text that fits is wrapped as it is; one row cuts the middle.
+        assert_eq!(wrap_at_most("a b", 40, 3), wrap("a b", 40));
+        let one = wrap_at_most(&text, 20, 1);
+        assert_eq!(one.len(), 1);
+        assert!(width(&one[0]) <= 20 && one[0].contains('…'), "{one:?}");
+        // A hostile value stays escaped, and no row is empty at a width of one.
+        let hostile = format!("x\u{1b}[2J{}", "🎉".repeat(50));
+        for rows in 1..4 {
+            for max in 1..6 {
+                for l in wrap_at_most(&hostile, max, rows) {
+                    assert!(!l.contains('\u{1b}'), "{l:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn one_line_shows_no_control_or_direction_control_raw() {

@@ -1453,6 +1453,93 @@ fn a_toast_longer_than_the_status_line_is_shown_whole() {
     });
 }
 
+/// A value thousands of characters long cannot push a dialog's statement, or its `y` line, off
+/// a 100×30 screen: the pending confirm, the pending pane's choices, the revert dialog and the
+/// rescope dialog cut the value (its head and the sentence's end kept).
+#[test]
+fn a_long_value_leaves_every_dialog_its_statement_and_its_y_line() {
+    let f = Fixture::story();
+    let wide = "中".repeat(3000);
+    f.write(&format!(
+        r#"{{"subject":"user:5","predicate":"bigp","value":"{wide}","scope":{{"ambiguous":["global","repo:web-app"]}},"source":"s:7"}}"#
+    ));
+    let (long_subject, long_predicate) = (format!("user:3{}", "s".repeat(150)), "p".repeat(150));
+    f.write(&format!(
+        r#"{{"subject":"{long_subject}","predicate":"{long_predicate}","value":"v","scope":"global","source":"s:9"}}"#
+    ));
+    for (i, letter) in ["a", "b"].iter().enumerate() {
+        f.write(&format!(
+            r#"{{"subject":"user:5","predicate":"big","value":"{}","scope":"global","source":"s:{i}"}}"#,
+            letter.repeat(3000)
+        ));
+    }
+    for_each_backend(&f, |db| {
+        let mut s = db.session(100, 30);
+        // The pending pane: every choice's line and `x` stay in view.
+        press(&mut s, "2");
+        let at = s
+            .app
+            .tabs
+            .pending
+            .rows
+            .iter()
+            .position(|p| p.predicate == "bigp")
+            .expect("the long pending item");
+        for _ in 0..at {
+            press(&mut s, "j");
+        }
+        let screen = render(&mut s, 100, 30);
+        assert!(screen.contains("repo:web-app:"), "{screen}");
+        assert!(screen.contains("x "), "{screen}");
+        // Its confirm: the effect's end and the y line.
+        press(&mut s, "g");
+        let screen = render(&mut s, 100, 30);
+        assert!(screen.contains("y write to global"), "{screen}");
+        assert!(screen.contains('…'), "{screen}");
+        assert!(
+            screen.lines().next().unwrap().contains("scopes"),
+            "{screen}"
+        );
+        press(&mut s, "n");
+
+        // The revert dialog on user:5 · big: its statement under the cut value.
+        press(&mut s, "1");
+        select(&mut s, "user:5 · big @ global");
+        press(&mut s, "v");
+        s.pump();
+        let screen = render(&mut s, 100, 30);
+        assert!(screen.contains("global becomes"), "{screen}");
+        assert!(
+            screen.lines().next().unwrap().contains("scopes"),
+            "{screen}"
+        );
+        assert!(screen.contains("y revert"), "{screen}");
+        press(&mut s, "n");
+
+        // The delete dialog names a long identity with its scope: the middle is cut.
+        select(
+            &mut s,
+            &format!("{long_subject} · {long_predicate} @ global"),
+        );
+        press(&mut s, "d");
+        s.pump();
+        let screen = render(&mut s, 100, 30);
+        let line = screen
+            .lines()
+            .find(|l| l.contains("(•) this identity"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        assert!(line.contains("…") && line.contains("@ global"), "{screen}");
+        assert!(
+            screen
+                .lines()
+                .filter(|l| l.contains("pppp…") || l.contains("…ppp"))
+                .count()
+                >= 1,
+            "{screen}"
+        );
+    });
+}
+
 #[test]
 fn the_event_popup_shows_hostile_text_escaped() {
     let f = Fixture::story();

@@ -6,7 +6,7 @@ use crate::tui::app::{Action, Curation};
 use crate::tui::draw::{bold, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{width, wrap};
+use crate::tui::text::{width, wrap_at_most};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -46,11 +46,12 @@ impl ConfirmDialog {
             .max(40) as u16
             + 4)
         .min(area.width);
-        // The effect is what the user came to read: a narrow box wraps it rather than cut it.
+        // The effect is what the user came to read: a narrow box wraps it rather than cut it,
+        // and a long value in it is cut so that the rest of it stays on screen.
         let text: Vec<String> = c
             .lines
             .iter()
-            .flat_map(|l| wrap(l, w.saturating_sub(4) as usize))
+            .flat_map(|l| wrap_at_most(l, w.saturating_sub(4) as usize, super::ROWS_A_LINE))
             .collect();
         let rect = centered(area, w, text.len() as u16 + 5);
         let inner = frame_box(frame, rect, &c.title, Context::Confirm);

@@ -7,7 +7,7 @@ use crate::tui::app::{Action, Curation};
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{one_line, wrap};
+use crate::tui::text::{one_line, truncate_middle, width, wrap};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -110,11 +110,10 @@ impl DeleteDialog {
             } else {
                 ("( ) ", Style::new())
             };
-            lines.push(row_line(
-                &[part(mark, style), part(one_line(c), style)],
-                &[],
-                max,
-            ));
+            // A long subject or predicate is cut in its middle: the scope at the end says
+            // which place the delete reaches.
+            let text = truncate_middle(&one_line(c), max.saturating_sub(width(mark)).max(2));
+            lines.push(row_line(&[part(mark, style), part(text, style)], &[], max));
         }
         lines.push(Line::raw(""));
         match &d.preview {
@@ -142,6 +141,7 @@ fn preview_lines(p: &DeletePreview, max: usize) -> Vec<Line<'static>> {
             StatementLine::Identity => {
                 named += 1;
                 if named <= SHOWN {
+                    let text = truncate_middle(&one_line(&text), max.max(2));
                     lines.push(plain(&text, dim(), max));
                 } else if named == SHOWN + 1 {
                     lines.push(plain(

@@ -28,7 +28,7 @@ use crate::model::MemoryRecord;
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::text::value_text;
 use crate::tui::text::width;
-use crate::tui::text::wrap;
+use crate::tui::text::wrap_at_most;
 use crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -149,9 +149,17 @@ impl Dialog {
 
 pub(crate) const FIELD: usize = 30;
 
-/// `text` as bullet lines of at most `max` columns.
+/// The most rows one bullet, or one line of a confirm, takes: a long value in it is cut (its
+/// head and the sentence's end kept) so the rest of the statement and `y`'s line stay on
+/// screen.
+pub(crate) const ROWS_A_LINE: usize = 6;
+
+/// `text` as bullet lines of at most `max` columns and [`ROWS_A_LINE`] rows.
 pub(crate) fn bullet(lines: &mut Vec<Line<'static>>, text: &str, style: Style, max: usize) {
-    for (i, l) in wrap(text, max.saturating_sub(2)).into_iter().enumerate() {
+    for (i, l) in wrap_at_most(text, max.saturating_sub(2), ROWS_A_LINE)
+        .into_iter()
+        .enumerate()
+    {
         let lead = if i == 0 { "• " } else { "  " };
         lines.push(Line::styled(format!("{lead}{l}"), style));
     }

@@ -9,7 +9,7 @@ use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::Command;
 use crate::tui::rows::{Cursor, ListPanes, Row, Rows};
-use crate::tui::text::{age, ago, one_line, plural, value_text, width, wrap};
+use crate::tui::text::{age, ago, one_line, plural, value_text, width, wrap_at_most};
 use anyhow::Result;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -263,7 +263,7 @@ fn choice_lines(preview: &PendingPreview, max: usize) -> Vec<Line<'static>> {
         // The effect wraps under itself: it may name a blast radius.
         let head = format!("{}: ", c.scope);
         let hang = width(&key) + width(&head);
-        for (i, chunk) in wrap(&c.effect, max.saturating_sub(hang).max(12))
+        for (i, chunk) in wrap_at_most(&c.effect, max.saturating_sub(hang).max(12), 6)
             .into_iter()
             .enumerate()
         {
