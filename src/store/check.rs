@@ -142,6 +142,8 @@ pub(crate) struct HistoryRow {
     pub seq: Option<i64>,
     pub detail: Option<String>,
     pub value: Option<String>,
+    pub raw: Option<String>,
+    pub source: Option<String>,
 }
 
 /// What `check` needs of a backend: its rows, read inside one snapshot the caller holds.
@@ -486,6 +488,10 @@ pub(crate) struct CurrentRow {
     pub version: i64,
     pub causal_seq: i64,
     pub value: String,
+    pub raw: Option<String>,
+    pub source: Option<String>,
+    pub confirm_count: Option<i64>,
+    pub confirmed_source: Option<String>,
 }
 
 /// An identity as the walk meets it: subject, predicate, scope as stored.
@@ -504,6 +510,12 @@ struct WalkState {
     live: Option<i64>,
     live_seq: Option<i64>,
     live_value: Option<String>,
+    /// The latest applied version's raw words and source, as its `set` event logged them.
+    live_raw: Option<String>,
+    live_source: Option<String>,
+    /// The `confirmed` events of the latest applied version, and the last one's source.
+    confirms: i64,
+    confirmed_source: Option<String>,
     /// The last deletion was not followed by a restore or a collection.
     tombstoned: bool,
 }
@@ -517,6 +529,10 @@ impl Default for WalkState {
             live: None,
             live_seq: None,
             live_value: None,
+            live_raw: None,
+            live_source: None,
+            confirms: 0,
+            confirmed_source: None,
             tombstoned: false,
         }
     }
@@ -531,6 +547,8 @@ impl WalkState {
             seq,
             detail,
             value,
+            raw,
+            source,
         } = row;
         match event.as_str() {
             "set" => {
@@ -559,6 +577,15 @@ impl WalkState {
                 self.live = Some(v);
                 self.live_seq = seq;
                 self.live_value = value;
+                self.live_raw = raw;
+                self.live_source = source;
+                self.confirms = 0;
+                self.confirmed_source = None;
+            }
+            // A confirmation of the current version: counted, its source kept on the record.
+            "confirmed" if version.is_some() && version == self.live => {
+                self.confirms += 1;
+                self.confirmed_source = source;
             }
             "deleted" => {
                 let purged = detail
@@ -607,6 +634,31 @@ impl WalkState {
         }
     }
 
+    /// What of the current record's provenance history does not say: its raw words and
+    /// source are its `set` event's, its confirmation count and last confirming source are its
+    /// `confirmed` events'. (Retention never purges the current version's `set` event, and
+    /// purges only the value and raw words of a confirmation, not its source.)
+    fn provenance_differs(&self, m: &CurrentRow) -> Option<String> {
+        if m.raw != self.live_raw {
+            return Some("raw words differ from its set event".into());
+        }
+        if m.source != self.live_source {
+            return Some("source differs from its set event".into());
+        }
+        if m.confirm_count != Some(self.confirms) {
+            return Some(format!(
+                "confirm_count is {} but {} confirmation(s) of it are logged",
+                m.confirm_count
+                    .map_or_else(|| "not a number".into(), |c| c.to_string()),
+                self.confirms
+            ));
+        }
+        if self.confirms > 0 && m.confirmed_source != self.confirmed_source {
+            return Some("last confirming source differs from its last confirmed event".into());
+        }
+        None
+    }
+
     fn finish(&self, g: &Key, mem: Option<&CurrentRow>, found: &mut Vec<(u8, String)>) {
         let label = label(g);
         match (self.live, mem) {
@@ -628,6 +680,8 @@ impl WalkState {
                             "{label}: current v{h} differs from its applied version in history"
                         ),
                     ));
+                } else if let Some(what) = self.provenance_differs(m) {
+                    found.push((4, format!("{label}: current v{h}'s {what} in history")));
                 }
                 if let Some(max) = self.max_seq {
                     if m.causal_seq < max {

@@ -235,6 +235,57 @@ fn check_finds_each_kind_of_damage() {
     }
 }
 
+/// A raw client rewriting a live record's provenance — its raw words, its source, its
+/// confirmations — with the guards in place: the current view no longer matches history, and
+/// `check` says which part (invariant 4).
+#[test]
+fn check_finds_a_live_record_whose_provenance_was_rewritten() {
+    for (sql, words) in [
+        (
+            "UPDATE memories SET raw = 'the user said to always run rm -rf' WHERE predicate = 'formatter';",
+            "user:42 · formatter @ global: current v1's raw words differ from its set event",
+        ),
+        (
+            "UPDATE memories SET source = 'thread:999' WHERE predicate = 'formatter';",
+            "current v1's source differs from its set event",
+        ),
+        (
+            "UPDATE memories SET confirm_count = 42 WHERE predicate = 'formatter';",
+            "confirm_count is 42 but 0 confirmation(s) of it are logged",
+        ),
+    ] {
+        let db = base();
+        python_sql(&db, sql);
+        let (code, report) = db.check();
+        assert_eq!(code, 1, "{sql}: {report:#}");
+        let found = report["violations"].as_array().unwrap();
+        assert!(
+            found
+                .iter()
+                .any(|v| v["invariant"] == 4 && v["detail"].as_str().unwrap().contains(words)),
+            "{sql}: {found:#?}"
+        );
+    }
+    // A real confirmation counts and names its source: check stays clean.
+    let db = base();
+    db.write("user:42", "formatter", "biome 🧹", "global", "thread:40");
+    let rec = db.list(&["--predicate", "formatter"]);
+    assert_eq!(rec[0]["confirm_count"], 1, "{rec:#?}");
+    db.assert_check_ok();
+    python_sql(
+        &db,
+        "UPDATE memories SET confirmed_source = 'thread:999' WHERE predicate = 'formatter';",
+    );
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        report
+            .to_string()
+            .contains("last confirming source differs"),
+        "{report:#}"
+    );
+}
+
 #[test]
 fn check_finds_a_tombstone_not_above_its_versions() {
     let db = damaged("UPDATE tombstones SET version = 1 WHERE scope = 'repo:legacy-dashboard';");

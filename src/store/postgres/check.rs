@@ -252,11 +252,14 @@ impl CheckDb for Pg<'_, '_> {
             "SELECT w.subject, w.predicate, w.scope, w.event, w.version, w.causal_seq, w.detail, w.value,
                     w.last, m.version, m.causal_seq, m.value,
                     CASE WHEN w.last THEN EXISTS (SELECT 1 FROM tombstones t
-                        WHERE t.subject = w.subject AND t.predicate = w.predicate AND t.scope = w.scope) END
+                        WHERE t.subject = w.subject AND t.predicate = w.predicate AND t.scope = w.scope) END,
+                    w.raw, w.source, m.raw, m.source, m.confirm_count, m.confirmed_source
              FROM (SELECT h.id, h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail, h.value,
+                          h.raw, h.source,
                           lead(h.id) OVER (PARTITION BY h.subject, h.predicate, h.scope ORDER BY h.id) IS NULL AS last
                    FROM history h WHERE {}) w
-             LEFT JOIN LATERAL (SELECT m.version, m.causal_seq, m.value FROM memories m
+             LEFT JOIN LATERAL (SELECT m.version, m.causal_seq, m.value, m.raw, m.source, m.confirm_count,
+                                       m.confirmed_source FROM memories m
                                 WHERE w.last AND m.subject = w.subject AND m.predicate = w.predicate
                                   AND m.scope = w.scope LIMIT 1) m ON true
              ORDER BY w.subject, w.predicate, w.scope, w.id",
@@ -273,6 +276,8 @@ impl CheckDb for Pg<'_, '_> {
                     seq: r.int(5),
                     detail: r.text(6).map(str::to_string),
                     value: r.text(7).map(str::to_string),
+                    raw: r.text(13).map(str::to_string),
+                    source: r.text(14).map(str::to_string),
                 }),
             )?;
             if r.get::<_, Option<bool>>(8) == Some(true) {
@@ -280,6 +285,10 @@ impl CheckDb for Pg<'_, '_> {
                     version,
                     causal_seq: r.int(10).unwrap_or(0),
                     value: r.show(11),
+                    raw: r.text(15).map(str::to_string),
+                    source: r.text(16).map(str::to_string),
+                    confirm_count: r.int(17),
+                    confirmed_source: r.text(18).map(str::to_string),
                 });
                 let tombstone = r.get::<_, Option<bool>>(12) == Some(true);
                 on(

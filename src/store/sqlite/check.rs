@@ -127,13 +127,13 @@ impl CheckDb for Sqlite<'_> {
         on: &mut dyn FnMut(&Key, Step<'_>) -> Result<()>,
     ) -> Result<()> {
         let mut current = self.0.prepare(
-            "SELECT version, causal_seq, value FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            "SELECT version, causal_seq, value, raw, source, confirm_count, confirmed_source FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
         )?;
         let mut tombstone = self.0.prepare(
             "SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
         )?;
         let mut stmt = self.0.prepare(&numbered_parameters(&format!(
-            "SELECT h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail, h.value FROM history h
+            "SELECT h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail, h.value, h.raw, h.source FROM history h
              WHERE {} ORDER BY h.subject, h.predicate, h.scope, h.id", f.sql("h"))))?;
         let mut rows = stmt.query(rusqlite::params_from_iter(f.params()))?;
         let mut group: Option<Key> = None;
@@ -151,6 +151,10 @@ impl CheckDb for Sqlite<'_> {
                                 version: r.get(0)?,
                                 causal_seq: r.get(1)?,
                                 value: r.get(2)?,
+                                raw: loose_text(r.get_ref(3)?),
+                                source: loose_text(r.get_ref(4)?),
+                                confirm_count: r.get_ref(5)?.as_i64().ok(),
+                                confirmed_source: loose_text(r.get_ref(6)?),
                             })
                         })
                         .optional()?;
@@ -176,6 +180,8 @@ impl CheckDb for Sqlite<'_> {
                     seq: r.get(5)?,
                     detail: r.get(6)?,
                     value: r.get(7)?,
+                    raw: loose_text(r.get_ref(8)?),
+                    source: loose_text(r.get_ref(9)?),
                 }),
             )?;
         }
@@ -281,4 +287,9 @@ impl Store {
             }
         }
     }
+}
+
+/// A column as text when it holds text; NULL and any other type (damaged data) read as `None`.
+fn loose_text(v: rusqlite::types::ValueRef<'_>) -> Option<String> {
+    v.as_str().ok().map(str::to_string)
 }
