@@ -17,7 +17,9 @@ impl Scope {
     /// Parses the canonical text form; the error is one sentence a user can act on.
     pub fn parse(text: &str) -> Result<Scope, String> {
         let t = text.trim();
-        if t == "global" {
+        // The kind in any case (`Global`, `REPO:web-app`), as `--repo`/`--task` take it; the id
+        // keeps its own.
+        if t.eq_ignore_ascii_case("global") {
             return Ok(Scope::Global);
         }
         // A full-width colon reads as a colon.
@@ -44,7 +46,7 @@ impl Scope {
             ));
         }
         let id = crate::spelling::readable_id("scope id", id)?;
-        match kind {
+        match kind.to_ascii_lowercase().as_str() {
             "repo" => Ok(Scope::Repo(id)),
             "task" => Ok(Scope::Task(id)),
             _ => Err(format!(
@@ -348,8 +350,21 @@ impl WriteRequest {
             let (msg, column) = json_error(&e, line);
             // serde repeats offending keys and values: keep the sentence short.
             let msg = shorten(&msg, 300);
+            let top = line.trim_start().chars().next();
             let message = if e.is_syntax() || e.is_eof() {
                 format!("malformed JSON ({msg}): each line must be one JSON object")
+            } else if top != Some('{') {
+                // serde would name the Rust type it wanted ("expected struct WriteRequest").
+                let got = match top {
+                    Some('[') => "an array",
+                    Some('"') => "a string",
+                    Some('t' | 'f') => "a boolean",
+                    Some('n') => "null",
+                    _ => "a number",
+                };
+                format!(
+                    "each line must be one JSON object such as {{\"subject\":\"user:42\",\"predicate\":\"package_manager\",\"value\":\"pnpm\",\"scope\":\"global\",\"source\":\"thread:1\"}}, got {got}"
+                )
             } else {
                 format!("invalid write request: {msg}")
             };

@@ -140,10 +140,11 @@ pub enum SettingsCommand {
 pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Result<i32> {
     match command {
         Some(SettingsCommand::Set { key, value }) => {
-            let mut store = AnyStore::open(path, OpenMode::Create)?;
-            let stored = store
-                .set_user_setting(key.trim(), &value)
-                .map_err(|e| super::usage(format!("{e:#}")))?;
+            // A value or key the setting refuses is a usage error (exit 2); the server's
+            // refusal of the login is not.
+            let stored = made_for(path, || {
+                AnyStore::open(path, OpenMode::Create)?.set_user_setting(key.trim(), &value)
+            })?;
             if json {
                 print_json(&serde_json::json!({ "key": key.trim(), "value": stored }))?;
             } else {
@@ -168,8 +169,9 @@ pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Re
 pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
     match cmd {
         AliasCommand::Add { alias, canonical } => {
-            let mut store = AnyStore::open(path, OpenMode::Create)?;
-            let (a, c) = store.add_alias(&alias, &canonical)?;
+            let (a, c) = made_for(path, || {
+                AnyStore::open(path, OpenMode::Create)?.add_alias(&alias, &canonical)
+            })?;
             outln!("alias {a} → {c}");
         }
         AliasCommand::List { json } => {
@@ -326,33 +328,37 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
     })?;
     // Like a new file, a PostgreSQL database gets memscope's schema first (README, "seq, alias,
     // export / import": a refused import leaves it there, empty, for the retry).
-    let (place, new_file) = match postgres::Address::recognise(path.as_os_str()) {
+    let place = match postgres::Address::recognise(path.as_os_str()) {
         Some(address) => {
             let address = address?;
             postgres::prepare(&address)?;
-            (address.describe(), false)
+            address.describe()
         }
-        None => (path.display().to_string(), !path.exists()),
+        None => path.display().to_string(),
     };
-    let imported = AnyStore::open(path, OpenMode::Create)
-        .and_then(|mut store| store.import(&mut std::io::BufReader::new(f)));
-    let report = match imported {
-        Ok(report) => report,
-        Err(e) => {
-            // The store is closed: a file this import made goes again, with its journals.
-            if new_file {
-                for suffix in ["", "-wal", "-shm", "-journal"] {
-                    let mut file = path.as_os_str().to_owned();
-                    file.push(suffix);
-                    let _ = std::fs::remove_file(file);
-                }
-            }
-            return Err(e);
-        }
-    };
+    let report = made_for(path, || {
+        AnyStore::open(path, OpenMode::Create)?.import(&mut std::io::BufReader::new(f))
+    })?;
     let total: u64 = report.rows.values().sum();
     outln!("imported {total} row(s) into {place}: check is clean");
     Ok(EXIT_OK)
+}
+
+/// Runs `body`, which opens `path` to change it (creating the file when there is none): when
+/// it fails, a file it made goes again with its journals, so a refused command leaves no empty
+/// database behind. (A PostgreSQL address is no file: nothing is removed.)
+pub(crate) fn made_for<T>(path: &Path, body: impl FnOnce() -> Result<T>) -> Result<T> {
+    let new_file = postgres::Address::recognise(path.as_os_str()).is_none() && !path.exists();
+    let out = body();
+    // The store is closed by now (`body` owned it).
+    if out.is_err() && new_file {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            let _ = std::fs::remove_file(file);
+        }
+    }
+    out
 }
 
 /// Builds the demo database fresh (at `--db`, else the data directory's demo.db).

@@ -92,10 +92,21 @@ fn candidates_rule(v: &str) -> Option<String> {
     scopes.iter().find_map(|s| scope_rule(s))
 }
 
+/// A time as memscope writes it: RFC 3339 in UTC with milliseconds (`…T23:34:02.278Z`), the
+/// one spelling that sorts as text (docs/SCHEMA.md).
 fn time_rule(v: &str) -> Option<String> {
-    chrono::DateTime::parse_from_rfc3339(v)
-        .is_err()
-        .then(|| format!("time {} is not an RFC 3339 time", quoted(v)))
+    let Ok(t) = chrono::DateTime::parse_from_rfc3339(v) else {
+        return Some(format!("time {} is not an RFC 3339 time", quoted(v)));
+    };
+    let utc = t
+        .with_timezone(&chrono::Utc)
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    (utc != v).then(|| {
+        format!(
+            "time {} is not in UTC with milliseconds ({utc}), the spelling memscope sorts by",
+            quoted(v)
+        )
+    })
 }
 
 fn seq_rule(v: &str) -> Option<String> {

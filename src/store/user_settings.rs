@@ -67,9 +67,13 @@ pub const USER_SETTINGS: [(&str, &str); 4] = [
     ("tombstone_safe_days", "a whole number of days"),
 ];
 
-/// `value` checked for the user setting `key`, as it is stored.
+/// `value` checked for the user setting `key`, as it is stored; a refusal is the caller's
+/// mistake ([`crate::model::InvalidRequest`]: the CLI's usage error).
 pub(crate) fn checked_user_setting(key: &str, value: &str) -> Result<String> {
-    let value = value.trim();
+    checked(key, value.trim()).map_err(|e| crate::model::InvalidRequest(format!("{e:#}")).into())
+}
+
+fn checked(key: &str, value: &str) -> Result<String> {
     Ok(match key {
         DURABILITY_KEY => match value.to_ascii_lowercase().as_str() {
             "full" => Durability::Full.as_str().to_string(),

@@ -341,6 +341,29 @@ pub const HELP_LABEL: &str = "?";
 /// `footer_rank`). A binding whose keys a more specific context already takes never fires,
 /// so it gets no hint.
 pub fn hints(contexts: &[Context]) -> Vec<(&'static str, &'static str)> {
+    hints_for(contexts, false)
+}
+
+impl Command {
+    /// The keys that change the database: off on a read-only one (`READ_ONLY` names them).
+    pub fn changes_data(self) -> bool {
+        matches!(
+            self,
+            Command::Delete
+                | Command::Restore
+                | Command::ResolveGlobal
+                | Command::ResolveRepo
+                | Command::ResolveTask
+                | Command::Reject
+                | Command::Rescope
+                | Command::Revert
+        )
+    }
+}
+
+/// [`hints`]; on a `read_only` database without the keys that would change it (they only say
+/// the database is read-only).
+pub fn hints_for(contexts: &[Context], read_only: bool) -> Vec<(&'static str, &'static str)> {
     let mut out = Vec::new();
     let mut taken: Vec<Key> = Vec::new();
     for ctx in contexts {
@@ -348,6 +371,9 @@ pub fn hints(contexts: &[Context]) -> Vec<(&'static str, &'static str)> {
         for b in BINDINGS.iter().filter(|b| b.context == *ctx) {
             mine.extend_from_slice(b.keys);
             if b.keys.iter().all(|k| taken.contains(k)) {
+                continue;
+            }
+            if read_only && b.command.changes_data() {
                 continue;
             }
             if let Some(h) = b.hint {

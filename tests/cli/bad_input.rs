@@ -133,6 +133,28 @@ fn apply_reports_a_malformed_line_by_number_and_lands_the_others_on(db: TestDb) 
     db.assert_check_ok();
 }
 
+/// A line that is JSON but no object is told what a line must be, in words, not the name of
+/// a Rust type.
+#[test]
+fn an_apply_line_that_is_no_object_says_what_a_line_must_be() {
+    let db = TestDb::new();
+    let r = db.run_stdin(&["apply", "-"], b"[1,2]\n\"\xe7\x94\xa8 pnpm\"\n42\nnull\n");
+    assert_eq!(r.code, 1, "{r:?}");
+    let outs = r.json_lines();
+    assert_eq!(outs.len(), 4, "{outs:#?}");
+    for (o, got) in outs
+        .iter()
+        .zip(["an array", "a string", "a number", "null"])
+    {
+        let e = o["error"].as_str().unwrap();
+        assert!(
+            e.contains("must be one JSON object") && e.contains(got),
+            "{e}"
+        );
+        assert!(!e.contains("struct") && !e.contains("WriteRequest"), "{e}");
+    }
+}
+
 #[test]
 fn missing_source_is_one_sentence_and_exit_2() {
     missing_source_is_one_sentence_and_exit_2_on(TestDb::new());
@@ -191,7 +213,7 @@ fn unknown_scope_forms_are_usage_errors_on(db: TestDb) {
             ("repo:", "no id"),
             ("task:", "no id"),
             ("galaxy:x", "unknown scope"),
-            ("Global", "unknown scope"),
+            ("globe", "unknown scope"),
             ("repo:two words", "whitespace"),
             ("", "scope"),
         ] {
@@ -207,6 +229,36 @@ fn unknown_scope_forms_are_usage_errors_on(db: TestDb) {
         db.run(&args_for("history", U, PM, &["--scope", "repo:"]))
             .fails_with(2, &["no id"]);
     });
+}
+
+#[test]
+fn a_scope_kind_is_read_in_any_case_everywhere() {
+    a_scope_kind_is_read_in_any_case_everywhere_on(TestDb::new());
+}
+
+#[test]
+fn a_scope_kind_is_read_in_any_case_everywhere_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        a_scope_kind_is_read_in_any_case_everywhere_on(db);
+    }
+}
+
+/// `REPO:web-app` and `Global` are the scopes `repo:web-app` and `global` in every command,
+/// as `--repo Repo:web-app` is the repository `web-app`: the kind is a keyword, the id keeps
+/// its case.
+fn a_scope_kind_is_read_in_any_case_everywhere_on(db: TestDb) {
+    let out = db.write(U, PM, "pnpm", "Global", "s:1");
+    assert_eq!(out["scope"], "global");
+    let out = db.write(U, PM, "npm 📦", "REPO:Web-App", "s:2");
+    assert_eq!(out["scope"], "repo:Web-App");
+    assert_eq!(db.list(&["--scope", "Repo:Web-App"]).len(), 1);
+    assert_eq!(db.list(&["--scope", "GLOBAL"]).len(), 1);
+    db.run(&args_for("delete", U, PM, &["--scope", "Repo:Web-App"]))
+        .ok();
+    db.run(&args_for("restore", U, PM, &["--scope", "rePo:Web-App"]))
+        .ok();
+    assert!(db.list(&["--scope", "repo:Web-App"]).is_empty());
+    db.assert_check_ok();
 }
 
 #[test]
@@ -772,6 +824,28 @@ fn a_wrong_write_creates_no_database() {
         assert_one_sentence(&r.stderr, &[]);
         assert!(!db.path.exists(), "{args:?} created {}", db.path.display());
     }
+}
+
+// SQLite only: a refused change to a path with no file leaves no file (nor journal).
+#[test]
+fn a_refused_setting_or_alias_creates_no_database() {
+    let db = TestDb::named("never-created-either.db");
+    for (args, code) in [
+        (&["alias", "add", "pm", "pm"][..], 1),
+        (&["settings", "set", "bogus", "1"][..], 2),
+        (&["settings", "set", "retention_days", "4294967296"][..], 2),
+        (&["settings", "set", "durability", "最快 🚀"][..], 2),
+    ] {
+        let r = db.run(args);
+        assert_eq!(r.code, code, "{args:?}: {r:?}");
+        assert_one_sentence(&r.stderr, &[]);
+        for f in db.files() {
+            assert!(!f.exists(), "{args:?} left {}", f.display());
+        }
+    }
+    // A change that lands makes the file, as before.
+    db.run(&["settings", "set", "durability", "normal"]).ok();
+    assert!(db.path.exists());
 }
 
 #[test]

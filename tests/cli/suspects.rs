@@ -101,6 +101,51 @@ fn a_default_stated_as_a_default_is_no_suspect_and_words_print_escaped_on(db: Te
     );
 }
 
+#[test]
+fn a_sibling_counts_only_for_its_own_subject() {
+    a_sibling_counts_only_for_its_own_subject_on(TestDb::new());
+}
+
+#[test]
+fn a_sibling_counts_only_for_its_own_subject_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        a_sibling_counts_only_for_its_own_subject_on(db);
+    }
+}
+
+/// One message wrote another subject's record into a repository: that is no evidence about
+/// this subject's global rule (the write-time guard and the rescope dialog's suggestions look
+/// at the subject's own records too). The subject's own record there is.
+fn a_sibling_counts_only_for_its_own_subject_on(db: TestDb) {
+    db.write(
+        "用户:二",
+        "install_command",
+        "npm ci",
+        "repo:中文仓库",
+        "thread:9/msg:1",
+    );
+    db.write(
+        "user:1",
+        "package_manager",
+        "pnpm 📦",
+        "global",
+        "thread:9/msg:1",
+    );
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert!(found.is_empty(), "{found:#?}");
+    db.write(
+        "user:1",
+        "install_command",
+        "npm ci",
+        "repo:中文仓库",
+        "thread:9/msg:1",
+    );
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["record"]["subject"], "user:1");
+    assert_eq!(found[0]["suggested_scope"], "repo:中文仓库");
+}
+
 /// A human's choice of `global` for a queued write is the answer the guard asked for: that
 /// version is no suspect (list, `check`'s count); a later version is judged again.
 #[test]

@@ -218,6 +218,30 @@ fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
             "DROP TRIGGER a_skip ON history; DROP FUNCTION pg_temp_skip()",
         ),
         (
+            // An AFTER trigger that copies what a delete destroys into a table of its own.
+            "CREATE TABLE shadow (t text);
+             CREATE FUNCTION steal() RETURNS trigger LANGUAGE plpgsql AS
+               $$BEGIN INSERT INTO shadow VALUES (OLD::text); RETURN OLD; END$$;
+             CREATE TRIGGER zz AFTER DELETE OR UPDATE ON history FOR EACH ROW EXECUTE FUNCTION steal()",
+            "DROP TRIGGER zz ON history; DROP FUNCTION steal(); DROP TABLE shadow",
+        ),
+        (
+            // The same on the pending queue, whose items hold raw words a delete purges.
+            "CREATE FUNCTION steal() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN OLD; END$$;
+             CREATE TRIGGER zz AFTER DELETE ON pending FOR EACH ROW EXECUTE FUNCTION steal()",
+            "DROP TRIGGER zz ON pending; DROP FUNCTION steal()",
+        ),
+        (
+            // A change notice's trigger pointed at another function …
+            "CREATE FUNCTION steal() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$;
+             DROP TRIGGER memories_changed ON memories;
+             CREATE TRIGGER memories_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON memories
+             FOR EACH STATEMENT EXECUTE FUNCTION steal()",
+            "DROP TRIGGER memories_changed ON memories; DROP FUNCTION steal();
+             CREATE TRIGGER memories_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON memories
+             FOR EACH STATEMENT EXECUTE FUNCTION memscope_changed()",
+        ),
+        (
             // Firing on fewer statements: DELETE no longer guarded.
             "DROP TRIGGER history_append_only ON history;
              CREATE TRIGGER history_append_only BEFORE UPDATE ON history
@@ -246,6 +270,12 @@ fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
             "memscope_may_purge",
             "CREATE OR REPLACE FUNCTION memscope_may_purge(curator text)
              RETURNS boolean LANGUAGE sql STABLE AS $$ SELECT true $$",
+        ),
+        (
+            // … or the change notices' function itself rewritten.
+            "memscope_changed",
+            "CREATE OR REPLACE FUNCTION memscope_changed() RETURNS trigger LANGUAGE plpgsql
+             AS $$ BEGIN RETURN NULL; END $$",
         ),
     ] {
         let mut client = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();

@@ -438,6 +438,22 @@ VALUES ('用户:42', '咖啡', 'global', '"复活 🧟"', 1, 'thread:代理/mess
         ],
     );
     assert!(!run.stderr.contains("changed by hand"), "{run:?}");
+    // The identity's own delete reads its preview first, and its --dry-run is that preview:
+    // both say the same sentence, not the server's raw error.
+    for extra in [&[][..], &["--dry-run"][..]] {
+        let args: Vec<&str> = DELETE_IT[..DELETE_IT.len() - 1]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        let run = memscope_at(&url, &args);
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert_one_sentence(
+            &run.stderr,
+            &["permission denied", "memscope_curator login"],
+        );
+        assert!(!run.stderr.contains("db error"), "{args:?}: {run:?}");
+    }
     assert_eq!(
         count(
             &mut owner,

@@ -246,6 +246,27 @@ fn import_refuses_a_dump_that_would_break_an_invariant_on(dbs: &Databases) {
     assert!(dst.list(&[]).is_empty());
     assert_eq!(dst.sql_i64("SELECT count(*) FROM history"), 0);
 
+    // A row twice (its id taken): both backends name the line and what refused it, once.
+    let mut twice: Vec<&str> = text.lines().collect();
+    let memory = twice
+        .iter()
+        .position(|l| l.contains("\"table\":\"memories\""))
+        .unwrap();
+    twice.insert(memory + 1, twice[memory]);
+    let dump = src.sibling("twice.jsonl");
+    std::fs::write(&dump, twice.join("\n")).unwrap();
+    let run = dst.run(&["import", dump.to_str().unwrap()]);
+    run.fails_with(
+        1,
+        &[
+            &format!("line {}: cannot insert the memories row (", memory + 2),
+            "nothing was imported",
+        ],
+    );
+    assert!(!run.stderr.contains("memscope: memscope"), "{run:?}");
+    assert!(!run.stderr.contains("Error code"), "{run:?}");
+    assert!(dst.list(&[]).is_empty());
+
     // Not an export at all.
     let junk = src.sibling("junk.jsonl");
     std::fs::write(&junk, "{\"subject\": \"user:42\"}\n").unwrap();
@@ -499,6 +520,37 @@ fn import_accepts_only_what_the_write_path_could_have_written_and_names_the_line
         );
         assert_eq!(dst.sql_i64("SELECT count(*) FROM memories"), 0, "{what}");
         assert_eq!(dst.sql_i64("SELECT count(*) FROM history"), 0, "{what}");
+    }
+}
+
+/// SQLite keeps a time as text, so a dump's time in another spelling (an offset, no
+/// milliseconds) would sort wrong beside memscope's own: import refuses it, naming the line
+/// and the spelling it wants. (PostgreSQL stores a time, not its spelling: there the same dump
+/// is read as the moment it names.)
+#[test]
+fn a_time_not_in_utc_with_milliseconds_is_refused_on_sqlite() {
+    let (src, clean) = story_export(TestDb::new());
+    for (bad, words) in [
+        ("2026-12-01T23:34:02.278+01:00", "2026-12-01T22:34:02.278Z"),
+        ("2026-12-01T23:34:02Z", "2026-12-01T23:34:02.000Z"),
+    ] {
+        let mut lines = clean.clone();
+        let i = line_of(&lines, "history", |_| true);
+        lines[i]["at"] = json!(bad);
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let dump = src.sibling("offset.jsonl");
+        std::fs::write(&dump, text).unwrap();
+        let dst = TestDb::new();
+        dst.init();
+        dst.run(&["import", dump.to_str().unwrap()]).fails_with(
+            1,
+            &[
+                &format!("line {}", i + 1),
+                "not in UTC with milliseconds",
+                words,
+            ],
+        );
+        assert_eq!(dst.sql_i64("SELECT count(*) FROM history"), 0);
     }
 }
 

@@ -519,6 +519,26 @@ fn read_only_curation_keys_explain_themselves() {
                 Some(READ_ONLY)
             );
         }
+        // The footer offers none of the keys that are off (its last row, under the toast).
+        s.app.toast = None;
+        for (tab, off) in [
+            ('1', ["d delete", "m rescope", "v revert"]),
+            ('2', ["g global", "r repo", "x reject"]),
+        ] {
+            press(&mut s, &tab.to_string());
+            let screen = render(&mut s, 120, 32);
+            let footer = screen.lines().last().unwrap().to_string();
+            assert!(
+                footer.contains("? help") || footer.contains("?"),
+                "{footer}"
+            );
+            for hint in off {
+                assert!(!footer.contains(hint), "{hint} in {footer}");
+            }
+        }
+        s.app.read_only = false;
+        let footer = render(&mut s, 120, 32).lines().last().unwrap().to_string();
+        assert!(footer.contains("g global"), "{footer}");
     });
 }
 
@@ -1535,6 +1555,20 @@ fn a_long_value_leaves_every_dialog_its_statement_and_its_y_line() {
                 .filter(|l| l.contains("pppp…") || l.contains("…ppp"))
                 .count()
                 >= 1,
+            "{screen}"
+        );
+    });
+}
+
+#[test]
+fn the_list_title_counts_one_identity_in_one_scope_in_the_singular() {
+    let f = Fixture::empty();
+    f.write(r#"{"subject":"u:1","predicate":"p","value":"v","scope":"global","source":"s"}"#);
+    for_each_backend(&f, |db| {
+        let mut s = db.session(100, 20);
+        let screen = render(&mut s, 100, 20);
+        assert!(
+            screen.contains("Current view · 1 identity in 1 scope "),
             "{screen}"
         );
     });

@@ -65,6 +65,11 @@ fn the_demo_marks_its_suspect_counts_it_and_m_rescopes_it_where_its_words_point(
         assert!(!d.editing);
         let preview = d.preview.clone().expect("a preview").expect("a scope");
         assert_eq!(preview.refusal, None);
+        // The filled-in target is labelled as the suggestion it is, with its evidence — the
+        // same first suggestion `m` gives in the current view.
+        let screen = render(&mut s, 120, 40);
+        assert!(screen.contains("suggested 1/"), "{screen}");
+        assert!(!screen.contains("typed by you"), "{screen}");
         let to = Scope::Repo("legacy-dashboard".into());
         let y = s.app.handle_key(ch('y'));
         assert_eq!(

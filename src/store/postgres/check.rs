@@ -90,6 +90,15 @@ const TRIGGERS: [Guard; 7] = [
 ];
 
 /// The functions the guards run, and those they call: a body replaced in place guards nothing.
+/// The triggers that send the UI's change notice (schema v5), each calling `memscope_changed`.
+const CHANGE_NOTICES: [&str; 5] = [
+    "memories_changed",
+    "history_changed",
+    "tombstones_changed",
+    "pending_changed",
+    "reads_changed",
+];
+
 const GUARD_FUNCTIONS: [&str; 8] = [
     "memscope_memories_no_resurrection",
     "memscope_history_no_content_on_tombstone",
@@ -224,16 +233,34 @@ impl CheckDb for Pg<'_, '_> {
                      WHERE p.prosrc = f.body AND NOT p.prosecdef
                        AND p.proconfig = ARRAY['search_path=' || quote_ident(n.nspname) || ', pg_temp']),
                     -- Nothing of a raw client's that can make a guarded statement do nothing or
-                    -- hide a row from a guard: a rule, a row policy, another BEFORE trigger.
+                    -- hide a row from a guard (a rule, a row policy, another BEFORE trigger), or
+                    -- copy what memscope destroys elsewhere (any other trigger on a table that
+                    -- holds content): only the guards and the change notices, each calling its
+                    -- own function, and that function as the migrations wrote it.
                     NOT EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class IN
                                 (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones')))
                     AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid IN
                                 (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones'))
                                 AND (c.relrowsecurity OR c.relforcerowsecurity))
                     AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE NOT t.tgisinternal
-                                AND t.tgrelid IN (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones'))
-                                AND t.tgtype & $7 = $7 AND t.tgname <> ALL ($1::text[]))",
-            &[&names, &tables, &functions, &kinds, &GUARD_FUNCTIONS.to_vec(), &bodies, &BEFORE],
+                                AND t.tgrelid IN (to_regclass('memories'), to_regclass('history'),
+                                                  to_regclass('tombstones'), to_regclass('pending'), to_regclass('reads'))
+                                AND NOT EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[], $3::text[]) AS g(name, tab, function)
+                                                WHERE g.name = t.tgname AND to_regclass(g.tab) = t.tgrelid
+                                                  AND to_regproc(g.function) = t.tgfoid)
+                                AND NOT (t.tgname = ANY ($7::text[]) AND t.tgfoid = to_regproc('memscope_changed')))
+                    AND (SELECT p.prosrc FROM pg_proc p WHERE p.oid = to_regproc('memscope_changed'))
+                        IS NOT DISTINCT FROM $8",
+            &[
+                &names,
+                &tables,
+                &functions,
+                &kinds,
+                &GUARD_FUNCTIONS.to_vec(),
+                &bodies,
+                &CHANGE_NOTICES.to_vec(),
+                &super::schema::function_body("memscope_changed"),
+            ],
         )?;
         Ok(row.get::<_, i64>(0) == TRIGGERS.len() as i64
             && row.get::<_, bool>(1)

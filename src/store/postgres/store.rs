@@ -828,15 +828,10 @@ impl PgStore {
     }
 
     /// What a delete of `target` would destroy: the delete itself, rolled back.
+    /// A refusal of the server (a permission, another session's lock) is the same sentence as
+    /// the delete's own.
     pub fn delete_preview(&mut self, target: &DeleteTarget) -> Result<DeletePreview> {
-        let tx = self.client.transaction()?;
-        let mut t = Tx {
-            conn: Conn::Tx(tx),
-            statements: &mut self.statements,
-        };
-        let (_, preview) = delete_in_tx(&mut t, target, None)?;
-        // Dropped without commit: rolled back.
-        Ok(preview)
+        self.dry_run(|t| delete_in_tx(t, target, None).map(|(_, preview)| preview))
     }
 
     /// The read log, newest first, filtered (README, "The read log").
@@ -881,7 +876,7 @@ impl PgStore {
     /// value as stored.
     pub fn set_user_setting(&mut self, key: &str, value: &str) -> Result<String> {
         if key == DURABILITY_KEY {
-            bail!("durability is a SQLite file's setting: on PostgreSQL the server's synchronous_commit decides when a commit reaches the disk (ask its administrator)");
+            return Err(crate::model::InvalidRequest("durability is a SQLite file's setting: on PostgreSQL the server's synchronous_commit decides when a commit reaches the disk (ask its administrator)".into()).into());
         }
         let stored = checked_user_setting(key, value)?;
         self.in_tx(|t| {

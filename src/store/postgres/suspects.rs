@@ -1,6 +1,6 @@
 //! `suspects` on PostgreSQL (README, "suspects"): the current `global` records judged by
 //! [`crate::store::suspects`] as on SQLite — the same places (the spellings registry), the
-//! same siblings (the scoped records stored from the same message), the same blast radius and
+//! same siblings (the scoped records of the subject stored from the same message), the same blast radius and
 //! ranking — so the same data gives the same list.
 
 use super::store::{PgStore, Tx};
@@ -26,25 +26,28 @@ impl PgStore {
             let known = known_places(t)?;
             let repos = repos(&known);
             let places = Places::new(&known);
-            // The scoped records of each global record's message, in the order they were stored.
-            let mut siblings: HashMap<String, Vec<(String, Scope)>> = HashMap::new();
+            // The scoped records of each global record's subject its message wrote (as at write
+            // time), in the order they were stored.
+            let mut siblings: HashMap<(String, String), Vec<(String, Scope)>> = HashMap::new();
             for r in t.all(
-                "SELECT s.source, s.predicate, s.scope FROM memories s
+                "SELECT s.subject, s.source, s.predicate, s.scope FROM memories s
                  WHERE s.scope <> 'global'
-                   AND s.source IN (SELECT g.source FROM memories g WHERE g.scope = 'global')
+                   AND (s.subject, s.source) IN (SELECT g.subject, g.source FROM memories g WHERE g.scope = 'global')
                  ORDER BY s.id",
                 &[],
             )? {
-                if let Ok(scope) = Scope::parse(&r.get::<_, String>(2)) {
+                if let Ok(scope) = Scope::parse(&r.get::<_, String>(3)) {
                     siblings
-                        .entry(r.get(0))
+                        .entry((r.get(0), r.get(1)))
                         .or_default()
-                        .push((r.get(1), scope));
+                        .push((r.get(2), scope));
                 }
             }
             let mut out = Vec::new();
             for record in globals.iter() {
-                let same = siblings.get(&record.source).map_or(&[][..], Vec::as_slice);
+                let same = siblings
+                    .get(&(record.subject.clone(), record.source.clone()))
+                    .map_or(&[][..], Vec::as_slice);
                 let Some((evidence, places)) = place_signals(&places, record.raw.as_deref(), same)
                 else {
                     continue;

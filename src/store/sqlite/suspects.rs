@@ -24,18 +24,20 @@ impl Store {
         // memscope ever stored.
         let known = super::spellings::known_places(conn)?;
         let repos = repos(&known);
-        // The scoped records' messages, by a hash of their source (no string kept per record:
-        // a database holds hundreds of thousands); a global record whose source hashes alike
-        // has its siblings looked up by rowid, then checked.
+        // The scoped records' messages, by a hash of their subject and source (no string kept
+        // per record: a database holds hundreds of thousands); a global record whose subject
+        // and source hash alike has its siblings — the scoped records of its subject the same
+        // message wrote, as at write time — looked up by rowid, then checked.
         // (hash, rowid) pairs sorted by hash: 16 bytes a scoped record, one allocation.
         let mut by_source: Vec<(u64, i64)> = Vec::new();
         {
-            let mut stmt =
-                conn.prepare("SELECT rowid, source FROM memories WHERE scope <> 'global'")?;
+            let mut stmt = conn
+                .prepare("SELECT rowid, subject, source FROM memories WHERE scope <> 'global'")?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
-                let source = r.get_ref(1)?.as_str().unwrap_or_default();
-                by_source.push((hash(source), r.get(0)?));
+                let subject = r.get_ref(1)?.as_str().unwrap_or_default();
+                let source = r.get_ref(2)?.as_str().unwrap_or_default();
+                by_source.push((hash(subject, source), r.get(0)?));
             }
         }
         by_source.sort_unstable();
@@ -46,26 +48,29 @@ impl Store {
         for (i, &(k, _)) in by_source.iter().enumerate().rev() {
             run_of.insert(k, i);
         }
-        let mut sibling =
-            conn.prepare_cached("SELECT source, predicate, scope FROM memories WHERE rowid = ?1")?;
+        let mut sibling = conn.prepare_cached(
+            "SELECT subject, source, predicate, scope FROM memories WHERE rowid = ?1",
+        )?;
         let places = Places::new(&known);
         // (rowid, evidence, places) of each suspect; the records are read after the scan.
         let mut found: Vec<(i64, Vec<String>, Vec<Scope>)> = Vec::new();
         {
-            let mut stmt =
-                conn.prepare("SELECT rowid, source, raw FROM memories WHERE scope = 'global'")?;
+            let mut stmt = conn.prepare(
+                "SELECT rowid, subject, source, raw FROM memories WHERE scope = 'global'",
+            )?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
-                let source = r.get_ref(1)?.as_str().unwrap_or_default();
-                let raw = r.get_ref(2)?.as_str().ok();
+                let subject = r.get_ref(1)?.as_str().unwrap_or_default();
+                let source = r.get_ref(2)?.as_str().unwrap_or_default();
+                let raw = r.get_ref(3)?.as_str().ok();
                 let mut siblings: Vec<(String, Scope)> = Vec::new();
-                let h = hash(source);
+                let h = hash(subject, source);
                 let from = run_of.get(&h).copied().unwrap_or(by_source.len());
                 let same = by_source[from..].iter().take_while(|&&(k, _)| k == h);
                 for (_, id) in same {
-                    let (s, p, sc): (String, String, String) =
-                        sibling.query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-                    if s == source {
+                    let (su, s, p, sc): (String, String, String, String) = sibling
+                        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+                    if su == subject && s == source {
                         if let Ok(scope) = Scope::parse(&sc) {
                             siblings.push((p, scope));
                         }
@@ -156,9 +161,9 @@ impl Store {
     }
 }
 
-fn hash(text: &str) -> u64 {
+fn hash(subject: &str, source: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
+    (subject, source).hash(&mut h);
     h.finish()
 }
 

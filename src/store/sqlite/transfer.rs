@@ -5,7 +5,7 @@
 use super::Store;
 use crate::model::to_json;
 use crate::store::dump::{header, DumpReader, ImportReport, TABLES};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rusqlite::types::ValueRef;
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, Write};
@@ -123,9 +123,7 @@ impl Store {
                     );
                     tx.prepare_cached(&sql)?
                         .execute(rusqlite::params_from_iter(values.iter()))
-                        .with_context(|| {
-                            format!("line {line_no}: cannot insert the {table} row")
-                        })?;
+                        .map_err(|e| inserting(&e, line_no, table))?;
                     dump.loaded(line_no, table, &obj, || tx.last_insert_rowid());
                 }
                 // A dump from before schema v4 may hold two spellings of one place: they become one,
@@ -143,4 +141,18 @@ impl Store {
         )?;
         Ok(report)
     }
+}
+
+/// A row SQLite refused (a constraint, a guard), naming the line — the words PostgreSQL's
+/// import uses.
+fn inserting(e: &rusqlite::Error, line_no: usize, table: &str) -> anyhow::Error {
+    let why = match e {
+        rusqlite::Error::SqliteFailure(_, Some(message)) => message.clone(),
+        other => other.to_string(),
+    };
+    let why = why.strip_prefix("memscope: ").unwrap_or(&why);
+    anyhow::anyhow!(
+        "line {line_no}: cannot insert the {table} row ({}) — nothing was imported",
+        crate::model::escape_controls(why)
+    )
 }

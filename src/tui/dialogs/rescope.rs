@@ -45,6 +45,8 @@ pub struct RescopeDialog {
     pub suggestion: Option<usize>,
     /// `Err`: the target is not a scope.
     pub preview: Option<Result<RescopePreview, String>>,
+    /// A suggestion the opener brought (the suspects tab's), first among those loaded.
+    pub seed: Option<Suggestion>,
 }
 
 impl RescopeDialog {
@@ -56,12 +58,30 @@ impl RescopeDialog {
             suggestions: None,
             suggestion: None,
             preview: None,
+            seed: None,
         }
+    }
+
+    /// The dialog with `first` proposed: its target filled in, its evidence shown as the first
+    /// suggestion (the suspects tab opens it so).
+    pub fn suggesting(record: MemoryRecord, first: Suggestion) -> RescopeDialog {
+        let mut d = RescopeDialog::new(record);
+        d.target = first.scope.to_string();
+        d.seed = Some(first);
+        d
     }
 
     /// Its suggested targets (loaded once): a global record's target starts at the best one;
     /// with no target, the human types one.
-    pub fn take_suggestions(&mut self, list: Vec<Suggestion>) {
+    pub fn take_suggestions(&mut self, mut list: Vec<Suggestion>) {
+        if let Some(seed) = self.seed.take() {
+            list.retain(|s| s.scope != seed.scope);
+            list.insert(0, seed);
+        }
+        // A target filled in by the opener is that suggestion, and says so.
+        if self.suggestion.is_none() && !self.target.is_empty() {
+            self.suggestion = list.iter().position(|s| s.scope.to_string() == self.target);
+        }
         if self.target.is_empty() && self.record.scope == Scope::Global {
             if let Some(first) = list.first() {
                 self.target = first.scope.to_string();

@@ -433,7 +433,7 @@ fn toast_over_the_body(frame: &mut Frame<'_>, area: Rect, text: &str, style: Sty
 /// rest fit, the help key always last.
 fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let max = area.width as usize;
-    let mut hints = keymap::hints(&app.contexts());
+    let mut hints = keymap::hints_for(&app.contexts(), app.read_only);
     let help = match hints.last() {
         Some((keys, _)) if *keys == keymap::HELP_LABEL => hints.pop(),
         _ => None,

@@ -539,9 +539,9 @@ impl MemoriesTab {
         }
         match &self.counts {
             Some(c) => format!(
-                "Current view · {} identities in {} scopes",
-                thousands(c.memories),
-                thousands(c.scopes)
+                "Current view · {} in {}",
+                plural(c.memories, "identity", "identities"),
+                plural(c.scopes, "scope", "scopes")
             ),
             None => "Current view".to_string(),
         }

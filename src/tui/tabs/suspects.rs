@@ -8,7 +8,7 @@ use super::{counted, Env, Shell, Status, TabComponent, View};
 use crate::model::Scope;
 use crate::store::{Suspect, UiStore};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
-use crate::tui::dialogs::RescopeDialog;
+use crate::tui::dialogs::{RescopeDialog, Suggestion};
 use crate::tui::draw::{bold, dim, good, labelled, part, plain, row_line, wrapped};
 use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::Command;
@@ -59,11 +59,19 @@ impl SuspectsTab {
         let Some(s) = self.selected_or_say(shell) else {
             return Action::None;
         };
-        let mut dialog = RescopeDialog::new(s.record.clone());
-        match &s.suggested_scope {
-            Some(to) => dialog.target = to.to_string(),
-            None => dialog.editing = true,
-        }
+        let dialog = match &s.suggested_scope {
+            Some(to) => RescopeDialog::suggesting(
+                s.record.clone(),
+                Suggestion {
+                    scope: to.clone(),
+                    why: s.evidence.join("; "),
+                },
+            ),
+            None => RescopeDialog {
+                editing: true,
+                ..RescopeDialog::new(s.record.clone())
+            },
+        };
         shell.open(Dialog::Rescope(dialog));
         Action::PreviewRescope
     }
