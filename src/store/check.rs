@@ -413,12 +413,41 @@ impl Checker<'_> {
                     .or_default()
                     .push(id);
             }
-            for spellings in by_key.into_values().filter(|s| s.len() > 1) {
-                self.push(6, format!(
-                    "the {what} is stored in {} spellings ({}): one place has one spelling; they were written around memscope's write path",
-                    spellings.len(),
-                    spellings.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
-                ));
+            // The registry the write path spells every later write by: each stored place has
+            // its row, holding the spelling stored — else the next write in another case
+            // stores a second spelling.
+            let registered: BTreeMap<String, String> = collect(
+                self.db,
+                "SELECT folded, spelling FROM spellings WHERE kind = $1",
+                &[what],
+                usize::MAX,
+                &|r| (r.show(0), r.show(1)),
+            )?
+            .into_iter()
+            .collect();
+            for (key, spellings) in by_key {
+                if spellings.len() > 1 {
+                    self.push(6, format!(
+                        "the {what} is stored in {} spellings ({}): one place has one spelling; they were written around memscope's write path",
+                        spellings.len(),
+                        spellings.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
+                    ));
+                    continue;
+                }
+                let stored = &spellings[0];
+                if stored == "global" {
+                    continue;
+                }
+                match registered.get(&key) {
+                    Some(r) if r == stored => {}
+                    found => self.push(6, format!(
+                        "the {what} {stored:?} {}: the next write spelled another way would store a second spelling; `memscope export` and `import` rebuild the registry",
+                        match found {
+                            Some(r) => format!("is registered as {r:?} in the spellings table"),
+                            None => "has no row in the spellings table".to_string(),
+                        }
+                    )),
+                }
             }
         }
         Ok(())

@@ -286,6 +286,39 @@ fn check_finds_a_live_record_whose_provenance_was_rewritten() {
     );
 }
 
+/// The spellings registry is what the write path spells every later write by: a stored place
+/// without its row, or with another spelling in it, is found before a write in another case
+/// stores a second spelling (invariant 6).
+#[test]
+fn check_finds_a_place_the_spellings_registry_lost_or_misspells() {
+    for (sql, words) in [
+        (
+            "DELETE FROM spellings WHERE kind = 'subject' AND folded = 'user:42';",
+            "the subject \"user:42\" has no row in the spellings table",
+        ),
+        (
+            "UPDATE spellings SET spelling = 'USER:42' WHERE kind = 'subject' AND folded = 'user:42';",
+            "the subject \"user:42\" is registered as \"USER:42\"",
+        ),
+        (
+            "DELETE FROM spellings WHERE kind = 'scope' AND folded = 'repo:legacy-dashboard';",
+            "the scope \"repo:legacy-dashboard\" has no row",
+        ),
+    ] {
+        let db = base();
+        python_sql(&db, sql);
+        let (code, report) = db.check();
+        assert_eq!(code, 1, "{sql}: {report:#}");
+        let found = report["violations"].as_array().unwrap();
+        assert!(
+            found
+                .iter()
+                .any(|v| v["invariant"] == 6 && v["detail"].as_str().unwrap().contains(words)),
+            "{sql}: {found:#?}"
+        );
+    }
+}
+
 #[test]
 fn check_finds_a_tombstone_not_above_its_versions() {
     let db = damaged("UPDATE tombstones SET version = 1 WHERE scope = 'repo:legacy-dashboard';");

@@ -323,6 +323,10 @@ fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
          "user:42 · editor @ repo:web: current v1's raw words differ from its set event"),
         (4, "UPDATE memories SET confirm_count = 42 WHERE predicate = 'package_manager' AND scope = 'global'",
          "user:42 · package_manager @ global: current v1's confirm_count is 42 but 1 confirmation(s) of it are logged"),
+        // 6. The spellings registry misspelling a stored subject (the next write in that
+        // spelling would store a second one).
+        (6, "UPDATE spellings SET spelling = 'USER:42' WHERE kind = 'subject' AND folded = 'user:42'",
+         "the subject \"user:42\" is registered as \"USER:42\""),
         // 1. A second current record of one identity.
         (1, "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, created_at, updated_at)
              SELECT subject, predicate, scope, value, version, 'psql', causal_seq, created_at, updated_at
