@@ -363,7 +363,7 @@ impl WriteRequest {
                     _ => "a number",
                 };
                 format!(
-                    "each line must be one JSON object such as {{\"subject\":\"user:42\",\"predicate\":\"package_manager\",\"value\":\"pnpm\",\"scope\":\"global\",\"source\":\"thread:1\"}}, got {got}"
+                    "invalid write request: each line must be one JSON object such as {{\"subject\":\"user:42\",\"predicate\":\"package_manager\",\"value\":\"pnpm\",\"scope\":\"global\",\"source\":\"thread:1\"}}, got {got}"
                 )
             } else {
                 format!("invalid write request: {msg}")

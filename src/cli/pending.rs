@@ -114,10 +114,12 @@ pub fn run(store: &mut AnyStore, a: PendingArgs) -> Result<i32> {
                     Some(item) => {
                         let names: Vec<String> =
                             item.candidates.iter().map(|c| c.to_string()).collect();
-                        anyhow::bail!(
+                        // The caller left out what this item needs: a usage error, as a
+                        // scope that is no candidate is.
+                        return Err(super::usage(format!(
                             "pending #{id} has candidates {}: pass --scope with the one it belongs to",
                             names.join(", ")
-                        )
+                        )));
                     }
                     None => anyhow::bail!(
                         "there is no pending item #{id}: list them with `memscope pending`"

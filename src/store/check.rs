@@ -494,6 +494,11 @@ impl Checker<'_> {
                     // Deleted and never restored: the tombstone must still be there.
                     if st.tombstoned && !tombstone()? {
                         found.push((3, format!("{}: history says it was deleted and never restored, but its tombstone is gone", label(g))));
+                    } else if !st.tombstoned && st.deleted_once && tombstone()? {
+                        // A `restored` event memscope did not write (a restore removes the
+                        // tombstone in the same transaction): history would show the memory
+                        // as it was before the delete (`resolve --at`).
+                        found.push((3, format!("{}: its tombstone stands, but history says it was restored or collected since its delete", label(g))));
                     }
                     st = WalkState::default();
                 }
@@ -547,6 +552,8 @@ struct WalkState {
     confirmed_source: Option<String>,
     /// The last deletion was not followed by a restore or a collection.
     tombstoned: bool,
+    /// A deletion was logged at all (only then is the tombstone asked after a restore).
+    deleted_once: bool,
 }
 
 impl Default for WalkState {
@@ -563,6 +570,7 @@ impl Default for WalkState {
             confirms: 0,
             confirmed_source: None,
             tombstoned: false,
+            deleted_once: false,
         }
     }
 }
@@ -637,6 +645,7 @@ impl WalkState {
                 self.last_seq = None;
                 self.max_seq = None;
                 self.tombstoned = true;
+                self.deleted_once = true;
             }
             // The record left this scope (a rescope moved it, a revert removed its only
             // version): the next version is decided against no current record, as the write

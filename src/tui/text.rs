@@ -133,16 +133,20 @@ pub fn one_line(s: &str) -> String {
     let Some((chars, escaped)) = crate::model::escaped_chars(s) else {
         return s.to_string();
     };
-    chars
-        .into_iter()
-        .zip(escaped)
-        .map(|(c, escaped)| match c {
-            '\n' | '\r' => '⏎',
-            '\t' => ' ',
-            _ if escaped => '�',
-            c => c,
-        })
-        .collect()
+    let mut out = String::with_capacity(s.len());
+    let mut after_cr = false;
+    for (c, escaped) in chars.into_iter().zip(escaped) {
+        match c {
+            // One line break is one ⏎, whether it is written \n, \r or \r\n.
+            '\n' if after_cr => {}
+            '\n' | '\r' => out.push('⏎'),
+            '\t' => out.push(' '),
+            _ if escaped => out.push('�'),
+            c => out.push(c),
+        }
+        after_cr = c == '\r';
+    }
+    out
 }
 
 /// A value as the UI shows it: strings as their text, anything else as compact JSON.
@@ -347,6 +351,8 @@ mod tests {
         let shown = one_line("npm\u{202E}ic\u{2066}仓库\u{2069}\x1b[2J\n🧠\u{200D}💻");
         assert_eq!(shown, "npm�ic�仓库��[2J⏎🧠\u{200D}💻");
         assert_eq!(wrap("a\u{202E}b c", 3), vec!["a�b", "c"]);
+        // A line break is one ⏎ however it is written.
+        assert_eq!(one_line("a\r\nb\nc\rd\n\ne"), "a⏎b⏎c⏎d⏎⏎e");
     }
 
     #[test]

@@ -707,6 +707,22 @@ fn pending_commands_on_unknown_items_are_refused_on(db: TestDb) {
     });
 }
 
+/// A pending item of two candidates resolved without `--scope`: the caller left out what it
+/// needs — a usage error (exit 2 and the help), as a scope that is no candidate is.
+#[test]
+fn resolving_an_item_of_two_candidates_without_a_scope_is_a_usage_error() {
+    let db = TestDb::new();
+    db.write_ambiguous(U, PM, "npm", "global,repo:web-app", "s:1", "以后都用 npm");
+    let id = db.json(&["pending", "--json"])[0]["id"].to_string();
+    db.run(&["pending", "resolve", &id]).fails_with(
+        2,
+        &["has candidates global, repo:web-app", "--scope", "--help"],
+    );
+    db.run(&["pending", "resolve", &id, "--scope", "task:other"])
+        .fails_with(2, &["not a candidate"]);
+    assert_eq!(db.json(&["pending", "--json"]).as_array().unwrap().len(), 1);
+}
+
 #[test]
 fn an_id_with_an_invisible_character_is_a_usage_error_in_every_command() {
     an_id_with_an_invisible_character_is_a_usage_error_on(TestDb::new());

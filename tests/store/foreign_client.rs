@@ -319,6 +319,32 @@ fn check_finds_a_place_the_spellings_registry_lost_or_misspells() {
     }
 }
 
+/// A `restored` event a raw client logged while the tombstone stands (history takes a
+/// content-free row past the guards): `resolve --at` would read the memory as restored, so
+/// `check` names it (invariant 3).
+#[test]
+fn check_finds_a_restore_that_left_its_tombstone() {
+    let db = base();
+    python_sql(
+        &db,
+        "INSERT INTO history (event, subject, predicate, scope, at) VALUES ('restored', 'user:42', 'package_manager', 'repo:legacy-dashboard', '2026-11-30T00:00:00.000Z');",
+    );
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        report["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["invariant"] == 3
+                && v["detail"]
+                    .as_str()
+                    .unwrap()
+                    .contains("its tombstone stands, but history says it was restored")),
+        "{report:#}"
+    );
+}
+
 #[test]
 fn check_finds_a_tombstone_not_above_its_versions() {
     let db = damaged("UPDATE tombstones SET version = 1 WHERE scope = 'repo:legacy-dashboard';");

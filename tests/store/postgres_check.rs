@@ -355,6 +355,11 @@ fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
         // 6. A subject not in its normal form.
         (6, "UPDATE memories SET subject = 'user:42 ' WHERE predicate = 'editor'",
          "subject \"user:42 \" is not in normal form"),
+        // 3. A `restored` event while the tombstone stands (an agent may insert it: history
+        // takes content-free rows): `resolve --at` would show the memory restored.
+        (3, "INSERT INTO history (event, subject, predicate, scope, at)
+             VALUES ('restored', 'user:7', 'language', 'task:重构-🚀', now())",
+         "user:7 · language @ task:重构-🚀: its tombstone stands, but history says it was restored"),
     ];
     for (invariant, sql, words) in damage {
         psql_run(&db.url, sql);
