@@ -254,17 +254,7 @@ fn check_finds_a_live_record_whose_provenance_was_rewritten() {
             "confirm_count is 42 but 0 confirmation(s) of it are logged",
         ),
     ] {
-        let db = base();
-        python_sql(&db, sql);
-        let (code, report) = db.check();
-        assert_eq!(code, 1, "{sql}: {report:#}");
-        let found = report["violations"].as_array().unwrap();
-        assert!(
-            found
-                .iter()
-                .any(|v| v["invariant"] == 4 && v["detail"].as_str().unwrap().contains(words)),
-            "{sql}: {found:#?}"
-        );
+        found_after_raw_sql(sql, 4, words);
     }
     // A real confirmation counts and names its source: check stays clean.
     let db = base();
@@ -305,17 +295,7 @@ fn check_finds_a_place_the_spellings_registry_lost_or_misspells() {
             "the scope \"repo:legacy-dashboard\" has no row",
         ),
     ] {
-        let db = base();
-        python_sql(&db, sql);
-        let (code, report) = db.check();
-        assert_eq!(code, 1, "{sql}: {report:#}");
-        let found = report["violations"].as_array().unwrap();
-        assert!(
-            found
-                .iter()
-                .any(|v| v["invariant"] == 6 && v["detail"].as_str().unwrap().contains(words)),
-            "{sql}: {found:#?}"
-        );
+        found_after_raw_sql(sql, 6, words);
     }
 }
 
@@ -324,24 +304,27 @@ fn check_finds_a_place_the_spellings_registry_lost_or_misspells() {
 /// `check` names it (invariant 3).
 #[test]
 fn check_finds_a_restore_that_left_its_tombstone() {
-    let db = base();
-    python_sql(
-        &db,
+    found_after_raw_sql(
         "INSERT INTO history (event, subject, predicate, scope, at) VALUES ('restored', 'user:42', 'package_manager', 'repo:legacy-dashboard', '2026-11-30T00:00:00.000Z');",
+        3,
+        "its tombstone stands, but history says it was restored",
     );
+}
+
+/// `base()` after a raw client ran `sql` with the guards in place: `check` exits 1 naming
+/// `invariant` with `words`.
+#[track_caller]
+fn found_after_raw_sql(sql: &str, invariant: u64, words: &str) {
+    let db = base();
+    python_sql(&db, sql);
     let (code, report) = db.check();
-    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(code, 1, "{sql}: {report:#}");
+    let found = report["violations"].as_array().unwrap();
     assert!(
-        report["violations"]
-            .as_array()
-            .unwrap()
+        found
             .iter()
-            .any(|v| v["invariant"] == 3
-                && v["detail"]
-                    .as_str()
-                    .unwrap()
-                    .contains("its tombstone stands, but history says it was restored")),
-        "{report:#}"
+            .any(|v| v["invariant"] == invariant && v["detail"].as_str().unwrap().contains(words)),
+        "{sql}: {found:#?}"
     );
 }
 
