@@ -227,17 +227,24 @@ pub(crate) fn earlier_version(
     reverts: &Reverts,
     mut set_below: impl FnMut(i64) -> Result<Option<i64>>,
 ) -> Result<Earlier> {
-    let mut below = reverts.back_to(current, false).unwrap_or(current);
+    // A move's version holds an earlier version's value, which may itself be a move's or a
+    // revert's: follow the value back to the version that first held it.
+    let first_holder = |mut v: i64| {
+        while let Some(b) = reverts.back_to(v, true).filter(|&b| b < v) {
+            v = b;
+        }
+        v
+    };
+    let mut below = match reverts.back_to(current, false) {
+        Some(b) if b < current => first_holder(b),
+        _ => current,
+    };
     let mut passed_a_move = below != current;
     while let Some(v) = set_below(below)? {
         if !reverts.moved.contains(&v) {
             return Ok(Earlier::Version(v));
         }
-        // Follow the value back to the version that first held it.
-        below = v;
-        while let Some(b) = reverts.back_to(below, true).filter(|&b| b < below) {
-            below = b;
-        }
+        below = first_holder(v);
         passed_a_move = true;
     }
     Ok(if passed_a_move {

@@ -1308,6 +1308,42 @@ fn a_value_moved_out_of_a_scope_never_comes_back_by_a_later_move_or_revert_on(db
 }
 
 #[test]
+fn two_moves_in_a_row_leave_nothing_earlier_than_the_value_they_went_back_to() {
+    two_moves_in_a_row_leave_nothing_earlier_than_the_value_they_went_back_to_on(TestDb::new());
+}
+
+#[test]
+fn two_moves_in_a_row_leave_nothing_earlier_than_the_value_they_went_back_to_on_postgres() {
+    on_postgres(two_moves_in_a_row_leave_nothing_earlier_than_the_value_they_went_back_to_on);
+}
+
+/// a, b; b moved out (global v3 = a, "the value of v1"); c; c moved out (global v5 = a, "the
+/// value of v3"). v5 holds v1's value through v3: nothing came before it that was not moved,
+/// so revert refuses and moving v5 on empties global.
+fn two_moves_in_a_row_leave_nothing_earlier_than_the_value_they_went_back_to_on(db: TestDb) {
+    db.write(U, PM, "a 甲", "global", "s:1");
+    db.write(U, PM, "b", "global", "s:2");
+    rescope(&db, "global", "repo:r1");
+    db.write(U, PM, "c 🧪", "global", "s:3");
+    let outs = rescope(&db, "global", "repo:r2");
+    assert_eq!(outs[1]["value"], "a 甲", "{outs:#?}");
+    let refused = revert_run(&db, "global", None);
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("moved to another scope"),
+        "{refused:?}"
+    );
+    let outs = rescope(&db, "global", "task:t1");
+    assert_eq!(
+        (&outs[1]["outcome"], &outs[1]["scope"]),
+        (&json!("removed"), &json!("global")),
+        "{outs:#?}"
+    );
+    assert!(db.list(&["--scope", "global"]).is_empty());
+    db.assert_check_ok();
+}
+
+#[test]
 fn a_rescope_typed_in_another_case_records_the_stored_spellings() {
     a_rescope_typed_in_another_case_records_the_stored_spellings_on(TestDb::new());
 }

@@ -1534,6 +1534,29 @@ fn a_long_value_leaves_every_dialog_its_statement_and_its_y_line() {
             "{screen}"
         );
         assert!(screen.contains("y revert"), "{screen}");
+        // On short and narrow screens too: fewer rows a statement, and the border keeps as
+        // many of its keys as fit, `y` first.
+        for (w, h) in [(120, 14), (100, 12), (50, 16)] {
+            let screen = render(&mut s, w, h);
+            assert!(screen.contains("global becomes"), "{w}×{h}:\n{screen}");
+            assert!(screen.contains("y revert"), "{w}×{h}:\n{screen}");
+        }
+        press(&mut s, "n");
+
+        // The rescope dialog on it, a target typed: the move's statement ends on screen and
+        // so does what global goes back to.
+        assert_eq!(s.app.handle_key(ch('m')), Action::PreviewRescope);
+        s.perform(Action::PreviewRescope);
+        press(&mut s, "e");
+        s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        press(&mut s, "repo:web");
+        s.handle_key(key(KeyCode::Enter));
+        s.perform(Action::PreviewRescope);
+        for (w, h) in [(100, 30), (120, 14), (100, 12), (50, 16)] {
+            let screen = render(&mut s, w, h);
+            assert!(screen.contains("global goes back to"), "{w}×{h}:\n{screen}");
+            assert!(screen.contains("y rescope"), "{w}×{h}:\n{screen}");
+        }
         press(&mut s, "n");
 
         // The delete dialog names a long identity with its scope: the middle is cut.

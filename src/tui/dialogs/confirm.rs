@@ -51,7 +51,13 @@ impl ConfirmDialog {
         let text: Vec<String> = c
             .lines
             .iter()
-            .flat_map(|l| wrap_at_most(l, w.saturating_sub(4) as usize, super::ROWS_A_LINE))
+            .flat_map(|l| {
+                wrap_at_most(
+                    l,
+                    w.saturating_sub(4) as usize,
+                    super::rows_a_line(area.height),
+                )
+            })
             .collect();
         let rect = centered(area, w, text.len() as u16 + 5);
         let inner = frame_box(frame, rect, &c.title, Context::Confirm);

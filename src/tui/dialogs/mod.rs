@@ -149,14 +149,22 @@ impl Dialog {
 
 pub(crate) const FIELD: usize = 30;
 
-/// The most rows one bullet, or one line of a confirm, takes: a long value in it is cut (its
-/// head and the sentence's end kept) so the rest of the statement and `y`'s line stay on
-/// screen.
-pub(crate) const ROWS_A_LINE: usize = 6;
+/// The most rows one bullet, or one line of a confirm, takes on a screen `height` rows high:
+/// a long value in it is cut (its head and the sentence's end kept) so the rest of the
+/// statement and `y`'s line stay on screen — six rows on a 30-row screen, fewer below.
+pub(crate) fn rows_a_line(height: u16) -> usize {
+    (height as usize / 5).clamp(1, 6)
+}
 
-/// `text` as bullet lines of at most `max` columns and [`ROWS_A_LINE`] rows.
-pub(crate) fn bullet(lines: &mut Vec<Line<'static>>, text: &str, style: Style, max: usize) {
-    for (i, l) in wrap_at_most(text, max.saturating_sub(2), ROWS_A_LINE)
+/// `text` as bullet lines of at most `max` columns and `rows` rows.
+pub(crate) fn bullet(
+    lines: &mut Vec<Line<'static>>,
+    text: &str,
+    style: Style,
+    max: usize,
+    rows: usize,
+) {
+    for (i, l) in wrap_at_most(text, max.saturating_sub(2), rows)
         .into_iter()
         .enumerate()
     {
@@ -188,17 +196,18 @@ pub(crate) fn outcome_lines(
     effects: &[String],
     refusal: Option<&str>,
     max: usize,
+    rows: usize,
 ) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     match refusal {
         Some(why) => {
             lines.push(plain("The store would refuse this:", error_style(), max));
-            bullet(&mut lines, why, Style::new(), max);
+            bullet(&mut lines, why, Style::new(), max, rows);
         }
         None => {
             lines.push(plain("This will, in one transaction:", bold(), max));
             for e in effects {
-                bullet(&mut lines, e, Style::new(), max);
+                bullet(&mut lines, e, Style::new(), max, rows);
             }
         }
     }
@@ -260,11 +269,21 @@ pub(crate) fn frame_box(frame: &mut Frame<'_>, rect: Rect, title: &str, ctx: Con
     if rect.width < 4 || rect.height < 3 {
         return rect;
     }
-    let mut hints = Vec::new();
+    // As many of the dialog's keys as the border holds, most important first: a narrow
+    // dialog still says what `y` does.
+    let room = (rect.width as usize).saturating_sub(2);
+    let mut hint_text = String::new();
     for (keys, hint) in keymap::hints(&[ctx]) {
-        hints.push(format!("{keys} {hint}"));
+        let next = if hint_text.is_empty() {
+            format!(" {keys} {hint} ")
+        } else {
+            format!("{hint_text}· {keys} {hint} ")
+        };
+        if width(&next) > room {
+            break;
+        }
+        hint_text = next;
     }
-    let hint_text = format!(" {} ", hints.join(" · "));
     let max_title = rect.width.saturating_sub(4) as usize;
     let mut block = Block::new()
         .borders(Borders::ALL)
@@ -273,7 +292,7 @@ pub(crate) fn frame_box(frame: &mut Frame<'_>, rect: Rect, title: &str, ctx: Con
             format!(" {} ", crate::tui::text::truncate(title, max_title)),
             bold(),
         ));
-    if width(&hint_text) + 2 <= rect.width as usize {
+    if !hint_text.is_empty() {
         block = block.title_bottom(Line::styled(hint_text, dim()).right_aligned());
     }
     frame.render_widget(block, rect);

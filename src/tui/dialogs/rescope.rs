@@ -234,7 +234,12 @@ impl RescopeDialog {
             None => lines.push(plain("working out what this would do…", dim(), max)),
             Some(Err(e)) => lines.push(plain(e, Style::new().fg(Color::Yellow), max)),
             Some(Ok(p)) => {
-                lines.extend(outcome_lines(&p.effects, p.refusal.as_deref(), max));
+                lines.extend(outcome_lines(
+                    &p.effects,
+                    p.refusal.as_deref(),
+                    max,
+                    super::rows_a_line(area.height),
+                ));
                 if p.refusal.is_none() {
                     lines.push(plain(
                         "History keeps every version; rescoped and reverted events point at each other.",

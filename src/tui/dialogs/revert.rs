@@ -167,7 +167,7 @@ impl RevertDialog {
                             Ok(e) => (vec![e.clone()], None),
                             Err(why) => (Vec::new(), Some(why.as_str())),
                         };
-                        outcome_lines(&effects, refusal, max)
+                        outcome_lines(&effects, refusal, max, super::rows_a_line(area.height))
                     }
                     None => Vec::new(),
                 };
