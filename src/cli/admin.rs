@@ -346,9 +346,17 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
 
 /// Runs `body`, which opens `path` to change it (creating the file when there is none): when
 /// it fails, a file it made goes again with its journals, so a refused command leaves no empty
-/// database behind. (A PostgreSQL address is no file: nothing is removed.)
+/// database (nor a folder made for it) behind. (A PostgreSQL address is no file: nothing is
+/// removed.)
 pub(crate) fn made_for<T>(path: &Path, body: impl FnOnce() -> Result<T>) -> Result<T> {
     let new_file = postgres::Address::recognise(path.as_os_str()).is_none() && !path.exists();
+    // The folders opening it would make, deepest first.
+    let new_folders: Vec<PathBuf> = path
+        .ancestors()
+        .skip(1)
+        .take_while(|a| !a.as_os_str().is_empty() && !a.exists())
+        .map(Path::to_path_buf)
+        .collect();
     let out = body();
     // The store is closed by now (`body` owned it).
     if out.is_err() && new_file {
@@ -356,6 +364,10 @@ pub(crate) fn made_for<T>(path: &Path, body: impl FnOnce() -> Result<T>) -> Resu
             let mut file = path.as_os_str().to_owned();
             file.push(suffix);
             let _ = std::fs::remove_file(file);
+        }
+        // Only an empty folder goes: `remove_dir` refuses any other.
+        for folder in new_folders {
+            let _ = std::fs::remove_dir(folder);
         }
     }
     out

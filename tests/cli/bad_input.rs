@@ -859,6 +859,22 @@ fn a_refused_setting_or_alias_creates_no_database() {
             assert!(!f.exists(), "{args:?} left {}", f.display());
         }
     }
+    // Nor the folders it would have made for it.
+    let top = db.path.parent().unwrap().join("新的");
+    let nested = top.join("deeper/n.db");
+    let out = std::process::Command::new(BIN)
+        .args([
+            "--db",
+            nested.to_str().unwrap(),
+            "settings",
+            "set",
+            "bogus",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(!top.exists(), "{out:?}");
     // A change that lands makes the file, as before.
     db.run(&["settings", "set", "durability", "normal"]).ok();
     assert!(db.path.exists());

@@ -266,6 +266,24 @@ fn import_refuses_a_dump_that_would_break_an_invariant_on(dbs: &Databases) {
     assert!(!run.stderr.contains("memscope: memscope"), "{run:?}");
     assert!(!run.stderr.contains("Error code"), "{run:?}");
     assert!(dst.list(&[]).is_empty());
+    // A second causal clock (PostgreSQL reads that row rather than inserting it): refused too.
+    let mut clocks: Vec<&str> = text.lines().collect();
+    let clock = clocks
+        .iter()
+        .position(|l| l.contains("\"key\":\"causal_clock\""))
+        .unwrap();
+    let second = r#"{"table":"settings","key":"causal_clock","value":"100"}"#;
+    clocks.insert(clock + 1, second);
+    let dump = src.sibling("two-clocks.jsonl");
+    std::fs::write(&dump, clocks.join("\n")).unwrap();
+    dst.run(&["import", dump.to_str().unwrap()]).fails_with(
+        1,
+        &[
+            &format!("line {}: cannot insert the settings row (", clock + 2),
+            "nothing was imported",
+        ],
+    );
+    assert!(dst.list(&[]).is_empty());
 
     // Not an export at all.
     let junk = src.sibling("junk.jsonl");

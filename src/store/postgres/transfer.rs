@@ -142,12 +142,24 @@ impl PgStore {
         let mut cols: HashMap<&str, HashMap<String, Kind>> = HashMap::new();
         let mut statements: HashMap<String, Statement> = HashMap::new();
         let mut clock = 0i64;
+        let mut read_settings: HashMap<String, usize> = HashMap::new();
         for (i, line) in input.lines().enumerate() {
             let line_no = i + 1;
             let line = crate::store::dump::dump_line(line_no, line)?;
             let Some((table, obj)) = dump.row(line_no, &line)? else {
                 continue;
             };
+            // The two settings read here rather than inserted are still one row each, as the
+            // table's key makes every other setting (and SQLite's import, these too).
+            if let (true, Some(key @ ("causal_clock" | DURABILITY_KEY))) =
+                (table == "settings", obj.get("key").and_then(Value::as_str))
+            {
+                if let Some(first) = read_settings.insert(key.to_string(), line_no) {
+                    bail!(
+                        "line {line_no}: cannot insert the settings row (a second {key}; the first is on line {first}) — nothing was imported"
+                    );
+                }
+            }
             if table == "settings" && obj.get("key") == Some(&json!("causal_clock")) {
                 clock = clock.max(seq_setting(&obj, line_no)?);
                 dump.loaded(line_no, table, &obj, || 0);
