@@ -89,7 +89,6 @@ const TRIGGERS: [Guard; 7] = [
     ),
 ];
 
-/// The functions the guards run, and those they call: a body replaced in place guards nothing.
 /// The triggers that send the UI's change notice (schema v5), each calling `memscope_changed`.
 const CHANGE_NOTICES: [&str; 5] = [
     "memories_changed",
@@ -99,6 +98,7 @@ const CHANGE_NOTICES: [&str; 5] = [
     "reads_changed",
 ];
 
+/// The functions the guards run, and those they call: a body replaced in place guards nothing.
 const GUARD_FUNCTIONS: [&str; 8] = [
     "memscope_memories_no_resurrection",
     "memscope_history_no_content_on_tombstone",

@@ -149,8 +149,9 @@ impl PgStore {
             let Some((table, obj)) = dump.row(line_no, &line)? else {
                 continue;
             };
-            // The two settings read here rather than inserted are still one row each, as the
-            // table's key makes every other setting (and SQLite's import, these too).
+            // Two settings are read here rather than inserted: the clock (its sequence is set
+            // at the end) and durability (a file's setting: on a server, `synchronous_commit`
+            // decides). Each is still one row, as the table's key makes every other setting.
             if let (true, Some(key @ ("causal_clock" | DURABILITY_KEY))) =
                 (table == "settings", obj.get("key").and_then(Value::as_str))
             {
@@ -159,14 +160,9 @@ impl PgStore {
                         "line {line_no}: cannot insert the settings row (a second {key}; the first is on line {first}) — nothing was imported"
                     );
                 }
-            }
-            if table == "settings" && obj.get("key") == Some(&json!("causal_clock")) {
-                clock = clock.max(seq_setting(&obj, line_no)?);
-                dump.loaded(line_no, table, &obj, || 0);
-                continue;
-            }
-            if table == "settings" && obj.get("key") == Some(&json!(DURABILITY_KEY)) {
-                // A file's setting: on a server, `synchronous_commit` decides.
+                if key == "causal_clock" {
+                    clock = clock.max(seq_setting(&obj, line_no)?);
+                }
                 dump.loaded(line_no, table, &obj, || 0);
                 continue;
             }
