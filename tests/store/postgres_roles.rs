@@ -33,7 +33,7 @@ pub(crate) fn psql() -> String {
 pub(crate) struct TestLogin {
     server: String,
     pub(crate) name: String,
-    password: String,
+    pub(crate) password: String,
 }
 
 impl TestLogin {

@@ -412,6 +412,49 @@ fn a_read_only_ui_polls_the_change_mark() {
     assert_eq!(ui.browse_after(&BrowseBound::Start, 10).unwrap().len(), 1);
 }
 
+/// A login granted only SELECT (a dashboard's, made by hand) takes no writes either: its UI
+/// is read-only (the READ-ONLY badge, no curation keys) and polls the change mark, and its
+/// store says so, which is how `recall` over MCP knows to serve reads without logging them
+/// (logging would be refused). A login that may write is not read-only.
+#[test]
+fn a_login_that_may_only_select_is_read_only() {
+    use super::postgres_roles::{login_url, TestLogin};
+    let Some(server) = server() else { return };
+    let reader = TestLogin::unique(&server, "uiselect");
+    let (db, mut admin) = FreshDb::prepared(&server);
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE {0} LOGIN PASSWORD '{1}';
+             GRANT CONNECT ON DATABASE {2} TO {0};
+             GRANT SELECT ON ALL TABLES IN SCHEMA public TO {0};",
+            reader.name, reader.password, db.name
+        ))
+        .unwrap();
+    write_elsewhere(&db.url, "helix", "test:1");
+    let url = login_url(&db, &reader);
+    let ui = open_ui(Path::new(&url), OpenMode::Existing).unwrap();
+    assert!(ui.is_read_only());
+    let before = ui.data_version().unwrap();
+    write_elsewhere(&db.url, "kakoune", "test:2");
+    assert_ne!(ui.data_version().unwrap(), before);
+    let mut store = AnyStore::open(Path::new(&url), OpenMode::Existing).unwrap();
+    assert!(store.is_read_only());
+    let r = store
+        .resolve("user:1", "editor", None, None)
+        .expect("a reader resolves");
+    assert_eq!(r.value, Some(json!("kakoune")));
+    // Granted INSERT on the record, its history and the read log, it takes writes.
+    admin
+        .batch_execute(&format!(
+            "GRANT INSERT ON memories, history, reads TO {}",
+            reader.name
+        ))
+        .unwrap();
+    assert!(!open_ui(Path::new(&url), OpenMode::Existing)
+        .unwrap()
+        .is_read_only());
+}
+
 /// A team's UIs log in as different roles (README, "Roles"): an agent's and a curator's UI
 /// both register (neither may update `watchers`, and neither sees the other session's start
 /// time), neither forgets the other's registration, and both hear a commit.

@@ -307,9 +307,16 @@ impl PgStore {
                 names.join(", ")
             ),
         }
+        // A login that may not add a record, its history or a read takes no writes either
+        // (one granted SELECT only): its UI shows READ-ONLY and offers no curation, and its
+        // reads are served without being logged, where they would be refused.
         let read_only: bool = client
             .query_one(
-                "SELECT pg_is_in_recovery() OR current_setting('default_transaction_read_only') = 'on'",
+                "SELECT pg_is_in_recovery()
+                     OR current_setting('default_transaction_read_only') = 'on'
+                     OR NOT (has_table_privilege('memories', 'INSERT')
+                         AND has_table_privilege('history', 'INSERT')
+                         AND has_table_privilege('reads', 'INSERT'))",
                 &[],
             )
             .map_err(|e| explain(e.into(), address))?
@@ -352,8 +359,9 @@ impl PgStore {
         self.clock
     }
 
-    /// Whether the server takes no writes on this connection (a standby, or read-only
-    /// transactions by default): reads are not logged, writes are refused by the server.
+    /// Whether the server takes no writes on this connection (a standby, read-only
+    /// transactions by default, or a login without INSERT on memscope's tables): reads are not
+    /// logged, writes are refused by the server.
     pub fn is_read_only(&self) -> bool {
         self.read_only
     }
