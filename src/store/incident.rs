@@ -305,33 +305,72 @@ pub(crate) fn revert_step(
 /// A stored version's value, raw words and source (each `None` once purged).
 pub(crate) type VersionContent = (Option<String>, Option<String>, Option<String>);
 
-/// The write that brings version `target` back, from its stored content.
+/// What a [`RevertStep::Restore`] does, once its version's stored content is read.
+pub(crate) enum Restoring {
+    /// The write that brings the version back.
+    Write(Box<PreparedWrite>),
+    /// The version's content was purged and the caller (rescope's return to the earlier value)
+    /// takes removal instead: the current record leaves the current view.
+    Remove {
+        version: i64,
+        previous: Value,
+        purged: i64,
+    },
+}
+
+/// The write that brings version `target` back, from its stored content. When that content
+/// was purged (retention, or a delete's purge of a version kept in history), a revert has
+/// nothing to write and is refused; rescope's return to the earlier value — `or_remove`, the
+/// current version and value — removes the record instead, as when there is no earlier value:
+/// the value moved out of the scope must leave it either way (README, "Debugging a wrong-tool
+/// incident").
 pub(crate) fn revert_write(
     id: &Identity,
     target: i64,
     content: Option<VersionContent>,
-) -> Result<PreparedWrite> {
+    or_remove: Option<(i64, Value)>,
+) -> Result<Restoring> {
     let (value, raw, source) = content.ok_or_else(|| {
         anyhow!("{id} has no version {target} in its history (a delete destroys the versions before it): see `memscope history`")
     })?;
-    let value_text = value.ok_or_else(|| {
-        anyhow!("the content of {id} v{target} was purged (retention or delete): there is nothing to revert to")
-    })?;
-    PreparedWrite::stored(
+    let Some(value_text) = value else {
+        return match or_remove {
+            Some((version, previous)) => Ok(Restoring::Remove {
+                version,
+                previous,
+                purged: target,
+            }),
+            None => Err(anyhow!(
+                "the content of {id} v{target} was purged (retention or delete): there is nothing to revert to"
+            )),
+        };
+    };
+    Ok(Restoring::Write(Box::new(PreparedWrite::stored(
         id,
         serde_json::from_str(&value_text)?,
         source.unwrap_or_else(|| format!("revert:v{target}")),
         raw,
         None,
-    )
+    )?)))
 }
 
-/// The outcome of [`RevertStep::Remove`].
-pub(crate) fn removed_outcome(id: &Identity, version: i64, previous: Value) -> WriteOutcome {
+/// The outcome of removing the current record (version `version`, value `previous`): there was
+/// no earlier value, or the earlier value's content — version `purged` — is gone.
+pub(crate) fn removed_outcome(
+    id: &Identity,
+    version: i64,
+    previous: Value,
+    purged: Option<i64>,
+) -> WriteOutcome {
     let mut out = base_outcome(OutcomeKind::Removed, id);
     out.version = Some(version);
     out.previous = Some(previous);
-    out.reason = Some("it had no earlier value, so it leaves the current view".into());
+    out.reason = Some(match purged {
+        None => "it had no earlier value, so it leaves the current view".into(),
+        Some(v) => format!(
+            "the content of its earlier value, v{v}, was purged (retention or delete), so it leaves the current view: write the value it should hold again if you know it"
+        ),
+    });
     out
 }
 

@@ -107,9 +107,10 @@ pub fn rescope_preview(
                         shown(&o.previous),
                         v - 1
                     ),
-                    (_, OutcomeKind::Removed) => {
-                        format!("{at} is removed — it had no earlier value")
-                    }
+                    (_, OutcomeKind::Removed) => format!(
+                        "{at} is removed — {}",
+                        o.reason.as_deref().unwrap_or("it had no earlier value")
+                    ),
                     (_, OutcomeKind::Confirmed) => format!(
                         "{at} keeps {} (v{} held the same value): confirmed",
                         shown(&o.value),

@@ -1484,14 +1484,50 @@ fn rescope_onto_the_same_value_confirms_instead_of_duplicating() {
     db.assert_check_ok();
 }
 
-/// Half-way failure, for real: the value is already written into TO when returning FROM to its
-/// previous version fails, because retention purged that version's content. Nothing changes.
+/// The incident's repair after retention purged the value before the mis-scoped one: the
+/// rescope still moves the value out of global, and global, with no earlier value left to go
+/// back to, leaves the current view — `removed`, saying why — as when there was none. A revert
+/// of global is still refused (below): it has nothing to write.
+fn rescope_after_retention_purged_the_earlier_value_on(db: TestDb) {
+    db.write(U, PM, "pnpm 📦", "global", "s:1");
+    db.write(U, PM, "npm ✨", "global", "s:2");
+    let mut store = open_any_store(&db);
+    store
+        .set_clock(Clock::Fixed(Utc::now() + Duration::days(400)))
+        .unwrap();
+    assert!(store.gc(Some(30), None).unwrap().purged_events >= 1);
+    drop(store);
+    let outs = rescope(&db, "global", LEGACY);
+    assert_eq!(
+        (&outs[0]["outcome"], &outs[0]["version"], &outs[0]["value"]),
+        (&json!("inserted"), &json!(1), &json!("npm ✨")),
+        "{outs:#?}"
+    );
+    assert_eq!(
+        (&outs[1]["outcome"], &outs[1]["version"]),
+        (&json!("removed"), &json!(2)),
+        "{outs:#?}"
+    );
+    let reason = outs[1]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("v1") && reason.contains("purged"),
+        "{reason}"
+    );
+    assert!(db.list(&["--scope", "global"]).is_empty());
+    assert_eq!(db.list(&["--scope", LEGACY])[0]["value"], "npm ✨");
+    let elsewhere = db.json(&args_for("resolve", U, PM, &["--repo", "web", "--json"]));
+    assert_eq!(elsewhere["found"], json!(false), "{elsewhere:#}");
+    db.assert_check_ok();
+}
+
 #[test]
-fn rescope_failing_half_way_on_purged_content_changes_nothing() {
-    let db = refused_on_purged_content("npm ✨", "a failed rescope", |db| {
-        rescope_run(db, "global", LEGACY).fails_with(1, &["purged"]);
-    });
-    assert!(db.list(&["--scope", LEGACY]).is_empty());
+fn rescope_after_retention_purged_the_earlier_value() {
+    rescope_after_retention_purged_the_earlier_value_on(TestDb::new());
+}
+
+#[test]
+fn rescope_after_retention_purged_the_earlier_value_on_postgres() {
+    on_postgres(rescope_after_retention_purged_the_earlier_value_on);
 }
 
 /// Half-way failure injected with a trigger (a foreign client's raw SQL) that refuses the

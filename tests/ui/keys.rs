@@ -1028,7 +1028,7 @@ fn rescope_of_a_scoped_record_starts_typing_and_removes_what_had_no_earlier_valu
         let p = d.preview.clone().unwrap().unwrap();
         assert_eq!(
             p.effects[1],
-            "repo:newer is removed — it had no earlier value"
+            "repo:newer is removed — it had no earlier value, so it leaves the current view"
         );
         s.handle_key(key(KeyCode::Esc));
         press(&mut s, "y");

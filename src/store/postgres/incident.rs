@@ -11,7 +11,7 @@ use crate::model::{Identity, Resolution, Scope, WriteOutcome};
 use crate::store::decide::chain_identities;
 use crate::store::events::EventKind;
 use crate::store::incident::{
-    self, resolution_at, revert_step, state_at, Earlier, HistoryAt, RevertStep, Reverts,
+    self, resolution_at, revert_step, state_at, Earlier, HistoryAt, Restoring, RevertStep, Reverts,
     VersionContent,
 };
 use crate::store::prepared::PreparedWrite;
@@ -142,52 +142,69 @@ fn revert_in_tx(
         Some((version, _)) if to_version.is_none() => earlier_version(t, id, *version)?,
         _ => Earlier::None,
     };
+    let or_remove = cur
+        .clone()
+        .filter(|_| remove_if_none && to_version.is_none());
     let deleted = tombstone(t, id)?.is_some();
-    let target = match revert_step(id, to_version, cur, earlier, deleted, remove_if_none)? {
-        RevertStep::Remove { version, previous } => {
-            let scope = id.scope.to_string();
-            t.exec(
-                "DELETE FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
-                &[&id.subject, &id.predicate, &scope],
-            )?;
-            let clock = clock(t)?;
-            log_event(
-                t,
-                EventKind::Removed,
-                id,
-                Some(version),
-                None,
-                None,
-                Some(&detail),
-                Some(clock),
-            )?;
-            return Ok(incident::removed_outcome(id, version, previous));
-        }
-        RevertStep::Restore { target } => target,
-    };
     let scope = id.scope.to_string();
-    let content: Option<VersionContent> = t
-        .opt(
-            "SELECT value, raw, source FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
-             AND event = 'set' AND version = $4 ORDER BY id DESC LIMIT 1",
-            &[&id.subject, &id.predicate, &scope, &target],
-        )?
-        .map(|r| (r.get(0), r.get(1), r.get(2)));
-    let w = incident::revert_write(id, target, content)?;
-    let mut out = write_in_tx(t, &w)?;
-    let detail = incident::reverted(&mut out, detail, target);
+    let (version, previous, purged) = match revert_step(
+        id,
+        to_version,
+        cur,
+        earlier,
+        deleted,
+        remove_if_none,
+    )? {
+        RevertStep::Remove { version, previous } => (version, previous, None),
+        RevertStep::Restore { target } => {
+            let content: Option<VersionContent> = t
+                    .opt(
+                        "SELECT value, raw, source FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+                         AND event = 'set' AND version = $4 ORDER BY id DESC LIMIT 1",
+                        &[&id.subject, &id.predicate, &scope, &target],
+                    )?
+                    .map(|r| (r.get(0), r.get(1), r.get(2)));
+            match incident::revert_write(id, target, content, or_remove)? {
+                Restoring::Write(w) => {
+                    let mut out = write_in_tx(t, &w)?;
+                    let detail = incident::reverted(&mut out, detail, target);
+                    let clock = clock(t)?;
+                    log_event(
+                        t,
+                        EventKind::Reverted,
+                        id,
+                        out.version,
+                        None,
+                        None,
+                        Some(&detail),
+                        Some(clock),
+                    )?;
+                    return Ok(out);
+                }
+                Restoring::Remove {
+                    version,
+                    previous,
+                    purged,
+                } => (version, previous, Some(purged)),
+            }
+        }
+    };
+    t.exec(
+        "DELETE FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
+        &[&id.subject, &id.predicate, &scope],
+    )?;
     let clock = clock(t)?;
     log_event(
         t,
-        EventKind::Reverted,
+        EventKind::Removed,
         id,
-        out.version,
+        Some(version),
         None,
         None,
         Some(&detail),
         Some(clock),
     )?;
-    Ok(out)
+    Ok(incident::removed_outcome(id, version, previous, purged))
 }
 
 impl PgStore {

@@ -12,7 +12,7 @@ use super::{format_time, Store};
 use crate::model::{Identity, ReadRecord, Resolution, Scope, WriteOutcome};
 use crate::store::decide::{chain_identities, resolve_looked, shadowed_labels, Looked};
 use crate::store::incident::{
-    self, Earlier, HistoryAt, RevertStep, Reverts, StateAt, VersionContent,
+    self, Earlier, HistoryAt, Restoring, RevertStep, Reverts, StateAt, VersionContent,
 };
 use crate::store::prepared::PreparedWrite;
 use anyhow::Result;
@@ -134,43 +134,55 @@ fn revert_in_tx(
     st: &mut TxState,
     detail: Value,
 ) -> Result<WriteOutcome> {
-    let cur = current(conn, id)?;
+    let cur = current(conn, id)?.map(|c| (c.version, c.value));
     let earlier = match &cur {
-        Some(c) if to_version.is_none() => earlier_version(conn, id, c.version)?,
+        Some((version, _)) if to_version.is_none() => earlier_version(conn, id, *version)?,
         _ => Earlier::None,
     };
+    let or_remove = cur
+        .clone()
+        .filter(|_| remove_if_none && to_version.is_none());
     let step = incident::revert_step(
         id,
         to_version,
-        cur.map(|c| (c.version, c.value)),
+        cur,
         earlier,
         tombstoned(conn, id)?,
         remove_if_none,
     )?;
-    let target = match step {
-        RevertStep::Remove { version, previous } => {
-            conn.prepare_cached(
-                "DELETE FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            )?
-            .execute(params![id.subject, id.predicate, id.scope.to_string()])?;
-            Event::new(EventKind::Removed, id)
-                .version(Some(version))
-                .detail(&detail)
-                .clock(st.seqs.stamp())
-                .log(conn, now)?;
-            return Ok(incident::removed_outcome(id, version, previous));
+    let (version, previous, purged) = match step {
+        RevertStep::Remove { version, previous } => (version, previous, None),
+        RevertStep::Restore { target } => {
+            match incident::revert_write(id, target, version_content(conn, id, target)?, or_remove)?
+            {
+                Restoring::Write(w) => {
+                    let mut out = write_in_tx(conn, &w, now, st)?;
+                    let detail = incident::reverted(&mut out, detail, target);
+                    Event::new(EventKind::Reverted, id)
+                        .version(out.version)
+                        .detail(&detail)
+                        .clock(st.seqs.stamp())
+                        .log(conn, now)?;
+                    return Ok(out);
+                }
+                Restoring::Remove {
+                    version,
+                    previous,
+                    purged,
+                } => (version, previous, Some(purged)),
+            }
         }
-        RevertStep::Restore { target } => target,
     };
-    let w = incident::revert_write(id, target, version_content(conn, id, target)?)?;
-    let mut out = write_in_tx(conn, &w, now, st)?;
-    let detail = incident::reverted(&mut out, detail, target);
-    Event::new(EventKind::Reverted, id)
-        .version(out.version)
+    conn.prepare_cached(
+        "DELETE FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+    )?
+    .execute(params![id.subject, id.predicate, id.scope.to_string()])?;
+    Event::new(EventKind::Removed, id)
+        .version(Some(version))
         .detail(&detail)
         .clock(st.seqs.stamp())
         .log(conn, now)?;
-    Ok(out)
+    Ok(incident::removed_outcome(id, version, previous, purged))
 }
 
 impl Store {
