@@ -279,6 +279,19 @@ fn an_agent_login_writes_but_cannot_rewrite_history_lift_a_tombstone_or_drop_a_g
     assert_eq!(report["login"]["member_of"], "memscope_agent", "{report}");
     let text = roles(&db, None, &[]).ok();
     assert!(text.stdout.contains("nothing changed"), "{text:?}");
+    // Named as a curator's login, the agent's is refused, not quietly given delete: the run is
+    // rolled back.
+    let promoted = roles(&db, None, &["--curator-login", &agent.name]);
+    promoted.fails_with(1, &[&agent.name, "member of memscope_agent", "another login"]);
+    assert_one_sentence(&promoted.stderr, &[]);
+    let curator: bool = owner
+        .query_one(
+            "SELECT pg_has_role($1::text, 'memscope_curator', 'MEMBER')",
+            &[&agent.name],
+        )
+        .unwrap()
+        .get(0);
+    assert!(!curator, "the refused run was rolled back");
     // The agent itself may not run it — not even where nothing would change (its grants
     // would only warn): one sentence naming the login and whom to ask.
     let by_agent = memscope_at(&login_url(&db, &agent), &["roles"]);

@@ -484,11 +484,25 @@ fn verify(tx: &mut Transaction<'_>, schema_name: &str, login: Option<&LoginRepor
                 &[role, &CURATOR_ROLE, &schema_name],
             )?;
             let (curator, owner, owner_name): (bool, bool, String) = (r.get(0), r.get(1), r.get(2));
+            // A superuser is a member of every role: the owner's sentence is the one that holds.
+            if owner {
+                bail!("the role \"{role}\" owns memscope's tables (or is a superuser, or a member of their owner \"{owner_name}\"), so as an agent it could still drop their guards: name a login of its own for the agent");
+            }
             if curator {
                 bail!("the role \"{role}\" is a member of {CURATOR_ROLE}, so as an agent it could still delete and purge: REVOKE {CURATOR_ROLE} FROM {role}, or name another login");
             }
-            if owner {
-                bail!("the role \"{role}\" owns memscope's tables (or is a superuser, or a member of their owner \"{owner_name}\"), so as an agent it could still drop their guards: name a login of its own for the agent");
+        } else if role != CURATOR_ROLE {
+            // An agent's login made a curator would hand every agent holding its password the
+            // right to delete what the others wrote.
+            let agent: bool = tx
+                .query_one(
+                    "SELECT pg_has_role($1::text, $2::text, 'MEMBER')
+                        AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = $1)",
+                    &[role, &AGENT_ROLE],
+                )?
+                .get(0);
+            if agent {
+                bail!("the login \"{role}\" is a member of {AGENT_ROLE}, so making it a curator would let the agents that log in with it delete and purge: name another login for the curator, or REVOKE {AGENT_ROLE} FROM {role} first");
             }
         }
         for (table, agent, curator) in PRIVILEGES {
