@@ -282,7 +282,10 @@ fn an_agent_login_writes_but_cannot_rewrite_history_lift_a_tombstone_or_drop_a_g
     // Named as a curator's login, the agent's is refused, not quietly given delete: the run is
     // rolled back.
     let promoted = roles(&db, None, &["--curator-login", &agent.name]);
-    promoted.fails_with(1, &[&agent.name, "member of memscope_agent", "another login"]);
+    promoted.fails_with(
+        1,
+        &[&agent.name, "member of memscope_agent", "another login"],
+    );
     assert_one_sentence(&promoted.stderr, &[]);
     let curator: bool = owner
         .query_one(

@@ -5,7 +5,9 @@
 
 use super::postgres::{server, FreshDb};
 use memscope::model::{DeleteTarget, Identity};
-use memscope::store::{open_ui, AnyStore, BrowseBound, BrowseKey, HistoryFrom, OpenMode, UiStore};
+use memscope::store::{
+    open_ui, AnyStore, BrowseBound, BrowseKey, HistoryFrom, IntegrityMode, OpenMode, UiStore,
+};
 use memscope::Scope;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -443,6 +445,17 @@ fn a_login_that_may_only_select_is_read_only() {
         .resolve("user:1", "editor", None, None)
         .expect("a reader resolves");
     assert_eq!(r.value, Some(json!("kakoune")));
+    // `check` and `export` read the causal clock, a sequence this login was not granted: the
+    // refusal is one sentence naming the login and the role that may, not the driver's text.
+    let refused = format!("{:#}", store.check(IntegrityMode::Quick).unwrap_err());
+    assert!(
+        refused.contains(&format!("refused it to the login \"{}\"", reader.name))
+            && refused.contains("memscope_agent")
+            && !refused.contains("db error"),
+        "{refused}"
+    );
+    let refused = format!("{:#}", store.export(&mut Vec::new()).unwrap_err());
+    assert!(refused.contains("refused it to the login"), "{refused}");
     // Granted INSERT on the record, its history and the read log, it takes writes.
     admin
         .batch_execute(&format!(

@@ -332,8 +332,14 @@ impl CheckDb for Pg<'_, '_> {
 }
 
 impl PgStore {
-    /// Every invariant over the whole database, in one snapshot, plus the health figures.
+    /// Every invariant over the whole database, in one snapshot, plus the health figures; a
+    /// refusal of the server (a login that may not read the clock) is one sentence.
     pub fn check(&mut self) -> Result<CheckReport> {
+        let report = self.check_snapshot();
+        self.explained(report)
+    }
+
+    fn check_snapshot(&mut self) -> Result<CheckReport> {
         let address = self.address().clone();
         let client = self.connection()?;
         let mut tx = client

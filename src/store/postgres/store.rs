@@ -426,6 +426,12 @@ impl PgStore {
         body(&mut t).map_err(|e| explain_waited(e, &self.address, waited))
     }
 
+    /// `r`, a refusal of the server in it made [`explain`]'s one sentence: for an operation that
+    /// runs its own transaction rather than [`PgStore::read`]'s or a write's.
+    pub(super) fn explained<T>(&self, r: Result<T>) -> Result<T> {
+        r.map_err(|e| explain_waited(e, &self.address, self.lock_wait()))
+    }
+
     /// Runs `body` in a transaction and rolls it back: what an operation would do, with
     /// nothing changed (the UI's previews of a rescope or a revert run the operation itself).
     pub(super) fn dry_run<T>(&mut self, body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {

@@ -52,8 +52,14 @@ fn columns(tx: &mut Transaction<'_>, table: &str) -> Result<Vec<(String, Kind)>>
 }
 
 impl PgStore {
-    /// The whole database as a dump, from one snapshot; returns the rows written.
+    /// The whole database as a dump, from one snapshot; returns the rows written. A refusal of
+    /// the server (a login that may not read the clock) is one sentence.
     pub fn export(&mut self, out: &mut dyn Write) -> Result<u64> {
+        let rows = self.export_snapshot(out);
+        self.explained(rows)
+    }
+
+    fn export_snapshot(&mut self, out: &mut dyn Write) -> Result<u64> {
         let client = self.connection()?;
         let mut tx = client
             .build_transaction()
