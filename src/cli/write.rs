@@ -129,6 +129,11 @@ pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
                 )));
             }
         }
+        if Path::new(file).is_dir() {
+            anyhow::bail!(
+                "cannot read {file}: it is a folder, not a file: pass a JSON Lines file or - for standard input"
+            );
+        }
         let f = std::fs::File::open(file).with_context(|| {
             format!("cannot read {file}: pass a JSON Lines file or - for standard input")
         })?;

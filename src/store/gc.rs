@@ -3,7 +3,8 @@
 //! against now, which tombstones are safe to collect, and whether anything was purged (so the
 //! backend makes the bytes unrecoverable: SQLite truncates its WAL, PostgreSQL vacuums).
 
-use anyhow::{bail, Result};
+use crate::model::InvalidRequest;
+use anyhow::Result;
 use chrono::{DateTime, Duration, Utc};
 
 pub(crate) const RETENTION_KEY: &str = "retention_days";
@@ -61,10 +62,12 @@ impl GcPlan {
         let mut saved = Vec::new();
         let mut days = |key: &'static str, given: Option<i64>| -> Result<i64> {
             match given {
-                Some(d) if d < 0 => bail!("{key} must be 0 or more days"),
-                Some(d) if d > i64::from(u32::MAX) => {
-                    bail!("{key} must be at most {} days, got {d}", u32::MAX)
-                }
+                // The caller's mistake, as a setting's bad value is (the CLI's usage error).
+                Some(d) if d < 0 => Err(InvalidRequest(format!("{key} must be 0 or more days")))?,
+                Some(d) if d > i64::from(u32::MAX) => Err(InvalidRequest(format!(
+                    "{key} must be at most {} days, got {d}",
+                    u32::MAX
+                )))?,
                 Some(d) => {
                     saved.push((key, d.to_string()));
                     Ok(d)

@@ -74,6 +74,13 @@ fn release_mouse() {
 
 impl TerminalGuard {
     fn enter(mouse: Mouse) -> Result<TerminalGuard> {
+        const NEEDS_A_TERMINAL: &str =
+            "the terminal UI needs an interactive terminal; use the CLI (memscope --help) from scripts";
+        // Not a terminal (a pipe, a file): nothing to set up, and nothing to undo — restoring
+        // would write escape codes into the pipe.
+        if !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            anyhow::bail!(NEEDS_A_TERMINAL);
+        }
         match ratatui::try_init() {
             Ok(terminal) => {
                 let guard = TerminalGuard { terminal, mouse };
@@ -93,9 +100,7 @@ impl TerminalGuard {
             }
             Err(e) => {
                 ratatui::restore();
-                Err(e).context(
-                    "the terminal UI needs an interactive terminal; use the CLI (memscope --help) from scripts",
-                )
+                Err(e).context(NEEDS_A_TERMINAL)
             }
         }
     }

@@ -684,7 +684,7 @@ fn a_setting_past_its_range_says_its_range_on(db: TestDb) {
         let run = db.run(&["gc", flag, &most]);
         assert_eq!(run.code, 0, "{run:?}");
         let run = db.run(&["gc", flag, "99999999999"]);
-        assert_eq!(run.code, 1, "{run:?}");
+        assert_eq!(run.code, 2, "{run:?}");
         assert_one_sentence(&run.stderr, &["must be at most 4294967295 days"]);
     }
     // Saved at the bound by the gc runs above: a plain gc reads them and runs.
@@ -762,4 +762,22 @@ fn clock_at_its_end_on(db: TestDb) {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("stale"), "{}", run.stdout);
     db.assert_check_ok();
+}
+
+/// A folder given to `apply` is named, as `import` names it; the terminal UI run with its
+/// output piped says it needs a terminal and writes nothing to the pipe (no escape code of a
+/// terminal it never set up).
+#[test]
+fn apply_of_a_folder_and_a_ui_without_a_terminal_say_so_and_write_nothing() {
+    let db = TestDb::new();
+    db.run(&["init"]).ok();
+    let folder = db.sibling("lines 📁");
+    std::fs::create_dir(&folder).unwrap();
+    let run = db.run(&["apply", folder.to_str().unwrap()]);
+    run.fails_with(1, &["lines 📁", "is a folder", "JSON Lines"]);
+    assert_one_sentence(&run.stderr, &[]);
+    let run = db.run(&["tui"]);
+    run.fails_with(1, &["needs an interactive terminal"]);
+    assert_eq!(run.stdout, "", "nothing reaches the pipe");
+    assert_one_sentence(&run.stderr, &[]);
 }

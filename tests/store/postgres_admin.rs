@@ -387,10 +387,10 @@ fn gc_on_postgres_as_on_sqlite() {
         .any(|e| e[2] == "coffee" && e[5] == json!("美式 ☕ new")));
     assert!(!after.iter().any(|e| e[5] == json!("燕麦拿铁 ☕")));
 
-    // A refusal: one sentence, exit 1, nothing changed.
+    // A bad period: one sentence, exit 2 (the caller's mistake), nothing changed.
     let before = histories(&mut pg);
     let refused = both.run(true, &["gc", "--retention-days=-1"]);
-    refused.fails_with(1, &[]);
+    refused.fails_with(2, &[]);
     assert_one_sentence(&refused.stderr, &["retention_days must be 0 or more days"]);
     assert_eq!(histories(&mut pg), before);
     let text = both.run(true, &["gc", "--json"]).ok().json();
