@@ -41,7 +41,59 @@ pub enum Frame {
     Ignore(String),
 }
 
-/// Frames one line (without its newline).
+/// Frames one line (without its newline): one message, or — a JSON-RPC batch, which protocol
+/// 2025-03-26 lets a client send — each message of the batch, served and answered on its own
+/// line (README, "Agents: memscope as an MCP server").
+pub fn frames(line: &[u8]) -> Vec<Frame> {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    match batch_items(line) {
+        None => vec![frame(line)],
+        Some(items) if items.is_empty() => vec![answer_error(
+            ErrorData::invalid_request(
+                "the batch is empty: send each request as a JSON object, or a batch of them",
+                None,
+            ),
+            None,
+        )],
+        Some(items) => items.into_iter().map(frame).collect(),
+    }
+}
+
+/// The messages of a batch — a line whose top level is an array — each its own text, cut at
+/// the array's top-level commas; `None` for a line that is not an array.
+fn batch_items(line: &[u8]) -> Option<Vec<&[u8]>> {
+    let start = line.iter().position(|b| !b.is_ascii_whitespace())?;
+    if line[start] != b'[' {
+        return None;
+    }
+    let (mut items, mut from, mut end) = (Vec::new(), start + 1, None);
+    let mut i = 0;
+    walk(line, |b, kind, depth| {
+        if end.is_none() && depth == 1 && i > start {
+            match (kind, b) {
+                (Byte::Other, b',') => {
+                    items.push(&line[from..i]);
+                    from = i + 1;
+                }
+                (Byte::Close, _) => {
+                    items.push(&line[from..i]);
+                    end = Some(i);
+                }
+                _ => {}
+            }
+        }
+        i += 1;
+    });
+    // `[]` and `[ ]` hold nothing; an item of white space between commas is a broken batch,
+    // which the item's own framing reports.
+    if items.len() == 1 && items[0].iter().all(u8::is_ascii_whitespace) {
+        items.clear();
+    }
+    Some(items)
+}
+
+/// Frames one message (a line, or one message of a batch).
 pub fn frame(line: &[u8]) -> Frame {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -65,6 +117,23 @@ pub fn frame(line: &[u8]) -> Frame {
     if crate::model::has_float(&value) {
         if let Some((_, literal)) = crate::model::inexact_integer(line) {
             return refuse_inexact(&value, literal);
+        }
+    }
+    // A request (it names a method) whose id is neither a string nor an integer — `true`, an
+    // object, `1.5`, `null` — cannot be echoed, but is answered: its error goes without an id.
+    // (An integer past 2^63 is answered below, with its own sentence.)
+    if let (Some(id), Some(_)) = (&id, &method) {
+        if request_id(Some(id)).is_none() && !id.is_u64() {
+            return answer_error(
+                ErrorData::invalid_request(
+                    format!(
+                        "the request id {} is not a string or an integer: give every request such an id (a notification has none)",
+                        crate::model::shorten(&id.to_string(), 40)
+                    ),
+                    None,
+                ),
+                None,
+            );
         }
     }
     if let Some(problem) = bad_tool_call(&value) {
@@ -152,9 +221,24 @@ fn refuse_unreadable(line: &[u8], e: &serde_json::Error) -> Frame {
     let Some(id) = request_id(head.get("id")) else {
         return unreadable();
     };
-    let text = format!(
-        "the call is not JSON memscope can read ({e}): send numbers within a double's range, or as strings"
-    );
+    let cause = e.to_string();
+    let advice = if cause.contains("number out of range") {
+        "send numbers within a double's range, or as strings"
+    } else if [
+        "escape",
+        "surrogate",
+        "unicode",
+        "control character",
+        "UTF-8",
+    ]
+    .iter()
+    .any(|w| cause.contains(w))
+    {
+        "send each string as valid UTF-8 with its control characters escaped (\\n, \\u0007), and never half of an emoji (a \\ud83d without its pair): a string cut in the middle of a character is the usual cause"
+    } else {
+        "send the call as one valid JSON object"
+    };
+    let text = format!("the call is not JSON memscope can read ({e}): {advice}");
     if head.get("method").and_then(Value::as_str) == Some("tools/call") {
         tool_error(text, id)
     } else {
@@ -304,20 +388,26 @@ pub fn stdio() -> std::io::Result<Stdio> {
                 if line.iter().all(u8::is_ascii_whitespace) {
                     continue;
                 }
-                match frame(&line) {
-                    Frame::Message(m) => {
-                        if futures::executor::block_on(futures::SinkExt::send(&mut incoming, *m))
-                            .is_err()
-                        {
-                            return; // the server stopped
+                for framed in frames(&line) {
+                    match framed {
+                        Frame::Message(m) => {
+                            let sent = futures::executor::block_on(futures::SinkExt::send(
+                                &mut incoming,
+                                *m,
+                            ));
+                            if sent.is_err() {
+                                return; // the server stopped
+                            }
+                        }
+                        Frame::Answer(a) => {
+                            if answers.unbounded_send(*a).is_err() {
+                                return;
+                            }
+                        }
+                        Frame::Ignore(why) => {
+                            crate::frontend::errln!("memscope mcp: ignored {why}")
                         }
                     }
-                    Frame::Answer(a) => {
-                        if answers.unbounded_send(*a).is_err() {
-                            return;
-                        }
-                    }
-                    Frame::Ignore(why) => crate::frontend::errln!("memscope mcp: ignored {why}"),
                 }
             }
         })?;
@@ -507,6 +597,31 @@ mod tests {
         // A deep notification has no id to answer.
         let n = format!(r#"{{"jsonrpc":"2.0","method":"x","params":{}}}"#, deep(500));
         assert!(matches!(frame(n.as_bytes()), Frame::Ignore(_)));
+    }
+
+    #[test]
+    fn a_batch_is_cut_at_its_top_level_commas_only() {
+        let line = br#" [{"id":1,"s":"a,]b"}, {"id":2,"p":[1,[2,3]]} ,3]"#;
+        let items: Vec<&str> = batch_items(line)
+            .unwrap()
+            .into_iter()
+            .map(|i| std::str::from_utf8(i).unwrap().trim())
+            .collect();
+        assert_eq!(
+            items,
+            [r#"{"id":1,"s":"a,]b"}"#, r#"{"id":2,"p":[1,[2,3]]}"#, "3"]
+        );
+        assert_eq!(batch_items(b"[ ]").unwrap().len(), 0);
+        assert!(batch_items(br#"{"id":1}"#).is_none());
+        // Each message of a batch is framed as a line would be.
+        let two = format!("[{}, {}]", call("{}"), call("[1]"));
+        let framed = frames(two.as_bytes());
+        assert_eq!(framed.len(), 2);
+        assert!(matches!(framed[0], Frame::Message(_)), "{framed:?}");
+        assert_eq!(
+            error_of(&answer(framed.into_iter().nth(1).unwrap())).0,
+            -32602
+        );
     }
 
     #[test]

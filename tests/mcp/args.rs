@@ -449,6 +449,44 @@ fn every_request_gets_an_answer_however_deep_or_misshapen_on(db: TestDb) {
         r["result"]["structuredContent"]["outcome"], "inserted",
         "{r}"
     );
+    // A batch (protocol 2025-03-26): each request served and answered on its own line.
+    s.send_raw(&format!(
+        "[{}, {}]",
+        json!({"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": remember("shell", json!("fish 🐟"))}),
+        json!({"jsonrpc": "2.0", "id": 51, "method": "ping"})
+    ));
+    let (r, earlier) = s.until_id(50);
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "inserted",
+        "{r}"
+    );
+    // The ping's answer may come first.
+    let r = match earlier.into_iter().find(|m| m["id"] == 51) {
+        Some(r) => r,
+        None => s.until_id(51).0,
+    };
+    assert!(r.get("result").is_some(), "{r}");
+    // An empty batch and requests whose id is no id are answered, without an id.
+    s.send_raw("[]");
+    for id in ["true", "{}", "1.5", "null"] {
+        s.send_raw(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+    }
+    let (_, before) = s.request_collecting(52, "ping", json!({}));
+    let unanswerable: Vec<&Value> = before.iter().filter(|m| m.get("id").is_none()).collect();
+    assert_eq!(unanswerable.len(), 5, "{before:?}");
+    for m in &unanswerable {
+        assert_eq!(m["error"]["code"], -32600, "{m}");
+    }
+    assert!(unanswerable[1]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not a string or an integer"));
+    // Half an emoji (a lone surrogate, what a host that cut a string sends): a tool error that
+    // says so, not advice about numbers.
+    s.send_raw(r#"{"jsonrpc":"2.0","id":53,"method":"tools/call","params":{"name":"remember","arguments":{"predicate":"emoji","value":"\ud83d","scope":"global","source":"thread:9"}}}"#);
+    let (r, _) = s.until_id(53);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(tool_text(&r).contains("half of an emoji"), "{r}");
     let (code, _) = s.finish();
     assert_eq!(code, 0);
 
@@ -460,13 +498,14 @@ fn every_request_gets_an_answer_however_deep_or_misshapen_on(db: TestDb) {
         .iter()
         .map(|r| (&r["predicate"], &r["raw"], &r["value"]))
         .collect();
-    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows.len(), 3, "{rows:?}");
     assert_eq!(rows[0].0, "deep_ok");
     assert_eq!(rows[0].2, &nested(127));
     assert_eq!(
         (rows[1].0, rows[1].1),
         (&Value::from("editor"), &Value::Null)
     );
+    assert_eq!((rows[2].0, rows[2].2), (&json!("shell"), &json!("fish 🐟")));
     db.assert_check_ok();
 }
 

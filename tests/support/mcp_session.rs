@@ -98,6 +98,17 @@ impl RawSession {
         }
     }
 
+    /// [`RawSession::request`], with the messages that came before its answer.
+    pub fn request_collecting(
+        &mut self,
+        id: i64,
+        method: &str,
+        params: Value,
+    ) -> (Value, Vec<Value>) {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.until_id(id)
+    }
+
     pub fn request(&mut self, id: i64, method: &str, params: Value) -> Value {
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         self.until_id(id).0
