@@ -150,11 +150,13 @@ async def story():
             ("formatter", "global", True), ("package_manager", "global", True)], data
         assert data["pending"] == 1, data
 
-    # The same subject in another spelling is the same subject: its pending item is counted.
+    # The same subject in another spelling is the same subject: its pending item is counted,
+    # and it is named as stored.
     async with Server("--subject", "USER:42", "--repo", "web-app") as srv:
         _, text, data = await srv.call("list_memories", {})
         assert data["pending"] == 1, data
-        assert "1 write(s) of USER:42 wait for a human" in text, text
+        assert data["subject"] == "user:42", data
+        assert "1 write(s) of user:42 wait for a human" in text, text
 
     # 2. The legacy dashboard keeps npm: a repo rule, not a new global default.
     async with Server("--subject", "user:42", "--repo", "legacy-dashboard", "--agent", "claude-code") as srv:

@@ -41,20 +41,36 @@ pub struct ToolReply {
 impl ToolReply {
     fn ok(text: String, data: Value) -> ToolReply {
         ToolReply {
-            text,
+            text: printable(&text),
             data,
             is_error: false,
         }
     }
 
     fn error(text: impl Into<String>) -> ToolReply {
-        let text = text.into();
+        let text = printable(&text.into());
         ToolReply {
             data: json!({ "error": text }),
             text,
             is_error: true,
         }
     }
+}
+
+/// A tool's text as a host may print it on a terminal: what a model or a person stored
+/// (values, sources, ids) is hostile, so every control character, direction control and
+/// character that prints as nothing is escaped, line by line (the text's own lines stay).
+fn printable(text: &str) -> String {
+    text.split('\n')
+        .map(crate::model::escape_controls)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A value as JSON text in a tool's sentence, with the characters a terminal would act on
+/// escaped as JSON escapes (`\u202e`), as every CLI command prints it.
+fn json_text(v: &Value) -> String {
+    crate::model::to_json(v).unwrap_or_else(|_| v.to_string())
 }
 
 /// The tools of one server: its runtime context and its one store.
@@ -283,7 +299,8 @@ impl Tools {
                     .into(),
             );
         }
-        let choice = match scope.trim() {
+        // The kind in any case, as in every command (README, "The model in one minute").
+        let choice = match scope.trim().to_lowercase().as_str() {
             "global" => ScopeChoice::Exact(Scope::Global),
             "repo" => ScopeChoice::Exact(Scope::Repo(self.need_repo("repo")?)),
             "task" => ScopeChoice::Exact(Scope::Task(self.need_task()?)),
@@ -291,7 +308,7 @@ impl Tools {
                 let repo = self.need_repo("unsure")?;
                 ScopeChoice::ambiguous(vec![Scope::Global, Scope::Repo(repo)])?
             }
-            other => return Err(bad_scope(other, "global, repo, task or unsure", &self.ctx)),
+            _ => return Err(bad_scope(&scope, "global, repo, task or unsure", &self.ctx)),
         };
         let req = WriteRequest {
             subject: self.ctx.subject.clone(),
@@ -360,12 +377,31 @@ impl Tools {
         a.finish()?;
         let mut store = self.store();
         let fail = |e: anyhow::Error| format!("list_memories failed: {e:#}");
-        let chain = self.ctx.chain();
+        // The subject and places as stored (README, "one spelling per place"): the host may
+        // have typed `USER:42` for `User:42`. Resolve finds them, as `recall` shows them.
+        let spelled = store
+            .resolve(
+                &self.ctx.subject,
+                predicate.as_deref().unwrap_or("any"),
+                self.ctx.repo.as_deref(),
+                self.ctx.task.as_deref(),
+            )
+            .map_err(fail)?;
+        let mut ctx = self.ctx.clone();
+        ctx.subject = spelled.subject;
+        for c in &spelled.considered {
+            match Scope::parse(&c.scope) {
+                Ok(Scope::Repo(r)) => ctx.repo = Some(r),
+                Ok(Scope::Task(t)) => ctx.task = Some(t),
+                _ => {}
+            }
+        }
+        let chain = ctx.chain();
         let mut records = Vec::new();
         for scope in &chain {
             let filter = ListFilter {
                 scope: Some(scope.clone()),
-                subject: Some(self.ctx.subject.clone()),
+                subject: Some(ctx.subject.clone()),
                 predicate: predicate.clone(),
             };
             records.extend(store.list(&filter).map_err(fail)?);
@@ -376,7 +412,7 @@ impl Tools {
                 .cmp(&y.predicate)
                 .then(y.scope.rank().cmp(&x.scope.rank()))
         });
-        let subject_key = crate::spelling::fold(&self.ctx.subject);
+        let subject_key = crate::spelling::fold(&ctx.subject);
         let pending = store
             .pending(false)
             .map_err(fail)?
@@ -387,7 +423,7 @@ impl Tools {
             .count();
         let mut lines = vec![format!(
             "Memories of {} (task > repo > global; → applies here):",
-            self.ctx.describe()
+            ctx.describe()
         )];
         let mut items = Vec::new();
         let mut last: Option<&str> = None;
@@ -398,7 +434,7 @@ impl Tools {
                 "{} {} = {}  [{} v{}]{}",
                 if applies { "→" } else { " " },
                 r.predicate,
-                shorten(&r.value.to_string(), 120),
+                shorten(&json_text(&r.value), 120),
                 r.scope,
                 r.version,
                 if applies { "" } else { " (shadowed)" }
@@ -423,15 +459,15 @@ impl Tools {
         if pending > 0 {
             lines.push(format!(
                 "{pending} write(s) of {} wait for a human in the pending queue.",
-                self.ctx.subject
+                ctx.subject
             ));
         }
         Ok(ToolReply::ok(
             lines.join("\n"),
             json!({
-                "subject": self.ctx.subject,
-                "repo": self.ctx.repo,
-                "task": self.ctx.task,
+                "subject": ctx.subject,
+                "repo": ctx.repo,
+                "task": ctx.task,
                 "scopes": chain,
                 "memories": items,
                 "pending": pending,
@@ -453,7 +489,7 @@ impl Tools {
                 scope,
             })
         };
-        let target = match scope.trim() {
+        let target = match scope.trim().to_lowercase().as_str() {
             "global" => identity(Scope::Global),
             "repo" => identity(Scope::Repo(self.need_repo("repo")?)),
             "task" => identity(Scope::Task(self.need_task()?)),
@@ -461,7 +497,7 @@ impl Tools {
                 subject: subject.clone(),
                 predicate: predicate.clone(),
             },
-            other => return Err(bad_scope(other, "global, repo, task or all", &self.ctx)),
+            _ => return Err(bad_scope(&scope, "global, repo, task or all", &self.ctx)),
         };
         let reason = reason.unwrap_or_else(|| "forget via MCP".to_string());
         let mut store = self.store();
@@ -545,7 +581,7 @@ fn predicate_only_schema(description: &str, required: bool) -> Value {
 fn bad_scope(got: &str, allowed: &str, ctx: &McpContext) -> String {
     let mut s = format!(
         "`scope` must be one of {allowed}, got {}",
-        shorten(&Value::String(got.to_string()).to_string(), 60)
+        shorten(&json_text(&Value::String(got.to_string())), 60)
     );
     if got.contains(':') {
         s.push_str(&format!(
@@ -571,7 +607,7 @@ pub fn describe_outcome(o: &WriteOutcome) -> String {
     let value = o
         .value
         .as_ref()
-        .map(|v| shorten(&v.to_string(), 120))
+        .map(|v| shorten(&json_text(v), 120))
         .unwrap_or_default();
     let version = o.version.unwrap_or_default();
     match o.outcome {
@@ -583,7 +619,7 @@ pub fn describe_outcome(o: &WriteOutcome) -> String {
         ),
         OutcomeKind::Superseded => format!(
             "superseded: {predicate} at {scope} is now {value} (version {version}), replacing {}; the old value stays in history.",
-            o.previous.as_ref().map(|p| shorten(&p.to_string(), 120)).unwrap_or_default()
+            o.previous.as_ref().map(|p| shorten(&json_text(p), 120)).unwrap_or_default()
         ),
         OutcomeKind::Stale => format!(
             "stale, not applied: {predicate} at {scope} already has a newer value ({}).",
@@ -612,7 +648,7 @@ pub fn describe_resolution(r: &Resolution) -> String {
             let value = c
                 .value
                 .as_ref()
-                .map(|v| format!(" {}", shorten(&v.to_string(), 80)))
+                .map(|v| format!(" {}", shorten(&json_text(v), 80)))
                 .unwrap_or_default();
             format!("{}: {}{value}", c.scope, c.state)
         })
@@ -622,9 +658,9 @@ pub fn describe_resolution(r: &Resolution) -> String {
         (Some(v), Some(s)) => format!(
             "{} = {} (from {s} v{}, source {}). Considered, most specific first — {chain}.",
             r.predicate,
-            shorten(&v.to_string(), 200),
+            shorten(&json_text(v), 200),
             r.version.unwrap_or_default(),
-            r.source.as_deref().unwrap_or("?")
+            crate::model::escape_controls(r.source.as_deref().unwrap_or("?"))
         ),
         (None, Some(s)) => format!(
             "{}: {s} applied, but its content has since been destroyed. Considered — {chain}.",

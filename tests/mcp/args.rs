@@ -567,3 +567,110 @@ fn integer_past_64_bits_on(db: TestDb) {
     assert!(listed.contains("\"id\": 18446744073709551615"), "{listed}");
     assert_eq!(listed.matches("\"predicate\"").count(), 1, "{listed}");
 }
+
+#[test]
+fn scope_kinds_in_any_case_stored_spellings_and_escaped_texts() {
+    scope_kinds_in_any_case_stored_spellings_and_escaped_texts_on(TestDb::new());
+}
+
+#[test]
+fn scope_kinds_in_any_case_stored_spellings_and_escaped_texts_on_postgres() {
+    on_postgres(scope_kinds_in_any_case_stored_spellings_and_escaped_texts_on);
+}
+
+/// The scope's kind is read in any case, as in every command; `list_memories` names the subject
+/// and places as stored, not as this host typed them; and what was stored — a value, a source —
+/// reaches the tool's text with its direction controls and invisible characters escaped, as
+/// every CLI command prints it.
+fn scope_kinds_in_any_case_stored_spellings_and_escaped_texts_on(db: TestDb) {
+    db.write("User:42", "editor", "helix", "repo:Web-App", "s:0");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(
+        &db,
+        tmp.path(),
+        &[
+            "--subject",
+            "USER:42",
+            "--repo",
+            "WEB-APP",
+            "--allow-forget",
+        ],
+    ));
+    s.initialize();
+    let call = |name: &str, arguments: Value| json!({"name": name, "arguments": arguments});
+    let r = s.request(
+        2,
+        "tools/call",
+        call(
+            "remember",
+            json!({"predicate": "shell", "value": "npm\u{202E}ic\u{200B}", "scope": "Global",
+                   "source": "thread:\u{202E}9"}),
+        ),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "inserted",
+        "{r}"
+    );
+    let text = tool_text(&r);
+    assert!(text.contains(r"npm\u202eic\u200b"), "{text}");
+    let r = s.request(
+        3,
+        "tools/call",
+        call(
+            "remember",
+            json!({"predicate": "pm", "value": "pnpm", "scope": " REPO ", "source": "s"}),
+        ),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["scope"], "repo:Web-App",
+        "{r}"
+    );
+    let r = s.request(
+        4,
+        "tools/call",
+        call("recall", json!({"predicate": "shell"})),
+    );
+    let text = tool_text(&r);
+    assert!(
+        text.contains(r"npm\u202eic\u200b") && text.contains(r"thread:\u{202e}9"),
+        "{text}"
+    );
+    assert!(
+        !text.contains('\u{202E}') && !text.contains('\u{200B}'),
+        "{text}"
+    );
+    let r = s.request(5, "tools/call", call("list_memories", json!({})));
+    let listed = &r["result"]["structuredContent"];
+    assert_eq!(
+        (&listed["subject"], &listed["repo"]),
+        (&json!("User:42"), &json!("Web-App")),
+        "{r}"
+    );
+    assert_eq!(listed["scopes"], json!(["repo:Web-App", "global"]), "{r}");
+    let text = tool_text(&r);
+    assert!(
+        text.starts_with("Memories of User:42 in repo:Web-App"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{202E}'), "{text}");
+    // A scope it does not know is echoed escaped too.
+    let r = s.request(
+        6,
+        "tools/call",
+        call(
+            "remember",
+            json!({"predicate": "pm", "value": "x", "scope": "repo\u{202E}", "source": "s"}),
+        ),
+    );
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(tool_text(&r).contains(r"repo\u202e"), "{r}");
+    let r = s.request(
+        7,
+        "tools/call",
+        call("forget", json!({"predicate": "pm", "scope": "ALL"})),
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+    db.assert_check_ok();
+}
