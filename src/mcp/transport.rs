@@ -14,7 +14,8 @@ use crate::json_scan::{walk, Byte, Walker};
 use crate::model::MAX_VALUE_DEPTH;
 use futures::channel::mpsc;
 use rmcp::model::{
-    CallToolResult, ContentBlock, ErrorData, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolResult, ClientNotification, ContentBlock, ErrorData, JsonRpcMessage, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::RxJsonRpcMessage;
 use rmcp::RoleServer;
@@ -339,6 +340,78 @@ fn flatten_below(text: &[u8], keep: usize) -> Vec<u8> {
     out
 }
 
+/// The requests read and not yet answered. At the end of input the reader waits for them before
+/// it lets rmcp see the end: rmcp writes answers for only five seconds after its input ends,
+/// and a call waiting on another process's lock longer than that would have committed with
+/// no answer written (README, "Agents: memscope as an MCP server": every request gets an
+/// answer). A request the client cancelled is not waited for (rmcp drops its answer).
+#[derive(Default)]
+struct Unanswered {
+    state: std::sync::Mutex<UnansweredState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct UnansweredState {
+    ids: std::collections::HashSet<RequestId>,
+    /// The writer stopped (stdout closed): nothing more will be answered.
+    writer_gone: bool,
+}
+
+/// The longest the end of input waits for the calls still running: past the longest lock
+/// wait a call makes (`MEMSCOPE_BUSY_TIMEOUT_MS`, 15 s by default) with room to finish.
+const END_OF_INPUT_WAIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+impl Unanswered {
+    fn update(&self, f: impl FnOnce(&mut UnansweredState)) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut state);
+        self.changed.notify_all();
+    }
+
+    /// Notes what the reader passes to rmcp: a request to wait for, a cancellation to stop
+    /// waiting for one.
+    fn read(&self, message: &RxJsonRpcMessage<RoleServer>) {
+        match message {
+            JsonRpcMessage::Request(r) => self.update(|s| {
+                s.ids.insert(r.id.clone());
+            }),
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification {
+                    if let Some(id) = &c.params.request_id {
+                        self.update(|s| {
+                            s.ids.remove(id);
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes an answer written out.
+    fn written(&self, message: &ServerJsonRpcMessage) {
+        let id = match message {
+            JsonRpcMessage::Response(r) => Some(&r.id),
+            JsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = id {
+            self.update(|s| {
+                s.ids.remove(id);
+            });
+        }
+    }
+
+    /// Waits until every request read is answered, the writer is gone, or `limit` passed.
+    fn wait(&self, limit: std::time::Duration) {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .changed
+            .wait_timeout_while(state, limit, |s| !s.ids.is_empty() && !s.writer_gone);
+    }
+}
+
 /// The two ends rmcp serves on, and the writer thread to wait for once it is done.
 pub struct Stdio {
     pub sink: mpsc::UnboundedSender<ServerJsonRpcMessage>,
@@ -352,9 +425,14 @@ pub fn stdio() -> std::io::Result<Stdio> {
     // A few messages of read-ahead: a host that floods us waits on the pipe, not on memory.
     let (mut incoming, stream) = mpsc::channel::<RxJsonRpcMessage<RoleServer>>(16);
     let answers = sink.clone();
+    let unanswered = std::sync::Arc::new(Unanswered::default());
+    let written = unanswered.clone();
     let writer = std::thread::Builder::new()
         .name("mcp-writer".into())
-        .spawn(move || write_lines(outgoing))?;
+        .spawn(move || {
+            write_lines(outgoing, &written);
+            written.update(|s| s.writer_gone = true);
+        })?;
     std::thread::Builder::new()
         .name("mcp-reader".into())
         .spawn(move || {
@@ -364,7 +442,11 @@ pub fn stdio() -> std::io::Result<Stdio> {
             loop {
                 line.clear();
                 match read_line(&mut input, &mut line, &mut top) {
-                    Ok(None) => return,
+                    Ok(None) => {
+                        // The client closed its end: answer what is still running first.
+                        unanswered.wait(END_OF_INPUT_WAIT);
+                        return;
+                    }
                     Ok(Some(false)) => {
                         match refuse_too_long(&top) {
                             Frame::Answer(a) => {
@@ -391,6 +473,7 @@ pub fn stdio() -> std::io::Result<Stdio> {
                 for framed in frames(&line) {
                     match framed {
                         Frame::Message(m) => {
+                            unanswered.read(&m);
                             let sent = futures::executor::block_on(futures::SinkExt::send(
                                 &mut incoming,
                                 *m,
@@ -480,7 +563,7 @@ fn read_line(
 
 /// Writes each message as one line and flushes it; stops when every sender is gone or stdout
 /// is closed.
-fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>) {
+fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>, unanswered: &Unanswered) {
     let stdout = std::io::stdout();
     for message in futures::executor::block_on_stream(outgoing) {
         let mut text = match serde_json::to_vec(&message) {
@@ -495,6 +578,7 @@ fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>) {
         if out.write_all(&text).and_then(|_| out.flush()).is_err() {
             return;
         }
+        unanswered.written(&message);
     }
 }
 

@@ -674,3 +674,36 @@ fn scope_kinds_in_any_case_stored_spellings_and_escaped_texts_on(db: TestDb) {
     assert_eq!(code, 0);
     db.assert_check_ok();
 }
+
+/// A client that closes its end while a call waits on another process's write lock (here for
+/// 7 s, longer than the 5 s rmcp keeps answering after its input ends) still gets the call's
+/// answer before the server exits, and the answer says what the database holds.
+#[test]
+fn a_call_running_when_the_client_closes_stdin_is_answered_before_the_server_exits() {
+    let db = TestDb::new();
+    db.write("user:42", "editor", "helix", "global", "s:0");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(&db, tmp.path(), &["--subject", "user:42"]));
+    s.initialize();
+    let holder = rusqlite::Connection::open(&db.path).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    s.send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "remember", "arguments": {
+            "predicate": "shell", "value": "fish 🐟", "scope": "global", "source": "s:1"}}}),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    s.close_stdin();
+    std::thread::sleep(std::time::Duration::from_secs(7));
+    holder.execute_batch("COMMIT").unwrap();
+    let (r, _) = s.until_id(2);
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "inserted",
+        "{r}"
+    );
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+    let listed = db.list(&["--scope", "global"]);
+    assert!(listed.iter().any(|m| m["value"] == "fish 🐟"), "{listed:?}");
+    db.assert_check_ok();
+}

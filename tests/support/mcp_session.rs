@@ -133,6 +133,11 @@ impl RawSession {
         init
     }
 
+    /// Closes stdin (the client is done sending) and keeps reading what comes.
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
+    }
+
     /// Closes stdin and waits: returns (exit code, stderr).
     pub fn finish(mut self) -> (i32, String) {
         drop(self.stdin.take());
