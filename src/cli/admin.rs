@@ -146,7 +146,8 @@ pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Re
                 AnyStore::open(path, OpenMode::Create)?.set_user_setting(key.trim(), &value)
             })?;
             if json {
-                print_json(&serde_json::json!({ "key": key.trim(), "value": stored }))?;
+                let value = setting_json(key.trim(), stored.clone());
+                print_json(&serde_json::json!({ "key": key.trim(), "value": value }))?;
             } else {
                 outln!("{} = {stored}", key.trim());
             }
@@ -157,13 +158,25 @@ pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Re
             print_pairs(settings, json, " = ", |pairs| {
                 let map: serde_json::Map<String, serde_json::Value> = pairs
                     .into_iter()
-                    .map(|(k, v)| (k, serde_json::Value::String(v)))
+                    .map(|(k, v)| {
+                        let v = setting_json(&k, v);
+                        (k, v)
+                    })
                     .collect();
                 map.into()
             })?;
         }
     }
     Ok(EXIT_OK)
+}
+
+/// A setting's value in JSON: the day counts (`retention_days`, `tombstone_safe_days`) as the
+/// numbers they are, the words as strings.
+fn setting_json(key: &str, value: String) -> serde_json::Value {
+    match value.parse::<u64>() {
+        Ok(n) if key.ends_with("_days") => n.into(),
+        _ => value.into(),
+    }
 }
 
 pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {

@@ -755,6 +755,18 @@ fn durability_is_full_unless_traded_away_and_check_says_which() {
     assert_eq!(report["metrics"]["durability"], "full", "{report}");
     let r = db.run(&["settings", "--json"]).ok();
     assert_eq!(r.json()["durability"], "full");
+    // Day counts are numbers in JSON, as scripts compare them.
+    assert_eq!(
+        (
+            &r.json()["retention_days"],
+            &r.json()["tombstone_safe_days"]
+        ),
+        (&serde_json::json!(0), &serde_json::json!(30))
+    );
+    let r = db
+        .run(&["settings", "--json", "set", "retention_days", "90"])
+        .ok();
+    assert_eq!(r.json()["value"], 90);
     // `check` names the setting, and a connection opened after it syncs as it says (with
     // `normal`, at checkpoints only).
     let set = |word: &str, named: &str, syncs: memscope::store::Durability| {
