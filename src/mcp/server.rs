@@ -44,7 +44,11 @@ fn to_result(reply: ToolReply) -> CallToolResult {
     let mut content = vec![ContentBlock::text(reply.text)];
     let data = reply.data;
     if !reply.is_error {
-        content.push(ContentBlock::text(data.to_string()));
+        // For hosts that show only text, maybe on a terminal: JSON with the characters a
+        // terminal acts on escaped, as the CLI's `--json` prints it.
+        content.push(ContentBlock::text(
+            crate::model::to_json(&data).unwrap_or_else(|_| data.to_string()),
+        ));
     }
     let mut result = if reply.is_error {
         CallToolResult::error(content)

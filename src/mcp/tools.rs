@@ -57,6 +57,32 @@ impl ToolReply {
     }
 }
 
+/// `ctx` with the subject and places as stored (README, "one spelling per place"): the host
+/// may have typed `USER:42` for `User:42`. Resolve finds them (for `predicate`; any will do),
+/// as `recall` shows them.
+fn spelled(
+    ctx: &McpContext,
+    store: &mut AnyStore,
+    predicate: Option<&str>,
+) -> anyhow::Result<McpContext> {
+    let found = store.resolve(
+        &ctx.subject,
+        predicate.unwrap_or("any"),
+        ctx.repo.as_deref(),
+        ctx.task.as_deref(),
+    )?;
+    let mut ctx = ctx.clone();
+    ctx.subject = found.subject;
+    for c in &found.considered {
+        match Scope::parse(&c.scope) {
+            Ok(Scope::Repo(r)) => ctx.repo = Some(r),
+            Ok(Scope::Task(t)) => ctx.task = Some(t),
+            _ => {}
+        }
+    }
+    Ok(ctx)
+}
+
 /// A tool's text as a host may print it on a terminal: what a model or a person stored
 /// (values, sources, ids) is hostile, so every control character, direction control and
 /// character that prints as nothing is escaped, line by line (the text's own lines stay).
@@ -80,19 +106,33 @@ fn json_text(v: &Value) -> String {
 /// an idle server blocks no writer and no checkpoint of another process.
 pub struct Tools {
     ctx: McpContext,
+    /// `ctx` with the subject and places as stored, for the sentences that name them (the
+    /// instructions, the tools' descriptions, a refused scope): found when the server starts
+    /// and again by every `list_memories`, so naming them never waits for the store.
+    spelled: Mutex<McpContext>,
     store: Mutex<AnyStore>,
 }
 
 impl Tools {
-    pub fn new(ctx: McpContext, store: AnyStore) -> Tools {
+    pub fn new(ctx: McpContext, mut store: AnyStore) -> Tools {
+        let spelled = spelled(&ctx, &mut store, None).unwrap_or_else(|_| ctx.clone());
         Tools {
             ctx,
+            spelled: Mutex::new(spelled),
             store: Mutex::new(store),
         }
     }
 
     pub fn context(&self) -> &McpContext {
         &self.ctx
+    }
+
+    /// The server's context with the subject and places as stored (see `spelled`).
+    fn described(&self) -> String {
+        self.spelled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .describe()
     }
 
     /// The server's instructions to the model (sent with the `initialize` result).
@@ -109,13 +149,17 @@ impl Tools {
              not the latest one. When the user states something lasting, call `remember` with their own \
              words and the right scope — `repo` for a rule of this repository, `global` only for a default \
              everywhere, `unsure` when you cannot tell (a human then decides).{forget}",
-            self.ctx.describe()
+            self.described()
         )
     }
 
     /// The tools this server offers; `forget` only when started with `--allow-forget`.
     pub fn definitions(&self) -> Vec<ToolDef> {
-        let ctx = &self.ctx;
+        let ctx = &self
+            .spelled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let repo_note = match &ctx.repo {
             Some(r) => format!("`repo` = repo:{r}, the repository you are working in"),
             None => "`repo` is unavailable: this server was started without a repository".into(),
@@ -308,7 +352,11 @@ impl Tools {
                 let repo = self.need_repo("unsure")?;
                 ScopeChoice::ambiguous(vec![Scope::Global, Scope::Repo(repo)])?
             }
-            _ => return Err(bad_scope(&scope, "global, repo, task or unsure", &self.ctx)),
+            _ => {
+                return Err(bad_scope(&scope, "global, repo, task or unsure", || {
+                    self.described()
+                }))
+            }
         };
         let req = WriteRequest {
             subject: self.ctx.subject.clone(),
@@ -377,25 +425,8 @@ impl Tools {
         a.finish()?;
         let mut store = self.store();
         let fail = |e: anyhow::Error| format!("list_memories failed: {e:#}");
-        // The subject and places as stored (README, "one spelling per place"): the host may
-        // have typed `USER:42` for `User:42`. Resolve finds them, as `recall` shows them.
-        let spelled = store
-            .resolve(
-                &self.ctx.subject,
-                predicate.as_deref().unwrap_or("any"),
-                self.ctx.repo.as_deref(),
-                self.ctx.task.as_deref(),
-            )
-            .map_err(fail)?;
-        let mut ctx = self.ctx.clone();
-        ctx.subject = spelled.subject;
-        for c in &spelled.considered {
-            match Scope::parse(&c.scope) {
-                Ok(Scope::Repo(r)) => ctx.repo = Some(r),
-                Ok(Scope::Task(t)) => ctx.task = Some(t),
-                _ => {}
-            }
-        }
+        let ctx = spelled(&self.ctx, &mut store, predicate.as_deref()).map_err(fail)?;
+        *self.spelled.lock().unwrap_or_else(|e| e.into_inner()) = ctx.clone();
         let chain = ctx.chain();
         let mut records = Vec::new();
         for scope in &chain {
@@ -497,7 +528,11 @@ impl Tools {
                 subject: subject.clone(),
                 predicate: predicate.clone(),
             },
-            _ => return Err(bad_scope(&scope, "global, repo, task or all", &self.ctx)),
+            _ => {
+                return Err(bad_scope(&scope, "global, repo, task or all", || {
+                    self.described()
+                }))
+            }
         };
         let reason = reason.unwrap_or_else(|| "forget via MCP".to_string());
         let mut store = self.store();
@@ -578,7 +613,7 @@ fn predicate_only_schema(description: &str, required: bool) -> Value {
     schema
 }
 
-fn bad_scope(got: &str, allowed: &str, ctx: &McpContext) -> String {
+fn bad_scope(got: &str, allowed: &str, described: impl FnOnce() -> String) -> String {
     let mut s = format!(
         "`scope` must be one of {allowed}, got {}",
         shorten(&json_text(&Value::String(got.to_string())), 60)
@@ -586,7 +621,7 @@ fn bad_scope(got: &str, allowed: &str, ctx: &McpContext) -> String {
     if got.contains(':') {
         s.push_str(&format!(
             ": repository and task ids come from this server ({}), so give only the kind",
-            ctx.describe()
+            described()
         ));
     }
     s

@@ -176,9 +176,10 @@ pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Vec
 pub fn outcome_text(o: &crate::model::WriteOutcome) -> String {
     let scope = o.scope.as_ref().map(|s| s.to_string()).unwrap_or_default();
     match o.outcome {
-        crate::model::OutcomeKind::Removed => {
-            format!("removed {scope} (it had no earlier value)")
-        }
+        crate::model::OutcomeKind::Removed => format!(
+            "removed {scope} ({})",
+            o.reason.as_deref().unwrap_or("it had no earlier value")
+        ),
         kind => {
             let mut s = format!("{kind} {scope}");
             if let Some(v) = o.version {

@@ -596,7 +596,12 @@ fn scope_kinds_in_any_case_stored_spellings_and_escaped_texts_on(db: TestDb) {
             "--allow-forget",
         ],
     ));
-    s.initialize();
+    let init = s.initialize();
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_default();
+    assert!(
+        instructions.contains("You serve User:42 in repo:Web-App"),
+        "{init}"
+    );
     let call = |name: &str, arguments: Value| json!({"name": name, "arguments": arguments});
     let r = s.request(
         2,
@@ -664,6 +669,26 @@ fn scope_kinds_in_any_case_stored_spellings_and_escaped_texts_on(db: TestDb) {
     );
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert!(tool_text(&r).contains(r"repo\u202e"), "{r}");
+    let r = s.request(
+        8,
+        "tools/call",
+        call(
+            "remember",
+            json!({"predicate": "pm", "value": "x", "scope": "repo:X", "source": "s"}),
+        ),
+    );
+    assert!(tool_text(&r).contains("(User:42 in repo:Web-App)"), "{r}");
+    // The JSON text block, for hosts that show only text, escapes them as `--json` does.
+    let r = s.request(
+        9,
+        "tools/call",
+        call("recall", json!({"predicate": "shell"})),
+    );
+    let block = r["result"]["content"][1]["text"].as_str().unwrap();
+    assert!(
+        block.contains(r"npm\u202eic\u200b") && !block.contains('\u{202E}'),
+        "{block}"
+    );
     let r = s.request(
         7,
         "tools/call",
