@@ -48,17 +48,44 @@ pub enum Frame {
 pub fn frames(line: &[u8]) -> Vec<Frame> {
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    match batch_items(line) {
-        None => vec![frame(line)],
-        Some(items) if items.is_empty() => vec![answer_error(
+    let Some(items) = batch_items(line) else {
+        return vec![frame(line)];
+    };
+    // A batch is run only whole: one that is not JSON (cut off, or with text after it) runs
+    // nothing and gets one parse error, as JSON-RPC says. Its messages' own contents are
+    // judged by their framing below (depth, numbers, shape), so its top two levels decide.
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&flatten_below(line, 2)) {
+        return vec![answer_error(
+            ErrorData::parse_error(
+                format!("the batch is not valid JSON ({e}), so none of its requests ran: send it again whole"),
+                None,
+            ),
+            None,
+        )];
+    }
+    if items.is_empty() {
+        return vec![answer_error(
             ErrorData::invalid_request(
                 "the batch is empty: send each request as a JSON object, or a batch of them",
                 None,
             ),
             None,
-        )],
-        Some(items) => items.into_iter().map(frame).collect(),
+        )];
     }
+    items
+        .into_iter()
+        .map(|item| match item.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => frame(item),
+            // `[1]`, `["x"]`, a batch inside a batch: no request, so no id to answer by.
+            _ => answer_error(
+                ErrorData::invalid_request(
+                    "a batch holds request objects only (not a value, nor a batch inside a batch): send each request as a JSON object",
+                    None,
+                ),
+                None,
+            ),
+        })
+        .collect()
 }
 
 /// The messages of a batch — a line whose top level is an array — each its own text, cut at
@@ -288,25 +315,48 @@ fn refuse_inexact(message: &Value, literal: &str) -> Frame {
 }
 
 /// Answers a request longer than [`MAX_LINE`] by its id, read from `top` (the line's top
-/// level, nested values cut to `null`): a tool error for a tool call, an invalid request
-/// otherwise. Nothing answers a line whose top level names no id.
-fn refuse_too_long(top: &[u8]) -> Frame {
+/// level, nested values cut to `null`; a batch's top two levels): a tool error for a tool call, an invalid request
+/// otherwise — and, for a batch that long, each of its requests whose id was kept. Nothing
+/// answers a line whose top level names no id.
+fn refuse_too_long(top: &[u8]) -> Vec<Frame> {
     let ignored = || Frame::Ignore(format!("a message longer than {} MiB", MAX_LINE >> 20));
-    let Ok(head) = serde_json::from_slice::<Value>(top) else {
-        return ignored();
-    };
-    let Some(id) = request_id(head.get("id")) else {
-        return ignored();
-    };
+    if let Some(items) = batch_items(top) {
+        let text = format!(
+            "the batch is longer than {} MiB, more than memscope reads in one message, and none of it was read: send fewer requests in one batch, or each on its own",
+            MAX_LINE >> 20
+        );
+        let answers: Vec<Frame> = items
+            .into_iter()
+            .filter_map(|item| serde_json::from_slice::<Value>(item).ok())
+            .filter_map(|head| refuse_by_id(&head, &text))
+            .collect();
+        return if answers.is_empty() {
+            vec![ignored()]
+        } else {
+            answers
+        };
+    }
     let text = format!(
         "the call is longer than {} MiB, more than memscope reads in one message, and was not read: store a shorter value (a summary, or the part that matters)",
         MAX_LINE >> 20
     );
-    if head.get("method").and_then(Value::as_str) == Some("tools/call") {
-        tool_error(text, id)
-    } else {
-        answer_error(ErrorData::invalid_request(text, None), Some(id))
-    }
+    let head = serde_json::from_slice::<Value>(top).ok();
+    vec![head
+        .and_then(|head| refuse_by_id(&head, &text))
+        .unwrap_or_else(ignored)]
+}
+
+/// `text` as the answer to the request `head` names by its id (a tool error for a tool call);
+/// `None` when it names none.
+fn refuse_by_id(head: &Value, text: &str) -> Option<Frame> {
+    let id = request_id(head.get("id"))?;
+    Some(
+        if head.get("method").and_then(Value::as_str) == Some("tools/call") {
+            tool_error(text.to_string(), id)
+        } else {
+            answer_error(ErrorData::invalid_request(text.to_string(), None), Some(id))
+        },
+    )
 }
 
 /// A tool call's answer that is a tool error the model reads.
@@ -448,16 +498,18 @@ pub fn stdio() -> std::io::Result<Stdio> {
                         return;
                     }
                     Ok(Some(false)) => {
-                        match refuse_too_long(&top) {
-                            Frame::Answer(a) => {
-                                if answers.unbounded_send(*a).is_err() {
-                                    return;
+                        for refused in refuse_too_long(&top) {
+                            match refused {
+                                Frame::Answer(a) => {
+                                    if answers.unbounded_send(*a).is_err() {
+                                        return;
+                                    }
                                 }
+                                _ => crate::frontend::errln!(
+                                    "memscope mcp: ignored a message longer than {} MiB",
+                                    MAX_LINE >> 20
+                                ),
                             }
-                            _ => crate::frontend::errln!(
-                                "memscope mcp: ignored a message longer than {} MiB",
-                                MAX_LINE >> 20
-                            ),
                         }
                         continue;
                     }
@@ -501,12 +553,14 @@ pub fn stdio() -> std::io::Result<Stdio> {
     })
 }
 
-/// How much of a too-long line's top level [`read_line`] keeps to answer it by its id.
-const TOP_LEVEL_KEPT: usize = 64 << 10;
+/// How much of a too-long line's top levels [`read_line`] keeps to answer it by its id (or a
+/// batch's requests by theirs: some 15,000 of them).
+const TOP_LEVEL_KEPT: usize = 1 << 20;
 
 /// Reads one line into `line` (without the newline). `None` at the end of input;
 /// `Some(false)` when the line was longer than [`MAX_LINE`] and was skipped — then `top` holds
-/// its top level with every nested value cut to `null` (`flatten_below(line, 1)`, read as it
+/// its top level with every nested value cut to `null` (`flatten_below(line, 1)`; for a batch
+/// its top two levels, `flatten_below(line, 2)`), read as it
 /// streams past, at most [`TOP_LEVEL_KEPT`] bytes), from which [`refuse_too_long`] finds the
 /// request's id wherever the host put it.
 fn read_line(
@@ -517,14 +571,21 @@ fn read_line(
     let mut too_long = false;
     let mut walker = Walker::default();
     top.clear();
-    let keep_top = |bytes: &[u8], walker: &mut Walker, top: &mut Vec<u8>| {
+    // A message's top level holds its id; a batch's messages hold theirs one level down.
+    let mut levels: Option<usize> = None;
+    let mut keep_top = |bytes: &[u8], walker: &mut Walker, top: &mut Vec<u8>| {
+        let keep =
+            *levels.get_or_insert_with(|| match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+                Some(b'[') => 2,
+                _ => 1,
+            });
         walker.feed(bytes, |b, kind, depth| {
             if top.len() >= TOP_LEVEL_KEPT {
                 return;
             }
             match kind {
-                Byte::Open if depth == 2 => top.extend_from_slice(b"null"),
-                _ if depth <= 1 => top.push(b),
+                Byte::Open if depth == keep + 1 => top.extend_from_slice(b"null"),
+                _ if depth <= keep => top.push(b),
                 _ => {}
             }
         })
@@ -757,7 +818,9 @@ mod tests {
             let mut r = std::io::BufReader::new(input.as_bytes());
             let (mut line, mut top) = (Vec::new(), Vec::new());
             assert_eq!(read_line(&mut r, &mut line, &mut top).unwrap(), Some(false));
-            let Frame::Answer(answer) = refuse_too_long(&top) else {
+            let mut refused = refuse_too_long(&top);
+            assert_eq!(refused.len(), 1);
+            let Frame::Answer(answer) = refused.remove(0) else {
                 panic!("no answer for id {id}");
             };
             let text = serde_json::to_string(&answer).unwrap();
@@ -775,7 +838,55 @@ mod tests {
         let mut r = std::io::BufReader::new(big.as_bytes());
         let (mut line, mut top) = (Vec::new(), Vec::new());
         assert_eq!(read_line(&mut r, &mut line, &mut top).unwrap(), Some(false));
-        assert!(matches!(refuse_too_long(&top), Frame::Ignore(_)));
+        assert!(matches!(refuse_too_long(&top)[..], [Frame::Ignore(_)]));
+        // A batch that long: each of its requests is answered by its id.
+        let recall = |id: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"recall","arguments":{{"predicate":"{}"}}}}}}"#,
+                "p".repeat(2_000)
+            )
+        };
+        let batch = format!(
+            "[{}]",
+            (1..=9_000).map(recall).collect::<Vec<_>>().join(",")
+        );
+        assert!(batch.len() > MAX_LINE);
+        let mut r = std::io::BufReader::new(batch.as_bytes());
+        let (mut line, mut top) = (Vec::new(), Vec::new());
+        assert_eq!(read_line(&mut r, &mut line, &mut top).unwrap(), Some(false));
+        let refused = refuse_too_long(&top);
+        assert_eq!(refused.len(), 9_000);
+        let last = answer(refused.into_iter().last().unwrap());
+        assert_eq!(last["id"], 9_000);
+        assert_eq!(last["result"]["isError"], true, "{last}");
+    }
+
+    #[test]
+    fn a_batch_runs_only_whole_and_holds_requests_only() {
+        // Cut off, or with text after it: nothing in it runs; one parse error without an id.
+        for line in [
+            format!(
+                "[{}, {{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/ca",
+                call("{}")
+            ),
+            format!("[{}", call("{}")),
+            format!("[{}] ,", call("{}")),
+            format!("[{}][{}]", call("{}"), call("{}")),
+        ] {
+            let framed = frames(line.as_bytes());
+            assert_eq!(framed.len(), 1, "{line}: {framed:?}");
+            let a = answer(framed.into_iter().next().unwrap());
+            assert!(a.get("id").is_none(), "{a}");
+            assert_eq!(error_of(&a).0, -32700, "{a}");
+        }
+        // A batch inside a batch, or a value: each item gets an invalid request.
+        let line = format!("[{}, [{}], 3]", call("{}"), call("{}"));
+        let framed = frames(line.as_bytes());
+        assert_eq!(framed.len(), 3);
+        assert!(matches!(framed[0], Frame::Message(_)));
+        for f in framed.into_iter().skip(1) {
+            assert_eq!(error_of(&answer(f)).0, -32600);
+        }
     }
 
     #[test]
