@@ -781,7 +781,14 @@ pub struct DeleteReport {
     /// its vacuum reached and what it cannot, or that only the tables' owner may vacuum them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk_note: Option<String>,
+    /// memscope's guards on the database are missing or changed (`check`'s `schema_guards`):
+    /// a trigger or rule another client added may have kept a copy of what was destroyed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guards_missing: bool,
 }
+
+/// What a delete says when [`DeleteReport::guards_missing`].
+pub const GUARDS_MISSING_AFTER_DELETE: &str = "memscope's guards on this database are missing or changed (`memscope check` reports schema_guards), so a trigger or rule another client added may have kept a copy of what was deleted: find it with `memscope check` and remove it, then restore the guards (`memscope --db … init`)";
 
 impl DeleteReport {
     /// Whether the delete wrote nothing: everything it covered was already deleted.

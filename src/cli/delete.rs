@@ -126,6 +126,9 @@ pub fn delete(store: &mut AnyStore, a: DeleteArgs) -> Result<i32> {
             );
         }
     }
+    if report.guards_missing {
+        errln!("memscope: {}", crate::model::GUARDS_MISSING_AFTER_DELETE);
+    }
     if let Some(note) = &report.disk_note {
         errln!("memscope: {note}");
     } else if !report.disk_purged {

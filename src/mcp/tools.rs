@@ -569,6 +569,12 @@ impl Tools {
                 report.purged_notes
             )
         };
+        if report.guards_missing {
+            text.push_str(&format!(
+                " Tell the user: {}.",
+                crate::model::GUARDS_MISSING_AFTER_DELETE
+            ));
+        }
         if let Some(note) = &report.disk_note {
             text.push_str(&format!(" Note: {note}."));
         } else if !report.disk_purged {

@@ -502,7 +502,7 @@ fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
 }
 
 /// Words next to a place id that say it is one: `the docs repo`, `repo docs`, `docs 仓库`.
-const PLACE_NOUNS: [&str; 10] = [
+const PLACE_NOUNS: [&str; 12] = [
     "repo",
     "repos",
     "repository",
@@ -513,8 +513,12 @@ const PLACE_NOUNS: [&str; 10] = [
     "monorepo",
     "service",
     "services",
+    "task",
+    "tasks",
 ];
-const PLACE_NOUNS_CJK: [&str; 5] = ["仓库", "项目", "代码库", "工程", "服务"];
+const PLACE_NOUNS_CJK: [&str; 6] = ["仓库", "项目", "代码库", "工程", "服务", "任务"];
+/// `在 ID 里` ("in ID"): the id between `在` and one of these is a place too.
+const INSIDE_CJK: [&str; 4] = ["里", "中", "内", "下"];
 /// Words before an id that make `ID repo` any such place, not the one: `a test repo`.
 const ANY_ONE: [&str; 6] = ["a", "an", "any", "every", "each", "another"];
 
@@ -532,8 +536,9 @@ fn kind_written_before(text: &str, start: usize) -> Option<bool> {
 }
 
 /// Whether the id at `at` of folded `text` is marked as a place: written as a scope
-/// (`repo:docs`, `task:docs`), or beside a place noun (`the docs repo`, `in repo docs`,
-/// `docs 仓库`) with nothing between them but spaces and quotes — a period or a comma ends
+/// (`repo:docs`, `task:docs`), beside a place noun (`the docs repo`, `in repo docs`,
+/// `docs 仓库`, `the test task`) or inside `在 … 里` (`在 docs 里`) with nothing between them but
+/// spaces and quotes — a period or a comma ends
 /// the phrase — and not after an article that makes it any such place (`a test repo`). An id
 /// that is an everyday word counts as named only so: "write docs in English" names no
 /// repository.
@@ -556,6 +561,7 @@ fn marked_as_place(text: &str, at: std::ops::Range<usize>) -> bool {
     (noun(next) && !ANY_ONE.contains(&previous))
         || (noun(previous) && !ANY_ONE.contains(&article))
         || PLACE_NOUNS_CJK.iter().any(|n| after.starts_with(n))
+        || (before.ends_with('在') && INSIDE_CJK.iter().any(|n| after.starts_with(n)))
 }
 
 /// Whether a cue found at `start..end` of folded `text` stands as itself: anywhere for a cue
@@ -689,6 +695,10 @@ mod tests {
             "docs仓库用 mkdocs",
             "For the docs service, log at debug",
             "the api services use poetry",
+            "在 docs 里用 mkdocs 构建",
+            "在docs中不要用 yarn",
+            "in the docs task, skip the linter",
+            "docs 任务里先跑测试",
         ] {
             let marked = marked.replace("api", "docs");
             assert_eq!(named(&marked), vec![docs.clone()], "{marked}");
@@ -701,6 +711,9 @@ mod tests {
             "use a docs repo for experiments",
             "create an docs repo first",
             "in a repo docs go first",
+            "在写 docs 时用中文",
+            "docs 里的例子要能运行",
+            "make a docs task for it",
         ] {
             assert_eq!(named(unmarked), Vec::<Scope>::new(), "{unmarked}");
         }

@@ -347,6 +347,10 @@ impl Session {
                         "; another reader holds the WAL, so the on-disk purge is owed and the next write or `memscope gc` pays it",
                     );
                 }
+                if r.guards_missing {
+                    m.push_str("; but ");
+                    m.push_str(crate::model::GUARDS_MISSING_AFTER_DELETE);
+                }
                 m
             }
             Curation::Restore(id) => {

@@ -752,3 +752,48 @@ fn a_delete_a_foreign_trigger_suppresses_is_refused_whole() {
     .ok();
     db.assert_check_ok();
 }
+
+/// A delete on a database whose guards a raw client changed — here a trigger of its own that
+/// copies what memscope destroys — still destroys what it can, and says a copy may remain
+/// (`guards_missing`, one sentence naming `check`), where a delete on an intact database says
+/// nothing of the kind.
+#[test]
+fn a_delete_says_a_copy_may_remain_when_a_raw_client_hooked_the_tables() {
+    let db = TestDb::new();
+    db.write("user:42", "editor", "helix", "global", "s:1");
+    db.write("user:42", "package_manager", "npm 🧨", "global", "s:2");
+    let intact = db.run(&args_for(
+        "delete",
+        "user:42",
+        "editor",
+        &["--scope", "global", "--json"],
+    ));
+    assert_eq!(intact.code, 0, "{intact:?}");
+    assert!(intact.json().get("guards_missing").is_none(), "{intact:?}");
+    assert!(!intact.stderr.contains("guards"), "{intact:?}");
+    python(
+        "import sqlite3, sys\n\
+         c = sqlite3.connect(sys.argv[1])\n\
+         c.executescript('CREATE TABLE kept(v); CREATE TRIGGER keep_a_copy AFTER DELETE ON history \
+         BEGIN INSERT INTO kept VALUES (OLD.value); END;')\n\
+         c.commit()\n",
+        &[db.path_str()],
+    )
+    .ok();
+    let hooked = db.run(&args_for(
+        "delete",
+        "user:42",
+        "package_manager",
+        &["--scope", "global", "--json"],
+    ));
+    assert_eq!(hooked.code, 0, "{hooked:?}");
+    assert_eq!(hooked.json()["guards_missing"], true, "{hooked:?}");
+    assert!(
+        hooked
+            .stderr
+            .contains("guards on this database are missing or changed")
+            && hooked.stderr.contains("memscope check"),
+        "{hooked:?}"
+    );
+    assert!(db.list(&[]).is_empty());
+}

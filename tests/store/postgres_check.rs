@@ -546,3 +546,39 @@ fn deletes_racing_writer_processes_carry_out_what_they_report_on_postgres() {
     let report = store.check(IntegrityMode::Quick).unwrap();
     assert!(report.ok, "{:?}", report.violations);
 }
+
+/// The same on PostgreSQL: a trigger a raw client added to copy what a delete destroys makes
+/// the delete say a copy may remain.
+#[test]
+fn a_delete_says_a_copy_may_remain_when_a_raw_client_hooked_the_tables_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, _raw) = FreshDb::prepared(&server);
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    for (predicate, value) in [("editor", "helix"), ("package_manager", "npm 🧨")] {
+        store
+            .write(&req("user:42", predicate, json!(value), "global", "s:1"))
+            .unwrap();
+    }
+    let target = |predicate: &str| {
+        DeleteTarget::Identity(Identity {
+            subject: "user:42".into(),
+            predicate: predicate.into(),
+            scope: Scope::Global,
+        })
+    };
+    assert!(
+        !store
+            .delete(&target("editor"), None)
+            .unwrap()
+            .guards_missing
+    );
+    psql_run(
+        &db.url,
+        "CREATE TABLE kept(v jsonb);
+         CREATE FUNCTION keep_a_copy() RETURNS trigger LANGUAGE plpgsql AS
+             $$ BEGIN INSERT INTO kept VALUES (to_jsonb(OLD.value)); RETURN OLD; END $$;
+         CREATE TRIGGER keep_a_copy AFTER DELETE ON history FOR EACH ROW EXECUTE FUNCTION keep_a_copy();",
+    );
+    let report = store.delete(&target("package_manager"), None).unwrap();
+    assert!(report.guards_missing, "{report:?}");
+}

@@ -332,6 +332,16 @@ impl CheckDb for Pg<'_, '_> {
 }
 
 impl PgStore {
+    /// Whether memscope's guards stand as its migrations made them, and nothing else hooks the
+    /// tables that hold content (`check`'s `schema_guards`).
+    pub(super) fn guards_present(&mut self) -> Result<bool> {
+        let client = self.connection()?;
+        let mut tx = client.build_transaction().read_only(true).start()?;
+        let present = Pg(&mut tx).guards_present()?;
+        tx.commit()?;
+        Ok(present)
+    }
+
     /// Every invariant over the whole database, in one snapshot, plus the health figures; a
     /// refusal of the server (a login that may not read the clock) is one sentence.
     pub fn check(&mut self) -> Result<CheckReport> {

@@ -796,6 +796,9 @@ impl PgStore {
             // Already deleted: no row was touched, so there is nothing to vacuum.
             return Ok(report);
         }
+        // Whether what was destroyed stayed destroyed rests on the guards (README, "Running on
+        // PostgreSQL"): a trigger another client added may have copied it.
+        report.guards_missing = !self.guards_present().unwrap_or(true);
         report.disk_purged = super::vacuum::after_purge(
             &mut self.client,
             &["memories", "history", "pending", "reads"],
@@ -1116,6 +1119,7 @@ fn delete_in_tx(
         purged_notes: 0,
         disk_purged: true,
         disk_note: None,
+        guards_missing: false,
     };
     let mut preview = DeletePreview {
         on_disk: crate::model::OnDisk::Vacuumed,

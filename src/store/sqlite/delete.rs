@@ -7,6 +7,7 @@ use super::rows::purge_debt_owed;
 use super::rows::DEBT_KEY;
 use super::{busy_handler, format_time, short_busy_handler, Store};
 use crate::model::{DeletePreview, DeleteReport, DeleteTarget, Identity, Scope, TombstoneRef};
+use crate::store::check::CheckDb;
 use crate::store::gc::{tombstone_collectable, GcPlan, GcReport};
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -273,8 +274,15 @@ impl Store {
     /// deleted bytes are in no file. A reader that blocks the truncation leaves a recorded debt.
     pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
         let path = self.path.clone();
-        self.delete_in_tx(target, reason)
-            .map_err(|e| super::explain_sqlite(e, &path))
+        let mut report = self
+            .delete_in_tx(target, reason)
+            .map_err(|e| super::explain_sqlite(e, &path))?;
+        // Whether what was destroyed stayed destroyed rests on the guards (README, "Deletion").
+        report.guards_missing = !report.changed_nothing()
+            && !super::check::Sqlite(&self.conn)
+                .guards_present()
+                .unwrap_or(true);
+        Ok(report)
     }
 
     fn delete_in_tx(
@@ -294,6 +302,7 @@ impl Store {
             purged_notes: 0,
             disk_purged: true,
             disk_note: None,
+            guards_missing: false,
         };
         // The `deleted` events record the causal clock: the events they purge may be the ones
         // that held its latest value.
