@@ -879,7 +879,10 @@ pub fn assert_mcp_client_ok(out: &std::process::Output, what: &str) -> (String, 
 #[track_caller]
 pub fn run_python_mcp_client(script: &str, db: &Path, what: &str) -> (String, String) {
     require_python_mcp();
-    let out = Command::new("python3")
+    // The story takes seconds; an assertion failing inside the SDK's session can leave its
+    // task group waiting forever, so a hung client is stopped and reported, not waited for.
+    let out = Command::new("timeout")
+        .args(["--kill-after=10", "300", "python3"])
         .arg(script)
         .arg(BIN)
         .arg(db)
