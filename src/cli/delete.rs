@@ -19,7 +19,7 @@ pub struct DeleteArgs {
     #[arg(long, requires = "predicate")]
     pub scope: Option<String>,
     /// Why, kept with the tombstones (never the content)
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub reason: Option<String>,
     /// Print what the delete would destroy and change nothing
     #[arg(long)]

@@ -27,7 +27,7 @@ pub struct ResolveArgs {
     #[arg(long, requires = "log")]
     pub agent: Option<String>,
     /// A note to keep with the logged read
-    #[arg(long, requires = "log")]
+    #[arg(long, requires = "log", allow_hyphen_values = true)]
     pub note: Option<String>,
     /// Print JSON instead of text
     #[arg(long)]

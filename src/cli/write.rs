@@ -15,11 +15,11 @@ use std::path::Path;
 pub struct WriteArgs {
     #[command(flatten)]
     pub about: SubjectPredicate,
-    /// The value as a string
-    #[arg(long)]
+    /// The value as a string (it may start with `-`: `--value --frozen-lockfile`)
+    #[arg(long, allow_hyphen_values = true)]
     pub value: Option<String>,
-    /// The value as JSON (an object, number, list …)
-    #[arg(long, value_name = "JSON")]
+    /// The value as JSON (an object, number, list …; `--value-json -5`)
+    #[arg(long, value_name = "JSON", allow_hyphen_values = true)]
     pub value_json: Option<String>,
     /// global, repo:<id> or task:<id>
     #[arg(long)]
@@ -30,8 +30,8 @@ pub struct WriteArgs {
     /// Provenance, e.g. thread:23/message:14
     #[arg(long)]
     pub source: String,
-    /// The user's own words
-    #[arg(long)]
+    /// The user's own words (they may start with `-`, as a list item does)
+    #[arg(long, allow_hyphen_values = true)]
     pub raw: Option<String>,
     /// Causal sequence number from `memscope seq`, taken when the operation started
     #[arg(long)]

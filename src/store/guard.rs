@@ -502,7 +502,7 @@ fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
 }
 
 /// Words next to a place id that say it is one: `the docs repo`, `repo docs`, `docs 仓库`.
-const PLACE_NOUNS: [&str; 12] = [
+const PLACE_NOUNS: [&str; 11] = [
     "repo",
     "repos",
     "repository",
@@ -513,12 +513,22 @@ const PLACE_NOUNS: [&str; 12] = [
     "monorepo",
     "service",
     "services",
+    // Singular only: "run test tasks in parallel" speaks of tasks of a kind, not of one.
     "task",
-    "tasks",
 ];
 const PLACE_NOUNS_CJK: [&str; 6] = ["仓库", "项目", "代码库", "工程", "服务", "任务"];
 /// `在 ID 里` ("in ID"): the id between `在` and one of these is a place too.
 const INSIDE_CJK: [&str; 4] = ["里", "中", "内", "下"];
+/// Words that end in `在` without meaning "in" (现在 now, 正在 in progress, 存在 stored …):
+/// the character before it. (不在, "not in", still names the place.)
+const NOT_IN_CJK: [char; 12] = [
+    '现', '正', '存', '实', '所', '好', '自', '内', '外', '潜', '旨', '意',
+];
+/// Words that start with one of [`INSIDE_CJK`] without meaning "inside" (内存 memory, 中文
+/// Chinese, 下载 download …).
+const NOT_INSIDE_CJK: [&str; 10] = [
+    "内存", "内容", "中文", "中心", "下载", "下次", "下午", "下周", "里程", "中午",
+];
 /// Words before an id that make `ID repo` any such place, not the one: `a test repo`.
 const ANY_ONE: [&str; 6] = ["a", "an", "any", "every", "each", "another"];
 
@@ -561,7 +571,18 @@ fn marked_as_place(text: &str, at: std::ops::Range<usize>) -> bool {
     (noun(next) && !ANY_ONE.contains(&previous))
         || (noun(previous) && !ANY_ONE.contains(&article))
         || PLACE_NOUNS_CJK.iter().any(|n| after.starts_with(n))
-        || (before.ends_with('在') && INSIDE_CJK.iter().any(|n| after.starts_with(n)))
+        || in_cjk(before, after)
+}
+
+/// Whether an id stands inside `在 … 里` (or 中, 内, 下): `before` ends with a `在` that is not
+/// the end of another word, and `after` starts with one of them that does not start another.
+fn in_cjk(before: &str, after: &str) -> bool {
+    let Some(rest) = before.strip_suffix('在') else {
+        return false;
+    };
+    !rest.ends_with(NOT_IN_CJK)
+        && INSIDE_CJK.iter().any(|n| after.starts_with(n))
+        && !NOT_INSIDE_CJK.iter().any(|w| after.starts_with(w))
 }
 
 /// Whether a cue found at `start..end` of folded `text` stands as itself: anywhere for a cue
@@ -697,6 +718,8 @@ mod tests {
             "the api services use poetry",
             "在 docs 里用 mkdocs 构建",
             "在docs中不要用 yarn",
+            "我们在 docs 里用 mkdocs",
+            "不在 docs 里用 yarn",
             "in the docs task, skip the linter",
             "docs 任务里先跑测试",
         ] {
@@ -714,6 +737,12 @@ mod tests {
             "在写 docs 时用中文",
             "docs 里的例子要能运行",
             "make a docs task for it",
+            "run docs tasks in parallel",
+            "现在 docs 里的例子要能运行",
+            "正在 docs 中的分支不要合并",
+            "存在 docs 中的密钥不要提交",
+            "在 docs 内存不足时跳过",
+            "在 docs 中文档用英文写",
         ] {
             assert_eq!(named(unmarked), Vec::<Scope>::new(), "{unmarked}");
         }

@@ -781,3 +781,56 @@ fn durability_is_full_unless_traded_away_and_check_says_which() {
     db.run(&["settings", "set", "colour", "red"])
         .fails_with(2, &["unknown setting", "durability"]);
 }
+
+/// Values and words that start with a hyphen — a flag an agent should remember, a negative
+/// number, a list item — are taken as what they are, not as an unknown option.
+#[test]
+fn values_and_words_that_start_with_a_hyphen_are_taken_as_given() {
+    let db = TestDb::new();
+    let write = |predicate: &str, value_flag: &str, value: &str| {
+        db.run(&[
+            "write",
+            "--subject",
+            "user:42",
+            "--predicate",
+            predicate,
+            value_flag,
+            value,
+            "--scope",
+            "global",
+            "--source",
+            "s:1",
+            "--raw",
+            "- 装依赖时加上 --frozen-lockfile",
+            "--json",
+        ])
+        .ok()
+        .json()
+    };
+    assert_eq!(
+        write("install_flags", "--value", "--frozen-lockfile")["value"],
+        "--frozen-lockfile"
+    );
+    assert_eq!(write("retries", "--value-json", "-5")["value"], -5);
+    let listed = db.list(&["--scope", "global"]);
+    assert!(
+        listed
+            .iter()
+            .all(|m| m["raw"] == "- 装依赖时加上 --frozen-lockfile"),
+        "{listed:?}"
+    );
+    let run = db.run(&[
+        "delete",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "retries",
+        "--scope",
+        "global",
+        "--reason",
+        "-- asked by the user",
+        "--yes",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    db.assert_check_ok();
+}

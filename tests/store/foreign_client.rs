@@ -754,7 +754,7 @@ fn a_delete_a_foreign_trigger_suppresses_is_refused_whole() {
 }
 
 /// A delete on a database whose guards a raw client changed — here a trigger of its own that
-/// copies what memscope destroys — still destroys what it can, and says a copy may remain
+/// copies the pending items memscope destroys — still destroys what it can, and says a copy may remain
 /// (`guards_missing`, one sentence naming `check`), where a delete on an intact database says
 /// nothing of the kind.
 #[test]
@@ -762,6 +762,14 @@ fn a_delete_says_a_copy_may_remain_when_a_raw_client_hooked_the_tables() {
     let db = TestDb::new();
     db.write("user:42", "editor", "helix", "global", "s:1");
     db.write("user:42", "package_manager", "npm 🧨", "global", "s:2");
+    db.write_ambiguous(
+        "user:42",
+        "package_manager",
+        "yarn",
+        "global,repo:web",
+        "s:3",
+        "以后都用 yarn",
+    );
     let intact = db.run(&args_for(
         "delete",
         "user:42",
@@ -774,8 +782,8 @@ fn a_delete_says_a_copy_may_remain_when_a_raw_client_hooked_the_tables() {
     python(
         "import sqlite3, sys\n\
          c = sqlite3.connect(sys.argv[1])\n\
-         c.executescript('CREATE TABLE kept(v); CREATE TRIGGER keep_a_copy AFTER DELETE ON history \
-         BEGIN INSERT INTO kept VALUES (OLD.value); END;')\n\
+         c.executescript('CREATE TABLE kept(v); CREATE TRIGGER keep_a_copy AFTER DELETE ON pending \
+         BEGIN INSERT INTO kept VALUES (OLD.raw); END;')\n\
          c.commit()\n",
         &[db.path_str()],
     )

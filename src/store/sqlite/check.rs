@@ -108,12 +108,13 @@ impl CheckDb for Sqlite<'_> {
                 return Ok(false);
             }
         }
-        // And no trigger of a raw client's on the guarded tables: one can make memscope's
-        // statements do nothing (`RAISE(IGNORE)`) or undo what they did.
+        // And no trigger of a raw client's on the guarded tables, nor on the tables a delete
+        // purges: one can make memscope's statements do nothing (`RAISE(IGNORE)`), undo what
+        // they did, or copy what a delete destroys.
         let names = serde_json::to_string(&super::schema::GUARD_TRIGGERS)?;
         let foreign: bool = self.0.query_row(
             "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger'
-                            AND tbl_name IN ('memories', 'history', 'tombstones')
+                            AND tbl_name IN ('memories', 'history', 'tombstones', 'pending', 'reads')
                             AND name NOT IN (SELECT value FROM json_each(?1)))",
             [names],
             |r| r.get(0),
