@@ -315,9 +315,9 @@ fn refuse_inexact(message: &Value, literal: &str) -> Frame {
 }
 
 /// Answers a request longer than [`MAX_LINE`] by its id, read from `top` (the line's top
-/// level, nested values cut to `null`; a batch's top two levels): a tool error for a tool call, an invalid request
-/// otherwise — and, for a batch that long, each of its requests whose id was kept. Nothing
-/// answers a line whose top level names no id.
+/// level, nested values cut to `null`; a batch's top two levels): a tool error for a tool
+/// call, an invalid request otherwise — and, for a batch that long, each of its requests whose
+/// id was kept. Nothing answers a line whose top level names no id.
 fn refuse_too_long(top: &[u8]) -> Vec<Frame> {
     let ignored = || Frame::Ignore(format!("a message longer than {} MiB", MAX_LINE >> 20));
     if let Some(items) = batch_items(top) {
@@ -491,38 +491,22 @@ pub fn stdio() -> std::io::Result<Stdio> {
             let (mut line, mut top) = (Vec::new(), Vec::new());
             loop {
                 line.clear();
-                match read_line(&mut input, &mut line, &mut top) {
+                let framed = match read_line(&mut input, &mut line, &mut top) {
                     Ok(None) => {
                         // The client closed its end: answer what is still running first.
                         unanswered.wait(END_OF_INPUT_WAIT);
                         return;
                     }
-                    Ok(Some(false)) => {
-                        for refused in refuse_too_long(&top) {
-                            match refused {
-                                Frame::Answer(a) => {
-                                    if answers.unbounded_send(*a).is_err() {
-                                        return;
-                                    }
-                                }
-                                _ => crate::frontend::errln!(
-                                    "memscope mcp: ignored a message longer than {} MiB",
-                                    MAX_LINE >> 20
-                                ),
-                            }
-                        }
-                        continue;
-                    }
-                    Ok(Some(true)) => {}
+                    // Too long to read: answered by the ids its kept top levels name.
+                    Ok(Some(false)) => refuse_too_long(&top),
+                    Ok(Some(true)) if line.iter().all(u8::is_ascii_whitespace) => continue,
+                    Ok(Some(true)) => frames(&line),
                     Err(e) => {
                         crate::frontend::errln!("memscope mcp: cannot read stdin: {e}");
                         return;
                     }
-                }
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                for framed in frames(&line) {
+                };
+                for framed in framed {
                     match framed {
                         Frame::Message(m) => {
                             unanswered.read(&m);
