@@ -202,10 +202,11 @@ impl Address {
             Some(tls) => self.config.connect(tls.connector(self)?),
         }
         .map_err(|e| connect_error(self, &e))?;
+        let timeout = format!("{}ms", lock_timeout().as_millis());
         let row = client
-            .query_one(
+            .query_typed_one(
                 "SELECT current_setting('server_version_num'), set_config('lock_timeout', $1, false)",
-                &[&format!("{}ms", lock_timeout().as_millis())],
+                &[(&timeout, postgres::types::Type::TEXT)],
             )
             .map_err(|e| connect_error(self, &e))?;
         let version: String = row.get(0);

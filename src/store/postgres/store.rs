@@ -31,7 +31,7 @@ use crate::store::user_settings::{
 use crate::store::Clock;
 use anyhow::{anyhow, bail, Result};
 use postgres::error::SqlState;
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
 use postgres::{Client, Row, Statement, Transaction};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -63,7 +63,7 @@ const RETRIES: usize = 20;
 pub struct PgStore {
     client: Client,
     address: Address,
-    statements: HashMap<&'static str, Statement>,
+    statements: Statements,
     /// The server takes no writes on this connection: a standby, or a connection whose
     /// transactions are read-only by default (README, docs/SCALING.md "read replicas").
     read_only: bool,
@@ -84,11 +84,100 @@ pub(super) enum Conn<'a> {
     Auto(&'a mut Client),
 }
 
+/// A statement parameter whose PostgreSQL type follows from its Rust type, so that a statement
+/// can run before it is prepared: in one round trip (`query_typed`) instead of two (prepare,
+/// then execute). A command that runs once over a network — a CLI write, the UI's first frame —
+/// pays a round trip per statement instead of two (README, "Running on PostgreSQL").
+pub(super) trait Param: ToSql + Sync {
+    fn pg_type(&self) -> Type;
+    fn sql(&self) -> &(dyn ToSql + Sync);
+}
+
+/// The PostgreSQL type a Rust type binds as, where memscope binds it.
+pub(super) trait Typed {
+    const TYPE: Type;
+}
+
+impl<T: Typed + ToSql + Sync> Param for T {
+    fn pg_type(&self) -> Type {
+        T::TYPE
+    }
+    fn sql(&self) -> &(dyn ToSql + Sync) {
+        self
+    }
+}
+
+macro_rules! typed {
+    ($($t:ty => $pg:ident),* $(,)?) => {
+        $(impl Typed for $t {
+            const TYPE: Type = Type::$pg;
+        })*
+    };
+}
+
+typed! {
+    String => TEXT,
+    &str => TEXT,
+    &String => TEXT,
+    i64 => INT8,
+    i32 => INT4,
+    bool => BOOL,
+    f64 => FLOAT8,
+    Vec<String> => TEXT_ARRAY,
+    Vec<&str> => TEXT_ARRAY,
+    &[String] => TEXT_ARRAY,
+    &[&str] => TEXT_ARRAY,
+    Vec<i64> => INT8_ARRAY,
+    Vec<Option<i64>> => INT8_ARRAY,
+    Vec<Option<String>> => TEXT_ARRAY,
+    Vec<Option<&str>> => TEXT_ARRAY,
+    Vec<bool> => BOOL_ARRAY,
+    &[i64] => INT8_ARRAY,
+    std::time::SystemTime => TIMESTAMPTZ,
+    chrono::DateTime<chrono::Utc> => TIMESTAMPTZ,
+}
+
+impl<T: Typed> Typed for Option<T> {
+    const TYPE: Type = T::TYPE;
+}
+
+/// A connection's statements: those prepared, and those run once without being prepared (the
+/// second run of one prepares it, so a long-lived connection — the UI, an MCP server —
+/// executes each in one round trip with its plan kept, and a short-lived one never prepares).
+#[derive(Default)]
+pub(super) struct Statements {
+    prepared: HashMap<&'static str, Statement>,
+    ran: std::collections::HashSet<&'static str>,
+}
+
+impl Statements {
+    fn clear(&mut self) {
+        self.prepared.clear();
+        self.ran.clear();
+    }
+}
+
 /// A transaction (or, for reads, a connection whose every statement commits alone) and the
 /// store's prepared statements, together.
 pub(super) struct Tx<'a> {
     conn: Conn<'a>,
-    statements: &'a mut HashMap<&'static str, Statement>,
+    statements: &'a mut Statements,
+}
+
+/// How [`Tx`] runs a statement: prepared, or typed by its parameters (its first run).
+enum Run {
+    Prepared(Statement),
+    Typed,
+}
+
+/// `params` as the driver binds a prepared statement's.
+fn untyped<'p>(params: &'p [&'p dyn Param]) -> Vec<&'p (dyn ToSql + Sync)> {
+    params.iter().map(|p| p.sql()).collect()
+}
+
+/// `params` with their types, for a statement not prepared.
+fn typed<'p>(params: &'p [&'p dyn Param]) -> Vec<(&'p (dyn ToSql + Sync), Type)> {
+    params.iter().map(|p| (p.sql(), p.pg_type())).collect()
 }
 
 impl<'a> Tx<'a> {
@@ -103,59 +192,60 @@ impl<'a> Tx<'a> {
         }
     }
 
+    /// `sql` prepared on this connection (once), for a portal.
     pub(super) fn statement(&mut self, sql: &'static str) -> Result<Statement> {
-        if let Some(s) = self.statements.get(sql) {
+        if let Some(s) = self.statements.prepared.get(sql) {
             return Ok(s.clone());
         }
         let s = match &mut self.conn {
             Conn::Tx(tx) => tx.prepare(sql)?,
             Conn::Auto(c) => c.prepare(sql)?,
         };
-        self.statements.insert(sql, s.clone());
+        self.statements.prepared.insert(sql, s.clone());
         Ok(s)
     }
 
-    pub(super) fn all(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>> {
-        let s = self.statement(sql)?;
-        Ok(match &mut self.conn {
-            Conn::Tx(tx) => tx.query(&s, params)?,
-            Conn::Auto(c) => c.query(&s, params)?,
+    /// How to run `sql` now: typed on its first run on this connection, prepared after.
+    fn run(&mut self, sql: &'static str) -> Result<Run> {
+        if self.statements.prepared.contains_key(sql) || !self.statements.ran.insert(sql) {
+            return Ok(Run::Prepared(self.statement(sql)?));
+        }
+        Ok(Run::Typed)
+    }
+
+    pub(super) fn all(&mut self, sql: &'static str, params: &[&dyn Param]) -> Result<Vec<Row>> {
+        Ok(match (self.run(sql)?, &mut self.conn) {
+            (Run::Prepared(s), Conn::Tx(tx)) => tx.query(&s, &untyped(params))?,
+            (Run::Prepared(s), Conn::Auto(c)) => c.query(&s, &untyped(params))?,
+            (Run::Typed, Conn::Tx(tx)) => tx.query_typed(sql, &typed(params))?,
+            (Run::Typed, Conn::Auto(c)) => c.query_typed(sql, &typed(params))?,
         })
     }
 
-    pub(super) fn opt(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>> {
-        let s = self.statement(sql)?;
-        Ok(match &mut self.conn {
-            Conn::Tx(tx) => tx.query_opt(&s, params)?,
-            Conn::Auto(c) => c.query_opt(&s, params)?,
+    pub(super) fn opt(&mut self, sql: &'static str, params: &[&dyn Param]) -> Result<Option<Row>> {
+        Ok(match (self.run(sql)?, &mut self.conn) {
+            (Run::Prepared(s), Conn::Tx(tx)) => tx.query_opt(&s, &untyped(params))?,
+            (Run::Prepared(s), Conn::Auto(c)) => c.query_opt(&s, &untyped(params))?,
+            (Run::Typed, Conn::Tx(tx)) => tx.query_typed_opt(sql, &typed(params))?,
+            (Run::Typed, Conn::Auto(c)) => c.query_typed_opt(sql, &typed(params))?,
         })
     }
 
-    pub(super) fn one(&mut self, sql: &'static str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
-        let s = self.statement(sql)?;
-        Ok(match &mut self.conn {
-            Conn::Tx(tx) => tx.query_one(&s, params)?,
-            Conn::Auto(c) => c.query_one(&s, params)?,
+    pub(super) fn one(&mut self, sql: &'static str, params: &[&dyn Param]) -> Result<Row> {
+        Ok(match (self.run(sql)?, &mut self.conn) {
+            (Run::Prepared(s), Conn::Tx(tx)) => tx.query_one(&s, &untyped(params))?,
+            (Run::Prepared(s), Conn::Auto(c)) => c.query_one(&s, &untyped(params))?,
+            (Run::Typed, Conn::Tx(tx)) => tx.query_typed_one(sql, &typed(params))?,
+            (Run::Typed, Conn::Auto(c)) => c.query_typed_one(sql, &typed(params))?,
         })
     }
 
-    pub(super) fn exec(
-        &mut self,
-        sql: &'static str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64> {
-        let s = self.statement(sql)?;
-        Ok(match &mut self.conn {
-            Conn::Tx(tx) => tx.execute(&s, params)?,
-            Conn::Auto(c) => c.execute(&s, params)?,
+    pub(super) fn exec(&mut self, sql: &'static str, params: &[&dyn Param]) -> Result<u64> {
+        Ok(match (self.run(sql)?, &mut self.conn) {
+            (Run::Prepared(s), Conn::Tx(tx)) => tx.execute(&s, &untyped(params))?,
+            (Run::Prepared(s), Conn::Auto(c)) => c.execute(&s, &untyped(params))?,
+            (Run::Typed, Conn::Tx(tx)) => tx.execute_typed(sql, &typed(params))?,
+            (Run::Typed, Conn::Auto(c)) => c.execute_typed(sql, &typed(params))?,
         })
     }
 }
@@ -263,9 +353,10 @@ fn retryable(e: &anyhow::Error) -> bool {
 
 /// Sets the session's `lock_timeout` ([`PgStore::set_lock_timeout`]).
 fn apply_lock_timeout(client: &mut Client, timeout: std::time::Duration) -> Result<()> {
-    client.execute(
+    let timeout = format!("{}ms", timeout.as_millis().max(1));
+    client.execute_typed(
         "SELECT set_config('lock_timeout', $1, false)",
-        &[&format!("{}ms", timeout.as_millis().max(1))],
+        &[(&timeout, Type::TEXT)],
     )?;
     Ok(())
 }
@@ -276,8 +367,77 @@ fn apply_clock(client: &mut Client, clock: Clock) -> Result<()> {
         Clock::System => String::new(),
         Clock::Fixed(t) => crate::store::format_time(t),
     };
-    client.execute("SELECT set_config('memscope.now', $1, false)", &[&instant])?;
+    client.execute_typed(
+        "SELECT set_config('memscope.now', $1, false)",
+        &[(&instant, Type::TEXT)],
+    )?;
     Ok(())
+}
+
+/// Whether the server takes no writes from this login: a standby, read-only transactions by
+/// default, or a login that may not add a record, its history or a read (one granted SELECT
+/// only) — its UI shows READ-ONLY and offers no curation, and its reads are served without
+/// being logged, where they would be refused.
+macro_rules! read_only_sql {
+    () => {
+        "pg_is_in_recovery()
+         OR current_setting('default_transaction_read_only') = 'on'
+         OR NOT (has_table_privilege('memories', 'INSERT')
+             AND has_table_privilege('history', 'INSERT')
+             AND has_table_privilege('reads', 'INSERT'))"
+    };
+}
+
+/// The usual open in one statement (a round trip, where the careful path below takes six): the
+/// database holds this memscope's schema in the connection's first schema, and whether the
+/// login takes writes (see [`open_slowly`]). `None` when anything else holds — no schema, an
+/// older or newer one, tables memscope did not make, a refusal — and the careful path says what.
+fn current_schema_read_only(client: &mut Client) -> Option<bool> {
+    let row = client
+        .query_typed_one(
+            concat!(
+                "SELECT EXISTS (SELECT FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                            WHERE n.nspname = current_schema() AND c.relname = 'memscope_schema'),
+                    (SELECT version FROM memscope_schema),
+                    ",
+                read_only_sql!()
+            ),
+            &[],
+        )
+        .ok()?;
+    let (here, version): (bool, Option<i64>) = (row.get(0), row.get(1));
+    (here && version == Some(schema::SCHEMA_VERSION)).then(|| row.get(2))
+}
+
+/// The open that says what is wrong: the schema's state read as `init` reads it, each case
+/// other than the current schema one sentence; then whether the login takes writes.
+fn open_slowly(client: &mut Client, address: &Address) -> Result<bool> {
+    match schema::state(client)? {
+        schema::State::Current => {}
+        schema::State::Empty => bail!(
+            "the PostgreSQL address reaches {}, which holds no memscope schema yet: prepare it with `memscope --db … init`",
+            address.describe()
+        ),
+        schema::State::Older(v) => bail!(
+            "the PostgreSQL address reaches {}, which holds memscope PostgreSQL schema {v}: bring it to {} with `memscope --db … init`",
+            address.describe(),
+            schema::SCHEMA_VERSION
+        ),
+        schema::State::Newer(v) => bail!(
+            "the PostgreSQL address reaches {}, which holds memscope PostgreSQL schema {v}, newer than this memscope understands ({}): upgrade memscope to use it",
+            address.describe(),
+            schema::SCHEMA_VERSION
+        ),
+        schema::State::Foreign(names) => bail!(
+            "the PostgreSQL address reaches {}, which holds tables memscope did not create ({}): point the address at a memscope database",
+            address.describe(),
+            names.join(", ")
+        ),
+    }
+    client
+        .query_one(concat!("SELECT ", read_only_sql!()), &[])
+        .map_err(|e| explain(e.into(), address))
+        .map(|r| r.get(0))
 }
 
 impl PgStore {
@@ -285,46 +445,14 @@ impl PgStore {
     /// one sentence saying what to do.
     pub fn open(address: &Address) -> Result<PgStore> {
         let mut client = address.connect()?;
-        match schema::state(&mut client)? {
-            schema::State::Current => {}
-            schema::State::Empty => bail!(
-                "the PostgreSQL address reaches {}, which holds no memscope schema yet: prepare it with `memscope --db … init`",
-                address.describe()
-            ),
-            schema::State::Older(v) => bail!(
-                "the PostgreSQL address reaches {}, which holds memscope PostgreSQL schema {v}: bring it to {} with `memscope --db … init`",
-                address.describe(),
-                schema::SCHEMA_VERSION
-            ),
-            schema::State::Newer(v) => bail!(
-                "the PostgreSQL address reaches {}, which holds memscope PostgreSQL schema {v}, newer than this memscope understands ({}): upgrade memscope to use it",
-                address.describe(),
-                schema::SCHEMA_VERSION
-            ),
-            schema::State::Foreign(names) => bail!(
-                "the PostgreSQL address reaches {}, which holds tables memscope did not create ({}): point the address at a memscope database",
-                address.describe(),
-                names.join(", ")
-            ),
-        }
-        // A login that may not add a record, its history or a read takes no writes either
-        // (one granted SELECT only): its UI shows READ-ONLY and offers no curation, and its
-        // reads are served without being logged, where they would be refused.
-        let read_only: bool = client
-            .query_one(
-                "SELECT pg_is_in_recovery()
-                     OR current_setting('default_transaction_read_only') = 'on'
-                     OR NOT (has_table_privilege('memories', 'INSERT')
-                         AND has_table_privilege('history', 'INSERT')
-                         AND has_table_privilege('reads', 'INSERT'))",
-                &[],
-            )
-            .map_err(|e| explain(e.into(), address))?
-            .get(0);
+        let read_only = match current_schema_read_only(&mut client) {
+            Some(read_only) => read_only,
+            None => open_slowly(&mut client, address)?,
+        };
         Ok(PgStore {
             client,
             address: address.clone(),
-            statements: HashMap::new(),
+            statements: Statements::default(),
             read_only,
             reconnects: 0,
             clock: Clock::System,

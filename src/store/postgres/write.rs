@@ -16,7 +16,7 @@
 //! line takes the single write's path, so it sees everything before it. Any failure of a line
 //! throws the batch back to `apply`, which runs it again line by line with savepoints.
 
-use super::{bump_metric, parse_value, respelled, spelled_scope, Tx};
+use super::{bump_metric, parse_value, respelled, spelled_scope, Param, Tx};
 use crate::model::{
     same_value, Identity, LineError, OutcomeKind, OutcomeScope, Scope, ScopeChoice, WriteOutcome,
 };
@@ -27,7 +27,6 @@ use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
 use crate::store::intake::ParsedLine;
 use crate::store::prepared::{base_outcome, PreparedWrite};
 use anyhow::Result;
-use postgres::types::ToSql;
 use postgres::Row;
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -367,7 +366,7 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
     let e_value = e.content.then_some(e.value.as_str());
     let e_raw = e.raw.as_deref().filter(|_| e.content);
     let kind = e.kind.as_str();
-    let history: [&(dyn ToSql + Sync); 11] = [
+    let history: [&dyn Param; 11] = [
         &kind,
         s,
         p,
@@ -396,7 +395,7 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
         let raw = set.and_then(|r| r.raw.as_deref());
         let seq = set.map(|r| r.causal_seq);
         let confirmed_source = slot.confirmed_source.as_deref();
-        let mut params: Vec<&(dyn ToSql + Sync)> = history.to_vec();
+        let mut params: Vec<&dyn Param> = history.to_vec();
         params.extend_from_slice(&[
             &value,
             &version,
