@@ -64,10 +64,10 @@ pub fn usage_failure(e: clap::Error, help: &str) -> i32 {
 /// error names `help`, the help of the command that was called wrongly.
 pub fn failure(e: anyhow::Error, help: &str) -> i32 {
     if e.is::<UsageError>() || e.is::<crate::model::InvalidRequest>() {
-        errln!("memscope: {e:#} (see `{help}`)");
+        errln!("memscope: {} (see `{help}`)", crate::store::error_text(&e));
         EXIT_USAGE
     } else {
-        errln!("memscope: {e:#}");
+        errln!("memscope: {}", crate::store::error_text(&e));
         EXIT_FAILED
     }
 }

@@ -54,6 +54,13 @@ pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i3
         (Some(v), _) => serde_json::Value::String(v.clone()),
         (None, Some(j)) => {
             let value = serde_json::from_str(j).map_err(|e| {
+                if e.to_string().starts_with("recursion limit exceeded") {
+                    // serde_json stops reading at its limit, memscope's own.
+                    return usage(format!(
+                        "--value-json is nested deeper than memscope keeps values (at most {} levels of arrays and objects): store a flatter value",
+                        crate::model::MAX_VALUE_DEPTH
+                    ));
+                }
                 usage(format!(
                     "--value-json is not valid JSON ({e}): quote strings, e.g. '\"npm\"'"
                 ))

@@ -26,6 +26,10 @@ pub(crate) fn judge(
     live: i64,
 ) -> Result<()> {
     if let Some(target) = canonical_is_alias_of {
+        if target == alias {
+            // `baz → foo_bar` over `foo_bar → baz`: a cycle, not a chain to shorten.
+            bail!("'{canonical}' is already an alias of '{alias}', so the two names already meet: writes under either are stored under '{alias}', and an alias back would make a cycle — nothing to add");
+        }
         bail!("'{canonical}' is itself an alias of '{target}': add '{alias}' → '{target}' instead");
     }
     if live > 0 {
@@ -34,4 +38,28 @@ pub(crate) fn judge(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_alias_back_is_a_cycle_and_says_nothing_needs_adding() {
+        // `foo_bar → baz` stored; `baz → foo_bar` asked.
+        let e = judge("baz", "foo_bar", Some("baz"), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("already meet"), "{e}");
+        assert!(e.contains("nothing to add"), "{e}");
+        assert!(
+            !e.contains("add 'baz' → 'baz'"),
+            "the advice must not be refused: {e}"
+        );
+        // A chain still names the name to point at.
+        let e = judge("qux", "foo_bar", Some("baz"), 0)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("add 'qux' → 'baz' instead"), "{e}");
+    }
 }

@@ -23,7 +23,7 @@ pub(crate) mod user_settings;
 
 pub use intake::InputKind;
 pub use sqlite::*;
-pub use ui::{open_ui, UiStore};
+pub use ui::{open_ui, UiStore, UI_LOCK_WAIT};
 
 use crate::model::{HistoryEvent, MemoryRecord, Resolution, Scope, WriteOutcome, WriteRequest};
 use anyhow::Result;

@@ -164,6 +164,9 @@ pub trait UiStore: Send {
     ) -> Result<WriteOutcome, String>;
 }
 
+/// The longest a terminal UI's statement waits for a lock another process or session holds.
+pub const UI_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Opens the database at `db` for the UI: a `postgres://` address on PostgreSQL, else the
 /// SQLite file (`mode` as for every command).
 pub fn open_ui(db: &Path, mode: OpenMode) -> Result<Box<dyn UiStore>> {

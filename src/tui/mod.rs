@@ -119,6 +119,10 @@ impl Drop for TerminalGuard {
 /// Opens the UI on `store` (on the record `select`, when given and live) and runs until the
 /// user quits; returns the exit code.
 pub fn run(store: Box<dyn UiStore>, mouse: Mouse, select: Option<Identity>) -> Result<i32> {
+    // A file another process holds locked makes the UI say so within 2 s and keep handling
+    // its keys, as on PostgreSQL (README, "Waiting for locks"); every connection of this
+    // process, the workers' included, waits no longer.
+    crate::store::cap_lock_wait(crate::store::UI_LOCK_WAIT);
     let mut guard = TerminalGuard::enter(mouse)?;
     let size = guard.terminal.size()?;
     let mut session = Session::new(

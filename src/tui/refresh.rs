@@ -61,8 +61,8 @@ fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String
             if d.choices.is_some() {
                 // The choice is a version: it stays on that version whatever came before it.
                 let chosen = d.chosen().map(|c| c.version);
-                let choices =
-                    repair::revert_choices(store, &d.record).map_err(|e| format!("{e:#}"));
+                let choices = repair::revert_choices(store, &d.record)
+                    .map_err(|e| crate::store::error_text(&e));
                 let at = match (&choices, chosen) {
                     (Ok(list), Some(v)) => match list.iter().position(|c| c.version == v) {
                         Some(at) => Some(at),
@@ -168,7 +168,7 @@ pub fn explain(store: &dyn UiStore, q: &ExplainQuery) -> Result<Resolution, Stri
             q.repo.as_deref(),
             q.task.as_deref(),
         )
-        .map_err(|e| format!("{e:#}"))
+        .map_err(|e| crate::store::error_text(&e))
 }
 
 /// A read resolved as it stood at its time, and as it resolves now: the as-of dialog's text.
@@ -188,5 +188,5 @@ pub fn as_of(store: &dyn UiStore, r: &ReadRecord) -> Result<AsOf, String> {
                 now: store.resolve(&r.subject, &r.predicate, repo, task)?,
             })
         })
-        .map_err(|e| format!("{e:#}"))
+        .map_err(|e| crate::store::error_text(&e))
 }

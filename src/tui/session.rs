@@ -112,7 +112,8 @@ impl Session {
             if more_queued && self.is_list_motion(&key) {
                 let action = self.app.handle_key(key);
                 if let Err(e) = self.try_perform(action) {
-                    self.app.popup("That did not work", format!("{e:#}"));
+                    self.app
+                        .popup("That did not work", crate::store::error_text(&e));
                 }
                 self.sync_owed = true;
                 return false;
@@ -190,7 +191,7 @@ impl Session {
         // The window fills the new height; the selected event stays in sight.
         let env = self.app.env();
         if let Err(e) = self.app.tabs.memories.fill(&*self.store, &env) {
-            self.app.error(format!("{e:#}"));
+            self.app.error(crate::store::error_text(&e));
         }
     }
 
@@ -212,14 +213,15 @@ impl Session {
 
     pub fn perform(&mut self, action: Action) {
         if let Err(e) = self.try_perform(action) {
-            self.app.popup("That did not work", format!("{e:#}"));
+            self.app
+                .popup("That did not work", crate::store::error_text(&e));
         }
         self.after_change();
     }
 
     fn after_change(&mut self) {
         if let Err(e) = self.sync() {
-            self.app.error(format!("{e:#}"));
+            self.app.error(crate::store::error_text(&e));
         }
         self.pump();
     }
@@ -386,7 +388,8 @@ impl Session {
                         )
                     }
                     Err(e) => {
-                        self.app.error(format!("rescope refused: {e:#}"));
+                        self.app
+                            .error(format!("rescope refused: {}", crate::store::error_text(&e)));
                         return Ok(());
                     }
                 }
@@ -400,7 +403,8 @@ impl Session {
                     repair::outcome_text(&out)
                 ),
                 Err(e) => {
-                    self.app.error(format!("revert refused: {e:#}"));
+                    self.app
+                        .error(format!("revert refused: {}", crate::store::error_text(&e)));
                     return Ok(());
                 }
             },
@@ -434,14 +438,18 @@ impl Session {
             Ok(v) if v != self.data_version => {
                 self.data_version = v;
                 if let Err(e) = self.reload() {
-                    self.app.error(format!("refresh failed: {e:#}"));
+                    self.app
+                        .error(format!("refresh failed: {}", crate::store::error_text(&e)));
                 }
                 self.pump();
                 true
             }
             Ok(_) => false,
             Err(e) => {
-                self.app.error(format!("cannot poll the database: {e:#}"));
+                self.app.error(format!(
+                    "cannot poll the database: {}",
+                    crate::store::error_text(&e)
+                ));
                 true
             }
         }
@@ -522,7 +530,7 @@ impl Session {
                             if let Err(e) = r {
                                 out.push(Reply::Failed {
                                     job: Failed::Filter,
-                                    error: format!("{e:#}"),
+                                    error: crate::store::error_text(&e),
                                 });
                             }
                         }
@@ -536,12 +544,12 @@ impl Session {
         let changed = !replies.is_empty();
         for reply in replies {
             if let Err(e) = self.apply_reply(reply) {
-                self.app.error(format!("{e:#}"));
+                self.app.error(crate::store::error_text(&e));
             }
         }
         if changed {
             if let Err(e) = self.sync() {
-                self.app.error(format!("{e:#}"));
+                self.app.error(crate::store::error_text(&e));
             }
         }
         changed
@@ -658,8 +666,8 @@ impl Session {
             return;
         };
         let record = d.record.clone();
-        let choices =
-            repair::revert_choices(&mut *self.store, &record).map_err(|e| format!("{e:#}"));
+        let choices = repair::revert_choices(&mut *self.store, &record)
+            .map_err(|e| crate::store::error_text(&e));
         self.hand_top(Loaded::Revert(choices));
     }
 

@@ -578,25 +578,29 @@ pub fn run_load(store: &dyn UiStore, job: Load) -> Reply {
             });
             counts.unwrap_or_else(|e| Reply::Failed {
                 job: Failed::Counts,
-                error: format!("{e:#}"),
+                error: crate::store::error_text(&e),
             })
         }
         Load::Check => match store.check() {
             Ok(r) => Reply::Check(Box::new(r)),
             Err(e) => Reply::Failed {
                 job: Failed::Check,
-                error: format!("{e:#}"),
+                error: crate::store::error_text(&e),
             },
         },
         Load::DeletePreview(target) => Reply::DeletePreview {
-            preview: store.delete_preview(&target).map_err(|e| format!("{e:#}")),
+            preview: store
+                .delete_preview(&target)
+                .map_err(|e| crate::store::error_text(&e)),
             target,
         },
-        Load::Suspects => Reply::Suspects(store.suspects().map_err(|e| format!("{e:#}"))),
+        Load::Suspects => {
+            Reply::Suspects(store.suspects().map_err(|e| crate::store::error_text(&e)))
+        }
         Load::Reads(query) => Reply::Reads {
             rows: store
                 .read_log(&query.words, query.since, query.limit)
-                .map_err(|e| format!("{e:#}")),
+                .map_err(|e| crate::store::error_text(&e)),
             query,
         },
     }
@@ -781,7 +785,7 @@ fn filter_thread(db: Opener, rx: Receiver<FilterJob>, tx: Sender<Reply>, latest:
         if let Err(e) = result {
             let _ = tx.send(Reply::Failed {
                 job: Failed::Filter,
-                error: format!("{e:#}"),
+                error: crate::store::error_text(&e),
             });
         }
     }
@@ -808,7 +812,7 @@ fn loader_thread(db: Opener, rx: Receiver<Load>, tx: Sender<Reply>) {
                 },
                 Err(e) => Reply::Failed {
                     job: Failed::Workers,
-                    error: format!("{e:#}"),
+                    error: crate::store::error_text(&e),
                 },
             };
             if tx.send(reply).is_err() {

@@ -913,3 +913,89 @@ fn a_postgres_address_is_refused_in_one_sentence_without_echoing_it() {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }
+
+// SQLite only: a foreign SQLite client damages the file itself.
+#[test]
+fn a_damaged_row_or_file_is_one_sentence_that_says_what_to_do() {
+    // A raw client puts a direction override into a stored scope: `list` cannot read that row.
+    let db = seeded(TestDb::new());
+    rusqlite::Connection::open(&db.path)
+        .unwrap()
+        .execute(
+            "UPDATE memories SET scope = 'repo:legacy\u{202e}dashboard' WHERE scope = 'repo:legacy-dashboard'",
+            [],
+        )
+        .unwrap();
+    let r = db.run(&["list"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_one_sentence(
+        &r.stderr,
+        &["a stored row cannot be read", "memscope check"],
+    );
+    assert!(
+        !r.stderr.contains("Conversion error") && r.stderr.matches("U+202E").count() == 1,
+        "the cause once, in memscope's words: {}",
+        r.stderr
+    );
+
+    // Garbage over the history table's first page: SQLite's "malformed" becomes what to do.
+    let db = seeded(TestDb::new());
+    let (root, page): (i64, i64) = {
+        let c = rusqlite::Connection::open(&db.path).unwrap();
+        c.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+        let root = c
+            .query_row(
+                "SELECT rootpage FROM sqlite_master WHERE name = 'history'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        (root, query_one(&c, "PRAGMA page_size"))
+    };
+    {
+        use std::io::{Seek, SeekFrom};
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&db.path)
+            .unwrap();
+        f.seek(SeekFrom::Start(((root - 1) * page) as u64)).unwrap();
+        f.write_all(&[0xde; 400]).unwrap();
+    }
+    let r = db.run(&["history", "--subject", U, "--predicate", PM]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_one_sentence(&r.stderr, &["damaged", "keep a copy", "memscope check"]);
+    assert!(!r.stderr.contains("Error code"), "{}", r.stderr);
+}
+
+// SQLite only: serde_json's nesting limit is the one a stored value has.
+#[test]
+fn a_value_json_nested_too_deep_names_the_limit() {
+    let db = TestDb::new();
+    let deep = format!("{}{}", "[".repeat(128), "]".repeat(128));
+    let r = db.run(&args_for(
+        "write",
+        U,
+        PM,
+        &["--value-json", &deep, "--scope", "global", "--source", "s"],
+    ));
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_one_sentence(&r.stderr, &["127 levels", "flatter"]);
+    assert!(!r.stderr.contains("quote strings"), "{}", r.stderr);
+    let ok = format!("{}{}", "[".repeat(127), "]".repeat(127));
+    let r = db.run(&args_for(
+        "write",
+        U,
+        PM,
+        &["--value-json", &ok, "--scope", "global", "--source", "s"],
+    ));
+    assert_eq!(r.code, 0, "127 levels are kept: {r:?}");
+}
+
+#[test]
+fn an_alias_back_over_an_alias_says_the_names_already_meet() {
+    let db = TestDb::new();
+    assert_eq!(db.run(&["alias", "add", "Foo Bar", "Baz"]).code, 0);
+    let r = db.run(&["alias", "add", "baz", "foo_bar"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_one_sentence(&r.stderr, &["already an alias of 'baz'", "nothing to add"]);
+}

@@ -658,3 +658,59 @@ fn mouse_click_event_popup_and_osc_52_copy_then_no_mouse() {
     t.type_text("q");
     t.wait_for("EXIT:0");
 }
+
+/// A file another process holds locked for writing (a raw client's open transaction): the UI's
+/// delete gives up within the UI's 2 s lock wait — not the 15 s a CLI command waits — says so,
+/// and the UI goes on handling keys: `q` quits (README, "Waiting for locks").
+#[test]
+fn a_locked_file_makes_the_ui_say_so_and_keep_its_keys() {
+    let Some(t) = Tmux::shell(100, 30) else {
+        return;
+    };
+    let (_dir, db) = demo_db();
+    output_ok(
+        Command::new(BIN)
+            .arg("--db")
+            .arg(&db)
+            .args(["demo", "--no-tui"]),
+        "the demo database",
+    );
+    let mut holder = Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys, time\n\
+             c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+             c.execute('BEGIN EXCLUSIVE')\n\
+             print('locked', flush=True)\n\
+             time.sleep(120)",
+        ])
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 holds the lock");
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "locked");
+    launch(&t, &db, "tui");
+    t.wait_for("Current view · ");
+    t.type_text("d");
+    t.wait_for("y delete");
+    let asked = std::time::Instant::now();
+    t.type_text("y");
+    t.wait_for("stayed locked by another process");
+    let waited = asked.elapsed();
+    // Not a speed figure: 2 s against a 15 s default, with room for a slow machine.
+    assert!(
+        waited < std::time::Duration::from_secs(10),
+        "the UI waited {waited:?} for the lock"
+    );
+    t.type_text("\x1b");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    let _ = holder.kill();
+    let _ = holder.wait();
+}

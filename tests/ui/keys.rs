@@ -2115,3 +2115,73 @@ fn a_pending_confirm_states_what_y_does_after_another_process_writes() {
         assert!(!text.contains("would get"), "{text}");
     });
 }
+
+/// A long value cannot cut the blast radius out of a pending item's choices: the sentence
+/// names the value twice (what it supersedes with, who else would get it), each cut short,
+/// so the clause that says how many repositories would get it stays on screen.
+#[test]
+fn a_long_pending_value_keeps_the_blast_radius_in_the_preview_and_the_confirm() {
+    let f = Fixture::story();
+    let long = "use pnpm with the frozen lockfile flag and the workspace protocol for every internal package, plus strict peer dependencies, hoisting disabled, and the store directory on the local disk for speed";
+    f.write(&format!(
+        r#"{{"subject":"user:42","predicate":"package_manager","value":"{long}","scope":{{"ambiguous":["global","repo:web-app"]}},"source":"thread:99/message:1"}}"#
+    ));
+    for_each_backend(&f, |db| {
+        for (w, h) in [(70, 24), (120, 40)] {
+            let mut s = db.session(w, h);
+            press(&mut s, "2");
+            let at = s
+                .app
+                .tabs
+                .pending
+                .rows
+                .iter()
+                .position(|p| p.value == serde_json::json!(long))
+                .expect("the long pending item");
+            for _ in 0..at {
+                press(&mut s, "j");
+            }
+            // The clause wraps with the pane: its words, not one line, are what must show.
+            let states_the_blast_radius =
+                |screen: &str| screen.contains("without a rule") && screen.contains("would");
+            if w >= 120 {
+                let screen = render(&mut s, w, h);
+                assert!(states_the_blast_radius(&screen), "the preview: {screen}");
+            }
+            press(&mut s, "g");
+            let (text, _) = confirm_of(&s);
+            assert!(
+                text.contains("repositories without a rule of their own would get"),
+                "{text}"
+            );
+            let screen = render(&mut s, w, h);
+            assert!(
+                states_the_blast_radius(&screen),
+                "the confirm at {w}×{h}: {screen}"
+            );
+            press(&mut s, "n");
+        }
+    });
+}
+
+/// What `c` says inside an event popup shows over the popup, which a long value makes tall
+/// enough to cover the status line: the message, and its end that says what to do, in view.
+#[test]
+fn a_message_from_inside_an_event_popup_shows_over_it() {
+    let f = Fixture::story();
+    f.write(&format!(
+        r#"{{"subject":"user:5","predicate":"long","value":"{}","scope":"global","source":"s:1"}}"#,
+        "v".repeat(5000)
+    ));
+    for_each_backend(&f, |db| {
+        let mut s = db.session(100, 30);
+        select(&mut s, "user:5 · long @ global");
+        s.handle_key(key(KeyCode::Tab));
+        s.handle_key(key(KeyCode::Enter));
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Event(_))));
+        s.handle_key(ch('c'));
+        let said = s.app.toast.clone().expect("c says what it copied").text;
+        let screen = render(&mut s, 100, 30);
+        assert!(screen.contains(said.as_str()), "{said:?} hidden: {screen}");
+    });
+}

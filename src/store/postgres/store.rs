@@ -146,14 +146,13 @@ impl<T: Typed> Typed for Option<T> {
 /// executes each in one round trip with its plan kept, and a short-lived one never prepares).
 #[derive(Default)]
 pub(super) struct Statements {
-    prepared: HashMap<&'static str, Statement>,
-    ran: std::collections::HashSet<&'static str>,
+    /// `None`: run once, typed, not prepared.
+    by_sql: HashMap<&'static str, Option<Statement>>,
 }
 
 impl Statements {
     fn clear(&mut self) {
-        self.prepared.clear();
-        self.ran.clear();
+        self.by_sql.clear();
     }
 }
 
@@ -194,22 +193,23 @@ impl<'a> Tx<'a> {
 
     /// `sql` prepared on this connection (once), for a portal.
     pub(super) fn statement(&mut self, sql: &'static str) -> Result<Statement> {
-        if let Some(s) = self.statements.prepared.get(sql) {
+        if let Some(Some(s)) = self.statements.by_sql.get(sql) {
             return Ok(s.clone());
         }
         let s = match &mut self.conn {
             Conn::Tx(tx) => tx.prepare(sql)?,
             Conn::Auto(c) => c.prepare(sql)?,
         };
-        self.statements.prepared.insert(sql, s.clone());
+        self.statements.by_sql.insert(sql, Some(s.clone()));
         Ok(s)
     }
 
     /// How to run `sql` now: typed on its first run on this connection, prepared after.
     fn run(&mut self, sql: &'static str) -> Result<Run> {
-        if self.statements.prepared.contains_key(sql) || !self.statements.ran.insert(sql) {
+        if self.statements.by_sql.contains_key(sql) {
             return Ok(Run::Prepared(self.statement(sql)?));
         }
+        self.statements.by_sql.insert(sql, None);
         Ok(Run::Typed)
     }
 

@@ -72,7 +72,7 @@ impl PgUi {
         // The UI waits for its reads: behind another session's lock (a `VACUUM FULL`, a
         // `psql` left in a transaction) it gives up soon and says so, so keys — `q` too —
         // are handled again within two seconds.
-        store.set_lock_timeout(UI_LOCK_TIMEOUT.min(super::lock_timeout()))?;
+        store.set_lock_timeout(crate::store::UI_LOCK_WAIT.min(super::lock_timeout()))?;
         let listens = watch && !store.is_read_only();
         let mut ui = PgUi {
             store: RefCell::new(store),
@@ -128,9 +128,6 @@ impl PgUi {
         f(&mut self.store.borrow_mut())
     }
 }
-
-/// The longest a UI's statement waits for a lock another session holds.
-const UI_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Drop for PgUi {
     fn drop(&mut self) {

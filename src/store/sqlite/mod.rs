@@ -50,6 +50,22 @@ use std::sync::Arc;
 static BUSY_UNRECORDED: AtomicU64 = AtomicU64::new(0);
 /// How long a writer waits for the lock before giving up, in milliseconds.
 static BUSY_TIMEOUT_MS: AtomicU64 = AtomicU64::new(15_000);
+/// The most this process waits for a lock whatever `MEMSCOPE_BUSY_TIMEOUT_MS` says: the
+/// terminal UI's [`cap_lock_wait`], so that it says so and keeps handling its keys.
+static BUSY_CAP_MS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// How long a statement of this process waits for a lock another process holds.
+fn busy_timeout_ms() -> u64 {
+    BUSY_TIMEOUT_MS
+        .load(Ordering::Relaxed)
+        .min(BUSY_CAP_MS.load(Ordering::Relaxed))
+}
+
+/// Caps every lock wait of this process's connections, those opened later included, at
+/// `limit` (the terminal UI's 2 s: README, "Waiting for locks").
+pub fn cap_lock_wait(limit: std::time::Duration) {
+    BUSY_CAP_MS.store(limit.as_millis() as u64, Ordering::Relaxed);
+}
 
 /// Default aliases seeded into every new database.
 pub const DEFAULT_ALIASES: &str = include_str!("../../../assets/aliases.json");
@@ -119,7 +135,7 @@ fn busy_handler(attempt: i32) -> bool {
     let step = (attempt as u64 % 8) + 1;
     std::thread::sleep(std::time::Duration::from_millis(step));
     // Average sleep is ~4.5 ms per attempt.
-    (attempt as u64) * 9 / 2 < BUSY_TIMEOUT_MS.load(Ordering::Relaxed)
+    (attempt as u64) * 9 / 2 < busy_timeout_ms()
 }
 
 /// Checkpoints wait only briefly for readers: a blocked purge is recorded as debt instead.
@@ -139,8 +155,7 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 /// (`MEMSCOPE_BUSY_TIMEOUT_MS`). Each retry counts in `busy_retries`. `step` must leave no
 /// transaction open when it fails.
 fn retry_busy<T>(mut step: impl FnMut() -> Result<T>) -> Result<T> {
-    let deadline = std::time::Instant::now()
-        + std::time::Duration::from_millis(BUSY_TIMEOUT_MS.load(Ordering::Relaxed));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(busy_timeout_ms());
     let mut attempt = 0u64;
     loop {
         match step() {
@@ -154,6 +169,63 @@ fn retry_busy<T>(mut step: impl FnMut() -> Result<T>) -> Result<T> {
             }
             other => return other,
         }
+    }
+}
+
+/// An error as the one sentence a front end prints: its contexts joined by ": ", what SQLite
+/// said turned into a sentence that says what to do, and no cause said twice (rusqlite's
+/// errors repeat their cause as their source: `malformed: Error code 11: malformed`).
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for cause in e.chain() {
+        if let Some(sentence) = cause
+            .downcast_ref::<rusqlite::Error>()
+            .and_then(sqlite_sentence)
+        {
+            parts.push(sentence);
+            break;
+        }
+        let text = cause.to_string();
+        if parts
+            .last()
+            .is_some_and(|last| last.contains(&text) || text.contains(last.as_str()))
+        {
+            // The same cause again, or the earlier one with more words: keep the longer.
+            let last = parts.last_mut().expect("checked");
+            if text.len() > last.len() {
+                *last = text;
+            }
+            continue;
+        }
+        parts.push(text);
+    }
+    parts.join(": ")
+}
+
+/// What SQLite's refusal means for the user, where a sentence can say more than its message.
+fn sqlite_sentence(e: &rusqlite::Error) -> Option<String> {
+    match e {
+        rusqlite::Error::SqliteFailure(f, message) => {
+            let said = message.clone().unwrap_or_else(|| f.to_string());
+            match f.code {
+                rusqlite::ErrorCode::DatabaseCorrupt => Some(format!(
+                    "the database file is damaged (SQLite: {said}): stop the writers, keep a copy of the file, and restore a backup or `memscope export` what is still readable into a new database (`memscope check` says what it finds)"
+                )),
+                rusqlite::ErrorCode::SystemIoFailure => Some(format!(
+                    "reading or writing the database file failed (SQLite: {said}): point --db at a regular file on a disk that has room and reports no errors"
+                )),
+                // SQLITE_READONLY_DIRECTORY: a file in WAL mode is read through its `-shm`,
+                // which SQLite must make beside it.
+                rusqlite::ErrorCode::ReadOnly if f.extended_code == 1544 => Some(
+                    "the database cannot be read where it is: its folder cannot be written, and SQLite reads a database in WAL mode through a `-shm` file it makes beside it — copy the file to a folder you can write and open the copy".to_string(),
+                ),
+                _ => None,
+            }
+        }
+        rusqlite::Error::FromSqlConversionFailure(_, _, inner) => Some(format!(
+            "a stored row cannot be read ({inner}), so something outside memscope changed the database: `memscope check` names what is wrong"
+        )),
+        _ => None,
     }
 }
 
@@ -338,7 +410,7 @@ impl Store {
                     Ok(())
                 })
             })
-            .map_err(|e| anyhow!("{}: {e:#}", store.path.display()))?;
+            .map_err(|e| anyhow!("{}: {}", store.path.display(), error_text(&e)))?;
             store.apply_durability()?;
             // A purge owed by an earlier delete is paid on open when nothing blocks it.
             store.pay_purge_debt()?;

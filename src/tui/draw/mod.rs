@@ -211,6 +211,14 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         _ => {}
     }
     crate::tui::dialogs::draw(frame, area, app);
+    // What a key in a dialog said (a copy, its refusal) shows over the dialog, which may cover
+    // the status line: the message lasts until the next key, and its end says what to do.
+    if app.toast.is_some() && !app.dialogs.is_empty() {
+        if let Some(r) = s.status.or(s.footer) {
+            frame.render_widget(ratatui::widgets::Clear, r);
+            status_line(frame, r, app, status_text.as_ref());
+        }
+    }
 }
 
 /// A bold black-on-`bg` badge in the header.

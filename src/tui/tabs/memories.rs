@@ -479,7 +479,7 @@ impl TabComponent for MemoriesTab {
                 done,
             } => self
                 .take_filter(store, *generation, runs, *scanned, *done, env.page)
-                .map_err(|e| format!("{e:#}")),
+                .map_err(|e| crate::store::error_text(&e)),
             _ => Ok(()),
         }
     }

@@ -9,7 +9,7 @@ use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::Command;
 use crate::tui::rows::{Cursor, ListPanes, Row, Rows};
-use crate::tui::text::{age, ago, one_line, plural, value_text, width, wrap_at_most};
+use crate::tui::text::{age, ago, one_line, plural, truncate, value_text, width, wrap_at_most};
 use anyhow::Result;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -300,6 +300,16 @@ fn choice_lines(preview: &PendingPreview, max: usize) -> Vec<Line<'static>> {
     lines
 }
 
+/// The widest a value runs inside a choice's sentence. The item's detail above shows it whole;
+/// a sentence that names it twice (what it supersedes, who else would get it) must keep its
+/// every clause on screen, the blast radius above all, at any length of value.
+const VALUE_IN_SENTENCE: usize = 40;
+
+/// `v` as a choice's sentence names it: one line, at most [`VALUE_IN_SENTENCE`] columns.
+fn in_sentence(v: &serde_json::Value) -> String {
+    truncate(&value_text(v), VALUE_IN_SENTENCE)
+}
+
 /// What each candidate scope of `item` would do: the store's own decision
 /// (`Store::preview_pending`), never a rule restated here.
 pub(crate) fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<PendingPreview> {
@@ -315,7 +325,7 @@ pub(crate) fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<Pending
             used.push(key);
             key
         });
-        let mut effect = decision.effect(&scope, &item.value, &value_text);
+        let mut effect = decision.effect(&scope, &item.value, &in_sentence);
         // Who else would get the item's value: said only when global would hold it.
         if scope == Scope::Global && decision.leaves_value_current() {
             // Who else would get it: the repositories without a rule of their own.
@@ -324,7 +334,7 @@ pub(crate) fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<Pending
                 effect.push_str(&format!(
                     "; {} without a rule of their own would get {}",
                     plural(n as i64, "repository", "repositories"),
-                    value_text(&item.value)
+                    in_sentence(&item.value)
                 ));
             }
         }
