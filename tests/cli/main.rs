@@ -12,6 +12,7 @@ mod contract;
 mod guards;
 mod hostile_text;
 mod layout;
+mod round_trips;
 mod scope_guard;
 mod suspects;
 mod wrong_answers;

@@ -10,6 +10,7 @@
 pub mod mcp_session;
 pub mod netns;
 pub mod pg_cluster;
+pub mod relay;
 pub mod reliability;
 pub mod tmux;
 pub mod tui;

@@ -1,0 +1,48 @@
+//! What a command costs over a network link to PostgreSQL, counted in round trips through a
+//! relay (README, "Running on PostgreSQL"): the login, one statement that checks the server,
+//! one that checks the schema and the login's rights, then the command's own statements, each
+//! in one round trip on its first run (typed, not prepared first).
+
+use crate::support::relay::Relay;
+use crate::support::*;
+use std::path::PathBuf;
+
+#[test]
+fn a_write_a_resolve_and_a_list_cost_few_round_trips_on_postgres() {
+    on_postgres(|db| {
+        fn write(value: &str) -> Vec<&str> {
+            args_for(
+                "write",
+                "user:42",
+                "package_manager",
+                &["--value", value, "--scope", "global", "--source", "s:1"],
+            )
+        }
+        assert_eq!(db.run(&write("pnpm")).code, 0);
+        let relay = Relay::to(db.path_str());
+        let via = TestDb::at(PathBuf::from(relay.url()));
+        let cost = |args: &[&str]| {
+            let before = relay.flights();
+            let r = via.run(args);
+            assert_eq!(r.code, 0, "{args:?}: {r:?}");
+            relay.flights() - before
+        };
+        // The TLS offer (refused by the test server), the startup message, the two SCRAM steps.
+        let login = 4;
+        let write_trips = cost(&write("npm"));
+        let resolve_trips = cost(&args_for(
+            "resolve",
+            "user:42",
+            "package_manager",
+            &["--repo", "web-app"],
+        ));
+        let list_trips = cost(&["list", "--subject", "user:42"]);
+        eprintln!("round trips: write {write_trips}, resolve {resolve_trips}, list {list_trips}");
+        // The login, the server's check, the schema's; BEGIN, the look, the write, COMMIT.
+        assert!(write_trips <= login + 2 + 4, "a write took {write_trips} round trips");
+        // The resolve and its read-log row in one statement.
+        assert!(resolve_trips <= login + 2 + 1, "a resolve took {resolve_trips} round trips");
+        // The subject as stored, then the view.
+        assert!(list_trips <= login + 2 + 2, "a list took {list_trips} round trips");
+    });
+}
