@@ -258,10 +258,10 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Pending, &[Char('r')], "r", C::ResolveRepo, "write it to its repo candidate (after a confirm)", Some("repo")),
     b(X::Pending, &[Char('t')], "t", C::ResolveTask, "write it to its task candidate (after a confirm)", Some("task")),
     b(X::Pending, &[Char('x')], "x", C::Reject, "reject it: nothing is written (after a confirm)", Some("reject")),
-    b(X::Pending, &[Char('e')], "e", C::Explain, "explain its subject and predicate", None),
-    b(X::Pending, &[Char('c')], "c", C::Copy, "copy its value to the clipboard (OSC 52)", None),
+    b(X::Pending, &[Char('e')], "e", C::Explain, "explain its subject and predicate", Some("explain")),
+    b(X::Pending, &[Char('c')], "c", C::Copy, "copy its value to the clipboard (OSC 52)", Some("copy")),
     b(X::Tombstones, &[Char('u')], "u", C::Restore, "restore the selected tombstone (after a confirm)", Some("restore")),
-    b(X::Tombstones, &[Char('e')], "e", C::Explain, "explain its subject and predicate", None),
+    b(X::Tombstones, &[Char('e')], "e", C::Explain, "explain its subject and predicate", Some("explain")),
     b(X::Reads, &[Code(KeyCode::Enter)], "Enter", C::ExplainRead, "the explain chain as it stood when the agent read", Some("as of then")),
     b(X::Reads, &[Char('g')], "g", C::GoToRecord, "the winning record's history, the version read highlighted", Some("go to record")),
     b(X::Reads, &[Char('/')], "/", C::Filter, "filter: words in agent, subject, predicate, repo or task", Some("filter")),
@@ -269,7 +269,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Suspects, &[Char('m')], "m", C::Rescope, "rescope it: the target the evidence points at is filled in (y confirms)", Some("rescope")),
     b(X::Suspects, &[Char('g')], "g", C::GoToRecord, "the record in the current view, with its history", Some("go to record")),
     b(X::Suspects, &[Char('e')], "e", C::Explain, "explain how it resolves (type a repo)", Some("explain")),
-    b(X::Suspects, &[Char('c')], "c", C::Copy, "copy its value (OSC 52)", None),
+    b(X::Suspects, &[Char('c')], "c", C::Copy, "copy its value (OSC 52)", Some("copy")),
     b(X::Lists, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "move down", None),
     b(X::Lists, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "move up", Some("move")),
     b(X::Lists, &[Code(KeyCode::PageDown), Ctrl('f'), Ctrl('d')], "PgDn", C::PageDown, "page down", None),
@@ -326,7 +326,10 @@ fn footer_rank(b: &Binding) -> u8 {
         (Context::Global, Command::Filter) => 2,
         // Copying a list's value is handy, not the pane's purpose (in the history pane and
         // the event popup it keeps its pane's rank).
-        (Context::Memories | Context::Pending, Command::Copy) => 3,
+        (Context::Memories | Context::Pending | Context::Suspects, Command::Copy) => 3,
+        // Explaining a queued item or a tombstone's identity is a side trip from the pane's
+        // decision, not the decision.
+        (Context::Pending | Context::Tombstones, Command::Explain) => 3,
         (Context::Lists, _) => 3,
         (Context::Global, Command::NextPane) => 4,
         (Context::Global, _) => 5,

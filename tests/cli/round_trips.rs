@@ -39,10 +39,19 @@ fn a_write_a_resolve_and_a_list_cost_few_round_trips_on_postgres() {
         let list_trips = cost(&["list", "--subject", "user:42"]);
         eprintln!("round trips: write {write_trips}, resolve {resolve_trips}, list {list_trips}");
         // The login, the server's check, the schema's; BEGIN, the look, the write, COMMIT.
-        assert!(write_trips <= login + 2 + 4, "a write took {write_trips} round trips");
+        assert!(
+            write_trips <= login + 2 + 4,
+            "a write took {write_trips} round trips"
+        );
         // The resolve and its read-log row in one statement.
-        assert!(resolve_trips <= login + 2 + 1, "a resolve took {resolve_trips} round trips");
+        assert!(
+            resolve_trips <= login + 2 + 1,
+            "a resolve took {resolve_trips} round trips"
+        );
         // The subject as stored, then the view.
-        assert!(list_trips <= login + 2 + 2, "a list took {list_trips} round trips");
+        assert!(
+            list_trips <= login + 2 + 2,
+            "a list took {list_trips} round trips"
+        );
     });
 }

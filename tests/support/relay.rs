@@ -33,7 +33,13 @@ impl Relay {
                     continue;
                 };
                 let last = Arc::new(AtomicU8::new(NOBODY));
-                pump(&client, &upstream, CLIENT, last.clone(), Some(counted.clone()));
+                pump(
+                    &client,
+                    &upstream,
+                    CLIENT,
+                    last.clone(),
+                    Some(counted.clone()),
+                );
                 pump(&upstream, &client, SERVER, last, None);
             }
         });

@@ -205,7 +205,9 @@ pub(crate) fn outcome_lines(
             bullet(&mut lines, why, Style::new(), max, rows);
         }
         None => {
-            lines.push(plain("This will, in one transaction:", bold(), max));
+            // The store says each effect as a statement ("moves npm to …", "global goes back
+            // to …"), so the heading does not ask for a verb.
+            lines.push(plain("In one transaction:", bold(), max));
             for e in effects {
                 bullet(&mut lines, e, Style::new(), max, rows);
             }
