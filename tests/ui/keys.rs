@@ -2182,3 +2182,25 @@ fn a_message_from_inside_an_event_popup_shows_over_it() {
         assert!(screen.contains(said.as_str()), "{said:?} hidden: {screen}");
     });
 }
+
+/// A target the store refuses is said whole in the rescope dialog, wrapped: the end of the
+/// sentence says what to type instead, and it was cut at the dialog's edge.
+#[test]
+fn a_refused_rescope_target_is_said_to_its_end() {
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(100, 30);
+        select(&mut s, "user:42 · package_manager @ global");
+        assert_eq!(s.app.handle_key(ch('m')), Action::PreviewRescope);
+        s.perform(Action::PreviewRescope);
+        press(&mut s, "e");
+        s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        press(&mut s, "repo:a\u{200B}b");
+        s.pump();
+        let screen = render(&mut s, 100, 30);
+        assert!(screen.contains("U+200B"), "{screen}");
+        assert!(
+            screen.contains("without it"),
+            "the sentence's end: {screen}"
+        );
+    });
+}

@@ -232,7 +232,12 @@ impl RescopeDialog {
         lines.push(Line::raw(""));
         match &d.preview {
             None => lines.push(plain("working out what this would do…", dim(), max)),
-            Some(Err(e)) => lines.push(plain(e, Style::new().fg(Color::Yellow), max)),
+            // A refused target, wrapped: its end says what to type instead.
+            Some(Err(e)) => lines.extend(
+                crate::tui::text::wrap_at_most(e, max, super::rows_a_line(area.height))
+                    .into_iter()
+                    .map(|l| plain(&l, Style::new().fg(Color::Yellow), max)),
+            ),
             Some(Ok(p)) => {
                 lines.extend(outcome_lines(
                     &p.effects,
