@@ -156,9 +156,13 @@ pub fn history(store: &mut AnyStore, a: HistoryArgs) -> Result<i32> {
     }
     if events.is_empty() {
         outln!(
-            "no history for {} · {}",
+            "no history for {} · {}{}",
             a.about.subject.trim(),
-            store.canonical_predicate(&a.about.predicate)?
+            store.canonical_predicate(&a.about.predicate)?,
+            scope
+                .as_ref()
+                .map(|s| format!(" @ {s}"))
+                .unwrap_or_default()
         );
     }
     let rows: Vec<Vec<String>> = events

@@ -781,3 +781,22 @@ fn apply_of_a_folder_and_a_ui_without_a_terminal_say_so_and_write_nothing() {
     assert_eq!(run.stdout, "", "nothing reaches the pipe");
     assert_one_sentence(&run.stderr, &[]);
 }
+
+/// `history --scope S` of an identity with no events there names the scope it looked in: the
+/// identity has history elsewhere, and "no history" alone read as if it had none.
+#[test]
+fn history_of_a_scope_with_nothing_names_the_scope() {
+    let db = TestDb::new();
+    db.write_the_first_article();
+    let r = db.run(&args_for(
+        "history",
+        "user:42",
+        "package_manager",
+        &["--scope", "task:nope"],
+    ));
+    assert_eq!(r.code, 0, "{r:?}");
+    assert_eq!(
+        r.stdout.trim(),
+        "no history for user:42 · package_manager @ task:nope"
+    );
+}
