@@ -215,6 +215,22 @@ pub(crate) fn queued_reason(guard_reason: Option<&str>) -> String {
     }
 }
 
+/// A resolution the write path rejected (its scope is deleted) wrote nothing, so the human's
+/// question is still open (README, "pending resolve"): the item stays in the queue, and the
+/// outcome says so and what to do. `true` when `out` is such a rejection.
+pub(crate) fn stays_open(out: &mut WriteOutcome, pending_id: i64, scope: &Scope) -> bool {
+    out.pending_id = Some(pending_id);
+    if out.outcome != OutcomeKind::Rejected {
+        return false;
+    }
+    let said = out.reason.take().unwrap_or_default();
+    out.reason = Some(format!(
+        "{}pending #{pending_id} stays open: resolve it to another candidate, or to {scope} again once it is restored",
+        if said.is_empty() { String::new() } else { format!("{said}; ") }
+    ));
+    true
+}
+
 /// Whether `scope` is among pending item `item`'s candidates; refused (nothing changes) when it
 /// is not and the human did not ask to write it there anyway (`outside_candidates`, `--force`).
 pub(crate) fn resolution_among(

@@ -800,3 +800,47 @@ fn history_of_a_scope_with_nothing_names_the_scope() {
         "no history for user:42 · package_manager @ task:nope"
     );
 }
+
+/// A human's resolution into a deleted scope is rejected and writes nothing, so the item
+/// stays in the queue: another candidate can still be chosen (it used to close the item,
+/// leaving the human's words unreachable).
+#[test]
+fn a_resolution_into_a_deleted_scope_leaves_the_item_open() {
+    a_resolution_into_a_deleted_scope_leaves_the_item_open_on(TestDb::new());
+}
+
+#[test]
+fn a_resolution_into_a_deleted_scope_leaves_the_item_open_on_postgres() {
+    on_postgres(a_resolution_into_a_deleted_scope_leaves_the_item_open_on);
+}
+
+fn a_resolution_into_a_deleted_scope_leaves_the_item_open_on(db: TestDb) {
+    {
+        let write = |value: &str, scope: &[&str], source: &str| {
+            let mut args = vec!["--value", value, "--source", source];
+            args.extend_from_slice(scope);
+            let r = db.run(&args_for("write", U, PM, &args));
+            assert_eq!(r.code, 0, "{r:?}");
+        };
+        write("pnpm", &["--scope", "global"], "s:1");
+        let r = db.run(&args_for("delete", U, PM, &["--scope", "global"]));
+        assert_eq!(r.code, 0, "{r:?}");
+        write("npm", &["--ambiguous", "global,repo:y"], "s:2");
+        let id = as_array(db.json(&["pending", "--json"]))[0]["id"]
+            .as_i64()
+            .unwrap()
+            .to_string();
+        let r = db.run(&["pending", "resolve", &id, "--scope", "global"]);
+        assert_eq!(r.code, 1, "what was asked did not happen: {r:?}");
+        assert!(r.stdout.starts_with("rejected"), "{r:?}");
+        assert!(r.stdout.contains("stays open"), "{r:?}");
+        let open = as_array(db.json(&["pending", "--json"]));
+        assert_eq!(open.len(), 1, "the item is still waiting: {open:?}");
+        assert_eq!(open[0]["status"], "open");
+        let r = db.run(&["pending", "resolve", &id, "--scope", "repo:y", "--json"]);
+        assert_eq!(r.code, 0, "{r:?}");
+        let out: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(out["outcome"], "inserted", "{out}");
+        assert!(as_array(db.json(&["pending", "--json"])).is_empty());
+    }
+}

@@ -498,7 +498,8 @@ fn write_after_tombstone_is_rejected_and_logged_without_content_on(db: TestDb) {
 }
 
 /// A pending item resolved into a tombstoned scope the human named explicitly (outside the
-/// candidates, so with --force) is rejected too (exit 1), and records that.
+/// candidates, so with --force) is rejected too (exit 1); nothing was written, so the item
+/// stays open for another choice.
 #[test]
 fn pending_resolution_into_a_tombstoned_scope_is_rejected() {
     pending_resolution_into_a_tombstoned_scope_is_rejected_on(TestDb::new());
@@ -528,7 +529,9 @@ fn pending_resolution_into_a_tombstoned_scope_is_rejected_on(db: TestDb) {
     assert_eq!(r.code, 1, "{r:?}");
     assert_eq!(r.json()["outcome"], "rejected");
     assert!(db.list(&[]).is_empty());
-    assert_eq!(db.pending(true)[0]["resolution"], "rejected");
+    let item = &db.pending(true)[0];
+    assert_eq!(item["status"], "open", "{item}");
+    assert_eq!(item["resolution"], serde_json::Value::Null, "{item}");
     db.assert_check_ok();
 }
 

@@ -876,6 +876,9 @@ impl PgStore {
                 resolution_seq(&item),
             )?;
             let mut out = write_in_tx(t, &prepared)?;
+            if crate::store::prepared::stays_open(&mut out, pending_id, &scope) {
+                return Ok(out);
+            }
             t.exec(
                 "UPDATE pending SET status = 'resolved', resolved_at = memscope_now(), resolved_scope = $2, resolution = $3
                  WHERE id = $1",
@@ -889,7 +892,6 @@ impl PgStore {
                  VALUES ('pending_resolved', $1, $2, $3, $4, $5, $6, memscope_now(), $7, $8)",
                 &[&id.subject, &id.predicate, &scope_text, &out.version, &item.source, &item.causal_seq, &detail.to_string(), &clock],
             )?;
-            out.pending_id = Some(pending_id);
             Ok(out)
         })
     }

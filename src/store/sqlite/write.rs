@@ -906,13 +906,16 @@ impl Store {
                 causal_seq,
             )?;
             let mut out = write_in_tx(tx, &prepared, &ctx.now, st)?;
+            if crate::store::prepared::stays_open(&mut out, pending_id, scope) {
+                assert_written(tx, ctx, &prepared)?;
+                return Ok(out);
+            }
             tx.execute(
                 "UPDATE pending SET status = 'resolved', resolved_at = ?2, resolved_scope = ?3, resolution = ?4 WHERE id = ?1",
                 params![pending_id, ctx.now, scope.to_string(), out.outcome.as_str()],
             )?;
             Event::new(EventKind::PendingResolved, &id).version(out.version).provenance(Some(&item.source), Some(item.causal_seq)).detail(&json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among })).clock(st.seqs.stamp()).log(tx, &ctx.now)?;
             assert_written(tx, ctx, &prepared)?;
-            out.pending_id = Some(pending_id);
             Ok(out)
         })
     }
