@@ -182,15 +182,33 @@ impl TabComponent for PendingTab {
 impl PendingTab {
     fn detail_lines(&self, p: &PendingItem, view: &View, max: usize) -> Vec<Line<'static>> {
         let mut lines = vec![row_line(&item_parts(p, bold()), &[], max)];
-        let labelled = |label: &str, text: String, style: Style| {
-            row_line(
-                &[part(label.to_string(), dim()), part(text, style)],
-                &[],
-                max,
-            )
+        // A label and its text, wrapped under the text's first column in at most a few rows
+        // (the end kept, as in every sentence the UI cuts): a source, the words, the guard's
+        // evidence are read to their end.
+        let labelled = |label: &str, text: String, style: Style| -> Vec<Line<'static>> {
+            let hang = width(label);
+            if max <= hang + 8 {
+                return vec![row_line(
+                    &[part(label.to_string(), dim()), part(text, style)],
+                    &[],
+                    max,
+                )];
+            }
+            wrap_at_most(&text, max - hang, 3)
+                .into_iter()
+                .enumerate()
+                .map(|(i, chunk)| {
+                    let lead = if i == 0 {
+                        part(label.to_string(), dim())
+                    } else {
+                        part(" ".repeat(hang), Style::new())
+                    };
+                    row_line(&[lead, part(chunk, style)], &[], max)
+                })
+                .collect()
         };
         if let Some(raw) = &p.raw {
-            lines.push(labelled(
+            lines.extend(labelled(
                 "said      ",
                 format!("“{}”", one_line(raw)),
                 Style::new(),
@@ -202,10 +220,10 @@ impl PendingTab {
             p.causal_seq,
             ago(view.now, &p.created_at)
         );
-        lines.push(labelled("source    ", source, Style::new()));
+        lines.extend(labelled("source    ", source, Style::new()));
         if let Some(reason) = &p.reason {
             // The scope guard's evidence: why memscope, not the writer, queued it.
-            lines.push(labelled(
+            lines.extend(labelled(
                 "guard     ",
                 one_line(reason),
                 Style::new().fg(Color::Yellow),
@@ -214,16 +232,16 @@ impl PendingTab {
         if let Some(from) = &p.merged_from {
             // A value the v4 spelling merge queued: two spellings of one memory disagreed.
             let yellow = Style::new().fg(Color::Yellow);
-            lines.push(labelled(
+            lines.extend(labelled(
                 "merged    ",
                 format!("from {}", one_line(from)),
                 yellow,
             ));
             let why = "two spellings disagreed: resolving makes this value current, x keeps the current one";
-            lines.push(labelled("          ", why.to_string(), yellow));
+            lines.extend(labelled("          ", why.to_string(), yellow));
         }
         let names: Vec<String> = p.candidates.iter().map(|c| c.to_string()).collect();
-        lines.push(labelled("choices   ", names.join(" | "), Style::new()));
+        lines.extend(labelled("choices   ", names.join(" | "), Style::new()));
         lines.push(Line::raw(""));
         match &self.preview {
             Some(preview) if preview.pending_id == p.id => {
