@@ -418,12 +418,32 @@ pub const MAX_CAUSAL_SEQ: i64 = 1 << 53;
 /// [`MAX_CAUSAL_SEQ`] (a writer brought that number): no later number exists to order it by.
 pub const CLOCK_EXHAUSTED: &str = "the causal clock stands at 2^53, the largest causal number memscope keeps (a writer brought it as its causal_seq), so no write can be ordered after it: writes that bring a causal_seq of their own are still decided against it";
 
+/// The refusal of a write the clock has no number left for ([`CLOCK_EXHAUSTED`]): that line's
+/// error alone — an `apply` batch's other lines stand, as when each is written by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockExhausted;
+
+impl fmt::Display for ClockExhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(CLOCK_EXHAUSTED)
+    }
+}
+
+impl std::error::Error for ClockExhausted {}
+
 /// `seq`, a causal number the clock just handed out, or the refusal past [`MAX_CAUSAL_SEQ`].
 pub fn within_clock(seq: i64) -> anyhow::Result<i64> {
     if seq > MAX_CAUSAL_SEQ {
-        anyhow::bail!(CLOCK_EXHAUSTED);
+        return Err(ClockExhausted.into());
     }
     Ok(seq)
+}
+
+/// The clock as it stands for everyone reading it: a PostgreSQL sequence asked for a number at
+/// its end moves past [`MAX_CAUSAL_SEQ`] though no write took one (each was refused), so the
+/// clock is said, exported and checked as 2^53 there.
+pub fn clock_as_it_stands(clock: i64) -> i64 {
+    clock.min(MAX_CAUSAL_SEQ)
 }
 
 /// A write request that fails validation: the caller's input is wrong (CLI exit code 2).

@@ -89,7 +89,7 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
         // A file too damaged to open is the check's answer, not an error of the command.
         Err(e) if is_damage(&e) => CheckReport {
             ok: false,
-            integrity: Some(Integrity::unreadable(mode, format!("{e:#}"))),
+            integrity: Some(Integrity::unreadable(mode, crate::store::cause_text(&e))),
             violations: Vec::new(),
             metrics: Default::default(),
             health: crate::store::exposures(path),
@@ -229,11 +229,36 @@ pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
                     )));
                 }
             }
-            let f = private_file(&p).with_context(|| format!("cannot create {}", p.display()))?;
-            let mut w = std::io::BufWriter::new(f);
-            let n = store.export(&mut w)?;
-            std::io::Write::flush(&mut w)?;
-            n
+            // A regular file is written beside itself and renamed into place once whole: an
+            // export that fails half-way (a refused read, damage, a full disk) leaves no
+            // half-written file, and an earlier export under that name stays as it was. A pipe
+            // or device (`--out /dev/stdout`) is written in place.
+            let in_place = p.exists() && !p.is_file();
+            let target = if in_place {
+                p.clone()
+            } else {
+                let mut name = std::ffi::OsString::from(".");
+                name.push(p.file_name().unwrap_or_default());
+                name.push(format!(".{}.partial", std::process::id()));
+                p.with_file_name(name)
+            };
+            let written = (|| -> Result<u64> {
+                let f = private_file(&target)
+                    .with_context(|| format!("cannot create {}", target.display()))?;
+                let mut w = std::io::BufWriter::new(f);
+                let n = store.export(&mut w)?;
+                std::io::Write::flush(&mut w)?;
+                if !in_place {
+                    w.get_ref().sync_all()?;
+                    std::fs::rename(&target, &p)
+                        .with_context(|| format!("cannot write {}", p.display()))?;
+                }
+                Ok(n)
+            })();
+            if written.is_err() && !in_place {
+                let _ = std::fs::remove_file(&target);
+            }
+            written?
         }
         None => {
             let stdout = std::io::stdout();

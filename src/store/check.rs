@@ -64,7 +64,7 @@ impl Integrity {
     pub fn sentence(&self) -> String {
         let first = self.problems.first().map(String::as_str).unwrap_or("");
         format!(
-            "the database file is damaged: SQLite's {} check found {} problem(s), first: {}; stop the writers, keep a copy of the file, and restore a backup or `memscope export` what is still readable into a new database",
+            "the database file is damaged: SQLite's {} check found {} problem(s), first: {}; stop the writers, keep a copy of the file, and restore a backup — or salvage what SQLite can still read with `sqlite3 FILE .recover | sqlite3 NEW` and check NEW with `memscope --db NEW check`",
             match self.mode {
                 IntegrityMode::Quick => "quick",
                 IntegrityMode::Full => "full integrity",

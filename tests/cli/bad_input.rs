@@ -963,8 +963,31 @@ fn a_damaged_row_or_file_is_one_sentence_that_says_what_to_do() {
     }
     let r = db.run(&["history", "--subject", U, "--predicate", PM]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert_one_sentence(&r.stderr, &["damaged", "keep a copy", "memscope check"]);
+    assert_one_sentence(&r.stderr, &["damaged", "keep a copy", ".recover"]);
     assert!(!r.stderr.contains("Error code"), "{}", r.stderr);
+    // `check` says it once too, in its DAMAGED line.
+    let r = db.run(&["check"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let damaged = r.stdout.lines().next().unwrap_or_default();
+    assert!(damaged.starts_with("DAMAGED:"), "{}", r.stdout);
+    assert!(!damaged.contains("Error code"), "{damaged}");
+
+    // An export that fails half-way writes nothing: an earlier export under the name stays.
+    let out = db.dir.path().join("export.jsonl");
+    std::fs::write(&out, "the earlier export\n").unwrap();
+    let r = db.run(&["export", "--out", out.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        "the earlier export\n"
+    );
+    let left: Vec<_> = std::fs::read_dir(db.dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("partial"))
+        .collect();
+    assert!(left.is_empty(), "a partial file stayed: {left:?}");
 }
 
 // SQLite only: serde_json's nesting limit is the one a stored value has.

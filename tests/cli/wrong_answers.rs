@@ -844,3 +844,68 @@ fn a_resolution_into_a_deleted_scope_leaves_the_item_open_on(db: TestDb) {
         assert!(as_array(db.json(&["pending", "--json"])).is_empty());
     }
 }
+
+/// A line that brings causal_seq 2^53 leaves the clock no number for a later line without one:
+/// that later line alone is refused, on PostgreSQL as on SQLite. PostgreSQL's clock is a
+/// sequence, which a rolled-back batch cannot move back: the batch used to be run again after
+/// that refusal and find the clock at its end, refusing seven valid lines with it; and the
+/// clock, asked for numbers at its end, stood past 2^53 in `export`, which a file refused.
+#[test]
+fn a_line_past_the_clocks_end_is_refused_alone_on_both_backends() {
+    let max = "9007199254740992";
+    let lines = [
+        r#"{"subject":"m:1","predicate":"a","value":"x","scope":"global","source":"s","causal_seq":100}"#.to_string(),
+        r#"{"subject":"m:1","predicate":"a","value":"X ","scope":"global","source":"s2"}"#.into(),
+        r#"{"subject":"m:1","predicate":"a","value":"y","scope":"global","source":"s3","causal_seq":50}"#.into(),
+        r#"{"subject":"u:1","predicate":"lint","value":"q","scope":"repo:a","source":"s5"}"#.into(),
+        r#"{"subject":"m:1","predicate":"b","value":[1],"scope":{"ambiguous":["global","task:t"]},"source":"s6","raw":"hi"}"#.into(),
+        format!(r#"{{"subject":"m:1","predicate":"d","value":1,"scope":"global","source":"s","causal_seq":{max}}}"#),
+        r#"{"subject":"m:1","predicate":"e","value":"after the end","scope":"global","source":"s"}"#.into(),
+        r#"{"subject":"m:1","predicate":"f","value":"guarded","scope":{"ambiguous":["global","repo:b"]},"source":"s7"}"#.into(),
+    ];
+    let input = format!("{}\n", lines.join("\n"));
+    let outcomes = |db: &TestDb| -> Vec<String> {
+        let r = db.run_stdin(&["apply", "-"], input.as_bytes());
+        assert_eq!(r.code, 1, "one line is an error: {r:?}");
+        r.stdout
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                v["outcome"].as_str().unwrap().to_string()
+            })
+            .collect()
+    };
+    let want = [
+        "inserted",
+        "confirmed",
+        "stale",
+        "inserted",
+        "pending",
+        "inserted",
+        "error",
+        "error",
+    ];
+    let sqlite = TestDb::new();
+    assert_eq!(outcomes(&sqlite), want);
+    on_postgres(|db| {
+        assert_eq!(outcomes(&db), want, "as on SQLite");
+        // The clock stands at 2^53, and what it exports a file takes.
+        let r = db.run(&["seq"]);
+        assert_eq!(r.code, 1, "{r:?}");
+        let r = db.run(&["export"]);
+        assert_eq!(r.code, 0, "{r:?}");
+        let clock = r
+            .stdout
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|v| v["table"] == "settings" && v["key"] == "causal_clock")
+            .expect("the clock is exported");
+        assert_eq!(clock["value"], max, "{clock}");
+        let file = TestDb::new();
+        let dump = file.dir.path().join("dump.jsonl");
+        std::fs::write(&dump, &r.stdout).unwrap();
+        let r = file.run(&["import", dump.to_str().unwrap()]);
+        assert_eq!(r.code, 0, "a file takes what PostgreSQL exported: {r:?}");
+        db.assert_check_ok();
+    });
+}

@@ -2204,3 +2204,27 @@ fn a_refused_rescope_target_is_said_to_its_end() {
         );
     });
 }
+
+/// On a terminal too short for the delete dialog's whole statement, its last row says more is
+/// hidden: the statement never ends mid-way as if it were complete.
+#[test]
+fn a_short_terminal_says_the_delete_statement_goes_on() {
+    for_each_backend(&Fixture::story(), |db| {
+        let open = |w: u16, h: u16| {
+            let mut s = db.session(w, h);
+            select(&mut s, "user:42 · package_manager @ global");
+            let action = s.app.handle_key(ch('d'));
+            s.perform(action);
+            s.pump();
+            let screen = render(&mut s, w, h);
+            assert!(screen.contains("(•)"), "the dialog is open: {screen}");
+            screen
+        };
+        let screen = open(50, 12);
+        assert!(screen.contains("more lines"), "{screen}");
+        // Where it all fits, no such line.
+        let screen = open(120, 40);
+        assert!(screen.contains("tombstone"), "{screen}");
+        assert!(!screen.contains("more line"), "{screen}");
+    });
+}

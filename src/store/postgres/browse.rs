@@ -809,8 +809,11 @@ impl PgStore {
             let seq = match resolution_seq(&item) {
                 Some(seq) => seq,
                 None => {
-                    t.one("SELECT memscope_clock_current()", &[])?
-                        .get::<_, i64>(0)
+                    t.one(
+                        "SELECT least(memscope_clock_current(), 9007199254740992)",
+                        &[],
+                    )?
+                    .get::<_, i64>(0)
                         + 1
                 }
             };

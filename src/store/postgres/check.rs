@@ -194,10 +194,11 @@ impl CheckDb for Pg<'_, '_> {
     }
 
     fn clock(&mut self) -> Result<i64> {
-        Ok(self
-            .0
-            .query_one("SELECT memscope_clock_current()", &[])?
-            .get(0))
+        Ok(crate::model::clock_as_it_stands(
+            self.0
+                .query_one("SELECT memscope_clock_current()", &[])?
+                .get(0),
+        ))
     }
 
     fn guards_present(&mut self) -> Result<bool> {

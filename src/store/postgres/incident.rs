@@ -126,7 +126,11 @@ fn tombstone(t: &mut Tx<'_>, id: &Identity) -> Result<Option<i64>> {
 }
 
 fn clock(t: &mut Tx<'_>) -> Result<i64> {
-    Ok(t.one("SELECT memscope_clock_current()", &[])?.get(0))
+    Ok(t.one(
+        "SELECT least(memscope_clock_current(), 9007199254740992)",
+        &[],
+    )?
+    .get(0))
 }
 
 /// A revert inside the caller's transaction, `id` locked (see `store::incident::revert_step`).

@@ -885,7 +885,7 @@ impl PgStore {
                 &[&pending_id, &scope.to_string(), &out.outcome.as_str()],
             )?;
             let detail = json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among });
-            let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
+            let clock: i64 = t.one("SELECT least(memscope_clock_current(), 9007199254740992)", &[])?.get(0);
             let scope_text = scope.to_string();
             t.exec(
                 "INSERT INTO history (event, subject, predicate, scope, version, source, causal_seq, at, detail, clock)
@@ -1074,7 +1074,13 @@ impl PgStore {
 
     /// The causal clock's value: the last number handed out.
     pub fn clock(&mut self) -> Result<i64> {
-        self.read(|t| Ok(t.one("SELECT memscope_clock_current()", &[])?.get(0)))
+        self.read(|t| {
+            Ok(t.one(
+                "SELECT least(memscope_clock_current(), 9007199254740992)",
+                &[],
+            )?
+            .get(0))
+        })
     }
 
     /// A metric's value (0 when never counted).
@@ -1240,7 +1246,12 @@ fn delete_in_tx(
     // History may be rewritten by this transaction only (the schema's append-only guard).
     t.txn()?
         .batch_execute(&format!("SET LOCAL {} = 'on'", schema::PURGE_SETTING))?;
-    let clock: i64 = t.one("SELECT memscope_clock_current()", &[])?.get(0);
+    let clock: i64 = t
+        .one(
+            "SELECT least(memscope_clock_current(), 9007199254740992)",
+            &[],
+        )?
+        .get(0);
     let mut report = DeleteReport {
         tombstoned: vec![],
         already_deleted: vec![],

@@ -77,7 +77,9 @@ impl PgStore {
         for table in TABLES {
             if *table == "settings" {
                 // The clock is a sequence here, a setting in a file.
-                let clock: i64 = tx.query_one("SELECT memscope_clock_current()", &[])?.get(0);
+                let clock = crate::model::clock_as_it_stands(
+                    tx.query_one("SELECT memscope_clock_current()", &[])?.get(0),
+                );
                 let row =
                     json!({"table": "settings", "key": "causal_clock", "value": clock.to_string()});
                 writeln!(out, "{}", to_json(&row)?)?;

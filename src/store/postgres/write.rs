@@ -609,7 +609,14 @@ pub(super) fn apply_batch(
             ParsedLine::Ready(w) => {
                 write_run(t, &run, &mut outcomes)?;
                 run.clear();
-                outcomes[i] = Some(write_in_tx(t, w)?);
+                // The clock's refusal comes after the look, before anything is written: the
+                // line's error, as in a run.
+                outcomes[i] = Some(match write_in_tx(t, w) {
+                    Err(e) if e.is::<crate::model::ClockExhausted>() => {
+                        WriteOutcome::error(None, e.to_string())
+                    }
+                    other => other?,
+                });
             }
         }
     }
@@ -742,11 +749,22 @@ fn write_run(
     let numbers: Vec<i64> = t
         .one("SELECT memscope_clock_take($1, $2)", &[&seen, &now])?
         .get(0);
-    for n in &numbers {
-        crate::model::within_clock(*n)?;
-    }
     let mut writes = Writes::default();
-    for ((i, w, id, at), number) in lines.iter().zip(numbers) {
+    for (((i, w, id, at), number), clock_now) in lines.iter().zip(numbers).zip(now) {
+        // A tombstoned identity's line records the clock as it stands. Any other line past
+        // the clock's end (an earlier line brought 2^53) is refused alone, as when written by
+        // itself; the batch is not run again, for the sequence cannot go back.
+        let number = if clock_now {
+            crate::model::clock_as_it_stands(number)
+        } else {
+            match crate::model::within_clock(number) {
+                Ok(n) => n,
+                Err(e) => {
+                    outcomes[*i] = Some(WriteOutcome::error(None, e.to_string()));
+                    continue;
+                }
+            }
+        };
         let (key, slot) = &mut slots[*at];
         outcomes[*i] = Some(decide_into(slot, &mut writes, key, id, w, number, None));
     }

@@ -224,9 +224,10 @@ impl Store {
                 Err(e) if !integrity.ok || is_damage(&e) => {
                     let mut integrity = integrity;
                     integrity.ok = false;
-                    integrity
-                        .problems
-                        .push(format!("the invariants could not be read: {e:#}"));
+                    integrity.problems.push(format!(
+                        "the invariants could not be read: {}",
+                        super::cause_text(&e)
+                    ));
                     Ok(CheckReport {
                         ok: false,
                         integrity: Some(integrity),
@@ -281,7 +282,7 @@ impl Store {
             Err(e) => {
                 let e = anyhow::Error::new(e);
                 if is_damage(&e) {
-                    Ok(Integrity::unreadable(mode, format!("{e:#}")))
+                    Ok(Integrity::unreadable(mode, super::cause_text(&e)))
                 } else {
                     Err(e)
                 }

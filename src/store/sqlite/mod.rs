@@ -176,10 +176,21 @@ fn retry_busy<T>(mut step: impl FnMut() -> Result<T>) -> Result<T> {
 /// said turned into a sentence that says what to do, and no cause said twice (rusqlite's
 /// errors repeat their cause as their source: `malformed: Error code 11: malformed`).
 pub fn error_text(e: &anyhow::Error) -> String {
+    chain_text(e, true)
+}
+
+/// [`error_text`] without SQLite's refusals made sentences: the cause as SQLite said it, once
+/// (for a report that says what to do itself, as `check`'s DAMAGED line does).
+pub fn cause_text(e: &anyhow::Error) -> String {
+    chain_text(e, false)
+}
+
+fn chain_text(e: &anyhow::Error, sentences: bool) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in e.chain() {
         if let Some(sentence) = cause
             .downcast_ref::<rusqlite::Error>()
+            .filter(|_| sentences)
             .and_then(sqlite_sentence)
         {
             parts.push(sentence);
@@ -190,11 +201,7 @@ pub fn error_text(e: &anyhow::Error) -> String {
             .last()
             .is_some_and(|last| last.contains(&text) || text.contains(last.as_str()))
         {
-            // The same cause again, or the earlier one with more words: keep the longer.
-            let last = parts.last_mut().expect("checked");
-            if text.len() > last.len() {
-                *last = text;
-            }
+            // The same cause again (rusqlite's source repeats its message after a code).
             continue;
         }
         parts.push(text);
@@ -209,7 +216,7 @@ fn sqlite_sentence(e: &rusqlite::Error) -> Option<String> {
             let said = message.clone().unwrap_or_else(|| f.to_string());
             match f.code {
                 rusqlite::ErrorCode::DatabaseCorrupt => Some(format!(
-                    "the database file is damaged (SQLite: {said}): stop the writers, keep a copy of the file, and restore a backup or `memscope export` what is still readable into a new database (`memscope check` says what it finds)"
+                    "the database file is damaged (SQLite: {said}): stop the writers, keep a copy of the file, and restore a backup — or salvage what SQLite can still read with `sqlite3 FILE .recover | sqlite3 NEW` and check NEW with `memscope --db NEW check`"
                 )),
                 rusqlite::ErrorCode::SystemIoFailure => Some(format!(
                     "reading or writing the database file failed (SQLite: {said}): point --db at a regular file on a disk that has room and reports no errors"

@@ -124,6 +124,22 @@ impl DeleteDialog {
             }
             Some(Ok(p)) => lines.extend(preview_lines(p, max)),
         }
+        // On a terminal too short for all of it, the last row says that more of what `y`
+        // destroys is hidden, rather than the statement ending mid-way as if complete (once
+        // the three targets fit: below that, they matter more).
+        let rows = inner.height as usize;
+        if lines.len() > rows && rows > 5 {
+            let hidden = lines.len() - (rows - 1);
+            lines.truncate(rows - 1);
+            lines.push(plain(
+                &format!(
+                    "… {hidden} more line{} of what y does: make the terminal taller to read them",
+                    if hidden == 1 { "" } else { "s" }
+                ),
+                error_style(),
+                max,
+            ));
+        }
         frame.render_widget(Paragraph::new(lines), inner);
     }
 }
