@@ -40,8 +40,9 @@ pub fn run(store: &mut AnyStore, json: bool) -> Result<i32> {
                 String::new()
             };
             outln!(
-                "    served to {n} repositor{} without a rule of their own: {}{more}",
+                "    served to {n} repositor{} without a rule of {} own: {}{more}",
                 if n == 1 { "y" } else { "ies" },
+                if n == 1 { "its" } else { "their" },
                 shown.join(", ")
             );
         }

@@ -120,7 +120,12 @@ impl DeleteDialog {
             None => lines.push(plain("Reading what this would destroy…", dim(), max)),
             Some(Err(e)) => {
                 lines.push(plain("The preview failed:", error_style(), max));
-                lines.push(plain(e, Style::new(), max));
+                // Wrapped to its end: what to do (another login, say) comes last.
+                lines.extend(
+                    crate::tui::text::wrap_at_most(e, max, 6)
+                        .into_iter()
+                        .map(|l| plain(&l, Style::new(), max)),
+                );
             }
             Some(Ok(p)) => lines.extend(preview_lines(p, max)),
         }

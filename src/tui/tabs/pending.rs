@@ -350,8 +350,9 @@ pub(crate) fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<Pending
             let n = store.blast_radius(&item.subject, &item.predicate)?.len();
             if n > 0 {
                 effect.push_str(&format!(
-                    "; {} without a rule of their own would get {}",
+                    "; {} without a rule of {} own would get {}",
                     plural(n as i64, "repository", "repositories"),
+                    if n == 1 { "its" } else { "their" },
                     in_sentence(&item.value)
                 ));
             }

@@ -223,8 +223,10 @@ fn detail_lines(s: &Suspect, max: usize) -> Vec<Line<'static>> {
     let n = s.blast_radius.len();
     lines.extend(wrapped(
         &format!(
-            "Blast radius: {} without a rule of their own get it",
-            plural(n as i64, "repository", "repositories")
+            "Blast radius: {} without a rule of {} own {} it",
+            plural(n as i64, "repository", "repositories"),
+            if n == 1 { "its" } else { "their" },
+            if n == 1 { "gets" } else { "get" }
         ),
         bold(),
         max,
