@@ -286,6 +286,20 @@ fn explain_waited(
             address.describe(),
             d.message()
         ),
+        // A dashboard login granted SELECT on the tables alone: the clock is a sequence, which
+        // `GRANT SELECT ON ALL TABLES` leaves out, and `check` and `export` read it.
+        Some(d)
+            if *d.code() == SqlState::INSUFFICIENT_PRIVILEGE
+                && d.message().contains("memscope_clock") =>
+        {
+            anyhow!(
+                "PostgreSQL at {} refused the login \"{}\" a read of the causal clock, the sequence memscope_clock ({}), which `check` and `export` read: let it read the clock with `GRANT SELECT ON SEQUENCE memscope_clock TO \"{}\"`, or run them as a memscope_agent or memscope_curator login",
+                address.describe(),
+                address.user(),
+                d.message(),
+                address.user()
+            )
+        }
         Some(d) if *d.code() == SqlState::INSUFFICIENT_PRIVILEGE => anyhow!(
             "PostgreSQL at {} refused it to the login \"{}\" ({}): that login may not do this — delete, restore, gc and purges need a memscope_curator login, writes and reads a memscope_agent one (`memscope roles --help`)",
             address.describe(),
