@@ -126,6 +126,18 @@ pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
     let on_server = matches!(store, AnyStore::Postgres(_));
     // A regular file (or stdin redirected from one) never pauses, so its batches fill up.
     let summary = if file == "-" {
+        // Standard input redirected from the database's own file (`apply < memory.db`): the
+        // same refusal as for its name, before a byte of it is read.
+        #[cfg(unix)]
+        if let AnyStore::Sqlite(s) = store {
+            if let Some(which) =
+                super::admin::database_file_named(s.path(), Path::new("/dev/stdin"))
+            {
+                return Err(usage(format!(
+                    "standard input is the database's own {which}: apply reads write requests as JSON Lines; pass the file that holds them, or pipe them in"
+                )));
+            }
+        }
         store.apply_from(std::io::stdin(), InputKind::of_stdin(), &mut emit)
     } else {
         // Opening the database's own file and closing it would drop this process's locks on it.

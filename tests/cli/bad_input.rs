@@ -1022,3 +1022,20 @@ fn an_alias_back_over_an_alias_says_the_names_already_meet() {
     assert_eq!(r.code, 1, "{r:?}");
     assert_one_sentence(&r.stderr, &["already an alias of 'baz'", "nothing to add"]);
 }
+
+// SQLite only: the database's own file on standard input.
+#[test]
+fn apply_refuses_the_database_file_on_standard_input() {
+    let db = seeded(TestDb::new());
+    let before = db.fingerprint();
+    let out = db
+        .command(&["apply"])
+        .stdin(std::fs::File::open(&db.path).unwrap())
+        .output()
+        .unwrap();
+    let r = Run::from_output(out);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_one_sentence(&r.stderr, &["standard input is the database's own file"]);
+    assert!(r.stdout.is_empty(), "no outcome lines: {}", r.stdout);
+    assert_eq!(before, db.fingerprint());
+}
