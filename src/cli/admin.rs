@@ -233,6 +233,8 @@ pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
             // export that fails half-way (a refused read, damage, a full disk) leaves no
             // half-written file, and an earlier export under that name stays as it was. A pipe
             // or device (`--out /dev/stdout`) is written in place.
+            // A link is followed: the export replaces the file it points at, not the link.
+            let p = std::fs::canonicalize(&p).unwrap_or(p);
             let in_place = p.exists() && !p.is_file();
             let target = if in_place {
                 p.clone()

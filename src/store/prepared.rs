@@ -219,7 +219,6 @@ pub(crate) fn queued_reason(guard_reason: Option<&str>) -> String {
 /// question is still open (README, "pending resolve"): the item stays in the queue, and the
 /// outcome says so and what to do. `true` when `out` is such a rejection.
 pub(crate) fn stays_open(out: &mut WriteOutcome, pending_id: i64, scope: &Scope) -> bool {
-    out.pending_id = Some(pending_id);
     if out.outcome != OutcomeKind::Rejected {
         return false;
     }

@@ -808,14 +808,7 @@ impl PgStore {
             let predicate = canonical_predicate(t, &item.predicate)?;
             let seq = match resolution_seq(&item) {
                 Some(seq) => seq,
-                None => {
-                    t.one(
-                        "SELECT least(memscope_clock_current(), 9007199254740992)",
-                        &[],
-                    )?
-                    .get::<_, i64>(0)
-                        + 1
-                }
+                None => super::store::clock_now(t)? + 1,
             };
             let mut out = Vec::with_capacity(item.candidates.len());
             for scope in &item.candidates {

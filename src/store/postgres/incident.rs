@@ -125,14 +125,6 @@ fn tombstone(t: &mut Tx<'_>, id: &Identity) -> Result<Option<i64>> {
     .map(|r| r.get(0)))
 }
 
-fn clock(t: &mut Tx<'_>) -> Result<i64> {
-    Ok(t.one(
-        "SELECT least(memscope_clock_current(), 9007199254740992)",
-        &[],
-    )?
-    .get(0))
-}
-
 /// A revert inside the caller's transaction, `id` locked (see `store::incident::revert_step`).
 fn revert_in_tx(
     t: &mut Tx<'_>,
@@ -172,7 +164,7 @@ fn revert_in_tx(
                 Restoring::Write(w) => {
                     let mut out = write_in_tx(t, &w)?;
                     let detail = incident::reverted(&mut out, detail, target);
-                    let clock = clock(t)?;
+                    let clock = super::store::clock_now(t)?;
                     log_event(
                         t,
                         EventKind::Reverted,
@@ -197,7 +189,7 @@ fn revert_in_tx(
         "DELETE FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
         &[&id.subject, &id.predicate, &scope],
     )?;
-    let clock = clock(t)?;
+    let clock = super::store::clock_now(t)?;
     log_event(
         t,
         EventKind::Removed,
@@ -359,7 +351,7 @@ impl PgStore {
             let moved = write_in_tx(t, &w)?;
             let detail = incident::rescope_moved(&to_id, &from_id.scope, from_version, &moved)?;
             let to_scope = to_id.scope.to_string();
-            let clock = clock(t)?;
+            let clock = super::store::clock_now(t)?;
             t.exec(
                 "INSERT INTO history (event, subject, predicate, scope, version, source, causal_seq, at, detail, clock)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, memscope_now(), $8, $9)",

@@ -206,11 +206,14 @@ impl<'a> Tx<'a> {
 
     /// How to run `sql` now: typed on its first run on this connection, prepared after.
     fn run(&mut self, sql: &'static str) -> Result<Run> {
-        if self.statements.by_sql.contains_key(sql) {
-            return Ok(Run::Prepared(self.statement(sql)?));
+        match self.statements.by_sql.get(sql) {
+            Some(Some(s)) => Ok(Run::Prepared(s.clone())),
+            Some(None) => Ok(Run::Prepared(self.statement(sql)?)),
+            None => {
+                self.statements.by_sql.insert(sql, None);
+                Ok(Run::Typed)
+            }
         }
-        self.statements.by_sql.insert(sql, None);
-        Ok(Run::Typed)
     }
 
     pub(super) fn all(&mut self, sql: &'static str, params: &[&dyn Param]) -> Result<Vec<Row>> {
@@ -248,6 +251,14 @@ impl<'a> Tx<'a> {
             (Run::Typed, Conn::Auto(c)) => c.execute_typed(sql, &typed(params))?,
         })
     }
+}
+
+/// The causal clock's value, the last number handed out, as it stands for every reader
+/// ([`crate::model::clock_as_it_stands`]: never past 2^53, where the sequence may be).
+pub(super) fn clock_now(t: &mut Tx<'_>) -> Result<i64> {
+    Ok(crate::model::clock_as_it_stands(
+        t.one("SELECT memscope_clock_current()", &[])?.get(0),
+    ))
 }
 
 /// A refusal of the server as one sentence naming the database and what to do.
@@ -890,6 +901,7 @@ impl PgStore {
                 resolution_seq(&item),
             )?;
             let mut out = write_in_tx(t, &prepared)?;
+            out.pending_id = Some(pending_id);
             if crate::store::prepared::stays_open(&mut out, pending_id, &scope) {
                 return Ok(out);
             }
@@ -899,7 +911,7 @@ impl PgStore {
                 &[&pending_id, &scope.to_string(), &out.outcome.as_str()],
             )?;
             let detail = json!({ "pending_id": pending_id, "outcome": out.outcome.as_str(), "among_candidates": among });
-            let clock: i64 = t.one("SELECT least(memscope_clock_current(), 9007199254740992)", &[])?.get(0);
+            let clock = clock_now(t)?;
             let scope_text = scope.to_string();
             t.exec(
                 "INSERT INTO history (event, subject, predicate, scope, version, source, causal_seq, at, detail, clock)
@@ -1088,13 +1100,7 @@ impl PgStore {
 
     /// The causal clock's value: the last number handed out.
     pub fn clock(&mut self) -> Result<i64> {
-        self.read(|t| {
-            Ok(t.one(
-                "SELECT least(memscope_clock_current(), 9007199254740992)",
-                &[],
-            )?
-            .get(0))
-        })
+        self.read(clock_now)
     }
 
     /// A metric's value (0 when never counted).
@@ -1260,12 +1266,7 @@ fn delete_in_tx(
     // History may be rewritten by this transaction only (the schema's append-only guard).
     t.txn()?
         .batch_execute(&format!("SET LOCAL {} = 'on'", schema::PURGE_SETTING))?;
-    let clock: i64 = t
-        .one(
-            "SELECT least(memscope_clock_current(), 9007199254740992)",
-            &[],
-        )?
-        .get(0);
+    let clock = clock_now(t)?;
     let mut report = DeleteReport {
         tombstoned: vec![],
         already_deleted: vec![],

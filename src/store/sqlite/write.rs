@@ -906,6 +906,7 @@ impl Store {
                 causal_seq,
             )?;
             let mut out = write_in_tx(tx, &prepared, &ctx.now, st)?;
+            out.pending_id = Some(pending_id);
             if crate::store::prepared::stays_open(&mut out, pending_id, scope) {
                 assert_written(tx, ctx, &prepared)?;
                 return Ok(out);
