@@ -76,7 +76,10 @@ fn pump(
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
             };
-            if last.swap(speaker, Ordering::SeqCst) != speaker {
+            // The driver's Terminate ('X', length 4), sent as a client is dropped, is no round
+            // trip, and whether it leaves before the process exits is a race: not counted.
+            let terminate = buf[..n] == [b'X', 0, 0, 0, 4];
+            if last.swap(speaker, Ordering::SeqCst) != speaker && !terminate {
                 if let Some(f) = &flights {
                     f.fetch_add(1, Ordering::SeqCst);
                 }
