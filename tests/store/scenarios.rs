@@ -555,3 +555,71 @@ fn s5_deleting_the_package_manager_preference_removes_every_copy_until_restore_o
     assert_eq!(code, 0, "{report:#}");
     assert!(report["metrics"]["resurrection_blocked"].as_i64().unwrap() >= 3);
 }
+
+/// 待定项里的话也是用户的：删除一个从未有过记录、但被待定项点名的身份，会销毁那条待定项并立下墓碑。
+/// An identity that never held a record but that a pending item names among its candidate
+/// scopes is the user's to delete: the item (their words) is destroyed and the identity
+/// tombstoned, so the words cannot come back through a later write; an identity no item names
+/// is still refused in one sentence.
+#[test]
+fn deleting_an_identity_only_a_pending_item_names_destroys_the_item() {
+    deleting_an_identity_only_a_pending_item_names_destroys_the_item_on(TestDb::new());
+}
+
+#[test]
+fn deleting_an_identity_only_a_pending_item_names_destroys_the_item_on_postgres() {
+    on_postgres(deleting_an_identity_only_a_pending_item_names_destroys_the_item_on);
+}
+
+fn deleting_an_identity_only_a_pending_item_names_destroys_the_item_on(db: TestDb) {
+    let words = "这个仓库用 npm ci 吧 🙂";
+    let queued = db.write_ambiguous(
+        U,
+        PM,
+        "npm",
+        "global,repo:legacy-dashboard",
+        "thread:9/message:2",
+        words,
+    );
+    assert_eq!(queued["outcome"], "pending", "{queued:#}");
+
+    // A scope the item does not name: nothing to delete, said once, nothing changed.
+    let refused = db.run(&args_for("delete", U, PM, &["--scope", "task:other"]));
+    assert_eq!(refused.code, 1, "{refused:?}");
+    assert!(
+        refused.stderr.contains("no pending item names its scope")
+            && refused.stderr.lines().count() == 1,
+        "{refused:?}"
+    );
+    assert_eq!(db.pending(false).len(), 1);
+
+    let preview = db.json(&args_for(
+        "delete",
+        U,
+        "包管理器",
+        &["--scope", "repo:legacy-dashboard", "--dry-run", "--json"],
+    ));
+    assert_eq!(preview["pending_items"], 1, "{preview:#}");
+    assert_eq!(preview["identities"].as_array().map(Vec::len), Some(1));
+
+    let report = db.json(&args_for(
+        "delete",
+        U,
+        PM,
+        &["--scope", "repo:legacy-dashboard", "--json"],
+    ));
+    assert_eq!(report["purged_pending"], 1, "{report:#}");
+    assert_eq!(report["tombstoned"][0]["scope"], "repo:legacy-dashboard");
+    assert!(db.pending(true).is_empty(), "the item is destroyed, closed ones too");
+    assert_eq!(
+        db.sql_i64(&format!(
+            "SELECT count(*) FROM pending WHERE raw = '{words}' OR value LIKE '%npm%'"
+        )),
+        0
+    );
+    // The words cannot come back through a write to the deleted identity.
+    let again = db.write(U, PM, "npm", "repo:legacy-dashboard", "thread:9/message:3");
+    assert_eq!(again["outcome"], "rejected", "{again:#}");
+    let (code, check) = db.check();
+    assert_eq!(code, 0, "{check:#}");
+}

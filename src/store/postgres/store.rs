@@ -1220,8 +1220,10 @@ fn delete_in_tx(
                     &[&subject, p, &scope_text],
                 )?
                 .is_some();
-            if !ever {
-                bail!("there is no memory {subject} · {p} @ {scope} to delete: see `memscope list`");
+            // An identity that never held a record is still the user's to delete when a
+            // pending item names its scope: the item holds their words for it.
+            if !ever && pending_naming(t, &subject, p, &scope_text)?.is_empty() {
+                bail!("there is no memory {subject} · {p} @ {scope} to delete, and no pending item names its scope: see `memscope list` and `memscope pending`");
             }
             vec![Identity {
                 subject: subject.clone(),
@@ -1287,21 +1289,7 @@ fn delete_in_tx(
             "SELECT memscope_identity_lock($1, $2, $3)",
             &[&id.subject, &id.predicate, &scope],
         )?;
-        let naming: Vec<i64> = t
-            .all(
-                "SELECT id, candidates, resolved_scope FROM pending WHERE subject = $1 AND predicate = $2",
-                &[&id.subject, &id.predicate],
-            )?
-            .iter()
-            .filter(|r| {
-                crate::store::events::pending_names(
-                    &r.get::<_, String>(1),
-                    r.get::<_, Option<String>>(2).as_deref(),
-                    std::slice::from_ref(&scope),
-                )
-            })
-            .map(|r| r.get(0))
-            .collect();
+        let naming = pending_naming(t, &id.subject, &id.predicate, &scope)?;
         if let Some(version) = left_of(t, id)?.nothing_to_destroy(!naming.is_empty()) {
             preview.already_deleted.push(id.clone());
             report.already_deleted.push(TombstoneRef::of(id, version));
@@ -1410,6 +1398,25 @@ fn delete_in_tx(
     preview.pending_items = report.purged_pending;
     preview.read_notes = report.purged_notes;
     Ok((report, preview))
+}
+
+/// Open or closed pending items of this subject and predicate naming `scope`.
+fn pending_naming(t: &mut Tx<'_>, subject: &str, predicate: &str, scope: &str) -> Result<Vec<i64>> {
+    Ok(t
+        .all(
+            "SELECT id, candidates, resolved_scope FROM pending WHERE subject = $1 AND predicate = $2",
+            &[&subject, &predicate],
+        )?
+        .iter()
+        .filter(|r| {
+            crate::store::events::pending_names(
+                &r.get::<_, String>(1),
+                r.get::<_, Option<String>>(2).as_deref(),
+                &[scope.to_string()],
+            )
+        })
+        .map(|r| r.get(0))
+        .collect())
 }
 
 /// What is left of an identity: content rows of history, current records, the tombstone's

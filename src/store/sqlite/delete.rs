@@ -47,8 +47,8 @@ fn target_identities(conn: &Connection, target: &DeleteTarget) -> Result<Vec<Ide
 }
 
 /// The identities a delete of `target` tombstones; refuses a target that matches nothing (an
-/// identity that never held a record, a predicate or subject with neither records nor pending
-/// items), so that the preview and the delete give the same answer.
+/// identity that never held a record and that no pending item names, a predicate or subject
+/// with neither records nor pending items), so that the preview and the delete give the same answer.
 fn covered_identities(conn: &Connection, target: &DeleteTarget) -> Result<Vec<Identity>> {
     let ids = target_identities(conn, target)?;
     match target {
@@ -57,8 +57,13 @@ fn covered_identities(conn: &Connection, target: &DeleteTarget) -> Result<Vec<Id
                 .prepare_cached("SELECT 1 FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
                                  UNION ALL SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3")?
                 .exists(params![id.subject, id.predicate, id.scope.to_string()])?;
-            if !ever {
-                bail!("there is no memory {id} to delete: see `memscope list`");
+            // An identity that never held a record is still the user's to delete when a
+            // pending item names its scope: the item holds their words for it.
+            if !ever
+                && pending_naming(conn, &id.subject, &id.predicate, &[id.scope.to_string()])?
+                    .is_empty()
+            {
+                bail!("there is no memory {id} to delete, and no pending item names its scope: see `memscope list` and `memscope pending`");
             }
         }
         _ if ids.is_empty() && pending_of_target(conn, target)?.is_empty() => {
