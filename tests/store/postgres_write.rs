@@ -841,6 +841,181 @@ fn the_pending_queue_on_postgres() {
     assert_eq!(events, 1);
 }
 
+/// Pending resolutions racing deletes of the scope they resolve into, in separate processes:
+/// two resolvers force 24 items (candidates `global`, `task:t`) into `repo:r` while a third
+/// process deletes and restores `repo:r` in a loop. What each was told is what the database
+/// holds at the end: an item told `rejected` (the scope was deleted) is still open — the user's
+/// words kept for another choice — since no delete of `repo:r` names it; an item told written is
+/// resolved into `repo:r` with its event in history, or was destroyed by a later delete (which
+/// counted it); no command failed; `check` is clean.
+#[test]
+fn pending_resolves_racing_deletes_of_their_scope_land_as_told_on_postgres() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    let memscope = |args: &[&str]| memscope_on(&db, home.path(), args);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    const ITEMS: usize = 24;
+    // Two more, resolved after the race: the deleter's last step was a restore, so they land
+    // and stay.
+    let ids: Vec<i64> = (0..ITEMS + 2)
+        .map(|i| {
+            let mut w = req(
+                "race:1",
+                "runner",
+                json!(format!("跑 {i} 🏃")),
+                "global,task:t",
+                &format!("q:{i}"),
+            );
+            w.raw = Some(format!("用第 {i} 个"));
+            store.write(&w).unwrap().pending_id.unwrap()
+        })
+        .collect();
+    let stop = AtomicBool::new(false);
+    let (told, deletes) = std::thread::scope(|s| {
+        let resolvers: Vec<_> = (0..2)
+            .map(|r| {
+                let ids = &ids;
+                let memscope = &memscope;
+                s.spawn(move || {
+                    ids[..ITEMS]
+                        .iter()
+                        .skip(r)
+                        .step_by(2)
+                        .map(|id| {
+                            let out = memscope(&[
+                                "pending",
+                                "resolve",
+                                &id.to_string(),
+                                "--scope",
+                                "repo:r",
+                                "--force",
+                                "--json",
+                            ]);
+                            (*id, out)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let deleter = s.spawn(|| {
+            let mut reports = Vec::new();
+            while !stop.load(Ordering::SeqCst) || reports.len() < 3 {
+                let d = memscope(&[
+                    "delete",
+                    "--subject",
+                    "race:1",
+                    "--predicate",
+                    "runner",
+                    "--scope",
+                    "repo:r",
+                    "--json",
+                ]);
+                let r = memscope(&[
+                    "restore",
+                    "--subject",
+                    "race:1",
+                    "--predicate",
+                    "runner",
+                    "--scope",
+                    "repo:r",
+                ]);
+                reports.push((d, r));
+            }
+            reports
+        });
+        let told: Vec<(i64, std::process::Output)> = resolvers
+            .into_iter()
+            .flat_map(|r| r.join().unwrap())
+            .collect();
+        stop.store(true, Ordering::SeqCst);
+        (told, deleter.join().unwrap())
+    });
+    let mut told = told;
+    for id in &ids[ITEMS..] {
+        let id_text = id.to_string();
+        let args = [
+            "pending", "resolve", &id_text, "--scope", "repo:r", "--force", "--json",
+        ];
+        told.push((*id, memscope(&args)));
+    }
+
+    // Deletes and restores: each succeeded, or was refused in one sentence because the
+    // identity had nothing yet (no resolution had landed) or was not deleted.
+    let mut purged = 0;
+    for (d, r) in &deletes {
+        if d.status.success() {
+            let report: Value = serde_json::from_slice(&d.stdout).unwrap();
+            purged += report["purged_pending"].as_i64().unwrap();
+        } else {
+            let e = String::from_utf8_lossy(&d.stderr);
+            assert!(e.contains("no memory") && e.lines().count() == 1, "{d:?}");
+        }
+        let e = String::from_utf8_lossy(&r.stderr);
+        assert!(
+            r.status.success() || (e.contains("not deleted") && e.lines().count() == 1),
+            "{r:?}"
+        );
+    }
+    let state = |raw: &mut postgres::Client, id: i64| -> Option<(String, Option<String>, String)> {
+        raw.query_opt(
+            "SELECT status, resolved_scope, source FROM pending WHERE id = $1",
+            &[&id],
+        )
+        .unwrap()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+    };
+    let (mut rejected, mut landed, mut gone) = (0, 0, 0);
+    for (id, out) in &told {
+        let o: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("item {id}: {e}: {out:?}"));
+        let outcome = o["outcome"].as_str().unwrap().to_string();
+        // A rejected write exits 1, as `write` does; every other outcome 0.
+        let code = if outcome == "rejected" { 1 } else { 0 };
+        assert_eq!(out.status.code(), Some(code), "item {id}: {out:?}");
+        match (outcome.as_str(), state(&mut raw, *id)) {
+            ("rejected", Some((status, None, _))) if status == "open" => rejected += 1,
+            ("rejected", other) => panic!("item {id} told rejected, holds {other:?}"),
+            ("inserted" | "superseded" | "confirmed" | "stale", None) => gone += 1,
+            (
+                "inserted" | "superseded" | "confirmed" | "stale",
+                Some((status, Some(scope), source)),
+            ) if status == "resolved" && scope == "repo:r" => {
+                let events: i64 = raw
+                    .query_one(
+                        "SELECT count(*) FROM history WHERE subject = 'race:1' AND scope = 'repo:r'
+                         AND source = $1 AND event IN ('set', 'confirmed', 'stale') AND value IS NOT NULL",
+                        &[&source],
+                    )
+                    .unwrap()
+                    .get(0);
+                assert!(
+                    events >= 1,
+                    "item {id} told {outcome}: its event is in history"
+                );
+                landed += 1;
+            }
+            (outcome, other) => panic!("item {id} told {outcome}, holds {other:?}"),
+        }
+    }
+    assert_eq!(told.len(), ITEMS + 2);
+    assert!(
+        landed >= 2,
+        "the items resolved after the race landed and stayed"
+    );
+    assert_eq!(
+        purged, gone,
+        "every item gone was counted by the delete that destroyed it"
+    );
+    let report = store.check().unwrap();
+    assert!(report.ok, "{:?}", report.violations);
+    eprintln!(
+        "{} delete rounds; resolutions: {landed} landed and kept, {gone} landed then deleted, {rejected} rejected and kept open",
+        deletes.len()
+    );
+}
+
 /// A delete on PostgreSQL destroys the content in every table that held it, in one
 /// transaction: the record, its history (a content-free `deleted` event stays), the pending item
 /// naming it, the note of a read — a later write is rejected, the preview (`--dry-run`) counts

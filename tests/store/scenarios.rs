@@ -610,7 +610,10 @@ fn deleting_an_identity_only_a_pending_item_names_destroys_the_item_on(db: TestD
     ));
     assert_eq!(report["purged_pending"], 1, "{report:#}");
     assert_eq!(report["tombstoned"][0]["scope"], "repo:legacy-dashboard");
-    assert!(db.pending(true).is_empty(), "the item is destroyed, closed ones too");
+    assert!(
+        db.pending(true).is_empty(),
+        "the item is destroyed, closed ones too"
+    );
     assert_eq!(
         db.sql_i64(&format!(
             "SELECT count(*) FROM pending WHERE raw = '{words}' OR value LIKE '%npm%'"

@@ -1402,21 +1402,20 @@ fn delete_in_tx(
 
 /// Open or closed pending items of this subject and predicate naming `scope`.
 fn pending_naming(t: &mut Tx<'_>, subject: &str, predicate: &str, scope: &str) -> Result<Vec<i64>> {
-    Ok(t
-        .all(
-            "SELECT id, candidates, resolved_scope FROM pending WHERE subject = $1 AND predicate = $2",
-            &[&subject, &predicate],
-        )?
-        .iter()
-        .filter(|r| {
-            crate::store::events::pending_names(
-                &r.get::<_, String>(1),
-                r.get::<_, Option<String>>(2).as_deref(),
-                &[scope.to_string()],
-            )
-        })
-        .map(|r| r.get(0))
-        .collect())
+    Ok(t.all(
+        "SELECT id, candidates, resolved_scope FROM pending WHERE subject = $1 AND predicate = $2",
+        &[&subject, &predicate],
+    )?
+    .iter()
+    .filter(|r| {
+        crate::store::events::pending_names(
+            &r.get::<_, String>(1),
+            r.get::<_, Option<String>>(2).as_deref(),
+            &[scope.to_string()],
+        )
+    })
+    .map(|r| r.get(0))
+    .collect())
 }
 
 /// What is left of an identity: content rows of history, current records, the tombstone's
