@@ -62,6 +62,10 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
+/// How much of each considered value the chain's lines show (README, "resolve"): the first
+/// line gives the winner whole, `--json` every value whole.
+const CHAIN_VALUE: usize = 80;
+
 pub fn resolve(store: &mut AnyStore, a: ResolveArgs) -> Result<i32> {
     let repo = context_arg(ContextKind::Repo, a.repo.as_deref())?;
     let task = context_arg(ContextKind::Task, a.task.as_deref())?;
@@ -106,7 +110,7 @@ pub fn resolve(store: &mut AnyStore, a: ResolveArgs) -> Result<i32> {
         let value = c
             .value
             .as_ref()
-            .map(|v| format!(" = {v}"))
+            .map(|v| format!(" = {}", crate::model::shorten(&v.to_string(), CHAIN_VALUE)))
             .unwrap_or_default();
         let version = c.version.map(|v| format!(" v{v}")).unwrap_or_default();
         outln!("  {arrow} {:<9} {}{value}{version}", c.state, c.scope);

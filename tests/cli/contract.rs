@@ -419,6 +419,28 @@ fn chinese_emoji_and_100kb_values_round_trip_through_write_and_apply() {
     db.run(&args_for("history", "用户:小明 🐼", "笔记", &[]))
         .ok();
     db.run(&["pending"]).ok();
+    // resolve's text: the winner whole on its first line, once; the chain's values cut.
+    let t = db
+        .run(&args_for(
+            "resolve",
+            "用户:小明 🐼",
+            "笔记",
+            &["--repo", "仓库-一", "--task", "任务-二"],
+        ))
+        .ok();
+    let lines: Vec<&str> = t.stdout.lines().collect();
+    assert!(
+        lines[0].contains(&*via_apply),
+        "the first line holds the value whole"
+    );
+    assert_eq!(t.stdout.matches(&*via_apply).count(), 1);
+    assert_eq!(lines.len(), 4, "{}", t.stdout.len());
+    for line in &lines[1..] {
+        assert!(
+            (line.chars().count() < 160 && line.contains('…')) || line.contains("absent"),
+            "{line}"
+        );
+    }
     db.assert_check_ok();
 }
 
