@@ -1260,9 +1260,11 @@ fn escape_json_controls(json: String) -> String {
 }
 
 /// The comparison form of a value: strings trimmed, case folded, inner whitespace collapsed;
-/// object keys unordered (serde_json's map is sorted).
+/// numbers by their value (`1`, `1.0` and `1e0` are one number, `-0` is `0`); object keys
+/// unordered (serde_json's map is sorted).
 pub fn value_key(v: &Value) -> Value {
     match v {
+        Value::Number(n) => Value::Number(number_key(n)),
         Value::String(s) => Value::String(
             s.split_whitespace()
                 .collect::<Vec<_>>()
@@ -1274,6 +1276,23 @@ pub fn value_key(v: &Value) -> Value {
             Value::Object(map.iter().map(|(k, v)| (k.clone(), value_key(v))).collect())
         }
         other => other.clone(),
+    }
+}
+
+/// A number in one form per value: a float with no fraction that an integer type holds exactly
+/// becomes that integer, so it equals the integer spelled without a fraction.
+fn number_key(n: &serde_json::Number) -> serde_json::Number {
+    match n.as_f64() {
+        Some(f) if n.is_f64() && f.fract() == 0.0 => {
+            if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
+                serde_json::Number::from(f as i64)
+            } else if (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+                serde_json::Number::from(f as u64)
+            } else {
+                n.clone()
+            }
+        }
+        _ => n.clone(),
     }
 }
 
@@ -1533,6 +1552,21 @@ mod tests {
         assert!(same_value(&json!(" PNPM "), &json!("pnpm")));
         assert!(same_value(&json!("npm  ci"), &json!("NPM ci")));
         assert!(!same_value(&json!("npm"), &json!("pnpm")));
+        // Numbers by value: one number however it is spelled, exactly past 2^53.
+        let num = |t: &str| serde_json::from_str::<Value>(t).unwrap();
+        assert!(same_value(&num("1"), &num("1.0")));
+        assert!(same_value(&num("[1e2, -0]"), &num("[100, 0.0]")));
+        assert!(same_value(&num("{\"n\": 3}"), &num("{\"n\": 3.0}")));
+        assert!(!same_value(&num("1"), &num("1.5")));
+        assert!(!same_value(&num("1"), &num("\"1\"")));
+        assert!(!same_value(
+            &num("9007199254740993"),
+            &num("9007199254740992.0")
+        ));
+        assert!(same_value(
+            &num("18446744073709551615"),
+            &num("18446744073709551615")
+        ));
         assert!(same_value(
             &json!({"a": "X", "b": 1}),
             &json!({"b": 1, "a": "x"})

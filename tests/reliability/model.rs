@@ -80,7 +80,7 @@ fn scope(i: u8) -> Scope {
 }
 
 fn value(i: u8) -> Value {
-    match i % 9 {
+    match i % 10 {
         0 => json!("npm"),
         1 => json!(" NPM "),
         2 => json!("pnpm"),
@@ -89,17 +89,23 @@ fn value(i: u8) -> Value {
         5 => json!({"k": "V", "n": 1}),
         6 => json!({"n": 1, "k": " v "}),
         7 => json!(3),
+        8 => json!(3.0),
         _ => json!(["x", "Y"]),
     }
 }
 
 /// Whether the model takes two values for one: strings alike once trimmed, lower-cased and
-/// their inner whitespace collapsed; arrays item by item; objects key by key, in any order.
+/// their inner whitespace collapsed; numbers equal in value (`3` and `3.0`); arrays item by
+/// item; objects key by key, in any order.
 /// Stated pairwise, independently of the store's comparison key, so that a fault in either shows.
 fn same(a: &Value, b: &Value) -> bool {
     let words = |s: &str| -> Vec<String> { s.split_whitespace().map(str::to_lowercase).collect() };
     match (a, b) {
         (Value::String(x), Value::String(y)) => words(x) == words(y),
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => i == j,
+            _ => x.as_f64() == y.as_f64(),
+        },
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
         }

@@ -118,9 +118,24 @@ fn s1_the_same_value_in_another_spelling_is_a_confirmation_on(db: TestDb) {
         &[],
     );
     assert_eq!(other["outcome"], "superseded");
+    // A number is one value however it is spelled: `4.0` and `4e0` confirm `4`.
+    for (spelling, source) in [
+        ("4.0", "thread:29/message:2"),
+        ("4e0", "thread:29/message:3"),
+    ] {
+        let same = db.write_with(
+            (U, "indentation"),
+            ValueArg::Json(&format!(r#"{{"width": {spelling}, "style": "SPACES"}}"#)),
+            "repo:web-app",
+            source,
+            &[],
+        );
+        assert_eq!(same["outcome"], "confirmed", "{spelling}: {same:#}");
+    }
     let rec = &db.list(&[])[0];
     assert_eq!(rec["value"], json!({"style": "spaces", "width": 4}));
     assert_eq!(rec["version"], 2);
+    assert_eq!(rec["confirm_count"], 2);
     db.assert_check_ok();
 }
 
