@@ -182,10 +182,24 @@ fn setting_json(key: &str, value: String) -> serde_json::Value {
 pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
     match cmd {
         AliasCommand::Add { alias, canonical } => {
-            let (a, c) = made_for(path, || {
+            let added = made_for(path, || {
                 AnyStore::open(path, OpenMode::Create)?.add_alias(&alias, &canonical)
             })?;
-            outln!("alias {a} → {c}");
+            let (a, c) = (&added.alias, &added.canonical);
+            match added.repointed.as_slice() {
+                [] if added.existed => outln!("alias {a} → {c} was already there: nothing changed"),
+                [] => outln!("alias {a} → {c}"),
+                moved => outln!(
+                    "alias {a} → {c}; the {} that pointed at {a} now point{} at {c}: {}",
+                    if moved.len() == 1 {
+                        "alias".to_string()
+                    } else {
+                        format!("{} aliases", moved.len())
+                    },
+                    if moved.len() == 1 { "s" } else { "" },
+                    moved.join(", ")
+                ),
+            }
         }
         AliasCommand::List { json } => {
             let mut store = AnyStore::open(path, OpenMode::Existing)?;

@@ -5,6 +5,7 @@
 //! `postgres` holds PostgreSQL's groundwork (address, connection, schema and guards).
 
 pub(crate) mod alias;
+pub use alias::AliasAdded;
 pub(crate) mod check;
 pub mod decide;
 pub(crate) mod dump;
@@ -330,7 +331,7 @@ impl AnyStore {
     }
 
     /// Adds `alias → canonical` ([`alias`] judges).
-    pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<(String, String)> {
+    pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<AliasAdded> {
         match self {
             AnyStore::Sqlite(s) => s.add_alias(alias, canonical),
             AnyStore::Postgres(p) => p.add_alias(alias, canonical),

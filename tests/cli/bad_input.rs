@@ -1023,6 +1023,37 @@ fn an_alias_back_over_an_alias_says_the_names_already_meet() {
     assert_one_sentence(&r.stderr, &["already an alias of 'baz'", "nothing to add"]);
 }
 
+/// `alias add` says what it did: re-pointed aliases named, a pair already there said so, and
+/// a name whose memories were deleted refused in one sentence (the tombstone would no longer
+/// catch a write of them).
+#[test]
+fn alias_add_says_what_it_changed_and_refuses_a_deleted_memorys_name() {
+    let db = TestDb::new();
+    let r = db.run(&["alias", "add", "package_manager", "pkg"]).ok();
+    assert!(
+        r.stdout.starts_with("alias package_manager → pkg; the ")
+            && r.stdout
+                .contains("aliases that pointed at package_manager now point at pkg: ")
+            && r.stdout.contains("包管理器"),
+        "{r:?}"
+    );
+    let r = db.run(&["alias", "add", "pm", "pkg"]).ok();
+    assert_eq!(
+        r.stdout,
+        "alias pm → pkg was already there: nothing changed\n"
+    );
+    db.write(U, "饮食", "素食", "global", "s1");
+    db.run(&args_for("delete", U, "饮食", &["--scope", "global"]))
+        .ok();
+    let before = db.fingerprint();
+    let r = db.run(&["alias", "add", "饮食", "food_pref"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_one_sentence(&r.stderr, &["1 deleted memory (tombstone)", "restore it"]);
+    assert_eq!(before, db.fingerprint(), "a refusal changes nothing");
+    let again = db.write(U, "饮食", "素食", "global", "s2");
+    assert_eq!(again["outcome"], "rejected", "{again:#}");
+}
+
 // SQLite only: the database's own file on standard input.
 #[test]
 fn apply_refuses_the_database_file_on_standard_input() {

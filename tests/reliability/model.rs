@@ -1073,7 +1073,13 @@ impl Harness {
                     .ids
                     .iter()
                     .any(|(k, st)| k.1 == a && st.cur.is_some());
-                let ok = a != c && !self.model.aliases.contains_key(&c) && !live;
+                // Nor over a name with deleted memories: their writes would escape the tombstones.
+                let deleted = self
+                    .model
+                    .ids
+                    .iter()
+                    .any(|(k, st)| k.1 == a && st.tomb.is_some());
+                let ok = a != c && !self.model.aliases.contains_key(&c) && !live && !deleted;
                 if ok {
                     for v in self.model.aliases.values_mut() {
                         if *v == a {

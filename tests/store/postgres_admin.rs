@@ -69,8 +69,11 @@ fn assert_clean(store: &mut AnyStore) {
 
 /// What an attempt gave: the pair added, or the sentence of the refusal — on PostgreSQL after
 /// the `on USER@HOST:PORT/DB: ` that names the database.
-fn said(r: anyhow::Result<(String, String)>, db: &str) -> Result<(String, String), String> {
-    r.map_err(|e| {
+fn said(
+    r: anyhow::Result<memscope::store::AliasAdded>,
+    db: &str,
+) -> Result<(String, String), String> {
+    r.map(|a| (a.alias, a.canonical)).map_err(|e| {
         let e = format!("{e:#}");
         match e.split_once(&format!("/{db}: ")) {
             Some((_, sentence)) => sentence.to_string(),
@@ -140,11 +143,39 @@ fn aliases_on_postgres_as_on_sqlite() {
         assert!(table.len() > before.len());
         out.push(json!(table));
         out.push(json!(current(&mut store)));
+        // A deleted memory's predicate is not made an alias: a write of it would be stored
+        // under the canonical name, past its tombstone.
+        store
+            .write(&req("user:42", "diet", json!("素食 🥗"), "global", "m4"))
+            .unwrap();
+        store
+            .delete(
+                &DeleteTarget::Predicate {
+                    subject: "user:42".into(),
+                    predicate: "diet".into(),
+                },
+                None,
+            )
+            .unwrap();
+        out.push(json!(said(
+            store.add_alias("diet", "food_pref"),
+            &both.pg.name
+        )));
+        let again = store
+            .write(&req("user:42", "diet", json!("素食 🥗"), "global", "m5"))
+            .unwrap();
+        out.push(json!(again.outcome));
         assert_clean(&mut store);
         results.push(out);
     }
     assert_eq!(results[0], results[1]);
     let r = &results[0];
+    assert!(
+        r[11]["Err"].as_str().unwrap().contains("1 deleted memory"),
+        "{}",
+        r[11]
+    );
+    assert_eq!(r[12], json!("rejected"));
     assert_eq!(r[0], json!({"Ok": ["pkg_mgr", "package_manager"]}));
     assert!(
         r[1]["Err"]

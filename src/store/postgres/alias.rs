@@ -7,13 +7,13 @@
 //! later reads the alias and stores under the canonical name.
 
 use super::store::PgStore;
-use crate::store::alias::{judge, normalized_pair};
+use crate::store::alias::{judge, normalized_pair, AliasAdded, Held};
 use anyhow::Result;
 
 impl PgStore {
     /// Adds `alias → canonical` (both normalized); aliases of `alias` then point at
     /// `canonical`, so no chain forms.
-    pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<(String, String)> {
+    pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<AliasAdded> {
         let (alias, canonical) = normalized_pair(alias, canonical)?;
         self.in_tx(|t| {
             t.txn()?
@@ -24,23 +24,32 @@ impl PgStore {
                     &[&canonical],
                 )?
                 .map(|r| r.get(0));
-            let live: i64 = t
-                .one(
-                    "SELECT count(*) FROM memories WHERE predicate = $1",
-                    &[&alias],
-                )?
-                .get(0);
-            judge(&alias, &canonical, target.as_deref(), live)?;
-            t.exec(
-                "UPDATE predicate_aliases SET canonical = $2 WHERE canonical = $1",
+            let held = t.one(
+                "SELECT (SELECT count(*) FROM memories WHERE predicate = $1),
+                        (SELECT count(*) FROM tombstones WHERE predicate = $1),
+                        EXISTS (SELECT 1 FROM predicate_aliases WHERE alias = $1 AND canonical = $2)",
                 &[&alias, &canonical],
             )?;
+            let existed: bool = held.get(2);
+            let held = Held {
+                live: held.get(0),
+                deleted: held.get(1),
+            };
+            judge(&alias, &canonical, target.as_deref(), held)?;
+            let repointed = t
+                .all(
+                    "UPDATE predicate_aliases SET canonical = $2 WHERE canonical = $1 RETURNING alias",
+                    &[&alias, &canonical],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
             t.exec(
                 "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ($1, $2, memscope_now())
                  ON CONFLICT (alias) DO UPDATE SET canonical = EXCLUDED.canonical, added_at = EXCLUDED.added_at",
                 &[&alias, &canonical],
             )?;
-            Ok((alias.clone(), canonical.clone()))
+            Ok(AliasAdded::new(alias.clone(), canonical.clone(), repointed, existed))
         })
     }
 

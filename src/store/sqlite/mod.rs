@@ -591,7 +591,11 @@ impl Store {
 
     /// Adds an alias; both sides are normalized. Refuses chains and self-aliases
     /// ([`crate::store::alias`] judges).
-    pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<(String, String)> {
+    pub fn add_alias(
+        &mut self,
+        alias: &str,
+        canonical: &str,
+    ) -> Result<crate::store::alias::AliasAdded> {
         let (alias, canonical) = crate::store::alias::normalized_pair(alias, canonical)?;
         self.in_write_tx(|tx, ctx, _| {
         let canonical_is_alias: Option<String> = tx
@@ -601,21 +605,34 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()?;
-        let live: i64 = tx.query_row(
-            "SELECT count(*) FROM memories WHERE predicate = ?1",
-            [&alias],
-            |r| r.get(0),
+        let (held, existed) = tx.query_row(
+            "SELECT (SELECT count(*) FROM memories WHERE predicate = ?1),
+                    (SELECT count(*) FROM tombstones WHERE predicate = ?1),
+                    EXISTS (SELECT 1 FROM predicate_aliases WHERE alias = ?1 AND canonical = ?2)",
+            [&alias, &canonical],
+            |r| {
+                let held = crate::store::alias::Held {
+                    live: r.get(0)?,
+                    deleted: r.get(1)?,
+                };
+                Ok((held, r.get::<_, bool>(2)?))
+            },
         )?;
-        crate::store::alias::judge(&alias, &canonical, canonical_is_alias.as_deref(), live)?;
-        tx.execute(
-            "UPDATE predicate_aliases SET canonical = ?2 WHERE canonical = ?1",
-            rusqlite::params![alias, canonical],
-        )?;
+        crate::store::alias::judge(&alias, &canonical, canonical_is_alias.as_deref(), held)?;
+        let repointed = tx
+            .prepare("UPDATE predicate_aliases SET canonical = ?2 WHERE canonical = ?1 RETURNING alias")?
+            .query_map(rusqlite::params![alias, canonical], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
         tx.execute(
             "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
             rusqlite::params![alias, canonical, ctx.now],
         )?;
-        Ok((alias.clone(), canonical.clone()))
+        Ok(crate::store::alias::AliasAdded::new(
+            alias.clone(),
+            canonical.clone(),
+            repointed,
+            existed,
+        ))
         })
     }
 
