@@ -107,6 +107,52 @@ fn incident_queued(db: TestDb) {
     db.assert_check_ok();
 }
 
+/// A tombstone comes before the guard: the incident's words written again after the user
+/// deleted the global memory are `rejected`, not queued — a queued item would store the deleted
+/// value and words again, and a human resolving it would bring them back.
+#[test]
+fn a_deleted_memory_is_rejected_before_the_guard_would_queue_it() {
+    deleted_before_the_guard(TestDb::new());
+}
+
+#[test]
+fn a_deleted_memory_is_rejected_before_the_guard_would_queue_it_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        deleted_before_the_guard(db);
+    }
+}
+
+fn deleted_before_the_guard(db: TestDb) {
+    global_write(&db, "npm", "thread:23/message:14", INCIDENT, &[]);
+    db.run(&args_for("delete", U, PM, &["--scope", "global"]))
+        .ok();
+    let out = global_write(&db, "npm", "thread:23/message:15", INCIDENT, IN_LEGACY);
+    assert_eq!(out["outcome"], "rejected", "{out}");
+    assert!(db.pending(true).is_empty(), "nothing queued");
+    assert_eq!(
+        db.sql_i64(&format!(
+            "SELECT count(*) FROM history WHERE raw = '{INCIDENT}' OR value LIKE '%npm%'"
+        )),
+        0,
+        "the deleted words are stored nowhere again"
+    );
+    // A write the guard would queue into a place that is not deleted still is queued.
+    let other = global_write(&db, "yarn", "thread:24/message:1", INCIDENT, IN_LEGACY);
+    assert_eq!(
+        other["outcome"], "rejected",
+        "the global identity is still deleted: {other}"
+    );
+    let other = db.write_with(
+        (U, "formatter"),
+        "biome",
+        "global",
+        "thread:24/message:2",
+        &["--raw", "这个仓库用 biome", "--in-repo", "legacy-dashboard"],
+    );
+    assert_eq!(other["outcome"], "pending", "{other}");
+    db.assert_check_ok();
+}
+
 #[test]
 fn a_sibling_or_a_named_repository_is_evidence_too() {
     let db = TestDb::new();

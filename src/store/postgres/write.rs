@@ -466,7 +466,7 @@ fn guarded(w: &PreparedWrite, mode: Option<GuardMode>) -> bool {
 }
 
 /// Decides and applies one write inside an open transaction (README, the write rules: the
-/// scope guard, tombstone → no record → same value → causal order → supersede).
+/// tombstone, the scope guard, no record → same value → causal order → supersede).
 pub(in crate::store::postgres) fn write_in_tx(
     t: &mut Tx<'_>,
     w: &PreparedWrite,
@@ -525,6 +525,14 @@ pub(in crate::store::postgres) fn write_in_tx(
         probe_from_row(&r, 4, &scope_text)?
     } else {
         match guard(t, &w, mode)? {
+            // A deleted memory is refused before it is judged (README, "Write rules": a
+            // tombstone comes first): queued, its value and words would be stored again.
+            Verdict::Queue { .. }
+                if t.opt(
+                    "SELECT 1 FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = 'global'",
+                    &[&w.subject, &w.predicate],
+                )?
+                .is_some() => {}
             Verdict::Queue {
                 candidates,
                 evidence,

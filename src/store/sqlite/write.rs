@@ -340,6 +340,15 @@ pub(crate) fn write_in_tx(
     Ok(out)
 }
 
+/// Whether the global identity of `w` is deleted (has a tombstone).
+fn tombstoned_global(conn: &Connection, w: &PreparedWrite) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = 'global'",
+        )?
+        .exists(params![w.subject, w.predicate])?)
+}
+
 fn decide_and_apply(
     conn: &Connection,
     w: &PreparedWrite,
@@ -360,6 +369,9 @@ fn decide_and_apply(
     let mut suspect = None;
     if *scope == Scope::Global {
         match st.guard(conn, w)? {
+            // A deleted memory is refused before it is judged (README, "Write rules": a
+            // tombstone comes first): queued, its value and words would be stored again.
+            Verdict::Queue { .. } if tombstoned_global(conn, w)? => {}
             Verdict::Queue {
                 candidates,
                 evidence,
