@@ -132,7 +132,10 @@ pub(in crate::store::postgres) fn write_probe(t: &mut Tx<'_>, id: &Identity) -> 
 
 /// Has the core decide one exact write against its identity's slot, and records what the
 /// decision writes. `number` is the write's causal number — for a tombstoned identity the
-/// clock's value now, which its `rejected` row records.
+/// clock's value now, which its `rejected` row records; `clock` the causal clock as it stands
+/// once the write took its number (docs/SCHEMA.md, `history.clock`: a write with an older
+/// number of its own leaves the clock where it was), which its history row records.
+#[allow(clippy::too_many_arguments)]
 fn decide_into(
     slot: &mut Slot,
     writes: &mut Writes,
@@ -140,6 +143,7 @@ fn decide_into(
     id: &Identity,
     w: &PreparedWrite,
     number: i64,
+    clock: i64,
     suspect: Option<&Value>,
 ) -> WriteOutcome {
     let decision = decide_write(&slot.probe, &w.value, number);
@@ -156,7 +160,7 @@ fn decide_into(
         value: w.value_text.clone(),
         causal_seq: Some(number),
         detail: None,
-        clock: number,
+        clock,
     };
     match &decision {
         WriteDecision::Reject { tombstone_version } => {
@@ -567,10 +571,11 @@ pub(in crate::store::postgres) fn write_in_tx(
         scope,
     };
     let key = (id.subject.clone(), id.predicate.clone(), scope_text);
-    let number = if probe.tombstone.is_some() {
-        clock
-    } else {
-        seq
+    let (number, clock) = match (probe.tombstone, w.causal_seq) {
+        (Some(_), _) => (clock, clock),
+        // Its own number moved the clock up to it, if it was behind; the look read it after.
+        (None, Some(_)) => (seq, clock.max(seq)),
+        (None, None) => (seq, seq),
     };
     let mut slot = Slot::new(probe);
     let mut writes = Writes::default();
@@ -581,6 +586,7 @@ pub(in crate::store::postgres) fn write_in_tx(
         &id,
         &w,
         number,
+        clock,
         suspect.as_ref(),
     );
     flush_one(t, &key, &slot, &writes)?;
@@ -754,6 +760,13 @@ fn write_run(
             (w.causal_seq.filter(|_| !tombstoned), tombstoned)
         })
         .unzip();
+    // The clock as it stands before the run, when a line's own number may be behind it: each
+    // line's history row records the clock once the line took its number.
+    let mut clock = if seen.iter().any(Option::is_some) {
+        super::clock_now(t)?
+    } else {
+        0
+    };
     let numbers: Vec<i64> = t
         .one("SELECT memscope_clock_take($1, $2)", &[&seen, &now])?
         .get(0);
@@ -773,8 +786,18 @@ fn write_run(
                 }
             }
         };
+        clock = clock.max(number);
         let (key, slot) = &mut slots[*at];
-        outcomes[*i] = Some(decide_into(slot, &mut writes, key, id, w, number, None));
+        outcomes[*i] = Some(decide_into(
+            slot,
+            &mut writes,
+            key,
+            id,
+            w,
+            number,
+            clock,
+            None,
+        ));
     }
     flush(t, &slots, &writes)
 }
