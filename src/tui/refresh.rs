@@ -78,6 +78,10 @@ fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String
                 };
                 d.take_choices(choices);
                 d.choice = at.unwrap_or(0);
+                if let Some(version) = d.effect_wanted() {
+                    let effect = repair::revert_effect(store, &d.record, version);
+                    d.take_effect(version, effect);
+                }
             }
         }
         Dialog::Rescope(d) => {

@@ -4,7 +4,7 @@
 
 use super::dialogs::{RescopePreview, RevertChoice, Suggestion};
 use super::text::{ago, value_text};
-use crate::model::{Identity, MemoryRecord, OutcomeKind, Scope};
+use crate::model::{MemoryRecord, OutcomeKind, Scope};
 use crate::store::{ReadFilter, UiStore};
 use anyhow::Result;
 use chrono::{DateTime, Utc};
@@ -129,25 +129,45 @@ pub fn rescope_preview(
     Ok(preview)
 }
 
-/// The earlier versions of `rec`'s identity, newest first, each with what reverting to it
-/// would do (the store's own revert, rolled back) or why the store would refuse it.
+/// The earlier versions of `rec`, newest first, each once (the previous one is chosen first,
+/// and what choosing it does is asked of the store at once; the others' when chosen, so a
+/// timeline of thousands of versions opens as fast as one of two).
 pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Vec<RevertChoice>> {
     let history = store.history(&rec.subject, &rec.predicate, Some(&rec.scope))?;
-    let id = Identity {
-        subject: rec.subject.clone(),
-        predicate: rec.predicate.clone(),
-        scope: rec.scope.clone(),
-    };
-    let scope = &rec.scope;
+    let mut seen = std::collections::HashSet::new();
     let mut out: Vec<RevertChoice> = Vec::new();
     for e in history.iter().rev().filter(|e| e.event == "set") {
         let Some(version) = e.version else {
             continue;
         };
-        if version >= rec.version || out.iter().any(|c| c.version == version) {
+        if version >= rec.version || !seen.insert(version) {
             continue;
         }
-        let effect = store.preview_revert(&id, Some(version)).map(|o| {
+        out.push(RevertChoice {
+            version,
+            value: e.value.clone(),
+            at: e.at.clone(),
+            source: e.source.clone(),
+            valid_until: e.valid_until.clone(),
+            effect: None,
+        });
+    }
+    if let Some(first) = out.first_mut() {
+        first.effect = Some(revert_effect(store, rec, first.version));
+    }
+    Ok(out)
+}
+
+/// What reverting `rec` to `version` does, from the store's preview, or why it refuses.
+pub fn revert_effect(
+    store: &mut dyn UiStore,
+    rec: &MemoryRecord,
+    version: i64,
+) -> Result<String, String> {
+    let scope = &rec.scope;
+    store
+        .preview_revert(&rec.identity(), Some(version))
+        .map(|o| {
             let shown = o.value.as_ref().map(value_text).unwrap_or_default();
             match o.outcome {
                 OutcomeKind::Confirmed => format!(
@@ -159,17 +179,7 @@ pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Vec
                     o.version.unwrap_or_default()
                 ),
             }
-        });
-        out.push(RevertChoice {
-            version,
-            value: e.value.clone(),
-            at: e.at.clone(),
-            source: e.source.clone(),
-            valid_until: e.valid_until.clone(),
-            effect,
-        });
-    }
-    Ok(out)
+        })
 }
 
 /// One line for a write outcome in a toast: `inserted repo:legacy-dashboard v1 = npm`.

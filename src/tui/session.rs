@@ -660,12 +660,17 @@ impl Session {
         Ok(())
     }
 
-    /// Loads the revert dialog's earlier versions and what each would do.
+    /// Loads the revert dialog's earlier versions, or what choosing the chosen one does.
     fn preview_revert(&mut self) {
         let Some(Dialog::Revert(d)) = self.app.dialogs.last() else {
             return;
         };
         let record = d.record.clone();
+        if let Some(version) = d.effect_wanted() {
+            let effect = repair::revert_effect(&mut *self.store, &record, version);
+            self.hand_top(Loaded::RevertEffect(version, effect));
+            return;
+        }
         let choices = repair::revert_choices(&mut *self.store, &record)
             .map_err(|e| crate::store::error_text(&e));
         self.hand_top(Loaded::Revert(choices));

@@ -1064,7 +1064,7 @@ fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
         assert_eq!(c.version, 1);
         assert_eq!(
             c.effect,
-            Ok("global becomes pnpm (value of v1) as v3".to_string())
+            Some(Ok("global becomes pnpm (value of v1) as v3".to_string()))
         );
         // A digit that names no earlier version says so; 1 names v1.
         press(&mut s, "9");
@@ -1093,7 +1093,9 @@ fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
         let d = top!(s, Revert);
         assert_eq!(
             d.chosen().unwrap().effect,
-            Ok("global already holds pnpm: v3 is confirmed, no new version".to_string())
+            Some(Ok(
+                "global already holds pnpm: v3 is confirmed, no new version".to_string()
+            ))
         );
         press(&mut s, "n");
         assert!(s.app.dialogs.is_empty());
@@ -1766,11 +1768,29 @@ fn a_long_revert_list_scrolls_to_the_choice_and_keeps_the_effect_on_screen() {
         select(&mut s, "user:42 · test_runner @ global");
         s.handle_key(ch('v'));
         s.pump();
+        // What a choice does is asked of the store when it is chosen (each answer is a
+        // rolled-back write): a long timeline opens with one answer, not one per version.
+        let d = top!(s, Revert);
+        let choices = match &d.choices {
+            Some(Ok(c)) => c.clone(),
+            other => panic!("the versions are loaded: {other:?}"),
+        };
+        assert_eq!(choices.len(), 59);
+        assert!(choices[0].effect.as_ref().is_some_and(|e| e.is_ok()));
+        assert!(choices[1..].iter().all(|c| c.effect.is_none()));
         for _ in 0..40 {
             s.handle_key(ch('j'));
         }
         s.pump();
         let chosen = top!(s, Revert).chosen().unwrap().version;
+        let effect = top!(s, Revert).chosen().unwrap().effect.clone();
+        assert!(
+            effect.as_ref().is_some_and(|e| e
+                .as_ref()
+                .unwrap()
+                .contains(&format!("(value of v{chosen})"))),
+            "{effect:?}"
+        );
         let screen = render(&mut s, 80, 24);
         let row = screen
             .lines()

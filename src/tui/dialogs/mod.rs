@@ -90,8 +90,10 @@ pub enum Loaded<'a> {
     Suggestions(Vec<Suggestion>),
     /// … and the preview of its target.
     Rescope(Result<RescopePreview, String>),
-    /// The revert dialog's earlier versions.
+    /// The revert dialog's earlier versions …
     Revert(Result<Vec<RevertChoice>, String>),
+    /// … and what choosing one of them does.
+    RevertEffect(i64, Result<String, String>),
 }
 
 impl Dialog {
@@ -128,6 +130,9 @@ impl Dialog {
             (Dialog::Rescope(d), Loaded::Suggestions(list)) => d.take_suggestions(list),
             (Dialog::Rescope(d), Loaded::Rescope(preview)) => d.preview = Some(preview),
             (Dialog::Revert(d), Loaded::Revert(choices)) => d.take_choices(choices),
+            (Dialog::Revert(d), Loaded::RevertEffect(version, effect)) => {
+                d.take_effect(version, effect)
+            }
             _ => {}
         }
     }

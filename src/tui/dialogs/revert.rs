@@ -27,8 +27,9 @@ pub struct RevertChoice {
     pub at: String,
     pub source: Option<String>,
     pub valid_until: Option<String>,
-    /// What choosing it does, or why the store would refuse it.
-    pub effect: Result<String, String>,
+    /// What choosing it does, or why the store would refuse it — asked of the store when the
+    /// version is chosen (`None` until then: each answer is a rolled-back write).
+    pub effect: Option<Result<String, String>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -49,10 +50,26 @@ impl RevertDialog {
         }
     }
 
-    /// The earlier versions and what each would do; the previous one is chosen.
+    /// The earlier versions; the previous one is chosen.
     pub fn take_choices(&mut self, choices: Result<Vec<RevertChoice>, String>) {
         self.choices = Some(choices);
         self.choice = 0;
+    }
+
+    /// What choosing `version` does, from the store.
+    pub fn take_effect(&mut self, version: i64, effect: Result<String, String>) {
+        if let Some(Ok(choices)) = &mut self.choices {
+            if let Some(c) = choices.iter_mut().find(|c| c.version == version) {
+                c.effect = Some(effect);
+            }
+        }
+    }
+
+    /// The chosen version, when what choosing it does is not known yet.
+    pub fn effect_wanted(&self) -> Option<i64> {
+        self.chosen()
+            .filter(|c| c.effect.is_none())
+            .map(|c| c.version)
     }
 
     pub fn key(&mut self, cmd: Option<Command>, key: &KeyEvent, shell: &mut Shell<'_>) -> Step {
@@ -64,14 +81,18 @@ impl RevertDialog {
         match cmd {
             Some(Command::Confirm) => match (d.chosen(), &d.choices) {
                 (Some(c), _) => match &c.effect {
-                    Ok(_) => {
+                    Some(Ok(_)) => {
                         let curation = Curation::Revert {
                             identity: d.record.identity(),
                             to_version: c.version,
                         };
                         return Step::Close(Action::Apply(curation));
                     }
-                    Err(why) => shell.error(why.clone()),
+                    Some(Err(why)) => shell.error(why.clone()),
+                    None => {
+                        shell.info("still working out what reverting does: press y again");
+                        return Step::Stay(Action::PreviewRevert);
+                    }
                 },
                 (None, Some(Err(e))) => shell.error(e.clone()),
                 (None, Some(Ok(_))) => shell.error("there is no earlier version to revert to"),
@@ -112,18 +133,20 @@ impl RevertDialog {
                         d.typed = text;
                     }
                     None => {
-                        let names: Vec<String> =
-                            choices.iter().map(|x| format!("v{}", x.version)).collect();
                         d.typed.clear();
                         let text = format!(
                             "no earlier version v{text}: the choices are {}",
-                            names.join(", ")
+                            version_names(choices)
                         );
                         shell.info(text);
                     }
                 }
             }
             _ => {}
+        }
+        // A newly chosen version: the store says what choosing it does.
+        if d.effect_wanted().is_some() {
+            return Step::Stay(Action::PreviewRevert);
         }
         Step::Stay(Action::None)
     }
@@ -164,8 +187,9 @@ impl RevertDialog {
                 let effect = match d.chosen() {
                     Some(c) => {
                         let (effects, refusal) = match &c.effect {
-                            Ok(e) => (vec![e.clone()], None),
-                            Err(why) => (Vec::new(), Some(why.as_str())),
+                            Some(Ok(e)) => (vec![e.clone()], None),
+                            Some(Err(why)) => (Vec::new(), Some(why.as_str())),
+                            None => (vec!["working out what choosing it does…".into()], None),
                         };
                         outcome_lines(&effects, refusal, max, super::rows_a_line(area.height))
                     }
@@ -225,6 +249,21 @@ impl RevertDialog {
         let inner = frame_box(frame, rect, &title, Context::Revert);
         frame.render_widget(Paragraph::new(lines), inner);
     }
+}
+
+/// The versions to choose from, named — the first few and the last when there are many.
+fn version_names(choices: &[RevertChoice]) -> String {
+    let name = |c: &RevertChoice| format!("v{}", c.version);
+    if choices.len() <= 8 {
+        return choices.iter().map(name).collect::<Vec<_>>().join(", ");
+    }
+    let first: Vec<String> = choices.iter().take(5).map(name).collect();
+    format!(
+        "{} … {} ({} versions)",
+        first.join(", "),
+        name(&choices[choices.len() - 1]),
+        choices.len()
+    )
 }
 
 fn digit(key: &KeyEvent) -> Option<char> {
