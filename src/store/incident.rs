@@ -388,7 +388,10 @@ pub(crate) fn reverted(out: &mut WriteOutcome, mut detail: Value, target: i64) -
 /// A rescope whose two places are one.
 pub(crate) fn rescope_same_place(from: &Identity, to: &Identity) -> Result<()> {
     if from == to {
-        bail!("--scope and --to are the same scope: nothing to move");
+        bail!(
+            "{from} is already in {}: rescoping it there moves nothing — choose another scope",
+            to.scope
+        );
     }
     Ok(())
 }

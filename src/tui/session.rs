@@ -624,6 +624,15 @@ impl Session {
     /// Opens the current view on the marked record with its history beside it. The filter
     /// and a folded group would hide it, so they give way.
     fn go_to(&mut self, mark: TimelineMark) -> Result<()> {
+        // A record deleted or moved since: say so where the user is, and move nothing (the
+        // list would open on a neighbour, its history beside it, as if it were the one).
+        if self.store.get(&mark.identity)?.is_none() {
+            self.app.error(format!(
+                "{} holds no live record now (deleted or moved since): `memscope history` still shows its timeline",
+                mark.identity
+            ));
+            return Ok(());
+        }
         self.app.tab = Tab::Memories;
         self.app.focus = Focus::List;
         let memories = &mut self.app.tabs.memories;

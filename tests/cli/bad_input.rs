@@ -1054,6 +1054,25 @@ fn alias_add_says_what_it_changed_and_refuses_a_deleted_memorys_name() {
     assert_eq!(again["outcome"], "rejected", "{again:#}");
 }
 
+/// A rescope onto the scope the record is in says so in words any front end can show (no CLI
+/// flag names: the UI's rescope dialog shows the same sentence).
+#[test]
+fn a_rescope_onto_its_own_scope_moves_nothing_and_says_so() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s1");
+    let before = db.fingerprint();
+    let r = db.run(&args_for(
+        "rescope",
+        U,
+        PM,
+        &["--scope", "global", "--to", "GLOBAL"],
+    ));
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_one_sentence(&r.stderr, &["is already in global", "moves nothing"]);
+    assert!(!r.stderr.contains("--"), "{r:?}");
+    assert_eq!(before, db.fingerprint());
+}
+
 // SQLite only: the database's own file on standard input.
 #[test]
 fn apply_refuses_the_database_file_on_standard_input() {

@@ -837,6 +837,10 @@ fn go_to_clears_the_filter_and_unfolds_and_explains_a_record_that_is_gone() {
             version: 1,
             note: "read by nobody".into(),
         };
+        // Asked from another tab, it stays there with the selection as it was: the list does
+        // not open on a neighbour with its history beside it, as if it were the one.
+        s.app.tab = Tab::Reads;
+        let (before, focus) = (selected_label(&s), s.app.focus);
         s.perform(Action::GoTo(gone));
         let toast = s.app.toast.clone().unwrap();
         assert!(
@@ -844,7 +848,9 @@ fn go_to_clears_the_filter_and_unfolds_and_explains_a_record_that_is_gone() {
             "{}",
             toast.text
         );
-        assert_eq!(s.app.focus, Focus::List);
+        assert_eq!(s.app.tab, Tab::Reads);
+        assert_eq!(selected_label(&s), before);
+        assert_eq!(s.app.focus, focus);
     });
 }
 
