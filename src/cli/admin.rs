@@ -249,6 +249,15 @@ pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
             // or device (`--out /dev/stdout`) is written in place.
             // A link is followed: the export replaces the file it points at, not the link.
             let p = std::fs::canonicalize(&p).unwrap_or(p);
+            if let Some(folder) = p.parent().filter(|f| !f.as_os_str().is_empty()) {
+                if !folder.is_dir() {
+                    anyhow::bail!(
+                        "cannot write {}: the folder {} does not exist: create it, or pass --out a file in a folder that does",
+                        p.display(),
+                        folder.display()
+                    );
+                }
+            }
             let in_place = p.exists() && !p.is_file();
             let target = if in_place {
                 p.clone()
@@ -259,8 +268,9 @@ pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
                 p.with_file_name(name)
             };
             let written = (|| -> Result<u64> {
+                // Named as asked: the file beside it is memscope's own business.
                 let f = private_file(&target)
-                    .with_context(|| format!("cannot create {}", target.display()))?;
+                    .with_context(|| format!("cannot write {}", p.display()))?;
                 let mut w = std::io::BufWriter::new(f);
                 let n = store.export(&mut w)?;
                 std::io::Write::flush(&mut w)?;

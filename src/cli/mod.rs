@@ -375,7 +375,10 @@ pub fn run(cli: Cli) -> Result<i32> {
         Some(Command::Demo { no_tui, no_mouse }) => admin::demo(cli.db, no_tui, mouse(no_mouse)),
         Some(Command::Init) => admin::init(&path),
         Some(Command::Write(args)) => write::write(|| open_any(OpenMode::Create), args),
-        Some(Command::Apply { file }) => write::apply(&mut open_any(OpenMode::Create)?, &file),
+        Some(Command::Apply { file }) => {
+            write::check_input(&file, &path)?;
+            write::apply(&mut open_any(OpenMode::Create)?, &file)
+        }
         Some(Command::Seq) => {
             outln!("{}", open_any(OpenMode::Create)?.next_seq()?);
             Ok(EXIT_OK)

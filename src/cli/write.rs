@@ -109,6 +109,31 @@ pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i3
     Ok(EXIT_OK)
 }
 
+/// `apply`'s input file, opened for reading — or why it cannot be.
+fn open_input(file: &str) -> Result<std::fs::File> {
+    if Path::new(file).is_dir() {
+        anyhow::bail!(
+            "cannot read {file}: it is a folder, not a file: pass a JSON Lines file or - for standard input"
+        );
+    }
+    std::fs::File::open(file).with_context(|| {
+        format!("cannot read {file}: pass a JSON Lines file or - for standard input")
+    })
+}
+
+/// Refuses an input `apply` cannot read before a database that does not exist yet is created,
+/// so a refused apply leaves no new file (the input is closed again at once: no lock of this
+/// process is held yet). An existing database is opened first, as before: its own files are
+/// refused by name there.
+pub fn check_input(file: &str, db: &Path) -> Result<()> {
+    let new_file =
+        crate::store::postgres::Address::recognise(db.as_os_str()).is_none() && !db.exists();
+    if file != "-" && new_file {
+        open_input(file)?;
+    }
+    Ok(())
+}
+
 pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -148,14 +173,7 @@ pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
                 )));
             }
         }
-        if Path::new(file).is_dir() {
-            anyhow::bail!(
-                "cannot read {file}: it is a folder, not a file: pass a JSON Lines file or - for standard input"
-            );
-        }
-        let f = std::fs::File::open(file).with_context(|| {
-            format!("cannot read {file}: pass a JSON Lines file or - for standard input")
-        })?;
+        let f = open_input(file)?;
         let kind = InputKind::of(&f);
         store.apply_from(f, kind, &mut emit)
     };

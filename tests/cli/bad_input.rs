@@ -670,6 +670,30 @@ fn apply_of_a_missing_input_file_is_one_sentence_on(db: TestDb) {
     });
 }
 
+/// An input apply cannot read is refused before the database is opened: no new database file
+/// (nor the folders for it) is left behind.
+#[test]
+fn apply_of_a_missing_input_creates_no_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = TestDb::at(dir.path().join("新/目录/memory.db"));
+    let missing = dir.path().join("没有这个文件.jsonl");
+    db.run(&["apply", missing.to_str().unwrap()])
+        .fails_with(1, &["cannot read"]);
+    assert!(!dir.path().join("新").exists(), "nothing was created");
+}
+
+/// `export --out` into a folder that does not exist names the file asked for and the folder,
+/// not the temporary file it would have been written to first.
+#[test]
+fn export_into_a_missing_folder_names_the_folder() {
+    let db = seeded(TestDb::new());
+    let out = db.sibling("nope/导出.jsonl");
+    let r = db.run(&["export", "--out", out.to_str().unwrap()]);
+    r.fails_with(1, &["does not exist", "导出.jsonl"]);
+    assert_one_sentence(&r.stderr, &[]);
+    assert!(!r.stderr.contains("partial"), "{r:?}");
+}
+
 /// The database file itself (or its WAL) given as apply's input: refused before it is opened —
 /// reading it and closing it would drop the store's locks — and nothing changes.
 #[test]
