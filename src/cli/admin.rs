@@ -89,7 +89,13 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
         // A file too damaged to open is the check's answer, not an error of the command.
         Err(e) if is_damage(&e) => CheckReport {
             ok: false,
-            integrity: Some(Integrity::unreadable(mode, crate::store::cause_text(&e))),
+            integrity: Some(Integrity::unreadable(
+                mode,
+                match e.downcast_ref::<crate::store::NotADatabase>() {
+                    Some(_) => "its first bytes are not SQLite's header (another kind of file, or a database whose header is damaged)".into(),
+                    None => crate::store::cause_text(&e),
+                },
+            )),
             violations: Vec::new(),
             metrics: Default::default(),
             health: crate::store::exposures(path),

@@ -767,6 +767,24 @@ fn check_reports_a_file_too_damaged_to_open() {
         "{}",
         r.stdout
     );
+    // Its header itself: the same answer, in JSON too (a script reads `ok`), while any
+    // other command refuses the file in one sentence that names both possibilities.
+    scribble(&db, 0, 16);
+    let r = db.run(&["check", "--json"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+    let report = r.json();
+    assert_eq!(report["ok"], false, "{report}");
+    assert!(
+        report["integrity"]["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("not SQLite's header"),
+        "{report}"
+    );
+    let r = db.run(&["list"]);
+    assert_eq!(r.code, 1);
+    assert_one_sentence(&r.stderr, &["is not a SQLite database", "damaged"]);
 }
 
 #[test]

@@ -181,6 +181,23 @@ pub fn error_text(e: &anyhow::Error) -> String {
 
 /// [`error_text`] without SQLite's refusals made sentences: the cause as SQLite said it, once
 /// (for a report that says what to do itself, as `check`'s DAMAGED line does).
+/// A file whose first page is not SQLite's: another kind of file, or a database whose header
+/// is damaged — `check` reports it as damage (README, "check"), any other command refuses it.
+#[derive(Debug)]
+pub struct NotADatabase(pub PathBuf);
+
+impl std::fmt::Display for NotADatabase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is not a SQLite database (its first bytes are not SQLite's header: another kind of file, or a database whose header is damaged — restore that from a backup): point --db at a memscope database or a new file name",
+            self.0.display()
+        )
+    }
+}
+
+impl std::error::Error for NotADatabase {}
+
 pub fn cause_text(e: &anyhow::Error) -> String {
     chain_text(e, false)
 }
@@ -341,10 +358,7 @@ impl Store {
                 Some(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::NotADatabase
             );
             if not_a_database {
-                anyhow!(
-                    "{} is not a SQLite database: point --db at a memscope database or a new file name",
-                    path.display()
-                )
+                anyhow::Error::new(NotADatabase(path.to_path_buf()))
             } else {
                 e.context(format!("{} is not a usable SQLite database", path.display()))
             }
