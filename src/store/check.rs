@@ -62,7 +62,12 @@ impl Integrity {
 
     /// One sentence for a damaged file, naming the first problem and what to do.
     pub fn sentence(&self) -> String {
-        let first = self.problems.first().map(String::as_str).unwrap_or("");
+        // SQLite states one problem over several lines.
+        let first = self
+            .problems
+            .first()
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default();
         format!(
             "the database file is damaged: SQLite's {} check found {} problem(s), first: {}; stop the writers, keep a copy of the file, and restore a backup — or salvage what SQLite can still read with `sqlite3 FILE .recover | sqlite3 NEW` and check NEW with `memscope --db NEW check`",
             match self.mode {
@@ -70,7 +75,7 @@ impl Integrity {
                 IntegrityMode::Full => "full integrity",
             },
             self.problems.len(),
-            crate::model::escape_controls(first)
+            crate::model::escape_controls(&first)
         )
     }
 }

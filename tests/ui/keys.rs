@@ -136,6 +136,52 @@ fn number_keys_switch_tabs() {
     });
 }
 
+/// The Check tab says a damage verdict to its end (the remedy is its last clause), SQLite's
+/// lines joined; and it scrolls no further than its last screen.
+#[test]
+fn the_check_tab_wraps_its_verdict_and_stops_at_its_last_screen() {
+    use memscope::store::{Integrity, IntegrityMode};
+    use memscope::tui::app::CheckState;
+    for_each_backend(&Fixture::story(), |db| {
+        let mut s = db.session(80, 12);
+        s.handle_key(ch('4'));
+        s.pump();
+        let CheckState::Done(report) = &mut s.app.tabs.check.state else {
+            panic!("the check ran");
+        };
+        report.ok = false;
+        report.integrity = Some(Integrity::unreadable(
+            IntegrityMode::Quick,
+            "*** in database main ***\nTree 10 page 10 cell 0: invalid page number 99".into(),
+        ));
+        let mut seen = String::new();
+        let mut screens = Vec::new();
+        for _ in 0..40 {
+            let screen = render(&mut s, 80, 12);
+            seen.push_str(&screen);
+            screens.push(screen);
+            s.handle_key(ch('j'));
+        }
+        let flat: String = seen.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(".recover"), "the remedy shows:\n{seen}");
+        assert!(!seen.contains("\\n"), "{seen}");
+        // Past the end, j changes nothing: the last screen stays full.
+        let last = screens.last().unwrap();
+        assert_eq!(&screens[screens.len() - 2], last);
+        let rows: Vec<&str> = last.lines().collect();
+        let pane_bottom = rows
+            .iter()
+            .rposition(|r| r.trim_matches('"').starts_with('└'))
+            .unwrap_or_else(|| panic!("the pane's bottom border:\n{last}"));
+        assert!(
+            !rows[pane_bottom - 1]
+                .trim_matches(|c: char| c == '"' || c == '│' || c == ' ')
+                .is_empty(),
+            "no blank rows below the report's end:\n{last}"
+        );
+    });
+}
+
 #[test]
 fn filter_line_types_keeps_and_clears() {
     for_each_backend(&Fixture::story(), |db| {

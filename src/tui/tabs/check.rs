@@ -52,12 +52,10 @@ impl TabComponent for CheckTab {
 
     fn motion(&mut self, m: Motion, _pane: Focus, shell: &mut Shell<'_>) -> Action {
         let page = shell.page;
-        // The report stops about where its text ends.
-        let lines = match &self.state {
-            CheckState::Done(r) => r.violations.len() + 3 * r.health.len() + r.metrics.len() + 12,
-            _ => 1,
-        };
-        step(&mut self.scroll, lines, m, page);
+        // The report stops where its text ends: its last screen is as far as it scrolls.
+        let width = (shell.size.0 as usize).saturating_sub(2);
+        let lines = self.lines(width).len();
+        step(&mut self.scroll, lines.saturating_sub(page) + 1, m, page);
         Action::None
     }
 
@@ -82,8 +80,19 @@ impl TabComponent for CheckTab {
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
         let inner = pane(frame, body, "Check · invariants and health", view.focused);
-        let max = inner.width as usize;
-        let lines = match &self.state {
+        let lines = self.lines(inner.width as usize);
+        let scroll = self
+            .scroll
+            .min(lines.len().saturating_sub(inner.height as usize));
+        let lines: Vec<Line<'static>> = lines.into_iter().skip(scroll).collect();
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+impl CheckTab {
+    /// The tab's text at `max` columns, sentences wrapped to their end.
+    fn lines(&self, max: usize) -> Vec<Line<'static>> {
+        match &self.state {
             CheckState::NotRun | CheckState::Running => vec![
                 plain("Checking every invariant…", bold(), max),
                 plain(
@@ -92,15 +101,21 @@ impl TabComponent for CheckTab {
                     max,
                 ),
             ],
-            CheckState::Failed(e) => vec![
-                plain("The check could not run:", error_style(), max),
-                plain(e, Style::new(), max),
-            ],
+            CheckState::Failed(e) => {
+                let mut lines = vec![plain("The check could not run:", error_style(), max)];
+                wrapped(&mut lines, e, "", Style::new(), max);
+                lines
+            }
             CheckState::Done(report) => report_lines(report, max),
-        };
-        let scroll = self.scroll.min(lines.len().saturating_sub(1));
-        let lines: Vec<Line<'static>> = lines.into_iter().skip(scroll).collect();
-        frame.render_widget(Paragraph::new(lines), inner);
+        }
+    }
+}
+
+/// `text` wrapped to `max` columns, each line after `indent`.
+fn wrapped(lines: &mut Vec<Line<'static>>, text: &str, indent: &str, style: Style, max: usize) {
+    let width = max.saturating_sub(indent.chars().count()).max(1);
+    for l in wrap(text, width) {
+        lines.push(plain(&format!("{indent}{l}"), style, max));
     }
 }
 
@@ -109,7 +124,8 @@ fn report_lines(report: &CheckReport, max: usize) -> Vec<Line<'static>> {
     let damage = report.integrity.as_ref().filter(|i| !i.ok);
     if let Some(integrity) = damage {
         lines.push(plain("✗ the file is damaged", error_style(), max));
-        lines.push(plain(&integrity.sentence(), Style::new(), max));
+        // The whole sentence: what to do comes at its end.
+        wrapped(&mut lines, &integrity.sentence(), "", Style::new(), max);
     } else if report.ok {
         // PostgreSQL has no file for memscope to examine (the server guards its pages).
         let said = match report.integrity {
@@ -151,19 +167,14 @@ fn report_lines(report: &CheckReport, max: usize) -> Vec<Line<'static>> {
         ));
     }
     for v in &report.violations {
-        lines.push(plain(
-            &format!("   invariant {} ({}): {}", v.invariant, v.name, v.detail),
-            error_style(),
-            max,
-        ));
+        let said = format!("invariant {} ({}): {}", v.invariant, v.name, v.detail);
+        wrapped(&mut lines, &said, "   ", error_style(), max);
     }
     lines.push(Line::raw(""));
     lines.push(plain("Health", bold(), max));
     for e in &report.health {
         let sentence = format!("! {}", e.sentence());
-        for l in wrap(&sentence, max.saturating_sub(3)) {
-            lines.push(plain(&format!("   {l}"), bold().fg(Color::Yellow), max));
-        }
+        wrapped(&mut lines, &sentence, "   ", bold().fg(Color::Yellow), max);
     }
     for (k, v) in &report.metrics {
         let text = match v {
