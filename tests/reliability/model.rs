@@ -429,27 +429,31 @@ impl Model {
         }
     }
 
+    /// Whether a pending item (open, or closed and resolved there) names the identity's scope.
+    fn pending_names(&self, k: &Key) -> bool {
+        let names = |p: &String, q: &String, c: &[Scope], r: Option<&Scope>| {
+            *p == k.0 && *q == k.1 && (c.contains(&k.2) || r == Some(&k.2))
+        };
+        self.open
+            .values()
+            .any(|p| names(&p.subject, &p.predicate, &p.candidates, None))
+            || self.closed.values().any(|p| {
+                names(
+                    &p.subject,
+                    &p.predicate,
+                    &p.candidates,
+                    p.resolved_scope.as_ref(),
+                )
+            })
+    }
+
     fn delete_keys(&mut self, keys: &[Key]) -> Vec<(String, String, String, i64)> {
         let mut tombstoned = Vec::new();
         for k in keys {
             let now = self.now;
             // Already deleted with nothing left — no record, no content since, no pending item
             // naming it: the delete leaves it as it is (README, "delete, restore, gc").
-            let names = |p: &String, q: &String, c: &[Scope], r: Option<&Scope>| {
-                *p == k.0 && *q == k.1 && (c.contains(&k.2) || r == Some(&k.2))
-            };
-            let named = self
-                .open
-                .values()
-                .any(|p| names(&p.subject, &p.predicate, &p.candidates, None))
-                || self.closed.values().any(|p| {
-                    names(
-                        &p.subject,
-                        &p.predicate,
-                        &p.candidates,
-                        p.resolved_scope.as_ref(),
-                    )
-                });
+            let named = self.pending_names(k);
             if self
                 .ids
                 .get(k)
@@ -959,11 +963,13 @@ impl Harness {
                 scope: sc,
             } => {
                 let key = self.model.key(*s, *p, *sc);
+                // An identity that never held a record is deleted when a pending item names it.
                 let known = self
                     .model
                     .ids
                     .get(&key)
-                    .is_some_and(|st| st.touched || st.cur.is_some());
+                    .is_some_and(|st| st.touched || st.cur.is_some())
+                    || self.model.pending_names(&key);
                 let target = DeleteTarget::Identity(Identity {
                     subject: SUBJECTS[*s as usize].into(),
                     predicate: PREDICATES[*p as usize].0.into(),
