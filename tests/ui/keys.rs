@@ -900,6 +900,30 @@ fn go_to_clears_the_filter_and_unfolds_and_explains_a_record_that_is_gone() {
     });
 }
 
+/// A long target shows both its ends in the rescope dialog while it is not being typed: its
+/// kind and which place it names (typing shows the end, where the cursor is).
+#[test]
+fn a_long_rescope_target_shows_both_ends() {
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        s.handle_key(ch('m'));
+        s.perform(Action::PreviewRescope);
+        let target = format!("repo:长仓库-{}-尾巴", "x".repeat(200));
+        let Some(Dialog::Rescope(d)) = s.app.dialogs.last_mut() else {
+            panic!("the rescope dialog is open");
+        };
+        d.target = target;
+        d.editing = false;
+        let screen = render(&mut s, 120, 32);
+        let row = screen
+            .lines()
+            .find(|l| l.contains("to repo:"))
+            .unwrap_or_else(|| panic!("the target's kind shows:\n{screen}"));
+        assert!(row.contains("to repo:长") && row.contains("-尾巴"), "{row}");
+    });
+}
+
 #[test]
 fn m_rescopes_through_a_dialog_that_suggests_and_states_the_effect() {
     for_each_backend(&Fixture::incident(), |db| {

@@ -8,7 +8,7 @@ use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{input_field, one_line};
+use crate::tui::text::{fit, input_field, one_line, truncate_middle};
 use crossterm::event::KeyEvent;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -198,7 +198,16 @@ impl RescopeDialog {
         lines.push(row_line(
             &[
                 part("to ", bold()),
-                part(input_field(&one_line(&d.target), FIELD).0, field_style),
+                // Typing shows the end (where the cursor is); otherwise both ends, so a long
+                // target still says its kind and which place it names.
+                part(
+                    if d.editing {
+                        input_field(&one_line(&d.target), FIELD).0
+                    } else {
+                        fit(&truncate_middle(&one_line(&d.target), FIELD), FIELD)
+                    },
+                    field_style,
+                ),
                 part(
                     if d.editing {
                         "  repo:<id>, task:<id> or global"
