@@ -140,7 +140,8 @@ pub fn one_line(s: &str) -> String {
             // One line break is one ⏎, whether it is written \n, \r or \r\n.
             '\n' if after_cr => {}
             '\n' | '\r' => out.push('⏎'),
-            '\t' => out.push(' '),
+            // A tab is not a space: `a\tb` and `a b` are two values, shown as two.
+            '\t' => out.push('⇥'),
             _ if escaped => out.push('�'),
             c => out.push(c),
         }
@@ -353,6 +354,9 @@ mod tests {
         assert_eq!(wrap("a\u{202E}b c", 3), vec!["a�b", "c"]);
         // A line break is one ⏎ however it is written.
         assert_eq!(one_line("a\r\nb\nc\rd\n\ne"), "a⏎b⏎c⏎d⏎⏎e");
+        // A tab is not a space.
+        assert_eq!(one_line("a\tb"), "a⇥b");
+        assert_ne!(one_line("a\tb"), one_line("a b"));
     }
 
     #[test]
