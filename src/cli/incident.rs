@@ -20,8 +20,8 @@ pub struct ReadsArgs {
     /// Only reads since this time: RFC 3339 or an age like 90m, 12h, 3d
     #[arg(long, value_name = "TIME")]
     pub since: Option<String>,
-    /// At most this many, newest first
-    #[arg(long)]
+    /// At most this many, newest first (1 or more)
+    #[arg(long, value_parser = clap::value_parser!(i64).range(1..))]
     pub limit: Option<i64>,
     /// Print JSON instead of text
     #[arg(long)]

@@ -615,6 +615,8 @@ fn usage_errors_exit_2() {
         vec!["write", "--subject", U],
         vec!["resolve", "--predicate", PM],
         vec!["delete", "--subject", U, "--scope", "global"],
+        // Zero reads asked for is a mistake, not "no logged reads match".
+        vec!["reads", "--limit", "0"],
     ] {
         let r = db.run(&args);
         assert_eq!(r.code, 2, "{args:?}: {r:?}");
