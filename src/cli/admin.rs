@@ -92,7 +92,7 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
             integrity: Some(Integrity::unreadable(
                 mode,
                 match e.downcast_ref::<crate::store::NotADatabase>() {
-                    Some(_) => "its first bytes are not SQLite's header (another kind of file, or a database whose header is damaged)".into(),
+                    Some(_) => "its header is damaged: its first bytes are not SQLite's".into(),
                     None => crate::store::cause_text(&e),
                 },
             )),

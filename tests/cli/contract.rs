@@ -770,7 +770,7 @@ fn check_reports_a_file_too_damaged_to_open() {
         r.stdout
     );
     // Its header itself: the same answer, in JSON too (a script reads `ok`), while any
-    // other command refuses the file in one sentence that names both possibilities.
+    // other command refuses the file in one sentence that says it is a damaged database.
     scribble(&db, 0, 16);
     let r = db.run(&["check", "--json"]);
     assert_eq!(r.code, 1, "{r:?}");
@@ -781,12 +781,12 @@ fn check_reports_a_file_too_damaged_to_open() {
         report["integrity"]["problems"][0]
             .as_str()
             .unwrap()
-            .contains("not SQLite's header"),
+            .contains("header is damaged"),
         "{report}"
     );
     let r = db.run(&["list"]);
     assert_eq!(r.code, 1);
-    assert_one_sentence(&r.stderr, &["is not a SQLite database", "damaged"]);
+    assert_one_sentence(&r.stderr, &["header is damaged", "restore a backup"]);
 }
 
 #[test]

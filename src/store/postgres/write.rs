@@ -571,6 +571,8 @@ pub(in crate::store::postgres) fn write_in_tx(
         scope,
     };
     let key = (id.subject.clone(), id.predicate.clone(), scope_text);
+    // The clock as it stands: the sequence may have been asked past 2^53, where it ends.
+    let clock = crate::model::clock_as_it_stands(clock);
     let (number, clock) = match (probe.tombstone, w.causal_seq) {
         (Some(_), _) => (clock, clock),
         // Its own number moved the clock up to it, if it was behind; the look read it after.

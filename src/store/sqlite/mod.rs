@@ -181,18 +181,45 @@ pub fn error_text(e: &anyhow::Error) -> String {
 
 /// [`error_text`] without SQLite's refusals made sentences: the cause as SQLite said it, once
 /// (for a report that says what to do itself, as `check`'s DAMAGED line does).
-/// A file whose first page is not SQLite's: another kind of file, or a database whose header
-/// is damaged — `check` reports it as damage (README, "check"), any other command refuses it.
+/// A file SQLite will not open as a database: another kind of file, or a database whose header
+/// is damaged (its first bytes overwritten, the rest of SQLite's header still there) — which
+/// `check` reports as damage (README, "check"); any other command refuses either.
 #[derive(Debug)]
-pub struct NotADatabase(pub PathBuf);
+pub struct NotADatabase {
+    pub path: PathBuf,
+    /// SQLite's header past its first 16 bytes is there: a damaged database, not another file.
+    pub damaged: bool,
+}
+
+impl NotADatabase {
+    fn of(path: &Path) -> NotADatabase {
+        // Bytes 21–23 of every SQLite header are 64, 32, 32 (the payload fractions).
+        let mut head = [0u8; 100];
+        let damaged = std::fs::File::open(path)
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+            .is_ok_and(|()| head[21..24] == [64, 32, 32]);
+        NotADatabase {
+            path: path.to_path_buf(),
+            damaged,
+        }
+    }
+}
 
 impl std::fmt::Display for NotADatabase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} is not a SQLite database (its first bytes are not SQLite's header: another kind of file, or a database whose header is damaged — restore that from a backup): point --db at a memscope database or a new file name",
-            self.0.display()
-        )
+        if self.damaged {
+            write!(
+                f,
+                "{} is a SQLite database whose header is damaged (its first bytes are not SQLite's): keep a copy of the file and restore a backup",
+                self.path.display()
+            )
+        } else {
+            write!(
+                f,
+                "{} is not a SQLite database: point --db at a memscope database or a new file name",
+                self.path.display()
+            )
+        }
     }
 }
 
@@ -358,7 +385,7 @@ impl Store {
                 Some(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::NotADatabase
             );
             if not_a_database {
-                anyhow::Error::new(NotADatabase(path.to_path_buf()))
+                anyhow::Error::new(NotADatabase::of(&path))
             } else {
                 e.context(format!("{} is not a usable SQLite database", path.display()))
             }
