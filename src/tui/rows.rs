@@ -44,6 +44,11 @@ pub struct Rows<T> {
     /// both, once set).
     pub at_start: bool,
     pub at_end: bool,
+    /// How far the detail pane beside the list is scrolled (its first line on screen); back
+    /// to the top when the selection moves.
+    pub detail_scroll: usize,
+    /// The detail's last drawn length and height in lines: how far it can scroll.
+    detail_extent: std::cell::Cell<(usize, usize)>,
 }
 
 impl<T> Default for Rows<T> {
@@ -54,6 +59,8 @@ impl<T> Default for Rows<T> {
             offset: 0,
             at_start: false,
             at_end: false,
+            detail_scroll: 0,
+            detail_extent: std::cell::Cell::new((0, 0)),
         }
     }
 }
@@ -167,8 +174,19 @@ impl<T> Rows<T> {
 impl<T: Row> Rows<T> {
     /// Moves the cursor; `page` rows make a page (the rows on screen).
     pub fn step(&mut self, m: Motion, page: usize) {
+        let was = self.cursor;
         step(&mut self.cursor, self.rows.len(), m, page);
         self.settle(page.max(1));
+        if self.cursor != was {
+            self.detail_scroll = 0;
+        }
+    }
+
+    /// Scrolls the detail pane (its focus): no further than its last screen as last drawn.
+    pub fn scroll_detail(&mut self, m: Motion) {
+        let (lines, height) = self.detail_extent.get();
+        let last = lines.saturating_sub(height);
+        step(&mut self.detail_scroll, last + 1, m, height.max(1));
     }
 
     /// Selects the row drawn on screen line `line` of a pane `height` lines tall, each row
@@ -176,6 +194,9 @@ impl<T: Row> Rows<T> {
     pub fn pick(&mut self, line: usize, height: usize, per_row: usize) {
         if let Some(index) = self.row_at(line, height, per_row) {
             self.offset = self.window(height / per_row.max(1)).start;
+            if self.cursor != index {
+                self.detail_scroll = 0;
+            }
             self.cursor = index;
         }
     }
@@ -248,6 +269,11 @@ impl<T> Rows<T> {
             let inner = pane(frame, area, panes.detail_title, focused(Focus::Detail));
             let max = inner.width as usize;
             let lines = self.selected().map(|t| detail(t, max)).unwrap_or_default();
+            let height = inner.height as usize;
+            self.detail_extent.set((lines.len(), height));
+            // Scrolled (Tab, then j/k, PgDn, End): no further than the last screen.
+            let skip = self.detail_scroll.min(lines.len().saturating_sub(height));
+            let lines: Vec<Line<'static>> = lines.into_iter().skip(skip).collect();
             frame.render_widget(Paragraph::new(lines), inner);
         }
     }
@@ -264,11 +290,16 @@ pub fn plain_lines(text: &[(&str, Style)], max: usize) -> Vec<Line<'static>> {
 pub trait Cursor {
     fn step(&mut self, m: Motion, page: usize);
     fn pick(&mut self, line: usize, height: usize, per_row: usize);
+    /// Scrolls the detail pane beside the list, when there is one.
+    fn scroll_detail(&mut self, _m: Motion) {}
 }
 
 impl<T: Row> Cursor for Rows<T> {
     fn step(&mut self, m: Motion, page: usize) {
         Rows::step(self, m, page);
+    }
+    fn scroll_detail(&mut self, m: Motion) {
+        Rows::scroll_detail(self, m);
     }
 
     fn pick(&mut self, line: usize, height: usize, per_row: usize) {

@@ -100,6 +100,34 @@ fn the_demo_marks_its_suspect_counts_it_and_m_rescopes_it_where_its_words_point(
     });
 }
 
+/// The detail pane focused (Tab) scrolls to the evidence's end on a short terminal: j and End
+/// move the pane, not the list's selection, and a new selection starts at the top again.
+#[test]
+fn the_suspect_detail_scrolls_when_focused_on_a_short_terminal() {
+    for_each_backend(&Fixture::demo(), |db| {
+        let mut s = db.session(100, 24);
+        press(&mut s, "6");
+        let before = render(&mut s, 100, 24);
+        assert!(
+            !before.contains("g shows it in the current view"),
+            "the pane is too short for the whole detail:\n{before}"
+        );
+        s.handle_key(key(KeyCode::Tab));
+        let selected_before = s.app.tabs.suspects.rows.cursor;
+        s.handle_key(key(KeyCode::End));
+        let end = render(&mut s, 100, 24);
+        assert!(end.contains("g shows it in the current view"), "{end}");
+        assert_eq!(s.app.tabs.suspects.rows.cursor, selected_before);
+        // Past the end it stays on its last screen; Home goes back.
+        for _ in 0..10 {
+            s.handle_key(ch('j'));
+        }
+        assert_eq!(render(&mut s, 100, 24), end);
+        s.handle_key(key(KeyCode::Home));
+        assert_eq!(render(&mut s, 100, 24), before);
+    });
+}
+
 #[test]
 fn g_opens_the_suspect_in_the_current_view_and_e_explains_it() {
     for_each_backend(&Fixture::demo(), |db| {

@@ -42,9 +42,14 @@ pub trait TabComponent {
         None
     }
     /// Moves in the pane `pane` of the tab (`shell.page` rows make a page).
-    fn motion(&mut self, m: Motion, _pane: Focus, shell: &mut Shell<'_>) -> Action {
+    fn motion(&mut self, m: Motion, pane: Focus, shell: &mut Shell<'_>) -> Action {
         if let Some(list) = self.list() {
-            list.step(m, shell.page);
+            // The detail pane focused (Tab) scrolls; the list keeps its selection.
+            if pane == Focus::Detail {
+                list.scroll_detail(m);
+            } else {
+                list.step(m, shell.page);
+            }
         }
         Action::None
     }
