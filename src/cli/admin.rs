@@ -78,6 +78,12 @@ pub struct CheckArgs {
     pub full: bool,
 }
 
+/// Whether the open failed on a SQLite file whose header is damaged (not another kind of file).
+fn damaged_header(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<crate::store::NotADatabase>()
+        .is_some_and(|n| crate::store::header_damaged(&n.0))
+}
+
 pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
     let mode = if args.full {
         IntegrityMode::Full
@@ -86,21 +92,26 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
     };
     let report = match AnyStore::open(path, OpenMode::Existing) {
         Ok(mut store) => store.check(mode)?,
-        // A file too damaged to open is the check's answer, not an error of the command.
-        Err(e) if is_damage(&e) => CheckReport {
-            ok: false,
-            integrity: Some(Integrity::unreadable(
-                mode,
-                match e.downcast_ref::<crate::store::NotADatabase>() {
-                    Some(_) => "its header is damaged: its first bytes are not SQLite's".into(),
-                    None => crate::store::cause_text(&e),
-                },
-            )),
-            violations: Vec::new(),
-            metrics: Default::default(),
-            health: crate::store::exposures(path),
-        },
-        Err(e) => return Err(e),
+        // A file too damaged to open is the check's answer, not an error of the command — its
+        // header included (the store's open failed, so no connection to the file is left).
+        Err(e) => {
+            let header = damaged_header(&e);
+            if !header && !is_damage(&e) {
+                return Err(e);
+            }
+            let problem = if header {
+                "its header is damaged: its first bytes are not SQLite's".into()
+            } else {
+                crate::store::cause_text(&e)
+            };
+            CheckReport {
+                ok: false,
+                integrity: Some(Integrity::unreadable(mode, problem)),
+                violations: Vec::new(),
+                metrics: Default::default(),
+                health: crate::store::exposures(path),
+            }
+        }
     };
     if args.json {
         print_json(&report)?;

@@ -1402,6 +1402,7 @@ fn delete_in_tx(
 
 /// Open or closed pending items of this subject and predicate naming `scope`.
 fn pending_naming(t: &mut Tx<'_>, subject: &str, predicate: &str, scope: &str) -> Result<Vec<i64>> {
+    let scopes = [scope.to_string()];
     Ok(t.all(
         "SELECT id, candidates, resolved_scope FROM pending WHERE subject = $1 AND predicate = $2",
         &[&subject, &predicate],
@@ -1411,7 +1412,7 @@ fn pending_naming(t: &mut Tx<'_>, subject: &str, predicate: &str, scope: &str) -
         crate::store::events::pending_names(
             &r.get::<_, String>(1),
             r.get::<_, Option<String>>(2).as_deref(),
-            &[scope.to_string()],
+            &scopes,
         )
     })
     .map(|r| r.get(0))

@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 /// Whether an error is SQLite finding the file damaged (as opposed to busy, full, or absent).
 pub fn is_damage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<super::NotADatabase>().is_some_and(|n| n.damaged) ||
         matches!(
             c.downcast_ref::<rusqlite::Error>(),
             Some(rusqlite::Error::SqliteFailure(f, _))

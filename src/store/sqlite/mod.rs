@@ -179,52 +179,39 @@ pub fn error_text(e: &anyhow::Error) -> String {
     chain_text(e, true)
 }
 
-/// [`error_text`] without SQLite's refusals made sentences: the cause as SQLite said it, once
-/// (for a report that says what to do itself, as `check`'s DAMAGED line does).
 /// A file SQLite will not open as a database: another kind of file, or a database whose header
-/// is damaged (its first bytes overwritten, the rest of SQLite's header still there) — which
-/// `check` reports as damage (README, "check"); any other command refuses either.
+/// is damaged. Told apart only by `check` ([`header_damaged`]), which reads the file's first
+/// bytes once no connection to it is open; any other command refuses either in one sentence.
 #[derive(Debug)]
-pub struct NotADatabase {
-    pub path: PathBuf,
-    /// SQLite's header past its first 16 bytes is there: a damaged database, not another file.
-    pub damaged: bool,
-}
-
-impl NotADatabase {
-    fn of(path: &Path) -> NotADatabase {
-        // Bytes 21–23 of every SQLite header are 64, 32, 32 (the payload fractions).
-        let mut head = [0u8; 100];
-        let damaged = std::fs::File::open(path)
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-            .is_ok_and(|()| head[21..24] == [64, 32, 32]);
-        NotADatabase {
-            path: path.to_path_buf(),
-            damaged,
-        }
-    }
-}
+pub struct NotADatabase(pub PathBuf);
 
 impl std::fmt::Display for NotADatabase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.damaged {
-            write!(
-                f,
-                "{} is a SQLite database whose header is damaged (its first bytes are not SQLite's): keep a copy of the file and restore a backup",
-                self.path.display()
-            )
-        } else {
-            write!(
-                f,
-                "{} is not a SQLite database: point --db at a memscope database or a new file name",
-                self.path.display()
-            )
-        }
+        write!(
+            f,
+            "{} is not a SQLite database: another kind of file, or a database whose header is damaged (`memscope check` says which; restore a backup of a damaged one) — point --db at a memscope database or a new file name",
+            self.0.display()
+        )
     }
 }
 
 impl std::error::Error for NotADatabase {}
 
+/// Whether the file at `path`, which SQLite refused as not a database, is a SQLite database
+/// whose first bytes were overwritten: the rest of SQLite's header stands (bytes 21–23 of
+/// every SQLite header are 64, 32, 32, the payload fractions). It opens the file with the OS,
+/// and closing that drops every SQLite lock this process holds on it: `check` calls it only
+/// after its own open failed, with no connection to the file left (`AnyStore::open` returned
+/// an error, so the connection it made is gone).
+pub fn header_damaged(path: &Path) -> bool {
+    let mut head = [0u8; 100];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| head[21..24] == [64, 32, 32])
+}
+
+/// [`error_text`] without SQLite's refusals made sentences: the cause as SQLite said it, once
+/// (for a report that says what to do itself, as `check`'s DAMAGED line does).
 pub fn cause_text(e: &anyhow::Error) -> String {
     chain_text(e, false)
 }
@@ -385,7 +372,7 @@ impl Store {
                 Some(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::NotADatabase
             );
             if not_a_database {
-                anyhow::Error::new(NotADatabase::of(&path))
+                anyhow::Error::new(NotADatabase(path.to_path_buf()))
             } else {
                 e.context(format!("{} is not a usable SQLite database", path.display()))
             }
