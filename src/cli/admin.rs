@@ -18,6 +18,12 @@ pub enum AliasCommand {
         /// The predicate it stands for
         canonical: String,
     },
+    /// Remove ALIAS: its name is a predicate of its own again
+    #[command(after_help = "Example:\n  memscope alias remove pkg-mgr")]
+    Remove {
+        /// The alias to remove (normalized)
+        alias: String,
+    },
     /// Show the alias table
     #[command(after_help = "Example:\n  memscope alias list --json")]
     List {
@@ -203,11 +209,12 @@ pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
                 AnyStore::open(path, OpenMode::Create)?.add_alias(&alias, &canonical)
             })?;
             let (a, c) = (&added.alias, &added.canonical);
+            let mut line = format!("alias {a} → {c}");
             match added.repointed.as_slice() {
-                [] if added.existed => outln!("alias {a} → {c} was already there: nothing changed"),
-                [] => outln!("alias {a} → {c}"),
-                moved => outln!(
-                    "alias {a} → {c}; the {} that pointed at {a} now point{} at {c}: {}",
+                [] if added.existed => line.push_str(" was already there: nothing changed"),
+                [] => {}
+                moved => line.push_str(&format!(
+                    "; the {} that pointed at {a} now point{} at {c}: {}",
                     if moved.len() == 1 {
                         "alias".to_string()
                     } else {
@@ -215,8 +222,33 @@ pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
                     },
                     if moved.len() == 1 { "s" } else { "" },
                     moved.join(", ")
-                ),
+                )),
             }
+            let named = [
+                (added.moved_pending, "pending item"),
+                (added.moved_reads, "logged read"),
+            ]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}{}", if *n == 1 { "" } else { "s" }))
+            .collect::<Vec<_>>();
+            if !named.is_empty() {
+                line.push_str(&format!(
+                    "; {} that named {a} now name{} {c}",
+                    named.join(" and "),
+                    if named.len() == 1 && named[0].starts_with("1 ") {
+                        "s"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            outln!("{line}");
+        }
+        AliasCommand::Remove { alias } => {
+            let mut store = AnyStore::open(path, OpenMode::Existing)?;
+            let (alias, canonical) = store.remove_alias(&alias)?;
+            outln!("alias {alias} → {canonical} removed: writes of {alias} are stored under {alias} again");
         }
         AliasCommand::List { json } => {
             let mut store = AnyStore::open(path, OpenMode::Existing)?;

@@ -1,7 +1,10 @@
 //! The rules of a predicate alias (README, "seq, alias, export / import"), one judge for both
 //! backends: both sides normalized, never the same, never a chain, and never over a name that
-//! still has live records (a write could no longer reach them). The backends read what the
-//! rule needs inside their transaction and write the pair.
+//! still holds memories — live records (a write could no longer reach them), tombstones, or the
+//! values of memories no longer current (no command could read or delete them under either
+//! name). Pending items and logged reads under the name are moved to the canonical name with
+//! the alias, so a delete of the canonical name reaches them. The backends read what the rule
+//! needs inside their transaction and write the pair.
 
 use anyhow::{bail, Result};
 
@@ -17,21 +20,44 @@ pub(crate) fn normalized_pair(alias: &str, canonical: &str) -> Result<(String, S
 }
 
 /// What a predicate name holds that an alias over it would cut off: live records (a write
-/// could no longer reach them) and tombstones (a write of a deleted memory would be stored
-/// under the canonical name, out of its tombstone's reach).
-#[derive(Debug, Clone, Copy, Default)]
+/// could no longer reach them), tombstones (a write of a deleted memory would be stored under
+/// the canonical name, out of its tombstone's reach), and history events that still hold a
+/// value or the user's words (no command could show or delete them under either name).
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Held {
     pub live: i64,
     pub deleted: i64,
+    pub past_values: i64,
+    /// Some subjects those history events are of (at most [`HELD_SUBJECTS`]), for the advice.
+    pub past_subjects: Vec<String>,
 }
 
+/// How many subjects the refusal over past values names.
+pub(crate) const HELD_SUBJECTS: i64 = 3;
+
+/// The SQL both backends read [`Held`] with: `$1` the alias name. Columns: live records,
+/// tombstones, history events with content, and up to [`HELD_SUBJECTS`] of their subjects
+/// (one per row of the second statement, [`HELD_SUBJECTS_SQL`]).
+pub(crate) const HELD_SQL: &str = "SELECT (SELECT count(*) FROM memories WHERE predicate = $1),
+        (SELECT count(*) FROM tombstones WHERE predicate = $1),
+        (SELECT count(*) FROM history
+         WHERE predicate = $1 AND (value IS NOT NULL OR raw IS NOT NULL))";
+
+/// The subjects of the history events with content under `$1`, a few, in byte order.
+pub(crate) const HELD_SUBJECTS_SQL: &str = "SELECT DISTINCT subject FROM history
+     WHERE predicate = $1 AND (value IS NOT NULL OR raw IS NOT NULL)
+     ORDER BY 1 LIMIT 3";
+
 /// What adding an alias did: the pair, the aliases that pointed at `alias` and now point at
-/// `canonical` (so no chain forms), and whether the pair was already there.
+/// `canonical` (so no chain forms), the pending items and logged reads that named `alias` and
+/// now name `canonical`, and whether the pair was already there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AliasAdded {
     pub alias: String,
     pub canonical: String,
     pub repointed: Vec<String>,
+    pub moved_pending: i64,
+    pub moved_reads: i64,
     pub existed: bool,
 }
 
@@ -40,6 +66,7 @@ impl AliasAdded {
         alias: String,
         canonical: String,
         mut repointed: Vec<String>,
+        moved: (i64, i64),
         existed: bool,
     ) -> AliasAdded {
         repointed.sort();
@@ -47,10 +74,36 @@ impl AliasAdded {
             alias,
             canonical,
             repointed,
+            moved_pending: moved.0,
+            moved_reads: moved.1,
             existed,
         }
     }
 }
+
+/// The statements that move the pending items and logged reads under `$1` to `$2` when the
+/// alias is added: each names its rows by predicate only, and after the alias no command could
+/// reach them under `$1` — a delete of `$2` must destroy them.
+pub(crate) const MOVE_TO_CANONICAL: [&str; 2] = [
+    "UPDATE pending SET predicate = $2 WHERE predicate = $1",
+    "UPDATE reads SET predicate = $2 WHERE predicate = $1",
+];
+
+/// What `alias remove` did: `removed` is the canonical name the alias stood for, `None` when
+/// `alias` (normalized) is no alias — refused in one sentence.
+pub(crate) fn removed(alias: String, removed: Option<String>) -> Result<(String, String)> {
+    match removed {
+        Some(canonical) => Ok((alias, canonical)),
+        None => Err(crate::model::InvalidRequest(format!(
+            "'{alias}' is not an alias, so nothing was removed: `memscope alias list` shows the aliases"
+        ))
+        .into()),
+    }
+}
+
+/// The statement that removes an alias and returns the name it stood for (`$1` the alias).
+pub(crate) const REMOVE_SQL: &str =
+    "DELETE FROM predicate_aliases WHERE alias = $1 RETURNING canonical";
 
 /// Whether `alias → canonical` may be added, given what `canonical` is itself an alias of (if
 /// anything) and what is stored under `alias`. Aliases that pointed at `alias` are then
@@ -61,7 +114,12 @@ pub(crate) fn judge(
     canonical_is_alias_of: Option<&str>,
     held: Held,
 ) -> Result<()> {
-    let Held { live, deleted } = held;
+    let Held {
+        live,
+        deleted,
+        past_values,
+        past_subjects,
+    } = held;
     if let Some(target) = canonical_is_alias_of {
         if target == alias {
             // `baz → foo_bar` over `foo_bar → baz`: a cycle, not a chain to shorten.
@@ -76,12 +134,28 @@ pub(crate) fn judge(
     }
     if deleted > 0 {
         bail!(
-            "'{alias}' has {deleted} deleted memor{} (tombstone{}): as an alias, a write of {} would be stored under '{canonical}', out of the tombstone's reach — restore {} or let `memscope gc` collect the tombstone{} before making it an alias",
+            "'{alias}' has {deleted} deleted memor{} (tombstone{}): as an alias, a write of {} would be stored under '{canonical}', out of the tombstone's reach — let `memscope gc --tombstone-safe-days N` collect the tombstone{} before making it an alias",
             if deleted == 1 { "y" } else { "ies" },
             if deleted == 1 { "" } else { "s" },
             if deleted == 1 { "it" } else { "them" },
-            if deleted == 1 { "it" } else { "them" },
             if deleted == 1 { "" } else { "s" },
+        );
+    }
+    if past_values > 0 {
+        let word = crate::model::shell_word;
+        let subject = past_subjects.first().map_or("SUBJECT".into(), |s| word(s));
+        let others: Vec<String> = past_subjects.iter().skip(1).map(|s| word(s)).collect();
+        let more = match others.as_slice() {
+            [] => String::new(),
+            _ if past_subjects.len() as i64 >= HELD_SUBJECTS => {
+                format!(", and so for {} and others", others.join(", "))
+            }
+            _ => format!(", and so for {}", others.join(", ")),
+        };
+        bail!(
+            "'{alias}' still keeps the values of memories no longer current ({past_values} history event{}): as an alias, no command could show or delete them under either name — delete them first (`memscope delete --subject {subject} --predicate {} --yes`{more}), then let `memscope gc --tombstone-safe-days N` collect the tombstones",
+            if past_values == 1 { "" } else { "s" },
+            word(alias),
         );
     }
     Ok(())
@@ -113,14 +187,44 @@ mod tests {
     #[test]
     fn a_name_with_deleted_memories_is_not_made_an_alias() {
         let held = Held {
-            live: 0,
             deleted: 1,
+            ..Held::default()
         };
         let e = judge("diet", "food_pref", None, held)
             .unwrap_err()
             .to_string();
         assert!(e.contains("1 deleted memory (tombstone)"), "{e}");
-        assert!(e.contains("restore it or let `memscope gc`"), "{e}");
+        assert!(
+            e.contains("let `memscope gc --tombstone-safe-days N`"),
+            "{e}"
+        );
         assert!(judge("diet", "food_pref", None, Held::default()).is_ok());
+    }
+
+    #[test]
+    fn a_name_whose_history_keeps_values_names_the_deletes_that_free_it() {
+        let held = |subjects: &[&str]| Held {
+            past_values: 4,
+            past_subjects: subjects.iter().map(|s| s.to_string()).collect(),
+            ..Held::default()
+        };
+        let e = judge("diet", "food_pref", None, held(&["user:42"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(4 history events)"), "{e}");
+        assert!(
+            e.contains("`memscope delete --subject user:42 --predicate diet --yes`)"),
+            "{e}"
+        );
+        // A subject a shell would split is quoted; more subjects are named, then "others".
+        let e = judge("diet", "food_pref", None, held(&["my team", "u:1", "u:2"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "--subject 'my team' --predicate diet --yes`, and so for u:1, u:2 and others)"
+            ),
+            "{e}"
+        );
     }
 }

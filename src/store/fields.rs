@@ -303,6 +303,72 @@ fn cross_row_problems(
             ))
         },
     )?;
+    // 6. Nothing is stored under an alias's name: every command maps the name to its
+    // canonical one, so no command could show, resolve or delete such a row (`alias add`
+    // refuses a name that holds memories and moves its pending items and reads; a database
+    // made before that, or by a raw client, may hold some). Tombstones, history events that
+    // keep a value, pending items, logged reads — one scan of each.
+    query(
+        db,
+        6,
+        "predicate_aliases",
+        "SELECT a.alias, a.canonical, x.kind, count(*) FROM (
+             SELECT 1 AS kind, predicate FROM tombstones
+             UNION ALL SELECT 2, predicate FROM history WHERE value IS NOT NULL OR raw IS NOT NULL
+             UNION ALL SELECT 3, predicate FROM pending
+             UNION ALL SELECT 4, predicate FROM reads) x
+         JOIN predicate_aliases a ON a.alias = x.predicate
+         GROUP BY a.alias, a.canonical, x.kind ORDER BY a.alias, x.kind",
+        &|r| {
+            let n = r.int(3).unwrap_or(0);
+            let (alias, canonical) = (r.show(0), r.show(1));
+            let remove = format!(
+                "`memscope alias remove {}`",
+                crate::model::shell_word(&alias)
+            );
+            let (one, many, why, way_out) = match r.int(2) {
+                Some(1) => (
+                    "tombstone",
+                    "tombstones",
+                    format!(
+                        "a write of {} is stored under {}, out of its reach",
+                        quoted(&alias),
+                        quoted(&canonical)
+                    ),
+                    format!("remove the alias ({remove})"),
+                ),
+                Some(2) => (
+                    "history event that keeps a value",
+                    "history events that keep a value",
+                    "no command can show or delete them under either name".to_string(),
+                    format!("remove the alias ({remove}) and delete those memories"),
+                ),
+                kind => (
+                    if kind == Some(3) {
+                        "pending item"
+                    } else {
+                        "logged read"
+                    },
+                    if kind == Some(3) {
+                        "pending items"
+                    } else {
+                        "logged reads"
+                    },
+                    "no command reaches them under either name".to_string(),
+                    format!(
+                        "remove the alias ({remove}) and add it again, which moves them to {}",
+                        quoted(&canonical)
+                    ),
+                ),
+            };
+            Some(format!(
+                "{n} {} stored under {}, an alias of {}: {why} — {way_out}",
+                if n == 1 { one } else { many },
+                quoted(&alias),
+                quoted(&canonical),
+            ))
+        },
+    )?;
     // 6. An ambiguous write waits on two or more places; only a value a spelling merge queued
     // (`merged_from`) waits on its one. (Candidates that are not a list of scopes break
     // `candidates_rule` already.)

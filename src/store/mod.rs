@@ -338,6 +338,15 @@ impl AnyStore {
         }
     }
 
+    /// Removes the alias `alias` (normalized): `(alias, the canonical name it stood for)`; a
+    /// name that is no alias is refused.
+    pub fn remove_alias(&mut self, alias: &str) -> Result<(String, String)> {
+        match self {
+            AnyStore::Sqlite(s) => s.remove_alias(alias),
+            AnyStore::Postgres(p) => p.remove_alias(alias),
+        }
+    }
+
     /// The alias table, by canonical then alias.
     pub fn aliases(&mut self) -> Result<Vec<(String, String)>> {
         match self {

@@ -36,6 +36,11 @@ pub trait UiStore: Send {
     /// A number that moves when another connection committed a change the UI shows (SQLite's
     /// `data_version`; PostgreSQL's change notices). Never a transaction left open.
     fn data_version(&self) -> Result<i64>;
+    /// Whether the database this connection reads is no longer the one its label names (a
+    /// SQLite file removed or replaced since it was opened, `Store::file_moved`).
+    fn moved_away(&self) -> bool {
+        false
+    }
     /// The SQLite store underneath, for what only SQLite has (tests of the file).
     fn as_sqlite(&self) -> Option<&Store> {
         None
@@ -216,6 +221,9 @@ impl UiStore for Store {
     }
     fn data_version(&self) -> Result<i64> {
         Store::data_version(self)
+    }
+    fn moved_away(&self) -> bool {
+        self.file_moved()
     }
     fn as_sqlite(&self) -> Option<&Store> {
         Some(self)

@@ -152,6 +152,9 @@ pub const READ_ONLY: &str =
 pub struct App {
     pub db_path: String,
     pub read_only: bool,
+    /// The database file was removed or replaced since it was opened: nothing can be changed
+    /// (`read_only` is on too) and the header says so.
+    pub file_gone: bool,
     pub clock: Clock,
     /// The clock's reading for this frame: every age on screen is relative to it.
     pub now: DateTime<Utc>,
@@ -171,6 +174,7 @@ impl App {
         App {
             db_path,
             read_only,
+            file_gone: false,
             clock,
             now: clock.now(),
             size,

@@ -47,6 +47,9 @@ pub struct Session {
     sync_owed: bool,
 }
 
+/// The title of the message shown when the database file is removed or replaced.
+pub const MOVED_TITLE: &str = "Database file removed or replaced";
+
 const DELETE_REASON: &str = "deleted in the memscope UI";
 
 impl Session {
@@ -432,8 +435,31 @@ impl Session {
         Ok(())
     }
 
-    /// Checks for another process's commit; reloads when there was one.
+    /// Checks for another process's commit; reloads when there was one. A database file
+    /// removed or replaced since it was opened is told once, in a message: its connection
+    /// reads the old file and cannot write it, and nothing at the path reaches this screen.
     pub fn poll_live(&mut self) -> bool {
+        let moved = self.store.moved_away();
+        if moved != self.app.file_gone {
+            self.app.file_gone = moved;
+            self.app.read_only = moved || self.store.is_read_only();
+            if moved {
+                self.app.popup(
+                    MOVED_TITLE,
+                    format!(
+                        "{} was removed, or another file was put in its place, after this UI \
+                         opened it. The screen shows the file as it was, and nothing can be \
+                         changed from here any more; press q and start memscope again to open \
+                         what is at that path now.",
+                        self.app.db_path
+                    ),
+                );
+                return true;
+            }
+        }
+        if moved {
+            return false;
+        }
         match self.store.data_version() {
             Ok(v) if v != self.data_version => {
                 self.data_version = v;

@@ -1072,10 +1072,123 @@ fn alias_add_says_what_it_changed_and_refuses_a_deleted_memorys_name() {
     let before = db.fingerprint();
     let r = db.run(&["alias", "add", "饮食", "food_pref"]);
     assert_eq!(r.code, 1, "{r:?}");
-    assert_one_sentence(&r.stderr, &["1 deleted memory (tombstone)", "restore it"]);
+    assert_one_sentence(
+        &r.stderr,
+        &[
+            "1 deleted memory (tombstone)",
+            "let `memscope gc --tombstone-safe-days N` collect the tombstone",
+        ],
+    );
     assert_eq!(before, db.fingerprint(), "a refusal changes nothing");
     let again = db.write(U, "饮食", "素食", "global", "s2");
     assert_eq!(again["outcome"], "rejected", "{again:#}");
+}
+
+/// No memory goes out of every command's reach under an alias's name: `alias add` moves the
+/// pending items and logged reads of the name to the canonical name (so deleting that destroys
+/// them, canary gone from every copy), refuses a name whose history still keeps values (naming
+/// the delete that frees it), and `alias remove` undoes an alias. `check` names anything a
+/// raw client left under an alias's name.
+#[test]
+fn alias_add_leaves_nothing_out_of_reach_under_the_alias() {
+    alias_add_leaves_nothing_out_of_reach_under_the_alias_on(TestDb::new());
+}
+
+#[test]
+fn alias_add_leaves_nothing_out_of_reach_under_the_alias_on_postgres() {
+    on_postgres(alias_add_leaves_nothing_out_of_reach_under_the_alias_on);
+}
+
+fn alias_add_leaves_nothing_out_of_reach_under_the_alias_on(db: TestDb) {
+    let canary = unique("别名-canary-🐤-");
+    db.write(U, "bar", "live", "global", "s0");
+    db.write_ambiguous(U, "foo", &canary, "global,repo:x", "s1", &canary);
+    db.run(&args_for("resolve", U, "foo", &["--repo", "x", "--log"]))
+        .ok();
+    let r = db.run(&["alias", "add", "foo", "bar"]).ok();
+    assert_eq!(
+        r.stdout,
+        "alias foo → bar; 1 pending item and 1 logged read that named foo now name bar\n"
+    );
+    let pending = db.pending(false);
+    assert_eq!(pending[0]["predicate"], "bar", "{pending:#?}");
+    assert_eq!(
+        db.sql_i64("SELECT count(*) FROM reads WHERE predicate = 'bar'"),
+        1
+    );
+    let r = db.run(&args_for("delete", U, "bar", &["--yes"])).ok();
+    assert!(r.stdout.contains("1 pending item(s)"), "{r:?}");
+    db.assert_not_stored(&canary, "a pending item moved to the canonical name");
+
+    // History that keeps a value, under a name with no record and no tombstone: a rescope
+    // leaves the old place's v1 in its history; the moved record is deleted and its tombstone
+    // collected by `gc` (made old enough by SQL).
+    let collect_tombstones = || {
+        db.sql_execute(
+            "UPDATE tombstones SET deleted_at = '2020-01-01T00:00:00.000Z' WHERE predicate = 'old'",
+        )
+        .unwrap();
+        let r = db.json(&["gc", "--tombstone-safe-days", "1", "--json"]);
+        assert_eq!(r["collected_tombstones"], 1, "{r:#}");
+    };
+    db.write(U, "old", "x", "global", "s2");
+    db.run(&args_for(
+        "rescope",
+        U,
+        "old",
+        &["--scope", "global", "--to", "repo:x"],
+    ))
+    .ok();
+    db.run(&args_for("delete", U, "old", &["--scope", "repo:x"]))
+        .ok();
+    collect_tombstones();
+    let before = db.fingerprint();
+    let r = db.run(&["alias", "add", "old", "bar"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert_one_sentence(
+        &r.stderr,
+        &[
+            "'old' still keeps the values of memories no longer current (1 history event)",
+            "`memscope delete --subject user:42 --predicate old --yes`",
+        ],
+    );
+    assert_eq!(before, db.fingerprint(), "a refusal changes nothing");
+    // The advice works: the delete, then the tombstone's collection.
+    db.run(&args_for("delete", U, "old", &["--yes"])).ok();
+    collect_tombstones();
+    db.run(&["alias", "add", "old", "bar"]).ok();
+
+    // Undone: the name is a predicate of its own again.
+    let r = db.run(&["alias", "remove", "Old"]).ok();
+    assert_eq!(
+        r.stdout,
+        "alias old → bar removed: writes of old are stored under old again\n"
+    );
+    let w = db.write(U, "old", "y", "global", "s3");
+    assert_eq!(w["predicate"], "old", "{w:#}");
+    let r = db.run(&["alias", "remove", "bar"]);
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_one_sentence(
+        &r.stderr,
+        &["'bar' is not an alias, so nothing was removed"],
+    );
+    db.assert_check_ok();
+
+    // An alias a raw client made over a tombstone: check names it and the way out.
+    db.run(&args_for("delete", U, "old", &["--scope", "global"]))
+        .ok();
+    db.sql_execute(
+        "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ('old', 'bar', '2026-12-02T00:00:00.000Z')",
+    )
+    .unwrap();
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    let said = report["violations"].to_string();
+    assert!(
+        said.contains(r#"1 tombstone stored under \"old\", an alias of \"bar\""#)
+            && said.contains("remove the alias (`memscope alias remove old`)"),
+        "{said}"
+    );
 }
 
 /// A rescope onto the scope the record is in says so in words any front end can show (no CLI

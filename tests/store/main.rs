@@ -14,6 +14,7 @@ mod foreign_client;
 mod guard_batch;
 mod incident;
 mod migration;
+mod moved_file;
 mod postgres;
 mod postgres_admin;
 mod postgres_apply;

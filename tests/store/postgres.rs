@@ -373,6 +373,8 @@ fn a_server_that_never_answers_the_handshake_is_given_up_in_one_sentence() {
     }
     let said = run.join().expect("refused in one sentence");
     assert!(said.contains(&format!("127.0.0.1:{port}")), "{said}");
+    // The time the address allowed, as the user wrote it.
+    assert!(said.contains("within 1 s"), "{said}");
     assert!(
         started.elapsed() >= std::time::Duration::from_secs(1),
         "{said}"

@@ -513,6 +513,18 @@ fn import_accepts_only_what_the_write_path_could_have_written_and_names_the_line
             extra_alias(&[("alias", "Pkg-Mgr")]),
             "not in normal form",
         ),
+        // SQLite's column affinity would store "1" as 1 and 1.5 as a float: both refused, as
+        // PostgreSQL's typed columns refuse them.
+        (
+            "a version written as text",
+            set("memories", any, "version", json!("1")),
+            "memories.version holds \"1\", not a whole number",
+        ),
+        (
+            "a fractional version",
+            set("history", any, "version", json!(1.5)),
+            "history.version holds 1.5, not a whole number",
+        ),
     ];
     for (what, edit, words) in cases {
         let mut lines = clean.clone();

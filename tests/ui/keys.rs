@@ -624,6 +624,52 @@ fn live_refresh_keeps_selection_and_filter() {
     });
 }
 
+/// A database file removed, or replaced by another moved over it, while the UI has it open:
+/// SQLite goes on reading the old file and would refuse every change, so the UI says once what
+/// happened and what to do, and stops polling a file nobody else can reach. Moved back, it
+/// polls again.
+#[test]
+fn a_database_file_removed_or_replaced_under_the_ui_is_told_once() {
+    let f = Fixture::story();
+    let mut s = f.session(120, 32);
+    assert!(!s.poll_live(), "nothing changed yet");
+    let aside = f.dir.path().join("aside.db");
+    std::fs::rename(&f.path, &aside).unwrap();
+    assert!(s.poll_live(), "the removal is seen");
+    let Some(Dialog::Message { title, text }) = s.app.dialogs.last() else {
+        panic!(
+            "a message: {:?}",
+            s.app.dialogs.last().map(|_| "another dialog")
+        );
+    };
+    assert_eq!(title, memscope::tui::session::MOVED_TITLE);
+    // The database as the header names it (the tests name every one demo.db).
+    assert!(
+        text.starts_with("demo.db was removed") && text.contains("start memscope again"),
+        "{text}"
+    );
+    // Nothing can be changed from the screen (the store refuses it too), and the header says
+    // why.
+    assert!(s.app.read_only && s.app.file_gone);
+    s.handle_key(key(KeyCode::Esc));
+    assert!(!s.poll_live(), "told once");
+    assert!(s.app.dialogs.is_empty());
+    let header = render(&mut s, 120, 32).lines().next().unwrap().to_string();
+    assert!(header.contains("FILE GONE"), "{header}");
+    // Another database put at the path: still not the file on screen.
+    let other = Fixture::story();
+    std::fs::copy(&other.path, &f.path).unwrap();
+    assert!(!s.poll_live(), "still told once");
+    // The file moved back: polling resumes, and another process's commit is seen.
+    std::fs::remove_file(&f.path).unwrap();
+    std::fs::rename(&aside, &f.path).unwrap();
+    assert!(!s.poll_live(), "back, nothing changed");
+    assert!(!s.app.read_only && !s.app.file_gone);
+    f.write(r#"{"subject":"team:api","predicate":"linter","value":"ruff","scope":"global","source":"thread:1/message:1"}"#);
+    assert!(sees_live_change(&mut s));
+    assert!(render(&mut s, 120, 32).contains("team:api · linter = ruff"));
+}
+
 #[test]
 fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     use memscope::store::Clock;

@@ -7,7 +7,9 @@
 //! later reads the alias and stores under the canonical name.
 
 use super::store::PgStore;
-use crate::store::alias::{judge, normalized_pair, AliasAdded, Held};
+use crate::store::alias::{
+    judge, normalized_pair, AliasAdded, Held, HELD_SQL, HELD_SUBJECTS_SQL, MOVE_TO_CANONICAL,
+};
 use anyhow::Result;
 
 impl PgStore {
@@ -24,17 +26,26 @@ impl PgStore {
                     &[&canonical],
                 )?
                 .map(|r| r.get(0));
-            let held = t.one(
-                "SELECT (SELECT count(*) FROM memories WHERE predicate = $1),
-                        (SELECT count(*) FROM tombstones WHERE predicate = $1),
-                        EXISTS (SELECT 1 FROM predicate_aliases WHERE alias = $1 AND canonical = $2)",
-                &[&alias, &canonical],
-            )?;
-            let existed: bool = held.get(2);
-            let held = Held {
-                live: held.get(0),
-                deleted: held.get(1),
+            let existed: bool = t
+                .one(
+                    "SELECT EXISTS (SELECT 1 FROM predicate_aliases WHERE alias = $1 AND canonical = $2)",
+                    &[&alias, &canonical],
+                )?
+                .get(0);
+            let counts = t.one(HELD_SQL, &[&alias])?;
+            let mut held = Held {
+                live: counts.get(0),
+                deleted: counts.get(1),
+                past_values: counts.get(2),
+                past_subjects: Vec::new(),
             };
+            if held.past_values > 0 {
+                held.past_subjects = t
+                    .all(HELD_SUBJECTS_SQL, &[&alias])?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+            }
             judge(&alias, &canonical, target.as_deref(), held)?;
             let repointed = t
                 .all(
@@ -44,13 +55,36 @@ impl PgStore {
                 .iter()
                 .map(|r| r.get(0))
                 .collect();
+            let mut moved = [0i64; 2];
+            for (n, sql) in moved.iter_mut().zip(MOVE_TO_CANONICAL) {
+                *n = t.exec(sql, &[&alias, &canonical])? as i64;
+            }
             t.exec(
                 "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ($1, $2, memscope_now())
                  ON CONFLICT (alias) DO UPDATE SET canonical = EXCLUDED.canonical, added_at = EXCLUDED.added_at",
                 &[&alias, &canonical],
             )?;
-            Ok(AliasAdded::new(alias.clone(), canonical.clone(), repointed, existed))
+            Ok(AliasAdded::new(
+                alias.clone(),
+                canonical.clone(),
+                repointed,
+                (moved[0], moved[1]),
+                existed,
+            ))
         })
+    }
+
+    /// Removes the alias `alias` ([`crate::store::alias::removed`] says what happened). A
+    /// write in flight that read the alias stores under the canonical name, as it would have
+    /// a moment earlier.
+    pub fn remove_alias(&mut self, alias: &str) -> Result<(String, String)> {
+        let alias =
+            crate::model::normalize_predicate(alias).map_err(crate::model::InvalidRequest)?;
+        let canonical = self.in_tx(|t| {
+            Ok(t.opt(crate::store::alias::REMOVE_SQL, &[&alias])?
+                .map(|r| r.get(0)))
+        })?;
+        crate::store::alias::removed(alias, canonical)
     }
 
     /// The alias table, by canonical then alias (bytewise, as SQLite orders them).

@@ -170,13 +170,15 @@ impl Address {
     /// forever. So the handshake runs on a thread of its own and is given up after the same
     /// time per host (the thread is left to end with its socket).
     pub fn connect(&self) -> Result<Client> {
-        let limit = self
+        // What the address allows; the thread is given a second more, so that a handshake
+        // the driver ends at its own timeout reports the driver's cause.
+        let allowed = self
             .config
             .get_connect_timeout()
             .copied()
             .unwrap_or(CONNECT_TIMEOUT)
-            * self.config.get_hosts().len().max(1) as u32
-            + Duration::from_secs(1);
+            * self.config.get_hosts().len().max(1) as u32;
+        let limit = allowed + Duration::from_secs(1);
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let address = self.clone();
         std::thread::Builder::new()
@@ -189,7 +191,7 @@ impl Address {
             Err(anyhow!(
                 "the PostgreSQL server at {} took the connection but did not finish connecting within {} s: check that the PostgreSQL address points at a PostgreSQL server, and that nothing on the way (a proxy, a tunnel) holds it up",
                 self.server(),
-                limit.as_secs()
+                allowed.as_secs()
             ))
         })
     }

@@ -439,6 +439,10 @@ impl Store {
 
     /// `wal_checkpoint(TRUNCATE)`, waiting only briefly for readers.
     fn truncate_wal(&mut self) -> Result<bool> {
+        if self.file_moved() {
+            // The `-wal` at the path may be another database's now (`Store::file_moved`).
+            return Ok(false);
+        }
         self.conn.busy_handler(Some(short_busy_handler))?;
         let result: rusqlite::Result<(i64, i64, i64)> =
             self.conn

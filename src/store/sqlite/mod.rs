@@ -113,6 +113,9 @@ pub struct Store {
     place_sources: tx::Sources,
     conn: Connection,
     path: PathBuf,
+    /// The file `path` named when the connection opened it (`file_id`), to tell when the path
+    /// names another file, or none (`file_moved`).
+    opened_file: Option<(u64, u64)>,
     read_only: bool,
     clock: Clock,
     assert_invariants: bool,
@@ -127,6 +130,20 @@ impl Drop for Store {
         // A statement still prepared makes `sqlite3_close` fail with BUSY, which rusqlite
         // ignores: the connection and its file descriptors would leak. Finalize them first.
         drop(std::mem::take(&mut self.hot));
+    }
+}
+
+/// The device and inode `path` names now, where the platform has them (`stat`: no descriptor).
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
     }
 }
 
@@ -410,12 +427,14 @@ impl Store {
             }
         }
 
+        let opened_file = file_id(&path);
         let mut store = Store {
             hot: hot::HotStmts::default(),
             spellings: spellings::SpellingMemo::default(),
             known_places: None,
             place_sources: tx::Sources::default(),
             conn,
+            opened_file,
             path,
             read_only,
             clock: Clock::System,
@@ -547,6 +566,12 @@ impl Store {
     }
 
     fn ensure_writable(&self) -> Result<()> {
+        if self.file_moved() {
+            bail!(
+                "the database file {} was removed or replaced after memscope opened it, so nothing was written (a change would land in the old file's log, which the file now at that path would read as its own): start memscope again to open what is there now",
+                self.path.display()
+            );
+        }
         if self.read_only {
             bail!(
                 "{} is read-only: memscope can show it but not change it (check the file's permissions)",
@@ -591,6 +616,18 @@ impl Store {
     }
 
     /// `PRAGMA data_version`: changes when another connection commits. The UI polls it.
+    /// Whether the path no longer names the file this connection opened: it was removed, or
+    /// another file was moved over it (a backup put back with `mv`). SQLite goes on with the
+    /// file it has open — and with the `-wal` and `-shm` still at the path, which a file moved
+    /// there would adopt as its own log: a write now, or the checkpoint a closing connection
+    /// makes, would corrupt it. So no write transaction begins (`ensure_writable`; SQLite
+    /// refuses such a write only in rollback-journal mode), no WAL is truncated, and the UI says
+    /// so. (Closing, SQLite itself skips its checkpoint when the file has moved.) A `stat`: no
+    /// descriptor.
+    pub fn file_moved(&self) -> bool {
+        self.opened_file.is_some() && file_id(&self.path) != self.opened_file
+    }
+
     pub fn data_version(&self) -> Result<i64> {
         Ok(self
             .conn
@@ -633,24 +670,36 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()?;
-        let (held, existed) = tx.query_row(
-            "SELECT (SELECT count(*) FROM memories WHERE predicate = ?1),
-                    (SELECT count(*) FROM tombstones WHERE predicate = ?1),
-                    EXISTS (SELECT 1 FROM predicate_aliases WHERE alias = ?1 AND canonical = ?2)",
+        use crate::store::alias::{Held, HELD_SQL, HELD_SUBJECTS_SQL, MOVE_TO_CANONICAL};
+        let existed = tx.query_row(
+            "SELECT EXISTS (SELECT 1 FROM predicate_aliases WHERE alias = ?1 AND canonical = ?2)",
             [&alias, &canonical],
-            |r| {
-                let held = crate::store::alias::Held {
-                    live: r.get(0)?,
-                    deleted: r.get(1)?,
-                };
-                Ok((held, r.get::<_, bool>(2)?))
-            },
+            |r| r.get::<_, bool>(0),
         )?;
+        let mut held = tx.query_row(HELD_SQL, [&alias], |r| {
+            Ok(Held {
+                live: r.get(0)?,
+                deleted: r.get(1)?,
+                past_values: r.get(2)?,
+                past_subjects: Vec::new(),
+            })
+        })?;
+        if held.past_values > 0 {
+            held.past_subjects = tx
+                .prepare(HELD_SUBJECTS_SQL)?
+                .query_map([&alias], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+        }
         crate::store::alias::judge(&alias, &canonical, canonical_is_alias.as_deref(), held)?;
         let repointed = tx
             .prepare("UPDATE predicate_aliases SET canonical = ?2 WHERE canonical = ?1 RETURNING alias")?
             .query_map(rusqlite::params![alias, canonical], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;
+        // `?2` where PostgreSQL writes `$2`: SQLite numbers `$` parameters by first use.
+        let [pending, reads] = MOVE_TO_CANONICAL.map(|sql| {
+            tx.execute(&sql.replace('$', "?"), [&alias, &canonical])
+                .map(|n| n as i64)
+        });
         tx.execute(
             "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
             rusqlite::params![alias, canonical, ctx.now],
@@ -659,9 +708,22 @@ impl Store {
             alias.clone(),
             canonical.clone(),
             repointed,
+            (pending?, reads?),
             existed,
         ))
         })
+    }
+
+    /// Removes the alias `alias` ([`crate::store::alias::removed`] says what happened).
+    pub fn remove_alias(&mut self, alias: &str) -> Result<(String, String)> {
+        let alias =
+            crate::model::normalize_predicate(alias).map_err(crate::model::InvalidRequest)?;
+        let canonical = self.in_write_tx(|tx, _, _| {
+            Ok(tx
+                .query_row(crate::store::alias::REMOVE_SQL, [&alias], |r| r.get(0))
+                .optional()?)
+        })?;
+        crate::store::alias::removed(alias, canonical)
     }
 
     pub fn aliases(&self) -> Result<Vec<(String, String)>> {

@@ -11,9 +11,24 @@ use serde_json::{json, Map, Value};
 use std::io::{BufRead, Write};
 
 fn columns(conn: &rusqlite::Connection, table: &str) -> Result<Vec<String>> {
+    Ok(typed_columns(conn, table)?
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect())
+}
+
+/// `table`'s columns in their order, each with whether it holds whole numbers (its declared
+/// type says INTEGER).
+fn typed_columns(conn: &rusqlite::Connection, table: &str) -> Result<Vec<(String, bool)>> {
     let mut stmt = conn.prepare(&format!("PRAGMA table_info({table})"))?;
     let cols = stmt
-        .query_map([], |r| r.get::<_, String>(1))?
+        .query_map([], |r| {
+            let kind: String = r.get(2)?;
+            Ok((
+                r.get::<_, String>(1)?,
+                kind.to_ascii_uppercase().contains("INT"),
+            ))
+        })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(cols)
 }
@@ -81,7 +96,7 @@ impl Store {
                 tx.execute_batch(
                     "DELETE FROM settings; DELETE FROM predicate_aliases; DELETE FROM metrics;",
                 )?;
-                let mut cols_cache: std::collections::HashMap<String, Vec<String>> =
+                let mut cols_cache: std::collections::HashMap<String, Vec<(String, bool)>> =
                     Default::default();
                 let mut dump = DumpReader::default();
                 for (i, line) in input.lines().enumerate() {
@@ -91,14 +106,19 @@ impl Store {
                         continue;
                     };
                     if !cols_cache.contains_key(table) {
-                        cols_cache.insert(table.to_string(), columns(tx, table)?);
+                        cols_cache.insert(table.to_string(), typed_columns(tx, table)?);
                     }
                     let cols = &cols_cache[table];
                     let mut names = Vec::new();
                     let mut values: Vec<rusqlite::types::Value> = Vec::new();
                     for (k, v) in &obj {
-                        if !cols.contains(k) {
+                        let Some(&(_, whole)) = cols.iter().find(|(name, _)| name == k) else {
                             bail!("line {line_no}: table {table} has no column '{k}'");
+                        };
+                        // SQLite's column affinity would turn "1" into 1 and keep 1.5 as it
+                        // is; PostgreSQL's import refuses both, and so does this one.
+                        if whole && !(v.is_null() || v.is_i64()) {
+                            bail!("line {line_no}: {table}.{k} holds {v}, not a whole number: pass a file written by `memscope export` — nothing was imported");
                         }
                         names.push(k.clone());
                         values.push(match v {

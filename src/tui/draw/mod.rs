@@ -281,7 +281,11 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         ],
         None => vec![String::new()],
     };
-    let read_only = badge_part(" READ-ONLY ", Color::Yellow);
+    let read_only = if app.file_gone {
+        badge_part(" FILE GONE ", Color::Red)
+    } else {
+        badge_part(" READ-ONLY ", Color::Yellow)
+    };
     let right = |time: &str| -> Vec<Part<'static>> {
         let mut r = Vec::new();
         if app.read_only {

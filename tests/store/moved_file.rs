@@ -1,0 +1,114 @@
+//! A database file removed, or replaced by another moved over it, while a connection has it
+//! open (README, "The terminal UI", live refresh; `Store::file_moved`). SQLite goes on with the
+//! file it has open and with the `-wal` and `-shm` still at the path — which the file now at the
+//! path adopts as its own log. So the old connection must neither write (its frames would be
+//! read as the new file's pages) nor, closing, checkpoint that log into the old file and delete
+//! it (the new file's committed writes, still in the log, would be lost).
+
+use crate::support::*;
+use memscope::model::WriteRequest;
+use memscope::store::{OpenMode, Store};
+
+fn request(subject: &str, value: &str) -> WriteRequest {
+    WriteRequest::from_json_line(&format!(
+        r#"{{"subject":"{subject}","predicate":"package_manager","value":"{value}","scope":"global","source":"thread:1/message:1"}}"#
+    ))
+    .expect("a valid request")
+}
+
+/// The file at `db`'s path: its memories as `subject = value`, after `check` and SQLite's
+/// integrity check pass.
+fn intact_memories(db: &TestDb) -> Vec<String> {
+    db.assert_check_ok();
+    db.list(&[])
+        .iter()
+        .map(|m| {
+            format!(
+                "{} = {}",
+                m["subject"].as_str().unwrap(),
+                m["value"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// `old` open on the path, its log checkpointed (empty) — then the file moved aside and
+/// another database (`new`, closed) moved to the path.
+fn swapped() -> (TestDb, Store, std::path::PathBuf) {
+    let db = TestDb::new();
+    let mut old = Store::open(&db.path, OpenMode::Create).unwrap();
+    old.write(&request("user:old", "npm")).unwrap();
+    old.connection()
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let new = TestDb::named("new.db");
+    new.write(
+        "user:new",
+        "package_manager",
+        "pnpm",
+        "global",
+        "thread:2/message:1",
+    );
+    let aside = db.sibling("aside.db");
+    std::fs::rename(&db.path, &aside).unwrap();
+    std::fs::rename(&new.path, &db.path).unwrap();
+    assert!(old.file_moved());
+    (db, old, aside)
+}
+
+#[test]
+fn a_connection_whose_file_was_replaced_refuses_to_write_and_the_new_file_stays_intact() {
+    let (db, mut old, aside) = swapped();
+    let e = old.write(&request("user:ghost", "yarn")).unwrap_err();
+    let said = format!("{e:#}");
+    assert!(
+        said.contains("was removed or replaced after memscope opened it")
+            && said.contains("nothing was written")
+            && said.contains(db.path_str()),
+        "{said}"
+    );
+    // A reader of the path while the old connection is still open: the new file, whole.
+    assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
+    drop(old);
+    assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
+    // The old file kept what it had.
+    let was = TestDb::at(aside);
+    assert_eq!(intact_memories(&was), ["user:old = npm"]);
+}
+
+#[test]
+fn a_connection_whose_file_was_replaced_closes_without_taking_the_new_files_log() {
+    let (db, old, _aside) = swapped();
+    // The new file's writer commits into the log at the path — the one the old connection
+    // has open too — and stays open, so nothing checkpoints it yet.
+    let mut writer = Store::open(&db.path, OpenMode::Existing).unwrap();
+    writer.write(&request("user:late", "bun")).unwrap();
+    // The old connection closes: it must not checkpoint that log into the old file and delete
+    // it, or a new reader of the path would not see the committed write. (SQLite's pager skips
+    // the checkpoint on close of a moved file by itself; memscope relies on it, and this holds
+    // it to that.)
+    drop(old);
+    assert!(
+        std::fs::metadata(format!("{}-wal", db.path_str())).is_ok(),
+        "the log at the path is still there"
+    );
+    assert_eq!(intact_memories(&db), ["user:late = bun", "user:new = pnpm"]);
+    drop(writer);
+    assert_eq!(intact_memories(&db), ["user:late = bun", "user:new = pnpm"]);
+}
+
+#[test]
+fn a_removed_file_is_told_and_a_file_moved_back_is_written_again() {
+    let db = TestDb::new();
+    let mut store = Store::open(&db.path, OpenMode::Create).unwrap();
+    store.write(&request("user:1", "npm")).unwrap();
+    let aside = db.sibling("aside.db");
+    std::fs::rename(&db.path, &aside).unwrap();
+    assert!(store.file_moved());
+    assert!(store.write(&request("user:2", "pnpm")).is_err());
+    std::fs::rename(&aside, &db.path).unwrap();
+    assert!(!store.file_moved());
+    store.write(&request("user:2", "pnpm")).unwrap();
+    drop(store);
+    assert_eq!(intact_memories(&db), ["user:1 = npm", "user:2 = pnpm"]);
+}
