@@ -78,10 +78,24 @@ impl Session {
             output: Vec::new(),
             sync_owed: false,
         };
-        session.reload()?;
-        let page = session.app.page();
-        session.app.tabs.memories.list.select_first_record(page);
-        session.sync()?;
+        let opened = session.reload().and_then(|()| {
+            let page = session.app.page();
+            session.app.tabs.memories.list.select_first_record(page);
+            session.sync()
+        });
+        if let Err(e) = opened {
+            // A row a raw client damaged stops a list from loading, not the UI: it opens on the
+            // Check tab, which names what is wrong.
+            session.app.tab = Tab::Check;
+            session.start_tab();
+            session.app.popup(
+                "The database cannot be read whole",
+                format!(
+                    "{}; the Check tab shows it here.",
+                    crate::store::error_text(&e)
+                ),
+            );
+        }
         session.pump();
         Ok(session)
     }
@@ -425,11 +439,17 @@ impl Session {
         if let Some(job) = self.app.tabs.memories.rerun_filter(&*self.store, page)? {
             self.submit(Job::Filter(job));
         }
-        self.reload_tabs()?;
-        if let Some(target) = refresh::refresh_dialogs(&mut *self.store, &mut self.app.dialogs)? {
-            self.submit(Job::Load(Load::DeletePreview(target)));
-        }
+        let loaded = self.reload_tabs().and_then(|()| {
+            if let Some(target) = refresh::refresh_dialogs(&mut *self.store, &mut self.app.dialogs)?
+            {
+                self.submit(Job::Load(Load::DeletePreview(target)));
+            }
+            Ok(())
+        });
+        // The background work starts even when a tab could not load what it lists (a row a raw
+        // client damaged): the Check tab then says what is wrong, not its last report.
         self.start_tabs();
+        loaded?;
         self.app.refreshed_at = Some(self.app.now);
         self.sync()?;
         Ok(())

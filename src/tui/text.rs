@@ -73,6 +73,30 @@ pub fn truncate_middle(s: &str, max: usize) -> String {
     out
 }
 
+/// The widths `parts` may take in `room` columns, cutting the longest first (water-filling): a
+/// part is cut only below the level where the rest fit whole, so one very long part (a
+/// subject) gives way before a short one (the predicate that tells its records apart) loses a
+/// column.
+pub fn shares(parts: &[usize], room: usize) -> Vec<usize> {
+    if parts.iter().sum::<usize>() <= room {
+        return parts.to_vec();
+    }
+    let mut sorted = parts.to_vec();
+    sorted.sort_unstable();
+    // The level: the widest cap for which the parts, each capped, fit the room.
+    let (mut left, mut level) = (room, 0);
+    for (i, &w) in sorted.iter().enumerate() {
+        let rest = sorted.len() - i;
+        if w * rest <= left {
+            left -= w;
+            continue;
+        }
+        level = left / rest;
+        break;
+    }
+    parts.iter().map(|&w| w.min(level)).collect()
+}
+
 /// The longest end of `s` that fits in `max` columns (a wide char is never split), and its
 /// width.
 fn suffix(s: &str, max: usize) -> (String, usize) {
@@ -91,6 +115,24 @@ fn suffix(s: &str, max: usize) -> (String, usize) {
         used += w;
     }
     (tail.into_iter().rev().collect(), used)
+}
+
+/// An identity as `subject · predicate @ scope` in at most `max` columns: each part is cut in
+/// its middle, the longest first ([`shares`]), so however long the subject, the predicate and
+/// the scope — which tell one record of it from another, and where the record applies — show.
+pub fn fit_identity(subject: &str, predicate: &str, scope: &str, max: usize) -> String {
+    let parts = [one_line(subject), one_line(predicate), one_line(scope)];
+    let widths: Vec<usize> = parts.iter().map(|p| width(p)).collect();
+    const SEPARATORS: usize = 6; // " · " and " @ "
+    let caps = shares(&widths, max.saturating_sub(SEPARATORS));
+    if caps.contains(&0) {
+        let whole = format!("{} · {} @ {}", parts[0], parts[1], parts[2]);
+        return truncate_middle(&whole, max);
+    }
+    let cut: Vec<String> = (parts.iter().zip(caps))
+        .map(|(p, c)| truncate_middle(p, c))
+        .collect();
+    format!("{} · {} @ {}", cut[0], cut[1], cut[2])
 }
 
 /// Cuts `s` to at most `max` columns, marking a cut with `…`.
@@ -409,6 +451,26 @@ mod tests {
         // A wide char never splits: the cut stays within the columns.
         let wide = truncate_middle("/数据/记忆/仓库/demo.db", 12);
         assert!(width(&wide) <= 12 && wide.ends_with("demo.db"), "{wide}");
+    }
+
+    #[test]
+    fn a_long_identity_keeps_its_predicate_and_scope() {
+        assert_eq!(shares(&[10, 5, 6], 30), [10, 5, 6]);
+        assert_eq!(shares(&[100, 5, 6], 30), [19, 5, 6]);
+        assert_eq!(shares(&[100, 40, 6], 30), [12, 12, 6]);
+        let long = "user:中文名字很长".repeat(17);
+        let a = fit_identity(&long, "名字🎉", "repo:仓库", 60);
+        let b = fit_identity(&long, "other_pred", "repo:仓库", 60);
+        assert!(width(&a) <= 60 && width(&b) <= 60, "{a} / {b}");
+        assert!(a.contains(" · 名字🎉 @ repo:仓库"), "{a}");
+        assert!(b.contains(" · other_pred @ repo:仓库"), "{b}");
+        assert!(a.starts_with("user:中文") && a.contains('…'), "{a}");
+        assert_eq!(
+            fit_identity("user:42", "package_manager", "global", 60),
+            "user:42 · package_manager @ global"
+        );
+        // Too narrow for three parts: the whole line cut in its middle.
+        assert!(width(&fit_identity(&long, "p", "global", 7)) <= 7);
     }
 
     #[test]

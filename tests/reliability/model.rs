@@ -1093,6 +1093,13 @@ impl Harness {
                         }
                     }
                     self.model.aliases.insert(a.clone(), c.clone());
+                    // The name's pending items, open and closed, move to the canonical name.
+                    for p in self.model.open.values_mut().filter(|p| p.predicate == a) {
+                        p.predicate = c.clone();
+                    }
+                    for p in self.model.closed.values_mut().filter(|p| p.predicate == a) {
+                        p.predicate = c.clone();
+                    }
                 }
                 match (ok, self.store(*conn).add_alias(&a, &c)) {
                     (true, Ok(_)) | (false, Err(_)) => Ok(()),
@@ -1376,10 +1383,10 @@ fn postgres_matches_the_reference_model() {
 }
 
 /// Shrunk from the property above (kept in tests/regressions/reliability_model.txt): an
-/// ambiguous write queued under `fmt_tool`, then `fmt_tool` made an alias of `formatter`, then
-/// the item resolved. The resolution goes through the write path, which normalizes the
-/// predicate: it must land under `formatter`, not be refused (or, without the per-write
-/// assert, leave a current record under an alias — invariant 6).
+/// ambiguous write queued under `fmt_tool`, then `fmt_tool` made an alias of `formatter` (which
+/// moves the item to `formatter`, so a delete of `formatter` reaches it), then the item
+/// resolved. It must land under `formatter`, not be refused (or, without the per-write assert,
+/// leave a current record under an alias — invariant 6).
 #[test]
 fn a_pending_item_resolved_after_its_predicate_became_an_alias() {
     let ops = vec![

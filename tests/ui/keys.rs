@@ -670,6 +670,75 @@ fn a_database_file_removed_or_replaced_under_the_ui_is_told_once() {
     assert!(render(&mut s, 120, 32).contains("team:api · linter = ruff"));
 }
 
+/// A subject too long for the row gives way before the predicate does: two records of one
+/// long subject stay told apart in the list and in the delete dialog (found by review: both
+/// rows and the dialog read the same, predicate and scope cut off).
+#[test]
+fn a_long_subject_keeps_the_predicate_and_scope_on_screen() {
+    let f = Fixture::empty();
+    let subject = format!("user:{}", "中文名字很长".repeat(17));
+    let repo = format!("repo:仓库-{}", "非常长的名字-".repeat(4));
+    for predicate in ["名字🎉", "other_pred"] {
+        f.write(&format!(
+            r#"{{"subject":"{subject}","predicate":"{predicate}","value":"v","scope":"{repo}","source":"s"}}"#
+        ));
+    }
+    let mut s = f.session(120, 35);
+    let screen = render(&mut s, 120, 35);
+    for predicate in ["· 名字🎉 = v", "· other_pred = v"] {
+        assert!(screen.contains(predicate), "{predicate} in\n{screen}");
+    }
+    select(&mut s, &format!("{subject} · other_pred @ {repo}"));
+    press(&mut s, "d");
+    let screen = render(&mut s, 120, 35);
+    let line = screen
+        .lines()
+        .find(|l| l.contains("(•) this identity"))
+        .expect("the dialog's first choice");
+    assert!(line.contains("· other_pred @ repo:"), "{line}");
+}
+
+/// A row a raw client damaged so that it cannot be read: the UI still opens, on the Check tab,
+/// with the reason in a message — and a UI already open, on its next refresh, runs the check
+/// again instead of keeping its last "✓".
+#[test]
+fn a_row_that_cannot_be_read_opens_on_the_check_tab_and_a_refresh_rechecks() {
+    let f = Fixture::story();
+    let mut open = f.session(120, 32);
+    press(&mut open, "4");
+    assert!(render(&mut open, 120, 32).contains("all six invariants hold"));
+    let damage = || {
+        let c = rusqlite::Connection::open(&f.path).unwrap();
+        c.execute_batch(
+            "DROP TRIGGER IF EXISTS memories_no_resurrection_insert;
+             INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq,
+                                   created_at, updated_at)
+             VALUES ('user:9', 'x', 'repo:bad id', '\"v\"', 1, 's', 1,
+                     '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')",
+        )
+        .unwrap();
+    };
+    damage();
+    assert!(sees_live_change(&mut open));
+    let screen = render(&mut open, 120, 32);
+    assert!(screen.contains("violation"), "{screen}");
+    assert!(!screen.contains("all six invariants hold"), "{screen}");
+
+    let mut s = f.session(120, 32);
+    assert_eq!(s.app.tab, Tab::Check);
+    let Some(Dialog::Message { title, text }) = s.app.dialogs.last() else {
+        panic!("a message");
+    };
+    assert_eq!(title, "The database cannot be read whole");
+    assert!(text.contains("a stored row cannot be read"), "{text}");
+    s.handle_key(key(KeyCode::Esc));
+    let screen = render(&mut s, 120, 32);
+    assert!(
+        screen.contains("✗ 4 current view = history") || screen.contains("violation"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     use memscope::store::Clock;

@@ -7,7 +7,7 @@ use crate::tui::app::{Action, Curation};
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{one_line, truncate_middle, width, wrap};
+use crate::tui::text::{fit_identity, one_line, truncate_middle, width, wrap};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -84,9 +84,14 @@ impl DeleteDialog {
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect) {
         let d = self;
-        // Up to seven identity lines, and the line that skips the already deleted.
+        // As many identities as the terminal has rows for (six at least; a line says how many
+        // more), and the line that skips the already deleted.
+        let shown = (area.height as usize).saturating_sub(20).max(MIN_SHOWN);
         let ids = match &d.preview {
-            Some(Ok(p)) => p.identities.len().min(7) + usize::from(!p.already_deleted.is_empty()),
+            Some(Ok(p)) => {
+                let n = named(p).len();
+                n.min(shown) + usize::from(n > shown) + usize::from(!p.already_deleted.is_empty())
+            }
             _ => 1,
         };
         let rect = centered(area, 76, 17 + ids as u16);
@@ -98,8 +103,20 @@ impl DeleteDialog {
         );
         let max = inner.width as usize;
         let id = &d.identity;
+        let this = "this identity  ";
+        let room = max.saturating_sub(4 + this.len());
         let choices = [
-            format!("this identity  {id}"),
+            // Each part cut in its middle, the longest first: the predicate and the scope stay
+            // (on a dialog too narrow for that, the line's middle goes, as below).
+            if room < 16 {
+                format!("{this}{id}")
+            } else {
+                let scope = id.scope.to_string();
+                format!(
+                    "{this}{}",
+                    fit_identity(&id.subject, &id.predicate, &scope, room)
+                )
+            },
             format!("{} in all scopes of {}", id.predicate, id.subject),
             format!("the whole subject {}", id.subject),
         ];
@@ -127,7 +144,7 @@ impl DeleteDialog {
                         .map(|l| plain(&l, Style::new(), max)),
                 );
             }
-            Some(Ok(p)) => lines.extend(preview_lines(p, max)),
+            Some(Ok(p)) => lines.extend(preview_lines(p, max, shown)),
         }
         // On a terminal too short for all of it, the last row says that more of what `y`
         // destroys is hidden, rather than the statement ending mid-way as if complete (once
@@ -149,24 +166,49 @@ impl DeleteDialog {
     }
 }
 
+/// The fewest identities the dialog names before "… and N more".
+const MIN_SHOWN: usize = 6;
+
+/// The identities the statement names, in its order: those it tombstones, or when it changes
+/// nothing, those already deleted (`DeletePreview::statement`).
+fn named(p: &DeletePreview) -> &[Identity] {
+    if p.changes_nothing() {
+        &p.already_deleted
+    } else {
+        &p.identities
+    }
+}
+
 /// The store's statement of what the delete destroys, as `memscope delete` prints it, with at
-/// most six identities named.
-fn preview_lines(p: &DeletePreview, max: usize) -> Vec<Line<'static>> {
-    const SHOWN: usize = 6;
+/// most `shown` identities named, each with its predicate and scope kept however long its
+/// subject.
+fn preview_lines(p: &DeletePreview, max: usize, shown: usize) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
-    let mut named = 0;
+    let ids = named(p);
+    let mut at = 0;
     for (kind, text) in p.statement("(tab 3, u)") {
         match kind {
             StatementLine::Heading => lines.push(plain(&text, bold(), max)),
             StatementLine::Effect => lines.push(plain(&text, Style::new(), max)),
             StatementLine::Identity => {
-                named += 1;
-                if named <= SHOWN {
-                    let text = truncate_middle(&one_line(&text), max.max(2));
+                at += 1;
+                if at <= shown {
+                    let text = match ids.get(at - 1) {
+                        Some(id) => format!(
+                            "    {}",
+                            fit_identity(
+                                &id.subject,
+                                &id.predicate,
+                                &id.scope.to_string(),
+                                max.saturating_sub(4)
+                            )
+                        ),
+                        None => truncate_middle(&one_line(&text), max.max(2)),
+                    };
                     lines.push(plain(&text, dim(), max));
-                } else if named == SHOWN + 1 {
+                } else if at == shown + 1 {
                     lines.push(plain(
-                        &format!("    … and {} more", p.identities.len() - SHOWN),
+                        &format!("    … and {} more", ids.len() - shown),
                         dim(),
                         max,
                     ));

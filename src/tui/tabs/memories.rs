@@ -13,7 +13,9 @@ use crate::tui::keymap::{Command, Context};
 use crate::tui::layout;
 use crate::tui::list::{FilterResults, ListItem, ListRow, MemoryList, Pos, Source};
 use crate::tui::rows::{plain_lines, Motion};
-use crate::tui::text::{age, one_line, plural, thousands, value_text};
+use crate::tui::text::{
+    age, one_line, plural, shares, thousands, truncate_middle, value_text, width,
+};
 use crate::tui::timeline::Timeline;
 use crate::tui::worker::{FilterJob, HeaderCounts, Reply};
 use anyhow::Result;
@@ -591,6 +593,31 @@ impl MemoriesTab {
                     && (self.suspects)
                         .binary_search_by(|(s, p)| (s.as_str(), p.as_str()).cmp(&key))
                         .is_ok();
+                let right = [
+                    part(format!(" v{}", record.version), dim()),
+                    part(format!(" {:>3}", age(view.now, &record.updated_at)), dim()),
+                ];
+                // A subject too long for the row is cut in its middle before the predicate —
+                // what tells its records apart — loses a column; the value keeps a third of
+                // the room. A cut part loses its match marks (they index the whole text).
+                let (subject, predicate) = (one_line(&record.subject), one_line(&record.predicate));
+                let right_w: usize = right.iter().map(|p| width(&p.text)).sum();
+                let id_room = max.saturating_sub(right_w + 8) * 2 / 3;
+                // On a row too narrow for two readable halves, the row's end is cut instead.
+                let caps = if id_room < 16 {
+                    vec![usize::MAX; 2]
+                } else {
+                    shares(&[width(&subject), width(&predicate)], id_room)
+                };
+                fn cut(text: String, cap: usize, marks: &[usize]) -> (String, &[usize]) {
+                    if width(&text) > cap {
+                        (truncate_middle(&text, cap.max(1)), &[])
+                    } else {
+                        (text, marks)
+                    }
+                }
+                let (subject, subject_marks) = cut(subject, caps[0], &highlight.subject);
+                let (predicate, predicate_marks) = cut(predicate, caps[1], &highlight.predicate);
                 let left = [
                     if suspect {
                         part("! ", bold().fg(Color::Yellow))
@@ -598,15 +625,15 @@ impl MemoriesTab {
                         part("  ", Style::new())
                     },
                     Part {
-                        text: one_line(&record.subject),
+                        text: subject,
                         style: Style::new(),
-                        marks: &highlight.subject,
+                        marks: subject_marks,
                     },
                     part(" · ", dim()),
                     Part {
-                        text: one_line(&record.predicate),
+                        text: predicate,
                         style: bold(),
-                        marks: &highlight.predicate,
+                        marks: predicate_marks,
                     },
                     part(" = ", dim()),
                     Part {
@@ -614,10 +641,6 @@ impl MemoriesTab {
                         style: Style::new().fg(Color::Green),
                         marks: &highlight.value,
                     },
-                ];
-                let right = [
-                    part(format!(" v{}", record.version), dim()),
-                    part(format!(" {:>3}", age(view.now, &record.updated_at)), dim()),
                 ];
                 row_line(&left, &right, max)
             }
