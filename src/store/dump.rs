@@ -36,6 +36,17 @@ pub(crate) const TABLES: &[&str] = &[
     "metrics",
 ];
 
+/// The columns of `table` that hold JSON text (the schema's `json_valid` checks).
+fn json_columns(table: &str) -> &'static [&'static str] {
+    match table {
+        "memories" => &["value"],
+        "history" => &["value", "detail"],
+        "pending" => &["value", "candidates"],
+        "reads" => &["shadowed"],
+        _ => &[],
+    }
+}
+
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ImportReport {
     pub rows: std::collections::BTreeMap<String, u64>,
@@ -127,6 +138,22 @@ impl DumpReader {
         let Some(table) = TABLES.iter().copied().find(|t| *t == table) else {
             bail!("line {line_no} names an unknown table '{table}': pass a file written by `memscope export`");
         };
+        // A value is kept as the JSON text it was written as: a hand edit that writes `"tea"`
+        // where the dump had `"\"tea\""` is named here, with the spelling it wants, rather
+        // than as an unreadable value after loading.
+        for column in json_columns(table) {
+            if let Some(Value::String(text)) = obj.get(*column) {
+                if serde_json::from_str::<Value>(text).is_err() {
+                    bail!(
+                        "line {line_no}: {table}.{column} holds {}, which is not JSON text — a dump keeps each value as the JSON it was written as ({} for the text {}): pass a file written by `memscope export` — nothing was imported",
+                        crate::model::to_json(text).unwrap_or_default(),
+                        crate::model::to_json(&crate::model::to_json(text).unwrap_or_default())
+                            .unwrap_or_default(),
+                        crate::model::to_json(text).unwrap_or_default(),
+                    );
+                }
+            }
+        }
         Ok(Some((table, obj)))
     }
 

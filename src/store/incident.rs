@@ -263,10 +263,17 @@ pub(crate) fn revert_step(
     current: Option<(i64, Value)>,
     earlier: Earlier,
     tombstoned: bool,
+    has_history: bool,
     remove_if_none: bool,
 ) -> Result<RevertStep> {
     if tombstoned {
         bail!("{id} is deleted: restore it before reverting (`memscope restore`)");
+    }
+    if !has_history {
+        bail!("{id} has no history: nothing was ever stored there, so there is nothing to revert (check its subject, predicate and scope: `memscope list`)");
+    }
+    if let Some(n) = to_version.filter(|&n| n < 1) {
+        bail!("{id} has no version {n}: versions start at 1 (`memscope history` lists them)");
     }
     let moved = matches!(earlier, Earlier::Moved);
     let target = match (to_version, &current) {
@@ -421,8 +428,11 @@ pub(crate) fn rescope_moved(
         // is not replaced by moving an older one in; a revert makes an earlier value current.
         let next = if moved.outcome == OutcomeKind::Stale {
             format!(
-                ": to make an earlier value current in {0} again, revert it (`memscope revert --scope {0}`)",
-                to.scope
+                ": to make an earlier value current in {} again, revert it (`memscope revert --subject {} --predicate {} --scope {}`)",
+                to.scope,
+                crate::model::shell_word(&to.subject),
+                crate::model::shell_word(&to.predicate),
+                crate::model::shell_word(&to.scope.to_string()),
             )
         } else {
             String::new()

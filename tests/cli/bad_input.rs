@@ -1191,6 +1191,34 @@ fn alias_add_leaves_nothing_out_of_reach_under_the_alias_on(db: TestDb) {
     );
 }
 
+/// A revert of what was never stored says so, not "name a version" or "a delete destroyed
+/// it"; a version below 1 is named as such (found by review).
+#[test]
+fn a_revert_of_nothing_or_of_version_zero_says_what_is_wrong() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s1");
+    let before = db.fingerprint();
+    for rest in [
+        &["--scope", "global"][..],
+        &["--scope", "global", "--to-version", "1"],
+    ] {
+        let r = db.run(&args_for("revert", "nobody", PM, rest));
+        assert_eq!(r.code, 1, "{r:?}");
+        assert_one_sentence(
+            &r.stderr,
+            &["nobody · package_manager @ global has no history: nothing was ever stored there"],
+        );
+    }
+    let r = db.run(&args_for(
+        "revert",
+        U,
+        PM,
+        &["--scope", "global", "--to-version", "0"],
+    ));
+    assert_one_sentence(&r.stderr, &["has no version 0: versions start at 1"]);
+    assert_eq!(before, db.fingerprint());
+}
+
 /// A rescope onto the scope the record is in says so in words any front end can show (no CLI
 /// flag names: the UI's rescope dialog shows the same sentence).
 #[test]

@@ -1182,7 +1182,7 @@ fn rescope_fixes_the_wrong_tool_incident() {
         &[
             "stale",
             "nothing changed",
-            "current in global again, revert it (`memscope revert --scope global`)",
+            "current in global again, revert it (`memscope revert --subject user:42 --predicate package_manager --scope global`)",
         ],
     );
     assert_eq!(before, db.fingerprint());
@@ -1628,7 +1628,11 @@ fn revert_makes_an_earlier_value_current_as_a_new_version() {
 
     // The current version or a later one, or no version at all: refused, nothing changes.
     assert_unchanged_by(&db, "refused reverts", || {
-        for (v, word) in [("4", "earlier"), ("9", "earlier"), ("0", "v1")] {
+        for (v, word) in [
+            ("4", "earlier"),
+            ("9", "earlier"),
+            ("0", "versions start at 1"),
+        ] {
             let r = revert_run(&db, "global", Some(v));
             r.fails_with(1, &[word]);
             assert!(r.stdout.trim().is_empty(), "{r:?}");

@@ -520,6 +520,18 @@ fn import_accepts_only_what_the_write_path_could_have_written_and_names_the_line
             set("memories", any, "version", json!("1")),
             "memories.version holds \"1\", not a whole number",
         ),
+        // A hand edit that writes a value as plain text instead of the JSON text it is kept
+        // as, and a column the table does not have: the line, and the spelling wanted.
+        (
+            "a value that is not JSON text",
+            set("memories", any, "value", json!("tea")),
+            r#"memories.value holds "tea", which is not JSON text — a dump keeps each value as the JSON it was written as ("\"tea\"" for the text "tea")"#,
+        ),
+        (
+            "a column the table does not have",
+            set("memories", any, "extra", json!(1)),
+            r#"table memories has no column "extra": pass a file written by `memscope export`"#,
+        ),
         (
             "a fractional version",
             set("history", any, "version", json!(1.5)),

@@ -143,12 +143,19 @@ fn revert_in_tx(
         .filter(|_| remove_if_none && to_version.is_none());
     let deleted = tombstone(t, id)?.is_some();
     let scope = id.scope.to_string();
+    let has_history = cur.is_some()
+        || t.opt(
+            "SELECT 1 FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 LIMIT 1",
+            &[&id.subject, &id.predicate, &scope],
+        )?
+        .is_some();
     let (version, previous, purged) = match revert_step(
         id,
         to_version,
         cur,
         earlier,
         deleted,
+        has_history,
         remove_if_none,
     )? {
         RevertStep::Remove { version, previous } => (version, previous, None),

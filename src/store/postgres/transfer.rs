@@ -183,7 +183,7 @@ impl PgStore {
             let mut values: Vec<Box<dyn ToSql + Sync>> = Vec::new();
             for (k, v) in &obj {
                 let Some(kind) = known.get(k) else {
-                    bail!("line {line_no}: table {table} has no column '{k}'");
+                    bail!("line {line_no}: table {table} has no column {}: pass a file written by `memscope export` — nothing was imported", crate::model::to_json(k).unwrap_or_default());
                 };
                 names.push(k.as_str());
                 values

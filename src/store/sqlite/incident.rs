@@ -122,6 +122,15 @@ fn tombstoned(conn: &Connection, id: &Identity) -> Result<bool> {
         .exists(params![id.subject, id.predicate, id.scope.to_string()])?)
 }
 
+/// Whether `id` has any history event (an identity never written has none).
+fn any_history(conn: &Connection, id: &Identity) -> Result<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 LIMIT 1",
+        )?
+        .exists(params![id.subject, id.predicate, id.scope.to_string()])?)
+}
+
 /// Makes version `to_version` (default: the one before the current) current again, as a new
 /// version written through the write path. With `remove_if_none`, an identity with no earlier
 /// version loses its current record instead (a `removed` event), which is what rescope needs.
@@ -142,12 +151,14 @@ fn revert_in_tx(
     let or_remove = cur
         .clone()
         .filter(|_| remove_if_none && to_version.is_none());
+    let has_history = cur.is_some() || any_history(conn, id)?;
     let step = incident::revert_step(
         id,
         to_version,
         cur,
         earlier,
         tombstoned(conn, id)?,
+        has_history,
         remove_if_none,
     )?;
     let (version, previous, purged) = match step {

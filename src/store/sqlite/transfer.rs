@@ -113,7 +113,7 @@ impl Store {
                     let mut values: Vec<rusqlite::types::Value> = Vec::new();
                     for (k, v) in &obj {
                         let Some(&(_, whole)) = cols.iter().find(|(name, _)| name == k) else {
-                            bail!("line {line_no}: table {table} has no column '{k}'");
+                            bail!("line {line_no}: table {table} has no column {}: pass a file written by `memscope export` — nothing was imported", crate::model::to_json(k).unwrap_or_default());
                         };
                         // SQLite's column affinity would turn "1" into 1 and keep 1.5 as it
                         // is; PostgreSQL's import refuses both, and so does this one.
