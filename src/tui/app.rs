@@ -171,8 +171,8 @@ pub struct App {
 
 impl App {
     pub fn new(db_path: String, read_only: bool, clock: Clock, size: (u16, u16)) -> App {
-        App {
-            db_path,
+        let mut app = App {
+            db_path: String::new(),
             read_only,
             file_gone: false,
             clock,
@@ -185,7 +185,16 @@ impl App {
             tabs: Tabs::default(),
             dialogs: Vec::new(),
             toast: None,
-        }
+        };
+        app.name_database(db_path);
+        app
+    }
+
+    /// Names the database on screen: the header's label, and the `--db` of the commands the
+    /// empty view suggests.
+    pub fn name_database(&mut self, label: String) {
+        self.tabs.memories.db_arg = format!("--db {}", crate::model::shell_word(&label));
+        self.db_path = label;
     }
 
     /// The key-map contexts in force, most specific first.

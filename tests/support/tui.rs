@@ -206,7 +206,7 @@ fn open_session(store: Box<dyn UiStore>, width: u16, height: u16) -> Session {
         WorkerMode::Inline,
     )
     .expect("the session opens");
-    session.app.db_path = "demo.db".into();
+    session.app.name_database("demo.db".into());
     session
 }
 

@@ -41,6 +41,9 @@ pub struct MemoriesTab {
     /// The subject and predicate of every suspect (tab 6), marked in the list.
     /// Sorted, so a drawn row looks itself up without building a key.
     suspects: Vec<(String, String)>,
+    /// `--db …` naming this database, for the commands the empty view suggests (so a pasted
+    /// command writes where this UI looks, not to the default database).
+    pub db_arg: String,
 }
 
 /// The rows' source for the current mode (disjoint borrows of the tab's fields).
@@ -680,8 +683,9 @@ impl MemoriesTab {
                     "Agents write what they learn through the one write path:",
                     Style::new(),
                 ),
+                (&format!("  memscope {} \\", self.db_arg), good()),
                 (
-                    "  memscope write --subject user:42 --predicate package_manager \\",
+                    "      write --subject user:42 --predicate package_manager \\",
                     good(),
                 ),
                 (
@@ -689,7 +693,10 @@ impl MemoriesTab {
                     good(),
                 ),
                 (
-                    "  memscope apply writes.jsonl    (JSON Lines, one write each)",
+                    &format!(
+                        "  memscope {} apply writes.jsonl    (JSON Lines, one write each)",
+                        self.db_arg
+                    ),
                     good(),
                 ),
                 ("", Style::new()),
@@ -699,7 +706,13 @@ impl MemoriesTab {
                 ),
                 ("global, then each repo:…, then each task:…", Style::new()),
                 ("", Style::new()),
-                ("To look around with sample data:  memscope demo", bold()),
+                (
+                    &format!(
+                        "To look around with sample data:  memscope {} demo",
+                        self.db_arg
+                    ),
+                    bold(),
+                ),
                 ("? shows every key · q quits", dim()),
             ];
             lines.extend(plain_lines(&text, max));
