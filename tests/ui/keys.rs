@@ -670,6 +670,30 @@ fn a_database_file_removed_or_replaced_under_the_ui_is_told_once() {
     assert!(render(&mut s, 120, 32).contains("team:api · linter = ruff"));
 }
 
+/// The user's words of a pending item are what a human reads to choose its scope: a long
+/// message is shown whole in the detail pane (which scrolls when focused), not cut in its
+/// middle (found by review: word 200 of 400 could be read nowhere in the UI).
+#[test]
+fn a_pending_items_long_words_are_read_whole_in_its_detail() {
+    let f = Fixture::empty();
+    let words: Vec<String> = (0..400).map(|i| format!("word{i}")).collect();
+    f.write(&format!(
+        r#"{{"subject":"user:1","predicate":"package_manager","value":"npm","scope":{{"ambiguous":["global","repo:x"]}},"source":"s","raw":"{}"}}"#,
+        words.join(" ")
+    ));
+    let mut s = f.session(120, 40);
+    press(&mut s, "2");
+    s.handle_key(key(KeyCode::Tab));
+    let mut seen = String::new();
+    for _ in 0..40 {
+        seen.push_str(&render(&mut s, 120, 40));
+        s.handle_key(ch('j'));
+    }
+    for w in ["word0 ", "word199 ", "word200 ", "word399"] {
+        assert!(seen.contains(w), "{w} is shown somewhere in the detail");
+    }
+}
+
 /// A subject too long for the row gives way before the predicate does: two records of one
 /// long subject stay told apart in the list and in the delete dialog (found by review: both
 /// rows and the dialog read the same, predicate and scope cut off).

@@ -179,13 +179,16 @@ impl TabComponent for PendingTab {
     }
 }
 
+/// The most rows the user's words take in the detail pane before their middle is cut.
+const SAID_ROWS: usize = 60;
+
 impl PendingTab {
     fn detail_lines(&self, p: &PendingItem, view: &View, max: usize) -> Vec<Line<'static>> {
         let mut lines = vec![row_line(&item_parts(p, bold()), &[], max)];
         // A label and its text, wrapped under the text's first column in at most a few rows
         // (the end kept, as in every sentence the UI cuts): a source, the words, the guard's
         // evidence are read to their end.
-        let labelled = |label: &str, text: String, style: Style| -> Vec<Line<'static>> {
+        let labelled_in = |label: &str, text: String, style: Style, rows: usize| -> Vec<Line<'static>> {
             let hang = width(label);
             if max <= hang + 8 {
                 return vec![row_line(
@@ -194,7 +197,7 @@ impl PendingTab {
                     max,
                 )];
             }
-            wrap_at_most(&text, max - hang, 3)
+            wrap_at_most(&text, max - hang, rows)
                 .into_iter()
                 .enumerate()
                 .map(|(i, chunk)| {
@@ -207,11 +210,15 @@ impl PendingTab {
                 })
                 .collect()
         };
+        let labelled = |label: &str, text: String, style: Style| labelled_in(label, text, style, 3);
         if let Some(raw) = &p.raw {
-            lines.extend(labelled(
+            // The user's words decide the scope: read whole (the pane scrolls: Tab, then j/k),
+            // up to a long message's worth of rows.
+            lines.extend(labelled_in(
                 "said      ",
                 format!("“{}”", one_line(raw)),
                 Style::new(),
+                SAID_ROWS,
             ));
         }
         let source = format!(
