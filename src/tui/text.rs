@@ -97,6 +97,30 @@ pub fn shares(parts: &[usize], room: usize) -> Vec<usize> {
     parts.iter().map(|&w| w.min(level)).collect()
 }
 
+/// The file name of a path: what follows its last `/` (the whole of a bare name).
+pub fn file_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// A path cut to `max` columns with its file name kept whole where it fits (`/home/…/demo.db`):
+/// the folders give way first, then the file name is cut in its middle.
+pub fn truncate_path(path: &str, max: usize) -> String {
+    if let Some(s) = uncut(path, max) {
+        return s;
+    }
+    let name = file_name(path);
+    let name_w = width(name);
+    // The folders' start, `…/`, the name.
+    if name.len() == path.len() || name_w + 3 > max {
+        return truncate_middle(name, max);
+    }
+    let folders = &path[..path.len() - name.len() - 1];
+    let mut out = prefix(folders, max - name_w - 2);
+    out.push_str("…/");
+    out.push_str(name);
+    out
+}
+
 /// The longest end of `s` that fits in `max` columns (a wide char is never split), and its
 /// width.
 fn suffix(s: &str, max: usize) -> (String, usize) {
@@ -451,6 +475,19 @@ mod tests {
         // A wide char never splits: the cut stays within the columns.
         let wide = truncate_middle("/数据/记忆/仓库/demo.db", 12);
         assert!(width(&wide) <= 12 && wide.ends_with("demo.db"), "{wide}");
+    }
+
+    #[test]
+    fn a_path_keeps_its_file_name_while_it_can() {
+        let path = "/tmp/review2/demo.db";
+        assert_eq!(truncate_path(path, 40), path);
+        assert_eq!(truncate_path(path, 15), "/tmp/r…/demo.db");
+        assert_eq!(truncate_path(path, 10), "/…/demo.db");
+        assert_eq!(truncate_path(path, 7), "demo.db");
+        assert_eq!(truncate_path(path, 5), "d….db");
+        assert_eq!(truncate_path("demo.db", 5), "d….db");
+        let wide = truncate_path("/数据/记忆/仓库/记忆.db", 12);
+        assert!(width(&wide) <= 12 && wide.ends_with("…/记忆.db"), "{wide}");
     }
 
     #[test]

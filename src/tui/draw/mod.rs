@@ -6,7 +6,8 @@ use super::keymap;
 use super::layout::{self, Screen};
 use super::tabs::{Status, View};
 use super::text::{
-    each_grapheme, fit, one_line, plural, thousands, truncate, truncate_middle, width, wrap,
+    each_grapheme, file_name, fit, one_line, plural, thousands, truncate, truncate_path, width,
+    wrap,
 };
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -303,7 +304,8 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
     // name goes last but one, before the counts are cut.
     // A first pass keeps room for the file's name: the time shortens before the name goes.
     let mut choice = None;
-    let name_room = 2 + 8.min(width(&path));
+    // The file name whole, up to a long one's first 20 columns.
+    let name_room = 2 + 20.min(width(file_name(&path)));
     // Then the badge goes before the time does.
     let passes = [
         (true, name_room, false),
@@ -352,7 +354,7 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
     // The path takes what is left, two columns from the counts and from the time.
     let room = max.saturating_sub(used + 2);
     if room >= 8.min(width(&path)) && room > 0 {
-        let path = truncate_middle(&path, room);
+        let path = truncate_path(&path, room);
         filled += 2 + width(&path);
         spans.push(Span::raw("  "));
         spans.push(Span::styled(path, dim()));
