@@ -243,6 +243,15 @@ pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
                     }
                 ));
             }
+            match added.dropped_pending {
+                0 => {}
+                1 => line.push_str(&format!(
+                    "; 1 of the pending items named a deleted memory of {c} and was destroyed, as its delete destroyed the rest"
+                )),
+                n => line.push_str(&format!(
+                    "; {n} of the pending items named a deleted memory of {c} and were destroyed, as its delete destroyed the rest"
+                )),
+            }
             outln!("{line}");
         }
         AliasCommand::Remove { alias } => {

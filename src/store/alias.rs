@@ -50,7 +50,8 @@ pub(crate) const HELD_SUBJECTS_SQL: &str = "SELECT DISTINCT subject FROM history
 
 /// What adding an alias did: the pair, the aliases that pointed at `alias` and now point at
 /// `canonical` (so no chain forms), the pending items and logged reads that named `alias` and
-/// now name `canonical`, and whether the pair was already there.
+/// now name `canonical`, of those pending items the ones destroyed because they name a deleted
+/// memory of `canonical` (as its delete would have), and whether the pair was already there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AliasAdded {
     pub alias: String,
@@ -58,6 +59,7 @@ pub struct AliasAdded {
     pub repointed: Vec<String>,
     pub moved_pending: i64,
     pub moved_reads: i64,
+    pub dropped_pending: i64,
     pub existed: bool,
 }
 
@@ -76,9 +78,38 @@ impl AliasAdded {
             repointed,
             moved_pending: moved.0,
             moved_reads: moved.1,
+            dropped_pending: 0,
             existed,
         }
     }
+}
+
+/// The pending items of `$1` (the canonical name, after the move) beside a tombstone of their
+/// subject under it: `(id, candidates, resolved scope, the tombstone's scope)`.
+pub(crate) const BESIDE_TOMBSTONES_SQL: &str =
+    "SELECT p.id, p.candidates, p.resolved_scope, t.scope FROM pending p
+     JOIN tombstones t ON t.subject = p.subject AND t.predicate = p.predicate
+     WHERE p.predicate = $1 ORDER BY p.id";
+
+/// Of those rows, the pending items a delete of the tombstone's memory would have destroyed
+/// (open or closed, naming its scope among their candidates or as their resolution): a moved
+/// item the user's delete never reached goes the way that delete sent its siblings, so no open
+/// item waits on deleted places only and no deleted memory's words survive under the canonical
+/// name.
+pub(crate) fn orphaned(rows: &[(i64, String, Option<String>, String)]) -> Vec<i64> {
+    let mut ids: Vec<i64> = rows
+        .iter()
+        .filter(|(_, candidates, resolved, scope)| {
+            super::events::pending_names(
+                candidates,
+                resolved.as_deref(),
+                std::slice::from_ref(scope),
+            )
+        })
+        .map(|(id, ..)| *id)
+        .collect();
+    ids.dedup();
+    ids
 }
 
 /// The statements that move the pending items and logged reads under `$1` to `$2` when the

@@ -1191,6 +1191,41 @@ fn alias_add_leaves_nothing_out_of_reach_under_the_alias_on(db: TestDb) {
     );
 }
 
+/// A pending item moved to a canonical name whose memory the user deleted goes the way that
+/// delete sent the canonical name's own items: destroyed, canary gone, `check` clean (found
+/// by review: it stayed open on deleted places only, and `check` failed).
+#[test]
+fn alias_add_destroys_a_moved_pending_item_of_a_deleted_memory() {
+    alias_add_destroys_a_moved_pending_item_of_a_deleted_memory_on(TestDb::new());
+}
+
+#[test]
+fn alias_add_destroys_a_moved_pending_item_of_a_deleted_memory_on_postgres() {
+    on_postgres(alias_add_destroys_a_moved_pending_item_of_a_deleted_memory_on);
+}
+
+fn alias_add_destroys_a_moved_pending_item_of_a_deleted_memory_on(db: TestDb) {
+    let canary = unique("别名-deleted-🐤-");
+    db.write(U, "bar", "x", "global", "s0");
+    db.write(U, "bar", "y", "repo:web", "s0");
+    db.write_ambiguous(U, "foo", &canary, "global,repo:web", "s1", &canary);
+    db.write_ambiguous(U, "foo", "kept", "repo:a,repo:b", "s2", "kept");
+    db.run(&args_for("delete", U, "bar", &["--yes"])).ok();
+    let r = db.run(&["alias", "add", "foo", "bar"]).ok();
+    assert!(
+        r.stdout
+            .contains("2 pending items that named foo now name bar")
+            && r.stdout
+                .contains("1 of the pending items named a deleted memory of bar and was destroyed"),
+        "{r:?}"
+    );
+    db.assert_not_stored(&canary, "a moved pending item of a deleted memory");
+    let open = db.pending(false);
+    assert_eq!(open.len(), 1, "{open:#?}");
+    assert_eq!(open[0]["predicate"], "bar");
+    db.assert_check_ok();
+}
+
 /// A revert of what was never stored says so, not "name a version" or "a delete destroyed
 /// it"; a version below 1 is named as such (found by review).
 #[test]

@@ -108,35 +108,69 @@ fn pending_shows_each_items_age_and_no_trailing_spaces_on(db: TestDb) {
     assert_no_trailing_spaces(&all);
 }
 
+/// The welcome's example, pasted into a shell as shown, writes into the database this UI
+/// shows (it names it with `--db`; a path with a space is quoted), not the default one.
 #[test]
 fn the_welcome_screens_example_pastes_into_a_shell() {
     let f = crate::support::tui::Fixture::empty();
-    let mut s = f.session(100, 30);
-    let screen = crate::support::tui::render(&mut s, 100, 30);
+    let spaced = f.dir.path().join("my memory.db");
+    std::fs::rename(&f.path, &spaced).unwrap();
+    let mut s = crate::support::tui::open_session(
+        Box::new(
+            memscope::store::Store::open(&spaced, memscope::store::OpenMode::Existing).unwrap(),
+        ),
+        160,
+        30,
+    );
+    s.app.name_database(spaced.display().to_string());
+    let screen = crate::support::tui::render(&mut s, 160, 30);
     // The rendered rows, without the frame's quotes and the pane's border.
     let rows: Vec<String> = screen
         .lines()
         .map(|l| {
             let l = l.trim_start_matches('"');
-            let l = l.split('"').next().unwrap_or("");
+            let l = l.rsplit_once('"').map_or(l, |(l, _)| l);
             l.trim_matches(|c| c == '│' || c == ' ').to_string()
         })
         .collect();
     let at = rows
         .iter()
-        .position(|r| r.starts_with("memscope write"))
+        .position(|r| r.starts_with("memscope --db"))
         .unwrap_or_else(|| panic!("the example is on the welcome screen:\n{screen}"));
-    let (first, second) = (&rows[at], &rows[at + 1]);
-    assert!(first.ends_with(" \\"), "{first:?} continues the line");
-    assert!(second.starts_with("--value"), "{second:?}");
-    // As a shell reads it: the backslash-newline joins the two lines into one command.
-    let joined = format!("{} {second}", first.trim_end_matches('\\'));
-    let args: Vec<&str> = joined.split_whitespace().skip(1).collect();
-    let db = TestDb::new();
-    db.run(&["init"]).ok();
-    let out = db.run(&args).ok().stdout;
+    let mut pasted = rows[at].clone();
+    let mut next = at + 1;
+    while pasted.ends_with('\\') {
+        pasted.push('\n');
+        pasted.push_str(&rows[next]);
+        next += 1;
+    }
+    assert!(pasted.contains("--value pnpm"), "{pasted}");
+    drop(s);
+    // As a shell reads it: each backslash-newline joins the lines into one command.
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&pasted)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                env!("CARGO_BIN_EXE_memscope").rsplit_once('/').unwrap().0,
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .env("HOME", f.dir.path())
+        .env_remove("MEMSCOPE_DB")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        out.starts_with("inserted user:42 · package_manager @ global v1"),
-        "{out}"
+        said.starts_with("inserted user:42 · package_manager @ global v1"),
+        "{pasted}\n{out:?}"
+    );
+    let db = TestDb::at(spaced);
+    assert_eq!(
+        db.list(&[]).len(),
+        1,
+        "the write landed in the database the UI shows"
     );
 }

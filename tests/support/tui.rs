@@ -198,7 +198,7 @@ impl Fixture {
 
 /// A session on `store` as every UI test opens one: the fixed clock, background work inline, and
 /// the database named as the snapshots name it.
-fn open_session(store: Box<dyn UiStore>, width: u16, height: u16) -> Session {
+pub fn open_session(store: Box<dyn UiStore>, width: u16, height: u16) -> Session {
     let mut session = Session::new(
         store,
         Clock::Fixed(now()),

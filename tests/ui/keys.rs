@@ -997,6 +997,25 @@ fn enter_on_a_read_explains_it_as_of_then_and_g_opens_the_timeline() {
         press(&mut s, "j");
         assert_ne!(selected_label(&s), "user:42 · package_manager @ global");
         assert!(s.app.memories().timeline.mark.is_none());
+
+        // The record deleted since: the read still explains, and g is no longer offered (it
+        // has no history in the current view to go to) — the dialog says why instead.
+        db.commands()
+            .delete(
+                &DeleteTarget::Identity(package_manager(Scope::Global)),
+                None,
+            )
+            .unwrap();
+        assert!(sees_live_change(&mut s));
+        press(&mut s, "5");
+        select_read(&mut s, "storefront-next");
+        s.handle_key(key(KeyCode::Enter));
+        let screen = render(&mut s, 120, 32);
+        assert!(
+            screen.contains("global holds no live record now")
+                && !screen.contains("highlighted (then m rescopes"),
+            "{screen}"
+        );
     });
 }
 

@@ -8,7 +8,8 @@
 
 use super::store::PgStore;
 use crate::store::alias::{
-    judge, normalized_pair, AliasAdded, Held, HELD_SQL, HELD_SUBJECTS_SQL, MOVE_TO_CANONICAL,
+    judge, normalized_pair, orphaned, AliasAdded, Held, BESIDE_TOMBSTONES_SQL, HELD_SQL,
+    HELD_SUBJECTS_SQL, MOVE_TO_CANONICAL,
 };
 use anyhow::Result;
 
@@ -64,13 +65,30 @@ impl PgStore {
                  ON CONFLICT (alias) DO UPDATE SET canonical = EXCLUDED.canonical, added_at = EXCLUDED.added_at",
                 &[&alias, &canonical],
             )?;
-            Ok(AliasAdded::new(
+            let mut added = AliasAdded::new(
                 alias.clone(),
                 canonical.clone(),
                 repointed,
                 (moved[0], moved[1]),
                 existed,
-            ))
+            );
+            let beside: Vec<(i64, String, Option<String>, String)> = t
+                .all(BESIDE_TOMBSTONES_SQL, &[&canonical])?
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                .collect();
+            for id in orphaned(&beside) {
+                added.dropped_pending +=
+                    t.exec("DELETE FROM pending WHERE id = $1", &[&id])? as i64;
+            }
+            Ok(added)
+        })
+        .and_then(|added| {
+            // Like a delete's, the purge reaches the table files where the role may VACUUM.
+            if added.dropped_pending > 0 {
+                super::vacuum::after_purge(self.connection()?, &["pending"]);
+            }
+            Ok(added)
         })
     }
 

@@ -662,7 +662,8 @@ impl Store {
         canonical: &str,
     ) -> Result<crate::store::alias::AliasAdded> {
         let (alias, canonical) = crate::store::alias::normalized_pair(alias, canonical)?;
-        self.in_write_tx(|tx, ctx, _| {
+        // A purge transaction: a moved pending item of a deleted memory is destroyed.
+        let (added, _) = self.in_purge_tx(|tx, ctx, _| {
         let canonical_is_alias: Option<String> = tx
             .query_row(
                 "SELECT canonical FROM predicate_aliases WHERE alias = ?1",
@@ -704,14 +705,24 @@ impl Store {
             "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
             rusqlite::params![alias, canonical, ctx.now],
         )?;
-        Ok(crate::store::alias::AliasAdded::new(
+        let mut added = crate::store::alias::AliasAdded::new(
             alias.clone(),
             canonical.clone(),
             repointed,
             (pending?, reads?),
             existed,
-        ))
-        })
+        );
+        let beside: Vec<(i64, String, Option<String>, String)> = tx
+            .prepare(crate::store::alias::BESIDE_TOMBSTONES_SQL)?
+            .query_map([&canonical], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        for id in crate::store::alias::orphaned(&beside) {
+            added.dropped_pending += tx.execute("DELETE FROM pending WHERE id = ?1", [id])? as i64;
+        }
+        Ok(added)
+        }, |added| added.dropped_pending > 0)?;
+        // Like a delete's, the purge reached the disk (the WAL truncated) or is owed.
+        Ok(added)
     }
 
     /// Removes the alias `alias` ([`crate::store::alias::removed`] says what happened).

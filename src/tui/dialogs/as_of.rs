@@ -140,8 +140,23 @@ impl AsOfDialog {
                     max,
                 ));
                 lines.push(Line::raw(""));
-                if let (Some(scope), Some(v)) = (&r.scope, r.version) {
-                    lines.push(row_line(
+                // `g` goes to the record's history in the current view: offered only while
+                // the scope holds a live record (a deleted or moved one has nothing to show).
+                let live_now = |scope: &String| {
+                    today_res
+                        .considered
+                        .iter()
+                        .any(|c| &c.scope == scope && c.found)
+                };
+                match (&r.scope, r.version) {
+                    (Some(scope), Some(_)) if !live_now(scope) => lines.push(plain(
+                        &format!(
+                            "{scope} holds no live record now: its history is not in the current view"
+                        ),
+                        dim(),
+                        max,
+                    )),
+                    (Some(scope), Some(v)) => lines.push(row_line(
                         &[
                             part("g", bold().fg(Color::Cyan)),
                             part(
@@ -153,7 +168,8 @@ impl AsOfDialog {
                         ],
                         &[],
                         max,
-                    ));
+                    )),
+                    _ => {}
                 }
             }
         }
