@@ -329,7 +329,7 @@ fn empty_database_explains_itself_and_restores_on_error() {
     cli(&db, &["init"]);
     launch(&t, &db, "tui");
     t.wait_for("This database holds no live memories yet.");
-    t.wait_for("memscope demo");
+    t.wait_for("empty.db demo");
     t.type_text("q");
     t.wait_for("EXIT:0");
     // A missing database: a clear sentence on stderr, exit 1, no UI.
