@@ -33,7 +33,9 @@ fn the_demo_incident_is_the_one_suspect_and_rescoping_it_clears_it() {
     assert_eq!(s["suggested_scope"], "repo:legacy-dashboard");
     let radius = strs(&s["blast_radius"]);
     assert!(radius.contains(&"repo:web-app"), "{radius:?}");
-    assert!(s["reads"].as_i64().unwrap() > 0);
+    // The reads served this version (v2, npm): three; the fourth, eleven days ago, got v1
+    // (pnpm) and is not counted against it (found by review: it was).
+    assert_eq!(s["reads"], 3, "{s:#}");
     // `check` counts them as a health figure, not a violation.
     let (code, report) = db.check();
     assert_eq!(
@@ -218,4 +220,48 @@ fn a_flagged_write_keeps_the_place_it_was_said_in_on(db: TestDb) {
     );
     let history = db.history("v", "package_manager", Some("global"));
     assert_eq!(history[0]["detail"]["places"], json!(["repo:web-app"]));
+}
+
+/// A suspect's reads are the reads of its version: reads of the value it replaced are not
+/// damage it did (found by review: every read of the global identity was counted).
+#[test]
+fn a_suspect_counts_only_the_reads_of_its_own_version() {
+    a_suspect_counts_only_the_reads_of_its_own_version_on(TestDb::new());
+}
+
+#[test]
+fn a_suspect_counts_only_the_reads_of_its_own_version_on_postgres() {
+    on_postgres(a_suspect_counts_only_the_reads_of_its_own_version_on);
+}
+
+fn a_suspect_counts_only_the_reads_of_its_own_version_on(db: TestDb) {
+    db.write("u", "pm", "pnpm", "global", "s1");
+    let read = |repo: &str| {
+        db.run(&args_for(
+            "resolve",
+            "u",
+            "pm",
+            &["--repo", repo, "--log", "--agent", "x"],
+        ))
+        .ok();
+    };
+    for repo in ["a", "b", "c"] {
+        read(repo);
+    }
+    db.write_with(
+        ("u", "pm"),
+        "npm",
+        "global",
+        "s2",
+        &["--raw", "this repo keeps npm ci"],
+    );
+    read("d");
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["reads"], 1, "{:#}", found[0]);
+    assert!(db
+        .run(&["suspects"])
+        .ok()
+        .stdout
+        .contains("1 logged read(s) got this global value"));
 }

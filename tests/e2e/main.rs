@@ -468,7 +468,7 @@ fn demo_opens_on_the_incident_and_the_suspects_tab_rescopes_it() {
     t.wait_for("Why it looks like the rule of one place");
     t.wait_showing(
         "m rescopes it to repo:legacy-dashboard",
-        &["the words say “这个仓库”", "5 repos · 4 reads"],
+        &["the words say “这个仓库”", "5 repos · 3 reads"],
     );
 
     t.type_text("m");

@@ -39,7 +39,7 @@ fn the_demo_marks_its_suspect_counts_it_and_m_rescopes_it_where_its_words_point(
             screen.contains("│! user:42 · package_manager = npm"),
             "{screen}"
         );
-        assert!(screen.contains("5 repos · 4 reads││"), "{screen}");
+        assert!(screen.contains("5 repos · 3 reads││"), "{screen}");
         let pane = right_pane(&screen);
         for said in [
             "the words say “这个仓库”",

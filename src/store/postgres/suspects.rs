@@ -75,7 +75,13 @@ impl PgStore {
                     )?
                     .and_then(|r| r.get(0));
                 let places = with_marked_places(detail.as_deref(), places);
-                let radius = radius(t, &repos, &record.subject, &record.predicate)?;
+                let radius = radius(
+                    t,
+                    &repos,
+                    &record.subject,
+                    &record.predicate,
+                    Some(record.version),
+                )?;
                 out.push(Suspect::new(record.clone(), evidence, places, radius));
             }
             rank(&mut out);
@@ -90,7 +96,7 @@ impl PgStore {
     pub fn blast_radius(&mut self, subject: &str, predicate: &str) -> Result<Vec<String>> {
         self.read(|t| {
             let known = known_places(t)?;
-            Ok(radius(t, &repos(&known), subject, predicate)?.0)
+            Ok(radius(t, &repos(&known), subject, predicate, None)?.0)
         })
     }
 }
@@ -108,12 +114,13 @@ fn known_places(t: &mut Tx<'_>) -> Result<Vec<Scope>> {
 }
 
 /// The blast radius among `repos` and the read log's readers, and how many logged reads were
-/// served the global value.
+/// served the global value: its `version`, not an earlier one (0 without a version).
 fn radius(
     t: &mut Tx<'_>,
     repos: &[&Scope],
     subject: &str,
     predicate: &str,
+    version: Option<i64>,
 ) -> Result<(Vec<String>, i64)> {
     let own: Vec<Scope> = t
         .all(super::browse::LIVE_SCOPES, &[&subject, &predicate])?
@@ -121,12 +128,16 @@ fn radius(
         .filter_map(|r| Scope::parse(&r.get::<_, String>(0)).ok())
         .filter(|s| *s != Scope::Global)
         .collect();
-    let reads: i64 = t
-        .one(
-            "SELECT count(*) FROM reads WHERE subject = $1 AND predicate = $2 AND scope = 'global'",
-            &[&subject, &predicate],
-        )?
-        .get(0);
+    let reads: i64 = match version {
+        Some(v) => t
+            .one(
+                "SELECT count(*) FROM reads
+                 WHERE subject = $1 AND predicate = $2 AND scope = 'global' AND version = $3",
+                &[&subject, &predicate, &v],
+            )?
+            .get(0),
+        None => 0,
+    };
     let readers: Vec<String> = t
         .all(
             "SELECT DISTINCT repo FROM reads WHERE subject = $1 AND predicate = $2 AND repo IS NOT NULL",

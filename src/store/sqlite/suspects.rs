@@ -113,7 +113,12 @@ impl Store {
                 .optional()?
                 .flatten();
             let places = with_marked_places(detail.as_deref(), places);
-            let radius = self.radius(&repos, &record.subject, &record.predicate)?;
+            let radius = self.radius(
+                &repos,
+                &record.subject,
+                &record.predicate,
+                Some(record.version),
+            )?;
             out.push(Suspect::new(record, evidence, places, radius));
         }
         rank(&mut out);
@@ -127,16 +132,18 @@ impl Store {
     /// one whose agents read it (the read log), less those with a record of their own.
     pub fn blast_radius(&self, subject: &str, predicate: &str) -> Result<Vec<String>> {
         let known = super::spellings::known_places(&self.conn)?;
-        Ok(self.radius(&repos(&known), subject, predicate)?.0)
+        Ok(self.radius(&repos(&known), subject, predicate, None)?.0)
     }
 
     /// The blast radius among `repos` (and the read log's readers), sorted, and how many
-    /// logged reads were served the global value.
+    /// logged reads were served the global value: its `version`, not an earlier one (0
+    /// without a version).
     fn radius(
         &self,
         repos: &[&Scope],
         subject: &str,
         predicate: &str,
+        version: Option<i64>,
     ) -> Result<(Vec<String>, i64)> {
         let own: Vec<Scope> = self
             .live_scopes_of(subject, predicate)?
@@ -145,12 +152,16 @@ impl Store {
             .filter(|s| *s != Scope::Global)
             .collect();
         let key = [subject, predicate];
-        let reads: i64 = self
-            .conn
-            .prepare_cached(
-                "SELECT count(*) FROM reads WHERE subject = ?1 AND predicate = ?2 AND scope = 'global'",
-            )?
-            .query_row(key, |r| r.get(0))?;
+        let reads: i64 = match version {
+            Some(v) => self
+                .conn
+                .prepare_cached(
+                    "SELECT count(*) FROM reads
+                     WHERE subject = ?1 AND predicate = ?2 AND scope = 'global' AND version = ?3",
+                )?
+                .query_row(rusqlite::params![subject, predicate, v], |r| r.get(0))?,
+            None => 0,
+        };
         let mut readers = self.conn.prepare_cached(
             "SELECT DISTINCT repo FROM reads WHERE subject = ?1 AND predicate = ?2 AND repo IS NOT NULL",
         )?;
