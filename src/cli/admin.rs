@@ -102,6 +102,13 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
         // header included (the store's open failed, so no connection to the file is left).
         Err(e) => {
             let header = damaged_header(&e);
+            if let (false, Some(not)) = (header, e.downcast_ref::<crate::store::NotADatabase>()) {
+                // check has told which: another kind of file, not a damaged database.
+                bail!(
+                    "{} is not a SQLite database (no damaged header either: another kind of file) — point --db at a memscope database",
+                    not.0.display()
+                );
+            }
             if !header && !is_damage(&e) {
                 return Err(e);
             }

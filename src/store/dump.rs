@@ -121,10 +121,11 @@ impl DumpReader {
         let table = obj.remove("table");
         let table = table.as_ref().and_then(|t| t.as_str()).unwrap_or("");
         if table == "memscope_export" {
-            let v = obj
-                .get("schema_version")
-                .and_then(|v| v.as_i64())
-                .unwrap_or(0);
+            let v = match obj.get("schema_version") {
+                Some(v) if v.is_i64() => v.as_i64().unwrap_or(0),
+                Some(other) => bail!("line {line_no}: the export header's schema_version holds {other}, not a whole number: pass a file written by `memscope export` — nothing was imported"),
+                None => 0,
+            };
             if !(OLDEST_IMPORTABLE..=DUMP_VERSION).contains(&v) {
                 bail!("the export is from schema version {v}, this memscope reads exports of versions {OLDEST_IMPORTABLE} to {DUMP_VERSION}: import it with a matching memscope");
             }

@@ -409,6 +409,13 @@ fn a_non_database_file_is_refused_and_stays_byte_identical() {
     tiny.run(&["list"])
         .fails_with(1, &["not a SQLite database"]);
     assert_eq!(std::fs::read(&tiny.path).unwrap(), b"hi");
+    // `check` has looked: it says which, instead of pointing at itself (found by review).
+    let r = db.run(&["check"]);
+    r.fails_with(
+        1,
+        &["not a SQLite database (no damaged header either: another kind of file)"],
+    );
+    assert!(!r.stderr.contains("memscope check"), "{r:?}");
 }
 
 // SQLite only: another application's SQLite file.

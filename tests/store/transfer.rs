@@ -367,6 +367,12 @@ fn an_export_from_schema_v2_imports_and_an_unknown_version_is_refused_on(dbs: &D
     } else {
         assert!(!other.path.exists(), "{} was left", other.path.display());
     }
+    // A version written as text is named as such, not read as version 0 (found by review).
+    header["schema_version"] = serde_json::json!("5");
+    std::fs::write(&future, format!("{header}\n{rows}")).unwrap();
+    dbs.fresh()
+        .run(&["import", future.to_str().unwrap()])
+        .fails_with(1, &["schema_version holds \"5\", not a whole number"]);
 }
 
 /// An export of a small story: a confirmed preference, a pending item, a deleted memory.
