@@ -9,13 +9,14 @@ use postgres::{Client, Transaction};
 /// adds the causal clock; 3 opens the purge gate to curators only; 4 adds the write path's
 /// one-round-trip look and `apply`'s batched probe and clock; 5 lets the terminal UI watch:
 /// the change notices and the view's index in byte order; 6 reads the time in one place,
-/// `memscope_now()`, which a session may set).
-pub const SCHEMA_VERSION: i64 = 6;
+/// `memscope_now()`, which a session may set; 7 finds the open pending item a write repeats by
+/// an index, as SQLite schema 6 does).
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -662,6 +663,12 @@ CREATE INDEX memories_view ON memories (scope COLLATE "C", subject COLLATE "C", 
 /// could write any timestamp anyway. A plain SQL function (no `SET`), so the planner inlines it.
 /// And `memscope_write_look` takes `memscope_probe`'s body inline (same lock, same reads, same
 /// clock), as v4 did for the guards: a single write's look no longer calls a nested function.
+/// v7: the open pending item an ambiguous write repeats, found by index (SQLite schema 6).
+const V7: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+CREATE INDEX pending_repeats ON pending (subject, predicate, source) WHERE status = 'open';
+"#;
+
 const V6: &str = r#"
 SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
 

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
 
 /// The schema version this build writes. A database with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// Name of the connection-local SQL function that gates history rewrites. memscope registers it
 /// on its own connections; any other client fails closed with "no such function".
@@ -14,7 +14,7 @@ pub const PURGE_GATE_FN: &str = "memscope_purge_gate";
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6];
 
 const V1: &str = r#"
 CREATE TABLE settings (
@@ -299,6 +299,14 @@ UPDATE sqlite_schema SET sql =
                  'CHECK (status = ''open'' OR status = ''resolved'' OR status = ''rejected'')')
 WHERE type = 'table' AND name = 'pending';
 PRAGMA writable_schema = RESET;
+"#;
+
+/// v6: an ambiguous write that repeats an open item joins it (`write::open_pending_like`); the
+/// item is found by subject, predicate and source among the open ones, without reading every
+/// item of the identity — an `apply` of many ambiguous or guard-queued lines for one subject
+/// took time quadratic in its open items. An index only: the same tables and columns.
+const V6: &str = r#"
+CREATE INDEX pending_repeats ON pending (subject, predicate, source) WHERE status = 'open';
 "#;
 
 /// The guard triggers (README, "check"): what keeps a raw SQL client from breaking the
