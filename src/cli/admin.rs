@@ -253,10 +253,10 @@ pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
             match added.dropped_pending {
                 0 => {}
                 1 => line.push_str(&format!(
-                    "; 1 of the pending items named a deleted memory of {c} and was destroyed, as its delete destroyed the rest"
+                    "; 1 of them waited on deleted memories of {c} only and was destroyed (such a write is rejected: restore one first)"
                 )),
                 n => line.push_str(&format!(
-                    "; {n} of the pending items named a deleted memory of {c} and were destroyed, as its delete destroyed the rest"
+                    "; {n} of them waited on deleted memories of {c} only and were destroyed (such a write is rejected: restore one first)"
                 )),
             }
             outln!("{line}");

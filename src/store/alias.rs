@@ -50,8 +50,9 @@ pub(crate) const HELD_SUBJECTS_SQL: &str = "SELECT DISTINCT subject FROM history
 
 /// What adding an alias did: the pair, the aliases that pointed at `alias` and now point at
 /// `canonical` (so no chain forms), the pending items and logged reads that named `alias` and
-/// now name `canonical`, of those pending items the ones destroyed because they name a deleted
-/// memory of `canonical` (as its delete would have), and whether the pair was already there.
+/// now name `canonical`, of those pending items the open ones destroyed because every place
+/// they wait on is a deleted memory of `canonical` ([`waits_on_deleted_only`]), and whether
+/// the pair was already there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AliasAdded {
     pub alias: String,
@@ -84,41 +85,30 @@ impl AliasAdded {
     }
 }
 
-/// The pending items of `$1` (the canonical name, after the move) beside a tombstone of their
-/// subject under it: `(id, candidates, resolved scope, the tombstone's scope)`.
-pub(crate) const BESIDE_TOMBSTONES_SQL: &str =
-    "SELECT p.id, p.candidates, p.resolved_scope, t.scope FROM pending p
-     JOIN tombstones t ON t.subject = p.subject AND t.predicate = p.predicate
-     WHERE p.predicate = $1 ORDER BY p.id";
+/// The statement that moves the name's pending items to the canonical name (`$1` the alias,
+/// `$2` the canonical name), returning each moved item: `(id, subject, candidates, status)`.
+pub(crate) const MOVE_PENDING_SQL: &str =
+    "UPDATE pending SET predicate = $2 WHERE predicate = $1 RETURNING id, subject, candidates, status";
 
-/// Of those rows, the pending items a delete of the tombstone's memory would have destroyed
-/// (open or closed, naming its scope among their candidates or as their resolution): a moved
-/// item the user's delete never reached goes the way that delete sent its siblings, so no open
-/// item waits on deleted places only and no deleted memory's words survive under the canonical
-/// name.
-pub(crate) fn orphaned(rows: &[(i64, String, Option<String>, String)]) -> Vec<i64> {
-    let mut ids: Vec<i64> = rows
-        .iter()
-        .filter(|(_, candidates, resolved, scope)| {
-            super::events::pending_names(
-                candidates,
-                resolved.as_deref(),
-                std::slice::from_ref(scope),
-            )
-        })
-        .map(|(id, ..)| *id)
-        .collect();
-    ids.dedup();
-    ids
+/// The scopes of `($1 subject, $2 predicate)` that are deleted (tombstoned).
+pub(crate) const TOMBSTONED_SCOPES_SQL: &str =
+    "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2";
+
+/// Whether a moved item now waits on deleted places only: open, and every candidate scope a
+/// deleted memory of the canonical name. The write path refuses to queue such a write (it is
+/// `rejected`: restore one first), so the moved item goes — destroyed, as the delete of those
+/// memories destroyed the items it found — and no open item is left that no answer could
+/// apply. An item with a live candidate left stays, as the write path would have queued it.
+pub(crate) fn waits_on_deleted_only(status: &str, candidates: &str, deleted: &[String]) -> bool {
+    let candidates: Vec<String> = serde_json::from_str(candidates).unwrap_or_default();
+    status == "open" && !candidates.is_empty() && candidates.iter().all(|c| deleted.contains(c))
 }
 
-/// The statements that move the pending items and logged reads under `$1` to `$2` when the
-/// alias is added: each names its rows by predicate only, and after the alias no command could
-/// reach them under `$1` — a delete of `$2` must destroy them.
-pub(crate) const MOVE_TO_CANONICAL: [&str; 2] = [
-    "UPDATE pending SET predicate = $2 WHERE predicate = $1",
-    "UPDATE reads SET predicate = $2 WHERE predicate = $1",
-];
+/// The statement that moves the logged reads under `$1` to `$2` when the alias is added (the
+/// pending items move by [`MOVE_PENDING_SQL`]): each names its rows by predicate only, and
+/// after the alias no command could reach them under `$1` — a delete of `$2` must destroy
+/// them.
+pub(crate) const MOVE_READS_SQL: &str = "UPDATE reads SET predicate = $2 WHERE predicate = $1";
 
 /// What `alias remove` did: `removed` is the canonical name the alias stood for, `None` when
 /// `alias` (normalized) is no alias — refused in one sentence.

@@ -1198,9 +1198,10 @@ fn alias_add_leaves_nothing_out_of_reach_under_the_alias_on(db: TestDb) {
     );
 }
 
-/// A pending item moved to a canonical name whose memory the user deleted goes the way that
-/// delete sent the canonical name's own items: destroyed, canary gone, `check` clean (found
-/// by review: it stayed open on deleted places only, and `check` failed).
+/// A pending item moved to a canonical name where every place it waits on is a deleted memory
+/// is destroyed — the write path rejects such a write — canary gone, `check` clean (found by
+/// review: it stayed open on deleted places only, and `check` failed); an item with a place
+/// left stays.
 #[test]
 fn alias_add_destroys_a_moved_pending_item_of_a_deleted_memory() {
     alias_add_destroys_a_moved_pending_item_of_a_deleted_memory_on(TestDb::new());
@@ -1223,7 +1224,7 @@ fn alias_add_destroys_a_moved_pending_item_of_a_deleted_memory_on(db: TestDb) {
         r.stdout
             .contains("2 pending items that named foo now name bar")
             && r.stdout
-                .contains("1 of the pending items named a deleted memory of bar and was destroyed"),
+                .contains("1 of them waited on deleted memories of bar only and was destroyed"),
         "{r:?}"
     );
     db.assert_not_stored(&canary, "a moved pending item of a deleted memory");

@@ -8,8 +8,8 @@
 
 use super::store::PgStore;
 use crate::store::alias::{
-    judge, normalized_pair, orphaned, AliasAdded, Held, BESIDE_TOMBSTONES_SQL, HELD_SQL,
-    HELD_SUBJECTS_SQL, MOVE_TO_CANONICAL,
+    judge, normalized_pair, waits_on_deleted_only, AliasAdded, Held, HELD_SQL, HELD_SUBJECTS_SQL,
+    MOVE_PENDING_SQL, MOVE_READS_SQL, TOMBSTONED_SCOPES_SQL,
 };
 use anyhow::Result;
 
@@ -56,10 +56,12 @@ impl PgStore {
                 .iter()
                 .map(|r| r.get(0))
                 .collect();
-            let mut moved = [0i64; 2];
-            for (n, sql) in moved.iter_mut().zip(MOVE_TO_CANONICAL) {
-                *n = t.exec(sql, &[&alias, &canonical])? as i64;
-            }
+            let moved: Vec<(i64, String, String, String)> = t
+                .all(MOVE_PENDING_SQL, &[&alias, &canonical])?
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                .collect();
+            let reads = t.exec(MOVE_READS_SQL, &[&alias, &canonical])? as i64;
             t.exec(
                 "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ($1, $2, memscope_now())
                  ON CONFLICT (alias) DO UPDATE SET canonical = EXCLUDED.canonical, added_at = EXCLUDED.added_at",
@@ -69,17 +71,19 @@ impl PgStore {
                 alias.clone(),
                 canonical.clone(),
                 repointed,
-                (moved[0], moved[1]),
+                (moved.len() as i64, reads),
                 existed,
             );
-            let beside: Vec<(i64, String, Option<String>, String)> = t
-                .all(BESIDE_TOMBSTONES_SQL, &[&canonical])?
-                .iter()
-                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
-                .collect();
-            for id in orphaned(&beside) {
-                added.dropped_pending +=
-                    t.exec("DELETE FROM pending WHERE id = $1", &[&id])? as i64;
+            for (id, subject, candidates, status) in &moved {
+                let deleted: Vec<String> = t
+                    .all(TOMBSTONED_SCOPES_SQL, &[subject, &canonical])?
+                    .iter()
+                    .map(|r| r.get(0))
+                    .collect();
+                if waits_on_deleted_only(status, candidates, &deleted) {
+                    added.dropped_pending +=
+                        t.exec("DELETE FROM pending WHERE id = $1", &[id])? as i64;
+                }
             }
             Ok(added)
         })

@@ -662,7 +662,7 @@ impl Store {
         canonical: &str,
     ) -> Result<crate::store::alias::AliasAdded> {
         let (alias, canonical) = crate::store::alias::normalized_pair(alias, canonical)?;
-        // A purge transaction: a moved pending item of a deleted memory is destroyed.
+        // A purge transaction: a moved item waiting on deleted places only is destroyed.
         let (added, _) = self.in_purge_tx(|tx, ctx, _| {
         let canonical_is_alias: Option<String> = tx
             .query_row(
@@ -671,7 +671,10 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()?;
-        use crate::store::alias::{Held, HELD_SQL, HELD_SUBJECTS_SQL, MOVE_TO_CANONICAL};
+        use crate::store::alias::{
+            Held, HELD_SQL, HELD_SUBJECTS_SQL, MOVE_PENDING_SQL, MOVE_READS_SQL,
+            TOMBSTONED_SCOPES_SQL,
+        };
         let existed = tx.query_row(
             "SELECT EXISTS (SELECT 1 FROM predicate_aliases WHERE alias = ?1 AND canonical = ?2)",
             [&alias, &canonical],
@@ -697,10 +700,13 @@ impl Store {
             .query_map(rusqlite::params![alias, canonical], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;
         // `?2` where PostgreSQL writes `$2`: SQLite numbers `$` parameters by first use.
-        let [pending, reads] = MOVE_TO_CANONICAL.map(|sql| {
-            tx.execute(&sql.replace('$', "?"), [&alias, &canonical])
-                .map(|n| n as i64)
-        });
+        let moved: Vec<(i64, String, String, String)> = tx
+            .prepare(&MOVE_PENDING_SQL.replace('$', "?"))?
+            .query_map([&alias, &canonical], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        let reads = tx.execute(&MOVE_READS_SQL.replace('$', "?"), [&alias, &canonical])? as i64;
         tx.execute(
             "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
             rusqlite::params![alias, canonical, ctx.now],
@@ -709,15 +715,18 @@ impl Store {
             alias.clone(),
             canonical.clone(),
             repointed,
-            (pending?, reads?),
+            (moved.len() as i64, reads),
             existed,
         );
-        let beside: Vec<(i64, String, Option<String>, String)> = tx
-            .prepare(crate::store::alias::BESIDE_TOMBSTONES_SQL)?
-            .query_map([&canonical], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        for id in crate::store::alias::orphaned(&beside) {
-            added.dropped_pending += tx.execute("DELETE FROM pending WHERE id = ?1", [id])? as i64;
+        let mut deleted = tx.prepare(TOMBSTONED_SCOPES_SQL)?;
+        for (id, subject, candidates, status) in &moved {
+            let scopes = deleted
+                .query_map([subject, &canonical], |r| r.get(0))?
+                .collect::<rusqlite::Result<Vec<String>>>()?;
+            if crate::store::alias::waits_on_deleted_only(status, candidates, &scopes) {
+                added.dropped_pending +=
+                    tx.execute("DELETE FROM pending WHERE id = ?1", [id])? as i64;
+            }
         }
         Ok(added)
         }, |added| added.dropped_pending > 0)?;
