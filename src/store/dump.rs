@@ -145,12 +145,11 @@ impl DumpReader {
         for column in json_columns(table) {
             if let Some(Value::String(text)) = obj.get(*column) {
                 if serde_json::from_str::<Value>(text).is_err() {
+                    // The text as the line holds it, and as it must be spelled there.
+                    let held = crate::model::to_json(text).unwrap_or_default();
+                    let wanted = crate::model::to_json(&held).unwrap_or_default();
                     bail!(
-                        "line {line_no}: {table}.{column} holds {}, which is not JSON text — a dump keeps each value as the JSON it was written as ({} for the text {}): pass a file written by `memscope export` — nothing was imported",
-                        crate::model::to_json(text).unwrap_or_default(),
-                        crate::model::to_json(&crate::model::to_json(text).unwrap_or_default())
-                            .unwrap_or_default(),
-                        crate::model::to_json(text).unwrap_or_default(),
+                        "line {line_no}: {table}.{column} holds {held}, which is not JSON text — a dump keeps each value as the JSON it was written as ({wanted} for the text {held}): pass a file written by `memscope export` — nothing was imported",
                     );
                 }
             }

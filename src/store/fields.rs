@@ -307,18 +307,23 @@ fn cross_row_problems(
     // canonical one, so no command could show, resolve or delete such a row (`alias add`
     // refuses a name that holds memories and moves its pending items and reads; a database
     // made before that, or by a raw client, may hold some). Tombstones, history events that
-    // keep a value, pending items, logged reads — one scan of each.
+    // keep a value, pending items, logged reads — one scan of each, every row looked up in the
+    // alias table (a union of the four tables joined once would be materialized first: 2.5
+    // times slower on 300k events).
     query(
         db,
         6,
         "predicate_aliases",
-        "SELECT a.alias, a.canonical, x.kind, count(*) FROM (
-             SELECT 1 AS kind, predicate FROM tombstones
-             UNION ALL SELECT 2, predicate FROM history WHERE value IS NOT NULL OR raw IS NOT NULL
-             UNION ALL SELECT 3, predicate FROM pending
-             UNION ALL SELECT 4, predicate FROM reads) x
-         JOIN predicate_aliases a ON a.alias = x.predicate
-         GROUP BY a.alias, a.canonical, x.kind ORDER BY a.alias, x.kind",
+        "SELECT a.alias, a.canonical, 1, count(*) FROM tombstones x
+             JOIN predicate_aliases a ON a.alias = x.predicate GROUP BY a.alias, a.canonical
+         UNION ALL SELECT a.alias, a.canonical, 2, count(*) FROM history x
+             JOIN predicate_aliases a ON a.alias = x.predicate
+             WHERE x.value IS NOT NULL OR x.raw IS NOT NULL GROUP BY a.alias, a.canonical
+         UNION ALL SELECT a.alias, a.canonical, 3, count(*) FROM pending x
+             JOIN predicate_aliases a ON a.alias = x.predicate GROUP BY a.alias, a.canonical
+         UNION ALL SELECT a.alias, a.canonical, 4, count(*) FROM reads x
+             JOIN predicate_aliases a ON a.alias = x.predicate GROUP BY a.alias, a.canonical
+         ORDER BY 1, 3",
         &|r| {
             let n = r.int(3).unwrap_or(0);
             let (alias, canonical) = (r.show(0), r.show(1));
@@ -343,23 +348,23 @@ fn cross_row_problems(
                     "no command can show or delete them under either name".to_string(),
                     format!("remove the alias ({remove}) and delete those memories"),
                 ),
-                kind => (
-                    if kind == Some(3) {
-                        "pending item"
+                kind => {
+                    let (one, many) = if kind == Some(3) {
+                        ("pending item", "pending items")
                     } else {
-                        "logged read"
-                    },
-                    if kind == Some(3) {
-                        "pending items"
-                    } else {
-                        "logged reads"
-                    },
-                    "no command reaches them under either name".to_string(),
-                    format!(
+                        ("logged read", "logged reads")
+                    };
+                    let way_out = format!(
                         "remove the alias ({remove}) and add it again, which moves them to {}",
                         quoted(&canonical)
-                    ),
-                ),
+                    );
+                    (
+                        one,
+                        many,
+                        "no command reaches them under either name".to_string(),
+                        way_out,
+                    )
+                }
             };
             Some(format!(
                 "{n} {} stored under {}, an alias of {}: {why} — {way_out}",

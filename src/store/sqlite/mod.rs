@@ -615,7 +615,6 @@ impl Store {
         self.in_write_tx(|tx, _, st| st.seqs.alloc(tx))
     }
 
-    /// `PRAGMA data_version`: changes when another connection commits. The UI polls it.
     /// Whether the path no longer names the file this connection opened: it was removed, or
     /// another file was moved over it (a backup put back with `mv`). SQLite goes on with the
     /// file it has open — and with the `-wal` and `-shm` still at the path, which a file moved
@@ -628,6 +627,7 @@ impl Store {
         self.opened_file.is_some() && file_id(&self.path) != self.opened_file
     }
 
+    /// `PRAGMA data_version`: changes when another connection commits. The UI polls it.
     pub fn data_version(&self) -> Result<i64> {
         Ok(self
             .conn

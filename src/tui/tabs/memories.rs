@@ -603,24 +603,26 @@ impl MemoriesTab {
                 // A subject too long for the row is cut in its middle before the predicate —
                 // what tells its records apart — loses a column; the value keeps a third of
                 // the room. A cut part loses its match marks (they index the whole text).
-                let (subject, predicate) = (one_line(&record.subject), one_line(&record.predicate));
+                let (mut subject, mut predicate) =
+                    (one_line(&record.subject), one_line(&record.predicate));
+                let (mut subject_marks, mut predicate_marks) =
+                    (&highlight.subject[..], &highlight.predicate[..]);
                 let right_w: usize = right.iter().map(|p| width(&p.text)).sum();
                 let id_room = max.saturating_sub(right_w + 8) * 2 / 3;
-                // On a row too narrow for two readable halves, the row's end is cut instead.
-                let caps = if id_room < 16 {
-                    vec![usize::MAX; 2]
-                } else {
-                    shares(&[width(&subject), width(&predicate)], id_room)
-                };
-                fn cut(text: String, cap: usize, marks: &[usize]) -> (String, &[usize]) {
-                    if width(&text) > cap {
-                        (truncate_middle(&text, cap.max(1)), &[])
-                    } else {
-                        (text, marks)
+                let widths = [width(&subject), width(&predicate)];
+                // Most rows fit whole; on a row too narrow for two readable halves, the row's
+                // end is cut instead.
+                if id_room >= 16 && widths[0] + widths[1] > id_room {
+                    let caps = shares(&widths, id_room);
+                    if widths[0] > caps[0] {
+                        subject = truncate_middle(&subject, caps[0].max(1));
+                        subject_marks = &[];
+                    }
+                    if widths[1] > caps[1] {
+                        predicate = truncate_middle(&predicate, caps[1].max(1));
+                        predicate_marks = &[];
                     }
                 }
-                let (subject, subject_marks) = cut(subject, caps[0], &highlight.subject);
-                let (predicate, predicate_marks) = cut(predicate, caps[1], &highlight.predicate);
                 let left = [
                     if suspect {
                         part("! ", bold().fg(Color::Yellow))
