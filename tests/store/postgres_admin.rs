@@ -9,7 +9,7 @@ use super::postgres_roles::{login_url, memscope_at, roles, TestLogin};
 use super::postgres_write::{incident, incident_sibling, req};
 use crate::support::{assert_one_sentence, memscope_cmd, Run};
 use chrono::{Duration, Utc};
-use memscope::model::{DeleteTarget, WriteContext};
+use memscope::model::{DeleteTarget, ScopeChoice, WriteContext};
 use memscope::store::postgres::PgStore;
 use memscope::store::{AnyStore, Clock, IntegrityMode, ListFilter, OpenMode};
 use serde_json::{json, Value};
@@ -224,7 +224,9 @@ fn aliases_on_postgres_as_on_sqlite() {
 
 /// Rounds of writers storing predicate `pm_N` on their own connections while `alias add pm_N
 /// package_manager` runs on another, all released at once: either the alias was refused for
-/// live `pm_N` records, or no live record is stored under `pm_N`.
+/// live `pm_N` records, or no live record is stored under `pm_N`. Other writers queue
+/// ambiguous writes under `pm_N` meanwhile: every pending item a writer was told of is in the
+/// database, and none stays under `pm_N` once the alias was added (it moved with it).
 #[test]
 fn alias_add_on_postgres_lets_no_write_in_flight_store_under_the_alias() {
     let Some(server) = server() else { return };
@@ -240,24 +242,52 @@ fn alias_add_on_postgres_lets_no_write_in_flight_store_under_the_alias() {
                 std::thread::spawn(move || {
                     let mut store = PgStore::open(&address).unwrap();
                     start.wait();
+                    let mut told = Vec::new();
                     for k in 0..3 {
-                        let w = req(
+                        let mut w = req(
                             &format!("user:{n}"),
                             &pm,
                             json!(format!("npm {k} 📦")),
                             "global",
                             "s",
                         );
-                        store.write(&w).unwrap();
+                        // Even writers queue: ambiguous between global and a repository.
+                        if n % 2 == 0 {
+                            w.scope = ScopeChoice::Ambiguous(vec![
+                                memscope::Scope::Global,
+                                memscope::Scope::parse("repo:web").unwrap(),
+                            ]);
+                        }
+                        let out = store.write(&w).unwrap();
+                        told.extend(out.pending_id);
                     }
+                    told
                 })
             })
             .collect();
         let mut store = PgStore::open(&db.address()).unwrap();
         start.wait();
         let outcome = store.add_alias(&pm, "package_manager");
-        for w in writers {
-            w.join().unwrap();
+        let told: Vec<i64> = writers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
+        assert!(!told.is_empty(), "round {round}: the even writers queued");
+        let held: Vec<String> = told
+            .iter()
+            .map(|id| {
+                raw.query_one("SELECT predicate FROM pending WHERE id = $1", &[id])
+                    .unwrap_or_else(|e| {
+                        panic!("round {round}: pending #{id} a writer was told of: {e}")
+                    })
+                    .get(0)
+            })
+            .collect();
+        if outcome.is_ok() {
+            assert!(
+                held.iter().all(|p| p == "package_manager"),
+                "round {round}: alias {pm} added, yet pending items stay under it: {held:?}"
+            );
         }
         let live: i64 = raw
             .query_one("SELECT count(*) FROM memories WHERE predicate = $1", &[&pm])
