@@ -26,6 +26,9 @@ pub fn context_from_process(args: &McpArgs) -> Result<McpContext> {
     McpContext::resolve(args, |k| std::env::var(k).ok(), &cwd).map_err(crate::frontend::usage)
 }
 
+/// How often a serving process looks whether the database has gone idle (`Tools::idle`).
+const IDLE_TICK: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// Serves MCP on stdin/stdout until the client closes the connection. Returns the exit code.
 pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     let ctx = context_from_process(&args)?;
@@ -58,15 +61,24 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let idle_tools = tools.clone();
     let served = runtime.block_on(async move {
         let service = server::MemscopeServer::new(tools)
             .serve((io.sink, io.stream))
             .await
             .map_err(|e| anyhow::anyhow!("the MCP handshake failed: {e}"))?;
-        service
-            .waiting()
-            .await
-            .map_err(|e| anyhow::anyhow!("the MCP session ended abnormally: {e}"))?;
+        let idle = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(IDLE_TICK);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let tools = idle_tools.clone();
+                let _ = tokio::task::spawn_blocking(move || tools.idle()).await;
+            }
+        });
+        let waited = service.waiting().await;
+        idle.abort();
+        waited.map_err(|e| anyhow::anyhow!("the MCP session ended abnormally: {e}"))?;
         anyhow::Ok(())
     });
     // A call still running when the client left may finish its transaction; then stop.

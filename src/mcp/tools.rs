@@ -321,6 +321,22 @@ impl Tools {
         Some(reply.unwrap_or_else(ToolReply::error))
     }
 
+    /// Run every few hundred ms while the server waits: when no call holds the store, empties
+    /// a SQLite file's write-ahead log that no one wrote to since the last time
+    /// (`Store::settle_idle_log`), so a file moved over the path later finds no log of this
+    /// database's. A failure is said on stderr, the host's log; the calls go on.
+    pub fn idle(&self) {
+        let Ok(mut store) = self.store.try_lock() else {
+            return;
+        };
+        if let Err(e) = store.settle_idle_log() {
+            crate::frontend::errln!(
+                "memscope mcp: cannot empty the database's write-ahead log: {}",
+                crate::store::error_text(&e)
+            );
+        }
+    }
+
     /// The server's store, for one call. A call that panicked cannot have left a transaction
     /// open (rusqlite and postgres roll back on unwind), so a poisoned lock is taken as it is.
     fn store(&self) -> MutexGuard<'_, AnyStore> {

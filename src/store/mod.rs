@@ -74,6 +74,15 @@ impl AnyStore {
         }
     }
 
+    /// Empties a SQLite file's write-ahead log once no one has written since the last call
+    /// (`Store::settle_idle_log`): long-lived front ends call it when idle. PostgreSQL: nothing.
+    pub fn settle_idle_log(&mut self) -> Result<()> {
+        match self {
+            AnyStore::Sqlite(s) => s.settle_idle_log(),
+            AnyStore::Postgres(_) => Ok(()),
+        }
+    }
+
     /// Every invariant and the health figures; `mode` is SQLite's integrity check of the file
     /// (PostgreSQL has no file for memscope to examine: the server guards its pages).
     pub fn check(&mut self, mode: IntegrityMode) -> Result<CheckReport> {

@@ -41,6 +41,11 @@ pub trait UiStore: Send {
     fn moved_away(&self) -> bool {
         false
     }
+    /// Empties a SQLite file's write-ahead log once no one has written for a poll
+    /// (`Store::settle_idle_log`); PostgreSQL has no log of memscope's to empty.
+    fn settle_idle_log(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// The SQLite store underneath, for what only SQLite has (tests of the file).
     fn as_sqlite(&self) -> Option<&Store> {
         None
@@ -224,6 +229,9 @@ impl UiStore for Store {
     }
     fn moved_away(&self) -> bool {
         self.file_moved()
+    }
+    fn settle_idle_log(&mut self) -> Result<()> {
+        Store::settle_idle_log(self)
     }
     fn as_sqlite(&self) -> Option<&Store> {
         Some(self)

@@ -80,14 +80,14 @@ fn checked(key: &str, value: &str) -> Result<String> {
             "normal" => Durability::Normal.as_str().to_string(),
             _ => bail!(
                 "durability must be full or normal, got {}: full syncs every commit, normal only at checkpoints",
-                crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)
+                said(value)
             ),
         },
         SCOPE_GUARD_KEY => match GuardMode::parse(&value.to_ascii_lowercase()) {
             Some(mode) => mode.as_str().to_string(),
             None => bail!(
                 "scope_guard must be queue, flag or off, got {}: queue asks a human, flag applies and marks, off trusts the writer",
-                crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)
+                said(value)
             ),
         },
         "retention_days" | "tombstone_safe_days" => match value.parse::<u32>() {
@@ -95,16 +95,16 @@ fn checked(key: &str, value: &str) -> Result<String> {
             Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => bail!(
                 "{key} must be at most {} days, got {}",
                 u32::MAX,
-                crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)
+                said(value)
             ),
             Err(_) => bail!(
                 "{key} must be a whole number of days, got {}",
-                crate::model::shorten(&serde_json::Value::from(value).to_string(), 40)
+                said(value)
             ),
         },
         other => bail!(
             "unknown setting {}: memscope has {}",
-            crate::model::shorten(&serde_json::Value::from(other).to_string(), 40),
+            said(other),
             USER_SETTINGS
                 .iter()
                 .map(|(k, what)| format!("{k} ({what})"))
@@ -112,6 +112,12 @@ fn checked(key: &str, value: &str) -> Result<String> {
                 .join(", ")
         ),
     })
+}
+
+/// What the user gave, quoted as a JSON string and escaped — cut to 40 characters inside the
+/// quotes, so they always close.
+fn said(value: &str) -> String {
+    crate::model::to_json(&crate::model::shorten(value, 40)).unwrap_or_default()
 }
 
 /// A user setting's value as shown: the stored one, or its default.

@@ -480,6 +480,13 @@ impl Session {
         if moved {
             return false;
         }
+        // Between polls that saw no write, the file's log is emptied (README, "The terminal UI").
+        if let Err(e) = self.store.settle_idle_log() {
+            self.app.error(format!(
+                "cannot empty the database's write-ahead log: {}",
+                crate::store::error_text(&e)
+            ));
+        }
         match self.store.data_version() {
             Ok(v) if v != self.data_version => {
                 self.data_version = v;

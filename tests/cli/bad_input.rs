@@ -873,6 +873,30 @@ fn a_wrong_write_creates_no_database() {
     }
 }
 
+/// A refused setting quotes what was given — cut short when long, escaped when hostile — and
+/// the quote closes before the sentence goes on (found by review: a long value's quote was cut
+/// with the rest of it).
+#[test]
+fn a_refused_setting_quotes_a_long_hostile_value_and_closes_the_quote() {
+    let db = TestDb::new();
+    let long = "模式\u{1b}[31m🚀".repeat(30);
+    for key in ["scope_guard", "durability", "retention_days"] {
+        let r = db.run(&["settings", "set", key, &long]);
+        assert_eq!(r.code, 2, "{r:?}");
+        assert_one_sentence(&r.stderr, &[]);
+        let quoted = r
+            .stderr
+            .split_once("got \"")
+            .and_then(|(_, rest)| rest.split_once("…\""))
+            .map(|(inside, _)| inside)
+            .unwrap_or_else(|| panic!("a closed, shortened quote: {:?}", r.stderr));
+        assert!(
+            quoted.starts_with("模式\\u001b[31m🚀") && !quoted.contains('\u{1b}'),
+            "{quoted:?}"
+        );
+    }
+}
+
 // SQLite only: a refused change to a path with no file leaves no file (nor journal).
 #[test]
 fn a_refused_setting_or_alias_creates_no_database() {

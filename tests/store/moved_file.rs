@@ -112,3 +112,105 @@ fn a_removed_file_is_told_and_a_file_moved_back_is_written_again() {
     drop(store);
     assert_eq!(intact_memories(&db), ["user:1 = npm", "user:2 = pnpm"]);
 }
+
+/// The size of the write-ahead log at `db`'s path (0 when there is none).
+fn wal_len(db: &TestDb) -> u64 {
+    std::fs::metadata(format!("{}-wal", db.path_str())).map_or(0, |m| m.len())
+}
+
+/// A long-lived process empties the log once no one has written for one of its polls
+/// (`Store::settle_idle_log`), never while the log is still growing, and without waiting for
+/// a reader in the way — it tries again at its next poll.
+#[test]
+fn an_idle_log_is_emptied_once_it_stops_growing_and_a_reader_only_defers_it() {
+    let db = TestDb::new();
+    let mut store = Store::open(&db.path, OpenMode::Create).unwrap();
+    store.write(&request("user:1", "npm")).unwrap();
+    assert!(wal_len(&db) > 0, "a write leaves frames in the log");
+    store.settle_idle_log().unwrap();
+    assert!(wal_len(&db) > 0, "the first sight of a log is not yet idle");
+    store.write(&request("user:2", "pnpm")).unwrap();
+    store.settle_idle_log().unwrap();
+    assert!(
+        wal_len(&db) > 0,
+        "a log that grew since the last poll is left alone"
+    );
+    store.settle_idle_log().unwrap();
+    assert_eq!(wal_len(&db), 0, "a log that did not grow is emptied");
+
+    // A reader in another connection holds a snapshot that reads the log: the truncation
+    // gives up at once and is tried again.
+    store.write(&request("user:3", "bun")).unwrap();
+    let reader = rusqlite::Connection::open(&db.path).unwrap();
+    reader.execute_batch("BEGIN").unwrap();
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM memories", [], |r| r.get(0))
+        .unwrap();
+    store.settle_idle_log().unwrap();
+    store.settle_idle_log().unwrap();
+    assert!(
+        wal_len(&db) > 0,
+        "a reader in the way defers the truncation"
+    );
+    reader.execute_batch("COMMIT").unwrap();
+    store.settle_idle_log().unwrap();
+    assert_eq!(wal_len(&db), 0, "the next idle poll empties it");
+    drop(reader);
+    drop(store);
+    assert_eq!(
+        intact_memories(&db),
+        ["user:1 = npm", "user:2 = pnpm", "user:3 = bun"]
+    );
+}
+
+/// The real MCP server, idle after a write: its log is emptied, so a database moved over the
+/// path while it still runs (`mv backup.db memory.db`) adopts no log of the old file's — it
+/// reads as itself, before and after the server exits. (Before the idle truncation, the
+/// server's frames stayed at the path and the moved file read them as its own pages.)
+#[test]
+fn an_mcp_server_left_idle_leaves_no_log_for_a_file_moved_over_its_database() {
+    use crate::support::mcp_session::RawSession;
+    use serde_json::json;
+    let db = TestDb::new();
+    db.write("user:old", "editor", "vim", "global", "thread:0/message:1");
+    let mut server = RawSession::serve(db.path_str(), &["--subject", "user:old"]);
+    for (i, value) in ["npm", "pnpm", "yarn 🧶"].iter().enumerate() {
+        let r = server.request(
+            10 + i as i64,
+            "tools/call",
+            json!({"name": "remember", "arguments": {
+                "predicate": "package_manager", "value": value, "scope": "global",
+                "source": format!("thread:1/message:{i}")}}),
+        );
+        assert_eq!(r["result"]["isError"], false, "{r}");
+    }
+    assert!(wal_len(&db) > 0, "the server's writes are in the log");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while wal_len(&db) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle server never emptied the log ({} bytes)",
+            wal_len(&db)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let new = TestDb::named("new.db");
+    new.write(
+        "user:new",
+        "package_manager",
+        "pnpm",
+        "global",
+        "thread:2/message:1",
+    );
+    let aside = db.sibling("aside.db");
+    std::fs::rename(&db.path, &aside).unwrap();
+    std::fs::rename(&new.path, &db.path).unwrap();
+    assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
+    let (code, _) = server.finish();
+    assert_eq!(code, 0);
+    assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
+    assert_eq!(
+        intact_memories(&TestDb::at(aside)),
+        ["user:old = vim", "user:old = yarn 🧶"]
+    );
+}

@@ -670,6 +670,32 @@ fn a_database_file_removed_or_replaced_under_the_ui_is_told_once() {
     assert!(render(&mut s, 120, 32).contains("team:api · linter = ruff"));
 }
 
+/// Another process's writes stay in the file's log while the UI keeps the database open (no
+/// closing connection can checkpoint it); once a poll sees no new write, the UI empties it, so
+/// a file moved over the path later adopts no log of this one's (`Store::settle_idle_log`).
+#[test]
+fn the_ui_empties_the_log_once_the_database_is_idle() {
+    let f = Fixture::story();
+    let mut s = f.session(120, 32);
+    let wal = || std::fs::metadata(format!("{}-wal", f.path.display())).map_or(0, |m| m.len());
+    f.write(r#"{"subject":"团队:网页","predicate":"linter","value":"ruff 🦀","scope":"global","source":"thread:1/message:1"}"#);
+    assert!(wal() > 0, "the writer's commit is in the log");
+    assert!(sees_live_change(&mut s));
+    let mut polls = 0;
+    while wal() > 0 && polls < 5 {
+        s.poll_live();
+        polls += 1;
+    }
+    assert_eq!(wal(), 0, "emptied after {polls} idle polls");
+    assert!(render(&mut s, 120, 32).contains("团队:网页 · linter = ruff 🦀"));
+    drop(s);
+    let report = f
+        .store()
+        .check_with(memscope::store::IntegrityMode::Full)
+        .unwrap();
+    assert!(report.ok, "the file is whole after the truncation");
+}
+
 /// The user's words of a pending item are what a human reads to choose its scope: a long
 /// message is shown whole in the detail pane (which scrolls when focused), not cut in its
 /// middle (found by review: word 200 of 400 could be read nowhere in the UI).

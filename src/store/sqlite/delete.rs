@@ -439,11 +439,17 @@ impl Store {
 
     /// `wal_checkpoint(TRUNCATE)`, waiting only briefly for readers.
     fn truncate_wal(&mut self) -> Result<bool> {
+        self.truncate_wal_waiting(Some(short_busy_handler))
+    }
+
+    /// `wal_checkpoint(TRUNCATE)`, with `wait` as the busy handler while it runs (`None`: it
+    /// gives up at once when a reader or writer is in the way). Whether the log ended empty.
+    pub(super) fn truncate_wal_waiting(&mut self, wait: Option<fn(i32) -> bool>) -> Result<bool> {
         if self.file_moved() {
             // The `-wal` at the path may be another database's now (`Store::file_moved`).
             return Ok(false);
         }
-        self.conn.busy_handler(Some(short_busy_handler))?;
+        self.conn.busy_handler(wait)?;
         let result: rusqlite::Result<(i64, i64, i64)> =
             self.conn
                 .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {

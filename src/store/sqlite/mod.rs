@@ -116,6 +116,8 @@ pub struct Store {
     /// The file `path` named when the connection opened it (`file_id`), to tell when the path
     /// names another file, or none (`file_moved`).
     opened_file: Option<(u64, u64)>,
+    /// The size of the `-wal` at the last `settle_idle_log`.
+    wal_seen: u64,
     read_only: bool,
     clock: Clock,
     assert_invariants: bool,
@@ -145,6 +147,13 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
         let _ = path;
         None
     }
+}
+
+/// The write-ahead log SQLite keeps beside the database file.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
 }
 
 fn busy_handler(attempt: i32) -> bool {
@@ -435,6 +444,7 @@ impl Store {
             place_sources: tx::Sources::default(),
             conn,
             opened_file,
+            wal_seen: 0,
             path,
             read_only,
             clock: Clock::System,
@@ -625,6 +635,29 @@ impl Store {
     /// descriptor.
     pub fn file_moved(&self) -> bool {
         self.opened_file.is_some() && file_id(&self.path) != self.opened_file
+    }
+
+    /// Called by a long-lived process (the UI, the MCP server) every few hundred ms: when the
+    /// `-wal` at the path holds frames and has not grown since the last call — no one wrote in
+    /// between — checkpoints it and truncates it to nothing, without waiting for anyone (a
+    /// reader in the way: the next idle call tries again). A CLI command's log is emptied when
+    /// it closes, but while another process keeps the database open no close can, and a file
+    /// moved over the path adopts whatever log it finds there (`file_moved`; README, "Moving
+    /// or replacing the database file"): an idle database keeps an empty one. Pays a purge
+    /// debt the same way (README, "delete, restore, gc").
+    pub fn settle_idle_log(&mut self) -> Result<()> {
+        let size = std::fs::metadata(wal_path(&self.path)).map_or(0, |m| m.len());
+        let seen = std::mem::replace(&mut self.wal_seen, size);
+        if size == 0 || size != seen || self.read_only || self.file_moved() {
+            return Ok(());
+        }
+        if rows::purge_debt_owed(&self.conn)? {
+            self.pay_purge_debt()?;
+        } else {
+            self.truncate_wal_waiting(None)?;
+        }
+        self.wal_seen = std::fs::metadata(wal_path(&self.path)).map_or(0, |m| m.len());
+        Ok(())
     }
 
     /// `PRAGMA data_version`: changes when another connection commits. The UI polls it.
