@@ -136,15 +136,17 @@ fn dry_run_states_exactly_what_the_delete_then_destroys_on(db: TestDb) {
     assert_eq!(db.fingerprint(), before, "a dry run changes nothing");
 
     let ids = preview["identities"].as_array().unwrap();
-    // The demo's deleted `coffee` is covered but has nothing left: the delete skips it.
-    assert_eq!(ids.len(), 8, "{preview:#}");
+    // The demo's deleted `coffee` is covered but has nothing left: the delete skips it. The
+    // open pending item offers `package_manager @ repo:web-app`, which holds no record: it is
+    // covered too, so the item's words cannot come back through it.
+    assert_eq!(ids.len(), 9, "{preview:#}");
     assert_eq!(
         preview["already_deleted"],
         json!([{"subject": U, "predicate": "coffee", "scope": "global"}])
     );
     for needle in [
         "This will, in one transaction:",
-        "• tombstone 8 identities",
+        "• tombstone 9 identities",
         "• skip 1 identity already deleted (nothing of it is left)",
         "    user:42 · package_manager @ task:fix-lockfile-123",
         "• blank 4 notes of agents' reads (the reads stay)",
@@ -158,7 +160,7 @@ fn dry_run_states_exactly_what_the_delete_then_destroys_on(db: TestDb) {
         .lines()
         .filter(|l| l.starts_with("    user:42 · "))
         .count();
-    assert_eq!(named, 8, "every identity is named:\n{}", text.stdout);
+    assert_eq!(named, 9, "every identity is named:\n{}", text.stdout);
 
     // The real delete destroys what the preview said.
     let report = db.json(&["delete", "--subject", U, "--yes", "--json"]);
@@ -286,6 +288,68 @@ fn deleting_an_already_deleted_identity_changes_nothing_on(db: TestDb) {
     db.assert_check_ok();
 }
 
+/// A memory that exists only as a pending item — an ambiguous write no human has placed — is
+/// the user's to delete by predicate or subject, as by one of its scopes: the delete destroys
+/// the item and tombstones every scope it offered, so the same write sent again is rejected
+/// rather than queued with the same words (found by review: a predicate delete purged the item
+/// and tombstoned nothing, and the retry was queued again with the words).
+#[test]
+fn a_predicate_or_subject_delete_tombstones_the_scopes_a_pending_item_offered() {
+    a_predicate_or_subject_delete_tombstones_the_scopes_a_pending_item_offered_on(TestDb::new());
+}
+
+#[test]
+fn a_predicate_or_subject_delete_tombstones_the_scopes_a_pending_item_offered_on_postgres() {
+    on_postgres(a_predicate_or_subject_delete_tombstones_the_scopes_a_pending_item_offered_on);
+}
+
+fn a_predicate_or_subject_delete_tombstones_the_scopes_a_pending_item_offered_on(db: TestDb) {
+    let subject = "用户:秘密🔑";
+    let secret = |db: &TestDb, predicate: &str, thread: &str| {
+        db.write_ambiguous(
+            subject,
+            predicate,
+            "hunter2 🔐",
+            "repo:网页,task:修复-1",
+            thread,
+            "密码是 hunter2，别告诉别人",
+        )
+    };
+    for (target, predicate) in [
+        (
+            vec!["delete", "--subject", subject, "--predicate", "password"],
+            "password",
+        ),
+        (vec!["delete", "--subject", subject], "token"),
+    ] {
+        assert_eq!(secret(&db, predicate, "thread:1")["outcome"], "pending");
+        let preview = db.json(&[&target[..], &["--dry-run", "--json"]].concat());
+        let scopes: Vec<&str> = preview["identities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["scope"].as_str().unwrap())
+            .collect();
+        assert_eq!(scopes, ["repo:网页", "task:修复-1"], "{preview:#}");
+        assert_eq!(preview["pending_items"], 1, "{preview:#}");
+        let report = db.json(&[&target[..], &["--yes", "--json"]].concat());
+        assert_eq!(
+            report["tombstoned"].as_array().unwrap().len(),
+            2,
+            "{report:#}"
+        );
+        assert_eq!(report["purged_pending"], 1, "{report:#}");
+        assert!(db.pending(true).is_empty());
+        // The same write again, ambiguous or in one of its scopes: rejected, the words not kept.
+        assert_eq!(secret(&db, predicate, "thread:2")["outcome"], "rejected");
+        let placed = db.write(subject, predicate, "hunter2 🔐", "repo:网页", "thread:3");
+        assert_eq!(placed["outcome"], "rejected", "{placed:#}");
+        assert!(db.pending(true).is_empty());
+        assert!(!db.run(&["export"]).ok().stdout.contains("hunter2"));
+        db.assert_check_ok();
+    }
+}
+
 #[test]
 fn a_subject_delete_leaves_a_place_only_its_resolved_item_named_as_it_is() {
     a_subject_delete_leaves_a_place_only_its_resolved_item_named_as_it_is_on(TestDb::new());
@@ -405,8 +469,8 @@ fn a_terminal_is_asked_before_more_than_one_identity_goes_on(db: TestDb) {
         shell_quote(&db.path)
     );
     t.run(&delete);
-    let s = t.wait_for("Delete these 8 identities? [y/N]");
-    assert!(s.contains("• tombstone 8 identities"), "{s}");
+    let s = t.wait_for("Delete these 9 identities? [y/N]");
+    assert!(s.contains("• tombstone 9 identities"), "{s}");
     t.type_text("n");
     t.key("Enter");
     let s = t.wait_for("EXIT:1");
@@ -415,7 +479,7 @@ fn a_terminal_is_asked_before_more_than_one_identity_goes_on(db: TestDb) {
 
     t.run("clear");
     t.run(&delete);
-    t.wait_for("Delete these 8 identities? [y/N]");
+    t.wait_for("Delete these 9 identities? [y/N]");
     t.type_text("y");
     t.key("Enter");
     let s = t.wait_for("EXIT:0");

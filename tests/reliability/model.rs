@@ -496,17 +496,43 @@ impl Model {
         self.closed.retain(|_, p| keep(&p.subject, &p.predicate));
     }
 
-    /// Identities a predicate or subject delete covers.
+    /// Identities a predicate or subject delete covers: those that hold or held a record or
+    /// are tombstoned, and every scope a pending item of the target names (its candidates, the
+    /// scope it was resolved into) — in the store's order, the identities' own.
     fn delete_targets(&self, subject: &str, predicate: Option<&str>) -> Vec<Key> {
-        self.ids
+        let of_target = |s: &String, p: &String| s == subject && predicate.is_none_or(|q| p == q);
+        let mut keys: std::collections::BTreeSet<Key> = self
+            .ids
             .iter()
             .filter(|(k, st)| {
-                k.0 == subject
-                    && predicate.is_none_or(|p| k.1 == p)
-                    && (st.cur.is_some() || st.content || st.tomb.is_some())
+                of_target(&k.0, &k.1) && (st.cur.is_some() || st.content || st.tomb.is_some())
             })
             .map(|(k, _)| k.clone())
-            .collect()
+            .collect();
+        for p in self
+            .open
+            .values()
+            .filter(|p| of_target(&p.subject, &p.predicate))
+        {
+            keys.extend(
+                p.candidates
+                    .iter()
+                    .map(|c| (p.subject.clone(), p.predicate.clone(), c.clone())),
+            );
+        }
+        for p in self
+            .closed
+            .values()
+            .filter(|p| of_target(&p.subject, &p.predicate))
+        {
+            keys.extend(
+                p.candidates
+                    .iter()
+                    .chain(p.resolved_scope.as_ref())
+                    .map(|c| (p.subject.clone(), p.predicate.clone(), c.clone())),
+            );
+        }
+        keys.into_iter().collect()
     }
 
     fn current_view(&self) -> Vec<Value> {

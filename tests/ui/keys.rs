@@ -424,7 +424,8 @@ fn delete_dialog_chooses_a_target_previews_and_confirms() {
         );
         s.perform(Action::PreviewDelete(predicate.clone()));
         let d = top!(s, Delete);
-        assert_eq!(d.preview.clone().unwrap().unwrap().identities.len(), 3);
+        // Its three records' identities, and `repo:web-app`, which pending #1 offers.
+        assert_eq!(d.preview.clone().unwrap().unwrap().identities.len(), 4);
         assert_eq!(
             s.app.handle_key(ch('k')),
             Action::PreviewDelete(DeleteTarget::Identity(id.clone()))

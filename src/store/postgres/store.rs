@@ -1237,6 +1237,10 @@ fn delete_in_tx(
                  UNION SELECT predicate, scope FROM history WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2)
                    AND event IN ('set', 'confirmed', 'stale')
                  UNION SELECT predicate, scope FROM tombstones WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2)
+                 UNION SELECT p.predicate, c.value #>> '{}' FROM pending p, jsonb_array_elements(p.candidates::jsonb) c
+                   WHERE p.subject = $1 AND ($2::text IS NULL OR p.predicate = $2) AND jsonb_typeof(c.value) = 'string'
+                 UNION SELECT predicate, resolved_scope FROM pending
+                   WHERE subject = $1 AND ($2::text IS NULL OR predicate = $2) AND resolved_scope IS NOT NULL
                  ORDER BY 1, 2",
                 &[&subject, &predicate],
             )?

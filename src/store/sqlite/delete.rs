@@ -14,7 +14,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::json;
 use std::collections::BTreeSet;
 
-/// Every identity the target covers that holds or ever held a record (or is tombstoned).
+/// Every identity the target covers that holds or ever held a record, is tombstoned, or that a
+/// pending item of the target names (a candidate, or the scope it was resolved into): a
+/// predicate or subject delete tombstones those too, as a delete of one of them does, so the
+/// words it destroys cannot come back through the same write again (README, "delete").
 fn target_identities(conn: &Connection, target: &DeleteTarget) -> Result<Vec<Identity>> {
     let (subject, predicate) = match target {
         DeleteTarget::Identity(id) => return Ok(vec![id.clone()]),
@@ -27,6 +30,10 @@ fn target_identities(conn: &Connection, target: &DeleteTarget) -> Result<Vec<Ide
         "SELECT predicate, scope FROM memories WHERE subject = ?1 AND (?2 IS NULL OR predicate = ?2)
          UNION SELECT predicate, scope FROM history WHERE subject = ?1 AND (?2 IS NULL OR predicate = ?2) AND event IN ('set', 'confirmed', 'stale')
          UNION SELECT predicate, scope FROM tombstones WHERE subject = ?1 AND (?2 IS NULL OR predicate = ?2)
+         UNION SELECT p.predicate, c.value FROM pending p, json_each(p.candidates) c
+           WHERE p.subject = ?1 AND (?2 IS NULL OR p.predicate = ?2) AND c.type = 'text'
+         UNION SELECT predicate, resolved_scope FROM pending
+           WHERE subject = ?1 AND (?2 IS NULL OR predicate = ?2) AND resolved_scope IS NOT NULL
          ORDER BY 1, 2",
     )?;
     let rows = stmt.query_map(params![subject, predicate], |r| {
