@@ -292,6 +292,11 @@ impl App {
             return Action::None;
         }
         self.toast = None;
+        // Ctrl-c quits from every state, a dialog or a text input included (`q` keeps its
+        // local meaning there: it closes a popup, or is typed).
+        if keymap::quits_everywhere(&key) {
+            return Action::Quit;
+        }
         if !self.dialogs.is_empty() {
             return self.dialog_key(key);
         }

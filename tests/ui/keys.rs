@@ -33,6 +33,43 @@ fn quit_keys_and_help_takes_keys_first() {
     });
 }
 
+/// `Ctrl-c` quits from every state, as the README's key table says ("everywhere"): a popup, a
+/// dialog, a confirm, a text input (found by a tester: it did nothing while any was open).
+#[test]
+fn ctrl_c_quits_from_every_dialog_and_input() {
+    let f = Fixture::story();
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    // Each opens one state from a fresh session on the current view.
+    let states: &[(&str, &dyn Fn(&mut memscope::tui::Session))] = &[
+        ("help", &|s| press(s, "?")),
+        ("delete dialog", &|s| press(s, "d")),
+        ("explain, typing", &|s| press(s, "e中文🦀")),
+        ("filter line, typing", &|s| press(s, "/中文👩🏽‍💻")),
+        ("rescope target, typing", &|s| press(s, "me")),
+        ("revert dialog", &|s| {
+            select(s, "user:42 · formatter @ global");
+            press(s, "v");
+        }),
+        ("event popup", &|s| {
+            s.handle_key(key(KeyCode::Enter));
+            s.handle_key(key(KeyCode::Enter));
+        }),
+        ("pending confirm", &|s| press(s, "2g")),
+        ("reads filter, typing", &|s| press(s, "5/agent")),
+        ("message", &|s| {
+            s.app.popup("A message", "汉字 and 🎉 words")
+        }),
+    ];
+    for (name, open) in states {
+        let mut s = f.session(120, 32);
+        open(&mut s);
+        let busy = !s.app.dialogs.is_empty() || s.app.tabs.typing().is_some();
+        assert!(busy, "{name}: a dialog or an input is open");
+        assert_eq!(s.app.handle_key(ctrl_c), Action::Quit, "{name}");
+        assert!(s.handle_key(ctrl_c), "{name}: the session quits");
+    }
+}
+
 #[test]
 fn moving_selects_records_and_loads_their_history() {
     for_each_backend(&Fixture::story(), |db| {
