@@ -227,7 +227,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Event, &[Code(KeyCode::Home)], "Home", C::Home, "top", None),
     b(X::Event, &[Code(KeyCode::End)], "End", C::End, "bottom", None),
     b(X::Event, &[Code(KeyCode::Esc), Code(KeyCode::Enter), Char('q')], "Esc/Enter/q", C::Cancel, "close", Some("close")),
-    b(X::Help, &[Code(KeyCode::Esc), Char('?'), Char('q')], "Esc/?/q", C::Cancel, "close the help", Some("close")),
+    b(X::Help, &[Code(KeyCode::Esc), Code(KeyCode::Enter), Char('q'), Char('?')], "Esc/Enter/q", C::Cancel, "close the help (? too)", Some("close")),
     b(X::Help, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "scroll down", Some("scroll")),
     b(X::Help, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "scroll up", None),
     b(X::Help, &[Code(KeyCode::PageDown), Char(' ')], "PgDn", C::PageDown, "page down", None),

@@ -70,6 +70,22 @@ fn ctrl_c_quits_from_every_dialog_and_input() {
     }
 }
 
+/// The help closes with `Esc`, `Enter` or `q`, as the README's key table says of the event
+/// popup and the help, and its footer says so (found by a tester: Enter did nothing).
+#[test]
+fn enter_closes_the_help_and_its_footer_says_so() {
+    let f = Fixture::story();
+    let mut s = f.session(120, 32);
+    for close in [key(KeyCode::Enter), key(KeyCode::Esc), ch('q'), ch('?')] {
+        press(&mut s, "?");
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Help { .. })));
+        let screen = render(&mut s, 120, 32);
+        assert!(screen.contains("Esc/Enter/q close"), "{screen}");
+        assert!(!s.handle_key(close), "{close:?} does not quit");
+        assert!(s.app.dialogs.is_empty(), "{close:?} closes the help");
+    }
+}
+
 #[test]
 fn moving_selects_records_and_loads_their_history() {
     for_each_backend(&Fixture::story(), |db| {
