@@ -149,6 +149,11 @@ pub struct Toast {
 pub const READ_ONLY: &str =
     "read-only database: memscope can show it but not change it (d, u, g, r, t, x, m and v are off)";
 
+/// What a curation key says once the database file was removed or replaced under the UI
+/// (`App::file_gone`): not a read-only file, and quitting is the way on.
+pub const FILE_GONE: &str =
+    "the database file was removed or replaced after memscope opened it: nothing can be changed from here (d, u, g, r, t, x, m and v are off); quit and start memscope again to open what is at its path now";
+
 pub struct App {
     pub db_path: String,
     pub read_only: bool,
@@ -195,6 +200,12 @@ impl App {
     pub fn name_database(&mut self, label: String) {
         self.tabs.memories.db_arg = format!("--db {}", crate::model::shell_word(&label));
         self.db_path = label;
+    }
+
+    /// Why nothing can be changed from the screen, when it cannot: the file gone from its path,
+    /// or a read-only database.
+    pub fn refusal(&self) -> Option<&'static str> {
+        refusal(self.read_only, self.file_gone)
     }
 
     /// The key-map contexts in force, most specific first.
@@ -265,6 +276,7 @@ impl App {
     pub(super) fn parts(&mut self, page: usize) -> (&mut Tabs, Shell<'_>) {
         let shell = Shell {
             read_only: self.read_only,
+            file_gone: self.file_gone,
             focus: &mut self.focus,
             now: self.now,
             size: self.size,
@@ -447,6 +459,17 @@ impl App {
                 Action::None
             }
         }
+    }
+}
+
+/// [`App::refusal`] of a database that is `read_only`, its file `gone` or not.
+pub(crate) fn refusal(read_only: bool, gone: bool) -> Option<&'static str> {
+    if gone {
+        Some(FILE_GONE)
+    } else if read_only {
+        Some(READ_ONLY)
+    } else {
+        None
     }
 }
 

@@ -4,7 +4,7 @@
 //! processes' commits. Every query and write of the UI starts here (the tabs' `reload` and
 //! `sync` are called from here with the store); `app` holds state and `draw` only reads it.
 
-use super::app::{Action, App, Curation, Dialog, Focus, Tab, READ_ONLY};
+use super::app::{Action, App, Curation, Dialog, Focus, Tab};
 use super::dialogs::EventDialog;
 use super::dialogs::Loaded;
 use super::incident::TimelineMark;
@@ -336,8 +336,8 @@ impl Session {
     /// Runs a confirmed change through the store's own write paths, says what happened, and
     /// reloads everything it may have touched.
     fn apply(&mut self, curation: Curation) -> Result<()> {
-        if self.app.read_only {
-            self.app.error(READ_ONLY);
+        if let Some(why) = self.app.refusal() {
+            self.app.error(why);
             return Ok(());
         }
         let message = match &curation {

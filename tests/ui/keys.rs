@@ -723,6 +723,50 @@ fn a_database_file_removed_or_replaced_under_the_ui_is_told_once() {
     assert!(render(&mut s, 120, 32).contains("team:api · linter = ruff"));
 }
 
+/// With the database file gone from under the UI, a curation key says so — the file was
+/// removed or replaced, quit and start again — not that the database is read-only; and the
+/// header's badge stays at every width, before the counts (found by a tester: at 50 columns
+/// the FILE GONE badge dropped out, and `d` said "read-only database").
+#[test]
+fn curation_on_a_file_gone_says_so_and_the_badge_stays_at_any_width() {
+    let f = Fixture::empty();
+    for (subject, value) in [("用户:42", "pnpm 🦀"), ("user:👩🏽‍💻", "很长的值")] {
+        f.write(&format!(
+            r#"{{"subject":"{subject}","predicate":"package_manager","value":"{value}","scope":"global","source":"s"}}"#
+        ));
+    }
+    f.write(r#"{"subject":"user:1","predicate":"linter","value":"ruff","scope":{"ambiguous":["global","repo:x"]},"source":"s","raw":"我们用 ruff"}"#);
+    let mut s = f.session(120, 32);
+    s.handle_key(key(KeyCode::Esc));
+    let aside = f.dir.path().join("aside.db");
+    std::fs::rename(&f.path, &aside).unwrap();
+    assert!(s.poll_live(), "the removal is seen");
+    s.handle_key(key(KeyCode::Esc));
+    for (tab, k) in [('1', 'd'), ('1', 'm'), ('1', 'v'), ('2', 'g'), ('2', 'x')] {
+        press(&mut s, &tab.to_string());
+        s.handle_key(ch(k));
+        assert!(s.app.dialogs.is_empty(), "{k} opens nothing");
+        let said = toast(&s);
+        assert_eq!(said, memscope::tui::app::FILE_GONE, "{tab}{k}");
+        assert!(said.contains("removed or replaced") && !said.contains("read-only"));
+    }
+    press(&mut s, "1");
+    for width in (12..=60).rev() {
+        let screen = render(&mut s, width, 20);
+        let header = screen.lines().next().unwrap();
+        assert!(header.contains("FILE GONE"), "at {width}: {header}");
+    }
+    // A read-only database's badge stays as long.
+    std::fs::rename(&aside, &f.path).unwrap();
+    assert!(!s.poll_live());
+    s.app.read_only = true;
+    for width in (12..=60).rev() {
+        let screen = render(&mut s, width, 20);
+        let header = screen.lines().next().unwrap();
+        assert!(header.contains("READ-ONLY"), "at {width}: {header}");
+    }
+}
+
 /// Another process's writes stay in the file's log while the UI keeps the database open (no
 /// closing connection can checkpoint it); once a poll sees no new write, the UI empties it, so
 /// a file moved over the path later adopts no log of this one's (`Store::settle_idle_log`).

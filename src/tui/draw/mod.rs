@@ -340,9 +340,15 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         }
     }
     let Some((with_badge, figures, right, used)) = choice else {
-        // Narrower than the shortest form: the counts, cut.
+        // Narrower than the shortest form: the counts, cut — after the badge that says
+        // nothing can be changed, which no width drops.
         let short = figures.last().cloned().unwrap_or_default();
-        return Line::from(fit_parts(&[part(short, bold())], max).0);
+        let mut parts = Vec::new();
+        if app.read_only {
+            parts.extend([read_only, part(" ", Style::new())]);
+        }
+        parts.push(part(short, bold()));
+        return Line::from(fit_parts(&parts, max).0);
     };
     let mut left = Vec::new();
     if with_badge {
