@@ -86,6 +86,56 @@ fn enter_closes_the_help_and_its_footer_says_so() {
     }
 }
 
+/// One Backspace erases one grapheme cluster in every typed line — the filter, the explain
+/// fields, the rescope target: `👩🏽‍💻` (four code points) and `🇯🇵` (two) go whole (found by
+/// a tester: `👩🏽‍💻` took four Backspaces and left a lone joiner; `🇯🇵` left `🇯`).
+#[test]
+fn backspace_erases_a_whole_grapheme_in_every_input() {
+    let f = Fixture::story();
+    let typed = "中文👩🏽‍💻🇯🇵e\u{301}";
+    let after = ["中文👩🏽‍💻🇯🇵", "中文👩🏽‍💻", "中文", "中", ""];
+    let backspace = key(KeyCode::Backspace);
+    let mut s = f.session(120, 32);
+    press(&mut s, "/");
+    press(&mut s, typed);
+    assert_eq!(s.app.memories().filter.input, typed);
+    for want in after {
+        s.handle_key(backspace);
+        assert_eq!(s.app.memories().filter.input, want, "filter");
+    }
+    s.handle_key(key(KeyCode::Esc));
+    select(&mut s, "user:42 · formatter @ global");
+    press(&mut s, "e");
+    for field in [ExplainField::Repo, ExplainField::Task] {
+        if top!(s, Explain).field != field {
+            s.handle_key(key(KeyCode::Tab));
+        }
+        let text = |s: &memscope::tui::Session| {
+            let d = top!(s, Explain);
+            match d.field {
+                ExplainField::Repo => d.repo.clone(),
+                ExplainField::Task => d.task.clone(),
+            }
+        };
+        while !text(&s).is_empty() {
+            s.handle_key(backspace);
+        }
+        press(&mut s, typed);
+        for want in after {
+            s.handle_key(backspace);
+            assert_eq!(text(&s), want, "{field:?}");
+        }
+    }
+    s.handle_key(key(KeyCode::Esc));
+    press(&mut s, "me");
+    s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    press(&mut s, typed);
+    for want in after {
+        s.handle_key(backspace);
+        assert_eq!(top!(s, Rescope).target, want, "rescope target");
+    }
+}
+
 #[test]
 fn moving_selects_records_and_loads_their_history() {
     for_each_backend(&Fixture::story(), |db| {

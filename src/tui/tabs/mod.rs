@@ -133,7 +133,7 @@ pub fn edit_line(
             LineEdit::Cleared
         }
         Some(Command::Erase) => {
-            input.pop();
+            super::text::erase_grapheme(input);
             LineEdit::Changed
         }
         _ => match c {
