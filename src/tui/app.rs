@@ -172,6 +172,9 @@ pub struct App {
     pub tabs: Tabs,
     pub dialogs: Vec<Dialog>,
     pub toast: Option<Toast>,
+    /// The tabs whose list the last load could not read, each with the reason: each says so
+    /// where its list would be, never that it is empty.
+    pub unloaded: Vec<(Tab, String)>,
 }
 
 impl App {
@@ -190,6 +193,7 @@ impl App {
             tabs: Tabs::default(),
             dialogs: Vec::new(),
             toast: None,
+            unloaded: Vec::new(),
         };
         app.name_database(db_path);
         app
@@ -220,6 +224,13 @@ impl App {
         contexts.extend(self.tab.context());
         contexts.extend([Context::Lists, Context::Global]);
         contexts
+    }
+
+    /// Why `tab`'s list could not be loaded, when it could not.
+    pub fn unloaded(&self, tab: Tab) -> Option<&str> {
+        (self.unloaded.iter())
+            .find(|(t, _)| *t == tab)
+            .map(|(_, why)| why.as_str())
     }
 
     /// The current view (tab 1).

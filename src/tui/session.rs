@@ -260,7 +260,9 @@ impl Session {
             Action::Filter(query) => self.start_filter(query, true)?,
             Action::ShowTab(tab) => {
                 if tab != Tab::Memories {
-                    self.reload_tabs()?;
+                    // A list that cannot be read says so in its own pane (`App::unloaded`),
+                    // and the others list what they hold.
+                    let _ = self.reload_tabs();
                     self.start_tab();
                 }
             }
@@ -508,13 +510,24 @@ impl Session {
         }
     }
 
-    /// Every tab loads what it lists (the tab bar counts them all).
+    /// Every tab loads what it lists (the tab bar counts them all). One that cannot (a row a
+    /// raw client damaged) does not stop the others: each failure is kept for its tab to show
+    /// (`App::unloaded`), and the first is returned.
     fn reload_tabs(&mut self) -> Result<()> {
         let env = self.app.env();
-        for tab in self.app.tabs.all_mut() {
-            tab.reload(&*self.store, &env)?;
+        let mut first = None;
+        self.app.unloaded.clear();
+        for &tab in Tab::ALL {
+            if let Err(e) = self.app.tabs.get_mut(tab).reload(&*self.store, &env) {
+                let why = crate::store::error_text(&e);
+                self.app.unloaded.push((tab, why));
+                first.get_or_insert(e);
+            }
         }
-        Ok(())
+        match first {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// The shown tab's slow work goes to the workers.

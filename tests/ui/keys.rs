@@ -981,6 +981,76 @@ fn a_row_that_cannot_be_read_opens_on_the_check_tab_and_a_refresh_rechecks() {
     );
 }
 
+/// One value a raw client damaged (`{not json`) stops the current view from loading; it must
+/// not make the lists claim the database is empty (found by a tester: the current view, the
+/// pending queue and the tombstones all said so while the header counted the identities).
+/// The current view says it could not load and points at the Check tab; the pending queue and
+/// the tombstones, which do not read that row, list what they hold — at start and on a live
+/// refresh.
+#[test]
+fn a_damaged_row_never_makes_a_list_claim_the_database_is_empty() {
+    let f = Fixture::story();
+    f.write(r#"{"subject":"用户:甲🦀","predicate":"名字🎉","value":"很长的值 👩🏽‍💻","scope":{"ambiguous":["global","repo:网页"]},"source":"s","raw":"以后都用 🦀"}"#);
+    let mut open = f.session(120, 32);
+    let damage = |rowid: &str| {
+        let c = rusqlite::Connection::open(&f.path).unwrap();
+        c.execute(
+            &format!("UPDATE memories SET value = '{{not json' WHERE rowid = ({rowid})"),
+            [],
+        )
+        .unwrap();
+    };
+    damage("SELECT min(rowid) FROM memories");
+    assert!(sees_live_change(&mut open));
+    let mut fresh = f.session(120, 32);
+    assert_eq!(fresh.app.tab, Tab::Check, "it still opens on the Check tab");
+    fresh.handle_key(key(KeyCode::Esc));
+    for s in [&mut open, &mut fresh] {
+        s.handle_key(key(KeyCode::Esc));
+        for tab in ["1", "2", "3"] {
+            press(s, tab);
+            assert!(
+                s.app.dialogs.is_empty(),
+                "{tab}: {:?}",
+                s.app.dialogs.last()
+            );
+            let screen = render(s, 120, 32);
+            for empty in [
+                "holds no live memories",
+                "No ambiguous writes wait",
+                "Nothing has been deleted",
+            ] {
+                assert!(!screen.contains(empty), "{tab}: {empty}\n{screen}");
+            }
+            match tab {
+                "1" => assert!(
+                    screen.contains("could not be loaded") && screen.contains("Check tab (4)"),
+                    "{screen}"
+                ),
+                "2" => assert!(
+                    screen.contains("以后都用 npm") || screen.contains("用户:甲🦀"),
+                    "{screen}"
+                ),
+                _ => assert!(screen.contains("coffee"), "{screen}"),
+            }
+        }
+    }
+    // Repaired, the current view lists its records again.
+    let c = rusqlite::Connection::open(&f.path).unwrap();
+    c.execute(
+        "UPDATE memories SET value = '\"22 LTS\"' WHERE value = '{not json'",
+        [],
+    )
+    .unwrap();
+    assert!(sees_live_change(&mut open));
+    press(&mut open, "1");
+    let screen = render(&mut open, 120, 32);
+    assert!(
+        screen.contains("team:web · node_version = 22 LTS"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     use memscope::store::Clock;

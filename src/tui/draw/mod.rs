@@ -198,7 +198,10 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         focus: app.focus,
         focused: app.dialogs.is_empty(),
     };
-    app.tabs.get(app.tab).draw(frame, s.body, &view);
+    match app.unloaded(app.tab) {
+        Some(why) => unloaded(frame, s.body, app, why),
+        None => app.tabs.get(app.tab).draw(frame, s.body, &view),
+    }
     let status_text = status(app);
     match (s.status, s.footer) {
         (Some(st), Some(f)) => {
@@ -220,6 +223,26 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             status_line(frame, r, app, status_text.as_ref());
         }
     }
+}
+
+/// A tab whose list could not be loaded says so where the list would be — never that the
+/// database holds nothing — and where to read what is wrong.
+fn unloaded(frame: &mut Frame<'_>, area: Rect, app: &App, why: &str) {
+    let title = app.tabs.get(app.tab).title();
+    let inner = pane(frame, area, &format!("{title} · not loaded"), true);
+    let max = inner.width as usize;
+    let mut lines = wrapped(
+        &format!("{title} could not be loaded: {why}"),
+        error_style(),
+        max,
+    );
+    lines.push(Line::raw(""));
+    lines.extend(wrapped(
+        "The Check tab (4) says what is wrong. This list is read again at every refresh.",
+        bold(),
+        max,
+    ));
+    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 /// A bold black-on-`bg` badge in the header.
