@@ -40,7 +40,8 @@ fn ctrl_c_quits_from_every_dialog_and_input() {
     let f = Fixture::story();
     let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
     // Each opens one state from a fresh session on the current view.
-    let states: &[(&str, &dyn Fn(&mut memscope::tui::Session))] = &[
+    type Open = dyn Fn(&mut memscope::tui::Session);
+    let states: &[(&str, &Open)] = &[
         ("help", &|s| press(s, "?")),
         ("delete dialog", &|s| press(s, "d")),
         ("explain, typing", &|s| press(s, "e中文🦀")),
