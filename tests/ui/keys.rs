@@ -1052,6 +1052,54 @@ fn a_damaged_row_never_makes_a_list_claim_the_database_is_empty() {
     );
 }
 
+/// A flag is two regional indicators; tmux keeps each in a column of its own. When the next
+/// frame blanks a flag, both of its columns must be written again, not only the first (found
+/// by a tester: half-flags stayed on screen in tmux after switching tabs). Checked on what
+/// ratatui sends: the cells that differ between the two frames.
+#[test]
+fn a_frame_that_blanks_a_flag_writes_both_of_its_columns() {
+    use ratatui::{backend::TestBackend, Terminal};
+    let f = Fixture::empty();
+    f.write(r#"{"subject":"用户:🇨🇳","predicate":"flags","value":"中国 🇨🇳 日本 🇯🇵 👩🏽‍💻 🇺🇳🇪🇺","scope":"global","source":"s"}"#);
+    let mut s = f.session(100, 20);
+    let mut terminal = Terminal::new(TestBackend::new(100, 20)).unwrap();
+    terminal.draw(|frame| s.draw(frame)).unwrap();
+    let before = terminal.backend().buffer().clone();
+    let indicator = |c: char| ('\u{1F1E6}'..='\u{1F1FF}').contains(&c);
+    // The columns the flags take: each indicator one.
+    let mut flag_columns = Vec::new();
+    for y in 0..20u16 {
+        for x in 0..100u16 {
+            let n = before[(x, y)]
+                .symbol()
+                .chars()
+                .filter(|&c| indicator(c))
+                .count() as u16;
+            flag_columns.extend((0..n).map(|i| (x + i, y)));
+        }
+    }
+    assert!(
+        flag_columns.len() >= 2 * 5,
+        "the row's flags: {flag_columns:?}"
+    );
+    press(&mut s, "3");
+    terminal.draw(|frame| s.draw(frame)).unwrap();
+    let after = terminal.backend().buffer().clone();
+    let written: Vec<(u16, u16)> = before
+        .diff(&after)
+        .iter()
+        .map(|&(x, y, _)| (x, y))
+        .collect();
+    for at in &flag_columns {
+        assert!(
+            written.contains(at),
+            "column {at:?} of a flag is written again"
+        );
+    }
+    let screen = render(&mut s, 100, 20);
+    assert!(!screen.chars().any(indicator), "{screen}");
+}
+
 #[test]
 fn an_idle_ui_holds_no_read_transaction_so_a_purge_completes() {
     use memscope::store::Clock;

@@ -9,6 +9,7 @@ use super::text::{
     each_grapheme, file_name, fit, one_line, plural, thousands, truncate, truncate_path, width,
     wrap,
 };
+use ratatui::buffer::{Buffer, CellDiffOption};
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -223,6 +224,39 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             status_line(frame, r, app, status_text.as_ref());
         }
     }
+    split_flags(frame.buffer_mut());
+}
+
+/// A flag (two regional indicators, `🇨🇳`) is one grapheme two columns wide to ratatui, which
+/// writes it into one cell and, when the next frame blanks that cell, writes only that column:
+/// a terminal that clears a wide character whole is fine, but tmux keeps each indicator in a
+/// column of its own and left the flag's second half on screen. Each indicator gets a cell of
+/// its own (one column each, as tmux and `unicode-width` count a lone one), so a frame that
+/// blanks the flag writes both columns; and both are written at every frame, side by side, so
+/// any terminal receives the pair together and shows it as the flag it is.
+fn split_flags(buf: &mut Buffer) {
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right().saturating_sub(1) {
+            let mut chars = buf[(x, y)].symbol().chars();
+            let (Some(first), Some(second), None) = (chars.next(), chars.next(), chars.next())
+            else {
+                continue;
+            };
+            if !(regional_indicator(first) && regional_indicator(second)) {
+                continue;
+            }
+            let style = buf[(x, y)].style();
+            (buf[(x, y)].set_char(first)).set_diff_option(CellDiffOption::AlwaysUpdate);
+            (buf[(x + 1, y)].set_char(second))
+                .set_style(style)
+                .set_diff_option(CellDiffOption::AlwaysUpdate);
+        }
+    }
+}
+
+fn regional_indicator(c: char) -> bool {
+    ('\u{1F1E6}'..='\u{1F1FF}').contains(&c)
 }
 
 /// A tab whose list could not be loaded says so where the list would be — never that the
