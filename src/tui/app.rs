@@ -149,6 +149,11 @@ pub struct Toast {
 pub const READ_ONLY: &str =
     "read-only database: memscope can show it but not change it (d, u, g, r, t, x, m and v are off)";
 
+/// What a curation key says once the database file was removed or replaced under the UI
+/// (`App::file_gone`): not a read-only file, and quitting is the way on.
+pub const FILE_GONE: &str =
+    "the database file was removed or replaced after memscope opened it: nothing can be changed from here (d, u, g, r, t, x, m and v are off); quit and start memscope again to open what is at its path now";
+
 pub struct App {
     pub db_path: String,
     pub read_only: bool,
@@ -167,6 +172,9 @@ pub struct App {
     pub tabs: Tabs,
     pub dialogs: Vec<Dialog>,
     pub toast: Option<Toast>,
+    /// The tabs whose list the last load could not read, each with the reason: each says so
+    /// where its list would be, never that it is empty.
+    pub unloaded: Vec<(Tab, String)>,
 }
 
 impl App {
@@ -185,6 +193,7 @@ impl App {
             tabs: Tabs::default(),
             dialogs: Vec::new(),
             toast: None,
+            unloaded: Vec::new(),
         };
         app.name_database(db_path);
         app
@@ -195,6 +204,12 @@ impl App {
     pub fn name_database(&mut self, label: String) {
         self.tabs.memories.db_arg = format!("--db {}", crate::model::shell_word(&label));
         self.db_path = label;
+    }
+
+    /// Why nothing can be changed from the screen, when it cannot: the file gone from its path,
+    /// or a read-only database.
+    pub fn refusal(&self) -> Option<&'static str> {
+        refusal(self.read_only, self.file_gone)
     }
 
     /// The key-map contexts in force, most specific first.
@@ -209,6 +224,13 @@ impl App {
         contexts.extend(self.tab.context());
         contexts.extend([Context::Lists, Context::Global]);
         contexts
+    }
+
+    /// Why `tab`'s list could not be loaded, when it could not.
+    pub fn unloaded(&self, tab: Tab) -> Option<&str> {
+        (self.unloaded.iter())
+            .find(|(t, _)| *t == tab)
+            .map(|(_, why)| why.as_str())
     }
 
     /// The current view (tab 1).
@@ -265,6 +287,7 @@ impl App {
     pub(super) fn parts(&mut self, page: usize) -> (&mut Tabs, Shell<'_>) {
         let shell = Shell {
             read_only: self.read_only,
+            file_gone: self.file_gone,
             focus: &mut self.focus,
             now: self.now,
             size: self.size,
@@ -292,6 +315,11 @@ impl App {
             return Action::None;
         }
         self.toast = None;
+        // Ctrl-c quits from every state, a dialog or a text input included (`q` keeps its
+        // local meaning there: it closes a popup, or is typed).
+        if keymap::quits_everywhere(&key) {
+            return Action::Quit;
+        }
         if !self.dialogs.is_empty() {
             return self.dialog_key(key);
         }
@@ -442,6 +470,17 @@ impl App {
                 Action::None
             }
         }
+    }
+}
+
+/// [`App::refusal`] of a database that is `read_only`, its file `gone` or not.
+pub(crate) fn refusal(read_only: bool, gone: bool) -> Option<&'static str> {
+    if gone {
+        Some(FILE_GONE)
+    } else if read_only {
+        Some(READ_ONLY)
+    } else {
+        None
     }
 }
 

@@ -227,7 +227,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Event, &[Code(KeyCode::Home)], "Home", C::Home, "top", None),
     b(X::Event, &[Code(KeyCode::End)], "End", C::End, "bottom", None),
     b(X::Event, &[Code(KeyCode::Esc), Code(KeyCode::Enter), Char('q')], "Esc/Enter/q", C::Cancel, "close", Some("close")),
-    b(X::Help, &[Code(KeyCode::Esc), Char('?'), Char('q')], "Esc/?/q", C::Cancel, "close the help", Some("close")),
+    b(X::Help, &[Code(KeyCode::Esc), Code(KeyCode::Enter), Char('q'), Char('?')], "Esc/Enter/q", C::Cancel, "close the help (? too)", Some("close")),
     b(X::Help, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "scroll down", Some("scroll")),
     b(X::Help, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "scroll up", None),
     b(X::Help, &[Code(KeyCode::PageDown), Char(' ')], "PgDn", C::PageDown, "page down", None),
@@ -278,7 +278,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Lists, &[Code(KeyCode::End)], "End", C::End, "last row", None),
     // Everywhere.
     b(X::Global, &[Char('q')], "q", C::Quit, "quit (the terminal is restored)", Some("quit")),
-    b(X::Global, &[Ctrl('c')], "Ctrl-c", C::Quit, "quit", None),
+    b(X::Global, &[Ctrl('c')], "Ctrl-c", C::Quit, "quit from anywhere, a dialog or a text input included", None),
     b(X::Global, &[Char('?')], "?", C::Help, "this help", Some("help")),
     b(X::Global, &[Char('/')], "/", C::Filter, "fuzzy filter over subject, predicate, value and scope", Some("filter")),
     b(X::Global, &[Code(KeyCode::Tab)], "Tab", C::NextPane, "next pane (list ↔ history/detail)", Some("pane")),
@@ -313,6 +313,18 @@ pub fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Command> {
             .filter(|b| b.context == *ctx)
             .find(|b| b.keys.iter().any(|k| k.matches(key)))
             .map(|b| b.command)
+    })
+}
+
+/// Whether `key` quits whatever has the focus: the global quit bindings held with Ctrl
+/// (`Ctrl-c`), which no dialog or text input binds or types.
+pub fn quits_everywhere(key: &KeyEvent) -> bool {
+    BINDINGS.iter().any(|b| {
+        b.context == Context::Global
+            && b.command == Command::Quit
+            && b.keys
+                .iter()
+                .any(|k| matches!(k, Key::Ctrl(_)) && k.matches(key))
     })
 }
 

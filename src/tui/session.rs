@@ -4,7 +4,7 @@
 //! processes' commits. Every query and write of the UI starts here (the tabs' `reload` and
 //! `sync` are called from here with the store); `app` holds state and `draw` only reads it.
 
-use super::app::{Action, App, Curation, Dialog, Focus, Tab, READ_ONLY};
+use super::app::{Action, App, Curation, Dialog, Focus, Tab};
 use super::dialogs::EventDialog;
 use super::dialogs::Loaded;
 use super::incident::TimelineMark;
@@ -260,7 +260,9 @@ impl Session {
             Action::Filter(query) => self.start_filter(query, true)?,
             Action::ShowTab(tab) => {
                 if tab != Tab::Memories {
-                    self.reload_tabs()?;
+                    // A list that cannot be read says so in its own pane (`App::unloaded`),
+                    // and the others list what they hold.
+                    let _ = self.reload_tabs();
                     self.start_tab();
                 }
             }
@@ -336,8 +338,8 @@ impl Session {
     /// Runs a confirmed change through the store's own write paths, says what happened, and
     /// reloads everything it may have touched.
     fn apply(&mut self, curation: Curation) -> Result<()> {
-        if self.app.read_only {
-            self.app.error(READ_ONLY);
+        if let Some(why) = self.app.refusal() {
+            self.app.error(why);
             return Ok(());
         }
         let message = match &curation {
@@ -508,13 +510,24 @@ impl Session {
         }
     }
 
-    /// Every tab loads what it lists (the tab bar counts them all).
+    /// Every tab loads what it lists (the tab bar counts them all). One that cannot (a row a
+    /// raw client damaged) does not stop the others: each failure is kept for its tab to show
+    /// (`App::unloaded`), and the first is returned.
     fn reload_tabs(&mut self) -> Result<()> {
         let env = self.app.env();
-        for tab in self.app.tabs.all_mut() {
-            tab.reload(&*self.store, &env)?;
+        let mut first = None;
+        self.app.unloaded.clear();
+        for &tab in Tab::ALL {
+            if let Err(e) = self.app.tabs.get_mut(tab).reload(&*self.store, &env) {
+                let why = crate::store::error_text(&e);
+                self.app.unloaded.push((tab, why));
+                first.get_or_insert(e);
+            }
         }
-        Ok(())
+        match first {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// The shown tab's slow work goes to the workers.

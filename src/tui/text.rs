@@ -21,6 +21,15 @@ pub fn each_grapheme(s: &str, mut f: impl FnMut(&str, usize, usize) -> bool) {
     }
 }
 
+/// Erases the last extended grapheme cluster of `s`, what one Backspace takes: `👩🏽‍💻` or
+/// `🇯🇵` whole, never one of its code points (which would leave a lone joiner or half a flag).
+pub fn erase_grapheme(s: &mut String) {
+    use unicode_segmentation::UnicodeSegmentation;
+    if let Some((at, _)) = s.grapheme_indices(true).next_back() {
+        s.truncate(at);
+    }
+}
+
 /// Columns `s` takes on screen.
 pub fn width(s: &str) -> usize {
     let mut total = 0;

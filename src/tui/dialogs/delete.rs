@@ -46,10 +46,41 @@ impl DeleteDialog {
         }
     }
 
-    /// The store's preview, when it is of the target shown.
-    pub fn take(&mut self, target: &DeleteTarget, preview: &Result<DeletePreview, String>) {
-        if self.target() == *target {
-            self.preview = Some(preview.clone());
+    /// The store's preview, when it is of the target shown. `Some(sentence)` when it changes
+    /// nothing: the dialog opened on a live record, so another process deleted what it would
+    /// delete, and the dialog gives way to a message saying so.
+    pub fn take(
+        &mut self,
+        target: &DeleteTarget,
+        preview: &Result<DeletePreview, String>,
+    ) -> Option<String> {
+        if self.target() != *target {
+            return None;
+        }
+        if let Ok(p) = preview {
+            if p.changes_nothing() {
+                return Some(format!(
+                    "{} was deleted by another process: nothing is left for this delete to \
+                     destroy, and the dialog closed.",
+                    self.target_words()
+                ));
+            }
+        }
+        self.preview = Some(preview.clone());
+        None
+    }
+
+    /// The target chosen, in words (`user:42 · package_manager @ global`), a long one cut in
+    /// its middle so that the message's end stays in its box.
+    fn target_words(&self) -> String {
+        let id = &self.identity;
+        match self.choice {
+            0 => fit_identity(&id.subject, &id.predicate, &id.scope.to_string(), 60),
+            1 => truncate_middle(
+                &one_line(&format!("{} in all scopes of {}", id.predicate, id.subject)),
+                60,
+            ),
+            _ => truncate_middle(&one_line(&format!("the whole subject {}", id.subject)), 60),
         }
     }
 

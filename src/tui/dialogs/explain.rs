@@ -121,7 +121,7 @@ impl ExplainDialog {
             }
             Some(Command::Confirm) => return Step::Stay(self.ask()),
             Some(Command::Erase) => {
-                self.field_mut().pop();
+                crate::tui::text::erase_grapheme(self.field_mut());
                 return Step::Stay(self.ask());
             }
             _ => {

@@ -119,9 +119,14 @@ impl Dialog {
 
     /// Takes what the session loaded, when it is this dialog's.
     pub fn take(&mut self, loaded: Loaded<'_>) {
-        match (self, loaded) {
+        match (&mut *self, loaded) {
             (Dialog::Delete(d), Loaded::Reply(Reply::DeletePreview { target, preview })) => {
-                d.take(target, preview)
+                if let Some(gone) = d.take(target, preview) {
+                    *self = Dialog::Message {
+                        title: crate::tui::refresh::GONE_TITLE.to_string(),
+                        text: gone,
+                    };
+                }
             }
             (Dialog::Explain(e), Loaded::Explain(query, result)) => e.take(query, result),
             (Dialog::AsOf(d), Loaded::AsOf(id, result)) if d.read.id == id => {

@@ -121,7 +121,7 @@ impl RescopeDialog {
                     return Step::Stay(Action::None);
                 }
                 Some(Command::Erase) => {
-                    d.target.pop();
+                    crate::tui::text::erase_grapheme(&mut d.target);
                 }
                 Some(Command::ClearField) => d.target.clear(),
                 Some(Command::NextChoice) => {

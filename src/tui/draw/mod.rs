@@ -9,6 +9,7 @@ use super::text::{
     each_grapheme, file_name, fit, one_line, plural, thousands, truncate, truncate_path, width,
     wrap,
 };
+use ratatui::buffer::{Buffer, CellDiffOption};
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -198,7 +199,10 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         focus: app.focus,
         focused: app.dialogs.is_empty(),
     };
-    app.tabs.get(app.tab).draw(frame, s.body, &view);
+    match app.unloaded(app.tab) {
+        Some(why) => unloaded(frame, s.body, app, why),
+        None => app.tabs.get(app.tab).draw(frame, s.body, &view),
+    }
     let status_text = status(app);
     match (s.status, s.footer) {
         (Some(st), Some(f)) => {
@@ -220,6 +224,59 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             status_line(frame, r, app, status_text.as_ref());
         }
     }
+    split_flags(frame.buffer_mut());
+}
+
+/// A flag (two regional indicators, `🇨🇳`) is one grapheme two columns wide to ratatui, which
+/// writes it into one cell and, when the next frame blanks that cell, writes only that column:
+/// a terminal that clears a wide character whole is fine, but tmux keeps each indicator in a
+/// column of its own and left the flag's second half on screen. Each indicator gets a cell of
+/// its own (one column each, as tmux and `unicode-width` count a lone one), so a frame that
+/// blanks the flag writes both columns; and both are written at every frame, side by side, so
+/// any terminal receives the pair together and shows it as the flag it is.
+fn split_flags(buf: &mut Buffer) {
+    let area = buf.area;
+    for y in area.top()..area.bottom() {
+        for x in area.left()..area.right().saturating_sub(1) {
+            let mut chars = buf[(x, y)].symbol().chars();
+            let (Some(first), Some(second), None) = (chars.next(), chars.next(), chars.next())
+            else {
+                continue;
+            };
+            if !(regional_indicator(first) && regional_indicator(second)) {
+                continue;
+            }
+            let style = buf[(x, y)].style();
+            (buf[(x, y)].set_char(first)).set_diff_option(CellDiffOption::AlwaysUpdate);
+            (buf[(x + 1, y)].set_char(second))
+                .set_style(style)
+                .set_diff_option(CellDiffOption::AlwaysUpdate);
+        }
+    }
+}
+
+fn regional_indicator(c: char) -> bool {
+    ('\u{1F1E6}'..='\u{1F1FF}').contains(&c)
+}
+
+/// A tab whose list could not be loaded says so where the list would be — never that the
+/// database holds nothing — and where to read what is wrong.
+fn unloaded(frame: &mut Frame<'_>, area: Rect, app: &App, why: &str) {
+    let title = app.tabs.get(app.tab).title();
+    let inner = pane(frame, area, &format!("{title} · not loaded"), true);
+    let max = inner.width as usize;
+    let mut lines = wrapped(
+        &format!("{title} could not be loaded: {why}"),
+        error_style(),
+        max,
+    );
+    lines.push(Line::raw(""));
+    lines.extend(wrapped(
+        "The Check tab (4) says what is wrong. This list is read again at every refresh.",
+        bold(),
+        max,
+    ));
+    frame.render_widget(Paragraph::new(lines), inner);
 }
 
 /// A bold black-on-`bg` badge in the header.
@@ -340,9 +397,15 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         }
     }
     let Some((with_badge, figures, right, used)) = choice else {
-        // Narrower than the shortest form: the counts, cut.
+        // Narrower than the shortest form: the counts, cut — after the badge that says
+        // nothing can be changed, which no width drops.
         let short = figures.last().cloned().unwrap_or_default();
-        return Line::from(fit_parts(&[part(short, bold())], max).0);
+        let mut parts = Vec::new();
+        if app.read_only {
+            parts.extend([read_only, part(" ", Style::new())]);
+        }
+        parts.push(part(short, bold()));
+        return Line::from(fit_parts(&parts, max).0);
     };
     let mut left = Vec::new();
     if with_badge {

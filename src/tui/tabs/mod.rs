@@ -4,7 +4,7 @@
 //! bar's order) and its field in [`Tabs`]; its key bindings are rows of the key map
 //! (`keymap`). docs/ARCHITECTURE-ui.md walks through adding one.
 
-use super::app::{Action, Dialog, ExplainDialog, Focus, Toast, READ_ONLY};
+use super::app::{refusal, Action, Dialog, ExplainDialog, Focus, Toast};
 use super::keymap::{Command, Context};
 use super::rows::Motion;
 use super::rows::{Cursor, Rows};
@@ -133,7 +133,7 @@ pub fn edit_line(
             LineEdit::Cleared
         }
         Some(Command::Erase) => {
-            input.pop();
+            super::text::erase_grapheme(input);
             LineEdit::Changed
         }
         _ => match c {
@@ -193,6 +193,8 @@ pub struct View {
 /// something in a toast.
 pub struct Shell<'a> {
     pub read_only: bool,
+    /// The database file was removed or replaced under the UI (`App::file_gone`).
+    pub file_gone: bool,
     /// Which pane of the tab has the focus.
     pub focus: &'a mut Focus,
     /// The frame's clock reading, the terminal's size and the rows of a page in the pane the
@@ -226,12 +228,16 @@ impl Shell<'_> {
         });
     }
 
-    /// Curation keys on a read-only file explain themselves instead of failing later.
+    /// Curation keys on a read-only file, or on one removed or replaced under the UI,
+    /// explain themselves instead of failing later.
     pub fn writable(&mut self) -> bool {
-        if self.read_only {
-            self.error(READ_ONLY);
+        match refusal(self.read_only, self.file_gone) {
+            Some(why) => {
+                self.error(why);
+                false
+            }
+            None => true,
         }
-        !self.read_only
     }
 
     /// The selected row of `rows` to curate; `None`, having said why, when the store is

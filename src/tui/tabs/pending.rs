@@ -9,12 +9,16 @@ use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::Command;
 use crate::tui::rows::{Cursor, ListPanes, Row, Rows};
-use crate::tui::text::{age, ago, one_line, plural, truncate, value_text, width, wrap_at_most};
+use crate::tui::text::{
+    age, ago, one_line, plural, truncate, value_text, width, wrap, wrap_at_most,
+};
 use anyhow::Result;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 use ratatui::Frame;
+use std::cell::RefCell;
+use std::sync::Arc;
 
 /// What one choice for a pending item would do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +47,18 @@ pub struct PendingTab {
     pub rows: Rows<PendingItem>,
     /// What each choice for the selected item would do (loaded by `sync`).
     pub preview: Option<PendingPreview>,
+    /// The user's words of the item drawn last, wrapped to the pane: a long message (100 kB)
+    /// is wrapped once, not at every frame.
+    said: RefCell<Option<Said>>,
+}
+
+/// [`said_lines`] of one item's words at one width.
+#[derive(Debug, Clone)]
+struct Said {
+    id: i64,
+    max: usize,
+    bytes: usize,
+    lines: Arc<Vec<Line<'static>>>,
 }
 
 impl Row for PendingItem {}
@@ -179,10 +195,52 @@ impl TabComponent for PendingTab {
     }
 }
 
-/// The most rows the user's words take in the detail pane before their middle is cut.
-const SAID_ROWS: usize = 60;
+/// The user's words as the detail pane shows them: whole, wrapped under their label (the pane
+/// scrolls: Tab, then j/k) — on a pane too narrow to hang them, below it.
+fn said_lines(raw: &str, max: usize) -> Vec<Line<'static>> {
+    let label = "said      ";
+    let hang = width(label);
+    let text = format!("“{}”", one_line(raw));
+    if max <= hang + 8 {
+        let mut lines = vec![plain(label.trim_end(), dim(), max)];
+        lines.extend(wrap(&text, max).into_iter().map(|l| plain(&l, Style::new(), max)));
+        return lines;
+    }
+    wrap(&text, max - hang)
+        .into_iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let lead = if i == 0 {
+                part(label, dim())
+            } else {
+                part(" ".repeat(hang), Style::new())
+            };
+            row_line(&[lead, part(chunk, Style::new())], &[], max)
+        })
+        .collect()
+}
 
 impl PendingTab {
+    /// [`said_lines`] of `p`, wrapped again only when the item or the width changed.
+    fn said(&self, p: &PendingItem, raw: &str, max: usize) -> Arc<Vec<Line<'static>>> {
+        let mut cache = self.said.borrow_mut();
+        let fresh = cache
+            .as_ref()
+            .is_some_and(|c| c.id == p.id && c.max == max && c.bytes == raw.len());
+        if !fresh {
+            *cache = Some(Said {
+                id: p.id,
+                max,
+                bytes: raw.len(),
+                lines: Arc::new(said_lines(raw, max)),
+            });
+        }
+        match cache.as_ref() {
+            Some(c) => Arc::clone(&c.lines),
+            None => Arc::new(Vec::new()),
+        }
+    }
+
     fn detail_lines(&self, p: &PendingItem, view: &View, max: usize) -> Vec<Line<'static>> {
         let mut lines = vec![row_line(&item_parts(p, bold()), &[], max)];
         // A label and its text, wrapped under the text's first column in at most a few rows
@@ -212,14 +270,8 @@ impl PendingTab {
         };
         let labelled = |label: &str, text: String, style: Style| labelled_in(label, text, style, 3);
         if let Some(raw) = &p.raw {
-            // The user's words decide the scope: read whole (the pane scrolls: Tab, then j/k),
-            // up to a long message's worth of rows.
-            lines.extend(labelled_in(
-                "said      ",
-                format!("“{}”", one_line(raw)),
-                Style::new(),
-                SAID_ROWS,
-            ));
+            // The user's words decide the scope: read whole, however long.
+            lines.extend(self.said(p, raw, max).iter().cloned());
         }
         let source = format!(
             "{} · causal_seq {} · {}",
