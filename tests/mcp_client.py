@@ -225,20 +225,25 @@ async def story():
                                        "scope": "unsure", "source": "s"}, "without one")
         await srv.refuses("forget", {"predicate": "never_stored", "scope": "global"}, "no memory")
 
-    # 5. Forgetting what only waits in the pending queue drops it and says nothing blocks a
-    # later write: no tombstone was made, and the agent must not be told one was.
+    # 5. Forgetting what only waits in the pending queue is a delete like any other: the item
+    # (the user's words) is dropped and every scope it offered tombstoned, so the same write
+    # again is rejected instead of queued with the same words.
     async with Server("--subject", "user:42", "--repo", "web-app", "--allow-forget") as srv:
         text, data = await srv.remembers({
             "predicate": "tea", "value": "乌龙 🍵", "scope": "unsure", "source": "thread:42/message:1",
             "raw": "乌龙就好"},
             outcome="pending")
         _, text, data = await srv.call("forget", {"predicate": "tea", "scope": "all"})
-        assert data["tombstoned"] == [] and data["purged_pending"] == 1, data
-        assert text.startswith("no stored memory of tea to forget; dropped 1 pending item(s)"), text
-        assert "Nothing blocks later writes" in text and "rejected" not in text, text
+        assert [t["scope"] for t in data["tombstoned"]] == ["global", "repo:web-app"], data
+        assert data["purged_pending"] == 1, data
+        assert text.startswith("forgotten: tea at global (tombstone v1), tea at repo:web-app (tombstone v1)."), text
         await srv.remembers({
-            "predicate": "tea", "value": "乌龙 🍵", "scope": "global", "source": "thread:42/message:2"},
-            outcome="inserted")
+            "predicate": "tea", "value": "乌龙 🍵", "scope": "unsure", "source": "thread:42/message:2",
+            "raw": "乌龙就好"},
+            outcome="rejected")
+        await srv.remembers({
+            "predicate": "tea", "value": "乌龙 🍵", "scope": "global", "source": "thread:42/message:3"},
+            outcome="rejected")
 
     return facts
 

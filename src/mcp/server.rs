@@ -89,8 +89,11 @@ impl ServerHandler for MemscopeServer {
         let client = context.client_info().map(|i| i.name);
         let tools = self.tools.clone();
         let call_name = name.clone();
+        let cancelled = context.ct.clone();
         let joined = tokio::task::spawn_blocking(move || {
-            tools.call(&call_name, request.arguments, client.as_deref())
+            tools.call(&call_name, request.arguments, client.as_deref(), &|| {
+                cancelled.is_cancelled()
+            })
         })
         .await;
         let reply = match joined {

@@ -111,6 +111,9 @@ pub struct Tools {
     /// and again by every `list_memories`, so naming them never waits for the store.
     spelled: Mutex<McpContext>,
     store: Mutex<AnyStore>,
+    /// Held for a whole call, so that a call waiting for its turn can see it was cancelled
+    /// before it starts (`call`).
+    turn: Mutex<()>,
 }
 
 impl Tools {
@@ -120,6 +123,7 @@ impl Tools {
             ctx,
             spelled: Mutex::new(spelled),
             store: Mutex::new(store),
+            turn: Mutex::new(()),
         }
     }
 
@@ -304,8 +308,26 @@ impl Tools {
         name: &str,
         args: Option<Map<String, Value>>,
         client_name: Option<&str>,
+        cancelled: &dyn Fn() -> bool,
     ) -> Option<ToolReply> {
         let args = args.unwrap_or_default();
+        // Calls take turns; one the client cancelled while it waited for its turn never starts
+        // (README, "Agents": only a write already started may still commit).
+        let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+        if cancelled() {
+            return Some(ToolReply::error(
+                "the client cancelled this call before it started: nothing was done",
+            ));
+        }
+        if self.is_tool(name) && self.store().file_moved() {
+            // Reads too: the file at the path is another database now, and answering from the
+            // old one would tell the agent what the user removed (README, "Agents").
+            return Some(ToolReply::error(
+                "the database file this server opened was removed or replaced since it started, so nothing was read or written: \
+                 tell the user to restart the MCP server (or its host) to serve what is at that path now"
+                    .to_string(),
+            ));
+        }
         let reply = match name {
             REMEMBER => self.remember(&args),
             RECALL => self.recall(&args, client_name),
@@ -335,6 +357,11 @@ impl Tools {
                 crate::store::error_text(&e)
             );
         }
+    }
+
+    /// Whether `name` is one of the tools this server offers.
+    fn is_tool(&self, name: &str) -> bool {
+        matches!(name, REMEMBER | RECALL | LIST_MEMORIES | FORGET)
     }
 
     /// The server's store, for one call. A call that panicked cannot have left a transaction
@@ -569,12 +596,22 @@ impl Tools {
             let data = serde_json::to_value(&report).map_err(|e| e.to_string())?;
             return Ok(ToolReply::ok(text, data));
         }
-        // Only pending items (or notes) held the predicate: nothing was stored, so nothing is
-        // tombstoned and nothing blocks a later write — the agent must not be told it does.
+        // Only pending items or notes were left, each of a place already deleted (an item
+        // offering a place makes its delete tombstone it): what blocks later writes is said as
+        // it is.
         let mut text = if report.tombstoned.is_empty() {
             format!(
-                "no stored memory of {predicate} to forget; dropped {} pending item(s) and {} read-log note(s) about it. Nothing blocks later writes: a new remember is stored as usual.",
-                report.purged_pending, report.purged_notes
+                "no stored memory of {predicate} to forget; dropped {} pending item(s) and {} read-log note(s) about it. {}",
+                report.purged_pending,
+                report.purged_notes,
+                if report.already_deleted.is_empty() {
+                    "Nothing blocks later writes: a new remember is stored as usual.".to_string()
+                } else {
+                    format!(
+                        "Already forgotten: {}; later writes to it are rejected until a human restores it.",
+                        named(&report.already_deleted)
+                    )
+                }
             )
         } else {
             format!(

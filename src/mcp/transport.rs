@@ -606,12 +606,28 @@ fn read_line(
     }
 }
 
+/// One message as JSON text. An error whose request's id could not be read carries `"id":
+/// null`, as JSON-RPC 2.0 requires (rmcp leaves the member out, and the Python SDK then drops
+/// the answer: the host would wait for it).
+fn encode(message: &ServerJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
+    match message {
+        rmcp::model::JsonRpcMessage::Error(e) if e.id.is_none() => {
+            let mut value = serde_json::to_value(message)?;
+            if let Value::Object(fields) = &mut value {
+                fields.insert("id".into(), Value::Null);
+            }
+            serde_json::to_vec(&value)
+        }
+        _ => serde_json::to_vec(message),
+    }
+}
+
 /// Writes each message as one line and flushes it; stops when every sender is gone or stdout
 /// is closed.
 fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>, unanswered: &Unanswered) {
     let stdout = std::io::stdout();
     for message in futures::executor::block_on_stream(outgoing) {
-        let mut text = match serde_json::to_vec(&message) {
+        let mut text = match encode(&message) {
             Ok(t) => t,
             Err(e) => {
                 crate::frontend::errln!("memscope mcp: cannot encode an answer: {e}");
@@ -643,7 +659,7 @@ mod tests {
 
     fn answer(f: Frame) -> Value {
         match f {
-            Frame::Answer(a) => serde_json::to_value(*a).unwrap(),
+            Frame::Answer(a) => serde_json::from_slice(&encode(&a).unwrap()).unwrap(),
             other => panic!("expected an answer, got {other:?}"),
         }
     }
@@ -860,7 +876,7 @@ mod tests {
             let framed = frames(line.as_bytes());
             assert_eq!(framed.len(), 1, "{line}: {framed:?}");
             let a = answer(framed.into_iter().next().unwrap());
-            assert!(a.get("id").is_none(), "{a}");
+            assert_eq!(a.get("id"), Some(&Value::Null), "{a}");
             assert_eq!(error_of(&a).0, -32700, "{a}");
         }
         // A batch inside a batch, or a value: each item gets an invalid request.
@@ -880,8 +896,11 @@ mod tests {
             let Frame::Answer(answer) = frame(line.as_bytes()) else {
                 panic!("no answer for id {id}");
             };
-            let v = serde_json::to_value(&answer).unwrap();
-            assert!(v["id"].is_null() && v["error"]["code"] == -32600, "{v}");
+            let v: Value = serde_json::from_slice(&encode(&answer).unwrap()).unwrap();
+            assert!(
+                v.get("id") == Some(&Value::Null) && v["error"]["code"] == -32600,
+                "{v}"
+            );
             assert!(v["error"]["message"].as_str().unwrap().contains(id), "{v}");
         }
     }

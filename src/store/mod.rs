@@ -74,6 +74,14 @@ impl AnyStore {
         }
     }
 
+    /// Whether a SQLite file was removed or replaced since it was opened (`Store::file_moved`).
+    pub fn file_moved(&self) -> bool {
+        match self {
+            AnyStore::Sqlite(s) => s.file_moved(),
+            AnyStore::Postgres(_) => false,
+        }
+    }
+
     /// Empties a SQLite file's write-ahead log once no one has written since the last call
     /// (`Store::settle_idle_log`): long-lived front ends call it when idle. PostgreSQL: nothing.
     pub fn settle_idle_log(&mut self) -> Result<()> {

@@ -466,13 +466,18 @@ fn every_request_gets_an_answer_however_deep_or_misshapen_on(db: TestDb) {
         None => s.until_id(51).0,
     };
     assert!(r.get("result").is_some(), "{r}");
-    // An empty batch and requests whose id is no id are answered, without an id.
+    // An empty batch and requests whose id is no id are answered with id null, as JSON-RPC
+    // 2.0 requires (a member left out, the Python SDK drops the answer).
     s.send_raw("[]");
     for id in ["true", "{}", "1.5", "null"] {
         s.send_raw(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
     }
     let (_, before) = s.request_collecting(52, "ping", json!({}));
-    let unanswerable: Vec<&Value> = before.iter().filter(|m| m.get("id").is_none()).collect();
+    let unanswerable: Vec<&Value> = before
+        .iter()
+        .filter(|m| m.get("id") == Some(&Value::Null))
+        .collect();
+    assert!(before.iter().all(|m| m.get("id").is_some()), "{before:?}");
     assert_eq!(unanswerable.len(), 5, "{before:?}");
     for m in &unanswerable {
         assert_eq!(m["error"]["code"], -32600, "{m}");
@@ -555,7 +560,7 @@ fn integer_past_64_bits_on(db: TestDb) {
     s.send_raw(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#);
     let (_, before) = s.until_id(5);
     assert!(
-        before.iter().any(|m| m["id"].is_null()
+        before.iter().any(|m| m.get("id") == Some(&Value::Null)
             && m["error"]["message"]
                 .as_str()
                 .is_some_and(|t| t.contains("12345678901234567890123"))),
@@ -731,4 +736,63 @@ fn a_call_running_when_the_client_closes_stdin_is_answered_before_the_server_exi
     let listed = db.list(&["--scope", "global"]);
     assert!(listed.iter().any(|m| m["value"] == "fish 🐟"), "{listed:?}");
     db.assert_check_ok();
+}
+
+/// Calls a host sends at once take turns; one the host cancels (`notifications/cancelled`)
+/// while it still waits for its turn never starts — nothing of it is stored — and the call
+/// holding the turn answers as ever (found by review: four cancelled calls, queued behind a
+/// call waiting on another process's lock, were all stored).
+#[test]
+fn a_call_cancelled_while_it_waits_for_its_turn_never_runs() {
+    let db = TestDb::new();
+    db.run(&["init"]).ok();
+    let mut s = RawSession::serve(db.path_str(), &["--subject", "用户:42"]);
+    // Another process holds the write lock: the first call waits for it, the rest for it.
+    let blocker = rusqlite::Connection::open(&db.path).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    for id in 2..=6 {
+        s.send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "remember", "arguments": {"predicate": format!("偏好{id}"), "value": format!("值 {id} 🎯"),
+            "scope": "global", "source": format!("thread:{id}")}}}));
+    }
+    for id in 3..=6 {
+        s.send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "the user pressed Esc"}}),
+        );
+    }
+    // The server reads in order: once the ping is answered, every cancel was taken.
+    let (pong, _) = s.request_collecting(7, "ping", json!({}));
+    assert!(pong.get("result").is_some(), "{pong}");
+    blocker.execute_batch("COMMIT").unwrap();
+    let (first, _) = s.until_id(2);
+    assert_eq!(
+        first["result"]["structuredContent"]["outcome"], "inserted",
+        "{first}"
+    );
+    // A call after them all runs as ever, and the answers of the cancelled ones never come.
+    let (last, before) = s.request_collecting(
+        8,
+        "tools/call",
+        json!({"name": "recall", "arguments": {"predicate": "偏好2"}}),
+    );
+    assert_eq!(last["result"]["isError"], false, "{last}");
+    assert!(
+        before
+            .iter()
+            .all(|m| !(3..=6).contains(&m["id"].as_i64().unwrap_or(0))),
+        "{before:?}"
+    );
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+    let stored: Vec<String> = db
+        .list(&[])
+        .iter()
+        .map(|m| m["predicate"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        stored,
+        ["偏好2"],
+        "only the call that was not cancelled is stored"
+    );
 }

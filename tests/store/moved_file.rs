@@ -206,6 +206,29 @@ fn an_mcp_server_left_idle_leaves_no_log_for_a_file_moved_over_its_database() {
     std::fs::rename(&db.path, &aside).unwrap();
     std::fs::rename(&new.path, &db.path).unwrap();
     assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
+    // The server answers from no database now: not the old file's memories (what the user
+    // replaced), nor a write into the new file's log — every tool says so.
+    for (id, name, arguments) in [
+        (20, "list_memories", json!({})),
+        (21, "recall", json!({"predicate": "package_manager"})),
+        (
+            22,
+            "remember",
+            json!({"predicate": "editor", "value": "helix", "scope": "global", "source": "thread:3"}),
+        ),
+    ] {
+        let r = server.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        );
+        assert_eq!(r["result"]["isError"], true, "{name}: {r}");
+        let text = crate::support::mcp_session::tool_text(&r);
+        assert!(
+            text.contains("removed or replaced") && !text.contains("yarn"),
+            "{name}: {text}"
+        );
+    }
     let (code, _) = server.finish();
     assert_eq!(code, 0);
     assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
