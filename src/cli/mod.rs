@@ -252,8 +252,8 @@ pub enum Command {
     Settings {
         #[command(subcommand)]
         command: Option<admin::SettingsCommand>,
-        /// Print JSON instead of text
-        #[arg(long)]
+        /// Print JSON instead of text (before or after `set KEY VALUE`)
+        #[arg(long, global = true)]
         json: bool,
     },
     /// Allocate a causal sequence number

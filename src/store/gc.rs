@@ -52,8 +52,8 @@ pub(crate) struct GcPlan {
 }
 
 impl GcPlan {
-    /// The periods given on the command line, else `stored(key)` (the saved setting), else 0;
-    /// a negative period is refused.
+    /// The periods given on the command line, else `stored(key)` (the saved setting), else the
+    /// default `settings` shows; a negative period is refused.
     pub(crate) fn new(
         retention: Option<i64>,
         tombstone_safe: Option<i64>,
@@ -72,7 +72,13 @@ impl GcPlan {
                     saved.push((key, d.to_string()));
                     Ok(d)
                 }
-                None => Ok(stored(key)?.and_then(|v| v.parse().ok()).unwrap_or(0)),
+                // A missing row is the default `settings` shows (30 days for tombstones), not
+                // 0 — which turns collection off (found by review: a dump without the row).
+                None => Ok(
+                    crate::store::user_settings::shown_user_setting(key, stored(key)?)
+                        .parse()
+                        .unwrap_or(0),
+                ),
             }
         };
         let retention_days = days(RETENTION_KEY, retention)?;

@@ -809,6 +809,11 @@ fn durability_is_full_unless_traded_away_and_check_says_which() {
         .run(&["settings", "--json", "set", "retention_days", "90"])
         .ok();
     assert_eq!(r.json()["value"], 90);
+    // `--json` after the value too, as the README's example writes it.
+    let r = db
+        .run(&["settings", "set", "retention_days", "91", "--json"])
+        .ok();
+    assert_eq!(r.json()["value"], 91);
     // `check` names the setting, and a connection opened after it syncs as it says (with
     // `normal`, at checkpoints only).
     let set = |word: &str, named: &str, syncs: memscope::store::Durability| {
@@ -822,6 +827,31 @@ fn durability_is_full_unless_traded_away_and_check_says_which() {
         .fails_with(2, &["durability must be full or normal"]);
     db.run(&["settings", "set", "colour", "red"])
         .fails_with(2, &["unknown setting", "durability"]);
+}
+
+/// A database without a day-count row (a dump that left it out, a raw client's DELETE) runs gc
+/// with the default `settings` shows — not 0, which turned tombstone collection off while
+/// `settings` said 30 (found by review).
+#[test]
+fn a_missing_day_count_is_the_default_settings_shows_for_gc_too() {
+    a_missing_day_count_is_the_default_settings_shows_for_gc_too_on(TestDb::new());
+}
+
+#[test]
+fn a_missing_day_count_is_the_default_settings_shows_for_gc_too_on_postgres() {
+    on_postgres(a_missing_day_count_is_the_default_settings_shows_for_gc_too_on);
+}
+
+fn a_missing_day_count_is_the_default_settings_shows_for_gc_too_on(db: TestDb) {
+    db.init();
+    db.sql_execute("DELETE FROM settings WHERE key IN ('tombstone_safe_days', 'retention_days')")
+        .unwrap();
+    let shown = db.run(&["settings", "--json"]).ok().json();
+    let gc = db.run(&["gc", "--json"]).ok().json();
+    for key in ["tombstone_safe_days", "retention_days"] {
+        assert_eq!(gc[key], shown[key], "{key}: gc {gc} / settings {shown}");
+    }
+    assert_eq!(gc["tombstone_safe_days"], 30, "{gc}");
 }
 
 /// Values and words that start with a hyphen — a flag an agent should remember, a negative

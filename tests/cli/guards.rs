@@ -622,6 +622,25 @@ fn version_names_the_schema() {
             memscope::store::schema::SCHEMA_VERSION
         )
     );
+    // The README quotes it, and docs/SCHEMA.md's title names the version (found by review:
+    // both still said 5 after v6).
+    assert!(
+        include_str!("../../README.md").contains(&format!("`{}`", r.stdout.trim())),
+        "the README quotes {:?}",
+        r.stdout.trim()
+    );
+    let schema_doc = include_str!("../../docs/SCHEMA.md");
+    assert!(
+        schema_doc
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .ends_with(&format!(
+                "(version {})",
+                memscope::store::schema::SCHEMA_VERSION
+            )),
+        "docs/SCHEMA.md's title names the version"
+    );
 }
 
 // Opens no database: nothing to run on PostgreSQL.
