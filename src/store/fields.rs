@@ -413,6 +413,26 @@ fn cross_row_problems(
             ))
         },
     )?;
+    // An open item's number is the one its resolution writes at (found by review: an imported
+    // item past the clock passed `check`, and resolving it used the clock up).
+    query(
+        db,
+        2,
+        "pending",
+        &format!(
+            "SELECT id, subject, predicate, causal_seq FROM pending
+             WHERE status = 'open' AND causal_seq > {clock}"
+        ),
+        &|r| {
+            Some(format!(
+                "{} · {}: open pending item #{} holds causal number {}, above the database's causal clock {clock}: resolving it would write at that number",
+                r.show(1),
+                r.show(2),
+                r.show(0),
+                r.show(3),
+            ))
+        },
+    )?;
     // 3. An open pending item keeps at least one candidate the user has not deleted: the
     // write path refuses to queue one whose every place is tombstoned.
     let deleted: std::collections::HashSet<(String, String, String)> = collect(

@@ -236,6 +236,83 @@ fn an_import_error_names_its_line_once_with_the_column() {
     assert!(!run.stderr.contains("at line 1"), "{}", run.stderr);
 }
 
+/// The causal clock in a dump (found by review): an open pending item whose number is past
+/// the clock is refused on import — resolving it would write at that number, 2^53 using the
+/// clock up — and a dump without the clock's row imports with the highest number its rows hold,
+/// so the database writes (SQLite refused every write while `check` called it clean).
+#[test]
+fn an_imported_clock_is_never_below_what_the_rows_hold() {
+    an_imported_clock_is_never_below_what_the_rows_hold_on(&Databases::sqlite());
+}
+
+#[test]
+fn an_imported_clock_is_never_below_what_the_rows_hold_on_postgres() {
+    on_postgres_databases(an_imported_clock_is_never_below_what_the_rows_hold_on);
+}
+
+fn an_imported_clock_is_never_below_what_the_rows_hold_on(dbs: &Databases) {
+    let src = dbs.fresh();
+    src.write(U, PM, "pnpm 📦", "global", "thread:1");
+    let p = src.write_ambiguous(
+        U,
+        "编辑器",
+        "helix",
+        "global,repo:网页",
+        "thread:2",
+        "以后用 helix",
+    );
+    assert_eq!(p["outcome"], "pending", "{p}");
+    let export = src.run(&["export"]).ok().stdout;
+    let rewrite = |f: &dyn Fn(&mut Value) -> bool| -> std::path::PathBuf {
+        let lines: Vec<String> = export
+            .lines()
+            .filter_map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                f(&mut v).then(|| v.to_string())
+            })
+            .collect();
+        let file = src.sibling(&format!("dump-{}.jsonl", lines.len()));
+        std::fs::write(&file, lines.join("\n")).unwrap();
+        file
+    };
+    let past = rewrite(&|v| {
+        if v["table"] == "pending" {
+            v["causal_seq"] = json!(9007199254740992_i64);
+        }
+        true
+    });
+    let dst = dbs.fresh();
+    let run = dst.run(&["import", past.to_str().unwrap()]);
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_one_sentence(
+        &run.stderr,
+        &[
+            "breaks invariant 2",
+            "open pending item",
+            "9007199254740992",
+            "nothing was imported",
+        ],
+    );
+    // Nothing was imported — on PostgreSQL not even the clock, a sequence, moved.
+    assert!(!dst.run(&["pending", "--all"]).stdout.contains("helix"));
+    if dst.is_postgres() {
+        assert_eq!(dst.run(&["seq"]).ok().stdout.trim(), "1");
+    }
+
+    let clockless = rewrite(&|v| v["key"] != "causal_clock");
+    let dst = dbs.fresh();
+    dst.run(&["import", clockless.to_str().unwrap()]).ok();
+    dst.assert_check_ok();
+    let id = p["pending_id"].to_string();
+    dst.run(&["pending", "resolve", &id, "--scope", "repo:网页"])
+        .ok();
+    let w = dst.write(U, PM, "bun", "global", "thread:3");
+    assert_eq!(w["outcome"], "superseded", "{w}");
+    let seq: i64 = dst.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    assert!(seq > w["causal_seq"].as_i64().unwrap(), "{seq} after {w}");
+    dst.assert_check_ok();
+}
+
 // ---- 4. replayed ambiguous writes --------------------------------------------------------------
 
 fn ambiguous_line(value: &str, candidates: &[&str], source: &str) -> String {

@@ -225,19 +225,38 @@ impl PgStore {
                 &[],
             )?;
         }
+        // A dump without the clock's row has the highest number its rows hold, as SQLite
+        // reads such a file (`sqlite::tx::clock_now`).
         let last_event: i64 = tx
             .query_one(
-                "SELECT coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0)",
+                if read_settings.contains_key("causal_clock") {
+                    "SELECT coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0)"
+                } else {
+                    "SELECT greatest(coalesce((SELECT max(clock) FROM history), 0),
+                                     coalesce((SELECT max(causal_seq) FROM history), 0),
+                                     coalesce((SELECT max(greatest(causal_seq, coalesce(confirmed_seq, 0))) FROM memories), 0),
+                                     coalesce((SELECT max(causal_seq) FROM pending), 0))"
+                },
                 &[],
             )?
             .get(0);
+        // A sequence moves outside transactions: a refused import puts it back (the database
+        // was empty, so no one else took a number meanwhile).
+        let clock_before: i64 = tx.query_one("SELECT memscope_clock_current()", &[])?.get(0);
         tx.execute(
             "SELECT memscope_clock_observe($1)",
             &[&clock.max(last_event)],
         )?;
         register_spellings(&mut tx)?;
         let version = dump.version();
-        let report = dump.finish(&mut Pg(&mut tx)).map_err(|e| {
+        let finished = dump.finish(&mut Pg(&mut tx));
+        if finished.is_err() {
+            let _ = tx.execute(
+                "SELECT setval('memscope_clock', greatest($1::bigint, 1), $1::bigint > 0)",
+                &[&clock_before],
+            );
+        }
+        let report = finished.map_err(|e| {
             if version < ONE_SPELLING && format!("{e:#}").contains("spellings") {
                 anyhow!(
                     "the export is from schema version {version}, from before one spelling per place, and spells a place several ways, which SQLite's import merges and PostgreSQL's does not: import it into a SQLite file first (`memscope --db moved.db import FILE`), export that, and import the new file here — nothing was imported"

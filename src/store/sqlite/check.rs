@@ -87,12 +87,8 @@ impl CheckDb for Sqlite<'_> {
     }
 
     fn clock(&mut self) -> Result<i64> {
-        Ok(self.0.query_row(
-            "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'causal_clock'), 0),
-                        coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))",
-            [],
-            |r| r.get(0),
-        )?)
+        // The write path's clock, whatever the settings row says.
+        super::tx::clock_now(self.0)
     }
 
     fn guards_present(&mut self) -> Result<bool> {

@@ -11,7 +11,7 @@ use super::spellings::SpellingMemo;
 use super::{explain_sqlite, Store};
 use crate::model::Scope;
 use crate::store::guard::{Context, GuardMode, Places};
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use rusqlite::{Connection, OptionalExtension};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,15 +31,29 @@ pub(crate) struct SeqBatch {
 
 /// The causal clock as it stands: `settings.causal_clock`, or the clock the newest history
 /// event recorded when that is higher (the settings row is written only when no event records
-/// the numbers handed out — [`SeqBatch`]).
+/// the numbers handed out — [`SeqBatch`]). A database without the row (a dump that left it
+/// out, a raw client's DELETE) has the highest number its rows hold, and the next write
+/// transaction that hands out numbers writes the row again ([`SeqBatch::flush`]): found by
+/// review, such a database refused every write while `check` called it clean.
 pub(crate) fn clock_now(conn: &Connection) -> Result<i64> {
-    conn.prepare_cached(
-        "SELECT max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))
-         FROM settings WHERE key = 'causal_clock'",
-    )?
-    .query_row([], |r| r.get(0))
-    .optional()?
-    .ok_or_else(|| anyhow!("the causal clock is missing from settings: run `memscope check`"))
+    let kept: Option<i64> = conn
+        .prepare_cached(
+            "SELECT max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))
+             FROM settings WHERE key = 'causal_clock'",
+        )?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    if let Some(clock) = kept {
+        return Ok(clock);
+    }
+    Ok(conn
+        .prepare_cached(
+            "SELECT max(coalesce((SELECT max(clock) FROM history), 0),
+                        coalesce((SELECT max(causal_seq) FROM history), 0),
+                        coalesce((SELECT max(max(causal_seq, coalesce(confirmed_seq, 0))) FROM memories), 0),
+                        coalesce((SELECT max(causal_seq) FROM pending), 0))",
+        )?
+        .query_row([], |r| r.get(0))?)
 }
 
 impl SeqBatch {
@@ -88,7 +102,9 @@ impl SeqBatch {
         if let Some(next) = self.next {
             if next > self.durable {
                 conn.prepare_cached(
-                    "UPDATE settings SET value = ?1 WHERE key = 'causal_clock' AND CAST(value AS INTEGER) < ?1",
+                    "INSERT INTO settings (key, value) VALUES ('causal_clock', ?1)
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                     WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER)",
                 )?
                 .execute([next])?;
                 self.durable = next;
