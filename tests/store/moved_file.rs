@@ -32,15 +32,9 @@ fn intact_memories(db: &TestDb) -> Vec<String> {
         .collect()
 }
 
-/// `old` open on the path, its log checkpointed (empty) — then the file moved aside and
-/// another database (`new`, closed) moved to the path.
-fn swapped() -> (TestDb, Store, std::path::PathBuf) {
-    let db = TestDb::new();
-    let mut old = Store::open(&db.path, OpenMode::Create).unwrap();
-    old.write(&request("user:old", "npm")).unwrap();
-    old.connection()
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-        .unwrap();
+/// Moves `db`'s file aside (returned) and another database, holding `user:new = pnpm`, onto its
+/// path — `mv backup.db memory.db`.
+fn move_another_database_over(db: &TestDb) -> std::path::PathBuf {
     let new = TestDb::named("new.db");
     new.write(
         "user:new",
@@ -52,6 +46,19 @@ fn swapped() -> (TestDb, Store, std::path::PathBuf) {
     let aside = db.sibling("aside.db");
     std::fs::rename(&db.path, &aside).unwrap();
     std::fs::rename(&new.path, &db.path).unwrap();
+    aside
+}
+
+/// `old` open on the path, its log checkpointed (empty) — then the file moved aside and
+/// another database (`new`, closed) moved to the path.
+fn swapped() -> (TestDb, Store, std::path::PathBuf) {
+    let db = TestDb::new();
+    let mut old = Store::open(&db.path, OpenMode::Create).unwrap();
+    old.write(&request("user:old", "npm")).unwrap();
+    old.connection()
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    let aside = move_another_database_over(&db);
     assert!(old.file_moved());
     (db, old, aside)
 }
@@ -194,17 +201,7 @@ fn an_mcp_server_left_idle_leaves_no_log_for_a_file_moved_over_its_database() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let new = TestDb::named("new.db");
-    new.write(
-        "user:new",
-        "package_manager",
-        "pnpm",
-        "global",
-        "thread:2/message:1",
-    );
-    let aside = db.sibling("aside.db");
-    std::fs::rename(&db.path, &aside).unwrap();
-    std::fs::rename(&new.path, &db.path).unwrap();
+    let aside = move_another_database_over(&db);
     assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
     // The server answers from no database now: not the old file's memories (what the user
     // replaced), nor a write into the new file's log — every tool says so.

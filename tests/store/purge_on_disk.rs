@@ -229,8 +229,8 @@ fn deleting_a_whole_subject_leaves_nothing_on_disk() {
     let report = db.json(&["delete", "--yes", "--subject", U, "--json"]);
     let scopes = report["tombstoned"].as_array().unwrap().len();
     assert_eq!(
-        scopes, 4,
-        "package_manager at global and the repo, formatter, coffee: {report:#}"
+        scopes, 5,
+        "package_manager at global, the repo and the place the pending item offered, formatter, coffee: {report:#}"
     );
     assert_gone(&db, &c);
     assert!(find_on_disk(&db.path, &coffee).is_empty());
