@@ -319,15 +319,6 @@ impl Tools {
                 "the client cancelled this call before it started: nothing was done",
             ));
         }
-        if self.is_tool(name) && self.store().file_moved() {
-            // Reads too: the file at the path is another database now, and answering from the
-            // old one would tell the agent what the user removed (README, "Agents").
-            return Some(ToolReply::error(
-                "the database file this server opened was removed or replaced since it started, so nothing was read or written: \
-                 tell the user to restart the MCP server (or its host) to serve what is at that path now"
-                    .to_string(),
-            ));
-        }
         let reply = match name {
             REMEMBER => self.remember(&args),
             RECALL => self.recall(&args, client_name),
@@ -359,17 +350,24 @@ impl Tools {
         }
     }
 
-    /// Whether `name` is one of the tools this server offers.
-    fn is_tool(&self, name: &str) -> bool {
-        matches!(name, REMEMBER | RECALL | LIST_MEMORIES | FORGET)
-    }
-
-    /// The server's store, for one call. A call that panicked cannot have left a transaction
-    /// open (rusqlite and postgres roll back on unwind), so a poisoned lock is taken as it is.
-    fn store(&self) -> MutexGuard<'_, AnyStore> {
-        self.store
+    /// The server's store, for one call — refused, reads included, once the SQLite file was
+    /// removed or replaced under the server: the path names another database now, and
+    /// answering from the old one would tell the agent what the user removed (README,
+    /// "Agents"). A call that panicked cannot have left a transaction open (rusqlite and
+    /// postgres roll back on unwind), so a poisoned lock is taken as it is.
+    fn store(&self) -> Result<MutexGuard<'_, AnyStore>, String> {
+        let store = self
+            .store
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if store.file_moved() {
+            return Err(
+                "the database file this server opened was removed or replaced since it started, so nothing was read or written: \
+                 tell the user to restart the MCP server (or its host) to serve what is at that path now"
+                    .to_string(),
+            );
+        }
+        Ok(store)
     }
 
     fn remember(&self, args: &Map<String, Value>) -> Result<ToolReply, String> {
@@ -415,7 +413,7 @@ impl Tools {
                 task: self.ctx.task.clone(),
             }),
         };
-        let mut store = self.store();
+        let mut store = self.store()?;
         let out = store
             .write(&req)
             .map_err(|e| failed("remember", "nothing was written", &e))?;
@@ -439,7 +437,7 @@ impl Tools {
             .or(client_name)
             .filter(|n| !n.trim().is_empty())
             .unwrap_or("mcp");
-        let mut store = self.store();
+        let mut store = self.store()?;
         let (repo, task) = (self.ctx.repo.as_deref(), self.ctx.task.as_deref());
         let (r, logged) = if store.is_read_only() {
             (
@@ -466,7 +464,7 @@ impl Tools {
         let mut a = ArgReader::new(LIST_MEMORIES, args);
         let predicate = a.opt_string("predicate")?;
         a.finish()?;
-        let mut store = self.store();
+        let mut store = self.store()?;
         let fail = |e: anyhow::Error| format!("list_memories failed: {e:#}");
         let ctx = spelled(&self.ctx, &mut store, predicate.as_deref()).map_err(fail)?;
         *self.spelled.lock().unwrap_or_else(|e| e.into_inner()) = ctx.clone();
@@ -578,7 +576,7 @@ impl Tools {
             }
         };
         let reason = reason.unwrap_or_else(|| "forget via MCP".to_string());
-        let mut store = self.store();
+        let mut store = self.store()?;
         let report = store
             .delete(&target, Some(&reason))
             .map_err(|e| failed("forget", "nothing was deleted", &e))?;

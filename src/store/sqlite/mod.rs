@@ -642,8 +642,8 @@ impl Store {
     /// between — checkpoints it and truncates it to nothing, without waiting for anyone (a
     /// reader in the way: the next idle call tries again). A CLI command's log is emptied when
     /// it closes, but while another process keeps the database open no close can, and a file
-    /// moved over the path adopts whatever log it finds there (`file_moved`; README, "Moving
-    /// or replacing the database file"): an idle database keeps an empty one. Pays a purge
+    /// moved over the path adopts whatever log it finds there (`file_moved`; README, "The
+    /// terminal UI", a database file removed or replaced): an idle database keeps an empty one. Pays a purge
     /// debt the same way (README, "delete, restore, gc").
     pub fn settle_idle_log(&mut self) -> Result<()> {
         let size = std::fs::metadata(wal_path(&self.path)).map_or(0, |m| m.len());

@@ -199,23 +199,29 @@ impl TabComponent for PendingTab {
 /// scrolls: Tab, then j/k) — on a pane too narrow to hang them, below it.
 fn said_lines(raw: &str, max: usize) -> Vec<Line<'static>> {
     let label = "said      ";
-    let hang = width(label);
     let text = format!("“{}”", one_line(raw));
-    if max <= hang + 8 {
+    if max <= width(label) + 8 {
         let mut lines = vec![plain(label.trim_end(), dim(), max)];
         lines.extend(wrap(&text, max).into_iter().map(|l| plain(&l, Style::new(), max)));
         return lines;
     }
-    wrap(&text, max - hang)
+    hanging(label, &text, Style::new(), usize::MAX, max)
+}
+
+/// `text` wrapped under its first column in at most `rows` rows (the end kept, as in every
+/// sentence the UI cuts), `label` before its first row — on a pane wider than the label.
+fn hanging(label: &str, text: &str, style: Style, rows: usize, max: usize) -> Vec<Line<'static>> {
+    let hang = width(label);
+    wrap_at_most(text, max - hang, rows)
         .into_iter()
         .enumerate()
         .map(|(i, chunk)| {
             let lead = if i == 0 {
-                part(label, dim())
+                part(label.to_string(), dim())
             } else {
                 part(" ".repeat(hang), Style::new())
             };
-            row_line(&[lead, part(chunk, Style::new())], &[], max)
+            row_line(&[lead, part(chunk, style)], &[], max)
         })
         .collect()
 }
@@ -247,26 +253,14 @@ impl PendingTab {
         // (the end kept, as in every sentence the UI cuts): a source, the words, the guard's
         // evidence are read to their end.
         let labelled_in = |label: &str, text: String, style: Style, rows: usize| -> Vec<Line<'static>> {
-            let hang = width(label);
-            if max <= hang + 8 {
+            if max <= width(label) + 8 {
                 return vec![row_line(
                     &[part(label.to_string(), dim()), part(text, style)],
                     &[],
                     max,
                 )];
             }
-            wrap_at_most(&text, max - hang, rows)
-                .into_iter()
-                .enumerate()
-                .map(|(i, chunk)| {
-                    let lead = if i == 0 {
-                        part(label.to_string(), dim())
-                    } else {
-                        part(" ".repeat(hang), Style::new())
-                    };
-                    row_line(&[lead, part(chunk, style)], &[], max)
-                })
-                .collect()
+            hanging(label, &text, style, rows, max)
         };
         let labelled = |label: &str, text: String, style: Style| labelled_in(label, text, style, 3);
         if let Some(raw) = &p.raw {
