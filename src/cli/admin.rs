@@ -84,10 +84,17 @@ pub struct CheckArgs {
     pub full: bool,
 }
 
-/// Whether the open failed on a SQLite file whose header is damaged (not another kind of file).
-fn damaged_header(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<crate::store::NotADatabase>()
-        .is_some_and(|n| crate::store::header_damaged(&n.0))
+/// What is wrong with the header of the SQLite file whose open failed; `None` for another
+/// kind of failure, or another kind of file.
+fn damaged_header(path: &Path, e: &anyhow::Error) -> Option<String> {
+    let file = match e.downcast_ref::<crate::store::NotADatabase>() {
+        Some(not) => not.0.clone(),
+        None if crate::store::postgres::Address::recognise(path.as_os_str()).is_some() => {
+            return None
+        }
+        None => path.to_path_buf(),
+    };
+    crate::store::header_problem(&file)
 }
 
 pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
@@ -101,21 +108,18 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
         // A file too damaged to open is the check's answer, not an error of the command — its
         // header included (the store's open failed, so no connection to the file is left).
         Err(e) => {
-            let header = damaged_header(&e);
-            if let (false, Some(not)) = (header, e.downcast_ref::<crate::store::NotADatabase>()) {
+            let header = damaged_header(path, &e);
+            if let (None, Some(not)) = (&header, e.downcast_ref::<crate::store::NotADatabase>()) {
                 // check has told which: another kind of file, not a damaged database.
                 bail!(
                     "{} is not a SQLite database (no damaged header either: another kind of file) — point --db at a memscope database",
                     not.0.display()
                 );
             }
-            if !header && !is_damage(&e) {
-                return Err(e);
-            }
-            let problem = if header {
-                "its header is damaged: its first bytes are not SQLite's".into()
-            } else {
-                crate::store::cause_text(&e)
+            let problem = match header {
+                Some(field) => format!("its header is damaged: {field}"),
+                None if is_damage(&e) => crate::store::cause_text(&e),
+                None => return Err(e),
             };
             CheckReport {
                 ok: false,
@@ -504,7 +508,10 @@ pub(crate) fn made_for<T>(path: &Path, body: impl FnOnce() -> Result<T>) -> Resu
 
 /// Builds the demo database fresh (at `--db`, else the data directory's demo.db).
 pub fn demo(db: Option<PathBuf>, no_tui: bool, mouse: crate::tui::Mouse) -> Result<i32> {
-    let path = db.unwrap_or_else(|| data_dir().join("demo.db"));
+    let path = match db {
+        Some(db) => db,
+        None => data_dir()?.join("demo.db"),
+    };
     if path.exists() {
         let mut store_probe = Store::open(&path, OpenMode::Existing).with_context(|| {
             format!(

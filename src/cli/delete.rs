@@ -47,10 +47,10 @@ pub struct RestoreArgs {
 #[derive(Debug, Args)]
 pub struct GcArgs {
     /// Purge history content older than this many days (0 keeps it); saved in settings
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub retention_days: Option<i64>,
     /// Collect tombstones older than this many days whose identity holds nothing (0 never collects); saved
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub tombstone_safe_days: Option<i64>,
     /// Print JSON instead of text
     #[arg(long)]

@@ -18,10 +18,10 @@ pub struct ReadsArgs {
     #[arg(long)]
     pub agent: Option<String>,
     /// Only reads since this time: RFC 3339 or an age like 90m, 12h, 3d
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub since: Option<String>,
     /// At most this many, newest first (1 or more)
-    #[arg(long, value_parser = clap::value_parser!(i64).range(1..))]
+    #[arg(long, value_parser = clap::value_parser!(i64).range(1..), allow_negative_numbers = true)]
     pub limit: Option<i64>,
     /// Print JSON instead of text
     #[arg(long)]
@@ -51,7 +51,7 @@ pub struct RevertArgs {
     #[arg(long)]
     pub scope: String,
     /// The version whose value becomes current again (default: the one before the current)
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub to_version: Option<i64>,
     /// Print JSON instead of text
     #[arg(long)]

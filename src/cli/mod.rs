@@ -15,7 +15,7 @@ pub(crate) use crate::frontend::{errln, outln, print_json};
 pub use crate::frontend::{usage, UsageError, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 use crate::store::{AnyStore, OpenMode};
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -319,8 +319,11 @@ pub struct JsonFlag {
 }
 
 /// `--db`, else `$MEMSCOPE_DB`, else the user's data directory.
-pub fn database_path(db: Option<PathBuf>) -> PathBuf {
-    named_database(db).unwrap_or_else(|| data_dir().join("memory.db"))
+pub fn database_path(db: Option<PathBuf>) -> Result<PathBuf> {
+    match named_database(db) {
+        Some(named) => Ok(named),
+        None => Ok(data_dir()?.join("memory.db")),
+    }
 }
 
 /// The database the user named, with `--db` or `$MEMSCOPE_DB`; `None` means the default.
@@ -332,21 +335,34 @@ fn named_database(db: Option<PathBuf>) -> Option<PathBuf> {
     })
 }
 
-/// `$XDG_DATA_HOME/memscope`, else `~/.local/share/memscope`.
-pub fn data_dir() -> PathBuf {
-    if let Some(x) = std::env::var_os("XDG_DATA_HOME").filter(|p| !p.is_empty()) {
-        return PathBuf::from(x).join("memscope");
+/// `$XDG_DATA_HOME/memscope`, else `~/.local/share/memscope`. Either must be an absolute path
+/// (the XDG base directory rule): a relative one, or neither set, would put the default
+/// database wherever the command happened to run, a different one in every folder.
+pub fn data_dir() -> Result<PathBuf> {
+    let absolute = |var: &str| {
+        std::env::var_os(var)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    if let Some(x) = absolute("XDG_DATA_HOME") {
+        return Ok(x.join("memscope"));
     }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("."));
-    home.join(".local").join("share").join("memscope")
+    match absolute("HOME") {
+        Some(home) => Ok(home.join(".local").join("share").join("memscope")),
+        None => bail!(
+            "no database was named and HOME is not set to an absolute folder, so memscope has no default place for one: pass --db PATH or set MEMSCOPE_DB (or HOME)"
+        ),
+    }
 }
 
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> Result<i32> {
     let named = named_database(cli.db.clone()).is_some();
-    let path = database_path(cli.db.clone());
+    // The commands that open no database run where the default one has no place.
+    let path = match cli.command {
+        Some(Command::Completions { .. } | Command::Man { .. }) => PathBuf::new(),
+        _ => database_path(cli.db.clone())?,
+    };
     // The commands PostgreSQL serves too (README, "Running on PostgreSQL").
     let open_any = |mode: OpenMode| AnyStore::open(&path, mode);
     // Capture is the default; `--no-mouse` before or after the command turns it off.

@@ -18,7 +18,12 @@ pub struct ResolveArgs {
     #[arg(long, value_name = "ID")]
     pub task: Option<String>,
     /// Resolve as it stood at this time: RFC 3339 or an age like 90m, 12h, 3d
-    #[arg(long, value_name = "TIME", conflicts_with = "log")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        conflicts_with = "log",
+        allow_hyphen_values = true
+    )]
     pub at: Option<String>,
     /// Record this read in the read log (identity and version, never the value)
     #[arg(long)]

@@ -34,7 +34,7 @@ pub struct WriteArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub raw: Option<String>,
     /// Causal sequence number from `memscope seq`, taken when the operation started
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub causal_seq: Option<i64>,
     /// The repository the words were said in (not the scope): the scope guard queues a global
     /// write whose words point at it

@@ -246,10 +246,17 @@ impl Tools {
                      and which are shadowed. Also says how many writes wait for a human.",
                     ctx.describe()
                 ),
-                input_schema: predicate_only_schema(
-                    "Optional: only this predicate, e.g. package_manager.",
-                    false,
-                ),
+                input_schema: {
+                    let mut schema = predicate_only_schema(
+                        "Optional: only this predicate, e.g. package_manager.",
+                        false,
+                    );
+                    schema["properties"]["after"] = json!({
+                        "type": "string",
+                        "description": "Optional: the next page — the `next_after` a longer list gave."
+                    });
+                    schema
+                },
                 read_only: true,
                 destructive: false,
             },
@@ -463,6 +470,7 @@ impl Tools {
     fn list_memories(&self, args: &Map<String, Value>) -> Result<ToolReply, String> {
         let mut a = ArgReader::new(LIST_MEMORIES, args);
         let predicate = a.opt_string("predicate")?;
+        let after = a.opt_string("after")?;
         a.finish()?;
         let mut store = self.store()?;
         let fail = |e: anyhow::Error| format!("list_memories failed: {e:#}");
@@ -497,11 +505,24 @@ impl Tools {
             "Memories of {} (task > repo > global; → applies here):",
             ctx.describe()
         )];
+        // One page: predicates past `after`, whole, until either bound is reached (README,
+        // "Agents"): a subject with thousands of memories must not flood the model's context.
+        let records: Vec<_> = records
+            .into_iter()
+            .filter(|r| after.as_deref().is_none_or(|a| r.predicate.as_str() > a))
+            .collect();
         let mut items = Vec::new();
         let mut last: Option<&str> = None;
-        for r in &records {
+        let (mut shown, mut bytes) = (0usize, 0usize);
+        let mut cut = None;
+        for (i, r) in records.iter().enumerate() {
             let applies = last != Some(r.predicate.as_str());
+            if applies && shown > 0 && (shown >= LIST_PAGE_PREDICATES || bytes >= LIST_PAGE_BYTES) {
+                cut = Some(i);
+                break;
+            }
             last = Some(r.predicate.as_str());
+            shown += usize::from(applies);
             lines.push(format!(
                 "{} {} = {}  [{} v{}]{}",
                 if applies { "→" } else { " " },
@@ -511,7 +532,7 @@ impl Tools {
                 r.version,
                 if applies { "" } else { " (shadowed)" }
             ));
-            items.push(json!({
+            let item = json!({
                 "predicate": r.predicate,
                 "scope": r.scope,
                 "value": r.value,
@@ -520,12 +541,28 @@ impl Tools {
                 "raw": r.raw,
                 "updated_at": r.updated_at,
                 "applies": applies,
-            }));
+            });
+            bytes += item.to_string().len();
+            items.push(item);
+        }
+        // Sorted by predicate: the rest's predicates are its runs.
+        let more = cut.map_or(0, |i| {
+            records[i..]
+                .chunk_by(|x, y| x.predicate == y.predicate)
+                .count()
+        });
+        let next_after = cut.and(last);
+        if let Some(next) = next_after {
+            lines.push(format!(
+                "… and {more} more predicate(s) not shown: call list_memories with `after`: {} for the next page, or with `predicate` for one.",
+                json_text(&Value::String(next.to_string()))
+            ));
         }
         if records.is_empty() {
-            lines.push(match &predicate {
-                Some(p) => format!("  none for {p}"),
-                None => "  none yet".to_string(),
+            lines.push(match (&predicate, &after) {
+                (Some(p), _) => format!("  none for {p}"),
+                (None, Some(a)) => format!("  none after {}", shorten(a, 60)),
+                (None, None) => "  none yet".to_string(),
             });
         }
         if pending > 0 {
@@ -542,6 +579,8 @@ impl Tools {
                 "task": ctx.task,
                 "scopes": chain,
                 "memories": items,
+                "more_predicates": more,
+                "next_after": next_after,
                 "pending": pending,
             }),
         ))
@@ -656,6 +695,11 @@ impl Tools {
 }
 
 /// The input schema of a tool whose one argument is `predicate` (`required` or optional).
+/// A `list_memories` page holds whole predicates, at most this many…
+const LIST_PAGE_PREDICATES: usize = 100;
+/// …and stops adding them once its memories take this many bytes of JSON.
+const LIST_PAGE_BYTES: usize = 256 * 1024;
+
 fn predicate_only_schema(description: &str, required: bool) -> Value {
     let mut schema = json!({
         "type": "object",

@@ -243,7 +243,13 @@ fn answer_error(error: ErrorData, id: Option<RequestId>) -> Frame {
 /// whose top level cannot be read either is not a request, and nothing answers it.
 fn refuse_unreadable(line: &[u8], e: &serde_json::Error) -> Frame {
     let unreadable = || Frame::Ignore(format!("a line that is not JSON ({e})"));
-    let Ok(head) = serde_json::from_slice::<Value>(&flatten_below(line, 1)) else {
+    // The line's first value: one followed by more text (`{…} x`, two requests on one line)
+    // still names its id, and its sender waits for that id.
+    let flat = flatten_below(line, 1);
+    let Some(Ok(head)) = serde_json::Deserializer::from_slice(&flat)
+        .into_iter::<Value>()
+        .next()
+    else {
         return unreadable();
     };
     let Some(id) = request_id(head.get("id")) else {
@@ -263,6 +269,8 @@ fn refuse_unreadable(line: &[u8], e: &serde_json::Error) -> Frame {
     .any(|w| cause.contains(w))
     {
         "send each string as valid UTF-8 with its control characters escaped (\\n, \\u0007), and never half of an emoji (a \\ud83d without its pair): a string cut in the middle of a character is the usual cause"
+    } else if cause.contains("trailing characters") {
+        "send one JSON object per line, with nothing after it (a newline ends each message)"
     } else {
         "send the call as one valid JSON object"
     };
@@ -859,6 +867,28 @@ mod tests {
         let last = answer(refused.into_iter().last().unwrap());
         assert_eq!(last["id"], 9_000);
         assert_eq!(last["result"]["isError"], true, "{last}");
+    }
+
+    /// Found by review: a message with text after it on its line got no answer, and its
+    /// sender waited for its id for ever. It is answered by its id, and nothing of it runs.
+    #[test]
+    fn a_message_with_text_after_it_is_answered_by_its_id() {
+        let args = r#"{"predicate":"包管理器","value":"pnpm 📦","source":"s","scope":"global"}"#;
+        for tail in [" x", " {\"id\":8}", "}"] {
+            let line = format!("{}{tail}", call(args));
+            let a = answer(frame(line.as_bytes()));
+            assert_eq!(a["id"], 7, "{line}: {a}");
+            assert_eq!(a["result"]["isError"], true, "{a}");
+            assert!(a.to_string().contains("nothing after it"), "{a}");
+        }
+        let a = answer(frame(br#"{"jsonrpc":"2.0","id":"p","method":"ping"} ping"#));
+        assert_eq!(
+            (a["id"].as_str(), error_of(&a).0),
+            (Some("p"), -32700),
+            "{a}"
+        );
+        // Text that is no message at all is still nobody's to answer.
+        assert!(matches!(frame(b"[1] x"), Frame::Ignore(_)));
     }
 
     #[test]

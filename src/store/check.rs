@@ -48,6 +48,10 @@ pub struct Integrity {
     pub mode: IntegrityMode,
     pub ok: bool,
     pub problems: Vec<String>,
+    /// The problem stopped SQLite before its check could run (the file would not open, or
+    /// a page the check needed could not be read): the sentence does not claim a check found it.
+    #[serde(skip)]
+    pub unchecked: bool,
 }
 
 impl Integrity {
@@ -57,6 +61,7 @@ impl Integrity {
             mode,
             ok: false,
             problems: vec![problem],
+            unchecked: true,
         }
     }
 
@@ -68,13 +73,20 @@ impl Integrity {
             .first()
             .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
             .unwrap_or_default();
+        let found = if self.unchecked {
+            "SQLite stopped before its check could run".to_string()
+        } else {
+            format!(
+                "SQLite's {} check found {} problem(s), first",
+                match self.mode {
+                    IntegrityMode::Quick => "quick",
+                    IntegrityMode::Full => "full integrity",
+                },
+                self.problems.len()
+            )
+        };
         format!(
-            "the database file is damaged: SQLite's {} check found {} problem(s), first: {}; stop the writers, keep a copy of the file, and restore a backup — or salvage what SQLite can still read with `sqlite3 FILE .recover | sqlite3 NEW` and check NEW with `memscope --db NEW check`",
-            match self.mode {
-                IntegrityMode::Quick => "quick",
-                IntegrityMode::Full => "full integrity",
-            },
-            self.problems.len(),
+            "the database file is damaged: {found}: {}; stop the writers, keep a copy of the file, and restore a backup — or salvage what SQLite can still read with `sqlite3 FILE .recover | sqlite3 NEW` and check NEW with `memscope --db NEW check`",
             crate::model::escape_controls(&first)
         )
     }

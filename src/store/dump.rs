@@ -54,6 +54,11 @@ pub struct ImportReport {
 
 /// Line `line_no` of a dump as read, or the sentence saying why it cannot be.
 pub(crate) fn dump_line(line_no: usize, read: std::io::Result<String>) -> Result<String> {
+    // An editor's byte order mark before the header is not part of the dump.
+    let read = read.map(|line| match line.strip_prefix('\u{FEFF}') {
+        Some(rest) if line_no == 1 => rest.to_string(),
+        _ => line,
+    });
     read.map_err(|e| match e.kind() {
         std::io::ErrorKind::InvalidData => anyhow!(
             "line {line_no} of the import is not UTF-8 text (a dump cut mid-character, or a file memscope did not write): pass a file written by `memscope export`"

@@ -212,6 +212,9 @@ pub(crate) struct Chunk {
     stalled: bool,
 }
 
+/// The byte order mark an editor may put at the start of a UTF-8 file.
+pub(crate) const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Lines per chunk, input bytes per chunk, and chunks the reader may run ahead by.
 const CHUNK_LINES: usize = 512;
 const CHUNK_BYTES: usize = 4 << 20;
@@ -250,7 +253,13 @@ fn read_ahead<R: Read>(
                 }
             }
             line_no += 1;
-            if let Some(parsed) = parse_line(&buf) {
+            // A UTF-8 byte order mark, which some Windows editors put before the first line,
+            // is not part of the JSON (README, "apply").
+            let text = match buf.strip_prefix(UTF8_BOM) {
+                Some(rest) if line_no == 1 => rest,
+                _ => &buf[..],
+            };
+            if let Some(parsed) = parse_line(text) {
                 chunk.lines.push((line_no, parsed));
             }
             // Hand over what is parsed before a read that may block: with nothing buffered

@@ -155,6 +155,90 @@ fn an_apply_line_that_is_no_object_says_what_a_line_must_be() {
     }
 }
 
+/// A byte order mark before the first line (Windows editors write one) is no part of the
+/// JSON: `apply` and `import` read past it; anywhere else it is still a malformed line.
+#[test]
+fn a_byte_order_mark_before_the_first_line_is_read_past() {
+    a_byte_order_mark_before_the_first_line_is_read_past_on(&Databases::sqlite());
+}
+
+#[test]
+fn a_byte_order_mark_before_the_first_line_is_read_past_on_postgres() {
+    on_postgres_databases(a_byte_order_mark_before_the_first_line_is_read_past_on);
+}
+
+fn a_byte_order_mark_before_the_first_line_is_read_past_on(dbs: &Databases) {
+    let db = dbs.fresh();
+    let line = |v: &str| {
+        json!({"subject": U, "predicate": PM, "value": v, "scope": "global", "source": "记事本"})
+            .to_string()
+    };
+    let text = format!("\u{FEFF}{}\n\u{FEFF}{}\n", line("pnpm 📦"), line("yarn"));
+    let file = db.sibling("带BOM.jsonl");
+    std::fs::write(&file, &text).unwrap();
+    let r = db.run(&["apply", file.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{r:?}");
+    let outs = r.json_lines();
+    assert_eq!(outs[0]["outcome"], "inserted", "{outs:#?}");
+    assert!(
+        outs[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("malformed JSON"),
+        "{outs:#?}"
+    );
+    let r = db.run_stdin(&["apply", "-"], text.as_bytes());
+    assert_eq!(r.json_lines()[0]["outcome"], "confirmed", "{r:?}");
+
+    let dump = format!("\u{FEFF}{}", db.run(&["export"]).ok().stdout);
+    let dump_file = db.sibling("导出 bom.jsonl");
+    std::fs::write(&dump_file, dump).unwrap();
+    let dst = dbs.fresh();
+    dst.run(&["import", dump_file.to_str().unwrap()]).ok();
+    assert_eq!(dst.fingerprint(), db.fingerprint());
+    dst.assert_check_ok();
+}
+
+/// Found by review: a negative age or number (`--at -3d`, `--causal-seq -5`) was taken for an
+/// unknown flag; each is now read as the value it is and refused for what is wrong with it.
+#[test]
+fn a_negative_value_is_refused_for_what_it_is_not_taken_for_a_flag() {
+    unchanged_on_seeded(TestDb::new(), |db| {
+        let resolve = args_for("resolve", U, PM, &["--at", "-3d"]);
+        let write = args_for(
+            "write",
+            U,
+            PM,
+            &[
+                "--value",
+                "yarn",
+                "--scope",
+                "global",
+                "--source",
+                "s",
+                "--causal-seq",
+                "-5",
+            ],
+        );
+        let cases: [(Vec<&str>, &[&str]); 5] = [
+            (resolve, &["'-3d' is not a time", "write 3d"]),
+            (write, &["causal_seq -5 is out of range"]),
+            (vec!["reads", "--since", "-2h"], &["write 2h"]),
+            (vec!["reads", "--limit", "-1"], &["-1 is not in 1.."]),
+            (
+                vec!["gc", "--retention-days", "-1"],
+                &["retention_days must be 0 or more"],
+            ),
+        ];
+        for (args, words) in cases {
+            let r = db.run(&args);
+            assert_eq!(r.code, 2, "{args:?}: {r:?}");
+            assert_one_sentence(&r.stderr, words);
+            assert!(!r.stderr.contains("unexpected argument"), "{}", r.stderr);
+        }
+    });
+}
+
 #[test]
 fn missing_source_is_one_sentence_and_exit_2() {
     missing_source_is_one_sentence_and_exit_2_on(TestDb::new());

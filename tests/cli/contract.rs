@@ -576,6 +576,58 @@ fn the_database_comes_from_db_else_memscope_db() {
     c.args(["init"]);
     assert!(c.output().unwrap().status.success());
     assert!(db.dir.path().join("xdg/memscope/memory.db").exists());
+    // A relative XDG_DATA_HOME is not a place (the XDG rule): HOME's folder is used instead.
+    let mut c = memscope_cmd(db.dir.path());
+    c.env("XDG_DATA_HOME", "相对 xdg")
+        .current_dir(db.dir.path())
+        .args(["init"]);
+    assert!(c.output().unwrap().status.success());
+    assert!(db
+        .dir
+        .path()
+        .join(".local/share/memscope/memory.db")
+        .exists());
+    assert!(!db.dir.path().join("相对 xdg").exists());
+    // Neither set (a cron job, a stripped service environment): one sentence asking for --db,
+    // and no database in the folder the command ran in; commands that open none still run.
+    let cwd = db.sibling("工作 folder");
+    std::fs::create_dir(&cwd).unwrap();
+    for cmd in [
+        &["init"][..],
+        &["list"],
+        &[
+            "write",
+            "--subject",
+            U,
+            "--predicate",
+            PM,
+            "--value",
+            "x",
+            "--scope",
+            "global",
+            "--source",
+            "s",
+        ],
+    ] {
+        let mut c = memscope_cmd(db.dir.path());
+        c.env_remove("XDG_DATA_HOME")
+            .env_remove("HOME")
+            .current_dir(&cwd)
+            .args(cmd);
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        assert_one_sentence(&String::from_utf8_lossy(&o.stderr), &["HOME", "--db"]);
+    }
+    assert_eq!(
+        std::fs::read_dir(&cwd).unwrap().count(),
+        0,
+        "nothing made where it ran"
+    );
+    let mut c = memscope_cmd(db.dir.path());
+    c.env_remove("XDG_DATA_HOME")
+        .env_remove("HOME")
+        .args(["completions", "bash"]);
+    assert!(c.output().unwrap().status.success());
 }
 
 #[test]
@@ -787,6 +839,78 @@ fn check_reports_a_file_too_damaged_to_open() {
     let r = db.run(&["list"]);
     assert_eq!(r.code, 1);
     assert_one_sentence(&r.stderr, &["header is damaged", "restore a backup"]);
+}
+
+/// Found by review: `check` took a header with one field damaged for another kind of file
+/// (byte 21), answered SQLite's raw "SQL logic error" (bytes 44–47), or said its first bytes
+/// were not SQLite's when only the page size was wrong. Each names the field it found broken.
+#[test]
+fn check_names_the_header_field_that_is_damaged() {
+    let sound = filled();
+    let bytes = std::fs::read(&sound.path).unwrap();
+    /// What is damaged, the bytes written over (offset, byte), and what check says.
+    type Damage<'a> = (&'a str, &'a [(usize, u8)], &'a str);
+    let cases: [Damage; 5] = [
+        (
+            "signature",
+            &[(0, 0), (5, b'X')],
+            "first 16 bytes are not SQLite's signature",
+        ),
+        (
+            "page size 768",
+            &[(16, 3), (17, 0)],
+            "page size (bytes 16–17) reads 768",
+        ),
+        (
+            "format version",
+            &[(19, 7)],
+            "file format versions (bytes 18–19) read 2 and 7",
+        ),
+        (
+            "payload fraction",
+            &[(21, 0)],
+            "payload fractions (bytes 21–23) read 0, 32, 32",
+        ),
+        (
+            "schema format",
+            &[(44, 0), (45, 0), (46, 0), (47, 9)],
+            "schema format number (bytes 44–47) reads 9",
+        ),
+    ];
+    for (what, edits, says) in cases {
+        let db = TestDb::new();
+        let mut damaged = bytes.clone();
+        for &(at, b) in edits {
+            damaged[at] = b;
+        }
+        std::fs::write(&db.path, &damaged).unwrap();
+        let r = db.run(&["check"]);
+        assert_eq!(r.code, 1, "{what}: {r:?}");
+        assert!(
+            r.stderr.is_empty(),
+            "{what}: the damage is the answer: {}",
+            r.stderr
+        );
+        assert!(
+            r.stdout.starts_with("DAMAGED: ")
+                && r.stdout.contains("header is damaged")
+                && r.stdout.contains(says),
+            "{what}: {}",
+            r.stdout
+        );
+        let r = db.run(&["check", "--json"]);
+        assert_eq!(r.json()["ok"], false, "{what}");
+        assert_eq!(
+            std::fs::read(&db.path).unwrap(),
+            damaged,
+            "{what}: check changed the file"
+        );
+    }
+    // Another kind of file — text, or a file of another format — is still not a database.
+    let db = TestDb::new();
+    std::fs::write(&db.path, "记忆 notes 📝\n".repeat(400)).unwrap();
+    db.run(&["check"])
+        .fails_with(1, &["not a SQLite database", "another kind of file"]);
 }
 
 #[test]

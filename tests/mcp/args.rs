@@ -227,6 +227,38 @@ fn the_binary_refuses_a_missing_subject_or_a_repo_it_cannot_find_on(db: TestDb) 
     }
 }
 
+/// Found by review: in a checkout another user owns, git refuses every question ("dubious
+/// ownership"), and `--repo auto` said the folder was not inside a git repository. It names
+/// git's check and the way past it. Needs root, to give the checkout to another user.
+#[test]
+fn repo_auto_names_gits_ownership_check() {
+    let db = TestDb::new();
+    let (_tmp, dir) = checkout("别人的 checkout", Some("https://example.com/acme/web.git"));
+    let given = Command::new("chown")
+        .args(["-R", "nobody"])
+        .arg(&dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !given {
+        eprintln!("SKIPPED repo_auto_names_gits_ownership_check: chown to nobody needs root");
+        return;
+    }
+    let o = mcp_cmd(
+        &db,
+        &dir.join("src"),
+        &["--subject", "user:42", "--repo", "auto"],
+    )
+    .env("GIT_CONFIG_NOSYSTEM", "1")
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_one_sentence(
+        &stderr,
+        &["another user owns it", "safe.directory", "--repo ID"],
+    );
+}
+
 #[test]
 fn repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session() {
     repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session_on(TestDb::new());
@@ -324,6 +356,111 @@ fn repo_auto_reaches_the_tools_and_malformed_input_does_not_end_the_session_on(d
     let reads = as_array(db.json(&["reads", "--json"]));
     assert_eq!(reads[0]["agent"], "raw-test-client");
     db.assert_check_ok();
+}
+
+/// Found by review: `list_memories` answered 20,000 memories in one 13.7 MB reply. A page holds
+/// whole predicates, at most 100 of them and about 256 KB; `after` pages on, and a predicate's
+/// shadowed records never split across pages.
+#[test]
+fn list_memories_pages_a_long_list_by_whole_predicates() {
+    let call = |name: &str, args: Value| json!({"name": name, "arguments": args});
+    let db = TestDb::new();
+    let line = |p: String, v: String, scope: &str| {
+        json!({"subject": "user:42", "predicate": p, "value": v, "scope": scope, "source": "s"})
+            .to_string()
+    };
+    let mut input = String::new();
+    for i in 0..230 {
+        input += &line(format!("偏好_{i:03}"), format!("值 {i} 📦"), "global");
+        input.push('\n');
+        if i % 2 == 0 {
+            input += &line(format!("偏好_{i:03}"), format!("仓库 {i}"), "repo:网页");
+            input.push('\n');
+        }
+    }
+    db.run_stdin(&["apply", "-"], input.as_bytes()).ok();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(
+        &db,
+        tmp.path(),
+        &["--subject", "user:42", "--repo", "网页"],
+    ));
+    s.initialize();
+    let mut seen = Vec::new();
+    let mut after = None;
+    for (page, (want, more)) in [(100, 130), (100, 30), (30, 0)].into_iter().enumerate() {
+        let args = match &after {
+            Some(a) => json!({ "after": a }),
+            None => json!({}),
+        };
+        let r = s.request(10 + page as i64, "tools/call", call("list_memories", args));
+        let data = &r["result"]["structuredContent"];
+        let items = data["memories"].as_array().unwrap();
+        let preds: Vec<&str> = items
+            .iter()
+            .filter(|m| m["applies"] == true)
+            .map(|m| m["predicate"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            (preds.len(), data["more_predicates"].as_u64()),
+            (want, Some(more)),
+            "page {page}"
+        );
+        // Every repo record's global one is on the same page, right after it.
+        for (i, m) in items.iter().enumerate() {
+            if m["scope"] == "repo:网页" {
+                assert_eq!(items[i + 1]["predicate"], m["predicate"], "page {page}");
+            }
+        }
+        seen.extend(preds.iter().map(|p| p.to_string()));
+        let text = tool_text(&r);
+        if more > 0 {
+            let next = data["next_after"].as_str().unwrap();
+            assert_eq!(next, *preds.last().unwrap());
+            assert!(
+                text.contains(&format!("… and {more} more predicate(s)")),
+                "{text}"
+            );
+            after = Some(next.to_string());
+        } else {
+            assert!(data["next_after"].is_null(), "{data}");
+            assert!(!text.contains("more predicate"), "{text}");
+        }
+    }
+    let all: Vec<String> = (0..230).map(|i| format!("偏好_{i:03}")).collect();
+    assert_eq!(seen, all);
+    let r = s.request(
+        20,
+        "tools/call",
+        call("list_memories", json!({"after": "偏好_999"})),
+    );
+    assert!(tool_text(&r).contains("none after 偏好_999"), "{r}");
+
+    // Large values end a page sooner: three of 100 KB pass 256 KB.
+    let big = TestDb::new();
+    let mut input = String::new();
+    for i in 0..5 {
+        input += &line(format!("big_{i}"), "长".repeat(100_000 / 3), "global");
+        input.push('\n');
+    }
+    big.run_stdin(&["apply", "-"], input.as_bytes()).ok();
+    let mut s = RawSession::start(mcp_cmd(&big, tmp.path(), &["--subject", "user:42"]));
+    s.initialize();
+    let r = s.request(1, "tools/call", call("list_memories", json!({})));
+    let data = &r["result"]["structuredContent"];
+    assert_eq!(
+        data["memories"].as_array().unwrap().len(),
+        3,
+        "{}",
+        data["next_after"]
+    );
+    assert_eq!(
+        (
+            data["more_predicates"].as_u64(),
+            data["next_after"].as_str()
+        ),
+        (Some(2), Some("big_2"))
+    );
 }
 
 // SQLite only: a purge truncating the WAL while a session idles, the words looked for on disk.

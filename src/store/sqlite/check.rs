@@ -269,11 +269,13 @@ impl Store {
                 mode,
                 ok: true,
                 problems: Vec::new(),
+                unchecked: false,
             }),
             Ok(rows) => Ok(Integrity {
                 mode,
                 ok: false,
                 problems: rows,
+                unchecked: false,
             }),
             Err(e) => {
                 let e = anyhow::Error::new(e);

@@ -24,6 +24,15 @@ use serde_json::{json, Value};
 /// `12h`, `3d`, `2w`) counted back from `now`.
 pub fn parse_time(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
     let t = text.trim();
+    if let Some(age) = t.strip_prefix('-') {
+        if parse_time(age, now).is_ok() {
+            return Err(format!(
+                "'{}' is not a time: an age already counts back from now, so write {} for that long ago",
+                crate::model::shorten(t, 40),
+                crate::model::shorten(age, 40)
+            ));
+        }
+    }
     if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
         return Ok(dt.with_timezone(&Utc));
     }

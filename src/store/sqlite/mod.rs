@@ -206,7 +206,7 @@ pub fn error_text(e: &anyhow::Error) -> String {
 }
 
 /// A file SQLite will not open as a database: another kind of file, or a database whose header
-/// is damaged. Told apart only by `check` ([`header_damaged`]), which reads the file's first
+/// is damaged. Told apart only by `check` ([`header_problem`]), which reads the file's first
 /// bytes once no connection to it is open; any other command refuses either in one sentence.
 #[derive(Debug)]
 pub struct NotADatabase(pub PathBuf);
@@ -223,17 +223,60 @@ impl std::fmt::Display for NotADatabase {
 
 impl std::error::Error for NotADatabase {}
 
-/// Whether the file at `path`, which SQLite refused as not a database, is a SQLite database
-/// whose first bytes were overwritten: the rest of SQLite's header stands (bytes 21–23 of
-/// every SQLite header are 64, 32, 32, the payload fractions). It opens the file with the OS,
-/// and closing that drops every SQLite lock this process holds on it: `check` calls it only
-/// after its own open failed, with no connection to the file left (`AnyStore::open` returned
-/// an error, so the connection it made is gone).
-pub fn header_damaged(path: &Path) -> bool {
-    let mut head = [0u8; 100];
-    std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok_and(|()| head[21..24] == [64, 32, 32])
+/// What is wrong with the header of the SQLite database at `path`, which SQLite refused to
+/// open: `None` when the file is no SQLite database at all (or its header reads as sound).
+/// A file is taken for a damaged database when enough of SQLite's header stands — its
+/// signature, or the fixed payload fractions (bytes 21–23 are 64, 32, 32 in every SQLite file),
+/// or a length that is a whole number of its stated pages — and the first field that breaks
+/// SQLite's file format is named. It opens the file with the OS, and closing that drops every
+/// SQLite lock this process holds on it: `check` calls it only after its own open failed, with
+/// no connection to the file left (`AnyStore::open` returned an error, so the connection it
+/// made is gone).
+pub fn header_problem(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let mut h = [0u8; 100];
+    f.read_exact(&mut h).ok()?;
+    let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+    let page = match u16::from_be_bytes([h[16], h[17]]) {
+        1 => 65536,
+        n => u32::from(n),
+    };
+    let page_ok = page.is_power_of_two() && (512..=65536).contains(&page);
+    let signature = h[..16] == *b"SQLite format 3\0";
+    let fractions = h[21..24] == [64, 32, 32];
+    let whole_pages = page_ok && len >= 512 && len % u64::from(page) == 0;
+    if u8::from(signature) + u8::from(fractions) + u8::from(whole_pages) < 2 && !signature {
+        return None;
+    }
+    let problem = if !signature {
+        "its first 16 bytes are not SQLite's signature (\"SQLite format 3\")".to_string()
+    } else if !page_ok {
+        format!("its page size (bytes 16–17) reads {page}, where SQLite keeps a power of two from 512 to 65536")
+    } else if !(1..=2).contains(&h[18]) || !(1..=2).contains(&h[19]) {
+        format!(
+            "its file format versions (bytes 18–19) read {} and {}, where SQLite writes 1 or 2",
+            h[18], h[19]
+        )
+    } else if !fractions {
+        format!("its payload fractions (bytes 21–23) read {}, {}, {}, where SQLite always writes 64, 32, 32", h[21], h[22], h[23])
+    } else if !(1..=4).contains(&be32(44)) && be32(44) != 0 {
+        format!(
+            "its schema format number (bytes 44–47) reads {}, where SQLite writes 1 to 4",
+            be32(44)
+        )
+    } else if !(1..=3).contains(&be32(56)) && be32(56) != 0 {
+        format!(
+            "its text encoding (bytes 56–59) reads {}, where SQLite writes 1 to 3",
+            be32(56)
+        )
+    } else if len % u64::from(page) != 0 {
+        format!("it is {len} bytes long, not a whole number of its {page}-byte pages (cut short, or its page size was overwritten)")
+    } else {
+        return None;
+    };
+    Some(problem)
 }
 
 /// [`error_text`] without SQLite's refusals made sentences: the cause as SQLite said it, once
@@ -277,6 +320,12 @@ fn sqlite_sentence(e: &rusqlite::Error) -> Option<String> {
                 )),
                 rusqlite::ErrorCode::SystemIoFailure => Some(format!(
                     "reading or writing the database file failed (SQLite: {said}): point --db at a regular file on a disk that has room and reports no errors"
+                )),
+                // A damaged page can claim a record of gigabytes, and SQLite, asked to hold
+                // it, says it ran out of memory (found by review: a damaged index made `list`
+                // say only "out of memory").
+                rusqlite::ErrorCode::OutOfMemory => Some(format!(
+                    "SQLite ran out of memory (SQLite: {said}); on a machine with memory to spare this is most often a damaged file whose page claims a huge record: run `memscope check --full`, and restore a backup if it finds damage"
                 )),
                 // SQLITE_READONLY_DIRECTORY: a file in WAL mode is read through its `-shm`,
                 // which SQLite must make beside it.
@@ -393,14 +442,22 @@ impl Store {
                 .map_err(Into::into)
         };
         let (version, tables) = retry_busy(|| probe(&conn)).map_err(|e| {
-            let not_a_database = matches!(
-                e.downcast_ref::<rusqlite::Error>(),
-                Some(rusqlite::Error::SqliteFailure(f, _)) if f.code == rusqlite::ErrorCode::NotADatabase
-            );
+            // SQLite refuses a header it cannot read as "not a database", and one whose schema
+            // format number is past what it knows as "unsupported file format".
+            let not_a_database = match e.downcast_ref::<rusqlite::Error>() {
+                Some(rusqlite::Error::SqliteFailure(f, message)) => {
+                    f.code == rusqlite::ErrorCode::NotADatabase
+                        || message.as_deref() == Some("unsupported file format")
+                }
+                _ => false,
+            };
             if not_a_database {
                 anyhow::Error::new(NotADatabase(path.to_path_buf()))
             } else {
-                e.context(format!("{} is not a usable SQLite database", path.display()))
+                e.context(format!(
+                    "{} is not a usable SQLite database",
+                    path.display()
+                ))
             }
         })?;
         if version > schema::SCHEMA_VERSION {
@@ -918,5 +975,27 @@ pub(crate) fn explain_sqlite(e: anyhow::Error, path: &Path) -> anyhow::Error {
         Ok(sq) if actionable => locked_error(sq, &path.display().to_string()),
         Ok(sq) => anyhow::Error::new(sq),
         Err(e) => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SQLite's "out of memory" on a read is most often a damaged page claiming a huge record:
+    /// the sentence sends the user to `check`, in the words of every front end.
+    #[test]
+    fn out_of_memory_points_at_check() {
+        let e = anyhow::Error::new(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOMEM),
+            Some("out of memory".into()),
+        ))
+        .context("cannot list the memories");
+        let text = error_text(&e);
+        assert!(
+            text.starts_with("cannot list the memories: SQLite ran out of memory")
+                && text.contains("memscope check --full"),
+            "{text}"
+        );
     }
 }
