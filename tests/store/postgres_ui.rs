@@ -461,6 +461,24 @@ fn a_login_that_may_only_select_is_read_only() {
     );
     let refused = format!("{:#}", store.export(&mut Vec::new()).unwrap_err());
     assert!(refused.contains(&grant), "{refused}");
+    // A write takes a number from the clock, which that grant would not allow: its refusal
+    // names the login a write needs too.
+    let refused = format!(
+        "{:#}",
+        store
+            .write(&super::postgres_write::req(
+                "user:1",
+                "editor",
+                json!("vim 📝"),
+                "global",
+                "t:3"
+            ))
+            .unwrap_err()
+    );
+    assert!(
+        refused.contains("to write, use a memscope_agent or memscope_curator login"),
+        "{refused}"
+    );
     admin.batch_execute(&grant).unwrap();
     let mut store = AnyStore::open(Path::new(&url), OpenMode::Existing).unwrap();
     assert!(store.check(IntegrityMode::Quick).unwrap().ok);

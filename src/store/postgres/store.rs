@@ -298,13 +298,15 @@ fn explain_waited(
             d.message()
         ),
         // A dashboard login granted SELECT on the tables alone: the clock is a sequence, which
-        // `GRANT SELECT ON ALL TABLES` leaves out, and `check` and `export` read it.
+        // `GRANT SELECT ON ALL TABLES` leaves out, and `check` and `export` read it; a write
+        // takes a number from it, which no GRANT SELECT allows (found by review: a write was
+        // told the GRANT SELECT that would not let it write).
         Some(d)
             if *d.code() == SqlState::INSUFFICIENT_PRIVILEGE
                 && d.message().contains("memscope_clock") =>
         {
             anyhow!(
-                "PostgreSQL at {} refused the login \"{}\" a read of the causal clock, the sequence memscope_clock ({}), which `check` and `export` read: let it read the clock with `GRANT SELECT ON SEQUENCE memscope_clock TO \"{}\"`, or run them as a memscope_agent or memscope_curator login",
+                "PostgreSQL at {} refused the login \"{}\" the causal clock, the sequence memscope_clock ({}): for `check` and `export` let it read the clock with `GRANT SELECT ON SEQUENCE memscope_clock TO \"{}\"`; to write, use a memscope_agent or memscope_curator login (`memscope roles --help`)",
                 address.describe(),
                 address.user(),
                 d.message(),

@@ -949,9 +949,7 @@ fn locked_error(e: rusqlite::Error, path: &str) -> anyhow::Error {
             );
         }
         if f.code == rusqlite::ErrorCode::ReadOnly {
-            return anyhow!(
-                "the database {path} is read-only: check the file's and its folder's permissions"
-            );
+            return anyhow!(read_only_sentence(path));
         }
         if f.code == rusqlite::ErrorCode::DiskFull {
             return anyhow!(
@@ -960,6 +958,31 @@ fn locked_error(e: rusqlite::Error, path: &str) -> anyhow::Error {
         }
     }
     anyhow::Error::new(e).context(format!("cannot start a write on {path}"))
+}
+
+/// Why the database at `path` cannot be written, as far as its files' modes tell. A read of a
+/// read-only database leaves its `-wal` and `-shm` read-only too (SQLite gives them the
+/// database's mode), and after `chmod u+w` of the database alone they still refuse every write
+/// (found by review): those are named. Modes only — opening a file to test it would drop the
+/// locks this process holds on it.
+fn read_only_sentence(path: &str) -> String {
+    let read_only = |p: &str| std::fs::metadata(p).is_ok_and(|m| m.permissions().readonly());
+    let side: Vec<String> = ["-wal", "-shm"]
+        .iter()
+        .map(|suffix| format!("{path}{suffix}"))
+        .filter(|p| read_only(p))
+        .collect();
+    if read_only(path) || side.is_empty() {
+        return format!(
+            "the database {path} is read-only: check the file's and its folder's permissions"
+        );
+    }
+    format!(
+        "the database {path} cannot be written: {} beside it {} read-only (left by a read while the database was read-only): run `chmod u+w {}` and retry",
+        side.join(" and "),
+        if side.len() == 1 { "is" } else { "are" },
+        side.join(" ")
+    )
 }
 
 /// Turns SQLite lock, read-only and disk-full failures during a write into sentences a user
@@ -981,6 +1004,34 @@ pub(crate) fn explain_sqlite(e: anyhow::Error, path: &Path) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_only_side_file_is_named() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("记忆 📦.db");
+        let path = db.to_string_lossy().into_owned();
+        let set = |p: &str, mode: u32| {
+            std::fs::write(p, b"").ok();
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        set(&path, 0o400);
+        set(&format!("{path}-shm"), 0o400);
+        assert!(read_only_sentence(&path).contains("is read-only: check the file's"));
+        set(&path, 0o600);
+        let said = read_only_sentence(&path);
+        assert!(
+            said.contains(&format!("{path}-shm beside it is read-only"))
+                && said.contains(&format!("chmod u+w {path}-shm`")),
+            "{said}"
+        );
+        set(&format!("{path}-wal"), 0o400);
+        let said = read_only_sentence(&path);
+        assert!(
+            said.contains("-wal and ") && said.contains("are read-only"),
+            "{said}"
+        );
+    }
 
     /// SQLite's "out of memory" on a read is most often a damaged page claiming a huge record:
     /// the sentence sends the user to `check`, in the words of every front end.
