@@ -284,7 +284,7 @@ fn parse_time_takes_rfc3339_and_ages_and_rejects_the_rest_in_one_sentence() {
         "3",
         "3x",
         "d",
-        "-3d",
+        "-3.5d",
         "3.5d",
         "2026-13-01",
         "99999999999999999999d",
@@ -293,6 +293,9 @@ fn parse_time_takes_rfc3339_and_ages_and_rejects_the_rest_in_one_sentence() {
         assert_eq!(e.lines().count(), 1, "one sentence for {bad:?}: {e}");
         assert!(e.contains("RFC 3339"), "{bad:?}: {e}");
     }
+    // A negative age is told the age it meant.
+    let e = parse_time("-3d", now).unwrap_err();
+    assert!(e.contains("write 3d for that long ago"), "{e}");
 }
 
 /// Insert, supersede, confirm, delete and restore: what resolve would have answered at each
