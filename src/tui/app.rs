@@ -378,13 +378,13 @@ impl App {
                 self.dialogs.push(Dialog::Help { scroll: 0 });
                 Action::None
             }
+            // A tab with a list filters it (`TabComponent::command`); the others say so and
+            // change nothing (README, "The terminal UI": `/` never filters another tab).
             Command::Filter => {
-                self.tabs.memories.filter.editing = true;
-                self.focus = Focus::List;
-                if self.tab != Tab::Memories {
-                    self.tab = Tab::Memories;
-                    return Action::ShowTab(Tab::Memories);
-                }
+                let title = self.tabs.get(self.tab).title();
+                self.info(format!(
+                    "{title} has no list to filter: / filters the current view (1), the pending queue (2), the tombstones (3), the reads (5) and the suspects (6)"
+                ));
                 Action::None
             }
             Command::NextPane | Command::PrevPane => {

@@ -383,6 +383,11 @@ impl TabComponent for MemoriesTab {
                 self.timeline.follow(shell.screen());
                 Action::None
             }
+            Command::Filter => {
+                self.filter.editing = true;
+                *shell.focus = Focus::List;
+                Action::None
+            }
             Command::Back if *shell.focus == Focus::Detail => {
                 *shell.focus = Focus::List;
                 Action::None
