@@ -369,6 +369,15 @@ impl App {
 
     /// Runs a key-map command.
     pub fn command(&mut self, cmd: Command) -> Action {
+        // A tab whose list could not be loaded has no selection for a key to act on: it says
+        // so (README, "The terminal UI", Check), and nothing is done to a row it does not show.
+        if let Some(why) = self.unloaded(self.tab).filter(|_| cmd.acts_on_selection()) {
+            let title = self.tabs.get(self.tab).title();
+            self.error(format!(
+                "{title} could not be loaded, so nothing is selected here and that key does nothing: {why}. The Check tab (4) says what is wrong; the list is read again at every refresh."
+            ));
+            return Action::None;
+        }
         if let Some(action) = self.tab_command(cmd) {
             return action;
         }

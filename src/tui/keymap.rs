@@ -379,6 +379,34 @@ impl Command {
     }
 }
 
+impl Command {
+    /// The keys that act on a list's selection or move it: nothing to do on a tab whose list
+    /// could not be loaded (`App::unloaded`).
+    pub fn acts_on_selection(self) -> bool {
+        self.changes_data()
+            || matches!(
+                self,
+                Command::Open
+                    | Command::Fold
+                    | Command::Unfold
+                    | Command::Explain
+                    | Command::OpenEvent
+                    | Command::Copy
+                    | Command::ExplainRead
+                    | Command::GoToRecord
+                    | Command::Filter
+                    | Command::NextPane
+                    | Command::PrevPane
+                    | Command::Up
+                    | Command::Down
+                    | Command::PageUp
+                    | Command::PageDown
+                    | Command::Home
+                    | Command::End
+            )
+    }
+}
+
 /// [`hints`]; on a `read_only` database without the keys that would change it (they only say
 /// the database is read-only).
 pub fn hints_for(contexts: &[Context], read_only: bool) -> Vec<(&'static str, &'static str)> {

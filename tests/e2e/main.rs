@@ -714,3 +714,51 @@ fn a_locked_file_makes_the_ui_say_so_and_keep_its_keys() {
     let _ = holder.kill();
     let _ = holder.wait();
 }
+
+/// A row a foreign client damages while the UI is open: the current view says it could not be
+/// loaded, and `d` then `y` delete nothing — the rows loaded before are gone from the tab, so no
+/// key acts on a selection the screen no longer shows (found by a tester: `d` opened the delete
+/// dialog on the hidden selection and `y` deleted it). The CLI checks from outside, once the row
+/// is repaired, that every record is still there.
+#[test]
+fn a_row_damaged_under_the_ui_leaves_nothing_for_d_to_delete() {
+    let Some(t) = Tmux::shell(100, 30) else {
+        return;
+    };
+    let (_dir, db) = demo_db();
+    output_ok(
+        Command::new(BIN).arg("--db").arg(&db).args(["demo", "--no-tui"]),
+        "memscope demo --no-tui",
+    );
+    let before = cli(&db, &["list", "--json"]);
+    assert!(before.as_array().is_some_and(|a| !a.is_empty()), "{before}");
+    launch(&t, &db, "tui");
+    t.wait_for("Current view · ");
+    // A foreign client (python's sqlite3) writes a value that is not JSON into one row.
+    let python = |sql: &str| {
+        output_ok(
+            Command::new("python3").args([
+                "-c",
+                "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute(sys.argv[2])\nc.commit()",
+                db.to_str().expect("a utf-8 temp path"),
+                sql,
+            ]),
+            "python3 sqlite3",
+        )
+    };
+    python("CREATE TABLE saved AS SELECT rowid AS id, value FROM memories WHERE rowid = (SELECT max(rowid) FROM memories)");
+    python("UPDATE memories SET value = '{not json' WHERE rowid = (SELECT id FROM saved)");
+    t.wait_for("could not be loaded");
+    t.type_text("d");
+    // Before the fix, the delete dialog opened with its preview; `y` then deleted.
+    let said = t.wait("what d does", |s| {
+        s.contains("so nothing is selected here") || s.contains("in one transaction")
+    });
+    t.type_text("y");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    python("UPDATE memories SET value = (SELECT value FROM saved) WHERE rowid = (SELECT id FROM saved)");
+    python("DROP TABLE saved");
+    assert_eq!(cli(&db, &["list", "--json"]), before, "nothing was deleted");
+    assert!(said.contains("so nothing is selected here"), "{said}");
+}

@@ -451,9 +451,18 @@ impl TabComponent for MemoriesTab {
     /// The list again around the selected row; the history is loaded again by `sync`.
     fn reload(&mut self, store: &dyn UiStore, env: &Env) -> Result<()> {
         let anchor = self.list.selected().and_then(|row| self.anchor_for(row));
-        self.reload_list(store, anchor, env.page)?;
+        self.reload_list(store, anchor.clone(), env.page)?;
+        // A list loaded again after it could not be (`unload`) opens on a record, as at start.
+        if anchor.is_none() {
+            self.list.select_first_record(env.page);
+        }
         self.timeline.detail = None;
         Ok(())
+    }
+
+    fn unload(&mut self) {
+        self.list = MemoryList::default();
+        self.timeline.detail = None;
     }
 
     /// Loads the selected record's history when the selection moved to another record.

@@ -185,6 +185,11 @@ impl TabComponent for PendingTab {
         Ok(())
     }
 
+    fn unload(&mut self) {
+        self.filter.load(&mut self.rows, Vec::new());
+        self.preview = None;
+    }
+
     fn sync(&mut self, store: &dyn UiStore, _env: &Env) -> Result<()> {
         let want = self.rows.selected();
         if want.map(|p| p.id) != self.preview.as_ref().map(|p| p.pending_id) {

@@ -59,7 +59,9 @@ impl SuspectsTab {
 
     fn selected_or_say(&self, shell: &mut Shell<'_>) -> Option<&Suspect> {
         let s = self.rows.selected();
-        if s.is_none() {
+        if let (None, Some(e)) = (s, &self.error) {
+            shell.error(format!("the suspects scan failed, so none is listed: {e}"));
+        } else if s.is_none() {
             shell.info(if self.loaded {
                 self.filter.why_empty(
                     "no suspects: no global record's words or message point at one place",
@@ -161,6 +163,8 @@ impl TabComponent for SuspectsTab {
                     self.error = None;
                 }
                 Err(e) => {
+                    // No key acts on a suspect of an older scan the pane no longer lists.
+                    self.filter.load(&mut self.rows, Vec::new());
                     self.error = Some(e.clone());
                     return Err(format!("the suspects scan failed: {e}"));
                 }

@@ -99,6 +99,10 @@ impl TabComponent for TombstonesTab {
         Ok(())
     }
 
+    fn unload(&mut self) {
+        self.filter.load(&mut self.rows, Vec::new());
+    }
+
     fn typing(&self) -> bool {
         self.filter.editing
     }
