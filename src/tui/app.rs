@@ -199,10 +199,12 @@ impl App {
         app
     }
 
-    /// Names the database on screen: the header's label, and the `--db` of the commands the
-    /// empty view suggests.
+    /// Names the database on screen: the header's label, the `--db` of the commands the
+    /// empty view suggests, and the demo's database beside it.
     pub fn name_database(&mut self, label: String) {
-        self.tabs.memories.db_arg = format!("--db {}", crate::model::shell_word(&label));
+        let memories = &mut self.tabs.memories;
+        memories.db_word = crate::model::shell_word(&label);
+        memories.demo_word = demo_database(&label).map(|p| crate::model::shell_word(&p));
         self.db_path = label;
     }
 
@@ -480,6 +482,22 @@ impl App {
             }
         }
     }
+}
+
+/// Where the empty view suggests building the demo: `demo.db` beside the database `label`
+/// names (`memscope-demo.db` beside a `demo.db`), never the database itself, which `demo` would
+/// replace under the open UI; `None` for a PostgreSQL address (`memscope demo` then builds its
+/// default, `~/.local/share/memscope/demo.db`).
+fn demo_database(label: &str) -> Option<String> {
+    if label.contains("://") {
+        return None;
+    }
+    let path = std::path::Path::new(label);
+    let name = match path.file_name() {
+        Some(n) if n == "demo.db" => "memscope-demo.db",
+        _ => "demo.db",
+    };
+    Some(path.with_file_name(name).display().to_string())
 }
 
 /// [`App::refusal`] of a database that is `read_only`, its file `gone` or not.

@@ -319,17 +319,43 @@ fn walkthrough(t: &Tmux, db: &Path) {
     );
 }
 
+/// The welcome of an empty database at 80 columns: its demo command is whole on screen, and
+/// followed while the UI is open (README, "The terminal UI") it builds the demo beside this
+/// database, which stays as it was and open (found by a tester: the command was cut at 80–100
+/// columns, and it named this very database, which `demo` replaces).
 #[test]
 fn empty_database_explains_itself_and_restores_on_error() {
-    let Some(t) = Tmux::shell(100, 30) else {
+    let Some(t) = Tmux::shell(80, 30) else {
         return;
     };
     let dir = tempfile::tempdir().expect("a temp dir");
     let db = dir.path().join("empty.db");
     cli(&db, &["init"]);
     launch(&t, &db, "tui");
-    t.wait_for("This database holds no live memories yet.");
-    t.wait_for("empty.db demo");
+    let screen = t.wait_for("This database holds no live memories yet.");
+    let lines: Vec<&str> = screen.lines().map(|l| l.trim_matches('│').trim()).collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("in a database of its own"))
+        .unwrap_or_else(|| panic!("the demo's advice:\n{screen}"));
+    let advice = lines[at + 1];
+    let args = advice
+        .strip_prefix("memscope ")
+        .unwrap_or_else(|| panic!("a whole command: {advice:?}\n{screen}"));
+    let demo = dir.path().join("demo.db");
+    assert_eq!(args, format!("--db {} demo", demo.display()), "{screen}");
+    // Followed as shown, with the UI open.
+    output_ok(
+        Command::new("sh").arg("-c").arg(format!("{} {args} --no-tui", shell_quote(Path::new(BIN)))),
+        "the welcome's demo command",
+    );
+    assert!(cli(&demo, &["list", "--json"]).as_array().is_some_and(|a| !a.is_empty()));
+    assert_eq!(cli(&db, &["list", "--json"]), serde_json::json!([]));
+    t.type_text("?");
+    t.wait_for("Everywhere");
+    t.type_text("q");
+    let after = t.wait_for("This database holds no live memories yet.");
+    assert!(!after.contains("FILE GONE"), "{after}");
     t.type_text("q");
     t.wait_for("EXIT:0");
     // A missing database: a clear sentence on stderr, exit 1, no UI.

@@ -13,3 +13,4 @@ mod probe;
 mod snapshots;
 mod suspects;
 mod timeline;
+mod welcome;
