@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod dialogs;
 mod filters;
 mod keys;
 mod paging;
