@@ -8,6 +8,7 @@ mod support;
 
 mod dialogs;
 mod filters;
+mod header;
 mod keys;
 mod paging;
 mod probe;
