@@ -338,7 +338,10 @@ fn footer_rank(b: &Binding) -> u8 {
     match (b.context, b.command) {
         (_, Command::Help) => u8::MAX,
         (Context::Global, Command::Quit) => 1,
-        (Context::Global | Context::Pending | Context::Tombstones | Context::Suspects, Command::Filter) => 2,
+        (
+            Context::Global | Context::Pending | Context::Tombstones | Context::Suspects,
+            Command::Filter,
+        ) => 2,
         // Copying a list's value is handy, not the pane's purpose (in the history pane and
         // the event popup it keeps its pane's rank).
         (Context::Memories | Context::Pending | Context::Suspects, Command::Copy) => 3,

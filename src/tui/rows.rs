@@ -422,7 +422,10 @@ impl<T: Filtered> ListFilter<T> {
         } else {
             "  (/ edit · Esc clear)"
         };
-        Status::Own(Some(format!("/{}   {progress}{hint}", one_line(&self.input))))
+        Status::Own(Some(format!(
+            "/{}   {progress}{hint}",
+            one_line(&self.input)
+        )))
     }
 
     /// The line being typed, for the terminal's cursor.

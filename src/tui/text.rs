@@ -423,9 +423,17 @@ mod tests {
         let whole = groups.concat().join(" ");
         for max in 1..120 {
             let lines = super::shell_lines(groups, max);
-            let longest = groups.concat().iter().map(|w| super::width(w)).max().unwrap();
+            let longest = groups
+                .concat()
+                .iter()
+                .map(|w| super::width(w))
+                .max()
+                .unwrap();
             for l in &lines {
-                assert!(super::width(l) <= max.max(7) || max < longest + 8, "{max}: {l:?}");
+                assert!(
+                    super::width(l) <= max.max(7) || max < longest + 8,
+                    "{max}: {l:?}"
+                );
             }
             if max >= longest + 8 {
                 let read: Vec<&str> = lines

@@ -349,10 +349,14 @@ fn empty_database_explains_itself_and_restores_on_error() {
     assert_eq!(args, format!("--db {} demo", demo.display()), "{screen}");
     // Followed as shown, with the UI open.
     output_ok(
-        Command::new("sh").arg("-c").arg(format!("{} {args} --no-tui", shell_quote(Path::new(BIN)))),
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("{} {args} --no-tui", shell_quote(Path::new(BIN)))),
         "the welcome's demo command",
     );
-    assert!(cli(&demo, &["list", "--json"]).as_array().is_some_and(|a| !a.is_empty()));
+    assert!(cli(&demo, &["list", "--json"])
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
     assert_eq!(cli(&db, &["list", "--json"]), serde_json::json!([]));
     t.type_text("?");
     t.wait_for("Everywhere");
@@ -602,7 +606,10 @@ fn header_and_footer_fit_at_100x30_and_60x15() {
     });
     assert_header_and_footer(&screen, 60);
     let header = screen.lines().next().unwrap_or("");
-    assert!(clock_at(header).is_none(), "the time went before the file name:\n{screen}");
+    assert!(
+        clock_at(header).is_none(),
+        "the time went before the file name:\n{screen}"
+    );
     t.type_text("q");
     t.wait_for("EXIT:0");
 }
@@ -768,7 +775,10 @@ fn a_row_damaged_under_the_ui_leaves_nothing_for_d_to_delete() {
     };
     let (_dir, db) = demo_db();
     output_ok(
-        Command::new(BIN).arg("--db").arg(&db).args(["demo", "--no-tui"]),
+        Command::new(BIN)
+            .arg("--db")
+            .arg(&db)
+            .args(["demo", "--no-tui"]),
         "memscope demo --no-tui",
     );
     let before = cli(&db, &["list", "--json"]);

@@ -25,10 +25,19 @@ fn a_long_record_keeps_the_end_of_the_rescope_and_revert_sentences() {
             screen.contains("(v2, thread:2/message:9) out of global."),
             "{w}x{h}, the sentence's end:\n{screen}"
         );
-        assert!(screen.contains("这个仓库"), "{w}x{h}, the value's start:\n{screen}");
-        let title = screen.lines().find(|l| l.contains("Rescope · ")).expect("the title");
+        assert!(
+            screen.contains("这个仓库"),
+            "{w}x{h}, the value's start:\n{screen}"
+        );
+        let title = screen
+            .lines()
+            .find(|l| l.contains("Rescope · "))
+            .expect("the title");
         assert!(title.contains("@ global"), "{w}x{h}: {title}");
-        assert!(title.contains("包管理器"), "{w}x{h}: the predicate: {title}");
+        assert!(
+            title.contains("包管理器"),
+            "{w}x{h}: the predicate: {title}"
+        );
         s.handle_key(key(KeyCode::Esc));
         s.handle_key(key(KeyCode::Esc));
         press(&mut s, "v");
@@ -37,7 +46,10 @@ fn a_long_record_keeps_the_end_of_the_rescope_and_revert_sentences() {
             screen.contains("(v2, thread:2/message:9, "),
             "{w}x{h}, the revert sentence's end:\n{screen}"
         );
-        let title = screen.lines().find(|l| l.contains("Revert · ")).expect("the title");
+        let title = screen
+            .lines()
+            .find(|l| l.contains("Revert · "))
+            .expect("the title");
         assert!(title.contains("@ global"), "{w}x{h}: {title}");
     }
 }

@@ -15,7 +15,10 @@ fn slash_on_the_pending_queue_filters_the_queue_not_the_current_view() {
     press(&mut s, "2/");
     assert_eq!(s.app.tab, Tab::Pending, "the tab stays");
     assert!(s.app.tabs.pending.filter.editing);
-    assert!(!s.app.memories().filter.editing, "the current view is not filtered");
+    assert!(
+        !s.app.memories().filter.editing,
+        "the current view is not filtered"
+    );
     assert_eq!(s.app.tabs.pending.rows.len(), 2);
     // The user's words, in Chinese, match (`以后都用 npm` is user:42's).
     press(&mut s, "以后");
@@ -24,7 +27,10 @@ fn slash_on_the_pending_queue_filters_the_queue_not_the_current_view() {
     s.handle_key(key(KeyCode::Enter));
     assert!(!s.app.tabs.pending.filter.editing);
     let screen = render(&mut s, 120, 32);
-    assert!(screen.contains("Pending queue · 1 of 2 · “以后” open"), "{screen}");
+    assert!(
+        screen.contains("Pending queue · 1 of 2 · “以后” open"),
+        "{screen}"
+    );
     assert!(screen.contains("/以后   1 of 2 items match"), "{screen}");
     assert!(!screen.contains("user:7 · indentation"), "{screen}");
     // `g` acts on the item shown, the only one.
@@ -40,7 +46,11 @@ fn slash_on_the_pending_queue_filters_the_queue_not_the_current_view() {
     assert!(screen.contains("No row matches “以后🦀👩🏽‍💻”."), "{screen}");
     assert!(!screen.contains("No ambiguous writes wait"), "{screen}");
     press(&mut s, "x");
-    assert!(toast(&s).contains("no row matches the filter"), "{}", toast(&s));
+    assert!(
+        toast(&s).contains("no row matches the filter"),
+        "{}",
+        toast(&s)
+    );
     // Esc clears it; the current view was never touched.
     s.handle_key(key(KeyCode::Esc));
     assert_eq!(s.app.tabs.pending.rows.len(), 2);
@@ -67,7 +77,10 @@ fn slash_on_the_tombstones_and_the_suspects_filters_their_lists() {
     s.handle_key(key(KeyCode::Enter));
     let screen = render(&mut s, 120, 32);
     assert!(screen.contains("Tombstones · 1 of 2 · “忘记”"), "{screen}");
-    assert!(screen.contains("3 Tombstones (2)"), "the tab bar counts them all: {screen}");
+    assert!(
+        screen.contains("3 Tombstones (2)"),
+        "the tab bar counts them all: {screen}"
+    );
     assert!(!s.app.memories().filter.active());
     s.handle_key(key(KeyCode::Esc));
     assert_eq!(s.app.tabs.tombstones.rows.len(), 2);

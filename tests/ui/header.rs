@@ -67,12 +67,30 @@ fn the_header_gives_way_in_the_readmes_order_and_keeps_the_file_name_and_badge()
             }
         }
         // The order in which they go.
-        assert!(!shown.long_time || width < 140 || shown.folders, "{at}: the folders go first");
-        assert!(!shown.long_time || shown.long_labels, "{at}: the time shortens first");
-        assert!(!shown.long_labels || shown.time, "{at}: the labels shorten before the time goes");
-        assert!(!shown.time || shown.product, "{at}: the time goes before the product's name");
-        assert!(!shown.product || shown.counts, "{at}: the product's name before the counts");
-        assert!(!shown.counts || shown.name, "{at}: the counts before the file name");
+        assert!(
+            !shown.long_time || width < 140 || shown.folders,
+            "{at}: the folders go first"
+        );
+        assert!(
+            !shown.long_time || shown.long_labels,
+            "{at}: the time shortens first"
+        );
+        assert!(
+            !shown.long_labels || shown.time,
+            "{at}: the labels shorten before the time goes"
+        );
+        assert!(
+            !shown.time || shown.product,
+            "{at}: the time goes before the product's name"
+        );
+        assert!(
+            !shown.product || shown.counts,
+            "{at}: the product's name before the counts"
+        );
+        assert!(
+            !shown.counts || shown.name,
+            "{at}: the counts before the file name"
+        );
         assert!(shown.badge, "{at}: the badge stays");
         wider = Some(shown);
     }
@@ -80,7 +98,10 @@ fn the_header_gives_way_in_the_readmes_order_and_keeps_the_file_name_and_badge()
     // cut, after their first figures.
     let screen = render(&mut s, 80, 30);
     let header = Shown::of(screen.lines().next().unwrap());
-    assert!(header.counts && header.name && header.badge, "at 80: {header:?}");
+    assert!(
+        header.counts && header.name && header.badge,
+        "at 80: {header:?}"
+    );
     let screen = render(&mut s, 60, 30);
     let line = screen.lines().next().unwrap();
     let header = Shown::of(line);

@@ -2885,7 +2885,10 @@ fn keys_on_a_tab_that_could_not_be_loaded_do_nothing_and_say_why() {
     .unwrap();
     assert!(sees_live_change(&mut s));
     assert!(s.app.unloaded(Tab::Memories).is_some());
-    assert!(s.app.memories().selected_record().is_none(), "the old rows are dropped");
+    assert!(
+        s.app.memories().selected_record().is_none(),
+        "the old rows are dropped"
+    );
     let keys: &[(&str, KeyEvent)] = &[
         ("1", ch('d')),
         ("1", ch('m')),
@@ -2908,8 +2911,15 @@ fn keys_on_a_tab_that_could_not_be_loaded_do_nothing_and_say_why() {
         let tab_shown = s.app.tab;
         assert!(s.app.unloaded(tab_shown).is_some(), "{tab}: not loaded");
         s.handle_key(*k);
-        assert!(s.app.dialogs.is_empty(), "{tab} {k:?}: {:?}", s.app.dialogs.last());
-        assert!(s.app.tabs.typing().is_none(), "{tab} {k:?}: nothing is typed");
+        assert!(
+            s.app.dialogs.is_empty(),
+            "{tab} {k:?}: {:?}",
+            s.app.dialogs.last()
+        );
+        assert!(
+            s.app.tabs.typing().is_none(),
+            "{tab} {k:?}: nothing is typed"
+        );
         let said = toast(&s);
         assert!(
             said.contains("could not be loaded, so nothing is selected here"),
@@ -2921,7 +2931,10 @@ fn keys_on_a_tab_that_could_not_be_loaded_do_nothing_and_say_why() {
     // A click or the wheel on the message selects nothing either.
     press(&mut s, "1");
     use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
-    for kind in [MouseEventKind::Down(MouseButton::Left), MouseEventKind::ScrollDown] {
+    for kind in [
+        MouseEventKind::Down(MouseButton::Left),
+        MouseEventKind::ScrollDown,
+    ] {
         let m = MouseEvent {
             kind,
             column: 10,
@@ -2933,7 +2946,10 @@ fn keys_on_a_tab_that_could_not_be_loaded_do_nothing_and_say_why() {
     }
     // Nothing was deleted, written or rejected.
     let store = f.store();
-    assert!(store.tombstones().unwrap().len() == 1, "only the coffee tombstone");
+    assert!(
+        store.tombstones().unwrap().len() == 1,
+        "only the coffee tombstone"
+    );
     // Repaired, the keys work again.
     c.execute_batch(
         "UPDATE memories SET value = '\"v\"' WHERE value = '{not json';

@@ -48,10 +48,16 @@ fn the_welcome_fits_at_80_and_100_columns_and_its_demo_goes_elsewhere() {
         let screen = render(&mut s, width, 30);
         let lines = welcome(&screen);
         let text = lines.join("\n");
-        assert!(text.contains("This database holds no live memories yet."), "{screen}");
+        assert!(
+            text.contains("This database holds no live memories yet."),
+            "{screen}"
+        );
         for l in &lines {
             let cut = l.replace("repo:…", "").replace("task:…", "");
-            assert!(!cut.contains('…'), "at {width}, a line is cut: {l:?}\n{screen}");
+            assert!(
+                !cut.contains('…'),
+                "at {width}, a line is cut: {l:?}\n{screen}"
+            );
         }
         assert_eq!(
             command_after(&lines, "through the one write path"),
@@ -80,9 +86,13 @@ fn the_welcome_fits_at_80_and_100_columns_and_its_demo_goes_elsewhere() {
         "memscope --db /srv/memscope-demo.db demo"
     );
     // PostgreSQL: `memscope demo` builds its own SQLite file.
-    s.app.name_database("postgres://memscope@db.example:5432/团队".into());
+    s.app
+        .name_database("postgres://memscope@db.example:5432/团队".into());
     let lines = welcome(&render(&mut s, 80, 30));
-    assert_eq!(command_after(&lines, "in a database of its own"), "memscope demo");
+    assert_eq!(
+        command_after(&lines, "in a database of its own"),
+        "memscope demo"
+    );
 }
 
 /// Narrower than 80 columns nothing is cut either; a word longer than a line breaks at the
@@ -98,9 +108,15 @@ fn the_welcome_is_never_cut_down_to_a_narrow_terminal() {
         let lines = welcome(&screen);
         for l in &lines {
             let cut = l.replace("repo:…", "").replace("task:…", "");
-            assert!(!cut.contains('…'), "at {width}, a line is cut: {l:?}\n{screen}");
+            assert!(
+                !cut.contains('…'),
+                "at {width}, a line is cut: {l:?}\n{screen}"
+            );
         }
-        assert!(lines.iter().any(|l| l.contains("demo")), "at {width}\n{screen}");
+        assert!(
+            lines.iter().any(|l| l.contains("demo")),
+            "at {width}\n{screen}"
+        );
     }
     for (w, h) in [(1, 1), (2, 5), (7, 3), (12, 20)] {
         render(&mut s, w, h);

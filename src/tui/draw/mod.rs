@@ -394,7 +394,9 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
             spans.push(Span::styled(shown, dim()));
         }
         if !right.is_empty() {
-            spans.push(Span::raw(" ".repeat(max.saturating_sub(filled + rw).max(2))));
+            spans.push(Span::raw(
+                " ".repeat(max.saturating_sub(filled + rw).max(2)),
+            ));
             spans.extend(fit_parts(&right, rw).0);
         }
         return Line::from(spans);
