@@ -199,10 +199,12 @@ impl App {
         app
     }
 
-    /// Names the database on screen: the header's label, and the `--db` of the commands the
-    /// empty view suggests.
+    /// Names the database on screen: the header's label, the `--db` of the commands the
+    /// empty view suggests, and the demo's database beside it.
     pub fn name_database(&mut self, label: String) {
-        self.tabs.memories.db_arg = format!("--db {}", crate::model::shell_word(&label));
+        let memories = &mut self.tabs.memories;
+        memories.db_word = crate::model::shell_word(&label);
+        memories.demo_word = demo_database(&label).map(|p| crate::model::shell_word(&p));
         self.db_path = label;
     }
 
@@ -369,6 +371,15 @@ impl App {
 
     /// Runs a key-map command.
     pub fn command(&mut self, cmd: Command) -> Action {
+        // A tab whose list could not be loaded has no selection for a key to act on: it says
+        // so (README, "The terminal UI", Check), and nothing is done to a row it does not show.
+        if let Some(why) = self.unloaded(self.tab).filter(|_| cmd.acts_on_selection()) {
+            let title = self.tabs.get(self.tab).title();
+            self.error(format!(
+                "{title} could not be loaded, so nothing is selected here and that key does nothing: {why}. The Check tab (4) says what is wrong; the list is read again at every refresh."
+            ));
+            return Action::None;
+        }
         if let Some(action) = self.tab_command(cmd) {
             return action;
         }
@@ -378,13 +389,13 @@ impl App {
                 self.dialogs.push(Dialog::Help { scroll: 0 });
                 Action::None
             }
+            // A tab with a list filters it (`TabComponent::command`); the others say so and
+            // change nothing (README, "The terminal UI": `/` never filters another tab).
             Command::Filter => {
-                self.tabs.memories.filter.editing = true;
-                self.focus = Focus::List;
-                if self.tab != Tab::Memories {
-                    self.tab = Tab::Memories;
-                    return Action::ShowTab(Tab::Memories);
-                }
+                let title = self.tabs.get(self.tab).title();
+                self.info(format!(
+                    "{title} has no list to filter: / filters the current view (1), the pending queue (2), the tombstones (3), the reads (5) and the suspects (6)"
+                ));
                 Action::None
             }
             Command::NextPane | Command::PrevPane => {
@@ -471,6 +482,22 @@ impl App {
             }
         }
     }
+}
+
+/// Where the empty view suggests building the demo: `demo.db` beside the database `label`
+/// names (`memscope-demo.db` beside a `demo.db`), never the database itself, which `demo` would
+/// replace under the open UI; `None` for a PostgreSQL address (`memscope demo` then builds its
+/// default, `~/.local/share/memscope/demo.db`).
+fn demo_database(label: &str) -> Option<String> {
+    if label.contains("://") {
+        return None;
+    }
+    let path = std::path::Path::new(label);
+    let name = match path.file_name() {
+        Some(n) if n == "demo.db" => "memscope-demo.db",
+        _ => "demo.db",
+    };
+    Some(path.with_file_name(name).display().to_string())
 }
 
 /// [`App::refusal`] of a database that is `read_only`, its file `gone` or not.

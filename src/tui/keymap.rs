@@ -260,8 +260,10 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Pending, &[Char('x')], "x", C::Reject, "reject it: nothing is written (after a confirm)", Some("reject")),
     b(X::Pending, &[Char('e')], "e", C::Explain, "explain its subject and predicate", Some("explain")),
     b(X::Pending, &[Char('c')], "c", C::Copy, "copy its value to the clipboard (OSC 52)", Some("copy")),
+    b(X::Pending, &[Char('/')], "/", C::Filter, "filter the queue: subject, predicate, value, candidates, words", Some("filter")),
     b(X::Tombstones, &[Char('u')], "u", C::Restore, "restore the selected tombstone (after a confirm)", Some("restore")),
     b(X::Tombstones, &[Char('e')], "e", C::Explain, "explain its subject and predicate", Some("explain")),
+    b(X::Tombstones, &[Char('/')], "/", C::Filter, "filter the tombstones: subject, predicate, scope, reason", Some("filter")),
     b(X::Reads, &[Code(KeyCode::Enter)], "Enter", C::ExplainRead, "the explain chain as it stood when the agent read", Some("as of then")),
     b(X::Reads, &[Char('g')], "g", C::GoToRecord, "the winning record's history, the version read highlighted", Some("go to record")),
     b(X::Reads, &[Char('/')], "/", C::Filter, "filter: words in agent, subject, predicate, repo or task", Some("filter")),
@@ -270,6 +272,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Suspects, &[Char('g')], "g", C::GoToRecord, "the record in the current view, with its history", Some("go to record")),
     b(X::Suspects, &[Char('e')], "e", C::Explain, "explain how it resolves (type a repo)", Some("explain")),
     b(X::Suspects, &[Char('c')], "c", C::Copy, "copy its value (OSC 52)", Some("copy")),
+    b(X::Suspects, &[Char('/')], "/", C::Filter, "filter the suspects: subject, predicate, value, evidence", Some("filter")),
     b(X::Lists, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "move down", None),
     b(X::Lists, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "move up", Some("move")),
     b(X::Lists, &[Code(KeyCode::PageDown), Ctrl('f'), Ctrl('d')], "PgDn", C::PageDown, "page down", None),
@@ -280,7 +283,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Global, &[Char('q')], "q", C::Quit, "quit (the terminal is restored)", Some("quit")),
     b(X::Global, &[Ctrl('c')], "Ctrl-c", C::Quit, "quit from anywhere, a dialog or a text input included", None),
     b(X::Global, &[Char('?')], "?", C::Help, "this help", Some("help")),
-    b(X::Global, &[Char('/')], "/", C::Filter, "fuzzy filter over subject, predicate, value and scope", Some("filter")),
+    b(X::Global, &[Char('/')], "/", C::Filter, "filter the list of the tab shown, fuzzily (the check has none)", Some("filter")),
     b(X::Global, &[Code(KeyCode::Tab)], "Tab", C::NextPane, "next pane (list ↔ history/detail)", Some("pane")),
     b(X::Global, &[Code(KeyCode::BackTab)], "S-Tab", C::PrevPane, "previous pane", None),
     b(X::Global, &[Code(KeyCode::Esc)], "Esc", C::Back, "back: leave the detail pane, clear the filter", None),
@@ -335,7 +338,10 @@ fn footer_rank(b: &Binding) -> u8 {
     match (b.context, b.command) {
         (_, Command::Help) => u8::MAX,
         (Context::Global, Command::Quit) => 1,
-        (Context::Global, Command::Filter) => 2,
+        (
+            Context::Global | Context::Pending | Context::Tombstones | Context::Suspects,
+            Command::Filter,
+        ) => 2,
         // Copying a list's value is handy, not the pane's purpose (in the history pane and
         // the event popup it keeps its pane's rank).
         (Context::Memories | Context::Pending | Context::Suspects, Command::Copy) => 3,
@@ -373,6 +379,34 @@ impl Command {
                 | Command::Rescope
                 | Command::Revert
         )
+    }
+}
+
+impl Command {
+    /// The keys that act on a list's selection or move it: nothing to do on a tab whose list
+    /// could not be loaded (`App::unloaded`).
+    pub fn acts_on_selection(self) -> bool {
+        self.changes_data()
+            || matches!(
+                self,
+                Command::Open
+                    | Command::Fold
+                    | Command::Unfold
+                    | Command::Explain
+                    | Command::OpenEvent
+                    | Command::Copy
+                    | Command::ExplainRead
+                    | Command::GoToRecord
+                    | Command::Filter
+                    | Command::NextPane
+                    | Command::PrevPane
+                    | Command::Up
+                    | Command::Down
+                    | Command::PageUp
+                    | Command::PageDown
+                    | Command::Home
+                    | Command::End
+            )
     }
 }
 

@@ -102,6 +102,10 @@ impl App {
         if self.tab == Tab::Memories && self.tabs.memories.welcome() {
             return None;
         }
+        // Nor a tab whose list could not be loaded: its message takes the body.
+        if self.unloaded(self.tab).is_some() {
+            return None;
+        }
         let panes = layout::panes(screen.body, self.tab, self.focus);
         [(Focus::List, panes.list), (Focus::Detail, panes.detail)]
             .into_iter()

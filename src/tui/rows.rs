@@ -4,10 +4,12 @@
 //! a list that may have a million rows, filled from the store by its source (`list`), and says
 //! with `at_start` and `at_end` whether more rows wait beyond the window.
 
-use super::app::{Focus, Tab};
-use super::draw::{pane, plain, selected};
+use super::app::{Action, Focus, Tab};
+use super::draw::{bold, dim, pane, plain, selected};
+use super::keymap::Command;
 use super::layout;
-use super::tabs::View;
+use super::tabs::{edit_line, LineEdit, Status, View};
+use super::text::{one_line, plural, thousands};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::Line;
@@ -318,4 +320,152 @@ pub fn step(cursor: &mut usize, len: usize, m: Motion, page: usize) {
         Motion::Home => 0,
         Motion::End => last,
     };
+}
+
+/// A row a loaded list's filter line narrows: the fields `/` matches in, and whether a row of
+/// a new load is the same one (it stays selected).
+pub trait Filtered: Row + Clone {
+    fn fields(&self) -> Vec<String>;
+    fn same(&self, other: &Self) -> bool;
+}
+
+/// A loaded list's filter line (`/` on the pending queue, the tombstones and the suspects):
+/// what is typed, and every row the store gave; the list's `Rows` hold those the line matches,
+/// fuzzily as the current view's filter matches (`fuzzy::Pattern`: the query's characters in
+/// order, smart case).
+#[derive(Debug, Clone)]
+pub struct ListFilter<T> {
+    pub input: String,
+    pub editing: bool,
+    all: Vec<T>,
+}
+
+impl<T> Default for ListFilter<T> {
+    fn default() -> Self {
+        ListFilter {
+            input: String::new(),
+            editing: false,
+            all: Vec::new(),
+        }
+    }
+}
+
+impl<T: Filtered> ListFilter<T> {
+    /// Whether a filter is typed or applied (it narrows the list).
+    pub fn active(&self) -> bool {
+        !self.input.is_empty()
+    }
+
+    /// How many rows are loaded, shown or not.
+    pub fn total(&self) -> usize {
+        self.all.len()
+    }
+
+    /// The store's rows: `rows` holds those the line matches, the selected one kept.
+    pub fn load(&mut self, rows: &mut Rows<T>, all: Vec<T>) {
+        self.all = all;
+        self.narrow(rows);
+    }
+
+    fn narrow(&self, rows: &mut Rows<T>) {
+        let shown: Vec<T> = if self.active() {
+            let pattern = super::fuzzy::Pattern::new(&self.input);
+            (self.all.iter())
+                .filter(|row| {
+                    let fields = row.fields();
+                    let parts: Vec<&str> = fields.iter().map(String::as_str).collect();
+                    pattern.matches_joined(&parts)
+                })
+                .cloned()
+                .collect()
+        } else {
+            self.all.clone()
+        };
+        rows.set_keeping(shown, T::same);
+    }
+
+    /// A key typed into the line (the `Filter` context's command and the character typed).
+    pub fn key(&mut self, rows: &mut Rows<T>, cmd: Option<Command>, c: Option<char>) -> Action {
+        match edit_line(&mut self.input, &mut self.editing, cmd, c) {
+            LineEdit::Cleared | LineEdit::Changed => self.narrow(rows),
+            LineEdit::Kept | LineEdit::Nothing => {}
+        }
+        Action::None
+    }
+
+    /// `Esc` on the list: the applied filter goes (false when there was none).
+    pub fn clear(&mut self, rows: &mut Rows<T>) -> bool {
+        if !self.active() {
+            return false;
+        }
+        self.input.clear();
+        self.narrow(rows);
+        true
+    }
+
+    /// The filter line: what is typed, how many of the rows match, the keys.
+    pub fn status(&self, shown: usize, noun: (&str, &str)) -> Status {
+        if !(self.editing || self.active()) {
+            return Status::Own(None);
+        }
+        let progress = if self.active() {
+            format!(
+                "{} of {} match",
+                thousands(shown as i64),
+                plural(self.total() as i64, noun.0, noun.1)
+            )
+        } else {
+            "type to filter".to_string()
+        };
+        let hint = if self.editing {
+            "  (Enter keep · Esc clear)"
+        } else {
+            "  (/ edit · Esc clear)"
+        };
+        Status::Own(Some(format!(
+            "/{}   {progress}{hint}",
+            one_line(&self.input)
+        )))
+    }
+
+    /// The line being typed, for the terminal's cursor.
+    pub fn typed(&self) -> Option<&str> {
+        self.editing.then_some(self.input.as_str())
+    }
+
+    /// A pane title's count: `3`, or `1 of 3 · “npm”` while the filter narrows the list.
+    pub fn count(&self, shown: usize) -> String {
+        if self.active() {
+            format!(
+                "{} of {} · “{}”",
+                thousands(shown as i64),
+                thousands(self.total() as i64),
+                one_line(&self.input)
+            )
+        } else {
+            thousands(self.total() as i64)
+        }
+    }
+
+    /// Why the list shows no row: `empty` (the list holds none), or that none matches.
+    pub fn why_empty(&self, empty: &str) -> String {
+        if self.active() && self.total() > 0 {
+            format!(
+                "no row matches the filter “{}”: Esc clears it",
+                one_line(&self.input)
+            )
+        } else {
+            empty.to_string()
+        }
+    }
+
+    /// What the list pane says when the filter hides every row (`None` when it does not).
+    pub fn no_match(&self) -> Option<[(String, Style); 2]> {
+        (self.active() && self.total() > 0).then(|| {
+            [
+                (format!("No row matches “{}”.", self.input), bold()),
+                ("Esc clears the filter.".to_string(), dim()),
+            ]
+        })
+    }
 }

@@ -518,7 +518,9 @@ impl Session {
         let mut first = None;
         self.app.unloaded.clear();
         for &tab in Tab::ALL {
-            if let Err(e) = self.app.tabs.get_mut(tab).reload(&*self.store, &env) {
+            let component = self.app.tabs.get_mut(tab);
+            if let Err(e) = component.reload(&*self.store, &env) {
+                component.unload();
                 let why = crate::store::error_text(&e);
                 self.app.unloaded.push((tab, why));
                 first.get_or_insert(e);

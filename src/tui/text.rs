@@ -325,6 +325,48 @@ pub fn wrap_at_most(s: &str, max: usize, rows: usize) -> Vec<String> {
     lines
 }
 
+/// A shell command on lines of at most `max` columns, as a shell reads them back: the first
+/// after two spaces, the rest after six, each line but the last ending in ` \`, so the lines
+/// paste into a shell as the one command. Each of `groups` (words that read together: the
+/// database, the command and its subject, the value) starts a line; a group too long for one
+/// wraps between its words, and a word longer than a line is broken where it must be: nothing
+/// is cut.
+pub fn shell_lines(groups: &[&[&str]], max: usize) -> Vec<String> {
+    const FIRST: &str = "  ";
+    const NEXT: &str = "      ";
+    let words: Vec<(bool, String)> = (groups.iter())
+        .flat_map(|g| g.iter().enumerate().map(|(i, w)| (i == 0, one_line(w))))
+        .collect();
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = FIRST.to_string();
+    for (i, (starts_group, word)) in words.iter().enumerate() {
+        // Room for the word and, unless it ends the command, the ` \` after it.
+        let tail = if i + 1 == words.len() { 0 } else { 2 };
+        let fresh = line.trim().is_empty();
+        if !fresh && (*starts_group || width(&line) + 1 + width(word) + tail > max) {
+            lines.push(format!("{line} \\"));
+            line = NEXT.to_string();
+        }
+        if !line.trim().is_empty() {
+            line.push(' ');
+        }
+        let room = max.saturating_sub(width(&line) + tail).max(1);
+        if width(word) <= room {
+            line.push_str(word);
+            continue;
+        }
+        // Too long for any line: broken at the edge.
+        let mut pieces = wrap(word, room).into_iter();
+        line.push_str(&pieces.next().unwrap_or_default());
+        for piece in pieces {
+            lines.push(std::mem::take(&mut line));
+            line = piece;
+        }
+    }
+    lines.push(line);
+    lines
+}
+
 /// A word's pieces a line may break between: each wide character alone, the narrow runs
 /// between them whole (`package-lock.json` stays one piece), with their widths.
 fn break_units(word: &str) -> Vec<(String, usize)> {
@@ -367,6 +409,42 @@ pub use crate::model::{plural, thousands};
 
 #[cfg(test)]
 mod tests {
+
+    /// A command cut into lines fits every width and reads back, the ` \` lines joined, as
+    /// the one command (while each word fits a line).
+    #[test]
+    fn shell_lines_fit_and_read_back_as_the_command() {
+        let db = "'/home/用户/agents 的记忆 🦀/memory.db'";
+        let groups: &[&[&str]] = &[
+            &["memscope", "--db", db],
+            &["write", "--subject", "user:42"],
+            &["--value", "很长的值👩🏽‍💻"],
+        ];
+        let whole = groups.concat().join(" ");
+        for max in 1..120 {
+            let lines = super::shell_lines(groups, max);
+            let longest = groups
+                .concat()
+                .iter()
+                .map(|w| super::width(w))
+                .max()
+                .unwrap();
+            for l in &lines {
+                assert!(
+                    super::width(l) <= max.max(7) || max < longest + 8,
+                    "{max}: {l:?}"
+                );
+            }
+            if max >= longest + 8 {
+                let read: Vec<&str> = lines
+                    .iter()
+                    .map(|l| l.strip_suffix(" \\").unwrap_or(l).trim())
+                    .collect();
+                assert_eq!(read.join(" "), whole, "at {max}");
+                assert!(lines.len() >= groups.len(), "each group starts a line");
+            }
+        }
+    }
 
     #[test]
     fn an_input_field_keeps_its_width_and_shows_where_typing_goes() {

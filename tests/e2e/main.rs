@@ -296,10 +296,13 @@ fn walkthrough(t: &Tmux, db: &Path) {
     let title = view_title(&db);
     t.wait_for(&title);
 
-    // Down to 20×5 and back without a crash; the counts keep the header, the name gives way.
+    // Down to 20×5 and back without a crash; the file name keeps the header, the counts are
+    // cut (README, "The terminal UI", Header).
     t.resize(20, 5);
     t.wait("a 20-column frame", |s| {
-        s.lines().next().is_some_and(|l| l.contains(" ids · "))
+        s.lines()
+            .next()
+            .is_some_and(|l| l.contains("1 susp · ") && l.contains("demo.db"))
             && s.lines().all(|l| l.chars().count() <= 20)
     });
     t.resize(110, 32);
@@ -319,17 +322,47 @@ fn walkthrough(t: &Tmux, db: &Path) {
     );
 }
 
+/// The welcome of an empty database at 80 columns: its demo command is whole on screen, and
+/// followed while the UI is open (README, "The terminal UI") it builds the demo beside this
+/// database, which stays as it was and open (found by a tester: the command was cut at 80–100
+/// columns, and it named this very database, which `demo` replaces).
 #[test]
 fn empty_database_explains_itself_and_restores_on_error() {
-    let Some(t) = Tmux::shell(100, 30) else {
+    let Some(t) = Tmux::shell(80, 30) else {
         return;
     };
     let dir = tempfile::tempdir().expect("a temp dir");
     let db = dir.path().join("empty.db");
     cli(&db, &["init"]);
     launch(&t, &db, "tui");
-    t.wait_for("This database holds no live memories yet.");
-    t.wait_for("empty.db demo");
+    let screen = t.wait_for("This database holds no live memories yet.");
+    let lines: Vec<&str> = screen.lines().map(|l| l.trim_matches('│').trim()).collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("in a database of its own"))
+        .unwrap_or_else(|| panic!("the demo's advice:\n{screen}"));
+    let advice = lines[at + 1];
+    let args = advice
+        .strip_prefix("memscope ")
+        .unwrap_or_else(|| panic!("a whole command: {advice:?}\n{screen}"));
+    let demo = dir.path().join("demo.db");
+    assert_eq!(args, format!("--db {} demo", demo.display()), "{screen}");
+    // Followed as shown, with the UI open.
+    output_ok(
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("{} {args} --no-tui", shell_quote(Path::new(BIN)))),
+        "the welcome's demo command",
+    );
+    assert!(cli(&demo, &["list", "--json"])
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+    assert_eq!(cli(&db, &["list", "--json"]), serde_json::json!([]));
+    t.type_text("?");
+    t.wait_for("Everywhere");
+    t.type_text("q");
+    let after = t.wait_for("This database holds no live memories yet.");
+    assert!(!after.contains("FILE GONE"), "{after}");
     t.type_text("q");
     t.wait_for("EXIT:0");
     // A missing database: a clear sentence on stderr, exit 1, no UI.
@@ -496,8 +529,9 @@ fn clock_at(line: &str) -> Option<usize> {
     })
 }
 
-/// The header keeps its counts and keeps the path, cut in the middle, apart from the refresh
-/// time; the footer ends with `? help` and never cuts a hint.
+/// The header keeps its counts and the database's file name, apart from the refresh time
+/// where it still shows (narrow, the time goes first: README, "The terminal UI", Header); the
+/// footer ends with `? help` and never cuts a hint.
 fn assert_header_and_footer(screen: &str, width: usize) {
     let lines: Vec<&str> = screen.lines().collect();
     let header = lines[0];
@@ -508,7 +542,10 @@ fn assert_header_and_footer(screen: &str, width: usize) {
             "the header lost {count:?}:\n{screen}"
         );
     }
-    let clock = clock_at(header).expect("the refresh time shows");
+    assert!(header.contains("demo.db"), "the file name shows:\n{screen}");
+    let Some(clock) = clock_at(header) else {
+        return assert_footer(screen);
+    };
     let mut before: String = header.chars().take(clock).collect();
     if let Some(words) = before.strip_suffix("refreshed ") {
         before = words.to_string();
@@ -524,6 +561,12 @@ fn assert_header_and_footer(screen: &str, width: usize) {
             "a long path is cut in the middle:\n{screen}"
         );
     }
+    assert_footer(screen);
+}
+
+/// The footer ends with `? help` and never cuts a hint.
+fn assert_footer(screen: &str) {
+    let lines: Vec<&str> = screen.lines().collect();
     let footer = lines
         .iter()
         .rev()
@@ -562,6 +605,11 @@ fn header_and_footer_fit_at_100x30_and_60x15() {
         s.lines().next().is_some_and(|l| l.contains("ids"))
     });
     assert_header_and_footer(&screen, 60);
+    let header = screen.lines().next().unwrap_or("");
+    assert!(
+        clock_at(header).is_none(),
+        "the time went before the file name:\n{screen}"
+    );
     t.type_text("q");
     t.wait_for("EXIT:0");
 }
@@ -713,4 +761,55 @@ fn a_locked_file_makes_the_ui_say_so_and_keep_its_keys() {
     t.wait_for("EXIT:0");
     let _ = holder.kill();
     let _ = holder.wait();
+}
+
+/// A row a foreign client damages while the UI is open: the current view says it could not be
+/// loaded, and `d` then `y` delete nothing — the rows loaded before are gone from the tab, so no
+/// key acts on a selection the screen no longer shows (found by a tester: `d` opened the delete
+/// dialog on the hidden selection and `y` deleted it). The CLI checks from outside, once the row
+/// is repaired, that every record is still there.
+#[test]
+fn a_row_damaged_under_the_ui_leaves_nothing_for_d_to_delete() {
+    let Some(t) = Tmux::shell(100, 30) else {
+        return;
+    };
+    let (_dir, db) = demo_db();
+    output_ok(
+        Command::new(BIN)
+            .arg("--db")
+            .arg(&db)
+            .args(["demo", "--no-tui"]),
+        "memscope demo --no-tui",
+    );
+    let before = cli(&db, &["list", "--json"]);
+    assert!(before.as_array().is_some_and(|a| !a.is_empty()), "{before}");
+    launch(&t, &db, "tui");
+    t.wait_for("Current view · ");
+    // A foreign client (python's sqlite3) writes a value that is not JSON into one row.
+    let python = |sql: &str| {
+        output_ok(
+            Command::new("python3").args([
+                "-c",
+                "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute(sys.argv[2])\nc.commit()",
+                db.to_str().expect("a utf-8 temp path"),
+                sql,
+            ]),
+            "python3 sqlite3",
+        )
+    };
+    python("CREATE TABLE saved AS SELECT rowid AS id, value FROM memories WHERE rowid = (SELECT max(rowid) FROM memories)");
+    python("UPDATE memories SET value = '{not json' WHERE rowid = (SELECT id FROM saved)");
+    t.wait_for("could not be loaded");
+    t.type_text("d");
+    // Before the fix, the delete dialog opened with its preview; `y` then deleted.
+    let said = t.wait("what d does", |s| {
+        s.contains("so nothing is selected here") || s.contains("in one transaction")
+    });
+    t.type_text("y");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    python("UPDATE memories SET value = (SELECT value FROM saved) WHERE rowid = (SELECT id FROM saved)");
+    python("DROP TABLE saved");
+    assert_eq!(cli(&db, &["list", "--json"]), before, "nothing was deleted");
+    assert!(said.contains("so nothing is selected here"), "{said}");
 }

@@ -2865,3 +2865,100 @@ fn a_short_terminal_says_the_delete_statement_goes_on() {
         assert!(!screen.contains("more line"), "{screen}");
     });
 }
+
+/// A tab whose list could not be loaded (a row a raw client damaged while the UI was open) has
+/// no selection a key can act on: the rows loaded before are dropped, and every key that would
+/// act on one — delete, rescope, revert, open, explain, copy, move, filter, resolve, reject —
+/// does nothing and says why (found by a tester: the pane said "could not be loaded" while `d`
+/// deleted the hidden selection).
+#[test]
+fn keys_on_a_tab_that_could_not_be_loaded_do_nothing_and_say_why() {
+    let f = Fixture::story();
+    f.write(r#"{"subject":"用户:甲🦀","predicate":"名字🎉","value":"很长的值 👩🏽‍💻","scope":{"ambiguous":["global","repo:网页"]},"source":"s","raw":"以后都用 🦀"}"#);
+    let mut s = f.session(120, 32);
+    assert!(s.app.memories().selected_record().is_some());
+    let c = rusqlite::Connection::open(&f.path).unwrap();
+    c.execute_batch(
+        "UPDATE memories SET value = '{not json' WHERE rowid = (SELECT max(rowid) FROM memories);
+         UPDATE pending SET candidates = '[\"global\",\"repo:bad id\"]' WHERE id = (SELECT max(id) FROM pending);",
+    )
+    .unwrap();
+    assert!(sees_live_change(&mut s));
+    assert!(s.app.unloaded(Tab::Memories).is_some());
+    assert!(
+        s.app.memories().selected_record().is_none(),
+        "the old rows are dropped"
+    );
+    let keys: &[(&str, KeyEvent)] = &[
+        ("1", ch('d')),
+        ("1", ch('m')),
+        ("1", ch('v')),
+        ("1", ch('e')),
+        ("1", ch('c')),
+        ("1", key(KeyCode::Enter)),
+        ("1", ch('j')),
+        ("1", ch('/')),
+        ("1", key(KeyCode::Tab)),
+        ("2", ch('g')),
+        ("2", ch('r')),
+        ("2", ch('x')),
+        ("2", ch('e')),
+        ("2", ch('c')),
+    ];
+    for (tab, k) in keys {
+        press(&mut s, tab);
+        s.handle_key(key(KeyCode::Esc));
+        let tab_shown = s.app.tab;
+        assert!(s.app.unloaded(tab_shown).is_some(), "{tab}: not loaded");
+        s.handle_key(*k);
+        assert!(
+            s.app.dialogs.is_empty(),
+            "{tab} {k:?}: {:?}",
+            s.app.dialogs.last()
+        );
+        assert!(
+            s.app.tabs.typing().is_none(),
+            "{tab} {k:?}: nothing is typed"
+        );
+        let said = toast(&s);
+        assert!(
+            said.contains("could not be loaded, so nothing is selected here"),
+            "{tab} {k:?}: {said}"
+        );
+        let screen = render(&mut s, 120, 32);
+        assert!(screen.contains("could not be loaded"), "{screen}");
+    }
+    // A click or the wheel on the message selects nothing either.
+    press(&mut s, "1");
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    for kind in [
+        MouseEventKind::Down(MouseButton::Left),
+        MouseEventKind::ScrollDown,
+    ] {
+        let m = MouseEvent {
+            kind,
+            column: 10,
+            row: 5,
+            modifiers: KeyModifiers::NONE,
+        };
+        s.handle_event(crossterm::event::Event::Mouse(m));
+        assert!(s.app.memories().selected_record().is_none(), "{kind:?}");
+    }
+    // Nothing was deleted, written or rejected.
+    let store = f.store();
+    assert!(
+        store.tombstones().unwrap().len() == 1,
+        "only the coffee tombstone"
+    );
+    // Repaired, the keys work again.
+    c.execute_batch(
+        "UPDATE memories SET value = '\"v\"' WHERE value = '{not json';
+         UPDATE pending SET candidates = '[\"global\",\"repo:网页\"]' WHERE candidates LIKE '%bad id%';",
+    )
+    .unwrap();
+    assert!(sees_live_change(&mut s));
+    press(&mut s, "1");
+    assert!(s.app.memories().selected_record().is_some());
+    press(&mut s, "d");
+    assert!(matches!(s.app.dialogs.last(), Some(Dialog::Delete(_))));
+}

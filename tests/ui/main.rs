@@ -6,9 +6,13 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod dialogs;
+mod filters;
+mod header;
 mod keys;
 mod paging;
 mod probe;
 mod snapshots;
 mod suspects;
 mod timeline;
+mod welcome;

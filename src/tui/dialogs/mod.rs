@@ -183,25 +183,37 @@ pub(crate) fn bullet(
     }
 }
 
-/// What the dialog says `y` will do (or why it would be refused), as lines.
-/// A record dialog's first line: `lead`, the record's value in bold green, then `tail`.
-pub(crate) fn record_line(
+/// A record dialog's first sentence: `lead`, the record's value in bold green, then `tail`.
+/// One longer than the dialog wraps, in at most `rows` rows, a long value cut with `…` so that
+/// the sentence's end — its version, source and scope — stays on screen, as every statement
+/// that names a long value does (README, "The terminal UI", Pending queue).
+pub(crate) fn record_lines(
     lead: &'static str,
     rec: &MemoryRecord,
     tail: String,
     max: usize,
-) -> Line<'static> {
-    row_line(
-        &[
-            part(lead, Style::new()),
-            part(value_text(&rec.value), bold().fg(Color::Green)),
-            part(tail, Style::new()),
-        ],
-        &[],
-        max,
-    )
+    rows: usize,
+) -> Vec<Line<'static>> {
+    let value = value_text(&rec.value);
+    let sentence = format!("{lead}{value}{tail}");
+    if width(&sentence) <= max {
+        return vec![row_line(
+            &[
+                part(lead, Style::new()),
+                part(value, bold().fg(Color::Green)),
+                part(tail, Style::new()),
+            ],
+            &[],
+            max,
+        )];
+    }
+    wrap_at_most(&sentence, max, rows)
+        .into_iter()
+        .map(|l| plain(&l, Style::new(), max))
+        .collect()
 }
 
+/// What the dialog says `y` will do (or why it would be refused), as lines.
 pub(crate) fn outcome_lines(
     effects: &[String],
     refusal: Option<&str>,

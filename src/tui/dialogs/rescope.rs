@@ -1,14 +1,14 @@
 //! The rescope dialog (`m` in the current view): move a mis-scoped value where it belongs.
 //! It states what `y` will do, or why the store would refuse, from the store's own preview.
 
-use super::{outcome_lines, record_line, Step, FIELD};
+use super::{outcome_lines, record_lines, Step, FIELD};
 use crate::model::{MemoryRecord, Scope};
 use crate::tui::app::{typed, Action, Curation};
 use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{fit, input_field, one_line, truncate_middle};
+use crate::tui::text::{fit, fit_identity, input_field, one_line, truncate_middle, width};
 use crossterm::event::KeyEvent;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -174,7 +174,7 @@ impl RescopeDialog {
         let rec = &d.record;
         let max_w = 96.min(area.width);
         let max = max_w.saturating_sub(2) as usize;
-        let mut lines: Vec<Line<'static>> = vec![record_line(
+        let mut lines: Vec<Line<'static>> = record_lines(
             "Move ",
             rec,
             format!(
@@ -184,7 +184,8 @@ impl RescopeDialog {
                 rec.scope
             ),
             max,
-        )];
+            super::rows_a_line(area.height),
+        );
         if let Some(raw) = &rec.raw {
             lines.push(plain(&format!("said: “{raw}”"), dim(), max));
         }
@@ -264,9 +265,13 @@ impl RescopeDialog {
             }
         }
         let rect = centered(area, max_w, lines.len() as u16 + 2);
+        // A long identity is cut part by part, as the delete dialog cuts it: the predicate and
+        // the scope stay in the title.
+        let room = (rect.width as usize).saturating_sub(4 + width("Rescope · "));
+        let scope = rec.scope.to_string();
         let title = format!(
-            "Rescope · {} · {} @ {}",
-            rec.subject, rec.predicate, rec.scope
+            "Rescope · {}",
+            fit_identity(&rec.subject, &rec.predicate, &scope, room)
         );
         let ctx = if d.editing {
             Context::RescopeInput

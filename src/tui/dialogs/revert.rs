@@ -1,14 +1,14 @@
 //! The revert dialog (`v` in the current view): make an earlier value current again, as a new
 //! version; each earlier version states what choosing it does, from the store.
 
-use super::{outcome_lines, record_line, Step};
+use super::{outcome_lines, record_lines, Step};
 use crate::model::MemoryRecord;
 use crate::tui::app::{Action, Curation};
 use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{ago, fit, month_day_time, one_line, value_text};
+use crate::tui::text::{ago, fit, fit_identity, month_day_time, one_line, value_text, width};
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
@@ -156,25 +156,26 @@ impl RevertDialog {
         let rec = &d.record;
         let max_w = 96.min(area.width);
         let max = max_w.saturating_sub(2) as usize;
-        let mut lines: Vec<Line<'static>> = vec![
-            record_line(
-                "Now ",
-                rec,
-                format!(
-                    " (v{}, {}, {})",
-                    rec.version,
-                    one_line(&rec.source),
-                    ago(now, &rec.updated_at)
-                ),
-                max,
+        let mut lines: Vec<Line<'static>> = record_lines(
+            "Now ",
+            rec,
+            format!(
+                " (v{}, {}, {})",
+                rec.version,
+                one_line(&rec.source),
+                ago(now, &rec.updated_at)
             ),
+            max,
+            super::rows_a_line(area.height),
+        );
+        lines.extend([
             plain(
                 "Make an earlier value current again, as a new version (history is never rewritten):",
                 dim(),
                 max,
             ),
             Line::raw(""),
-        ];
+        ]);
         match &d.choices {
             None => lines.push(plain("reading the history…", dim(), max)),
             Some(Err(e)) => lines.push(plain(e, error_style(), max)),
@@ -242,9 +243,12 @@ impl RevertDialog {
             }
         }
         let rect = centered(area, max_w, lines.len() as u16 + 2);
+        // A long identity is cut part by part, as the delete dialog cuts it.
+        let room = (rect.width as usize).saturating_sub(4 + width("Revert · "));
+        let scope = rec.scope.to_string();
         let title = format!(
-            "Revert · {} · {} @ {}",
-            rec.subject, rec.predicate, rec.scope
+            "Revert · {}",
+            fit_identity(&rec.subject, &rec.predicate, &scope, room)
         );
         let inner = frame_box(frame, rect, &title, Context::Revert);
         frame.render_widget(Paragraph::new(lines), inner);

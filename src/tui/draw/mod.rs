@@ -6,8 +6,8 @@ use super::keymap;
 use super::layout::{self, Screen};
 use super::tabs::{Status, View};
 use super::text::{
-    each_grapheme, file_name, fit, one_line, plural, thousands, truncate, truncate_path, width,
-    wrap,
+    each_grapheme, file_name, fit, one_line, plural, thousands, truncate, truncate_middle,
+    truncate_path, width, wrap,
 };
 use ratatui::buffer::{Buffer, CellDiffOption};
 use ratatui::layout::{Position, Rect};
@@ -295,11 +295,15 @@ fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
     frame.render_widget(Paragraph::new(line), area);
 }
 
-/// The header, most important first: the counts, the READ-ONLY badge, the refresh time, the
-/// path. The path gives way first (cut in the middle, then dropped), then the time shortens,
-/// then the counts take short labels; every part is kept at least two columns from the next.
+/// The header (README, "The terminal UI", Header): the product's name, the counts and the
+/// database's path at the left, the READ-ONLY (or FILE GONE) badge and the refresh time at the
+/// right. As the terminal narrows, what matters least gives way first: the path's folders, the
+/// time's long form, the counts' long labels, the time, the product's name; then the counts are
+/// cut and go. The file name (a long one cut in its middle) and the badge go last: they say
+/// which database this is and that nothing can be changed from it. Every part is kept at least
+/// two columns from the next.
 fn header_line(app: &App, max: usize) -> Line<'static> {
-    let badge = badge_part(" memscope ", Color::Cyan);
+    let product = badge_part(" memscope ", Color::Cyan);
     let figures: Vec<String> = match &app.counts {
         Some(c) => {
             // The long labels, then the short ones the header takes when it is narrow.
@@ -331,104 +335,94 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         _ => figures,
     };
     let path = one_line(&app.db_path);
-    let times: Vec<String> = match app.refreshed_at {
-        Some(t) => vec![
-            format!("refreshed {}", t.format("%H:%M:%S UTC")),
-            t.format("%H:%M:%S").to_string(),
-            String::new(),
-        ],
-        None => vec![String::new()],
-    };
-    let read_only = if app.file_gone {
+    // The file name whole, a long one down to 20 columns (cut in its middle), until the end.
+    let name_need = width(file_name(&path)).min(20);
+    let long_time = (app.refreshed_at).map(|t| format!("refreshed {}", t.format("%H:%M:%S UTC")));
+    let short_time = (app.refreshed_at).map(|t| t.format("%H:%M:%S").to_string());
+    let status = if app.file_gone {
         badge_part(" FILE GONE ", Color::Red)
     } else {
         badge_part(" READ-ONLY ", Color::Yellow)
     };
-    let right = |time: &str| -> Vec<Part<'static>> {
+    let right = |time: Option<&String>| -> Vec<Part<'static>> {
         let mut r = Vec::new();
         if app.read_only {
-            r.push(read_only.clone());
+            r.push(status.clone());
         }
-        if !time.is_empty() {
+        if let Some(time) = time {
             if app.read_only {
                 r.push(part(" ", Style::new()));
             }
-            r.push(part(time.to_string(), dim()));
+            r.push(part(time.clone(), dim()));
         }
         r
     };
-    // The first (badge, figures, time) that fits, in order of what gives way; the product's
-    // name goes last but one, before the counts are cut.
-    // A first pass keeps room for the file's name: the time shortens before the name goes.
-    let mut choice = None;
-    // The file name whole, up to a long one's first 20 columns.
-    let name_room = 2 + 20.min(width(file_name(&path)));
-    // Then the badge goes before the time does.
-    let passes = [
-        (true, name_room, false),
-        (true, 0, false),
-        (false, 0, false),
-        (true, 0, true),
-        (false, 0, true),
+    // The forms, fullest first: (the product's name, which figures, which time).
+    let short = figures.len() - 1;
+    let forms = [
+        (true, 0, long_time.as_ref()),
+        (true, 0, short_time.as_ref()),
+        (true, short, short_time.as_ref()),
+        (true, short, None),
+        (false, short, None),
     ];
-    'fit: for (with_badge, need, timeless) in passes {
-        for (fi, f) in figures.iter().enumerate() {
-            for t in &times {
-                if t.is_empty() && !timeless && times.len() > 1 {
-                    continue;
-                }
-                // The short labels only once the time is down to its short form.
-                if fi > 0 && t.starts_with("refreshed") {
-                    continue;
-                }
-                let r = right(t);
-                let rw: usize = r.iter().map(|p| width(&p.text)).sum();
-                let left_w = if with_badge {
-                    width(&badge.text) + 1
-                } else {
-                    0
-                };
-                let used = left_w + width(f) + if rw > 0 { 2 + rw } else { 0 };
-                if used + need <= max {
-                    choice = Some((with_badge, f.clone(), r, used));
-                    break 'fit;
-                }
-            }
+    for (with_product, fi, time) in forms {
+        let right = right(time);
+        let rw: usize = right.iter().map(|p| width(&p.text)).sum();
+        let product_w = if with_product {
+            width(&product.text) + 1
+        } else {
+            0
+        };
+        let used = product_w + width(&figures[fi]) + if rw > 0 { 2 + rw } else { 0 };
+        if used + 2 + name_need > max {
+            continue;
         }
-    }
-    let Some((with_badge, figures, right, used)) = choice else {
-        // Narrower than the shortest form: the counts, cut — after the badge that says
-        // nothing can be changed, which no width drops.
-        let short = figures.last().cloned().unwrap_or_default();
-        let mut parts = Vec::new();
-        if app.read_only {
-            parts.extend([read_only, part(" ", Style::new())]);
+        let mut left = Vec::new();
+        if with_product {
+            left.push(product.clone());
+            left.push(part(" ", Style::new()));
         }
-        parts.push(part(short, bold()));
-        return Line::from(fit_parts(&parts, max).0);
-    };
-    let mut left = Vec::new();
-    if with_badge {
-        left.push(badge);
-        left.push(part(" ", Style::new()));
+        left.push(part(figures[fi].clone(), bold()));
+        let (mut spans, mut filled) = fit_parts(&left, max);
+        // The path takes what is left, two columns from the counts and from the right side:
+        // its folders give way first (`/home/…/demo.db`).
+        let shown = truncate_path(&path, max - used - 2);
+        if !shown.is_empty() {
+            filled += 2 + width(&shown);
+            spans.push(Span::raw("  "));
+            spans.push(Span::styled(shown, dim()));
+        }
+        if !right.is_empty() {
+            spans.push(Span::raw(
+                " ".repeat(max.saturating_sub(filled + rw).max(2)),
+            ));
+            spans.extend(fit_parts(&right, rw).0);
+        }
+        return Line::from(spans);
     }
-    left.push(part(figures, bold()));
-    let (mut spans, mut filled) = fit_parts(&left, max);
-    // The path takes what is left, two columns from the counts and from the time.
-    let room = max.saturating_sub(used + 2);
-    if room >= 8.min(width(&path)) && room > 0 {
-        let path = truncate_path(&path, room);
-        filled += 2 + width(&path);
-        spans.push(Span::raw("  "));
-        spans.push(Span::styled(path, dim()));
+    // Narrower than every form: the badge, the counts cut to what the file name leaves them
+    // (gone below a few columns), the file name.
+    let mut parts = Vec::new();
+    let mut room = max;
+    if app.read_only {
+        room = room.saturating_sub(width(&status.text) + 1);
+        parts.extend([status, part(" ", Style::new())]);
     }
-    let rw: usize = right.iter().map(|p| width(&p.text)).sum();
-    let pad = max.saturating_sub(filled + rw).max(2);
-    if !right.is_empty() {
-        spans.push(Span::raw(" ".repeat(pad)));
-        spans.extend(fit_parts(&right, rw).0);
+    let name_w = name_need.min(room);
+    let counts_room = room.saturating_sub(name_w + 2);
+    if counts_room >= 6 {
+        let (counts, _) = fit_parts(&[part(figures[short].clone(), bold())], counts_room);
+        let counts: String = counts.iter().map(|s| s.content.as_ref()).collect();
+        parts.push(part(counts, bold()));
+        parts.push(part("  ", Style::new()));
+    } else if name_need == 0 {
+        parts.push(part(figures[short].clone(), bold()));
     }
-    Line::from(spans)
+    if name_w > 0 {
+        parts.push(part(truncate_middle(file_name(&path), name_w), dim()));
+    }
+    Line::from(fit_parts(&parts, max).0)
 }
 
 fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {

@@ -1,7 +1,7 @@
 //! Tab 4, the check: every invariant and the health figures, run off the UI thread each time
 //! the tab is shown.
 
-use super::{Env, Shell, TabComponent, View};
+use super::{Env, Shell, Status, TabComponent, View};
 use crate::store::UiStore;
 use crate::tui::app::{Action, Focus};
 use crate::store::CheckReport;
@@ -76,6 +76,11 @@ impl TabComponent for CheckTab {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The report has no filter line: the current view's is not shown here.
+    fn status(&self) -> Status {
+        Status::Own(None)
     }
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {

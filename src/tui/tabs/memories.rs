@@ -7,14 +7,14 @@ use crate::model::{Identity, MemoryRecord, Scope};
 use crate::store::UiStore;
 use crate::tui::app::{Action, DeleteDialog, Dialog, FilterState, Focus, Tab};
 use crate::tui::dialogs::{RescopeDialog, RevertDialog};
-use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, Part};
+use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, wrapped, Part};
 use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::{Command, Context};
 use crate::tui::layout;
 use crate::tui::list::{FilterResults, ListItem, ListRow, MemoryList, Pos, Source};
-use crate::tui::rows::{plain_lines, Motion};
+use crate::tui::rows::Motion;
 use crate::tui::text::{
-    age, one_line, plural, shares, thousands, truncate_middle, value_text, width,
+    age, one_line, plural, shares, shell_lines, thousands, truncate_middle, value_text, width,
 };
 use crate::tui::timeline::Timeline;
 use crate::tui::worker::{FilterJob, HeaderCounts, Reply};
@@ -41,9 +41,12 @@ pub struct MemoriesTab {
     /// The subject and predicate of every suspect (tab 6), marked in the list.
     /// Sorted, so a drawn row looks itself up without building a key.
     suspects: Vec<(String, String)>,
-    /// `--db …` naming this database, for the commands the empty view suggests (so a pasted
-    /// command writes where this UI looks, not to the default database).
-    pub db_arg: String,
+    /// This database as a shell word, for the `--db` of the commands the empty view suggests
+    /// (so a pasted command writes where this UI looks, not to the default database).
+    pub db_word: String,
+    /// A database of its own for the demo the empty view suggests (`None`: `memscope demo`'s
+    /// default), never this one: `demo` replaces the database it is given.
+    pub demo_word: Option<String>,
 }
 
 /// The rows' source for the current mode (disjoint borrows of the tab's fields).
@@ -383,6 +386,11 @@ impl TabComponent for MemoriesTab {
                 self.timeline.follow(shell.screen());
                 Action::None
             }
+            Command::Filter => {
+                self.filter.editing = true;
+                *shell.focus = Focus::List;
+                Action::None
+            }
             Command::Back if *shell.focus == Focus::Detail => {
                 *shell.focus = Focus::List;
                 Action::None
@@ -446,9 +454,18 @@ impl TabComponent for MemoriesTab {
     /// The list again around the selected row; the history is loaded again by `sync`.
     fn reload(&mut self, store: &dyn UiStore, env: &Env) -> Result<()> {
         let anchor = self.list.selected().and_then(|row| self.anchor_for(row));
-        self.reload_list(store, anchor, env.page)?;
+        self.reload_list(store, anchor.clone(), env.page)?;
+        // A list loaded again after it could not be (`unload`) opens on a record, as at start.
+        if anchor.is_none() {
+            self.list.select_first_record(env.page);
+        }
         self.timeline.detail = None;
         Ok(())
+    }
+
+    fn unload(&mut self) {
+        self.list = MemoryList::default();
+        self.timeline.detail = None;
     }
 
     /// Loads the selected record's history when the selection moved to another record.
@@ -673,51 +690,53 @@ impl MemoriesTab {
             ));
             lines.push(plain("Esc clears the filter.", dim(), max));
         } else {
-            let text = [
-                (
-                    "memscope: the long-term memory of your coding agents",
-                    bold(),
-                ),
-                ("", Style::new()),
-                ("This database holds no live memories yet.", Style::new()),
-                ("", Style::new()),
-                (
-                    "Agents write what they learn through the one write path:",
-                    Style::new(),
-                ),
-                (&format!("  memscope {} \\", self.db_arg), good()),
-                (
-                    "      write --subject user:42 --predicate package_manager \\",
-                    good(),
-                ),
-                (
-                    "      --value pnpm --scope global --source thread:17/message:86",
-                    good(),
-                ),
-                (
-                    &format!(
-                        "  memscope {} apply writes.jsonl    (JSON Lines, one write each)",
-                        self.db_arg
-                    ),
-                    good(),
-                ),
-                ("", Style::new()),
-                (
-                    "Their writes appear here live, grouped by scope:",
-                    Style::new(),
-                ),
-                ("global, then each repo:…, then each task:…", Style::new()),
-                ("", Style::new()),
-                (
-                    &format!(
-                        "To look around with sample data:  memscope {} demo",
-                        self.db_arg
-                    ),
-                    bold(),
-                ),
-                ("? shows every key · q quits", dim()),
-            ];
-            lines.extend(plain_lines(&text, max));
+            // Every sentence wraps and every command is cut into lines a shell reads back
+            // (README, "The terminal UI": the welcome of an empty database), at any width.
+            let say = |lines: &mut Vec<Line<'static>>, text: &str, style: Style| {
+                lines.extend(wrapped(text, style, max))
+            };
+            let command = |lines: &mut Vec<Line<'static>>, groups: &[&[&str]]| {
+                let shell = shell_lines(groups, max);
+                lines.extend(shell.iter().map(|l| plain(l, good(), max)))
+            };
+            let db = self.db_word.as_str();
+            say(&mut lines, "memscope: the long-term memory of your coding agents", bold());
+            lines.push(Line::raw(""));
+            say(&mut lines, "This database holds no live memories yet.", Style::new());
+            lines.push(Line::raw(""));
+            say(
+                &mut lines,
+                "Agents write what they learn through the one write path:",
+                Style::new(),
+            );
+            command(
+                &mut lines,
+                &[
+                    &["memscope", "--db", db],
+                    &["write", "--subject", "user:42", "--predicate", "package_manager"],
+                    &["--value", "pnpm", "--scope", "global", "--source", "thread:17/message:86"],
+                ],
+            );
+            say(&mut lines, "or many from JSON Lines, one write a line:", Style::new());
+            command(&mut lines, &[&["memscope", "--db", db, "apply", "writes.jsonl"]]);
+            lines.push(Line::raw(""));
+            say(
+                &mut lines,
+                "Their writes appear here live, grouped by scope: global, then each repo:…, then each task:…",
+                Style::new(),
+            );
+            lines.push(Line::raw(""));
+            // Never this database: `demo` replaces the file it is given, and this UI has it open.
+            say(
+                &mut lines,
+                "To look around with sample data, build the demo in a database of its own:",
+                bold(),
+            );
+            match &self.demo_word {
+                Some(demo) => command(&mut lines, &[&["memscope", "--db", demo, "demo"]]),
+                None => command(&mut lines, &[&["memscope", "demo"]]),
+            }
+            say(&mut lines, "? shows every key · q quits", dim());
             let (p, t) = self.counts.map_or((0, 0), |c| (c.pending, c.tombstones));
             if p + t > 0 {
                 lines.push(plain("", Style::new(), max));

@@ -64,6 +64,9 @@ pub trait TabComponent {
     fn reload(&mut self, _store: &dyn UiStore, _env: &Env) -> Result<()> {
         Ok(())
     }
+    /// `reload` failed (a row a raw client damaged): the tab drops what it held, so that no
+    /// key acts on rows the screen no longer shows (README, "The terminal UI", Check).
+    fn unload(&mut self) {}
     /// Slow work for the workers when the tab is shown (or refreshed while shown).
     fn start(&mut self, _now: DateTime<Utc>) -> Option<Load> {
         None

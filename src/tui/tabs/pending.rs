@@ -2,13 +2,13 @@
 //! `r`, `t` write one to a candidate and `x` rejects it, each after a confirm that states the
 //! store's own preview of the effect.
 
-use super::{counted, Env, Shell, TabComponent, View};
+use super::{counted, Env, Shell, Status, TabComponent, View};
 use crate::model::{PendingItem, Scope};
 use crate::store::UiStore;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::Command;
-use crate::tui::rows::{Cursor, ListPanes, Row, Rows};
+use crate::tui::rows::{Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
 use crate::tui::text::{
     age, ago, one_line, plural, truncate, value_text, width, wrap, wrap_at_most,
 };
@@ -45,6 +45,8 @@ pub struct PendingPreview {
 #[derive(Debug, Clone, Default)]
 pub struct PendingTab {
     pub rows: Rows<PendingItem>,
+    /// The filter line (`/`): the list holds the items it matches.
+    pub filter: ListFilter<PendingItem>,
     /// What each choice for the selected item would do (loaded by `sync`).
     pub preview: Option<PendingPreview>,
     /// The user's words of the item drawn last, wrapped to the pane: a long message (100 kB)
@@ -63,11 +65,29 @@ struct Said {
 
 impl Row for PendingItem {}
 
+impl Filtered for PendingItem {
+    fn fields(&self) -> Vec<String> {
+        let candidates: Vec<String> = self.candidates.iter().map(|c| c.to_string()).collect();
+        vec![
+            self.subject.clone(),
+            self.predicate.clone(),
+            value_text(&self.value),
+            candidates.join(" "),
+            self.raw.clone().unwrap_or_default(),
+        ]
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
 impl PendingTab {
     /// `g`, `r`, `t`: a confirm that states the preview pane's sentence for this key.
     fn resolve(&self, key: char, shell: &mut Shell<'_>) -> Action {
-        let empty = "the pending queue is empty: every write had a clear scope";
-        let Some(item) = shell.curating(&self.rows, empty) else {
+        let empty = (self.filter)
+            .why_empty("the pending queue is empty: every write had a clear scope");
+        let Some(item) = shell.curating(&self.rows, &empty) else {
             return Action::None;
         };
         let wanted = match key {
@@ -108,8 +128,8 @@ impl PendingTab {
     }
 
     fn reject(&self, shell: &mut Shell<'_>) -> Action {
-        let empty = "the pending queue is empty: nothing to reject";
-        let Some(item) = shell.curating(&self.rows, empty) else {
+        let empty = (self.filter).why_empty("the pending queue is empty: nothing to reject");
+        let Some(item) = shell.curating(&self.rows, &empty) else {
             return Action::None;
         };
         shell.open(Dialog::Confirm(ConfirmDialog {
@@ -129,7 +149,7 @@ impl PendingTab {
 
 impl TabComponent for PendingTab {
     fn title(&self) -> String {
-        counted("Pending", self.rows.len())
+        counted("Pending", self.filter.total())
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
@@ -142,6 +162,15 @@ impl TabComponent for PendingTab {
                 Some(p) => shell.explain(&p.subject, &p.predicate, &p.candidates),
                 None => Action::None,
             },
+            // README, "The terminal UI": `/` filters the list of the tab it is pressed in.
+            Command::Filter => {
+                self.filter.editing = true;
+                *shell.focus = Focus::List;
+                Action::None
+            }
+            Command::Back if *shell.focus == Focus::List && self.filter.clear(&mut self.rows) => {
+                Action::None
+            }
             _ => return None,
         })
     }
@@ -151,9 +180,14 @@ impl TabComponent for PendingTab {
     }
 
     fn reload(&mut self, store: &dyn UiStore, _env: &Env) -> Result<()> {
-        self.rows.set(store.pending(false)?);
+        self.filter.load(&mut self.rows, store.pending(false)?);
         self.preview = None;
         Ok(())
+    }
+
+    fn unload(&mut self) {
+        self.filter.load(&mut self.rows, Vec::new());
+        self.preview = None;
     }
 
     fn sync(&mut self, store: &dyn UiStore, _env: &Env) -> Result<()> {
@@ -173,17 +207,42 @@ impl TabComponent for PendingTab {
             .map(|p| crate::tui::clipboard::value_text(&p.value))
     }
 
+    fn typing(&self) -> bool {
+        self.filter.editing
+    }
+
+    fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
+        self.filter.key(&mut self.rows, cmd, c)
+    }
+
+    fn typed_line(&self) -> Option<&str> {
+        self.filter.typed()
+    }
+
+    fn status(&self) -> Status {
+        self.filter.status(self.rows.len(), ("item", "items"))
+    }
+
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
-        let panes = ListPanes {
-            tab: Tab::Pending,
-            title: format!("Pending queue · {} open", self.rows.len()),
-            empty: &[
+        let no_match = self.filter.no_match();
+        let no_match: Vec<(&str, Style)> = (no_match.iter().flatten())
+            .map(|(text, style)| (text.as_str(), *style))
+            .collect();
+        let empty: &[(&str, Style)] = if no_match.is_empty() {
+            &[
                 ("No ambiguous writes wait for a human.", bold()),
                 (
                     "A write that names candidate scopes (--ambiguous global,repo:x) lands here.",
                     dim(),
                 ),
-            ],
+            ]
+        } else {
+            &no_match
+        };
+        let panes = ListPanes {
+            tab: Tab::Pending,
+            title: format!("Pending queue · {} open", self.filter.count(self.rows.len())),
+            empty,
             detail_title: "What each choice does",
         };
         let row = |p: &PendingItem, max| {

@@ -33,6 +33,8 @@ pub struct ReadsTab {
     /// The newest query sent to the loader, and the one whose rows are on screen.
     pub wanted: Option<ReadsQuery>,
     pub shown: Option<ReadsQuery>,
+    /// Why the last load of the read log failed, if it did (the list is then empty).
+    pub error: Option<String>,
 }
 
 impl Row for ReadRecord {}
@@ -60,9 +62,19 @@ impl ReadsTab {
             return Ok(());
         }
         self.shown = Some(query);
-        let rows = rows?;
-        self.rows.set_keeping(rows, |old, new| old.id == new.id);
-        Ok(())
+        match rows {
+            Ok(rows) => {
+                self.error = None;
+                self.rows.set_keeping(rows, |old, new| old.id == new.id);
+                Ok(())
+            }
+            // No key acts on a read of an older load the pane no longer lists.
+            Err(e) => {
+                self.rows.set(Vec::new());
+                self.error = Some(e.clone());
+                Err(e)
+            }
+        }
     }
 
     pub fn active(&self) -> bool {
@@ -84,7 +96,9 @@ impl ReadsTab {
 
     /// Says why there is no read to act on.
     fn no_read(&self, shell: &mut Shell<'_>) {
-        if self.loading() {
+        if let Some(e) = &self.error {
+            shell.error(format!("the read log could not be read, so no read is listed: {e}"));
+        } else if self.loading() {
             shell.info("the read log is still loading");
         } else {
             shell.info(
@@ -286,7 +300,9 @@ fn list(frame: &mut Frame<'_>, area: Rect, r: &ReadsTab, now: DateTime<Utc>, foc
         (&title(r), focused),
         layout::read_lines,
         |max| {
-            let text: &[(&str, Style)] = if r.shown.is_none() {
+            let text: &[(&str, Style)] = if r.error.is_some() {
+                &[("The read log could not be read (see the message).", bold())]
+            } else if r.shown.is_none() {
                 &[("Reading the read log…", dim())]
             } else if r.active() || r.since.start(now).is_some() {
                 &[

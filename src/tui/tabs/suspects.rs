@@ -12,7 +12,7 @@ use crate::tui::dialogs::{RescopeDialog, Suggestion};
 use crate::tui::draw::{bold, dim, good, labelled, part, plain, row_line, wrapped};
 use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::Command;
-use crate::tui::rows::{Cursor, ListPanes, Row, Rows};
+use crate::tui::rows::{Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
 use crate::tui::text::{one_line, plural, value_text};
 use crate::tui::worker::{Load, Reply};
 use anyhow::Result;
@@ -25,6 +25,8 @@ use ratatui::Frame;
 #[derive(Debug, Clone, Default)]
 pub struct SuspectsTab {
     pub rows: Rows<Suspect>,
+    /// The filter line (`/`): the list holds the suspects it matches.
+    pub filter: ListFilter<Suspect>,
     /// Whether the scan has answered since the database was opened.
     pub loaded: bool,
     /// Why the last scan failed, if it did.
@@ -33,19 +35,39 @@ pub struct SuspectsTab {
 
 impl Row for Suspect {}
 
+impl Filtered for Suspect {
+    fn fields(&self) -> Vec<String> {
+        let r = &self.record;
+        vec![
+            r.subject.clone(),
+            r.predicate.clone(),
+            value_text(&r.value),
+            self.evidence.join(" "),
+        ]
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        self.record.identity() == other.record.identity()
+    }
+}
+
 impl SuspectsTab {
     /// How many suspects the last scan found (the header's figure), once it has answered.
     pub fn count(&self) -> Option<usize> {
-        self.loaded.then(|| self.rows.len())
+        self.loaded.then(|| self.filter.total())
     }
 
     fn selected_or_say(&self, shell: &mut Shell<'_>) -> Option<&Suspect> {
         let s = self.rows.selected();
-        if s.is_none() {
+        if let (None, Some(e)) = (s, &self.error) {
+            shell.error(format!("the suspects scan failed, so none is listed: {e}"));
+        } else if s.is_none() {
             shell.info(if self.loaded {
-                "no suspects: no global record's words or message point at one place"
+                self.filter.why_empty(
+                    "no suspects: no global record's words or message point at one place",
+                )
             } else {
-                "the suspects are still being looked for"
+                "the suspects are still being looked for".to_string()
             });
         }
         s
@@ -91,7 +113,7 @@ impl SuspectsTab {
 
 impl TabComponent for SuspectsTab {
     fn title(&self) -> String {
-        counted("Suspects", self.rows.len())
+        counted("Suspects", self.filter.total())
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
@@ -105,6 +127,15 @@ impl TabComponent for SuspectsTab {
                 }
                 None => Action::None,
             },
+            // README, "The terminal UI": `/` filters the list of the tab it is pressed in.
+            Command::Filter => {
+                self.filter.editing = true;
+                *shell.focus = Focus::List;
+                Action::None
+            }
+            Command::Back if *shell.focus == Focus::List && self.filter.clear(&mut self.rows) => {
+                Action::None
+            }
             _ => return None,
         })
     }
@@ -127,12 +158,13 @@ impl TabComponent for SuspectsTab {
         if let Reply::Suspects(found) = reply {
             match found {
                 Ok(list) => {
-                    let same = |a: &Suspect, b: &Suspect| a.record.identity() == b.record.identity();
-                    self.rows.set_keeping(list.clone(), same);
+                    self.filter.load(&mut self.rows, list.clone());
                     self.loaded = true;
                     self.error = None;
                 }
                 Err(e) => {
+                    // No key acts on a suspect of an older scan the pane no longer lists.
+                    self.filter.load(&mut self.rows, Vec::new());
                     self.error = Some(e.clone());
                     return Err(format!("the suspects scan failed: {e}"));
                 }
@@ -141,8 +173,20 @@ impl TabComponent for SuspectsTab {
         Ok(())
     }
 
+    fn typing(&self) -> bool {
+        self.filter.editing
+    }
+
+    fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
+        self.filter.key(&mut self.rows, cmd, c)
+    }
+
+    fn typed_line(&self) -> Option<&str> {
+        self.filter.typed()
+    }
+
     fn status(&self) -> Status {
-        Status::Own(None)
+        self.filter.status(self.rows.len(), ("suspect", "suspects"))
     }
 
     fn copy_text(&self, _focus: Focus) -> Option<String> {
@@ -152,7 +196,12 @@ impl TabComponent for SuspectsTab {
     }
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
+        let no_match = self.filter.no_match();
+        let no_match: Vec<(&str, Style)> = (no_match.iter().flatten())
+            .map(|(text, style)| (text.as_str(), *style))
+            .collect();
         let empty: &[(&str, Style)] = match (&self.error, self.loaded) {
+            (None, true) if !no_match.is_empty() => &no_match,
             (Some(_), _) => &[("The suspects scan failed (see the toast).", bold())],
             (None, false) => &[("Looking for suspects…", bold())],
             (None, true) => &[
@@ -166,7 +215,7 @@ impl TabComponent for SuspectsTab {
         };
         let panes = ListPanes {
             tab: Tab::Suspects,
-            title: format!("Suspects · {}", self.rows.len()),
+            title: format!("Suspects · {}", self.filter.count(self.rows.len())),
             empty,
             detail_title: "Why it looks like the rule of one place",
         };

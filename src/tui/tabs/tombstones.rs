@@ -1,12 +1,12 @@
 //! Tab 3, the tombstones: what was deleted, and `u` to lift a tombstone after a confirm.
 
-use super::{counted, Env, Shell, TabComponent, View};
+use super::{counted, Env, Shell, Status, TabComponent, View};
 use crate::model::{Identity, Tombstone};
 use crate::store::UiStore;
-use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
+use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, labelled, part, row_line, wrapped};
 use crate::tui::keymap::Command;
-use crate::tui::rows::{Cursor, ListPanes, Row, Rows};
+use crate::tui::rows::{Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
 use crate::tui::text::{age, ago, one_line, short_time};
 use anyhow::Result;
 use ratatui::layout::Rect;
@@ -17,14 +17,33 @@ use ratatui::Frame;
 #[derive(Debug, Clone, Default)]
 pub struct TombstonesTab {
     pub rows: Rows<Tombstone>,
+    /// The filter line (`/`): the list holds the tombstones it matches.
+    pub filter: ListFilter<Tombstone>,
 }
 
 impl Row for Tombstone {}
 
+impl Filtered for Tombstone {
+    fn fields(&self) -> Vec<String> {
+        vec![
+            self.subject.clone(),
+            self.predicate.clone(),
+            self.scope.to_string(),
+            self.reason.clone().unwrap_or_default(),
+        ]
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        (&self.subject, &self.predicate, &self.scope)
+            == (&other.subject, &other.predicate, &other.scope)
+    }
+}
+
 impl TombstonesTab {
     /// `u`: a confirm that states what a restore does and does not bring back.
     fn restore(&self, shell: &mut Shell<'_>) -> Action {
-        let Some(t) = shell.curating(&self.rows, "there are no tombstones to restore") else {
+        let empty = self.filter.why_empty("there are no tombstones to restore");
+        let Some(t) = shell.curating(&self.rows, &empty) else {
             return Action::None;
         };
         let id = Identity {
@@ -48,7 +67,7 @@ impl TombstonesTab {
 
 impl TabComponent for TombstonesTab {
     fn title(&self) -> String {
-        counted("Tombstones", self.rows.len())
+        counted("Tombstones", self.filter.total())
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
@@ -58,6 +77,15 @@ impl TabComponent for TombstonesTab {
                 Some(t) => shell.explain(&t.subject, &t.predicate, std::slice::from_ref(&t.scope)),
                 None => Action::None,
             }),
+            // README, "The terminal UI": `/` filters the list of the tab it is pressed in.
+            Command::Filter => {
+                self.filter.editing = true;
+                *shell.focus = Focus::List;
+                Some(Action::None)
+            }
+            Command::Back if *shell.focus == Focus::List && self.filter.clear(&mut self.rows) => {
+                Some(Action::None)
+            }
             _ => None,
         }
     }
@@ -67,15 +95,44 @@ impl TabComponent for TombstonesTab {
     }
 
     fn reload(&mut self, store: &dyn UiStore, _env: &Env) -> Result<()> {
-        self.rows.set(store.tombstones()?);
+        self.filter.load(&mut self.rows, store.tombstones()?);
         Ok(())
     }
 
+    fn unload(&mut self) {
+        self.filter.load(&mut self.rows, Vec::new());
+    }
+
+    fn typing(&self) -> bool {
+        self.filter.editing
+    }
+
+    fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
+        self.filter.key(&mut self.rows, cmd, c)
+    }
+
+    fn typed_line(&self) -> Option<&str> {
+        self.filter.typed()
+    }
+
+    fn status(&self) -> Status {
+        self.filter.status(self.rows.len(), ("tombstone", "tombstones"))
+    }
+
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
+        let no_match = self.filter.no_match();
+        let no_match: Vec<(&str, Style)> = (no_match.iter().flatten())
+            .map(|(text, style)| (text.as_str(), *style))
+            .collect();
+        let empty: &[(&str, Style)] = if no_match.is_empty() {
+            &[("Nothing has been deleted.", bold())]
+        } else {
+            &no_match
+        };
         let panes = ListPanes {
             tab: Tab::Tombstones,
-            title: format!("Tombstones · {}", self.rows.len()),
-            empty: &[("Nothing has been deleted.", bold())],
+            title: format!("Tombstones · {}", self.filter.count(self.rows.len())),
+            empty,
             detail_title: "Tombstone",
         };
         self.rows.draw(

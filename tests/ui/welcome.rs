@@ -1,0 +1,124 @@
+//! The welcome of an empty database (README, "The terminal UI"): at 80 and 100 columns, and
+//! narrower, its sentences wrap and its commands are cut into lines a shell reads back — never
+//! cut at the edge — and the demo it suggests goes to a database of its own, not the one this
+//! UI has open (found by a tester: the advice was cut at 80–100 columns, and followed, it
+//! replaced the open database with the demo).
+
+use crate::support::tui::{render, Fixture};
+
+/// The welcome's lines, inside the pane's border, trimmed at the end.
+fn welcome(screen: &str) -> Vec<String> {
+    // Each line of a test backend's frame is quoted, a note on wide characters after it.
+    screen
+        .lines()
+        .filter_map(|l| {
+            let (start, end) = (l.find('│')?, l.rfind('│')?);
+            (start < end).then(|| l[start + '│'.len_utf8()..end].trim_end().to_string())
+        })
+        .collect()
+}
+
+/// The shell command that starts at the line after `after`, its ` \` lines joined.
+fn command_after(lines: &[String], after: &str) -> String {
+    let at = lines
+        .iter()
+        .position(|l| l.contains(after))
+        .unwrap_or_else(|| panic!("{after:?} in {lines:#?}"));
+    let mut words = Vec::new();
+    for l in &lines[at + 1..] {
+        let (text, more) = match l.strip_suffix(" \\") {
+            Some(text) => (text, true),
+            None => (l.as_str(), false),
+        };
+        words.push(text.trim().to_string());
+        if !more {
+            break;
+        }
+    }
+    words.join(" ")
+}
+
+#[test]
+fn the_welcome_fits_at_80_and_100_columns_and_its_demo_goes_elsewhere() {
+    let f = Fixture::empty();
+    let mut s = f.session(100, 30);
+    let folder = "/home/用户/agents 的记忆 🦀";
+    s.app.name_database(format!("{folder}/memory.db"));
+    for width in [100u16, 80] {
+        let screen = render(&mut s, width, 30);
+        let lines = welcome(&screen);
+        let text = lines.join("\n");
+        assert!(
+            text.contains("This database holds no live memories yet."),
+            "{screen}"
+        );
+        for l in &lines {
+            let cut = l.replace("repo:…", "").replace("task:…", "");
+            assert!(
+                !cut.contains('…'),
+                "at {width}, a line is cut: {l:?}\n{screen}"
+            );
+        }
+        assert_eq!(
+            command_after(&lines, "through the one write path"),
+            format!(
+                "memscope --db '{folder}/memory.db' write --subject user:42 --predicate package_manager --value pnpm --scope global --source thread:17/message:86"
+            ),
+            "at {width}\n{screen}"
+        );
+        assert_eq!(
+            command_after(&lines, "from JSON Lines"),
+            format!("memscope --db '{folder}/memory.db' apply writes.jsonl"),
+            "at {width}\n{screen}"
+        );
+        assert_eq!(
+            command_after(&lines, "in a database of its own"),
+            format!("memscope --db '{folder}/demo.db' demo"),
+            "at {width}: the demo goes beside this database, not into it\n{screen}"
+        );
+        assert!(text.contains("? shows every key"), "at {width}\n{screen}");
+    }
+    // A database named demo.db gets its demo beside it under another name.
+    s.app.name_database("/srv/demo.db".into());
+    let lines = welcome(&render(&mut s, 80, 30));
+    assert_eq!(
+        command_after(&lines, "in a database of its own"),
+        "memscope --db /srv/memscope-demo.db demo"
+    );
+    // PostgreSQL: `memscope demo` builds its own SQLite file.
+    s.app
+        .name_database("postgres://memscope@db.example:5432/团队".into());
+    let lines = welcome(&render(&mut s, 80, 30));
+    assert_eq!(
+        command_after(&lines, "in a database of its own"),
+        "memscope demo"
+    );
+}
+
+/// Narrower than 80 columns nothing is cut either; a word longer than a line breaks at the
+/// edge, and no size panics.
+#[test]
+fn the_welcome_is_never_cut_down_to_a_narrow_terminal() {
+    let f = Fixture::empty();
+    let mut s = f.session(60, 30);
+    s.app
+        .name_database("/home/用户/一个很长很长很长很长的文件夹名字/👩🏽‍💻/memory.db".into());
+    for width in [60u16, 50, 40, 30, 20] {
+        let screen = render(&mut s, width, 100);
+        let lines = welcome(&screen);
+        for l in &lines {
+            let cut = l.replace("repo:…", "").replace("task:…", "");
+            assert!(
+                !cut.contains('…'),
+                "at {width}, a line is cut: {l:?}\n{screen}"
+            );
+        }
+        assert!(
+            lines.iter().any(|l| l.contains("demo")),
+            "at {width}\n{screen}"
+        );
+    }
+    for (w, h) in [(1, 1), (2, 5), (7, 3), (12, 20)] {
+        render(&mut s, w, h);
+    }
+}
