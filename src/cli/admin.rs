@@ -41,12 +41,22 @@ pub fn init(path: &Path) -> Result<i32> {
         && std::fs::metadata(path)
             .map(|m| m.len() > 0)
             .unwrap_or(false);
-    let store = Store::open(path, OpenMode::Create)?;
+    let mut store = Store::open(path, OpenMode::Create)?;
     if existed {
-        outln!(
-            "{} is already a memscope database (schema up to date)",
-            store.path().display()
-        );
+        // A raw client may have dropped or changed a guard trigger: init makes it again.
+        let restored = store.restore_guards()?;
+        if restored.is_empty() {
+            outln!(
+                "{} is already a memscope database (schema up to date)",
+                store.path().display()
+            );
+        } else {
+            outln!(
+                "{} is already a memscope database (schema up to date); restored its guard trigger(s) {}, which were missing or changed",
+                store.path().display(),
+                restored.join(", ")
+            );
+        }
     } else {
         outln!("created {}", store.path().display());
     }
@@ -66,8 +76,15 @@ fn init_postgres(address: &postgres::Address) -> Result<i32> {
                 "brought memscope's PostgreSQL schema in {place} forward from {from} to {version}"
             )
         }
-        postgres::Prepared::UpToDate => {
+        postgres::Prepared::UpToDate {
+            restored_guards: false,
+        } => {
             format!("{place} already holds memscope's PostgreSQL schema {version} (up to date)")
+        }
+        postgres::Prepared::UpToDate {
+            restored_guards: true,
+        } => {
+            format!("{place} already holds memscope's PostgreSQL schema {version} (up to date); made its guard functions, triggers and identity constraint again, which were missing or changed")
         }
     };
     outln!("{done}; {}", postgres::SERVED);
@@ -151,6 +168,22 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
         }
         for e in &report.health {
             outln!("HEALTH: {}", e.sentence());
+        }
+        if report.metrics.get("schema_guards") == Some(&serde_json::json!("missing")) {
+            let problems = report
+                .metrics
+                .get("schema_guard_problems")
+                .and_then(serde_json::Value::as_array)
+                .map(|p| {
+                    p.iter()
+                        .filter_map(serde_json::Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                })
+                .unwrap_or_default();
+            outln!(
+                "GUARDS: memscope's guards on this database are not intact ({problems}): until they are, a raw SQL client can rewrite history or bring a deleted memory back unseen — `memscope --db … init` makes memscope's own again; a trigger, rule or policy memscope did not make is for its owner to remove"
+            );
         }
         for (k, v) in &report.metrics {
             outln!("  {k}: {v}");

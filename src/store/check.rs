@@ -180,8 +180,13 @@ pub(crate) trait CheckDb {
     fn json_int(&self, expr: &str, key: &str) -> String;
     /// The causal clock: the last number handed out.
     fn clock(&mut self) -> Result<i64>;
+    /// What is wrong with the schema's guards, each in a few words naming the guard or the
+    /// foreign object; empty when every guard is in place.
+    fn guard_problems(&mut self) -> Result<Vec<String>>;
     /// Whether every guard of the schema is in place.
-    fn guards_present(&mut self) -> Result<bool>;
+    fn guards_present(&mut self) -> Result<bool> {
+        Ok(self.guard_problems()?.is_empty())
+    }
     /// Every history row of `f`'s identities, identity by identity in log order, each
     /// identity's rows followed by its [`Step::End`].
     fn walk(
@@ -879,12 +884,16 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
         &|r| r.show(0),
     )?;
     metrics.insert("purge_debt_since".into(), serde_json::json!(debt.first()));
-    let guards = if db.guards_present()? {
+    let problems = db.guard_problems()?;
+    let guards = if problems.is_empty() {
         "present"
     } else {
         "missing"
     };
     metrics.insert("schema_guards".into(), serde_json::json!(guards));
+    if !problems.is_empty() {
+        metrics.insert("schema_guard_problems".into(), serde_json::json!(problems));
+    }
     Ok(CheckReport {
         ok: violations.is_empty(),
         integrity: None,

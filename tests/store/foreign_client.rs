@@ -4,7 +4,7 @@
 //! finds every broken invariant and exits 1.
 
 use crate::support::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 const GUARD_PROBE: &str = r#"
@@ -804,4 +804,61 @@ fn a_delete_says_a_copy_may_remain_when_a_raw_client_hooked_the_tables() {
         "{hooked:?}"
     );
     assert!(db.list(&[]).is_empty());
+}
+
+/// Found by review: the advice after a delete on a database whose guards are gone was "restore
+/// the guards (`memscope init`)", and `init` on an up-to-date database did nothing. It makes
+/// every guard trigger that is missing or changed again and names them; a trigger of another
+/// client's is left alone and `check` names it (README, "check").
+#[test]
+fn init_makes_the_guards_again_and_check_names_what_is_wrong() {
+    let db = base();
+    python_sql(
+        &db,
+        "DROP TRIGGER history_append_only_delete;
+         DROP TRIGGER memories_no_resurrection_insert;
+         CREATE TRIGGER memories_no_resurrection_insert BEFORE INSERT ON memories WHEN 0
+         BEGIN SELECT 1; END;
+         CREATE TRIGGER \"间谍 📎\" AFTER DELETE ON history BEGIN SELECT 1; END;",
+    );
+    let (_, report) = db.check();
+    assert_eq!(report["metrics"]["schema_guards"], "missing");
+    assert_eq!(
+        report["metrics"]["schema_guard_problems"],
+        json!([
+            "trigger memories_no_resurrection_insert is not as memscope made it",
+            "trigger history_append_only_delete is missing",
+            "trigger 间谍 📎 on history was not made by memscope"
+        ]),
+        "{report:#}"
+    );
+    let text = db.run(&["check"]).stdout;
+    assert!(
+        text.contains("GUARDS: memscope's guards on this database are not intact (trigger memories_no_resurrection_insert")
+            && text.contains("init` makes memscope's own again"),
+        "{text}"
+    );
+    let said = db.run(&["init"]).ok().stdout;
+    assert!(
+        said.contains("restored its guard trigger(s) memories_no_resurrection_insert, history_append_only_delete"),
+        "{said}"
+    );
+    assert_eq!(
+        db.check().1["metrics"]["schema_guard_problems"],
+        json!(["trigger 间谍 📎 on history was not made by memscope"])
+    );
+    python_sql(&db, "DROP TRIGGER \"间谍 📎\";");
+    db.assert_check_ok();
+    assert_eq!(db.check().1["metrics"]["schema_guards"], "present");
+    assert!(db
+        .run(&["init"])
+        .ok()
+        .stdout
+        .contains("(schema up to date)\n"));
+    // Guarded again: a raw client's DELETE of history is refused.
+    let r = python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\ntry:\n    c.execute('DELETE FROM history')\n    print('deleted')\nexcept Exception as e:\n    print(e)\n",
+        &[db.path_str()],
+    );
+    assert!(r.stdout.contains("memscope_purge_gate"), "{}", r.stdout);
 }

@@ -496,7 +496,10 @@ fn processes_preparing_one_database_at_once_prepare_it_once() {
     assert_eq!(
         found
             .iter()
-            .filter(|p| **p == pg::Prepared::UpToDate)
+            .filter(|p| **p
+                == pg::Prepared::UpToDate {
+                    restored_guards: false
+                })
             .count(),
         3,
         "{found:?}"

@@ -136,6 +136,88 @@ fn psql_run(url: &str, sql: &str) {
     );
 }
 
+/// `init` on an up-to-date PostgreSQL database makes memscope's guards again when a raw
+/// client dropped, disabled or changed them — triggers, the functions they run (body, search
+/// path, security), the identity constraint, the change notices — and leaves a rule of another
+/// client's for `check` to go on naming.
+#[test]
+fn init_on_postgres_makes_the_guards_again() {
+    let Some(server) = server() else { return };
+    let (db, _) = FreshDb::prepared(&server);
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Create).unwrap();
+    every_kind_of_write(&mut store);
+    drop(store);
+    let run = |args: &[&str]| {
+        let home = tempfile::tempdir().unwrap();
+        crate::support::memscope_cmd(home.path())
+            .args(["--db", &db.url])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let guards = || {
+        let out = run(&["check", "--json"]);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["metrics"]["schema_guards"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    psql_run(
+        &db.url,
+        "DROP TRIGGER history_append_only ON history;
+         ALTER TABLE memories DISABLE TRIGGER memories_no_resurrection;
+         CREATE OR REPLACE FUNCTION memscope_tombstoned(subject text, predicate text, scope text)
+           RETURNS boolean LANGUAGE sql AS $$ SELECT false $$;
+         ALTER FUNCTION memscope_may_purge(text) SECURITY DEFINER;
+         ALTER TABLE memories DROP CONSTRAINT memories_identity;
+         ALTER TABLE memories ADD CONSTRAINT memories_identity CHECK (true);
+         DROP TRIGGER reads_changed ON reads;
+         CREATE RULE keep AS ON DELETE TO history DO INSTEAD NOTHING",
+    );
+    assert_eq!(guards(), "missing");
+    let text = String::from_utf8(run(&["check"]).stdout).unwrap();
+    assert!(
+        text.contains("GUARDS: memscope's guards on this database are not intact"),
+        "{text}"
+    );
+    let out = run(&["init"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success()
+            && said.contains("made its guard functions, triggers and identity constraint again"),
+        "{said} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The rule is another client's: still named.
+    assert_eq!(guards(), "missing");
+    psql_run(&db.url, "DROP RULE keep ON history");
+    assert_eq!(guards(), "present");
+    let said = String::from_utf8(run(&["init"]).stdout).unwrap();
+    assert!(said.contains("(up to date);"), "{said}");
+    let mut client = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    let notices: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_trigger WHERE tgname = 'reads_changed'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(notices, 1, "the UI's change notice is back");
+    let refused = client.batch_execute("DELETE FROM history").unwrap_err();
+    assert!(
+        format!("{refused:?}").contains("append-only"),
+        "{refused:?}"
+    );
+    let out = run(&["check"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 #[test]
 fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
     let Some(server) = server() else { return };

@@ -201,72 +201,12 @@ impl CheckDb for Pg<'_, '_> {
         ))
     }
 
-    fn guards_present(&mut self) -> Result<bool> {
-        // Each guard on its table, calling memscope's function, firing when and on what the
-        // migrations made it fire, with no condition of its own, and enabled as on creation
-        // ('O') or always ('A') — disabled ('D') or replica-only ('R') guards nothing. Each
-        // function they run holds the body the migrations wrote: one replaced in place by a
-        // raw client (CREATE OR REPLACE) guards something else.
-        let names: Vec<&str> = TRIGGERS.iter().map(|g| g.name).collect();
-        let tables: Vec<&str> = TRIGGERS.iter().map(|g| g.table).collect();
-        let functions: Vec<&str> = TRIGGERS.iter().map(|g| g.function).collect();
-        let kinds: Vec<i16> = TRIGGERS.iter().map(|g| g.kind).collect();
-        let bodies: Vec<&str> = GUARD_FUNCTIONS
-            .iter()
-            .map(|f| super::schema::function_body(f).unwrap_or_default())
-            .collect();
-        let row = self.0.query_one(
-            "SELECT (SELECT count(DISTINCT t.tgname) FROM pg_trigger t
-                       JOIN unnest($1::text[], $2::text[], $3::text[], $4::int2[])
-                            AS g(name, tab, function, kind) ON g.name = t.tgname
-                     WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A')
-                       AND t.tgrelid = to_regclass(g.tab) AND t.tgfoid = to_regproc(g.function)
-                       AND t.tgtype = g.kind AND t.tgqual IS NULL AND t.tgattr = ''::int2vector),
-                    EXISTS (SELECT 1 FROM pg_constraint c
-                            WHERE c.conname = 'memories_identity' AND c.conrelid = to_regclass('memories')
-                              AND c.contype = 'u'
-                              AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a
-                                   WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey))
-                                  = ARRAY['predicate', 'scope', 'subject']),
-                    (SELECT count(*) FROM unnest($5::text[], $6::text[]) AS f(name, body)
-                     JOIN pg_proc p ON p.oid = to_regproc(f.name)
-                     JOIN pg_namespace n ON n.oid = p.pronamespace
-                     WHERE p.prosrc = f.body AND NOT p.prosecdef
-                       AND p.proconfig = ARRAY['search_path=' || quote_ident(n.nspname) || ', pg_temp']),
-                    -- Nothing of a raw client's that can make a guarded statement do nothing or
-                    -- hide a row from a guard (a rule, a row policy, another BEFORE trigger), or
-                    -- copy what memscope destroys elsewhere (any other trigger on a table that
-                    -- holds content): only the guards and the change notices, each calling its
-                    -- own function, and that function as the migrations wrote it.
-                    NOT EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class IN
-                                (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones')))
-                    AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid IN
-                                (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones'))
-                                AND (c.relrowsecurity OR c.relforcerowsecurity))
-                    AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE NOT t.tgisinternal
-                                AND t.tgrelid IN (to_regclass('memories'), to_regclass('history'),
-                                                  to_regclass('tombstones'), to_regclass('pending'), to_regclass('reads'))
-                                AND NOT EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[], $3::text[]) AS g(name, tab, function)
-                                                WHERE g.name = t.tgname AND to_regclass(g.tab) = t.tgrelid
-                                                  AND to_regproc(g.function) = t.tgfoid)
-                                AND NOT (t.tgname = ANY ($7::text[]) AND t.tgfoid = to_regproc('memscope_changed')))
-                    AND (SELECT p.prosrc FROM pg_proc p WHERE p.oid = to_regproc('memscope_changed'))
-                        IS NOT DISTINCT FROM $8",
-            &[
-                &names,
-                &tables,
-                &functions,
-                &kinds,
-                &GUARD_FUNCTIONS.to_vec(),
-                &bodies,
-                &CHANGE_NOTICES.to_vec(),
-                &super::schema::function_body("memscope_changed"),
-            ],
-        )?;
-        Ok(row.get::<_, i64>(0) == TRIGGERS.len() as i64
-            && row.get::<_, bool>(1)
-            && row.get::<_, i64>(2) == GUARD_FUNCTIONS.len() as i64
-            && row.get::<_, bool>(3))
+    fn guard_problems(&mut self) -> Result<Vec<String>> {
+        Ok(if self.guards_intact()? {
+            Vec::new()
+        } else {
+            vec!["a guard trigger or function, or the identity constraint, was dropped, disabled or changed, or a rule, row policy or trigger of another client sits on the guarded tables".to_string()]
+        })
     }
 
     fn walk(
@@ -378,4 +318,106 @@ impl PgStore {
         }
         Ok(report)
     }
+}
+
+impl Pg<'_, '_> {
+    /// Whether every guard is in place (README, "check"): one query over the catalogs.
+    fn guards_intact(&mut self) -> Result<bool> {
+        // Each guard on its table, calling memscope's function, firing when and on what the
+        // migrations made it fire, with no condition of its own, and enabled as on creation
+        // ('O') or always ('A') — disabled ('D') or replica-only ('R') guards nothing. Each
+        // function they run holds the body the migrations wrote: one replaced in place by a
+        // raw client (CREATE OR REPLACE) guards something else.
+        let names: Vec<&str> = TRIGGERS.iter().map(|g| g.name).collect();
+        let tables: Vec<&str> = TRIGGERS.iter().map(|g| g.table).collect();
+        let functions: Vec<&str> = TRIGGERS.iter().map(|g| g.function).collect();
+        let kinds: Vec<i16> = TRIGGERS.iter().map(|g| g.kind).collect();
+        let bodies: Vec<&str> = GUARD_FUNCTIONS
+            .iter()
+            .map(|f| super::schema::function_body(f).unwrap_or_default())
+            .collect();
+        let row = self.0.query_one(
+            "SELECT (SELECT count(DISTINCT t.tgname) FROM pg_trigger t
+                       JOIN unnest($1::text[], $2::text[], $3::text[], $4::int2[])
+                            AS g(name, tab, function, kind) ON g.name = t.tgname
+                     WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A')
+                       AND t.tgrelid = to_regclass(g.tab) AND t.tgfoid = to_regproc(g.function)
+                       AND t.tgtype = g.kind AND t.tgqual IS NULL AND t.tgattr = ''::int2vector),
+                    EXISTS (SELECT 1 FROM pg_constraint c
+                            WHERE c.conname = 'memories_identity' AND c.conrelid = to_regclass('memories')
+                              AND c.contype = 'u'
+                              AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a
+                                   WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey))
+                                  = ARRAY['predicate', 'scope', 'subject']),
+                    (SELECT count(*) FROM unnest($5::text[], $6::text[]) AS f(name, body)
+                     JOIN pg_proc p ON p.oid = to_regproc(f.name)
+                     JOIN pg_namespace n ON n.oid = p.pronamespace
+                     WHERE p.prosrc = f.body AND NOT p.prosecdef
+                       AND p.proconfig = ARRAY['search_path=' || quote_ident(n.nspname) || ', pg_temp']),
+                    -- Nothing of a raw client's that can make a guarded statement do nothing or
+                    -- hide a row from a guard (a rule, a row policy, another BEFORE trigger), or
+                    -- copy what memscope destroys elsewhere (any other trigger on a table that
+                    -- holds content): only the guards and the change notices, each calling its
+                    -- own function, and that function as the migrations wrote it.
+                    NOT EXISTS (SELECT 1 FROM pg_rewrite r WHERE r.ev_class IN
+                                (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones')))
+                    AND NOT EXISTS (SELECT 1 FROM pg_class c WHERE c.oid IN
+                                (to_regclass('memories'), to_regclass('history'), to_regclass('tombstones'))
+                                AND (c.relrowsecurity OR c.relforcerowsecurity))
+                    AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE NOT t.tgisinternal
+                                AND t.tgrelid IN (to_regclass('memories'), to_regclass('history'),
+                                                  to_regclass('tombstones'), to_regclass('pending'), to_regclass('reads'))
+                                AND NOT EXISTS (SELECT 1 FROM unnest($1::text[], $2::text[], $3::text[]) AS g(name, tab, function)
+                                                WHERE g.name = t.tgname AND to_regclass(g.tab) = t.tgrelid
+                                                  AND to_regproc(g.function) = t.tgfoid)
+                                AND NOT (t.tgname = ANY ($7::text[]) AND t.tgfoid = to_regproc('memscope_changed')))
+                    AND (SELECT p.prosrc FROM pg_proc p WHERE p.oid = to_regproc('memscope_changed'))
+                        IS NOT DISTINCT FROM $8",
+            &[
+                &names,
+                &tables,
+                &functions,
+                &kinds,
+                &GUARD_FUNCTIONS.to_vec(),
+                &bodies,
+                &CHANGE_NOTICES.to_vec(),
+                &super::schema::function_body("memscope_changed"),
+            ],
+        )?;
+        Ok(row.get::<_, i64>(0) == TRIGGERS.len() as i64
+            && row.get::<_, bool>(1)
+            && row.get::<_, i64>(2) == GUARD_FUNCTIONS.len() as i64
+            && row.get::<_, bool>(3))
+    }
+}
+
+/// Makes memscope's guard functions and triggers, the identity constraint and the UI's change
+/// notices again when the guards are not intact (README, "check": `init` restores the guards);
+/// whether anything was done. A rule, row policy or trigger of another client is left alone:
+/// `check` goes on reporting it, for its owner to remove.
+pub(super) fn restore_guards(tx: &mut Transaction<'_>) -> Result<bool> {
+    if Pg(tx).guards_present()? {
+        return Ok(false);
+    }
+    let mut functions: Vec<&str> = GUARD_FUNCTIONS.to_vec();
+    functions.push("memscope_changed");
+    let mut triggers: Vec<(&str, &str)> = TRIGGERS.iter().map(|g| (g.name, g.table)).collect();
+    for notice in CHANGE_NOTICES {
+        triggers.push((notice, notice.trim_end_matches("_changed")));
+    }
+    tx.batch_execute(&super::schema::guard_restore_sql(&functions, &triggers)?)?;
+    tx.batch_execute(
+        "DO $$ BEGIN
+            IF NOT EXISTS (SELECT 1 FROM pg_constraint c
+                           WHERE c.conname = 'memories_identity' AND c.conrelid = to_regclass('memories')
+                             AND c.contype = 'u'
+                             AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a
+                                  WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey))
+                                 = ARRAY['predicate', 'scope', 'subject']) THEN
+                ALTER TABLE memories DROP CONSTRAINT IF EXISTS memories_identity;
+                ALTER TABLE memories ADD CONSTRAINT memories_identity UNIQUE (scope, subject, predicate);
+            END IF;
+        END $$;",
+    )?;
+    Ok(true)
 }

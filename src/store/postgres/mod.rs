@@ -506,8 +506,9 @@ pub fn not_served(address: &Address) -> anyhow::Error {
 pub enum Prepared {
     /// The schema was created (or brought forward from this version).
     Created { from: i64 },
-    /// It was there already, up to date.
-    UpToDate,
+    /// It was there already, up to date; its guards were made again when a raw client had
+    /// dropped or changed them.
+    UpToDate { restored_guards: bool },
 }
 
 /// Connects and creates the schema (or brings it forward) in one transaction.
@@ -515,7 +516,15 @@ pub fn prepare(address: &Address) -> Result<Prepared> {
     let mut client = address.connect()?;
     let from = schema::migrate(&mut client).map_err(|e| explain(address, e))?;
     Ok(if from == schema::SCHEMA_VERSION {
-        Prepared::UpToDate
+        let mut restore = || -> Result<bool> {
+            let mut tx = client.transaction()?;
+            let restored = check::restore_guards(&mut tx)?;
+            tx.commit()?;
+            Ok(restored)
+        };
+        Prepared::UpToDate {
+            restored_guards: restore().map_err(|e| explain(address, e))?,
+        }
     } else {
         Prepared::Created { from }
     })

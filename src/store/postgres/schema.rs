@@ -52,6 +52,58 @@ pub fn function_body(name: &str) -> Option<&'static str> {
     })
 }
 
+/// The statement that creates trigger `name` (`CREATE TRIGGER name …;`) or function `name`
+/// (`CREATE [OR REPLACE] FUNCTION name(… $$;`) as the last migration that writes it has it.
+fn last_statement(name: &str) -> Option<&'static str> {
+    MIGRATIONS.iter().rev().find_map(|sql| {
+        let trigger = format!("CREATE TRIGGER {name} ");
+        if let Some(at) = sql.rfind(&trigger) {
+            let len = sql[at..].find(';')? + 1;
+            return Some(&sql[at..at + len]);
+        }
+        let at = [
+            format!("CREATE FUNCTION {name}("),
+            format!("CREATE OR REPLACE FUNCTION {name}("),
+        ]
+        .iter()
+        .filter_map(|head| sql.rfind(head.as_str()))
+        .max()?;
+        let body = at + sql[at..].find("AS $$")? + "AS $$".len();
+        let close = body + sql[body..].find("$$")? + 2;
+        let len = close - at + sql[close..].find(';')? + 1;
+        Some(&sql[at..at + len])
+    })
+}
+
+/// SQL that makes memscope's guard functions and triggers (and the UI's change notices) again
+/// as the migrations left them (README, "check": `init` restores the guards): each function
+/// replaced in place with memscope's schema and `pg_temp` as its search_path, each trigger
+/// dropped and created. `triggers` are (name, table) pairs. Run it in a transaction, as the
+/// tables' owner.
+pub fn guard_restore_sql(functions: &[&str], triggers: &[(&str, &str)]) -> Result<String> {
+    let mut sql = String::from(
+        "SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);\n",
+    );
+    for name in functions {
+        let create = last_statement(name)
+            .with_context(|| format!("no migration creates the function {name}"))?;
+        let create = create
+            .strip_prefix("CREATE FUNCTION ")
+            .map(|rest| format!("CREATE OR REPLACE FUNCTION {rest}"))
+            .unwrap_or_else(|| create.to_string());
+        sql.push_str(&create);
+        sql.push('\n');
+    }
+    for (name, table) in triggers {
+        let create = last_statement(name)
+            .with_context(|| format!("no migration creates the trigger {name}"))?;
+        sql.push_str(&format!(
+            "DROP TRIGGER IF EXISTS {name} ON {table};\n{create}\n"
+        ));
+    }
+    Ok(sql)
+}
+
 /// The transaction-local setting that opens history to memscope's purge:
 /// `SET LOCAL memscope.purge = 'on'` (it ends with the transaction). From v2 it opens it only
 /// to a curator ([`CURATOR_ROLE`]) or the owner of the tables.

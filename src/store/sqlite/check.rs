@@ -91,31 +91,44 @@ impl CheckDb for Sqlite<'_> {
         super::tx::clock_now(self.0)
     }
 
-    fn guards_present(&mut self) -> Result<bool> {
+    fn guard_problems(&mut self) -> Result<Vec<String>> {
         // Each guard on its table, word for word as memscope created it: one dropped and made
         // again with another condition or body by a raw client guards something else.
-        let mut intact = self.0.prepare_cached(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master
-                            WHERE type = 'trigger' AND name = ?1 AND sql = ?2)",
-        )?;
+        let mut problems = Vec::new();
+        let mut stored = self
+            .0
+            .prepare_cached("SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ?1")?;
         for name in super::schema::GUARD_TRIGGERS {
             let sql = super::schema::guard_trigger_sql(name).unwrap_or_default();
-            if !intact.query_row(rusqlite::params![name, sql], |r| r.get::<_, bool>(0))? {
-                return Ok(false);
+            let found: Option<Option<String>> =
+                stored.query_row([name], |r| r.get(0)).optional()?;
+            match found {
+                None => problems.push(format!("trigger {name} is missing")),
+                Some(text) if text.as_deref() != Some(sql) => {
+                    problems.push(format!("trigger {name} is not as memscope made it"))
+                }
+                Some(_) => {}
             }
         }
         // And no trigger of a raw client's on the guarded tables, nor on the tables a delete
         // purges: one can make memscope's statements do nothing (`RAISE(IGNORE)`), undo what
         // they did, or copy what a delete destroys.
         let names = serde_json::to_string(&super::schema::GUARD_TRIGGERS)?;
-        let foreign: bool = self.0.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger'
-                            AND tbl_name IN ('memories', 'history', 'tombstones', 'pending', 'reads')
-                            AND name NOT IN (SELECT value FROM json_each(?1)))",
-            [names],
-            |r| r.get(0),
+        let mut foreign = self.0.prepare(
+            "SELECT name, tbl_name FROM sqlite_master WHERE type = 'trigger'
+               AND tbl_name IN ('memories', 'history', 'tombstones', 'pending', 'reads')
+               AND name NOT IN (SELECT value FROM json_each(?1)) ORDER BY name",
         )?;
-        Ok(!foreign)
+        let mut rows = foreign.query([names])?;
+        while let Some(r) = rows.next()? {
+            let (name, table): (String, String) = (r.get(0)?, r.get(1)?);
+            problems.push(format!(
+                "trigger {} on {} was not made by memscope",
+                crate::model::escape_controls(&name),
+                crate::model::escape_controls(&table)
+            ));
+        }
+        Ok(problems)
     }
 
     fn walk(

@@ -595,6 +595,34 @@ impl Store {
         })
     }
 
+    /// Makes every guard trigger again that is missing or not as memscope made it, and returns
+    /// their names (README, "check": `init` restores the guards). Triggers of other clients
+    /// are left alone: `check` names them, for their owner to remove.
+    pub fn restore_guards(&mut self) -> Result<Vec<&'static str>> {
+        let conn = &mut self.conn;
+        let restored = retry_busy(|| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let mut restored = Vec::new();
+            for name in schema::GUARD_TRIGGERS {
+                let sql = schema::guard_trigger_sql(name)
+                    .with_context(|| format!("the schema has no guard {name}"))?;
+                let intact: bool = tx.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_master
+                                    WHERE type = 'trigger' AND name = ?1 AND sql = ?2)",
+                    rusqlite::params![name, sql],
+                    |r| r.get(0),
+                )?;
+                if !intact {
+                    tx.execute_batch(&format!("DROP TRIGGER IF EXISTS {name}; {sql};"))?;
+                    restored.push(name);
+                }
+            }
+            tx.commit()?;
+            Ok(restored)
+        });
+        restored.map_err(|e| explain_sqlite(e, &self.path))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
