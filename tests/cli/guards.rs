@@ -853,3 +853,44 @@ fn export_refuses_to_write_over_the_database_itself() {
     db.assert_check_ok();
     assert_eq!(db.list(&[]).len(), 1);
 }
+
+/// The README's delete example on the demo database ("delete, restore, gc") is what the binary
+/// prints, line for line (found by review: it had gone stale).
+#[test]
+fn the_readmes_delete_example_is_what_the_demo_prints() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let at = readme.find("### delete, restore, gc").expect("the section");
+    let block = &readme[at..];
+    let block = &block[block.find("```sh\n").unwrap() + 6..];
+    let block = &block[..block.find("```").unwrap()];
+    let db = demo(TestDb::new());
+    let mut expected: Vec<String> = Vec::new();
+    let mut printed = String::new();
+    for line in block.lines() {
+        if let Some(said) = line.strip_prefix("# ") {
+            expected.push(said.to_string());
+        } else if let Some(cmd) = line.strip_prefix("memscope ") {
+            let mut args: Vec<String> = Vec::new();
+            let mut rest = cmd;
+            while !rest.is_empty() {
+                rest = rest.trim_start();
+                if let Some(quoted) = rest.strip_prefix('"') {
+                    let end = quoted.find('"').unwrap();
+                    args.push(quoted[..end].to_string());
+                    rest = &quoted[end + 1..];
+                } else {
+                    let end = rest.find(' ').unwrap_or(rest.len());
+                    args.push(rest[..end].to_string());
+                    rest = &rest[end..];
+                }
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let r = db.run(&args);
+            assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+            printed.push_str(&r.stdout);
+        }
+    }
+    assert!(!expected.is_empty());
+    assert_eq!(printed.lines().collect::<Vec<_>>(), expected);
+}

@@ -862,3 +862,45 @@ fn init_makes_the_guards_again_and_check_names_what_is_wrong() {
     );
     assert!(r.stdout.contains("memscope_purge_gate"), "{}", r.stdout);
 }
+
+/// The reader docs/SCHEMA.md gives other languages ("Reading it from another language") answers
+/// as memscope does: the repository's rule for a repository typed in another case, through an
+/// alias (found by review: it answered `global`).
+#[test]
+fn the_schema_documents_python_reader_answers_as_memscope_does() {
+    let db = TestDb::new();
+    db.write("User:42", "package_manager", "pnpm 📦", "global", "s");
+    db.write("User:42", "package_manager", "npm", "repo:Web-App", "s");
+    db.run(&["alias", "add", "pkg_mgr", "package_manager"]).ok();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/SCHEMA.md")).unwrap();
+    let start = doc
+        .find("```python\nimport sqlite3")
+        .expect("the python reader")
+        + "```python\n".len();
+    let code = &doc[start..start + doc[start..].find("```").unwrap()];
+    let opened = "\"file:memory.db?mode=ro\"";
+    assert!(code.contains(opened), "{code}");
+    let script = format!(
+        "import sys\n{}\nprint(json.dumps([resolve('user:42', 'pkg_mgr', repo='web-app'), resolve('USER:42', 'package_manager', repo='其他')]))\n",
+        code.replace(opened, "\"file:\" + sys.argv[1] + \"?mode=ro\"")
+    );
+    let r = python(&script, &[db.path_str()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let got: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(got, json!([["repo:Web-App", "npm"], ["global", "pnpm 📦"]]));
+    let memscope = db
+        .run(&[
+            "resolve",
+            "--subject",
+            "user:42",
+            "--predicate",
+            "pkg_mgr",
+            "--repo",
+            "web-app",
+            "--json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(memscope["value"], "npm", "{memscope}");
+}
