@@ -519,8 +519,8 @@ fn a_foreign_sqlite_database_is_refused_and_stays_byte_identical() {
 fn a_newer_schema_is_refused_and_stays_byte_identical() {
     let db = seeded(TestDb::new());
     let r = python(
-        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('PRAGMA user_version = 7')\nc.commit()\nc.close()",
-        &[db.path_str()],
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('PRAGMA user_version = %d' % int(sys.argv[2]))\nc.commit()\nc.close()",
+        &[db.path_str(), &(memscope::store::schema::SCHEMA_VERSION + 1).to_string()],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(

@@ -27,6 +27,7 @@ attempt("update_history", "UPDATE history SET value = '\"hacked\"' WHERE event =
 attempt("blank_history_raw", "UPDATE history SET raw = NULL")
 attempt("delete_history_row", "DELETE FROM history WHERE id = (SELECT min(id) FROM history)")
 attempt("delete_all_history", "DELETE FROM history")
+attempt("replace_tombstone_lower", "INSERT OR REPLACE INTO tombstones VALUES ('user:42', 'package_manager', 'repo:legacy-dashboard', 1, '改写', '2026-01-01T00:00:00.000Z')")
 print(json.dumps(res, ensure_ascii=False))
 "#;
 
@@ -182,7 +183,7 @@ fn schema_guards_stop_a_raw_sql_client() {
     let r = python(GUARD_PROBE, &[db.path_str()]);
     assert_eq!(r.code, 0, "python: {}", r.stderr);
     let res: BTreeMap<String, String> = serde_json::from_str(r.stdout.trim()).expect("json");
-    assert_eq!(res.len(), 9, "{res:?}");
+    assert_eq!(res.len(), 10, "{res:?}");
     for (attempt, result) in &res {
         assert_ne!(result, "ok", "the schema let a foreign client do {attempt}");
     }
@@ -194,6 +195,11 @@ fn schema_guards_stop_a_raw_sql_client() {
     assert!(res["insert_into_tombstone"].contains("tombstoned"));
     assert!(res["move_onto_tombstone"].contains("tombstoned"));
     assert!(res["history_content_on_tombstone"].contains("tombstoned"));
+    assert!(
+        res["replace_tombstone_lower"].contains("never goes down"),
+        "{}",
+        res["replace_tombstone_lower"]
+    );
     assert_eq!(before, db.fingerprint(), "nothing changed");
     db.assert_check_ok();
 }

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use rusqlite::Connection;
 
 /// The schema version this build writes. A database with a higher `user_version` is refused.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// Name of the connection-local SQL function that gates history rewrites. memscope registers it
 /// on its own connections; any other client fails closed with "no such function".
@@ -14,7 +14,7 @@ pub const PURGE_GATE_FN: &str = "memscope_purge_gate";
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7];
 
 const V1: &str = r#"
 CREATE TABLE settings (
@@ -309,9 +309,21 @@ const V6: &str = r#"
 CREATE INDEX pending_repeats ON pending (subject, predicate, source) WHERE status = 'open';
 "#;
 
+/// v7: a tombstone's version never goes down by `INSERT OR REPLACE` either, nor are its reason
+/// and time rewritten under a lower version (found by review): REPLACE deletes the old row
+/// without firing a delete or update trigger, so `tombstones_version_only_rises` never saw it.
+/// A BEFORE INSERT trigger still sees the old row. memscope's own delete raises the version.
+const V7: &str = r#"
+CREATE TRIGGER tombstones_never_replaced_lower BEFORE INSERT ON tombstones
+WHEN EXISTS (SELECT 1 FROM tombstones t
+             WHERE t.subject = NEW.subject AND t.predicate = NEW.predicate AND t.scope = NEW.scope
+               AND t.version > NEW.version)
+BEGIN SELECT RAISE(ABORT, 'memscope: a tombstone version never goes down'); END;
+"#;
+
 /// The guard triggers (README, "check"): what keeps a raw SQL client from breaking the
-/// invariants. V3 creates each as it stands.
-pub const GUARD_TRIGGERS: [&str; 8] = [
+/// invariants. V3 creates the first eight as they stand, V7 the ninth.
+pub const GUARD_TRIGGERS: [&str; 9] = [
     "memories_no_resurrection_insert",
     "memories_no_resurrection_update",
     "history_no_content_on_tombstone",
@@ -320,15 +332,19 @@ pub const GUARD_TRIGGERS: [&str; 8] = [
     "history_ids_never_reused",
     "tombstones_not_over_live",
     "tombstones_version_only_rises",
+    "tombstones_never_replaced_lower",
 ];
 
 /// The text of guard trigger `name` as SQLite keeps it in `sqlite_schema.sql` (the statement
-/// V3 creates it with, without its `;`), or `None` for a name that is not a guard.
+/// the last migration that creates it has, without its `;`), or `None` for a name that is not
+/// a guard.
 pub fn guard_trigger_sql(name: &str) -> Option<&'static str> {
     let start = format!("CREATE TRIGGER {name} ");
-    let from = V3.find(&start)?;
-    let len = V3[from..].find("END;")? + "END".len();
-    Some(&V3[from..from + len])
+    MIGRATIONS.iter().rev().find_map(|sql| {
+        let from = sql.find(&start)?;
+        let len = sql[from..].find("END;")? + "END".len();
+        Some(&sql[from..from + len])
+    })
 }
 
 /// The text of the guard trigger that refuses a current record on a tombstoned identity, as
