@@ -38,18 +38,10 @@ pub const TABLES: &[&str] = &[
 /// `pg_proc.prosrc` holds for a database memscope migrated (the text between `AS $$` and
 /// `$$`) — or `None` for a function no migration creates.
 pub fn function_body(name: &str) -> Option<&'static str> {
-    MIGRATIONS.iter().rev().find_map(|sql| {
-        let at = [
-            format!("CREATE FUNCTION {name}("),
-            format!("CREATE OR REPLACE FUNCTION {name}("),
-        ]
-        .iter()
-        .filter_map(|head| sql.rfind(head.as_str()))
-        .max()?;
-        let start = at + sql[at..].find("AS $$")? + "AS $$".len();
-        let len = sql[start..].find("$$")?;
-        Some(&sql[start..start + len])
-    })
+    let create = last_statement(name).filter(|s| !s.starts_with("CREATE TRIGGER"))?;
+    let start = create.find("AS $$")? + "AS $$".len();
+    let len = create[start..].find("$$")?;
+    Some(&create[start..start + len])
 }
 
 /// The statement that creates trigger `name` (`CREATE TRIGGER name …;`) or function `name`
