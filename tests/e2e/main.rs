@@ -41,6 +41,19 @@ fn demo_db() -> (tempfile::TempDir, PathBuf) {
     (dir, db)
 }
 
+/// [`demo_db`], with the demo built in it.
+fn built_demo_db() -> (tempfile::TempDir, PathBuf) {
+    let (dir, db) = demo_db();
+    output_ok(
+        Command::new(BIN)
+            .arg("--db")
+            .arg(&db)
+            .args(["demo", "--no-tui"]),
+        "memscope demo --no-tui",
+    );
+    (dir, db)
+}
+
 /// `history --json` of one identity.
 fn history_of(db: &Path, subject: &str, predicate: &str, scope: &str) -> Value {
     cli(
@@ -720,14 +733,7 @@ fn a_locked_file_makes_the_ui_say_so_and_keep_its_keys() {
     let Some(t) = Tmux::shell(100, 30) else {
         return;
     };
-    let (_dir, db) = demo_db();
-    output_ok(
-        Command::new(BIN)
-            .arg("--db")
-            .arg(&db)
-            .args(["demo", "--no-tui"]),
-        "the demo database",
-    );
+    let (_dir, db) = built_demo_db();
     let mut holder = Command::new("python3")
         .args([
             "-c",
@@ -778,14 +784,7 @@ fn a_row_damaged_under_the_ui_leaves_nothing_for_d_to_delete() {
     let Some(t) = Tmux::shell(100, 30) else {
         return;
     };
-    let (_dir, db) = demo_db();
-    output_ok(
-        Command::new(BIN)
-            .arg("--db")
-            .arg(&db)
-            .args(["demo", "--no-tui"]),
-        "memscope demo --no-tui",
-    );
+    let (_dir, db) = built_demo_db();
     let before = cli(&db, &["list", "--json"]);
     assert!(before.as_array().is_some_and(|a| !a.is_empty()), "{before}");
     launch(&t, &db, "tui");
