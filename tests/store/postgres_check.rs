@@ -124,6 +124,16 @@ fn every_kind_of_write_checks_clean_on_postgres_as_on_sqlite() {
 }
 
 /// Runs `sql` with psql on `url`, stopping at the first error.
+/// The real binary on the database at `url`, with a home of its own.
+fn memscope_on(url: &str, args: &[&str]) -> std::process::Output {
+    let home = tempfile::tempdir().unwrap();
+    crate::support::memscope_cmd(home.path())
+        .args(["--db", url])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 fn psql_run(url: &str, sql: &str) {
     let out = Command::new(psql())
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
@@ -147,14 +157,7 @@ fn init_on_postgres_makes_the_guards_again() {
     let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Create).unwrap();
     every_kind_of_write(&mut store);
     drop(store);
-    let run = |args: &[&str]| {
-        let home = tempfile::tempdir().unwrap();
-        crate::support::memscope_cmd(home.path())
-            .args(["--db", &db.url])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| memscope_on(&db.url, args);
     let guards = || {
         let out = run(&["check", "--json"]);
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -382,14 +385,7 @@ fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
          ALTER TABLE history DISABLE TRIGGER history_no_content_on_tombstone;
          ALTER TABLE memories DROP CONSTRAINT memories_identity;",
     );
-    let run = |args: &[&str]| {
-        let home = tempfile::tempdir().unwrap();
-        crate::support::memscope_cmd(home.path())
-            .args(["--db", &db.url])
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| memscope_on(&db.url, args);
     let out = run(&["check", "--json"]);
     // Guards off is a health figure, as on SQLite: no data is wrong yet.
     assert_eq!(out.status.code(), Some(0));
