@@ -428,11 +428,13 @@ impl Unanswered {
     }
 
     /// Notes what the reader passes to rmcp: a request to wait for, a cancellation to stop
-    /// waiting for one.
-    fn read(&self, message: &RxJsonRpcMessage<RoleServer>) {
+    /// waiting for one. False for a request whose id a request still unanswered holds: MCP
+    /// forbids reusing an id in a session, and rmcp would take the two for one call.
+    fn read(&self, message: &RxJsonRpcMessage<RoleServer>) -> bool {
+        let mut fresh = true;
         match message {
             JsonRpcMessage::Request(r) => self.update(|s| {
-                s.ids.insert(r.id.clone());
+                fresh = s.ids.insert(r.id.clone());
             }),
             JsonRpcMessage::Notification(n) => {
                 if let ClientNotification::CancelledNotification(c) = &n.notification {
@@ -445,6 +447,7 @@ impl Unanswered {
             }
             _ => {}
         }
+        fresh
     }
 
     /// Notes an answer written out.
@@ -517,7 +520,12 @@ pub fn stdio() -> std::io::Result<Stdio> {
                 for framed in framed {
                     match framed {
                         Frame::Message(m) => {
-                            unanswered.read(&m);
+                            if !unanswered.read(&m) {
+                                if answers.unbounded_send(refuse_reused_id(&m)).is_err() {
+                                    return;
+                                }
+                                continue;
+                            }
                             let sent = futures::executor::block_on(futures::SinkExt::send(
                                 &mut incoming,
                                 *m,
@@ -543,6 +551,29 @@ pub fn stdio() -> std::io::Result<Stdio> {
         stream,
         writer,
     })
+}
+
+/// The answer to a request that reuses the id of a call still running (found by review: the
+/// second was taken for the first, and the end of input stopped waiting for it).
+fn refuse_reused_id(message: &RxJsonRpcMessage<RoleServer>) -> ServerJsonRpcMessage {
+    let id = match message {
+        JsonRpcMessage::Request(r) => Some(r.id.clone()),
+        _ => None,
+    };
+    let shown = id
+        .as_ref()
+        .and_then(|i| serde_json::to_string(i).ok())
+        .unwrap_or_default();
+    ServerJsonRpcMessage::error(
+        ErrorData::invalid_request(
+            format!(
+                "the request id {} belongs to a call still running: give each request of a session an id of its own; nothing of this one ran",
+                crate::model::shorten(&shown, 40)
+            ),
+            None,
+        ),
+        id,
+    )
 }
 
 /// How much of a too-long line's top levels [`read_line`] keeps to answer it by its id (or a

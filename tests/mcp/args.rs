@@ -463,6 +463,59 @@ fn list_memories_pages_a_long_list_by_whole_predicates() {
     );
 }
 
+/// Found by review: a request reusing the id of a call still running was taken for that call
+/// (and the end of input stopped waiting for it). It is refused by its id at once, nothing of it
+/// runs, and the first call is answered as usual. (SQLite only: a Python client holds the
+/// write lock so that the first call is still running.)
+#[test]
+fn a_request_reusing_a_running_calls_id_is_refused() {
+    let db = TestDb::new();
+    db.write("user:42", "编辑器", "helix", "global", "s");
+    let script = r#"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+c.execute("BEGIN IMMEDIATE")
+print("LOCKED", flush=True)
+sys.stdin.readline()
+c.execute("ROLLBACK")
+"#;
+    let mut holder = PyHolder::start(script, &db.path);
+    assert_eq!(holder.line().trim(), "LOCKED");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(&db, tmp.path(), &["--subject", "user:42"]));
+    s.initialize();
+    let remember = |value: &str| {
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "remember",
+            "arguments": {"predicate": "包管理器", "value": value, "scope": "global", "source": "t"}}})
+    };
+    s.send(remember("pnpm 📦"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    s.send(remember("yarn 🧶"));
+    let (refused, _) = s.until_id(5);
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("belongs to a call still running"),
+        "{refused}"
+    );
+    holder.say("go");
+    let (first, _) = s.until_id(5);
+    assert_eq!(
+        first["result"]["structuredContent"]["outcome"], "inserted",
+        "{first}"
+    );
+    drop(s);
+    let stored = db.list(&["--subject", "user:42"]);
+    let values: Vec<&Value> = stored
+        .iter()
+        .filter(|r| r["predicate"] == "package_manager")
+        .map(|r| &r["value"])
+        .collect();
+    assert_eq!(values, [&json!("pnpm 📦")], "{stored:?}");
+}
+
 // SQLite only: a purge truncating the WAL while a session idles, the words looked for on disk.
 #[test]
 fn the_server_holds_no_read_transaction_while_idle() {
