@@ -39,6 +39,26 @@ pub fn refresh_dialogs(
     })
 }
 
+/// Closes the first dialog that would change data, and those opened over it, when the lists
+/// could not be loaded again (`why`): a message says so, and that nothing was done.
+pub fn close_acting_dialogs(dialogs: &mut Vec<Dialog>, why: &str) {
+    let acting = dialogs.iter().position(|d| {
+        matches!(
+            d,
+            Dialog::Delete(_) | Dialog::Confirm(_) | Dialog::Rescope(_) | Dialog::Revert(_)
+        )
+    });
+    if let Some(i) = acting {
+        dialogs.truncate(i);
+        dialogs.push(Dialog::Message {
+            title: GONE_TITLE.to_string(),
+            text: format!(
+                "the rows this dialog was opened on could not be read again ({why}), so it was closed and nothing was done"
+            ),
+        });
+    }
+}
+
 /// Refreshes one dialog in place; `Some(sentence)` when what it shows is gone.
 fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String>> {
     match dialog {

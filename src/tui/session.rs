@@ -428,8 +428,18 @@ impl Session {
                 }
             },
         };
-        self.reload()?;
-        self.app.info(message);
+        // Done: a list that cannot be read again afterwards (a row damaged meanwhile) does not
+        // make it look undone (found by review: "That did not work" after a delete went through).
+        match self.reload() {
+            Ok(()) => self.app.info(message),
+            Err(e) => self.app.popup(
+                "Done, but the lists could not be read again",
+                format!(
+                    "{message}. Then reading the lists again failed: {}",
+                    crate::store::error_text(&e)
+                ),
+            ),
+        }
         Ok(())
     }
 
@@ -441,13 +451,22 @@ impl Session {
         if let Some(job) = self.app.tabs.memories.rerun_filter(&*self.store, page)? {
             self.submit(Job::Filter(job));
         }
-        let loaded = self.reload_tabs().and_then(|()| {
-            if let Some(target) = refresh::refresh_dialogs(&mut *self.store, &mut self.app.dialogs)?
-            {
-                self.submit(Job::Load(Load::DeletePreview(target)));
+        let loaded = match self.reload_tabs() {
+            Ok(()) => {
+                refresh::refresh_dialogs(&mut *self.store, &mut self.app.dialogs).map(|target| {
+                    if let Some(target) = target {
+                        self.submit(Job::Load(Load::DeletePreview(target)));
+                    }
+                })
             }
-            Ok(())
-        });
+            // A dialog that would change data was opened on rows this refresh could not read
+            // again: it closes, so `y` cannot act on a selection no pane shows (found by
+            // review: the delete went through, then the reload's failure said it had not).
+            Err(e) => {
+                refresh::close_acting_dialogs(&mut self.app.dialogs, &crate::store::error_text(&e));
+                Err(e)
+            }
+        };
         // The background work starts even when a tab could not load what it lists (a row a raw
         // client damaged): the Check tab then says what is wrong, not its last report.
         self.start_tabs();

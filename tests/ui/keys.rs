@@ -2962,3 +2962,47 @@ fn keys_on_a_tab_that_could_not_be_loaded_do_nothing_and_say_why() {
     press(&mut s, "d");
     assert!(matches!(s.app.dialogs.last(), Some(Dialog::Delete(_))));
 }
+
+/// Found by review: a delete or reject confirmation open when a refresh could not read the
+/// lists again stayed open, and `y` went through on rows no pane showed — then the failed
+/// reload said "That did not work". The dialog gives way to a message that nothing was done.
+#[test]
+fn a_confirmation_open_when_the_lists_cannot_be_read_closes_and_does_nothing() {
+    let f = Fixture::story();
+    for (tab, open, damage) in [
+        ("1", 'd', "UPDATE memories SET value = '{坏 json' WHERE rowid = (SELECT min(rowid) FROM memories)"),
+        ("2", 'x', "UPDATE pending SET candidates = '[5]' WHERE id = (SELECT max(id) FROM pending)"),
+    ] {
+        let mut s = f.session(120, 32);
+        let tombstones = f.store().tombstones().unwrap().len();
+        let open_count = |c: &rusqlite::Connection| -> i64 {
+            c.query_row("SELECT count(*) FROM pending WHERE status = 'open'", [], |r| r.get(0))
+                .unwrap()
+        };
+        let c = rusqlite::Connection::open(&f.path).unwrap();
+        let open_items = open_count(&c);
+        press(&mut s, tab);
+        s.handle_key(ch(open));
+        assert!(
+            matches!(s.app.dialogs.last(), Some(Dialog::Delete(_) | Dialog::Confirm(_))),
+            "{tab}: {:?}",
+            s.app.dialogs.last()
+        );
+        c.execute_batch(damage).unwrap();
+        assert!(sees_live_change(&mut s));
+        assert!(
+            matches!(s.app.dialogs.last(), Some(Dialog::Message { text, .. }) if text.contains("nothing was done")),
+            "{tab}: {:?}",
+            s.app.dialogs.last()
+        );
+        s.handle_key(ch('y'));
+        assert_eq!(f.store().tombstones().unwrap().len(), tombstones, "{tab}");
+        assert_eq!(open_count(&c), open_items, "{tab}");
+        // Repaired for the next round.
+        c.execute_batch(
+            "UPDATE memories SET value = '\"v\"' WHERE value = '{坏 json';
+             UPDATE pending SET candidates = '[\"global\",\"repo:web-app\"]' WHERE candidates = '[5]';",
+        )
+        .unwrap();
+    }
+}
