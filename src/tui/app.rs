@@ -493,9 +493,19 @@ fn demo_database(label: &str) -> Option<String> {
         return None;
     }
     let path = std::path::Path::new(label);
-    let name = match path.file_name() {
-        Some(n) if n == "demo.db" => "memscope-demo.db",
-        _ => "demo.db",
+    // The same file by another name (a symbolic link either way) is the database too (found
+    // by review: opened through a link, the advice named the file the link points at).
+    let same_file = |other: &std::path::Path| {
+        std::fs::canonicalize(other)
+            .ok()
+            .is_some_and(|o| std::fs::canonicalize(path).ok() == Some(o))
+    };
+    let name = if path.file_name().is_some_and(|n| n == "demo.db")
+        || same_file(&path.with_file_name("demo.db"))
+    {
+        "memscope-demo.db"
+    } else {
+        "demo.db"
     };
     Some(path.with_file_name(name).display().to_string())
 }
@@ -523,5 +533,23 @@ pub(crate) fn typed(key: &KeyEvent) -> Option<char> {
             Some(c)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demo_database;
+
+    /// The demo never goes to the open database, whatever name it was opened by.
+    #[test]
+    fn the_demo_is_never_the_open_database_even_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name).display().to_string();
+        std::fs::write(at("demo.db"), b"").unwrap();
+        std::os::unix::fs::symlink(at("demo.db"), at("链接.db")).unwrap();
+        assert_eq!(demo_database(&at("链接.db")), Some(at("memscope-demo.db")));
+        assert_eq!(demo_database(&at("demo.db")), Some(at("memscope-demo.db")));
+        assert_eq!(demo_database(&at("记忆.db")), Some(at("demo.db")));
+        assert_eq!(demo_database("postgres://u@h/db"), None);
     }
 }
