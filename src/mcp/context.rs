@@ -145,9 +145,8 @@ fn context_id(kind: ContextKind, id: &str, from: &str) -> Result<String, String>
 /// The repository id for `--repo auto`: the last path component of the `origin` remote's URL
 /// without `.git`, else the name of the checkout's top-level folder.
 pub fn repo_from_git(dir: &Path) -> Result<String, String> {
-    // What git printed when it failed, for the sentence that says why.
-    let refusal = std::cell::RefCell::new(String::new());
-    let git = |args: &[&str]| -> Result<Option<String>, String> {
+    // What git printed: its answer (`Ok`, empty when it had none), or what it said failing.
+    let git = |args: &[&str]| -> Result<Result<String, String>, String> {
         let out = Command::new("git")
             .arg("-C")
             .arg(dir)
@@ -160,26 +159,27 @@ pub fn repo_from_git(dir: &Path) -> Result<String, String> {
                 )
             })?;
         if !out.status.success() {
-            *refusal.borrow_mut() = String::from_utf8_lossy(&out.stderr).into_owned();
-            return Ok(None);
+            return Ok(Err(String::from_utf8_lossy(&out.stderr).into_owned()));
         }
-        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok(Some(text).filter(|t| !t.is_empty()))
+        Ok(Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()))
     };
-    let top = git(&["rev-parse", "--show-toplevel"])?.ok_or_else(|| {
+    let top = match git(&["rev-parse", "--show-toplevel"])? {
+        Ok(top) if !top.is_empty() => top,
         // git (2.35.2 and later) refuses a checkout another user owns, whatever is asked.
-        if refusal.borrow().contains("dubious ownership") {
-            return format!(
+        Err(said) if said.contains("dubious ownership") => {
+            return Err(format!(
                 "--repo auto: git refuses the repository around {} because another user owns it (git's safe.directory check): mark it safe with `git config --global --add safe.directory PATH` as the user running memscope, or pass --repo ID",
                 dir.display()
-            );
+            ))
         }
-        format!(
-            "--repo auto: {} is not inside a git repository, so there is no repository id to take: pass --repo ID, or start memscope mcp from the repository",
-            dir.display()
-        )
-    })?;
-    if let Some(url) = git(&["config", "--get", "remote.origin.url"])? {
+        _ => {
+            return Err(format!(
+                "--repo auto: {} is not inside a git repository, so there is no repository id to take: pass --repo ID, or start memscope mcp from the repository",
+                dir.display()
+            ))
+        }
+    };
+    if let Ok(url) = git(&["config", "--get", "remote.origin.url"])? {
         if let Some(id) = repo_id_from_url(&url) {
             return Ok(id);
         }

@@ -226,8 +226,8 @@ impl std::error::Error for NotADatabase {}
 /// What is wrong with the header of the SQLite database at `path`, which SQLite refused to
 /// open: `None` when the file is no SQLite database at all (or its header reads as sound).
 /// A file is taken for a damaged database when enough of SQLite's header stands — its
-/// signature, or the fixed payload fractions (bytes 21–23 are 64, 32, 32 in every SQLite file),
-/// or a length that is a whole number of its stated pages — and the first field that breaks
+/// signature, or both the fixed payload fractions (bytes 21–23 are 64, 32, 32 in every SQLite
+/// file) and a length that is a whole number of its stated pages — and the first field that breaks
 /// SQLite's file format is named. It opens the file with the OS, and closing that drops every
 /// SQLite lock this process holds on it: `check` calls it only after its own open failed, with
 /// no connection to the file left (`AnyStore::open` returned an error, so the connection it
@@ -247,7 +247,7 @@ pub fn header_problem(path: &Path) -> Option<String> {
     let signature = h[..16] == *b"SQLite format 3\0";
     let fractions = h[21..24] == [64, 32, 32];
     let whole_pages = page_ok && len >= 512 && len % u64::from(page) == 0;
-    if u8::from(signature) + u8::from(fractions) + u8::from(whole_pages) < 2 && !signature {
+    if !signature && !(fractions && whole_pages) {
         return None;
     }
     let problem = if !signature {
