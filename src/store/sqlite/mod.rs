@@ -247,7 +247,7 @@ pub fn header_problem(path: &Path) -> Option<String> {
     let signature = h[..16] == *b"SQLite format 3\0";
     let fractions = h[21..24] == [64, 32, 32];
     let whole_pages = page_ok && len >= 512 && len % u64::from(page) == 0;
-    if !signature && !(fractions && whole_pages) {
+    if !(signature || (fractions && whole_pages)) {
         return None;
     }
     let problem = if !signature {
