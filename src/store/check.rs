@@ -183,6 +183,13 @@ pub(crate) trait CheckDb {
     /// What is wrong with the schema's guards, each in a few words naming the guard or the
     /// foreign object; empty when every guard is in place.
     fn guard_problems(&mut self) -> Result<Vec<String>>;
+    /// Every row holding, in a column memscope gives one type, a value of another (a blob
+    /// where it stores text, text where it stores an integer) — at most `limit`. memscope's
+    /// readers cannot read such a row, so the rest of `check` reads every column loosely.
+    /// PostgreSQL's columns are typed and cannot hold another type: none there.
+    fn type_problems(&mut self, _limit: usize) -> Result<Vec<super::fields::FieldProblem>> {
+        Ok(Vec::new())
+    }
     /// Whether every guard of the schema is in place.
     fn guards_present(&mut self) -> Result<bool> {
         Ok(self.guard_problems()?.is_empty())
@@ -481,9 +488,10 @@ impl Checker<'_> {
         let limit = self.limit;
         let mut found = Vec::new();
         self.db.each(sql, &f.params(), &mut |r| {
+            // A value that is not text at all is `type_problems`' to name.
             let readable = r
                 .text(4)
-                .is_some_and(|t| serde_json::from_str::<serde_json::Value>(t).is_ok());
+                .is_none_or(|t| serde_json::from_str::<serde_json::Value>(t).is_ok());
             if !readable {
                 found.push(format!(
                     "{}: {} holds text that is not readable JSON",
@@ -833,6 +841,11 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
         violations: Vec::new(),
         limit: 1000,
     };
+    // First what makes rows unreadable to memscope's other commands (`list` would fail on
+    // them): the rest of the check reads such rows loosely and goes on.
+    for p in c.db.type_problems(c.limit)? {
+        c.push(p.invariant, p.detail);
+    }
     c.run(&Filter::All)?;
     for p in super::fields::field_problems(c.db, c.limit)? {
         c.push(p.invariant, p.detail);

@@ -4,7 +4,7 @@
 //! a database between SQLite and PostgreSQL; an import is refused when its rows break a field
 //! rule or an invariant, naming the line to fix.
 
-use super::check::{check_report, CheckDb};
+use super::check::{check_report, collect, CheckDb};
 use super::fields::field_problems;
 use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Map, Value};
@@ -35,6 +35,74 @@ pub(crate) const TABLES: &[&str] = &[
     "reads",
     "metrics",
 ];
+
+/// Refuses to import into `db` unless it is as `init` leaves a database: no rows, and the
+/// settings and aliases a new database starts with — an import replaces both with the dump's
+/// (found by review: importing into a database whose retention and aliases the user had set
+/// dropped both without a word). `place` names the database; `fresh` says how to make one.
+pub(crate) fn refuse_unless_new(db: &mut dyn CheckDb, place: &str, fresh: &str) -> Result<()> {
+    let rows = super::check::count(
+        db,
+        "SELECT (SELECT count(*) FROM memories) + (SELECT count(*) FROM history)
+              + (SELECT count(*) FROM tombstones) + (SELECT count(*) FROM pending)
+              + (SELECT count(*) FROM reads)",
+        &[],
+    )?;
+    if rows > 0 {
+        bail!("{place} already holds memories: import only into a new, empty database ({fresh})");
+    }
+    let show = |v: &str| crate::model::to_json(&crate::model::shorten(v, 40)).unwrap_or_default();
+    let mut own = Vec::new();
+    let settings = collect(
+        db,
+        "SELECT key, value FROM settings ORDER BY key",
+        &[],
+        usize::MAX,
+        &|r| (r.show(0), r.show(1)),
+    )?;
+    for (key, value) in &settings {
+        // The clock is the dump's to set; every other row is a default or the user's choice.
+        let default = super::DEFAULT_SETTINGS
+            .iter()
+            .any(|(k, v)| k == key && v == value);
+        if key != "causal_clock" && !default {
+            own.push(format!("the setting {} = {}", show(key), show(value)));
+        }
+    }
+    let aliases: std::collections::BTreeSet<(String, String)> = collect(
+        db,
+        "SELECT alias, canonical FROM predicate_aliases",
+        &[],
+        usize::MAX,
+        &|r| (r.show(0), r.show(1)),
+    )?
+    .into_iter()
+    .collect();
+    let defaults: std::collections::BTreeSet<(String, String)> =
+        super::default_aliases()?.into_iter().collect();
+    for (alias, canonical) in aliases.difference(&defaults) {
+        own.push(format!("the alias {} → {}", show(alias), show(canonical)));
+    }
+    for (alias, canonical) in defaults.difference(&aliases) {
+        own.push(format!(
+            "no default alias {} → {}",
+            show(alias),
+            show(canonical)
+        ));
+    }
+    if own.is_empty() {
+        return Ok(());
+    }
+    let more = match own.len() {
+        n if n > 3 => format!(" and {} more", n - 3),
+        _ => String::new(),
+    };
+    own.truncate(3);
+    bail!(
+        "{place} is not new (it has {}{more}): an import replaces a database's settings and aliases with the export's, so import into a new database ({fresh}) and set them there again",
+        own.join("; ")
+    )
+}
 
 /// The columns of `table` that hold JSON text (the schema's `json_valid` checks).
 fn json_columns(table: &str) -> &'static [&'static str] {

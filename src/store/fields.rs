@@ -25,6 +25,7 @@ pub(crate) fn key_columns(table: &str) -> &'static [&'static str] {
         "settings" => &["key"],
         "metrics" => &["name"],
         "tombstones" => &["subject", "predicate", "scope"],
+        "spellings" => &["kind", "folded"],
         _ => &["id"],
     }
 }
@@ -211,6 +212,22 @@ fn row_key(table: &str, r: &dyn CheckRow, from: usize) -> Vec<String> {
     (from..from + key_columns(table).len())
         .map(|i| r.show(i))
         .collect()
+}
+
+/// The invariant a field of another storage type than its column's breaks, by what the
+/// column holds: a record's content (4), a version (5, a tombstone's 3), a causal number (2),
+/// an identity or anything else memscope stores in one form (6).
+pub(crate) fn type_invariant(table: &str, column: &str) -> u8 {
+    match (table, column) {
+        ("tombstones", "version") => 3,
+        (_, "version") => 5,
+        (_, "causal_seq" | "confirmed_seq" | "clock") => 2,
+        (
+            "memories" | "history",
+            "value" | "raw" | "source" | "detail" | "event" | "confirm_count" | "confirmed_source",
+        ) => 4,
+        _ => 6,
+    }
 }
 
 /// Every field that breaks a rule, at most `limit`.

@@ -910,3 +910,119 @@ fn the_schema_documents_python_reader_answers_as_memscope_does() {
         .json();
     assert_eq!(memscope["value"], "npm", "{memscope}");
 }
+
+#[test]
+fn check_names_each_row_holding_a_type_memscope_never_stores_and_commands_say_so() {
+    // Found by review: a blob in `memories.value` made the whole report "Invalid column type
+    // Blob at index: 2" (exit 1, nothing on stdout with --json); a blob in `pending.raw`
+    // passed check while `memscope pending` failed on it.
+    let db = base();
+    db.write("用户:甲", "编辑器", "vim 🚀", "global", "thread:9");
+    damage(
+        &db,
+        "UPDATE memories SET value = CAST(value AS BLOB) WHERE subject = '用户:甲';
+         UPDATE memories SET version = 'two' WHERE predicate = 'formatter';
+         UPDATE history SET causal_seq = 2.5 WHERE id = (SELECT min(id) FROM history);
+         UPDATE tombstones SET version = X'00ff';
+         INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, created_at)
+           VALUES ('user:42', 'editor', '\"vim\"', CAST('这个仓库用 vim 🚀' AS BLOB), 'py', 1,
+                   '[\"repo:a\",\"repo:b\"]', '2026-01-01T00:00:00.000Z');
+         UPDATE history SET source = CAST(X'7468e4bd' AS TEXT) WHERE subject = '用户:甲';",
+    );
+    let report = assert_check_finds(&db, &[2, 3, 4, 5]);
+    let details: Vec<(u64, String)> = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["invariant"].as_u64().unwrap(),
+                v["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (invariant, words) in [
+        (4, "(用户:甲 · 编辑器 @ global): value holds a blob where memscope stores text"),
+        (5, "(user:42 · formatter @ global): version holds text where memscope stores an integer"),
+        (2, "causal_seq holds a floating-point number where memscope stores an integer"),
+        (3, "tombstones row user:42 · package_manager @ repo:legacy-dashboard: version holds a blob"),
+        (6, "(user:42 · editor): raw holds a blob where memscope stores text"),
+        // Text of bytes that are not UTF-8: `history` and `export` failed on it, check passed.
+        (4, "(用户:甲 · 编辑器 @ global): source holds text that is not UTF-8"),
+    ] {
+        assert!(
+            details.iter().any(|(i, d)| *i == invariant && d.contains(words)),
+            "invariant {invariant} {words:?} in {details:#?}"
+        );
+    }
+    // Named once, by its type: not also as "text that is not readable JSON".
+    assert!(
+        !details
+            .iter()
+            .any(|(_, d)| d.contains("用户:甲") && d.contains("not readable JSON")),
+        "{details:#?}"
+    );
+    db.run(&["export"]).fails_with(
+        1,
+        &[
+            "memories.value holds a blob, which memscope never writes",
+            "memscope check",
+        ],
+    );
+    // Each command that meets such a row says so in one sentence and points at check.
+    for args in [&["list"][..], &["pending"]] {
+        let r = db.run(args);
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stdout);
+        assert!(
+            r.stderr.starts_with("memscope: a stored row holds ")
+                && r.stderr.contains(" in the column ")
+                && r.stderr.contains("`memscope check` names the rows")
+                && r.stderr.lines().count() == 1,
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn text_that_is_not_utf8_is_named_by_check_and_refused_by_export() {
+    // Found by review: a raw client's invalid UTF-8 in a read's note passed check, `reads`
+    // failed on "invalid utf-8 sequence", and `export` wrote U+FFFD in its place, so the
+    // import of the changed dump said "check is clean".
+    let db = base();
+    damage(&db, "UPDATE history SET raw = CAST(X'e4bda0ff' AS TEXT) WHERE id = (SELECT min(id) FROM history);");
+    let report = assert_check_finds(&db, &[4]);
+    assert!(
+        report["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["detail"].as_str().unwrap().contains(
+                "(user:42 · package_manager @ global): raw holds text that is not UTF-8"
+            )),
+        "{report:#}"
+    );
+    db.run(&["export"]).fails_with(
+        1,
+        &[
+            "history.raw holds text that is not UTF-8, which memscope never writes",
+            "memscope check",
+        ],
+    );
+    db.run(&[
+        "history",
+        "--subject",
+        "user:42",
+        "--predicate",
+        "package_manager",
+        "--scope",
+        "global",
+    ])
+    .fails_with(
+        1,
+        &[
+            "a stored row holds text that is not UTF-8",
+            "`memscope check` names the rows",
+        ],
+    );
+}

@@ -217,6 +217,50 @@ fn import_into_a_non_empty_database_is_refused_on(dst: TestDb) {
 }
 
 #[test]
+fn import_into_a_database_with_settings_or_aliases_of_its_own_is_refused() {
+    import_into_a_database_with_settings_or_aliases_of_its_own_is_refused_on(TestDb::new());
+}
+
+#[test]
+fn import_into_a_database_with_settings_or_aliases_of_its_own_is_refused_on_postgres() {
+    on_postgres(import_into_a_database_with_settings_or_aliases_of_its_own_is_refused_on);
+}
+
+/// Found by review: an import into a database without memories, where the user had set a
+/// retention and added an alias, replaced both with the dump's and said "check is clean".
+fn import_into_a_database_with_settings_or_aliases_of_its_own_is_refused_on(dst: TestDb) {
+    let (_src, dump) = demo_export();
+    let dump = dump.to_str().unwrap();
+    dst.run(&["init"]).ok();
+    dst.run(&["alias", "add", "编辑器🧬", "editor"]).ok();
+    dst.run(&["settings", "set", "retention_days", "30"]).ok();
+    let before = dst.fingerprint();
+    let said = dst.run(&["import", dump]);
+    said.fails_with(
+        1,
+        &[
+            "is not new",
+            "\"retention_days\" = \"30\"",
+            "the alias \"编辑器🧬\" → \"editor\"",
+            "import into a new database",
+        ],
+    );
+    assert_eq!(before, dst.fingerprint(), "nothing was imported");
+    let settings = dst.run(&["settings", "--json"]).ok();
+    assert!(
+        settings.stdout.contains("\"retention_days\": 30"),
+        "{}",
+        settings.stdout
+    );
+
+    // Set back as a new database has them, the import goes in.
+    dst.run(&["alias", "remove", "编辑器🧬"]).ok();
+    dst.run(&["settings", "set", "retention_days", "0"]).ok();
+    dst.run(&["import", dump]).ok();
+    assert!(dst.fingerprint() != before);
+}
+
+#[test]
 fn import_refuses_a_dump_that_would_break_an_invariant() {
     import_refuses_a_dump_that_would_break_an_invariant_on(&Databases::sqlite());
 }

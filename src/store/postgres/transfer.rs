@@ -132,17 +132,11 @@ impl PgStore {
             "LOCK TABLE memories, history, tombstones, pending, reads, settings, predicate_aliases,
                         metrics, spellings IN EXCLUSIVE MODE",
         )?;
-        let held: i64 = tx
-            .query_one(
-                "SELECT (SELECT count(*) FROM memories) + (SELECT count(*) FROM history)
-                      + (SELECT count(*) FROM tombstones) + (SELECT count(*) FROM pending)
-                      + (SELECT count(*) FROM reads)",
-                &[],
-            )?
-            .get(0);
-        if held > 0 {
-            bail!("{place} already holds memories: import only into a new, empty database (CREATE DATABASE, then --db with its address)");
-        }
+        crate::store::dump::refuse_unless_new(
+            &mut Pg(&mut tx),
+            &place,
+            "CREATE DATABASE, then --db with its address",
+        )?;
         tx.batch_execute(
             "DELETE FROM settings; DELETE FROM predicate_aliases; DELETE FROM metrics; DELETE FROM spellings;",
         )?;

@@ -7,7 +7,9 @@ use crate::store::check::{
     CheckDb, CheckReport, CheckRow, CurrentRow, Filter, HistoryRow, Integrity, IntegrityMode, Key,
     Step,
 };
+use crate::store::fields::{key_columns, type_invariant, FieldProblem};
 use anyhow::Result;
+use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 use std::collections::BTreeMap;
@@ -131,6 +133,154 @@ impl CheckDb for Sqlite<'_> {
         Ok(problems)
     }
 
+    fn type_problems(&mut self, limit: usize) -> Result<Vec<FieldProblem>> {
+        // Whether a value is anything but text that is not UTF-8.
+        self.0.create_scalar_function(
+            UTF8_FN,
+            1,
+            FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+            |ctx| {
+                Ok(match ctx.get_raw(0) {
+                    ValueRef::Text(t) => std::str::from_utf8(t).is_ok(),
+                    _ => true,
+                })
+            },
+        )?;
+        let mut out = Vec::new();
+        for table in TYPED_TABLES {
+            // Each column declared TEXT or INTEGER, as the database says it is declared: one
+            // scan of the table finds every row with a field of another storage class.
+            let columns = {
+                let mut stmt = self.0.prepare(
+                    "SELECT name, upper(type), \"notnull\" FROM pragma_table_info(?1) ORDER BY cid",
+                )?;
+                let rows = stmt.query_map([table], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, bool>(2)?,
+                    ))
+                })?;
+                rows.collect::<rusqlite::Result<Vec<_>>>()?
+                    .into_iter()
+                    .filter_map(|(name, declared, not_null)| {
+                        let class = match declared.as_str() {
+                            "TEXT" => "text",
+                            "INTEGER" => "integer",
+                            _ => return None,
+                        };
+                        Some((name, class, not_null))
+                    })
+                    .collect::<Vec<_>>()
+            };
+            if columns.is_empty() {
+                continue;
+            }
+            let quoted = |name: &str| format!("\"{}\"", name.replace('"', "\"\""));
+            let keys = key_columns(table);
+            let mut select: Vec<String> = keys.iter().map(|k| quoted(k)).collect();
+            let named = columns.iter().any(|(n, ..)| n == "subject")
+                && columns.iter().any(|(n, ..)| n == "predicate");
+            if named {
+                select.push("subject".into());
+                select.push("predicate".into());
+                select.push(if columns.iter().any(|(n, ..)| n == "scope") {
+                    "scope".into()
+                } else {
+                    "NULL".into()
+                });
+            }
+            let first_type = select.len();
+            let mut wrong = Vec::new();
+            for (name, class, not_null) in &columns {
+                let allowed = if *not_null {
+                    format!("'{class}'")
+                } else {
+                    format!("'{class}', 'null'")
+                };
+                // The storage class, or `bad utf-8` for text memscope's readers refuse.
+                select.push(format!(
+                    "CASE WHEN {UTF8_FN}({c}) THEN typeof({c}) ELSE 'bad utf-8' END",
+                    c = quoted(name)
+                ));
+                wrong.push(format!(
+                    "typeof({c}) NOT IN ({allowed}) OR NOT {UTF8_FN}({c})",
+                    c = quoted(name)
+                ));
+            }
+            let sql = format!(
+                "SELECT {} FROM {table} WHERE {}",
+                select.join(", "),
+                wrong.join(" OR ")
+            );
+            let mut stmt = self.0.prepare(&sql)?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                let mut said = Vec::new();
+                // (A text column of bytes that are not UTF-8: SQLite stores what a raw client
+                // casts, and `list` then fails on "invalid utf-8 sequence".)
+                let mut invariant = 6;
+                for (i, (name, class, _)) in columns.iter().enumerate() {
+                    let found = r.show(first_type + i);
+                    if found == *class || (found == "null" && !columns[i].2) {
+                        continue;
+                    }
+                    if said.is_empty() {
+                        invariant = type_invariant(table, name);
+                    }
+                    said.push(if found == "bad utf-8" {
+                        format!(
+                            "{} holds text that is not UTF-8",
+                            crate::model::escape_controls(name)
+                        )
+                    } else {
+                        format!(
+                            "{} holds {} where memscope stores {}",
+                            crate::model::escape_controls(name),
+                            storage_class(&found),
+                            storage_class(class)
+                        )
+                    });
+                }
+                let key = (0..keys.len()).map(|i| r.show(i)).collect::<Vec<_>>();
+                let row = match keys {
+                    ["id"] => format!("{table} row #{}", key[0]),
+                    ["subject", "predicate", "scope"] => {
+                        format!("{table} row {} · {} @ {}", key[0], key[1], key[2])
+                    }
+                    _ => format!("{table} row {}", key.join(" · ")),
+                };
+                let identity = if named && keys != ["subject", "predicate", "scope"] {
+                    let (s, p, sc) = (
+                        r.show(keys.len()),
+                        r.show(keys.len() + 1),
+                        r.show(keys.len() + 2),
+                    );
+                    if sc.is_empty() {
+                        format!(" ({s} · {p})")
+                    } else {
+                        format!(" ({s} · {p} @ {sc})")
+                    }
+                } else {
+                    String::new()
+                };
+                out.push(FieldProblem {
+                    invariant,
+                    table,
+                    key,
+                    detail: format!(
+                        "{row}{identity}: {} — a client outside memscope wrote it, and memscope's commands cannot read the row",
+                        said.join(", ")
+                    ),
+                });
+                if out.len() >= limit {
+                    return Ok(out);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn walk(
         &mut self,
         f: &Filter<'_>,
@@ -149,18 +299,17 @@ impl CheckDb for Sqlite<'_> {
         let mut group: Option<Key> = None;
         loop {
             let row = rows.next()?;
-            let key: Option<Key> = match row {
-                Some(r) => Some((r.get(0)?, r.get(1)?, r.get(2)?)),
-                None => None,
-            };
+            // Loosely: a row of another type is `type_problems`' to name, not an error that
+            // ends the check.
+            let key: Option<Key> = row.map(|r| (r.show(0), r.show(1), r.show(2)));
             if key != group {
                 if let Some(g) = group.take() {
                     let mem: Option<CurrentRow> = current
                         .query_row(rusqlite::params![g.0, g.1, g.2], |r| {
                             Ok(CurrentRow {
-                                version: r.get(0)?,
-                                causal_seq: r.get(1)?,
-                                value: r.get(2)?,
+                                version: r.int(0).unwrap_or(0),
+                                causal_seq: r.int(1).unwrap_or(0),
+                                value: r.show(2),
                                 raw: loose_text(r.get_ref(3)?),
                                 source: loose_text(r.get_ref(4)?),
                                 confirm_count: r.get_ref(5)?.as_i64().ok(),
@@ -185,11 +334,11 @@ impl CheckDb for Sqlite<'_> {
             on(
                 g,
                 Step::Event(HistoryRow {
-                    event: r.get(3)?,
-                    version: r.get(4)?,
-                    seq: r.get(5)?,
-                    detail: r.get(6)?,
-                    value: r.get(7)?,
+                    event: r.show(3),
+                    version: r.int(4),
+                    seq: r.int(5),
+                    detail: lossy_text(r.get_ref(6)?),
+                    value: lossy_text(r.get_ref(7)?),
                     raw: loose_text(r.get_ref(8)?),
                     source: loose_text(r.get_ref(9)?),
                 }),
@@ -299,6 +448,44 @@ impl Store {
                 }
             }
         }
+    }
+}
+
+/// memscope's tables whose columns `check` proves hold the type each is declared with.
+const TYPED_TABLES: [&str; 9] = [
+    "memories",
+    "history",
+    "tombstones",
+    "pending",
+    "reads",
+    "predicate_aliases",
+    "settings",
+    "metrics",
+    "spellings",
+];
+
+/// The check's SQL function: false for text that is not UTF-8, true for anything else.
+const UTF8_FN: &str = "memscope_utf8_ok";
+
+/// A storage class as `typeof` names it, in words.
+fn storage_class(class: &str) -> &'static str {
+    match class {
+        "text" => "text",
+        "integer" => "an integer",
+        "real" => "a floating-point number",
+        "blob" => "a blob",
+        "null" => "NULL",
+        _ => "a value of another type",
+    }
+}
+
+/// A column as text, whatever it holds (a blob as lossy UTF-8); NULL reads as `None`.
+fn lossy_text(v: ValueRef<'_>) -> Option<String> {
+    match v {
+        ValueRef::Null => None,
+        ValueRef::Integer(n) => Some(n.to_string()),
+        ValueRef::Real(f) => Some(f.to_string()),
+        ValueRef::Text(t) | ValueRef::Blob(t) => Some(String::from_utf8_lossy(t).into_owned()),
     }
 }
 

@@ -335,6 +335,22 @@ fn sqlite_sentence(e: &rusqlite::Error) -> Option<String> {
                 _ => None,
             }
         }
+        // Found by review: a blob in `memories.value` made `list` say only "Invalid column
+        // type Blob at index: 2, name: value".
+        rusqlite::Error::InvalidColumnType(_, column, found) => Some(format!(
+            "a stored row holds {} in the column {}, where memscope stores another type, so something outside memscope changed the database: `memscope check` names the rows",
+            match found {
+                rusqlite::types::Type::Null => "NULL",
+                rusqlite::types::Type::Integer => "an integer",
+                rusqlite::types::Type::Real => "a floating-point number",
+                rusqlite::types::Type::Text => "text",
+                rusqlite::types::Type::Blob => "a blob",
+            },
+            crate::model::escape_controls(column)
+        )),
+        rusqlite::Error::Utf8Error(..) => Some(
+            "a stored row holds text that is not UTF-8, which memscope never writes, so something outside memscope changed the database: `memscope check` names the rows".to_string(),
+        ),
         rusqlite::Error::FromSqlConversionFailure(_, _, inner) => Some(format!(
             "a stored row cannot be read ({inner}), so something outside memscope changed the database: `memscope check` names what is wrong"
         )),

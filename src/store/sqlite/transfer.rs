@@ -58,8 +58,13 @@ impl Store {
                             ValueRef::Null => Value::Null,
                             ValueRef::Integer(x) => json!(x),
                             ValueRef::Real(x) => json!(x),
-                            ValueRef::Text(t) => json!(String::from_utf8_lossy(t)),
-                            ValueRef::Blob(_) => bail!("{table}.{c} holds a blob, which the schema never writes: run `memscope check`"),
+                            // Found by review: invalid UTF-8 a raw client stored was
+                            // exported as U+FFFD, and the import then said check was clean.
+                            ValueRef::Text(t) => match std::str::from_utf8(t) {
+                                Ok(t) => json!(t),
+                                Err(_) => bail!("{table}.{c} holds text that is not UTF-8, which memscope never writes: run `memscope check`"),
+                            },
+                            ValueRef::Blob(_) => bail!("{table}.{c} holds a blob, which memscope never writes: run `memscope check`"),
                         };
                         row.insert(c.clone(), v);
                     }
@@ -82,14 +87,11 @@ impl Store {
     /// Loads an export into this (empty) database in one transaction; refuses a non-empty
     /// database, a dump from another schema version, or a dump that fails `check`.
     pub fn import(&mut self, input: &mut dyn BufRead) -> Result<ImportReport> {
-        let (has_rows,): (i64,) = self.conn.query_row(
-            "SELECT (SELECT count(*) FROM memories) + (SELECT count(*) FROM history) + (SELECT count(*) FROM tombstones) + (SELECT count(*) FROM pending) + (SELECT count(*) FROM reads)",
-            [],
-            |r| Ok((r.get(0)?,)),
+        crate::store::dump::refuse_unless_new(
+            &mut super::check::Sqlite(&self.conn),
+            &self.path.display().to_string(),
+            "e.g. --db fresh.db",
         )?;
-        if has_rows > 0 {
-            bail!("{} already holds memories: import only into a new, empty database (e.g. --db fresh.db)", self.path.display());
-        }
         let (report, _) = self.in_purge_tx(
             |tx, ctx, _| {
                 let now = &ctx.now;
