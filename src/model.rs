@@ -795,6 +795,10 @@ pub struct DeleteReport {
     /// Read-log notes destroyed with the content they may repeat (the reads stay).
     #[serde(default)]
     pub purged_notes: i64,
+    /// History events of other scopes whose content a rescope had moved into a deleted
+    /// identity, blanked (the events stay): see [`DeletePreview::moved_copies`].
+    #[serde(default)]
+    pub blanked_copies: i64,
     /// False when an open reader blocked the WAL truncation; the debt is recorded and paid later.
     pub disk_purged: bool,
     /// What the backend tells the user about the disk beyond `disk_purged` (PostgreSQL: what
@@ -813,7 +817,20 @@ pub const GUARDS_MISSING_AFTER_DELETE: &str = "memscope's guards on this databas
 impl DeleteReport {
     /// Whether the delete wrote nothing: everything it covered was already deleted.
     pub fn changed_nothing(&self) -> bool {
-        self.tombstoned.is_empty() && self.purged_pending == 0 && self.purged_notes == 0
+        self.tombstoned.is_empty()
+            && self.purged_pending == 0
+            && self.purged_notes == 0
+            && self.blanked_copies == 0
+    }
+
+    /// What the delete did to copies a rescope left in other scopes, when it did anything.
+    pub fn blanked_sentence(&self) -> Option<String> {
+        (self.blanked_copies > 0).then(|| {
+            format!(
+                "blanked {} a rescope had left where the value was first written",
+                plural(self.blanked_copies, "history event", "history events")
+            )
+        })
     }
 }
 
@@ -854,6 +871,11 @@ pub struct DeletePreview {
     /// Read-log notes the delete destroys.
     #[serde(default)]
     pub read_notes: i64,
+    /// History events of other scopes that keep content a rescope moved into a covered
+    /// identity (the version it moved away, where it was first written): the delete blanks
+    /// their value and words, even of an identity deleted before (README, "delete, restore, gc").
+    #[serde(default)]
+    pub moved_copies: i64,
     /// What the delete does past the tables, which the backend decides.
     #[serde(default)]
     pub on_disk: OnDisk,
@@ -900,7 +922,10 @@ impl DeletePreview {
     /// Whether the delete would write nothing: every identity it covers is already deleted, and
     /// no pending item or read-log note of the target is left.
     pub fn changes_nothing(&self) -> bool {
-        self.identities.is_empty() && self.pending_items == 0 && self.read_notes == 0
+        self.identities.is_empty()
+            && self.pending_items == 0
+            && self.read_notes == 0
+            && self.moved_copies == 0
     }
 
     /// The statement a delete makes before it is applied, line by line: the UI's delete dialog
@@ -966,9 +991,18 @@ impl DeletePreview {
                 "• blank {} of agents' reads (the reads stay)",
                 plural(self.read_notes, "note", "notes")
             ),
-            self.on_disk.effect().to_string(),
         ];
         lines.extend(effects.map(|e| (L::Effect, e)));
+        if self.moved_copies > 0 {
+            lines.push((
+                L::Effect,
+                format!(
+                    "• blank {} a rescope left where the value was first written",
+                    plural(self.moved_copies, "history event", "history events")
+                ),
+            ));
+        }
+        lines.push((L::Effect, self.on_disk.effect().to_string()));
         lines.push((
             L::Closing,
             format!(

@@ -125,6 +125,9 @@ pub fn delete(store: &mut AnyStore, a: DeleteArgs) -> Result<i32> {
                 report.purged_notes
             );
         }
+        if let Some(blanked) = report.blanked_sentence() {
+            outln!("{blanked}");
+        }
     }
     if report.guards_missing {
         errln!("memscope: {}", crate::model::GUARDS_MISSING_AFTER_DELETE);

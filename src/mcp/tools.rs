@@ -659,6 +659,9 @@ impl Tools {
                 report.purged_notes
             )
         };
+        if let Some(blanked) = report.blanked_sentence() {
+            text.push_str(&format!(" Also {blanked}."));
+        }
         if report.guards_missing {
             text.push_str(&format!(
                 " Tell the user: {}.",

@@ -417,6 +417,59 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// Invariant 3 for rescoped content: a deleted identity's content stays in no copy a
+    /// rescope left where the value was first written (`events::moved_copies`; a delete blanks
+    /// them, and one by a release before that did not).
+    fn moved_copies_of_deleted(&mut self) -> Result<()> {
+        use crate::store::events::{moved_copies, RescopeEvent, MOVED_COPY_COUNT_SQL};
+        let mut by_pair: BTreeMap<(String, String), Vec<RescopeEvent>> = BTreeMap::new();
+        for (pair, event) in collect(
+            self.db,
+            "SELECT subject, predicate, event, scope, version, detail FROM history
+              WHERE event IN ('rescoped', 'reverted', 'removed') AND detail IS NOT NULL",
+            &[],
+            usize::MAX,
+            &|r| {
+                (
+                    (r.show(0), r.show(1)),
+                    RescopeEvent {
+                        event: r.show(2),
+                        scope: r.show(3),
+                        version: r.int(4),
+                        detail: r.show(5),
+                    },
+                )
+            },
+        )? {
+            by_pair.entry(pair).or_default().push(event);
+        }
+        for ((subject, predicate), events) in by_pair {
+            let deleted = collect(
+                self.db,
+                "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2 ORDER BY scope",
+                &[&subject, &predicate],
+                usize::MAX,
+                &|r| r.show(0),
+            )?;
+            for scope in deleted {
+                for (at, version) in moved_copies(&scope, &events) {
+                    // The version inline: a number this code parsed, never text from the row.
+                    let sql = MOVED_COPY_COUNT_SQL.replace("$4", &version.to_string());
+                    let n = count(self.db, &sql, &[&subject, &predicate, &at])?;
+                    if n > 0 {
+                        self.push(3, format!(
+                            "{subject} · {predicate} @ {scope} is deleted, but {n} history event(s) of version {version} @ {at}, which a rescope moved into it, still hold its content: run `memscope delete --subject {} --predicate {} --scope {}` again to blank them",
+                            crate::model::shell_word(&subject),
+                            crate::model::shell_word(&predicate),
+                            crate::model::shell_word(&scope),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Invariant 6, one spelling per place: no two stored subjects, and no two stored
     /// repository or task scopes, fold alike (`spelling::fold`). memscope's write path stores
     /// the first spelling; a second one was written around it.
@@ -851,6 +904,7 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
         c.push(p.invariant, p.detail);
     }
     c.one_spelling_per_place()?;
+    c.moved_copies_of_deleted()?;
     let Checker { db, violations, .. } = c;
     let mut metrics = BTreeMap::new();
     for (name, sql) in [

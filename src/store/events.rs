@@ -166,3 +166,195 @@ pub(crate) fn check_pending_gone(remaining: &[i64]) -> anyhow::Result<()> {
         "the database did not carry out the delete: pending items {remaining:?} remain after their DELETE (a trigger, rule or row policy that is not memscope's suppressed it), so nothing was deleted — run `memscope check` and remove what a raw SQL client added"
     )
 }
+
+/// A history event a rescope wrote, as [`moved_copies`] reads it: `event` (`rescoped`,
+/// `reverted` or `removed`), the scope and version it was logged at, and its detail text.
+pub(crate) struct RescopeEvent {
+    pub event: String,
+    pub scope: String,
+    pub version: Option<i64>,
+    pub detail: String,
+}
+
+/// The SQL that reads one subject and predicate's [`RescopeEvent`]s on either backend
+/// (`$1` subject, `$2` predicate).
+pub(crate) const RESCOPE_EVENTS_SQL: &str =
+    "SELECT event, scope, version, detail FROM history WHERE subject = $1 AND predicate = $2
+       AND event IN ('rescoped', 'reverted', 'removed') AND detail IS NOT NULL";
+
+/// The versions of other scopes whose events still keep content a rescope moved into `scope`
+/// (README, "delete, restore, gc"): a rescope copies the value and its words to the scope it
+/// belongs to and leaves the version it moved where it was first written (history of what the
+/// agents were told). A delete of `scope` destroys those copies too: the version each rescope
+/// into `scope` moved away, known by the event it left there (`reverted` or `removed`, naming
+/// `scope` as `rescoped_to`); when that version had itself arrived by a rescope, the one it
+/// came from; and every version a `revert` copied from one of them or that one was copied
+/// from — and so on. `events` are the subject and predicate's rescope and revert events.
+/// (scope, version) pairs, sorted; never `scope` itself. (Blanking skips a version that is
+/// current: a live record is its scope's memory, deleted there.)
+pub(crate) fn moved_copies(scope: &str, events: &[RescopeEvent]) -> Vec<(String, i64)> {
+    let details: Vec<Option<serde_json::Value>> = events
+        .iter()
+        .map(|e| serde_json::from_str(&e.detail).ok())
+        .collect();
+    let text = |d: &serde_json::Value, key: &str| d.get(key)?.as_str().map(str::to_string);
+    let int = |d: &serde_json::Value, key: &str| d.get(key)?.as_i64();
+    let mut todo: Vec<(String, i64)> = events
+        .iter()
+        .zip(&details)
+        .filter(|(e, _)| e.event == "reverted" || e.event == "removed")
+        .filter_map(|(e, d)| {
+            let d = d.as_ref()?;
+            (text(d, "rescoped_to")?.as_str() == scope)
+                .then(|| Some((e.scope.clone(), int(d, "moved_version")?)))
+                .flatten()
+        })
+        .collect();
+    let mut found: Vec<(String, i64)> = Vec::new();
+    while let Some((at, version)) = todo.pop() {
+        if at == scope || found.contains(&(at.clone(), version)) {
+            continue;
+        }
+        for (e, d) in events.iter().zip(&details) {
+            let Some(d) = d.as_ref().filter(|_| e.scope == at) else {
+                continue;
+            };
+            match e.event.as_str() {
+                // The version arrived here by a rescope: its first scope keeps a copy too.
+                "rescoped" if e.version == Some(version) => {
+                    if let (Some(from), Some(v)) = (text(d, "from"), int(d, "from_version")) {
+                        todo.push((from, v));
+                    }
+                }
+                // A revert's new version is a copy of the one it reverted to (the source side
+                // of a rescope restores another value: not a copy of the moved one).
+                "reverted" if d.get("rescoped_to").is_none() => {
+                    let to = int(d, "reverted_to");
+                    if let (Some(to), Some(new)) = (to, e.version) {
+                        if to == version {
+                            todo.push((at.clone(), new));
+                        } else if new == version {
+                            todo.push((at.clone(), to));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        found.push((at, version));
+    }
+    found.sort();
+    found
+}
+
+/// The SQL that blanks a moved copy's content (`$1` subject, `$2` predicate, `$3` scope, `$4`
+/// version): the `set` and `confirmed` events of that version keep its value and words — the
+/// event stays, as retention's purge leaves it; never the current record's own event.
+pub(crate) const BLANK_MOVED_COPY_SQL: &str = "UPDATE history SET value = NULL, raw = NULL
+      WHERE subject = $1 AND predicate = $2 AND scope = $3 AND version = $4
+        AND event IN ('set', 'confirmed') AND (value IS NOT NULL OR raw IS NOT NULL)
+        AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
+                        AND m.scope = $3 AND m.version = $4)";
+
+/// The count [`BLANK_MOVED_COPY_SQL`] would blank, for a preview and for `check`.
+pub(crate) const MOVED_COPY_COUNT_SQL: &str = "SELECT count(*) FROM history
+      WHERE subject = $1 AND predicate = $2 AND scope = $3 AND version = $4
+        AND event IN ('set', 'confirmed') AND (value IS NOT NULL OR raw IS NOT NULL)
+        AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
+                        AND m.scope = $3 AND m.version = $4)";
+
+#[cfg(test)]
+mod moved_copies_tests {
+    use super::{moved_copies, RescopeEvent};
+
+    fn ev(event: &str, scope: &str, version: i64, detail: &str) -> RescopeEvent {
+        RescopeEvent {
+            event: event.into(),
+            scope: scope.into(),
+            version: Some(version),
+            detail: detail.into(),
+        }
+    }
+
+    #[test]
+    fn a_rescope_chain_is_followed_back_to_where_the_value_was_first_written() {
+        let events = [
+            // task:t v1 moved to global (its v2), then global v2 moved to repo:a.
+            ev(
+                "rescoped",
+                "global",
+                2,
+                r#"{"from":"task:t","from_version":1,"outcome":"superseded"}"#,
+            ),
+            ev(
+                "removed",
+                "task:t",
+                1,
+                r#"{"rescoped_to":"global","moved_version":1}"#,
+            ),
+            ev(
+                "rescoped",
+                "repo:a",
+                1,
+                r#"{"from":"global","from_version":2,"outcome":"inserted"}"#,
+            ),
+            ev(
+                "reverted",
+                "global",
+                3,
+                r#"{"rescoped_to":"repo:a","moved_version":2,"reverted_to":1,"outcome":"superseded"}"#,
+            ),
+            // Another identity's rescope, and a detail that is not JSON: neither counts.
+            ev(
+                "reverted",
+                "global",
+                5,
+                r#"{"rescoped_to":"repo:b","moved_version":4}"#,
+            ),
+            ev("removed", "repo:c", 1, "not json"),
+            // global v4 reverted to v2 (a copy of the moved value), v5 reverted to v4 (another),
+            // v6 back to v3 (not one).
+            ev(
+                "reverted",
+                "global",
+                4,
+                r#"{"reverted_to":2,"outcome":"superseded"}"#,
+            ),
+            ev(
+                "reverted",
+                "global",
+                5,
+                r#"{"reverted_to":4,"outcome":"superseded"}"#,
+            ),
+            ev(
+                "reverted",
+                "global",
+                6,
+                r#"{"reverted_to":3,"outcome":"superseded"}"#,
+            ),
+        ];
+        let global = |v: i64| ("global".to_string(), v);
+        assert_eq!(
+            moved_copies("repo:a", &events),
+            [global(2), global(4), global(5), ("task:t".to_string(), 1)]
+        );
+        assert_eq!(moved_copies("global", &events), [("task:t".to_string(), 1)]);
+        assert!(moved_copies("repo:c", &events).is_empty());
+        // A chain back into the deleted scope stops there.
+        let cycle = [
+            ev(
+                "reverted",
+                "global",
+                3,
+                r#"{"rescoped_to":"repo:a","moved_version":2}"#,
+            ),
+            ev(
+                "rescoped",
+                "global",
+                2,
+                r#"{"from":"repo:a","from_version":1}"#,
+            ),
+        ];
+        assert_eq!(moved_copies("repo:a", &cycle), [("global".to_string(), 2)]);
+    }
+}

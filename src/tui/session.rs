@@ -399,6 +399,10 @@ impl Session {
                         plural(r.purged_notes, "read-log note", "read-log notes"),
                     )
                 };
+                if let Some(blanked) = r.blanked_sentence() {
+                    m.push_str("; ");
+                    m.push_str(&blanked);
+                }
                 if !r.disk_purged {
                     m.push_str(
                         "; another reader holds the WAL, so the on-disk purge is owed and the next write or `memscope gc` pays it",

@@ -1235,9 +1235,10 @@ fn alias_add_leaves_nothing_out_of_reach_under_the_alias_on(db: TestDb) {
     assert!(r.stdout.contains("1 pending item(s)"), "{r:?}");
     db.assert_not_stored(&canary, "a pending item moved to the canonical name");
 
-    // History that keeps a value, under a name with no record and no tombstone: a rescope
-    // leaves the old place's v1 in its history; the moved record is deleted and its tombstone
-    // collected by `gc` (made old enough by SQL).
+    // History that keeps a value, under a name with no record and no tombstone: a stale write
+    // keeps its value in the old place's history; the record is rescoped away, deleted there
+    // (which blanks the version the rescope left behind, not the stale write) and its
+    // tombstone collected by `gc` (made old enough by SQL).
     let collect_tombstones = || {
         db.sql_execute(
             "UPDATE tombstones SET deleted_at = '2020-01-01T00:00:00.000Z' WHERE predicate = 'old'",
@@ -1246,7 +1247,9 @@ fn alias_add_leaves_nothing_out_of_reach_under_the_alias_on(db: TestDb) {
         let r = db.json(&["gc", "--tombstone-safe-days", "1", "--json"]);
         assert_eq!(r["collected_tombstones"], 1, "{r:#}");
     };
-    db.write(U, "old", "x", "global", "s2");
+    db.write_with((U, "old"), "x", "global", "s2", &["--causal-seq", "100"]);
+    let stale = db.write_with((U, "old"), "z", "global", "s3", &["--causal-seq", "50"]);
+    assert_eq!(stale["outcome"], "stale", "{stale:#}");
     db.run(&args_for(
         "rescope",
         U,

@@ -151,6 +151,20 @@ fn incident_and_repair(store: &mut AnyStore) -> Vec<Value> {
             .unwrap();
         note(serde_json::to_value(h).unwrap());
     }
+    // Found by review: deleting the moved memory left its words in the global event the
+    // rescope moved it from. The delete blanks that copy too (the event stays).
+    let moved = memscope::model::DeleteTarget::Identity(pm("repo:legacy-dashboard"));
+    let preview = store.delete_preview(&moved).unwrap();
+    // global v2, moved, and v4, a revert's copy of it.
+    assert_eq!(preview.moved_copies, 2, "{preview:?}");
+    let report = store.delete(&moved, None).unwrap();
+    note(json!([report.blanked_copies, report.tombstoned]));
+    let global = store
+        .history("user:42", "package_manager", Some(&Scope::Global))
+        .unwrap();
+    let text = serde_json::to_string(&global).unwrap();
+    assert!(!text.contains("这个仓库保留"), "{text}");
+    note(serde_json::to_value(global).unwrap());
     let report = store.check(IntegrityMode::Quick).unwrap();
     assert!(report.ok, "{:?}", report.violations);
     said

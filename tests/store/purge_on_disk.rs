@@ -496,3 +496,89 @@ fn a_delete_blanks_exactly_the_notes_that_can_have_seen_its_content() {
     );
     db.assert_check_ok();
 }
+
+#[test]
+fn deleting_a_rescoped_memory_destroys_the_copies_its_first_scope_kept() {
+    // Found by review: the README's repair (rescope the mis-scoped value, then delete it) left
+    // the value and words in the global `set` event the rescope moved them from — in
+    // `history`, the UI's timeline and the file — after a dry run that said no copy stays.
+    let db = TestDb::new();
+    let canary = unique("搬走的金丝雀-🚚-");
+    let words = format!("这个仓库保留 package-lock.json {canary}");
+    db.write(U, PM, "pnpm", "global", "thread:17");
+    db.write_with((U, PM), "npm", "global", "thread:23", &["--raw", &words]);
+    db.run(&args_for(
+        "rescope",
+        U,
+        PM,
+        &["--scope", "global", "--to", "repo:legacy-dashboard"],
+    ))
+    .ok();
+    // The global default back at npm for a while (a revert's copy), then pnpm again.
+    db.run(&args_for(
+        "revert",
+        U,
+        PM,
+        &["--scope", "global", "--to-version", "2"],
+    ))
+    .ok();
+    db.run(&args_for(
+        "revert",
+        U,
+        PM,
+        &["--scope", "global", "--to-version", "1"],
+    ))
+    .ok();
+    assert!(!find_on_disk(&db.path, &canary).is_empty(), "planted");
+    let delete = args_for("delete", U, PM, &["--scope", "repo:legacy-dashboard"]);
+    let mut dry = delete.clone();
+    dry.push("--dry-run");
+    let said = db.run(&dry).ok();
+    assert!(
+        format!("{}{}", said.stdout, said.stderr)
+            .contains("• blank 2 history events a rescope left where the value was first written"),
+        "{said:?}"
+    );
+    let mut yes = delete.clone();
+    yes.push("--yes");
+    let done = db.run(&yes).ok();
+    assert!(
+        done.stdout
+            .contains("blanked 2 history events a rescope had left"),
+        "{}",
+        done.stdout
+    );
+    assert!(
+        find_on_disk(&db.path, &canary).is_empty(),
+        "no copy stays in any file"
+    );
+    db.assert_check_ok();
+    // The global memory itself stays: its current record and the events of its versions.
+    assert_eq!(db.list(&[]).len(), 1);
+
+    // A database an earlier release left so (the words back in the global event, put there by
+    // a raw client through memscope's purge gate): check names it, and the delete, run again
+    // on the deleted memory, blanks it.
+    let r = python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.create_function('memscope_purge_gate', 0, lambda: 1)\nc.execute(\"UPDATE history SET raw = ? WHERE scope = 'global' AND version = 2 AND event = 'set'\", (sys.argv[2],))\nc.commit()\n",
+        &[db.path_str(), &words],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    let text = report.to_string();
+    assert!(
+        text.contains("repo:legacy-dashboard is deleted, but 1 history event(s) of version 2 @ global, which a rescope moved into it, still hold its content"),
+        "{report:#}"
+    );
+    let again = db.run(&yes).ok();
+    assert!(
+        again
+            .stdout
+            .contains("blanked 1 history event a rescope had left"),
+        "{}",
+        again.stdout
+    );
+    assert!(find_on_disk(&db.path, &canary).is_empty());
+    db.assert_check_ok();
+}

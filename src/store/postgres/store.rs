@@ -1284,6 +1284,7 @@ fn delete_in_tx(
         disk_purged: true,
         disk_note: None,
         guards_missing: false,
+        blanked_copies: 0,
     };
     let mut preview = DeletePreview {
         on_disk: crate::model::OnDisk::Vacuumed,
@@ -1296,6 +1297,17 @@ fn delete_in_tx(
             &[&id.subject, &id.predicate, &scope],
         )?;
         let naming = pending_naming(t, &id.subject, &id.predicate, &scope)?;
+        // Copies a rescope left elsewhere go even when the identity itself was deleted before
+        // (by a release that left them), as on SQLite.
+        for (scope, version) in moved_copies(t, id)? {
+            let (subject, predicate) = (&id.subject, &id.predicate);
+            let n = t.exec(
+                crate::store::events::BLANK_MOVED_COPY_SQL,
+                &[subject, predicate, &scope, &version],
+            )? as i64;
+            report.blanked_copies += n;
+            preview.moved_copies += n;
+        }
         if let Some(version) = left_of(t, id)?.nothing_to_destroy(!naming.is_empty()) {
             preview.already_deleted.push(id.clone());
             report.already_deleted.push(TombstoneRef::of(id, version));
@@ -1404,6 +1416,28 @@ fn delete_in_tx(
     preview.pending_items = report.purged_pending;
     preview.read_notes = report.purged_notes;
     Ok((report, preview))
+}
+
+/// The versions of other scopes that keep content a rescope moved into `id`
+/// (`events::moved_copies`).
+fn moved_copies(t: &mut Tx<'_>, id: &Identity) -> Result<Vec<(String, i64)>> {
+    let events: Vec<crate::store::events::RescopeEvent> = t
+        .all(
+            crate::store::events::RESCOPE_EVENTS_SQL,
+            &[&id.subject, &id.predicate],
+        )?
+        .iter()
+        .map(|r| crate::store::events::RescopeEvent {
+            event: r.get(0),
+            scope: r.get(1),
+            version: r.get(2),
+            detail: r.get(3),
+        })
+        .collect();
+    Ok(crate::store::events::moved_copies(
+        &id.scope.to_string(),
+        &events,
+    ))
 }
 
 /// Open or closed pending items of this subject and predicate naming `scope`.

@@ -29,7 +29,7 @@ pub fn is_damage(e: &anyhow::Error) -> bool {
 pub(crate) struct Sqlite<'a>(pub(crate) &'a Connection);
 
 /// `$1`… as SQLite's `?1`… (a `$` before a digit is a parameter in the check's SQL).
-fn numbered_parameters(sql: &str) -> String {
+pub(crate) fn numbered_parameters(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
     let mut chars = sql.chars().peekable();
     while let Some(c) = chars.next() {

@@ -1,6 +1,7 @@
 //! Deletion with purge (README, "delete, restore, gc"): tombstones, destroying every stored copy of the content, and
 //! making the bytes unrecoverable on disk. Also restore, retention and gc.
 
+use super::check::numbered_parameters;
 use super::events::{Event, EventKind};
 use super::rows::max_version;
 use super::rows::purge_debt_owed;
@@ -124,6 +125,46 @@ fn live_intervals(conn: &Connection, id: &Identity, now: &str) -> Result<Vec<[St
     Ok(crate::store::events::live_intervals(events, now))
 }
 
+/// The versions of other scopes that keep content a rescope moved into `id`
+/// (`events::moved_copies`), each with how many of its events still hold content.
+fn moved_copies(conn: &Connection, id: &Identity) -> Result<Vec<((String, i64), i64)>> {
+    use crate::store::events::{RescopeEvent, MOVED_COPY_COUNT_SQL, RESCOPE_EVENTS_SQL};
+    let events = conn
+        .prepare_cached(&numbered_parameters(RESCOPE_EVENTS_SQL))?
+        .query_map(params![id.subject, id.predicate], |r| {
+            Ok(RescopeEvent {
+                event: r.get(0)?,
+                scope: r.get(1)?,
+                version: r.get(2)?,
+                detail: r.get(3)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut count = conn.prepare_cached(&numbered_parameters(MOVED_COPY_COUNT_SQL))?;
+    let mut out = Vec::new();
+    for (scope, version) in crate::store::events::moved_copies(&id.scope.to_string(), &events) {
+        let n: i64 = count.query_row(params![id.subject, id.predicate, scope, version], |r| {
+            r.get(0)
+        })?;
+        if n > 0 {
+            out.push(((scope, version), n));
+        }
+    }
+    Ok(out)
+}
+
+/// Blanks the copies a rescope left of `id`'s content in other scopes; how many events.
+fn blank_moved_copies(conn: &Connection, id: &Identity) -> Result<i64> {
+    let mut blank = conn.prepare_cached(&numbered_parameters(
+        crate::store::events::BLANK_MOVED_COPY_SQL,
+    ))?;
+    let mut n = 0;
+    for ((scope, version), _) in moved_copies(conn, id)? {
+        n += blank.execute(params![id.subject, id.predicate, scope, version])? as i64;
+    }
+    Ok(n)
+}
+
 /// What is left of an identity: content rows of history, current records, the tombstone's
 /// version — before a delete (is there anything to destroy?) and after it (was it carried out?).
 fn left_of(conn: &Connection, id: &Identity) -> Result<crate::store::events::Left> {
@@ -243,6 +284,9 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
         .into_iter()
         .filter(|pid| !pending.contains(pid))
         .collect();
+        // Copies a rescope left elsewhere go even when the identity itself was deleted
+        // before (by a release that left them).
+        p.moved_copies += moved_copies(conn, &id)?.iter().map(|(_, n)| n).sum::<i64>();
         let left = left_of(conn, &id)?;
         if left.nothing_to_destroy(!naming.is_empty()).is_some() {
             p.already_deleted.push(id);
@@ -315,6 +359,7 @@ impl Store {
             disk_purged: true,
             disk_note: None,
             guards_missing: false,
+            blanked_copies: 0,
         };
         // The `deleted` events record the causal clock: the events they purge may be the ones
         // that held its latest value.
@@ -324,6 +369,7 @@ impl Store {
             for id in &ids {
                 let scope = id.scope.to_string();
                 let pending = pending_naming(tx, &id.subject, &id.predicate, std::slice::from_ref(&scope))?;
+                report.blanked_copies += blank_moved_copies(tx, id)?;
                 if let Some(version) = left_of(tx, id)?.nothing_to_destroy(!pending.is_empty()) {
                     report.already_deleted.push(TombstoneRef::of(id, version));
                     continue;
