@@ -300,8 +300,8 @@ fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
 /// right. As the terminal narrows, what matters least gives way first: the path's folders, the
 /// time's long form, the counts' long labels, the time, the product's name; then the counts are
 /// cut and go. The file name (a long one cut in its middle) and the badge go last: they say
-/// which database this is and that nothing can be changed from it. Every part is kept at least
-/// two columns from the next.
+/// which database this is and that nothing can be changed from it. A part gone at one width
+/// stays gone at every narrower one. Every part is kept at least two columns from the next.
 fn header_line(app: &App, max: usize) -> Line<'static> {
     let product = badge_part(" memscope ", Color::Cyan);
     let figures: Vec<String> = match &app.counts {
@@ -366,7 +366,7 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         (true, short, None),
         (false, short, None),
     ];
-    for (with_product, fi, time) in forms {
+    for (form, (with_product, fi, time)) in forms.into_iter().enumerate() {
         let right = right(time);
         let rw: usize = right.iter().map(|p| width(&p.text)).sum();
         let product_w = if with_product {
@@ -386,8 +386,14 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         left.push(part(figures[fi].clone(), bold()));
         let (mut spans, mut filled) = fit_parts(&left, max);
         // The path takes what is left, two columns from the counts and from the right side:
-        // its folders give way first (`/home/…/demo.db`).
-        let shown = truncate_path(&path, max - used - 2);
+        // its folders give way first (`/home/…/demo.db`). Only the fullest form shows them:
+        // the room a shorter time or label leaves must not bring back what went first
+        // (README, Header), so the later forms show the file name as the last ones do.
+        let shown = if form == 0 {
+            truncate_path(&path, max - used - 2)
+        } else {
+            truncate_middle(file_name(&path), name_need)
+        };
         if !shown.is_empty() {
             filled += 2 + width(&shown);
             spans.push(Span::raw("  "));
