@@ -169,3 +169,33 @@ fn a_part_of_the_header_once_gone_stays_gone_at_every_narrower_width() {
         }
     }
 }
+
+/// Found by review: at 8 columns the badge read `READ-O…`. It is never cut: whole with its
+/// padding while it fits, then without it (9 columns), then as its short word (`R/O`, `GONE`);
+/// narrower than that word the row is blank, never a piece of the badge.
+#[test]
+fn the_badge_is_never_cut() {
+    let f = Fixture::demo();
+    let mut s = f.session(140, 30);
+    s.app.read_only = true;
+    for (file_gone, whole, short) in [(false, "READ-ONLY", "R/O"), (true, "FILE GONE", "GONE")] {
+        s.app.file_gone = file_gone;
+        for width in (1..=140u16).rev() {
+            let header = header_at(&mut s, width);
+            let at = format!("at {width}: {header}");
+            let words = header.split_whitespace().collect::<Vec<_>>().join(" ");
+            if usize::from(width) >= whole.len() {
+                assert!(header.contains(whole), "{at}: the badge whole");
+            } else if usize::from(width) >= short.len() {
+                assert_eq!(words, short, "{at}: the badge's short word, alone");
+            } else {
+                assert_eq!(words, "", "{at}: nothing narrower than the short word");
+            }
+            // `READ-O…`, `FILE G…`: a piece of the badge.
+            assert!(
+                !header.contains(&whole[..4]) || header.contains(whole),
+                "{at}: a piece of the badge"
+            );
+        }
+    }
+}

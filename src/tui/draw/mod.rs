@@ -300,8 +300,9 @@ fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
 /// right. As the terminal narrows, what matters least gives way first: the path's folders, the
 /// time's long form, the counts' long labels, the time, the product's name; then the counts are
 /// cut and go. The file name (a long one cut in its middle) and the badge go last: they say
-/// which database this is and that nothing can be changed from it. A part gone at one width
-/// stays gone at every narrower one. Every part is kept at least two columns from the next.
+/// which database this is and that nothing can be changed from it; the badge is never cut. A
+/// part gone at one width stays gone at every narrower one. Every part is kept at least two
+/// columns from the next.
 fn header_line(app: &App, max: usize) -> Line<'static> {
     let product = badge_part(" memscope ", Color::Cyan);
     let figures: Vec<String> = match &app.counts {
@@ -339,10 +340,13 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
     let name_need = width(file_name(&path)).min(20);
     let long_time = (app.refreshed_at).map(|t| format!("refreshed {}", t.format("%H:%M:%S UTC")));
     let short_time = (app.refreshed_at).map(|t| t.format("%H:%M:%S").to_string());
-    let status = if app.file_gone {
-        badge_part(" FILE GONE ", Color::Red)
+    // The badge, then its narrower forms: without its padding, then its short word.
+    let (status, narrower) = if app.file_gone {
+        let f = |text| badge_part(text, Color::Red);
+        (f(" FILE GONE "), [f("FILE GONE"), f("GONE")])
     } else {
-        badge_part(" READ-ONLY ", Color::Yellow)
+        let f = |text| badge_part(text, Color::Yellow);
+        (f(" READ-ONLY "), [f("READ-ONLY"), f("R/O")])
     };
     let right = |time: Option<&String>| -> Vec<Part<'static>> {
         let mut r = Vec::new();
@@ -412,7 +416,14 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
     let mut parts = Vec::new();
     let mut room = max;
     if app.read_only {
-        room = room.saturating_sub(width(&status.text) + 1);
+        // The badge is never cut (README, Header): alone once nothing fits beside it, then
+        // without its padding, then as its short word; narrower than that, the row is blank.
+        if max <= width(&status.text) {
+            let mut badge = std::iter::once(status).chain(narrower);
+            let fits = badge.find(|b| width(&b.text) <= max);
+            return Line::from(fit_parts(fits.as_slice(), max).0);
+        }
+        room -= width(&status.text) + 1;
         parts.extend([status, part(" ", Style::new())]);
     }
     let name_w = name_need.min(room);
