@@ -262,7 +262,12 @@ fn regional_indicator(c: char) -> bool {
 /// A tab whose list could not be loaded says so where the list would be — never that the
 /// database holds nothing — and where to read what is wrong.
 fn unloaded(frame: &mut Frame<'_>, area: Rect, app: &App, why: &str) {
-    let title = app.tabs.get(app.tab).title();
+    not_loaded(frame, area, &app.tabs.get(app.tab).title(), why);
+}
+
+/// The pane of a tab (`title`) whose list could not be loaded (`why`): also a tab's own, when
+/// the work that fills it failed (the suspects scan).
+pub(crate) fn not_loaded(frame: &mut Frame<'_>, area: Rect, title: &str, why: &str) {
     let inner = pane(frame, area, &format!("{title} · not loaded"), true);
     let max = inner.width as usize;
     let mut lines = wrapped(

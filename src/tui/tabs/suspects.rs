@@ -9,7 +9,9 @@ use crate::model::Scope;
 use crate::store::{Suspect, UiStore};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::{RescopeDialog, Suggestion};
-use crate::tui::draw::{bold, dim, good, labelled, part, plain, row_line, wrapped};
+use crate::tui::draw::{
+    bold, dim, good, labelled, not_loaded, part, plain, row_line, wrapped,
+};
 use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::Command;
 use crate::tui::rows::{Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
@@ -52,9 +54,10 @@ impl Filtered for Suspect {
 }
 
 impl SuspectsTab {
-    /// How many suspects the last scan found (the header's figure), once it has answered.
+    /// How many suspects the last scan found (the header's figure), once it has answered —
+    /// `None` when it failed: it found none it could say.
     pub fn count(&self) -> Option<usize> {
-        self.loaded.then(|| self.filter.total())
+        (self.loaded && self.error.is_none()).then(|| self.filter.total())
     }
 
     fn selected_or_say(&self, shell: &mut Shell<'_>) -> Option<&Suspect> {
@@ -196,22 +199,29 @@ impl TabComponent for SuspectsTab {
     }
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
+        // A failed scan counts nothing: the tab says so as a list that could not be loaded
+        // does (README, "The terminal UI", Check), never `Suspects · 0`.
+        if let Some(why) = &self.error {
+            not_loaded(frame, body, &self.title(), why);
+            return;
+        }
         let no_match = self.filter.no_match();
         let no_match: Vec<(&str, Style)> = (no_match.iter().flatten())
             .map(|(text, style)| (text.as_str(), *style))
             .collect();
-        let empty: &[(&str, Style)] = match (&self.error, self.loaded) {
-            (None, true) if !no_match.is_empty() => &no_match,
-            (Some(_), _) => &[("The suspects scan failed (see the toast).", bold())],
-            (None, false) => &[("Looking for suspects…", bold())],
-            (None, true) => &[
+        let empty: &[(&str, Style)] = if !self.loaded {
+            &[("Looking for suspects…", bold())]
+        } else if !no_match.is_empty() {
+            &no_match
+        } else {
+            &[
                 ("No suspects.", bold()),
                 ("", Style::new()),
                 (
                     "No global record's words or message point at one place.",
                     Style::new(),
                 ),
-            ],
+            ]
         };
         let panes = ListPanes {
             tab: Tab::Suspects,
