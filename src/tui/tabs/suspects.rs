@@ -4,7 +4,7 @@
 //! this tab lists them widest blast radius first, shows the evidence, and `m` opens the
 //! rescope dialog on the record with the suggested target filled in.
 
-use super::{counted, Env, Shell, Status, TabComponent, View};
+use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::Scope;
 use crate::store::{Suspect, UiStore};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
@@ -14,7 +14,7 @@ use crate::tui::draw::{
 };
 use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::Command;
-use crate::tui::rows::{Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
+use crate::tui::rows::{filter_line, Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
 use crate::tui::text::{one_line, plural, value_text};
 use crate::tui::worker::{Load, Reply};
 use anyhow::Result;
@@ -115,6 +115,8 @@ impl SuspectsTab {
 }
 
 impl TabComponent for SuspectsTab {
+    filter_line!(filter narrows rows, ("suspect", "suspects"));
+
     fn title(&self) -> String {
         counted("Suspects", self.filter.total())
     }
@@ -130,16 +132,7 @@ impl TabComponent for SuspectsTab {
                 }
                 None => Action::None,
             },
-            // README, "The terminal UI": `/` filters the list of the tab it is pressed in.
-            Command::Filter => {
-                self.filter.editing = true;
-                *shell.focus = Focus::List;
-                Action::None
-            }
-            Command::Back if *shell.focus == Focus::List && self.filter.clear(&mut self.rows) => {
-                Action::None
-            }
-            _ => return None,
+            _ => return self.filter.command(&mut self.rows, cmd, shell.focus),
         })
     }
 
@@ -176,22 +169,6 @@ impl TabComponent for SuspectsTab {
         Ok(())
     }
 
-    fn typing(&self) -> bool {
-        self.filter.editing
-    }
-
-    fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
-        self.filter.key(&mut self.rows, cmd, c)
-    }
-
-    fn typed_line(&self) -> Option<&str> {
-        self.filter.typed()
-    }
-
-    fn status(&self) -> Status {
-        self.filter.status(self.rows.len(), ("suspect", "suspects"))
-    }
-
     fn copy_text(&self, _focus: Focus) -> Option<String> {
         self.rows
             .selected()
@@ -205,28 +182,22 @@ impl TabComponent for SuspectsTab {
             not_loaded(frame, body, &self.title(), why);
             return;
         }
-        let no_match = self.filter.no_match();
-        let no_match: Vec<(&str, Style)> = (no_match.iter().flatten())
-            .map(|(text, style)| (text.as_str(), *style))
-            .collect();
-        let empty: &[(&str, Style)] = if !self.loaded {
-            &[("Looking for suspects…", bold())]
-        } else if !no_match.is_empty() {
-            &no_match
+        let empty = if !self.loaded {
+            vec![("Looking for suspects…".to_string(), bold())]
         } else {
-            &[
+            self.filter.empty_lines(&[
                 ("No suspects.", bold()),
                 ("", Style::new()),
                 (
                     "No global record's words or message point at one place.",
                     Style::new(),
                 ),
-            ]
+            ])
         };
         let panes = ListPanes {
             tab: Tab::Suspects,
             title: format!("Suspects · {}", self.filter.count(self.rows.len())),
-            empty,
+            empty: &empty,
             detail_title: "Why it looks like the rule of one place",
         };
         self.rows
