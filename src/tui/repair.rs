@@ -3,7 +3,7 @@
 //! words the outcomes. No write rule is restated here; the store is the one judge.
 
 use super::dialogs::{RescopePreview, RevertChoice, Suggestion};
-use super::text::{ago, value_text};
+use super::text::{ago, value_text, Statement};
 use crate::model::{MemoryRecord, OutcomeKind, Scope};
 use crate::store::{ReadFilter, UiStore};
 use anyhow::Result;
@@ -86,41 +86,51 @@ pub fn rescope_preview(
     match store.preview_rescope(&rec.subject, &rec.predicate, &rec.scope, &to) {
         Ok(outcomes) => {
             let value = value_text(&rec.value);
-            let keeps = format!(
-                "keeps source {}, raw words and causal_seq {}",
-                rec.source, rec.causal_seq
-            );
+            // What the moved version keeps; its raw words only when it has any.
+            let keeps = |s: Statement| {
+                let s = s.says("keeps source ").names(&rec.source);
+                let raw = if rec.raw.is_some() { ", raw words" } else { "" };
+                s.says(format!("{raw} and causal_seq {})", rec.causal_seq))
+            };
             for (i, o) in outcomes.iter().enumerate() {
                 let v = o.version.unwrap_or_default();
                 let shown =
                     |x: &Option<serde_json::Value>| x.as_ref().map(value_text).unwrap_or_default();
                 let at = if i == 0 { &to } else { &rec.scope };
                 preview.effects.push(match (i, o.outcome) {
-                    (0, OutcomeKind::Inserted) => {
-                        format!("moves {value} to {at} as v{v} (inserted; {keeps})")
-                    }
-                    (0, OutcomeKind::Confirmed) => format!(
-                        "{at} already holds {value} (v{v}): confirmed there, not duplicated"
+                    (0, OutcomeKind::Inserted) => keeps(
+                        Statement::new()
+                            .says("moves ")
+                            .names(&value)
+                            .says(format!(" to {at} as v{v} (inserted; ")),
                     ),
-                    (0, OutcomeKind::Superseded) => format!(
-                        "moves {value} to {at}, superseding {} (v{}) as v{v} ({keeps})",
-                        shown(&o.previous),
-                        v - 1
+                    (0, OutcomeKind::Confirmed) => Statement::new()
+                        .says(format!("{at} already holds "))
+                        .names(&value)
+                        .says(format!(" (v{v}): confirmed there, not duplicated")),
+                    (0, OutcomeKind::Superseded) => keeps(
+                        Statement::new()
+                            .says("moves ")
+                            .names(&value)
+                            .says(format!(" to {at}, superseding "))
+                            .names(&shown(&o.previous))
+                            .says(format!(" (v{}) as v{v} (", v - 1)),
                     ),
-                    (_, OutcomeKind::Removed) => format!(
+                    (_, OutcomeKind::Removed) => Statement::new().says(format!(
                         "{at} is removed — {}",
                         o.reason.as_deref().unwrap_or("it had no earlier value")
-                    ),
-                    (_, OutcomeKind::Confirmed) => format!(
-                        "{at} keeps {} (v{} held the same value): confirmed",
-                        shown(&o.value),
-                        rec.version - 1
-                    ),
-                    _ => format!(
-                        "{at} goes back to {} (value of v{}) as v{v}",
-                        shown(&o.value),
-                        rec.version - 1
-                    ),
+                    )),
+                    (_, OutcomeKind::Confirmed) => Statement::new()
+                        .says(format!("{at} keeps "))
+                        .names(&shown(&o.value))
+                        .says(format!(
+                            " (v{} held the same value): confirmed",
+                            rec.version - 1
+                        )),
+                    _ => Statement::new()
+                        .says(format!("{at} goes back to "))
+                        .names(&shown(&o.value))
+                        .says(format!(" (value of v{}) as v{v}", rec.version - 1)),
                 });
             }
         }

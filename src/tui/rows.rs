@@ -235,11 +235,12 @@ impl<T: Row> Rows<T> {
 }
 
 /// The two panes of a list tab: the rows, and the selected row in detail.
-pub struct ListPanes<'a> {
+pub struct ListPanes<'a, S: AsRef<str> = &'a str> {
     pub tab: Tab,
     pub title: String,
-    /// What the list pane says when there are no rows.
-    pub empty: &'a [(&'a str, Style)],
+    /// What the list pane says when there are no rows (a filter's own lines are `String`s:
+    /// [`ListFilter::empty_lines`]).
+    pub empty: &'a [(S, Style)],
     pub detail_title: &'a str,
 }
 
@@ -251,7 +252,7 @@ impl<T> Rows<T> {
         frame: &mut Frame<'_>,
         body: Rect,
         view: &View,
-        panes: &ListPanes<'_>,
+        panes: &ListPanes<'_, impl AsRef<str>>,
         row: impl Fn(&T, usize) -> Line<'static>,
         detail: impl Fn(&T, usize) -> Vec<Line<'static>>,
     ) {
@@ -282,9 +283,9 @@ impl<T> Rows<T> {
 }
 
 /// Lines of styled text, each cut to `max` columns.
-pub fn plain_lines(text: &[(&str, Style)], max: usize) -> Vec<Line<'static>> {
+pub fn plain_lines(text: &[(impl AsRef<str>, Style)], max: usize) -> Vec<Line<'static>> {
     text.iter()
-        .map(|(t, style)| plain(t, *style, max))
+        .map(|(t, style)| plain(t.as_ref(), *style, max))
         .collect()
 }
 
@@ -328,6 +329,35 @@ pub trait Filtered: Row + Clone {
     fn fields(&self) -> Vec<String>;
     fn same(&self, other: &Self) -> bool;
 }
+
+/// A list tab's share of [`TabComponent`](super::tabs::TabComponent) that its filter line
+/// (`$filter`, a [`ListFilter`] narrowing `$rows`) answers: whether a line is typed, a key typed
+/// into it, the line for the cursor and the status line counting `$noun`. Each such tab says it
+/// once, in its `impl TabComponent`; `/` and `Esc` go to [`ListFilter::command`].
+macro_rules! filter_line {
+    ($filter:ident narrows $rows:ident, $noun:expr) => {
+        fn typing(&self) -> bool {
+            self.$filter.editing
+        }
+
+        fn typing_key(
+            &mut self,
+            cmd: Option<$crate::tui::keymap::Command>,
+            c: Option<char>,
+        ) -> $crate::tui::app::Action {
+            self.$filter.key(&mut self.$rows, cmd, c)
+        }
+
+        fn typed_line(&self) -> Option<&str> {
+            self.$filter.typed()
+        }
+
+        fn status(&self) -> $crate::tui::tabs::Status {
+            self.$filter.status(self.$rows.len(), $noun)
+        }
+    };
+}
+pub(crate) use filter_line;
 
 /// A loaded list's filter line (`/` on the pending queue, the tombstones and the suspects):
 /// what is typed, and every row the store gave; the list's `Rows` hold those the line matches,
@@ -391,6 +421,26 @@ impl<T: Filtered> ListFilter<T> {
             LineEdit::Kept | LineEdit::Nothing => {}
         }
         Action::None
+    }
+
+    /// `/` and `Esc` on the tab's list (README, "The terminal UI": `/` filters the list of the
+    /// tab it is pressed in): `/` starts typing, `Esc` on the list clears an applied filter;
+    /// `None` leaves the key to the tab and the global handling.
+    pub fn command(
+        &mut self,
+        rows: &mut Rows<T>,
+        cmd: Command,
+        focus: &mut Focus,
+    ) -> Option<Action> {
+        match cmd {
+            Command::Filter => {
+                self.editing = true;
+                *focus = Focus::List;
+                Some(Action::None)
+            }
+            Command::Back if *focus == Focus::List && self.clear(rows) => Some(Action::None),
+            _ => None,
+        }
     }
 
     /// `Esc` on the list: the applied filter goes (false when there was none).
@@ -459,13 +509,17 @@ impl<T: Filtered> ListFilter<T> {
         }
     }
 
-    /// What the list pane says when the filter hides every row (`None` when it does not).
-    pub fn no_match(&self) -> Option<[(String, Style); 2]> {
-        (self.active() && self.total() > 0).then(|| {
-            [
+    /// What the list pane says when it shows no row: that none matches when the filter hides
+    /// them all, else `empty` (the list holds none).
+    pub fn empty_lines(&self, empty: &[(&str, Style)]) -> Vec<(String, Style)> {
+        if self.active() && self.total() > 0 {
+            return vec![
                 (format!("No row matches “{}”.", self.input), bold()),
                 ("Esc clears the filter.".to_string(), dim()),
-            ]
-        })
+            ];
+        }
+        (empty.iter())
+            .map(|&(text, style)| (text.to_string(), style))
+            .collect()
     }
 }

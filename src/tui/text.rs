@@ -325,6 +325,116 @@ pub fn wrap_at_most(s: &str, max: usize, rows: usize) -> Vec<String> {
     lines
 }
 
+/// A sentence that names values (a record's value, the one it supersedes, a source): what a
+/// dialog states `y` does. Said in fewer rows than it needs, its values are cut with `…`, the
+/// longest first, and the rest — the end above all, the scope a value moves to — stays whole
+/// (README, "The terminal UI", Pending queue: the value is cut and the sentence's end kept).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Statement {
+    /// The sentence in pieces, each with whether it is a value (which may be cut).
+    pieces: Vec<(String, bool)>,
+}
+
+impl Statement {
+    pub fn new() -> Statement {
+        Statement::default()
+    }
+
+    /// Words the sentence says as they are.
+    pub fn says(mut self, words: impl Into<String>) -> Statement {
+        self.pieces.push((words.into(), false));
+        self
+    }
+
+    /// A value it names, on one line: cut first when the sentence is too long.
+    pub fn names(mut self, value: &str) -> Statement {
+        self.pieces.push((one_line(value), true));
+        self
+    }
+
+    /// The sentence whole.
+    pub fn text(&self) -> String {
+        self.with_values(None)
+    }
+
+    /// The sentence with its values cut to the columns `caps` gives each, in order.
+    fn with_values(&self, caps: Option<&[usize]>) -> String {
+        let mut caps = caps.unwrap_or_default().iter();
+        let mut out = String::new();
+        for (text, value) in &self.pieces {
+            match caps.next().filter(|_| *value) {
+                Some(&cap) => out.push_str(&truncate(text, cap.max(1))),
+                None => out.push_str(text),
+            }
+        }
+        out
+    }
+
+    /// The sentence wrapped in at most `rows` lines of `max` columns: whole when it fits, else
+    /// its values cut as little as lets the rest fit whole; words too long for even that keep
+    /// the sentence's head and end ([`wrap_at_most`]).
+    pub fn lines(&self, max: usize, rows: usize) -> Vec<String> {
+        let rows = rows.max(1);
+        let whole = self.text();
+        let lines = wrap(&whole, max);
+        if lines.len() <= rows {
+            return lines;
+        }
+        let widths: Vec<usize> = (self.pieces.iter())
+            .filter(|(_, value)| *value)
+            .map(|(text, _)| width(text))
+            .collect();
+        let cut = |budget: usize| {
+            let shares = shares(&widths, budget);
+            let mut shares = shares.iter();
+            let caps: Vec<usize> = (self.pieces.iter())
+                .map(|(_, value)| {
+                    if *value {
+                        shares.next().copied().unwrap_or(0)
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            self.with_values(Some(&caps))
+        };
+        let fits = |budget: usize| wrap(&cut(budget), max).len() <= rows;
+        if !fits(0) {
+            return wrap_at_most(&cut(0), max, rows);
+        }
+        // The most columns the values may keep: no more than the rows hold.
+        let (mut fit, mut over) = (0, widths.iter().sum::<usize>().min(max * rows) + 1);
+        while over - fit > 1 {
+            let mid = (fit + over) / 2;
+            if fits(mid) {
+                fit = mid;
+            } else {
+                over = mid;
+            }
+        }
+        wrap(&cut(fit), max)
+    }
+}
+
+impl std::fmt::Display for Statement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+impl std::fmt::Debug for Statement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", self.text())
+    }
+}
+
+/// A statement reads as its whole sentence.
+impl PartialEq<&str> for Statement {
+    fn eq(&self, other: &&str) -> bool {
+        self.text() == *other
+    }
+}
+
 /// A shell command on lines of at most `max` columns, as a shell reads them back: the first
 /// after two spaces, the rest after six, each line but the last ending in ` \`, so the lines
 /// paste into a shell as the one command. Each of `groups` (words that read together: the
@@ -498,6 +608,48 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_statement_cuts_its_values_and_keeps_the_rest_whole() {
+        let value = "保留 package-lock.json 🎉👩🏽‍💻 ".repeat(60);
+        let source = "thread:来源🦀/".repeat(30);
+        let statement = Statement::new()
+            .says("moves ")
+            .names(&value)
+            .says(" to repo:遗留的仪表盘🦀 as v1 (inserted; keeps source ")
+            .names(&source)
+            .says(" and causal_seq 7)");
+        assert_eq!(statement.text(), format!("{statement}"));
+        // Compared without spaces: a line may break between two Chinese characters.
+        let squash = |s: &str| s.split_whitespace().collect::<String>();
+        for max in [30, 40, 60, 94] {
+            for rows in 3..=6 {
+                let lines = statement.lines(max, rows);
+                let said = squash(&lines.concat());
+                let at = format!("{max}x{rows}: {lines:#?}");
+                assert!(lines.len() <= rows, "{at}");
+                assert!(lines.iter().all(|l| width(l) <= max), "{at}");
+                assert!(said.starts_with("moves保留"), "{at}");
+                assert!(
+                    said.contains("…torepo:遗留的仪表盘🦀asv1(inserted;keepssource"),
+                    "{at}"
+                );
+                assert!(said.ends_with("…andcausal_seq7)"), "{at}");
+            }
+        }
+        // One that fits is wrapped as it is; words alone too long keep their head and end.
+        let short = Statement::new()
+            .says("moves ")
+            .names("npm")
+            .says(" to repo:a");
+        assert_eq!(short.lines(40, 1), vec!["moves npm to repo:a"]);
+        let words = Statement::new()
+            .says("中".repeat(300))
+            .names("npm")
+            .says(" end");
+        let lines = words.lines(40, 3);
+        assert!(lines.len() == 3 && lines[2].ends_with("… end"), "{lines:?}");
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! moves out of — and the title keeps the predicate and the scope, as the delete dialog does
 //! (found by a tester: the rescope dialog's first line lost its ending).
 
-use crate::support::tui::{key, press, render, Fixture};
-use crossterm::event::KeyCode;
+use crate::probe::top;
+use crate::support::tui::{key, press, render, select, Fixture};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 #[test]
 fn a_long_record_keeps_the_end_of_the_rescope_and_revert_sentences() {
@@ -51,5 +52,80 @@ fn a_long_record_keeps_the_end_of_the_rescope_and_revert_sentences() {
             .find(|l| l.contains("Revert · "))
             .expect("the title");
         assert!(title.contains("@ global"), "{w}x{h}: {title}");
+    }
+}
+
+/// The lines of the rescope dialog's first bullet (`• moves …`), each without the dialog's
+/// border and the bullet's indent.
+fn rescope_bullet(screen: &str) -> Vec<String> {
+    let lines: Vec<&str> = screen.lines().collect();
+    let Some(first) = lines.iter().position(|l| l.contains("• moves ")) else {
+        return Vec::new();
+    };
+    // The dialog's inside is the same piece between borders on each of its rows.
+    let piece = lines[first]
+        .split('│')
+        .position(|p| p.contains("• moves "))
+        .expect("the bullet's piece");
+    let mut bullet = Vec::new();
+    for (i, line) in lines[first..].iter().enumerate() {
+        let inside = line.split('│').nth(piece).unwrap_or_default();
+        let text = match (i, inside.strip_prefix("• "), inside.strip_prefix("  ")) {
+            (0, Some(text), _) => text,
+            (_, None, Some(text)) if i > 0 => text,
+            _ => break,
+        };
+        bullet.push(text.trim_end().to_string());
+    }
+    bullet
+}
+
+/// Found by review: the rescope dialog's bullet lost `to repo:…` — where the value goes — when
+/// the value or the target was long (the sentence was cut in its middle), and it said "keeps
+/// raw words" of a version that has none. The value is cut with `…` instead, so the target and
+/// the end show, in at most the rows a statement takes; raw words are named only when the
+/// version has them.
+#[test]
+fn the_rescope_bullet_keeps_its_target_and_cuts_the_value() {
+    let f = Fixture::empty();
+    let value = "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。🎉👩🏽‍💻 ".repeat(80);
+    f.write(&format!(
+        r#"{{"subject":"user:42","predicate":"包管理器🦀","value":"{value}","scope":"global","source":"thread:2/message:9"}}"#
+    ));
+    f.write(&format!(
+        r#"{{"subject":"user:7","predicate":"包管理器🦀","value":"{value}","scope":"global","source":"thread:3/message:9","raw":"以后都用 npm 🦀"}}"#
+    ));
+    let target = format!("repo:{}", "遗留的仪表盘🦀".repeat(4));
+    // Compared without spaces: a line may break between two Chinese characters.
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
+    for (w, h) in [(120, 40), (100, 30), (80, 24), (60, 15)] {
+        for (subject, raw, n) in [("user:42", false, 2), ("user:7", true, 3)] {
+            let mut s = f.session(w, h);
+            select(&mut s, &format!("{subject} · 包管理器🦀 @ global"));
+            press(&mut s, "me");
+            s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+            press(&mut s, &target);
+            s.handle_key(key(KeyCode::Enter));
+            let screen = render(&mut s, w, h);
+            let at = format!("{w}x{h}, {subject}:\n{screen}");
+            let bullet = rescope_bullet(&screen);
+            let rows = (usize::from(h) / 5).clamp(1, 6);
+            assert!(
+                !bullet.is_empty() && bullet.len() <= rows,
+                "{at}\n{bullet:#?}"
+            );
+            let said = squash(&bullet.join(" "));
+            assert!(said.starts_with("moves这个仓库"), "{at}: the value's start");
+            assert!(said.contains('…'), "{at}: the value cut");
+            let end = format!("… to {target} as v1 (inserted; keeps source thread:{n}/message:9");
+            assert!(said.contains(&squash(&end)), "{at}: the target and the end");
+            let seq = top!(s, Rescope).record.causal_seq;
+            assert!(
+                said.ends_with(&format!("causal_seq{seq})")),
+                "{at}: the end"
+            );
+            assert_eq!(said.contains("rawwords"), raw, "{at}: raw words");
+            assert!(screen.contains("y rescope"), "{at}: the y line");
+        }
     }
 }

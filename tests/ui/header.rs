@@ -59,10 +59,10 @@ fn the_header_gives_way_in_the_readmes_order_and_keeps_the_file_name_and_badge()
         let header = screen.lines().next().unwrap().trim_matches('"').to_string();
         let shown = Shown::of(&header);
         let at = format!("at {width}: {header}");
-        // Each part, once gone, stays gone as the terminal narrows — but the folders, which
-        // take the room the time's long form leaves.
+        // Each part, once gone, stays gone as the terminal narrows (the folders too: found by
+        // review, they came back in the room the time's short form left).
         if let Some(w) = wider {
-            for (now, then) in shown.parts().into_iter().zip(w.parts()).skip(1) {
+            for (now, then) in shown.parts().into_iter().zip(w.parts()) {
                 assert!(!now || then, "{at}: came back ({shown:?} after {w:?})");
             }
         }
@@ -111,4 +111,91 @@ fn the_header_gives_way_in_the_readmes_order_and_keeps_the_file_name_and_badge()
     let screen = render(&mut s, 40, 30);
     let header = screen.lines().next().unwrap();
     assert!(Shown::of(header).name && header.contains('…'), "{header}");
+}
+
+/// The first line of `s` drawn `width` columns wide.
+fn header_at(s: &mut memscope::tui::Session, width: u16) -> String {
+    let screen = render(s, width, 30);
+    // The TestBackend quotes each row (and may add a note after it).
+    let line = screen.lines().next().unwrap_or_default();
+    let (_, quoted) = line.split_once('"').unwrap_or_default();
+    let (row, _) = quoted.rsplit_once('"').unwrap_or_default();
+    row.to_string()
+}
+
+/// Found by review: the path's folders left at one width came back at narrower ones, where the
+/// time's short form or the counts' short labels left room. From the widest header down to one
+/// column, every part — the folders, the file name whole, a long file name's columns — once
+/// gone at a width stays gone at every narrower one, on a writable and on a read-only file.
+#[test]
+fn a_part_of_the_header_once_gone_stays_gone_at_every_narrower_width() {
+    let f = Fixture::demo();
+    let mut s = f.session(160, 30);
+    let long = format!("{}.db", "很长的数据库名字🦀".repeat(3));
+    for (path, name) in [
+        (
+            "/home/用户/项目/记忆🦀.db".to_string(),
+            "记忆🦀.db".to_string(),
+        ),
+        (format!("/srv/团队/共享/{long}"), long.clone()),
+    ] {
+        for read_only in [false, true] {
+            s.app.name_database(path.clone());
+            s.app.read_only = read_only;
+            let mut wider: Option<(Vec<(&str, bool)>, usize)> = None;
+            for width in (1..=160u16).rev() {
+                let header = header_at(&mut s, width);
+                let parts = vec![
+                    // A folder, or its `…`, before the name: `/home/…/记忆🦀.db`.
+                    ("folders", header.contains(&format!("/{name}"))),
+                    ("the long time", header.contains("refreshed")),
+                    ("the time", header.contains("10:00:00")),
+                    ("the long labels", header.contains("identities")),
+                    ("the product's name", header.contains("memscope")),
+                    ("the counts", header.contains("15 id")),
+                    ("the file name whole", header.contains(name.as_str())),
+                ];
+                // How many of the file name's characters show (the rest cut with `…`).
+                let name_chars = name.chars().filter(|c| header.contains(*c)).count();
+                let at = format!("{path} (read-only: {read_only}) at {width}: {header}");
+                if let Some((then, then_chars)) = &wider {
+                    for ((part, now), (_, before)) in parts.iter().zip(then) {
+                        assert!(!now || *before, "{at}: {part} came back");
+                    }
+                    assert!(name_chars <= *then_chars, "{at}: the file name grew back");
+                }
+                wider = Some((parts, name_chars));
+            }
+        }
+    }
+}
+
+/// Found by review: at 8 columns the badge read `READ-O…`. It is never cut: whole with its
+/// padding while it fits, then without it (9 columns), then as its short word (`R/O`, `GONE`);
+/// narrower than that word the row is blank, never a piece of the badge.
+#[test]
+fn the_badge_is_never_cut() {
+    let f = Fixture::demo();
+    let mut s = f.session(140, 30);
+    s.app.read_only = true;
+    for (file_gone, whole, short) in [(false, "READ-ONLY", "R/O"), (true, "FILE GONE", "GONE")] {
+        s.app.file_gone = file_gone;
+        for width in (1..=140u16).rev() {
+            let header = header_at(&mut s, width);
+            let at = format!("at {width}: {header}");
+            let words = header.split_whitespace().collect::<Vec<_>>().join(" ");
+            if usize::from(width) >= whole.len() {
+                assert!(header.contains(whole), "{at}: the badge whole");
+            } else if usize::from(width) >= short.len() {
+                assert_eq!(words, short, "{at}: the badge's short word, alone");
+            } else {
+                assert_eq!(words, "", "{at}: nothing narrower than the short word");
+            }
+            // `READ-O…`, `FILE G…`: a piece of the badge.
+            assert!(
+                !header.contains(&whole[..4]) || header.contains(whole),
+                "{at}: a piece of the badge"
+            );
+        }
+    }
 }

@@ -236,3 +236,39 @@ fn the_pending_preview_of_g_states_the_blast_radius_from_the_store() {
         assert!(c.lines.join(" ").contains(&sentence), "{:?}", c.lines);
     });
 }
+
+/// Found by review: when the scan failed, the pane's title said `Suspects · 0` — a count of
+/// suspects it did not know. Like a list that could not be loaded (README, "The terminal UI",
+/// Check), the pane says `not loaded` and why, and claims no count; the tab bar and the header
+/// count none either. The next scan that succeeds brings the count back.
+#[test]
+fn a_failed_suspects_scan_claims_no_count() {
+    let f = Fixture::demo();
+    let mut s = f.session(120, 32);
+    press(&mut s, "6");
+    let screen = render(&mut s, 120, 32);
+    assert!(screen.contains("┌ Suspects · 1 "), "{screen}");
+    // The incident's record damaged by a raw client: the scan cannot read it.
+    let c = rusqlite::Connection::open(&f.path).unwrap();
+    let damage = "UPDATE memories SET value = '{坏 json' WHERE subject = 'user:42'
+                  AND predicate = 'package_manager' AND scope = 'global'";
+    c.execute_batch(damage).unwrap();
+    assert!(crate::support::tui::sees_live_change(&mut s));
+    assert!(s.app.tabs.suspects.error.is_some(), "the scan failed");
+    let screen = render(&mut s, 120, 32);
+    assert!(!screen.contains("Suspects · 0"), "{screen}");
+    assert!(screen.contains("┌ Suspects · not loaded "), "{screen}");
+    assert!(
+        screen.contains("Suspects could not be loaded: "),
+        "{screen}"
+    );
+    assert!(screen.contains("6 Suspects "), "{screen}");
+    assert!(!screen.contains("6 Suspects ("), "{screen}");
+    assert_eq!(s.app.tabs.suspects.count(), None, "the header's figure");
+    // Repaired, the count is back.
+    c.execute_batch("UPDATE memories SET value = '\"npm\"' WHERE value = '{坏 json'")
+        .unwrap();
+    assert!(crate::support::tui::sees_live_change(&mut s));
+    let screen = render(&mut s, 120, 32);
+    assert!(screen.contains("┌ Suspects · 1 "), "{screen}");
+}

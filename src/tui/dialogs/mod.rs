@@ -26,9 +26,7 @@ use super::tabs::Shell;
 use super::worker::Reply;
 use crate::model::MemoryRecord;
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
-use crate::tui::text::value_text;
-use crate::tui::text::width;
-use crate::tui::text::wrap_at_most;
+use crate::tui::text::{value_text, width, Statement};
 use crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -166,15 +164,17 @@ pub(crate) fn rows_a_line(height: u16) -> usize {
     (height as usize / 5).clamp(1, 6)
 }
 
-/// `text` as bullet lines of at most `max` columns and `rows` rows.
+/// `text` as bullet lines of at most `max` columns and `rows` rows (a long value in it cut,
+/// the sentence's end kept: [`Statement::lines`]).
 pub(crate) fn bullet(
     lines: &mut Vec<Line<'static>>,
-    text: &str,
+    text: &Statement,
     style: Style,
     max: usize,
     rows: usize,
 ) {
-    for (i, l) in wrap_at_most(text, max.saturating_sub(2), rows)
+    for (i, l) in text
+        .lines(max.saturating_sub(2), rows)
         .into_iter()
         .enumerate()
     {
@@ -195,8 +195,7 @@ pub(crate) fn record_lines(
     rows: usize,
 ) -> Vec<Line<'static>> {
     let value = value_text(&rec.value);
-    let sentence = format!("{lead}{value}{tail}");
-    if width(&sentence) <= max {
+    if width(lead) + width(&value) + width(&tail) <= max {
         return vec![row_line(
             &[
                 part(lead, Style::new()),
@@ -207,15 +206,15 @@ pub(crate) fn record_lines(
             max,
         )];
     }
-    wrap_at_most(&sentence, max, rows)
-        .into_iter()
+    let sentence = Statement::new().says(lead).names(&value).says(tail);
+    (sentence.lines(max, rows).into_iter())
         .map(|l| plain(&l, Style::new(), max))
         .collect()
 }
 
 /// What the dialog says `y` will do (or why it would be refused), as lines.
 pub(crate) fn outcome_lines(
-    effects: &[String],
+    effects: &[Statement],
     refusal: Option<&str>,
     max: usize,
     rows: usize,
@@ -224,7 +223,8 @@ pub(crate) fn outcome_lines(
     match refusal {
         Some(why) => {
             lines.push(plain("The store would refuse this:", error_style(), max));
-            bullet(&mut lines, why, Style::new(), max, rows);
+            let why = Statement::new().says(why);
+            bullet(&mut lines, &why, Style::new(), max, rows);
         }
         None => {
             // The store says each effect as a statement ("moves npm to …", "global goes back

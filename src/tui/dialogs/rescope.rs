@@ -8,7 +8,9 @@ use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{fit, fit_identity, input_field, one_line, truncate_middle, width};
+use crate::tui::text::{
+    fit, fit_identity, input_field, one_line, truncate_middle, width, Statement,
+};
 use crossterm::event::KeyEvent;
 use ratatui::layout::{Position, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -27,7 +29,8 @@ pub struct Suggestion {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RescopePreview {
     pub to: Scope,
-    pub effects: Vec<String>,
+    /// What `y` does, each effect a sentence naming the values it moves.
+    pub effects: Vec<Statement>,
     /// Why the store would refuse it (nothing would change).
     pub refusal: Option<String>,
 }

@@ -8,7 +8,9 @@ use crate::tui::dialogs::{centered, frame_box};
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{ago, fit, fit_identity, month_day_time, one_line, value_text, width};
+use crate::tui::text::{
+    ago, fit, fit_identity, month_day_time, one_line, value_text, width, Statement,
+};
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::layout::Rect;
@@ -187,10 +189,11 @@ impl RevertDialog {
             Some(Ok(choices)) => {
                 let effect = match d.chosen() {
                     Some(c) => {
+                        let said = |e: &str| vec![Statement::new().says(e)];
                         let (effects, refusal) = match &c.effect {
-                            Some(Ok(e)) => (vec![e.clone()], None),
+                            Some(Ok(e)) => (said(e), None),
                             Some(Err(why)) => (Vec::new(), Some(why.as_str())),
-                            None => (vec!["working out what choosing it does…".into()], None),
+                            None => (said("working out what choosing it does…"), None),
                         };
                         outcome_lines(&effects, refusal, max, super::rows_a_line(area.height))
                     }

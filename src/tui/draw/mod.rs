@@ -262,7 +262,12 @@ fn regional_indicator(c: char) -> bool {
 /// A tab whose list could not be loaded says so where the list would be — never that the
 /// database holds nothing — and where to read what is wrong.
 fn unloaded(frame: &mut Frame<'_>, area: Rect, app: &App, why: &str) {
-    let title = app.tabs.get(app.tab).title();
+    not_loaded(frame, area, &app.tabs.get(app.tab).title(), why);
+}
+
+/// The pane of a tab (`title`) whose list could not be loaded (`why`): also a tab's own, when
+/// the work that fills it failed (the suspects scan).
+pub(crate) fn not_loaded(frame: &mut Frame<'_>, area: Rect, title: &str, why: &str) {
     let inner = pane(frame, area, &format!("{title} · not loaded"), true);
     let max = inner.width as usize;
     let mut lines = wrapped(
@@ -300,8 +305,9 @@ fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
 /// right. As the terminal narrows, what matters least gives way first: the path's folders, the
 /// time's long form, the counts' long labels, the time, the product's name; then the counts are
 /// cut and go. The file name (a long one cut in its middle) and the badge go last: they say
-/// which database this is and that nothing can be changed from it. Every part is kept at least
-/// two columns from the next.
+/// which database this is and that nothing can be changed from it; the badge is never cut. A
+/// part gone at one width stays gone at every narrower one. Every part is kept at least two
+/// columns from the next.
 fn header_line(app: &App, max: usize) -> Line<'static> {
     let product = badge_part(" memscope ", Color::Cyan);
     let figures: Vec<String> = match &app.counts {
@@ -339,10 +345,13 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
     let name_need = width(file_name(&path)).min(20);
     let long_time = (app.refreshed_at).map(|t| format!("refreshed {}", t.format("%H:%M:%S UTC")));
     let short_time = (app.refreshed_at).map(|t| t.format("%H:%M:%S").to_string());
-    let status = if app.file_gone {
-        badge_part(" FILE GONE ", Color::Red)
+    // The badge, then its narrower forms: without its padding, then its short word.
+    let (status, narrower) = if app.file_gone {
+        let f = |text| badge_part(text, Color::Red);
+        (f(" FILE GONE "), [f("FILE GONE"), f("GONE")])
     } else {
-        badge_part(" READ-ONLY ", Color::Yellow)
+        let f = |text| badge_part(text, Color::Yellow);
+        (f(" READ-ONLY "), [f("READ-ONLY"), f("R/O")])
     };
     let right = |time: Option<&String>| -> Vec<Part<'static>> {
         let mut r = Vec::new();
@@ -366,7 +375,7 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         (true, short, None),
         (false, short, None),
     ];
-    for (with_product, fi, time) in forms {
+    for (form, (with_product, fi, time)) in forms.into_iter().enumerate() {
         let right = right(time);
         let rw: usize = right.iter().map(|p| width(&p.text)).sum();
         let product_w = if with_product {
@@ -386,8 +395,14 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         left.push(part(figures[fi].clone(), bold()));
         let (mut spans, mut filled) = fit_parts(&left, max);
         // The path takes what is left, two columns from the counts and from the right side:
-        // its folders give way first (`/home/…/demo.db`).
-        let shown = truncate_path(&path, max - used - 2);
+        // its folders give way first (`/home/…/demo.db`). Only the fullest form shows them:
+        // the room a shorter time or label leaves must not bring back what went first
+        // (README, Header), so the later forms show the file name as the last ones do.
+        let shown = if form == 0 {
+            truncate_path(&path, max - used - 2)
+        } else {
+            truncate_middle(file_name(&path), name_need)
+        };
         if !shown.is_empty() {
             filled += 2 + width(&shown);
             spans.push(Span::raw("  "));
@@ -406,7 +421,14 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
     let mut parts = Vec::new();
     let mut room = max;
     if app.read_only {
-        room = room.saturating_sub(width(&status.text) + 1);
+        // The badge is never cut (README, Header): alone once nothing fits beside it, then
+        // without its padding, then as its short word; narrower than that, the row is blank.
+        if max <= width(&status.text) {
+            let mut badge = std::iter::once(status).chain(narrower);
+            let fits = badge.find(|b| width(&b.text) <= max);
+            return Line::from(fit_parts(fits.as_slice(), max).0);
+        }
+        room -= width(&status.text) + 1;
         parts.extend([status, part(" ", Style::new())]);
     }
     let name_w = name_need.min(room);

@@ -2,13 +2,13 @@
 //! `r`, `t` write one to a candidate and `x` rejects it, each after a confirm that states the
 //! store's own preview of the effect.
 
-use super::{counted, Env, Shell, Status, TabComponent, View};
+use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::{PendingItem, Scope};
 use crate::store::UiStore;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::Command;
-use crate::tui::rows::{Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
+use crate::tui::rows::{filter_line, Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
 use crate::tui::text::{
     age, ago, one_line, plural, truncate, value_text, width, wrap, wrap_at_most,
 };
@@ -148,6 +148,8 @@ impl PendingTab {
 }
 
 impl TabComponent for PendingTab {
+    filter_line!(filter narrows rows, ("item", "items"));
+
     fn title(&self) -> String {
         counted("Pending", self.filter.total())
     }
@@ -162,16 +164,7 @@ impl TabComponent for PendingTab {
                 Some(p) => shell.explain(&p.subject, &p.predicate, &p.candidates),
                 None => Action::None,
             },
-            // README, "The terminal UI": `/` filters the list of the tab it is pressed in.
-            Command::Filter => {
-                self.filter.editing = true;
-                *shell.focus = Focus::List;
-                Action::None
-            }
-            Command::Back if *shell.focus == Focus::List && self.filter.clear(&mut self.rows) => {
-                Action::None
-            }
-            _ => return None,
+            _ => return self.filter.command(&mut self.rows, cmd, shell.focus),
         })
     }
 
@@ -207,42 +200,18 @@ impl TabComponent for PendingTab {
             .map(|p| crate::tui::clipboard::value_text(&p.value))
     }
 
-    fn typing(&self) -> bool {
-        self.filter.editing
-    }
-
-    fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
-        self.filter.key(&mut self.rows, cmd, c)
-    }
-
-    fn typed_line(&self) -> Option<&str> {
-        self.filter.typed()
-    }
-
-    fn status(&self) -> Status {
-        self.filter.status(self.rows.len(), ("item", "items"))
-    }
-
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
-        let no_match = self.filter.no_match();
-        let no_match: Vec<(&str, Style)> = (no_match.iter().flatten())
-            .map(|(text, style)| (text.as_str(), *style))
-            .collect();
-        let empty: &[(&str, Style)] = if no_match.is_empty() {
-            &[
-                ("No ambiguous writes wait for a human.", bold()),
-                (
-                    "A write that names candidate scopes (--ambiguous global,repo:x) lands here.",
-                    dim(),
-                ),
-            ]
-        } else {
-            &no_match
-        };
+        let empty = self.filter.empty_lines(&[
+            ("No ambiguous writes wait for a human.", bold()),
+            (
+                "A write that names candidate scopes (--ambiguous global,repo:x) lands here.",
+                dim(),
+            ),
+        ]);
         let panes = ListPanes {
             tab: Tab::Pending,
             title: format!("Pending queue · {} open", self.filter.count(self.rows.len())),
-            empty,
+            empty: &empty,
             detail_title: "What each choice does",
         };
         let row = |p: &PendingItem, max| {

@@ -4,15 +4,17 @@
 //! this tab lists them widest blast radius first, shows the evidence, and `m` opens the
 //! rescope dialog on the record with the suggested target filled in.
 
-use super::{counted, Env, Shell, Status, TabComponent, View};
+use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::Scope;
 use crate::store::{Suspect, UiStore};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::{RescopeDialog, Suggestion};
-use crate::tui::draw::{bold, dim, good, labelled, part, plain, row_line, wrapped};
+use crate::tui::draw::{
+    bold, dim, good, labelled, not_loaded, part, plain, row_line, wrapped,
+};
 use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::Command;
-use crate::tui::rows::{Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
+use crate::tui::rows::{filter_line, Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
 use crate::tui::text::{one_line, plural, value_text};
 use crate::tui::worker::{Load, Reply};
 use anyhow::Result;
@@ -52,9 +54,10 @@ impl Filtered for Suspect {
 }
 
 impl SuspectsTab {
-    /// How many suspects the last scan found (the header's figure), once it has answered.
+    /// How many suspects the last scan found (the header's figure), once it has answered —
+    /// `None` when it failed: it found none it could say.
     pub fn count(&self) -> Option<usize> {
-        self.loaded.then(|| self.filter.total())
+        (self.loaded && self.error.is_none()).then(|| self.filter.total())
     }
 
     fn selected_or_say(&self, shell: &mut Shell<'_>) -> Option<&Suspect> {
@@ -112,6 +115,8 @@ impl SuspectsTab {
 }
 
 impl TabComponent for SuspectsTab {
+    filter_line!(filter narrows rows, ("suspect", "suspects"));
+
     fn title(&self) -> String {
         counted("Suspects", self.filter.total())
     }
@@ -127,16 +132,7 @@ impl TabComponent for SuspectsTab {
                 }
                 None => Action::None,
             },
-            // README, "The terminal UI": `/` filters the list of the tab it is pressed in.
-            Command::Filter => {
-                self.filter.editing = true;
-                *shell.focus = Focus::List;
-                Action::None
-            }
-            Command::Back if *shell.focus == Focus::List && self.filter.clear(&mut self.rows) => {
-                Action::None
-            }
-            _ => return None,
+            _ => return self.filter.command(&mut self.rows, cmd, shell.focus),
         })
     }
 
@@ -173,22 +169,6 @@ impl TabComponent for SuspectsTab {
         Ok(())
     }
 
-    fn typing(&self) -> bool {
-        self.filter.editing
-    }
-
-    fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
-        self.filter.key(&mut self.rows, cmd, c)
-    }
-
-    fn typed_line(&self) -> Option<&str> {
-        self.filter.typed()
-    }
-
-    fn status(&self) -> Status {
-        self.filter.status(self.rows.len(), ("suspect", "suspects"))
-    }
-
     fn copy_text(&self, _focus: Focus) -> Option<String> {
         self.rows
             .selected()
@@ -196,27 +176,28 @@ impl TabComponent for SuspectsTab {
     }
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
-        let no_match = self.filter.no_match();
-        let no_match: Vec<(&str, Style)> = (no_match.iter().flatten())
-            .map(|(text, style)| (text.as_str(), *style))
-            .collect();
-        let empty: &[(&str, Style)] = match (&self.error, self.loaded) {
-            (None, true) if !no_match.is_empty() => &no_match,
-            (Some(_), _) => &[("The suspects scan failed (see the toast).", bold())],
-            (None, false) => &[("Looking for suspects…", bold())],
-            (None, true) => &[
+        // A failed scan counts nothing: the tab says so as a list that could not be loaded
+        // does (README, "The terminal UI", Check), never `Suspects · 0`.
+        if let Some(why) = &self.error {
+            not_loaded(frame, body, &self.title(), why);
+            return;
+        }
+        let empty = if !self.loaded {
+            vec![("Looking for suspects…".to_string(), bold())]
+        } else {
+            self.filter.empty_lines(&[
                 ("No suspects.", bold()),
                 ("", Style::new()),
                 (
                     "No global record's words or message point at one place.",
                     Style::new(),
                 ),
-            ],
+            ])
         };
         let panes = ListPanes {
             tab: Tab::Suspects,
             title: format!("Suspects · {}", self.filter.count(self.rows.len())),
-            empty,
+            empty: &empty,
             detail_title: "Why it looks like the rule of one place",
         };
         self.rows

@@ -1,12 +1,12 @@
 //! Tab 3, the tombstones: what was deleted, and `u` to lift a tombstone after a confirm.
 
-use super::{counted, Env, Shell, Status, TabComponent, View};
+use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::{Identity, Tombstone};
 use crate::store::UiStore;
-use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
+use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Tab};
 use crate::tui::draw::{bold, dim, labelled, part, row_line, wrapped};
 use crate::tui::keymap::Command;
-use crate::tui::rows::{Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
+use crate::tui::rows::{filter_line, Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
 use crate::tui::text::{age, ago, one_line, short_time};
 use anyhow::Result;
 use ratatui::layout::Rect;
@@ -66,6 +66,8 @@ impl TombstonesTab {
 }
 
 impl TabComponent for TombstonesTab {
+    filter_line!(filter narrows rows, ("tombstone", "tombstones"));
+
     fn title(&self) -> String {
         counted("Tombstones", self.filter.total())
     }
@@ -77,16 +79,7 @@ impl TabComponent for TombstonesTab {
                 Some(t) => shell.explain(&t.subject, &t.predicate, std::slice::from_ref(&t.scope)),
                 None => Action::None,
             }),
-            // README, "The terminal UI": `/` filters the list of the tab it is pressed in.
-            Command::Filter => {
-                self.filter.editing = true;
-                *shell.focus = Focus::List;
-                Some(Action::None)
-            }
-            Command::Back if *shell.focus == Focus::List && self.filter.clear(&mut self.rows) => {
-                Some(Action::None)
-            }
-            _ => None,
+            _ => self.filter.command(&mut self.rows, cmd, shell.focus),
         }
     }
 
@@ -103,36 +96,12 @@ impl TabComponent for TombstonesTab {
         self.filter.load(&mut self.rows, Vec::new());
     }
 
-    fn typing(&self) -> bool {
-        self.filter.editing
-    }
-
-    fn typing_key(&mut self, cmd: Option<Command>, c: Option<char>) -> Action {
-        self.filter.key(&mut self.rows, cmd, c)
-    }
-
-    fn typed_line(&self) -> Option<&str> {
-        self.filter.typed()
-    }
-
-    fn status(&self) -> Status {
-        self.filter.status(self.rows.len(), ("tombstone", "tombstones"))
-    }
-
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
-        let no_match = self.filter.no_match();
-        let no_match: Vec<(&str, Style)> = (no_match.iter().flatten())
-            .map(|(text, style)| (text.as_str(), *style))
-            .collect();
-        let empty: &[(&str, Style)] = if no_match.is_empty() {
-            &[("Nothing has been deleted.", bold())]
-        } else {
-            &no_match
-        };
+        let empty = (self.filter).empty_lines(&[("Nothing has been deleted.", bold())]);
         let panes = ListPanes {
             tab: Tab::Tombstones,
             title: format!("Tombstones · {}", self.filter.count(self.rows.len())),
-            empty,
+            empty: &empty,
             detail_title: "Tombstone",
         };
         self.rows.draw(
