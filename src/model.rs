@@ -416,7 +416,7 @@ pub const MAX_CAUSAL_SEQ: i64 = 1 << 53;
 
 /// Why a write without a causal number of its own is refused once the clock stands at
 /// [`MAX_CAUSAL_SEQ`] (a writer brought that number): no later number exists to order it by.
-pub const CLOCK_EXHAUSTED: &str = "the causal clock stands at 2^53, the largest causal number memscope keeps (a writer brought it as its causal_seq), so no write can be ordered after it: writes that bring a causal_seq of their own are still decided against it";
+pub const CLOCK_EXHAUSTED: &str = "the causal clock stands at 2^53, the largest causal number memscope keeps (a writer brought it as its causal_seq, or a client moved it there), so no write can be ordered after it: writes that bring a causal_seq of their own are still decided against it";
 
 /// The refusal of a write the clock has no number left for ([`CLOCK_EXHAUSTED`]): that line's
 /// error alone — an `apply` batch's other lines stand, as when each is written by itself.

@@ -222,6 +222,10 @@ pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Re
         None => {
             let mut store = AnyStore::open(path, OpenMode::Existing)?;
             let settings = store.user_settings()?;
+            let problems: Vec<String> = settings
+                .iter()
+                .filter_map(|(k, v)| crate::store::stored_setting_problem(k, v))
+                .collect();
             print_pairs(settings, json, " = ", |pairs| {
                 let map: serde_json::Map<String, serde_json::Value> = pairs
                     .into_iter()
@@ -232,6 +236,13 @@ pub fn settings(path: &Path, command: Option<SettingsCommand>, json: bool) -> Re
                     .collect();
                 map.into()
             })?;
+            // Shown as stored; what memscope cannot read is said, and the exit says it too.
+            for p in &problems {
+                errln!("memscope: {p}");
+            }
+            if !problems.is_empty() {
+                return Ok(EXIT_FAILED);
+            }
         }
     }
     Ok(EXIT_OK)
@@ -254,6 +265,9 @@ pub fn alias(path: &Path, cmd: AliasCommand) -> Result<i32> {
             })?;
             let (a, c) = (&added.alias, &added.canonical);
             let mut line = format!("alias {a} → {c}");
+            if let Some(was) = &added.replaced {
+                line.push_str(&format!(" (it pointed at {was} before)"));
+            }
             match added.repointed.as_slice() {
                 [] if added.existed => line.push_str(" was already there: nothing changed"),
                 [] => {}

@@ -62,6 +62,9 @@ pub struct AliasAdded {
     pub moved_reads: i64,
     pub dropped_pending: i64,
     pub existed: bool,
+    /// The predicate the alias pointed at before, when it pointed at another one: the add
+    /// re-pointed it (found by review: that happened without a word).
+    pub replaced: Option<String>,
 }
 
 impl AliasAdded {
@@ -70,17 +73,18 @@ impl AliasAdded {
         canonical: String,
         mut repointed: Vec<String>,
         moved: (i64, i64),
-        existed: bool,
+        before: Option<String>,
     ) -> AliasAdded {
         repointed.sort();
         AliasAdded {
+            existed: before.as_deref() == Some(canonical.as_str()),
+            replaced: before.filter(|b| *b != canonical),
             alias,
             canonical,
             repointed,
             moved_pending: moved.0,
             moved_reads: moved.1,
             dropped_pending: 0,
-            existed,
         }
     }
 }

@@ -282,6 +282,7 @@ fn cross_row_problems(
     limit: usize,
     out: &mut Vec<FieldProblem>,
 ) -> Result<()> {
+    let clock = db.clock()?;
     let mut query = |db: &mut dyn CheckDb,
                      invariant: u8,
                      table: &'static str,
@@ -411,7 +412,6 @@ fn cross_row_problems(
     )?;
     // 2. Nothing was confirmed or written at a causal number the clock never reached: such a
     // number would make every later write of the identity stale.
-    let clock = db.clock()?;
     query(
         db,
         2,

@@ -4,7 +4,7 @@
 //! backend makes the bytes unrecoverable: SQLite truncates its WAL, PostgreSQL vacuums).
 
 use crate::model::InvalidRequest;
-use anyhow::Result;
+use anyhow::{bail, Result};
 use chrono::{DateTime, Duration, Utc};
 
 pub(crate) const RETENTION_KEY: &str = "retention_days";
@@ -74,11 +74,18 @@ impl GcPlan {
                 }
                 // A missing row is the default `settings` shows (30 days for tombstones), not
                 // 0 — which turns collection off (found by review: a dump without the row).
-                None => Ok(
-                    crate::store::user_settings::shown_user_setting(key, stored(key)?)
-                        .parse()
-                        .unwrap_or(0),
-                ),
+                None => {
+                    let shown = crate::store::user_settings::shown_user_setting(key, stored(key)?);
+                    if let Some(problem) =
+                        crate::store::user_settings::stored_setting_problem(key, &shown)
+                    {
+                        bail!(
+                            "{problem} (or pass --{} N), then run gc again; nothing was collected",
+                            key.replace('_', "-")
+                        );
+                    }
+                    Ok(shown.parse()?)
+                }
             }
         };
         let retention_days = days(RETENTION_KEY, retention)?;

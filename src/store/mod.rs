@@ -25,6 +25,7 @@ pub(crate) mod user_settings;
 pub use intake::InputKind;
 pub use sqlite::*;
 pub use ui::{open_ui, UiStore, UI_LOCK_WAIT};
+pub use user_settings::stored_setting_problem;
 
 use crate::model::{HistoryEvent, MemoryRecord, Resolution, Scope, WriteOutcome, WriteRequest};
 use anyhow::Result;

@@ -120,13 +120,33 @@ fn said(value: &str) -> String {
     crate::model::to_json(&crate::model::shorten(value, 40)).unwrap_or_default()
 }
 
-/// A user setting's value as shown: the stored one, or its default.
+/// A user setting's value as shown: the stored one as it is (a value memscope cannot read
+/// included: [`stored_setting_problem`] says what is wrong with it), or its default.
 pub(crate) fn shown_user_setting(key: &str, stored: Option<String>) -> String {
     match (key, stored) {
-        (DURABILITY_KEY, v) => Durability::from_setting(v.as_deref()).as_str().to_string(),
-        (SCOPE_GUARD_KEY, v) => scope_guard_of(v.as_deref()).as_str().to_string(),
         (_, Some(v)) => v,
+        (DURABILITY_KEY, None) => Durability::Full.as_str().to_string(),
+        (SCOPE_GUARD_KEY, None) => GuardMode::Queue.as_str().to_string(),
         ("retention_days", None) => "0".into(),
         (_, None) => "30".into(),
+    }
+}
+
+/// What is wrong with a user setting's stored value, or `None`: memscope writes each in one
+/// form (`settings set`), and a value in any other — a raw client's, a damaged row's — is read
+/// as the default (the durability, the guard mode) or not at all (a day count). `settings`
+/// names it and `gc` refuses to run by it (found by review: `settings` showed `queue` for a
+/// stored `maybe`, and `gc` ran with retention off for a stored `abc`). `check` holds every
+/// setting to the same kind of rule (`store::fields`).
+pub fn stored_setting_problem(key: &str, stored: &str) -> Option<String> {
+    let fix = format!("set it again with `memscope settings set {key} VALUE`");
+    match checked(key, stored) {
+        Ok(v) if v == stored => None,
+        Ok(v) => Some(format!(
+            "the setting {key} holds {}, not the form memscope writes ({}) nor reads: {fix}",
+            said(stored),
+            said(&v)
+        )),
+        Err(e) => Some(format!("the setting {key} cannot be read ({e:#}): {fix}")),
     }
 }

@@ -1181,6 +1181,10 @@ fn alias_add_says_what_it_changed_and_refuses_a_deleted_memorys_name() {
         r.stdout,
         "alias pm → pkg was already there: nothing changed\n"
     );
+    // Found by review: an alias re-pointed to another predicate said nothing of the one it
+    // left.
+    let r = db.run(&["alias", "add", "pm", "工具🧰"]).ok();
+    assert_eq!(r.stdout, "alias pm → 工具🧰 (it pointed at pkg before)\n");
     db.write(U, "饮食", "素食", "global", "s1");
     db.run(&args_for("delete", U, "饮食", &["--scope", "global"]))
         .ok();
@@ -1407,4 +1411,78 @@ fn apply_refuses_the_database_file_on_standard_input() {
     assert_one_sentence(&r.stderr, &["standard input is the database's own file"]);
     assert!(r.stdout.is_empty(), "no outcome lines: {}", r.stdout);
     assert_eq!(before, db.fingerprint());
+}
+
+#[test]
+fn a_setting_memscope_cannot_read_is_shown_as_stored_and_gc_will_not_run_by_it() {
+    a_setting_memscope_cannot_read_is_shown_as_stored_and_gc_will_not_run_by_it_on(TestDb::new());
+}
+
+#[test]
+fn a_setting_memscope_cannot_read_is_shown_as_stored_and_gc_will_not_run_by_it_on_postgres() {
+    on_postgres(a_setting_memscope_cannot_read_is_shown_as_stored_and_gc_will_not_run_by_it_on);
+}
+
+/// Found by review: `settings` showed `queue` for a stored `maybe`, `--json` a day count as the
+/// string "abc" without a word, and `gc` ran with retention off for it.
+fn a_setting_memscope_cannot_read_is_shown_as_stored_and_gc_will_not_run_by_it_on(db: TestDb) {
+    db.run(&["init"]).ok();
+    db.write(U, "编辑器", "helix 🧬", "global", "s1");
+    db.sql_execute(
+        "UPDATE settings SET value = '三十天' WHERE key = 'retention_days';
+         INSERT INTO settings (key, value) VALUES ('scope_guard', 'maybe');",
+    )
+    .unwrap();
+    let r = db.run(&["settings"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(r.stdout.contains("scope_guard = maybe\n"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("retention_days = 三十天\n"),
+        "{}",
+        r.stdout
+    );
+    let said: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(said.len(), 2, "{}", r.stderr);
+    for (line, key) in said.iter().zip(["scope_guard", "retention_days"]) {
+        assert!(
+            line.starts_with(&format!("memscope: the setting {key} cannot be read ("))
+                && line.ends_with(&format!(
+                    "set it again with `memscope settings set {key} VALUE`"
+                )),
+            "{line}"
+        );
+    }
+    let before = db.fingerprint();
+    db.run(&["gc"]).fails_with(
+        1,
+        &[
+            "the setting retention_days cannot be read",
+            "(or pass --retention-days N), then run gc again; nothing was collected",
+        ],
+    );
+    assert_eq!(before, db.fingerprint(), "nothing was collected");
+    // Set again, it reads as written.
+    db.run(&["settings", "set", "retention_days", "30"]).ok();
+    db.run(&["settings", "set", "scope_guard", "flag"]).ok();
+    let r = db.run(&["settings", "--json"]).ok();
+    assert_eq!(r.json()["retention_days"], 30);
+    db.run(&["gc"]).ok();
+}
+
+#[test]
+fn a_causal_clock_row_that_is_no_number_counts_every_number_stored() {
+    // Found by review: with the clock's row damaged, the clock fell back to history's last
+    // number and `seq` handed out one an open pending item already held.
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s1");
+    let queued = db.write_ambiguous(U, PM, "npm", "repo:a,repo:b", "s2", "以后都用 npm");
+    assert_eq!(queued["outcome"], "pending", "{queued:#}");
+    let held = db.sql_i64("SELECT max(causal_seq) FROM pending");
+    db.sql_execute("UPDATE settings SET value = 'abc' WHERE key = 'causal_clock'")
+        .unwrap();
+    let next: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    assert!(
+        next > held,
+        "seq {next} must be above the pending item's {held}"
+    );
 }

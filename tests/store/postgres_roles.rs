@@ -804,3 +804,90 @@ fn roles_in_several_databases_at_once_and_a_hand_grant_is_taken_back() {
         serde_json::from_str(&roles(db, None, &["--json"]).ok().stdout).unwrap();
     assert_eq!(report["changed"], false, "{report}");
 }
+
+#[test]
+fn only_memscope_roles_move_the_clock_and_never_past_2_53() {
+    // Found by review: `memscope_clock_observe` runs as the owner and every login could call
+    // it, so one with no grant at all pushed the clock past 2^53 and stopped every write,
+    // while `check` said ok.
+    let Some(server) = server() else { return };
+    let stranger = TestLogin::unique(&server, "stranger");
+    let agent = TestLogin::unique(&server, "agent");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    owner
+        .batch_execute(&format!(
+            "CREATE ROLE {0} LOGIN PASSWORD '{1}'; GRANT SELECT ON ALL TABLES IN SCHEMA public TO {0};",
+            stranger.name, stranger.password
+        ))
+        .unwrap();
+    roles(
+        &db,
+        Some(&agent),
+        &[
+            "--agent-login",
+            &agent.name,
+            "--password-from-env",
+            "TEST_LOGIN_PW",
+        ],
+    )
+    .ok();
+    refused(
+        &stranger,
+        &db,
+        "SELECT memscope_clock_observe(9007199254740993);",
+        PERMISSION,
+        "permission denied for function memscope_clock_observe",
+    );
+    // An agent's write that brings its own causal number moves the clock up to it …
+    let url = login_url(&db, &agent);
+    let mut write = WRITE_AS_AGENT.to_vec();
+    write.extend(["--causal-seq", "500"]);
+    memscope_at(&url, &write).ok();
+    assert_eq!(memscope_at(&url, &["seq"]).ok().stdout.trim(), "501");
+    // … and not past 2^53, even by SQL.
+    refused(
+        &agent,
+        &db,
+        "SELECT memscope_clock_observe(9007199254740993);",
+        "22003",
+        "past 2^53",
+    );
+    // The owner may still move it anywhere (`setval`); a write then says what stops it.
+    owner
+        .batch_execute("SELECT setval('memscope_clock', 9007199254740993)")
+        .unwrap();
+    let run = memscope_at(&url, WRITE_AS_AGENT);
+    assert!(
+        run.code == 1 && run.stderr.contains("or a client moved it there"),
+        "{run:?}"
+    );
+    owner
+        .batch_execute("SELECT setval('memscope_clock', 501)")
+        .unwrap();
+    // A grant to every login is a guard gone; `init` takes it back.
+    owner
+        .batch_execute("GRANT EXECUTE ON FUNCTION memscope_clock_observe(bigint) TO PUBLIC")
+        .unwrap();
+    let run = memscope_at(&db.url, &["check", "--json"]);
+    assert_eq!(
+        run.json()["metrics"]["schema_guards"],
+        "missing",
+        "{}",
+        run.stdout
+    );
+    memscope_at(&db.url, &["init"]).ok();
+    let run = memscope_at(&db.url, &["check", "--json"]).ok();
+    assert_eq!(
+        run.json()["metrics"]["schema_guards"],
+        "present",
+        "{}",
+        run.stdout
+    );
+    refused(
+        &stranger,
+        &db,
+        "SELECT memscope_clock_observe(600);",
+        PERMISSION,
+        "permission denied for function memscope_clock_observe",
+    );
+}

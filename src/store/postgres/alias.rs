@@ -27,12 +27,12 @@ impl PgStore {
                     &[&canonical],
                 )?
                 .map(|r| r.get(0));
-            let existed: bool = t
-                .one(
-                    "SELECT EXISTS (SELECT 1 FROM predicate_aliases WHERE alias = $1 AND canonical = $2)",
-                    &[&alias, &canonical],
+            let before: Option<String> = t
+                .opt(
+                    "SELECT canonical FROM predicate_aliases WHERE alias = $1",
+                    &[&alias],
                 )?
-                .get(0);
+                .map(|r| r.get(0));
             let counts = t.one(HELD_SQL, &[&alias])?;
             let mut held = Held {
                 live: counts.get(0),
@@ -72,7 +72,7 @@ impl PgStore {
                 canonical.clone(),
                 repointed,
                 (moved.len() as i64, reads),
-                existed,
+                before,
             );
             for (id, subject, candidates, status) in &moved {
                 let deleted: Vec<String> = t

@@ -372,7 +372,11 @@ impl Pg<'_, '_> {
                                                   AND to_regproc(g.function) = t.tgfoid)
                                 AND NOT (t.tgname = ANY ($7::text[]) AND t.tgfoid = to_regproc('memscope_changed')))
                     AND (SELECT p.prosrc FROM pg_proc p WHERE p.oid = to_regproc('memscope_changed'))
-                        IS NOT DISTINCT FROM $8",
+                        IS NOT DISTINCT FROM $8
+                    -- The clock's owner-rights function is no login's but memscope's roles'
+                    -- (schema v8).
+                    AND NOT coalesce(has_function_privilege('public',
+                                to_regprocedure('memscope_clock_observe(bigint)'), 'EXECUTE'), false)",
             &[
                 &names,
                 &tables,
@@ -406,6 +410,7 @@ pub(super) fn restore_guards(tx: &mut Transaction<'_>) -> Result<bool> {
         triggers.push((notice, notice.trim_end_matches("_changed")));
     }
     tx.batch_execute(&super::schema::guard_restore_sql(&functions, &triggers)?)?;
+    tx.batch_execute("REVOKE EXECUTE ON FUNCTION memscope_clock_observe(bigint) FROM PUBLIC")?;
     tx.batch_execute(
         "DO $$ BEGIN
             IF NOT EXISTS (SELECT 1 FROM pg_constraint c

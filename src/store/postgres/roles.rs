@@ -397,9 +397,12 @@ fn grant(tx: &mut Transaction<'_>, schema_name: &str) -> Result<()> {
                  GRANT {sequence_privileges} ON SEQUENCE {sequences} TO {role_q};\n"
             );
         }
+        // The clock's one function that runs as the owner: every writer moves the clock up
+        // to a causal number it brings; no other login may (schema v8).
         sql += &format!(
             "GRANT USAGE ON SCHEMA {schema_q} TO {role_q};
-             GRANT CONNECT ON DATABASE {database} TO {role_q};\n"
+             GRANT CONNECT ON DATABASE {database} TO {role_q};
+             GRANT EXECUTE ON FUNCTION {schema_q}.memscope_clock_observe(bigint) TO {role_q};\n"
         );
     }
     run(tx, Step::Grant, &sql)

@@ -11,12 +11,12 @@ use postgres::{Client, Transaction};
 /// the change notices and the view's index in byte order; 6 reads the time in one place,
 /// `memscope_now()`, which a session may set; 7 finds the open pending item a write repeats by
 /// an index, as SQLite schema 6 does).
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -708,6 +708,42 @@ CREATE INDEX memories_view ON memories (scope COLLATE "C", subject COLLATE "C", 
 /// And `memscope_write_look` takes `memscope_probe`'s body inline (same lock, same reads, same
 /// clock), as v4 did for the guards: a single write's look no longer calls a nested function.
 /// v7: the open pending item an ambiguous write repeats, found by index (SQLite schema 6).
+/// v8: only memscope's roles (and the owner) move the clock. `memscope_clock_observe` runs as
+/// the owner, and PostgreSQL lets every login execute a new function: found by review, a login
+/// with no grant at all pushed the clock past 2^53 and stopped every write. It now refuses a
+/// number past 2^53 too, where the clock cannot go on.
+const V8: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+
+CREATE OR REPLACE FUNCTION memscope_clock_observe(seen bigint) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    -- The clock only moves up, so one already past `seen` needs no lock.
+    IF seen <= memscope_clock_current() THEN
+        RETURN;
+    END IF;
+    IF seen > 9007199254740992 THEN
+        RAISE EXCEPTION 'memscope: causal number % is past 2^53, where the causal clock cannot go on', seen
+            USING ERRCODE = 'numeric_value_out_of_range';
+    END IF;
+    PERFORM pg_advisory_lock(7165349316052316227);
+    IF seen > memscope_clock_current() THEN
+        PERFORM setval('memscope_clock', seen, true);
+    END IF;
+    PERFORM pg_advisory_unlock(7165349316052316227);
+END
+$$;
+REVOKE EXECUTE ON FUNCTION memscope_clock_observe(bigint) FROM PUBLIC;
+DO $$ BEGIN
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'memscope_agent') THEN
+        GRANT EXECUTE ON FUNCTION memscope_clock_observe(bigint) TO memscope_agent;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'memscope_curator') THEN
+        GRANT EXECUTE ON FUNCTION memscope_clock_observe(bigint) TO memscope_curator;
+    END IF;
+END $$;
+"#;
+
 const V7: &str = r#"
 SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
 CREATE INDEX pending_repeats ON pending (subject, predicate, source) WHERE status = 'open';

@@ -809,11 +809,13 @@ impl Store {
             Held, HELD_SQL, HELD_SUBJECTS_SQL, MOVE_PENDING_SQL, MOVE_READS_SQL,
             TOMBSTONED_SCOPES_SQL,
         };
-        let existed = tx.query_row(
-            "SELECT EXISTS (SELECT 1 FROM predicate_aliases WHERE alias = ?1 AND canonical = ?2)",
-            [&alias, &canonical],
-            |r| r.get::<_, bool>(0),
-        )?;
+        let before: Option<String> = tx
+            .query_row(
+                "SELECT canonical FROM predicate_aliases WHERE alias = ?1",
+                [&alias],
+                |r| r.get(0),
+            )
+            .optional()?;
         let mut held = tx.query_row(HELD_SQL, [&alias], |r| {
             Ok(Held {
                 live: r.get(0)?,
@@ -850,7 +852,7 @@ impl Store {
             canonical.clone(),
             repointed,
             (moved.len() as i64, reads),
-            existed,
+            before,
         );
         let mut deleted = tx.prepare(TOMBSTONED_SCOPES_SQL)?;
         for (id, subject, candidates, status) in &moved {

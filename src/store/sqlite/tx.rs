@@ -36,13 +36,18 @@ pub(crate) struct SeqBatch {
 /// transaction that hands out numbers writes the row again ([`SeqBatch::flush`]): found by
 /// review, such a database refused every write while `check` called it clean.
 pub(crate) fn clock_now(conn: &Connection) -> Result<i64> {
+    // A row that is not a number as memscope writes it (a raw client's `abc`) counts as no row:
+    // the clock is then everything stored, pending items' numbers included (found by review:
+    // `seq` handed out a number an open item already held).
     let kept: Option<i64> = conn
         .prepare_cached(
-            "SELECT max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0))
+            "SELECT CASE WHEN CAST(CAST(value AS INTEGER) AS TEXT) = value
+                    THEN max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0)) END
              FROM settings WHERE key = 'causal_clock'",
         )?
-        .query_row([], |r| r.get(0))
-        .optional()?;
+        .query_row([], |r| r.get::<_, Option<i64>>(0))
+        .optional()?
+        .flatten();
     if let Some(clock) = kept {
         return Ok(clock);
     }
