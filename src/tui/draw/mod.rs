@@ -266,7 +266,7 @@ fn unloaded(frame: &mut Frame<'_>, area: Rect, app: &App, why: &str) {
 }
 
 /// The pane of a tab (`title`) whose list could not be loaded (`why`): also a tab's own, when
-/// the work that fills it failed (the suspects scan).
+/// the work that fills it failed (the suspects scan, the read log).
 pub(crate) fn not_loaded(frame: &mut Frame<'_>, area: Rect, title: &str, why: &str) {
     let inner = pane(frame, area, &format!("{title} · not loaded"), true);
     let max = inner.width as usize;
