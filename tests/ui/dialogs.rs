@@ -129,3 +129,142 @@ fn the_rescope_bullet_keeps_its_target_and_cuts_the_value() {
         }
     }
 }
+
+/// The rows inside the delete dialog's box, each without its border.
+fn delete_dialog_rows(screen: &str) -> Vec<String> {
+    let lines: Vec<&str> = screen.lines().collect();
+    let Some(title) = lines.iter().position(|l| l.contains("┌ Delete: ")) else {
+        return Vec::new();
+    };
+    // The dialog's inside is the same piece between borders on each of its rows: the one
+    // after its left border, which stands where its title row's `┌` does.
+    let Some(corner) = lines[title]
+        .split('│')
+        .position(|p| p.contains("┌ Delete: "))
+    else {
+        return Vec::new();
+    };
+    let piece = corner + 1;
+    (lines[title + 1..].iter())
+        .take_while(|l| !l.contains('└'))
+        .map(|l| {
+            l.split('│')
+                .nth(piece)
+                .unwrap_or_default()
+                .trim_end()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Found by review: the store's delete statement gained a line (`• blank N history events a
+/// rescope left where the value was first written`), and on a small terminal the dialog cut it
+/// and the WAL line mid-word, and lost the closing sentence below a line that was itself cut.
+/// Now an effect wraps under its bullet, and on a terminal too short for the statement the last
+/// row says how many lines are below and PgDn shows them: paging down, every line of the
+/// store's statement is read whole, the last one too, with Chinese and emoji identities.
+#[test]
+fn the_delete_dialog_shows_every_line_of_the_statement_on_a_small_terminal() {
+    use memscope::model::{DeleteTarget, Identity, Scope, StatementLine};
+    let f = Fixture::story();
+    let (subject, predicate) = ("用户:小明🦀", "包管理器_👩🏽‍💻");
+    f.write(&format!(
+        r#"{{"subject":"{subject}","predicate":"{predicate}","value":"这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。","scope":"global","source":"thread:1/message:2","raw":"这个仓库保留现有的 package-lock.json"}}"#
+    ));
+    let repo = Scope::parse("repo:遗留仪表盘🦀").unwrap();
+    f.store()
+        .rescope(subject, predicate, &Scope::Global, &repo)
+        .unwrap();
+    let target = DeleteTarget::Identity(Identity {
+        subject: subject.into(),
+        predicate: predicate.into(),
+        scope: repo.clone(),
+    });
+    let preview = f.store().delete_preview(&target).unwrap();
+    assert!(preview.moved_copies > 0, "{preview:?}");
+    let statement = preview.statement("(tab 3, u)");
+    assert!(
+        (statement.iter()).any(|(_, l)| l.contains("a rescope left where the value was first")),
+        "{statement:?}"
+    );
+    // Compared without spaces: a line may wrap between words or Chinese characters.
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
+    for (w, h) in [(60, 15), (60, 20), (70, 18), (80, 24), (100, 30)] {
+        let mut s = f.session(w, h);
+        select(&mut s, &format!("{subject} · {predicate} @ {repo}"));
+        press(&mut s, "d");
+        // Each page's rows, the "more lines" row aside, joined where the pages overlap.
+        let mut read: Vec<String> = Vec::new();
+        for _ in 0..10 {
+            let screen = render(&mut s, w, h);
+            let at = format!("{w}x{h}:\n{screen}");
+            assert!(screen.contains("y delete"), "{at}: the y key");
+            let mut rows = delete_dialog_rows(&screen);
+            assert!(!rows.is_empty(), "{at}");
+            if rows
+                .last()
+                .is_some_and(|r| r.starts_with("… ") || r.starts_with("↑ "))
+            {
+                let note = rows.pop().unwrap_or_default();
+                assert!(
+                    note.ends_with("more lines of what y does: PgDn shows them")
+                        || note.ends_with("more line of what y does: PgDn shows them")
+                        || note.ends_with("above: PgUp shows them"),
+                    "{at}: the row that says more is hidden, whole"
+                );
+            }
+            let overlap = (0..=rows.len().min(read.len()))
+                .rev()
+                .find(|&n| read[read.len() - n..] == rows[..n])
+                .unwrap_or(0);
+            read.extend(rows.into_iter().skip(overlap));
+            s.handle_key(key(KeyCode::PageDown));
+        }
+        let read = squash(&read.join(" "));
+        for (kind, line) in &statement {
+            if *kind == StatementLine::Identity {
+                continue;
+            }
+            assert!(
+                read.contains(&squash(line)),
+                "{w}x{h}: {line:?} is not read whole in\n{read}"
+            );
+        }
+        assert!(
+            read.ends_with(&squash("restored (tab 3, u).")),
+            "{w}x{h}: {read}"
+        );
+        assert!(read.contains(&squash(&format!("{subject} · {predicate} @ {repo}"))));
+    }
+    // Home, End, PgUp and the wheel move over the statement; j still picks the next target,
+    // its statement read from the top.
+    let mut s = f.session(60, 15);
+    select(&mut s, &format!("{subject} · {predicate} @ {repo}"));
+    press(&mut s, "d");
+    let first = |s: &mut memscope::tui::Session| {
+        let rows = delete_dialog_rows(&render(s, 60, 15));
+        rows.first().cloned().unwrap_or_default()
+    };
+    s.handle_key(key(KeyCode::End));
+    let rows = delete_dialog_rows(&render(&mut s, 60, 15));
+    assert!(rows[rows.len() - 2].ends_with("u)."), "{rows:#?}");
+    s.handle_key(key(KeyCode::Home));
+    assert!(first(&mut s).starts_with("What to delete"));
+    let wheel = crossterm::event::MouseEvent {
+        kind: crossterm::event::MouseEventKind::ScrollDown,
+        column: 30,
+        row: 7,
+        modifiers: KeyModifiers::NONE,
+    };
+    s.handle_event(crossterm::event::Event::Mouse(wheel));
+    assert!(!first(&mut s).starts_with("What to delete"), "the wheel");
+    s.handle_key(key(KeyCode::PageUp));
+    assert!(first(&mut s).starts_with("What to delete"));
+    s.handle_key(key(KeyCode::PageDown));
+    press(&mut s, "j");
+    assert_eq!(top!(s, Delete).choice, 1);
+    assert!(
+        first(&mut s).starts_with("What to delete"),
+        "a new target, from the top"
+    );
+}

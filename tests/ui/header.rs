@@ -116,8 +116,12 @@ fn the_header_gives_way_in_the_readmes_order_and_keeps_the_file_name_and_badge()
 /// The first line of `s` drawn `width` columns wide.
 fn header_at(s: &mut memscope::tui::Session, width: u16) -> String {
     let screen = render(s, width, 30);
-    // The TestBackend quotes each row (and may add a note after it).
+    // The TestBackend quotes each row (and may add a note after it, with quotes of its own).
     let line = screen.lines().next().unwrap_or_default();
+    let line = match line.split_once("\" Hidden by multi-width symbols") {
+        Some((row, _)) => format!("{row}\""),
+        None => line.to_string(),
+    };
     let (_, quoted) = line.split_once('"').unwrap_or_default();
     let (row, _) = quoted.rsplit_once('"').unwrap_or_default();
     row.to_string()
@@ -198,4 +202,55 @@ fn the_badge_is_never_cut() {
             );
         }
     }
+}
+
+/// Found by review: at 13 to 17 columns a read-only database's header read ` READ-ONLY  …`,
+/// `…db` or `d….db` (and a writable one's, at 1 to 6, `d…o.db` down to `…`) — a file name cut
+/// until it names nothing. The file name is shown whole or cut in its middle to 8 columns at
+/// the fewest (`很…🦀.db`); with less room it is left out, and the header says what is left (the
+/// badge, or nothing).
+#[test]
+fn a_file_name_is_never_cut_to_a_stub() {
+    use memscope::tui::text::width;
+    let f = Fixture::demo();
+    let mut s = f.session(60, 30);
+    let long = format!("{}.db", "很长的数据库名字🦀".repeat(3));
+    for name in ["demo.db", "记忆🦀.db", long.as_str()] {
+        s.app.name_database(format!("/home/用户/项目/{name}"));
+        for read_only in [false, true] {
+            s.app.read_only = read_only;
+            for w in 1..=60u16 {
+                let header = header_at(&mut s, w);
+                let at = format!("{name} (read-only: {read_only}) at {w}: {header:?}");
+                // Where the time shows, the name has its room; narrower, it is the last word.
+                if header.contains("10:00:00") {
+                    continue;
+                }
+                let last = header.split_whitespace().last().unwrap_or_default();
+                if ["", "READ-ONLY", "R/O"].contains(&last) {
+                    assert!(!header.contains(".db"), "{at}");
+                    continue;
+                }
+                let (head, tail) = last.split_once('…').unwrap_or((last, ""));
+                assert!(
+                    last == name
+                        || (width(last) >= 8
+                            && !head.is_empty()
+                            && name.starts_with(head)
+                            && name.ends_with(tail)
+                            && tail.ends_with(".db")),
+                    "{at}: a stub of the file name"
+                );
+            }
+        }
+    }
+    // The reviewer's widths: the badge alone.
+    s.app.name_database("/home/someone/demo.db".into());
+    s.app.read_only = true;
+    for w in 13..=17u16 {
+        let header = header_at(&mut s, w);
+        let words: Vec<&str> = header.split_whitespace().collect();
+        assert_eq!(words, ["READ-ONLY"], "at {w}: {header:?}");
+    }
+    assert!(header_at(&mut s, 19).ends_with("READ-ONLY  demo.db"));
 }

@@ -12,6 +12,7 @@ mod header;
 mod keys;
 mod paging;
 mod probe;
+mod reads;
 mod snapshots;
 mod suspects;
 mod timeline;

@@ -20,6 +20,8 @@ pub struct DeleteDialog {
     /// 0 this identity, 1 the predicate in all scopes, 2 the whole subject.
     pub choice: usize,
     pub preview: Option<Result<DeletePreview, String>>,
+    /// Lines scrolled off the top, on a terminal too short for the whole statement.
+    pub scroll: usize,
 }
 
 impl DeleteDialog {
@@ -29,6 +31,7 @@ impl DeleteDialog {
             identity,
             choice: 0,
             preview: None,
+            scroll: 0,
         };
         let action = Action::PreviewDelete(dialog.target());
         (dialog, action)
@@ -93,6 +96,7 @@ impl DeleteDialog {
                     (self.choice + 2) % 3
                 };
                 self.preview = None;
+                self.scroll = 0;
                 return Step::Stay(Action::PreviewDelete(self.target()));
             }
             Some(Command::Confirm) => match &self.preview {
@@ -108,12 +112,17 @@ impl DeleteDialog {
                 shell.info("cancelled: nothing was deleted");
                 return Step::Close(Action::None);
             }
-            _ => {}
+            // PgDn, PgUp, Home, End and the wheel (Down, Up) scroll the statement.
+            _ => {
+                let (room, page) = self.scroll_room(shell.size);
+                self.scroll = super::scrolled(self.scroll, cmd, room, page);
+            }
         }
         Step::Stay(Action::None)
     }
 
-    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect) {
+    /// Where the dialog goes on a screen of `area`, and all its lines at that width.
+    fn layout(&self, area: Rect) -> (Rect, Vec<Line<'static>>) {
         let d = self;
         // As many identities as the terminal has rows for (six at least; a line says how many
         // more), and the line that skips the already deleted.
@@ -125,14 +134,8 @@ impl DeleteDialog {
             }
             _ => 1,
         };
-        let rect = centered(area, 76, 17 + ids as u16);
-        let inner = frame_box(
-            frame,
-            rect,
-            "Delete: tombstone and purge",
-            Context::DeleteDialog,
-        );
-        let max = inner.width as usize;
+        let w = area.width.min(76);
+        let max = w.saturating_sub(2) as usize;
         let id = &d.identity;
         let this = "this identity  ";
         let room = max.saturating_sub(4 + this.len());
@@ -177,24 +180,80 @@ impl DeleteDialog {
             }
             Some(Ok(p)) => lines.extend(preview_lines(p, max, shown)),
         }
-        // On a terminal too short for all of it, the last row says that more of what `y`
-        // destroys is hidden, rather than the statement ending mid-way as if complete (once
-        // the three targets fit: below that, they matter more).
-        let rows = inner.height as usize;
-        if lines.len() > rows && rows > 5 {
-            let hidden = lines.len() - (rows - 1);
-            lines.truncate(rows - 1);
-            lines.push(plain(
-                &format!(
-                    "… {hidden} more line{} of what y does: make the terminal taller to read them",
-                    if hidden == 1 { "" } else { "s" }
-                ),
-                error_style(),
-                max,
-            ));
-        }
+        // The box keeps its size while the preview loads, and grows when lines wrap.
+        let h = (17 + ids).max(lines.len() + 2);
+        let rect = centered(area, w, u16::try_from(h).unwrap_or(u16::MAX));
+        (rect, lines)
+    }
+
+    /// The furthest the statement scrolls and a page, on a terminal of `size`.
+    fn scroll_room(&self, size: (u16, u16)) -> (usize, usize) {
+        let (rect, lines) = self.layout(Rect::new(0, 0, size.0, size.1));
+        let rows = rect.height.saturating_sub(2) as usize;
+        let page = if lines.len() > rows && rows > 5 {
+            rows - 1
+        } else {
+            rows
+        };
+        (lines.len().saturating_sub(page), page.max(1))
+    }
+
+    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect) {
+        let (rect, lines) = self.layout(area);
+        let inner = frame_box(
+            frame,
+            rect,
+            "Delete: tombstone and purge",
+            Context::DeleteDialog,
+        );
+        let (rows, max) = (inner.height as usize, inner.width as usize);
+        let lines = on_screen(lines, self.scroll, rows, max);
         frame.render_widget(Paragraph::new(lines), inner);
     }
+}
+
+/// The `rows` of `lines` on screen, `scroll` lines down. On a terminal too short for all of
+/// them, the last row says how many lines of what `y` destroys are below (or above) and which
+/// key shows them, rather than the statement ending mid-way as if complete (once the three
+/// targets fit: below that, they matter more).
+fn on_screen(
+    lines: Vec<Line<'static>>,
+    scroll: usize,
+    rows: usize,
+    max: usize,
+) -> Vec<Line<'static>> {
+    if lines.len() <= rows {
+        return lines;
+    }
+    if rows <= 5 {
+        let scroll = scroll.min(lines.len() - rows);
+        return lines.into_iter().skip(scroll).take(rows).collect();
+    }
+    let page = rows - 1;
+    let scroll = scroll.min(lines.len() - page);
+    let below = lines.len() - page - scroll;
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    // The longest wording that fits: a cut one would end mid-word.
+    let notes = if below > 0 {
+        [
+            format!(
+                "… {below} more line{} of what y does: PgDn shows them",
+                s(below)
+            ),
+            format!("… {below} more line{}: PgDn", s(below)),
+            format!("… {below} more: PgDn"),
+        ]
+    } else {
+        [
+            format!("↑ {scroll} line{} above: PgUp shows them", s(scroll)),
+            format!("↑ {scroll} line{} above: PgUp", s(scroll)),
+            format!("↑ {scroll} above: PgUp"),
+        ]
+    };
+    let note = notes.iter().find(|n| width(n) <= max).unwrap_or(&notes[2]);
+    let mut shown: Vec<Line<'static>> = lines.into_iter().skip(scroll).take(page).collect();
+    shown.push(plain(note, error_style(), max));
+    shown
 }
 
 /// The fewest identities the dialog names before "… and N more".
@@ -220,7 +279,21 @@ fn preview_lines(p: &DeletePreview, max: usize, shown: usize) -> Vec<Line<'stati
     for (kind, text) in p.statement("(tab 3, u)") {
         match kind {
             StatementLine::Heading => lines.push(plain(&text, bold(), max)),
-            StatementLine::Effect => lines.push(plain(&text, Style::new(), max)),
+            // An effect longer than the dialog wraps under its bullet, never cut mid-word.
+            StatementLine::Effect => {
+                let (bullet, rest) = match text.strip_prefix("• ") {
+                    Some(rest) => ("• ", rest),
+                    None => ("", text.as_str()),
+                };
+                let indent = " ".repeat(width(bullet));
+                for (i, l) in wrap(rest, max.saturating_sub(width(bullet)))
+                    .iter()
+                    .enumerate()
+                {
+                    let lead = if i == 0 { bullet } else { indent.as_str() };
+                    lines.push(plain(&format!("{lead}{l}"), Style::new(), max));
+                }
+            }
             StatementLine::Identity => {
                 at += 1;
                 if at <= shown {

@@ -266,7 +266,7 @@ fn unloaded(frame: &mut Frame<'_>, area: Rect, app: &App, why: &str) {
 }
 
 /// The pane of a tab (`title`) whose list could not be loaded (`why`): also a tab's own, when
-/// the work that fills it failed (the suspects scan).
+/// the work that fills it failed (the suspects scan, the read log).
 pub(crate) fn not_loaded(frame: &mut Frame<'_>, area: Rect, title: &str, why: &str) {
     let inner = pane(frame, area, &format!("{title} · not loaded"), true);
     let max = inner.width as usize;
@@ -283,6 +283,11 @@ pub(crate) fn not_loaded(frame: &mut Frame<'_>, area: Rect, title: &str, why: &s
     ));
     frame.render_widget(Paragraph::new(lines), inner);
 }
+
+/// The fewest columns the header cuts a file name to (`很…🦀.db`): a name that must be cut
+/// shorter is left out rather than shown as a stub (`…db`, `d….db`), and a name this narrow or
+/// narrower is shown whole or not at all.
+const NAME_MIN: usize = 8;
 
 /// A bold black-on-`bg` badge in the header.
 fn badge_part(text: &'static str, bg: Color) -> Part<'static> {
@@ -305,9 +310,9 @@ fn header(frame: &mut Frame<'_>, area: Rect, app: &App) {
 /// right. As the terminal narrows, what matters least gives way first: the path's folders, the
 /// time's long form, the counts' long labels, the time, the product's name; then the counts are
 /// cut and go. The file name (a long one cut in its middle) and the badge go last: they say
-/// which database this is and that nothing can be changed from it; the badge is never cut. A
-/// part gone at one width stays gone at every narrower one. Every part is kept at least two
-/// columns from the next.
+/// which database this is and that nothing can be changed from it; the badge is never cut, and
+/// the file name is not cut below [`NAME_MIN`] columns. A part gone at one width stays gone at
+/// every narrower one. Every part is kept at least two columns from the next.
 fn header_line(app: &App, max: usize) -> Line<'static> {
     let product = badge_part(" memscope ", Color::Cyan);
     let figures: Vec<String> = match &app.counts {
@@ -432,6 +437,11 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
         parts.extend([status, part(" ", Style::new())]);
     }
     let name_w = name_need.min(room);
+    // Cut below NAME_MIN columns, the file name would name nothing (`…db`, `d….db`): it goes,
+    // after the counts (README, Header).
+    if name_w < name_need.min(NAME_MIN) {
+        return Line::from(fit_parts(&parts, max).0);
+    }
     let counts_room = room.saturating_sub(name_w + 2);
     if counts_room >= 6 {
         let (counts, _) = fit_parts(&[part(figures[short].clone(), bold())], counts_room);

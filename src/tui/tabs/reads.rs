@@ -6,7 +6,7 @@ use crate::store::UiStore;
 use crate::model::{Considered, ReadRecord, Resolution};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::AsOfDialog;
-use crate::tui::draw::{bold, dim, good, pane, part, plain, row_line, Part};
+use crate::tui::draw::{bold, dim, good, not_loaded, pane, part, plain, row_line, Part};
 use crate::tui::incident::{read_context, Since, TimelineMark, NO_RECORD, READS_LIMIT};
 use crate::tui::keymap::Command;
 use crate::tui::layout;
@@ -221,6 +221,9 @@ impl TabComponent for ReadsTab {
         }
         let progress = if self.loading() {
             "reading…".to_string()
+        } else if self.error.is_some() {
+            // A failed read counts nothing (the pane says why).
+            "not loaded".to_string()
         } else {
             format!(
                 "{} since {}",
@@ -246,6 +249,12 @@ impl TabComponent for ReadsTab {
 }
 
 fn draw_tab(reads: &ReadsTab, frame: &mut Frame<'_>, body: Rect, view: &View) {
+    // A failed read of the log counts nothing: the tab says so as a list that could not be
+    // loaded does (README, "The terminal UI", Check), never `· 0 reads`.
+    if let Some(why) = &reads.error {
+        not_loaded(frame, body, &reads.title(), why);
+        return;
+    }
     let panes = layout::panes(body, Tab::Reads, view.focus);
     let focused = view.focused;
     if let Some(area) = panes.list {
@@ -300,9 +309,7 @@ fn list(frame: &mut Frame<'_>, area: Rect, r: &ReadsTab, now: DateTime<Utc>, foc
         (&title(r), focused),
         layout::read_lines,
         |max| {
-            let text: &[(&str, Style)] = if r.error.is_some() {
-                &[("The read log could not be read (see the message).", bold())]
-            } else if r.shown.is_none() {
+            let text: &[(&str, Style)] = if r.shown.is_none() {
                 &[("Reading the read log…", dim())]
             } else if r.active() || r.since.start(now).is_some() {
                 &[
