@@ -1026,3 +1026,24 @@ fn text_that_is_not_utf8_is_named_by_check_and_refused_by_export() {
         ],
     );
 }
+
+#[test]
+fn a_raw_clients_trigger_that_refuses_a_delete_is_one_sentence() {
+    // Found by review: "memscope: memscope: blocked: Error code 1811: constraint failed".
+    let db = base();
+    python_sql(
+        &db,
+        "CREATE TRIGGER keep_it BEFORE DELETE ON memories
+         BEGIN SELECT RAISE(ABORT, 'memscope: 策略不许删 🚫'); END;",
+    );
+    let before = db.fingerprint();
+    db.run(&args_for("delete", "user:42", "formatter", &["--scope", "global"]))
+        .fails_with(
+            1,
+            &[
+                "a trigger on the database refused the change (策略不许删 🚫), so nothing was changed",
+                "`memscope check` names any trigger memscope did not make",
+            ],
+        );
+    assert_eq!(before, db.fingerprint());
+}

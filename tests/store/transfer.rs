@@ -647,6 +647,29 @@ fn a_time_not_in_utc_with_milliseconds_is_refused_on_sqlite() {
 }
 
 #[test]
+fn a_time_finer_than_milliseconds_is_refused_on_postgres() {
+    // Found by review: PostgreSQL's import rounded `…25.6639Z` to `.664` and said nothing;
+    // SQLite's refuses the spelling. Either way, the moment is not changed.
+    on_postgres(|dst| {
+        let (src, clean) = story_export(TestDb::new());
+        let mut lines = clean.clone();
+        let i = line_of(&lines, "history", |_| true);
+        lines[i]["at"] = json!("2026-12-01T23:34:25.6639Z");
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let dump = src.sibling("fine.jsonl");
+        std::fs::write(&dump, text).unwrap();
+        dst.run(&["import", dump.to_str().unwrap()]).fails_with(
+            1,
+            &[
+                &format!("line {}", i + 1),
+                "a time finer than the milliseconds memscope keeps",
+            ],
+        );
+        assert_eq!(dst.sql_i64("SELECT count(*) FROM history"), 0);
+    });
+}
+
+#[test]
 fn check_sees_the_same_damage_made_another_way() {
     check_sees_the_same_damage_made_another_way_on(&Databases::sqlite());
 }

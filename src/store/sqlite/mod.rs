@@ -324,6 +324,16 @@ fn sqlite_sentence(e: &rusqlite::Error) -> Option<String> {
                 // A damaged page can claim a record of gigabytes, and SQLite, asked to hold
                 // it, says it ran out of memory (found by review: a damaged index made `list`
                 // say only "out of memory").
+                // SQLITE_CONSTRAINT_TRIGGER: a trigger's RAISE — one of memscope's guards, or a
+                // raw client's (found by review: "memscope: memscope: blocked: Error code 1811:
+                // constraint failed").
+                rusqlite::ErrorCode::ConstraintViolation if f.extended_code == 1811 => {
+                    let said = message.as_deref().unwrap_or("no reason given");
+                    let said = said.strip_prefix("memscope: ").unwrap_or(said);
+                    Some(format!(
+                        "a trigger on the database refused the change ({said}), so nothing was changed: memscope's own guards refuse what would break an invariant, and `memscope check` names any trigger memscope did not make"
+                    ))
+                }
                 rusqlite::ErrorCode::OutOfMemory => Some(format!(
                     "SQLite ran out of memory (SQLite: {said}); on a machine with memory to spare this is most often a damaged file whose page claims a huge record: run `memscope check --full`, and restore a backup if it finds damage"
                 )),
