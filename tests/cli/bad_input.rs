@@ -1486,3 +1486,21 @@ fn a_causal_clock_row_that_is_no_number_counts_every_number_stored() {
         "seq {next} must be above the pending item's {held}"
     );
 }
+
+#[test]
+fn an_export_onto_a_full_disk_names_the_file_and_what_to_do() {
+    // Found by review: "memscope: No space left on device (os error 28)", nothing more.
+    if !std::path::Path::new("/dev/full").exists() {
+        eprintln!("SKIPPED: no /dev/full on this system");
+        return;
+    }
+    let db = TestDb::new();
+    db.write(U, "编辑器", "helix 🧬", "global", "s1");
+    db.run(&["export", "--out", "/dev/full"]).fails_with(
+        1,
+        &[
+            "cannot write /dev/full: the disk is full",
+            "pass --out a file on another disk",
+        ],
+    );
+}

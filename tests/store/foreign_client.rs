@@ -1037,13 +1037,18 @@ fn a_raw_clients_trigger_that_refuses_a_delete_is_one_sentence() {
          BEGIN SELECT RAISE(ABORT, 'memscope: 策略不许删 🚫'); END;",
     );
     let before = db.fingerprint();
-    db.run(&args_for("delete", "user:42", "formatter", &["--scope", "global"]))
-        .fails_with(
-            1,
-            &[
-                "a trigger on the database refused the change (策略不许删 🚫), so nothing was changed",
-                "`memscope check` names any trigger memscope did not make",
-            ],
-        );
+    db.run(&args_for(
+        "delete",
+        "user:42",
+        "formatter",
+        &["--scope", "global"],
+    ))
+    .fails_with(
+        1,
+        &[
+            "a trigger on the database refused the change (策略不许删 🚫), so nothing was changed",
+            "`memscope check` names any trigger memscope did not make",
+        ],
+    );
     assert_eq!(before, db.fingerprint());
 }
