@@ -574,8 +574,10 @@ fn assert_header_and_footer(screen: &str, width: usize) {
     );
     if let Some(i) = before.find("demo.db") {
         assert!(before[i..].starts_with("demo.db  "), "{screen}");
+        // The folders go first as the header narrows (README, Header): where they still
+        // show, this test's long path is cut in its middle.
         assert!(
-            before.contains('…'),
+            !before.contains('/') || before.contains('…'),
             "a long path is cut in the middle:\n{screen}"
         );
     }
