@@ -582,3 +582,25 @@ fn deleting_a_rescoped_memory_destroys_the_copies_its_first_scope_kept() {
     assert!(find_on_disk(&db.path, &canary).is_empty());
     db.assert_check_ok();
 }
+
+#[test]
+fn a_predicate_delete_counts_no_rescope_copy_of_a_scope_it_destroys_whole() {
+    // The copy a rescope left at global is global's history, which a delete of the whole
+    // predicate destroys anyway: the statement counts it once, among the events destroyed.
+    let db = TestDb::new();
+    let canary = unique("整个谓词-🧹-");
+    db.write_with((U, PM), "npm", "global", "thread:23", &["--raw", &canary]);
+    db.run(&args_for(
+        "rescope",
+        U,
+        PM,
+        &["--scope", "global", "--to", "repo:legacy-dashboard"],
+    ))
+    .ok();
+    let dry = db.json(&args_for("delete", U, PM, &["--dry-run", "--json"]));
+    assert_eq!(dry["moved_copies"], 0, "{dry:#}");
+    let done = db.json(&args_for("delete", U, PM, &["--yes", "--json"]));
+    assert_eq!(done["blanked_copies"], 0, "{done:#}");
+    assert!(find_on_disk(&db.path, &canary).is_empty());
+    db.assert_check_ok();
+}

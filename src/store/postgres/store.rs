@@ -1301,6 +1301,13 @@ fn delete_in_tx(
         // (by a release that left them), as on SQLite.
         for (scope, version) in moved_copies(t, id)? {
             let (subject, predicate) = (&id.subject, &id.predicate);
+            // An identity this delete covers is destroyed whole.
+            let whole = |c: &Identity| {
+                c.subject == *subject && c.predicate == *predicate && c.scope.to_string() == scope
+            };
+            if ids.iter().any(whole) {
+                continue;
+            }
             let n = t.exec(
                 crate::store::events::BLANK_MOVED_COPY_SQL,
                 &[subject, predicate, &scope, &version],

@@ -126,8 +126,13 @@ fn live_intervals(conn: &Connection, id: &Identity, now: &str) -> Result<Vec<[St
 }
 
 /// The versions of other scopes that keep content a rescope moved into `id`
-/// (`events::moved_copies`), each with how many of its events still hold content.
-fn moved_copies(conn: &Connection, id: &Identity) -> Result<Vec<((String, i64), i64)>> {
+/// (`events::moved_copies`), each with how many of its events still hold content — but none
+/// of an identity in `covered`, which the same delete destroys whole.
+fn moved_copies(
+    conn: &Connection,
+    id: &Identity,
+    covered: &[Identity],
+) -> Result<Vec<((String, i64), i64)>> {
     use crate::store::events::{RescopeEvent, MOVED_COPY_COUNT_SQL, RESCOPE_EVENTS_SQL};
     let events = conn
         .prepare_cached(&numbered_parameters(RESCOPE_EVENTS_SQL))?
@@ -143,6 +148,12 @@ fn moved_copies(conn: &Connection, id: &Identity) -> Result<Vec<((String, i64), 
     let mut count = conn.prepare_cached(&numbered_parameters(MOVED_COPY_COUNT_SQL))?;
     let mut out = Vec::new();
     for (scope, version) in crate::store::events::moved_copies(&id.scope.to_string(), &events) {
+        let whole = |c: &Identity| {
+            c.subject == id.subject && c.predicate == id.predicate && c.scope.to_string() == scope
+        };
+        if covered.iter().any(whole) {
+            continue;
+        }
         let n: i64 = count.query_row(params![id.subject, id.predicate, scope, version], |r| {
             r.get(0)
         })?;
@@ -153,13 +164,14 @@ fn moved_copies(conn: &Connection, id: &Identity) -> Result<Vec<((String, i64), 
     Ok(out)
 }
 
-/// Blanks the copies a rescope left of `id`'s content in other scopes; how many events.
-fn blank_moved_copies(conn: &Connection, id: &Identity) -> Result<i64> {
+/// Blanks the copies a rescope left of `id`'s content in other scopes (none in `covered`);
+/// how many events.
+fn blank_moved_copies(conn: &Connection, id: &Identity, covered: &[Identity]) -> Result<i64> {
     let mut blank = conn.prepare_cached(&numbered_parameters(
         crate::store::events::BLANK_MOVED_COPY_SQL,
     ))?;
     let mut n = 0;
-    for ((scope, version), _) in moved_copies(conn, id)? {
+    for ((scope, version), _) in moved_copies(conn, id, covered)? {
         n += blank.execute(params![id.subject, id.predicate, scope, version])? as i64;
     }
     Ok(n)
@@ -269,6 +281,7 @@ fn normalize_target(store: &Store, target: &DeleteTarget) -> Result<DeleteTarget
 /// What a delete of the (normalized) target would destroy, read inside the caller's snapshot.
 fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview> {
     let ids = covered_identities(conn, target)?;
+    let covered = ids.clone();
     let mut p = DeletePreview::default();
     let mut pending: BTreeSet<i64> = BTreeSet::new();
     for id in ids {
@@ -286,7 +299,10 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
         .collect();
         // Copies a rescope left elsewhere go even when the identity itself was deleted
         // before (by a release that left them).
-        p.moved_copies += moved_copies(conn, &id)?.iter().map(|(_, n)| n).sum::<i64>();
+        p.moved_copies += moved_copies(conn, &id, &covered)?
+            .iter()
+            .map(|(_, n)| n)
+            .sum::<i64>();
         let left = left_of(conn, &id)?;
         if left.nothing_to_destroy(!naming.is_empty()).is_some() {
             p.already_deleted.push(id);
@@ -369,7 +385,7 @@ impl Store {
             for id in &ids {
                 let scope = id.scope.to_string();
                 let pending = pending_naming(tx, &id.subject, &id.predicate, std::slice::from_ref(&scope))?;
-                report.blanked_copies += blank_moved_copies(tx, id)?;
+                report.blanked_copies += blank_moved_copies(tx, id, &ids)?;
                 if let Some(version) = left_of(tx, id)?.nothing_to_destroy(!pending.is_empty()) {
                     report.already_deleted.push(TombstoneRef::of(id, version));
                     continue;
