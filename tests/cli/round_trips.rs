@@ -55,3 +55,48 @@ fn a_write_a_resolve_and_a_list_cost_few_round_trips_on_postgres() {
         );
     });
 }
+
+#[test]
+fn a_delete_after_a_rescope_counts_each_copy_once() {
+    a_delete_after_a_rescope_counts_each_copy_once_on(TestDb::new());
+}
+
+#[test]
+fn a_delete_after_a_rescope_counts_each_copy_once_on_postgres() {
+    on_postgres(a_delete_after_a_rescope_counts_each_copy_once_on);
+}
+
+/// The copy a rescope leaves where the value was first written: a delete of the identity it
+/// moved to blanks it (one event), a delete of the whole predicate destroys it among the events
+/// of the scope it sits in — the same on both backends, the preview as the delete.
+fn a_delete_after_a_rescope_counts_each_copy_once_on(db: TestDb) {
+    let (u, pm) = ("用户:42", "包管理器");
+    db.write_with(
+        (u, pm),
+        "npm 🚀",
+        "global",
+        "thread:23",
+        &["--raw", "这个仓库保留 npm"],
+    );
+    db.run(&args_for(
+        "rescope",
+        u,
+        pm,
+        &["--scope", "global", "--to", "repo:老仪表盘"],
+    ))
+    .ok();
+    let one = args_for(
+        "delete",
+        u,
+        pm,
+        &["--scope", "repo:老仪表盘", "--dry-run", "--json"],
+    );
+    assert_eq!(db.json(&one)["moved_copies"], 1);
+    let all = args_for("delete", u, pm, &["--dry-run", "--json"]);
+    let preview = db.json(&all);
+    assert_eq!(preview["moved_copies"], 0, "{preview:#}");
+    let done = db.json(&args_for("delete", u, pm, &["--yes", "--json"]));
+    assert_eq!(done["blanked_copies"], 0, "{done:#}");
+    assert_eq!(done["tombstoned"].as_array().unwrap().len(), 2, "{done:#}");
+    db.assert_check_ok();
+}
