@@ -368,6 +368,8 @@ pub struct ListFilter<T> {
     pub input: String,
     pub editing: bool,
     all: Vec<T>,
+    /// The store gave the rows (`load`); a list that could not be read counts none.
+    loaded: bool,
 }
 
 impl<T> Default for ListFilter<T> {
@@ -375,6 +377,7 @@ impl<T> Default for ListFilter<T> {
         ListFilter {
             input: String::new(),
             editing: false,
+            loaded: false,
             all: Vec::new(),
         }
     }
@@ -394,6 +397,15 @@ impl<T: Filtered> ListFilter<T> {
     /// The store's rows: `rows` holds those the line matches, the selected one kept.
     pub fn load(&mut self, rows: &mut Rows<T>, all: Vec<T>) {
         self.all = all;
+        self.loaded = true;
+        self.narrow(rows);
+    }
+
+    /// The list could not be read (or was let go): no rows, and no count claimed for them —
+    /// the line says `not loaded`, not `0 of 0 match`.
+    pub fn unload(&mut self, rows: &mut Rows<T>) {
+        self.all = Vec::new();
+        self.loaded = false;
         self.narrow(rows);
     }
 
@@ -458,7 +470,9 @@ impl<T: Filtered> ListFilter<T> {
         if !(self.editing || self.active()) {
             return Status::Own(None);
         }
-        let progress = if self.active() {
+        let progress = if self.active() && !self.loaded {
+            "not loaded".to_string()
+        } else if self.active() {
             format!(
                 "{} of {} match",
                 thousands(shown as i64),
@@ -521,5 +535,52 @@ impl<T: Filtered> ListFilter<T> {
         (empty.iter())
             .map(|&(text, style)| (text.to_string(), style))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod list_filter_tests {
+    use super::{Filtered, ListFilter, Row, Rows};
+    use crate::tui::tabs::Status;
+
+    #[derive(Debug, Clone, PartialEq)]
+    struct Word(&'static str);
+    impl Row for Word {}
+    impl Filtered for Word {
+        fn fields(&self) -> Vec<String> {
+            vec![self.0.to_string()]
+        }
+        fn same(&self, other: &Self) -> bool {
+            self == other
+        }
+    }
+
+    fn line(f: &ListFilter<Word>, rows: &Rows<Word>) -> String {
+        match f.status(rows.len(), ("suspect", "suspects")) {
+            Status::Own(Some(line)) => line,
+            _ => panic!("no line of its own"),
+        }
+    }
+
+    /// Found by the UI's helper: after a failed scan, a typed filter said `0 of 0 suspects
+    /// match` — a count of a list that could not be read.
+    #[test]
+    fn a_list_that_could_not_be_read_counts_nothing() {
+        let (mut f, mut rows) = (ListFilter::<Word>::default(), Rows::default());
+        f.load(&mut rows, vec![Word("npm 🚀"), Word("pnpm")]);
+        f.input = "npm".into();
+        f.load(&mut rows, vec![Word("npm 🚀"), Word("pnpm")]);
+        assert!(
+            line(&f, &rows).contains("2 of 2 suspects match"),
+            "{}",
+            line(&f, &rows)
+        );
+        f.unload(&mut rows);
+        assert!(rows.is_empty());
+        let said = line(&f, &rows);
+        assert!(said.starts_with("/npm   not loaded"), "{said}");
+        assert!(!said.contains("0 of"), "{said}");
+        f.load(&mut rows, Vec::new());
+        assert!(line(&f, &rows).contains("0 of 0 suspects match"));
     }
 }

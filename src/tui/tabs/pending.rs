@@ -179,7 +179,7 @@ impl TabComponent for PendingTab {
     }
 
     fn unload(&mut self) {
-        self.filter.load(&mut self.rows, Vec::new());
+        self.filter.unload(&mut self.rows);
         self.preview = None;
     }
 

@@ -160,7 +160,7 @@ impl TabComponent for SuspectsTab {
                 }
                 Err(e) => {
                     // No key acts on a suspect of an older scan the pane no longer lists.
-                    self.filter.load(&mut self.rows, Vec::new());
+                    self.filter.unload(&mut self.rows);
                     self.error = Some(e.clone());
                     return Err(format!("the suspects scan failed: {e}"));
                 }

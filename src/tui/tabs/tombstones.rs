@@ -93,7 +93,7 @@ impl TabComponent for TombstonesTab {
     }
 
     fn unload(&mut self) {
-        self.filter.load(&mut self.rows, Vec::new());
+        self.filter.unload(&mut self.rows);
     }
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {
