@@ -402,21 +402,22 @@ pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
             }
             // A failed write names the file and what to do (found by review: a full disk said
             // only "No space left on device (os error 28)").
-            written.map_err(|e| {
-                let io = e.chain().find_map(|c| c.downcast_ref::<std::io::Error>());
-                match io.map(std::io::Error::kind) {
-                    Some(std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded) => anyhow::anyhow!(
-                        "cannot write {}: the disk is full (or the quota used up): free space there or pass --out a file on another disk; {}",
-                        p.display(),
-                        if in_place { "the export stopped part-way" } else { "no partial file was left, and an earlier file of that name is as it was" }
-                    ),
-                    Some(_) if e.downcast_ref::<std::io::Error>().is_some() => anyhow::anyhow!(
-                        "cannot write {}: {e}: pass --out a file you can write; {}",
-                        p.display(),
-                        if in_place { "the export stopped part-way" } else { "no partial file was left, and an earlier file of that name is as it was" }
-                    ),
-                    _ => e,
-                }
+            let left = if in_place {
+                "the export stopped part-way"
+            } else {
+                "no partial file was left, and an earlier file of that name is as it was"
+            };
+            written.map_err(|e| match e.downcast_ref::<std::io::Error>().map(|io| io.kind()) {
+                Some(std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded) => anyhow::anyhow!(
+                    "cannot write {}: the disk is full (or the quota used up): free space there or pass --out a file on another disk; {left}",
+                    p.display()
+                ),
+                // A bare OS error (one with context already names the file).
+                Some(_) => anyhow::anyhow!(
+                    "cannot write {}: {e}: pass --out a file you can write; {left}",
+                    p.display()
+                ),
+                None => e,
             })?
         }
         None => {

@@ -452,7 +452,7 @@ impl Checker<'_> {
                 &|r| r.show(0),
             )?;
             for scope in deleted {
-                for (at, version) in moved_copies(&scope, &events) {
+                for (at, version) in moved_copies(&scope, &events, &[]) {
                     // The version inline: a number this code parsed, never text from the row.
                     let sql = MOVED_COPY_COUNT_SQL.replace("$4", &version.to_string());
                     let n = count(self.db, &sql, &[&subject, &predicate, &at])?;

@@ -190,9 +190,15 @@ pub(crate) const RESCOPE_EVENTS_SQL: &str =
 /// `scope` as `rescoped_to`); when that version had itself arrived by a rescope, the one it
 /// came from; and every version a `revert` copied from one of them or that one was copied
 /// from — and so on. `events` are the subject and predicate's rescope and revert events.
-/// (scope, version) pairs, sorted; never `scope` itself. (Blanking skips a version that is
-/// current: a live record is its scope's memory, deleted there.)
-pub(crate) fn moved_copies(scope: &str, events: &[RescopeEvent]) -> Vec<(String, i64)> {
+/// (scope, version) pairs, sorted; never `scope` itself, nor a scope in `destroyed` (of the
+/// same subject and predicate, which the same delete destroys whole: the chain is followed
+/// through it). (Blanking skips a version that is current: a live record is its scope's
+/// memory, deleted there.)
+pub(crate) fn moved_copies(
+    scope: &str,
+    events: &[RescopeEvent],
+    destroyed: &[String],
+) -> Vec<(String, i64)> {
     let details: Vec<Option<serde_json::Value>> = events
         .iter()
         .map(|e| serde_json::from_str(&e.detail).ok())
@@ -243,8 +249,22 @@ pub(crate) fn moved_copies(scope: &str, events: &[RescopeEvent]) -> Vec<(String,
         }
         found.push((at, version));
     }
+    found.retain(|(at, _)| !destroyed.contains(at));
     found.sort();
     found
+}
+
+/// The scopes of `id`'s subject and predicate among `covered`, the identities one delete
+/// destroys whole ([`moved_copies`]' `destroyed`).
+pub(crate) fn destroyed_scopes(
+    id: &crate::model::Identity,
+    covered: &[crate::model::Identity],
+) -> Vec<String> {
+    covered
+        .iter()
+        .filter(|c| c.subject == id.subject && c.predicate == id.predicate)
+        .map(|c| c.scope.to_string())
+        .collect()
 }
 
 /// The SQL that blanks a moved copy's content (`$1` subject, `$2` predicate, `$3` scope, `$4`
@@ -335,11 +355,19 @@ mod moved_copies_tests {
         ];
         let global = |v: i64| ("global".to_string(), v);
         assert_eq!(
-            moved_copies("repo:a", &events),
+            moved_copies("repo:a", &events, &[]),
             [global(2), global(4), global(5), ("task:t".to_string(), 1)]
         );
-        assert_eq!(moved_copies("global", &events), [("task:t".to_string(), 1)]);
-        assert!(moved_copies("repo:c", &events).is_empty());
+        // A delete that destroys global whole too still reaches task:t through it.
+        assert_eq!(
+            moved_copies("repo:a", &events, &["global".to_string()]),
+            [("task:t".to_string(), 1)]
+        );
+        assert_eq!(
+            moved_copies("global", &events, &[]),
+            [("task:t".to_string(), 1)]
+        );
+        assert!(moved_copies("repo:c", &events, &[]).is_empty());
         // A chain back into the deleted scope stops there.
         let cycle = [
             ev(
@@ -355,6 +383,9 @@ mod moved_copies_tests {
                 r#"{"from":"repo:a","from_version":1}"#,
             ),
         ];
-        assert_eq!(moved_copies("repo:a", &cycle), [("global".to_string(), 2)]);
+        assert_eq!(
+            moved_copies("repo:a", &cycle, &[]),
+            [("global".to_string(), 2)]
+        );
     }
 }

@@ -143,7 +143,7 @@ pub fn stored_setting_problem(key: &str, stored: &str) -> Option<String> {
     match checked(key, stored) {
         Ok(v) if v == stored => None,
         Ok(v) => Some(format!(
-            "the setting {key} holds {}, not the form memscope writes ({}) nor reads: {fix}",
+            "the setting {key} holds {}, not in the form memscope writes ({}): {fix}",
             said(stored),
             said(&v)
         )),

@@ -1299,15 +1299,8 @@ fn delete_in_tx(
         let naming = pending_naming(t, &id.subject, &id.predicate, &scope)?;
         // Copies a rescope left elsewhere go even when the identity itself was deleted before
         // (by a release that left them), as on SQLite.
-        for (scope, version) in moved_copies(t, id)? {
+        for (scope, version) in moved_copies(t, id, &ids)? {
             let (subject, predicate) = (&id.subject, &id.predicate);
-            // An identity this delete covers is destroyed whole.
-            let whole = |c: &Identity| {
-                c.subject == *subject && c.predicate == *predicate && c.scope.to_string() == scope
-            };
-            if ids.iter().any(whole) {
-                continue;
-            }
             let n = t.exec(
                 crate::store::events::BLANK_MOVED_COPY_SQL,
                 &[subject, predicate, &scope, &version],
@@ -1426,8 +1419,8 @@ fn delete_in_tx(
 }
 
 /// The versions of other scopes that keep content a rescope moved into `id`
-/// (`events::moved_copies`).
-fn moved_copies(t: &mut Tx<'_>, id: &Identity) -> Result<Vec<(String, i64)>> {
+/// (`events::moved_copies`), none of an identity in `covered`, which this delete destroys whole.
+fn moved_copies(t: &mut Tx<'_>, id: &Identity, covered: &[Identity]) -> Result<Vec<(String, i64)>> {
     let events: Vec<crate::store::events::RescopeEvent> = t
         .all(
             crate::store::events::RESCOPE_EVENTS_SQL,
@@ -1444,6 +1437,7 @@ fn moved_copies(t: &mut Tx<'_>, id: &Identity) -> Result<Vec<(String, i64)>> {
     Ok(crate::store::events::moved_copies(
         &id.scope.to_string(),
         &events,
+        &crate::store::events::destroyed_scopes(id, covered),
     ))
 }
 

@@ -467,8 +467,9 @@ const TYPED_TABLES: [&str; 9] = [
 /// The check's SQL function: false for text that is not UTF-8, true for anything else.
 const UTF8_FN: &str = "memscope_utf8_ok";
 
-/// A storage class as `typeof` names it, in words.
-fn storage_class(class: &str) -> &'static str {
+/// A storage class as `typeof` names it (rusqlite's `Type`, lowercased, names the same), in
+/// words.
+pub(super) fn storage_class(class: &str) -> &'static str {
     match class {
         "text" => "text",
         "integer" => "an integer",

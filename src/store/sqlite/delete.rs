@@ -147,13 +147,10 @@ fn moved_copies(
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut count = conn.prepare_cached(&numbered_parameters(MOVED_COPY_COUNT_SQL))?;
     let mut out = Vec::new();
-    for (scope, version) in crate::store::events::moved_copies(&id.scope.to_string(), &events) {
-        let whole = |c: &Identity| {
-            c.subject == id.subject && c.predicate == id.predicate && c.scope.to_string() == scope
-        };
-        if covered.iter().any(whole) {
-            continue;
-        }
+    let destroyed = crate::store::events::destroyed_scopes(id, covered);
+    for (scope, version) in
+        crate::store::events::moved_copies(&id.scope.to_string(), &events, &destroyed)
+    {
         let n: i64 = count.query_row(params![id.subject, id.predicate, scope, version], |r| {
             r.get(0)
         })?;

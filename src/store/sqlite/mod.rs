@@ -321,9 +321,6 @@ fn sqlite_sentence(e: &rusqlite::Error) -> Option<String> {
                 rusqlite::ErrorCode::SystemIoFailure => Some(format!(
                     "reading or writing the database file failed (SQLite: {said}): point --db at a regular file on a disk that has room and reports no errors"
                 )),
-                // A damaged page can claim a record of gigabytes, and SQLite, asked to hold
-                // it, says it ran out of memory (found by review: a damaged index made `list`
-                // say only "out of memory").
                 // SQLITE_CONSTRAINT_TRIGGER: a trigger's RAISE — one of memscope's guards, or a
                 // raw client's (found by review: "memscope: memscope: blocked: Error code 1811:
                 // constraint failed").
@@ -334,6 +331,9 @@ fn sqlite_sentence(e: &rusqlite::Error) -> Option<String> {
                         "a trigger on the database refused the change ({said}), so nothing was changed: memscope's own guards refuse what would break an invariant, and `memscope check` names any trigger memscope did not make"
                     ))
                 }
+                // A damaged page can claim a record of gigabytes, and SQLite, asked to hold
+                // it, says it ran out of memory (found by review: a damaged index made `list`
+                // say only "out of memory").
                 rusqlite::ErrorCode::OutOfMemory => Some(format!(
                     "SQLite ran out of memory (SQLite: {said}); on a machine with memory to spare this is most often a damaged file whose page claims a huge record: run `memscope check --full`, and restore a backup if it finds damage"
                 )),
@@ -349,13 +349,7 @@ fn sqlite_sentence(e: &rusqlite::Error) -> Option<String> {
         // type Blob at index: 2, name: value".
         rusqlite::Error::InvalidColumnType(_, column, found) => Some(format!(
             "a stored row holds {} in the column {}, where memscope stores another type, so something outside memscope changed the database: `memscope check` names the rows",
-            match found {
-                rusqlite::types::Type::Null => "NULL",
-                rusqlite::types::Type::Integer => "an integer",
-                rusqlite::types::Type::Real => "a floating-point number",
-                rusqlite::types::Type::Text => "text",
-                rusqlite::types::Type::Blob => "a blob",
-            },
+            check::storage_class(&found.to_string().to_ascii_lowercase()),
             crate::model::escape_controls(column)
         )),
         rusqlite::Error::Utf8Error(..) => Some(
