@@ -265,3 +265,82 @@ fn a_suspect_counts_only_the_reads_of_its_own_version_on(db: TestDb) {
         .stdout
         .contains("1 logged read(s) got this global value"));
 }
+
+#[test]
+fn many_messages_keep_their_own_siblings_in_stored_order() {
+    many_messages_keep_their_own_siblings_in_stored_order_on(TestDb::new());
+}
+
+#[test]
+fn many_messages_keep_their_own_siblings_in_stored_order_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        many_messages_keep_their_own_siblings_in_stored_order_on(db);
+    }
+}
+
+/// The scan groups every scoped record by its message without a query per sibling: each global
+/// record gets exactly its own subject's records of its own message, in the order they were
+/// stored, however many messages share a subject or a source; `check`'s count is the list's.
+fn many_messages_keep_their_own_siblings_in_stored_order_on(db: TestDb) {
+    let mut lines = String::new();
+    let mut line = |subject: &str, predicate: &str, scope: &str, source: &str| {
+        lines.push_str(
+            &json!({
+                "subject": subject, "predicate": predicate, "value": "值 ✓",
+                "scope": scope, "source": source,
+            })
+            .to_string(),
+        );
+        lines.push('\n');
+    };
+    for i in 0..40 {
+        let subject = format!("用户:{i}");
+        // Every message shares one source; only even subjects wrote scoped records there
+        // (third place first, so stored order is not name order), odd ones elsewhere.
+        let shared = "thread:1/msg:1";
+        let own = if i % 2 == 0 {
+            shared.to_string()
+        } else {
+            format!("thread:2/msg:{i}")
+        };
+        line(
+            &subject,
+            "install_command",
+            &format!("repo:仓库-{}", i % 3 + 2),
+            &own,
+        );
+        line(&subject, "test_command", "repo:仓库-1", &own);
+        line(&subject, "package_manager", "global", shared);
+        // The same subject's global record of another message has no siblings.
+        line(&subject, "editor", "global", "thread:3/msg:1");
+    }
+    db.run_stdin(&["apply", "-"], lines.as_bytes()).ok();
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert_eq!(found.len(), 20, "{found:#?}");
+    for s in &found {
+        assert_eq!(s["record"]["predicate"], "package_manager", "{s:#}");
+        let subject = s["record"]["subject"].as_str().unwrap();
+        let i: usize = subject.trim_start_matches("用户:").parse().unwrap();
+        assert_eq!(i % 2, 0, "{s:#}");
+        let evidence: Vec<&str> = strs(&s["evidence"]);
+        let first = format!(
+            "the same message wrote install_command in repo:仓库-{}",
+            i % 3 + 2
+        );
+        assert_eq!(
+            evidence,
+            [
+                first.as_str(),
+                "the same message wrote test_command in repo:仓库-1"
+            ],
+            "{s:#}"
+        );
+        assert_eq!(s["suggested_scope"], format!("repo:仓库-{}", i % 3 + 2));
+    }
+    let (code, report) = db.check();
+    assert_eq!(
+        (code, &report["metrics"]["suspects"]),
+        (0, &json!(20)),
+        "{report:#}"
+    );
+}

@@ -395,6 +395,19 @@ impl Store {
                     })
                 }
                 Err(e) => Err(e),
+            })
+            .map(|mut report| {
+                // A health figure, not an invariant: global records that look like one
+                // place's rule (`memscope suspects` lists them), in the same snapshot. A file
+                // too damaged to scan has none to report.
+                if report.integrity.as_ref().is_none_or(|i| i.ok) {
+                    if let Ok(found) = self.suspect_count() {
+                        report
+                            .metrics
+                            .insert("suspects".into(), serde_json::json!(found));
+                    }
+                }
+                report
             });
         let _ = self.conn.execute_batch("COMMIT");
         let mut report = result?;
@@ -402,15 +415,6 @@ impl Store {
             "durability".into(),
             serde_json::json!(self.durability()?.as_str()),
         );
-        // A health figure, not an invariant: global records that look like one place's rule
-        // (`memscope suspects` lists them). A file too damaged to scan has none to report.
-        if report.integrity.as_ref().is_none_or(|i| i.ok) {
-            if let Ok(found) = self.suspects() {
-                report
-                    .metrics
-                    .insert("suspects".into(), serde_json::json!(found.len()));
-            }
-        }
         report.health = super::exposures(&self.path);
         Ok(report)
     }

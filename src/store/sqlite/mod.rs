@@ -370,6 +370,28 @@ fn end_open_transaction(conn: &Connection) {
 }
 
 impl Store {
+    /// Runs `read` in one read snapshot: a transaction of its own when none is open, so that
+    /// every statement in it sees the same database, and SQLite takes its locks once rather
+    /// than once a statement (a scan that looks up each of 300,000 records spent a third of
+    /// its time there). Inside an open transaction, `read` runs in that one.
+    pub(crate) fn read_snapshot<T>(&self, read: impl FnOnce() -> Result<T>) -> Result<T> {
+        if !self.conn.is_autocommit() {
+            return read();
+        }
+        self.conn.execute_batch("BEGIN")?;
+        let out = read();
+        // Nothing was written: ending the transaction either way loses nothing.
+        let ended = self
+            .conn
+            .execute_batch(if out.is_ok() { "COMMIT" } else { "ROLLBACK" });
+        end_open_transaction(&self.conn);
+        let out = out?;
+        ended?;
+        Ok(out)
+    }
+}
+
+impl Store {
     /// Opens (or creates) the database at `path`, migrating it forward. A file that is not a
     /// database, or a database from a newer memscope, is refused without being touched.
     ///

@@ -12,117 +12,208 @@ use crate::store::suspects::{
 };
 use anyhow::Result;
 use rusqlite::OptionalExtension;
+use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
 impl Store {
     /// Every current `global` record with a place signal, widest blast radius first. Reads
-    /// only; one pass over the current view.
+    /// only, in one snapshot.
     pub fn suspects(&self) -> Result<Vec<Suspect>> {
-        let conn = &self.conn;
-        // Places the database knows: the spellings registry holds every repo and task scope
-        // memscope ever stored.
-        let known = super::spellings::known_places(conn)?;
-        let repos = repos(&known);
-        // The scoped records' messages, by a hash of their subject and source (no string kept
-        // per record: a database holds hundreds of thousands); a global record whose subject
-        // and source hash alike has its siblings — the scoped records of its subject the same
-        // message wrote, as at write time — looked up by rowid, then checked.
-        // (hash, rowid) pairs sorted by hash: 16 bytes a scoped record, one allocation.
-        let mut by_source: Vec<(u64, i64)> = Vec::new();
-        {
-            let mut stmt = conn
-                .prepare("SELECT rowid, subject, source FROM memories WHERE scope <> 'global'")?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                let subject = r.get_ref(1)?.as_str().unwrap_or_default();
-                let source = r.get_ref(2)?.as_str().unwrap_or_default();
-                by_source.push((hash(subject, source), r.get(0)?));
-            }
-        }
-        by_source.sort_unstable();
-        // Where each hash's run starts in `by_source`: one probe a global record instead of a
-        // binary search over every scoped record (a quarter of the scan at 1M records).
-        let mut run_of: HashMap<u64, usize, BuildHasherDefault<Spread>> =
-            HashMap::with_capacity_and_hasher(by_source.len(), Default::default());
-        for (i, &(k, _)) in by_source.iter().enumerate().rev() {
-            run_of.insert(k, i);
-        }
-        let mut sibling = conn.prepare_cached(
-            "SELECT subject, source, predicate, scope FROM memories WHERE rowid = ?1",
-        )?;
-        let places = Places::new(&known);
-        // (rowid, evidence, places) of each suspect; the records are read after the scan.
-        let mut found: Vec<(i64, Vec<String>, Vec<Scope>)> = Vec::new();
-        {
-            let mut stmt = conn.prepare(
-                "SELECT rowid, subject, source, raw FROM memories WHERE scope = 'global'",
+        self.read_snapshot(|| {
+            let known = super::spellings::known_places(&self.conn)?;
+            let repos = repos(&known);
+            let mut record = self.conn.prepare_cached(&format!(
+                "SELECT {MEMORY_COLUMNS} FROM memories WHERE rowid = ?1"
+            ))?;
+            let mut marked = self.conn.prepare_cached(
+                "SELECT detail FROM history
+                 WHERE subject = ?1 AND predicate = ?2 AND scope = 'global' AND event = 'set' AND version = ?3
+                 ORDER BY id DESC LIMIT 1",
             )?;
-            let mut rows = stmt.query([])?;
-            while let Some(r) = rows.next()? {
-                let subject = r.get_ref(1)?.as_str().unwrap_or_default();
-                let source = r.get_ref(2)?.as_str().unwrap_or_default();
-                let raw = r.get_ref(3)?.as_str().ok();
-                let mut siblings: Vec<(String, Scope)> = Vec::new();
-                let h = hash(subject, source);
-                let from = run_of.get(&h).copied().unwrap_or(by_source.len());
-                let same = by_source[from..].iter().take_while(|&&(k, _)| k == h);
-                for (_, id) in same {
-                    let (su, s, p, sc): (String, String, String, String) = sibling
-                        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-                    if su == subject && s == source {
-                        if let Ok(scope) = Scope::parse(&sc) {
-                            siblings.push((p, scope));
-                        }
-                    }
-                }
-                if let Some((evidence, places)) = place_signals(&places, raw, &siblings) {
-                    found.push((r.get(0)?, evidence, places));
-                }
+            let found = self.suspect_candidates(&known)?;
+            let mut out = Vec::with_capacity(found.len());
+            for found in found {
+                let record = record.query_row([found.rowid], memory_from_row)?;
+                let detail: Option<String> = marked
+                    .query_row(
+                        rusqlite::params![record.subject, record.predicate, record.version],
+                        |r| r.get(0),
+                    )
+                    .optional()?
+                    .flatten();
+                let places = with_marked_places(detail.as_deref(), found.places);
+                let radius = self.radius(
+                    &repos,
+                    &record.subject,
+                    &record.predicate,
+                    Some(record.version),
+                )?;
+                out.push(Suspect::new(record, found.evidence, places, radius));
             }
-        }
-        let mut record = conn.prepare_cached(&format!(
-            "SELECT {MEMORY_COLUMNS} FROM memories WHERE rowid = ?1"
-        ))?;
+            rank(&mut out);
+            Ok(out)
+        })
+    }
+
+    /// How many suspects there are: `check`'s health figure, the list without what only the
+    /// list shows (blast radii, the places a marked version named). Runs in the caller's
+    /// snapshot when one is open.
+    pub(crate) fn suspect_count(&self) -> Result<usize> {
+        self.read_snapshot(|| {
+            let known = super::spellings::known_places(&self.conn)?;
+            Ok(self.suspect_candidates(&known)?.len())
+        })
+    }
+
+    /// The current `global` records with a place signal that no human placed: one pass over
+    /// the scoped records (their messages), one over the global ones.
+    fn suspect_candidates(&self, known: &[Scope]) -> Result<Vec<Found>> {
+        let conn = &self.conn;
+        let messages = Messages::read(conn)?;
+        let places = Places::new(known);
         let mut resolutions = conn.prepare_cached(
             "SELECT json_extract(detail, '$.outcome') FROM history
              WHERE subject = ?1 AND predicate = ?2 AND scope = 'global' AND event = 'pending_resolved' AND version = ?3",
         )?;
-        let mut marked = conn.prepare_cached(
-            "SELECT detail FROM history
-             WHERE subject = ?1 AND predicate = ?2 AND scope = 'global' AND event = 'set' AND version = ?3
-             ORDER BY id DESC LIMIT 1",
+        let mut found = Vec::new();
+        let mut stmt = conn.prepare(
+            "SELECT rowid, subject, source, raw, predicate, version FROM memories
+             WHERE scope = 'global'",
         )?;
-        let mut out = Vec::with_capacity(found.len());
-        for (rowid, evidence, places) in found {
-            let record = record.query_row([rowid], memory_from_row)?;
+        let mut rows = stmt.query([])?;
+        let mut siblings: Vec<(String, Scope)> = Vec::new();
+        while let Some(r) = rows.next()? {
+            let subject = r.get_ref(1)?.as_str().unwrap_or_default();
+            let source = r.get_ref(2)?.as_str().unwrap_or_default();
+            let raw = r.get_ref(3)?.as_str().ok();
+            siblings.clear();
+            siblings.extend(messages.siblings(subject, source));
+            let Some((evidence, places)) = place_signals(&places, raw, &siblings) else {
+                continue;
+            };
+            let predicate = r.get_ref(4)?.as_str().unwrap_or_default();
+            let version: i64 = r.get(5)?;
             let outcomes = resolutions
-                .query_map(
-                    rusqlite::params![record.subject, record.predicate, record.version],
-                    |r| r.get::<_, Option<String>>(0),
-                )?
+                .query_map(rusqlite::params![subject, predicate, version], |r| {
+                    r.get::<_, Option<String>>(0)
+                })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             if placed_by_a_human(outcomes.iter().map(Option::as_deref)) {
                 continue;
             }
-            let detail: Option<String> = marked
-                .query_row(
-                    rusqlite::params![record.subject, record.predicate, record.version],
-                    |r| r.get(0),
-                )
-                .optional()?
-                .flatten();
-            let places = with_marked_places(detail.as_deref(), places);
-            let radius = self.radius(
-                &repos,
-                &record.subject,
-                &record.predicate,
-                Some(record.version),
-            )?;
-            out.push(Suspect::new(record, evidence, places, radius));
+            found.push(Found {
+                rowid: r.get(0)?,
+                evidence,
+                places,
+            });
         }
-        rank(&mut out);
-        Ok(out)
+        Ok(found)
+    }
+}
+
+/// A current `global` record the scan found: its rowid, evidence and the places it points at.
+struct Found {
+    rowid: i64,
+    evidence: Vec<String>,
+    places: Vec<Scope>,
+}
+
+/// The scoped records by their message: for each subject and source, the predicate and scope
+/// of every scoped record it wrote, in the order they were stored — what a global record of
+/// that subject and source has for siblings, as at write time.
+///
+/// A database holds hundreds of thousands of scoped records, so no string is kept per record:
+/// a subject and source is a 128-bit hash under keys drawn for this scan (no text can be made
+/// to collide with another's on purpose, and two of a million collide by chance with a
+/// probability near 10^-27), and the predicates and scopes are interned (a database has few of
+/// each). 24 bytes a scoped record, and no query per sibling: a global record whose every
+/// line shares one message has thousands of siblings in all.
+struct Messages {
+    /// (hash of subject and source, predicate, scope) sorted by hash, stably: a message's
+    /// records stay in the order they were stored.
+    records: Vec<(u128, u32, u32)>,
+    /// Where each hash's run starts in `records`: one probe a global record.
+    run_of: HashMap<u128, usize, BuildHasherDefault<Spread>>,
+    predicates: Vec<String>,
+    scopes: Vec<Scope>,
+    keys: (RandomState, RandomState),
+}
+
+impl Messages {
+    fn read(conn: &rusqlite::Connection) -> Result<Messages> {
+        let keys = (RandomState::new(), RandomState::new());
+        let mut records = Vec::new();
+        let mut predicates = Vec::new();
+        let mut scopes = Vec::new();
+        let mut predicate_ids: HashMap<String, u32> = HashMap::new();
+        let mut scope_ids: HashMap<String, Option<u32>> = HashMap::new();
+        let mut stmt = conn.prepare(
+            "SELECT subject, source, predicate, scope FROM memories
+             WHERE scope <> 'global' ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let subject = r.get_ref(0)?.as_str().unwrap_or_default();
+            let source = r.get_ref(1)?.as_str().unwrap_or_default();
+            let predicate = r.get_ref(2)?.as_str().unwrap_or_default();
+            let scope = r.get_ref(3)?.as_str().unwrap_or_default();
+            // A scope that does not parse is no place (`check` names it).
+            let scope = match scope_ids.get(scope) {
+                Some(id) => *id,
+                None => {
+                    let id = Scope::parse(scope).ok().map(|parsed| {
+                        scopes.push(parsed);
+                        (scopes.len() - 1) as u32
+                    });
+                    scope_ids.insert(scope.to_string(), id);
+                    id
+                }
+            };
+            let Some(scope) = scope else { continue };
+            let predicate = match predicate_ids.get(predicate) {
+                Some(id) => *id,
+                None => {
+                    predicates.push(predicate.to_string());
+                    let id = (predicates.len() - 1) as u32;
+                    predicate_ids.insert(predicate.to_string(), id);
+                    id
+                }
+            };
+            records.push((key(&keys, subject, source), predicate, scope));
+        }
+        records.sort_by_key(|&(k, _, _)| k);
+        let mut run_of: HashMap<u128, usize, BuildHasherDefault<Spread>> =
+            HashMap::with_capacity_and_hasher(records.len(), Default::default());
+        for (i, &(k, _, _)) in records.iter().enumerate().rev() {
+            run_of.insert(k, i);
+        }
+        Ok(Messages {
+            records,
+            run_of,
+            predicates,
+            scopes,
+            keys,
+        })
+    }
+
+    /// The (predicate, scope) of each scoped record `subject` and `source` wrote.
+    fn siblings<'a>(
+        &'a self,
+        subject: &str,
+        source: &str,
+    ) -> impl Iterator<Item = (String, Scope)> + 'a {
+        let k = key(&self.keys, subject, source);
+        let from = self.run_of.get(&k).copied().unwrap_or(self.records.len());
+        self.records[from..]
+            .iter()
+            .take_while(move |&&(h, _, _)| h == k)
+            .map(|&(_, p, s)| {
+                (
+                    self.predicates[p as usize].clone(),
+                    self.scopes[s as usize].clone(),
+                )
+            })
     }
 }
 
@@ -172,14 +263,18 @@ impl Store {
     }
 }
 
-fn hash(subject: &str, source: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    (subject, source).hash(&mut h);
-    h.finish()
+/// A subject and source's 128-bit key under `keys`.
+fn key(keys: &(RandomState, RandomState), subject: &str, source: &str) -> u128 {
+    let half = |k: &RandomState| {
+        let mut h = k.build_hasher();
+        (subject, source).hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(&keys.0)) << 64) | u128::from(half(&keys.1))
 }
 
-/// The hasher of [`HashMap`]s keyed by a [`hash`]: its keys are already spread evenly over 64
-/// bits, so the key is its own hash.
+/// The hasher of [`HashMap`]s keyed by a [`key`]: its keys are already spread evenly over 128
+/// bits, so the key's low half is its own hash.
 #[derive(Default)]
 struct Spread(u64);
 
@@ -189,13 +284,13 @@ impl Hasher for Spread {
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        // Only `write_u64` is used (a `u64` key); any other key folds its bytes in.
+        // Only `write_u128` is used (a `u128` key); any other key folds its bytes in.
         for &b in bytes {
             self.0 = self.0.rotate_left(8) ^ u64::from(b);
         }
     }
 
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
+    fn write_u128(&mut self, n: u128) {
+        self.0 = n as u64;
     }
 }
