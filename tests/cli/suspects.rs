@@ -344,3 +344,48 @@ fn many_messages_keep_their_own_siblings_in_stored_order_on(db: TestDb) {
         "{report:#}"
     );
 }
+
+#[test]
+fn a_suspect_scan_that_cannot_read_leaves_the_check_whole() {
+    a_suspect_scan_that_cannot_read_leaves_the_check_whole_on(TestDb::new());
+}
+
+#[test]
+fn a_suspect_scan_that_cannot_read_leaves_the_check_whole_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        a_suspect_scan_that_cannot_read_leaves_the_check_whole_on(db);
+    }
+}
+
+/// `check` counts suspects in its own snapshot: when the scan cannot read what a raw client
+/// wrote (a suspect's pending resolution whose detail is not JSON), the figure is left out and
+/// the report is whole — the unreadable row named — rather than the check failing (on
+/// PostgreSQL the scan's failed statement would otherwise abort the report's transaction).
+fn a_suspect_scan_that_cannot_read_leaves_the_check_whole_on(db: TestDb) {
+    db.write(
+        "用户:7",
+        "install_command",
+        "npm ci",
+        "repo:旧仓库",
+        "thread:1/msg:1",
+    );
+    db.write(
+        "用户:7",
+        "package_manager",
+        "pnpm 📦",
+        "global",
+        "thread:1/msg:1",
+    );
+    assert_eq!(db.check().1["metrics"]["suspects"], 1);
+    db.sql_execute(
+        "INSERT INTO history (event, subject, predicate, scope, version, detail, at)
+         SELECT 'pending_resolved', subject, predicate, scope, version, 'not json', at
+         FROM history WHERE event = 'set' AND scope = 'global'",
+    )
+    .unwrap();
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    assert!(report["metrics"].get("suspects").is_none(), "{report:#}");
+    let violations = report["violations"].to_string();
+    assert!(violations.contains("not readable JSON"), "{report:#}");
+}

@@ -166,10 +166,6 @@ macro_rules! live_scopes_sql {
     };
 }
 
-/// The live scopes of a subject and (canonical) predicate, in view order (the blast radius's
-/// "a rule of its own").
-pub(super) const LIVE_SCOPES: &str = live_scopes_sql!("scope");
-
 /// The view's order (and the `memories_view` index's).
 macro_rules! view_order {
     ($dir:literal) => {

@@ -581,6 +581,32 @@ impl PgStore {
         body(&mut t).map_err(|e| explain_waited(e, &self.address, waited))
     }
 
+    /// Runs `body` in one read-only snapshot (REPEATABLE READ) and commits: every statement
+    /// in it sees the same database — a read of several statements whose answers must agree
+    /// (`suspects`, `check`).
+    pub(super) fn snapshot<T>(&mut self, body: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.connection()?;
+        let waited = self.lock_wait();
+        let out = (|| {
+            let tx = self
+                .client
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let mut t = Tx {
+                conn: Conn::Tx(tx),
+                statements: &mut self.statements,
+            };
+            let out = body(&mut t)?;
+            if let Conn::Tx(tx) = t.conn {
+                tx.commit()?;
+            }
+            Ok(out)
+        })();
+        out.map_err(|e| explain_waited(e, &self.address, waited))
+    }
+
     /// `r`, a refusal of the server in it made [`explain`]'s one sentence: for an operation that
     /// runs its own transaction rather than [`PgStore::read`]'s or a write's.
     pub(super) fn explained<T>(&self, r: Result<T>) -> Result<T> {
