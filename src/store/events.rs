@@ -188,8 +188,8 @@ pub(crate) const RESCOPE_EVENTS_SQL: &str =
 /// agents were told). A delete of `scope` destroys those copies too: the version each rescope
 /// into `scope` moved away, known by the event it left there (`reverted` or `removed`, naming
 /// `scope` as `rescoped_to`); when that version had itself arrived by a rescope, the one it
-/// came from; and every version a `revert` copied from one of them or that one was copied
-/// from — and so on. `events` are the subject and predicate's rescope and revert events.
+/// came from; and every version a revert — a user's, or a rescope's restoring the value
+/// before the one it moved — copied from one of them or that one was copied from, and so on. `events` are the subject and predicate's rescope and revert events.
 /// (scope, version) pairs, sorted; never `scope` itself, nor a scope in `destroyed` (of the
 /// same subject and predicate, which the same delete destroys whole: the chain is followed
 /// through it). (Blanking skips a version that is current: a live record is its scope's
@@ -232,9 +232,12 @@ pub(crate) fn moved_copies(
                         todo.push((from, v));
                     }
                 }
-                // A revert's new version is a copy of the one it reverted to (the source side
-                // of a rescope restores another value: not a copy of the moved one).
-                "reverted" if d.get("rescoped_to").is_none() => {
+                // A revert's new version is a copy of the one it reverted to: a user's revert,
+                // and the source side of a rescope, which restores the value before the one it
+                // moved (a copy of that earlier version, not of the moved one — but when a
+                // later rescope moves the restored copy, the version it copied holds the same
+                // value where it was first written).
+                "reverted" => {
                     let to = int(d, "reverted_to");
                     if let (Some(to), Some(new)) = (to, e.version) {
                         if to == version {
@@ -368,6 +371,29 @@ mod moved_copies_tests {
             [("task:t".to_string(), 1)]
         );
         assert!(moved_copies("repo:c", &events, &[]).is_empty());
+        // The value a rescope restored (global v3, a copy of v1) moved by the next rescope:
+        // v1 holds the same value where it was first written (found by the reliability test
+        // of rescopes racing deletes: it stayed). The first rescope's moved v2 is a copy too;
+        // v1 is no copy of v2.
+        let twice = [
+            ev(
+                "reverted",
+                "global",
+                3,
+                r#"{"rescoped_to":"repo:a","moved_version":2,"reverted_to":1,"outcome":"superseded"}"#,
+            ),
+            ev(
+                "removed",
+                "global",
+                3,
+                r#"{"rescoped_to":"repo:a","moved_version":3}"#,
+            ),
+        ];
+        assert_eq!(
+            moved_copies("repo:a", &twice, &[]),
+            [global(1), global(2), global(3)]
+        );
+        assert_eq!(moved_copies("repo:a", &twice[..1], &[]), [global(2)]);
         // A chain back into the deleted scope stops there.
         let cycle = [
             ev(

@@ -17,5 +17,6 @@ mod mcp;
 mod model;
 mod open;
 mod purge_blocked;
+mod rescope_delete;
 mod soak;
 mod spellings;

@@ -498,6 +498,47 @@ fn a_delete_blanks_exactly_the_notes_that_can_have_seen_its_content() {
 }
 
 #[test]
+fn a_value_a_rescope_restored_and_the_next_moved_is_destroyed_where_it_was_first_written() {
+    // Found by the reliability test of rescopes racing deletes (and no race is needed): the
+    // first rescope moves v2 and restores v1's value as v3; the second moves v3. A delete of
+    // the repository blanked v2 and v3 and kept the value in v1, where it was first written.
+    let db = TestDb::new();
+    let first = unique("最早的金丝雀-🐤-");
+    let second = unique("second-canary-");
+    db.write_with(
+        (U, PM),
+        first.as_str(),
+        "global",
+        "thread:1",
+        &["--raw", &format!("说 {first}")],
+    );
+    db.write(U, PM, &second, "global", "thread:2");
+    let rescope = args_for(
+        "rescope",
+        U,
+        PM,
+        &["--scope", "global", "--to", "repo:web-app"],
+    );
+    db.run(&rescope).ok();
+    db.run(&rescope).ok();
+    assert!(
+        db.list(&["--scope", "global"]).is_empty(),
+        "global left the view"
+    );
+    let done = db.json(&args_for(
+        "delete",
+        U,
+        PM,
+        &["--scope", "repo:web-app", "--yes", "--json"],
+    ));
+    assert_eq!(done["blanked_copies"], 3, "{done:#}");
+    for canary in [&first, &second] {
+        assert!(find_on_disk(&db.path, canary).is_empty(), "{canary} stays");
+    }
+    db.assert_check_ok();
+}
+
+#[test]
 fn deleting_a_rescoped_memory_destroys_the_copies_its_first_scope_kept() {
     // Found by review: the README's repair (rescope the mis-scoped value, then delete it) left
     // the value and words in the global `set` event the rescope moved them from — in
