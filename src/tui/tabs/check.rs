@@ -2,12 +2,12 @@
 //! the tab is shown.
 
 use super::{Env, Shell, Status, TabComponent, View};
+use crate::store::CheckReport;
 use crate::store::UiStore;
 use crate::tui::app::{Action, Focus};
-use crate::store::CheckReport;
 use crate::tui::draw::{bold, dim, error_style, good, pane, part, plain, row_line};
-use crate::tui::rows::Motion;
 use crate::tui::rows::step;
+use crate::tui::rows::Motion;
 use crate::tui::text::{one_line, wrap};
 use crate::tui::worker::{Failed, Load, Reply};
 use chrono::{DateTime, Utc};
@@ -39,7 +39,6 @@ impl Default for CheckTab {
         }
     }
 }
-
 
 impl TabComponent for CheckTab {
     fn title(&self) -> String {

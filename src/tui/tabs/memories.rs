@@ -61,7 +61,6 @@ fn source<'a>(folded: &'a BTreeSet<String>, filter: &'a FilterState) -> Source<'
 }
 
 impl MemoriesTab {
-
     pub fn selected_record(&self) -> Option<&MemoryRecord> {
         self.list.selected_record()
     }
@@ -96,7 +95,13 @@ impl MemoriesTab {
     }
 
     /// Folds or unfolds a scope group (`Action::Fold`), its header staying selected.
-    pub fn fold(&mut self, store: &dyn UiStore, scope: String, folded: bool, page: usize) -> Result<()> {
+    pub fn fold(
+        &mut self,
+        store: &dyn UiStore,
+        scope: String,
+        folded: bool,
+        page: usize,
+    ) -> Result<()> {
         if folded {
             self.folded.insert(scope.clone());
         } else {
@@ -239,7 +244,10 @@ impl MemoriesTab {
             )));
         }
         self.timeline.detail = None;
-        let said = format!("history of {id}: v{} highlighted, {}", mark.version, mark.note);
+        let said = format!(
+            "history of {id}: v{} highlighted, {}",
+            mark.version, mark.note
+        );
         self.timeline.mark = Some(mark);
         Ok(Ok(said))
     }
@@ -700,9 +708,17 @@ impl MemoriesTab {
                 lines.extend(shell.iter().map(|l| plain(l, good(), max)))
             };
             let db = self.db_word.as_str();
-            say(&mut lines, "memscope: the long-term memory of your coding agents", bold());
+            say(
+                &mut lines,
+                "memscope: the long-term memory of your coding agents",
+                bold(),
+            );
             lines.push(Line::raw(""));
-            say(&mut lines, "This database holds no live memories yet.", Style::new());
+            say(
+                &mut lines,
+                "This database holds no live memories yet.",
+                Style::new(),
+            );
             lines.push(Line::raw(""));
             say(
                 &mut lines,
@@ -713,12 +729,32 @@ impl MemoriesTab {
                 &mut lines,
                 &[
                     &["memscope", "--db", db],
-                    &["write", "--subject", "user:42", "--predicate", "package_manager"],
-                    &["--value", "pnpm", "--scope", "global", "--source", "thread:17/message:86"],
+                    &[
+                        "write",
+                        "--subject",
+                        "user:42",
+                        "--predicate",
+                        "package_manager",
+                    ],
+                    &[
+                        "--value",
+                        "pnpm",
+                        "--scope",
+                        "global",
+                        "--source",
+                        "thread:17/message:86",
+                    ],
                 ],
             );
-            say(&mut lines, "or many from JSON Lines, one write a line:", Style::new());
-            command(&mut lines, &[&["memscope", "--db", db, "apply", "writes.jsonl"]]);
+            say(
+                &mut lines,
+                "or many from JSON Lines, one write a line:",
+                Style::new(),
+            );
+            command(
+                &mut lines,
+                &[&["memscope", "--db", db, "apply", "writes.jsonl"]],
+            );
             lines.push(Line::raw(""));
             say(
                 &mut lines,

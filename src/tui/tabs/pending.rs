@@ -85,8 +85,8 @@ impl Filtered for PendingItem {
 impl PendingTab {
     /// `g`, `r`, `t`: a confirm that states the preview pane's sentence for this key.
     fn resolve(&self, key: char, shell: &mut Shell<'_>) -> Action {
-        let empty = (self.filter)
-            .why_empty("the pending queue is empty: every write had a clear scope");
+        let empty =
+            (self.filter).why_empty("the pending queue is empty: every write had a clear scope");
         let Some(item) = shell.curating(&self.rows, &empty) else {
             return Action::None;
         };
@@ -210,7 +210,10 @@ impl TabComponent for PendingTab {
         ]);
         let panes = ListPanes {
             tab: Tab::Pending,
-            title: format!("Pending queue · {} open", self.filter.count(self.rows.len())),
+            title: format!(
+                "Pending queue · {} open",
+                self.filter.count(self.rows.len())
+            ),
             empty: &empty,
             detail_title: "What each choice does",
         };
@@ -230,7 +233,11 @@ fn said_lines(raw: &str, max: usize) -> Vec<Line<'static>> {
     let text = format!("“{}”", one_line(raw));
     if max <= width(label) + 8 {
         let mut lines = vec![plain(label.trim_end(), dim(), max)];
-        lines.extend(wrap(&text, max).into_iter().map(|l| plain(&l, Style::new(), max)));
+        lines.extend(
+            wrap(&text, max)
+                .into_iter()
+                .map(|l| plain(&l, Style::new(), max)),
+        );
         return lines;
     }
     hanging(label, &text, Style::new(), usize::MAX, max)
@@ -280,16 +287,17 @@ impl PendingTab {
         // A label and its text, wrapped under the text's first column in at most a few rows
         // (the end kept, as in every sentence the UI cuts): a source, the words, the guard's
         // evidence are read to their end.
-        let labelled_in = |label: &str, text: String, style: Style, rows: usize| -> Vec<Line<'static>> {
-            if max <= width(label) + 8 {
-                return vec![row_line(
-                    &[part(label.to_string(), dim()), part(text, style)],
-                    &[],
-                    max,
-                )];
-            }
-            hanging(label, &text, style, rows, max)
-        };
+        let labelled_in =
+            |label: &str, text: String, style: Style, rows: usize| -> Vec<Line<'static>> {
+                if max <= width(label) + 8 {
+                    return vec![row_line(
+                        &[part(label.to_string(), dim()), part(text, style)],
+                        &[],
+                        max,
+                    )];
+                }
+                hanging(label, &text, style, rows, max)
+            };
         let labelled = |label: &str, text: String, style: Style| labelled_in(label, text, style, 3);
         if let Some(raw) = &p.raw {
             // The user's words decide the scope: read whole, however long.
@@ -367,7 +375,10 @@ fn choice_lines(preview: &PendingPreview, max: usize) -> Vec<Line<'static>> {
             .enumerate()
         {
             let lead = if i == 0 {
-                vec![part(key.clone(), bold().fg(Color::Cyan)), part(head.clone(), bold())]
+                vec![
+                    part(key.clone(), bold().fg(Color::Cyan)),
+                    part(head.clone(), bold()),
+                ]
             } else {
                 vec![part(" ".repeat(hang), Style::new())]
             };

@@ -2,8 +2,8 @@
 //! window (`s`); `Enter` explains a read as of its time, `g` opens the record it got.
 
 use super::{edit_line, Env, LineEdit, Shell, Status, TabComponent, View};
-use crate::store::UiStore;
 use crate::model::{Considered, ReadRecord, Resolution};
+use crate::store::UiStore;
 use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::AsOfDialog;
 use crate::tui::draw::{bold, dim, good, not_loaded, pane, part, plain, row_line, Part};
@@ -97,7 +97,9 @@ impl ReadsTab {
     /// Says why there is no read to act on.
     fn no_read(&self, shell: &mut Shell<'_>) {
         if let Some(e) = &self.error {
-            shell.error(format!("the read log could not be read, so no read is listed: {e}"));
+            shell.error(format!(
+                "the read log could not be read, so no read is listed: {e}"
+            ));
         } else if self.loading() {
             shell.info("the read log is still loading");
         } else {
@@ -236,7 +238,10 @@ impl TabComponent for ReadsTab {
         } else {
             "  (/ edit · Esc clear)"
         };
-        Status::Own(Some(format!("/{}   {progress}{hint}", one_line(&self.input))))
+        Status::Own(Some(format!(
+            "/{}   {progress}{hint}",
+            one_line(&self.input)
+        )))
     }
 
     fn typed_line(&self) -> Option<&str> {
@@ -258,7 +263,13 @@ fn draw_tab(reads: &ReadsTab, frame: &mut Frame<'_>, body: Rect, view: &View) {
     let panes = layout::panes(body, Tab::Reads, view.focus);
     let focused = view.focused;
     if let Some(area) = panes.list {
-        list(frame, area, reads, view.now, focused && view.focus == Focus::List);
+        list(
+            frame,
+            area,
+            reads,
+            view.now,
+            focused && view.focus == Focus::List,
+        );
     }
     if let Some(area) = panes.detail {
         let inner = pane(
@@ -544,7 +555,10 @@ pub(crate) fn considered_line(c: &Considered, now: DateTime<Utc>, max: usize) ->
     } else {
         ("  absent   ", dim())
     };
-    let mut parts = vec![part(mark, style), part(fit(&one_line(&c.scope), 24), bold())];
+    let mut parts = vec![
+        part(mark, style),
+        part(fit(&one_line(&c.scope), 24), bold()),
+    ];
     match &c.value {
         Some(v) => parts.push(part(value_text(v), Style::new().fg(Color::Green))),
         // Purged since: it existed, its content is gone.

@@ -9,9 +9,7 @@ use crate::model::Scope;
 use crate::store::{Suspect, UiStore};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
 use crate::tui::dialogs::{RescopeDialog, Suggestion};
-use crate::tui::draw::{
-    bold, dim, good, labelled, not_loaded, part, plain, row_line, wrapped,
-};
+use crate::tui::draw::{bold, dim, good, labelled, not_loaded, part, plain, row_line, wrapped};
 use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::Command;
 use crate::tui::rows::{filter_line, Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
@@ -230,7 +228,12 @@ fn detail_lines(s: &Suspect, max: usize) -> Vec<Line<'static>> {
     let r = &s.record;
     let mut lines = Vec::new();
     lines.extend(wrapped(
-        &format!("{} · {} @ global = {}", r.subject, r.predicate, value_text(&r.value)),
+        &format!(
+            "{} · {} @ global = {}",
+            r.subject,
+            r.predicate,
+            value_text(&r.value)
+        ),
         bold(),
         max,
     ));
