@@ -76,7 +76,17 @@ pub fn resolve(store: &mut AnyStore, a: ResolveArgs) -> Result<i32> {
     let task = context_arg(ContextKind::Task, a.task.as_deref())?;
     let (repo, task) = (repo.as_deref(), task.as_deref());
     let r = if let Some(at) = &a.at {
-        let at = crate::store::parse_time(at, store.now()).map_err(super::usage)?;
+        let now = store.now();
+        let at = crate::store::parse_time(at, now).map_err(super::usage)?;
+        if at > now {
+            // History holds no future: resolving "then" would show today's answer under a
+            // date it has not reached (a year typed wrong, most likely).
+            return Err(super::usage(format!(
+                "--at {} is in the future (it is {} now): --at replays a past moment; leave it out for the answer now",
+                at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            )));
+        }
         store.resolve_at(&a.about.subject, &a.about.predicate, repo, task, at)?
     } else if a.log {
         store.resolve_logged(

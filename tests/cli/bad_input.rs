@@ -240,6 +240,38 @@ fn a_negative_value_is_refused_for_what_it_is_not_taken_for_a_flag() {
 }
 
 #[test]
+fn resolve_at_a_future_moment_is_refused() {
+    resolve_at_a_future_moment_is_refused_on(TestDb::new());
+}
+
+#[test]
+fn resolve_at_a_future_moment_is_refused_on_postgres() {
+    on_postgres(resolve_at_a_future_moment_is_refused_on);
+}
+
+/// History holds no future: `--at 2062-…` (a year typed wrong) answered with today's value
+/// under that date. It is refused, exit 2, with the moment it is now, and nothing changes; a
+/// past moment still answers.
+fn resolve_at_a_future_moment_is_refused_on(db: TestDb) {
+    unchanged_on_seeded(db, |db| {
+        let r = db.run(&args_for(
+            "resolve",
+            U,
+            PM,
+            &["--at", "2062-11-20T10:00:00Z"],
+        ));
+        assert_eq!(r.code, 2, "{r:?}");
+        assert_one_sentence(
+            &r.stderr,
+            &["--at 2062-11-20T10:00:00Z is in the future", "leave it out"],
+        );
+        assert_eq!(r.stdout, "");
+        let r = db.run(&args_for("resolve", U, PM, &["--at", "1m", "--json"]));
+        assert_eq!(r.code, 0, "{r:?}");
+    });
+}
+
+#[test]
 fn missing_source_is_one_sentence_and_exit_2() {
     missing_source_is_one_sentence_and_exit_2_on(TestDb::new());
 }
