@@ -953,46 +953,78 @@ impl DeletePreview {
             return lines;
         }
         let mut lines = vec![(L::Heading, "This will, in one transaction:".to_string())];
-        let n = self.identities.len() as i64;
-        lines.push((
-            L::Effect,
-            format!("• tombstone {}", plural(n, "identity", "identities")),
-        ));
-        lines.extend(
-            self.identities
-                .iter()
-                .map(|id| (L::Identity, format!("    {id}"))),
-        );
+        // Every identity deleted before (a delete run again to blank what an earlier release
+        // left): no line for what it does not do — no "tombstone 0 identities".
+        let tombstones = !self.identities.is_empty();
+        if tombstones {
+            let n = self.identities.len() as i64;
+            lines.push((
+                L::Effect,
+                format!("• tombstone {}", plural(n, "identity", "identities")),
+            ));
+            lines.extend(
+                self.identities
+                    .iter()
+                    .map(|id| (L::Identity, format!("    {id}"))),
+            );
+        }
         if !self.already_deleted.is_empty() {
             lines.push((
                 L::Effect,
                 match self.already_deleted.len() {
-                    1 => "• skip 1 identity already deleted (nothing of it is left)".to_string(),
-                    n => format!("• skip {n} identities already deleted (nothing of them is left)"),
+                    1 => "• skip 1 identity already deleted (its versions are gone already)"
+                        .to_string(),
+                    n => format!(
+                        "• skip {n} identities already deleted (their versions are gone already)"
+                    ),
                 },
             ));
+            if !tombstones {
+                lines.extend(
+                    self.already_deleted
+                        .iter()
+                        .map(|id| (L::Identity, format!("    {id}"))),
+                );
+            }
         }
         let effects = [
-            format!(
-                "• remove {}",
-                plural(self.live_records, "live record", "live records")
+            (
+                tombstones,
+                format!(
+                    "• remove {}",
+                    plural(self.live_records, "live record", "live records")
+                ),
             ),
-            format!(
-                "• destroy {}, {} and {}",
-                plural(self.versions, "version", "versions"),
-                plural(self.raw_texts, "raw text", "raw texts"),
-                plural(self.events, "history event", "history events")
+            (
+                tombstones,
+                format!(
+                    "• destroy {}, {} and {}",
+                    plural(self.versions, "version", "versions"),
+                    plural(self.raw_texts, "raw text", "raw texts"),
+                    plural(self.events, "history event", "history events")
+                ),
             ),
-            format!(
-                "• drop {} of the deleted memories",
-                plural(self.pending_items, "pending item", "pending items")
+            (
+                tombstones || self.pending_items > 0,
+                format!(
+                    "• drop {} of the deleted memories",
+                    plural(self.pending_items, "pending item", "pending items")
+                ),
             ),
-            format!(
-                "• blank {} of agents' reads (the reads stay)",
-                plural(self.read_notes, "note", "notes")
+            (
+                tombstones || self.read_notes > 0,
+                format!(
+                    "• blank {} of agents' reads (the reads stay)",
+                    plural(self.read_notes, "note", "notes")
+                ),
             ),
         ];
-        lines.extend(effects.map(|e| (L::Effect, e)));
+        lines.extend(
+            effects
+                .into_iter()
+                .filter(|(said, _)| *said)
+                .map(|(_, e)| (L::Effect, e)),
+        );
         if self.moved_copies > 0 {
             lines.push((
                 L::Effect,

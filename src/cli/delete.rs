@@ -112,12 +112,21 @@ pub fn delete(store: &mut AnyStore, a: DeleteArgs) -> Result<i32> {
                 t.version
             );
         }
+        // Of an identity deleted before, this delete may still blank what a rescope left
+        // elsewhere: "nothing left to destroy" only when it changes nothing.
+        let before = if report.changed_nothing() {
+            "nothing left to destroy"
+        } else {
+            "its versions were gone already"
+        };
         for t in &report.already_deleted {
-            outln!("already deleted {}: nothing left to destroy", t.label());
+            outln!("already deleted {}: {before}", t.label());
         }
         if report.changed_nothing() {
             outln!("nothing was changed");
-        } else {
+        } else if !report.tombstoned.is_empty()
+            || report.purged_versions + report.purged_pending + report.purged_notes > 0
+        {
             outln!(
                 "purged {} version(s), {} pending item(s) and {} read-log note(s)",
                 report.purged_versions,

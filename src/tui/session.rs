@@ -381,15 +381,20 @@ impl Session {
         let message = match &curation {
             Curation::Delete(target) => {
                 let r = self.store.delete(target, Some(DELETE_REASON))?;
+                let already = || {
+                    r.already_deleted
+                        .iter()
+                        .map(|t| t.label())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
                 let mut m = if r.changed_nothing() {
-                    format!(
-                        "already deleted, nothing left to destroy: {}",
-                        r.already_deleted
-                            .iter()
-                            .map(|t| t.label())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
+                    format!("already deleted, nothing left to destroy: {}", already())
+                } else if r.tombstoned.is_empty()
+                    && r.purged_versions + r.purged_pending + r.purged_notes == 0
+                {
+                    // Only what a rescope left elsewhere (the blanked sentence follows).
+                    format!("already deleted: {}", already())
                 } else {
                     format!(
                         "deleted: {} tombstoned, {} purged, {} dropped, {} blanked",

@@ -147,7 +147,7 @@ fn dry_run_states_exactly_what_the_delete_then_destroys_on(db: TestDb) {
     for needle in [
         "This will, in one transaction:",
         "• tombstone 9 identities",
-        "• skip 1 identity already deleted (nothing of it is left)",
+        "• skip 1 identity already deleted (its versions are gone already)",
         "    user:42 · package_manager @ task:fix-lockfile-123",
         "• blank 4 notes of agents' reads (the reads stay)",
         "• drop 1 pending item of the deleted memories",
@@ -253,7 +253,7 @@ fn deleting_an_already_deleted_identity_changes_nothing_on(db: TestDb) {
     let text = db.run(&["delete", "--subject", subject, "--dry-run"]).ok();
     assert!(
         text.stdout
-            .contains("• skip 1 identity already deleted (nothing of it is left)"),
+            .contains("• skip 1 identity already deleted (its versions are gone already)"),
         "{text:?}"
     );
     let report = db.json(&["delete", "--subject", subject, "--yes", "--json"]);

@@ -612,11 +612,26 @@ fn deleting_a_rescoped_memory_destroys_the_copies_its_first_scope_kept() {
         text.contains("repo:legacy-dashboard is deleted, but 1 history event(s) of version 2 @ global, which a rescope moved into it, still hold its content"),
         "{report:#}"
     );
+    // Its statement says what it does, and nothing it does not (no "tombstone 0 identities",
+    // no "nothing of it is left" beside the event it blanks).
+    let said = db.run(&dry).ok();
+    let statement = format!("{}{}", said.stdout, said.stderr);
+    for words in [
+        "• skip 1 identity already deleted (its versions are gone already)\n    user:42 · package_manager @ repo:legacy-dashboard\n",
+        "• blank 1 history event a rescope left where the value was first written",
+    ] {
+        assert!(statement.contains(words), "{words}: {statement}");
+    }
+    for words in ["tombstone 0", "remove 0", "destroy 0", "drop 0", "blank 0"] {
+        assert!(!statement.contains(words), "{words}: {statement}");
+    }
     let again = db.run(&yes).ok();
-    assert!(
-        again
-            .stdout
-            .contains("blanked 1 history event a rescope had left"),
+    assert_eq!(
+        again.stdout.lines().collect::<Vec<_>>(),
+        [
+            "already deleted user:42 · package_manager @ repo:legacy-dashboard (tombstone v2): its versions were gone already",
+            "blanked 1 history event a rescope had left where the value was first written",
+        ],
         "{}",
         again.stdout
     );
