@@ -185,6 +185,9 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
                 "GUARDS: memscope's guards on this database are not intact ({problems}): until they are, a raw SQL client can rewrite history or bring a deleted memory back unseen — `memscope --db … init` makes memscope's own again; a trigger, rule or policy memscope did not make is for its owner to remove"
             );
         }
+        if report.metrics.get("clock_exhausted") == Some(&serde_json::json!(true)) {
+            outln!("CLOCK: {}", crate::model::CLOCK_EXHAUSTED);
+        }
         for (k, v) in &report.metrics {
             outln!("  {k}: {v}");
         }

@@ -951,6 +951,13 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
         &|r| r.show(0),
     )?;
     metrics.insert("purge_debt_since".into(), serde_json::json!(debt.first()));
+    // Not a violation (nothing is inconsistent), but every write without a causal number of
+    // its own is refused until it changes: said as a figure, and by `check`'s text.
+    let clock = db.clock()?;
+    metrics.insert(
+        "clock_exhausted".into(),
+        serde_json::json!(clock >= crate::model::MAX_CAUSAL_SEQ),
+    );
     let problems = db.guard_problems()?;
     let guards = if problems.is_empty() {
         "present"

@@ -839,6 +839,21 @@ fn clock_at_its_end_on(db: TestDb) {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("stale"), "{}", run.stdout);
     db.assert_check_ok();
+    // Consistent, so `check` passes — and says why every write is refused (before, a clock at
+    // its end stopped every write and check was silent).
+    let (code, report) = db.check();
+    assert_eq!(
+        (code, &report["metrics"]["clock_exhausted"]),
+        (0, &json!(true))
+    );
+    let text = db.run(&["check"]);
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(
+        text.stdout
+            .contains("CLOCK: the causal clock stands at 2^53"),
+        "{}",
+        text.stdout
+    );
 }
 
 /// A folder given to `apply` is named, as `import` names it; the terminal UI run with its
