@@ -121,7 +121,23 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
         IntegrityMode::Quick
     };
     let report = match AnyStore::open(path, OpenMode::Existing) {
-        Ok(mut store) => store.check(mode)?,
+        Ok(mut store) => {
+            let mut report = store.check(mode)?;
+            let sqlite = matches!(store, AnyStore::Sqlite(_));
+            drop(store);
+            // A header SQLite still opens — a file format write version past 2 (byte 18)
+            // makes it open read-only, so every read passes and every write is refused — read
+            // now that no connection to the file is left (reading it beside one would drop
+            // that connection's locks).
+            if sqlite {
+                let header = crate::store::header_problem(path);
+                if let (Some(field), Some(integrity)) = (header, report.integrity.as_mut()) {
+                    report.ok = false;
+                    integrity.header_damaged(&field);
+                }
+            }
+            report
+        }
         // A file too damaged to open is the check's answer, not an error of the command — its
         // header included (the store's open failed, so no connection to the file is left).
         Err(e) => {
@@ -134,7 +150,7 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
                 );
             }
             let problem = match header {
-                Some(field) => format!("its header is damaged: {field}"),
+                Some(field) => format!("{}{field}", crate::store::check::HEADER_DAMAGED),
                 None if is_damage(&e) => crate::store::cause_text(&e),
                 None => return Err(e),
             };

@@ -42,6 +42,9 @@ pub enum IntegrityMode {
     Full,
 }
 
+/// How a damaged header begins its problem ([`Integrity::header_damaged`]).
+pub const HEADER_DAMAGED: &str = "its header is damaged: ";
+
 /// SQLite's verdict on the file: `ok`, or the problems it found (at most 100).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Integrity {
@@ -65,6 +68,12 @@ impl Integrity {
         }
     }
 
+    /// A damaged header, said first among the problems: `HEADER_DAMAGED` and the field.
+    pub fn header_damaged(&mut self, field: &str) {
+        self.ok = false;
+        self.problems.insert(0, format!("{HEADER_DAMAGED}{field}"));
+    }
+
     /// One sentence for a damaged file, naming the first problem and what to do.
     pub fn sentence(&self) -> String {
         // SQLite states one problem over several lines.
@@ -75,6 +84,9 @@ impl Integrity {
             .unwrap_or_default();
         let found = if self.unchecked {
             "SQLite stopped before its check could run".to_string()
+        } else if first.starts_with(HEADER_DAMAGED) {
+            // Read by memscope once the check's connection was closed, not by SQLite's check.
+            "memscope read its header".to_string()
         } else {
             format!(
                 "SQLite's {} check found {} problem(s), first",

@@ -850,7 +850,7 @@ fn check_names_the_header_field_that_is_damaged() {
     let bytes = std::fs::read(&sound.path).unwrap();
     /// What is damaged, the bytes written over (offset, byte), and what check says.
     type Damage<'a> = (&'a str, &'a [(usize, u8)], &'a str);
-    let cases: [Damage; 5] = [
+    let cases: [Damage; 6] = [
         (
             "signature",
             &[(0, 0), (5, b'X')],
@@ -865,6 +865,13 @@ fn check_names_the_header_field_that_is_damaged() {
             "format version",
             &[(19, 7)],
             "file format versions (bytes 18–19) read 2 and 7",
+        ),
+        // A write version past 2: SQLite opens the file read-only, so every read passed and
+        // check said ok while every write blamed permissions (found by review).
+        (
+            "write version",
+            &[(18, 3)],
+            "file format versions (bytes 18–19) read 3 and 2",
         ),
         (
             "payload fraction",
@@ -906,6 +913,18 @@ fn check_names_the_header_field_that_is_damaged() {
             "{what}: check changed the file"
         );
     }
+    // The write-version damage refuses writes without blaming the file's mode alone.
+    let db = TestDb::new();
+    let mut damaged = bytes.clone();
+    damaged[18] = 3;
+    std::fs::write(&db.path, &damaged).unwrap();
+    db.run(&args_for(
+        "write",
+        "user:42",
+        "editor",
+        &["--value", "helix", "--scope", "global", "--source", "s"],
+    ))
+    .fails_with(1, &["read-only though its mode allows writing", "check"]);
     // Another kind of file — text, or a file of another format — is still not a database.
     let db = TestDb::new();
     std::fs::write(&db.path, "记忆 notes 📝\n".repeat(400)).unwrap();

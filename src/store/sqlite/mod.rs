@@ -1044,9 +1044,17 @@ fn read_only_sentence(path: &str) -> String {
         .map(|suffix| format!("{path}{suffix}"))
         .filter(|p| read_only(p))
         .collect();
-    if read_only(path) || side.is_empty() {
+    if read_only(path) {
         return format!(
             "the database {path} is read-only: check the file's and its folder's permissions"
+        );
+    }
+    if side.is_empty() {
+        // The file's mode allows writing: its folder, the file system, or the file's own
+        // header (a file format write version past 2, byte 18, makes SQLite open it read-only)
+        // refuses — which `check` reads once no connection is open.
+        return format!(
+            "the database {path} is read-only though its mode allows writing: check its folder's permissions and whether its file system is mounted read-only, and run `memscope --db {path} check`, which names a damaged header"
         );
     }
     format!(
