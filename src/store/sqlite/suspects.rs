@@ -14,7 +14,7 @@ use anyhow::Result;
 use rusqlite::OptionalExtension;
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 impl Store {
     /// Every current `global` record with a place signal, widest blast radius first. Reads
@@ -265,11 +265,7 @@ impl Store {
 
 /// A subject and source's 128-bit key under `keys`.
 fn key(keys: &(RandomState, RandomState), subject: &str, source: &str) -> u128 {
-    let half = |k: &RandomState| {
-        let mut h = k.build_hasher();
-        (subject, source).hash(&mut h);
-        h.finish()
-    };
+    let half = |k: &RandomState| k.hash_one((subject, source));
     (u128::from(half(&keys.0)) << 64) | u128::from(half(&keys.1))
 }
 
