@@ -23,7 +23,13 @@ impl Scope {
             return Ok(Scope::Global);
         }
         // A full-width colon reads as a colon.
-        let t = &t.replace('\u{FF1A}', ":");
+        let colon;
+        let t = if t.contains('\u{FF1A}') {
+            colon = t.replace('\u{FF1A}', ":");
+            colon.as_str()
+        } else {
+            t
+        };
         let (kind, id) = match t.split_once(':') {
             Some(parts) => parts,
             None => {
@@ -1369,6 +1375,32 @@ pub fn same_value(a: &Value, b: &Value) -> bool {
 /// Predicate normal form before aliasing: trimmed, camelCase split, lower-cased, spaces,
 /// hyphens and dots to `_`, repeats collapsed.
 pub fn normalize_predicate(raw: &str) -> Result<String, String> {
+    // Most names are stored ones, already in normal form and ASCII: they are their own normal
+    // form, without a normalizer (`check` holds millions of stored predicates to this).
+    if is_normal_ascii_predicate(raw) {
+        return Ok(raw.to_owned());
+    }
+    normalize_predicate_in_full(raw)
+}
+
+/// Whether `raw` is ASCII that [`normalize_predicate`] leaves as it is: no upper case letter,
+/// control character or separator but single `_` between other characters.
+fn is_normal_ascii_predicate(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    !b.is_empty()
+        && b.first() != Some(&b'_')
+        && b.last() != Some(&b'_')
+        && b.iter().all(|&c| {
+            c.is_ascii()
+                && !c.is_ascii_control()
+                && !c.is_ascii_uppercase()
+                && !matches!(c, b' ' | b'-' | b'.' | b'/')
+        })
+        && !b.windows(2).any(|w| w == b"__")
+}
+
+/// [`normalize_predicate`] without its shortcut.
+fn normalize_predicate_in_full(raw: &str) -> Result<String, String> {
     if raw.chars().any(char::is_control) {
         return Err(
             "predicate contains control characters: use a plain name like package_manager".into(),
@@ -1437,6 +1469,45 @@ pub fn normalize_subject(raw: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn predicate_shortcut_answers_as_the_full_path_does() {
+        // Every string of up to four characters over ASCII letters of both cases, digits,
+        // each separator, controls, and a few that are not ASCII (Chinese, an accented
+        // letter, a combining mark, an emoji, an invisible one).
+        let alphabet = [
+            'a', 'Z', '7', '_', '-', '.', '/', ' ', '\t', '\u{0}', '\u{7F}', ':', '中', 'é',
+            '\u{301}', '😀', '\u{200B}',
+        ];
+        let mut texts = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..4 {
+            let next: Vec<String> = last
+                .iter()
+                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
+                .collect();
+            texts.extend(next.iter().cloned());
+            last = next;
+        }
+        texts.extend(
+            [
+                "package_manager",
+                "packageManager",
+                "reply_language",
+                "a__b",
+                "_x",
+                "x_",
+            ]
+            .map(String::from),
+        );
+        for text in &texts {
+            assert_eq!(
+                normalize_predicate(text),
+                normalize_predicate_in_full(text),
+                "{text:?}"
+            );
+        }
+    }
 
     #[test]
     fn shell_words_paste_as_one_argument() {

@@ -11,6 +11,20 @@ use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 /// `text` in NFC with look-alike punctuation folded, or one sentence saying which invisible
 /// character stands where. `what` names the id in the sentence ("subject", "predicate" …).
 pub fn readable_id(what: &str, text: &str) -> Result<String, String> {
+    // ASCII, and the CJK characters `fold` takes as they are, are NFC, compose with nothing,
+    // hold no invisible character and no combining mark: such an id is itself with its
+    // look-alikes mapped, and `check` holds millions of stored ids to this function.
+    if text.is_ascii() {
+        return Ok(text.to_owned());
+    }
+    if text.chars().all(|c| c.is_ascii() || caseless_starter(c)) {
+        return Ok(text.chars().map(fold_lookalike).collect());
+    }
+    readable_id_in_full(what, text)
+}
+
+/// [`readable_id`] without its shortcuts.
+fn readable_id_in_full(what: &str, text: &str) -> Result<String, String> {
     let folded: String = text.nfc().map(fold_lookalike).collect();
     let chars: Vec<char> = folded.chars().collect();
     for (i, &c) in chars.iter().enumerate() {
@@ -224,6 +238,88 @@ mod tests {
             "\u{2013}\u{301}x",
         ] {
             assert_eq!(fold(text), fold_in_full(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn readable_id_shortcuts_answer_as_the_full_path_does() {
+        // Every string of up to three characters over ASCII (letters, digits, separators,
+        // controls), Chinese and full-width look-alikes, emoji and their joiners, invisible
+        // characters and a combining mark.
+        let alphabet = [
+            'a',
+            'Z',
+            '0',
+            '_',
+            '-',
+            ':',
+            ' ',
+            '\t',
+            '\u{0}',
+            '\u{7F}',
+            '中',
+            '值',
+            '\u{3000}',
+            '\u{FF1A}',
+            '\u{FF0D}',
+            '\u{FF21}',
+            '\u{2013}',
+            'é',
+            'e',
+            '\u{301}',
+            '😀',
+            '\u{200D}',
+            '\u{FE0F}',
+            '\u{200B}',
+            '\u{AD}',
+            '\u{202E}',
+            '\u{E0041}',
+        ];
+        let mut texts = vec![String::new()];
+        for len in 1..=3 {
+            let mut next = Vec::new();
+            for t in texts.iter().filter(|t| t.chars().count() == len - 1) {
+                for c in alphabet {
+                    next.push(format!("{t}{c}"));
+                }
+            }
+            texts.extend(next);
+        }
+        texts.extend(
+            [
+                "user:42",
+                "package_manager",
+                "用户原话：回答用中文",
+                "repo\u{FF1A}web\u{2013}app",
+                "👨\u{200D}👩\u{200D}👧",
+                "❤\u{FE0F}",
+                "cafe\u{301}",
+            ]
+            .map(String::from),
+        );
+        for text in &texts {
+            assert_eq!(
+                readable_id("id", text),
+                readable_id_in_full("id", text),
+                "{text:?}"
+            );
+        }
+        for c in [
+            '\u{3000}'..='\u{3029}',
+            '\u{3400}'..='\u{4DBF}',
+            '\u{4E00}'..='\u{9FFF}',
+            '\u{FF01}'..='\u{FF20}',
+        ]
+        .into_iter()
+        .flatten()
+        {
+            for text in [format!("{c}"), format!("Ab{c}"), format!("{c}\u{301}")] {
+                assert_eq!(
+                    readable_id("id", &text),
+                    readable_id_in_full("id", &text),
+                    "{text:?}"
+                );
+            }
         }
     }
 

@@ -147,6 +147,8 @@ pub(crate) trait CheckRow {
     fn text(&self, i: usize) -> Option<&str>;
     /// The column when it holds an integer.
     fn int(&self, i: usize) -> Option<i64>;
+    /// Whether the column is NULL (a rule skips a field without a value).
+    fn is_null(&self, i: usize) -> bool;
     /// Any value as text, for a report or a field rule: a number's digits, a time in RFC 3339,
     /// bytes read loosely; empty for NULL.
     fn show(&self, i: usize) -> String;
@@ -286,20 +288,40 @@ impl Checker<'_> {
             f,
             &|r| format!("{} is tombstoned but has a current record", ident(r)),
         )?;
+        // Each tombstone's history looked up from the tombstone: as a join, SQLite read all of
+        // history and looked each row up among the (few) tombstones.
+        self.rows(
+            3,
+            &format!(
+                "SELECT subject, predicate, scope, n FROM (
+               SELECT t.subject, t.predicate, t.scope, (SELECT count(*) FROM history h
+                 WHERE h.subject = t.subject AND h.predicate = t.predicate AND h.scope = t.scope
+                 AND (h.value IS NOT NULL OR h.raw IS NOT NULL)) AS n
+               FROM tombstones t WHERE {}) x WHERE n > 0",
+                f.sql("t")
+            ),
+            f,
+            &|r| {
+                format!(
+                    "{} is tombstoned but {} history row(s) still hold content",
+                    ident(r),
+                    r.show(3)
+                )
+            },
+        )?;
         self.rows(3, &format!(
-            "SELECT h.subject, h.predicate, h.scope, count(*) FROM history h JOIN tombstones t
-             ON t.subject = h.subject AND t.predicate = h.predicate AND t.scope = h.scope
-             WHERE {} AND (h.value IS NOT NULL OR h.raw IS NOT NULL) GROUP BY h.subject, h.predicate, h.scope", f.sql("h")), f,
-            &|r| format!("{} is tombstoned but {} history row(s) still hold content", ident(r), r.show(3)))?;
-        self.rows(3, &format!(
-            "SELECT t.subject, t.predicate, t.scope, t.version, max(h.version) FROM tombstones t JOIN history h
-             ON t.subject = h.subject AND t.predicate = h.predicate AND t.scope = h.scope AND h.event = 'set'
-             WHERE {} GROUP BY t.subject, t.predicate, t.scope, t.version HAVING max(h.version) >= t.version", f.sql("t")), f,
+            "SELECT subject, predicate, scope, version, top FROM (
+               SELECT t.subject, t.predicate, t.scope, t.version, (SELECT max(h.version) FROM history h
+                 WHERE h.subject = t.subject AND h.predicate = t.predicate AND h.scope = t.scope
+                 AND h.event = 'set') AS top
+               FROM tombstones t WHERE {}) x WHERE top >= version", f.sql("t")), f,
             &|r| format!("{}: tombstone v{} is not above version {}", ident(r), r.show(3), r.show(4)))?;
         self.rows(3, &format!(
-            "SELECT t.subject, t.predicate, t.scope, t.version, max(h.version) FROM tombstones t JOIN history h
-             ON t.subject = h.subject AND t.predicate = h.predicate AND t.scope = h.scope AND h.version IS NOT NULL
-             WHERE {} GROUP BY t.subject, t.predicate, t.scope, t.version HAVING max(h.version) > t.version", f.sql("t")), f,
+            "SELECT subject, predicate, scope, version, top FROM (
+               SELECT t.subject, t.predicate, t.scope, t.version, (SELECT max(h.version) FROM history h
+                 WHERE h.subject = t.subject AND h.predicate = t.predicate AND h.scope = t.scope
+                 AND h.version IS NOT NULL) AS top
+               FROM tombstones t WHERE {}) x WHERE top > version", f.sql("t")), f,
             &|r| format!("{}: tombstone v{} is below version {} in its history", ident(r), r.show(3), r.show(4)))?;
         let pending_id = self.db.json_int("h.detail", "pending_id");
         self.rows(3, &format!(
@@ -343,18 +365,17 @@ impl Checker<'_> {
                 f.sql("m")
             ),
             f,
+            &[""],
         )?;
+        // A history row's value and its detail in one scan of history.
         self.unreadable_json(
             &format!(
-                "SELECT h.subject, h.predicate, h.scope, 'history event #' || h.id || ' (' || h.event || ')', h.value
-                 FROM history h WHERE {} AND h.value IS NOT NULL
-                 UNION ALL
-                 SELECT h.subject, h.predicate, h.scope, 'the detail of history event #' || h.id || ' (' || h.event || ')', h.detail
-                 FROM history h WHERE {} AND h.detail IS NOT NULL",
+                "SELECT h.subject, h.predicate, h.scope, 'history event #' || h.id || ' (' || h.event || ')', h.value, h.detail
+                 FROM history h WHERE {} AND (h.value IS NOT NULL OR h.detail IS NOT NULL)",
                 f.sql("h"),
-                f.sql("h")
             ),
             f,
+            &["", "the detail of "],
         )?;
 
         // 5. Every tombstone's version is accounted for by its `deleted` event.
@@ -547,26 +568,35 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// Invariant 4 for stored JSON: `sql` selects subject, predicate, scope, a label and the
-    /// text; every text memscope's readers could not parse is a violation.
-    fn unreadable_json(&mut self, sql: &str, f: &Filter<'_>) -> Result<()> {
+    /// Invariant 4 for stored JSON: `sql` selects subject, predicate, scope, a label and
+    /// texts, the label of the text at 4 + i prefixed by `what[i]`; every text memscope's
+    /// readers could not parse is a violation — the first text's, then the second's.
+    fn unreadable_json(&mut self, sql: &str, f: &Filter<'_>, what: &[&str]) -> Result<()> {
         let limit = self.limit;
-        let mut found = Vec::new();
+        let mut found: Vec<Vec<String>> = what.iter().map(|_| Vec::new()).collect();
         self.db.each(sql, &f.params(), &mut |r| {
-            // A value that is not text at all is `type_problems`' to name.
-            let readable = r
-                .text(4)
-                .is_none_or(|t| serde_json::from_str::<serde_json::Value>(t).is_ok());
-            if !readable {
-                found.push(format!(
-                    "{}: {} holds text that is not readable JSON",
-                    ident(r),
-                    r.show(3)
-                ));
+            for (i, prefix) in what.iter().enumerate() {
+                // A value that is not text at all is `type_problems`' to name.
+                let readable = r
+                    .text(4 + i)
+                    .is_none_or(|t| serde_json::from_str::<serde_json::Value>(t).is_ok());
+                if !readable && found[i].len() < limit {
+                    // The label as SQL made it: NULL (shown empty) stays NULL with a prefix.
+                    let label = if r.is_null(3) {
+                        String::new()
+                    } else {
+                        format!("{prefix}{}", r.show(3))
+                    };
+                    found[i].push(format!(
+                        "{}: {label} holds text that is not readable JSON",
+                        ident(r)
+                    ));
+                }
             }
-            Ok(found.len() < limit)
+            // Past the first text's `limit` nothing more would be reported.
+            Ok(found[0].len() < limit)
         })?;
-        for d in found {
+        for d in found.into_iter().flatten().take(limit) {
             self.push(4, d);
         }
         Ok(())

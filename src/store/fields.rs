@@ -38,6 +38,9 @@ struct Rule {
     column: &'static str,
     /// Rows without a value (NULL) are skipped.
     test: FieldTest,
+    /// For a field stored as an integer: whether `test` would pass its digits, answered
+    /// without writing them out.
+    int_ok: Option<fn(i64) -> bool>,
 }
 
 /// What is wrong with a stored text, or `None`.
@@ -96,6 +99,43 @@ fn candidates_rule(v: &str) -> Option<String> {
 /// A time as memscope writes it: RFC 3339 in UTC with milliseconds (`…T23:34:02.278Z`), the
 /// one spelling that sorts as text (docs/SCHEMA.md).
 fn time_rule(v: &str) -> Option<String> {
+    if is_canonical_time(v) {
+        return None;
+    }
+    time_rule_in_full(v)
+}
+
+/// Whether `v` is `YYYY-MM-DDTHH:MM:SS.mmmZ` naming a day of the calendar and a time of day
+/// that is not a leap second: what [`time_rule_in_full`] parses and formats back as it is,
+/// read without either (`check` reads four times per record).
+fn is_canonical_time(v: &str) -> bool {
+    const SHAPE: &[u8; 24] = b"9999-99-99T99:99:99.999Z";
+    let b = v.as_bytes();
+    let shaped = b.len() == SHAPE.len()
+        && b.iter().zip(SHAPE).all(|(&c, &s)| {
+            if s == b'9' {
+                c.is_ascii_digit()
+            } else {
+                c == s
+            }
+        });
+    if !shaped {
+        return false;
+    }
+    let n = |from: usize, to: usize| {
+        b[from..to]
+            .iter()
+            .fold(0u32, |n, &c| n * 10 + u32::from(c - b'0'))
+    };
+    // Four digits: the year is 0 to 9999, well within chrono's range.
+    chrono::NaiveDate::from_ymd_opt(n(0, 4) as i32, n(5, 7), n(8, 10)).is_some()
+        && n(11, 13) < 24
+        && n(14, 16) < 60
+        && n(17, 19) < 60
+}
+
+/// [`time_rule`] without its shortcut.
+fn time_rule_in_full(v: &str) -> Option<String> {
     let Ok(t) = chrono::DateTime::parse_from_rfc3339(v) else {
         return Some(format!("time {} is not an RFC 3339 time", quoted(v)));
     };
@@ -110,9 +150,13 @@ fn time_rule(v: &str) -> Option<String> {
     })
 }
 
+fn seq_ok(n: i64) -> bool {
+    (0..=MAX_CAUSAL_SEQ).contains(&n)
+}
+
 fn seq_rule(v: &str) -> Option<String> {
     match v.parse::<i64>() {
-        Ok(n) if (0..=MAX_CAUSAL_SEQ).contains(&n) => None,
+        Ok(n) if seq_ok(n) => None,
         _ => Some(format!(
             "causal number {} is outside 0 to 2^53, so the causal clock could not go on",
             quoted(v)
@@ -176,11 +220,11 @@ const RULES: &[Rule] = &[
     rule(6, "reads", "at", time_rule),
     rule(6, "predicate_aliases", "added_at", time_rule),
     // 2. Causal numbers the clock can go on from.
-    rule(2, "memories", "causal_seq", seq_rule),
-    rule(2, "memories", "confirmed_seq", seq_rule),
-    rule(2, "history", "causal_seq", seq_rule),
-    rule(2, "history", "clock", seq_rule),
-    rule(2, "pending", "causal_seq", seq_rule),
+    int_rule(2, "memories", "causal_seq", seq_rule, seq_ok),
+    int_rule(2, "memories", "confirmed_seq", seq_rule, seq_ok),
+    int_rule(2, "history", "causal_seq", seq_rule, seq_ok),
+    int_rule(2, "history", "clock", seq_rule, seq_ok),
+    int_rule(2, "pending", "causal_seq", seq_rule, seq_ok),
 ];
 
 const fn rule(
@@ -194,6 +238,20 @@ const fn rule(
         table,
         column,
         test,
+        int_ok: None,
+    }
+}
+
+const fn int_rule(
+    invariant: u8,
+    table: &'static str,
+    column: &'static str,
+    test: fn(&str) -> Option<String>,
+    int_ok: fn(i64) -> bool,
+) -> Rule {
+    Rule {
+        int_ok: Some(int_ok),
+        ..rule(invariant, table, column, test)
     }
 }
 
@@ -230,29 +288,61 @@ pub(crate) fn type_invariant(table: &str, column: &str) -> u8 {
     }
 }
 
-/// Every field that breaks a rule, at most `limit`.
+/// Every field that breaks a rule, at most `limit`: each rule's in its table's row order, the
+/// rules in [`RULES`]' order.
 pub(crate) fn field_problems(db: &mut dyn CheckDb, limit: usize) -> Result<Vec<FieldProblem>> {
-    let mut out = Vec::new();
+    // One scan of each table for all its rules (a scan per rule read `history` and `memories`
+    // six times each), every rule's problems kept apart and put in order after.
+    let mut found: Vec<Vec<FieldProblem>> = RULES.iter().map(|_| Vec::new()).collect();
+    let mut tables: Vec<&str> = Vec::new();
     for r in RULES {
-        let keys = key_columns(r.table).join(", ");
+        if !tables.contains(&r.table) {
+            tables.push(r.table);
+        }
+    }
+    for table in tables {
+        let rules: Vec<usize> = (0..RULES.len())
+            .filter(|&i| RULES[i].table == table)
+            .collect();
+        let columns: Vec<&str> = rules.iter().map(|&i| RULES[i].column).collect();
         let sql = format!(
-            "SELECT {}, {keys} FROM {} WHERE {} IS NOT NULL",
-            r.column, r.table, r.column
+            "SELECT {}, {} FROM {table}",
+            columns.join(", "),
+            key_columns(table).join(", ")
         );
         db.each(&sql, &[], &mut |row| {
-            if let Some(detail) = (r.test)(&row.show(0)) {
-                out.push(FieldProblem {
-                    invariant: r.invariant,
-                    table: r.table,
-                    key: row_key(r.table, row, 1),
-                    detail: format!("{}.{}: {detail}", r.table, r.column),
-                });
+            for (at, &i) in rules.iter().enumerate() {
+                let r = &RULES[i];
+                // Rows without a value are skipped; past `limit` a rule's problems are not
+                // reported.
+                if found[i].len() >= limit || row.is_null(at) {
+                    continue;
+                }
+                if let (Some(ok), Some(n)) = (r.int_ok, row.int(at)) {
+                    if ok(n) {
+                        continue;
+                    }
+                }
+                let wrong = match row.text(at) {
+                    Some(text) => (r.test)(text),
+                    None => (r.test)(&row.show(at)),
+                };
+                if let Some(detail) = wrong {
+                    found[i].push(FieldProblem {
+                        invariant: r.invariant,
+                        table: r.table,
+                        key: row_key(r.table, row, rules.len()),
+                        detail: format!("{}.{}: {detail}", r.table, r.column),
+                    });
+                }
             }
-            Ok(out.len() < limit)
+            // Once this table's first rule has `limit` problems, nothing after it is reported.
+            Ok(found[rules[0]].len() < limit)
         })?;
-        if out.len() >= limit {
-            return Ok(out);
-        }
+    }
+    let mut out: Vec<FieldProblem> = found.into_iter().flatten().take(limit).collect();
+    if out.len() >= limit {
+        return Ok(out);
     }
     for (name, invariant, test) in SETTINGS {
         let value = collect(
@@ -488,4 +578,76 @@ fn cross_row_problems(
 /// A pending item's candidate scopes, when its text is a list of texts.
 fn candidates(text: Option<&str>) -> Option<Vec<String>> {
     text.and_then(|t| serde_json::from_str(t).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{seq_ok, seq_rule, time_rule, time_rule_in_full};
+    use crate::model::MAX_CAUSAL_SEQ;
+
+    #[test]
+    fn an_integer_passes_the_causal_rule_as_its_digits_do() {
+        for n in [
+            i64::MIN,
+            -1,
+            0,
+            1,
+            42,
+            MAX_CAUSAL_SEQ - 1,
+            MAX_CAUSAL_SEQ,
+            MAX_CAUSAL_SEQ + 1,
+            i64::MAX,
+        ] {
+            assert_eq!(seq_ok(n), seq_rule(&n.to_string()).is_none(), "{n}");
+        }
+    }
+
+    #[test]
+    fn time_shortcut_answers_as_the_full_path_does() {
+        let mut times: Vec<String> = [
+            "2026-12-03T07:09:42.775Z",
+            "0000-01-01T00:00:00.000Z",
+            "9999-12-31T23:59:59.999Z",
+            "2024-02-29T12:00:00.000Z",
+            "2023-02-29T12:00:00.000Z",
+            "2100-02-29T12:00:00.000Z",
+            "2000-02-29T12:00:00.000Z",
+            "2026-04-31T12:00:00.000Z",
+            "2026-00-10T12:00:00.000Z",
+            "2026-13-10T12:00:00.000Z",
+            "2026-12-00T12:00:00.000Z",
+            "2026-12-32T12:00:00.000Z",
+            "2026-12-03T24:00:00.000Z",
+            "2026-12-03T23:60:00.000Z",
+            "2026-12-03T23:59:60.000Z",
+            "2016-12-31T23:59:60.500Z",
+            "2026-12-03t07:09:42.775Z",
+            "2026-12-03T07:09:42.775z",
+            "2026-12-03 07:09:42.775Z",
+            "2026-12-03T07:09:42.77Z",
+            "2026-12-03T07:09:42.7750Z",
+            "2026-12-03T07:09:42Z",
+            "2026-12-03T07:09:42.775+00:00",
+            "2026-12-03T08:09:42.775+01:00",
+            "+2026-12-03T07:09:42.775Z",
+            "２026-12-03T07:09:42.775Z",
+            "",
+        ]
+        .map(String::from)
+        .to_vec();
+        // Every day of a leap year and a common one, and every hour and minute boundary.
+        for year in [1900, 2024, 2026] {
+            for month in 1..=13 {
+                for day in [1, 28, 29, 30, 31] {
+                    times.push(format!("{year:04}-{month:02}-{day:02}T00:00:00.000Z"));
+                }
+            }
+        }
+        for (h, m, s) in [(0, 0, 0), (23, 59, 59), (9, 5, 7), (12, 30, 45)] {
+            times.push(format!("2026-06-15T{h:02}:{m:02}:{s:02}.123Z"));
+        }
+        for t in &times {
+            assert_eq!(time_rule(t), time_rule_in_full(t), "{t:?}");
+        }
+    }
 }

@@ -113,6 +113,22 @@ const GUARD_FUNCTIONS: [&str; 8] = [
 /// A snapshot lent to the check.
 pub(super) struct Pg<'a, 'b>(pub(super) &'a mut Transaction<'b>);
 
+/// A value of any type, read only to learn that it is not NULL.
+struct Present;
+
+impl<'a> postgres::types::FromSql<'a> for Present {
+    fn from_sql(
+        _: &Type,
+        _: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Present)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
 impl CheckRow for Row {
     fn text(&self, i: usize) -> Option<&str> {
         match *self.columns().get(i)?.type_() {
@@ -138,6 +154,10 @@ impl CheckRow for Row {
                 .map(i64::from),
             _ => None,
         }
+    }
+
+    fn is_null(&self, i: usize) -> bool {
+        matches!(self.try_get::<_, Option<Present>>(i), Ok(None))
     }
 
     fn show(&self, i: usize) -> String {

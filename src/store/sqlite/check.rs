@@ -9,7 +9,6 @@ use crate::store::check::{
 };
 use crate::store::fields::{key_columns, type_invariant, FieldProblem};
 use anyhow::Result;
-use rusqlite::functions::FunctionFlags;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension};
 use std::collections::BTreeMap;
@@ -55,6 +54,10 @@ impl CheckRow for rusqlite::Row<'_> {
             ValueRef::Integer(n) => Some(n),
             _ => None,
         }
+    }
+
+    fn is_null(&self, i: usize) -> bool {
+        matches!(self.get_ref(i), Ok(ValueRef::Null))
     }
 
     fn show(&self, i: usize) -> String {
@@ -134,18 +137,6 @@ impl CheckDb for Sqlite<'_> {
     }
 
     fn type_problems(&mut self, limit: usize) -> Result<Vec<FieldProblem>> {
-        // Whether a value is anything but text that is not UTF-8.
-        self.0.create_scalar_function(
-            UTF8_FN,
-            1,
-            FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
-            |ctx| {
-                Ok(match ctx.get_raw(0) {
-                    ValueRef::Text(t) => std::str::from_utf8(t).is_ok(),
-                    _ => true,
-                })
-            },
-        )?;
         let mut out = Vec::new();
         for table in TYPED_TABLES {
             // Each column declared TEXT or INTEGER, as the database says it is declared: one
@@ -191,40 +182,28 @@ impl CheckDb for Sqlite<'_> {
                 });
             }
             let first_type = select.len();
-            let mut wrong = Vec::new();
-            for (name, class, not_null) in &columns {
-                let allowed = if *not_null {
-                    format!("'{class}'")
-                } else {
-                    format!("'{class}', 'null'")
-                };
-                // The storage class, or `bad utf-8` for text memscope's readers refuse.
-                select.push(format!(
-                    "CASE WHEN {UTF8_FN}({c}) THEN typeof({c}) ELSE 'bad utf-8' END",
-                    c = quoted(name)
-                ));
-                wrong.push(format!(
-                    "typeof({c}) NOT IN ({allowed}) OR NOT {UTF8_FN}({c})",
-                    c = quoted(name)
-                ));
-            }
-            let sql = format!(
-                "SELECT {} FROM {table} WHERE {}",
-                select.join(", "),
-                wrong.join(" OR ")
-            );
+            select.extend(columns.iter().map(|(name, ..)| quoted(name)));
+            // Every row, each value's class read here rather than by `typeof` in a WHERE: a
+            // function call per column per row in SQL cost more than the whole scan.
+            let sql = format!("SELECT {} FROM {table}", select.join(", "));
             let mut stmt = self.0.prepare(&sql)?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
+                let class_at = |i: usize| storage_class_of(r.get_ref(first_type + i));
+                let fits = |i: usize| {
+                    let found = class_at(i);
+                    found == columns[i].1 || (found == "null" && !columns[i].2)
+                };
+                if (0..columns.len()).all(fits) {
+                    continue;
+                }
                 let mut said = Vec::new();
-                // (A text column of bytes that are not UTF-8: SQLite stores what a raw client
-                // casts, and `list` then fails on "invalid utf-8 sequence".)
                 let mut invariant = 6;
                 for (i, (name, class, _)) in columns.iter().enumerate() {
-                    let found = r.show(first_type + i);
-                    if found == *class || (found == "null" && !columns[i].2) {
+                    if fits(i) {
                         continue;
                     }
+                    let found = class_at(i);
                     if said.is_empty() {
                         invariant = type_invariant(table, name);
                     }
@@ -237,7 +216,7 @@ impl CheckDb for Sqlite<'_> {
                         format!(
                             "{} holds {} where memscope stores {}",
                             crate::model::escape_controls(name),
-                            storage_class(&found),
+                            storage_class(found),
                             storage_class(class)
                         )
                     });
@@ -300,9 +279,19 @@ impl CheckDb for Sqlite<'_> {
         loop {
             let row = rows.next()?;
             // Loosely: a row of another type is `type_problems`' to name, not an error that
-            // ends the check.
-            let key: Option<Key> = row.map(|r| (r.show(0), r.show(1), r.show(2)));
-            if key != group {
+            // ends the check. A key is made only where an identity begins (three strings a row
+            // cost more than comparing).
+            let same = match (row, group.as_ref()) {
+                (Some(r), Some(g)) => {
+                    shows_as(r.get_ref(0)?, &g.0)
+                        && shows_as(r.get_ref(1)?, &g.1)
+                        && shows_as(r.get_ref(2)?, &g.2)
+                }
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                let key: Option<Key> = row.map(|r| (r.show(0), r.show(1), r.show(2)));
                 if let Some(g) = group.take() {
                     let mem: Option<CurrentRow> = current
                         .query_row(rusqlite::params![g.0, g.1, g.2], |r| {
@@ -468,8 +457,19 @@ const TYPED_TABLES: [&str; 9] = [
     "spellings",
 ];
 
-/// The check's SQL function: false for text that is not UTF-8, true for anything else.
-const UTF8_FN: &str = "memscope_utf8_ok";
+/// A value's storage class as `typeof` names it, or `bad utf-8` for text memscope's readers
+/// refuse (SQLite stores what a raw client casts, and `list` then fails on "invalid utf-8
+/// sequence").
+fn storage_class_of(v: rusqlite::Result<ValueRef<'_>>) -> &'static str {
+    match v {
+        Ok(ValueRef::Null) | Err(_) => "null",
+        Ok(ValueRef::Integer(_)) => "integer",
+        Ok(ValueRef::Real(_)) => "real",
+        Ok(ValueRef::Text(t)) if std::str::from_utf8(t).is_err() => "bad utf-8",
+        Ok(ValueRef::Text(_)) => "text",
+        Ok(ValueRef::Blob(_)) => "blob",
+    }
+}
 
 /// A storage class as `typeof` names it (rusqlite's `Type`, lowercased, names the same), in
 /// words.
@@ -481,6 +481,14 @@ pub(super) fn storage_class(class: &str) -> &'static str {
         "blob" => "a blob",
         "null" => "NULL",
         _ => "a value of another type",
+    }
+}
+
+/// Whether a column reads as `text` by [`CheckRow::show`], without making its string.
+fn shows_as(v: ValueRef<'_>, text: &str) -> bool {
+    match v {
+        ValueRef::Text(t) | ValueRef::Blob(t) => String::from_utf8_lossy(t) == text,
+        _ => lossy_text(v).unwrap_or_default() == text,
     }
 }
 
