@@ -313,6 +313,10 @@ fn many_messages_keep_their_own_siblings_in_stored_order_on(db: TestDb) {
         line(&subject, "package_manager", "global", shared);
         // The same subject's global record of another message has no siblings.
         line(&subject, "editor", "global", "thread:3/msg:1");
+        // A rule of its own in one repository (another message): out of the blast radius.
+        if i % 4 == 0 {
+            line(&subject, "package_manager", "repo:仓库-1", "thread:4/msg:1");
+        }
     }
     db.run_stdin(&["apply", "-"], lines.as_bytes()).ok();
     let found = as_array(db.json(&["suspects", "--json"]));
@@ -336,6 +340,10 @@ fn many_messages_keep_their_own_siblings_in_stored_order_on(db: TestDb) {
             "{s:#}"
         );
         assert_eq!(s["suggested_scope"], format!("repo:仓库-{}", i % 3 + 2));
+        let radius = strs(&s["blast_radius"]);
+        let own_rule = i % 4 == 0;
+        assert_eq!(radius.contains(&"repo:仓库-1"), !own_rule, "{s:#}");
+        assert_eq!(radius.len(), if own_rule { 3 } else { 4 }, "{s:#}");
     }
     let (code, report) = db.check();
     assert_eq!(
