@@ -293,7 +293,7 @@ fn many_messages_keep_their_own_siblings_in_stored_order_on(db: TestDb) {
         );
         lines.push('\n');
     };
-    for i in 0..40 {
+    for i in 0..40usize {
         let subject = format!("用户:{i}");
         // Every message shares one source; only even subjects wrote scoped records there
         // (third place first, so stored order is not name order), odd ones elsewhere.
@@ -314,7 +314,7 @@ fn many_messages_keep_their_own_siblings_in_stored_order_on(db: TestDb) {
         // The same subject's global record of another message has no siblings.
         line(&subject, "editor", "global", "thread:3/msg:1");
         // A rule of its own in one repository (another message): out of the blast radius.
-        if i % 4 == 0 {
+        if i.is_multiple_of(4) {
             line(&subject, "package_manager", "repo:仓库-1", "thread:4/msg:1");
         }
     }
@@ -341,7 +341,7 @@ fn many_messages_keep_their_own_siblings_in_stored_order_on(db: TestDb) {
         );
         assert_eq!(s["suggested_scope"], format!("repo:仓库-{}", i % 3 + 2));
         let radius = strs(&s["blast_radius"]);
-        let own_rule = i % 4 == 0;
+        let own_rule = i.is_multiple_of(4);
         assert_eq!(radius.contains(&"repo:仓库-1"), !own_rule, "{s:#}");
         assert_eq!(radius.len(), if own_rule { 3 } else { 4 }, "{s:#}");
     }
