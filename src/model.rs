@@ -1466,6 +1466,23 @@ pub fn normalize_subject(raw: &str) -> Result<String, String> {
     crate::spelling::readable_id("subject", t)
 }
 
+/// The empty string and every string of 1 to `up_to` characters over `alphabet`: what a test
+/// feeds a shortcut and the full path it skips, to hold them to one answer.
+#[cfg(test)]
+pub(crate) fn every_string(alphabet: &[char], up_to: usize) -> Vec<String> {
+    let mut texts = vec![String::new()];
+    let mut last = vec![String::new()];
+    for _ in 0..up_to {
+        let next: Vec<String> = last
+            .iter()
+            .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
+            .collect();
+        texts.extend(next.iter().cloned());
+        last = next;
+    }
+    texts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1479,16 +1496,7 @@ mod tests {
             'a', 'Z', '7', '_', '-', '.', '/', ' ', '\t', '\u{0}', '\u{7F}', ':', '中', 'é',
             '\u{301}', '😀', '\u{200B}',
         ];
-        let mut texts = vec![String::new()];
-        let mut last = vec![String::new()];
-        for _ in 0..4 {
-            let next: Vec<String> = last
-                .iter()
-                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
-                .collect();
-            texts.extend(next.iter().cloned());
-            last = next;
-        }
+        let mut texts = every_string(&alphabet, 4);
         texts.extend(
             [
                 "package_manager",

@@ -275,16 +275,7 @@ mod tests {
             '\u{202E}',
             '\u{E0041}',
         ];
-        let mut texts = vec![String::new()];
-        for len in 1..=3 {
-            let mut next = Vec::new();
-            for t in texts.iter().filter(|t| t.chars().count() == len - 1) {
-                for c in alphabet {
-                    next.push(format!("{t}{c}"));
-                }
-            }
-            texts.extend(next);
-        }
+        let mut texts = crate::model::every_string(&alphabet, 3);
         texts.extend(
             [
                 "user:42",
