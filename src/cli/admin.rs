@@ -558,6 +558,9 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
     })?;
     let total: u64 = report.rows.values().sum();
     outln!("imported {total} row(s) into {place}: check is clean");
+    if !report.counted {
+        outln!("the export has no end line counting its rows (memscope wrote one from 2026-12-03 on): this import could not tell whether the file was whole");
+    }
     Ok(EXIT_OK)
 }
 

@@ -118,6 +118,9 @@ fn json_columns(table: &str) -> &'static [&'static str] {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct ImportReport {
     pub rows: std::collections::BTreeMap<String, u64>,
+    /// Whether the dump counted its rows in an end line (every export since 2026-12-03), so
+    /// the import knows it had them all; an older export's import cannot tell.
+    pub counted: bool,
 }
 
 /// Line `line_no` of a dump as read, or the sentence saying why it cannot be.
@@ -135,9 +138,45 @@ pub(crate) fn dump_line(line_no: usize, read: std::io::Result<String>) -> Result
     })
 }
 
-/// The dump's first line.
-pub(crate) fn header(exported_at: &str) -> Value {
-    json!({ "table": "memscope_export", "schema_version": DUMP_VERSION, "exported_at": exported_at })
+/// The dump's last line's `table`: it counts the rows of every table, so `import` tells a whole
+/// dump from one cut short at a line's end (found by review: a dump cut in its pending or
+/// read-log rows imported as "check is clean", without them, and one cut in its aliases as an
+/// empty database).
+const END: &str = "memscope_export_end";
+
+/// Writes a dump: its header, its rows, and the end line counting them.
+pub(crate) struct DumpWriter<'a> {
+    out: &'a mut dyn std::io::Write,
+    rows: std::collections::BTreeMap<&'static str, u64>,
+}
+
+impl<'a> DumpWriter<'a> {
+    /// Writes the header: the schema version, when, and that an end line follows.
+    pub(crate) fn start(out: &'a mut dyn std::io::Write, exported_at: &str) -> Result<Self> {
+        let header = json!({
+            "table": "memscope_export",
+            "schema_version": DUMP_VERSION,
+            "exported_at": exported_at,
+            "end_line": true,
+        });
+        writeln!(out, "{}", crate::model::to_json(&header)?)?;
+        let rows = TABLES.iter().map(|t| (*t, 0)).collect();
+        Ok(DumpWriter { out, rows })
+    }
+
+    /// Writes `row` (its `table` key included) of `table`.
+    pub(crate) fn row(&mut self, table: &'static str, row: &Map<String, Value>) -> Result<()> {
+        writeln!(self.out, "{}", crate::model::to_json(row)?)?;
+        *self.rows.entry(table).or_default() += 1;
+        Ok(())
+    }
+
+    /// Writes the end line; returns how many rows the dump holds.
+    pub(crate) fn finish(self) -> Result<u64> {
+        let end = json!({ "table": END, "rows": self.rows });
+        writeln!(self.out, "{}", crate::model::to_json(&end)?)?;
+        Ok(self.rows.values().sum())
+    }
 }
 
 /// Reads a dump line by line: the header first, then rows of known tables. Remembers which
@@ -147,6 +186,12 @@ pub(crate) struct DumpReader {
     seen_header: bool,
     /// The schema version its header names.
     version: i64,
+    /// The header promises an end line (`DumpWriter`).
+    end_promised: bool,
+    /// The end line's number and its row counts, once read.
+    end: Option<(usize, std::collections::BTreeMap<String, u64>)>,
+    /// The last line read.
+    last_line: usize,
     /// (table, key columns as text) → line number.
     row_lines: HashMap<(String, Vec<String>), usize>,
     pub report: ImportReport,
@@ -160,10 +205,17 @@ impl DumpReader {
         line_no: usize,
         line: &str,
     ) -> Result<Option<(&'static str, Map<String, Value>)>> {
+        self.last_line = line_no;
         if line.trim().is_empty() {
             return Ok(None);
         }
+        if let Some((end, _)) = self.end {
+            bail!("line {line_no} follows the export's end line (line {end}): pass a file written by `memscope export`, one export a file — nothing was imported");
+        }
         let mut obj: Map<String, Value> = serde_json::from_str(line).map_err(|e| {
+            if e.is_eof() {
+                return anyhow!("line {line_no} of the import ends in the middle of a row: the file was cut short (a copy, a download or an `export > FILE` that stopped early) — nothing was imported; export the database again");
+            }
             let (msg, column) = crate::model::json_error(&e, line);
             let at = column.map(|c| format!(", column {c},")).unwrap_or_default();
             anyhow!("line {line_no}{at} of the import is not a JSON object ({msg}): pass a file written by `memscope export`")
@@ -204,10 +256,15 @@ impl DumpReader {
             }
             self.seen_header = true;
             self.version = v;
+            self.end_promised = obj.get("end_line") == Some(&Value::Bool(true));
             return Ok(None);
         }
         if !self.seen_header {
             bail!("line {line_no}: the import does not start with a memscope export header: pass a file written by `memscope export`");
+        }
+        if table == END {
+            self.end = Some((line_no, end_counts(line_no, &obj)?));
+            return Ok(None);
         }
         let Some(table) = TABLES.iter().copied().find(|t| *t == table) else {
             bail!("line {line_no} names an unknown table '{table}': pass a file written by `memscope export`");
@@ -267,6 +324,13 @@ impl DumpReader {
         if !self.seen_header {
             bail!("the import is empty: pass a file written by `memscope export`");
         }
+        // A dump cut short first: it breaks invariants too, and would be blamed for them.
+        if self.end_promised && self.end.is_none() {
+            bail!(
+                "the import ends at line {} without the export's end line: the file was cut short (a copy, a download or an `export > FILE` that stopped early) — nothing was imported; export the database again",
+                self.last_line
+            );
+        }
         if let Some(p) = field_problems(db, 1)?.into_iter().next() {
             let at = self
                 .row_lines
@@ -288,6 +352,42 @@ impl DumpReader {
                 v.detail
             );
         }
-        Ok(self.report)
+        // Rows taken out or put in by hand, last: a row that breaks a rule is named above by
+        // its line.
+        if let Some((end, counted)) = &self.end {
+            for table in TABLES {
+                let said = counted.get(*table).copied().unwrap_or(0);
+                let held = self.report.rows.get(*table).copied().unwrap_or(0);
+                if said != held {
+                    bail!(
+                        "the export's end line (line {end}) counts {said} {table} row(s), the file holds {held}: rows are missing or were added — nothing was imported; export the database again"
+                    );
+                }
+            }
+        }
+        let mut report = self.report;
+        report.counted = self.end.is_some();
+        Ok(report)
     }
+}
+
+/// The row counts of the end line on line `line_no`: a whole number for each known table.
+fn end_counts(
+    line_no: usize,
+    obj: &Map<String, Value>,
+) -> Result<std::collections::BTreeMap<String, u64>> {
+    let bad = || {
+        anyhow!("line {line_no}: the export's end line does not count its rows as memscope writes them: pass a file written by `memscope export` — nothing was imported")
+    };
+    let Some(Value::Object(rows)) = obj.get("rows") else {
+        return Err(bad());
+    };
+    rows.iter()
+        .map(
+            |(table, n)| match (TABLES.contains(&table.as_str()), n.as_u64()) {
+                (true, Some(n)) => Ok((table.clone(), n)),
+                _ => Err(bad()),
+            },
+        )
+        .collect()
 }

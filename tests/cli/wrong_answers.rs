@@ -264,13 +264,15 @@ fn an_imported_clock_is_never_below_what_the_rows_hold_on(dbs: &Databases) {
     assert_eq!(p["outcome"], "pending", "{p}");
     let export = src.run(&["export"]).ok().stdout;
     let rewrite = |f: &dyn Fn(&mut Value) -> bool| -> std::path::PathBuf {
-        let lines: Vec<String> = export
+        let mut rows: Vec<Value> = export
             .lines()
             .filter_map(|l| {
                 let mut v: Value = serde_json::from_str(l).unwrap();
-                f(&mut v).then(|| v.to_string())
+                f(&mut v).then_some(v)
             })
             .collect();
+        recount_dump(&mut rows);
+        let lines: Vec<String> = rows.iter().map(Value::to_string).collect();
         let file = src.sibling(&format!("dump-{}.jsonl", lines.len()));
         std::fs::write(&file, lines.join("\n")).unwrap();
         file

@@ -118,7 +118,7 @@ fn export_then_import_round_trips_the_demo_into(dst: TestDb) {
     let stdout_rows: Vec<String> = src.fingerprint();
     let file_rows: Vec<String> = text
         .lines()
-        .filter(|l| !l.contains("\"memscope_export\""))
+        .filter(|l| !l.contains("\"table\":\"memscope_export"))
         .map(str::to_string)
         .collect();
     assert_eq!(stdout_rows, file_rows);
@@ -417,6 +417,148 @@ fn an_export_from_schema_v2_imports_and_an_unknown_version_is_refused_on(dbs: &D
     dbs.fresh()
         .run(&["import", future.to_str().unwrap()])
         .fails_with(1, &["schema_version holds \"5\", not a whole number"]);
+}
+
+#[test]
+fn a_dump_cut_short_or_edited_is_refused_and_an_old_one_is_said_unverified() {
+    a_dump_cut_short_or_edited_is_refused_and_an_old_one_is_said_unverified_on(&Databases::sqlite());
+}
+
+#[test]
+fn a_dump_cut_short_or_edited_is_refused_and_an_old_one_is_said_unverified_on_postgres() {
+    on_postgres_databases(
+        a_dump_cut_short_or_edited_is_refused_and_an_old_one_is_said_unverified_on,
+    );
+}
+
+/// Found by review: a dump cut at a line's end — in its pending items, its read log, its
+/// aliases — imported as "check is clean", the rows after the cut gone without a word.
+fn a_dump_cut_short_or_edited_is_refused_and_an_old_one_is_said_unverified_on(dbs: &Databases) {
+    let (src, lines) = story_export(dbs.fresh());
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    let last = text.len() - 1;
+    assert_eq!(
+        lines[last]["table"], "memscope_export_end",
+        "{:?}",
+        text[last]
+    );
+    assert_eq!(lines[0]["end_line"], true);
+    // The end line counts what the file holds, every table named.
+    for table in [
+        "settings",
+        "predicate_aliases",
+        "memories",
+        "history",
+        "pending",
+        "tombstones",
+        "reads",
+        "metrics",
+    ] {
+        let held = lines.iter().filter(|l| l["table"] == table).count() as u64;
+        assert_eq!(lines[last]["rows"][table], held, "{table}");
+    }
+    assert!(lines.iter().any(|l| l["table"] == "reads"));
+    assert!(lines.iter().any(|l| l["table"] == "pending"));
+
+    // Cut after every line but the last, and inside the end line: each refused, nothing kept.
+    let dump = src.sibling("cut.jsonl");
+    for cut in 1..=last {
+        std::fs::write(&dump, text[..cut].join("\n") + "\n").unwrap();
+        let dst = dbs.fresh();
+        dst.run(&["import", dump.to_str().unwrap()]).fails_with(
+            1,
+            &[
+                &format!("ends at line {cut} without the export's end line"),
+                "cut short",
+                "nothing was imported",
+            ],
+        );
+        assert_nothing_imported(&dst);
+    }
+    let half = &text[last][..text[last].len() / 2];
+    std::fs::write(&dump, text[..last].join("\n") + "\n" + half).unwrap();
+    let dst = dbs.fresh();
+    dst.run(&["import", dump.to_str().unwrap()]).fails_with(
+        1,
+        &[
+            &format!(
+                "line {} of the import ends in the middle of a row",
+                last + 1
+            ),
+            "cut short",
+            "nothing was imported",
+        ],
+    );
+    assert_nothing_imported(&dst);
+
+    // A row taken out (one that breaks no rule: a read-log row) or one line past the end.
+    let mut fewer = text.clone();
+    fewer.remove(line_of(&lines, "reads", |_| true));
+    std::fs::write(&dump, fewer.join("\n")).unwrap();
+    let dst = dbs.fresh();
+    let reads = lines.iter().filter(|l| l["table"] == "reads").count();
+    dst.run(&["import", dump.to_str().unwrap()]).fails_with(
+        1,
+        &[
+            &format!("counts {reads} reads row(s), the file holds {}", reads - 1),
+            "nothing was imported",
+        ],
+    );
+    assert_nothing_imported(&dst);
+    let mut more = text.clone();
+    more.push(text[1].clone());
+    std::fs::write(&dump, more.join("\n")).unwrap();
+    let dst = dbs.fresh();
+    dst.run(&["import", dump.to_str().unwrap()]).fails_with(
+        1,
+        &[
+            &format!(
+                "line {} follows the export's end line (line {})",
+                last + 2,
+                last + 1
+            ),
+            "nothing was imported",
+        ],
+    );
+    assert_nothing_imported(&dst);
+
+    // An export from before the end line imports, and says it could not tell.
+    let mut old = lines.clone();
+    old.pop();
+    old[0].as_object_mut().unwrap().remove("end_line");
+    let old: Vec<String> = old.iter().map(Value::to_string).collect();
+    std::fs::write(&dump, old.join("\n")).unwrap();
+    let dst = dbs.fresh();
+    let r = dst.run(&["import", dump.to_str().unwrap()]).ok();
+    assert!(r.stdout.contains("check is clean"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("could not tell whether the file was whole"),
+        "{}",
+        r.stdout
+    );
+    dst.assert_check_ok();
+    assert_eq!(src.list(&[]), dst.list(&[]));
+    // A whole dump says nothing of the kind.
+    std::fs::write(&dump, text.join("\n")).unwrap();
+    let dst = dbs.fresh();
+    let r = dst.run(&["import", dump.to_str().unwrap()]).ok();
+    assert!(!r.stdout.contains("could not tell"), "{}", r.stdout);
+    assert_eq!(dst.fingerprint(), src.fingerprint());
+}
+
+/// A refused import left no memory, history row, pending item or read.
+fn assert_nothing_imported(dst: &TestDb) {
+    if !dst.is_postgres() && !dst.path.exists() {
+        return;
+    }
+    for table in ["memories", "history", "pending", "reads", "tombstones"] {
+        assert_eq!(
+            dst.sql_i64(&format!("SELECT count(*) FROM {table}")),
+            0,
+            "{table}"
+        );
+    }
 }
 
 /// An export of a small story: a confirmed preference, a pending item, a deleted memory.

@@ -6,9 +6,8 @@
 
 use super::check::Pg;
 use super::store::PgStore;
-use crate::model::to_json;
 use crate::spelling::fold;
-use crate::store::dump::{header, DumpReader, ImportReport, ONE_SPELLING, TABLES};
+use crate::store::dump::{DumpReader, DumpWriter, ImportReport, ONE_SPELLING, TABLES};
 use crate::store::fields::key_columns;
 use crate::store::user_settings::DURABILITY_KEY;
 use anyhow::{anyhow, bail, Result};
@@ -72,18 +71,19 @@ impl PgStore {
                 &[],
             )?
             .get(0);
-        writeln!(out, "{}", to_json(&header(&now))?)?;
-        let mut n = 0;
+        let mut dump = DumpWriter::start(out, &now)?;
         for table in TABLES {
             if *table == "settings" {
                 // The clock is a sequence here, a setting in a file.
                 let clock = crate::model::clock_as_it_stands(
                     tx.query_one("SELECT memscope_clock_current()", &[])?.get(0),
                 );
-                let row =
-                    json!({"table": "settings", "key": "causal_clock", "value": clock.to_string()});
-                writeln!(out, "{}", to_json(&row)?)?;
-                n += 1;
+                let row = Map::from_iter([
+                    ("table".to_string(), json!("settings")),
+                    ("key".to_string(), json!("causal_clock")),
+                    ("value".to_string(), json!(clock.to_string())),
+                ]);
+                dump.row(table, &row)?;
             }
             let cols = columns(&mut tx, table)?;
             let select = cols
@@ -113,12 +113,11 @@ impl PgStore {
                     };
                     row.insert(c.clone(), v);
                 }
-                writeln!(out, "{}", to_json(&row)?)?;
-                n += 1;
+                dump.row(table, &row)?;
             }
         }
         drop(tx);
-        Ok(n)
+        dump.finish()
     }
 
     /// Loads a dump into this (empty) database in one transaction; refuses a database that

@@ -3,8 +3,7 @@
 //! dump that would break an invariant.
 
 use super::Store;
-use crate::model::to_json;
-use crate::store::dump::{header, DumpReader, ImportReport, TABLES};
+use crate::store::dump::{DumpReader, DumpWriter, ImportReport, TABLES};
 use anyhow::{bail, Result};
 use rusqlite::types::ValueRef;
 use serde_json::{json, Map, Value};
@@ -37,8 +36,7 @@ impl Store {
     pub fn export(&self, out: &mut dyn Write) -> Result<u64> {
         self.conn.execute_batch("BEGIN")?;
         let result = (|| -> Result<u64> {
-            let mut n = 0;
-            writeln!(out, "{}", to_json(&header(&self.now()))?)?;
+            let mut dump = DumpWriter::start(out, &self.now())?;
             for table in TABLES {
                 let cols = columns(&self.conn, table)?;
                 let order = if cols.iter().any(|c| c == "id") {
@@ -74,11 +72,10 @@ impl Store {
                         let clock = super::tx::clock_now(&self.conn)?;
                         row.insert("value".into(), json!(clock.to_string()));
                     }
-                    writeln!(out, "{}", to_json(&row)?)?;
-                    n += 1;
+                    dump.row(table, &row)?;
                 }
             }
-            Ok(n)
+            dump.finish()
         })();
         self.conn.execute_batch("COMMIT")?;
         result
