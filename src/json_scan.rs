@@ -1,7 +1,7 @@
 //! JSON text read byte by byte without parsing it — strings and their escapes tracked, any
 //! depth safe: what the MCP transport measures a message's nesting with before serde_json
 //! reads it, and what finds the integer literals serde_json would round
-//! (`model::inexact_integer`).
+//! (`model::inexact_number`).
 
 /// What a byte of JSON text is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

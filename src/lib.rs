@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod model;
 pub mod spelling;
 pub mod store;
+pub mod strict_json;
 pub mod tui;
 
 pub use model::*;

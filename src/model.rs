@@ -248,7 +248,7 @@ impl Serialize for ScopeChoice {
 
 impl<'de> Deserialize<'de> for ScopeChoice {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let v = Value::deserialize(d)?;
+        let v = crate::strict_json::value(d)?;
         match v {
             Value::String(s) => Scope::parse(&s)
                 .map(ScopeChoice::Exact)
@@ -287,6 +287,8 @@ impl<'de> Deserialize<'de> for ScopeChoice {
 pub struct WriteRequest {
     pub subject: String,
     pub predicate: String,
+    /// Read with each object's keys once (`strict_json`).
+    #[serde(deserialize_with = "crate::strict_json::value")]
     pub value: Value,
     pub scope: ScopeChoice,
     pub source: String,
@@ -326,7 +328,7 @@ fn causal_seq_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64
 /// A request's `context`: anything but an object (or null) is refused in a sentence showing the
 /// form, rather than serde's "expected struct WriteContext".
 fn context_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<WriteContext>, D::Error> {
-    match Option::<Value>::deserialize(d)? {
+    match Option::<crate::strict_json::Strict>::deserialize(d)?.map(|s| s.0) {
         None => Ok(None),
         Some(v @ Value::Object(_)) => serde_json::from_value(v)
             .map(Some)
@@ -354,8 +356,19 @@ impl WriteRequest {
     pub fn from_json_line(line: &str) -> Result<WriteRequest, LineError> {
         let req: WriteRequest = serde_json::from_str(line).map_err(|e| {
             let (msg, column) = json_error(&e, line);
-            // serde repeats offending keys and values: keep the sentence short.
-            let msg = shorten(&msg, 300);
+            // serde repeats offending keys and values: keep the sentence short. A field named
+            // twice is said as a doubled key inside the value is (`strict_json`).
+            let msg = match msg
+                .strip_prefix("duplicate field `")
+                .and_then(|rest| rest.strip_suffix('`'))
+            {
+                Some(field) => format!(
+                    "{} {} twice",
+                    crate::strict_json::DUPLICATE_KEY,
+                    to_json(field).unwrap_or_default()
+                ),
+                None => shorten(&msg, 300),
+            };
             let top = line.trim_start().chars().next();
             let message = if e.is_syntax() || e.is_eof() {
                 format!("malformed JSON ({msg}): each line must be one JSON object")
@@ -377,11 +390,11 @@ impl WriteRequest {
             LineError { message, column }
         })?;
         if has_float(&req.value) {
-            if let Some((at, literal)) = inexact_integer(line.as_bytes()) {
+            if let Some((at, literal)) = inexact_number(line.as_bytes()) {
                 return Err(LineError {
                     message: format!(
                         "invalid write request: {}",
-                        inexact_integer_sentence(literal)
+                        inexact_number_sentence(literal)
                     ),
                     column: Some(line[..at].chars().count() as u64 + 1),
                 });
@@ -1188,7 +1201,7 @@ pub fn value_depth(v: &Value) -> usize {
 
 /// Whether `v` holds a number read as a float anywhere. serde_json reads an integer literal
 /// that no 64-bit integer holds as the nearest float, silently: only such a value can have lost
-/// digits, so only such a value's text needs [`inexact_integer`]. Iterative: any depth is safe.
+/// digits, so only such a value's text needs [`inexact_number`]. Iterative: any depth is safe.
 pub fn has_float(v: &Value) -> bool {
     let mut stack = vec![v];
     while let Some(v) = stack.pop() {
@@ -1202,12 +1215,14 @@ pub fn has_float(v: &Value) -> bool {
     false
 }
 
-/// The first integer literal of a JSON text that no 64-bit integer holds (below
-/// −9223372036854775808 or above 18446744073709551615), and the byte it starts at. A JSON
-/// reader rounds such a number to the nearest float — `12345678901234567890123` comes back as
-/// `1.2345678901234568e22` — so memscope refuses it rather than store other digits than were
-/// sent ([`inexact_integer_sentence`]). Strings are skipped; the text need not be valid JSON.
-pub fn inexact_integer(text: &[u8]) -> Option<(usize, &str)> {
+/// The first number literal of a JSON text that a JSON reader would read as another number,
+/// and the byte it starts at: an integer no 64-bit integer holds (below −9223372036854775808
+/// or above 18446744073709551615), which a reader rounds to the nearest float —
+/// `12345678901234567890123` comes back as `1.2345678901234568e22` — and a number closer to 0
+/// than any double but not 0 (`1e-400`, read as `0.0`; found by review, where `1e400` was
+/// refused). memscope refuses either rather than store another number than was sent
+/// ([`inexact_number_sentence`]). Strings are skipped; the text need not be valid JSON.
+pub fn inexact_number(text: &[u8]) -> Option<(usize, &str)> {
     use crate::json_scan::{walk, Byte};
     let number = |b: u8| matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9');
     // The number tokens outside strings, as byte ranges.
@@ -1229,14 +1244,30 @@ pub fn inexact_integer(text: &[u8]) -> Option<(usize, &str)> {
         let token = std::str::from_utf8(&text[range.clone()]).unwrap_or("");
         let digits = token.strip_prefix('-').unwrap_or(token);
         let integer = !digits.is_empty() && digits.bytes().all(|d| d.is_ascii_digit());
-        (integer && token.parse::<i64>().is_err() && token.parse::<u64>().is_err())
-            .then_some((range.start, token))
+        let inexact = if integer {
+            token.parse::<i64>().is_err() && token.parse::<u64>().is_err()
+        } else {
+            underflows(token)
+        };
+        inexact.then_some((range.start, token))
     })
 }
 
-/// The sentence refusing the integer literal `literal` ([`inexact_integer`]).
-pub fn inexact_integer_sentence(literal: &str) -> String {
+/// Whether a float literal reads as 0 though a digit before its exponent is not 0.
+fn underflows(token: &str) -> bool {
+    let mantissa = token.split(['e', 'E']).next().unwrap_or("");
+    token.parse::<f64>().is_ok_and(|f| f == 0.0)
+        && mantissa.bytes().any(|d| matches!(d, b'1'..=b'9'))
+}
+
+/// The sentence refusing the number literal `literal` ([`inexact_number`]).
+pub fn inexact_number_sentence(literal: &str) -> String {
     let shown = shorten(literal, 40);
+    if underflows(literal) {
+        return format!(
+            "the number {shown} is closer to 0 than memscope keeps (a double, down to about 5e-324; a JSON reader would read it as 0): send it as a string, e.g. \"{shown}\", or as 0"
+        );
+    }
     format!(
         "the integer {shown} is beyond what memscope keeps exactly (integers from -9223372036854775808 to 18446744073709551615; a JSON reader would round it to other digits): send it as a string, e.g. \"{shown}\""
     )
@@ -1556,8 +1587,8 @@ mod tests {
     }
 
     #[test]
-    fn inexact_integers_are_found_outside_strings_only() {
-        let found = |t: &str| inexact_integer(t.as_bytes()).map(|(at, lit)| (at, lit.to_string()));
+    fn inexact_numbers_are_found_outside_strings_only() {
+        let found = |t: &str| inexact_number(t.as_bytes()).map(|(at, lit)| (at, lit.to_string()));
         // The ends of the 64-bit integers are exact; one past them is not.
         assert_eq!(found("[18446744073709551615, -9223372036854775808]"), None);
         assert_eq!(
@@ -1580,6 +1611,23 @@ mod tests {
             "a string ending in an escaped backslash ends there"
         );
         assert_eq!(found("-"), None);
+        // A number no double holds but 0 reads as 0: refused, as found by review. 0 spelled
+        // any way, the smallest double and a number whose digits after the point are 0 are not.
+        for zero in [
+            "0.0",
+            "-0",
+            "0e-999",
+            "0.000e5",
+            "-0.0E-400",
+            "5e-324",
+            "1e-300",
+        ] {
+            assert_eq!(found(&format!("[{zero}]")), None, "{zero}");
+        }
+        assert_eq!(found("[0, 1e-400]"), Some((4, "1e-400".into())));
+        assert_eq!(found("{\"x\": -2.5E-999}"), Some((6, "-2.5E-999".into())));
+        assert_eq!(found("[0.00001e-330]"), Some((1, "0.00001e-330".into())));
+        assert!(inexact_number_sentence("1e-400").contains("closer to 0"));
         // serde_json reads such a literal as a float, which is what has_float sees.
         let v: Value = serde_json::from_str("[1, {\"n\": 18446744073709551616}]").unwrap();
         assert!(has_float(&v));

@@ -53,7 +53,7 @@ pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i3
     let value = match (&a.value, &a.value_json) {
         (Some(v), _) => serde_json::Value::String(v.clone()),
         (None, Some(j)) => {
-            let value = serde_json::from_str(j).map_err(|e| {
+            let value = crate::strict_json::from_str(j).map_err(|e| {
                 if e.to_string().starts_with("recursion limit exceeded") {
                     // serde_json stops reading at its limit, memscope's own.
                     return usage(format!(
@@ -61,15 +61,20 @@ pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i3
                         crate::model::MAX_VALUE_DEPTH
                     ));
                 }
+                if e.to_string().starts_with(crate::strict_json::DUPLICATE_KEY) {
+                    return usage(format!(
+                        "--value-json: {e}: name each key of an object once, with the value meant"
+                    ));
+                }
                 usage(format!(
                     "--value-json is not valid JSON ({e}): quote strings, e.g. '\"npm\"'"
                 ))
             })?;
-            match crate::model::inexact_integer(j.as_bytes()) {
+            match crate::model::inexact_number(j.as_bytes()) {
                 Some((_, literal)) if crate::model::has_float(&value) => {
                     return Err(usage(format!(
                         "--value-json: {}",
-                        crate::model::inexact_integer_sentence(literal)
+                        crate::model::inexact_number_sentence(literal)
                     )))
                 }
                 _ => value,

@@ -19,7 +19,6 @@ use rmcp::model::{
 };
 use rmcp::service::RxJsonRpcMessage;
 use rmcp::RoleServer;
-use serde::Deserialize;
 use serde_json::Value;
 use std::io::{BufRead, Write};
 
@@ -133,7 +132,7 @@ pub fn frame(line: &[u8]) -> Frame {
     // what dropped the deep requests.
     let mut de = serde_json::Deserializer::from_slice(line);
     de.disable_recursion_limit();
-    let value = match Value::deserialize(&mut de).and_then(|v| de.end().map(|_| v)) {
+    let value = match crate::strict_json::value(&mut de).and_then(|v| de.end().map(|_| v)) {
         Ok(v) => v,
         Err(e) => return refuse_unreadable(line, &e),
     };
@@ -143,7 +142,7 @@ pub fn frame(line: &[u8]) -> Frame {
         .and_then(Value::as_str)
         .map(str::to_string);
     if crate::model::has_float(&value) {
-        if let Some((_, literal)) = crate::model::inexact_integer(line) {
+        if let Some((_, literal)) = crate::model::inexact_number(line) {
             return refuse_inexact(&value, literal);
         }
     }
@@ -269,6 +268,8 @@ fn refuse_unreadable(line: &[u8], e: &serde_json::Error) -> Frame {
     .any(|w| cause.contains(w))
     {
         "send each string as valid UTF-8 with its control characters escaped (\\n, \\u0007), and never half of an emoji (a \\ud83d without its pair): a string cut in the middle of a character is the usual cause"
+    } else if cause.contains(crate::strict_json::DUPLICATE_KEY) {
+        "send each key of an object once: a key named twice leaves it unclear which value was meant"
     } else if cause.contains("trailing characters") {
         "send one JSON object per line, with nothing after it (a newline ends each message)"
     } else {
@@ -307,7 +308,7 @@ fn refuse_deep(line: &[u8], depth: usize) -> Frame {
 /// it): a tool error for a tool call, so the model can send it as a string and call again;
 /// invalid params otherwise.
 fn refuse_inexact(message: &Value, literal: &str) -> Frame {
-    let text = crate::model::inexact_integer_sentence(literal);
+    let text = crate::model::inexact_number_sentence(literal);
     let Some(id) = request_id(message.get("id")) else {
         // An id that is itself such an integer cannot be echoed: the error goes without one.
         if message.get("id").is_some() {

@@ -229,10 +229,10 @@ impl DumpReader {
             });
         let line_floats = obj.values().any(crate::model::has_float).then_some(line);
         for text in line_floats.into_iter().chain(json_texts) {
-            if let Some((_, literal)) = crate::model::inexact_integer(text.as_bytes()) {
+            if let Some((_, literal)) = crate::model::inexact_number(text.as_bytes()) {
                 bail!(
                     "line {line_no} of the import: {}",
-                    crate::model::inexact_integer_sentence(literal)
+                    crate::model::inexact_number_sentence(literal)
                 );
             }
         }

@@ -174,6 +174,73 @@ fn mcp_takes_the_scope_form_and_refuses_the_wrong_kind_from_flags_and_environmen
     assert_eq!(code, 0, "{stderr}");
 }
 
+/// Found by review: a key named twice was read as its last value — `--value-json
+/// '{"a":1,"a":2}'` stored `{"a":2}`, an MCP call naming `predicate` twice wrote to the second.
+/// Each way in refuses it in a sentence naming the key, and writes nothing.
+#[test]
+fn a_key_named_twice_is_refused_everywhere_a_value_comes_in() {
+    let db = TestDb::new();
+    let r = db.run(&args_for(
+        "write",
+        U,
+        PM,
+        &[
+            "--value-json",
+            r#"{"a":1,"a":2}"#,
+            "--scope",
+            "global",
+            "--source",
+            "s",
+        ],
+    ));
+    r.fails_with(
+        2,
+        &[
+            r#"names the key "a" twice"#,
+            "name each key of an object once",
+        ],
+    );
+    assert_one_sentence(&r.stderr, &["--value-json"]);
+    let lines = [
+        r#"{"subject":"user:42","predicate":"p1","value":{"x":{"键":1,"键":2}},"scope":"global","source":"s"}"#,
+        r#"{"subject":"user:42","predicate":"p2","value":1,"scope":"global","source":"s","context":{"repo":"a","repo":"b"}}"#,
+        r#"{"subject":"user:42","predicate":"p3","value":1,"scope":{"ambiguous":["global","repo:a"],"ambiguous":["global"]},"source":"s"}"#,
+        r#"{"subject":"user:42","predicate":"p4","predicate":"p5","value":1,"scope":"global","source":"s"}"#,
+        r#"{"subject":"user:42","predicate":"p6","value":[{"a":1},{"a":2}],"scope":"global","source":"s"}"#,
+    ];
+    let run = db.run_stdin(&["apply", "-"], lines.join("\n").as_bytes());
+    let outs = run.json_lines();
+    let keys = ["键", "repo", "ambiguous", "predicate"];
+    for (out, key) in outs.iter().zip(keys) {
+        assert_eq!(out["outcome"], "error", "{out}");
+        let error = out["error"].as_str().unwrap();
+        assert!(
+            error.contains(&format!("an object names the key \"{key}\" twice")),
+            "{error}"
+        );
+    }
+    // The same key in two objects of an array is no doubt.
+    assert_eq!(outs[4]["outcome"], "inserted", "{}", outs[4]);
+    assert_eq!(db.list(&[]).len(), 1);
+
+    let mut s = RawSession::start(mcp_cmd(&db, &["--subject", U]));
+    s.initialize();
+    s.send_raw(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember","arguments":{"predicate":"editor","predicate":"shell","value":"vim","scope":"global","source":"thread:1"}}}"#,
+    );
+    let (answer, _) = s.until_id(2);
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = tool_text(&answer);
+    assert!(
+        text.contains(r#"names the key "predicate" twice"#),
+        "{text}"
+    );
+    assert!(text.contains("send each key of an object once"), "{text}");
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(db.list(&[]).len(), 1, "nothing more was written");
+}
+
 // ---- 3. apply's error lines -----------------------------------------------------------------
 
 #[test]
@@ -542,6 +609,36 @@ fn integers_past_64_bits_on(db: TestDb) {
         &run.stderr,
         &["--value-json", "-99999999999999999999", "as a string"],
     );
+    // A number closer to 0 than a double holds would be stored as 0: refused the same way.
+    let tiny = db.run_stdin(
+        &["apply", "-"],
+        r#"{"subject":"u:1","predicate":"eps","value":{"ε":1e-400},"scope":"global","source":"t"}"#
+            .as_bytes(),
+    );
+    let out = &tiny.json_lines()[0];
+    assert_eq!(out["outcome"], "error", "{out}");
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap()
+            .contains("the number 1e-400 is closer to 0"),
+        "{out}"
+    );
+    let run = db.run(&args_for(
+        "write",
+        U,
+        "eps",
+        &[
+            "--value-json",
+            "-2.5E-999",
+            "--scope",
+            "global",
+            "--source",
+            "t",
+        ],
+    ));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_one_sentence(&run.stderr, &["--value-json", "-2.5E-999", "closer to 0"]);
     assert_eq!(db.run(&["list", "--json"]).ok().stdout.trim(), "[]");
     // What 64 bits hold is kept exactly, and a string of digits is a string.
     let exact = "[18446744073709551615, -9223372036854775808, 1.5, 1e22, \"12345678901234567890123\", 0.9097040631431023, 907130.1334386505]";
