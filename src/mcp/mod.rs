@@ -31,6 +31,14 @@ const IDLE_TICK: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// Serves MCP on stdin/stdout until the client closes the connection. Returns the exit code.
 pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
+    // The CLI ends quietly on a closed pipe (`main`); a server whose client stops reading
+    // says so and winds down instead of dying on the signal (found by review: killed by
+    // SIGPIPE, without a word).
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
     let ctx = context_from_process(&args)?;
     // One store for the server's life: a bad path fails before the host connects, and the
     // tool calls share one connection, taking turns (see `Tools`).

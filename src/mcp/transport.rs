@@ -676,7 +676,10 @@ fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>, unanswer
         };
         text.push(b'\n');
         let mut out = stdout.lock();
-        if out.write_all(&text).and_then(|_| out.flush()).is_err() {
+        if let Err(e) = out.write_all(&text).and_then(|_| out.flush()) {
+            crate::frontend::errln!(
+                "memscope mcp: the client stopped reading answers ({e}): no call is answered from here on; the server stops when the client closes its input"
+            );
             return;
         }
         unanswered.written(&message);

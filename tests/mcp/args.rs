@@ -928,6 +928,52 @@ fn a_call_running_when_the_client_closes_stdin_is_answered_before_the_server_exi
     db.assert_check_ok();
 }
 
+/// A client that stops reading (closes its end of the server's stdout) and then its input: the
+/// server says so in one line and exits by itself — found by review, it was killed by SIGPIPE
+/// without a word.
+#[test]
+fn a_client_that_stops_reading_gets_a_server_that_says_so_and_exits() {
+    use std::io::Write;
+    let db = TestDb::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = mcp_cmd(&db, tmp.path(), &["--subject", "user:42"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut text = String::from(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+    );
+    text.push('\n');
+    text.push_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    text.push('\n');
+    for id in 2..40 {
+        text.push_str(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "remember", "arguments": {
+                "predicate": format!("p{id}"), "value": "值 🐟", "scope": "global", "source": "s:1"}}}).to_string());
+        text.push('\n');
+    }
+    // The server may be gone by the end of the input: a refused write is fine.
+    let _ = stdin.write_all(text.as_bytes());
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "ended by a signal? {:?} {stderr}",
+        out.status
+    );
+    assert!(
+        stderr.contains("the client stopped reading answers"),
+        "{stderr}"
+    );
+    db.assert_check_ok();
+}
+
 /// Calls a host sends at once take turns; one the host cancels (`notifications/cancelled`)
 /// while it still waits for its turn never starts — nothing of it is stored — and the call
 /// holding the turn answers as ever (found by review: four cancelled calls, queued behind a
