@@ -21,11 +21,19 @@ pub struct ReadsArgs {
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub since: Option<String>,
     /// At most this many, newest first (1 or more)
-    #[arg(long, value_parser = clap::value_parser!(i64).range(1..), allow_negative_numbers = true)]
+    #[arg(long, value_parser = at_least_one, allow_negative_numbers = true)]
     pub limit: Option<i64>,
     /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--limit`: a count of 1 or more, refused in words rather than as clap's `1..9223372036854775807`.
+fn at_least_one(text: &str) -> Result<i64, String> {
+    match text.trim().parse::<i64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("give a whole number of 1 or more, e.g. --limit 20".into()),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -101,15 +101,17 @@ pub fn help_for(args: &[std::ffi::OsString]) -> String {
     format!("{} --help", words.join(" "))
 }
 
-/// What `memscope --version` prints after the name: the program's version and the version
-/// of the database schema it reads and writes.
+/// What `memscope --version` prints after the name: the program's version and the versions
+/// of the database schemas it reads and writes — each backend has its own line (docs/SCHEMA.md;
+/// found by review: `init` on PostgreSQL said schema 8 where this said only 7).
 fn version() -> &'static str {
     static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     TEXT.get_or_init(|| {
         format!(
-            "{} (database schema {})",
+            "{} (database schema {} on SQLite, {} on PostgreSQL)",
             env!("CARGO_PKG_VERSION"),
-            crate::store::schema::SCHEMA_VERSION
+            crate::store::schema::SCHEMA_VERSION,
+            crate::store::postgres::schema::SCHEMA_VERSION
         )
     })
 }

@@ -38,6 +38,9 @@ pub struct McpContext {
     pub task: Option<String>,
     pub agent: Option<String>,
     pub allow_forget: bool,
+    /// Why `--repo auto` named the repository by its folder though it has an origin remote
+    /// (said when the server starts).
+    pub repo_note: Option<String>,
 }
 
 impl McpContext {
@@ -66,10 +69,13 @@ impl McpContext {
             Some(s) => normalize_subject(&s).map_err(|e| format!("{subject_from}: {e}"))?,
         };
         let (repo, repo_from) = pick(&args.repo, "repo", "MEMSCOPE_REPO");
-        let repo = match repo {
-            Some(r) if r.trim() == "auto" => Some(repo_from_git(cwd)?),
-            Some(r) => Some(context_id(ContextKind::Repo, &r, &repo_from)?),
-            None => None,
+        let (repo, repo_note) = match repo {
+            Some(r) if r.trim() == "auto" => {
+                let (id, note) = repo_from_git(cwd)?;
+                (Some(id), note)
+            }
+            Some(r) => (Some(context_id(ContextKind::Repo, &r, &repo_from)?), None),
+            None => (None, None),
         };
         let (task, task_from) = pick(&args.task, "task", "MEMSCOPE_TASK");
         let task = task
@@ -94,6 +100,7 @@ impl McpContext {
             task,
             agent,
             allow_forget: args.allow_forget,
+            repo_note,
         })
     }
 
@@ -143,8 +150,10 @@ fn context_id(kind: ContextKind, id: &str, from: &str) -> Result<String, String>
 }
 
 /// The repository id for `--repo auto`: the last path component of the `origin` remote's URL
-/// without `.git`, else the name of the checkout's top-level folder.
-pub fn repo_from_git(dir: &Path) -> Result<String, String> {
+/// without `.git`, else the name of the checkout's top-level folder — with, when an origin
+/// remote was there but gave no usable id, the sentence saying so (found by review: the folder's
+/// name was taken without a word, and an agent's repo rules landed where the user did not look).
+pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
     // What git printed: its answer (`Ok`, empty when it had none), or what it said failing.
     let git = |args: &[&str]| -> Result<Result<String, String>, String> {
         let out = Command::new("git")
@@ -179,20 +188,28 @@ pub fn repo_from_git(dir: &Path) -> Result<String, String> {
             ))
         }
     };
+    let mut note = None;
     if let Ok(url) = git(&["config", "--get", "remote.origin.url"])? {
         if let Some(id) = repo_id_from_url(&url) {
-            return Ok(id);
+            return Ok((id, None));
+        }
+        if !url.is_empty() {
+            note = Some(format!(
+                "--repo auto: the origin remote {} leaves no usable repository id (one word, no spaces), so the checkout's folder names it; pass --repo ID to choose",
+                crate::model::to_json(&crate::model::shorten(&url, 80)).unwrap_or_default()
+            ));
         }
     }
     let folder = Path::new(&top)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    context_id(ContextKind::Repo, &folder, "--repo auto").map_err(|_| {
+    let id = context_id(ContextKind::Repo, &folder, "--repo auto").map_err(|_| {
         format!(
             "--repo auto: the repository at {top} has no usable origin remote and its folder name is not a usable id (one word, no spaces): pass --repo ID"
         )
-    })
+    })?;
+    Ok((id, note))
 }
 
 /// `https://github.com/acme/legacy-dashboard.git`, `git@github.com:acme/legacy-dashboard.git`,

@@ -55,6 +55,7 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     if ctx.allow_forget {
         notes.push("forget allowed".into());
     }
+    notes.extend(ctx.repo_note.clone());
     crate::frontend::errln!(
         "memscope mcp: serving {} on stdio ({})",
         ctx.describe(),

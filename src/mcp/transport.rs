@@ -650,6 +650,21 @@ fn read_line(
 /// null`, as JSON-RPC 2.0 requires (rmcp leaves the member out, and the Python SDK then drops
 /// the answer: the host would wait for it).
 fn encode(message: &ServerJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
+    // rmcp answers a method memscope does not serve with the bare method name as the message
+    // (`"message":"nope"`): said as a sentence here, for every such method (found by review).
+    if let rmcp::model::JsonRpcMessage::Error(e) = message {
+        let bare = !e.error.message.contains(' ');
+        if e.error.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND && bare {
+            let mut e = e.clone();
+            e.error.message = format!(
+                "memscope serves no method {}: it serves initialize, ping, tools/list and tools/call",
+                crate::model::to_json(&crate::model::shorten(&e.error.message, 60))
+                    .unwrap_or_default()
+            )
+            .into();
+            return encode(&rmcp::model::JsonRpcMessage::Error(e));
+        }
+    }
     match message {
         rmcp::model::JsonRpcMessage::Error(e) if e.id.is_none() => {
             let mut value = serde_json::to_value(message)?;

@@ -220,11 +220,18 @@ fn a_negative_value_is_refused_for_what_it_is_not_taken_for_a_flag() {
                 "-5",
             ],
         );
-        let cases: [(Vec<&str>, &[&str]); 5] = [
+        let cases: [(Vec<&str>, &[&str]); 6] = [
             (resolve, &["'-3d' is not a time", "write 3d"]),
             (write, &["causal_seq -5 is out of range"]),
             (vec!["reads", "--since", "-2h"], &["write 2h"]),
-            (vec!["reads", "--limit", "-1"], &["-1 is not in 1.."]),
+            (
+                vec!["reads", "--limit", "-1"],
+                &["'-1'", "a whole number of 1 or more"],
+            ),
+            (
+                vec!["reads", "--limit", "0"],
+                &["'0'", "a whole number of 1 or more"],
+            ),
             (
                 vec!["gc", "--retention-days", "-1"],
                 &["retention_days must be 0 or more"],

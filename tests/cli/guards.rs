@@ -617,9 +617,10 @@ fn version_names_the_schema() {
     assert_eq!(
         r.stdout.trim(),
         format!(
-            "memscope {} (database schema {})",
+            "memscope {} (database schema {} on SQLite, {} on PostgreSQL)",
             env!("CARGO_PKG_VERSION"),
-            memscope::store::schema::SCHEMA_VERSION
+            memscope::store::schema::SCHEMA_VERSION,
+            memscope::store::postgres::schema::SCHEMA_VERSION
         )
     );
     // The README quotes it, and docs/SCHEMA.md's title names the version (found by review:

@@ -78,6 +78,7 @@ fn flags_win_over_environment_and_empty_variables_count_as_unset() {
             task: Some("fix-1".into()),
             agent: Some("goose".into()),
             allow_forget: false,
+            repo_note: None,
         }
     );
     let mut a = args(Some(" user:42 "), Some("legacy-dashboard"), Some("t-9"));
@@ -132,8 +133,8 @@ fn repo_auto_takes_the_origin_remote_name() {
     ] {
         let (_tmp, dir) = checkout("checkout-folder", Some(url));
         assert_eq!(
-            repo_from_git(&dir).as_deref(),
-            Ok("legacy-dashboard"),
+            repo_from_git(&dir),
+            Ok(("legacy-dashboard".to_string(), None)),
             "{url}"
         );
         // From a subdirectory too, and through the environment variable.
@@ -148,10 +149,36 @@ fn repo_auto_takes_the_origin_remote_name() {
 #[test]
 fn repo_auto_falls_back_to_the_top_level_folder_name() {
     let (_tmp, dir) = checkout("web-app", None);
-    assert_eq!(repo_from_git(&dir.join("src")).as_deref(), Ok("web-app"));
-    // A remote whose URL leaves no usable name also falls back to the folder.
-    let (_tmp2, dir2) = checkout("new-project", Some("https://example.com/acme/.git"));
-    assert_eq!(repo_from_git(&dir2).as_deref(), Ok("new-project"));
+    assert_eq!(
+        repo_from_git(&dir.join("src")),
+        Ok(("web-app".to_string(), None))
+    );
+    // A remote whose URL leaves no usable name also falls back to the folder, and says so
+    // (found by review: it did without a word).
+    for url in ["https://example.com/acme/.git", "https://x/y/has space.git"] {
+        let (_tmp2, dir2) = checkout("new-project", Some(url));
+        let (id, note) = repo_from_git(&dir2).unwrap();
+        assert_eq!(id, "new-project");
+        let note = note.expect("a note");
+        assert!(
+            note.contains(url) && note.contains("the checkout's folder names it"),
+            "{note}"
+        );
+        // The server says it where it starts.
+        let db = TestDb::new();
+        let mut s = RawSession::start(mcp_cmd(
+            &db,
+            &dir2,
+            &["--subject", "user:42", "--repo", "auto"],
+        ));
+        s.initialize();
+        let (code, stderr) = s.finish();
+        assert_eq!(code, 0, "{stderr}");
+        assert!(
+            stderr.contains("serving user:42 in repo:new-project") && stderr.contains(url),
+            "{stderr}"
+        );
+    }
 }
 
 // Opens no database: nothing to run on PostgreSQL.
@@ -926,6 +953,30 @@ fn a_call_running_when_the_client_closes_stdin_is_answered_before_the_server_exi
     let listed = db.list(&["--scope", "global"]);
     assert!(listed.iter().any(|m| m["value"] == "fish 🐟"), "{listed:?}");
     db.assert_check_ok();
+}
+
+/// A method memscope does not serve is answered with a sentence naming it (rmcp's own answer
+/// was the bare method name — found by review), a method MCP names as well as a made-up one.
+#[test]
+fn a_method_memscope_does_not_serve_is_named_in_a_sentence() {
+    let db = TestDb::new();
+    let mut s = RawSession::serve(db.path_str(), &["--subject", "user:42"]);
+    s.initialize();
+    for (id, method) in [(2, "nope"), (3, "resources/list"), (4, "prompts/get")] {
+        let answer = s.request(id, method, json!({}));
+        assert_rpc_error(
+            &answer,
+            -32601,
+            &format!("memscope serves no method \"{method}\""),
+        );
+        assert_rpc_error(
+            &answer,
+            -32601,
+            "it serves initialize, ping, tools/list and tools/call",
+        );
+    }
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
 }
 
 /// A client that stops reading (closes its end of the server's stdout) and then its input: the
