@@ -78,6 +78,20 @@ impl Scope {
             Scope::Task(_) => "task",
         }
     }
+
+    /// The id of a repository or task scope; `global` has none.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Scope::Global => None,
+            Scope::Repo(id) | Scope::Task(id) => Some(id),
+        }
+    }
+
+    /// Refuses a scope whose id is past [`MAX_ID_BYTES`] ([`within_id_limit`]).
+    pub fn within_id_limit(&self) -> Result<(), String> {
+        self.id()
+            .map_or(Ok(()), |id| within_id_limit("scope id", id))
+    }
 }
 
 impl fmt::Display for Scope {
@@ -121,7 +135,8 @@ impl ContextKind {
         }
     }
 
-    fn noun(self) -> &'static str {
+    /// `repository` or `task`: what the id names, in a sentence.
+    pub fn noun(self) -> &'static str {
         match self {
             ContextKind::Repo => "repository",
             ContextKind::Task => "task",
@@ -1497,6 +1512,46 @@ pub fn normalize_subject(raw: &str) -> Result<String, String> {
     crate::spelling::readable_id("subject", t)
 }
 
+/// The most bytes of UTF-8 a subject, a predicate or a scope's id may hold (README, "The model
+/// in one minute"). PostgreSQL keeps a b-tree entry to about 2,700 bytes and indexes an identity
+/// whole (`memories`, `history`, `tombstones`); three parts of 512 bytes fit uncompressed with
+/// room to spare, and so does a spelling key, the folded id ([`crate::spelling::fold`]: lower
+/// case makes UTF-8 at most half as long again, `İ` → `i̇`). One limit on both backends, so a
+/// database written on one moves to the other.
+pub const MAX_ID_BYTES: usize = 512;
+
+/// Refuses a `what` (`subject`, `predicate`, `scope id` …) longer than [`MAX_ID_BYTES`], in
+/// one sentence. Only what a write names is held to it: ids stored before the limit stay
+/// readable and are not in normal form's rules (`check` counts them apart).
+pub fn within_id_limit(what: &str, id: &str) -> Result<(), String> {
+    match past_id_limit(what, id) {
+        Some(said) => Err(format!("{said}: shorten it")),
+        None => Ok(()),
+    }
+}
+
+/// What [`within_id_limit`] says of an id past the limit, without the advice: `subject is
+/// 3,002 bytes long; memscope keeps …`. `None` within it.
+pub fn past_id_limit(what: &str, id: &str) -> Option<String> {
+    (id.len() > MAX_ID_BYTES).then(|| {
+        format!(
+            "{what} is {} bytes long; memscope keeps subjects, predicates and scope ids to at most {MAX_ID_BYTES} bytes of UTF-8 (about 170 Chinese characters)",
+            thousands(id.len() as i64)
+        )
+    })
+}
+
+/// What `check` says of a database holding `n` identities or aliases past the id limit.
+pub fn ids_past_limit_sentence(n: i64) -> String {
+    format!(
+        "{} {} a subject, predicate or scope id longer than the {MAX_ID_BYTES} bytes memscope keeps (written before the limit): {} readable here, but the database cannot move to PostgreSQL, whose import refuses {} — write each again under a shorter name and delete the old one (remove such an alias)",
+        thousands(n),
+        if n == 1 { "identity or alias names" } else { "identities or aliases name" },
+        if n == 1 { "it stays" } else { "they stay" },
+        if n == 1 { "it" } else { "them" },
+    )
+}
+
 /// The empty string and every string of 1 to `up_to` characters over `alphabet`: what a test
 /// feeds a shortcut and the full path it skips, to hold them to one answer.
 #[cfg(test)]
@@ -1669,6 +1724,31 @@ mod tests {
         }
     }
     use serde_json::json;
+
+    #[test]
+    fn ids_are_held_to_512_bytes_of_utf8() {
+        // At the limit and one byte past it, in ASCII, Chinese (3 bytes) and emoji (4).
+        for (unit, n) in [("a", 512), ("长", 170), ("😀", 128)] {
+            let at = unit.repeat(n);
+            assert!(at.len() <= MAX_ID_BYTES && at.len() + unit.len() > MAX_ID_BYTES);
+            assert_eq!(within_id_limit("subject", &at), Ok(()));
+            let past = format!("{at}{}", "x".repeat(MAX_ID_BYTES + 1 - at.len()));
+            assert_eq!(past.len(), MAX_ID_BYTES + 1);
+            assert_eq!(
+                within_id_limit("subject", &past).unwrap_err(),
+                "subject is 513 bytes long; memscope keeps subjects, predicates and scope ids to at most 512 bytes of UTF-8 (about 170 Chinese characters): shorten it"
+            );
+            assert!(Scope::Repo(at.clone()).within_id_limit().is_ok());
+            assert!(Scope::Task(past.clone())
+                .within_id_limit()
+                .unwrap_err()
+                .starts_with("scope id is 513 bytes long;"));
+        }
+        assert!(within_id_limit("predicate", &"长".repeat(100_000))
+            .unwrap_err()
+            .starts_with("predicate is 300,000 bytes long;"));
+        assert_eq!(Scope::Global.within_id_limit(), Ok(()));
+    }
 
     #[test]
     fn scopes_parse_and_print_canonically() {

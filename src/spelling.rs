@@ -395,6 +395,27 @@ mod tests {
     }
 
     #[test]
+    fn folding_grows_an_id_by_half_at_most() {
+        // The id limit keeps a spelling key (the folded id) within PostgreSQL's index entry
+        // (`model::MAX_ID_BYTES`): lower case lengthens UTF-8 by half at most, and only a few
+        // characters lengthen at all (İ → i̇, Ⱥ → ⱥ).
+        let mut longest = (1.0f64, ' ');
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let Ok(id) = readable_id("id", &c.to_string()) else {
+                continue;
+            };
+            let growth = fold(&id).len() as f64 / id.len() as f64;
+            if growth > longest.0 {
+                longest = (growth, c);
+            }
+        }
+        assert!(longest.0 <= 1.5, "{longest:?}");
+        let dotted = "İ".repeat(crate::model::MAX_ID_BYTES / 2);
+        assert_eq!(dotted.len(), crate::model::MAX_ID_BYTES);
+        assert_eq!(fold(&dotted).len(), crate::model::MAX_ID_BYTES * 3 / 2);
+    }
+
+    #[test]
     fn look_alikes_pair_up() {
         let pairs = look_alike_pairs(["web-app", "web_app", "webapp", "Web-App", "api"]);
         assert_eq!(pairs.len(), 6, "{pairs:?}");

@@ -204,6 +204,17 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
         if report.metrics.get("clock_exhausted") == Some(&serde_json::json!(true)) {
             outln!("CLOCK: {}", crate::model::CLOCK_EXHAUSTED);
         }
+        let past_limit = report
+            .metrics
+            .get("ids_past_limit")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(0);
+        if past_limit > 0 {
+            outln!(
+                "LIMIT: {}",
+                crate::model::ids_past_limit_sentence(past_limit)
+            );
+        }
         for (k, v) in &report.metrics {
             outln!("  {k}: {v}");
         }

@@ -13,6 +13,10 @@ pub(crate) fn normalized_pair(alias: &str, canonical: &str) -> Result<(String, S
     let alias = crate::model::normalize_predicate(alias).map_err(crate::model::InvalidRequest)?;
     let canonical =
         crate::model::normalize_predicate(canonical).map_err(crate::model::InvalidRequest)?;
+    // Both are predicates a write may store (an alias's name, once it is removed).
+    crate::model::within_id_limit("alias", &alias).map_err(crate::model::InvalidRequest)?;
+    crate::model::within_id_limit("canonical predicate", &canonical)
+        .map_err(crate::model::InvalidRequest)?;
     if alias == canonical {
         bail!("alias '{alias}' and canonical '{canonical}' are the same after normalization: nothing to add");
     }

@@ -179,6 +179,28 @@ impl<'a> DumpWriter<'a> {
     }
 }
 
+/// Refuses line `line_no`'s row of `table` when it names a subject, predicate or scope id past
+/// the limit, which PostgreSQL cannot index: its import asks of every row before inserting it.
+/// SQLite's import takes such a row, as a database written before the limit holds it (README,
+/// "export / import").
+pub(crate) fn refuse_past_id_limit(
+    line_no: usize,
+    table: &str,
+    obj: &Map<String, Value>,
+) -> Result<()> {
+    for (column, v) in obj {
+        let Some(text) = v.as_str() else {
+            continue;
+        };
+        if let Some(said) = super::fields::stored_id_past_limit(table, column, text) {
+            bail!(
+                "line {line_no} of the import: {said}, and PostgreSQL cannot index a longer one: import the dump into a SQLite file (`memscope --db moved.db import FILE`), write that memory again there under a shorter name and delete the old one (`check` counts them), then export it again — nothing was imported"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Reads a dump line by line: the header first, then rows of known tables. Remembers which
 /// line each row came from, so a rule broken after loading names the line to fix.
 #[derive(Default)]

@@ -255,6 +255,66 @@ const fn int_rule(
     }
 }
 
+/// How a stored column holds the ids the id limit measures ([`crate::model::MAX_ID_BYTES`]).
+#[derive(Clone, Copy)]
+enum IdColumn {
+    Subject,
+    Predicate,
+    /// `global`, or a kind and its id: the id is measured.
+    Scope,
+    /// A JSON list of scopes (a pending item's).
+    Scopes,
+}
+
+/// Every column holding a subject, a predicate or a scope, by table. The id limit is no field
+/// rule: a database written before it may hold longer ids, and they stay readable; but
+/// PostgreSQL cannot index them, so `check` counts them and an import into PostgreSQL refuses
+/// them (README, "The model in one minute").
+const ID_COLUMNS: &[(&str, &str, IdColumn)] = &[
+    ("predicate_aliases", "alias", IdColumn::Predicate),
+    ("predicate_aliases", "canonical", IdColumn::Predicate),
+    ("memories", "subject", IdColumn::Subject),
+    ("memories", "predicate", IdColumn::Predicate),
+    ("memories", "scope", IdColumn::Scope),
+    ("history", "subject", IdColumn::Subject),
+    ("history", "predicate", IdColumn::Predicate),
+    ("history", "scope", IdColumn::Scope),
+    ("tombstones", "subject", IdColumn::Subject),
+    ("tombstones", "predicate", IdColumn::Predicate),
+    ("tombstones", "scope", IdColumn::Scope),
+    ("pending", "subject", IdColumn::Subject),
+    ("pending", "predicate", IdColumn::Predicate),
+    ("pending", "candidates", IdColumn::Scopes),
+    ("pending", "resolved_scope", IdColumn::Scope),
+    ("reads", "subject", IdColumn::Subject),
+    ("reads", "predicate", IdColumn::Predicate),
+    ("reads", "scope", IdColumn::Scope),
+];
+
+/// The id past the limit that `table.column` holds in `text`, said as
+/// [`crate::model::past_id_limit`] says it (`memories.subject is 3,002 bytes long; …`);
+/// `None` when it holds none (or is no id column).
+pub(crate) fn stored_id_past_limit(table: &str, column: &str, text: &str) -> Option<String> {
+    let (_, _, kind) = ID_COLUMNS
+        .iter()
+        .find(|(t, c, _)| *t == table && *c == column)?;
+    let scope_id = |scope: &str| {
+        let id = scope.split_once(':').map_or(scope, |(_, id)| id);
+        crate::model::past_id_limit(&format!("the scope id in {table}.{column}"), id)
+    };
+    match kind {
+        IdColumn::Subject | IdColumn::Predicate => {
+            crate::model::past_id_limit(&format!("{table}.{column}"), text)
+        }
+        IdColumn::Scope => scope_id(text),
+        // A list that does not read is the field rules' to name.
+        IdColumn::Scopes => serde_json::from_str::<Vec<String>>(text)
+            .ok()?
+            .iter()
+            .find_map(|s| scope_id(s)),
+    }
+}
+
 /// Settings memscope reads, with their rules.
 const SETTINGS: &[(&str, u8, FieldTest)] = &[
     ("causal_clock", 2, seq_rule),
@@ -291,9 +351,29 @@ pub(crate) fn type_invariant(table: &str, column: &str) -> u8 {
 /// Every field that breaks a rule, at most `limit`: each rule's in its table's row order, the
 /// rules in [`RULES`]' order.
 pub(crate) fn field_problems(db: &mut dyn CheckDb, limit: usize) -> Result<Vec<FieldProblem>> {
+    Ok(scan_fields(db, limit)?.problems)
+}
+
+/// What one look at every stored field finds: the fields that break a rule, and the ids past
+/// the limit, which break none.
+pub(crate) struct FieldScan {
+    /// [`field_problems`].
+    pub problems: Vec<FieldProblem>,
+    /// How many identities — in history, tombstones, pending items or the read log — and
+    /// aliases name a subject, predicate or scope id past the limit: written before it,
+    /// readable, but not movable to PostgreSQL (`check`'s `ids_past_limit`). A current record
+    /// is counted by its history (invariant 4). Past `limit` problems in a table's first rule,
+    /// the rest of that table is not read, and its ids not counted.
+    pub ids_past_limit: i64,
+}
+
+/// [`field_problems`], and the ids past the limit counted in the same scans.
+pub(crate) fn scan_fields(db: &mut dyn CheckDb, limit: usize) -> Result<FieldScan> {
     // One scan of each table for all its rules (a scan per rule read `history` and `memories`
     // six times each), every rule's problems kept apart and put in order after.
     let mut found: Vec<Vec<FieldProblem>> = RULES.iter().map(|_| Vec::new()).collect();
+    // Each identity (`false`) or alias (`true`) past the limit, once, whichever tables name it.
+    let mut past_limit: std::collections::BTreeSet<(bool, Vec<String>)> = Default::default();
     let mut tables: Vec<&str> = Vec::new();
     for r in RULES {
         if !tables.contains(&r.table) {
@@ -305,6 +385,37 @@ pub(crate) fn field_problems(db: &mut dyn CheckDb, limit: usize) -> Result<Vec<F
             .filter(|&i| RULES[i].table == table)
             .collect();
         let columns: Vec<&str> = rules.iter().map(|&i| RULES[i].column).collect();
+        // The id columns among them, and the ones that say which identity (or alias) a row
+        // names: its subject, predicate and place (a pending item's resolution, else its
+        // candidates). `memories` reads only its subject here: its history counts it.
+        let at = |name: &str| columns.iter().position(|c| *c == name);
+        let ids: Vec<usize> = (0..columns.len())
+            .filter(|&i| {
+                ID_COLUMNS
+                    .iter()
+                    .any(|(t, c, _)| *t == table && *c == columns[i])
+            })
+            .collect();
+        let names: Vec<usize> = match table {
+            "memories" => Vec::new(),
+            "predicate_aliases" => [at("alias"), at("canonical")]
+                .into_iter()
+                .flatten()
+                .collect(),
+            "pending" => [
+                at("subject"),
+                at("predicate"),
+                at("resolved_scope"),
+                at("candidates"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            _ => [at("subject"), at("predicate"), at("scope")]
+                .into_iter()
+                .flatten()
+                .collect(),
+        };
         let sql = format!(
             "SELECT {}, {} FROM {table}",
             columns.join(", "),
@@ -336,13 +447,32 @@ pub(crate) fn field_problems(db: &mut dyn CheckDb, limit: usize) -> Result<Vec<F
                     });
                 }
             }
+            // An id within the limit is no longer than it in bytes: only a longer one is read.
+            let past = !names.is_empty()
+                && ids.iter().any(|&i| {
+                    row.text(i).is_some_and(|text| {
+                        text.len() > crate::model::MAX_ID_BYTES
+                            && stored_id_past_limit(table, columns[i], text).is_some()
+                    })
+                });
+            if past {
+                let mut name: Vec<String> = names.iter().map(|&i| row.show(i)).collect();
+                if table == "pending" && !row.is_null(names[2]) {
+                    name.pop(); // resolved: its place is the resolution
+                }
+                past_limit.insert((table == "predicate_aliases", name));
+            }
             // Once this table's first rule has `limit` problems, nothing after it is reported.
             Ok(found[rules[0]].len() < limit)
         })?;
     }
+    let ids_past_limit = past_limit.len() as i64;
     let mut out: Vec<FieldProblem> = found.into_iter().flatten().take(limit).collect();
     if out.len() >= limit {
-        return Ok(out);
+        return Ok(FieldScan {
+            problems: out,
+            ids_past_limit,
+        });
     }
     for (name, invariant, test) in SETTINGS {
         let value = collect(
@@ -363,7 +493,10 @@ pub(crate) fn field_problems(db: &mut dyn CheckDb, limit: usize) -> Result<Vec<F
     }
     cross_row_problems(db, limit, &mut out)?;
     out.truncate(limit);
-    Ok(out)
+    Ok(FieldScan {
+        problems: out,
+        ids_past_limit,
+    })
 }
 
 /// The rules that compare a row with other rows.

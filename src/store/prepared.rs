@@ -4,9 +4,9 @@
 //! transaction (the alias table, the stored spellings) it adds to the [`PreparedWrite`].
 
 use crate::model::{
-    normalize_subject, parse_context_id, ContextKind, Identity, InvalidRequest, LineError,
-    OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice, WriteOutcome, WriteRequest,
-    MAX_CAUSAL_SEQ,
+    normalize_subject, parse_context_id, within_id_limit, ContextKind, Identity, InvalidRequest,
+    LineError, OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice, WriteOutcome,
+    WriteRequest, MAX_CAUSAL_SEQ,
 };
 use crate::store::guard::{Context, Words};
 use anyhow::Result;
@@ -76,6 +76,17 @@ impl PreparedWrite {
 pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidRequest> {
     let subject = normalize_subject(&req.subject).map_err(InvalidRequest)?;
     let predicate = crate::model::normalize_predicate(&req.predicate).map_err(InvalidRequest)?;
+    // The parts as stored, within the one limit of both backends (README, "The model in one
+    // minute"): a write names no new identity PostgreSQL could not index.
+    within_id_limit("subject", &subject).map_err(InvalidRequest)?;
+    within_id_limit("predicate", &predicate).map_err(InvalidRequest)?;
+    match &req.scope {
+        ScopeChoice::Exact(scope) => scope.within_id_limit(),
+        ScopeChoice::Ambiguous(candidates) => {
+            candidates.iter().try_for_each(Scope::within_id_limit)
+        }
+    }
+    .map_err(InvalidRequest)?;
     let source = req.source.trim();
     if source.is_empty() {
         return Err(InvalidRequest(
@@ -106,18 +117,25 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
             crate::model::MAX_VALUE_DEPTH
         )));
     }
+    // A context's place may become a candidate of the write (the scope guard's): its id is a
+    // scope id the write names.
+    let context_id = |kind: ContextKind, id: &str| {
+        let id = parse_context_id(kind, id)?;
+        within_id_limit(&format!("{} id", kind.noun()), &id)?;
+        Ok(id)
+    };
     let context = match &req.context {
         Some(c) => Some(Context {
             repo: c
                 .repo
                 .as_deref()
-                .map(|r| parse_context_id(ContextKind::Repo, r))
+                .map(|r| context_id(ContextKind::Repo, r))
                 .transpose()
                 .map_err(InvalidRequest)?,
             task: c
                 .task
                 .as_deref()
-                .map(|t| parse_context_id(ContextKind::Task, t))
+                .map(|t| context_id(ContextKind::Task, t))
                 .transpose()
                 .map_err(InvalidRequest)?,
         }),
@@ -153,6 +171,21 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
         causal_seq: req.causal_seq,
         context,
     })
+}
+
+/// Refuses to write a value memscope holds into a place a person names — a rescope's target,
+/// a pending item's resolution — when the identity it would make has a part past the id limit
+/// (README, "The model in one minute"), as a write naming it is refused. Asked before the
+/// place's spelling is registered.
+pub(crate) fn new_place_within_id_limit(
+    subject: &str,
+    predicate: &str,
+    scope: &Scope,
+) -> Result<(), InvalidRequest> {
+    within_id_limit("subject", subject)
+        .and_then(|()| within_id_limit("predicate", predicate))
+        .and_then(|()| scope.within_id_limit())
+        .map_err(InvalidRequest)
 }
 
 /// The outcome of a write to `id`, before the decision's details are filled in.

@@ -530,6 +530,7 @@ fn json_shapes_of_list_history_pending_check_and_delete_on(db: TestDb) {
         "stale_writes",
         "duplicate_candidates",
         "purge_debt_since",
+        "ids_past_limit",
     ] {
         assert!(
             check["metrics"].get(m).is_some(),

@@ -11,6 +11,7 @@ mod bad_input;
 mod contract;
 mod guards;
 mod hostile_text;
+mod id_limit;
 mod layout;
 mod round_trips;
 mod scope_guard;

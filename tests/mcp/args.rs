@@ -791,6 +791,38 @@ fn integer_past_64_bits_on(db: TestDb) {
 }
 
 #[test]
+fn remember_past_the_id_limit_is_a_tool_error_in_the_clis_sentence() {
+    remember_past_the_id_limit_on(TestDb::new());
+}
+
+#[test]
+fn remember_past_the_id_limit_is_a_tool_error_in_the_clis_sentence_on_postgres() {
+    on_postgres(remember_past_the_id_limit_on);
+}
+
+fn remember_past_the_id_limit_on(db: TestDb) {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(&db, tmp.path(), &["--subject", "user:42"]));
+    s.initialize();
+    let remember = |predicate: String| json!({"name": "remember", "arguments": {"predicate": predicate, "value": "v", "scope": "global", "source": "thread:9"}});
+    let r = s.request(2, "tools/call", remember("长".repeat(171)));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        tool_text(&r),
+        "remember failed, nothing was written: predicate is 513 bytes long; memscope keeps subjects, predicates and scope ids to at most 512 bytes of UTF-8 (about 170 Chinese characters): shorten it"
+    );
+    // At the limit it is remembered.
+    let r = s.request(3, "tools/call", remember(format!("ab{}", "长".repeat(170))));
+    assert_eq!(
+        r["result"]["structuredContent"]["outcome"], "inserted",
+        "{r}"
+    );
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+    assert_eq!(db.list(&[]).len(), 1);
+}
+
+#[test]
 fn scope_kinds_in_any_case_stored_spellings_and_escaped_texts() {
     scope_kinds_in_any_case_stored_spellings_and_escaped_texts_on(TestDb::new());
 }

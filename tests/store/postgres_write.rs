@@ -718,7 +718,8 @@ fn the_mcp_server_serves_agents_from_postgres() {
     assert_eq!(reads, 1, "the recall was logged");
 }
 
-/// A line PostgreSQL refuses (an identity too long for its index) fails alone in `apply`,
+/// A line PostgreSQL refuses (a queued write whose source is too long for the index of open
+/// items; ids are held to memscope's own limit before they get there) fails alone in `apply`,
 /// with a sentence saying what to do; the lines around it land.
 #[test]
 fn a_line_postgres_refuses_fails_alone_in_apply() {
@@ -735,7 +736,7 @@ fn a_line_postgres_refuses_fails_alone_in_apply() {
         .collect();
     let lines = [
         json!({"subject": "user:1", "predicate": "a", "value": "一", "scope": "global", "source": "t:1"}),
-        json!({"subject": format!("user:{long}"), "predicate": "b", "value": "二", "scope": "global", "source": "t:2"}),
+        json!({"subject": "user:1", "predicate": "b", "value": "二", "scope": {"ambiguous": ["global", "repo:x"]}, "source": format!("t:{long}")}),
         json!({"subject": "user:1", "predicate": "c", "value": "三 🎉", "scope": "global", "source": "t:3"}),
     ];
     let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
@@ -749,7 +750,7 @@ fn a_line_postgres_refuses_fails_alone_in_apply() {
     assert_eq!((summary.inserted, summary.errors), (2, 1), "{outcomes:?}");
     let err = outcomes[1].error.clone().unwrap();
     assert!(
-        err.contains("cannot index a memory this long") && err.contains("shorten"),
+        err.contains("cannot index a row this long") && err.contains("shorten"),
         "{err}"
     );
     let n: i64 = raw
@@ -762,6 +763,11 @@ fn a_line_postgres_refuses_fails_alone_in_apply() {
         .unwrap()
         .get(0);
     assert_eq!(h, 2, "the refused line left no event");
+    let p: i64 = raw
+        .query_one("SELECT count(*) FROM pending", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(p, 0, "nor a pending item");
 }
 
 /// The pending queue on PostgreSQL through the commands: the guard's queued write is listed

@@ -335,6 +335,7 @@ impl PgStore {
                 predicate: predicate.clone(),
                 scope: spelled_scope(t, from, false)?,
             };
+            crate::store::prepared::new_place_within_id_limit(&subject, &predicate, to)?;
             // The target may be a place nobody wrote yet: its spelling becomes the first.
             let to_id = Identity {
                 subject: subject.clone(),

@@ -292,8 +292,11 @@ fn explain_waited(
             address.describe(),
             d.message()
         ),
+        // Ids are held to 512 bytes before they get here (`model::MAX_ID_BYTES`); what is left
+        // is other text an index holds beside them (a queued write's source, a logged read's
+        // subject and predicate, which a read does not limit).
         Some(d) if *d.code() == SqlState::PROGRAM_LIMIT_EXCEEDED => anyhow!(
-            "PostgreSQL at {} cannot index a memory this long ({}): shorten its subject, predicate or scope (together at most about 2,700 bytes after compression)",
+            "PostgreSQL at {} cannot index a row this long ({}): shorten what this call names — its subject, predicate, scope or source (an index entry holds about 2,700 bytes after compression; memscope keeps subjects, predicates and scope ids to 512 bytes each)",
             address.describe(),
             d.message()
         ),
@@ -914,6 +917,7 @@ impl PgStore {
                     item.resolution.as_deref().unwrap_or("no outcome")
                 );
             }
+            crate::store::prepared::new_place_within_id_limit(&item.subject, &item.predicate, scope)?;
             let scope = spelled_scope(t, scope, true)?;
             let among = crate::store::prepared::resolution_among(&item, &scope, outside_candidates)?;
             let id = Identity {

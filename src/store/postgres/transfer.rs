@@ -167,6 +167,7 @@ impl PgStore {
                 dump.loaded(line_no, table, &obj, || 0);
                 continue;
             }
+            crate::store::dump::refuse_past_id_limit(line_no, table, &obj)?;
             if !cols.contains_key(table) {
                 let known = columns(&mut tx, table)?.into_iter().collect();
                 cols.insert(table, known);

@@ -328,6 +328,7 @@ impl Store {
             predicate,
             scope: to.clone(),
         };
+        crate::store::prepared::new_place_within_id_limit(&to_id.subject, &to_id.predicate, to)?;
         let body = |tx: &rusqlite::Transaction<'_>, ctx: &WriteCtx, st: &mut TxState| {
             // The target may be a place nobody wrote yet: its spelling becomes the first.
             let to_id = st.spellings.identity(tx, &to_id)?;

@@ -900,6 +900,7 @@ impl Store {
                     item.resolution.as_deref().unwrap_or("no outcome")
                 );
             }
+            crate::store::prepared::new_place_within_id_limit(&item.subject, &item.predicate, scope)?;
             // A place nobody wrote yet gets its first spelling here.
             let scope = &st.spellings.scope(tx, scope)?;
             let among = crate::store::prepared::resolution_among(&item, scope, outside_candidates)?;
