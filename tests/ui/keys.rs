@@ -942,6 +942,36 @@ fn a_long_subject_keeps_the_predicate_and_scope_on_screen() {
     assert!(line.contains("· other_pred @ repo:"), "{line}");
 }
 
+/// On a narrow terminal the subject gives way first, down to `…`, so the rows of one subject
+/// stay told apart by their predicates (found by review: at 20 columns every row of `user:42`
+/// read `user:42 · … v2 3d`).
+#[test]
+fn a_narrow_list_keeps_the_predicates_that_tell_rows_apart() {
+    let f = Fixture::empty();
+    for predicate in ["editor", "shell", "package_manager"] {
+        f.write(&format!(
+            r#"{{"subject":"user:42","predicate":"{predicate}","value":"v","scope":"global","source":"s"}}"#
+        ));
+    }
+    for cols in [20, 24, 30] {
+        let mut s = f.session(cols, 12);
+        let screen = render(&mut s, cols, 12);
+        let rows: Vec<&str> = screen
+            .lines()
+            .map(|l| l.trim_matches('"'))
+            .filter(|l| l.starts_with("│  ") && l.contains(" · "))
+            .collect();
+        assert_eq!(rows.len(), 3, "{cols} columns:\n{screen}");
+        let distinct: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.trim()).collect();
+        assert_eq!(
+            distinct.len(),
+            3,
+            "rows told apart at {cols} columns:\n{screen}"
+        );
+        assert!(screen.contains("· shell"), "{cols} columns:\n{screen}");
+    }
+}
+
 /// A row a raw client damaged so that it cannot be read: the UI still opens, on the Check tab,
 /// with the reason in a message — and a UI already open, on its next refresh, runs the check
 /// again instead of keeping its last "✓".
