@@ -285,11 +285,30 @@ fn border(ctx: Context) -> Style {
     }
 }
 
+/// Clears `rect` for a popup, and blanks a wide character (CJK, emoji) that starts just left of
+/// it: its second half lies under the popup's left border, and the terminal, drawing the
+/// character, would cover the border — ratatui sends no cell a wide character covers (found by
+/// review: the `│` missing on each row where a `用` sat under it).
+fn clear_for_popup(buf: &mut ratatui::buffer::Buffer, rect: Rect) {
+    use ratatui::widgets::Widget;
+    Clear.render(rect, buf);
+    let Some(left) = rect.x.checked_sub(1) else {
+        return;
+    };
+    for y in rect.top()..rect.bottom() {
+        if let Some(cell) = buf.cell_mut((left, y)) {
+            if width(cell.symbol()) > 1 {
+                cell.set_symbol(" ");
+            }
+        }
+    }
+}
+
 /// Clears `rect`, draws a titled border in the dialog's colour (`border`) with its key hints
 /// (`ctx`), returns the inside.
 pub(crate) fn frame_box(frame: &mut Frame<'_>, rect: Rect, title: &str, ctx: Context) -> Rect {
     let style = border(ctx);
-    frame.render_widget(Clear, rect);
+    clear_for_popup(frame.buffer_mut(), rect);
     if rect.width < 4 || rect.height < 3 {
         return rect;
     }
@@ -326,4 +345,40 @@ pub(crate) fn frame_box(frame: &mut Frame<'_>, rect: Rect, title: &str, ctx: Con
         rect.width.saturating_sub(2),
         rect.height.saturating_sub(2),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::buffer::Buffer;
+    use ratatui::widgets::Widget;
+
+    #[test]
+    fn a_wide_character_under_a_popups_left_edge_leaves_the_border_drawn() {
+        let area = Rect::new(0, 0, 12, 3);
+        let before = Buffer::empty(area);
+        let mut buf = Buffer::empty(area);
+        for y in 0..3 {
+            buf.set_string(0, y, "用户名字很长", Style::default());
+        }
+        // A popup from column 3: `户` starts at column 2 and covers column 3.
+        let rect = Rect::new(3, 0, 6, 3);
+        clear_for_popup(&mut buf, rect);
+        Block::default()
+            .borders(Borders::ALL)
+            .render(rect, &mut buf);
+        for y in 0..3 {
+            assert_eq!(buf[(2, y)].symbol(), " ", "row {y}");
+            // What ratatui sends the terminal includes the border's cell.
+            assert!(
+                before
+                    .diff(&buf)
+                    .iter()
+                    .any(|(x, cy, _)| (*x, *cy) == (3, y)),
+                "the border at row {y} is drawn"
+            );
+        }
+        // A character wholly left of the popup stays.
+        assert_eq!(buf[(0, 1)].symbol(), "用");
+    }
 }
