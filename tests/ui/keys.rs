@@ -2828,6 +2828,53 @@ fn a_long_pending_value_keeps_the_blast_radius_in_the_preview_and_the_confirm() 
     });
 }
 
+/// On a short terminal the confirm wraps its effect on the rows it has rather than cutting its
+/// middle (found by review: at 40×10 `… a rule of their own would get tabs` lost "repositories
+/// without" while the dialog had three rows to spare).
+#[test]
+fn a_short_terminal_keeps_the_whole_effect_in_the_pending_confirm() {
+    let f = Fixture::story();
+    f.write(
+        r#"{"subject":"user:42","predicate":"indent","value":"tabs","scope":{"ambiguous":["global","repo:web-app"]},"source":"thread:98/message:1"}"#,
+    );
+    for (w, h) in [(40, 10), (44, 11), (60, 12)] {
+        let mut s = f.session(w, h);
+        press(&mut s, "2");
+        let at = s
+            .app
+            .tabs
+            .pending
+            .rows
+            .iter()
+            .position(|p| p.value == serde_json::json!("tabs"))
+            .expect("the pending item");
+        for _ in 0..at {
+            press(&mut s, "j");
+        }
+        press(&mut s, "g");
+        let (text, _) = confirm_of(&s);
+        let screen = render(&mut s, w, h);
+        // The dialog's rows, joined as the sentence reads.
+        let shown: String = screen
+            .lines()
+            .map(|l| l.trim_matches('"'))
+            .filter(|l| l.starts_with('│'))
+            .map(|l| l.trim_matches(|c| c == '│' || c == ' '))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            text.contains("without a rule of their own would get"),
+            "{text}"
+        );
+        assert!(
+            shown.contains("repositories without a rule of their own would get tabs"),
+            "the whole effect at {w}×{h}:\n{screen}"
+        );
+        assert!(!shown.contains('…'), "nothing cut at {w}×{h}:\n{screen}");
+        press(&mut s, "n");
+    }
+}
+
 /// What `c` says inside an event popup shows over the popup, which a long value makes tall
 /// enough to cover the status line: the message, and its end that says what to do, in view.
 #[test]

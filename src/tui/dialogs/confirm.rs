@@ -6,7 +6,7 @@ use crate::tui::app::{Action, Curation};
 use crate::tui::draw::{bold, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
-use crate::tui::text::{width, wrap_at_most};
+use crate::tui::text::{width, wrap, wrap_at_most};
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
@@ -47,19 +47,34 @@ impl ConfirmDialog {
             + 4)
         .min(area.width);
         // The effect is what the user came to read: a narrow box wraps it rather than cut it,
-        // and a long value in it is cut so that the rest of it stays on screen.
-        let text: Vec<String> = c
-            .lines
-            .iter()
-            .flat_map(|l| {
-                wrap_at_most(
-                    l,
-                    w.saturating_sub(4) as usize,
-                    super::rows_a_line(area.height),
-                )
-            })
+        // on as many rows as the terminal has beside the header and the footer — the last
+        // line (the effect) served first, every other line one row and then at most its share
+        // (`rows_a_line`) — and only what does not fit then is cut, keeping each line's head
+        // and end (found by review: at 40×10 the effect lost its middle while the dialog had
+        // three rows to spare).
+        let max = w.saturating_sub(4) as usize;
+        let need: Vec<usize> = c.lines.iter().map(|l| wrap(l, max).len().max(1)).collect();
+        let mut rows: Vec<usize> = need.iter().map(|_| 1).collect();
+        // The box: the text, a blank row, the `y` line, the border; the header and the footer
+        // stay in view.
+        let mut left = (area.height as usize)
+            .saturating_sub(6)
+            .saturating_sub(rows.len());
+        let last = need.len().saturating_sub(1);
+        for (i, n) in need.iter().enumerate().rev() {
+            let cap = if i == last {
+                *n
+            } else {
+                (*n).min(super::rows_a_line(area.height))
+            };
+            let more = cap.saturating_sub(1).min(left);
+            rows[i] += more;
+            left -= more;
+        }
+        let text: Vec<String> = (c.lines.iter().zip(rows))
+            .flat_map(|(l, rows)| wrap_at_most(l, max, rows))
             .collect();
-        let rect = centered(area, w, text.len() as u16 + 5);
+        let rect = centered(area, w, text.len() as u16 + 4);
         let inner = frame_box(frame, rect, &c.title, Context::Confirm);
         let max = inner.width as usize;
         let mut lines: Vec<Line<'static>> =
