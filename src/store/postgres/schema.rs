@@ -10,13 +10,14 @@ use postgres::{Client, Transaction};
 /// one-round-trip look and `apply`'s batched probe and clock; 5 lets the terminal UI watch:
 /// the change notices and the view's index in byte order; 6 reads the time in one place,
 /// `memscope_now()`, which a session may set; 7 finds the open pending item a write repeats by
-/// an index, as SQLite schema 6 does).
-pub const SCHEMA_VERSION: i64 = 8;
+/// an index, as SQLite schema 6 does; 8 lets only memscope's roles move the clock; 9 indexes
+/// the repeats by a digest of the source, so a long source is no longer refused).
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -712,6 +713,16 @@ CREATE INDEX memories_view ON memories (scope COLLATE "C", subject COLLATE "C", 
 /// the owner, and PostgreSQL lets every login execute a new function: found by review, a login
 /// with no grant at all pushed the clock past 2^53 and stopped every write. It now refuses a
 /// number past 2^53 too, where the clock cannot go on.
+/// v9: `pending_repeats` keys the source by its MD5 digest. A b-tree entry holds about 2,700
+/// bytes, and the source is not held to the id limit: an ambiguous write with a source of a
+/// few kilobytes was refused on PostgreSQL alone (found by review). The query compares the
+/// digest (the index's key) and the source itself.
+const V9: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+DROP INDEX pending_repeats;
+CREATE INDEX pending_repeats ON pending (subject, predicate, md5(source)) WHERE status = 'open';
+"#;
+
 const V8: &str = r#"
 SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
 

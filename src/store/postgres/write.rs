@@ -892,7 +892,8 @@ fn enqueue_pending(
     let wanted: std::collections::BTreeSet<&String> = scopes.iter().collect();
     for r in t.all(
         "SELECT id, value, candidates, causal_seq FROM pending
-         WHERE subject = $1 AND predicate = $2 AND source = $3 AND status = 'open' ORDER BY id",
+         WHERE subject = $1 AND predicate = $2 AND md5(source) = md5($3) AND source = $3
+           AND status = 'open' ORDER BY id",
         &[&w.subject, &w.predicate, &w.source],
     )? {
         let held: Vec<String> = serde_json::from_str(&r.get::<_, String>(2)).unwrap_or_default();
