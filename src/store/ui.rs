@@ -36,6 +36,20 @@ pub trait UiStore: Send {
     /// A number that moves when another connection committed a change the UI shows (SQLite's
     /// `data_version`; PostgreSQL's change notices). Never a transaction left open.
     fn data_version(&self) -> Result<i64>;
+    /// Starts a turn of calls — a key's, a poll's (README, "Waiting for locks"). Once a call
+    /// waited the whole lock wait for another session's lock and gave up, the connection waits
+    /// for no lock (the next calls of the same key fail at once instead of each waiting again)
+    /// until a turn finds, without waiting, that the lock is gone. True when that happened now:
+    /// what the calls since could not read is to be read again. PostgreSQL's, where a table
+    /// lock stops reads; a SQLite file in WAL mode is read behind any other process's write,
+    /// and a key makes at most one write, which waits once.
+    fn turn(&self) -> bool {
+        false
+    }
+    /// How many calls of this connection waited the whole lock wait and gave up.
+    fn lock_waits(&self) -> u64 {
+        0
+    }
     /// Whether the database this connection reads is no longer the one its label names (a
     /// SQLite file removed or replaced since it was opened, `Store::file_moved`).
     fn moved_away(&self) -> bool {

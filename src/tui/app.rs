@@ -154,6 +154,12 @@ pub const READ_ONLY: &str =
 pub const FILE_GONE: &str =
     "the database file was removed or replaced after memscope opened it: nothing can be changed from here (d, u, g, r, t, x, m and v are off); quit and start memscope again to open what is at its path now";
 
+/// When a list that could not be read is read again: one a damaged row or a lock stopped …
+pub const READ_AGAIN_AT_REFRESH: &str = "The Check tab (4) says what is wrong. This list is read again at every refresh, and as soon as a lock that stopped it is gone.";
+/// … and every list, when the database could not be polled at all (`App::lost`).
+pub const READ_AGAIN_WHEN_IT_ANSWERS: &str =
+    "memscope reads everything again as soon as the database answers (it asks at every poll).";
+
 pub struct App {
     pub db_path: String,
     pub read_only: bool,
@@ -167,6 +173,9 @@ pub struct App {
     pub tab: Tab,
     pub focus: Focus,
     pub counts: Option<HeaderCounts>,
+    /// The last count failed (or the database could not be polled): the header says the
+    /// counts are unknown rather than repeat figures it could not read.
+    pub counts_unknown: bool,
     pub refreshed_at: Option<DateTime<Utc>>,
     /// Every tab's state (`tabs::register!`).
     pub tabs: Tabs,
@@ -175,6 +184,10 @@ pub struct App {
     /// The tabs whose list the last load could not read, each with the reason: each says so
     /// where its list would be, never that it is empty.
     pub unloaded: Vec<(Tab, String)>,
+    /// Why the database could not be polled (dropped, unreachable), while it cannot: every tab
+    /// has dropped what it held and says so, and nothing on screen takes a key (README, "The
+    /// terminal UI", Check).
+    pub lost: Option<String>,
 }
 
 impl App {
@@ -189,11 +202,13 @@ impl App {
             tab: Tab::Memories,
             focus: Focus::List,
             counts: None,
+            counts_unknown: false,
             refreshed_at: None,
             tabs: Tabs::default(),
             dialogs: Vec::new(),
             toast: None,
             unloaded: Vec::new(),
+            lost: None,
         };
         app.name_database(db_path);
         app
@@ -228,11 +243,31 @@ impl App {
         contexts
     }
 
-    /// Why `tab`'s list could not be loaded, when it could not.
+    /// Why `tab`'s list could not be loaded, when it could not: the database could not be
+    /// polled at all, or this list could not be read.
     pub fn unloaded(&self, tab: Tab) -> Option<&str> {
-        (self.unloaded.iter())
-            .find(|(t, _)| *t == tab)
-            .map(|(_, why)| why.as_str())
+        self.lost.as_deref().or_else(|| {
+            (self.unloaded.iter())
+                .find(|(t, _)| *t == tab)
+                .map(|(_, why)| why.as_str())
+        })
+    }
+
+    /// When a list that could not be loaded is read again, and where to look meanwhile.
+    pub fn read_again(&self) -> &'static str {
+        match self.lost {
+            Some(_) => READ_AGAIN_WHEN_IT_ANSWERS,
+            None => READ_AGAIN_AT_REFRESH,
+        }
+    }
+
+    /// Whether `key` quits the UI: it needs no database, so nothing is loaded for it first.
+    pub fn quits(&self, key: &KeyEvent) -> bool {
+        key.kind != KeyEventKind::Release
+            && (keymap::quits_everywhere(key)
+                || (self.dialogs.is_empty()
+                    && self.tabs.typing().is_none()
+                    && keymap::lookup(&self.contexts(), key) == Some(Command::Quit)))
     }
 
     /// The current view (tab 1).
@@ -375,8 +410,9 @@ impl App {
         // so (README, "The terminal UI", Check), and nothing is done to a row it does not show.
         if let Some(why) = self.unloaded(self.tab).filter(|_| cmd.acts_on_selection()) {
             let title = self.tabs.get(self.tab).title();
+            let again = self.read_again();
             self.error(format!(
-                "{title} could not be loaded, so nothing is selected here and that key does nothing: {why}. The Check tab (4) says what is wrong; the list is read again at every refresh."
+                "{title} could not be loaded, so nothing is selected here and that key does nothing: {why}. {again}"
             ));
             return Action::None;
         }

@@ -362,13 +362,6 @@ fn footer_rank(b: &Binding) -> u8 {
 /// The label of the help key, which the footer keeps at any width.
 pub const HELP_LABEL: &str = "?";
 
-/// Footer hints for the active contexts: (keys, hint), most important first, help last (see
-/// `footer_rank`). A binding whose keys a more specific context already takes never fires,
-/// so it gets no hint.
-pub fn hints(contexts: &[Context]) -> Vec<(&'static str, &'static str)> {
-    hints_for(contexts, false)
-}
-
 impl Command {
     /// The keys that change the database: off on a read-only one (`READ_ONLY` names them).
     pub fn changes_data(self) -> bool {
@@ -414,9 +407,17 @@ impl Command {
     }
 }
 
-/// [`hints`]; on a `read_only` database without the keys that would change it (they only say
-/// the database is read-only).
-pub fn hints_for(contexts: &[Context], read_only: bool) -> Vec<(&'static str, &'static str)> {
+/// Footer hints for the active contexts: (keys, hint), most important first, help last (see
+/// `footer_rank`). A binding whose keys a more specific context already takes never fires,
+/// so it gets no hint; on a `read_only` database neither do the keys that would change it
+/// (they only say the database is read-only), nor the commands `offered` says cannot run now
+/// (a delete dialog's `y` before its preview came, or after it failed): a hint never offers
+/// what does nothing.
+pub fn hints(
+    contexts: &[Context],
+    read_only: bool,
+    offered: &dyn Fn(Command) -> bool,
+) -> Vec<(&'static str, &'static str)> {
     let mut out = Vec::new();
     let mut taken: Vec<Key> = Vec::new();
     for ctx in contexts {
@@ -426,7 +427,7 @@ pub fn hints_for(contexts: &[Context], read_only: bool) -> Vec<(&'static str, &'
             if b.keys.iter().all(|k| taken.contains(k)) {
                 continue;
             }
-            if read_only && b.command.changes_data() {
+            if (read_only && b.command.changes_data()) || !offered(b.command) {
                 continue;
             }
             if let Some(h) = b.hint {

@@ -52,8 +52,9 @@ pub fn close_acting_dialogs(dialogs: &mut Vec<Dialog>, why: &str) {
         dialogs.truncate(i);
         dialogs.push(Dialog::Message {
             title: GONE_TITLE.to_string(),
+            // What happened first: a long reason is cut at the box's end.
             text: format!(
-                "the rows this dialog was opened on could not be read again ({why}), so it was closed and nothing was done"
+                "The dialog was closed and nothing was done: the rows it was opened on could not be read again ({why})."
             ),
         });
     }

@@ -48,6 +48,9 @@ pub struct Session {
     /// The generation of the filter whose run failed last (or whose workers went): a key
     /// waits for no match of it.
     failed_filter: Option<u64>,
+    /// What could not be read is to be read again at the next poll: a lock that stopped the
+    /// loads is gone ([`UiStore::turn`]), or the database could not be polled.
+    owed: bool,
 }
 
 /// The title of the message shown when the database file is removed or replaced.
@@ -81,6 +84,7 @@ impl Session {
             output: Vec::new(),
             sync_owed: false,
             failed_filter: None,
+            owed: false,
         };
         let opened = session.reload().and_then(|()| {
             let page = session.app.page();
@@ -130,7 +134,12 @@ impl Session {
     /// settles first: what it does may read the detail.
     pub fn handle_queued(&mut self, event: Event, more_queued: bool) -> bool {
         if let Event::Key(key) = event {
+            // Quitting needs no database: nothing owed is loaded first.
+            if self.app.quits(&key) {
+                return true;
+            }
             if more_queued && self.is_list_motion(&key) {
+                self.begin_turn();
                 let action = self.app.handle_key(key);
                 if let Err(e) = self.try_perform(action) {
                     self.app
@@ -172,15 +181,26 @@ impl Session {
             && self.app.tabs.typing().is_none()
     }
 
+    /// Starts the calls of one key (or poll): a store that gave up on a lock looks, without
+    /// waiting, whether it is gone; if it is, what could not be read is read again at the next
+    /// poll (README, "Waiting for locks": one wait a key, however many loads it makes).
+    fn begin_turn(&mut self) {
+        if self.store.turn() {
+            self.owed = true;
+        }
+    }
+
     /// Handles one terminal event; true when the UI should quit.
     pub fn handle_event(&mut self, event: Event) -> bool {
         match event {
             Event::Key(key) => self.handle_key(key),
             Event::Resize(w, h) => {
+                self.begin_turn();
                 self.resize(w, h);
                 false
             }
             Event::Mouse(m) if self.mouse => {
+                self.begin_turn();
                 let action = self.app.handle_mouse(m);
                 self.perform(action);
                 false
@@ -199,6 +219,11 @@ impl Session {
                 return self.handle_key(esc) || self.handle_key(plain);
             }
         }
+        // Quitting needs no database (found by review: `q` waited behind a lock).
+        if self.app.quits(&key) {
+            return true;
+        }
+        self.begin_turn();
         if !self.await_filter(&key) {
             self.app.error(
                 "the filter's matches have not all come, so the list may hold rows it hides: that key was not acted on (Esc clears the filter)",
@@ -295,7 +320,9 @@ impl Session {
             }
             Action::Filter(query) => self.start_filter(query, true)?,
             Action::ShowTab(tab) => {
-                if tab != Tab::Memories {
+                // A database that cannot be polled is not asked again here: the next poll does
+                // (an unreachable server would hold each tab's load for the connect timeout).
+                if tab != Tab::Memories && self.app.lost.is_none() {
                     // A list that cannot be read says so in its own pane (`App::unloaded`),
                     // and the others list what they hold.
                     let _ = self.reload_tabs();
@@ -491,6 +518,9 @@ impl Session {
     /// Reloads everything from the store, keeping the selection and the filter.
     pub fn reload(&mut self) -> Result<()> {
         self.app.now = self.app.clock.now();
+        // Polled again: each list says for itself whether it could be read.
+        self.app.lost = None;
+        self.app.counts_unknown = false;
         self.submit(Job::Load(Load::Counts));
         let page = self.app.page();
         if let Some(job) = self.app.tabs.memories.rerun_filter(&*self.store, page)? {
@@ -553,9 +583,14 @@ impl Session {
                 crate::store::error_text(&e)
             ));
         }
+        self.begin_turn();
         match self.store.data_version() {
-            Ok(v) if v != self.data_version => {
+            Ok(v) => {
+                let changed = v != self.data_version;
                 self.data_version = v;
+                if !(changed || std::mem::take(&mut self.owed)) {
+                    return false;
+                }
                 if let Err(e) = self.reload() {
                     self.app
                         .error(format!("refresh failed: {}", crate::store::error_text(&e)));
@@ -563,15 +598,30 @@ impl Session {
                 self.pump();
                 true
             }
-            Ok(_) => false,
             Err(e) => {
-                self.app.error(format!(
-                    "cannot poll the database: {}",
-                    crate::store::error_text(&e)
-                ));
+                self.lose(crate::store::error_text(&e));
                 true
             }
         }
+    }
+
+    /// The database could not be polled (dropped, unreachable): what the screen holds goes
+    /// (README, "The terminal UI", Check) — every tab drops its rows and says why, the
+    /// header's counts are unknown, a dialog that would change data closes — so that no key
+    /// acts on rows the database may no longer hold. Everything is read again once a poll
+    /// reaches it.
+    fn lose(&mut self, why: String) {
+        if self.app.lost.as_deref() != Some(why.as_str()) {
+            self.app.error(format!("cannot poll the database: {why}"));
+        }
+        for &tab in Tab::ALL {
+            self.app.tabs.get_mut(tab).unload();
+        }
+        refresh::close_acting_dialogs(&mut self.app.dialogs, &why);
+        self.app.counts = None;
+        self.app.counts_unknown = true;
+        self.app.lost = Some(why);
+        self.owed = true;
     }
 
     /// Every tab loads what it lists (the tab bar counts them all). One that cannot (a row a
@@ -701,6 +751,7 @@ impl Session {
             Reply::Counts { counts, .. } => {
                 self.loads_waiting.remove(&LoadKind::Counts);
                 self.app.counts = Some(counts);
+                self.app.counts_unknown = false;
             }
             Reply::Check(_) => {
                 self.loads_waiting.remove(&LoadKind::Check);
@@ -721,6 +772,9 @@ impl Session {
                     }
                     Failed::Counts => {
                         self.loads_waiting.remove(&LoadKind::Counts);
+                        // Not the figures of before: they may be wrong now.
+                        self.app.counts = None;
+                        self.app.counts_unknown = true;
                     }
                     Failed::Check => {
                         self.loads_waiting.remove(&LoadKind::Check);

@@ -4,7 +4,9 @@
 //! clicks map through the same lines drawing makes, so they match what is on screen.
 
 use super::app::{Action, Detail, EventWindow, Focus, Tab};
-use super::draw::{bold, dim, good, labelled, pane, part, plain, row_line, selected, Part};
+use super::draw::{
+    bold, dim, error_style, good, labelled, pane, part, plain, row_line, selected, wrapped, Part,
+};
 use super::incident::TimelineMark;
 use super::layout;
 use super::rows::Motion;
@@ -42,6 +44,9 @@ pub struct Timeline {
     pub shown: Option<Identity>,
     /// A version to highlight (the one an agent read).
     pub mark: Option<TimelineMark>,
+    /// The selected record whose history could not be loaded, and why: the pane says so
+    /// rather than show another record's.
+    pub failed: Option<(Identity, String)>,
 }
 
 /// The history pane's rect inside its border on a terminal of `size`.
@@ -279,18 +284,33 @@ impl Timeline {
     /// Draws the pane in `area`; `hint` is what it says without a record.
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, view: &View, hint: &str) {
         let focused = view.focused && view.focus == Focus::Detail;
-        let title = match &self.detail {
-            Some(d) => format!("History · {}", d.record.identity()),
-            None => "History".to_string(),
+        let title = match (&self.detail, &self.failed) {
+            (Some(d), _) => format!("History · {}", d.record.identity()),
+            (None, Some((id, _))) => format!("History · {id} · not loaded"),
+            (None, None) => "History".to_string(),
         };
         let inner = pane(frame, area, &title, focused);
         if inner.width == 0 || inner.height == 0 {
             return;
         }
         let max = inner.width as usize;
-        let lines = match &self.detail {
-            Some(d) => self.lines(d, view.now, view.focus == Focus::Detail, max).0,
-            None => vec![plain(hint, dim(), max)],
+        let lines = match (&self.detail, &self.failed) {
+            (Some(d), _) => self.lines(d, view.now, view.focus == Focus::Detail, max).0,
+            (None, Some((_, why))) => {
+                let mut lines = wrapped(
+                    &format!("This record's history could not be loaded: {why}"),
+                    error_style(),
+                    max,
+                );
+                lines.push(Line::raw(""));
+                lines.extend(wrapped(
+                    "It is read again when the selection moves, at every refresh, and as soon as a lock that stopped it is gone.",
+                    bold(),
+                    max,
+                ));
+                lines
+            }
+            (None, None) => vec![plain(hint, dim(), max)],
         };
         let scroll = self.scroll.min(lines.len().saturating_sub(1));
         let visible: Vec<Line<'static>> = lines.into_iter().skip(scroll).collect();

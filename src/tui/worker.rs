@@ -770,13 +770,18 @@ fn filter_thread(db: Opener, rx: Receiver<FilterJob>, tx: Sender<Reply>, latest:
         }
         let result = db.open(&mut store).and_then(|_| match store.as_deref() {
             Some(s) => {
+                // A job is a turn: a connection a lock held back waits again once it is gone.
+                s.turn();
                 let generation = job.generation;
                 let cancelled = || latest.load(Ordering::SeqCst) != generation;
                 // Without it the scan runs on one connection, only slower.
                 let helper = db
                     .open(&mut helper)
                     .ok()
-                    .and(helper.as_deref_mut().map(|h| h as &mut dyn UiStore));
+                    .and(helper.as_deref_mut().map(|h| {
+                        h.turn();
+                        h as &mut dyn UiStore
+                    }));
                 let emit = &mut |r| tx.send(r).is_ok();
                 run_filter_with(s, helper, &job, &cancelled, emit, &mut cache)
             }
@@ -803,6 +808,11 @@ fn loader_thread(db: Opener, rx: Receiver<Load>, tx: Sender<Reply>) {
             if !jobs.contains(&more) {
                 jobs.push(more);
             }
+        }
+        // The jobs taken together are a turn: behind a lock they wait once, and a
+        // connection a lock held back waits again once it is gone.
+        if let Some(s) = store.as_deref() {
+            s.turn();
         }
         for job in jobs {
             let reply = match db.open(&mut store) {

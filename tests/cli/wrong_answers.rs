@@ -1100,3 +1100,75 @@ fn a_line_past_the_clocks_end_is_refused_alone_on_both_backends() {
         db.assert_check_ok();
     });
 }
+
+// ---- a read whose connection is lost ----------------------------------------------------------
+
+/// Found by review: a read whose connection to PostgreSQL was lost (an administrator ending it,
+/// a dropped database) said "what this call wrote may or may not have been committed — run it
+/// again (a write already stored comes back confirmed)", advice for a write. `list`, `resolve`
+/// without `--log`, `history`, `check` and `export` only read: each says the connection was
+/// lost and that nothing was written. Each is caught waiting for a table lock, and its
+/// connection ended there.
+#[test]
+fn a_read_whose_connection_is_lost_says_nothing_was_written_on_postgres() {
+    let Some((db, _drop)) = postgres_test_db() else {
+        return;
+    };
+    let db = three_scopes(db);
+    let url = db.path_str().to_string();
+    let mut lock = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    lock.batch_execute(
+        "BEGIN; LOCK TABLE memories, history, pending, tombstones, reads IN ACCESS EXCLUSIVE MODE",
+    )
+    .unwrap();
+    let history = ["history", "--subject", U, "--predicate", PM];
+    let reads: [&[&str]; 5] = [
+        &["list"],
+        &resolve_args(&["--repo", "web-app"]),
+        &history,
+        &["check"],
+        &["export"],
+    ];
+    for args in reads {
+        let mut child = spawn_piped(&mut db.command(args), "memscope");
+        let (out, err) = (drain(child.stdout.take()), drain(child.stderr.take()));
+        // Its statement waits for the lock (15 s at most): the connection is ended there.
+        let mut ended = 0;
+        for _ in 0..1000 {
+            ended = admin
+                .execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                     WHERE datname = current_database() AND application_name = 'memscope'
+                       AND wait_event_type = 'Lock'",
+                    &[],
+                )
+                .unwrap();
+            if ended > 0 {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(ended, 1, "{args:?} waited for the lock");
+        let status = child.wait().unwrap();
+        let run = Run {
+            code: status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.join().unwrap()).into_owned(),
+            stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
+        };
+        run.fails_with(
+            1,
+            &[
+                "connection to PostgreSQL",
+                "was lost",
+                "nothing was written",
+            ],
+        );
+        assert!(
+            !run.stderr.contains("may or may not"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    lock.batch_execute("COMMIT").unwrap();
+}

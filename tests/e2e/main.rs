@@ -107,22 +107,7 @@ fn the_same_walk_on_postgresql() {
     let Some(t) = Tmux::shell(110, 32) else {
         return;
     };
-    let (dir, file) = demo_db();
-    cli(&file, &["demo", "--no-tui"]);
-    let dump = output_ok(
-        Command::new(BIN).arg("--db").arg(&file).arg("export"),
-        "memscope export",
-    );
-    let dump_file = dir.path().join("demo.dump");
-    std::fs::write(&dump_file, dump.stdout).unwrap();
-    output_ok(
-        Command::new(BIN)
-            .arg("--db")
-            .arg(&pg.path)
-            .arg("import")
-            .arg(&dump_file),
-        "memscope import",
-    );
+    let _dir = demo_on(&pg.path);
     let url = pg.path.to_str().unwrap().to_string();
     t.run(&format!(
         "{BIN} --db '{url}' tui; echo \"EXIT:$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e echo | tr '\\n' '+'; echo \"ST\"\"TY\""
@@ -147,6 +132,28 @@ fn the_same_walk_on_postgresql() {
         "only idle connections, no transaction left open: {states:?}"
     );
     walkthrough(&t, &pg.path);
+}
+
+/// The demo, built in a file and moved to the PostgreSQL database `pg` by export and import
+/// (the file's directory is returned, to keep).
+fn demo_on(pg: &Path) -> tempfile::TempDir {
+    let (dir, file) = demo_db();
+    cli(&file, &["demo", "--no-tui"]);
+    let dump = output_ok(
+        Command::new(BIN).arg("--db").arg(&file).arg("export"),
+        "memscope export",
+    );
+    let dump_file = dir.path().join("demo.dump");
+    std::fs::write(&dump_file, dump.stdout).unwrap();
+    output_ok(
+        Command::new(BIN)
+            .arg("--db")
+            .arg(pg)
+            .arg("import")
+            .arg(&dump_file),
+        "memscope import",
+    );
+    dir
 }
 
 /// Filter, resolve a pending item, delete, another process's write, resize and quit, on the UI
@@ -818,4 +825,162 @@ fn a_row_damaged_under_the_ui_leaves_nothing_for_d_to_delete() {
     python("DROP TABLE saved");
     assert_eq!(cli(&db, &["list", "--json"]), before, "nothing was deleted");
     assert!(said.contains("so nothing is selected here"), "{said}");
+}
+
+/// The tables the reviewer locked from `psql`.
+const LOCK_ALL: &str = "BEGIN;
+    LOCK TABLE memories, history, pending, tombstones, reads IN ACCESS EXCLUSIVE MODE";
+
+/// Comfortably under the waits a key made before (a tab switch made four of two seconds), and
+/// over one on a loaded machine: not a speed figure.
+const ONE_WAIT: std::time::Duration = std::time::Duration::from_millis(3500);
+
+/// The UI on the demo moved to PostgreSQL, opened in `t`; the test database's address.
+fn ui_on_postgres_demo(t: &Tmux, pg: &Path) -> String {
+    let url = pg.to_str().unwrap().to_string();
+    t.run(&format!("{BIN} --db '{url}' tui; echo \"EXIT:$?\""));
+    t.wait_for("History · team:web · node_version @ global");
+    t.wait_for("1 suspect · 15 identities");
+    url
+}
+
+/// Found by a reviewer on PostgreSQL, behind another session's `LOCK TABLE memories, history,
+/// pending, tombstones, reads`: `j` moved the selection while the history pane kept the record
+/// before's value and timeline, even after the lock was released; `2` took 8 s, `1` 4 s, `q`
+/// 2 s. Now the pane names the record it could not read and reads it once the lock is gone,
+/// without a key; a key waits for the lock once however many loads it makes; `q` needs no
+/// database (README, "Waiting for locks").
+#[test]
+fn a_table_lock_costs_a_key_one_wait_and_the_history_pane_shows_no_other_record() {
+    let Some((pg, _drop)) = support::postgres_test_db() else {
+        return;
+    };
+    let Some(t) = Tmux::shell(110, 32) else {
+        return;
+    };
+    let _dir = demo_on(&pg.path);
+    let url = ui_on_postgres_demo(&t, &pg.path);
+    let mut lock = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+
+    lock.batch_execute(LOCK_ALL).unwrap();
+    t.type_text("j");
+    let screen = t.wait_for("History · user:42 · formatter @ global · not loaded");
+    assert!(screen.contains("held by another session"), "{screen}");
+    assert!(
+        !screen.contains("History · team:web · node_version"),
+        "{screen}"
+    );
+    lock.batch_execute("COMMIT").unwrap();
+    // No key: the next poll reads what the lock stopped.
+    let screen = t.wait("the history read again", |s| {
+        s.contains("History · user:42 · formatter @ global") && !s.contains("not loaded")
+    });
+    assert!(screen.contains("biome"), "{screen}");
+
+    lock.batch_execute(LOCK_ALL).unwrap();
+    let asked = std::time::Instant::now();
+    t.type_text("2");
+    t.wait_for("Pending · not loaded");
+    let took = asked.elapsed();
+    assert!(took < ONE_WAIT, "2 took {took:?}");
+    let asked = std::time::Instant::now();
+    t.type_text("1");
+    t.wait_for("Current view · not loaded");
+    let took = asked.elapsed();
+    assert!(took < ONE_WAIT, "1 took {took:?}");
+    let asked = std::time::Instant::now();
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+    let took = asked.elapsed();
+    assert!(took < ONE_WAIT, "q took {took:?}");
+    lock.batch_execute("COMMIT").unwrap();
+}
+
+/// Found by a reviewer: with the database dropped under the UI (`DROP DATABASE … WITH
+/// (FORCE)`), the status line said it could not poll, but the current view kept its rows, `j`
+/// moved, the delete dialog stayed open offering `y delete` that did nothing and said
+/// nothing, and the header still counted what it could not read. Now the rows go, the dialog
+/// closes saying nothing was done, the counts are unknown, a key says why it does nothing; the
+/// database made again, the UI reads it again by itself.
+#[test]
+fn a_database_dropped_under_the_ui_takes_its_rows_and_counts_with_it() {
+    let Some((pg, _drop)) = support::postgres_test_db() else {
+        return;
+    };
+    let Some(t) = Tmux::shell(110, 32) else {
+        return;
+    };
+    let _dir = demo_on(&pg.path);
+    let url = ui_on_postgres_demo(&t, &pg.path);
+    t.type_text("d");
+    t.wait_for("y delete");
+    let server = std::env::var("MEMSCOPE_TEST_POSTGRES").unwrap();
+    let (_, name) = url.rsplit_once('/').unwrap();
+    let mut admin = postgres::Client::connect(&server, postgres::NoTls).unwrap();
+    admin
+        .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+        .unwrap();
+    let screen = t.wait_for("nothing was done");
+    assert!(!screen.contains("y delete"), "{screen}");
+    assert!(screen.contains("counts unknown"), "{screen}");
+    assert!(!screen.contains("identities"), "{screen}");
+    t.key("Escape");
+    let screen = t.wait_for("Current view · not loaded");
+    assert!(screen.contains("does not exist"), "{screen}");
+    assert!(!screen.contains("node_version"), "{screen}");
+    t.type_text("j");
+    t.wait_for("nothing is selected here");
+    t.type_text("d");
+    t.wait_for("nothing is selected here");
+    assert!(
+        !t.screen().contains("Delete: tombstone"),
+        "no delete dialog"
+    );
+    admin
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .unwrap();
+    cli(&pg.path, &["init"]);
+    t.wait_for("This database holds no live memories yet.");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}
+
+/// Found by a reviewer: with the UI's connections ended by an administrator, the suspects scan
+/// said "what this call wrote may or may not have been committed", advice for a write, about a
+/// read. It says the connection was lost and that nothing was written, and the next scan works.
+#[test]
+fn a_read_on_a_connection_ended_under_the_ui_says_nothing_was_written() {
+    let Some((pg, _drop)) = support::postgres_test_db() else {
+        return;
+    };
+    let Some(t) = Tmux::shell(110, 32) else {
+        return;
+    };
+    let _dir = demo_on(&pg.path);
+    let url = ui_on_postgres_demo(&t, &pg.path);
+    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    admin
+        .execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap();
+    t.type_text("6");
+    let screen = t.wait_for("nothing was written");
+    assert!(screen.contains("was lost"), "{screen}");
+    assert!(!screen.contains("may or may not"), "{screen}");
+    // The next scan (at the next refresh: another process's write) lists the suspect again.
+    cli(
+        &pg.path,
+        &args_for(
+            "write",
+            "user:9",
+            "editor",
+            &["--value", "vim", "--scope", "global", "--source", "t:1"],
+        ),
+    );
+    t.wait_for("Suspects · 1");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
 }

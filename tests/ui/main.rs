@@ -7,6 +7,7 @@
 mod support;
 
 mod dialogs;
+mod failures;
 mod filters;
 mod header;
 mod keys;

@@ -111,7 +111,7 @@ impl PgStore {
 
     /// The alias table, by canonical then alias (bytewise, as SQLite orders them).
     pub fn aliases(&mut self) -> Result<Vec<(String, String)>> {
-        self.in_tx(|t| {
+        self.read(|t| {
             Ok(t.all(
                 "SELECT alias, canonical FROM predicate_aliases
                      ORDER BY canonical COLLATE \"C\", alias COLLATE \"C\"",

@@ -6,7 +6,8 @@
 //! held while the UI idles.
 
 use super::store::{
-    canonical_predicate, parse_value, spelled, spelled_scope, write_probe, PgStore, SUBJECT,
+    canonical_predicate, lock_not_available, parse_value, spelled, spelled_scope, write_probe,
+    Call, PgStore, SUBJECT,
 };
 use crate::model::{HistoryEvent, Identity, MemoryRecord, ReadRecord, Scope, Tombstone};
 use crate::store::decide::{decide_write, WriteDecision};
@@ -19,6 +20,16 @@ use crate::store::{
 use anyhow::{anyhow, Result};
 use chrono::{DateTime, Utc};
 use postgres::Row;
+
+/// The change mark's statement: the newest ids of the logs and the open queue's size.
+macro_rules! change_mark_sql {
+    () => {
+        "SELECT coalesce((SELECT max(id) FROM history), 0),
+                coalesce((SELECT max(id) FROM reads), 0),
+                coalesce((SELECT max(id) FROM pending), 0),
+                (SELECT count(*) FROM pending WHERE status = 'open')"
+    };
+}
 
 /// A time column as SQLite stores it (RFC 3339, milliseconds, UTC).
 macro_rules! utc {
@@ -505,7 +516,8 @@ impl PgStore {
             Some(k) => (k.scope.as_str(), k.subject.as_str(), k.predicate.as_str()),
             None => ("", "", ""),
         };
-        self.in_tx(|t| {
+        // A portal needs a transaction; it writes nothing, so it is rolled back.
+        self.dry_run(|t| {
             let s = t.statement(concat!(
                 "SELECT id, scope FROM memories WHERE ",
                 view_key!(),
@@ -799,7 +811,7 @@ impl PgStore {
     /// Each candidate scope of pending item `pending_id` with what resolving it there would do
     /// now: the identity probed and the core's `decide_write` asked, as `resolve_pending` will.
     pub fn preview_pending(&mut self, pending_id: i64) -> Result<Vec<(Scope, WriteDecision)>> {
-        self.in_tx(|t| {
+        self.dry_run(|t| {
             let item = super::store::pending_item_in(t, pending_id)?;
             let predicate = canonical_predicate(t, &item.predicate)?;
             let seq = match resolution_seq(&item) {
@@ -825,19 +837,62 @@ impl PgStore {
     /// queue's size, each one index lookup.
     pub fn change_mark(&mut self) -> Result<i64> {
         self.read(|t| {
-            let r = t.one(
-                "SELECT coalesce((SELECT max(id) FROM history), 0),
-                        coalesce((SELECT max(id) FROM reads), 0),
-                        coalesce((SELECT max(id) FROM pending), 0),
-                        (SELECT count(*) FROM pending WHERE status = 'open')",
-                &[],
-            )?;
-            let parts: [i64; 4] = [r.get(0), r.get(1), r.get(2), r.get(3)];
-            Ok(parts
-                .iter()
-                .fold(17i64, |h, p| h.wrapping_mul(1_000_003).wrapping_add(*p)))
+            let r = t.one(CHANGE_MARK, &[])?;
+            Ok(mark_of([r.get(0), r.get(1), r.get(2), r.get(3)]))
         })
     }
+
+    /// [`PgStore::change_mark`] for a poll, which never waits behind another session's lock
+    /// (README, "Running on PostgreSQL": the UI keeps handling its keys): `None` when one holds
+    /// a table it reads for more than a moment — the poll looks again next time. One round
+    /// trip: the lock timeout is lowered and put back around the statement in one implicit
+    /// transaction, which a failure rolls back whole, the lowering with it.
+    pub fn change_mark_briefly(&mut self) -> Result<Option<i64>> {
+        let batch = concat!(
+            "SELECT set_config('memscope.lock_timeout', current_setting('lock_timeout'), false);
+             SET lock_timeout = '50ms';
+             ",
+            change_mark_sql!(),
+            ";
+             SELECT set_config('lock_timeout', current_setting('memscope.lock_timeout'), false)"
+        );
+        let messages = match self.connection()?.simple_query(batch) {
+            Ok(messages) => messages,
+            Err(e) => {
+                let e = anyhow::Error::new(e);
+                if lock_not_available(&e) {
+                    return Ok(None);
+                }
+                return Err(self.failed(e, Call::Read));
+            }
+        };
+        let row = messages.iter().find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) if r.len() == 4 => Some(r),
+            _ => None,
+        });
+        let Some(row) = row else {
+            return Err(anyhow!(
+                "PostgreSQL answered the change mark's statement with no row"
+            ));
+        };
+        let mut parts = [0i64; 4];
+        for (i, part) in parts.iter_mut().enumerate() {
+            *part = row.get(i).and_then(|v| v.parse().ok()).ok_or_else(|| {
+                anyhow!("PostgreSQL answered the change mark with {:?}", row.get(i))
+            })?;
+        }
+        Ok(Some(mark_of(parts)))
+    }
+}
+
+/// The change mark's statement, prepared on a connection's second run.
+const CHANGE_MARK: &str = change_mark_sql!();
+
+/// The change mark's parts folded into one number.
+fn mark_of(parts: [i64; 4]) -> i64 {
+    parts
+        .iter()
+        .fold(17i64, |h, p| h.wrapping_mul(1_000_003).wrapping_add(*p))
 }
 
 #[cfg(test)]

@@ -76,6 +76,30 @@ pub struct PgStore {
     /// A lock timeout of this connection's own (the terminal UI's), set again on a new
     /// connection; `None`: `MEMSCOPE_BUSY_TIMEOUT_MS`'s, set by every connection.
     lock_timeout: Option<std::time::Duration>,
+    /// A call of this connection (one with a lock timeout of its own: the UI's) waited that
+    /// whole timeout for another session's lock and gave up: until [`PgStore::turn`] finds the
+    /// tables free, its statements wait for no lock ([`HELD_WAIT`]), so that the next calls
+    /// of the same key fail at once instead of each waiting again (README, "Running on
+    /// PostgreSQL", waiting for locks).
+    held_back: bool,
+    /// How many calls gave up after waiting the whole lock timeout.
+    lock_waits: u64,
+}
+
+/// The lock wait of a connection held back ([`PgStore::held_back`]): none worth the name.
+const HELD_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Every table a UI's read may take a lock on: a statement over them all, planned, takes each
+/// table's lock (and gives up at once, held back, when another session holds one), and returns
+/// no row.
+const ALL_TABLES_FREE: &str = "SELECT 1 FROM memories, history, pending, tombstones, reads,
+    spellings, predicate_aliases, settings, metrics LIMIT 0";
+
+/// Whether the server gave up on a lock another session holds (the session's `lock_timeout`).
+pub(super) fn lock_not_available(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<postgres::Error>()
+        .and_then(|p| p.code())
+        .is_some_and(|c| *c == SqlState::LOCK_NOT_AVAILABLE)
 }
 
 /// Where a [`Tx`]'s statements run: inside a transaction, or each on its own (autocommit).
@@ -261,9 +285,20 @@ pub(super) fn clock_now(t: &mut Tx<'_>) -> Result<i64> {
     ))
 }
 
-/// A refusal of the server as one sentence naming the database and what to do.
-fn explain(e: anyhow::Error, address: &Address) -> anyhow::Error {
-    explain_waited(e, address, super::lock_timeout())
+/// What a call to the server may have done, for what its failure says: a lost connection
+/// leaves a write's commit unknown, and a read's is nothing to wonder about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Call {
+    /// It reads only, or runs in a transaction it rolls back (a preview, a dry run).
+    Read,
+    /// It commits what it wrote.
+    Write,
+}
+
+/// A refusal of the server as one sentence naming the database and what to do; `call` says
+/// whether a lost connection may have taken a commit with it.
+fn explain(e: anyhow::Error, address: &Address, call: Call) -> anyhow::Error {
+    explain_waited(e, address, super::lock_timeout(), call)
 }
 
 /// [`explain`] on a connection whose lock timeout is `lock_wait`.
@@ -271,15 +306,24 @@ fn explain_waited(
     e: anyhow::Error,
     address: &Address,
     lock_wait: std::time::Duration,
+    call: Call,
 ) -> anyhow::Error {
     let pg = e.downcast_ref::<postgres::Error>();
     let db = pg.and_then(|p| p.as_db_error());
     if connection_lost(&e) {
-        return anyhow::Error::new(crate::store::CommitUnknown(format!(
-            "the connection to PostgreSQL at {} was lost ({}): what this call wrote may or may not have been committed — run it again (a write already stored comes back `confirmed`); the next call connects again",
-            address.describe(),
-            db.map_or_else(|| e.to_string(), |d| d.message().to_string())
-        )));
+        let cause = db.map_or_else(|| e.to_string(), |d| d.message().to_string());
+        // Only a write can have been committed unseen; a read said so scares a user into
+        // running a write again that never ran (found by review: the UI's suspects scan).
+        return match call {
+            Call::Write => anyhow::Error::new(crate::store::CommitUnknown(format!(
+                "the connection to PostgreSQL at {} was lost ({cause}): what this call wrote may or may not have been committed — run it again (a write already stored comes back `confirmed`); the next call connects again",
+                address.describe()
+            ))),
+            Call::Read => anyhow!(
+                "the connection to PostgreSQL at {} was lost ({cause}): this call only reads, so nothing was written — run it again; the next call connects again",
+                address.describe()
+            ),
+        };
     }
     match db {
         Some(d) if *d.code() == SqlState::LOCK_NOT_AVAILABLE => anyhow!(
@@ -466,7 +510,7 @@ fn open_slowly(client: &mut Client, address: &Address) -> Result<bool> {
     }
     client
         .query_one(concat!("SELECT ", read_only_sql!()), &[])
-        .map_err(|e| explain(e.into(), address))
+        .map_err(|e| explain(e.into(), address, Call::Read))
         .map(|r| r.get(0))
 }
 
@@ -487,7 +531,70 @@ impl PgStore {
             reconnects: 0,
             clock: Clock::System,
             lock_timeout: None,
+            held_back: false,
+            lock_waits: 0,
         })
+    }
+
+    /// The lock timeout this connection's session has: its own, or none worth the name while
+    /// it is held back; `None`: the one every connection sets.
+    fn session_lock_wait(&self) -> Option<std::time::Duration> {
+        match self.held_back {
+            true => Some(HELD_WAIT),
+            false => self.lock_timeout,
+        }
+    }
+
+    /// `e`, a call's failure, as one sentence ([`explain`]); a UI's connection whose call gave
+    /// up on a lock is held back from then on ([`PgStore::held_back`]).
+    pub(super) fn failed(&mut self, e: anyhow::Error, call: Call) -> anyhow::Error {
+        if !lock_not_available(&e) || self.lock_timeout.is_none() {
+            return explain_waited(e, &self.address, self.lock_wait(), call);
+        }
+        if self.held_back {
+            return anyhow!(
+                "PostgreSQL at {} still has a lock this call needs held by another session: this connection waited {} ms for it once and waits for no lock until it is released, so this call gave up at once and changed nothing — find that session (an open transaction in `SELECT pid, state, query FROM pg_stat_activity`) and end it",
+                self.address.describe(),
+                self.lock_wait().as_millis()
+            );
+        }
+        let said = explain_waited(e, &self.address, self.lock_wait(), call);
+        self.lock_waits += 1;
+        self.held_back = true;
+        // Best effort: a connection that is gone gets it when it connects again.
+        let _ = apply_lock_timeout(&mut self.client, HELD_WAIT);
+        said
+    }
+
+    /// Starts a turn of calls (a key's, a poll's): a connection held back by a lock looks,
+    /// without waiting, whether every table is free again, and if so waits for locks again as
+    /// before. True when it was held back and is not any more: what its calls could not read
+    /// is to be read again.
+    pub fn turn(&mut self) -> bool {
+        if !self.held_back {
+            return false;
+        }
+        // Only a lock keeps it held back: a refusal of the probe (a login not granted every
+        // table) says nothing about locks; a lost connection stays held back until a turn has
+        // opened it again.
+        let probe = self
+            .connection()
+            .and_then(|c| Ok(c.batch_execute(ALL_TABLES_FREE)?));
+        if probe.as_ref().is_err_and(lock_not_available) {
+            return false;
+        }
+        if let Some(wait) = self.lock_timeout {
+            if apply_lock_timeout(&mut self.client, wait).is_err() {
+                return false;
+            }
+        }
+        self.held_back = false;
+        true
+    }
+
+    /// How many calls of this connection waited its whole lock timeout and gave up.
+    pub fn lock_waits(&self) -> u64 {
+        self.lock_waits
     }
 
     /// How long this connection's statements wait for a lock ([`PgStore::set_lock_timeout`]).
@@ -499,6 +606,7 @@ impl PgStore {
     /// session's `lock_timeout`), kept across reconnections.
     pub fn set_lock_timeout(&mut self, timeout: std::time::Duration) -> Result<()> {
         self.lock_timeout = Some(timeout);
+        self.held_back = false;
         let client = self.connection()?;
         apply_lock_timeout(client, timeout)
     }
@@ -545,11 +653,16 @@ impl PgStore {
             if matches!(self.clock, Clock::Fixed(_)) {
                 apply_clock(&mut self.client, self.clock)?;
             }
-            if let Some(timeout) = self.lock_timeout {
+            if let Some(timeout) = self.session_lock_wait() {
                 apply_lock_timeout(&mut self.client, timeout)?;
             }
         }
         Ok(&mut self.client)
+    }
+
+    /// Whether the server closed the connection (the next call opens it again).
+    pub(super) fn is_closed(&self) -> bool {
+        self.client.is_closed()
     }
 
     /// How many times the connection was opened again (see [`PgStore::connection`]).
@@ -574,14 +687,23 @@ impl PgStore {
     /// reads — the UI's pages and polls, `resolve` — and at most one write that stands alone as
     /// a statement (a logged resolve's read-log row): no portal, no savepoint, no lock held past
     /// its statement.
-    pub(super) fn read<T>(&mut self, mut body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+    pub(super) fn read<T>(&mut self, body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
+        self.statements_as(Call::Read, body)
+    }
+
+    /// [`PgStore::read`] for a call whose statements may write (one that stands alone as a
+    /// statement: a logged resolve's read-log row): a lost connection leaves it unknown.
+    pub(super) fn statements_as<T>(
+        &mut self,
+        call: Call,
+        mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
         self.connection()?;
-        let waited = self.lock_wait();
-        let mut t = Tx {
+        let out = body(&mut Tx {
             conn: Conn::Auto(&mut self.client),
             statements: &mut self.statements,
-        };
-        body(&mut t).map_err(|e| explain_waited(e, &self.address, waited))
+        });
+        out.map_err(|e| self.failed(e, call))
     }
 
     /// Runs `body` in one read-only snapshot (REPEATABLE READ) and commits: every statement
@@ -589,7 +711,6 @@ impl PgStore {
     /// (`suspects`, `check`).
     pub(super) fn snapshot<T>(&mut self, body: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.connection()?;
-        let waited = self.lock_wait();
         let out = (|| {
             let tx = self
                 .client
@@ -607,13 +728,13 @@ impl PgStore {
             }
             Ok(out)
         })();
-        out.map_err(|e| explain_waited(e, &self.address, waited))
+        out.map_err(|e| self.failed(e, Call::Read))
     }
 
-    /// `r`, a refusal of the server in it made [`explain`]'s one sentence: for an operation that
-    /// runs its own transaction rather than [`PgStore::read`]'s or a write's.
-    pub(super) fn explained<T>(&self, r: Result<T>) -> Result<T> {
-        r.map_err(|e| explain_waited(e, &self.address, self.lock_wait()))
+    /// `r`, a refusal of the server in it made [`explain`]'s one sentence: for a read that
+    /// runs its own transaction rather than [`PgStore::read`]'s (`check`, `export`).
+    pub(super) fn explained<T>(&mut self, r: Result<T>) -> Result<T> {
+        r.map_err(|e| self.failed(e, Call::Read))
     }
 
     /// Runs `body` in a transaction and rolls it back: what an operation would do, with
@@ -628,12 +749,13 @@ impl PgStore {
         mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         self.connection()?;
+        let call = if commit { Call::Write } else { Call::Read };
         let mut retries = 0i64;
         loop {
             let tx = self
                 .client
                 .transaction()
-                .map_err(|e| explain(e.into(), &self.address))?;
+                .map_err(|e| explain(e.into(), &self.address, call))?;
             let mut t = Tx {
                 conn: Conn::Tx(tx),
                 statements: &mut self.statements,
@@ -659,7 +781,7 @@ impl PgStore {
                     if commit && retries > 0 && !connection_lost(&e) {
                         let _ = self.read(|t| bump_metric(t, "busy_retries", retries));
                     }
-                    return Err(explain_waited(e, &self.address, self.lock_wait()));
+                    return Err(self.failed(e, call));
                 }
                 Ok(out) => return Ok(out),
             }
@@ -767,7 +889,7 @@ impl PgStore {
                                     Err(e) if stops_batch(&e) => return Err(e),
                                     Err(e) => {
                                         t.txn()?.execute("ROLLBACK TO apply_line", &[])?;
-                                        let e = explain(e, &address);
+                                        let e = explain(e, &address, Call::Write);
                                         WriteOutcome::error(None, format!("{e:#}"))
                                     }
                                 }
@@ -804,8 +926,9 @@ impl PgStore {
     ) -> Result<Resolution> {
         // The read is logged in the places' stored spellings, as the resolution used them (as
         // on SQLite). No transaction around it (`read`): each statement sees its own snapshot
-        // at READ COMMITTED either way, and the logged row is one statement.
-        self.read(|t| {
+        // at READ COMMITTED either way, and the logged row is one statement — a write, whose
+        // commit a lost connection leaves unknown.
+        self.statements_as(Call::Write, |t| {
             let (r, chain) = resolve_in(t, subject, predicate, repo, task, super::browse::CHAIN_RECORDS)?;
             let shadowed = serde_json::to_string(&shadowed_labels(&r))?;
             t.exec(

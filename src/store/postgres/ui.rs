@@ -127,44 +127,16 @@ impl PgUi {
     fn with<T>(&self, f: impl FnOnce(&mut PgStore) -> Result<T>) -> Result<T> {
         f(&mut self.store.borrow_mut())
     }
-}
 
-impl Drop for PgUi {
-    fn drop(&mut self) {
-        if self.listens {
-            if let Ok(client) = self.store.get_mut().connection() {
-                let _ = client.batch_execute(
-                    "DELETE FROM watchers WHERE pid = pg_backend_pid(); UNLISTEN *;",
-                );
-            }
-        }
-    }
-}
-
-impl UiStore for PgUi {
-    fn label(&self) -> String {
-        self.address.describe()
-    }
-    fn is_read_only(&self) -> bool {
-        self.store.borrow().is_read_only()
-    }
-    fn reopen(&self) -> Reopen {
-        let address = self.address.clone();
-        Arc::new(move || Ok(Box::new(PgUi::open(&address, false)?) as Box<dyn UiStore>))
-    }
-    fn interrupt(&self) -> Interrupt {
-        let token = std::sync::Arc::new(self.store.borrow().cancel_token());
-        let address = self.address.clone();
-        // A cancel is a connection of its own to the server: on a thread of its own, so a UI
-        // that quits while the server is unreachable does not wait for the connect timeout.
-        Box::new(move || {
-            let (token, address) = (token.clone(), address.clone());
-            std::thread::spawn(move || address.cancel(&token));
-        })
-    }
-    fn data_version(&self) -> Result<i64> {
+    /// One look for other connections' commits ([`UiStore::data_version`]).
+    fn look(&self) -> Result<i64> {
         if !self.listens {
-            return self.with(|s| s.change_mark());
+            // Behind another session's lock the poll sees no change, and looks again next time.
+            let mark = self.with(|s| s.change_mark_briefly())?;
+            if let Some(mark) = mark {
+                self.mark.set(Some(mark));
+            }
+            return Ok(self.mark.get().unwrap_or(0));
         }
         let reconnects = {
             let mut store = self.store.borrow_mut();
@@ -203,8 +175,13 @@ impl UiStore for PgUi {
             .mark_checked
             .get()
             .is_none_or(|at| at.elapsed() >= MARK_EVERY);
-        if due {
-            let mark = self.with(|s| s.change_mark())?;
+        // Behind another session's lock it is not read (the poll never waits for one): it is
+        // due again at the next poll.
+        let mark = match due {
+            true => self.with(|s| s.change_mark_briefly())?,
+            false => None,
+        };
+        if let Some(mark) = mark {
             // Announced: some notice arrived since the last look at the mark.
             let heard = self.notices.get() != self.notices_at_mark.get();
             let unannounced = self.mark.get().is_some_and(|m| m != mark) && !heard;
@@ -221,6 +198,58 @@ impl UiStore for PgUi {
         }
         Ok(self.notices.get())
     }
+}
+
+impl Drop for PgUi {
+    fn drop(&mut self) {
+        if self.listens {
+            if let Ok(client) = self.store.get_mut().connection() {
+                let _ = client.batch_execute(
+                    "DELETE FROM watchers WHERE pid = pg_backend_pid(); UNLISTEN *;",
+                );
+            }
+        }
+    }
+}
+
+impl UiStore for PgUi {
+    fn label(&self) -> String {
+        self.address.describe()
+    }
+    fn is_read_only(&self) -> bool {
+        self.store.borrow().is_read_only()
+    }
+    fn reopen(&self) -> Reopen {
+        let address = self.address.clone();
+        Arc::new(move || Ok(Box::new(PgUi::open(&address, false)?) as Box<dyn UiStore>))
+    }
+    fn interrupt(&self) -> Interrupt {
+        let token = std::sync::Arc::new(self.store.borrow().cancel_token());
+        let address = self.address.clone();
+        // A cancel is a connection of its own to the server: on a thread of its own, so a UI
+        // that quits while the server is unreachable does not wait for the connect timeout.
+        Box::new(move || {
+            let (token, address) = (token.clone(), address.clone());
+            std::thread::spawn(move || address.cancel(&token));
+        })
+    }
+    fn turn(&self) -> bool {
+        self.store.borrow_mut().turn()
+    }
+    fn lock_waits(&self) -> u64 {
+        self.store.borrow().lock_waits()
+    }
+    fn data_version(&self) -> Result<i64> {
+        // A connection the server ended (an administrator, a restart) is found closed by the
+        // first look, and opened again by a second: only a database that cannot be reached is
+        // an error. One that was closed already was tried again by the first look.
+        let was_open = !self.store.borrow().is_closed();
+        match self.look() {
+            Err(_) if was_open && self.store.borrow().is_closed() => self.look(),
+            seen => seen,
+        }
+    }
+
     fn browse_after(&self, from: &BrowseBound, limit: usize) -> Result<Vec<BrowseRecord>> {
         self.with(|s| s.browse_beyond(from, limit, true))
     }

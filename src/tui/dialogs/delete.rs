@@ -1,7 +1,7 @@
 //! The delete dialog (`d` in the current view): choose the target, read the store's exact
 //! preview of what it destroys, confirm with `y`.
 
-use super::{centered, frame_box, Step};
+use super::{centered, frame_box_offering, Step};
 use crate::model::{DeletePreview, DeleteTarget, Identity, StatementLine};
 use crate::tui::app::{Action, Curation};
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
@@ -87,6 +87,11 @@ impl DeleteDialog {
         }
     }
 
+    /// `y` deletes only what the preview stated: not before it came, nor after it failed.
+    pub fn offers(&self, cmd: Command) -> bool {
+        cmd != Command::Confirm || matches!(self.preview, Some(Ok(_)))
+    }
+
     pub fn key(&mut self, cmd: Option<Command>, shell: &mut Shell<'_>) -> Step {
         match cmd {
             Some(Command::NextChoice) | Some(Command::PrevChoice) => {
@@ -101,12 +106,14 @@ impl DeleteDialog {
             }
             Some(Command::Confirm) => match &self.preview {
                 Some(Ok(_)) => return Step::Close(Action::Apply(Curation::Delete(self.target()))),
-                Some(Err(_)) => {
-                    shell.error(
-                        "the preview failed, so nothing can be confirmed: cancel with n or Esc",
-                    );
+                Some(Err(why)) => {
+                    shell.error(format!(
+                        "nothing was deleted: y deletes what the preview states, and the preview failed ({why}) — cancel with n or Esc, or choose the target again with j/k to read it again"
+                    ));
                 }
-                None => shell.info("the preview is still loading"),
+                None => shell.info(
+                    "nothing was deleted yet: y deletes what the preview states, and it is still loading",
+                ),
             },
             Some(Command::Cancel) => {
                 shell.info("cancelled: nothing was deleted");
@@ -200,11 +207,12 @@ impl DeleteDialog {
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect) {
         let (rect, lines) = self.layout(area);
-        let inner = frame_box(
+        let inner = frame_box_offering(
             frame,
             rect,
             "Delete: tombstone and purge",
             Context::DeleteDialog,
+            &|cmd| self.offers(cmd),
         );
         let (rows, max) = (inner.height as usize, inner.width as usize);
         let lines = on_screen(lines, self.scroll, rows, max);

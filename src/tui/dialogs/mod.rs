@@ -57,6 +57,14 @@ pub enum Dialog {
 }
 
 impl Dialog {
+    /// Whether `cmd` can run in this dialog now: the footer and the border offer no other.
+    pub fn offers(&self, cmd: Command) -> bool {
+        match self {
+            Dialog::Delete(d) => d.offers(cmd),
+            _ => true,
+        }
+    }
+
     pub fn context(&self) -> Context {
         match self {
             Dialog::Help { .. } => Context::Help,
@@ -307,6 +315,17 @@ fn clear_for_popup(buf: &mut ratatui::buffer::Buffer, rect: Rect) {
 /// Clears `rect`, draws a titled border in the dialog's colour (`border`) with its key hints
 /// (`ctx`), returns the inside.
 pub(crate) fn frame_box(frame: &mut Frame<'_>, rect: Rect, title: &str, ctx: Context) -> Rect {
+    frame_box_offering(frame, rect, title, ctx, &|_| true)
+}
+
+/// [`frame_box`], its border without the keys `offered` says cannot run now.
+pub(crate) fn frame_box_offering(
+    frame: &mut Frame<'_>,
+    rect: Rect,
+    title: &str,
+    ctx: Context,
+    offered: &dyn Fn(Command) -> bool,
+) -> Rect {
     let style = border(ctx);
     clear_for_popup(frame.buffer_mut(), rect);
     if rect.width < 4 || rect.height < 3 {
@@ -316,7 +335,7 @@ pub(crate) fn frame_box(frame: &mut Frame<'_>, rect: Rect, title: &str, ctx: Con
     // dialog still says what `y` does.
     let room = (rect.width as usize).saturating_sub(2);
     let mut hint_text = String::new();
-    for (keys, hint) in keymap::hints(&[ctx]) {
+    for (keys, hint) in keymap::hints(&[ctx], false, offered) {
         let next = if hint_text.is_empty() {
             format!(" {keys} {hint} ")
         } else {

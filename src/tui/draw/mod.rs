@@ -262,12 +262,19 @@ fn regional_indicator(c: char) -> bool {
 /// A tab whose list could not be loaded says so where the list would be — never that the
 /// database holds nothing — and where to read what is wrong.
 fn unloaded(frame: &mut Frame<'_>, area: Rect, app: &App, why: &str) {
-    not_loaded(frame, area, &app.tabs.get(app.tab).title(), why);
+    let title = app.tabs.get(app.tab).title();
+    not_loaded_saying(frame, area, &title, why, app.read_again());
 }
 
 /// The pane of a tab (`title`) whose list could not be loaded (`why`): also a tab's own, when
 /// the work that fills it failed (the suspects scan, the read log).
 pub(crate) fn not_loaded(frame: &mut Frame<'_>, area: Rect, title: &str, why: &str) {
+    let again = crate::tui::app::READ_AGAIN_AT_REFRESH;
+    not_loaded_saying(frame, area, title, why, again);
+}
+
+/// [`not_loaded`], saying `again`: when it is read again.
+fn not_loaded_saying(frame: &mut Frame<'_>, area: Rect, title: &str, why: &str, again: &str) {
     let inner = pane(frame, area, &format!("{title} · not loaded"), true);
     let max = inner.width as usize;
     let mut lines = wrapped(
@@ -276,11 +283,7 @@ pub(crate) fn not_loaded(frame: &mut Frame<'_>, area: Rect, title: &str, why: &s
         max,
     );
     lines.push(Line::raw(""));
-    lines.extend(wrapped(
-        "The Check tab (4) says what is wrong. This list is read again at every refresh.",
-        bold(),
-        max,
-    ));
+    lines.extend(wrapped(again, bold(), max));
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
@@ -332,6 +335,8 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
                 figures(["id", "ids"], ["tomb", "tombs"]),
             ]
         }
+        // Figures it could not read are not repeated from before (README, Header).
+        None if app.counts_unknown => vec!["counts unknown".to_string()],
         None => vec!["counting…".to_string()],
     };
     // Suspects first among the figures when there are any: they are the incident's shape.
@@ -536,7 +541,9 @@ fn toast_over_the_body(frame: &mut Frame<'_>, area: Rect, text: &str, style: Sty
 /// rest fit, the help key always last.
 fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let max = area.width as usize;
-    let mut hints = keymap::hints_for(&app.contexts(), app.read_only);
+    let top = app.dialogs.last();
+    let offered = |cmd| top.is_none_or(|d| d.offers(cmd));
+    let mut hints = keymap::hints(&app.contexts(), app.read_only, &offered);
     let help = match hints.last() {
         Some((keys, _)) if *keys == keymap::HELP_LABEL => hints.pop(),
         _ => None,

@@ -65,6 +65,11 @@ impl TabComponent for CheckTab {
         Some(Load::Check)
     }
 
+    /// The database could not be read: the report of before is not what it holds now.
+    fn unload(&mut self) {
+        self.state = CheckState::NotRun;
+    }
+
     fn take(&mut self, reply: &Reply, _store: &dyn UiStore, _env: &Env) -> Result<(), String> {
         match reply {
             Reply::Check(report) => self.state = CheckState::Done(report.clone()),

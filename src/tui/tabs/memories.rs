@@ -17,7 +17,7 @@ use crate::tui::text::{
     age, one_line, plural, shares, shell_lines, thousands, truncate_middle, value_text, width,
 };
 use crate::tui::timeline::Timeline;
-use crate::tui::worker::{FilterJob, HeaderCounts, Reply};
+use crate::tui::worker::{Failed, FilterJob, HeaderCounts, Reply};
 use anyhow::Result;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Style};
@@ -474,18 +474,37 @@ impl TabComponent for MemoriesTab {
     fn unload(&mut self) {
         self.list = MemoryList::default();
         self.timeline.detail = None;
+        self.timeline.failed = None;
+        // The figures of a list it could not read are not the list's title any more.
+        self.counts = None;
+        self.scope_counts.clear();
     }
 
-    /// Loads the selected record's history when the selection moved to another record.
+    /// Loads the selected record's history when the selection moved to another record. A
+    /// load that fails leaves no other record's history in the pane: it says which record's
+    /// could not be read, and why, and is tried again at the next sync (found by review: the
+    /// pane kept the record before's value and timeline under a lock, and after it).
     fn sync(&mut self, store: &dyn UiStore, env: &Env) -> Result<()> {
         let Some(rec) = self.selected_record().cloned() else {
             self.timeline.detail = None;
+            self.timeline.failed = None;
             return Ok(());
         };
-        if self.timeline.detail.as_ref().map(|d| d.identity()) != Some(rec.identity()) {
-            self.timeline.load(store, rec, env.screen())?;
+        let id = rec.identity();
+        if self.timeline.detail.as_ref().map(|d| d.identity()) == Some(id.clone()) {
+            return Ok(());
         }
-        Ok(())
+        self.timeline.detail = None;
+        match self.timeline.load(store, rec, env.screen()) {
+            Ok(()) => {
+                self.timeline.failed = None;
+                Ok(())
+            }
+            Err(e) => {
+                self.timeline.failed = Some((id, crate::store::error_text(&e)));
+                Err(e)
+            }
+        }
     }
 
     fn take(&mut self, reply: &Reply, store: &dyn UiStore, env: &Env) -> Result<(), String> {
@@ -493,6 +512,14 @@ impl TabComponent for MemoriesTab {
             Reply::Counts { counts, scopes } => {
                 self.counts = Some(*counts);
                 self.scope_counts = scopes.iter().cloned().collect();
+                Ok(())
+            }
+            Reply::Failed {
+                job: Failed::Counts,
+                ..
+            } => {
+                self.counts = None;
+                self.scope_counts.clear();
                 Ok(())
             }
             Reply::Suspects(Ok(list)) => {

@@ -203,6 +203,11 @@ impl TabComponent for ReadsTab {
         Some(Load::Reads(self.request(now)))
     }
 
+    /// The database could not be read: no read of an older load stays to act on.
+    fn unload(&mut self) {
+        self.rows.set(Vec::new());
+    }
+
     fn start_on_refresh(&self) -> bool {
         // Once shown, the read log follows every refresh.
         self.shown.is_some()

@@ -142,6 +142,13 @@ impl TabComponent for SuspectsTab {
         Some(Load::Suspects)
     }
 
+    /// The database could not be read: no suspect of an older scan stays to act on, and the
+    /// header counts none it cannot vouch for.
+    fn unload(&mut self) {
+        self.filter.unload(&mut self.rows);
+        self.loaded = false;
+    }
+
     /// The header counts suspects and the current view marks them: the scan follows every
     /// refresh (on the loader thread; repeats queued meanwhile run once).
     fn start_on_refresh(&self) -> bool {
