@@ -660,11 +660,10 @@ impl MemoriesTab {
                 let (mut subject_marks, mut predicate_marks) =
                     (&highlight.subject[..], &highlight.predicate[..]);
                 // Too narrow to keep the version and age beside a predicate: they go first.
-                let right = match right.iter().map(|p| width(&p.text)).sum::<usize>() {
-                    w if max.saturating_sub(w + 8) < 8 => &right[..0],
-                    _ => &right[..],
+                let (right, right_w) = match right.iter().map(|p| width(&p.text)).sum::<usize>() {
+                    w if max.saturating_sub(w + 8) < 8 => (&right[..0], 0),
+                    w => (&right[..], w),
                 };
-                let right_w: usize = right.iter().map(|p| width(&p.text)).sum();
                 let id_room = max.saturating_sub(right_w + 8) * 2 / 3;
                 let widths = [width(&subject), width(&predicate)];
                 // Most rows fit whole. On a row too narrow for two readable halves the value
