@@ -334,7 +334,7 @@ fn causal_seq_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64
         Some(v) => v.as_i64().map(Some).ok_or_else(|| {
             serde::de::Error::custom(format!(
                 "causal_seq must be a whole number from 1 to 2^53, got {}",
-                shorten(&v.to_string(), 40)
+                shorten(&value_text(&v), 40)
             ))
         }),
     }
@@ -649,10 +649,10 @@ impl WriteOutcome {
             s.push_str(&format!(" v{v}"));
         }
         if let Some(v) = &self.value {
-            s.push_str(&format!(" = {v}"));
+            s.push_str(&format!(" = {}", value_text(v)));
         }
         if let Some(p) = &self.previous {
-            s.push_str(&format!(" (was {p})"));
+            s.push_str(&format!(" (was {})", value_text(p)));
         }
         match (self.pending_id, self.outcome) {
             (Some(id), OutcomeKind::Pending) => {
@@ -1348,6 +1348,14 @@ pub fn escape_controls(s: &str) -> String {
 /// parses to the same value, and no such character in it reaches a terminal raw.
 pub fn to_json<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
     serde_json::to_string(value).map(escape_json_controls)
+}
+
+/// A value as one JSON text for a line a person reads — the write outcome, `list`, `history`,
+/// `resolve`, `pending`, `suspects`, the MCP server's sentences: [`to_json`], so a stored ESC
+/// shows as `\u001b` and a direction control as `\u202e` — one escape style inside one value,
+/// and the text parses back to the value it shows.
+pub fn value_text(v: &Value) -> String {
+    to_json(v).unwrap_or_else(|_| v.to_string())
 }
 
 /// [`to_json`], indented over several lines.

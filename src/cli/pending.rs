@@ -1,7 +1,7 @@
 //! `pending`, `pending resolve ID --scope S`, `pending reject ID`.
 
 use super::{outln, print_json, scope_arg, EXIT_FAILED, EXIT_OK};
-use crate::model::{ago, shorten, OutcomeKind};
+use crate::model::{ago, shorten, value_text, OutcomeKind};
 use crate::store::AnyStore;
 use anyhow::Result;
 use clap::{Args, Subcommand};
@@ -68,7 +68,7 @@ pub fn run(store: &mut AnyStore, a: PendingArgs) -> Result<i32> {
                         p.id,
                         p.subject,
                         p.predicate,
-                        shorten(&p.value.to_string(), 60)
+                        shorten(&value_text(&p.value), 60)
                     ),
                     format!("[{}]", cands.join(" | ")),
                     p.source.clone(),

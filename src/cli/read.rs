@@ -2,7 +2,7 @@
 
 use super::output::{columns, cut_to_width, Align};
 use super::{context_arg, outln, print_json, scope_arg, SubjectPredicate, EXIT_OK};
-use crate::model::{shorten, ContextKind};
+use crate::model::{shorten, value_text, ContextKind};
 use crate::store::{AnyStore, ListFilter};
 use anyhow::Result;
 use clap::Args;
@@ -114,7 +114,7 @@ pub fn resolve(store: &mut AnyStore, a: ResolveArgs) -> Result<i32> {
             "{} · {} = {} (from {s} v{}, source {})",
             r.subject,
             r.predicate,
-            v,
+            value_text(v),
             r.version.unwrap_or_default(),
             r.source.as_deref().unwrap_or("")
         ),
@@ -125,7 +125,7 @@ pub fn resolve(store: &mut AnyStore, a: ResolveArgs) -> Result<i32> {
         let value = c
             .value
             .as_ref()
-            .map(|v| format!(" = {}", crate::model::shorten(&v.to_string(), CHAIN_VALUE)))
+            .map(|v| format!(" = {}", crate::model::shorten(&value_text(v), CHAIN_VALUE)))
             .unwrap_or_default();
         let version = c.version.map(|v| format!(" v{v}")).unwrap_or_default();
         outln!("  {arrow} {:<9} {}{value}{version}", c.state, c.scope);
@@ -157,7 +157,7 @@ pub fn list(store: &mut AnyStore, a: ListArgs) -> Result<i32> {
             "  {} · {} = {}  v{}  ({})",
             r.subject,
             r.predicate,
-            shorten(&r.value.to_string(), 80),
+            shorten(&value_text(&r.value), 80),
             r.version,
             r.updated_at
         );
@@ -194,13 +194,13 @@ pub fn history(store: &mut AnyStore, a: HistoryArgs) -> Result<i32> {
             let value = e
                 .value
                 .as_ref()
-                .map(|v| cut_to_width(&v.to_string(), 60))
+                .map(|v| cut_to_width(&value_text(v), 60))
                 .unwrap_or_else(|| "∅".into());
             let seq = e.causal_seq.map(|s| format!("seq {s}")).unwrap_or_default();
             let detail = e
                 .detail
                 .as_ref()
-                .map(|d| format!(" {d}"))
+                .map(|d| format!(" {}", value_text(d)))
                 .unwrap_or_default();
             let validity = match (e.event.as_str(), &e.valid_until) {
                 ("set", Some(until)) => format!("  [valid until {until}]"),

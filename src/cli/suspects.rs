@@ -2,7 +2,7 @@
 //! "suspects"), with their evidence, blast radius and the suggested rescope.
 
 use super::{outln, print_json, EXIT_OK};
-use crate::model::shorten;
+use crate::model::{shorten, value_text};
 use crate::store::AnyStore;
 use anyhow::Result;
 
@@ -21,7 +21,7 @@ pub fn run(store: &mut AnyStore, json: bool) -> Result<i32> {
             "{} · {} @ global = {}  v{}  {}",
             r.subject,
             r.predicate,
-            shorten(&r.value.to_string(), 60),
+            shorten(&value_text(&r.value), 60),
             r.version,
             r.source
         );

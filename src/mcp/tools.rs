@@ -5,8 +5,8 @@
 
 use super::context::McpContext;
 use crate::model::{
-    shorten, DeleteTarget, Identity, OutcomeKind, OutcomeScope, Resolution, Scope, ScopeChoice,
-    WriteContext, WriteOutcome, WriteRequest,
+    shorten, value_text, DeleteTarget, Identity, OutcomeKind, OutcomeScope, Resolution, Scope,
+    ScopeChoice, WriteContext, WriteOutcome, WriteRequest,
 };
 use crate::store::{AnyStore, ListFilter};
 use serde_json::{json, Map, Value};
@@ -91,12 +91,6 @@ fn printable(text: &str) -> String {
         .map(crate::model::escape_controls)
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// A value as JSON text in a tool's sentence, with the characters a terminal would act on
-/// escaped as JSON escapes (`\u202e`), as every CLI command prints it.
-fn json_text(v: &Value) -> String {
-    crate::model::to_json(v).unwrap_or_else(|_| v.to_string())
 }
 
 /// The tools of one server: its runtime context and its one store.
@@ -527,7 +521,7 @@ impl Tools {
                 "{} {} = {}  [{} v{}]{}",
                 if applies { "→" } else { " " },
                 r.predicate,
-                shorten(&json_text(&r.value), 120),
+                shorten(&value_text(&r.value), 120),
                 r.scope,
                 r.version,
                 if applies { "" } else { " (shadowed)" }
@@ -555,7 +549,7 @@ impl Tools {
         if let Some(next) = next_after {
             lines.push(format!(
                 "… and {more} more predicate(s) not shown: call list_memories with `after`: {} for the next page, or with `predicate` for one.",
-                json_text(&Value::String(next.to_string()))
+                value_text(&Value::String(next.to_string()))
             ));
         }
         if records.is_empty() {
@@ -720,7 +714,7 @@ fn predicate_only_schema(description: &str, required: bool) -> Value {
 fn bad_scope(got: &str, allowed: &str, described: impl FnOnce() -> String) -> String {
     let mut s = format!(
         "`scope` must be one of {allowed}, got {}",
-        shorten(&json_text(&Value::String(got.to_string())), 60)
+        shorten(&value_text(&Value::String(got.to_string())), 60)
     );
     if got.contains(':') {
         s.push_str(&format!(
@@ -746,7 +740,7 @@ pub fn describe_outcome(o: &WriteOutcome) -> String {
     let value = o
         .value
         .as_ref()
-        .map(|v| shorten(&json_text(v), 120))
+        .map(|v| shorten(&value_text(v), 120))
         .unwrap_or_default();
     let version = o.version.unwrap_or_default();
     match o.outcome {
@@ -758,7 +752,7 @@ pub fn describe_outcome(o: &WriteOutcome) -> String {
         ),
         OutcomeKind::Superseded => format!(
             "superseded: {predicate} at {scope} is now {value} (version {version}), replacing {}; the old value stays in history.",
-            o.previous.as_ref().map(|p| shorten(&json_text(p), 120)).unwrap_or_default()
+            o.previous.as_ref().map(|p| shorten(&value_text(p), 120)).unwrap_or_default()
         ),
         OutcomeKind::Stale => format!(
             "stale, not applied: {predicate} at {scope} already has a newer value ({}).",
@@ -787,7 +781,7 @@ pub fn describe_resolution(r: &Resolution) -> String {
             let value = c
                 .value
                 .as_ref()
-                .map(|v| format!(" {}", shorten(&json_text(v), 80)))
+                .map(|v| format!(" {}", shorten(&value_text(v), 80)))
                 .unwrap_or_default();
             format!("{}: {}{value}", c.scope, c.state)
         })
@@ -797,7 +791,7 @@ pub fn describe_resolution(r: &Resolution) -> String {
         (Some(v), Some(s)) => format!(
             "{} = {} (from {s} v{}, source {}). Considered, most specific first — {chain}.",
             r.predicate,
-            shorten(&json_text(v), 200),
+            shorten(&value_text(v), 200),
             r.version.unwrap_or_default(),
             crate::model::escape_controls(r.source.as_deref().unwrap_or("?"))
         ),

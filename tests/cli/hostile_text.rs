@@ -352,3 +352,80 @@ fn paths_with_control_characters_are_shown_escaped() {
     let (code, stderr) = s.finish();
     shows("mcp log", log_only(code, stderr));
 }
+
+#[test]
+fn a_value_reads_as_one_json_text_in_every_line() {
+    a_value_reads_as_one_json_text(TestDb::new());
+}
+
+#[test]
+fn a_value_reads_as_one_json_text_in_every_line_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        a_value_reads_as_one_json_text(db);
+    }
+}
+
+/// A stored value in a text line is JSON text with JSON's escapes for every character a terminal
+/// acts on — `\u001b` and `\u202e` alike, never Rust's `\u{202e}` beside serde_json's `\u001b` —
+/// so what a person copies from a line parses back to the value it shows.
+fn a_value_reads_as_one_json_text(db: TestDb) {
+    let value = "a\u{1b}[31mRED\u{202e}evil\u{200b}x";
+    let shown = r#""a\u001b[31mRED\u202eevil\u200bx""#;
+    assert_eq!(
+        serde_json::from_str::<String>(shown).unwrap(),
+        value,
+        "the oracle is the value's JSON text"
+    );
+    let one_style = |what: &str, run: Run| {
+        assert_no_raw_controls(what, &run);
+        assert!(
+            run.stdout.contains(shown),
+            "{what}: the value as its JSON text {shown}: {:?}",
+            run.stdout
+        );
+        assert!(
+            !run.stdout.contains("\\u{"),
+            "{what}: no Rust escape in a line of values: {:?}",
+            run.stdout
+        );
+    };
+    let indentation = ["--subject", "user:7", "--predicate", "indentation"];
+    let write = |v: &str, scope: &[&str], raw: &str| {
+        let args = [
+            &indentation[..],
+            &["--value", v, "--source", "thread:2", "--raw", raw],
+            scope,
+        ]
+        .concat();
+        db.run(&[&["write"][..], &args].concat()).ok()
+    };
+    let global = ["--scope", "global"];
+    one_style("write", write(value, &global, "Use tabs in this repo"));
+    db.write("user:7", "editor", "vim", "repo:api-server", "thread:3");
+    one_style("list", db.run(&["list"]).ok());
+    one_style(
+        "history",
+        db.run(&[&["history"][..], &indentation].concat()).ok(),
+    );
+    one_style(
+        "resolve",
+        db.run(&[&["resolve"][..], &indentation].concat()).ok(),
+    );
+    one_style("suspects", db.run(&["suspects"]).ok());
+    one_style("superseded (was …)", write("spaces", &global, "spaces"));
+    one_style(
+        "revert",
+        db.run(&[&["revert"][..], &indentation, &global].concat())
+            .ok(),
+    );
+    one_style(
+        "ambiguous write",
+        write(value, &["--ambiguous", "task:t-1,repo:api-server"], "tabs"),
+    );
+    one_style("pending", db.run(&["pending"]).ok());
+    one_style(
+        "pending resolve",
+        db.run(&["pending", "resolve", "1", "--scope", "task:t-1"])
+            .ok(),
+    );
+}
