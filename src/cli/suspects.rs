@@ -51,9 +51,10 @@ pub fn run(store: &mut AnyStore, json: bool) -> Result<i32> {
         }
         if let Some(to) = &s.suggested_scope {
             outln!(
-                "    fix: memscope rescope --subject {} --predicate {} --scope global --to {to}",
+                "    fix: memscope rescope --subject {} --predicate {} --scope global --to {}",
                 crate::model::shell_word(&r.subject),
-                crate::model::shell_word(&r.predicate)
+                crate::model::shell_word(&r.predicate),
+                crate::model::shell_word(&to.to_string())
             );
         }
     }

@@ -426,7 +426,13 @@ pub(crate) fn rescope_moved(
     ) {
         // A causally newer value there (the value a rescope away from it brought back, say)
         // is not replaced by moving an older one in; a revert makes an earlier value current.
-        let next = if moved.outcome == OutcomeKind::Stale {
+        let next = if moved.outcome == OutcomeKind::Stale && moved.version == Some(1) {
+            // Nothing earlier there to revert to: the newer value is the only one it had.
+            format!(
+                ": {} keeps its newer value — to replace it with this one, write the value there again (a new write is causally newer)",
+                to.scope
+            )
+        } else if moved.outcome == OutcomeKind::Stale {
             format!(
                 ": to make an earlier value current in {} again, revert it (`memscope revert --subject {} --predicate {} --scope {}`)",
                 to.scope,

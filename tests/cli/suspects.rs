@@ -397,3 +397,56 @@ fn a_suspect_scan_that_cannot_read_leaves_the_check_whole_on(db: TestDb) {
     let violations = report["violations"].to_string();
     assert!(violations.contains("not readable JSON"), "{report:#}");
 }
+
+/// The `fix:` line is a command to paste: every word of it is one shell word, the target scope
+/// too — an agent can store a scope id holding `;`, `$` or `'` (found by review: pasting
+/// `--to repo:x;touch${IFS}PWN` ran `touch`). bash reads the line back as exactly the argv meant.
+#[test]
+fn the_fix_line_pastes_as_the_command_it_names() {
+    let db = TestDb::new();
+    let target = "repo:x;touch${IFS}PWN$(id)'`仓库`";
+    let subject = "用户:it's 🧪";
+    db.write_with(
+        (subject, "lint"),
+        "eslint",
+        "global",
+        "thread:1",
+        &["--raw", "this repo only"],
+    );
+    db.write(subject, "build", "make", target, "thread:1");
+    let text = db.run(&["suspects"]).ok().stdout;
+    let fix = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("fix: memscope "))
+        .unwrap_or_else(|| panic!("a fix line: {text}"));
+    let dir = tempfile::tempdir().unwrap();
+    let argv = std::process::Command::new("bash")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {fix}"))
+        .output()
+        .unwrap();
+    assert!(argv.status.success(), "{argv:?}");
+    assert_eq!(
+        String::from_utf8(argv.stdout).unwrap(),
+        [
+            "rescope",
+            "--subject",
+            subject,
+            "--predicate",
+            "lint",
+            "--scope",
+            "global",
+            "--to",
+            target,
+            ""
+        ]
+        .join("\n"),
+        "{fix}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "pasting ran nothing"
+    );
+}

@@ -1191,6 +1191,27 @@ fn rescope_fixes_the_wrong_tool_incident() {
     assert_eq!(before, db.fingerprint());
 }
 
+/// A move refused as stale into a scope whose newer value is its only version names no revert
+/// (there is nothing earlier to revert to there): it says how to replace that value instead.
+#[test]
+fn a_stale_move_into_a_first_version_suggests_no_revert() {
+    let db = TestDb::new();
+    db.write(U, PM, "旧值 old", "global", "thread:1");
+    db.write(U, PM, "newer 🆕", "repo:x", "thread:2");
+    let before = db.fingerprint();
+    let refused = rescope_run(&db, "global", "repo:x");
+    refused.fails_with(
+        1,
+        &[
+            "stale",
+            "nothing changed",
+            "repo:x keeps its newer value — to replace it with this one, write the value there again",
+        ],
+    );
+    assert!(!refused.stderr.contains("revert"), "{refused:?}");
+    assert_eq!(before, db.fingerprint());
+}
+
 /// A mis-scoped value with no earlier version leaves FROM's current view (`removed`); a later
 /// write to FROM takes the next version.
 #[test]
