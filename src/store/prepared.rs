@@ -30,6 +30,11 @@ pub(crate) struct PreparedWrite {
     /// A global write's words as the scope guard reads them, read ahead (by the `apply`
     /// pipeline's parse thread) so the writer need not.
     pub words: Option<Words>,
+    /// A person's curation — a pending item resolved into a scope, a value moved by `rescope`, a
+    /// revert — of content memscope already holds: the person chose its scope, so the scope
+    /// guard does not judge it (README, "memscope suspects": a version a human placed is no
+    /// suspect, and its `set` event carries no mark).
+    pub curated: bool,
 }
 
 impl PreparedWrite {
@@ -54,6 +59,7 @@ impl PreparedWrite {
             causal_seq,
             context: None,
             words: None,
+            curated: true,
         })
     }
 
@@ -167,6 +173,7 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
             _ => None,
         },
         choice: req.scope,
+        curated: false,
         raw,
         causal_seq: req.causal_seq,
         context,

@@ -44,12 +44,50 @@ pub(crate) fn place_signals(
     }
 }
 
-/// Whether a human placed a global version (README, "memscope suspects"), from the outcomes of
-/// the `pending_resolved` events logged in `global` at that version: a pending item resolved
-/// into `global` that stored or confirmed it. A human's choice is the answer the guard asks
-/// for, so that version is no suspect; a later version is judged again.
-pub(crate) fn placed_by_a_human<'a>(mut outcomes: impl Iterator<Item = Option<&'a str>>) -> bool {
-    outcomes.any(|o| matches!(o, Some("inserted" | "confirmed" | "superseded")))
+/// An event logged in `global` that may say a person put a version there: a pending item
+/// resolved into it (`pending_resolved`), a value moved into it (`rescoped`), a revert
+/// (`reverted`, with the version it brought back).
+pub(crate) struct Placing {
+    pub version: i64,
+    pub event: String,
+    /// The outcome the event's write had (`inserted`, `stale` …).
+    pub outcome: Option<String>,
+    /// A revert's target version.
+    pub reverted_to: Option<i64>,
+}
+
+/// The events the scan reads for [`placed_by_a_human`].
+pub(crate) const PLACING_EVENTS: [&str; 3] = ["pending_resolved", "rescoped", "reverted"];
+
+/// Whether a person placed global version `version` (README, "memscope suspects"), from the
+/// identity's [`Placing`] events in `global`: a pending item resolved into `global` or a value
+/// moved there by `rescope` that stored or confirmed it — the person's choice is the answer the
+/// guard asks for — or a revert that brought back a version a person placed (a rescope's return
+/// to the earlier value included: the choice is not undone by moving a later value away). A
+/// later version is judged again; a revert to a version no person placed is judged too.
+pub(crate) fn placed_by_a_human(version: i64, events: &[Placing]) -> bool {
+    let mut at = version;
+    loop {
+        let mut earlier = None;
+        for e in events.iter().filter(|e| e.version == at) {
+            if !matches!(
+                e.outcome.as_deref(),
+                Some("inserted" | "confirmed" | "superseded")
+            ) {
+                continue;
+            }
+            match e.event.as_str() {
+                "pending_resolved" | "rescoped" => return true,
+                // Only backwards: a chain of reverts ends.
+                "reverted" => earlier = e.reverted_to.filter(|&t| t < at).or(earlier),
+                _ => {}
+            }
+        }
+        match earlier {
+            Some(t) => at = t,
+            None => return false,
+        }
+    }
 }
 
 /// The `set` detail of a version the guard marked (README, "The scope guard", `flag`): its

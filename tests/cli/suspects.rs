@@ -3,7 +3,7 @@
 //! value reaches without a rule of their own, and the rescope that fixes it.
 
 use crate::support::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[test]
 fn the_demo_incident_is_the_one_suspect_and_rescoping_it_clears_it() {
@@ -184,6 +184,124 @@ fn a_version_a_human_placed_in_global_is_no_suspect_on(db: TestDb) {
     let listed = db.json(&["suspects", "--json"]);
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed:#}");
     assert_eq!(listed[0]["record"]["version"], 2);
+}
+
+/// A person's choice outlives a fix of a later suspect (found by review): moving the agent's
+/// later value away brings the human's version back, and that is still no suspect — nor a
+/// revert to it, nor a value a person moved into `global` with `rescope`. The choice's `set`
+/// event carries no suspect mark. A revert to a version no person placed is judged again.
+#[test]
+fn a_human_placed_version_stays_placed_through_rescope_and_revert() {
+    a_human_placed_version_stays_placed_on(TestDb::new());
+}
+
+#[test]
+fn a_human_placed_version_stays_placed_through_rescope_and_revert_on_postgres() {
+    on_postgres(a_human_placed_version_stays_placed_on);
+}
+
+fn a_human_placed_version_stays_placed_on(db: TestDb) {
+    let u = "用户:8";
+    let lint = (u, "lint");
+    let suspects = |db: &TestDb| -> Vec<(Value, Value)> {
+        as_array(db.json(&["suspects", "--json"]))
+            .iter()
+            .map(|s| (s["record"]["value"].clone(), s["record"]["version"].clone()))
+            .collect()
+    };
+    let q = db.write_with(
+        lint,
+        "eslint 🧹",
+        "global",
+        "m:1",
+        &["--raw", "这个仓库 uses eslint", "--in-repo", "web"],
+    );
+    assert_eq!(q["outcome"], "pending", "{q:#}");
+    let id = q["pending_id"].as_i64().unwrap().to_string();
+    db.run(&["pending", "resolve", &id, "--scope", "global"])
+        .ok();
+    let placed = db.history(u, "lint", Some("global"));
+    assert_eq!(placed[0]["event"], "set", "{placed:#?}");
+    assert_eq!(
+        placed[0]["detail"],
+        Value::Null,
+        "a person's choice is not marked a suspect: {placed:#?}"
+    );
+    assert!(suspects(&db).is_empty());
+
+    // An agent's later value, flagged; the suggested fix moves it away and brings v1 back.
+    db.write_with(
+        lint,
+        "biome",
+        "global",
+        "m:3",
+        &["--raw", "this repo uses biome"],
+    );
+    assert_eq!(suspects(&db), [(json!("biome"), json!(2))]);
+    db.run(&args_for(
+        "rescope",
+        u,
+        "lint",
+        &["--scope", "global", "--to", "repo:web"],
+    ))
+    .ok();
+    assert_eq!(
+        db.resolve(u, "lint", &[])["value"],
+        "eslint 🧹",
+        "the human's value is back"
+    );
+    assert!(suspects(&db).is_empty(), "{:?}", suspects(&db));
+    assert_eq!(db.check().1["metrics"]["suspects"], 0);
+
+    // The agent writes again; a person reverts to the placed version: still no suspect.
+    db.write_with(
+        lint,
+        "oxlint",
+        "global",
+        "m:4",
+        &["--raw", "this repo uses oxlint"],
+    );
+    assert_eq!(suspects(&db).len(), 1);
+    db.run(&args_for(
+        "revert",
+        u,
+        "lint",
+        &["--scope", "global", "--to-version", "3"],
+    ))
+    .ok();
+    assert!(suspects(&db).is_empty(), "{:?}", suspects(&db));
+
+    // A revert to the agent's own suspect version is judged again.
+    db.run(&args_for(
+        "revert",
+        u,
+        "lint",
+        &["--scope", "global", "--to-version", "4"],
+    ))
+    .ok();
+    assert_eq!(suspects(&db), [(json!("oxlint"), json!(6))]);
+
+    // A value a person moves into global with rescope is their choice of global.
+    db.write_with(
+        (u, "formatter"),
+        "prettier",
+        "task:t-1",
+        "m:5",
+        &["--raw", "这个仓库 uses prettier"],
+    );
+    db.run(&args_for(
+        "rescope",
+        u,
+        "formatter",
+        &["--scope", "task:t-1", "--to", "global"],
+    ))
+    .ok();
+    assert_eq!(
+        suspects(&db),
+        [(json!("oxlint"), json!(6))],
+        "the moved formatter is no suspect"
+    );
+    db.assert_check_ok();
 }
 
 /// With the guard set to `flag`, a write said in a repository is applied and marked; its `set`

@@ -7,7 +7,8 @@ use super::store::{PgStore, Tx};
 use crate::model::{MemoryRecord, Scope};
 use crate::store::guard::Places;
 use crate::store::suspects::{
-    blast_radius, place_signals, placed_by_a_human, rank, repos, with_marked_places, Suspect,
+    blast_radius, place_signals, placed_by_a_human, rank, repos, with_marked_places, Placing,
+    Suspect, PLACING_EVENTS,
 };
 use anyhow::Result;
 use std::collections::HashMap;
@@ -128,26 +129,33 @@ fn candidates(t: &mut Tx<'_>, known: &[Scope]) -> Result<Vec<Found>> {
             places,
         });
     }
-    // The outcomes of the `pending_resolved` events logged at each found version.
-    let mut outcomes: Vec<Vec<Option<String>>> = vec![Vec::new(); found.len()];
+    // The events in `global` that may say a person placed each found version.
+    let mut placings: Vec<Vec<Placing>> = Vec::new();
+    placings.resize_with(found.len(), Vec::new);
     {
         let subjects: Vec<&str> = found.iter().map(|f| f.subject.as_str()).collect();
         let predicates: Vec<&str> = found.iter().map(|f| f.predicate.as_str()).collect();
-        let versions: Vec<i64> = found.iter().map(|f| f.version).collect();
+        let events: Vec<&str> = PLACING_EVENTS.to_vec();
         for r in t.all(
-            "SELECT k.i, h.detail::json->>'outcome'
-             FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS k(subject, predicate, version, i)
+            "SELECT k.i, h.version, h.event, h.detail::json->>'outcome',
+                    (h.detail::json->>'reverted_to')::bigint
+             FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(subject, predicate, i)
              JOIN history h ON h.subject = k.subject AND h.predicate = k.predicate
-               AND h.scope = 'global' AND h.event = 'pending_resolved' AND h.version = k.version",
-            &[&subjects, &predicates, &versions],
+               AND h.scope = 'global' AND h.version IS NOT NULL AND h.event = ANY($3::text[])",
+            &[&subjects, &predicates, &events],
         )? {
-            outcomes[nth(&r)].push(r.get(1));
+            placings[nth(&r)].push(Placing {
+                version: r.get(1),
+                event: r.get(2),
+                outcome: r.get(3),
+                reverted_to: r.get(4),
+            });
         }
     }
     Ok(found
         .into_iter()
-        .zip(outcomes)
-        .filter(|(_, o)| !placed_by_a_human(o.iter().map(Option::as_deref)))
+        .zip(placings)
+        .filter(|(f, events)| !placed_by_a_human(f.version, events))
         .map(|(f, _)| f)
         .collect())
 }

@@ -465,6 +465,7 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
 /// Whether an exact write to `scope` goes to the scope guard before it is probed.
 fn guarded(w: &PreparedWrite, mode: Option<GuardMode>) -> bool {
     matches!(w.choice, ScopeChoice::Exact(Scope::Global))
+        && !w.curated
         && (w.context.is_some() || w.raw.is_some())
         && mode != Some(GuardMode::Off)
 }

@@ -8,7 +8,8 @@ use super::Store;
 use crate::model::{MemoryRecord, Scope};
 use crate::store::guard::Places;
 use crate::store::suspects::{
-    blast_radius, place_signals, placed_by_a_human, rank, repos, with_marked_places, Suspect,
+    blast_radius, place_signals, placed_by_a_human, rank, repos, with_marked_places, Placing,
+    Suspect, PLACING_EVENTS,
 };
 use anyhow::Result;
 use rusqlite::OptionalExtension;
@@ -83,9 +84,11 @@ impl Store {
         let conn = &self.conn;
         let messages = Messages::read(conn)?;
         let places = Places::new(known);
-        let mut resolutions = conn.prepare_cached(
-            "SELECT json_extract(detail, '$.outcome') FROM history
-             WHERE subject = ?1 AND predicate = ?2 AND scope = 'global' AND event = 'pending_resolved' AND version = ?3",
+        let mut placings = conn.prepare_cached(
+            "SELECT version, event, json_extract(detail, '$.outcome'), json_extract(detail, '$.reverted_to')
+             FROM history
+             WHERE subject = ?1 AND predicate = ?2 AND scope = 'global' AND version IS NOT NULL
+               AND event IN (?3, ?4, ?5)",
         )?;
         let mut found = Vec::new();
         let mut stmt = conn.prepare(
@@ -105,12 +108,18 @@ impl Store {
             };
             let predicate = r.get_ref(4)?.as_str().unwrap_or_default();
             let version: i64 = r.get(5)?;
-            let outcomes = resolutions
-                .query_map(rusqlite::params![subject, predicate, version], |r| {
-                    r.get::<_, Option<String>>(0)
+            let [e1, e2, e3] = PLACING_EVENTS;
+            let events = placings
+                .query_map(rusqlite::params![subject, predicate, e1, e2, e3], |r| {
+                    Ok(Placing {
+                        version: r.get(0)?,
+                        event: r.get(1)?,
+                        outcome: r.get(2).ok(),
+                        reverted_to: r.get(3).ok(),
+                    })
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            if placed_by_a_human(outcomes.iter().map(Option::as_deref)) {
+            if placed_by_a_human(version, &events) {
                 continue;
             }
             found.push(Found {

@@ -367,7 +367,7 @@ fn decide_and_apply(
     // a place's rule (no place given, or the guard set to `flag`) is stored, and its `set`
     // event keeps the evidence.
     let mut suspect = None;
-    if *scope == Scope::Global {
+    if *scope == Scope::Global && !w.curated {
         match st.guard(conn, w)? {
             // A deleted memory is refused before it is judged (README, "Write rules": a
             // tombstone comes first): queued, its value and words would be stored again.
