@@ -480,6 +480,38 @@ impl TestDb {
         }
     }
 
+    /// Every row `sql` returns, on either backend, each column as text or NULL: the query casts
+    /// each column that is not text (`CAST(id AS TEXT)`, which both backends read alike).
+    #[track_caller]
+    pub fn sql_text_rows(&self, sql: &str) -> Vec<Vec<Option<String>>> {
+        if self.is_postgres() {
+            let mut client = postgres::Client::connect(self.path_str(), postgres::NoTls)
+                .expect("the test database answers");
+            let rows = client
+                .query(sql, &[])
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            return rows
+                .iter()
+                .map(|r| {
+                    (0..r.len())
+                        .map(|i| r.get::<_, Option<String>>(i))
+                        .collect()
+                })
+                .collect();
+        }
+        let conn = self.sql();
+        let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let n = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                (0..n)
+                    .map(|i| r.get::<_, Option<String>>(i))
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>());
+        rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
     /// Runs `sql` as a client other than memscope would (past its write path), on either
     /// backend; the database's own refusal is the error.
     pub fn sql_execute(&self, sql: &str) -> Result<(), String> {

@@ -3,7 +3,8 @@
 //! the environment knobs that lengthen the long-running tests.
 #![allow(dead_code)]
 
-use memscope::{OpenMode, Scope, ScopeChoice, Store, WriteContext, WriteRequest};
+use memscope::store::AnyStore;
+use memscope::{OpenMode, Scope, ScopeChoice, WriteContext, WriteRequest};
 use serde_json::Value;
 use std::io::Write;
 use std::path::PathBuf;
@@ -144,13 +145,23 @@ pub fn event_of(outcome: &str) -> Option<&'static str> {
     }
 }
 
-/// The write request an `apply` line asks for (`"context": {"repo": …}` as `apply` reads it).
+/// The write request an `apply` line asks for (`"context": {"repo": …}` as `apply` reads it; a
+/// scope `{"ambiguous": [...]}` as a choice for a human).
 pub fn request(line: &Value) -> WriteRequest {
     WriteRequest {
         subject: line["subject"].as_str().unwrap().into(),
         predicate: line["predicate"].as_str().unwrap().into(),
         value: line["value"].clone(),
-        scope: ScopeChoice::Exact(Scope::parse(line["scope"].as_str().unwrap()).unwrap()),
+        scope: match line["scope"]["ambiguous"].as_array() {
+            Some(candidates) => ScopeChoice::ambiguous(
+                candidates
+                    .iter()
+                    .map(|c| Scope::parse(c.as_str().unwrap()).unwrap())
+                    .collect(),
+            )
+            .unwrap(),
+            None => ScopeChoice::Exact(Scope::parse(line["scope"].as_str().unwrap()).unwrap()),
+        },
         source: line["source"].as_str().unwrap().into(),
         raw: line["raw"].as_str().map(str::to_string),
         causal_seq: None,
@@ -163,7 +174,8 @@ pub fn request(line: &Value) -> WriteRequest {
 
 /// Five clients write at once: clients 0–2 are `memscope apply` processes, started together,
 /// each fed its `lines(c)`; clients 3–4 are connections in this process writing one line per
-/// transaction meanwhile. What each client was told, one answer a line, in client order.
+/// transaction meanwhile, on either backend (a SQLite file or a PostgreSQL address). What each
+/// client was told, one answer a line, in client order.
 pub fn write_concurrently(db: &Db, lines: fn(usize) -> Vec<Value>) -> Vec<Vec<Value>> {
     let mut children = Vec::new();
     for c in 0..3 {
@@ -188,8 +200,10 @@ pub fn write_concurrently(db: &Db, lines: fn(usize) -> Vec<Value>) -> Vec<Vec<Va
         .map(|c| {
             let path = db.path.clone();
             std::thread::spawn(move || {
-                let mut store = Store::open(&path, OpenMode::Existing).expect("open");
-                store.set_assert_invariants(true);
+                let mut store = AnyStore::open(&path, OpenMode::Existing).expect("open");
+                if let AnyStore::Sqlite(s) = &mut store {
+                    s.set_assert_invariants(true);
+                }
                 lines(c)
                     .iter()
                     .map(|line| {
