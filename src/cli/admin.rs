@@ -198,7 +198,12 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
                 })
                 .unwrap_or_default();
             outln!(
-                "GUARDS: memscope's guards on this database are not intact ({problems}): until they are, a raw SQL client can rewrite history or bring a deleted memory back unseen — `memscope --db … init` makes memscope's own again; a trigger, rule or policy memscope did not make is for its owner to remove"
+                "GUARDS: memscope's guards on this database are not intact ({problems}): until they are, a raw SQL client can rewrite history or bring a deleted memory back unseen — `memscope --db {} init` makes memscope's own again; a trigger, rule or policy memscope did not make is for its owner to remove",
+                // A file is named; an address may hold a password, so it is not repeated.
+                match crate::store::postgres::Address::recognise(path.as_os_str()) {
+                    Some(_) => "…".to_string(),
+                    None => crate::model::shell_word(&path.display().to_string()),
+                }
             );
         }
         if report.metrics.get("clock_exhausted") == Some(&serde_json::json!(true)) {

@@ -98,8 +98,7 @@ impl Integrity {
             )
         };
         format!(
-            "the database file is damaged: {found}: {}; stop the writers, keep a copy of the file, and restore a backup — or salvage what SQLite can still read with `sqlite3 FILE .recover | sqlite3 NEW` and check NEW with `memscope --db NEW check`",
-            crate::model::escape_controls(&first)
+            "the database file is damaged: {found}: {first}; stop the writers, keep a copy of the file, and restore a backup — or salvage what SQLite can still read with `sqlite3 FILE .recover | sqlite3 NEW` and check NEW with `memscope --db NEW check`"
         )
     }
 }

@@ -825,7 +825,7 @@ fn init_makes_the_guards_again_and_check_names_what_is_wrong() {
          DROP TRIGGER memories_no_resurrection_insert;
          CREATE TRIGGER memories_no_resurrection_insert BEFORE INSERT ON memories WHEN 0
          BEGIN SELECT 1; END;
-         CREATE TRIGGER \"间谍 📎\" AFTER DELETE ON history BEGIN SELECT 1; END;",
+         CREATE TRIGGER \"间谍 📎\u{1b}]0;pwn\u{7}\u{202e}\" AFTER DELETE ON history BEGIN SELECT 1; END;",
     );
     let (_, report) = db.check();
     assert_eq!(report["metrics"]["schema_guards"], "missing");
@@ -834,15 +834,17 @@ fn init_makes_the_guards_again_and_check_names_what_is_wrong() {
         json!([
             "trigger memories_no_resurrection_insert is not as memscope made it",
             "trigger history_append_only_delete is missing",
-            "trigger 间谍 📎 on history was not made by memscope"
+            "trigger 间谍 📎\u{1b}]0;pwn\u{7}\u{202e} on history was not made by memscope"
         ]),
-        "{report:#}"
+        "the JSON parses to the name as stored (found by review: it held the text `\\u{{1b}}`): {report:#}"
     );
     let text = db.run(&["check"]).stdout;
     assert!(
         text.contains("GUARDS: memscope's guards on this database are not intact (trigger memories_no_resurrection_insert")
-            && text.contains("init` makes memscope's own again"),
-        "{text}"
+            && text.contains(&format!("`memscope --db {} init` makes memscope's own again", db.path.display()))
+            && text.contains("trigger 间谍 📎\\u{1b}]0;pwn\\u{7}\\u{202e} on history")
+            && !text.contains('\u{1b}'),
+        "the file named, the name escaped once: {text}"
     );
     let said = db.run(&["init"]).ok().stdout;
     assert!(
@@ -851,9 +853,9 @@ fn init_makes_the_guards_again_and_check_names_what_is_wrong() {
     );
     assert_eq!(
         db.check().1["metrics"]["schema_guard_problems"],
-        json!(["trigger 间谍 📎 on history was not made by memscope"])
+        json!(["trigger 间谍 📎\u{1b}]0;pwn\u{7}\u{202e} on history was not made by memscope"])
     );
-    python_sql(&db, "DROP TRIGGER \"间谍 📎\";");
+    python_sql(&db, "DROP TRIGGER \"间谍 📎\u{1b}]0;pwn\u{7}\u{202e}\";");
     db.assert_check_ok();
     assert_eq!(db.check().1["metrics"]["schema_guards"], "present");
     assert!(db

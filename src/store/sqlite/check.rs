@@ -128,9 +128,7 @@ impl CheckDb for Sqlite<'_> {
         while let Some(r) = rows.next()? {
             let (name, table): (String, String) = (r.get(0)?, r.get(1)?);
             problems.push(format!(
-                "trigger {} on {} was not made by memscope",
-                crate::model::escape_controls(&name),
-                crate::model::escape_controls(&table)
+                "trigger {name} on {table} was not made by memscope"
             ));
         }
         Ok(problems)
@@ -208,14 +206,10 @@ impl CheckDb for Sqlite<'_> {
                         invariant = type_invariant(table, name);
                     }
                     said.push(if found == "bad utf-8" {
-                        format!(
-                            "{} holds text that is not UTF-8",
-                            crate::model::escape_controls(name)
-                        )
+                        format!("{name} holds text that is not UTF-8")
                     } else {
                         format!(
-                            "{} holds {} where memscope stores {}",
-                            crate::model::escape_controls(name),
+                            "{name} holds {} where memscope stores {}",
                             storage_class(found),
                             storage_class(class)
                         )
