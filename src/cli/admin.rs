@@ -409,6 +409,13 @@ pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
                     );
                 }
             }
+            if p.is_dir() {
+                anyhow::bail!(
+                    "cannot write {}: it is a folder: pass --out a file, such as {}; nothing was written",
+                    p.display(),
+                    crate::model::shell_word(&p.join("memscope-export.jsonl").display().to_string())
+                );
+            }
             let in_place = p.exists() && !p.is_file();
             let target = if in_place {
                 p.clone()
@@ -447,10 +454,11 @@ pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
                     "cannot write {}: the disk is full (or the quota used up): free space there or pass --out a file on another disk; {left}",
                     p.display()
                 ),
-                // A bare OS error (one with context already names the file).
+                // The OS's words, once (the context names the file already).
                 Some(_) => anyhow::anyhow!(
-                    "cannot write {}: {e}: pass --out a file you can write; {left}",
-                    p.display()
+                    "cannot write {}: {}: pass --out a file you can write; {left}",
+                    p.display(),
+                    e.root_cause()
                 ),
                 None => e,
             })?

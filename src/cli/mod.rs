@@ -36,7 +36,18 @@ pub fn usage_failure(e: clap::Error, help: &str) -> i32 {
             EXIT_OK
         };
     }
-    let text = e.render().to_string();
+    let mut text = e.render().to_string();
+    // Rendering strips what looks like a terminal escape — from the value the user typed too,
+    // so `1<ESC>` was called "invalid value '1'": the value goes back in, raw, and is escaped
+    // once like every other line.
+    if let Some(clap::error::ContextValue::String(typed)) =
+        e.get(clap::error::ContextKind::InvalidValue)
+    {
+        let stripped = clap::builder::StyledStr::from(typed.clone()).to_string();
+        if stripped != *typed {
+            text = text.replacen(&format!("'{stripped}'"), &format!("'{typed}'"), 1);
+        }
+    }
     // clap's lines in one sentence; its "tip:" becomes a clause of it.
     let mut sentence = String::new();
     for l in text.lines().map(str::trim).filter(|l| {

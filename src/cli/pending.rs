@@ -18,12 +18,24 @@ pub struct PendingArgs {
     pub json: bool,
 }
 
+/// A pending item's number: a whole number from 1.
+fn item_number(typed: &str) -> Result<i64, String> {
+    typed
+        .parse::<i64>()
+        .ok()
+        .filter(|&n| n >= 1)
+        .ok_or_else(|| {
+            "an item's number is a whole number from 1, as `memscope pending` lists it".into()
+        })
+}
+
 #[derive(Debug, Subcommand)]
 pub enum PendingCommand {
     /// Write the item to the chosen scope through the write path
     #[command(after_help = "Example:\n  memscope pending resolve 1 --scope repo:web-app")]
     Resolve {
         /// The item's number, as `memscope pending` lists it
+        #[arg(value_parser = item_number)]
         id: i64,
         /// One of the item's candidate scopes (another scope needs --force); may be left out
         /// when the item has one candidate
@@ -40,6 +52,7 @@ pub enum PendingCommand {
     #[command(after_help = "Example:\n  memscope pending reject 1")]
     Reject {
         /// The item's number, as `memscope pending` lists it
+        #[arg(value_parser = item_number)]
         id: i64,
         /// Print JSON instead of text
         #[arg(long)]

@@ -1543,3 +1543,46 @@ fn an_export_onto_a_full_disk_names_the_file_and_what_to_do() {
         ],
     );
 }
+
+/// Found by review: `export --out FOLDER` said "cannot write F: cannot write F: … the export
+/// stopped part-way" — the clause twice, and a part-way export that never started.
+#[test]
+fn an_export_onto_a_folder_says_so_once_and_that_nothing_was_written() {
+    let db = TestDb::new();
+    db.write(U, "编辑器", "helix 🧬", "global", "s1");
+    let folder = db.sibling("导出 📦");
+    std::fs::create_dir(&folder).unwrap();
+    let run = db.run(&["export", "--out", folder.to_str().unwrap()]);
+    assert_one_sentence(&run.stderr, &[]);
+    run.fails_with(
+        1,
+        &[
+            "it is a folder: pass --out a file, such as",
+            "memscope-export.jsonl",
+            "nothing was written",
+        ],
+    );
+    assert_eq!(run.stderr.matches("cannot write").count(), 1, "{run:?}");
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+}
+
+/// A pending item's number is a whole number from 1: `-1`, `0` and a number with an ESC after it
+/// are refused as usage, the typed value shown escaped (found by review: rendering dropped the
+/// ESC, so `1<ESC>` was called "invalid value '1'").
+#[test]
+fn a_pending_item_number_is_a_whole_number_from_one() {
+    let db = TestDb::new();
+    for (typed, shown) in [("-1", "'-1'"), ("0", "'0'"), ("1\u{1b}", "'1\\u{1b}'")] {
+        for verb in ["resolve", "reject"] {
+            let run = db.run(&["pending", verb, "--", typed]);
+            assert_one_sentence(&run.stderr, &[]);
+            run.fails_with(
+                2,
+                &[
+                    &format!("invalid value {shown}"),
+                    "an item's number is a whole number from 1",
+                ],
+            );
+        }
+    }
+}
