@@ -555,6 +555,10 @@ pub struct WriteOutcome {
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A revert's: the version whose value it brought back (the default one, when none was
+    /// named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverted_to: Option<i64>,
 }
 
 /// Where a write went: one scope (JSON: its text), or the candidates a human must choose
@@ -613,6 +617,7 @@ impl WriteOutcome {
             causal_seq: None,
             reason: None,
             error: None,
+            reverted_to: None,
         }
     }
 

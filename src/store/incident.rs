@@ -389,6 +389,7 @@ pub(crate) fn reverted(out: &mut WriteOutcome, mut detail: Value, target: i64) -
         map.insert("outcome".into(), json!(out.outcome.as_str()));
     }
     out.reason = Some(format!("reverted to the value of v{target}"));
+    out.reverted_to = Some(target);
     detail
 }
 

@@ -85,7 +85,7 @@ fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String
                 let choices = repair::revert_choices(store, &d.record)
                     .map_err(|e| crate::store::error_text(&e));
                 let at = match (&choices, chosen) {
-                    (Ok(list), Some(v)) => match list.iter().position(|c| c.version == v) {
+                    (Ok(list), Some(v)) => match list.list.iter().position(|c| c.version == v) {
                         Some(at) => Some(at),
                         None => {
                             return Ok(Some(format!(

@@ -2,7 +2,7 @@
 //! and rolls it back (`Store::preview_rescope`, `Store::preview_revert`), and this file only
 //! words the outcomes. No write rule is restated here; the store is the one judge.
 
-use super::dialogs::{RescopePreview, RevertChoice, Suggestion};
+use super::dialogs::{RescopePreview, RevertChoice, RevertChoices, Suggestion};
 use super::text::{ago, value_text, Statement};
 use crate::model::{MemoryRecord, OutcomeKind, Scope};
 use crate::store::{ReadFilter, UiStore};
@@ -139,11 +139,24 @@ pub fn rescope_preview(
     Ok(preview)
 }
 
-/// The earlier versions of `rec`, newest first, each once (the previous one is chosen first,
-/// and what choosing it does is asked of the store at once; the others' when chosen, so a
-/// timeline of thousands of versions opens as fast as one of two).
-pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Vec<RevertChoice>> {
+/// The earlier versions of `rec`, newest first, each once, those `rescope` moved out named; the
+/// one chosen first is the one the store's plain revert brings back (its preview says which, or
+/// why none), and what choosing it does is asked of the store at once — the others' when
+/// chosen, so a timeline of thousands of versions opens as fast as one of two.
+pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<RevertChoices> {
     let history = store.history(&rec.subject, &rec.predicate, Some(&rec.scope))?;
+    // A rescope's return to the earlier value names the version it moved, and where.
+    let moved: std::collections::HashMap<i64, String> = history
+        .iter()
+        .filter(|e| e.event == "reverted")
+        .filter_map(|e| {
+            let d = e.detail.as_ref()?;
+            Some((
+                d.get("moved_version")?.as_i64()?,
+                d.get("rescoped_to")?.as_str()?.to_string(),
+            ))
+        })
+        .collect();
     let mut seen = std::collections::HashSet::new();
     let mut out: Vec<RevertChoice> = Vec::new();
     for e in history.iter().rev().filter(|e| e.event == "set") {
@@ -160,12 +173,30 @@ pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Vec
             source: e.source.clone(),
             valid_until: e.valid_until.clone(),
             effect: None,
+            moved_to: moved.get(&version).cloned(),
         });
     }
-    if let Some(first) = out.first_mut() {
+    let (default, no_default) = match store.preview_revert(&rec.identity(), None) {
+        Ok(o) => (
+            o.reverted_to
+                .and_then(|v| out.iter().position(|c| c.version == v))
+                .unwrap_or(0),
+            None,
+        ),
+        // Nothing by default: the newest version not moved out is chosen, to look at.
+        Err(why) => (
+            out.iter().position(|c| c.moved_to.is_none()).unwrap_or(0),
+            Some(why),
+        ),
+    };
+    if let Some(first) = out.get_mut(default) {
         first.effect = Some(revert_effect(store, rec, first.version));
     }
-    Ok(out)
+    Ok(RevertChoices {
+        list: out,
+        default,
+        no_default,
+    })
 }
 
 /// What reverting `rec` to `version` does, from the store's preview, or why it refuses.

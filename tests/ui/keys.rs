@@ -1711,6 +1711,60 @@ fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
     });
 }
 
+/// After the incident's fix the revert dialog offers what the store's plain revert would do —
+/// nothing, since what came before was moved out — and never chooses the moved value by itself
+/// (found by review: it chose v2, npm, so `v` `y` put the incident back). The moved version is
+/// named as moved and can still be chosen on purpose.
+#[test]
+fn after_a_rescope_the_revert_dialog_does_not_choose_the_moved_value() {
+    for_each_backend(&Fixture::incident(), |db| {
+        let global = package_manager(Scope::Global);
+        db.commands()
+            .rescope(
+                &global.subject,
+                &global.predicate,
+                &global.scope,
+                &Scope::Repo("legacy-dashboard".into()),
+            )
+            .unwrap();
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        assert_eq!(s.app.handle_key(ch('v')), Action::PreviewRevert);
+        s.perform(Action::PreviewRevert);
+        let d = top!(s, Revert);
+        let chosen = d.chosen().unwrap();
+        assert_eq!(chosen.version, 1, "the version not moved out");
+        assert_eq!(
+            chosen.effect,
+            Some(Ok(
+                "global already holds pnpm: v3 is confirmed, no new version".to_string()
+            ))
+        );
+        let why = d.no_default.clone().unwrap_or_default();
+        assert!(why.contains("was moved to another scope"), "{why}");
+        let moved = d.choices.clone().unwrap().unwrap();
+        assert_eq!(
+            moved
+                .iter()
+                .map(|c| (c.version, c.moved_to.clone()))
+                .collect::<Vec<_>>(),
+            [(2, Some("repo:legacy-dashboard".to_string())), (1, None)]
+        );
+        let screen = render(&mut s, 120, 32);
+        assert!(
+            screen.contains("A plain revert brings nothing back")
+                && screen.contains("v2   npm (moved to repo:legacy-dashboard)"),
+            "{screen}"
+        );
+        // Chosen on purpose, the moved value comes back as the store says.
+        press(&mut s, "2");
+        assert_eq!(
+            top!(s, Revert).chosen().unwrap().effect,
+            Some(Ok("global becomes npm (value of v2) as v4".to_string()))
+        );
+    });
+}
+
 // ---- The timeline's events, the event popup, copying, the mouse (issue 13, items 8–10) ----
 
 use crossterm::event::{Event, MouseButton, MouseEvent, MouseEventKind};

@@ -18,7 +18,7 @@ pub use delete::DeleteDialog;
 pub use event::EventDialog;
 pub use explain::{ExplainDialog, ExplainField, ExplainQuery};
 pub use rescope::{RescopeDialog, RescopePreview, Suggestion};
-pub use revert::{RevertChoice, RevertDialog};
+pub use revert::{RevertChoice, RevertChoices, RevertDialog};
 
 use super::app::{Action, App};
 use super::keymap::{self, Command, Context};
@@ -97,7 +97,7 @@ pub enum Loaded<'a> {
     /// … and the preview of its target.
     Rescope(Result<RescopePreview, String>),
     /// The revert dialog's earlier versions …
-    Revert(Result<Vec<RevertChoice>, String>),
+    Revert(Result<RevertChoices, String>),
     /// … and what choosing one of them does.
     RevertEffect(i64, Result<String, String>),
 }

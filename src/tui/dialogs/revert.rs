@@ -9,7 +9,7 @@ use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
 use crate::tui::text::{
-    ago, fit, fit_identity, month_day_time, one_line, value_text, width, Statement,
+    ago, fit, fit_identity, month_day_time, one_line, value_text, width, wrap, Statement,
 };
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent};
@@ -32,6 +32,18 @@ pub struct RevertChoice {
     /// What choosing it does, or why the store would refuse it — asked of the store when the
     /// version is chosen (`None` until then: each answer is a rolled-back write).
     pub effect: Option<Result<String, String>>,
+    /// Where `rescope` moved this version's value (a mis-scoped value the store's default
+    /// revert passes over; choosing it brings it back on purpose).
+    pub moved_to: Option<String>,
+}
+
+/// What the store says of a revert's choices: the versions, newest first, and which one a
+/// plain revert brings back — or, when it brings back none, the store's sentence why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RevertChoices {
+    pub list: Vec<RevertChoice>,
+    pub default: usize,
+    pub no_default: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -40,6 +52,8 @@ pub struct RevertDialog {
     /// Earlier versions, newest first (the default is the previous one).
     pub choices: Option<Result<Vec<RevertChoice>, String>>,
     pub choice: usize,
+    /// Why a plain revert brings back no version (the store's sentence), when it does not.
+    pub no_default: Option<String>,
     /// Digits typed so far (a version number).
     pub typed: String,
 }
@@ -52,10 +66,16 @@ impl RevertDialog {
         }
     }
 
-    /// The earlier versions; the previous one is chosen.
-    pub fn take_choices(&mut self, choices: Result<Vec<RevertChoice>, String>) {
-        self.choices = Some(choices);
+    /// The earlier versions; the one a plain revert brings back is chosen (the store's
+    /// default: never a value `rescope` moved out, README "Debugging a wrong-tool incident").
+    pub fn take_choices(&mut self, choices: Result<RevertChoices, String>) {
         self.choice = 0;
+        self.no_default = None;
+        self.choices = Some(choices.map(|c| {
+            self.choice = c.default;
+            self.no_default = c.no_default;
+            c.list
+        }));
     }
 
     /// What choosing `version` does, from the store.
@@ -187,6 +207,13 @@ impl RevertDialog {
                 max,
             )),
             Some(Ok(choices)) => {
+                if let Some(why) = &d.no_default {
+                    lines.extend(
+                        wrap(&format!("A plain revert brings nothing back: {why}"), max)
+                            .into_iter()
+                            .map(|l| plain(&l, Style::new().fg(Color::Yellow), max)),
+                    );
+                }
                 let effect = match d.chosen() {
                     Some(c) => {
                         let said = |e: &str| vec![Statement::new().says(e)];
@@ -214,9 +241,10 @@ impl RevertDialog {
                     } else {
                         ("( ) ", Style::new())
                     };
-                    let value = match &c.value {
-                        Some(v) => value_text(v),
-                        None => "(content purged)".into(),
+                    let value = match (&c.value, &c.moved_to) {
+                        (Some(v), None) => value_text(v),
+                        (Some(v), Some(to)) => format!("{} (moved to {to})", value_text(v)),
+                        (None, _) => "(content purged)".into(),
                     };
                     let until = c
                         .valid_until
@@ -227,7 +255,14 @@ impl RevertDialog {
                         &[
                             part(mark, style),
                             part(format!("v{:<3} ", c.version), style),
-                            part(fit(&value, 16), Style::new().fg(Color::Green)),
+                            part(
+                                fit(&value, if c.moved_to.is_some() { 36 } else { 16 }),
+                                Style::new().fg(if c.moved_to.is_some() {
+                                    Color::Yellow
+                                } else {
+                                    Color::Green
+                                }),
+                            ),
                             part(format!("  {} → {}", month_day_time(&c.at), until), dim()),
                             part(
                                 format!("  {}", one_line(c.source.as_deref().unwrap_or(""))),

@@ -316,6 +316,7 @@ impl MemoriesTab {
             record: rec,
             choices: None,
             choice: 0,
+            no_default: None,
             typed: String::new(),
         }));
         Action::PreviewRevert
