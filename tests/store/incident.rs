@@ -1608,9 +1608,13 @@ fn revert_makes_an_earlier_value_current_as_a_new_version() {
     let outs = as_array(revert_run(&db, "global", None).ok().json());
     assert_eq!(outs.len(), 1);
     assert_eq!(
-        (&outs[0]["outcome"], &outs[0]["version"]),
-        (&json!("superseded"), &json!(3)),
-        "{outs:#?}"
+        (
+            &outs[0]["outcome"],
+            &outs[0]["version"],
+            &outs[0]["reverted_to"]
+        ),
+        (&json!("superseded"), &json!(3), &json!(1)),
+        "the outcome names the version it brought back: {outs:#?}"
     );
     let cur = db.list(&["--scope", "global"]);
     assert_eq!(
