@@ -480,5 +480,46 @@ fn long_reads_on(db: TestDb) {
         "{logged:?}"
     );
     assert_eq!(reads(&[]).len(), 4);
-    db.assert_check_ok();
+    // The long identity counts against the limit; the names the reads asked for do not.
+    let report = db.assert_check_ok();
+    assert_eq!(report["metrics"]["ids_past_limit"], 1, "{report:#}");
+}
+
+/// A logged read's name is no stored id: a SQLite file whose read log names a mistyped
+/// subject and predicate kilobytes long has nothing past the limit, and its export imports into
+/// PostgreSQL (schema 10 indexes the names by their digests), the reads listed as they were.
+#[test]
+fn a_read_log_naming_long_names_moves_to_postgres() {
+    let db = TestDb::new();
+    db.write("u:42", "editor", "helix", "global", "s");
+    let subject = format!("u:{}", incompressible(5_000, 3));
+    let predicate = incompressible(2_000, 4);
+    for (s, p) in [(subject.as_str(), "editor"), ("u:42", predicate.as_str())] {
+        db.run(&args_for("resolve", s, p, &["--log", "--agent", "tester"]))
+            .ok();
+    }
+    let report = db.assert_check_ok();
+    assert_eq!(report["metrics"]["ids_past_limit"], 0, "{report:#}");
+    let logged = db.run(&["reads", "--json"]).ok().json();
+    let dump = db.sibling("reads.jsonl");
+    db.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    on_postgres(|pg| {
+        pg.run(&["import", dump.to_str().unwrap()]).ok();
+        let moved = pg.run(&["reads", "--json"]).ok().json();
+        let names = |v: &Value| -> Vec<(Value, Value)> {
+            as_array(v.clone())
+                .iter()
+                .map(|r| (r["subject"].clone(), r["predicate"].clone()))
+                .collect()
+        };
+        assert_eq!(names(&moved), names(&logged));
+        let found = as_array(
+            pg.run(&["reads", "--subject", &subject, "--json"])
+                .ok()
+                .json(),
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        let report = pg.assert_check_ok();
+        assert_eq!(report["metrics"]["ids_past_limit"], 0, "{report:#}");
+    });
 }

@@ -689,6 +689,7 @@ fn schema_10_logs_a_read_of_a_long_name_and_migrates_a_schema_9_read_log() {
         .unwrap();
     assert!(report.ok, "{report:?}");
     assert_eq!(report.metrics["schema_guards"], "present", "{report:?}");
+    assert_eq!(report.metrics["ids_past_limit"], 0, "{report:?}");
 }
 
 #[test]
