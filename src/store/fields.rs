@@ -269,7 +269,10 @@ enum IdColumn {
 /// Every column holding a subject, a predicate or a scope, by table. The id limit is no field
 /// rule: a database written before it may hold longer ids, and they stay readable; but
 /// PostgreSQL cannot index them, so `check` counts them and an import into PostgreSQL refuses
-/// them (README, "The model in one minute").
+/// them (README, "The model in one minute"). A logged read's subject and predicate are not
+/// among them: a read names whatever it asks for (a mistyped name, kilobytes long), and
+/// PostgreSQL indexes them by their digests from its schema 10; the scope it was served is a
+/// stored one.
 const ID_COLUMNS: &[(&str, &str, IdColumn)] = &[
     ("predicate_aliases", "alias", IdColumn::Predicate),
     ("predicate_aliases", "canonical", IdColumn::Predicate),
@@ -286,8 +289,6 @@ const ID_COLUMNS: &[(&str, &str, IdColumn)] = &[
     ("pending", "predicate", IdColumn::Predicate),
     ("pending", "candidates", IdColumn::Scopes),
     ("pending", "resolved_scope", IdColumn::Scope),
-    ("reads", "subject", IdColumn::Subject),
-    ("reads", "predicate", IdColumn::Predicate),
     ("reads", "scope", IdColumn::Scope),
 ];
 
@@ -359,8 +360,8 @@ pub(crate) fn field_problems(db: &mut dyn CheckDb, limit: usize) -> Result<Vec<F
 pub(crate) struct FieldScan {
     /// [`field_problems`].
     pub problems: Vec<FieldProblem>,
-    /// How many identities — in history, tombstones, pending items or the read log — and
-    /// aliases name a subject, predicate or scope id past the limit: written before it,
+    /// How many identities — in history, tombstones, pending items or the scopes the read log
+    /// was served — and aliases name a subject, predicate or scope id past the limit: written before it,
     /// readable, but not movable to PostgreSQL (`check`'s `ids_past_limit`). A current record
     /// is counted by its history (invariant 4). Past `limit` problems in a table's first rule,
     /// the rest of that table is not read, and its ids not counted.

@@ -340,3 +340,186 @@ fn a_database_from_before_the_limit_stays_readable_and_check_counts_what_cannot_
         pg.assert_check_ok();
     });
 }
+
+/// Renames identity (`short`, `p`, global) to subject `long` past memscope's write path, as a
+/// memscope before the limit would have stored it: its record, history and spelling (history
+/// through the purge gate, on SQLite the gate function, on PostgreSQL the owner's setting).
+fn lengthen_subject(db: &TestDb, short: &str, long: &str) {
+    let sql = format!(
+        "UPDATE memories SET subject = '{long}' WHERE subject = '{short}';
+         UPDATE history SET subject = '{long}' WHERE subject = '{short}';
+         UPDATE spellings SET folded = '{long}', spelling = '{long}'
+          WHERE kind = 'subject' AND spelling = '{short}';"
+    );
+    if db.is_postgres() {
+        db.sql_execute(&format!(
+            "BEGIN; SET LOCAL memscope.purge = 'on'; {sql} COMMIT;"
+        ))
+        .expect("lengthen the subject");
+    } else {
+        let conn = rusqlite::Connection::open(&db.path).expect("open the database");
+        conn.create_scalar_function(
+            "memscope_purge_gate",
+            0,
+            rusqlite::functions::FunctionFlags::SQLITE_UTF8,
+            |_| Ok(1),
+        )
+        .expect("the purge gate");
+        conn.execute_batch(&sql).expect("lengthen the subject");
+    }
+}
+
+#[test]
+fn a_logged_read_of_a_long_name_is_logged() {
+    long_reads_on(TestDb::new());
+}
+
+/// Found by review: PostgreSQL indexed the read log by the subject and predicate whole, and
+/// refused a logged read whose two ran past about 2,700 bytes (`index row size … exceeds btree
+/// maximum`); from PostgreSQL schema 10 it indexes their digests.
+#[test]
+fn a_logged_read_of_a_long_name_is_logged_on_postgres() {
+    on_postgres(long_reads_on);
+}
+
+/// A read names whatever it asks for: a mistyped name kilobytes long (no memory applies), and an
+/// identity written before the limit, are each logged, listed by `reads` under their whole
+/// name, and a delete of the long identity blanks its reads' notes.
+fn long_reads_on(db: TestDb) {
+    db.init();
+    db.write("u:42", "editor", "helix", "global", "s");
+    let subject = format!("u:{}", incompressible(4_000, 1));
+    let predicate = incompressible(3_000, 2);
+    let asked = [
+        (subject.as_str(), "editor"),
+        ("u:42", predicate.as_str()),
+        (subject.as_str(), predicate.as_str()),
+    ];
+    for (s, p) in asked {
+        let r = db
+            .run(&args_for(
+                "resolve",
+                s,
+                p,
+                &["--log", "--agent", "tester", "--json"],
+            ))
+            .ok()
+            .json();
+        assert_eq!((&r["subject"], &r["predicate"]), (&json!(s), &json!(p)));
+        assert_eq!(r["value"], Value::Null, "no memory applies");
+    }
+    let reads = |filter: &[&str]| -> Vec<(String, String)> {
+        let mut args = vec!["reads", "--json"];
+        args.extend_from_slice(filter);
+        as_array(db.run(&args).ok().json())
+            .iter()
+            .map(|r| {
+                assert_eq!(r["agent"], "tester", "{r}");
+                let text = |k: &str| r[k].as_str().unwrap().to_string();
+                (text("subject"), text("predicate"))
+            })
+            .collect()
+    };
+    let own = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(s, p)| (s.to_string(), p.to_string()))
+            .collect()
+    };
+    // Newest first; each filter by the index, the names compared whole.
+    assert_eq!(reads(&[]), own(&[asked[2], asked[1], asked[0]]));
+    assert_eq!(reads(&["--subject", &subject]), own(&[asked[2], asked[0]]));
+    assert_eq!(
+        reads(&["--predicate", &predicate]),
+        own(&[asked[2], asked[1]])
+    );
+    assert_eq!(
+        reads(&["--subject", &subject, "--predicate", &predicate]),
+        own(&[asked[2]])
+    );
+    assert_eq!(reads(&["--subject", "u:42"]), own(&[asked[1]]));
+    assert_eq!(
+        reads(&[
+            "--subject",
+            &subject,
+            "--predicate",
+            "editor",
+            "--limit",
+            "1"
+        ]),
+        own(&[asked[0]])
+    );
+
+    // An identity written before the limit, Chinese and emoji kilobytes long (PostgreSQL's
+    // unique index holds it compressed): read, logged with a note, listed.
+    db.write("u:long", "p", "v", "global", "s");
+    let long = format!("u:{}", long_text(4_000, "旧"));
+    lengthen_subject(&db, "u:long", &long);
+    let r = db
+        .run(&args_for(
+            "resolve",
+            &long,
+            "p",
+            &["--log", "--agent", "tester", "--note", "笔记 📝", "--json"],
+        ))
+        .ok()
+        .json();
+    assert_eq!((&r["subject"], &r["value"]), (&json!(long), &json!("v")));
+    let logged = as_array(db.run(&["reads", "--subject", &long, "--json"]).ok().json());
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(
+        (&logged[0]["predicate"], &logged[0]["note"]),
+        (&json!("p"), &json!("笔记 📝"))
+    );
+    // Its delete blanks the note of its read, and of no other.
+    db.delete(&long, "p", "global");
+    let logged = as_array(db.run(&["reads", "--subject", &long, "--json"]).ok().json());
+    assert_eq!(
+        (logged.len(), &logged[0]["note"]),
+        (1, &Value::Null),
+        "{logged:?}"
+    );
+    assert_eq!(reads(&[]).len(), 4);
+    // The long identity counts against the limit; the names the reads asked for do not.
+    let report = db.assert_check_ok();
+    assert_eq!(report["metrics"]["ids_past_limit"], 1, "{report:#}");
+}
+
+/// A logged read's name is no stored id: a SQLite file whose read log names a mistyped
+/// subject and predicate kilobytes long has nothing past the limit, and its export imports into
+/// PostgreSQL (schema 10 indexes the names by their digests), the reads listed as they were.
+#[test]
+fn a_read_log_naming_long_names_moves_to_postgres() {
+    let db = TestDb::new();
+    db.write("u:42", "editor", "helix", "global", "s");
+    let subject = format!("u:{}", incompressible(5_000, 3));
+    let predicate = incompressible(2_000, 4);
+    for (s, p) in [(subject.as_str(), "editor"), ("u:42", predicate.as_str())] {
+        db.run(&args_for("resolve", s, p, &["--log", "--agent", "tester"]))
+            .ok();
+    }
+    let report = db.assert_check_ok();
+    assert_eq!(report["metrics"]["ids_past_limit"], 0, "{report:#}");
+    let logged = db.run(&["reads", "--json"]).ok().json();
+    let dump = db.sibling("reads.jsonl");
+    db.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+    on_postgres(|pg| {
+        pg.run(&["import", dump.to_str().unwrap()]).ok();
+        let moved = pg.run(&["reads", "--json"]).ok().json();
+        let names = |v: &Value| -> Vec<(Value, Value)> {
+            as_array(v.clone())
+                .iter()
+                .map(|r| (r["subject"].clone(), r["predicate"].clone()))
+                .collect()
+        };
+        assert_eq!(names(&moved), names(&logged));
+        let found = as_array(
+            pg.run(&["reads", "--subject", &subject, "--json"])
+                .ok()
+                .json(),
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        let report = pg.assert_check_ok();
+        assert_eq!(report["metrics"]["ids_past_limit"], 0, "{report:#}");
+    });
+}

@@ -1115,3 +1115,60 @@ fn a_call_cancelled_while_it_waits_for_its_turn_never_runs() {
         "only the call that was not cancelled is stored"
     );
 }
+
+#[test]
+fn recall_of_a_long_name_is_logged() {
+    recall_of_a_long_name_on(TestDb::new());
+}
+
+/// Found by review: PostgreSQL refused to log a read whose subject and predicate ran past its
+/// index entry of about 2,700 bytes, so `recall` failed for its name's length there alone;
+/// from PostgreSQL schema 10 the read log is indexed by their digests.
+#[test]
+fn recall_of_a_long_name_is_logged_on_postgres() {
+    on_postgres(recall_of_a_long_name_on);
+}
+
+/// `recall` logs its read whatever the length of the name it asks for: a predicate kilobytes
+/// long, and a served subject kilobytes long (a mistyped one: no memory applies).
+fn recall_of_a_long_name_on(db: TestDb) {
+    db.write("u:42", "editor", "helix", "global", "s");
+    let subject = format!("u:{}", incompressible(4_000, 7));
+    let predicate = incompressible(3_000, 8);
+    let tmp = tempfile::tempdir().unwrap();
+    for (served, asked) in [("u:42", predicate.as_str()), (subject.as_str(), "editor")] {
+        let mut s = RawSession::start(mcp_cmd(&db, tmp.path(), &["--subject", served]));
+        s.initialize();
+        let r = s.request(
+            2,
+            "tools/call",
+            json!({"name": "recall", "arguments": {"predicate": asked}}),
+        );
+        assert_ne!(r["result"]["isError"], true, "{r}");
+        assert_eq!(
+            r["result"]["structuredContent"]["value"],
+            Value::Null,
+            "{r}"
+        );
+        let (code, stderr) = s.finish();
+        assert_eq!(code, 0, "{stderr}");
+    }
+    let reads = as_array(db.json(&["reads", "--json"]));
+    let names: Vec<(&str, &str, &str)> = reads
+        .iter()
+        .map(|r| {
+            let text = |k: &str| r[k].as_str().unwrap();
+            (text("agent"), text("subject"), text("predicate"))
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("raw-test-client", subject.as_str(), "editor"),
+            ("raw-test-client", "u:42", predicate.as_str()),
+        ]
+    );
+    let found = as_array(db.json(&["reads", "--predicate", &predicate, "--json"]));
+    assert_eq!(found.len(), 1, "{found:?}");
+    db.assert_check_ok();
+}

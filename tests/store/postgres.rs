@@ -591,6 +591,107 @@ fn migrations_run_forward_in_one_transaction_and_a_newer_schema_is_refused() {
     assert_eq!(version, now + 1);
 }
 
+/// `reads_by_identity`'s definition, as the server holds it.
+fn reads_index(client: &mut Client) -> String {
+    client
+        .query_one(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'reads_by_identity'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+}
+
+/// PostgreSQL schema 10: the read log is indexed by digests of the subject and predicate, so a
+/// logged read of a name kilobytes long is logged — schema 9, whose index held them whole,
+/// refused it (found by review; a read names whatever it asks for). A schema 9 database is
+/// brought forward keeping its reads, which the new index finds.
+#[test]
+fn schema_10_logs_a_read_of_a_long_name_and_migrates_a_schema_9_read_log() {
+    let Some(server) = server() else { return };
+    let noop = |_: &mut ::postgres::Transaction<'_>, _: i64| Ok(());
+    let db = FreshDb::new(&server);
+    let mut client = db.client();
+    assert_eq!(
+        schema::migrate_with(&mut client, &schema::MIGRATIONS[..9], &noop).unwrap(),
+        0
+    );
+    assert_eq!(schema::state(&mut client).unwrap(), schema::State::Older(9));
+    let def = reads_index(&mut client);
+    assert!(
+        def.ends_with("USING btree (subject, predicate, at)"),
+        "{def}"
+    );
+    let insert = "INSERT INTO reads (at, agent, subject, predicate, scope, version)
+                  VALUES (now(), 'tester', $1, $2, NULL, NULL)";
+    client.execute(insert, &[&"user:42", &"editor"]).unwrap();
+    let long = format!("u:{}", crate::support::incompressible(4_000, 5));
+    // What schema 9 did with a long name: its index refused the row.
+    let e = client.execute(insert, &[&long, &"editor"]).unwrap_err();
+    assert_eq!(e.code(), Some(&SqlState::PROGRAM_LIMIT_EXCEEDED), "{e}");
+
+    assert_eq!(schema::migrate(&mut client).unwrap(), 9);
+    assert_eq!(schema::state(&mut client).unwrap(), schema::State::Current);
+    let def = reads_index(&mut client);
+    assert!(
+        def.ends_with("USING btree (md5(subject), md5(predicate), at)"),
+        "{def}"
+    );
+    let mut store = pg::PgStore::open(&db.address()).unwrap();
+    let r = store
+        .resolve_logged(&long, "editor", None, None, Some("tester"), Some("笔记 📝"))
+        .unwrap();
+    assert_eq!((r.subject.as_str(), r.value), (long.as_str(), None));
+    let predicate = crate::support::incompressible(3_000, 6);
+    store
+        .resolve_logged("user:42", &predicate, None, None, Some("tester"), None)
+        .unwrap();
+    let reads = |store: &mut pg::PgStore, subject: Option<&str>, predicate: Option<&str>| {
+        let filter = memscope::store::ReadFilter {
+            subject: subject.map(str::to_string),
+            predicate: predicate.map(str::to_string),
+            ..Default::default()
+        };
+        store
+            .reads(&filter)
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.subject, r.predicate, r.note))
+            .collect::<Vec<_>>()
+    };
+    let row = |s: &str, p: &str, note: Option<&str>| {
+        (s.to_string(), p.to_string(), note.map(str::to_string))
+    };
+    // The read schema 9 logged, found by the new index; the long names, compared whole.
+    assert_eq!(
+        reads(&mut store, Some("user:42"), None),
+        [
+            row("user:42", &predicate, None),
+            row("user:42", "editor", None)
+        ]
+    );
+    assert_eq!(
+        reads(&mut store, Some("user:42"), Some("editor")),
+        [row("user:42", "editor", None)]
+    );
+    assert_eq!(
+        reads(&mut store, Some(&long), None),
+        [row(&long, "editor", Some("笔记 📝"))]
+    );
+    assert_eq!(
+        reads(&mut store, None, Some(&predicate)),
+        [row("user:42", &predicate, None)]
+    );
+    assert_eq!(reads(&mut store, None, None).len(), 3);
+    let report = AnyStore::open(Path::new(&db.url), OpenMode::Existing)
+        .unwrap()
+        .check(IntegrityMode::Quick)
+        .unwrap();
+    assert!(report.ok, "{report:?}");
+    assert_eq!(report.metrics["schema_guards"], "present", "{report:?}");
+    assert_eq!(report.metrics["ids_past_limit"], 0, "{report:?}");
+}
+
 #[test]
 fn a_database_with_foreign_tables_of_memscope_names_is_refused() {
     let Some(server) = server() else { return };

@@ -918,6 +918,27 @@ pub fn long_text(bytes: usize, marker: &str) -> String {
     s
 }
 
+/// Text no compression brings under PostgreSQL's b-tree entry of about 2,700 bytes: ideographs
+/// drawn at random, an emoji now and then, at least `bytes` bytes of UTF-8 (the same text for
+/// the same `seed`).
+pub fn incompressible(bytes: usize, seed: u64) -> String {
+    let mut x = seed;
+    let mut text = String::with_capacity(bytes + 4);
+    while text.len() < bytes {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let n = (x >> 33) as u32;
+        let c = if n.is_multiple_of(5) {
+            0x1F600 + n / 5 % 0x50
+        } else {
+            0x4E00 + n % 0x5000
+        };
+        text.push(char::from_u32(c).unwrap());
+    }
+    text
+}
+
 /// Asserts that a Python MCP client script (`what`) found the `mcp` package and exited 0;
 /// returns its stdout and stderr. The failure shows stdout and the end of stderr.
 #[track_caller]

@@ -11,13 +11,14 @@ use postgres::{Client, Transaction};
 /// the change notices and the view's index in byte order; 6 reads the time in one place,
 /// `memscope_now()`, which a session may set; 7 finds the open pending item a write repeats by
 /// an index, as SQLite schema 6 does; 8 lets only memscope's roles move the clock; 9 indexes
-/// the repeats by a digest of the source, so a long source is no longer refused).
-pub const SCHEMA_VERSION: i64 = 9;
+/// the repeats by a digest of the source, so a long source is no longer refused; 10 indexes the
+/// read log by digests of the subject and predicate, so a read of a long name is logged).
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -717,6 +718,19 @@ CREATE INDEX memories_view ON memories (scope COLLATE "C", subject COLLATE "C", 
 /// bytes, and the source is not held to the id limit: an ambiguous write with a source of a
 /// few kilobytes was refused on PostgreSQL alone (found by review). The query compares the
 /// digest (the index's key) and the source itself.
+/// v10: `reads_by_identity` keys the read log by the MD5 digests of the subject and the
+/// predicate, for the same reason: a read names whatever it asks for, and one whose subject
+/// and predicate ran past about 2,700 bytes together (an identity written before the id limit,
+/// a mistyped name) failed on PostgreSQL alone, its index entry refused. Two digests, not one
+/// of both, so a filter on the subject alone still finds its rows by the index. Every query
+/// that reads `reads` by subject or predicate compares the digest (the index's key) and the
+/// column itself, so its rows are exactly those of the name, whatever two texts share a digest.
+const V10: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+DROP INDEX reads_by_identity;
+CREATE INDEX reads_by_identity ON reads (md5(subject), md5(predicate), at);
+"#;
+
 const V9: &str = r#"
 SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
 DROP INDEX pending_repeats;

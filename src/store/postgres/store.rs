@@ -336,9 +336,10 @@ fn explain_waited(
             address.describe(),
             d.message()
         ),
-        // Ids are held to 512 bytes before they get here (`model::MAX_ID_BYTES`); what is left
-        // is other text an index holds beside them (a queued write's source, a logged read's
-        // subject and predicate, which a read does not limit).
+        // Ids are held to 512 bytes before they get here (`model::MAX_ID_BYTES`), and the text
+        // memscope does not limit is indexed by its digest (a queued write's source since
+        // schema 9, a logged read's subject and predicate since schema 10): what is left is an
+        // index memscope did not make.
         Some(d) if *d.code() == SqlState::PROGRAM_LIMIT_EXCEEDED => anyhow!(
             "PostgreSQL at {} cannot index a row this long ({}): shorten what this call names — its subject, predicate, scope or source (an index entry holds about 2,700 bytes after compression; memscope keeps subjects, predicates and scope ids to 512 bytes each)",
             address.describe(),
@@ -1169,11 +1170,14 @@ impl PgStore {
                 stored_filter(t, filter.subject.as_deref(), filter.predicate.as_deref())?;
             let since = filter.since.map(std::time::SystemTime::from);
             let limit = filter.limit.unwrap_or(i64::MAX);
+            // A name is looked up by its digest, the key of `reads_by_identity` (schema 10: a
+            // read of a long name is logged), and compared whole.
             let rows = t.all(
                 "SELECT id, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),
                         agent, subject, predicate, repo, task, scope, version, shadowed, note
                  FROM reads
-                 WHERE ($1::text IS NULL OR subject = $1) AND ($2::text IS NULL OR predicate = $2)
+                 WHERE ($1::text IS NULL OR (md5(subject) = md5($1) AND subject = $1))
+                   AND ($2::text IS NULL OR (md5(predicate) = md5($2) AND predicate = $2))
                    AND ($3::text IS NULL OR agent = $3) AND ($4::timestamptz IS NULL OR at >= $4)
                  ORDER BY at DESC, id DESC LIMIT $5",
                 &[&subject, &predicate, &filter.agent, &since, &limit],
@@ -1554,15 +1558,16 @@ fn delete_in_tx(
         .collect();
     crate::store::events::check_pending_gone(&remaining)?;
     // The reads stay (who read which version when); their notes, which may repeat the
-    // content, do not.
+    // content, do not. Found by the digests `reads_by_identity` holds (schema 10).
     let (repo, task) = match &exact {
         Some(Scope::Repo(r)) => (Some(r.clone()), None),
         Some(Scope::Task(k)) => (None, Some(k.clone())),
         _ => (None, None),
     };
     report.purged_notes = t.exec(
-        "UPDATE reads SET note = NULL WHERE note IS NOT NULL AND subject = $1
-           AND ($2::text IS NULL OR predicate = $2) AND ($3::text IS NULL OR repo = $3)
+        "UPDATE reads SET note = NULL WHERE note IS NOT NULL AND md5(subject) = md5($1) AND subject = $1
+           AND ($2::text IS NULL OR (md5(predicate) = md5($2) AND predicate = $2))
+           AND ($3::text IS NULL OR repo = $3)
            AND ($4::text IS NULL OR task = $4)",
         &[&subject, &predicate, &repo, &task],
     )? as i64;

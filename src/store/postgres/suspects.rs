@@ -191,7 +191,8 @@ fn known_places(t: &mut Tx<'_>) -> Result<Vec<Scope>> {
 
 /// The blast radius of each (subject, predicate) among `repos` and the read log's readers,
 /// and how many logged reads were served the global value: its `versions`', not an earlier one
-/// (0 without versions). Three statements, whatever the number of keys.
+/// (0 without versions). Three statements, whatever the number of keys; the read log's rows
+/// are found by the digests `reads_by_identity` holds (schema 10) and compared whole.
 fn radii(
     t: &mut Tx<'_>,
     repos: &[&Scope],
@@ -219,7 +220,8 @@ fn radii(
         for r in t.all(
             "SELECT k.i, count(*)
              FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY AS k(subject, predicate, version, i)
-             JOIN reads r ON r.subject = k.subject AND r.predicate = k.predicate
+             JOIN reads r ON md5(r.subject) = md5(k.subject) AND md5(r.predicate) = md5(k.predicate)
+               AND r.subject = k.subject AND r.predicate = k.predicate
                AND r.scope = 'global' AND r.version = k.version
              GROUP BY k.i",
             &[&subjects, &predicates, &versions],
@@ -231,7 +233,8 @@ fn radii(
     for r in t.all(
         "SELECT DISTINCT k.i, r.repo
          FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(subject, predicate, i)
-         JOIN reads r ON r.subject = k.subject AND r.predicate = k.predicate AND r.repo IS NOT NULL",
+         JOIN reads r ON md5(r.subject) = md5(k.subject) AND md5(r.predicate) = md5(k.predicate)
+               AND r.subject = k.subject AND r.predicate = k.predicate AND r.repo IS NOT NULL",
         &[&subjects, &predicates],
     )? {
         readers[nth(&r)].push(r.get(1));
