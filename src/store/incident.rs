@@ -414,35 +414,51 @@ pub(crate) fn rescope_target_deleted(to: &Identity, tombstone: i64) -> anyhow::E
     anyhow!("{to} is deleted (tombstone v{tombstone}): restore it first, or choose another target; nothing changed")
 }
 
-/// Whether the target took the moved value; its event's detail when it did.
+/// Whether the target took the moved value; its event's detail when it did. A refusal as
+/// stale says how to get there what the move could not: `came_from` asks the history which
+/// version of the target the moved value was itself moved out of, if a rescope did that.
 pub(crate) fn rescope_moved(
     to: &Identity,
     from: &Scope,
     from_version: i64,
     moved: &WriteOutcome,
+    came_from: impl FnOnce() -> Result<Option<i64>>,
 ) -> Result<Value> {
     if !matches!(
         moved.outcome,
         OutcomeKind::Inserted | OutcomeKind::Confirmed | OutcomeKind::Superseded
     ) {
         // A causally newer value there (the value a rescope away from it brought back, say)
-        // is not replaced by moving an older one in; a revert makes an earlier value current.
-        let next = if moved.outcome == OutcomeKind::Stale && moved.version == Some(1) {
-            // Nothing earlier there to revert to: the newer value is the only one it had.
+        // is not replaced by moving an older one in. A revert makes an earlier value current —
+        // one named by number: a plain revert passes over what a rescope moved out (found by
+        // review: the advice named a revert that was then refused).
+        let revert = |n: &str| {
             format!(
-                ": {} keeps its newer value — to replace it with this one, write the value there again (a new write is causally newer)",
-                to.scope
-            )
-        } else if moved.outcome == OutcomeKind::Stale {
-            format!(
-                ": to make an earlier value current in {} again, revert it (`memscope revert --subject {} --predicate {} --scope {}`)",
-                to.scope,
+                "`memscope revert --subject {} --predicate {} --scope {} --to-version {n}`",
                 crate::model::shell_word(&to.subject),
                 crate::model::shell_word(&to.predicate),
                 crate::model::shell_word(&to.scope.to_string()),
             )
-        } else {
-            String::new()
+        };
+        let next = match moved.outcome {
+            OutcomeKind::Stale => match came_from()? {
+                Some(n) => format!(
+                    ": this value was moved out of {} as its v{n}; to bring it back there on purpose, revert to that version ({})",
+                    to.scope,
+                    revert(&n.to_string())
+                ),
+                // Nothing earlier there to revert to: the newer value is the only one it had.
+                None if moved.version == Some(1) => format!(
+                    ": {} keeps its newer value — to replace it with this one, write the value there again (a new write is causally newer)",
+                    to.scope
+                ),
+                None => format!(
+                    ": to make an earlier value current in {} again, revert to it by number ({}; `memscope history` lists them)",
+                    to.scope,
+                    revert("N")
+                ),
+            },
+            _ => String::new(),
         };
         bail!(
             "{to} refused the value ({}: {}); nothing changed{next}",

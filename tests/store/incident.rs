@@ -1178,14 +1178,60 @@ fn rescope_fixes_the_wrong_tool_incident() {
     drop(store);
 
     // Moving it back into global is refused: the pnpm the fix brought back there is causally
-    // newer. The sentence names the way to make global's earlier value current: revert.
+    // newer. The sentence names the revert that brings it back on purpose — by number, since a
+    // plain revert passes over a moved value (found by review: it named the plain one, which
+    // was then refused) — and that command does it.
     let before = db.fingerprint();
-    rescope_run(&db, LEGACY, "global").fails_with(
+    let advice = "`memscope revert --subject user:42 --predicate package_manager --scope global --to-version 2`";
+    let refused = rescope_run(&db, LEGACY, "global");
+    refused.fails_with(
         1,
         &[
             "stale",
             "nothing changed",
-            "current in global again, revert it (`memscope revert --subject user:42 --predicate package_manager --scope global`)",
+            "this value was moved out of global as its v2",
+            advice,
+        ],
+    );
+    assert_eq!(before, db.fingerprint());
+    let args: Vec<&str> = advice
+        .trim_matches('`')
+        .split(' ')
+        .skip(1)
+        .chain(["--json"])
+        .collect();
+    let back = as_array(db.run(&args).ok().json());
+    assert_eq!(
+        (&back[0]["value"], &back[0]["reverted_to"]),
+        (&json!("npm"), &json!(2)),
+        "{back:#?}"
+    );
+}
+
+/// Moving a moved value back where it came from is refused as stale (the value the fix
+/// brought back is newer); the sentence names the numbered revert that brings it back, found in
+/// the history of the move, on both backends.
+#[test]
+fn moving_a_value_back_names_the_version_it_was_moved_out_of() {
+    moving_a_value_back_names_the_version_on(TestDb::new());
+}
+
+#[test]
+fn moving_a_value_back_names_the_version_it_was_moved_out_of_on_postgres() {
+    on_postgres(moving_a_value_back_names_the_version_on);
+}
+
+fn moving_a_value_back_names_the_version_on(db: TestDb) {
+    db.write(U, PM, "pnpm 📦", "global", "thread:1");
+    db.write(U, PM, "npm 仓库", "global", "thread:2");
+    rescope(&db, "global", "repo:旧仓库");
+    let before = db.fingerprint();
+    rescope_run(&db, "repo:旧仓库", "global").fails_with(
+        1,
+        &[
+            "stale",
+            "this value was moved out of global as its v2",
+            "--scope global --to-version 2`",
         ],
     );
     assert_eq!(before, db.fingerprint());
@@ -1210,6 +1256,15 @@ fn a_stale_move_into_a_first_version_suggests_no_revert() {
     );
     assert!(!refused.stderr.contains("revert"), "{refused:?}");
     assert_eq!(before, db.fingerprint());
+    // With an earlier version there, the revert is named by number.
+    db.write(U, PM, "newest 🆕", "repo:x", "thread:3");
+    rescope_run(&db, "global", "repo:x").fails_with(
+        1,
+        &[
+            "to make an earlier value current in repo:x again, revert to it by number",
+            "--scope repo:x --to-version N",
+        ],
+    );
 }
 
 /// A mis-scoped value with no earlier version leaves FROM's current view (`removed`); a later

@@ -357,7 +357,30 @@ impl PgStore {
             }
             let w = PreparedWrite::stored(&to_id, value, source.clone(), raw, Some(causal_seq))?;
             let moved = write_in_tx(t, &w)?;
-            let detail = incident::rescope_moved(&to_id, &from_id.scope, from_version, &moved)?;
+            let detail = incident::rescope_moved(
+                &to_id,
+                &from_id.scope,
+                from_version,
+                &moved,
+                || {
+                    // The move that brought this version here, if it came from the target.
+                    Ok(t
+                        .opt(
+                            "SELECT (detail::json->>'from_version')::bigint FROM history
+                             WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event = 'rescoped'
+                               AND version = $4 AND detail::json->>'from' = $5
+                             ORDER BY id DESC LIMIT 1",
+                            &[
+                                &from_id.subject,
+                                &from_id.predicate,
+                                &from_id.scope.to_string(),
+                                &from_version,
+                                &to_id.scope.to_string(),
+                            ],
+                        )?
+                        .and_then(|r| r.get::<_, Option<i64>>(0)))
+                },
+            )?;
             let to_scope = to_id.scope.to_string();
             let clock = super::store::clock_now(t)?;
             t.exec(

@@ -346,7 +346,32 @@ impl Store {
                 Some(rec.causal_seq),
             )?;
             let moved = write_in_tx(tx, &w, &ctx.now, st)?;
-            let detail = incident::rescope_moved(&to_id, &from_id.scope, rec.version, &moved)?;
+            let detail = incident::rescope_moved(
+                &to_id,
+                &from_id.scope,
+                rec.version,
+                &moved,
+                || {
+                    // The move that brought this version here, if it came from the target.
+                    Ok(tx
+                        .query_row(
+                            "SELECT json_extract(detail, '$.from_version') FROM history
+                             WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event = 'rescoped'
+                               AND version = ?4 AND json_extract(detail, '$.from') = ?5
+                             ORDER BY id DESC LIMIT 1",
+                            rusqlite::params![
+                                from_id.subject,
+                                from_id.predicate,
+                                from_id.scope.to_string(),
+                                rec.version,
+                                to_id.scope.to_string()
+                            ],
+                            |r| r.get::<_, Option<i64>>(0),
+                        )
+                        .optional()?
+                        .flatten())
+                },
+            )?;
             Event::new(EventKind::Rescoped, &to_id)
                 .version(moved.version)
                 .provenance(Some(&rec.source), Some(rec.causal_seq))
