@@ -195,7 +195,7 @@ pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
         }
         if !url.is_empty() {
             note = Some(format!(
-                "--repo auto: the origin remote {} leaves no usable repository id (one word, no spaces), so the checkout's folder names it; pass --repo ID to choose",
+                "--repo auto: the origin remote {} leaves no usable repository id (one word: no spaces, control or direction characters), so the checkout's folder names it; pass --repo ID to choose",
                 crate::model::to_json(&crate::model::shorten(&url, 80)).unwrap_or_default()
             ));
         }
@@ -206,7 +206,7 @@ pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
         .unwrap_or_default();
     let id = context_id(ContextKind::Repo, &folder, "--repo auto").map_err(|_| {
         format!(
-            "--repo auto: the repository at {top} has no usable origin remote and its folder name is not a usable id (one word, no spaces): pass --repo ID"
+            "--repo auto: the repository at {top} has no usable origin remote and its folder name is not a usable id (one word: no spaces, control or direction characters): pass --repo ID"
         )
     })?;
     Ok((id, note))
