@@ -1179,6 +1179,37 @@ pub fn shorten(s: &str, max: usize) -> String {
     out
 }
 
+/// `s` cut to `max` characters as [`shorten`] cuts it — but around the first cue that
+/// `evidence` quotes (`the words say “这个仓库”`) when `s` holds it (ASCII case aside), with `…`
+/// at each end cut, so a line quoting the evidence shows the words it quotes (found by review:
+/// the cue after 10,000 characters was cut off).
+pub fn excerpt_with_cue(s: &str, evidence: &str, max: usize) -> String {
+    let n = s.chars().count();
+    let cue = evidence
+        .split_once("the words say “")
+        .and_then(|(_, rest)| rest.split_once('”'))
+        .map(|(cue, _)| cue.to_ascii_lowercase())
+        .filter(|cue| !cue.is_empty());
+    let found = cue.as_ref().and_then(|cue| {
+        // ASCII lowercasing keeps every byte offset.
+        let at = s.to_ascii_lowercase().find(cue.as_str())?;
+        Some((s[..at].chars().count(), cue.chars().count()))
+    });
+    match found {
+        Some((at, len)) if n > max && len + 2 <= max => {
+            let start = at.saturating_sub((max - len) / 2).min(n - max);
+            let end = start + max;
+            let mut out = String::with_capacity(max * 4);
+            for (i, c) in s.chars().enumerate().skip(start).take(max) {
+                let cut = (i == start && start > 0) || (i + 1 == end && end < n);
+                out.push(if cut { '…' } else { c });
+            }
+            out
+        }
+        _ => shorten(s, max),
+    }
+}
+
 /// The deepest nesting of arrays and objects a stored value may have: what memscope's own
 /// readers (serde_json, whose limit is 127 levels) read back. A scalar is 0 levels deep.
 pub const MAX_VALUE_DEPTH: usize = 127;
@@ -1614,6 +1645,37 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_excerpt_shows_the_cue_its_evidence_quotes() {
+        use super::excerpt_with_cue;
+        let long = format!(
+            "{}这个仓库 keeps npm{}",
+            "长".repeat(10_000),
+            "尾".repeat(50)
+        );
+        let ev = "the words say “这个仓库”";
+        let cut = excerpt_with_cue(&long, ev, 40);
+        assert_eq!(cut.chars().count(), 40, "{cut}");
+        assert!(
+            cut.contains("这个仓库") && cut.starts_with('…') && cut.ends_with('…'),
+            "{cut}"
+        );
+        // English cues match whatever the case; near the end the window ends with the words.
+        let tail = format!("{} This Repo only", "x".repeat(500));
+        let cut = excerpt_with_cue(&tail, "the words say “this repo”", 30);
+        assert!(
+            cut.ends_with("This Repo only") && cut.starts_with('…'),
+            "{cut}"
+        );
+        // Short words, no cue, or a cue the words lack: as shorten cuts them.
+        assert_eq!(excerpt_with_cue("短", ev, 40), "短");
+        assert_eq!(excerpt_with_cue(&long, "", 5), "长长长长…");
+        assert_eq!(
+            excerpt_with_cue(&long, "the words say “别处”", 5),
+            "长长长长…"
+        );
     }
 
     #[test]

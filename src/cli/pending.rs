@@ -101,7 +101,8 @@ pub fn run(store: &mut AnyStore, a: PendingArgs) -> Result<i32> {
                     .collect();
                 outln!("{}", parts.join("  "));
                 if let Some(raw) = &p.raw {
-                    outln!("    “{}”", shorten(raw, 100));
+                    let why = p.reason.as_deref().unwrap_or("");
+                    outln!("    “{}”", crate::model::excerpt_with_cue(raw, why, 100));
                 }
                 if let Some(reason) = &p.reason {
                     outln!("    why: {}", shorten(reason, 200));

@@ -26,7 +26,8 @@ pub fn run(store: &mut AnyStore, json: bool) -> Result<i32> {
             r.source
         );
         if let Some(raw) = &r.raw {
-            outln!("    “{}”", shorten(raw, 100));
+            let why = s.evidence.join("; ");
+            outln!("    “{}”", crate::model::excerpt_with_cue(raw, &why, 100));
         }
         for e in &s.evidence {
             outln!("    • {e}");
