@@ -650,7 +650,9 @@ impl WriteOutcome {
             self.predicate.as_deref().unwrap_or(""),
             scope
         );
-        if let Some(v) = self.version {
+        // A stale write's version is the current one, which holds another value: its reason
+        // names it (found by review: `stale … @ global v3 = "npm"` read as if v3 were npm).
+        if let Some(v) = self.version.filter(|_| self.outcome != OutcomeKind::Stale) {
             s.push_str(&format!(" v{v}"));
         }
         if let Some(v) = &self.value {

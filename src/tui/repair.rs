@@ -233,7 +233,11 @@ pub fn outcome_text(o: &crate::model::WriteOutcome) -> String {
         ),
         kind => {
             let mut s = format!("{kind} {scope}");
-            if let Some(v) = o.version {
+            // A stale write's version holds another value (the model's `human` says why).
+            if let Some(v) = o
+                .version
+                .filter(|_| kind != crate::model::OutcomeKind::Stale)
+            {
                 s.push_str(&format!(" v{v}"));
             }
             if let Some(v) = &o.value {

@@ -363,6 +363,38 @@ fn s4_a_resolution_can_itself_come_out_stale_on(db: TestDb) {
     assert_eq!(stale.len(), 1, "{hist:?}");
     assert_eq!(stale[0]["value"], "npm");
     db.assert_check_ok();
+    // The text line names no version beside the refused value: v2 holds yarn, not npm (found by
+    // review: `stale … @ global v3 = "npm"`); the reason names the current version.
+    let line = db.write_with(
+        (U, PM),
+        "bun",
+        "global",
+        "thread:1/message:1",
+        &["--causal-seq", "1"],
+    );
+    assert_eq!(line["outcome"], "stale", "{line:#}");
+    let text = db
+        .run(&args_for(
+            "write",
+            U,
+            PM,
+            &[
+                "--value",
+                "bun",
+                "--scope",
+                "global",
+                "--source",
+                "t:1",
+                "--causal-seq",
+                "1",
+            ],
+        ))
+        .ok()
+        .stdout;
+    assert!(
+        text.starts_with("stale user:42 · package_manager @ global = \"bun\" — current v2 "),
+        "{text}"
+    );
 }
 
 #[test]
