@@ -268,3 +268,36 @@ fn the_delete_dialog_shows_every_line_of_the_statement_on_a_small_terminal() {
         "a new target, from the top"
     );
 }
+
+/// The delete dialog's first target names the identity beside it when it fits whole there, else
+/// on the line below, where it has the whole width (found by review: at 40×12 the line read
+/// `(•) this identity  u…:7 · f…er @ r…er` while `user:7 · formatter @ repo…i-server` fitted
+/// the line below).
+#[test]
+fn the_delete_dialogs_identity_goes_below_its_target_rather_than_be_cut_beside_it() {
+    let f = Fixture::demo();
+    for (w, h, shown) in [
+        (40, 12, "user:7 · formatter @ repo…i-server"),
+        (50, 15, "user:7 · formatter @ repo:api-server"),
+        (
+            120,
+            32,
+            "(•) this identity  user:7 · formatter @ repo:api-server",
+        ),
+    ] {
+        let mut s = f.session(w, h);
+        select(&mut s, "user:7 · formatter @ repo:api-server");
+        press(&mut s, "d");
+        let rows = delete_dialog_rows(&render(&mut s, w, h));
+        let at = rows.iter().position(|r| r.starts_with("(•) this identity"));
+        let at = at.unwrap_or_else(|| panic!("{w}×{h}: the target {rows:#?}"));
+        let said = format!("{} {}", rows[at], rows[at + 1]);
+        assert!(said.contains(shown), "{w}×{h}: {rows:#?}");
+        assert!(!said.contains("u…:7"), "{w}×{h}: {rows:#?}");
+        let next = if rows[at].contains(shown) { 1 } else { 2 };
+        assert!(
+            rows[at + next].starts_with("( ) formatter in all scopes"),
+            "{w}×{h}: {rows:#?}"
+        );
+    }
+}

@@ -144,20 +144,24 @@ impl DeleteDialog {
         let w = area.width.min(76);
         let max = w.saturating_sub(2) as usize;
         let id = &d.identity;
-        let this = "this identity  ";
-        let room = max.saturating_sub(4 + this.len());
+        let scope = id.scope.to_string();
+        let this = "this identity";
+        let whole = fit_identity(&id.subject, &id.predicate, &scope, usize::MAX);
+        // The identity beside its target when it fits whole there, else on a line of its own
+        // below, where it has the most room: cut there only if it must, part by part, so the
+        // predicate and the scope show (found by review: at 40 columns the line beside read
+        // `u…:7 · f…er @ r…er` while the whole identity fitted the line below).
+        let (first, below) = if 4 + width(this) + 2 + width(&whole) <= max {
+            (format!("{this}  {whole}"), None)
+        } else {
+            let room = max.saturating_sub(4);
+            (
+                this.to_string(),
+                Some(fit_identity(&id.subject, &id.predicate, &scope, room)),
+            )
+        };
         let choices = [
-            // Each part cut in its middle, the longest first: the predicate and the scope stay
-            // (on a dialog too narrow for that, the line's middle goes, as below).
-            if room < 16 {
-                format!("{this}{id}")
-            } else {
-                let scope = id.scope.to_string();
-                format!(
-                    "{this}{}",
-                    fit_identity(&id.subject, &id.predicate, &scope, room)
-                )
-            },
+            first,
             format!("{} in all scopes of {}", id.predicate, id.subject),
             format!("the whole subject {}", id.subject),
         ];
@@ -172,6 +176,13 @@ impl DeleteDialog {
             // which place the delete reaches.
             let text = truncate_middle(&one_line(c), max.saturating_sub(width(mark)).max(2));
             lines.push(row_line(&[part(mark, style), part(text, style)], &[], max));
+            if let Some(id) = below.as_ref().filter(|_| i == 0) {
+                lines.push(row_line(
+                    &[part("    ", style), part(id.clone(), style)],
+                    &[],
+                    max,
+                ));
+            }
         }
         lines.push(Line::raw(""));
         match &d.preview {
