@@ -301,3 +301,91 @@ fn the_delete_dialogs_identity_goes_below_its_target_rather_than_be_cut_beside_i
         );
     }
 }
+
+/// The rows inside the box of the dialog titled `title`, each without its border.
+fn dialog_rows(screen: &str, title: &str) -> Vec<String> {
+    let lines: Vec<&str> = screen.lines().collect();
+    let Some(top) = lines.iter().position(|l| l.contains(title)) else {
+        return Vec::new();
+    };
+    let Some(corner) = lines[top].split('│').position(|p| p.contains(title)) else {
+        return Vec::new();
+    };
+    (lines[top + 1..].iter())
+        .take_while(|l| !l.contains('└'))
+        .map(|l| {
+            l.split('│')
+                .nth(corner + 1)
+                .unwrap_or_default()
+                .trim_end()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Found by review: at 40×12 the rescope dialog cut its effect mid-word (`…rce …`) and hid its
+/// second effect with nothing saying more was below, while `y` was offered. Its statements keep
+/// every word now (a long value is still cut), and on a terminal too short for them the last row
+/// says how many lines are below, as the delete dialog does; PgDn, End and the wheel show them.
+#[test]
+fn the_rescope_dialog_says_what_is_below_and_scrolls_to_it() {
+    let f = Fixture::demo();
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
+    for (w, h) in [(40, 12), (50, 14), (60, 12), (120, 32)] {
+        let mut s = f.session(w, h);
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, "m");
+        let mut read: Vec<String> = Vec::new();
+        for page in 0..6 {
+            let screen = render(&mut s, w, h);
+            let at = format!("{w}×{h}, page {page}:\n{screen}");
+            assert!(screen.contains("y rescope"), "{at}");
+            let mut rows = dialog_rows(&screen, "┌ Rescope · ");
+            assert!(!rows.is_empty(), "{at}");
+            if rows
+                .last()
+                .is_some_and(|r| r.starts_with("… ") || r.starts_with("↑ "))
+            {
+                let note = rows.pop().unwrap_or_default();
+                assert!(note.contains("PgDn") || note.contains("PgUp"), "{at}");
+            } else {
+                assert!(
+                    w > 40,
+                    "{at}: at 40×12 the statement does not fit, and says so"
+                );
+            }
+            let overlap = (0..=rows.len().min(read.len()))
+                .rev()
+                .find(|&n| read[read.len() - n..] == rows[..n])
+                .unwrap_or(0);
+            read.extend(rows.into_iter().skip(overlap));
+            s.handle_key(key(KeyCode::PageDown));
+        }
+        let read = squash(&read.join(" "));
+        for said in [
+            "moves npm to repo:legacy-dashboard as v1",
+            "raw words and causal_seq 10)",
+            "• global goes back to pnpm (value of v1) as v3",
+            "History keeps every version; rescoped and reverted events point at each other.",
+        ] {
+            assert!(read.contains(&squash(said)), "{w}×{h}: {said:?} in\n{read}");
+        }
+        // Scrolled, Home goes back to the top; the wheel scrolls too.
+        let first = |s: &mut memscope::tui::Session| {
+            let rows = dialog_rows(&render(s, w, h), "┌ Rescope · ");
+            rows.first().cloned().unwrap_or_default()
+        };
+        s.handle_key(key(KeyCode::Home));
+        assert!(first(&mut s).starts_with("Move npm"), "{w}×{h}");
+        if w == 40 {
+            let wheel = crossterm::event::MouseEvent {
+                kind: crossterm::event::MouseEventKind::ScrollDown,
+                column: w / 2,
+                row: h / 2,
+                modifiers: KeyModifiers::NONE,
+            };
+            s.handle_event(crossterm::event::Event::Mouse(wheel));
+            assert!(!first(&mut s).starts_with("Move npm"), "{w}×{h}: the wheel");
+        }
+    }
+}
