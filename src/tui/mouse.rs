@@ -68,7 +68,7 @@ impl App {
         }
         let screen = layout::screen(self.area());
         if let Some(bar) = screen.tabs.filter(|r| r.contains(at)) {
-            let tab = layout::tab_at(&self.tab_titles(), at.x - bar.x);
+            let tab = self.tab_bar(bar.width as usize).tab_at(at.x - bar.x);
             return match tab {
                 Some(tab) => self.show(tab),
                 None => Action::None,

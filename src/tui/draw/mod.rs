@@ -463,15 +463,15 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
 }
 
 fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
-    let names = app.tab_titles();
+    let bar = app.tab_bar(area.width as usize);
     let mut parts = Vec::new();
-    for (tab, name) in names {
+    for (tab, name) in bar.titles {
         let style = if tab == app.tab {
             selected().add_modifier(Modifier::BOLD)
         } else {
             Style::new()
         };
-        parts.push(part(" ", Style::new()));
+        parts.push(part(" ".repeat(bar.gap), Style::new()));
         parts.push(part(format!(" {name} "), style));
     }
     let (spans, _) = fit_parts(&parts, area.width as usize);

@@ -375,6 +375,10 @@ impl TabComponent for MemoriesTab {
         "Current view".into()
     }
 
+    fn short_names(&self) -> [&'static str; 3] {
+        ["Current", "View", "View"]
+    }
+
     fn contexts(&self, focus: Focus) -> Vec<Context> {
         match focus {
             Focus::Detail => vec![Context::History],

@@ -31,6 +31,13 @@ use ratatui::Frame;
 pub trait TabComponent {
     /// The tab bar's title after its number: `Tombstones (1)`.
     fn title(&self) -> String;
+    /// Shorter names for the tab bar, one for each narrower form (`Tombs`, `Tomb`): on a narrow
+    /// terminal it takes the first form that holds every tab (README, "The terminal UI").
+    fn short_names(&self) -> [&'static str; 3];
+    /// The count its title shows after the name (0: none).
+    fn title_count(&self) -> usize {
+        0
+    }
     /// The key-map contexts of the pane with `focus`, most specific first, where the pane has
     /// bindings of its own besides the tab's (`Tab::context`; the list keys and the global ones
     /// follow).

@@ -152,6 +152,10 @@ impl TabComponent for ReadsTab {
         "Reads".into()
     }
 
+    fn short_names(&self) -> [&'static str; 3] {
+        ["Reads", "Reads", "Read"]
+    }
+
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
         Some(match cmd {
             Command::Filter => {
