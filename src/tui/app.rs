@@ -7,7 +7,7 @@ use super::incident::TimelineMark;
 use super::keymap::{self, Command, Context};
 use super::list::FilterResults;
 use super::rows::Motion;
-use super::tabs::{Env, Shell, Tabs};
+use super::tabs::{counted, Env, Shell, Tabs};
 use super::worker::HeaderCounts;
 use crate::model::{DeleteTarget, HistoryEvent, Identity, MemoryRecord, Resolution, Scope};
 use crate::store::Clock;
@@ -310,13 +310,50 @@ impl App {
         });
     }
 
-    /// The tab bar: each tab's number and title.
-    pub fn tab_titles(&self) -> Vec<(Tab, String)> {
-        Tab::ALL
-            .iter()
-            .enumerate()
-            .map(|(i, &tab)| (tab, format!("{} {}", i + 1, self.tabs.get(tab).title())))
-            .collect()
+    /// The tab bar in `width` columns: each tab's number and title, or in the first shorter
+    /// form that holds every tab — shorter names, then the numbers with their counts, then the
+    /// numbers alone — so every number stays on screen (found by review: at 60 columns the bar
+    /// was cut at `4 Che…`, tab 6 gone).
+    pub fn tab_bar(&self, width: usize) -> TabBar {
+        let count = |tab: Tab| self.tabs.get(tab).title_count();
+        let label = |n: usize, name: &str, count: usize| {
+            let name = counted(name, count);
+            let name = name.trim_start();
+            if name.is_empty() {
+                n.to_string()
+            } else {
+                format!("{n} {name}")
+            }
+        };
+        let form = |gap: usize, name: &dyn Fn(Tab) -> String| TabBar {
+            gap,
+            titles: (Tab::ALL.iter().enumerate())
+                .map(|(i, &tab)| (tab, label(i + 1, &name(tab), count(tab))))
+                .collect(),
+        };
+        let full = TabBar {
+            gap: 1,
+            titles: (Tab::ALL.iter().enumerate())
+                .map(|(i, &tab)| (tab, format!("{} {}", i + 1, self.tabs.get(tab).title())))
+                .collect(),
+        };
+        let mut forms = vec![full];
+        for i in 0..3 {
+            forms.push(form(0, &|tab| {
+                self.tabs.get(tab).short_names()[i].to_string()
+            }));
+        }
+        forms.push(form(0, &|_| String::new()));
+        let numbers = TabBar {
+            gap: 0,
+            titles: (Tab::ALL.iter().enumerate())
+                .map(|(i, &tab)| (tab, (i + 1).to_string()))
+                .collect(),
+        };
+        forms
+            .into_iter()
+            .find(|f| f.width() <= width)
+            .unwrap_or(numbers)
     }
 
     /// The tabs, and what a tab or dialog may do besides changing its own state (`page`: the
@@ -517,6 +554,38 @@ impl App {
                 Action::None
             }
         }
+    }
+}
+
+/// The tab bar as drawn: each tab's label (drawn as ` label `, the selected one highlighted),
+/// `gap` spaces before each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TabBar {
+    pub gap: usize,
+    pub titles: Vec<(Tab, String)>,
+}
+
+impl TabBar {
+    /// The columns it takes.
+    pub fn width(&self) -> usize {
+        (self.titles.iter())
+            .map(|(_, t)| self.gap + super::text::width(t) + 2)
+            .sum()
+    }
+
+    /// The tab whose label is `x` columns from the bar's left edge.
+    pub fn tab_at(&self, x: u16) -> Option<Tab> {
+        let x = usize::from(x);
+        let mut at = 0;
+        for (tab, title) in &self.titles {
+            at += self.gap;
+            let w = super::text::width(title) + 2;
+            if (at..at + w).contains(&x) {
+                return Some(*tab);
+            }
+            at += w;
+        }
+        None
     }
 }
 

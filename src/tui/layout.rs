@@ -2,7 +2,6 @@
 //! list on screen). Every size down to 1×1 gets a layout; small screens drop chrome first.
 
 use super::app::{Focus, Tab};
-use super::text::width;
 use ratatui::layout::Rect;
 use std::ops::Range;
 
@@ -167,20 +166,4 @@ pub fn window(len: usize, cursor: usize, height: usize) -> Range<usize> {
     let height = height.max(1);
     let start = (cursor + 1).saturating_sub(height);
     start..(start + height).min(len)
-}
-
-/// The tab whose title (of `titles`, `App::tab_titles`) is `x` columns from the tab bar's
-/// left edge: each title is drawn as one space, then ` title `.
-pub fn tab_at(titles: &[(Tab, String)], x: u16) -> Option<Tab> {
-    let x = usize::from(x);
-    let mut at = 0;
-    for (tab, title) in titles {
-        at += 1;
-        let w = width(title) + 2;
-        if (at..at + w).contains(&x) {
-            return Some(*tab);
-        }
-        at += w;
-    }
-    None
 }

@@ -8,7 +8,7 @@ use super::app::{Action, Focus, Tab};
 use super::draw::{bold, dim, pane, plain, selected};
 use super::keymap::Command;
 use super::layout;
-use super::tabs::{edit_line, LineEdit, Status, View};
+use super::tabs::{edit_line, LineEdit, QueryLine, Status, View};
 use super::text::{one_line, plural, thousands};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -348,10 +348,6 @@ macro_rules! filter_line {
             self.$filter.key(&mut self.$rows, cmd, c)
         }
 
-        fn typed_line(&self) -> Option<&str> {
-            self.$filter.typed()
-        }
-
         fn status(&self) -> $crate::tui::tabs::Status {
             self.$filter.status(self.$rows.len(), $noun)
         }
@@ -481,20 +477,11 @@ impl<T: Filtered> ListFilter<T> {
         } else {
             "type to filter".to_string()
         };
-        let hint = if self.editing {
-            "  (Enter keep · Esc clear)"
-        } else {
-            "  (/ edit · Esc clear)"
-        };
-        Status::Own(Some(format!(
-            "/{}   {progress}{hint}",
-            one_line(&self.input)
-        )))
-    }
-
-    /// The line being typed, for the terminal's cursor.
-    pub fn typed(&self) -> Option<&str> {
-        self.editing.then_some(self.input.as_str())
+        Status::Query(QueryLine {
+            input: self.input.clone(),
+            progress,
+            editing: self.editing,
+        })
     }
 
     /// A pane title's count: `3`, or `1 of 3 · “npm”` while the filter narrows the list.
@@ -557,7 +544,7 @@ mod list_filter_tests {
 
     fn line(f: &ListFilter<Word>, rows: &Rows<Word>) -> String {
         match f.status(rows.len(), ("suspect", "suspects")) {
-            Status::Own(Some(line)) => line,
+            Status::Query(line) => line.text(),
             _ => panic!("no line of its own"),
         }
     }

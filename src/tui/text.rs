@@ -370,6 +370,13 @@ impl Statement {
         out
     }
 
+    /// The fewest lines of `max` columns the sentence takes with no word of its own cut: its
+    /// values cut down to `…`.
+    pub fn least_rows(&self, max: usize) -> usize {
+        let stubs: Vec<usize> = self.pieces.iter().map(|_| 1).collect();
+        wrap(&self.with_values(Some(&stubs)), max).len()
+    }
+
     /// The sentence wrapped in at most `rows` lines of `max` columns: whole when it fits, else
     /// its values cut as little as lets the rest fit whole; words too long for even that keep
     /// the sentence's head and end ([`wrap_at_most`]).

@@ -11,7 +11,7 @@ use super::incident::TimelineMark;
 use super::layout;
 use super::rows::Motion;
 use super::tabs::{Shell, View};
-use super::text::{ago, month_day_time, one_line, plural, value_text, wrap};
+use super::text::{ago, fit, month_day_time, one_line, plural, value_text, width, wrap};
 use crate::model::{HistoryEvent, Identity, MemoryRecord, Scope};
 use crate::store::{HistoryFrom, UiStore};
 use anyhow::Result;
@@ -413,9 +413,10 @@ impl Timeline {
         let cursor = cursor
             .then(|| self.cursor.checked_sub(d.events.first))
             .flatten();
+        let event_w = event_column(&d.events.history);
         for (i, e) in d.events.history.iter().enumerate() {
             let start = lines.len();
-            let mut line = event_line(e, max);
+            let mut line = event_line(e, event_w, max);
             if cursor == Some(i) {
                 line = line.style(selected().add_modifier(Modifier::BOLD));
             }
@@ -502,7 +503,24 @@ fn text_of(detail: Option<&serde_json::Value>, key: &str) -> String {
     }
 }
 
-fn event_line(e: &HistoryEvent, max: usize) -> Line<'static> {
+/// The narrowest the timeline's event column is: `confirmed`, the longest name of a write.
+const EVENT_MIN: usize = 9;
+/// The widest it grows: a name longer than this (only a raw client writes one) is cut with `…`.
+const EVENT_MAX: usize = 20;
+
+/// The event column's width for `events`: the longest name among them (`pending_resolved`),
+/// within [`EVENT_MIN`] and [`EVENT_MAX`], so a long name never runs into the version beside it
+/// (found by review: `pending_resolvedv1`).
+fn event_column(events: &[HistoryEvent]) -> usize {
+    (events.iter())
+        .map(|e| width(&one_line(&e.event)))
+        .max()
+        .unwrap_or(0)
+        .clamp(EVENT_MIN, EVENT_MAX)
+}
+
+/// One event of the timeline, its name in a column `event_w` wide and a space.
+fn event_line(e: &HistoryEvent, event_w: usize, max: usize) -> Line<'static> {
     let detail = e.detail.as_ref();
     let text = match e.event.as_str() {
         "deleted" => format!(
@@ -565,7 +583,7 @@ fn event_line(e: &HistoryEvent, max: usize) -> Line<'static> {
         &[
             part(format!("{} ", month_day_time(&e.at)), dim()),
             part(
-                format!("{:<10}", e.event),
+                format!("{} ", fit(&one_line(&e.event), event_w)),
                 style.add_modifier(Modifier::BOLD),
             ),
             part(format!("{version:<3} "), dim()),

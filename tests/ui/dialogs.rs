@@ -268,3 +268,124 @@ fn the_delete_dialog_shows_every_line_of_the_statement_on_a_small_terminal() {
         "a new target, from the top"
     );
 }
+
+/// The delete dialog's first target names the identity beside it when it fits whole there, else
+/// on the line below, where it has the whole width (found by review: at 40×12 the line read
+/// `(•) this identity  u…:7 · f…er @ r…er` while `user:7 · formatter @ repo…i-server` fitted
+/// the line below).
+#[test]
+fn the_delete_dialogs_identity_goes_below_its_target_rather_than_be_cut_beside_it() {
+    let f = Fixture::demo();
+    for (w, h, shown) in [
+        (40, 12, "user:7 · formatter @ repo…i-server"),
+        (50, 15, "user:7 · formatter @ repo:api-server"),
+        (
+            120,
+            32,
+            "(•) this identity  user:7 · formatter @ repo:api-server",
+        ),
+    ] {
+        let mut s = f.session(w, h);
+        select(&mut s, "user:7 · formatter @ repo:api-server");
+        press(&mut s, "d");
+        let rows = delete_dialog_rows(&render(&mut s, w, h));
+        let at = rows.iter().position(|r| r.starts_with("(•) this identity"));
+        let at = at.unwrap_or_else(|| panic!("{w}×{h}: the target {rows:#?}"));
+        let said = format!("{} {}", rows[at], rows[at + 1]);
+        assert!(said.contains(shown), "{w}×{h}: {rows:#?}");
+        assert!(!said.contains("u…:7"), "{w}×{h}: {rows:#?}");
+        let next = if rows[at].contains(shown) { 1 } else { 2 };
+        assert!(
+            rows[at + next].starts_with("( ) formatter in all scopes"),
+            "{w}×{h}: {rows:#?}"
+        );
+    }
+}
+
+/// The rows inside the box of the dialog titled `title`, each without its border.
+fn dialog_rows(screen: &str, title: &str) -> Vec<String> {
+    let lines: Vec<&str> = screen.lines().collect();
+    let Some(top) = lines.iter().position(|l| l.contains(title)) else {
+        return Vec::new();
+    };
+    let Some(corner) = lines[top].split('│').position(|p| p.contains(title)) else {
+        return Vec::new();
+    };
+    (lines[top + 1..].iter())
+        .take_while(|l| !l.contains('└'))
+        .map(|l| {
+            l.split('│')
+                .nth(corner + 1)
+                .unwrap_or_default()
+                .trim_end()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Found by review: at 40×12 the rescope dialog cut its effect mid-word (`…rce …`) and hid its
+/// second effect with nothing saying more was below, while `y` was offered. Its statements keep
+/// every word now (a long value is still cut), and on a terminal too short for them the last row
+/// says how many lines are below, as the delete dialog does; PgDn, End and the wheel show them.
+#[test]
+fn the_rescope_dialog_says_what_is_below_and_scrolls_to_it() {
+    let f = Fixture::demo();
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
+    for (w, h) in [(40, 12), (50, 14), (60, 12), (120, 32)] {
+        let mut s = f.session(w, h);
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, "m");
+        let mut read: Vec<String> = Vec::new();
+        for page in 0..6 {
+            let screen = render(&mut s, w, h);
+            let at = format!("{w}×{h}, page {page}:\n{screen}");
+            assert!(screen.contains("y rescope"), "{at}");
+            let mut rows = dialog_rows(&screen, "┌ Rescope · ");
+            assert!(!rows.is_empty(), "{at}");
+            if rows
+                .last()
+                .is_some_and(|r| r.starts_with("… ") || r.starts_with("↑ "))
+            {
+                let note = rows.pop().unwrap_or_default();
+                assert!(note.contains("PgDn") || note.contains("PgUp"), "{at}");
+            } else {
+                assert!(
+                    w > 40,
+                    "{at}: at 40×12 the statement does not fit, and says so"
+                );
+            }
+            let overlap = (0..=rows.len().min(read.len()))
+                .rev()
+                .find(|&n| read[read.len() - n..] == rows[..n])
+                .unwrap_or(0);
+            read.extend(rows.into_iter().skip(overlap));
+            s.handle_key(key(KeyCode::PageDown));
+        }
+        let read = squash(&read.join(" "));
+        for said in [
+            "moves npm to repo:legacy-dashboard as v1",
+            "raw words and causal_seq 10)",
+            "• global goes back to pnpm (value of v1) as v3",
+            "History keeps every version; rescoped and reverted events point at each other.",
+        ] {
+            assert!(read.contains(&squash(said)), "{w}×{h}: {said:?} in\n{read}");
+        }
+        // Scrolled, Home goes back to the top; the wheel scrolls too.
+        let first = |s: &mut memscope::tui::Session| {
+            let rows = dialog_rows(&render(s, w, h), "┌ Rescope · ");
+            rows.first().cloned().unwrap_or_default()
+        };
+        s.handle_key(key(KeyCode::Home));
+        assert!(first(&mut s).starts_with("Move npm"), "{w}×{h}");
+        if w == 40 {
+            let wheel = crossterm::event::MouseEvent {
+                kind: crossterm::event::MouseEventKind::ScrollDown,
+                column: w / 2,
+                row: h / 2,
+                modifiers: KeyModifiers::NONE,
+            };
+            s.handle_event(crossterm::event::Event::Mouse(wheel));
+            assert!(!first(&mut s).starts_with("Move npm"), "{w}×{h}: the wheel");
+        }
+    }
+}

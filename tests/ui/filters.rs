@@ -179,3 +179,41 @@ fn keys_typed_right_after_a_filter_act_on_its_matches() {
         press(&mut s, "g");
     }
 }
+
+/// A query wider than the filter line shows its end — what was just typed — after `…`, and the
+/// count stays (found by review: `/` then sixty `长` and `END` showed the query's start only;
+/// the typed end, the match count and the keys were cut off).
+#[test]
+fn a_long_query_shows_its_end_and_the_count() {
+    let f = Fixture::story();
+    for (tab, count) in [('1', "match"), ('2', "items match"), ('5', "reads since")] {
+        for (w, h) in [(120, 32), (80, 24), (60, 15), (40, 12)] {
+            let mut s = f.session(w, h);
+            press(&mut s, &format!("{tab}/"));
+            press(&mut s, &"长".repeat(60));
+            press(&mut s, "END");
+            let screen = render(&mut s, w, h);
+            let line = (screen.lines())
+                .find(|l| l.starts_with("\"/"))
+                .unwrap_or_else(|| panic!("tab {tab} at {w}×{h}: the filter line\n{screen}"));
+            assert!(
+                line.starts_with("\"/…长") && line.contains("长END   "),
+                "tab {tab} at {w}×{h}: the query's end after …: {line}"
+            );
+            assert!(
+                line.contains(count),
+                "tab {tab} at {w}×{h}: the count: {line}"
+            );
+            if w >= 80 {
+                assert!(line.contains("(Enter keep · Esc clear)"), "{line}");
+            }
+            // Kept (Enter), the line still ends the query where it ends.
+            s.handle_key(key(KeyCode::Enter));
+            let screen = render(&mut s, w, h);
+            assert!(
+                screen.contains("长END   ") && screen.contains(count),
+                "tab {tab} at {w}×{h}, kept:\n{screen}"
+            );
+        }
+    }
+}

@@ -254,3 +254,64 @@ fn a_file_name_is_never_cut_to_a_stub() {
     }
     assert!(header_at(&mut s, 19).ends_with("READ-ONLY  demo.db"));
 }
+
+/// The tab bar keeps every tab's number at every width down to 18 columns: it takes shorter
+/// names, then the numbers with their counts, then the numbers alone, rather than cut its end
+/// (found by review: at 60 columns it read `… 4 Che…`, tab 6 `Suspects (1)` gone). A click on
+/// a tab's label opens that tab at every width.
+#[test]
+fn the_tab_bar_shows_every_tab_number_at_every_width() {
+    use crossterm::event::KeyModifiers;
+    use crossterm::event::{Event, MouseButton, MouseEvent, MouseEventKind};
+    use memscope::tui::Tab;
+    let f = Fixture::demo();
+    let mut s = f.session(120, 24);
+    for w in 18..=130u16 {
+        let screen = render(&mut s, w, 24);
+        let bar = screen
+            .lines()
+            .nth(1)
+            .expect("the tab bar")
+            .trim_matches('"');
+        assert!(!bar.contains('…'), "{w}: nothing cut: {bar}");
+        let numbers: Vec<&str> = bar
+            .split_whitespace()
+            .filter(|t| t.len() == 1 && t.chars().all(|c| c.is_ascii_digit()))
+            .collect();
+        assert_eq!(numbers, ["1", "2", "3", "4", "5", "6"], "{w}: {bar}");
+        if w >= 60 {
+            assert!(bar.contains("6 Susp"), "{w}: the suspects' name: {bar}");
+        }
+        if w >= 90 {
+            assert!(
+                bar.contains("6 Suspects (1)") && bar.contains("1 Current view"),
+                "{w}"
+            );
+        }
+        // A click on each number opens its tab.
+        for (n, tab) in ["1", "2", "3", "4", "5", "6"].iter().zip(Tab::ALL) {
+            let x = bar
+                .split(' ')
+                .scan(0, |at, t| {
+                    let here = *at;
+                    *at += memscope::tui::text::width(t) + 1;
+                    Some((here, t))
+                })
+                .find(|(_, t)| t == n)
+                .map(|(x, _)| x)
+                .expect("the number");
+            let click = MouseEvent {
+                kind: MouseEventKind::Down(MouseButton::Left),
+                column: x as u16,
+                row: 1,
+                modifiers: KeyModifiers::NONE,
+            };
+            s.handle_event(Event::Mouse(click));
+            assert_eq!(s.app.tab, *tab, "{w}: a click on {n}: {bar}");
+        }
+        s.handle_event(Event::Key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('1'),
+            KeyModifiers::NONE,
+        )));
+    }
+}

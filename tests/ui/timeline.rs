@@ -162,3 +162,35 @@ fn shows_a_preview_and_opens_whole(db: &Db, big: &str) {
         );
     }
 }
+
+/// The event column fits the longest event name shown, a space after it: `pending_resolved`
+/// (16 columns) ran into the version at every width (`pending_resolvedv2  pending #1 → …`,
+/// found by review), its version a column off every other event's.
+#[test]
+fn a_long_event_name_keeps_its_space_and_the_version_column() {
+    for_each_backend(&Fixture::demo(), |db| {
+        let mut s = db.session(120, 32);
+        // The demo's pending #1 into global: a `pending_resolved` event on the record there.
+        crate::support::tui::press(&mut s, "2gy1");
+        select(&mut s, "user:42 · package_manager @ global");
+        for (w, h) in [(120, 32), (160, 40), (100, 30)] {
+            let screen = render(&mut s, w, h);
+            // The column, on screen, where each event's version starts.
+            let column = |what: &str| {
+                let line = (screen.lines())
+                    .find(|l| l.contains(what))
+                    .unwrap_or_else(|| panic!("{what} at {w}×{h}:\n{screen}"));
+                let at = line.find(what).expect("found");
+                memscope::tui::text::width(&line[..at])
+            };
+            let resolved = column("pending_resolved v2  pending #1");
+            let set = column("v1  pnpm");
+            let confirmed = column("v2  npm  seq 21");
+            assert_eq!(
+                (resolved + "pending_resolved ".len(), set),
+                (confirmed, confirmed),
+                "{w}×{h}:\n{screen}"
+            );
+        }
+    });
+}

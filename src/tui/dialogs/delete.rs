@@ -144,20 +144,24 @@ impl DeleteDialog {
         let w = area.width.min(76);
         let max = w.saturating_sub(2) as usize;
         let id = &d.identity;
-        let this = "this identity  ";
-        let room = max.saturating_sub(4 + this.len());
+        let scope = id.scope.to_string();
+        let this = "this identity";
+        let whole = fit_identity(&id.subject, &id.predicate, &scope, usize::MAX);
+        // The identity beside its target when it fits whole there, else on a line of its own
+        // below, where it has the most room: cut there only if it must, part by part, so the
+        // predicate and the scope show (found by review: at 40 columns the line beside read
+        // `u…:7 · f…er @ r…er` while the whole identity fitted the line below).
+        let (first, below) = if 4 + width(this) + 2 + width(&whole) <= max {
+            (format!("{this}  {whole}"), None)
+        } else {
+            let room = max.saturating_sub(4);
+            (
+                this.to_string(),
+                Some(fit_identity(&id.subject, &id.predicate, &scope, room)),
+            )
+        };
         let choices = [
-            // Each part cut in its middle, the longest first: the predicate and the scope stay
-            // (on a dialog too narrow for that, the line's middle goes, as below).
-            if room < 16 {
-                format!("{this}{id}")
-            } else {
-                let scope = id.scope.to_string();
-                format!(
-                    "{this}{}",
-                    fit_identity(&id.subject, &id.predicate, &scope, room)
-                )
-            },
+            first,
             format!("{} in all scopes of {}", id.predicate, id.subject),
             format!("the whole subject {}", id.subject),
         ];
@@ -172,6 +176,13 @@ impl DeleteDialog {
             // which place the delete reaches.
             let text = truncate_middle(&one_line(c), max.saturating_sub(width(mark)).max(2));
             lines.push(row_line(&[part(mark, style), part(text, style)], &[], max));
+            if let Some(id) = below.as_ref().filter(|_| i == 0) {
+                lines.push(row_line(
+                    &[part("    ", style), part(id.clone(), style)],
+                    &[],
+                    max,
+                ));
+            }
         }
         lines.push(Line::raw(""));
         match &d.preview {
@@ -196,13 +207,7 @@ impl DeleteDialog {
     /// The furthest the statement scrolls and a page, on a terminal of `size`.
     fn scroll_room(&self, size: (u16, u16)) -> (usize, usize) {
         let (rect, lines) = self.layout(Rect::new(0, 0, size.0, size.1));
-        let rows = rect.height.saturating_sub(2) as usize;
-        let page = if lines.len() > rows && rows > 5 {
-            rows - 1
-        } else {
-            rows
-        };
-        (lines.len().saturating_sub(page), page.max(1))
+        super::scroll_room(lines.len(), rect.height.saturating_sub(2) as usize)
     }
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect) {
@@ -215,53 +220,9 @@ impl DeleteDialog {
             &|cmd| self.offers(cmd),
         );
         let (rows, max) = (inner.height as usize, inner.width as usize);
-        let lines = on_screen(lines, self.scroll, rows, max);
+        let lines = super::on_screen(lines, self.scroll, rows, max);
         frame.render_widget(Paragraph::new(lines), inner);
     }
-}
-
-/// The `rows` of `lines` on screen, `scroll` lines down. On a terminal too short for all of
-/// them, the last row says how many lines of what `y` destroys are below (or above) and which
-/// key shows them, rather than the statement ending mid-way as if complete (once the three
-/// targets fit: below that, they matter more).
-fn on_screen(
-    lines: Vec<Line<'static>>,
-    scroll: usize,
-    rows: usize,
-    max: usize,
-) -> Vec<Line<'static>> {
-    if lines.len() <= rows {
-        return lines;
-    }
-    if rows <= 5 {
-        let scroll = scroll.min(lines.len() - rows);
-        return lines.into_iter().skip(scroll).take(rows).collect();
-    }
-    let page = rows - 1;
-    let scroll = scroll.min(lines.len() - page);
-    let below = lines.len() - page - scroll;
-    let s = |n: usize| if n == 1 { "" } else { "s" };
-    // The longest wording that fits: a cut one would end mid-word.
-    let notes = if below > 0 {
-        [
-            format!(
-                "… {below} more line{} of what y does: PgDn shows them",
-                s(below)
-            ),
-            format!("… {below} more line{}: PgDn", s(below)),
-            format!("… {below} more: PgDn"),
-        ]
-    } else {
-        [
-            format!("↑ {scroll} line{} above: PgUp shows them", s(scroll)),
-            format!("↑ {scroll} line{} above: PgUp", s(scroll)),
-            format!("↑ {scroll} above: PgUp"),
-        ]
-    };
-    let note = notes.iter().find(|n| width(n) <= max).unwrap_or(&notes[2]);
-    let mut shown: Vec<Line<'static>> = lines.into_iter().skip(scroll).take(page).collect();
-    shown.push(plain(note, error_style(), max));
-    shown
 }
 
 /// The fewest identities the dialog names before "… and N more".

@@ -227,23 +227,101 @@ pub(crate) fn outcome_lines(
     max: usize,
     rows: usize,
 ) -> Vec<Line<'static>> {
+    outcome_lines_taking(effects, refusal, max, &|_| rows)
+}
+
+/// [`outcome_lines`] for a dialog that scrolls: each statement takes `rows`, or the rows its
+/// words need with its values cut ([`Statement::least_rows`]), when those are more — no word
+/// of it is cut.
+pub(crate) fn outcome_lines_in_words(
+    effects: &[Statement],
+    refusal: Option<&str>,
+    max: usize,
+    rows: usize,
+) -> Vec<Line<'static>> {
+    let rows_of = |s: &Statement| rows.max(s.least_rows(max.saturating_sub(2)));
+    outcome_lines_taking(effects, refusal, max, &rows_of)
+}
+
+fn outcome_lines_taking(
+    effects: &[Statement],
+    refusal: Option<&str>,
+    max: usize,
+    rows_of: &dyn Fn(&Statement) -> usize,
+) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     match refusal {
         Some(why) => {
             lines.push(plain("The store would refuse this:", error_style(), max));
             let why = Statement::new().says(why);
-            bullet(&mut lines, &why, Style::new(), max, rows);
+            bullet(&mut lines, &why, Style::new(), max, rows_of(&why));
         }
         None => {
             // The store says each effect as a statement ("moves npm to …", "global goes back
             // to …"), so the heading does not ask for a verb.
             lines.push(plain("In one transaction:", bold(), max));
             for e in effects {
-                bullet(&mut lines, e, Style::new(), max, rows);
+                bullet(&mut lines, e, Style::new(), max, rows_of(e));
             }
         }
     }
     lines
+}
+
+/// The furthest a scrolling dialog's `lines` (of `len`) scroll in `rows`, and a page: a row
+/// goes to the note that says what is hidden ([`on_screen`]) once the rows are more than five.
+pub(crate) fn scroll_room(len: usize, rows: usize) -> (usize, usize) {
+    let page = if len > rows && rows > 5 {
+        rows - 1
+    } else {
+        rows
+    };
+    (len.saturating_sub(page), page.max(1))
+}
+
+/// The lines [`on_screen`] skips at the top for `scroll`.
+pub(crate) fn shown_scroll(len: usize, scroll: usize, rows: usize) -> usize {
+    scroll.min(scroll_room(len, rows).0)
+}
+
+/// The `rows` of `lines` on screen, `scroll` lines down. On a terminal too short for all of
+/// them, the last row says how many lines of what `y` destroys are below (or above) and which
+/// key shows them, rather than the statement ending mid-way as if complete (once the three
+/// targets fit: below that, they matter more).
+pub(crate) fn on_screen(
+    lines: Vec<Line<'static>>,
+    scroll: usize,
+    rows: usize,
+    max: usize,
+) -> Vec<Line<'static>> {
+    let scroll = shown_scroll(lines.len(), scroll, rows);
+    if lines.len() <= rows || rows <= 5 {
+        return lines.into_iter().skip(scroll).take(rows).collect();
+    }
+    let page = rows - 1;
+    let below = lines.len() - page - scroll;
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    // The longest wording that fits: a cut one would end mid-word.
+    let notes = if below > 0 {
+        [
+            format!(
+                "… {below} more line{} of what y does: PgDn shows them",
+                s(below)
+            ),
+            format!("… {below} more line{}: PgDn", s(below)),
+            format!("… {below} more: PgDn"),
+        ]
+    } else {
+        [
+            format!("↑ {scroll} line{} above: PgUp shows them", s(scroll)),
+            format!("↑ {scroll} line{} above: PgUp", s(scroll)),
+            format!("↑ {scroll} above: PgUp"),
+        ]
+    };
+    let note = notes.iter().find(|n| width(n) <= max).unwrap_or(&notes[2]);
+    let mut shown: Vec<Line<'static>> = lines.into_iter().skip(scroll).take(page).collect();
+    shown.push(plain(note, error_style(), max));
+    shown
 }
 
 /// A scrolling popup's offset after `cmd`: lines, pages, top and bottom, never past `room`

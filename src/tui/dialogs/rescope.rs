@@ -1,7 +1,7 @@
 //! The rescope dialog (`m` in the current view): move a mis-scoped value where it belongs.
 //! It states what `y` will do, or why the store would refuse, from the store's own preview.
 
-use super::{outcome_lines, record_lines, Step, FIELD};
+use super::{record_lines, Step, FIELD};
 use crate::model::{MemoryRecord, Scope};
 use crate::tui::app::{typed, Action, Curation};
 use crate::tui::dialogs::{centered, frame_box};
@@ -50,6 +50,8 @@ pub struct RescopeDialog {
     pub preview: Option<Result<RescopePreview, String>>,
     /// A suggestion the opener brought (the suspects tab's), first among those loaded.
     pub seed: Option<Suggestion>,
+    /// Lines scrolled off the top, on a terminal too short for the whole statement.
+    pub scroll: usize,
 }
 
 impl RescopeDialog {
@@ -62,6 +64,7 @@ impl RescopeDialog {
             suggestion: None,
             preview: None,
             seed: None,
+            scroll: 0,
         }
     }
 
@@ -98,6 +101,21 @@ impl RescopeDialog {
     }
 
     pub fn key(&mut self, cmd: Option<Command>, key: &KeyEvent, shell: &mut Shell<'_>) -> Step {
+        // PgDn, PgUp, Home, End and the wheel (Down, Up) scroll the statement on a terminal too
+        // short for it (j/k choose a suggestion: the key map never sends them as Down/Up here).
+        if let Some(
+            Command::PageDown
+            | Command::PageUp
+            | Command::Home
+            | Command::End
+            | Command::Down
+            | Command::Up,
+        ) = cmd
+        {
+            let (room, page) = self.scroll_room(shell.size);
+            self.scroll = super::scrolled(self.scroll, cmd, room, page);
+            return Step::Stay(Action::None);
+        }
         let typed = typed(key);
         let d = self;
         let cycle = |d: &mut RescopeDialog, forward: bool| -> bool {
@@ -115,6 +133,7 @@ impl RescopeDialog {
                 d.target = s.scope.to_string();
             }
             d.suggestion = Some(i);
+            d.scroll = 0;
             true
         };
         if d.editing {
@@ -139,6 +158,7 @@ impl RescopeDialog {
                 },
             }
             d.suggestion = None;
+            d.scroll = 0;
             return Step::Stay(Action::PreviewRescope);
         }
         match cmd {
@@ -172,23 +192,29 @@ impl RescopeDialog {
         Step::Stay(Action::None)
     }
 
-    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, top: bool) {
+    /// The dialog's lines on a screen of `area`, the row of its target field among them, and
+    /// its box. A statement here (the first sentence, each effect) takes a fifth of the
+    /// screen's rows as everywhere, or the rows its words need with its values cut, when
+    /// those are more: the dialog scrolls, so no word of what `y` does is cut (found by review:
+    /// at 40×12 the effect lost its middle, `…rce …`).
+    fn layout(&self, area: Rect) -> (Rect, Vec<Line<'static>>, usize) {
         let d = self;
         let rec = &d.record;
         let max_w = 96.min(area.width);
         let max = max_w.saturating_sub(2) as usize;
-        let mut lines: Vec<Line<'static>> = record_lines(
-            "Move ",
-            rec,
-            format!(
-                " (v{}, {}) out of {}.",
-                rec.version,
-                one_line(&rec.source),
-                rec.scope
-            ),
-            max,
-            super::rows_a_line(area.height),
+        let rows = super::rows_a_line(area.height);
+        let tail = format!(
+            " (v{}, {}) out of {}.",
+            rec.version,
+            one_line(&rec.source),
+            rec.scope
         );
+        let first = Statement::new()
+            .says("Move ")
+            .names(&crate::tui::text::value_text(&rec.value))
+            .says(tail.clone());
+        let mut lines: Vec<Line<'static>> =
+            record_lines("Move ", rec, tail, max, rows.max(first.least_rows(max)));
         if let Some(raw) = &rec.raw {
             lines.push(plain(&format!("said: “{raw}”"), dim(), max));
         }
@@ -252,14 +278,14 @@ impl RescopeDialog {
                     .map(|l| plain(&l, Style::new().fg(Color::Yellow), max)),
             ),
             Some(Ok(p)) => {
-                lines.extend(outcome_lines(
+                lines.extend(super::outcome_lines_in_words(
                     &p.effects,
                     p.refusal.as_deref(),
                     max,
-                    super::rows_a_line(area.height),
+                    rows,
                 ));
                 if p.refusal.is_none() {
-                    lines.push(plain(
+                    lines.extend(crate::tui::draw::wrapped(
                         "History keeps every version; rescoped and reverted events point at each other.",
                         dim(),
                         max,
@@ -267,7 +293,33 @@ impl RescopeDialog {
                 }
             }
         }
-        let rect = centered(area, max_w, lines.len() as u16 + 2);
+        // Too tall for the screen, the blank rows between the parts go first: what `y` does
+        // keeps them (found with the rescope dialog scrolling: at 100×12 they pushed the
+        // second effect below the screen).
+        let (lines, field_row) = if lines.len() + 2 > area.height as usize {
+            let above = lines[..field_row].iter().filter(|l| l.width() > 0).count();
+            (lines.into_iter().filter(|l| l.width() > 0).collect(), above)
+        } else {
+            (lines, field_row)
+        };
+        let rect = centered(
+            area,
+            max_w,
+            u16::try_from(lines.len() + 2).unwrap_or(u16::MAX),
+        );
+        (rect, lines, field_row)
+    }
+
+    /// The furthest the statement scrolls and a page, on a terminal of `size`.
+    fn scroll_room(&self, size: (u16, u16)) -> (usize, usize) {
+        let (rect, lines, _) = self.layout(Rect::new(0, 0, size.0, size.1));
+        super::scroll_room(lines.len(), rect.height.saturating_sub(2) as usize)
+    }
+
+    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, top: bool) {
+        let d = self;
+        let rec = &d.record;
+        let (rect, lines, field_row) = self.layout(area);
         // A long identity is cut part by part, as the delete dialog cuts it: the predicate and
         // the scope stay in the title.
         let room = (rect.width as usize).saturating_sub(4 + width("Rescope · "));
@@ -282,14 +334,17 @@ impl RescopeDialog {
             Context::Rescope
         };
         let inner = frame_box(frame, rect, &title, ctx);
-        frame.render_widget(Paragraph::new(lines), inner);
-        if top && d.editing && (field_row as u16) < inner.height {
+        let (rows, max) = (inner.height as usize, inner.width as usize);
+        let scroll = super::shown_scroll(lines.len(), self.scroll, rows);
+        frame.render_widget(
+            Paragraph::new(super::on_screen(lines, self.scroll, rows, max)),
+            inner,
+        );
+        let field_row = field_row.checked_sub(scroll).filter(|r| *r < rows);
+        if let Some(row) = field_row.filter(|_| top && d.editing) {
             let x = 3 + input_field(&one_line(&d.target), FIELD).1;
             if x < inner.width as usize {
-                frame.set_cursor_position(Position::new(
-                    inner.x + x as u16,
-                    inner.y + field_row as u16,
-                ));
+                frame.set_cursor_position(Position::new(inner.x + x as u16, inner.y + row as u16));
             }
         }
     }

@@ -203,7 +203,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
         Some(why) => unloaded(frame, s.body, app, why),
         None => app.tabs.get(app.tab).draw(frame, s.body, &view),
     }
-    let status_text = status(app);
+    let status_text = status(app, area.width as usize);
     match (s.status, s.footer) {
         (Some(st), Some(f)) => {
             status_line(frame, st, app, status_text.as_ref());
@@ -463,40 +463,70 @@ fn header_line(app: &App, max: usize) -> Line<'static> {
 }
 
 fn tabs(frame: &mut Frame<'_>, area: Rect, app: &App) {
-    let names = app.tab_titles();
+    let bar = app.tab_bar(area.width as usize);
     let mut parts = Vec::new();
-    for (tab, name) in names {
+    for (tab, name) in bar.titles {
         let style = if tab == app.tab {
             selected().add_modifier(Modifier::BOLD)
         } else {
             Style::new()
         };
-        parts.push(part(" ", Style::new()));
+        parts.push(part(" ".repeat(bar.gap), Style::new()));
         parts.push(part(format!(" {name} "), style));
     }
     let (spans, _) = fit_parts(&parts, area.width as usize);
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// The status line: a toast when there is one (an error must not hide behind the filter),
-/// else the filter line while a filter is typed or applied.
-fn status(app: &App) -> Option<(String, Style)> {
+/// What the status line says, and where the terminal's cursor goes on it (after a query being
+/// typed).
+struct StatusText {
+    text: String,
+    style: Style,
+    cursor: Option<usize>,
+}
+
+/// The status line in `max` columns: a toast when there is one (an error must not hide behind
+/// the filter), else the filter line while a filter is typed or applied.
+fn status(app: &App, max: usize) -> Option<StatusText> {
     if let Some(t) = &app.toast {
         let style = if t.error { error_style() } else { good() };
-        return Some((t.text.clone(), style));
+        return Some(StatusText {
+            text: t.text.clone(),
+            style,
+            cursor: None,
+        });
     }
-    let line = match app.tabs.get(app.tab).status() {
-        Status::Own(line) => line,
-        Status::Filter => app.memories().filter_line(),
+    let query = match app.tabs.get(app.tab).status() {
+        Status::Own(line) => {
+            return line.map(|text| StatusText {
+                text,
+                style: Style::new(),
+                cursor: None,
+            })
+        }
+        Status::Query(query) => query,
+        Status::Filter => app.memories().filter_line()?,
     };
-    line.map(|text| (text, Style::new()))
+    let (text, cursor) = query.fit(max);
+    let typing = query.editing && app.dialogs.is_empty();
+    Some(StatusText {
+        text,
+        style: Style::new(),
+        cursor: typing.then_some(cursor),
+    })
 }
 
 /// The most rows a toast takes: a longer one ends in `…`.
 const TOAST_ROWS: usize = 6;
 
-fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(String, Style)>) {
-    let Some((text, style)) = text else {
+fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, status: Option<&StatusText>) {
+    let Some(StatusText {
+        text,
+        style,
+        cursor,
+    }) = status
+    else {
         return;
     };
     let max = area.width as usize;
@@ -505,12 +535,8 @@ fn status_line(frame: &mut Frame<'_>, area: Rect, app: &App, text: Option<&(Stri
         return;
     }
     frame.render_widget(Paragraph::new(plain(text, *style, max)), area);
-    let typed = app.tabs.typing().and_then(|c| c.typed_line());
-    if let Some(input) = typed.filter(|_| app.dialogs.is_empty() && app.toast.is_none()) {
-        let x = 1 + width(&one_line(input));
-        if x < max {
-            frame.set_cursor_position(Position::new(area.x + x as u16, area.y));
-        }
+    if let Some(x) = cursor.filter(|x| *x < max) {
+        frame.set_cursor_position(Position::new(area.x + x as u16, area.y));
     }
 }
 

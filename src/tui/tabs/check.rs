@@ -45,6 +45,10 @@ impl TabComponent for CheckTab {
         "Check".into()
     }
 
+    fn short_names(&self) -> [&'static str; 3] {
+        ["Check", "Check", "Chk"]
+    }
+
     fn has_detail(&self) -> bool {
         false
     }

@@ -2,7 +2,7 @@
 //! and the history pane (`timeline`) of the selected record. The list pages through the store
 //! (`list::MemoryList`); the filter runs on the workers and its replies land here.
 
-use super::{edit_line, Env, LineEdit, Shell, Status, TabComponent, View};
+use super::{edit_line, Env, LineEdit, QueryLine, Shell, Status, TabComponent, View};
 use crate::model::{Identity, MemoryRecord, Scope};
 use crate::store::UiStore;
 use crate::tui::app::{Action, DeleteDialog, Dialog, FilterState, Focus, Tab};
@@ -339,7 +339,7 @@ impl MemoriesTab {
     }
 
     /// The filter line: what is typed, how far the scan got, the keys.
-    pub fn filter_line(&self) -> Option<String> {
+    pub fn filter_line(&self) -> Option<QueryLine> {
         let f = &self.filter;
         if !(f.editing || f.active()) {
             return None;
@@ -363,18 +363,21 @@ impl MemoriesTab {
             _ if f.active() => "searching…".to_string(),
             _ => "type to filter subject, predicate, value and scope".to_string(),
         };
-        let hint = if f.editing {
-            "  (Enter keep · Esc clear)"
-        } else {
-            "  (/ edit · Esc clear)"
-        };
-        Some(format!("/{}   {progress}{hint}", one_line(&f.input)))
+        Some(QueryLine {
+            input: f.input.clone(),
+            progress,
+            editing: f.editing,
+        })
     }
 }
 
 impl TabComponent for MemoriesTab {
     fn title(&self) -> String {
         "Current view".into()
+    }
+
+    fn short_names(&self) -> [&'static str; 3] {
+        ["Current", "View", "View"]
     }
 
     fn contexts(&self, focus: Focus) -> Vec<Context> {
@@ -552,10 +555,6 @@ impl TabComponent for MemoriesTab {
             LineEdit::Cleared | LineEdit::Changed => Action::Filter(f.input.clone()),
             LineEdit::Kept | LineEdit::Nothing => Action::None,
         }
-    }
-
-    fn typed_line(&self) -> Option<&str> {
-        self.filter.editing.then_some(self.filter.input.as_str())
     }
 
     fn status(&self) -> Status {

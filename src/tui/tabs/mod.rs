@@ -16,7 +16,7 @@ use super::app::{refusal, Action, Dialog, ExplainDialog, Focus, Toast};
 use super::keymap::{Command, Context};
 use super::rows::Motion;
 use super::rows::{Cursor, Rows};
-use super::text::thousands;
+use super::text::{input_field, one_line, thousands, width};
 use super::timeline::Screen;
 use super::worker::{Load, Reply};
 use crate::model::Scope;
@@ -31,6 +31,13 @@ use ratatui::Frame;
 pub trait TabComponent {
     /// The tab bar's title after its number: `Tombstones (1)`.
     fn title(&self) -> String;
+    /// Shorter names for the tab bar, one for each narrower form (`Tombs`, `Tomb`): on a narrow
+    /// terminal it takes the first form that holds every tab (README, "The terminal UI").
+    fn short_names(&self) -> [&'static str; 3];
+    /// The count its title shows after the name (0: none).
+    fn title_count(&self) -> usize {
+        0
+    }
     /// The key-map contexts of the pane with `focus`, most specific first, where the pane has
     /// bindings of its own besides the tab's (`Tab::context`; the list keys and the global ones
     /// follow).
@@ -100,10 +107,6 @@ pub trait TabComponent {
     fn typing_key(&mut self, _cmd: Option<Command>, _c: Option<char>) -> Action {
         Action::None
     }
-    /// The line being typed, for the terminal's cursor.
-    fn typed_line(&self) -> Option<&str> {
-        None
-    }
     /// What the status line shows on this tab (a toast goes first).
     fn status(&self) -> Status {
         Status::Filter
@@ -169,8 +172,73 @@ pub fn counted(name: &str, n: usize) -> String {
 pub enum Status {
     /// The current view's filter line, while a filter is typed or applied.
     Filter,
+    /// The tab's own filter line, while one is typed or applied.
+    Query(QueryLine),
     /// The tab's own line, or nothing.
     Own(Option<String>),
+}
+
+/// A filter line: `/`, what is typed, how far the filter got (`3 of 15 memories match`), and
+/// its keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryLine {
+    pub input: String,
+    pub progress: String,
+    /// The line is being typed (the terminal's cursor sits after the query).
+    pub editing: bool,
+}
+
+/// The fewest columns a query is cut to before the line drops its key hint, then its count.
+const QUERY_MIN: usize = 12;
+
+impl QueryLine {
+    fn hint(&self) -> &'static str {
+        if self.editing {
+            "  (Enter keep · Esc clear)"
+        } else {
+            "  (/ edit · Esc clear)"
+        }
+    }
+
+    /// The line whole.
+    pub fn text(&self) -> String {
+        self.fit(usize::MAX).0
+    }
+
+    /// The line in at most `max` columns, and the column after the query (the cursor's). A
+    /// query wider than the room shows its end — where typing happens — after `…`, and the
+    /// count stays (found by review: a long query pushed what was typed, the count and the keys
+    /// off the line): the keys go before the query is cut below [`QUERY_MIN`] columns, the
+    /// count only when even that leaves the query no room.
+    pub fn fit(&self, max: usize) -> (String, usize) {
+        let query = one_line(&self.input);
+        let tails = [
+            format!("   {}{}", self.progress, self.hint()),
+            format!("   {}", self.progress),
+        ];
+        let room = |tail: &str| max.saturating_sub(1 + width(tail));
+        // Whole, with the keys, then without them.
+        for tail in &tails {
+            if width(&query) <= room(tail) {
+                return (format!("/{query}{tail}"), 1 + width(&query));
+            }
+        }
+        // Its end, with the keys, then without them, then alone.
+        let alone = String::new();
+        let tail = (tails.iter())
+            .find(|t| room(t) >= QUERY_MIN)
+            .unwrap_or(&alone);
+        if room(tail) < 2 {
+            return ("/".to_string(), 1);
+        }
+        let (shown, cursor) = input_field(&query, room(tail));
+        let shown = if tail.is_empty() {
+            shown.trim_end().to_string()
+        } else {
+            shown
+        };
+        (format!("/{shown}{tail}"), 1 + cursor)
+    }
 }
 
 /// What the loop's side of a tab (loading, replies) needs besides the store.
@@ -344,4 +412,56 @@ register! {
     Check => check::CheckTab,
     Reads => reads::ReadsTab,
     Suspects => suspects::SuspectsTab,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::QueryLine;
+    use crate::tui::text::width;
+
+    /// A long query shows its end and the cursor stands right after it; the count stays.
+    #[test]
+    fn a_long_query_line_keeps_its_end_the_cursor_and_the_count() {
+        let q = QueryLine {
+            input: format!("{}END", "长".repeat(60)),
+            progress: "0 of 15 memories match".into(),
+            editing: true,
+        };
+        assert!(!q.fit(200).0.contains('…'), "whole at 200 columns");
+        for max in [40, 60, 80, 120] {
+            let (line, cursor) = q.fit(max);
+            assert!(width(&line) <= max, "{max}: {line}");
+            assert!(line.starts_with("/…"), "{max}: {line}");
+            let end = line.find("END").expect("the end") + "END".len();
+            assert_eq!(cursor, width(&line[..end]), "{max}: {line}");
+            assert!(line.contains("   0 of 15 memories match"), "{max}: {line}");
+            assert_eq!(
+                line.contains("(Enter keep · Esc clear)"),
+                max >= 80,
+                "{max}"
+            );
+        }
+        // One that fits is whole, the keys after the count.
+        let q = QueryLine {
+            input: "npm".into(),
+            ..q
+        };
+        assert_eq!(
+            q.fit(80),
+            (
+                "/npm   0 of 15 memories match  (Enter keep · Esc clear)".to_string(),
+                4
+            )
+        );
+        // Narrower, the keys go before the query is cut.
+        assert_eq!(q.fit(40).0, "/npm   0 of 15 memories match");
+        // With no room beside the count, the query's end alone.
+        let (line, cursor) = QueryLine {
+            input: "长".repeat(30),
+            ..q
+        }
+        .fit(20);
+        assert!(line.starts_with("/…长") && width(&line) <= 20, "{line}");
+        assert_eq!(cursor, width(&line), "{line}");
+    }
 }

@@ -151,7 +151,15 @@ impl TabComponent for PendingTab {
     filter_line!(filter narrows rows, ("item", "items"));
 
     fn title(&self) -> String {
-        counted("Pending", self.filter.total())
+        counted("Pending", self.title_count())
+    }
+
+    fn short_names(&self) -> [&'static str; 3] {
+        ["Pending", "Pending", "Pend"]
+    }
+
+    fn title_count(&self) -> usize {
+        self.filter.total()
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {

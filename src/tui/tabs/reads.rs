@@ -1,7 +1,7 @@
 //! Tab 5, the reads: what agents were told, newest first, narrowed by words (`/`) and a time
 //! window (`s`); `Enter` explains a read as of its time, `g` opens the record it got.
 
-use super::{edit_line, Env, LineEdit, Shell, Status, TabComponent, View};
+use super::{edit_line, Env, LineEdit, QueryLine, Shell, Status, TabComponent, View};
 use crate::model::{Considered, ReadRecord, Resolution};
 use crate::store::UiStore;
 use crate::tui::app::{Action, Dialog, Focus, Tab};
@@ -152,6 +152,10 @@ impl TabComponent for ReadsTab {
         "Reads".into()
     }
 
+    fn short_names(&self) -> [&'static str; 3] {
+        ["Reads", "Reads", "Read"]
+    }
+
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
         Some(match cmd {
             Command::Filter => {
@@ -238,19 +242,11 @@ impl TabComponent for ReadsTab {
                 self.since.label()
             )
         };
-        let hint = if self.editing {
-            "  (Enter keep · Esc clear)"
-        } else {
-            "  (/ edit · Esc clear)"
-        };
-        Status::Own(Some(format!(
-            "/{}   {progress}{hint}",
-            one_line(&self.input)
-        )))
-    }
-
-    fn typed_line(&self) -> Option<&str> {
-        self.editing.then_some(self.input.as_str())
+        Status::Query(QueryLine {
+            input: self.input.clone(),
+            progress,
+            editing: self.editing,
+        })
     }
 
     fn draw(&self, frame: &mut Frame<'_>, body: Rect, view: &View) {

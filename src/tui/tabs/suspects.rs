@@ -116,7 +116,15 @@ impl TabComponent for SuspectsTab {
     filter_line!(filter narrows rows, ("suspect", "suspects"));
 
     fn title(&self) -> String {
-        counted("Suspects", self.filter.total())
+        counted("Suspects", self.title_count())
+    }
+
+    fn short_names(&self) -> [&'static str; 3] {
+        ["Suspects", "Suspects", "Susp"]
+    }
+
+    fn title_count(&self) -> usize {
+        self.filter.total()
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {

@@ -69,7 +69,15 @@ impl TabComponent for TombstonesTab {
     filter_line!(filter narrows rows, ("tombstone", "tombstones"));
 
     fn title(&self) -> String {
-        counted("Tombstones", self.filter.total())
+        counted("Tombstones", self.title_count())
+    }
+
+    fn short_names(&self) -> [&'static str; 3] {
+        ["Tombstones", "Tombs", "Tomb"]
+    }
+
+    fn title_count(&self) -> usize {
+        self.filter.total()
     }
 
     fn command(&mut self, cmd: Command, shell: &mut Shell<'_>) -> Option<Action> {
