@@ -56,6 +56,21 @@ pub(crate) struct Placing {
     pub reverted_to: Option<i64>,
 }
 
+impl Placing {
+    /// One event from its stored fields: its detail is read here, leniently — a detail a raw
+    /// client damaged only makes the event say nothing, it never fails the scan (or `check`).
+    pub(crate) fn read(version: i64, event: String, detail: Option<&str>) -> Placing {
+        let detail = detail.and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok());
+        let field = |name: &str| detail.as_ref().and_then(|d| d.get(name).cloned());
+        Placing {
+            version,
+            event,
+            outcome: field("outcome").and_then(|o| o.as_str().map(str::to_string)),
+            reverted_to: field("reverted_to").and_then(|v| v.as_i64()),
+        }
+    }
+}
+
 /// The events the scan reads for [`placed_by_a_human`].
 pub(crate) const PLACING_EVENTS: [&str; 3] = ["pending_resolved", "rescoped", "reverted"];
 

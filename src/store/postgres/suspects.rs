@@ -137,19 +137,13 @@ fn candidates(t: &mut Tx<'_>, known: &[Scope]) -> Result<Vec<Found>> {
         let predicates: Vec<&str> = found.iter().map(|f| f.predicate.as_str()).collect();
         let events: Vec<&str> = PLACING_EVENTS.to_vec();
         for r in t.all(
-            "SELECT k.i, h.version, h.event, h.detail::json->>'outcome',
-                    (h.detail::json->>'reverted_to')::bigint
+            "SELECT k.i, h.version, h.event, h.detail
              FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(subject, predicate, i)
              JOIN history h ON h.subject = k.subject AND h.predicate = k.predicate
                AND h.scope = 'global' AND h.version IS NOT NULL AND h.event = ANY($3::text[])",
             &[&subjects, &predicates, &events],
         )? {
-            placings[nth(&r)].push(Placing {
-                version: r.get(1),
-                event: r.get(2),
-                outcome: r.get(3),
-                reverted_to: r.get(4),
-            });
+            placings[nth(&r)].push(Placing::read(r.get(1), r.get(2), r.get(3)));
         }
     }
     Ok(found

@@ -85,8 +85,7 @@ impl Store {
         let messages = Messages::read(conn)?;
         let places = Places::new(known);
         let mut placings = conn.prepare_cached(
-            "SELECT version, event, json_extract(detail, '$.outcome'), json_extract(detail, '$.reverted_to')
-             FROM history
+            "SELECT version, event, detail FROM history
              WHERE subject = ?1 AND predicate = ?2 AND scope = 'global' AND version IS NOT NULL
                AND event IN (?3, ?4, ?5)",
         )?;
@@ -111,12 +110,11 @@ impl Store {
             let [e1, e2, e3] = PLACING_EVENTS;
             let events = placings
                 .query_map(rusqlite::params![subject, predicate, e1, e2, e3], |r| {
-                    Ok(Placing {
-                        version: r.get(0)?,
-                        event: r.get(1)?,
-                        outcome: r.get(2).ok(),
-                        reverted_to: r.get(3).ok(),
-                    })
+                    Ok(Placing::read(
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get_ref(2)?.as_str_or_null().ok().flatten(),
+                    ))
                 })?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
             if placed_by_a_human(version, &events) {
