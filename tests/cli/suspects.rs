@@ -483,10 +483,11 @@ fn a_suspect_scan_that_cannot_read_leaves_the_check_whole_on_postgres() {
     }
 }
 
-/// `check` counts suspects in its own snapshot: when the scan cannot read what a raw client
-/// wrote (a suspect's pending resolution whose detail is not JSON), the figure is left out and
-/// the report is whole — the unreadable row named — rather than the check failing (on
-/// PostgreSQL the scan's failed statement would otherwise abort the report's transaction).
+/// `check` counts suspects in its own snapshot: what a raw client wrote where the scan looks (a
+/// suspect's pending resolution whose detail is not JSON) says nothing to it — the version is
+/// not placed by that event, so it is still counted — and the report is whole, the unreadable
+/// row named, rather than the check failing (on PostgreSQL a failed statement would abort the
+/// report's transaction). `suspects` reads it the same way.
 fn a_suspect_scan_that_cannot_read_leaves_the_check_whole_on(db: TestDb) {
     db.write(
         "用户:7",
@@ -511,9 +512,10 @@ fn a_suspect_scan_that_cannot_read_leaves_the_check_whole_on(db: TestDb) {
     .unwrap();
     let (code, report) = db.check();
     assert_eq!(code, 1, "{report:#}");
-    assert!(report["metrics"].get("suspects").is_none(), "{report:#}");
+    assert_eq!(report["metrics"]["suspects"], 1, "{report:#}");
     let violations = report["violations"].to_string();
     assert!(violations.contains("not readable JSON"), "{report:#}");
+    assert_eq!(as_array(db.json(&["suspects", "--json"])).len(), 1);
 }
 
 /// The `fix:` line is a command to paste: every word of it is one shell word, the target scope
