@@ -479,6 +479,28 @@ fn confirm_of(s: &memscope::tui::Session) -> (String, Curation) {
     )
 }
 
+/// Once every pending item was resolved or rejected, `g`, `r`, `t` and `x` say the queue is
+/// empty without a reason it cannot know (found by review: after a resolve, `g` said "every
+/// write had a clear scope").
+#[test]
+fn an_emptied_pending_queue_says_nothing_waits_not_why() {
+    let f = Fixture::story();
+    let mut s = f.session(120, 32);
+    // #1 into global, #2 rejected.
+    press(&mut s, "2gy");
+    press(&mut s, "xy");
+    assert!(s.app.tabs.pending.rows.is_empty());
+    for k in ['g', 'r', 't', 'x'] {
+        s.handle_key(ch(k));
+        let said = toast(&s);
+        assert!(
+            said.starts_with("the pending queue is empty"),
+            "{k}: {said}"
+        );
+        assert!(!said.contains("clear scope"), "{k}: {said}");
+    }
+}
+
 #[test]
 fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
     for_each_backend(&Fixture::story(), |db| {
