@@ -329,6 +329,32 @@ pub fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Command> {
     })
 }
 
+/// The tabs whose own keys bind `key`, each with what it does there (its footer hint, else its
+/// help), in the tab bar's order: what a key that does nothing on the tab shown points to.
+pub fn elsewhere(key: &KeyEvent) -> Vec<(Tab, &'static str)> {
+    let tab_of = |ctx: Context| match ctx {
+        Context::Memories | Context::History => Some(Tab::Memories),
+        Context::Pending => Some(Tab::Pending),
+        Context::Tombstones => Some(Tab::Tombstones),
+        Context::Reads => Some(Tab::Reads),
+        Context::Suspects => Some(Tab::Suspects),
+        _ => None,
+    };
+    let mut found: Vec<(Tab, &'static str)> = Vec::new();
+    for b in BINDINGS
+        .iter()
+        .filter(|b| b.keys.iter().any(|k| k.matches(key)))
+    {
+        if let Some(tab) = tab_of(b.context) {
+            if !found.iter().any(|(t, _)| *t == tab) {
+                found.push((tab, b.hint.unwrap_or(b.help)));
+            }
+        }
+    }
+    found.sort_by_key(|(tab, _)| Tab::ALL.iter().position(|t| t == tab));
+    found
+}
+
 /// Whether `key` quits whatever has the focus: the global quit bindings held with Ctrl
 /// (`Ctrl-c`), which no dialog or text input binds or types.
 pub fn quits_everywhere(key: &KeyEvent) -> bool {
