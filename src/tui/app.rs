@@ -410,8 +410,60 @@ impl App {
         }
         match keymap::lookup(&self.contexts(), &key) {
             Some(cmd) => self.command(cmd),
-            None => Action::None,
+            None => {
+                self.say_unbound(&key);
+                Action::None
+            }
         }
+    }
+
+    /// A printable key that does nothing on the tab shown says so, and where it does something
+    /// (found by review: `u` or `g` in the current view, `d` or `c` on the reads, did nothing and
+    /// said nothing — as `t` on a pending item with no task candidate says why).
+    fn say_unbound(&mut self, key: &KeyEvent) {
+        let Some(c) = typed(key) else {
+            return;
+        };
+        let name = if c == ' ' {
+            "Space".to_string()
+        } else {
+            c.to_string()
+        };
+        let places: Vec<(Tab, &str)> = (keymap::elsewhere(key).into_iter())
+            .filter(|(tab, _)| *tab != self.tab)
+            .collect();
+        if places.is_empty() {
+            self.info(format!("{name} does nothing here: ? lists every key"));
+            return;
+        }
+        // Tabs where it does the same thing, together: `in tabs 5 and 6, “go to record”`.
+        let mut said: Vec<(&str, Vec<usize>)> = Vec::new();
+        for (tab, what) in places {
+            let n = Tab::ALL.iter().position(|t| *t == tab).unwrap_or(0) + 1;
+            match said.iter_mut().find(|(w, _)| *w == what) {
+                Some((_, tabs)) => tabs.push(n),
+                None => said.push((what, vec![n])),
+            }
+        }
+        let parts: Vec<String> = (said.iter().enumerate())
+            .map(|(i, (what, tabs))| {
+                let numbers: Vec<String> = tabs.iter().map(|n| n.to_string()).collect();
+                let tabs = match numbers.split_last() {
+                    Some((last, [])) => format!("tab {last}"),
+                    Some((last, rest)) => format!("tabs {} and {last}", rest.join(", ")),
+                    None => String::new(),
+                };
+                if i == 0 {
+                    format!("in {tabs} it is “{what}”")
+                } else {
+                    format!("in {tabs}, “{what}”")
+                }
+            })
+            .collect();
+        self.info(format!(
+            "{name} does nothing in this tab: {}",
+            parts.join("; ")
+        ));
     }
 
     fn dialog_key(&mut self, key: KeyEvent) -> Action {

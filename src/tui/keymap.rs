@@ -197,7 +197,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::DeleteDialog, &[Char('n'), Code(KeyCode::Esc), Char('q')], "n/Esc", C::Cancel, "cancel (q too): nothing is deleted", Some("cancel")),
     b(X::DeleteDialog, &[Char('j'), Code(KeyCode::Down), Code(KeyCode::Tab)], "j/↓/Tab", C::NextChoice, "next target: this identity, the predicate in all scopes, the whole subject", Some("target")),
     b(X::DeleteDialog, &[Char('k'), Code(KeyCode::Up), Code(KeyCode::BackTab)], "k/↑", C::PrevChoice, "previous target", None),
-    b(X::DeleteDialog, &[Code(KeyCode::PageDown), Char(' ')], "PgDn", C::PageDown, "scroll the statement down (a short terminal)", None),
+    b(X::DeleteDialog, &[Code(KeyCode::PageDown), Char(' ')], "PgDn/Space", C::PageDown, "scroll the statement down (a short terminal)", None),
     b(X::DeleteDialog, &[Code(KeyCode::PageUp)], "PgUp", C::PageUp, "scroll the statement up", None),
     b(X::DeleteDialog, &[Code(KeyCode::Home)], "Home", C::Home, "the statement's top", None),
     b(X::DeleteDialog, &[Code(KeyCode::End)], "End", C::End, "the statement's end", None),
@@ -232,7 +232,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Event, &[Char('c')], "c", C::Copy, "copy the raw words (else the value) to the clipboard (OSC 52)", Some("copy words")),
     b(X::Event, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "scroll down", Some("scroll")),
     b(X::Event, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "scroll up", None),
-    b(X::Event, &[Code(KeyCode::PageDown), Char(' ')], "PgDn", C::PageDown, "page down", None),
+    b(X::Event, &[Code(KeyCode::PageDown), Char(' ')], "PgDn/Space", C::PageDown, "page down", None),
     b(X::Event, &[Code(KeyCode::PageUp)], "PgUp", C::PageUp, "page up", None),
     b(X::Event, &[Code(KeyCode::Home)], "Home", C::Home, "top", None),
     b(X::Event, &[Code(KeyCode::End)], "End", C::End, "bottom", None),
@@ -240,7 +240,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Help, &[Code(KeyCode::Esc), Code(KeyCode::Enter), Char('q'), Char('?')], "Esc/Enter/q", C::Cancel, "close the help (? too)", Some("close")),
     b(X::Help, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "scroll down", Some("scroll")),
     b(X::Help, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "scroll up", None),
-    b(X::Help, &[Code(KeyCode::PageDown), Char(' ')], "PgDn", C::PageDown, "page down", None),
+    b(X::Help, &[Code(KeyCode::PageDown), Char(' ')], "PgDn/Space", C::PageDown, "page down", None),
     b(X::Help, &[Code(KeyCode::PageUp)], "PgUp", C::PageUp, "page up", None),
     b(X::Help, &[Code(KeyCode::Home)], "Home", C::Home, "top", None),
     b(X::Help, &[Code(KeyCode::End)], "End", C::End, "bottom", None),
@@ -285,8 +285,8 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Suspects, &[Char('/')], "/", C::Filter, "filter the suspects: subject, predicate, value, evidence", Some("filter")),
     b(X::Lists, &[Char('j'), Code(KeyCode::Down)], "j/↓", C::Down, "move down", None),
     b(X::Lists, &[Char('k'), Code(KeyCode::Up)], "k/↑", C::Up, "move up", Some("move")),
-    b(X::Lists, &[Code(KeyCode::PageDown), Ctrl('f'), Ctrl('d')], "PgDn", C::PageDown, "page down", None),
-    b(X::Lists, &[Code(KeyCode::PageUp), Ctrl('b'), Ctrl('u')], "PgUp", C::PageUp, "page up", None),
+    b(X::Lists, &[Code(KeyCode::PageDown), Ctrl('f'), Ctrl('d')], "PgDn/Ctrl-f", C::PageDown, "page down (Ctrl-d too)", None),
+    b(X::Lists, &[Code(KeyCode::PageUp), Ctrl('b'), Ctrl('u')], "PgUp/Ctrl-b", C::PageUp, "page up (Ctrl-u too)", None),
     b(X::Lists, &[Code(KeyCode::Home)], "Home", C::Home, "first row", None),
     b(X::Lists, &[Code(KeyCode::End)], "End", C::End, "last row", None),
     // Everywhere.
@@ -327,6 +327,32 @@ pub fn lookup(contexts: &[Context], key: &KeyEvent) -> Option<Command> {
             .find(|b| b.keys.iter().any(|k| k.matches(key)))
             .map(|b| b.command)
     })
+}
+
+/// The tabs whose own keys bind `key`, each with what it does there (its footer hint, else its
+/// help), in the tab bar's order: what a key that does nothing on the tab shown points to.
+pub fn elsewhere(key: &KeyEvent) -> Vec<(Tab, &'static str)> {
+    let tab_of = |ctx: Context| match ctx {
+        Context::Memories | Context::History => Some(Tab::Memories),
+        Context::Pending => Some(Tab::Pending),
+        Context::Tombstones => Some(Tab::Tombstones),
+        Context::Reads => Some(Tab::Reads),
+        Context::Suspects => Some(Tab::Suspects),
+        _ => None,
+    };
+    let mut found: Vec<(Tab, &'static str)> = Vec::new();
+    for b in BINDINGS
+        .iter()
+        .filter(|b| b.keys.iter().any(|k| k.matches(key)))
+    {
+        if let Some(tab) = tab_of(b.context) {
+            if !found.iter().any(|(t, _)| *t == tab) {
+                found.push((tab, b.hint.unwrap_or(b.help)));
+            }
+        }
+    }
+    found.sort_by_key(|(tab, _)| Tab::ALL.iter().position(|t| t == tab));
+    found
 }
 
 /// Whether `key` quits whatever has the focus: the global quit bindings held with Ctrl
@@ -452,9 +478,19 @@ pub fn hints(
     out.into_iter().map(|(_, label, h)| (label, h)).collect()
 }
 
-/// Help overlay sections: (title, [(keys, description)]).
+/// What the mouse does, for the help (it is no key: the key map cannot bind it).
+pub const MOUSE_HELP: (&str, &[(&str, &str)]) = (
+    "Mouse (memscope --no-mouse leaves it to the terminal)",
+    &[
+        ("wheel", "scroll the pane under the pointer (a list's selection, the history's event, a popup's text)"),
+        ("click", "select a row, an event, a tab or a pane"),
+        ("--no-mouse", "start memscope with it to select text the terminal's way (or hold Shift)"),
+    ],
+);
+
+/// Help overlay sections: (title, [(keys, description)]), the mouse last.
 pub fn help_sections() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)> {
-    Context::HELP_ORDER
+    let mut sections: Vec<_> = Context::HELP_ORDER
         .iter()
         .map(|ctx| {
             let rows = BINDINGS
@@ -464,16 +500,9 @@ pub fn help_sections() -> Vec<(&'static str, Vec<(&'static str, &'static str)>)>
                 .collect();
             (ctx.title(), rows)
         })
-        .collect()
-}
-
-/// Lines of the help overlay's text (its scroll limit).
-pub fn help_lines() -> usize {
-    1 + help_sections()
-        .iter()
-        .filter(|(_, rows)| !rows.is_empty())
-        .map(|(_, rows)| rows.len() + 2)
-        .sum::<usize>()
+        .collect();
+    sections.push((MOUSE_HELP.0, MOUSE_HELP.1.to_vec()));
+    sections
 }
 
 #[cfg(test)]
@@ -505,7 +534,8 @@ mod tests {
         for b in BINDINGS {
             assert!(!b.help.is_empty() && !b.label.is_empty() && !b.keys.is_empty());
         }
-        let help: usize = help_sections().iter().map(|(_, r)| r.len()).sum();
+        let help: usize =
+            help_sections().iter().map(|(_, r)| r.len()).sum::<usize>() - MOUSE_HELP.1.len();
         let documented = BINDINGS
             .iter()
             .filter(|b| b.context != Context::Message)

@@ -4,7 +4,7 @@
 //! drawn. Any coordinates are safe: a point outside every rect does nothing.
 
 use super::app::{Action, App, Dialog, Focus, Tab};
-use super::keymap::{self, Command};
+use super::keymap::Command;
 use super::layout;
 use super::rows::Motion;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -34,7 +34,7 @@ impl App {
         match self.dialogs.last_mut() {
             Some(Dialog::Help { scroll }) => {
                 *scroll = if down {
-                    (*scroll + WHEEL_STEP).min(keymap::help_lines())
+                    (*scroll + WHEEL_STEP).min(super::dialogs::help::room(self.size).0)
                 } else {
                     scroll.saturating_sub(WHEEL_STEP)
                 };

@@ -9,7 +9,7 @@ use super::draw::{bold, dim, pane, plain, selected};
 use super::keymap::Command;
 use super::layout;
 use super::tabs::{edit_line, LineEdit, QueryLine, Status, View};
-use super::text::{one_line, plural, thousands};
+use super::text::{one_line, plural, thousands, wrap};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::Line;
@@ -264,7 +264,7 @@ impl<T> Rows<T> {
                 area,
                 (&panes.title, focused(Focus::List)),
                 |_| 1,
-                |max| plain_lines(panes.empty, max),
+                |max| wrapped_lines(panes.empty, max),
                 |_, max, _| move |t| vec![row(t, max)],
             );
         }
@@ -282,11 +282,19 @@ impl<T> Rows<T> {
     }
 }
 
-/// Lines of styled text, each cut to `max` columns.
-pub fn plain_lines(text: &[(impl AsRef<str>, Style)], max: usize) -> Vec<Line<'static>> {
-    text.iter()
-        .map(|(t, style)| plain(t.as_ref(), *style, max))
-        .collect()
+/// Lines of styled text wrapped to `max` columns, each line's leading spaces indenting all
+/// of its rows (found by review: an empty list's sentences were cut, `… point at one pla…`).
+pub fn wrapped_lines(text: &[(impl AsRef<str>, Style)], max: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    for (t, style) in text {
+        let t = t.as_ref();
+        let body = t.trim_start_matches(' ');
+        let lead = (t.len() - body.len()).min(max / 2);
+        for l in wrap(body, max.saturating_sub(lead)) {
+            lines.push(plain(&format!("{}{l}", " ".repeat(lead)), *style, max));
+        }
+    }
+    lines
 }
 
 /// A list's moves, whatever its rows hold (what a tab's default keys and clicks drive).

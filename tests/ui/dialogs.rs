@@ -302,24 +302,32 @@ fn the_delete_dialogs_identity_goes_below_its_target_rather_than_be_cut_beside_i
     }
 }
 
-/// The rows inside the box of the dialog titled `title`, each without its border.
+/// The rows inside the box of the dialog titled `title`, each without its border: the columns
+/// between its corners, on each row down to its bottom border.
 fn dialog_rows(screen: &str, title: &str) -> Vec<String> {
-    let lines: Vec<&str> = screen.lines().collect();
+    use memscope::tui::text::width;
+    let lines: Vec<&str> = screen.lines().map(|l| l.trim_start_matches('"')).collect();
     let Some(top) = lines.iter().position(|l| l.contains(title)) else {
         return Vec::new();
     };
-    let Some(corner) = lines[top].split('│').position(|p| p.contains(title)) else {
-        return Vec::new();
+    let left = width(&lines[top][..lines[top].find('┌').expect("a corner")]);
+    let right = left + width(&lines[top][lines[top].find('┌').expect("a corner")..])
+        - width(&lines[top][lines[top].find('┐').expect("a corner")..]);
+    // The columns from..to of a row, as the terminal shows them.
+    let columns = |l: &str, from: usize, to: usize| -> String {
+        let mut at = 0;
+        let mut out = String::new();
+        for c in l.chars() {
+            if at >= from && at < to {
+                out.push(c);
+            }
+            at += width(&c.to_string());
+        }
+        out
     };
     (lines[top + 1..].iter())
-        .take_while(|l| !l.contains('└'))
-        .map(|l| {
-            l.split('│')
-                .nth(corner + 1)
-                .unwrap_or_default()
-                .trim_end()
-                .to_string()
-        })
+        .take_while(|l| columns(l, left, left + 1) == "│")
+        .map(|l| columns(l, left + 1, right).trim_end().to_string())
         .collect()
 }
 
@@ -386,6 +394,72 @@ fn the_rescope_dialog_says_what_is_below_and_scrolls_to_it() {
             };
             s.handle_event(crossterm::event::Event::Mouse(wheel));
             assert!(!first(&mut s).starts_with("Move npm"), "{w}×{h}: the wheel");
+        }
+    }
+}
+
+/// The help's box takes the terminal's width up to its longest line and wraps a description
+/// longer than the box under itself (found by review: 84 columns at any width, its lines cut —
+/// `filled in (y con…` — even at 220). Read page by page, every description shows whole, and
+/// the help names what the README's key table does: the mouse, `Ctrl-f`/`Ctrl-b`, `Space`.
+#[test]
+fn the_help_wraps_to_its_box_and_says_everything_the_key_table_does() {
+    use memscope::tui::keymap::help_sections;
+    let f = Fixture::demo();
+    let squash = |s: &str| s.split_whitespace().collect::<String>();
+    for (w, h) in [(220, 30), (120, 48), (80, 24), (60, 20), (40, 12)] {
+        let mut s = f.session(w, h);
+        press(&mut s, "?");
+        let mut read: Vec<String> = Vec::new();
+        for page in 0..80 {
+            let screen = render(&mut s, w, h);
+            let rows = dialog_rows(&screen, "┌ Keys ");
+            assert!(!rows.is_empty(), "{w}×{h}, page {page}:\n{screen}");
+            for r in &rows {
+                assert!(!r.contains('…'), "{w}×{h}: a cut line {r:?}\n{screen}");
+            }
+            let overlap = (0..=rows.len().min(read.len()))
+                .rev()
+                .find(|&n| read[read.len() - n..] == rows[..n])
+                .unwrap_or(0);
+            read.extend(rows.into_iter().skip(overlap));
+            s.handle_key(key(KeyCode::PageDown));
+        }
+        let read = squash(&read.join(" "));
+        for (title, rows) in help_sections() {
+            for (keys, help) in rows {
+                let said = squash(&format!("{keys} {help}"));
+                assert!(read.contains(&said), "{w}×{h} [{title}]: {said}\n{read}");
+            }
+        }
+        for said in [
+            "PgDn/Ctrl-f",
+            "PgUp/Ctrl-b",
+            "PgDn/Space",
+            "--no-mouse",
+            "wheel",
+            "click",
+        ] {
+            assert!(read.contains(said), "{w}×{h}: {said}");
+        }
+        // The box is as wide as its longest line, within the screen.
+        let screen = render(&mut s, w, h);
+        let top = screen
+            .lines()
+            .find(|l| l.contains("┌ Keys "))
+            .expect("the box");
+        let width = top
+            .chars()
+            .skip_while(|c| *c != '┌')
+            .take_while(|c| *c != '┐')
+            .count()
+            + 1;
+        assert!(width <= usize::from(w), "{w}×{h}");
+        if w >= 120 {
+            assert!(
+                width > 84,
+                "{w}×{h}: the box is wider than 84 columns: {width}"
+            );
         }
     }
 }

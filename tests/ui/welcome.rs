@@ -4,7 +4,7 @@
 //! UI has open (found by a tester: the advice was cut at 80–100 columns, and followed, it
 //! replaced the open database with the demo).
 
-use crate::support::tui::{render, Fixture};
+use crate::support::tui::{press, render, Fixture};
 
 /// The welcome's lines, inside the pane's border, trimmed at the end.
 fn welcome(screen: &str) -> Vec<String> {
@@ -120,5 +120,48 @@ fn the_welcome_is_never_cut_down_to_a_narrow_terminal() {
     }
     for (w, h) in [(1, 1), (2, 5), (7, 3), (12, 20)] {
         render(&mut s, w, h);
+    }
+}
+
+/// An empty list's sentences wrap to the pane instead of being cut (found by review: `No global
+/// record's words or message point at one pla…`, `A write that names candidate scopes
+/// (--ambiguous glo…`).
+#[test]
+fn an_empty_lists_sentences_wrap_at_every_width() {
+    let f = Fixture::empty();
+    let squash = |s: &str| -> String {
+        // The pane's inside, its borders and the quotes of each row dropped.
+        (s.lines())
+            .flat_map(|l| l.split('│').skip(1).step_by(2))
+            .collect::<Vec<_>>()
+            .join(" ")
+            .split_whitespace()
+            .collect()
+    };
+    let said = [
+        (
+            '2',
+            "A write that names candidate scopes (--ambiguous global,repo:x) lands here.",
+        ),
+        ('3', "Nothing has been deleted."),
+        (
+            '5',
+            "Agents log what they were told with `memscope resolve --log --agent NAME`:",
+        ),
+        (
+            '6',
+            "No global record's words or message point at one place.",
+        ),
+    ];
+    for (w, h) in [(120, 32), (60, 20), (40, 16), (30, 16)] {
+        let mut s = f.session(w, h);
+        for (tab, sentence) in said {
+            press(&mut s, &tab.to_string());
+            let screen = render(&mut s, w, h);
+            assert!(
+                squash(&screen).contains(&sentence.split_whitespace().collect::<String>()),
+                "tab {tab} at {w}×{h}: {sentence}\n{screen}"
+            );
+        }
     }
 }

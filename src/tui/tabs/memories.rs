@@ -724,16 +724,13 @@ impl MemoriesTab {
                 .results
                 .as_ref()
                 .is_some_and(|r| r.generation == f.generation && r.done);
-            lines.push(plain(
-                &if done {
-                    format!("No record matches “{}”.", f.input)
-                } else {
-                    format!("Searching for “{}”…", f.input)
-                },
-                bold(),
-                max,
-            ));
-            lines.push(plain("Esc clears the filter.", dim(), max));
+            let said = if done {
+                format!("No record matches “{}”.", f.input)
+            } else {
+                format!("Searching for “{}”…", f.input)
+            };
+            lines.extend(wrapped(&said, bold(), max));
+            lines.extend(wrapped("Esc clears the filter.", dim(), max));
         } else {
             // Every sentence wraps and every command is cut into lines a shell reads back
             // (README, "The terminal UI": the welcome of an empty database), at any width.

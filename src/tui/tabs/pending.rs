@@ -85,8 +85,9 @@ impl Filtered for PendingItem {
 impl PendingTab {
     /// `g`, `r`, `t`: a confirm that states the preview pane's sentence for this key.
     fn resolve(&self, key: char, shell: &mut Shell<'_>) -> Action {
+        // Items resolved or rejected leave it empty too: it says nothing waits, not why.
         let empty =
-            (self.filter).why_empty("the pending queue is empty: every write had a clear scope");
+            (self.filter).why_empty("the pending queue is empty: nothing waits for a human");
         let Some(item) = shell.curating(&self.rows, &empty) else {
             return Action::None;
         };

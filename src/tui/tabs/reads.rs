@@ -10,7 +10,7 @@ use crate::tui::draw::{bold, dim, good, not_loaded, pane, part, plain, row_line,
 use crate::tui::incident::{read_context, Since, TimelineMark, NO_RECORD, READS_LIMIT};
 use crate::tui::keymap::Command;
 use crate::tui::layout;
-use crate::tui::rows::{plain_lines, Cursor, Row, Rows};
+use crate::tui::rows::{wrapped_lines, Cursor, Row, Rows};
 use crate::tui::text::{
     age, ago, fit, month_day_time, one_line, plural, short_time, value_text, width,
 };
@@ -341,7 +341,7 @@ fn list(frame: &mut Frame<'_>, area: Rect, r: &ReadsTab, now: DateTime<Utc>, foc
                     ),
                 ]
             };
-            plain_lines(text, max)
+            wrapped_lines(text, max)
         },
         |rows, max, per_read| {
             let widths = column_widths(rows, max);
