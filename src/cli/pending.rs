@@ -69,7 +69,7 @@ pub fn run(store: &mut AnyStore, a: PendingArgs) -> Result<i32> {
                 return Ok(EXIT_OK);
             }
             if items.is_empty() {
-                outln!("no pending items: every write had a clear scope");
+                outln!("no pending items: nothing waits for a human");
             }
             // Ages are against the store's clock, so a fixed clock prints the same every run.
             let now = store.now();

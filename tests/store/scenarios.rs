@@ -395,6 +395,12 @@ fn s4_a_resolution_can_itself_come_out_stale_on(db: TestDb) {
         text.starts_with("stale user:42 · package_manager @ global = \"bun\" — current v2 "),
         "{text}"
     );
+    // The queue emptied by a resolution says nothing waits, not why (every write had a clear
+    // scope, as it once said: this one did not).
+    assert_eq!(
+        db.run(&["pending"]).ok().stdout,
+        "no pending items: nothing waits for a human\n"
+    );
 }
 
 #[test]
