@@ -315,45 +315,33 @@ impl App {
     /// numbers alone — so every number stays on screen (found by review: at 60 columns the bar
     /// was cut at `4 Che…`, tab 6 gone).
     pub fn tab_bar(&self, width: usize) -> TabBar {
-        let count = |tab: Tab| self.tabs.get(tab).title_count();
-        let label = |n: usize, name: &str, count: usize| {
-            let name = counted(name, count);
-            let name = name.trim_start();
-            if name.is_empty() {
-                n.to_string()
-            } else {
-                format!("{n} {name}")
-            }
-        };
-        let form = |gap: usize, name: &dyn Fn(Tab) -> String| TabBar {
+        let bar = |gap: usize, label: &dyn Fn(usize, Tab) -> String| TabBar {
             gap,
             titles: (Tab::ALL.iter().enumerate())
-                .map(|(i, &tab)| (tab, label(i + 1, &name(tab), count(tab))))
+                .map(|(i, &tab)| (tab, label(i + 1, tab)))
                 .collect(),
         };
-        let full = TabBar {
-            gap: 1,
-            titles: (Tab::ALL.iter().enumerate())
-                .map(|(i, &tab)| (tab, format!("{} {}", i + 1, self.tabs.get(tab).title())))
-                .collect(),
-        };
-        let mut forms = vec![full];
-        for i in 0..3 {
-            forms.push(form(0, &|tab| {
-                self.tabs.get(tab).short_names()[i].to_string()
-            }));
+        // Built one at a time, widest first: on a usual terminal the first fits (every frame
+        // draws the bar).
+        let full = bar(1, &|n, tab| format!("{n} {}", self.tabs.get(tab).title()));
+        if full.width() <= width {
+            return full;
         }
-        forms.push(form(0, &|_| String::new()));
-        let numbers = TabBar {
-            gap: 0,
-            titles: (Tab::ALL.iter().enumerate())
-                .map(|(i, &tab)| (tab, (i + 1).to_string()))
-                .collect(),
-        };
-        forms
-            .into_iter()
-            .find(|f| f.width() <= width)
-            .unwrap_or(numbers)
+        // Shorter names (three steps), then no name: each with the tab's count.
+        for step in 0..4 {
+            let shorter = bar(0, &|n, tab| {
+                let t = self.tabs.get(tab);
+                let name = t.short_names().get(step).copied().unwrap_or("");
+                match counted(name, t.title_count()).trim_start() {
+                    "" => n.to_string(),
+                    name => format!("{n} {name}"),
+                }
+            });
+            if shorter.width() <= width {
+                return shorter;
+            }
+        }
+        bar(0, &|n, _| n.to_string())
     }
 
     /// The tabs, and what a tab or dialog may do besides changing its own state (`page`: the
