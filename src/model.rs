@@ -235,11 +235,19 @@ impl ScopeChoice {
         Ok(ScopeChoice::Ambiguous(distinct))
     }
 
-    /// Parses `global` or a comma list for `--ambiguous`.
+    /// Parses the comma list of `--ambiguous`. An empty item (`global,,repo:a`, a trailing
+    /// comma) is refused rather than skipped: it is most often a candidate lost in typing.
     pub fn parse_candidates(text: &str) -> Result<ScopeChoice, String> {
-        let scopes = text
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
+        let items: Vec<&str> = text.split(',').collect();
+        if items.len() > 1 && items.iter().any(|s| s.trim().is_empty()) {
+            return Err(
+                "a candidate scope in the list is empty (two commas in a row, or one at an end): \
+                 list the candidates separated by single commas, e.g. global,repo:web-app"
+                    .to_string(),
+            );
+        }
+        let scopes = items
+            .into_iter()
             .map(Scope::parse)
             .collect::<Result<Vec<_>, _>>()?;
         ScopeChoice::ambiguous(scopes)
@@ -941,7 +949,7 @@ impl OnDisk {
         match self {
             OnDisk::Files => "• checkpoint and truncate the WAL, so no copy stays in any file",
             OnDisk::Vacuumed => {
-                "• vacuum the tables: no row keeps it, though the WAL and backups may"
+                "• vacuum the tables, so no row keeps it (old WAL segments and backups still may)"
             }
         }
     }
@@ -1989,6 +1997,11 @@ mod tests {
         assert!(ScopeChoice::parse_candidates("global").is_err());
         assert!(ScopeChoice::parse_candidates("repo:Web-App,repo:web-app").is_err());
         assert!(ScopeChoice::parse_candidates("global,repo:web-app").is_ok());
+        assert!(ScopeChoice::parse_candidates("global, repo:web-app").is_ok());
+        for typo in ["global,,repo:web-app", "global,repo:web-app,", ",global,repo:a", ","] {
+            let e = ScopeChoice::parse_candidates(typo).unwrap_err();
+            assert!(e.contains("is empty"), "{typo}: {e}");
+        }
         let r = WriteRequest::from_json_line(
             r#"{"subject":"u","predicate":"p","value":"v","scope":{"ambiguous":["global"]},"source":"s"}"#,
         );

@@ -400,6 +400,11 @@ fn an_ambiguous_write_needs_two_distinct_candidates_on(db: TestDb) {
             db.run(&write_args("--ambiguous", cands, "thread:31/message:2"))
                 .fails_with(2, &[]);
         }
+        // A candidate lost in typing is named, not skipped into a different question.
+        for typo in ["global,,repo:web-app", "global,repo:web-app,", "global,repo:a,,repo:b"] {
+            db.run(&write_args("--ambiguous", typo, "thread:31/message:2"))
+                .fails_with(2, &["candidate scope", "empty", "single commas"]);
+        }
         let line = json!({"subject": U, "predicate": PM, "value": "npm", "scope": {"ambiguous": ["global"]}, "source": "s"});
         let r = db.run_stdin(&["apply"], format!("{line}\n").as_bytes());
         assert_eq!(r.code, 1);
