@@ -234,3 +234,109 @@ fn an_mcp_server_left_idle_leaves_no_log_for_a_file_moved_over_its_database() {
         ["user:old = vim", "user:old = yarn 🧶"]
     );
 }
+
+/// `old` wrote and its frames are still in the log at the path (no idle poll emptied it) when
+/// another database is moved over the path — the reviewer's `mv backup.db memory.db` under an
+/// agent that had just written.
+fn swapped_with_frames_in_the_log() -> (TestDb, Store, std::path::PathBuf) {
+    let db = TestDb::new();
+    let mut old = Store::open(&db.path, OpenMode::Create).unwrap();
+    old.write(&request("user:old", "npm")).unwrap();
+    old.write(&request("user:old2", "bun 🥟")).unwrap();
+    assert!(wal_len(&db) > 0, "the writes are in the log");
+    let aside = move_another_database_over(&db);
+    assert!(old.file_moved());
+    (db, old, aside)
+}
+
+/// The connection notices the move at its next idle poll and takes its frames out of the log
+/// at the path — into the file it opened, now aside — so the file at the path reads as itself.
+/// (Before, the log stayed: the next process to open the path read the old file's pages as
+/// the backup's, and the backup lost its memories or failed SQLite's check.)
+#[test]
+fn a_connection_whose_file_was_replaced_takes_its_own_log_away_at_its_next_idle_poll() {
+    let (db, mut old, aside) = swapped_with_frames_in_the_log();
+    old.settle_idle_log().unwrap();
+    assert_eq!(wal_len(&db), 0, "the old connection's frames left the path");
+    assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
+    drop(old);
+    assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
+    assert_eq!(
+        intact_memories(&TestDb::at(aside)),
+        ["user:old = npm", "user:old2 = bun 🥟"],
+        "the file moved aside kept every write"
+    );
+}
+
+/// A process that exits without an idle poll between its last write and the move (an MCP
+/// server whose host closed it right after the `mv`) does the same as it closes.
+#[test]
+fn a_connection_whose_file_was_replaced_takes_its_own_log_away_as_it_closes() {
+    let (db, old, aside) = swapped_with_frames_in_the_log();
+    drop(old);
+    assert_eq!(wal_len(&db), 0, "the old connection's frames left the path");
+    assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
+    assert_eq!(
+        intact_memories(&TestDb::at(aside)),
+        ["user:old = npm", "user:old2 = bun 🥟"]
+    );
+}
+
+/// A file removed under the connection keeps the writes its log held: they are checkpointed
+/// into it through the open descriptor, and a file moved back reads them.
+#[test]
+fn a_removed_file_gets_its_log_back_before_the_connection_closes() {
+    let db = TestDb::new();
+    let mut store = Store::open(&db.path, OpenMode::Create).unwrap();
+    store.write(&request("user:1", "npm")).unwrap();
+    let aside = db.sibling("aside.db");
+    std::fs::rename(&db.path, &aside).unwrap();
+    store.settle_idle_log().unwrap();
+    drop(store);
+    assert_eq!(wal_len(&db), 0);
+    assert_eq!(intact_memories(&TestDb::at(aside)), ["user:1 = npm"]);
+}
+
+/// The real MCP server, a backup moved over its database right after a write (no idle poll
+/// in between): whether its next poll or its exit comes first, the moved file reads as itself
+/// and the old file kept the write. (Before, the server's frames stayed at the path after it
+/// exited, and the next command read them as the backup's pages: the reviewer's backup of 15
+/// memories listed only the server's one.)
+#[test]
+fn an_mcp_server_that_just_wrote_leaves_no_log_for_a_file_moved_over_its_database() {
+    use crate::support::mcp_session::RawSession;
+    use serde_json::json;
+    for wait_for_a_poll in [false, true] {
+        let db = TestDb::new();
+        db.write("user:old", "editor", "vim", "global", "thread:0/message:1");
+        let mut server = RawSession::serve(db.path_str(), &["--subject", "user:old"]);
+        let r = server.request(
+            10,
+            "tools/call",
+            json!({"name": "remember", "arguments": {
+                "predicate": "package_manager", "value": "yarn 🧶", "scope": "global",
+                "source": "thread:1/message:1"}}),
+        );
+        assert_eq!(r["result"]["isError"], false, "{r}");
+        assert!(wal_len(&db) > 0, "the server's write is in the log");
+        let aside = move_another_database_over(&db);
+        if wait_for_a_poll {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while wal_len(&db) > 0 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the server never took its log away"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        let (code, _) = server.finish();
+        assert_eq!(code, 0);
+        assert_eq!(wal_len(&db), 0, "poll first: {wait_for_a_poll}");
+        assert_eq!(intact_memories(&db), ["user:new = pnpm"]);
+        assert_eq!(
+            intact_memories(&TestDb::at(aside)),
+            ["user:old = vim", "user:old = yarn 🧶"]
+        );
+    }
+}

@@ -515,6 +515,12 @@ impl Store {
             // The `-wal` at the path may be another database's now (`Store::file_moved`).
             return Ok(false);
         }
+        self.checkpoint_truncate(wait)
+    }
+
+    /// `PRAGMA wal_checkpoint(TRUNCATE)` with `wait` as the busy handler; `Ok(false)` when a
+    /// reader or writer was in the way.
+    pub(super) fn checkpoint_truncate(&mut self, wait: Option<fn(i32) -> bool>) -> Result<bool> {
         self.conn.busy_handler(wait)?;
         let result: rusqlite::Result<(i64, i64, i64)> =
             self.conn

@@ -118,6 +118,10 @@ pub struct Store {
     opened_file: Option<(u64, u64)>,
     /// The size of the `-wal` at the last `settle_idle_log`.
     wal_seen: u64,
+    /// The `-wal` at the path and `PRAGMA data_version` as they were when the path last named
+    /// the opened file: the log this connection shares, and whether another connection has
+    /// committed into it since (`release_moved_log`).
+    log_seen: Option<((u64, u64), i64)>,
     read_only: bool,
     clock: Clock,
     assert_invariants: bool,
@@ -132,6 +136,11 @@ impl Drop for Store {
         // A statement still prepared makes `sqlite3_close` fail with BUSY, which rusqlite
         // ignores: the connection and its file descriptors would leak. Finalize them first.
         drop(std::mem::take(&mut self.hot));
+        // A file moved over the path would adopt this connection's log (README, "Agents"):
+        // closing, SQLite skips its checkpoint of a moved file and leaves the log where it is.
+        if self.file_moved() {
+            let _ = self.release_moved_log();
+        }
     }
 }
 
@@ -544,6 +553,7 @@ impl Store {
             conn,
             opened_file,
             wal_seen: 0,
+            log_seen: None,
             path,
             read_only,
             clock: Clock::System,
@@ -578,6 +588,7 @@ impl Store {
             // A purge owed by an earlier delete is paid on open when nothing blocks it.
             store.pay_purge_debt()?;
         }
+        store.note_log()?;
         Ok(store)
     }
 
@@ -773,9 +784,13 @@ impl Store {
     /// terminal UI", a database file removed or replaced): an idle database keeps an empty one. Pays a purge
     /// debt the same way (README, "delete, restore, gc").
     pub fn settle_idle_log(&mut self) -> Result<()> {
+        if self.file_moved() {
+            return self.release_moved_log();
+        }
+        self.note_log()?;
         let size = std::fs::metadata(wal_path(&self.path)).map_or(0, |m| m.len());
         let seen = std::mem::replace(&mut self.wal_seen, size);
-        if size == 0 || size != seen || self.read_only || self.file_moved() {
+        if size == 0 || size != seen || self.read_only {
             return Ok(());
         }
         if rows::purge_debt_owed(&self.conn)? {
@@ -785,6 +800,39 @@ impl Store {
         }
         self.wal_seen = std::fs::metadata(wal_path(&self.path)).map_or(0, |m| m.len());
         Ok(())
+    }
+
+    /// Notes the log at the path and the commits seen so far, while the path names the opened
+    /// file (`release_moved_log`).
+    fn note_log(&mut self) -> Result<()> {
+        self.log_seen = match file_id(&wal_path(&self.path)) {
+            Some(log) => Some((log, self.data_version()?)),
+            None => None,
+        };
+        Ok(())
+    }
+
+    /// The path names another file now (`file_moved`), and the `-wal` still at it holds what
+    /// this connection wrote into the file it opened — which the file at the path would read
+    /// as its own pages. So the log is checkpointed into the opened file (through this
+    /// connection's descriptor: the file moved aside, or removed, keeps its writes) and
+    /// truncated, leaving the file at the path an empty log. Only when it is still the log
+    /// noted while the path named the opened file and no other connection has committed since:
+    /// a commit after the move was made on the new file, into its log, and is not ours to move.
+    /// A reader in the way defers it to the next call, without waiting.
+    fn release_moved_log(&mut self) -> Result<()> {
+        let Some((log, version)) = self.log_seen else {
+            return Ok(());
+        };
+        let path = wal_path(&self.path);
+        if self.read_only
+            || file_id(&path) != Some(log)
+            || std::fs::metadata(&path).map_or(0, |m| m.len()) == 0
+            || self.data_version()? != version
+        {
+            return Ok(());
+        }
+        self.checkpoint_truncate(None).map(drop)
     }
 
     /// `PRAGMA data_version`: changes when another connection commits. The UI polls it.
