@@ -18,5 +18,5 @@ fn main() {
         Err(e) => std::process::exit(cli::usage_failure(e, &help)),
     };
     let code = cli::run(parsed).unwrap_or_else(|e| cli::failure(e, &help));
-    std::process::exit(code);
+    std::process::exit(memscope::frontend::output::exit_code(code));
 }

@@ -28,26 +28,59 @@ macro_rules! errln {
 pub(crate) use {errln, outln};
 
 pub fn stdout_line(text: fmt::Arguments) {
-    println!("{}", escape_controls(&text.to_string()));
+    write_stdout(&escape_controls(&text.to_string()));
 }
 
+/// Says `text` on stderr; a stderr no one reads (a closed pipe, a full disk) loses it
+/// silently — there is nowhere left to say it (`println!` would panic).
 pub fn stderr_line(text: fmt::Arguments) {
-    eprintln!("{}", escape_controls(&text.to_string()));
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{}", escape_controls(&text.to_string()));
 }
 
 /// A JSON document on stdout; its newlines are the layout's, every control character in a
 /// string is escaped.
 pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<()> {
-    println!("{}", to_json_pretty(value)?);
+    write_stdout(&to_json_pretty(value)?);
     Ok(())
+}
+
+/// Why the first line that could not be written to stdout was lost (`exit_code` says it).
+static STDOUT_LOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// One line on stdout. A failed write (a full disk, `> /dev/full`) does not panic as `println!`
+/// would: the first failure is kept, the command goes on — its change, if any, is made or not
+/// by the store alone — and [`exit_code`] says the answer was lost.
+fn write_stdout(line: &str) {
+    use std::io::Write;
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{line}") {
+        let _ = STDOUT_LOST.set(e.to_string());
+    }
+}
+
+/// The process's exit code for a command that ended with `code`: a lost answer is a failure,
+/// said in one sentence on stderr (a broken pipe never gets here: the CLI dies of SIGPIPE as
+/// other Unix tools do).
+pub fn exit_code(code: i32) -> i32 {
+    match STDOUT_LOST.get() {
+        Some(why) => {
+            stderr_line(format_args!(
+                "memscope: cannot write the answer to standard output ({why}): free space or send the output elsewhere — whatever the command changed stands, so look with `memscope list` or `history` before running it again"
+            ));
+            code.max(1)
+        }
+        None => code,
+    }
 }
 
 /// Asks `question` on stderr (no newline) and reads one line from stdin: true for `y` or `yes`,
 /// false for anything else, including the end of input.
 pub fn confirm(question: &str) -> Result<bool> {
     use std::io::Write;
-    eprint!("{}", escape_controls(question));
-    std::io::stderr().flush()?;
+    // A stderr no one reads does not stop the question: the answer is still read.
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{}", escape_controls(question)).and_then(|()| err.flush());
+    drop(err);
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer)?;
     Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))

@@ -2,7 +2,9 @@
 //! working. These ids come from the host that starts the server (flags, environment, the git
 //! checkout it runs in), never from the model.
 
-use crate::model::{normalize_subject, parse_context_id, ContextKind, Scope};
+use crate::model::{
+    normalize_subject, parse_context_id, within_id_limit, ContextKind, Scope,
+};
 use clap::Args;
 use std::path::Path;
 use std::process::Command;
@@ -68,6 +70,9 @@ impl McpContext {
             }
             Some(s) => normalize_subject(&s).map_err(|e| format!("{subject_from}: {e}"))?,
         };
+        // Every `remember` names these: a context no write could store is refused before
+        // serving, rather than failing each call with advice only the host can follow.
+        within_id_limit("subject", &subject).map_err(|e| format!("{subject_from}: {e}"))?;
         let (repo, repo_from) = pick(&args.repo, "repo", "MEMSCOPE_REPO");
         let (repo, repo_note) = match repo {
             Some(r) if r.trim() == "auto" => {
@@ -146,7 +151,9 @@ fn context_id(kind: ContextKind, id: &str, from: &str) -> Result<String, String>
             kind.name()
         ));
     }
-    parse_context_id(kind, id).map_err(|e| format!("{from}: {e}"))
+    let id = parse_context_id(kind, id).map_err(|e| format!("{from}: {e}"))?;
+    within_id_limit(&format!("{} id", kind.noun()), &id).map_err(|e| format!("{from}: {e}"))?;
+    Ok(id)
 }
 
 /// The repository id for `--repo auto`: the last path component of the `origin` remote's URL
@@ -195,8 +202,9 @@ pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
         }
         if !url.is_empty() {
             note = Some(format!(
-                "--repo auto: the origin remote {} leaves no usable repository id (one word: no spaces, control or direction characters), so the checkout's folder names it; pass --repo ID to choose",
-                crate::model::to_json(&crate::model::shorten(&url, 80)).unwrap_or_default()
+                "--repo auto: the origin remote {} leaves no usable repository id ({}), so the checkout's folder names it; pass --repo ID to choose",
+                crate::model::to_json(&crate::model::shorten(&url, 80)).unwrap_or_default(),
+                unusable(url_component(&url))
             ));
         }
     }
@@ -206,19 +214,31 @@ pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
         .unwrap_or_default();
     let id = context_id(ContextKind::Repo, &folder, "--repo auto").map_err(|_| {
         format!(
-            "--repo auto: the repository at {top} has no usable origin remote and its folder name is not a usable id (one word: no spaces, control or direction characters): pass --repo ID"
+            "--repo auto: the repository at {top} has no usable origin remote and its folder name is not a usable id ({}): pass --repo ID",
+            unusable(&folder)
         )
     })?;
     Ok((id, note))
 }
 
+/// Why `name` is no repository id, in the words `--repo auto` says it with.
+fn unusable(name: &str) -> String {
+    crate::model::past_id_limit("its name", name.trim()).unwrap_or_else(|| {
+        "one word: no spaces, control or direction characters".to_string()
+    })
+}
+
+/// The last path component of a remote's URL without `.git`.
+fn url_component(url: &str) -> &str {
+    let trimmed = url.trim().trim_end_matches(['/', '\\']);
+    let last = trimmed.rsplit(['/', '\\', ':']).next().unwrap_or(trimmed);
+    last.strip_suffix(".git").unwrap_or(last)
+}
+
 /// `https://github.com/acme/legacy-dashboard.git`, `git@github.com:acme/legacy-dashboard.git`,
 /// `/srv/git/legacy-dashboard/` → `legacy-dashboard`. `None` when nothing usable remains.
 pub fn repo_id_from_url(url: &str) -> Option<String> {
-    let trimmed = url.trim().trim_end_matches(['/', '\\']);
-    let last = trimmed.rsplit(['/', '\\', ':']).next().unwrap_or(trimmed);
-    let id = last.strip_suffix(".git").unwrap_or(last);
-    context_id(ContextKind::Repo, id, "origin").ok()
+    context_id(ContextKind::Repo, url_component(url), "origin").ok()
 }
 
 #[cfg(test)]

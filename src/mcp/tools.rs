@@ -17,6 +17,14 @@ pub const RECALL: &str = "recall";
 pub const LIST_MEMORIES: &str = "list_memories";
 pub const FORGET: &str = "forget";
 
+/// The name a client gives itself (`clientInfo.name`) as the read log keeps it when the server
+/// has no `--agent`: the host chose it, unchecked as `--agent` is, so its control characters
+/// are kept as escapes (a NUL could not be stored on PostgreSQL, nor moved there from a file)
+/// and a name past 100 characters is cut.
+fn client_label(name: &str) -> String {
+    shorten(&crate::model::escape_controls(name.trim()), 100)
+}
+
 /// A tool as listed to the client.
 #[derive(Debug, Clone)]
 pub struct ToolDef {
@@ -289,7 +297,7 @@ impl Tools {
                         },
                         "reason": {
                             "type": "string",
-                            "description": "Why, in a few words, e.g. \"user asked to forget it\"."
+                            "description": "Why, in a few words, e.g. \"user asked to forget it\" — never the memory's content: the reason is kept with the tombstone after the content is destroyed."
                         }
                     },
                     "required": ["predicate", "scope"],
@@ -431,11 +439,12 @@ impl Tools {
         let mut a = ArgReader::new(RECALL, args);
         let predicate = a.string("predicate")?;
         a.finish()?;
+        let client = client_name.map(client_label);
         let agent = self
             .ctx
             .agent
             .as_deref()
-            .or(client_name)
+            .or(client.as_deref())
             .filter(|n| !n.trim().is_empty())
             .unwrap_or("mcp");
         let mut store = self.store()?;

@@ -1591,3 +1591,37 @@ fn a_pending_item_number_is_a_whole_number_from_one() {
         }
     }
 }
+
+/// An answer that cannot be written (`> /dev/full`) is a failure said in one sentence, not a
+/// panic (exit 101 with a backtrace, found by review), and a write whose answer was lost still
+/// stands — the sentence says to look before running it again.
+#[test]
+fn an_answer_lost_to_a_full_disk_is_one_sentence_and_the_write_stands() {
+    let db = seeded(TestDb::new());
+    let full = |args: &[&str]| {
+        let out = db
+            .command(args)
+            .stdout(std::fs::File::create("/dev/full").expect("/dev/full"))
+            .stderr(Stdio::piped())
+            .output()
+            .expect("spawn memscope");
+        Run::from_output(out)
+    };
+    for args in [
+        &["list"][..],
+        &["list", "--json"],
+        &["history", "--subject", U, "--predicate", PM],
+        &["pending"],
+    ] {
+        full(args).fails_with(1, &["cannot write the answer to standard output", "space"]);
+    }
+    full(&[
+        "write", "--subject", "用户:满", "--predicate", PM, "--value", "pnpm 📦", "--scope",
+        "global", "--source", "thread:9/message:1",
+    ])
+    .fails_with(1, &["cannot write the answer", "whatever the command changed stands"]);
+    let stored = db.list(&["--subject", "用户:满"]);
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert_eq!(stored[0]["value"], "pnpm 📦");
+    db.assert_check_ok();
+}

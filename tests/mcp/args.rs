@@ -117,6 +117,35 @@ fn bad_context_is_refused_with_a_sentence_naming_its_origin() {
     );
     let err = McpContext::resolve(&args(Some("u"), Some(""), None), &none, &cwd).unwrap_err();
     assert!(err.contains("--repo is empty"), "{err}");
+    // Past the id limit no `remember` could store it: refused before serving, naming where it
+    // came from (found by review: the server started, and every write failed asking the model
+    // to shorten an id only the host controls).
+    let long = "长".repeat(171);
+    for (a, from) in [
+        (args(Some(&long), None, None), "--subject"),
+        (args(Some("u"), Some(&long), None), "--repo"),
+        (args(Some("u"), None, Some(&"t".repeat(513))), "--task"),
+    ] {
+        let err = McpContext::resolve(&a, &none, &cwd).unwrap_err();
+        assert!(
+            err.starts_with(from) && err.contains("512 bytes") && err.contains("shorten"),
+            "{err}"
+        );
+    }
+    // `--repo auto` never takes such a name: a long origin leaves the folder to name the
+    // repository, and the note says why.
+    let (_tmp, long_origin) = checkout(
+        "f",
+        Some(&format!("https://x/acme/{}.git", "a".repeat(600))),
+    );
+    let ctx = McpContext::resolve(&args(Some("u"), Some("auto"), None), &none, &long_origin)
+        .unwrap();
+    assert_eq!(ctx.repo.as_deref(), Some("f"));
+    let note = ctx.repo_note.unwrap();
+    assert!(
+        note.contains("its name is 600 bytes long") && !note.contains("one word"),
+        "{note}"
+    );
     let env = env_of(&[("MEMSCOPE_SUBJECT", "u"), ("MEMSCOPE_TASK", "a\tb")]);
     let err = McpContext::resolve(&args(None, None, None), &env, &cwd).unwrap_err();
     assert!(err.starts_with("$MEMSCOPE_TASK"), "{err}");
@@ -1130,10 +1159,11 @@ fn recall_of_a_long_name_is_logged_on_postgres() {
 }
 
 /// `recall` logs its read whatever the length of the name it asks for: a predicate kilobytes
-/// long, and a served subject kilobytes long (a mistyped one: no memory applies).
+/// long, and a served subject at the id limit (a mistyped one: no memory applies).
 fn recall_of_a_long_name_on(db: TestDb) {
     db.write("u:42", "editor", "helix", "global", "s");
-    let subject = format!("u:{}", incompressible(4_000, 7));
+    // A served subject is held to the id limit (`mcp` refuses a longer one before serving).
+    let subject = format!("u:{}", incompressible(500, 7));
     let predicate = incompressible(3_000, 8);
     let tmp = tempfile::tempdir().unwrap();
     for (served, asked) in [("u:42", predicate.as_str()), (subject.as_str(), "editor")] {
@@ -1171,4 +1201,80 @@ fn recall_of_a_long_name_on(db: TestDb) {
     let found = as_array(db.json(&["reads", "--predicate", &predicate, "--json"]));
     assert_eq!(found.len(), 1, "{found:?}");
     db.assert_check_ok();
+}
+
+/// A client that names itself with control characters (or at length) has its reads logged
+/// under that name escaped and cut — not a NUL PostgreSQL refuses (every `recall` failed there,
+/// found by review) or a SQLite row an export cannot move.
+#[test]
+fn a_clients_own_name_is_logged_escaped_and_cut() {
+    a_clients_own_name_is_logged_escaped_and_cut_on(TestDb::new());
+}
+
+#[test]
+fn a_clients_own_name_is_logged_escaped_and_cut_on_postgres() {
+    on_postgres(a_clients_own_name_is_logged_escaped_and_cut_on);
+}
+
+fn a_clients_own_name_is_logged_escaped_and_cut_on(db: TestDb) {
+    db.write("user:名", "editor", "vim", "global", "thread:0/message:1");
+    for (name, logged) in [
+        ("a\u{0}b\u{1b}[2J", "a\\0b\\u{1b}[2J".to_string()),
+        (&*"助手🤖".repeat(60), format!("{}…", "助手🤖".repeat(33))),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut s = RawSession::start(mcp_cmd(&db, tmp.path(), &["--subject", "user:名"]));
+        s.initialize_as(name);
+        let r = s.request(
+            2,
+            "tools/call",
+            json!({"name": "recall", "arguments": {"predicate": "editor"}}),
+        );
+        assert_eq!(r["result"]["isError"], false, "{r}");
+        let (code, stderr) = s.finish();
+        assert_eq!(code, 0, "{stderr}");
+        let reads = db.json(&["reads", "--limit", "1", "--json"]);
+        assert_eq!(reads[0]["agent"], json!(logged), "{reads}");
+    }
+    db.assert_check_ok();
+}
+
+/// A host that closed the server's stderr (nothing reads its log) is still served: the log's
+/// lines are lost, not the session (it ended with Rust's panic status, 101, found by review).
+#[test]
+fn a_server_whose_stderr_is_closed_still_serves() {
+    let db = TestDb::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let mut c = mcp_cmd(&db, tmp.path(), &["--subject", "user:42"]);
+    let mut child = c
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(writer)
+        .spawn()
+        .expect("spawn memscope mcp");
+    let mut stdin = child.stdin.take().unwrap();
+    use std::io::Write;
+    for msg in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "remember", "arguments": {"predicate": "editor", "value": "helix 🧬",
+            "scope": "global", "source": "thread:1/message:1"}}}),
+    ] {
+        writeln!(stdin, "{msg}").unwrap();
+    }
+    // The answer to the write comes before the client leaves.
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
+    let answered = lines.by_ref().map_while(Result::ok).find(|l| l.contains("\"id\":2"));
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "answered: {answered:?}");
+    let answered = answered.expect("an answer to the write");
+    assert!(answered.contains("inserted"), "{answered}");
+    assert_eq!(db.list(&[])[0]["value"], "helix 🧬");
 }
