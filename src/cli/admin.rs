@@ -52,7 +52,7 @@ pub fn init(path: &Path) -> Result<i32> {
             );
         } else {
             outln!(
-                "{} is already a memscope database (schema up to date); restored its guard trigger(s) {}, which were missing or changed",
+                "{} is already a memscope database (schema up to date); restored its guard(s) {}, which were missing or changed",
                 store.path().display(),
                 restored.join(", ")
             );

@@ -848,7 +848,7 @@ fn init_makes_the_guards_again_and_check_names_what_is_wrong() {
     );
     let said = db.run(&["init"]).ok().stdout;
     assert!(
-        said.contains("restored its guard trigger(s) memories_no_resurrection_insert, history_append_only_delete"),
+        said.contains("restored its guard(s) memories_no_resurrection_insert, history_append_only_delete"),
         "{said}"
     );
     assert_eq!(
@@ -869,6 +869,53 @@ fn init_makes_the_guards_again_and_check_names_what_is_wrong() {
         &[db.path_str()],
     );
     assert!(r.stdout.contains("memscope_purge_gate"), "{}", r.stdout);
+}
+
+/// A raw client that rebuilt `memories` without `UNIQUE (scope, subject, predicate)` took away
+/// the guard of invariant 1: `check` names it (found by review: after `init` made the dropped
+/// triggers again, `schema_guards` said `present` and a raw duplicate went in), and `init`
+/// makes it again as a unique index — or, while two current records of one identity stand,
+/// says so in one sentence and changes nothing.
+#[test]
+fn a_memories_table_rebuilt_without_its_unique_identity_is_a_missing_guard_init_restores() {
+    let db = base();
+    let r = python(
+        "import sqlite3, sys\n\
+         c = sqlite3.connect(sys.argv[1])\n\
+         sql = c.execute(\"SELECT sql FROM sqlite_master WHERE name = 'memories'\").fetchone()[0]\n\
+         assert 'UNIQUE (scope, subject, predicate)' in sql\n\
+         c.executescript('PRAGMA legacy_alter_table = ON; ALTER TABLE memories RENAME TO m_old; '\n\
+           + sql.replace('UNIQUE (scope, subject, predicate)', 'CHECK (1)')\n\
+           + '; INSERT INTO memories SELECT * FROM m_old; DROP TABLE m_old;')\n\
+         c.commit()\n",
+        &[db.path_str()],
+    );
+    assert_eq!(r.code, 0, "python: {}", r.stderr);
+    let said = db.run(&["init"]).ok().stdout;
+    assert!(said.contains("memories_identity"), "{said}");
+    db.assert_check_ok();
+    assert_eq!(db.check().1["metrics"]["schema_guards"], "present");
+    let duplicate = "INSERT INTO memories (subject, predicate, scope, value, version, source, \
+                     causal_seq, created_at, updated_at) SELECT subject, predicate, scope, '\"鬼 👻\"', \
+                     version, source, causal_seq, created_at, updated_at FROM memories LIMIT 1";
+    let r = python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\ntry:\n    c.execute(sys.argv[2])\n    c.commit()\n    print('inserted')\nexcept Exception as e:\n    print(e)\n",
+        &[db.path_str(), duplicate],
+    );
+    assert!(r.stdout.contains("UNIQUE constraint failed"), "{}", r.stdout);
+
+    // Without it again, and a duplicate in: check names both, init refuses in one sentence.
+    python_sql(&db, &format!("DROP INDEX memories_identity; {duplicate};"));
+    let (_, report) = db.check();
+    assert_eq!(report["metrics"]["schema_guards"], "missing");
+    assert_eq!(
+        report["metrics"]["schema_guard_problems"],
+        json!(["memories has no unique index on the identity (scope, subject, predicate)"])
+    );
+    let before = db.fingerprint();
+    db.run(&["init"])
+        .fails_with(1, &["two current records of one identity", "memscope check"]);
+    assert_eq!(db.fingerprint(), before, "nothing changed");
 }
 
 /// The reader docs/SCHEMA.md gives other languages ("Reading it from another language") answers

@@ -115,6 +115,11 @@ impl CheckDb for Sqlite<'_> {
                 Some(_) => {}
             }
         }
+        if !super::schema::identity_is_unique(self.0)? {
+            problems.push(
+                "memories has no unique index on the identity (scope, subject, predicate)".into(),
+            );
+        }
         // And no trigger of a raw client's on the guarded tables, nor on the tables a delete
         // purges: one can make memscope's statements do nothing (`RAISE(IGNORE)`), undo what
         // they did, or copy what a delete destroys.

@@ -670,6 +670,19 @@ impl Store {
                     restored.push(name);
                 }
             }
+            if !schema::identity_is_unique(&tx)? {
+                match tx.execute_batch(schema::IDENTITY_INDEX_SQL) {
+                    Err(rusqlite::Error::SqliteFailure(f, _))
+                        if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                    {
+                        bail!(
+                            "cannot make the identity unique again: memories holds two current records of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again"
+                        )
+                    }
+                    done => done?,
+                }
+                restored.push("memories_identity");
+            }
             tx.commit()?;
             Ok(restored)
         });

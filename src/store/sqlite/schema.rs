@@ -335,6 +335,33 @@ pub const GUARD_TRIGGERS: [&str; 9] = [
     "tombstones_never_replaced_lower",
 ];
 
+/// The index `init` makes when `memories` lost the uniqueness of its identity (a raw client
+/// rebuilt the table without `UNIQUE (scope, subject, predicate)`): a unique index is the same
+/// guard, and `ON CONFLICT` on the identity still finds it.
+pub const IDENTITY_INDEX_SQL: &str =
+    "CREATE UNIQUE INDEX memories_identity ON memories (scope, subject, predicate)";
+
+/// Whether some unique index of `memories` (the table's own constraint, or `memories_identity`)
+/// holds exactly the identity's three columns, whole (not partial).
+pub fn identity_is_unique(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
+    let mut indexes =
+        conn.prepare("SELECT name FROM pragma_index_list('memories') WHERE \"unique\" = 1 AND partial = 0")?;
+    let names: Vec<String> = indexes
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut columns = conn.prepare("SELECT name FROM pragma_index_info(?1)")?;
+    for name in names {
+        let mut held: Vec<Option<String>> = columns
+            .query_map([&name], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        held.sort();
+        if held == [Some("predicate".into()), Some("scope".into()), Some("subject".into())] {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// The text of guard trigger `name` as SQLite keeps it in `sqlite_schema.sql` (the statement
 /// the last migration that creates it has, without its `;`), or `None` for a name that is not
 /// a guard.
