@@ -61,6 +61,7 @@ impl Dialog {
     pub fn offers(&self, cmd: Command) -> bool {
         match self {
             Dialog::Delete(d) => d.offers(cmd),
+            Dialog::Rescope(d) => d.offers(cmd),
             _ => true,
         }
     }

@@ -4,7 +4,7 @@
 use super::{record_lines, Step, FIELD};
 use crate::model::{MemoryRecord, Scope};
 use crate::tui::app::{typed, Action, Curation};
-use crate::tui::dialogs::{centered, frame_box};
+use crate::tui::dialogs::{centered, frame_box_offering};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
@@ -100,6 +100,37 @@ impl RescopeDialog {
         self.suggestions = Some(list);
     }
 
+    /// `y` moves only what the store's preview states it would: not before the preview came,
+    /// nor once it refused (the target is no scope, or the store would refuse the move) — the
+    /// dialog then offers what works, another target; `Tab` only when there is a suggestion.
+    pub fn offers(&self, cmd: Command) -> bool {
+        match cmd {
+            Command::Confirm => {
+                matches!(&self.preview, Some(Ok(p)) if p.refusal.is_none())
+            }
+            Command::NextChoice | Command::PrevChoice => {
+                self.suggestions.as_ref().is_none_or(|s| !s.is_empty())
+            }
+            _ => true,
+        }
+    }
+
+    /// What `y` says on a refused target, in one sentence: nothing moves, and what does.
+    fn why_y_does_nothing(&self) -> String {
+        let why = match &self.preview {
+            Some(Err(_)) => "the target is not a scope",
+            _ => "the store refuses this move",
+        };
+        let tab = if self.offers(Command::NextChoice) {
+            ", Tab takes a suggestion"
+        } else {
+            ""
+        };
+        format!(
+            "nothing was moved: {why}, as the dialog says — e types another target{tab}, n or Esc cancels"
+        )
+    }
+
     pub fn key(&mut self, cmd: Option<Command>, key: &KeyEvent, shell: &mut Shell<'_>) -> Step {
         // PgDn, PgUp, Home, End and the wheel (Down, Up) scroll the statement on a terminal too
         // short for it (j/k choose a suggestion: the key map never sends them as Down/Up here).
@@ -163,18 +194,20 @@ impl RescopeDialog {
         }
         match cmd {
             Some(Command::Confirm) => match &d.preview {
-                Some(Ok(p)) => match &p.refusal {
-                    None => {
-                        let curation = Curation::Rescope {
-                            identity: d.record.identity(),
-                            to: p.to.clone(),
-                        };
-                        return Step::Close(Action::Apply(curation));
-                    }
-                    Some(why) => shell.error(why.clone()),
-                },
-                Some(Err(e)) => shell.error(e.clone()),
-                None => shell.info("the preview is still loading"),
+                Some(Ok(p)) if p.refusal.is_none() => {
+                    let curation = Curation::Rescope {
+                        identity: d.record.identity(),
+                        to: p.to.clone(),
+                    };
+                    return Step::Close(Action::Apply(curation));
+                }
+                // Not offered: the refusal is on screen, so `y` says why it does nothing
+                // rather than repeating it (found by review: `y` read the store's sentence
+                // again, as if it had tried).
+                Some(_) => shell.error(d.why_y_does_nothing()),
+                None => shell.info(
+                    "nothing was moved yet: y moves what the dialog states, and it is still being worked out",
+                ),
             },
             Some(Command::Cancel) => {
                 shell.info("cancelled: nothing changed");
@@ -333,7 +366,7 @@ impl RescopeDialog {
         } else {
             Context::Rescope
         };
-        let inner = frame_box(frame, rect, &title, ctx);
+        let inner = frame_box_offering(frame, rect, &title, ctx, &|cmd| self.offers(cmd));
         let (rows, max) = (inner.height as usize, inner.width as usize);
         let scroll = super::shown_scroll(lines.len(), self.scroll, rows);
         frame.render_widget(
