@@ -199,26 +199,28 @@ pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Rev
     })
 }
 
-/// What reverting `rec` to `version` does, from the store's preview, or why it refuses.
+/// What reverting `rec` to `version` does, from the store's preview, or why it refuses: the
+/// values it names may be cut on a small screen, its other words never are.
 pub fn revert_effect(
     store: &mut dyn UiStore,
     rec: &MemoryRecord,
     version: i64,
-) -> Result<String, String> {
+) -> Result<Statement, String> {
     let scope = &rec.scope;
     store
         .preview_revert(&rec.identity(), Some(version))
         .map(|o| {
             let shown = o.value.as_ref().map(value_text).unwrap_or_default();
+            let now = o.version.unwrap_or_default();
             match o.outcome {
-                OutcomeKind::Confirmed => format!(
-                    "{scope} already holds {shown}: v{} is confirmed, no new version",
-                    o.version.unwrap_or_default()
-                ),
-                _ => format!(
-                    "{scope} becomes {shown} (value of v{version}) as v{}",
-                    o.version.unwrap_or_default()
-                ),
+                OutcomeKind::Confirmed => Statement::new()
+                    .says(format!("{scope} already holds "))
+                    .names(&shown)
+                    .says(format!(": v{now} is confirmed, no new version")),
+                _ => Statement::new()
+                    .says(format!("{scope} becomes "))
+                    .names(&shown)
+                    .says(format!(" (value of v{version}) as v{now}")),
             }
         })
 }

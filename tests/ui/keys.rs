@@ -1811,7 +1811,7 @@ fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
         let c = d.chosen().unwrap();
         assert_eq!(c.version, 1);
         assert_eq!(
-            c.effect,
+            c.effect.clone().map(|e| e.map(|s| s.text())),
             Some(Ok("global becomes pnpm (value of v1) as v3".to_string()))
         );
         // A digit that names no earlier version says so; 1 names v1.
@@ -1840,7 +1840,11 @@ fn v_reverts_through_a_dialog_defaulting_to_the_previous_version() {
         press(&mut s, "j");
         let d = top!(s, Revert);
         assert_eq!(
-            d.chosen().unwrap().effect,
+            d.chosen()
+                .unwrap()
+                .effect
+                .clone()
+                .map(|e| e.map(|s| s.text())),
             Some(Ok(
                 "global already holds pnpm: v3 is confirmed, no new version".to_string()
             ))
@@ -1881,7 +1885,7 @@ fn after_a_rescope_the_revert_dialog_does_not_choose_the_moved_value() {
         let chosen = d.chosen().unwrap();
         assert_eq!(chosen.version, 1, "the version not moved out");
         assert_eq!(
-            chosen.effect,
+            chosen.effect.clone().map(|e| e.map(|s| s.text())),
             Some(Ok(
                 "global already holds pnpm: v3 is confirmed, no new version".to_string()
             ))
@@ -1905,7 +1909,7 @@ fn after_a_rescope_the_revert_dialog_does_not_choose_the_moved_value() {
         // Chosen on purpose, the moved value comes back as the store says.
         press(&mut s, "2");
         assert_eq!(
-            top!(s, Revert).chosen().unwrap().effect,
+            (top!(s, Revert).chosen().unwrap().effect.clone()).map(|e| e.map(|s| s.text())),
             Some(Ok("global becomes npm (value of v2) as v4".to_string()))
         );
     });
@@ -2642,6 +2646,7 @@ fn a_long_revert_list_scrolls_to_the_choice_and_keeps_the_effect_on_screen() {
             effect.as_ref().is_some_and(|e| e
                 .as_ref()
                 .unwrap()
+                .text()
                 .contains(&format!("(value of v{chosen})"))),
             "{effect:?}"
         );

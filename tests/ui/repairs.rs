@@ -2,9 +2,11 @@
 //! store refuses, how they scroll on a small terminal, where their suggestions point, how they
 //! take digits and spaces. Each test runs on SQLite and on the same data moved to PostgreSQL.
 
+use crate::dialogs::dialog_rows;
 use crate::probe::{toast, top};
 use crate::support::tui::{ch, for_each_backend, key, press, render, select, Fixture};
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use memscope::model::Scope;
 use memscope::tui::app::Action;
 use memscope::tui::Session;
 
@@ -78,5 +80,101 @@ fn a_refused_rescope_offers_only_what_works_and_y_says_why_it_does_nothing() {
         );
         press(&mut s, "y");
         assert!(!toast(&s).contains("Tab"), "{}", toast(&s));
+    });
+}
+
+/// The rows of the dialog titled `title`, read page by page with PgDn from its top: the note
+/// a page ends with (what is below or above, and the key) checked and left out, the rows two
+/// pages share read once. `noted`: whether a page said more was below.
+fn read_pages(s: &mut Session, w: u16, h: u16, title: &str) -> (String, bool) {
+    let mut read: Vec<String> = Vec::new();
+    let mut noted = false;
+    s.handle_key(key(KeyCode::Home));
+    for page in 0..8 {
+        let screen = render(s, w, h);
+        let mut rows = dialog_rows(&screen, title);
+        assert!(!rows.is_empty(), "{w}×{h}, page {page}:\n{screen}");
+        if rows
+            .last()
+            .is_some_and(|r| r.starts_with("… ") || r.starts_with("↑ "))
+        {
+            let note = rows.pop().unwrap_or_default();
+            assert!(note.contains("PgDn") || note.contains("PgUp"), "{note}");
+            noted |= note.starts_with("… ");
+        }
+        let overlap = (0..=rows.len().min(read.len()))
+            .rev()
+            .find(|&n| read[read.len() - n..] == rows[..n])
+            .unwrap_or(0);
+        read.extend(rows.into_iter().skip(overlap));
+        s.handle_key(key(KeyCode::PageDown));
+    }
+    let squashed = read.join(" ").split_whitespace().collect::<String>();
+    (squashed, noted)
+}
+
+/// Found by review: the revert dialog did not scroll as the delete and rescope dialogs do —
+/// at 40×12 after the incident's fix, what a plain revert brings back and the effect of `y`
+/// fell below its box, with nothing saying so. Its last row now says how many lines are below,
+/// PgDn/End/the wheel show them, and each sentence keeps every word.
+#[test]
+fn the_revert_dialog_says_what_is_below_and_scrolls_to_it() {
+    let f = Fixture::incident();
+    f.store()
+        .rescope(
+            "user:42",
+            "package_manager",
+            &Scope::Global,
+            &Scope::Repo("legacy-dashboard".into()),
+        )
+        .expect("the incident's fix");
+    for_each_backend(&f, |db| {
+        let squash = |s: &str| s.split_whitespace().collect::<String>();
+        for (w, h) in [(40, 12), (50, 14), (60, 12), (120, 32)] {
+            let mut s = db.session(w, h);
+            select(&mut s, "user:42 · package_manager @ global");
+            press(&mut s, "v");
+            let (read, noted) = read_pages(&mut s, w, h, "┌ Revert · ");
+            assert_eq!(noted, w < 120, "{w}×{h}: a note says more is below");
+            for said in [
+                "Now pnpm (v3, thread:17/message:86",
+                "Make an earlier value current again, as a new version (history is never rewritten):",
+                "A plain revert brings nothing back: user:42 · package_manager @ global has no earlier value to revert to",
+                "was moved to another scope by `memscope rescope`",
+                "(•) v1",
+                "In one transaction:",
+                "• global already holds pnpm: v3 is confirmed, no new version",
+            ] {
+                assert!(read.contains(&squash(said)), "{w}×{h}: {said:?} in\n{read}");
+            }
+            // Home is the top again; the wheel scrolls too.
+            let first = |s: &mut Session| {
+                let rows = dialog_rows(&render(s, w, h), "┌ Revert · ");
+                rows.first().cloned().unwrap_or_default()
+            };
+            s.handle_key(key(KeyCode::Home));
+            assert!(first(&mut s).starts_with("Now pnpm"), "{w}×{h}");
+            if w == 40 {
+                let wheel = MouseEvent {
+                    kind: MouseEventKind::ScrollDown,
+                    column: w / 2,
+                    row: h / 2,
+                    modifiers: KeyModifiers::NONE,
+                };
+                s.handle_event(Event::Mouse(wheel));
+                assert!(!first(&mut s).starts_with("Now pnpm"), "{w}×{h}: the wheel");
+                // Scrolled, k still chooses a version: the newer v2, the moved one.
+                press(&mut s, "k");
+                let d = top!(s, Revert);
+                assert_eq!(d.chosen().map(|c| c.version), Some(2));
+                s.handle_key(key(KeyCode::End));
+                let screen = render(&mut s, w, h);
+                let rows = dialog_rows(&screen, "┌ Revert · ");
+                assert!(
+                    squash(&rows.join(" ")).contains(&squash("becomes npm (value of v2) as v4")),
+                    "{screen}"
+                );
+            }
+        }
     });
 }
