@@ -178,3 +178,122 @@ fn the_revert_dialog_says_what_is_below_and_scrolls_to_it() {
         }
     });
 }
+
+/// The rows of the rescope dialog on `screen` that say why its target is suggested: from
+/// `suggested …` to the blank row under it.
+fn suggestion_rows(screen: &str) -> Vec<String> {
+    let rows = dialog_rows(screen, "┌ Rescope · ");
+    let from = rows.iter().position(|r| r.starts_with("   suggested "));
+    (from.map(|i| &rows[i..]).unwrap_or_default().iter())
+        .take_while(|r| !r.is_empty())
+        .cloned()
+        .collect()
+}
+
+fn suggested(s: &Session) -> Vec<String> {
+    let d = top!(s, Rescope);
+    (d.suggestions.iter().flatten())
+        .map(|x| x.scope.to_string())
+        .collect()
+}
+
+/// Found by review: the incident's rescope dialog suggested, after the repository the words were
+/// said in, the repositories whose agents only read the value (docs-site, storefront-next) —
+/// where it was wrongly served, not where the rule belongs. And opened from tab 6 its reason
+/// was another sentence, cut even at 220 columns (`… wrote install_command in repo:le…`). It
+/// suggests where the words were said, and says why in one sentence from either tab, wrapped.
+#[test]
+fn rescope_suggests_where_the_words_were_said_the_same_from_either_tab() {
+    for_each_backend(&Fixture::incident(), |db| {
+        for (w, h) in [(220, 40), (120, 32), (60, 24), (40, 30)] {
+            let mut s = db.session(w, h);
+            select(&mut s, "user:42 · package_manager @ global");
+            press(&mut s, "m");
+            assert_eq!(suggested(&s), ["repo:legacy-dashboard"], "{w}×{h}");
+            let from_view = suggestion_rows(&render(&mut s, w, h));
+            s.handle_key(key(KeyCode::Esc));
+            press(&mut s, "6m");
+            assert_eq!(suggested(&s), ["repo:legacy-dashboard"], "{w}×{h}");
+            let d = top!(s, Rescope);
+            assert_eq!(
+                (d.target.as_str(), d.suggestion),
+                ("repo:legacy-dashboard", Some(0))
+            );
+            let screen = render(&mut s, w, h);
+            let from_suspects = suggestion_rows(&screen);
+            assert_eq!(from_view, from_suspects, "{w}×{h}:\n{screen}");
+            let said = from_suspects
+                .iter()
+                .map(|r| r.trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert_eq!(
+                said,
+                "suggested 1/1: the same message (thread:23/message:14) wrote install_command there",
+                "{w}×{h}:\n{screen}"
+            );
+        }
+    });
+}
+
+/// Where the same message wrote long hostile names (Chinese, emoji, a direction control), why a
+/// target is suggested wraps under it to its end, its stored words escaped; a place the scope
+/// guard marked at write time (`flag`, the write's own repository) is suggested too; reads
+/// from other repositories are not.
+#[test]
+fn why_a_target_is_suggested_wraps_and_names_the_marked_place() {
+    let f = Fixture::empty();
+    f.store()
+        .set_user_setting("scope_guard", "flag")
+        .expect("flag mode");
+    let predicate = format!("安装命令🦀{}尾", "很长的名字👩🏽‍💻".repeat(6));
+    f.write(&format!(
+        r#"{{"subject":"user:42","predicate":"{predicate}","value":"pnpm i","scope":"repo:遗留仪表盘","source":"thread:5\u202e/message:1"}}"#
+    ));
+    f.write(
+        r#"{"subject":"user:42","predicate":"package_manager","value":"pnpm","scope":"global","source":"thread:5\u202e/message:1","raw":"这个仓库用 pnpm 🎉","context":{"repo":"web-app"}}"#,
+    );
+    let mut store = f.store();
+    store
+        .resolve_logged(
+            "user:42",
+            "package_manager",
+            Some("docs-site"),
+            None,
+            Some("cursor"),
+            None,
+        )
+        .expect("a read");
+    drop(store);
+    for_each_backend(&f, |db| {
+        for (w, h) in [(120, 32), (60, 30), (40, 40)] {
+            let mut s = db.session(w, h);
+            select(&mut s, "user:42 · package_manager @ global");
+            press(&mut s, "m");
+            assert_eq!(
+                suggested(&s),
+                ["repo:web-app", "repo:遗留仪表盘"],
+                "{w}×{h}"
+            );
+            let screen = render(&mut s, w, h);
+            let said = suggestion_rows(&screen).join(" ");
+            let squashed: String = said.split_whitespace().collect();
+            assert_eq!(
+                squashed, "suggested1/2:thescopeguardmarkedv1aspointingherewhenitwaswritten",
+                "{w}×{h}:\n{screen}"
+            );
+            s.handle_key(key(KeyCode::Tab));
+            let screen = render(&mut s, w, h);
+            let rows = suggestion_rows(&screen);
+            let squashed: String = rows.join(" ").split_whitespace().collect();
+            assert!(
+                squashed
+                    .starts_with("suggested2/2:thesamemessage(thread:5�/message:1)wrote安装命令🦀")
+                    && squashed.ends_with("there"),
+                "{w}×{h}:\n{screen}"
+            );
+            assert!(!screen.contains('\u{202e}'), "escaped: {screen}");
+            assert!(rows.len() > 1 || w >= 120, "{w}×{h}: wrapped\n{screen}");
+        }
+    });
+}

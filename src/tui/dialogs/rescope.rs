@@ -18,11 +18,12 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-/// A target scope worth proposing, and the evidence for it.
+/// A target scope worth proposing, and the evidence for it (its stored words as values: cut
+/// first, escaped).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Suggestion {
     pub scope: Scope,
-    pub why: String,
+    pub why: Statement,
 }
 
 /// What a rescope to one target would do, read from the store with the write path's rules.
@@ -48,8 +49,6 @@ pub struct RescopeDialog {
     pub suggestion: Option<usize>,
     /// `Err`: the target is not a scope.
     pub preview: Option<Result<RescopePreview, String>>,
-    /// A suggestion the opener brought (the suspects tab's), first among those loaded.
-    pub seed: Option<Suggestion>,
     /// Lines scrolled off the top, on a terminal too short for the whole statement.
     pub scroll: usize,
 }
@@ -63,27 +62,21 @@ impl RescopeDialog {
             suggestions: None,
             suggestion: None,
             preview: None,
-            seed: None,
             scroll: 0,
         }
     }
 
-    /// The dialog with `first` proposed: its target filled in, its evidence shown as the first
-    /// suggestion (the suspects tab opens it so).
-    pub fn suggesting(record: MemoryRecord, first: Suggestion) -> RescopeDialog {
+    /// The dialog with `target` filled in (the suspects tab opens it on the place the scan
+    /// points at); the suggestions, loaded as from the current view, say why.
+    pub fn suggesting(record: MemoryRecord, target: &Scope) -> RescopeDialog {
         let mut d = RescopeDialog::new(record);
-        d.target = first.scope.to_string();
-        d.seed = Some(first);
+        d.target = target.to_string();
         d
     }
 
     /// Its suggested targets (loaded once): a global record's target starts at the best one;
     /// with no target, the human types one.
-    pub fn take_suggestions(&mut self, mut list: Vec<Suggestion>) {
-        if let Some(seed) = self.seed.take() {
-            list.retain(|s| s.scope != seed.scope);
-            list.insert(0, seed);
-        }
+    pub fn take_suggestions(&mut self, list: Vec<Suggestion>) {
         // A target filled in by the opener is that suggestion, and says so.
         if self.suggestion.is_none() && !self.target.is_empty() {
             self.suggestion = list.iter().position(|s| s.scope.to_string() == self.target);
@@ -283,23 +276,34 @@ impl RescopeDialog {
             &[],
             max,
         ));
-        match (&d.suggestions, d.suggestion) {
-            (Some(s), Some(i)) if i < s.len() => {
-                lines.push(plain(
-                    &format!("   suggested {}/{}: {}", i + 1, s.len(), s[i].why),
-                    dim(),
-                    max,
-                ));
-            }
+        // Why the target is suggested wraps under it, never cut but for its stored words
+        // (found by review: from the suspects tab it was cut at `… in repo:le…` at any width).
+        let why = match (&d.suggestions, d.suggestion) {
+            (Some(s), Some(i)) if i < s.len() => Some(
+                Statement::new()
+                    .says(format!("suggested {}/{}: ", i + 1, s.len()))
+                    .and(s[i].why.clone()),
+            ),
             (Some(s), _) if !s.is_empty() => {
                 let names: Vec<String> = s.iter().map(|x| x.scope.to_string()).collect();
-                lines.push(plain(
-                    &format!("   suggestions (Tab): {}", names.join(", ")),
-                    dim(),
-                    max,
-                ));
+                Some(
+                    Statement::new()
+                        .says("suggestions (Tab): ")
+                        .names(&names.join(", ")),
+                )
             }
-            _ => lines.push(plain("   typed by you", dim(), max)),
+            _ => None,
+        };
+        match why {
+            Some(why) => {
+                let room = max.saturating_sub(3);
+                let rows = rows.max(why.least_rows(room));
+                lines.extend(
+                    (why.lines(room, rows).into_iter())
+                        .map(|l| plain(&format!("   {l}"), dim(), max)),
+                );
+            }
+            None => lines.push(plain("   typed by you", dim(), max)),
         }
         lines.push(Line::raw(""));
         match &d.preview {
