@@ -297,3 +297,134 @@ fn why_a_target_is_suggested_wraps_and_names_the_marked_place() {
         }
     });
 }
+
+/// Found by review: in the revert dialog, a digit that named no version said so only when it
+/// was the first; after `1`, a `5` that made no v15 chose v5 silently, and after `2` a `0`
+/// said there was no v0. Digits make one number: each digit that makes a number no version
+/// has says so in one toast naming that number, and the choice stays.
+#[test]
+fn every_digit_that_names_no_version_says_so() {
+    let f = Fixture::empty();
+    for n in 1..=13 {
+        f.write(&format!(
+            r#"{{"subject":"user:42","predicate":"package_manager","value":"包管理器 {n} 🦀","scope":"global","source":"thread:{n}/message:1"}}"#
+        ));
+    }
+    for_each_backend(&f, |db| {
+        let mut s = db.session(120, 40);
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, "v");
+        let chosen = |s: &Session| top!(s, Revert).chosen().map(|c| c.version);
+        assert_eq!(chosen(&s), Some(12));
+        let no_version = |s: &Session| s.app.toast.as_ref().map(|t| t.text.clone());
+        // Each step: the digit, the version chosen after it, what the toast says (if any).
+        for (digit, version, said) in [
+            ('1', 1, None),
+            ('5', 1, Some("no earlier version v15 (v1 stays chosen): the choices are v12, v11, v10, v9, v8 … v1 (12 versions)")),
+            ('5', 5, None),
+            ('0', 5, Some("no earlier version v50 (v5 stays chosen): the choices are v12, v11, v10, v9, v8 … v1 (12 versions)")),
+            ('2', 2, None),
+            ('0', 2, Some("no earlier version v20 (v2 stays chosen): the choices are v12, v11, v10, v9, v8 … v1 (12 versions)")),
+            ('1', 1, None),
+            ('2', 12, None),
+            ('3', 12, Some("no earlier version v123 (v12 stays chosen): the choices are v12, v11, v10, v9, v8 … v1 (12 versions)")),
+            ('9', 9, None),
+            ('0', 9, Some("no earlier version v90 (v9 stays chosen): the choices are v12, v11, v10, v9, v8 … v1 (12 versions)")),
+            ('0', 9, Some("no earlier version v0 (v9 stays chosen): the choices are v12, v11, v10, v9, v8 … v1 (12 versions)")),
+        ] {
+            s.handle_key(ch(digit));
+            assert_eq!(chosen(&s), Some(version), "after {digit}");
+            assert_eq!(no_version(&s).as_deref(), said, "after {digit}");
+        }
+        // The version chosen is the one y reverts to, its effect stated.
+        let screen = render(&mut s, 120, 40);
+        assert!(
+            screen.contains("global becomes 包管理器 9 🦀 (value of v9) as v14"),
+            "{screen}"
+        );
+    });
+}
+
+/// Found by review: a space typed into the rescope dialog's target vanished (`repo:my app`
+/// became `repo:myapp`, a place nobody named). It is typed as any character, and the preview
+/// says that a scope id is one word; `y` is not offered and moves nothing.
+#[test]
+fn a_space_in_the_rescope_target_is_shown_and_refused_by_the_preview() {
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, "m");
+        for typed in ["repo:my app", "repo:遗留\u{3000}仪表盘"] {
+            retarget(&mut s, typed);
+            let d = top!(s, Rescope);
+            assert_eq!(d.target, typed);
+            let why = match &d.preview {
+                Some(Err(why)) => why.clone(),
+                other => panic!("{typed}: refused as no scope, got {other:?}"),
+            };
+            assert!(
+                why.contains("contains whitespace") && why.contains("ids are single words"),
+                "{why}"
+            );
+            let screen = render(&mut s, 120, 32);
+            assert!(screen.contains("ids are single words"), "{screen}");
+            assert!(!screen.contains("y rescope"), "{screen}");
+            assert_eq!(s.app.handle_key(ch('y')), Action::None);
+            assert!(toast(&s).starts_with("nothing was moved: the target is not a scope"));
+        }
+        // Spaces around a scope are no part of it.
+        retarget(&mut s, " repo:legacy-dashboard ");
+        assert!(render(&mut s, 120, 32).contains("y rescope"));
+    });
+}
+
+/// After a delete and a restore the versions before it are gone: v1 is no choice, v10–v16 are.
+/// A `1` says it names no version yet and waits for the next digit, so `1` `6` is v16 (they
+/// were `no v1`, then v6).
+#[test]
+fn a_digit_that_begins_a_version_waits_for_the_next() {
+    let f = Fixture::empty();
+    let write = |n: i64| {
+        f.write(&format!(
+            r#"{{"subject":"user:42","predicate":"工具🦀","value":"x{n}","scope":"global","source":"thread:{n}/message:1"}}"#
+        ))
+    };
+    (1..=3).for_each(write);
+    let id = memscope::model::Identity {
+        subject: "user:42".into(),
+        predicate: "工具🦀".into(),
+        scope: Scope::Global,
+    };
+    let mut store = f.store();
+    store
+        .delete(&memscope::model::DeleteTarget::Identity(id.clone()), None)
+        .expect("the delete");
+    store.restore(&id).expect("the restore");
+    drop(store);
+    (4..=17).for_each(write);
+    for_each_backend(&f, |db| {
+        let mut s = db.session(120, 40);
+        select(&mut s, "user:42 · 工具🦀 @ global");
+        press(&mut s, "v");
+        let versions = |s: &Session| -> Vec<i64> {
+            let d = top!(s, Revert);
+            (d.choices.iter().flatten().flatten())
+                .map(|c| c.version)
+                .collect()
+        };
+        assert_eq!(versions(&s), (5..=17).rev().collect::<Vec<i64>>());
+        let chosen = |s: &Session| top!(s, Revert).chosen().map(|c| c.version);
+        press(&mut s, "1");
+        assert_eq!(chosen(&s), Some(17));
+        assert_eq!(
+            toast(&s),
+            "v1 names no earlier version: v17, v16, v15, v14, v13, v12, v11, v10 begin with it — type the next digit"
+        );
+        press(&mut s, "6");
+        assert_eq!(chosen(&s), Some(16));
+        assert!(s.app.toast.is_none());
+        press(&mut s, "3");
+        assert_eq!(chosen(&s), Some(16));
+        assert!(toast(&s).starts_with("no earlier version v163 (v16 stays chosen)"));
+    });
+}

@@ -176,7 +176,10 @@ impl RescopeDialog {
                     }
                     return Step::Stay(Action::PreviewRescope);
                 }
-                _ => match typed.filter(|c| !c.is_whitespace()) {
+                // A space is typed as any character is: the target shows what was typed, and
+                // the preview says it is no scope (`Scope::parse`: ids are single words) rather
+                // than the key vanishing (found by review: `repo:my app` became `repo:myapp`).
+                _ => match typed {
                     Some(c) => d.target.push(c),
                     None => return Step::Stay(Action::None),
                 },

@@ -156,26 +156,47 @@ impl RevertDialog {
                 let Some(Ok(choices)) = &d.choices else {
                     return Step::Stay(Action::None);
                 };
-                // "1" then "2" means v12 when there is one, else v2.
-                let find = |text: &str| {
-                    let n: i64 = text.parse().ok()?;
-                    choices.iter().position(|x| x.version == n)
-                };
-                let longer = format!("{}{c}", d.typed);
-                let (text, found) = match find(&longer) {
-                    Some(i) => (longer, Some(i)),
-                    None => (c.to_string(), find(&c.to_string())),
-                };
-                match found {
+                // Digits make one number: "1" then "2" is v12. A digit that makes a number no
+                // version has (nor begins) says so, and the choice stays; the next digit starts
+                // a new number (found by review: after "1", a "5" that made no v15 chose v5
+                // silently — only a first digit said it named no version).
+                let number = format!("{}{c}", d.typed);
+                let parsed = number
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|_| !number.starts_with('0'));
+                let named = parsed.and_then(|n| choices.iter().position(|x| x.version == n));
+                let begins = parsed.is_some()
+                    && choices
+                        .iter()
+                        .any(|x| x.version.to_string().starts_with(&number));
+                match named {
                     Some(i) => {
                         d.choice = i;
-                        d.typed = text;
+                        d.typed = number;
+                    }
+                    None if begins => {
+                        let longer: Vec<i64> = (choices.iter())
+                            .map(|x| x.version)
+                            .filter(|v| v.to_string().starts_with(&number))
+                            .collect();
+                        let text = format!(
+                            "v{number} names no earlier version: {} begin with it — type the next digit",
+                            version_names(&longer)
+                        );
+                        d.typed = number;
+                        shell.info(text);
                     }
                     None => {
                         d.typed.clear();
+                        let stays = match choices.get(d.choice) {
+                            Some(c) => format!(" (v{} stays chosen)", c.version),
+                            None => String::new(),
+                        };
+                        let versions: Vec<i64> = choices.iter().map(|x| x.version).collect();
                         let text = format!(
-                            "no earlier version v{text}: the choices are {}",
-                            version_names(choices)
+                            "no earlier version v{number}{stays}: the choices are {}",
+                            version_names(&versions)
                         );
                         shell.info(text);
                     }
@@ -347,18 +368,18 @@ fn choice_line(c: &RevertChoice, chosen: bool, max: usize) -> Line<'static> {
     )
 }
 
-/// The versions to choose from, named — the first few and the last when there are many.
-fn version_names(choices: &[RevertChoice]) -> String {
-    let name = |c: &RevertChoice| format!("v{}", c.version);
-    if choices.len() <= 8 {
-        return choices.iter().map(name).collect::<Vec<_>>().join(", ");
+/// Versions to choose from, named — the first few and the last when there are many.
+fn version_names(versions: &[i64]) -> String {
+    let name = |v: &i64| format!("v{v}");
+    if versions.len() <= 8 {
+        return versions.iter().map(name).collect::<Vec<_>>().join(", ");
     }
-    let first: Vec<String> = choices.iter().take(5).map(name).collect();
+    let first: Vec<String> = versions.iter().take(5).map(name).collect();
     format!(
         "{} … {} ({} versions)",
         first.join(", "),
-        name(&choices[choices.len() - 1]),
-        choices.len()
+        name(&versions[versions.len() - 1]),
+        versions.len()
     )
 }
 
