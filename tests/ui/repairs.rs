@@ -141,6 +141,7 @@ fn the_revert_dialog_says_what_is_below_and_scrolls_to_it() {
                 "Make an earlier value current again, as a new version (history is never rewritten):",
                 "A plain revert brings nothing back: user:42 · package_manager @ global has no earlier value to revert to",
                 "was moved to another scope by `memscope rescope`",
+                "Here, choose a version with j/k or its number: y makes its value current again.",
                 "(•) v1",
                 "In one transaction:",
                 "• global already holds pnpm: v3 is confirmed, no new version",
@@ -426,5 +427,48 @@ fn a_digit_that_begins_a_version_waits_for_the_next() {
         press(&mut s, "3");
         assert_eq!(chosen(&s), Some(16));
         assert!(toast(&s).starts_with("no earlier version v163 (v16 stays chosen)"));
+    });
+}
+
+/// Found by review: after a rescope the revert dialog says why a plain revert brings nothing
+/// back in the store's sentence, whose advice is the CLI's (`--to-version N brings a moved value
+/// back on purpose`); in the dialog a version is chosen with keys, and it says so beside it.
+/// (The store's refusal is a sentence with no field saying which advice it gives, so the UI
+/// does not rewrite it.)
+#[test]
+fn the_revert_dialog_says_how_a_version_is_chosen_here() {
+    let f = Fixture::incident();
+    for_each_backend(&f, |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, "v");
+        // A plain revert brings v1 back: nothing to say.
+        let screen = render(&mut s, 120, 32);
+        assert!(
+            !screen.contains("A plain revert brings nothing back"),
+            "{screen}"
+        );
+        assert!(!screen.contains("Here, choose a version"), "{screen}");
+        s.handle_key(key(KeyCode::Esc));
+        db.commands()
+            .rescope(
+                "user:42",
+                "package_manager",
+                &Scope::Global,
+                &Scope::Repo("legacy-dashboard".into()),
+            )
+            .expect("the incident's fix");
+        press(&mut s, "v");
+        let screen = render(&mut s, 120, 32);
+        let rows = dialog_rows(&screen, "┌ Revert · ");
+        let at = rows
+            .iter()
+            .position(|r| r.starts_with("A plain revert brings nothing back"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        let after = rows[at..]
+            .iter()
+            .position(|r| r.starts_with("Here, choose a version with j/k or its number"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        assert!(after <= 3, "beside the store's sentence:\n{screen}");
     });
 }

@@ -256,6 +256,14 @@ impl RevertDialog {
                         warning,
                         max,
                     ));
+                    // The store's sentence is the CLI's (`--to-version N`); here a version is
+                    // chosen with keys. Said beside it, not by rewriting it: the refusal is a
+                    // sentence, with no field that says which advice it gives.
+                    lines.extend(wrapped(
+                        "Here, choose a version with j/k or its number: y makes its value current again.",
+                        dim(),
+                        max,
+                    ));
                 }
                 let effect = match d.chosen() {
                     Some(c) => {
