@@ -472,3 +472,38 @@ fn the_revert_dialog_says_how_a_version_is_chosen_here() {
         assert!(after <= 3, "beside the store's sentence:\n{screen}");
     });
 }
+
+/// A place the words name, which only the suspects scan finds (a write without a context is
+/// judged on its words alone): the scan's finding is the suggestion, from the current view as
+/// from tab 6, and its evidence says why.
+#[test]
+fn a_place_only_the_suspects_scan_finds_is_suggested_from_either_tab() {
+    let f = Fixture::empty();
+    f.write(
+        r#"{"subject":"user:7","predicate":"formatter","value":"biome","scope":"repo:storefront-next","source":"thread:1/message:1"}"#,
+    );
+    f.write(
+        r#"{"subject":"user:42","predicate":"package_manager","value":"yarn","scope":"global","source":"thread:2/message:1","raw":"the storefront-next repo uses yarn 🧶"}"#,
+    );
+    for_each_backend(&f, |db| {
+        let mut s = db.session(120, 32);
+        let listed = &s.app.tabs.suspects.rows;
+        assert_eq!(listed.len(), 1, "the scan lists it");
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, "m");
+        assert_eq!(suggested(&s), ["repo:storefront-next"]);
+        let from_view = suggestion_rows(&render(&mut s, 120, 32));
+        s.handle_key(key(KeyCode::Esc));
+        press(&mut s, "6m");
+        let from_suspects = suggestion_rows(&render(&mut s, 120, 32));
+        assert_eq!(from_view, from_suspects);
+        assert_eq!(
+            from_view
+                .join(" ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+            "suggested 1/1: memscope suspects points here: the words name repo:storefront-next"
+        );
+    });
+}
