@@ -29,8 +29,8 @@ impl App {
 
     fn wheel(&mut self, at: Position, down: bool) -> Action {
         let cmd = if down { Command::Down } else { Command::Up };
-        // A dialog that scrolls takes the wheel (the delete and rescope dialogs' statements, on
-        // a short terminal); the others ignore it (their j/k choose).
+        // A dialog that scrolls takes the wheel (the delete, rescope and revert dialogs'
+        // statements, on a short terminal); the others ignore it (their j/k choose).
         match self.dialogs.last_mut() {
             Some(Dialog::Help { scroll }) => {
                 *scroll = if down {
@@ -40,7 +40,7 @@ impl App {
                 };
                 return Action::None;
             }
-            Some(Dialog::Event(_) | Dialog::Delete(_) | Dialog::Rescope(_)) => {
+            Some(Dialog::Event(_) | Dialog::Delete(_) | Dialog::Rescope(_) | Dialog::Revert(_)) => {
                 let wheel = KeyEvent::new(KeyCode::Null, KeyModifiers::NONE);
                 for _ in 0..WHEEL_STEP {
                     self.top_dialog_key(Some(cmd), &wheel);

@@ -3,68 +3,98 @@
 //! words the outcomes. No write rule is restated here; the store is the one judge.
 
 use super::dialogs::{RescopePreview, RevertChoice, RevertChoices, Suggestion};
-use super::text::{ago, value_text, Statement};
+use super::text::{value_text, Statement};
 use crate::model::{MemoryRecord, OutcomeKind, Scope};
-use crate::store::{ReadFilter, UiStore};
+use crate::store::{HistoryFrom, Suspect, UiStore};
 use anyhow::Result;
-use chrono::{DateTime, Utc};
 
-/// Reads looked at for suggestions: the newest of this identity's read log.
-const SUGGESTION_READS: i64 = 200;
-
-/// Targets worth proposing for `rec`, best first: the scopes where the same words (its source)
-/// wrote other memories of the subject — where they were said — then the repos of the newest
-/// reads that got this very version, then `global` for a scoped record.
+/// Targets worth proposing for `rec`, best first: where its words were said, never where the
+/// value was only served — an agent's read in a repository got it by resolution, which is
+/// evidence of the harm, not of the rule's place (found by review: the incident's dialog
+/// suggested docs-site and storefront-next, the repositories it was wrongly served in). The
+/// place the suspects scan points at (`suspect`: its finding on this version, when it listed
+/// it), then each place the scope guard marked this version's write as pointing at (its `set`
+/// event's `places`: the place the write was made in first), then each scope where the same
+/// message (its source) wrote other memories of the subject; `global` last for a scoped
+/// record. Why each is suggested names the one fact that points there, whichever tab opened
+/// the dialog.
 pub fn rescope_suggestions(
     store: &dyn UiStore,
     rec: &MemoryRecord,
-    now: DateTime<Utc>,
+    suspect: Option<&Suspect>,
 ) -> Result<Vec<Suggestion>> {
-    let mut out: Vec<Suggestion> = Vec::new();
-    let mut push = |scope: Scope, why: String| {
-        if scope != rec.scope && !out.iter().any(|s| s.scope == scope) {
-            out.push(Suggestion { scope, why });
-        }
-    };
+    // The same message's other memories, by scope (each scope's predicates in their order).
+    let mut siblings: Vec<(Scope, Vec<String>)> = Vec::new();
     for (scope, predicate) in store.scopes_written_by(&rec.subject, &rec.source)? {
-        match Scope::parse(&scope) {
-            Ok(Scope::Global) | Err(_) => {}
-            Ok(scope) => push(
-                scope,
-                format!("the same words ({}) wrote {predicate} there", rec.source),
-            ),
+        let scope = match Scope::parse(&scope) {
+            Ok(Scope::Global) | Err(_) => continue,
+            Ok(scope) => scope,
+        };
+        match siblings.iter_mut().find(|(s, _)| *s == scope) {
+            Some((_, predicates)) => predicates.push(predicate),
+            None => siblings.push((scope, vec![predicate])),
         }
     }
-    let reads = store.reads(&ReadFilter {
-        subject: Some(rec.subject.clone()),
-        predicate: Some(rec.predicate.clone()),
-        limit: Some(SUGGESTION_READS),
-        ..Default::default()
-    })?;
-    let scope = rec.scope.to_string();
-    for r in reads
-        .iter()
-        .filter(|r| r.scope.as_deref() == Some(scope.as_str()) && r.version == Some(rec.version))
-    {
-        let why = format!(
-            "{} read v{} there {}",
-            r.agent.as_deref().unwrap_or("an agent"),
-            rec.version,
-            ago(now, &r.at)
-        );
-        if let Some(repo) = &r.repo {
-            push(Scope::Repo(repo.clone()), why);
-        } else if let Some(task) = &r.task {
-            push(Scope::Task(task.clone()), why);
+    let marked = marked_places(store, rec)?;
+    let suspect = suspect
+        .filter(|s| s.record.identity() == rec.identity() && s.record.version == rec.version);
+    let pointed = suspect.and_then(|s| s.suggested_scope.clone());
+    let why = |scope: &Scope| -> Statement {
+        if let Some((_, predicates)) = siblings.iter().find(|(s, _)| s == scope) {
+            return Statement::new()
+                .says("the same message (")
+                .names(&rec.source)
+                .says(") wrote ")
+                .names(&predicates.join(", "))
+                .says(" there");
+        }
+        if marked.contains(scope) {
+            return Statement::new().says(format!(
+                "the scope guard marked v{} as pointing here when it was written",
+                rec.version
+            ));
+        }
+        let evidence = suspect.map(|s| s.evidence.join("; ")).unwrap_or_default();
+        Statement::new()
+            .says("memscope suspects points here: ")
+            .names(&evidence)
+    };
+    let mut out: Vec<Suggestion> = Vec::new();
+    let places = (pointed.iter())
+        .chain(marked.iter())
+        .chain(siblings.iter().map(|(s, _)| s));
+    for scope in places {
+        if *scope != rec.scope && !out.iter().any(|s| s.scope == *scope) {
+            out.push(Suggestion {
+                scope: scope.clone(),
+                why: why(scope),
+            });
         }
     }
     if rec.scope != Scope::Global {
-        push(
-            Scope::Global,
-            "everywhere: a preference of the subject, not of one repo or task".into(),
-        );
+        out.push(Suggestion {
+            scope: Scope::Global,
+            why: Statement::new()
+                .says("everywhere: a preference of the subject, not of one repo or task"),
+        });
     }
     Ok(out)
+}
+
+/// The places the scope guard's mark on `rec`'s `set` event names (README, "The scope guard",
+/// `flag`: the place the write was made in first, then those its evidence pointed at), read
+/// leniently: a detail a raw client damaged names none.
+fn marked_places(store: &dyn UiStore, rec: &MemoryRecord) -> Result<Vec<Scope>> {
+    let events = store.history_page(&rec.identity(), HistoryFrom::Version(rec.version), 2)?;
+    let set = (events.iter()).find(|e| e.event == "set" && e.version == Some(rec.version));
+    let places = set
+        .and_then(|e| e.detail.as_ref())
+        .and_then(|d| d.get("places"))
+        .and_then(|p| p.as_array());
+    Ok((places.into_iter().flatten())
+        .filter_map(|p| Scope::parse(p.as_str()?).ok())
+        .filter(|p| *p != Scope::Global)
+        .collect())
 }
 
 /// What moving `rec` to the scope typed in `target` would do. `Err`: the target is no scope.
@@ -199,26 +229,28 @@ pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Rev
     })
 }
 
-/// What reverting `rec` to `version` does, from the store's preview, or why it refuses.
+/// What reverting `rec` to `version` does, from the store's preview, or why it refuses: the
+/// values it names may be cut on a small screen, its other words never are.
 pub fn revert_effect(
     store: &mut dyn UiStore,
     rec: &MemoryRecord,
     version: i64,
-) -> Result<String, String> {
+) -> Result<Statement, String> {
     let scope = &rec.scope;
     store
         .preview_revert(&rec.identity(), Some(version))
         .map(|o| {
             let shown = o.value.as_ref().map(value_text).unwrap_or_default();
+            let now = o.version.unwrap_or_default();
             match o.outcome {
-                OutcomeKind::Confirmed => format!(
-                    "{scope} already holds {shown}: v{} is confirmed, no new version",
-                    o.version.unwrap_or_default()
-                ),
-                _ => format!(
-                    "{scope} becomes {shown} (value of v{version}) as v{}",
-                    o.version.unwrap_or_default()
-                ),
+                OutcomeKind::Confirmed => Statement::new()
+                    .says(format!("{scope} already holds "))
+                    .names(&shown)
+                    .says(format!(": v{now} is confirmed, no new version")),
+                _ => Statement::new()
+                    .says(format!("{scope} becomes "))
+                    .names(&shown)
+                    .says(format!(" (value of v{version}) as v{now}")),
             }
         })
 }

@@ -388,6 +388,11 @@ impl<T> Default for ListFilter<T> {
 }
 
 impl<T: Filtered> ListFilter<T> {
+    /// Every row the store gave, whatever the filter shows.
+    pub fn all(&self) -> &[T] {
+        &self.all
+    }
+
     /// Whether a filter is typed or applied (it narrows the list).
     pub fn active(&self) -> bool {
         !self.input.is_empty()

@@ -848,7 +848,10 @@ impl Session {
         };
         let record = d.record.clone();
         if d.suggestions.is_none() {
-            let list = repair::rescope_suggestions(&*self.store, &record, self.app.now)?;
+            // The suspects scan's finding on it, when the last scan listed it: the same
+            // suggestions whichever tab opened the dialog.
+            let suspect = self.app.tabs.suspects.listed(&record);
+            let list = repair::rescope_suggestions(&*self.store, &record, suspect)?;
             self.hand_top(Loaded::Suggestions(list));
         }
         // The suggestions may have set the target.

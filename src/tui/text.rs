@@ -352,6 +352,12 @@ impl Statement {
         self
     }
 
+    /// The sentence followed by `more`, its values still values.
+    pub fn and(mut self, more: Statement) -> Statement {
+        self.pieces.extend(more.pieces);
+        self
+    }
+
     /// The sentence whole.
     pub fn text(&self) -> String {
         self.with_values(None)

@@ -304,7 +304,7 @@ fn the_delete_dialogs_identity_goes_below_its_target_rather_than_be_cut_beside_i
 
 /// The rows inside the box of the dialog titled `title`, each without its border: the columns
 /// between its corners, on each row down to its bottom border.
-fn dialog_rows(screen: &str, title: &str) -> Vec<String> {
+pub(crate) fn dialog_rows(screen: &str, title: &str) -> Vec<String> {
     use memscope::tui::text::width;
     let lines: Vec<&str> = screen.lines().map(|l| l.trim_start_matches('"')).collect();
     let Some(top) = lines.iter().position(|l| l.contains(title)) else {

@@ -14,6 +14,7 @@ mod keys;
 mod paging;
 mod probe;
 mod reads;
+mod repairs;
 mod snapshots;
 mod suspects;
 mod timeline;

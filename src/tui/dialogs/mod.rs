@@ -61,6 +61,7 @@ impl Dialog {
     pub fn offers(&self, cmd: Command) -> bool {
         match self {
             Dialog::Delete(d) => d.offers(cmd),
+            Dialog::Rescope(d) => d.offers(cmd),
             _ => true,
         }
     }
@@ -99,7 +100,7 @@ pub enum Loaded<'a> {
     /// The revert dialog's earlier versions …
     Revert(Result<RevertChoices, String>),
     /// … and what choosing one of them does.
-    RevertEffect(i64, Result<String, String>),
+    RevertEffect(i64, Result<Statement, String>),
 }
 
 impl Dialog {
@@ -220,19 +221,9 @@ pub(crate) fn record_lines(
         .collect()
 }
 
-/// What the dialog says `y` will do (or why it would be refused), as lines.
-pub(crate) fn outcome_lines(
-    effects: &[Statement],
-    refusal: Option<&str>,
-    max: usize,
-    rows: usize,
-) -> Vec<Line<'static>> {
-    outcome_lines_taking(effects, refusal, max, &|_| rows)
-}
-
-/// [`outcome_lines`] for a dialog that scrolls: each statement takes `rows`, or the rows its
-/// words need with its values cut ([`Statement::least_rows`]), when those are more — no word
-/// of it is cut.
+/// What a dialog that scrolls says `y` will do (or why it would be refused), as lines: each
+/// statement takes `rows`, or the rows its words need with its values cut
+/// ([`Statement::least_rows`]), when those are more — no word of it is cut.
 pub(crate) fn outcome_lines_in_words(
     effects: &[Statement],
     refusal: Option<&str>,
@@ -240,15 +231,6 @@ pub(crate) fn outcome_lines_in_words(
     rows: usize,
 ) -> Vec<Line<'static>> {
     let rows_of = |s: &Statement| rows.max(s.least_rows(max.saturating_sub(2)));
-    outcome_lines_taking(effects, refusal, max, &rows_of)
-}
-
-fn outcome_lines_taking(
-    effects: &[Statement],
-    refusal: Option<&str>,
-    max: usize,
-    rows_of: &dyn Fn(&Statement) -> usize,
-) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     match refusal {
         Some(why) => {

@@ -4,7 +4,7 @@
 use super::{record_lines, Step, FIELD};
 use crate::model::{MemoryRecord, Scope};
 use crate::tui::app::{typed, Action, Curation};
-use crate::tui::dialogs::{centered, frame_box};
+use crate::tui::dialogs::{centered, frame_box_offering};
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
@@ -18,11 +18,12 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-/// A target scope worth proposing, and the evidence for it.
+/// A target scope worth proposing, and the evidence for it (its stored words as values: cut
+/// first, escaped).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Suggestion {
     pub scope: Scope,
-    pub why: String,
+    pub why: Statement,
 }
 
 /// What a rescope to one target would do, read from the store with the write path's rules.
@@ -48,8 +49,6 @@ pub struct RescopeDialog {
     pub suggestion: Option<usize>,
     /// `Err`: the target is not a scope.
     pub preview: Option<Result<RescopePreview, String>>,
-    /// A suggestion the opener brought (the suspects tab's), first among those loaded.
-    pub seed: Option<Suggestion>,
     /// Lines scrolled off the top, on a terminal too short for the whole statement.
     pub scroll: usize,
 }
@@ -63,27 +62,21 @@ impl RescopeDialog {
             suggestions: None,
             suggestion: None,
             preview: None,
-            seed: None,
             scroll: 0,
         }
     }
 
-    /// The dialog with `first` proposed: its target filled in, its evidence shown as the first
-    /// suggestion (the suspects tab opens it so).
-    pub fn suggesting(record: MemoryRecord, first: Suggestion) -> RescopeDialog {
+    /// The dialog with `target` filled in (the suspects tab opens it on the place the scan
+    /// points at); the suggestions, loaded as from the current view, say why.
+    pub fn suggesting(record: MemoryRecord, target: &Scope) -> RescopeDialog {
         let mut d = RescopeDialog::new(record);
-        d.target = first.scope.to_string();
-        d.seed = Some(first);
+        d.target = target.to_string();
         d
     }
 
     /// Its suggested targets (loaded once): a global record's target starts at the best one;
     /// with no target, the human types one.
-    pub fn take_suggestions(&mut self, mut list: Vec<Suggestion>) {
-        if let Some(seed) = self.seed.take() {
-            list.retain(|s| s.scope != seed.scope);
-            list.insert(0, seed);
-        }
+    pub fn take_suggestions(&mut self, list: Vec<Suggestion>) {
         // A target filled in by the opener is that suggestion, and says so.
         if self.suggestion.is_none() && !self.target.is_empty() {
             self.suggestion = list.iter().position(|s| s.scope.to_string() == self.target);
@@ -98,6 +91,37 @@ impl RescopeDialog {
             self.editing = true;
         }
         self.suggestions = Some(list);
+    }
+
+    /// `y` moves only what the store's preview states it would: not before the preview came,
+    /// nor once it refused (the target is no scope, or the store would refuse the move) — the
+    /// dialog then offers what works, another target; `Tab` only when there is a suggestion.
+    pub fn offers(&self, cmd: Command) -> bool {
+        match cmd {
+            Command::Confirm => {
+                matches!(&self.preview, Some(Ok(p)) if p.refusal.is_none())
+            }
+            Command::NextChoice | Command::PrevChoice => {
+                self.suggestions.as_ref().is_none_or(|s| !s.is_empty())
+            }
+            _ => true,
+        }
+    }
+
+    /// What `y` says on a refused target, in one sentence: nothing moves, and what does.
+    fn why_y_does_nothing(&self) -> String {
+        let why = match &self.preview {
+            Some(Err(_)) => "the target is not a scope",
+            _ => "the store refuses this move",
+        };
+        let tab = if self.offers(Command::NextChoice) {
+            ", Tab takes a suggestion"
+        } else {
+            ""
+        };
+        format!(
+            "nothing was moved: {why}, as the dialog says — e types another target{tab}, n or Esc cancels"
+        )
     }
 
     pub fn key(&mut self, cmd: Option<Command>, key: &KeyEvent, shell: &mut Shell<'_>) -> Step {
@@ -152,7 +176,10 @@ impl RescopeDialog {
                     }
                     return Step::Stay(Action::PreviewRescope);
                 }
-                _ => match typed.filter(|c| !c.is_whitespace()) {
+                // A space is typed as any character is: the target shows what was typed, and
+                // the preview says it is no scope (`Scope::parse`: ids are single words) rather
+                // than the key vanishing (found by review: `repo:my app` became `repo:myapp`).
+                _ => match typed {
                     Some(c) => d.target.push(c),
                     None => return Step::Stay(Action::None),
                 },
@@ -163,18 +190,20 @@ impl RescopeDialog {
         }
         match cmd {
             Some(Command::Confirm) => match &d.preview {
-                Some(Ok(p)) => match &p.refusal {
-                    None => {
-                        let curation = Curation::Rescope {
-                            identity: d.record.identity(),
-                            to: p.to.clone(),
-                        };
-                        return Step::Close(Action::Apply(curation));
-                    }
-                    Some(why) => shell.error(why.clone()),
-                },
-                Some(Err(e)) => shell.error(e.clone()),
-                None => shell.info("the preview is still loading"),
+                Some(Ok(p)) if p.refusal.is_none() => {
+                    let curation = Curation::Rescope {
+                        identity: d.record.identity(),
+                        to: p.to.clone(),
+                    };
+                    return Step::Close(Action::Apply(curation));
+                }
+                // Not offered: the refusal is on screen, so `y` says why it does nothing
+                // rather than repeating it (found by review: `y` read the store's sentence
+                // again, as if it had tried).
+                Some(_) => shell.error(d.why_y_does_nothing()),
+                None => shell.info(
+                    "nothing was moved yet: y moves what the dialog states, and it is still being worked out",
+                ),
             },
             Some(Command::Cancel) => {
                 shell.info("cancelled: nothing changed");
@@ -250,23 +279,34 @@ impl RescopeDialog {
             &[],
             max,
         ));
-        match (&d.suggestions, d.suggestion) {
-            (Some(s), Some(i)) if i < s.len() => {
-                lines.push(plain(
-                    &format!("   suggested {}/{}: {}", i + 1, s.len(), s[i].why),
-                    dim(),
-                    max,
-                ));
-            }
+        // Why the target is suggested wraps under it, never cut but for its stored words
+        // (found by review: from the suspects tab it was cut at `… in repo:le…` at any width).
+        let why = match (&d.suggestions, d.suggestion) {
+            (Some(s), Some(i)) if i < s.len() => Some(
+                Statement::new()
+                    .says(format!("suggested {}/{}: ", i + 1, s.len()))
+                    .and(s[i].why.clone()),
+            ),
             (Some(s), _) if !s.is_empty() => {
                 let names: Vec<String> = s.iter().map(|x| x.scope.to_string()).collect();
-                lines.push(plain(
-                    &format!("   suggestions (Tab): {}", names.join(", ")),
-                    dim(),
-                    max,
-                ));
+                Some(
+                    Statement::new()
+                        .says("suggestions (Tab): ")
+                        .names(&names.join(", ")),
+                )
             }
-            _ => lines.push(plain("   typed by you", dim(), max)),
+            _ => None,
+        };
+        match why {
+            Some(why) => {
+                let room = max.saturating_sub(3);
+                let rows = rows.max(why.least_rows(room));
+                lines.extend(
+                    (why.lines(room, rows).into_iter())
+                        .map(|l| plain(&format!("   {l}"), dim(), max)),
+                );
+            }
+            None => lines.push(plain("   typed by you", dim(), max)),
         }
         lines.push(Line::raw(""));
         match &d.preview {
@@ -333,7 +373,7 @@ impl RescopeDialog {
         } else {
             Context::Rescope
         };
-        let inner = frame_box(frame, rect, &title, ctx);
+        let inner = frame_box_offering(frame, rect, &title, ctx, &|cmd| self.offers(cmd));
         let (rows, max) = (inner.height as usize, inner.width as usize);
         let scroll = super::shown_scroll(lines.len(), self.scroll, rows);
         frame.render_widget(

@@ -1,15 +1,15 @@
 //! The revert dialog (`v` in the current view): make an earlier value current again, as a new
 //! version; each earlier version states what choosing it does, from the store.
 
-use super::{outcome_lines, record_lines, Step};
+use super::{outcome_lines_in_words, record_lines, Step};
 use crate::model::MemoryRecord;
 use crate::tui::app::{Action, Curation};
 use crate::tui::dialogs::{centered, frame_box};
-use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
+use crate::tui::draw::{bold, dim, error_style, part, plain, row_line, wrapped};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
 use crate::tui::text::{
-    ago, fit, fit_identity, month_day_time, one_line, value_text, width, wrap, Statement,
+    ago, fit, fit_identity, month_day_time, one_line, value_text, width, Statement,
 };
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent};
@@ -31,7 +31,7 @@ pub struct RevertChoice {
     pub valid_until: Option<String>,
     /// What choosing it does, or why the store would refuse it — asked of the store when the
     /// version is chosen (`None` until then: each answer is a rolled-back write).
-    pub effect: Option<Result<String, String>>,
+    pub effect: Option<Result<Statement, String>>,
     /// Where `rescope` moved this version's value (a mis-scoped value the store's default
     /// revert passes over; choosing it brings it back on purpose).
     pub moved_to: Option<String>,
@@ -56,6 +56,8 @@ pub struct RevertDialog {
     pub no_default: Option<String>,
     /// Digits typed so far (a version number).
     pub typed: String,
+    /// Lines scrolled off the top, on a terminal too short for the whole statement.
+    pub scroll: usize,
 }
 
 impl RevertDialog {
@@ -79,7 +81,7 @@ impl RevertDialog {
     }
 
     /// What choosing `version` does, from the store.
-    pub fn take_effect(&mut self, version: i64, effect: Result<String, String>) {
+    pub fn take_effect(&mut self, version: i64, effect: Result<Statement, String>) {
         if let Some(Ok(choices)) = &mut self.choices {
             if let Some(c) = choices.iter_mut().find(|c| c.version == version) {
                 c.effect = Some(effect);
@@ -95,6 +97,21 @@ impl RevertDialog {
     }
 
     pub fn key(&mut self, cmd: Option<Command>, key: &KeyEvent, shell: &mut Shell<'_>) -> Step {
+        // PgDn, PgUp, Home, End and the wheel (Down, Up) scroll the statement on a terminal too
+        // short for it (j/k choose a version: the key map never sends them as Down/Up here).
+        if let Some(
+            Command::PageDown
+            | Command::PageUp
+            | Command::Home
+            | Command::End
+            | Command::Down
+            | Command::Up,
+        ) = cmd
+        {
+            let (room, page) = self.scroll_room(shell.size, shell.now);
+            self.scroll = super::scrolled(self.scroll, cmd, room, page);
+            return Step::Stay(Action::None);
+        }
         let d = self;
         let len = match &d.choices {
             Some(Ok(c)) => c.len(),
@@ -139,26 +156,47 @@ impl RevertDialog {
                 let Some(Ok(choices)) = &d.choices else {
                     return Step::Stay(Action::None);
                 };
-                // "1" then "2" means v12 when there is one, else v2.
-                let find = |text: &str| {
-                    let n: i64 = text.parse().ok()?;
-                    choices.iter().position(|x| x.version == n)
-                };
-                let longer = format!("{}{c}", d.typed);
-                let (text, found) = match find(&longer) {
-                    Some(i) => (longer, Some(i)),
-                    None => (c.to_string(), find(&c.to_string())),
-                };
-                match found {
+                // Digits make one number: "1" then "2" is v12. A digit that makes a number no
+                // version has (nor begins) says so, and the choice stays; the next digit starts
+                // a new number (found by review: after "1", a "5" that made no v15 chose v5
+                // silently — only a first digit said it named no version).
+                let number = format!("{}{c}", d.typed);
+                let parsed = number
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|_| !number.starts_with('0'));
+                let named = parsed.and_then(|n| choices.iter().position(|x| x.version == n));
+                let begins = parsed.is_some()
+                    && choices
+                        .iter()
+                        .any(|x| x.version.to_string().starts_with(&number));
+                match named {
                     Some(i) => {
                         d.choice = i;
-                        d.typed = text;
+                        d.typed = number;
+                    }
+                    None if begins => {
+                        let longer: Vec<i64> = (choices.iter())
+                            .map(|x| x.version)
+                            .filter(|v| v.to_string().starts_with(&number))
+                            .collect();
+                        let text = format!(
+                            "v{number} names no earlier version: {} begin with it — type the next digit",
+                            version_names(&longer)
+                        );
+                        d.typed = number;
+                        shell.info(text);
                     }
                     None => {
                         d.typed.clear();
+                        let stays = match choices.get(d.choice) {
+                            Some(c) => format!(" (v{} stays chosen)", c.version),
+                            None => String::new(),
+                        };
+                        let versions: Vec<i64> = choices.iter().map(|x| x.version).collect();
                         let text = format!(
-                            "no earlier version v{text}: the choices are {}",
-                            version_names(choices)
+                            "no earlier version v{number}{stays}: the choices are {}",
+                            version_names(&versions)
                         );
                         shell.info(text);
                     }
@@ -173,105 +211,85 @@ impl RevertDialog {
         Step::Stay(Action::None)
     }
 
-    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, now: DateTime<Utc>) {
+    /// The dialog's lines on a screen of `area`, and its box. As in the rescope dialog, a
+    /// statement (the first sentence, the effect) takes a fifth of the screen's rows, or the
+    /// rows its words need with its values cut when those are more, and the dialog scrolls:
+    /// on a small terminal its end is never cut off unsaid (found by review: at 40×12 the
+    /// effect of `y` was below the box, with nothing saying so).
+    fn layout(&self, area: Rect, now: DateTime<Utc>) -> (Rect, Vec<Line<'static>>) {
         let d = self;
         let rec = &d.record;
         let max_w = 96.min(area.width);
         let max = max_w.saturating_sub(2) as usize;
-        let mut lines: Vec<Line<'static>> = record_lines(
-            "Now ",
-            rec,
-            format!(
-                " (v{}, {}, {})",
-                rec.version,
-                one_line(&rec.source),
-                ago(now, &rec.updated_at)
-            ),
-            max,
-            super::rows_a_line(area.height),
+        let rows = super::rows_a_line(area.height);
+        let tail = format!(
+            " (v{}, {}, {})",
+            rec.version,
+            one_line(&rec.source),
+            ago(now, &rec.updated_at)
         );
-        lines.extend([
-            plain(
-                "Make an earlier value current again, as a new version (history is never rewritten):",
-                dim(),
-                max,
-            ),
-            Line::raw(""),
-        ]);
+        let first = Statement::new()
+            .says("Now ")
+            .names(&value_text(&rec.value))
+            .says(tail.clone());
+        let mut lines: Vec<Line<'static>> =
+            record_lines("Now ", rec, tail, max, rows.max(first.least_rows(max)));
+        lines.extend(wrapped(
+            "Make an earlier value current again, as a new version (history is never rewritten):",
+            dim(),
+            max,
+        ));
+        lines.push(Line::raw(""));
+        let warning = Style::new().fg(Color::Yellow);
         match &d.choices {
             None => lines.push(plain("reading the history…", dim(), max)),
-            Some(Err(e)) => lines.push(plain(e, error_style(), max)),
-            Some(Ok(choices)) if choices.is_empty() => lines.push(plain(
+            Some(Err(e)) => lines.extend(wrapped(e, error_style(), max)),
+            Some(Ok(choices)) if choices.is_empty() => lines.extend(wrapped(
                 "This identity has no earlier version in its history.",
-                Style::new().fg(Color::Yellow),
+                warning,
                 max,
             )),
             Some(Ok(choices)) => {
                 if let Some(why) = &d.no_default {
-                    lines.extend(
-                        wrap(&format!("A plain revert brings nothing back: {why}"), max)
-                            .into_iter()
-                            .map(|l| plain(&l, Style::new().fg(Color::Yellow), max)),
-                    );
+                    lines.extend(wrapped(
+                        &format!("A plain revert brings nothing back: {why}"),
+                        warning,
+                        max,
+                    ));
+                    // The store's sentence is the CLI's (`--to-version N`); here a version is
+                    // chosen with keys. Said beside it, not by rewriting it: the refusal is a
+                    // sentence, with no field that says which advice it gives.
+                    lines.extend(wrapped(
+                        "Here, choose a version with j/k or its number: y makes its value current again.",
+                        dim(),
+                        max,
+                    ));
                 }
                 let effect = match d.chosen() {
                     Some(c) => {
-                        let said = |e: &str| vec![Statement::new().says(e)];
                         let (effects, refusal) = match &c.effect {
-                            Some(Ok(e)) => (said(e), None),
+                            Some(Ok(e)) => (vec![e.clone()], None),
                             Some(Err(why)) => (Vec::new(), Some(why.as_str())),
-                            None => (said("working out what choosing it does…"), None),
+                            None => (
+                                vec![Statement::new().says("working out what choosing it does…")],
+                                None,
+                            ),
                         };
-                        outcome_lines(&effects, refusal, max, super::rows_a_line(area.height))
+                        outcome_lines_in_words(&effects, refusal, max, rows)
                     }
                     None => Vec::new(),
                 };
-                // The choices scroll, so the chosen one and the effect of `y` always show.
+                // The choices take the rows the rest leaves, at least the chosen one and a
+                // marker each side: the dialog scrolls to the rest.
                 let room = (area.height as usize).saturating_sub(2);
-                let rows = room.saturating_sub(lines.len() + 1 + effect.len());
+                let rows = room.saturating_sub(lines.len() + 1 + effect.len()).max(3);
                 let shown = choice_window(choices.len(), d.choice, rows);
                 if shown.start > 0 {
                     lines.push(plain(&format!("    ↑ {} more", shown.start), dim(), max));
                 }
                 let below = choices.len() - shown.end;
                 for (i, c) in choices.iter().enumerate().take(shown.end).skip(shown.start) {
-                    let chosen = i == d.choice;
-                    let (mark, style) = if chosen {
-                        ("(•) ", bold().fg(Color::Yellow))
-                    } else {
-                        ("( ) ", Style::new())
-                    };
-                    let value = match (&c.value, &c.moved_to) {
-                        (Some(v), None) => value_text(v),
-                        (Some(v), Some(to)) => format!("{} (moved to {to})", value_text(v)),
-                        (None, _) => "(content purged)".into(),
-                    };
-                    let until = c
-                        .valid_until
-                        .as_deref()
-                        .map(month_day_time)
-                        .unwrap_or_else(|| "now".into());
-                    lines.push(row_line(
-                        &[
-                            part(mark, style),
-                            part(format!("v{:<3} ", c.version), style),
-                            part(
-                                fit(&value, if c.moved_to.is_some() { 36 } else { 16 }),
-                                Style::new().fg(if c.moved_to.is_some() {
-                                    Color::Yellow
-                                } else {
-                                    Color::Green
-                                }),
-                            ),
-                            part(format!("  {} → {}", month_day_time(&c.at), until), dim()),
-                            part(
-                                format!("  {}", one_line(c.source.as_deref().unwrap_or(""))),
-                                dim(),
-                            ),
-                        ],
-                        &[],
-                        max,
-                    ));
+                    lines.push(choice_line(c, i == d.choice, max));
                 }
                 if below > 0 {
                     lines.push(plain(&format!("    ↓ {below} more"), dim(), max));
@@ -280,7 +298,27 @@ impl RevertDialog {
                 lines.extend(effect);
             }
         }
-        let rect = centered(area, max_w, lines.len() as u16 + 2);
+        // Too tall for the screen, the blank rows go first: what `y` does keeps them.
+        if lines.len() + 2 > area.height as usize {
+            lines.retain(|l| l.width() > 0);
+        }
+        let rect = centered(
+            area,
+            max_w,
+            u16::try_from(lines.len() + 2).unwrap_or(u16::MAX),
+        );
+        (rect, lines)
+    }
+
+    /// The furthest the statement scrolls and a page, on a terminal of `size`.
+    fn scroll_room(&self, size: (u16, u16), now: DateTime<Utc>) -> (usize, usize) {
+        let (rect, lines) = self.layout(Rect::new(0, 0, size.0, size.1), now);
+        super::scroll_room(lines.len(), rect.height.saturating_sub(2) as usize)
+    }
+
+    pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, now: DateTime<Utc>) {
+        let rec = &self.record;
+        let (rect, lines) = self.layout(area, now);
         // A long identity is cut part by part, as the delete dialog cuts it.
         let room = (rect.width as usize).saturating_sub(4 + width("Revert · "));
         let scope = rec.scope.to_string();
@@ -289,22 +327,67 @@ impl RevertDialog {
             fit_identity(&rec.subject, &rec.predicate, &scope, room)
         );
         let inner = frame_box(frame, rect, &title, Context::Revert);
-        frame.render_widget(Paragraph::new(lines), inner);
+        let (rows, max) = (inner.height as usize, inner.width as usize);
+        frame.render_widget(
+            Paragraph::new(super::on_screen(lines, self.scroll, rows, max)),
+            inner,
+        );
     }
 }
 
-/// The versions to choose from, named — the first few and the last when there are many.
-fn version_names(choices: &[RevertChoice]) -> String {
-    let name = |c: &RevertChoice| format!("v{}", c.version);
-    if choices.len() <= 8 {
-        return choices.iter().map(name).collect::<Vec<_>>().join(", ");
+/// One version to choose: its number, value (or where `rescope` moved it), when it was
+/// current and its source.
+fn choice_line(c: &RevertChoice, chosen: bool, max: usize) -> Line<'static> {
+    let (mark, style) = if chosen {
+        ("(•) ", bold().fg(Color::Yellow))
+    } else {
+        ("( ) ", Style::new())
+    };
+    let value = match (&c.value, &c.moved_to) {
+        (Some(v), None) => value_text(v),
+        (Some(v), Some(to)) => format!("{} (moved to {to})", value_text(v)),
+        (None, _) => "(content purged)".into(),
+    };
+    let until = c
+        .valid_until
+        .as_deref()
+        .map(month_day_time)
+        .unwrap_or_else(|| "now".into());
+    row_line(
+        &[
+            part(mark, style),
+            part(format!("v{:<3} ", c.version), style),
+            part(
+                fit(&value, if c.moved_to.is_some() { 36 } else { 16 }),
+                Style::new().fg(if c.moved_to.is_some() {
+                    Color::Yellow
+                } else {
+                    Color::Green
+                }),
+            ),
+            part(format!("  {} → {}", month_day_time(&c.at), until), dim()),
+            part(
+                format!("  {}", one_line(c.source.as_deref().unwrap_or(""))),
+                dim(),
+            ),
+        ],
+        &[],
+        max,
+    )
+}
+
+/// Versions to choose from, named — the first few and the last when there are many.
+fn version_names(versions: &[i64]) -> String {
+    let name = |v: &i64| format!("v{v}");
+    if versions.len() <= 8 {
+        return versions.iter().map(name).collect::<Vec<_>>().join(", ");
     }
-    let first: Vec<String> = choices.iter().take(5).map(name).collect();
+    let first: Vec<String> = versions.iter().take(5).map(name).collect();
     format!(
         "{} … {} ({} versions)",
         first.join(", "),
-        name(&choices[choices.len() - 1]),
-        choices.len()
+        name(&versions[versions.len() - 1]),
+        versions.len()
     )
 }
 

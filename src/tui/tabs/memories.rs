@@ -318,6 +318,7 @@ impl MemoriesTab {
             choice: 0,
             no_default: None,
             typed: String::new(),
+            scroll: 0,
         }));
         Action::PreviewRevert
     }

@@ -5,10 +5,10 @@
 //! rescope dialog on the record with the suggested target filled in.
 
 use super::{counted, Env, Shell, TabComponent, View};
-use crate::model::Scope;
+use crate::model::{MemoryRecord, Scope};
 use crate::store::{Suspect, UiStore};
 use crate::tui::app::{Action, Dialog, Focus, Tab};
-use crate::tui::dialogs::{RescopeDialog, Suggestion};
+use crate::tui::dialogs::RescopeDialog;
 use crate::tui::draw::{bold, dim, good, labelled, not_loaded, part, plain, row_line, wrapped};
 use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::Command;
@@ -74,6 +74,12 @@ impl SuspectsTab {
         s
     }
 
+    /// The scan's finding on `rec` as it is now (its version), when the last scan listed it.
+    pub fn listed(&self, rec: &MemoryRecord) -> Option<&Suspect> {
+        (self.filter.all().iter())
+            .find(|s| s.record.identity() == rec.identity() && s.record.version == rec.version)
+    }
+
     /// `m`: the rescope dialog on the suspect, its target the place the evidence points at.
     fn rescope(&self, shell: &mut Shell<'_>) -> Action {
         if !shell.writable() {
@@ -83,13 +89,7 @@ impl SuspectsTab {
             return Action::None;
         };
         let dialog = match &s.suggested_scope {
-            Some(to) => RescopeDialog::suggesting(
-                s.record.clone(),
-                Suggestion {
-                    scope: to.clone(),
-                    why: s.evidence.join("; "),
-                },
-            ),
+            Some(to) => RescopeDialog::suggesting(s.record.clone(), to),
             None => RescopeDialog {
                 editing: true,
                 ..RescopeDialog::new(s.record.clone())
