@@ -948,9 +948,7 @@ impl OnDisk {
     pub fn effect(self) -> &'static str {
         match self {
             OnDisk::Files => "• checkpoint and truncate the WAL, so no copy stays in any file",
-            OnDisk::Vacuumed => {
-                "• vacuum the tables, so no row keeps it (old WAL segments and backups still may)"
-            }
+            OnDisk::Vacuumed => "• vacuum the tables; the WAL and backups may still hold it",
         }
     }
 }
@@ -1998,7 +1996,12 @@ mod tests {
         assert!(ScopeChoice::parse_candidates("repo:Web-App,repo:web-app").is_err());
         assert!(ScopeChoice::parse_candidates("global,repo:web-app").is_ok());
         assert!(ScopeChoice::parse_candidates("global, repo:web-app").is_ok());
-        for typo in ["global,,repo:web-app", "global,repo:web-app,", ",global,repo:a", ","] {
+        for typo in [
+            "global,,repo:web-app",
+            "global,repo:web-app,",
+            ",global,repo:a",
+            ",",
+        ] {
             let e = ScopeChoice::parse_candidates(typo).unwrap_err();
             assert!(e.contains("is empty"), "{typo}: {e}");
         }

@@ -35,7 +35,11 @@ pub fn stdout_line(text: fmt::Arguments) {
 /// silently — there is nowhere left to say it (`println!` would panic).
 pub fn stderr_line(text: fmt::Arguments) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{}", escape_controls(&text.to_string()));
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "{}",
+        escape_controls(&text.to_string())
+    );
 }
 
 /// A JSON document on stdout; its newlines are the layout's, every control character in a

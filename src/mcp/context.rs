@@ -2,9 +2,7 @@
 //! working. These ids come from the host that starts the server (flags, environment, the git
 //! checkout it runs in), never from the model.
 
-use crate::model::{
-    normalize_subject, parse_context_id, within_id_limit, ContextKind, Scope,
-};
+use crate::model::{normalize_subject, parse_context_id, within_id_limit, ContextKind, Scope};
 use clap::Args;
 use std::path::Path;
 use std::process::Command;
@@ -223,9 +221,8 @@ pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
 
 /// Why `name` is no repository id, in the words `--repo auto` says it with.
 fn unusable(name: &str) -> String {
-    crate::model::past_id_limit("its name", name.trim()).unwrap_or_else(|| {
-        "one word: no spaces, control or direction characters".to_string()
-    })
+    crate::model::past_id_limit("its name", name.trim())
+        .unwrap_or_else(|| "one word: no spaces, control or direction characters".to_string())
 }
 
 /// The last path component of a remote's URL without `.git`.

@@ -401,7 +401,11 @@ fn an_ambiguous_write_needs_two_distinct_candidates_on(db: TestDb) {
                 .fails_with(2, &[]);
         }
         // A candidate lost in typing is named, not skipped into a different question.
-        for typo in ["global,,repo:web-app", "global,repo:web-app,", "global,repo:a,,repo:b"] {
+        for typo in [
+            "global,,repo:web-app",
+            "global,repo:web-app,",
+            "global,repo:a,,repo:b",
+        ] {
             db.run(&write_args("--ambiguous", typo, "thread:31/message:2"))
                 .fails_with(2, &["candidate scope", "empty", "single commas"]);
         }
@@ -1616,10 +1620,25 @@ fn an_answer_lost_to_a_full_disk_is_one_sentence_and_the_write_stands() {
         full(args).fails_with(1, &["cannot write the answer to standard output", "space"]);
     }
     full(&[
-        "write", "--subject", "用户:满", "--predicate", PM, "--value", "pnpm 📦", "--scope",
-        "global", "--source", "thread:9/message:1",
+        "write",
+        "--subject",
+        "用户:满",
+        "--predicate",
+        PM,
+        "--value",
+        "pnpm 📦",
+        "--scope",
+        "global",
+        "--source",
+        "thread:9/message:1",
     ])
-    .fails_with(1, &["cannot write the answer", "whatever the command changed stands"]);
+    .fails_with(
+        1,
+        &[
+            "cannot write the answer",
+            "whatever the command changed stands",
+        ],
+    );
     let stored = db.list(&["--subject", "用户:满"]);
     assert_eq!(stored.len(), 1, "{stored:?}");
     assert_eq!(stored[0]["value"], "pnpm 📦");

@@ -138,8 +138,8 @@ fn bad_context_is_refused_with_a_sentence_naming_its_origin() {
         "f",
         Some(&format!("https://x/acme/{}.git", "a".repeat(600))),
     );
-    let ctx = McpContext::resolve(&args(Some("u"), Some("auto"), None), &none, &long_origin)
-        .unwrap();
+    let ctx =
+        McpContext::resolve(&args(Some("u"), Some("auto"), None), &none, &long_origin).unwrap();
     assert_eq!(ctx.repo.as_deref(), Some("f"));
     let note = ctx.repo_note.unwrap();
     assert!(
@@ -1270,7 +1270,10 @@ fn a_server_whose_stderr_is_closed_still_serves() {
     // The answer to the write comes before the client leaves.
     let stdout = child.stdout.take().unwrap();
     let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stdout));
-    let answered = lines.by_ref().map_while(Result::ok).find(|l| l.contains("\"id\":2"));
+    let answered = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.contains("\"id\":2"));
     drop(stdin);
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "answered: {answered:?}");

@@ -848,7 +848,9 @@ fn init_makes_the_guards_again_and_check_names_what_is_wrong() {
     );
     let said = db.run(&["init"]).ok().stdout;
     assert!(
-        said.contains("restored its guard(s) memories_no_resurrection_insert, history_append_only_delete"),
+        said.contains(
+            "restored its guard(s) memories_no_resurrection_insert, history_append_only_delete"
+        ),
         "{said}"
     );
     assert_eq!(
@@ -902,7 +904,11 @@ fn a_memories_table_rebuilt_without_its_unique_identity_is_a_missing_guard_init_
         "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\ntry:\n    c.execute(sys.argv[2])\n    c.commit()\n    print('inserted')\nexcept Exception as e:\n    print(e)\n",
         &[db.path_str(), duplicate],
     );
-    assert!(r.stdout.contains("UNIQUE constraint failed"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("UNIQUE constraint failed"),
+        "{}",
+        r.stdout
+    );
 
     // Without it again, and a duplicate in: check names both, init refuses in one sentence.
     python_sql(&db, &format!("DROP INDEX memories_identity; {duplicate};"));
@@ -913,8 +919,10 @@ fn a_memories_table_rebuilt_without_its_unique_identity_is_a_missing_guard_init_
         json!(["memories has no unique index on the identity (scope, subject, predicate)"])
     );
     let before = db.fingerprint();
-    db.run(&["init"])
-        .fails_with(1, &["two current records of one identity", "memscope check"]);
+    db.run(&["init"]).fails_with(
+        1,
+        &["two current records of one identity", "memscope check"],
+    );
     assert_eq!(db.fingerprint(), before, "nothing changed");
 }
 

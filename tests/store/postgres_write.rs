@@ -1100,9 +1100,7 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
     let said = memscope(&[&target[..], &["--dry-run"]].concat());
     let said = String::from_utf8_lossy(&said.stdout);
     assert!(
-        said.contains(
-            "vacuum the tables, so no row keeps it (old WAL segments and backups still may)"
-        ),
+        said.contains("vacuum the tables; the WAL and backups may still hold it"),
         "{said}"
     );
     assert!(!said.contains("no copy stays in any file"), "{said}");

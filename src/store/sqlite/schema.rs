@@ -344,8 +344,9 @@ pub const IDENTITY_INDEX_SQL: &str =
 /// Whether some unique index of `memories` (the table's own constraint, or `memories_identity`)
 /// holds exactly the identity's three columns, whole (not partial).
 pub fn identity_is_unique(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
-    let mut indexes =
-        conn.prepare("SELECT name FROM pragma_index_list('memories') WHERE \"unique\" = 1 AND partial = 0")?;
+    let mut indexes = conn.prepare(
+        "SELECT name FROM pragma_index_list('memories') WHERE \"unique\" = 1 AND partial = 0",
+    )?;
     let names: Vec<String> = indexes
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
@@ -355,7 +356,13 @@ pub fn identity_is_unique(conn: &rusqlite::Connection) -> rusqlite::Result<bool>
             .query_map([&name], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         held.sort();
-        if held == [Some("predicate".into()), Some("scope".into()), Some("subject".into())] {
+        if held
+            == [
+                Some("predicate".into()),
+                Some("scope".into()),
+                Some("subject".into()),
+            ]
+        {
             return Ok(true);
         }
     }
