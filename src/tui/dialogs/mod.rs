@@ -306,6 +306,21 @@ pub(crate) fn on_screen(
     shown
 }
 
+/// Whether `cmd` scrolls a popup (`scrolled` moves it): lines, pages, top and bottom.
+pub(crate) fn scrolls(cmd: Option<Command>) -> bool {
+    matches!(
+        cmd,
+        Some(
+            Command::PageDown
+                | Command::PageUp
+                | Command::Home
+                | Command::End
+                | Command::Down
+                | Command::Up
+        )
+    )
+}
+
 /// A scrolling popup's offset after `cmd`: lines, pages, top and bottom, never past `room`
 /// (the furthest it scrolls) — so scrolling back starts moving at once.
 pub(crate) fn scrolled(scroll: usize, cmd: Option<Command>, room: usize, page: usize) -> usize {

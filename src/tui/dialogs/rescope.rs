@@ -127,15 +127,7 @@ impl RescopeDialog {
     pub fn key(&mut self, cmd: Option<Command>, key: &KeyEvent, shell: &mut Shell<'_>) -> Step {
         // PgDn, PgUp, Home, End and the wheel (Down, Up) scroll the statement on a terminal too
         // short for it (j/k choose a suggestion: the key map never sends them as Down/Up here).
-        if let Some(
-            Command::PageDown
-            | Command::PageUp
-            | Command::Home
-            | Command::End
-            | Command::Down
-            | Command::Up,
-        ) = cmd
-        {
+        if super::scrolls(cmd) {
             let (room, page) = self.scroll_room(shell.size);
             self.scroll = super::scrolled(self.scroll, cmd, room, page);
             return Step::Stay(Action::None);
