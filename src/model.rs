@@ -1566,6 +1566,31 @@ pub fn normalize_subject(raw: &str) -> Result<String, String> {
     crate::spelling::readable_id("subject", t)
 }
 
+/// An agent's name as a person gives it (`resolve --log --agent`, `mcp --agent`): trimmed, not
+/// empty, no control characters. The error is the rest of a sentence whose start names where
+/// the name came from (`--agent must be …`).
+pub fn agent_name(name: &str) -> Result<String, String> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().any(char::is_control) {
+        return Err(
+            "must be a plain name such as claude-code, not empty or with control characters".into(),
+        );
+    }
+    Ok(name.to_string())
+}
+
+/// Refuses a NUL character in free text memscope keeps (a read's note, a delete's reason, the
+/// user's words): PostgreSQL's text cannot hold one, so a database holding it could not move
+/// there (README, "export / import"). `what` names the text (`the delete's reason`).
+pub fn refuse_nul(what: &str, text: &str) -> Result<(), InvalidRequest> {
+    if text.contains('\0') {
+        return Err(InvalidRequest(format!(
+            "{what} contains a NUL character, which memscope does not store: pass the text without it"
+        )));
+    }
+    Ok(())
+}
+
 /// The most bytes of UTF-8 a subject, a predicate or a scope's id may hold (README, "The model
 /// in one minute"). PostgreSQL keeps a b-tree entry to about 2,700 bytes and indexes an identity
 /// whole (`memories`, `history`, `tombstones`); three parts of 512 bytes fit uncompressed with
@@ -1998,7 +2023,12 @@ mod tests {
         assert!(ScopeChoice::parse_candidates("repo:Web-App,repo:web-app").is_err());
         assert!(ScopeChoice::parse_candidates("global,repo:web-app").is_ok());
         assert!(ScopeChoice::parse_candidates("global, repo:web-app").is_ok());
-        for typo in ["global,,repo:web-app", "global,repo:web-app,", ",global,repo:a", ","] {
+        for typo in [
+            "global,,repo:web-app",
+            "global,repo:web-app,",
+            ",global,repo:a",
+            ",",
+        ] {
             let e = ScopeChoice::parse_candidates(typo).unwrap_err();
             assert!(e.contains("is empty"), "{typo}: {e}");
         }

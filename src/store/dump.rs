@@ -306,6 +306,25 @@ impl DumpReader {
                 }
             }
         }
+        // PostgreSQL's text cannot hold a NUL, and memscope never writes one (found by review:
+        // SQLite's import took one in a read's note, so its export could not move to
+        // PostgreSQL, whose import said only "invalid byte sequence"): refused on both
+        // backends, before the row is inserted, naming its column.
+        let nul = obj
+            .iter()
+            .find(|(_, v)| v.as_str().is_some_and(|t| t.contains('\0')))
+            .map(|(column, _)| format!("{table}.{column}"))
+            .or_else(|| {
+                obj.get("detail")
+                    .and_then(Value::as_str)
+                    .filter(|d| table == "history" && super::fields::reason_holds_nul(d))
+                    .map(|_| "the reason in history.detail".to_string())
+            });
+        if let Some(column) = nul {
+            bail!(
+                "line {line_no} of the import: {column} holds a NUL character (\\u0000), which memscope never writes and PostgreSQL cannot store: take it out of that line and import again — nothing was imported"
+            );
+        }
         Ok(Some((table, obj)))
     }
 

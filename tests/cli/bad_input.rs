@@ -1591,3 +1591,45 @@ fn a_pending_item_number_is_a_whole_number_from_one() {
         }
     }
 }
+
+#[test]
+fn a_logged_read_refuses_an_agent_name_with_control_characters() {
+    a_logged_read_refuses_an_agent_name_with_control_characters_on(TestDb::new());
+}
+
+#[test]
+fn a_logged_read_refuses_an_agent_name_with_control_characters_on_postgres() {
+    on_postgres(a_logged_read_refuses_an_agent_name_with_control_characters_on);
+}
+
+/// Found by review: `resolve --log --agent $'a\eb'` logged the read, where `mcp --agent`
+/// refuses such a name; both now hold a name to one rule (`model::agent_name`).
+fn a_logged_read_refuses_an_agent_name_with_control_characters_on(db: TestDb) {
+    db.write(U, "编辑器", "helix 🧬", "global", "s1");
+    let before = db.fingerprint();
+    for agent in ["克劳\u{1b}[2J德", "a\tb", "  "] {
+        db.run(&args_for(
+            "resolve",
+            U,
+            "编辑器",
+            &["--log", "--agent", agent],
+        ))
+        .fails_with(
+            2,
+            &[
+                "--agent must be a plain name such as claude-code",
+                "control characters",
+            ],
+        );
+    }
+    assert_eq!(before, db.fingerprint(), "no read was logged");
+    db.run(&args_for(
+        "resolve",
+        U,
+        "编辑器",
+        &["--log", "--agent", " 克劳德 🤖 ", "--note", "笔记 📝"],
+    ))
+    .ok();
+    let reads = db.json(&["reads", "--json"]);
+    assert_eq!(reads[0]["agent"], "克劳德 🤖", "{reads:#}");
+}
