@@ -759,6 +759,21 @@ pub struct PendingItem {
     pub reason: Option<String>,
 }
 
+impl PendingItem {
+    /// Why this item cannot be resolved: a human closed it already (`None` while it is open).
+    /// Said before anything about its scope, which no longer matters.
+    pub fn closed_sentence(&self) -> Option<String> {
+        (self.status != "open").then(|| {
+            format!(
+                "pending item #{} is already {} ({}): nothing to do",
+                self.id,
+                self.status,
+                self.resolution.as_deref().unwrap_or("no outcome")
+            )
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tombstone {
     pub subject: String,

@@ -909,6 +909,69 @@ fn an_import_never_takes_the_causal_clock_back_on(dbs: &Databases) {
     dst.assert_check_ok();
 }
 
+// ---- import from standard input, and a target that is not new ---------------------------------
+
+#[test]
+fn import_reads_standard_input_all_or_nothing() {
+    import_reads_standard_input_all_or_nothing_on(&Databases::sqlite());
+}
+
+#[test]
+fn import_reads_standard_input_all_or_nothing_on_postgres() {
+    on_postgres_databases(import_reads_standard_input_all_or_nothing_on);
+}
+
+/// Found by review: `import -` said "cannot read -: … No such file or directory". It reads the
+/// dump from standard input, into the one transaction a file goes into.
+fn import_reads_standard_input_all_or_nothing_on(dbs: &Databases) {
+    let (src, _) = story_export(dbs.fresh());
+    let text = src.run(&["export"]).ok().stdout;
+    let lines: Vec<&str> = text.lines().collect();
+    let cut: String = lines[..lines.len() / 2]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dst = dbs.fresh();
+    dst.run_stdin(&["import", "-"], cut.as_bytes())
+        .fails_with(1, &["cut short", "nothing was imported"]);
+    assert_nothing_imported(&dst);
+    if !dst.is_postgres() {
+        assert!(!dst.path.exists(), "a refused import leaves no new file");
+    }
+    let r = dst.run_stdin(&["import", "-"], text.as_bytes()).ok();
+    assert!(r.stdout.contains("check is clean"), "{r:?}");
+    assert_eq!(dst.fingerprint(), src.fingerprint());
+}
+
+#[test]
+fn import_into_a_database_holding_only_a_read_says_what_it_holds() {
+    import_into_a_database_holding_only_a_read_says_what_it_holds_on(TestDb::new());
+}
+
+#[test]
+fn import_into_a_database_holding_only_a_read_says_what_it_holds_on_postgres() {
+    on_postgres(import_into_a_database_holding_only_a_read_says_what_it_holds_on);
+}
+
+/// Found by review: a database holding one logged read, and no memory, was said to hold
+/// memories.
+fn import_into_a_database_holding_only_a_read_says_what_it_holds_on(dst: TestDb) {
+    let (_src, dump) = demo_export();
+    dst.init();
+    dst.run(&args_for(
+        "resolve",
+        U42,
+        "编辑器",
+        &["--log", "--agent", "克劳德 🤖"],
+    ))
+    .ok();
+    let before = dst.fingerprint();
+    let r = dst.run(&["import", dump.to_str().unwrap()]);
+    r.fails_with(1, &["already holds 1 logged read:", "new, empty database"]);
+    assert!(!r.stderr.contains("memories"), "{}", r.stderr);
+    assert_eq!(before, dst.fingerprint(), "nothing was imported");
+}
+
 // ---- text PostgreSQL cannot store --------------------------------------------------------------
 
 /// A database holding each free text a NUL could hide in — the user's words, a logged read's

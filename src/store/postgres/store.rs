@@ -1035,12 +1035,8 @@ impl PgStore {
         self.in_tx(|t| {
             // The item's row lock: two humans resolving it at once resolve it once.
             let item = pending_item(t, pending_id, true)?.ok_or_else(|| no_item(pending_id))?;
-            if item.status != "open" {
-                bail!(
-                    "pending item #{pending_id} is already {} ({}): nothing to do",
-                    item.status,
-                    item.resolution.as_deref().unwrap_or("no outcome")
-                );
+            if let Some(closed) = item.closed_sentence() {
+                bail!(closed);
             }
             crate::store::prepared::new_place_within_id_limit(&item.subject, &item.predicate, scope)?;
             let scope = spelled_scope(t, scope, true)?;
