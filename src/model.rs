@@ -759,6 +759,21 @@ pub struct PendingItem {
     pub reason: Option<String>,
 }
 
+impl PendingItem {
+    /// Why this item cannot be resolved: a human closed it already (`None` while it is open).
+    /// Said before anything about its scope, which no longer matters.
+    pub fn closed_sentence(&self) -> Option<String> {
+        (self.status != "open").then(|| {
+            format!(
+                "pending item #{} is already {} ({}): nothing to do",
+                self.id,
+                self.status,
+                self.resolution.as_deref().unwrap_or("no outcome")
+            )
+        })
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Tombstone {
     pub subject: String,
@@ -1562,6 +1577,31 @@ pub fn normalize_subject(raw: &str) -> Result<String, String> {
         return Err("subject contains control characters: use plain text like user:42".into());
     }
     crate::spelling::readable_id("subject", t)
+}
+
+/// An agent's name as a person gives it (`resolve --log --agent`, `mcp --agent`): trimmed, not
+/// empty, no control characters. The error is the rest of a sentence whose start names where
+/// the name came from (`--agent must be …`).
+pub fn agent_name(name: &str) -> Result<String, String> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().any(char::is_control) {
+        return Err(
+            "must be a plain name such as claude-code, not empty or with control characters".into(),
+        );
+    }
+    Ok(name.to_string())
+}
+
+/// Refuses a NUL character in free text memscope keeps (a read's note, a delete's reason, the
+/// user's words): PostgreSQL's text cannot hold one, so a database holding it could not move
+/// there (README, "export / import"). `what` names the text (`the delete's reason`).
+pub fn refuse_nul(what: &str, text: &str) -> Result<(), InvalidRequest> {
+    if text.contains('\0') {
+        return Err(InvalidRequest(format!(
+            "{what} contains a NUL character, which memscope does not store: pass the text without it"
+        )));
+    }
+    Ok(())
 }
 
 /// The most bytes of UTF-8 a subject, a predicate or a scope's id may hold (README, "The model

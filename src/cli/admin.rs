@@ -466,9 +466,25 @@ pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
         None => {
             let stdout = std::io::stdout();
             let mut w = std::io::BufWriter::new(stdout.lock());
-            let n = store.export(&mut w)?;
-            std::io::Write::flush(&mut w)?;
-            n
+            let written = store
+                .export(&mut w)
+                .and_then(|n| Ok(std::io::Write::flush(&mut w).map(|()| n)?));
+            // Found by review: `export > /dev/full` said only "No space left on device (os
+            // error 28)", naming neither what was written nor what to do.
+            written.map_err(|e| {
+                let Some(io) = e.downcast_ref::<std::io::Error>() else {
+                    return e;
+                };
+                let why = match io.kind() {
+                    std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+                        "the disk is full (or the quota used up)".to_string()
+                    }
+                    _ => io.to_string(),
+                };
+                anyhow::anyhow!(
+                    "cannot write the export to standard output: {why}; what was written stops part-way, and `import` refuses it as cut short — send the export where it can be written (a file on a disk with room: --out FILE)"
+                )
+            })?
         }
     };
     errln!("exported {n} row(s)");
@@ -555,18 +571,30 @@ pub fn man(dir: Option<PathBuf>) -> Result<i32> {
 }
 
 pub fn import(path: &Path, file: &Path) -> Result<i32> {
-    if file.is_dir() {
-        bail!(
-            "cannot import {}: it is a folder, not a file: pass a file written by `memscope export`",
-            file.display()
-        );
-    }
-    let f = std::fs::File::open(file).with_context(|| {
-        format!(
-            "cannot read {}: pass a file written by `memscope export`",
-            file.display()
-        )
-    })?;
+    let mut input: Box<dyn std::io::BufRead> = if file == Path::new("-") {
+        // Standard input is read like a file: the whole dump is checked inside the import's
+        // one transaction, so a dump piped in is as all-or-nothing as a file.
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            return Err(super::usage(
+                "import - reads an export from standard input, which is a terminal here: pipe one in (`memscope --db old.db export | memscope --db new.db import -`) or pass its file",
+            ));
+        }
+        Box::new(std::io::stdin().lock())
+    } else {
+        if file.is_dir() {
+            bail!(
+                "cannot import {}: it is a folder, not a file: pass a file written by `memscope export`",
+                file.display()
+            );
+        }
+        let f = std::fs::File::open(file).with_context(|| {
+            format!(
+                "cannot read {}: pass a file written by `memscope export`, or - for standard input",
+                file.display()
+            )
+        })?;
+        Box::new(std::io::BufReader::new(f))
+    };
     // Like a new file, a PostgreSQL database gets memscope's schema first (README, "seq, alias,
     // export / import": a refused import leaves it there, empty, for the retry).
     let place = match postgres::Address::recognise(path.as_os_str()) {
@@ -578,7 +606,7 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
         None => path.display().to_string(),
     };
     let report = made_for(path, || {
-        AnyStore::open(path, OpenMode::Create)?.import(&mut std::io::BufReader::new(f))
+        AnyStore::open(path, OpenMode::Create)?.import(&mut input)
     })?;
     let total: u64 = report.rows.values().sum();
     outln!("imported {total} row(s) into {place}: check is clean");

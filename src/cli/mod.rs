@@ -291,9 +291,11 @@ pub enum Command {
         out: Option<PathBuf>,
     },
     /// Load an export into a new, empty database
-    #[command(after_help = "Example:\n  memscope --db ~/restored.db import backup.jsonl")]
+    #[command(
+        after_help = "Examples:\n  memscope --db ~/restored.db import backup.jsonl\n  memscope --db old.db export | memscope --db new.db import -"
+    )]
     Import {
-        /// A file written by `memscope export`
+        /// A file written by `memscope export`, or - for standard input
         file: PathBuf,
     },
     /// Serve the memory to coding agents over MCP on stdio (remember, recall, list_memories, forget)

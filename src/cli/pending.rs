@@ -124,17 +124,23 @@ pub fn run(store: &mut AnyStore, a: PendingArgs) -> Result<i32> {
             let scope = match scope {
                 Some(s) => scope_arg(&s)?,
                 None => match store.pending_item(id)? {
-                    Some(item) if item.candidates.len() == 1 => item.candidates[0].clone(),
-                    Some(item) => {
-                        let names: Vec<String> =
-                            item.candidates.iter().map(|c| c.to_string()).collect();
-                        // The caller left out what this item needs: a usage error, as a
-                        // scope that is no candidate is.
-                        return Err(super::usage(format!(
-                            "pending #{id} has candidates {}: pass --scope with the one it belongs to",
-                            names.join(", ")
-                        )));
-                    }
+                    Some(item) => match item.closed_sentence() {
+                        // A closed item is said to be closed first: which scope it would need
+                        // no longer matters (found by review: it asked for --scope, then
+                        // refused with "already resolved").
+                        Some(closed) => anyhow::bail!(closed),
+                        None if item.candidates.len() == 1 => item.candidates[0].clone(),
+                        None => {
+                            let names: Vec<String> =
+                                item.candidates.iter().map(|c| c.to_string()).collect();
+                            // The caller left out what this item needs: a usage error, as a
+                            // scope that is no candidate is.
+                            return Err(super::usage(format!(
+                                "pending #{id} has candidates {}: pass --scope with the one it belongs to",
+                                names.join(", ")
+                            )));
+                        }
+                    },
                     None => anyhow::bail!(
                         "there is no pending item #{id}: list them with `memscope pending`"
                     ),

@@ -75,6 +75,14 @@ pub fn resolve(store: &mut AnyStore, a: ResolveArgs) -> Result<i32> {
     let repo = context_arg(ContextKind::Repo, a.repo.as_deref())?;
     let task = context_arg(ContextKind::Task, a.task.as_deref())?;
     let (repo, task) = (repo.as_deref(), task.as_deref());
+    // The rule `mcp --agent` holds an agent's name to (found by review: the CLI logged
+    // `a<ESC>b` as an agent).
+    let agent = a
+        .agent
+        .as_deref()
+        .map(crate::model::agent_name)
+        .transpose()
+        .map_err(|e| super::usage(format!("--agent {e}")))?;
     let r = if let Some(at) = &a.at {
         let now = store.now();
         let at = crate::store::parse_time(at, now).map_err(super::usage)?;
@@ -94,7 +102,7 @@ pub fn resolve(store: &mut AnyStore, a: ResolveArgs) -> Result<i32> {
             &a.about.predicate,
             repo,
             task,
-            a.agent.as_deref(),
+            agent.as_deref(),
             a.note.as_deref(),
         )?
     } else {

@@ -2,7 +2,9 @@
 //! working. These ids come from the host that starts the server (flags, environment, the git
 //! checkout it runs in), never from the model.
 
-use crate::model::{normalize_subject, parse_context_id, within_id_limit, ContextKind, Scope};
+use crate::model::{
+    agent_name, normalize_subject, parse_context_id, within_id_limit, ContextKind, Scope,
+};
 use clap::Args;
 use std::path::Path;
 use std::process::Command;
@@ -85,18 +87,9 @@ impl McpContext {
             .map(|t| context_id(ContextKind::Task, &t, &task_from))
             .transpose()?;
         let (agent, agent_from) = pick(&args.agent, "agent", "MEMSCOPE_AGENT");
-        let agent = match agent {
-            Some(a) => {
-                let a = a.trim();
-                if a.is_empty() || a.chars().any(char::is_control) {
-                    return Err(format!(
-                        "{agent_from} must be a plain name such as claude-code, not empty or with control characters"
-                    ));
-                }
-                Some(a.to_string())
-            }
-            None => None,
-        };
+        let agent = agent
+            .map(|a| agent_name(&a).map_err(|e| format!("{agent_from} {e}")))
+            .transpose()?;
         Ok(McpContext {
             subject,
             repo,

@@ -364,9 +364,10 @@ impl Checker<'_> {
                 f.sql("m")
             ),
             f,
-            &[""],
+            &[("", None)],
         )?;
-        // A history row's value and its detail in one scan of history.
+        // A history row's value and its detail in one scan of history; a detail's reason as
+        // the write path writes it (no NUL, which PostgreSQL could not store).
         self.unreadable_json(
             &format!(
                 "SELECT h.subject, h.predicate, h.scope, 'history event #' || h.id || ' (' || h.event || ')', h.value, h.detail
@@ -374,7 +375,7 @@ impl Checker<'_> {
                 f.sql("h"),
             ),
             f,
-            &["", "the detail of "],
+            &[("", None), ("the detail of ", Some(reason_with_nul))],
         )?;
 
         // 5. Every tombstone's version is accounted for by its `deleted` event.
@@ -568,28 +569,36 @@ impl Checker<'_> {
     }
 
     /// Invariant 4 for stored JSON: `sql` selects subject, predicate, scope, a label and
-    /// texts, the label of the text at 4 + i prefixed by `what[i]`; every text memscope's
-    /// readers could not parse is a violation — the first text's, then the second's.
-    fn unreadable_json(&mut self, sql: &str, f: &Filter<'_>, what: &[&str]) -> Result<()> {
+    /// texts, the label of the text at 4 + i prefixed by `what[i].0`; every text memscope's
+    /// readers could not parse is a violation — the first text's, then the second's — and so is
+    /// one `what[i].1` finds wrong (what it returns follows the label).
+    fn unreadable_json(
+        &mut self,
+        sql: &str,
+        f: &Filter<'_>,
+        what: &[(&str, Option<JsonRule>)],
+    ) -> Result<()> {
         let limit = self.limit;
         let mut found: Vec<Vec<String>> = what.iter().map(|_| Vec::new()).collect();
         self.db.each(sql, &f.params(), &mut |r| {
-            for (i, prefix) in what.iter().enumerate() {
+            for (i, (prefix, rule)) in what.iter().enumerate() {
                 // A value that is not text at all is `type_problems`' to name.
                 let readable = r
                     .text(4 + i)
                     .is_none_or(|t| serde_json::from_str::<serde_json::Value>(t).is_ok());
-                if !readable && found[i].len() < limit {
+                let wrong = match (readable, rule, r.text(4 + i)) {
+                    (false, ..) => Some("holds text that is not readable JSON"),
+                    (true, Some(rule), Some(t)) => rule(t),
+                    _ => None,
+                };
+                if let Some(wrong) = wrong.filter(|_| found[i].len() < limit) {
                     // The label as SQL made it: NULL (shown empty) stays NULL with a prefix.
                     let label = if r.is_null(3) {
                         String::new()
                     } else {
                         format!("{prefix}{}", r.show(3))
                     };
-                    found[i].push(format!(
-                        "{}: {label} holds text that is not readable JSON",
-                        ident(r)
-                    ));
+                    found[i].push(format!("{}: {label} {wrong}", ident(r)));
                 }
             }
             // Past the first text's `limit` nothing more would be reported.
@@ -634,6 +643,17 @@ impl Checker<'_> {
         }
         Ok(met)
     }
+}
+
+/// What is wrong with a stored JSON text that reads, said after its label; `None` if nothing.
+type JsonRule = fn(&str) -> Option<&'static str>;
+
+/// What is wrong with an event's detail that reads: a reason holding a NUL, which only a raw
+/// client or an import before this check writes (a delete refuses one).
+fn reason_with_nul(detail: &str) -> Option<&'static str> {
+    super::fields::reason_holds_nul(detail).then_some(
+        "gives a reason holding a NUL character, which memscope never writes and PostgreSQL cannot store: an export of this database would not import; take the character out with a SQL client",
+    )
 }
 
 /// A row's first three columns as an identity's label.

@@ -41,15 +41,44 @@ pub(crate) const TABLES: &[&str] = &[
 /// (found by review: importing into a database whose retention and aliases the user had set
 /// dropped both without a word). `place` names the database; `fresh` says how to make one.
 pub(crate) fn refuse_unless_new(db: &mut dyn CheckDb, place: &str, fresh: &str) -> Result<()> {
-    let rows = super::check::count(
+    // What it holds, said as it is (found by review: a database holding one logged read was
+    // said to hold memories).
+    let counts = collect(
         db,
-        "SELECT (SELECT count(*) FROM memories) + (SELECT count(*) FROM history)
-              + (SELECT count(*) FROM tombstones) + (SELECT count(*) FROM pending)
-              + (SELECT count(*) FROM reads)",
+        "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM history),
+                (SELECT count(*) FROM tombstones), (SELECT count(*) FROM pending),
+                (SELECT count(*) FROM reads)",
         &[],
-    )?;
-    if rows > 0 {
-        bail!("{place} already holds memories: import only into a new, empty database ({fresh})");
+        1,
+        &|r| (0..5).map(|i| r.int(i).unwrap_or(0)).collect::<Vec<i64>>(),
+    )?
+    .into_iter()
+    .next()
+    .unwrap_or_default();
+    let held: Vec<String> = counts
+        .iter()
+        .zip([
+            ("current memory", "current memories"),
+            ("history event", "history events"),
+            ("tombstone", "tombstones"),
+            ("pending item", "pending items"),
+            ("logged read", "logged reads"),
+        ])
+        .filter(|(n, _)| **n > 0)
+        .map(|(&n, (one, many))| {
+            format!(
+                "{} {}",
+                crate::model::thousands(n),
+                if n == 1 { one } else { many }
+            )
+        })
+        .collect();
+    if let Some((last, rest)) = held.split_last() {
+        let holds = match rest {
+            [] => last.clone(),
+            _ => format!("{} and {last}", rest.join(", ")),
+        };
+        bail!("{place} already holds {holds}: import only into a new, empty database ({fresh})");
     }
     let show = |v: &str| crate::model::to_json(&crate::model::shorten(v, 40)).unwrap_or_default();
     let mut own = Vec::new();
@@ -305,6 +334,25 @@ impl DumpReader {
                     );
                 }
             }
+        }
+        // PostgreSQL's text cannot hold a NUL, and memscope never writes one (found by review:
+        // SQLite's import took one in a read's note, so its export could not move to
+        // PostgreSQL, whose import said only "invalid byte sequence"): refused on both
+        // backends, before the row is inserted, naming its column.
+        let nul = obj
+            .iter()
+            .find(|(_, v)| v.as_str().is_some_and(|t| t.contains('\0')))
+            .map(|(column, _)| format!("{table}.{column}"))
+            .or_else(|| {
+                obj.get("detail")
+                    .and_then(Value::as_str)
+                    .filter(|d| table == "history" && super::fields::reason_holds_nul(d))
+                    .map(|_| "the reason in history.detail".to_string())
+            });
+        if let Some(column) = nul {
+            bail!(
+                "line {line_no} of the import: {column} holds a NUL character (\\u0000), which memscope never writes and PostgreSQL cannot store: take it out of that line and import again — nothing was imported"
+            );
         }
         Ok(Some((table, obj)))
     }

@@ -187,6 +187,19 @@ fn scope_guard_rule(v: &str) -> Option<String> {
         .then(|| format!("scope_guard {} is not queue, flag or off", quoted(v)))
 }
 
+/// Whether an event's detail (JSON text) gives a reason holding a NUL character: only a
+/// delete writes a reason there, and it refuses one, which PostgreSQL could not store in the
+/// tombstone beside it.
+pub(crate) fn reason_holds_nul(detail: &str) -> bool {
+    // Most details hold no escape at all: read only those that may.
+    detail.contains("\\u0000")
+        && serde_json::from_str::<serde_json::Value>(detail).is_ok_and(|d| {
+            d.get("reason")
+                .and_then(serde_json::Value::as_str)
+                .is_some_and(|r| r.contains('\0'))
+        })
+}
+
 fn quoted(v: &str) -> String {
     crate::model::shorten(&serde_json::Value::from(v).to_string(), 80)
 }

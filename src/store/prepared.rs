@@ -180,6 +180,23 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
     })
 }
 
+/// Refuses an agent's name or a note of a read to log that holds a NUL, which PostgreSQL cannot
+/// store — the same on every backend, whichever front end logs the read. (A name an agent gave
+/// itself, an MCP client's, is kept as given otherwise and shown escaped; the names a person
+/// types, `--agent`, are held to [`crate::model::agent_name`] where they are read.)
+pub(crate) fn logged_read_words(
+    agent: Option<&str>,
+    note: Option<&str>,
+) -> Result<(), InvalidRequest> {
+    if let Some(agent) = agent {
+        crate::model::refuse_nul("the agent's name", agent)?;
+    }
+    if let Some(note) = note {
+        crate::model::refuse_nul("the read's note", note)?;
+    }
+    Ok(())
+}
+
 /// Refuses to write a value memscope holds into a place a person names — a rescope's target,
 /// a pending item's resolution — when the identity it would make has a part past the id limit
 /// (README, "The model in one minute"), as a write naming it is refused. Asked before the

@@ -1644,3 +1644,149 @@ fn an_answer_lost_to_a_full_disk_is_one_sentence_and_the_write_stands() {
     assert_eq!(stored[0]["value"], "pnpm 📦");
     db.assert_check_ok();
 }
+
+/// Found by review: `export > /dev/full` said only "No space left on device (os error 28)" —
+/// not what could not be written, nor what to do (`--out` already said both).
+#[test]
+fn an_export_to_a_full_standard_output_names_it_and_what_to_do() {
+    an_export_to_a_full_standard_output_names_it_and_what_to_do_on(TestDb::new());
+}
+
+#[test]
+fn an_export_to_a_full_standard_output_names_it_and_what_to_do_on_postgres() {
+    on_postgres(an_export_to_a_full_standard_output_names_it_and_what_to_do_on);
+}
+
+fn an_export_to_a_full_standard_output_names_it_and_what_to_do_on(db: TestDb) {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("SKIPPED: no /dev/full on this system");
+        return;
+    };
+    db.write(U, "编辑器", "helix 🧬", "global", "s1");
+    let out = db.command(&["export"]).stdout(full).output().unwrap();
+    Run::from_output(out).fails_with(
+        1,
+        &[
+            "cannot write the export to standard output: the disk is full",
+            "import` refuses it as cut short",
+            "--out FILE",
+        ],
+    );
+}
+
+#[test]
+fn resolving_a_closed_pending_item_says_it_is_closed_before_asking_for_a_scope() {
+    resolving_a_closed_pending_item_says_it_is_closed_before_asking_for_a_scope_on(TestDb::new());
+}
+
+#[test]
+fn resolving_a_closed_pending_item_says_it_is_closed_before_asking_for_a_scope_on_postgres() {
+    on_postgres(resolving_a_closed_pending_item_says_it_is_closed_before_asking_for_a_scope_on);
+}
+
+/// Found by review: `pending resolve 1` of a resolved item asked for `--scope` (exit 2), and
+/// with `--scope` said it was already resolved. The closed item is said first, either way.
+fn resolving_a_closed_pending_item_says_it_is_closed_before_asking_for_a_scope_on(db: TestDb) {
+    let first = db.write_ambiguous(U, PM, "npm", "global,repo:网页", "s1", "以后都用 npm 📦");
+    let second = db.write_ambiguous(
+        U,
+        "编辑器",
+        "helix",
+        "global,repo:网页",
+        "s2",
+        "以后用 helix 🧬",
+    );
+    let (first, second) = (
+        first["pending_id"].to_string(),
+        second["pending_id"].to_string(),
+    );
+    db.run(&["pending", "resolve", &first, "--scope", "repo:网页"])
+        .ok();
+    db.run(&["pending", "reject", &second]).ok();
+    let before = db.fingerprint();
+    for (id, closed) in [(&first, "already resolved"), (&second, "already rejected")] {
+        for scope in [&[][..], &["--scope", "global"][..]] {
+            let mut args = vec!["pending", "resolve", id.as_str()];
+            args.extend_from_slice(scope);
+            let r = db.run(&args);
+            r.fails_with(
+                1,
+                &[&format!("pending item #{id} is {closed}"), "nothing to do"],
+            );
+            assert!(!r.stderr.contains("--scope"), "{}", r.stderr);
+        }
+    }
+    assert_eq!(before, db.fingerprint());
+}
+
+/// Found by review: `--at 999999999999d` said "is not a time". It is an age, past the
+/// earliest moment a time can name: said so, with the longest age that works.
+#[test]
+fn an_age_past_the_earliest_time_is_out_of_range_and_says_what_works() {
+    let db = TestDb::new();
+    db.write(U, "编辑器", "helix 🧬", "global", "s1");
+    for (age, unit) in [
+        ("999999999999d", "d"),
+        ("99999999999999999999999w", "w"),
+        ("99999999999999s", "s"),
+    ] {
+        let r = db.run(&args_for("resolve", U, "编辑器", &["--at", age]));
+        r.fails_with(
+            2,
+            &[
+                &format!("the age '{age}' is out of range"),
+                "counts back at most",
+            ],
+        );
+        assert!(!r.stderr.contains("not a time"), "{}", r.stderr);
+        // The longest age it names works.
+        let said = r.stderr.split("at most ").nth(1).unwrap();
+        let longest = &said[..said.find(unit).unwrap() + 1];
+        db.run(&args_for("resolve", U, "编辑器", &["--at", longest]))
+            .ok();
+    }
+    db.run(&["reads", "--since", "999999999999d"])
+        .fails_with(2, &["the age '999999999999d' is out of range"]);
+}
+
+#[test]
+fn a_logged_read_refuses_an_agent_name_with_control_characters() {
+    a_logged_read_refuses_an_agent_name_with_control_characters_on(TestDb::new());
+}
+
+#[test]
+fn a_logged_read_refuses_an_agent_name_with_control_characters_on_postgres() {
+    on_postgres(a_logged_read_refuses_an_agent_name_with_control_characters_on);
+}
+
+/// Found by review: `resolve --log --agent $'a\eb'` logged the read, where `mcp --agent`
+/// refuses such a name; both now hold a name to one rule (`model::agent_name`).
+fn a_logged_read_refuses_an_agent_name_with_control_characters_on(db: TestDb) {
+    db.write(U, "编辑器", "helix 🧬", "global", "s1");
+    let before = db.fingerprint();
+    for agent in ["克劳\u{1b}[2J德", "a\tb", "  "] {
+        db.run(&args_for(
+            "resolve",
+            U,
+            "编辑器",
+            &["--log", "--agent", agent],
+        ))
+        .fails_with(
+            2,
+            &[
+                "--agent must be a plain name such as claude-code",
+                "control characters",
+            ],
+        );
+    }
+    assert_eq!(before, db.fingerprint(), "no read was logged");
+    db.run(&args_for(
+        "resolve",
+        U,
+        "编辑器",
+        &["--log", "--agent", " 克劳德 🤖 ", "--note", "笔记 📝"],
+    ))
+    .ok();
+    let reads = db.json(&["reads", "--json"]);
+    assert_eq!(reads[0]["agent"], "克劳德 🤖", "{reads:#}");
+}

@@ -149,10 +149,12 @@ fn hostile_words_shown_escaped(db: TestDb) {
     write(&db, "editor", &["--value", "vim"], &ambiguous, true);
     write(&db, "editor", &["--value", "emacs"], &ambiguous, true);
     let resolve = about("resolve", "package_manager", &[]);
+    // `--agent` is a plain name (refused with control characters, `bad_input`); the name an
+    // MCP client gives itself below is an agent's hostile name in the read log.
     let logged = about(
         "resolve",
         "package_manager",
-        &["--log", "--agent", h, "--note", h],
+        &["--log", "--agent", "克劳德 🤖", "--note", h],
     );
     shows("resolve --log", db.run(&logged).ok());
     // The delete prints no stored words; its reason shows in the history below.
@@ -211,8 +213,8 @@ fn hostile_words_shown_escaped(db: TestDb) {
         .collect();
     assert_eq!(
         agents,
-        [json!(h), json!(h)],
-        "the CLI's and the MCP client's reads"
+        [json!(h), json!("克劳德 🤖")],
+        "the MCP client's read, then the CLI's"
     );
 
     // Outputs that print what a repair or a resolution wrote.

@@ -293,6 +293,12 @@ fn parse_time_takes_rfc3339_and_ages_and_rejects_the_rest_in_one_sentence() {
         assert_eq!(e.lines().count(), 1, "one sentence for {bad:?}: {e}");
         assert!(e.contains("RFC 3339"), "{bad:?}: {e}");
     }
+    // An age past the earliest time a time can name is out of range, not "not a time".
+    let e = parse_time("99999999999999999999d", now).unwrap_err();
+    assert!(
+        e.contains("out of range") && !e.contains("not a time"),
+        "{e}"
+    );
     // A negative age is told the age it meant.
     let e = parse_time("-3d", now).unwrap_err();
     assert!(e.contains("write 3d for that long ago"), "{e}");

@@ -273,7 +273,13 @@ fn an_import_postgres_refuses_leaves_the_database_as_it_was() {
     run(&pg.url, &["import", dump.to_str().unwrap()]);
     let before = seen(&pg.url);
     let said = refused(&pg.url, &["import", dump.to_str().unwrap()]);
-    crate::support::assert_one_sentence(&said, &["already holds memories", "empty database"]);
+    crate::support::assert_one_sentence(
+        &said,
+        &[
+            "already holds 1 current memory and 1 history event",
+            "empty database",
+        ],
+    );
     assert_eq!(seen(&pg.url), before);
 
     // Not a dump at all.

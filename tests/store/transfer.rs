@@ -868,3 +868,348 @@ fn check_sees_the_same_damage_made_another_way_on(dbs: &Databases) {
         );
     }
 }
+
+// ---- the causal clock of the database imported into --------------------------------------------
+
+#[test]
+fn an_import_never_takes_the_causal_clock_back() {
+    an_import_never_takes_the_causal_clock_back_on(&Databases::sqlite());
+}
+
+#[test]
+fn an_import_never_takes_the_causal_clock_back_on_postgres() {
+    on_postgres_databases(an_import_never_takes_the_causal_clock_back_on);
+}
+
+/// Found by review: on SQLite, `seq` handed out 1 to 5, an import of a dump whose clock was
+/// lower went in, and the next `seq` handed out 1 again (PostgreSQL's went on at 6). A new
+/// database may have handed out numbers; the import keeps the higher of the two clocks.
+fn an_import_never_takes_the_causal_clock_back_on(dbs: &Databases) {
+    let dst = dbs.fresh();
+    let handed: Vec<i64> = (0..5).map(|_| dst.seq()).collect();
+    assert_eq!(handed, [1, 2, 3, 4, 5]);
+    let src = dbs.fresh();
+    src.write(U42, "编辑器", "helix 🧬", "global", "thread:1");
+    dst.run(&["import", export(&src).to_str().unwrap()]).ok();
+    assert_eq!(dst.seq(), 6, "no number is handed out twice");
+    let w = dst.write(U42, "饮品", "燕麦拿铁 ☕", "global", "thread:2");
+    assert_eq!(w["causal_seq"], 7, "{w}");
+    dst.assert_check_ok();
+    // A dump whose clock is ahead: its clock goes on.
+    let ahead = dbs.fresh();
+    for _ in 0..9 {
+        ahead.seq();
+    }
+    ahead.write(U42, "编辑器", "helix 🧬", "global", "thread:1");
+    let dst = dbs.fresh();
+    dst.seq();
+    dst.seq();
+    dst.run(&["import", export(&ahead).to_str().unwrap()]).ok();
+    assert_eq!(dst.seq(), 11);
+    dst.assert_check_ok();
+}
+
+// ---- import from standard input, and a target that is not new ---------------------------------
+
+#[test]
+fn import_reads_standard_input_all_or_nothing() {
+    import_reads_standard_input_all_or_nothing_on(&Databases::sqlite());
+}
+
+#[test]
+fn import_reads_standard_input_all_or_nothing_on_postgres() {
+    on_postgres_databases(import_reads_standard_input_all_or_nothing_on);
+}
+
+/// Found by review: `import -` said "cannot read -: … No such file or directory". It reads the
+/// dump from standard input, into the one transaction a file goes into.
+fn import_reads_standard_input_all_or_nothing_on(dbs: &Databases) {
+    let (src, _) = story_export(dbs.fresh());
+    let text = src.run(&["export"]).ok().stdout;
+    let lines: Vec<&str> = text.lines().collect();
+    let cut: String = lines[..lines.len() / 2]
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let dst = dbs.fresh();
+    dst.run_stdin(&["import", "-"], cut.as_bytes())
+        .fails_with(1, &["cut short", "nothing was imported"]);
+    assert_nothing_imported(&dst);
+    if !dst.is_postgres() {
+        assert!(!dst.path.exists(), "a refused import leaves no new file");
+    }
+    let r = dst.run_stdin(&["import", "-"], text.as_bytes()).ok();
+    assert!(r.stdout.contains("check is clean"), "{r:?}");
+    assert_eq!(dst.fingerprint(), src.fingerprint());
+}
+
+#[test]
+fn import_into_a_database_holding_only_a_read_says_what_it_holds() {
+    import_into_a_database_holding_only_a_read_says_what_it_holds_on(TestDb::new());
+}
+
+#[test]
+fn import_into_a_database_holding_only_a_read_says_what_it_holds_on_postgres() {
+    on_postgres(import_into_a_database_holding_only_a_read_says_what_it_holds_on);
+}
+
+/// Found by review: a database holding one logged read, and no memory, was said to hold
+/// memories.
+fn import_into_a_database_holding_only_a_read_says_what_it_holds_on(dst: TestDb) {
+    let (_src, dump) = demo_export();
+    dst.init();
+    dst.run(&args_for(
+        "resolve",
+        U42,
+        "编辑器",
+        &["--log", "--agent", "克劳德 🤖"],
+    ))
+    .ok();
+    let before = dst.fingerprint();
+    let r = dst.run(&["import", dump.to_str().unwrap()]);
+    r.fails_with(1, &["already holds 1 logged read:", "new, empty database"]);
+    assert!(!r.stderr.contains("memories"), "{}", r.stderr);
+    assert_eq!(before, dst.fingerprint(), "nothing was imported");
+}
+
+// ---- text PostgreSQL cannot store --------------------------------------------------------------
+
+/// A database holding each free text a NUL could hide in — the user's words, a logged read's
+/// agent and note, a delete's reason (in the tombstone and its event) — and its export's lines.
+fn free_text_export(src: &TestDb) -> Vec<Value> {
+    src.write_with(
+        (U42, "编辑器"),
+        "helix 🧬",
+        "global",
+        "thread:1",
+        &["--raw", "以后都用 helix"],
+    );
+    src.run(&args_for(
+        "resolve",
+        U42,
+        "编辑器",
+        &["--log", "--agent", "克劳德 🤖", "--note", "笔记 📝"],
+    ))
+    .ok();
+    src.write(U42, "饮品", "燕麦拿铁 ☕", "global", "thread:2");
+    src.run(&args_for(
+        "delete",
+        U42,
+        "饮品",
+        &["--scope", "global", "--reason", "用户要求忘记 🗑"],
+    ))
+    .ok();
+    src.run(&["export"])
+        .ok()
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_nul_postgresql_cannot_store_is_refused_by_import() {
+    a_nul_postgresql_cannot_store_is_refused_by_import_on(&Databases::sqlite());
+}
+
+#[test]
+fn a_nul_postgresql_cannot_store_is_refused_by_import_on_postgres() {
+    on_postgres_databases(a_nul_postgresql_cannot_store_is_refused_by_import_on);
+}
+
+/// Found by review: SQLite's import took a NUL in a read's agent or note, in a tombstone's
+/// reason, which PostgreSQL's then refused as "invalid byte sequence for encoding" — so an
+/// export could not move a database from one to the other. Both refuse it, naming the line
+/// and the column.
+fn a_nul_postgresql_cannot_store_is_refused_by_import_on(dbs: &Databases) {
+    let src = dbs.fresh();
+    let clean = free_text_export(&src);
+    let deleted = |l: &Value| l["event"] == "deleted";
+    let detail = {
+        let i = line_of(&clean, "history", deleted);
+        let mut d: Value = serde_json::from_str(clean[i]["detail"].as_str().unwrap()).unwrap();
+        assert_eq!(d["reason"], "用户要求忘记 🗑", "{d}");
+        d["reason"] = json!("用户\u{0}要求");
+        json!(d.to_string())
+    };
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            set("reads", |_| true, "agent", json!("克劳\u{0}德")),
+            "reads.agent",
+        ),
+        (
+            set("reads", |_| true, "note", json!("笔\u{0}记")),
+            "reads.note",
+        ),
+        (
+            set("tombstones", |_| true, "reason", json!("用户\u{0}要求")),
+            "tombstones.reason",
+        ),
+        (
+            set("memories", |_| true, "raw", json!("以后\u{0}都用 helix")),
+            "memories.raw",
+        ),
+        (
+            set("history", |l| l["event"] == "deleted", "detail", detail),
+            "the reason in history.detail",
+        ),
+    ];
+    for (edit, column) in cases {
+        let mut lines = clean.clone();
+        let index = edit(&mut lines);
+        let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let dump = src.sibling("nul.jsonl");
+        std::fs::write(&dump, text).unwrap();
+        let dst = dbs.fresh();
+        let r = dst.run(&["import", dump.to_str().unwrap()]);
+        r.fails_with(
+            1,
+            &[
+                &format!("line {} of the import: {column} holds a NUL", index + 1),
+                "PostgreSQL cannot store",
+                "nothing was imported",
+            ],
+        );
+        assert_nothing_imported(&dst);
+    }
+    // The clean export moves.
+    let text: String = clean.iter().map(|l| format!("{l}\n")).collect();
+    let dst = dbs.fresh();
+    dst.run_stdin(&["import", "-"], text.as_bytes()).ok();
+    dst.assert_check_ok();
+}
+
+#[test]
+fn check_names_a_nul_postgresql_cannot_store() {
+    check_names_a_nul_postgresql_cannot_store_on(&Databases::sqlite());
+}
+
+#[test]
+fn check_names_a_nul_postgresql_cannot_store_on_postgres() {
+    on_postgres_databases(check_names_a_nul_postgresql_cannot_store_on);
+}
+
+/// A NUL a raw client stored (or an import before import refused it) is named by `check`,
+/// with its row, before an export of the database fails to move. PostgreSQL's text columns
+/// refuse a NUL themselves; an event's detail is JSON text, which spells it `\u0000`.
+fn check_names_a_nul_postgresql_cannot_store_on(dbs: &Databases) {
+    let nul = |db: &TestDb, text: &str| {
+        let (a, b) = text.split_once('|').unwrap();
+        let chr = if db.is_postgres() {
+            "chr(0)"
+        } else {
+            "char(0)"
+        };
+        format!("'{a}' || {chr} || '{b}'")
+    };
+    type Damage = (&'static str, &'static str, &'static str, &'static str);
+    let damages: [Damage; 4] = [
+        ("reads", "agent", "克劳|德", "reads row #1"),
+        ("reads", "note", "笔|记", "reads row #1"),
+        (
+            "tombstones",
+            "reason",
+            "用户|要求",
+            "tombstones row user:42 · 饮品 @ global",
+        ),
+        ("memories", "raw", "以后|都用 helix", "memories row #1"),
+    ];
+    for (table, column, text, row) in damages {
+        let db = dbs.fresh();
+        free_text_export(&db);
+        let damaged = db.sql_execute(&format!("UPDATE {table} SET {column} = {}", nul(&db, text)));
+        if db.is_postgres() {
+            assert!(
+                damaged.is_err(),
+                "PostgreSQL stores no NUL in {table}.{column}"
+            );
+            continue;
+        }
+        damaged.unwrap();
+        let (code, report) = db.check();
+        assert_eq!(code, 1, "{report:#}");
+        let said = format!("{column} holds a NUL character");
+        assert!(
+            report["violations"].as_array().unwrap().iter().any(|v| {
+                let d = v["detail"].as_str().unwrap();
+                d.starts_with(row) && d.contains(&said) && d.contains("PostgreSQL cannot store")
+            }),
+            "{table}.{column}: {report:#}"
+        );
+    }
+    let db = dbs.fresh();
+    free_text_export(&db);
+    // A raw client with the history's append-only guard out of its way.
+    let (off, on) = if db.is_postgres() {
+        (
+            "ALTER TABLE history DISABLE TRIGGER history_append_only;",
+            "ALTER TABLE history ENABLE TRIGGER history_append_only;",
+        )
+    } else {
+        ("DROP TRIGGER history_append_only_update;", "")
+    };
+    db.sql_execute(&format!(
+        "{off} UPDATE history SET detail = replace(detail, '用户要求忘记 🗑', '用户\\u0000要求')
+         WHERE event = 'deleted'; {on}"
+    ))
+    .unwrap();
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        report["violations"].as_array().unwrap().iter().any(|v| {
+            let d = v["detail"].as_str().unwrap();
+            v["invariant"] == 4
+                && d.contains("the detail of history event #")
+                && d.contains("reason holding a NUL character")
+        }),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn the_store_refuses_text_postgresql_cannot_store() {
+    the_store_refuses_text_postgresql_cannot_store_on(TestDb::new());
+}
+
+#[test]
+fn the_store_refuses_text_postgresql_cannot_store_on_postgres() {
+    on_postgres(the_store_refuses_text_postgresql_cannot_store_on);
+}
+
+/// A NUL cannot come through the command line (an argument ends at one), but it can through
+/// the library and an agent's MCP call (a `forget` reason, the name a client gives itself): a
+/// delete's reason, a read's note or agent's name holding one is refused in one sentence on
+/// both backends, and nothing is written (PostgreSQL's own refusal was "invalid byte sequence
+/// for encoding").
+fn the_store_refuses_text_postgresql_cannot_store_on(db: TestDb) {
+    use memscope::model::{DeleteTarget, Identity, InvalidRequest, Scope};
+    db.write(U42, "饮品", "燕麦拿铁 ☕", "global", "thread:1");
+    let before = db.fingerprint();
+    let mut store = open_any_store(&db);
+    let target = DeleteTarget::Identity(Identity {
+        subject: U42.into(),
+        predicate: "饮品".into(),
+        scope: Scope::Global,
+    });
+    let refused = |e: anyhow::Error, words: &str| {
+        let said = e
+            .downcast_ref::<InvalidRequest>()
+            .unwrap_or_else(|| panic!("not a refusal of the input: {e:#}"))
+            .to_string();
+        assert!(said.contains(words), "{said}");
+    };
+    let e = store
+        .delete(&target, Some("用户\u{0}要求"))
+        .expect_err("a reason with a NUL");
+    refused(e, "the delete's reason contains a NUL character");
+    let e = store
+        .resolve_logged(U42, "饮品", None, None, Some("克劳德"), Some("笔\u{0}记"))
+        .expect_err("a note with a NUL");
+    refused(e, "the read's note contains a NUL character");
+    let e = store
+        .resolve_logged(U42, "饮品", None, None, Some("克劳\u{0}德"), None)
+        .expect_err("an agent's name with a NUL");
+    refused(e, "the agent's name contains a NUL character");
+    drop(store);
+    assert_eq!(before, db.fingerprint(), "nothing was written");
+}

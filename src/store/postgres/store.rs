@@ -929,6 +929,7 @@ impl PgStore {
         // on SQLite). No transaction around it (`read`): each statement sees its own snapshot
         // at READ COMMITTED either way, and the logged row is one statement — a write, whose
         // commit a lost connection leaves unknown.
+        crate::store::prepared::logged_read_words(agent, note)?;
         self.statements_as(Call::Write, |t| {
             let (r, chain) = resolve_in(t, subject, predicate, repo, task, super::browse::CHAIN_RECORDS)?;
             let shadowed = serde_json::to_string(&shadowed_labels(&r))?;
@@ -1034,12 +1035,8 @@ impl PgStore {
         self.in_tx(|t| {
             // The item's row lock: two humans resolving it at once resolve it once.
             let item = pending_item(t, pending_id, true)?.ok_or_else(|| no_item(pending_id))?;
-            if item.status != "open" {
-                bail!(
-                    "pending item #{pending_id} is already {} ({}): nothing to do",
-                    item.status,
-                    item.resolution.as_deref().unwrap_or("no outcome")
-                );
+            if let Some(closed) = item.closed_sentence() {
+                bail!(closed);
             }
             crate::store::prepared::new_place_within_id_limit(&item.subject, &item.predicate, scope)?;
             let scope = spelled_scope(t, scope, true)?;
@@ -1103,6 +1100,11 @@ impl PgStore {
     /// for reuse — marked, not overwritten: what that does and does not reach on PostgreSQL is
     /// README, "Running on PostgreSQL"; `disk_purged` says whether the vacuum ran.
     pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
+        // The server cannot store a NUL: refused in one sentence, as SQLite refuses it, not as
+        // its encoding error.
+        if let Some(reason) = reason {
+            crate::model::refuse_nul("the delete's reason", reason)?;
+        }
         let (mut report, preview) = self.in_tx(|t| delete_in_tx(t, target, reason))?;
         if preview.changes_nothing() {
             // Already deleted: no row was touched, so there is nothing to vacuum.

@@ -202,6 +202,8 @@ impl CheckDb for Sqlite<'_> {
                 }
                 let mut said = Vec::new();
                 let mut invariant = 6;
+                // Whether every field said holds readable text with a NUL in it.
+                let mut only_nul = true;
                 for (i, (name, class, _)) in columns.iter().enumerate() {
                     if fits(i) {
                         continue;
@@ -210,8 +212,12 @@ impl CheckDb for Sqlite<'_> {
                     if said.is_empty() {
                         invariant = type_invariant(table, name);
                     }
+                    let nul = found == "text with nul" && *class == "text";
+                    only_nul &= nul;
                     said.push(if found == "bad utf-8" {
                         format!("{name} holds text that is not UTF-8")
+                    } else if nul {
+                        format!("{name} holds a NUL character")
                     } else {
                         format!(
                             "{name} holds {} where memscope stores {}",
@@ -246,10 +252,17 @@ impl CheckDb for Sqlite<'_> {
                     invariant,
                     table,
                     key,
-                    detail: format!(
-                        "{row}{identity}: {} — a client outside memscope wrote it, and memscope's commands cannot read the row",
-                        said.join(", ")
-                    ),
+                    detail: if only_nul {
+                        format!(
+                            "{row}{identity}: {}, which memscope never writes and PostgreSQL cannot store — an export of this database would not import; take the character out with a SQL client",
+                            said.join(", ")
+                        )
+                    } else {
+                        format!(
+                            "{row}{identity}: {} — a client outside memscope wrote it, and memscope's commands cannot read the row",
+                            said.join(", ")
+                        )
+                    },
                 });
                 if out.len() >= limit {
                     return Ok(out);
@@ -458,13 +471,16 @@ const TYPED_TABLES: [&str; 9] = [
 
 /// A value's storage class as `typeof` names it, or `bad utf-8` for text memscope's readers
 /// refuse (SQLite stores what a raw client casts, and `list` then fails on "invalid utf-8
-/// sequence").
+/// sequence"), or `text with nul` for text holding a NUL character.
 fn storage_class_of(v: rusqlite::Result<ValueRef<'_>>) -> &'static str {
     match v {
         Ok(ValueRef::Null) | Err(_) => "null",
         Ok(ValueRef::Integer(_)) => "integer",
         Ok(ValueRef::Real(_)) => "real",
         Ok(ValueRef::Text(t)) if std::str::from_utf8(t).is_err() => "bad utf-8",
+        // Text PostgreSQL cannot store, which memscope never writes (a raw client's, or an
+        // import's before import refused it).
+        Ok(ValueRef::Text(t)) if t.contains(&0) => "text with nul",
         Ok(ValueRef::Text(_)) => "text",
         Ok(ValueRef::Blob(_)) => "blob",
     }
@@ -474,7 +490,7 @@ fn storage_class_of(v: rusqlite::Result<ValueRef<'_>>) -> &'static str {
 /// words.
 pub(super) fn storage_class(class: &str) -> &'static str {
     match class {
-        "text" => "text",
+        "text" | "text with nul" => "text",
         "integer" => "an integer",
         "real" => "a floating-point number",
         "blob" => "a blob",

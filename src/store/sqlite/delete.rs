@@ -342,6 +342,10 @@ impl Store {
     /// Tombstones and purges the target in one transaction, then truncates the WAL so the
     /// deleted bytes are in no file. A reader that blocks the truncation leaves a recorded debt.
     pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
+        // A reason PostgreSQL could not store would keep this database from moving there.
+        if let Some(reason) = reason {
+            crate::model::refuse_nul("the delete's reason", reason)?;
+        }
         let path = self.path.clone();
         let mut report = self
             .delete_in_tx(target, reason)

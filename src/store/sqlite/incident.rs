@@ -38,14 +38,33 @@ pub fn parse_time(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Strin
     }
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: i64 = num.parse().map_err(|_| bad_time(t))?;
+    // The longest age of each unit: back to the earliest moment a time can name.
+    let reach = now.signed_duration_since(DateTime::<Utc>::MIN_UTC);
+    let (longest, unit_name) = match unit {
+        "s" => (reach.num_seconds(), "seconds"),
+        "m" => (reach.num_minutes(), "minutes"),
+        "h" => (reach.num_hours(), "hours"),
+        "d" => (reach.num_days(), "days"),
+        "w" => (reach.num_weeks(), "weeks"),
+        _ => return Err(bad_time(t)),
+    };
+    if num.is_empty() {
+        return Err(bad_time(t));
+    }
+    // All digits: a number too long for 64 bits is as far out of range as one that fits.
+    let n = num.parse::<i64>().unwrap_or(i64::MAX);
+    if n > longest {
+        return Err(format!(
+            "the age '{}' is out of range: an age in {unit_name} counts back at most {longest}{unit} from now (to the earliest time memscope can name); use a shorter age, or an RFC 3339 time like 2026-11-20T10:00:00Z",
+            crate::model::shorten(t, 40),
+        ));
+    }
     let age = match unit {
         "s" => chrono::Duration::try_seconds(n),
         "m" => chrono::Duration::try_minutes(n),
         "h" => chrono::Duration::try_hours(n),
         "d" => chrono::Duration::try_days(n),
-        "w" => chrono::Duration::try_weeks(n),
-        _ => return Err(bad_time(t)),
+        _ => chrono::Duration::try_weeks(n),
     }
     .ok_or_else(|| bad_time(t))?;
     now.checked_sub_signed(age).ok_or_else(|| bad_time(t))
@@ -236,6 +255,7 @@ impl Store {
         agent: Option<&str>,
         note: Option<&str>,
     ) -> Result<Resolution> {
+        crate::store::prepared::logged_read_words(agent, note)?;
         self.in_write_tx(|tx, ctx, _| {
         // Resolve inside the write transaction so the logged version is exactly what was read.
         let r = resolve_on(tx, subject, predicate, repo, task, MEMORY_COLUMNS)?;

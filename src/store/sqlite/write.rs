@@ -893,12 +893,8 @@ impl Store {
             let item = super::rows::pending_item(tx, pending_id)?.ok_or_else(|| {
                 anyhow!("there is no pending item #{pending_id}: list them with `memscope pending`")
             })?;
-            if item.status != "open" {
-                bail!(
-                    "pending item #{pending_id} is already {} ({}): nothing to do",
-                    item.status,
-                    item.resolution.as_deref().unwrap_or("no outcome")
-                );
+            if let Some(closed) = item.closed_sentence() {
+                bail!(closed);
             }
             crate::store::prepared::new_place_within_id_limit(&item.subject, &item.predicate, scope)?;
             // A place nobody wrote yet gets its first spelling here.
