@@ -13,7 +13,10 @@
 //!   side, the most any write path keeping history could reach; and at 8 writers again while a terminal UI watches the database (its
 //!   change notices sent at every write's commit);
 //! - `apply` of a JSONL batch against a raw multi-row `INSERT` of the same rows (1,000 rows a
-//!   statement, one transaction; target ratio ≥ 0.3).
+//!   statement, one transaction; target ratio ≥ 0.3);
+//! - `apply` of global writes that carry the user's words without a context, with the scope
+//!   guard on (`queue`, the default) against `off`: the guard judges them on their words alone,
+//!   with no lookup (README, "The scope guard"; SQLite's guard bench holds this ratio to ≥ 0.9).
 //!
 //! MEMSCOPE_BENCH_PG_WRITES=N writes per writer process (default 300); MEMSCOPE_BENCH_PG_LINES=N
 //! lines for apply (default 20,000; the figure is at 100,000).
@@ -25,6 +28,9 @@
 //! rows/s — 0.42 and 0.41; 100k lines 0.34 and 0.32 (before the pipelined batch: 0.02).
 //! Schema 5, 2026-12-01: the floor at 8 writers 0.19 and 0.18, the write path 0.08 and 0.05 — the
 //! target is out of reach of any write path on this schema (README).
+//! 2026-12-03, global writes with words and no context, 20k lines, guard on against off: 0.98
+//! (rounds 0.84–1.21); before they were judged in the run, about 0.09 (6.3–7.3 s against
+//! 0.55–0.62 s through the CLI).
 
 #[path = "support/pg.rs"]
 mod pg;
@@ -176,6 +182,25 @@ fn jsonl(n: usize) -> Vec<u8> {
     buf
 }
 
+/// [`jsonl`]'s lines as global writes with the user's words and no context: a place cue (the
+/// guard marks it a suspect), a default, words of another kind, and plain words.
+fn jsonl_said(n: usize) -> Vec<u8> {
+    let mut buf = Vec::new();
+    for i in 0..n {
+        let mut r = request(i % 97, i);
+        r.scope = ScopeChoice::Exact(Scope::Global);
+        r.raw = Some(match i % 4 {
+            0 => "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。".to_string(),
+            1 => "以后新建前端项目，默认用 pnpm。".to_string(),
+            2 => "keep the answers short".to_string(),
+            _ => format!("words {i}"),
+        });
+        serde_json::to_writer(&mut buf, &r).unwrap();
+        buf.push(b'\n');
+    }
+    buf
+}
+
 fn apply_rate(url: &str, input: &[u8], n: usize) -> f64 {
     let address = Address::recognise(OsStr::new(url)).unwrap().unwrap();
     let mut store = PgStore::open(&address).unwrap();
@@ -313,5 +338,29 @@ fn main() {
     let (ratio, spread) = p.ratio();
     println!(
         "apply {lines} lines: {ours:.0} lines/s, raw multi-row INSERT {base:.0} rows/s, ratio {ratio:.2} (target ≥ 0.3) — {spread}"
+    );
+    // Until 2026-12-03 each of these lines left the run for the single write's path: three
+    // round trips a line, and a row updated again in one transaction at each repeat of an
+    // identity (10k such lines: 5.8 s with the guard on, 0.40 s off).
+    let said = jsonl_said(lines);
+    let mut g = Paired::default();
+    for round in 0..3 {
+        let (on, off) = (bench_db(&server, "on"), bench_db(&server, "off"));
+        off.store()
+            .set_user_setting("scope_guard", "off")
+            .expect("the guard off");
+        let (ours, base) = if round % 2 == 0 {
+            let o = apply_rate(&on.url, &said, lines);
+            (o, apply_rate(&off.url, &said, lines))
+        } else {
+            let b = apply_rate(&off.url, &said, lines);
+            (apply_rate(&on.url, &said, lines), b)
+        };
+        g.push(ours, base);
+    }
+    let (ours, base) = g.medians();
+    let (ratio, spread) = g.ratio();
+    println!(
+        "apply {lines} lines of global writes with the user's words, no context: scope guard on {ours:.0} lines/s, off {base:.0} lines/s, ratio {ratio:.2} (SQLite's target ≥ 0.9) — {spread}"
     );
 }

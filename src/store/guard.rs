@@ -463,6 +463,20 @@ pub fn judge(cues: &Cues, scope: &Scope, ev: &Evidence<'_>, mode: GuardMode) -> 
     }
 }
 
+/// [`judge`] of a global write that does not say where it was made: its words alone, with no
+/// known place and no sibling (README, "The scope guard": it costs no lookup). Never `Queue`,
+/// and a suspect's places are the ones its words name among none: always empty.
+pub fn judge_words(raw: Option<&str>, words: Option<&Words>, mode: GuardMode) -> Verdict {
+    let ev = Evidence {
+        raw,
+        words,
+        context: None,
+        known_places: &Places::default(),
+        siblings: &[],
+    };
+    judge(Cues::shipped(), &Scope::Global, &ev, mode)
+}
+
 fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
     let mut s = Signals::default();
     // Words read ahead were read with the shipped cues; others are read here.

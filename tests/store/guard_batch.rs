@@ -1,11 +1,14 @@
 //! The scope guard inside one `apply` batch (issue 16): what it keeps from line to line — the
 //! places the database knows, the siblings a message wrote — follows the batch's own writes.
 
+use super::postgres::{server, FreshDb};
 use memscope::model::{OutcomeKind, WriteOutcome};
+use memscope::store::{AnyStore, InputKind};
 use memscope::{OpenMode, Store};
 use serde_json::json;
 
-fn apply(store: &mut Store, lines: &[serde_json::Value]) -> Vec<WriteOutcome> {
+/// The lines as one batch (read as a file is: never split by a pause).
+fn apply(store: &mut AnyStore, lines: &[serde_json::Value]) -> Vec<WriteOutcome> {
     let mut input = Vec::new();
     for line in lines {
         serde_json::to_writer(&mut input, line).unwrap();
@@ -13,7 +16,7 @@ fn apply(store: &mut Store, lines: &[serde_json::Value]) -> Vec<WriteOutcome> {
     }
     let mut outcomes = Vec::new();
     store
-        .apply(std::io::Cursor::new(input), |batch| {
+        .apply_from(std::io::Cursor::new(input), InputKind::File, |batch| {
             outcomes.extend(batch.iter().cloned());
             Ok(())
         })
@@ -31,7 +34,26 @@ fn line(subject: &str, predicate: &str, scope: &str, source: &str, raw: &str) ->
 #[test]
 fn a_place_or_a_sibling_written_earlier_in_the_batch_is_evidence_later_in_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(dir.path().join("batch.db"), OpenMode::Create).unwrap();
+    let path = dir.path().join("batch.db");
+    a_place_or_a_sibling_written_earlier_in_the_batch_is_evidence_later_in_it_on(
+        AnyStore::open(&path, OpenMode::Create).unwrap(),
+    );
+}
+
+/// On PostgreSQL the batch reads the places the database knows once, at its first line with a
+/// context, and adds those its own lines register: a place a later line of the batch names.
+#[test]
+fn a_place_or_a_sibling_written_earlier_in_the_batch_is_evidence_later_in_it_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, _raw) = FreshDb::prepared(&server);
+    a_place_or_a_sibling_written_earlier_in_the_batch_is_evidence_later_in_it_on(
+        AnyStore::open(std::path::Path::new(&db.url), OpenMode::Create).unwrap(),
+    );
+}
+
+fn a_place_or_a_sibling_written_earlier_in_the_batch_is_evidence_later_in_it_on(
+    mut store: AnyStore,
+) {
     let outcomes = apply(
         &mut store,
         &[
@@ -51,13 +73,24 @@ fn a_place_or_a_sibling_written_earlier_in_the_batch_is_evidence_later_in_it() {
                 "run the gamma-db tests with vitest",
             ),
             line("user:1", "f", "global", "m:1", "lint with eslint"),
+            // A place an ambiguous write registers, and one the guard queues a write into, are
+            // known to the lines after them.
+            json!({"subject": "user:4", "predicate": "g", "value": "x",
+                   "scope": {"ambiguous": ["global", "repo:delta-ui"]}, "source": "m:4"}),
+            line("user:5", "h", "global", "m:5", "delta-ui pins node 18"),
+            json!({"subject": "user:6", "predicate": "i", "value": "x", "scope": "global",
+                   "source": "m:6", "raw": "这个仓库用 x", "context": {"repo": "epsilon-api"}}),
+            line("user:7", "j", "global", "m:7", "epsilon-api runs on deno"),
         ],
     );
     let kinds: Vec<OutcomeKind> = outcomes.iter().map(|o| o.outcome).collect();
     use OutcomeKind::*;
     assert_eq!(
         kinds,
-        [Inserted, Inserted, Inserted, Inserted, Pending, Pending],
+        [
+            Inserted, Inserted, Inserted, Inserted, Pending, Pending, Pending, Pending, Pending,
+            Pending
+        ],
         "{outcomes:?}"
     );
     let reason = |i: usize| outcomes[i].reason.clone().unwrap_or_default();
@@ -71,6 +104,13 @@ fn a_place_or_a_sibling_written_earlier_in_the_batch_is_evidence_later_in_it() {
         "{}",
         reason(5)
     );
+    for (i, place) in [(7, "repo:delta-ui"), (9, "repo:epsilon-api")] {
+        assert!(
+            reason(i).contains(&format!("the words name {place}")),
+            "{}",
+            reason(i)
+        );
+    }
 }
 
 /// The sources of a place's records, which the guard keeps from one write to the next so an MCP

@@ -1,36 +1,40 @@
 //! `apply` on PostgreSQL decides every line as line-by-line writes do (issue 17's speed work):
 //! its batch is probed at once and decided in Rust against an overlay of the batch's earlier
 //! lines, so one JSONL — repeated identities inside the batch, confirm, supersede, stale,
-//! pending, the scope guard, a tombstoned identity, new spellings, bad lines in the middle — goes
+//! pending, the scope guard (with a context, and on words alone), a tombstoned identity, new
+//! spellings, bad lines in the middle — goes
 //! through `apply` on one PostgreSQL database and through `write`, line by line, on a second
 //! one and on SQLite, and the outcomes, `list` and `history` must be the same.
 //!
 //! Run: `cargo test --release --test store -- postgres_apply::`
 
 use super::postgres::{server, FreshDb};
+use crate::support::relay::Relay;
 use crate::support::TestDb;
 use memscope::model::{
     DeleteTarget, HistoryEvent, Identity, MemoryRecord, WriteOutcome, WriteRequest,
 };
-use memscope::store::postgres::PgStore;
+use memscope::store::postgres::{Address, PgStore};
 use memscope::store::AnyStore;
-use memscope::store::ListFilter;
+use memscope::store::{InputKind, ListFilter};
 use memscope::{OpenMode, Scope};
 use serde_json::{json, Value};
+use std::ffi::OsStr;
 
-/// The seeded past: live, confirmed, superseded, a scoped record, a tombstoned identity and a
-/// restored one (history, no current record).
-const SEED: [(&str, &str, &str, &str); 6] = [
+/// The seeded past: live, confirmed, superseded, a scoped record, tombstoned identities (one
+/// scoped, one global) and a restored one (history, no current record).
+const SEED: [(&str, &str, &str, &str); 7] = [
     ("user:42", "package_manager", "pnpm", "global"),
     ("user:42", "package_manager", "PNPM", "global"),
     ("user:42", "package_manager", "npm", "repo:legacy-dashboard"),
     ("user:7", "coffee", "美式", "global"),
     ("user:7", "formatter", "prettier", "repo:web-app"),
     ("用户:小明", "coffee", "茶", "task:fix-1"),
+    ("user:7", "diet", "素食", "global"),
 ];
 
 /// The identities whose history is compared (as written; the stores respell them).
-const TOUCHED: [(&str, &str, &str); 9] = [
+const TOUCHED: [(&str, &str, &str); 11] = [
     ("user:42", "package_manager", "global"),
     ("user:42", "package_manager", "repo:legacy-dashboard"),
     ("user:7", "coffee", "global"),
@@ -40,6 +44,8 @@ const TOUCHED: [(&str, &str, &str); 9] = [
     ("user:1", "editor", "repo:New-App"),
     ("user:1", "shell", "global"),
     ("user:1", "theme", "task:T-9"),
+    ("user:7", "diet", "global"),
+    ("user:8", "font", "global"),
 ];
 
 fn line(v: Value) -> String {
@@ -52,6 +58,17 @@ fn input() -> String {
         let mut l = json!({
             "subject": subject, "predicate": predicate, "value": value, "scope": scope,
             "source": format!("thread:{value}"),
+        });
+        if let Some(s) = seq {
+            l["causal_seq"] = json!(s);
+        }
+        line(l)
+    };
+    // A global write with the user's words and no context: judged on the words alone.
+    let said = |subject: &str, predicate: &str, value: &str, seq: Option<i64>, raw: &str| {
+        let mut l = json!({
+            "subject": subject, "predicate": predicate, "value": value, "scope": "global",
+            "source": format!("thread:{value}"), "raw": raw,
         });
         if let Some(s) = seq {
             l["causal_seq"] = json!(s);
@@ -120,6 +137,29 @@ fn input() -> String {
         w("user:1", "shell", "fish", "global", None),
         w("user:1", "theme", "dark", "task:T-9", None),
         w("user:1", "theme", "dark", "task:t-9", Some(999)),
+        // Words without a context, in the run: plain words and a default are applied; place
+        // words are applied and marked a suspect — inserted, superseded, confirmed, stale — and
+        // on a deleted memory rejected.
+        said(
+            "user:1",
+            "editor",
+            "helix",
+            None,
+            "I moved to helix last week",
+        ),
+        said("user:8", "font", "mono", None, "这个仓库用等宽字体"),
+        said("User:8", "font", "serif", None, "keep serif in this repo."),
+        said("user:8", "font", "serif", None, "keep serif in this repo."),
+        said("user:8", "font", "sans", Some(3), "this repo: sans"),
+        said(
+            "user:8",
+            "font",
+            "sans",
+            None,
+            "以后新建前端项目，默认用 sans。",
+        ),
+        said("user:7", "diet", "vegan", None, "in this repo we eat vegan"),
+        w("user:1", "editor", "vim", "global", None),
     ]
     .join("\n")
         + "\n"
@@ -208,12 +248,14 @@ fn seed(store: &mut AnyStore) {
         .delete(&DeleteTarget::Identity(restored.clone()), Some("seed"))
         .unwrap();
     store.restore(&restored).unwrap();
-    store
-        .delete(
-            &DeleteTarget::Identity(id("用户:小明", "coffee", "task:fix-1")),
-            Some("seed"),
-        )
-        .unwrap();
+    for (s, p, c) in [
+        ("用户:小明", "coffee", "task:fix-1"),
+        ("user:7", "diet", "global"),
+    ] {
+        store
+            .delete(&DeleteTarget::Identity(id(s, p, c)), Some("seed"))
+            .unwrap();
+    }
 }
 
 fn held(store: &mut AnyStore) -> Held {
@@ -340,6 +382,13 @@ fn apply_on_postgres_decides_every_line_as_writes_do_there_and_on_sqlite() {
         "the input reaches every outcome"
     );
     let after = held(&mut applied);
+    // Place words without a context: the font's inserted and superseding versions keep the
+    // guard's mark, written by the run as a single write's look would.
+    let marked = after.1[10]
+        .iter()
+        .filter(|e| e[9].get("suspect").is_some())
+        .count();
+    assert_eq!(marked, 2, "{:#?}", after.1[10]);
     for (twin, name) in [(&mut written, "PostgreSQL"), (&mut sqlite, "SQLite")] {
         for (n, (a, w)) in from_apply.iter().zip(line_by_line(twin)).enumerate() {
             assert_eq!(*a, w, "line {}: apply, and write on {name}", n + 1);
@@ -363,5 +412,99 @@ fn apply_on_postgres_decides_every_line_as_writes_do_there_and_on_sqlite() {
         applied.clock().unwrap(),
         written.clock().unwrap(),
         "the clock"
+    );
+}
+
+/// A global write without a context is judged on its words alone (README, "The scope guard":
+/// it costs no lookup), so its words cost no round trip: `apply` writes 300 such lines — plain
+/// words, a default, place words the guard marks, one identity again and again — in its run, in
+/// the round trips of the same lines without words (until 2026-12-03 each left the run for the
+/// single write's path: three round trips a line, 900 here, and on PostgreSQL a row updated
+/// again in one transaction at every line of a repeated identity, slower at each), and a single
+/// `write` of one costs what a write without words does (it looked twice). Counted through a
+/// relay, not timed.
+#[test]
+fn words_without_a_context_cost_no_round_trip_on_postgres() {
+    let Some(server) = server() else { return };
+    const LINES: usize = 300;
+    let words = [
+        None,
+        Some("words 1"),
+        Some("以后新建前端项目，默认用 pnpm。"),
+        Some("这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。"),
+        Some("keep npm in this repo."),
+    ];
+    let input = |with_words: bool| -> String {
+        (0..LINES)
+            .map(|i| {
+                // Every third line writes one identity again.
+                let predicate = if i % 3 == 0 {
+                    "p".to_string()
+                } else {
+                    format!("q{i}")
+                };
+                let mut l = json!({
+                    "subject": "user:1", "predicate": predicate, "value": format!("v{}", i % 7),
+                    "scope": "global", "source": format!("s:{i}"),
+                });
+                if let (true, Some(raw)) = (with_words, words[i % words.len()]) {
+                    l["raw"] = json!(raw);
+                }
+                line(l) + "\n"
+            })
+            .collect()
+    };
+    let req = |raw: Option<&str>| WriteRequest {
+        raw: raw.map(str::to_string),
+        ..WriteRequest::from_json_line(&line(json!({
+            "subject": "user:2", "predicate": "p", "value": 1, "scope": "global", "source": "s"
+        })))
+        .unwrap()
+    };
+    // The round trips of the apply of `input` and of a write of `one`, each on a connection
+    // of its own to a database of its own, and the outcomes.
+    let cost = |input: String, one: WriteRequest| -> (usize, usize, Vec<String>) {
+        let (db, _raw) = FreshDb::prepared(&server);
+        let relay = Relay::to(&db.url);
+        let address = Address::recognise(OsStr::new(relay.url()))
+            .unwrap()
+            .unwrap();
+        let mut store = PgStore::open(&address).unwrap();
+        let before = relay.flights();
+        let mut outcomes = Vec::new();
+        store
+            .apply_from(
+                std::io::Cursor::new(input.into_bytes()),
+                InputKind::File,
+                |batch| {
+                    outcomes.extend(batch.iter().cloned().map(comparable));
+                    Ok(())
+                },
+            )
+            .unwrap();
+        let applied = relay.flights() - before;
+        let mut store = PgStore::open(&address).unwrap();
+        let before = relay.flights();
+        let out = store.write(&one).unwrap();
+        outcomes.push(comparable(out));
+        (applied, relay.flights() - before, outcomes)
+    };
+    let (apply_plain, write_plain, plain) = cost(input(false), req(None));
+    let (apply_said, write_said, said) = cost(input(true), req(Some("keep npm in this repo.")));
+    eprintln!(
+        "round trips: apply of {LINES} lines {apply_said} with words, {apply_plain} without; a write {write_said} with words, {write_plain} without"
+    );
+    assert_eq!(said, plain, "the words change no outcome");
+    assert_eq!(
+        apply_said, apply_plain,
+        "apply of {LINES} lines: round trips with words, without"
+    );
+    assert!(
+        apply_said < 40,
+        "apply of {LINES} lines took {apply_said} round trips"
+    );
+    assert_eq!(
+        write_said, write_plain,
+        "a write: round trips with words, without"
     );
 }

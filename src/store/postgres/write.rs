@@ -7,13 +7,16 @@
 //! statement of the write's own ([`flush_one`]: an update or an insert of the record with its
 //! history row, or the history row alone) writes it; a metric, when the write counts one.
 //!
-//! `apply` takes a batch's exact writes that need no scope guard as one *run*: the spellings
+//! `apply` takes a batch's exact writes as one *run* — those the scope guard does not judge, and
+//! the global ones without a context, which it judges on their words alone (no lookup: applied,
+//! or applied with the suspect's mark on their `set` event) — the spellings
 //! and aliases of the whole run in two statements, every identity locked (in lock-key order)
 //! and probed in one (`memscope_probe_many`), the run's causal numbers handed out in line order
 //! in one (`memscope_clock_take`), each line decided by the core in order against a [`Slot`]
 //! overlay of what the run's earlier lines did, and the run written by one multi-row statement.
-//! A line that needs the guard or a human (ambiguous) ends the run: the run is written, then that
-//! line takes the single write's path, so it sees everything before it. Any failure of a line
+//! A line that needs the guard's lookups (a global write with a context, which it may queue) or a
+//! human (ambiguous) ends the run: the run is written, then that line takes the single write's
+//! path, so it sees everything before it. Any failure of a line
 //! throws the batch back to `apply`, which runs it again line by line with savepoints.
 
 use super::{bump_metric, parse_value, respelled, spelled_scope, Param, Tx};
@@ -23,7 +26,7 @@ use crate::model::{
 use crate::spelling::fold;
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
 use crate::store::events::EventKind;
-use crate::store::guard::{judge, Cues, Evidence, GuardMode, Places, Verdict};
+use crate::store::guard::{judge, judge_words, Cues, Evidence, GuardMode, Places, Verdict};
 use crate::store::intake::ParsedLine;
 use crate::store::prepared::{base_outcome, PreparedWrite};
 use anyhow::Result;
@@ -462,7 +465,7 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
     Ok(())
 }
 
-/// Whether an exact write to `scope` goes to the scope guard before it is probed.
+/// Whether the scope guard judges an exact write (`mode`: as far as it is known).
 fn guarded(w: &PreparedWrite, mode: Option<GuardMode>) -> bool {
     matches!(w.choice, ScopeChoice::Exact(Scope::Global))
         && !w.curated
@@ -470,11 +473,65 @@ fn guarded(w: &PreparedWrite, mode: Option<GuardMode>) -> bool {
         && mode != Some(GuardMode::Off)
 }
 
+/// Whether the guard may queue a write, so it is probed only once the guard let it through: a
+/// judged write with a context. Without one, its words alone decide and it is never queued.
+fn may_queue(w: &PreparedWrite) -> bool {
+    guarded(w, None) && w.context.is_some()
+}
+
+/// The suspect's mark of a version the guard let through, for its `set` event: the evidence
+/// and the places it points at, as stored where memscope knows them (looked up only).
+fn mark(t: &mut Tx<'_>, evidence: Vec<String>, places: &[Scope]) -> Result<Value> {
+    let mut spelled = Vec::with_capacity(places.len());
+    for p in places {
+        spelled.push(spelled_scope(t, p, false)?);
+    }
+    Ok(crate::store::suspects::marked_detail(evidence, &spelled))
+}
+
+/// Where a line of `apply` is written.
+enum Route {
+    /// In the run, its `set` event keeping this suspect's mark, if any.
+    Run(Option<Value>),
+    /// By the single write's path, after the run before it.
+    Alone,
+}
+
+/// The run takes every exact write but one the guard may queue: a global write without a
+/// context is judged here, on its words alone, as [`write_in_tx`] judges it — applied, or
+/// applied and marked. (It took the single write's path until 2026-12-03: three round trips a
+/// line, and a row updated again and again in one transaction when an identity repeats.)
+fn route(w: &PreparedWrite, mode: GuardMode) -> Route {
+    if !matches!(w.choice, ScopeChoice::Exact(_)) || may_queue(w) {
+        return Route::Alone;
+    }
+    if !guarded(w, Some(mode)) {
+        return Route::Run(None);
+    }
+    match judge_words(w.raw.as_deref(), w.words.as_ref(), mode) {
+        Verdict::Apply => Route::Run(None),
+        // Its words name no place it knows (it knows none), so there is none to look up.
+        Verdict::Suspect { evidence, places } if places.is_empty() => {
+            Route::Run(Some(crate::store::suspects::marked_detail(evidence, &[])))
+        }
+        _ => Route::Alone,
+    }
+}
+
 /// Decides and applies one write inside an open transaction (README, the write rules: the
 /// tombstone, the scope guard, no record → same value → causal order → supersede).
 pub(in crate::store::postgres) fn write_in_tx(
     t: &mut Tx<'_>,
     w: &PreparedWrite,
+) -> Result<WriteOutcome> {
+    write_knowing(t, w, &mut KnownPlaces::default())
+}
+
+/// [`write_in_tx`], the scope guard looking for the places in `known`.
+fn write_knowing(
+    t: &mut Tx<'_>,
+    w: &PreparedWrite,
+    known: &mut KnownPlaces,
 ) -> Result<WriteOutcome> {
     let mut w = w.clone();
     let scope_in = match &w.choice {
@@ -486,7 +543,7 @@ pub(in crate::store::postgres) fn write_in_tx(
         ScopeChoice::Exact(scope) => Some(fold(&scope.to_string())),
     };
     // A write the guard may queue is probed only once the guard let it through.
-    let probe_now = scope_in.is_some() && !guarded(&w, None);
+    let probe_now = scope_in.is_some() && !may_queue(&w);
     let (asked_predicate, asked_subject) = (w.predicate.clone(), w.subject.clone());
     let subject_key = fold(&w.subject);
     let seen = w.causal_seq;
@@ -527,9 +584,17 @@ pub(in crate::store::postgres) fn write_in_tx(
     let scope_text = scope.to_string();
     let mut suspect = None;
     let (probe, seq, clock) = if probe_now {
+        // Judged on its words alone, which need no lookup (README, "The scope guard").
+        if guarded(&w, Some(mode)) {
+            if let Verdict::Suspect { evidence, places } =
+                judge_words(w.raw.as_deref(), w.words.as_ref(), mode)
+            {
+                suspect = Some(mark(t, evidence, &places)?);
+            }
+        }
         probe_from_row(&r, 4, &scope_text)?
     } else {
-        match guard(t, &w, mode)? {
+        match guard(t, &w, mode, known)? {
             // A deleted memory is refused before it is judged (README, "Write rules": a
             // tombstone comes first): queued, its value and words would be stored again.
             Verdict::Queue { .. }
@@ -551,12 +616,7 @@ pub(in crate::store::postgres) fn write_in_tx(
                 return enqueue_pending(t, &w, &spelled, Some(&evidence.join("; ")));
             }
             Verdict::Suspect { evidence, places } => {
-                // The places as stored where memscope knows them (looked up only).
-                let mut spelled = Vec::with_capacity(places.len());
-                for p in &places {
-                    spelled.push(spelled_scope(t, p, false)?);
-                }
-                suspect = Some(crate::store::suspects::marked_detail(evidence, &spelled));
+                suspect = Some(mark(t, evidence, &places)?);
             }
             Verdict::Apply => {}
         }
@@ -612,32 +672,37 @@ pub(super) fn apply_batch(
     let mode = t
         .opt("SELECT value FROM settings WHERE key = 'scope_guard'", &[])?
         .and_then(|r| GuardMode::parse(&r.get::<_, String>(0)));
+    let mode = mode.unwrap_or(GuardMode::Queue);
     let mut outcomes: Vec<Option<WriteOutcome>> = vec![None; batch.len()];
-    let mut run: Vec<(usize, &PreparedWrite)> = Vec::new();
+    let mut run: Vec<(usize, &PreparedWrite, Option<Value>)> = Vec::new();
+    let mut known = KnownPlaces::default();
     for (i, (_, parsed)) in batch.iter().enumerate() {
-        match parsed {
-            ParsedLine::Invalid(e) => outcomes[i] = Some(line_error(e)),
-            ParsedLine::Ready(w)
-                if matches!(w.choice, ScopeChoice::Exact(_))
-                    && !guarded(w, Some(mode.unwrap_or(GuardMode::Queue))) =>
-            {
-                run.push((i, w))
+        let w = match parsed {
+            ParsedLine::Invalid(e) => {
+                outcomes[i] = Some(line_error(e));
+                continue;
             }
-            ParsedLine::Ready(w) => {
-                write_run(t, &run, &mut outcomes)?;
+            ParsedLine::Ready(w) => w,
+        };
+        match route(w, mode) {
+            Route::Run(mark) => run.push((i, w, mark)),
+            Route::Alone => {
+                write_run(t, &run, &mut outcomes, &mut known)?;
                 run.clear();
                 // The clock's refusal comes after the look, before anything is written: the
                 // line's error, as in a run.
-                outcomes[i] = Some(match write_in_tx(t, w) {
+                let out = match write_knowing(t, w, &mut known) {
                     Err(e) if e.is::<crate::model::ClockExhausted>() => {
                         WriteOutcome::error(None, e.to_string())
                     }
                     other => other?,
-                });
+                };
+                known.took(&out);
+                outcomes[i] = Some(out);
             }
         }
     }
-    write_run(t, &run, &mut outcomes)?;
+    write_run(t, &run, &mut outcomes, &mut known)?;
     Ok(batch
         .iter()
         .zip(outcomes)
@@ -650,11 +715,13 @@ pub(super) fn apply_batch(
         .collect())
 }
 
-/// Looks up, probes, decides and writes a run of exact, unguarded writes (the module's comment).
+/// Looks up, probes, decides and writes a run of exact writes the guard needs no lookup for,
+/// each with its suspect's mark if it has one (the module's comment).
 fn write_run(
     t: &mut Tx<'_>,
-    run: &[(usize, &PreparedWrite)],
+    run: &[(usize, &PreparedWrite, Option<Value>)],
     outcomes: &mut [Option<WriteOutcome>],
+    known: &mut KnownPlaces,
 ) -> Result<()> {
     if run.is_empty() {
         return Ok(());
@@ -671,7 +738,7 @@ fn write_run(
             texts.push(text.to_string());
         }
     };
-    for (_, w) in run {
+    for (_, w, _) in run {
         wanted("subject", &w.subject);
         if let ScopeChoice::Exact(scope) = &w.choice {
             if *scope != Scope::Global {
@@ -689,12 +756,18 @@ fn write_run(
         .iter()
         .map(|r| r.get(0))
         .collect();
+    // The places the guard knows include those this run registers.
+    for (kind, spelling) in kinds.iter().zip(&spellings) {
+        if let ("scope", Ok(place)) = (*kind, Scope::parse(spelling)) {
+            known.add(&place);
+        }
+    }
     let spelled = |kind: &'static str, text: &str| -> String {
         spelling_at
             .get(&(kind, fold(text)))
             .map_or_else(|| text.to_string(), |&i| spellings[i].clone())
     };
-    let mut predicates: Vec<&str> = run.iter().map(|(_, w)| w.predicate.as_str()).collect();
+    let mut predicates: Vec<&str> = run.iter().map(|(_, w, _)| w.predicate.as_str()).collect();
     predicates.sort_unstable();
     predicates.dedup();
     let canonical: HashMap<&str, String> = predicates
@@ -714,7 +787,7 @@ fn write_run(
     let mut lines = Vec::with_capacity(run.len());
     let mut slot_of: HashMap<Key, usize> = HashMap::new();
     let mut slots: Vec<(Key, Slot)> = Vec::new();
-    for (i, w) in run {
+    for (i, w, mark) in run {
         let ScopeChoice::Exact(scope) = &w.choice else {
             continue;
         };
@@ -739,7 +812,7 @@ fn write_run(
             slots.push((key.clone(), Slot::new(Probe::default())));
             slots.len() - 1
         });
-        lines.push((*i, *w, id, at));
+        lines.push((*i, *w, mark.as_ref(), id, at));
     }
     // Every identity locked (in lock-key order, inside the function) and probed, at once.
     let rows = t.all(
@@ -758,7 +831,7 @@ fn write_run(
     // takes none (its rejected row records the clock now), as a single write's probe does.
     let (seen, now): (Vec<Option<i64>>, Vec<bool>) = lines
         .iter()
-        .map(|(_, w, _, at)| {
+        .map(|(_, w, _, _, at)| {
             let tombstoned = slots[*at].1.probe.tombstone.is_some();
             (w.causal_seq.filter(|_| !tombstoned), tombstoned)
         })
@@ -774,7 +847,7 @@ fn write_run(
         .one("SELECT memscope_clock_take($1, $2)", &[&seen, &now])?
         .get(0);
     let mut writes = Writes::default();
-    for (((i, w, id, at), number), clock_now) in lines.iter().zip(numbers).zip(now) {
+    for (((i, w, mark, id, at), number), clock_now) in lines.iter().zip(numbers).zip(now) {
         // A tombstoned identity's line records the clock as it stands. Any other line past
         // the clock's end (an earlier line brought 2^53) is refused alone, as when written by
         // itself; the batch is not run again, for the sequence cannot go back.
@@ -799,56 +872,106 @@ fn write_run(
             w,
             number,
             clock,
-            None,
+            *mark,
         ));
     }
     flush(t, &slots, &writes)
 }
 
+/// The places a database knows, as the scope guard looks for them in a global write's words:
+/// read when a write with a context is first judged — by `apply` once a batch, not at each
+/// such line (each read took every place the database holds, a cost per line that grew with
+/// the database) — and kept up to date with the places the batch's own lines register. A place
+/// another connection registers meanwhile is known from the next batch on, as on SQLite, where
+/// no other writer commits while a batch is open.
+#[derive(Default)]
+struct KnownPlaces(Option<Places>);
+
+impl KnownPlaces {
+    fn get(&mut self, t: &mut Tx<'_>) -> Result<&Places> {
+        let places = match self.0.take() {
+            Some(places) => places,
+            None => {
+                let mut known = Vec::new();
+                for r in t.all("SELECT spelling FROM spellings WHERE kind = 'scope'", &[])? {
+                    if let Ok(scope) = Scope::parse(&r.get::<_, String>(0)) {
+                        known.push(scope);
+                    }
+                }
+                Places::new(&known)
+            }
+        };
+        Ok(self.0.insert(places))
+    }
+
+    /// A place this transaction stored (nothing to do before the places are read: they are
+    /// read with it).
+    fn add(&mut self, place: &Scope) {
+        if let Some(places) = &mut self.0 {
+            places.add(place);
+        }
+    }
+
+    /// What a line written alone may have registered: an ambiguous outcome's candidates (an
+    /// explicit ambiguous write's or the guard's queue, rejected too). After an error that is
+    /// not known, so the places are read again.
+    fn took(&mut self, out: &WriteOutcome) {
+        if out.outcome == OutcomeKind::Error {
+            self.0 = None;
+        } else if let Some(OutcomeScope::Ambiguous { ambiguous }) = &out.scope {
+            for place in ambiguous {
+                self.add(place);
+            }
+        }
+    }
+}
+
 /// The scope guard's verdict on a global write (README, "The scope guard"): its words alone
 /// without a context; with one, also the places the database knows and the scoped records the
 /// same message wrote of this subject in the place the write was made in.
-fn guard(t: &mut Tx<'_>, w: &PreparedWrite, mode: GuardMode) -> Result<Verdict> {
-    if mode == GuardMode::Off || (w.context.is_none() && w.raw.is_none()) {
+fn guard(
+    t: &mut Tx<'_>,
+    w: &PreparedWrite,
+    mode: GuardMode,
+    known: &mut KnownPlaces,
+) -> Result<Verdict> {
+    if mode == GuardMode::Off {
         return Ok(Verdict::Apply);
     }
-    let mut known = Vec::new();
+    let Some(context) = &w.context else {
+        return Ok(match w.raw {
+            Some(_) => judge_words(w.raw.as_deref(), w.words.as_ref(), mode),
+            None => Verdict::Apply,
+        });
+    };
     let mut siblings = Vec::new();
-    if let Some(context) = &w.context {
-        for r in t.all("SELECT spelling FROM spellings WHERE kind = 'scope'", &[])? {
-            if let Ok(scope) = Scope::parse(&r.get::<_, String>(0)) {
-                known.push(scope);
-            }
-        }
-        let given = [
-            context.repo.clone().map(Scope::Repo),
-            context.task.clone().map(Scope::Task),
-        ];
-        for place in given.into_iter().flatten() {
-            let folded = fold(&place.to_string());
-            let Some(r) = t.opt(
-                "SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $1",
-                &[&folded],
-            )?
-            else {
-                continue; // memscope never stored anything there: no siblings
-            };
-            let text: String = r.get(0);
-            for s in t.all(
-                "SELECT predicate FROM memories WHERE scope = $1 AND subject = $2 AND source = $3
-                 ORDER BY predicate",
-                &[&text, &w.subject, &w.source],
-            )? {
-                siblings.push((s.get::<_, String>(0), respelled(&place, &text)));
-            }
+    let given = [
+        context.repo.clone().map(Scope::Repo),
+        context.task.clone().map(Scope::Task),
+    ];
+    for place in given.into_iter().flatten() {
+        let folded = fold(&place.to_string());
+        let Some(r) = t.opt(
+            "SELECT spelling FROM spellings WHERE kind = 'scope' AND folded = $1",
+            &[&folded],
+        )?
+        else {
+            continue; // memscope never stored anything there: no siblings
+        };
+        let text: String = r.get(0);
+        for s in t.all(
+            "SELECT predicate FROM memories WHERE scope = $1 AND subject = $2 AND source = $3
+             ORDER BY predicate",
+            &[&text, &w.subject, &w.source],
+        )? {
+            siblings.push((s.get::<_, String>(0), respelled(&place, &text)));
         }
     }
-    let places = Places::new(&known);
     let ev = Evidence {
         raw: w.raw.as_deref(),
         words: w.words.as_ref(),
         context: w.context.as_ref(),
-        known_places: &places,
+        known_places: known.get(t)?,
         siblings: &siblings,
     };
     Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode))

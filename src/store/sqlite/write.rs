@@ -10,7 +10,9 @@ use crate::model::{
     WriteRequest,
 };
 use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
-use crate::store::guard::{judge, Context, Cues, Evidence, GuardMode, Places, Verdict};
+use crate::store::guard::{
+    judge, judge_words, Context, Cues, Evidence, GuardMode, Places, Verdict,
+};
 use crate::store::intake::{Batch, InputKind, Intake, ParsedLine};
 use crate::store::prepared::{
     base_outcome, resolution_seq, validate, PreparedWrite, RetryWithSavepoints,
@@ -118,14 +120,7 @@ impl TxState {
                 return Ok(Verdict::Apply);
             };
             let mode = self.guard_mode(conn)?;
-            let ev = Evidence {
-                raw: Some(raw),
-                words: w.words.as_ref(),
-                context: None,
-                known_places: &Places::new(&[]),
-                siblings: &[],
-            };
-            return Ok(judge(Cues::shipped(), &Scope::Global, &ev, mode));
+            return Ok(judge_words(Some(raw), w.words.as_ref(), mode));
         }
         // With the guard off nothing is judged: the known places are not even read.
         let mode = self.guard_mode(conn)?;
