@@ -161,8 +161,8 @@ fn hostile_words_shown_escaped(db: TestDb) {
     let delete = about("delete", "coffee", &["--reason", h, "--yes"]);
     assert_no_raw_controls("delete", &db.run(&delete).ok());
 
-    // Through MCP, with no --agent: the client's name is the agent of its reads, and an unsure
-    // remember queues its raw words for a human.
+    // Through MCP, with no --agent: the client's name (escaped) is the agent of its reads, and
+    // an unsure remember queues its raw words for a human.
     let mut mcp = db.command(&["mcp", "--subject", "user:42", "--repo", "web-app"]);
     mcp.env_remove("MEMSCOPE_AGENT");
     let mut s = RawSession::start(mcp);
@@ -213,7 +213,15 @@ fn hostile_words_shown_escaped(db: TestDb) {
         .collect();
     assert_eq!(
         agents,
-        [json!(h), json!("克劳德 🤖")],
+        [
+            // The name a client gives itself is kept escaped (a NUL in it could not be stored
+            // on PostgreSQL), cut to 100 characters.
+            json!(memscope::model::shorten(
+                &memscope::model::escape_controls(h),
+                100
+            )),
+            json!("克劳德 🤖")
+        ],
         "the MCP client's read, then the CLI's"
     );
 
