@@ -143,9 +143,12 @@ fn requests(w: usize) -> Vec<(Value, Line)> {
         let again = if WRITERS[w] == Via::Apply { 2 } else { 1 };
         for k in 0..again {
             out.push((
+                // With the user's words: a global line is judged by the scope guard on them
+                // (in `apply`'s run on both backends), neutral words that point at no place.
                 json!({"subject": SUBJECT, "predicate": PREDICATES[p],
                     "value": format!("工具-{w}-{n}-{k}-🚀"), "scope": plain_scope(p, w),
-                    "source": format!("写者:{w}/消息:{n}/{k}")}),
+                    "source": format!("写者:{w}/消息:{n}/{k}"),
+                    "raw": format!("就用 工具-{w}-{n}-{k}-🚀 吧 👍")}),
                 Line::Plain,
             ));
         }
@@ -657,12 +660,13 @@ struct Event {
     source: Option<String>,
     causal_seq: Option<i64>,
     detail: Value,
+    raw: Option<String>,
 }
 
 fn stored_events(db: &Db) -> Vec<Event> {
     db.sql_text_rows(&format!(
         "SELECT event, predicate, scope, CAST(version AS TEXT), value, source,
-                CAST(causal_seq AS TEXT), detail
+                CAST(causal_seq AS TEXT), detail, raw
          FROM history WHERE subject = '{SUBJECT}' ORDER BY id"
     ))
     .into_iter()
@@ -680,6 +684,7 @@ fn stored_events(db: &Db) -> Vec<Event> {
             .as_deref()
             .map(|d| serde_json::from_str(d).expect("a detail is JSON"))
             .unwrap_or(Value::Null),
+        raw: r[8].clone(),
     })
     .collect()
 }
@@ -930,6 +935,17 @@ impl Ledger {
     /// `told` — a `set` outcome of `who` — is the set event of its version, holding `value`;
     /// what it replaced is the version before. Each set event is told to one client only.
     #[track_caller]
+    /// The user's words a write was told it stored are its `set` event's.
+    fn assert_words(&self, told: &Value, raw: Option<&str>, who: &str) {
+        let at = (
+            s(&told["predicate"]),
+            s(&told["scope"]),
+            told["version"].as_i64().expect("a version"),
+        );
+        let set = self.set_at(&at);
+        assert_eq!(set.raw.as_deref(), raw, "{who} was told {told}: {set:?}");
+    }
+
     fn claim(&mut self, told: &Value, value: &Value, source: Option<&str>, who: String) {
         let at = (
             s(&told["predicate"]),
@@ -1069,6 +1085,7 @@ fn curation_race(db: Db) {
                     "{}: {answer}",
                     who(n)
                 );
+                ledger.assert_words(answer, line["raw"].as_str(), &who(n));
                 ledger.claim(answer, &line["value"], line["source"].as_str(), who(n));
                 continue;
             }
