@@ -18,8 +18,14 @@
 //!   guard on (`queue`, the default) against `off`: the guard judges them on their words alone,
 //!   with no lookup (README, "The scope guard"; SQLite's guard bench holds this ratio to ≥ 0.9).
 //!
+//! - single global writes with the user's words and a context, one store writing one after
+//!   another as an MCP server does, in a database that knows a few places against one that knows
+//!   many (`MEMSCOPE_BENCH_PG_PLACES`, default 20,000 task scopes): the scope guard looks for the
+//!   known places in the words, and what it costs a write should not grow with how many there are.
+//!
 //! MEMSCOPE_BENCH_PG_WRITES=N writes per writer process (default 300); MEMSCOPE_BENCH_PG_LINES=N
-//! lines for apply (default 20,000; the figure is at 100,000).
+//! lines for apply (default 20,000; the figure is at 100,000);
+//! MEMSCOPE_BENCH_PG_CASES=writes,apply,guard,places (default all) the cases to run.
 //!
 //! Measured (PostgreSQL schema 4, two runs on a loaded 2-core machine, fsync off; README,
 //! "Running on PostgreSQL"): single writes at 8 writers 4,397 vs 42,905/s and 3,978 vs
@@ -201,6 +207,40 @@ fn jsonl_said(n: usize) -> Vec<u8> {
     buf
 }
 
+/// A database knowing `places` task scopes (one record each), loaded by `apply`.
+fn with_places(db: &BenchDb, places: usize) {
+    let mut buf = Vec::new();
+    for i in 0..places {
+        let mut r = request(i % 97, i);
+        r.scope = ScopeChoice::Exact(Scope::Task(format!("ticket-{i}")));
+        serde_json::to_writer(&mut buf, &r).unwrap();
+        buf.push(b'\n');
+    }
+    apply_rate(&db.url, &buf, places);
+}
+
+/// `n` global writes with the user's words and the place they were said in, one after another
+/// by one store: writes/s. One in four names a place the database knows (the guard queues it).
+fn guarded_rate(db: &BenchDb, n: usize) -> f64 {
+    let mut store = db.store();
+    let t = Instant::now();
+    for i in 0..n {
+        let mut r = request(i % 97, i);
+        r.scope = ScopeChoice::Exact(Scope::Global);
+        r.raw = Some(if i % 4 == 0 {
+            format!("for ticket-{} keep npm ci 这个任务", i % 10)
+        } else {
+            format!("以后新建前端项目，默认用 pnpm ({i})")
+        });
+        r.context = Some(memscope::model::WriteContext {
+            repo: Some("web-app".into()),
+            task: None,
+        });
+        store.write(&r).expect("a guarded write");
+    }
+    n as f64 / t.elapsed().as_secs_f64()
+}
+
 fn apply_rate(url: &str, input: &[u8], n: usize) -> f64 {
     let address = Address::recognise(OsStr::new(url)).unwrap().unwrap();
     let mut store = PgStore::open(&address).unwrap();
@@ -285,9 +325,33 @@ fn main() {
     };
     let writes = env_usize("MEMSCOPE_BENCH_PG_WRITES", 300);
     let lines = env_usize("MEMSCOPE_BENCH_PG_LINES", 20_000);
+    let cases = std::env::var("MEMSCOPE_BENCH_PG_CASES").unwrap_or_default();
+    let runs = |case: &str| cases.is_empty() || cases.split(',').any(|c| c.trim() == case);
+    if runs("places") {
+        let many = env_usize("MEMSCOPE_BENCH_PG_PLACES", 20_000);
+        let mut p = Paired::default();
+        for _ in 0..3 {
+            let (few_db, many_db) = (bench_db(&server, "pf"), bench_db(&server, "pm"));
+            with_places(&few_db, 20);
+            with_places(&many_db, many);
+            p.push(
+                guarded_rate(&many_db, writes),
+                guarded_rate(&few_db, writes),
+            );
+        }
+        let (ours, base) = p.medians();
+        let (ratio, spread) = p.ratio();
+        println!(
+            "single global writes with words and a context, one store: {many} known places {ours:.0} writes/s ({:.2} ms a write), 20 known places {base:.0} writes/s, ratio {ratio:.2} (flat is 1) — {spread}",
+            1000.0 / ours
+        );
+    }
     // The third figure: 8 writers while a terminal UI watches the database (a row in
     // `watchers`), so every write's statements send their change notice (schema v5).
     for (writers, watched) in [(1usize, false), (8, false), (8, true)] {
+        if !runs("writes") {
+            break;
+        }
         let mut p = Paired::default();
         for round in 0..3 {
             let db = bench_db(&server, "w");
@@ -326,10 +390,19 @@ fn main() {
             if writers == 8 && !watched { " (target ≥ 0.5)" } else { "" }
         );
     }
+    if runs("apply") {
+        apply_case(&server, lines);
+    }
+    if runs("guard") {
+        guard_case(&server, lines);
+    }
+}
+
+fn apply_case(server: &str, lines: usize) {
     let input = jsonl(lines);
     let mut p = Paired::default();
     for _ in 0..3 {
-        let db = bench_db(&server, "a");
+        let db = bench_db(server, "a");
         let base = raw_bulk_rate(&db.url, lines);
         let ours = apply_rate(&db.url, &input, lines);
         p.push(ours, base);
@@ -339,13 +412,16 @@ fn main() {
     println!(
         "apply {lines} lines: {ours:.0} lines/s, raw multi-row INSERT {base:.0} rows/s, ratio {ratio:.2} (target ≥ 0.3) — {spread}"
     );
+}
+
+fn guard_case(server: &str, lines: usize) {
     // Until 2026-12-03 each of these lines left the run for the single write's path: three
     // round trips a line, and a row updated again in one transaction at each repeat of an
     // identity (10k such lines: 5.8 s with the guard on, 0.40 s off).
     let said = jsonl_said(lines);
     let mut g = Paired::default();
     for round in 0..3 {
-        let (on, off) = (bench_db(&server, "on"), bench_db(&server, "off"));
+        let (on, off) = (bench_db(server, "on"), bench_db(server, "off"));
         off.store()
             .set_user_setting("scope_guard", "off")
             .expect("the guard off");
