@@ -155,6 +155,20 @@ impl Words {
             tokens,
         }
     }
+
+    /// What a backend that looks the known places up, instead of holding them all, asks for:
+    /// every place [`Places::named_in`] could find in these words is one whose folded id is
+    /// one of these tokens (an id made of [`is_id_char`]s only: a place `Places` keeps by
+    /// token) or else stands in [`Words::folded`] (any other id). A [`Places`] of those alone
+    /// names in these words exactly what one of every known place does.
+    pub fn tokens(&self) -> impl Iterator<Item = &str> {
+        self.tokens.iter().map(|at| &self.folded[at.clone()])
+    }
+
+    /// The words folded (`spelling::fold`), as [`Places::named_in`] reads them.
+    pub fn folded(&self) -> &str {
+        &self.folded
+    }
 }
 
 /// FNV-1a, for the short ids the guard looks up once per word of every global write (the
@@ -331,6 +345,9 @@ impl Own<'_> {
     }
 }
 
+/// The characters of an id [`Places`] finds as a token of the words. PostgreSQL's index of the
+/// places found otherwise (`spellings_other_places`, schema 11) states the same set as a
+/// pattern: a change here changes it there.
 fn is_id_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')
 }

@@ -380,3 +380,58 @@ fn at_write_time_a_sibling_counts_in_the_place_the_write_was_made_in() {
         .to_string()
         .contains("the same message wrote install_command in repo:legacy-dashboard"));
 }
+
+/// A known place of each kind is found in a global write's words, as stored, on both backends:
+/// an id made of tokens (found among the words' tokens: the primary key's lookup on
+/// PostgreSQL), in another case too; one with characters no token holds (Chinese: found where it
+/// stands in the words, PostgreSQL's `spellings_other_places`); and not an id inside a longer
+/// one. PostgreSQL looks the places up by the words since schema 11 instead of reading them all.
+#[test]
+fn known_places_of_every_kind_are_named_in_the_words() {
+    known_places_named(TestDb::new());
+}
+
+#[test]
+fn known_places_of_every_kind_are_named_in_the_words_on_postgres() {
+    on_postgres(known_places_named);
+}
+
+fn known_places_named(db: TestDb) {
+    for (n, place) in [
+        "repo:storefront",
+        "task:TICKET-42",
+        "repo:前端仓库",
+        "task:修复-lockfile",
+        "repo:web-app-v2",
+    ]
+    .iter()
+    .enumerate()
+    {
+        db.write(U, "test_runner", "jest", place, &format!("m:{n}"));
+    }
+    let elsewhere = &["--in-repo", "elsewhere"];
+    for (predicate, said, named) in [
+        ("a", "storefront uses yarn", "repo:storefront"),
+        ("b", "STOREFRONT uses yarn", "repo:storefront"),
+        ("c", "for ticket-42 keep npm ci", "task:TICKET-42"),
+        ("d", "前端仓库 用 yarn", "repo:前端仓库"),
+        ("e", "（修复-lockfile）用 pnpm", "task:修复-lockfile"),
+    ] {
+        let out = db.write_with((U, predicate), "yarn", "global", "m:said", &{
+            let mut args = vec!["--raw", said];
+            args.extend_from_slice(elsewhere);
+            args
+        });
+        assert_queued(&out, &format!("the words name {named}"));
+    }
+    // `web-app` is no place here; `web-app-v2` is, and is not named by it.
+    let out = db.write_with(
+        (U, "f"),
+        "yarn",
+        "global",
+        "m:plain",
+        &["--raw", "web-app keeps its tabs", "--in-repo", "elsewhere"],
+    );
+    assert_eq!(out["outcome"], "inserted", "{out}");
+    db.assert_check_ok();
+}

@@ -12,13 +12,14 @@ use postgres::{Client, Transaction};
 /// `memscope_now()`, which a session may set; 7 finds the open pending item a write repeats by
 /// an index, as SQLite schema 6 does; 8 lets only memscope's roles move the clock; 9 indexes
 /// the repeats by a digest of the source, so a long source is no longer refused; 10 indexes the
-/// read log by digests of the subject and predicate, so a read of a long name is logged).
-pub const SCHEMA_VERSION: i64 = 10;
+/// read log by digests of the subject and predicate, so a read of a long name is logged; 11
+/// indexes the places the scope guard cannot find by a token of the words).
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -725,6 +726,29 @@ CREATE INDEX memories_view ON memories (scope COLLATE "C", subject COLLATE "C", 
 /// of both, so a filter on the subject alone still finds its rows by the index. Every query
 /// that reads `reads` by subject or predicate compares the digest (the index's key) and the
 /// column itself, so its rows are exactly those of the name, whatever two texts share a digest.
+/// The scope spellings whose id the scope guard finds in a write's words other than as one of
+/// its tokens: an id holding a character outside `guard::is_id_char`'s set (`[A-Za-z0-9._/-]`:
+/// folding leaves an ASCII id in lower case, and a non-ASCII character is never an id
+/// character). The write path's lookup of the places a write's words may name
+/// (`write::PLACES_LOOKUP`) states it word for word, so that the planner takes the index below.
+macro_rules! other_place {
+    () => {
+        "kind = 'scope' AND folded !~ '^(repo|task):[A-Za-z0-9._/-]*$'"
+    };
+}
+pub(crate) use other_place;
+
+/// v11: the scope guard looks up the places a global write's words may name instead of reading
+/// every place the database knows at each write with a context: by their tokens through the
+/// primary key, and the few other places — ids with a character no token holds, Chinese ones,
+/// say — through this index, which holds them alone.
+const V11: &str = concat!(
+    "SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);\n",
+    "CREATE INDEX spellings_other_places ON spellings (folded) WHERE ",
+    other_place!(),
+    ";\n"
+);
+
 const V10: &str = r#"
 SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
 DROP INDEX reads_by_identity;
