@@ -164,7 +164,7 @@ pub fn rescope_preview(
                 });
             }
         }
-        Err(why) => preview.refusal = Some(why),
+        Err(why) => preview.refusal = Some(format!("{why:#}")),
     }
     Ok(preview)
 }
@@ -216,7 +216,7 @@ pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Rev
         // Nothing by default: the newest version not moved out is chosen, to look at.
         Err(why) => (
             out.iter().position(|c| c.moved_to.is_none()).unwrap_or(0),
-            Some(why),
+            Some(format!("{why:#}")),
         ),
     };
     if let Some(first) = out.get_mut(default) {
@@ -253,6 +253,7 @@ pub fn revert_effect(
                     .says(format!(" (value of v{version}) as v{now}")),
             }
         })
+        .map_err(|why| format!("{why:#}"))
 }
 
 /// One line for a write outcome in a toast: `inserted repo:legacy-dashboard v1 = npm`.
