@@ -267,15 +267,18 @@ pub(crate) fn revert_step(
     has_history: bool,
     remove_if_none: bool,
 ) -> Result<RevertStep> {
-    let id_ = || id.clone();
     if tombstoned {
-        return Err(RevertRefusal::Deleted { id: id_() }.into());
+        return Err(RevertRefusal::Deleted { id: id.clone() }.into());
     }
     if !has_history {
-        return Err(RevertRefusal::NeverWritten { id: id_() }.into());
+        return Err(RevertRefusal::NeverWritten { id: id.clone() }.into());
     }
     if let Some(version) = to_version.filter(|&n| n < 1) {
-        return Err(RevertRefusal::NoSuchVersion { id: id_(), version }.into());
+        return Err(RevertRefusal::NoSuchVersion {
+            id: id.clone(),
+            version,
+        }
+        .into());
     }
     let moved = matches!(earlier, Earlier::Moved);
     let target = match (to_version, &current) {
@@ -284,12 +287,12 @@ pub(crate) fn revert_step(
             Earlier::Version(v) => Some(v),
             Earlier::None | Earlier::Moved => None,
         },
-        (None, None) => return Err(RevertRefusal::NoCurrentRecord { id: id_() }.into()),
+        (None, None) => return Err(RevertRefusal::NoCurrentRecord { id: id.clone() }.into()),
     };
     if let (Some(target), Some((version, _))) = (target, &current) {
         if target >= *version {
             return Err(RevertRefusal::NotEarlier {
-                id: id_(),
+                id: id.clone(),
                 current: *version,
                 to_version: target,
             }
@@ -306,7 +309,7 @@ pub(crate) fn revert_step(
             _ => (1, NothingEarlier::First),
         };
         return Err(RevertRefusal::NothingEarlier {
-            id: id_(),
+            id: id.clone(),
             current,
             because,
         }

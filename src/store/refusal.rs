@@ -89,20 +89,6 @@ impl RevertRefusal {
     pub fn of(e: &anyhow::Error) -> Option<&RevertRefusal> {
         find(e)
     }
-
-    /// The identity refused.
-    pub fn id(&self) -> &Identity {
-        match self {
-            RevertRefusal::Deleted { id }
-            | RevertRefusal::NeverWritten { id }
-            | RevertRefusal::NoSuchVersion { id, .. }
-            | RevertRefusal::NoCurrentRecord { id }
-            | RevertRefusal::NotEarlier { id, .. }
-            | RevertRefusal::NothingEarlier { id, .. }
-            | RevertRefusal::NotInHistory { id, .. }
-            | RevertRefusal::Purged { id, .. } => id,
-        }
-    }
 }
 
 impl RescopeRefusal {

@@ -1915,7 +1915,6 @@ fn refusals_carry_their_fields_on(db: TestDb) {
         r.clone()
     };
     let global = ident(U, PM, "global");
-    let legacy = ident(U, PM, LEGACY);
     put(&mut store, t(0), "global", "pnpm", "s:1");
     put(&mut store, t(1), "global", "npm", "s:2");
 
