@@ -2,13 +2,14 @@
 //! an identity held at a past moment, read from its history; resolution as of that moment; and
 //! what the two repairs do — revert (an earlier value current again, as a new version) and
 //! rescope (a mis-scoped value moved, its old place returned to what it held before). A backend
-//! reads the rows, locks and writes through its write path; the decisions and sentences are
-//! here, once.
+//! reads the rows, locks and writes through its write path; the decisions are here, once, and
+//! a refusal is a typed `store::refusal` (its sentence the command line's).
 
 use super::decide::not_found;
 use super::prepared::{base_outcome, PreparedWrite};
+use super::refusal::{Instead, NothingEarlier, RescopeRefusal, RevertRefusal};
 use crate::model::{Considered, Identity, OutcomeKind, Resolution, Scope, WriteOutcome};
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, Result};
 use serde_json::{json, Value};
 
 /// One history row as the as-of walk reads it; times are RFC 3339 text in UTC with
@@ -255,8 +256,8 @@ pub(crate) fn earlier_version(
 }
 
 /// Decides a revert of `id` to `to_version` (default: `earlier`, see [`earlier_version`]),
-/// given its current record (version and value) and whether it is tombstoned; or the sentence
-/// refusing it.
+/// given its current record (version and value) and whether it is tombstoned; or the
+/// [`RevertRefusal`] refusing it.
 pub(crate) fn revert_step(
     id: &Identity,
     to_version: Option<i64>,
@@ -267,13 +268,17 @@ pub(crate) fn revert_step(
     remove_if_none: bool,
 ) -> Result<RevertStep> {
     if tombstoned {
-        bail!("{id} is deleted: restore it before reverting (`memscope restore`)");
+        return Err(RevertRefusal::Deleted { id: id.clone() }.into());
     }
     if !has_history {
-        bail!("{id} has no history: nothing was ever stored there, so there is nothing to revert (check its subject, predicate and scope: `memscope list`)");
+        return Err(RevertRefusal::NeverWritten { id: id.clone() }.into());
     }
-    if let Some(n) = to_version.filter(|&n| n < 1) {
-        bail!("{id} has no version {n}: versions start at 1 (`memscope history` lists them)");
+    if let Some(version) = to_version.filter(|&n| n < 1) {
+        return Err(RevertRefusal::NoSuchVersion {
+            id: id.clone(),
+            version,
+        }
+        .into());
     }
     let moved = matches!(earlier, Earlier::Moved);
     let target = match (to_version, &current) {
@@ -282,28 +287,33 @@ pub(crate) fn revert_step(
             Earlier::Version(v) => Some(v),
             Earlier::None | Earlier::Moved => None,
         },
-        (None, None) => {
-            bail!("{id} has no current record: name the version to bring back with --to-version")
-        }
+        (None, None) => return Err(RevertRefusal::NoCurrentRecord { id: id.clone() }.into()),
     };
     if let (Some(target), Some((version, _))) = (target, &current) {
         if target >= *version {
-            bail!("{id} is at v{version}: --to-version must name an earlier version");
+            return Err(RevertRefusal::NotEarlier {
+                id: id.clone(),
+                current: *version,
+                to_version: target,
+            }
+            .into());
         }
     }
     if let Some(target) = target.filter(|&t| t >= 1) {
         return Ok(RevertStep::Restore { target });
     }
     if !remove_if_none {
-        return Err(match (to_version, &current) {
-            (None, Some((version, _))) if moved => anyhow!(
-                "{id} has no earlier value to revert to: what came before v{version} was moved to another scope by `memscope rescope` (see `memscope history`; --to-version N brings a moved value back on purpose)"
-            ),
-            (None, Some((version, _))) if *version > 1 => anyhow!(
-                "{id} has no earlier value to revert to: v{version} is the first since it was deleted and restored (a delete destroys the versions before it)"
-            ),
-            _ => anyhow!("{id} has no version before v1 to revert to"),
-        });
+        let (current, because) = match (to_version, &current) {
+            (None, Some((version, _))) if moved => (*version, NothingEarlier::Moved),
+            (None, Some((version, _))) if *version > 1 => (*version, NothingEarlier::Restored),
+            _ => (1, NothingEarlier::First),
+        };
+        return Err(RevertRefusal::NothingEarlier {
+            id: id.clone(),
+            current,
+            because,
+        }
+        .into());
     }
     let (version, previous) = current.ok_or_else(|| anyhow!("{id} has no current record"))?;
     Ok(RevertStep::Remove { version, previous })
@@ -337,8 +347,9 @@ pub(crate) fn revert_write(
     content: Option<VersionContent>,
     or_remove: Option<(i64, Value)>,
 ) -> Result<Restoring> {
-    let (value, raw, source) = content.ok_or_else(|| {
-        anyhow!("{id} has no version {target} in its history (a delete destroys the versions before it): see `memscope history`")
+    let (value, raw, source) = content.ok_or_else(|| RevertRefusal::NotInHistory {
+        id: id.clone(),
+        version: target,
     })?;
     let Some(value_text) = value else {
         return match or_remove {
@@ -347,9 +358,11 @@ pub(crate) fn revert_write(
                 previous,
                 purged: target,
             }),
-            None => Err(anyhow!(
-                "the content of {id} v{target} was purged (retention or delete): there is nothing to revert to"
-            )),
+            None => Err(RevertRefusal::Purged {
+                id: id.clone(),
+                version: target,
+            }
+            .into()),
         };
     };
     Ok(Restoring::Write(Box::new(PreparedWrite::stored(
@@ -396,22 +409,23 @@ pub(crate) fn reverted(out: &mut WriteOutcome, mut detail: Value, target: i64) -
 /// A rescope whose two places are one.
 pub(crate) fn rescope_same_place(from: &Identity, to: &Identity) -> Result<()> {
     if from == to {
-        bail!(
-            "{from} is already in {}: rescoping it there moves nothing — choose another scope",
-            to.scope
-        );
+        return Err(RescopeRefusal::SamePlace { id: from.clone() }.into());
     }
     Ok(())
 }
 
 /// A rescope's source with no current record.
 pub(crate) fn rescope_nothing_to_move(from: &Identity) -> anyhow::Error {
-    anyhow!("{from} has no current record to move: see `memscope list`")
+    RescopeRefusal::NothingToMove { from: from.clone() }.into()
 }
 
 /// A rescope's target that is deleted.
 pub(crate) fn rescope_target_deleted(to: &Identity, tombstone: i64) -> anyhow::Error {
-    anyhow!("{to} is deleted (tombstone v{tombstone}): restore it first, or choose another target; nothing changed")
+    RescopeRefusal::TargetDeleted {
+        to: to.clone(),
+        tombstone,
+    }
+    .into()
 }
 
 /// Whether the target took the moved value; its event's detail when it did. A refusal as
@@ -432,39 +446,22 @@ pub(crate) fn rescope_moved(
         // is not replaced by moving an older one in. A revert makes an earlier value current —
         // one named by number: a plain revert passes over what a rescope moved out (found by
         // review: the advice named a revert that was then refused).
-        let revert = |n: &str| {
-            format!(
-                "`memscope revert --subject {} --predicate {} --scope {} --to-version {n}`",
-                crate::model::shell_word(&to.subject),
-                crate::model::shell_word(&to.predicate),
-                crate::model::shell_word(&to.scope.to_string()),
-            )
-        };
-        let next = match moved.outcome {
-            OutcomeKind::Stale => match came_from()? {
-                Some(n) => format!(
-                    ": this value was moved out of {} as its v{n}; to bring it back there on purpose, revert to that version ({})",
-                    to.scope,
-                    revert(&n.to_string())
-                ),
+        let instead = match moved.outcome {
+            OutcomeKind::Stale => Some(match came_from()? {
+                Some(version) => Instead::RevertTo { version },
                 // Nothing earlier there to revert to: the newer value is the only one it had.
-                None if moved.version == Some(1) => format!(
-                    ": {} keeps its newer value — to replace it with this one, write the value there again (a new write is causally newer)",
-                    to.scope
-                ),
-                None => format!(
-                    ": to make an earlier value current in {} again, revert to it by number ({}; `memscope history` lists them)",
-                    to.scope,
-                    revert("N")
-                ),
-            },
-            _ => String::new(),
+                None if moved.version == Some(1) => Instead::WriteAgain,
+                None => Instead::RevertByNumber,
+            }),
+            _ => None,
         };
-        bail!(
-            "{to} refused the value ({}: {}); nothing changed{next}",
-            moved.outcome,
-            moved.reason.as_deref().unwrap_or("")
-        );
+        return Err(RescopeRefusal::TargetRefused {
+            to: to.clone(),
+            outcome: moved.outcome,
+            reason: moved.reason.clone().unwrap_or_default(),
+            instead,
+        }
+        .into());
     }
     Ok(
         json!({ "from": from.to_string(), "from_version": from_version, "outcome": moved.outcome.as_str() }),

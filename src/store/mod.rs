@@ -17,12 +17,14 @@ pub(crate) mod incident;
 pub(crate) mod intake;
 pub mod postgres;
 pub(crate) mod prepared;
+pub mod refusal;
 mod sqlite;
 pub(crate) mod suspects;
 pub mod ui;
 pub(crate) mod user_settings;
 
 pub use intake::InputKind;
+pub use refusal::{Instead, NothingEarlier, RescopeRefusal, RevertRefusal};
 pub use sqlite::*;
 pub use ui::{open_ui, UiStore, UI_LOCK_WAIT};
 pub use user_settings::stored_setting_problem;

@@ -173,19 +173,17 @@ pub trait UiStore: Send {
         from: &Scope,
         to: &Scope,
     ) -> Result<Vec<WriteOutcome>>;
+    /// What `rescope` would do, nothing changed; a refusal is a `RescopeRefusal` in the error.
     fn preview_rescope(
         &mut self,
         subject: &str,
         predicate: &str,
         from: &Scope,
         to: &Scope,
-    ) -> Result<Vec<WriteOutcome>, String>;
+    ) -> Result<Vec<WriteOutcome>>;
     fn revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome>;
-    fn preview_revert(
-        &mut self,
-        id: &Identity,
-        to_version: Option<i64>,
-    ) -> Result<WriteOutcome, String>;
+    /// What `revert` would do, nothing changed; a refusal is a `RevertRefusal` in the error.
+    fn preview_revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome>;
 }
 
 /// The longest a terminal UI's statement waits for a lock another process or session holds.
@@ -424,17 +422,13 @@ impl UiStore for Store {
         predicate: &str,
         from: &Scope,
         to: &Scope,
-    ) -> Result<Vec<WriteOutcome>, String> {
+    ) -> Result<Vec<WriteOutcome>> {
         Store::preview_rescope(self, subject, predicate, from, to)
     }
     fn revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome> {
         Store::revert(self, id, to_version)
     }
-    fn preview_revert(
-        &mut self,
-        id: &Identity,
-        to_version: Option<i64>,
-    ) -> Result<WriteOutcome, String> {
+    fn preview_revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome> {
         Store::preview_revert(self, id, to_version)
     }
 }

@@ -5,7 +5,9 @@
 use super::dialogs::{RescopePreview, RevertChoice, RevertChoices, Suggestion};
 use super::text::{value_text, Statement};
 use crate::model::{MemoryRecord, OutcomeKind, Scope};
-use crate::store::{HistoryFrom, Suspect, UiStore};
+use crate::store::{
+    HistoryFrom, Instead, NothingEarlier, RescopeRefusal, RevertRefusal, Suspect, UiStore,
+};
 use anyhow::Result;
 
 /// Targets worth proposing for `rec`, best first: where its words were said, never where the
@@ -164,7 +166,7 @@ pub fn rescope_preview(
                 });
             }
         }
-        Err(why) => preview.refusal = Some(why),
+        Err(why) => preview.refusal = Some(refusal_words(&why)),
     }
     Ok(preview)
 }
@@ -216,7 +218,7 @@ pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Rev
         // Nothing by default: the newest version not moved out is chosen, to look at.
         Err(why) => (
             out.iter().position(|c| c.moved_to.is_none()).unwrap_or(0),
-            Some(why),
+            Some(refusal_words(&why)),
         ),
     };
     if let Some(first) = out.get_mut(default) {
@@ -253,6 +255,98 @@ pub fn revert_effect(
                     .says(format!(" (value of v{version}) as v{now}")),
             }
         })
+        .map_err(|why| refusal_words(&why))
+}
+
+/// Why the store refuses a rescope or a revert, in the UI's words: the store decided it and
+/// says what the advice needs (`store::refusal`); where the command line's sentence names its
+/// flags (`--to-version N`, `memscope restore`), this names the keys that do it here. Any
+/// other error reads as the store said it.
+pub fn refusal_words(e: &anyhow::Error) -> String {
+    if let Some(r) = RevertRefusal::of(e) {
+        return revert_refusal_words(r);
+    }
+    if let Some(r) = RescopeRefusal::of(e) {
+        return rescope_refusal_words(r);
+    }
+    crate::store::error_text(e)
+}
+
+/// How a version is chosen here.
+const CHOOSE_A_VERSION: &str = "in the revert dialog (j/k or its number)";
+
+/// How a deleted identity comes back here.
+const RESTORE: &str = "u in tab 3, Tombstones";
+
+fn revert_refusal_words(r: &RevertRefusal) -> String {
+    match r {
+        RevertRefusal::Deleted { id } => {
+            format!("{id} is deleted: restore it before reverting ({RESTORE})")
+        }
+        RevertRefusal::NeverWritten { id } => format!(
+            "{id} has no history: nothing was ever stored there, so there is nothing to revert"
+        ),
+        RevertRefusal::NoSuchVersion { id, version } => format!(
+            "{id} has no version {version}: versions start at 1 (its history lists them)"
+        ),
+        RevertRefusal::NoCurrentRecord { id } => format!(
+            "{id} has no current record: choose the version to bring back {CHOOSE_A_VERSION}"
+        ),
+        RevertRefusal::NotEarlier {
+            id,
+            current,
+            to_version,
+        } => format!(
+            "{id} is at v{current}, so v{to_version} is no earlier version: choose an earlier one {CHOOSE_A_VERSION}"
+        ),
+        RevertRefusal::NothingEarlier {
+            id,
+            current,
+            because: NothingEarlier::Moved,
+        } => format!(
+            "{id} has no earlier value to revert to: what came before v{current} was moved to another scope by a rescope (its history says where) — choosing a moved version {CHOOSE_A_VERSION} brings it back on purpose"
+        ),
+        RevertRefusal::NotInHistory { id, version } => format!(
+            "{id} has no version {version} in its history (a delete destroys the versions before it): its history lists the versions it has"
+        ),
+        // These name no command: the store's sentence is the UI's too.
+        RevertRefusal::NothingEarlier { .. } | RevertRefusal::Purged { .. } => r.to_string(),
+    }
+}
+
+fn rescope_refusal_words(r: &RescopeRefusal) -> String {
+    match r {
+        RescopeRefusal::SamePlace { id } => format!(
+            "{id} is already in {}: rescoping it there moves nothing — choose another target",
+            id.scope
+        ),
+        RescopeRefusal::NothingToMove { from } => format!(
+            "{from} has no current record to move: the current view shows what it holds now"
+        ),
+        RescopeRefusal::TargetDeleted { to, tombstone } => format!(
+            "{to} is deleted (tombstone v{tombstone}): restore it first ({RESTORE}), or choose another target; nothing changed"
+        ),
+        RescopeRefusal::TargetRefused {
+            to,
+            outcome,
+            reason,
+            instead,
+        } => {
+            let refused = format!("{to} refused the value ({outcome}: {reason}); nothing changed");
+            let scope = &to.scope;
+            // The revert that does it, in keys: the target's record, `v`, the version, `y`.
+            match instead {
+                Some(Instead::RevertTo { version }) => format!(
+                    "{refused}: this value was moved out of {scope} as its v{version}; to bring it back there on purpose, revert {scope} to v{version} — v on its record in the current view, then {version} and y"
+                ),
+                Some(Instead::RevertByNumber) => format!(
+                    "{refused}: to make an earlier value current in {scope} again, revert to it by number — v on its record in the current view, then the version's number (its history lists them) and y"
+                ),
+                Some(Instead::WriteAgain) => r.to_string(),
+                None => refused,
+            }
+        }
+    }
 }
 
 /// One line for a write outcome in a toast: `inserted repo:legacy-dashboard v1 = npm`.

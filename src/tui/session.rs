@@ -460,7 +460,7 @@ impl Session {
                 format!("#{pending_id} rejected: nothing was written")
             }
             // A refusal (tombstoned target, a causally newer value, purged content) changed
-            // nothing: its sentence is the message.
+            // nothing: why, in the UI's words, is the message.
             Curation::Rescope { identity, to } => {
                 match self.store.rescope(
                     &identity.subject,
@@ -480,7 +480,7 @@ impl Session {
                     }
                     Err(e) => {
                         self.app
-                            .error(format!("rescope refused: {}", crate::store::error_text(&e)));
+                            .error(format!("rescope refused: {}", repair::refusal_words(&e)));
                         return Ok(());
                     }
                 }
@@ -495,7 +495,7 @@ impl Session {
                 ),
                 Err(e) => {
                     self.app
-                        .error(format!("revert refused: {}", crate::store::error_text(&e)));
+                        .error(format!("revert refused: {}", repair::refusal_words(&e)));
                     return Ok(());
                 }
             },

@@ -1872,3 +1872,176 @@ fn library_revert_never_rewrites_history_on(db: TestDb) {
     let reads_now = store.reads(&ReadFilter::default()).unwrap();
     assert!(reads_now.is_empty(), "a revert is no read");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 6. Refusals as data
+// ---------------------------------------------------------------------------------------------
+
+/// Every rescope and revert refusal carries what its advice needs — the identity as stored,
+/// the versions, the target and its tombstone, the outcome that refused and what would do it
+/// instead — inside the error, its sentence unchanged: a front end with keys words the advice
+/// its own way (the UI), one that prints shows the command line's.
+#[test]
+fn refusals_carry_their_fields() {
+    refusals_carry_their_fields_on(TestDb::new());
+}
+
+#[test]
+fn refusals_carry_their_fields_on_postgres() {
+    on_postgres(refusals_carry_their_fields_on);
+}
+
+fn refusals_carry_their_fields_on(db: TestDb) {
+    use memscope::store::{Instead, NothingEarlier, RescopeRefusal, RevertRefusal};
+    let mut store = open_any_store(&db);
+    let revert_refusal = |store: &mut AnyStore, id: &Identity, to: Option<i64>| {
+        let e = store.revert(id, to).expect_err("refused");
+        let r = RevertRefusal::of(&e).unwrap_or_else(|| panic!("no refusal: {e:#}"));
+        assert_eq!(
+            r.to_string(),
+            format!("{e:#}"),
+            "the sentence is the refusal's"
+        );
+        r.clone()
+    };
+    let rescope_refusal = |store: &mut AnyStore, predicate: &str, from: &str, to: &str| {
+        let e = (store.rescope(U, predicate, &scope(from), &scope(to))).expect_err("refused");
+        let r = RescopeRefusal::of(&e).unwrap_or_else(|| panic!("no refusal: {e:#}"));
+        assert_eq!(
+            r.to_string(),
+            format!("{e:#}"),
+            "the sentence is the refusal's"
+        );
+        r.clone()
+    };
+    let global = ident(U, PM, "global");
+    put(&mut store, t(0), "global", "pnpm", "s:1");
+    put(&mut store, t(1), "global", "npm", "s:2");
+
+    assert_eq!(
+        revert_refusal(&mut store, &global, Some(0)),
+        RevertRefusal::NoSuchVersion {
+            id: global.clone(),
+            version: 0
+        }
+    );
+    assert_eq!(
+        revert_refusal(&mut store, &global, Some(2)),
+        RevertRefusal::NotEarlier {
+            id: global.clone(),
+            current: 2,
+            to_version: 2
+        }
+    );
+    let nowhere = ident(U, PM, "repo:nowhere");
+    assert_eq!(
+        revert_refusal(&mut store, &nowhere, None),
+        RevertRefusal::NeverWritten {
+            id: nowhere.clone()
+        }
+    );
+    assert_eq!(
+        rescope_refusal(&mut store, PM, "global", "global"),
+        RescopeRefusal::SamePlace { id: global.clone() }
+    );
+    assert_eq!(
+        rescope_refusal(&mut store, PM, "repo:nowhere", "global"),
+        RescopeRefusal::NothingToMove { from: nowhere }
+    );
+
+    // The incident's fix: what came before global's pnpm was moved, and npm cannot move back.
+    store.set_clock(Clock::Fixed(t(2))).expect("the clock");
+    store
+        .rescope(U, PM, &Scope::Global, &scope(LEGACY))
+        .expect("the fix");
+    assert_eq!(
+        revert_refusal(&mut store, &global, None),
+        RevertRefusal::NothingEarlier {
+            id: global.clone(),
+            current: 3,
+            because: NothingEarlier::Moved
+        }
+    );
+    match rescope_refusal(&mut store, PM, LEGACY, "global") {
+        RescopeRefusal::TargetRefused {
+            to,
+            outcome,
+            reason,
+            instead,
+        } => {
+            assert_eq!(to, global);
+            assert_eq!(outcome, OutcomeKind::Stale);
+            assert!(reason.contains("causal_seq"), "{reason}");
+            assert_eq!(instead, Some(Instead::RevertTo { version: 2 }));
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // A deleted target, and a revert of it.
+    put(&mut store, t(3), "repo:old-app", "yarn", "s:3");
+    delete_identity(&mut store, t(4), "repo:old-app");
+    let old_app = ident(U, PM, "repo:old-app");
+    assert_eq!(
+        rescope_refusal(&mut store, PM, LEGACY, "repo:old-app"),
+        RescopeRefusal::TargetDeleted {
+            to: old_app.clone(),
+            tombstone: 2
+        }
+    );
+    assert_eq!(
+        revert_refusal(&mut store, &old_app, None),
+        RevertRefusal::Deleted { id: old_app }
+    );
+
+    // Restored: the versions before the delete are gone.
+    store
+        .restore(&ident(U, PM, "repo:old-app"))
+        .expect("restore");
+    put(&mut store, t(5), "repo:old-app", "bun", "s:4");
+    let old_app = ident(U, PM, "repo:old-app");
+    assert_eq!(
+        revert_refusal(&mut store, &old_app, Some(1)),
+        RevertRefusal::NotInHistory {
+            id: old_app.clone(),
+            version: 1
+        }
+    );
+    assert_eq!(
+        revert_refusal(&mut store, &old_app, None),
+        RevertRefusal::NothingEarlier {
+            id: old_app,
+            current: 3,
+            because: NothingEarlier::Restored
+        }
+    );
+
+    // A causally newer value in the target: its only version, or one of several.
+    let editor = |store: &mut AnyStore, at: i64, scope_text: &str, value: &str| {
+        store.set_clock(Clock::Fixed(t(at))).expect("the clock");
+        (store.write(&req(U, "editor", json!(value), scope_text, "s:e"))).expect("write");
+    };
+    editor(&mut store, 10, "global", "vim");
+    editor(&mut store, 11, "repo:one", "emacs");
+    editor(&mut store, 12, "repo:two", "helix");
+    editor(&mut store, 13, "repo:two", "zed");
+    for (target, instead) in [
+        ("repo:one", Instead::WriteAgain),
+        ("repo:two", Instead::RevertByNumber),
+    ] {
+        match rescope_refusal(&mut store, "editor", "global", target) {
+            RescopeRefusal::TargetRefused {
+                to,
+                outcome,
+                instead: got,
+                ..
+            } => {
+                assert_eq!(to, ident(U, "editor", target));
+                assert_eq!(outcome, OutcomeKind::Stale);
+                assert_eq!(got, Some(instead), "{target}");
+            }
+            other => panic!("{target}: {other:?}"),
+        }
+    }
+    let report = store.check(IntegrityMode::Quick).unwrap();
+    assert!(report.ok, "{:?}", report.violations);
+}

@@ -140,8 +140,8 @@ fn the_revert_dialog_says_what_is_below_and_scrolls_to_it() {
                 "Now pnpm (v3, thread:17/message:86",
                 "Make an earlier value current again, as a new version (history is never rewritten):",
                 "A plain revert brings nothing back: user:42 · package_manager @ global has no earlier value to revert to",
-                "was moved to another scope by `memscope rescope`",
-                "Here, choose a version with j/k or its number: y makes its value current again.",
+                "was moved to another scope by a rescope (its history says where)",
+                "choosing a moved version in the revert dialog (j/k or its number) brings it back on purpose",
                 "(•) v1",
                 "In one transaction:",
                 "• global already holds pnpm: v3 is confirmed, no new version",
@@ -430,11 +430,26 @@ fn a_digit_that_begins_a_version_waits_for_the_next() {
     });
 }
 
-/// Found by review: after a rescope the revert dialog says why a plain revert brings nothing
-/// back in the store's sentence, whose advice is the CLI's (`--to-version N brings a moved value
-/// back on purpose`); in the dialog a version is chosen with keys, and it says so beside it.
-/// (The store's refusal is a sentence with no field saying which advice it gives, so the UI
-/// does not rewrite it.)
+/// The UI words none of the command line's flags: `--to-version N`, `memscope revert …`,
+/// `memscope restore`, `memscope history`, `memscope list`.
+#[track_caller]
+fn assert_no_cli_advice(text: &str) {
+    for flag in [
+        "--to-version",
+        "memscope revert",
+        "memscope restore",
+        "memscope history",
+        "memscope list",
+    ] {
+        assert!(!text.contains(flag), "{flag}: {text}");
+    }
+}
+
+/// Found by review: after a rescope the revert dialog said why a plain revert brings nothing
+/// back in the store's sentence, whose advice is the CLI's (`--to-version N brings a moved
+/// value back on purpose`), and a line beside it said how a version is chosen here. The
+/// store's refusal is data now (`RevertRefusal::NothingEarlier`), and the dialog words its
+/// advice in keys, once.
 #[test]
 fn the_revert_dialog_says_how_a_version_is_chosen_here() {
     let f = Fixture::incident();
@@ -448,7 +463,6 @@ fn the_revert_dialog_says_how_a_version_is_chosen_here() {
             !screen.contains("A plain revert brings nothing back"),
             "{screen}"
         );
-        assert!(!screen.contains("Here, choose a version"), "{screen}");
         s.handle_key(key(KeyCode::Esc));
         db.commands()
             .rescope(
@@ -465,11 +479,166 @@ fn the_revert_dialog_says_how_a_version_is_chosen_here() {
             .iter()
             .position(|r| r.starts_with("A plain revert brings nothing back"))
             .unwrap_or_else(|| panic!("{screen}"));
-        let after = rows[at..]
-            .iter()
-            .position(|r| r.starts_with("Here, choose a version with j/k or its number"))
-            .unwrap_or_else(|| panic!("{screen}"));
-        assert!(after <= 3, "beside the store's sentence:\n{screen}");
+        let said = rows[at..]
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            said.contains("what came before v3 was moved to another scope by a rescope")
+                && said.contains(
+                    "choosing a moved version in the revert dialog (j/k or its number) brings it back on purpose"
+                ),
+            "{screen}"
+        );
+        assert_no_cli_advice(&screen);
+        assert_no_cli_advice(top!(s, Revert).no_default.as_deref().unwrap_or_default());
+    });
+}
+
+/// Found by review: a rescope refused as stale gave the CLI's advice in the dialog
+/// (`memscope revert --subject … --to-version 2`). The refusal says which revert would do it
+/// (`Instead::RevertTo`), and the dialog names the keys: the target's record, `v`, the number.
+#[test]
+fn a_stale_rescope_names_the_revert_that_does_it_in_keys() {
+    let f = Fixture::incident();
+    f.store()
+        .rescope(
+            "user:42",
+            "package_manager",
+            &Scope::Global,
+            &Scope::Repo("legacy-dashboard".into()),
+        )
+        .expect("the incident's fix");
+    for_each_backend(&f, |db| {
+        let mut s = db.session(120, 40);
+        select(&mut s, "user:42 · package_manager @ repo:legacy-dashboard");
+        press(&mut s, "m");
+        retarget(&mut s, "global");
+        let refusal = match &top!(s, Rescope).preview {
+            Some(Ok(p)) => p.refusal.clone().unwrap_or_default(),
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            refusal.contains("this value was moved out of global as its v2")
+                && refusal.ends_with(
+                    "revert global to v2 — v on its record in the current view, then 2 and y"
+                ),
+            "{refusal}"
+        );
+        assert_no_cli_advice(&refusal);
+        let screen = render(&mut s, 120, 40);
+        assert!(screen.contains("The store would refuse this"), "{screen}");
+        assert_no_cli_advice(&screen);
+    });
+}
+
+/// A refusal that comes only at `y` — another process changed the database after the preview
+/// — is a toast in the UI's words: the revert by number a stale move needs, the restore a
+/// deleted record needs, in keys, not the CLI's commands.
+#[test]
+fn a_late_refusal_toast_gives_the_uis_advice() {
+    for_each_backend(&Fixture::incident(), |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, "m");
+        retarget(&mut s, "repo:late");
+        assert!(render(&mut s, 120, 32).contains("y rescope"));
+        // Two causally newer versions land in the target before `y`.
+        for value in ["bun", "deno"] {
+            db.write(&format!(
+                r#"{{"subject":"user:42","predicate":"package_manager","value":"{value}","scope":"repo:late","source":"x:1"}}"#
+            ));
+        }
+        press(&mut s, "y");
+        let said = toast(&s).to_string();
+        assert!(
+            said.starts_with("rescope refused: ")
+                && said.contains("(stale: ")
+                && said.ends_with(
+                    "revert to it by number — v on its record in the current view, then the version's number (its history lists them) and y"
+                ),
+            "{said}"
+        );
+        assert_no_cli_advice(&said);
+
+        // A revert whose record another process deletes before `y`.
+        select(&mut s, "user:7 · formatter @ global");
+        db.write(r#"{"subject":"user:7","predicate":"formatter","value":"biome","scope":"global","source":"x:2"}"#);
+        assert!(crate::support::tui::sees_live_change(&mut s));
+        select(&mut s, "user:7 · formatter @ global");
+        press(&mut s, "v");
+        assert!(render(&mut s, 120, 32).contains("y revert"));
+        let formatter = memscope::model::Identity {
+            subject: "user:7".into(),
+            predicate: "formatter".into(),
+            scope: Scope::Global,
+        };
+        db.store()
+            .delete(&memscope::model::DeleteTarget::Identity(formatter), None)
+            .expect("the delete");
+        press(&mut s, "y");
+        let said = toast(&s).to_string();
+        assert!(
+            said.starts_with("revert refused: ")
+                && said
+                    .ends_with("is deleted: restore it before reverting (u in tab 3, Tombstones)"),
+            "{said}"
+        );
+        assert_no_cli_advice(&said);
+    });
+}
+
+/// Found by review: the revert dialog offered `y` on a version whose preview the store
+/// refused, and `y` only repeated the refusal. As the rescope dialog does, it offers `y` (in
+/// its border and the footer) only on a version the store's preview says it can bring back,
+/// and `y` on another says in one sentence why nothing happens and what works.
+#[test]
+fn the_revert_dialog_offers_y_only_on_a_version_the_store_brings_back() {
+    let f = Fixture::empty();
+    let write = |value: &str| {
+        f.write(&format!(
+            r#"{{"subject":"user:7","predicate":"editor","value":"{value}","scope":"global","source":"thread:1/message:1"}}"#
+        ))
+    };
+    write("vim");
+    write("emacs");
+    // Retention, a year on, purges v1's content; then v3 is written.
+    let mut store = f.store();
+    store.set_clock(memscope::store::Clock::Fixed(
+        crate::support::tui::now() + chrono::Duration::days(400),
+    ));
+    store.gc(Some(30), None).expect("gc");
+    drop(store);
+    write("helix");
+    for_each_backend(&f, |db| {
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:7 · editor @ global");
+        press(&mut s, "v");
+        let chosen = |s: &Session| top!(s, Revert).chosen().map(|c| c.version);
+        assert_eq!(chosen(&s), Some(2));
+        assert!(render(&mut s, 120, 32).contains("y revert"));
+        // v1's content is gone: the store refuses it, and the dialog offers no `y`.
+        press(&mut s, "j");
+        assert_eq!(chosen(&s), Some(1));
+        let screen = render(&mut s, 120, 32);
+        assert!(screen.contains("The store would refuse this"), "{screen}");
+        assert!(screen.contains("was purged"), "{screen}");
+        assert!(!screen.contains("y revert"), "border and footer: {screen}");
+        assert!(screen.contains("n/Esc cancel"), "{screen}");
+        assert_eq!(s.app.handle_key(ch('y')), Action::None);
+        let said = toast(&s).to_string();
+        assert_eq!(
+            said,
+            "nothing was reverted: the store refuses this version, as the dialog says — j/k or a number chooses another, n or Esc cancels"
+        );
+        top!(s, Revert);
+        // Back on v2: offered again, and `y` reverts.
+        press(&mut s, "k");
+        assert!(render(&mut s, 120, 32).contains("y revert"));
+        press(&mut s, "y");
+        assert!(s.app.dialogs.is_empty());
+        assert!(toast(&s).starts_with("reverted "), "{}", toast(&s));
     });
 }
 

@@ -255,15 +255,15 @@ impl PgStore {
         self.revert_with(id, to_version, true)
     }
 
-    /// What [`PgStore::revert`] would do, or the sentence it would refuse with; nothing
-    /// changes (the revert itself, rolled back).
+    /// What [`PgStore::revert`] would do, or the error it would refuse with (a
+    /// `RevertRefusal` when the store refuses); nothing changes (the revert itself, rolled
+    /// back).
     pub fn preview_revert(
         &mut self,
         id: &Identity,
         to_version: Option<i64>,
-    ) -> Result<WriteOutcome, String> {
+    ) -> Result<WriteOutcome> {
         self.revert_with(id, to_version, false)
-            .map_err(|e| format!("{e:#}"))
     }
 
     fn revert_with(
@@ -304,17 +304,17 @@ impl PgStore {
         self.rescope_with(subject, predicate, from, to, true)
     }
 
-    /// What [`PgStore::rescope`] would do, or the sentence it would refuse with; nothing
-    /// changes (the rescope itself, rolled back).
+    /// What [`PgStore::rescope`] would do, or the error it would refuse with (a
+    /// `RescopeRefusal` when the store refuses); nothing changes (the rescope itself, rolled
+    /// back).
     pub fn preview_rescope(
         &mut self,
         subject: &str,
         predicate: &str,
         from: &Scope,
         to: &Scope,
-    ) -> Result<Vec<WriteOutcome>, String> {
+    ) -> Result<Vec<WriteOutcome>> {
         self.rescope_with(subject, predicate, from, to, false)
-            .map_err(|e| format!("{e:#}"))
     }
 
     fn rescope_with(

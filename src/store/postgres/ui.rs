@@ -426,7 +426,7 @@ impl UiStore for PgUi {
         predicate: &str,
         from: &Scope,
         to: &Scope,
-    ) -> Result<Vec<WriteOutcome>, String> {
+    ) -> Result<Vec<WriteOutcome>> {
         self.store
             .get_mut()
             .preview_rescope(subject, predicate, from, to)
@@ -434,11 +434,7 @@ impl UiStore for PgUi {
     fn revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome> {
         self.store.get_mut().revert(id, to_version)
     }
-    fn preview_revert(
-        &mut self,
-        id: &Identity,
-        to_version: Option<i64>,
-    ) -> Result<WriteOutcome, String> {
+    fn preview_revert(&mut self, id: &Identity, to_version: Option<i64>) -> Result<WriteOutcome> {
         self.store.get_mut().preview_revert(id, to_version)
     }
 }

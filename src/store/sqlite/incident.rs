@@ -316,16 +316,16 @@ impl Store {
     }
 
     /// What [`Store::rescope`] would do — its two outcomes (the target's, then the source's) —
-    /// or the sentence it would refuse with; nothing changes. The UI's rescope preview.
+    /// or the error it would refuse with (a `RescopeRefusal` when the store refuses); nothing
+    /// changes. The UI's rescope preview.
     pub fn preview_rescope(
         &mut self,
         subject: &str,
         predicate: &str,
         from: &Scope,
         to: &Scope,
-    ) -> Result<Vec<WriteOutcome>, String> {
+    ) -> Result<Vec<WriteOutcome>> {
         self.rescope_with(subject, predicate, from, to, false)
-            .map_err(|e| format!("{e:#}"))
     }
 
     fn rescope_with(
@@ -425,15 +425,14 @@ impl Store {
         self.revert_with(id, to_version, true)
     }
 
-    /// What [`Store::revert`] to `to_version` would do, or the sentence it would refuse with;
-    /// nothing changes. The UI's revert choices.
+    /// What [`Store::revert`] to `to_version` would do, or the error it would refuse with (a
+    /// `RevertRefusal` when the store refuses); nothing changes. The UI's revert choices.
     pub fn preview_revert(
         &mut self,
         id: &Identity,
         to_version: Option<i64>,
-    ) -> Result<WriteOutcome, String> {
+    ) -> Result<WriteOutcome> {
         self.revert_with(id, to_version, false)
-            .map_err(|e| format!("{e:#}"))
     }
 
     fn revert_with(

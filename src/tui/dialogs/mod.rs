@@ -62,6 +62,7 @@ impl Dialog {
         match self {
             Dialog::Delete(d) => d.offers(cmd),
             Dialog::Rescope(d) => d.offers(cmd),
+            Dialog::Revert(d) => d.offers(cmd),
             _ => true,
         }
     }

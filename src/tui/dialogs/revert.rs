@@ -4,7 +4,7 @@
 use super::{outcome_lines_in_words, record_lines, Step};
 use crate::model::MemoryRecord;
 use crate::tui::app::{Action, Curation};
-use crate::tui::dialogs::{centered, frame_box};
+use crate::tui::dialogs::{centered, frame_box_offering};
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line, wrapped};
 use crate::tui::keymap::{Command, Context};
 use crate::tui::tabs::Shell;
@@ -38,7 +38,8 @@ pub struct RevertChoice {
 }
 
 /// What the store says of a revert's choices: the versions, newest first, and which one a
-/// plain revert brings back — or, when it brings back none, the store's sentence why.
+/// plain revert brings back — or, when it brings back none, why (the store's refusal, in the
+/// UI's words).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RevertChoices {
     pub list: Vec<RevertChoice>,
@@ -52,7 +53,7 @@ pub struct RevertDialog {
     /// Earlier versions, newest first (the default is the previous one).
     pub choices: Option<Result<Vec<RevertChoice>, String>>,
     pub choice: usize,
-    /// Why a plain revert brings back no version (the store's sentence), when it does not.
+    /// Why a plain revert brings back no version (the store's refusal, in the UI's words).
     pub no_default: Option<String>,
     /// Digits typed so far (a version number).
     pub typed: String,
@@ -96,6 +97,17 @@ impl RevertDialog {
             .map(|c| c.version)
     }
 
+    /// `y` reverts only to a version whose effect the store's preview states: not before the
+    /// preview came, nor once the store refused it — as the rescope dialog offers it.
+    pub fn offers(&self, cmd: Command) -> bool {
+        match cmd {
+            Command::Confirm => self
+                .chosen()
+                .is_some_and(|c| matches!(c.effect, Some(Ok(_)))),
+            _ => true,
+        }
+    }
+
     pub fn key(&mut self, cmd: Option<Command>, key: &KeyEvent, shell: &mut Shell<'_>) -> Step {
         // PgDn, PgUp, Home, End and the wheel (Down, Up) scroll the statement on a terminal too
         // short for it (j/k choose a version: the key map never sends them as Down/Up here).
@@ -119,7 +131,11 @@ impl RevertDialog {
                         };
                         return Step::Close(Action::Apply(curation));
                     }
-                    Some(Err(why)) => shell.error(why.clone()),
+                    // Not offered: the refusal is on screen, so `y` says why it does nothing
+                    // rather than repeating it, and what works.
+                    Some(Err(_)) => shell.error(
+                        "nothing was reverted: the store refuses this version, as the dialog says — j/k or a number chooses another, n or Esc cancels",
+                    ),
                     None => {
                         shell.info("still working out what reverting does: press y again");
                         return Step::Stay(Action::PreviewRevert);
@@ -248,14 +264,6 @@ impl RevertDialog {
                         warning,
                         max,
                     ));
-                    // The store's sentence is the CLI's (`--to-version N`); here a version is
-                    // chosen with keys. Said beside it, not by rewriting it: the refusal is a
-                    // sentence, with no field that says which advice it gives.
-                    lines.extend(wrapped(
-                        "Here, choose a version with j/k or its number: y makes its value current again.",
-                        dim(),
-                        max,
-                    ));
                 }
                 let effect = match d.chosen() {
                     Some(c) => {
@@ -318,7 +326,9 @@ impl RevertDialog {
             "Revert · {}",
             fit_identity(&rec.subject, &rec.predicate, &scope, room)
         );
-        let inner = frame_box(frame, rect, &title, Context::Revert);
+        let inner = frame_box_offering(frame, rect, &title, Context::Revert, &|cmd| {
+            self.offers(cmd)
+        });
         let (rows, max) = (inner.height as usize, inner.width as usize);
         frame.render_widget(
             Paragraph::new(super::on_screen(lines, self.scroll, rows, max)),
