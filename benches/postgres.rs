@@ -34,6 +34,8 @@
 //! rows/s — 0.42 and 0.41; 100k lines 0.34 and 0.32 (before the pipelined batch: 0.02).
 //! Schema 5, 2026-12-01: the floor at 8 writers 0.19 and 0.18, the write path 0.08 and 0.05 — the
 //! target is out of reach of any write path on this schema (README).
+//! 2026-12-03, single guarded writes with a context, 20,000 known places against 20: 0.06–0.08
+//! (28–31 ms a write), after the lookup by the words (schema 11) 0.80–1.07 (1.9–3.9 ms).
 //! 2026-12-03, global writes with words and no context, 20k lines, guard on against off: 0.98
 //! (rounds 0.84–1.21); before they were judged in the run, about 0.09 (6.3–7.3 s against
 //! 0.55–0.62 s through the CLI).

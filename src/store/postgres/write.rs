@@ -863,8 +863,8 @@ fn write_run(
 /// The places the scope guard looks for in a global write's words, looked up by what the words
 /// hold (`Words::tokens`, `Words::folded`) with the places the write was made in: one
 /// statement, the same whatever how many places the database knows. (Until 2026-12-03 every
-/// such write read every place the database holds — 22 ms a write at 20,000 task scopes
-/// against 0.9 ms at 20, `cargo bench --bench postgres`; `apply` read them once a batch.)
+/// such write read every place the database holds — 28–31 ms a write at 20,000 task scopes,
+/// 1.9–3.9 ms since, `cargo bench --bench postgres`; `apply` read them once a batch.)
 /// Being a statement of the write's transaction, it sees the places the transaction itself
 /// registered, as SQLite's guard does. In byte order, as SQLite reads them.
 const PLACES_LOOKUP: &str = concat!(
