@@ -922,6 +922,12 @@ fn a_database_dropped_under_the_ui_takes_its_rows_and_counts_with_it() {
         .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
         .unwrap();
     let screen = t.wait_for("nothing was done");
+    // The message's last words, what to do, are in its box (found by review: cut after five
+    // rows, mid-sentence).
+    assert!(
+        screen.contains("correct the name in the address)."),
+        "{screen}"
+    );
     assert!(!screen.contains("y delete"), "{screen}");
     assert!(screen.contains("counts unknown"), "{screen}");
     assert!(!screen.contains("identities"), "{screen}");

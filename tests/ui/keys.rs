@@ -2505,6 +2505,49 @@ fn an_open_popup_never_keeps_words_another_process_deleted() {
     });
 }
 
+/// Found by review: the message a popup gives way to stopped after five rows of its box, so an
+/// event of a very long subject deleted elsewhere read "The event you had open (set of" and
+/// rows of 长, its last words — what happened to the words — lost. The box grows with the
+/// message; a message taller than the screen keeps its start and its end, cut between with `…`.
+#[test]
+fn the_message_a_popup_gives_way_to_keeps_its_last_words() {
+    let f = Fixture::empty();
+    let long = "长".repeat(160);
+    f.write(&format!(
+        r#"{{"subject":"{long}","predicate":"p","value":"v","scope":"global","source":"s"}}"#
+    ));
+    for_each_backend(&f, |db| {
+        let mut s = db.session(100, 40);
+        s.handle_key(key(KeyCode::Tab));
+        s.handle_key(key(KeyCode::Enter));
+        top!(s, Event);
+        let id = Identity {
+            subject: long.clone(),
+            predicate: "p".into(),
+            scope: Scope::Global,
+        };
+        db.commands()
+            .delete(&DeleteTarget::Identity(id), Some("gone"))
+            .unwrap();
+        assert!(sees_live_change(&mut s));
+        assert!(gone_message(&s).ends_with("from this screen."));
+        for (w, h) in [(100, 40), (80, 24), (60, 8)] {
+            let screen = render(&mut s, w, h);
+            assert!(
+                screen.contains("The event you had open (set of"),
+                "{w}×{h}: the start\n{screen}"
+            );
+            assert!(
+                screen.contains("from this screen."),
+                "{w}×{h}: the last words\n{screen}"
+            );
+            if h < 20 {
+                assert!(screen.contains('…'), "{w}×{h}: the cut is marked\n{screen}");
+            }
+        }
+    });
+}
+
 /// A delete dialog open on what another process then deletes gives way to a message, as the
 /// event popup does, instead of offering a delete of what is already gone (found by a tester:
 /// it stayed open, saying "Nothing is left to destroy"). A delete elsewhere of something else
