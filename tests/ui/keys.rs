@@ -2866,6 +2866,23 @@ fn an_explained_read_says_what_it_shadowed_was_deleted_since() {
             "{screen}"
         );
         assert!(!screen.contains("()") && !screen.contains('⚠'), "{screen}");
+        // The shadowed scope's line reads whole, its time as the timeline writes one (found by
+        // review: "(existed; deleted 2026-12-03T18:46:26.971Z, content destro…").
+        assert!(
+            screen.contains("shadowed global                  (existed; deleted 11-20 11:00, content destroyed)"),
+            "{screen}"
+        );
+        for (w, h) in [(80, 30), (50, 30)] {
+            let screen = render(&mut s, w, h);
+            assert!(
+                screen.contains("destroyed)") && screen.contains("11-20"),
+                "{w}×{h}: wrapped, not cut\n{screen}"
+            );
+            assert!(
+                !screen.contains("2026-11-20T") && !screen.contains("destro…"),
+                "{screen}"
+            );
+        }
     });
 }
 
