@@ -181,6 +181,33 @@ fn a_key_that_does_nothing_here_says_where_it_does_something() {
         "c does nothing in this tab: in tabs 1, 2 and 6 it is “copy”"
     );
     assert_eq!(said("1", 'z'), "z does nothing here: ? lists every key");
+    // Enter too, and `e` on an empty list (found by review: Enter on the Check tab and `e` in
+    // an empty pending queue said nothing).
+    let mut s = f.session(120, 32);
+    press(&mut s, "4");
+    s.app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        toast(&s),
+        "Enter does nothing in this tab: in tab 1 it is “open”; in tab 5, “as of then”"
+    );
+    let story = Fixture::story();
+    let mut s = story.session(120, 32);
+    press(&mut s, "2/🦀");
+    s.app.handle_key(key(KeyCode::Enter));
+    s.app.handle_key(ch('e'));
+    assert!(
+        toast(&s).contains("no row matches the filter"),
+        "{}",
+        toast(&s)
+    );
+    let empty = Fixture::empty();
+    let mut s = empty.session(120, 32);
+    press(&mut s, "2");
+    s.app.handle_key(ch('e'));
+    assert_eq!(toast(&s), "the pending queue is empty: nothing to explain");
+    press(&mut s, "3");
+    s.app.handle_key(ch('e'));
+    assert_eq!(toast(&s), "there are no tombstones to explain");
     // A key the tab binds still does its own thing, silently.
     let mut s = f.session(120, 32);
     press(&mut s, "5s");
