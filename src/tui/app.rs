@@ -409,13 +409,12 @@ impl App {
     /// (found by review: `u` or `g` in the current view, `d` or `c` on the reads, did nothing and
     /// said nothing — as `t` on a pending item with no task candidate says why).
     fn say_unbound(&mut self, key: &KeyEvent) {
-        let Some(c) = typed(key) else {
-            return;
-        };
-        let name = if c == ' ' {
-            "Space".to_string()
-        } else {
-            c.to_string()
+        // Enter too (found by review: Enter on the Check tab said nothing).
+        let name = match (typed(key), key.code) {
+            (Some(' '), _) => "Space".to_string(),
+            (Some(c), _) => c.to_string(),
+            (None, KeyCode::Enter) if key.modifiers.is_empty() => "Enter".to_string(),
+            _ => return,
         };
         let places: Vec<(Tab, &str)> = (keymap::elsewhere(key).into_iter())
             .filter(|(tab, _)| *tab != self.tab)

@@ -52,7 +52,7 @@ pub fn close_acting_dialogs(dialogs: &mut Vec<Dialog>, why: &str) {
         dialogs.truncate(i);
         dialogs.push(Dialog::Message {
             title: GONE_TITLE.to_string(),
-            // What happened first: a long reason is cut at the box's end.
+            // What happened first; a long reason wraps, the box keeping its end (`message::draw`).
             text: format!(
                 "The dialog was closed and nothing was done: the rows it was opened on could not be read again ({why})."
             ),

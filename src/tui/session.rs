@@ -28,6 +28,9 @@ pub enum WorkerMode {
     Threads,
     /// Synchronously on the UI's store, when the loop pumps (tests and snapshots).
     Inline,
+    /// Inline, but run only when a key waits for them (behind a filter) or the caller pumps:
+    /// a test feeds a burst of keys before the workers' replies arrive, as a slow worker does.
+    Deferred,
 }
 
 pub struct Session {
@@ -51,6 +54,8 @@ pub struct Session {
     /// What could not be read is to be read again at the next poll: a lock that stopped the
     /// loads is gone ([`UiStore::turn`]), or the database could not be polled.
     owed: bool,
+    /// [`WorkerMode::Deferred`]: actions leave the jobs queued.
+    deferred: bool,
 }
 
 /// The title of the message shown when the database file is removed or replaced.
@@ -69,7 +74,7 @@ impl Session {
     ) -> Result<Session> {
         let workers = match mode {
             WorkerMode::Threads => Workers::threads(store.reopen())?,
-            WorkerMode::Inline => Workers::Inline(Vec::new()),
+            WorkerMode::Inline | WorkerMode::Deferred => Workers::Inline(Vec::new()),
         };
         let app = App::new(store.label(), store.is_read_only(), clock, size);
         let data_version = store.data_version()?;
@@ -85,6 +90,7 @@ impl Session {
             sync_owed: false,
             failed_filter: None,
             owed: false,
+            deferred: false,
         };
         let opened = session.reload().and_then(|()| {
             let page = session.app.page();
@@ -105,6 +111,7 @@ impl Session {
             );
         }
         session.pump();
+        session.deferred = mode == WorkerMode::Deferred;
         Ok(session)
     }
 
@@ -138,7 +145,11 @@ impl Session {
             if self.app.quits(&key) {
                 return true;
             }
-            if more_queued && self.is_list_motion(&key) {
+            // A motion behind a filter whose matches have not all come would move in the
+            // rows the filter hides, and the matches would then reset the selection (found by
+            // review: `/words⏎jjjd` pasted opened the delete on the first match): it waits for
+            // them, as any other key does, through `handle_key`.
+            if more_queued && self.is_list_motion(&key) && !self.app.memories().filtering() {
                 self.begin_turn();
                 let action = self.app.handle_key(key);
                 if let Err(e) = self.try_perform(action) {
@@ -301,7 +312,7 @@ impl Session {
         if let Err(e) = self.sync() {
             self.app.error(crate::store::error_text(&e));
         }
-        self.pump();
+        self.collect();
     }
 
     fn try_perform(&mut self, action: Action) -> Result<()> {
@@ -595,7 +606,7 @@ impl Session {
                     self.app
                         .error(format!("refresh failed: {}", crate::store::error_text(&e)));
                 }
-                self.pump();
+                self.collect();
                 true
             }
             Err(e) => {
@@ -689,12 +700,26 @@ impl Session {
         self.workers.submit(job);
     }
 
+    /// Applies what the workers sent, unless they are deferred ([`WorkerMode::Deferred`]).
+    fn collect(&mut self) -> bool {
+        !self.deferred && self.pump()
+    }
+
     /// Applies what the workers sent (inline: runs the queued jobs now). True when anything
     /// changed on screen.
     pub fn pump(&mut self) -> bool {
         let replies = match &mut self.workers {
             Workers::Inline(queue) => {
-                let jobs = std::mem::take(queue);
+                let mut jobs = std::mem::take(queue);
+                if self.deferred {
+                    // Latest wins, as on the filter thread: only the newest query is scanned.
+                    let last = jobs.iter().rposition(|j| matches!(j, Job::Filter(_)));
+                    let mut at = 0;
+                    jobs.retain(|j| {
+                        at += 1;
+                        !matches!(j, Job::Filter(_)) || Some(at - 1) == last
+                    });
+                }
                 let mut out = Vec::new();
                 for job in jobs {
                     match job {

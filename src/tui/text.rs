@@ -74,7 +74,9 @@ pub fn truncate_middle(s: &str, max: usize) -> String {
     }
     // A third of the room for the head, the rest for the tail (the file name).
     let room = max - 1;
-    let (tail, tail_used) = suffix(s, room - room / 3);
+    // At least one column of the head once there are two: `a…b`, not `…ab`.
+    let head = if room >= 2 { (room / 3).max(1) } else { 0 };
+    let (tail, tail_used) = suffix(s, room - head);
     // Room a wide char at the tail's edge could not take goes to the head.
     let mut out = prefix(s, room - tail_used);
     out.push('…');
@@ -156,16 +158,20 @@ fn suffix(s: &str, max: usize) -> (String, usize) {
 pub fn fit_identity(subject: &str, predicate: &str, scope: &str, max: usize) -> String {
     let parts = [one_line(subject), one_line(predicate), one_line(scope)];
     let widths: Vec<usize> = parts.iter().map(|p| width(p)).collect();
-    const SEPARATORS: usize = 6; // " · " and " @ "
-    let caps = shares(&widths, max.saturating_sub(SEPARATORS));
-    if caps.contains(&0) {
-        let whole = format!("{} · {} @ {}", parts[0], parts[1], parts[2]);
-        return truncate_middle(&whole, max);
+    // A part cut to fewer than 3 columns keeps only its end (`…b`), not its middle: narrow, the
+    // separators give up their spaces first (found by review: `…b · …n @ …l` at 20 columns).
+    for (dot, at) in [(" · ", " @ "), ("·", "@")] {
+        let caps = shares(&widths, max.saturating_sub(width(dot) + width(at)));
+        if (caps.iter().zip(&widths)).any(|(&c, &w)| c < w && c < 3) {
+            continue;
+        }
+        let cut: Vec<String> = (parts.iter().zip(caps))
+            .map(|(p, c)| truncate_middle(p, c))
+            .collect();
+        return format!("{}{dot}{}{at}{}", cut[0], cut[1], cut[2]);
     }
-    let cut: Vec<String> = (parts.iter().zip(caps))
-        .map(|(p, c)| truncate_middle(p, c))
-        .collect();
-    format!("{} · {} @ {}", cut[0], cut[1], cut[2])
+    let whole = format!("{} · {} @ {}", parts[0], parts[1], parts[2]);
+    truncate_middle(&whole, max)
 }
 
 /// Cuts `s` to at most `max` columns, marking a cut with `…`.
@@ -760,6 +766,13 @@ mod tests {
         );
         // Too narrow for three parts: the whole line cut in its middle.
         assert!(width(&fit_identity(&long, "p", "global", 7)) <= 7);
+        // Narrow, each part still cut in its middle, the separators giving up their spaces
+        // (found by review: the delete dialog at 20×5 read `…b · …n @ …l`).
+        assert_eq!(
+            fit_identity("team:web", "node_version", "global", 14),
+            "t…eb·n…on@g…al"
+        );
+        assert_eq!(truncate_middle("abcdef", 3), "a…f");
     }
 
     #[test]

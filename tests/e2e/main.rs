@@ -922,6 +922,12 @@ fn a_database_dropped_under_the_ui_takes_its_rows_and_counts_with_it() {
         .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
         .unwrap();
     let screen = t.wait_for("nothing was done");
+    // The message's last words, what to do, are in its box (found by review: cut after five
+    // rows, mid-sentence).
+    assert!(
+        screen.contains("correct the name in the address)."),
+        "{screen}"
+    );
     assert!(!screen.contains("y delete"), "{screen}");
     assert!(screen.contains("counts unknown"), "{screen}");
     assert!(!screen.contains("identities"), "{screen}");
@@ -982,6 +988,95 @@ fn a_read_on_a_connection_ended_under_the_ui_says_nothing_was_written() {
         ),
     );
     t.wait_for("Suspects · 1");
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}
+
+/// Found by a reviewer (50,000 records): `Home /v1234 值⏎jjjd` sent in one burst opened the
+/// delete dialog on the first match (every `j` lost) or another row, where the same keys typed
+/// slowly opened it on the fourth; after an earlier filter kept, moved in and cleared, every
+/// burst did. A motion with more keys queued behind it moved in the rows the filter hides,
+/// before its matches came. Each burst now opens the delete on the record the same keys pick
+/// in a session that takes them one at a time.
+#[test]
+fn keys_pasted_after_a_filter_act_on_the_record_typed_keys_do() {
+    let Some(t) = Tmux::shell(120, 30) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = dir.path().join("big.db");
+    let mut lines = String::new();
+    for i in 0..50_000 {
+        let scope = match i % 3 {
+            0 => "global".to_string(),
+            1 => format!("repo:r{}", i % 40),
+            _ => format!("task:t{}", i % 30),
+        };
+        lines.push_str(&format!(
+            "{{\"subject\":\"user:{}\",\"predicate\":\"p{}\",\"value\":\"v{i} 值\",\"scope\":\"{scope}\",\"source\":\"s{i}\"}}\n",
+            i % 500,
+            i % 97
+        ));
+    }
+    let jsonl = dir.path().join("big.jsonl");
+    std::fs::write(&jsonl, lines).expect("the writes are written");
+    output_ok(
+        Command::new(BIN).arg("--db").arg(&db).arg("init"),
+        "memscope init",
+    );
+    output_ok(
+        Command::new(BIN)
+            .arg("--db")
+            .arg(&db)
+            .arg("apply")
+            .arg(&jsonl)
+            .stdout(std::process::Stdio::null()),
+        "memscope apply",
+    );
+    // The keys one at a time, each after the last one's work: the record they pick.
+    let want = {
+        use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+        let store = memscope::store::Store::open(&db, memscope::store::OpenMode::Existing)
+            .expect("the database opens");
+        let mut s = support::tui::open_session(Box::new(store), 120, 30);
+        let mut keys = vec![KeyCode::Home, KeyCode::Char('/')];
+        keys.extend("v1234 值".chars().map(KeyCode::Char));
+        keys.extend([KeyCode::Enter, KeyCode::Char('j'), KeyCode::Char('j')]);
+        keys.extend([KeyCode::Char('j'), KeyCode::Char('d')]);
+        for k in keys {
+            s.handle_key(KeyEvent::new(k, KeyModifiers::NONE));
+            s.pump();
+        }
+        match s.app.dialogs.last() {
+            Some(memscope::tui::app::Dialog::Delete(d)) => d.identity.to_string(),
+            other => panic!("the typed keys open the delete dialog: {other:?}"),
+        }
+    };
+    launch(&t, &db, "");
+    t.wait_for("50,000 identities in");
+    for round in 0..4 {
+        if round == 2 {
+            // An earlier filter, kept, moved in and cleared, typed.
+            t.type_text("/flip");
+            t.key("Enter");
+            t.wait_for("filter “flip”");
+            for k in ["j", "Tab", "End", "Escape", "Escape", "Escape"] {
+                t.key(k);
+            }
+            t.wait_for("50,000 identities in");
+        }
+        t.key("Home");
+        t.type_text("/v1234 值");
+        t.tmux(&["send-keys", "-t", "e2e", "Enter", "j", "j", "j", "d"]);
+        let screen = t.wait_for("Delete: tombstone and purge");
+        assert!(
+            screen.contains(&want),
+            "round {round}: the delete opens on {want}:\n{screen}"
+        );
+        t.key("Escape");
+        t.key("Escape");
+        t.wait_for("50,000 identities in");
+    }
     t.type_text("q");
     t.wait_for("EXIT:0");
 }

@@ -199,13 +199,18 @@ impl Fixture {
 /// A session on `store` as every UI test opens one: the fixed clock, background work inline, and
 /// the database named as the snapshots name it.
 pub fn open_session(store: Box<dyn UiStore>, width: u16, height: u16) -> Session {
-    let mut session = Session::new(
-        store,
-        Clock::Fixed(now()),
-        (width, height),
-        WorkerMode::Inline,
-    )
-    .expect("the session opens");
+    open_session_in(store, width, height, WorkerMode::Inline)
+}
+
+/// [`open_session`] with its background work run as `mode` says.
+pub fn open_session_in(
+    store: Box<dyn UiStore>,
+    width: u16,
+    height: u16,
+    mode: WorkerMode,
+) -> Session {
+    let mut session =
+        Session::new(store, Clock::Fixed(now()), (width, height), mode).expect("the session opens");
     session.app.name_database("demo.db".into());
     session
 }
@@ -260,6 +265,12 @@ impl Db<'_> {
             Db::Sqlite(f) => f.session(width, height),
             Db::Postgres(pg) => pg.session(width, height),
         }
+    }
+
+    /// A session whose background work waits until a key waits for it or the test pumps
+    /// (`WorkerMode::Deferred`): the replies of a burst's keys arrive after the burst.
+    pub fn deferred_session(&self, width: u16, height: u16) -> Session {
+        open_session_in(self.store(), width, height, WorkerMode::Deferred)
     }
 
     /// A write through the real write path on a connection of its own, as another process

@@ -4,8 +4,8 @@
 //! (found by a tester: `/` on the pending queue filtered the current view instead).
 
 use crate::probe::toast;
-use crate::support::tui::{key, press, render, Fixture};
-use crossterm::event::KeyCode;
+use crate::support::tui::{ch, for_each_backend, key, press, render, Fixture};
+use crossterm::event::{KeyCode, KeyEvent};
 use memscope::tui::Tab;
 
 #[test]
@@ -178,6 +178,145 @@ fn keys_typed_right_after_a_filter_act_on_its_matches() {
         s.handle_key(key(KeyCode::Esc));
         press(&mut s, "g");
     }
+}
+
+/// The keys of a burst (a paste, a fast typist): each handled as the loop drains them, with
+/// more queued behind every one but the last.
+fn burst(s: &mut memscope::tui::Session, keys: &[KeyEvent]) {
+    for (i, k) in keys.iter().enumerate() {
+        s.handle_queued(crossterm::event::Event::Key(*k), i + 1 < keys.len());
+    }
+}
+
+/// `Home /needle ⏎ j j j d`.
+fn needle_keys() -> Vec<KeyEvent> {
+    let mut keys = vec![key(KeyCode::Home), ch('/')];
+    keys.extend("needle 针".chars().map(ch));
+    keys.extend([key(KeyCode::Enter), ch('j'), ch('j'), ch('j'), ch('d')]);
+    keys
+}
+
+fn delete_target(s: &memscope::tui::Session) -> String {
+    crate::probe::top!(s, Delete).identity.to_string()
+}
+
+/// Found by review (50,000 records, worker threads): `Home /v1234 值⏎jjjd` pasted opened the
+/// delete on the first match (every `j` lost) or on another row, where typed slowly it opened
+/// on the fourth: a list motion with more keys queued behind it moved in the rows the filter
+/// hides, before its matches came, and the matches then reset the selection. The burst here
+/// reaches the session before the workers' replies (`WorkerMode::Deferred`), so the keys act
+/// on the same record as the same keys typed one by one with the replies in between — also
+/// after an earlier filter was kept, moved in and cleared.
+#[test]
+fn a_burst_after_a_filter_acts_on_the_record_the_same_keys_typed_do() {
+    let f = Fixture::story();
+    for i in 0..12 {
+        let scope = ["global", "repo:web-app", "task:t1"][i % 3];
+        f.write(&format!(
+            r#"{{"subject":"user:{}","predicate":"p{i}","value":"needle 针 {i}","scope":"{scope}","source":"s{i}"}}"#,
+            i % 5
+        ));
+    }
+    for_each_backend(&f, |db| {
+        // Typed one key at a time, the workers' replies in between.
+        let mut typed = db.session(120, 32);
+        for k in needle_keys() {
+            typed.handle_key(k);
+            typed.pump();
+        }
+        let want = delete_target(&typed);
+        // Without the `j`s the delete opens elsewhere: the moves are what the test follows.
+        let mut first = db.session(120, 32);
+        for k in needle_keys().into_iter().filter(|k| *k != ch('j')) {
+            first.handle_key(k);
+        }
+        assert_ne!(delete_target(&first), want);
+        for earlier in [false, true] {
+            let mut s = db.deferred_session(120, 32);
+            if earlier {
+                // `/user⏎ j Tab End Esc Esc Esc`, typed: a filter kept, moved in, cleared.
+                let mut keys = vec![ch('/')];
+                keys.extend("user".chars().map(ch));
+                keys.extend([key(KeyCode::Enter), ch('j'), key(KeyCode::Tab)]);
+                keys.extend([key(KeyCode::End), key(KeyCode::Esc), key(KeyCode::Esc)]);
+                keys.push(key(KeyCode::Esc));
+                for k in keys {
+                    s.handle_key(k);
+                    s.pump();
+                }
+                assert!(!s.app.memories().filter.active(), "the filter is cleared");
+            }
+            let keys = needle_keys();
+            let (typed_part, rest) = keys.split_at(keys.len() - 4);
+            burst(&mut s, typed_part);
+            assert!(
+                s.app.memories().filtering(),
+                "the burst goes on before the filter's matches came"
+            );
+            burst(&mut s, rest);
+            assert_eq!(
+                delete_target(&s),
+                want,
+                "after an earlier filter: {earlier}"
+            );
+        }
+    });
+}
+
+/// Found by review, after the fix above: on 50,000 records the burst still ended one row short
+/// of the typed keys. A typed query scanned from scratch (the burst left no earlier query's
+/// matches to narrow) sent its first reply before any match — the first rows of the view hold
+/// none — so the selection stayed on the group header the later matches came under, where a
+/// query narrowed from the last one got its matches at once and selected the first record.
+/// The first record is selected once the matches show one, however they arrive.
+#[test]
+fn a_burst_after_a_filter_on_a_long_scan_starts_on_the_first_match() {
+    let f = Fixture::empty();
+    let mut lines = String::new();
+    for i in 0..25_000 {
+        lines.push_str(&format!(
+            "{{\"subject\":\"user:a{i:05}\",\"predicate\":\"p\",\"value\":\"filler {i}\",\"scope\":\"global\",\"source\":\"s\"}}\n"
+        ));
+    }
+    for i in 0..12 {
+        let scope = ["global", "repo:web-app", "task:t1"][i % 3];
+        lines.push_str(&format!(
+            "{{\"subject\":\"user:z{i}\",\"predicate\":\"p{i}\",\"value\":\"needle 针 {i}\",\"scope\":\"{scope}\",\"source\":\"s\"}}\n"
+        ));
+    }
+    let jsonl = f.dir.path().join("writes.jsonl");
+    std::fs::write(&jsonl, lines).unwrap();
+    let applied = std::process::Command::new(crate::support::BIN)
+        .arg("--db")
+        .arg(&f.path)
+        .arg("apply")
+        .arg(&jsonl)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(applied.success());
+    let mut typed = f.session(120, 32);
+    for k in needle_keys() {
+        typed.handle_key(k);
+        typed.pump();
+    }
+    let want = delete_target(&typed);
+    assert_eq!(
+        want, "user:z9 · p9 @ global",
+        "the typed keys: the fourth match"
+    );
+    let mut s = crate::support::tui::open_session_in(
+        Box::new(f.store()),
+        120,
+        32,
+        memscope::tui::WorkerMode::Deferred,
+    );
+    let keys = needle_keys();
+    let (typed_part, rest) = keys.split_at(keys.len() - 4);
+    burst(&mut s, typed_part);
+    assert!(s.app.memories().filtering());
+    burst(&mut s, rest);
+    assert_eq!(delete_target(&s), want);
 }
 
 /// A query wider than the filter line shows its end — what was just typed — after `…`, and the

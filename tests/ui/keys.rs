@@ -181,6 +181,33 @@ fn a_key_that_does_nothing_here_says_where_it_does_something() {
         "c does nothing in this tab: in tabs 1, 2 and 6 it is “copy”"
     );
     assert_eq!(said("1", 'z'), "z does nothing here: ? lists every key");
+    // Enter too, and `e` on an empty list (found by review: Enter on the Check tab and `e` in
+    // an empty pending queue said nothing).
+    let mut s = f.session(120, 32);
+    press(&mut s, "4");
+    s.app.handle_key(key(KeyCode::Enter));
+    assert_eq!(
+        toast(&s),
+        "Enter does nothing in this tab: in tab 1 it is “open”; in tab 5, “as of then”"
+    );
+    let story = Fixture::story();
+    let mut s = story.session(120, 32);
+    press(&mut s, "2/🦀");
+    s.app.handle_key(key(KeyCode::Enter));
+    s.app.handle_key(ch('e'));
+    assert!(
+        toast(&s).contains("no row matches the filter"),
+        "{}",
+        toast(&s)
+    );
+    let empty = Fixture::empty();
+    let mut s = empty.session(120, 32);
+    press(&mut s, "2");
+    s.app.handle_key(ch('e'));
+    assert_eq!(toast(&s), "the pending queue is empty: nothing to explain");
+    press(&mut s, "3");
+    s.app.handle_key(ch('e'));
+    assert_eq!(toast(&s), "there are no tombstones to explain");
     // A key the tab binds still does its own thing, silently.
     let mut s = f.session(120, 32);
     press(&mut s, "5s");
@@ -2505,6 +2532,49 @@ fn an_open_popup_never_keeps_words_another_process_deleted() {
     });
 }
 
+/// Found by review: the message a popup gives way to stopped after five rows of its box, so an
+/// event of a very long subject deleted elsewhere read "The event you had open (set of" and
+/// rows of 长, its last words — what happened to the words — lost. The box grows with the
+/// message; a message taller than the screen keeps its start and its end, cut between with `…`.
+#[test]
+fn the_message_a_popup_gives_way_to_keeps_its_last_words() {
+    let f = Fixture::empty();
+    let long = "长".repeat(160);
+    f.write(&format!(
+        r#"{{"subject":"{long}","predicate":"p","value":"v","scope":"global","source":"s"}}"#
+    ));
+    for_each_backend(&f, |db| {
+        let mut s = db.session(100, 40);
+        s.handle_key(key(KeyCode::Tab));
+        s.handle_key(key(KeyCode::Enter));
+        top!(s, Event);
+        let id = Identity {
+            subject: long.clone(),
+            predicate: "p".into(),
+            scope: Scope::Global,
+        };
+        db.commands()
+            .delete(&DeleteTarget::Identity(id), Some("gone"))
+            .unwrap();
+        assert!(sees_live_change(&mut s));
+        assert!(gone_message(&s).ends_with("from this screen."));
+        for (w, h) in [(100, 40), (80, 24), (60, 8)] {
+            let screen = render(&mut s, w, h);
+            assert!(
+                screen.contains("The event you had open (set of"),
+                "{w}×{h}: the start\n{screen}"
+            );
+            assert!(
+                screen.contains("from this screen."),
+                "{w}×{h}: the last words\n{screen}"
+            );
+            if h < 20 {
+                assert!(screen.contains('…'), "{w}×{h}: the cut is marked\n{screen}");
+            }
+        }
+    });
+}
+
 /// A delete dialog open on what another process then deletes gives way to a message, as the
 /// event popup does, instead of offering a delete of what is already gone (found by a tester:
 /// it stayed open, saying "Nothing is left to destroy"). A delete elsewhere of something else
@@ -2823,6 +2893,23 @@ fn an_explained_read_says_what_it_shadowed_was_deleted_since() {
             "{screen}"
         );
         assert!(!screen.contains("()") && !screen.contains('⚠'), "{screen}");
+        // The shadowed scope's line reads whole, its time as the timeline writes one (found by
+        // review: "(existed; deleted 2026-12-03T18:46:26.971Z, content destro…").
+        assert!(
+            screen.contains("shadowed global                  (existed; deleted 11-20 11:00, content destroyed)"),
+            "{screen}"
+        );
+        for (w, h) in [(80, 30), (50, 30)] {
+            let screen = render(&mut s, w, h);
+            assert!(
+                screen.contains("destroyed)") && screen.contains("11-20"),
+                "{w}×{h}: wrapped, not cut\n{screen}"
+            );
+            assert!(
+                !screen.contains("2026-11-20T") && !screen.contains("destro…"),
+                "{screen}"
+            );
+        }
     });
 }
 

@@ -7,7 +7,7 @@ use crate::tui::app::Action;
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::incident::{read_context, TimelineMark, NO_RECORD};
 use crate::tui::keymap::{Command, Context};
-use crate::tui::tabs::reads::{considered_line, got, winner};
+use crate::tui::tabs::reads::{considered_lines, got, winner};
 use crate::tui::tabs::Shell;
 use crate::tui::text::{ago, one_line, short_time, value_text};
 use chrono::{DateTime, Utc};
@@ -86,7 +86,7 @@ impl AsOfDialog {
                     max,
                 ));
                 for c in &then.considered {
-                    lines.push(considered_line(c, now, max));
+                    lines.extend(considered_lines(c, now, max));
                 }
                 lines.push(Line::raw(""));
                 let got_then = winner(then);

@@ -12,7 +12,7 @@ use crate::tui::incident::TimelineMark;
 use crate::tui::keymap::{Command, Context};
 use crate::tui::layout;
 use crate::tui::list::{FilterResults, ListItem, ListRow, MemoryList, Pos, Source};
-use crate::tui::rows::Motion;
+use crate::tui::rows::{Motion, Row};
 use crate::tui::text::{
     age, one_line, plural, shares, shell_lines, thousands, truncate_middle, value_text, width,
 };
@@ -33,6 +33,10 @@ pub struct MemoriesTab {
     pub filter: FilterState,
     /// The row selected when a refresh re-ran the filter: reselected when the results land.
     filter_anchor: Option<ListRow>,
+    /// A typed query's first record is to be selected once its matches show one: the first
+    /// reply of a long scan may hold none (found by review: after a burst the selection stayed
+    /// on the group header, one `j` short of where the same keys typed slowly went).
+    first_owed: bool,
     /// The database's figures (the list's title) and the records of each scope (group headers).
     counts: Option<HeaderCounts>,
     pub scope_counts: HashMap<String, i64>,
@@ -83,6 +87,7 @@ impl MemoriesTab {
 
     /// Moves in the list (`Action::Move`).
     pub fn move_by(&mut self, store: &dyn UiStore, m: Motion, page: usize) -> Result<()> {
+        self.first_owed = false;
         let src = source(&self.folded, &self.filter);
         self.list.apply(&src, store, m, page)
     }
@@ -102,6 +107,7 @@ impl MemoriesTab {
         folded: bool,
         page: usize,
     ) -> Result<()> {
+        self.first_owed = false;
         if folded {
             self.folded.insert(scope.clone());
         } else {
@@ -142,6 +148,7 @@ impl MemoriesTab {
         page: usize,
     ) -> Result<Option<FilterJob>> {
         self.filter.generation += 1;
+        self.first_owed = false;
         if query.is_empty() {
             let anchor = self.list.selected().map(|r| r.keyset_pos());
             self.filter.results = None;
@@ -180,7 +187,9 @@ impl MemoriesTab {
         f.input.clear();
         f.results = None;
         f.generation += 1;
-        Some(f.generation)
+        let generation = f.generation;
+        self.first_owed = false;
+        Some(generation)
     }
 
     fn take_filter(
@@ -216,16 +225,18 @@ impl MemoriesTab {
             let anchor = previous.and_then(|row| self.anchor_for(&row));
             let top = anchor.is_none();
             self.reload_list(store, anchor, page)?;
-            if top {
-                self.list.select_first_record(page);
-            }
-            Ok(())
+            self.first_owed = top;
         } else {
             // More matches may extend the list below what is loaded.
             self.list.at_end = false;
             let src = source(&self.folded, &self.filter);
-            self.list.fill(&src, store, page)
+            self.list.fill(&src, store, page)?;
         }
+        if self.first_owed {
+            self.list.select_first_record(page);
+            self.first_owed = self.list.selected().is_none_or(|r| r.is_header());
+        }
+        Ok(())
     }
 
     /// Opens the list on the marked record with its history beside it (`Action::GoTo`); a

@@ -171,7 +171,13 @@ impl TabComponent for PendingTab {
             Command::Reject => self.reject(shell),
             Command::Explain => match self.rows.selected() {
                 Some(p) => shell.explain(&p.subject, &p.predicate, &p.candidates),
-                None => Action::None,
+                // Said, as g/r/t/x say it (found by review: `e` here did nothing, silently).
+                None => {
+                    shell.info(
+                        (self.filter).why_empty("the pending queue is empty: nothing to explain"),
+                    );
+                    Action::None
+                }
             },
             _ => return self.filter.command(&mut self.rows, cmd, shell.focus),
         })

@@ -12,7 +12,7 @@ use crate::tui::keymap::Command;
 use crate::tui::layout;
 use crate::tui::rows::{wrapped_lines, Cursor, Row, Rows};
 use crate::tui::text::{
-    age, ago, fit, month_day_time, one_line, plural, short_time, value_text, width,
+    age, ago, fit, month_day_time, one_line, plural, short_time, value_text, width, wrap,
 };
 use crate::tui::worker::{Load, ReadsQuery, Reply};
 use chrono::{DateTime, Utc};
@@ -546,7 +546,15 @@ fn detail_lines(r: &ReadRecord, now: DateTime<Utc>, max: usize) -> Vec<Line<'sta
 }
 
 /// One scope of a resolution chain: its mark, scope, value, version, source and time.
-pub(crate) fn considered_line(c: &Considered, now: DateTime<Utc>, max: usize) -> Line<'static> {
+/// One scope of a replayed chain: its mark, its scope, and what it held. A scope whose content
+/// was destroyed since says so, its time in the timeline's form; when that does not fit beside
+/// the scope it wraps under it, never cut (found by review: "…content destro…" and a raw
+/// RFC 3339 time in the explain-as-of-read dialog).
+pub(crate) fn considered_lines(
+    c: &Considered,
+    now: DateTime<Utc>,
+    max: usize,
+) -> Vec<Line<'static>> {
     let (mark, style) = if c.state.starts_with("wins") {
         ("★ wins     ", good().add_modifier(Modifier::BOLD))
     } else if c.state.starts_with("shadowed") {
@@ -556,20 +564,44 @@ pub(crate) fn considered_line(c: &Considered, now: DateTime<Utc>, max: usize) ->
     } else {
         ("  absent   ", dim())
     };
-    let mut parts = vec![
-        part(mark, style),
-        part(fit(&one_line(&c.scope), 24), bold()),
-    ];
+    let scope = fit(&one_line(&c.scope), 24);
+    let mut parts = vec![part(mark, style), part(scope.clone(), bold())];
     match &c.value {
         Some(v) => parts.push(part(value_text(v), Style::new().fg(Color::Green))),
         // Purged since: it existed, its content is gone.
-        None if c.found => parts.push(part(
-            c.state
-                .split_once(' ')
-                .map(|(_, rest)| rest.to_string())
-                .unwrap_or_default(),
-            Style::new().fg(Color::Red),
-        )),
+        None if c.found => {
+            let note = (c.state.split_once(' ').map(|(_, rest)| rest))
+                .map(short_times)
+                .unwrap_or_default();
+            let lead = width(mark) + width(&scope);
+            if lead + width(&note) <= max {
+                parts.push(part(note, Style::new().fg(Color::Red)));
+            } else {
+                // Under the scope when there is room for words there, else under the mark.
+                let indent = if max.saturating_sub(lead) >= 16 {
+                    lead
+                } else {
+                    width(mark)
+                };
+                let mut wrapped = wrap(&note, max.saturating_sub(indent)).into_iter();
+                if indent == lead {
+                    let first = wrapped.next().unwrap_or_default();
+                    parts.push(part(first, Style::new().fg(Color::Red)));
+                }
+                let mut lines = vec![row_line(&parts, &[], max)];
+                for l in wrapped {
+                    lines.push(row_line(
+                        &[
+                            part(" ".repeat(indent), Style::new()),
+                            part(l, Style::new().fg(Color::Red)),
+                        ],
+                        &[],
+                        max,
+                    ));
+                }
+                return lines;
+            }
+        }
         None => {}
     }
     if let Some(v) = c.version {
@@ -584,7 +616,21 @@ pub(crate) fn considered_line(c: &Considered, now: DateTime<Utc>, max: usize) ->
             dim(),
         ));
     }
-    row_line(&parts, &[], max)
+    vec![row_line(&parts, &[], max)]
+}
+
+/// `text` with each RFC 3339 time in it in the timeline's form (`12-03 18:46`).
+fn short_times(text: &str) -> String {
+    (text.split(' '))
+        .map(|word| {
+            let t = word.trim_end_matches([',', ')', ';']);
+            match DateTime::parse_from_rfc3339(t) {
+                Ok(_) => format!("{}{}", month_day_time(t), &word[t.len()..]),
+                Err(_) => word.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub(crate) fn winner(r: &Resolution) -> String {

@@ -85,7 +85,10 @@ impl TabComponent for TombstonesTab {
             Command::Restore => Some(self.restore(shell)),
             Command::Explain => Some(match self.rows.selected() {
                 Some(t) => shell.explain(&t.subject, &t.predicate, std::slice::from_ref(&t.scope)),
-                None => Action::None,
+                None => {
+                    shell.info(self.filter.why_empty("there are no tombstones to explain"));
+                    Action::None
+                }
             }),
             _ => self.filter.command(&mut self.rows, cmd, shell.focus),
         }
