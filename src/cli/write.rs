@@ -1,5 +1,6 @@
 //! `write`, `apply`.
 
+use super::number::WholeNumber;
 use super::{errln, outln, print_json, usage, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::{to_json, ScopeChoice, WriteContext, WriteRequest};
 use crate::store::{AnyStore, InputKind};
@@ -34,7 +35,11 @@ pub struct WriteArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub raw: Option<String>,
     /// Causal sequence number from `memscope seq`, taken when the operation started
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_parser = WholeNumber::new("a whole number from `memscope seq`")
+    )]
     pub causal_seq: Option<i64>,
     /// The repository the words were said in (not the scope): the scope guard queues a global
     /// write whose words point at it
