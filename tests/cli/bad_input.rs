@@ -330,6 +330,56 @@ fn numbers_refused(db: &TestDb) {
     }
 }
 
+/// Found by review: a negative number where a command takes a value (`settings set
+/// retention_days -5`, `pending resolve -1`) was taken for an unknown flag ("to pass '-5' as a
+/// value, use '-- -5'"); it now reaches the command's rule, which says what is wrong with it.
+#[test]
+fn a_negative_number_reaches_the_rule_of_its_command() {
+    unchanged_on_seeded(TestDb::new(), negatives_refused);
+}
+
+#[test]
+fn a_negative_number_reaches_the_rule_of_its_command_on_postgres() {
+    on_postgres(|db| unchanged_on_seeded(db, negatives_refused));
+}
+
+fn negatives_refused(db: &TestDb) {
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["settings", "set", "retention_days", "-5"],
+            &["retention_days must be 0 or more days", "-5"],
+        ),
+        (
+            &["settings", "set", "tombstone_safe_days", "-1", "--json"],
+            &["tombstone_safe_days must be 0 or more days", "-1"],
+        ),
+        // As `gc --retention-days -1` says it.
+        (
+            &["gc", "--retention-days", "-1"],
+            &["retention_days must be 0 or more days"],
+        ),
+        (
+            &["pending", "resolve", "-1", "--scope", "global"],
+            &[
+                "pending item's number must be a whole number from 1",
+                "got '-1'",
+            ],
+        ),
+        (
+            &["pending", "reject", "-3"],
+            &[
+                "pending item's number must be a whole number from 1",
+                "got '-3'",
+            ],
+        ),
+    ];
+    for (args, words) in cases {
+        let r = db.run(args);
+        r.fails_with(2, words);
+        assert!(!r.stderr.contains("unexpected argument"), "{}", r.stderr);
+    }
+}
+
 #[test]
 fn resolve_at_a_future_moment_is_refused() {
     resolve_at_a_future_moment_is_refused_on(TestDb::new());
