@@ -451,8 +451,7 @@ pub(crate) fn context_arg(
     text: Option<&str>,
 ) -> Result<Option<String>> {
     text.map(|t| {
-        crate::model::parse_context_id(kind, t)
-            .map_err(|e| usage(format!("--{}: {e}", kind.name())))
+        crate::model::named_context_id(kind, t, &format!("--{}", kind.name())).map_err(usage)
     })
     .transpose()
 }

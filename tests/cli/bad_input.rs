@@ -380,6 +380,73 @@ fn negatives_refused(db: &TestDb) {
     }
 }
 
+/// Found by review: `write --in-task ''` was refused as "scope 'task:' has no id", a scope the
+/// user never wrote; an empty place names the flag it came from — or, in an `apply` line, the
+/// field of its `context` — and the other refusals of a place are prefixed with it.
+#[test]
+fn an_empty_place_of_the_words_names_its_flag_or_field() {
+    unchanged_on_seeded(TestDb::new(), empty_places_refused);
+}
+
+#[test]
+fn an_empty_place_of_the_words_names_its_flag_or_field_on_postgres() {
+    on_postgres(|db| unchanged_on_seeded(db, empty_places_refused));
+}
+
+fn empty_places_refused(db: &TestDb) {
+    let cases: [(Vec<&str>, &[&str]); 5] = [
+        (
+            write_with(&["--in-task", ""]),
+            &["--in-task is empty: give a task id", "or leave it out"],
+        ),
+        (
+            write_with(&["--in-repo", " "]),
+            &[
+                "--in-repo is empty: give a repository id",
+                "or leave it out",
+            ],
+        ),
+        (
+            write_with(&["--in-repo", "task:fix-1"]),
+            &["--in-repo: 'task:fix-1' is a task, not a repository"],
+        ),
+        (
+            args_for("resolve", U, PM, &["--task", ""]),
+            &["--task is empty: give a task id"],
+        ),
+        (
+            args_for("resolve", U, PM, &["--repo", "", "--log"]),
+            &["--repo is empty: give a repository id"],
+        ),
+    ];
+    for (args, words) in cases {
+        let r = db.run(&args);
+        r.fails_with(2, words);
+        assert!(!r.stderr.contains("scope '"), "{args:?}: {}", r.stderr);
+    }
+    let line = |context: Value| {
+        json!({"subject": U, "predicate": PM, "value": "yarn", "scope": "global",
+            "source": "s", "raw": "use yarn here", "context": context})
+    };
+    let input = format!(
+        "{}\n{}\n",
+        line(json!({"task": ""})),
+        line(json!({"repo": "task:fix-1"}))
+    );
+    let r = db.run_stdin(&["apply", "-"], input.as_bytes());
+    assert_eq!(r.code, 1, "{r:?}");
+    let out = r.json_lines();
+    assert_eq!(
+        out[0]["error"], "context.task is empty: give a task id such as fix-1, or leave it out",
+        "{out:?}"
+    );
+    let second = out[1]["error"].as_str().unwrap_or_default();
+    assert!(
+        second.starts_with("context.repo: 'task:fix-1' is a task, not a repository"),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn resolve_at_a_future_moment_is_refused() {
     resolve_at_a_future_moment_is_refused_on(TestDb::new());
