@@ -192,6 +192,20 @@ pub fn parse_context_id(kind: ContextKind, text: &str) -> Result<String, String>
     }
 }
 
+/// [`parse_context_id`] for an id given by name — a flag, an environment variable or a request's
+/// field (`--in-task`, `MEMSCOPE_REPO`, `context.task`) — whose refusal names it: an empty one is
+/// said to be empty, not called the scope `task:` with no id, which the user never wrote.
+pub fn named_context_id(kind: ContextKind, text: &str, from: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err(format!(
+            "{from} is empty: give a {} id such as {}, or leave it out",
+            kind.noun(),
+            kind.example()
+        ));
+    }
+    parse_context_id(kind, text).map_err(|e| format!("{from}: {e}"))
+}
+
 /// (subject, predicate, scope): two records are the same memory only when all three match.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Identity {

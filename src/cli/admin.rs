@@ -235,6 +235,8 @@ pub enum SettingsCommand {
         /// durability, scope_guard, retention_days or tombstone_safe_days
         key: String,
         /// full or normal for durability; queue, flag or off for scope_guard; a number of days from 0 (never) to 4294967295 for the others
+        // A negative number of days reaches the setting's own rule, not taken for a flag.
+        #[arg(allow_negative_numbers = true)]
         value: String,
     },
 }

@@ -1,5 +1,6 @@
 //! `delete`, `restore`, `gc`.
 
+use super::number::WholeNumber;
 use super::{errln, outln, print_json, scope_arg, usage, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::{DeletePreview, DeleteTarget, Identity};
 use crate::store::AnyStore;
@@ -47,10 +48,18 @@ pub struct RestoreArgs {
 #[derive(Debug, Args)]
 pub struct GcArgs {
     /// Purge history content older than this many days (0 keeps it); saved in settings
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_parser = WholeNumber::new("a whole number of days (0 keeps history content)")
+    )]
     pub retention_days: Option<i64>,
     /// Collect tombstones older than this many days whose identity holds nothing (0 never collects); saved
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_parser = WholeNumber::new("a whole number of days (0 never collects)")
+    )]
     pub tombstone_safe_days: Option<i64>,
     /// Print JSON instead of text
     #[arg(long)]

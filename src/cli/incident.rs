@@ -1,5 +1,6 @@
 //! `reads`, `rescope`, `revert`: the wrong-tool incident loop.
 
+use super::number::WholeNumber;
 use super::{outln, print_json, scope_arg, SubjectPredicate, EXIT_FAILED, EXIT_OK};
 use crate::model::WriteOutcome;
 use crate::store::{parse_time, AnyStore, ReadFilter};
@@ -21,19 +22,15 @@ pub struct ReadsArgs {
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
     pub since: Option<String>,
     /// At most this many, newest first (1 or more)
-    #[arg(long, value_parser = at_least_one, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_parser = WholeNumber::new("a whole number of 1 or more, e.g. --limit 20").at_least(1)
+    )]
     pub limit: Option<i64>,
     /// Print JSON instead of text
     #[arg(long)]
     pub json: bool,
-}
-
-/// `--limit`: a count of 1 or more, refused in words rather than as clap's `1..9223372036854775807`.
-fn at_least_one(text: &str) -> Result<i64, String> {
-    match text.trim().parse::<i64>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err("give a whole number of 1 or more, e.g. --limit 20".into()),
-    }
 }
 
 #[derive(Debug, Args)]
@@ -59,7 +56,11 @@ pub struct RevertArgs {
     #[arg(long)]
     pub scope: String,
     /// The version whose value becomes current again (default: the one before the current)
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_parser = WholeNumber::new("a version number, as `memscope history` lists them")
+    )]
     pub to_version: Option<i64>,
     /// Print JSON instead of text
     #[arg(long)]

@@ -4,6 +4,7 @@
 mod admin;
 mod delete;
 mod incident;
+mod number;
 mod pending;
 mod read;
 mod roles;
@@ -35,6 +36,13 @@ pub fn usage_failure(e: clap::Error, help: &str) -> i32 {
         } else {
             EXIT_OK
         };
+    }
+    // A number an argument refused is said by the argument's own sentence (`number`).
+    if let Some(refused) =
+        std::error::Error::source(&e).and_then(|s| s.downcast_ref::<number::ValueRefused>())
+    {
+        errln!("memscope: {refused} (see `{help}`)");
+        return EXIT_USAGE;
     }
     let mut text = e.render().to_string();
     // Rendering strips what looks like a terminal escape — from the value the user typed too,
@@ -443,8 +451,7 @@ pub(crate) fn context_arg(
     text: Option<&str>,
 ) -> Result<Option<String>> {
     text.map(|t| {
-        crate::model::parse_context_id(kind, t)
-            .map_err(|e| usage(format!("--{}: {e}", kind.name())))
+        crate::model::named_context_id(kind, t, &format!("--{}", kind.name())).map_err(usage)
     })
     .transpose()
 }

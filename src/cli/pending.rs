@@ -1,5 +1,6 @@
 //! `pending`, `pending resolve ID --scope S`, `pending reject ID`.
 
+use super::number::WholeNumber;
 use super::{outln, print_json, scope_arg, EXIT_FAILED, EXIT_OK};
 use crate::model::{ago, shorten, value_text, OutcomeKind};
 use crate::store::AnyStore;
@@ -18,16 +19,11 @@ pub struct PendingArgs {
     pub json: bool,
 }
 
-/// A pending item's number: a whole number from 1.
-fn item_number(typed: &str) -> Result<i64, String> {
-    typed
-        .parse::<i64>()
-        .ok()
-        .filter(|&n| n >= 1)
-        .ok_or_else(|| {
-            "an item's number is a whole number from 1, as `memscope pending` lists it".into()
-        })
-}
+/// A pending item's number, as `memscope pending` lists it.
+const ITEM_NUMBER: WholeNumber =
+    WholeNumber::new("a whole number from 1, as `memscope pending` lists it")
+        .at_least(1)
+        .named("a pending item's number");
 
 #[derive(Debug, Subcommand)]
 pub enum PendingCommand {
@@ -35,7 +31,7 @@ pub enum PendingCommand {
     #[command(after_help = "Example:\n  memscope pending resolve 1 --scope repo:web-app")]
     Resolve {
         /// The item's number, as `memscope pending` lists it
-        #[arg(value_parser = item_number)]
+        #[arg(value_parser = ITEM_NUMBER, allow_negative_numbers = true)]
         id: i64,
         /// One of the item's candidate scopes (another scope needs --force); may be left out
         /// when the item has one candidate
@@ -52,7 +48,7 @@ pub enum PendingCommand {
     #[command(after_help = "Example:\n  memscope pending reject 1")]
     Reject {
         /// The item's number, as `memscope pending` lists it
-        #[arg(value_parser = item_number)]
+        #[arg(value_parser = ITEM_NUMBER, allow_negative_numbers = true)]
         id: i64,
         /// Print JSON instead of text
         #[arg(long)]

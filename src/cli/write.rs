@@ -1,7 +1,8 @@
 //! `write`, `apply`.
 
+use super::number::WholeNumber;
 use super::{errln, outln, print_json, usage, SubjectPredicate, EXIT_FAILED, EXIT_OK};
-use crate::model::{to_json, ScopeChoice, WriteContext, WriteRequest};
+use crate::model::{to_json, ContextKind, ScopeChoice, WriteContext, WriteRequest};
 use crate::store::{AnyStore, InputKind};
 use anyhow::{Context, Result};
 use clap::{ArgGroup, Args};
@@ -34,7 +35,11 @@ pub struct WriteArgs {
     #[arg(long, allow_hyphen_values = true)]
     pub raw: Option<String>,
     /// Causal sequence number from `memscope seq`, taken when the operation started
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        allow_negative_numbers = true,
+        value_parser = WholeNumber::new("a whole number from `memscope seq`")
+    )]
     pub causal_seq: Option<i64>,
     /// The repository the words were said in (not the scope): the scope guard queues a global
     /// write whose words point at it
@@ -91,6 +96,16 @@ pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i3
             ))
         }
     };
+    // Where the words were said, refused under the flag's name (the store names a request's
+    // `context` field, which this command has not).
+    for (kind, flag, id) in [
+        (ContextKind::Repo, "--in-repo", &a.in_repo),
+        (ContextKind::Task, "--in-task", &a.in_task),
+    ] {
+        if let Some(id) = id {
+            crate::model::named_context_id(kind, id, flag).map_err(usage)?;
+        }
+    }
     let req = WriteRequest {
         subject: a.about.subject,
         predicate: a.about.predicate,

@@ -3,7 +3,7 @@
 //! checkout it runs in), never from the model.
 
 use crate::model::{
-    agent_name, normalize_subject, parse_context_id, within_id_limit, ContextKind, Scope,
+    agent_name, named_context_id, normalize_subject, within_id_limit, ContextKind, Scope,
 };
 use clap::Args;
 use std::path::Path;
@@ -133,16 +133,9 @@ impl McpContext {
     }
 }
 
-/// Checks a repo or task id the way every front end does ([`parse_context_id`]); an empty one
-/// names where it came from.
+/// Checks a repo or task id the way every front end does ([`named_context_id`]), and its length.
 fn context_id(kind: ContextKind, id: &str, from: &str) -> Result<String, String> {
-    if id.trim().is_empty() {
-        return Err(format!(
-            "{from} is empty: give a {} id such as legacy-dashboard, or leave it out",
-            kind.name()
-        ));
-    }
-    let id = parse_context_id(kind, id).map_err(|e| format!("{from}: {e}"))?;
+    let id = named_context_id(kind, id, from)?;
     within_id_limit(&format!("{} id", kind.noun()), &id).map_err(|e| format!("{from}: {e}"))?;
     Ok(id)
 }

@@ -4,7 +4,7 @@
 //! transaction (the alias table, the stored spellings) it adds to the [`PreparedWrite`].
 
 use crate::model::{
-    normalize_subject, parse_context_id, within_id_limit, ContextKind, Identity, InvalidRequest,
+    named_context_id, normalize_subject, within_id_limit, ContextKind, Identity, InvalidRequest,
     LineError, OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice, WriteOutcome,
     WriteRequest, MAX_CAUSAL_SEQ,
 };
@@ -126,7 +126,7 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
     // A context's place may become a candidate of the write (the scope guard's): its id is a
     // scope id the write names.
     let context_id = |kind: ContextKind, id: &str| {
-        let id = parse_context_id(kind, id)?;
+        let id = named_context_id(kind, id, &format!("context.{}", kind.name()))?;
         within_id_limit(&format!("{} id", kind.noun()), &id)?;
         Ok(id)
     };

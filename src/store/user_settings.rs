@@ -97,6 +97,10 @@ fn checked(key: &str, value: &str) -> Result<String> {
                 u32::MAX,
                 said(value)
             ),
+            // Said as `gc --retention-days -1` says it.
+            Err(_) if value.parse::<i128>().is_ok_and(|n| n < 0) => {
+                bail!("{key} must be 0 or more days, got {}", said(value))
+            }
             Err(_) => bail!(
                 "{key} must be a whole number of days, got {}",
                 said(value)
