@@ -59,7 +59,8 @@ pub struct RevertArgs {
     #[arg(
         long,
         allow_negative_numbers = true,
-        value_parser = WholeNumber::new("a version number, as `memscope history` lists them")
+        value_parser = WholeNumber::new("a version number from 1, as `memscope history` lists them")
+            .at_least(1)
     )]
     pub to_version: Option<i64>,
     /// Print JSON instead of text

@@ -344,7 +344,7 @@ fn a_negative_number_reaches_the_rule_of_its_command_on_postgres() {
 }
 
 fn negatives_refused(db: &TestDb) {
-    let cases: [(&[&str], &[&str]); 5] = [
+    let cases: [(&[&str], &[&str]); 6] = [
         (
             &["settings", "set", "retention_days", "-5"],
             &["retention_days must be 0 or more days", "-5"],
@@ -364,6 +364,20 @@ fn negatives_refused(db: &TestDb) {
                 "pending item's number must be a whole number from 1",
                 "got '-1'",
             ],
+        ),
+        (
+            &[
+                "revert",
+                "--subject",
+                "user:42",
+                "--predicate",
+                "package_manager",
+                "--scope",
+                "global",
+                "--to-version",
+                "-1",
+            ],
+            &["--to-version must be a version number from 1", "got '-1'"],
         ),
         (
             &["pending", "reject", "-3"],
@@ -1622,7 +1636,12 @@ fn a_revert_of_nothing_or_of_version_zero_says_what_is_wrong() {
         PM,
         &["--scope", "global", "--to-version", "0"],
     ));
-    assert_one_sentence(&r.stderr, &["has no version 0: versions start at 1"]);
+    // Refused as usage, before the database is opened: versions start at 1.
+    assert_eq!(r.code, 2, "{r:?}");
+    assert_one_sentence(
+        &r.stderr,
+        &["--to-version must be a version number from 1", "got '0'"],
+    );
     assert_eq!(before, db.fingerprint());
 }
 

@@ -1717,13 +1717,14 @@ fn revert_makes_an_earlier_value_current_as_a_new_version() {
 
     // The current version or a later one, or no version at all: refused, nothing changes.
     assert_unchanged_by(&db, "refused reverts", || {
-        for (v, word) in [
-            ("4", "earlier"),
-            ("9", "earlier"),
-            ("0", "versions start at 1"),
+        // Version 0 is a usage error, refused before the database opens (exit 2).
+        for (v, code, word) in [
+            ("4", 1, "earlier"),
+            ("9", 1, "earlier"),
+            ("0", 2, "a version number from 1"),
         ] {
             let r = revert_run(&db, "global", Some(v));
-            r.fails_with(1, &[word]);
+            r.fails_with(code, &[word]);
             assert!(r.stdout.trim().is_empty(), "{r:?}");
         }
     });
