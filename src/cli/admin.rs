@@ -589,6 +589,9 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
                 file.display()
             );
         }
+        // The dump may name the database's own files (`import x.db` into x.db): this handle
+        // stays open until `import` returns, after the store below has closed (`made_for`'s
+        // body owns it), so its close drops no lock SQLite still holds.
         let f = std::fs::File::open(file).with_context(|| {
             format!(
                 "cannot read {}: pass a file written by `memscope export`, or - for standard input",
