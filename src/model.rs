@@ -813,6 +813,11 @@ pub struct Considered {
     pub updated_at: Option<String>,
     /// `found`, `shadowed`, `absent` or `deleted`.
     pub state: String,
+    /// As of a past moment, when a scope that held the identity then was deleted since and its
+    /// content destroyed (README, "resolve": the same time `state`'s sentence names), so a
+    /// front end words it without reading the sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -251,6 +251,7 @@ pub fn not_found(scope: String, state: &str) -> Considered {
         source: None,
         updated_at: None,
         state: state.into(),
+        deleted_at: None,
     }
 }
 
@@ -298,6 +299,7 @@ pub fn resolve_looked(
                     source: Some(source),
                     updated_at: Some(updated_at),
                     state: if wins { "wins" } else { "shadowed" }.into(),
+                    deleted_at: None,
                 }
             }
             Looked::Missing { deleted } => {

@@ -122,6 +122,7 @@ pub(crate) fn resolution_at(
                     source,
                     updated_at: Some(at),
                     state: state.into(),
+                    deleted_at: None,
                 }
             }
             StateAt::PurgedLater { deleted_at } => {
@@ -140,6 +141,7 @@ pub(crate) fn resolution_at(
                         "{} (existed; deleted {deleted_at}, content destroyed)",
                         if wins { "wins" } else { "shadowed" }
                     ),
+                    deleted_at: Some(deleted_at),
                 }
             }
             StateAt::Deleted => not_found(scope_text, "deleted"),

@@ -387,6 +387,13 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore_on(db: TestDb) {
         let c = considered(&r, "global");
         assert!(c.found && c.wins && c.value.is_none(), "{c:#?}");
         assert!(c.state.contains("deleted"), "state says deleted: {c:#?}");
+        // The delete's time as a field of its own, the one the sentence names (README,
+        // "resolve"): front ends word it without reading the sentence.
+        let deleted_at = (c.deleted_at.as_deref())
+            .and_then(|d| DateTime::parse_from_rfc3339(d).ok())
+            .map(|d| d.with_timezone(&Utc));
+        assert_eq!(deleted_at, Some(t(420)), "{c:#?}");
+        assert!(c.state.contains(c.deleted_at.as_deref().unwrap()), "{c:#?}");
         let text = serde_json::to_string(&r).unwrap();
         assert_no_text(&text, &canary, "as-of output after a delete");
         assert_no_text(&text, &raw_canary, "as-of output after a delete");
@@ -515,6 +522,7 @@ fn as_of_after_a_second_delete_still_says_the_second_life_existed_on(db: TestDb)
     );
     assert!(r.found && r.value.is_none(), "{r:#?}");
     assert!(considered(&r, LEGACY).state.contains("deleted"), "{r:#?}");
+    assert!(considered(&r, LEGACY).deleted_at.is_some(), "{r:#?}");
     // Between the first delete and the restore it really was deleted.
     let r = as_of(&mut store, Some("legacy-dashboard"), None, t(150));
     assert_eq!(r.scope.as_deref(), Some("global"), "{r:#?}");

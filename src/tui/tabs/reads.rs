@@ -570,9 +570,15 @@ pub(crate) fn considered_lines(
         Some(v) => parts.push(part(value_text(v), Style::new().fg(Color::Green))),
         // Purged since: it existed, its content is gone.
         None if c.found => {
-            let note = (c.state.split_once(' ').map(|(_, rest)| rest))
-                .map(short_times)
-                .unwrap_or_default();
+            let note = match &c.deleted_at {
+                Some(at) => format!(
+                    "(existed; deleted {}, content destroyed)",
+                    month_day_time(at)
+                ),
+                None => {
+                    (c.state.split_once(' ').map(|(_, rest)| rest.to_string())).unwrap_or_default()
+                }
+            };
             let lead = width(mark) + width(&scope);
             if lead + width(&note) <= max {
                 parts.push(part(note, Style::new().fg(Color::Red)));
@@ -617,20 +623,6 @@ pub(crate) fn considered_lines(
         ));
     }
     vec![row_line(&parts, &[], max)]
-}
-
-/// `text` with each RFC 3339 time in it in the timeline's form (`12-03 18:46`).
-fn short_times(text: &str) -> String {
-    (text.split(' '))
-        .map(|word| {
-            let t = word.trim_end_matches([',', ')', ';']);
-            match DateTime::parse_from_rfc3339(t) {
-                Ok(_) => format!("{}{}", month_day_time(t), &word[t.len()..]),
-                Err(_) => word.to_string(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 pub(crate) fn winner(r: &Resolution) -> String {
