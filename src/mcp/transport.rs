@@ -486,13 +486,16 @@ pub fn stdio() -> std::io::Result<Stdio> {
     let (sink, outgoing) = mpsc::unbounded::<ServerJsonRpcMessage>();
     // A few messages of read-ahead: a host that floods us waits on the pipe, not on memory.
     let (mut incoming, stream) = mpsc::channel::<RxJsonRpcMessage<RoleServer>>(16);
-    let answers = sink.clone();
+    // The reader's own answers (refusals, unreadable lines) go out beside rmcp's but free no
+    // id: the id they answer by may be a running call's (a reused id), which the end of input
+    // must still wait for.
+    let (answers, own) = mpsc::unbounded::<ServerJsonRpcMessage>();
     let unanswered = std::sync::Arc::new(Unanswered::default());
     let written = unanswered.clone();
     let writer = std::thread::Builder::new()
         .name("mcp-writer".into())
         .spawn(move || {
-            write_lines(outgoing, &written);
+            write_lines(outgoing, own, &written);
             written.update(|s| s.writer_gone = true);
         })?;
     std::thread::Builder::new()
@@ -677,11 +680,26 @@ fn encode(message: &ServerJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
     }
 }
 
-/// Writes each message as one line and flushes it; stops when every sender is gone or stdout
-/// is closed.
-fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>, unanswered: &Unanswered) {
+/// Writes each message — rmcp's answers (`served`) and the reader's own (`own`) — as one line
+/// and flushes it; stops when every sender is gone or stdout is closed.
+///
+/// A served answer's id is free again from the moment the answer is taken to be written, not
+/// after: a client that reads it may send its next request under the same id at once, and was
+/// refused as reusing a running call's id (found by a flaky test). The end of input waits for
+/// nothing more then, and loses nothing: this thread writes what it took, and the server joins
+/// it before it exits.
+fn write_lines(
+    served: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    own: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    unanswered: &Unanswered,
+) {
+    use futures::StreamExt;
     let stdout = std::io::stdout();
-    for message in futures::executor::block_on_stream(outgoing) {
+    let messages = futures::stream::select(served.map(|m| (m, true)), own.map(|m| (m, false)));
+    for (message, frees_its_id) in futures::executor::block_on_stream(messages) {
+        if frees_its_id {
+            unanswered.written(&message);
+        }
         let mut text = match encode(&message) {
             Ok(t) => t,
             Err(e) => {
@@ -697,7 +715,6 @@ fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>, unanswer
             );
             return;
         }
-        unanswered.written(&message);
     }
 }
 

@@ -451,7 +451,11 @@ fn list_memories_pages_a_long_list_by_whole_predicates() {
         };
         let r = s.request(10 + page as i64, "tools/call", call("list_memories", args));
         let data = &r["result"]["structuredContent"];
-        let items = data["memories"].as_array().unwrap();
+        // The whole answer when it is not a list (one flaky run under load had none; say what
+        // the server answered instead).
+        let items = data["memories"]
+            .as_array()
+            .unwrap_or_else(|| panic!("page {page}: no list of memories in the answer: {r}"));
         let preds: Vec<&str> = items
             .iter()
             .filter(|m| m["applies"] == true)
@@ -502,7 +506,7 @@ fn list_memories_pages_a_long_list_by_whole_predicates() {
     big.run_stdin(&["apply", "-"], input.as_bytes()).ok();
     let mut s = RawSession::start(mcp_cmd(&big, tmp.path(), &["--subject", "user:42"]));
     s.initialize();
-    let r = s.request(1, "tools/call", call("list_memories", json!({})));
+    let r = s.request(2, "tools/call", call("list_memories", json!({})));
     let data = &r["result"]["structuredContent"];
     assert_eq!(
         data["memories"].as_array().unwrap().len(),
@@ -556,6 +560,11 @@ c.execute("ROLLBACK")
             .contains("belongs to a call still running"),
         "{refused}"
     );
+    // The refusal answers by the running call's id but must not free it: the end of input
+    // still waits for that call, past the five seconds rmcp writes answers after its input ends
+    // (the refusal freed it until 2026-12-03, and this answer was lost).
+    s.close_stdin();
+    std::thread::sleep(std::time::Duration::from_secs(6));
     holder.say("go");
     let (first, _) = s.until_id(5);
     assert_eq!(
@@ -570,6 +579,30 @@ c.execute("ROLLBACK")
         .map(|r| &r["value"])
         .collect();
     assert_eq!(values, [&json!("pnpm 📦")], "{stored:?}");
+}
+
+/// Found by a flaky run: the server noted an answer's id free only after writing the answer, so
+/// a client that read it and at once sent its next request under the same id (as the test
+/// below did with `initialize`'s id) was refused as reusing a running call's id. An id is free
+/// once its answer is on the way: each of many back-to-back reuses is served.
+#[test]
+fn an_id_is_free_again_once_its_answer_is_written() {
+    let db = TestDb::new();
+    db.write("user:42", "编辑器", "helix 🧬", "global", "s");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = RawSession::start(mcp_cmd(&db, tmp.path(), &["--subject", "user:42"]));
+    s.initialize();
+    for round in 0..300 {
+        let r = s.request(
+            7,
+            "tools/call",
+            json!({"name": "recall", "arguments": {"predicate": "编辑器"}}),
+        );
+        assert_eq!(
+            r["result"]["structuredContent"]["value"], "helix 🧬",
+            "round {round}: {r}"
+        );
+    }
 }
 
 // SQLite only: a purge truncating the WAL while a session idles, the words looked for on disk.
