@@ -188,7 +188,7 @@ pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
             note = Some(format!(
                 "--repo auto: the origin remote {} leaves no usable repository id ({}), so the checkout's folder names it; pass --repo ID to choose",
                 crate::model::to_json(&crate::model::shorten(&url, 80)).unwrap_or_default(),
-                unusable(url_component(&url))
+                unusable(&url_component(&url))
             ));
         }
     }
@@ -211,17 +211,57 @@ fn unusable(name: &str) -> String {
         .unwrap_or_else(|| "one word: no spaces, control or direction characters".to_string())
 }
 
-/// The last path component of a remote's URL without `.git`.
-fn url_component(url: &str) -> &str {
+/// The last path component of a remote's URL without `.git`, percent-decoded when the remote
+/// is a URL with a scheme (`https://host/acme/%E7%BD%91%E7%AB%99.git` is the repository 网站,
+/// as a checkout of `…/网站.git` names it: found by review, one repository was two places).
+/// A local path or an scp-like `host:path` is taken as written: `%` is an ordinary character
+/// there.
+fn url_component(url: &str) -> std::borrow::Cow<'_, str> {
     let trimmed = url.trim().trim_end_matches(['/', '\\']);
     let last = trimmed.rsplit(['/', '\\', ':']).next().unwrap_or(trimmed);
-    last.strip_suffix(".git").unwrap_or(last)
+    let last = last.strip_suffix(".git").unwrap_or(last);
+    if trimmed.contains("://") {
+        percent_decoded(last)
+    } else {
+        last.into()
+    }
+}
+
+/// `text` with each `%XX` read as the byte it encodes, when the bytes are UTF-8; else as written.
+fn percent_decoded(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('%') {
+        return text.into();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    match String::from_utf8(out) {
+        Ok(decoded) => decoded.into(),
+        Err(_) => text.into(),
+    }
 }
 
 /// `https://github.com/acme/legacy-dashboard.git`, `git@github.com:acme/legacy-dashboard.git`,
 /// `/srv/git/legacy-dashboard/` → `legacy-dashboard`. `None` when nothing usable remains.
 pub fn repo_id_from_url(url: &str) -> Option<String> {
-    context_id(ContextKind::Repo, url_component(url), "origin").ok()
+    context_id(ContextKind::Repo, &url_component(url), "origin").ok()
 }
 
 #[cfg(test)]
@@ -244,6 +284,26 @@ mod tests {
                 Some("legacy-dashboard"),
                 "{url}"
             );
+        }
+        // A URL's last component is percent-decoded; a path or scp-like remote is not.
+        for (url, id) in [
+            (
+                "https://example.com/acme/%E7%BD%91%E7%AB%99.git",
+                Some("网站"),
+            ),
+            (
+                "ssh://git@host/acme/%E7%BD%91%E7%AB%99%F0%9F%9A%80",
+                Some("网站🚀"),
+            ),
+            ("https://host/acme/a%2db.git", Some("a-b")),
+            ("https://host/acme/my%20repo.git", None),
+            ("https://host/acme/bad%FF.git", Some("bad%FF")),
+            ("https://host/acme/half%E7%BD.git", Some("half%E7%BD")),
+            ("https://host/acme/trail%", Some("trail%")),
+            ("/srv/git/a%2db", Some("a%2db")),
+            ("git@host:acme/a%2db.git", Some("a%2db")),
+        ] {
+            assert_eq!(repo_id_from_url(url).as_deref(), id, "{url}");
         }
         assert_eq!(repo_id_from_url("https://host/acme/.git"), None);
         assert_eq!(repo_id_from_url(""), None);

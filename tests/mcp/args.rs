@@ -172,6 +172,15 @@ fn repo_auto_takes_the_origin_remote_name() {
             McpContext::resolve(&args(None, None, None), &env, &dir.join("src/deep")).unwrap();
         assert_eq!(ctx.repo.as_deref(), Some("legacy-dashboard"));
     }
+    // A percent-encoded address names the repository its checkout of the plain name does
+    // (found by review: `%E7%BD%91%E7%AB%99` and `网站` were two places).
+    for url in [
+        "https://example.com/acme/%E7%BD%91%E7%AB%99.git",
+        "https://example.com/acme/网站.git",
+    ] {
+        let (_tmp, dir) = checkout("checkout-folder", Some(url));
+        assert_eq!(repo_from_git(&dir), Ok(("网站".to_string(), None)), "{url}");
+    }
 }
 
 // Opens no database: nothing to run on PostgreSQL.
