@@ -600,6 +600,20 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
         })?;
         Box::new(std::io::BufReader::new(f))
     };
+    // A database given for its export (found by review: "line 1 … is not UTF-8 text"), said
+    // before anything is created.
+    if input
+        .fill_buf()
+        .is_ok_and(|head| head.starts_with(b"SQLite format 3\0"))
+    {
+        let shown = match file == Path::new("-") {
+            true => "standard input".to_string(),
+            false => file.display().to_string(),
+        };
+        bail!(
+            "cannot import {shown}: it is a SQLite database, not a file written by `memscope export`: export it first (`memscope --db {shown} export > dump.jsonl`) and import that file"
+        );
+    }
     // Like a new file, a PostgreSQL database gets memscope's schema first (README, "seq, alias,
     // export / import": a refused import leaves it there, empty, for the retry).
     let place = match postgres::Address::recognise(path.as_os_str()) {

@@ -798,9 +798,16 @@ fn an_apply_context_that_is_not_an_object_and_an_unreadable_import_are_one_sente
     let mut bytes = br#"{"table":"memscope_export","schema_version":5}"#.to_vec();
     bytes.extend_from_slice(b"\n\xe4\xb8");
     std::fs::write(&cut, bytes).unwrap();
+    // A database given for its export (found by review: "line 1 … is not UTF-8 text").
+    let source = TestDb::new();
+    source.write(U, PM, "npm 📦", "global", "s");
     for (file, said) in [
         (&folder, "it is a folder, not a file"),
         (&cut, "line 2 of the import is not UTF-8 text"),
+        (
+            &source.path,
+            "it is a SQLite database, not a file written by",
+        ),
     ] {
         let dst = TestDb::named("never.db");
         let run = dst.run(&["import", file.to_str().unwrap()]);
