@@ -278,6 +278,11 @@ const CHOOSE_A_VERSION: &str = "in the revert dialog (j/k or its number)";
 /// How a deleted identity comes back here.
 const RESTORE: &str = "u in tab 3, Tombstones";
 
+/// Where `v` reverts a record, named as the tab it is in: a rescope refused from tab 6, which
+/// has no `v`, said "in the current view" as if that were where the user was (found by
+/// review). The record's place is named, and its tab, as [`RESTORE`] names its own.
+const REVERT_ON_ITS_RECORD: &str = "v on its record in tab 1, Current view";
+
 fn revert_refusal_words(r: &RevertRefusal) -> String {
     match r {
         RevertRefusal::Deleted { id } => {
@@ -321,7 +326,7 @@ fn rescope_refusal_words(r: &RescopeRefusal) -> String {
             id.scope
         ),
         RescopeRefusal::NothingToMove { from } => format!(
-            "{from} has no current record to move: the current view shows what it holds now"
+            "{from} has no current record to move: what it holds now is in tab 1, Current view"
         ),
         RescopeRefusal::TargetDeleted { to, tombstone } => format!(
             "{to} is deleted (tombstone v{tombstone}): restore it first ({RESTORE}), or choose another target; nothing changed"
@@ -337,10 +342,10 @@ fn rescope_refusal_words(r: &RescopeRefusal) -> String {
             // The revert that does it, in keys: the target's record, `v`, the version, `y`.
             match instead {
                 Some(Instead::RevertTo { version }) => format!(
-                    "{refused}: this value was moved out of {scope} as its v{version}; to bring it back there on purpose, revert {scope} to v{version} — v on its record in the current view, then {version} and y"
+                    "{refused}: this value was moved out of {scope} as its v{version}; to bring it back there on purpose, revert {scope} to v{version} — {REVERT_ON_ITS_RECORD}, then {version} and y"
                 ),
                 Some(Instead::RevertByNumber) => format!(
-                    "{refused}: to make an earlier value current in {scope} again, revert to it by number — v on its record in the current view, then the version's number (its history lists them) and y"
+                    "{refused}: to make an earlier value current in {scope} again, revert to it by number — {REVERT_ON_ITS_RECORD}, then the version's number (its history lists them) and y"
                 ),
                 Some(Instead::WriteAgain) => r.to_string(),
                 None => refused,

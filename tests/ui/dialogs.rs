@@ -463,3 +463,112 @@ fn the_help_wraps_to_its_box_and_says_everything_the_key_table_does() {
         }
     }
 }
+
+/// A record whose versions are Chinese and emoji, one of them moved by a rescope to a task with
+/// a long name: its revert dialog lists `(moved to task:…)` beside that version.
+pub(crate) fn moved_chinese_versions() -> Fixture {
+    use memscope::model::Scope;
+    let f = Fixture::demo();
+    let write = |value: &str, n: u32| {
+        f.write(&format!(
+            r#"{{"subject":"用户:小明","predicate":"language","value":"{value}","scope":"global","source":"thread:{n}/message:{n} 很长的来源名字","raw":"回复请用简体中文 🧠"}}"#
+        ));
+    };
+    write("简体中文 🧠", 1);
+    write("English 🇬🇧 please", 2);
+    write(
+        "日本語で答えてください、長い値です🎉🎉 とても長い値がここに続きます",
+        3,
+    );
+    f.store()
+        .rescope(
+            "用户:小明",
+            "language",
+            &Scope::Global,
+            &Scope::Task("很长的任务名字-修复-lockfile-🦀-123".into()),
+        )
+        .expect("the rescope");
+    write("🎉👍🏽 emoji only value ☕☕☕", 5);
+    f
+}
+
+/// The sizes the dialogs were reviewed at.
+const ODD_SIZES: [(u16, u16); 8] = [
+    (20, 5),
+    (25, 6),
+    (40, 9),
+    (60, 12),
+    (80, 24),
+    (120, 32),
+    (200, 10),
+    (200, 60),
+];
+
+/// Found by review: at 200×10 the rescope dialog's border covered the footer (`Tab suggesti└──`),
+/// at 40×9 its `e edits` read `e …`, and the revert dialog's columns moved right on the row of a
+/// version a rescope moved. At every size: the footer is the footer, the hint beside the target
+/// is whole or gone, and the versions' columns line up (by display width).
+#[test]
+fn the_rescope_and_revert_dialogs_keep_the_footer_whole_hints_and_aligned_columns() {
+    use memscope::tui::text::width;
+    let f = moved_chinese_versions();
+    let demo = Fixture::demo();
+    let border = ['┌', '┐', '└', '┘', '│', '─'];
+    for (w, h) in ODD_SIZES {
+        let open: [(&Fixture, &str, &str, &str); 3] = [
+            (
+                &demo,
+                "user:42 · package_manager @ global",
+                "m",
+                "y rescope",
+            ),
+            (&f, "用户:小明 · language @ global", "m", "Enter/Esc done"),
+            (&f, "用户:小明 · language @ global", "v", "y revert"),
+        ];
+        for (fixture, record, keys, first_hint) in open {
+            let mut s = fixture.session(120, 32);
+            select(&mut s, record);
+            press(&mut s, keys);
+            let screen = render(&mut s, w, h);
+            let at = format!("{w}×{h}, {keys} on {record}:\n{screen}");
+            let footer = screen.lines().last().expect("a row").trim_matches('"');
+            assert!(
+                footer.starts_with(first_hint) && !footer.contains(border),
+                "{at}"
+            );
+            let title = if keys == "m" {
+                "┌ Rescope"
+            } else {
+                "┌ Revert"
+            };
+            let rows = dialog_rows(&screen, title);
+            // The target's row: the field, then a hint whole or nothing.
+            if let Some(to) = rows.iter().find(|r| r.starts_with("to ")) {
+                let hint = to.split("  ").filter(|p| !p.is_empty()).nth(1);
+                assert!(
+                    matches!(
+                        hint.map(str::trim),
+                        None | Some("e edits") | Some("repo:<id>, task:<id> or global")
+                    ),
+                    "{at}: {to:?}"
+                );
+            }
+            let choices: Vec<&String> = (rows.iter())
+                .filter(|r| r.starts_with("(•) ") || r.starts_with("( ) "))
+                .collect();
+            let arrow = |r: &str| r.find(" → ").map(|i| width(&r[..i]));
+            let columns: Vec<Option<usize>> = choices.iter().map(|r| arrow(r)).collect();
+            assert!(
+                columns.windows(2).all(|p| p[0] == p[1]),
+                "{at}: {columns:?} {choices:#?}"
+            );
+            if keys == "v" && w >= 80 && h >= 24 {
+                assert!(choices.len() == 4 && columns[0].is_some(), "{at}");
+                assert!(
+                    choices.iter().any(|r| r.contains("(moved to task:很长")),
+                    "{at}: the note of where v3 was moved"
+                );
+            }
+        }
+    }
+}

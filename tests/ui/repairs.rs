@@ -522,7 +522,7 @@ fn a_stale_rescope_names_the_revert_that_does_it_in_keys() {
         assert!(
             refusal.contains("this value was moved out of global as its v2")
                 && refusal.ends_with(
-                    "revert global to v2 — v on its record in the current view, then 2 and y"
+                    "revert global to v2 — v on its record in tab 1, Current view, then 2 and y"
                 ),
             "{refusal}"
         );
@@ -556,7 +556,7 @@ fn a_late_refusal_toast_gives_the_uis_advice() {
             said.starts_with("rescope refused: ")
                 && said.contains("(stale: ")
                 && said.ends_with(
-                    "revert to it by number — v on its record in the current view, then the version's number (its history lists them) and y"
+                    "revert to it by number — v on its record in tab 1, Current view, then the version's number (its history lists them) and y"
                 ),
             "{said}"
         );

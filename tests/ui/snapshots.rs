@@ -6,6 +6,7 @@
 //! the frames to compare (`Snap`). Every scene runs on SQLite, whose frames are the stored
 //! snapshots, and then on the same data moved to PostgreSQL, whose frames must be the same.
 
+use crate::dialogs::moved_chinese_versions;
 use crate::support::tui::{
     ch, filter, for_each_backend, key, press, render, select, select_read, Backend, Db, Fixture,
 };
@@ -190,6 +191,26 @@ const SCENES: &[Scene] = &[
     scene("suspects_tab_with_evidence_and_the_prefilled_rescope", demo, (W, H), &[
         Press("6"), Snap("suspects_tab", W, H), Press("m"), Snap("suspects_rescope", W, H),
         Key(KeyCode::Esc), Key(KeyCode::Tab), Snap("suspects_tab_60x15", 60, 15)]),
+    // Found by review at odd sizes: no note of the cut lines at 25×6, `e …` at 40×9, the
+    // footer covered at 200×10. The place the suspects scan points at, suggested.
+    scene("rescope_dialog_at_odd_sizes", demo, (W, H), &[
+        Select("user:42 · package_manager @ global"), Press("m"),
+        Snap("rescope_20x5", 20, 5), Snap("rescope_25x6", 25, 6), Snap("rescope_40x9", 40, 9),
+        Snap("rescope_60x12", 60, 12), Snap("rescope_200x10", 200, 10),
+        Snap("rescope_200x60", 200, 60)]),
+    // Chinese and emoji: a typed target, then typing one (the hint beside it gives way whole).
+    scene("rescope_dialog_chinese_target_at_odd_sizes", moved_chinese_versions, (W, H), &[
+        Select("用户:小明 · language @ global"), Press("m"), Snap("rescope_typing_40x9", 40, 9),
+        Press("repo:很长的仓库名字🦀很长的仓库名字很长的仓库名字"), Key(KeyCode::Enter),
+        Snap("rescope_chinese_25x6", 25, 6), Snap("rescope_chinese_40x9", 40, 9),
+        Snap("rescope_chinese_80x24", 80, 24)]),
+    // The version a rescope moved says where, its columns in line with the others'.
+    scene("revert_dialog_after_a_rescope_at_odd_sizes", moved_chinese_versions, (W, H), &[
+        Select("用户:小明 · language @ global"), Press("v"),
+        Snap("revert_moved", W, H), Snap("revert_moved_80x24", 80, 24),
+        Snap("revert_moved_60x12", 60, 12), Snap("revert_moved_40x9", 40, 9),
+        Snap("revert_moved_25x6", 25, 6), Snap("revert_moved_20x5", 20, 5),
+        Snap("revert_moved_200x10", 200, 10), Snap("revert_moved_200x60", 200, 60)]),
 ];
 
 /// Plays a scene's steps. On SQLite each frame it names must equal its stored snapshot and is

@@ -207,7 +207,11 @@ impl DeleteDialog {
     /// The furthest the statement scrolls and a page, on a terminal of `size`.
     fn scroll_room(&self, size: (u16, u16)) -> (usize, usize) {
         let (rect, lines) = self.layout(Rect::new(0, 0, size.0, size.1));
-        super::scroll_room(lines.len(), rect.height.saturating_sub(2) as usize)
+        super::scroll_room(
+            lines.len(),
+            rect.height.saturating_sub(2) as usize,
+            super::NOTE_FROM_SIX,
+        )
     }
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect) {
@@ -220,7 +224,7 @@ impl DeleteDialog {
             &|cmd| self.offers(cmd),
         );
         let (rows, max) = (inner.height as usize, inner.width as usize);
-        let lines = super::on_screen(lines, self.scroll, rows, max);
+        let lines = super::on_screen(lines, self.scroll, rows, max, super::NOTE_FROM_SIX);
         frame.render_widget(Paragraph::new(lines), inner);
     }
 }

@@ -251,10 +251,19 @@ pub(crate) fn outcome_lines_in_words(
     lines
 }
 
+/// From how many rows the delete dialog gives one to the note that says what is hidden: below
+/// that its three targets matter more than the note.
+pub(crate) const NOTE_FROM_SIX: usize = 6;
+
+/// From how many rows the rescope and revert dialogs give one to the note: whenever a line of
+/// the statement is left beside it (found by review: at 25×6 the rescope dialog cut its lines
+/// and said nothing of them).
+pub(crate) const NOTE_FROM_TWO: usize = 2;
+
 /// The furthest a scrolling dialog's `lines` (of `len`) scroll in `rows`, and a page: a row
-/// goes to the note that says what is hidden ([`on_screen`]) once the rows are more than five.
-pub(crate) fn scroll_room(len: usize, rows: usize) -> (usize, usize) {
-    let page = if len > rows && rows > 5 {
+/// goes to the note that says what is hidden ([`on_screen`]) once the rows are `note_from`.
+pub(crate) fn scroll_room(len: usize, rows: usize, note_from: usize) -> (usize, usize) {
+    let page = if len > rows && rows >= note_from.max(2) {
         rows - 1
     } else {
         rows
@@ -263,22 +272,23 @@ pub(crate) fn scroll_room(len: usize, rows: usize) -> (usize, usize) {
 }
 
 /// The lines [`on_screen`] skips at the top for `scroll`.
-pub(crate) fn shown_scroll(len: usize, scroll: usize, rows: usize) -> usize {
-    scroll.min(scroll_room(len, rows).0)
+pub(crate) fn shown_scroll(len: usize, scroll: usize, rows: usize, note_from: usize) -> usize {
+    scroll.min(scroll_room(len, rows, note_from).0)
 }
 
 /// The `rows` of `lines` on screen, `scroll` lines down. On a terminal too short for all of
-/// them, the last row says how many lines of what `y` destroys are below (or above) and which
-/// key shows them, rather than the statement ending mid-way as if complete (once the three
-/// targets fit: below that, they matter more).
+/// them, the last row says how many lines of what `y` does are below (or above) and which key
+/// shows them, rather than the statement ending mid-way as if complete — from `note_from`
+/// rows ([`NOTE_FROM_SIX`], [`NOTE_FROM_TWO`]).
 pub(crate) fn on_screen(
     lines: Vec<Line<'static>>,
     scroll: usize,
     rows: usize,
     max: usize,
+    note_from: usize,
 ) -> Vec<Line<'static>> {
-    let scroll = shown_scroll(lines.len(), scroll, rows);
-    if lines.len() <= rows || rows <= 5 {
+    let scroll = shown_scroll(lines.len(), scroll, rows, note_from);
+    if lines.len() <= rows || rows < note_from.max(2) {
         return lines.into_iter().skip(scroll).take(rows).collect();
     }
     let page = rows - 1;
@@ -293,15 +303,19 @@ pub(crate) fn on_screen(
             ),
             format!("… {below} more line{}: PgDn", s(below)),
             format!("… {below} more: PgDn"),
+            format!("… {below} more"),
+            format!("↓ {below}"),
         ]
     } else {
         [
             format!("↑ {scroll} line{} above: PgUp shows them", s(scroll)),
             format!("↑ {scroll} line{} above: PgUp", s(scroll)),
             format!("↑ {scroll} above: PgUp"),
+            format!("↑ {scroll} above"),
+            format!("↑ {scroll}"),
         ]
     };
-    let note = notes.iter().find(|n| width(n) <= max).unwrap_or(&notes[2]);
+    let note = notes.iter().find(|n| width(n) <= max).unwrap_or(&notes[4]);
     let mut shown: Vec<Line<'static>> = lines.into_iter().skip(scroll).take(page).collect();
     shown.push(plain(note, error_style(), max));
     shown
@@ -341,6 +355,15 @@ pub(crate) fn scrolled(scroll: usize, cmd: Option<Command>, room: usize, page: u
 pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App) {
     for (i, dialog) in app.dialogs.iter().enumerate() {
         dialog.draw(frame, area, app, i + 1 == app.dialogs.len());
+    }
+}
+
+/// The part of `area` a dialog may cover: all but the footer, which says the dialog's keys
+/// (found by review: at 200×10 the rescope dialog's border covered `Tab suggestion`).
+pub(crate) fn above_footer(area: Rect) -> Rect {
+    match crate::tui::layout::screen(area).footer {
+        Some(f) => Rect::new(area.x, area.y, area.width, f.y.saturating_sub(area.y)),
+        None => area,
     }
 }
 

@@ -36,6 +36,9 @@ pub struct RescopePreview {
     pub refusal: Option<String>,
 }
 
+/// The target field's label.
+const TO: &str = "to ";
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct RescopeDialog {
     pub record: MemoryRecord,
@@ -213,13 +216,14 @@ impl RescopeDialog {
         Step::Stay(Action::None)
     }
 
-    /// The dialog's lines on a screen of `area`, the row of its target field among them, and
-    /// its box. A statement here (the first sentence, each effect) takes a fifth of the
+    /// The dialog's lines on a screen of `area`, the row of its target field among them, the
+    /// field's width, and its box (above the footer: [`super::above_footer`]). A statement here (the first sentence, each effect) takes a fifth of the
     /// screen's rows as everywhere, or the rows its words need with its values cut, when
     /// those are more: the dialog scrolls, so no word of what `y` does is cut (found by review:
     /// at 40×12 the effect lost its middle, `…rce …`).
-    fn layout(&self, area: Rect) -> (Rect, Vec<Line<'static>>, usize) {
+    fn layout(&self, area: Rect) -> (Rect, Vec<Line<'static>>, usize, usize) {
         let d = self;
+        let area = super::above_footer(area);
         let rec = &d.record;
         let max_w = 96.min(area.width);
         let max = max_w.saturating_sub(2) as usize;
@@ -246,27 +250,33 @@ impl RescopeDialog {
         } else {
             Style::new().add_modifier(Modifier::UNDERLINED)
         };
+        // The field narrows with the dialog; the hint beside it shows whole or not at all
+        // (found by review: at 40×9 it read `e …`).
+        let field = FIELD.min(max.saturating_sub(width(TO))).max(1);
+        let hint = if d.editing {
+            "  repo:<id>, task:<id> or global"
+        } else {
+            "  e edits"
+        };
+        let hint = if width(TO) + field + width(hint) <= max {
+            hint
+        } else {
+            ""
+        };
         lines.push(row_line(
             &[
-                part("to ", bold()),
+                part(TO, bold()),
                 // Typing shows the end (where the cursor is); otherwise both ends, so a long
                 // target still says its kind and which place it names.
                 part(
                     if d.editing {
-                        input_field(&one_line(&d.target), FIELD).0
+                        input_field(&one_line(&d.target), field).0
                     } else {
-                        fit(&truncate_middle(&one_line(&d.target), FIELD), FIELD)
+                        fit(&truncate_middle(&one_line(&d.target), field), field)
                     },
                     field_style,
                 ),
-                part(
-                    if d.editing {
-                        "  repo:<id>, task:<id> or global"
-                    } else {
-                        "  e edits"
-                    },
-                    dim(),
-                ),
+                part(hint, dim()),
             ],
             &[],
             max,
@@ -303,12 +313,13 @@ impl RescopeDialog {
         lines.push(Line::raw(""));
         match &d.preview {
             None => lines.push(plain("working out what this would do…", dim(), max)),
-            // A refused target, wrapped: its end says what to type instead.
-            Some(Err(e)) => lines.extend(
-                crate::tui::text::wrap_at_most(e, max, super::rows_a_line(area.height))
-                    .into_iter()
-                    .map(|l| plain(&l, Style::new().fg(Color::Yellow), max)),
-            ),
+            // A refused target, wrapped whole (the dialog scrolls): its end says what to type
+            // instead (found by review: at 40×9 it read `type the tar…<id>, task:<id> …`).
+            Some(Err(e)) => lines.extend(crate::tui::draw::wrapped(
+                e,
+                Style::new().fg(Color::Yellow),
+                max,
+            )),
             Some(Ok(p)) => {
                 lines.extend(super::outcome_lines_in_words(
                     &p.effects,
@@ -339,19 +350,20 @@ impl RescopeDialog {
             max_w,
             u16::try_from(lines.len() + 2).unwrap_or(u16::MAX),
         );
-        (rect, lines, field_row)
+        (rect, lines, field_row, field)
     }
 
     /// The furthest the statement scrolls and a page, on a terminal of `size`.
     fn scroll_room(&self, size: (u16, u16)) -> (usize, usize) {
-        let (rect, lines, _) = self.layout(Rect::new(0, 0, size.0, size.1));
-        super::scroll_room(lines.len(), rect.height.saturating_sub(2) as usize)
+        let (rect, lines, _, _) = self.layout(Rect::new(0, 0, size.0, size.1));
+        let rows = rect.height.saturating_sub(2) as usize;
+        super::scroll_room(lines.len(), rows, super::NOTE_FROM_TWO)
     }
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, top: bool) {
         let d = self;
         let rec = &d.record;
-        let (rect, lines, field_row) = self.layout(area);
+        let (rect, lines, field_row, field) = self.layout(area);
         // A long identity is cut part by part, as the delete dialog cuts it: the predicate and
         // the scope stay in the title.
         let room = (rect.width as usize).saturating_sub(4 + width("Rescope · "));
@@ -367,14 +379,17 @@ impl RescopeDialog {
         };
         let inner = frame_box_offering(frame, rect, &title, ctx, &|cmd| self.offers(cmd));
         let (rows, max) = (inner.height as usize, inner.width as usize);
-        let scroll = super::shown_scroll(lines.len(), self.scroll, rows);
+        let note_from = super::NOTE_FROM_TWO;
+        let scroll = super::shown_scroll(lines.len(), self.scroll, rows, note_from);
+        // The rows of the statement on screen: the note, when there is one, is not the field.
+        let page = super::scroll_room(lines.len(), rows, note_from).1.min(rows);
         frame.render_widget(
-            Paragraph::new(super::on_screen(lines, self.scroll, rows, max)),
+            Paragraph::new(super::on_screen(lines, self.scroll, rows, max, note_from)),
             inner,
         );
-        let field_row = field_row.checked_sub(scroll).filter(|r| *r < rows);
+        let field_row = field_row.checked_sub(scroll).filter(|r| *r < page);
         if let Some(row) = field_row.filter(|_| top && d.editing) {
-            let x = 3 + input_field(&one_line(&d.target), FIELD).1;
+            let x = width(TO) + input_field(&one_line(&d.target), field).1;
             if x < inner.width as usize {
                 frame.set_cursor_position(Position::new(inner.x + x as u16, inner.y + row as u16));
             }

@@ -226,6 +226,7 @@ impl RevertDialog {
     /// effect of `y` was below the box, with nothing saying so).
     fn layout(&self, area: Rect, now: DateTime<Utc>) -> (Rect, Vec<Line<'static>>) {
         let d = self;
+        let area = super::above_footer(area);
         let rec = &d.record;
         let max_w = 96.min(area.width);
         let max = max_w.saturating_sub(2) as usize;
@@ -288,8 +289,9 @@ impl RevertDialog {
                     lines.push(plain(&format!("    ↑ {} more", shown.start), dim(), max));
                 }
                 let below = choices.len() - shown.end;
+                let columns = Columns::of(choices, max);
                 for (i, c) in choices.iter().enumerate().take(shown.end).skip(shown.start) {
-                    lines.push(choice_line(c, i == d.choice, max));
+                    lines.push(choice_line(c, i == d.choice, &columns, max));
                 }
                 if below > 0 {
                     lines.push(plain(&format!("    ↓ {below} more"), dim(), max));
@@ -313,7 +315,8 @@ impl RevertDialog {
     /// The furthest the statement scrolls and a page, on a terminal of `size`.
     fn scroll_room(&self, size: (u16, u16), now: DateTime<Utc>) -> (usize, usize) {
         let (rect, lines) = self.layout(Rect::new(0, 0, size.0, size.1), now);
-        super::scroll_room(lines.len(), rect.height.saturating_sub(2) as usize)
+        let rows = rect.height.saturating_sub(2) as usize;
+        super::scroll_room(lines.len(), rows, super::NOTE_FROM_TWO)
     }
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, now: DateTime<Utc>) {
@@ -331,43 +334,132 @@ impl RevertDialog {
         });
         let (rows, max) = (inner.height as usize, inner.width as usize);
         frame.render_widget(
-            Paragraph::new(super::on_screen(lines, self.scroll, rows, max)),
+            Paragraph::new(super::on_screen(
+                lines,
+                self.scroll,
+                rows,
+                max,
+                super::NOTE_FROM_TWO,
+            )),
             inner,
         );
     }
 }
 
-/// One version to choose: its number, value (or where `rescope` moved it), when it was
-/// current and its source.
-fn choice_line(c: &RevertChoice, chosen: bool, max: usize) -> Line<'static> {
-    let (mark, style) = if chosen {
-        ("(•) ", bold().fg(Color::Yellow))
-    } else {
-        ("( ) ", Style::new())
-    };
-    let value = match (&c.value, &c.moved_to) {
+/// The widths of the revert dialog's columns, the same in every row of its choices (found by
+/// review: a `(moved to task:…)` note widened its row and pushed its times and source right).
+struct Columns {
+    version: usize,
+    value: usize,
+    at: usize,
+    until: usize,
+}
+
+/// The most columns a value takes in the list …
+const VALUE: usize = 16;
+/// … and a value with the note of where `rescope` moved it.
+const VALUE_MOVED: usize = 36;
+
+impl Columns {
+    /// Measured over every choice (not the ones on screen: the columns stay put as `j`/`k`
+    /// scroll), in display columns — a Chinese character or an emoji takes two.
+    fn of(choices: &[RevertChoice], max: usize) -> Columns {
+        let most = |f: &dyn Fn(&RevertChoice) -> usize| choices.iter().map(f).max().unwrap_or(0);
+        let version = most(&|c| width(&format!("v{}", c.version))).max(4);
+        let at = most(&|c| width(&month_day_time(&c.at)));
+        let until = most(&|c| width(&until(c)));
+        let value = most(&|c| width(&choice_value(c)));
+        let cap = if choices.iter().any(|c| c.moved_to.is_some()) {
+            VALUE_MOVED
+        } else {
+            VALUE
+        };
+        // On a narrow dialog the value keeps what the mark, the number and the times leave it
+        // (and the source, some), never less than a plain value's columns.
+        let rest = width(CHOSEN) + version + 1 + 2 + at + width(" → ") + until + 2 + 8;
+        let room = max.saturating_sub(rest).max(VALUE);
+        Columns {
+            version,
+            value: value.min(cap).min(room),
+            at,
+            until,
+        }
+    }
+}
+
+const CHOSEN: &str = "(•) ";
+const NOT_CHOSEN: &str = "( ) ";
+
+/// A choice's value as the list shows it: with where `rescope` moved it.
+fn choice_value(c: &RevertChoice) -> String {
+    match (&c.value, &c.moved_to) {
         (Some(v), None) => value_text(v),
-        (Some(v), Some(to)) => format!("{} (moved to {to})", value_text(v)),
+        (Some(v), Some(to)) => format!("{}{}", value_text(v), moved_note(to)),
         (None, _) => "(content purged)".into(),
-    };
-    let until = c
-        .valid_until
+    }
+}
+
+fn moved_note(to: &str) -> String {
+    format!(" (moved to {})", one_line(to))
+}
+
+/// Until when a choice was current.
+fn until(c: &RevertChoice) -> String {
+    c.valid_until
         .as_deref()
         .map(month_day_time)
-        .unwrap_or_else(|| "now".into());
+        .unwrap_or_else(|| "now".into())
+}
+
+/// A choice's value in exactly `cols` columns. A moved value is cut before the note of where
+/// it was moved, which stays whole when it fits; when it does not, the value keeps a third of
+/// the columns and the note is cut with `…` — the row still says the value was moved.
+fn value_cell(c: &RevertChoice, cols: usize) -> String {
+    if let (Some(v), Some(to)) = (&c.value, &c.moved_to) {
+        let (value, note) = (value_text(v), moved_note(to));
+        let (vw, nw) = (width(&value), width(&note));
+        if vw + nw > cols {
+            let keep = if nw + 2 <= cols {
+                cols - nw
+            } else {
+                vw.min((cols / 3).max(2))
+            };
+            let cut = crate::tui::text::truncate(&value, keep);
+            return fit(&format!("{cut}{note}"), cols);
+        }
+    }
+    fit(&choice_value(c), cols)
+}
+
+/// One version to choose, in [`Columns`]: its number, value (or where `rescope` moved it),
+/// when it was current and its source.
+fn choice_line(c: &RevertChoice, chosen: bool, cols: &Columns, max: usize) -> Line<'static> {
+    let (mark, style) = if chosen {
+        (CHOSEN, bold().fg(Color::Yellow))
+    } else {
+        (NOT_CHOSEN, Style::new())
+    };
+    let version = format!("v{}", c.version);
     row_line(
         &[
             part(mark, style),
-            part(format!("v{:<3} ", c.version), style),
+            part(format!("{} ", fit(&version, cols.version)), style),
             part(
-                fit(&value, if c.moved_to.is_some() { 36 } else { 16 }),
+                value_cell(c, cols.value),
                 Style::new().fg(if c.moved_to.is_some() {
                     Color::Yellow
                 } else {
                     Color::Green
                 }),
             ),
-            part(format!("  {} → {}", month_day_time(&c.at), until), dim()),
+            part(
+                format!(
+                    "  {} → {}",
+                    fit(&month_day_time(&c.at), cols.at),
+                    fit(&until(c), cols.until)
+                ),
+                dim(),
+            ),
             part(
                 format!("  {}", one_line(c.source.as_deref().unwrap_or(""))),
                 dim(),
