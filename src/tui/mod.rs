@@ -7,7 +7,7 @@
 //!   each registered by one line; `dialogs`: the dialogs, one file each (state, keys, drawing);
 //! - `session`: the loop's side — performs actions on the store, hands worker replies and
 //!   loaded previews to the tab or dialog that owns them, polls `PRAGMA data_version` for
-//!   other processes' commits;
+//!   other processes' commits; `held`: the keys and clicks it holds while the filter runs;
 //! - `rows`: the list the loaded lists share (cursor, window, click, panes); `list`: the
 //!   current view as a keyset-paged window; `worker`: the filter and slow loads off the UI
 //!   thread; `draw`: the frame around the tabs and the drawing helpers, reading the state only;
@@ -22,6 +22,7 @@ pub mod clipboard;
 pub mod dialogs;
 pub mod draw;
 pub mod fuzzy;
+pub mod held;
 pub mod incident;
 pub mod keymap;
 pub mod layout;
@@ -172,7 +173,14 @@ fn event_loop(terminal: &mut DefaultTerminal, session: &mut Session) -> Result<(
             session.settle();
             dirty = true;
         }
+        // The workers' replies; and, once the filter's matches are in, the keys and clicks
+        // that waited for them (`Session::admit`), replayed in order — a frame was drawn
+        // while they waited.
         if session.pump() {
+            write_output(terminal, session);
+            if session.quit_asked() {
+                return Ok(());
+            }
             dirty = true;
         }
         if last_live.elapsed() >= LIVE_POLL {

@@ -13,6 +13,17 @@ use ratatui::layout::{Position, Rect};
 /// Rows (or lines) one notch of the wheel moves.
 pub const WHEEL_STEP: usize = 3;
 
+/// Whether `m` is of a kind [`App::handle_mouse`] acts on (motion and releases are not): only
+/// these wait behind a running filter, so moving the pointer fills no queue.
+pub(super) fn acts(m: &MouseEvent) -> bool {
+    matches!(
+        m.kind,
+        MouseEventKind::ScrollDown
+            | MouseEventKind::ScrollUp
+            | MouseEventKind::Down(MouseButton::Left)
+    )
+}
+
 impl App {
     pub fn handle_mouse(&mut self, m: MouseEvent) -> Action {
         let at = Position::new(m.column, m.row);

@@ -7,17 +7,18 @@
 use super::app::{Action, App, Curation, Dialog, Focus, Tab};
 use super::dialogs::EventDialog;
 use super::dialogs::Loaded;
+use super::held::{Held, HELD_MAX, HOLD_LIMIT};
 use super::incident::TimelineMark;
 use super::refresh;
 use super::repair;
-use super::text::plural;
+use super::text::{plural, thousands};
 use super::worker::{
     run_filter, run_load, Failed, Job, Load, LoadKind, NarrowCache, Reply, Workers,
 };
 use crate::model::Identity;
 use crate::store::{Clock, UiStore};
 use anyhow::Result;
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::Frame;
 use std::collections::BTreeSet;
 
@@ -28,9 +29,28 @@ pub enum WorkerMode {
     Threads,
     /// Synchronously on the UI's store, when the loop pumps (tests and snapshots).
     Inline,
-    /// Inline, but run only when a key waits for them (behind a filter) or the caller pumps:
-    /// a test feeds a burst of keys before the workers' replies arrive, as a slow worker does.
+    /// Inline, but run only when the caller pumps: a test feeds a burst of keys before the
+    /// workers' replies arrive, as a slow worker does.
     Deferred,
+}
+
+/// What becomes of an event as it arrives ([`Session::admit`]).
+enum Admit {
+    /// Handled now.
+    Now(Event),
+    /// Held for the filter's matches, or refused with a sentence saying why.
+    Taken,
+    Quit,
+}
+
+/// Whether a key or click would act on a list the filter has not finished with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FilterWait {
+    Ready,
+    /// Its matches are still coming: events are held.
+    Running,
+    /// It failed (or its workers went): the list holds rows it may hide, and stays so.
+    Failed,
 }
 
 pub struct Session {
@@ -56,6 +76,10 @@ pub struct Session {
     owed: bool,
     /// [`WorkerMode::Deferred`]: actions leave the jobs queued.
     deferred: bool,
+    /// Keys and clicks that wait for the filter's matches ([`Session::admit`]).
+    held: Held,
+    /// A replayed key quit: the loop ends ([`Session::quit_asked`]).
+    quit: bool,
 }
 
 /// The title of the message shown when the database file is removed or replaced.
@@ -91,6 +115,8 @@ impl Session {
             failed_filter: None,
             owed: false,
             deferred: false,
+            held: Held::default(),
+            quit: false,
         };
         let opened = session.reload().and_then(|()| {
             let page = session.app.page();
@@ -110,7 +136,7 @@ impl Session {
                 ),
             );
         }
-        session.pump();
+        session.pump_workers();
         session.deferred = mode == WorkerMode::Deferred;
         Ok(session)
     }
@@ -139,16 +165,101 @@ impl Session {
     /// few queries, each a round trip to a PostgreSQL server — to [`Session::settle`], so a
     /// held `j` loads the detail of where it stops, not of every row it passes. Any other key
     /// settles first: what it does may read the detail.
+    ///
+    /// A key or a click behind a filter whose matches have not all come is held, not
+    /// handled: [`Session::pump`] replays it once they are in (`Session::admit`).
     pub fn handle_queued(&mut self, event: Event, more_queued: bool) -> bool {
         if let Event::Key(key) = event {
-            // Quitting needs no database: nothing owed is loaded first.
-            if self.app.quits(&key) {
-                return true;
+            // Esc and a key typed right after it arrive together and read as Alt+key: take
+            // them as the two keys they were.
+            if let (KeyCode::Char(c), KeyModifiers::ALT) = (key.code, key.modifiers) {
+                let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
+                let plain = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+                return self.handle_queued(Event::Key(esc), true)
+                    || self.handle_queued(Event::Key(plain), more_queued);
             }
-            // A motion behind a filter whose matches have not all come would move in the
-            // rows the filter hides, and the matches would then reset the selection (found by
-            // review: `/words⏎jjjd` pasted opened the delete on the first match): it waits for
-            // them, as any other key does, through `handle_key`.
+            // Esc drops what waits behind the filter, and cancels it as it always does.
+            if key.code == KeyCode::Esc
+                && key.kind != KeyEventKind::Release
+                && !self.held.is_empty()
+            {
+                let dropped = self.held.drop_all();
+                let quit = self.act(event, more_queued);
+                self.app.info(format!(
+                    "Esc dropped the {} typed while the filter ran: none of them acted",
+                    dropped.words()
+                ));
+                return quit;
+            }
+        }
+        match self.admit(event) {
+            Admit::Quit => true,
+            Admit::Taken => false,
+            Admit::Now(event) => self.act(event, more_queued),
+        }
+    }
+
+    /// Handles one terminal event; true when the UI should quit.
+    pub fn handle_event(&mut self, event: Event) -> bool {
+        self.handle_queued(event, false)
+    }
+
+    pub fn handle_key(&mut self, key: KeyEvent) -> bool {
+        self.handle_queued(Event::Key(key), false)
+    }
+
+    /// Whether `event` is handled now, quits, or waits for the filter's matches (README, "The
+    /// terminal UI"): until they are in, the list holds the rows the filter hides, or part of
+    /// its matches, and keys typed in one burst (`/text⏎jd`, a paste, a slow link) moved and
+    /// deleted there (found by review, on 40,000 records), a click selected a row the matches
+    /// then moved away from. Waiting is holding, not blocking: the loop keeps drawing, Esc is
+    /// seen at once. Ctrl-c quits at once, before any database call (found by review: `q`
+    /// waited behind a lock); `q` too, unless keys wait ahead of it (in a paste it may be text
+    /// they type). A filter that failed takes no key until Esc clears it.
+    fn admit(&mut self, event: Event) -> Admit {
+        let now = self.app.clock.now();
+        self.expire_held(now);
+        match &event {
+            Event::Key(key) => {
+                if key.kind == KeyEventKind::Release {
+                    return Admit::Now(event);
+                }
+                if super::keymap::quits_everywhere(key)
+                    || (self.held.is_empty() && self.app.quits(key))
+                {
+                    return Admit::Quit;
+                }
+                // Esc cancels the filter (or closes what is open): it never waits.
+                if key.code == KeyCode::Esc {
+                    return Admit::Now(event);
+                }
+            }
+            Event::Mouse(m) if self.mouse && super::mouse::acts(m) => {}
+            // Nothing a filter's matches change: a resize, a pointer's motion.
+            _ => return Admit::Now(event),
+        }
+        let waits = match self.filter_wait() {
+            FilterWait::Ready => !self.held.is_empty(),
+            FilterWait::Running => true,
+            FilterWait::Failed => {
+                // Events held before the failure were dropped with it (`apply_reply`).
+                self.app.error(
+                    "the filter failed before its matches all came, so the list may hold rows it hides: that key was not acted on (Esc clears the filter)",
+                );
+                return Admit::Taken;
+            }
+        };
+        if !waits {
+            return Admit::Now(event);
+        }
+        // The filter line says how many wait (`Session::draw`); a toast would hide its progress.
+        self.held.push(event, now);
+        Admit::Taken
+    }
+
+    /// Handles an admitted event.
+    fn act(&mut self, event: Event, more_queued: bool) -> bool {
+        if let Event::Key(key) = event {
             if more_queued && self.is_list_motion(&key) && !self.app.memories().filtering() {
                 self.begin_turn();
                 let action = self.app.handle_key(key);
@@ -161,7 +272,121 @@ impl Session {
             }
         }
         self.settle();
-        self.handle_event(event)
+        match event {
+            Event::Key(key) => {
+                self.begin_turn();
+                let action = self.app.handle_key(key);
+                if action == Action::Quit {
+                    return true;
+                }
+                self.perform(action);
+                false
+            }
+            Event::Resize(w, h) => {
+                self.begin_turn();
+                self.resize(w, h);
+                false
+            }
+            Event::Mouse(m) if self.mouse => {
+                self.begin_turn();
+                let action = self.app.handle_mouse(m);
+                self.perform(action);
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a key or click now would act on a list the filter has not finished with. A
+    /// line being typed, or a dialog, takes keys for itself: they do not wait.
+    fn filter_wait(&self) -> FilterWait {
+        let memories = self.app.memories();
+        if self.app.tab != Tab::Memories
+            || self.app.tabs.typing().is_some()
+            || !self.app.dialogs.is_empty()
+            || !memories.filtering()
+        {
+            FilterWait::Ready
+        } else if self.failed_filter == Some(memories.filter.generation) {
+            FilterWait::Failed
+        } else {
+            FilterWait::Running
+        }
+    }
+
+    /// Held events that waited past [`HOLD_LIMIT`] are dropped, and the message line says so;
+    /// true when they were.
+    fn expire_held(&mut self, now: chrono::DateTime<chrono::Utc>) -> bool {
+        if !self.held.expired(now) {
+            return false;
+        }
+        let dropped = self.held.drop_all();
+        self.app.error(format!(
+            "the filter's matches did not all come within {} s, so the list may hold rows it hides: the {} typed behind it were dropped, none acted (Esc clears the filter)",
+            HOLD_LIMIT.num_seconds(),
+            dropped.words()
+        ));
+        true
+    }
+
+    /// Replays the held events, in order, once the filter's matches are in; true when any
+    /// was. A replayed key that commits another filter holds the rest again. Motions are
+    /// replayed as a drained burst is: the detail is loaded where they end.
+    fn release_held(&mut self) -> bool {
+        if self.held.is_empty() {
+            return false;
+        }
+        let mut replayed = false;
+        loop {
+            match self.filter_wait() {
+                FilterWait::Running => {
+                    if replayed {
+                        self.held.restart(self.app.clock.now());
+                    }
+                    break;
+                }
+                FilterWait::Failed => {
+                    let dropped = self.held.drop_all();
+                    self.app.error(format!(
+                        "the filter failed before its matches all came: the {} typed behind it were dropped, none acted (Esc clears the filter)",
+                        dropped.words()
+                    ));
+                    break;
+                }
+                FilterWait::Ready => {}
+            }
+            let Some(event) = self.held.pop() else {
+                break;
+            };
+            replayed = true;
+            let more = !self.held.is_empty();
+            if self.act(event, more) {
+                self.held = Held::default();
+                self.quit = true;
+                break;
+            }
+        }
+        self.settle();
+        let overflow = self.held.overflow();
+        if self.held.is_empty() && overflow.total() > 0 {
+            self.held.forget_overflow();
+            self.app.error(format!(
+                "the keys held for the filter's matches acted; {} typed past the {} held at most were dropped",
+                overflow.words(),
+                thousands(HELD_MAX as i64)
+            ));
+        }
+        replayed
+    }
+
+    /// A held `q` (or another key that quits) was replayed: the loop ends.
+    pub fn quit_asked(&self) -> bool {
+        self.quit
+    }
+
+    /// What waits for the filter's matches ([`Session::admit`]).
+    pub fn held(&self) -> super::held::Tally {
+        self.held.tally()
     }
 
     /// Loads the detail a deferred list motion owes ([`Session::handle_queued`]).
@@ -201,80 +426,6 @@ impl Session {
         }
     }
 
-    /// Handles one terminal event; true when the UI should quit.
-    pub fn handle_event(&mut self, event: Event) -> bool {
-        match event {
-            Event::Key(key) => self.handle_key(key),
-            Event::Resize(w, h) => {
-                self.begin_turn();
-                self.resize(w, h);
-                false
-            }
-            Event::Mouse(m) if self.mouse => {
-                self.begin_turn();
-                let action = self.app.handle_mouse(m);
-                self.perform(action);
-                false
-            }
-            _ => false,
-        }
-    }
-
-    pub fn handle_key(&mut self, key: KeyEvent) -> bool {
-        // Esc and a key typed right after it arrive together and read as Alt+key: take them
-        // as the two keys they were.
-        if let KeyCode::Char(c) = key.code {
-            if key.modifiers == KeyModifiers::ALT {
-                let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
-                let plain = KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
-                return self.handle_key(esc) || self.handle_key(plain);
-            }
-        }
-        // Quitting needs no database (found by review: `q` waited behind a lock).
-        if self.app.quits(&key) {
-            return true;
-        }
-        self.begin_turn();
-        if !self.await_filter(&key) {
-            self.app.error(
-                "the filter's matches have not all come, so the list may hold rows it hides: that key was not acted on (Esc clears the filter)",
-            );
-            return false;
-        }
-        let action = self.app.handle_key(key);
-        if action == Action::Quit {
-            return true;
-        }
-        self.perform(action);
-        false
-    }
-
-    /// A key after a filter was committed waits for the filter's matches (README, "The
-    /// terminal UI": any other key waits for that load): until they are in, the list holds
-    /// the rows the filter hides, or part of its matches, and keys typed in one burst (`/text⏎jd`, a paste, a slow
-    /// link) moved and deleted there (found by review, on 40,000 records). Esc and Ctrl-c do
-    /// not wait: they cancel or quit.
-    /// False when they did not come (the filter failed, or 30 s passed): the key is not acted on.
-    fn await_filter(&mut self, key: &KeyEvent) -> bool {
-        let cancels = key.code == KeyCode::Esc
-            || (key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL));
-        if cancels || self.app.tabs.typing().is_some() || self.app.tab != Tab::Memories {
-            return true;
-        }
-        let started = std::time::Instant::now();
-        while self.app.memories().filtering() {
-            if self.failed_filter == Some(self.app.tabs.memories.filter.generation)
-                || started.elapsed() > std::time::Duration::from_secs(30)
-            {
-                return false;
-            }
-            if !self.pump() {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        }
-        true
-    }
-
     pub fn resize(&mut self, width: u16, height: u16) {
         self.app.size = (width, height);
         // The window fills the new height; the selected event stays in sight.
@@ -291,12 +442,13 @@ impl Session {
 
     /// Whether background work is still running (the loop then polls more often).
     pub fn busy(&self) -> bool {
-        !self.loads_waiting.is_empty() || self.app.memories().filtering()
+        !self.loads_waiting.is_empty() || self.app.memories().filtering() || !self.held.is_empty()
     }
 
     /// Draws a frame at the clock's current reading.
     pub fn draw(&mut self, frame: &mut Frame<'_>) {
         self.app.now = self.app.clock.now();
+        self.app.tabs.memories.waiting = self.held.waiting_words();
         super::draw::draw(frame, &self.app);
     }
 
@@ -702,12 +854,22 @@ impl Session {
 
     /// Applies what the workers sent, unless they are deferred ([`WorkerMode::Deferred`]).
     fn collect(&mut self) -> bool {
-        !self.deferred && self.pump()
+        !self.deferred && self.pump_workers()
+    }
+
+    /// Applies what the workers sent (inline: runs the queued jobs now), then replays the
+    /// keys and clicks that waited for the filter's matches, if they are in (or drops them,
+    /// when they waited too long). True when anything changed on screen; a replayed key may
+    /// have quit ([`Session::quit_asked`]).
+    pub fn pump(&mut self) -> bool {
+        let expired = self.expire_held(self.app.clock.now());
+        let changed = self.pump_workers();
+        self.release_held() || changed || expired
     }
 
     /// Applies what the workers sent (inline: runs the queued jobs now). True when anything
     /// changed on screen.
-    pub fn pump(&mut self) -> bool {
+    fn pump_workers(&mut self) -> bool {
         let replies = match &mut self.workers {
             Workers::Inline(queue) => {
                 let mut jobs = std::mem::take(queue);
@@ -811,7 +973,15 @@ impl Session {
                         self.failed_filter = Some(self.app.tabs.memories.filter.generation);
                     }
                 }
-                self.app.error(format!("{job} failed: {error}"));
+                let mut said = format!("{job} failed: {error}");
+                if matches!(job, Failed::Filter | Failed::Workers) && !self.held.is_empty() {
+                    let dropped = self.held.drop_all();
+                    said.push_str(&format!(
+                        "; the {} typed behind the filter were dropped, none acted (Esc clears the filter)",
+                        dropped.words()
+                    ));
+                }
+                self.app.error(said);
             }
         }
         Ok(())

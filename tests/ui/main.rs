@@ -10,6 +10,7 @@ mod dialogs;
 mod failures;
 mod filters;
 mod header;
+mod held_keys;
 mod keys;
 mod paging;
 mod probe;

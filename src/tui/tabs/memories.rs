@@ -51,6 +51,9 @@ pub struct MemoriesTab {
     /// A database of its own for the demo the empty view suggests (`None`: `memscope demo`'s
     /// default), never this one: `demo` replaces the database it is given.
     pub demo_word: Option<String>,
+    /// What waits for the filter's matches, in words (the session's held keys, set before
+    /// each frame): the filter line says it after the scan's progress.
+    pub waiting: Option<String>,
 }
 
 /// The rows' source for the current mode (disjoint borrows of the tab's fields).
@@ -374,6 +377,10 @@ impl MemoriesTab {
             }
             _ if f.active() => "searching…".to_string(),
             _ => "type to filter subject, predicate, value and scope".to_string(),
+        };
+        let progress = match &self.waiting {
+            Some(waiting) => format!("{progress} · {waiting}"),
+            None => progress,
         };
         Some(QueryLine {
             input: f.input.clone(),
