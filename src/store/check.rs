@@ -103,6 +103,18 @@ impl Integrity {
     }
 }
 
+/// The refusal of a command that meets two rows of one identity in a table memscope keeps one
+/// in — which only a client that removed the identity's unique guard can store (found by
+/// review: `resolve` answered one of the two current records at random, and a write rewrote
+/// both). Nothing is answered from such a table and nothing is changed: `check` names the rows
+/// (invariant 1), a SQL client keeps the right one, `init` restores the guard (README, "check").
+pub(crate) fn two_rows_of_one_identity(table: &str, id: &crate::model::Identity) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{table} holds two rows of {} where memscope keeps one (a client removed the guard that keeps an identity unique): nothing was read or changed; `memscope check` names them — keep the right one with a SQL client, then run `memscope init` to restore the guard",
+        crate::model::to_json(&crate::model::shorten(&id.to_string(), 120)).unwrap_or_default()
+    )
+}
+
 /// The six invariants `check` proves, by number (README, "check"); index 0 is unused.
 pub const INVARIANT_NAMES: [&str; 7] = [
     "",

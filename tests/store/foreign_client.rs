@@ -924,6 +924,48 @@ fn a_memories_table_rebuilt_without_its_unique_identity_is_a_missing_guard_init_
         &["two current records of one identity", "memscope check"],
     );
     assert_eq!(db.fingerprint(), before, "nothing changed");
+
+    // Nor does anything else answer from one of the two at random, or rewrite both as one
+    // (found by review: `resolve` answered the lower version, a write reported `superseded`
+    // and made the two alike).
+    let twice = db.sql_text_rows(
+        "SELECT subject, predicate, scope FROM memories GROUP BY 1, 2, 3 HAVING count(*) > 1",
+    );
+    assert_eq!(twice.len(), 1, "{twice:?}");
+    let [subject, predicate, scope] = [0, 1, 2].map(|i| twice[0][i].clone().unwrap());
+    let repo = scope.strip_prefix("repo:").unwrap_or("elsewhere");
+    let said = [
+        "memories holds two rows of",
+        "memscope check",
+        "memscope init",
+    ];
+    db.run(&[
+        "resolve",
+        "--subject",
+        &subject,
+        "--predicate",
+        &predicate,
+        "--repo",
+        repo,
+    ])
+    .fails_with(1, &said);
+    for value in ["鬼 👻", "新的值 🆕"] {
+        db.run(&[
+            "write",
+            "--subject",
+            &subject,
+            "--predicate",
+            &predicate,
+            "--value",
+            value,
+            "--scope",
+            &scope,
+            "--source",
+            "s:after",
+        ])
+        .fails_with(1, &said);
+    }
+    assert_eq!(db.fingerprint(), before, "nothing changed");
 }
 
 /// The reader docs/SCHEMA.md gives other languages ("Reading it from another language") answers

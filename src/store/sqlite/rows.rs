@@ -156,18 +156,31 @@ pub(crate) fn pending_item(conn: &Connection, id: i64) -> Result<Option<PendingI
         .optional()?)
 }
 
-/// The one row `sql` selects for `id` (bound as ?1 subject, ?2 predicate, ?3 scope), mapped
-/// by `f`, if there is one.
+/// The one row `sql` selects for `id` (bound as ?1 subject, ?2 predicate, ?3 scope) from
+/// `memories` or `tombstones`, mapped by `f`, if there is one; a second row — a damaged
+/// database — is refused ([`two_rows_of_one_identity`](crate::store::check::two_rows_of_one_identity)),
+/// never answered by whichever came first.
 pub(crate) fn identity_row<T>(
     conn: &Connection,
     sql: &str,
     id: &Identity,
     f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
 ) -> Result<Option<T>> {
-    Ok(conn
-        .prepare_cached(sql)?
-        .query_row(params![id.subject, id.predicate, id.scope.to_string()], f)
-        .optional()?)
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params![id.subject, id.predicate, id.scope.to_string()])?;
+    let Some(row) = rows.next()? else {
+        return Ok(None);
+    };
+    let found = f(row)?;
+    if rows.next()?.is_some() {
+        let table = if sql.contains("FROM tombstones") {
+            "tombstones"
+        } else {
+            "memories"
+        };
+        return Err(crate::store::check::two_rows_of_one_identity(table, id));
+    }
+    Ok(Some(found))
 }
 
 pub(crate) fn current(conn: &Connection, id: &Identity) -> Result<Option<MemoryRecord>> {

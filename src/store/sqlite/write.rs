@@ -425,7 +425,7 @@ fn decide_and_apply(
     // An insert and a supersede store the same nine values, each with its own statement, and
     // log the same `set` event.
     let set_version = |sql: &str, version: i64, st: &mut TxState| -> Result<()> {
-        conn.prepare_cached(sql)?.execute(params![
+        let changed = conn.prepare_cached(sql)?.execute(params![
             id.subject,
             id.predicate,
             scope_text,
@@ -436,6 +436,12 @@ fn decide_and_apply(
             seq,
             now
         ])?;
+        // One record an identity; two rewritten as one is a damaged database, refused whole.
+        if changed > 1 {
+            return Err(crate::store::check::two_rows_of_one_identity(
+                "memories", &id,
+            ));
+        }
         st.log_set(conn, w, scope_text, version, seq, now, suspect.as_ref())
     };
     let mut out = base_outcome(decision.kind(), &id);
@@ -465,12 +471,17 @@ fn decide_and_apply(
         }
         WriteDecision::Confirm { version, .. } => {
             // No SQL functions in the hot writes: see schema v3.
-            conn.prepare_cached(
+            let changed = conn.prepare_cached(
                 "UPDATE OR FAIL memories SET confirmed_at = ?4, confirm_count = confirm_count + 1, confirmed_source = ?5,
                         confirmed_seq = CASE WHEN confirmed_seq >= ?6 THEN confirmed_seq ELSE ?6 END
                  WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
             )?
             .execute(params![id.subject, id.predicate, scope_text, now, w.source, seq])?;
+            if changed > 1 {
+                return Err(crate::store::check::two_rows_of_one_identity(
+                    "memories", &id,
+                ));
+            }
             Event::new(EventKind::Confirmed, &id)
                 .version(Some(version))
                 .content(Some(&w.value_text), w.raw.as_deref())
