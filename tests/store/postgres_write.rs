@@ -640,6 +640,141 @@ fn overlapping_applies_never_deadlock_on_postgres() {
     assert!(out.status.success(), "{out:?}");
 }
 
+/// What `pg_stats` shows any role that may read memscope's tables forgets what a purge
+/// destroyed (README, "Running on PostgreSQL"): after MCP `forget`, after a subject delete that
+/// leaves `memories` and `pending` empty (where ANALYZE alone keeps the old statistics), and
+/// after `gc`'s retention purge — each time with the canary in the statistics first.
+#[test]
+fn the_planner_statistics_forget_what_forget_delete_and_gc_purged() {
+    use crate::support::mcp_session::{tool_text, RawSession};
+    use memscope::store::Clock;
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    let analyzed = |raw: &mut postgres::Client, canary: &str| {
+        raw.batch_execute("ANALYZE").unwrap();
+        let held = stats_holding(raw, canary);
+        assert!(
+            !held.is_empty(),
+            "{canary} is in no statistic to begin with"
+        );
+        held
+    };
+
+    // MCP forget: two versions of the canary, among other memories.
+    let forgot = "FORGOT-忘れた-🧽";
+    let mut s = RawSession::serve(&db.url, &["--subject", "user:42", "--allow-forget"]);
+    let mut id = 1;
+    let mut call = |s: &mut RawSession, name: &str, args: Value| {
+        id += 1;
+        s.request(id, "tools/call", json!({"name": name, "arguments": args}))
+    };
+    for (predicate, value) in [
+        ("coffee", format!("{forgot} oat latte")),
+        ("coffee", format!("{forgot} flat white")),
+        ("editor", "helix".into()),
+        ("shell", "zsh".into()),
+        ("pager", "less".into()),
+    ] {
+        let r = call(
+            &mut s,
+            "remember",
+            json!({"predicate": predicate, "value": value, "scope": "global",
+                   "source": format!("{value} said so"), "raw": format!("{value} every day")}),
+        );
+        assert_eq!(r["result"]["isError"], false, "{r}");
+    }
+    analyzed(&mut raw, forgot);
+    let r = call(
+        &mut s,
+        "forget",
+        json!({"predicate": "coffee", "scope": "global"}),
+    );
+    assert!(tool_text(&r).contains("forgotten"), "{r}");
+    drop(s);
+    assert_eq!(stats_holding(&mut raw, forgot), Vec::<String>::new());
+
+    // A subject delete that empties the current records and the queue.
+    let emptied = "EMPTIED-清空-🫙";
+    let mut store = PgStore::open(&db.address()).unwrap();
+    for i in 0..6 {
+        let mut w = req(
+            "user:42",
+            &format!("p{i}"),
+            json!(format!("{emptied} {}", i % 2)),
+            if i < 3 { "global" } else { "global,repo:shop" },
+            &format!("{emptied} source"),
+        );
+        w.raw = Some(format!("{emptied} words"));
+        store.write(&w).unwrap();
+    }
+    analyzed(&mut raw, emptied);
+    let out = memscope_on(
+        &db,
+        home.path(),
+        &["delete", "--subject", "user:42", "--yes"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    for table in ["memories", "pending"] {
+        let n: i64 = raw
+            .query_one(format!("SELECT count(*) FROM {table}").as_str(), &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "{table} is empty, the case ANALYZE leaves alone");
+    }
+    assert_eq!(stats_holding(&mut raw, emptied), Vec::<String>::new());
+    // The tables are memscope's as before: its guards stand, writes land.
+    assert!(store.check().unwrap().ok);
+    let w = store
+        .write(&req("user:7", "coffee", json!("美式 ☕"), "global", "t:9"))
+        .unwrap();
+    assert_eq!(w.outcome, OutcomeKind::Inserted);
+    let queued = store
+        .write(&req(
+            "user:7",
+            "tea",
+            json!("绿茶"),
+            "global,repo:shop",
+            "t:10",
+        ))
+        .unwrap();
+    assert_eq!(queued.outcome, OutcomeKind::Pending);
+
+    // gc's retention purge of versions superseded 400 days ago.
+    let old = "RETAINED-旧的-🦴";
+    store
+        .set_clock(Clock::Fixed(
+            chrono::Utc::now() - chrono::Duration::days(400),
+        ))
+        .unwrap();
+    for i in 0..4 {
+        let mut w = req(
+            "user:8",
+            "coffee",
+            json!(format!("{old} {i}")),
+            "global",
+            "t:old",
+        );
+        w.raw = Some(format!("{old} words {i}"));
+        store.write(&w).unwrap();
+    }
+    store.set_clock(Clock::System).unwrap();
+    store
+        .write(&req(
+            "user:8",
+            "coffee",
+            json!("tea now"),
+            "global",
+            "t:new",
+        ))
+        .unwrap();
+    analyzed(&mut raw, old);
+    let report = store.gc(Some(30), Some(0)).unwrap();
+    assert!(report.purged_events >= 4, "{:?}", report.purged_events);
+    assert!(report.disk_purged);
+    assert_eq!(stats_holding(&mut raw, old), Vec::<String>::new());
+}
+
 /// `memscope mcp --db postgres://…` serves agents from PostgreSQL: the incident replayed by an
 /// agent in `legacy-dashboard` is queued (the agent told not to retry), recall answers with the
 /// default, list_memories counts the waiting item, and forget deletes it for good.
@@ -698,15 +833,36 @@ fn the_mcp_server_serves_agents_from_postgres() {
     );
     assert_eq!(r["result"]["isError"], false, "{r}");
     assert!(tool_text(&r).contains("forgotten"), "{r}");
+    // The refused write's source is free text here, the very words the user asked to forget:
+    // its `rejected` event keeps none of it (README, "delete").
+    let canary = "用户说还是用 YARNCANARY 吧 🧶";
     let r = call(
         &mut s,
         7,
         "remember",
-        json!({"predicate": "package_manager", "value": "yarn", "scope": "global", "source": "thread:3"}),
+        json!({"predicate": "package_manager", "value": "yarn", "scope": "global", "source": canary}),
     );
     assert_eq!(
         r["result"]["structuredContent"]["outcome"], "rejected",
         "{r}"
+    );
+    let (rejected, holding): (i64, i64) = {
+        let row = raw
+            .query_one(
+                "SELECT count(*) FILTER (WHERE event = 'rejected' AND source IS NULL AND value IS NULL AND raw IS NULL),
+                        (SELECT count(*) FROM history h WHERE h::text LIKE '%YARNCANARY%')
+                           + (SELECT count(*) FROM pending p WHERE p::text LIKE '%YARNCANARY%')
+                           + (SELECT count(*) FROM memories m WHERE m::text LIKE '%YARNCANARY%')
+                 FROM history WHERE predicate = 'package_manager'",
+                &[],
+            )
+            .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(
+        (rejected, holding),
+        (1, 0),
+        "one content-free refusal, no row holding its source"
     );
     let reads: i64 = raw
         .query_one(
@@ -1032,6 +1188,20 @@ fn pending_resolves_racing_deletes_of_their_scope_land_as_told_on_postgres() {
     );
 }
 
+/// The columns whose planner statistics (`pg_stats`: most common values, histogram bounds …)
+/// hold `needle`, as `table.column` — what any role with SELECT on the table can read.
+fn stats_holding(raw: &mut postgres::Client, needle: &str) -> Vec<String> {
+    raw.query(
+        "SELECT s.tablename || '.' || s.attname FROM pg_stats s
+         WHERE s.schemaname = current_schema() AND strpos(s::text, $1) > 0 ORDER BY 1",
+        &[&needle],
+    )
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
 /// A delete on PostgreSQL destroys the content in every table that held it, in one
 /// transaction: the record, its history (a content-free `deleted` event stays), the pending item
 /// naming it, the note of a read — a later write is rejected, the preview (`--dry-run`) counts
@@ -1104,6 +1274,13 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
         "{said}"
     );
     assert!(!said.contains("no copy stays in any file"), "{said}");
+    // The planner's statistics hold the canary once the tables are analyzed, as autovacuum
+    // does by itself on a busy database.
+    raw.batch_execute("ANALYZE").unwrap();
+    assert!(
+        !stats_holding(&mut raw, "CANARY").is_empty(),
+        "the canary is in the statistics before the delete"
+    );
     let out = memscope(&[&target[..], &["--json"]].concat());
     assert!(out.status.success(), "{out:?}");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -1152,6 +1329,8 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
         let n: i64 = raw.query_one(sql.as_str(), &[]).unwrap().get(0);
         assert_eq!(n, 0, "{table} still holds the canary");
     }
+    // Nor does any statistic `pg_stats` shows a role that may read the tables.
+    assert_eq!(stats_holding(&mut raw, "CANARY"), Vec::<String>::new());
     let events: Vec<String> = raw
         .query(
             "SELECT event FROM history WHERE predicate = 'api_token'",

@@ -1,7 +1,7 @@
 //! `gc` on PostgreSQL (README, "delete, restore, gc"): the decisions of [`crate::store::gc`]
 //! as on SQLite — retention's purge of old content, the collection of safe tombstones — in one
 //! transaction, history rewritten through the schema's purge gate as `delete` does; then the
-//! touched tables are vacuumed as after a delete, when the role may.
+//! touched tables are vacuumed and analyzed as after a delete, when the role may.
 
 use super::schema;
 use super::store::{log_event, PgStore};
@@ -110,11 +110,16 @@ impl PgStore {
     /// VACUUM of the tables gc rewrote, as after a delete; a note when the role may not.
     fn vacuum_touched(&mut self, report: &mut GcReport) -> Result<()> {
         let user = self.address().user().to_string();
-        report.disk_purged = super::vacuum::after_purge(self.connection()?, &TOUCHED);
+        let cleanup = super::vacuum::after_purge(self.connection()?, &TOUCHED);
+        report.disk_purged = cleanup.vacuumed;
         if !report.disk_purged {
             report.disk_note = Some(format!(
-                "gc purged: no row holds that content any more, but {user} may not VACUUM memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files until the owner's VACUUM or autovacuum frees them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON) {}`",
+                "gc purged: no row holds that content any more, but {user} may not VACUUM or ANALYZE memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files, and values of it in the planner statistics (pg_stats), until the owner's VACUUM and ANALYZE or autovacuum replace them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON, ANALYZE) {}`",
                 TOUCHED.join(", ")
+            ));
+        } else if let Some(kept) = cleanup.statistics_note() {
+            report.disk_note = Some(format!(
+                "gc purged and the tables vacuumed and analyzed, {kept}"
             ));
         }
         Ok(())

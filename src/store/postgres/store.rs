@@ -49,7 +49,7 @@ macro_rules! pending_select {
 }
 
 /// What a delete on PostgreSQL says once its vacuum ran: what it reached, and what it cannot.
-const VACUUMED: &str = "deleted and the tables vacuumed: no row holds the content any more; PostgreSQL may keep its bytes in the tables' free space until reused, and in its WAL, replicas and backups until they are recycled or expire (README, \"Running on PostgreSQL\")";
+const VACUUMED: &str = "deleted and the tables vacuumed and analyzed: no row and no planner statistic holds the content any more; PostgreSQL may keep its bytes in the tables' free space until reused, and in its WAL, replicas and backups until they are recycled or expire (README, \"Running on PostgreSQL\")";
 
 /// Lines, and bytes of input, an `apply` transaction takes at most: a batch travels as arrays
 /// of parameters, so big values make short batches.
@@ -1097,8 +1097,9 @@ impl PgStore {
     /// naming it and the notes of its reads are destroyed — in one transaction, under the
     /// identities' locks. Then the touched tables are vacuumed, the index pass forced (a plain
     /// VACUUM skips it when few pages changed), so the dead row versions' space is marked free
-    /// for reuse — marked, not overwritten: what that does and does not reach on PostgreSQL is
-    /// README, "Running on PostgreSQL"; `disk_purged` says whether the vacuum ran.
+    /// for reuse — marked, not overwritten — and analyzed, so the planner statistics forget the
+    /// values too: what that does and does not reach on PostgreSQL is README, "Running on
+    /// PostgreSQL"; `disk_purged` says whether the vacuum ran.
     pub fn delete(&mut self, target: &DeleteTarget, reason: Option<&str>) -> Result<DeleteReport> {
         // The server cannot store a NUL: refused in one sentence, as SQLite refuses it, not as
         // its encoding error.
@@ -1113,17 +1114,20 @@ impl PgStore {
         // Whether what was destroyed stayed destroyed rests on the guards (README, "Running on
         // PostgreSQL"): a trigger another client added may have copied it.
         report.guards_missing = !self.guards_present().unwrap_or(true);
-        report.disk_purged = super::vacuum::after_purge(
+        let cleanup = super::vacuum::after_purge(
             &mut self.client,
             &["memories", "history", "pending", "reads"],
         );
-        report.disk_note = Some(if report.disk_purged {
-            VACUUMED.to_string()
-        } else {
+        report.disk_purged = cleanup.vacuumed;
+        report.disk_note = Some(if !report.disk_purged {
             format!(
-                "deleted: no row holds the content any more, but {} may not VACUUM memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files until the owner's VACUUM or autovacuum frees them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON) memories, history, pending, reads`",
+                "deleted: no row holds the content any more, but {} may not VACUUM or ANALYZE memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files, and values of it in the planner statistics (pg_stats), until the owner's VACUUM and ANALYZE or autovacuum replace them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON, ANALYZE) memories, history, pending, reads`",
                 self.address.user()
             )
+        } else if let Some(kept) = cleanup.statistics_note() {
+            format!("{VACUUMED}; {kept}")
+        } else {
+            VACUUMED.to_string()
         });
         Ok(report)
     }
@@ -1626,7 +1630,8 @@ fn left_of(t: &mut Tx<'_>, id: &Identity) -> Result<crate::store::events::Left> 
     let r = t.one(
         "SELECT (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
                 (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
-                   AND event NOT IN ('deleted', 'rejected', 'pending_resolved')),
+                   AND (event NOT IN ('deleted', 'rejected', 'pending_resolved')
+                        OR (event = 'rejected' AND (source IS NOT NULL OR value IS NOT NULL OR raw IS NOT NULL)))),
                 (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
                 (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)",
         &[&id.subject, &id.predicate, &id.scope.to_string()],

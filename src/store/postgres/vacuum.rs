@@ -1,13 +1,42 @@
 //! The VACUUM after a purge (README, "Running on PostgreSQL"), shared by `delete` and `gc`:
 //! the touched tables' dead row versions marked free for reuse, the index pass forced (a plain
-//! VACUUM skips it when few pages changed).
+//! VACUUM skips it when few pages changed), and the planner statistics taken again — `pg_stats`
+//! shows any role with SELECT on a table its most common values and histogram bounds, which
+//! held the purged values until the next ANALYZE.
 
+use anyhow::Result;
 use postgres::Client;
 
-/// VACUUMs `tables` (memscope's own names, never a user's text) when the current role may —
-/// only their owner (or a superuser) may before PostgreSQL 17; for anyone else PostgreSQL skips
-/// them with a warning, so ask first. Whether it ran.
-pub(super) fn after_purge(client: &mut Client, tables: &[&str]) -> bool {
+/// What the clean-up after a purge reached.
+pub(super) struct AfterPurge {
+    /// Whether the VACUUM (and its ANALYZE) ran.
+    pub vacuumed: bool,
+    /// Tables the purge left empty whose old statistics could not be dropped, with the server's
+    /// reason (the lock not granted in time, say): `pg_stats` may still show purged values.
+    pub statistics_kept: Vec<(String, String)>,
+}
+
+impl AfterPurge {
+    /// The sentence a report adds when some statistics were kept, if any.
+    pub(super) fn statistics_note(&self) -> Option<String> {
+        (!self.statistics_kept.is_empty()).then(|| {
+            let tables: Vec<String> = self
+                .statistics_kept
+                .iter()
+                .map(|(table, why)| format!("{table} ({why})"))
+                .collect();
+            format!(
+                "but the planner statistics (pg_stats) of {} may still show values of it: the purge left the table empty, so ANALYZE keeps its old statistics, and memscope could not drop them; they go at the next purge that can, or the first ANALYZE once rows are back",
+                tables.join(", ")
+            )
+        })
+    }
+}
+
+/// VACUUMs and ANALYZEs `tables` (memscope's own names, never a user's text) when the current
+/// role may — only their owner (or a superuser) may before PostgreSQL 17; for anyone else
+/// PostgreSQL skips them with a warning, so ask first.
+pub(super) fn after_purge(client: &mut Client, tables: &[&str]) -> AfterPurge {
     let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
     let may_vacuum: bool = client
         .query_one(
@@ -17,8 +46,74 @@ pub(super) fn after_purge(client: &mut Client, tables: &[&str]) -> bool {
         )
         .map(|r| r.get(0))
         .unwrap_or(false);
-    may_vacuum
+    let vacuumed = may_vacuum
         && client
-            .batch_execute(&format!("VACUUM (INDEX_CLEANUP ON) {}", tables.join(", ")))
-            .is_ok()
+            .batch_execute(&format!(
+                "VACUUM (INDEX_CLEANUP ON, ANALYZE) {}",
+                tables.join(", ")
+            ))
+            .is_ok();
+    let statistics_kept = if vacuumed {
+        tables
+            .iter()
+            .filter_map(|t| {
+                drop_statistics_if_empty(client, t)
+                    .err()
+                    .map(|e| (t.to_string(), server_words(&e)))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    AfterPurge {
+        vacuumed,
+        statistics_kept,
+    }
+}
+
+/// ANALYZE replaces a column's statistics only from the rows it samples: a table the purge left
+/// empty keeps its old ones, the purged values among them. Without a superuser the only way to
+/// drop them is to redefine each text column as the type it already is (no rewrite; the indexes
+/// on it are rebuilt, empty), which needs the table's exclusive lock — brief on an empty table,
+/// and not waited for long, as readers would queue behind it.
+fn drop_statistics_if_empty(client: &mut Client, table: &str) -> Result<()> {
+    let empty = format!("SELECT NOT EXISTS (SELECT 1 FROM {table})");
+    if !client.query_one(&empty, &[])?.get::<_, bool>(0) {
+        return Ok(());
+    }
+    let mut tx = client.transaction()?;
+    tx.batch_execute(&format!(
+        "SET LOCAL lock_timeout = '2s'; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"
+    ))?;
+    if !tx.query_one(&empty, &[])?.get::<_, bool>(0) {
+        // Rows came back since the ANALYZE: sample them instead.
+        tx.batch_execute(&format!("ANALYZE {table}"))?;
+        return Ok(tx.commit()?);
+    }
+    let columns: Option<String> = tx
+        .query_one(
+            "SELECT string_agg(format('ALTER COLUMN %I TYPE text COLLATE %s', a.attname, a.attcollation::regcollation),
+                               ', ' ORDER BY a.attnum)
+             FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+                  JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE c.oid = $1::text::regclass AND a.attnum > 0 AND NOT a.attisdropped
+               AND a.atttypid = 'text'::regtype
+               AND EXISTS (SELECT 1 FROM pg_stats s
+                           WHERE s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = a.attname)",
+            &[&table],
+        )?
+        .get(0);
+    if let Some(columns) = columns {
+        tx.batch_execute(&format!("ALTER TABLE {table} {columns}"))?;
+    }
+    Ok(tx.commit()?)
+}
+
+/// The server's own message of a failed clean-up step (a lock not granted in time), else the
+/// error as it stands.
+fn server_words(e: &anyhow::Error) -> String {
+    e.downcast_ref::<postgres::Error>()
+        .and_then(postgres::Error::as_db_error)
+        .map(|db| db.message().to_string())
+        .unwrap_or_else(|| e.to_string())
 }
