@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
+use unicode_width::UnicodeWidthStr;
 
 /// The cue lists memscope ships (`assets/scope_cues.json`).
 pub const DEFAULT_CUES: &str = include_str!("../../assets/scope_cues.json");
@@ -116,8 +117,9 @@ pub struct Words {
     folded: String,
     /// Indices into the shipped cue lists (`Cues::hits`).
     hits: Vec<usize>,
-    /// Where the id-like tokens of three characters or more stand in `folded` (a known
-    /// place's id is one of them, `Places::named_in`).
+    /// Where the id-like tokens stand in `folded` that may name a known place
+    /// (`Places::named_in`): those of three characters or more, and shorter ones written as a
+    /// scope (`repo:ab`).
     tokens: Vec<std::ops::Range<usize>>,
 }
 
@@ -141,9 +143,12 @@ impl Words {
                     let part = &folded[s..i];
                     let edge = |c: char| matches!(c, '.' | '/' | '-' | '_');
                     let token = part.trim_matches(edge);
-                    if token.len() >= 3 {
-                        let lead = part.len() - part.trim_start_matches(edge).len();
-                        tokens.push(s + lead..s + lead + token.len());
+                    let lead = part.len() - part.trim_start_matches(edge).len();
+                    let at = s + lead..s + lead + token.len();
+                    if !token.is_empty()
+                        && (named_bare(token) || kind_written_before(&folded, at.start).is_some())
+                    {
+                        tokens.push(at);
                     }
                 }
                 _ => {}
@@ -218,8 +223,9 @@ impl Places {
             Scope::Repo(id) | Scope::Task(id) => fold(id),
             Scope::Global => return,
         };
-        // Short ids (`ui`, `db`) are words of every sentence.
-        if id.chars().count() < 3 {
+        // Short ids (`ui`, `db`, `库`) are kept too: written as a scope (`repo:ui`) they name
+        // their place ([`named_bare`]).
+        if id.is_empty() {
             return;
         }
         if id.chars().all(is_id_char) {
@@ -235,7 +241,9 @@ impl Places {
     /// The places folded `text` names: first the place the write was made in (`here`, which
     /// the database may not know yet), then the known ones, each once; ids split into tokens
     /// are found in the order the words give them. The words are split once for both. An id
-    /// in `everyday` (`docs`, `api`) names its place only where the words mark it as one.
+    /// in `everyday` (`docs`, `api`) names its place only where the words mark it as one; a
+    /// short id ([`named_bare`]) only where it is written as a scope (`repo:ab`); an id found
+    /// only inside a longer one the words name (`前端` in `前端框架`) names nothing.
     fn named_in(
         &self,
         words: &Words,
@@ -243,10 +251,10 @@ impl Places {
         everyday: &HashSet<String>,
     ) -> Vec<Scope> {
         let text = words.folded.as_str();
-        // `here`'s places with their ids as `Places::new` keeps them: three characters or
-        // more, and of an id made of tokens the first place only. An id made of tokens (ASCII)
-        // is compared with the folded words without case, so it need not be folded itself;
-        // its place is made only when the words name it (most never do).
+        // `here`'s places with their ids as `Places::new` keeps them: of an id made of tokens
+        // the first place only. An id made of tokens (ASCII) is compared with the folded words
+        // without case, so it need not be folded itself; its place is made only when the
+        // words name it (most never do).
         let mut own: [Option<Own<'_>>; 2] = [None, None];
         if let Some(ctx) = here {
             let given = [(ctx.repo.as_deref(), true), (ctx.task.as_deref(), false)];
@@ -262,7 +270,7 @@ impl Places {
                     .iter()
                     .flatten()
                     .any(|o| o.key.eq_ignore_ascii_case(&key));
-                if key.chars().count() >= 3 && !(token && seen) {
+                if !(key.is_empty() || (token && seen)) {
                     own[slot] = Some(Own {
                         key,
                         id,
@@ -272,13 +280,10 @@ impl Places {
                 }
             }
         }
-        let mut named: Vec<Scope> = Vec::new();
-        let mut known: Vec<Scope> = Vec::new();
-        let name = |place: Scope, named: &mut Vec<Scope>| {
-            if !named.contains(&place) {
-                named.push(place);
-            }
-        };
+        // Every mention found, in the order the places are named: the write's own places
+        // first (its tokens, then its other id), then the known ones (by token in the words'
+        // order, then the others in theirs). Allocated at the first: most words name none.
+        let mut found: Vec<Mention> = Vec::new();
         let own_tokens = own.iter().flatten().any(|o| o.token);
         if own_tokens || !self.by_token.is_empty() {
             for at in &words.tokens {
@@ -289,40 +294,95 @@ impl Places {
                     .find(|o| o.key.eq_ignore_ascii_case(token));
                 let theirs = self.by_token.get(token);
                 // Looked up only for a token that is a place's id: most are not.
-                if (mine.is_some() || theirs.is_some())
-                    && everyday.contains(token)
-                    && !marked_as_place(text, at.clone())
-                {
+                if mine.is_none() && theirs.is_none() {
+                    continue;
+                }
+                // `repo:test` and `task:test` name one kind; a bare `test` names both.
+                let kind = kind_written_before(text, at.start);
+                if kind.is_none() && !named_bare(token) {
+                    continue;
+                }
+                if everyday.contains(token) && !marked_as_place(text, at.clone()) {
                     continue;
                 }
                 if let Some(o) = mine {
-                    name(o.place(), &mut named);
+                    found.push(Mention::own(at, o.place()));
                 }
-                // `repo:test` and `task:test` name one kind; a bare `test` names both.
-                let kind = theirs.and_then(|_| kind_written_before(text, at.start));
                 for place in theirs.into_iter().flatten() {
-                    let fits = kind.is_none_or(|repo| matches!(place, Scope::Repo(_)) == repo);
-                    if fits && !known.contains(place) {
-                        known.push(place.clone());
+                    if fits(kind, place) {
+                        found.push(Mention::known(at, place.clone()));
                     }
                 }
             }
         }
-        for o in own.iter().flatten() {
-            if !o.token && contains_id(text, &o.key) {
-                name(o.place(), &mut named);
+        for o in own.iter().flatten().filter(|o| !o.token) {
+            for at in mentions(text, &o.key) {
+                let kind = kind_written_before(text, at.start);
+                if kind.is_some() || named_bare(&o.key) {
+                    found.push(Mention::own(&at, o.place()));
+                }
             }
         }
         for (id, place) in &self.others {
-            if contains_id(text, id) && !known.contains(place) {
-                known.push(place.clone());
+            for at in mentions(text, id) {
+                let kind = kind_written_before(text, at.start);
+                if fits(kind, place) && (kind.is_some() || named_bare(id)) {
+                    found.push(Mention::known(&at, place.clone()));
+                }
             }
         }
-        for place in known {
-            name(place, &mut named);
+        let mut named: Vec<Scope> = Vec::new();
+        for own in [true, false] {
+            for m in found.iter().filter(|m| m.own == own) {
+                let inside = found.iter().any(|o| {
+                    o.at.start <= m.at.start && m.at.end <= o.at.end && o.at.len() > m.at.len()
+                });
+                if !inside && !named.contains(&m.place) {
+                    named.push(m.place.clone());
+                }
+            }
         }
         named
     }
+}
+
+/// Where the words mention a place, and whether it is the place the write was made in.
+struct Mention {
+    at: std::ops::Range<usize>,
+    place: Scope,
+    own: bool,
+}
+
+impl Mention {
+    fn own(at: &std::ops::Range<usize>, place: Scope) -> Mention {
+        Mention {
+            at: at.clone(),
+            place,
+            own: true,
+        }
+    }
+
+    fn known(at: &std::ops::Range<usize>, place: Scope) -> Mention {
+        Mention {
+            at: at.clone(),
+            place,
+            own: false,
+        }
+    }
+}
+
+/// Whether `place` is of the kind an id was written with (`Some(true)` for `repo:ID`,
+/// `Some(false)` for `task:ID`, `None` for a bare id: any).
+fn fits(kind: Option<bool>, place: &Scope) -> bool {
+    kind.is_none_or(|repo| matches!(place, Scope::Repo(_)) == repo)
+}
+
+/// Whether an id is specific enough to name its place bare, without `repo:`/`task:` before it:
+/// three columns or more as a terminal shows it — three ASCII characters (`web`, not `ui`),
+/// or two Chinese ones (`文档`, not `库`), a wide character counting two. Shorter ids are words
+/// of every sentence.
+fn named_bare(id: &str) -> bool {
+    UnicodeWidthStr::width(id) >= 3
 }
 
 /// A place a write was made in, as `Places::named_in` looks for it.
@@ -564,16 +624,19 @@ const NOT_INSIDE_CJK: [&str; 10] = [
 const ANY_ONE: [&str; 6] = ["a", "an", "any", "every", "each", "another"];
 
 /// The kind an id at `start` of folded `text` is written with, as a scope: `Some(true)` for
-/// `repo:ID`, `Some(false)` for `task:ID`, `None` for a bare id.
+/// `repo:ID`, `Some(false)` for `task:ID`, `None` for a bare id (`myrepo:ID` included). Folded
+/// words spell the scope in lower case with an ASCII colon (`Repo：文档` folds to `repo:文档`).
 fn kind_written_before(text: &str, start: usize) -> Option<bool> {
     let before = &text[..start];
-    if before.ends_with("repo:") {
-        Some(true)
-    } else if before.ends_with("task:") {
-        Some(false)
+    let kind = if let Some(rest) = before.strip_suffix("repo:") {
+        (true, rest)
+    } else if let Some(rest) = before.strip_suffix("task:") {
+        (false, rest)
     } else {
-        None
-    }
+        return None;
+    };
+    let glued = kind.1.chars().next_back().is_some_and(is_id_char);
+    (!glued).then_some(kind.0)
 }
 
 /// Whether the id at `at` of folded `text` is marked as a place: written as a scope
@@ -633,12 +696,52 @@ fn contains_cue(text: &str, cue: &str) -> bool {
         .any(|(i, _)| bounded(text, i, i + cue.len(), cue))
 }
 
-/// An id in folded text, not inside a longer id (`web-app` is not in `web-app-v2`).
-fn contains_id(text: &str, id: &str) -> bool {
-    let part = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '-' || c == '_');
-    text.match_indices(id).any(|(i, _)| {
-        !part(text[..i].chars().next_back()) && !part(text[i + id.len()..].chars().next())
+/// Where an id stands in folded text as an id of its own, not inside a longer one: each edge
+/// of the id is bounded by its own rule. An edge in a script written without spaces (Chinese,
+/// Japanese) needs no boundary — `后端服务` stands in `后端服务用 yarn` — and any other edge
+/// must not touch a letter, digit, `-` or `_` of a script with spaces (`web-app` is not in
+/// `web-app-v2`, `web前端` is in `用web前端`).
+fn mentions<'t>(text: &'t str, id: &'t str) -> impl Iterator<Item = std::ops::Range<usize>> + 't {
+    let part = |c: Option<char>| {
+        c.is_some_and(|c| (c.is_alphanumeric() && !unspaced(c)) || c == '-' || c == '_')
+    };
+    let open_before = id.chars().next().is_some_and(unspaced);
+    let open_after = id.chars().next_back().is_some_and(unspaced);
+    // Overlapping matches too: a match refused at its edges may overlap one that stands.
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        while !id.is_empty() {
+            let i = from + text.get(from..)?.find(id)?;
+            from = i + text[i..].chars().next().map_or(1, char::len_utf8);
+            let end = i + id.len();
+            if (open_before || !part(text[..i].chars().next_back()))
+                && (open_after || !part(text[end..].chars().next()))
+            {
+                return Some(i..end);
+            }
+        }
+        None
     })
+}
+
+/// Characters of the scripts written without spaces between words — Chinese, Japanese kana,
+/// Bopomofo — where a neighbouring character is no word boundary.
+fn unspaced(c: char) -> bool {
+    matches!(c,
+        '\u{3040}'..='\u{30FF}'     // Hiragana, Katakana
+        | '\u{3100}'..='\u{312F}'   // Bopomofo
+        | '\u{31F0}'..='\u{31FF}'   // Katakana phonetic extensions
+        | '\u{3400}'..='\u{4DBF}'   // CJK extension A
+        | '\u{4E00}'..='\u{9FFF}'   // CJK unified ideographs
+        | '\u{F900}'..='\u{FAFF}'   // CJK compatibility ideographs
+        | '\u{20000}'..='\u{323AF}' // CJK extensions B–H
+    )
+}
+
+/// An id in folded text, as the guard finds one (for tests of the bounds rule).
+#[cfg(test)]
+fn contains_id(text: &str, id: &str) -> bool {
+    mentions(text, id).next().is_some()
 }
 
 #[cfg(test)]
@@ -805,6 +908,95 @@ mod tests {
             named_here("The tests repo runs pytest -x"),
             vec![repo("tests")]
         );
+    }
+
+    #[test]
+    fn chinese_ids_and_ids_written_as_scopes_name_their_places() {
+        let task = |id: &str| Scope::Task(id.into());
+        let known = Places::new([
+            &repo("文档"),
+            &repo("后端服务"),
+            &repo("ab"),
+            &repo("abc"),
+            &repo("库"),
+            &repo("前端"),
+            &repo("前端框架"),
+            &repo("web前端"),
+            &repo("网站🚀"),
+            &repo("web-app-v2"),
+            &task("修复依赖"),
+        ]);
+        let named = |raw: &str| known.named_in(&Words::read(raw), None, &Cues::shipped().everyday);
+        for (raw, places) in [
+            // Two Chinese characters are specific enough bare; inside unspaced Chinese too.
+            ("文档 uses yarn", vec![repo("文档")]),
+            ("后端服务用 yarn", vec![repo("后端服务")]),
+            ("我们在后端服务里用 yarn", vec![repo("后端服务")]),
+            ("修复依赖时别升级 node", vec![task("修复依赖")]),
+            // Written as a scope, any id names its place, in any case or colon.
+            ("repo:文档 uses yarn", vec![repo("文档")]),
+            ("repo:ab uses yarn", vec![repo("ab")]),
+            ("Repo：AB uses yarn", vec![repo("ab")]),
+            ("在repo:库里用 yarn", vec![repo("库")]),
+            ("(repo:ab) uses yarn", vec![repo("ab")]),
+            ("abc uses yarn", vec![repo("abc")]),
+            // An id inside a longer one the words name is not named; on its own it is.
+            ("前端框架用 pnpm", vec![repo("前端框架")]),
+            ("前端用 pnpm", vec![repo("前端")]),
+            (
+                "前端和前端框架都用 pnpm",
+                vec![repo("前端"), repo("前端框架")],
+            ),
+            // Mixed ids: each edge by its own rule.
+            ("用web前端的时候跑 lint", vec![repo("web前端")]),
+            ("在网站🚀里用 yarn", vec![repo("网站🚀")]),
+            // `web前端` glued to letters is no mention of it; `前端`'s edges are Chinese.
+            ("newweb前端 uses yarn", vec![repo("前端")]),
+        ] {
+            assert_eq!(named(raw), places, "{raw}");
+        }
+        for raw in [
+            // Short ids bare are words of every sentence.
+            "ab uses yarn",
+            "这个库用 yarn",
+            // The scope form of another kind, or glued to a word, names no known place.
+            "task:文档 uses yarn",
+            "myrepo:ab uses yarn",
+            // An ASCII id inside a longer id, or glued to letters, stands for no place.
+            "abcd uses yarn",
+            "web-app-v2-beta uses yarn",
+        ] {
+            assert_eq!(named(raw), Vec::<Scope>::new(), "{raw}");
+        }
+        // The place the write was made in, by the same rules.
+        let none = Places::default();
+        let here = |id: &str| Context {
+            repo: Some(id.into()),
+            task: None,
+        };
+        let named_here = |raw: &str, id: &str| {
+            none.named_in(
+                &Words::read(raw),
+                Some(&here(id)),
+                &Cues::shipped().everyday,
+            )
+        };
+        assert_eq!(named_here("文档里用 yarn", "文档"), vec![repo("文档")]);
+        assert_eq!(named_here("repo:ab 用 yarn", "ab"), vec![repo("ab")]);
+        assert_eq!(named_here("ab 用 yarn", "ab"), Vec::<Scope>::new());
+        assert_eq!(named_here("库里用 yarn", "库"), Vec::<Scope>::new());
+    }
+
+    #[test]
+    fn an_id_edge_in_chinese_needs_no_boundary_and_others_keep_theirs() {
+        assert!(contains_id("后端服务用 yarn", "后端服务"));
+        assert!(contains_id("在后端服务里", "后端服务"));
+        assert!(contains_id("用web前端的", "web前端"));
+        assert!(!contains_id("用newweb前端的", "web前端"));
+        assert!(contains_id("前端app 用 yarn", "前端"));
+        assert!(!contains_id("c++17", "c++"));
+        // A match refused at an edge may overlap one that stands (`xa.a` refused, `a.a` not).
+        assert!(contains_id("xa.a.a", "a.a"));
     }
 
     #[test]

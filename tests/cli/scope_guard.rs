@@ -386,6 +386,9 @@ fn at_write_time_a_sibling_counts_in_the_place_the_write_was_made_in() {
 /// PostgreSQL), in another case too; one with characters no token holds (Chinese: found where it
 /// stands in the words, PostgreSQL's `spellings_other_places`); and not an id inside a longer
 /// one. PostgreSQL looks the places up by the words since schema 11 instead of reading them all.
+/// Chinese ids of two characters bare, inside unspaced Chinese too, and any id written as a
+/// scope (`repo:ab`) — but not a short ASCII id bare, and not an id only inside a longer known
+/// one (review finding 4).
 #[test]
 fn known_places_of_every_kind_are_named_in_the_words() {
     known_places_named(TestDb::new());
@@ -403,6 +406,12 @@ fn known_places_named(db: TestDb) {
         "repo:前端仓库",
         "task:修复-lockfile",
         "repo:web-app-v2",
+        "repo:文档",
+        "repo:后端服务",
+        "repo:ab",
+        "task:修复依赖",
+        "repo:前端",
+        "repo:前端框架",
     ]
     .iter()
     .enumerate()
@@ -416,6 +425,12 @@ fn known_places_named(db: TestDb) {
         ("c", "for ticket-42 keep npm ci", "task:TICKET-42"),
         ("d", "前端仓库 用 yarn", "repo:前端仓库"),
         ("e", "（修复-lockfile）用 pnpm", "task:修复-lockfile"),
+        ("g", "文档 uses yarn", "repo:文档"),
+        ("h", "repo:文档 uses yarn", "repo:文档"),
+        ("i", "后端服务用 yarn", "repo:后端服务"),
+        ("j", "repo:ab uses yarn", "repo:ab"),
+        ("k", "REPO：AB uses yarn", "repo:ab"),
+        ("l", "修复依赖时别升级 node", "task:修复依赖"),
     ] {
         let out = db.write_with((U, predicate), "yarn", "global", "m:said", &{
             let mut args = vec!["--raw", said];
@@ -433,5 +448,29 @@ fn known_places_named(db: TestDb) {
         &["--raw", "web-app keeps its tabs", "--in-repo", "elsewhere"],
     );
     assert_eq!(out["outcome"], "inserted", "{out}");
+    // A short ASCII id bare is a word of every sentence.
+    let out = db.write_with(
+        (U, "m"),
+        "yarn",
+        "global",
+        "m:ab",
+        &["--raw", "ab uses yarn", "--in-repo", "elsewhere"],
+    );
+    assert_eq!(out["outcome"], "inserted", "{out}");
+    // `前端` inside `前端框架` is not named; on its own it is.
+    for (predicate, said, named) in [
+        ("n", "前端框架用 pnpm", &["repo:前端框架"][..]),
+        ("o", "前端用 pnpm", &["repo:前端"]),
+    ] {
+        let out = db.write_with((U, predicate), "pnpm", "global", "m:fe", &{
+            let mut args = vec!["--raw", said];
+            args.extend_from_slice(elsewhere);
+            args
+        });
+        assert_eq!(out["outcome"], "pending", "{out}");
+        let mut want = vec!["global", "repo:elsewhere"];
+        want.extend_from_slice(named);
+        assert_eq!(out["scope"]["ambiguous"], json!(want), "{said}");
+    }
     db.assert_check_ok();
 }

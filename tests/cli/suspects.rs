@@ -148,6 +148,54 @@ fn a_sibling_counts_only_for_its_own_subject_on(db: TestDb) {
     assert_eq!(found[0]["suggested_scope"], "repo:中文仓库");
 }
 
+#[test]
+fn a_chinese_or_scope_written_place_name_makes_a_suspect() {
+    a_chinese_or_scope_written_place_name_makes_a_suspect_on(TestDb::new());
+}
+
+#[test]
+fn a_chinese_or_scope_written_place_name_makes_a_suspect_on_postgres() {
+    on_postgres(a_chinese_or_scope_written_place_name_makes_a_suspect_on);
+}
+
+/// The scan names places by the write-time guard's rule (README, "memscope suspects"): a
+/// Chinese id of two characters inside unspaced Chinese, a short id written as a scope; not a
+/// short id bare.
+fn a_chinese_or_scope_written_place_name_makes_a_suspect_on(db: TestDb) {
+    for (n, place) in ["repo:后端服务", "repo:ab"].iter().enumerate() {
+        db.write("user:9", "editor", "vim", place, &format!("m:{n}"));
+    }
+    for (predicate, raw) in [
+        ("a", "后端服务用 yarn"),
+        ("b", "repo:ab 固定用 node 18"),
+        ("c", "ab testing 的结果记在周报里"),
+    ] {
+        db.write_with(
+            ("user:7", predicate),
+            "x",
+            "global",
+            &format!("s:{predicate}"),
+            &["--raw", raw],
+        );
+    }
+    let found = as_array(db.json(&["suspects", "--json"]));
+    let mut got: Vec<(&str, &str)> = found
+        .iter()
+        .map(|f| {
+            (
+                f["record"]["predicate"].as_str().unwrap_or_default(),
+                f["suggested_scope"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        [("a", "repo:后端服务"), ("b", "repo:ab")],
+        "{found:#?}"
+    );
+}
+
 /// A human's choice of `global` for a queued write is the answer the guard asked for: that
 /// version is no suspect (list, `check`'s count); a later version is judged again.
 #[test]
