@@ -413,6 +413,9 @@ struct Unanswered {
 #[derive(Default)]
 struct UnansweredState {
     ids: std::collections::HashSet<RequestId>,
+    /// Answers the reader made itself (refusals, unreadable lines), by id, not yet written: the
+    /// id they answer by may be a running call's (a reused id), which they must not free.
+    own: std::collections::HashMap<RequestId, usize>,
     /// The writer stopped (stdout closed): nothing more will be answered.
     writer_gone: bool,
 }
@@ -451,16 +454,28 @@ impl Unanswered {
         fresh
     }
 
-    /// Notes an answer written out.
+    /// Notes an answer the reader made itself, before it is sent to the writer.
+    fn own_answer(&self, message: &ServerJsonRpcMessage) {
+        if let Some(id) = answered_id(message) {
+            self.update(|s| *s.own.entry(id.clone()).or_default() += 1);
+        }
+    }
+
+    /// Notes an answer taken to be written: a served call's id is free again; one of the
+    /// reader's own answers frees nothing (of two answers by one id — a refusal and the running
+    /// call's — whichever comes second frees it, so their order does not matter).
     fn written(&self, message: &ServerJsonRpcMessage) {
-        let id = match message {
-            JsonRpcMessage::Response(r) => Some(&r.id),
-            JsonRpcMessage::Error(e) => e.id.as_ref(),
-            _ => None,
-        };
-        if let Some(id) = id {
-            self.update(|s| {
-                s.ids.remove(id);
+        if let Some(id) = answered_id(message) {
+            self.update(|s| match s.own.get_mut(id) {
+                Some(n) => {
+                    *n -= 1;
+                    if *n == 0 {
+                        s.own.remove(id);
+                    }
+                }
+                None => {
+                    s.ids.remove(id);
+                }
             });
         }
     }
@@ -471,6 +486,15 @@ impl Unanswered {
         let _ = self
             .changed
             .wait_timeout_while(state, limit, |s| !s.ids.is_empty() && !s.writer_gone);
+    }
+}
+
+/// The id an answer answers by, if it has one.
+fn answered_id(message: &ServerJsonRpcMessage) -> Option<&RequestId> {
+    match message {
+        JsonRpcMessage::Response(r) => Some(&r.id),
+        JsonRpcMessage::Error(e) => e.id.as_ref(),
+        _ => None,
     }
 }
 
@@ -486,16 +510,13 @@ pub fn stdio() -> std::io::Result<Stdio> {
     let (sink, outgoing) = mpsc::unbounded::<ServerJsonRpcMessage>();
     // A few messages of read-ahead: a host that floods us waits on the pipe, not on memory.
     let (mut incoming, stream) = mpsc::channel::<RxJsonRpcMessage<RoleServer>>(16);
-    // The reader's own answers (refusals, unreadable lines) go out beside rmcp's but free no
-    // id: the id they answer by may be a running call's (a reused id), which the end of input
-    // must still wait for.
-    let (answers, own) = mpsc::unbounded::<ServerJsonRpcMessage>();
+    let answers = sink.clone();
     let unanswered = std::sync::Arc::new(Unanswered::default());
     let written = unanswered.clone();
     let writer = std::thread::Builder::new()
         .name("mcp-writer".into())
         .spawn(move || {
-            write_lines(outgoing, own, &written);
+            write_lines(outgoing, &written);
             written.update(|s| s.writer_gone = true);
         })?;
     std::thread::Builder::new()
@@ -525,7 +546,9 @@ pub fn stdio() -> std::io::Result<Stdio> {
                     match framed {
                         Frame::Message(m) => {
                             if !unanswered.read(&m) {
-                                if answers.unbounded_send(refuse_reused_id(&m)).is_err() {
+                                let refusal = refuse_reused_id(&m);
+                                unanswered.own_answer(&refusal);
+                                if answers.unbounded_send(refusal).is_err() {
                                     return;
                                 }
                                 continue;
@@ -539,6 +562,7 @@ pub fn stdio() -> std::io::Result<Stdio> {
                             }
                         }
                         Frame::Answer(a) => {
+                            unanswered.own_answer(&a);
                             if answers.unbounded_send(*a).is_err() {
                                 return;
                             }
@@ -680,26 +704,19 @@ fn encode(message: &ServerJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
     }
 }
 
-/// Writes each message — rmcp's answers (`served`) and the reader's own (`own`) — as one line
-/// and flushes it; stops when every sender is gone or stdout is closed.
+/// Writes each message as one line and flushes it, in the order sent (the reader's own answers
+/// before those of requests read after them); stops when every sender is gone or stdout is
+/// closed.
 ///
-/// A served answer's id is free again from the moment the answer is taken to be written, not
-/// after: a client that reads it may send its next request under the same id at once, and was
-/// refused as reusing a running call's id (found by a flaky test). The end of input waits for
-/// nothing more then, and loses nothing: this thread writes what it took, and the server joins
-/// it before it exits.
-fn write_lines(
-    served: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
-    own: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
-    unanswered: &Unanswered,
-) {
-    use futures::StreamExt;
+/// An answer's id is free again from the moment the answer is taken to be written, not after:
+/// a client that reads it may send its next request under the same id at once, and was refused
+/// as reusing a running call's id (found by a flaky test). The end of input waits for nothing
+/// more then, and loses nothing: this thread writes what it took, and the server joins it
+/// before it exits.
+fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>, unanswered: &Unanswered) {
     let stdout = std::io::stdout();
-    let messages = futures::stream::select(served.map(|m| (m, true)), own.map(|m| (m, false)));
-    for (message, frees_its_id) in futures::executor::block_on_stream(messages) {
-        if frees_its_id {
-            unanswered.written(&message);
-        }
+    for message in futures::executor::block_on_stream(outgoing) {
+        unanswered.written(&message);
         let mut text = match encode(&message) {
             Ok(t) => t,
             Err(e) => {
