@@ -1680,6 +1680,37 @@ pub(crate) fn every_string(alphabet: &[char], up_to: usize) -> Vec<String> {
     texts
 }
 
+/// `text` with each `%XX` read as the byte it encodes, when the bytes are UTF-8; else as written.
+pub(crate) fn percent_decoded(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains('%') {
+        return text.into();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (
+            bytes[i],
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (b, _, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    match String::from_utf8(out) {
+        Ok(decoded) => decoded.into(),
+        Err(_) => text.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

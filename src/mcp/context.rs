@@ -221,40 +221,9 @@ fn url_component(url: &str) -> std::borrow::Cow<'_, str> {
     let last = trimmed.rsplit(['/', '\\', ':']).next().unwrap_or(trimmed);
     let last = last.strip_suffix(".git").unwrap_or(last);
     if trimmed.contains("://") {
-        percent_decoded(last)
+        crate::model::percent_decoded(last)
     } else {
         last.into()
-    }
-}
-
-/// `text` with each `%XX` read as the byte it encodes, when the bytes are UTF-8; else as written.
-fn percent_decoded(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains('%') {
-        return text.into();
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (
-            bytes[i],
-            bytes.get(i + 1).copied().and_then(hex),
-            bytes.get(i + 2).copied().and_then(hex),
-        ) {
-            (b'%', Some(hi), Some(lo)) => {
-                out.push((hi * 16 + lo) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    match String::from_utf8(out) {
-        Ok(decoded) => decoded.into(),
-        Err(_) => text.into(),
     }
 }
 
