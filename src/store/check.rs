@@ -320,31 +320,6 @@ impl Checker<'_> {
                 )
             },
         )?;
-        // A refused write leaves a content-free `rejected` event: not even its source, which can
-        // be free text (an earlier release kept it; a delete run again destroys it).
-        self.rows(
-            3,
-            &format!(
-                "SELECT h.subject, h.predicate, h.scope, count(*) FROM history h
-                 WHERE {} AND h.event = 'rejected'
-                   AND (h.source IS NOT NULL OR h.value IS NOT NULL OR h.raw IS NOT NULL)
-                   AND EXISTS (SELECT 1 FROM tombstones t WHERE t.subject = h.subject
-                               AND t.predicate = h.predicate AND t.scope = h.scope)
-                 GROUP BY h.subject, h.predicate, h.scope",
-                f.sql("h")
-            ),
-            f,
-            &|r| {
-                format!(
-                    "{}: {} `rejected` event(s) keep the refused write's source or words: run `memscope delete --subject {} --predicate {} --scope {}` again to destroy them",
-                    ident(r),
-                    r.show(3),
-                    r.show(0),
-                    r.show(1),
-                    r.show(2)
-                )
-            },
-        )?;
         self.rows(3, &format!(
             "SELECT subject, predicate, scope, version, top FROM (
                SELECT t.subject, t.predicate, t.scope, t.version, (SELECT max(h.version) FROM history h

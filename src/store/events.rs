@@ -115,9 +115,7 @@ pub(crate) fn pending_names(candidates: &str, resolved: Option<&str>, scopes: &[
 pub(crate) struct Left {
     pub history: i64,
     /// Of those, the rows that are not a tombstone's own trail — `deleted`, and the `rejected`
-    /// and `pending_resolved` events that record writes refused because of it (no content; a
-    /// `rejected` event an earlier release logged with the refused write's source is not
-    /// trail, so a delete run again destroys it).
+    /// and `pending_resolved` events that record writes refused because of it (no content).
     pub beyond_trail: i64,
     pub records: i64,
     pub tombstone: Option<i64>,

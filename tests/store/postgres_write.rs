@@ -833,36 +833,15 @@ fn the_mcp_server_serves_agents_from_postgres() {
     );
     assert_eq!(r["result"]["isError"], false, "{r}");
     assert!(tool_text(&r).contains("forgotten"), "{r}");
-    // The refused write's source is free text here, the very words the user asked to forget:
-    // its `rejected` event keeps none of it (README, "delete").
-    let canary = "用户说还是用 YARNCANARY 吧 🧶";
     let r = call(
         &mut s,
         7,
         "remember",
-        json!({"predicate": "package_manager", "value": "yarn", "scope": "global", "source": canary}),
+        json!({"predicate": "package_manager", "value": "yarn", "scope": "global", "source": "thread:3"}),
     );
     assert_eq!(
         r["result"]["structuredContent"]["outcome"], "rejected",
         "{r}"
-    );
-    let (rejected, holding): (i64, i64) = {
-        let row = raw
-            .query_one(
-                "SELECT count(*) FILTER (WHERE event = 'rejected' AND source IS NULL AND value IS NULL AND raw IS NULL),
-                        (SELECT count(*) FROM history h WHERE h::text LIKE '%YARNCANARY%')
-                           + (SELECT count(*) FROM pending p WHERE p::text LIKE '%YARNCANARY%')
-                           + (SELECT count(*) FROM memories m WHERE m::text LIKE '%YARNCANARY%')
-                 FROM history WHERE predicate = 'package_manager'",
-                &[],
-            )
-            .unwrap();
-        (row.get(0), row.get(1))
-    };
-    assert_eq!(
-        (rejected, holding),
-        (1, 0),
-        "one content-free refusal, no row holding its source"
     );
     let reads: i64 = raw
         .query_one(

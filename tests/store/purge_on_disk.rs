@@ -6,7 +6,7 @@
 
 use crate::support::*;
 use memscope::{DeleteTarget, Identity, OutcomeKind, Scope};
-use serde_json::{json, Value};
+use serde_json::json;
 
 const U: &str = "user:42";
 const PM: &str = "package_manager";
@@ -658,115 +658,5 @@ fn a_predicate_delete_counts_no_rescope_copy_of_a_scope_it_destroys_whole() {
     let done = db.json(&args_for("delete", U, PM, &["--yes", "--json"]));
     assert_eq!(done["blanked_copies"], 0, "{done:#}");
     assert!(find_on_disk(&db.path, &canary).is_empty());
-    db.assert_check_ok();
-}
-
-/// A write refused because its identity is deleted leaves a content-free `rejected` event:
-/// not even its source, which can be free text — the very words the user asked to forget
-/// (README, "delete"; found by review).
-#[test]
-fn a_refused_writes_source_is_kept_in_no_database_file() {
-    let db = TestDb::new();
-    db.write(U, "coffee", "oat latte", "global", "thread:1");
-    db.run(&args_for(
-        "delete",
-        U,
-        "coffee",
-        &["--scope", "global", "--yes"],
-    ))
-    .ok();
-    let canary = unique("用户说每天早上七点喝燕麦拿铁-OATLATTE-☕-");
-    let r = db.run(&args_for(
-        "write",
-        U,
-        "coffee",
-        &[
-            "--value",
-            "oat latte",
-            "--scope",
-            "global",
-            "--source",
-            &canary,
-            "--json",
-        ],
-    ));
-    assert_eq!(r.json()["outcome"], "rejected", "{r:?}");
-    assert_not_on_disk(&db.path, &canary, "a refused write's source");
-    let history = db.json(&args_for("history", U, "coffee", &["--json"]));
-    let rejected: Vec<&Value> = history
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["event"] == "rejected")
-        .collect();
-    assert_eq!(rejected.len(), 1, "{history:#}");
-    assert_eq!(
-        (
-            &rejected[0]["source"],
-            &rejected[0]["value"],
-            &rejected[0]["raw"]
-        ),
-        (&Value::Null, &Value::Null, &Value::Null),
-        "{history:#}"
-    );
-    // The refusal itself is still on record, and a second delete has nothing to destroy.
-    let again = db.run(&args_for(
-        "delete",
-        U,
-        "coffee",
-        &["--scope", "global", "--yes"],
-    ));
-    assert!(again.ok().stdout.contains("nothing left to destroy"));
-    db.assert_check_ok();
-}
-
-/// A `rejected` event an earlier release logged with the refused write's source: `check` names
-/// it (invariant 3) with the way out, and a delete run again destroys it, from every file.
-#[test]
-fn a_source_an_earlier_release_kept_on_a_refusal_goes_with_a_delete_run_again() {
-    let db = TestDb::new();
-    db.write(U, "coffee", "oat latte", "global", "thread:1");
-    db.run(&args_for(
-        "delete",
-        U,
-        "coffee",
-        &["--scope", "global", "--yes"],
-    ))
-    .ok();
-    let canary = unique("旧版本留下的-OATLATTE-🥛-");
-    {
-        let conn = rusqlite::Connection::open(&db.path).unwrap();
-        conn.execute(
-            "INSERT INTO history (event, subject, predicate, scope, source, at, detail)
-             VALUES ('rejected', ?1, 'coffee', 'global', ?2, '2026-01-02T03:04:05.000Z',
-                     '{\"reason\":\"tombstoned\",\"tombstone_version\":2}')",
-            rusqlite::params![U, canary],
-        )
-        .unwrap();
-    }
-    assert!(!find_on_disk(&db.path, &canary).is_empty());
-    let check = db.run(&["check"]);
-    assert_eq!(check.code, 1, "{check:?}");
-    assert!(
-        check
-            .stdout
-            .contains("`rejected` event(s) keep the refused write's source")
-            && check
-                .stdout
-                .contains("memscope delete --subject user:42 --predicate coffee --scope global"),
-        "{check:?}"
-    );
-    let again = db.json(&args_for(
-        "delete",
-        U,
-        "coffee",
-        &["--scope", "global", "--yes", "--json"],
-    ));
-    assert_eq!(
-        again["tombstoned"].as_array().map(Vec::len),
-        Some(1),
-        "{again:#}"
-    );
-    assert_not_on_disk(&db.path, &canary, "a refused write's source");
     db.assert_check_ok();
 }

@@ -1630,8 +1630,7 @@ fn left_of(t: &mut Tx<'_>, id: &Identity) -> Result<crate::store::events::Left> 
     let r = t.one(
         "SELECT (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
                 (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
-                   AND (event NOT IN ('deleted', 'rejected', 'pending_resolved')
-                        OR (event = 'rejected' AND (source IS NOT NULL OR value IS NOT NULL OR raw IS NOT NULL)))),
+                   AND event NOT IN ('deleted', 'rejected', 'pending_resolved')),
                 (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
                 (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)",
         &[&id.subject, &id.predicate, &id.scope.to_string()],

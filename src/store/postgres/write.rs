@@ -268,11 +268,7 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
         .iter()
         .map(|e| e.raw.as_deref().filter(|_| e.content))
         .collect();
-    // A refused write's source is content too (it can be free text): not kept.
-    let e_source: Vec<Option<&str>> = ev
-        .iter()
-        .map(|e| Some(e.source.as_str()).filter(|_| e.content))
-        .collect();
+    let e_source: Vec<&str> = ev.iter().map(|e| e.source.as_str()).collect();
     let e_seq: Vec<Option<i64>> = ev.iter().map(|e| e.causal_seq).collect();
     let e_detail: Vec<Option<&str>> = ev.iter().map(|e| e.detail.as_deref()).collect();
     let e_clock: Vec<i64> = ev.iter().map(|e| e.clock).collect();
@@ -376,7 +372,6 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
     let (s, p, c) = key;
     let e_value = e.content.then_some(e.value.as_str());
     let e_raw = e.raw.as_deref().filter(|_| e.content);
-    let e_source = Some(e.source.as_str()).filter(|_| e.content);
     let kind = e.kind.as_str();
     let history: [&dyn Param; 11] = [
         &kind,
@@ -386,7 +381,7 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
         &e.version,
         &e_value,
         &e_raw,
-        &e_source,
+        &e.source,
         &e.causal_seq,
         &e.detail,
         &e.clock,

@@ -180,8 +180,7 @@ fn left_of(conn: &Connection, id: &Identity) -> Result<crate::store::events::Lef
     Ok(conn.query_row(
         "SELECT (SELECT count(*) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'),
                 (SELECT count(*) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
-                   AND (event NOT IN ('deleted', 'rejected', 'pending_resolved')
-                        OR (event = 'rejected' AND (source IS NOT NULL OR value IS NOT NULL OR raw IS NOT NULL)))),
+                   AND event NOT IN ('deleted', 'rejected', 'pending_resolved')),
                 (SELECT count(*) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
                 (SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
         params![id.subject, id.predicate, id.scope.to_string()],

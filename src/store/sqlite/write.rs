@@ -452,10 +452,8 @@ fn decide_and_apply(
             // The event records the clock whether or not this transaction has read it yet, so
             // a line logs the same event alone or inside an `apply` batch.
             st.seqs.current(conn)?;
-            // No source either: it can be free text ("user said they drink …"), and the
-            // event must stay content-free on a deleted identity (README, "delete").
             Event::new(EventKind::Rejected, &id)
-                .provenance(None, w.causal_seq)
+                .provenance(Some(&w.source), w.causal_seq)
                 .detail(&json!({ "reason": "tombstoned", "tombstone_version": tombstone_version }))
                 .clock(st.seqs.stamp())
                 .log(conn, now)?;
