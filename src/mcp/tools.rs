@@ -210,7 +210,7 @@ impl Tools {
                         },
                         "source": {
                             "type": "string",
-                            "description": "Where you learned it, e.g. the conversation and message id (thread:23/message:14), or a short description if you have no id."
+                            "description": "Where you learned it, e.g. the conversation and message id (thread:23/message:14), or another short id if you have none. Not the user's words (they go in raw): a source is provenance, kept in history — also when a deleted memory refuses the write."
                         },
                         "scope": {
                             "type": "string",
