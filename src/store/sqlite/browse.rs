@@ -557,6 +557,7 @@ impl Store {
         let id = &super::spellings::find_identity(&self.conn, id)?;
         identity_row(
             &self.conn,
+            "tombstones",
             "SELECT version, reason, deleted_at FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
             id,
             |r| {

@@ -157,11 +157,13 @@ pub(crate) fn pending_item(conn: &Connection, id: i64) -> Result<Option<PendingI
 }
 
 /// The one row `sql` selects for `id` (bound as ?1 subject, ?2 predicate, ?3 scope) from
-/// `memories` or `tombstones`, mapped by `f`, if there is one; a second row — a damaged
-/// database — is refused ([`two_rows_of_one_identity`](crate::store::check::two_rows_of_one_identity)),
-/// never answered by whichever came first.
+/// `table`, mapped by `f`, if there is one; a second row — a damaged database, in a table that
+/// keeps one row an identity — is refused
+/// ([`two_rows_of_one_identity`](crate::store::check::two_rows_of_one_identity)), never
+/// answered by whichever came first.
 pub(crate) fn identity_row<T>(
     conn: &Connection,
+    table: &str,
     sql: &str,
     id: &Identity,
     f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
@@ -173,11 +175,6 @@ pub(crate) fn identity_row<T>(
     };
     let found = f(row)?;
     if rows.next()?.is_some() {
-        let table = if sql.contains("FROM tombstones") {
-            "tombstones"
-        } else {
-            "memories"
-        };
         return Err(crate::store::check::two_rows_of_one_identity(table, id));
     }
     Ok(Some(found))
@@ -195,6 +192,7 @@ pub(crate) fn current_as(
 ) -> Result<Option<MemoryRecord>> {
     identity_row(
         conn,
+        "memories",
         &format!(
             "SELECT {columns} FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3"
         ),
@@ -206,6 +204,7 @@ pub(crate) fn current_as(
 pub(crate) fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Option<i64>> {
     identity_row(
         conn,
+        "tombstones",
         "SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
         id,
         |r| r.get(0),
@@ -216,6 +215,7 @@ pub(crate) fn tombstone_version(conn: &Connection, id: &Identity) -> Result<Opti
 pub(crate) fn max_version(conn: &Connection, id: &Identity) -> Result<i64> {
     let from_memory: Option<i64> = identity_row(
         conn,
+        "memories",
         "SELECT version FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
         id,
         |r| r.get(0),
@@ -238,6 +238,7 @@ pub(crate) fn history_max_version(conn: &Connection, id: &Identity) -> Result<Op
     // An aggregate always returns its one row: NULL when the log is empty.
     Ok(identity_row(
         conn,
+        "history",
         "SELECT max(version) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
         id,
         |r| r.get::<_, Option<i64>>(0),
