@@ -19,6 +19,7 @@ mod mcp;
 mod model;
 mod open;
 mod purge_blocked;
+mod purge_empties;
 mod rescope_delete;
 mod soak;
 mod spellings;
