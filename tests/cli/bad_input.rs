@@ -2010,3 +2010,61 @@ fn a_logged_read_refuses_an_agent_name_with_control_characters_on(db: TestDb) {
     let reads = db.json(&["reads", "--json"]);
     assert_eq!(reads[0]["agent"], "克劳德 🤖", "{reads:#}");
 }
+
+/// A reader that closes the pipe early (`memscope export | head -c 100`) ends memscope as it
+/// ends other Unix tools — SIGPIPE, no message, no panic — and what it read is refused by
+/// `import` as cut short, as README "export" says (found by review: README promised "one
+/// sentence, exit 1" for a closed pipe, which the binary never did).
+#[test]
+fn an_export_into_a_closed_pipe_ends_by_sigpipe_and_import_refuses_the_part() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let db = TestDb::new();
+    // More than a pipe's buffer (64 KiB), so the export is still writing when the reader goes.
+    let long = "长".repeat(2_000);
+    let mut input = Vec::new();
+    for i in 0..100 {
+        let line = json!({"subject": U, "predicate": format!("偏好 {i} 🧪"), "value": long,
+            "scope": "global", "source": format!("s{i}")});
+        input.extend_from_slice(line.to_string().as_bytes());
+        input.push(b'\n');
+    }
+    assert_eq!(db.run_stdin(&["apply", "-"], &input).code, 0);
+    let mut child = db
+        .command(&["export"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn memscope");
+    let mut part = vec![0u8; 4096];
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_exact(&mut part)
+        .expect("the export's first 4 KiB");
+    // The read end is closed here, when the pipe is dropped.
+    let out = child.wait_with_output().expect("wait for memscope");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc_sigpipe()),
+        "export into a closed pipe: {out:?}"
+    );
+    assert!(out.stderr.is_empty(), "no message: {out:?}");
+    // Cut at a character's end, as a reader that stops at a line's middle would keep it.
+    if let Err(e) = std::str::from_utf8(&part) {
+        part.truncate(e.valid_up_to());
+    }
+    let file = db.sibling("part.jsonl");
+    std::fs::write(&file, &part).unwrap();
+    let fresh = TestDb::new();
+    fresh
+        .run(&["import", file.to_str().unwrap()])
+        .fails_with(1, &["cut short", "nothing was imported"]);
+    assert!(!fresh.path.exists(), "nothing written: {:?}", fresh.path);
+}
+
+/// SIGPIPE's number on the platforms memscope builds for (13 on Linux and macOS).
+fn libc_sigpipe() -> i32 {
+    13
+}
