@@ -882,6 +882,10 @@ pub struct DeleteReport {
     /// identity, blanked (the events stay): see [`DeletePreview::moved_copies`].
     #[serde(default)]
     pub blanked_copies: i64,
+    /// Sources of the `rejected` and `pending_resolved` events of a covered identity deleted
+    /// before, blanked (the events stay): see [`DeletePreview::refused_sources`].
+    #[serde(default)]
+    pub blanked_sources: i64,
     /// False when an open reader blocked the WAL truncation; the debt is recorded and paid later.
     pub disk_purged: bool,
     /// What the backend tells the user about the disk beyond `disk_purged` (PostgreSQL: what
@@ -904,16 +908,26 @@ impl DeleteReport {
             && self.purged_pending == 0
             && self.purged_notes == 0
             && self.blanked_copies == 0
+            && self.blanked_sources == 0
     }
 
-    /// What the delete did to copies a rescope left in other scopes, when it did anything.
+    /// What the delete blanked of an identity's content kept outside its purge — copies a
+    /// rescope left in other scopes, the sources of refused writes — when it blanked anything.
     pub fn blanked_sentence(&self) -> Option<String> {
-        (self.blanked_copies > 0).then(|| {
-            format!(
-                "blanked {} a rescope had left where the value was first written",
+        let mut blanked = Vec::new();
+        if self.blanked_copies > 0 {
+            blanked.push(format!(
+                "{} a rescope had left where the value was first written",
                 plural(self.blanked_copies, "history event", "history events")
-            )
-        })
+            ));
+        }
+        if self.blanked_sources > 0 {
+            blanked.push(format!(
+                "the sources of {} (the events stay)",
+                plural(self.blanked_sources, "refused write", "refused writes")
+            ));
+        }
+        (!blanked.is_empty()).then(|| format!("blanked {}", blanked.join(" and ")))
     }
 }
 
@@ -959,6 +973,12 @@ pub struct DeletePreview {
     /// their value and words, even of an identity deleted before (README, "delete, restore, gc").
     #[serde(default)]
     pub moved_copies: i64,
+    /// `rejected` and `pending_resolved` events of a covered identity deleted before that keep
+    /// a refused write's source (free text, which may repeat what was deleted): the delete
+    /// blanks their source and keeps the events (README, "delete, restore, gc"). An identity
+    /// deleted now loses those events with the rest of its history.
+    #[serde(default)]
+    pub refused_sources: i64,
     /// What the delete does past the tables, which the backend decides.
     #[serde(default)]
     pub on_disk: OnDisk,
@@ -1007,6 +1027,7 @@ impl DeletePreview {
             && self.pending_items == 0
             && self.read_notes == 0
             && self.moved_copies == 0
+            && self.refused_sources == 0
     }
 
     /// The statement a delete makes before it is applied, line by line: the UI's delete dialog
@@ -1112,6 +1133,15 @@ impl DeletePreview {
                 format!(
                     "• blank {} a rescope left where the value was first written",
                     plural(self.moved_copies, "history event", "history events")
+                ),
+            ));
+        }
+        if self.refused_sources > 0 {
+            lines.push((
+                L::Effect,
+                format!(
+                    "• blank the sources of {} (the events stay)",
+                    plural(self.refused_sources, "refused write", "refused writes")
                 ),
             ));
         }

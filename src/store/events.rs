@@ -286,6 +286,36 @@ pub(crate) const MOVED_COPY_COUNT_SQL: &str = "SELECT count(*) FROM history
         AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
                         AND m.scope = $3 AND m.version = $4)";
 
+/// The SQL that blanks the sources of an identity's refused writes (`$1` subject, `$2`
+/// predicate, `$3` scope): a `rejected` or `pending_resolved` event keeps the refused write's
+/// source — free text a model wrote, which may repeat what the user deleted — until a delete
+/// covering the identity, deleted before or not, blanks it; the event stays, the history
+/// log's record that a write was refused (README, "delete, restore, gc").
+pub(crate) const BLANK_REFUSED_SOURCES_SQL: &str = "UPDATE history SET source = NULL
+      WHERE subject = $1 AND predicate = $2 AND scope = $3
+        AND event IN ('rejected', 'pending_resolved') AND source IS NOT NULL";
+
+/// The count [`BLANK_REFUSED_SOURCES_SQL`] would blank: for a preview, and read again after
+/// the blanking ([`check_sources_blanked`]).
+pub(crate) const REFUSED_SOURCES_COUNT_SQL: &str = "SELECT count(*) FROM history
+      WHERE subject = $1 AND predicate = $2 AND scope = $3
+        AND event IN ('rejected', 'pending_resolved') AND source IS NOT NULL";
+
+/// Refuses a delete whose blanking of refused writes' sources did not happen (`remaining`:
+/// [`REFUSED_SOURCES_COUNT_SQL`] read after it), as [`check_carried_out`] refuses a purge that
+/// did not: the caller's transaction rolls back.
+pub(crate) fn check_sources_blanked(
+    id: &crate::model::Identity,
+    remaining: i64,
+) -> anyhow::Result<()> {
+    if remaining == 0 {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "the database did not carry out the delete of {id} ({remaining} refused writes' sources remain after their blanking): a trigger, rule or row policy that is not memscope's suppressed it, so nothing was deleted — run `memscope check` and remove what a raw SQL client added"
+    )
+}
+
 #[cfg(test)]
 mod moved_copies_tests {
     use super::{moved_copies, RescopeEvent};

@@ -118,7 +118,41 @@ impl GcPlan {
     }
 }
 
-/// Whether a tombstone older than the cutoff may go: only when its identity holds nothing —
+/// The latest confirmation of the current record's version, a condition on a `history` row:
+/// its source is the record's `confirmed_source`.
+macro_rules! latest_confirmation {
+    () => {
+        "(event = 'confirmed'
+          AND EXISTS (SELECT 1 FROM memories m WHERE m.subject = history.subject
+                      AND m.predicate = history.predicate AND m.scope = history.scope
+                      AND m.version = history.version)
+          AND NOT EXISTS (SELECT 1 FROM history c WHERE c.subject = history.subject
+                          AND c.predicate = history.predicate AND c.scope = history.scope
+                          AND c.event = 'confirmed' AND c.version = history.version
+                          AND c.id > history.id))"
+    };
+}
+
+/// Retention's purge of history (`$1` the cutoff), the same on every backend: the value, raw
+/// words and source of every event older than the cutoff — but not the current record's own
+/// `set` event, nor the source of its latest confirmation: the live memory's provenance, which
+/// the record repeats (README, "check": current view = history). The event rows stay; a row
+/// with nothing left to blank is not touched (nor counted).
+pub(crate) const RETENTION_PURGE_SQL: &str = concat!(
+    "UPDATE history SET value = NULL, raw = NULL,
+            source = CASE WHEN ",
+    latest_confirmation!(),
+    " THEN source END
+     WHERE at < $1
+       AND (value IS NOT NULL OR raw IS NOT NULL OR (source IS NOT NULL AND NOT ",
+    latest_confirmation!(),
+    "))
+       AND NOT (event = 'set' AND EXISTS (SELECT 1 FROM memories m WHERE m.subject = history.subject
+                AND m.predicate = history.predicate AND m.scope = history.scope
+                AND m.version = history.version))"
+);
+
+/// Whether a tombstone older than the cutoff/// Whether a tombstone older than the cutoff may go: only when its identity holds nothing —
 /// no history event with content and no live record — so lifting the guard cannot let a
 /// write bring deleted content back beside what is still there.
 pub(crate) fn tombstone_collectable(history_holds_content: bool, live_record: bool) -> bool {

@@ -192,8 +192,10 @@ fn dry_run_states_exactly_what_the_delete_then_destroys_on(db: TestDb) {
 
 /// Deleting what is already deleted changes nothing and says so: no second `deleted` event,
 /// the tombstone's version kept — by identity, by subject (which covers it again), in the dry
-/// run and its JSON. An identity with something left to destroy (a pending item naming its
-/// scope) is deleted again.
+/// run and its JSON. A refused write's source left of it is blanked first, the preview and the
+/// report saying so (with the blanking taken out of the delete this failed: the second delete
+/// said "nothing left to destroy" and the source stayed). An identity with something left to
+/// destroy (a pending item naming its scope) is deleted again.
 #[test]
 fn deleting_an_already_deleted_identity_changes_nothing() {
     deleting_an_already_deleted_identity_changes_nothing_on(TestDb::new());
@@ -210,9 +212,33 @@ fn deleting_an_already_deleted_identity_changes_nothing_on(db: TestDb) {
     db.write(subject, PM, "npm", "repo:旧仓库", "thread:2");
     let global = args_for("delete", subject, PM, &["--scope", "global"]);
     db.run(&global).ok();
-    // A refused write leaves a content-free trail, which a second delete keeps.
-    let refused = db.write(subject, PM, "yarn", "global", "thread:9");
+    // A refused write leaves a trail: its event, and its source (free text a model wrote, which
+    // may repeat what was deleted), which a second delete blanks — keeping the event.
+    let refused = db.write(subject, PM, "yarn", "global", "thread:9 他说的秘密 🤫");
     assert_eq!(refused["outcome"], "rejected", "{refused:#}");
+    let preview = db.json(&[&global[..], &["--dry-run", "--json"]].concat());
+    assert_eq!(preview["refused_sources"], 1, "{preview:#}");
+    assert_eq!(preview["identities"], json!([]), "{preview:#}");
+    let dry = db.run(&[&global[..], &["--dry-run"]].concat()).ok();
+    assert!(
+        dry.stdout
+            .contains("• blank the sources of 1 refused write (the events stay)")
+            && !dry.stdout.contains("Nothing is left to destroy"),
+        "{dry:?}"
+    );
+    let blanked = db.run(&global).ok();
+    assert!(
+        blanked.stdout.contains(&format!(
+            "already deleted {subject} · package_manager @ global (tombstone v2): its versions were gone already"
+        )) && blanked
+            .stdout
+            .contains("blanked the sources of 1 refused write (the events stay)")
+            && !blanked.stdout.contains("nothing was changed"),
+        "{blanked:?}"
+    );
+    let history = db.history(subject, PM, Some("global"));
+    assert_eq!(events(&history), ["deleted", "rejected"], "{history:#?}");
+    assert!(history[1]["source"].is_null(), "{history:#?}");
     let before = db.fingerprint();
 
     let again = db.run(&global).ok();
@@ -226,6 +252,7 @@ fn deleting_an_already_deleted_identity_changes_nothing_on(db: TestDb) {
     assert_eq!(json["tombstoned"], json!([]), "{json:#}");
     assert_eq!(json["already_deleted"][0]["scope"], "global");
     assert_eq!(json["already_deleted"][0]["version"], 2);
+    assert_eq!(json["blanked_sources"], 0, "{json:#}");
     let dry = db.run(&[&global[..], &["--dry-run"]].concat()).ok();
     assert!(
         dry.stdout
@@ -235,6 +262,7 @@ fn deleting_an_already_deleted_identity_changes_nothing_on(db: TestDb) {
     );
     let preview = db.json(&[&global[..], &["--dry-run", "--json"]].concat());
     assert_eq!(preview["identities"], json!([]), "{preview:#}");
+    assert_eq!(preview["refused_sources"], 0, "{preview:#}");
     assert_eq!(preview["already_deleted"].as_array().unwrap().len(), 1);
     assert_eq!(
         db.fingerprint(),
@@ -285,6 +313,60 @@ fn deleting_an_already_deleted_identity_changes_nothing_on(db: TestDb) {
     assert_eq!(report["tombstoned"][0]["version"], 3, "{report:#}");
     assert_eq!(report["purged_pending"], 1);
     assert!(db.pending(true).is_empty());
+    db.assert_check_ok();
+}
+
+/// A trigger of another client's that keeps the sources of refused writes from being blanked
+/// makes the delete refuse in one sentence, nothing changed, rather than report a blanking that
+/// did not happen (it reported `blanked_sources: 1` without the check after the UPDATE).
+#[test]
+fn a_delete_whose_source_blanking_a_foreign_trigger_suppresses_is_refused() {
+    a_delete_whose_source_blanking_a_foreign_trigger_suppresses_is_refused_on(TestDb::new());
+}
+
+#[test]
+fn a_delete_whose_source_blanking_a_foreign_trigger_suppresses_is_refused_on_postgres() {
+    on_postgres(a_delete_whose_source_blanking_a_foreign_trigger_suppresses_is_refused_on);
+}
+
+fn a_delete_whose_source_blanking_a_foreign_trigger_suppresses_is_refused_on(db: TestDb) {
+    let subject = "user:来源🔒";
+    db.write(subject, PM, "pnpm", "global", "thread:1");
+    let global = args_for("delete", subject, PM, &["--scope", "global"]);
+    db.run(&global).ok();
+    let refused = db.write(subject, PM, "npm", "global", "thread:9 秘密");
+    assert_eq!(refused["outcome"], "rejected", "{refused:#}");
+    let (keep, unkeep) = if db.is_postgres() {
+        (
+            "CREATE FUNCTION keep_sources() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN NEW.source := OLD.source; RETURN NEW; END $$;
+             CREATE TRIGGER keep_sources BEFORE UPDATE ON history
+               FOR EACH ROW EXECUTE FUNCTION keep_sources();",
+            "DROP TRIGGER keep_sources ON history; DROP FUNCTION keep_sources();",
+        )
+    } else {
+        (
+            "CREATE TRIGGER keep_sources BEFORE UPDATE OF source ON history
+             BEGIN SELECT RAISE(IGNORE); END;",
+            "DROP TRIGGER keep_sources;",
+        )
+    };
+    db.sql_execute(keep).unwrap();
+    let before = db.fingerprint();
+    let run = db.run(&global);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_one_sentence(
+        &run.stderr,
+        &[
+            "did not carry out the delete",
+            "refused writes' sources remain",
+            "memscope check",
+        ],
+    );
+    assert_eq!(before, db.fingerprint(), "nothing was changed");
+    db.sql_execute(unkeep).unwrap();
+    let report = db.json(&[&global[..], &["--json"]].concat());
+    assert_eq!(report["blanked_sources"], 1, "{report:#}");
     db.assert_check_ok();
 }
 

@@ -775,6 +775,74 @@ fn the_planner_statistics_forget_what_forget_delete_and_gc_purged() {
     assert_eq!(stats_holding(&mut raw, old), Vec::<String>::new());
 }
 
+/// A delete that only blanks refused writes' sources — of an identity deleted before — is a
+/// purge like any other (README, "Running on PostgreSQL"): the touched tables are vacuumed and
+/// analyzed after it, so `pg_stats` forgets a source that repeated what the user deleted, as
+/// no row holds it. (With the vacuum skipped after a source-only blank — the preview not
+/// counting it as a change — the source stayed in `pg_stats`.)
+#[test]
+fn a_delete_that_only_blanks_refused_sources_vacuums_on_postgres() {
+    use memscope::{DeleteTarget, Identity, Scope};
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    let secret = "REFUSED-拒绝的来源-🤐";
+    let target = DeleteTarget::Identity(Identity {
+        subject: "user:42".into(),
+        predicate: "coffee".into(),
+        scope: Scope::Global,
+    });
+    store
+        .write(&req(
+            "user:42",
+            "coffee",
+            json!("oat latte"),
+            "global",
+            "t:1",
+        ))
+        .unwrap();
+    store.delete(&target, None).unwrap();
+    for i in 0..5 {
+        let w = req(
+            "user:42",
+            "coffee",
+            json!(format!("latte {i}")),
+            "global",
+            &format!("{secret} said so"),
+        );
+        assert_eq!(store.write(&w).unwrap().outcome, OutcomeKind::Rejected);
+    }
+    for i in 0..5 {
+        let w = req("user:7", &format!("p{i}"), json!("茶"), "global", "t:other");
+        store.write(&w).unwrap();
+    }
+    raw.batch_execute("ANALYZE").unwrap();
+    assert!(!stats_holding(&mut raw, secret).is_empty(), "planted");
+
+    let preview = store.delete_preview(&target).unwrap();
+    assert_eq!(preview.refused_sources, 5, "{preview:?}");
+    assert!(preview.identities.is_empty(), "{preview:?}");
+    let report = store.delete(&target, None).unwrap();
+    assert_eq!(report.blanked_sources, 5, "{report:?}");
+    assert!(report.tombstoned.is_empty(), "{report:?}");
+    assert!(report.disk_purged, "{report:?}");
+    let kept: i64 = raw
+        .query_one(
+            "SELECT count(*) FROM history h WHERE strpos(h::text, $1) > 0",
+            &[&secret],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(kept, 0, "no row holds the source");
+    assert_eq!(stats_holding(&mut raw, secret), Vec::<String>::new());
+    let rejected: i64 = raw
+        .query_one("SELECT count(*) FROM history WHERE event = 'rejected'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rejected, 5, "the events stay");
+    assert!(store.check().unwrap().ok);
+}
+
 /// `memscope mcp --db postgres://…` serves agents from PostgreSQL: the incident replayed by an
 /// agent in `legacy-dashboard` is queued (the agent told not to retry), recall answers with the
 /// default, list_memories counts the waiting item, and forget deletes it for good.

@@ -660,3 +660,124 @@ fn a_predicate_delete_counts_no_rescope_copy_of_a_scope_it_destroys_whole() {
     assert!(find_on_disk(&db.path, &canary).is_empty());
     db.assert_check_ok();
 }
+
+/// A refused write's source is free text a model wrote — here it repeats the secret the user
+/// deleted. A delete covering its identity leaves it in no file: of an identity deleted before,
+/// the `rejected` event stays without it; of one live again, the whole history goes. Found on
+/// disk before each delete, so the test can fail (it did, with the blanking taken out of the
+/// delete: the already-deleted identity's canary stayed in the database file).
+#[test]
+fn a_delete_leaves_no_refused_writes_source_in_any_file() {
+    let db = TestDb::new();
+    let secret = |tag: &str| unique(&format!("拒绝的来源-{tag}-🤫-"));
+    db.write(U, PM, "pnpm", "global", "thread:1");
+    db.delete(U, PM, "global");
+
+    // Already deleted: a refused write, then the delete again.
+    let canary = secret("deleted");
+    let source = format!("thread:9 用户说 {canary}");
+    let refused = db.write(U, PM, "npm", "global", &source);
+    assert_eq!(refused["outcome"], "rejected", "{refused:#}");
+    assert!(!find_on_disk(&db.path, &canary).is_empty(), "planted");
+    let report = db.delete(U, PM, "global");
+    assert_eq!(report["tombstoned"], json!([]), "{report:#}");
+    assert_eq!(report["already_deleted"][0]["version"], 2, "{report:#}");
+    assert_eq!(report["blanked_sources"], 1, "{report:#}");
+    assert_eq!(report["disk_purged"], true, "{report:#}");
+    assert_not_on_disk(&db.path, &canary, "a refused write's source");
+    let history = db.history(U, PM, Some("global"));
+    assert_eq!(events(&history), ["deleted", "rejected"], "{history:#?}");
+    assert!(history[1]["source"].is_null(), "{history:#?}");
+
+    // Live again: restored and written after another refused write.
+    let canary = secret("live");
+    let refused = db.write(U, PM, "yarn", "global", &canary);
+    assert_eq!(refused["outcome"], "rejected", "{refused:#}");
+    db.run(&args_for("restore", U, PM, &["--scope", "global"]))
+        .ok();
+    assert_eq!(
+        db.write(U, PM, "bun", "global", "thread:12")["outcome"],
+        "inserted"
+    );
+    assert!(!find_on_disk(&db.path, &canary).is_empty(), "planted");
+    let report = db.delete(U, PM, "global");
+    assert_eq!(report["tombstoned"][0]["scope"], "global", "{report:#}");
+    assert_not_on_disk(&db.path, &canary, "a refused write's source");
+    db.assert_check_ok();
+}
+
+/// Retention blanks the sources of old events too — a superseded version's, a stale write's,
+/// a confirmation's — but not the live memory's provenance: its own `set` event's source and
+/// its latest confirmation's, which the record repeats (`check` stays clean). (With the
+/// sources left out of retention's purge, the old ones stayed on disk.)
+#[test]
+fn retention_gc_blanks_old_sources_but_the_live_memorys_provenance() {
+    use chrono::{Duration, Utc};
+    use memscope::Clock;
+    let db = TestDb::new();
+    let src = |tag: &str| unique(&format!("来源-{tag}-📎-"));
+    let (superseded, current, first_confirm, last_confirm, stale) = (
+        src("superseded"),
+        src("current"),
+        src("first-confirm"),
+        src("last-confirm"),
+        src("stale"),
+    );
+    let now = Utc::now();
+    let mut store = open_store(&db.path);
+    let at = |store: &mut memscope::Store, days: i64| {
+        store.set_clock(Clock::Fixed(now - Duration::days(days)));
+    };
+    at(&mut store, 40);
+    store
+        .write(&req(U, PM, json!("pnpm"), "global", &superseded))
+        .unwrap();
+    at(&mut store, 38);
+    store
+        .write(&req(U, PM, json!("npm"), "global", &current))
+        .unwrap();
+    for (days, source) in [(36, &first_confirm), (35, &last_confirm)] {
+        at(&mut store, days);
+        let out = store
+            .write(&req(U, PM, json!("npm"), "global", source))
+            .unwrap();
+        assert_eq!(out.outcome, OutcomeKind::Confirmed);
+    }
+    at(&mut store, 34);
+    let mut w = req(U, PM, json!("yarn"), "global", &stale);
+    w.causal_seq = Some(1);
+    assert_eq!(store.write(&w).unwrap().outcome, OutcomeKind::Stale);
+    store.set_clock(Clock::System);
+    drop(store);
+    for s in [&superseded, &first_confirm, &stale] {
+        assert!(!find_on_disk(&db.path, s).is_empty(), "planted {s}");
+    }
+
+    let r = db.json(&["gc", "--retention-days", "30", "--json"]);
+    assert_eq!(r["disk_purged"], true, "{r:#}");
+    for s in [&superseded, &first_confirm, &stale] {
+        assert_not_on_disk(&db.path, s, "an old event's source past retention");
+    }
+    let history = db.history(U, PM, Some("global"));
+    let sources: Vec<(&str, Option<&str>)> = history
+        .iter()
+        .map(|e| (e["event"].as_str().unwrap(), e["source"].as_str()))
+        .collect();
+    assert_eq!(
+        sources,
+        [
+            ("set", None),
+            ("set", Some(current.as_str())),
+            ("confirmed", None),
+            ("confirmed", Some(last_confirm.as_str())),
+            ("stale", None),
+        ],
+        "{history:#?}"
+    );
+    let live = db.list(&[]);
+    assert_eq!(live[0]["source"], current.as_str(), "{live:#?}");
+    db.assert_check_ok();
+    // Nothing left to blank: a second run touches no row.
+    let r = db.json(&["gc", "--retention-days", "30", "--json"]);
+    assert_eq!(r["purged_events"], 0, "{r:#}");
+}

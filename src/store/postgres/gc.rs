@@ -48,13 +48,9 @@ impl PgStore {
             let now: DateTime<Utc> = t.one("SELECT memscope_now()", &[])?.get(0);
             let mut report = plan.report();
             if let Some(cutoff) = plan.retention_cutoff(now) {
-                // Content of superseded versions, stale and confirmed events; the current
-                // version's own `set` event keeps its value (current view = history).
+                // Content and sources of old events, but the live memory's provenance.
                 report.purged_events = t.exec(
-                    "UPDATE history h SET value = NULL, raw = NULL
-                     WHERE at < $1 AND (value IS NOT NULL OR raw IS NOT NULL)
-                       AND NOT (event = 'set' AND EXISTS (SELECT 1 FROM memories m WHERE m.subject = h.subject
-                                AND m.predicate = h.predicate AND m.scope = h.scope AND m.version = h.version))",
+                    crate::store::gc::RETENTION_PURGE_SQL,
                     &[&cutoff],
                 )? as i64;
                 report.purged_pending = t.exec(

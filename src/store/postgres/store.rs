@@ -1448,6 +1448,7 @@ fn delete_in_tx(
         disk_note: None,
         guards_missing: false,
         blanked_copies: 0,
+        blanked_sources: 0,
     };
     let mut preview = DeletePreview {
         on_disk: crate::model::OnDisk::Vacuumed,
@@ -1472,6 +1473,10 @@ fn delete_in_tx(
             preview.moved_copies += n;
         }
         if let Some(version) = left_of(t, id)?.nothing_to_destroy(!naming.is_empty()) {
+            // Its refused writes' sources are all that can be left of it, as on SQLite.
+            let n = blank_refused_sources(t, id)?;
+            report.blanked_sources += n;
+            preview.refused_sources += n;
             preview.already_deleted.push(id.clone());
             report.already_deleted.push(TombstoneRef::of(id, version));
             continue;
@@ -1622,6 +1627,18 @@ fn pending_naming(t: &mut Tx<'_>, subject: &str, predicate: &str, scope: &str) -
     })
     .map(|r| r.get(0))
     .collect())
+}
+
+/// Blanks the sources of `id`'s refused writes (`events::BLANK_REFUSED_SOURCES_SQL`), and
+/// refuses when the database did not (`events::check_sources_blanked`); how many.
+fn blank_refused_sources(t: &mut Tx<'_>, id: &Identity) -> Result<i64> {
+    use crate::store::events::{BLANK_REFUSED_SOURCES_SQL, REFUSED_SOURCES_COUNT_SQL};
+    let scope = id.scope.to_string();
+    let params: [&dyn Param; 3] = [&id.subject, &id.predicate, &scope];
+    let n = t.exec(BLANK_REFUSED_SOURCES_SQL, &params)? as i64;
+    let remaining: i64 = t.one(REFUSED_SOURCES_COUNT_SQL, &params)?.get(0);
+    crate::store::events::check_sources_blanked(id, remaining)?;
+    Ok(n)
 }
 
 /// What is left of an identity: content rows of history, current records, the tombstone's

@@ -174,6 +174,30 @@ fn blank_moved_copies(conn: &Connection, id: &Identity, covered: &[Identity]) ->
     Ok(n)
 }
 
+/// How many of `id`'s refused writes keep their source (`events::REFUSED_SOURCES_COUNT_SQL`).
+fn refused_sources(conn: &Connection, id: &Identity) -> Result<i64> {
+    Ok(conn
+        .prepare_cached(&numbered_parameters(
+            crate::store::events::REFUSED_SOURCES_COUNT_SQL,
+        ))?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            |r| r.get(0),
+        )?)
+}
+
+/// Blanks the sources of `id`'s refused writes, and refuses when the database did not
+/// (`events::check_sources_blanked`); how many.
+fn blank_refused_sources(conn: &Connection, id: &Identity) -> Result<i64> {
+    let n = conn
+        .prepare_cached(&numbered_parameters(
+            crate::store::events::BLANK_REFUSED_SOURCES_SQL,
+        ))?
+        .execute(params![id.subject, id.predicate, id.scope.to_string()])? as i64;
+    crate::store::events::check_sources_blanked(id, refused_sources(conn, id)?)?;
+    Ok(n)
+}
+
 /// What is left of an identity: content rows of history, current records, the tombstone's
 /// version — before a delete (is there anything to destroy?) and after it (was it carried out?).
 fn left_of(conn: &Connection, id: &Identity) -> Result<crate::store::events::Left> {
@@ -302,6 +326,7 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
             .sum::<i64>();
         let left = left_of(conn, &id)?;
         if left.nothing_to_destroy(!naming.is_empty()).is_some() {
+            p.refused_sources += refused_sources(conn, &id)?;
             p.already_deleted.push(id);
             continue;
         }
@@ -377,6 +402,7 @@ impl Store {
             disk_note: None,
             guards_missing: false,
             blanked_copies: 0,
+            blanked_sources: 0,
         };
         // The `deleted` events record the causal clock: the events they purge may be the ones
         // that held its latest value.
@@ -388,6 +414,9 @@ impl Store {
                 let pending = pending_naming(tx, &id.subject, &id.predicate, std::slice::from_ref(&scope))?;
                 report.blanked_copies += blank_moved_copies(tx, id, &ids)?;
                 if let Some(version) = left_of(tx, id)?.nothing_to_destroy(!pending.is_empty()) {
+                    // Its refused writes' sources are all that can be left of it; a delete
+                    // now takes them with the rest of its history.
+                    report.blanked_sources += blank_refused_sources(tx, id)?;
                     report.already_deleted.push(TombstoneRef::of(id, version));
                     continue;
                 }
@@ -582,13 +611,9 @@ impl Store {
         let result = (|| -> Result<()> {
             if let Some(cutoff) = plan.retention_cutoff(now_t) {
                 let cutoff = format_time(cutoff);
-                // Content of superseded versions, stale and confirmed events older than the cutoff;
-                // the current version's own `set` event keeps its value (current view = history).
+                // Content and sources of old events, but the live memory's provenance.
                 report.purged_events = tx.execute(
-                    "UPDATE history SET value = NULL, raw = NULL
-                     WHERE at < ?1 AND (value IS NOT NULL OR raw IS NOT NULL)
-                       AND NOT (event = 'set' AND EXISTS (SELECT 1 FROM memories m WHERE m.subject = history.subject
-                                AND m.predicate = history.predicate AND m.scope = history.scope AND m.version = history.version))",
+                    &numbered_parameters(crate::store::gc::RETENTION_PURGE_SQL),
                     [&cutoff],
                 )? as i64;
                 report.purged_pending = tx.execute(
