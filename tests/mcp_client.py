@@ -217,7 +217,12 @@ async def story():
             "source": "thread:41/message:1"},
             outcome="rejected")
         assert text.startswith("rejected: the user deleted coffee"), text
-        # Forgetting it again changes nothing and says so: the tombstone keeps its version.
+        # Forgetting it again blanks the refused write's source (the event stays), then
+        # changes nothing and says so: the tombstone keeps its version.
+        _, text, data = await srv.call("forget", {"predicate": "coffee", "scope": "global"})
+        assert text.startswith("already forgotten: coffee at global (tombstone v2)"), text
+        assert "blanked the sources of 1 refused write" in text, text
+        assert data["tombstoned"] == [] and data["blanked_sources"] == 1, data
         _, text, data = await srv.call("forget", {"predicate": "coffee", "scope": "global"})
         assert text.startswith("already forgotten, nothing was left to purge: coffee at global (tombstone v2)"), text
         assert data["tombstoned"] == [] and data["already_deleted"][0]["version"] == 2, data

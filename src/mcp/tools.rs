@@ -639,7 +639,15 @@ impl Tools {
         // Only pending items or notes were left, each of a place already deleted (an item
         // offering a place makes its delete tombstone it): what blocks later writes is said as
         // it is.
-        let mut text = if report.tombstoned.is_empty() {
+        let mut text = if report.tombstoned.is_empty()
+            && report.purged_pending + report.purged_notes == 0
+        {
+            // Only what was blanked was left of it (the blanked sentence follows).
+            format!(
+                "already forgotten: {}. Later writes to it are rejected until a human restores it.",
+                named(&report.already_deleted)
+            )
+        } else if report.tombstoned.is_empty() {
             format!(
                 "no stored memory of {predicate} to forget; dropped {} pending item(s) and {} read-log note(s) about it. {}",
                 report.purged_pending,

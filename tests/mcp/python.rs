@@ -76,6 +76,8 @@ fn cli_equivalent(db: &TestDb) {
     .ok();
     let o = db.write(s, "coffee", "espresso", "global", "thread:41/message:1");
     assert_eq!(o["outcome"], "rejected");
+    // Forgotten again: the refused write's source is blanked.
+    assert_eq!(db.delete(s, "coffee", "global")["blanked_sources"], 1);
     // Forgetting what only waited in the pending queue tombstones the scopes it offered: the
     // same write again is rejected, ambiguous or placed.
     let o = db.write_ambiguous(
