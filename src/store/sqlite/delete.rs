@@ -301,7 +301,7 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
             .map(|(_, n)| n)
             .sum::<i64>();
         let left = left_of(conn, &id)?;
-        if left.nothing_to_destroy(!naming.is_empty()).is_some() {
+        if left.nothing_to_destroy(&id, !naming.is_empty())?.is_some() {
             p.already_deleted.push(id);
             continue;
         }
@@ -387,7 +387,7 @@ impl Store {
                 let scope = id.scope.to_string();
                 let pending = pending_naming(tx, &id.subject, &id.predicate, std::slice::from_ref(&scope))?;
                 report.blanked_copies += blank_moved_copies(tx, id, &ids)?;
-                if let Some(version) = left_of(tx, id)?.nothing_to_destroy(!pending.is_empty()) {
+                if let Some(version) = left_of(tx, id)?.nothing_to_destroy(id, !pending.is_empty())? {
                     report.already_deleted.push(TombstoneRef::of(id, version));
                     continue;
                 }
