@@ -881,18 +881,7 @@ fn init_makes_the_guards_again_and_check_names_what_is_wrong() {
 #[test]
 fn a_memories_table_rebuilt_without_its_unique_identity_is_a_missing_guard_init_restores() {
     let db = base();
-    let r = python(
-        "import sqlite3, sys\n\
-         c = sqlite3.connect(sys.argv[1])\n\
-         sql = c.execute(\"SELECT sql FROM sqlite_master WHERE name = 'memories'\").fetchone()[0]\n\
-         assert 'UNIQUE (scope, subject, predicate)' in sql\n\
-         c.executescript('PRAGMA legacy_alter_table = ON; ALTER TABLE memories RENAME TO m_old; '\n\
-           + sql.replace('UNIQUE (scope, subject, predicate)', 'CHECK (1)')\n\
-           + '; INSERT INTO memories SELECT * FROM m_old; DROP TABLE m_old;')\n\
-         c.commit()\n",
-        &[db.path_str()],
-    );
-    assert_eq!(r.code, 0, "python: {}", r.stderr);
+    rebuild_memories_without_unique_identity(&db);
     let said = db.run(&["init"]).ok().stdout;
     assert!(said.contains("memories_identity"), "{said}");
     db.assert_check_ok();
@@ -1152,6 +1141,23 @@ fn a_raw_clients_trigger_that_refuses_a_delete_is_one_sentence() {
     assert_eq!(before, db.fingerprint());
 }
 
+/// Rebuilds the SQLite `memories` table without its `UNIQUE (scope, subject, predicate)`, from
+/// Python, as a raw client can.
+fn rebuild_memories_without_unique_identity(db: &TestDb) {
+    let r = python(
+        "import sqlite3, sys\n\
+         c = sqlite3.connect(sys.argv[1])\n\
+         sql = c.execute(\"SELECT sql FROM sqlite_master WHERE name = 'memories'\").fetchone()[0]\n\
+         assert 'UNIQUE (scope, subject, predicate)' in sql\n\
+         c.executescript('PRAGMA legacy_alter_table = ON; ALTER TABLE memories RENAME TO m_old; '\n\
+           + sql.replace('UNIQUE (scope, subject, predicate)', 'CHECK (1)')\n\
+           + '; INSERT INTO memories SELECT * FROM m_old; DROP TABLE m_old;')\n\
+         c.commit()\n",
+        &[db.path_str()],
+    );
+    assert_eq!(r.code, 0, "python: {}", r.stderr);
+}
+
 /// Takes away the guard that keeps one current record an identity, as a raw client can: on
 /// SQLite the table rebuilt without its `UNIQUE` (then `init`'s index dropped), on PostgreSQL
 /// the constraint dropped.
@@ -1161,17 +1167,7 @@ fn drop_identity_guard(db: &TestDb) {
             .unwrap();
         return;
     }
-    let r = python(
-        "import sqlite3, sys\n\
-         c = sqlite3.connect(sys.argv[1])\n\
-         sql = c.execute(\"SELECT sql FROM sqlite_master WHERE name = 'memories'\").fetchone()[0]\n\
-         c.executescript('PRAGMA legacy_alter_table = ON; ALTER TABLE memories RENAME TO m_old; '\n\
-           + sql.replace('UNIQUE (scope, subject, predicate)', 'CHECK (1)')\n\
-           + '; INSERT INTO memories SELECT * FROM m_old; DROP TABLE m_old;')\n\
-         c.commit()\n",
-        &[db.path_str()],
-    );
-    assert_eq!(r.code, 0, "python: {}", r.stderr);
+    rebuild_memories_without_unique_identity(db);
     db.run(&["init"]).ok();
     db.sql_execute("DROP INDEX memories_identity").unwrap();
 }
