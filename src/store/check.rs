@@ -115,6 +115,10 @@ pub(crate) fn two_rows_of_one_identity(table: &str, id: &crate::model::Identity)
     )
 }
 
+/// `init`'s refusal to make the identity's unique guard again while two current records of one
+/// identity stand (the guard cannot be built over them), on both backends: nothing is changed.
+pub(crate) const IDENTITY_NOT_UNIQUE: &str = "cannot make the identity unique again: memories holds two current records of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again";
+
 /// The six invariants `check` proves, by number (README, "check"); index 0 is unused.
 pub const INVARIANT_NAMES: [&str; 7] = [
     "",

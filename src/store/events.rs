@@ -126,11 +126,22 @@ impl Left {
     /// destroy — tombstoned, no current record, no history but the tombstone's trail, and
     /// (`pending`) no pending item naming it: a delete covering it leaves it as it is, with no
     /// second `deleted` event, its tombstone's version unchanged and the record of refused
-    /// writes kept (README, "delete, restore, gc").
-    pub fn nothing_to_destroy(&self, pending: bool) -> Option<i64> {
-        (self.beyond_trail == 0 && self.records == 0 && !pending)
+    /// writes kept (README, "delete, restore, gc"). An identity holding two current records (a
+    /// client dropped the guard that keeps it unique) is refused on every backend, as every
+    /// other command refuses it: a delete would report one record destroyed of two.
+    pub fn nothing_to_destroy(
+        &self,
+        id: &crate::model::Identity,
+        pending: bool,
+    ) -> anyhow::Result<Option<i64>> {
+        if self.records > 1 {
+            return Err(crate::store::check::two_rows_of_one_identity(
+                "memories", id,
+            ));
+        }
+        Ok((self.beyond_trail == 0 && self.records == 0 && !pending)
             .then_some(self.tombstone)
-            .flatten()
+            .flatten())
     }
 }
 

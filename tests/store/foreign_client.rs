@@ -881,18 +881,7 @@ fn init_makes_the_guards_again_and_check_names_what_is_wrong() {
 #[test]
 fn a_memories_table_rebuilt_without_its_unique_identity_is_a_missing_guard_init_restores() {
     let db = base();
-    let r = python(
-        "import sqlite3, sys\n\
-         c = sqlite3.connect(sys.argv[1])\n\
-         sql = c.execute(\"SELECT sql FROM sqlite_master WHERE name = 'memories'\").fetchone()[0]\n\
-         assert 'UNIQUE (scope, subject, predicate)' in sql\n\
-         c.executescript('PRAGMA legacy_alter_table = ON; ALTER TABLE memories RENAME TO m_old; '\n\
-           + sql.replace('UNIQUE (scope, subject, predicate)', 'CHECK (1)')\n\
-           + '; INSERT INTO memories SELECT * FROM m_old; DROP TABLE m_old;')\n\
-         c.commit()\n",
-        &[db.path_str()],
-    );
-    assert_eq!(r.code, 0, "python: {}", r.stderr);
+    rebuild_memories_without_unique_identity(&db);
     let said = db.run(&["init"]).ok().stdout;
     assert!(said.contains("memories_identity"), "{said}");
     db.assert_check_ok();
@@ -1150,4 +1139,143 @@ fn a_raw_clients_trigger_that_refuses_a_delete_is_one_sentence() {
         ],
     );
     assert_eq!(before, db.fingerprint());
+}
+
+/// Rebuilds the SQLite `memories` table without its `UNIQUE (scope, subject, predicate)`, from
+/// Python, as a raw client can.
+fn rebuild_memories_without_unique_identity(db: &TestDb) {
+    let r = python(
+        "import sqlite3, sys\n\
+         c = sqlite3.connect(sys.argv[1])\n\
+         sql = c.execute(\"SELECT sql FROM sqlite_master WHERE name = 'memories'\").fetchone()[0]\n\
+         assert 'UNIQUE (scope, subject, predicate)' in sql\n\
+         c.executescript('PRAGMA legacy_alter_table = ON; ALTER TABLE memories RENAME TO m_old; '\n\
+           + sql.replace('UNIQUE (scope, subject, predicate)', 'CHECK (1)')\n\
+           + '; INSERT INTO memories SELECT * FROM m_old; DROP TABLE m_old;')\n\
+         c.commit()\n",
+        &[db.path_str()],
+    );
+    assert_eq!(r.code, 0, "python: {}", r.stderr);
+}
+
+/// Takes away the guard that keeps one current record an identity, as a raw client can: on
+/// SQLite the table rebuilt without its `UNIQUE` (then `init`'s index dropped), on PostgreSQL
+/// the constraint dropped.
+fn drop_identity_guard(db: &TestDb) {
+    if db.is_postgres() {
+        db.sql_execute("ALTER TABLE memories DROP CONSTRAINT memories_identity")
+            .unwrap();
+        return;
+    }
+    rebuild_memories_without_unique_identity(db);
+    db.run(&["init"]).ok();
+    db.sql_execute("DROP INDEX memories_identity").unwrap();
+}
+
+/// Two current records of one identity — stored by a raw client that dropped the guard — are
+/// refused in one sentence by every command that meets them, on either backend: resolve (the
+/// scope seen twice in its chain), a write that would confirm, supersede or be stale against
+/// either, apply, revert, rescope, delete and its preview; `init` cannot make the guard again
+/// and says how to repair; `check` names them. Nothing is answered from either record and
+/// nothing changes (found by review: on PostgreSQL resolve answered one at random, a write
+/// rewrote both, a stale write was counted against one).
+fn two_current_records_refused(db: &TestDb) {
+    let (s, p) = ("user:7", "editor");
+    db.write(s, p, "vim 🐘", "global", "s:1");
+    db.write(s, p, "helix 🧬", "repo:网站", "s:2");
+    db.write(s, p, "helix 第二版 🧬", "repo:网站", "s:3");
+    drop_identity_guard(db);
+    db.sql_execute(
+        "INSERT INTO memories (subject, predicate, scope, value, version, source, causal_seq, \
+         created_at, updated_at) SELECT subject, predicate, scope, '\"鬼 👻\"', version, source, \
+         causal_seq, created_at, updated_at FROM memories WHERE scope = 'repo:网站'",
+    )
+    .unwrap();
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        report["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v.to_string().contains("has 2 current records")),
+        "{report:#}"
+    );
+    // PostgreSQL's clock is a sequence, which a refused write's rollback does not take back.
+    let content = || -> Vec<String> {
+        db.fingerprint()
+            .into_iter()
+            .filter(|l| !l.contains("\"key\":\"causal_clock\""))
+            .collect()
+    };
+    let before = content();
+    let said = [
+        "memories holds two rows of",
+        "网站",
+        "memscope check",
+        "memscope init",
+    ];
+    let scope = ["--scope", "repo:网站"];
+    db.run(&[
+        "resolve",
+        "--subject",
+        s,
+        "--predicate",
+        p,
+        "--repo",
+        "网站",
+    ])
+    .fails_with(1, &said);
+    let write = |value: &str, extra: &[&str]| {
+        let mut args = vec!["write", "--subject", s, "--predicate", p, "--value", value];
+        args.extend_from_slice(&scope);
+        args.extend_from_slice(&["--source", "s:after"]);
+        args.extend_from_slice(extra);
+        db.run(&args)
+    };
+    // Confirms one of them, supersedes both, is stale against either.
+    for (value, extra) in [
+        ("鬼 👻", &[][..]),
+        ("helix 第二版 🧬", &[][..]),
+        ("新的值 🆕", &[][..]),
+        ("旧的值 🕰", &["--causal-seq", "1"][..]),
+    ] {
+        write(value, extra).fails_with(1, &said);
+    }
+    let line = json!({"subject": s, "predicate": p, "value": "新的值 🆕", "scope": "repo:网站", "source": "s:apply"});
+    let r = db.run_stdin(&["apply"], format!("{line}\n").as_bytes());
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        format!("{}{}", r.stdout, r.stderr).contains("memories holds two rows of"),
+        "{r:?}"
+    );
+    let id = ["--subject", s, "--predicate", p, "--scope", "repo:网站"];
+    db.run(&[&["revert"][..], &id].concat())
+        .fails_with(1, &said);
+    db.run(&[&["rescope"][..], &id, &["--to", "task:迁移"]].concat())
+        .fails_with(1, &said);
+    db.run(&[&["delete"][..], &id, &["--dry-run"]].concat())
+        .fails_with(1, &said);
+    db.run(&[&["delete"][..], &id].concat())
+        .fails_with(1, &said);
+    assert_eq!(content(), before, "nothing changed");
+    db.run(&["init"]).fails_with(
+        1,
+        &[
+            "two current records of one identity",
+            "memscope check",
+            "SQL client",
+        ],
+    );
+    assert_eq!(content(), before, "init changed nothing");
+}
+
+#[test]
+fn two_current_records_of_one_identity_are_refused_never_answered_from_either() {
+    two_current_records_refused(&TestDb::new());
+}
+
+#[test]
+fn two_current_records_of_one_identity_are_refused_never_answered_from_either_on_postgres() {
+    on_postgres(|db| two_current_records_refused(&db));
 }

@@ -546,14 +546,21 @@ impl PgStore {
         self.read(|t| {
             let subject = spelled(t, SUBJECT, &id.subject, false)?;
             let predicate = canonical_predicate(t, &id.predicate)?;
-            let scope = spelled_scope(t, &id.scope, false)?.to_string();
-            t.opt(
+            let scope = spelled_scope(t, &id.scope, false)?;
+            let id = Identity {
+                subject,
+                predicate,
+                scope,
+            };
+            super::store::identity_row(
+                t,
+                "memories",
                 concat!(
                     "SELECT ",
                     record_preview_columns!(),
                     " FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3"
                 ),
-                &[&subject, &predicate, &scope],
+                &id,
             )?
             .as_ref()
             .map(record_from_row)

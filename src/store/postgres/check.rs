@@ -7,7 +7,7 @@ use super::store::PgStore;
 use crate::store::check::{
     check_report, CheckDb, CheckReport, CheckRow, CurrentRow, Filter, HistoryRow, Key, Step,
 };
-use anyhow::Result;
+use anyhow::{bail, Result};
 use postgres::fallible_iterator::FallibleIterator;
 use postgres::types::Type;
 use postgres::{Row, Transaction};
@@ -436,7 +436,7 @@ pub(super) fn restore_guards(tx: &mut Transaction<'_>) -> Result<bool> {
     }
     tx.batch_execute(&super::schema::guard_restore_sql(&functions, &triggers)?)?;
     tx.batch_execute("REVOKE EXECUTE ON FUNCTION memscope_clock_observe(bigint) FROM PUBLIC")?;
-    tx.batch_execute(
+    let unique = tx.batch_execute(
         "DO $$ BEGIN
             IF NOT EXISTS (SELECT 1 FROM pg_constraint c
                            WHERE c.conname = 'memories_identity' AND c.conrelid = to_regclass('memories')
@@ -448,6 +448,14 @@ pub(super) fn restore_guards(tx: &mut Transaction<'_>) -> Result<bool> {
                 ALTER TABLE memories ADD CONSTRAINT memories_identity UNIQUE (scope, subject, predicate);
             END IF;
         END $$;",
-    )?;
+    );
+    // Two current records of one identity stand (a client dropped the constraint): the
+    // transaction rolls back, and the sentence says how to repair them.
+    match unique {
+        Err(e) if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
+            bail!(crate::store::check::IDENTITY_NOT_UNIQUE)
+        }
+        done => done?,
+    }
     Ok(true)
 }

@@ -73,10 +73,12 @@ type Current = (i64, Value, String, Option<String>, i64);
 /// `id`'s current record.
 fn current(t: &mut Tx<'_>, id: &Identity) -> Result<Option<Current>> {
     let scope = id.scope.to_string();
-    t.opt(
+    super::store::identity_row(
+        t,
+        "memories",
         "SELECT version, value, source, raw, causal_seq FROM memories
          WHERE subject = $1 AND predicate = $2 AND scope = $3",
-        &[&id.subject, &id.predicate, &scope],
+        id,
     )?
     .map(|r| {
         Ok((
@@ -117,10 +119,11 @@ fn earlier_version(t: &mut Tx<'_>, id: &Identity, current: i64) -> Result<Earlie
 
 /// `id`'s tombstone version, when it is deleted.
 fn tombstone(t: &mut Tx<'_>, id: &Identity) -> Result<Option<i64>> {
-    let scope = id.scope.to_string();
-    Ok(t.opt(
+    Ok(super::store::identity_row(
+        t,
+        "tombstones",
         "SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
-        &[&id.subject, &id.predicate, &scope],
+        id,
     )?
     .map(|r| r.get(0)))
 }

@@ -277,6 +277,24 @@ impl<'a> Tx<'a> {
     }
 }
 
+/// The one row `sql` selects for `id` (bound as $1 subject, $2 predicate, $3 scope) from
+/// `table`, if there is one; a second row — a damaged database, in a table that keeps one row
+/// an identity — is refused in SQLite's sentence
+/// ([`two_rows_of_one_identity`](crate::store::check::two_rows_of_one_identity)), never
+/// answered by whichever came first.
+pub(super) fn identity_row(
+    t: &mut Tx<'_>,
+    table: &str,
+    sql: &'static str,
+    id: &Identity,
+) -> Result<Option<Row>> {
+    let mut rows = t.all(sql, &[&id.subject, &id.predicate, &id.scope.to_string()])?;
+    if rows.len() > 1 {
+        return Err(crate::store::check::two_rows_of_one_identity(table, id));
+    }
+    Ok(rows.pop())
+}
+
 /// The causal clock's value, the last number handed out, as it stands for every reader
 /// ([`crate::model::clock_as_it_stands`]: never past 2^53, where the sequence may be).
 pub(super) fn clock_now(t: &mut Tx<'_>) -> Result<i64> {
@@ -1148,9 +1166,11 @@ impl PgStore {
                 "SELECT memscope_identity_lock($1, $2, $3)",
                 &[&id.subject, &id.predicate, &scope],
             )?;
-            let Some(r) = t.opt(
+            let Some(r) = identity_row(
+                t,
+                "tombstones",
                 "DELETE FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3 RETURNING version",
-                &[&id.subject, &id.predicate, &scope],
+                &id,
             )?
             else {
                 bail!("{id} is not deleted: there is no tombstone to restore (see `memscope list` or the UI's tombstones tab)");
@@ -1331,6 +1351,20 @@ fn resolve_in(
     let mut looked = Vec::with_capacity(rows.len());
     for r in &rows {
         let scope_text: String = r.get(4);
+        // A scope seen twice holds two current records (a client dropped the identity's
+        // guard): refused, never answered from either.
+        if looked.iter().any(|(seen, _)| *seen == scope_text) {
+            let id = Identity {
+                subject: chain.subject.clone(),
+                predicate: chain.predicate.clone(),
+                scope: Scope::parse(&scope_text).map_err(|e| {
+                    anyhow!("a stored scope is invalid ({e}): run `memscope check`")
+                })?,
+            };
+            return Err(crate::store::check::two_rows_of_one_identity(
+                "memories", &id,
+            ));
+        }
         let l = match r.get::<_, Option<String>>(5) {
             Some(v) => Looked::Found {
                 value: parse_value(&v, &scope_text)?,
@@ -1472,7 +1506,7 @@ fn delete_in_tx(
             report.blanked_copies += n;
             preview.moved_copies += n;
         }
-        if let Some(version) = left_of(t, id)?.nothing_to_destroy(!naming.is_empty()) {
+        if let Some(version) = left_of(t, id)?.nothing_to_destroy(id, !naming.is_empty())? {
             // Its refused writes' sources are all that can be left of it, as on SQLite.
             let n = blank_refused_sources(t, id)?;
             report.blanked_sources += n;

@@ -121,6 +121,17 @@ fn probe_from_row(r: &Row, at: usize, scope_text: &str) -> Result<(Probe, i64, i
     ))
 }
 
+/// The identity of a stored key (subject, predicate, scope as stored).
+fn identity_of(subject: &str, predicate: &str, scope: &str) -> Result<Identity> {
+    Ok(Identity {
+        subject: subject.to_string(),
+        predicate: predicate.to_string(),
+        scope: Scope::parse(scope).map_err(|e| {
+            anyhow::anyhow!("a stored scope is invalid ({e}): run `memscope check`")
+        })?,
+    })
+}
+
 /// One identity's probe as the write path reads it (`memscope_probe_many`), for a preview that
 /// asks the core's `decide_write` what a write would do.
 pub(in crate::store::postgres) fn write_probe(t: &mut Tx<'_>, id: &Identity) -> Result<Probe> {
@@ -387,13 +398,18 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
         &e.clock,
     ];
     if slot.set.is_none() && slot.confirms == 0 {
-        t.exec(
+        // A stale or refused write changes no record, but was decided against one: logged only
+        // while the identity holds at most one.
+        let logged = t.exec(
             "INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
                                   causal_seq, at, detail, clock)
-             VALUES ($1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
-                     $8::text, $9::int8, memscope_now(), $10::text, $11::int8)",
+             SELECT $1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
+                    $8::text, $9::int8, memscope_now(), $10::text, $11::int8
+             WHERE (SELECT count(*) FROM memories m
+                    WHERE m.subject = $2::text AND m.predicate = $3::text AND m.scope = $4::text) < 2",
             &history,
         )?;
+        one_record(logged, key)?;
     } else {
         let set = slot.set.as_ref();
         let value = set.map(|r| r.value.as_str());
@@ -435,8 +451,9 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
                  RETURNING 1)
              INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
                                   causal_seq, at, detail, clock)
-             VALUES ($1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
-                     $8::text, $9::int8, memscope_now(), $10::text, $11::int8)"
+             SELECT $1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
+                    $8::text, $9::int8, memscope_now(), $10::text, $11::int8
+             WHERE (SELECT count(*) FROM upd) = 1"
         } else {
             "WITH ins AS (
                  INSERT INTO memories (subject, predicate, scope, value, version, source, raw,
@@ -452,7 +469,9 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
              VALUES ($1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
                      $8::text, $9::int8, memscope_now(), $10::text, $11::int8)"
         };
-        t.exec(sql, &params)?;
+        // The update's statement logs only when it changed exactly one record (an insert's
+        // always logs); two rewritten as one is refused, rolled back whole.
+        one_record(t.exec(sql, &params)?, key)?;
     }
     for (name, count) in [
         ("stale_writes", writes.stale),
@@ -463,6 +482,18 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
         }
     }
     Ok(())
+}
+
+/// Refuses a single write whose statement logged no event: its identity holds two current
+/// records (a client dropped the guard that keeps it unique).
+fn one_record(logged: u64, (s, p, c): &Key) -> Result<()> {
+    if logged == 1 {
+        return Ok(());
+    }
+    Err(crate::store::check::two_rows_of_one_identity(
+        "memories",
+        &identity_of(s, p, c)?,
+    ))
 }
 
 /// Whether the scope guard judges an exact write (`mode`: as far as it is known).
@@ -798,7 +829,7 @@ fn write_run(
     }
     // Every identity locked (in lock-key order, inside the function) and probed, at once.
     let rows = t.all(
-        "SELECT tombstone, cur_version, cur_value, cur_seq, last_version, 0::bigint, 0::bigint
+        "SELECT tombstone, cur_version, cur_value, cur_seq, last_version, 0::bigint, 0::bigint, ord
          FROM memscope_probe_many($1::text[], $2::text[], $3::text[]) ORDER BY ord",
         &[
             &slots.iter().map(|(k, _)| k.0.as_str()).collect::<Vec<_>>(),
@@ -806,6 +837,18 @@ fn write_run(
             &slots.iter().map(|(k, _)| k.2.as_str()).collect::<Vec<_>>(),
         ],
     )?;
+    // One row a position, unless an identity holds two current records (a client dropped its
+    // guard): the whole run is refused, never decided against either record.
+    for pair in rows.windows(2) {
+        let ord: i64 = pair[0].get(7);
+        if pair[1].get::<_, i64>(7) == ord {
+            let (s, p, c) = &slots[usize::try_from(ord - 1)?].0;
+            return Err(crate::store::check::two_rows_of_one_identity(
+                "memories",
+                &identity_of(s, p, c)?,
+            ));
+        }
+    }
     for ((key, slot), r) in slots.iter_mut().zip(&rows) {
         *slot = Slot::new(probe_from_row(r, 0, &key.2)?.0);
     }

@@ -325,7 +325,7 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
             .map(|(_, n)| n)
             .sum::<i64>();
         let left = left_of(conn, &id)?;
-        if left.nothing_to_destroy(!naming.is_empty()).is_some() {
+        if left.nothing_to_destroy(&id, !naming.is_empty())?.is_some() {
             p.refused_sources += refused_sources(conn, &id)?;
             p.already_deleted.push(id);
             continue;
@@ -413,7 +413,7 @@ impl Store {
                 let scope = id.scope.to_string();
                 let pending = pending_naming(tx, &id.subject, &id.predicate, std::slice::from_ref(&scope))?;
                 report.blanked_copies += blank_moved_copies(tx, id, &ids)?;
-                if let Some(version) = left_of(tx, id)?.nothing_to_destroy(!pending.is_empty()) {
+                if let Some(version) = left_of(tx, id)?.nothing_to_destroy(id, !pending.is_empty())? {
                     // Its refused writes' sources are all that can be left of it; a delete
                     // now takes them with the rest of its history.
                     report.blanked_sources += blank_refused_sources(tx, id)?;

@@ -675,9 +675,7 @@ impl Store {
                     Err(rusqlite::Error::SqliteFailure(f, _))
                         if f.code == rusqlite::ErrorCode::ConstraintViolation =>
                     {
-                        bail!(
-                            "cannot make the identity unique again: memories holds two current records of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again"
-                        )
+                        bail!(crate::store::check::IDENTITY_NOT_UNIQUE)
                     }
                     done => done?,
                 }

@@ -168,8 +168,20 @@ pub(crate) fn identity_row<T>(
     id: &Identity,
     f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
 ) -> Result<Option<T>> {
+    identity_row_at(conn, table, sql, id, &id.scope.to_string(), f)
+}
+
+/// [`identity_row`] with `id`'s scope already as text (`scope_text`), as the write path holds it.
+pub(crate) fn identity_row_at<T>(
+    conn: &Connection,
+    table: &str,
+    sql: &str,
+    id: &Identity,
+    scope_text: &str,
+    f: impl FnOnce(&Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Option<T>> {
     let mut stmt = conn.prepare_cached(sql)?;
-    let mut rows = stmt.query(params![id.subject, id.predicate, id.scope.to_string()])?;
+    let mut rows = stmt.query(params![id.subject, id.predicate, scope_text])?;
     let Some(row) = rows.next()? else {
         return Ok(None);
     };

@@ -524,14 +524,18 @@ pub(crate) fn probe_identity(
     id: &Identity,
     scope_text: &str,
 ) -> Result<(Probe, bool)> {
-    let (tombstone, version, value, causal_seq, has_history) = conn
-        .prepare_cached(
-            "SELECT (SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
+    // A second current record (a client dropped the identity's guard) is refused here, before
+    // a stale or confirmed write is decided against either.
+    let (tombstone, version, value, causal_seq, has_history) = super::rows::identity_row_at(
+        conn,
+        "memories",
+        "SELECT (SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
                     m.version, m.value, max(m.causal_seq, coalesce(m.confirmed_seq, 0)),
                     EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
              FROM (SELECT 1) LEFT JOIN memories m ON m.subject = ?1 AND m.predicate = ?2 AND m.scope = ?3",
-        )?
-        .query_row(params![id.subject, id.predicate, scope_text], |r| {
+        id,
+        scope_text,
+        |r| {
             Ok((
                 r.get::<_, Option<i64>>(0)?,
                 r.get::<_, Option<i64>>(1)?,
@@ -539,7 +543,9 @@ pub(crate) fn probe_identity(
                 r.get::<_, Option<i64>>(3)?,
                 r.get::<_, bool>(4)?,
             ))
-        })?;
+        },
+    )?
+    .ok_or_else(|| anyhow!("the probe of {id} returned no row"))?;
     let current = match (version, value, causal_seq) {
         (Some(version), Some(text), Some(causal_seq)) => Some(Held {
             version,
