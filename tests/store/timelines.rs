@@ -20,16 +20,7 @@ fn foreign(db: &TestDb, sql: &str) {
             .iter()
             .map(|t| format!("ALTER TABLE {t} ENABLE TRIGGER USER;"))
             .collect();
-        let out = std::process::Command::new(super::postgres_roles::psql())
-            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-1", db.path_str()])
-            .args(["-c", &format!("{off} {sql} {on}")])
-            .output()
-            .expect("psql runs");
-        assert!(
-            out.status.success(),
-            "psql refused {sql}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        super::postgres_check::psql_run(db.path_str(), &format!("{off} {sql} {on}"));
     } else {
         super::foreign_client::damage(db, sql);
     }
