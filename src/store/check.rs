@@ -190,6 +190,8 @@ pub(crate) struct HistoryRow {
     pub value: Option<String>,
     pub raw: Option<String>,
     pub source: Option<String>,
+    /// When it was logged, as stored (RFC 3339 text).
+    pub at: Option<String>,
 }
 
 /// What `check` needs of a backend: its rows, read inside one snapshot the caller holds.
@@ -466,6 +468,97 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// What the pending queue, the read log and the counters say against history and time
+    /// (README, "check"): a pending item is resolved no earlier than it was created (2); an
+    /// open item has no resolution event (4); a logged read names a version its identity held,
+    /// read no earlier than that version was written (4); no counter is negative (6). Times
+    /// compare as stored: canonical text on SQLite (field rules name any other spelling),
+    /// `timestamptz` on PostgreSQL.
+    fn queue_and_read_log_in_time(&mut self) -> Result<()> {
+        let f = Filter::All;
+        self.rows(
+            2,
+            "SELECT subject, predicate, id, created_at, resolved_at FROM pending
+             WHERE resolved_at IS NOT NULL AND resolved_at < created_at",
+            &f,
+            &|r| {
+                format!(
+                    "{} · {}: pending item #{} is resolved at {}, before it was created ({}): a client wrote it out of time, or a writer's clock was set back",
+                    r.show(0), r.show(1), r.show(2), r.show(4), r.show(3)
+                )
+            },
+        )?;
+        let pending_id = self.db.json_int("h.detail", "pending_id");
+        self.rows(
+            4,
+            &format!(
+                "SELECT p.subject, p.predicate, h.scope, p.id, h.id FROM pending p JOIN history h
+                   ON h.subject = p.subject AND h.predicate = p.predicate AND h.event = 'pending_resolved'
+                  AND {pending_id} = p.id
+                 WHERE p.status = 'open'"
+            ),
+            &f,
+            &|r| {
+                format!(
+                    "{}: pending item #{} is open, but history event #{} resolved it: set its status, resolution and resolved_at as the event says, or remove the event's row, with a SQL client",
+                    ident(r), r.show(3), r.show(4)
+                )
+            },
+        )?;
+        let merged_version = self.db.json_int("h.detail", "version");
+        self.rows(
+            4,
+            &format!(
+                "SELECT r.subject, r.predicate, r.scope, r.id, r.version FROM reads r
+                 WHERE r.scope IS NOT NULL AND r.version IS NOT NULL AND NOT EXISTS (
+                   SELECT 1 FROM history h WHERE h.subject = r.subject AND h.predicate = r.predicate
+                      AND h.scope = r.scope
+                      AND ((h.event IN ('set', 'confirmed', 'rescoped', 'reverted') AND h.version = r.version)
+                           -- A delete destroys the events of the versions below its tombstone.
+                           OR (h.event = 'deleted' AND h.version > r.version)
+                           OR (h.event = 'merged' AND {merged_version} = r.version)))"
+            ),
+            &f,
+            &|r| {
+                format!(
+                    "{}: reads row #{} names v{}, which the identity never held",
+                    ident(r),
+                    r.show(3),
+                    r.show(4)
+                )
+            },
+        )?;
+        self.rows(
+            4,
+            "SELECT subject, predicate, scope, id, version, at, written FROM (
+               SELECT r.subject, r.predicate, r.scope, r.id, r.version, r.at,
+                      (SELECT min(h.at) FROM history h WHERE h.subject = r.subject
+                         AND h.predicate = r.predicate AND h.scope = r.scope
+                         AND h.event IN ('set', 'rescoped', 'reverted') AND h.version = r.version) AS written
+               FROM reads r WHERE r.scope IS NOT NULL AND r.version IS NOT NULL) x
+             WHERE at < written",
+            &f,
+            &|r| {
+                format!(
+                    "{}: reads row #{} is dated {}, before v{} was written ({}): a client wrote it out of time, or a writer's clock was set back",
+                    ident(r), r.show(3), r.show(5), r.show(4), r.show(6)
+                )
+            },
+        )?;
+        self.rows(
+            6,
+            "SELECT name, value FROM metrics WHERE value < 0",
+            &f,
+            &|r| {
+                format!(
+                    "the counter {} is {}: a count is never negative — set it to 0 with a SQL client",
+                    r.show(0),
+                    r.show(1)
+                )
+            },
+        )
+    }
+
     /// Invariant 3 for rescoped content: a deleted identity's content stays in no copy a
     /// rescope left where the value was first written (`events::moved_copies`; a delete blanks
     /// them, and one by a release before that did not).
@@ -632,7 +725,12 @@ impl Checker<'_> {
     /// Returns how many current records it met (each has history).
     fn walk_history(&mut self, f: &Filter<'_>) -> Result<i64> {
         let mut met = 0;
-        let mut st = WalkState::default();
+        let timeline = matches!(f, Filter::All);
+        let fresh = || WalkState {
+            timeline,
+            ..WalkState::default()
+        };
+        let mut st = fresh();
         let mut found: Vec<(u8, String)> = Vec::new();
         self.db.walk(f, &mut |g, step| {
             match step {
@@ -649,7 +747,7 @@ impl Checker<'_> {
                         // as it was before the delete (`resolve --at`).
                         found.push((3, format!("{}: its tombstone stands, but history says it was restored or collected since its delete", label(g))));
                     }
-                    st = WalkState::default();
+                    st = fresh();
                 }
             }
             Ok(())
@@ -714,6 +812,11 @@ struct WalkState {
     tombstoned: bool,
     /// A deletion was logged at all (only then is the tombstone asked after a restore).
     deleted_once: bool,
+    /// Whether event times are judged (the whole-database check; the per-write assertion
+    /// leaves them to it: a clock set back is not the write's doing).
+    timeline: bool,
+    /// The last `set`, `deleted`, `restored` or `removed` event: its kind, version and time.
+    last_dated: Option<(String, Option<i64>, chrono::DateTime<chrono::FixedOffset>)>,
 }
 
 impl Default for WalkState {
@@ -731,6 +834,8 @@ impl Default for WalkState {
             confirmed_source: None,
             tombstoned: false,
             deleted_once: false,
+            timeline: false,
+            last_dated: None,
         }
     }
 }
@@ -746,7 +851,11 @@ impl WalkState {
             value,
             raw,
             source,
+            at,
         } = row;
+        if self.timeline {
+            self.in_time(g, &event, version, at.as_deref(), detail.as_deref(), found);
+        }
         match event.as_str() {
             "set" => {
                 let Some(v) = version else {
@@ -830,6 +939,65 @@ impl WalkState {
             )),
             _ => {}
         }
+    }
+
+    /// Invariant 2 in time: an identity's `set`, `deleted`, `restored` and `removed` events
+    /// are dated in the order they were logged (memscope takes a write's time inside its
+    /// lock, so one identity's events follow commit order; equal times are two writes in one
+    /// millisecond), and a delete is dated no earlier than the live intervals it ends. A time
+    /// that does not parse is the field rules' to name.
+    fn in_time(
+        &mut self,
+        g: &Key,
+        event: &str,
+        version: Option<i64>,
+        at: Option<&str>,
+        detail: Option<&str>,
+        found: &mut Vec<(u8, String)>,
+    ) {
+        if !matches!(event, "set" | "deleted" | "restored" | "removed") {
+            return;
+        }
+        let Some(t) = at.and_then(|a| chrono::DateTime::parse_from_rfc3339(a).ok()) else {
+            return;
+        };
+        let shown = |event: &str, version: Option<i64>| match version {
+            Some(v) => format!("its {event} event of v{v}"),
+            None => format!("its {event} event"),
+        };
+        if let Some((before, before_version, before_at)) = &self.last_dated {
+            if t < *before_at {
+                found.push((2, format!(
+                    "{}: {} is dated {}, before {} logged ahead of it ({}): a client wrote it out of time, or a writer's clock was set back",
+                    label(g),
+                    shown(event, version),
+                    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    shown(before, *before_version),
+                    before_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                )));
+            }
+        }
+        if event == "deleted" {
+            let ended = detail
+                .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+                .and_then(|d| d.get("live_intervals").cloned())
+                .and_then(|i| serde_json::from_value::<Vec<Vec<String>>>(i).ok())
+                .unwrap_or_default()
+                .into_iter()
+                .flatten()
+                .filter_map(|a| chrono::DateTime::parse_from_rfc3339(&a).ok())
+                .max();
+            if let Some(end) = ended.filter(|end| t < *end) {
+                found.push((2, format!(
+                    "{}: {} is dated {}, before the live interval it ends ({}): a client wrote it out of time, or a writer's clock was set back",
+                    label(g),
+                    shown(event, version),
+                    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    end.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                )));
+            }
+        }
+        self.last_dated = Some((event.to_string(), version, t));
     }
 
     /// What of the current record's provenance history does not say: its raw words and
@@ -983,6 +1151,7 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
     }
     c.one_spelling_per_place()?;
     c.moved_copies_of_deleted()?;
+    c.queue_and_read_log_in_time()?;
     let Checker { db, violations, .. } = c;
     let mut metrics = BTreeMap::new();
     for (name, sql) in [

@@ -239,6 +239,8 @@ pub(crate) struct DumpReader {
     version: i64,
     /// The header promises an end line (`DumpWriter`).
     end_promised: bool,
+    /// When the export was taken, as its header says (a hand-made header may leave it out).
+    exported_at: Option<chrono::DateTime<chrono::FixedOffset>>,
     /// The end line's number and its row counts, once read.
     end: Option<(usize, std::collections::BTreeMap<String, u64>)>,
     /// The last line read.
@@ -308,6 +310,10 @@ impl DumpReader {
             self.seen_header = true;
             self.version = v;
             self.end_promised = obj.get("end_line") == Some(&Value::Bool(true));
+            self.exported_at = obj
+                .get("exported_at")
+                .and_then(Value::as_str)
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
             return Ok(None);
         }
         if !self.seen_header {
@@ -320,6 +326,7 @@ impl DumpReader {
         let Some(table) = TABLES.iter().copied().find(|t| *t == table) else {
             bail!("line {line_no} names an unknown table '{table}': pass a file written by `memscope export`");
         };
+        refuse_after_export(line_no, table, &obj, self.exported_at)?;
         // A value is kept as the JSON text it was written as: a hand edit that writes `"tea"`
         // where the dump had `"\"tea\""` is named here, with the spelling it wants, rather
         // than as an unreadable value after loading.
@@ -439,6 +446,43 @@ impl DumpReader {
         report.counted = self.end.is_some();
         Ok(report)
     }
+}
+
+/// Refuses line `line_no`'s row of `table` when it is dated after the export was taken: the
+/// export reads one snapshot after taking its time, so such a row was written by hand, or by
+/// a writer whose clock ran ahead (README, "export / import").
+fn refuse_after_export(
+    line_no: usize,
+    table: &str,
+    obj: &Map<String, Value>,
+    exported_at: Option<chrono::DateTime<chrono::FixedOffset>>,
+) -> Result<()> {
+    let Some(exported_at) = exported_at else {
+        return Ok(());
+    };
+    let columns: &[&str] = match table {
+        "history" | "reads" => &["at"],
+        "tombstones" => &["deleted_at"],
+        "pending" => &["created_at", "resolved_at"],
+        _ => &[],
+    };
+    for column in columns {
+        let Some(at) = obj.get(*column).and_then(Value::as_str) else {
+            continue;
+        };
+        // A time that does not parse is the field rules' to name, after loading.
+        let Ok(t) = chrono::DateTime::parse_from_rfc3339(at) else {
+            continue;
+        };
+        if t > exported_at {
+            bail!(
+                "line {line_no} of the import: {table}.{column} is {}, after the export was taken ({}): a row cannot be written after its export — fix its time with a text editor, or export the database again once its writers' clocks are right — nothing was imported",
+                crate::model::to_json(at).unwrap_or_default(),
+                exported_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The row counts of the end line on line `line_no`: a whole number for each known table.

@@ -75,7 +75,7 @@ fn base() -> TestDb {
 }
 
 /// Drops every trigger from Python, then runs `sql` as the damage.
-fn damage(db: &TestDb, sql: &str) {
+pub(crate) fn damage(db: &TestDb, sql: &str) {
     let r = python(DROP_TRIGGERS, &[db.path_str(), sql]);
     assert_eq!(r.code, 0, "python damage failed: {}", r.stderr);
 }

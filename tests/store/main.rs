@@ -30,5 +30,6 @@ mod precedence;
 mod purge_on_disk;
 mod scenarios;
 mod spelling;
+mod timelines;
 mod transfer;
 mod write_invariants;

@@ -134,7 +134,7 @@ fn memscope_on(url: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-fn psql_run(url: &str, sql: &str) {
+pub(crate) fn psql_run(url: &str, sql: &str) {
     let out = Command::new(psql())
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
         .output()

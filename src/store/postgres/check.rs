@@ -241,9 +241,9 @@ impl CheckDb for Pg<'_, '_> {
                     w.last, m.version, m.causal_seq, m.value,
                     CASE WHEN w.last THEN EXISTS (SELECT 1 FROM tombstones t
                         WHERE t.subject = w.subject AND t.predicate = w.predicate AND t.scope = w.scope) END,
-                    w.raw, w.source, m.raw, m.source, m.confirm_count, m.confirmed_source
+                    w.raw, w.source, m.raw, m.source, m.confirm_count, m.confirmed_source, w.at
              FROM (SELECT h.id, h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail, h.value,
-                          h.raw, h.source,
+                          h.raw, h.source, h.at,
                           lead(h.id) OVER (PARTITION BY h.subject, h.predicate, h.scope ORDER BY h.id) IS NULL AS last
                    FROM history h WHERE {}) w
              LEFT JOIN LATERAL (SELECT m.version, m.causal_seq, m.value, m.raw, m.source, m.confirm_count,
@@ -266,6 +266,7 @@ impl CheckDb for Pg<'_, '_> {
                     value: r.text(7).map(str::to_string),
                     raw: r.text(13).map(str::to_string),
                     source: r.text(14).map(str::to_string),
+                    at: Some(r.show(19)).filter(|t| !t.is_empty()),
                 }),
             )?;
             if r.get::<_, Option<bool>>(8) == Some(true) {

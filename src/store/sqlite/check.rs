@@ -284,7 +284,7 @@ impl CheckDb for Sqlite<'_> {
             "SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
         )?;
         let mut stmt = self.0.prepare(&numbered_parameters(&format!(
-            "SELECT h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail, h.value, h.raw, h.source FROM history h
+            "SELECT h.subject, h.predicate, h.scope, h.event, h.version, h.causal_seq, h.detail, h.value, h.raw, h.source, h.at FROM history h
              WHERE {} ORDER BY h.subject, h.predicate, h.scope, h.id", f.sql("h"))))?;
         let mut rows = stmt.query(rusqlite::params_from_iter(f.params()))?;
         let mut group: Option<Key> = None;
@@ -342,6 +342,7 @@ impl CheckDb for Sqlite<'_> {
                     value: lossy_text(r.get_ref(7)?),
                     raw: loose_text(r.get_ref(8)?),
                     source: loose_text(r.get_ref(9)?),
+                    at: loose_text(r.get_ref(10)?),
                 }),
             )?;
         }

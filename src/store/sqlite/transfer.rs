@@ -36,6 +36,11 @@ impl Store {
     pub fn export(&self, out: &mut dyn Write) -> Result<u64> {
         self.conn.execute_batch("BEGIN")?;
         let result = (|| -> Result<u64> {
+            // The snapshot starts at the first read, the time after it: a write committed in
+            // between is in the dump and dated no later than its header (`import` refuses rows
+            // dated after it).
+            self.conn
+                .query_row("SELECT count(*) FROM settings", [], |_| Ok(()))?;
             let mut dump = DumpWriter::start(out, &self.now())?;
             for table in TABLES {
                 let cols = columns(&self.conn, table)?;
