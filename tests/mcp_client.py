@@ -200,9 +200,13 @@ async def story():
         assert text.startswith("No memory of coffee applies here"), text
 
     # 4. A server allowed to forget: delete with purge, then the memory stays deleted.
-    async with Server("--subject", "user:42", "--allow-forget") as srv:
-        names = sorted(t.name for t in await srv.tools())
+    async with Server("--subject", "user:42", "--task", "早餐🍳", "--allow-forget") as srv:
+        tools = await srv.tools()
+        names = sorted(t.name for t in tools)
         assert names == ["forget", "list_memories", "recall", "remember"], names
+        forget_tool = next(t for t in tools if t.name == "forget")
+        assert "a scope where nothing is stored gets no tombstone" in forget_tool.description, \
+            forget_tool.description
         await srv.remembers({
             "predicate": "coffee", "value": "oat latte", "scope": "global",
             "raw": "我每天喝燕麦拿铁", "source": "thread:40/message:1"},
@@ -212,6 +216,11 @@ async def story():
         assert data["tombstoned"] == [{"subject": "user:42", "predicate": "coffee",
                                        "scope": "global", "version": 2}], data
         assert data["purged_versions"] == 1, data
+        # `all` tombstoned the one scope that held it, and says that the others stay open.
+        assert "A scope not named here held nothing, so a later remember there is stored as usual." in text, text
+        await srv.remembers({
+            "predicate": "coffee", "value": "豆浆 🥛", "scope": "task", "source": "thread:40/message:2"},
+            outcome="inserted")
         text, data = await srv.remembers({
             "predicate": "coffee", "value": "espresso", "scope": "global",
             "source": "thread:41/message:1"},

@@ -271,8 +271,9 @@ impl Tools {
                     "Delete a memory of {} when the user asks you to forget it. This cannot be undone: the \
                      values and the user's words of every version are destroyed, a tombstone keeps it \
                      deleted, and later `remember` calls for it are rejected until a human restores it. \
-                     `scope`: global, repo ({}), task ({}), or all = this predicate in every scope the \
-                     user has, including other repositories.",
+                     `scope`: global, repo ({}), task ({}), or all = this predicate in every scope where \
+                     the user has it stored or waiting now, including other repositories (a scope where \
+                     nothing is stored gets no tombstone: a later `remember` there is stored as usual).",
                     ctx.subject,
                     ctx.repo
                         .as_ref()
@@ -663,11 +664,18 @@ impl Tools {
             )
         } else {
             format!(
-                "forgotten: {}. Purged {} version(s), {} pending item(s) and {} read-log note(s); later writes to it are rejected until a human restores it.",
+                "forgotten: {}. Purged {} version(s), {} pending item(s) and {} read-log note(s); later writes to {} are rejected until a human restores it.{}",
                 named(&report.tombstoned),
                 report.purged_versions,
                 report.purged_pending,
-                report.purged_notes
+                report.purged_notes,
+                if report.tombstoned.len() == 1 { "it" } else { "these" },
+                // `all` tombstones the scopes that held something, not every scope there is.
+                if matches!(target, DeleteTarget::Predicate { .. }) {
+                    " A scope not named here held nothing, so a later remember there is stored as usual."
+                } else {
+                    ""
+                }
             )
         };
         if let Some(blanked) = report.blanked_sentence() {

@@ -74,6 +74,9 @@ fn cli_equivalent(db: &TestDb) {
         &["--yes", "--reason", "user asked"],
     ))
     .ok();
+    // `all` tombstoned only the scope that held it: the task, empty then, takes a write.
+    let o = db.write(s, "coffee", "豆浆 🥛", "task:早餐🍳", "thread:40/message:2");
+    assert_eq!(o["outcome"], "inserted");
     let o = db.write(s, "coffee", "espresso", "global", "thread:41/message:1");
     assert_eq!(o["outcome"], "rejected");
     // Forgotten again: the refused write's source is blanked.
@@ -177,8 +180,9 @@ fn sdk_client_matches_the_cli(mcp_db: &TestDb, cli_db: &TestDb, file: bool) {
     let times = ["created_at", "updated_at", "confirmed_at"];
     let mcp_list = comparable(mcp_db.list(&[]), &times);
     let cli_list = comparable(cli_db.list(&[]), &times);
-    // package_manager twice and formatter; coffee and tea are forgotten.
-    assert_eq!(mcp_list.len(), 3, "{mcp_list:#?}");
+    // package_manager twice, formatter, and coffee in the task that held nothing when
+    // `forget all` ran; coffee elsewhere and tea are forgotten.
+    assert_eq!(mcp_list.len(), 4, "{mcp_list:#?}");
     assert_eq!(mcp_list, cli_list);
     let pm_global = mcp_list
         .iter()
@@ -217,7 +221,7 @@ fn sdk_client_matches_the_cli(mcp_db: &TestDb, cli_db: &TestDb, file: bool) {
         assert_eq!(a, b, "history of {predicate}");
     }
     let coffee: Vec<String> = mcp_db
-        .history("user:42", "coffee", None)
+        .history("user:42", "coffee", Some("global"))
         .iter()
         .map(|e| e["event"].as_str().unwrap_or("").to_string())
         .collect();
@@ -226,6 +230,9 @@ fn sdk_client_matches_the_cli(mcp_db: &TestDb, cli_db: &TestDb, file: bool) {
         ["deleted", "rejected"],
         "content purged, rewrite refused"
     );
+    let in_task = mcp_db.history("user:42", "coffee", Some("task:早餐🍳"));
+    assert_eq!(in_task.len(), 1, "the task's own write: {in_task:?}");
+    assert_eq!(in_task[0]["event"], "set");
     // `forget` purged the user's words from every database file, as `memscope delete` does.
     if file {
         assert_eq!(
