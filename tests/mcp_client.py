@@ -12,7 +12,9 @@ readable transcript instead (used for the README). Exit 3 when the `mcp` package
 
 import asyncio
 import json
+import os
 import sys
+import traceback
 
 from mcp_compat import ClientSession, McpError, StdioServerParameters, attr, stdio_client, text_of  # noqa: F401
 
@@ -46,6 +48,13 @@ class Server:
         return self
 
     async def __aexit__(self, *exc):
+        if exc[0] is not None:
+            # A failed check inside `async with` would otherwise hang in the SDK's stdio client
+            # ("exit cancel scope in a different task") until the test's kill, showing only
+            # "Connection closed": say what failed and end now.
+            traceback.print_exception(*exc, file=sys.stderr)
+            sys.stderr.flush()
+            os._exit(1)
         await self._session.__aexit__(*exc)
         await self._stdio.__aexit__(*exc)
 
