@@ -158,7 +158,7 @@ pub(crate) fn judge(
     }
     if live > 0 {
         bail!(
-            "'{alias}' is used by {live} live record(s): delete or rewrite them under '{canonical}' before making it an alias"
+            "'{alias}' is used by {live} live record(s): write each value again under '{canonical}' (`memscope write --predicate {canonical} …`) and delete the records under '{alias}' (`memscope delete --subject S --predicate {alias}`) before making it an alias"
         );
     }
     if deleted > 0 {

@@ -208,7 +208,15 @@ fn aliases_on_postgres_as_on_sqlite() {
     for pg in [true, false] {
         let refused = both.run(pg, &["alias", "add", "coffee", "drink"]);
         refused.fails_with(1, &[]);
-        assert_one_sentence(&refused.stderr, &["'coffee' is used by 1 live record(s)"]);
+        assert_one_sentence(
+            &refused.stderr,
+            &[
+                "'coffee' is used by 1 live record(s)",
+                // What to do, in commands that exist (found by review: it said "rewrite them").
+                "`memscope write --predicate drink …`",
+                "`memscope delete --subject S --predicate coffee`",
+            ],
+        );
     }
     assert_eq!(
         both.run(true, &["alias", "list", "--json"]).ok().json(),
