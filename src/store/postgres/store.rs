@@ -1354,13 +1354,7 @@ fn resolve_in(
         // A scope seen twice holds two current records (a client dropped the identity's
         // guard): refused, never answered from either.
         if looked.iter().any(|(seen, _)| *seen == scope_text) {
-            let id = Identity {
-                subject: chain.subject.clone(),
-                predicate: chain.predicate.clone(),
-                scope: Scope::parse(&scope_text).map_err(|e| {
-                    anyhow!("a stored scope is invalid ({e}): run `memscope check`")
-                })?,
-            };
+            let id = write::identity_of(&chain.subject, &chain.predicate, &scope_text)?;
             return Err(crate::store::check::two_rows_of_one_identity(
                 "memories", &id,
             ));

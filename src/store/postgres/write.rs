@@ -122,7 +122,11 @@ fn probe_from_row(r: &Row, at: usize, scope_text: &str) -> Result<(Probe, i64, i
 }
 
 /// The identity of a stored key (subject, predicate, scope as stored).
-fn identity_of(subject: &str, predicate: &str, scope: &str) -> Result<Identity> {
+pub(in crate::store::postgres) fn identity_of(
+    subject: &str,
+    predicate: &str,
+    scope: &str,
+) -> Result<Identity> {
     Ok(Identity {
         subject: subject.to_string(),
         predicate: predicate.to_string(),
