@@ -449,8 +449,8 @@ impl DumpReader {
 }
 
 /// Refuses line `line_no`'s row of `table` when it is dated after the export was taken: the
-/// export reads one snapshot after taking its time, so such a row was written by hand, or by
-/// a writer whose clock ran ahead (README, "export / import").
+/// export takes its time once its snapshot has started, so every row it holds was written
+/// before; a later one was written by hand, or by a writer whose clock ran ahead (README, "export / import").
 fn refuse_after_export(
     line_no: usize,
     table: &str,

@@ -126,7 +126,8 @@ impl Left {
     /// destroy — tombstoned, no current record, no history but the tombstone's trail, and
     /// (`pending`) no pending item naming it: a delete covering it leaves it as it is, with no
     /// second `deleted` event, its tombstone's version unchanged and the record of refused
-    /// writes kept (README, "delete, restore, gc"). An identity holding two current records (a
+    /// writes kept, only their sources blanked ([`BLANK_REFUSED_SOURCES_SQL`]; README, "delete,
+    /// restore, gc"). An identity holding two current records (a
     /// client dropped the guard that keeps it unique) is refused on every backend, as every
     /// other command refuses it: a delete would report one record destroyed of two.
     pub fn nothing_to_destroy(
