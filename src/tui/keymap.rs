@@ -203,6 +203,8 @@ pub static BINDINGS: &[Binding] = &[
     b(X::DeleteDialog, &[Code(KeyCode::End)], "End", C::End, "the statement's end", None),
     b(X::Confirm, &[Char('y')], "y", C::Confirm, "do it", Some("yes")),
     b(X::Confirm, &[Char('n'), Code(KeyCode::Esc), Char('q')], "n/Esc", C::Cancel, "cancel (q too): nothing changes", Some("no")),
+    b(X::Confirm, &[Code(KeyCode::Tab)], "Tab", C::NextChoice, "writing a pending item with several candidates of one kind: the next of them", None),
+    b(X::Confirm, &[Code(KeyCode::BackTab)], "S-Tab", C::PrevChoice, "the previous of them", None),
     b(X::Explain, &[Code(KeyCode::Tab), Code(KeyCode::BackTab)], "Tab", C::NextField, "switch between the repo and task fields", Some("field")),
     b(X::Explain, &[Code(KeyCode::Enter)], "Enter", C::Confirm, "resolve again (it also resolves as you type)", None),
     b(X::Explain, &[Code(KeyCode::Backspace)], "Backspace", C::Erase, "erase a character", None),

@@ -152,12 +152,12 @@ fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String
                 // What `y` would do now, as the store decides it today.
                 if let Curation::Resolve { scope, .. } = &c.curation {
                     let preview = pending::preview(store, item)?;
-                    let Some(choice) = preview.choices.iter().find(|ch| &ch.scope == scope) else {
+                    let Some(now) = pending::resolve_confirm(item, &preview, scope) else {
                         return Ok(Some(format!(
                             "Pending #{pending_id} no longer offers {scope}: nothing was written."
                         )));
                     };
-                    c.lines = vec![pending::pending_line(item), choice.statement()];
+                    *c = now;
                 }
             }
             Curation::Restore(id) => {

@@ -504,7 +504,7 @@ fn pending_keys_resolve_to_the_matching_candidate_or_explain() {
         let effects: Vec<String> = preview
             .choices
             .iter()
-            .map(|c| format!("{:?} {}", c.key, c.effect))
+            .map(|c| format!("{} {}", c.keys(), c.effect))
             .collect();
         // (On PostgreSQL this found that `import` registered no place only a pending item's
         // candidates name, so the moved story knew no repository without a rule.)
@@ -512,8 +512,8 @@ fn pending_keys_resolve_to_the_matching_candidate_or_explain() {
             effects,
             [
                 // The story knows two repositories without a package manager of their own.
-                "Some('g') supersedes pnpm (v1) with npm; 2 repositories without a rule of their own would get npm",
-                "Some('r') new record npm"
+                "g supersedes pnpm (v1) with npm; 2 repositories without a rule of their own would get npm",
+                "r new record npm"
             ]
         );
 
@@ -601,7 +601,7 @@ fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
         let g = preview
             .choices
             .iter()
-            .find(|c| c.key == Some('g'))
+            .find(|c| c.key == 'g')
             .expect("a global choice");
         assert!(text.contains(&g.statement()), "{text}");
         assert!(
@@ -641,6 +641,81 @@ fn pending_writes_wait_for_a_confirm_that_states_the_preview() {
         // t on an item with no task candidate opens nothing.
         press(&mut s, "t");
         assert!(s.app.dialogs.is_empty());
+    });
+}
+
+/// An item with two candidates of one kind (the scope guard queues the current repository and
+/// the one the words name): the key opens the confirm on the first, `Tab` moves it to the next
+/// and `y` writes there — every candidate is reachable, and the preview says how (found by
+/// review: only the first candidate of each kind had a key).
+#[test]
+fn every_candidate_of_one_kind_is_reachable_from_its_key() {
+    let f = Fixture::story();
+    f.write(
+        r#"{"subject":"user:9","predicate":"install_command","value":"npm ci 📦","scope":{"ambiguous":["global","repo:web-app","repo:遗留-dashboard"]},"source":"thread:50/message:1","raw":"遗留-dashboard 这个仓库继续用 npm ci"}"#,
+    );
+    for_each_backend(&f, |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "2");
+        let at = (0..s.app.tabs.pending.rows.len())
+            .find(|&i| s.app.tabs.pending.rows[i].subject == "user:9")
+            .expect("the item is listed");
+        for _ in 0..at {
+            press(&mut s, "j");
+        }
+        let id = s.app.tabs.pending.rows[at].id;
+        let screen = render(&mut s, 120, 32);
+        assert!(screen.contains("r     → repo:web-app: "), "{screen}");
+        assert!(screen.contains("r Tab → repo:遗留-dashboard: "), "{screen}");
+        assert!(screen.contains("g     → global: "), "{screen}");
+
+        // r states the first repo candidate and names the other a Tab away.
+        s.app.handle_key(ch('r'));
+        let (text, curation) = confirm_of(&s);
+        assert_eq!(curation, resolve(id, Scope::Repo("web-app".into())));
+        assert!(
+            text.contains("repo candidate 1 of 2; Tab: repo:遗留-dashboard instead"),
+            "{text}"
+        );
+        // Tab moves it, states the store's sentence for that place, and wraps round.
+        s.app.handle_key(key(KeyCode::Tab));
+        let (text, curation) = confirm_of(&s);
+        let named = Scope::Repo("遗留-dashboard".into());
+        assert_eq!(curation, resolve(id, named.clone()));
+        assert!(text.contains("Write pending #"), "{text}");
+        assert!(text.contains("repo:遗留-dashboard: "), "{text}");
+        assert!(
+            text.contains("repo candidate 2 of 2; Tab: repo:web-app instead"),
+            "{text}"
+        );
+        s.app.handle_key(key(KeyCode::Tab));
+        assert_eq!(confirm_of(&s).1, resolve(id, Scope::Repo("web-app".into())));
+        s.app.handle_key(key(KeyCode::BackTab));
+        assert_eq!(confirm_of(&s).1, resolve(id, named.clone()));
+        let screen = render(&mut s, 120, 32);
+        assert!(screen.contains("write to repo:遗留-dashboard"), "{screen}");
+
+        // y writes to the place the confirm states, and nowhere else.
+        let action = s.app.handle_key(ch('y'));
+        assert_eq!(action, Action::Apply(resolve(id, named.clone())));
+        s.perform(action);
+        let r = db
+            .store()
+            .resolve("user:9", "install_command", Some("遗留-dashboard"), None)
+            .unwrap();
+        assert_eq!(r.value, Some(serde_json::json!("npm ci 📦")));
+        assert_eq!(r.scope.as_deref(), Some("repo:遗留-dashboard"));
+        let web = db
+            .store()
+            .resolve("user:9", "install_command", Some("web-app"), None)
+            .unwrap();
+        assert_eq!(web.value, None, "web-app got nothing");
+
+        // g on a story item, which has one global candidate: no Tab line, no alternatives.
+        press(&mut s, "kkkg");
+        let c = top!(s, Confirm);
+        assert!(c.alternatives.is_none());
+        assert!(!c.lines.iter().any(|l| l.contains("Tab:")), "{:?}", c.lines);
     });
 }
 

@@ -5,6 +5,7 @@ use super::{centered, frame_box, Step};
 use crate::tui::app::{Action, Curation};
 use crate::tui::draw::{bold, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
+use crate::tui::tabs::pending::Choice;
 use crate::tui::tabs::Shell;
 use crate::tui::text::{width, wrap, wrap_at_most};
 use ratatui::layout::Rect;
@@ -20,12 +21,74 @@ pub struct ConfirmDialog {
     /// What `y` does, in a word or two.
     pub yes: String,
     pub curation: Curation,
+    /// A pending item's candidates of the kind this confirm writes to, when it has several:
+    /// `Tab` and `Shift-Tab` move the confirm among them.
+    pub alternatives: Option<Alternatives>,
+}
+
+/// The candidates of one kind (`repo`, say) a pending item offers, and the one a confirm states.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Alternatives {
+    pub choices: Vec<Choice>,
+    pub at: usize,
 }
 
 impl ConfirmDialog {
+    /// The confirm of writing pending item `pending_id` (named by `item`) to the chosen one of
+    /// `alternatives`, in the words of the store's preview.
+    pub fn resolve(pending_id: i64, item: String, alternatives: Alternatives) -> ConfirmDialog {
+        let Alternatives { choices, at } = &alternatives;
+        let choice = &choices[*at];
+        let mut lines = vec![item];
+        if let Some(next) = (choices.len() > 1).then(|| &choices[(at + 1) % choices.len()]) {
+            lines.push(format!(
+                "{} candidate {} of {}; Tab: {} instead",
+                choice.scope.kind(),
+                at + 1,
+                choices.len(),
+                next.scope
+            ));
+        }
+        lines.push(choice.statement());
+        ConfirmDialog {
+            title: format!("Write pending #{pending_id} to {}?", choice.scope),
+            lines,
+            yes: format!("write to {}", choice.scope),
+            curation: Curation::Resolve {
+                pending_id,
+                scope: choice.scope.clone(),
+            },
+            alternatives: (choices.len() > 1).then_some(alternatives.clone()),
+        }
+    }
+
+    /// The confirm moved `by` places among its alternatives (none: it stays).
+    fn step(&mut self, by: isize) {
+        let (Some(alt), Curation::Resolve { pending_id, .. }) =
+            (&self.alternatives, &self.curation)
+        else {
+            return;
+        };
+        let n = alt.choices.len() as isize;
+        let at = (alt.at as isize + by).rem_euclid(n) as usize;
+        let alternatives = Alternatives {
+            choices: alt.choices.clone(),
+            at,
+        };
+        *self = ConfirmDialog::resolve(*pending_id, self.lines[0].clone(), alternatives);
+    }
+
     pub fn key(&mut self, cmd: Option<Command>, shell: &mut Shell<'_>) -> Step {
         match cmd {
             Some(Command::Confirm) => Step::Close(Action::Apply(self.curation.clone())),
+            Some(Command::NextChoice) => {
+                self.step(1);
+                Step::Stay(Action::None)
+            }
+            Some(Command::PrevChoice) => {
+                self.step(-1);
+                Step::Stay(Action::None)
+            }
             Some(Command::Cancel) => {
                 shell.info("cancelled: nothing changed");
                 Step::Close(Action::None)

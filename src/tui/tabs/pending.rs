@@ -6,6 +6,7 @@ use super::{counted, Env, Shell, TabComponent, View};
 use crate::model::{PendingItem, Scope};
 use crate::store::UiStore;
 use crate::tui::app::{Action, ConfirmDialog, Curation, Dialog, Focus, Tab};
+use crate::tui::dialogs::confirm::Alternatives;
 use crate::tui::draw::{bold, dim, part, plain, row_line};
 use crate::tui::keymap::Command;
 use crate::tui::rows::{filter_line, Cursor, Filtered, ListFilter, ListPanes, Row, Rows};
@@ -23,12 +24,26 @@ use std::sync::Arc;
 /// What one choice for a pending item would do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
-    pub key: Option<char>,
+    /// `g`, `r` or `t`: the key of the choice's kind.
+    pub key: char,
+    /// Which of the item's candidates of that kind it is, from 0: the key opens the confirm on
+    /// the first, and `Tab` there moves to the next (an item the scope guard queued offers the
+    /// current repository and the one the words name — both must be reachable).
+    pub nth: usize,
     pub scope: Scope,
     pub effect: String,
 }
 
 impl Choice {
+    /// `r`, `r Tab`, `r Tab×2`: the keys that reach this choice's confirm.
+    pub fn keys(&self) -> String {
+        match self.nth {
+            0 => self.key.to_string(),
+            1 => format!("{} Tab", self.key),
+            n => format!("{} Tab×{n}", self.key),
+        }
+    }
+
     /// `global: supersedes pnpm (v1) with npm`: the scope and what writing there does, as the
     /// preview pane and the confirm both state it.
     pub fn statement(&self) -> String {
@@ -107,24 +122,19 @@ impl PendingTab {
             return Action::None;
         }
         // The pane may be hidden at small sizes, and the effect is the store's to say, once.
-        let choice = self
+        let dialog = self
             .preview
             .as_ref()
             .filter(|p| p.pending_id == item.id)
-            .and_then(|p| p.choices.iter().find(|c| c.key == Some(key)));
-        let Some(choice) = choice else {
+            .and_then(|p| {
+                let first = p.choices.iter().find(|c| c.key == key)?;
+                resolve_confirm(item, p, &first.scope)
+            });
+        let Some(dialog) = dialog else {
             shell.info("the preview of its choices is still loading: press it again");
             return Action::None;
         };
-        shell.open(Dialog::Confirm(ConfirmDialog {
-            title: format!("Write pending #{} to {}?", item.id, choice.scope),
-            lines: vec![pending_line(item), choice.statement()],
-            yes: format!("write to {}", choice.scope),
-            curation: Curation::Resolve {
-                pending_id: item.id,
-                scope: choice.scope.clone(),
-            },
-        }));
+        shell.open(Dialog::Confirm(dialog));
         Action::None
     }
 
@@ -143,6 +153,7 @@ impl PendingTab {
             curation: Curation::Reject {
                 pending_id: item.id,
             },
+            alternatives: None,
         }));
         Action::None
     }
@@ -372,11 +383,14 @@ fn item_parts(p: &PendingItem, weight: Style) -> Vec<crate::tui::draw::Part<'sta
 /// `g → global: supersedes …` for each choice, the keys that do nothing, and `x`.
 fn choice_lines(preview: &PendingPreview, max: usize) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
+    let keys = preview
+        .choices
+        .iter()
+        .map(|c| width(&c.keys()))
+        .max()
+        .unwrap_or(1);
     for c in &preview.choices {
-        let key = c
-            .key
-            .map(|k| format!("{k} → "))
-            .unwrap_or_else(|| "    ".into());
+        let key = format!("{:<keys$} → ", c.keys());
         let style = if c.effect.starts_with("rejected") || c.effect.starts_with("stale") {
             Style::new().fg(Color::Yellow)
         } else {
@@ -403,10 +417,10 @@ fn choice_lines(preview: &PendingPreview, max: usize) -> Vec<Line<'static>> {
         }
     }
     for (key, kind) in [('g', "global"), ('r', "repo"), ('t', "task")] {
-        if !preview.choices.iter().any(|c| c.key == Some(key)) {
+        if !preview.choices.iter().any(|c| c.key == key) {
             lines.push(row_line(
                 &[
-                    part(format!("{key}   "), dim()),
+                    part(format!("{key:<keys$}   "), dim()),
                     part(format!("no {kind} candidate: does nothing"), dim()),
                 ],
                 &[],
@@ -416,7 +430,7 @@ fn choice_lines(preview: &PendingPreview, max: usize) -> Vec<Line<'static>> {
     }
     lines.push(row_line(
         &[
-            part("x → ", bold().fg(Color::Cyan)),
+            part(format!("{:<keys$} → ", 'x'), bold().fg(Color::Cyan)),
             part("reject: nothing is written", Style::new()),
         ],
         &[],
@@ -438,18 +452,14 @@ fn in_sentence(v: &serde_json::Value) -> String {
 /// What each candidate scope of `item` would do: the store's own decision
 /// (`Store::preview_pending`), never a rule restated here.
 pub(crate) fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<PendingPreview> {
-    let mut choices = Vec::new();
-    let mut used: Vec<char> = Vec::new();
+    let mut choices: Vec<Choice> = Vec::new();
     for (scope, decision) in store.preview_pending(item.id)? {
         let key = match scope {
             Scope::Global => 'g',
             Scope::Repo(_) => 'r',
             Scope::Task(_) => 't',
         };
-        let key = (!used.contains(&key)).then(|| {
-            used.push(key);
-            key
-        });
+        let nth = choices.iter().filter(|c| c.key == key).count();
         let mut effect = decision.effect(&scope, &item.value, &in_sentence);
         // Who else would get the item's value: said only when global would hold it.
         if scope == Scope::Global && decision.leaves_value_current() {
@@ -464,12 +474,37 @@ pub(crate) fn preview(store: &dyn UiStore, item: &PendingItem) -> Result<Pending
                 ));
             }
         }
-        choices.push(Choice { key, scope, effect });
+        choices.push(Choice {
+            key,
+            nth,
+            scope,
+            effect,
+        });
     }
     Ok(PendingPreview {
         pending_id: item.id,
         choices,
     })
+}
+
+/// The confirm of writing `item` to `scope`, stating `preview`'s sentence for it, with the
+/// item's other candidates of that kind a `Tab` away. `None` when the preview no longer offers
+/// `scope`.
+pub(crate) fn resolve_confirm(
+    item: &PendingItem,
+    preview: &PendingPreview,
+    scope: &Scope,
+) -> Option<ConfirmDialog> {
+    let kind: Vec<Choice> = (preview.choices.iter())
+        .filter(|c| c.scope.kind() == scope.kind())
+        .cloned()
+        .collect();
+    let at = kind.iter().position(|c| &c.scope == scope)?;
+    Some(ConfirmDialog::resolve(
+        item.id,
+        pending_line(item),
+        Alternatives { choices: kind, at },
+    ))
 }
 
 /// `user:42 · package_manager = npm`: a pending item as its confirms name it.

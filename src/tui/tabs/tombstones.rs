@@ -60,6 +60,7 @@ impl TombstonesTab {
             ],
             yes: "restore".into(),
             curation: Curation::Restore(id),
+            alternatives: None,
         }));
         Action::None
     }
