@@ -355,7 +355,7 @@ fn causal_seq_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64
         None => Ok(None),
         Some(v) => v.as_i64().map(Some).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "causal_seq must be a whole number from 1 to 2^53, got {}",
+                "causal_seq must be a whole number from 1 to {MAX_BROUGHT_SEQ_WORDS}, got {}",
                 shorten(&value_text(&v), 40)
             ))
         }),
@@ -467,8 +467,17 @@ pub fn json_error(e: &serde_json::Error, text: &str) -> (String, Option<u64>) {
     (message, Some(column as u64))
 }
 
-/// The largest causal sequence number a writer may bring (2^53: exact in every JSON client).
+/// The largest causal number the clock keeps (2^53: exact in every JSON client).
 pub const MAX_CAUSAL_SEQ: i64 = 1 << 53;
+
+/// The largest causal number a writer may bring: 2^53 − 2^32. The clock's last 2^32 numbers
+/// stay for writes without a number of their own, so no number a writer brings can leave the
+/// clock none to order a later write by (found by review: one `apply` line with causal_seq
+/// 2^53 made every later write without its own refused, with no remedy).
+pub const MAX_BROUGHT_SEQ: i64 = MAX_CAUSAL_SEQ - (1 << 32);
+
+/// [`MAX_BROUGHT_SEQ`] as the messages name it.
+pub const MAX_BROUGHT_SEQ_WORDS: &str = "2^53 − 2^32 (9007194959773696)";
 
 /// Why a write without a causal number of its own is refused once the clock stands at
 /// [`MAX_CAUSAL_SEQ`] (a writer brought that number): no later number exists to order it by.

@@ -6,7 +6,7 @@
 use crate::model::{
     named_context_id, normalize_subject, within_id_limit, ContextKind, Identity, InvalidRequest,
     LineError, OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice, WriteOutcome,
-    WriteRequest, MAX_CAUSAL_SEQ,
+    WriteRequest, MAX_BROUGHT_SEQ, MAX_BROUGHT_SEQ_WORDS,
 };
 use crate::store::guard::{Context, Words};
 use anyhow::Result;
@@ -110,9 +110,9 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
         ));
     }
     if let Some(seq) = req.causal_seq {
-        if !(1..=MAX_CAUSAL_SEQ).contains(&seq) {
+        if !(1..=MAX_BROUGHT_SEQ).contains(&seq) {
             return Err(InvalidRequest(format!(
-                "causal_seq {seq} is out of range (1 to 2^53): use a number from `memscope seq`, or leave it out"
+                "causal_seq {seq} is out of range (1 to {MAX_BROUGHT_SEQ_WORDS}: the clock keeps the numbers above for writes without one of their own): use a number from `memscope seq`, or leave it out"
             )));
         }
     }
