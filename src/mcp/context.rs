@@ -83,9 +83,17 @@ impl McpContext {
             None => (None, None),
         };
         let (task, task_from) = pick(&args.task, "task", "MEMSCOPE_TASK");
-        let task = task
-            .map(|t| context_id(ContextKind::Task, &t, &task_from))
-            .transpose()?;
+        let task = match task {
+            // Said, not taken as a task named `auto` (found by review: `--repo auto` detects,
+            // so `--task auto` read as if it did too).
+            Some(t) if t.trim() == "auto" => {
+                return Err(format!(
+                    "{task_from} auto: memscope cannot find the task by itself (only the host knows what the agent works on, an issue or a branch): pass --task ID, or task:auto for a task named auto"
+                ))
+            }
+            Some(t) => Some(context_id(ContextKind::Task, &t, &task_from)?),
+            None => None,
+        };
         let (agent, agent_from) = pick(&args.agent, "agent", "MEMSCOPE_AGENT");
         let agent = agent
             .map(|a| agent_name(&a).map_err(|e| format!("{agent_from} {e}")))
@@ -147,7 +155,14 @@ fn context_id(kind: ContextKind, id: &str, from: &str) -> Result<String, String>
 pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
     // What git printed: its answer (`Ok`, empty when it had none), or what it said failing.
     let git = |args: &[&str]| -> Result<Result<String, String>, String> {
-        let out = Command::new("git")
+        let mut git = Command::new("git");
+        // The working directory names the repository, whatever the host's environment points
+        // git at (found by review: a server started with an inherited GIT_DIR took that
+        // repository's name).
+        for var in GIT_LOCAL_ENV {
+            git.env_remove(var);
+        }
+        let out = git
             .arg("-C")
             .arg(dir)
             .args(args)
@@ -205,6 +220,27 @@ pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
     Ok((id, note))
 }
 
+/// The variables that point git at a repository other than the one around its working
+/// directory: what `git rev-parse --local-env-vars` lists, which git itself clears before it
+/// works in another repository (a submodule).
+const GIT_LOCAL_ENV: &[&str] = &[
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_GRAFT_FILE",
+    "GIT_INDEX_FILE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+];
+
 /// Why `name` is no repository id, in the words `--repo auto` says it with.
 fn unusable(name: &str) -> String {
     crate::model::past_id_limit("its name", name.trim())
@@ -218,7 +254,14 @@ fn unusable(name: &str) -> String {
 /// there.
 fn url_component(url: &str) -> std::borrow::Cow<'_, str> {
     let trimmed = url.trim().trim_end_matches(['/', '\\']);
-    let last = trimmed.rsplit(['/', '\\', ':']).next().unwrap_or(trimmed);
+    let last = trimmed.rsplit(['/', '\\']).next().unwrap_or(trimmed);
+    // A colon parts host from path only in an scp-like `host:name.git`, which has no slash;
+    // elsewhere it is part of the name (`/srv/task:x.git` is no repository `x`: found by review).
+    let last = if trimmed.contains(['/', '\\']) {
+        last
+    } else {
+        last.rsplit(':').next().unwrap_or(last)
+    };
     let last = last.strip_suffix(".git").unwrap_or(last);
     if trimmed.contains("://") {
         crate::model::percent_decoded(last)
@@ -274,6 +317,15 @@ mod tests {
         ] {
             assert_eq!(repo_id_from_url(url).as_deref(), id, "{url}");
         }
+        // A colon inside a path's last component is part of the name, not an scp-like host's
+        // end: `task:x` is no repository id.
+        assert_eq!(repo_id_from_url("/srv/task:x.git"), None);
+        assert_eq!(repo_id_from_url("git@host:acme/task:x.git"), None);
+        assert_eq!(repo_id_from_url("ssh://host/a/b:c.git").as_deref(), Some("b:c"));
+        assert_eq!(
+            repo_id_from_url("host:web-app.git").as_deref(),
+            Some("web-app")
+        );
         assert_eq!(repo_id_from_url("https://host/acme/.git"), None);
         assert_eq!(repo_id_from_url(""), None);
         assert_eq!(repo_id_from_url("/srv/my repo.git"), None);

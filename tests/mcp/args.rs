@@ -183,6 +183,57 @@ fn repo_auto_takes_the_origin_remote_name() {
     }
 }
 
+/// The working directory names the repository, whatever the host's environment points git at
+/// (found by review: an inherited GIT_DIR named another checkout); and `--task auto` is said to
+/// detect nothing rather than taken as a task named `auto`.
+// Opens no database: nothing to run on PostgreSQL.
+#[test]
+fn repo_auto_reads_the_working_directory_not_an_inherited_git_dir() {
+    let (_a, elsewhere) = checkout("elsewhere", Some("https://host/acme/elsewhere.git"));
+    let (_b, here) = checkout("这里", Some("git@host:acme/网页-app.git"));
+    let db = TestDb::new();
+    let mut c = mcp_cmd(
+        &db,
+        &here.join("src"),
+        &["--subject", "user:42", "--repo", "auto"],
+    );
+    c.env("GIT_DIR", elsewhere.join(".git"))
+        .env("GIT_WORK_TREE", &elsewhere)
+        .env("GIT_COMMON_DIR", elsewhere.join(".git"));
+    let mut s = RawSession::start(c);
+    s.initialize();
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("serving user:42 in repo:网页-app"),
+        "{stderr}"
+    );
+
+    // A remote whose last component holds a colon names no repository: the folder does, and
+    // the server says why.
+    let (_c, odd) = checkout("odd-one", Some("/srv/git/task:x.git"));
+    let (id, note) = repo_from_git(&odd).unwrap();
+    assert_eq!(id, "odd-one");
+    assert!(note.is_some_and(|n| n.contains("task:x")));
+
+    let none = env_of(&[]);
+    for task in ["auto", " auto "] {
+        let err =
+            McpContext::resolve(&args(Some("u"), None, Some(task)), &none, &here).unwrap_err();
+        assert!(
+            err.starts_with("--task auto: memscope cannot find the task by itself")
+                && err.contains("task:auto"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let env = env_of(&[("MEMSCOPE_SUBJECT", "u"), ("MEMSCOPE_TASK", "auto")]);
+    let err = McpContext::resolve(&args(None, None, None), &env, &here).unwrap_err();
+    assert!(err.starts_with("$MEMSCOPE_TASK auto:"), "{err}");
+    let ctx = McpContext::resolve(&args(Some("u"), None, Some("task:auto")), &none, &here).unwrap();
+    assert_eq!(ctx.task.as_deref(), Some("auto"));
+}
+
 // Opens no database: nothing to run on PostgreSQL.
 #[test]
 fn repo_auto_falls_back_to_the_top_level_folder_name() {
