@@ -2,7 +2,7 @@
 
 use super::number::WholeNumber;
 use super::{errln, outln, print_json, usage, SubjectPredicate, EXIT_FAILED, EXIT_OK};
-use crate::model::{to_json, ContextKind, ScopeChoice, WriteContext, WriteRequest};
+use crate::model::{to_json, ContextKind, OutcomeKind, ScopeChoice, WriteContext, WriteRequest};
 use crate::store::{AnyStore, InputKind};
 use anyhow::{Context, Result};
 use clap::{ArgGroup, Args};
@@ -48,6 +48,10 @@ pub struct WriteArgs {
     /// The task the words were said in
     #[arg(long, value_name = "ID")]
     pub in_task: Option<String>,
+    /// Correct the current value's spelling: a value that differs from it only in case or
+    /// spacing (`main` for `Main`) replaces it as a new version instead of confirming it
+    #[arg(long, conflicts_with = "ambiguous")]
+    pub respell: bool,
     /// Print the outcome as JSON
     #[arg(long)]
     pub json: bool,
@@ -120,11 +124,27 @@ pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i3
         }),
     };
     crate::store::validate(req.clone())?;
-    let out = open()?.write(&req)?;
+    let mut store = open()?;
+    let out = if a.respell {
+        store.respell(&req)?
+    } else {
+        store.write(&req)?
+    };
     if a.json {
         print_json(&out)?;
     } else {
         outln!("{}", out.human());
+        // A confirmation of another spelling keeps the stored one: said, with the way to
+        // change it (found by review: a correction of case read as if it had landed).
+        if let (OutcomeKind::Confirmed, Some(held)) = (out.outcome, &out.value) {
+            if *held != req.value {
+                outln!(
+                    "the stored spelling {} stays: values that differ only in case or spacing are one value; to store {} instead, write it again with --respell",
+                    crate::model::value_text(held),
+                    crate::model::value_text(&req.value)
+                );
+            }
+        }
     }
     Ok(EXIT_OK)
 }

@@ -321,7 +321,10 @@ mod tests {
         // end: `task:x` is no repository id.
         assert_eq!(repo_id_from_url("/srv/task:x.git"), None);
         assert_eq!(repo_id_from_url("git@host:acme/task:x.git"), None);
-        assert_eq!(repo_id_from_url("ssh://host/a/b:c.git").as_deref(), Some("b:c"));
+        assert_eq!(
+            repo_id_from_url("ssh://host/a/b:c.git").as_deref(),
+            Some("b:c")
+        );
         assert_eq!(
             repo_id_from_url("host:web-app.git").as_deref(),
             Some("web-app")

@@ -57,14 +57,36 @@ pub enum WriteDecision {
 /// `seq` is the write's causal number (a write without one takes the clock's next, which is
 /// above every stored number).
 pub fn decide_write(probe: &Probe, value: &Value, seq: i64) -> WriteDecision {
+    decide_spelled(probe, value, seq, Spelling::Folded)
+}
+
+/// How a write's value is compared with the current one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Spelling {
+    /// One value however it is spelled (README, "value"): a restatement in another case or
+    /// spacing confirms, and the first spelling stays.
+    #[default]
+    Folded,
+    /// A correction of the spelling (`write --respell`): a value that differs from the current
+    /// one only in case or spacing replaces it as a new version, by the same causal rule as any
+    /// other value; the very same spelling still confirms.
+    Exact,
+}
+
+/// [`decide_write`] with the value compared as `spelling` says.
+pub fn decide_spelled(probe: &Probe, value: &Value, seq: i64, spelling: Spelling) -> WriteDecision {
     if let Some(tombstone_version) = probe.tombstone {
         return WriteDecision::Reject { tombstone_version };
     }
+    let same = |held: &Value| match spelling {
+        Spelling::Folded => same_value(held, value),
+        Spelling::Exact => held == value,
+    };
     match &probe.current {
         None => WriteDecision::Insert {
             version: probe.last_version + 1,
         },
-        Some(cur) if same_value(&cur.value, value) => WriteDecision::Confirm {
+        Some(cur) if same(&cur.value) => WriteDecision::Confirm {
             version: cur.version,
             current: cur.value.clone(),
         },
@@ -375,6 +397,30 @@ mod tests {
             decide_write(&p, &json!("pnpm"), 3),
             WriteDecision::Confirm { version: 2, .. }
         ));
+    }
+
+    #[test]
+    fn an_exact_spelling_supersedes_what_folding_confirms() {
+        let p = Probe {
+            current: held(2, json!("Main"), 10),
+            ..Probe::default()
+        };
+        let folded = decide_spelled(&p, &json!(" main"), 11, Spelling::Folded);
+        assert!(matches!(folded, WriteDecision::Confirm { version: 2, .. }));
+        let exact = decide_spelled(&p, &json!(" main"), 11, Spelling::Exact);
+        assert!(matches!(
+            exact,
+            WriteDecision::Supersede {
+                version: 3,
+                previous_version: 2,
+                ..
+            }
+        ));
+        // The causal rule holds for a correction as for any value; the same bytes confirm.
+        let older = decide_spelled(&p, &json!("main"), 10, Spelling::Exact);
+        assert!(matches!(older, WriteDecision::Stale { .. }));
+        let same = decide_spelled(&p, &json!("Main"), 11, Spelling::Exact);
+        assert!(matches!(same, WriteDecision::Confirm { .. }));
     }
 
     #[test]

@@ -167,6 +167,15 @@ impl AnyStore {
         }
     }
 
+    /// A write that corrects the current value's spelling (README, `write --respell`): a value
+    /// that differs from it only in case or spacing supersedes it.
+    pub fn respell(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
+        match self {
+            AnyStore::Sqlite(s) => s.respell(req),
+            AnyStore::Postgres(p) => p.respell(req),
+        }
+    }
+
     /// `apply` from a stream (README, "apply"): [`AnyStore::apply_from`] for a file.
     pub fn apply<R: std::io::Read + Send + 'static>(
         &mut self,

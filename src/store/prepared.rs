@@ -8,6 +8,7 @@ use crate::model::{
     LineError, OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice, WriteOutcome,
     WriteRequest, MAX_BROUGHT_SEQ, MAX_BROUGHT_SEQ_WORDS,
 };
+use crate::store::decide::Spelling;
 use crate::store::guard::{Context, Words};
 use anyhow::Result;
 use serde_json::Value;
@@ -35,6 +36,8 @@ pub(crate) struct PreparedWrite {
     /// guard does not judge it (README, "memscope suspects": a version a human placed is no
     /// suspect, and its `set` event carries no mark).
     pub curated: bool,
+    /// How the value is compared with the current one (`write --respell`: exactly).
+    pub spelling: Spelling,
 }
 
 impl PreparedWrite {
@@ -60,6 +63,7 @@ impl PreparedWrite {
             context: None,
             words: None,
             curated: true,
+            spelling: Spelling::Folded,
         })
     }
 
@@ -177,7 +181,21 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
         raw,
         causal_seq: req.causal_seq,
         context,
+        spelling: Spelling::Folded,
     })
+}
+
+/// `req` prepared as a correction of its value's spelling (`write --respell`): one identity,
+/// its value compared exactly.
+pub(crate) fn validate_respelled(req: WriteRequest) -> Result<PreparedWrite, InvalidRequest> {
+    if matches!(req.scope, ScopeChoice::Ambiguous(_)) {
+        return Err(InvalidRequest(
+            "a spelling correction (--respell) writes to one scope, and this write names candidates: pass --scope".into(),
+        ));
+    }
+    let mut w = validate(req)?;
+    w.spelling = Spelling::Exact;
+    Ok(w)
 }
 
 /// Refuses an agent's name or a note of a read to log that holds a NUL, which PostgreSQL cannot

@@ -1247,3 +1247,109 @@ fn a_read_whose_connection_is_lost_says_nothing_was_written_on_postgres() {
     }
     lock.batch_execute("COMMIT").unwrap();
 }
+
+/// A correction that differs only in case or spacing (found by review: `main` for `Main` was
+/// reported `confirmed` and the old spelling stayed, with no way to change it): a plain write
+/// still confirms — one value however it is spelled — and now says the stored spelling stays and
+/// how to change it; `write --respell` stores the new spelling as a new version, by the same
+/// causal rule as any value; on both backends.
+#[test]
+fn a_spelling_is_corrected_by_respell_and_a_plain_write_says_it_stays() {
+    a_spelling_is_corrected_by_respell_on(TestDb::new());
+}
+
+#[test]
+fn a_spelling_is_corrected_by_respell_and_a_plain_write_says_it_stays_on_postgres() {
+    on_postgres(a_spelling_is_corrected_by_respell_on);
+}
+
+fn a_spelling_is_corrected_by_respell_on(db: TestDb) {
+    let write = |value: &str, extra: &[&str]| {
+        let mut rest = vec![
+            "--scope",
+            "repo:网页",
+            "--source",
+            "thread:1",
+            "--value",
+            value,
+        ];
+        rest.extend_from_slice(extra);
+        db.run(&args_for("write", U, "分支", &rest))
+    };
+    let current = || {
+        db.json(&[
+            "resolve",
+            "--subject",
+            U,
+            "--predicate",
+            "分支",
+            "--repo",
+            "网页",
+            "--json",
+        ])
+    };
+    write("Café ☕ Main", &[]).ok();
+    let seq: i64 = db.run(&["seq"]).ok().stdout.trim().parse().unwrap();
+    let run = write("café  ☕ main", &[]).ok();
+    assert!(run.stdout.starts_with("confirmed "), "{run:?}");
+    assert!(
+        run.stdout.contains(
+            "the stored spelling \"Café ☕ Main\" stays: values that differ only in case or spacing are one value; to store \"café  ☕ main\" instead, write it again with --respell"
+        ),
+        "{run:?}"
+    );
+    assert_eq!(current()["value"], "Café ☕ Main");
+    assert_eq!(current()["version"], 1);
+    // The very spelling held says nothing more.
+    let run = write("Café ☕ Main", &[]).ok();
+    assert_eq!(run.stdout.lines().count(), 1, "{run:?}");
+
+    // --respell with a causal number older than the value's last confirmation is stale, as any
+    // write would be; with none (the clock's next) it supersedes.
+    let run = write(
+        "café ☕ main",
+        &["--respell", "--causal-seq", &seq.to_string(), "--json"],
+    );
+    assert_eq!(run.json()["outcome"], "stale", "{run:?}");
+    let run = write("café ☕ main", &["--respell", "--json"]).ok();
+    let out = run.json();
+    assert_eq!(
+        (
+            &out["outcome"],
+            &out["version"],
+            &out["value"],
+            &out["previous"]
+        ),
+        (
+            &json!("superseded"),
+            &json!(2),
+            &json!("café ☕ main"),
+            &json!("Café ☕ Main")
+        ),
+        "{out}"
+    );
+    assert_eq!(current()["value"], "café ☕ main");
+    // The same spelling again confirms, with or without --respell; another value supersedes.
+    let run = write("café ☕ main", &["--respell"]).ok();
+    assert!(run.stdout.starts_with("confirmed "), "{run:?}");
+    assert_eq!(run.stdout.lines().count(), 1, "{run:?}");
+    let run = write("develop", &["--respell", "--json"]).ok();
+    assert_eq!(run.json()["version"], 3, "{run:?}");
+    // A spelling correction names one scope.
+    let run = db.run(&args_for(
+        "write",
+        U,
+        "分支",
+        &[
+            "--ambiguous",
+            "global,repo:网页",
+            "--source",
+            "s",
+            "--value",
+            "x",
+            "--respell",
+        ],
+    ));
+    run.fails_with(2, &["--respell", "--ambiguous"]);
+    db.assert_check_ok();
+}

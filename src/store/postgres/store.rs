@@ -813,6 +813,12 @@ impl PgStore {
         self.in_tx(|t| write_in_tx(t, &prepared))
     }
 
+    /// One write that corrects the current value's spelling (README, `write --respell`).
+    pub fn respell(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
+        let prepared = crate::store::prepared::validate_respelled(req.clone())?;
+        self.in_tx(|t| write_in_tx(t, &prepared))
+    }
+
     /// What `subject`/`predicate` resolves to in `repo` and `task`, with the chain explained.
     pub fn resolve(
         &mut self,

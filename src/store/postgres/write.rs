@@ -24,7 +24,7 @@ use crate::model::{
     same_value, Identity, LineError, OutcomeKind, OutcomeScope, Scope, ScopeChoice, WriteOutcome,
 };
 use crate::spelling::fold;
-use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
+use crate::store::decide::{decide_spelled, Held, Probe, WriteDecision};
 use crate::store::events::EventKind;
 use crate::store::guard::{judge, judge_words, Cues, Evidence, GuardMode, Places, Verdict, Words};
 use crate::store::intake::ParsedLine;
@@ -164,7 +164,7 @@ fn decide_into(
     clock: i64,
     suspect: Option<&Value>,
 ) -> WriteOutcome {
-    let decision = decide_write(&slot.probe, &w.value, number);
+    let decision = decide_spelled(&slot.probe, &w.value, number, w.spelling);
     let mut out = base_outcome(decision.kind(), id);
     out.reason = decision.reason();
     (out.version, out.value, out.previous) = decision.reported(&w.value);

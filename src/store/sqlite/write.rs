@@ -9,7 +9,7 @@ use crate::model::{
     same_value, Identity, OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice, WriteOutcome,
     WriteRequest,
 };
-use crate::store::decide::{decide_write, Held, Probe, WriteDecision};
+use crate::store::decide::{decide_spelled, decide_write, Held, Probe, WriteDecision};
 use crate::store::guard::{
     judge, judge_words, Context, Cues, Evidence, GuardMode, Places, Verdict,
 };
@@ -306,14 +306,10 @@ pub(crate) fn assert_written(conn: &Connection, ctx: &WriteCtx, w: &PreparedWrit
     }
 }
 
-/// A validated write with its predicate mapped through the alias table: ready for the
-/// transaction.
-pub(crate) fn prepare(
-    conn: &Connection,
-    req: &WriteRequest,
-    st: &mut TxState,
-) -> Result<PreparedWrite> {
-    let mut w = std::borrow::Cow::Owned(validate(req.clone())?);
+/// A validated write with its predicate mapped through the alias table and its names in their
+/// stored spellings: ready for the transaction.
+fn canonicalized(conn: &Connection, w: PreparedWrite, st: &mut TxState) -> Result<PreparedWrite> {
+    let mut w = std::borrow::Cow::Owned(w);
     st.canonicalize(conn, &mut w)?;
     Ok(w.into_owned())
 }
@@ -421,7 +417,7 @@ fn decide_and_apply(
             None => st.seqs.alloc(conn)?,
         }
     };
-    let decision = decide_write(&probe, &w.value, seq);
+    let decision = decide_spelled(&probe, &w.value, seq, w.spelling);
     // An insert and a supersede store the same nine values, each with its own statement, and
     // log the same `set` event.
     let set_version = |sql: &str, version: i64, st: &mut TxState| -> Result<()> {
@@ -790,9 +786,22 @@ const APPLY_BATCH_BYTES: usize = 64 << 20;
 impl Store {
     /// One write, one transaction.
     pub fn write(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
+        self.write_prepared(req, validate)
+    }
+
+    /// One write that corrects the current value's spelling (README, `write --respell`).
+    pub fn respell(&mut self, req: &WriteRequest) -> Result<WriteOutcome> {
+        self.write_prepared(req, crate::store::prepared::validate_respelled)
+    }
+
+    fn write_prepared(
+        &mut self,
+        req: &WriteRequest,
+        validate: fn(WriteRequest) -> Result<PreparedWrite, crate::model::InvalidRequest>,
+    ) -> Result<WriteOutcome> {
         self.in_write_tx(|tx, ctx, st| {
             st.keeps_sources = true;
-            let prepared = prepare(tx, req, st)?;
+            let prepared = canonicalized(tx, validate(req.clone())?, st)?;
             let out = write_in_tx(tx, &prepared, &ctx.now, st)?;
             assert_written(tx, ctx, &prepared)?;
             Ok(out)
