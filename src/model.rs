@@ -290,6 +290,18 @@ impl<'de> Deserialize<'de> for ScopeChoice {
             Value::String(s) => Scope::parse(&s)
                 .map(ScopeChoice::Exact)
                 .map_err(serde::de::Error::custom),
+            Value::Object(map) if map.keys().any(|k| k != "ambiguous") => {
+                // Found by review: `{"ambiguous": […], "extra": 1}` was taken, the key dropped.
+                let other = map
+                    .keys()
+                    .find(|k| *k != "ambiguous")
+                    .cloned()
+                    .unwrap_or_default();
+                Err(serde::de::Error::custom(format!(
+                    "the scope object holds {}, a key memscope does not know: it must be {{\"ambiguous\": [\"global\", \"repo:<id>\", …]}} alone",
+                    to_json(&shorten(&other, 40)).unwrap_or_default()
+                )))
+            }
             Value::Object(map) => match map.get("ambiguous") {
                 Some(Value::Array(items)) => {
                     let mut scopes = Vec::new();
@@ -407,8 +419,17 @@ impl WriteRequest {
                 None => shorten(&msg, 300),
             };
             let top = line.trim_start().chars().next();
-            let message = if e.is_syntax() || e.is_eof() {
+            let message = if top == Some('\u{feff}') {
+                // Found by review: a byte-order mark inside a file (two files joined, say) read
+                // as "malformed JSON (expected value)".
+                "the line starts with a byte-order mark (U+FEFF), which JSON does not allow: save the file as UTF-8 without a BOM, or remove the mark from this line".to_string()
+            } else if msg.starts_with("number out of range") {
+                // Valid JSON, past what a double holds (found by review: it read as malformed).
+                format!("invalid write request: {OUT_OF_RANGE}")
+            } else if e.is_syntax() || e.is_eof() {
                 format!("malformed JSON ({msg}): each line must be one JSON object")
+            } else if let Some(wrong) = wrong_field_type(line) {
+                format!("invalid write request: {wrong}")
             } else if top != Some('{') {
                 // serde would name the Rust type it wanted ("expected struct WriteRequest").
                 let got = match top {
@@ -450,6 +471,49 @@ pub struct LineError {
 
 /// serde_json's message without the ` at line 1 column N` it appends — a line of JSON Lines
 /// is reported by its own number, once — and the column, counted in characters of `text`.
+/// Why a number JSON allows is refused: past the largest a double holds.
+pub const OUT_OF_RANGE: &str = "a number is past ±1.8e308, the largest memscope reads (an IEEE double): a value that large must be stored as a string";
+
+/// The first field of a write request whose value has the wrong JSON type, as a sentence naming
+/// it (`subject must be a string, got 5`): serde's own message names only the types. `None` when
+/// the line is no object or every field has its type.
+fn wrong_field_type(line: &str) -> Option<String> {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
+        return None;
+    };
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    };
+    // `causal_seq` and `context` say their own (their deserializers name them).
+    type Fits = fn(&Value) -> bool;
+    let fields: [(&str, &str, Fits); 5] = [
+        ("subject", "a string", Value::is_string),
+        ("predicate", "a string", Value::is_string),
+        ("source", "a string", Value::is_string),
+        ("raw", "a string", |v| v.is_string() || v.is_null()),
+        (
+            "scope",
+            "a string like \"repo:web-app\" or {\"ambiguous\": [...]}",
+            |v| v.is_string() || v.is_object(),
+        ),
+    ];
+    fields.iter().find_map(|(name, want, fits)| {
+        let v = map.get(*name)?;
+        (!fits(v)).then(|| {
+            format!(
+                "{name} must be {want}, got {} {}",
+                kind(v),
+                shorten(&value_text(v), 40)
+            )
+        })
+    })
+}
+
 pub fn json_error(e: &serde_json::Error, text: &str) -> (String, Option<u64>) {
     let full = e.to_string();
     if e.line() == 0 {

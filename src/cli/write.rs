@@ -70,6 +70,9 @@ pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i3
                         crate::model::MAX_VALUE_DEPTH
                     ));
                 }
+                if e.to_string().starts_with("number out of range") {
+                    return usage(format!("--value-json: {}", crate::model::OUT_OF_RANGE));
+                }
                 if e.to_string().starts_with(crate::strict_json::DUPLICATE_KEY) {
                     return usage(format!(
                         "--value-json: {e}: name each key of an object once, with the value meant"
@@ -219,9 +222,15 @@ pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
     };
     // A server can go away in the middle (a restart, a network cut): say what stands.
     let summary = match summary {
-        Err(e) if on_server => return Err(e.context(format!(
-            "apply stopped after the outcomes of {printed} line(s) were printed, and those lines are stored: run the same apply again to write the rest (lines already stored come back `confirmed`)"
-        ))),
+        Err(e) if on_server => {
+            return Err(e.context(if printed == 0 {
+                "apply wrote nothing".to_string()
+            } else {
+                format!(
+                    "apply stopped after the outcomes of {printed} line(s) were printed, and those lines are stored (run the same apply again to write the rest: lines already stored come back `confirmed`)"
+                )
+            }))
+        }
         other => other?,
     };
     errln!(

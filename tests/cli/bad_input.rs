@@ -180,11 +180,10 @@ fn a_byte_order_mark_before_the_first_line_is_read_past_on(dbs: &Databases) {
     assert_eq!(r.code, 1, "{r:?}");
     let outs = r.json_lines();
     assert_eq!(outs[0]["outcome"], "inserted", "{outs:#?}");
-    assert!(
-        outs[1]["error"]
-            .as_str()
-            .unwrap()
-            .contains("malformed JSON"),
+    // Inside the file the mark is named (found by review: "malformed JSON (expected value)").
+    assert_eq!(
+        outs[1]["error"],
+        "the line starts with a byte-order mark (U+FEFF), which JSON does not allow: save the file as UTF-8 without a BOM, or remove the mark from this line",
         "{outs:#?}"
     );
     let r = db.run_stdin(&["apply", "-"], text.as_bytes());

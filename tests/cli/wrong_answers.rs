@@ -1353,3 +1353,51 @@ fn a_spelling_is_corrected_by_respell_on(db: TestDb) {
     run.fails_with(2, &["--respell", "--ambiguous"]);
     db.assert_check_ok();
 }
+
+/// An `apply` line's error names the field and what it must be (found by review: serde said
+/// "invalid type: integer `5`, expected a string" and no field); a number past a double is
+/// said to be one, not "malformed JSON", in `apply` and in `write --value-json`; a scope object
+/// with a key beside `ambiguous` is refused, not taken with the key dropped. Nothing written.
+#[test]
+fn an_apply_lines_wrong_field_is_named_and_nothing_is_written() {
+    let db = TestDb::new();
+    let cases = [
+        (r#"{"subject":5,"predicate":"a","value":"x","scope":"global","source":"s"}"#, "subject must be a string, got a number 5"),
+        (r#"{"subject":"u:1","predicate":["编辑器"],"value":"x","scope":"global","source":"s"}"#, "predicate must be a string, got an array [\"编辑器\"]"),
+        (r#"{"subject":"u:1","predicate":"a","value":"x","scope":"global","source":{"t":1}}"#, "source must be a string, got an object {\"t\":1}"),
+        (r#"{"subject":"u:1","predicate":"a","value":"x","scope":"global","source":"s","raw":true}"#, "raw must be a string, got a boolean true"),
+        (r#"{"subject":"u:1","predicate":"a","value":"x","scope":7,"source":"s"}"#, "scope must be a string like \"repo:web-app\" or {\"ambiguous\": [...]}, got a number 7"),
+        (r#"{"subject":"u:1","predicate":"a","value":[1e400],"scope":"global","source":"s"}"#, "a number is past ±1.8e308, the largest memscope reads (an IEEE double): a value that large must be stored as a string"),
+        (r#"{"subject":"u:1","predicate":"a","value":"x","scope":{"ambiguous":["global","repo:网页"],"candidates🙂":1},"source":"s"}"#, "the scope object holds \"candidates🙂\", a key memscope does not know: it must be {\"ambiguous\": [\"global\", \"repo:<id>\", …]} alone"),
+    ];
+    for (line, said) in cases {
+        let run = db.run_stdin(&["apply", "-"], format!("{line}\n").as_bytes());
+        assert_eq!(run.code, 1, "{run:?}");
+        assert_eq!(
+            run.json_lines()[0]["error"],
+            format!("invalid write request: {said}"),
+            "{line}"
+        );
+    }
+    let run = db.run(&args_for(
+        "write",
+        U,
+        PM,
+        &[
+            "--scope",
+            "global",
+            "--source",
+            "s",
+            "--value-json",
+            "{\"n\":-1e400}",
+        ],
+    ));
+    run.fails_with(2, &["--value-json: a number is past ±1.8e308"]);
+    assert!(!run.stderr.contains("not valid JSON"), "{run:?}");
+    assert_eq!(db.run(&["list", "--json"]).ok().stdout.trim(), "[]");
+    assert!(db
+        .json(&["pending", "--json"])
+        .as_array()
+        .unwrap()
+        .is_empty());
+}

@@ -891,3 +891,58 @@ fn only_memscope_roles_move_the_clock_and_never_past_2_53() {
         "permission denied for function memscope_clock_observe",
     );
 }
+
+/// A login that may only read runs `apply`: the refusal is the login's, not a line's — said
+/// once, on stderr, as "apply wrote nothing" with the roles to use, exit 1, no outcome lines and
+/// no "applied N" (found by review: it repeated the same error for every line and summed them up
+/// as applied).
+#[test]
+fn a_read_only_logins_apply_is_refused_once_and_writes_nothing() {
+    let Some(server) = server() else { return };
+    let reader = TestLogin::unique(&server, "reader");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    owner
+        .batch_execute(&format!(
+            "CREATE ROLE {0} LOGIN PASSWORD '{1}'; GRANT SELECT ON ALL TABLES IN SCHEMA public TO {0};",
+            reader.name, reader.password
+        ))
+        .unwrap();
+    let lines: String = ["编辑器", "formatter", "package_manager"]
+        .iter()
+        .map(|p| {
+            format!(
+                "{}\n",
+                serde_json::json!({"subject": "user:42", "predicate": p, "value": "值 🚀", "scope": "global", "source": "t:1"})
+            )
+        })
+        .collect();
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = memscope_cmd(home.path());
+    cmd.arg("--db")
+        .arg(login_url(&db, &reader))
+        .args(["apply", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("memscope runs");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(lines.as_bytes())
+        .unwrap();
+    let run = Run::from_output(child.wait_with_output().unwrap());
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(run.stdout, "", "no line's outcome: {run:?}");
+    crate::support::assert_one_sentence(
+        &run.stderr,
+        &["apply wrote nothing", "permission denied", "memscope_agent"],
+    );
+    assert!(!run.stderr.contains("applied"), "{run:?}");
+    let n: i64 = owner
+        .query_one("SELECT count(*) FROM history", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0, "nothing was written");
+}

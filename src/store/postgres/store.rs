@@ -423,7 +423,14 @@ fn stops_batch(e: &anyhow::Error) -> bool {
         || connection_lost(e)
         || e.downcast_ref::<postgres::Error>()
             .and_then(|p| p.code())
-            .is_some_and(|c| *c == SqlState::LOCK_NOT_AVAILABLE)
+            .is_some_and(|c| {
+                *c == SqlState::LOCK_NOT_AVAILABLE
+                    // The login's refusal, not the line's: every line would meet it (found by
+                    // review: a read-only login's apply repeated it per line and still said
+                    // "applied N").
+                    || *c == SqlState::INSUFFICIENT_PRIVILEGE
+                    || *c == SqlState::READ_ONLY_SQL_TRANSACTION
+            })
 }
 
 /// Whether the connection is gone (a restart, an administrator, a network cut): what the call
