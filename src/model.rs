@@ -40,9 +40,15 @@ impl Scope {
             }
         };
         if id.is_empty() {
+            // An example of the kind named (found by review: `task:` was shown a repository's).
+            let example = if kind.eq_ignore_ascii_case("task") {
+                "fix-lockfile-123"
+            } else {
+                "legacy-dashboard"
+            };
             let kind = shorten(kind, 20).escape_debug().to_string();
             return Err(format!(
-                "scope '{kind}:' has no id: write it as {kind}:<id>, e.g. {kind}:legacy-dashboard"
+                "scope '{kind}:' has no id: write it as {kind}:<id>, e.g. {kind}:{example}"
             ));
         }
         if id.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -1817,6 +1823,19 @@ pub(crate) fn percent_decoded(text: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scope_without_an_id_is_shown_an_example_of_its_kind() {
+        let said = |t: &str| Scope::parse(t).unwrap_err();
+        assert_eq!(
+            said("task:"),
+            "scope 'task:' has no id: write it as task:<id>, e.g. task:fix-lockfile-123"
+        );
+        assert_eq!(
+            said("Repo："),
+            "scope 'Repo:' has no id: write it as Repo:<id>, e.g. Repo:legacy-dashboard"
+        );
+    }
 
     #[test]
     fn predicate_shortcut_answers_as_the_full_path_does() {

@@ -51,14 +51,14 @@ pub struct GcArgs {
     #[arg(
         long,
         allow_negative_numbers = true,
-        value_parser = WholeNumber::new("a whole number of days (0 keeps history content)")
+        value_parser = WholeNumber::new("a whole number of days, 0 or more (0 keeps history content)").at_least(0)
     )]
     pub retention_days: Option<i64>,
     /// Collect tombstones older than this many days whose identity holds nothing (0 never collects); saved
     #[arg(
         long,
         allow_negative_numbers = true,
-        value_parser = WholeNumber::new("a whole number of days (0 never collects)")
+        value_parser = WholeNumber::new("a whole number of days, 0 or more (0 never collects)").at_least(0)
     )]
     pub tombstone_safe_days: Option<i64>,
     /// Print JSON instead of text

@@ -76,7 +76,12 @@ pub fn reads(store: &mut AnyStore, a: ReadsArgs) -> Result<i32> {
     let filter = ReadFilter {
         subject: a.subject.as_deref().map(super::subject_arg).transpose()?,
         predicate: a.predicate,
-        agent: a.agent,
+        // Held to the rule `resolve --log --agent` is (found by review: `--agent ''` was
+        // taken, and matched nothing).
+        agent: (a.agent.as_deref())
+            .map(crate::model::agent_name)
+            .transpose()
+            .map_err(|e| super::usage(format!("--agent {e}")))?,
         since,
         limit: a.limit,
     };
@@ -108,10 +113,13 @@ pub fn reads(store: &mut AnyStore, a: ReadsArgs) -> Result<i32> {
         } else {
             format!(" (shadowed {})", r.shadowed.join(", "))
         };
+        // Padded as it will show: escaped first, then by display columns (found by review: a
+        // name with a control character or Chinese pushed the rest of its row out of line).
+        let agent = crate::model::escape_controls(r.agent.as_deref().unwrap_or("-"));
+        let pad = " ".repeat(14usize.saturating_sub(crate::tui::text::width(&agent)));
         outln!(
-            "{}  {:<14} {} · {}  [{}] → {got}{shadowed}{}",
+            "{}  {agent}{pad} {} · {}  [{}] → {got}{shadowed}{}",
             r.at,
-            r.agent.as_deref().unwrap_or("-"),
             r.subject,
             r.predicate,
             if ctx.is_empty() {

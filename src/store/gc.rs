@@ -63,7 +63,9 @@ impl GcPlan {
         let mut days = |key: &'static str, given: Option<i64>| -> Result<i64> {
             match given {
                 // The caller's mistake, as a setting's bad value is (the CLI's usage error).
-                Some(d) if d < 0 => Err(InvalidRequest(format!("{key} must be 0 or more days")))?,
+                Some(d) if d < 0 => Err(InvalidRequest(format!(
+                    "{key} must be 0 or more days, got {d}"
+                )))?,
                 Some(d) if d > i64::from(u32::MAX) => Err(InvalidRequest(format!(
                     "{key} must be at most {} days, got {d}",
                     u32::MAX

@@ -201,18 +201,20 @@ pub(crate) fn validate_respelled(req: WriteRequest) -> Result<PreparedWrite, Inv
 /// Refuses an agent's name or a note of a read to log that holds a NUL, which PostgreSQL cannot
 /// store — the same on every backend, whichever front end logs the read. (A name an agent gave
 /// itself, an MCP client's, is kept as given otherwise and shown escaped; the names a person
-/// types, `--agent`, are held to [`crate::model::agent_name`] where they are read.)
-pub(crate) fn logged_read_words(
+/// types, `--agent`, are held to [`crate::model::agent_name`] where they are read.) Returns the
+/// note to log: one that says nothing (empty, or only spaces) is no note, as words that say
+/// nothing are none in a write (found by review: `--note ''` was logged and shown as “”).
+pub(crate) fn logged_read_words<'a>(
     agent: Option<&str>,
-    note: Option<&str>,
-) -> Result<(), InvalidRequest> {
+    note: Option<&'a str>,
+) -> Result<Option<&'a str>, InvalidRequest> {
     if let Some(agent) = agent {
         crate::model::refuse_nul("the agent's name", agent)?;
     }
     if let Some(note) = note {
         crate::model::refuse_nul("the read's note", note)?;
     }
-    Ok(())
+    Ok(note.filter(|n| !n.trim().is_empty()))
 }
 
 /// Refuses to write a value memscope holds into a place a person names — a rescope's target,

@@ -233,7 +233,7 @@ fn a_negative_value_is_refused_for_what_it_is_not_taken_for_a_flag() {
             ),
             (
                 vec!["gc", "--retention-days", "-1"],
-                &["retention_days must be 0 or more"],
+                &["--retention-days must be a whole number of days, 0 or more"],
             ),
         ];
         for (args, words) in cases {
@@ -288,7 +288,7 @@ fn numbers_refused(db: &TestDb) {
         (
             vec!["gc", "--retention-days", "abc"],
             &[
-                "--retention-days must be a whole number of days",
+                "--retention-days must be a whole number of days, 0 or more (0 keeps history content)",
                 "got 'abc'",
             ],
         ),
@@ -352,10 +352,13 @@ fn negatives_refused(db: &TestDb) {
             &["settings", "set", "tombstone_safe_days", "-1", "--json"],
             &["tombstone_safe_days must be 0 or more days", "-1"],
         ),
-        // As `gc --retention-days -1` says it.
+        // As `gc --retention-days abc` says it (found by review: the two read differently).
         (
             &["gc", "--retention-days", "-1"],
-            &["retention_days must be 0 or more days"],
+            &[
+                "--retention-days must be a whole number of days, 0 or more (0 keeps history content)",
+                "got '-1'",
+            ],
         ),
         (
             &["pending", "resolve", "-1", "--scope", "global"],

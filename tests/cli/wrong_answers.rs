@@ -1401,3 +1401,64 @@ fn an_apply_lines_wrong_field_is_named_and_nothing_is_written() {
         .unwrap()
         .is_empty());
 }
+
+/// The read log's small edges (found by review): a note that says nothing is no note (it was
+/// logged and shown as “”), `reads --agent ''` is refused as `resolve --agent ''` is (it was
+/// taken and matched nothing), and `reads` keeps its columns in line for a Chinese name and one
+/// shown with an escape; on both backends.
+#[test]
+fn an_empty_note_is_none_an_empty_agent_is_refused_and_reads_stay_in_line() {
+    read_log_edges_on(TestDb::new());
+}
+
+#[test]
+fn an_empty_note_is_none_an_empty_agent_is_refused_and_reads_stay_in_line_on_postgres() {
+    on_postgres(read_log_edges_on);
+}
+
+fn read_log_edges_on(db: TestDb) {
+    db.run(&args_for(
+        "write",
+        U,
+        PM,
+        &["--scope", "global", "--value", "pnpm", "--source", "s"],
+    ))
+    .ok();
+    for (agent, note) in [
+        ("克劳德", ""),
+        ("a\u{202e}b", "   "),
+        ("claude", "装依赖 📦"),
+    ] {
+        db.run(&args_for(
+            "resolve",
+            U,
+            PM,
+            &["--log", "--agent", agent, "--note", note],
+        ))
+        .ok();
+    }
+    let logged = db.json(&["reads", "--json"]);
+    let notes: Vec<&Value> = logged
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["note"])
+        .collect();
+    assert_eq!(notes, [&json!("装依赖 📦"), &Value::Null, &Value::Null]);
+    let text = db.run(&["reads"]).ok().stdout;
+    assert!(!text.contains("“”"), "{text}");
+    // Each row's subject starts in the same display column.
+    let columns: Vec<usize> = text
+        .lines()
+        .map(|l| {
+            let at = l.find("user:42").expect("the subject");
+            unicode_width::UnicodeWidthStr::width(&l[..at])
+        })
+        .collect();
+    assert!(columns.windows(2).all(|w| w[0] == w[1]), "{text}");
+    assert!(text.contains("a\\u{202e}b"), "{text}");
+    for agent in ["", "  "] {
+        db.run(&["reads", "--agent", agent])
+            .fails_with(2, &["--agent must be a plain name"]);
+    }
+}

@@ -460,7 +460,13 @@ fn gc_on_postgres_as_on_sqlite() {
     let before = histories(&mut pg);
     let refused = both.run(true, &["gc", "--retention-days=-1"]);
     refused.fails_with(2, &[]);
-    assert_one_sentence(&refused.stderr, &["retention_days must be 0 or more days"]);
+    assert_one_sentence(
+        &refused.stderr,
+        &[
+            "--retention-days must be a whole number of days, 0 or more",
+            "got '-1'",
+        ],
+    );
     assert_eq!(histories(&mut pg), before);
     let text = both.run(true, &["gc", "--json"]).ok().json();
     assert_eq!(text["purged_events"], json!(0));

@@ -960,7 +960,7 @@ impl PgStore {
         // on SQLite). No transaction around it (`read`): each statement sees its own snapshot
         // at READ COMMITTED either way, and the logged row is one statement — a write, whose
         // commit a lost connection leaves unknown.
-        crate::store::prepared::logged_read_words(agent, note)?;
+        let note = crate::store::prepared::logged_read_words(agent, note)?;
         self.statements_as(Call::Write, |t| {
             let (r, chain) = resolve_in(t, subject, predicate, repo, task, super::browse::CHAIN_RECORDS)?;
             let shadowed = serde_json::to_string(&shadowed_labels(&r))?;

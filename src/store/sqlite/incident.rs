@@ -255,7 +255,7 @@ impl Store {
         agent: Option<&str>,
         note: Option<&str>,
     ) -> Result<Resolution> {
-        crate::store::prepared::logged_read_words(agent, note)?;
+        let note = crate::store::prepared::logged_read_words(agent, note)?;
         self.in_write_tx(|tx, ctx, _| {
         // Resolve inside the write transaction so the logged version is exactly what was read.
         let r = resolve_on(tx, subject, predicate, repo, task, MEMORY_COLUMNS)?;
