@@ -885,6 +885,16 @@ fn explain_fields_take_the_scope_form_and_refuse_the_other_kind() {
             err.contains("repo: 'task:x' is a task, not a repository"),
             "{err}"
         );
+        // A space typed is kept, and the field says why no id holds one (found by review: it
+        // was dropped, so `web app` asked for a repository `webapp` without a word).
+        for _ in 0.."task:x".len() {
+            s.handle_key(key(KeyCode::Backspace));
+        }
+        press(&mut s, "网页 app");
+        let e = explain(&s);
+        assert_eq!(e.repo, "网页 app");
+        let err = e.result.unwrap().unwrap_err();
+        assert!(err.contains("whitespace"), "{err}");
     });
 }
 

@@ -125,8 +125,9 @@ impl ExplainDialog {
                 return Step::Stay(self.ask());
             }
             _ => {
-                // Ids hold no whitespace; a typed space would only make a bad scope.
-                if let Some(c) = typed(key).filter(|c| !c.is_whitespace()) {
+                // Ids hold no whitespace, and a typed space is kept so the field says so (found
+                // by review: dropped, `web app` silently asked for `webapp`).
+                if let Some(c) = typed(key) {
                     self.field_mut().push(c);
                     return Step::Stay(self.ask());
                 }
