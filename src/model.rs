@@ -39,13 +39,21 @@ impl Scope {
                 ))
             }
         };
+        // The kind first: an id is only asked of a kind that takes one (found by review:
+        // `global:` and `foo:` were told to add an id).
+        let example = match kind.to_ascii_lowercase().as_str() {
+            "repo" => "legacy-dashboard",
+            "task" => "fix-lockfile-123",
+            "global" => return Err("global takes no id: write global".into()),
+            _ => {
+                return Err(format!(
+                    "unknown scope '{}': use global, repo:<id> or task:<id>",
+                    shorten(t, 60).escape_debug()
+                ))
+            }
+        };
         if id.is_empty() {
             // An example of the kind named (found by review: `task:` was shown a repository's).
-            let example = if kind.eq_ignore_ascii_case("task") {
-                "fix-lockfile-123"
-            } else {
-                "legacy-dashboard"
-            };
             let kind = shorten(kind, 20).escape_debug().to_string();
             return Err(format!(
                 "scope '{kind}:' has no id: write it as {kind}:<id>, e.g. {kind}:{example}"
@@ -60,11 +68,7 @@ impl Scope {
         let id = crate::spelling::readable_id("scope id", id)?;
         match kind.to_ascii_lowercase().as_str() {
             "repo" => Ok(Scope::Repo(id)),
-            "task" => Ok(Scope::Task(id)),
-            _ => Err(format!(
-                "unknown scope '{}': use global, repo:<id> or task:<id>",
-                shorten(t, 60).escape_debug()
-            )),
+            _ => Ok(Scope::Task(id)),
         }
     }
 
@@ -475,8 +479,18 @@ pub struct LineError {
     pub column: Option<u64>,
 }
 
-/// serde_json's message without the ` at line 1 column N` it appends — a line of JSON Lines
-/// is reported by its own number, once — and the column, counted in characters of `text`.
+/// `a string`, `an array`, `null`: a JSON value's type as a sentence names it.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Why a number JSON allows is refused: past the largest a double holds.
 pub const OUT_OF_RANGE: &str = "a number is past ±1.8e308, the largest memscope reads (an IEEE double): a value that large must be stored as a string";
 
@@ -484,16 +498,14 @@ pub const OUT_OF_RANGE: &str = "a number is past ±1.8e308, the largest memscope
 /// it (`subject must be a string, got 5`): serde's own message names only the types. `None` when
 /// the line is no object or every field has its type.
 fn wrong_field_type(line: &str) -> Option<String> {
-    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(line) else {
-        return None;
-    };
-    let kind = |v: &Value| match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+    let map = match crate::strict_json::from_str(line) {
+        Ok(Value::Object(map)) => map,
+        // A key named twice is said as such, whichever of its values has the wrong type
+        // (found by review: the type error hid the doubled key).
+        Err(e) if e.to_string().starts_with(crate::strict_json::DUPLICATE_KEY) => {
+            return Some(json_error(&e, line).0)
+        }
+        _ => return None,
     };
     // `causal_seq` and `context` say their own (their deserializers name them).
     type Fits = fn(&Value) -> bool;
@@ -510,16 +522,19 @@ fn wrong_field_type(line: &str) -> Option<String> {
     ];
     fields.iter().find_map(|(name, want, fits)| {
         let v = map.get(*name)?;
-        (!fits(v)).then(|| {
-            format!(
+        (!fits(v)).then(|| match v {
+            Value::Null => format!("{name} must be {want}, got null"),
+            v => format!(
                 "{name} must be {want}, got {} {}",
-                kind(v),
+                json_kind(v),
                 shorten(&value_text(v), 40)
-            )
+            ),
         })
     })
 }
 
+/// serde_json's message without the ` at line 1 column N` it appends — a line of JSON Lines
+/// is reported by its own number, once — and the column, counted in characters of `text`.
 pub fn json_error(e: &serde_json::Error, text: &str) -> (String, Option<u64>) {
     let full = e.to_string();
     if e.line() == 0 {
@@ -550,8 +565,9 @@ pub const MAX_BROUGHT_SEQ: i64 = MAX_CAUSAL_SEQ - (1 << 32);
 pub const MAX_BROUGHT_SEQ_WORDS: &str = "2^53 − 2^32 (9007194959773696)";
 
 /// Why a write without a causal number of its own is refused once the clock stands at
-/// [`MAX_CAUSAL_SEQ`] (a writer brought that number): no later number exists to order it by.
-pub const CLOCK_EXHAUSTED: &str = "the causal clock stands at 2^53, the largest causal number memscope keeps (a writer brought it as its causal_seq, or a client moved it there), so no write can be ordered after it: writes that bring a causal_seq of their own are still decided against it";
+/// [`MAX_CAUSAL_SEQ`] (a database an earlier release let a writer bring there, or a login that
+/// moved the clock by SQL): no later number exists to order it by.
+pub const CLOCK_EXHAUSTED: &str = "the causal clock stands at 2^53, the largest causal number memscope keeps (an earlier release let a writer bring it as its causal_seq, or a client moved it there), so no write can be ordered after it: writes that bring a causal_seq of their own are still decided against it";
 
 /// The refusal of a write the clock has no number left for ([`CLOCK_EXHAUSTED`]): that line's
 /// error alone — an `apply` batch's other lines stand, as when each is written by itself.
@@ -1613,6 +1629,24 @@ pub fn same_value(a: &Value, b: &Value) -> bool {
     value_key(a) == value_key(b)
 }
 
+/// Whether `a` and `b` are spelled alike: strings exactly, numbers by value (`1`, `1.0` and
+/// `1e0` are one number however written, which no spelling correction changes), arrays and
+/// objects element by element. What `write --respell` compares.
+pub fn same_spelling(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(_), Value::Number(_)) => same_value(a, b),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_spelling(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_spelling(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
 /// Predicate normal form before aliasing: trimmed, camelCase split, lower-cased, spaces,
 /// hyphens and dots to `_`, repeats collapsed.
 pub fn normalize_predicate(raw: &str) -> Result<String, String> {
@@ -1834,6 +1868,11 @@ mod tests {
         assert_eq!(
             said("Repo："),
             "scope 'Repo:' has no id: write it as Repo:<id>, e.g. Repo:legacy-dashboard"
+        );
+        assert_eq!(said("global:"), "global takes no id: write global");
+        assert_eq!(
+            said("galaxy:"),
+            "unknown scope 'galaxy:': use global, repo:<id> or task:<id>"
         );
     }
 

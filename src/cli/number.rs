@@ -28,6 +28,8 @@ pub struct WholeNumber {
     takes: &'static str,
     /// The smallest it takes, when no rule of the command says it.
     least: Option<i64>,
+    /// The largest it takes, likewise.
+    most: Option<i64>,
     /// How a positional argument is named (a flag is named by itself).
     name: Option<&'static str>,
 }
@@ -37,6 +39,7 @@ impl WholeNumber {
         WholeNumber {
             takes,
             least: None,
+            most: None,
             name: None,
         }
     }
@@ -44,6 +47,13 @@ impl WholeNumber {
     pub const fn at_least(self, least: i64) -> WholeNumber {
         WholeNumber {
             least: Some(least),
+            ..self
+        }
+    }
+
+    pub const fn at_most(self, most: i64) -> WholeNumber {
+        WholeNumber {
+            most: Some(most),
             ..self
         }
     }
@@ -62,6 +72,9 @@ impl WholeNumber {
             |what: &str| ValueRefused(format!("{name} {what} {}, got '{shown}'", self.takes));
         match typed.trim().parse::<i64>() {
             Ok(n) if self.least.is_some_and(|least| n < least) => Err(refused("must be")),
+            Ok(n) if self.most.is_some_and(|most| n > most) => {
+                Err(refused("is out of range: it must be"))
+            }
             Ok(n) => Ok(n),
             Err(e)
                 if matches!(

@@ -140,7 +140,7 @@ pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i3
         // A confirmation of another spelling keeps the stored one: said, with the way to
         // change it (found by review: a correction of case read as if it had landed).
         if let (OutcomeKind::Confirmed, Some(held)) = (out.outcome, &out.value) {
-            if *held != req.value {
+            if !crate::model::same_spelling(held, &req.value) {
                 outln!(
                     "the stored spelling {} stays: values that differ only in case or spacing are one value; to store {} instead, write it again with --respell",
                     crate::model::value_text(held),
@@ -223,13 +223,15 @@ pub fn apply(store: &mut AnyStore, file: &str) -> Result<i32> {
     // A server can go away in the middle (a restart, a network cut): say what stands.
     let summary = match summary {
         Err(e) if on_server => {
-            return Err(e.context(if printed == 0 {
+            // A lost connection's commit may have landed: its own sentence says so.
+            let nothing = printed == 0 && !crate::store::commit_unknown(&e);
+            return Err(e.context(if nothing {
                 "apply wrote nothing".to_string()
             } else {
                 format!(
                     "apply stopped after the outcomes of {printed} line(s) were printed, and those lines are stored (run the same apply again to write the rest: lines already stored come back `confirmed`)"
                 )
-            }))
+            }));
         }
         other => other?,
     };

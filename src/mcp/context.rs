@@ -260,7 +260,8 @@ fn url_component(url: &str) -> std::borrow::Cow<'_, str> {
     let last = if trimmed.contains(['/', '\\']) {
         last
     } else {
-        last.rsplit(':').next().unwrap_or(last)
+        // git's rule: the first colon ends the host (`host:a:b.git` is the repository `a:b`).
+        last.split_once(':').map_or(last, |(_, name)| name)
     };
     let last = last.strip_suffix(".git").unwrap_or(last);
     if trimmed.contains("://") {
@@ -320,6 +321,7 @@ mod tests {
         // A colon inside a path's last component is part of the name, not an scp-like host's
         // end: `task:x` is no repository id.
         assert_eq!(repo_id_from_url("/srv/task:x.git"), None);
+        assert_eq!(repo_id_from_url("host:a:b.git").as_deref(), Some("a:b"));
         assert_eq!(repo_id_from_url("git@host:acme/task:x.git"), None);
         assert_eq!(
             repo_id_from_url("ssh://host/a/b:c.git").as_deref(),

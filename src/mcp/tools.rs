@@ -914,12 +914,9 @@ impl<'a> ArgReader<'a> {
 /// "a string", "a list" …: what a JSON value is, for error sentences.
 pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
+        // A model reads "list" where JSON says "array".
         Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
+        v => crate::model::json_kind(v),
     }
 }
 

@@ -69,7 +69,8 @@ pub enum Spelling {
     Folded,
     /// A correction of the spelling (`write --respell`): a value that differs from the current
     /// one only in case or spacing replaces it as a new version, by the same causal rule as any
-    /// other value; the very same spelling still confirms.
+    /// other value; the very same spelling still confirms, and numbers are still compared by
+    /// value (`1e0` is `1`: [`crate::model::same_spelling`]).
     Exact,
 }
 
@@ -80,7 +81,7 @@ pub fn decide_spelled(probe: &Probe, value: &Value, seq: i64, spelling: Spelling
     }
     let same = |held: &Value| match spelling {
         Spelling::Folded => same_value(held, value),
-        Spelling::Exact => held == value,
+        Spelling::Exact => crate::model::same_spelling(held, value),
     };
     match &probe.current {
         None => WriteDecision::Insert {

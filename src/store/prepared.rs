@@ -116,7 +116,7 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
     if let Some(seq) = req.causal_seq {
         if !(1..=MAX_BROUGHT_SEQ).contains(&seq) {
             return Err(InvalidRequest(format!(
-                "causal_seq {seq} is out of range (1 to {MAX_BROUGHT_SEQ_WORDS}: the clock keeps the numbers above for writes without one of their own): use a number from `memscope seq`, or leave it out"
+                "causal_seq {seq} is out of range (1 to {MAX_BROUGHT_SEQ_WORDS}: the clock keeps the numbers above for writes without one of their own): leave it out, and the clock orders the write"
             )));
         }
     }
@@ -191,6 +191,13 @@ pub(crate) fn validate_respelled(req: WriteRequest) -> Result<PreparedWrite, Inv
     if matches!(req.scope, ScopeChoice::Ambiguous(_)) {
         return Err(InvalidRequest(
             "a spelling correction (--respell) writes to one scope, and this write names candidates: pass --scope".into(),
+        ));
+    }
+    // A person's correction, not an agent's words: with a place to weigh them against, the scope
+    // guard could queue it, and the pending item would not keep the spelling (found by review).
+    if req.context.is_some() {
+        return Err(InvalidRequest(
+            "a spelling correction (--respell) is a person's and names no place its words were said in: leave out --in-repo and --in-task".into(),
         ));
     }
     let mut w = validate(req)?;

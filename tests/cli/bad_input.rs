@@ -233,7 +233,7 @@ fn a_negative_value_is_refused_for_what_it_is_not_taken_for_a_flag() {
             ),
             (
                 vec!["gc", "--retention-days", "-1"],
-                &["--retention-days must be a whole number of days, 0 or more"],
+                &["--retention-days must be a whole number of days from 0 to 4294967295"],
             ),
         ];
         for (args, words) in cases {
@@ -288,7 +288,7 @@ fn numbers_refused(db: &TestDb) {
         (
             vec!["gc", "--retention-days", "abc"],
             &[
-                "--retention-days must be a whole number of days, 0 or more (0 keeps history content)",
+                "--retention-days must be a whole number of days from 0 to 4294967295 (0 keeps history content)",
                 "got 'abc'",
             ],
         ),
@@ -356,7 +356,7 @@ fn negatives_refused(db: &TestDb) {
         (
             &["gc", "--retention-days", "-1"],
             &[
-                "--retention-days must be a whole number of days, 0 or more (0 keeps history content)",
+                "--retention-days must be a whole number of days from 0 to 4294967295 (0 keeps history content)",
                 "got '-1'",
             ],
         ),

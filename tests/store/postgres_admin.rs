@@ -463,7 +463,7 @@ fn gc_on_postgres_as_on_sqlite() {
     assert_one_sentence(
         &refused.stderr,
         &[
-            "--retention-days must be a whole number of days, 0 or more",
+            "--retention-days must be a whole number of days from 0 to 4294967295",
             "got '-1'",
         ],
     );

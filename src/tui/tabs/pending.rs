@@ -35,12 +35,12 @@ pub struct Choice {
 }
 
 impl Choice {
-    /// `r`, `r Tab`, `r Tab×2`: the keys that reach this choice's confirm.
+    /// `r`, `r Tab`, `r Tab Tab`: the keys that reach this choice's confirm (past three Tabs,
+    /// `r Tab*4`: ASCII, so its width is the same on every terminal).
     pub fn keys(&self) -> String {
         match self.nth {
-            0 => self.key.to_string(),
-            1 => format!("{} Tab", self.key),
-            n => format!("{} Tab×{n}", self.key),
+            n @ 0..=3 => format!("{}{}", self.key, " Tab".repeat(n)),
+            n => format!("{} Tab*{n}", self.key),
         }
     }
 
