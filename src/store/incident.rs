@@ -214,8 +214,11 @@ pub(crate) enum Earlier {
     Version(i64),
     /// Nothing was set before the current version since the identity was last deleted.
     None,
-    /// Only values `rescope` moved to another scope came before.
-    Moved,
+    /// Only values `rescope` moved to another scope came before — besides, when the current
+    /// version holds an earlier one's value again (a rescope's return to it), that version.
+    Moved {
+        holds: Option<i64>,
+    },
 }
 
 /// The last version set before `current` (`set_below(v)`: the last `set` version below `v`
@@ -242,7 +245,8 @@ pub(crate) fn earlier_version(
         Some(b) if b < current => first_holder(b),
         _ => current,
     };
-    let mut passed_a_move = below != current;
+    let holds = (below != current).then_some(below);
+    let mut passed_a_move = holds.is_some();
     while let Some(v) = set_below(below)? {
         if !reverts.moved.contains(&v) {
             return Ok(Earlier::Version(v));
@@ -251,7 +255,7 @@ pub(crate) fn earlier_version(
         passed_a_move = true;
     }
     Ok(if passed_a_move {
-        Earlier::Moved
+        Earlier::Moved { holds }
     } else {
         Earlier::None
     })
@@ -282,12 +286,15 @@ pub(crate) fn revert_step(
         }
         .into());
     }
-    let moved = matches!(earlier, Earlier::Moved);
+    let moved = match earlier {
+        Earlier::Moved { holds } => Some(holds),
+        _ => None,
+    };
     let target = match (to_version, &current) {
         (Some(n), _) => Some(n),
         (None, Some(_)) => match earlier {
             Earlier::Version(v) => Some(v),
-            Earlier::None | Earlier::Moved => None,
+            Earlier::None | Earlier::Moved { .. } => None,
         },
         (None, None) => return Err(RevertRefusal::NoCurrentRecord { id: id.clone() }.into()),
     };
@@ -306,7 +313,12 @@ pub(crate) fn revert_step(
     }
     if !remove_if_none {
         let (current, because) = match (to_version, &current) {
-            (None, Some((version, _))) if moved => (*version, NothingEarlier::Moved),
+            (None, Some((version, _))) if moved.is_some() => (
+                *version,
+                NothingEarlier::Moved {
+                    holds: moved.flatten(),
+                },
+            ),
             (None, Some((version, _))) if *version > 1 => (*version, NothingEarlier::Restored),
             _ => (1, NothingEarlier::First),
         };

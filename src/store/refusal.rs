@@ -40,8 +40,10 @@ pub enum RevertRefusal {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NothingEarlier {
     /// What came before was moved to another scope by a rescope (a revert to it by number
-    /// brings it back on purpose).
-    Moved,
+    /// brings it back on purpose); `holds`: the earlier version whose value the current one
+    /// holds again, when a rescope's return made it (found by review: the dialog listed that
+    /// version while the sentence said everything before was moved).
+    Moved { holds: Option<i64> },
     /// The current version is the first since a delete and a restore.
     Restored,
     /// The current version is the first.
@@ -136,9 +138,10 @@ impl fmt::Display for RevertRefusal {
                 current,
                 because,
             } => match because {
-                NothingEarlier::Moved => write!(
+                NothingEarlier::Moved { holds } => write!(
                     f,
-                    "{id} has no earlier value to revert to: what came before v{current} was moved to another scope by `memscope rescope` (see `memscope history`; --to-version N brings a moved value back on purpose)"
+                    "{id} has no earlier value to revert to: {} (see `memscope history`; --to-version N brings a moved value back on purpose)",
+                    moved_before(*current, *holds)
                 ),
                 NothingEarlier::Restored => write!(
                     f,
@@ -208,3 +211,14 @@ impl fmt::Display for RescopeRefusal {
 
 impl std::error::Error for RevertRefusal {}
 impl std::error::Error for RescopeRefusal {}
+
+/// Why a plain revert of a version at `current` finds nothing: what came before it was moved by
+/// a rescope — besides v`holds`, whose value it holds again.
+pub(crate) fn moved_before(current: i64, holds: Option<i64>) -> String {
+    match holds {
+        Some(h) => format!(
+            "v{current} holds the value of v{h} again, and every other value before it was moved to another scope by a rescope"
+        ),
+        None => format!("what came before v{current} was moved to another scope by a rescope"),
+    }
+}

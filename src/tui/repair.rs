@@ -307,9 +307,10 @@ fn revert_refusal_words(r: &RevertRefusal) -> String {
         RevertRefusal::NothingEarlier {
             id,
             current,
-            because: NothingEarlier::Moved,
+            because: NothingEarlier::Moved { holds },
         } => format!(
-            "{id} has no earlier value to revert to: what came before v{current} was moved to another scope by a rescope (its history says where) — choosing a moved version {CHOOSE_A_VERSION} brings it back on purpose"
+            "{id} has no earlier value to revert to: {} (its history says where) — choosing a moved version {CHOOSE_A_VERSION} brings it back on purpose",
+            crate::store::refusal::moved_before(*current, *holds)
         ),
         RevertRefusal::NotInHistory { id, version } => format!(
             "{id} has no version {version} in its history (a delete destroys the versions before it): its history lists the versions it has"

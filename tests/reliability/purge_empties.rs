@@ -163,9 +163,17 @@ fn race(db: TestDb) {
                 s.spawn(move || agent(url, k))
             })
             .collect();
-        let results: Vec<_> = agents.into_iter().map(|a| a.join().unwrap()).collect();
+        // Every agent joined before the watcher is stopped, and only then a failed one's panic
+        // raised: raised at once, it left the watcher polling and the scope waiting on it for
+        // ever, and the failure was never shown (a CI run hung here).
+        let joined: Vec<_> = agents.into_iter().map(|a| a.join()).collect();
         running.store(false, Ordering::Relaxed);
-        (results, watcher.join().unwrap())
+        let redefinitions = watcher.join().unwrap();
+        let results: Vec<_> = joined
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect();
+        (results, redefinitions)
     });
 
     let mut kept_statistics = 0;

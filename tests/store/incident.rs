@@ -1373,7 +1373,7 @@ fn a_value_moved_out_of_a_scope_never_comes_back_by_a_later_move_or_revert_on(db
     assert!(
         refused
             .stderr
-            .contains("was moved to another scope by `memscope rescope`"),
+            .contains("v3 holds the value of v1 again, and every other value before it was moved to another scope by a rescope"),
         "{refused:?}"
     );
     assert_eq!(db.list(&["--scope", "global"])[0]["value"], "pnpm 📦");
@@ -1968,7 +1968,7 @@ fn refusals_carry_their_fields_on(db: TestDb) {
         RevertRefusal::NothingEarlier {
             id: global.clone(),
             current: 3,
-            because: NothingEarlier::Moved
+            because: NothingEarlier::Moved { holds: Some(1) }
         }
     );
     match rescope_refusal(&mut store, PM, LEGACY, "global") {

@@ -1144,12 +1144,16 @@ fn pending_resolves_racing_deletes_of_their_scope_land_as_told_on_postgres() {
             }
             reports
         });
-        let told: Vec<(i64, std::process::Output)> = resolvers
-            .into_iter()
-            .flat_map(|r| r.join().unwrap())
-            .collect();
+        // The deleter stopped before a failed resolver's panic is raised: raised first, it left
+        // the deleter looping and the scope waiting on it for ever.
+        let joined: Vec<_> = resolvers.into_iter().map(|r| r.join()).collect();
         stop.store(true, Ordering::SeqCst);
-        (told, deleter.join().unwrap())
+        let deletes = deleter.join().unwrap();
+        let told: Vec<(i64, std::process::Output)> = joined
+            .into_iter()
+            .flat_map(|r| r.unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect();
+        (told, deletes)
     });
     let mut told = told;
     for id in &ids[ITEMS..] {

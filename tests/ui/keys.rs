@@ -692,6 +692,19 @@ fn every_candidate_of_one_kind_is_reachable_from_its_key() {
         assert_eq!(confirm_of(&s).1, resolve(id, Scope::Repo("web-app".into())));
         s.app.handle_key(key(KeyCode::BackTab));
         assert_eq!(confirm_of(&s).1, resolve(id, named.clone()));
+        // Another process writes to the other candidate meanwhile: the refreshed confirm keeps
+        // its place among the alternatives, and Tab states the other's effect as it is now.
+        db.write(r#"{"subject":"user:9","predicate":"install_command","value":"yarn","scope":"repo:web-app","source":"t:9"}"#);
+        assert!(sees_live_change(&mut s));
+        let c = top!(s, Confirm);
+        let alternatives = c.alternatives.clone().expect("still two candidates");
+        assert_eq!(alternatives.at, 1);
+        assert!(
+            alternatives.choices[0].effect.contains("yarn"),
+            "{:?}",
+            alternatives.choices[0]
+        );
+        assert_eq!(confirm_of(&s).1, resolve(id, named.clone()));
         let screen = render(&mut s, 120, 32);
         assert!(screen.contains("write to repo:遗留-dashboard"), "{screen}");
 
@@ -709,7 +722,11 @@ fn every_candidate_of_one_kind_is_reachable_from_its_key() {
             .store()
             .resolve("user:9", "install_command", Some("web-app"), None)
             .unwrap();
-        assert_eq!(web.value, None, "web-app got nothing");
+        assert_eq!(
+            web.value,
+            Some(serde_json::json!("yarn")),
+            "web-app kept its own"
+        );
 
         // g on a story item, which has one global candidate: no Tab line, no alternatives.
         press(&mut s, "kkkg");

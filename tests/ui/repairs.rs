@@ -140,7 +140,9 @@ fn the_revert_dialog_says_what_is_below_and_scrolls_to_it() {
                 "Now pnpm (v3, thread:17/message:86",
                 "Make an earlier value current again, as a new version (history is never rewritten):",
                 "A plain revert brings nothing back: user:42 · package_manager @ global has no earlier value to revert to",
-                "was moved to another scope by a rescope (its history says where)",
+                // It names v1, which the list offers (found by review: "what came before v3
+                // was moved" while v1 was listed beside it).
+                "v3 holds the value of v1 again, and every other value before it was moved to another scope by a rescope (its history says where)",
                 "choosing a moved version in the revert dialog (j/k or its number) brings it back on purpose",
                 "(•) v1",
                 "In one transaction:",
@@ -485,7 +487,7 @@ fn the_revert_dialog_says_how_a_version_is_chosen_here() {
             .collect::<Vec<_>>()
             .join(" ");
         assert!(
-            said.contains("what came before v3 was moved to another scope by a rescope")
+            said.contains("v3 holds the value of v1 again, and every other value before it was moved to another scope by a rescope")
                 && said.contains(
                     "choosing a moved version in the revert dialog (j/k or its number) brings it back on purpose"
                 ),
