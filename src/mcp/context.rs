@@ -153,13 +153,27 @@ fn context_id(kind: ContextKind, id: &str, from: &str) -> Result<String, String>
 /// remote was there but gave no usable id, the sentence saying so (found by review: the folder's
 /// name was taken without a word, and an agent's repo rules landed where the user did not look).
 pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
+    // The working directory names the repository, whatever the host's environment points git at
+    // (found by review: a server started with an inherited GIT_DIR took that repository's name):
+    // the variables this git lists, and the ones git 2.47 did, in case it lists none.
+    let mut local: Vec<String> = GIT_LOCAL_ENV.iter().map(|v| v.to_string()).collect();
+    if let Ok(out) = Command::new("git")
+        .args(["rev-parse", "--local-env-vars"])
+        .stdin(std::process::Stdio::null())
+        .output()
+    {
+        let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+        local.extend(
+            (listed.lines())
+                .map(str::trim)
+                .filter(|v| v.starts_with("GIT_"))
+                .map(str::to_string),
+        );
+    }
     // What git printed: its answer (`Ok`, empty when it had none), or what it said failing.
     let git = |args: &[&str]| -> Result<Result<String, String>, String> {
         let mut git = Command::new("git");
-        // The working directory names the repository, whatever the host's environment points
-        // git at (found by review: a server started with an inherited GIT_DIR took that
-        // repository's name).
-        for var in GIT_LOCAL_ENV {
+        for var in &local {
             git.env_remove(var);
         }
         let out = git
@@ -221,8 +235,9 @@ pub fn repo_from_git(dir: &Path) -> Result<(String, Option<String>), String> {
 }
 
 /// The variables that point git at a repository other than the one around its working
-/// directory: what `git rev-parse --local-env-vars` lists, which git itself clears before it
-/// works in another repository (a submodule).
+/// directory: what `git rev-parse --local-env-vars` lists (here as git 2.47 lists them; the
+/// running git is asked too), which git itself clears before it works in another repository
+/// (a submodule).
 const GIT_LOCAL_ENV: &[&str] = &[
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
     "GIT_CONFIG",

@@ -333,3 +333,30 @@ pub(crate) fn resolution_among(
     }
     Ok(among)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A spelling correction names one scope and no place its words were said in: each refusal
+    /// is its own sentence (the CLI's clap refuses `--ambiguous` first, so only a library
+    /// caller meets the first).
+    #[test]
+    fn a_respell_refuses_candidates_and_a_context() {
+        let req = |json: &str| WriteRequest::from_json_line(json).expect("a request");
+        let ambiguous = req(
+            r#"{"subject":"u:1","predicate":"分支","value":"main","scope":{"ambiguous":["global","repo:网页"]},"source":"s"}"#,
+        );
+        let err = validate_respelled(ambiguous).unwrap_err().0;
+        assert!(err.contains("names candidates: pass --scope"), "{err}");
+        let placed = req(
+            r#"{"subject":"u:1","predicate":"分支","value":"main","scope":"global","source":"s","context":{"repo":"网页"}}"#,
+        );
+        let err = validate_respelled(placed).unwrap_err().0;
+        assert!(err.contains("leave out --in-repo and --in-task"), "{err}");
+        let plain = req(
+            r#"{"subject":"u:1","predicate":"分支","value":"main","scope":"global","source":"s"}"#,
+        );
+        assert_eq!(validate_respelled(plain).unwrap().spelling, Spelling::Exact);
+    }
+}
