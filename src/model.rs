@@ -1215,6 +1215,20 @@ impl DeletePreview {
                     plural(self.read_notes, "note", "notes")
                 ),
             ),
+            (
+                self.moved_copies > 0,
+                format!(
+                    "• blank {} a rescope left where the value was first written",
+                    plural(self.moved_copies, "history event", "history events")
+                ),
+            ),
+            (
+                self.refused_sources > 0,
+                format!(
+                    "• blank the sources of {} (the events stay)",
+                    plural(self.refused_sources, "refused write", "refused writes")
+                ),
+            ),
         ];
         lines.extend(
             effects
@@ -1222,24 +1236,6 @@ impl DeletePreview {
                 .filter(|(said, _)| *said)
                 .map(|(_, e)| (L::Effect, e)),
         );
-        if self.moved_copies > 0 {
-            lines.push((
-                L::Effect,
-                format!(
-                    "• blank {} a rescope left where the value was first written",
-                    plural(self.moved_copies, "history event", "history events")
-                ),
-            ));
-        }
-        if self.refused_sources > 0 {
-            lines.push((
-                L::Effect,
-                format!(
-                    "• blank the sources of {} (the events stay)",
-                    plural(self.refused_sources, "refused write", "refused writes")
-                ),
-            ));
-        }
         lines.push((L::Effect, self.on_disk.effect().to_string()));
         lines.push((
             L::Closing,

@@ -920,19 +920,8 @@ fn a_read_only_logins_apply_is_refused_once_and_writes_nothing() {
     let mut cmd = memscope_cmd(home.path());
     cmd.arg("--db")
         .arg(login_url(&db, &reader))
-        .args(["apply", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("memscope runs");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(lines.as_bytes())
-        .unwrap();
-    let run = Run::from_output(child.wait_with_output().unwrap());
+        .args(["apply", "-"]);
+    let run = crate::support::run_with_stdin(cmd, lines.as_bytes());
     assert_eq!(run.code, 1, "{run:?}");
     assert_eq!(run.stdout, "", "no line's outcome: {run:?}");
     crate::support::assert_one_sentence(

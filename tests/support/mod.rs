@@ -216,19 +216,7 @@ impl TestDb {
 
     /// Runs with `input` on stdin.
     pub fn run_stdin(&self, args: &[&str], input: &[u8]) -> Run {
-        let mut c = self.command(args);
-        c.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().expect("spawn memscope");
-        let mut stdin = child.stdin.take().expect("stdin");
-        let data = input.to_vec();
-        let feeder = std::thread::spawn(move || {
-            let _ = stdin.write_all(&data);
-        });
-        let out = child.wait_with_output().expect("wait memscope");
-        feeder.join().expect("stdin feeder");
-        Run::from_output(out)
+        run_with_stdin(self.command(args), input)
     }
 
     /// `run(args)`, asserting exit 0, stdout parsed as JSON.
@@ -1138,4 +1126,20 @@ impl Drop for PostgresDropper {
             ));
         }
     }
+}
+
+/// Runs `c` (memscope) with `input` on its standard input, fed while it runs.
+pub fn run_with_stdin(mut c: Command, input: &[u8]) -> Run {
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn memscope");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let data = input.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&data);
+    });
+    let out = child.wait_with_output().expect("wait memscope");
+    feeder.join().expect("stdin feeder");
+    Run::from_output(out)
 }
