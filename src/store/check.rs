@@ -119,6 +119,10 @@ pub(crate) fn two_rows_of_one_identity(table: &str, id: &crate::model::Identity)
 /// identity stand (the guard cannot be built over them), on both backends: nothing is changed.
 pub(crate) const IDENTITY_NOT_UNIQUE: &str = "cannot make the identity unique again: memories holds two current records of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again";
 
+/// The same refusal for tombstones' primary key, which a raw client dropped and then stored a
+/// second tombstone of one identity under.
+pub(crate) const TOMBSTONE_NOT_UNIQUE: &str = "cannot make the tombstones' identity unique again: tombstones holds two tombstones of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again";
+
 /// The six invariants `check` proves, by number (README, "check"); index 0 is unused.
 pub const INVARIANT_NAMES: [&str; 7] = [
     "",
@@ -292,6 +296,18 @@ impl Checker<'_> {
             ),
             f,
             &|r| format!("{} has {} current records", ident(r), r.show(3)),
+        )?;
+        // A tombstone of one identity twice: only a client that removed tombstones' primary key
+        // stores it, and a delete or restore of it is then refused (`two_rows_of_one_identity`).
+        self.rows(
+            1,
+            &format!(
+                "SELECT subject, predicate, scope, count(*) FROM tombstones t WHERE {}
+                 GROUP BY scope, subject, predicate HAVING count(*) > 1",
+                f.sql("t")
+            ),
+            f,
+            &|r| format!("{} has {} tombstones", ident(r), r.show(3)),
         )?;
 
         // 3. Deletion monotonicity.

@@ -118,7 +118,10 @@ pub(crate) struct Left {
     /// and `pending_resolved` events that record writes refused because of it (no content).
     pub beyond_trail: i64,
     pub records: i64,
+    /// The highest tombstone version, and how many tombstone rows there are (two only where a
+    /// raw client dropped the key).
     pub tombstone: Option<i64>,
+    pub tombstones: i64,
 }
 
 impl Left {
@@ -129,7 +132,8 @@ impl Left {
     /// writes kept, only their sources blanked ([`BLANK_REFUSED_SOURCES_SQL`]; README, "delete,
     /// restore, gc"). An identity holding two current records (a
     /// client dropped the guard that keeps it unique) is refused on every backend, as every
-    /// other command refuses it: a delete would report one record destroyed of two.
+    /// other command refuses it: a delete would report one record destroyed of two. So is one
+    /// holding two tombstones: which one's version stands is not known.
     pub fn nothing_to_destroy(
         &self,
         id: &crate::model::Identity,
@@ -138,6 +142,12 @@ impl Left {
         if self.records > 1 {
             return Err(crate::store::check::two_rows_of_one_identity(
                 "memories", id,
+            ));
+        }
+        if self.tombstones > 1 {
+            return Err(crate::store::check::two_rows_of_one_identity(
+                "tombstones",
+                id,
             ));
         }
         Ok((self.beyond_trail == 0 && self.records == 0 && !pending)
@@ -154,7 +164,11 @@ pub(crate) fn check_carried_out(
     left: Left,
     version: i64,
 ) -> anyhow::Result<()> {
-    if left.history == 0 && left.records == 0 && left.tombstone == Some(version) {
+    if left.history == 0
+        && left.records == 0
+        && left.tombstones == 1
+        && left.tombstone == Some(version)
+    {
         return Ok(());
     }
     anyhow::bail!(

@@ -1279,3 +1279,105 @@ fn two_current_records_of_one_identity_are_refused_never_answered_from_either() 
 fn two_current_records_of_one_identity_are_refused_never_answered_from_either_on_postgres() {
     on_postgres(|db| two_current_records_refused(&db));
 }
+
+/// Takes away tombstones' primary key, as a raw client can: on SQLite the table rebuilt
+/// without it (its guard triggers go with the old table), on PostgreSQL the constraint dropped.
+fn drop_tombstone_key(db: &TestDb) {
+    if db.is_postgres() {
+        db.sql_execute("ALTER TABLE tombstones DROP CONSTRAINT tombstones_pkey")
+            .unwrap();
+        return;
+    }
+    let r = python(
+        "import re, sqlite3, sys\n\
+         c = sqlite3.connect(sys.argv[1])\n\
+         sql = c.execute(\"SELECT sql FROM sqlite_master WHERE name = 'tombstones'\").fetchone()[0]\n\
+         keyless = re.sub(r',\\s*PRIMARY KEY \\(subject, predicate, scope\\)\\s*\\)\\s*WITHOUT ROWID', ')', sql)\n\
+         assert keyless != sql, sql\n\
+         c.executescript('PRAGMA legacy_alter_table = ON; ALTER TABLE tombstones RENAME TO t_old; '\n\
+           + keyless + '; INSERT INTO tombstones SELECT * FROM t_old; DROP TABLE t_old;')\n\
+         c.commit()\n",
+        &[db.path_str()],
+    );
+    assert_eq!(r.code, 0, "python: {}", r.stderr);
+}
+
+/// Two tombstones of one identity — stored by a raw client that dropped tombstones' key (found
+/// by review: `check` saw nothing) — are named by `check` (invariant 1, and the guards as
+/// missing); a restore or delete of the identity is refused in one sentence and changes
+/// nothing; `init` cannot make the key again and says how to repair; once a SQL client removed
+/// the extra row, `init` makes the key again, `check` is clean and the restore works.
+fn two_tombstones_found(db: &TestDb) {
+    let (s, p) = ("user:7", "editor");
+    db.write(s, p, "helix 第二版 🧬", "repo:网站", "s:1");
+    db.run(&[
+        "delete",
+        "--subject",
+        s,
+        "--predicate",
+        p,
+        "--scope",
+        "repo:网站",
+    ])
+    .ok();
+    db.assert_check_ok();
+    drop_tombstone_key(db);
+    db.sql_execute(
+        "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) \
+         SELECT subject, predicate, scope, version, '第二块墓碑 🪦', deleted_at FROM tombstones",
+    )
+    .unwrap();
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["metrics"]["schema_guards"], json!("missing"));
+    let named = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["invariant"] == 1 && v.to_string().contains("@ repo:网站 has 2 tombstones"));
+    assert!(named, "{report:#}");
+    let before = db.fingerprint();
+    let id = ["--subject", s, "--predicate", p, "--scope", "repo:网站"];
+    let said = ["tombstones holds two rows of", "网站", "memscope check"];
+    db.run(&[&["restore"][..], &id].concat())
+        .fails_with(1, &said);
+    db.run(&[&["delete"][..], &id].concat())
+        .fails_with(1, &said);
+    assert_eq!(db.fingerprint(), before, "nothing changed");
+    db.run(&["init"]).fails_with(
+        1,
+        &[
+            "two tombstones of one identity",
+            "memscope check",
+            "SQL client",
+        ],
+    );
+    assert_eq!(db.fingerprint(), before, "init changed nothing");
+    db.sql_execute("DELETE FROM tombstones WHERE reason = '第二块墓碑 🪦'")
+        .unwrap();
+    db.run(&["init"]).ok();
+    let (code, report) = db.check();
+    assert_eq!(
+        (code, &report["metrics"]["schema_guards"]),
+        (0, &json!("present")),
+        "{report:#}"
+    );
+    // The key is back: a second tombstone is refused again.
+    let again = db.sql_execute(
+        "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) \
+         SELECT subject, predicate, scope, version, 'x', deleted_at FROM tombstones",
+    );
+    assert!(again.is_err(), "the key refuses a second tombstone");
+    db.run(&[&["restore"][..], &id].concat()).ok();
+    db.assert_check_ok();
+}
+
+#[test]
+fn two_tombstones_of_one_identity_are_found_and_refused() {
+    two_tombstones_found(&TestDb::new());
+}
+
+#[test]
+fn two_tombstones_of_one_identity_are_found_and_refused_on_postgres() {
+    on_postgres(|db| two_tombstones_found(&db));
+}

@@ -363,7 +363,7 @@ impl Pg<'_, '_> {
             .map(|f| super::schema::function_body(f).unwrap_or_default())
             .collect();
         let row = self.0.query_one(
-            "SELECT (SELECT count(DISTINCT t.tgname) FROM pg_trigger t
+            &format!("SELECT (SELECT count(DISTINCT t.tgname) FROM pg_trigger t
                        JOIN unnest($1::text[], $2::text[], $3::text[], $4::int2[])
                             AS g(name, tab, function, kind) ON g.name = t.tgname
                      WHERE NOT t.tgisinternal AND t.tgenabled IN ('O', 'A')
@@ -374,7 +374,10 @@ impl Pg<'_, '_> {
                               AND c.contype = 'u'
                               AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a
                                    WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey))
-                                  = ARRAY['predicate', 'scope', 'subject']),
+                                  = ARRAY['predicate', 'scope', 'subject'])
+                    -- And tombstones' key: without it a raw client may store a second
+                    -- tombstone of one identity.
+                    AND EXISTS ({TOMBSTONE_KEY}),
                     (SELECT count(*) FROM unnest($5::text[], $6::text[]) AS f(name, body)
                      JOIN pg_proc p ON p.oid = to_regproc(f.name)
                      JOIN pg_namespace n ON n.oid = p.pronamespace
@@ -402,7 +405,7 @@ impl Pg<'_, '_> {
                     -- The clock's owner-rights function is no login's but memscope's roles'
                     -- (schema v8).
                     AND NOT coalesce(has_function_privilege('public',
-                                to_regprocedure('memscope_clock_observe(bigint)'), 'EXECUTE'), false)",
+                                to_regprocedure('memscope_clock_observe(bigint)'), 'EXECUTE'), false)"),
             &[
                 &names,
                 &tables,
@@ -420,6 +423,14 @@ impl Pg<'_, '_> {
             && row.get::<_, bool>(3))
     }
 }
+
+/// The catalog query that finds tombstones' key: a primary key or unique constraint on exactly
+/// the identity's three columns.
+const TOMBSTONE_KEY: &str = "SELECT 1 FROM pg_constraint c
+     WHERE c.conrelid = to_regclass('tombstones') AND c.contype IN ('p', 'u')
+       AND (SELECT array_agg(a.attname::text ORDER BY a.attname::text) FROM pg_attribute a
+            WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey))
+           = ARRAY['predicate', 'scope', 'subject']";
 
 /// Makes memscope's guard functions and triggers, the identity constraint and the UI's change
 /// notices again when the guards are not intact (README, "check": `init` restores the guards);
@@ -455,6 +466,20 @@ pub(super) fn restore_guards(tx: &mut Transaction<'_>) -> Result<bool> {
     match unique {
         Err(e) if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
             bail!(crate::store::check::IDENTITY_NOT_UNIQUE)
+        }
+        done => done?,
+    }
+    let key = tx.batch_execute(&format!(
+        "DO $$ BEGIN
+            IF NOT EXISTS ({TOMBSTONE_KEY}) THEN
+                ALTER TABLE tombstones DROP CONSTRAINT IF EXISTS tombstones_pkey;
+                ALTER TABLE tombstones ADD CONSTRAINT tombstones_pkey PRIMARY KEY (subject, predicate, scope);
+            END IF;
+        END $$;"
+    ));
+    match key {
+        Err(e) if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
+            bail!(crate::store::check::TOMBSTONE_NOT_UNIQUE)
         }
         done => done?,
     }

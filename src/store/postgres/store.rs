@@ -1690,7 +1690,8 @@ fn left_of(t: &mut Tx<'_>, id: &Identity) -> Result<crate::store::events::Left> 
                 (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
                    AND event NOT IN ('deleted', 'rejected', 'pending_resolved')),
                 (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
-                (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)",
+                (SELECT max(version) FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3),
+                (SELECT count(*) FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)",
         &[&id.subject, &id.predicate, &id.scope.to_string()],
     )?;
     Ok(crate::store::events::Left {
@@ -1698,6 +1699,7 @@ fn left_of(t: &mut Tx<'_>, id: &Identity) -> Result<crate::store::events::Left> 
         beyond_trail: r.get(1),
         records: r.get(2),
         tombstone: r.get(3),
+        tombstones: r.get(4),
     })
 }
 

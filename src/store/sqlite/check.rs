@@ -120,6 +120,11 @@ impl CheckDb for Sqlite<'_> {
                 "memories has no unique index on the identity (scope, subject, predicate)".into(),
             );
         }
+        if !super::schema::tombstone_is_unique(self.0)? {
+            problems.push(
+                "tombstones has no primary key or unique index on the identity (subject, predicate, scope)".into(),
+            );
+        }
         // And no trigger of a raw client's on the guarded tables, nor on the tables a delete
         // purges: one can make memscope's statements do nothing (`RAISE(IGNORE)`), undo what
         // they did, or copy what a delete destroys.

@@ -11,7 +11,7 @@ use crate::model::{DeletePreview, DeleteReport, DeleteTarget, Identity, Scope, T
 use crate::store::check::CheckDb;
 use crate::store::gc::{tombstone_collectable, GcPlan, GcReport};
 use anyhow::{anyhow, bail, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 use serde_json::json;
 use std::collections::BTreeSet;
 
@@ -206,7 +206,8 @@ fn left_of(conn: &Connection, id: &Identity) -> Result<crate::store::events::Lef
                 (SELECT count(*) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
                    AND event NOT IN ('deleted', 'rejected', 'pending_resolved')),
                 (SELECT count(*) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
-                (SELECT version FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
+                (SELECT max(version) FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
+                (SELECT count(*) FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
         params![id.subject, id.predicate, id.scope.to_string()],
         |r| {
             Ok(crate::store::events::Left {
@@ -214,6 +215,7 @@ fn left_of(conn: &Connection, id: &Identity) -> Result<crate::store::events::Lef
                 beyond_trail: r.get(1)?,
                 records: r.get(2)?,
                 tombstone: r.get(3)?,
+                tombstones: r.get(4)?,
             })
         },
     )?)
@@ -493,13 +495,15 @@ impl Store {
         )?;
         self.in_write_tx(|tx, ctx, _| {
         let now = &ctx.now;
-        let version: Option<i64> = tx
-            .query_row(
-                "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 RETURNING version",
-                params![id.subject, id.predicate, id.scope.to_string()],
-                |r| r.get(0),
-            )
-            .optional()?;
+        // Every row RETURNING names is deleted by its first step: a second tombstone (a raw
+        // client dropped the key) is refused, and the transaction rolls both back.
+        let version: Option<i64> = super::rows::identity_row(
+            tx,
+            "tombstones",
+            "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 RETURNING version",
+            &id,
+            |r| r.get(0),
+        )?;
         let Some(version) = version else {
             bail!("{id} is not deleted: there is no tombstone to restore (see `memscope list` or the UI's tombstones tab)");
         };

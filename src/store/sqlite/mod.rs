@@ -681,6 +681,17 @@ impl Store {
                 }
                 restored.push("memories_identity");
             }
+            if !schema::tombstone_is_unique(&tx)? {
+                match tx.execute_batch(schema::TOMBSTONE_INDEX_SQL) {
+                    Err(rusqlite::Error::SqliteFailure(f, _))
+                        if f.code == rusqlite::ErrorCode::ConstraintViolation =>
+                    {
+                        bail!(crate::store::check::TOMBSTONE_NOT_UNIQUE)
+                    }
+                    done => done?,
+                }
+                restored.push("tombstones_identity");
+            }
             tx.commit()?;
             Ok(restored)
         });

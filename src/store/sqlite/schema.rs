@@ -341,14 +341,29 @@ pub const GUARD_TRIGGERS: [&str; 9] = [
 pub const IDENTITY_INDEX_SQL: &str =
     "CREATE UNIQUE INDEX memories_identity ON memories (scope, subject, predicate)";
 
+/// The index `init` makes when `tombstones` lost its primary key (a raw client rebuilt the
+/// table without it): the same guard, found by `ON CONFLICT` as the key was.
+pub const TOMBSTONE_INDEX_SQL: &str =
+    "CREATE UNIQUE INDEX tombstones_identity ON tombstones (subject, predicate, scope)";
+
 /// Whether some unique index of `memories` (the table's own constraint, or `memories_identity`)
 /// holds exactly the identity's three columns, whole (not partial).
 pub fn identity_is_unique(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
-    let mut indexes = conn.prepare(
-        "SELECT name FROM pragma_index_list('memories') WHERE \"unique\" = 1 AND partial = 0",
-    )?;
+    unique_on_identity(conn, "memories")
+}
+
+/// The same of `tombstones` (its primary key, or `tombstones_identity`).
+pub fn tombstone_is_unique(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
+    unique_on_identity(conn, "tombstones")
+}
+
+/// Whether some whole unique index of `table` (one of memscope's names) holds exactly the
+/// identity's three columns.
+fn unique_on_identity(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<bool> {
+    let mut indexes = conn
+        .prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1 AND partial = 0")?;
     let names: Vec<String> = indexes
-        .query_map([], |r| r.get(0))?
+        .query_map([table], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     let mut columns = conn.prepare("SELECT name FROM pragma_index_info(?1)")?;
     for name in names {
