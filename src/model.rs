@@ -377,7 +377,7 @@ fn causal_seq_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64
         None => Ok(None),
         Some(v) => v.as_i64().map(Some).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "causal_seq must be a whole number from 1 to {MAX_BROUGHT_SEQ_WORDS}, got {}",
+                "causal_seq must be a whole number from 1 to 2^53 (from `memscope seq`), got {}",
                 shorten(&value_text(&v), 40)
             ))
         }),
@@ -563,6 +563,20 @@ pub const MAX_BROUGHT_SEQ: i64 = MAX_CAUSAL_SEQ - (1 << 32);
 
 /// [`MAX_BROUGHT_SEQ`] as the messages name it.
 pub const MAX_BROUGHT_SEQ_WORDS: &str = "2^53 − 2^32 (9007194959773696)";
+
+/// The rule for a number a writer brings, once the clock is known (inside the write's
+/// transaction, on both backends): one above [`MAX_BROUGHT_SEQ`] would move the clock into the
+/// numbers it keeps for writes without their own, so it is refused — unless the clock has
+/// already reached it (`memscope seq` handed it out), when it moves nothing. The clock only
+/// rises, so a number found within it stays within it.
+pub fn brought_within_clock(seq: i64, clock: i64) -> Result<(), InvalidRequest> {
+    if seq <= MAX_BROUGHT_SEQ || seq <= clock {
+        return Ok(());
+    }
+    Err(InvalidRequest(format!(
+        "causal_seq {seq} is past {MAX_BROUGHT_SEQ_WORDS} and ahead of the causal clock ({clock}): the clock keeps the numbers above that for writes without one of their own, so a writer may bring one only once `memscope seq` has handed it out; leave it out, and the clock orders the write"
+    )))
+}
 
 /// Why a write without a causal number of its own is refused once the clock stands at
 /// [`MAX_CAUSAL_SEQ`] (a database an earlier release let a writer bring there, or a login that

@@ -51,14 +51,14 @@ pub struct GcArgs {
     #[arg(
         long,
         allow_negative_numbers = true,
-        value_parser = WholeNumber::new("a whole number of days from 0 to 4294967295 (0 keeps history content)").at_least(0).at_most(u32::MAX as i64)
+        value_parser = WholeNumber::new("a whole number of days from 0 to 4294967295 (0 keeps history content)").at_least(0).at_most(crate::store::gc::MAX_GC_DAYS)
     )]
     pub retention_days: Option<i64>,
     /// Collect tombstones older than this many days whose identity holds nothing (0 never collects); saved
     #[arg(
         long,
         allow_negative_numbers = true,
-        value_parser = WholeNumber::new("a whole number of days from 0 to 4294967295 (0 never collects)").at_least(0).at_most(u32::MAX as i64)
+        value_parser = WholeNumber::new("a whole number of days from 0 to 4294967295 (0 never collects)").at_least(0).at_most(crate::store::gc::MAX_GC_DAYS)
     )]
     pub tombstone_safe_days: Option<i64>,
     /// Print JSON instead of text

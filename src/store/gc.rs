@@ -7,6 +7,10 @@ use crate::model::InvalidRequest;
 use anyhow::{bail, Result};
 use chrono::{DateTime, Duration, Utc};
 
+/// The longest period `gc` takes, in days (u32::MAX: 11.7 million years); the CLI's parser holds
+/// its options to it, so every bad period reads one way.
+pub const MAX_GC_DAYS: i64 = u32::MAX as i64;
+
 pub(crate) const RETENTION_KEY: &str = "retention_days";
 pub(crate) const TOMBSTONE_SAFE_KEY: &str = "tombstone_safe_days";
 
@@ -66,9 +70,8 @@ impl GcPlan {
                 Some(d) if d < 0 => Err(InvalidRequest(format!(
                     "{key} must be 0 or more days, got {d}"
                 )))?,
-                Some(d) if d > i64::from(u32::MAX) => Err(InvalidRequest(format!(
-                    "{key} must be at most {} days, got {d}",
-                    u32::MAX
+                Some(d) if d > MAX_GC_DAYS => Err(InvalidRequest(format!(
+                    "{key} must be at most {MAX_GC_DAYS} days, got {d}"
                 )))?,
                 Some(d) => {
                     saved.push((key, d.to_string()));

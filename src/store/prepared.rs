@@ -6,7 +6,7 @@
 use crate::model::{
     named_context_id, normalize_subject, within_id_limit, ContextKind, Identity, InvalidRequest,
     LineError, OutcomeKind, OutcomeScope, PendingItem, Scope, ScopeChoice, WriteOutcome,
-    WriteRequest, MAX_BROUGHT_SEQ, MAX_BROUGHT_SEQ_WORDS,
+    WriteRequest, MAX_BROUGHT_SEQ_WORDS, MAX_CAUSAL_SEQ,
 };
 use crate::store::decide::Spelling;
 use crate::store::guard::{Context, Words};
@@ -114,9 +114,11 @@ pub(crate) fn validate(req: WriteRequest) -> Result<PreparedWrite, InvalidReques
         ));
     }
     if let Some(seq) = req.causal_seq {
-        if !(1..=MAX_BROUGHT_SEQ).contains(&seq) {
+        // The range every JSON reader holds exactly; one above 2^53 − 2^32 is judged against
+        // the clock inside the write's transaction (`brought_within_clock`).
+        if !(1..=MAX_CAUSAL_SEQ).contains(&seq) {
             return Err(InvalidRequest(format!(
-                "causal_seq {seq} is out of range (1 to {MAX_BROUGHT_SEQ_WORDS}: the clock keeps the numbers above for writes without one of their own): leave it out, and the clock orders the write"
+                "causal_seq {seq} is out of range (1 to 2^53, and above {MAX_BROUGHT_SEQ_WORDS} only a number `memscope seq` handed out): leave it out, and the clock orders the write"
             )));
         }
     }

@@ -770,7 +770,7 @@ fn a_causal_seq_that_is_not_a_whole_number_is_refused_by_name() {
         let out = &run.json_lines()[0];
         assert_eq!(
             out["error"],
-            format!("invalid write request: causal_seq must be a whole number from 1 to 2^53 − 2^32 (9007194959773696), got {shown}"),
+            format!("invalid write request: causal_seq must be a whole number from 1 to 2^53 (from `memscope seq`), got {shown}"),
             "{out:#}"
         );
     }
@@ -935,17 +935,25 @@ fn write_global(db: &TestDb, value: &str, extra: &[&str]) -> Run {
 
 fn clock_at_its_end_on(db: TestDb) {
     let write = |value: &str, extra: &[&str]| write_global(&db, value, extra);
-    // A writer may not bring a number in the clock's last 2^32 (found by review: one line that
-    // brought 2^53 stopped every later write without a number, with no remedy): refused in one
-    // sentence, nothing written, the clock unmoved.
+    // A writer may not bring a number in the clock's last 2^32 that the clock has not reached
+    // (found by review: one line that brought 2^53 stopped every later write without a number,
+    // with no remedy): refused in one sentence, nothing written, the clock unmoved. Past 2^53
+    // it is out of every range.
     let highest = (1i64 << 53) - (1i64 << 32);
-    for past in [highest + 1, (1i64 << 53) - 1, 1i64 << 53] {
+    let ahead = |n: i64| {
+        format!(
+            "causal_seq {n} is past 2^53 − 2^32 (9007194959773696) and ahead of the causal clock"
+        )
+    };
+    for past in [highest + 1, (1i64 << 53) - 1, 1i64 << 53, (1i64 << 53) + 1] {
+        let said = if past > 1i64 << 53 {
+            format!("causal_seq {past} is out of range (1 to 2^53")
+        } else {
+            ahead(past)
+        };
         let run = write("pnpm", &["--causal-seq", &past.to_string()]);
         assert_eq!(run.code, 2, "{run:?}");
-        assert_one_sentence(
-            &run.stderr,
-            &[&format!("causal_seq {past} is out of range"), "2^53 − 2^32"],
-        );
+        assert_one_sentence(&run.stderr, &[&said, "leave it out"]);
         let line = format!(
             r#"{{"subject":"{U}","predicate":"editor","value":"helix","scope":"global","source":"s","causal_seq":{past}}}"#
         );
@@ -954,11 +962,16 @@ fn clock_at_its_end_on(db: TestDb) {
         assert!(
             run.json_lines()[0]["error"]
                 .as_str()
-                .is_some_and(|e| e.contains("out of range (1 to 2^53 − 2^32")),
+                .is_some_and(|e| e.contains(&said)),
             "{run:?}"
         );
     }
     assert_eq!(db.run(&["list", "--json"]).ok().stdout.trim(), "[]");
+    assert_eq!(
+        db.run(&["seq"]).ok().stdout.trim(),
+        "1",
+        "the clock did not move"
+    );
     // The highest a writer may bring moves the clock there, and a write without a number still
     // takes the next.
     let run = write("pnpm", &["--causal-seq", &highest.to_string(), "--json"]);
@@ -970,6 +983,55 @@ fn clock_at_its_end_on(db: TestDb) {
         (highest + 2).to_string(),
         "a later write took the number after the brought one; `seq` hands out the next"
     );
+    // A number `seq` handed out is the writer's to bring, past the cap too (found by review:
+    // it was refused, since the rule was checked before the write read the clock) …
+    let run = write(
+        "yarn",
+        &["--causal-seq", &(highest + 2).to_string(), "--json"],
+    );
+    assert_eq!(run.json()["outcome"], "superseded", "{run:?}");
+    // … one the clock has not reached is not.
+    write("bun", &["--causal-seq", &(highest + 3).to_string()])
+        .fails_with(2, &[&ahead(highest + 3)]);
+    // In a batch, as each line stands against the clock the lines before it left: the first
+    // takes the next number, the second brings it, the third brings one ahead, the fourth
+    // takes the next again.
+    let lines: Vec<String> = [
+        ("editor", None),
+        ("shell", Some(highest + 3)),
+        ("theme", Some(highest + 9)),
+        ("font", None),
+    ]
+    .iter()
+    .map(|(p, seq)| {
+        let mut line = json!({"subject": U, "predicate": p, "value": "值 🌱", "scope": "global", "source": "s"});
+        if let Some(seq) = seq {
+            line["causal_seq"] = json!(seq);
+        }
+        line.to_string() + "\n"
+    })
+    .collect();
+    let run = db.run_stdin(&["apply", "-"], lines.concat().as_bytes());
+    assert_eq!(run.code, 1, "{run:?}");
+    let outs = run.json_lines();
+    let kinds: Vec<&str> = outs
+        .iter()
+        .map(|o| o["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["inserted", "inserted", "error", "inserted"],
+        "{outs:#?}"
+    );
+    assert!(
+        outs[2]["error"]
+            .as_str()
+            .unwrap()
+            .contains(&ahead(highest + 9)),
+        "{outs:#?}"
+    );
+    assert_eq!(outs[0]["causal_seq"], json!(highest + 3), "{outs:#?}");
+    assert_eq!(outs[3]["causal_seq"], json!(highest + 4), "{outs:#?}");
     db.assert_check_ok();
 
     // A clock at its end comes only from elsewhere now — a database an earlier release let a
@@ -1012,7 +1074,7 @@ fn clock_at_its_end_on(db: TestDb) {
         "{run:?}"
     );
     // A write that brings its own number is still decided (stale: the clock's is newer).
-    let run = write("yarn", &["--causal-seq", "5", "--json"]);
+    let run = write("deno 🦕", &["--causal-seq", "5", "--json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains("stale"), "{}", run.stdout);
     // In one batch, each line alone: those with a number of their own decided, those without
@@ -1186,7 +1248,7 @@ fn a_line_past_the_clocks_end_is_refused_alone_on_both_backends() {
         assert!(
             out[5]["error"]
                 .as_str()
-                .is_some_and(|e| e.contains(&format!("causal_seq {max} is out of range"))),
+                .is_some_and(|e| e.contains(&format!("causal_seq {max} is past 2^53 − 2^32"))),
             "{r:?}"
         );
         out.iter()

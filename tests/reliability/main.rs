@@ -21,5 +21,6 @@ mod open;
 mod purge_blocked;
 mod purge_empties;
 mod rescope_delete;
+mod respell;
 mod soak;
 mod spellings;

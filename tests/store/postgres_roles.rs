@@ -844,14 +844,18 @@ fn only_memscope_roles_move_the_clock_and_never_past_2_53() {
     write.extend(["--causal-seq", "500"]);
     memscope_at(&url, &write).ok();
     assert_eq!(memscope_at(&url, &["seq"]).ok().stdout.trim(), "501");
-    // … and not past 2^53, even by SQL.
-    refused(
-        &agent,
-        &db,
-        "SELECT memscope_clock_observe(9007199254740993);",
-        "22003",
-        "past 2^53",
-    );
+    // … and not into the clock's last 2^32 numbers, kept for writes without one of their
+    // own, even by SQL (schema v12; before it an agent could move it to 2^53 and stop them).
+    for past in ["9007194959773697", "9007199254740992", "9007199254740993"] {
+        refused(
+            &agent,
+            &db,
+            &format!("SELECT memscope_clock_observe({past});"),
+            "22003",
+            "past 2^53 - 2^32 and ahead of the causal clock",
+        );
+    }
+    assert_eq!(memscope_at(&url, &["seq"]).ok().stdout.trim(), "502");
     // The owner may still move it anywhere (`setval`); a write then says what stops it.
     owner
         .batch_execute("SELECT setval('memscope_clock', 9007199254740993)")
@@ -862,7 +866,7 @@ fn only_memscope_roles_move_the_clock_and_never_past_2_53() {
         "{run:?}"
     );
     owner
-        .batch_execute("SELECT setval('memscope_clock', 501)")
+        .batch_execute("SELECT setval('memscope_clock', 502)")
         .unwrap();
     // A grant to every login is a guard gone; `init` takes it back.
     owner

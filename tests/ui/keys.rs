@@ -733,6 +733,11 @@ fn every_candidate_of_one_kind_is_reachable_from_its_key() {
         let c = top!(s, Confirm);
         assert!(c.alternatives.is_none());
         assert!(!c.lines.iter().any(|l| l.contains("Tab:")), "{:?}", c.lines);
+        let screen = render(&mut s, 120, 32);
+        assert!(!screen.contains("S-Tab"), "not offered: {screen}");
+        s.app.handle_key(key(KeyCode::BackTab));
+        assert!(toast(&s).contains("no other candidate of this kind"));
+        assert!(matches!(s.app.dialogs.last(), Some(Dialog::Confirm(_))));
     });
 }
 
@@ -748,6 +753,12 @@ fn reject_goes_through_a_confirm() {
         assert_eq!(s.app.handle_key(ch('n')), Action::None);
         assert!(s.app.dialogs.is_empty());
         s.app.handle_key(ch('x'));
+        // Tab is not offered in a reject's confirm, and pressing it says so (found by review:
+        // it did nothing, silently).
+        let screen = render(&mut s, 120, 32);
+        assert!(!screen.contains("Tab"), "{screen}");
+        s.app.handle_key(key(KeyCode::Tab));
+        assert!(toast(&s).contains("Tab moves only among a pending item's candidates"));
         assert_eq!(
             s.app.handle_key(ch('y')),
             Action::Apply(Curation::Reject { pending_id: second })

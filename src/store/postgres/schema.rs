@@ -14,12 +14,12 @@ use postgres::{Client, Transaction};
 /// the repeats by a digest of the source, so a long source is no longer refused; 10 indexes the
 /// read log by digests of the subject and predicate, so a read of a long name is logged; 11
 /// indexes the places the scope guard cannot find by a token of the words).
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -748,6 +748,36 @@ const V11: &str = concat!(
     other_place!(),
     ";\n"
 );
+
+/// v12: a number a writer brings moves the clock at most to 2^53 − 2^32, unless the clock has
+/// already passed it (README, `--causal-seq`): the clock keeps its last 2^32 numbers for writes
+/// without one of their own, also against a login that calls `memscope_clock_observe` by SQL
+/// (found by review: an agent login could move the clock to 2^53 and stop every write without
+/// a number). memscope's write path judges the number before it looks (`brought_refusal`), so
+/// the refusal here is only ever met by SQL; `import`, which restores a dump's clock up to
+/// 2^53, sets the sequence itself.
+const V12: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+
+CREATE OR REPLACE FUNCTION memscope_clock_observe(seen bigint) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    -- The clock only moves up, so one already past `seen` needs no lock.
+    IF seen <= memscope_clock_current() THEN
+        RETURN;
+    END IF;
+    IF seen > 9007194959773696 THEN
+        RAISE EXCEPTION 'memscope: causal number % is past 2^53 - 2^32 and ahead of the causal clock, whose last numbers are kept for writes without one of their own', seen
+            USING ERRCODE = 'numeric_value_out_of_range';
+    END IF;
+    PERFORM pg_advisory_lock(7165349316052316227);
+    IF seen > memscope_clock_current() THEN
+        PERFORM setval('memscope_clock', seen, true);
+    END IF;
+    PERFORM pg_advisory_unlock(7165349316052316227);
+END
+$$;
+"#;
 
 const V10: &str = r#"
 SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);

@@ -237,10 +237,17 @@ impl PgStore {
         // A sequence moves outside transactions: a refused import puts it back (the database
         // was empty, so no one else took a number meanwhile).
         let clock_before: i64 = tx.query_one("SELECT memscope_clock_current()", &[])?.get(0);
-        tx.execute(
-            "SELECT memscope_clock_observe($1)",
+        // Up to 2^53 (a database an earlier release let a writer bring there): past what
+        // `memscope_clock_observe` lets a writer's number move it, so set here, under the
+        // clock's lock as that function sets it.
+        tx.batch_execute("SELECT pg_advisory_lock(7165349316052316227)")?;
+        let moved = tx.execute(
+            "SELECT setval('memscope_clock', $1::bigint, true) WHERE $1::bigint > memscope_clock_current()",
             &[&clock.max(last_event)],
-        )?;
+        );
+        let unlocked = tx.batch_execute("SELECT pg_advisory_unlock(7165349316052316227)");
+        moved?;
+        unlocked?;
         register_spellings(&mut tx)?;
         let version = dump.version();
         let finished = dump.finish(&mut Pg(&mut tx));

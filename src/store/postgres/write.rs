@@ -21,7 +21,8 @@
 
 use super::{bump_metric, parse_value, respelled, spelled_scope, Param, Tx};
 use crate::model::{
-    same_value, Identity, LineError, OutcomeKind, OutcomeScope, Scope, ScopeChoice, WriteOutcome,
+    same_value, Identity, InvalidRequest, LineError, OutcomeKind, OutcomeScope, Scope, ScopeChoice,
+    WriteOutcome, MAX_BROUGHT_SEQ,
 };
 use crate::spelling::fold;
 use crate::store::decide::{decide_spelled, Held, Probe, WriteDecision};
@@ -553,12 +554,28 @@ fn route(w: &PreparedWrite, mode: GuardMode) -> Route {
     }
 }
 
+/// The refusal of a brought number past 2^53 − 2^32 that the clock has not reached
+/// (`brought_within_clock`), asked before the write looks at anything: the clock only rises,
+/// so a number found within it is still within it when the look observes it. Only such a
+/// number costs the clock's read.
+fn brought_refusal(t: &mut Tx<'_>, seen: Option<i64>) -> Result<Option<InvalidRequest>> {
+    match seen {
+        Some(s) if s > MAX_BROUGHT_SEQ => {
+            Ok(crate::model::brought_within_clock(s, super::clock_now(t)?).err())
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Decides and applies one write inside an open transaction (README, the write rules: the
 /// tombstone, the scope guard, no record → same value → causal order → supersede).
 pub(in crate::store::postgres) fn write_in_tx(
     t: &mut Tx<'_>,
     w: &PreparedWrite,
 ) -> Result<WriteOutcome> {
+    if let Some(refused) = brought_refusal(t, w.causal_seq)? {
+        return Err(refused.into());
+    }
     let mut w = w.clone();
     let scope_in = match &w.choice {
         ScopeChoice::Exact(scope) => Some(scope.to_string()),
@@ -716,11 +733,14 @@ pub(super) fn apply_batch(
                 run.clear();
                 // The clock's refusal comes after the look, before anything is written: the
                 // line's error, as in a run.
-                let out = match write_in_tx(t, w) {
-                    Err(e) if e.is::<crate::model::ClockExhausted>() => {
-                        WriteOutcome::error(None, e.to_string())
-                    }
-                    other => other?,
+                let out = match brought_refusal(t, w.causal_seq)? {
+                    Some(refused) => WriteOutcome::error(None, refused.0),
+                    None => match write_in_tx(t, w) {
+                        Err(e) if e.is::<crate::model::ClockExhausted>() => {
+                            WriteOutcome::error(None, e.to_string())
+                        }
+                        other => other?,
+                    },
                 };
                 outcomes[i] = Some(out);
             }
@@ -855,6 +875,34 @@ fn write_run(
     }
     for ((key, slot), r) in slots.iter_mut().zip(&rows) {
         *slot = Slot::new(probe_from_row(r, 0, &key.2)?.0);
+    }
+    // A line that brings a number past 2^53 − 2^32 the clock has not reached is that line's
+    // error, as on SQLite (`brought_within_clock`): judged against the clock before the run and
+    // the numbers the lines before it take or bring — the least the clock can then stand at.
+    if lines
+        .iter()
+        .any(|(_, w, ..)| w.causal_seq.is_some_and(|s| s > MAX_BROUGHT_SEQ))
+    {
+        let mut bound = super::clock_now(t)?;
+        lines.retain(|(i, w, _, _, at)| {
+            if slots[*at].1.probe.tombstone.is_some() {
+                return true;
+            }
+            let Some(s) = w.causal_seq else {
+                bound = bound.saturating_add(1);
+                return true;
+            };
+            match crate::model::brought_within_clock(s, bound) {
+                Ok(()) => {
+                    bound = bound.max(s);
+                    true
+                }
+                Err(e) => {
+                    outcomes[*i] = Some(WriteOutcome::error(None, e.0));
+                    false
+                }
+            }
+        });
     }
     // The causal numbers, in line order, taken under the locks: a tombstoned identity's line
     // takes none (its rejected row records the clock now), as a single write's probe does.

@@ -86,9 +86,12 @@ impl SeqBatch {
         Ok(seq)
     }
 
-    /// A writer brought its own number: later allocations stay above it.
+    /// A writer brought its own number: later allocations stay above it. One past
+    /// [`MAX_BROUGHT_SEQ`](crate::model::MAX_BROUGHT_SEQ) the clock has not reached is refused.
     pub(crate) fn observe(&mut self, conn: &Connection, seq: i64) -> Result<()> {
-        if seq > self.load(conn)? {
+        let clock = self.load(conn)?;
+        crate::model::brought_within_clock(seq, clock)?;
+        if seq > clock {
             self.next = Some(seq);
         }
         Ok(())

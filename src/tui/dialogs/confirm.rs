@@ -1,7 +1,7 @@
 //! The confirm of a destructive change (`ConfirmAction` → the dialog states the effect →
 //! `y` hands the curation to the loop).
 
-use super::{centered, frame_box, Step};
+use super::{centered, frame_box_offering, Step};
 use crate::tui::app::{Action, Curation};
 use crate::tui::draw::{bold, part, plain, row_line};
 use crate::tui::keymap::{Command, Context};
@@ -78,9 +78,27 @@ impl ConfirmDialog {
         *self = ConfirmDialog::resolve(*pending_id, self.lines[0].clone(), alternatives);
     }
 
+    /// `Tab` moves only a confirm with alternatives: the border and the footer offer it on no
+    /// other (found by review: in a reject or a restore confirm it was offered, and did nothing).
+    pub fn offers(&self, cmd: Command) -> bool {
+        match cmd {
+            Command::NextChoice | Command::PrevChoice => self.alternatives.is_some(),
+            _ => true,
+        }
+    }
+
     pub fn key(&mut self, cmd: Option<Command>, shell: &mut Shell<'_>) -> Step {
         match cmd {
             Some(Command::Confirm) => Step::Close(Action::Apply(self.curation.clone())),
+            Some(Command::NextChoice | Command::PrevChoice)
+                if !self.offers(Command::NextChoice) =>
+            {
+                shell.info(match self.curation {
+                    Curation::Resolve { .. } => "Tab: the pending item has no other candidate of this kind; y writes, n cancels",
+                    _ => "Tab moves only among a pending item's candidates; y confirms, n cancels",
+                });
+                Step::Stay(Action::None)
+            }
             Some(Command::NextChoice) => {
                 self.step(1);
                 Step::Stay(Action::None)
@@ -138,7 +156,9 @@ impl ConfirmDialog {
             .flat_map(|(l, rows)| wrap_at_most(l, max, rows))
             .collect();
         let rect = centered(area, w, text.len() as u16 + 4);
-        let inner = frame_box(frame, rect, &c.title, Context::Confirm);
+        let inner = frame_box_offering(frame, rect, &c.title, Context::Confirm, &|cmd| {
+            c.offers(cmd)
+        });
         let max = inner.width as usize;
         let mut lines: Vec<Line<'static>> =
             text.iter().map(|l| plain(l, Style::new(), max)).collect();

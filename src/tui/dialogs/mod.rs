@@ -63,6 +63,7 @@ impl Dialog {
             Dialog::Delete(d) => d.offers(cmd),
             Dialog::Rescope(d) => d.offers(cmd),
             Dialog::Revert(d) => d.offers(cmd),
+            Dialog::Confirm(d) => d.offers(cmd),
             _ => true,
         }
     }
