@@ -377,7 +377,7 @@ fn causal_seq_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64
         None => Ok(None),
         Some(v) => v.as_i64().map(Some).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "causal_seq must be a whole number from 1 to 2^53 (from `memscope seq`), got {}",
+                "causal_seq must be a whole number from 1 to {MAX_BROUGHT_SEQ_WORDS} (or one `memscope seq` handed out), got {}",
                 shorten(&value_text(&v), 40)
             ))
         }),

@@ -119,6 +119,10 @@ pub(crate) fn two_rows_of_one_identity(table: &str, id: &crate::model::Identity)
 /// identity stand (the guard cannot be built over them), on both backends: nothing is changed.
 pub(crate) const IDENTITY_NOT_UNIQUE: &str = "cannot make the identity unique again: memories holds two current records of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again";
 
+/// A delete's refusal when tombstones lost its key (a raw client rebuilt or altered the table):
+/// the tombstone cannot be recorded by its identity, so nothing is deleted.
+pub(crate) const TOMBSTONE_KEY_GONE: &str = "tombstones has lost its key on the identity (a client rebuilt or altered the table), so memscope cannot record a delete: nothing was deleted; run `memscope init` to make the key again (`memscope check` reports schema_guards)";
+
 /// The same refusal for tombstones' primary key, which a raw client dropped and then stored a
 /// second tombstone of one identity under.
 pub(crate) const TOMBSTONE_NOT_UNIQUE: &str = "cannot make the tombstones' identity unique again: tombstones holds two tombstones of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again";

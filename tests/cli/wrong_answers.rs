@@ -770,7 +770,7 @@ fn a_causal_seq_that_is_not_a_whole_number_is_refused_by_name() {
         let out = &run.json_lines()[0];
         assert_eq!(
             out["error"],
-            format!("invalid write request: causal_seq must be a whole number from 1 to 2^53 (from `memscope seq`), got {shown}"),
+            format!("invalid write request: causal_seq must be a whole number from 1 to 2^53 − 2^32 (9007194959773696) (or one `memscope seq` handed out), got {shown}"),
             "{out:#}"
         );
     }
@@ -1032,6 +1032,50 @@ fn clock_at_its_end_on(db: TestDb) {
     );
     assert_eq!(outs[0]["causal_seq"], json!(highest + 3), "{outs:#?}");
     assert_eq!(outs[3]["causal_seq"], json!(highest + 4), "{outs:#?}");
+    // The number is judged before the identity, so a deleted one's write with a number ahead is
+    // refused the same way on both backends, by itself and in a batch (found by review:
+    // PostgreSQL refused it, SQLite answered `rejected`).
+    db.run(&[
+        "delete",
+        "--subject",
+        U,
+        "--predicate",
+        "font",
+        "--scope",
+        "global",
+    ])
+    .ok();
+    let font = |seq: i64| {
+        json!({"subject": U, "predicate": "font", "value": "等宽 🔤", "scope": "global",
+               "source": "s", "causal_seq": seq})
+        .to_string()
+    };
+    db.run(&[
+        "write",
+        "--subject",
+        U,
+        "--predicate",
+        "font",
+        "--scope",
+        "global",
+        "--value",
+        "等宽",
+        "--source",
+        "s",
+        "--causal-seq",
+        &(highest + 9).to_string(),
+    ])
+    .fails_with(2, &[&ahead(highest + 9)]);
+    let run = db.run_stdin(
+        &["apply", "-"],
+        format!("{}\n{}\n", font(highest + 9), font(highest + 2)).as_bytes(),
+    );
+    let outs = run.json_lines();
+    let kinds: Vec<&str> = outs
+        .iter()
+        .map(|o| o["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["error", "rejected"], "{outs:#?}");
     db.assert_check_ok();
 
     // A clock at its end comes only from elsewhere now — a database an earlier release let a

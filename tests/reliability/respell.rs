@@ -214,6 +214,16 @@ fn respells_race(db: Db) {
         "the versions told as new are contiguous"
     );
     assert!(n > 1, "the race wrote more than one version");
+    // Each new version is another spelling than the one before: the very same spelling
+    // confirms, it never supersedes.
+    for v in 2..=n {
+        assert_ne!(
+            set_at.get(&(v - 1)),
+            set_at.get(&v),
+            "v{v} superseded v{} with the same spelling",
+            v - 1
+        );
+    }
     let current = db
         .run(&[
             "resolve",

@@ -1322,6 +1322,25 @@ fn two_tombstones_found(db: &TestDb) {
     .ok();
     db.assert_check_ok();
     drop_tombstone_key(db);
+    // A delete cannot record its tombstone without the key: refused in one sentence.
+    db.write(s, "theme", "暗色 🌑", "global", "s:2");
+    db.run(&[
+        "delete",
+        "--subject",
+        s,
+        "--predicate",
+        "theme",
+        "--scope",
+        "global",
+    ])
+    .fails_with(
+        1,
+        &[
+            "tombstones has lost its key",
+            "nothing was deleted",
+            "memscope init",
+        ],
+    );
     db.sql_execute(
         "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) \
          SELECT subject, predicate, scope, version, '第二块墓碑 🪦', deleted_at FROM tombstones",

@@ -496,6 +496,92 @@ fn a_delete_a_rule_suppresses_is_refused_whole_on_postgres() {
     assert!(store.check(IntegrityMode::Quick).unwrap().ok);
 }
 
+/// A write another client's trigger turns into nothing (`RETURN NULL` before the row is
+/// stored) is refused whole — a single write, an insert and an update, and an `apply` batch —
+/// instead of being told `inserted` or `superseded` while the record stayed as it was (found by
+/// review: the batch's statement did not count what it stored).
+#[test]
+fn writes_a_trigger_suppresses_are_refused_whole_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, _) = FreshDb::prepared(&server);
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Create).unwrap();
+    every_kind_of_write(&mut store);
+    drop(store);
+    let before = memscope_on(&db.url, &["export"]).stdout;
+    psql_run(
+        &db.url,
+        "CREATE FUNCTION swallow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+         CREATE TRIGGER swallow BEFORE INSERT OR UPDATE ON memories FOR EACH ROW EXECUTE FUNCTION swallow();",
+    );
+    let said = "did not store";
+    for (value, scope) in [("helix 🧬", "repo:web"), ("全新的 🆕", "task:新任务")] {
+        let out = memscope_on(
+            &db.url,
+            &[
+                "write",
+                "--subject",
+                "user:42",
+                "--predicate",
+                "editor",
+                "--scope",
+                scope,
+                "--value",
+                value,
+                "--source",
+                "s:swallowed",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() == Some(1) && stderr.contains(said),
+            "{scope}: {stderr}"
+        );
+    }
+    let mut apply = std::process::Command::new(env!("CARGO_BIN_EXE_memscope"))
+        .args(["--db", &db.url, "apply"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = apply.stdin.take().unwrap();
+        for (p, scope) in [("editor", "repo:web"), ("brand_new", "global")] {
+            let line = serde_json::json!({"subject": "user:42", "predicate": p, "value": "批量 📦",
+                                          "scope": scope, "source": "s:batch"});
+            writeln!(stdin, "{line}").unwrap();
+        }
+    }
+    // Each line is that line's error (the batch, refused whole, is run again line by line).
+    let out = apply.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for line in &lines {
+        assert_eq!(line["outcome"], "error", "{line}");
+        assert!(line["error"].as_str().unwrap().contains(said), "{line}");
+    }
+    psql_run(
+        &db.url,
+        "DROP TRIGGER swallow ON memories; DROP FUNCTION swallow();",
+    );
+    let after = memscope_on(&db.url, &["export"]).stdout;
+    let content = |dump: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(dump)
+            .lines()
+            .filter(|l| !l.contains("causal_clock") && !l.contains("\"exported_at\""))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(content(&before), content(&after), "nothing was written");
+    assert_eq!(memscope_on(&db.url, &["check"]).status.code(), Some(0));
+}
+
 /// Deletes racing writes, as real clients: writer processes (`memscope write`) and a process
 /// deleting and restoring the same identities, at once, on one PostgreSQL database. Every
 /// delete that answered carried out exactly what it said (its tombstone version is a `deleted`

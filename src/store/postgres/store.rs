@@ -1579,7 +1579,16 @@ fn delete_in_tx(
              ON CONFLICT (subject, predicate, scope) DO UPDATE
              SET version = EXCLUDED.version, reason = EXCLUDED.reason, deleted_at = EXCLUDED.deleted_at",
             &[&id.subject, &id.predicate, &scope, &version, &reason],
-        )?;
+        )
+        .map_err(|e| {
+            // No key to conflict on: the server says so as it plans the statement.
+            let code = e.downcast_ref::<postgres::Error>().and_then(postgres::Error::code);
+            if code == Some(&postgres::error::SqlState::INVALID_COLUMN_REFERENCE) {
+                anyhow::anyhow!(crate::store::check::TOMBSTONE_KEY_GONE)
+            } else {
+                e
+            }
+        })?;
         crate::store::events::check_carried_out(id, left_of(t, id)?, version)?;
         // Purged with this identity, as on SQLite: a later identity of this delete that only
         // these items named has nothing left (`nothing_to_destroy`), and is left as it is.

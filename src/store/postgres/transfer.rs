@@ -123,6 +123,29 @@ impl PgStore {
     /// Loads a dump into this (empty) database in one transaction; refuses a database that
     /// holds memories, a dump of another version, or one that breaks a rule or an invariant.
     pub fn import(&mut self, input: &mut dyn BufRead) -> Result<ImportReport> {
+        let mut moved = None;
+        let result = self.import_moving(input, &mut moved);
+        // A sequence moves outside transactions: a refused import, rolled back by now, puts
+        // the clock back where it found it — unless another session moved it since.
+        if let (Err(_), Some((before, target))) = (&result, moved) {
+            if let Ok(client) = self.connection() {
+                let _ = client.execute(
+                    "SELECT setval('memscope_clock', greatest($1::bigint, 1), $1::bigint > 0)
+                     WHERE memscope_clock_current() = $2::bigint",
+                    &[&before, &target],
+                );
+            }
+        }
+        result
+    }
+
+    /// [`PgStore::import`]'s transaction; `moved` says where the clock was and where the import
+    /// set it, once it has.
+    fn import_moving(
+        &mut self,
+        input: &mut dyn BufRead,
+        moved: &mut Option<(i64, i64)>,
+    ) -> Result<ImportReport> {
         let place = self.address().describe();
         let client = self.connection()?;
         let mut tx = client.transaction()?;
@@ -234,29 +257,29 @@ impl PgStore {
                 &[],
             )?
             .get(0);
-        // A sequence moves outside transactions: a refused import puts it back (the database
-        // was empty, so no one else took a number meanwhile).
         let clock_before: i64 = tx.query_one("SELECT memscope_clock_current()", &[])?.get(0);
+        let target = clock.max(last_event);
         // Up to 2^53 (a database an earlier release let a writer bring there): past what
         // `memscope_clock_observe` lets a writer's number move it, so set here, under the
-        // clock's lock as that function sets it.
-        tx.batch_execute("SELECT pg_advisory_lock(7165349316052316227)")?;
-        let moved = tx.execute(
+        // clock's lock as that function sets it. The lock is the session's: a failed `setval`
+        // is rolled back to the savepoint so that the unlock still runs.
+        tx.batch_execute("SAVEPOINT clock; SELECT pg_advisory_lock(7165349316052316227)")?;
+        let set = tx.execute(
             "SELECT setval('memscope_clock', $1::bigint, true) WHERE $1::bigint > memscope_clock_current()",
-            &[&clock.max(last_event)],
+            &[&target],
         );
-        let unlocked = tx.batch_execute("SELECT pg_advisory_unlock(7165349316052316227)");
-        moved?;
-        unlocked?;
+        if set.is_err() {
+            tx.batch_execute("ROLLBACK TO SAVEPOINT clock")?;
+        }
+        tx.batch_execute(
+            "SELECT pg_advisory_unlock(7165349316052316227); RELEASE SAVEPOINT clock",
+        )?;
+        if set? == 1 {
+            *moved = Some((clock_before, target));
+        }
         register_spellings(&mut tx)?;
         let version = dump.version();
         let finished = dump.finish(&mut Pg(&mut tx));
-        if finished.is_err() {
-            let _ = tx.execute(
-                "SELECT setval('memscope_clock', greatest($1::bigint, 1), $1::bigint > 0)",
-                &[&clock_before],
-            );
-        }
         let report = finished.map_err(|e| {
             if version < ONE_SPELLING && format!("{e:#}").contains("spellings") {
                 anyhow!(

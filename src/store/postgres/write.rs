@@ -299,7 +299,7 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
             metric_counts.push(count);
         }
     }
-    t.exec(
+    let counts = t.one(
         "WITH u AS (
              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[],
                                   $6::text[], $7::text[], $8::int8[], $9::int8[], $10::text[],
@@ -335,14 +335,17 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
              INSERT INTO metrics (name, value)
              SELECT * FROM unnest($13::text[], $14::int8[])
              ON CONFLICT (name) DO UPDATE SET value = metrics.value + EXCLUDED.value
+             RETURNING 1),
+         h AS (
+             INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
+                                  causal_seq, at, detail, clock)
+             SELECT ev, s, p, c, ver, v, raw, src, cs, memscope_now(), detail, clock
+             FROM unnest($15::text[], $16::text[], $17::text[], $18::text[], $19::int8[],
+                         $20::text[], $21::text[], $22::text[], $23::int8[], $24::text[], $25::int8[])
+                 WITH ORDINALITY AS e(ev, s, p, c, ver, v, raw, src, cs, detail, clock, ord)
+             ORDER BY ord
              RETURNING 1)
-         INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
-                              causal_seq, at, detail, clock)
-         SELECT ev, s, p, c, ver, v, raw, src, cs, memscope_now(), detail, clock
-         FROM unnest($15::text[], $16::text[], $17::text[], $18::text[], $19::int8[],
-                     $20::text[], $21::text[], $22::text[], $23::int8[], $24::text[], $25::int8[])
-             WITH ORDINALITY AS e(ev, s, p, c, ver, v, raw, src, cs, detail, clock, ord)
-         ORDER BY ord",
+         SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM upd), (SELECT count(*) FROM h)",
         &[
             &m_subject,
             &m_predicate,
@@ -371,6 +374,18 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
             &e_clock,
         ],
     )?;
+    // Each record and event the statement was given is stored, each existing record updated
+    // once: a trigger of another client's that turned a row into nothing (`RETURN NULL`) would
+    // otherwise leave lines told `superseded` with their records unchanged (found by review).
+    let inserted = m_new.iter().filter(|n| **n).count() as i64;
+    let wanted = (inserted, m_new.len() as i64 - inserted, ev.len() as i64);
+    let stored = (counts.get(0), counts.get(1), counts.get(2));
+    if stored != wanted {
+        return Err(not_stored(&format!(
+            "this batch ({} of {} new records, {} of {} updates, {} of {} history events)",
+            stored.0, wanted.0, stored.1, wanted.1, stored.2, wanted.2
+        )));
+    }
     Ok(())
 }
 
@@ -414,7 +429,7 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
                     WHERE m.subject = $2::text AND m.predicate = $3::text AND m.scope = $4::text) < 2",
             &history,
         )?;
-        one_record(logged, key)?;
+        one_record(t, logged, key)?;
     } else {
         let set = slot.set.as_ref();
         let value = set.map(|r| r.value.as_str());
@@ -471,12 +486,14 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
                  RETURNING 1)
              INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
                                   causal_seq, at, detail, clock)
-             VALUES ($1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
-                     $8::text, $9::int8, memscope_now(), $10::text, $11::int8)"
+             SELECT $1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
+                    $8::text, $9::int8, memscope_now(), $10::text, $11::int8
+             WHERE (SELECT count(*) FROM ins) = 1"
         };
-        // The update's statement logs only when it changed exactly one record (an insert's
-        // always logs); two rewritten as one is refused, rolled back whole.
-        one_record(t.exec(sql, &params)?, key)?;
+        // The statement logs only when it stored or changed exactly one record; two rewritten
+        // as one, or none, is refused, rolled back whole.
+        let logged = t.exec(sql, &params)?;
+        one_record(t, logged, key)?;
     }
     for (name, count) in [
         ("stale_writes", writes.stale),
@@ -490,15 +507,33 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
 }
 
 /// Refuses a single write whose statement logged no event: its identity holds two current
-/// records (a client dropped the guard that keeps it unique).
-fn one_record(logged: u64, (s, p, c): &Key) -> Result<()> {
+/// records (a client dropped the guard that keeps it unique), or another client's trigger
+/// turned its row into nothing.
+fn one_record(t: &mut Tx<'_>, logged: u64, (s, p, c): &Key) -> Result<()> {
     if logged == 1 {
         return Ok(());
     }
-    Err(crate::store::check::two_rows_of_one_identity(
-        "memories",
-        &identity_of(s, p, c)?,
-    ))
+    let id = identity_of(s, p, c)?;
+    let records: i64 = t
+        .one(
+            "SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
+            &[s, p, c],
+        )?
+        .get(0);
+    if records > 1 {
+        return Err(crate::store::check::two_rows_of_one_identity(
+            "memories", &id,
+        ));
+    }
+    Err(not_stored(&format!("the write of {id}")))
+}
+
+/// The refusal of a write the database did not store as memscope wrote it (`what`: the write
+/// or the batch, with its counts): the transaction rolls back whole.
+fn not_stored(what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "the database did not store {what} as memscope wrote it: a trigger, rule or row policy that is not memscope's changed the statement, so nothing of it was written — run `memscope check` and remove what a raw SQL client added"
+    )
 }
 
 /// Whether the scope guard judges an exact write (`mode`: as far as it is known).
@@ -877,24 +912,28 @@ fn write_run(
         *slot = Slot::new(probe_from_row(r, 0, &key.2)?.0);
     }
     // A line that brings a number past 2^53 − 2^32 the clock has not reached is that line's
-    // error, as on SQLite (`brought_within_clock`): judged against the clock before the run and
-    // the numbers the lines before it take or bring — the least the clock can then stand at.
+    // error, as on SQLite and in a single write (`brought_within_clock`, judged before the
+    // write looks at its identity, so a tombstoned one's too): against the clock before the
+    // run and the numbers the lines before it take or bring — the least the clock can then
+    // stand at (a tombstoned identity's line takes none).
     if lines
         .iter()
         .any(|(_, w, ..)| w.causal_seq.is_some_and(|s| s > MAX_BROUGHT_SEQ))
     {
         let mut bound = super::clock_now(t)?;
         lines.retain(|(i, w, _, _, at)| {
-            if slots[*at].1.probe.tombstone.is_some() {
-                return true;
-            }
+            let takes = slots[*at].1.probe.tombstone.is_none();
             let Some(s) = w.causal_seq else {
-                bound = bound.saturating_add(1);
+                if takes {
+                    bound = bound.saturating_add(1);
+                }
                 return true;
             };
             match crate::model::brought_within_clock(s, bound) {
                 Ok(()) => {
-                    bound = bound.max(s);
+                    if takes {
+                        bound = bound.max(s);
+                    }
                     true
                 }
                 Err(e) => {

@@ -447,7 +447,14 @@ impl Store {
                     "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                      ON CONFLICT(subject, predicate, scope) DO UPDATE SET version = ?4, reason = ?5, deleted_at = ?6",
                     params![id.subject, id.predicate, scope, version, reason, now],
-                )?;
+                )
+                .map_err(|e| match &e {
+                    // SQLite finds no key to conflict on when it prepares the statement.
+                    rusqlite::Error::SqliteFailure(_, Some(m)) if m.contains("ON CONFLICT clause does not match") => {
+                        anyhow::anyhow!(crate::store::check::TOMBSTONE_KEY_GONE)
+                    }
+                    _ => e.into(),
+                })?;
                 crate::store::events::check_carried_out(id, left_of(tx, id)?, version)?;
                 for pid in pending {
                     report.purged_pending +=

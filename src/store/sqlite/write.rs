@@ -321,6 +321,12 @@ pub(crate) fn write_in_tx(
     now: &str,
     st: &mut TxState,
 ) -> Result<WriteOutcome> {
+    // A number past 2^53 − 2^32 the clock has not reached is refused before anything else
+    // (README, `--causal-seq`), whatever the identity holds — as on PostgreSQL, whose write
+    // judges it before its look.
+    if let Some(s) = w.causal_seq.filter(|s| *s > crate::model::MAX_BROUGHT_SEQ) {
+        crate::model::brought_within_clock(s, st.seqs.current(conn)?)?;
+    }
     let out = decide_and_apply(conn, w, now, st)?;
     // A scoped record now written by this source: the sources the guard keeps follow it.
     if matches!(out.outcome, OutcomeKind::Inserted | OutcomeKind::Superseded) {
