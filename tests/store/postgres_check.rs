@@ -221,6 +221,41 @@ fn init_on_postgres_makes_the_guards_again() {
     );
 }
 
+/// `init` that brings a database forward makes a guard a raw client dropped before in the
+/// same run (found by review: tombstones' key came back only at a second `init`).
+#[test]
+fn init_bringing_a_database_forward_makes_its_guards_again_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, _) = FreshDb::prepared(&server);
+    psql_run(
+        &db.url,
+        "ALTER TABLE tombstones DROP CONSTRAINT tombstones_pkey;
+         UPDATE memscope_schema SET version = version - 1",
+    );
+    let guards = || -> Value {
+        let out = memscope_on(&db.url, &["check", "--json"]);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["metrics"]["schema_guards"].clone()
+    };
+    let keys = || -> i64 {
+        let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+        c.query_one(
+            "SELECT count(*) FROM pg_constraint WHERE conrelid = 'tombstones'::regclass AND contype = 'p'",
+            &[],
+        )
+        .unwrap()
+        .get(0)
+    };
+    assert_eq!(keys(), 0);
+    let out = memscope_on(&db.url, &["init"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(keys(), 1, "one init made the key again");
+    assert_eq!(guards(), json!("present"));
+}
+
 #[test]
 fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
     let Some(server) = server() else { return };

@@ -495,16 +495,22 @@ pub enum Prepared {
 pub fn prepare(address: &Address) -> Result<Prepared> {
     let mut client = address.connect()?;
     let from = schema::migrate(&mut client).map_err(|e| explain(address, e))?;
+    // An existing database — up to date, or just brought forward, whose guards a raw client
+    // may have dropped before — gets its guards made again (found by review: one brought
+    // forward kept a dropped key until a second `init`).
+    let mut restore = || -> Result<bool> {
+        let mut tx = client.transaction()?;
+        let restored = check::restore_guards(&mut tx)?;
+        tx.commit()?;
+        Ok(restored)
+    };
+    let restored_guards = if from > 0 {
+        restore().map_err(|e| explain(address, e))?
+    } else {
+        false
+    };
     Ok(if from == schema::SCHEMA_VERSION {
-        let mut restore = || -> Result<bool> {
-            let mut tx = client.transaction()?;
-            let restored = check::restore_guards(&mut tx)?;
-            tx.commit()?;
-            Ok(restored)
-        };
-        Prepared::UpToDate {
-            restored_guards: restore().map_err(|e| explain(address, e))?,
-        }
+        Prepared::UpToDate { restored_guards }
     } else {
         Prepared::Created { from }
     })
