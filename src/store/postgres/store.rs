@@ -438,7 +438,15 @@ fn stops_batch(e: &anyhow::Error) -> bool {
 fn connection_lost(e: &anyhow::Error) -> bool {
     let pg = e.downcast_ref::<postgres::Error>();
     let db = pg.and_then(|p| p.as_db_error());
+    // The driver calls a connection closed only when it saw the end; a socket that failed
+    // under it (reset by a server killed mid-statement) is "error communicating with the
+    // server", an I/O error (found by the restart test: such a batch was run again on a new
+    // connection instead of being said as lost).
+    let io = pg
+        .and_then(std::error::Error::source)
+        .is_some_and(|s| s.is::<std::io::Error>());
     pg.is_some_and(|p| p.is_closed())
+        || io
         || db.is_some_and(|d| d.severity() == "FATAL" || *d.code() == SqlState::ADMIN_SHUTDOWN)
 }
 
