@@ -573,9 +573,15 @@ pub fn brought_within_clock(seq: i64, clock: i64) -> Result<(), InvalidRequest> 
     if seq <= MAX_BROUGHT_SEQ || seq <= clock {
         return Ok(());
     }
-    Err(InvalidRequest(format!(
-        "causal_seq {seq} is past {MAX_BROUGHT_SEQ_WORDS} and ahead of the causal clock ({clock}): the clock keeps the numbers above that for writes without one of their own, so a writer may bring one only once `memscope seq` has handed it out; leave it out, and the clock orders the write"
-    )))
+    Err(brought_ahead(seq, Some(clock)))
+}
+
+/// The refusal [`brought_within_clock`] gives, naming the clock where it is known.
+pub fn brought_ahead(seq: i64, clock: Option<i64>) -> InvalidRequest {
+    let clock = clock.map(|c| format!(" ({c})")).unwrap_or_default();
+    InvalidRequest(format!(
+        "causal_seq {seq} is past {MAX_BROUGHT_SEQ_WORDS} and ahead of the causal clock{clock}: the clock keeps the numbers above that for writes without one of their own, so a writer may bring one only once `memscope seq` has handed it out; leave it out, and the clock orders the write"
+    ))
 }
 
 /// Why a write without a causal number of its own is refused once the clock stands at

@@ -256,6 +256,59 @@ fn init_bringing_a_database_forward_makes_its_guards_again_on_postgres() {
     assert_eq!(guards(), json!("present"));
 }
 
+/// The clock set back between a write's judging of its number and its look — here by a raw
+/// client's trigger on `spellings`, which a new subject's write inserts into — meets schema 12's
+/// refusal in the clock's function: said in the write path's sentence, exit 2, nothing written,
+/// not as the server's raw error (found by review).
+#[test]
+fn a_clock_set_back_under_a_write_is_refused_in_its_sentence_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, _) = FreshDb::prepared(&server);
+    let past = (1i64 << 53) - (1i64 << 32) + 10;
+    psql_run(
+        &db.url,
+        &format!(
+            "SELECT setval('memscope_clock', {past});
+             CREATE FUNCTION set_back() RETURNS trigger LANGUAGE plpgsql
+               AS $$ BEGIN PERFORM setval('memscope_clock', 5); RETURN NEW; END $$;
+             CREATE TRIGGER set_back BEFORE INSERT ON spellings
+               FOR EACH ROW EXECUTE FUNCTION set_back();"
+        ),
+    );
+    let out = memscope_on(
+        &db.url,
+        &[
+            "write",
+            "--subject",
+            "user:新来的 🆕",
+            "--predicate",
+            "editor",
+            "--scope",
+            "global",
+            "--value",
+            "helix",
+            "--source",
+            "s",
+            "--causal-seq",
+            &past.to_string(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "causal_seq {past} is past 2^53 − 2^32 (9007194959773696) and ahead of the causal clock: "
+        )),
+        "{stderr}"
+    );
+    psql_run(
+        &db.url,
+        "DROP TRIGGER set_back ON spellings; DROP FUNCTION set_back();",
+    );
+    let listed = memscope_on(&db.url, &["list", "--json"]);
+    assert_eq!(String::from_utf8_lossy(&listed.stdout).trim(), "[]");
+}
+
 #[test]
 fn check_on_postgres_finds_what_psql_did_after_disabling_the_guards() {
     let Some(server) = server() else { return };

@@ -1849,7 +1849,8 @@ pub(super) fn spelled_scope(t: &mut Tx<'_>, scope: &Scope, register: bool) -> Re
 fn causal_seq(t: &mut Tx<'_>, own: Option<i64>) -> Result<i64> {
     match own {
         Some(s) => {
-            t.exec("SELECT memscope_clock_observe($1)", &[&s])?;
+            t.exec("SELECT memscope_clock_observe($1)", &[&s])
+                .map_err(|e| write::clock_refusal(e, own))?;
             Ok(s)
         }
         None => crate::model::within_clock(t.one("SELECT memscope_clock_next()", &[])?.get(0)),

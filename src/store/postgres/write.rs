@@ -602,6 +602,27 @@ fn brought_refusal(t: &mut Tx<'_>, seen: Option<i64>) -> Result<Option<InvalidRe
     }
 }
 
+/// The clock's own refusal of a brought number (schema 12's `memscope_clock_observe`), said as
+/// the write path says it. The write judged the number against the clock before its look
+/// ([`brought_refusal`]); the clock refuses it only when it went down in between — the owner's
+/// `setval`, a refused import putting it back — which the write cannot see coming.
+pub(in crate::store::postgres) fn clock_refusal(
+    e: anyhow::Error,
+    seen: Option<i64>,
+) -> anyhow::Error {
+    let refused = e
+        .downcast_ref::<postgres::Error>()
+        .and_then(postgres::Error::as_db_error)
+        .is_some_and(|d| {
+            *d.code() == postgres::error::SqlState::NUMERIC_VALUE_OUT_OF_RANGE
+                && d.message().starts_with("memscope: causal number")
+        });
+    match (refused, seen) {
+        (true, Some(s)) => crate::model::brought_ahead(s, None).into(),
+        _ => e,
+    }
+}
+
 /// Decides and applies one write inside an open transaction (README, the write rules: the
 /// tombstone, the scope guard, no record → same value → causal order → supersede).
 pub(in crate::store::postgres) fn write_in_tx(
@@ -641,7 +662,7 @@ pub(in crate::store::postgres) fn write_in_tx(
             ],
         )
     };
-    let r = look(t, probe_now)?;
+    let r = look(t, probe_now).map_err(|e| clock_refusal(e, seen))?;
     w.predicate = r.get(0);
     w.subject = r.get(1);
     let mode = r
