@@ -632,6 +632,11 @@ pub(in crate::store::postgres) fn write_in_tx(
     if let Some(refused) = brought_refusal(t, w.causal_seq)? {
         return Err(refused.into());
     }
+    write_judged(t, w)
+}
+
+/// [`write_in_tx`] once its brought number was judged ([`brought_refusal`]).
+fn write_judged(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
     let mut w = w.clone();
     let scope_in = match &w.choice {
         ScopeChoice::Exact(scope) => Some(scope.to_string()),
@@ -791,7 +796,7 @@ pub(super) fn apply_batch(
                 // line's error, as in a run.
                 let out = match brought_refusal(t, w.causal_seq)? {
                     Some(refused) => WriteOutcome::error(None, refused.0),
-                    None => match write_in_tx(t, w) {
+                    None => match write_judged(t, w) {
                         Err(e) if e.is::<crate::model::ClockExhausted>() => {
                             WriteOutcome::error(None, e.to_string())
                         }

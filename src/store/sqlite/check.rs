@@ -115,15 +115,13 @@ impl CheckDb for Sqlite<'_> {
                 Some(_) => {}
             }
         }
-        if !super::schema::identity_is_unique(self.0)? {
-            problems.push(
-                "memories has no unique index on the identity (scope, subject, predicate)".into(),
-            );
-        }
-        if !super::schema::tombstone_is_unique(self.0)? {
-            problems.push(
-                "tombstones has no primary key or unique index on the identity (subject, predicate, scope)".into(),
-            );
+        for (table, problem) in [
+            ("memories", "memories has no unique index on the identity (scope, subject, predicate)"),
+            ("tombstones", "tombstones has no primary key or unique index on the identity (subject, predicate, scope)"),
+        ] {
+            if !super::schema::unique_on_identity(self.0, table)? {
+                problems.push(problem.into());
+            }
         }
         // And no trigger of a raw client's on the guarded tables, nor on the tables a delete
         // purges: one can make memscope's statements do nothing (`RAISE(IGNORE)`), undo what

@@ -670,27 +670,34 @@ impl Store {
                     restored.push(name);
                 }
             }
-            if !schema::identity_is_unique(&tx)? {
-                match tx.execute_batch(schema::IDENTITY_INDEX_SQL) {
+            // The identity's unique key of each table that keeps one row an identity; refused
+            // while two rows of one identity stand.
+            for (table, index, sql, two_rows) in [
+                (
+                    "memories",
+                    "memories_identity",
+                    schema::IDENTITY_INDEX_SQL,
+                    crate::store::check::IDENTITY_NOT_UNIQUE,
+                ),
+                (
+                    "tombstones",
+                    "tombstones_identity",
+                    schema::TOMBSTONE_INDEX_SQL,
+                    crate::store::check::TOMBSTONE_NOT_UNIQUE,
+                ),
+            ] {
+                if schema::unique_on_identity(&tx, table)? {
+                    continue;
+                }
+                match tx.execute_batch(sql) {
                     Err(rusqlite::Error::SqliteFailure(f, _))
                         if f.code == rusqlite::ErrorCode::ConstraintViolation =>
                     {
-                        bail!(crate::store::check::IDENTITY_NOT_UNIQUE)
+                        bail!(two_rows)
                     }
                     done => done?,
                 }
-                restored.push("memories_identity");
-            }
-            if !schema::tombstone_is_unique(&tx)? {
-                match tx.execute_batch(schema::TOMBSTONE_INDEX_SQL) {
-                    Err(rusqlite::Error::SqliteFailure(f, _))
-                        if f.code == rusqlite::ErrorCode::ConstraintViolation =>
-                    {
-                        bail!(crate::store::check::TOMBSTONE_NOT_UNIQUE)
-                    }
-                    done => done?,
-                }
-                restored.push("tombstones_identity");
+                restored.push(index);
             }
             tx.commit()?;
             Ok(restored)

@@ -346,20 +346,10 @@ pub const IDENTITY_INDEX_SQL: &str =
 pub const TOMBSTONE_INDEX_SQL: &str =
     "CREATE UNIQUE INDEX tombstones_identity ON tombstones (subject, predicate, scope)";
 
-/// Whether some unique index of `memories` (the table's own constraint, or `memories_identity`)
-/// holds exactly the identity's three columns, whole (not partial).
-pub fn identity_is_unique(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
-    unique_on_identity(conn, "memories")
-}
-
-/// The same of `tombstones` (its primary key, or `tombstones_identity`).
-pub fn tombstone_is_unique(conn: &rusqlite::Connection) -> rusqlite::Result<bool> {
-    unique_on_identity(conn, "tombstones")
-}
-
-/// Whether some whole unique index of `table` (one of memscope's names) holds exactly the
-/// identity's three columns.
-fn unique_on_identity(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<bool> {
+/// Whether some unique index of `table` — `memories` (its own constraint, or
+/// `memories_identity`) or `tombstones` (its primary key, or `tombstones_identity`) — holds
+/// exactly the identity's three columns, whole (not partial).
+pub fn unique_on_identity(conn: &rusqlite::Connection, table: &str) -> rusqlite::Result<bool> {
     let mut indexes = conn
         .prepare("SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1 AND partial = 0")?;
     let names: Vec<String> = indexes

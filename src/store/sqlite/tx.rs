@@ -86,12 +86,10 @@ impl SeqBatch {
         Ok(seq)
     }
 
-    /// A writer brought its own number: later allocations stay above it. One past
-    /// [`MAX_BROUGHT_SEQ`](crate::model::MAX_BROUGHT_SEQ) the clock has not reached is refused.
+    /// A writer brought its own number: later allocations stay above it (one the clock may not
+    /// take was refused at the write's start: `write::write_in_tx`).
     pub(crate) fn observe(&mut self, conn: &Connection, seq: i64) -> Result<()> {
-        let clock = self.load(conn)?;
-        crate::model::brought_within_clock(seq, clock)?;
-        if seq > clock {
+        if seq > self.load(conn)? {
             self.next = Some(seq);
         }
         Ok(())
