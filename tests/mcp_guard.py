@@ -12,7 +12,9 @@ gets pnpm. Prints the facts as one JSON object for the Rust harness (tests/mcp/g
 
 import asyncio
 import json
+import os
 import sys
+import traceback
 
 from mcp_compat import ClientSession, StdioServerParameters, attr, stdio_client, text_of  # noqa: F401
 
@@ -28,7 +30,15 @@ async def session(repo, body):
     async with stdio_client(params, errlog=sys.stderr) as (read, write):
         async with ClientSession(read, write) as s:
             await s.initialize()
-            return await body(s)
+            try:
+                return await body(s)
+            except BaseException:
+                # A failed check inside `async with` would otherwise hang in the SDK's stdio
+                # client ("exit cancel scope in a different task") until the harness's kill,
+                # showing only "Connection closed": say what failed and end now.
+                traceback.print_exc(file=sys.stderr)
+                sys.stderr.flush()
+                os._exit(1)
 
 
 async def call(s, name, args):

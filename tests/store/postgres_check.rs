@@ -123,7 +123,6 @@ fn every_kind_of_write_checks_clean_on_postgres_as_on_sqlite() {
     );
 }
 
-/// Runs `sql` with psql on `url`, stopping at the first error.
 /// The real binary on the database at `url`, with a home of its own.
 fn memscope_on(url: &str, args: &[&str]) -> std::process::Output {
     let home = tempfile::tempdir().unwrap();
@@ -134,6 +133,13 @@ fn memscope_on(url: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// What `check` says of the guards of the database at `url` (`metrics.schema_guards`).
+fn schema_guards(url: &str) -> Value {
+    let out = memscope_on(url, &["check", "--json"]);
+    serde_json::from_slice::<Value>(&out.stdout).unwrap()["metrics"]["schema_guards"].clone()
+}
+
+/// Runs `sql` with psql on `url`, stopping at the first error.
 pub(crate) fn psql_run(url: &str, sql: &str) {
     let out = Command::new(psql())
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql])
@@ -232,10 +238,7 @@ fn init_bringing_a_database_forward_makes_its_guards_again_on_postgres() {
         "ALTER TABLE tombstones DROP CONSTRAINT tombstones_pkey;
          UPDATE memscope_schema SET version = version - 1",
     );
-    let guards = || -> Value {
-        let out = memscope_on(&db.url, &["check", "--json"]);
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()["metrics"]["schema_guards"].clone()
-    };
+    let guards = || schema_guards(&db.url);
     let keys = || -> i64 {
         let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
         c.query_one(
@@ -254,6 +257,78 @@ fn init_bringing_a_database_forward_makes_its_guards_again_on_postgres() {
     );
     assert_eq!(keys(), 1, "one init made the key again");
     assert_eq!(guards(), json!("present"));
+}
+
+/// A primary key a raw client put on tombstones under another name, on other columns, in
+/// place of memscope's: `check` says the guards are missing, and `init` replaces it with the
+/// identity's key instead of failing with the server's raw error (found by review); a delete
+/// then records its tombstone and a second tombstone of the identity is refused.
+#[test]
+fn init_replaces_a_raw_clients_primary_key_on_tombstones_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, _) = FreshDb::prepared(&server);
+    psql_run(
+        &db.url,
+        "ALTER TABLE tombstones DROP CONSTRAINT tombstones_pkey;
+         ALTER TABLE tombstones ADD CONSTRAINT 墓碑_key PRIMARY KEY (subject, predicate, scope, version)",
+    );
+    let guards = || schema_guards(&db.url);
+    assert_eq!(guards(), json!("missing"));
+    let out = memscope_on(&db.url, &["init"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(guards(), json!("present"));
+    let mut c = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    let keys: Vec<String> = c
+        .query(
+            "SELECT conname::text FROM pg_constraint WHERE conrelid = 'tombstones'::regclass AND contype = 'p'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(keys, ["tombstones_pkey"]);
+    let id = [
+        "--subject",
+        "user:墓 🪦",
+        "--predicate",
+        "editor",
+        "--scope",
+        "global",
+    ];
+    let mut write = vec!["write", "--value", "helix", "--source", "s:1"];
+    write.extend(id);
+    assert!(memscope_on(&db.url, &write).status.success());
+    let mut delete = vec!["delete"];
+    delete.extend(id);
+    let out = memscope_on(&db.url, &delete);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let second = c
+        .batch_execute(
+            "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at) \
+             SELECT subject, predicate, scope, version + 1, reason, deleted_at FROM tombstones",
+        )
+        .unwrap_err();
+    assert_eq!(
+        second.code(),
+        Some(&postgres::error::SqlState::UNIQUE_VIOLATION),
+        "{second:?}"
+    );
+    let out = memscope_on(&db.url, &["check"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// The clock set back between a write's judging of its number and its look — here by a raw

@@ -473,6 +473,13 @@ pub(super) fn restore_guards(tx: &mut Transaction<'_>) -> Result<bool> {
         "DO $$ BEGIN
             IF NOT EXISTS ({TOMBSTONE_KEY}) THEN
                 ALTER TABLE tombstones DROP CONSTRAINT IF EXISTS tombstones_pkey;
+                -- A raw client's primary key on other columns holds the one place a table has
+                -- for a primary key: it goes, or the identity's key cannot be made (found by
+                -- review: a raw 42P16 error).
+                EXECUTE coalesce((SELECT format('ALTER TABLE tombstones DROP CONSTRAINT %I', c.conname)
+                                  FROM pg_constraint c
+                                  WHERE c.conrelid = to_regclass('tombstones') AND c.contype = 'p'),
+                                 'SELECT 1');
                 ALTER TABLE tombstones ADD CONSTRAINT tombstones_pkey PRIMARY KEY (subject, predicate, scope);
             END IF;
         END $$;"

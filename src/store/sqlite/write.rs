@@ -321,12 +321,33 @@ pub(crate) fn write_in_tx(
     now: &str,
     st: &mut TxState,
 ) -> Result<WriteOutcome> {
-    // A number past 2^53 − 2^32 the clock has not reached is refused before anything else
-    // (README, `--causal-seq`), whatever the identity holds — as on PostgreSQL, whose write
-    // judges it before its look.
-    if let Some(s) = w.causal_seq.filter(|s| *s > crate::model::MAX_BROUGHT_SEQ) {
-        crate::model::brought_within_clock(s, st.seqs.current(conn)?)?;
+    if let Some(refused) = brought_refusal(conn, w, st)? {
+        return Err(refused.into());
     }
+    write_judged(conn, w, now, st)
+}
+
+/// A number past 2^53 − 2^32 the clock has not reached, refused before anything else (README,
+/// `--causal-seq`), whatever the identity holds — as on PostgreSQL, whose write judges it
+/// before its look.
+fn brought_refusal(
+    conn: &Connection,
+    w: &PreparedWrite,
+    st: &mut TxState,
+) -> Result<Option<crate::model::InvalidRequest>> {
+    match w.causal_seq.filter(|s| *s > crate::model::MAX_BROUGHT_SEQ) {
+        Some(s) => Ok(crate::model::brought_within_clock(s, st.seqs.current(conn)?).err()),
+        None => Ok(None),
+    }
+}
+
+/// [`write_in_tx`] past the judging of a brought number.
+fn write_judged(
+    conn: &Connection,
+    w: &PreparedWrite,
+    now: &str,
+    st: &mut TxState,
+) -> Result<WriteOutcome> {
     let out = decide_and_apply(conn, w, now, st)?;
     // A scoped record now written by this source: the sources the guard keeps follow it.
     if matches!(out.outcome, OutcomeKind::Inserted | OutcomeKind::Superseded) {
@@ -1034,10 +1055,15 @@ fn run_line(
 ) -> Result<WriteOutcome> {
     let mut w = std::borrow::Cow::Borrowed(w);
     st.canonicalize(conn, &mut w)?;
+    // Refused before it writes anything: the line's error at once, not a second pass of its
+    // batch with savepoints (found by review).
+    if let Some(refused) = brought_refusal(conn, &w, st)? {
+        return Ok(WriteOutcome::error(None, refused.0));
+    }
     if savepoint {
         conn.prepare_cached("SAVEPOINT apply_line")?.execute([])?;
     }
-    let result = write_in_tx(conn, &w, &ctx.now, st)
+    let result = write_judged(conn, &w, &ctx.now, st)
         .and_then(|out| assert_written(conn, ctx, &w).map(|()| out));
     if savepoint {
         if result.is_err() {
