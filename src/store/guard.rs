@@ -315,10 +315,15 @@ impl Places {
                 }
             }
         }
+        // Ids not made of tokens (Chinese ones): by the same rules, an everyday word (`前端`,
+        // `文档`) included.
+        let names = |id: &str, at: &std::ops::Range<usize>, kind: Option<bool>| {
+            (kind.is_some() || named_bare(id))
+                && (!everyday.contains(id) || marked_as_place(text, at.clone()))
+        };
         for o in own.iter().flatten().filter(|o| !o.token) {
             for at in mentions(text, &o.key) {
-                let kind = kind_written_before(text, at.start);
-                if kind.is_some() || named_bare(&o.key) {
+                if names(&o.key, &at, kind_written_before(text, at.start)) {
                     found.push(Mention::own(&at, o.place()));
                 }
             }
@@ -326,7 +331,7 @@ impl Places {
         for (id, place) in &self.others {
             for at in mentions(text, id) {
                 let kind = kind_written_before(text, at.start);
-                if fits(kind, place) && (kind.is_some() || named_bare(id)) {
+                if fits(kind, place) && names(id, &at, kind) {
                     found.push(Mention::known(&at, place.clone()));
                 }
             }
@@ -608,6 +613,12 @@ const PLACE_NOUNS: [&str; 11] = [
     "task",
 ];
 const PLACE_NOUNS_CJK: [&str; 6] = ["仓库", "项目", "代码库", "工程", "服务", "任务"];
+/// Words before `ID 项目` (or another of [`PLACE_NOUNS_CJK`]) that make it any such place, not
+/// the one — Chinese has no article: `新建前端项目` (a new frontend project), `所有前端项目`.
+const ANY_ONE_CJK: [&str; 14] = [
+    "新建", "新的", "新开", "创建", "一个", "每个", "各个", "所有", "任何", "其他", "别的", "这类",
+    "一些", "某个",
+];
 /// `在 ID 里` ("in ID"): the id between `在` and one of these is a place too.
 const INSIDE_CJK: [&str; 4] = ["里", "中", "内", "下"];
 /// Words that end in `在` without meaning "in" (现在 now, 正在 in progress, 存在 stored …):
@@ -643,7 +654,8 @@ fn kind_written_before(text: &str, start: usize) -> Option<bool> {
 /// (`repo:docs`, `task:docs`), beside a place noun (`the docs repo`, `in repo docs`,
 /// `docs 仓库`, `the test task`) or inside `在 … 里` (`在 docs 里`) with nothing between them but
 /// spaces and quotes — a period or a comma ends
-/// the phrase — and not after an article that makes it any such place (`a test repo`). An id
+/// the phrase — and not after an article that makes it any such place (`a test repo`, in
+/// Chinese `新建前端项目`: [`ANY_ONE_CJK`]). An id
 /// that is an everyday word counts as named only so: "write docs in English" names no
 /// repository.
 fn marked_as_place(text: &str, at: std::ops::Range<usize>) -> bool {
@@ -664,7 +676,8 @@ fn marked_as_place(text: &str, at: std::ops::Range<usize>) -> bool {
     let noun = |w: &str| PLACE_NOUNS.contains(&w);
     (noun(next) && !ANY_ONE.contains(&previous))
         || (noun(previous) && !ANY_ONE.contains(&article))
-        || PLACE_NOUNS_CJK.iter().any(|n| after.starts_with(n))
+        || (PLACE_NOUNS_CJK.iter().any(|n| after.starts_with(n))
+            && !ANY_ONE_CJK.iter().any(|w| before.ends_with(w)))
         || in_cjk(before, after)
 }
 
@@ -924,12 +937,14 @@ mod tests {
             &repo("web前端"),
             &repo("网站🚀"),
             &repo("web-app-v2"),
+            &repo("鹊桥"),
+            &repo("鹊桥二期"),
             &task("修复依赖"),
         ]);
         let named = |raw: &str| known.named_in(&Words::read(raw), None, &Cues::shipped().everyday);
         for (raw, places) in [
             // Two Chinese characters are specific enough bare; inside unspaced Chinese too.
-            ("文档 uses yarn", vec![repo("文档")]),
+            ("鹊桥 uses yarn", vec![repo("鹊桥")]),
             ("后端服务用 yarn", vec![repo("后端服务")]),
             ("我们在后端服务里用 yarn", vec![repo("后端服务")]),
             ("修复依赖时别升级 node", vec![task("修复依赖")]),
@@ -942,16 +957,18 @@ mod tests {
             ("abc uses yarn", vec![repo("abc")]),
             // An id inside a longer one the words name is not named; on its own it is.
             ("前端框架用 pnpm", vec![repo("前端框架")]),
-            ("前端用 pnpm", vec![repo("前端")]),
+            ("鹊桥二期用 pnpm", vec![repo("鹊桥二期")]),
+            ("鹊桥用 pnpm", vec![repo("鹊桥")]),
             (
-                "前端和前端框架都用 pnpm",
-                vec![repo("前端"), repo("前端框架")],
+                "鹊桥和鹊桥二期都用 pnpm",
+                vec![repo("鹊桥"), repo("鹊桥二期")],
             ),
             // Mixed ids: each edge by its own rule.
             ("用web前端的时候跑 lint", vec![repo("web前端")]),
             ("在网站🚀里用 yarn", vec![repo("网站🚀")]),
-            // `web前端` glued to letters is no mention of it; `前端`'s edges are Chinese.
-            ("newweb前端 uses yarn", vec![repo("前端")]),
+            // `web前端` glued to letters is no mention of it; `前端`'s edges are Chinese (an
+            // everyday word, named where a place noun marks it).
+            ("newweb前端仓库 uses yarn", vec![repo("前端")]),
         ] {
             assert_eq!(named(raw), places, "{raw}");
         }
@@ -981,10 +998,56 @@ mod tests {
                 &Cues::shipped().everyday,
             )
         };
-        assert_eq!(named_here("文档里用 yarn", "文档"), vec![repo("文档")]);
+        assert_eq!(named_here("鹊桥里用 yarn", "鹊桥"), vec![repo("鹊桥")]);
+        assert_eq!(named_here("文档里用 yarn", "文档"), Vec::<Scope>::new());
+        assert_eq!(named_here("在文档里用 yarn", "文档"), vec![repo("文档")]);
         assert_eq!(named_here("repo:ab 用 yarn", "ab"), vec![repo("ab")]);
         assert_eq!(named_here("ab 用 yarn", "ab"), Vec::<Scope>::new());
         assert_eq!(named_here("库里用 yarn", "库"), Vec::<Scope>::new());
+    }
+
+    /// A Chinese id that is an everyday word (`前端`, frontend; `文档`, docs) names its place
+    /// only where the words mark it as one, as `docs` does (found by review: every sentence
+    /// about frontend code was queued in a database that knows a repository called `前端`).
+    #[test]
+    fn a_chinese_everyday_id_names_its_place_only_where_the_words_mark_it() {
+        let (frontend, docs) = (repo("前端"), repo("文档"));
+        let known = Places::new([&frontend, &docs, &Scope::Task("测试".into())]);
+        let named = |raw: &str| known.named_in(&Words::read(raw), None, &Cues::shipped().everyday);
+        for plain in [
+            "前端用 pnpm",
+            "以后新建前端项目，默认用 pnpm。",
+            "所有前端项目都用 pnpm",
+            "每个前端仓库都要有 README",
+            "写前端代码时用两个空格缩进",
+            "文档写中文，代码注释写英文",
+            "先写测试再写代码",
+            "前端框架一律用 React",
+        ] {
+            assert_eq!(named(plain), Vec::<Scope>::new(), "{plain}");
+        }
+        for (marked, place) in [
+            ("前端仓库用 pnpm", frontend.clone()),
+            ("前端 项目里别用 yarn", frontend.clone()),
+            ("更新前端项目时先跑测试", frontend.clone()),
+            ("在前端里用 pnpm", frontend.clone()),
+            ("repo:前端 用 node 18", frontend.clone()),
+            ("“文档”仓库用 mkdocs 构建", docs.clone()),
+            ("在文档中不要用 yarn", docs.clone()),
+            ("测试任务里先跑 lint", Scope::Task("测试".into())),
+        ] {
+            assert_eq!(named(marked), vec![place], "{marked}");
+        }
+        // The place the write was made in: the same rule.
+        let here = Context {
+            repo: Some("前端".into()),
+            task: None,
+        };
+        let none = Places::default();
+        let named_here =
+            |raw: &str| none.named_in(&Words::read(raw), Some(&here), &Cues::shipped().everyday);
+        assert_eq!(named_here("前端代码用两个空格缩进"), Vec::<Scope>::new());
+        assert_eq!(named_here("前端仓库用 pnpm"), vec![frontend.clone()]);
     }
 
     #[test]

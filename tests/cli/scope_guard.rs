@@ -407,6 +407,7 @@ fn known_places_named(db: TestDb) {
         "task:修复-lockfile",
         "repo:web-app-v2",
         "repo:文档",
+        "repo:鹊桥",
         "repo:后端服务",
         "repo:ab",
         "task:修复依赖",
@@ -425,7 +426,7 @@ fn known_places_named(db: TestDb) {
         ("c", "for ticket-42 keep npm ci", "task:TICKET-42"),
         ("d", "前端仓库 用 yarn", "repo:前端仓库"),
         ("e", "（修复-lockfile）用 pnpm", "task:修复-lockfile"),
-        ("g", "文档 uses yarn", "repo:文档"),
+        ("g", "鹊桥 uses yarn", "repo:鹊桥"),
         ("h", "repo:文档 uses yarn", "repo:文档"),
         ("i", "后端服务用 yarn", "repo:后端服务"),
         ("j", "repo:ab uses yarn", "repo:ab"),
@@ -457,10 +458,23 @@ fn known_places_named(db: TestDb) {
         &["--raw", "ab uses yarn", "--in-repo", "elsewhere"],
     );
     assert_eq!(out["outcome"], "inserted", "{out}");
-    // `前端` inside `前端框架` is not named; on its own it is.
+    // An everyday word (`前端`, `文档`) bare names no place, as `docs` does not.
+    for (predicate, said) in [
+        ("p", "前端用 pnpm"),
+        ("q", "以后新建前端项目，默认用 pnpm。"),
+        ("r", "文档写中文，代码注释写英文"),
+    ] {
+        let out = db.write_with((U, predicate), "pnpm", "global", "m:plain-zh", &{
+            let mut args = vec!["--raw", said];
+            args.extend_from_slice(elsewhere);
+            args
+        });
+        assert_eq!(out["outcome"], "inserted", "{said}: {out}");
+    }
+    // `前端` inside `前端框架` is not named; marked as a place on its own, it is.
     for (predicate, said, named) in [
         ("n", "前端框架用 pnpm", &["repo:前端框架"][..]),
-        ("o", "前端用 pnpm", &["repo:前端"]),
+        ("o", "在前端里用 pnpm", &["repo:前端"]),
     ] {
         let out = db.write_with((U, predicate), "pnpm", "global", "m:fe", &{
             let mut args = vec!["--raw", said];
