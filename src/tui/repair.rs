@@ -206,6 +206,11 @@ pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Rev
             valid_until: e.valid_until.clone(),
             effect: None,
             moved_to: moved.get(&version).cloned(),
+            suspect: e
+                .detail
+                .as_ref()
+                .and_then(|d| d.get("suspect"))
+                .map(evidence_words),
         });
     }
     let (default, no_default) = match store.preview_revert(&rec.identity(), None) {
@@ -229,6 +234,18 @@ pub fn revert_choices(store: &mut dyn UiStore, rec: &MemoryRecord) -> Result<Rev
         default,
         no_default,
     })
+}
+
+/// The scope guard's evidence as a `set` detail keeps it (a list of sentences), in one line.
+fn evidence_words(evidence: &serde_json::Value) -> String {
+    match evidence.as_array() {
+        Some(list) => list
+            .iter()
+            .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_string))
+            .collect::<Vec<_>>()
+            .join("; "),
+        None => evidence.to_string(),
+    }
 }
 
 /// What reverting `rec` to `version` does, from the store's preview, or why it refuses: the

@@ -259,8 +259,10 @@ impl Session {
 
     /// Handles an admitted event.
     fn act(&mut self, event: Event, more_queued: bool) -> bool {
+        let mut motion = false;
         if let Event::Key(key) = event {
-            if more_queued && self.is_list_motion(&key) && !self.app.memories().filtering() {
+            motion = self.is_list_motion(&key) && !self.app.memories().filtering();
+            if more_queued && motion {
                 self.begin_turn();
                 let action = self.app.handle_key(key);
                 if let Err(e) = self.try_perform(action) {
@@ -271,7 +273,14 @@ impl Session {
                 return false;
             }
         }
-        self.settle();
+        if motion {
+            // The last motion of a burst loads the detail where it lands (its `perform`
+            // syncs): settling first would load the row before it too (found by a test
+            // counting the loads of a held `j`).
+            self.sync_owed = false;
+        } else {
+            self.settle();
+        }
         match event {
             Event::Key(key) => {
                 self.begin_turn();

@@ -47,6 +47,10 @@ pub struct Timeline {
     /// The selected record whose history could not be loaded, and why: the pane says so
     /// rather than show another record's.
     pub failed: Option<(Identity, String)>,
+    /// How many times a record's history pane was read from the store — a few queries, each a
+    /// round trip to a PostgreSQL server: a held `j` reads it once, where it stops (README,
+    /// "The terminal UI").
+    pub loads: u64,
 }
 
 /// The history pane's rect inside its border on a terminal of `size`.
@@ -73,6 +77,7 @@ impl Timeline {
         record: MemoryRecord,
         screen: Screen,
     ) -> Result<()> {
+        self.loads += 1;
         let id = record.identity();
         let same = self.shown.as_ref() == Some(&id);
         // A highlighted version belongs to its identity's timeline only.

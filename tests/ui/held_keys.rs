@@ -337,3 +337,56 @@ fn a_filter_that_fails_drops_the_held_keys() {
         toast(&s)
     );
 }
+
+/// A held `j` — twenty-odd motions in one drain of the terminal's queue — reads the history pane
+/// from the store once, for the record it stops on (README, "The terminal UI": each load is a
+/// few round trips to a PostgreSQL server); the same motions a drain each read it each time.
+#[test]
+fn a_held_j_loads_the_history_once_where_it_stops() {
+    for_each_backend(&needles(), |db| {
+        let mut s = db.session(120, 32);
+        let loads = |s: &Session| s.app.memories().timeline.loads;
+        let shown_is_selected = |s: &Session| {
+            let m = s.app.memories();
+            m.timeline.shown.as_ref().map(ToString::to_string)
+                == m.selected_record().map(|r| r.identity().to_string())
+        };
+        // A count of `j`s that stops on a record, not on a scope's header.
+        let n = (15..=25)
+            .find(|&n| {
+                let mut t = db.session(120, 32);
+                for _ in 0..n {
+                    t.handle_key(ch('j'));
+                }
+                t.app.memories().selected_record().is_some()
+            })
+            .expect("a record 15 to 25 rows down");
+        s.pump();
+        s.settle();
+        let before = loads(&s);
+        let start = selected(&s);
+        assert!(!drain(&mut s, &vec![Event::Key(ch('j')); n]));
+        assert_ne!(selected(&s), start, "the selection moved");
+        assert_eq!(loads(&s) - before, 1, "one load for {n} motions");
+        assert!(
+            shown_is_selected(&s),
+            "the pane shows where the motions stopped: {:?} / {}",
+            s.app.memories().timeline.shown,
+            selected(&s)
+        );
+        // A motion a drain each: a load for each record it lands on (a scope's header shows
+        // no history).
+        let (before, mut on_records) = (loads(&s), 0);
+        for _ in 0..5 {
+            assert!(!drain(&mut s, &[Event::Key(ch('k'))]));
+            on_records += u64::from(s.app.memories().selected_record().is_some());
+        }
+        assert!(on_records >= 3, "{on_records}");
+        assert_eq!(
+            loads(&s) - before,
+            on_records,
+            "a load for each motion drained alone"
+        );
+        assert!(shown_is_selected(&s));
+    });
+}

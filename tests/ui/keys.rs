@@ -2040,7 +2040,7 @@ fn after_a_rescope_the_revert_dialog_does_not_choose_the_moved_value() {
         let screen = render(&mut s, 120, 32);
         assert!(
             screen.contains("A plain revert brings nothing back")
-                && screen.contains("v2   npm (moved to repo:legacy-dashboard)"),
+                && screen.contains("v2 ! npm (moved to repo:legacy-dashboard)"),
             "{screen}"
         );
         // Chosen on purpose, the moved value comes back as the store says.

@@ -678,3 +678,36 @@ fn a_place_only_the_suspects_scan_finds_is_suggested_from_either_tab() {
         );
     });
 }
+
+/// A version the scope guard marked suspect when it was written is marked `!` in the revert
+/// dialog, as the timeline marks it, and choosing it says why before `y` brings it back (found
+/// by review: the dialog listed it as any other version).
+#[test]
+fn the_revert_dialog_marks_a_version_the_scope_guard_found_suspect() {
+    let f = Fixture::incident();
+    for_each_backend(&f, |db| {
+        db.write(r#"{"subject":"user:42","predicate":"package_manager","value":"bun 🥟","scope":"global","source":"thread:31/message:2"}"#);
+        let mut s = db.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, "v");
+        let screen = render(&mut s, 120, 32);
+        let rows = dialog_rows(&screen, "┌ Revert · ");
+        let row = |value: &str| {
+            rows.iter()
+                .find(|r| r.contains(&format!(" {value} ")))
+                .unwrap_or_else(|| panic!("no row of {value}:\n{screen}"))
+                .clone()
+        };
+        assert!(row("npm").starts_with("(•) v2 !"), "{screen}");
+        assert!(row("pnpm").starts_with("( ) v1 "), "{screen}");
+        assert!(!row("pnpm").contains('!'), "{screen}");
+        let said = |rows: &[String]| rows.concat().replace(char::is_whitespace, "");
+        let why = "!Thescopeguardmarkedv2suspectwhenitwaswritten:thewordssay“这个仓库”";
+        assert!(said(&rows).contains(why), "{screen}");
+        // The next version down is no suspect: the dialog says nothing of the guard.
+        press(&mut s, "j");
+        let screen = render(&mut s, 120, 32);
+        let rows = dialog_rows(&screen, "┌ Revert · ");
+        assert!(!said(&rows).contains("Thescopeguardmarked"), "{screen}");
+    });
+}

@@ -35,6 +35,10 @@ pub struct RevertChoice {
     /// Where `rescope` moved this version's value (a mis-scoped value the store's default
     /// revert passes over; choosing it brings it back on purpose).
     pub moved_to: Option<String>,
+    /// The scope guard's evidence, when it marked this version suspect as it was written
+    /// (README, "The scope guard", `flag`): the list marks it `!`, as the timeline does, and
+    /// choosing it says why before `y` brings it back.
+    pub suspect: Option<String>,
 }
 
 /// What the store says of a revert's choices: the versions, newest first, and which one a
@@ -268,6 +272,17 @@ impl RevertDialog {
                 }
                 let effect = match d.chosen() {
                     Some(c) => {
+                        let mut marked = Vec::new();
+                        if let Some(evidence) = &c.suspect {
+                            marked = wrapped(
+                                &format!(
+                                    "! The scope guard marked v{} suspect when it was written: {evidence}",
+                                    c.version
+                                ),
+                                warning,
+                                max,
+                            );
+                        }
                         let (effects, refusal) = match &c.effect {
                             Some(Ok(e)) => (vec![e.clone()], None),
                             Some(Err(why)) => (Vec::new(), Some(why.as_str())),
@@ -276,7 +291,8 @@ impl RevertDialog {
                                 None,
                             ),
                         };
-                        outcome_lines_in_words(&effects, refusal, max, rows)
+                        marked.extend(outcome_lines_in_words(&effects, refusal, max, rows));
+                        marked
                     }
                     None => Vec::new(),
                 };
@@ -365,7 +381,7 @@ impl Columns {
     /// scroll), in display columns — a Chinese character or an emoji takes two.
     fn of(choices: &[RevertChoice], max: usize) -> Columns {
         let most = |f: &dyn Fn(&RevertChoice) -> usize| choices.iter().map(f).max().unwrap_or(0);
-        let version = most(&|c| width(&format!("v{}", c.version))).max(4);
+        let version = most(&|c| width(&version_label(c))).max(4);
         let at = most(&|c| width(&month_day_time(&c.at)));
         let until = most(&|c| width(&until(c)));
         let value = most(&|c| width(&choice_value(c)));
@@ -431,19 +447,33 @@ fn value_cell(c: &RevertChoice, cols: usize) -> String {
     fit(&choice_value(c), cols)
 }
 
-/// One version to choose, in [`Columns`]: its number, value (or where `rescope` moved it),
-/// when it was current and its source.
+/// A choice's number, and `!` when the scope guard marked it suspect.
+fn version_label(c: &RevertChoice) -> String {
+    match c.suspect {
+        Some(_) => format!("v{} !", c.version),
+        None => format!("v{}", c.version),
+    }
+}
+
+/// One version to choose, in [`Columns`]: its number (`!` when the scope guard marked it),
+/// value (or where `rescope` moved it), when it was current and its source.
 fn choice_line(c: &RevertChoice, chosen: bool, cols: &Columns, max: usize) -> Line<'static> {
     let (mark, style) = if chosen {
         (CHOSEN, bold().fg(Color::Yellow))
     } else {
         (NOT_CHOSEN, Style::new())
     };
-    let version = format!("v{}", c.version);
+    let version_style = match c.suspect {
+        Some(_) => bold().fg(Color::Yellow),
+        None => style,
+    };
     row_line(
         &[
             part(mark, style),
-            part(format!("{} ", fit(&version, cols.version)), style),
+            part(
+                format!("{} ", fit(&version_label(c), cols.version)),
+                version_style,
+            ),
             part(
                 value_cell(c, cols.value),
                 Style::new().fg(if c.moved_to.is_some() {
