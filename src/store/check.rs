@@ -627,6 +627,21 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// Invariant 3 for refused writes: an identity whose tombstone `gc` collected keeps no
+    /// source of a write refused before (`events::COLLECTED_SOURCES_SQL`; gc blanks them, and
+    /// one by a release before that did not).
+    fn sources_of_collected(&mut self) -> Result<()> {
+        let sql = crate::store::events::COLLECTED_SOURCES_SQL;
+        for (subject, predicate, scope, n) in collect(self.db, sql, &[], self.limit, &|r| {
+            (r.show(0), r.show(1), r.show(2), r.int(3).unwrap_or(0))
+        })? {
+            self.push(3, format!(
+                "{subject} · {predicate} @ {scope} had its tombstone collected, but {n} write(s) refused before keep their source: run `memscope gc` to blank them"
+            ));
+        }
+        Ok(())
+    }
+
     /// Invariant 6, one spelling per place: no two stored subjects, and no two stored
     /// repository or task scopes, fold alike (`spelling::fold`). memscope's write path stores
     /// the first spelling; a second one was written around it.
@@ -1166,6 +1181,7 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
     }
     c.one_spelling_per_place()?;
     c.moved_copies_of_deleted()?;
+    c.sources_of_collected()?;
     c.queue_and_read_log_in_time()?;
     let Checker { db, violations, .. } = c;
     let mut metrics = BTreeMap::new();

@@ -297,18 +297,20 @@ pub(crate) fn destroyed_scopes(
 }
 
 /// The SQL that blanks a moved copy's content (`$1` subject, `$2` predicate, `$3` scope, `$4`
-/// version): the `set` and `confirmed` events of that version keep its value and words — the
-/// event stays, as retention's purge leaves it; never the current record's own event.
-pub(crate) const BLANK_MOVED_COPY_SQL: &str = "UPDATE history SET value = NULL, raw = NULL
+/// version): the `set` and `confirmed` events of that version keep its value, words and source
+/// — free text a model wrote, which may repeat what the user deleted, as a refused write's does
+/// (found by review: the source stayed) — the event stays, as retention's purge leaves it;
+/// never the current record's own event.
+pub(crate) const BLANK_MOVED_COPY_SQL: &str = "UPDATE history SET value = NULL, raw = NULL, source = NULL
       WHERE subject = $1 AND predicate = $2 AND scope = $3 AND version = $4
-        AND event IN ('set', 'confirmed') AND (value IS NOT NULL OR raw IS NOT NULL)
+        AND event IN ('set', 'confirmed') AND (value IS NOT NULL OR raw IS NOT NULL OR source IS NOT NULL)
         AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
                         AND m.scope = $3 AND m.version = $4)";
 
 /// The count [`BLANK_MOVED_COPY_SQL`] would blank, for a preview and for `check`.
 pub(crate) const MOVED_COPY_COUNT_SQL: &str = "SELECT count(*) FROM history
       WHERE subject = $1 AND predicate = $2 AND scope = $3 AND version = $4
-        AND event IN ('set', 'confirmed') AND (value IS NOT NULL OR raw IS NOT NULL)
+        AND event IN ('set', 'confirmed') AND (value IS NOT NULL OR raw IS NOT NULL OR source IS NOT NULL)
         AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
                         AND m.scope = $3 AND m.version = $4)";
 
@@ -326,6 +328,32 @@ pub(crate) const BLANK_REFUSED_SOURCES_SQL: &str = "UPDATE history SET source = 
 pub(crate) const REFUSED_SOURCES_COUNT_SQL: &str = "SELECT count(*) FROM history
       WHERE subject = $1 AND predicate = $2 AND scope = $3
         AND event IN ('rejected', 'pending_resolved') AND source IS NOT NULL";
+
+/// Which refused writes' sources (`rejected`, `pending_resolved` events) an identity kept from
+/// before `gc` collected its tombstone: once the tombstone is gone no delete reaches them (the
+/// identity holds nothing to delete), so `gc` blanks them as it collects (found by review: with
+/// retention 0 they stayed for good), and `check` names one an earlier release kept.
+macro_rules! collected_sources_where {
+    () => {
+        "event IN ('rejected', 'pending_resolved') AND source IS NOT NULL
+        AND id < (SELECT max(c.id) FROM history c WHERE c.event = 'tombstone_collected'
+                  AND c.subject = history.subject AND c.predicate = history.predicate
+                  AND c.scope = history.scope)"
+    };
+}
+
+/// The SQL that blanks the sources `collected_sources_where!` finds.
+pub(crate) const BLANK_COLLECTED_SOURCES_SQL: &str = concat!(
+    "UPDATE history SET source = NULL WHERE ",
+    collected_sources_where!()
+);
+
+/// The identities (subject, predicate, scope) that keep such sources, with how many.
+pub(crate) const COLLECTED_SOURCES_SQL: &str = concat!(
+    "SELECT subject, predicate, scope, count(*) FROM history WHERE ",
+    collected_sources_where!(),
+    " GROUP BY subject, predicate, scope ORDER BY 1, 2, 3"
+);
 
 /// Refuses a delete whose blanking of refused writes' sources did not happen (`remaining`:
 /// [`REFUSED_SOURCES_COUNT_SQL`] read after it), as [`check_carried_out`] refuses a purge that

@@ -22,6 +22,9 @@ pub struct GcReport {
     pub purged_pending: i64,
     pub purged_reads: i64,
     pub collected_tombstones: i64,
+    /// The sources of refused writes blanked at identities whose tombstones were collected
+    /// (`events::BLANK_COLLECTED_SOURCES_SQL`).
+    pub blanked_sources: i64,
     pub disk_purged: bool,
     /// Why the purge did not reach the disk, when the backend can say (PostgreSQL: the role
     /// may not VACUUM).
@@ -32,7 +35,10 @@ pub struct GcReport {
 impl GcReport {
     /// Whether content was destroyed, so the backend's on-disk purge must follow.
     pub(crate) fn purged_content(&self) -> bool {
-        self.purged_events > 0 || self.purged_pending > 0 || self.purged_reads > 0
+        self.purged_events > 0
+            || self.purged_pending > 0
+            || self.purged_reads > 0
+            || self.blanked_sources > 0
     }
 }
 

@@ -977,3 +977,74 @@ fn the_readmes_delete_example_is_what_the_demo_prints() {
     assert!(!expected.is_empty());
     assert_eq!(printed.lines().collect::<Vec<_>>(), expected);
 }
+
+/// A write refused while its identity was deleted keeps its source (free text a model wrote,
+/// which may repeat what was deleted) until a delete blanks it; once `gc` collects the
+/// tombstone no delete reaches the identity (it holds nothing to delete), so gc blanks those
+/// sources as it collects, keeping the events (found by review: with retention 0 they stayed
+/// for good). `check` names one an earlier release kept, and the next `gc` blanks it.
+#[test]
+fn gc_blanks_the_refused_sources_of_a_tombstone_it_collects() {
+    gc_blanks_refused_sources_on(TestDb::new());
+}
+
+#[test]
+fn gc_blanks_the_refused_sources_of_a_tombstone_it_collects_on_postgres() {
+    on_postgres(gc_blanks_refused_sources_on);
+}
+
+fn gc_blanks_refused_sources_on(db: TestDb) {
+    let subject = "用户:回收🧹";
+    let secret = unique("他说的秘密-🤫-");
+    db.write(subject, PM, "pnpm", "global", "thread:1");
+    db.write(subject, "editor", "helix", "global", "thread:2");
+    db.run(&args_for("delete", subject, PM, &["--scope", "global"]))
+        .ok();
+    let refused = db.write(subject, PM, "yarn", "global", &format!("thread:9 {secret}"));
+    assert_eq!(refused["outcome"], "rejected", "{refused:#}");
+    db.assert_check_ok();
+    // Not collected yet (the period is off): the source stays, for a delete to blank.
+    let r = db.json(&["gc", "--json"]);
+    assert_eq!(r["blanked_sources"], 0, "{r:#}");
+    db.sql_execute("UPDATE tombstones SET deleted_at = '2020-01-01T00:00:00.000Z'")
+        .unwrap();
+    let r = db.run(&["gc", "--tombstone-safe-days", "1"]).ok();
+    assert!(
+        r.stdout.contains("collected 1 tombstone(s)")
+            && r.stdout.contains(
+                "gc: blanked the sources of 1 write(s) refused at identities whose tombstones were collected (the events stay)"
+            ),
+        "{r:?}"
+    );
+    db.assert_not_stored(&secret, "the refused write's source");
+    let history = db.history(subject, PM, Some("global"));
+    assert_eq!(
+        events(&history),
+        ["deleted", "rejected", "tombstone_collected"],
+        "{history:#?}"
+    );
+    assert!(history[1]["source"].is_null(), "{history:#?}");
+    // Another identity's source stays: only the collected identity's refused writes go.
+    let kept = db.history(subject, "editor", Some("global"));
+    assert_eq!(kept[0]["source"], "thread:2", "{kept:#?}");
+    db.assert_check_ok();
+
+    // As an earlier release left it: the source back. `check` names it; `gc` blanks it.
+    db.sql_through_purge_gate(&format!(
+        "UPDATE history SET source = 'thread:9 {secret}' WHERE event = 'rejected'"
+    ))
+    .unwrap();
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        report.to_string().contains(&format!(
+            "{subject} · package_manager @ global had its tombstone collected, but 1 write(s) refused before keep their source: run `memscope gc` to blank them"
+        )),
+        "{report:#}"
+    );
+    let r = db.json(&["gc", "--json"]);
+    assert_eq!(r["blanked_sources"], 1, "{r:#}");
+    assert_eq!(r["collected_tombstones"], 0, "{r:#}");
+    db.assert_not_stored(&secret, "the refused write's source");
+    db.assert_check_ok();
+}

@@ -238,31 +238,15 @@ fn database_from_before_the_limit() -> (TestDb, String) {
     db.write("u:42", "p", "v", "repo:web-app", "s");
     db.write_ambiguous("u:42", "q", "v", "global,repo:web-app", "s", "either");
     let long = format!("u:{}", "长".repeat(400));
-    let conn = rusqlite::Connection::open(&db.path).expect("open the database");
-    conn.create_scalar_function(
-        "memscope_purge_gate",
-        0,
-        rusqlite::functions::FunctionFlags::SQLITE_UTF8,
-        |_| Ok(1),
-    )
-    .expect("the purge gate");
-    for table in ["memories", "history"] {
-        conn.execute(
-            &format!("UPDATE {table} SET subject = ?1 WHERE subject = 'u:long'"),
-            [&long],
-        )
-        .expect("lengthen the subject");
-    }
-    conn.execute(
-        "UPDATE spellings SET folded = ?1, spelling = ?1 WHERE kind = 'subject' AND spelling = 'u:long'",
-        [&long],
-    )
-    .expect("its spelling");
-    conn.execute(
-        "UPDATE pending SET candidates = ?1",
-        [json!(["global", format!("repo:{}", "x".repeat(600))]).to_string()],
-    )
-    .expect("a long candidate");
+    let candidates = json!(["global", format!("repo:{}", "x".repeat(600))]);
+    db.sql_through_purge_gate(&format!(
+        "UPDATE memories SET subject = '{long}' WHERE subject = 'u:long';
+         UPDATE history SET subject = '{long}' WHERE subject = 'u:long';
+         UPDATE spellings SET folded = '{long}', spelling = '{long}'
+          WHERE kind = 'subject' AND spelling = 'u:long';
+         UPDATE pending SET candidates = '{candidates}'"
+    ))
+    .expect("lengthen the subject and a candidate");
     (db, long)
 }
 
@@ -351,22 +335,8 @@ fn lengthen_subject(db: &TestDb, short: &str, long: &str) {
          UPDATE spellings SET folded = '{long}', spelling = '{long}'
           WHERE kind = 'subject' AND spelling = '{short}';"
     );
-    if db.is_postgres() {
-        db.sql_execute(&format!(
-            "BEGIN; SET LOCAL memscope.purge = 'on'; {sql} COMMIT;"
-        ))
+    db.sql_through_purge_gate(&sql)
         .expect("lengthen the subject");
-    } else {
-        let conn = rusqlite::Connection::open(&db.path).expect("open the database");
-        conn.create_scalar_function(
-            "memscope_purge_gate",
-            0,
-            rusqlite::functions::FunctionFlags::SQLITE_UTF8,
-            |_| Ok(1),
-        )
-        .expect("the purge gate");
-        conn.execute_batch(&sql).expect("lengthen the subject");
-    }
 }
 
 #[test]

@@ -505,14 +505,16 @@ fn a_value_a_rescope_restored_and_the_next_moved_is_destroyed_where_it_was_first
     let db = TestDb::new();
     let first = unique("最早的金丝雀-🐤-");
     let second = unique("second-canary-");
+    // The sources too: free text a model wrote, which may repeat what the user deleted.
+    let (first_source, second_source) = (unique("来源-🧵-"), unique("source-"));
     db.write_with(
         (U, PM),
         first.as_str(),
         "global",
-        "thread:1",
+        &first_source,
         &["--raw", &format!("说 {first}")],
     );
-    db.write(U, PM, &second, "global", "thread:2");
+    db.write(U, PM, &second, "global", &second_source);
     let rescope = args_for(
         "rescope",
         U,
@@ -532,7 +534,7 @@ fn a_value_a_rescope_restored_and_the_next_moved_is_destroyed_where_it_was_first
         &["--scope", "repo:web-app", "--yes", "--json"],
     ));
     assert_eq!(done["blanked_copies"], 3, "{done:#}");
-    for canary in [&first, &second] {
+    for canary in [&first, &second, &first_source, &second_source] {
         assert!(find_on_disk(&db.path, canary).is_empty(), "{canary} stays");
     }
     db.assert_check_ok();

@@ -513,6 +513,25 @@ impl TestDb {
         }
     }
 
+    /// Runs `sql` as a raw client that passes memscope's purge gate — on SQLite the gate
+    /// function, on PostgreSQL the owner's setting — as a database an earlier release wrote.
+    pub fn sql_through_purge_gate(&self, sql: &str) -> Result<(), String> {
+        if self.is_postgres() {
+            return self.sql_execute(&format!(
+                "BEGIN; SET LOCAL memscope.purge = 'on'; {sql}; COMMIT;"
+            ));
+        }
+        let conn = rusqlite::Connection::open(&self.path).expect("open the database");
+        conn.create_scalar_function(
+            "memscope_purge_gate",
+            0,
+            rusqlite::functions::FunctionFlags::SQLITE_UTF8,
+            |_| Ok(1),
+        )
+        .expect("the purge gate");
+        conn.execute_batch(sql).map_err(|e| e.to_string())
+    }
+
     /// Asserts that `text` is nowhere memscope keeps data: on SQLite in no database file (db,
     /// -wal, -shm) in any encoding; on PostgreSQL, whose files are the server's, in no row of
     /// any table. `what` says which content it is.
