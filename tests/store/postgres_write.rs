@@ -1968,3 +1968,76 @@ fn a_lock_held_by_another_session_times_out_in_one_sentence_on_postgres() {
     write("user:锁", "nano").ok();
     assert_eq!(run(&["check"], None).code, 0);
 }
+
+/// A delete that empties `memories` while another session keeps a transaction that read it
+/// open: memscope tries for the exclusive lock that drops the table's planner statistics in
+/// short waits (100 ms, ten tries), so a reader that gives up after 1.5 s — less than the one
+/// wait of 2 s memscope made before, which queued every reader of the table behind it (found by
+/// review) — is never refused meanwhile. The lock never granted, the delete still succeeds and
+/// says that the statistics of `memories` may still show values of it, and why.
+#[test]
+fn emptying_memories_under_an_open_reader_queues_no_reader_for_long_on_postgres() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let home = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        let out = memscope_on(
+            &db,
+            home.path(),
+            &[
+                "write",
+                "--subject",
+                "user:排队",
+                "--predicate",
+                &format!("p{i}"),
+                "--value",
+                "队列 🚦",
+                "--scope",
+                "global",
+                "--source",
+                "s",
+            ],
+        );
+        assert!(out.status.success(), "{out:?}");
+    }
+    raw.batch_execute("ANALYZE memories").unwrap();
+    let mut holder = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+    let mut open = holder.transaction().unwrap();
+    open.query("SELECT count(*) FROM memories", &[]).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = std::thread::spawn({
+        let (url, done) = (db.url.clone(), done.clone());
+        move || {
+            let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            c.batch_execute("SET lock_timeout = '1500ms'").unwrap();
+            let (mut reads, mut refused) = (0, Vec::new());
+            while !done.load(Ordering::SeqCst) {
+                match c.query_one("SELECT count(*) FROM memories", &[]) {
+                    Ok(_) => reads += 1,
+                    Err(e) => refused.push(format!("{e:?}")),
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            (reads, refused)
+        }
+    });
+    let out = memscope_on(
+        &db,
+        home.path(),
+        &["delete", "--subject", "user:排队", "--yes"],
+    );
+    done.store(true, Ordering::SeqCst);
+    let (reads, refused) = reader.join().unwrap();
+    open.rollback().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("the planner statistics (pg_stats) of memories (")
+            && said.contains("lock timeout"),
+        "{said}"
+    );
+    assert!(reads > 0, "the reader read meanwhile");
+    assert!(refused.is_empty(), "a reader was refused: {refused:?}");
+}

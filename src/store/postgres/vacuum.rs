@@ -71,21 +71,50 @@ pub(super) fn after_purge(client: &mut Client, tables: &[&str]) -> AfterPurge {
     }
 }
 
+/// How long one try for a table's exclusive lock waits, how many tries are made and the pause
+/// between them: a session waiting for ACCESS EXCLUSIVE makes every later reader and writer of
+/// the table wait behind it, so no one waits behind a try for longer than it does (found by
+/// review: one wait of 2 s queued every agent's reads and writes of the table behind it).
+const LOCK_TRY: &str = "100ms";
+const LOCK_TRIES: u32 = 10;
+const LOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// ANALYZE replaces a column's statistics only from the rows it samples: a table the purge left
 /// empty keeps its old ones, the purged values among them. Without a superuser the only way to
 /// drop them is to redefine each text column as the type it already is (no rewrite; the indexes
 /// on it are rebuilt, empty), which needs the table's exclusive lock — brief on an empty table,
-/// and not waited for long, as readers would queue behind it.
+/// and tried for in short waits ([`LOCK_TRY`]), as readers queue behind a wait for it.
 fn drop_statistics_if_empty(client: &mut Client, table: &str) -> Result<()> {
     let empty = format!("SELECT NOT EXISTS (SELECT 1 FROM {table})");
     if !client.query_one(&empty, &[])?.get::<_, bool>(0) {
         return Ok(());
     }
+    let mut tries = 1;
+    loop {
+        match drop_statistics_under_lock(client, table, &empty) {
+            Err(e) if tries < LOCK_TRIES && lock_not_granted(&e) => {
+                tries += 1;
+                std::thread::sleep(LOCK_PAUSE);
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Whether `e` is the server giving up on a lock (`lock_timeout`).
+fn lock_not_granted(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<postgres::Error>()
+        .and_then(postgres::Error::code)
+        == Some(&postgres::error::SqlState::LOCK_NOT_AVAILABLE)
+}
+
+/// One try of [`drop_statistics_if_empty`]: the lock waited for [`LOCK_TRY`] at most.
+fn drop_statistics_under_lock(client: &mut Client, table: &str, empty: &str) -> Result<()> {
     let mut tx = client.transaction()?;
     tx.batch_execute(&format!(
-        "SET LOCAL lock_timeout = '2s'; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"
+        "SET LOCAL lock_timeout = '{LOCK_TRY}'; LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE"
     ))?;
-    if !tx.query_one(&empty, &[])?.get::<_, bool>(0) {
+    if !tx.query_one(empty, &[])?.get::<_, bool>(0) {
         // Rows came back since the ANALYZE: sample them instead.
         tx.batch_execute(&format!("ANALYZE {table}"))?;
         return Ok(tx.commit()?);
