@@ -194,6 +194,12 @@ pub fn gc(store: &mut AnyStore, a: GcArgs) -> Result<i32> {
             "gc: purged content of {} event(s), {} closed pending item(s) and {} logged read(s), collected {} tombstone(s) (retention {} days, tombstone safe period {} days)",
             r.purged_events, r.purged_pending, r.purged_reads, r.collected_tombstones, r.retention_days, r.tombstone_safe_days
         );
+        if r.blanked_copies > 0 {
+            outln!(
+                "gc: blanked {} history event(s) a rescope had left of memories whose tombstones were collected (the events stay)",
+                r.blanked_copies
+            );
+        }
         if r.blanked_sources > 0 {
             outln!(
                 "gc: blanked the sources of {} write(s) refused at identities whose tombstones were collected (the events stay)",

@@ -632,9 +632,12 @@ impl Checker<'_> {
     /// one by a release before that did not).
     fn sources_of_collected(&mut self) -> Result<()> {
         let sql = crate::store::events::COLLECTED_SOURCES_SQL;
-        for (subject, predicate, scope, n) in collect(self.db, sql, &[], self.limit, &|r| {
+        let mut found = collect(self.db, sql, &[], usize::MAX, &|r| {
             (r.show(0), r.show(1), r.show(2), r.int(3).unwrap_or(0))
-        })? {
+        })?;
+        // In one order on both backends (byte order, as SQLite's).
+        found.sort();
+        for (subject, predicate, scope, n) in found {
             self.push(3, format!(
                 "{subject} · {predicate} @ {scope} had its tombstone collected, but {n} write(s) refused before keep their source: run `memscope gc` to blank them"
             ));

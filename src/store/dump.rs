@@ -422,8 +422,10 @@ impl DumpReader {
         }
         let checked = check_report(db)?;
         if let Some(v) = checked.violations.first() {
+            // A database an earlier release left so (a source its delete or gc kept, say) is
+            // repaired where it is, by this release, and exported again.
             bail!(
-                "the import would break invariant {} ({}): {} — nothing was imported",
+                "the import would break invariant {} ({}): {} — nothing was imported; if the file is an export of a memscope database, run `memscope check` on that database, do what it says there, and export it again",
                 v.invariant,
                 v.name,
                 v.detail

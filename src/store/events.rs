@@ -348,11 +348,17 @@ pub(crate) const BLANK_COLLECTED_SOURCES_SQL: &str = concat!(
     collected_sources_where!()
 );
 
+/// How many such sources there are (PostgreSQL's gc opens the purge gate for them).
+pub(crate) const COLLECTED_SOURCES_COUNT_SQL: &str = concat!(
+    "SELECT count(*) FROM history WHERE ",
+    collected_sources_where!()
+);
+
 /// The identities (subject, predicate, scope) that keep such sources, with how many.
 pub(crate) const COLLECTED_SOURCES_SQL: &str = concat!(
     "SELECT subject, predicate, scope, count(*) FROM history WHERE ",
     collected_sources_where!(),
-    " GROUP BY subject, predicate, scope ORDER BY 1, 2, 3"
+    " GROUP BY subject, predicate, scope"
 );
 
 /// Refuses a delete whose blanking of refused writes' sources did not happen (`remaining`:

@@ -25,6 +25,9 @@ pub struct GcReport {
     /// The sources of refused writes blanked at identities whose tombstones were collected
     /// (`events::BLANK_COLLECTED_SOURCES_SQL`).
     pub blanked_sources: i64,
+    /// The history events a rescope left of a collected tombstone's memory where the value was
+    /// first written, blanked before it was collected (a delete by an earlier release left them).
+    pub blanked_copies: i64,
     pub disk_purged: bool,
     /// Why the purge did not reach the disk, when the backend can say (PostgreSQL: the role
     /// may not VACUUM).
@@ -39,6 +42,7 @@ impl GcReport {
             || self.purged_pending > 0
             || self.purged_reads > 0
             || self.blanked_sources > 0
+            || self.blanked_copies > 0
     }
 }
 

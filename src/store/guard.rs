@@ -615,10 +615,46 @@ const PLACE_NOUNS: [&str; 11] = [
 const PLACE_NOUNS_CJK: [&str; 6] = ["仓库", "项目", "代码库", "工程", "服务", "任务"];
 /// Words before `ID 项目` (or another of [`PLACE_NOUNS_CJK`]) that make it any such place, not
 /// the one — Chinese has no article: `新建前端项目` (a new frontend project), `所有前端项目`.
-const ANY_ONE_CJK: [&str; 14] = [
+const ANY_ONE_CJK: [&str; 18] = [
     "新建", "新的", "新开", "创建", "一个", "每个", "各个", "所有", "任何", "其他", "别的", "这类",
-    "一些", "某个",
+    "一些", "某个", "任意", "各种", "多个", "几个",
 ];
+/// Longer words that end in one of [`ANY_ONE_CJK`] and name the one place after all (同一个 the
+/// same, 第一个 the first, 最新的 the newest, 重新创建 recreate …).
+const NOT_ANY_ONE_CJK: [&str; 11] = [
+    "同一个",
+    "第一个",
+    "这一个",
+    "那一个",
+    "唯一一个",
+    "最新的",
+    "更新的",
+    "重新创建",
+    "特别的",
+    "个别的",
+    "级别的",
+];
+/// Words that start with one of [`PLACE_NOUNS_CJK`] without being a place (工程师 engineer,
+/// 服务器 server …).
+const NOT_PLACE_NOUNS_CJK: [&str; 7] = [
+    "工程师",
+    "工程化",
+    "服务器",
+    "服务端",
+    "服务商",
+    "项目经理",
+    "任务栏",
+];
+
+/// Whether the words before an id end in one that makes `ID 项目` any such place
+/// ([`ANY_ONE_CJK`]; `所有的` as `所有`), and not in a longer word that does not.
+fn any_one_cjk(before: &str) -> bool {
+    let plain = before.strip_suffix('的').unwrap_or(before);
+    [before, plain].into_iter().any(|b| {
+        ANY_ONE_CJK.iter().any(|w| b.ends_with(w))
+            && !NOT_ANY_ONE_CJK.iter().any(|w| b.ends_with(w))
+    })
+}
 /// `在 ID 里` ("in ID"): the id between `在` and one of these is a place too.
 const INSIDE_CJK: [&str; 4] = ["里", "中", "内", "下"];
 /// Words that end in `在` without meaning "in" (现在 now, 正在 in progress, 存在 stored …):
@@ -677,7 +713,8 @@ fn marked_as_place(text: &str, at: std::ops::Range<usize>) -> bool {
     (noun(next) && !ANY_ONE.contains(&previous))
         || (noun(previous) && !ANY_ONE.contains(&article))
         || (PLACE_NOUNS_CJK.iter().any(|n| after.starts_with(n))
-            && !ANY_ONE_CJK.iter().any(|w| before.ends_with(w)))
+            && !NOT_PLACE_NOUNS_CJK.iter().any(|w| after.starts_with(w))
+            && !any_one_cjk(before))
         || in_cjk(before, after)
 }
 
@@ -1023,6 +1060,11 @@ mod tests {
             "文档写中文，代码注释写英文",
             "先写测试再写代码",
             "前端框架一律用 React",
+            // Words that start with a place noun, and determiners with 的.
+            "前端工程师都用 VS Code",
+            "测试服务器用 Ubuntu",
+            "所有的前端项目都用 pnpm",
+            "任意前端项目都行",
         ] {
             assert_eq!(named(plain), Vec::<Scope>::new(), "{plain}");
         }
@@ -1035,6 +1077,10 @@ mod tests {
             ("“文档”仓库用 mkdocs 构建", docs.clone()),
             ("在文档中不要用 yarn", docs.clone()),
             ("测试任务里先跑 lint", Scope::Task("测试".into())),
+            // A longer word that ends like a determiner names the one place.
+            ("同一个前端项目里别混用 yarn", frontend.clone()),
+            ("重新创建前端仓库时保留 lockfile", frontend.clone()),
+            ("更新的前端项目用 pnpm", frontend.clone()),
         ] {
             assert_eq!(named(marked), vec![place], "{marked}");
         }

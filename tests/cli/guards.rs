@@ -1006,15 +1006,9 @@ fn gc_blanks_refused_sources_on(db: TestDb) {
     // Not collected yet (the period is off): the source stays, for a delete to blank.
     let r = db.json(&["gc", "--json"]);
     assert_eq!(r["blanked_sources"], 0, "{r:#}");
-    db.sql_execute("UPDATE tombstones SET deleted_at = '2020-01-01T00:00:00.000Z'")
-        .unwrap();
-    let r = db.run(&["gc", "--tombstone-safe-days", "1"]).ok();
-    assert!(
-        r.stdout.contains("collected 1 tombstone(s)")
-            && r.stdout.contains(
-                "gc: blanked the sources of 1 write(s) refused at identities whose tombstones were collected (the events stay)"
-            ),
-        "{r:?}"
+    collect_the_tombstone(
+        &db,
+        "gc: blanked the sources of 1 write(s) refused at identities whose tombstones were collected (the events stay)",
     );
     db.assert_not_stored(&secret, "the refused write's source");
     let history = db.history(subject, PM, Some("global"));
@@ -1042,9 +1036,87 @@ fn gc_blanks_refused_sources_on(db: TestDb) {
         )),
         "{report:#}"
     );
-    let r = db.json(&["gc", "--json"]);
+    // Whatever the periods: with both 0 nothing else is purged (on PostgreSQL the purge gate
+    // stayed shut, found by review).
+    let r = db.json(&[
+        "gc",
+        "--retention-days",
+        "0",
+        "--tombstone-safe-days",
+        "0",
+        "--json",
+    ]);
     assert_eq!(r["blanked_sources"], 1, "{r:#}");
     assert_eq!(r["collected_tombstones"], 0, "{r:#}");
     db.assert_not_stored(&secret, "the refused write's source");
     db.assert_check_ok();
+}
+
+/// A copy a rescope left where the value was first written, which an earlier release's delete
+/// kept some of (its source, here): `check` names it while the tombstone stands, and `gc`
+/// blanks it before it collects the tombstone — after that nothing would find it (found by
+/// review).
+#[test]
+fn gc_blanks_what_a_rescope_left_before_it_collects_the_tombstone() {
+    gc_blanks_moved_copies_on(TestDb::new());
+}
+
+#[test]
+fn gc_blanks_what_a_rescope_left_before_it_collects_the_tombstone_on_postgres() {
+    on_postgres(gc_blanks_moved_copies_on);
+}
+
+fn gc_blanks_moved_copies_on(db: TestDb) {
+    let subject = "用户:搬家🚚";
+    let secret = unique("搬走的来源-📦-");
+    db.write(subject, PM, "pnpm", "global", "thread:1");
+    db.write(subject, PM, "npm", "global", "thread:2");
+    db.run(&args_for(
+        "rescope",
+        subject,
+        PM,
+        &["--scope", "global", "--to", "repo:旧仓库"],
+    ))
+    .ok();
+    db.run(&args_for(
+        "delete",
+        subject,
+        PM,
+        &["--scope", "repo:旧仓库"],
+    ))
+    .ok();
+    db.assert_check_ok();
+    // As an earlier release's delete left it: the moved version's source kept.
+    db.sql_through_purge_gate(&format!(
+        "UPDATE history SET source = '{secret}' WHERE scope = 'global' AND version = 2 AND event = 'set'"
+    ))
+    .unwrap();
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        report
+            .to_string()
+            .contains("which a rescope moved into it, still hold its content"),
+        "{report:#}"
+    );
+    collect_the_tombstone(
+        &db,
+        "gc: blanked 1 history event(s) a rescope had left of memories whose tombstones were collected (the events stay)",
+    );
+    db.assert_not_stored(&secret, "the moved copy's source");
+    // The global memory stays as it was: v1's value current again.
+    assert_eq!(db.resolve(subject, PM, &[])["value"], "pnpm");
+    db.assert_check_ok();
+}
+
+/// Ages the database's one tombstone past a day and runs `gc` with a safe period of one: it is
+/// collected, and gc says `line` too.
+fn collect_the_tombstone(db: &TestDb, line: &str) {
+    db.sql_execute("UPDATE tombstones SET deleted_at = '2020-01-01T00:00:00.000Z'")
+        .unwrap();
+    let r = db.run(&["gc", "--tombstone-safe-days", "1"]).ok();
+    assert!(
+        r.stdout.contains("collected 1 tombstone(s)") && r.stdout.contains(line),
+        "{r:?}"
+    );
 }

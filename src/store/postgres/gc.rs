@@ -24,7 +24,12 @@ impl PgStore {
                 Ok(t.opt("SELECT value FROM settings WHERE key = $1", &[&key])?
                     .map(|r| r.get(0)))
             })?;
-            let acts = plan.retention_days > 0 || plan.tombstone_safe_days > 0;
+            // Sources an earlier release kept at a collected tombstone's identity are blanked
+            // by any run (found by review: with both periods 0 the purge gate stayed shut).
+            let leftovers: i64 = t
+                .one(crate::store::events::COLLECTED_SOURCES_COUNT_SQL, &[])?
+                .get(0);
+            let acts = plan.retention_days > 0 || plan.tombstone_safe_days > 0 || leftovers > 0;
             if acts {
                 let may: bool = t
                     .one("SELECT memscope_may_purge($1)", &[&schema::CURATOR_ROLE])?
@@ -90,6 +95,14 @@ impl PgStore {
                         predicate,
                         scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
                     };
+                    // Once the tombstone is gone nothing finds the copies a rescope left of
+                    // it: an earlier release's delete may have kept some.
+                    for (at, version) in super::store::moved_copies(t, &id, &[])? {
+                        report.blanked_copies += t.exec(
+                            crate::store::events::BLANK_MOVED_COPY_SQL,
+                            &[&id.subject, &id.predicate, &at, &version],
+                        )? as i64;
+                    }
                     log_event(t, EventKind::TombstoneCollected, &id, None, None, None, None, None)?;
                     report.collected_tombstones += 1;
                 }

@@ -1647,7 +1647,11 @@ fn delete_in_tx(
 
 /// The versions of other scopes that keep content a rescope moved into `id`
 /// (`events::moved_copies`), none of an identity in `covered`, which this delete destroys whole.
-fn moved_copies(t: &mut Tx<'_>, id: &Identity, covered: &[Identity]) -> Result<Vec<(String, i64)>> {
+pub(super) fn moved_copies(
+    t: &mut Tx<'_>,
+    id: &Identity,
+    covered: &[Identity],
+) -> Result<Vec<(String, i64)>> {
     let events: Vec<crate::store::events::RescopeEvent> = t
         .all(
             crate::store::events::RESCOPE_EVENTS_SQL,

@@ -661,6 +661,9 @@ impl Store {
                         predicate,
                         scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
                     };
+                    // Once the tombstone is gone nothing finds the copies a rescope left of
+                    // it: an earlier release's delete may have kept some.
+                    report.blanked_copies += blank_moved_copies(tx, &id, &[])?;
                     Event::new(EventKind::TombstoneCollected, &id).log(tx, &now)?;
                     report.collected_tombstones += 1;
                 }

@@ -1053,13 +1053,13 @@ fn run_line(
     st: &mut TxState,
     savepoint: bool,
 ) -> Result<WriteOutcome> {
-    let mut w = std::borrow::Cow::Borrowed(w);
-    st.canonicalize(conn, &mut w)?;
-    // Refused before it writes anything: the line's error at once, not a second pass of its
-    // batch with savepoints (found by review).
-    if let Some(refused) = brought_refusal(conn, &w, st)? {
+    // Refused before it writes anything, its spellings included: the line's error at once,
+    // not a second pass of its batch with savepoints (found by review).
+    if let Some(refused) = brought_refusal(conn, w, st)? {
         return Ok(WriteOutcome::error(None, refused.0));
     }
+    let mut w = std::borrow::Cow::Borrowed(w);
+    st.canonicalize(conn, &mut w)?;
     if savepoint {
         conn.prepare_cached("SAVEPOINT apply_line")?.execute([])?;
     }
