@@ -488,6 +488,17 @@ pub(super) fn restore_guards(tx: &mut Transaction<'_>) -> Result<bool> {
         Err(e) if e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => {
             bail!(crate::store::check::TOMBSTONE_NOT_UNIQUE)
         }
+        // Another client's foreign key (or view) depends on the primary key it put there.
+        Err(e) if e.code() == Some(&postgres::error::SqlState::DEPENDENT_OBJECTS_STILL_EXIST) => {
+            let detail = e
+                .as_db_error()
+                .and_then(|d| d.detail())
+                .map(crate::model::escape_controls)
+                .unwrap_or_default();
+            bail!(
+                "cannot give tombstones its identity key again: another client's primary key on tombstones stands in its place, and another object depends on it ({detail}); drop that object with a SQL client, then run init again"
+            )
+        }
         done => done?,
     }
     Ok(true)
