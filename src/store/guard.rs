@@ -616,12 +616,15 @@ const PLACE_NOUNS_CJK: [&str; 6] = ["仓库", "项目", "代码库", "工程", "
 /// Words before `ID 项目` (or another of [`PLACE_NOUNS_CJK`]) that make it any such place, not
 /// the one — Chinese has no article: `新建前端项目` (a new frontend project), `所有前端项目`.
 const ANY_ONE_CJK: [&str; 18] = [
-    "新建", "新的", "新开", "创建", "一个", "每个", "各个", "所有", "任何", "其他", "别的", "这类",
+    "新建", "新开", "创建", "新的", "一个", "每个", "各个", "所有", "任何", "其他", "别的", "这类",
     "一些", "某个", "任意", "各种", "多个", "几个",
 ];
+/// The entries of [`ANY_ONE_CJK`] that are verbs: `的` after one makes a clause about one place
+/// (`我刚创建的前端项目`, the project I just created), not a determiner.
+const ANY_ONE_CJK_VERBS: [&str; 3] = ["新建", "新开", "创建"];
 /// Longer words that end in one of [`ANY_ONE_CJK`] and name the one place after all (同一个 the
 /// same, 第一个 the first, 最新的 the newest, 重新创建 recreate …).
-const NOT_ANY_ONE_CJK: [&str; 11] = [
+const NOT_ANY_ONE_CJK: [&str; 16] = [
     "同一个",
     "第一个",
     "这一个",
@@ -630,9 +633,14 @@ const NOT_ANY_ONE_CJK: [&str; 11] = [
     "最新的",
     "更新的",
     "重新创建",
+    "重新开",
     "特别的",
     "个别的",
     "级别的",
+    "区别的",
+    "类别的",
+    "识别的",
+    "分别的",
 ];
 /// Words that start with one of [`PLACE_NOUNS_CJK`] without being a place (工程师 engineer,
 /// 服务器 server …).
@@ -647,14 +655,19 @@ const NOT_PLACE_NOUNS_CJK: [&str; 7] = [
 ];
 
 /// Whether the words before an id end in one that makes `ID 项目` any such place
-/// ([`ANY_ONE_CJK`]; `所有的` as `所有`), and not in a longer word that does not.
+/// ([`ANY_ONE_CJK`]; `所有的` as `所有`, but not `创建的`), and not in a longer word that does
+/// not ([`NOT_ANY_ONE_CJK`]).
 fn any_one_cjk(before: &str) -> bool {
-    let plain = before.strip_suffix('的').unwrap_or(before);
-    [before, plain].into_iter().any(|b| {
+    let ends = |b: &str| {
         ANY_ONE_CJK.iter().any(|w| b.ends_with(w))
             && !NOT_ANY_ONE_CJK.iter().any(|w| b.ends_with(w))
-    })
+    };
+    ends(before)
+        || before.strip_suffix('的').is_some_and(|plain| {
+            ends(plain) && !ANY_ONE_CJK_VERBS.iter().any(|v| plain.ends_with(v))
+        })
 }
+
 /// `在 ID 里` ("in ID"): the id between `在` and one of these is a place too.
 const INSIDE_CJK: [&str; 4] = ["里", "中", "内", "下"];
 /// Words that end in `在` without meaning "in" (现在 now, 正在 in progress, 存在 stored …):
@@ -1081,6 +1094,9 @@ mod tests {
             ("同一个前端项目里别混用 yarn", frontend.clone()),
             ("重新创建前端仓库时保留 lockfile", frontend.clone()),
             ("更新的前端项目用 pnpm", frontend.clone()),
+            // A verb with 的 is a clause about one place: the project I just created.
+            ("我刚创建的前端项目用 pnpm", frontend.clone()),
+            ("重新开前端项目时保留 lockfile", frontend.clone()),
         ] {
             assert_eq!(named(marked), vec![place], "{marked}");
         }

@@ -331,31 +331,44 @@ fn init_replaces_a_raw_clients_primary_key_on_tombstones_on_postgres() {
     );
 }
 
-/// The same key with another client's foreign key depending on it: `init` cannot drop it and
-/// says so in one sentence, naming the dependent object, exit 1, nothing changed — not the
-/// server's raw error (found by review).
+/// A constraint of another client's in the place of tombstones' key or memories' identity
+/// constraint, with a foreign key depending on it: `init` cannot drop it and says so in one
+/// sentence, naming the dependent object, exit 1, nothing changed — not the server's raw error
+/// (found by review).
 #[test]
-fn init_names_what_depends_on_a_raw_clients_key_on_tombstones_on_postgres() {
+fn init_names_what_depends_on_a_raw_clients_constraint_on_postgres() {
     let Some(server) = server() else { return };
-    let (db, _) = FreshDb::prepared(&server);
-    psql_run(
-        &db.url,
-        "ALTER TABLE tombstones DROP CONSTRAINT tombstones_pkey;
-         ALTER TABLE tombstones ADD CONSTRAINT 墓碑_key PRIMARY KEY (subject, predicate, scope, version);
-         CREATE TABLE 引用 (s text, p text, sc text, v bigint,
-           FOREIGN KEY (s, p, sc, v) REFERENCES tombstones (subject, predicate, scope, version))",
-    );
-    let out = memscope_on(&db.url, &["init"]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        said.contains("another object depends on it")
-            && said.contains("引用")
-            && said.contains("then run init again")
-            && said.trim_end().lines().count() == 1,
-        "{said}"
-    );
-    assert_eq!(schema_guards(&db.url), json!("missing"));
+    for (sql, said_table) in [
+        (
+            "ALTER TABLE tombstones DROP CONSTRAINT tombstones_pkey;
+             ALTER TABLE tombstones ADD CONSTRAINT 墓碑_key PRIMARY KEY (subject, predicate, scope, version);
+             CREATE TABLE 引用 (s text, p text, sc text, v bigint,
+               FOREIGN KEY (s, p, sc, v) REFERENCES tombstones (subject, predicate, scope, version))",
+            "cannot give tombstones its identity key again",
+        ),
+        (
+            "ALTER TABLE memories DROP CONSTRAINT memories_identity;
+             ALTER TABLE memories ADD CONSTRAINT memories_identity UNIQUE (scope, subject, predicate, version);
+             CREATE TABLE 引用 (s text, p text, sc text, v bigint,
+               FOREIGN KEY (sc, s, p, v) REFERENCES memories (scope, subject, predicate, version))",
+            "cannot give memories its identity constraint again",
+        ),
+    ] {
+        let (db, _) = FreshDb::prepared(&server);
+        psql_run(&db.url, sql);
+        let out = memscope_on(&db.url, &["init"]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains(said_table)
+                && said.contains("another object depends on it")
+                && said.contains("引用")
+                && said.contains("then run init again")
+                && said.trim_end().lines().count() == 1,
+            "{said}"
+        );
+        assert_eq!(schema_guards(&db.url), json!("missing"));
+    }
 }
 
 /// The clock set back between a write's judging of its number and its look — here by a raw

@@ -107,9 +107,13 @@ impl PgStore {
                     report.collected_tombstones += 1;
                 }
             }
-            // Every run, so one an earlier release left is blanked too (`check` says so).
-            report.blanked_sources =
-                t.exec(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, &[])? as i64;
+            // Every run that opened the gate — any that found such a source, so one an earlier
+            // release left is blanked too (`check` says so). Only then: one committed since the
+            // count would meet the shut gate (found by review).
+            if acts {
+                report.blanked_sources =
+                    t.exec(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, &[])? as i64;
+            }
             Ok(report)
         })?;
         report.disk_purged = true;
