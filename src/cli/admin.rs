@@ -629,6 +629,12 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
     })?;
     let total: u64 = report.rows.values().sum();
     outln!("imported {total} row(s) into {place}: check is clean");
+    if report.blanked > 0 {
+        outln!(
+            "blanked the content of {} history event(s) an earlier release's delete or gc kept (a source of a refused write, what a rescope left of a deleted memory), as this release's delete and gc do; the events stay",
+            report.blanked
+        );
+    }
     if !report.counted {
         outln!("the export has no end line counting its rows (memscope wrote one from 2026-12-03 on): this import could not tell whether the file was whole");
     }

@@ -150,6 +150,10 @@ pub struct ImportReport {
     /// Whether the dump counted its rows in an end line (every export since 2026-12-03), so
     /// the import knows it had them all; an older export's import cannot tell.
     pub counted: bool,
+    /// History events an earlier release's delete or gc kept content in — a source of a write
+    /// refused before a tombstone was collected, what a rescope left of a deleted memory —
+    /// blanked as this release's delete and gc blank them (README, "export / import").
+    pub blanked: i64,
 }
 
 /// Line `line_no` of a dump as read, or the sentence saying why it cannot be.

@@ -1120,3 +1120,73 @@ fn collect_the_tombstone(db: &TestDb, line: &str) {
         "{r:?}"
     );
 }
+
+/// An export of a database an earlier release left with deleted content kept — a rescope's
+/// moved copy with its source, the source of a write refused before its tombstone was collected
+/// — imports, on SQLite and on PostgreSQL, with that content blanked as this release's delete
+/// and gc blank it, and says so (found by review: the import was refused, with nothing left to
+/// repair when the dump is all there is).
+#[test]
+fn an_export_keeping_deleted_content_imports_with_it_blanked() {
+    an_export_keeping_deleted_content_imports_into(TestDb::new());
+}
+
+#[test]
+fn an_export_keeping_deleted_content_imports_with_it_blanked_on_postgres() {
+    on_postgres(an_export_keeping_deleted_content_imports_into);
+}
+
+fn an_export_keeping_deleted_content_imports_into(target: TestDb) {
+    let source = TestDb::new();
+    let (moved, refused) = (unique("搬走的来源-📦-"), unique("被拒的来源-🤫-"));
+    let (mover, refuser) = ("用户:搬家🚚", "用户:回收🧹");
+    source.write(mover, PM, "pnpm", "global", "thread:1");
+    source.write(mover, PM, "npm", "global", "thread:2");
+    source
+        .run(&args_for(
+            "rescope",
+            mover,
+            PM,
+            &["--scope", "global", "--to", "repo:旧仓库"],
+        ))
+        .ok();
+    source
+        .run(&args_for("delete", mover, PM, &["--scope", "repo:旧仓库"]))
+        .ok();
+    source.write(refuser, PM, "pnpm", "global", "thread:3");
+    source
+        .run(&args_for("delete", refuser, PM, &["--scope", "global"]))
+        .ok();
+    let r = source.write(refuser, PM, "yarn", "global", "thread:4");
+    assert_eq!(r["outcome"], "rejected", "{r:#}");
+    source
+        .sql_execute(&format!(
+            "UPDATE tombstones SET deleted_at = '2020-01-01T00:00:00.000Z' WHERE subject = '{refuser}'"
+        ))
+        .unwrap();
+    source.run(&["gc", "--tombstone-safe-days", "1"]).ok();
+    // As an earlier release left them: both sources kept.
+    source
+        .sql_through_purge_gate(&format!(
+            "UPDATE history SET source = '{moved}' WHERE subject = '{mover}' AND scope = 'global' AND version = 2 AND event = 'set';
+             UPDATE history SET source = '{refused}' WHERE subject = '{refuser}' AND event = 'rejected'"
+        ))
+        .unwrap();
+    let (code, report) = source.check();
+    assert_eq!(code, 1, "{report:#}");
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("旧的导出.jsonl");
+    std::fs::write(&dump, source.run(&["export"]).ok().stdout).unwrap();
+    let r = target.run(&["import", dump.to_str().unwrap()]).ok();
+    assert!(
+        r.stdout.contains(
+            "blanked the content of 2 history event(s) an earlier release's delete or gc kept"
+        ),
+        "{r:?}"
+    );
+    for secret in [&moved, &refused] {
+        target.assert_not_stored(secret, "kept content of a deleted memory");
+    }
+    target.assert_check_ok();
+    assert_eq!(target.resolve(mover, PM, &[])["value"], "pnpm");
+}

@@ -278,8 +278,12 @@ impl PgStore {
             *moved = Some((clock_before, target));
         }
         register_spellings(&mut tx)?;
+        let blanked = blank_kept_content(&mut tx)?;
         let version = dump.version();
-        let finished = dump.finish(&mut Pg(&mut tx));
+        let finished = dump.finish(&mut Pg(&mut tx)).map(|mut report| {
+            report.blanked = blanked;
+            report
+        });
         let report = finished.map_err(|e| {
             if version < ONE_SPELLING && format!("{e:#}").contains("spellings") {
                 anyhow!(
@@ -292,6 +296,66 @@ impl PgStore {
         tx.commit()?;
         Ok(report)
     }
+}
+
+/// What an earlier release's delete or gc kept of deleted content in the rows an import loaded —
+/// the sources of writes refused before a tombstone was collected, the copies a rescope left of
+/// a tombstoned memory — blanked as this release's delete and gc blank them, as SQLite's import
+/// does (`sqlite::delete::blank_kept_content`); how many events. Under the purge gate, which only
+/// memscope's curator or the owner of its tables may open.
+fn blank_kept_content(tx: &mut Transaction<'_>) -> Result<i64> {
+    use crate::store::events::{
+        moved_copies, RescopeEvent, BLANK_COLLECTED_SOURCES_SQL, BLANK_MOVED_COPY_SQL,
+        RESCOPE_EVENTS_SQL,
+    };
+    let may: bool = tx
+        .query_one(
+            "SELECT memscope_may_purge($1)",
+            &[&super::schema::CURATOR_ROLE],
+        )?
+        .get(0);
+    if may {
+        tx.batch_execute(&format!(
+            "SET LOCAL {} = 'on'",
+            super::schema::PURGE_SETTING
+        ))?;
+    }
+    let mut blank = || -> Result<i64> {
+        let mut n = tx.execute(BLANK_COLLECTED_SOURCES_SQL, &[])? as i64;
+        let tombstoned: Vec<(String, String, String)> = tx
+            .query("SELECT subject, predicate, scope FROM tombstones", &[])?
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        for (subject, predicate, scope) in tombstoned {
+            let events: Vec<RescopeEvent> = tx
+                .query(RESCOPE_EVENTS_SQL, &[&subject, &predicate])?
+                .iter()
+                .map(|r| RescopeEvent {
+                    event: r.get(0),
+                    scope: r.get(1),
+                    version: r.get(2),
+                    detail: r.get(3),
+                })
+                .collect();
+            for (at, version) in moved_copies(&scope, &events, &[]) {
+                n += tx.execute(BLANK_MOVED_COPY_SQL, &[&subject, &predicate, &at, &version])?
+                    as i64;
+            }
+        }
+        Ok(n)
+    };
+    blank().map_err(|e| {
+        let guard = e.downcast_ref::<postgres::Error>().and_then(postgres::Error::code)
+            == Some(&postgres::error::SqlState::INTEGRITY_CONSTRAINT_VIOLATION);
+        if may || !guard {
+            return e;
+        }
+        anyhow!(
+            "the export holds content an earlier release's delete or gc kept (a source of a refused write, or what a rescope left of a deleted memory), which the import blanks, and only {} or the owner of memscope's tables may blank history: import with the curator's connection string — nothing was imported",
+            super::schema::CURATOR_ROLE
+        )
+    })
 }
 
 /// The dump's causal clock setting.

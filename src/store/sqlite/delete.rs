@@ -174,6 +174,28 @@ fn blank_moved_copies(conn: &Connection, id: &Identity, covered: &[Identity]) ->
     Ok(n)
 }
 
+/// Blanks what an earlier release's delete or gc kept of deleted content — the sources of writes
+/// refused before a tombstone was collected, the copies a rescope left of a tombstoned memory —
+/// as this release's delete and gc blank them; how many events. `import` runs it on what it
+/// loaded, so a dump of such a database imports (found by review: it was refused, with nothing
+/// left to repair when the dump is all there is).
+pub(super) fn blank_kept_content(conn: &Connection) -> Result<i64> {
+    let mut n = conn.execute(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, [])? as i64;
+    let tombstoned: Vec<(String, String, String)> = conn
+        .prepare("SELECT subject, predicate, scope FROM tombstones")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (subject, predicate, scope) in tombstoned {
+        let id = Identity {
+            subject,
+            predicate,
+            scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
+        };
+        n += blank_moved_copies(conn, &id, &[])?;
+    }
+    Ok(n)
+}
+
 /// How many of `id`'s refused writes keep their source (`events::REFUSED_SOURCES_COUNT_SQL`).
 fn refused_sources(conn: &Connection, id: &Identity) -> Result<i64> {
     Ok(conn

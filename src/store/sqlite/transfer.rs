@@ -170,9 +170,14 @@ impl Store {
                         [clock_before.to_string()],
                     )?;
                 }
+                // What an earlier release's delete or gc kept, blanked as this release's would.
+                let blanked = super::delete::blank_kept_content(tx)?;
                 // Every row as the write path could have written it, naming the first line that breaks
                 // a rule; then every invariant.
-                dump.finish(&mut super::check::Sqlite(tx))
+                dump.finish(&mut super::check::Sqlite(tx)).map(|mut report| {
+                    report.blanked = blanked;
+                    report
+                })
                 // A second spelling of a deleted identity was blanked by the merge, which records
                 // that debt itself; a restore destroys nothing else.
             },
