@@ -627,24 +627,6 @@ impl Checker<'_> {
         Ok(())
     }
 
-    /// Invariant 3 for refused writes: an identity whose tombstone `gc` collected keeps no
-    /// source of a write refused before (`events::COLLECTED_SOURCES_SQL`; gc blanks them, and
-    /// one by a release before that did not).
-    fn sources_of_collected(&mut self) -> Result<()> {
-        let sql = crate::store::events::COLLECTED_SOURCES_SQL;
-        let mut found = collect(self.db, sql, &[], usize::MAX, &|r| {
-            (r.show(0), r.show(1), r.show(2), r.int(3).unwrap_or(0))
-        })?;
-        // In one order on both backends (byte order, as SQLite's).
-        found.sort();
-        for (subject, predicate, scope, n) in found {
-            self.push(3, format!(
-                "{subject} · {predicate} @ {scope} had its tombstone collected, but {n} write(s) refused before keep their source: run `memscope gc` to blank them"
-            ));
-        }
-        Ok(())
-    }
-
     /// Invariant 6, one spelling per place: no two stored subjects, and no two stored
     /// repository or task scopes, fold alike (`spelling::fold`). memscope's write path stores
     /// the first spelling; a second one was written around it.
@@ -845,6 +827,10 @@ struct WalkState {
     tombstoned: bool,
     /// A deletion was logged at all (only then is the tombstone asked after a restore).
     deleted_once: bool,
+    /// Refused writes (`rejected`, `pending_resolved`) that keep their source since the last
+    /// collection of a tombstone, and those logged before one (which `gc` blanks: invariant 3).
+    refused_sources: i64,
+    kept_at_collection: i64,
     /// Whether event times are judged (the whole-database check; the per-write assertion
     /// leaves them to it: a clock set back is not the write's doing).
     timeline: bool,
@@ -867,6 +853,8 @@ impl Default for WalkState {
             confirmed_source: None,
             tombstoned: false,
             deleted_once: false,
+            refused_sources: 0,
+            kept_at_collection: 0,
             timeline: false,
             last_dated: None,
         }
@@ -958,7 +946,14 @@ impl WalkState {
                 self.last_seq = None;
                 self.max_seq = None;
             }
-            "restored" | "tombstone_collected" => self.tombstoned = false,
+            "restored" => self.tombstoned = false,
+            "tombstone_collected" => {
+                self.tombstoned = false;
+                self.kept_at_collection += std::mem::take(&mut self.refused_sources);
+            }
+            "rejected" | "pending_resolved" => {
+                self.refused_sources += i64::from(source.is_some());
+            }
             // A kind memscope never writes cannot be replayed: what it did to the identity is
             // unknown, so the current view cannot be proved from history (and the next write
             // would count its version wrong).
@@ -1060,6 +1055,17 @@ impl WalkState {
 
     fn finish(&self, g: &Key, mem: Option<&CurrentRow>, found: &mut Vec<(u8, String)>) {
         let label = label(g);
+        // Once a tombstone is collected no delete reaches the writes it refused: `gc` blanks
+        // their sources as it collects (README, "delete, restore, gc").
+        if self.kept_at_collection > 0 {
+            found.push((
+                3,
+                format!(
+                    "{label} had its tombstone collected, but {} write(s) refused before keep their source: run `memscope gc` to blank them",
+                    self.kept_at_collection
+                ),
+            ));
+        }
         match (self.live, mem) {
             (Some(h), Some(m)) => {
                 if h != m.version {
@@ -1184,7 +1190,6 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
     }
     c.one_spelling_per_place()?;
     c.moved_copies_of_deleted()?;
-    c.sources_of_collected()?;
     c.queue_and_read_log_in_time()?;
     let Checker { db, violations, .. } = c;
     let mut metrics = BTreeMap::new();

@@ -354,13 +354,6 @@ pub(crate) const COLLECTED_SOURCES_COUNT_SQL: &str = concat!(
     collected_sources_where!()
 );
 
-/// The identities (subject, predicate, scope) that keep such sources, with how many.
-pub(crate) const COLLECTED_SOURCES_SQL: &str = concat!(
-    "SELECT subject, predicate, scope, count(*) FROM history WHERE ",
-    collected_sources_where!(),
-    " GROUP BY subject, predicate, scope"
-);
-
 /// Refuses a delete whose blanking of refused writes' sources did not happen (`remaining`:
 /// [`REFUSED_SOURCES_COUNT_SQL`] read after it), as [`check_carried_out`] refuses a purge that
 /// did not: the caller's transaction rolls back.
