@@ -125,6 +125,13 @@ impl PgStore {
     pub fn import(&mut self, input: &mut dyn BufRead) -> Result<ImportReport> {
         let mut moved = None;
         let result = self.import_moving(input, &mut moved);
+        // Content an earlier release kept, blanked by the import: its dead row versions go as
+        // after a delete (a role that may not VACUUM leaves them to autovacuum).
+        if result.as_ref().is_ok_and(|r| r.blanked > 0) {
+            if let Ok(client) = self.connection() {
+                super::vacuum::after_purge(client, &["history"]);
+            }
+        }
         // A sequence moves outside transactions: a refused import, rolled back by now, puts
         // the clock back where it found it — unless another session moved it since.
         if let (Err(_), Some((before, target))) = (&result, moved) {

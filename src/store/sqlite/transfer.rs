@@ -179,9 +179,10 @@ impl Store {
                     report
                 })
                 // A second spelling of a deleted identity was blanked by the merge, which records
-                // that debt itself; a restore destroys nothing else.
+                // that debt itself; content an earlier release kept, blanked here, is this one's:
+                // the WAL is truncated after it (the pages before the blanking may be in it).
             },
-            |_| false,
+            |report| report.blanked > 0,
         )?;
         Ok(report)
     }
