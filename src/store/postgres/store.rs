@@ -1652,24 +1652,27 @@ pub(super) fn moved_copies(
     id: &Identity,
     covered: &[Identity],
 ) -> Result<Vec<(String, i64)>> {
-    let events: Vec<crate::store::events::RescopeEvent> = t
-        .all(
-            crate::store::events::RESCOPE_EVENTS_SQL,
-            &[&id.subject, &id.predicate],
-        )?
-        .iter()
+    let events = rescope_events(&t.all(
+        crate::store::events::RESCOPE_EVENTS_SQL,
+        &[&id.subject, &id.predicate],
+    )?);
+    Ok(crate::store::events::moved_copies(
+        &id.scope.to_string(),
+        &events,
+        &crate::store::events::destroyed_scopes(id, covered),
+    ))
+}
+
+/// The rows `events::RESCOPE_EVENTS_SQL` read, as [`crate::store::events::RescopeEvent`]s.
+pub(super) fn rescope_events(rows: &[Row]) -> Vec<crate::store::events::RescopeEvent> {
+    rows.iter()
         .map(|r| crate::store::events::RescopeEvent {
             event: r.get(0),
             scope: r.get(1),
             version: r.get(2),
             detail: r.get(3),
         })
-        .collect();
-    Ok(crate::store::events::moved_copies(
-        &id.scope.to_string(),
-        &events,
-        &crate::store::events::destroyed_scopes(id, covered),
-    ))
+        .collect()
 }
 
 /// Open or closed pending items of this subject and predicate naming `scope`.

@@ -312,8 +312,7 @@ impl PgStore {
 /// memscope's curator or the owner of its tables may open.
 fn blank_kept_content(tx: &mut Transaction<'_>) -> Result<i64> {
     use crate::store::events::{
-        moved_copies, RescopeEvent, BLANK_COLLECTED_SOURCES_SQL, BLANK_MOVED_COPY_SQL,
-        RESCOPE_EVENTS_SQL,
+        moved_copies, BLANK_COLLECTED_SOURCES_SQL, BLANK_MOVED_COPY_SQL, RESCOPE_EVENTS_SQL,
     };
     let may: bool = tx
         .query_one(
@@ -335,16 +334,9 @@ fn blank_kept_content(tx: &mut Transaction<'_>) -> Result<i64> {
             .map(|r| (r.get(0), r.get(1), r.get(2)))
             .collect();
         for (subject, predicate, scope) in tombstoned {
-            let events: Vec<RescopeEvent> = tx
-                .query(RESCOPE_EVENTS_SQL, &[&subject, &predicate])?
-                .iter()
-                .map(|r| RescopeEvent {
-                    event: r.get(0),
-                    scope: r.get(1),
-                    version: r.get(2),
-                    detail: r.get(3),
-                })
-                .collect();
+            let events = super::store::rescope_events(
+                &tx.query(RESCOPE_EVENTS_SQL, &[&subject, &predicate])?,
+            );
             for (at, version) in moved_copies(&scope, &events, &[]) {
                 n += tx.execute(BLANK_MOVED_COPY_SQL, &[&subject, &predicate, &at, &version])?
                     as i64;
