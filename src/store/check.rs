@@ -576,53 +576,76 @@ impl Checker<'_> {
 
     /// Invariant 3 for rescoped content: a deleted identity's content stays in no copy a
     /// rescope left where the value was first written (`events::moved_copies`; a delete blanks
-    /// them, and one by a release before that did not).
+    /// them, and one by a release before that did not) — nor does a collected one's
+    /// (`events::collected_copies`, which `gc` blanks). One pass over history reads both.
     fn moved_copies_of_deleted(&mut self) -> Result<()> {
-        use crate::store::events::{moved_copies, RescopeEvent, MOVED_COPY_COUNT_SQL};
-        let mut by_pair: BTreeMap<(String, String), Vec<RescopeEvent>> = BTreeMap::new();
-        for (pair, event) in collect(
+        use crate::store::events::{
+            collected_copies, standing_copies, KeptCopy, LoggedEvent, RescopeEvent,
+            KEPT_COPY_EVENTS_SQL,
+        };
+        let logged = collect(self.db, KEPT_COPY_EVENTS_SQL, &[], usize::MAX, &|r| {
+            LoggedEvent {
+                id: r.int(0).unwrap_or(0),
+                subject: r.show(1),
+                predicate: r.show(2),
+                event: RescopeEvent {
+                    event: r.show(3),
+                    scope: r.show(4),
+                    version: r.int(5),
+                    detail: r.show(6),
+                },
+            }
+        })?;
+        // In byte order, as every message `check` lists, whatever the database's collation.
+        let mut standing = collect(
             self.db,
-            "SELECT subject, predicate, event, scope, version, detail FROM history
-              WHERE event IN ('rescoped', 'reverted', 'removed') AND detail IS NOT NULL",
+            "SELECT subject, predicate, scope FROM tombstones",
             &[],
             usize::MAX,
-            &|r| {
-                (
-                    (r.show(0), r.show(1)),
-                    RescopeEvent {
-                        event: r.show(2),
-                        scope: r.show(3),
-                        version: r.int(4),
-                        detail: r.show(5),
-                    },
-                )
-            },
-        )? {
-            by_pair.entry(pair).or_default().push(event);
-        }
-        for ((subject, predicate), events) in by_pair {
-            let deleted = collect(
-                self.db,
-                "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2 ORDER BY scope",
-                &[&subject, &predicate],
-                usize::MAX,
-                &|r| r.show(0),
-            )?;
-            for scope in deleted {
-                for (at, version) in moved_copies(&scope, &events, &[]) {
-                    // The version inline: a number this code parsed, never text from the row.
-                    let sql = MOVED_COPY_COUNT_SQL.replace("$4", &version.to_string());
-                    let n = count(self.db, &sql, &[&subject, &predicate, &at])?;
-                    if n > 0 {
-                        self.push(3, format!(
-                            "{subject} · {predicate} @ {scope} is deleted, but {n} history event(s) of version {version} @ {at}, which a rescope moved into it, still hold its content: run `memscope delete --subject {} --predicate {} --scope {}` again to blank them",
-                            crate::model::shell_word(&subject),
-                            crate::model::shell_word(&predicate),
-                            crate::model::shell_word(&scope),
-                        ));
-                    }
-                }
+            &|r| (r.show(0), r.show(1), r.show(2)),
+        )?;
+        standing.sort_unstable();
+        let mut found: Vec<(KeptCopy, bool)> = standing_copies(&logged, &standing)
+            .into_iter()
+            .map(|c| (c, false))
+            .collect();
+        let stands = |s: &str, p: &str, sc: &str| {
+            standing
+                .binary_search_by(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()).cmp(&(s, p, sc)))
+                .is_ok()
+        };
+        found.extend(
+            collected_copies(&logged, stands)
+                .into_iter()
+                .map(|c| (c, true)),
+        );
+        for (c, collected) in found {
+            let KeptCopy {
+                subject,
+                predicate,
+                scope,
+                at,
+                version,
+            } = c;
+            // The version inline: a number this code parsed, never text from the row.
+            let sql =
+                crate::store::events::MOVED_COPY_COUNT_SQL.replace("$4", &version.to_string());
+            let n = count(self.db, &sql, &[&subject, &predicate, &at])?;
+            if n == 0 {
+                continue;
             }
+            self.push(3, if collected {
+                format!(
+                    "{subject} · {predicate} @ {scope} was deleted and its tombstone collected, but {n} history event(s) of version {version} @ {at}, which a rescope moved into it, still hold its content: run `memscope gc` to blank them"
+                )
+            } else {
+                format!(
+                    "{subject} · {predicate} @ {scope} is deleted, but {n} history event(s) of version {version} @ {at}, which a rescope moved into it, still hold its content: run `memscope delete --subject {} --predicate {} --scope {}` again to blank them",
+                    crate::model::shell_word(&subject),
+                    crate::model::shell_word(&predicate),
+                    crate::model::shell_word(&scope),
+                )
+            });
         }
         Ok(())
     }
@@ -747,6 +770,9 @@ impl Checker<'_> {
         };
         let mut st = fresh();
         let mut found: Vec<(u8, String)> = Vec::new();
+        // Each identity's findings, listed by identity in byte order — SQLite's order, which
+        // PostgreSQL's walk follows only where the database's collation is `C`.
+        let mut by_identity: Vec<(Key, Vec<(u8, String)>)> = Vec::new();
         self.db.walk(f, &mut |g, step| {
             match step {
                 Step::Event(row) => st.event(g, row, &mut found),
@@ -762,12 +788,16 @@ impl Checker<'_> {
                         // as it was before the delete (`resolve --at`).
                         found.push((3, format!("{}: its tombstone stands, but history says it was restored or collected since its delete", label(g))));
                     }
+                    if !found.is_empty() {
+                        by_identity.push((g.clone(), std::mem::take(&mut found)));
+                    }
                     st = fresh();
                 }
             }
             Ok(())
         })?;
-        for (i, d) in found {
+        by_identity.sort_by(|a, b| a.0.cmp(&b.0));
+        for (i, d) in by_identity.into_iter().flat_map(|(_, f)| f).chain(found) {
             self.push(i, d);
         }
         Ok(met)
@@ -1209,10 +1239,8 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
         let value = count(db, "SELECT value FROM metrics WHERE name = $1", &[name])?;
         metrics.insert(name.into(), value.into());
     }
-    let preds = texts(
-        db,
-        "SELECT DISTINCT predicate FROM memories ORDER BY predicate",
-    )?;
+    let mut preds = texts(db, "SELECT DISTINCT predicate FROM memories")?;
+    preds.sort_unstable();
     metrics.insert(
         "duplicate_candidates".into(),
         pairs_json(&duplicate_candidates(&preds)),

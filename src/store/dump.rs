@@ -399,19 +399,27 @@ impl DumpReader {
         *self.report.rows.entry(table.to_string()).or_default() += 1;
     }
 
-    /// After the last line: the dump had a header, and the rows loaded into `db` break no
-    /// field rule (naming the first one's line) and no invariant.
-    pub(crate) fn finish(self, db: &mut dyn CheckDb) -> Result<ImportReport> {
+    /// After the last line, before the import does anything with the rows it loaded: the dump
+    /// had a header and was not cut short. A dump cut short breaks invariants too, and would be
+    /// blamed for them — or for what the import's blanking needs ([`DumpReader::finish`] asks
+    /// again).
+    pub(crate) fn refuse_incomplete(&self) -> Result<()> {
         if !self.seen_header {
             bail!("the import is empty: pass a file written by `memscope export`");
         }
-        // A dump cut short first: it breaks invariants too, and would be blamed for them.
         if self.end_promised && self.end.is_none() {
             bail!(
                 "the import ends at line {} without the export's end line: the file was cut short (a copy, a download or an `export > FILE` that stopped early) — nothing was imported; export the database again",
                 self.last_line
             );
         }
+        Ok(())
+    }
+
+    /// After the last line: the dump had a header, and the rows loaded into `db` break no
+    /// field rule (naming the first one's line) and no invariant.
+    pub(crate) fn finish(self, db: &mut dyn CheckDb) -> Result<ImportReport> {
+        self.refuse_incomplete()?;
         if let Some(p) = field_problems(db, 1)?.into_iter().next() {
             let at = self
                 .row_lines

@@ -195,6 +195,7 @@ pub(crate) fn check_pending_gone(remaining: &[i64]) -> anyhow::Result<()> {
 
 /// A history event a rescope wrote, as [`moved_copies`] reads it: `event` (`rescoped`,
 /// `reverted` or `removed`), the scope and version it was logged at, and its detail text.
+#[derive(Clone)]
 pub(crate) struct RescopeEvent {
     pub event: String,
     pub scope: String,
@@ -202,11 +203,135 @@ pub(crate) struct RescopeEvent {
     pub detail: String,
 }
 
+/// The history rows that are [`RescopeEvent`]s.
+macro_rules! rescope_events_where {
+    () => {
+        "event IN ('rescoped', 'reverted', 'removed') AND detail IS NOT NULL"
+    };
+}
+
 /// The SQL that reads one subject and predicate's [`RescopeEvent`]s on either backend
 /// (`$1` subject, `$2` predicate).
-pub(crate) const RESCOPE_EVENTS_SQL: &str =
-    "SELECT event, scope, version, detail FROM history WHERE subject = $1 AND predicate = $2
-       AND event IN ('rescoped', 'reverted', 'removed') AND detail IS NOT NULL";
+pub(crate) const RESCOPE_EVENTS_SQL: &str = concat!(
+    "SELECT event, scope, version, detail FROM history WHERE subject = $1 AND predicate = $2 AND ",
+    rescope_events_where!()
+);
+
+/// The SQL that reads, in one pass over history, what [`collected_copies`] needs: every
+/// [`RescopeEvent`] and every `tombstone_collected` event, each with its id, subject and
+/// predicate (`id, subject, predicate, event, scope, version, detail`; a collection's detail
+/// is read as empty text).
+pub(crate) const KEPT_COPY_EVENTS_SQL: &str = concat!(
+    "SELECT id, subject, predicate, event, scope, version, coalesce(detail, '') FROM history
+      WHERE event = 'tombstone_collected' OR (",
+    rescope_events_where!(),
+    ")"
+);
+
+/// A row of [`KEPT_COPY_EVENTS_SQL`]: a rescope event or a tombstone's collection.
+pub(crate) struct LoggedEvent {
+    pub id: i64,
+    pub subject: String,
+    pub predicate: String,
+    pub event: RescopeEvent,
+}
+
+/// A copy a rescope left of a deleted memory: the `version` logged `at` another scope holds
+/// content moved into `subject · predicate @ scope`.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct KeptCopy {
+    pub subject: String,
+    pub predicate: String,
+    pub scope: String,
+    pub at: String,
+    pub version: i64,
+}
+
+/// The copies a rescope left of the memories `tombstones` (subject, predicate, scope) stand
+/// for — [`moved_copies`] of each, from every rescope event in `events` — in their order.
+pub(crate) fn standing_copies(
+    events: &[LoggedEvent],
+    tombstones: &[(String, String, String)],
+) -> Vec<KeptCopy> {
+    use std::collections::HashMap;
+    let mut by_pair: HashMap<(&str, &str), Vec<RescopeEvent>> = HashMap::new();
+    for e in events
+        .iter()
+        .filter(|e| e.event.event != "tombstone_collected")
+    {
+        by_pair
+            .entry((&e.subject, &e.predicate))
+            .or_default()
+            .push(e.event.clone());
+    }
+    let mut out = Vec::new();
+    for (subject, predicate, scope) in tombstones {
+        let Some(events) = by_pair.get(&(subject.as_str(), predicate.as_str())) else {
+            continue;
+        };
+        for (at, version) in moved_copies(scope, events, &[]) {
+            out.push(KeptCopy {
+                subject: subject.clone(),
+                predicate: predicate.clone(),
+                scope: scope.clone(),
+                at,
+                version,
+            });
+        }
+    }
+    out
+}
+
+/// The copies a rescope left of memories whose tombstones were collected ([`moved_copies`] of
+/// each collected identity, from the rescope events logged before its last collection — later
+/// ones moved content the collection did not delete), for identities `skip` does not name (one
+/// whose tombstone stands again, which a delete answers for). A release before 2026-12-03
+/// deleted without blanking them, and `gc` collected the tombstone that was the only way to
+/// find them (README, "delete, restore, gc"): `check` names them, `gc` and `import` blank them.
+pub(crate) fn collected_copies(
+    events: &[LoggedEvent],
+    skip: impl Fn(&str, &str, &str) -> bool,
+) -> Vec<KeptCopy> {
+    use std::collections::BTreeMap;
+    let mut by_pair: BTreeMap<(&str, &str), Vec<&LoggedEvent>> = BTreeMap::new();
+    for e in events {
+        by_pair
+            .entry((e.subject.as_str(), e.predicate.as_str()))
+            .or_default()
+            .push(e);
+    }
+    let mut out = Vec::new();
+    for ((subject, predicate), logged) in by_pair {
+        let mut collected: BTreeMap<&str, i64> = BTreeMap::new();
+        for e in logged
+            .iter()
+            .filter(|e| e.event.event == "tombstone_collected")
+        {
+            let last = collected.entry(e.event.scope.as_str()).or_insert(e.id);
+            *last = (*last).max(e.id);
+        }
+        for (scope, last) in collected {
+            if skip(subject, predicate, scope) {
+                continue;
+            }
+            let before: Vec<RescopeEvent> = logged
+                .iter()
+                .filter(|e| e.id < last && e.event.event != "tombstone_collected")
+                .map(|e| e.event.clone())
+                .collect();
+            for (at, version) in moved_copies(scope, &before, &[]) {
+                out.push(KeptCopy {
+                    subject: subject.to_string(),
+                    predicate: predicate.to_string(),
+                    scope: scope.to_string(),
+                    at,
+                    version,
+                });
+            }
+        }
+    }
+    out
+}
 
 /// The versions of other scopes whose events still keep content a rescope moved into `scope`
 /// (README, "delete, restore, gc"): a rescope copies the value and its words to the scope it

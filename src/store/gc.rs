@@ -167,7 +167,7 @@ pub(crate) const RETENTION_PURGE_SQL: &str = concat!(
                 AND m.version = history.version))"
 );
 
-/// Whether a tombstone older than the cutoff/// Whether a tombstone older than the cutoff may go: only when its identity holds nothing —
+/// Whether a tombstone older than the cutoff may go: only when its identity holds nothing —
 /// no history event with content and no live record — so lifting the guard cannot let a
 /// write bring deleted content back beside what is still there.
 pub(crate) fn tombstone_collectable(history_holds_content: bool, live_record: bool) -> bool {

@@ -654,6 +654,14 @@ const NOT_PLACE_NOUNS_CJK: [&str; 7] = [
     "任务栏",
 ];
 
+/// Characters that make a compound of an everyday id written right after them — 微前端 (micro
+/// frontend), 元数据 (metadata), 大数据 (big data), 跨端, 纯前端 (pure frontend) — so that
+/// `微前端项目` speaks of a kind of project, not of the place `前端`. (Not 新: 更新前端项目,
+/// updating the frontend project, names it.)
+const COMPOUND_PREFIXES_CJK: [char; 16] = [
+    '微', '元', '大', '全', '纯', '跨', '伪', '超', '非', '泛', '准', '反', '多', '单', '双', '子',
+];
+
 /// Whether the words before an id end in one that makes `ID 项目` any such place
 /// ([`ANY_ONE_CJK`]; `所有的` as `所有`, but not `创建的`), and not in a longer word that does
 /// not ([`NOT_ANY_ONE_CJK`]).
@@ -704,7 +712,8 @@ fn kind_written_before(text: &str, start: usize) -> Option<bool> {
 /// `docs 仓库`, `the test task`) or inside `在 … 里` (`在 docs 里`) with nothing between them but
 /// spaces and quotes — a period or a comma ends
 /// the phrase — and not after an article that makes it any such place (`a test repo`, in
-/// Chinese `新建前端项目`: [`ANY_ONE_CJK`]). An id
+/// Chinese `新建前端项目`: [`ANY_ONE_CJK`]) nor the end of a compound (`微前端项目`:
+/// [`COMPOUND_PREFIXES_CJK`]). An id
 /// that is an everyday word counts as named only so: "write docs in English" names no
 /// repository.
 fn marked_as_place(text: &str, at: std::ops::Range<usize>) -> bool {
@@ -727,8 +736,19 @@ fn marked_as_place(text: &str, at: std::ops::Range<usize>) -> bool {
         || (noun(previous) && !ANY_ONE.contains(&article))
         || (PLACE_NOUNS_CJK.iter().any(|n| after.starts_with(n))
             && !NOT_PLACE_NOUNS_CJK.iter().any(|w| after.starts_with(w))
-            && !any_one_cjk(before))
+            && !any_one_cjk(before)
+            && !in_compound_cjk(&text[..at.start], &text[at]))
         || in_cjk(before, after)
+}
+
+/// Whether an id in a script without spaces is the end of a compound ([`COMPOUND_PREFIXES_CJK`]
+/// right before it).
+fn in_compound_cjk(before: &str, id: &str) -> bool {
+    id.chars().next().is_some_and(unspaced)
+        && before
+            .chars()
+            .next_back()
+            .is_some_and(|c| COMPOUND_PREFIXES_CJK.contains(&c))
 }
 
 /// Whether an id stands inside `在 … 里` (or 中, 内, 下): `before` ends with a `在` that is not
@@ -1078,6 +1098,10 @@ mod tests {
             "测试服务器用 Ubuntu",
             "所有的前端项目都用 pnpm",
             "任意前端项目都行",
+            // The end of a compound: a kind of project, not the place.
+            "微前端项目统一用 pnpm",
+            "元数据仓库用 Postgres",
+            "大数据项目都用 Spark",
         ] {
             assert_eq!(named(plain), Vec::<Scope>::new(), "{plain}");
         }

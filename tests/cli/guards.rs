@@ -1069,22 +1069,7 @@ fn gc_blanks_what_a_rescope_left_before_it_collects_the_tombstone_on_postgres() 
 fn gc_blanks_moved_copies_on(db: TestDb) {
     let subject = "用户:搬家🚚";
     let secret = unique("搬走的来源-📦-");
-    db.write(subject, PM, "pnpm", "global", "thread:1");
-    db.write(subject, PM, "npm", "global", "thread:2");
-    db.run(&args_for(
-        "rescope",
-        subject,
-        PM,
-        &["--scope", "global", "--to", "repo:旧仓库"],
-    ))
-    .ok();
-    db.run(&args_for(
-        "delete",
-        subject,
-        PM,
-        &["--scope", "repo:旧仓库"],
-    ))
-    .ok();
+    rescope_and_delete(&db, subject);
     db.assert_check_ok();
     // As an earlier release's delete left it: the moved version's source kept.
     db.sql_through_purge_gate(&format!(
@@ -1107,6 +1092,90 @@ fn gc_blanks_moved_copies_on(db: TestDb) {
     // The global memory stays as it was: v1's value current again.
     assert_eq!(db.resolve(subject, PM, &[])["value"], "pnpm");
     db.assert_check_ok();
+}
+
+/// A copy a rescope left where the value was first written, kept by a release whose delete did
+/// not blank it and whose `gc` then collected the tombstone — the one thing a delete found such
+/// copies by: `check` still names it (from the `tombstone_collected` event and the rescope
+/// events logged before it), `gc` blanks it whatever its periods, and an export of the database
+/// imports with it blanked (found by review: once the tombstone was gone, nothing saw it).
+#[test]
+fn a_copy_kept_past_its_tombstones_collection_is_found_and_blanked() {
+    copy_kept_past_collection_on(TestDb::new(), TestDb::new());
+}
+
+#[test]
+fn a_copy_kept_past_its_tombstones_collection_is_found_and_blanked_on_postgres() {
+    on_postgres(|db| on_postgres(|target| copy_kept_past_collection_on(db, target)));
+}
+
+fn copy_kept_past_collection_on(db: TestDb, target: TestDb) {
+    let subject = "用户:搬家🚚";
+    let secret = unique("收走墓碑后留下的来源-🪦-");
+    rescope_and_delete(&db, subject);
+    collect_the_tombstone(&db, "");
+    // As the earlier release left it: the moved version's source kept, the tombstone gone.
+    db.sql_through_purge_gate(&format!(
+        "UPDATE history SET source = '{secret}' WHERE scope = 'global' AND version = 2 AND event = 'set'"
+    ))
+    .unwrap();
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    let named = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["detail"].as_str())
+        .find(|d| d.contains("its tombstone collected"))
+        .unwrap_or_else(|| panic!("{report:#}"))
+        .to_string();
+    assert!(
+        named.contains("version 2 @ global") && named.contains("run `memscope gc`"),
+        "{named}"
+    );
+    assert!(!named.contains(&secret), "{named}");
+    // An export of it imports blanked.
+    let dir = tempfile::tempdir().unwrap();
+    let dump = dir.path().join("收走之后.jsonl");
+    std::fs::write(&dump, db.run(&["export"]).ok().stdout).unwrap();
+    let imported = target.run(&["import", dump.to_str().unwrap()]).ok();
+    assert!(
+        imported.stdout.contains(
+            "blanked the content of 1 history event(s) an earlier release's delete or gc kept"
+        ),
+        "{imported:?}"
+    );
+    target.assert_not_stored(&secret, "the moved copy's source, imported");
+    target.assert_check_ok();
+    // gc with no period set blanks it in place.
+    let r = db.json(&["gc", "--json"]);
+    assert_eq!(r["blanked_copies"], 1, "{r:#}");
+    assert_eq!(r["collected_tombstones"], 0, "{r:#}");
+    db.assert_not_stored(&secret, "the moved copy's source");
+    assert_eq!(db.resolve(subject, PM, &[])["value"], "pnpm");
+    db.assert_check_ok();
+}
+
+/// `subject`'s package manager written `pnpm` then `npm` globally, the second rescoped to
+/// `repo:旧仓库` (v1 current again where it was written) and deleted there: global's v2 is the
+/// copy a rescope left of a deleted memory.
+fn rescope_and_delete(db: &TestDb, subject: &str) {
+    db.write(subject, PM, "pnpm", "global", "thread:1");
+    db.write(subject, PM, "npm", "global", "thread:2");
+    db.run(&args_for(
+        "rescope",
+        subject,
+        PM,
+        &["--scope", "global", "--to", "repo:旧仓库"],
+    ))
+    .ok();
+    db.run(&args_for(
+        "delete",
+        subject,
+        PM,
+        &["--scope", "repo:旧仓库"],
+    ))
+    .ok();
 }
 
 /// Ages the database's one tombstone past a day and runs `gc` with a safe period of one: it is

@@ -949,3 +949,55 @@ fn a_delete_says_a_copy_may_remain_when_a_raw_client_hooked_the_tables_on_postgr
     let report = store.delete(&target("package_manager"), None).unwrap();
     assert!(report.guards_missing, "{report:?}");
 }
+
+/// `check` lists what its history walk finds in byte order of the identities, as on SQLite,
+/// whatever the database's collation (found by review: on a database collated by ICU's `en`,
+/// `user:éclair` was listed before `user:fig`, the other way round from SQLite).
+#[test]
+fn check_lists_its_findings_in_byte_order_on_a_collated_postgres() {
+    let Some(server) = server() else { return };
+    let Some(db) = FreshDb::collated(&server, "en-US") else {
+        eprintln!("SKIPPED: the server has no ICU collation");
+        return;
+    };
+    memscope::store::postgres::schema::migrate(&mut db.client()).unwrap();
+    let mut client = db.client();
+    // The collation is what the test is about: ICU puts é before f, bytes put it after.
+    let ordered: Vec<String> = client
+        .query(
+            "SELECT s FROM (VALUES ('user:fig'), ('user:éclair')) v(s) ORDER BY s",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(ordered, ["user:éclair", "user:fig"]);
+    // Events memscope never writes (history takes content-free rows from any client), found
+    // by the walk.
+    for subject in ["user:éclair", "user:fig", "user:apple"] {
+        client
+            .execute(
+                "INSERT INTO history (event, subject, predicate, scope, version, at)
+                 VALUES ('zap', $1, 'p', 'global', 1, now())",
+                &[&subject],
+            )
+            .unwrap();
+    }
+    let out = memscope_on(&db.url, &["check", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let subjects: Vec<&str> = report["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["detail"].as_str())
+        .filter(|d| d.contains("'zap'"))
+        .map(|d| d.split(" · ").next().unwrap())
+        .collect();
+    assert_eq!(
+        subjects,
+        ["user:apple", "user:fig", "user:éclair"],
+        "{report:#}"
+    );
+}

@@ -175,6 +175,21 @@ pub(crate) fn roles(db: &FreshDb, login: Option<&TestLogin>, args: &[&str]) -> R
     Run::from_output(cmd.output().expect("memscope runs"))
 }
 
+/// Makes `agent` a login of `memscope_agent` with `roles`, its password from the environment.
+pub(crate) fn make_agent_login(db: &FreshDb, agent: &TestLogin) {
+    roles(
+        db,
+        Some(agent),
+        &[
+            "--agent-login",
+            &agent.name,
+            "--password-from-env",
+            "TEST_LOGIN_PW",
+        ],
+    )
+    .ok();
+}
+
 /// `db`'s address, logging in as `login`.
 pub(crate) fn login_url(db: &FreshDb, login: &TestLogin) -> String {
     let rest = db.url.split_once('@').unwrap().1;
@@ -820,17 +835,7 @@ fn only_memscope_roles_move_the_clock_and_never_past_2_53() {
             stranger.name, stranger.password
         ))
         .unwrap();
-    roles(
-        &db,
-        Some(&agent),
-        &[
-            "--agent-login",
-            &agent.name,
-            "--password-from-env",
-            "TEST_LOGIN_PW",
-        ],
-    )
-    .ok();
+    make_agent_login(&db, &agent);
     refused(
         &stranger,
         &db,
@@ -938,4 +943,105 @@ fn a_read_only_logins_apply_is_refused_once_and_writes_nothing() {
         .unwrap()
         .get(0);
     assert_eq!(n, 0, "nothing was written");
+}
+
+/// `import` on PostgreSQL wants a login that may write every table as the dump holds it: an
+/// agent's is told so in one sentence naming the curator's, and nothing is imported (found by
+/// review: it printed the raw `permission denied for table history`). An export holding content
+/// an earlier release's delete kept (a rescope's moved copy with its source), which the import
+/// blanks, also wants a login that may open the purge gate: a login granted the tables by hand
+/// is told to use the curator's — but a copy of that export cut short is refused as cut short
+/// first, which is what there is to mend (found by review: the blanking ran before the cut was
+/// looked for, and blamed the login).
+#[test]
+fn an_import_names_the_curator_login_it_needs_unless_the_file_is_cut_short() {
+    let Some(server) = server() else { return };
+    let agent = TestLogin::unique(&server, "importer");
+    let granted = TestLogin::unique(&server, "granted");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    make_agent_login(&db, &agent);
+    owner
+        .batch_execute(&format!(
+            "CREATE ROLE {0} LOGIN PASSWORD '{1}';
+             GRANT ALL ON ALL TABLES IN SCHEMA public TO {0};
+             GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {0};",
+            granted.name, granted.password
+        ))
+        .unwrap();
+    let source = crate::support::TestDb::new();
+    let (who, pm) = ("用户:搬家🚚", "package_manager");
+    source.write(who, pm, "pnpm", "global", "thread:1");
+    source.write(who, pm, "npm", "global", "thread:2");
+    let args = |verb: &'static str, extra: &[&'static str]| {
+        let mut a = vec![verb, "--subject", who, "--predicate", pm];
+        a.extend_from_slice(extra);
+        a
+    };
+    source
+        .run(&args(
+            "rescope",
+            &["--scope", "global", "--to", "repo:旧仓库"],
+        ))
+        .ok();
+    source
+        .run(&args("delete", &["--scope", "repo:旧仓库"]))
+        .ok();
+    // As an earlier release's delete left it: the moved version's source kept.
+    let kept = crate::support::unique("搬走的来源-📦-");
+    source
+        .sql_through_purge_gate(&format!(
+            "UPDATE history SET source = '{kept}' WHERE subject = '{who}' AND scope = 'global' AND version = 2 AND event = 'set'"
+        ))
+        .unwrap();
+    let whole = source.run(&["export"]).ok().stdout;
+    let dir = tempfile::tempdir().unwrap();
+    let (whole_file, cut_file) = (dir.path().join("whole.jsonl"), dir.path().join("cut.jsonl"));
+    std::fs::write(&whole_file, &whole).unwrap();
+    let lines: Vec<&str> = whole.lines().collect();
+    std::fs::write(&cut_file, lines[..lines.len() - 1].join("\n") + "\n").unwrap();
+    let held = |owner: &mut Client| count(owner, "SELECT count(*) FROM history");
+
+    let by_agent = memscope_at(
+        &login_url(&db, &agent),
+        &["import", whole_file.to_str().unwrap()],
+    );
+    by_agent.fails_with(
+        1,
+        &[
+            &agent.name,
+            "permission denied",
+            "memscope_curator",
+            "nothing was imported",
+        ],
+    );
+    assert_one_sentence(&by_agent.stderr, &[]);
+    assert_eq!(held(&mut owner), 0);
+
+    let url = login_url(&db, &granted);
+    let cut = memscope_at(&url, &["import", cut_file.to_str().unwrap()]);
+    cut.fails_with(1, &["cut short", "nothing was imported"]);
+    assert_one_sentence(&cut.stderr, &[]);
+    assert_eq!(held(&mut owner), 0);
+
+    let refused = memscope_at(&url, &["import", whole_file.to_str().unwrap()]);
+    refused.fails_with(
+        1,
+        &[
+            "earlier release",
+            "memscope_curator",
+            "nothing was imported",
+        ],
+    );
+    assert_one_sentence(&refused.stderr, &[]);
+    assert!(!refused.stderr.contains(&kept), "{refused:?}");
+    assert_eq!(held(&mut owner), 0);
+
+    // The owner imports it, blanked.
+    let done = memscope_at(&db.url, &["import", whole_file.to_str().unwrap()]).ok();
+    assert!(done.stdout.contains("blanked"), "{done:?}");
+    let left = count(
+        &mut owner,
+        &format!("SELECT count(*) FROM history WHERE source = '{kept}'"),
+    );
+    assert_eq!(left, 0);
 }

@@ -548,21 +548,11 @@ fn an_agents_ui_and_a_curators_ui_both_watch() {
 /// then reads the change mark: it still sees another connection's commit.
 #[test]
 fn a_role_without_watchers_polls_instead() {
-    use super::postgres_roles::{login_url, roles, TestLogin};
+    use super::postgres_roles::{login_url, make_agent_login, TestLogin};
     let Some(server) = server() else { return };
     let agent = TestLogin::unique(&server, "uinowatch");
     let (db, mut admin) = FreshDb::prepared(&server);
-    roles(
-        &db,
-        Some(&agent),
-        &[
-            "--agent-login",
-            &agent.name,
-            "--password-from-env",
-            "TEST_LOGIN_PW",
-        ],
-    )
-    .ok();
+    make_agent_login(&db, &agent);
     // This database's table only: the group role's grants elsewhere stay.
     admin
         .batch_execute("REVOKE ALL ON watchers FROM memscope_agent")

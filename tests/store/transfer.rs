@@ -1213,3 +1213,98 @@ fn the_store_refuses_text_postgresql_cannot_store_on(db: TestDb) {
     drop(store);
     assert_eq!(before, db.fingerprint(), "nothing was written");
 }
+
+/// An export taken while agents write — a backup of a live database — imports whole into a
+/// fresh database: every row it holds was committed before the time in its header (`import`
+/// refuses a row dated after it, which only a race between a write's date and the export's
+/// snapshot could bring), its end line counts what it holds, and `check` is clean on the copy.
+/// Two `memscope write` processes and a connection in this process write all the while, on a
+/// SQLite file and on PostgreSQL (found untested by review).
+#[test]
+fn exports_taken_while_agents_write_import_cleanly() {
+    exports_taken_while_agents_write(&Databases::sqlite());
+}
+
+#[test]
+fn exports_taken_while_agents_write_import_cleanly_on_postgres() {
+    on_postgres_databases(exports_taken_while_agents_write);
+}
+
+fn exports_taken_while_agents_write(dbs: &Databases) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const EXPORTS: usize = 6;
+    let src = dbs.fresh();
+    src.write(
+        "用户:备份📦",
+        "package_manager",
+        "pnpm",
+        "global",
+        "thread:0",
+    );
+    let stop = AtomicBool::new(false);
+    let written = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..3)
+            .map(|w| {
+                let (src, stop) = (&src, &stop);
+                s.spawn(move || {
+                    let mut store = (w == 2).then(|| open_any_store(src));
+                    let mut n = 0usize;
+                    while !stop.load(Ordering::SeqCst) {
+                        let subject = format!("用户:备份📦-{}", n % 5);
+                        let value = format!("工具-{w}-{n}-🚀");
+                        let scope = ["global", "repo:甲-仓库", "task:修复-1"][n % 3];
+                        let source = format!("thread:{w}-{n}");
+                        match store.as_mut() {
+                            // A connection in this process: many writes between two exports.
+                            Some(store) => {
+                                let r = memscope::model::WriteRequest {
+                                    subject: subject.clone(),
+                                    predicate: "package_manager".into(),
+                                    value: json!(value),
+                                    scope: memscope::model::ScopeChoice::Exact(
+                                        memscope::Scope::parse(scope).unwrap(),
+                                    ),
+                                    source,
+                                    raw: Some(format!("以后用 {value}")),
+                                    causal_seq: None,
+                                    context: None,
+                                };
+                                store.write(&r).expect("the connection's write");
+                            }
+                            None => {
+                                src.write(&subject, "package_manager", &value, scope, &source);
+                            }
+                        }
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        // The writers stop however this thread leaves the scope, a failed assertion included
+        // (the scope waits for them).
+        struct Stop<'a>(&'a AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let stopping = Stop(&stop);
+        for k in 0..EXPORTS {
+            let dump = src.sibling(&format!("备份-{k}.jsonl"));
+            src.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+            let copy = dbs.fresh();
+            let imported = copy.run(&["import", dump.to_str().unwrap()]);
+            assert_eq!(imported.code, 0, "export {k}: {imported:?}");
+            copy.assert_check_ok();
+        }
+        drop(stopping);
+        writers
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    // The writers really wrote while the exports were taken.
+    assert!(written.iter().all(|&n| n > 0), "{written:?}");
+    src.assert_check_ok();
+}

@@ -29,7 +29,27 @@ impl PgStore {
             let leftovers: i64 = t
                 .one(crate::store::events::COLLECTED_SOURCES_COUNT_SQL, &[])?
                 .get(0);
-            let acts = plan.retention_days > 0 || plan.tombstone_safe_days > 0 || leftovers > 0;
+            // And the copies a rescope left of memories whose tombstones an earlier release's
+            // gc collected (`events::collected_copies`).
+            let mut kept_copies = Vec::new();
+            let logged = super::store::logged_events(
+                &t.all(crate::store::events::KEPT_COPY_EVENTS_SQL, &[])?,
+            );
+            for c in crate::store::events::collected_copies(&logged, |_, _, _| false) {
+                let n: i64 = t
+                    .one(
+                        crate::store::events::MOVED_COPY_COUNT_SQL,
+                        &[&c.subject, &c.predicate, &c.at, &c.version],
+                    )?
+                    .get(0);
+                if n > 0 {
+                    kept_copies.push(c);
+                }
+            }
+            let acts = plan.retention_days > 0
+                || plan.tombstone_safe_days > 0
+                || leftovers > 0
+                || !kept_copies.is_empty();
             if acts {
                 let may: bool = t
                     .one("SELECT memscope_may_purge($1)", &[&schema::CURATOR_ROLE])?
@@ -67,23 +87,33 @@ impl PgStore {
             }
             if let Some(cutoff) = plan.tombstone_cutoff(now) {
                 let old = t.all(
-                    "SELECT subject, predicate, scope,
-                            EXISTS (SELECT 1 FROM history h WHERE h.subject = t.subject AND h.predicate = t.predicate
-                                    AND h.scope = t.scope AND (h.value IS NOT NULL OR h.raw IS NOT NULL)),
-                            EXISTS (SELECT 1 FROM memories m WHERE m.subject = t.subject AND m.predicate = t.predicate AND m.scope = t.scope)
-                     FROM tombstones t WHERE deleted_at < $1
+                    "SELECT subject, predicate, scope FROM tombstones WHERE deleted_at < $1
                      ORDER BY subject COLLATE \"C\", predicate COLLATE \"C\", scope COLLATE \"C\"",
                     &[&cutoff],
                 )?;
                 for r in old {
                     let (subject, predicate, scope): (String, String, String) =
                         (r.get(0), r.get(1), r.get(2));
-                    // The identity's lock: a write waiting on it sees the tombstone gone.
+                    // The identity's lock: a write waiting on it sees the tombstone gone. What
+                    // decides is read under it: a restore, a delete again (a tombstone young
+                    // again) or a write committed since the list was read (found by review: a
+                    // restore committed in between was "collected" — a tombstone_collected
+                    // event and a count for a tombstone gc never removed).
                     t.exec(
                         "SELECT memscope_identity_lock($1, $2, $3)",
                         &[&subject, &predicate, &scope],
                     )?;
-                    if !tombstone_collectable(r.get(3), r.get(4)) {
+                    let Some(now_old) = t.opt(
+                        "SELECT EXISTS (SELECT 1 FROM history h WHERE h.subject = t.subject AND h.predicate = t.predicate
+                                        AND h.scope = t.scope AND (h.value IS NOT NULL OR h.raw IS NOT NULL)),
+                                EXISTS (SELECT 1 FROM memories m WHERE m.subject = t.subject AND m.predicate = t.predicate AND m.scope = t.scope)
+                         FROM tombstones t WHERE subject = $1 AND predicate = $2 AND scope = $3 AND deleted_at < $4",
+                        &[&subject, &predicate, &scope, &cutoff],
+                    )?
+                    else {
+                        continue;
+                    };
+                    if !tombstone_collectable(now_old.get(0), now_old.get(1)) {
                         continue;
                     }
                     t.exec(
@@ -113,6 +143,12 @@ impl PgStore {
             if acts {
                 report.blanked_sources =
                     t.exec(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, &[])? as i64;
+            }
+            for c in kept_copies {
+                report.blanked_copies += t.exec(
+                    crate::store::events::BLANK_MOVED_COPY_SQL,
+                    &[&c.subject, &c.predicate, &c.at, &c.version],
+                )? as i64;
             }
             Ok(report)
         })?;

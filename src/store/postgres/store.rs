@@ -315,7 +315,7 @@ pub(super) enum Call {
 
 /// A refusal of the server as one sentence naming the database and what to do; `call` says
 /// whether a lost connection may have taken a commit with it.
-fn explain(e: anyhow::Error, address: &Address, call: Call) -> anyhow::Error {
+pub(super) fn explain(e: anyhow::Error, address: &Address, call: Call) -> anyhow::Error {
     explain_waited(e, address, super::lock_timeout(), call)
 }
 
@@ -1665,14 +1665,29 @@ pub(super) fn moved_copies(
 
 /// The rows `events::RESCOPE_EVENTS_SQL` read, as [`crate::store::events::RescopeEvent`]s.
 pub(super) fn rescope_events(rows: &[Row]) -> Vec<crate::store::events::RescopeEvent> {
+    rows.iter().map(|r| rescope_event(r, 0)).collect()
+}
+
+/// The rows `events::KEPT_COPY_EVENTS_SQL` read, as [`crate::store::events::LoggedEvent`]s.
+pub(super) fn logged_events(rows: &[Row]) -> Vec<crate::store::events::LoggedEvent> {
     rows.iter()
-        .map(|r| crate::store::events::RescopeEvent {
-            event: r.get(0),
-            scope: r.get(1),
-            version: r.get(2),
-            detail: r.get(3),
+        .map(|r| crate::store::events::LoggedEvent {
+            id: r.get(0),
+            subject: r.get(1),
+            predicate: r.get(2),
+            event: rescope_event(r, 3),
         })
         .collect()
+}
+
+/// One such row whose event starts at column `first`.
+pub(super) fn rescope_event(r: &Row, first: usize) -> crate::store::events::RescopeEvent {
+    crate::store::events::RescopeEvent {
+        event: r.get(first),
+        scope: r.get(first + 1),
+        version: r.get(first + 2),
+        detail: r.get(first + 3),
+    }
 }
 
 /// Open or closed pending items of this subject and predicate naming `scope`.

@@ -124,7 +124,9 @@ impl PgStore {
     /// holds memories, a dump of another version, or one that breaks a rule or an invariant.
     pub fn import(&mut self, input: &mut dyn BufRead) -> Result<ImportReport> {
         let mut moved = None;
-        let result = self.import_moving(input, &mut moved);
+        let result = self
+            .import_moving(input, &mut moved)
+            .map_err(|e| refused_import(e, self.address()));
         // Content an earlier release kept, blanked by the import: its dead row versions go as
         // after a delete (a role that may not VACUUM leaves them to autovacuum).
         if result.as_ref().is_ok_and(|r| r.blanked > 0) {
@@ -285,6 +287,7 @@ impl PgStore {
             *moved = Some((clock_before, target));
         }
         register_spellings(&mut tx)?;
+        dump.refuse_incomplete()?;
         let blanked = blank_kept_content(&mut tx)?;
         let version = dump.version();
         let finished = dump.finish(&mut Pg(&mut tx)).map(|mut report| {
@@ -305,6 +308,26 @@ impl PgStore {
     }
 }
 
+/// A refusal of the server during an import in one sentence: a login that may not write every
+/// table as the dump holds it (an agent's may not even lock `history`) is told whose may —
+/// before, the raw `permission denied for table history`.
+fn refused_import(e: anyhow::Error, address: &super::Address) -> anyhow::Error {
+    let denied = e
+        .downcast_ref::<postgres::Error>()
+        .and_then(postgres::Error::as_db_error)
+        .filter(|d| *d.code() == postgres::error::SqlState::INSUFFICIENT_PRIVILEGE);
+    match denied {
+        Some(d) => anyhow!(
+            "PostgreSQL at {} refused the login \"{}\" what an import does ({}): an import writes every table's rows as the dump holds them, which only {} or the owner of memscope's tables may do — import with the curator's connection string; nothing was imported",
+            address.describe(),
+            address.user(),
+            d.message(),
+            super::schema::CURATOR_ROLE
+        ),
+        None => super::store::explain(e, address, super::store::Call::Write),
+    }
+}
+
 /// What an earlier release's delete or gc kept of deleted content in the rows an import loaded —
 /// the sources of writes refused before a tombstone was collected, the copies a rescope left of
 /// a tombstoned memory — blanked as this release's delete and gc blank them, as SQLite's import
@@ -312,7 +335,8 @@ impl PgStore {
 /// memscope's curator or the owner of its tables may open.
 fn blank_kept_content(tx: &mut Transaction<'_>) -> Result<i64> {
     use crate::store::events::{
-        moved_copies, BLANK_COLLECTED_SOURCES_SQL, BLANK_MOVED_COPY_SQL, RESCOPE_EVENTS_SQL,
+        collected_copies, standing_copies, BLANK_COLLECTED_SOURCES_SQL, BLANK_MOVED_COPY_SQL,
+        KEPT_COPY_EVENTS_SQL,
     };
     let may: bool = tx
         .query_one(
@@ -328,19 +352,21 @@ fn blank_kept_content(tx: &mut Transaction<'_>) -> Result<i64> {
     }
     let mut blank = || -> Result<i64> {
         let mut n = tx.execute(BLANK_COLLECTED_SOURCES_SQL, &[])? as i64;
+        // One pass over history for every tombstone, standing or collected.
+        let logged = super::store::logged_events(&tx.query(KEPT_COPY_EVENTS_SQL, &[])?);
         let tombstoned: Vec<(String, String, String)> = tx
             .query("SELECT subject, predicate, scope FROM tombstones", &[])?
             .iter()
             .map(|r| (r.get(0), r.get(1), r.get(2)))
             .collect();
-        for (subject, predicate, scope) in tombstoned {
-            let events = super::store::rescope_events(
-                &tx.query(RESCOPE_EVENTS_SQL, &[&subject, &predicate])?,
-            );
-            for (at, version) in moved_copies(&scope, &events, &[]) {
-                n += tx.execute(BLANK_MOVED_COPY_SQL, &[&subject, &predicate, &at, &version])?
-                    as i64;
-            }
+        let kept = standing_copies(&logged, &tombstoned)
+            .into_iter()
+            .chain(collected_copies(&logged, |_, _, _| false));
+        for c in kept {
+            n += tx.execute(
+                BLANK_MOVED_COPY_SQL,
+                &[&c.subject, &c.predicate, &c.at, &c.version],
+            )? as i64;
         }
         Ok(n)
     };

@@ -181,6 +181,7 @@ fn blank_moved_copies(conn: &Connection, id: &Identity, covered: &[Identity]) ->
 /// left to repair when the dump is all there is).
 pub(super) fn blank_kept_content(conn: &Connection) -> Result<i64> {
     let mut n = conn.execute(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, [])? as i64;
+    n += blank_collected_copies(conn)?;
     let tombstoned: Vec<(String, String, String)> = conn
         .prepare("SELECT subject, predicate, scope FROM tombstones")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
@@ -196,6 +197,36 @@ pub(super) fn blank_kept_content(conn: &Connection) -> Result<i64> {
             scope,
         };
         n += blank_moved_copies(conn, &id, &[])?;
+    }
+    Ok(n)
+}
+
+/// Blanks the copies a rescope left of memories whose tombstones were collected
+/// (`events::collected_copies`); how many events.
+fn blank_collected_copies(conn: &Connection) -> Result<i64> {
+    use crate::store::events::{
+        collected_copies, LoggedEvent, RescopeEvent, BLANK_MOVED_COPY_SQL, KEPT_COPY_EVENTS_SQL,
+    };
+    let logged = conn
+        .prepare_cached(KEPT_COPY_EVENTS_SQL)?
+        .query_map([], |r| {
+            Ok(LoggedEvent {
+                id: r.get(0)?,
+                subject: r.get(1)?,
+                predicate: r.get(2)?,
+                event: RescopeEvent {
+                    event: r.get(3)?,
+                    scope: r.get(4)?,
+                    version: r.get(5)?,
+                    detail: r.get(6)?,
+                },
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut blank = conn.prepare_cached(&numbered_parameters(BLANK_MOVED_COPY_SQL))?;
+    let mut n = 0;
+    for c in collected_copies(&logged, |_, _, _| false) {
+        n += blank.execute(params![c.subject, c.predicate, c.at, c.version])? as i64;
     }
     Ok(n)
 }
@@ -697,6 +728,7 @@ impl Store {
             // Every run, so one an earlier release left is blanked too (`check` says so).
             report.blanked_sources =
                 tx.execute(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, [])? as i64;
+            report.blanked_copies += blank_collected_copies(tx)?;
             Ok(())
         })();
         result?;

@@ -170,7 +170,9 @@ impl Store {
                         [clock_before.to_string()],
                     )?;
                 }
-                // What an earlier release's delete or gc kept, blanked as this release's would.
+                // What an earlier release's delete or gc kept, blanked as this release's would
+                // — in a dump that is whole.
+                dump.refuse_incomplete()?;
                 let blanked = super::delete::blank_kept_content(tx)?;
                 // Every row as the write path could have written it, naming the first line that breaks
                 // a rule; then every invariant.
