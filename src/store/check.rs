@@ -626,10 +626,12 @@ impl Checker<'_> {
                 scope,
                 at,
                 version,
+                as_of,
             } = c;
-            // The version inline: a number this code parsed, never text from the row.
-            let sql =
-                crate::store::events::MOVED_COPY_COUNT_SQL.replace("$4", &version.to_string());
+            // The numbers inline: numbers this code parsed, never text from the row.
+            let sql = crate::store::events::MOVED_COPY_COUNT_SQL
+                .replace("$4", &version.to_string())
+                .replace("$5", &as_of.to_string());
             let n = count(self.db, &sql, &[&subject, &predicate, &at])?;
             if n == 0 {
                 continue;

@@ -210,25 +210,35 @@ macro_rules! rescope_events_where {
     };
 }
 
-/// The SQL that reads one subject and predicate's [`RescopeEvent`]s on either backend
-/// (`$1` subject, `$2` predicate).
+/// The SQL that reads one subject and predicate's [`RescopeEvent`]s logged before event id `$3`
+/// (the delete the copies are destroyed for: [`DELETED_AS_OF_SQL`]) on either backend (`$1`
+/// subject, `$2` predicate).
 pub(crate) const RESCOPE_EVENTS_SQL: &str = concat!(
-    "SELECT event, scope, version, detail FROM history WHERE subject = $1 AND predicate = $2 AND ",
+    "SELECT event, scope, version, detail FROM history WHERE subject = $1 AND predicate = $2
+        AND id < $3 AND ",
     rescope_events_where!()
 );
 
+/// The event id a delete of `$1 · $2 @ $3` destroys moved copies as of: the identity's last
+/// `deleted` event while its tombstone stands (a delete run again, a gc about to collect it —
+/// what was current then, and rescopes since, are not its), else the largest id (a delete now).
+pub(crate) const DELETED_AS_OF_SQL: &str = "SELECT coalesce(CASE WHEN EXISTS (SELECT 1 FROM tombstones t
+           WHERE t.subject = $1 AND t.predicate = $2 AND t.scope = $3)
+      THEN (SELECT max(d.id) FROM history d WHERE d.subject = $1 AND d.predicate = $2 AND d.scope = $3
+              AND d.event = 'deleted') END, 9223372036854775807)";
+
 /// The SQL that reads, in one pass over history, what [`collected_copies`] needs: every
-/// [`RescopeEvent`] and every `tombstone_collected` event, each with its id, subject and
-/// predicate (`id, subject, predicate, event, scope, version, detail`; a collection's detail
-/// is read as empty text).
+/// [`RescopeEvent`] and every `deleted` and `tombstone_collected` event, each with its id,
+/// subject and predicate (`id, subject, predicate, event, scope, version, detail`; a missing
+/// detail is read as empty text).
 pub(crate) const KEPT_COPY_EVENTS_SQL: &str = concat!(
     "SELECT id, subject, predicate, event, scope, version, coalesce(detail, '') FROM history
-      WHERE event = 'tombstone_collected' OR (",
+      WHERE event IN ('tombstone_collected', 'deleted') OR (",
     rescope_events_where!(),
     ")"
 );
 
-/// A row of [`KEPT_COPY_EVENTS_SQL`]: a rescope event or a tombstone's collection.
+/// A row of [`KEPT_COPY_EVENTS_SQL`]: a rescope event, a delete or a tombstone's collection.
 pub(crate) struct LoggedEvent {
     pub id: i64,
     pub subject: String,
@@ -237,7 +247,8 @@ pub(crate) struct LoggedEvent {
 }
 
 /// A copy a rescope left of a deleted memory: the `version` logged `at` another scope holds
-/// content moved into `subject · predicate @ scope`.
+/// content moved into `subject · predicate @ scope`, deleted by its `deleted` event `as_of`
+/// (the blanking's `$5`).
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct KeptCopy {
     pub subject: String,
@@ -245,63 +256,95 @@ pub(crate) struct KeptCopy {
     pub scope: String,
     pub at: String,
     pub version: i64,
+    pub as_of: i64,
 }
 
-/// The copies a rescope left of the memories `tombstones` (subject, predicate, scope) stand
-/// for — [`moved_copies`] of each, from every rescope event in `events` — in their order.
-pub(crate) fn standing_copies(
-    events: &[LoggedEvent],
-    tombstones: &[(String, String, String)],
-) -> Vec<KeptCopy> {
-    use std::collections::HashMap;
-    let mut by_pair: HashMap<(&str, &str), Vec<RescopeEvent>> = HashMap::new();
-    for e in events
+impl LoggedEvent {
+    fn is_rescope(&self) -> bool {
+        !matches!(self.event.event.as_str(), "tombstone_collected" | "deleted")
+    }
+}
+
+/// The copies of `subject · predicate @ scope` the delete with event id `as_of` destroyed:
+/// [`moved_copies`] of the rescope events in `logged` (one subject and predicate's) before it.
+fn copies_as_of(
+    logged: &[&LoggedEvent],
+    (subject, predicate, scope): (&str, &str, &str),
+    as_of: i64,
+    out: &mut Vec<KeptCopy>,
+) {
+    let before: Vec<RescopeEvent> = logged
         .iter()
-        .filter(|e| e.event.event != "tombstone_collected")
-    {
-        by_pair
-            .entry((&e.subject, &e.predicate))
-            .or_default()
-            .push(e.event.clone());
+        .filter(|e| e.id < as_of && e.is_rescope())
+        .map(|e| e.event.clone())
+        .collect();
+    for (at, version) in moved_copies(scope, &before, &[]) {
+        out.push(KeptCopy {
+            subject: subject.to_string(),
+            predicate: predicate.to_string(),
+            scope: scope.to_string(),
+            at,
+            version,
+            as_of,
+        });
     }
-    let mut out = Vec::new();
-    for (subject, predicate, scope) in tombstones {
-        let Some(events) = by_pair.get(&(subject.as_str(), predicate.as_str())) else {
-            continue;
-        };
-        for (at, version) in moved_copies(scope, events, &[]) {
-            out.push(KeptCopy {
-                subject: subject.clone(),
-                predicate: predicate.clone(),
-                scope: scope.clone(),
-                at,
-                version,
-            });
-        }
-    }
-    out
 }
 
-/// The copies a rescope left of memories whose tombstones were collected ([`moved_copies`] of
-/// each collected identity, from the rescope events logged before its last collection — later
-/// ones moved content the collection did not delete), for identities `skip` does not name (one
-/// whose tombstone stands again, which a delete answers for). A release before 2026-12-03
-/// deleted without blanking them, and `gc` collected the tombstone that was the only way to
-/// find them (README, "delete, restore, gc"): `check` names them, `gc` and `import` blank them.
-pub(crate) fn collected_copies(
-    events: &[LoggedEvent],
-    skip: impl Fn(&str, &str, &str) -> bool,
-) -> Vec<KeptCopy> {
-    use std::collections::BTreeMap;
-    let mut by_pair: BTreeMap<(&str, &str), Vec<&LoggedEvent>> = BTreeMap::new();
+/// The last `deleted` event of `scope` in `logged` before id `before`.
+fn last_delete(logged: &[&LoggedEvent], scope: &str, before: i64) -> Option<i64> {
+    logged
+        .iter()
+        .filter(|e| e.event.event == "deleted" && e.event.scope == scope && e.id < before)
+        .map(|e| e.id)
+        .max()
+}
+
+/// `events` by subject and predicate.
+fn by_pair(events: &[LoggedEvent]) -> std::collections::BTreeMap<(&str, &str), Vec<&LoggedEvent>> {
+    let mut by_pair: std::collections::BTreeMap<(&str, &str), Vec<&LoggedEvent>> =
+        Default::default();
     for e in events {
         by_pair
             .entry((e.subject.as_str(), e.predicate.as_str()))
             .or_default()
             .push(e);
     }
+    by_pair
+}
+
+/// The copies a rescope left of the memories `tombstones` (subject, predicate, scope) stand
+/// for — [`moved_copies`] of each as of its last delete, from the rescope events in `events`
+/// before it — in their order.
+pub(crate) fn standing_copies(
+    events: &[LoggedEvent],
+    tombstones: &[(String, String, String)],
+) -> Vec<KeptCopy> {
+    let by_pair = by_pair(events);
     let mut out = Vec::new();
-    for ((subject, predicate), logged) in by_pair {
+    for (subject, predicate, scope) in tombstones {
+        let Some(logged) = by_pair.get(&(subject.as_str(), predicate.as_str())) else {
+            continue;
+        };
+        let as_of = last_delete(logged, scope, i64::MAX).unwrap_or(i64::MAX);
+        copies_as_of(logged, (subject, predicate, scope), as_of, &mut out);
+    }
+    out
+}
+
+/// The copies a rescope left of memories whose tombstones were collected ([`moved_copies`] of
+/// each collected identity as of the delete its last collected tombstone stood for, from the
+/// rescope events logged before that delete — later ones moved content it did not delete), for
+/// identities `skip` does not name (one whose tombstone stands again, which a delete answers
+/// for). A release before 2026-12-03 deleted without blanking them, and `gc` collected the
+/// tombstone that was the only way to find them (README, "delete, restore, gc"): `check` names
+/// them, `gc` and `import` blank them.
+pub(crate) fn collected_copies(
+    events: &[LoggedEvent],
+    skip: impl Fn(&str, &str, &str) -> bool,
+) -> Vec<KeptCopy> {
+    use std::collections::BTreeMap;
+    let mut out = Vec::new();
+    for ((subject, predicate), logged) in by_pair(events) {
         let mut collected: BTreeMap<&str, i64> = BTreeMap::new();
         for e in logged
             .iter()
@@ -314,19 +357,8 @@ pub(crate) fn collected_copies(
             if skip(subject, predicate, scope) {
                 continue;
             }
-            let before: Vec<RescopeEvent> = logged
-                .iter()
-                .filter(|e| e.id < last && e.event.event != "tombstone_collected")
-                .map(|e| e.event.clone())
-                .collect();
-            for (at, version) in moved_copies(scope, &before, &[]) {
-                out.push(KeptCopy {
-                    subject: subject.to_string(),
-                    predicate: predicate.to_string(),
-                    scope: scope.to_string(),
-                    at,
-                    version,
-                });
+            if let Some(as_of) = last_delete(&logged, scope, last) {
+                copies_as_of(&logged, (subject, predicate, scope), as_of, &mut out);
             }
         }
     }
@@ -421,23 +453,37 @@ pub(crate) fn destroyed_scopes(
         .collect()
 }
 
+/// The history rows of a moved copy that keep content: the `set` and `confirmed` events of
+/// version `$4` of `$1 · $2 @ $3` — unless that version is the scope's current record, or was
+/// when the delete with event id `$5` ran ([`DELETED_AS_OF_SQL`]): then it was that scope's own
+/// memory, kept by that delete (found by review: a revert to the moved version, current when
+/// the delete ran and superseded since, was blanked by a later gc).
+macro_rules! moved_copy_where {
+    () => {
+        "subject = $1 AND predicate = $2 AND scope = $3 AND version = $4
+        AND event IN ('set', 'confirmed') AND (value IS NOT NULL OR raw IS NOT NULL OR source IS NOT NULL)
+        AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
+                        AND m.scope = $3 AND m.version = $4)
+        AND coalesce((SELECT CASE WHEN l.event = 'set' THEN l.version END FROM history l
+                      WHERE l.subject = $1 AND l.predicate = $2 AND l.scope = $3 AND l.id < $5
+                        AND l.event IN ('set', 'removed', 'deleted')
+                      ORDER BY l.id DESC LIMIT 1), -1) <> $4"
+    };
+}
+
 /// The SQL that blanks a moved copy's content (`$1` subject, `$2` predicate, `$3` scope, `$4`
-/// version): the `set` and `confirmed` events of that version keep its value, words and source
+/// version, `$5` the delete's event id: [`moved_copy_where!`]): the `set` and `confirmed` events of that version keep its value, words and source
 /// — free text a model wrote, which may repeat what the user deleted, as a refused write's does
 /// (found by review: the source stayed) — the event stays, as retention's purge leaves it;
 /// never the current record's own event.
-pub(crate) const BLANK_MOVED_COPY_SQL: &str = "UPDATE history SET value = NULL, raw = NULL, source = NULL
-      WHERE subject = $1 AND predicate = $2 AND scope = $3 AND version = $4
-        AND event IN ('set', 'confirmed') AND (value IS NOT NULL OR raw IS NOT NULL OR source IS NOT NULL)
-        AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
-                        AND m.scope = $3 AND m.version = $4)";
+pub(crate) const BLANK_MOVED_COPY_SQL: &str = concat!(
+    "UPDATE history SET value = NULL, raw = NULL, source = NULL WHERE ",
+    moved_copy_where!()
+);
 
 /// The count [`BLANK_MOVED_COPY_SQL`] would blank, for a preview and for `check`.
-pub(crate) const MOVED_COPY_COUNT_SQL: &str = "SELECT count(*) FROM history
-      WHERE subject = $1 AND predicate = $2 AND scope = $3 AND version = $4
-        AND event IN ('set', 'confirmed') AND (value IS NOT NULL OR raw IS NOT NULL OR source IS NOT NULL)
-        AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
-                        AND m.scope = $3 AND m.version = $4)";
+pub(crate) const MOVED_COPY_COUNT_SQL: &str =
+    concat!("SELECT count(*) FROM history WHERE ", moved_copy_where!());
 
 /// The SQL that blanks the sources of an identity's refused writes (`$1` subject, `$2`
 /// predicate, `$3` scope): a `rejected` or `pending_resolved` event keeps the refused write's

@@ -657,10 +657,13 @@ const NOT_PLACE_NOUNS_CJK: [&str; 7] = [
 /// Characters that make a compound of an everyday id written right after them — 微前端 (micro
 /// frontend), 元数据 (metadata), 大数据 (big data), 跨端, 纯前端 (pure frontend) — so that
 /// `微前端项目` speaks of a kind of project, not of the place `前端`. (Not 新: 更新前端项目,
-/// updating the frontend project, names it.)
-const COMPOUND_PREFIXES_CJK: [char; 16] = [
-    '微', '元', '大', '全', '纯', '跨', '伪', '超', '非', '泛', '准', '反', '多', '单', '双', '子',
+/// updating the frontend project, names it; nor 全: 全前端仓库, the whole frontend repository.)
+const COMPOUND_PREFIXES_CJK: [char; 11] = [
+    '微', '元', '大', '纯', '跨', '伪', '泛', '多', '单', '双', '子',
 ];
+/// Words that end in one of [`COMPOUND_PREFIXES_CJK`] and leave the id after them a place of its
+/// own: a verb and 大 (调大后端服务的超时, turn up the backend service's timeout), 最大.
+const NOT_COMPOUND_CJK: [&str; 7] = ["调大", "加大", "扩大", "增大", "放大", "变大", "最大"];
 
 /// Whether the words before an id end in one that makes `ID 项目` any such place
 /// ([`ANY_ONE_CJK`]; `所有的` as `所有`, but not `创建的`), and not in a longer word that does
@@ -749,6 +752,7 @@ fn in_compound_cjk(before: &str, id: &str) -> bool {
             .chars()
             .next_back()
             .is_some_and(|c| COMPOUND_PREFIXES_CJK.contains(&c))
+        && !NOT_COMPOUND_CJK.iter().any(|w| before.ends_with(w))
 }
 
 /// Whether an id stands inside `在 … 里` (or 中, 内, 下): `before` ends with a `在` that is not
@@ -1102,6 +1106,8 @@ mod tests {
             "微前端项目统一用 pnpm",
             "元数据仓库用 Postgres",
             "大数据项目都用 Spark",
+            "简单前端项目也要跑 lint",
+            "很多前端项目都用 pnpm",
         ] {
             assert_eq!(named(plain), Vec::<Scope>::new(), "{plain}");
         }
@@ -1120,6 +1126,10 @@ mod tests {
             ("更新的前端项目用 pnpm", frontend.clone()),
             // A verb with 的 is a clause about one place: the project I just created.
             ("我刚创建的前端项目用 pnpm", frontend.clone()),
+            // A word that only ends like a compound's first character.
+            ("调大前端服务的超时到 30s", frontend.clone()),
+            ("加大前端服务的内存", frontend.clone()),
+            ("全前端仓库统一用 pnpm", frontend.clone()),
             ("重新开前端项目时保留 lockfile", frontend.clone()),
         ] {
             assert_eq!(named(marked), vec![place], "{marked}");

@@ -707,7 +707,7 @@ fn a_restore_committed_while_gc_waits_is_not_collected_on_postgres() {
         panic!("{n} memscope process(es) never waited for the identity's lock");
     };
     let mut restore = spawn_piped(
-        &mut db.command(&[
+        db.command(&[
             "restore",
             "--subject",
             who,
@@ -716,13 +716,16 @@ fn a_restore_committed_while_gc_waits_is_not_collected_on_postgres() {
             "--scope",
             "global",
             "--json",
-        ]),
+        ])
+        // Both wait behind the test's lock on a loaded machine: longer than the default.
+        .env("MEMSCOPE_BUSY_TIMEOUT_MS", "120000"),
         "memscope restore",
     );
     let restored = (drain(restore.stdout.take()), drain(restore.stderr.take()));
     waiting(&mut admin, 1);
     let mut gc = spawn_piped(
-        &mut db.command(&["gc", "--tombstone-safe-days", "1", "--json"]),
+        db.command(&["gc", "--tombstone-safe-days", "1", "--json"])
+            .env("MEMSCOPE_BUSY_TIMEOUT_MS", "120000"),
         "memscope gc",
     );
     let collected = (drain(gc.stdout.take()), drain(gc.stderr.take()));

@@ -39,7 +39,7 @@ impl PgStore {
                 let n: i64 = t
                     .one(
                         crate::store::events::MOVED_COPY_COUNT_SQL,
-                        &[&c.subject, &c.predicate, &c.at, &c.version],
+                        &[&c.subject, &c.predicate, &c.at, &c.version, &c.as_of],
                     )?
                     .get(0);
                 if n > 0 {
@@ -116,23 +116,25 @@ impl PgStore {
                     if !tombstone_collectable(now_old.get(0), now_old.get(1)) {
                         continue;
                     }
+                    let id = Identity {
+                        subject: subject.clone(),
+                        predicate: predicate.clone(),
+                        scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
+                    };
+                    // Once the tombstone is gone nothing finds the copies a rescope left of
+                    // it: an earlier release's delete may have kept some. As of the delete it
+                    // stands for, so before it goes.
+                    let (as_of, copies) = super::store::moved_copies(t, &id, &[])?;
+                    for (at, version) in copies {
+                        report.blanked_copies += t.exec(
+                            crate::store::events::BLANK_MOVED_COPY_SQL,
+                            &[&id.subject, &id.predicate, &at, &version, &as_of],
+                        )? as i64;
+                    }
                     t.exec(
                         "DELETE FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
                         &[&subject, &predicate, &scope],
                     )?;
-                    let id = Identity {
-                        subject,
-                        predicate,
-                        scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
-                    };
-                    // Once the tombstone is gone nothing finds the copies a rescope left of
-                    // it: an earlier release's delete may have kept some.
-                    for (at, version) in super::store::moved_copies(t, &id, &[])? {
-                        report.blanked_copies += t.exec(
-                            crate::store::events::BLANK_MOVED_COPY_SQL,
-                            &[&id.subject, &id.predicate, &at, &version],
-                        )? as i64;
-                    }
                     log_event(t, EventKind::TombstoneCollected, &id, None, None, None, None, None)?;
                     report.collected_tombstones += 1;
                 }
@@ -147,7 +149,7 @@ impl PgStore {
             for c in kept_copies {
                 report.blanked_copies += t.exec(
                     crate::store::events::BLANK_MOVED_COPY_SQL,
-                    &[&c.subject, &c.predicate, &c.at, &c.version],
+                    &[&c.subject, &c.predicate, &c.at, &c.version, &c.as_of],
                 )? as i64;
             }
             Ok(report)

@@ -315,7 +315,7 @@ pub(super) enum Call {
 
 /// A refusal of the server as one sentence naming the database and what to do; `call` says
 /// whether a lost connection may have taken a commit with it.
-pub(super) fn explain(e: anyhow::Error, address: &Address, call: Call) -> anyhow::Error {
+fn explain(e: anyhow::Error, address: &Address, call: Call) -> anyhow::Error {
     explain_waited(e, address, super::lock_timeout(), call)
 }
 
@@ -1512,11 +1512,12 @@ fn delete_in_tx(
         let naming = pending_naming(t, &id.subject, &id.predicate, &scope)?;
         // Copies a rescope left elsewhere go even when the identity itself was deleted before
         // (by a release that left them), as on SQLite.
-        for (scope, version) in moved_copies(t, id, &ids)? {
+        let (as_of, copies) = moved_copies(t, id, &ids)?;
+        for (scope, version) in copies {
             let (subject, predicate) = (&id.subject, &id.predicate);
             let n = t.exec(
                 crate::store::events::BLANK_MOVED_COPY_SQL,
-                &[subject, predicate, &scope, &version],
+                &[subject, predicate, &scope, &version, &as_of],
             )? as i64;
             report.blanked_copies += n;
             preview.moved_copies += n;
@@ -1647,19 +1648,30 @@ fn delete_in_tx(
 
 /// The versions of other scopes that keep content a rescope moved into `id`
 /// (`events::moved_copies`), none of an identity in `covered`, which this delete destroys whole.
+/// With the event id they are destroyed as of (`events::DELETED_AS_OF_SQL`, the blanking's `$5`).
 pub(super) fn moved_copies(
     t: &mut Tx<'_>,
     id: &Identity,
     covered: &[Identity],
-) -> Result<Vec<(String, i64)>> {
+) -> Result<(i64, Vec<(String, i64)>)> {
+    let scope = id.scope.to_string();
+    let as_of: i64 = t
+        .one(
+            crate::store::events::DELETED_AS_OF_SQL,
+            &[&id.subject, &id.predicate, &scope],
+        )?
+        .get(0);
     let events = rescope_events(&t.all(
         crate::store::events::RESCOPE_EVENTS_SQL,
-        &[&id.subject, &id.predicate],
+        &[&id.subject, &id.predicate, &as_of],
     )?);
-    Ok(crate::store::events::moved_copies(
-        &id.scope.to_string(),
-        &events,
-        &crate::store::events::destroyed_scopes(id, covered),
+    Ok((
+        as_of,
+        crate::store::events::moved_copies(
+            &scope,
+            &events,
+            &crate::store::events::destroyed_scopes(id, covered),
+        ),
     ))
 }
 

@@ -67,7 +67,12 @@ impl PgStore {
             .start()?;
         let now: String = tx
             .query_one(
-                &format!("SELECT to_char(memscope_now() AT TIME ZONE 'UTC', {TIME_TEXT})"),
+                // Rounded to the millisecond as a row's time is stored (`timestamptz(3)`), not
+                // cut: a row written in the same millisecond, stored rounded up, would otherwise
+                // be dated after its export (found by review).
+                &format!(
+                    "SELECT to_char(memscope_now()::timestamptz(3) AT TIME ZONE 'UTC', {TIME_TEXT})"
+                ),
                 &[],
             )?
             .get(0);
@@ -324,7 +329,9 @@ fn refused_import(e: anyhow::Error, address: &super::Address) -> anyhow::Error {
             d.message(),
             super::schema::CURATOR_ROLE
         ),
-        None => super::store::explain(e, address, super::store::Call::Write),
+        // Anything else as before: the import's own sentences say that nothing was imported,
+        // and a lost connection is no unknown commit to write again (found by review).
+        None => e,
     }
 }
 
@@ -365,7 +372,7 @@ fn blank_kept_content(tx: &mut Transaction<'_>) -> Result<i64> {
         for c in kept {
             n += tx.execute(
                 BLANK_MOVED_COPY_SQL,
-                &[&c.subject, &c.predicate, &c.at, &c.version],
+                &[&c.subject, &c.predicate, &c.at, &c.version, &c.as_of],
             )? as i64;
         }
         Ok(n)

@@ -125,18 +125,30 @@ fn live_intervals(conn: &Connection, id: &Identity, now: &str) -> Result<Vec<[St
     Ok(crate::store::events::live_intervals(events, now))
 }
 
+/// A moved copy, (scope, version), and how many of its events still hold content.
+type MovedCopy = ((String, i64), i64);
+
 /// The versions of other scopes that keep content a rescope moved into `id`
-/// (`events::moved_copies`), each with how many of its events still hold content — but none
+/// (`events::moved_copies`) with the event id they are destroyed as of
+/// (`events::DELETED_AS_OF_SQL`), each with how many of its events still hold content — but none
 /// of an identity in `covered`, which the same delete destroys whole.
 fn moved_copies(
     conn: &Connection,
     id: &Identity,
     covered: &[Identity],
-) -> Result<Vec<((String, i64), i64)>> {
-    use crate::store::events::{RescopeEvent, MOVED_COPY_COUNT_SQL, RESCOPE_EVENTS_SQL};
+) -> Result<(i64, Vec<MovedCopy>)> {
+    use crate::store::events::{
+        RescopeEvent, DELETED_AS_OF_SQL, MOVED_COPY_COUNT_SQL, RESCOPE_EVENTS_SQL,
+    };
+    let as_of: i64 = conn
+        .prepare_cached(&numbered_parameters(DELETED_AS_OF_SQL))?
+        .query_row(
+            params![id.subject, id.predicate, id.scope.to_string()],
+            |r| r.get(0),
+        )?;
     let events = conn
         .prepare_cached(&numbered_parameters(RESCOPE_EVENTS_SQL))?
-        .query_map(params![id.subject, id.predicate], |r| {
+        .query_map(params![id.subject, id.predicate, as_of], |r| {
             Ok(RescopeEvent {
                 event: r.get(0)?,
                 scope: r.get(1)?,
@@ -151,14 +163,15 @@ fn moved_copies(
     for (scope, version) in
         crate::store::events::moved_copies(&id.scope.to_string(), &events, &destroyed)
     {
-        let n: i64 = count.query_row(params![id.subject, id.predicate, scope, version], |r| {
-            r.get(0)
-        })?;
+        let n: i64 = count.query_row(
+            params![id.subject, id.predicate, scope, version, as_of],
+            |r| r.get(0),
+        )?;
         if n > 0 {
             out.push(((scope, version), n));
         }
     }
-    Ok(out)
+    Ok((as_of, out))
 }
 
 /// Blanks the copies a rescope left of `id`'s content in other scopes (none in `covered`);
@@ -168,8 +181,9 @@ fn blank_moved_copies(conn: &Connection, id: &Identity, covered: &[Identity]) ->
         crate::store::events::BLANK_MOVED_COPY_SQL,
     ))?;
     let mut n = 0;
-    for ((scope, version), _) in moved_copies(conn, id, covered)? {
-        n += blank.execute(params![id.subject, id.predicate, scope, version])? as i64;
+    let (as_of, copies) = moved_copies(conn, id, covered)?;
+    for ((scope, version), _) in copies {
+        n += blank.execute(params![id.subject, id.predicate, scope, version, as_of])? as i64;
     }
     Ok(n)
 }
@@ -226,7 +240,7 @@ fn blank_collected_copies(conn: &Connection) -> Result<i64> {
     let mut blank = conn.prepare_cached(&numbered_parameters(BLANK_MOVED_COPY_SQL))?;
     let mut n = 0;
     for c in collected_copies(&logged, |_, _, _| false) {
-        n += blank.execute(params![c.subject, c.predicate, c.at, c.version])? as i64;
+        n += blank.execute(params![c.subject, c.predicate, c.at, c.version, c.as_of])? as i64;
     }
     Ok(n)
 }
@@ -380,6 +394,7 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
         // Copies a rescope left elsewhere go even when the identity itself was deleted
         // before (by a release that left them).
         p.moved_copies += moved_copies(conn, &id, &covered)?
+            .1
             .iter()
             .map(|(_, n)| n)
             .sum::<i64>();
@@ -709,18 +724,19 @@ impl Store {
                     if !tombstone_collectable(content, live) {
                         continue;
                     }
-                    tx.execute(
-                        "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-                        params![subject, predicate, scope],
-                    )?;
                     let id = Identity {
                         subject,
                         predicate,
                         scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
                     };
                     // Once the tombstone is gone nothing finds the copies a rescope left of
-                    // it: an earlier release's delete may have kept some.
+                    // it: an earlier release's delete may have kept some. As of the delete it
+                    // stands for, so before it goes.
                     report.blanked_copies += blank_moved_copies(tx, &id, &[])?;
+                    tx.execute(
+                        "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+                        params![id.subject, id.predicate, id.scope.to_string()],
+                    )?;
                     Event::new(EventKind::TombstoneCollected, &id).log(tx, &now)?;
                     report.collected_tombstones += 1;
                 }
