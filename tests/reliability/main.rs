@@ -13,6 +13,7 @@ mod crash;
 mod curation_race;
 mod disk_full;
 mod foreign;
+mod gc_race;
 mod guard;
 mod hostile;
 mod mcp;
