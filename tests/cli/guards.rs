@@ -1176,13 +1176,7 @@ fn kept_as_current_on(db: TestDb) {
     let subject = "用户:留着🧷";
     db.write(subject, PM, "pnpm", "global", "thread:1");
     db.write(subject, PM, "npm 📦", "global", "thread:2");
-    db.run(&args_for(
-        "rescope",
-        subject,
-        PM,
-        &["--scope", "global", "--to", "repo:旧仓库"],
-    ))
-    .ok();
+    db.rescope(subject, PM, "global", "repo:旧仓库");
     // The user wants npm globally after all: v4, a copy of v2, the version the rescope moved.
     db.run(&args_for(
         "revert",
@@ -1191,13 +1185,7 @@ fn kept_as_current_on(db: TestDb) {
         &["--scope", "global", "--to-version", "2"],
     ))
     .ok();
-    db.run(&args_for(
-        "delete",
-        subject,
-        PM,
-        &["--scope", "repo:旧仓库"],
-    ))
-    .ok();
+    db.delete(subject, PM, "repo:旧仓库");
     let kept = |db: &TestDb| {
         db.history(subject, PM, Some("global"))
             .iter()
@@ -1213,13 +1201,7 @@ fn kept_as_current_on(db: TestDb) {
     // The deleted place written and rescoped into again: its new content is no deleted one.
     db.write(subject, PM, "bun", "repo:旧仓库", "thread:4");
     db.write(subject, PM, "deno", "global", "thread:5");
-    db.run(&args_for(
-        "rescope",
-        subject,
-        PM,
-        &["--scope", "global", "--to", "repo:旧仓库"],
-    ))
-    .ok();
+    db.rescope(subject, PM, "global", "repo:旧仓库");
     db.assert_check_ok();
     let r = db.json(&["gc", "--tombstone-safe-days", "0", "--json"]);
     assert_eq!(r["blanked_copies"], 0, "{r:#}");
@@ -1233,20 +1215,8 @@ fn kept_as_current_on(db: TestDb) {
 fn rescope_and_delete(db: &TestDb, subject: &str) {
     db.write(subject, PM, "pnpm", "global", "thread:1");
     db.write(subject, PM, "npm", "global", "thread:2");
-    db.run(&args_for(
-        "rescope",
-        subject,
-        PM,
-        &["--scope", "global", "--to", "repo:旧仓库"],
-    ))
-    .ok();
-    db.run(&args_for(
-        "delete",
-        subject,
-        PM,
-        &["--scope", "repo:旧仓库"],
-    ))
-    .ok();
+    db.rescope(subject, PM, "global", "repo:旧仓库");
+    db.delete(subject, PM, "repo:旧仓库");
 }
 
 /// Ages the database's one tombstone past a day and runs `gc` with a safe period of one: it is
@@ -1280,23 +1250,9 @@ fn an_export_keeping_deleted_content_imports_into(target: TestDb) {
     let source = TestDb::new();
     let (moved, refused) = (unique("搬走的来源-📦-"), unique("被拒的来源-🤫-"));
     let (mover, refuser) = ("用户:搬家🚚", "用户:回收🧹");
-    source.write(mover, PM, "pnpm", "global", "thread:1");
-    source.write(mover, PM, "npm", "global", "thread:2");
-    source
-        .run(&args_for(
-            "rescope",
-            mover,
-            PM,
-            &["--scope", "global", "--to", "repo:旧仓库"],
-        ))
-        .ok();
-    source
-        .run(&args_for("delete", mover, PM, &["--scope", "repo:旧仓库"]))
-        .ok();
+    rescope_and_delete(&source, mover);
     source.write(refuser, PM, "pnpm", "global", "thread:3");
-    source
-        .run(&args_for("delete", refuser, PM, &["--scope", "global"]))
-        .ok();
+    source.delete(refuser, PM, "global");
     let r = source.write(refuser, PM, "yarn", "global", "thread:4");
     assert_eq!(r["outcome"], "rejected", "{r:#}");
     source

@@ -664,16 +664,7 @@ fn a_restore_committed_while_gc_waits_is_not_collected_on_postgres() {
     };
     let (who, pm) = ("用户:回收🧹", "package_manager");
     db.write(who, pm, "pnpm", "global", "thread:1");
-    db.run(&[
-        "delete",
-        "--subject",
-        who,
-        "--predicate",
-        pm,
-        "--scope",
-        "global",
-    ])
-    .ok();
+    db.delete(who, pm, "global");
     let url = db.path_str().to_string();
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     admin
@@ -706,37 +697,39 @@ fn a_restore_committed_while_gc_waits_is_not_collected_on_postgres() {
         }
         panic!("{n} memscope process(es) never waited for the identity's lock");
     };
-    let mut restore = spawn_piped(
-        db.command(&[
-            "restore",
-            "--subject",
-            who,
-            "--predicate",
-            pm,
-            "--scope",
-            "global",
-            "--json",
-        ])
-        // Both wait behind the test's lock on a loaded machine: longer than the default.
-        .env("MEMSCOPE_BUSY_TIMEOUT_MS", "120000"),
-        "memscope restore",
-    );
-    let restored = (drain(restore.stdout.take()), drain(restore.stderr.take()));
+    // Each child waits behind the test's lock, on a loaded machine longer than the default.
+    let start = |args: &[&str]| {
+        let mut child = spawn_piped(
+            db.command(args).env("MEMSCOPE_BUSY_TIMEOUT_MS", "120000"),
+            "memscope",
+        );
+        let out = (drain(child.stdout.take()), drain(child.stderr.take()));
+        (child, out)
+    };
+    let finish = |(mut child, (out, err)): (std::process::Child, _)| {
+        let status = child.wait().unwrap();
+        let text =
+            |h: std::thread::JoinHandle<Vec<u8>>| String::from_utf8(h.join().unwrap()).unwrap();
+        let (out, err) = (text(out), text(err));
+        assert!(status.success(), "{out}{err}");
+        out
+    };
+    let restore = start(&[
+        "restore",
+        "--subject",
+        who,
+        "--predicate",
+        pm,
+        "--scope",
+        "global",
+        "--json",
+    ]);
     waiting(&mut admin, 1);
-    let mut gc = spawn_piped(
-        db.command(&["gc", "--tombstone-safe-days", "1", "--json"])
-            .env("MEMSCOPE_BUSY_TIMEOUT_MS", "120000"),
-        "memscope gc",
-    );
-    let collected = (drain(gc.stdout.take()), drain(gc.stderr.take()));
+    let gc = start(&["gc", "--tombstone-safe-days", "1", "--json"]);
     waiting(&mut admin, 2);
     lock.batch_execute("COMMIT").unwrap();
-    let (restore_status, gc_status) = (restore.wait().unwrap(), gc.wait().unwrap());
-    let text = |h: std::thread::JoinHandle<Vec<u8>>| String::from_utf8(h.join().unwrap()).unwrap();
-    let (r_out, r_err) = (text(restored.0), text(restored.1));
-    let (g_out, g_err) = (text(collected.0), text(collected.1));
-    assert!(restore_status.success(), "{r_out}{r_err}");
-    assert!(gc_status.success(), "{g_out}{g_err}");
+    finish(restore);
+    let g_out = finish(gc);
     let report: Value = serde_json::from_str(&g_out).unwrap();
     assert_eq!(report["collected_tombstones"], 0, "{report:#}");
     let events: i64 = admin

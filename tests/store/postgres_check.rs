@@ -133,6 +133,18 @@ fn memscope_on(url: &str, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `check` on the database at `url` exits 0.
+#[track_caller]
+fn assert_check_clean(url: &str) {
+    let out = memscope_on(url, &["check"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
 /// What `check` says of the guards of the database at `url` (`metrics.schema_guards`).
 fn schema_guards(url: &str) -> Value {
     let out = memscope_on(url, &["check", "--json"]);
@@ -218,13 +230,7 @@ fn init_on_postgres_makes_the_guards_again() {
         format!("{refused:?}").contains("append-only"),
         "{refused:?}"
     );
-    let out = run(&["check"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_check_clean(&db.url);
 }
 
 /// `init` that brings a database forward makes a guard a raw client dropped before in the
@@ -322,13 +328,7 @@ fn init_replaces_a_raw_clients_primary_key_on_tombstones_on_postgres() {
         Some(&postgres::error::SqlState::UNIQUE_VIOLATION),
         "{second:?}"
     );
-    let out = memscope_on(&db.url, &["check"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_check_clean(&db.url);
 }
 
 /// A constraint of another client's in the place of tombstones' key or memories' identity

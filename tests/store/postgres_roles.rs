@@ -972,20 +972,8 @@ fn an_import_names_the_curator_login_it_needs_unless_the_file_is_cut_short() {
     let (who, pm) = ("用户:搬家🚚", "package_manager");
     source.write(who, pm, "pnpm", "global", "thread:1");
     source.write(who, pm, "npm", "global", "thread:2");
-    let args = |verb: &'static str, extra: &[&'static str]| {
-        let mut a = vec![verb, "--subject", who, "--predicate", pm];
-        a.extend_from_slice(extra);
-        a
-    };
-    source
-        .run(&args(
-            "rescope",
-            &["--scope", "global", "--to", "repo:旧仓库"],
-        ))
-        .ok();
-    source
-        .run(&args("delete", &["--scope", "repo:旧仓库"]))
-        .ok();
+    source.rescope(who, pm, "global", "repo:旧仓库");
+    source.delete(who, pm, "repo:旧仓库");
     // As an earlier release's delete left it: the moved version's source kept.
     let kept = crate::support::unique("搬走的来源-📦-");
     source

@@ -318,6 +318,18 @@ impl TestDb {
         ))
     }
 
+    /// `rescope --subject S --predicate P --scope FROM --to TO --json`; asserts exit 0; returns
+    /// the report.
+    #[track_caller]
+    pub fn rescope(&self, subject: &str, predicate: &str, from: &str, to: &str) -> Value {
+        self.json(&args_for(
+            "rescope",
+            subject,
+            predicate,
+            &["--scope", from, "--to", to, "--json"],
+        ))
+    }
+
     /// The first article's two writes: `user:42 package_manager` is `pnpm` at global (thread 17,
     /// with the sentence that said it) and `npm` in repo:legacy-dashboard (thread 23).
     pub fn write_the_first_article(&self) {

@@ -30,26 +30,25 @@ impl PgStore {
                 .one(crate::store::events::COLLECTED_SOURCES_COUNT_SQL, &[])?
                 .get(0);
             // And the copies a rescope left of memories whose tombstones an earlier release's
-            // gc collected (`events::collected_copies`).
-            let mut kept_copies = Vec::new();
+            // gc collected (`events::collected_copies`): counted only when nothing else opens
+            // the gate, and only until one still holds content.
             let logged = super::store::logged_events(
                 &t.all(crate::store::events::KEPT_COPY_EVENTS_SQL, &[])?,
             );
-            for c in crate::store::events::collected_copies(&logged, |_, _, _| false) {
+            let kept_copies = crate::store::events::collected_copies(&logged, |_, _, _| false);
+            let mut acts = plan.retention_days > 0 || plan.tombstone_safe_days > 0 || leftovers > 0;
+            for c in &kept_copies {
+                if acts {
+                    break;
+                }
                 let n: i64 = t
                     .one(
                         crate::store::events::MOVED_COPY_COUNT_SQL,
                         &[&c.subject, &c.predicate, &c.at, &c.version, &c.as_of],
                     )?
                     .get(0);
-                if n > 0 {
-                    kept_copies.push(c);
-                }
+                acts = n > 0;
             }
-            let acts = plan.retention_days > 0
-                || plan.tombstone_safe_days > 0
-                || leftovers > 0
-                || !kept_copies.is_empty();
             if acts {
                 let may: bool = t
                     .one("SELECT memscope_may_purge($1)", &[&schema::CURATOR_ROLE])?
@@ -146,7 +145,7 @@ impl PgStore {
                 report.blanked_sources =
                     t.exec(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, &[])? as i64;
             }
-            for c in kept_copies {
+            for c in kept_copies.iter().filter(|_| acts) {
                 report.blanked_copies += t.exec(
                     crate::store::events::BLANK_MOVED_COPY_SQL,
                     &[&c.subject, &c.predicate, &c.at, &c.version, &c.as_of],

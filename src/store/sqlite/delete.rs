@@ -137,9 +137,7 @@ fn moved_copies(
     id: &Identity,
     covered: &[Identity],
 ) -> Result<(i64, Vec<MovedCopy>)> {
-    use crate::store::events::{
-        RescopeEvent, DELETED_AS_OF_SQL, MOVED_COPY_COUNT_SQL, RESCOPE_EVENTS_SQL,
-    };
+    use crate::store::events::{DELETED_AS_OF_SQL, MOVED_COPY_COUNT_SQL, RESCOPE_EVENTS_SQL};
     let as_of: i64 = conn
         .prepare_cached(&numbered_parameters(DELETED_AS_OF_SQL))?
         .query_row(
@@ -149,12 +147,7 @@ fn moved_copies(
     let events = conn
         .prepare_cached(&numbered_parameters(RESCOPE_EVENTS_SQL))?
         .query_map(params![id.subject, id.predicate, as_of], |r| {
-            Ok(RescopeEvent {
-                event: r.get(0)?,
-                scope: r.get(1)?,
-                version: r.get(2)?,
-                detail: r.get(3)?,
-            })
+            rescope_event(r, 0)
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
     let mut count = conn.prepare_cached(&numbered_parameters(MOVED_COPY_COUNT_SQL))?;
@@ -194,52 +187,71 @@ fn blank_moved_copies(conn: &Connection, id: &Identity, covered: &[Identity]) ->
 /// loaded, so a dump of such a database imports (found by review: it was refused, with nothing
 /// left to repair when the dump is all there is).
 pub(super) fn blank_kept_content(conn: &Connection) -> Result<i64> {
-    let mut n = conn.execute(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, [])? as i64;
-    n += blank_collected_copies(conn)?;
+    use crate::store::events::{collected_copies, standing_copies};
+    let n = conn.execute(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, [])? as i64;
+    // One pass over history for every tombstone, standing or collected, as on PostgreSQL (a
+    // scope memscope could not have stored is blanked as written, and left to the field rules
+    // to name by its line).
+    let logged = logged_events(conn)?;
     let tombstoned: Vec<(String, String, String)> = conn
         .prepare("SELECT subject, predicate, scope FROM tombstones")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    for (subject, predicate, scope) in tombstoned {
-        // A scope memscope could not have stored is the field rules' to name, by its line.
-        let Some(scope) = Scope::parse(&scope).ok().filter(|s| s.to_string() == scope) else {
-            continue;
-        };
-        let id = Identity {
-            subject,
-            predicate,
-            scope,
-        };
-        n += blank_moved_copies(conn, &id, &[])?;
-    }
-    Ok(n)
+    let kept = standing_copies(&logged, &tombstoned)
+        .into_iter()
+        .chain(collected_copies(&logged, |_, _, _| false));
+    Ok(n + blank_copies(conn, kept)?)
+}
+
+/// A row's [`crate::store::events::RescopeEvent`] whose event starts at column `first`
+/// (`event, scope, version, detail`).
+fn rescope_event(
+    r: &rusqlite::Row<'_>,
+    first: usize,
+) -> rusqlite::Result<crate::store::events::RescopeEvent> {
+    Ok(crate::store::events::RescopeEvent {
+        event: r.get(first)?,
+        scope: r.get(first + 1)?,
+        version: r.get(first + 2)?,
+        detail: r.get(first + 3)?,
+    })
 }
 
 /// Blanks the copies a rescope left of memories whose tombstones were collected
 /// (`events::collected_copies`); how many events.
 fn blank_collected_copies(conn: &Connection) -> Result<i64> {
-    use crate::store::events::{
-        collected_copies, LoggedEvent, RescopeEvent, BLANK_MOVED_COPY_SQL, KEPT_COPY_EVENTS_SQL,
-    };
-    let logged = conn
-        .prepare_cached(KEPT_COPY_EVENTS_SQL)?
+    let logged = logged_events(conn)?;
+    blank_copies(
+        conn,
+        crate::store::events::collected_copies(&logged, |_, _, _| false),
+    )
+}
+
+/// The rows `events::KEPT_COPY_EVENTS_SQL` reads.
+fn logged_events(conn: &Connection) -> Result<Vec<crate::store::events::LoggedEvent>> {
+    Ok(conn
+        .prepare_cached(crate::store::events::KEPT_COPY_EVENTS_SQL)?
         .query_map([], |r| {
-            Ok(LoggedEvent {
+            Ok(crate::store::events::LoggedEvent {
                 id: r.get(0)?,
                 subject: r.get(1)?,
                 predicate: r.get(2)?,
-                event: RescopeEvent {
-                    event: r.get(3)?,
-                    scope: r.get(4)?,
-                    version: r.get(5)?,
-                    detail: r.get(6)?,
-                },
+                event: rescope_event(r, 3)?,
             })
         })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut blank = conn.prepare_cached(&numbered_parameters(BLANK_MOVED_COPY_SQL))?;
+        .collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// Blanks `copies` (`events::BLANK_MOVED_COPY_SQL`); how many events.
+fn blank_copies(
+    conn: &Connection,
+    copies: impl IntoIterator<Item = crate::store::events::KeptCopy>,
+) -> Result<i64> {
+    let mut blank = conn.prepare_cached(&numbered_parameters(
+        crate::store::events::BLANK_MOVED_COPY_SQL,
+    ))?;
     let mut n = 0;
-    for c in collected_copies(&logged, |_, _, _| false) {
+    for c in copies {
         n += blank.execute(params![c.subject, c.predicate, c.at, c.version, c.as_of])? as i64;
     }
     Ok(n)
