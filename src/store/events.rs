@@ -372,7 +372,10 @@ pub(crate) fn collected_copies(
 /// into `scope` moved away, known by the event it left there (`reverted` or `removed`, naming
 /// `scope` as `rescoped_to`); when that version had itself arrived by a rescope, the one it
 /// came from; and every version a revert — a user's, or a rescope's restoring the value
-/// before the one it moved — copied from one of them or that one was copied from, and so on. `events` are the subject and predicate's rescope and revert events.
+/// before the one it moved — copied from one of them or that one was copied from, and so on.
+/// A move into `scope` whose version there a later rescope moved on is not followed (the value
+/// went on to where that move put it); a value moved out and back in is followed through
+/// `scope`'s own versions to where it came from first (while the delete has not purged them). `events` are the subject and predicate's rescope and revert events.
 /// (scope, version) pairs, sorted; never `scope` itself, nor a scope in `destroyed` (of the
 /// same subject and predicate, which the same delete destroys whole: the chain is followed
 /// through it). (Blanking skips a version that is current: a live record is its scope's
@@ -388,53 +391,98 @@ pub(crate) fn moved_copies(
         .collect();
     let text = |d: &serde_json::Value, key: &str| d.get(key)?.as_str().map(str::to_string);
     let int = |d: &serde_json::Value, key: &str| d.get(key)?.as_i64();
-    let mut todo: Vec<(String, i64)> = events
+    // Each move into `scope` — unless the version it became there (`became`, logged since
+    // 2026-12-05) was moved on by a later rescope before the delete: the value belongs where
+    // that move put it (live there, perhaps as a later version of the very scope it first came
+    // from), not to what the delete destroys (found by review: global → repo:r by mistake, back
+    // to global, then deleting the empty repo:r blanked global's first version while its value
+    // was global's current). The move on is known by the event it left where it arrived
+    // (`rescoped`, `from` this scope), which a delete of `scope` does not purge — so a delete,
+    // and `check` after it, decide alike.
+    // Where version `became` of `scope` was moved on to, if it was.
+    let moved_on = |became: i64| {
+        events.iter().zip(&details).find_map(|(e, d)| {
+            let d = d.as_ref()?;
+            (e.event == "rescoped"
+                && e.scope != scope
+                && text(d, "from").as_deref() == Some(scope)
+                && int(d, "from_version") == Some(became))
+            .then(|| Some((e.scope.clone(), e.version?)))
+            .flatten()
+        })
+    };
+    // The moves into `scope`: where from, and where the value went on to.
+    type Version = (String, i64);
+    let mut moves_in: Vec<(Version, Option<Version>)> = events
         .iter()
         .zip(&details)
         .filter(|(e, _)| e.event == "reverted" || e.event == "removed")
         .filter_map(|(e, d)| {
             let d = d.as_ref()?;
             (text(d, "rescoped_to")?.as_str() == scope)
-                .then(|| Some((e.scope.clone(), int(d, "moved_version")?)))
+                .then(|| {
+                    let on = int(d, "became").and_then(moved_on);
+                    Some(((e.scope.clone(), int(d, "moved_version")?), on))
+                })
                 .flatten()
         })
         .collect();
-    let mut found: Vec<(String, i64)> = Vec::new();
-    while let Some((at, version)) = todo.pop() {
-        if at == scope || found.contains(&(at.clone(), version)) {
-            continue;
+    let mut seen: Vec<(String, i64)> = Vec::new();
+    let mut todo: Vec<(String, i64)> = Vec::new();
+    loop {
+        // A move whose value went on is followed once where it went is destroyed too (by this
+        // delete, or as a copy found below: moved out and back in again).
+        let (follow, wait): (Vec<_>, Vec<_>) = moves_in.into_iter().partition(|(_, on)| {
+            on.as_ref()
+                .is_none_or(|on| destroyed.contains(&on.0) || seen.contains(on))
+        });
+        moves_in = wait;
+        if follow.is_empty() {
+            break;
         }
-        for (e, d) in events.iter().zip(&details) {
-            let Some(d) = d.as_ref().filter(|_| e.scope == at) else {
+        todo.extend(follow.into_iter().map(|(from, _)| from));
+        while let Some((at, version)) = todo.pop() {
+            if seen.contains(&(at.clone(), version)) {
                 continue;
-            };
-            match e.event.as_str() {
-                // The version arrived here by a rescope: its first scope keeps a copy too.
-                "rescoped" if e.version == Some(version) => {
-                    if let (Some(from), Some(v)) = (text(d, "from"), int(d, "from_version")) {
-                        todo.push((from, v));
-                    }
+            }
+            seen.push((at.clone(), version));
+            for (e, d) in events.iter().zip(&details) {
+                let Some(d) = d.as_ref().filter(|_| e.scope == at) else {
+                    continue;
+                };
+                // A version of `scope` itself is the delete's own; the chain goes on only to
+                // where it came from by a rescope (a value moved out and back: its first copy).
+                if at == scope && e.event != "rescoped" {
+                    continue;
                 }
-                // A revert's new version is a copy of the one it reverted to: a user's revert,
-                // and the source side of a rescope, which restores the value before the one it
-                // moved (a copy of that earlier version, not of the moved one — but when a
-                // later rescope moves the restored copy, the version it copied holds the same
-                // value where it was first written).
-                "reverted" => {
-                    let to = int(d, "reverted_to");
-                    if let (Some(to), Some(new)) = (to, e.version) {
-                        if to == version {
-                            todo.push((at.clone(), new));
-                        } else if new == version {
-                            todo.push((at.clone(), to));
+                match e.event.as_str() {
+                    // The version arrived here by a rescope: its first scope keeps a copy too.
+                    "rescoped" if e.version == Some(version) => {
+                        if let (Some(from), Some(v)) = (text(d, "from"), int(d, "from_version")) {
+                            todo.push((from, v));
                         }
                     }
+                    // A revert's new version is a copy of the one it reverted to: a user's
+                    // revert, and the source side of a rescope, which restores the value before
+                    // the one it moved (a copy of that earlier version, not of the moved one —
+                    // but when a later rescope moves the restored copy, the version it copied
+                    // holds the same value where it was first written).
+                    "reverted" => {
+                        let to = int(d, "reverted_to");
+                        if let (Some(to), Some(new)) = (to, e.version) {
+                            if to == version {
+                                todo.push((at.clone(), new));
+                            } else if new == version {
+                                todo.push((at.clone(), to));
+                            }
+                        }
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
-        found.push((at, version));
     }
+    let mut found: Vec<(String, i64)> = seen.into_iter().filter(|(at, _)| at != scope).collect();
     found.retain(|(at, _)| !destroyed.contains(at));
     found.sort();
     found
@@ -620,6 +668,8 @@ mod moved_copies_tests {
             moved_copies("repo:a", &events, &["global".to_string()]),
             [("task:t".to_string(), 1)]
         );
+        // Deleting global: the value task:t v1 moved there went on to repo:a, but the move
+        // (logged before `became` was) does not say which version of global it became.
         assert_eq!(
             moved_copies("global", &events, &[]),
             [("task:t".to_string(), 1)]
@@ -666,6 +716,95 @@ mod moved_copies_tests {
         assert_eq!(
             moved_copies("repo:a", &cycle, &[]),
             [("global".to_string(), 2)]
+        );
+    }
+
+    /// A rescope of `from`'s version `moved` (its only one: `removed`) that became `to`'s `became`.
+    fn moved(from: &str, moved: i64, to: &str, became: i64) -> [RescopeEvent; 2] {
+        [
+            ev(
+                "removed",
+                from,
+                moved,
+                &format!(r#"{{"rescoped_to":"{to}","moved_version":{moved},"became":{became}}}"#),
+            ),
+            ev(
+                "rescoped",
+                to,
+                became,
+                &format!(r#"{{"from":"{from}","from_version":{moved},"outcome":"inserted"}}"#),
+            ),
+        ]
+    }
+
+    /// global v1 moved to repo:r by mistake (repo:r v1), moved back (global v2, current).
+    fn there_and_back() -> Vec<RescopeEvent> {
+        [
+            moved("global", 1, "repo:r", 1),
+            moved("repo:r", 1, "global", 2),
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn a_value_moved_in_and_out_again_is_not_the_deletes() {
+        // Deleting the emptied repo:r: global's v1 holds the value global holds now — before
+        // the delete purges repo:r's own events, and after (as `check` reads them).
+        assert!(moved_copies("repo:r", &there_and_back(), &[]).is_empty());
+        let purged = |events: Vec<RescopeEvent>| -> Vec<RescopeEvent> {
+            events.into_iter().filter(|e| e.scope != "repo:r").collect()
+        };
+        assert!(moved_copies("repo:r", &purged(there_and_back()), &[]).is_empty());
+        // Superseded in repo:r before its next version moved out: v1 was repo:r's own.
+        let superseded = [
+            moved("global", 1, "repo:r", 1),
+            moved("repo:r", 2, "global", 2),
+        ]
+        .concat();
+        let global = |v: i64| ("global".to_string(), v);
+        assert_eq!(moved_copies("repo:r", &superseded, &[]), [global(1)]);
+        assert_eq!(
+            moved_copies("repo:r", &purged(superseded), &[]),
+            [global(1)]
+        );
+    }
+
+    #[test]
+    fn a_value_moved_out_and_back_in_is_followed_to_its_first_copy() {
+        // ... and then global v2 moved to repo:r again (its v2), which the delete destroys:
+        // global v2 is a copy, and so is v1, by way of repo:r v1.
+        let mut again = there_and_back();
+        again.extend(moved("global", 2, "repo:r", 2));
+        let global = |v: i64| ("global".to_string(), v);
+        assert_eq!(moved_copies("repo:r", &again, &[]), [global(1), global(2)]);
+        // The same after a first delete of the emptied repo:r purged its own events: global
+        // v1's value went on to global v2, which this delete destroys.
+        let first_purged: Vec<RescopeEvent> = again
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !matches!(i, 1 | 2))
+            .map(|(_, e)| e)
+            .collect();
+        assert_eq!(
+            moved_copies("repo:r", &first_purged, &[]),
+            [global(1), global(2)]
+        );
+        // A value moved on to a place the same delete destroys whole is the delete's.
+        // (task:t v1 moved to repo:r, on to global: deleting repo:r and global together.)
+        let task = |e: RescopeEvent| RescopeEvent {
+            scope: e.scope.replace("global", "task:t"),
+            detail: e.detail.replace(r#""from":"global""#, r#""from":"task:t""#),
+            ..e
+        };
+        let on: Vec<RescopeEvent> = there_and_back()
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| if i < 2 { task(e) } else { e })
+            .collect();
+        assert!(moved_copies("repo:r", &on, &[]).is_empty());
+        assert_eq!(
+            moved_copies("repo:r", &on, &["global".to_string()]),
+            [("task:t".to_string(), 1)]
         );
     }
 }

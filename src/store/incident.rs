@@ -482,7 +482,9 @@ pub(crate) fn rescope_moved(
     )
 }
 
-/// The detail of the source's revert after a move.
-pub(crate) fn rescope_back_detail(to: &Scope, moved_version: i64) -> Value {
-    json!({ "rescoped_to": to.to_string(), "moved_version": moved_version })
+/// The detail of the source's revert after a move: where the value went, the version moved,
+/// and the version it became there (`events::moved_copies` reads it after a delete of the
+/// target purged the target's own events).
+pub(crate) fn rescope_back_detail(to: &Scope, moved_version: i64, became: Option<i64>) -> Value {
+    json!({ "rescoped_to": to.to_string(), "moved_version": moved_version, "became": became })
 }

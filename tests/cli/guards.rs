@@ -1209,6 +1209,59 @@ fn kept_as_current_on(db: TestDb) {
     db.assert_check_ok();
 }
 
+/// A value rescoped into a place by mistake and moved back out is no part of that place's
+/// delete: global's first version stays, its value global's current. Moved in again and
+/// deleted there, it is: both global copies are blanked, the first by way of the place's
+/// own first version (found by review: the first delete blanked global's first version).
+#[test]
+fn a_value_moved_back_out_is_not_the_deleted_places() {
+    moved_back_out_on(TestDb::new());
+}
+
+#[test]
+fn a_value_moved_back_out_is_not_the_deleted_places_on_postgres() {
+    on_postgres(moved_back_out_on);
+}
+
+fn moved_back_out_on(db: TestDb) {
+    let subject = "用户:来回🔁";
+    let value = unique("来回搬的值-🪃-");
+    db.write(subject, PM, &value, "global", "thread:1");
+    db.rescope(subject, PM, "global", "repo:错放");
+    db.rescope(subject, PM, "repo:错放", "global");
+    let sets = |db: &TestDb| {
+        db.history(subject, PM, Some("global"))
+            .iter()
+            .filter(|e| e["event"] == "set")
+            .map(|e| (e["version"].clone(), e["value"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        sets(&db),
+        [(json!(1), json!(value)), (json!(2), json!(value))]
+    );
+    db.delete(subject, PM, "repo:错放");
+    assert_eq!(
+        sets(&db),
+        [(json!(1), json!(value)), (json!(2), json!(value))]
+    );
+    db.assert_check_ok();
+    let r = db.json(&["gc", "--tombstone-safe-days", "0", "--json"]);
+    assert_eq!(r["blanked_copies"], 0, "{r:#}");
+    assert_eq!(db.resolve(subject, PM, &[])["value"], json!(value));
+    // Moved there again, and deleted there: now the value is the delete's.
+    db.run(&args_for("restore", subject, PM, &["--scope", "repo:错放"]))
+        .ok();
+    db.rescope(subject, PM, "global", "repo:错放");
+    db.delete(subject, PM, "repo:错放");
+    assert_eq!(
+        sets(&db),
+        [(json!(1), Value::Null), (json!(2), Value::Null)]
+    );
+    db.assert_not_stored(&value, "the value moved out and back in, deleted");
+    db.assert_check_ok();
+}
+
 /// `subject`'s package manager written `pnpm` then `npm` globally, the second rescoped to
 /// `repo:旧仓库` (v1 current again where it was written) and deleted there: global's v2 is the
 /// copy a rescope left of a deleted memory.

@@ -406,7 +406,7 @@ impl PgStore {
                 &from_id,
                 None,
                 true,
-                incident::rescope_back_detail(&to_id.scope, from_version),
+                incident::rescope_back_detail(&to_id.scope, from_version, moved.version),
             )?;
             Ok(vec![moved, back])
         };

@@ -405,7 +405,7 @@ impl Store {
                 true,
                 &ctx.now,
                 st,
-                incident::rescope_back_detail(&to_id.scope, rec.version),
+                incident::rescope_back_detail(&to_id.scope, rec.version, moved.version),
             )?;
             if ctx.assert {
                 assert_identity_clean(tx, &to_id)?;
