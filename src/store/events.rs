@@ -231,11 +231,14 @@ pub(crate) const DELETED_AS_OF_SQL: &str = "SELECT coalesce(CASE WHEN EXISTS (SE
 /// [`RescopeEvent`] and every `deleted` and `tombstone_collected` event, each with its id,
 /// subject and predicate (`id, subject, predicate, event, scope, version, detail`; a missing
 /// detail is read as empty text).
+/// The first `WHERE` term is the index `history_kept_copy_events`' own, word for word (SQLite
+/// schema 8, PostgreSQL 13), so the pass reads those rows alone.
 pub(crate) const KEPT_COPY_EVENTS_SQL: &str = concat!(
     "SELECT id, subject, predicate, event, scope, version, coalesce(detail, '') FROM history
-      WHERE event IN ('tombstone_collected', 'deleted') OR (",
+      WHERE event IN ('rescoped', 'reverted', 'removed', 'deleted', 'tombstone_collected')
+        AND (event IN ('tombstone_collected', 'deleted') OR (",
     rescope_events_where!(),
-    ")"
+    "))"
 );
 
 /// A row of [`KEPT_COPY_EVENTS_SQL`]: a rescope event, a delete or a tombstone's collection.

@@ -29,6 +29,18 @@ pub use sqlite::*;
 pub use ui::{open_ui, UiStore, UI_LOCK_WAIT};
 pub use user_settings::stored_setting_problem;
 
+/// The queries `gc`, `check` and `import` run over the whole history, each with the index that
+/// holds its rows alone (SQLite schema 8, PostgreSQL 13): tests read their plans on both
+/// backends.
+#[doc(hidden)]
+pub const WHOLE_HISTORY_SCANS: [(&str, &str); 2] = [
+    ("history_kept_copy_events", events::KEPT_COPY_EVENTS_SQL),
+    (
+        "history_refused_sources",
+        events::COLLECTED_SOURCES_COUNT_SQL,
+    ),
+];
+
 use crate::model::{HistoryEvent, MemoryRecord, Resolution, Scope, WriteOutcome, WriteRequest};
 use anyhow::Result;
 use std::path::Path;

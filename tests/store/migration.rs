@@ -41,8 +41,8 @@ fn v1_database() -> TestDb {
 }
 
 #[test]
-fn the_current_schema_is_version_7_and_fresh_databases_are_migrated_to_it() {
-    assert_eq!(SCHEMA_VERSION, 7);
+fn the_current_schema_is_version_8_and_fresh_databases_are_migrated_to_it() {
+    assert_eq!(SCHEMA_VERSION, 8);
     assert_eq!(MIGRATIONS.len() as i64, SCHEMA_VERSION);
     let db = TestDb::new();
     db.init();

@@ -14,12 +14,12 @@ use postgres::{Client, Transaction};
 /// the repeats by a digest of the source, so a long source is no longer refused; 10 indexes the
 /// read log by digests of the subject and predicate, so a read of a long name is logged; 11
 /// indexes the places the scope guard cannot find by a token of the words).
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -756,6 +756,16 @@ const V11: &str = concat!(
 /// a number). memscope's write path judges the number before it looks (`brought_refusal`), so
 /// the refusal here is only ever met by SQL; `import`, which restores a dump's clock up to
 /// 2^53, sets the sequence itself.
+/// v13: SQLite schema 8's indexes of the rare events `gc`, `check` and `import` look for in the
+/// whole history, so a `gc` of a million-event history reads none of the rest (0.5 s → 13 ms).
+const V13: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+CREATE INDEX IF NOT EXISTS history_kept_copy_events ON history (subject, predicate)
+    WHERE event IN ('rescoped', 'reverted', 'removed', 'deleted', 'tombstone_collected');
+CREATE INDEX IF NOT EXISTS history_refused_sources ON history (subject, predicate, scope)
+    WHERE event IN ('rejected', 'pending_resolved') AND source IS NOT NULL;
+"#;
+
 const V12: &str = r#"
 SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
 
