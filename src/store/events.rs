@@ -505,14 +505,16 @@ pub(crate) fn destroyed_scopes(
 }
 
 /// The history rows of a moved copy that keep content: the `set` and `confirmed` events of
-/// version `$4` of `$1 · $2 @ $3` — unless that version is the scope's current record, or was
+/// version `$4` of `$1 · $2 @ $3`, and the `rescoped` event that brought it there, which keeps
+/// the moved record's source (found by an exploratory test: a value moved twice kept its
+/// source at the middle stop) — unless that version is the scope's current record, or was
 /// when the delete with event id `$5` ran ([`DELETED_AS_OF_SQL`]): then it was that scope's own
 /// memory, kept by that delete (found by review: a revert to the moved version, current when
 /// the delete ran and superseded since, was blanked by a later gc).
 macro_rules! moved_copy_where {
     () => {
         "subject = $1 AND predicate = $2 AND scope = $3 AND version = $4
-        AND event IN ('set', 'confirmed') AND (value IS NOT NULL OR raw IS NOT NULL OR source IS NOT NULL)
+        AND event IN ('set', 'confirmed', 'rescoped') AND (value IS NOT NULL OR raw IS NOT NULL OR source IS NOT NULL)
         AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
                         AND m.scope = $3 AND m.version = $4)
         AND coalesce((SELECT CASE WHEN l.event = 'set' THEN l.version END FROM history l

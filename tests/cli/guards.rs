@@ -1209,6 +1209,51 @@ fn kept_as_current_on(db: TestDb) {
     db.assert_check_ok();
 }
 
+/// A value moved twice — global, then `task:t1`, then `repo:x` — and deleted at `repo:x` leaves
+/// no copy of its source at the middle stop: the `rescoped` event that brought it there kept
+/// the moved record's source (found by an exploratory test; in the file's bytes, the export,
+/// and `check` said nothing). One an earlier release kept is named by `check`, and the delete
+/// run again blanks it.
+#[test]
+fn a_value_moved_twice_leaves_no_source_at_its_middle_stop() {
+    moved_twice_on(TestDb::new());
+}
+
+#[test]
+fn a_value_moved_twice_leaves_no_source_at_its_middle_stop_on_postgres() {
+    on_postgres(moved_twice_on);
+}
+
+fn moved_twice_on(db: TestDb) {
+    let subject = "用户:两次🧳";
+    let source = unique("模型写的来源-🤖-");
+    let value = unique("搬了两次的值-");
+    db.write(subject, PM, &value, "global", &source);
+    db.rescope(subject, PM, "global", "task:途中");
+    db.rescope(subject, PM, "task:途中", "repo:终点");
+    let moved = db.delete(subject, PM, "repo:终点");
+    assert_eq!(moved["blanked_copies"], 3, "{moved:#}");
+    db.assert_not_stored(&source, "the moved record's source");
+    db.assert_not_stored(&value, "the moved value");
+    assert!(!db.run(&["export"]).ok().stdout.contains(&source));
+    db.assert_check_ok();
+    // As an earlier release left it: check names it, the delete run again blanks it.
+    db.sql_through_purge_gate(&format!(
+        "UPDATE history SET source = '{source}' WHERE event = 'rescoped' AND scope = 'task:途中'"
+    ))
+    .unwrap();
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        report.to_string().contains("version 1 @ task:途中"),
+        "{report:#}"
+    );
+    let again = db.delete(subject, PM, "repo:终点");
+    assert_eq!(again["blanked_copies"], 1, "{again:#}");
+    db.assert_not_stored(&source, "the moved record's source, kept before");
+    db.assert_check_ok();
+}
+
 /// The scans of the whole history `gc`, `check` and `import` make read the index of their rare
 /// events alone (a `gc` of a million-event history went from 0.5 s to 13 ms on PostgreSQL):
 /// SQLite uses a partial index only for a query that repeats its terms word for word, and
