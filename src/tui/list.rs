@@ -291,6 +291,10 @@ fn keyset(
         None | Some(Pos::Filter { .. }) if forward => (BrowseBound::Start, None),
         None | Some(Pos::Filter { .. }) => (BrowseBound::End, None),
     };
+    // Backward from a record, the group it was in is left without a record of it read yet:
+    // its header belongs above only if the group still holds one (found by an exploratory
+    // test: a group's last record rescoped from the UI left its header standing, empty).
+    let mut unconfirmed = group.clone().filter(|_| !forward);
     loop {
         if out.len() >= n {
             return Ok((out, false));
@@ -307,7 +311,7 @@ fn keyset(
             let scope = r.record.scope.to_string();
             if group.as_deref() != Some(scope.as_str()) {
                 if let Some(done) = group.take().filter(|_| !forward) {
-                    out.push(key_header(&done));
+                    out.extend(header_above(store, &mut unconfirmed, done)?);
                     if out.len() >= n {
                         return Ok((out, false));
                     }
@@ -327,6 +331,10 @@ fn keyset(
                 }
                 group = Some(scope);
             }
+            // A record of the group read: it stands.
+            if group.as_ref() == unconfirmed.as_ref() {
+                unconfirmed = None;
+            }
             bound = BrowseBound::Key(BrowseKey::of(&r.record));
             out.push(key_record(r));
             if out.len() >= n {
@@ -335,11 +343,31 @@ fn keyset(
         }
         if !jumped && !full {
             if let Some(done) = group.filter(|_| !forward) {
-                out.push(key_header(&done));
+                out.extend(header_above(store, &mut unconfirmed, done)?);
             }
             return Ok((out, true));
         }
     }
+}
+
+/// The header of group `done`, which a backward walk just left — none when it is the group of
+/// the record the walk started from (`unconfirmed`), no record of it was read, and the group
+/// holds none now.
+fn header_above(
+    store: &dyn UiStore,
+    unconfirmed: &mut Option<String>,
+    done: String,
+) -> Result<Option<ListRow>> {
+    if unconfirmed.take().as_ref() == Some(&done) {
+        let first = store.browse_after(&BrowseBound::ScopeStart(done.clone()), 1)?;
+        if !first
+            .first()
+            .is_some_and(|r| r.record.scope.to_string() == done)
+        {
+            return Ok(None);
+        }
+    }
+    Ok(Some(key_header(&done)))
 }
 
 /// The position after `pos` in a filtered list.

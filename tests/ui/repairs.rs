@@ -4,7 +4,7 @@
 
 use crate::dialogs::dialog_rows;
 use crate::probe::{toast, top};
-use crate::support::tui::{ch, for_each_backend, key, press, render, select, Fixture};
+use crate::support::tui::{ch, for_each_backend, key, press, render, select, selected, Fixture};
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use memscope::model::Scope;
 use memscope::tui::app::Action;
@@ -709,5 +709,57 @@ fn the_revert_dialog_marks_a_version_the_scope_guard_found_suspect() {
         let screen = render(&mut s, 120, 32);
         let rows = dialog_rows(&screen, "┌ Revert · ");
         assert!(!said(&rows).contains("Thescopeguardmarked"), "{screen}");
+    });
+}
+
+/// Found by an exploratory test: rescoping a group's last record from the UI left that group's
+/// header in the list with nothing under it (the selection on it, `j` stopping there), while
+/// the title counted one scope fewer. The list reads again as the store holds it: no empty
+/// group, the selection on a record. A group that keeps a record keeps its header.
+#[test]
+fn rescoping_a_groups_last_record_leaves_no_empty_group() {
+    let f = Fixture::empty();
+    let write = |predicate: &str, scope: &str| {
+        f.write(&format!(
+            r#"{{"subject":"用户:搬🧳","predicate":"{predicate}","value":"值 📦","scope":"{scope}","source":"thread:1"}}"#
+        ))
+    };
+    write("a", "global");
+    write("b", "repo:只有一条🦀");
+    write("c", "repo:两条");
+    write("d", "repo:两条");
+    for_each_backend(&f, |db| {
+        let headers = |s: &Session| -> Vec<String> {
+            use memscope::tui::list::ListItem;
+            s.app
+                .memories()
+                .list
+                .iter()
+                .filter_map(|r| match &r.item {
+                    ListItem::Header { scope } => Some(scope.to_string()),
+                    ListItem::Record { .. } => None,
+                })
+                .collect()
+        };
+        let mut s = db.session(100, 24);
+        assert_eq!(headers(&s), ["global", "repo:两条", "repo:只有一条🦀"]);
+        for (label, left) in [
+            (
+                "用户:搬🧳 · b @ repo:只有一条🦀",
+                vec!["global", "repo:两条"],
+            ),
+            ("用户:搬🧳 · c @ repo:两条", vec!["global", "repo:两条"]),
+            ("用户:搬🧳 · d @ repo:两条", vec!["global"]),
+        ] {
+            select(&mut s, label);
+            press(&mut s, "m");
+            retarget(&mut s, "global");
+            press(&mut s, "y");
+            assert!(toast(&s).starts_with("rescoped "), "{}", toast(&s));
+            assert_eq!(headers(&s), left, "after moving {label}");
+            assert!(!selected(&s).starts_with('['), "{}", selected(&s));
+            let screen = render(&mut s, 100, 24);
+            assert!(!screen.contains("▾ repo:只有一条"), "{screen}");
+        }
     });
 }
