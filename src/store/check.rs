@@ -629,20 +629,32 @@ impl Checker<'_> {
                 as_of,
             } = c;
             // The numbers inline: numbers this code parsed, never text from the row.
-            let sql = crate::store::events::MOVED_COPY_COUNT_SQL
-                .replace("$4", &version.to_string())
-                .replace("$5", &as_of.to_string());
-            let n = count(self.db, &sql, &[&subject, &predicate, &at])?;
-            if n == 0 {
+            let kept = crate::store::events::copy_kept(|sql| {
+                let sql = sql
+                    .replace("$4", &version.to_string())
+                    .replace("$5", &as_of.to_string());
+                count(self.db, &sql, &[&subject, &predicate, &at])
+            })?;
+            if !kept.any() {
                 continue;
             }
+            let n = [
+                (kept.events, "history event(s)"),
+                (kept.notes, "read-log note(s)"),
+                (kept.pending, "resolved pending item(s)"),
+            ]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect::<Vec<_>>()
+            .join(" and ");
             self.push(3, if collected {
                 format!(
-                    "{subject} · {predicate} @ {scope} was deleted and its tombstone collected, but {n} history event(s) of version {version} @ {at}, which a rescope moved into it, still hold its content: run `memscope gc` to blank them"
+                    "{subject} · {predicate} @ {scope} was deleted and its tombstone collected, but {n} of version {version} @ {at}, which a rescope moved into it, still hold its content: run `memscope gc` to blank them"
                 )
             } else {
                 format!(
-                    "{subject} · {predicate} @ {scope} is deleted, but {n} history event(s) of version {version} @ {at}, which a rescope moved into it, still hold its content: run `memscope delete --subject {} --predicate {} --scope {}` again to blank them",
+                    "{subject} · {predicate} @ {scope} is deleted, but {n} of version {version} @ {at}, which a rescope moved into it, still hold its content: run `memscope delete --subject {} --predicate {} --scope {}` again to blank them",
                     crate::model::shell_word(&subject),
                     crate::model::shell_word(&predicate),
                     crate::model::shell_word(&scope),

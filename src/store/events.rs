@@ -504,18 +504,13 @@ pub(crate) fn destroyed_scopes(
         .collect()
 }
 
-/// The history rows of a moved copy that keep content: the `set` and `confirmed` events of
-/// version `$4` of `$1 · $2 @ $3`, and the `rescoped` event that brought it there, which keeps
-/// the moved record's source (found by an exploratory test: a value moved twice kept its
-/// source at the middle stop) — unless that version is the scope's current record, or was
-/// when the delete with event id `$5` ran ([`DELETED_AS_OF_SQL`]): then it was that scope's own
-/// memory, kept by that delete (found by review: a revert to the moved version, current when
-/// the delete ran and superseded since, was blanked by a later gc).
-macro_rules! moved_copy_where {
+/// Version `$4` of `$1 · $2 @ $3` is no scope's own memory: not the scope's current record,
+/// nor the one current when the delete with event id `$5` ran ([`DELETED_AS_OF_SQL`]) — that
+/// one was the scope's own memory, kept by that delete (found by review: a revert to the moved
+/// version, current when the delete ran and superseded since, was blanked by a later gc).
+macro_rules! moved_copy_is_a_copy {
     () => {
-        "subject = $1 AND predicate = $2 AND scope = $3 AND version = $4
-        AND event IN ('set', 'confirmed', 'rescoped') AND (value IS NOT NULL OR raw IS NOT NULL OR source IS NOT NULL)
-        AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
+        "NOT EXISTS (SELECT 1 FROM memories m WHERE m.subject = $1 AND m.predicate = $2
                         AND m.scope = $3 AND m.version = $4)
         AND coalesce((SELECT CASE WHEN l.event = 'set' THEN l.version END FROM history l
                       WHERE l.subject = $1 AND l.predicate = $2 AND l.scope = $3 AND l.id < $5
@@ -524,11 +519,54 @@ macro_rules! moved_copy_where {
     };
 }
 
+/// The history rows of a moved copy that keep content: the `set` and `confirmed` events of
+/// version `$4` of `$1 · $2 @ $3`, the `rescoped` event that brought it there and the
+/// `pending_resolved` event that wrote it, which keep the source of what they wrote (found by
+/// exploratory tests: a value moved twice kept its source at the middle stop; a pending item
+/// resolved there, its source) — unless the version is no copy ([`moved_copy_is_a_copy!`]).
+macro_rules! moved_copy_where {
+    () => {
+        concat!(
+            "subject = $1 AND predicate = $2 AND scope = $3 AND version = $4
+        AND event IN ('set', 'confirmed', 'rescoped', 'pending_resolved')
+        AND (value IS NOT NULL OR raw IS NOT NULL OR source IS NOT NULL) AND ",
+            moved_copy_is_a_copy!()
+        )
+    };
+}
+
+/// The read-log notes of a moved copy: agents' notes on reads served that version (the
+/// delete of the place it moved to takes them, as it takes its own reads' notes).
+macro_rules! moved_copy_notes_where {
+    () => {
+        concat!(
+            "subject = $1 AND predicate = $2 AND scope = $3 AND version = $4 AND note IS NOT NULL AND ",
+            moved_copy_is_a_copy!()
+        )
+    };
+}
+
+/// The resolved pending items that wrote a moved copy: each keeps the value, words and source
+/// it was resolved with (found by an exploratory test: resolved into `repo:a`, moved on to
+/// `repo:b` and deleted there, the item kept them all). Known by the `pending_resolved` event
+/// at that version, which carries the item's causal number.
+macro_rules! moved_copy_pending_where {
+    () => {
+        concat!(
+            "status = 'resolved' AND subject = $1 AND predicate = $2 AND resolved_scope = $3
+        AND causal_seq IN (SELECT h.causal_seq FROM history h WHERE h.subject = $1
+                             AND h.predicate = $2 AND h.scope = $3 AND h.version = $4
+                             AND h.event = 'pending_resolved') AND ",
+            moved_copy_is_a_copy!()
+        )
+    };
+}
+
 /// The SQL that blanks a moved copy's content (`$1` subject, `$2` predicate, `$3` scope, `$4`
-/// version, `$5` the delete's event id: [`moved_copy_where!`]): the `set` and `confirmed` events of that version keep its value, words and source
-/// — free text a model wrote, which may repeat what the user deleted, as a refused write's does
-/// (found by review: the source stayed) — the event stays, as retention's purge leaves it;
-/// never the current record's own event.
+/// version, `$5` the delete's event id: [`moved_copy_where!`]): its events' value, words and
+/// source — free text a model wrote, which may repeat what the user deleted, as a refused
+/// write's does (found by review: the source stayed) — the events stay, as retention's purge
+/// leaves them; never the current record's own.
 pub(crate) const BLANK_MOVED_COPY_SQL: &str = concat!(
     "UPDATE history SET value = NULL, raw = NULL, source = NULL WHERE ",
     moved_copy_where!()
@@ -537,6 +575,72 @@ pub(crate) const BLANK_MOVED_COPY_SQL: &str = concat!(
 /// The count [`BLANK_MOVED_COPY_SQL`] would blank, for a preview and for `check`.
 pub(crate) const MOVED_COPY_COUNT_SQL: &str =
     concat!("SELECT count(*) FROM history WHERE ", moved_copy_where!());
+
+/// Blanks the notes of a moved copy's reads ([`moved_copy_notes_where!`]; the same parameters).
+const BLANK_MOVED_COPY_NOTES_SQL: &str = concat!(
+    "UPDATE reads SET note = NULL WHERE ",
+    moved_copy_notes_where!()
+);
+
+/// Drops the resolved pending items that wrote a moved copy ([`moved_copy_pending_where!`]).
+const DROP_MOVED_COPY_PENDING_SQL: &str =
+    concat!("DELETE FROM pending WHERE ", moved_copy_pending_where!());
+
+/// What a moved copy keeps, or what blanking it took: history events, resolved pending items
+/// and read-log notes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CopyKept {
+    pub events: i64,
+    pub pending: i64,
+    pub notes: i64,
+}
+
+impl CopyKept {
+    pub fn any(&self) -> bool {
+        self.events + self.pending + self.notes > 0
+    }
+
+    /// Adds `other` in.
+    pub fn add(&mut self, other: CopyKept) {
+        self.events += other.events;
+        self.pending += other.pending;
+        self.notes += other.notes;
+    }
+}
+
+/// Blanks one moved copy everywhere it is kept — its resolved pending items, its reads' notes,
+/// its history events — each statement run by `exec` with the copy's five parameters (`$1`
+/// subject, `$2` predicate, `$3` scope, `$4` version, `$5` the delete's event id), which
+/// returns the rows it changed. Every backend's delete, gc and import blank a copy so.
+pub(crate) fn blank_copy(
+    mut exec: impl FnMut(&'static str) -> anyhow::Result<i64>,
+) -> anyhow::Result<CopyKept> {
+    Ok(CopyKept {
+        pending: exec(DROP_MOVED_COPY_PENDING_SQL)?,
+        notes: exec(BLANK_MOVED_COPY_NOTES_SQL)?,
+        events: exec(BLANK_MOVED_COPY_SQL)?,
+    })
+}
+
+/// What [`blank_copy`] would take, each count read by `count` (the same parameters): for a
+/// preview and for `check`.
+pub(crate) fn copy_kept(
+    mut count: impl FnMut(&'static str) -> anyhow::Result<i64>,
+) -> anyhow::Result<CopyKept> {
+    const PENDING: &str = concat!(
+        "SELECT count(*) FROM pending WHERE ",
+        moved_copy_pending_where!()
+    );
+    const NOTES: &str = concat!(
+        "SELECT count(*) FROM reads WHERE ",
+        moved_copy_notes_where!()
+    );
+    Ok(CopyKept {
+        pending: count(PENDING)?,
+        notes: count(NOTES)?,
+        events: count(MOVED_COPY_COUNT_SQL)?,
+    })
+}
 
 /// The SQL that blanks the sources of an identity's refused writes (`$1` subject, `$2`
 /// predicate, `$3` scope): a `rejected` or `pending_resolved` event keeps the refused write's

@@ -360,9 +360,9 @@ fn header_above(
 ) -> Result<Option<ListRow>> {
     if unconfirmed.take().as_ref() == Some(&done) {
         let first = store.browse_after(&BrowseBound::ScopeStart(done.clone()), 1)?;
-        if !first
+        if first
             .first()
-            .is_some_and(|r| r.record.scope.to_string() == done)
+            .is_none_or(|r| r.record.scope.to_string() != done)
         {
             return Ok(None);
         }

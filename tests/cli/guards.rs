@@ -1254,6 +1254,99 @@ fn moved_twice_on(db: TestDb) {
     db.assert_check_ok();
 }
 
+/// What else a moved copy keeps goes with it when the place it moved to is deleted (found by
+/// an exploratory audit, both backends): the pending item resolved into the place it moved
+/// from — its value, words and source, and the source its `pending_resolved` event keeps —
+/// and the notes agents left on reads served that copy. One an earlier release kept is named
+/// by `check` and taken by the delete run again.
+#[test]
+fn a_moved_copys_pending_item_and_read_notes_go_with_it() {
+    moved_copy_companions_on(TestDb::new());
+}
+
+#[test]
+fn a_moved_copys_pending_item_and_read_notes_go_with_it_on_postgres() {
+    on_postgres(moved_copy_companions_on);
+}
+
+fn moved_copy_companions_on(db: TestDb) {
+    let subject = "用户:伴随🧾";
+    let secret = unique("待定的值-⏳-");
+    let raw = unique("这个仓库用它-");
+    let source = unique("thread:待定-");
+    db.run(&args_for(
+        "write",
+        subject,
+        PM,
+        &[
+            "--value",
+            &secret,
+            "--ambiguous",
+            "global,repo:甲",
+            "--source",
+            &source,
+            "--raw",
+            &raw,
+        ],
+    ))
+    .ok();
+    let id = db.json(&["pending", "--json"])[0]["id"].to_string();
+    db.run(&["pending", "resolve", &id, "--scope", "repo:甲"])
+        .ok();
+    let notes = [unique("读到了-📖-"), unique("没有上下文地读到了-")];
+    for (note, place) in notes.iter().zip([&["--repo", "甲"][..], &[][..]]) {
+        let mut args = args_for(
+            "resolve",
+            subject,
+            PM,
+            &["--log", "--agent", "代理🤖", "--note", note],
+        );
+        args.extend_from_slice(place);
+        db.run(&args).ok();
+    }
+    db.rescope(subject, PM, "repo:甲", "repo:乙");
+    let preview = db.json(&args_for(
+        "delete",
+        subject,
+        PM,
+        &["--scope", "repo:乙", "--dry-run", "--json"],
+    ));
+    let deleted = db.delete(subject, PM, "repo:乙");
+    for report in [&preview, &deleted] {
+        let pending = report.get("pending_items").or(report.get("purged_pending"));
+        assert_eq!(pending, Some(&json!(1)), "{report:#}");
+        let notes = report.get("read_notes").or(report.get("purged_notes"));
+        assert_eq!(notes, Some(&json!(1)), "{report:#}");
+    }
+    for (text, what) in [
+        (&secret, "the resolved item's value"),
+        (&raw, "its words"),
+        (&source, "its source"),
+        (&notes[0], "the note of a read served the moved copy"),
+    ] {
+        db.assert_not_stored(text, what);
+    }
+    db.assert_check_ok();
+    // As an earlier release left it: check names the note, the delete run again takes it.
+    db.sql_execute(&format!(
+        "UPDATE reads SET note = '{}' WHERE scope = 'repo:甲'",
+        notes[0]
+    ))
+    .unwrap();
+    let (code, report) = db.check();
+    assert_eq!(code, 1, "{report:#}");
+    assert!(
+        report
+            .to_string()
+            .contains("1 read-log note(s) of version 1 @ repo:甲"),
+        "{report:#}"
+    );
+    let again = db.delete(subject, PM, "repo:乙");
+    assert_eq!(again["purged_notes"], 1, "{again:#}");
+    db.assert_not_stored(&notes[0], "the note an earlier release kept");
+    db.assert_check_ok();
+}
+
 /// The scans of the whole history `gc`, `check` and `import` make read the index of their rare
 /// events alone (a `gc` of a million-event history went from 0.5 s to 13 ms on PostgreSQL):
 /// SQLite uses a partial index only for a query that repeats its terms word for word, and

@@ -41,13 +41,11 @@ impl PgStore {
                 if acts {
                     break;
                 }
-                let n: i64 = t
-                    .one(
-                        crate::store::events::MOVED_COPY_COUNT_SQL,
-                        &[&c.subject, &c.predicate, &c.at, &c.version, &c.as_of],
-                    )?
-                    .get(0);
-                acts = n > 0;
+                acts = crate::store::events::copy_kept(|sql| {
+                    Ok(t.one(sql, &[&c.subject, &c.predicate, &c.at, &c.version, &c.as_of])?
+                        .get(0))
+                })?
+                .any();
             }
             if acts {
                 let may: bool = t
@@ -125,10 +123,11 @@ impl PgStore {
                     // stands for, so before it goes.
                     let (as_of, copies) = super::store::moved_copies(t, &id, &[])?;
                     for (at, version) in copies {
-                        report.blanked_copies += t.exec(
-                            crate::store::events::BLANK_MOVED_COPY_SQL,
-                            &[&id.subject, &id.predicate, &at, &version, &as_of],
-                        )? as i64;
+                        report.blanked_copies += super::store::blank_copy(
+                            t,
+                            (&id.subject, &id.predicate, &at, version, as_of),
+                        )?
+                        .events;
                     }
                     t.exec(
                         "DELETE FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
@@ -146,10 +145,11 @@ impl PgStore {
                     t.exec(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, &[])? as i64;
             }
             for c in kept_copies.iter().filter(|_| acts) {
-                report.blanked_copies += t.exec(
-                    crate::store::events::BLANK_MOVED_COPY_SQL,
-                    &[&c.subject, &c.predicate, &c.at, &c.version, &c.as_of],
-                )? as i64;
+                report.blanked_copies += super::store::blank_copy(
+                    t,
+                    (&c.subject, &c.predicate, &c.at, c.version, c.as_of),
+                )?
+                .events;
             }
             Ok(report)
         })?;

@@ -1503,6 +1503,7 @@ fn delete_in_tx(
         on_disk: crate::model::OnDisk::Vacuumed,
         ..DeletePreview::default()
     };
+    let mut moved_notes = 0;
     for id in &ids {
         let scope = id.scope.to_string();
         t.exec(
@@ -1514,13 +1515,11 @@ fn delete_in_tx(
         // (by a release that left them), as on SQLite.
         let (as_of, copies) = moved_copies(t, id, &ids)?;
         for (scope, version) in copies {
-            let (subject, predicate) = (&id.subject, &id.predicate);
-            let n = t.exec(
-                crate::store::events::BLANK_MOVED_COPY_SQL,
-                &[subject, predicate, &scope, &version, &as_of],
-            )? as i64;
-            report.blanked_copies += n;
-            preview.moved_copies += n;
+            let took = blank_copy(t, (&id.subject, &id.predicate, &scope, version, as_of))?;
+            report.blanked_copies += took.events;
+            preview.moved_copies += took.events;
+            report.purged_pending += took.pending;
+            moved_notes += took.notes;
         }
         if let Some(version) = left_of(t, id)?.nothing_to_destroy(id, !naming.is_empty())? {
             // Its refused writes' sources are all that can be left of it, as on SQLite.
@@ -1634,7 +1633,7 @@ fn delete_in_tx(
         Some(Scope::Task(k)) => (None, Some(k.clone())),
         _ => (None, None),
     };
-    report.purged_notes = t.exec(
+    report.purged_notes = moved_notes + t.exec(
         "UPDATE reads SET note = NULL WHERE note IS NOT NULL AND md5(subject) = md5($1) AND subject = $1
            AND ($2::text IS NULL OR (md5(predicate) = md5($2) AND predicate = $2))
            AND ($3::text IS NULL OR repo = $3)
@@ -1644,6 +1643,17 @@ fn delete_in_tx(
     preview.pending_items = report.purged_pending;
     preview.read_notes = report.purged_notes;
     Ok((report, preview))
+}
+
+/// Blanks one moved copy everywhere it is kept (`events::blank_copy`): `(subject, predicate,
+/// scope, version, the delete's event id)`.
+pub(super) fn blank_copy(
+    t: &mut Tx<'_>,
+    (subject, predicate, at, version, as_of): (&String, &String, &String, i64, i64),
+) -> Result<crate::store::events::CopyKept> {
+    crate::store::events::blank_copy(|sql| {
+        Ok(t.exec(sql, &[subject, predicate, at, &version, &as_of])? as i64)
+    })
 }
 
 /// The versions of other scopes that keep content a rescope moved into `id`

@@ -342,8 +342,7 @@ fn refused_import(e: anyhow::Error, address: &super::Address) -> anyhow::Error {
 /// memscope's curator or the owner of its tables may open.
 fn blank_kept_content(tx: &mut Transaction<'_>) -> Result<i64> {
     use crate::store::events::{
-        collected_copies, standing_copies, BLANK_COLLECTED_SOURCES_SQL, BLANK_MOVED_COPY_SQL,
-        KEPT_COPY_EVENTS_SQL,
+        collected_copies, standing_copies, BLANK_COLLECTED_SOURCES_SQL, KEPT_COPY_EVENTS_SQL,
     };
     let may: bool = tx
         .query_one(
@@ -370,10 +369,13 @@ fn blank_kept_content(tx: &mut Transaction<'_>) -> Result<i64> {
             .into_iter()
             .chain(collected_copies(&logged, |_, _, _| false));
         for c in kept {
-            n += tx.execute(
-                BLANK_MOVED_COPY_SQL,
-                &[&c.subject, &c.predicate, &c.at, &c.version, &c.as_of],
-            )? as i64;
+            n += crate::store::events::blank_copy(|sql| {
+                Ok(tx.execute(
+                    sql,
+                    &[&c.subject, &c.predicate, &c.at, &c.version, &c.as_of],
+                )? as i64)
+            })?
+            .events;
         }
         Ok(n)
     };

@@ -9,6 +9,7 @@ use super::rows::DEBT_KEY;
 use super::{busy_handler, format_time, short_busy_handler, Store};
 use crate::model::{DeletePreview, DeleteReport, DeleteTarget, Identity, Scope, TombstoneRef};
 use crate::store::check::CheckDb;
+use crate::store::events::{CopyKept, KeptCopy};
 use crate::store::gc::{tombstone_collectable, GcPlan, GcReport};
 use anyhow::{anyhow, bail, Result};
 use rusqlite::{params, Connection};
@@ -126,18 +127,18 @@ fn live_intervals(conn: &Connection, id: &Identity, now: &str) -> Result<Vec<[St
 }
 
 /// A moved copy, (scope, version), and how many of its events still hold content.
-type MovedCopy = ((String, i64), i64);
+type MovedCopy = ((String, i64), CopyKept);
 
 /// The versions of other scopes that keep content a rescope moved into `id`
 /// (`events::moved_copies`) with the event id they are destroyed as of
-/// (`events::DELETED_AS_OF_SQL`), each with how many of its events still hold content — but none
-/// of an identity in `covered`, which the same delete destroys whole.
+/// (`events::DELETED_AS_OF_SQL`), each with what it still keeps — but none of an identity in
+/// `covered`, which the same delete destroys whole.
 fn moved_copies(
     conn: &Connection,
     id: &Identity,
     covered: &[Identity],
 ) -> Result<(i64, Vec<MovedCopy>)> {
-    use crate::store::events::{DELETED_AS_OF_SQL, MOVED_COPY_COUNT_SQL, RESCOPE_EVENTS_SQL};
+    use crate::store::events::{DELETED_AS_OF_SQL, RESCOPE_EVENTS_SQL};
     let as_of: i64 = conn
         .prepare_cached(&numbered_parameters(DELETED_AS_OF_SQL))?
         .query_row(
@@ -150,35 +151,39 @@ fn moved_copies(
             rescope_event(r, 0)
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut count = conn.prepare_cached(&numbered_parameters(MOVED_COPY_COUNT_SQL))?;
     let mut out = Vec::new();
     let destroyed = crate::store::events::destroyed_scopes(id, covered);
     for (scope, version) in
         crate::store::events::moved_copies(&id.scope.to_string(), &events, &destroyed)
     {
-        let n: i64 = count.query_row(
-            params![id.subject, id.predicate, scope, version, as_of],
-            |r| r.get(0),
-        )?;
-        if n > 0 {
-            out.push(((scope, version), n));
+        let kept = crate::store::events::copy_kept(|sql| {
+            Ok(conn.prepare_cached(&numbered_parameters(sql))?.query_row(
+                params![id.subject, id.predicate, scope, version, as_of],
+                |r| r.get(0),
+            )?)
+        })?;
+        if kept.any() {
+            out.push(((scope, version), kept));
         }
     }
     Ok((as_of, out))
 }
 
 /// Blanks the copies a rescope left of `id`'s content in other scopes (none in `covered`);
-/// how many events.
-fn blank_moved_copies(conn: &Connection, id: &Identity, covered: &[Identity]) -> Result<i64> {
-    let mut blank = conn.prepare_cached(&numbered_parameters(
-        crate::store::events::BLANK_MOVED_COPY_SQL,
-    ))?;
-    let mut n = 0;
+/// what it took.
+fn blank_moved_copies(conn: &Connection, id: &Identity, covered: &[Identity]) -> Result<CopyKept> {
     let (as_of, copies) = moved_copies(conn, id, covered)?;
-    for ((scope, version), _) in copies {
-        n += blank.execute(params![id.subject, id.predicate, scope, version, as_of])? as i64;
-    }
-    Ok(n)
+    blank_copies(
+        conn,
+        copies.into_iter().map(|((at, version), _)| KeptCopy {
+            subject: id.subject.clone(),
+            predicate: id.predicate.clone(),
+            scope: id.scope.to_string(),
+            at,
+            version,
+            as_of,
+        }),
+    )
 }
 
 /// Blanks what an earlier release's delete or gc kept of deleted content — the sources of writes
@@ -200,7 +205,7 @@ pub(super) fn blank_kept_content(conn: &Connection) -> Result<i64> {
     let kept = standing_copies(&logged, &tombstoned)
         .into_iter()
         .chain(collected_copies(&logged, |_, _, _| false));
-    Ok(n + blank_copies(conn, kept)?)
+    Ok(n + blank_copies(conn, kept)?.events)
 }
 
 /// A row's [`crate::store::events::RescopeEvent`] whose event starts at column `first`
@@ -221,10 +226,11 @@ fn rescope_event(
 /// (`events::collected_copies`); how many events.
 fn blank_collected_copies(conn: &Connection) -> Result<i64> {
     let logged = logged_events(conn)?;
-    blank_copies(
+    Ok(blank_copies(
         conn,
         crate::store::events::collected_copies(&logged, |_, _, _| false),
-    )
+    )?
+    .events)
 }
 
 /// The rows `events::KEPT_COPY_EVENTS_SQL` reads.
@@ -242,19 +248,18 @@ fn logged_events(conn: &Connection) -> Result<Vec<crate::store::events::LoggedEv
         .collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
-/// Blanks `copies` (`events::BLANK_MOVED_COPY_SQL`); how many events.
-fn blank_copies(
-    conn: &Connection,
-    copies: impl IntoIterator<Item = crate::store::events::KeptCopy>,
-) -> Result<i64> {
-    let mut blank = conn.prepare_cached(&numbered_parameters(
-        crate::store::events::BLANK_MOVED_COPY_SQL,
-    ))?;
-    let mut n = 0;
+/// Blanks `copies` everywhere they are kept (`events::blank_copy`); what it took.
+fn blank_copies(conn: &Connection, copies: impl IntoIterator<Item = KeptCopy>) -> Result<CopyKept> {
+    let mut took = CopyKept::default();
     for c in copies {
-        n += blank.execute(params![c.subject, c.predicate, c.at, c.version, c.as_of])? as i64;
+        took.add(crate::store::events::blank_copy(|sql| {
+            Ok(conn
+                .prepare_cached(&numbered_parameters(sql))?
+                .execute(params![c.subject, c.predicate, c.at, c.version, c.as_of])?
+                as i64)
+        })?);
     }
-    Ok(n)
+    Ok(took)
 }
 
 /// How many of `id`'s refused writes keep their source (`events::REFUSED_SOURCES_COUNT_SQL`).
@@ -390,6 +395,8 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
     let covered = ids.clone();
     let mut p = DeletePreview::default();
     let mut pending: BTreeSet<i64> = BTreeSet::new();
+    // Resolved items that wrote a moved copy, and its reads' notes, go with it.
+    let mut moved_pending = 0;
     for id in ids {
         let scope = id.scope.to_string();
         // An item an identity earlier in this delete names goes with that one (the delete
@@ -405,11 +412,11 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
         .collect();
         // Copies a rescope left elsewhere go even when the identity itself was deleted
         // before (by a release that left them).
-        p.moved_copies += moved_copies(conn, &id, &covered)?
-            .1
-            .iter()
-            .map(|(_, n)| n)
-            .sum::<i64>();
+        for (_, kept) in moved_copies(conn, &id, &covered)?.1 {
+            p.moved_copies += kept.events;
+            moved_pending += kept.pending;
+            p.read_notes += kept.notes;
+        }
         let left = left_of(conn, &id)?;
         if left.nothing_to_destroy(&id, !naming.is_empty())?.is_some() {
             p.refused_sources += refused_sources(conn, &id)?;
@@ -432,8 +439,8 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
         p.identities.push(id);
     }
     pending.extend(pending_of_target(conn, target)?);
-    p.pending_items = pending.len() as i64;
-    p.read_notes = covered_notes(conn, target)?;
+    p.pending_items = pending.len() as i64 + moved_pending;
+    p.read_notes += covered_notes(conn, target)?;
     Ok(p)
 }
 
@@ -494,11 +501,15 @@ impl Store {
         // that held its latest value.
         let clock = st.seqs.current(tx)?;
         let mut purged_ids: Vec<i64> = Vec::new();
+        let mut moved_notes = 0;
         let result = (|| -> Result<()> {
             for id in &ids {
                 let scope = id.scope.to_string();
                 let pending = pending_naming(tx, &id.subject, &id.predicate, std::slice::from_ref(&scope))?;
-                report.blanked_copies += blank_moved_copies(tx, id, &ids)?;
+                let took = blank_moved_copies(tx, id, &ids)?;
+                report.blanked_copies += took.events;
+                report.purged_pending += took.pending;
+                moved_notes += took.notes;
                 if let Some(version) = left_of(tx, id)?.nothing_to_destroy(id, !pending.is_empty())? {
                     // Its refused writes' sources are all that can be left of it; a delete
                     // now takes them with the rest of its history.
@@ -562,7 +573,7 @@ impl Store {
             .query_map([serde_json::to_string(&purged_ids)?], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<i64>>>()?;
         crate::store::events::check_pending_gone(&remaining)?;
-        report.purged_notes = purge_covered_notes(tx, &target)?;
+        report.purged_notes = moved_notes + purge_covered_notes(tx, &target)?;
         Ok(report)
         }, |_| true)?;
         report.disk_purged = disk_purged;
@@ -744,7 +755,7 @@ impl Store {
                     // Once the tombstone is gone nothing finds the copies a rescope left of
                     // it: an earlier release's delete may have kept some. As of the delete it
                     // stands for, so before it goes.
-                    report.blanked_copies += blank_moved_copies(tx, &id, &[])?;
+                    report.blanked_copies += blank_moved_copies(tx, &id, &[])?.events;
                     tx.execute(
                         "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
                         params![id.subject, id.predicate, id.scope.to_string()],
