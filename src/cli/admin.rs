@@ -174,6 +174,20 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
         if let Some(integrity) = report.integrity.as_ref().filter(|i| !i.ok) {
             outln!("DAMAGED: {}", integrity.sentence());
         }
+        if let Some(problems) = report
+            .metrics
+            .get("schema_problems")
+            .and_then(serde_json::Value::as_array)
+        {
+            let problems: Vec<String> = problems
+                .iter()
+                .filter_map(|p| p.as_str().map(str::to_string))
+                .collect();
+            outln!(
+                "SCHEMA: {}",
+                crate::store::check::schema_damaged_sentence(&problems)
+            );
+        }
         for v in &report.violations {
             outln!(
                 "VIOLATION invariant {} ({}): {}",

@@ -229,6 +229,9 @@ pub(crate) trait CheckDb {
     fn type_problems(&mut self, _limit: usize) -> Result<Vec<super::fields::FieldProblem>> {
         Ok(Vec::new())
     }
+    /// memscope's tables, columns and (on PostgreSQL) functions and clock that are missing,
+    /// each in a few words (`table reads lacks column note`); empty when all are there.
+    fn schema_problems(&mut self) -> Result<Vec<String>>;
     /// Whether every guard of the schema is in place.
     fn guards_present(&mut self) -> Result<bool> {
         Ok(self.guard_problems()?.is_empty())
@@ -1218,6 +1221,18 @@ fn pairs_json(pairs: &[(String, String)]) -> serde_json::Value {
 /// The full check on `db`, inside whatever snapshot the caller holds: the violations and the
 /// health figures every backend reports.
 pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
+    // A table or column a raw client dropped stops every query that reads it: said first, and
+    // alone (found by an exploratory test: check said ok, or failed naming itself as the fix).
+    let missing = db.schema_problems()?;
+    if !missing.is_empty() {
+        return Ok(CheckReport {
+            ok: false,
+            integrity: None,
+            violations: Vec::new(),
+            metrics: BTreeMap::from([("schema_problems".into(), serde_json::json!(missing))]),
+            health: Vec::new(),
+        });
+    }
     let mut c = Checker {
         db,
         violations: Vec::new(),
@@ -1328,6 +1343,42 @@ pub(crate) fn assert_identity_clean(db: &mut dyn CheckDb, id: &Identity) -> Resu
         );
     }
     Ok(())
+}
+
+/// What is missing of memscope's tables and columns, given each table's `present` columns
+/// (none: the table is missing) — the neutral half of [`CheckDb::schema_problems`].
+pub(crate) fn missing_columns(
+    mut present: impl FnMut(&str) -> Result<Vec<String>>,
+) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (table, columns) in crate::store::schema::contract_columns() {
+        let have = present(table)?;
+        if have.is_empty() {
+            out.push(format!("table {table} is missing"));
+            continue;
+        }
+        let lacking: Vec<&str> = columns
+            .iter()
+            .filter(|c| !have.contains(c))
+            .map(String::as_str)
+            .collect();
+        if !lacking.is_empty() {
+            out.push(format!(
+                "table {table} lacks column(s) {}",
+                lacking.join(", ")
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// The sentence `check` says a schema a raw client changed with (`problems`: what
+/// [`CheckDb::schema_problems`] found).
+pub fn schema_damaged_sentence(problems: &[String]) -> String {
+    format!(
+        "memscope's schema on this database was changed by a raw SQL client ({}): nothing of memscope reads or writes it safely until it is whole again, and `memscope init` does not rebuild what was dropped — restore the database from a backup taken before the change",
+        problems.join("; ")
+    )
 }
 
 #[cfg(test)]

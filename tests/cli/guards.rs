@@ -1347,6 +1347,73 @@ fn moved_copy_companions_on(db: TestDb) {
     db.assert_check_ok();
 }
 
+/// A table, column, function or the clock a raw client dropped is what `check` says, in one
+/// sentence that names each and what to do, exit 1 — not "ok" while every write fails, nor
+/// an error telling the user to run `check` (found by an exploratory test on both backends).
+#[test]
+fn check_names_what_a_raw_client_dropped_of_the_schema() {
+    schema_dropped_on(TestDb::new());
+}
+
+#[test]
+fn check_names_what_a_raw_client_dropped_of_the_schema_on_postgres() {
+    on_postgres(schema_dropped_on);
+}
+
+fn schema_dropped_on(db: TestDb) {
+    db.write("用户:表🗂", PM, "pnpm", "global", "thread:1");
+    db.assert_check_ok();
+    let mut drops = vec![
+        (
+            "ALTER TABLE reads DROP COLUMN note",
+            "table reads lacks column(s) note",
+        ),
+        ("DROP TABLE spellings", "table spellings is missing"),
+    ];
+    if db.is_postgres() {
+        drops.extend([
+            (
+                "DROP FUNCTION memscope_now() CASCADE",
+                "function memscope_now is missing",
+            ),
+            (
+                "DROP SEQUENCE memscope_clock CASCADE",
+                "sequence memscope_clock is missing",
+            ),
+        ]);
+    }
+    let mut named = Vec::new();
+    for (sql, says) in drops {
+        db.sql_execute(sql).unwrap();
+        named.push(says);
+        let out = db.run(&["check"]);
+        assert_eq!(out.code, 1, "{sql}: {out:?}");
+        let line = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("SCHEMA: "))
+            .unwrap_or_else(|| panic!("{sql}: {out:?}"));
+        for says in &named {
+            assert!(line.contains(says), "{sql}: {line}");
+        }
+        assert!(
+            line.contains("restore the database from a backup"),
+            "{line}"
+        );
+        assert!(!out.stdout.contains("ok:"), "{out:?}");
+        let (code, report) = db.check();
+        assert_eq!(code, 1);
+        assert_eq!(
+            report["metrics"]["schema_problems"]
+                .as_array()
+                .unwrap()
+                .len(),
+            named.len(),
+            "{report:#}"
+        );
+    }
+}
+
 /// The scans of the whole history `gc`, `check` and `import` make read the index of their rare
 /// events alone (a `gc` of a million-event history went from 0.5 s to 13 ms on PostgreSQL):
 /// SQLite uses a partial index only for a query that repeats its terms word for word, and

@@ -221,6 +221,57 @@ impl CheckDb for Pg<'_, '_> {
         ))
     }
 
+    fn schema_problems(&mut self) -> Result<Vec<String>> {
+        let mut out = crate::store::check::missing_columns(|table| {
+            Ok(self
+                .0
+                .query(
+                    "SELECT a.attname::text FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+                       JOIN pg_namespace n ON n.oid = c.relnamespace
+                      WHERE n.nspname = current_schema() AND c.relname = $1 AND c.relkind IN ('r', 'p')
+                        AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+                    &[&table],
+                )?
+                .iter()
+                .map(|r| r.get(0))
+                .collect())
+        })?;
+        // And what PostgreSQL's schema alone makes: its functions (the guards', the clock's, the
+        // write path's), the clock, its own tables — each named by the migrations that create it.
+        for &(kind, name) in super::schema::created_objects() {
+            let relkind = match kind {
+                "function" => None,
+                "sequence" => Some("S"),
+                _ => Some("r"),
+            };
+            if kind == "table"
+                && crate::store::schema::contract_columns()
+                    .iter()
+                    .any(|(t, _)| t == name)
+            {
+                continue;
+            }
+            let present: bool = match relkind {
+                None => self.0.query_one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                                     WHERE n.nspname = current_schema() AND p.proname = $1)",
+                    &[&name],
+                )?,
+                Some(k) => self.0.query_one(
+                    "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                                     WHERE n.nspname = current_schema() AND c.relname = $1
+                                       AND c.relkind::text = $2)",
+                    &[&name, &k],
+                )?,
+            }
+            .get(0);
+            if !present {
+                out.push(format!("{kind} {name} is missing"));
+            }
+        }
+        Ok(out)
+    }
+
     fn guard_problems(&mut self) -> Result<Vec<String>> {
         Ok(if self.guards_intact()? {
             Vec::new()

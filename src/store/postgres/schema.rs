@@ -907,6 +907,35 @@ END
 $$;
 "#;
 
+/// The objects the migrations create, as (`function` | `table` | `sequence`, name), each once
+/// and in order: what `check` finds missing when a raw client dropped one.
+pub(crate) fn created_objects() -> &'static [(&'static str, &'static str)] {
+    static OBJECTS: std::sync::OnceLock<Vec<(&'static str, &'static str)>> =
+        std::sync::OnceLock::new();
+    OBJECTS.get_or_init(|| {
+        let mut out: Vec<(&str, &str)> = Vec::new();
+        for sql in MIGRATIONS {
+            for line in sql.lines() {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                let (kind, name) = match words.as_slice() {
+                    ["CREATE", "FUNCTION", name, ..]
+                    | ["CREATE", "OR", "REPLACE", "FUNCTION", name, ..] => ("function", *name),
+                    ["CREATE", "TABLE", name, ..] | ["CREATE", "UNLOGGED", "TABLE", name, ..] => {
+                        ("table", *name)
+                    }
+                    ["CREATE", "SEQUENCE", name, ..] => ("sequence", *name),
+                    _ => continue,
+                };
+                let name = name.split('(').next().unwrap_or(name);
+                if !out.contains(&(kind, name)) {
+                    out.push((kind, name));
+                }
+            }
+        }
+        out
+    })
+}
+
 /// What a database holds, as far as memscope is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {

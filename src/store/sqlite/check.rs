@@ -96,6 +96,16 @@ impl CheckDb for Sqlite<'_> {
         super::tx::clock_now(self.0)
     }
 
+    fn schema_problems(&mut self) -> Result<Vec<String>> {
+        crate::store::check::missing_columns(|table| {
+            Ok(self
+                .0
+                .prepare_cached("SELECT name FROM pragma_table_info(?1)")?
+                .query_map([table], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
     fn guard_problems(&mut self) -> Result<Vec<String>> {
         // Each guard on its table, word for word as memscope created it: one dropped and made
         // again with another condition or body by a raw client guards something else.

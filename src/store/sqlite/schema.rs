@@ -473,3 +473,31 @@ pub fn migrate_with_hook(
 pub fn migrate(conn: &mut Connection) -> Result<i64> {
     migrate_with(conn, MIGRATIONS)
 }
+
+/// The tables and columns memscope's schema holds, each table's in order: those of a fresh
+/// database migrated to this release — the contract both backends keep (docs/SCHEMA.md), which
+/// `check` holds a database to before it reads it (a table or column a raw client dropped
+/// stops every command that reads it).
+pub(crate) fn contract_columns() -> &'static [(String, Vec<String>)] {
+    static COLUMNS: std::sync::OnceLock<Vec<(String, Vec<String>)>> = std::sync::OnceLock::new();
+    COLUMNS.get_or_init(|| {
+        let read = || -> Result<Vec<(String, Vec<String>)>> {
+            let mut conn = Connection::open_in_memory()?;
+            migrate(&mut conn)?;
+            let tables: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut out = Vec::new();
+            for table in tables {
+                let columns = conn
+                    .prepare("SELECT name FROM pragma_table_info(?1)")?
+                    .query_map([&table], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()?;
+                out.push((table, columns));
+            }
+            Ok(out)
+        };
+        read().expect("the schema this build writes migrates an empty database in memory")
+    })
+}
