@@ -73,7 +73,9 @@ pub(crate) fn state_at(rows: impl Iterator<Item = Result<HistoryAt>>, at: &str) 
                 };
             }
             "deleted" => state = StateAt::Deleted,
-            "removed" | "restored" => state = StateAt::Absent,
+            // A collected tombstone ends the deletion as a restore does (found by an
+            // exploratory test: `--at` after gc's collection still said deleted).
+            "removed" | "restored" | "tombstone_collected" => state = StateAt::Absent,
             _ => {}
         }
     }

@@ -3,7 +3,7 @@
 //! words the outcomes. No write rule is restated here; the store is the one judge.
 
 use super::dialogs::{RescopePreview, RevertChoice, RevertChoices, Suggestion};
-use super::text::{value_text, Statement};
+use super::text::{plural, value_text, Statement};
 use crate::model::{MemoryRecord, OutcomeKind, Scope};
 use crate::store::{
     HistoryFrom, Instead, NothingEarlier, RescopeRefusal, RevertRefusal, Suspect, UiStore,
@@ -394,5 +394,91 @@ pub fn outcome_text(o: &crate::model::WriteOutcome) -> String {
             }
             s
         }
+    }
+}
+
+/// What the UI says after a delete went through: what it destroyed, what it blanked, and what
+/// is still owed on disk — in the store's words where it gave them.
+pub fn deleted_message(r: &crate::model::DeleteReport) -> String {
+    let already = || {
+        r.already_deleted
+            .iter()
+            .map(|t| t.label())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut m = if r.changed_nothing() {
+        format!("already deleted, nothing left to destroy: {}", already())
+    } else if r.tombstoned.is_empty() && r.purged_versions + r.purged_pending + r.purged_notes == 0
+    {
+        // Only what a rescope left elsewhere (the blanked sentence follows).
+        format!("already deleted: {}", already())
+    } else {
+        format!(
+            "deleted: {} tombstoned, {} purged, {} dropped, {} blanked",
+            plural(r.tombstoned.len() as i64, "identity", "identities"),
+            plural(r.purged_versions, "version", "versions"),
+            plural(r.purged_pending, "pending item", "pending items"),
+            plural(r.purged_notes, "read-log note", "read-log notes"),
+        )
+    };
+    if let Some(blanked) = r.blanked_sentence() {
+        m.push_str("; ");
+        m.push_str(&blanked);
+    }
+    if !r.disk_purged {
+        m.push_str("; ");
+        // PostgreSQL says why itself (a login that may not VACUUM); a SQLite reader holds the WAL
+        // (found by an exploratory test: a curator's delete on PostgreSQL was told of the WAL).
+        m.push_str(match &r.disk_note {
+            Some(note) => note.strip_prefix("deleted: ").unwrap_or(note),
+            None => "another reader holds the WAL, so the on-disk purge is owed and the next write or `memscope gc` pays it",
+        });
+    }
+    if r.guards_missing {
+        m.push_str("; but ");
+        m.push_str(crate::model::GUARDS_MISSING_AFTER_DELETE);
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::deleted_message;
+    use crate::model::DeleteReport;
+
+    fn report(disk_purged: bool, disk_note: Option<&str>) -> DeleteReport {
+        DeleteReport {
+            tombstoned: vec![],
+            already_deleted: vec![],
+            purged_versions: 2,
+            purged_pending: 0,
+            purged_notes: 0,
+            disk_purged,
+            disk_note: disk_note.map(str::to_string),
+            guards_missing: false,
+            blanked_copies: 0,
+            blanked_sources: 0,
+        }
+    }
+
+    /// What is owed on disk in the backend's own words: a PostgreSQL login that may not VACUUM
+    /// is told so, never of SQLite's WAL; a SQLite reader holding the WAL is.
+    #[test]
+    fn the_disk_purge_owed_is_said_in_the_backends_words() {
+        let pg = "deleted: no row holds the content any more, but curator may not VACUUM or ANALYZE memscope's tables";
+        let said = deleted_message(&report(false, Some(pg)));
+        assert!(
+            said.contains("; no row holds the content any more, but curator may not VACUUM"),
+            "{said}"
+        );
+        assert!(!said.contains("WAL"), "{said}");
+        let said = deleted_message(&report(false, None));
+        assert!(said.contains("another reader holds the WAL"), "{said}");
+        let said = deleted_message(&report(true, Some("vacuumed")));
+        assert!(
+            !said.contains("vacuumed") && !said.contains("WAL"),
+            "{said}"
+        );
     }
 }

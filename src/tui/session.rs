@@ -580,43 +580,7 @@ impl Session {
         let message = match &curation {
             Curation::Delete(target) => {
                 let r = self.store.delete(target, Some(DELETE_REASON))?;
-                let already = || {
-                    r.already_deleted
-                        .iter()
-                        .map(|t| t.label())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                let mut m = if r.changed_nothing() {
-                    format!("already deleted, nothing left to destroy: {}", already())
-                } else if r.tombstoned.is_empty()
-                    && r.purged_versions + r.purged_pending + r.purged_notes == 0
-                {
-                    // Only what a rescope left elsewhere (the blanked sentence follows).
-                    format!("already deleted: {}", already())
-                } else {
-                    format!(
-                        "deleted: {} tombstoned, {} purged, {} dropped, {} blanked",
-                        plural(r.tombstoned.len() as i64, "identity", "identities"),
-                        plural(r.purged_versions, "version", "versions"),
-                        plural(r.purged_pending, "pending item", "pending items"),
-                        plural(r.purged_notes, "read-log note", "read-log notes"),
-                    )
-                };
-                if let Some(blanked) = r.blanked_sentence() {
-                    m.push_str("; ");
-                    m.push_str(&blanked);
-                }
-                if !r.disk_purged {
-                    m.push_str(
-                        "; another reader holds the WAL, so the on-disk purge is owed and the next write or `memscope gc` pays it",
-                    );
-                }
-                if r.guards_missing {
-                    m.push_str("; but ");
-                    m.push_str(crate::model::GUARDS_MISSING_AFTER_DELETE);
-                }
-                m
+                repair::deleted_message(&r)
             }
             Curation::Restore(id) => {
                 self.store.restore(id)?;

@@ -1513,6 +1513,56 @@ fn moved_back_out_on(db: TestDb) {
     db.assert_check_ok();
 }
 
+/// After gc collected an identity's tombstone it is no longer deleted: `resolve --at` a moment
+/// since says `absent`, as a plain resolve does (found by an exploratory test: it said
+/// `deleted`), and a moment before the collection still says `deleted`.
+#[test]
+fn a_collected_tombstone_is_absent_as_of_its_collection() {
+    collected_as_of_on(TestDb::new());
+}
+
+#[test]
+fn a_collected_tombstone_is_absent_as_of_its_collection_on_postgres() {
+    on_postgres(collected_as_of_on);
+}
+
+fn collected_as_of_on(db: TestDb) {
+    let subject = "用户:收走🧹";
+    db.write(subject, PM, "pnpm 📦", "repo:旧", "thread:1");
+    db.delete(subject, PM, "repo:旧");
+    let at = |event: &str| -> String {
+        db.history(subject, PM, Some("repo:旧"))
+            .iter()
+            .find(|e| e["event"] == event)
+            .unwrap_or_else(|| panic!("no {event} event"))["at"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let deleted_at = at("deleted");
+    collect_the_tombstone(&db, "");
+    let state = |when: &str| {
+        db.json(&args_for(
+            "resolve",
+            subject,
+            PM,
+            &["--repo", "旧", "--at", when, "--json"],
+        ))["considered"][0]["state"]
+            .clone()
+    };
+    assert_eq!(state(&at("tombstone_collected")), "absent");
+    assert_eq!(state(&deleted_at), "deleted");
+    assert_eq!(
+        db.json(&args_for(
+            "resolve",
+            subject,
+            PM,
+            &["--repo", "旧", "--json"]
+        ))["considered"][0]["state"],
+        "absent"
+    );
+}
+
 /// `subject`'s package manager written `pnpm` then `npm` globally, the second rescoped to
 /// `repo:旧仓库` (v1 current again where it was written) and deleted there: global's v2 is the
 /// copy a rescope left of a deleted memory.

@@ -1033,3 +1033,33 @@ fn an_import_names_the_curator_login_it_needs_unless_the_file_is_cut_short() {
     );
     assert_eq!(left, 0);
 }
+
+/// A login the owner has not granted memscope's roles yet — every new database needs its own
+/// grants — is told so in one sentence naming the `roles` run that grants them, by every
+/// command (found by an exploratory test: the driver's `permission denied for table
+/// memscope_schema`).
+#[test]
+fn a_login_not_granted_memscopes_roles_is_told_to_run_roles() {
+    let Some(server) = server() else { return };
+    let stranger = TestLogin::unique(&server, "ungranted");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    seed(&mut owner);
+    owner
+        .batch_execute(&format!(
+            "CREATE ROLE {0} LOGIN PASSWORD '{1}'",
+            stranger.name, stranger.password
+        ))
+        .unwrap();
+    let url = login_url(&db, &stranger);
+    for args in [&["list"][..], &["check"], WRITE_AS_AGENT] {
+        let run = memscope_at(&url, args);
+        run.fails_with(
+            1,
+            &[
+                "may not read memscope's tables",
+                &format!("roles --agent-login {}", stranger.name),
+            ],
+        );
+        assert_one_sentence(&run.stderr, &[&stranger.name]);
+    }
+}

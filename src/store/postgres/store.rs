@@ -520,7 +520,20 @@ fn current_schema_read_only(client: &mut Client) -> Option<bool> {
 /// The open that says what is wrong: the schema's state read as `init` reads it, each case
 /// other than the current schema one sentence; then whether the login takes writes.
 fn open_slowly(client: &mut Client, address: &Address) -> Result<bool> {
-    match schema::state(client)? {
+    let state = schema::state(client).map_err(|e| {
+        let code = e.downcast_ref::<postgres::Error>().and_then(postgres::Error::code);
+        if code != Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+            return e;
+        }
+        // A login the owner has not granted memscope's roles to (found by an exploratory
+        // test: the driver's `permission denied for table memscope_schema`).
+        let user = address.user();
+        anyhow!(
+            "the PostgreSQL address reaches {}, but the login \"{user}\" may not read memscope's tables there: each database's owner grants memscope's roles once, with `memscope --db OWNER-ADDRESS roles --agent-login {user}` (or `--curator-login {user}`) — see README, \"Running on PostgreSQL\"",
+            address.describe()
+        )
+    })?;
+    match state {
         schema::State::Current => {}
         schema::State::Empty => bail!(
             "the PostgreSQL address reaches {}, which holds no memscope schema yet: prepare it with `memscope --db … init`",
