@@ -1110,6 +1110,9 @@ pub enum OnDisk {
     /// PostgreSQL: the touched tables vacuumed, so no row holds the content; the bytes may stay
     /// in the tables' free space, the WAL, replicas and backups until reused or expired.
     Vacuumed,
+    /// PostgreSQL, a login that may not VACUUM memscope's tables (only their owner may before
+    /// PostgreSQL 17): the dead row versions stay until the owner's VACUUM or autovacuum.
+    VacuumOwed,
 }
 
 impl OnDisk {
@@ -1118,6 +1121,9 @@ impl OnDisk {
         match self {
             OnDisk::Files => "• checkpoint and truncate the WAL, so no copy stays in any file",
             OnDisk::Vacuumed => "• vacuum the tables; the WAL and backups may still hold it",
+            OnDisk::VacuumOwed => {
+                "• leave the vacuum to the tables' owner (this login may not): dead row versions keep it until then"
+            }
         }
     }
 }

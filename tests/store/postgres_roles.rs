@@ -618,6 +618,15 @@ COMMIT;
     // And through memscope: a memory written with the curator's login, deleted by it.
     let url = login_url(&db, &curator);
     memscope_at(&url, WRITE_AS_AGENT).ok();
+    // Its preview does not promise the vacuum either; the owner's does.
+    let dry_run = |url: &str| {
+        let mut args = DELETE_IT.to_vec();
+        args.extend(["--dry-run", "--json"]);
+        let run = memscope_at(url, &args).ok();
+        serde_json::from_str::<serde_json::Value>(&run.stdout).unwrap()["on_disk"].clone()
+    };
+    assert_eq!(dry_run(&url), "vacuum_owed");
+    assert_eq!(dry_run(&db.url), "vacuumed");
     let deleted = memscope_at(&url, DELETE_IT).ok();
     assert!(deleted.stdout.contains("tombstoned"), "{deleted:?}");
     // The curator is not the tables' owner: the vacuum after the purge is not its to run, and

@@ -33,17 +33,21 @@ impl AfterPurge {
     }
 }
 
+/// Whether the current role may VACUUM every table of `$1` (their owner, or a member of it).
+pub(super) const MAY_VACUUM_SQL: &str =
+    "SELECT coalesce(bool_and(pg_has_role(current_user, c.relowner, 'USAGE')), false)
+     FROM pg_class c WHERE c.oid = ANY($1::text[]::regclass[])";
+
+/// The tables a delete touches, which it vacuums after.
+pub(super) const PURGED_TABLES: [&str; 4] = ["memories", "history", "pending", "reads"];
+
 /// VACUUMs and ANALYZEs `tables` (memscope's own names, never a user's text) when the current
 /// role may — only their owner (or a superuser) may before PostgreSQL 17; for anyone else
 /// PostgreSQL skips them with a warning, so ask first.
 pub(super) fn after_purge(client: &mut Client, tables: &[&str]) -> AfterPurge {
     let names: Vec<String> = tables.iter().map(|t| t.to_string()).collect();
     let may_vacuum: bool = client
-        .query_one(
-            "SELECT coalesce(bool_and(pg_has_role(current_user, c.relowner, 'USAGE')), false)
-             FROM pg_class c WHERE c.oid = ANY($1::text[]::regclass[])",
-            &[&names],
-        )
+        .query_one(MAY_VACUUM_SQL, &[&names])
         .map(|r| r.get(0))
         .unwrap_or(false);
     let vacuumed = may_vacuum
