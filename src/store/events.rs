@@ -334,6 +334,17 @@ pub(crate) fn standing_copies(
     out
 }
 
+/// Every copy a rescope left of a deleted memory, its tombstone standing (`tombstones`) or
+/// collected: what an import blanks of a dump an earlier release wrote.
+pub(crate) fn kept_copies(
+    events: &[LoggedEvent],
+    tombstones: &[(String, String, String)],
+) -> Vec<KeptCopy> {
+    let mut out = standing_copies(events, tombstones);
+    out.extend(collected_copies(events, |_, _, _| false));
+    out
+}
+
 /// The copies a rescope left of memories whose tombstones were collected ([`moved_copies`] of
 /// each collected identity as of the delete its last collected tombstone stood for, from the
 /// rescope events logged before that delete — later ones moved content it did not delete), for
@@ -401,8 +412,7 @@ pub(crate) fn moved_copies(
     // to global, then deleting the empty repo:r blanked global's first version while its value
     // was global's current). The move on is known by the event it left where it arrived
     // (`rescoped`, `from` this scope), which a delete of `scope` does not purge — so a delete,
-    // and `check` after it, decide alike.
-    // Where version `became` of `scope` was moved on to, if it was.
+    // and `check` after it, decide alike. `moved_on`: where version `became` went, if it did.
     let moved_on = |became: i64| {
         events.iter().zip(&details).find_map(|(e, d)| {
             let d = d.as_ref()?;

@@ -341,9 +341,7 @@ fn refused_import(e: anyhow::Error, address: &super::Address) -> anyhow::Error {
 /// does (`sqlite::delete::blank_kept_content`); how many events. Under the purge gate, which only
 /// memscope's curator or the owner of its tables may open.
 fn blank_kept_content(tx: &mut Transaction<'_>) -> Result<i64> {
-    use crate::store::events::{
-        collected_copies, standing_copies, BLANK_COLLECTED_SOURCES_SQL, KEPT_COPY_EVENTS_SQL,
-    };
+    use crate::store::events::{kept_copies, BLANK_COLLECTED_SOURCES_SQL, KEPT_COPY_EVENTS_SQL};
     let may: bool = tx
         .query_one(
             "SELECT memscope_may_purge($1)",
@@ -365,10 +363,7 @@ fn blank_kept_content(tx: &mut Transaction<'_>) -> Result<i64> {
             .iter()
             .map(|r| (r.get(0), r.get(1), r.get(2)))
             .collect();
-        let kept = standing_copies(&logged, &tombstoned)
-            .into_iter()
-            .chain(collected_copies(&logged, |_, _, _| false));
-        for c in kept {
+        for c in kept_copies(&logged, &tombstoned) {
             n += crate::store::events::blank_copy(|sql| {
                 Ok(tx.execute(
                     sql,

@@ -126,18 +126,15 @@ fn live_intervals(conn: &Connection, id: &Identity, now: &str) -> Result<Vec<[St
     Ok(crate::store::events::live_intervals(events, now))
 }
 
-/// A moved copy, (scope, version), and how many of its events still hold content.
-type MovedCopy = ((String, i64), CopyKept);
-
 /// The versions of other scopes that keep content a rescope moved into `id`
 /// (`events::moved_copies`) with the event id they are destroyed as of
-/// (`events::DELETED_AS_OF_SQL`), each with what it still keeps — but none of an identity in
-/// `covered`, which the same delete destroys whole.
+/// (`events::DELETED_AS_OF_SQL`) — but none of an identity in `covered`, which the same delete
+/// destroys whole.
 fn moved_copies(
     conn: &Connection,
     id: &Identity,
     covered: &[Identity],
-) -> Result<(i64, Vec<MovedCopy>)> {
+) -> Result<(i64, Vec<(String, i64)>)> {
     use crate::store::events::{DELETED_AS_OF_SQL, RESCOPE_EVENTS_SQL};
     let as_of: i64 = conn
         .prepare_cached(&numbered_parameters(DELETED_AS_OF_SQL))?
@@ -151,22 +148,27 @@ fn moved_copies(
             rescope_event(r, 0)
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut out = Vec::new();
     let destroyed = crate::store::events::destroyed_scopes(id, covered);
-    for (scope, version) in
-        crate::store::events::moved_copies(&id.scope.to_string(), &events, &destroyed)
-    {
-        let kept = crate::store::events::copy_kept(|sql| {
+    Ok((
+        as_of,
+        crate::store::events::moved_copies(&id.scope.to_string(), &events, &destroyed),
+    ))
+}
+
+/// What the copies a rescope left of `id`'s content still keep (`events::copy_kept`), for the
+/// preview: what [`blank_moved_copies`] would take.
+fn moved_copies_kept(conn: &Connection, id: &Identity, covered: &[Identity]) -> Result<CopyKept> {
+    let (as_of, copies) = moved_copies(conn, id, covered)?;
+    let mut kept = CopyKept::default();
+    for (scope, version) in copies {
+        kept.add(crate::store::events::copy_kept(|sql| {
             Ok(conn.prepare_cached(&numbered_parameters(sql))?.query_row(
                 params![id.subject, id.predicate, scope, version, as_of],
                 |r| r.get(0),
             )?)
-        })?;
-        if kept.any() {
-            out.push(((scope, version), kept));
-        }
+        })?);
     }
-    Ok((as_of, out))
+    Ok(kept)
 }
 
 /// Blanks the copies a rescope left of `id`'s content in other scopes (none in `covered`);
@@ -175,7 +177,7 @@ fn blank_moved_copies(conn: &Connection, id: &Identity, covered: &[Identity]) ->
     let (as_of, copies) = moved_copies(conn, id, covered)?;
     blank_copies(
         conn,
-        copies.into_iter().map(|((at, version), _)| KeptCopy {
+        copies.into_iter().map(|(at, version)| KeptCopy {
             subject: id.subject.clone(),
             predicate: id.predicate.clone(),
             scope: id.scope.to_string(),
@@ -192,7 +194,7 @@ fn blank_moved_copies(conn: &Connection, id: &Identity, covered: &[Identity]) ->
 /// loaded, so a dump of such a database imports (found by review: it was refused, with nothing
 /// left to repair when the dump is all there is).
 pub(super) fn blank_kept_content(conn: &Connection) -> Result<i64> {
-    use crate::store::events::{collected_copies, standing_copies};
+    use crate::store::events::kept_copies;
     let n = conn.execute(crate::store::events::BLANK_COLLECTED_SOURCES_SQL, [])? as i64;
     // One pass over history for every tombstone, standing or collected, as on PostgreSQL (a
     // scope memscope could not have stored is blanked as written, and left to the field rules
@@ -202,10 +204,7 @@ pub(super) fn blank_kept_content(conn: &Connection) -> Result<i64> {
         .prepare("SELECT subject, predicate, scope FROM tombstones")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    let kept = standing_copies(&logged, &tombstoned)
-        .into_iter()
-        .chain(collected_copies(&logged, |_, _, _| false));
-    Ok(n + blank_copies(conn, kept)?.events)
+    Ok(n + blank_copies(conn, kept_copies(&logged, &tombstoned))?.events)
 }
 
 /// A row's [`crate::store::events::RescopeEvent`] whose event starts at column `first`
@@ -412,11 +411,10 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
         .collect();
         // Copies a rescope left elsewhere go even when the identity itself was deleted
         // before (by a release that left them).
-        for (_, kept) in moved_copies(conn, &id, &covered)?.1 {
-            p.moved_copies += kept.events;
-            moved_pending += kept.pending;
-            p.read_notes += kept.notes;
-        }
+        let kept = moved_copies_kept(conn, &id, &covered)?;
+        p.moved_copies += kept.events;
+        moved_pending += kept.pending;
+        p.read_notes += kept.notes;
         let left = left_of(conn, &id)?;
         if left.nothing_to_destroy(&id, !naming.is_empty())?.is_some() {
             p.refused_sources += refused_sources(conn, &id)?;
