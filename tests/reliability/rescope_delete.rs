@@ -10,8 +10,10 @@
 //! `repo:a`) or in neither — never blanked in one and kept in the other; a value moved before a
 //! delete of `repo:a` began is stored nowhere (and, on SQLite, where the delete said the disk
 //! was purged, in no byte of the files); a value moved after the last delete that could have
-//! seen it is in both places; each delete's tombstone version is a `deleted` event; `check` (with
-//! SQLite's quick check) is clean.
+//! seen it is in both places; each delete's tombstone version is a `deleted` event; a fifth
+//! process reads the global value with a note each time: the note of a read served a value
+//! moved then deleted is gone, that of a value never moved kept; `check` (with SQLite's quick
+//! check) is clean.
 //!
 //! Reproduce: `cargo test --release --test reliability -- rescope_delete:: --nocapture`
 
@@ -23,6 +25,7 @@ const WRITERS: usize = 2;
 const WRITES: usize = 24;
 const RESCOPES: usize = 24;
 const DELETES: usize = 8;
+const READS: usize = 40;
 const SUBJECT: &str = "用户:七";
 const PREDICATE: &str = "package_manager";
 
@@ -94,8 +97,24 @@ fn events(db: &TestDb) -> String {
 
 fn race(db: TestDb) {
     let target = ["--subject", SUBJECT, "--predicate", PREDICATE];
-    let (writes, rescopes, deletes) = std::thread::scope(|s| {
+    let (writes, rescopes, deletes, reads) = std::thread::scope(|s| {
         let db = &db;
+        // An agent reading the global value all along, a note with each read: a note on a read
+        // served a value later moved and deleted goes with it; one on a value never moved stays.
+        let reader = s.spawn(move || {
+            let mut told = Vec::new();
+            for i in 0..READS {
+                let note = format!("读到的笔记-{i}-📝");
+                let mut args = vec!["resolve"];
+                args.extend(target);
+                args.extend(["--log", "--agent", "读者", "--note", &note]);
+                let t = run(db, &args, &[]).expect("a logged read is never refused");
+                if let Some(v) = t.out["value"].as_str() {
+                    told.push((note, v.to_string()));
+                }
+            }
+            told
+        });
         let writers: Vec<_> = (0..WRITERS)
             .map(|w| {
                 s.spawn(move || {
@@ -153,7 +172,12 @@ fn race(db: TestDb) {
             .into_iter()
             .flat_map(|w| w.join().unwrap())
             .collect();
-        (writes, rescoper.join().unwrap(), deleter.join().unwrap())
+        (
+            writes,
+            rescoper.join().unwrap(),
+            deleter.join().unwrap(),
+            reader.join().unwrap(),
+        )
     });
     // And once more after every delete: a value moved then must stay in both places.
     let mut writes = writes;
@@ -198,6 +222,7 @@ fn race(db: TestDb) {
         })
         .collect();
     let (mut gone, mut both) = (0, 0);
+    let (mut destroyed, mut never_moved) = (Vec::new(), Vec::new());
     for (v, w) in &writes {
         let outcome = w.out["outcome"].as_str().unwrap();
         assert!(
@@ -210,6 +235,7 @@ fn race(db: TestDb) {
                 in_global,
                 "{v}: told {outcome}, never moved, and its set event is gone"
             );
+            never_moved.push(v.clone());
             continue;
         };
         let in_repo = kept(&db, "repo:a", v);
@@ -224,6 +250,7 @@ fn race(db: TestDb) {
         if let Some(d) = deletes.iter().find(|d| d.start > r.end) {
             assert!(!in_global, "{v}: moved, then deleted, and still stored");
             gone += 1;
+            destroyed.push(v.clone());
             if d.out["disk_purged"] == true && !db.is_postgres() {
                 db.assert_not_stored(v, "a value moved into repo:a before a delete of it");
             }
@@ -237,6 +264,29 @@ fn race(db: TestDb) {
             both += 1;
         }
     }
+    let (mut notes_gone, mut notes_kept) = (0, 0);
+    for (note, v) in &reads {
+        let stored = db.sql_i64(&format!("SELECT count(*) FROM reads WHERE note = '{note}'"));
+        if destroyed.contains(v) {
+            assert_eq!(
+                stored,
+                0,
+                "the note {note:?} of a read served {v}, moved then deleted, is still stored{}",
+                events(&db)
+            );
+            notes_gone += 1;
+        } else if never_moved.contains(v) {
+            assert_eq!(
+                stored, 1,
+                "the note {note:?} of a read served {v}, never moved, is lost"
+            );
+            notes_kept += 1;
+        }
+    }
+    eprintln!(
+        "rescope_delete: {} logged reads, {notes_gone} notes gone with their deleted value, {notes_kept} kept",
+        reads.len()
+    );
     eprintln!(
         "rescope_delete ({}): {} writes, {} rescopes, {} deletes; {gone} moved values destroyed by a later delete, {both} moved after the last",
         if db.is_postgres() { "PostgreSQL" } else { "SQLite" },
