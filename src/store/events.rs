@@ -110,12 +110,54 @@ pub(crate) fn pending_names(candidates: &str, resolved: Option<&str>, scopes: &[
         || resolved.is_some_and(|r| scopes.iter().any(|s| s == r))
 }
 
-/// What a delete left of one identity, read back inside its transaction: content rows of
-/// history, current records, the tombstone's version.
+/// The history events a delete keeps of the identity it purges: the times its deletions began
+/// and ended — each `deleted` event, and the `restored` and `tombstone_collected` events that
+/// ended one — content-free, so `resolve --at` still tells a deleted stretch from an absent
+/// one after a later delete (found by an exploratory test: the second delete purged the first
+/// cycle's `restored` event, and a moment between that restore and the next write said
+/// deleted). Everything else of the identity's history goes.
+macro_rules! deletion_trail {
+    () => {
+        "('deleted', 'restored', 'tombstone_collected')"
+    };
+}
+
+/// The purge of a delete: every history row of `$1 · $2 @ $3` but its deletion trail.
+pub(crate) const PURGE_HISTORY_SQL: &str = concat!(
+    "DELETE FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event NOT IN ",
+    deletion_trail!()
+);
+
+/// What a delete of `$1 · $2 @ $3` has left to destroy, or left undestroyed ([`Left`]'s
+/// fields in order).
+pub(crate) const LEFT_OF_SQL: &str = concat!(
+    "SELECT (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+               AND event NOT IN ",
+    deletion_trail!(),
+    "),
+            (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
+               AND event NOT IN ('rejected', 'pending_resolved') AND event NOT IN ",
+    deletion_trail!(),
+    "),
+            (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
+            (SELECT max(version) FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3),
+            (SELECT count(*) FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)"
+);
+
+/// What a delete of `$1 · $2 @ $3` destroys of its history, for its preview: the versions,
+/// the distinct raw words, and the events ([`PURGE_HISTORY_SQL`]'s rows).
+pub(crate) const PURGED_HISTORY_COUNTS_SQL: &str = concat!(
+    "SELECT count(DISTINCT CASE WHEN event = 'set' THEN version END), count(DISTINCT raw), count(*)
+       FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event NOT IN ",
+    deletion_trail!()
+);
+
+/// What a delete left of one identity, read back inside its transaction ([`LEFT_OF_SQL`]):
+/// history rows beyond its deletion trail, current records, the tombstone's version.
 pub(crate) struct Left {
     pub history: i64,
-    /// Of those, the rows that are not a tombstone's own trail — `deleted`, and the `rejected`
-    /// and `pending_resolved` events that record writes refused because of it (no content).
+    /// Of those, the rows that are not a tombstone's own trail either — the `rejected` and
+    /// `pending_resolved` events that record writes refused because of it (no content).
     pub beyond_trail: i64,
     pub records: i64,
     /// The highest tombstone version, and how many tombstone rows there are (two only where a

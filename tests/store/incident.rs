@@ -11,7 +11,7 @@
 use crate::support::*;
 use chrono::{DateTime, Duration, FixedOffset, SecondsFormat, TimeZone, Utc};
 use memscope::store::{format_time, parse_time, AnyStore, IntegrityMode, ReadFilter};
-use memscope::{Clock, DeleteTarget, Identity, OutcomeKind, Resolution, Scope};
+use memscope::{Clock, DeleteReport, DeleteTarget, Identity, OutcomeKind, Resolution, Scope};
 use rusqlite::types::ValueRef;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -74,13 +74,18 @@ fn put_said(
 
 #[track_caller]
 fn delete_identity(store: &mut AnyStore, at: DateTime<Utc>, scope_text: &str) {
+    delete_report(store, at, scope_text);
+}
+
+#[track_caller]
+fn delete_report(store: &mut AnyStore, at: DateTime<Utc>, scope_text: &str) -> DeleteReport {
     store.set_clock(Clock::Fixed(at)).expect("the clock");
     store
         .delete(
             &DeleteTarget::Identity(ident(U, PM, scope_text)),
             Some("the user asked"),
         )
-        .expect("delete");
+        .expect("delete")
 }
 
 #[track_caller]
@@ -527,9 +532,58 @@ fn as_of_after_a_second_delete_still_says_the_second_life_existed_on(db: TestDb)
     let r = as_of(&mut store, Some("legacy-dashboard"), None, t(150));
     assert_eq!(r.scope.as_deref(), Some("global"), "{r:#?}");
     assert_eq!(considered(&r, LEGACY).state, "deleted");
+    // Between the restore and the second life's write it was neither deleted nor held: the
+    // second delete keeps the first cycle's `restored` event (found by an exploratory test:
+    // it purged it, and this moment said deleted).
+    let r = as_of(&mut store, Some("legacy-dashboard"), None, t(210));
+    assert_eq!(r.scope.as_deref(), Some("global"), "{r:#?}");
+    assert_eq!(considered(&r, LEGACY).state, "absent", "{r:#?}");
     // During the first life it existed.
     let r = as_of(&mut store, Some("legacy-dashboard"), None, t(90));
     assert_eq!(r.scope.as_deref(), Some(LEGACY), "{r:#?}");
+    // A delete of what is already deleted, with nothing left of it, changes nothing: the kept
+    // `restored` event is the tombstone's trail, not content left to destroy.
+    let report = delete_report(&mut store, t(330), LEGACY);
+    assert!(report.tombstoned.is_empty(), "{report:#?}");
+    assert_eq!(report.already_deleted.len(), 1, "{report:#?}");
+    drop(store);
+    db.assert_check_ok();
+}
+
+/// The same for a tombstone `gc` collected: between the collection and the next write the
+/// identity was absent, and a later delete keeps the `tombstone_collected` event that says so.
+#[test]
+fn as_of_after_a_second_delete_keeps_the_first_tombstones_collection() {
+    as_of_after_a_second_delete_keeps_the_first_tombstones_collection_on(TestDb::new());
+}
+
+#[test]
+fn as_of_after_a_second_delete_keeps_the_first_tombstones_collection_on_postgres() {
+    on_postgres(as_of_after_a_second_delete_keeps_the_first_tombstones_collection_on);
+}
+
+fn as_of_after_a_second_delete_keeps_the_first_tombstones_collection_on(db: TestDb) {
+    const DAY: i64 = 24 * 60;
+    let mut store = open_any_store(&db);
+    put(&mut store, t(0), "global", "pnpm", "s:g");
+    put(&mut store, t(60), LEGACY, "npm 📦", "s:r1");
+    delete_identity(&mut store, t(120), LEGACY);
+    store.set_clock(Clock::Fixed(t(120 + 2 * DAY))).unwrap();
+    let gc = serde_json::to_value(store.gc(None, Some(1)).expect("gc")).unwrap();
+    assert_eq!(gc["collected_tombstones"], 1, "{gc:#}");
+    put(&mut store, t(4 * DAY), LEGACY, "yarn 🧶", "s:r2");
+    delete_identity(&mut store, t(5 * DAY), LEGACY);
+
+    let r = as_of(&mut store, Some("legacy-dashboard"), None, t(3 * DAY));
+    assert_eq!(r.scope.as_deref(), Some("global"), "{r:#?}");
+    assert_eq!(considered(&r, LEGACY).state, "absent", "{r:#?}");
+    let r = as_of(&mut store, Some("legacy-dashboard"), None, t(DAY));
+    assert_eq!(considered(&r, LEGACY).state, "deleted", "{r:#?}");
+    let r = as_of(&mut store, Some("legacy-dashboard"), None, t(4 * DAY + 60));
+    assert_eq!(r.scope.as_deref(), Some(LEGACY), "{r:#?}");
+    assert!(r.found && r.value.is_none(), "{r:#?}");
+    drop(store);
+    db.assert_check_ok();
 }
 
 /// A scope that held nothing for a while (its value was rescoped away) and was later written and

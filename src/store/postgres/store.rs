@@ -1553,16 +1553,17 @@ fn delete_in_tx(
         }
         let r = t.one(
             "SELECT (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
-                    (SELECT count(DISTINCT version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event = 'set'),
-                    (SELECT count(DISTINCT raw) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
-                    (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
                     greatest((SELECT max(version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3),
                              (SELECT version FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
                              (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3), 0) + 1",
             &[&id.subject, &id.predicate, &scope],
         )?;
-        let (live, purged, raws, events, version): (i64, i64, i64, i64, i64) =
-            (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4));
+        let (live, version): (i64, i64) = (r.get(0), r.get(1));
+        let r = t.one(
+            crate::store::events::PURGED_HISTORY_COUNTS_SQL,
+            &[&id.subject, &id.predicate, &scope],
+        )?;
+        let (purged, raws, events): (i64, i64, i64) = (r.get(0), r.get(1), r.get(2));
         let at = |t: &mut Tx<'_>| -> Result<Vec<(String, String)>> {
             Ok(t.all(
                 "SELECT event, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
@@ -1595,7 +1596,7 @@ fn delete_in_tx(
             Some(clock),
         )?;
         t.exec(
-            "DELETE FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'",
+            crate::store::events::PURGE_HISTORY_SQL,
             &[&id.subject, &id.predicate, &scope],
         )?;
         t.exec(
@@ -1768,12 +1769,7 @@ fn blank_refused_sources(t: &mut Tx<'_>, id: &Identity) -> Result<i64> {
 /// version — before a delete (is there anything to destroy?) and after it (was it carried out?).
 fn left_of(t: &mut Tx<'_>, id: &Identity) -> Result<crate::store::events::Left> {
     let r = t.one(
-        "SELECT (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3 AND event <> 'deleted'),
-                (SELECT count(*) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3
-                   AND event NOT IN ('deleted', 'rejected', 'pending_resolved')),
-                (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
-                (SELECT max(version) FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3),
-                (SELECT count(*) FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)",
+        crate::store::events::LEFT_OF_SQL,
         &[&id.subject, &id.predicate, &id.scope.to_string()],
     )?;
     Ok(crate::store::events::Left {

@@ -289,12 +289,7 @@ fn blank_refused_sources(conn: &Connection, id: &Identity) -> Result<i64> {
 /// version — before a delete (is there anything to destroy?) and after it (was it carried out?).
 fn left_of(conn: &Connection, id: &Identity) -> Result<crate::store::events::Left> {
     Ok(conn.query_row(
-        "SELECT (SELECT count(*) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'),
-                (SELECT count(*) FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3
-                   AND event NOT IN ('deleted', 'rejected', 'pending_resolved')),
-                (SELECT count(*) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
-                (SELECT max(version) FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3),
-                (SELECT count(*) FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
+        &numbered_parameters(crate::store::events::LEFT_OF_SQL),
         params![id.subject, id.predicate, id.scope.to_string()],
         |r| {
             Ok(crate::store::events::Left {
@@ -422,10 +417,7 @@ fn preview_in(conn: &Connection, target: &DeleteTarget) -> Result<DeletePreview>
             continue;
         }
         let (versions, raws, events): (i64, i64, i64) = conn.query_row(
-            "SELECT count(DISTINCT CASE WHEN event = 'set' THEN version END),
-                    count(DISTINCT raw),
-                    count(*)
-             FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
+            &numbered_parameters(crate::store::events::PURGED_HISTORY_COUNTS_SQL),
             params![id.subject, id.predicate, scope],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )?;
@@ -529,7 +521,7 @@ impl Store {
                         &json!({ "reason": reason, "purged_versions": purged, "live_intervals": live_intervals }),
                     ).clock(Some(clock)).log(tx, &now)?;
                 tx.execute(
-                    "DELETE FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3 AND event <> 'deleted'",
+                    &numbered_parameters(crate::store::events::PURGE_HISTORY_SQL),
                     params![id.subject, id.predicate, scope],
                 )?;
                 tx.execute(
