@@ -53,6 +53,30 @@ pub enum WriteDecision {
     },
 }
 
+/// The scopes an ambiguous write queues (README, "delete, restore, gc"): its candidates but
+/// those the identity is deleted in (`deleted`, their scopes as stored), so the queued item
+/// offers no deleted scope and keeps no words for one (found by an exploratory test: a delete of
+/// `repo:web` destroyed the item offering it, and the same write sent again queued it, words and
+/// all). The left-out scopes come second. An item offers two scopes at least (invariant 6), so
+/// a write with fewer left is refused, with the reason: the identity is deleted there.
+pub fn queued_candidates(
+    candidates: &[Scope],
+    deleted: &[String],
+) -> Result<(Vec<Scope>, Vec<Scope>), String> {
+    let (left_out, kept): (Vec<Scope>, Vec<Scope>) = candidates
+        .iter()
+        .cloned()
+        .partition(|c| deleted.contains(&c.to_string()));
+    match kept.as_slice() {
+        [] => Err("every candidate scope of this identity was deleted; restore one first".into()),
+        [one] => Err(format!(
+            "this identity was deleted in {}, which leaves {one} the only scope to offer: write it to {one} if that is where it belongs, or restore the deleted one first",
+            left_out.iter().map(Scope::to_string).collect::<Vec<_>>().join(", ")
+        )),
+        _ => Ok((kept, left_out)),
+    }
+}
+
 /// The rules, in order: tombstone → no record → same value → causal order → supersede.
 /// `seq` is the write's causal number (a write without one takes the clock's next, which is
 /// above every stored number).

@@ -113,7 +113,10 @@ pub(crate) fn resolution_at(
                 let state = match (wins, value.is_some()) {
                     (true, true) => "wins",
                     (true, false) => "wins (content purged)",
-                    (false, _) => "shadowed",
+                    (false, true) => "shadowed",
+                    // Found by an exploratory test: a shadowed version whose content was
+                    // destroyed showed no value, unmarked.
+                    (false, false) => "shadowed (content purged)",
                 };
                 Considered {
                     scope: scope_text,

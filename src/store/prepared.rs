@@ -292,12 +292,24 @@ pub(crate) fn resolution_seq(item: &PendingItem) -> Option<i64> {
 
 /// Why a write waits in the pending queue, as its outcome says it: the scope guard's evidence,
 /// or the writer's own ambiguity.
-pub(crate) fn queued_reason(guard_reason: Option<&str>) -> String {
-    match guard_reason {
+pub(crate) fn queued_reason(guard_reason: Option<&str>, left_out: &[Scope]) -> String {
+    let queued = match guard_reason {
         Some(evidence) => format!(
             "the scope guard queued it for a human: {evidence}; it was not applied, do not write it again"
         ),
         None => "the scope is ambiguous: a human picks one with `memscope pending resolve`".into(),
+    };
+    // The candidates `decide::queued_candidates` left out.
+    let names: Vec<String> = left_out.iter().map(Scope::to_string).collect();
+    match names.as_slice() {
+        [] => queued,
+        [one] => format!(
+            "{queued}; {one} is not offered: this identity was deleted there (restore it to offer it)"
+        ),
+        more => format!(
+            "{queued}; {} are not offered: this identity was deleted there (restore them to offer them)",
+            more.join(", ")
+        ),
     }
 }
 

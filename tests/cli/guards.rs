@@ -299,7 +299,8 @@ fn deleting_an_already_deleted_identity_changes_nothing_on(db: TestDb) {
         "one deleted event: {history:#?}"
     );
 
-    // A pending item naming the deleted scope is something left to destroy.
+    // An ambiguous write cannot queue the deleted scope again (README, "delete, restore, gc"):
+    // with one scope left to offer it is rejected, and the delete still has nothing to destroy.
     let p = db.write_ambiguous(
         subject,
         PM,
@@ -308,11 +309,20 @@ fn deleting_an_already_deleted_identity_changes_nothing_on(db: TestDb) {
         "thread:3",
         "以后都用 yarn",
     );
-    assert_eq!(p["outcome"], "pending", "{p:#}");
-    let report = db.json(&[&global[..], &["--json"]].concat());
-    assert_eq!(report["tombstoned"][0]["version"], 3, "{report:#}");
-    assert_eq!(report["purged_pending"], 1);
+    assert_eq!(p["outcome"], "rejected", "{p:#}");
     assert!(db.pending(true).is_empty());
+    let before = db.fingerprint();
+    let report = db.json(&[&global[..], &["--json"]].concat());
+    assert_eq!(report["tombstoned"], json!([]), "{report:#}");
+    assert_eq!(
+        report["already_deleted"][0]["scope"], "global",
+        "{report:#}"
+    );
+    assert_eq!(
+        db.fingerprint(),
+        before,
+        "deleting it again changed nothing"
+    );
     db.assert_check_ok();
 }
 
@@ -451,7 +461,9 @@ fn a_subject_delete_leaves_a_place_only_its_resolved_item_named_as_it_is_on(db: 
     let subject = "用户:1";
     db.write(subject, PM, "npm", "repo:b", "thread:1");
     db.run(&["delete", "--subject", subject, "--yes"]).ok();
-    let p = db.write_ambiguous(
+    // Offering the deleted `repo:b` beside one other scope is refused (README, "delete,
+    // restore, gc"); beside two, the item leaves it out.
+    let refused = db.write_ambiguous(
         subject,
         PM,
         "yarn 🧶",
@@ -459,28 +471,47 @@ fn a_subject_delete_leaves_a_place_only_its_resolved_item_named_as_it_is_on(db: 
         "thread:2",
         "用 yarn",
     );
+    assert_eq!(refused["outcome"], "rejected", "{refused:#}");
+    let p = db.write_ambiguous(
+        subject,
+        PM,
+        "yarn 🧶",
+        "global,repo:b,task:c",
+        "thread:2",
+        "用 yarn",
+    );
     assert_eq!(p["outcome"], "pending", "{p:#}");
+    assert_eq!(
+        p["scope"]["ambiguous"],
+        json!(["global", "task:c"]),
+        "{p:#}"
+    );
     let id = p["pending_id"].to_string();
     db.run(&["pending", "resolve", &id, "--scope", "global"])
         .ok();
     let preview = db.json(&["delete", "--subject", subject, "--dry-run", "--json"]);
+    let scopes = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["scope"].as_str().unwrap().to_string())
+            .collect()
+    };
     assert_eq!(
-        preview["identities"].as_array().unwrap().len(),
-        1,
+        scopes(&preview["identities"]),
+        ["global", "task:c"],
         "{preview:#}"
     );
-    assert_eq!(preview["identities"][0]["scope"], "global");
     assert_eq!(
         preview["already_deleted"][0]["scope"], "repo:b",
         "{preview:#}"
     );
     let report = db.json(&["delete", "--subject", subject, "--yes", "--json"]);
     assert_eq!(
-        report["tombstoned"].as_array().unwrap().len(),
-        1,
+        scopes(&report["tombstoned"]),
+        ["global", "task:c"],
         "{report:#}"
     );
-    assert_eq!(report["tombstoned"][0]["scope"], "global");
     assert_eq!(report["already_deleted"][0]["scope"], "repo:b");
     assert_eq!(report["already_deleted"][0]["version"], 2);
     assert_eq!(report["purged_pending"], 1, "{report:#}");

@@ -1247,12 +1247,14 @@ fn a_resolution_into_a_deleted_scope_leaves_the_item_open_on(db: TestDb) {
         write("pnpm", &["--scope", "global"], "s:1");
         let r = db.run(&args_for("delete", U, PM, &["--scope", "global"]));
         assert_eq!(r.code, 0, "{r:?}");
-        write("npm", &["--ambiguous", "global,repo:y"], "s:2");
+        // An item offers no deleted scope (README, "delete, restore, gc"): the human names
+        // the deleted one outside its candidates.
+        write("npm", &["--ambiguous", "global,repo:x,repo:y"], "s:2");
         let id = as_array(db.json(&["pending", "--json"]))[0]["id"]
             .as_i64()
             .unwrap()
             .to_string();
-        let r = db.run(&["pending", "resolve", &id, "--scope", "global"]);
+        let r = db.run(&["pending", "resolve", &id, "--scope", "global", "--force"]);
         assert_eq!(r.code, 1, "what was asked did not happen: {r:?}");
         assert!(r.stdout.starts_with("rejected"), "{r:?}");
         assert!(r.stdout.contains("stays open"), "{r:?}");

@@ -737,20 +737,23 @@ impl Harness {
         let req = &sent.req;
         let candidates = &sent.candidates;
         let (subject, predicate, _) = self.model.key(sent.s, sent.p, 0);
-        let live = candidates
+        // The item offers the candidates not deleted; with fewer than two, the write is
+        // rejected (README, "delete, restore, gc").
+        let candidates: Vec<Scope> = candidates
             .iter()
             .filter(|c| {
                 !self
                     .model
                     .tombstoned(&(subject.clone(), predicate.clone(), (*c).clone()))
             })
-            .count();
+            .cloned()
+            .collect();
         let got = self.store(conn).write(req);
-        if live == 0 {
+        if candidates.len() < 2 {
             return match got {
                 Ok(out) if out.outcome == OutcomeKind::Rejected => Ok(()),
                 other => Err(format!(
-                    "ambiguous write to deleted scopes {req:?}: expected rejected, got {other:?}"
+                    "ambiguous write with fewer than two scopes not deleted {req:?}: expected rejected, got {other:?}"
                 )),
             };
         }
@@ -800,7 +803,7 @@ impl Harness {
                         raw: req.raw.clone(),
                         source: req.source.clone(),
                         seq,
-                        candidates: candidates.clone(),
+                        candidates,
                     },
                 );
                 Ok(())

@@ -481,7 +481,7 @@ fn eight_writers_a_polling_reader_and_check_in_a_loop() {
                     }
                 }
             }
-            _ => {} // an ambiguous write refused because every candidate was deleted: no event
+            _ => {} // an ambiguous write refused (fewer than two candidates not deleted): no event
         }
     }
     for (source, es) in &events {

@@ -434,6 +434,57 @@ fn as_of_follows_insert_supersede_confirm_delete_and_restore_on(db: TestDb) {
     db.assert_check_ok();
 }
 
+/// A shadowed version whose content retention purged says so after its word, as a winning one
+/// does, in JSON and in the text (found by an exploratory test: it showed no value, unmarked).
+#[test]
+fn as_of_marks_a_shadowed_version_whose_content_was_purged() {
+    as_of_marks_a_shadowed_version_whose_content_was_purged_on(TestDb::new());
+}
+
+#[test]
+fn as_of_marks_a_shadowed_version_whose_content_was_purged_on_postgres() {
+    on_postgres(as_of_marks_a_shadowed_version_whose_content_was_purged_on);
+}
+
+fn as_of_marks_a_shadowed_version_whose_content_was_purged_on(db: TestDb) {
+    let mut store = open_any_store(&db);
+    put(&mut store, t(0), LEGACY, "npm ci 📦", "s:r");
+    put(&mut store, t(10), "global", "pnpm 旧", "s:g1");
+    put(&mut store, t(20), "global", "bun", "s:g2");
+    store
+        .set_clock(Clock::Fixed(t(0) + Duration::days(400)))
+        .unwrap();
+    assert!(store.gc(Some(30), None).unwrap().purged_events >= 1);
+    let r = as_of(&mut store, Some("legacy-dashboard"), None, t(15));
+    assert_eq!(r.scope.as_deref(), Some(LEGACY), "{r:#?}");
+    assert_eq!(r.value, Some(json!("npm ci 📦")), "{r:#?}");
+    let g = considered(&r, "global");
+    assert_eq!(
+        (g.state.as_str(), g.found, g.version, &g.value),
+        ("shadowed (content purged)", true, Some(1), &None),
+        "{g:#?}"
+    );
+    // Bun was current then, and kept its content: plainly shadowed.
+    let r = as_of(&mut store, Some("legacy-dashboard"), None, t(30));
+    assert_eq!(considered(&r, "global").state, "shadowed", "{r:#?}");
+    drop(store);
+    let at = t(15).to_rfc3339_opts(SecondsFormat::Millis, true);
+    let text = db.run(&args_for(
+        "resolve",
+        U,
+        PM,
+        &["--repo", "legacy-dashboard", "--at", &at],
+    ));
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(
+        text.stdout
+            .lines()
+            .any(|l| l.contains("shadowed (content purged)") && l.contains("global v1")),
+        "{}",
+        text.stdout
+    );
+}
+
 /// A repo rule written later must not appear as of a moment before it existed; the chain as it
 /// stood then is task, repo, global.
 #[test]

@@ -679,6 +679,68 @@ fn deleting_an_identity_only_a_pending_item_names_destroys_the_item_on(db: TestD
     // The words cannot come back through a write to the deleted identity.
     let again = db.write(U, PM, "npm", "repo:legacy-dashboard", "thread:9/message:3");
     assert_eq!(again["outcome"], "rejected", "{again:#}");
+    // Nor through the same ambiguous write sent again (found by an exploratory test: it queued
+    // the deleted scope, words and all): with global the only scope left to offer, it is
+    // refused, naming the deleted one, and stores nothing.
+    let resent = db.write_ambiguous(
+        U,
+        PM,
+        "npm",
+        "global,repo:legacy-dashboard",
+        "thread:9/message:2",
+        words,
+    );
+    assert_eq!(resent["outcome"], "rejected", "{resent:#}");
+    let reason = resent["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("deleted in repo:legacy-dashboard") && reason.contains("only scope"),
+        "{resent:#}"
+    );
+    assert!(db.pending(true).is_empty(), "{:#?}", db.pending(true));
+    // The scope guard's queue the same: a global write it would queue for the deleted
+    // repository's words is refused, not queued with the deleted scope.
+    let guarded = db.write_with(
+        (U, PM),
+        "npm",
+        "global",
+        "thread:9/message:4",
+        &[
+            "--raw",
+            "这个仓库用 npm ci 吧",
+            "--in-repo",
+            "legacy-dashboard",
+        ],
+    );
+    assert_eq!(guarded["outcome"], "rejected", "{guarded:#}");
+    assert!(db.pending(true).is_empty(), "{:#?}", db.pending(true));
+    // With two scopes still open, the item offers those two and says which it left out.
+    let three = db.write_ambiguous(
+        U,
+        PM,
+        "npm",
+        "global,repo:legacy-dashboard,task:fix-lockfile-123",
+        "thread:9/message:5",
+        words,
+    );
+    assert_eq!(three["outcome"], "pending", "{three:#}");
+    assert_eq!(
+        three["scope"]["ambiguous"],
+        json!(["global", "task:fix-lockfile-123"]),
+        "{three:#}"
+    );
+    assert!(
+        three["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("repo:legacy-dashboard is not offered")),
+        "{three:#}"
+    );
+    let items = db.pending(false);
+    assert_eq!(items.len(), 1, "{items:#?}");
+    assert_eq!(
+        items[0]["candidates"],
+        json!(["global", "task:fix-lockfile-123"]),
+        "{items:#?}"
+    );
     let (code, check) = db.check();
     assert_eq!(code, 0, "{check:#}");
 }

@@ -1118,7 +1118,6 @@ fn enqueue_pending(
         "SELECT memscope_identity_lock($1, $2, '')",
         &[&w.subject, &w.predicate],
     )?;
-    let scopes: Vec<String> = candidates.iter().map(Scope::to_string).collect();
     let deleted: Vec<String> = t
         .all(
             "SELECT scope FROM tombstones WHERE subject = $1 AND predicate = $2",
@@ -1127,21 +1126,25 @@ fn enqueue_pending(
         .iter()
         .map(|r| r.get(0))
         .collect();
+    let queued = crate::store::decide::queued_candidates(candidates, &deleted);
     let mut out = WriteOutcome::new(
         OutcomeKind::Pending,
         &w.subject,
         &w.predicate,
         OutcomeScope::Ambiguous {
-            ambiguous: candidates.to_vec(),
+            ambiguous: queued.as_ref().map_or(candidates, |q| &q.0).to_vec(),
         },
     );
-    if scopes.iter().all(|s| deleted.contains(s)) {
-        bump_metric(t, "resurrection_blocked", 1)?;
-        out.outcome = OutcomeKind::Rejected;
-        out.reason =
-            Some("every candidate scope of this identity was deleted; restore one first".into());
-        return Ok(out);
-    }
+    let (candidates, left_out) = match queued {
+        Ok(queued) => queued,
+        Err(reason) => {
+            bump_metric(t, "resurrection_blocked", 1)?;
+            out.outcome = OutcomeKind::Rejected;
+            out.reason = Some(reason);
+            return Ok(out);
+        }
+    };
+    let scopes: Vec<String> = candidates.iter().map(Scope::to_string).collect();
     let wanted: std::collections::BTreeSet<&String> = scopes.iter().collect();
     for r in t.all(
         "SELECT id, value, candidates, causal_seq FROM pending
@@ -1176,6 +1179,9 @@ fn enqueue_pending(
     out.pending_id = Some(id);
     out.value = Some(w.value.clone());
     out.causal_seq = Some(seq);
-    out.reason = Some(crate::store::prepared::queued_reason(guard_reason));
+    out.reason = Some(crate::store::prepared::queued_reason(
+        guard_reason,
+        &left_out,
+    ));
     Ok(out)
 }

@@ -684,29 +684,32 @@ fn enqueue_pending(
     now: &str,
     seqs: &mut SeqBatch,
 ) -> Result<WriteOutcome> {
-    let scopes: Vec<String> = candidates.iter().map(|s| s.to_string()).collect();
     // The candidates deleted, in one read of the identity's tombstones (the key leads with
     // subject and predicate).
     let deleted = conn
         .prepare_cached("SELECT scope FROM tombstones WHERE subject = ?1 AND predicate = ?2")?
         .query_map(params![w.subject, w.predicate], |r| r.get::<_, String>(0))?
         .collect::<rusqlite::Result<Vec<String>>>()?;
-    let live = scopes.iter().filter(|s| !deleted.contains(s)).count();
+    let queued = crate::store::decide::queued_candidates(candidates, &deleted);
     let mut out = WriteOutcome::new(
         OutcomeKind::Pending,
         &w.subject,
         &w.predicate,
         OutcomeScope::Ambiguous {
-            ambiguous: candidates.to_vec(),
+            ambiguous: queued.as_ref().map_or(candidates, |q| &q.0).to_vec(),
         },
     );
-    if live == 0 {
-        bump_metric(conn, "resurrection_blocked", 1)?;
-        out.outcome = OutcomeKind::Rejected;
-        out.reason =
-            Some("every candidate scope of this identity was deleted; restore one first".into());
-        return Ok(out);
-    }
+    let (candidates, left_out) = match queued {
+        Ok(queued) => queued,
+        Err(reason) => {
+            bump_metric(conn, "resurrection_blocked", 1)?;
+            out.outcome = OutcomeKind::Rejected;
+            out.reason = Some(reason);
+            return Ok(out);
+        }
+    };
+    let candidates = candidates.as_slice();
+    let scopes: Vec<String> = candidates.iter().map(|s| s.to_string()).collect();
     // A retried agent or a replayed file asks again what a human has not yet answered: the
     // open item is the answer, not a second one in the queue.
     if let Some(item) = open_pending_like(conn, w, candidates)? {
@@ -738,7 +741,10 @@ fn enqueue_pending(
     out.pending_id = Some(id);
     out.value = Some(w.value.clone());
     out.causal_seq = Some(seq);
-    out.reason = Some(crate::store::prepared::queued_reason(guard_reason));
+    out.reason = Some(crate::store::prepared::queued_reason(
+        guard_reason,
+        &left_out,
+    ));
     Ok(out)
 }
 
