@@ -669,13 +669,9 @@ pub(crate) fn made_for<T>(path: &Path, body: impl FnOnce() -> Result<T>) -> Resu
         .map(Path::to_path_buf)
         .collect();
     let out = body();
-    // The store is closed by now (`body` owned it).
-    if out.is_err() && new_file {
-        for suffix in ["", "-wal", "-shm", "-journal"] {
-            let mut file = path.as_os_str().to_owned();
-            file.push(suffix);
-            let _ = std::fs::remove_file(file);
-        }
+    // The store is closed by now (`body` owned it). Another process may have written into the
+    // file since: then it stays.
+    if out.is_err() && new_file && !crate::store::remove_made_file(path) {
         // Only an empty folder goes: `remove_dir` refuses any other.
         for folder in new_folders {
             let _ = std::fs::remove_dir(folder);

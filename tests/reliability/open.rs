@@ -1222,3 +1222,156 @@ fn a_thousand_stores_opened_and_dropped_leave_no_descriptor_behind() {
     drop(keep);
     assert_eq!(fds_under(dir.path()), 0, "the last store closed every file");
 }
+
+/// A refused `import` into a path where no file was removes the file it made — but not a
+/// write another process committed into it meanwhile (README, "seq, alias, export / import"):
+/// a write that waited for the import's lock commits once the import rolls back, and the
+/// removal that followed took the file with a write its client was told was `inserted` (found
+/// by an exploratory test, through the CLI and through MCP). A dump cut short — a big one, so
+/// the import takes a while to refuse it — imports into a new path while writers start on that
+/// path; every writer told `inserted` finds its write in the file at the end, `check` and
+/// SQLite's integrity check clean; a writer refused was told nothing was written.
+#[test]
+fn a_refused_import_keeps_what_another_process_wrote_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let source = dir.path().join("source.db");
+    assert!(run(memscope(&home, &source, &["init"])).status.success());
+    json_ok(
+        &home,
+        &source,
+        &args_for(
+            "write",
+            "user:1",
+            "package_manager",
+            &[
+                "--value", "pnpm", "--scope", "global", "--source", "s:1", "--json",
+            ],
+        ),
+    );
+    json_ok(
+        &home,
+        &source,
+        &args_for(
+            "resolve",
+            "user:1",
+            "package_manager",
+            &["--log", "--agent", "读者 📖", "--json"],
+        ),
+    );
+    let dump = run(memscope(&home, &source, &["export"]));
+    assert!(dump.status.success(), "{}", text(&dump.stderr));
+    let lines: Vec<Value> = text(&dump.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let read = lines
+        .iter()
+        .find(|l| l["table"] == "reads")
+        .expect("the export holds the read")
+        .clone();
+    // Every line but the end line, and many reads after them: the import reads them all, then
+    // finds no end line and refuses the whole file.
+    let cut = dir.path().join("cut.jsonl");
+    let mut out = std::io::BufWriter::new(File::create(&cut).unwrap());
+    for l in lines
+        .iter()
+        .filter(|l| l["table"] != "reads" && l["table"] != "memscope_export_end")
+    {
+        writeln!(out, "{l}").unwrap();
+    }
+    for id in 1..=200_000 {
+        let mut r = read.clone();
+        r["id"] = id.into();
+        writeln!(out, "{r}").unwrap();
+    }
+    out.flush().unwrap();
+    drop(out);
+
+    let target = dir.path().join("race.db");
+    let mut procs = Procs::default();
+    let mut import = memscope(&home, &target, &["import", cut.to_str().unwrap()]);
+    import.stdout(Stdio::piped()).stderr(Stdio::piped());
+    procs.0.push(import.spawn().unwrap());
+    let deadline = Instant::now() + PROCESS_TIMEOUT;
+    while !target.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(target.exists(), "the import made its file");
+    std::thread::sleep(Duration::from_millis(200));
+    let mut writers = Vec::new();
+    for i in 0..3 {
+        assert!(
+            matches!(procs.0[0].try_wait(), Ok(None)),
+            "the import is still running when writer {i} starts"
+        );
+        let value = format!("写入 {i} ✍️");
+        let mut w = memscope(
+            &home,
+            &target,
+            &args_for(
+                "write",
+                "user:2",
+                &format!("p{i}"),
+                &[
+                    "--value", &value, "--scope", "global", "--source", "s:w", "--json",
+                ],
+            ),
+        );
+        w.stdout(Stdio::piped()).stderr(Stdio::piped());
+        writers.push((value, w.spawn().unwrap()));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let imported = finish(&mut procs.0[0], deadline);
+    assert_eq!(
+        imported.status.code(),
+        Some(1),
+        "{}",
+        text(&imported.stderr)
+    );
+    assert!(
+        text(&imported.stderr).contains("cut short"),
+        "{}",
+        text(&imported.stderr)
+    );
+    let mut told_inserted = Vec::new();
+    for (i, (value, mut w)) in writers.into_iter().enumerate() {
+        let out = finish(&mut w, deadline);
+        let said: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        eprintln!(
+            "writer {i}: {} {} {}",
+            out.status,
+            said["outcome"],
+            text(&out.stderr).trim()
+        );
+        if out.status.success() {
+            assert_eq!(said["outcome"], "inserted", "{said:#}");
+            told_inserted.push((format!("p{i}"), value));
+        } else {
+            let err = text(&out.stderr);
+            assert!(
+                err.contains("nothing was written") || err.contains("no memscope database"),
+                "a refused writer is told nothing was written: {err}"
+            );
+        }
+    }
+    if told_inserted.is_empty() {
+        return;
+    }
+    let view = current_view(&home, &target);
+    for (predicate, value) in &told_inserted {
+        let key = (
+            "user:2".to_string(),
+            predicate.clone(),
+            "global".to_string(),
+        );
+        assert_eq!(
+            view.get(&key).map(|(v, _)| v.clone()),
+            Some(Value::String(value.clone())),
+            "a write told `inserted` is in the file: {view:?}"
+        );
+    }
+    check_ok(&home, &target);
+    assert_eq!(integrity_check(&target), "ok");
+}

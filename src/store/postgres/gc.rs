@@ -166,9 +166,10 @@ impl PgStore {
         let cleanup = super::vacuum::after_purge(self.connection()?, &TOUCHED);
         report.disk_purged = cleanup.vacuumed;
         if !report.disk_purged {
-            report.disk_note = Some(format!(
-                "gc purged: no row holds that content any more, but {user} may not VACUUM or ANALYZE memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files, and values of it in the planner statistics (pg_stats), until the owner's VACUUM and ANALYZE or autovacuum replace them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON, ANALYZE) {}`",
-                TOUCHED.join(", ")
+            report.disk_note = Some(cleanup.not_vacuumed_note(
+                "gc purged: no row holds that content any more",
+                &user,
+                &TOUCHED,
             ));
         } else if let Some(kept) = cleanup.statistics_note() {
             report.disk_note = Some(format!(

@@ -978,11 +978,24 @@ impl PgStore {
         note: Option<&str>,
     ) -> Result<Resolution> {
         // The read is logged in the places' stored spellings, as the resolution used them (as
-        // on SQLite). No transaction around it (`read`): each statement sees its own snapshot
-        // at READ COMMITTED either way, and the logged row is one statement — a write, whose
-        // commit a lost connection leaves unknown.
+        // on SQLite). Its time must order it among the writes of the chain's identities as
+        // history does (README, "The read log": `Enter` replays it from history): a write takes
+        // its time under its identity's lock and commits later, so a read that did not wait
+        // could miss a write dated before it (found by an exploratory test: a quarter of the
+        // reads logged beside concurrent writers disagreed with `resolve --at`). So the read
+        // holds the chain's locks, shared, from before its snapshot to its commit — found by a
+        // first look at the chain, in lock-key order, as the batch writes take theirs; a
+        // deadlock with a rescope (which takes its two in another order) is retried by `in_tx`.
         let note = crate::store::prepared::logged_read_words(agent, note)?;
-        self.statements_as(Call::Write, |t| {
+        self.in_tx(|t| {
+            let (first, _) = resolve_in(t, subject, predicate, repo, task, super::browse::CHAIN_RECORDS)?;
+            let scopes: Vec<String> = first.considered.iter().map(|c| c.scope.clone()).collect();
+            t.exec(
+                "SELECT pg_advisory_xact_lock_shared(k.k) FROM (
+                     SELECT DISTINCT hashtextextended($1 || chr(31) || $2 || chr(31) || s, 0) AS k
+                     FROM unnest($3::text[]) AS s ORDER BY 1) k",
+                &[&first.subject, &first.predicate, &scopes],
+            )?;
             let (r, chain) = resolve_in(t, subject, predicate, repo, task, super::browse::CHAIN_RECORDS)?;
             let shadowed = serde_json::to_string(&shadowed_labels(&r))?;
             t.exec(
@@ -1169,9 +1182,10 @@ impl PgStore {
         let cleanup = super::vacuum::after_purge(&mut self.client, &super::vacuum::PURGED_TABLES);
         report.disk_purged = cleanup.vacuumed;
         report.disk_note = Some(if !report.disk_purged {
-            format!(
-                "deleted: no row holds the content any more, but {} may not VACUUM or ANALYZE memscope's tables (only their owner may, before PostgreSQL 17), so the dead row versions stay in the table files, and values of it in the planner statistics (pg_stats), until the owner's VACUUM and ANALYZE or autovacuum replace them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON, ANALYZE) memories, history, pending, reads`",
-                self.address.user()
+            cleanup.not_vacuumed_note(
+                "deleted: no row holds the content any more",
+                self.address.user(),
+                &super::vacuum::PURGED_TABLES,
             )
         } else if let Some(kept) = cleanup.statistics_note() {
             format!("{VACUUMED}; {kept}")

@@ -11,12 +11,31 @@ use postgres::Client;
 pub(super) struct AfterPurge {
     /// Whether the VACUUM (and its ANALYZE) ran.
     pub vacuumed: bool,
+    /// The server's words when the role may VACUUM but the VACUUM failed (a statement or lock
+    /// timeout, say).
+    pub failed: Option<String>,
     /// Tables the purge left empty whose old statistics could not be dropped, with the server's
     /// reason (the lock not granted in time, say): `pg_stats` may still show purged values.
     pub statistics_kept: Vec<(String, String)>,
 }
 
 impl AfterPurge {
+    /// The report's note when the VACUUM did not run: `done` says what was purged and that no
+    /// row holds it, `user` is the login and `tables` what wants vacuuming.
+    pub(super) fn not_vacuumed_note(&self, done: &str, user: &str, tables: &[&str]) -> String {
+        let why = match &self.failed {
+            // Found by a test: a VACUUM that timed out was reported as one the login may not run.
+            Some(words) => format!("the VACUUM of memscope's tables failed ({words})"),
+            None => format!(
+                "{user} may not VACUUM or ANALYZE memscope's tables (only their owner may, before PostgreSQL 17)"
+            ),
+        };
+        format!(
+            "{done}, but {why}, so the dead row versions stay in the table files, and values of it in the planner statistics (pg_stats), until a VACUUM and ANALYZE or autovacuum replace them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON, ANALYZE) {}`",
+            tables.join(", ")
+        )
+    }
+
     /// The sentence a report adds when some statistics were kept, if any.
     pub(super) fn statistics_note(&self) -> Option<String> {
         (!self.statistics_kept.is_empty()).then(|| {
@@ -38,6 +57,9 @@ pub(super) const MAY_VACUUM_SQL: &str =
     "SELECT coalesce(bool_and(pg_has_role(current_user, c.relowner, 'USAGE')), false)
      FROM pg_class c WHERE c.oid = ANY($1::text[]::regclass[])";
 
+/// The VACUUM a purge runs on the tables it touched (their names follow).
+pub(crate) const VACUUM_AFTER_PURGE: &str = "VACUUM (INDEX_CLEANUP ON, ANALYZE, TRUNCATE false)";
+
 /// The tables a delete touches, which it vacuums after.
 pub(super) const PURGED_TABLES: [&str; 4] = ["memories", "history", "pending", "reads"];
 
@@ -50,13 +72,24 @@ pub(super) fn after_purge(client: &mut Client, tables: &[&str]) -> AfterPurge {
         .query_one(MAY_VACUUM_SQL, &[&names])
         .map(|r| r.get(0))
         .unwrap_or(false);
-    let vacuumed = may_vacuum
-        && client
-            .batch_execute(&format!(
-                "VACUUM (INDEX_CLEANUP ON, ANALYZE) {}",
-                tables.join(", ")
-            ))
-            .is_ok();
+    // TRUNCATE false: cutting a table's empty tail pages off asks for its exclusive lock, which
+    // a second delete's VACUUM queued on the table keeps from being granted — the first retries
+    // for 5 s a table, holding up the second, and every later call of both connections waits
+    // behind them (found by an exploratory test: concurrent deletes stalled every call of three
+    // MCP servers for 15 s). Every dead row version is still removed; an emptied tail page stays
+    // in the file, like any emptied page, until rows reuse it (README, "What deletion means on
+    // PostgreSQL"). Never SKIP_LOCKED, nor skipped while another VACUUM runs: a VACUUM removes
+    // only what was dead when it began.
+    let ran = may_vacuum.then(|| {
+        client
+            .batch_execute(&format!("{VACUUM_AFTER_PURGE} {}", tables.join(", ")))
+            .map_err(|e| server_words(&e.into()))
+    });
+    let (vacuumed, failed) = match ran {
+        Some(Ok(())) => (true, None),
+        Some(Err(words)) => (false, Some(words)),
+        None => (false, None),
+    };
     let statistics_kept = if vacuumed {
         tables
             .iter()
@@ -71,6 +104,7 @@ pub(super) fn after_purge(client: &mut Client, tables: &[&str]) -> AfterPurge {
     };
     AfterPurge {
         vacuumed,
+        failed,
         statistics_kept,
     }
 }

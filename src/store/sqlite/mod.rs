@@ -144,6 +144,14 @@ impl Drop for Store {
     }
 }
 
+/// What a write says when the file at `path` was removed or replaced under it.
+fn moved_error(path: &Path) -> anyhow::Error {
+    anyhow!(
+        "the database file {} was removed or replaced after memscope opened it, so nothing was written (a change would land in the old file's log, which the file now at that path would read as its own): start memscope again to open what is there now",
+        path.display()
+    )
+}
+
 /// The device and inode `path` names now, where the platform has them (`stat`: no descriptor).
 fn file_id(path: &Path) -> Option<(u64, u64)> {
     #[cfg(unix)]
@@ -744,10 +752,7 @@ impl Store {
 
     fn ensure_writable(&self) -> Result<()> {
         if self.file_moved() {
-            bail!(
-                "the database file {} was removed or replaced after memscope opened it, so nothing was written (a change would land in the old file's log, which the file now at that path would read as its own): start memscope again to open what is there now",
-                self.path.display()
-            );
+            return Err(moved_error(&self.path));
         }
         if self.read_only {
             bail!(
@@ -762,10 +767,21 @@ impl Store {
     /// sentence.
     fn begin(&mut self) -> Result<rusqlite::Transaction<'_>> {
         self.ensure_writable()?;
-        let path = self.path.display().to_string();
-        self.conn
+        let (file, opened) = (self.path.clone(), self.opened_file);
+        let path = file.display().to_string();
+        let tx = self
+            .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| locked_error(e, &path))
+            .map_err(|e| locked_error(e, &path))?;
+        // Asked again with the lock held: a write that waited for it may find the file gone —
+        // a refused import removes the file it made once it holds that lock itself
+        // ([`remove_made_file`]) — and must write nothing into a file no path names (found by
+        // an exploratory test: such a write was told `inserted` and lost).
+        if opened.is_some() && file_id(&file) != opened {
+            drop(tx);
+            return Err(moved_error(&file));
+        }
+        Ok(tx)
     }
 
     /// Takes the busy retries no commit has recorded yet and adds them to the metric inside
@@ -1036,6 +1052,77 @@ pub const DEFAULT_SETTINGS: &[(&str, &str)] = &[
     ("tombstone_safe_days", "30"),
     ("causal_clock", "0"),
 ];
+
+/// Removes the database file `path` and its journals, which a refused command made where no
+/// file was (README, "seq, alias, export / import") — unless another process wrote into it
+/// meanwhile: a write that waited for the refused command's lock commits once that rolls back
+/// (found by an exploratory test: the file went with a write whose client was told
+/// `inserted`). It looks and removes under the write lock, so nothing lands in between; a write
+/// that waited for that lock finds the file gone and writes nothing (`Store::begin`), and
+/// closing, SQLite leaves a removed file's log alone. Returns whether the file stays.
+pub fn remove_made_file(path: &Path) -> bool {
+    let remove = || {
+        // The database first: a connection that finds it gone neither checkpoints nor deletes
+        // the log by its name, which a new file at the path may own by then.
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            let _ = std::fs::remove_file(file);
+        }
+    };
+    let Ok(conn) = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        remove();
+        return false;
+    };
+    let locked = conn.busy_timeout(std::time::Duration::from_secs(5)).is_ok()
+        && conn.execute_batch("BEGIN IMMEDIATE").is_ok();
+    if !locked {
+        return true;
+    }
+    if made_file_untouched(&conn).unwrap_or(false) {
+        remove();
+        drop(conn);
+        return false;
+    }
+    true
+}
+
+/// Whether a database file holds only what a new one does: no memory, event, tombstone,
+/// pending item or logged read, and the default settings and aliases — or no schema at all.
+fn made_file_untouched(conn: &Connection) -> Result<bool> {
+    let schema: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'memories'",
+        [],
+        |r| r.get(0),
+    )?;
+    if schema == 0 {
+        return Ok(true);
+    }
+    let rows: i64 = conn.query_row(
+        "SELECT (SELECT count(*) FROM memories) + (SELECT count(*) FROM history)
+              + (SELECT count(*) FROM tombstones) + (SELECT count(*) FROM pending)
+              + (SELECT count(*) FROM reads)",
+        [],
+        |r| r.get(0),
+    )?;
+    let mut settings: Vec<(String, String)> =
+        pairs(conn, "SELECT key, value FROM settings ORDER BY key")?;
+    let mut defaults: Vec<(String, String)> = DEFAULT_SETTINGS
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    settings.sort();
+    defaults.sort();
+    let mut aliases: Vec<(String, String)> =
+        pairs(conn, "SELECT alias, canonical FROM predicate_aliases")?;
+    let mut default_aliases = default_aliases()?;
+    aliases.sort();
+    default_aliases.sort();
+    Ok(rows == 0 && settings == defaults && aliases == default_aliases)
+}
 
 /// The aliases every new database starts with (either backend): `assets/aliases.json`,
 /// normalized, as (alias, canonical) pairs.
