@@ -53,6 +53,10 @@ pub enum WriteDecision {
     },
 }
 
+/// What a write refused by a tombstone says to do, in the command line's words (the UI names
+/// its own keys instead: `tui::repair::outcome_words`).
+pub const RESTORE_BEFORE_WRITING: &str = "restore it with `memscope restore` before writing";
+
 /// The scopes an ambiguous write queues (README, "delete, restore, gc"): its candidates but
 /// those the identity is deleted in (`deleted`, their scopes as stored), so the queued item
 /// offers no deleted scope and keeps no words for one (found by an exploratory test: a delete of
@@ -201,7 +205,7 @@ impl WriteDecision {
     pub fn reason(&self) -> Option<String> {
         match self {
             WriteDecision::Reject { tombstone_version } => Some(format!(
-                "this identity was deleted (tombstone v{tombstone_version}); restore it with `memscope restore` before writing"
+                "this identity was deleted (tombstone v{tombstone_version}); {RESTORE_BEFORE_WRITING}"
             )),
             WriteDecision::Stale {
                 version,

@@ -130,7 +130,7 @@ impl Words {
     }
 
     fn read_with(cues: &Cues, raw: &str) -> Words {
-        let folded = fold(raw);
+        let folded = squeeze_spaces(fold(raw));
         let hits = cues.hits(&folded);
         let mut tokens = Vec::new();
         let mut start = None;
@@ -174,6 +174,46 @@ impl Words {
     pub fn folded(&self) -> &str {
         &self.folded
     }
+}
+
+/// Words as the cues are written: every run of white space (line breaks, tabs, two spaces) one
+/// space, and none between two Chinese characters, which Chinese writes without (found by an
+/// exploratory test: `this  repo`, `this⏎repo` and `这个 仓库` passed a cue their single-spaced
+/// form met). Words needing none of it come back as they are.
+fn squeeze_spaces(folded: String) -> String {
+    let cjk = |c: char| matches!(c, '\u{3400}'..='\u{4DBF}' | '\u{4E00}'..='\u{9FFF}');
+    let mut prev: Option<char> = None;
+    let mut changes = false;
+    let mut run = 0;
+    for c in folded.chars() {
+        if c.is_whitespace() {
+            run += 1;
+            changes |= c != ' ' || run > 1 || prev.is_none_or(cjk);
+        } else {
+            changes |= run > 0 && cjk(c);
+            run = 0;
+        }
+        prev = Some(c);
+    }
+    if !changes && run == 0 {
+        return folded;
+    }
+    let mut out = String::with_capacity(folded.len());
+    let mut last: Option<char> = None;
+    let mut space = false;
+    for c in folded.chars() {
+        if c.is_whitespace() {
+            space = true;
+            continue;
+        }
+        if space && last.is_some_and(|l| !(cjk(l) && cjk(c))) {
+            out.push(' ');
+        }
+        space = false;
+        out.push(c);
+        last = Some(c);
+    }
+    out
 }
 
 /// FNV-1a, for the short ids the guard looks up once per word of every global write (the
@@ -838,6 +878,26 @@ mod tests {
 
     fn repo(id: &str) -> Scope {
         Scope::Repo(id.into())
+    }
+
+    /// Line-wrapped or doubly spaced words meet the cues their single-spaced form meets.
+    #[test]
+    fn white_space_runs_and_spaces_inside_chinese_meet_the_cues() {
+        for (plain, spaced) in [
+            ("this repo uses yarn", "this  repo uses yarn"),
+            ("this repo uses yarn", "this\nrepo uses yarn"),
+            ("this repo uses yarn", " this \t repo\r\nuses yarn "),
+            ("这个仓库用 yarn", "这个 仓库用 yarn"),
+            ("这个仓库用 yarn", "这个\n仓库用\u{3000}yarn"),
+        ] {
+            let (a, b) = (Words::read(plain), Words::read(spaced));
+            assert!(!a.hits.is_empty(), "{plain:?} meets a cue");
+            assert_eq!(a.hits, b.hits, "{spaced:?}");
+            assert_eq!(a.folded, b.folded, "{spaced:?}");
+        }
+        // Words needing nothing stay as they are; a space between Latin words stays.
+        assert_eq!(squeeze_spaces("用 npm ci 吧".into()), "用 npm ci 吧");
+        assert_eq!(squeeze_spaces("a b".into()), "a b");
     }
 
     #[test]

@@ -372,6 +372,16 @@ fn rescope_refusal_words(r: &RescopeRefusal) -> String {
     }
 }
 
+/// A write outcome as the UI says it: the store's sentence, with the command that restores a
+/// deleted identity named by the keys that do it here (found by an exploratory test: a pending
+/// item resolved into a deleted scope told the UI's user to run `memscope restore`).
+pub fn outcome_words(o: &crate::model::WriteOutcome) -> String {
+    o.human().replace(
+        crate::store::decide::RESTORE_BEFORE_WRITING,
+        &format!("restore it first ({RESTORE})"),
+    )
+}
+
 /// One line for a write outcome in a toast: `inserted repo:legacy-dashboard v1 = npm`.
 pub fn outcome_text(o: &crate::model::WriteOutcome) -> String {
     let scope = o.scope.as_ref().map(|s| s.to_string()).unwrap_or_default();
@@ -480,5 +490,30 @@ mod tests {
             !said.contains("vacuumed") && !said.contains("WAL"),
             "{said}"
         );
+    }
+
+    /// A write refused by a tombstone — a pending item resolved into a deleted scope — names
+    /// the UI's key for restoring, not the command line's.
+    #[test]
+    fn a_refused_resolution_names_the_uis_restore_key() {
+        use crate::model::{OutcomeKind, OutcomeScope, Scope, WriteOutcome};
+        use crate::store::decide::WriteDecision;
+        let mut out = WriteOutcome::new(
+            OutcomeKind::Rejected,
+            "user:42",
+            "package_manager",
+            OutcomeScope::Exact(Scope::Repo("web".into())),
+        );
+        out.reason = WriteDecision::Reject {
+            tombstone_version: 2,
+        }
+        .reason();
+        let said = super::outcome_words(&out);
+        assert!(
+            said.contains("restore it first (u in tab 3, Tombstones)"),
+            "{said}"
+        );
+        assert!(!said.contains("memscope restore"), "{said}");
+        assert!(said.contains("tombstone v2"), "{said}");
     }
 }

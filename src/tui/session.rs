@@ -589,7 +589,7 @@ impl Session {
             Curation::Resolve { pending_id, scope } => {
                 // g/r/t pick among the candidates only.
                 let out = self.store.resolve_pending(*pending_id, scope, false)?;
-                format!("#{pending_id} → {scope}: {}", out.human())
+                format!("#{pending_id} → {scope}: {}", repair::outcome_words(&out))
             }
             Curation::Reject { pending_id } => {
                 self.store.reject_pending(*pending_id)?;

@@ -2208,7 +2208,11 @@ fn logged_reads_beside_concurrent_writes_agree_with_history_on_postgres() {
         if replayed == (read.scope.clone(), read.version, read.shadowed.clone()) {
             continue;
         }
-        let served = read.scope.iter().zip(read.version).map(|(s, v)| (s.clone(), v));
+        let served = read
+            .scope
+            .iter()
+            .zip(read.version)
+            .map(|(s, v)| (s.clone(), v));
         let shadowed = read.shadowed.iter().map(|l| {
             let (s, v) = l.rsplit_once("@v").unwrap();
             (s.to_string(), v.parse::<i64>().unwrap())
@@ -2223,5 +2227,9 @@ fn logged_reads_beside_concurrent_writes_agree_with_history_on_postgres() {
         }
     }
     eprintln!("{ties} of 80 reads share their millisecond with a write they did not see");
-    assert!(disagree.is_empty(), "{} of 80 disagree: {disagree:#?}", disagree.len());
+    assert!(
+        disagree.is_empty(),
+        "{} of 80 disagree: {disagree:#?}",
+        disagree.len()
+    );
 }
