@@ -746,15 +746,18 @@ impl Checker<'_> {
         let mut found: Vec<Vec<String>> = what.iter().map(|_| Vec::new()).collect();
         self.db.each(sql, &f.params(), &mut |r| {
             for (i, (prefix, rule)) in what.iter().enumerate() {
-                // A value that is not text at all is `type_problems`' to name.
-                let readable = r
+                // A value that is not text at all is `type_problems`' to name. Keys are read
+                // once, as every write path reads them (found by an exploratory test: a value
+                // naming a key twice, imported, passed).
+                let wrong = r
                     .text(4 + i)
-                    .is_none_or(|t| serde_json::from_str::<serde_json::Value>(t).is_ok());
-                let wrong = match (readable, rule, r.text(4 + i)) {
-                    (false, ..) => Some("holds text that is not readable JSON"),
-                    (true, Some(rule), Some(t)) => rule(t),
-                    _ => None,
-                };
+                    .and_then(|t| match crate::strict_json::from_str(t) {
+                        Ok(_) => rule.and_then(|rule| rule(t)),
+                        Err(e) if e.to_string().starts_with(crate::strict_json::DUPLICATE_KEY) => {
+                            Some("holds JSON that names a key twice, which no write stores")
+                        }
+                        Err(_) => Some("holds text that is not readable JSON"),
+                    });
                 if let Some(wrong) = wrong.filter(|_| found[i].len() < limit) {
                     // The label as SQL made it: NULL (shown empty) stays NULL with a prefix.
                     let label = if r.is_null(3) {

@@ -269,15 +269,38 @@ impl DumpReader {
         if let Some((end, _)) = self.end {
             bail!("line {line_no} follows the export's end line (line {end}): pass a file written by `memscope export`, one export a file — nothing was imported");
         }
-        let mut obj: Map<String, Value> = serde_json::from_str(line).map_err(|e| {
+        // Keys read once, as every write path reads them (found by an exploratory test: a
+        // line naming `agent` twice imported its last).
+        let parsed = crate::strict_json::from_str(line).and_then(|v| match v {
+            Value::Object(obj) => Ok(obj),
+            other => serde_json::from_value::<Map<String, Value>>(other),
+        });
+        let mut obj: Map<String, Value> = parsed.map_err(|e| {
             if e.is_eof() {
                 return anyhow!("line {line_no} of the import ends in the middle of a row: the file was cut short (a copy, a download or an `export > FILE` that stopped early) — nothing was imported; export the database again");
             }
             let (msg, column) = crate::model::json_error(&e, line);
             let at = column.map(|c| format!(", column {c},")).unwrap_or_default();
+            if msg.starts_with(crate::strict_json::DUPLICATE_KEY) {
+                return anyhow!("line {line_no}{at} of the import is a row in which {msg}, which memscope never writes — nothing was imported; pass a file written by `memscope export`");
+            }
             anyhow!("line {line_no}{at} of the import is not a JSON object ({msg}): pass a file written by `memscope export`")
         })?;
-        // The JSON columns are JSON text inside the line: their numbers are read when they are.
+        // The JSON columns are JSON text inside the line: their keys are read once, as the
+        // write path reads a value's (`{"a":1,"a":2}` is refused, not read as its last), and
+        // their numbers are read when they are.
+        for column in ["value", "detail", "shadowed", "candidates"] {
+            let Some(text) = obj.get(column).and_then(Value::as_str) else {
+                continue;
+            };
+            if let Err(e) = crate::strict_json::from_str(text) {
+                if e.to_string().starts_with(crate::strict_json::DUPLICATE_KEY) {
+                    bail!(
+                        "line {line_no} of the import: {column} holds JSON in which {e}: memscope never stores one (a write refuses it) — nothing was imported; pass a file written by `memscope export`"
+                    );
+                }
+            }
+        }
         let json_texts = ["value", "detail", "shadowed", "candidates"]
             .iter()
             .filter_map(|c| obj.get(*c).and_then(Value::as_str))

@@ -362,6 +362,55 @@ fn import_refuses_a_dump_that_would_break_an_invariant_on(dbs: &Databases) {
     assert!(dst.list(&[]).is_empty());
     assert!(dst.pending(true).is_empty());
 
+    // A key named twice — in a line, or in a value's JSON text — is refused, as every write
+    // refuses it (found by an exploratory test: both imported, the last key read).
+    let lines: Vec<&str> = text.lines().collect();
+    let read_twice = |pick: &dyn Fn(&str) -> bool, edit: &dyn Fn(&str) -> String, name: &str| {
+        let edited: Vec<String> = lines
+            .iter()
+            .map(|l| if pick(l) { edit(l) } else { l.to_string() })
+            .collect();
+        assert_ne!(edited, lines, "{name}: the edit applies");
+        let dump = src.sibling(name);
+        std::fs::write(&dump, edited.join("\n")).unwrap();
+        dst.run(&["import", dump.to_str().unwrap()])
+            .fails_with(1, &["names the key", "twice", "nothing was imported"]);
+        assert!(dst.list(&[]).is_empty());
+    };
+    read_twice(
+        &|l| l.contains("\"table\":\"settings\"") && l.contains("retention_days"),
+        &|l| l.replacen("{", "{\"key\":\"retention_days\",", 1),
+        "line-twice.jsonl",
+    );
+    read_twice(
+        &|l| {
+            (l.contains("\"table\":\"memories\"") || l.contains("\"table\":\"history\""))
+                && l.contains("\"value\":\"\\\"npm\\\"\"")
+        },
+        &|l| {
+            l.replace(
+                "\"value\":\"\\\"npm\\\"\"",
+                "\"value\":\"{\\\"a\\\":1,\\\"a\\\":2}\"",
+            )
+        },
+        "value-twice.jsonl",
+    );
+    // And `check` names such a value where a raw client stored it.
+    let raw = dbs.fresh();
+    if !raw.is_postgres() {
+        raw.write("user:42", "package_manager", "npm", "global", "thread:1");
+        raw.sql_through_purge_gate(
+            "UPDATE memories SET value = '{\"a\":1,\"a\":2}'; UPDATE history SET value = '{\"a\":1,\"a\":2}'",
+        )
+        .unwrap();
+        let (code, report) = raw.check();
+        assert_eq!(code, 1, "{report:#}");
+        assert!(
+            report.to_string().contains("names a key twice"),
+            "{report:#}"
+        );
+    }
+
     // Not an export at all.
     let junk = src.sibling("junk.jsonl");
     std::fs::write(&junk, "{\"subject\": \"user:42\"}\n").unwrap();
