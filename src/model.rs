@@ -502,9 +502,7 @@ fn wrong_field_type(line: &str) -> Option<String> {
         Ok(Value::Object(map)) => map,
         // A key named twice is said as such, whichever of its values has the wrong type
         // (found by review: the type error hid the doubled key).
-        Err(e) if e.to_string().starts_with(crate::strict_json::DUPLICATE_KEY) => {
-            return Some(json_error(&e, line).0)
-        }
+        Err(e) if crate::strict_json::is_duplicate_key(&e) => return Some(json_error(&e, line).0),
         _ => return None,
     };
     // `causal_seq` and `context` say their own (their deserializers name them).

@@ -28,6 +28,11 @@ pub fn value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
 /// The start of the sentence a doubled key gets: callers match on it for their advice.
 pub const DUPLICATE_KEY: &str = "an object names the key";
 
+/// Whether `e` is the refusal of an object naming a key twice ([`DUPLICATE_KEY`]).
+pub fn is_duplicate_key(e: &serde_json::Error) -> bool {
+    e.to_string().starts_with(DUPLICATE_KEY)
+}
+
 /// Parses `text` as one JSON value (white space around it allowed), keys read once.
 pub fn from_str(text: &str) -> serde_json::Result<Value> {
     serde_json::from_str::<Strict>(text).map(|s| s.0)

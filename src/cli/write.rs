@@ -73,7 +73,7 @@ pub fn write(open: impl FnOnce() -> Result<AnyStore>, a: WriteArgs) -> Result<i3
                 if e.to_string().starts_with("number out of range") {
                     return usage(format!("--value-json: {}", crate::model::OUT_OF_RANGE));
                 }
-                if e.to_string().starts_with(crate::strict_json::DUPLICATE_KEY) {
+                if crate::strict_json::is_duplicate_key(&e) {
                     return usage(format!(
                         "--value-json: {e}: name each key of an object once, with the value meant"
                     ));

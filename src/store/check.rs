@@ -753,7 +753,7 @@ impl Checker<'_> {
                     .text(4 + i)
                     .and_then(|t| match crate::strict_json::from_str(t) {
                         Ok(_) => rule.and_then(|rule| rule(t)),
-                        Err(e) if e.to_string().starts_with(crate::strict_json::DUPLICATE_KEY) => {
+                        Err(e) if crate::strict_json::is_duplicate_key(&e) => {
                             Some("holds JSON that names a key twice, which no write stores")
                         }
                         Err(_) => Some("holds text that is not readable JSON"),

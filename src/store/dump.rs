@@ -281,32 +281,27 @@ impl DumpReader {
             }
             let (msg, column) = crate::model::json_error(&e, line);
             let at = column.map(|c| format!(", column {c},")).unwrap_or_default();
-            if msg.starts_with(crate::strict_json::DUPLICATE_KEY) {
+            if crate::strict_json::is_duplicate_key(&e) {
                 return anyhow!("line {line_no}{at} of the import is a row in which {msg}, which memscope never writes — nothing was imported; pass a file written by `memscope export`");
             }
             anyhow!("line {line_no}{at} of the import is not a JSON object ({msg}): pass a file written by `memscope export`")
         })?;
-        // The JSON columns are JSON text inside the line: their keys are read once, as the
-        // write path reads a value's (`{"a":1,"a":2}` is refused, not read as its last), and
-        // their numbers are read when they are.
+        // The JSON columns are JSON text inside the line, read once each: their keys once, as
+        // the write path reads a value's (`{"a":1,"a":2}` is refused, not read as its last),
+        // and their numbers as they are. Text that does not read is the field rules' to name.
+        let mut json_texts = Vec::new();
         for column in ["value", "detail", "shadowed", "candidates"] {
             let Some(text) = obj.get(column).and_then(Value::as_str) else {
                 continue;
             };
-            if let Err(e) = crate::strict_json::from_str(text) {
-                if e.to_string().starts_with(crate::strict_json::DUPLICATE_KEY) {
-                    bail!(
-                        "line {line_no} of the import: {column} holds JSON in which {e}: memscope never stores one (a write refuses it) — nothing was imported; pass a file written by `memscope export`"
-                    );
-                }
+            match crate::strict_json::from_str(text) {
+                Ok(v) if crate::model::has_float(&v) => json_texts.push(text),
+                Err(e) if crate::strict_json::is_duplicate_key(&e) => bail!(
+                    "line {line_no} of the import: {column} holds JSON in which {e}: memscope never stores one (a write refuses it) — nothing was imported; pass a file written by `memscope export`"
+                ),
+                _ => {}
             }
         }
-        let json_texts = ["value", "detail", "shadowed", "candidates"]
-            .iter()
-            .filter_map(|c| obj.get(*c).and_then(Value::as_str))
-            .filter(|t| {
-                serde_json::from_str::<Value>(t).is_ok_and(|v| crate::model::has_float(&v))
-            });
         let line_floats = obj.values().any(crate::model::has_float).then_some(line);
         for text in line_floats.into_iter().chain(json_texts) {
             if let Some((_, literal)) = crate::model::inexact_number(text.as_bytes()) {

@@ -768,11 +768,10 @@ impl Store {
     fn begin(&mut self) -> Result<rusqlite::Transaction<'_>> {
         self.ensure_writable()?;
         let (file, opened) = (self.path.clone(), self.opened_file);
-        let path = file.display().to_string();
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| locked_error(e, &path))?;
+            .map_err(|e| locked_error(e, &file.display().to_string()))?;
         // Asked again with the lock held: a write that waited for it may find the file gone —
         // a refused import removes the file it made once it holds that lock itself
         // ([`remove_made_file`]) — and must write nothing into a file no path names (found by
@@ -1108,19 +1107,19 @@ fn made_file_untouched(conn: &Connection) -> Result<bool> {
         [],
         |r| r.get(0),
     )?;
-    let mut settings: Vec<(String, String)> =
-        pairs(conn, "SELECT key, value FROM settings ORDER BY key")?;
-    let mut defaults: Vec<(String, String)> = DEFAULT_SETTINGS
+    use std::collections::BTreeSet;
+    let settings: BTreeSet<(String, String)> = pairs(conn, "SELECT key, value FROM settings")?
+        .into_iter()
+        .collect();
+    let defaults: BTreeSet<(String, String)> = DEFAULT_SETTINGS
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    settings.sort();
-    defaults.sort();
-    let mut aliases: Vec<(String, String)> =
-        pairs(conn, "SELECT alias, canonical FROM predicate_aliases")?;
-    let mut default_aliases = default_aliases()?;
-    aliases.sort();
-    default_aliases.sort();
+    let aliases: BTreeSet<(String, String)> =
+        pairs(conn, "SELECT alias, canonical FROM predicate_aliases")?
+            .into_iter()
+            .collect();
+    let default_aliases: BTreeSet<(String, String)> = default_aliases()?.into_iter().collect();
     Ok(rows == 0 && settings == defaults && aliases == default_aliases)
 }
 
