@@ -2129,6 +2129,9 @@ fn logged_reads_beside_concurrent_writes_agree_with_history_on_postgres() {
     let Some(server) = server() else { return };
     let (db, mut raw) = FreshDb::prepared(&server);
     let address = db.address();
+    // What each reader was told, in order.
+    type Served = (Option<String>, Option<i64>, Vec<String>);
+    let told: std::sync::Mutex<[Vec<Served>; 2]> = Default::default();
     std::thread::scope(|s| {
         for (w, scope) in [(0, "global"), (1, "repo:x"), (2, "global")] {
             let address = address.clone();
@@ -2150,10 +2153,11 @@ fn logged_reads_beside_concurrent_writes_agree_with_history_on_postgres() {
         }
         for r in 0..2 {
             let address = address.clone();
+            let told = &told;
             s.spawn(move || {
                 let mut store = PgStore::open(&address).unwrap();
                 for _ in 0..40 {
-                    store
+                    let got = store
                         .resolve_logged(
                             "user:1",
                             "package_manager",
@@ -2163,6 +2167,11 @@ fn logged_reads_beside_concurrent_writes_agree_with_history_on_postgres() {
                             None,
                         )
                         .unwrap();
+                    told.lock().unwrap()[r].push((
+                        got.scope.clone(),
+                        got.version,
+                        memscope::store::decide::shadowed_labels(&got),
+                    ));
                 }
             });
         }
@@ -2172,6 +2181,20 @@ fn logged_reads_beside_concurrent_writes_agree_with_history_on_postgres() {
         .reads(&memscope::store::ReadFilter::default())
         .unwrap();
     assert_eq!(reads.len(), 80);
+    // The log holds what each reader was told, read by read.
+    let told = told.into_inner().unwrap();
+    for (r, served) in told.iter().enumerate() {
+        let mut logged: Vec<&memscope::model::ReadRecord> = reads
+            .iter()
+            .filter(|x| x.agent.as_deref() == Some(format!("reader {r}").as_str()))
+            .collect();
+        logged.sort_by_key(|x| x.id);
+        let logged: Vec<Served> = logged
+            .iter()
+            .map(|x| (x.scope.clone(), x.version, x.shadowed.clone()))
+            .collect();
+        assert_eq!(&logged, served, "reader {r}: the log is what it was told");
+    }
     // When each version was set, to the millisecond, as reads are dated.
     let set_at: std::collections::BTreeMap<(String, i64), String> = raw
         .query(
