@@ -191,3 +191,145 @@ fn the_incident_loop_on_postgres_answers_as_on_sqlite() {
     assert_eq!(runs[0][6]["value"], json!("pnpm"), "{}", runs[0][6]);
     assert_eq!(runs[0][7]["value"], json!("npm"), "{}", runs[0][7]);
 }
+
+/// Runs `op` while a foreign session holds `memories`' row of `scope` (user:42 ·
+/// package_manager) for 400 ms, so a statement in the middle of `op` waits for it.
+fn while_a_row_is_held<T>(db: &FreshDb, scope: &str, op: impl FnOnce() -> T) -> T {
+    let (held, wait) = std::sync::mpsc::channel();
+    let url = db.url.clone();
+    let scope = scope.to_string();
+    let holder = std::thread::spawn(move || {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let mut tx = client.transaction().unwrap();
+        let rows = tx
+            .execute(
+                "SELECT 1 FROM memories WHERE subject = 'user:42' AND scope = $1 FOR UPDATE",
+                &[&scope],
+            )
+            .unwrap();
+        assert_eq!(rows, 1, "the row to hold exists");
+        held.send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        tx.rollback().unwrap();
+    });
+    wait.recv().unwrap();
+    let out = op();
+    holder.join().unwrap();
+    out
+}
+
+/// Found by an exploratory test: PostgreSQL stamped each statement of one operation with its own
+/// time, so a rescope's events (or a delete's end of the live interval, its `deleted` event and
+/// its tombstone) were milliseconds apart, and `resolve --at` inside that gap showed a move half
+/// done. Every row one operation writes carries the time taken after its locks, as on SQLite —
+/// here even when a statement in its middle waits 400 ms on another session's row lock.
+#[test]
+fn one_rescope_or_delete_carries_one_time_while_a_statement_waits_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Create).unwrap();
+    store.set_user_setting("scope_guard", "off").unwrap();
+    for (value, source) in [
+        ("pnpm", "thread:17/message:86"),
+        ("npm", "thread:23/message:14"),
+    ] {
+        store
+            .write(&req(
+                "user:42",
+                "package_manager",
+                json!(value),
+                "global",
+                source,
+            ))
+            .unwrap();
+    }
+    let stamps = |raw: &mut postgres::Client, after: i64| -> Vec<(String, String, String)> {
+        raw.query(
+            "SELECT event, scope, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US')
+             FROM history WHERE id > $1 ORDER BY id",
+            &[&after],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect()
+    };
+    let last_id = |raw: &mut postgres::Client| -> i64 {
+        raw.query_one("SELECT coalesce(max(id), 0) FROM history", &[])
+            .unwrap()
+            .get(0)
+    };
+
+    // The rescope writes into the repository, then waits to put the global row back.
+    let before = last_id(&mut raw);
+    while_a_row_is_held(&db, "global", || {
+        store
+            .rescope(
+                "user:42",
+                "package_manager",
+                &Scope::parse("global").unwrap(),
+                &Scope::parse("repo:legacy-dashboard").unwrap(),
+            )
+            .unwrap()
+    });
+    let events = stamps(&mut raw, before);
+    let scopes: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+    assert!(
+        scopes.contains(&"global") && scopes.contains(&"repo:legacy-dashboard"),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().all(|e| e.2 == events[0].2),
+        "one rescope, one time: {events:#?}"
+    );
+    let record_times: Vec<String> = raw
+        .query(
+            "SELECT to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US')
+             FROM memories ORDER BY scope",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(record_times, vec![events[0].2.clone(); 2], "{events:#?}");
+
+    // The delete logs its `deleted` event, then waits to remove the record, then tombstones it.
+    let before = last_id(&mut raw);
+    let moved = memscope::model::DeleteTarget::Identity(Identity {
+        subject: "user:42".into(),
+        predicate: "package_manager".into(),
+        scope: Scope::parse("repo:legacy-dashboard").unwrap(),
+    });
+    while_a_row_is_held(&db, "repo:legacy-dashboard", || {
+        store.delete(&moved, None).unwrap()
+    });
+    let events = stamps(&mut raw, before);
+    assert_eq!(events.len(), 1, "{events:?}");
+    let deleted_at: String = raw
+        .query_one(
+            "SELECT to_char(deleted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US')
+             FROM tombstones",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(deleted_at, events[0].2, "the tombstone and its event");
+    let detail: String = raw
+        .query_one("SELECT detail FROM history WHERE event = 'deleted'", &[])
+        .unwrap()
+        .get(0);
+    let detail: Value = serde_json::from_str(&detail).unwrap();
+    let end = detail["live_intervals"]
+        .as_array()
+        .and_then(|i| i.last())
+        .map(|i| i[1].as_str().unwrap().trim_end_matches('Z').to_string())
+        .unwrap();
+    assert_eq!(
+        format!("{end}000"),
+        events[0].2,
+        "the live interval ends as the identity is deleted: {detail}"
+    );
+    let report = store.check(IntegrityMode::Quick).unwrap();
+    assert!(report.ok, "{:?}", report.violations);
+}

@@ -283,7 +283,7 @@ impl PgStore {
                 predicate: canonical_predicate(t, &id.predicate)?,
                 scope: spelled_scope(t, &id.scope, false)?,
             };
-            lock(t, &id)?;
+            super::store::lock_and_stamp(t, &id)?;
             revert_in_tx(t, &id, to_version, false, json!({}))
         };
         if commit {
@@ -352,7 +352,7 @@ impl PgStore {
                 (&to_id, &from_id)
             };
             lock(t, first)?;
-            lock(t, second)?;
+            super::store::lock_and_stamp(t, second)?;
             let (from_version, value, source, raw, causal_seq) =
                 current(t, &from_id)?.ok_or_else(|| incident::rescope_nothing_to_move(&from_id))?;
             if let Some(v) = tombstone(t, &to_id)? {

@@ -13,13 +13,15 @@ use postgres::{Client, Transaction};
 /// an index, as SQLite schema 6 does; 8 lets only memscope's roles move the clock; 9 indexes
 /// the repeats by a digest of the source, so a long source is no longer refused; 10 indexes the
 /// read log by digests of the subject and predicate, so a read of a long name is logged; 11
-/// indexes the places the scope guard cannot find by a token of the words).
-pub const SCHEMA_VERSION: i64 = 13;
+/// indexes the places the scope guard cannot find by a token of the words; 12 keeps the clock's
+/// last numbers for writes without their own; 13 indexes the rare events `gc` looks for; 14
+/// stamps every row of one operation with one time, taken after its locks).
+pub const SCHEMA_VERSION: i64 = 14;
 
 /// Migration `i` takes a database from version `i` to `i + 1`.
 pub type Migration = &'static str;
 
-pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13];
+pub const MIGRATIONS: &[Migration] = &[V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14];
 
 /// The tables memscope creates: a database holding any of them without `memscope_schema` is
 /// not memscope's, and is refused.
@@ -756,6 +758,33 @@ const V11: &str = concat!(
 /// a number). memscope's write path judges the number before it looks (`brought_refusal`), so
 /// the refusal here is only ever met by SQL; `import`, which restores a dump's clock up to
 /// 2^53, sets the sequence itself.
+/// v14: one time for one operation (docs/SCHEMA.md, schema 14). `memscope_now()` read the
+/// server's clock at each call, so the statements of one transaction stamped their rows with
+/// times milliseconds apart (found by an exploratory test): a rescope's events at its two
+/// scopes, or a delete's `deleted` event and its tombstone, and `resolve --at` inside the gap
+/// showed a move half done. `memscope_stamp()` takes the time once — memscope calls it right
+/// after an operation's identity locks (`store::lock_and_stamp`) — and `memscope_now()` returns
+/// it for the rest of the transaction, as SQLite's one time per transaction. A write without a
+/// stamp (the write path's own statement, `apply`'s batch) reads the clock as before, after
+/// the locks its look took: a stamp taken before a later lock could date a row before the write
+/// it waited for.
+const V14: &str = r#"
+SELECT set_config('search_path', quote_ident(current_schema()) || ', pg_temp', true);
+
+CREATE OR REPLACE FUNCTION memscope_now() RETURNS timestamptz
+LANGUAGE sql VOLATILE PARALLEL SAFE AS $$
+    SELECT coalesce(nullif(current_setting('memscope.stamp', true), '')::timestamptz,
+                    nullif(current_setting('memscope.now', true), '')::timestamptz, clock_timestamp())
+$$;
+
+CREATE OR REPLACE FUNCTION memscope_stamp() RETURNS timestamptz
+LANGUAGE sql VOLATILE AS $$
+    SELECT set_config('memscope.stamp',
+        coalesce(nullif(current_setting('memscope.now', true), '')::timestamptz,
+                 clock_timestamp())::timestamptz(3)::text, true)::timestamptz
+$$;
+"#;
+
 /// v13: SQLite schema 8's indexes of the rare events `gc`, `check` and `import` look for in the
 /// whole history, so a `gc` of a million-event history reads none of the rest (0.5 s → 13 ms).
 const V13: &str = r#"

@@ -297,6 +297,21 @@ pub(super) fn identity_row(
 
 /// The causal clock's value, the last number handed out, as it stands for every reader
 /// ([`crate::model::clock_as_it_stands`]: never past 2^53, where the sequence may be).
+/// Takes `id`'s lock, then the time every row the transaction writes from here on carries
+/// (`memscope_stamp`, schema 14: one time for one operation, as on SQLite), returned as
+/// history's time text. Called after the operation's last lock: a row written after a later
+/// lock must not be dated before the write that lock waited for.
+pub(super) fn lock_and_stamp(t: &mut Tx<'_>, id: &Identity) -> Result<String> {
+    let scope = id.scope.to_string();
+    // The lock in a subquery the planner keeps (it is volatile), so it is taken first.
+    Ok(t.one(
+        "SELECT to_char(memscope_stamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')
+         FROM (SELECT memscope_identity_lock($1, $2, $3)) l",
+        &[&id.subject, &id.predicate, &scope],
+    )?
+    .get(0))
+}
+
 pub(super) fn clock_now(t: &mut Tx<'_>) -> Result<i64> {
     Ok(crate::model::clock_as_it_stands(
         t.one("SELECT memscope_clock_current()", &[])?.get(0),
@@ -1118,6 +1133,7 @@ impl PgStore {
                 item.raw.clone(),
                 resolution_seq(&item),
             )?;
+            lock_and_stamp(t, &id)?;
             let mut out = write_in_tx(t, &prepared)?;
             out.pending_id = Some(pending_id);
             if crate::store::prepared::stays_open(&mut out, pending_id, &scope) {
@@ -1206,11 +1222,7 @@ impl PgStore {
                 predicate: canonical_predicate(t, &id.predicate)?,
                 scope: spelled_scope(t, &id.scope, false)?,
             };
-            let scope = id.scope.to_string();
-            t.exec(
-                "SELECT memscope_identity_lock($1, $2, $3)",
-                &[&id.subject, &id.predicate, &scope],
-            )?;
+            lock_and_stamp(t, &id)?;
             let Some(r) = identity_row(
                 t,
                 "tombstones",
@@ -1541,10 +1553,7 @@ fn delete_in_tx(
     let mut moved_notes = 0;
     for id in &ids {
         let scope = id.scope.to_string();
-        t.exec(
-            "SELECT memscope_identity_lock($1, $2, $3)",
-            &[&id.subject, &id.predicate, &scope],
-        )?;
+        let now = lock_and_stamp(t, id)?;
         let naming = pending_naming(t, &id.subject, &id.predicate, &scope)?;
         // Copies a rescope left elsewhere go even when the identity itself was deleted before
         // (by a release that left them), as on SQLite.
@@ -1589,12 +1598,6 @@ fn delete_in_tx(
             .map(|r| (r.get(0), r.get(1)))
             .collect())
         };
-        let now: String = t
-            .one(
-                "SELECT to_char(memscope_now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')",
-                &[],
-            )?
-            .get(0);
         let intervals = crate::store::events::live_intervals(at(t)?, &now);
         let detail =
             json!({ "reason": reason, "purged_versions": purged, "live_intervals": intervals });
