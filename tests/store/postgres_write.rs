@@ -1528,16 +1528,8 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
     );
 }
 
-/// A connection the server closes under a long-lived store (an MCP server's) is opened again
-/// for the next call: the call that met the cut fails with a sentence, the next one works.
-#[test]
-fn a_store_reconnects_after_the_server_closed_its_connection() {
-    let Some(server) = server() else { return };
-    let (db, mut raw) = FreshDb::prepared(&server);
-    let mut store = PgStore::open(&db.address()).unwrap();
-    store
-        .write(&req("user:1", "editor", json!("vim"), "global", "t:1"))
-        .unwrap();
+/// Ends every other session of the database and waits until they are gone.
+fn end_other_sessions(raw: &mut postgres::Client) {
     raw.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
          WHERE datname = current_database() AND pid <> pg_backend_pid()",
@@ -1555,16 +1547,88 @@ fn a_store_reconnects_after_the_server_closed_its_connection() {
             .unwrap()
             .get(0);
         if others == 0 {
-            break;
+            return;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    let cut = store.write(&req("user:1", "editor", json!("helix"), "global", "t:2"));
+    panic!("the other sessions did not end");
+}
+
+/// Ends the session of the database that waits for a lock, once one does.
+fn end_the_waiting_session(raw: &mut postgres::Client) {
+    for _ in 0..1000 {
+        let ended = raw
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .unwrap();
+        if !ended.is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("no session came to wait for the lock");
+}
+
+/// A foreign session's transaction holding `subject`'s records.
+fn holding<'a>(client: &'a mut postgres::Client, subject: &str) -> postgres::Transaction<'a> {
+    let mut tx = client.transaction().unwrap();
+    tx.execute(
+        "SELECT 1 FROM memories WHERE subject = $1 FOR UPDATE",
+        &[&subject],
+    )
+    .unwrap();
+    tx
+}
+
+/// A connection the server closed under a long-lived store (an MCP server's) while it was idle
+/// — a restart, an administrator, an idle timeout — is opened again by the next call, which
+/// runs on it: nothing of it had reached the server (found by an exploratory test: that call
+/// failed, a read saying a write might have landed). A call cut in the middle of its
+/// transaction fails with one sentence saying the server rolled it back, stores nothing, and
+/// the next call works.
+#[test]
+fn a_store_reconnects_after_the_server_closed_its_connection() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    store
+        .write(&req("user:1", "editor", json!("vim"), "global", "t:1"))
+        .unwrap();
+    end_other_sessions(&mut raw);
+    let out = store
+        .write(&req("user:1", "editor", json!("helix 🧬"), "global", "t:2"))
+        .expect("a write after an idle cut runs on a new connection");
+    assert!(matches!(out.outcome, OutcomeKind::Superseded), "{out:?}");
+    end_other_sessions(&mut raw);
+    let r = store
+        .resolve("user:1", "editor", None, None)
+        .expect("a read after an idle cut runs on a new connection");
+    assert_eq!(r.value, Some(json!("helix 🧬")));
+
+    // Cut while it waits for a row another session holds.
+    let events = |raw: &mut postgres::Client| -> i64 {
+        raw.query_one("SELECT count(*) FROM history", &[])
+            .unwrap()
+            .get(0)
+    };
+    let before = events(&mut raw);
+    let mut locker = db.client();
+    let held = holding(&mut locker, "user:1");
+    let cut = std::thread::scope(|s| {
+        s.spawn(|| end_the_waiting_session(&mut raw));
+        store.write(&req("user:1", "editor", json!("emacs 🐃"), "global", "t:3"))
+    });
+    held.rollback().unwrap();
     let said = format!("{:#}", cut.expect_err("the cut connection fails the call"));
-    assert!(
-        said.contains("was lost") && said.contains("run it again"),
-        "{said}"
+    crate::support::assert_one_sentence(
+        &said,
+        &["was lost", "rolled that transaction back", "run it again"],
     );
+    assert!(!said.contains("may or may not"), "{said}");
+    assert_eq!(events(&mut raw), before, "the cut write stored nothing");
     let out = store
         .write(&req("user:1", "editor", json!("emacs 🐃"), "global", "t:3"))
         .unwrap();
@@ -1573,46 +1637,63 @@ fn a_store_reconnects_after_the_server_closed_its_connection() {
     assert_eq!(r.value, Some(json!("emacs 🐃")));
 }
 
-/// The same cut under an MCP server: the agent is told its `remember` may or may not have
-/// been stored (never "nothing was written": the commit may have landed), and the next call
-/// works on a new connection.
+/// The same under an MCP server: after the server ended its idle connection, `remember` and
+/// `recall` work on a new one; a `remember` cut while it waits for a lock tells the agent its
+/// transaction was rolled back (never that it may have landed, which it cannot have), and the
+/// next call works.
 #[test]
-fn an_mcp_server_says_a_cut_call_may_have_landed_on_postgres() {
+fn an_mcp_server_reconnects_and_says_a_cut_call_was_rolled_back_on_postgres() {
     use crate::support::mcp_session::{tool_text, RawSession};
     let Some(server) = server() else { return };
     let (db, mut raw) = FreshDb::prepared(&server);
     let mut mcp = RawSession::serve(&db.url, &["--subject", "user:42", "--repo", "shop"]);
-    let remember = |mcp: &mut RawSession, id: i64, value: &str| {
-        mcp.request(
-            id,
-            "tools/call",
-            json!({"name": "remember", "arguments": {
+    let remember = |value: &str, id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "remember", "arguments": {
                 "predicate": "test_runner", "value": value, "scope": "repo",
-                "source": format!("mcp:{id}")}}),
-        )
+                "source": format!("mcp:{id}")}}})
     };
-    let first = remember(&mut mcp, 2, "vitest");
+    let call = |mcp: &mut RawSession, msg: Value| {
+        let id = msg["id"].as_i64().unwrap();
+        mcp.send(msg);
+        mcp.until_id(id).0
+    };
+    let first = call(&mut mcp, remember("vitest", 2));
     assert_eq!(first["result"]["isError"], false, "{first}");
-    raw.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE datname = current_database() AND pid <> pg_backend_pid()",
-        &[],
-    )
-    .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let cut = remember(&mut mcp, 3, "jest 🃏");
-    assert_eq!(cut["result"]["isError"], true, "{cut}");
-    let said = tool_text(&cut);
-    assert!(
-        said.contains("may or may not have been committed") && said.contains("run it again"),
-        "{said}"
-    );
-    assert!(!said.contains("nothing was written"), "{said}");
-    let next = remember(&mut mcp, 4, "jest 🃏");
+    end_other_sessions(&mut raw);
+    let next = call(&mut mcp, remember("jest 🃏", 3));
     assert_eq!(next["result"]["isError"], false, "{next}");
     assert_eq!(
         next["result"]["structuredContent"]["outcome"], "superseded",
         "{next}"
+    );
+    end_other_sessions(&mut raw);
+    let recall = call(
+        &mut mcp,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "recall", "arguments": {"predicate": "test_runner"}}}),
+    );
+    assert_eq!(recall["result"]["isError"], false, "{recall}");
+    assert!(tool_text(&recall).contains("jest 🃏"), "{recall}");
+
+    let mut locker = db.client();
+    let held = holding(&mut locker, "user:42");
+    mcp.send(remember("mocha ☕", 5));
+    end_the_waiting_session(&mut raw);
+    let cut = mcp.until_id(5).0;
+    held.rollback().unwrap();
+    assert_eq!(cut["result"]["isError"], true, "{cut}");
+    let said = tool_text(&cut);
+    assert!(
+        said.contains("rolled that transaction back") && said.contains("run it again"),
+        "{said}"
+    );
+    assert!(!said.contains("may or may not"), "{said}");
+    let last = call(&mut mcp, remember("mocha ☕", 6));
+    assert_eq!(last["result"]["isError"], false, "{last}");
+    assert_eq!(
+        last["result"]["structuredContent"]["outcome"], "superseded",
+        "{last}"
     );
 }
 

@@ -326,6 +326,8 @@ pub(super) enum Call {
     Read,
     /// It commits what it wrote.
     Write,
+    /// It wrote in a transaction whose COMMIT was never sent: the server rolled it back.
+    Uncommitted,
 }
 
 /// A refusal of the server as one sentence naming the database and what to do; `call` says
@@ -354,6 +356,10 @@ fn explain_waited(
             ))),
             Call::Read => anyhow!(
                 "the connection to PostgreSQL at {} was lost ({cause}): this call only reads, so nothing was written — run it again; the next call connects again",
+                address.describe()
+            ),
+            Call::Uncommitted => anyhow!(
+                "the connection to PostgreSQL at {} was lost ({cause}) before this call's open transaction committed, so the server rolled that transaction back and nothing of it was stored — run it again; the next call connects again",
                 address.describe()
             ),
         };
@@ -463,6 +469,16 @@ fn connection_lost(e: &anyhow::Error) -> bool {
     pg.is_some_and(|p| p.is_closed())
         || io
         || db.is_some_and(|d| d.severity() == "FATAL" || *d.code() == SqlState::ADMIN_SHUTDOWN)
+}
+
+/// A BEGIN that found the connection lost: nothing of the call reached the server.
+#[derive(Debug)]
+struct LostAtBegin;
+
+impl std::fmt::Display for LostAtBegin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the connection was lost before the call began")
+    }
 }
 
 /// Whether the server aborted the transaction for a reason that a second run may not meet.
@@ -704,22 +720,28 @@ impl PgStore {
     /// may or may not have landed.
     pub(super) fn connection(&mut self) -> Result<&mut Client> {
         if self.client.is_closed() {
-            self.client = self.address.connect().map_err(|e| {
-                anyhow!(
-                    "the connection to PostgreSQL at {} was lost, and connecting again failed — {e:#}",
-                    self.address.describe()
-                )
-            })?;
-            self.statements.clear();
-            self.reconnects += 1;
-            if matches!(self.clock, Clock::Fixed(_)) {
-                apply_clock(&mut self.client, self.clock)?;
-            }
-            if let Some(timeout) = self.session_lock_wait() {
-                apply_lock_timeout(&mut self.client, timeout)?;
-            }
+            self.reopen()?;
         }
         Ok(&mut self.client)
+    }
+
+    /// Opens the connection again, with the session settings memscope gave the last one.
+    fn reopen(&mut self) -> Result<()> {
+        self.client = self.address.connect().map_err(|e| {
+            anyhow!(
+                "the connection to PostgreSQL at {} was lost, and connecting again failed — {e:#}",
+                self.address.describe()
+            )
+        })?;
+        self.statements.clear();
+        self.reconnects += 1;
+        if matches!(self.clock, Clock::Fixed(_)) {
+            apply_clock(&mut self.client, self.clock)?;
+        }
+        if let Some(timeout) = self.session_lock_wait() {
+            apply_lock_timeout(&mut self.client, timeout)?;
+        }
+        Ok(())
     }
 
     /// Whether the server closed the connection (the next call opens it again).
@@ -761,10 +783,20 @@ impl PgStore {
         mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         self.connection()?;
-        let out = body(&mut Tx {
+        let mut out = body(&mut Tx {
             conn: Conn::Auto(&mut self.client),
             statements: &mut self.statements,
         });
+        // A connection the server closed while it was idle (a restart, an administrator, an
+        // idle timeout) is found by the call's first statement: a read runs again, once, on a
+        // new one (found by an exploratory test: an MCP `recall` failed after the server had
+        // ended its idle connection).
+        if call == Call::Read && out.as_ref().is_err_and(connection_lost) && self.reopen().is_ok() {
+            out = body(&mut Tx {
+                conn: Conn::Auto(&mut self.client),
+                statements: &mut self.statements,
+            });
+        }
         out.map_err(|e| self.failed(e, call))
     }
 
@@ -811,23 +843,62 @@ impl PgStore {
         mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         self.connection()?;
+        match self.run_tx_once(commit, &mut body) {
+            // The server closed the connection while it was idle (a restart, an administrator,
+            // an idle timeout): nothing of this call reached it, so it runs on a new
+            // connection, once (see `statements_as`).
+            Err(e) if e.is::<LostAtBegin>() => {
+                self.reopen()?;
+                self.run_tx_once(commit, body)
+            }
+            done => done,
+        }
+        .map_err(|e| {
+            if !e.is::<LostAtBegin>() {
+                return e;
+            }
+            let call = if commit {
+                Call::Uncommitted
+            } else {
+                Call::Read
+            };
+            match e.downcast::<postgres::Error>() {
+                Ok(lost) => explain(lost.into(), &self.address, call),
+                Err(e) => e,
+            }
+        })
+    }
+
+    /// [`PgStore::run_tx`] on the connection as it is: a BEGIN that found it lost is a
+    /// [`LostAtBegin`].
+    fn run_tx_once<T>(
+        &mut self,
+        commit: bool,
+        mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
         let call = if commit { Call::Write } else { Call::Read };
         let mut retries = 0i64;
         loop {
-            let tx = self
-                .client
-                .transaction()
-                .map_err(|e| explain(e.into(), &self.address, call))?;
+            let tx = self.client.transaction().map_err(|e| {
+                let e = anyhow::Error::from(e);
+                if connection_lost(&e) {
+                    e.context(LostAtBegin)
+                } else {
+                    explain(e, &self.address, call)
+                }
+            })?;
             let mut t = Tx {
                 conn: Conn::Tx(tx),
                 statements: &mut self.statements,
             };
+            let mut committing = false;
             let out = body(&mut t).and_then(|out| {
                 if commit && retries > 0 {
                     bump_metric(&mut t, "busy_retries", retries)?;
                 }
                 if let Conn::Tx(tx) = t.conn {
                     if commit {
+                        committing = true;
                         tx.commit()?;
                     } else {
                         tx.rollback()?;
@@ -835,6 +906,12 @@ impl PgStore {
                 }
                 Ok(out)
             });
+            // A write whose COMMIT was never sent changed nothing, whatever else it sent.
+            let call = if call == Call::Write && !committing {
+                Call::Uncommitted
+            } else {
+                call
+            };
             match out {
                 Err(e) if retryable(&e) && (retries as usize) < RETRIES => retries += 1,
                 Err(e) => {
