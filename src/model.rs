@@ -958,9 +958,22 @@ pub struct ReadRecord {
     /// The winning scope, or `None` when nothing applied.
     pub scope: Option<String>,
     pub version: Option<i64>,
-    /// Scopes the winner shadowed, as `scope@vN`.
+    /// Scopes the winner shadowed, as `scope@vN` (the scope alone in a read `alias add`
+    /// moved from another name, whose versions those were).
     pub shadowed: Vec<String>,
     pub note: Option<String>,
+}
+
+impl ReadRecord {
+    /// What the read got, as `reads` and the UI say it: `global v2`, the scope alone when the
+    /// log keeps no version (a read `alias add` moved from another name), or `nothing`.
+    pub fn got(&self) -> String {
+        match (&self.scope, self.version) {
+            (Some(s), Some(v)) => format!("{s} v{v}"),
+            (Some(s), None) => s.clone(),
+            _ => "nothing".into(),
+        }
+    }
 }
 
 /// What a delete targets.
@@ -1308,20 +1321,47 @@ pub fn shell_word(s: &str) -> String {
     };
     let mut out = String::from("$'");
     for (c, escaped) in chars.into_iter().zip(escaped) {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c if escaped && u32::from(c) <= 0xFFFF => {
-                out.push_str(&format!("\\u{:04x}", u32::from(c)))
-            }
-            c if escaped => out.push_str(&format!("\\U{:08x}", u32::from(c))),
-            c => out.push(c),
+        ansi_c_char(&mut out, c, escaped);
+    }
+    out.push('\'');
+    out
+}
+
+/// A path as one shell word ([`shell_word`]). A path that is not UTF-8 is spelled in ANSI-C
+/// quotes, its other bytes as `\xHH`, which bash and zsh read back as those very bytes (found
+/// by an exploratory test: a hint for such a path printed U+FFFD, naming another file).
+pub fn shell_path(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    if let Some(s) = path.to_str() {
+        return shell_word(s);
+    }
+    let mut out = String::from("$'");
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        let valid = chunk.valid();
+        let (chars, escaped) = escaped_chars(valid)
+            .unwrap_or_else(|| (valid.chars().collect(), vec![false; valid.chars().count()]));
+        for (c, escaped) in chars.into_iter().zip(escaped) {
+            ansi_c_char(&mut out, c, escaped);
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
         }
     }
     out.push('\'');
     out
+}
+
+/// `c` inside ANSI-C quotes (`$'…'`), spelled as an escape when `escaped`.
+fn ansi_c_char(out: &mut String, c: char, escaped: bool) {
+    match c {
+        '\\' => out.push_str("\\\\"),
+        '\'' => out.push_str("\\'"),
+        '\n' => out.push_str("\\n"),
+        '\t' => out.push_str("\\t"),
+        c if escaped && u32::from(c) <= 0xFFFF => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+        c if escaped => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+        c => out.push(c),
+    }
 }
 
 /// "just now", "45s", "12m", "3h", "4d", "5w", "3mo", "2y" before `now`.
@@ -1974,6 +2014,27 @@ mod tests {
             "$'a\\'b\\\\\\u001b[2J\\n仓库'"
         );
         assert_eq!(shell_word("x\u{E0041}"), "$'x\\U000e0041'");
+    }
+
+    #[test]
+    fn a_path_that_is_not_utf8_pastes_as_its_very_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes: &[u8] = b"/tmp/\xffa b'\xc3\x28\xe4\xbb\x93.db";
+        let path = std::path::Path::new(std::ffi::OsStr::from_bytes(bytes));
+        let word = shell_path(path);
+        assert_eq!(word, "$'/tmp/\\xffa b\\'\\xc3(\u{4ed3}.db'");
+        assert!(!word.contains('\u{FFFD}'), "{word}");
+        // bash reads it back as the very bytes.
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("printf %s {word}"))
+            .output()
+            .expect("bash runs");
+        assert_eq!(out.stdout, bytes);
+        assert_eq!(
+            shell_path(std::path::Path::new("/tmp/my db")),
+            "'/tmp/my db'"
+        );
     }
 
     #[test]

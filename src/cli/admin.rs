@@ -715,7 +715,10 @@ pub fn demo(db: Option<PathBuf>, no_tui: bool, mouse: crate::tui::Mouse) -> Resu
     if no_tui {
         outln!("built the demo database at {}", path.display());
         outln!("{summary}");
-        outln!("open it with: memscope --db {} tui", path.display());
+        outln!(
+            "open it with: memscope --db {} tui",
+            crate::model::shell_path(&path)
+        );
         return Ok(EXIT_OK);
     }
     // The demo opens on the incident: the top suspect (README, "memscope suspects").

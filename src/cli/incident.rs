@@ -96,10 +96,7 @@ pub fn reads(store: &mut AnyStore, a: ReadsArgs) -> Result<i32> {
         );
     }
     for r in &rows {
-        let got = match (&r.scope, r.version) {
-            (Some(s), Some(v)) => format!("{s} v{v}"),
-            _ => "nothing".into(),
-        };
+        let got = r.got();
         let ctx = [
             r.repo.as_ref().map(|x| format!("repo:{x}")),
             r.task.as_ref().map(|x| format!("task:{x}")),

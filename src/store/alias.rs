@@ -115,8 +115,38 @@ pub(crate) fn waits_on_deleted_only(status: &str, candidates: &str, deleted: &[S
 /// The statement that moves the logged reads under `$1` to `$2` when the alias is added (the
 /// pending items move by [`MOVE_PENDING_SQL`]): each names its rows by predicate only, and
 /// after the alias no command could reach them under `$1` — a delete of `$2` must destroy
-/// them.
-pub(crate) const MOVE_READS_SQL: &str = "UPDATE reads SET predicate = $2 WHERE predicate = $1";
+/// them. The version a moved read got was one of the memories `$1` held — all gone, or the
+/// alias would be refused — not `$2`'s: the read keeps the scope it got and drops the number,
+/// so neither a replay nor `check` takes it for a version of `$2` (found by an exploratory
+/// test: a read of `tool` v1 became `test_runner global v1`, another memory's first version,
+/// and the UI's replay said the read log agreed). Its shadowed labels drop theirs too
+/// ([`RELABEL_SHADOWED_SQL`], run first).
+pub(crate) const MOVE_READS_SQL: &str =
+    "UPDATE reads SET predicate = $2, version = NULL WHERE predicate = $1";
+
+/// The shadowed labels (`scope@vN`) of the reads under `$1` that name a version: each distinct
+/// text is rewritten by [`RELABEL_SHADOWED_SQL`] to [`unversioned_labels`] before the move.
+pub(crate) const MOVED_SHADOWED_SQL: &str =
+    "SELECT DISTINCT shadowed FROM reads WHERE predicate = $1 AND shadowed LIKE '%@v%'";
+
+/// Rewrites the shadowed text `$2` of the reads under `$1` to `$3`.
+pub(crate) const RELABEL_SHADOWED_SQL: &str =
+    "UPDATE reads SET shadowed = $3 WHERE predicate = $1 AND shadowed = $2";
+
+/// A read's shadowed labels without their versions (`["repo:web@v2"]` → `["repo:web"]`); a
+/// text memscope did not write is left as it is (`check` names it).
+pub(crate) fn unversioned_labels(shadowed: &str) -> String {
+    match serde_json::from_str::<Vec<String>>(shadowed) {
+        Ok(labels) => {
+            let scopes: Vec<&str> = labels
+                .iter()
+                .map(|l| l.rsplit_once("@v").map_or(l.as_str(), |(scope, _)| scope))
+                .collect();
+            serde_json::to_string(&scopes).unwrap_or_else(|_| shadowed.to_string())
+        }
+        Err(_) => shadowed.to_string(),
+    }
+}
 
 /// What `alias remove` did: `removed` is the canonical name the alias stood for, `None` when
 /// `alias` (normalized) is no alias — refused in one sentence.

@@ -226,6 +226,32 @@ pub(crate) fn logged_read_words<'a>(
     Ok(note.filter(|n| !n.trim().is_empty()))
 }
 
+/// The spellings a logged read registers, as a write of its names would (README, "The read
+/// log"): its subject and the places it names, each one a write could store. So the read log
+/// holds one spelling per subject and place, and a later write in another case, a filter or
+/// a delete finds the read under it (found by an exploratory test: a read logged before its
+/// subject was written kept the reader's case, and `delete --subject` then left its note). A
+/// name no write could store (past the id limit, say) is logged as given and registers nothing.
+pub(crate) fn read_spellings(
+    subject: &str,
+    repo: Option<&str>,
+    task: Option<&str>,
+) -> (Option<String>, Vec<Scope>) {
+    let subject = normalize_subject(subject)
+        .ok()
+        .filter(|s| within_id_limit("subject", s).is_ok());
+    let places = [
+        repo.map(|r| format!("repo:{r}")),
+        task.map(|t| format!("task:{t}")),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|text| Scope::parse(&text).ok())
+    .filter(|place| place.within_id_limit().is_ok())
+    .collect();
+    (subject, places)
+}
+
 /// Refuses to write a value memscope holds into a place a person names — a rescope's target,
 /// a pending item's resolution — when the identity it would make has a part past the id limit
 /// (README, "The model in one minute"), as a write naming it is refused. Asked before the

@@ -1483,6 +1483,43 @@ fn alias_add_leaves_nothing_out_of_reach_under_the_alias_on_postgres() {
     on_postgres(alias_add_leaves_nothing_out_of_reach_under_the_alias_on);
 }
 
+/// Found by an exploratory test: a read of `tool` v1, then `tool` deleted and its tombstone
+/// collected, then `alias add tool test_runner`: the moved read said `test_runner … v1` — a
+/// version of another memory, which `check` could not tell from the truth and the UI's replay
+/// called agreeing. A moved read keeps the scope it got and drops the versions.
+#[test]
+fn a_read_moved_by_an_alias_keeps_its_scope_but_not_another_names_version() {
+    let check = |db: TestDb| {
+        db.write(U, "tool", "jest 🃏", "global", "s1");
+        db.write(U, "tool", "mocha ☕", "repo:web", "s2");
+        db.run(&args_for("resolve", U, "tool", &["--repo", "web", "--log"]))
+            .ok();
+        db.run(&args_for("delete", U, "tool", &["--yes"])).ok();
+        db.sql_execute("UPDATE tombstones SET deleted_at = '2020-01-01T00:00:00.000Z'")
+            .unwrap();
+        let r = db.json(&["gc", "--tombstone-safe-days", "1", "--json"]);
+        assert_eq!(r["collected_tombstones"], 2, "{r:#}");
+        db.write(U, "test_runner", "vitest 🧪", "repo:web", "s3");
+        db.write(U, "test_runner", "pytest", "global", "s4");
+        let r = db.run(&["alias", "add", "tool", "test_runner"]).ok();
+        assert!(r.stdout.contains("1 logged read"), "{r:?}");
+        let reads = db.json(&["reads", "--json"]);
+        let read = &reads[0];
+        assert_eq!(read["predicate"], "test_runner", "{read:#}");
+        assert_eq!(read["scope"], "repo:web", "{read:#}");
+        assert_eq!(read["version"], Value::Null, "{read:#}");
+        assert_eq!(read["shadowed"], json!(["global"]), "{read:#}");
+        let text = db.run(&["reads"]).ok().stdout;
+        assert!(
+            text.contains("→ repo:web") && !text.contains("repo:web v1"),
+            "{text}"
+        );
+        db.run(&["check"]).ok();
+    };
+    check(TestDb::new());
+    on_postgres(check);
+}
+
 fn alias_add_leaves_nothing_out_of_reach_under_the_alias_on(db: TestDb) {
     let canary = unique("别名-canary-🐤-");
     db.write(U, "bar", "live", "global", "s0");

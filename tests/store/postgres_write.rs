@@ -1697,6 +1697,55 @@ fn an_mcp_server_reconnects_and_says_a_cut_call_was_rolled_back_on_postgres() {
     );
 }
 
+/// Found by an exploratory test: with the database dropped and made again under an MCP server,
+/// its next `remember` said "function memscope_write_look(...) does not exist". A call now says
+/// the database no longer holds memscope's schema and to prepare it with `init`; once it is
+/// prepared, the next call works.
+#[test]
+fn an_mcp_server_whose_database_was_made_again_says_to_prepare_it_on_postgres() {
+    use crate::support::mcp_session::{tool_text, RawSession};
+    let Some(server) = server() else { return };
+    let (db, raw) = FreshDb::prepared(&server);
+    drop(raw);
+    let mut mcp = RawSession::serve(&db.url, &["--subject", "user:42", "--repo", "shop"]);
+    let remember = |mcp: &mut RawSession, id: i64| {
+        mcp.request(
+            id,
+            "tools/call",
+            json!({"name": "remember", "arguments": {
+                "predicate": "test_runner", "value": "vitest 🧪", "scope": "repo",
+                "source": format!("mcp:{id}")}}),
+        )
+    };
+    let first = remember(&mut mcp, 2);
+    assert_eq!(first["result"]["isError"], false, "{first}");
+    let mut admin = postgres::Client::connect(&server, postgres::NoTls).unwrap();
+    for sql in ["DROP DATABASE {} WITH (FORCE)", "CREATE DATABASE {}"] {
+        admin.batch_execute(&sql.replace("{}", &db.name)).unwrap();
+    }
+    let recall = mcp.request(
+        3,
+        "tools/call",
+        json!({"name": "recall", "arguments": {"predicate": "test_runner"}}),
+    );
+    for (said, call) in [(remember(&mut mcp, 4), "remember"), (recall, "recall")] {
+        assert_eq!(said["result"]["isError"], true, "{call}: {said}");
+        let text = tool_text(&said);
+        assert!(
+            text.contains("no longer holds memscope's schema") && text.contains("init"),
+            "{call}: {text}"
+        );
+        assert!(!text.contains("memscope check"), "{call}: {text}");
+    }
+    memscope::store::postgres::schema::migrate(&mut db.client()).unwrap();
+    let again = remember(&mut mcp, 5);
+    assert_eq!(again["result"]["isError"], false, "{again}");
+    assert_eq!(
+        again["result"]["structuredContent"]["outcome"], "inserted",
+        "{again}"
+    );
+}
+
 /// Writers killed with SIGKILL in the middle of their `apply` transactions, twenty rounds (a
 /// few let it finish): the server rolls each cut transaction back whole — after every round
 /// the log grew by all of the batch or by none of it, every identity's versions are contiguous

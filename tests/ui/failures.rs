@@ -208,10 +208,13 @@ type Read<'a> = dyn Fn(&dyn UiStore) -> anyhow::Result<()> + 'a;
 
 /// Found by review: with the UI's connections killed, the suspects scan and the delete
 /// preview said "what this call wrote may or may not have been committed", advice for a write,
-/// about reads that write nothing. A read and a preview say the connection was lost and that
-/// nothing was written; a write still says its commit is unknown.
+/// about reads that write nothing. Then found by an exploratory test: nothing of such a call
+/// had reached the server — its connection was ended while it sat idle (a restart, an
+/// administrator, an idle timeout) — so each now runs on a new connection instead of failing:
+/// every read and preview, and a delete (a cut inside a call is said as such: tests/cli,
+/// `a_read_whose_connection_is_lost_says_nothing_was_written_on_postgres`).
 #[test]
-fn a_read_on_a_lost_connection_says_nothing_was_written() {
+fn a_call_on_a_connection_ended_while_idle_runs_on_a_new_one() {
     let f = Fixture::demo();
     let Some(pg) = f.on_postgres() else { return };
     let mut store = memscope::store::open_ui(
@@ -259,18 +262,13 @@ fn a_read_on_a_lost_connection_says_nothing_was_written() {
     ];
     for (what, read) in reads {
         kill(&mut admin);
-        let said = memscope::store::error_text(&read(&*store).expect_err(what));
-        assert!(
-            said.contains("was lost") && said.contains("nothing was written"),
-            "{what}: {said}"
-        );
-        assert!(!said.contains("may or may not"), "{what}: {said}");
-        read(&*store).unwrap_or_else(|e| panic!("{what} again: {e:#}"));
+        read(&*store).unwrap_or_else(|e| panic!("{what} after an idle cut: {e:#}"));
     }
     kill(&mut admin);
-    let cut = store.delete(&DeleteTarget::Identity(id.clone()), None);
-    let said = memscope::store::error_text(&cut.expect_err("the cut write fails"));
-    assert!(said.contains("may or may not"), "{said}");
+    let report = store
+        .delete(&DeleteTarget::Identity(id.clone()), None)
+        .expect("a delete after an idle cut");
+    assert_eq!(report.tombstoned.len(), 1, "{report:?}");
 }
 
 /// Found by review: a delete dialog whose preview failed still offered `y delete`, and `y`

@@ -9,7 +9,8 @@
 use super::store::PgStore;
 use crate::store::alias::{
     judge, normalized_pair, waits_on_deleted_only, AliasAdded, Held, HELD_SQL, HELD_SUBJECTS_SQL,
-    MOVE_PENDING_SQL, MOVE_READS_SQL, TOMBSTONED_SCOPES_SQL,
+    MOVED_SHADOWED_SQL, MOVE_PENDING_SQL, MOVE_READS_SQL, RELABEL_SHADOWED_SQL,
+    TOMBSTONED_SCOPES_SQL,
 };
 use anyhow::Result;
 
@@ -61,6 +62,15 @@ impl PgStore {
                 .iter()
                 .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
                 .collect();
+            let shadowed: Vec<String> = t
+                .all(MOVED_SHADOWED_SQL, &[&alias])?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            for text in shadowed {
+                let relabeled = crate::store::alias::unversioned_labels(&text);
+                t.exec(RELABEL_SHADOWED_SQL, &[&alias, &text, &relabeled])?;
+            }
             let reads = t.exec(MOVE_READS_SQL, &[&alias, &canonical])? as i64;
             t.exec(
                 "INSERT INTO predicate_aliases (alias, canonical, added_at) VALUES ($1, $2, memscope_now())

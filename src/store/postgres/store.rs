@@ -400,6 +400,19 @@ fn explain_waited(
                 address.user()
             )
         }
+        // memscope's tables or functions gone under a connection that found them at open: the
+        // database dropped and made again, say (found by an exploratory test: an MCP server
+        // said "function memscope_write_look(...) does not exist").
+        Some(d)
+            if *d.code() == SqlState::UNDEFINED_TABLE
+                || (*d.code() == SqlState::UNDEFINED_FUNCTION && d.message().contains("memscope_")) =>
+        {
+            anyhow!(
+                "PostgreSQL at {} no longer holds memscope's schema ({}): the database was dropped and made again, or its tables were dropped, so this call changed nothing — prepare it with `memscope --db … init` (or point --db at the database that holds the memories), then run this again",
+                address.describe(),
+                d.message()
+            )
+        }
         Some(d) if *d.code() == SqlState::INSUFFICIENT_PRIVILEGE => anyhow!(
             "PostgreSQL at {} refused it to the login \"{}\" ({}): that login may not do this — delete, restore, gc and purges need a memscope_curator login, writes and reads a memscope_agent one (`memscope roles --help`)",
             address.describe(),
@@ -478,6 +491,29 @@ struct LostAtBegin;
 impl std::fmt::Display for LostAtBegin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("the connection was lost before the call began")
+    }
+}
+
+impl LostAtBegin {
+    /// A BEGIN's failure, marked when it found the connection lost.
+    fn marked(e: postgres::Error) -> anyhow::Error {
+        let e = anyhow::Error::from(e);
+        if connection_lost(&e) {
+            e.context(LostAtBegin)
+        } else {
+            e
+        }
+    }
+
+    /// `e` without the mark, for what its failure says.
+    fn unwrapped(e: anyhow::Error) -> anyhow::Error {
+        if !e.is::<LostAtBegin>() {
+            return e;
+        }
+        match e.downcast::<postgres::Error>() {
+            Ok(lost) => lost.into(),
+            Err(e) => e,
+        }
     }
 }
 
@@ -805,24 +841,46 @@ impl PgStore {
     /// (`suspects`, `check`).
     pub(super) fn snapshot<T>(&mut self, body: impl FnOnce(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.connection()?;
-        let out = (|| {
-            let tx = self
-                .client
-                .build_transaction()
-                .isolation_level(postgres::IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()?;
-            let mut t = Tx {
-                conn: Conn::Tx(tx),
-                statements: &mut self.statements,
-            };
-            let out = body(&mut t)?;
-            if let Conn::Tx(tx) = t.conn {
-                tx.commit()?;
+        let mut body = Some(body);
+        // A connection the server closed while idle: see `run_tx`.
+        let out = match self.snapshot_once(&mut body) {
+            Err(e) if e.is::<LostAtBegin>() => {
+                self.reopen()?;
+                self.snapshot_once(&mut body)
             }
-            Ok(out)
-        })();
-        out.map_err(|e| self.failed(e, Call::Read))
+            done => done,
+        };
+        out.map_err(|e| {
+            let e = LostAtBegin::unwrapped(e);
+            self.failed(e, Call::Read)
+        })
+    }
+
+    /// [`PgStore::snapshot`] on the connection as it is: a BEGIN that found it lost is a
+    /// [`LostAtBegin`], `body` not yet called.
+    fn snapshot_once<T, F: FnOnce(&mut Tx<'_>) -> Result<T>>(
+        &mut self,
+        body: &mut Option<F>,
+    ) -> Result<T> {
+        let tx = self
+            .client
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(LostAtBegin::marked)?;
+        let mut t = Tx {
+            conn: Conn::Tx(tx),
+            statements: &mut self.statements,
+        };
+        let body = body
+            .take()
+            .expect("called once: a BEGIN that failed did not call it");
+        let out = body(&mut t)?;
+        if let Conn::Tx(tx) = t.conn {
+            tx.commit()?;
+        }
+        Ok(out)
     }
 
     /// `r`, a refusal of the server in it made [`explain`]'s one sentence: for a read that
@@ -862,10 +920,7 @@ impl PgStore {
             } else {
                 Call::Read
             };
-            match e.downcast::<postgres::Error>() {
-                Ok(lost) => explain(lost.into(), &self.address, call),
-                Err(e) => e,
-            }
+            explain(LostAtBegin::unwrapped(e), &self.address, call)
         })
     }
 
@@ -880,9 +935,9 @@ impl PgStore {
         let mut retries = 0i64;
         loop {
             let tx = self.client.transaction().map_err(|e| {
-                let e = anyhow::Error::from(e);
-                if connection_lost(&e) {
-                    e.context(LostAtBegin)
+                let e = LostAtBegin::marked(e);
+                if e.is::<LostAtBegin>() {
+                    e
                 } else {
                     explain(e, &self.address, call)
                 }
@@ -1079,7 +1134,14 @@ impl PgStore {
         // first look at the chain, in lock-key order, as the batch writes take theirs; a
         // deadlock with a rescope (which takes its two in another order) is retried by `in_tx`.
         let note = crate::store::prepared::logged_read_words(agent, note)?;
+        let (spelled, places) = crate::store::prepared::read_spellings(subject, repo, task);
         self.in_tx(|t| {
+            if let Some(subject) = &spelled {
+                self::spelled(t, SUBJECT, subject, true)?;
+            }
+            for place in &places {
+                spelled_scope(t, place, true)?;
+            }
             let (first, _) = resolve_in(t, subject, predicate, repo, task, super::browse::CHAIN_RECORDS)?;
             let scopes: Vec<String> = first.considered.iter().map(|c| c.scope.clone()).collect();
             t.exec(

@@ -257,6 +257,13 @@ impl Store {
     ) -> Result<Resolution> {
         let note = crate::store::prepared::logged_read_words(agent, note)?;
         self.in_write_tx(|tx, ctx, _| {
+        let (spelled, places) = crate::store::prepared::read_spellings(subject, repo, task);
+        if let Some(subject) = spelled {
+            spellings::subject(tx, &subject, true)?;
+        }
+        for place in &places {
+            spellings::scope(tx, place, true)?;
+        }
         // Resolve inside the write transaction so the logged version is exactly what was read.
         let r = resolve_on(tx, subject, predicate, repo, task, MEMORY_COLUMNS)?;
         // The read is logged in the places' stored spellings, as the resolution used them.

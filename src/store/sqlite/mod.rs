@@ -924,7 +924,8 @@ impl Store {
             )
             .optional()?;
         use crate::store::alias::{
-            Held, HELD_SQL, HELD_SUBJECTS_SQL, MOVE_PENDING_SQL, MOVE_READS_SQL,
+            Held, HELD_SQL, HELD_SUBJECTS_SQL, MOVED_SHADOWED_SQL, MOVE_PENDING_SQL, MOVE_READS_SQL,
+            RELABEL_SHADOWED_SQL,
             TOMBSTONED_SCOPES_SQL,
         };
         let before: Option<String> = tx
@@ -960,6 +961,17 @@ impl Store {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
             })?
             .collect::<rusqlite::Result<_>>()?;
+        let shadowed: Vec<String> = tx
+            .prepare(&MOVED_SHADOWED_SQL.replace('$', "?"))?
+            .query_map([&alias], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for text in shadowed {
+            let relabeled = crate::store::alias::unversioned_labels(&text);
+            tx.execute(
+                &RELABEL_SHADOWED_SQL.replace('$', "?"),
+                [&alias, &text, &relabeled],
+            )?;
+        }
         let reads = tx.execute(&MOVE_READS_SQL.replace('$', "?"), [&alias, &canonical])? as i64;
         tx.execute(
             "INSERT OR REPLACE INTO predicate_aliases (alias, canonical, added_at) VALUES (?1, ?2, ?3)",
@@ -1016,10 +1028,7 @@ impl Store {
 /// `memscope --db PATH COMMAND` for this very file, pasteable: a bare `memscope init` would
 /// act on whatever `$MEMSCOPE_DB` or the default path says, not necessarily here.
 fn suggest(path: &Path, command: &str) -> String {
-    format!(
-        "memscope --db {} {command}",
-        crate::model::shell_word(&path.display().to_string())
-    )
+    format!("memscope --db {} {command}", crate::model::shell_path(path))
 }
 
 /// The database's files and folder that group or others can reach (see `check`).

@@ -7,7 +7,7 @@ use crate::tui::app::Action;
 use crate::tui::draw::{bold, dim, error_style, part, plain, row_line};
 use crate::tui::incident::{read_context, TimelineMark, NO_RECORD};
 use crate::tui::keymap::{Command, Context};
-use crate::tui::tabs::reads::{considered_lines, got, winner};
+use crate::tui::tabs::reads::{considered_lines, winner};
 use crate::tui::tabs::Shell;
 use crate::tui::text::{ago, one_line, short_time, value_text};
 use chrono::{DateTime, Utc};
@@ -185,7 +185,7 @@ impl AsOfDialog {
 /// delete destroyed its versions): the scope agreeing is all history can confirm, not a
 /// disagreement.
 fn agreement(r: &ReadRecord, then: &Resolution) -> (String, bool) {
-    let logged = got(r);
+    let logged = r.got();
     let replayed = match (&then.scope, then.version) {
         (Some(s), Some(v)) => format!("{s} v{v}"),
         (Some(s), None) => s.clone(),
@@ -193,6 +193,13 @@ fn agreement(r: &ReadRecord, then: &Resolution) -> (String, bool) {
     };
     if logged == replayed {
         (format!("  the read log agrees: {logged}"), true)
+    } else if r.version.is_none() && r.scope.is_some() && then.scope == r.scope {
+        // A read `alias add` moved keeps only its scope: the version it got was of the
+        // alias's own name (README, `alias add`).
+        (
+            format!("  the read log keeps only the scope, {logged} (an alias moved the read here from another name): history confirms the scope"),
+            true,
+        )
     } else if then.version.is_none() && then.scope.is_some() && then.scope == r.scope {
         (
             format!("  the read log says {logged}, deleted since: history confirms only the scope"),

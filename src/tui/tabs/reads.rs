@@ -306,14 +306,6 @@ fn title(r: &ReadsTab) -> String {
 }
 
 /// The text of a read's result: `global v2`, or `nothing`.
-pub(crate) fn got(r: &ReadRecord) -> String {
-    match (&r.scope, r.version) {
-        (Some(s), Some(v)) => format!("{s} v{v}"),
-        (Some(s), None) => s.clone(),
-        _ => "nothing".into(),
-    }
-}
-
 fn list(frame: &mut Frame<'_>, area: Rect, r: &ReadsTab, now: DateTime<Utc>, focused: bool) {
     r.rows.draw_pane(
         frame,
@@ -364,7 +356,7 @@ fn column_widths(rows: &[ReadRecord], max: usize) -> [usize; 4] {
     let agent_w = col(&|x| x.agent.clone().unwrap_or_default(), 14);
     let what_w = col(&|x| format!("{} · {}", x.subject, x.predicate), 34);
     let ctx_w = col(&read_context, 26);
-    let got_w = col(&got, 26);
+    let got_w = col(&ReadRecord::got, 26);
     // What the read got matters most: on a narrow screen the context, then the subject and
     // predicate, then the agent give up columns first.
     let mut widths = [agent_w, what_w, ctx_w, got_w];
@@ -408,7 +400,7 @@ fn read_row(
         part("  ", Style::new()),
         part(fit(&one_line(&read_context(x)), ctx_w), Style::new()),
         part("  → ", dim()),
-        part(fit(&got(x), got_w), got_style),
+        part(fit(&x.got(), got_w), got_style),
     ];
     let mut more = Vec::new();
     if let Some(n) = &x.note {
@@ -475,7 +467,7 @@ fn detail_lines(r: &ReadRecord, now: DateTime<Utc>, max: usize) -> Vec<Line<'sta
         max,
     ));
     let (got_text, got_style) = match r.scope {
-        Some(_) => (got(r), good().add_modifier(Modifier::BOLD)),
+        Some(_) => (r.got(), good().add_modifier(Modifier::BOLD)),
         None => (
             "nothing: no scope of this context held a memory".to_string(),
             Style::new().fg(Color::Yellow),
