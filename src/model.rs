@@ -1561,10 +1561,22 @@ pub fn reorders_text(c: char) -> bool {
     )
 }
 
+/// The line and paragraph separators (U+2028, U+2029): not controls to Unicode, but a
+/// terminal draws them as nothing, so a line holding one is a column shorter than memscope
+/// counts and what was on screen before shows through (found by an exploratory test: the UI
+/// showed another record's words in a value of forty of them). Printed escaped, as controls
+/// are.
+pub fn separates_lines(c: char) -> bool {
+    matches!(c, '\u{2028}' | '\u{2029}')
+}
+
 /// Whether `c` may be printed escaped: a control character, or one that may print as nothing
 /// ([`crate::spelling::prints_as_nothing`] decides with its neighbours).
 fn may_be_escaped(c: char) -> bool {
-    c.is_control() || reorders_text(c) || crate::spelling::may_print_as_nothing(c)
+    c.is_control()
+        || reorders_text(c)
+        || separates_lines(c)
+        || crate::spelling::may_print_as_nothing(c)
 }
 
 /// Which characters of `s` are printed escaped: controls, direction controls, and those that
@@ -1578,7 +1590,10 @@ pub(crate) fn escaped_chars(s: &str) -> Option<(Vec<char>, Vec<bool>)> {
     let escaped: Vec<bool> = (0..chars.len())
         .map(|i| {
             let c = chars[i];
-            c.is_control() || reorders_text(c) || crate::spelling::prints_as_nothing(&chars, i)
+            c.is_control()
+                || reorders_text(c)
+                || separates_lines(c)
+                || crate::spelling::prints_as_nothing(&chars, i)
         })
         .collect();
     escaped.contains(&true).then_some((chars, escaped))
@@ -2296,6 +2311,20 @@ mod tests {
         }
         // Joiners inside words and emoji are not direction controls: shown as they are.
         assert_eq!(escape_controls("👩\u{200D}💻"), "👩\u{200D}💻");
+    }
+
+    #[test]
+    fn text_and_json_show_line_separators_escaped() {
+        let hostile = format!("b{}.仓库", "\u{2028}".repeat(40) + "\u{2029}");
+        let shown = escape_controls(&hostile);
+        assert!(!shown.contains(separates_lines), "{shown:?}");
+        assert!(shown.starts_with("b\\u{2028}\\u{2028}") && shown.ends_with("\\u{2029}.仓库"));
+        let value = json!({ &hostile: [&hostile] });
+        for text in [to_json(&value).unwrap(), to_json_pretty(&value).unwrap()] {
+            assert!(!text.contains(separates_lines), "{text:?}");
+            assert!(text.contains("b\\u2028\\u2028"), "{text}");
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
+        }
     }
 
     #[test]

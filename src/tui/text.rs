@@ -684,6 +684,14 @@ mod tests {
     }
 
     #[test]
+    fn one_line_shows_line_separators_as_one_column_each() {
+        // A terminal draws U+2028 and U+2029 as nothing: raw, they let the screen's old
+        // text show through.
+        let shown = one_line(&format!("b{}.", "\u{2028}\u{2029}".repeat(20)));
+        assert_eq!(shown, format!("b{}.", "\u{fffd}".repeat(40)));
+    }
+
+    #[test]
     fn one_line_shows_what_prints_as_nothing() {
         // Two values that would look alike: the second ends in a zero-width space.
         assert_eq!(one_line("pnpm\u{200B}"), "pnpm�");
