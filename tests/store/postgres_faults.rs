@@ -756,3 +756,97 @@ fn writers_on_two_network_hosts_lose_nothing_they_were_told() {
     assert_as_told(&hosts, many, &told);
     hosts.assert_connections_from_every_host();
 }
+
+/// Found by an exploratory test: with the network between an MCP server and PostgreSQL gone (a
+/// laptop asleep, a VPN dropped), a call — and every call queued behind it — waited with no
+/// answer until the network came back. memscope's connections give up data the peer does not
+/// acknowledge within 20 s (and probe a silent peer with keepalives): the call is answered with
+/// one sentence, and the first call once the network is back works. The server runs in a
+/// network namespace of its own, its link to the database's host taken down mid-session.
+#[test]
+fn an_mcp_call_whose_network_went_away_is_answered() {
+    use crate::support::mcp_session::{tool_text, RawSession};
+    if server().is_none() {
+        return;
+    }
+    let net = match NetHosts::create(1) {
+        Ok(net) => net,
+        Err(why) => {
+            let root = crate::support::pg_cluster::is_root();
+            if root && std::env::var("CI").is_ok_and(|v| v == "true") {
+                panic!("CI=true as root and no network namespace for the MCP server: {why}");
+            }
+            say(&format!("SKIPPED: {why}"));
+            return;
+        }
+    };
+    let host = &net.hosts[0];
+    let cluster = PrivateCluster::start(&[host.root_addr.as_str()], &[net.subnet.as_str()]);
+    let home = tempfile::tempdir().unwrap();
+    let local = cluster.create_database("cut_off");
+    assert_eq!(memscope(home.path(), &local, &["init"]).0, 0);
+    let mut cmd = host.command(BIN);
+    crate::support::clean_env(&mut cmd, home.path());
+    cmd.args([
+        "--db",
+        &cluster.url(&host.root_addr, "cut_off"),
+        "mcp",
+        "--subject",
+        "user:42",
+        "--repo",
+        "shop",
+    ]);
+    let mut mcp = RawSession::start(cmd);
+    mcp.initialize();
+    let remember = |id: i64, value: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "remember", "arguments": {
+                "predicate": "test_runner", "value": value, "scope": "repo",
+                "source": format!("mcp:{id}")}}})
+    };
+    mcp.send(remember(2, "vitest 🧪"));
+    let first = mcp.until_id(2).0;
+    assert_eq!(first["result"]["isError"], false, "{first}");
+
+    let link = |state: &str| {
+        let out = Command::new("ip")
+            .args(["link", "set", &host.root_link, state])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    };
+    link("down");
+    let asked = Instant::now();
+    mcp.send(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "recall", "arguments": {"predicate": "test_runner"}}}),
+    );
+    let cut = mcp.until_id_within(3, Duration::from_secs(90)).0;
+    let took = asked.elapsed();
+    say(&format!(
+        "the cut call was answered after {took:?}: {}",
+        tool_text(&cut)
+    ));
+    assert_eq!(cut["result"]["isError"], true, "{cut}");
+    let said = tool_text(&cut);
+    assert!(
+        said.contains("PostgreSQL") && said.contains("connect"),
+        "{said}"
+    );
+    link("up");
+    // The link needs a moment to carry packets again.
+    let mut last = Value::Null;
+    for id in 4..20 {
+        mcp.send(remember(id, "jest 🃏"));
+        last = mcp.until_id_within(id, Duration::from_secs(90)).0;
+        if last["result"]["isError"] == false {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(last["result"]["isError"], false, "{last}");
+    assert_eq!(
+        last["result"]["structuredContent"]["outcome"], "superseded",
+        "{last}"
+    );
+}

@@ -80,11 +80,16 @@ impl RawSession {
 
     /// The next message that answers request `id` (earlier messages are returned too).
     pub fn until_id(&mut self, id: i64) -> (Value, Vec<Value>) {
+        self.until_id_within(id, Duration::from_secs(30))
+    }
+
+    /// [`RawSession::until_id`], each message waited for at most `wait`.
+    pub fn until_id_within(&mut self, id: i64, wait: Duration) -> (Value, Vec<Value>) {
         let mut others = Vec::new();
         loop {
             let line = self
                 .lines
-                .recv_timeout(Duration::from_secs(30))
+                .recv_timeout(wait)
                 .unwrap_or_else(|e| panic!("no answer to request {id} ({e}); before: {others:?}"));
             // An answer echoes a value as deep as the request carried it.
             let mut de = serde_json::Deserializer::from_str(&line);

@@ -33,6 +33,23 @@ pub const MIN_SERVER_VERSION: i32 = 130_000;
 /// How long connecting may take when the address sets no `connect_timeout`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long data sent may go unacknowledged before the connection is given up, when the
+/// address sets no `tcp_user_timeout`: a network that went away (a laptop asleep, Wi-Fi or a
+/// VPN dropped) ends the call within this instead of hanging until it comes back (found by an
+/// exploratory test: an MCP call, every call queued behind it and the UI waited for minutes).
+const TCP_USER_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// TCP keepalives, when the address sets none: probes after this much silence, every
+/// [`KEEPALIVE_INTERVAL`], [`KEEPALIVE_RETRIES`] of them — a connection whose peer is gone is
+/// found while it waits for an answer or idles between calls, not two hours later (the
+/// driver's default).
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_RETRIES: u32 = 3;
+
+/// The driver's keepalive idle time when the address names none.
+const DRIVER_KEEPALIVE_IDLE: Duration = Duration::from_secs(2 * 60 * 60);
+
 /// A PostgreSQL address, parsed. Its password never leaves it: [`Address::describe`] and every
 /// error name the user, host, port and database only.
 #[derive(Clone)]
@@ -121,6 +138,18 @@ impl Address {
         }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(TCP_USER_TIMEOUT);
+        }
+        if config.get_keepalives_idle() == DRIVER_KEEPALIVE_IDLE {
+            config.keepalives_idle(KEEPALIVE_IDLE);
+        }
+        if config.get_keepalives_interval().is_none() {
+            config.keepalives_interval(KEEPALIVE_INTERVAL);
+        }
+        if config.get_keepalives_retries().is_none() {
+            config.keepalives_retries(KEEPALIVE_RETRIES);
         }
         config.application_name("memscope");
         let tls = tls.or_else(|| {
