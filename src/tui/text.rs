@@ -221,7 +221,7 @@ pub fn one_line(s: &str) -> String {
             // One line break is one ⏎, whether it is written \n, \r or \r\n.
             '\n' if after_cr => {}
             '\n' | '\r' => out.push('⏎'),
-            // A tab is not a space: `a\tb` and `a b` are two values, shown as two.
+            // A tab is not a space: `a\tb` and `a b` are two spellings, shown as two.
             '\t' => out.push('⇥'),
             _ if escaped => out.push('�'),
             c => out.push(c),

@@ -1710,3 +1710,90 @@ fn a_read_logged_before_its_subject_was_written_is_found_and_deleted_with_it() {
     check(&TestDb::new());
     on_postgres(|db| check(&db));
 }
+
+/// A database an earlier release left with reads in the reader's case (the bug above): `check`
+/// names them (invariant 6), and `export` then `import` — into a file or into PostgreSQL —
+/// brings them to the registered spelling, so a delete of the subject blanks their notes (the
+/// SQLite import refused such a dump, sending the user to a `check` that said nothing).
+#[test]
+fn reads_left_in_another_spelling_are_named_by_check_and_respelled_by_import() {
+    let left = |db: &TestDb| {
+        db.run(&["init"]).ok();
+        db.run(&[
+            "resolve",
+            "--subject",
+            "Ghost:一",
+            "--predicate",
+            "pm",
+            "--repo",
+            "Foo",
+            "--log",
+            "--agent",
+            "x",
+            "--note",
+            "秘密 🔑",
+        ])
+        .ok();
+        // What an earlier release left: the read unregistered, a later write's case registered.
+        db.sql_execute(
+            "UPDATE spellings SET spelling = 'ghost:一' WHERE spelling = 'Ghost:一';
+             UPDATE spellings SET spelling = 'repo:foo' WHERE spelling = 'repo:Foo'",
+        )
+        .unwrap();
+        db.run(&[
+            "write",
+            "--subject",
+            "ghost:一",
+            "--predicate",
+            "pm",
+            "--value",
+            "v",
+            "--scope",
+            "repo:foo",
+            "--source",
+            "s",
+        ])
+        .ok();
+        let r = db.run(&["check"]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(
+            r.stdout.contains(
+                "the read log names the subject \"Ghost:一\", which is registered as \"ghost:一\""
+            ),
+            "{r:?}"
+        );
+        assert!(
+            r.stdout
+                .contains("\"repo:Foo\", which is registered as \"repo:foo\""),
+            "{r:?}"
+        );
+        let dump = db.sibling("dump.jsonl");
+        db.run(&["export", "--out", dump.to_str().unwrap()]).ok();
+        dump
+    };
+    let moved = |dump: &std::path::Path, into: &TestDb| {
+        into.run(&["import", dump.to_str().unwrap()]).ok();
+        let reads = as_array(into.json(&["reads", "--subject", "GHOST:一", "--json"]));
+        assert_eq!(reads.len(), 1, "{reads:#?}");
+        assert_eq!(reads[0]["subject"], "ghost:一", "{reads:#?}");
+        assert_eq!(reads[0]["repo"], "foo", "{reads:#?}");
+        into.run(&["check"]).ok();
+        let deleted = into.run(&["delete", "--subject", "GHOST:一", "--yes"]).ok();
+        assert!(
+            deleted.stdout.contains("1 read-log note(s)"),
+            "{}",
+            deleted.stdout
+        );
+        let all = into.run(&["reads", "--json"]).ok().stdout;
+        assert!(!all.contains("秘密"), "{all}");
+    };
+    let file = TestDb::new();
+    let dump = left(&file);
+    moved(&dump, &TestDb::new());
+    on_postgres(|pg| {
+        moved(&dump, &pg);
+        let (source, _drop) = postgres_test_db().unwrap();
+        let on_pg = left(&source);
+        moved(&on_pg, &TestDb::new());
+    });
+}

@@ -292,6 +292,7 @@ impl PgStore {
             *moved = Some((clock_before, target));
         }
         register_spellings(&mut tx)?;
+        respell_reads(&mut tx)?;
         dump.refuse_incomplete()?;
         let blanked = blank_kept_content(&mut tx)?;
         let version = dump.version();
@@ -429,6 +430,56 @@ fn inserting(e: postgres::Error, line_no: usize, table: &str) -> anyhow::Error {
         .as_db_error()
         .map_or_else(|| e.to_string(), |d| d.message().to_string());
     anyhow!("line {line_no}: cannot insert the {table} row ({why}) — nothing was imported")
+}
+
+/// The read log's names in the registered spellings, as SQLite's import brings them
+/// (`sqlite::spellings::merge_spellings`): a name only the read log holds is registered — as a
+/// logged read registers it — unless no write could store it (past the id limit), and a row
+/// naming a place in another spelling (an earlier release logged a read in the reader's case
+/// until a write registered another) names it as registered.
+fn respell_reads(tx: &mut Transaction<'_>) -> Result<()> {
+    let limit = crate::model::MAX_ID_BYTES as i32;
+    for (kind, sql) in [
+        (
+            "subject",
+            "SELECT DISTINCT subject FROM reads WHERE octet_length(subject) <= $1 ORDER BY 1",
+        ),
+        (
+            "scope",
+            "SELECT DISTINCT p FROM (
+                 SELECT scope AS p FROM reads WHERE scope IS NOT NULL AND scope <> 'global'
+                 UNION SELECT 'repo:' || repo FROM reads WHERE repo IS NOT NULL
+                 UNION SELECT 'task:' || task FROM reads WHERE task IS NOT NULL) s
+             WHERE octet_length(p) <= $1 + 5 ORDER BY 1",
+        ),
+    ] {
+        let named: Vec<String> = tx.query(sql, &[&limit])?.iter().map(|r| r.get(0)).collect();
+        let registered = tx.prepare(
+            "INSERT INTO spellings (kind, folded, spelling) VALUES ($1, $2, $3)
+             ON CONFLICT (kind, folded) DO UPDATE SET spelling = spellings.spelling
+             RETURNING spelling",
+        )?;
+        for text in named {
+            let spelling: String = tx
+                .query_one(&registered, &[&kind, &fold(&text), &text])?
+                .get(0);
+            if spelling == text {
+                continue;
+            }
+            let updates: &[&str] = match kind {
+                "subject" => &["UPDATE reads SET subject = $2 WHERE subject = $1"],
+                _ => &[
+                    "UPDATE reads SET scope = $2 WHERE scope = $1",
+                    "UPDATE reads SET repo = substr($2, 6) WHERE 'repo:' || repo = $1",
+                    "UPDATE reads SET task = substr($2, 6) WHERE 'task:' || task = $1",
+                ],
+            };
+            for sql in updates {
+                tx.execute(*sql, &[&text, &spelling])?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The spellings registry from the loaded rows: each subject and repository or task scope, in

@@ -241,6 +241,9 @@ pub struct MergeReport {
     pub queued_conflicts: i64,
     /// Second spellings of a deleted identity, whose content was destroyed with it.
     pub purged_spellings: i64,
+    /// Of `merged_spellings`, those only the read log held: its rows now name the place as
+    /// it is registered (a read logged before its name was written kept the reader's case).
+    pub respelled_reads: i64,
 }
 
 /// A spelling of one place as the database holds it, with when it was first seen.
@@ -248,7 +251,8 @@ struct Seen {
     spelling: String,
     first: i64,
     /// Stored by a write (a record, its history, a tombstone, the queue), not only named by a
-    /// read: only these register a place, as the write path does (a read registers nothing).
+    /// logged read: a written spelling comes first; a name only the read log holds is
+    /// registered too, as a logged read registers it (`prepared::read_spellings`).
     written: bool,
 }
 
@@ -262,8 +266,9 @@ struct Seen {
 pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport> {
     scope_spellings_change();
     let mut report = MergeReport::default();
-    // The read log's spellings are brought to a place's registered spelling too, but a place
-    // only the read log names is not registered (`written` 0), as reading registers nothing.
+    // The read log's spellings are brought to a place's registered spelling too, and a place
+    // only the read log names is registered (`written` 0: after every written spelling), as a
+    // logged read registers it.
     let subjects = seen(
         tx,
         "SELECT s, min(f), max(w) FROM (
@@ -290,9 +295,10 @@ pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport>
          WHERE typeof(s) = 'text' AND s <> 'global'
          GROUP BY s",
     )?;
-    let subject_map = choose(tx, SUBJECT, subjects)?;
-    let scope_map = choose(tx, SCOPE, scopes)?;
+    let (subject_map, subject_reads) = choose(tx, SUBJECT, subjects)?;
+    let (scope_map, scope_reads) = choose(tx, SCOPE, scopes)?;
     report.merged_spellings = (subject_map.len() + scope_map.len()) as i64;
+    report.respelled_reads = subject_reads + scope_reads;
     if subject_map.is_empty() && scope_map.is_empty() {
         return Ok(report);
     }
@@ -368,14 +374,16 @@ fn seen(tx: &Connection, sql: &str) -> Result<Vec<Seen>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Registers the first written spelling of every folded key; returns each other spelling → the
-/// first. A key only the read log names is left as it is: nothing to register, nothing to rename.
-fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<HashMap<String, String>> {
+/// Registers the first spelling of every folded key (a written one before any the read log
+/// alone holds); returns each other spelling → the first, and how many of those the read log
+/// alone held. A name no write could store (past the id limit) is left as it is.
+fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<(HashMap<String, String>, i64)> {
     let mut by_key: BTreeMap<String, Vec<Seen>> = BTreeMap::new();
     for s in seen {
         by_key.entry(fold(&s.spelling)).or_default().push(s);
     }
     let mut renames = HashMap::new();
+    let mut read_only = 0;
     for (folded, mut spellings) in by_key {
         // Written spellings first, then by first appearance.
         spellings.sort_by(|a, b| {
@@ -383,7 +391,9 @@ fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<HashMap<String
         });
         let first = match lookup(tx, kind, &folded)? {
             Some(registered) => registered,
-            None if !spellings[0].written => continue,
+            None if !spellings[0].written && past_id_limit(kind, &spellings[0].spelling) => {
+                continue
+            }
             None => {
                 let first = spellings[0].spelling.clone();
                 tx.execute(
@@ -395,11 +405,21 @@ fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<HashMap<String
         };
         for s in spellings {
             if s.spelling != first {
+                read_only += i64::from(!s.written);
                 renames.insert(s.spelling, first.clone());
             }
         }
     }
-    Ok(renames)
+    Ok((renames, read_only))
+}
+
+/// Whether a name of `kind` is past the id limit no write may pass (`model::MAX_ID_BYTES`).
+fn past_id_limit(kind: &str, text: &str) -> bool {
+    let id = match kind {
+        SCOPE => text.split_once(':').map_or(text, |(_, id)| id),
+        _ => text,
+    };
+    id.len() > crate::model::MAX_ID_BYTES
 }
 
 fn has_data(tx: &Connection, id: &Key) -> Result<bool> {
