@@ -216,7 +216,7 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
                 // A file is named; an address may hold a password, so it is not repeated.
                 match crate::store::postgres::Address::recognise(path.as_os_str()) {
                     Some(_) => "…".to_string(),
-                    None => crate::model::shell_word(&path.display().to_string()),
+                    None => crate::model::shell_path(path),
                 }
             );
         }
@@ -429,7 +429,7 @@ pub fn export(path: &Path, out: Option<PathBuf>) -> Result<i32> {
                 anyhow::bail!(
                     "cannot write {}: it is a folder: pass --out a file, such as {}; nothing was written",
                     p.display(),
-                    crate::model::shell_word(&p.join("memscope-export.jsonl").display().to_string())
+                    crate::model::shell_path(&p.join("memscope-export.jsonl"))
                 );
             }
             let in_place = p.exists() && !p.is_file();

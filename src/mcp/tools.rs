@@ -121,6 +121,11 @@ pub struct Tools {
 impl Tools {
     pub fn new(ctx: McpContext, mut store: AnyStore) -> Tools {
         let spelled = spelled(&ctx, &mut store, None).unwrap_or_else(|_| ctx.clone());
+        // Calls take turns: behind another session's lock, each queued call waited its own
+        // whole lock timeout in turn, the third answered after 39 s, past a host's tool timeout
+        // (found by an exploratory test). After one call gave up, the next give up at once
+        // until the lock is gone (best effort: a connection that cannot set it waits per call).
+        let _ = store.wait_for_a_held_lock_once();
         Tools {
             ctx,
             spelled: Mutex::new(spelled),
@@ -329,6 +334,7 @@ impl Tools {
                 "the client cancelled this call before it started: nothing was done",
             ));
         }
+        self.store.lock().unwrap_or_else(|e| e.into_inner()).turn();
         let reply = match name {
             REMEMBER => self.remember(&args),
             RECALL => self.recall(&args, client_name),

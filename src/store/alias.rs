@@ -140,7 +140,13 @@ pub(crate) fn unversioned_labels(shadowed: &str) -> String {
         Ok(labels) => {
             let scopes: Vec<&str> = labels
                 .iter()
-                .map(|l| l.rsplit_once("@v").map_or(l.as_str(), |(scope, _)| scope))
+                .map(|l| {
+                    // `scope@v3`; a label already without its version stays as it is, even
+                    // when its id holds `@v` (`repo:me@vps`).
+                    l.rsplit_once("@v")
+                        .filter(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                        .map_or(l.as_str(), |(scope, _)| scope)
+                })
                 .collect();
             serde_json::to_string(&scopes).unwrap_or_else(|_| shadowed.to_string())
         }
@@ -222,6 +228,22 @@ pub(crate) fn judge(
 
 #[cfg(test)]
 mod tests {
+    use super::unversioned_labels;
+
+    #[test]
+    fn a_moved_read_keeps_its_shadowed_scopes_without_versions() {
+        assert_eq!(
+            unversioned_labels(r#"["repo:web@v2","global@v13","repo:me@vps@v1"]"#),
+            r#"["repo:web","global","repo:me@vps"]"#
+        );
+        // Moved again: a label already without its version stays, whatever its id holds.
+        assert_eq!(
+            unversioned_labels(r#"["repo:me@vps","task:仓库@v"]"#),
+            r#"["repo:me@vps","task:仓库@v"]"#
+        );
+        assert_eq!(unversioned_labels("not json"), "not json");
+    }
+
     use super::*;
 
     #[test]

@@ -89,6 +89,25 @@ impl AnyStore {
         }
     }
 
+    /// A long-lived connection (an MCP server's) that waits for a lock another session holds
+    /// at most once: on PostgreSQL, after one call gave up waiting its whole lock timeout, the
+    /// calls after it give up at once, each saying so, until a [`AnyStore::turn`] finds every
+    /// table free again (`PgStore::turn`) — the UI's rule. SQLite waits its busy timeout per
+    /// call, as before.
+    pub fn wait_for_a_held_lock_once(&mut self) -> Result<()> {
+        match self {
+            AnyStore::Sqlite(_) => Ok(()),
+            AnyStore::Postgres(p) => p.set_lock_timeout(postgres::lock_timeout()),
+        }
+    }
+
+    /// Starts a call of a long-lived connection ([`AnyStore::wait_for_a_held_lock_once`]).
+    pub fn turn(&mut self) {
+        if let AnyStore::Postgres(p) = self {
+            p.turn();
+        }
+    }
+
     /// Whether a SQLite file was removed or replaced since it was opened (`Store::file_moved`).
     pub fn file_moved(&self) -> bool {
         match self {

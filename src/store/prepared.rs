@@ -232,6 +232,21 @@ pub(crate) fn logged_read_words<'a>(
 /// a delete finds the read under it (found by an exploratory test: a read logged before its
 /// subject was written kept the reader's case, and `delete --subject` then left its note). A
 /// name no write could store (past the id limit, say) is logged as given and registers nothing.
+/// Whether `text` is a name of `kind` (`subject`, `scope`) a write could store as it stands:
+/// in normal form and within the id limit — what an import registers of the names only the
+/// read log holds (a raw client's `reads.repo` may hold anything).
+pub(crate) fn registrable(kind: &str, text: &str) -> bool {
+    match kind {
+        "subject" => {
+            normalize_subject(text).is_ok_and(|s| s == text)
+                && within_id_limit("subject", text).is_ok()
+        }
+        _ => Scope::parse(text).is_ok_and(|s| {
+            s != Scope::Global && s.to_string() == text && s.within_id_limit().is_ok()
+        }),
+    }
+}
+
 pub(crate) fn read_spellings(
     subject: &str,
     repo: Option<&str>,

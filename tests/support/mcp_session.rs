@@ -54,11 +54,17 @@ impl RawSession {
     /// `memscope --db DB mcp ARGS…` in a fresh working directory and home (so no host
     /// setting leaks in), initialized.
     pub fn serve(db: &str, args: &[&str]) -> RawSession {
+        RawSession::serve_with(db, args, &[])
+    }
+
+    /// [`RawSession::serve`] with environment variables set.
+    pub fn serve_with(db: &str, args: &[&str], env: &[(&str, &str)]) -> RawSession {
         let home = tempfile::tempdir().expect("a temp home");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_memscope"));
         cmd.current_dir(home.path())
             .env_remove("MEMSCOPE_DB")
             .env("HOME", home.path())
+            .envs(env.iter().copied())
             .args(["--db", db, "mcp"])
             .args(args);
         let mut s = RawSession::start(cmd);

@@ -359,7 +359,7 @@ fn explain_waited(
                 address.describe()
             ),
             Call::Uncommitted => anyhow!(
-                "the connection to PostgreSQL at {} was lost ({cause}) before this call's open transaction committed, so the server rolled that transaction back and nothing of it was stored — run it again; the next call connects again",
+                "the connection to PostgreSQL at {} was lost ({cause}) before this call's open transaction committed, so the server rolls that transaction back (at once, or once it notices the connection is gone) and nothing of it was stored — run it again; the next call connects again",
                 address.describe()
             ),
         };
@@ -1134,14 +1134,32 @@ impl PgStore {
         // first look at the chain, in lock-key order, as the batch writes take theirs; a
         // deadlock with a rescope (which takes its two in another order) is retried by `in_tx`.
         let note = crate::store::prepared::logged_read_words(agent, note)?;
+        // The names it reads are registered first, in a statement of their own (as a write
+        // registers its own before its identity's lock): inside the read's transaction, a new
+        // name's row held while it waits for the chain's locks deadlocked with an `apply`
+        // batch registering the same name while it held them (found by review).
         let (spelled, places) = crate::store::prepared::read_spellings(subject, repo, task);
+        let names: Vec<(&str, String)> = spelled
+            .into_iter()
+            .map(|s| (SUBJECT, s))
+            .chain(places.iter().map(|p| (SCOPE, p.to_string())))
+            .collect();
+        if !names.is_empty() {
+            let kinds: Vec<&str> = names.iter().map(|n| n.0).collect();
+            let folded: Vec<String> = names.iter().map(|n| fold(&n.1)).collect();
+            let texts: Vec<&str> = names.iter().map(|n| n.1.as_str()).collect();
+            // Registering a name twice changes nothing, so the statement runs again on a new
+            // connection as a read does (`statements_as`).
+            self.read(|t| {
+                t.exec(
+                    "INSERT INTO spellings (kind, folded, spelling)
+                     SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
+                     ON CONFLICT (kind, folded) DO NOTHING",
+                    &[&kinds, &folded, &texts],
+                )
+            })?;
+        }
         self.in_tx(|t| {
-            if let Some(subject) = &spelled {
-                self::spelled(t, SUBJECT, subject, true)?;
-            }
-            for place in &places {
-                spelled_scope(t, place, true)?;
-            }
             let (first, _) = resolve_in(t, subject, predicate, repo, task, super::browse::CHAIN_RECORDS)?;
             let scopes: Vec<String> = first.considered.iter().map(|c| c.scope.clone()).collect();
             t.exec(

@@ -434,26 +434,32 @@ fn inserting(e: postgres::Error, line_no: usize, table: &str) -> anyhow::Error {
 
 /// The read log's names in the registered spellings, as SQLite's import brings them
 /// (`sqlite::spellings::merge_spellings`): a name only the read log holds is registered — as a
-/// logged read registers it — unless no write could store it (past the id limit), and a row
+/// logged read registers it — unless no write could store it (`prepared::registrable`), and a row
 /// naming a place in another spelling (an earlier release logged a read in the reader's case
 /// until a write registered another) names it as registered.
 fn respell_reads(tx: &mut Transaction<'_>) -> Result<()> {
-    let limit = crate::model::MAX_ID_BYTES as i32;
+    // In byte order, as SQLite's import takes them: the first spelling of a name only the read
+    // log holds is the one registered.
     for (kind, sql) in [
         (
             "subject",
-            "SELECT DISTINCT subject FROM reads WHERE octet_length(subject) <= $1 ORDER BY 1",
+            "SELECT subject FROM (SELECT DISTINCT subject FROM reads) r ORDER BY subject COLLATE \"C\"",
         ),
         (
             "scope",
-            "SELECT DISTINCT p FROM (
+            "SELECT p FROM (
                  SELECT scope AS p FROM reads WHERE scope IS NOT NULL AND scope <> 'global'
                  UNION SELECT 'repo:' || repo FROM reads WHERE repo IS NOT NULL
                  UNION SELECT 'task:' || task FROM reads WHERE task IS NOT NULL) s
-             WHERE octet_length(p) <= $1 + 5 ORDER BY 1",
+             ORDER BY p COLLATE \"C\"",
         ),
     ] {
-        let named: Vec<String> = tx.query(sql, &[&limit])?.iter().map(|r| r.get(0)).collect();
+        let named: Vec<String> = tx
+            .query(sql, &[])?
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .filter(|text| crate::store::prepared::registrable(kind, text))
+            .collect();
         let registered = tx.prepare(
             "INSERT INTO spellings (kind, folded, spelling) VALUES ($1, $2, $3)
              ON CONFLICT (kind, folded) DO UPDATE SET spelling = spellings.spelling
@@ -498,7 +504,8 @@ fn register_spellings(tx: &mut Transaction<'_>) -> Result<()> {
         (
             // Every place the write path registers: also those only a pending item names (its
             // candidates, its resolution) — the scope guard and the suspects' blast radius know
-            // places from here. Not the read log's repos and tasks: reading registers nothing.
+            // places from here. The read log's names come after every written one
+            // (`respell_reads`).
             "scope",
             "SELECT scope FROM (
                  SELECT scope, min(id) AS first FROM history GROUP BY scope

@@ -376,7 +376,7 @@ fn seen(tx: &Connection, sql: &str) -> Result<Vec<Seen>> {
 
 /// Registers the first spelling of every folded key (a written one before any the read log
 /// alone holds); returns each other spelling → the first, and how many of those the read log
-/// alone held. A name no write could store (past the id limit) is left as it is.
+/// alone held. A name no write could store (`prepared::registrable`) is left as it is.
 fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<(HashMap<String, String>, i64)> {
     let mut by_key: BTreeMap<String, Vec<Seen>> = BTreeMap::new();
     for s in seen {
@@ -391,7 +391,9 @@ fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<(HashMap<Strin
         });
         let first = match lookup(tx, kind, &folded)? {
             Some(registered) => registered,
-            None if !spellings[0].written && past_id_limit(kind, &spellings[0].spelling) => {
+            None if !spellings[0].written
+                && !crate::store::prepared::registrable(kind, &spellings[0].spelling) =>
+            {
                 continue
             }
             None => {
@@ -411,15 +413,6 @@ fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<(HashMap<Strin
         }
     }
     Ok((renames, read_only))
-}
-
-/// Whether a name of `kind` is past the id limit no write may pass (`model::MAX_ID_BYTES`).
-fn past_id_limit(kind: &str, text: &str) -> bool {
-    let id = match kind {
-        SCOPE => text.split_once(':').map_or(text, |(_, id)| id),
-        _ => text,
-    };
-    id.len() > crate::model::MAX_ID_BYTES
 }
 
 fn has_data(tx: &Connection, id: &Key) -> Result<bool> {

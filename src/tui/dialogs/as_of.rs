@@ -193,11 +193,12 @@ fn agreement(r: &ReadRecord, then: &Resolution) -> (String, bool) {
     };
     if logged == replayed {
         (format!("  the read log agrees: {logged}"), true)
-    } else if r.version.is_none() && r.scope.is_some() && then.scope == r.scope {
-        // A read `alias add` moved keeps only its scope: the version it got was of the
-        // alias's own name (README, `alias add`).
+    } else if r.version.is_none() && r.scope.is_some() {
+        // A read `alias add` moved keeps only its scope: what it got was a memory of the
+        // alias's own name, whose history this replay (of the canonical name's) cannot see
+        // (README, `alias add`) — neither a confirmation nor a disagreement.
         (
-            format!("  the read log keeps only the scope, {logged} (an alias moved the read here from another name): history confirms the scope"),
+            format!("  the read log keeps only the scope, {logged}: an alias moved the read here from another name, whose history this replay does not hold"),
             true,
         )
     } else if then.version.is_none() && then.scope.is_some() && then.scope == r.scope {
