@@ -798,12 +798,7 @@ fn an_mcp_call_whose_network_went_away_is_answered() {
     ]);
     let mut mcp = RawSession::start(cmd);
     mcp.initialize();
-    let remember = |id: i64, value: &str| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "remember", "arguments": {
-                "predicate": "test_runner", "value": value, "scope": "repo",
-                "source": format!("mcp:{id}")}}})
-    };
+    let remember = crate::support::mcp_session::remember_test_runner;
     mcp.send(remember(2, "vitest 🧪"));
     let first = mcp.until_id(2).0;
     assert_eq!(first["result"]["isError"], false, "{first}");

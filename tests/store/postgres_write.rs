@@ -1647,12 +1647,8 @@ fn an_mcp_server_reconnects_and_says_a_cut_call_was_rolled_back_on_postgres() {
     let Some(server) = server() else { return };
     let (db, mut raw) = FreshDb::prepared(&server);
     let mut mcp = RawSession::serve(&db.url, &["--subject", "user:42", "--repo", "shop"]);
-    let remember = |value: &str, id: i64| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "remember", "arguments": {
-                "predicate": "test_runner", "value": value, "scope": "repo",
-                "source": format!("mcp:{id}")}}})
-    };
+    let remember =
+        |value: &str, id: i64| crate::support::mcp_session::remember_test_runner(id, value);
     let call = |mcp: &mut RawSession, msg: Value| {
         let id = msg["id"].as_i64().unwrap();
         mcp.send(msg);
@@ -1760,12 +1756,7 @@ fn an_mcp_server_waits_for_a_held_lock_once_on_postgres() {
         &["--subject", "user:42", "--repo", "shop"],
         &[("MEMSCOPE_BUSY_TIMEOUT_MS", "700")],
     );
-    let remember = |id: i64, value: &str| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-            "name": "remember", "arguments": {
-                "predicate": "test_runner", "value": value, "scope": "repo",
-                "source": format!("mcp:{id}")}}})
-    };
+    let remember = crate::support::mcp_session::remember_test_runner;
     mcp.send(remember(2, "vitest 🧪"));
     assert_eq!(mcp.until_id(2).0["result"]["isError"], false);
     let mut locker = db.client();

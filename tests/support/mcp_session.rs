@@ -175,6 +175,14 @@ pub fn assert_rpc_error(answer: &Value, code: i64, words: &str) {
     assert!(message.contains(words), "{answer}");
 }
 
+/// A `remember` request of `test_runner` in the server's repository, `mcp:ID` its source.
+pub fn remember_test_runner(id: i64, value: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "remember", "arguments": {
+            "predicate": "test_runner", "value": value, "scope": "repo",
+            "source": format!("mcp:{id}")}}})
+}
+
 pub fn tool_text(result: &Value) -> String {
     result["result"]["content"][0]["text"]
         .as_str()
