@@ -299,7 +299,7 @@ fn an_immediate_server_restart_mid_apply_leaves_whole_batches_and_a_replay_conve
                 if commit_unknown {
                     "may or may not have been committed"
                 } else {
-                    "rolls that transaction back and nothing of it was stored"
+                    "rolls that transaction back"
                 },
                 &format!("127.0.0.1:{}", cluster.port),
             ],

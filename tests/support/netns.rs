@@ -41,8 +41,11 @@ fn ip(args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// The next host's number in this process: its names and its /30 of the process's /24.
+static NEXT_HOST: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 impl NetHosts {
-    /// `count` (≤ 60) hosts, or why this machine does not allow them (not root, no `ip`, no
+    /// `count` hosts (at most 64 in a process), or why this machine does not allow them (not root, no `ip`, no
     /// CAP_NET_ADMIN).
     pub fn create(count: usize) -> Result<NetHosts, String> {
         if !super::pg_cluster::is_root() {
@@ -54,7 +57,13 @@ impl NetHosts {
             hosts: Vec::new(),
             subnet: format!("10.{a}.{b}.0/24"),
         };
-        for i in 0..count as u32 {
+        for _ in 0..count {
+            // Numbered across the process: two tests making hosts at once must not share a
+            // name (found by CI: one test's drop deleted the other's link).
+            let i = NEXT_HOST.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if i >= 64 {
+                return Err("more than 64 network hosts in one test process".into());
+            }
             let ns = format!("msf{pid}h{i}");
             let root_link = format!("msf{pid}r{i}");
             let ns_link = format!("msf{pid}n{i}");
