@@ -117,6 +117,14 @@ pub(crate) fn two_rows_of_one_identity(table: &str, id: &crate::model::Identity)
 
 /// `init`'s refusal to make the identity's unique guard again while two current records of one
 /// identity stand (the guard cannot be built over them), on both backends: nothing is changed.
+/// The repository and task scopes the read log names, one column `place`: the won scope and the
+/// context a read was asked in — what `check` holds to the registry (invariant 6) and what
+/// PostgreSQL's import brings to it (`postgres::transfer::respell_reads`).
+pub(crate) const READ_LOG_PLACES_SQL: &str =
+    "SELECT scope AS place FROM reads WHERE scope IS NOT NULL AND scope <> 'global'
+     UNION SELECT 'repo:' || repo FROM reads WHERE repo IS NOT NULL
+     UNION SELECT 'task:' || task FROM reads WHERE task IS NOT NULL";
+
 pub(crate) const IDENTITY_NOT_UNIQUE: &str = "cannot make the identity unique again: memories holds two current records of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again";
 
 /// A delete's refusal when tombstones lost its key (a raw client rebuilt or altered the table):
@@ -683,9 +691,7 @@ impl Checker<'_> {
             (
                 "scope",
                 "SELECT DISTINCT scope FROM memories UNION SELECT scope FROM tombstones",
-                "SELECT scope FROM reads WHERE scope IS NOT NULL AND scope <> 'global'
-                 UNION SELECT 'repo:' || repo FROM reads WHERE repo IS NOT NULL
-                 UNION SELECT 'task:' || task FROM reads WHERE task IS NOT NULL",
+                READ_LOG_PLACES_SQL,
             ),
         ] {
             let ids = collect(self.db, sql, &[], usize::MAX, &|r| r.show(0))?;

@@ -226,12 +226,6 @@ pub(crate) fn logged_read_words<'a>(
     Ok(note.filter(|n| !n.trim().is_empty()))
 }
 
-/// The spellings a logged read registers, as a write of its names would (README, "The read
-/// log"): its subject and the places it names, each one a write could store. So the read log
-/// holds one spelling per subject and place, and a later write in another case, a filter or
-/// a delete finds the read under it (found by an exploratory test: a read logged before its
-/// subject was written kept the reader's case, and `delete --subject` then left its note). A
-/// name no write could store (past the id limit, say) is logged as given and registers nothing.
 /// Whether `text` is a name of `kind` (`subject`, `scope`) a write could store as it stands:
 /// in normal form and within the id limit — what an import registers of the names only the
 /// read log holds (a raw client's `reads.repo` may hold anything).
@@ -247,6 +241,12 @@ pub(crate) fn registrable(kind: &str, text: &str) -> bool {
     }
 }
 
+/// The spellings a logged read registers, as a write of its names would (README, "The read
+/// log"): its subject and the places it names, each one a write could store. So the read log
+/// holds one spelling per subject and place, and a later write in another case, a filter or
+/// a delete finds the read under it (found by an exploratory test: a read logged before its
+/// subject was written kept the reader's case, and `delete --subject` then left its note). A
+/// name no write could store (past the id limit, say) is logged as given and registers nothing.
 pub(crate) fn read_spellings(
     subject: &str,
     repo: Option<&str>,

@@ -1642,6 +1642,24 @@ fn read_log_edges_on(db: TestDb) {
     }
 }
 
+/// A write of `ghost:一 · PREDICATE` in `repo:foo`, in lower case.
+fn write_ghost(db: &TestDb, predicate: &str) {
+    db.run(&[
+        "write",
+        "--subject",
+        "ghost:一",
+        "--predicate",
+        predicate,
+        "--value",
+        "v",
+        "--scope",
+        "repo:foo",
+        "--source",
+        "s",
+    ])
+    .ok();
+}
+
 // ---- a read logged before its subject was written ---------------------------------------------
 
 /// Found by an exploratory test: a logged read of a subject nobody had written yet kept the
@@ -1672,20 +1690,7 @@ fn a_read_logged_before_its_subject_was_written_is_found_and_deleted_with_it() {
         };
         read("Ghost:一", "Foo", "user said: my ssn is 123 🔑");
         read("GHOST:一", "FOO", "再来一次 🔑");
-        db.run(&[
-            "write",
-            "--subject",
-            "ghost:一",
-            "--predicate",
-            "other",
-            "--value",
-            "v",
-            "--scope",
-            "repo:foo",
-            "--source",
-            "s",
-        ])
-        .ok();
+        write_ghost(db, "other");
         let reads = as_array(db.json(&["reads", "--subject", "ghost:一", "--json"]));
         assert_eq!(reads.len(), 2, "{reads:#?}");
         for r in &reads {
@@ -1740,20 +1745,7 @@ fn reads_left_in_another_spelling_are_named_by_check_and_respelled_by_import() {
              UPDATE spellings SET spelling = 'repo:foo' WHERE spelling = 'repo:Foo'",
         )
         .unwrap();
-        db.run(&[
-            "write",
-            "--subject",
-            "ghost:一",
-            "--predicate",
-            "pm",
-            "--value",
-            "v",
-            "--scope",
-            "repo:foo",
-            "--source",
-            "s",
-        ])
-        .ok();
+        write_ghost(db, "pm");
         let r = db.run(&["check"]);
         assert_eq!(r.code, 1, "{r:?}");
         assert!(

@@ -980,13 +980,7 @@ fn connections_ended_under_the_idle_ui_cost_it_nothing() {
     let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let counts = "1 suspect · 15 identities";
     for round in 0..2 {
-        admin
-            .execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .unwrap();
+        support::end_other_sessions(&mut admin);
         // Several polls, and a key whose loads go to the server.
         std::thread::sleep(std::time::Duration::from_millis(1500));
         t.type_text(if round == 0 { "6" } else { "1" });

@@ -1528,32 +1528,6 @@ fn a_delete_on_postgres_destroys_the_content_everywhere_it_was() {
     );
 }
 
-/// Ends every other session of the database and waits until they are gone.
-fn end_other_sessions(raw: &mut postgres::Client) {
-    raw.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-         WHERE datname = current_database() AND pid <> pg_backend_pid()",
-        &[],
-    )
-    .unwrap();
-    // The signal is sent at once; the backend ends a moment later.
-    for _ in 0..500 {
-        let others: i64 = raw
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
-                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .unwrap()
-            .get(0);
-        if others == 0 {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("the other sessions did not end");
-}
-
 /// Ends the session of the database that waits for a lock, once one does.
 fn end_the_waiting_session(raw: &mut postgres::Client) {
     for _ in 0..1000 {
@@ -1597,12 +1571,12 @@ fn a_store_reconnects_after_the_server_closed_its_connection() {
     store
         .write(&req("user:1", "editor", json!("vim"), "global", "t:1"))
         .unwrap();
-    end_other_sessions(&mut raw);
+    crate::support::end_other_sessions(&mut raw);
     let out = store
         .write(&req("user:1", "editor", json!("helix 🧬"), "global", "t:2"))
         .expect("a write after an idle cut runs on a new connection");
     assert!(matches!(out.outcome, OutcomeKind::Superseded), "{out:?}");
-    end_other_sessions(&mut raw);
+    crate::support::end_other_sessions(&mut raw);
     let r = store
         .resolve("user:1", "editor", None, None)
         .expect("a read after an idle cut runs on a new connection");
@@ -1656,14 +1630,14 @@ fn an_mcp_server_reconnects_and_says_a_cut_call_was_rolled_back_on_postgres() {
     };
     let first = call(&mut mcp, remember("vitest", 2));
     assert_eq!(first["result"]["isError"], false, "{first}");
-    end_other_sessions(&mut raw);
+    crate::support::end_other_sessions(&mut raw);
     let next = call(&mut mcp, remember("jest 🃏", 3));
     assert_eq!(next["result"]["isError"], false, "{next}");
     assert_eq!(
         next["result"]["structuredContent"]["outcome"], "superseded",
         "{next}"
     );
-    end_other_sessions(&mut raw);
+    crate::support::end_other_sessions(&mut raw);
     let recall = call(
         &mut mcp,
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {

@@ -1142,6 +1142,32 @@ pub fn on_postgres(body: impl FnOnce(TestDb)) {
     }
 }
 
+/// Ends every other session of the database and waits until they are gone.
+pub fn end_other_sessions(raw: &mut postgres::Client) {
+    raw.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        &[],
+    )
+    .unwrap();
+    // The signal is sent at once; the backend ends a moment later.
+    for _ in 0..500 {
+        let others: i64 = raw
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        if others == 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    panic!("the other sessions did not end");
+}
+
 /// Drops a [`postgres_test_db`] database when the test ends.
 pub struct PostgresDropper {
     server: String,

@@ -224,30 +224,6 @@ fn a_call_on_a_connection_ended_while_idle_runs_on_a_new_one() {
     .unwrap();
     store.suspects().unwrap();
     let mut admin = admin(&pg);
-    let kill = |admin: &mut postgres::Client| {
-        admin
-            .execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-                 WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                &[],
-            )
-            .unwrap();
-        for _ in 0..500 {
-            let others: i64 = admin
-                .query_one(
-                    "SELECT count(*) FROM pg_stat_activity
-                     WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                    &[],
-                )
-                .unwrap()
-                .get(0);
-            if others == 0 {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        panic!("the connections did not end");
-    };
     let id = identity("user:42", "formatter", Scope::Global);
     let reads: [(&str, &Read<'_>); 4] = [
         ("the suspects scan", &|s| s.suspects().map(drop)),
@@ -261,10 +237,10 @@ fn a_call_on_a_connection_ended_while_idle_runs_on_a_new_one() {
         ("the pending queue", &|s| s.pending(false).map(drop)),
     ];
     for (what, read) in reads {
-        kill(&mut admin);
+        crate::support::end_other_sessions(&mut admin);
         read(&*store).unwrap_or_else(|e| panic!("{what} after an idle cut: {e:#}"));
     }
-    kill(&mut admin);
+    crate::support::end_other_sessions(&mut admin);
     let report = store
         .delete(&DeleteTarget::Identity(id.clone()), None)
         .expect("a delete after an idle cut");

@@ -295,8 +295,6 @@ pub(super) fn identity_row(
     Ok(rows.pop())
 }
 
-/// The causal clock's value, the last number handed out, as it stands for every reader
-/// ([`crate::model::clock_as_it_stands`]: never past 2^53, where the sequence may be).
 /// Takes `id`'s lock, then the time every row the transaction writes from here on carries
 /// (`memscope_stamp`, schema 14: one time for one operation, as on SQLite), returned as
 /// history's time text. Called after the operation's last lock: a row written after a later
@@ -312,6 +310,8 @@ pub(super) fn lock_and_stamp(t: &mut Tx<'_>, id: &Identity) -> Result<String> {
     .get(0))
 }
 
+/// The causal clock's value, the last number handed out, as it stands for every reader
+/// ([`crate::model::clock_as_it_stands`]: never past 2^53, where the sequence may be).
 pub(super) fn clock_now(t: &mut Tx<'_>) -> Result<i64> {
     Ok(crate::model::clock_as_it_stands(
         t.one("SELECT memscope_clock_current()", &[])?.get(0),
@@ -326,7 +326,7 @@ pub(super) enum Call {
     Read,
     /// It commits what it wrote.
     Write,
-    /// It wrote in a transaction whose COMMIT was never sent: the server rolled it back.
+    /// It wrote in a transaction whose COMMIT was never sent: the server rolls it back.
     Uncommitted,
 }
 

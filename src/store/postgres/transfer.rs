@@ -440,19 +440,16 @@ fn inserting(e: postgres::Error, line_no: usize, table: &str) -> anyhow::Error {
 fn respell_reads(tx: &mut Transaction<'_>) -> Result<()> {
     // In byte order, as SQLite's import takes them: the first spelling of a name only the read
     // log holds is the one registered.
+    let places = format!(
+        "SELECT place FROM ({}) s ORDER BY place COLLATE \"C\"",
+        crate::store::check::READ_LOG_PLACES_SQL
+    );
     for (kind, sql) in [
         (
             "subject",
             "SELECT subject FROM (SELECT DISTINCT subject FROM reads) r ORDER BY subject COLLATE \"C\"",
         ),
-        (
-            "scope",
-            "SELECT p FROM (
-                 SELECT scope AS p FROM reads WHERE scope IS NOT NULL AND scope <> 'global'
-                 UNION SELECT 'repo:' || repo FROM reads WHERE repo IS NOT NULL
-                 UNION SELECT 'task:' || task FROM reads WHERE task IS NOT NULL) s
-             ORDER BY p COLLATE \"C\"",
-        ),
+        ("scope", places.as_str()),
     ] {
         let named: Vec<String> = tx
             .query(sql, &[])?
