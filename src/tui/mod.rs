@@ -15,7 +15,9 @@
 //!   version a read got); `repair`: what a rescope or revert would do, from the store;
 //!   `refresh`: open dialogs after a refresh (stored words read again, or the dialog gone);
 //! - `timeline`: the current view's history pane (its event cursor, drawing); `clipboard`: `c` as an OSC 52 sequence the
-//!   loop writes; `mouse`: wheel and clicks, hit-tested with `layout`.
+//!   loop writes; `mouse`: wheel and clicks, hit-tested with `layout`;
+//! - `input`: the terminal's events, read on a thread of their own that can still quit while
+//!   the loop waits on a database that stopped answering.
 
 pub mod app;
 pub mod clipboard;
@@ -24,6 +26,7 @@ pub mod draw;
 pub mod fuzzy;
 pub mod held;
 pub mod incident;
+pub mod input;
 pub mod keymap;
 pub mod layout;
 pub mod list;
@@ -43,7 +46,6 @@ pub use session::{Session, WorkerMode};
 use crate::model::Identity;
 use crate::store::{Clock, UiStore};
 use anyhow::{Context, Result};
-use crossterm::event;
 use ratatui::DefaultTerminal;
 use std::time::{Duration, Instant};
 
@@ -133,15 +135,24 @@ pub fn run(store: Box<dyn UiStore>, mouse: Mouse, select: Option<Identity>) -> R
         WorkerMode::Threads,
     )?;
     session.mouse = mouse == Mouse::Capture;
+    let input = input::Input::start(mouse);
     if let Some(id) = select {
         session.select(&id)?;
     }
-    event_loop(&mut guard.terminal, &mut session)?;
+    event_loop(&mut guard.terminal, &mut session, &input)?;
+    // Closing says goodbye to the database (PostgreSQL's change notices): while the terminal
+    // is still the UI's, so that a server that stopped answering cannot keep it.
+    input.working();
+    drop(session);
     drop(guard);
     Ok(crate::frontend::EXIT_OK)
 }
 
-fn event_loop(terminal: &mut DefaultTerminal, session: &mut Session) -> Result<()> {
+fn event_loop(
+    terminal: &mut DefaultTerminal,
+    session: &mut Session,
+    input: &input::Input,
+) -> Result<()> {
     let mut last_live = Instant::now();
     let mut dirty = true;
     loop {
@@ -155,20 +166,20 @@ fn event_loop(terminal: &mut DefaultTerminal, session: &mut Session) -> Result<(
         } else {
             until_live
         };
-        if event::poll(timeout)? {
+        input.set_q_quits(session.q_quits());
+        if let Some(mut next) = input.next(timeout)? {
             // Handle everything already queued before drawing again (key repeat, pastes); a
             // run of list motions loads the detail of where it ends, once.
-            let mut next = event::read()?;
             loop {
-                let more = event::poll(Duration::ZERO)?;
-                if session.handle_queued(next, more) {
+                let following = input.queued()?;
+                if session.handle_queued(next, following.is_some()) {
                     return Ok(());
                 }
                 write_output(terminal, session);
-                if !more {
-                    break;
+                match following {
+                    Some(event) => next = event,
+                    None => break,
                 }
-                next = event::read()?;
             }
             session.settle();
             dirty = true;

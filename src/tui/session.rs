@@ -393,6 +393,14 @@ impl Session {
         self.quit
     }
 
+    /// Whether a plain `q` quits where the focus is now (a list), rather than closing a dialog
+    /// or being typed.
+    pub fn q_quits(&self) -> bool {
+        use super::keymap::{lookup, Command};
+        let q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
+        lookup(&self.app.contexts(), &q) == Some(Command::Quit)
+    }
+
     /// What waits for the filter's matches ([`Session::admit`]).
     pub fn held(&self) -> super::held::Tally {
         self.held.tally()

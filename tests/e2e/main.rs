@@ -845,13 +845,40 @@ const LOCK_ALL: &str = "BEGIN;
 /// counted, not timed, in tests/ui/failures.rs (`lock_waits`).
 const ONE_WAIT: std::time::Duration = std::time::Duration::from_millis(6000);
 
-/// The UI on the demo moved to PostgreSQL, opened in `t`; the test database's address.
-fn ui_on_postgres_demo(t: &Tmux, pg: &Path) -> String {
-    let url = pg.to_str().unwrap().to_string();
-    t.run(&format!("{BIN} --db '{url}' tui; echo \"EXIT:$?\""));
-    t.wait_for("History · team:web · node_version @ global");
-    t.wait_for("1 suspect · 15 identities");
-    url
+/// The UI on the demo moved to a PostgreSQL test database, in a 110×32 terminal. Fields drop in
+/// order: the terminal (and the UI) first, the database last.
+struct PgDemoUi {
+    t: Tmux,
+    _dir: tempfile::TempDir,
+    pg: support::TestDb,
+    /// The test database's address.
+    url: String,
+    _drop: support::PostgresDropper,
+}
+
+impl PgDemoUi {
+    /// `None` where the test skips (no server, no tmux).
+    fn open() -> Option<PgDemoUi> {
+        let (pg, _drop) = support::postgres_test_db()?;
+        let t = Tmux::shell(110, 32)?;
+        let _dir = demo_on(&pg.path);
+        let url = pg.path.to_str().unwrap().to_string();
+        t.run(&format!("{BIN} --db '{url}' tui; echo \"EXIT:$?\""));
+        t.wait_for("History · team:web · node_version @ global");
+        t.wait_for("1 suspect · 15 identities");
+        Some(PgDemoUi {
+            t,
+            _dir,
+            pg,
+            url,
+            _drop,
+        })
+    }
+
+    /// A connection of the test's own to the database.
+    fn connect(&self) -> postgres::Client {
+        postgres::Client::connect(&self.url, postgres::NoTls).unwrap()
+    }
 }
 
 /// Found by a reviewer on PostgreSQL, behind another session's `LOCK TABLE memories, history,
@@ -862,15 +889,11 @@ fn ui_on_postgres_demo(t: &Tmux, pg: &Path) -> String {
 /// database (README, "Waiting for locks").
 #[test]
 fn a_table_lock_costs_a_key_one_wait_and_the_history_pane_shows_no_other_record() {
-    let Some((pg, _drop)) = support::postgres_test_db() else {
+    let Some(ui) = PgDemoUi::open() else {
         return;
     };
-    let Some(t) = Tmux::shell(110, 32) else {
-        return;
-    };
-    let _dir = demo_on(&pg.path);
-    let url = ui_on_postgres_demo(&t, &pg.path);
-    let mut lock = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let t = &ui.t;
+    let mut lock = ui.connect();
 
     lock.batch_execute(LOCK_ALL).unwrap();
     t.type_text("j");
@@ -914,14 +937,10 @@ fn a_table_lock_costs_a_key_one_wait_and_the_history_pane_shows_no_other_record(
 /// database made again, the UI reads it again by itself.
 #[test]
 fn a_database_dropped_under_the_ui_takes_its_rows_and_counts_with_it() {
-    let Some((pg, _drop)) = support::postgres_test_db() else {
+    let Some(ui) = PgDemoUi::open() else {
         return;
     };
-    let Some(t) = Tmux::shell(110, 32) else {
-        return;
-    };
-    let _dir = demo_on(&pg.path);
-    let url = ui_on_postgres_demo(&t, &pg.path);
+    let (t, pg, url) = (&ui.t, &ui.pg, &ui.url);
     t.type_text("d");
     t.wait_for("y delete");
     let server = std::env::var("MEMSCOPE_TEST_POSTGRES").unwrap();
@@ -969,15 +988,11 @@ fn a_database_dropped_under_the_ui_takes_its_rows_and_counts_with_it() {
 /// commit still reaches it.
 #[test]
 fn connections_ended_under_the_idle_ui_cost_it_nothing() {
-    let Some((pg, _drop)) = support::postgres_test_db() else {
+    let Some(ui) = PgDemoUi::open() else {
         return;
     };
-    let Some(t) = Tmux::shell(110, 32) else {
-        return;
-    };
-    let _dir = demo_on(&pg.path);
-    let url = ui_on_postgres_demo(&t, &pg.path);
-    let mut admin = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let t = &ui.t;
+    let mut admin = ui.connect();
     let counts = "1 suspect · 15 identities";
     for round in 0..2 {
         support::end_other_sessions(&mut admin);
@@ -992,7 +1007,7 @@ fn connections_ended_under_the_idle_ui_cost_it_nothing() {
         assert!(screen.contains(counts), "round {round}: {counts}: {screen}");
     }
     cli(
-        &pg.path,
+        &ui.pg.path,
         &args_for(
             "write",
             "user:9",
@@ -1003,6 +1018,83 @@ fn connections_ended_under_the_idle_ui_cost_it_nothing() {
     t.wait_for("1 suspect · 16 identities");
     t.type_text("q");
     t.wait_for("EXIT:0");
+}
+
+/// The backends of a UI's connections, stopped (`SIGSTOP`) until dropped: a server that keeps
+/// the connections open, acknowledges every packet and answers nothing.
+struct StoppedBackends(Vec<i32>);
+
+impl StoppedBackends {
+    fn stop(admin: &mut postgres::Client) -> StoppedBackends {
+        let pids: Vec<i32> = admin
+            .query(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+                 AND application_name = 'memscope' AND pid <> pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(!pids.is_empty(), "the UI has connections to the server");
+        let mut stopped = StoppedBackends(Vec::new());
+        for pid in pids {
+            signal(pid, "-STOP");
+            stopped.0.push(pid);
+        }
+        stopped
+    }
+}
+
+fn signal(pid: i32, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(
+        status.success(),
+        "kill {signal} {pid}: this test signals the server's backends (run it as root or as the server's OS user)"
+    );
+}
+
+impl Drop for StoppedBackends {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = Command::new("kill")
+                .args(["-CONT", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+/// Found by an exploratory test: behind a server that stopped answering (a stalled network
+/// relay), `q` and Ctrl-c did nothing for over a minute — the UI calls the database on the
+/// thread that read its keys. Now the keys are read on a thread of their own: once a call has
+/// waited a second, `q` ends the UI with the terminal restored and a sentence saying why
+/// (README, "The terminal UI").
+#[test]
+fn q_quits_a_ui_whose_server_stopped_answering() {
+    let Some(ui) = PgDemoUi::open() else {
+        return;
+    };
+    let t = &ui.t;
+    let mut admin = ui.connect();
+    // Dropped before the database is: a stopped backend would hold its drop.
+    let _stopped = StoppedBackends::stop(&mut admin);
+    // A key that reads, and the poll's look at the change mark (every 5 s): the UI's calls
+    // wait on the stopped backends.
+    t.type_text("j");
+    std::thread::sleep(std::time::Duration::from_millis(6500));
+    t.type_text("q");
+    let screen = t.wait_for("EXIT:1");
+    assert!(
+        screen.contains("without an answer") && screen.contains("memscope history"),
+        "the UI says why it quit:\n{screen}"
+    );
+    assert!(
+        !screen.contains("History · team:web"),
+        "the terminal is restored:\n{screen}"
+    );
 }
 
 /// Found by a reviewer (50,000 records): `Home /v1234 值⏎jjjd` sent in one burst opened the
