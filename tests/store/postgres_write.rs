@@ -1611,6 +1611,74 @@ fn a_store_reconnects_after_the_server_closed_its_connection() {
     assert_eq!(r.value, Some(json!("emacs 🐃")));
 }
 
+/// A connection the server ends while a call's COMMIT is on its way leaves the commit unknown,
+/// and the call says so in its own terms: a write "may or may not have been committed" (run it
+/// again: a stored one comes back `confirmed`), a logged read "may or may not have been logged"
+/// (found by an exploratory run: a `recall` cut inside its COMMIT was given the write's advice).
+/// The cut comes from a deferred trigger that ends its own session at COMMIT.
+#[test]
+fn a_call_cut_inside_its_commit_says_what_it_may_have_stored() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    let mut store = PgStore::open(&db.address()).unwrap();
+    store
+        .write(&req("user:1", "editor", json!("vim"), "global", "t:1"))
+        .unwrap();
+    raw.batch_execute(
+        "CREATE FUNCTION cut_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); RETURN NULL; END $$;
+         CREATE CONSTRAINT TRIGGER cut_at_commit AFTER INSERT ON reads
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION cut_at_commit();
+         CREATE CONSTRAINT TRIGGER cut_at_commit AFTER INSERT ON history
+             DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION cut_at_commit();",
+    )
+    .unwrap();
+    let read = store
+        .resolve_logged(
+            "user:1",
+            "editor",
+            Some("shop 🛒"),
+            None,
+            Some("agent"),
+            None,
+        )
+        .expect_err("the logged read's COMMIT was cut");
+    assert!(memscope::store::commit_unknown(&read), "{read:#}");
+    let said = format!("{read:#}");
+    crate::support::assert_one_sentence(
+        &said,
+        &[
+            "was lost",
+            "may or may not have been logged",
+            "run it again",
+        ],
+    );
+    assert!(
+        !said.contains("confirmed"),
+        "a read is given no write's advice: {said}"
+    );
+
+    let write = store
+        .write(&req("user:1", "editor", json!("helix 🧬"), "global", "t:2"))
+        .expect_err("the write's COMMIT was cut");
+    assert!(memscope::store::commit_unknown(&write), "{write:#}");
+    let said = format!("{write:#}");
+    crate::support::assert_one_sentence(
+        &said,
+        &[
+            "was lost",
+            "may or may not have been committed",
+            "`confirmed`",
+        ],
+    );
+    raw.batch_execute("DROP TRIGGER cut_at_commit ON reads; DROP TRIGGER cut_at_commit ON history")
+        .unwrap();
+    let r = store
+        .resolve_logged("user:1", "editor", None, None, Some("agent"), None)
+        .expect("the next call connects again");
+    assert_eq!(r.value, Some(json!("vim")), "the cut write rolled back");
+}
+
 /// The same under an MCP server: after the server ended its idle connection, `remember` and
 /// `recall` work on a new one; a `remember` cut while it waits for a lock tells the agent its
 /// transaction was rolled back (never that it may have landed, which it cannot have), and the

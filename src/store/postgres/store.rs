@@ -326,6 +326,8 @@ pub(super) enum Call {
     Read,
     /// It commits what it wrote.
     Write,
+    /// It reads, and commits a row of the read log saying so (a logged resolve).
+    LoggedRead,
     /// It wrote in a transaction whose COMMIT was never sent: the server rolls it back.
     Uncommitted,
 }
@@ -352,6 +354,12 @@ fn explain_waited(
         return match call {
             Call::Write => anyhow::Error::new(crate::store::CommitUnknown(format!(
                 "the connection to PostgreSQL at {} was lost ({cause}): what this call wrote may or may not have been committed — run it again (a write already stored comes back `confirmed`); the next call connects again",
+                address.describe()
+            ))),
+            // Found by an exploratory run: a `recall` cut inside its COMMIT was given a
+            // write's advice.
+            Call::LoggedRead => anyhow::Error::new(crate::store::CommitUnknown(format!(
+                "the connection to PostgreSQL at {} was lost ({cause}) while this read's row of the read log was being committed: the read may or may not have been logged, and its answer did not arrive — run it again (a read logged twice shows twice in `memscope reads`); the next call connects again",
                 address.describe()
             ))),
             Call::Read => anyhow!(
@@ -798,7 +806,15 @@ impl PgStore {
     /// Runs `body` in a READ COMMITTED transaction and commits, again when the server aborted
     /// it for a deadlock or a serialization failure (counted into `busy_retries`).
     pub(super) fn in_tx<T>(&mut self, body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        self.run_tx(true, body)
+        self.run_tx(Call::Write, body)
+    }
+
+    /// [`PgStore::in_tx`] for a read that logs itself: a failure says so ([`Call::LoggedRead`]).
+    pub(super) fn in_logged_read_tx<T>(
+        &mut self,
+        body: impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.run_tx(Call::LoggedRead, body)
     }
 
     /// Runs a read without a transaction around it: each statement commits alone, one round
@@ -892,22 +908,23 @@ impl PgStore {
     /// Runs `body` in a transaction and rolls it back: what an operation would do, with
     /// nothing changed (the UI's previews of a rescope or a revert run the operation itself).
     pub(super) fn dry_run<T>(&mut self, body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
-        self.run_tx(false, body)
+        self.run_tx(Call::Read, body)
     }
 
+    /// Runs `body` in a transaction, committed unless `call` is a [`Call::Read`] (rolled back).
     fn run_tx<T>(
         &mut self,
-        commit: bool,
+        call: Call,
         mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
         self.connection()?;
-        match self.run_tx_once(commit, &mut body) {
+        match self.run_tx_once(call, &mut body) {
             // The server closed the connection while it was idle (a restart, an administrator,
             // an idle timeout): nothing of this call reached it, so it runs on a new
             // connection, once (see `statements_as`).
             Err(e) if e.is::<LostAtBegin>() => {
                 self.reopen()?;
-                self.run_tx_once(commit, body)
+                self.run_tx_once(call, body)
             }
             done => done,
         }
@@ -915,10 +932,9 @@ impl PgStore {
             if !e.is::<LostAtBegin>() {
                 return e;
             }
-            let call = if commit {
-                Call::Uncommitted
-            } else {
-                Call::Read
+            let call = match call {
+                Call::Read => Call::Read,
+                _ => Call::Uncommitted,
             };
             explain(LostAtBegin::unwrapped(e), &self.address, call)
         })
@@ -928,10 +944,10 @@ impl PgStore {
     /// [`LostAtBegin`].
     fn run_tx_once<T>(
         &mut self,
-        commit: bool,
+        call: Call,
         mut body: impl FnMut(&mut Tx<'_>) -> Result<T>,
     ) -> Result<T> {
-        let call = if commit { Call::Write } else { Call::Read };
+        let commit = call != Call::Read;
         let mut retries = 0i64;
         loop {
             let tx = self.client.transaction().map_err(|e| {
@@ -962,7 +978,7 @@ impl PgStore {
                 Ok(out)
             });
             // A write whose COMMIT was never sent changed nothing, whatever else it sent.
-            let call = if call == Call::Write && !committing {
+            let call = if commit && !committing {
                 Call::Uncommitted
             } else {
                 call
@@ -1159,7 +1175,7 @@ impl PgStore {
                 )
             })?;
         }
-        self.in_tx(|t| {
+        self.in_logged_read_tx(|t| {
             let (first, _) = resolve_in(t, subject, predicate, repo, task, super::browse::CHAIN_RECORDS)?;
             let scopes: Vec<String> = first.considered.iter().map(|c| c.scope.clone()).collect();
             t.exec(
