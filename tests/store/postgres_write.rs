@@ -1611,6 +1611,88 @@ fn a_store_reconnects_after_the_server_closed_its_connection() {
     assert_eq!(r.value, Some(json!("emacs 🐃")));
 }
 
+/// A write's record and its history event carry one time. Each column used to call the clock
+/// when it was filled, so a record could be dated a millisecond before its `set` event (rare
+/// on a quiet server; every time behind a trigger that takes a few milliseconds, as here).
+#[test]
+fn a_record_and_its_event_are_dated_alike_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, mut raw) = FreshDb::prepared(&server);
+    raw.batch_execute(
+        "CREATE FUNCTION slow_record() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN PERFORM pg_sleep(0.005); RETURN NEW; END $$;
+         CREATE TRIGGER slow_record BEFORE INSERT OR UPDATE ON memories
+             FOR EACH ROW EXECUTE FUNCTION slow_record();",
+    )
+    .unwrap();
+    let mut store = PgStore::open(&db.address()).unwrap();
+    for (value, source, outcome) in [
+        ("vim 🖊", "t:1", "inserted"),
+        ("helix 🧬", "t:2", "superseded"),
+        ("helix 🧬", "t:3", "confirmed"),
+    ] {
+        let out = store
+            .write(&req("user:1", "editor", json!(value), "global", source))
+            .unwrap();
+        assert_eq!(out.outcome.to_string(), outcome, "{out:?}");
+        let row = raw
+            .query_one(
+                "SELECT m.created_at = s.at, m.updated_at = s.at,
+                        m.confirmed_at IS NOT DISTINCT FROM c.at,
+                        m.updated_at::text, s.at::text, c.at::text
+                 FROM memories m
+                 JOIN LATERAL (SELECT at FROM history WHERE event = 'set' AND version = m.version
+                               AND subject = m.subject AND predicate = m.predicate
+                               AND scope = m.scope) s ON true
+                 LEFT JOIN LATERAL (SELECT max(at) AS at FROM history WHERE event = 'confirmed'
+                                    AND version = m.version AND subject = m.subject
+                                    AND predicate = m.predicate AND scope = m.scope) c ON true
+                 WHERE m.subject = 'user:1'",
+                &[],
+            )
+            .unwrap();
+        let (updated, set, confirmed): (Option<String>, Option<String>, Option<String>) =
+            (row.get(3), row.get(4), row.get(5));
+        if outcome == "inserted" {
+            assert!(row.get::<_, bool>(0), "created {updated:?}, set {set:?}");
+        }
+        assert!(
+            row.get::<_, bool>(1),
+            "{outcome}: updated {updated:?}, set {set:?}"
+        );
+        assert!(row.get::<_, bool>(2), "{outcome}: confirmed {confirmed:?}");
+    }
+    // `apply`'s batches: every record the batch stored or moved, dated as its event.
+    let lines: String = (0..6)
+        .map(|i| {
+            format!(
+                "{{\"subject\":\"user:1\",\"predicate\":\"p{}\",\"value\":\"v{i} 值\",\"scope\":\"global\",\"source\":\"a:{i}\"}}\n",
+                i % 3
+            )
+        })
+        .collect();
+    store
+        .apply(std::io::Cursor::new(lines.into_bytes()), |_| Ok(()))
+        .unwrap();
+    let apart: Vec<String> = raw
+        .query(
+            "SELECT m.predicate || ' v' || m.version || ': ' || m.updated_at::text || ' / '
+                    || h.at::text
+             FROM memories m JOIN history h ON h.event = 'set' AND h.version = m.version
+                  AND h.subject = m.subject AND h.predicate = m.predicate AND h.scope = m.scope
+             WHERE m.predicate LIKE 'p%' AND m.updated_at <> h.at",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(
+        apart.is_empty(),
+        "apply dated records apart from their events: {apart:?}"
+    );
+}
+
 /// A connection the server ends while a call's COMMIT is on its way leaves the commit unknown,
 /// and the call says so in its own terms: a write "may or may not have been committed" (run it
 /// again: a stored one comes back `confirmed`), a logged read "may or may not have been logged"

@@ -305,13 +305,14 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
                                   $6::text[], $7::text[], $8::int8[], $9::int8[], $10::text[],
                                   $11::int8[], $12::bool[])
                  AS u(s, p, c, v, ver, src, raw, cs, n, csrc, cseq, new)),
+         now AS MATERIALIZED (SELECT memscope_now() AS at),
          ins AS (
              INSERT INTO memories (subject, predicate, scope, value, version, source, raw, causal_seq,
                                    created_at, updated_at, confirmed_at, confirm_count,
                                    confirmed_source, confirmed_seq)
-             SELECT s, p, c, v, ver, src, raw, cs, memscope_now(), memscope_now(),
-                    CASE WHEN n > 0 THEN memscope_now() END, n, csrc, cseq
-             FROM u WHERE new
+             SELECT s, p, c, v, ver, src, raw, cs, now.at, now.at,
+                    CASE WHEN n > 0 THEN now.at END, n, csrc, cseq
+             FROM u, now WHERE new
              RETURNING 1),
          upd AS (
              UPDATE memories m SET
@@ -320,15 +321,15 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
                  source = coalesce(u.src, m.source),
                  raw = CASE WHEN u.ver IS NULL THEN m.raw ELSE u.raw END,
                  causal_seq = coalesce(u.cs, m.causal_seq),
-                 updated_at = CASE WHEN u.ver IS NULL THEN m.updated_at ELSE memscope_now() END,
-                 confirmed_at = CASE WHEN u.n > 0 THEN memscope_now()
+                 updated_at = CASE WHEN u.ver IS NULL THEN m.updated_at ELSE now.at END,
+                 confirmed_at = CASE WHEN u.n > 0 THEN now.at
                                      WHEN u.ver IS NULL THEN m.confirmed_at END,
                  confirm_count = CASE WHEN u.ver IS NULL THEN m.confirm_count ELSE 0 END + u.n,
                  confirmed_source = CASE WHEN u.n > 0 THEN u.csrc
                                          WHEN u.ver IS NULL THEN m.confirmed_source END,
                  confirmed_seq = CASE WHEN u.ver IS NULL THEN greatest(m.confirmed_seq, u.cseq)
                                       ELSE u.cseq END
-             FROM u
+             FROM u, now
              WHERE NOT u.new AND m.subject = u.s AND m.predicate = u.p AND m.scope = u.c
              RETURNING 1),
          met AS (
@@ -339,10 +340,10 @@ fn flush(t: &mut Tx<'_>, slots: &[(Key, Slot)], writes: &Writes) -> Result<()> {
          h AS (
              INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
                                   causal_seq, at, detail, clock)
-             SELECT ev, s, p, c, ver, v, raw, src, cs, memscope_now(), detail, clock
+             SELECT ev, s, p, c, ver, v, raw, src, cs, now.at, detail, clock
              FROM unnest($15::text[], $16::text[], $17::text[], $18::text[], $19::int8[],
                          $20::text[], $21::text[], $22::text[], $23::int8[], $24::text[], $25::int8[])
-                 WITH ORDINALITY AS e(ev, s, p, c, ver, v, raw, src, cs, detail, clock, ord)
+                 WITH ORDINALITY AS e(ev, s, p, c, ver, v, raw, src, cs, detail, clock, ord), now
              ORDER BY ord
              RETURNING 1)
          SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM upd), (SELECT count(*) FROM h)",
@@ -449,16 +450,20 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
             &confirmed_source,
             &slot.confirmed_seq,
         ]);
+        // The record and its history row take one time: `memscope_now()` is the clock as it
+        // reads when called, and a statement that called it per column could date the record
+        // and its event a millisecond apart.
         let sql = if slot.existed {
-            "WITH upd AS (
+            "WITH now AS MATERIALIZED (SELECT memscope_now() AS at),
+             upd AS (
                  UPDATE memories m SET
                      value = coalesce($12::text, m.value),
                      version = coalesce($13::int8, m.version),
                      source = coalesce($14::text, m.source),
                      raw = CASE WHEN $13::int8 IS NULL THEN m.raw ELSE $15::text END,
                      causal_seq = coalesce($16::int8, m.causal_seq),
-                     updated_at = CASE WHEN $13::int8 IS NULL THEN m.updated_at ELSE memscope_now() END,
-                     confirmed_at = CASE WHEN $17::int8 > 0 THEN memscope_now()
+                     updated_at = CASE WHEN $13::int8 IS NULL THEN m.updated_at ELSE now.at END,
+                     confirmed_at = CASE WHEN $17::int8 > 0 THEN now.at
                                          WHEN $13::int8 IS NULL THEN m.confirmed_at END,
                      confirm_count = CASE WHEN $13::int8 IS NULL THEN m.confirm_count ELSE 0 END
                                      + $17::int8,
@@ -467,27 +472,32 @@ fn flush_one(t: &mut Tx<'_>, key: &Key, slot: &Slot, writes: &Writes) -> Result<
                      confirmed_seq = CASE WHEN $13::int8 IS NULL
                                           THEN greatest(m.confirmed_seq, $19::int8)
                                           ELSE $19::int8 END
+                 FROM now
                  WHERE m.subject = $2::text AND m.predicate = $3::text AND m.scope = $4::text
                  RETURNING 1)
              INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
                                   causal_seq, at, detail, clock)
              SELECT $1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
-                    $8::text, $9::int8, memscope_now(), $10::text, $11::int8
+                    $8::text, $9::int8, now.at, $10::text, $11::int8
+             FROM now
              WHERE (SELECT count(*) FROM upd) = 1"
         } else {
-            "WITH ins AS (
+            "WITH now AS MATERIALIZED (SELECT memscope_now() AS at),
+             ins AS (
                  INSERT INTO memories (subject, predicate, scope, value, version, source, raw,
                                        causal_seq, created_at, updated_at, confirmed_at,
                                        confirm_count, confirmed_source, confirmed_seq)
-                 VALUES ($2::text, $3::text, $4::text, $12::text, $13::int8, $14::text,
-                         $15::text, $16::int8, memscope_now(), memscope_now(),
-                         CASE WHEN $17::int8 > 0 THEN memscope_now() END, $17::int8, $18::text,
-                         $19::int8)
+                 SELECT $2::text, $3::text, $4::text, $12::text, $13::int8, $14::text,
+                        $15::text, $16::int8, now.at, now.at,
+                        CASE WHEN $17::int8 > 0 THEN now.at END, $17::int8, $18::text,
+                        $19::int8
+                 FROM now
                  RETURNING 1)
              INSERT INTO history (event, subject, predicate, scope, version, value, raw, source,
                                   causal_seq, at, detail, clock)
              SELECT $1::text, $2::text, $3::text, $4::text, $5::int8, $6::text, $7::text,
-                    $8::text, $9::int8, memscope_now(), $10::text, $11::int8
+                    $8::text, $9::int8, now.at, $10::text, $11::int8
+             FROM now
              WHERE (SELECT count(*) FROM ins) = 1"
         };
         // The statement logs only when it stored or changed exactly one record; two rewritten
