@@ -104,6 +104,9 @@ fn a_history_that_cannot_be_read_is_never_another_records() {
     let (failed, why) = timeline.failed.clone().expect("the pane says it failed");
     assert_eq!(failed.to_string(), now_selected);
     assert!(why.contains("held by another session"), "{why}");
+    // The UI waits 2 s whatever the variable says (found by an exploratory test: the UI's
+    // sentence told the user to raise it).
+    assert!(!why.contains("MEMSCOPE_BUSY_TIMEOUT_MS"), "{why}");
     let screen = render(&mut s, 120, 32);
     assert!(
         screen.contains(&format!("History · {now_selected} · not loaded")),

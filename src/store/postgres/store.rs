@@ -374,9 +374,15 @@ fn explain_waited(
     }
     match db {
         Some(d) if *d.code() == SqlState::LOCK_NOT_AVAILABLE => anyhow!(
-            "PostgreSQL at {} had a lock this call needs held by another session for more than {} ms, so memscope gave up and its open transaction changed nothing: find that session (an open transaction in `SELECT pid, state, query FROM pg_stat_activity`) and end it, then run this again — or wait longer with MEMSCOPE_BUSY_TIMEOUT_MS",
+            "PostgreSQL at {} had a lock this call needs held by another session for more than {} ms, so memscope gave up and its open transaction changed nothing: find that session (an open transaction in `SELECT pid, state, query FROM pg_stat_activity`) and end it, then run this again{}",
             address.describe(),
-            lock_wait.as_millis()
+            lock_wait.as_millis(),
+            // Only where the variable sets the wait: the terminal UI waits 2 s at most,
+            // whatever it says (found by an exploratory test: the UI told a user to raise it).
+            match lock_wait == super::lock_timeout() {
+                true => " — or wait longer with MEMSCOPE_BUSY_TIMEOUT_MS",
+                false => "",
+            }
         ),
         Some(d) if *d.code() == SqlState::READ_ONLY_SQL_TRANSACTION => anyhow!(
             "PostgreSQL at {} takes no writes on this connection ({}): it is a standby or its transactions are read-only by default — point writers at the primary",
