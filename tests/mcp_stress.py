@@ -5,12 +5,17 @@ Issue #11: driven this way memscope lost writes it had answered `inserted`, answ
 storage errors and could corrupt the file.
 
     python3 tests/mcp_stress.py parallel BIN DB [--servers 2] [--inflight 6] [--seconds 30] [--seed N]
+                                                [--kill-backends] [--idle-kills 6]
     python3 tests/mcp_stress.py kill BIN DB [--inflight 8] [--writes 400] [--seed N]
 
 `parallel`: N servers (`BIN --db DB mcp --repo web-app --subject user:stress`), each session
 looping in rounds of `inflight` concurrent calls — mostly `remember` of predicates only this
 server writes (`item_{server}_{n}`, sometimes rewritten in a later round), some `remember` of a
 few predicates every server contests (`shared_{k}`), plus `recall` and `list_memories`.
+With `--kill-backends` (DB a PostgreSQL address) the servers' connections are ended with
+`pg_terminate_backend` through `psql`: at random moments while calls are in flight, and — at
+least `--idle-kills` times, the run going on past `--seconds` until then — with every server
+idle, the round after which must succeed whole (`BackendKiller`).
 
 `kill`: one server; writes fired in parallel batches; about half way through, while a batch is in
 flight, the server is killed with SIGKILL. Then the database is listed with the CLI, a fresh
@@ -28,6 +33,7 @@ import atexit
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -244,16 +250,175 @@ def mismatch(rec):
 # ---------------------------------------------------------------------------------------------
 # parallel
 
+# What the server answers a call whose PostgreSQL connection was cut (src/store/postgres/store.rs,
+# `explain` and `reopen`), by what it says was stored.
+LOST_WORDINGS = (
+    ("unstored", "before this call's open transaction committed, so the server rolls that transaction "
+                 "back (at once, or once it notices the connection is gone) and nothing of it was stored"),
+    ("uncertain", "what this call wrote may or may not have been committed"),
+    ("logged", "while this read's row of the read log was being committed: the read may or may not "
+               "have been logged"),
+    ("read", "this call only reads, so nothing was written"),
+    # Cut again while it connected: nothing of the call was sent.
+    ("reconnect", "was lost, and connecting again failed"),
+)
+# The tools that lead the rounds after idle kills, in turn.
+LEAD_TOOLS = ("remember", "recall", "list_memories")
+TERMINATE = ("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+             "WHERE datname = current_database() AND application_name = 'memscope' "
+             "AND pid <> pg_backend_pid()")
+# Only a connection inside a statement or a transaction: one a call is using.
+MID_CALL = " AND state IN ('active', 'idle in transaction')"
+DONE = "__mcp_stress_done__"
 
-async def parallel_session(idx, opts, deadline, out):
+
+def lost_connection(rec):
+    """What a failed call's answer says of its cut connection: "unstored", "uncertain", "logged",
+    "read", "reconnect", or None when it is not one of the server's lost-connection answers."""
+    text = rec.get("text") or ""
+    if "exception" in rec or not text.startswith(f"{rec['tool']} failed") \
+            or "the connection to PostgreSQL at " not in text:
+        return None
+    return next((kind for kind, words in LOST_WORDINGS if words in text), None)
+
+
+class BackendKiller:
+    """Ends the servers' PostgreSQL connections, `pg_terminate_backend` through psql, waiting
+    until each backend is gone. In stretches it kills at random moments while calls are in
+    flight; between stretches it asks for quiet: each session runs one more round (no kill can
+    land in it, so it leaves every server connected), waits, the killer ends every server's idle
+    connection, and each session runs one round more. Those two rounds are strict: a server
+    connects again before a call, so none of their calls may fail."""
+
+    def __init__(self, servers, rng, deadline, min_idle):
+        self.cond = asyncio.Condition()
+        self.rng = rng
+        self.deadline = deadline
+        self.min_idle = min_idle
+        self.active = set(range(servers))
+        self.quiet = False
+        self.settled = set()  # sessions that ran their round in the quiet and wait for the kill
+        self.probing = set()  # sessions running the round after an idle kill
+        self.running = True
+        self.psql = None  # one psql session for every kill: a poll is a round trip, not a process
+        self.errpath = os.path.join(WORKDIR, "psql.stderr")
+        self.report = {"idle": [], "in_flight": 0, "in_flight_terminated": 0, "mid_call": 0,
+                       "mid_call_terminated": 0, "failures": []}
+
+    async def round_kind(self, idx):
+        """How the session's next round stands to the kills: "settle", "probe" or None."""
+        async with self.cond:
+            if not self.quiet:
+                return None
+            if idx not in self.settled:
+                return "settle"
+            self.cond.notify_all()
+            await self.cond.wait_for(lambda: idx in self.probing or not self.quiet)
+            return "probe" if idx in self.probing else None
+
+    async def round_done(self, idx, kind):
+        async with self.cond:
+            if kind == "settle":
+                self.settled.add(idx)
+            elif kind == "probe":
+                self.probing.discard(idx)
+            self.cond.notify_all()
+
+    async def leave(self, idx):
+        async with self.cond:
+            self.active.discard(idx)
+            self.settled.discard(idx)
+            self.probing.discard(idx)
+            self.cond.notify_all()
+
+    async def terminate(self, where=""):
+        """How many of the servers' backends `pg_terminate_backend` ended (`where` narrows them);
+        raises when psql cannot say (said in the report)."""
+        try:
+            if self.psql is None:
+                with open(self.errpath, "w") as errlog:
+                    self.psql = await asyncio.create_subprocess_exec(
+                        shutil.which("psql") or "/usr/bin/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                        "-d", DB, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog)
+            self.psql.stdin.write(f"{TERMINATE}{where};\n\\echo {DONE}\n".encode())
+            await self.psql.stdin.drain()
+            said = []
+            while True:
+                line = (await asyncio.wait_for(self.psql.stdout.readline(), 60)).decode(errors="replace")
+                if not line:
+                    raise EOFError("psql ended")
+                if line.strip() == DONE:
+                    break
+                said.extend(line.split())
+            if any(w not in ("t", "f") for w in said):
+                raise ValueError(f"psql answered {said!r}")
+        except (OSError, EOFError, ValueError, asyncio.TimeoutError) as e:
+            with open(self.errpath, errors="replace") as f:
+                stderr = f.read()[-1000:].strip()
+            self.report["failures"].append(f"psql: {type(e).__name__}: {e}; its stderr: {stderr!r}")
+            raise
+        # "f": the backend was gone already, or did not end within the 10 s it was given.
+        return said.count("t")
+
+    async def kill_mid_call(self):
+        """Ends the connections a call is using, as soon as there is one (about 3 s at most)."""
+        for _ in range(400):
+            ended = await self.terminate(MID_CALL)
+            if ended:
+                return ended
+            await asyncio.sleep(0.005)
+        return 0
+
+    async def run(self):
+        try:
+            while self.active and (time.monotonic() < self.deadline or len(self.report["idle"]) < self.min_idle):
+                for _ in range(self.rng.randint(2, 4)):
+                    await asyncio.sleep(self.rng.uniform(0.3, 0.8))
+                    # Half the kills take whatever they find, idle between calls or not; half
+                    # wait for a call's statement or transaction, so a run cuts calls for sure.
+                    kind = "mid_call" if self.rng.random() < 0.5 else "in_flight"
+                    ended = await (self.kill_mid_call() if kind == "mid_call" else self.terminate())
+                    self.report[kind] += 1
+                    self.report[f"{kind}_terminated"] += ended
+                async with self.cond:
+                    self.quiet = True
+                    await self.cond.wait_for(lambda: self.active <= self.settled)
+                    if not self.active:
+                        break
+                    idle = sorted(self.active)
+                    ended = await self.terminate()
+                    self.report["idle"].append({"servers": len(idle), "terminated": ended})
+                    self.probing = set(idle)
+                    self.settled.clear()
+                    self.quiet = False
+                    self.cond.notify_all()
+                    await self.cond.wait_for(lambda: not (self.probing & self.active))
+        finally:
+            async with self.cond:
+                self.running = False
+                self.quiet = False
+                self.probing.clear()
+                self.cond.notify_all()
+            if self.psql is not None:
+                if self.psql.returncode is None:
+                    self.psql.stdin.close()
+                    try:
+                        await asyncio.wait_for(self.psql.wait(), 10)
+                    except asyncio.TimeoutError:
+                        self.psql.kill()
+                        await self.psql.wait()
+
+
+async def parallel_session(idx, opts, deadline, out, killer):
     rng = random.Random(opts.seed * 1000 + idx)
     n = 0
     mine = {}  # predicate -> {"scope", "value"} acknowledged in an earlier round (only we write it)
-    rounds = 0
+    rounds = probes = 0
     async with Server(f"p{idx}") as srv:
         out["pids"].append(srv.pid)
-        while time.monotonic() < deadline:
+        while (killer.running if killer else time.monotonic() < deadline):
             rounds += 1
+            kind = await killer.round_kind(idx) if killer else None
             busy = set()  # predicates of ours touched in this round
             plan = []
             for _ in range(opts.inflight):
@@ -291,11 +456,44 @@ async def parallel_session(idx, opts, deadline, out):
                 else:
                     args = {} if rounds % 25 == 0 else {"predicate": f"shared_{rng.randrange(3)}"}
                     plan.append(("list_memories", args, {}))
-            recs = await asyncio.gather(*(srv.call(name, args, opts.timeout) for name, args, _ in plan))
+            if kind and not plan:
+                plan.append(("list_memories", {}, {}))  # a strict round connects its server
+            first = []
+            if kind == "probe":
+                # The first call after an idle kill goes alone, each tool in turn: each must find
+                # the connection gone and open it again.
+                lead = LEAD_TOOLS[(probes + idx) % len(LEAD_TOOLS)]
+                probes += 1
+                at = next((i for i, (name, _, _) in enumerate(plan) if name == lead), None)
+                if at is not None:
+                    plan.insert(0, plan.pop(at))
+                elif lead == "recall":
+                    plan.insert(0, ("recall", {"predicate": f"shared_{rng.randrange(3)}"}, {}))
+                elif lead == "list_memories":
+                    plan.insert(0, ("list_memories", {}, {}))
+                first = [await srv.call(plan[0][0], plan[0][1], opts.timeout)]
+            recs = first + await asyncio.gather(
+                *(srv.call(name, args, opts.timeout) for name, args, _ in plan[len(first):]))
+            if killer:
+                await killer.round_done(idx, kind)
+                out["strict_rounds"] += kind is not None
             for (name, args, meta), rec in zip(plan, recs):
                 out["calls"] += 1
                 if is_failure(rec):
-                    out["errors"].append(error_entry(rec))
+                    e = error_entry(rec)
+                    lost = lost_connection(rec) if killer else None
+                    if killer:
+                        # No kill can cut a call of a strict round: its failure is the server's.
+                        e.update(lost=lost, strict=kind, round=rounds)
+                    out["errors"].append(e)
+                    if name == "remember" and lost in ("unstored", "reconnect"):
+                        out["unstored"].append({"server": idx, "predicate": args["predicate"],
+                                                "scope": scope_id(args["scope"]), "value": args["value"]})
+                    elif name == "remember":
+                        # Maybe stored: the predicate's value is unknown from here on.
+                        out["uncertain"].append({"server": idx, "predicate": args["predicate"],
+                                                 "scope": scope_id(args["scope"]), "value": args["value"]})
+                        mine.pop(args["predicate"], None)
                     continue
                 if name == "remember":
                     d = rec["data"] or {}
@@ -322,15 +520,30 @@ async def parallel(opts):
     out = {"mode": "parallel", "seed": opts.seed, "servers": opts.servers, "inflight": opts.inflight,
            "seconds": opts.seconds, "acknowledged": [], "errors": [], "unexpected": [],
            "mismatches": [], "read_mismatches": [], "calls": 0, "rounds": 0,
-           "rounds_per_server": {}, "pids": [], "stderr": {}}
+           "rounds_per_server": {}, "pids": [], "stderr": {}, "unstored": [], "uncertain": [],
+           "strict_rounds": 0}
     started = time.monotonic()
     deadline = started + opts.seconds
-    results = await asyncio.gather(*(parallel_session(i, opts, deadline, out) for i in range(opts.servers)),
-                                   return_exceptions=True)
+    killer = None
+    if opts.kill_backends:
+        killer = BackendKiller(opts.servers, random.Random(opts.seed * 1000 - 1), deadline, opts.idle_kills)
+
+    async def session(i):
+        try:
+            await parallel_session(i, opts, deadline, out, killer)
+        finally:
+            if killer:
+                await killer.leave(i)
+
+    sessions = [session(i) for i in range(opts.servers)] + ([killer.run()] if killer else [])
+    results = await asyncio.gather(*sessions, return_exceptions=True)
+    if killer:
+        out["kills"] = killer.report
     for i, r in enumerate(results):
         if isinstance(r, BaseException):
-            out["errors"].append({"server": i, "tool": "session", "args": {}, "kind": "exception",
-                                  "text": f"the session failed: {type(r).__name__}: {r}"})
+            what = "session" if i < opts.servers else "killer"
+            out["errors"].append({"server": i, "tool": what, "args": {}, "kind": "exception",
+                                  "text": f"the {what} failed: {type(r).__name__}: {r}"})
     out["elapsed_s"] = round(time.monotonic() - started, 2)
     return out
 
@@ -456,6 +669,9 @@ def main():
     ap.add_argument("--writes", type=int, default=400)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds one call may take")
+    ap.add_argument("--kill-backends", action="store_true",
+                    help="parallel on PostgreSQL: end the servers' connections, idle and mid-call")
+    ap.add_argument("--idle-kills", type=int, default=6, help="idle kills at least (--kill-backends)")
     opts = ap.parse_args()
     if opts.inflight is None:
         opts.inflight = 6 if opts.mode == "parallel" else 8
@@ -465,6 +681,8 @@ def main():
     # A PostgreSQL address is passed as it is (and never logged: it holds a password).
     on_postgres = opts.db.startswith(("postgres://", "postgresql://"))
     DB = opts.db if on_postgres else os.path.abspath(opts.db)
+    if opts.kill_backends and (opts.mode != "parallel" or not on_postgres):
+        ap.error("--kill-backends is for parallel mode on a PostgreSQL database")
     WORKDIR = tempfile.mkdtemp(prefix="mcp-stress-", dir=None if on_postgres else (os.path.dirname(DB) or None))
     log(f"{opts.mode} seed={opts.seed} bin={BIN} db={'(a PostgreSQL address)' if on_postgres else DB}")
     try:

@@ -9,7 +9,9 @@
 //! tests hold every acknowledged write against the database afterwards, through the CLI,
 //! `memscope check` and SQLite's own `PRAGMA integrity_check` (Python's sqlite3). Both tests
 //! run again with the servers on one PostgreSQL database (`check` there; the server guards its
-//! own pages).
+//! own pages). The two-server test runs once more on PostgreSQL with the servers' connections
+//! ended under them (`pg_terminate_backend`), idle and mid-call: a connection ended while idle
+//! costs no call anything, and what a cut call was told of its write holds.
 //!
 //! Knobs: `MEMSCOPE_MCP_STRESS_SECS` (parallel phase, default 30), `MEMSCOPE_MCP_STRESS_SEED`
 //! (default 11), `MEMSCOPE_TEST_BIN` (the binary under test, default the one cargo built).
@@ -160,6 +162,29 @@ fn view_of(list: &Value) -> View {
         .collect()
 }
 
+/// The events of `user:stress`'s `predicate` at `scope`, oldest first; Err with what the CLI said.
+fn history_of(db: &TestDb, predicate: &str, scope: &str) -> Result<Vec<Value>, String> {
+    let h = cli(
+        db,
+        &args_for(
+            "history",
+            "user:stress",
+            predicate,
+            &["--scope", scope, "--json"],
+        ),
+    );
+    if h.code != 0 {
+        return Err(format!(
+            "`memscope history --predicate {predicate} --scope {scope} --json` exit {}: {}",
+            h.code,
+            h.stderr.trim()
+        ));
+    }
+    serde_json::from_str::<Value>(&h.stdout)
+        .map(|v| arr(&v).to_vec())
+        .map_err(|e| format!("`memscope history --predicate {predicate} --scope {scope} --json` printed no JSON ({e})"))
+}
+
 /// `memscope check --json`: exit 0 and `ok: true`, else what it said.
 fn check_problem(db: &TestDb) -> Option<String> {
     let r = cli(db, &["check", "--json"]);
@@ -239,7 +264,8 @@ fn require_python_and_the_mcp_sdk() {
 fn two_servers_parallel_calls_lose_nothing() {
     require_python_mcp();
     let db = TestDb::new();
-    two_servers_lose_nothing(&db, env_u64("MEMSCOPE_MCP_STRESS_SECS", 30), "SQLite");
+    let secs = env_u64("MEMSCOPE_MCP_STRESS_SECS", 30);
+    two_servers_lose_nothing(&db, secs, "SQLite", Connections::Kept);
 }
 
 /// The same on one PostgreSQL database (issue 17: "the same guarantees"): two servers, several
@@ -247,20 +273,63 @@ fn two_servers_parallel_calls_lose_nothing() {
 /// (PostgreSQL guards its own pages: there is no file for an integrity check).
 #[test]
 fn two_servers_parallel_calls_lose_nothing_on_postgresql() {
+    two_servers_on_postgresql(Connections::Kept);
+}
+
+/// The reconnect path (132f5a8, `LostAtBegin`) from a real client: the same two servers while
+/// the killer in `tests/mcp_stress.py` ends their connections with `pg_terminate_backend` (as an
+/// administrator, a restart or `idle_session_timeout` does) — at random moments while calls are
+/// in flight, and with both servers idle. A connection ended while its server was idle costs no
+/// call anything (the server connects again and runs the call); a call cut mid-flight is
+/// answered with one of the server's lost-connection sentences, and what it says was stored
+/// holds: an acknowledged write is there, a write "nothing of it was stored" is in no history,
+/// one that "may or may not" have been committed may be either.
+#[test]
+fn two_servers_parallel_calls_survive_backend_kills_on_postgresql() {
+    two_servers_on_postgresql(Connections::Killed);
+}
+
+/// [`two_servers_lose_nothing`] on a fresh PostgreSQL database, when there is a test server.
+fn two_servers_on_postgresql(connections: Connections) {
     require_python_mcp();
     let Some((db, _drop)) = postgres_test_db() else {
         return;
     };
-    two_servers_lose_nothing(&db, env_u64("MEMSCOPE_MCP_STRESS_SECS", 15), "PostgreSQL");
+    let secs = env_u64("MEMSCOPE_MCP_STRESS_SECS", 15);
+    two_servers_lose_nothing(&db, secs, "PostgreSQL", connections);
 }
 
-fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
+/// Whether the servers' database connections are ended under them (PostgreSQL only).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Connections {
+    Kept,
+    Killed,
+}
+
+/// Idle kills a run must have made to prove the reconnect path (the script makes 6 at least).
+const MIN_IDLE_KILLS: usize = 5;
+
+/// The lost-connection answers (`lost` in the script's report) each tool may give when a kill
+/// cut it: a write's never says "only reads", a logged read's never a write's "may or may not
+/// have been committed"; a list only reads.
+fn cut_answer_allowed(tool: &str, lost: &str) -> bool {
+    match tool {
+        "remember" => ["unstored", "uncertain", "reconnect"].contains(&lost),
+        // Its read is logged in a transaction of its own: cut before its COMMIT, nothing of it
+        // was stored; inside it, the read may or may not have been logged.
+        "recall" => ["unstored", "logged", "read", "reconnect"].contains(&lost),
+        "list_memories" => ["read", "reconnect"].contains(&lost),
+        _ => false,
+    }
+}
+
+fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str, connections: Connections) {
     let seed = env_u64("MEMSCOPE_MCP_STRESS_SEED", 11);
     eprintln!(
         "MEMSCOPE_MCP_STRESS_SEED={seed} MEMSCOPE_MCP_STRESS_SECS={secs} bin={}",
         bin()
     );
-    let args: Vec<String> = [
+    let mut args: Vec<String> = [
         "--servers",
         "2",
         "--inflight",
@@ -273,19 +342,73 @@ fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
     .iter()
     .map(|a| a.to_string())
     .collect();
+    if connections == Connections::Killed {
+        args.push("--kill-backends".to_string());
+    }
     let report = stress(db, "parallel", &args, Duration::from_secs(secs + 120));
 
     let acked = arr(&report["acknowledged"]);
-    let errors = arr(&report["errors"]);
     let mut problems: Vec<String> = Vec::new();
 
+    // The calls a kill cut, answered as the server answers a lost connection; every other error
+    // is a failure — and in the rounds around an idle kill no kill can cut a call.
+    let (cut, errors): (Vec<Value>, Vec<Value>) = arr(&report["errors"])
+        .iter()
+        .cloned()
+        .partition(|e| e["strict"].is_null() && cut_answer_allowed(s(&e["tool"]), s(&e["lost"])));
+    let (strict, errors): (Vec<Value>, Vec<Value>) =
+        errors.into_iter().partition(|e| !e["strict"].is_null());
+    if !strict.is_empty() {
+        problems.push(format!(
+            "{} calls failed in the rounds just before and after an idle kill, where no kill can cut a call (the server connects again and runs it):\n{}",
+            strict.len(),
+            first(&errors_summary(&strict), 12)
+        ));
+    }
     if !errors.is_empty() {
         problems.push(format!(
-            "{} of {} calls were answered with an error:\n{}",
+            "{} of {} calls were answered with an error{}:\n{}",
             errors.len(),
             report["calls"],
-            first(&errors_summary(errors), 12)
+            if connections == Connections::Killed {
+                " that is not the server's answer to a lost connection for that tool"
+            } else {
+                ""
+            },
+            first(&errors_summary(&errors), 12)
         ));
+    }
+    let kills = &report["kills"];
+    let idle_kills = arr(&kills["idle"]);
+    if connections == Connections::Killed {
+        count_items(
+            &mut problems,
+            arr(&kills["failures"]),
+            "kills psql failed or did not finish",
+            4,
+        );
+        if idle_kills.len() < MIN_IDLE_KILLS {
+            problems.push(format!(
+                "only {} idle kills (at least {MIN_IDLE_KILLS} prove the reconnect path): {kills}",
+                idle_kills.len()
+            ));
+        }
+        // The round before each idle kill leaves every server connected.
+        let short: Vec<&Value> = idle_kills
+            .iter()
+            .filter(|k| k["terminated"].as_i64() < k["servers"].as_i64())
+            .collect();
+        count_items(
+            &mut problems,
+            &short,
+            "idle kills ended fewer connections than there were idle servers",
+            4,
+        );
+        if cut.is_empty() {
+            problems.push(format!(
+                "the kills while calls were in flight cut no call, the test proves nothing of a cut: {kills}"
+            ));
+        }
     }
     count_listed(
         &mut problems,
@@ -338,6 +461,11 @@ fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
             .or_default()
             .push(a);
     }
+    // The writes whose answer left it open whether they were committed.
+    let uncertain: BTreeSet<(&str, &str, String)> = arr(&report["uncertain"])
+        .iter()
+        .map(|u| (s(&u["predicate"]), s(&u["scope"]), u["value"].to_string()))
+        .collect();
     let mut lost: Vec<String> = Vec::new();
     let mut history_failures: Vec<String> = Vec::new();
     let mut checked = 0usize;
@@ -364,7 +492,17 @@ fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
                 };
                 if !contested {
                     // Only this server wrote it, one round after another: the newest
-                    // acknowledged value is the current one.
+                    // acknowledged value is the current one — or the write after it that may
+                    // or may not have been committed (the server wrote it no more after that).
+                    let newer_uncertain = *version > newest["version"].as_i64().unwrap_or(-1)
+                        && uncertain.contains(&(
+                            predicate.as_str(),
+                            scope.as_str(),
+                            value.to_string(),
+                        ));
+                    if newer_uncertain {
+                        continue;
+                    }
                     if *value != newest["value"] || Some(*version) != newest["version"].as_i64() {
                         lost.push(format!(
                             "{predicate} @ {scope}: acknowledged {} v{} ({}), the database has {value} v{version}",
@@ -374,28 +512,10 @@ fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
                     continue;
                 }
                 // Contested: every acknowledged version is in the history with its value.
-                let h = cli(
-                    db,
-                    &args_for(
-                        "history",
-                        "user:stress",
-                        predicate,
-                        &["--scope", scope, "--json"],
-                    ),
-                );
-                let history: Vec<Value> = if h.code == 0 {
-                    serde_json::from_str::<Value>(&h.stdout)
-                        .ok()
-                        .map(|v| arr(&v).to_vec())
-                        .unwrap_or_default()
-                } else {
-                    history_failures.push(format!(
-                        "`memscope history --predicate {predicate} --scope {scope} --json` exit {}: {}",
-                        h.code,
-                        h.stderr.trim()
-                    ));
+                let history = history_of(db, predicate, scope).unwrap_or_else(|e| {
+                    history_failures.push(e);
                     Vec::new()
-                };
+                });
                 let set_events: BTreeSet<(i64, String)> = history
                     .iter()
                     .filter(|e| e["event"] == "set")
@@ -422,12 +542,37 @@ fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
             }
         }
     }
-    let unread = "contested identities whose history cannot be read";
+    // A write answered "nothing of it was stored" left no event in its identity's history.
+    let unstored = arr(&report["unstored"]);
+    let mut histories: BTreeMap<(&str, &str), Vec<Value>> = BTreeMap::new();
+    let mut stored_anyway: Vec<String> = Vec::new();
+    for u in unstored {
+        let (predicate, scope) = (s(&u["predicate"]), s(&u["scope"]));
+        let history = histories.entry((predicate, scope)).or_insert_with(|| {
+            history_of(db, predicate, scope).unwrap_or_else(|e| {
+                history_failures.push(e);
+                Vec::new()
+            })
+        });
+        if let Some(e) = history.iter().find(|e| e["value"] == u["value"]) {
+            stored_anyway.push(format!(
+                "{predicate} @ {scope} = {} (server {}): its history has {e}",
+                u["value"], u["server"]
+            ));
+        }
+    }
+    let unread = "identities whose history cannot be read";
     count_items(&mut problems, &history_failures, unread, 2);
     count_items(
         &mut problems,
         &lost,
         "acknowledged write(s) lost (the client was told they were stored)",
+        15,
+    );
+    count_items(
+        &mut problems,
+        &stored_anyway,
+        "write(s) answered \"nothing of it was stored\" are in the history",
         15,
     );
     problems.extend(check_problem(db));
@@ -447,9 +592,33 @@ fn two_servers_lose_nothing(db: &TestDb, secs: u64, backend: &str) {
         lost.len(),
         if problems.is_empty() { " — nothing lost" } else { "" }
     );
+    if connections == Connections::Killed {
+        let by_answer = cut.iter().fold(BTreeMap::new(), |mut m, e| {
+            *m.entry(format!("{} {}", s(&e["tool"]), s(&e["lost"])))
+                .or_insert(0usize) += 1;
+            m
+        });
+        eprintln!(
+            "{backend}: {} idle kills ({} rounds around them); kills while calls were in flight: {} of whatever was there ending {} connections, {} of a call's connection ending {}; {} calls cut {by_answer:?}; {} writes told nothing was stored, {} told maybe",
+            idle_kills.len(),
+            report["strict_rounds"],
+            kills["in_flight"],
+            kills["in_flight_terminated"],
+            kills["mid_call"],
+            kills["mid_call_terminated"],
+            cut.len(),
+            unstored.len(),
+            uncertain.len()
+        );
+    }
     assert!(
         problems.is_empty(),
-        "issue #11: parallel MCP calls on two servers on {backend} (seed {seed}):\n\n{}",
+        "issue #11: parallel MCP calls on two servers on {backend}{} (seed {seed}):\n\n{}",
+        if connections == Connections::Killed {
+            " whose connections were killed"
+        } else {
+            ""
+        },
         problems.join("\n\n")
     );
     assert!(
