@@ -766,30 +766,15 @@ fn writers_on_two_network_hosts_lose_nothing_they_were_told() {
 #[test]
 fn an_mcp_call_whose_network_went_away_is_answered() {
     use crate::support::mcp_session::{tool_text, RawSession};
-    if server().is_none() {
+    let Some(c) = CutOff::prepare("cut_off") else {
         return;
-    }
-    let net = match NetHosts::create(1) {
-        Ok(net) => net,
-        Err(why) => {
-            let root = crate::support::pg_cluster::is_root();
-            if root && std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("CI=true as root and no network namespace for the MCP server: {why}");
-            }
-            say(&format!("SKIPPED: {why}"));
-            return;
-        }
     };
-    let host = &net.hosts[0];
-    let cluster = PrivateCluster::start(&[host.root_addr.as_str()], &[net.subnet.as_str()]);
-    let home = tempfile::tempdir().unwrap();
-    let local = cluster.create_database("cut_off");
-    assert_eq!(memscope(home.path(), &local, &["init"]).0, 0);
+    let (host, home) = (&c.net.hosts[0], &c.home);
     let mut cmd = host.command(BIN);
     crate::support::clean_env(&mut cmd, home.path());
     cmd.args([
         "--db",
-        &cluster.url(&host.root_addr, "cut_off"),
+        &c.remote,
         "mcp",
         "--subject",
         "user:42",
@@ -803,13 +788,7 @@ fn an_mcp_call_whose_network_went_away_is_answered() {
     let first = mcp.until_id(2).0;
     assert_eq!(first["result"]["isError"], false, "{first}");
 
-    let link = |state: &str| {
-        let out = Command::new("ip")
-            .args(["link", "set", &host.root_link, state])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-    };
+    let link = |state: &str| c.link(state);
     link("down");
     let asked = Instant::now();
     mcp.send(
@@ -844,4 +823,183 @@ fn an_mcp_call_whose_network_went_away_is_answered() {
         last["result"]["structuredContent"]["outcome"], "superseded",
         "{last}"
     );
+}
+
+/// A host in a network namespace of its own, its link to a private cluster that holds a
+/// prepared database.
+struct CutOff {
+    net: NetHosts,
+    home: tempfile::TempDir,
+    /// The database's address from the root namespace, and from the host.
+    local: String,
+    remote: String,
+    _cluster: PrivateCluster,
+}
+
+impl CutOff {
+    /// `None` where the test skips (no server to test against, or no namespaces outside CI).
+    fn prepare(name: &str) -> Option<CutOff> {
+        server()?;
+        let net = match NetHosts::create(1) {
+            Ok(net) => net,
+            Err(why) => {
+                let root = crate::support::pg_cluster::is_root();
+                if root && std::env::var("CI").is_ok_and(|v| v == "true") {
+                    panic!("CI=true as root and no network namespace for the test: {why}");
+                }
+                say(&format!("SKIPPED: {why}"));
+                return None;
+            }
+        };
+        let host = &net.hosts[0];
+        let cluster = PrivateCluster::start(&[host.root_addr.as_str()], &[net.subnet.as_str()]);
+        let home = tempfile::tempdir().unwrap();
+        let local = cluster.create_database(name);
+        assert_eq!(memscope(home.path(), &local, &["init"]).0, 0);
+        let remote = cluster.url(&host.root_addr, name);
+        Some(CutOff {
+            net,
+            home,
+            local,
+            remote,
+            _cluster: cluster,
+        })
+    }
+
+    /// Takes the host's link `down` or brings it `up`.
+    fn link(&self, state: &str) {
+        let out = Command::new("ip")
+            .args(["link", "set", &self.net.hosts[0].root_link, state])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+}
+
+/// Found by review: after a network cut, a backend that had sent its answer into the dead link
+/// kept its transaction open — the identity's lock with it — for the kernel's fifteen minutes
+/// of retransmissions, so a writer elsewhere gave up on a memory no one was writing any more.
+/// memscope now sets the server's side of its sockets as its own (a 20 s user timeout,
+/// keepalives): the backend ends, and the writer elsewhere lands. The cut writer was told its
+/// transaction was rolled back, and nothing of it was stored.
+#[test]
+fn a_backend_whose_client_went_away_lets_the_identity_go() {
+    let Some(c) = CutOff::prepare("left_open") else {
+        return;
+    };
+    let home = c.home.path();
+    let write = |url: &str, value: &str, source: &str| {
+        let mut cmd = memscope_cmd(home);
+        cmd.args([
+            "--db",
+            url,
+            "write",
+            "--subject",
+            "user:1",
+            "--predicate",
+            "editor",
+        ]);
+        cmd.args(["--value", value, "--scope", "global", "--source", source]);
+        cmd
+    };
+    let out = write(&c.local, "vim 🖊", "t:1").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut raw = postgres::Client::connect(&c.local, postgres::NoTls).unwrap();
+    let mut locker = postgres::Client::connect(&c.local, postgres::NoTls).unwrap();
+    let mut held = locker.transaction().unwrap();
+    held.execute(
+        "SELECT 1 FROM memories WHERE subject = 'user:1' FOR UPDATE",
+        &[],
+    )
+    .unwrap();
+
+    // The host's writer waits for the row, then answers into a link that is gone.
+    let host = &c.net.hosts[0];
+    let mut cut = host.command(BIN);
+    crate::support::clean_env(&mut cut, home);
+    cut.args([
+        "--db",
+        &c.remote,
+        "write",
+        "--subject",
+        "user:1",
+        "--predicate",
+        "editor",
+    ]);
+    cut.args([
+        "--value",
+        "helix 🧬",
+        "--scope",
+        "global",
+        "--source",
+        "t:cut",
+    ]);
+    let mut cut = cut
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiting = Instant::now();
+    while raw
+        .query(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+             AND application_name = 'memscope'",
+            &[],
+        )
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(30),
+            "the host's writer never waited"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.link("down");
+    held.rollback().unwrap();
+
+    let asked = Instant::now();
+    let out = write(&c.local, "emacs 🐃", "t:2")
+        .env("MEMSCOPE_BUSY_TIMEOUT_MS", "150000")
+        .output()
+        .unwrap();
+    say(&format!(
+        "the writer elsewhere waited {:?} for the cut-off backend",
+        asked.elapsed()
+    ));
+    assert!(
+        out.status.success(),
+        "the identity stayed locked: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = wait_for(&mut cut, Duration::from_secs(90), "the cut-off writer");
+    let mut said = String::new();
+    std::io::Read::read_to_string(&mut cut.stderr.take().unwrap(), &mut said).unwrap();
+    assert!(!status.success(), "{said}");
+    assert!(said.contains("rolls that transaction back"), "{said}");
+    let history = memscope_json(
+        home,
+        &c.local,
+        &[
+            "history",
+            "--subject",
+            "user:1",
+            "--predicate",
+            "editor",
+            "--json",
+        ],
+    );
+    let values: Vec<String> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["value"].to_string())
+        .collect();
+    assert!(
+        !values.iter().any(|v| v.contains("helix")),
+        "the cut write was told nothing was stored: {values:?}"
+    );
+    assert!(values.iter().any(|v| v.contains("emacs")), "{values:?}");
+    c.link("up");
+    check_clean(home, &c.local);
 }

@@ -225,8 +225,9 @@ impl Address {
         })
     }
 
-    /// The connection, the server's version checked and the session's lock timeout set, in
-    /// one round trip after the login.
+    /// The connection, the server's version checked and the session's lock timeout and the
+    /// server's side of the socket ([`Address::server_socket`]) set, in one round trip after
+    /// the login.
     fn handshake(&self) -> Result<Client> {
         let mut client = match &self.tls {
             None => self.config.connect(NoTls),
@@ -234,10 +235,22 @@ impl Address {
         }
         .map_err(|e| connect_error(self, &e))?;
         let timeout = format!("{}ms", lock_timeout().as_millis());
+        let [idle, interval, count, user_timeout] = self.server_socket();
+        let text = postgres::types::Type::TEXT;
         let row = client
             .query_typed_one(
-                "SELECT current_setting('server_version_num'), set_config('lock_timeout', $1, false)",
-                &[(&timeout, postgres::types::Type::TEXT)],
+                "SELECT current_setting('server_version_num'), set_config('lock_timeout', $1, false),
+                        set_config('tcp_keepalives_idle', $2, false),
+                        set_config('tcp_keepalives_interval', $3, false),
+                        set_config('tcp_keepalives_count', $4, false),
+                        set_config('tcp_user_timeout', $5, false)",
+                &[
+                    (&timeout, text.clone()),
+                    (&idle, text.clone()),
+                    (&interval, text.clone()),
+                    (&count, text.clone()),
+                    (&user_timeout, text),
+                ],
             )
             .map_err(|e| connect_error(self, &e))?;
         let version: String = row.get(0);
@@ -260,6 +273,33 @@ pub fn lock_timeout() -> Duration {
 }
 
 impl Address {
+    /// The server's side of the connection's socket, as the address sets memscope's side:
+    /// keepalive idle time, interval and count, and the user timeout (`tcp_keepalives_idle`,
+    /// `tcp_keepalives_interval`, `tcp_keepalives_count`, `tcp_user_timeout`; "0" is the
+    /// system's default, and a Unix socket ignores them). Found by review: after a network
+    /// cut, a backend that had answered into the dead link kept its transaction — and the
+    /// identity's locks — open for the kernel's fifteen minutes of retransmissions, so a
+    /// writer elsewhere waited for a memory no one was writing any more.
+    fn server_socket(&self) -> [String; 4] {
+        let c = &self.config;
+        let probes = c.get_keepalives();
+        let secs = |d: Option<&Duration>| match (probes, d) {
+            (true, Some(d)) => d.as_secs().max(1).to_string(),
+            _ => "0".to_string(),
+        };
+        [
+            secs(Some(&c.get_keepalives_idle())),
+            secs(c.get_keepalives_interval().as_ref()),
+            match (probes, c.get_keepalives_retries()) {
+                (true, Some(n)) => n.to_string(),
+                _ => "0".to_string(),
+            },
+            c.get_tcp_user_timeout()
+                .map_or(0, |d| d.as_millis())
+                .to_string(),
+        ]
+    }
+
     /// Asks the server to stop the query running on the connection of `token` (over TLS when
     /// the address asks for it); a failure is nobody's to hear (the query ends anyway, or the
     /// connection is gone).
