@@ -662,8 +662,13 @@ impl Session {
     /// Reloads everything from the store, keeping the selection and the filter.
     pub fn reload(&mut self) -> Result<()> {
         self.app.now = self.app.clock.now();
-        // Polled again: each list says for itself whether it could be read.
-        self.app.lost = None;
+        // Polled again: each list says for itself whether it could be read. An error said while
+        // the database could not be reached is old news now (found by an exploratory test: a
+        // failed suspects scan's sentence stayed on screen after the database came back).
+        if self.app.lost.take().is_some() && self.app.toast.as_ref().is_some_and(|t| t.error) {
+            self.app
+                .info("the database answers again: everything was read again");
+        }
         self.app.counts_unknown = false;
         self.submit(Job::Load(Load::Counts));
         let page = self.app.page();

@@ -204,6 +204,15 @@ fn a_database_dropped_under_the_ui_takes_its_rows_with_it() {
     let screen = render(&mut s, 120, 32);
     assert!(!screen.contains("not loaded"), "{screen}");
     assert!(screen.contains("0 identities"), "{screen}");
+    // What failed while it was gone is not said as if it still did.
+    poll_until(&mut s, "the suspects scan answers", |s| {
+        s.app.tabs.suspects.loaded
+    });
+    assert!(
+        s.app.toast.as_ref().is_none_or(|t| !t.error),
+        "{:?}",
+        s.app.toast
+    );
 }
 
 /// One of the UI's reads, its answer dropped.
