@@ -7,11 +7,13 @@
 //! its events from a channel, and says when it goes to work and when it waits for input. Once
 //! it has worked for [`STALLED`] without coming back, a quit key read here ends the process: the
 //! terminal restored, one sentence on standard error saying what a change in flight may have
-//! done. `Ctrl-c` quits so always; `q` only where it would quit (the loop says whether, before it
-//! waits) and only when no key read before it still waits for the loop, since what `q` means
-//! depends on those.
+//! done. `Ctrl-c` quits so always; `q` only where it would quit (the loop says whether before
+//! and after each event it handles: while a key that opens a dialog or the filter is handled,
+//! it does not) and only when no key read before it is still untaken, since what `q` means
+//! depends on those (a `/` makes it filter text).
 
 use super::Mouse;
+use crate::store::UI_LOCK_WAIT;
 use anyhow::Result;
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -19,8 +21,10 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long the loop may work without coming back before a quit key ends the process.
-pub const STALLED: Duration = Duration::from_secs(1);
+/// How long the loop may work without coming back before a quit key ends the process: longer
+/// than the UI waits for a lock, so that a key behind another session's lock is waited for
+/// (README, "Waiting for locks": `q` then quits as usual, once the wait is over).
+pub const STALLED: Duration = UI_LOCK_WAIT.saturating_add(Duration::from_secs(1));
 
 /// What the loop tells the input thread.
 struct Beat {
@@ -30,8 +34,9 @@ struct Beat {
     working_since: AtomicU64,
     /// Whether a plain `q` quits where the focus is.
     q_quits: AtomicBool,
-    /// Events sent that the loop has not taken yet.
-    unread: AtomicUsize,
+    /// Key presses read that the loop has not started handling yet. Mouse motion, resizes and
+    /// key releases count for nothing: they do not change what `q` means.
+    unhandled: AtomicUsize,
 }
 
 impl Beat {
@@ -61,9 +66,14 @@ impl Beat {
         }
         key.code == KeyCode::Char('q')
             && key.modifiers.difference(KeyModifiers::SHIFT).is_empty()
+            && self.unhandled.load(Ordering::SeqCst) == 0
             && self.q_quits.load(Ordering::SeqCst)
-            && self.unread.load(Ordering::SeqCst) == 0
     }
+}
+
+/// Whether `event` is a key press (what [`Beat::unhandled`] counts).
+fn is_key_press(event: &Event) -> bool {
+    matches!(event, Event::Key(k) if k.kind != KeyEventKind::Release)
 }
 
 /// The loop's end of the input thread.
@@ -80,7 +90,7 @@ impl Input {
             start: Instant::now(),
             working_since: AtomicU64::new(0),
             q_quits: AtomicBool::new(true),
-            unread: AtomicUsize::new(0),
+            unhandled: AtomicUsize::new(0),
         });
         let (send, events) = mpsc::channel();
         let theirs = beat.clone();
@@ -94,7 +104,9 @@ impl Input {
                     }
                 }
                 let failed = next.is_err();
-                theirs.unread.fetch_add(1, Ordering::SeqCst);
+                if next.as_ref().is_ok_and(is_key_press) {
+                    theirs.unhandled.fetch_add(1, Ordering::SeqCst);
+                }
                 if send.send(next).is_err() || failed {
                     return;
                 }
@@ -106,13 +118,14 @@ impl Input {
     }
 
     /// The next event, waiting up to `timeout` (`None` when none came in that time). The loop
-    /// counts as waiting for input meanwhile, and as working once this returns.
+    /// counts as waiting for input meanwhile, and as working once this returns; the loop says
+    /// when it starts handling each event ([`Input::handling`]).
     pub fn next(&self, timeout: Duration) -> Result<Option<Event>> {
         self.beat.working_since.store(0, Ordering::SeqCst);
         let got = self.events.recv_timeout(timeout);
         self.working();
         match got {
-            Ok(event) => self.taken(event).map(Some),
+            Ok(event) => Ok(Some(event?)),
             Err(RecvTimeoutError::Timeout) => Ok(None),
             Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the terminal's input ended"),
         }
@@ -121,9 +134,19 @@ impl Input {
     /// An event already read, without waiting.
     pub fn queued(&self) -> Result<Option<Event>> {
         match self.events.try_recv() {
-            Ok(event) => self.taken(event).map(Some),
+            Ok(event) => Ok(Some(event?)),
             Err(TryRecvError::Empty) => Ok(None),
             Err(TryRecvError::Disconnected) => anyhow::bail!("the terminal's input ended"),
+        }
+    }
+
+    /// The loop starts handling `event` (a call it makes may hang); `q_quits`: whether a plain
+    /// `q` quits meanwhile, whatever the event does. Said in that order, so that the input
+    /// thread never finds the key taken and what `q` meant before it.
+    pub fn handling(&self, event: &Event, q_quits: bool) {
+        self.set_q_quits(q_quits);
+        if is_key_press(event) {
+            self.beat.unhandled.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -137,11 +160,6 @@ impl Input {
         self.beat
             .working_since
             .store(self.beat.now(), Ordering::SeqCst);
-    }
-
-    fn taken(&self, event: std::io::Result<Event>) -> Result<Event> {
-        self.beat.unread.fetch_sub(1, Ordering::SeqCst);
-        Ok(event?)
     }
 }
 
@@ -158,12 +176,13 @@ fn quit_now(mouse: Mouse, waited: Duration) -> ! {
     std::process::exit(crate::frontend::EXIT_FAILED)
 }
 
-/// What a UI that quit while a database call waited says.
+/// What a UI that quit while a database call waited says. Not why it waited: a server or a
+/// network that stopped answering, a file on a disk that hangs, a long purge.
 pub fn stalled_sentence(waited: Duration) -> String {
     format!(
-        "memscope quit while a call to the database had waited {:.1} s without an answer (the \
-         server, or the network to it, stopped answering); a change asked for just before may \
-         or may not have been stored — `memscope history` shows what was.",
+        "memscope quit while a call to the database had waited {:.1} s without an answer; a \
+         change asked for just before may or may not have been stored — `memscope history` \
+         shows what was.",
         waited.as_secs_f64()
     )
 }
@@ -178,7 +197,7 @@ mod tests {
             start,
             working_since: AtomicU64::new(0),
             q_quits: AtomicBool::new(true),
-            unread: AtomicUsize::new(0),
+            unhandled: AtomicUsize::new(0),
         };
         if let Some(d) = working_for {
             let since = beat.now() - u64::try_from(d.as_millis()).unwrap();
@@ -192,16 +211,19 @@ mod tests {
     }
 
     #[test]
-    fn a_loop_waiting_for_input_or_briefly_at_work_is_not_stalled() {
+    fn a_loop_waiting_for_input_or_for_a_lock_is_not_stalled() {
         assert_eq!(beat(None).stalled(), None);
         assert_eq!(beat(Some(Duration::from_millis(200))).stalled(), None);
-        let waited = beat(Some(Duration::from_secs(3))).stalled().unwrap();
-        assert!(waited >= Duration::from_secs(3), "{waited:?}");
+        // The UI's whole wait for another session's lock, and a little more.
+        let lock_wait = UI_LOCK_WAIT + Duration::from_millis(500);
+        assert_eq!(beat(Some(lock_wait)).stalled(), None);
+        let waited = beat(Some(Duration::from_secs(4))).stalled().unwrap();
+        assert!(waited >= Duration::from_secs(4), "{waited:?}");
     }
 
     #[test]
-    fn ctrl_c_always_ends_a_stalled_ui_and_q_only_where_it_quits_with_nothing_unread() {
-        let b = beat(Some(Duration::from_secs(3)));
+    fn ctrl_c_always_ends_a_stalled_ui_and_q_only_where_it_quits_with_nothing_unhandled() {
+        let b = beat(Some(Duration::from_secs(4)));
         let q = key(KeyCode::Char('q'), KeyModifiers::NONE);
         let ctrl_c = key(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert!(b.ends(&q) && b.ends(&ctrl_c));
@@ -213,16 +235,34 @@ mod tests {
         // Typed into a filter or a dialog: a letter.
         b.q_quits.store(false, Ordering::SeqCst);
         assert!(!b.ends(&q) && b.ends(&ctrl_c));
-        // Behind a `/` the loop has not taken, `q` may be the filter's.
+        // Behind a `/` the loop has not handled, `q` may be the filter's.
         b.q_quits.store(true, Ordering::SeqCst);
-        b.unread.store(1, Ordering::SeqCst);
+        b.unhandled.store(1, Ordering::SeqCst);
         assert!(!b.ends(&q) && b.ends(&ctrl_c));
     }
 
     #[test]
+    fn only_key_presses_wait_to_be_handled() {
+        use crossterm::event::{MouseEvent, MouseEventKind};
+        let q = key(KeyCode::Char('q'), KeyModifiers::NONE);
+        let mut release = q;
+        release.kind = KeyEventKind::Release;
+        assert!(is_key_press(&Event::Key(q)));
+        assert!(!is_key_press(&Event::Key(release)));
+        assert!(!is_key_press(&Event::Resize(80, 24)));
+        let moved = MouseEvent {
+            kind: MouseEventKind::Moved,
+            column: 3,
+            row: 4,
+            modifiers: KeyModifiers::NONE,
+        };
+        assert!(!is_key_press(&Event::Mouse(moved)));
+    }
+
+    #[test]
     fn the_sentence_says_how_long_and_what_may_have_happened() {
-        let s = stalled_sentence(Duration::from_millis(2500));
-        assert!(s.contains("2.5 s"), "{s}");
+        let s = stalled_sentence(Duration::from_millis(3500));
+        assert!(s.contains("3.5 s"), "{s}");
         assert!(s.contains("may or may not have been stored"), "{s}");
         assert!(s.contains("memscope history"), "{s}");
     }

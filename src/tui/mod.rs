@@ -127,6 +127,8 @@ pub fn run(store: Box<dyn UiStore>, mouse: Mouse, select: Option<Identity>) -> R
     // process, the workers' included, waits no longer.
     crate::store::cap_lock_wait(crate::store::UI_LOCK_WAIT);
     let mut guard = TerminalGuard::enter(mouse)?;
+    // Before the session's first calls: a server that hangs at start can be left too.
+    let input = input::Input::start(mouse);
     let size = guard.terminal.size()?;
     let mut session = Session::new(
         store,
@@ -135,7 +137,6 @@ pub fn run(store: Box<dyn UiStore>, mouse: Mouse, select: Option<Identity>) -> R
         WorkerMode::Threads,
     )?;
     session.mouse = mouse == Mouse::Capture;
-    let input = input::Input::start(mouse);
     if let Some(id) = select {
         session.select(&id)?;
     }
@@ -166,15 +167,16 @@ fn event_loop(
         } else {
             until_live
         };
-        input.set_q_quits(session.q_quits());
         if let Some(mut next) = input.next(timeout)? {
             // Handle everything already queued before drawing again (key repeat, pastes); a
             // run of list motions loads the detail of where it ends, once.
             loop {
                 let following = input.queued()?;
+                input.handling(&next, session.q_quits_while(&next));
                 if session.handle_queued(next, following.is_some()) {
                     return Ok(());
                 }
+                input.set_q_quits(session.q_quits());
                 write_output(terminal, session);
                 match following {
                     Some(event) => next = event,

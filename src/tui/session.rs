@@ -394,11 +394,41 @@ impl Session {
     }
 
     /// Whether a plain `q` quits where the focus is now (a list), rather than closing a dialog
-    /// or being typed.
+    /// or being typed — and waits behind no held key, which may make it text.
     pub fn q_quits(&self) -> bool {
         use super::keymap::{lookup, Command};
         let q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
-        lookup(&self.app.contexts(), &q) == Some(Command::Quit)
+        self.held.is_empty() && lookup(&self.app.contexts(), &q) == Some(Command::Quit)
+    }
+
+    /// Whether a plain `q` quits while `event` is handled: where it quits now, and `event` is
+    /// no key that could make it something else (a dialog, the filter, a held key's text) —
+    /// a motion, a tab or a pane.
+    pub fn q_quits_while(&self, event: &Event) -> bool {
+        use super::keymap::{lookup, Command as C};
+        let Event::Key(key) = event else {
+            return self.q_quits();
+        };
+        if key.kind == KeyEventKind::Release {
+            return self.q_quits();
+        }
+        self.q_quits()
+            && matches!(
+                lookup(&self.app.contexts(), key),
+                Some(
+                    C::Up
+                        | C::Down
+                        | C::PageUp
+                        | C::PageDown
+                        | C::Home
+                        | C::End
+                        | C::Show(_)
+                        | C::NextPane
+                        | C::PrevPane
+                        | C::Fold
+                        | C::Unfold
+                )
+            )
     }
 
     /// What waits for the filter's matches ([`Session::admit`]).

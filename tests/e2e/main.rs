@@ -1021,11 +1021,15 @@ fn connections_ended_under_the_idle_ui_cost_it_nothing() {
 }
 
 /// The backends of a UI's connections, stopped (`SIGSTOP`) until dropped: a server that keeps
-/// the connections open, acknowledges every packet and answers nothing.
+/// the connections open, acknowledges every packet and answers nothing. Meanwhile the server's
+/// `CREATE DATABASE` and `DROP DATABASE` wait for them (a barrier every backend must pass), so
+/// other tests on the server pause: kept to seconds.
 struct StoppedBackends(Vec<i32>);
 
 impl StoppedBackends {
-    fn stop(admin: &mut postgres::Client) -> StoppedBackends {
+    /// `None` (the test skips, saying why) where the server's processes are not this
+    /// machine's to signal: a server elsewhere, or another OS user's.
+    fn stop(admin: &mut postgres::Client) -> Option<StoppedBackends> {
         let pids: Vec<i32> = admin
             .query(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database()
@@ -1039,22 +1043,26 @@ impl StoppedBackends {
         assert!(!pids.is_empty(), "the UI has connections to the server");
         let mut stopped = StoppedBackends(Vec::new());
         for pid in pids {
-            signal(pid, "-STOP");
+            // The pid is the server's: a process of this machine's only if it is a postgres.
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let signalled = comm.starts_with("postgres")
+                && Command::new("kill")
+                    .args(["-STOP", &pid.to_string()])
+                    .status()
+                    .is_ok_and(|s| s.success());
+            if !signalled {
+                let why = format!("backend {pid} ({comm:?}) cannot be stopped from here: this test signals the server's backends (a local server, as root or its OS user)");
+                assert!(
+                    std::env::var("CI").as_deref() != Ok("true"),
+                    "CI=true: {why}"
+                );
+                eprintln!("SKIPPED: {why}");
+                return None;
+            }
             stopped.0.push(pid);
         }
-        stopped
+        Some(stopped)
     }
-}
-
-fn signal(pid: i32, signal: &str) {
-    let status = Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(
-        status.success(),
-        "kill {signal} {pid}: this test signals the server's backends (run it as root or as the server's OS user)"
-    );
 }
 
 impl Drop for StoppedBackends {
@@ -1070,7 +1078,7 @@ impl Drop for StoppedBackends {
 /// Found by an exploratory test: behind a server that stopped answering (a stalled network
 /// relay), `q` and Ctrl-c did nothing for over a minute — the UI calls the database on the
 /// thread that read its keys. Now the keys are read on a thread of their own: once a call has
-/// waited a second, `q` ends the UI with the terminal restored and a sentence saying why
+/// waited three seconds, `q` ends the UI with the terminal restored and a sentence saying why
 /// (README, "The terminal UI").
 #[test]
 fn q_quits_a_ui_whose_server_stopped_answering() {
@@ -1080,11 +1088,17 @@ fn q_quits_a_ui_whose_server_stopped_answering() {
     let t = &ui.t;
     let mut admin = ui.connect();
     // Dropped before the database is: a stopped backend would hold its drop.
-    let _stopped = StoppedBackends::stop(&mut admin);
+    let Some(_stopped) = StoppedBackends::stop(&mut admin) else {
+        return;
+    };
     // A key that reads, and the poll's look at the change mark (every 5 s): the UI's calls
-    // wait on the stopped backends.
+    // wait on the stopped backends, past the UI's wait for a lock.
     t.type_text("j");
-    std::thread::sleep(std::time::Duration::from_millis(6500));
+    std::thread::sleep(std::time::Duration::from_millis(9500));
+    // Mouse motion (SGR report) and a resize reach the hung UI first: neither changes what
+    // `q` means (found by review: they stopped it from quitting).
+    t.tmux(&["send-keys", "-t", "e2e", "-l", "\u{1b}[<35;20;10M"]);
+    t.tmux(&["resize-window", "-t", "e2e", "-x", "100", "-y", "30"]);
     t.type_text("q");
     let screen = t.wait_for("EXIT:1");
     assert!(

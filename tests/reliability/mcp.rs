@@ -276,7 +276,8 @@ fn two_servers_parallel_calls_lose_nothing_on_postgresql() {
     two_servers_on_postgresql(Connections::Kept);
 }
 
-/// The reconnect path (132f5a8, `LostAtBegin`) from a real client: the same two servers while
+/// The reconnect path (README, "Running on PostgreSQL": a connection the server ended while
+/// it sat idle is opened again by the next call) from a real client: the same two servers while
 /// the killer in `tests/mcp_stress.py` ends their connections with `pg_terminate_backend` (as an
 /// administrator, a restart or `idle_session_timeout` does) — at random moments while calls are
 /// in flight, and with both servers idle. A connection ended while its server was idle costs no
@@ -306,7 +307,8 @@ enum Connections {
     Killed,
 }
 
-/// Idle kills a run must have made to prove the reconnect path (the script makes 6 at least).
+/// Idle kills a run must have made to prove the reconnect path (the script aims at 6, and runs
+/// past its time until it has them; one short of that still proves it).
 const MIN_IDLE_KILLS: usize = 5;
 
 /// The lost-connection answers (`lost` in the script's report) each tool may give when a kill

@@ -33,6 +33,31 @@ fn quit_keys_and_help_takes_keys_first() {
     });
 }
 
+/// What the input thread asks before it lets `q` end a UI whose call hangs (README, "The
+/// terminal UI"): `q` quits where it would quit, not behind a key that opens a dialog or the
+/// filter while that key is being handled, nor in a dialog or a text input.
+#[test]
+fn q_ends_a_hung_ui_only_where_it_would_quit() {
+    use crossterm::event::Event;
+    let f = Fixture::story();
+    let mut s = f.session(120, 32);
+    assert!(s.q_quits());
+    for motion in ["j", "k", "2", "1"] {
+        let k = Event::Key(ch(motion.chars().next().unwrap()));
+        assert!(s.q_quits_while(&k), "{motion}");
+    }
+    assert!(s.q_quits_while(&Event::Resize(80, 24)));
+    for opens in ["/", "d", "e", "m", "?"] {
+        let k = Event::Key(ch(opens.chars().next().unwrap()));
+        assert!(!s.q_quits_while(&k), "{opens}");
+    }
+    press(&mut s, "/中文");
+    assert!(!s.q_quits(), "typed into the filter");
+    let mut s = f.session(120, 32);
+    press(&mut s, "d");
+    assert!(!s.q_quits(), "the delete dialog");
+}
+
 /// `Ctrl-c` quits from every state, as the README's key table says ("everywhere"): a popup, a
 /// dialog, a confirm, a text input (found by a tester: it did nothing while any was open).
 #[test]

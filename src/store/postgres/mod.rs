@@ -239,11 +239,19 @@ impl Address {
         let text = postgres::types::Type::TEXT;
         let row = client
             .query_typed_one(
+                // Each only where memscope has a value (a server's own configuration stands
+                // otherwise), and `tcp_user_timeout` only where the server knows it (12 and
+                // later): an older one is told it is too old, below, not refused here.
                 "SELECT current_setting('server_version_num'), set_config('lock_timeout', $1, false),
-                        set_config('tcp_keepalives_idle', $2, false),
-                        set_config('tcp_keepalives_interval', $3, false),
-                        set_config('tcp_keepalives_count', $4, false),
-                        set_config('tcp_user_timeout', $5, false)",
+                        CASE WHEN $2::text IS NOT NULL
+                             THEN set_config('tcp_keepalives_idle', $2, false) END,
+                        CASE WHEN $3::text IS NOT NULL
+                             THEN set_config('tcp_keepalives_interval', $3, false) END,
+                        CASE WHEN $4::text IS NOT NULL
+                             THEN set_config('tcp_keepalives_count', $4, false) END,
+                        CASE WHEN $5::text IS NOT NULL
+                                  AND current_setting('tcp_user_timeout', true) IS NOT NULL
+                             THEN set_config('tcp_user_timeout', $5, false) END",
                 &[
                     (&timeout, text.clone()),
                     (&idle, text.clone()),
@@ -275,28 +283,24 @@ pub fn lock_timeout() -> Duration {
 impl Address {
     /// The server's side of the connection's socket, as the address sets memscope's side:
     /// keepalive idle time, interval and count, and the user timeout (`tcp_keepalives_idle`,
-    /// `tcp_keepalives_interval`, `tcp_keepalives_count`, `tcp_user_timeout`; "0" is the
-    /// system's default, and a Unix socket ignores them). Found by review: after a network
-    /// cut, a backend that had answered into the dead link kept its transaction — and the
-    /// identity's locks — open for the kernel's fifteen minutes of retransmissions, so a
-    /// writer elsewhere waited for a memory no one was writing any more.
-    fn server_socket(&self) -> [String; 4] {
+    /// `tcp_keepalives_interval`, `tcp_keepalives_count`, `tcp_user_timeout`; `None` leaves
+    /// the server's own, as do keepalives turned off in the address; a Unix socket ignores
+    /// them). Found by review: after a network cut, a backend that had answered into the dead
+    /// link kept its transaction — and the identity's locks — open for the kernel's fifteen
+    /// minutes of retransmissions, so a writer elsewhere waited for a memory no one was
+    /// writing any more.
+    fn server_socket(&self) -> [Option<String>; 4] {
         let c = &self.config;
         let probes = c.get_keepalives();
-        let secs = |d: Option<&Duration>| match (probes, d) {
-            (true, Some(d)) => d.as_secs().max(1).to_string(),
-            _ => "0".to_string(),
-        };
+        let secs =
+            |d: Option<Duration>| d.filter(|_| probes).map(|d| d.as_secs().max(1).to_string());
         [
-            secs(Some(&c.get_keepalives_idle())),
-            secs(c.get_keepalives_interval().as_ref()),
-            match (probes, c.get_keepalives_retries()) {
-                (true, Some(n)) => n.to_string(),
-                _ => "0".to_string(),
-            },
-            c.get_tcp_user_timeout()
-                .map_or(0, |d| d.as_millis())
-                .to_string(),
+            secs(Some(c.get_keepalives_idle())),
+            secs(c.get_keepalives_interval()),
+            c.get_keepalives_retries()
+                .filter(|_| probes)
+                .map(|n| n.to_string()),
+            c.get_tcp_user_timeout().map(|d| d.as_millis().to_string()),
         ]
     }
 

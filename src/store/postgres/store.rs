@@ -379,9 +379,10 @@ fn explain_waited(
             lock_wait.as_millis(),
             // Only where the variable sets the wait: the terminal UI waits 2 s at most,
             // whatever it says (found by an exploratory test: the UI told a user to raise it).
-            match lock_wait == super::lock_timeout() {
-                true => " — or wait longer with MEMSCOPE_BUSY_TIMEOUT_MS",
-                false => "",
+            if lock_wait == super::lock_timeout() {
+                " — or wait longer with MEMSCOPE_BUSY_TIMEOUT_MS"
+            } else {
+                ""
             }
         ),
         Some(d) if *d.code() == SqlState::READ_ONLY_SQL_TRANSACTION => anyhow!(
