@@ -1696,7 +1696,8 @@ fn a_record_and_its_event_are_dated_alike_on_postgres() {
 /// A connection the server ends while a call's COMMIT is on its way leaves the commit unknown,
 /// and the call says so in its own terms: a write "may or may not have been committed" (run it
 /// again: a stored one comes back `confirmed`), a logged read "may or may not have been logged"
-/// (found by an exploratory run: a `recall` cut inside its COMMIT was given the write's advice).
+/// (found by an exploratory run: a `recall` cut inside its COMMIT was given the write's advice),
+/// and any other change that it may or may not have landed, to look before running it again.
 /// The cut comes from a deferred trigger that ends its own session at COMMIT.
 #[test]
 fn a_call_cut_inside_its_commit_says_what_it_may_have_stored() {
@@ -1752,6 +1753,25 @@ fn a_call_cut_inside_its_commit_says_what_it_may_have_stored() {
             "may or may not have been committed",
             "`confirmed`",
         ],
+    );
+    // Found by review: a delete was given the write's advice too.
+    let target = memscope::DeleteTarget::Subject("user:1".into());
+    let delete = store
+        .delete(&target, None)
+        .expect_err("the delete's COMMIT was cut");
+    assert!(memscope::store::commit_unknown(&delete), "{delete:#}");
+    let said = format!("{delete:#}");
+    crate::support::assert_one_sentence(
+        &said,
+        &[
+            "was lost",
+            "may or may not have been",
+            "look before running it again",
+        ],
+    );
+    assert!(
+        !said.contains("confirmed"),
+        "a delete is given no write's advice: {said}"
     );
     raw.batch_execute("DROP TRIGGER cut_at_commit ON reads; DROP TRIGGER cut_at_commit ON history")
         .unwrap();

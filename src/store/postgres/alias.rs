@@ -19,7 +19,7 @@ impl PgStore {
     /// `canonical`, so no chain forms.
     pub fn add_alias(&mut self, alias: &str, canonical: &str) -> Result<AliasAdded> {
         let (alias, canonical) = normalized_pair(alias, canonical)?;
-        self.in_tx(|t| {
+        self.in_change_tx(|t| {
             t.txn()?
                 .batch_execute("LOCK TABLE predicate_aliases IN ACCESS EXCLUSIVE MODE")?;
             let target: Option<String> = t
@@ -112,7 +112,7 @@ impl PgStore {
     pub fn remove_alias(&mut self, alias: &str) -> Result<(String, String)> {
         let alias =
             crate::model::normalize_predicate(alias).map_err(crate::model::InvalidRequest)?;
-        let canonical = self.in_tx(|t| {
+        let canonical = self.in_change_tx(|t| {
             Ok(t.opt(crate::store::alias::REMOVE_SQL, &[&alias])?
                 .map(|r| r.get(0)))
         })?;

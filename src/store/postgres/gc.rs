@@ -19,7 +19,7 @@ impl PgStore {
     /// touched tables (`disk_purged`; `disk_note` says why not when the role may not).
     pub fn gc(&mut self, retention: Option<i64>, tombstone_safe: Option<i64>) -> Result<GcReport> {
         let user = self.address().user().to_string();
-        let mut report = self.in_tx(|t| {
+        let mut report = self.in_change_tx(|t| {
             let plan = GcPlan::new(retention, tombstone_safe, |key| {
                 Ok(t.opt("SELECT value FROM settings WHERE key = $1", &[&key])?
                     .map(|r| r.get(0)))

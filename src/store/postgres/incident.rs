@@ -287,7 +287,7 @@ impl PgStore {
             revert_in_tx(t, &id, to_version, false, json!({}))
         };
         if commit {
-            self.in_tx(body)
+            self.in_change_tx(body)
         } else {
             self.dry_run(body)
         }
@@ -411,7 +411,7 @@ impl PgStore {
             Ok(vec![moved, back])
         };
         if commit {
-            self.in_tx(body)
+            self.in_change_tx(body)
         } else {
             self.dry_run(body)
         }

@@ -324,8 +324,11 @@ pub(super) fn clock_now(t: &mut Tx<'_>) -> Result<i64> {
 pub(super) enum Call {
     /// It reads only, or runs in a transaction it rolls back (a preview, a dry run).
     Read,
-    /// It commits what it wrote.
+    /// It commits what it wrote: a write, an `apply` batch.
     Write,
+    /// It commits another change: a delete, a restore, a rescope, a revert, a pending item's
+    /// resolution, an alias, a setting, gc.
+    Change,
     /// It reads, and commits a row of the read log saying so (a logged resolve).
     LoggedRead,
     /// It wrote in a transaction whose COMMIT was never sent: the server rolls it back.
@@ -354,6 +357,12 @@ fn explain_waited(
         return match call {
             Call::Write => anyhow::Error::new(crate::store::CommitUnknown(format!(
                 "the connection to PostgreSQL at {} was lost ({cause}): what this call wrote may or may not have been committed — run it again (a write already stored comes back `confirmed`); the next call connects again",
+                address.describe()
+            ))),
+            // Found by review: a delete cut inside its COMMIT was told that a write already
+            // stored comes back `confirmed` — a write's advice, for an operation that has none.
+            Call::Change => anyhow::Error::new(crate::store::CommitUnknown(format!(
+                "the connection to PostgreSQL at {} was lost ({cause}) while this call's changes were being committed: they may or may not have been — look before running it again (`memscope history` shows a delete, restore, rescope, revert or pending resolution that landed; `memscope aliases` and `memscope settings` theirs); the next call connects again",
                 address.describe()
             ))),
             // Found by an exploratory run: a `recall` cut inside its COMMIT was given a
@@ -814,6 +823,14 @@ impl PgStore {
     /// it for a deadlock or a serialization failure (counted into `busy_retries`).
     pub(super) fn in_tx<T>(&mut self, body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {
         self.run_tx(Call::Write, body)
+    }
+
+    /// [`PgStore::in_tx`] for a change other than a write: a failure says so ([`Call::Change`]).
+    pub(super) fn in_change_tx<T>(
+        &mut self,
+        body: impl FnMut(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.run_tx(Call::Change, body)
     }
 
     /// [`PgStore::in_tx`] for a read that logs itself: a failure says so ([`Call::LoggedRead`]).
@@ -1292,7 +1309,7 @@ impl PgStore {
         scope: &Scope,
         outside_candidates: bool,
     ) -> Result<WriteOutcome> {
-        self.in_tx(|t| {
+        self.in_change_tx(|t| {
             // The item's row lock: two humans resolving it at once resolve it once.
             let item = pending_item(t, pending_id, true)?.ok_or_else(|| no_item(pending_id))?;
             if let Some(closed) = item.closed_sentence() {
@@ -1338,7 +1355,7 @@ impl PgStore {
 
     /// Rejects an open pending item: nothing is written to memory.
     pub fn reject_pending(&mut self, pending_id: i64) -> Result<PendingItem> {
-        self.in_tx(|t| {
+        self.in_change_tx(|t| {
             let mut item = pending_item(t, pending_id, true)?.ok_or_else(|| no_item(pending_id))?;
             if item.status != "open" {
                 bail!("pending item #{pending_id} is already {}: nothing to do", item.status);
@@ -1367,7 +1384,7 @@ impl PgStore {
         if let Some(reason) = reason {
             crate::model::refuse_nul("the delete's reason", reason)?;
         }
-        let (mut report, preview) = self.in_tx(|t| delete_in_tx(t, target, reason))?;
+        let (mut report, preview) = self.in_change_tx(|t| delete_in_tx(t, target, reason))?;
         if preview.changes_nothing() {
             // Already deleted: no row was touched, so there is nothing to vacuum.
             return Ok(report);
@@ -1396,7 +1413,7 @@ impl PgStore {
     pub fn restore(&mut self, id: &Identity) -> Result<TombstoneRef> {
         let subject =
             crate::model::normalize_subject(&id.subject).map_err(crate::model::InvalidRequest)?;
-        self.in_tx(|t| {
+        self.in_change_tx(|t| {
             let id = Identity {
                 subject: spelled(t, SUBJECT, &subject, false)?,
                 predicate: canonical_predicate(t, &id.predicate)?,
@@ -1474,7 +1491,7 @@ impl PgStore {
             return Err(crate::model::InvalidRequest("durability is a SQLite file's setting: on PostgreSQL the server's synchronous_commit decides when a commit reaches the disk (ask its administrator)".into()).into());
         }
         let stored = checked_user_setting(key, value)?;
-        self.in_tx(|t| {
+        self.in_change_tx(|t| {
             t.exec(
                 "INSERT INTO settings (key, value) VALUES ($1, $2)
                  ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
@@ -1492,7 +1509,7 @@ impl PgStore {
 
     /// The causal clock's next number, for a writer to order its writes (`memscope seq`).
     pub fn next_seq(&mut self) -> Result<i64> {
-        self.in_tx(|t| causal_seq(t, None))
+        self.in_change_tx(|t| causal_seq(t, None))
     }
 
     /// Every current record: (identity, value, version), in identity order.
