@@ -134,6 +134,14 @@ pub enum Command {
     Digit,
 }
 
+impl Command {
+    /// Whether it moves a list's selection and does nothing else.
+    pub fn is_motion(self) -> bool {
+        use Command::*;
+        matches!(self, Up | Down | PageUp | PageDown | Home | End)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Key {
     /// A printable character, without Ctrl or Alt (Shift is part of the character).

@@ -406,29 +406,20 @@ impl Session {
     /// a motion, a tab or a pane.
     pub fn q_quits_while(&self, event: &Event) -> bool {
         use super::keymap::{lookup, Command as C};
-        let Event::Key(key) = event else {
-            return self.q_quits();
-        };
-        if key.kind == KeyEventKind::Release {
-            return self.q_quits();
+        let quits = self.q_quits();
+        match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => {
+                quits
+                    && lookup(&self.app.contexts(), key).is_some_and(|c| {
+                        c.is_motion()
+                            || matches!(
+                                c,
+                                C::Show(_) | C::NextPane | C::PrevPane | C::Fold | C::Unfold
+                            )
+                    })
+            }
+            _ => quits,
         }
-        self.q_quits()
-            && matches!(
-                lookup(&self.app.contexts(), key),
-                Some(
-                    C::Up
-                        | C::Down
-                        | C::PageUp
-                        | C::PageDown
-                        | C::Home
-                        | C::End
-                        | C::Show(_)
-                        | C::NextPane
-                        | C::PrevPane
-                        | C::Fold
-                        | C::Unfold
-                )
-            )
     }
 
     /// What waits for the filter's matches ([`Session::admit`]).
@@ -445,18 +436,8 @@ impl Session {
 
     /// Whether `key` moves the current view's list selection and does nothing else.
     fn is_list_motion(&self, key: &KeyEvent) -> bool {
-        use super::keymap::{lookup, Command};
-        let motion = matches!(
-            lookup(&self.app.contexts(), key),
-            Some(
-                Command::Up
-                    | Command::Down
-                    | Command::PageUp
-                    | Command::PageDown
-                    | Command::Home
-                    | Command::End
-            )
-        );
+        let motion =
+            super::keymap::lookup(&self.app.contexts(), key).is_some_and(|c| c.is_motion());
         motion
             && self.app.dialogs.is_empty()
             && self.app.tab == Tab::Memories
