@@ -10,6 +10,7 @@ pub mod context;
 pub mod server;
 pub mod tools;
 pub mod transport;
+pub mod turns;
 
 pub use context::{repo_from_git, repo_id_from_url, McpArgs, McpContext};
 pub use tools::{ToolDef, ToolReply, Tools};

@@ -90,10 +90,17 @@ impl ServerHandler for MemscopeServer {
         let tools = self.tools.clone();
         let call_name = name.clone();
         let cancelled = context.ct.clone();
+        // Taken here, on the runtime's one thread, in the order rmcp read the requests: the
+        // blocking pool's threads may start in any order.
+        let ticket = tools.ticket();
         let joined = tokio::task::spawn_blocking(move || {
-            tools.call(&call_name, request.arguments, client.as_deref(), &|| {
-                cancelled.is_cancelled()
-            })
+            tools.call(
+                ticket,
+                &call_name,
+                request.arguments,
+                client.as_deref(),
+                &|| cancelled.is_cancelled(),
+            )
         })
         .await;
         let reply = match joined {

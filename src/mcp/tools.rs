@@ -4,13 +4,14 @@
 //! CLI's `memscope write`.
 
 use super::context::McpContext;
+use super::turns::{Ticket, Turns};
 use crate::model::{
     shorten, value_text, DeleteTarget, Identity, OutcomeKind, OutcomeScope, Resolution, Scope,
     ScopeChoice, WriteContext, WriteOutcome, WriteRequest,
 };
 use crate::store::{AnyStore, ListFilter};
 use serde_json::{json, Map, Value};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 pub const REMEMBER: &str = "remember";
 pub const RECALL: &str = "recall";
@@ -113,9 +114,9 @@ pub struct Tools {
     /// and again by every `list_memories`, so naming them never waits for the store.
     spelled: Mutex<McpContext>,
     store: Mutex<AnyStore>,
-    /// Held for a whole call, so that a call waiting for its turn can see it was cancelled
-    /// before it starts (`call`).
-    turn: Mutex<()>,
+    /// Calls take turns in the order they arrived; a call waiting for its turn can see it was
+    /// cancelled before it starts (`call`).
+    turns: Arc<Turns>,
 }
 
 impl Tools {
@@ -130,8 +131,13 @@ impl Tools {
             ctx,
             spelled: Mutex::new(spelled),
             store: Mutex::new(store),
-            turn: Mutex::new(()),
+            turns: Arc::default(),
         }
+    }
+
+    /// A call's place in the queue of calls, taken as it arrives (see `call`).
+    pub fn ticket(&self) -> Ticket {
+        self.turns.ticket()
     }
 
     pub fn context(&self) -> &McpContext {
@@ -320,15 +326,17 @@ impl Tools {
     /// off (`forget`) or any failure is an error reply, never a panic.
     pub fn call(
         &self,
+        ticket: Ticket,
         name: &str,
         args: Option<Map<String, Value>>,
         client_name: Option<&str>,
         cancelled: &dyn Fn() -> bool,
     ) -> Option<ToolReply> {
         let args = args.unwrap_or_default();
-        // Calls take turns; one the client cancelled while it waited for its turn never starts
-        // (README, "Agents": only a write already started may still commit).
-        let _turn = self.turn.lock().unwrap_or_else(|e| e.into_inner());
+        // Calls take turns in the order they arrived; one the client cancelled while it waited
+        // for its turn never starts (README, "Agents": only a write already started may still
+        // commit).
+        let _turn = ticket.wait();
         if cancelled() {
             return Some(ToolReply::error(
                 "the client cancelled this call before it started: nothing was done",

@@ -1239,6 +1239,69 @@ fn a_call_cancelled_while_it_waits_for_its_turn_never_runs() {
 }
 
 #[test]
+fn calls_sent_at_once_run_in_the_order_they_were_sent() {
+    calls_sent_at_once_run_in_order_on(TestDb::new());
+}
+
+#[test]
+fn calls_sent_at_once_run_in_the_order_they_were_sent_on_postgres() {
+    on_postgres(calls_sent_at_once_run_in_order_on);
+}
+
+/// A host's parallel tool calls take turns in the order they arrived, not in whichever order
+/// the server's threads reach its store (found by the clean-clone CI: a `recall` sent second
+/// ran first): `remember`s of one memory sent at once, in one write, become its versions in
+/// the order sent, and each is told the version it made.
+fn calls_sent_at_once_run_in_order_on(db: TestDb) {
+    db.run(&["init"]).ok();
+    let mut s = RawSession::serve(db.path_str(), &["--subject", "用户:42"]);
+    let ids: Vec<i64> = (2..=31).collect();
+    let lines: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "remember", "arguments": {"predicate": "包管理器",
+                "value": format!("pnpm {id} 📦"), "scope": "global", "source": format!("turn:{id}")}}})
+            .to_string()
+        })
+        .collect();
+    s.send_raw(&lines.join("\n"));
+    // The answers themselves may come in any order (MCP promises none): each tells the version
+    // its call made.
+    let mut answers: HashMap<i64, Value> = HashMap::new();
+    for id in &ids {
+        if !answers.contains_key(id) {
+            let (answer, before) = s.until_id(*id);
+            answers.extend(
+                before
+                    .into_iter()
+                    .chain([answer])
+                    .map(|m| (m["id"].as_i64().unwrap(), m)),
+            );
+        }
+    }
+    for id in &ids {
+        let told = &answers[id]["result"]["structuredContent"];
+        let outcome = if *id == 2 { "inserted" } else { "superseded" };
+        assert_eq!(
+            (told["outcome"].as_str(), told["version"].as_i64()),
+            (Some(outcome), Some(id - 1)),
+            "{id}: {told}"
+        );
+    }
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+    let versions: Vec<String> = db
+        .history("用户:42", "包管理器", Some("global"))
+        .iter()
+        .map(|e| e["value"].as_str().unwrap().to_string())
+        .collect();
+    let sent: Vec<String> = ids.iter().map(|id| format!("pnpm {id} 📦")).collect();
+    assert_eq!(versions, sent, "the versions in the order sent");
+    db.assert_check_ok();
+}
+
+#[test]
 fn recall_of_a_long_name_is_logged() {
     recall_of_a_long_name_on(TestDb::new());
 }
