@@ -1,6 +1,6 @@
 //! JSON text read byte by byte without parsing it — strings and their escapes tracked, any
-//! depth safe: what the MCP transport measures a message's nesting with before serde_json
-//! reads it, and what finds the integer literals serde_json would round
+//! depth safe: what the MCP transport and `apply` measure a message's or line's nesting with
+//! before serde_json reads it past its own recursion limit, and what finds the integer literals serde_json would round
 //! (`model::inexact_number`).
 
 /// What a byte of JSON text is.
@@ -14,6 +14,17 @@ pub enum Byte {
     Quoted,
     /// Anything else outside strings (numbers, literals, `:`, `,`, white space).
     Other,
+}
+
+/// The deepest nesting of arrays and objects in a JSON text (strings skipped).
+pub fn nesting(text: &[u8]) -> usize {
+    let mut deepest = 0;
+    walk(text, |_, kind, depth| {
+        if kind == Byte::Open {
+            deepest = deepest.max(depth);
+        }
+    });
+    deepest
 }
 
 /// Calls `each(byte, kind, depth)` for every byte of a JSON text, in order.

@@ -384,6 +384,25 @@ fn causal_seq_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64
     }
 }
 
+/// One JSON line as a request. serde_json stops at 128 levels of nesting, the line's own object
+/// counted, which would refuse a value of [`MAX_VALUE_DEPTH`] levels that `write` and MCP take
+/// (found by review); a line measured to be no deeper than that is read past serde_json's limit.
+fn parse_line(line: &str) -> serde_json::Result<WriteRequest> {
+    match serde_json::from_str(line) {
+        Err(e)
+            if e.to_string().starts_with("recursion limit exceeded")
+                && crate::json_scan::nesting(line.as_bytes()) <= MAX_VALUE_DEPTH + 1 =>
+        {
+            let mut de = serde_json::Deserializer::from_str(line);
+            de.disable_recursion_limit();
+            let req = WriteRequest::deserialize(&mut de)?;
+            de.end()?;
+            Ok(req)
+        }
+        read => read,
+    }
+}
+
 /// A request's `context`: anything but an object (or null) is refused in a sentence showing the
 /// form, rather than serde's "expected struct WriteContext".
 fn context_field<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<WriteContext>, D::Error> {
@@ -413,7 +432,7 @@ impl WriteRequest {
     /// Parses one JSON line; the error is one sentence naming the problem, with the column
     /// (of that line) where the parser stopped.
     pub fn from_json_line(line: &str) -> Result<WriteRequest, LineError> {
-        let req: WriteRequest = serde_json::from_str(line).map_err(|e| {
+        let req: WriteRequest = parse_line(line).map_err(|e| {
             let (msg, column) = json_error(&e, line);
             // serde repeats offending keys and values: keep the sentence short. A field named
             // twice is said as a doubled key inside the value is (`strict_json`).
@@ -429,7 +448,11 @@ impl WriteRequest {
                 None => shorten(&msg, 300),
             };
             let top = line.trim_start().chars().next();
-            let message = if top == Some('\u{feff}') {
+            let message = if msg.starts_with("recursion limit exceeded") {
+                format!(
+                    "the line is nested deeper than memscope keeps values (at most {MAX_VALUE_DEPTH} levels of arrays and objects inside `value`): store a flatter value"
+                )
+            } else if top == Some('\u{feff}') {
                 // Found by review: a byte-order mark inside a file (two files joined, say) read
                 // as "malformed JSON (expected value)".
                 "the line starts with a byte-order mark (U+FEFF), which JSON does not allow: save the file as UTF-8 without a BOM, or remove the mark from this line".to_string()

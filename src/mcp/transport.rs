@@ -10,7 +10,7 @@
 //! carries rmcp's answers, so lines never interleave.
 
 use super::tools::type_name;
-use crate::json_scan::{walk, Byte, Walker};
+use crate::json_scan::{nesting, walk, Byte, Walker};
 use crate::model::MAX_VALUE_DEPTH;
 use futures::channel::mpsc;
 use rmcp::model::{
@@ -375,17 +375,6 @@ fn tool_error(text: String, id: RequestId) -> Frame {
     // "complete" is what every protocol version assumes when it is absent.
     result.strip_result_type_for_legacy_peer();
     Frame::Answer(Box::new(ServerJsonRpcMessage::response(result, id)))
-}
-
-/// The deepest nesting of arrays and objects in a JSON text (strings skipped).
-pub fn nesting(text: &[u8]) -> usize {
-    let mut deepest = 0;
-    walk(text, |_, kind, depth| {
-        if kind == Byte::Open {
-            deepest = deepest.max(depth);
-        }
-    });
-    deepest
 }
 
 /// The JSON text with every array or object deeper than `keep` levels replaced by `null`.

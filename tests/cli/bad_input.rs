@@ -1419,6 +1419,62 @@ fn a_value_json_nested_too_deep_names_the_limit() {
 }
 
 #[test]
+fn apply_takes_a_value_as_deep_as_write_does() {
+    apply_takes_a_value_as_deep_as_write_does_on(TestDb::new());
+}
+
+#[test]
+fn apply_takes_a_value_as_deep_as_write_does_on_postgres() {
+    on_postgres(apply_takes_a_value_as_deep_as_write_does_on);
+}
+
+/// JSON text as deep as memscope keeps values, and the object around them.
+fn deep_json(text: &str) -> Value {
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut de).unwrap()
+}
+
+/// Found by review: serde_json's limit counts the line's own object, so `apply` refused a value
+/// of 127 levels — which `write` and MCP keep — as "malformed JSON (recursion limit exceeded)".
+/// Now a batch takes it, and a deeper one is refused naming the limit, the lines around it kept.
+fn apply_takes_a_value_as_deep_as_write_does_on(db: TestDb) {
+    let line = |predicate: &str, depth: usize| {
+        format!(
+            r#"{{"subject":"{U}","predicate":"{predicate}","value":{}"深 🪆"{},"scope":"global","source":"s"}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        )
+    };
+    let batch = [line("deep_ok", 127), line("too_deep", 128), line("flat", 0)].join("\n");
+    let r = db.run_stdin(&["apply", "-"], batch.as_bytes());
+    assert_eq!(r.code, 1, "{r:?}");
+    // An outcome echoes the value, as deep as the line carried it.
+    let outcomes: Vec<Value> = r.stdout.lines().map(deep_json).collect();
+    assert_eq!(outcomes[0]["outcome"], "inserted", "{}", outcomes[0]);
+    assert_eq!(outcomes[1]["outcome"], "error", "{}", outcomes[1]);
+    let said = outcomes[1]["error"].as_str().unwrap();
+    assert!(
+        said.contains("at most 127 levels") && !said.contains("malformed"),
+        "{said}"
+    );
+    assert_eq!(outcomes[2]["outcome"], "inserted", "{}", outcomes[2]);
+    let kept = deep_json(
+        &db.run(&args_for("resolve", U, "deep_ok", &["--json"]))
+            .ok()
+            .stdout,
+    );
+    let mut value = &kept["value"];
+    let mut depth = 0;
+    while let Some(inner) = value.get(0) {
+        value = inner;
+        depth += 1;
+    }
+    assert_eq!((depth, value.as_str()), (127, Some("深 🪆")), "{kept}");
+    db.assert_check_ok();
+}
+
+#[test]
 fn an_alias_back_over_an_alias_says_the_names_already_meet() {
     let db = TestDb::new();
     assert_eq!(db.run(&["alias", "add", "Foo Bar", "Baz"]).code, 0);
