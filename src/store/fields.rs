@@ -164,6 +164,27 @@ fn seq_rule(v: &str) -> Option<String> {
     }
 }
 
+/// A write's provenance as the write path stores it: trimmed, not empty, no control character
+/// (`prepared::validate`); a copy of it (a confirmation's, a pending item's) likewise. A
+/// purged one is NULL, not checked.
+fn source_rule(v: &str) -> Option<String> {
+    if v.trim().is_empty() {
+        Some(format!("source {} is empty", quoted(v)))
+    } else if v.chars().any(char::is_control) {
+        Some(format!(
+            "source {} holds a control character, which no write stores",
+            quoted(v)
+        ))
+    } else if v.trim() != v {
+        Some(format!(
+            "source {} has white space around it, which a write trims",
+            quoted(v)
+        ))
+    } else {
+        None
+    }
+}
+
 fn days_rule(v: &str) -> Option<String> {
     match v.parse::<u32>() {
         Ok(_) => None,
@@ -222,6 +243,11 @@ const RULES: &[Rule] = &[
     rule(6, "reads", "scope", scope_rule),
     rule(6, "predicate_aliases", "alias", predicate_rule),
     rule(6, "predicate_aliases", "canonical", predicate_rule),
+    // 6. Sources as a write stores them.
+    rule(6, "memories", "source", source_rule),
+    rule(6, "memories", "confirmed_source", source_rule),
+    rule(6, "history", "source", source_rule),
+    rule(6, "pending", "source", source_rule),
     // 6. Times memscope can read (as-of resolution and the timeline compare them).
     rule(6, "memories", "created_at", time_rule),
     rule(6, "memories", "updated_at", time_rule),

@@ -207,7 +207,7 @@ fn schema_guards_stop_a_raw_sql_client() {
 /// One kind of damage a raw SQL client can do, and the one invariant `check` finds broken.
 #[test]
 fn check_finds_each_kind_of_damage() {
-    let cases: [(&str, String, u64); 6] = [
+    let cases: [(&str, String, u64); 7] = [
         (
             "a current record on a tombstoned identity",
             current_record(PM_OF_42, LEGACY, "npm", 3, 99),
@@ -233,6 +233,14 @@ fn check_finds_each_kind_of_damage() {
             "a causally older current record",
             formatter_rewritten("old", 2, 0),
             2,
+        ),
+        // Found by review: a source no write stores, in the record and its history alike.
+        (
+            "sources holding a terminal escape",
+            "UPDATE memories SET source = source || char(27) || '[2J';
+             UPDATE history SET source = source || char(27) || '[2J' WHERE source IS NOT NULL;"
+                .into(),
+            6,
         ),
     ];
     for (what, sql, invariant) in cases {

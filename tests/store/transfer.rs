@@ -767,6 +767,18 @@ fn import_accepts_only_what_the_write_path_could_have_written_and_names_the_line
             set("memories", any, "subject", json!("user:42\u{1b}[2J")),
             "subject",
         ),
+        // Found by review: no write stores a control character in a source, yet import took
+        // one and `check` called the database clean.
+        (
+            "a pending item's source with a terminal escape",
+            set("pending", any, "source", json!("thread:1\u{1b}[31m")),
+            "holds a control character, which no write stores",
+        ),
+        (
+            "a source with white space around it",
+            set("history", any, "source", json!(" thread:9 ")),
+            "has white space around it, which a write trims",
+        ),
         (
             "an open pending item whose every place was deleted",
             set(
