@@ -620,12 +620,17 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
         .fill_buf()
         .is_ok_and(|head| head.starts_with(b"SQLite format 3\0"))
     {
-        let shown = match file == Path::new("-") {
-            true => "standard input".to_string(),
-            false => file.display().to_string(),
+        // Standard input has no path to export from (found by review: the command said
+        // `--db standard input`): the database the user redirected is theirs to name.
+        let (shown, db) = match file == Path::new("-") {
+            true => ("standard input".to_string(), "THAT.db".to_string()),
+            false => (
+                file.display().to_string(),
+                crate::model::shell_word(&file.to_string_lossy()),
+            ),
         };
         bail!(
-            "cannot import {shown}: it is a SQLite database, not a file written by `memscope export`: export it first (`memscope --db {shown} export > dump.jsonl`) and import that file"
+            "cannot import {shown}: it is a SQLite database, not a file written by `memscope export`: export it first (`memscope --db {db} export > dump.jsonl`) and import that file"
         );
     }
     // Like a new file, a PostgreSQL database gets memscope's schema first (README, "seq, alias,

@@ -818,6 +818,27 @@ fn an_apply_context_that_is_not_an_object_and_an_unreadable_import_are_one_sente
             assert!(!std::path::Path::new(&made).exists(), "{made} was left");
         }
     }
+    // The command it suggests pastes as said: the database's own path, or — redirected to
+    // standard input, which has no path (found by review: `--db standard input`) — a
+    // placeholder to fill in.
+    let dst = TestDb::named("never.db");
+    let run = dst.run(&["import", source.path_str()]);
+    assert_one_sentence(
+        &run.stderr,
+        &[&format!(
+            "`memscope --db {} export > dump.jsonl`",
+            source.path_str()
+        )],
+    );
+    let run = dst.run_stdin(&["import", "-"], &std::fs::read(&source.path).unwrap());
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_one_sentence(
+        &run.stderr,
+        &[
+            "cannot import standard input: it is a SQLite database",
+            "`memscope --db THAT.db export > dump.jsonl`",
+        ],
+    );
 }
 
 #[test]
