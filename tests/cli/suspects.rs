@@ -149,6 +149,45 @@ fn a_sibling_counts_only_for_its_own_subject_on(db: TestDb) {
 }
 
 #[test]
+fn a_message_about_several_places_points_at_none() {
+    a_message_about_several_places_points_at_none_on(TestDb::new());
+}
+
+#[test]
+fn a_message_about_several_places_points_at_none_on_postgres() {
+    on_postgres(a_message_about_several_places_points_at_none_on);
+}
+
+/// Found by review: a message that wrote rules for two repositories and a global default made
+/// the default a suspect, and its `fix:` moved it into the first repository. Siblings point at
+/// a place only when they are all in one — two of them in one place still do.
+fn a_message_about_several_places_points_at_none_on(db: TestDb) {
+    let msg = "thread:7/msg:3 💬";
+    db.write("user:1", "editor", "helix", "global", msg);
+    db.write("user:1", "test_runner", "jest", "repo:前端", msg);
+    db.write("user:1", "test_runner", "pytest", "repo:backend", msg);
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert!(found.is_empty(), "{found:#?}");
+    let text = db.run(&["suspects"]).ok().stdout;
+    assert!(!text.contains("fix:"), "{text}");
+    // The same message's rules all in one place point there.
+    let one = "thread:7/msg:4";
+    db.write("user:1", "formatter", "biome", "global", one);
+    db.write("user:1", "linter", "oxlint", "repo:前端", one);
+    db.write("user:1", "build_command", "vite build", "repo:前端", one);
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["record"]["predicate"], "formatter");
+    assert_eq!(found[0]["suggested_scope"], "repo:前端");
+    assert_eq!(
+        found[0]["evidence"].as_array().unwrap().len(),
+        2,
+        "{found:#?}"
+    );
+    db.assert_check_ok();
+}
+
+#[test]
 fn a_chinese_or_scope_written_place_name_makes_a_suspect() {
     a_chinese_or_scope_written_place_name_makes_a_suspect_on(TestDb::new());
 }
@@ -461,21 +500,18 @@ fn many_messages_keep_their_own_siblings_in_stored_order_on(db: TestDb) {
     };
     for i in 0..40usize {
         let subject = format!("用户:{i}");
-        // Every message shares one source; only even subjects wrote scoped records there
-        // (third place first, so stored order is not name order), odd ones elsewhere.
+        // Every message shares one source; only even subjects wrote scoped records there, both
+        // in one place (a message about several places points at none) and `test_command` first,
+        // so stored order is not name order; odd ones elsewhere.
         let shared = "thread:1/msg:1";
         let own = if i % 2 == 0 {
             shared.to_string()
         } else {
             format!("thread:2/msg:{i}")
         };
-        line(
-            &subject,
-            "install_command",
-            &format!("repo:仓库-{}", i % 3 + 2),
-            &own,
-        );
-        line(&subject, "test_command", "repo:仓库-1", &own);
+        let place = format!("repo:仓库-{}", i % 3 + 2);
+        line(&subject, "test_command", &place, &own);
+        line(&subject, "install_command", &place, &own);
         line(&subject, "package_manager", "global", shared);
         // The same subject's global record of another message has no siblings.
         line(&subject, "editor", "global", "thread:3/msg:1");
@@ -493,15 +529,12 @@ fn many_messages_keep_their_own_siblings_in_stored_order_on(db: TestDb) {
         let i: usize = subject.trim_start_matches("用户:").parse().unwrap();
         assert_eq!(i % 2, 0, "{s:#}");
         let evidence: Vec<&str> = strs(&s["evidence"]);
-        let first = format!(
-            "the same message wrote install_command in repo:仓库-{}",
-            i % 3 + 2
-        );
+        let place = format!("repo:仓库-{}", i % 3 + 2);
         assert_eq!(
             evidence,
             [
-                first.as_str(),
-                "the same message wrote test_command in repo:仓库-1"
+                format!("the same message wrote test_command in {place}"),
+                format!("the same message wrote install_command in {place}"),
             ],
             "{s:#}"
         );
