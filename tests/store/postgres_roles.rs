@@ -469,6 +469,27 @@ VALUES ('用户:42', '咖啡', 'global', '"复活 🧟"', 1, 'thread:代理/mess
         ],
     );
     assert!(!run.stderr.contains("changed by hand"), "{run:?}");
+    // A rescope takes the record away from its scope: refused too, and the sentence names it
+    // among a curator's (found by review: it named delete, restore, gc and purges only).
+    let run = memscope_at(
+        &url,
+        &[
+            "rescope",
+            "--subject",
+            "用户:9",
+            "--predicate",
+            "编辑器",
+            "--scope",
+            "global",
+            "--to",
+            "repo:网站",
+        ],
+    );
+    run.fails_with(1, &["permission denied"]);
+    assert_one_sentence(
+        &run.stderr,
+        &["a rescope or revert that takes a record away need a memscope_curator login"],
+    );
     // The identity's own delete reads its preview first, and its --dry-run is that preview:
     // both say the same sentence, not the server's raw error.
     for extra in [&[][..], &["--dry-run"][..]] {

@@ -438,7 +438,7 @@ fn explain_waited(
             )
         }
         Some(d) if *d.code() == SqlState::INSUFFICIENT_PRIVILEGE => anyhow!(
-            "PostgreSQL at {} refused it to the login \"{}\" ({}): that login may not do this — delete, restore, gc and purges need a memscope_curator login, writes and reads a memscope_agent one (`memscope roles --help`)",
+            "PostgreSQL at {} refused it to the login \"{}\" ({}): that login may not do this — a memscope_agent login writes and reads; deletes, restores, gc, purges, pending resolutions, aliases, settings, and a rescope or revert that takes a record away need a memscope_curator login (`memscope roles --help`)",
             address.describe(),
             address.user(),
             d.message()
