@@ -1269,3 +1269,39 @@ fn the_welcome_commands_paste_whole_at_30_columns() {
         t.wait_for("EXIT:0");
     }
 }
+
+/// Found by a tester: resized to 25×6 or 25×7, the delete dialog hid most of its statement
+/// with no row saying so, and covered the footer, so `n/Esc cancel` showed nowhere while
+/// `y delete` did. Now its last row says how many lines are below, as the rescope and revert
+/// dialogs' do, PgDn shows them, and the footer names the cancel key.
+#[test]
+fn the_delete_dialog_says_what_is_below_and_how_to_cancel_at_25x6() {
+    let Some(t) = Tmux::shell(100, 30) else {
+        return;
+    };
+    let (_dir, db) = built_demo_db();
+    launch(&t, &db, "tui");
+    t.wait_for("Current view · ");
+    t.type_text("d");
+    t.wait_for("y delete");
+    for (w, h) in [(25, 6), (25, 7)] {
+        t.resize(w, h);
+        let screen = t.wait(&format!("the dialog at {w}×{h}"), |s| {
+            s.lines().count() <= h as usize && s.contains("more lines: PgDn")
+        });
+        assert!(
+            screen.contains("y delete") && screen.contains("n/Esc cancel"),
+            "{w}×{h}:\n{screen}"
+        );
+    }
+    let before = t.screen();
+    t.key("PageDown");
+    t.wait("the statement scrolled", |s| {
+        s != before && s.contains("PgDn")
+    });
+    t.type_text("\x1b");
+    t.wait_for("cancelled");
+    t.resize(100, 30);
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}
