@@ -218,8 +218,8 @@ impl App {
     /// empty view suggests, and the demo's database beside it.
     pub fn name_database(&mut self, label: String) {
         let memories = &mut self.tabs.memories;
-        memories.db_word = crate::model::shell_word(&label);
-        memories.demo_word = demo_database(&label).map(|p| crate::model::shell_word(&p));
+        memories.db_arg = label.clone();
+        memories.demo_arg = demo_database(&label);
         self.db_path = label;
     }
 

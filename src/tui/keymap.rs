@@ -453,7 +453,7 @@ impl Command {
     }
 }
 
-/// Footer hints for the active contexts: (keys, hint), most important first, help last (see
+/// Footer hints for the active contexts, most important first, help last (see
 /// `footer_rank`). A binding whose keys a more specific context already takes never fires,
 /// so it gets no hint; on a `read_only` database neither do the keys that would change it
 /// (they only say the database is read-only), nor the commands `offered` says cannot run now
@@ -463,7 +463,7 @@ pub fn hints(
     contexts: &[Context],
     read_only: bool,
     offered: &dyn Fn(Command) -> bool,
-) -> Vec<(&'static str, &'static str)> {
+) -> Vec<Hint> {
     let mut out = Vec::new();
     let mut taken: Vec<Key> = Vec::new();
     for ctx in contexts {
@@ -483,13 +483,58 @@ pub fn hints(
                     Command::Up if matches!(b.context, Context::Lists | Context::History) => "j/k",
                     _ => b.label,
                 };
-                out.push((footer_rank(b), label, h));
+                out.push((
+                    footer_rank(b),
+                    Hint {
+                        keys: label,
+                        text: h,
+                        command: b.command,
+                    },
+                ));
             }
         }
         taken.extend(mine);
     }
-    out.sort_by_key(|(rank, _, _)| *rank);
-    out.into_iter().map(|(_, label, h)| (label, h)).collect()
+    out.sort_by_key(|(rank, _)| *rank);
+    out.into_iter().map(|(_, hint)| hint).collect()
+}
+
+/// One key's hint in the footer or a dialog's border.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hint {
+    /// The keys, as the footer shows them (`n/Esc`).
+    pub keys: &'static str,
+    /// What they do, in a word or two (`cancel`).
+    pub text: &'static str,
+    pub command: Command,
+}
+
+/// As many of `hints` as `fits` takes, most important first — but a dialog's confirm key never
+/// without its cancel key: when the two do not fit together the cancel shows alone (found by a
+/// tester: at 25×6 the delete dialog offered `y delete` and said `n/Esc cancel` nowhere).
+pub fn fitting(hints: &[Hint], fits: impl Fn(&[Hint]) -> bool) -> Vec<Hint> {
+    let cancel = hints.iter().find(|h| h.command == Command::Cancel);
+    let mut kept: Vec<Hint> = Vec::new();
+    for h in hints {
+        if kept.contains(h) {
+            continue;
+        }
+        let mut next = kept.clone();
+        next.push(*h);
+        let confirm = h.command == Command::Confirm;
+        if let Some(c) = cancel.filter(|c| confirm && !next.contains(c)) {
+            next.push(*c);
+        }
+        if !fits(&next) {
+            // Without its cancel beside it the confirm is left out; the cancel is tried next.
+            if confirm {
+                continue;
+            }
+            break;
+        }
+        kept = next;
+    }
+    kept
 }
 
 /// What the mouse does, for the help (it is no key: the key map cannot bind it).

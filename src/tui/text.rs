@@ -456,40 +456,76 @@ impl PartialEq<&str> for Statement {
 
 /// A shell command on lines of at most `max` columns, as a shell reads them back: the first
 /// after two spaces, the rest after six, each line but the last ending in ` \`, so the lines
-/// paste into a shell as the one command. Each of `groups` (words that read together: the
+/// paste into a shell as the one command. Each of `groups` (arguments that read together: the
 /// database, the command and its subject, the value) starts a line; a group too long for one
-/// wraps between its words, and a word longer than a line is broken where it must be: nothing
-/// is cut.
+/// wraps between its words. Each argument is quoted as one shell word ([`shell_word`]), and a
+/// line breaks inside no word: a word wider than a line of its own is spelled in pieces, each
+/// quoted alone and ended by a `\` that joins the next line to it, its lines starting at the
+/// edge — a shell reads the pieces back as the one word (found by a tester: a long path was
+/// broken mid-word, and a quoted one inside its quotes, so that pasted, the newline became part
+/// of the file name). Nothing is cut, except that on a line too narrow for a single quoted
+/// character that line runs past `max`.
 pub fn shell_lines(groups: &[&[&str]], max: usize) -> Vec<String> {
     const FIRST: &str = "  ";
     const NEXT: &str = "      ";
-    let words: Vec<(bool, String)> = (groups.iter())
-        .flat_map(|g| g.iter().enumerate().map(|(i, w)| (i == 0, one_line(w))))
+    let args: Vec<(bool, &str)> = (groups.iter())
+        .flat_map(|g| g.iter().enumerate().map(|(i, a)| (i == 0, *a)))
         .collect();
     let mut lines: Vec<String> = Vec::new();
     let mut line = FIRST.to_string();
-    for (i, (starts_group, word)) in words.iter().enumerate() {
+    for (i, (starts_group, arg)) in args.iter().enumerate() {
+        let word = shell_word(arg);
         // Room for the word and, unless it ends the command, the ` \` after it.
-        let tail = if i + 1 == words.len() { 0 } else { 2 };
+        let tail = if i + 1 == args.len() { 0 } else { 2 };
         let fresh = line.trim().is_empty();
-        if !fresh && (*starts_group || width(&line) + 1 + width(word) + tail > max) {
+        if !fresh && (*starts_group || width(&line) + 1 + width(&word) + tail > max) {
             lines.push(format!("{line} \\"));
             line = NEXT.to_string();
         }
         if !line.trim().is_empty() {
             line.push(' ');
         }
-        let room = max.saturating_sub(width(&line) + tail).max(1);
-        if width(word) <= room {
-            line.push_str(word);
+        if width(&line) + width(&word) + tail <= max {
+            line.push_str(&word);
             continue;
         }
-        // Too long for any line: broken at the edge.
-        let mut pieces = wrap(word, room).into_iter();
-        line.push_str(&pieces.next().unwrap_or_default());
-        for piece in pieces {
+        // Too wide for any line: in pieces from the edge, each before a `\` (an indent
+        // there would split the word).
+        line.clear();
+        let graphemes: Vec<&str> = arg.graphemes(true).collect();
+        let mut from = 0;
+        loop {
+            let rest = shell_word(&graphemes[from..].concat());
+            if width(&line) + width(&rest) + tail <= max {
+                line.push_str(&rest);
+                break;
+            }
+            let room = max.saturating_sub(width(&line) + 1);
+            // The most graphemes whose quoted piece fits; one at least, so the word ends.
+            let mut to = from + 1;
+            while to < graphemes.len() && width(&shell_word(&graphemes[from..=to].concat())) <= room
+            {
+                to += 1;
+            }
+            // After a `/` when that keeps half the room, so a path breaks between its names.
+            let slash = (from + 1..to).rev().find(|&i| graphemes[i - 1] == "/");
+            if let Some(i) =
+                slash.filter(|&i| 2 * width(&shell_word(&graphemes[from..i].concat())) >= room)
+            {
+                to = i;
+            } else if to == graphemes.len() {
+                // The rest fits beside a `\` but not beside the ` \` after it: its last
+                // grapheme goes to the next line.
+                to -= 1;
+                if to == from {
+                    line.push_str(&rest);
+                    break;
+                }
+            }
+            line.push_str(&shell_word(&graphemes[from..to].concat()));
+            line.push('\\');
             lines.push(std::mem::take(&mut line));
-            line = piece;
+            from = to;
         }
     }
     lines.push(line);
@@ -534,43 +570,41 @@ fn break_units(word: &str) -> Vec<(String, usize)> {
     units
 }
 
-pub use crate::model::{plural, thousands};
+pub use crate::model::{plural, shell_word, thousands};
+use unicode_segmentation::UnicodeSegmentation;
 
 #[cfg(test)]
 mod tests {
 
-    /// A command cut into lines fits every width and reads back, the ` \` lines joined, as
-    /// the one command (while each word fits a line).
+    /// A command cut into lines fits every width and reads back, pasted into bash, as the one
+    /// command — a word wider than a line too, in pieces a `\` joins.
     #[test]
     fn shell_lines_fit_and_read_back_as_the_command() {
-        let db = "'/home/用户/agents 的记忆 🦀/memory.db'";
+        let db = "/home/用户/agents 的记忆 🦀/it's $HOME;x/memory.db";
         let groups: &[&[&str]] = &[
             &["memscope", "--db", db],
             &["write", "--subject", "user:42"],
             &["--value", "很长的值👩🏽‍💻"],
         ];
-        let whole = groups.concat().join(" ");
-        for max in 1..120 {
+        let whole: Vec<&str> = groups.concat();
+        for max in 1..100 {
             let lines = super::shell_lines(groups, max);
-            let longest = groups
-                .concat()
-                .iter()
-                .map(|w| super::width(w))
-                .max()
-                .unwrap();
-            for l in &lines {
-                assert!(
-                    super::width(l) <= max.max(7) || max < longest + 8,
-                    "{max}: {l:?}"
-                );
+            // One quoted character and its `\` fit from 8 columns.
+            if max >= 8 {
+                for l in &lines {
+                    assert!(super::width(l) <= max, "{max}: {l:?}");
+                }
             }
-            if max >= longest + 8 {
-                let read: Vec<&str> = lines
-                    .iter()
-                    .map(|l| l.strip_suffix(" \\").unwrap_or(l).trim())
-                    .collect();
-                assert_eq!(read.join(" "), whole, "at {max}");
-                assert!(lines.len() >= groups.len(), "each group starts a line");
+            let out = std::process::Command::new("bash")
+                .args(["--norc", "--noprofile", "-c"])
+                .arg(format!("printf '%s\\0' {}", lines.join("\n")))
+                .output()
+                .expect("bash runs");
+            let read = String::from_utf8(out.stdout).expect("UTF-8");
+            let read: Vec<&str> = read.split_terminator('\0').collect();
+            assert_eq!(read, whole, "at {max}: {lines:#?}");
+            if max >= 80 {
+                assert!(lines.len() == groups.len(), "each group starts a line");
             }
         }
     }

@@ -1205,3 +1205,103 @@ fn keys_pasted_after_a_filter_act_on_the_record_typed_keys_do() {
     t.type_text("q");
     t.wait_for("EXIT:0");
 }
+
+/// The lines inside the pane's borders of a captured screen, trimmed at the end.
+fn inside_borders(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .filter_map(|l| {
+            let (start, end) = (l.find('│')?, l.rfind('│')?);
+            (start < end).then(|| l[start + '│'.len_utf8()..end].trim_end().to_string())
+        })
+        .collect()
+}
+
+/// Found by a tester at 30 columns: the welcome of an empty database broke a long path mid-word
+/// with no `\`, and a quoted one with a space inside its quotes, so that the pasted command named
+/// another file. In a real 30-column terminal, each command's lines as shown, read by bash, are
+/// the command with the database's path whole.
+#[test]
+fn the_welcome_commands_paste_whole_at_30_columns() {
+    let Some(t) = Tmux::shell(30, 60) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temp dir");
+    for folder in ["a".repeat(39), "my db's $HOME;中".to_string()] {
+        let folder = dir.path().join(folder);
+        std::fs::create_dir(&folder).expect("the folder");
+        let db = folder.join("x.db");
+        output_ok(
+            Command::new(BIN).arg("--db").arg(&db).arg("init"),
+            "memscope init",
+        );
+        t.run("clear");
+        launch(&t, &db, "");
+        let screen = t.wait_for("? shows every key");
+        let lines = inside_borders(&screen);
+        let at = lines
+            .iter()
+            .position(|l| l.contains("JSON"))
+            .expect("the apply sentence");
+        let start = at
+            + (lines[at..].iter())
+                .position(|l| l.starts_with("  memscope"))
+                .expect("the apply command");
+        let end = start
+            + (lines[start..].iter())
+                .position(|l| !l.ends_with('\\'))
+                .expect("its last line");
+        let shown = lines[start..=end].join("\n");
+        let out = output_ok(
+            Command::new("bash")
+                .args(["--norc", "--noprofile", "-c"])
+                .arg(format!("printf '%s\\0' {shown}")),
+            "bash reads the command",
+        );
+        let read = String::from_utf8(out.stdout).expect("UTF-8");
+        let db_text = db.to_str().expect("a UTF-8 path");
+        assert_eq!(
+            read.split_terminator('\0').collect::<Vec<_>>(),
+            ["memscope", "--db", db_text, "apply", "writes.jsonl"],
+            "as shown:\n{shown}\n{screen}"
+        );
+        t.type_text("q");
+        t.wait_for("EXIT:0");
+    }
+}
+
+/// Found by a tester: resized to 25×6 or 25×7, the delete dialog hid most of its statement
+/// with no row saying so, and covered the footer, so `n/Esc cancel` showed nowhere while
+/// `y delete` did. Now its last row says how many lines are below, as the rescope and revert
+/// dialogs' do, PgDn shows them, and the footer names the cancel key.
+#[test]
+fn the_delete_dialog_says_what_is_below_and_how_to_cancel_at_25x6() {
+    let Some(t) = Tmux::shell(100, 30) else {
+        return;
+    };
+    let (_dir, db) = built_demo_db();
+    launch(&t, &db, "tui");
+    t.wait_for("Current view · ");
+    t.type_text("d");
+    t.wait_for("y delete");
+    for (w, h) in [(25, 6), (25, 7)] {
+        t.resize(w, h);
+        let screen = t.wait(&format!("the dialog at {w}×{h}"), |s| {
+            s.lines().count() <= h as usize && s.contains("more lines: PgDn")
+        });
+        assert!(
+            screen.contains("y delete") && screen.contains("n/Esc cancel"),
+            "{w}×{h}:\n{screen}"
+        );
+    }
+    let before = t.screen();
+    t.key("PageDown");
+    t.wait("the statement scrolled", |s| {
+        s != before && s.contains("PgDn")
+    });
+    t.type_text("\x1b");
+    t.wait_for("cancelled");
+    t.resize(100, 30);
+    t.type_text("q");
+    t.wait_for("EXIT:0");
+}

@@ -132,29 +132,7 @@ fn the_rescope_bullet_keeps_its_target_and_cuts_the_value() {
 
 /// The rows inside the delete dialog's box, each without its border.
 fn delete_dialog_rows(screen: &str) -> Vec<String> {
-    let lines: Vec<&str> = screen.lines().collect();
-    let Some(title) = lines.iter().position(|l| l.contains("┌ Delete: ")) else {
-        return Vec::new();
-    };
-    // The dialog's inside is the same piece between borders on each of its rows: the one
-    // after its left border, which stands where its title row's `┌` does.
-    let Some(corner) = lines[title]
-        .split('│')
-        .position(|p| p.contains("┌ Delete: "))
-    else {
-        return Vec::new();
-    };
-    let piece = corner + 1;
-    (lines[title + 1..].iter())
-        .take_while(|l| !l.contains('└'))
-        .map(|l| {
-            l.split('│')
-                .nth(piece)
-                .unwrap_or_default()
-                .trim_end()
-                .to_string()
-        })
-        .collect()
+    dialog_rows(screen, "┌ Delete: ")
 }
 
 /// Found by review: the store's delete statement gained a line (`• blank N history events a
@@ -310,19 +288,24 @@ pub(crate) fn dialog_rows(screen: &str, title: &str) -> Vec<String> {
     let Some(top) = lines.iter().position(|l| l.contains(title)) else {
         return Vec::new();
     };
-    let left = width(&lines[top][..lines[top].find('┌').expect("a corner")]);
-    let right = left + width(&lines[top][lines[top].find('┌').expect("a corner")..])
-        - width(&lines[top][lines[top].find('┐').expect("a corner")..]);
-    // The columns from..to of a row, as the terminal shows them.
+    // Its corners: the `┌` that starts `title` (a pane's may stand left of it) and the `┐`
+    // after it.
+    let start = lines[top].find(title).expect("the title") + title.find('┌').expect("a corner");
+    let close = start + lines[top][start..].find('┐').expect("a corner");
+    let left = width(&lines[top][..start]);
+    let right = left + width(&lines[top][start..close]);
+    // The columns from..to of a row, as the terminal shows them (a grapheme at a time: an
+    // emoji joined of several takes two columns, as ratatui draws it).
     let columns = |l: &str, from: usize, to: usize| -> String {
         let mut at = 0;
         let mut out = String::new();
-        for c in l.chars() {
+        memscope::tui::text::each_grapheme(l, |g, _, w| {
             if at >= from && at < to {
-                out.push(c);
+                out.push_str(g);
             }
-            at += width(&c.to_string());
-        }
+            at += w;
+            true
+        });
         out
     };
     (lines[top + 1..].iter())
@@ -532,6 +515,13 @@ fn the_rescope_and_revert_dialogs_keep_the_footer_whole_hints_and_aligned_column
             let screen = render(&mut s, w, h);
             let at = format!("{w}×{h}, {keys} on {record}:\n{screen}");
             let footer = screen.lines().last().expect("a row").trim_matches('"');
+            // Too narrow for `y` and its cancel both, the cancel shows alone.
+            let first_hint = match first_hint.starts_with("y ") {
+                true if (w as usize) < width(first_hint) + width("  n/Esc cancel") => {
+                    "n/Esc cancel"
+                }
+                _ => first_hint,
+            };
             assert!(
                 footer.starts_with(first_hint) && !footer.contains(border),
                 "{at}"
@@ -567,6 +557,63 @@ fn the_rescope_and_revert_dialogs_keep_the_footer_whole_hints_and_aligned_column
                 assert!(
                     choices.iter().any(|r| r.contains("(moved to task:很长")),
                     "{at}: the note of where v3 was moved"
+                );
+            }
+        }
+    }
+}
+
+/// Found by a tester: at 25×6 and 25×7 the delete dialog hid most of its statement with no row
+/// saying so (PgDn scrolled to it), and covered the footer, so `y delete` showed in its border
+/// and `n/Esc cancel` nowhere. It now follows the rescope and revert dialogs' rule — the last
+/// row says what is below whenever a line of the statement is left beside it — and leaves the
+/// footer, which names the cancel key wherever the confirm key shows.
+#[test]
+fn the_delete_dialog_says_what_is_below_and_how_to_cancel_at_25_columns() {
+    let f = Fixture::demo();
+    for (w, h) in [(25, 6), (25, 7), (30, 8), (40, 9)] {
+        let mut s = f.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, "d");
+        let screen = render(&mut s, w, h);
+        let at = format!("{w}×{h}:\n{screen}");
+        assert!(screen.contains("y delete"), "{at}: the y key");
+        let footer = screen.lines().last().expect("a row").trim_matches('"');
+        assert!(footer.contains("n/Esc cancel"), "{at}: the footer");
+        let rows = dialog_rows(&screen, "┌ Delete");
+        let note = rows.last().expect("a row in the box");
+        assert!(
+            note.starts_with("… ") && note.ends_with(": PgDn") || note.ends_with("PgDn shows them"),
+            "{at}: the row that says more lines are below: {rows:#?}"
+        );
+        let first = rows[0].clone();
+        s.handle_key(key(KeyCode::PageDown));
+        let rows = dialog_rows(&render(&mut s, w, h), "┌ Delete");
+        assert_ne!(rows[0], first, "{at}: PgDn scrolls to them");
+    }
+}
+
+/// Wherever a dialog's border or the footer shows its confirm key, one of them shows its cancel
+/// key, and no size panics (1×1 to 300×100).
+#[test]
+fn a_dialogs_cancel_key_shows_wherever_its_confirm_key_does() {
+    let f = Fixture::demo();
+    let mut sizes: Vec<(u16, u16)> = Vec::new();
+    for w in (1..=40).chain([60, 80, 120, 300]) {
+        for h in (1..=12).chain([24, 100]) {
+            sizes.push((w, h));
+        }
+    }
+    for (keys, confirm) in [("d", "y delete"), ("m", "y rescope"), ("v", "y revert")] {
+        let mut s = f.session(120, 32);
+        select(&mut s, "user:42 · package_manager @ global");
+        press(&mut s, keys);
+        for &(w, h) in &sizes {
+            let screen = render(&mut s, w, h);
+            if screen.contains(confirm) {
+                assert!(
+                    screen.contains("n/Esc cancel"),
+                    "{w}×{h}, {keys}: {confirm} without its cancel\n{screen}"
                 );
             }
         }

@@ -1,6 +1,6 @@
 //! The welcome of an empty database (README, "The terminal UI"): at 80 and 100 columns, and
 //! narrower, its sentences wrap and its commands are cut into lines a shell reads back — never
-//! cut at the edge — and the demo it suggests goes to a database of its own, not the one this
+//! cut at the edge nor inside a word — and the demo it suggests goes to a database of its own, not the one this
 //! UI has open (found by a tester: the advice was cut at 80–100 columns, and followed, it
 //! replaced the open database with the demo).
 
@@ -95,8 +95,9 @@ fn the_welcome_fits_at_80_and_100_columns_and_its_demo_goes_elsewhere() {
     );
 }
 
-/// Narrower than 80 columns nothing is cut either; a word longer than a line breaks at the
-/// edge, and no size panics.
+/// Narrower than 80 columns nothing is cut either (a word longer than a line is spelled in
+/// pieces a `\` joins: `the_welcome_commands_paste_as_the_command_at_30_columns`), and no size
+/// panics.
 #[test]
 fn the_welcome_is_never_cut_down_to_a_narrow_terminal() {
     let f = Fixture::empty();
@@ -162,6 +163,98 @@ fn an_empty_lists_sentences_wrap_at_every_width() {
                 squash(&screen).contains(&sentence.split_whitespace().collect::<String>()),
                 "tab {tab} at {w}×{h}: {sentence}\n{screen}"
             );
+        }
+    }
+}
+
+/// The shell command that starts at the first `  memscope` after the line holding `after`, its
+/// lines as drawn (each up to the pane's right border, the columns left of it kept), down to
+/// the first line that does not end in `\`.
+fn command_lines_after(lines: &[String], after: &str) -> String {
+    let at = lines
+        .iter()
+        .position(|l| l.contains(after))
+        .unwrap_or_else(|| panic!("{after:?} in {lines:#?}"));
+    let start = (lines[at..].iter())
+        .position(|l| l.starts_with("  memscope"))
+        .unwrap_or_else(|| panic!("a command after {after:?} in {lines:#?}"));
+    let mut out = Vec::new();
+    for l in &lines[at + start..] {
+        out.push(l.as_str());
+        if !l.ends_with('\\') {
+            break;
+        }
+    }
+    out.join("\n")
+}
+
+/// The words bash reads from `command` pasted at its prompt (`\` at a line's end joins the
+/// next line), NUL-separated by its `printf` so that any byte of a word shows.
+fn words_bash_reads(command: &str) -> Vec<String> {
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "--noprofile", "-c"])
+        .arg(format!("printf '%s\\0' {command}"))
+        .output()
+        .expect("bash runs");
+    assert!(out.status.success(), "bash read {command:?}: {out:?}");
+    let text = String::from_utf8(out.stdout).expect("UTF-8 words");
+    let mut words: Vec<String> = text.split('\0').map(str::to_string).collect();
+    words.pop();
+    words
+}
+
+/// Found by a tester at 30 columns: a path longer than a line was broken mid-word with no `\`,
+/// and a quoted path with a space broke inside its quotes — pasted, the newline became part of
+/// the file name. Now each command, as drawn at 30 columns (and narrower, and wider), is read
+/// by bash as the very command: a long word is spelled in pieces a `\` joins, the quoting of a
+/// hostile path (space, quote, `$`, `;`, Chinese) as it was.
+#[test]
+fn the_welcome_commands_paste_as_the_command_at_30_columns() {
+    let f = Fixture::empty();
+    let mut s = f.session(30, 60);
+    let long = format!("/tmp/x/{}", "a".repeat(39));
+    for folder in [long.as_str(), "/tmp/x/my db's $HOME;中", "/tmp/x"] {
+        let db = format!("{folder}/x.db");
+        s.app.name_database(db.clone());
+        let write = [
+            "memscope",
+            "--db",
+            &db,
+            "write",
+            "--subject",
+            "user:42",
+            "--predicate",
+            "package_manager",
+            "--value",
+            "pnpm",
+            "--scope",
+            "global",
+            "--source",
+            "thread:17/message:86",
+        ];
+        let apply = ["memscope", "--db", &db, "apply", "writes.jsonl"];
+        let demo_db = format!("{folder}/demo.db");
+        let demo = ["memscope", "--db", &demo_db, "demo"];
+        for width in [30u16, 24, 40, 80] {
+            let screen = render(&mut s, width, 60);
+            let lines = welcome(&screen);
+            for (after, command) in [
+                ("path:", &write[..]),
+                ("JSON", &apply[..]),
+                ("own:", &demo[..]),
+            ] {
+                let drawn = command_lines_after(&lines, after);
+                assert_eq!(
+                    words_bash_reads(&drawn),
+                    command,
+                    "at {width} columns, {db:?}: bash reads\n{drawn}\n{screen}"
+                );
+            }
+        }
+        for w in (1..=40).chain([60, 120, 300]) {
+            for h in [1, 2, 5, 12, 40, 100] {
+                render(&mut s, w, h);
+            }
         }
     }
 }

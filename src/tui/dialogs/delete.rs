@@ -131,6 +131,9 @@ impl DeleteDialog {
     /// Where the dialog goes on a screen of `area`, and all its lines at that width.
     fn layout(&self, area: Rect) -> (Rect, Vec<Line<'static>>) {
         let d = self;
+        // Never over the footer, which names the keys the border has no room for: at 25×6
+        // `n/Esc cancel` (found by a tester: the box covered it, and `y delete` alone showed).
+        let area = super::above_footer(area);
         // As many identities as the terminal has rows for (six at least; a line says how many
         // more), and the line that skips the already deleted.
         let shown = (area.height as usize).saturating_sub(20).max(MIN_SHOWN);
@@ -207,11 +210,7 @@ impl DeleteDialog {
     /// The furthest the statement scrolls and a page, on a terminal of `size`.
     fn scroll_room(&self, size: (u16, u16)) -> (usize, usize) {
         let (rect, lines) = self.layout(Rect::new(0, 0, size.0, size.1));
-        super::scroll_room(
-            lines.len(),
-            rect.height.saturating_sub(2) as usize,
-            super::NOTE_FROM_SIX,
-        )
+        super::scroll_room(lines.len(), rect.height.saturating_sub(2) as usize)
     }
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect) {
@@ -224,7 +223,7 @@ impl DeleteDialog {
             &|cmd| self.offers(cmd),
         );
         let (rows, max) = (inner.height as usize, inner.width as usize);
-        let lines = super::on_screen(lines, self.scroll, rows, max, super::NOTE_FROM_SIX);
+        let lines = super::on_screen(lines, self.scroll, rows, max);
         frame.render_widget(Paragraph::new(lines), inner);
     }
 }

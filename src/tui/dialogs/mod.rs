@@ -252,44 +252,37 @@ pub(crate) fn outcome_lines_in_words(
     lines
 }
 
-/// From how many rows the delete dialog gives one to the note that says what is hidden: below
-/// that its three targets matter more than the note.
-pub(crate) const NOTE_FROM_SIX: usize = 6;
-
-/// From how many rows the rescope and revert dialogs give one to the note: whenever a line of
-/// the statement is left beside it (found by review: at 25×6 the rescope dialog cut its lines
-/// and said nothing of them).
-pub(crate) const NOTE_FROM_TWO: usize = 2;
-
 /// The furthest a scrolling dialog's `lines` (of `len`) scroll in `rows`, and a page: a row
-/// goes to the note that says what is hidden ([`on_screen`]) once the rows are `note_from`.
-pub(crate) fn scroll_room(len: usize, rows: usize, note_from: usize) -> (usize, usize) {
-    let page = if len > rows && rows >= note_from.max(2) {
-        rows - 1
-    } else {
-        rows
-    };
+/// goes to the note that says what is hidden ([`on_screen`]).
+pub(crate) fn scroll_room(len: usize, rows: usize) -> (usize, usize) {
+    let page = if noted(len, rows) { rows - 1 } else { rows };
     (len.saturating_sub(page), page.max(1))
 }
 
+/// Whether `rows` too few for `len` lines give their last to the note: whenever a line of the
+/// statement is left beside it, in every dialog that scrolls — the delete, rescope and revert
+/// dialogs alike (found by review: at 25×6 the rescope dialog cut its lines and said nothing
+/// of them; found by a tester: so did the delete dialog at 25×6 and 25×7).
+fn noted(len: usize, rows: usize) -> bool {
+    len > rows && rows >= 2
+}
+
 /// The lines [`on_screen`] skips at the top for `scroll`.
-pub(crate) fn shown_scroll(len: usize, scroll: usize, rows: usize, note_from: usize) -> usize {
-    scroll.min(scroll_room(len, rows, note_from).0)
+pub(crate) fn shown_scroll(len: usize, scroll: usize, rows: usize) -> usize {
+    scroll.min(scroll_room(len, rows).0)
 }
 
 /// The `rows` of `lines` on screen, `scroll` lines down. On a terminal too short for all of
 /// them, the last row says how many lines of what `y` does are below (or above) and which key
-/// shows them, rather than the statement ending mid-way as if complete — from `note_from`
-/// rows ([`NOTE_FROM_SIX`], [`NOTE_FROM_TWO`]).
+/// shows them, rather than the statement ending mid-way as if complete ([`noted`]).
 pub(crate) fn on_screen(
     lines: Vec<Line<'static>>,
     scroll: usize,
     rows: usize,
     max: usize,
-    note_from: usize,
 ) -> Vec<Line<'static>> {
-    let scroll = shown_scroll(lines.len(), scroll, rows, note_from);
-    if lines.len() <= rows || rows < note_from.max(2) {
+    let scroll = shown_scroll(lines.len(), scroll, rows);
+    if !noted(lines.len(), rows) {
         return lines.into_iter().skip(scroll).take(rows).collect();
     }
     let page = rows - 1;
@@ -434,18 +427,14 @@ pub(crate) fn frame_box_offering(
     // As many of the dialog's keys as the border holds, most important first: a narrow
     // dialog still says what `y` does.
     let room = (rect.width as usize).saturating_sub(2);
-    let mut hint_text = String::new();
-    for (keys, hint) in keymap::hints(&[ctx], false, offered) {
-        let next = if hint_text.is_empty() {
-            format!(" {keys} {hint} ")
-        } else {
-            format!("{hint_text}· {keys} {hint} ")
-        };
-        if width(&next) > room {
-            break;
-        }
-        hint_text = next;
-    }
+    let said = |kept: &[keymap::Hint]| -> String {
+        (kept.iter())
+            .map(|h| format!(" {} {} ", h.keys, h.text))
+            .collect::<Vec<_>>()
+            .join("·")
+    };
+    let hints = keymap::hints(&[ctx], false, offered);
+    let hint_text = said(&keymap::fitting(&hints, |kept| width(&said(kept)) <= room));
     let max_title = rect.width.saturating_sub(4) as usize;
     let mut block = Block::new()
         .borders(Borders::ALL)

@@ -357,7 +357,7 @@ impl RescopeDialog {
     fn scroll_room(&self, size: (u16, u16)) -> (usize, usize) {
         let (rect, lines, _, _) = self.layout(Rect::new(0, 0, size.0, size.1));
         let rows = rect.height.saturating_sub(2) as usize;
-        super::scroll_room(lines.len(), rows, super::NOTE_FROM_TWO)
+        super::scroll_room(lines.len(), rows)
     }
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, top: bool) {
@@ -379,12 +379,11 @@ impl RescopeDialog {
         };
         let inner = frame_box_offering(frame, rect, &title, ctx, &|cmd| self.offers(cmd));
         let (rows, max) = (inner.height as usize, inner.width as usize);
-        let note_from = super::NOTE_FROM_TWO;
-        let scroll = super::shown_scroll(lines.len(), self.scroll, rows, note_from);
+        let scroll = super::shown_scroll(lines.len(), self.scroll, rows);
         // The rows of the statement on screen: the note, when there is one, is not the field.
-        let page = super::scroll_room(lines.len(), rows, note_from).1.min(rows);
+        let page = super::scroll_room(lines.len(), rows).1.min(rows);
         frame.render_widget(
-            Paragraph::new(super::on_screen(lines, self.scroll, rows, max, note_from)),
+            Paragraph::new(super::on_screen(lines, self.scroll, rows, max)),
             inner,
         );
         let field_row = field_row.checked_sub(scroll).filter(|r| *r < page);

@@ -332,7 +332,7 @@ impl RevertDialog {
     fn scroll_room(&self, size: (u16, u16), now: DateTime<Utc>) -> (usize, usize) {
         let (rect, lines) = self.layout(Rect::new(0, 0, size.0, size.1), now);
         let rows = rect.height.saturating_sub(2) as usize;
-        super::scroll_room(lines.len(), rows, super::NOTE_FROM_TWO)
+        super::scroll_room(lines.len(), rows)
     }
 
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, now: DateTime<Utc>) {
@@ -350,13 +350,7 @@ impl RevertDialog {
         });
         let (rows, max) = (inner.height as usize, inner.width as usize);
         frame.render_widget(
-            Paragraph::new(super::on_screen(
-                lines,
-                self.scroll,
-                rows,
-                max,
-                super::NOTE_FROM_TWO,
-            )),
+            Paragraph::new(super::on_screen(lines, self.scroll, rows, max)),
             inner,
         );
     }

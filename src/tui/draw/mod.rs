@@ -571,39 +571,30 @@ fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let offered = |cmd| top.is_none_or(|d| d.offers(cmd));
     let mut hints = keymap::hints(&app.contexts(), app.read_only, &offered);
     let help = match hints.last() {
-        Some((keys, _)) if *keys == keymap::HELP_LABEL => hints.pop(),
+        Some(h) if h.keys == keymap::HELP_LABEL => hints.pop(),
         _ => None,
     };
-    let cost = |(keys, hint): &(&str, &str)| width(keys) + 1 + width(hint);
-    let mut used = match &help {
-        Some(h) => cost(h),
-        None => 0,
-    };
+    let cost = |h: &keymap::Hint| width(h.keys) + 1 + width(h.text);
+    let mut used = help.as_ref().map_or(0, cost);
     if app.tab == Tab::Memories && app.focus == Focus::Detail && app.dialogs.is_empty() {
         used += width("history  ");
     }
-    let mut keep = 0;
-    for h in &hints {
-        // Two columns between hints.
-        let more = cost(h) + if keep > 0 || help.is_some() { 2 } else { 0 };
-        if used + more > max {
-            break;
-        }
-        used += more;
-        keep += 1;
-    }
-    hints.truncate(keep);
+    // Two columns between hints.
+    let gaps = |n: usize| (n + usize::from(help.is_some())).saturating_sub(1) * 2;
+    let mut hints = keymap::fitting(&hints, |kept| {
+        used + kept.iter().map(cost).sum::<usize>() + gaps(kept.len()) <= max
+    });
     hints.extend(help);
     let mut parts = Vec::new();
     if app.tab == Tab::Memories && app.focus == Focus::Detail && app.dialogs.is_empty() {
         parts.push(part("history  ", bold()));
     }
-    for (i, (keys, hint)) in hints.into_iter().enumerate() {
+    for (i, h) in hints.into_iter().enumerate() {
         if i > 0 {
             parts.push(part("  ", Style::new()));
         }
-        parts.push(part(keys, bold().fg(Color::Cyan)));
-        parts.push(part(format!(" {hint}"), dim()));
+        parts.push(part(h.keys, bold().fg(Color::Cyan)));
+        parts.push(part(format!(" {}", h.text), dim()));
     }
     let (spans, _) = fit_parts(&parts, max);
     frame.render_widget(Paragraph::new(Line::from(spans)), area);

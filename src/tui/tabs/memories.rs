@@ -45,12 +45,12 @@ pub struct MemoriesTab {
     /// The subject and predicate of every suspect (tab 6), marked in the list.
     /// Sorted, so a drawn row looks itself up without building a key.
     suspects: Vec<(String, String)>,
-    /// This database as a shell word, for the `--db` of the commands the empty view suggests
-    /// (so a pasted command writes where this UI looks, not to the default database).
-    pub db_word: String,
+    /// This database, for the `--db` of the commands the empty view suggests (so a pasted
+    /// command writes where this UI looks, not to the default database); quoted as it is drawn.
+    pub db_arg: String,
     /// A database of its own for the demo the empty view suggests (`None`: `memscope demo`'s
     /// default), never this one: `demo` replaces the database it is given.
-    pub demo_word: Option<String>,
+    pub demo_arg: Option<String>,
     /// What waits for the filter's matches, in words (the session's held keys, set before
     /// each frame): the filter line says it after the scan's progress.
     pub waiting: Option<String>,
@@ -751,8 +751,9 @@ impl MemoriesTab {
             lines.extend(wrapped(&said, bold(), max));
             lines.extend(wrapped("Esc clears the filter.", dim(), max));
         } else {
-            // Every sentence wraps and every command is cut into lines a shell reads back
-            // (README, "The terminal UI": the welcome of an empty database), at any width.
+            // Every sentence wraps and every command is cut into lines a shell reads back as
+            // the command, never inside a word (README, "The terminal UI": the welcome of an
+            // empty database), at any width.
             let say = |lines: &mut Vec<Line<'static>>, text: &str, style: Style| {
                 lines.extend(wrapped(text, style, max))
             };
@@ -760,7 +761,7 @@ impl MemoriesTab {
                 let shell = shell_lines(groups, max);
                 lines.extend(shell.iter().map(|l| plain(l, good(), max)))
             };
-            let db = self.db_word.as_str();
+            let db = self.db_arg.as_str();
             say(
                 &mut lines,
                 "memscope: the long-term memory of your coding agents",
@@ -821,7 +822,7 @@ impl MemoriesTab {
                 "To look around with sample data, build the demo in a database of its own:",
                 bold(),
             );
-            match &self.demo_word {
+            match &self.demo_arg {
                 Some(demo) => command(&mut lines, &[&["memscope", "--db", demo, "demo"]]),
                 None => command(&mut lines, &[&["memscope", "demo"]]),
             }
