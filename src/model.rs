@@ -848,6 +848,13 @@ pub struct MemoryRecord {
     pub updated_at: String,
     pub confirmed_at: Option<String>,
     pub confirm_count: i64,
+    /// The stored value's size in bytes where `value` holds only its preview (a long value as
+    /// the UI lists it: README, "The terminal UI"); `None` where it is whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_bytes: Option<i64>,
+    /// Likewise for `raw`: the words' size where `raw` holds only their first characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_bytes: Option<i64>,
 }
 
 impl MemoryRecord {
@@ -880,6 +887,13 @@ pub struct HistoryEvent {
     /// removal); `None` while it is current or for other events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub valid_until: Option<String>,
+    /// The stored value's size in bytes where `value` holds only its preview (the history
+    /// pane's reads); `None` where it is whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_bytes: Option<i64>,
+    /// Likewise for `raw`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_bytes: Option<i64>,
 }
 
 /// An ambiguous write waiting for a human.

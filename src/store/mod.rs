@@ -17,6 +17,7 @@ pub(crate) mod incident;
 pub(crate) mod intake;
 pub mod postgres;
 pub(crate) mod prepared;
+pub(crate) mod preview;
 pub mod refusal;
 mod sqlite;
 pub(crate) mod suspects;

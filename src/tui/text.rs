@@ -239,6 +239,22 @@ pub fn value_text(v: &Value) -> String {
     }
 }
 
+/// A value as a row lists it: a preview (the store read only its start; `bytes` is the whole's
+/// size) ends with `…`, so it reads as cut however wide the row is.
+pub fn listed_value(v: &Value, bytes: Option<i64>) -> String {
+    let mut text = value_text(v);
+    if bytes.is_some() {
+        text.push('…');
+    }
+    text
+}
+
+/// The size a row draws after a preview, on the side its cut never reaches (README, "The
+/// terminal UI": ` (5,242,881 bytes)`); nothing for a value read whole.
+pub fn preview_size(bytes: Option<i64>) -> Option<String> {
+    bytes.map(|n| format!(" ({} bytes)", thousands(n)))
+}
+
 // Ages are the CLI's too (`memscope pending`): one wording, kept with the model.
 pub use crate::model::{age, ago};
 

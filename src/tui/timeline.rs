@@ -11,7 +11,9 @@ use super::incident::TimelineMark;
 use super::layout;
 use super::rows::Motion;
 use super::tabs::{Shell, View};
-use super::text::{ago, fit, month_day_time, one_line, plural, value_text, width, wrap};
+use super::text::{
+    ago, fit, listed_value, month_day_time, one_line, plural, preview_size, thousands, width, wrap,
+};
 use crate::model::{HistoryEvent, Identity, MemoryRecord, Scope};
 use crate::store::{HistoryFrom, UiStore};
 use anyhow::Result;
@@ -347,9 +349,12 @@ impl Timeline {
         lines.push(row_line(
             &[
                 label("value"),
-                part(value_text(&r.value), bold().fg(Color::Green)),
+                part(
+                    listed_value(&r.value, r.value_bytes),
+                    bold().fg(Color::Green),
+                ),
             ],
-            &[],
+            &size_part(r.value_bytes),
             max,
         ));
         lines.push(row_line(
@@ -381,11 +386,18 @@ impl Timeline {
         ));
         if let Some(raw) = &r.raw {
             // A few lines of the words here; the event popup (Enter on an event) has them all.
-            let mut said = labelled("said", &format!("“{raw}”"), Style::new(), 9, max);
-            if said.len() > SAID_LINES {
+            // Words read as a preview are cut: no closing quote.
+            let close = if r.raw_bytes.is_some() { "…" } else { "”" };
+            let mut said = labelled("said", &format!("“{raw}{close}"), Style::new(), 9, max);
+            // Words read as a preview point to the rest, and say their size, even when short.
+            if said.len() > SAID_LINES || r.raw_bytes.is_some() {
                 said.truncate(SAID_LINES);
+                let size = match r.raw_bytes {
+                    Some(n) => format!(" ({} bytes in all)", thousands(n)),
+                    None => String::new(),
+                };
                 said.push(plain(
-                    &format!("{:9}… the rest: Tab, select the event, Enter", ""),
+                    &format!("{:9}… the rest{size}: Tab, select the event, Enter", ""),
                     dim(),
                     max,
                 ));
@@ -488,10 +500,17 @@ impl Timeline {
                     part(mark, style),
                     part(format!("{scope}{this}"), style),
                     part("  ", Style::new()),
-                    part(value_text(&o.value), Style::new().fg(Color::Green)),
+                    part(
+                        listed_value(&o.value, o.value_bytes),
+                        Style::new().fg(Color::Green),
+                    ),
                     part(format!("  v{}", o.version), dim()),
                 ],
-                &[part(format!(" {state_text}"), style)],
+                &[
+                    size_part(o.value_bytes),
+                    vec![part(format!(" {state_text}"), style)],
+                ]
+                .concat(),
                 max,
             ));
         }
@@ -572,7 +591,7 @@ fn event_line(e: &HistoryEvent, event_w: usize, max: usize) -> Line<'static> {
             None => "left the current view".to_string(),
         },
         _ => match &e.value {
-            Some(v) => value_text(v),
+            Some(v) => listed_value(v, e.value_bytes),
             None => "(no content kept)".to_string(),
         },
     };
@@ -606,7 +625,14 @@ fn event_line(e: &HistoryEvent, event_w: usize, max: usize) -> Line<'static> {
                 dim(),
             ),
         ],
-        &[],
+        &size_part(e.value_bytes),
         max,
     )
+}
+
+/// A preview's size as a part a row keeps beside its right edge (none for a whole value).
+fn size_part(bytes: Option<i64>) -> Vec<Part<'static>> {
+    (preview_size(bytes).into_iter())
+        .map(|size| part(size, dim()))
+        .collect()
 }

@@ -27,6 +27,7 @@ mod postgres_transfer;
 mod postgres_ui;
 mod postgres_write;
 mod precedence;
+mod previews;
 mod purge_on_disk;
 mod scenarios;
 mod spelling;

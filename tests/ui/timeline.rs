@@ -9,6 +9,7 @@ use crate::support::tui::{
 use crossterm::event::KeyCode;
 use memscope::store::PREVIEW_BYTES;
 use memscope::tui::app::Dialog;
+use memscope::tui::text::thousands;
 use memscope::tui::Session;
 
 /// A record written `n` times (values alternating, so each write is a new version).
@@ -131,13 +132,14 @@ fn a_large_value_is_a_preview_in_the_panes_and_whole_when_opened_or_copied() {
 fn shows_a_preview_and_opens_whole(db: &Db, big: &str) {
     let mut s = db.session(100, 30);
     select(&mut s, "user:big · notes @ global");
-    let bytes = format!("({} bytes)", big.len() + 2);
-    let shown = detail(&s).record.value.as_str().unwrap().to_string();
+    let record = &detail(&s).record;
+    let shown = record.value.as_str().unwrap().to_string();
     assert!(shown.len() < 4 * 1024, "a preview: {} bytes", shown.len());
-    assert!(shown.ends_with(&bytes), "{shown}");
-    assert!(!shown.contains('尾'));
+    assert!(big.starts_with(&shown), "{shown}");
+    assert_eq!(record.value_bytes, Some(big.len() as i64 + 2));
     let event = &detail(&s).events.history[0];
     assert!(event.raw.as_deref().unwrap().len() < 4 * 1024);
+    assert_eq!(event.raw_bytes, Some(big.len() as i64));
     // The popup reads the event whole; c copies the value whole.
     s.handle_key(key(KeyCode::Tab));
     s.handle_key(key(KeyCode::Enter));
@@ -192,5 +194,51 @@ fn a_long_event_name_keeps_its_space_and_the_version_column() {
                 "{w}×{h}:\n{screen}"
             );
         }
+    });
+}
+
+/// A long value lists as a short one does — a newline `⏎`, an escape `�`, quotes as themselves,
+/// not its JSON text's `\n` and `\u001b` — cut with `…` and its size beside it, in the list row,
+/// the history pane's value line and its timeline (found by an exploratory tester: the JSON
+/// escapes showed, and the size never did at any width).
+#[test]
+fn a_long_value_lists_its_own_characters_and_its_size() {
+    let f = Fixture::empty();
+    let value = format!("A\nB \"q\" \u{1b}[31m 仓库 🧠 {}", "y".repeat(5000));
+    let words = format!("remember {value}");
+    let line = serde_json::json!({"subject": "user:3", "predicate": "realnl", "value": value,
+        "scope": "global", "source": "s:1", "raw": words})
+    .to_string();
+    f.store()
+        .apply(std::io::Cursor::new(line + "\n"), |_| Ok(()))
+        .expect("the write lands");
+    // The size as stored: the value's JSON text.
+    let stored = serde_json::to_string(&value).unwrap().len();
+    let size = format!("({} bytes)", thousands(stored as i64));
+    let said = format!("({} bytes in all)", thousands(words.len() as i64));
+    for_each_backend(&f, |db| {
+        let mut s = db.session(120, 40);
+        select(&mut s, "user:3 · realnl @ global");
+        let screen = render(&mut s, 120, 40);
+        // The list row: its own characters, cut, the size and the version beside them.
+        let row = (screen.lines())
+            .find(|l| l.contains("user:3 · realnl = "))
+            .unwrap_or_else(|| panic!("the row:\n{screen}"));
+        assert!(row.contains("realnl = A⏎B \"q\" �[31m 仓"), "{row}");
+        assert!(row.contains(&format!("… {size} v1")), "{row}");
+        // The row, the value line, the timeline's `set` event and the scopes line, each cut
+        // with `…` and the size after it.
+        assert_eq!(screen.matches("A⏎B \"q\" �[31m 仓").count(), 4, "{screen}");
+        let sizes: Vec<usize> = screen.match_indices(&size).map(|(at, _)| at).collect();
+        assert_eq!(sizes.len(), 4, "{size}:\n{screen}");
+        for at in sizes {
+            assert!(screen[..at].trim_end().ends_with('…'), "{screen}");
+        }
+        assert!(
+            !screen.contains("\\n") && !screen.contains("\\u001b"),
+            "{screen}"
+        );
+        // The words' size, where the pane points to the rest.
+        assert_eq!(screen.matches(&said).count(), 1, "{said}:\n{screen}");
     });
 }

@@ -42,42 +42,34 @@ macro_rules! utc {
     };
 }
 
-/// The JSON column `$c`, a long one as a preview: a JSON string of its first 1,000 characters
-/// (a string's opening quote left out) and its size, as on SQLite (`PREVIEW_BYTES`, checked by
-/// a test). The server reads the long text once; nothing parses or sends more than the preview.
-macro_rules! preview_json {
+/// The column `$c`, a long one as a preview: its first 1,000 characters (a value's JSON text,
+/// `preview::preview_value` decodes it), as on SQLite (`PREVIEW_BYTES`, checked by a test). The
+/// server reads the long text once; nothing parses or sends more than the preview.
+macro_rules! preview {
     ($c:literal) => {
         concat!(
-            "CASE WHEN ",
+            "CASE WHEN octet_length(",
             $c,
-            " IS NULL OR octet_length(",
+            ") > 4096 THEN substr(",
             $c,
-            ") <= 4096 THEN ",
+            ", 1, 1000) ELSE ",
             $c,
-            " ELSE to_json(ltrim(substr(",
-            $c,
-            ", 1, 1000), '\"') || ' … (' || octet_length(",
-            $c,
-            ") || ' bytes)')::text END"
+            " END"
         )
     };
 }
 
-/// The text column `$c`, a long one as a preview.
-macro_rules! preview_text {
-    ($c:literal) => {
+/// The size in bytes of the column `$c` where [`preview!`] cuts it, else NULL, named `$name`
+/// ([`bytes_at`] finds it by its name).
+macro_rules! preview_bytes {
+    ($c:literal, $name:literal) => {
         concat!(
-            "CASE WHEN ",
+            "CASE WHEN octet_length(",
             $c,
-            " IS NULL OR octet_length(",
+            ") > 4096 THEN octet_length(",
             $c,
-            ") <= 4096 THEN ",
-            $c,
-            " ELSE substr(",
-            $c,
-            ", 1, 1000) || ' … (' || octet_length(",
-            $c,
-            ") || ' bytes)' END"
+            ")::bigint END AS ",
+            $name
         )
     };
 }
@@ -86,10 +78,10 @@ macro_rules! preview_text {
 /// latency): the subject ($1 folded, $2 as given), predicate ($3) and places ($4/$5 the repo
 /// scope folded and as given, $6/$7 the task's) in their stored spellings, looked up as
 /// `spelled` and `canonical_predicate` do (a read registers nothing); then each scope of the
-/// chain, most specific first, with its current record (`$value` is the value's expression)
-/// and whether it is tombstoned.
+/// chain, most specific first, with its current record (`$value` is the value's expression),
+/// whether it is tombstoned and the value's size where `$value` is a preview (`$bytes`).
 macro_rules! chain_sql {
-    ($value:expr) => {
+    ($value:expr, $bytes:expr) => {
         concat!(
             "WITH names AS (
                SELECT coalesce((SELECT spelling FROM spellings WHERE kind = 'subject' AND folded = $1), $2) AS subject,
@@ -103,8 +95,9 @@ macro_rules! chain_sql {
             ", m.version, m.source, ",
             utc!("m.updated_at"),
             ", EXISTS (SELECT 1 FROM tombstones d
-                       WHERE d.subject = n.subject AND d.predicate = n.predicate AND d.scope = c.scope)
-             FROM names n
+                       WHERE d.subject = n.subject AND d.predicate = n.predicate AND d.scope = c.scope), ",
+            $bytes,
+            " FROM names n
              CROSS JOIN LATERAL unnest(ARRAY[n.task, n.repo, 'global']) WITH ORDINALITY AS c(scope, nth)
              LEFT JOIN memories m ON m.subject = n.subject AND m.predicate = n.predicate AND m.scope = c.scope
              WHERE c.scope IS NOT NULL
@@ -114,21 +107,42 @@ macro_rules! chain_sql {
 }
 
 /// The resolution chain with its records' values (`PgStore::resolve`).
-pub(super) const CHAIN_RECORDS: &str = chain_sql!("m.value");
+pub(super) const CHAIN_RECORDS: &str = chain_sql!("m.value", "NULL::bigint");
 
 /// The resolution chain with long values as previews (`PgStore::resolve_preview`).
-pub(super) const CHAIN_PREVIEWS: &str = chain_sql!(preview_json!("m.value"));
+pub(super) const CHAIN_PREVIEWS: &str = chain_sql!(
+    preview!("m.value"),
+    preview_bytes!("m.value", "value_bytes")
+);
 
 /// A current record's columns as [`record_from_row`] reads them, value and words as previews,
-/// then its id.
+/// then its id, then the sizes of a cut value and words.
 macro_rules! record_preview_columns {
     () => {
         concat!(
             "subject, predicate, scope, ",
-            preview_json!("value"),
+            preview!("value"),
             ", version, source, causal_seq, ",
-            preview_text!("raw"),
+            preview!("raw"),
             ", ",
+            utc!("created_at"),
+            ", ",
+            utc!("updated_at"),
+            ", ",
+            utc!("confirmed_at"),
+            ", confirm_count, id, ",
+            preview_bytes!("value", "value_bytes"),
+            ", ",
+            preview_bytes!("raw", "raw_bytes")
+        )
+    };
+}
+
+/// A current record's columns as [`record_from_row`] reads them, whole, then its id.
+macro_rules! record_columns {
+    () => {
+        concat!(
+            "subject, predicate, scope, value, version, source, causal_seq, raw, ",
             utc!("created_at"),
             ", ",
             utc!("updated_at"),
@@ -144,12 +158,15 @@ macro_rules! event_preview_columns {
     () => {
         concat!(
             "id, event, subject, predicate, scope, version, ",
-            preview_json!("value"),
+            preview!("value"),
             ", ",
-            preview_text!("raw"),
+            preview!("raw"),
             ", source, causal_seq, ",
             utc!("at"),
-            ", detail"
+            ", detail, ",
+            preview_bytes!("value", "value_bytes"),
+            ", ",
+            preview_bytes!("raw", "raw_bytes")
         )
     };
 }
@@ -215,10 +232,11 @@ macro_rules! view_key {
 /// The current record of a row read with the record columns (its id after them).
 pub(super) fn record_from_row(r: &Row) -> Result<MemoryRecord> {
     let scope: String = r.get(2);
+    let value_bytes = bytes_at(r, "value_bytes");
     Ok(MemoryRecord {
         subject: r.get(0),
         predicate: r.get(1),
-        value: parse_value(r.get(3), &scope)?,
+        value: value_of(r.get(3), value_bytes, &scope)?,
         scope: Scope::parse(&scope).map_err(|e| anyhow!(e))?,
         version: r.get(4),
         source: r.get(5),
@@ -228,7 +246,25 @@ pub(super) fn record_from_row(r: &Row) -> Result<MemoryRecord> {
         updated_at: r.get(9),
         confirmed_at: r.get(10),
         confirm_count: r.get(11),
+        value_bytes,
+        raw_bytes: bytes_at(r, "raw_bytes"),
     })
+}
+
+/// The size of a previewed value or words in the column named `name`: `None` where the row was
+/// read whole (no such column) or the text was short.
+fn bytes_at(r: &Row, name: &str) -> Option<i64> {
+    let i = r.columns().iter().position(|c| c.name() == name)?;
+    r.get(i)
+}
+
+/// A stored value's text parsed, or a preview's first characters decoded where `bytes` says
+/// the row holds only those.
+pub(super) fn value_of(text: &str, bytes: Option<i64>, at: &str) -> Result<serde_json::Value> {
+    match bytes {
+        Some(_) => Ok(crate::store::preview::preview_value(text)),
+        None => parse_value(text, at),
+    }
 }
 
 fn browse_from_row(r: &Row) -> Result<BrowseRecord> {
@@ -240,9 +276,10 @@ fn browse_from_row(r: &Row) -> Result<BrowseRecord> {
 
 /// A history event of a row read with the event columns.
 pub(super) fn event_from_row(r: &Row) -> Result<HistoryEvent> {
-    let json = |i: usize| -> Result<Option<serde_json::Value>> {
+    let value_bytes = bytes_at(r, "value_bytes");
+    let json = |i: usize, bytes: Option<i64>| -> Result<Option<serde_json::Value>> {
         r.get::<_, Option<&str>>(i)
-            .map(|text| parse_value(text, "history"))
+            .map(|text| value_of(text, bytes, "history"))
             .transpose()
     };
     Ok(HistoryEvent {
@@ -252,13 +289,15 @@ pub(super) fn event_from_row(r: &Row) -> Result<HistoryEvent> {
         predicate: r.get(3),
         scope: r.get(4),
         version: r.get(5),
-        value: json(6)?,
+        value: json(6, value_bytes)?,
         raw: r.get(7),
         source: r.get(8),
         causal_seq: r.get(9),
         at: r.get(10),
-        detail: json(11)?,
+        detail: json(11, None)?,
         valid_until: None,
+        value_bytes,
+        raw_bytes: bytes_at(r, "raw_bytes"),
     })
 }
 
@@ -541,7 +580,8 @@ impl PgStore {
         })
     }
 
-    /// One identity's current record (its stored spellings found first).
+    /// One identity's current record (its stored spellings found first), whole: what `c`
+    /// copies and a dialog states (README, "The terminal UI"), as SQLite's `get` reads it.
     pub fn get(&mut self, id: &Identity) -> Result<Option<MemoryRecord>> {
         self.read(|t| {
             let subject = spelled(t, SUBJECT, &id.subject, false)?;
@@ -557,7 +597,7 @@ impl PgStore {
                 "memories",
                 concat!(
                     "SELECT ",
-                    record_preview_columns!(),
+                    record_columns!(),
                     " FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3"
                 ),
                 &id,
@@ -908,8 +948,8 @@ mod tests {
 
     #[test]
     fn previews_cut_where_sqlite_cuts() {
-        let sql = preview_json!("value");
-        assert!(sql.contains(&format!("<= {PREVIEW_BYTES} THEN")), "{sql}");
-        assert!(preview_text!("raw").contains(&format!("<= {PREVIEW_BYTES} THEN")));
+        for sql in [preview!("value"), preview_bytes!("raw", "raw_bytes")] {
+            assert!(sql.contains(&format!("> {PREVIEW_BYTES} THEN")), "{sql}");
+        }
     }
 }

@@ -1615,7 +1615,7 @@ fn resolve_in(
         }
         let l = match r.get::<_, Option<String>>(5) {
             Some(v) => Looked::Found {
-                value: parse_value(&v, &scope_text)?,
+                value: super::browse::value_of(&v, r.get(10), &scope_text)?,
                 version: r.get(6),
                 source: r.get(7),
                 updated_at: r.get(8),

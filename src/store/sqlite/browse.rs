@@ -104,7 +104,7 @@ pub struct FilterCandidate<'a> {
 fn browse_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<BrowseRecord> {
     Ok(BrowseRecord {
         record: memory_from_row(r)?,
-        id: r.get(12)?,
+        id: r.get("id")?,
     })
 }
 

@@ -14,45 +14,69 @@ pub(crate) const MEMORY_COLUMNS: &str = "subject, predicate, scope, value, versi
 /// Values and words longer than this many bytes are read as a preview where a screen lists
 /// them (the UI's current view, its history pane and scopes): README, "The terminal UI".
 pub const PREVIEW_BYTES: usize = 4096;
-/// The characters a preview keeps.
+/// The characters of the stored text a preview keeps.
 const PREVIEW_CHARS: usize = 1000;
 
-/// The SQL for the JSON column `col`, a long one as a preview: a JSON string of its first
-/// characters (a string's opening quote left out) and its size. SQLite reads the long text
-/// from its pages once (for `substr`; `octet_length` of a column reads only its header), and
-/// nothing parses, copies or draws more than the preview.
-fn preview_json(col: &str) -> String {
+/// The SQL for the column `col`, a long one as a preview: its first characters (a value's
+/// JSON text, `preview::preview_value` decodes it). SQLite reads the long text from its pages
+/// once (for `substr`; `octet_length` of a column reads only its header), and nothing parses,
+/// copies or draws more than the preview.
+fn preview(col: &str) -> String {
     format!(
-        "CASE WHEN {col} IS NULL OR octet_length({col}) <= {PREVIEW_BYTES} THEN {col}
-         ELSE json_quote(ltrim(substr({col}, 1, {PREVIEW_CHARS}), '\"')
-              || ' … (' || octet_length({col}) || ' bytes)') END"
+        "CASE WHEN octet_length({col}) > {PREVIEW_BYTES} THEN substr({col}, 1, {PREVIEW_CHARS})
+         ELSE {col} END"
     )
 }
 
-/// The SQL for the text column `col`, a long one as a preview.
-fn preview_text(col: &str) -> String {
+/// The SQL for the size in bytes of the column `col` where [`preview`] cuts it, else NULL,
+/// named `name` ([`bytes_at`] finds it by its name).
+fn preview_bytes(col: &str, name: &str) -> String {
     format!(
-        "CASE WHEN {col} IS NULL OR octet_length({col}) <= {PREVIEW_BYTES} THEN {col}
-         ELSE substr({col}, 1, {PREVIEW_CHARS}) || ' … (' || octet_length({col}) || ' bytes)' END"
+        "CASE WHEN octet_length({col}) > {PREVIEW_BYTES} THEN octet_length({col}) END AS {name}"
     )
 }
 
-/// `MEMORY_COLUMNS` with the value and the words as previews (`memory_from_row` reads both).
+/// `MEMORY_COLUMNS` with the value and the words as previews and their sizes after them
+/// (`memory_from_row` reads them all).
 pub(crate) fn memory_preview_columns() -> String {
     format!(
-        "subject, predicate, scope, {}, version, source, causal_seq, {}, created_at, updated_at, confirmed_at, confirm_count",
-        preview_json("value"),
-        preview_text("raw")
+        "subject, predicate, scope, {}, version, source, causal_seq, {}, created_at, updated_at, confirmed_at, confirm_count, {}, {}",
+        preview("value"),
+        preview("raw"),
+        preview_bytes("value", "value_bytes"),
+        preview_bytes("raw", "raw_bytes"),
     )
 }
 
 /// The history columns `event_from_row` reads, the value and the words as previews.
 pub(crate) fn event_preview_columns() -> String {
     format!(
-        "id, event, subject, predicate, scope, version, {}, {}, source, causal_seq, at, detail",
-        preview_json("value"),
-        preview_text("raw")
+        "id, event, subject, predicate, scope, version, {}, {}, source, causal_seq, at, detail, {}, {}",
+        preview("value"),
+        preview("raw"),
+        preview_bytes("value", "value_bytes"),
+        preview_bytes("raw", "raw_bytes"),
     )
+}
+
+/// The size of a previewed value or words in the column named `name`: `None` where the row was
+/// read whole (no such column) or the text was short.
+fn bytes_at(r: &Row<'_>, name: &str) -> rusqlite::Result<Option<i64>> {
+    match r.as_ref().column_index(name) {
+        Ok(i) => r.get(i),
+        Err(_) => Ok(None),
+    }
+}
+
+/// The value in column `idx`: parsed, or a preview's first characters decoded where `bytes`
+/// says the row holds only those.
+fn value_at(r: &Row<'_>, idx: usize, bytes: Option<i64>, what: &str) -> rusqlite::Result<Value> {
+    match bytes {
+        Some(_) => Ok(crate::store::preview::preview_value(
+            &r.get::<_, String>(idx)?,
+        )),
+        None => json_at(r, idx, what),
+    }
 }
 
 fn parse_json(text: &str, what: &str) -> rusqlite::Result<Value> {
@@ -84,11 +108,12 @@ pub(crate) fn parse_scope(text: &str) -> rusqlite::Result<Scope> {
 }
 
 pub(crate) fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
+    let value_bytes = bytes_at(r, "value_bytes")?;
     Ok(MemoryRecord {
         subject: r.get(0)?,
         predicate: r.get(1)?,
         scope: parse_scope(&r.get::<_, String>(2)?)?,
-        value: json_at(r, 3, "a stored value")?,
+        value: value_at(r, 3, value_bytes, "a stored value")?,
         version: r.get(4)?,
         source: r.get(5)?,
         causal_seq: r.get(6)?,
@@ -97,10 +122,13 @@ pub(crate) fn memory_from_row(r: &Row<'_>) -> rusqlite::Result<MemoryRecord> {
         updated_at: r.get(9)?,
         confirmed_at: r.get(10)?,
         confirm_count: r.get(11)?,
+        value_bytes,
+        raw_bytes: bytes_at(r, "raw_bytes")?,
     })
 }
 
 pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
+    let value_bytes = bytes_at(r, "value_bytes")?;
     Ok(HistoryEvent {
         id: r.get(0)?,
         event: r.get(1)?,
@@ -108,13 +136,18 @@ pub(crate) fn event_from_row(r: &Row<'_>) -> rusqlite::Result<HistoryEvent> {
         predicate: r.get(3)?,
         scope: r.get(4)?,
         version: r.get(5)?,
-        value: optional_json_at(r, 6, "a history value")?,
+        value: match value_bytes {
+            Some(_) => Some(value_at(r, 6, value_bytes, "a history value")?),
+            None => optional_json_at(r, 6, "a history value")?,
+        },
         raw: r.get(7)?,
         source: r.get(8)?,
         causal_seq: r.get(9)?,
         at: r.get(10)?,
         detail: optional_json_at(r, 11, "a history detail")?,
         valid_until: None,
+        value_bytes,
+        raw_bytes: bytes_at(r, "raw_bytes")?,
     })
 }
 

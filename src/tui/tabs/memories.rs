@@ -14,7 +14,8 @@ use crate::tui::layout;
 use crate::tui::list::{FilterResults, ListItem, ListRow, MemoryList, Pos, Source};
 use crate::tui::rows::{Motion, Row};
 use crate::tui::text::{
-    age, one_line, plural, shares, shell_lines, thousands, truncate_middle, value_text, width,
+    age, listed_value, one_line, plural, preview_size, shares, shell_lines, thousands,
+    truncate_middle, width,
 };
 use crate::tui::timeline::Timeline;
 use crate::tui::worker::{Failed, FilterJob, HeaderCounts, Reply};
@@ -660,17 +661,21 @@ impl MemoriesTab {
             ListItem::Record {
                 record, highlight, ..
             } => {
-                let value = value_text(&record.value);
+                let value = listed_value(&record.value, record.value_bytes);
                 // A suspect (tab 6) is marked where it stands.
                 let key = (record.subject.as_str(), record.predicate.as_str());
                 let suspect = record.scope == Scope::Global
                     && (self.suspects)
                         .binary_search_by(|(s, p)| (s.as_str(), p.as_str()).cmp(&key))
                         .is_ok();
-                let right = [
-                    part(format!(" v{}", record.version), dim()),
-                    part(format!(" {:>3}", age(view.now, &record.updated_at)), dim()),
-                ];
+                // A preview's size stands with the version, where the value's cut leaves it.
+                let right: Vec<Part<'static>> = (preview_size(record.value_bytes).into_iter())
+                    .map(|size| part(size, dim()))
+                    .chain([
+                        part(format!(" v{}", record.version), dim()),
+                        part(format!(" {:>3}", age(view.now, &record.updated_at)), dim()),
+                    ])
+                    .collect();
                 // A subject too long for the row is cut in its middle before the predicate —
                 // what tells its records apart — loses a column; the value keeps a third of
                 // the room. A cut part loses its match marks (they index the whole text).
