@@ -1438,8 +1438,29 @@ pub fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    let mut out = whole_clusters(s, 0, max.saturating_sub(1));
     out.push('…');
+    out
+}
+
+/// The grapheme clusters of `s` that lie wholly within its characters `from..to`: a cut never
+/// falls inside an emoji of several code points or a letter and its marks, which would leave a
+/// joiner or a modifier on its own beside the `…` (found by review: `👩` and a bare U+200D
+/// printed before `…`).
+fn whole_clusters(s: &str, from: usize, to: usize) -> String {
+    use unicode_segmentation::UnicodeSegmentation;
+    let mut out = String::new();
+    let mut at = 0;
+    for g in s.graphemes(true) {
+        let len = g.chars().count();
+        if at + len > to {
+            break;
+        }
+        if at >= from {
+            out.push_str(g);
+        }
+        at += len;
+    }
     out
 }
 
@@ -1463,10 +1484,19 @@ pub fn excerpt_with_cue(s: &str, evidence: &str, max: usize) -> String {
         Some((at, len)) if n > max && len + 2 <= max => {
             let start = at.saturating_sub((max - len) / 2).min(n - max);
             let end = start + max;
+            // Each end cut gives its character to the `…`.
+            let (cut_start, cut_end) = (start > 0, end < n);
             let mut out = String::with_capacity(max * 4);
-            for (i, c) in s.chars().enumerate().skip(start).take(max) {
-                let cut = (i == start && start > 0) || (i + 1 == end && end < n);
-                out.push(if cut { '…' } else { c });
+            if cut_start {
+                out.push('…');
+            }
+            out.push_str(&whole_clusters(
+                s,
+                start + usize::from(cut_start),
+                end - usize::from(cut_end),
+            ));
+            if cut_end {
+                out.push('…');
             }
             out
         }
@@ -1968,6 +1998,41 @@ pub(crate) fn percent_decoded(text: &str) -> std::borrow::Cow<'_, str> {
 
 #[cfg(test)]
 mod tests {
+    /// A cut keeps whole clusters: an emoji of several code points joined (`👩‍💻`), a flag, a
+    /// letter and its mark — never a bare joiner or modifier beside the `…` — at the end
+    /// (`shorten`) and at both ends of an excerpt around a cue.
+    #[test]
+    fn a_cut_never_splits_a_grapheme_cluster() {
+        use unicode_segmentation::UnicodeSegmentation;
+        let whole = |cut: &str, of: &str| {
+            let inner = cut.trim_matches('…');
+            assert!(of.contains(inner), "{cut:?} is a piece of the text");
+            let clusters: Vec<&str> = of.graphemes(true).collect();
+            for g in inner.graphemes(true) {
+                assert!(clusters.contains(&g), "{g:?} of {cut:?} is a whole cluster");
+            }
+        };
+        let worker = "x".to_string() + &"👩‍💻".repeat(60);
+        for max in 2..40 {
+            let cut = shorten(&worker, max);
+            assert!(cut.chars().count() <= max && cut.ends_with('…'), "{cut:?}");
+            whole(&cut, &worker);
+            assert!(!cut.contains("\u{200d}…"), "{cut:?}");
+        }
+        let mixed = "🇯🇵🧑🏿‍🚀é".repeat(40);
+        for max in 2..40 {
+            whole(&shorten(&mixed, max), &mixed);
+        }
+        let words = "很长的前言🦀👩‍💻".repeat(300) + "这个仓库用 pnpm" + &"尾巴👩‍💻".repeat(300);
+        for max in 12..60 {
+            let cut = excerpt_with_cue(&words, "the words say “这个仓库”", max);
+            assert!(cut.contains("这个仓库"), "{cut:?}");
+            assert!(cut.starts_with('…') && cut.ends_with('…'), "{cut:?}");
+            assert!(cut.chars().count() <= max, "{cut:?}");
+            whole(&cut, &words);
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -57,12 +57,14 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
         notes.push("forget allowed".into());
     }
     notes.extend(ctx.repo_note.clone());
+    let tools = std::sync::Arc::new(Tools::new(ctx, store));
+    // The subject and places as stored, as the instructions and every answer name them (found
+    // by review: the line said `USER:页` where the answers said `user:页`).
     crate::frontend::errln!(
         "memscope mcp: serving {} on stdio ({})",
-        ctx.describe(),
+        tools.described(),
         notes.join(", ")
     );
-    let tools = std::sync::Arc::new(Tools::new(ctx, store));
     // The store is dropped here, after the runtime, never inside it: closing a PostgreSQL
     // connection blocks on the driver's own runtime, which may not start inside another.
     let store_owner = tools.clone();

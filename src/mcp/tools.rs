@@ -145,7 +145,7 @@ impl Tools {
     }
 
     /// The server's context with the subject and places as stored (see `spelled`).
-    fn described(&self) -> String {
+    pub fn described(&self) -> String {
         self.spelled
             .lock()
             .unwrap_or_else(|e| e.into_inner())

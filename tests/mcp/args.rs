@@ -1071,8 +1071,14 @@ fn scope_kinds_in_any_case_stored_spellings_and_escaped_texts_on(db: TestDb) {
         call("forget", json!({"predicate": "pm", "scope": "ALL"})),
     );
     assert_eq!(r["result"]["isError"], false, "{r}");
-    let (code, _) = s.finish();
+    let (code, stderr) = s.finish();
     assert_eq!(code, 0);
+    // The line the host's log shows names them as the answers do (found by review: it said
+    // `USER:42 in repo:WEB-APP`).
+    assert!(
+        stderr.contains("memscope mcp: serving User:42 in repo:Web-App on stdio"),
+        "{stderr}"
+    );
     db.assert_check_ok();
 }
 

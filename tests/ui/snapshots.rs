@@ -251,10 +251,12 @@ fn play(s: &mut Session, steps: &[Step], backend: Backend, frames: &mut Vec<Stri
                         // Padded to one width, so each stands in its row's place whole.
                         let width = files.chars().count().max(vacuumed.chars().count());
                         let pad = |t: &str| format!("{t:<width$}");
+                        // Wrapped in a narrow dialog, the two lines may take a different
+                        // number of rows: the count of rows below (`… 34 more`) may differ too.
                         let same = |frame: &str| -> Vec<String> {
                             frame
                                 .lines()
-                                .map(|l| l.replace(&pad(vacuumed), &pad(files)))
+                                .map(|l| uncounted(&l.replace(&pad(vacuumed), &pad(files))))
                                 .collect()
                         };
                         assert!(
@@ -268,6 +270,20 @@ fn play(s: &mut Session, steps: &[Step], backend: Backend, frames: &mut Vec<Stri
                 shown += 1;
             }
         }
+    }
+}
+
+/// `line` with the number in a dialog's `… N more` row left out.
+fn uncounted(line: &str) -> String {
+    match line.split_once("… ") {
+        Some((before, after)) => {
+            let rest = after.trim_start_matches(|c: char| c.is_ascii_digit());
+            match rest.starts_with(" more") && rest.len() < after.len() {
+                true => format!("{before}… N{rest}"),
+                false => line.to_string(),
+            }
+        }
+        None => line.to_string(),
     }
 }
 

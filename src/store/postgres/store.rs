@@ -412,6 +412,20 @@ fn explain_waited(
         // `GRANT SELECT ON ALL TABLES` leaves out, and `check` and `export` read it; a write
         // takes a number from it, which no GRANT SELECT allows (found by review: a write was
         // told the GRANT SELECT that would not let it write).
+        // A write of such a login is told it may not write (found by review: it was told the
+        // GRANT SELECT it already had).
+        Some(d)
+            if *d.code() == SqlState::INSUFFICIENT_PRIVILEGE
+                && d.message().contains("memscope_clock")
+                && call != Call::Read =>
+        {
+            anyhow!(
+                "PostgreSQL at {} refused the login \"{}\" a number from the causal clock, the sequence memscope_clock ({}): that login may not write — writes need a memscope_agent or memscope_curator login (`memscope roles --help`)",
+                address.describe(),
+                address.user(),
+                d.message()
+            )
+        }
         Some(d)
             if *d.code() == SqlState::INSUFFICIENT_PRIVILEGE
                 && d.message().contains("memscope_clock") =>
