@@ -148,10 +148,10 @@ fn python_sdk_client_writes_exactly_what_the_cli_writes_on_postgres() {
 fn sdk_client_matches_the_cli(mcp_db: &TestDb, cli_db: &TestDb, file: bool) {
     let (stdout, stderr) = run_python_mcp_client(CLIENT, &mcp_db.path, "the Python MCP client");
     // The server said who and where it serves, once per session, on stderr (not on stdout,
-    // which is the protocol).
+    // which is the protocol) — the session started as `USER:42` too, named as stored.
     assert_eq!(
         lines_starting(&stderr, "memscope mcp: serving user:42").len(),
-        5,
+        6,
         "{stderr}"
     );
     // A PostgreSQL address is named without its password.
