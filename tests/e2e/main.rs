@@ -13,7 +13,7 @@ use std::process::Command;
 mod support;
 
 use support::tmux::{shell_quote, Tmux};
-use support::{args_for, output_ok};
+use support::{args_for, inside_borders, output_ok};
 
 const BIN: &str = env!("CARGO_BIN_EXE_memscope");
 
@@ -1204,17 +1204,6 @@ fn keys_pasted_after_a_filter_act_on_the_record_typed_keys_do() {
     }
     t.type_text("q");
     t.wait_for("EXIT:0");
-}
-
-/// The lines inside the pane's borders of a captured screen, trimmed at the end.
-fn inside_borders(screen: &str) -> Vec<String> {
-    screen
-        .lines()
-        .filter_map(|l| {
-            let (start, end) = (l.find('│')?, l.rfind('│')?);
-            (start < end).then(|| l[start + '│'.len_utf8()..end].trim_end().to_string())
-        })
-        .collect()
 }
 
 /// Found by a tester at 30 columns: the welcome of an empty database broke a long path mid-word

@@ -1200,3 +1200,15 @@ pub fn run_with_stdin(mut c: Command, input: &[u8]) -> Run {
     feeder.join().expect("stdin feeder");
     Run::from_output(out)
 }
+
+/// The lines of a screen (a tmux capture, or a test backend's frame) between each line's first
+/// and last `│` — inside a pane's borders — trimmed at the end; lines without both are left out.
+pub fn inside_borders(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .filter_map(|l| {
+            let (start, end) = (l.find('│')?, l.rfind('│')?);
+            (start < end).then(|| l[start + '│'.len_utf8()..end].trim_end().to_string())
+        })
+        .collect()
+}

@@ -4,18 +4,13 @@
 //! UI has open (found by a tester: the advice was cut at 80–100 columns, and followed, it
 //! replaced the open database with the demo).
 
+use crate::support::inside_borders;
 use crate::support::tui::{press, render, Fixture};
 
-/// The welcome's lines, inside the pane's border, trimmed at the end.
+/// The welcome's lines, inside the pane's border, trimmed at the end (each line of a test
+/// backend's frame is quoted, a note on wide characters after it).
 fn welcome(screen: &str) -> Vec<String> {
-    // Each line of a test backend's frame is quoted, a note on wide characters after it.
-    screen
-        .lines()
-        .filter_map(|l| {
-            let (start, end) = (l.find('│')?, l.rfind('│')?);
-            (start < end).then(|| l[start + '│'.len_utf8()..end].trim_end().to_string())
-        })
-        .collect()
+    inside_borders(screen)
 }
 
 /// The shell command that starts at the line after `after`, its ` \` lines joined.
