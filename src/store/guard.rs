@@ -625,17 +625,23 @@ fn signals(cues: &Cues, ev: &Evidence<'_>) -> Signals {
         }
         s.places.extend(named);
     }
-    // The message's other records point at a place only when they are all in one: a message
-    // that wrote rules for several places is not about any one of them (found by review: a
-    // global default beside rules of two repositories was a suspect, and its rescope went to
-    // the first).
-    let mut scoped = ev.siblings.iter().filter(|(_, p)| *p != Scope::Global);
-    if let Some((_, place)) = scoped.clone().next() {
-        if scoped.all(|(_, p)| p == place) {
-            for (predicate, _) in ev.siblings.iter().filter(|(_, p)| p == place) {
-                s.place
-                    .push(format!("the same message wrote {predicate} in {place}"));
-            }
+    // The message's other records point at a place only when they name no two places of one
+    // kind — a repository and a task in it are where one message was said, two repositories
+    // are not (found by review: a global default beside rules of two repositories was a
+    // suspect, and its rescope went to the first).
+    let scoped: Vec<&(String, Scope)> = (ev.siblings.iter())
+        .filter(|(_, p)| *p != Scope::Global)
+        .collect();
+    let kind = std::mem::discriminant::<Scope>;
+    let one_place = scoped.iter().enumerate().all(|(i, (_, a))| {
+        scoped[i + 1..]
+            .iter()
+            .all(|(_, b)| a == b || kind(a) != kind(b))
+    });
+    if one_place {
+        for (predicate, place) in scoped {
+            s.place
+                .push(format!("the same message wrote {predicate} in {place}"));
             if !s.places.contains(place) {
                 s.places.push(place.clone());
             }

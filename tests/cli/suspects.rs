@@ -160,7 +160,8 @@ fn a_message_about_several_places_points_at_none_on_postgres() {
 
 /// Found by review: a message that wrote rules for two repositories and a global default made
 /// the default a suspect, and its `fix:` moved it into the first repository. Siblings point at
-/// a place only when they are all in one — two of them in one place still do.
+/// a place only when they name no two places of one kind — two of them in one place still do,
+/// and so do a repository's and a task's (where one message was said).
 fn a_message_about_several_places_points_at_none_on(db: TestDb) {
     let msg = "thread:7/msg:3 💬";
     db.write("user:1", "editor", "helix", "global", msg);
@@ -184,6 +185,16 @@ fn a_message_about_several_places_points_at_none_on(db: TestDb) {
         2,
         "{found:#?}"
     );
+    let here = "thread:7/msg:5";
+    db.write("user:1", "shell", "fish 🐟", "global", here);
+    db.write("user:1", "node_version", "16", "repo:后端", here);
+    db.write("user:1", "retry_count", "3", "task:修复-42", here);
+    let found = as_array(db.json(&["suspects", "--json"]));
+    let shell = found
+        .iter()
+        .find(|s| s["record"]["predicate"] == "shell")
+        .unwrap_or_else(|| panic!("{found:#?}"));
+    assert_eq!(shell["suggested_scope"], "repo:后端", "{shell:#}");
     db.assert_check_ok();
 }
 
