@@ -687,6 +687,13 @@ pub(crate) fn made_for<T>(path: &Path, body: impl FnOnce() -> Result<T>) -> Resu
 
 /// Builds the demo database fresh (at `--db`, else the data directory's demo.db).
 pub fn demo(db: Option<PathBuf>, no_tui: bool, mouse: crate::tui::Mouse) -> Result<i32> {
+    // Asked before the build, so a script that forgot `--no-tui` is refused with nothing done
+    // (found by review: it built, or rebuilt, the database and then failed).
+    if !no_tui && !std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        bail!(
+            "the terminal UI needs an interactive terminal, so the demo was not built: `memscope demo --no-tui` builds it without opening the UI"
+        );
+    }
     let path = match db {
         Some(db) => db,
         None => data_dir()?.join("demo.db"),

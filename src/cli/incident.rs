@@ -25,7 +25,7 @@ pub struct ReadsArgs {
     #[arg(
         long,
         allow_negative_numbers = true,
-        value_parser = WholeNumber::new("a whole number of 1 or more, e.g. --limit 20").at_least(1)
+        value_parser = WholeNumber::new("a whole number from 1 to 9223372036854775807, e.g. --limit 20").at_least(1)
     )]
     pub limit: Option<i64>,
     /// Print JSON instead of text

@@ -44,16 +44,37 @@ pub fn usage_failure(e: clap::Error, help: &str) -> i32 {
         errln!("memscope: {refused} (see `{help}`)");
         return EXIT_USAGE;
     }
+    // clap says "a value is required … but none was supplied" of an empty one too, which was
+    // supplied (found by review): the sentence is true of both.
+    if let (
+        ErrorKind::InvalidValue,
+        Some(clap::error::ContextValue::String(typed)),
+        Some(clap::error::ContextValue::String(arg)),
+    ) = (
+        e.kind(),
+        e.get(clap::error::ContextKind::InvalidValue),
+        e.get(clap::error::ContextKind::InvalidArg),
+    ) {
+        if typed.is_empty() {
+            errln!("memscope: {arg} was given no value, or an empty one: give it one, or leave the option out (see `{help}`)");
+            return EXIT_USAGE;
+        }
+    }
     let mut text = e.render().to_string();
-    // Rendering strips what looks like a terminal escape — from the value the user typed too,
-    // so `1<ESC>` was called "invalid value '1'": the value goes back in, raw, and is escaped
-    // once like every other line.
-    if let Some(clap::error::ContextValue::String(typed)) =
-        e.get(clap::error::ContextKind::InvalidValue)
-    {
-        let stripped = clap::builder::StyledStr::from(typed.clone()).to_string();
-        if stripped != *typed {
-            text = text.replacen(&format!("'{stripped}'"), &format!("'{typed}'"), 1);
+    // Rendering strips what looks like a terminal escape — from what the user typed too, so
+    // `1<ESC>` was called "invalid value '1'" and a subcommand `<ESC>]0;x<BEL>` "''": the
+    // word goes back in, raw, and is escaped once like every other line.
+    use clap::error::{ContextKind, ContextValue};
+    for kind in [
+        ContextKind::InvalidValue,
+        ContextKind::InvalidSubcommand,
+        ContextKind::InvalidArg,
+    ] {
+        if let Some(ContextValue::String(typed)) = e.get(kind) {
+            let stripped = clap::builder::StyledStr::from(typed.clone()).to_string();
+            if stripped != *typed {
+                text = text.replacen(&format!("'{stripped}'"), &format!("'{typed}'"), 1);
+            }
         }
     }
     // clap's lines in one sentence; its "tip:" becomes a clause of it.
@@ -138,7 +159,23 @@ fn version() -> &'static str {
 /// The command line as it is parsed, completed (`memscope completions`) and documented
 /// (`memscope man`).
 pub fn command() -> clap::Command {
-    <Cli as clap::CommandFactory>::command().version(version())
+    let root = <Cli as clap::CommandFactory>::command().version(version());
+    // `--db` is global, and its help names the database every command opens by default; the
+    // commands that open none say what it means to them instead (clap propagates a global
+    // argument only to a subcommand that lacks one of its name).
+    let db = root
+        .get_arguments()
+        .find(|a| a.get_id() == "db")
+        .cloned()
+        .expect("the global --db");
+    let demo = db.clone().help(
+        "Database file to build (default: ~/.local/share/memscope/demo.db; $MEMSCOPE_DB is not \
+         read, so the demo never replaces your memory)",
+    );
+    let hidden = db.hide(true);
+    root.mut_subcommand("demo", |c| c.arg(demo))
+        .mut_subcommand("completions", |c| c.arg(hidden.clone()))
+        .mut_subcommand("man", |c| c.arg(hidden))
 }
 
 /// Parses a command line (the program's name first).

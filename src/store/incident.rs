@@ -6,6 +6,7 @@
 //! a refusal is a typed `store::refusal` (its sentence the command line's).
 
 use super::decide::not_found;
+use super::decide::Spelling;
 use super::prepared::{base_outcome, PreparedWrite};
 use super::refusal::{Instead, NothingEarlier, RescopeRefusal, RevertRefusal};
 use crate::model::{Considered, Identity, OutcomeKind, Resolution, Scope, WriteOutcome};
@@ -384,13 +385,18 @@ pub(crate) fn revert_write(
             .into()),
         };
     };
-    Ok(Restoring::Write(Box::new(PreparedWrite::stored(
+    let mut w = PreparedWrite::stored(
         id,
         serde_json::from_str(&value_text)?,
         source.unwrap_or_else(|| format!("revert:v{target}")),
         raw,
         None,
-    )?)))
+    )?;
+    // A revert brings back the version as it was spelled: after a `--respell` the current
+    // value folds alike with the one it replaced, and a folded comparison would confirm the
+    // correction instead of undoing it (found by review).
+    w.spelling = Spelling::Exact;
+    Ok(Restoring::Write(Box::new(w)))
 }
 
 /// The outcome of removing the current record (version `version`, value `previous`): there was

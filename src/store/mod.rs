@@ -432,3 +432,26 @@ impl AnyStore {
         }
     }
 }
+
+/// The most `MEMSCOPE_BUSY_TIMEOUT_MS` may say: PostgreSQL's `lock_timeout` takes no more
+/// (about 24.8 days).
+const BUSY_TIMEOUT_MAX_MS: u64 = i32::MAX as u64;
+
+/// `MEMSCOPE_BUSY_TIMEOUT_MS` (README, "Environment"): `None` when unset or empty. A value that
+/// is no whole number of milliseconds a lock wait can take is refused in one sentence, before
+/// anything is opened, rather than replaced by the default without a word (found by review).
+pub fn busy_timeout_setting() -> Result<Option<u64>> {
+    let Some(raw) = std::env::var_os("MEMSCOPE_BUSY_TIMEOUT_MS") else {
+        return Ok(None);
+    };
+    let text = raw.to_string_lossy();
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    match text.trim().parse::<u64>() {
+        Ok(ms) if ms <= BUSY_TIMEOUT_MAX_MS => Ok(Some(ms)),
+        _ => anyhow::bail!(
+            "MEMSCOPE_BUSY_TIMEOUT_MS is {text:?}, not a whole number of milliseconds from 0 to {BUSY_TIMEOUT_MAX_MS}: set it to one (15000, the default, waits 15 s) or unset it"
+        ),
+    }
+}

@@ -1223,6 +1223,40 @@ fn apply_of_a_folder_and_a_ui_without_a_terminal_say_so_and_write_nothing() {
     run.fails_with(1, &["needs an interactive terminal"]);
     assert_eq!(run.stdout, "", "nothing reaches the pipe");
     assert_one_sentence(&run.stderr, &[]);
+    // `demo` asks before it builds (found by review: it built the database, then failed).
+    let demo = db.sibling("demo 🎬.db");
+    let run = Run::from_output(
+        memscope_cmd(db.dir.path())
+            .args(["--db", demo.to_str().unwrap(), "demo"])
+            .output()
+            .unwrap(),
+    );
+    run.fails_with(
+        1,
+        &["needs an interactive terminal", "was not built", "--no-tui"],
+    );
+    assert_one_sentence(&run.stderr, &[]);
+    assert!(!demo.exists(), "nothing built");
+}
+
+/// `demo --help` names the database `demo` builds — its own file, never `$MEMSCOPE_DB` — and
+/// `completions`/`man`, which open none, list no `--db` (found by review).
+#[test]
+fn help_names_the_database_each_command_opens() {
+    let db = TestDb::new();
+    let demo = db.run(&["demo", "--help"]).ok().stdout;
+    assert!(demo.contains("demo.db"), "{demo}");
+    assert!(demo.contains("$MEMSCOPE_DB is not read"), "{demo}");
+    assert!(!demo.contains("memory.db"), "{demo}");
+    let list = db.run(&["list", "--help"]).ok().stdout;
+    assert!(
+        list.contains("$MEMSCOPE_DB, else ~/.local/share/memscope/memory.db"),
+        "{list}"
+    );
+    for command in ["completions", "man"] {
+        let help = db.run(&[command, "--help"]).ok().stdout;
+        assert!(!help.contains("--db"), "{command}: {help}");
+    }
 }
 
 /// `history --scope S` of an identity with no events there names the scope it looked in: the

@@ -333,3 +333,39 @@ fn one_rescope_or_delete_carries_one_time_while_a_statement_waits_on_postgres() 
     let report = store.check(IntegrityMode::Quick).unwrap();
     assert!(report.ok, "{:?}", report.violations);
 }
+
+/// Found by review: a revert after `write --respell` confirmed the correction (the two
+/// spellings fold alike) and said it had reverted. It brings the earlier spelling back as a
+/// new version, on both backends.
+#[test]
+fn a_revert_brings_back_the_spelling_a_respell_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("memory.db");
+    let pg = server().map(|s| FreshDb::prepared(&s).0);
+    let mut addresses = vec![file.to_str().unwrap().to_string()];
+    addresses.extend(pg.as_ref().map(|db| db.url.clone()));
+    for address in &addresses {
+        let mut store = AnyStore::open(Path::new(address), OpenMode::Create).unwrap();
+        let write = |value: &str, source: &str| req("u", "p", json!(value), "global", source);
+        store.write(&write("pnpm 📦", "s1")).unwrap();
+        let corrected = store.respell(&write("PNPM 📦", "s2")).unwrap();
+        assert_eq!(corrected.version, Some(2), "{corrected:?}");
+        let id = Identity {
+            subject: "u".into(),
+            predicate: "p".into(),
+            scope: Scope::Global,
+        };
+        for (to, version, value) in [(None, 3, "pnpm 📦"), (Some(2), 4, "PNPM 📦")] {
+            let out = store.revert(&id, to).unwrap();
+            assert_eq!(
+                (out.outcome.as_str(), out.version, out.value.clone()),
+                ("superseded", Some(version), Some(json!(value))),
+                "{address}: {out:?}"
+            );
+            let current = store.resolve("u", "p", None, None).unwrap();
+            assert_eq!(current.value, Some(json!(value)), "{address}");
+        }
+        let report = store.check(IntegrityMode::Quick).unwrap();
+        assert!(report.ok, "{:?}", report.violations);
+    }
+}

@@ -199,6 +199,9 @@ impl Address {
     /// forever. So the handshake runs on a thread of its own and is given up after the same
     /// time per host (the thread is left to end with its socket).
     pub fn connect(&self) -> Result<Client> {
+        // Every connection takes the session's lock timeout from it: a value that is no
+        // number is refused here, before the server is reached, by every command alike.
+        crate::store::busy_timeout_setting()?;
         // What the address allows; the thread is given a second more, so that a handshake
         // the driver ends at its own timeout reports the driver's cause.
         let allowed = self
@@ -270,14 +273,14 @@ impl Address {
 /// How long a statement waits for a lock another session holds before it gives up (the
 /// session's `lock_timeout`): `MEMSCOPE_BUSY_TIMEOUT_MS`, as on SQLite, else 15 s. A writer
 /// behind a transaction left open (a `psql` session, a stuck client) says so instead of
-/// waiting forever.
+/// waiting forever. 0 waits as little as the server can (1 ms: its 0 would wait forever).
+/// Connecting refused a value that is no number ([`crate::store::busy_timeout_setting`]).
 pub fn lock_timeout() -> Duration {
-    let ms = std::env::var("MEMSCOPE_BUSY_TIMEOUT_MS")
+    let ms = crate::store::busy_timeout_setting()
         .ok()
-        .and_then(|ms| ms.trim().parse::<u64>().ok())
-        .filter(|&ms| ms > 0)
+        .flatten()
         .unwrap_or(15_000);
-    Duration::from_millis(ms)
+    Duration::from_millis(ms.max(1))
 }
 
 impl Address {

@@ -425,10 +425,8 @@ impl Store {
         if let Some(address) = super::postgres::Address::recognise(path.as_os_str()) {
             return Err(super::postgres::not_served(&address?));
         }
-        if let Ok(ms) = std::env::var("MEMSCOPE_BUSY_TIMEOUT_MS") {
-            if let Ok(ms) = ms.parse::<u64>() {
-                BUSY_TIMEOUT_MS.store(ms, Ordering::Relaxed);
-            }
+        if let Some(ms) = crate::store::busy_timeout_setting()? {
+            BUSY_TIMEOUT_MS.store(ms, Ordering::Relaxed);
         }
         // `stat` only: it opens no descriptor.
         let exists = path.exists();
