@@ -43,16 +43,18 @@ pub fn init(path: &Path) -> Result<i32> {
             .unwrap_or(false);
     let mut store = Store::open(path, OpenMode::Create)?;
     if existed {
-        // A raw client may have dropped or changed a guard trigger: init makes it again.
+        // A raw client may have dropped or changed a guard trigger, or set the clock back:
+        // init makes the guard again and moves the clock up.
         let restored = store.restore_guards()?;
+        let clock = clock_moved(store.clock_past_stored()?);
         if restored.is_empty() {
             outln!(
-                "{} is already a memscope database (schema up to date)",
+                "{} is already a memscope database (schema up to date){clock}",
                 store.path().display()
             );
         } else {
             outln!(
-                "{} is already a memscope database (schema up to date); restored its guard(s) {}, which were missing or changed",
+                "{} is already a memscope database (schema up to date); restored its guard(s) {}, which were missing or changed{clock}",
                 store.path().display(),
                 restored.join(", ")
             );
@@ -87,8 +89,17 @@ fn init_postgres(address: &postgres::Address) -> Result<i32> {
             format!("{place} already holds memscope's PostgreSQL schema {version} (up to date); made its guard functions, triggers and identity constraint again, which were missing or changed")
         }
     };
-    outln!("{done}; {}", postgres::SERVED);
+    // A login may have set the clock back (README, "check", invariant 2).
+    let clock = clock_moved(postgres::PgStore::open(address)?.clock_past_stored()?);
+    outln!("{done}{clock}; {}", postgres::SERVED);
     Ok(EXIT_OK)
+}
+
+/// What `init` says of the causal clock it moved past every stored number, if it did.
+fn clock_moved(moved: Option<(i64, i64)>) -> String {
+    moved.map_or_else(String::new, |(from, to)| {
+        format!("; moved the causal clock, set back around memscope, from {from} to {to}, the highest number stored")
+    })
 }
 
 #[derive(Debug, Args)]

@@ -125,6 +125,16 @@ pub(crate) const READ_LOG_PLACES_SQL: &str =
      UNION SELECT 'repo:' || repo FROM reads WHERE repo IS NOT NULL
      UNION SELECT 'task:' || task FROM reads WHERE task IS NOT NULL";
 
+/// The highest causal number any row holds (within 2^53, where the clock ends): what `init`
+/// moves a clock set back around memscope past (README, "check", invariant 2). One statement
+/// both backends run.
+pub(crate) const HIGHEST_STORED_NUMBER: &str = "SELECT max(n) FROM (
+        SELECT max(causal_seq) AS n FROM history
+        UNION ALL SELECT max(causal_seq) FROM memories
+        UNION ALL SELECT max(confirmed_seq) FROM memories
+        UNION ALL SELECT max(causal_seq) FROM pending) numbers
+     WHERE n <= 9007199254740992";
+
 pub(crate) const IDENTITY_NOT_UNIQUE: &str = "cannot make the identity unique again: memories holds two current records of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again";
 
 /// A delete's refusal when tombstones lost its key (a raw client rebuilt or altered the table):

@@ -1844,3 +1844,63 @@ fn reads_left_in_another_spelling_are_named_by_check_and_respelled_by_import() {
         moved(&on_pg, &TestDb::new());
     });
 }
+
+/// A number stored above a SQLite file's causal clock (a raw client's row) is one finding of
+/// `check` with its way out, and `init` moves the clock past it, as on PostgreSQL
+/// (tests/store/postgres_check.rs).
+#[test]
+fn init_moves_a_clock_a_raw_client_left_behind_past_every_stored_number() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s:1");
+    db.write(U, "editor", "helix", "global", "s:2");
+    rusqlite::Connection::open(&db.path)
+        .unwrap()
+        .execute("UPDATE memories SET causal_seq = causal_seq + 500", [])
+        .unwrap();
+    let said = db.run(&["check"]).stdout;
+    let findings: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("above the database's causal clock"))
+        .collect();
+    assert_eq!(findings.len(), 1, "{said}");
+    assert!(findings[0].contains("as is 1 other memory"), "{said}");
+    let init = db.run(&["init"]).ok().stdout;
+    assert!(
+        init.contains("moved the causal clock, set back around memscope, from 2 to 502"),
+        "{init}"
+    );
+    let said = db.run(&["check"]).stdout;
+    assert!(
+        !said.contains("above the database's causal clock"),
+        "{said}"
+    );
+    // The next write goes on above it.
+    let out = db.json(&args_for(
+        "write",
+        U,
+        PM,
+        &[
+            "--value", "npm", "--scope", "global", "--source", "s:3", "--json",
+        ],
+    ));
+    assert_eq!(out["causal_seq"], 503, "{out}");
+    // Left behind again, a write without a number of its own is not stale for it: it takes a
+    // number past the one its memory holds.
+    rusqlite::Connection::open(&db.path)
+        .unwrap()
+        .execute("UPDATE memories SET causal_seq = causal_seq + 500", [])
+        .unwrap();
+    let out = db.json(&args_for(
+        "write",
+        U,
+        "editor",
+        &[
+            "--value", "vim", "--scope", "global", "--source", "s:4", "--json",
+        ],
+    ));
+    assert_eq!(
+        (&out["outcome"], &out["causal_seq"]),
+        (&json!("superseded"), &json!(1003)),
+        "{out}"
+    );
+}

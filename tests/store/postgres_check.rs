@@ -1001,3 +1001,60 @@ fn check_lists_its_findings_in_byte_order_on_a_collated_postgres() {
         "{report:#}"
     );
 }
+
+/// A clock set back around memscope (found by review: a curator's `setval` to 1 under 33
+/// numbers) is one finding of `check`, naming the first record and how many more and the way
+/// out, not a line per memory; `init` moves the clock past every stored number and says so,
+/// and `check` is clean again.
+#[test]
+fn a_clock_set_back_is_one_finding_and_init_moves_it_up_on_postgres() {
+    let Some(server) = server() else { return };
+    let (db, _) = FreshDb::prepared(&server);
+    for p in ["编辑器 ✏️", "p2", "p3", "p4", "p5"] {
+        for v in ["a", "b"] {
+            let out = memscope_on(
+                &db.url,
+                &[
+                    "write",
+                    "--subject",
+                    "user:2",
+                    "--predicate",
+                    p,
+                    "--value",
+                    v,
+                    "--scope",
+                    "global",
+                    "--source",
+                    "s",
+                ],
+            );
+            assert_eq!(out.status.code(), Some(0));
+        }
+    }
+    psql_run(&db.url, "SELECT setval('memscope_clock', 1)");
+    let out = memscope_on(&db.url, &["check"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let findings: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("above the database's causal clock"))
+        .collect();
+    assert_eq!(findings.len(), 1, "one finding: {said}");
+    for words in [
+        "above the database's causal clock 1, as are 4 other memories",
+        "`memscope init` moves the clock past every stored number",
+    ] {
+        assert!(findings[0].contains(words), "{words}: {said}");
+    }
+    let out = memscope_on(&db.url, &["init"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("moved the causal clock, set back around memscope, from 1 to 10"),
+        "{said}"
+    );
+    assert_check_clean(&db.url);
+    // Nothing left to move: init says nothing of the clock.
+    let out = memscope_on(&db.url, &["init"]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("causal clock"));
+}

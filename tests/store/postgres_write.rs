@@ -2595,3 +2595,97 @@ fn logged_reads_beside_concurrent_writes_agree_with_history_on_postgres() {
         disagree.len()
     );
 }
+
+/// Found by review: a login that may set the clock (`setval('memscope_clock', 1)`, which the
+/// curator may, for an import) made every later write of a memory come back `stale`, exit 0,
+/// nothing stored; the same damage on SQLite (its `causal_clock` row set back) was harmless.
+/// A write and an `apply` without numbers of their own take numbers past what each identity
+/// holds, on both backends, and `check` is clean after.
+#[test]
+fn a_clock_set_back_around_memscope_makes_no_write_stale() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("memory.db");
+    let pg = server().map(|s| FreshDb::prepared(&s));
+    let mut places: Vec<(String, Box<dyn Fn()>)> = Vec::new();
+    let path = file.clone();
+    places.push((
+        file.to_str().unwrap().to_string(),
+        Box::new(move || {
+            rusqlite::Connection::open(&path)
+                .unwrap()
+                .execute(
+                    "UPDATE settings SET value = '1' WHERE key = 'causal_clock'",
+                    [],
+                )
+                .unwrap();
+        }),
+    ));
+    if let Some((db, _)) = &pg {
+        let url = db.url.clone();
+        let client = std::sync::Mutex::new(db.client());
+        places.push((
+            url,
+            Box::new(move || {
+                client
+                    .lock()
+                    .unwrap()
+                    .execute("SELECT setval('memscope_clock', 1)::text", &[])
+                    .unwrap();
+            }),
+        ));
+    }
+    for (address, set_back) in &places {
+        let mut store = memscope::store::AnyStore::open(
+            std::path::Path::new(address),
+            memscope::store::OpenMode::Create,
+        )
+        .unwrap();
+        store.set_user_setting("scope_guard", "off").unwrap();
+        for round in 0..3 {
+            for p in ["p1", "p2", "p3", "p4"] {
+                let w = req("user:2", p, json!(format!("old {round} 🕰️")), "global", "s");
+                store.write(&w).unwrap();
+            }
+        }
+        set_back();
+        let out = store
+            .write(&req("user:2", "p1", json!("new 🆕"), "global", "s"))
+            .unwrap();
+        assert_eq!(out.outcome, OutcomeKind::Superseded, "{address}: {out:?}");
+        // And again under a run of `apply`.
+        set_back();
+        let lines: String = ["p2", "p3", "p4", "p2"]
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                format!(
+                    "{}\n",
+                    json!({"subject": "user:2", "predicate": p, "value": format!("new {i}"),
+                           "scope": "global", "source": "s"})
+                )
+            })
+            .collect();
+        let mut told = Vec::new();
+        store
+            .apply(std::io::Cursor::new(lines.into_bytes()), |batch| {
+                told.extend(batch.iter().map(|o| o.outcome));
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(told, [OutcomeKind::Superseded; 4], "{address}");
+        for p in ["p1", "p2", "p3", "p4"] {
+            let r = store.resolve("user:2", p, None, None).unwrap();
+            assert!(
+                r.value
+                    .as_ref()
+                    .unwrap()
+                    .as_str()
+                    .unwrap()
+                    .starts_with("new"),
+                "{address}: {r:?}"
+            );
+        }
+        let report = store.check(memscope::store::IntegrityMode::Quick).unwrap();
+        assert!(report.ok, "{address}: {:?}", report.violations);
+    }
+}

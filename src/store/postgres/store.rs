@@ -833,6 +833,25 @@ impl PgStore {
         self.client.cancel_token()
     }
 
+    /// Moves the causal clock past every number stored, where a login set it back around
+    /// memscope (README, "check", invariant 2: `init` repairs it), by the function that only
+    /// moves it up; `Some((from, to))` when it moved.
+    pub fn clock_past_stored(&mut self) -> Result<Option<(i64, i64)>> {
+        self.in_change_tx(|t| {
+            let from = clock_now(t)?;
+            let highest: Option<i64> = t
+                .one(crate::store::check::HIGHEST_STORED_NUMBER, &[])?
+                .get(0);
+            match highest {
+                Some(to) if to > from => {
+                    t.one("SELECT memscope_clock_observe($1)::text", &[&to])?;
+                    Ok(Some((from, to)))
+                }
+                _ => Ok(None),
+            }
+        })
+    }
+
     /// Runs `body` in a READ COMMITTED transaction and commits, again when the server aborted
     /// it for a deadlock or a serialization failure (counted into `busy_retries`).
     pub(super) fn in_tx<T>(&mut self, body: impl FnMut(&mut Tx<'_>) -> Result<T>) -> Result<T> {

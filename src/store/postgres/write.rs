@@ -754,6 +754,17 @@ fn write_judged(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
         (None, Some(_)) => (seq, clock.max(seq)),
         (None, None) => (seq, seq),
     };
+    // A clock set back around memscope (a login's `setval`, found by review) hands out a
+    // number at or below the one this identity holds, and the write would be stale for no
+    // reason of its own: the clock moves up past it and the write takes the next number, as
+    // on SQLite, whose clock reads past the numbers its last event handed out.
+    let (number, clock) = match (&probe.current, w.causal_seq, probe.tombstone) {
+        (Some(held), None, None) if held.causal_seq >= number => {
+            let next = clock_past(t, held.causal_seq)?;
+            (next, next)
+        }
+        _ => (number, clock),
+    };
     let mut slot = Slot::new(probe);
     let mut writes = Writes::default();
     let out = decide_into(
@@ -768,6 +779,14 @@ fn write_judged(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
     );
     flush_one(t, &key, &slot, &writes)?;
     Ok(out)
+}
+
+/// Moves the causal clock up to `held` (a number stored on a record, which a clock set back
+/// around memscope stands at or below) and takes the next number. `memscope_clock_observe`
+/// runs as the owner and only moves the clock up, so any writer may call it.
+fn clock_past(t: &mut Tx<'_>, held: i64) -> Result<i64> {
+    t.one("SELECT memscope_clock_observe($1)::text", &[&held])?;
+    crate::model::within_clock(t.one("SELECT memscope_clock_next()", &[])?.get(0))
 }
 
 /// One line of `apply` that could not be read or validated: its outcome.
@@ -995,9 +1014,28 @@ fn write_run(
     } else {
         0
     };
-    let numbers: Vec<i64> = t
+    // A clock set back around memscope (a login's `setval`, found by review) would hand lines
+    // numbers at or below what their identities hold, and they would be stale for no reason of
+    // their own: the run's first number moves the clock up past the highest of them (nothing,
+    // for a clock that stands past it) in the same statement, and is dropped.
+    let held = lines
+        .iter()
+        .filter(|(_, w, ..)| w.causal_seq.is_none())
+        .filter_map(|(.., at)| slots[*at].1.probe.current.as_ref())
+        .map(|held| held.causal_seq)
+        .max();
+    let (mut seen, mut now) = (seen, now);
+    if let Some(held) = held {
+        seen.insert(0, Some(held));
+        now.insert(0, false);
+    }
+    let mut numbers: Vec<i64> = t
         .one("SELECT memscope_clock_take($1, $2)", &[&seen, &now])?
         .get(0);
+    if held.is_some() {
+        numbers.remove(0);
+        now.remove(0);
+    }
     let mut writes = Writes::default();
     for (((i, w, mark, id, at), number), clock_now) in lines.iter().zip(numbers).zip(now) {
         // A tombstoned identity's line records the clock as it stands. Any other line past

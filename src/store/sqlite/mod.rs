@@ -654,6 +654,24 @@ impl Store {
         })
     }
 
+    /// Moves the causal clock past every number stored, where a client set it back around
+    /// memscope (README, "check", invariant 2: `init` repairs it); `Some((from, to))` when it
+    /// moved.
+    pub fn clock_past_stored(&mut self) -> Result<Option<(i64, i64)>> {
+        self.in_write_tx(|tx, _, st| {
+            let highest: Option<i64> =
+                tx.query_row(crate::store::check::HIGHEST_STORED_NUMBER, [], |r| r.get(0))?;
+            let from = st.seqs.current(tx)?;
+            match highest {
+                Some(to) if to > from => {
+                    st.seqs.observe(tx, to)?;
+                    Ok(Some((from, to)))
+                }
+                _ => Ok(None),
+            }
+        })
+    }
+
     /// Makes every guard trigger again that is missing or not as memscope made it, and returns
     /// their names (README, "check": `init` restores the guards). Triggers of other clients
     /// are left alone: `check` names them, for their owner to remove.

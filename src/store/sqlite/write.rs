@@ -441,7 +441,15 @@ fn decide_and_apply(
                 st.seqs.observe(conn, s)?;
                 s
             }
-            None => st.seqs.alloc(conn)?,
+            // A clock set back around memscope (a raw client's row, found by review) stands
+            // at or below the number this identity holds: it moves up past it first, so the
+            // write is not stale for no reason of its own — as on PostgreSQL.
+            None => {
+                if let Some(held) = &probe.current {
+                    st.seqs.observe(conn, held.causal_seq)?;
+                }
+                st.seqs.alloc(conn)?
+            }
         }
     };
     let decision = decide_spelled(&probe, &w.value, seq, w.spelling);
