@@ -68,6 +68,9 @@ pub struct RevertArgs {
     pub json: bool,
 }
 
+/// The most columns `reads` gives an agent's name.
+const AGENT_COLUMNS_MOST: usize = 32;
+
 pub fn reads(store: &mut AnyStore, a: ReadsArgs) -> Result<i32> {
     let since = match &a.since {
         Some(t) => Some(parse_time(t, store.now()).map_err(super::usage)?),
@@ -95,7 +98,23 @@ pub fn reads(store: &mut AnyStore, a: ReadsArgs) -> Result<i32> {
             "no logged reads match (agents log reads with `memscope resolve --log --agent NAME`)"
         );
     }
-    for r in &rows {
+    // The agent column is as wide as the widest name shown, from 14 to 32 columns; a longer
+    // name is cut with `…` (`--json` has it whole). Found by review: a fixed 14 let a longer
+    // name push the rest of its row out of line.
+    let agents: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let agent = crate::model::escape_controls(r.agent.as_deref().unwrap_or("-"));
+            crate::frontend::output::cut_to_width(&agent, AGENT_COLUMNS_MOST)
+        })
+        .collect();
+    let agent_columns = agents
+        .iter()
+        .map(|a| crate::tui::text::width(a))
+        .max()
+        .unwrap_or(0)
+        .max(14);
+    for (r, agent) in rows.iter().zip(agents) {
         let got = r.got();
         let ctx = [
             r.repo.as_ref().map(|x| format!("repo:{x}")),
@@ -112,8 +131,7 @@ pub fn reads(store: &mut AnyStore, a: ReadsArgs) -> Result<i32> {
         };
         // Padded as it will show: escaped first, then by display columns (found by review: a
         // name with a control character or Chinese pushed the rest of its row out of line).
-        let agent = crate::model::escape_controls(r.agent.as_deref().unwrap_or("-"));
-        let pad = " ".repeat(14usize.saturating_sub(crate::tui::text::width(&agent)));
+        let pad = " ".repeat(agent_columns.saturating_sub(crate::tui::text::width(&agent)));
         outln!(
             "{}  {agent}{pad} {} · {}  [{}] → {got}{shadowed}{}",
             r.at,

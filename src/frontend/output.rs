@@ -117,14 +117,18 @@ pub fn cut_to_width(s: &str, max: usize) -> String {
     if text_width(s) <= max {
         return s.to_string();
     }
+    // Cluster by cluster, each measured as the line's padding measures it (found by review:
+    // counted by code point, a family emoji took six columns, so the value was cut a dozen
+    // columns early — and a cut could fall inside it, leaving a bare joiner before `…`).
+    use unicode_segmentation::UnicodeSegmentation;
     let mut out = String::new();
     let mut used = 0;
-    for c in s.chars() {
-        let w = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+    for cluster in s.graphemes(true) {
+        let w = text_width(cluster);
         if used + w + 1 > max {
             break;
         }
-        out.push(c);
+        out.push_str(cluster);
         used += w;
     }
     out.push('…');
@@ -212,5 +216,17 @@ mod tests {
         assert_eq!(at[0], at[1], "{lines:#?}");
         assert!(lines.iter().all(|l| !l.ends_with(' ')), "{lines:#?}");
         assert_eq!(cut_to_width("这个仓库保留", 7), "这个仓…");
+    }
+
+    /// A family emoji is one cluster two columns wide: the cut counts it so and never falls
+    /// inside it (found by review: counted by code point it took six, and the cut came early).
+    #[test]
+    fn a_cut_measures_and_keeps_whole_clusters() {
+        let family = "👨\u{200d}👩\u{200d}👧";
+        let text = format!("{family}{family}{family} family emoji and more text past the cut");
+        let cut = cut_to_width(&text, 20);
+        assert_eq!(cut, format!("{family}{family}{family} family emoji…"));
+        assert_eq!(text_width(&cut), 20);
+        assert_eq!(cut_to_width(&format!("ab{family}c"), 4), "ab…");
     }
 }

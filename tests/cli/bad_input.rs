@@ -2192,6 +2192,39 @@ fn a_logged_read_refuses_an_agent_name_with_control_characters_on(db: TestDb) {
     assert_eq!(reads[0]["agent"], "克劳德 🤖", "{reads:#}");
 }
 
+/// `reads` keeps its columns in line whatever the agents' names: the agent column is as wide
+/// as the widest name, up to 32 columns, a longer name cut with `…` (found by review: a fixed
+/// 14 let `claude-code-enterprise-edition` push the rest of its row out of line).
+#[test]
+fn reads_keep_their_columns_in_line_for_long_agent_names() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s1");
+    let names = [
+        "cursor",
+        "claude-code-enterprise-edition",
+        "克劳德 🤖",
+        "a-very-long-agent-name-that-goes-on-past-any-column-👩\u{200d}💻",
+    ];
+    for agent in names {
+        db.run(&args_for("resolve", U, PM, &["--log", "--agent", agent]))
+            .ok();
+    }
+    let text = db.run(&["reads"]).ok().stdout;
+    let starts: Vec<usize> = text
+        .lines()
+        .map(|l| {
+            let at = l.find(" user:42 · ").expect("the subject");
+            unicode_width::UnicodeWidthStr::width(&l[..at])
+        })
+        .collect();
+    assert_eq!(starts.len(), 4, "{text}");
+    assert!(starts.iter().all(|&s| s == starts[0]), "{starts:?}\n{text}");
+    assert!(text.contains("claude-code-enterprise-edition "), "{text}");
+    assert!(text.contains("a-very-long-agent-name-that-goe…"), "{text}");
+    let reads = db.json(&["reads", "--json"]);
+    assert_eq!(reads[0]["agent"], names[3], "JSON keeps the whole name");
+}
+
 /// A reader that closes the pipe early (`memscope export | head -c 100`) ends memscope as it
 /// ends other Unix tools — SIGPIPE, no message, no panic — and what it read is refused by
 /// `import` as cut short, as README "export" says (found by review: README promised "one
