@@ -1736,18 +1736,30 @@ fn escape_json_controls(json: String) -> String {
 pub fn value_key(v: &Value) -> Value {
     match v {
         Value::Number(n) => Value::Number(number_key(n)),
-        Value::String(s) => Value::String(
-            s.split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .to_lowercase(),
-        ),
+        Value::String(s) => Value::String(string_key(s)),
         Value::Array(items) => Value::Array(items.iter().map(value_key).collect()),
         Value::Object(map) => {
             Value::Object(map.iter().map(|(k, v)| (k.clone(), value_key(v))).collect())
         }
         other => other.clone(),
     }
+}
+
+/// A string's comparison form: trimmed, inner whitespace collapsed, composed (NFC: `e` and a
+/// combining acute are `é`, as an input method on macOS may type it) and in lower case, `ß`
+/// as `ss` (its upper case, `STRASSE`). Found by review: `café` typed decomposed, and
+/// `STRASSE` over `straße`, were new versions that printed like the old.
+fn string_key(s: &str) -> String {
+    let spaced = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if spaced.is_ascii() {
+        return spaced.to_ascii_lowercase();
+    }
+    use unicode_normalization::UnicodeNormalization;
+    spaced
+        .nfc()
+        .collect::<String>()
+        .to_lowercase()
+        .replace('ß', "ss")
 }
 
 /// A number in one form per value: a float with no fraction that an integer type holds exactly
@@ -2357,6 +2369,15 @@ mod tests {
         assert!(same_value(&json!(" PNPM "), &json!("pnpm")));
         assert!(same_value(&json!("npm  ci"), &json!("NPM ci")));
         assert!(!same_value(&json!("npm"), &json!("pnpm")));
+        // Composed or not, `ß` or `SS`, Greek's final sigma: one value (found by review).
+        assert!(same_value(&json!("café"), &json!("cafe\u{301}")));
+        assert!(same_value(&json!("straße"), &json!("STRASSE")));
+        assert!(same_value(&json!("Ὀδυσσεύς ΣΑΣ"), &json!("ὀδυσσεύς σας")));
+        assert!(same_value(
+            &json!(["Café 中文"]),
+            &json!(["CAFE\u{301} 中文"])
+        ));
+        assert!(!same_value(&json!("cafe"), &json!("café")));
         // Numbers by value: one number however it is spelled, exactly past 2^53.
         let num = |t: &str| serde_json::from_str::<Value>(t).unwrap();
         assert!(same_value(&num("1"), &num("1.0")));
