@@ -1808,10 +1808,11 @@ fn delete_in_tx(
             "SELECT (SELECT count(*) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
                     greatest((SELECT max(version) FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3),
                              (SELECT version FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3),
-                             (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3), 0) + 1",
+                             (SELECT version FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3), 0) + 1,
+                    (SELECT max(version) FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3)",
             &[&id.subject, &id.predicate, &scope],
         )?;
-        let (live, version): (i64, i64) = (r.get(0), r.get(1));
+        let (live, version, record): (i64, i64, Option<i64>) = (r.get(0), r.get(1), r.get(2));
         let r = t.one(
             crate::store::events::PURGED_HISTORY_COUNTS_SQL,
             &[&id.subject, &id.predicate, &scope],
@@ -1829,8 +1830,7 @@ fn delete_in_tx(
             .collect())
         };
         let intervals = crate::store::events::live_intervals(at(t)?, &now);
-        let detail =
-            json!({ "reason": reason, "purged_versions": purged, "live_intervals": intervals });
+        let detail = crate::store::events::deleted_detail(reason, purged, intervals, record);
         // Logged first, so the newest history id is never the one purged.
         log_event(
             t,

@@ -516,10 +516,15 @@ impl Store {
                     |r| r.get(0),
                 )?;
                 let live_intervals = live_intervals(tx, id, &now)?;
+                let record: Option<i64> = tx.query_row(
+                    "SELECT max(version) FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+                    params![id.subject, id.predicate, scope],
+                    |r| r.get(0),
+                )?;
+                let detail = crate::store::events::deleted_detail(reason, purged, live_intervals, record);
                 // Logged first, so the newest history id is never the one purged (ids never reused).
-                Event::new(EventKind::Deleted, id).version(Some(version)).detail(
-                        &json!({ "reason": reason, "purged_versions": purged, "live_intervals": live_intervals }),
-                    ).clock(Some(clock)).log(tx, &now)?;
+                Event::new(EventKind::Deleted, id).version(Some(version)).detail(&detail)
+                    .clock(Some(clock)).log(tx, &now)?;
                 tx.execute(
                     &numbered_parameters(crate::store::events::PURGE_HISTORY_SQL),
                     params![id.subject, id.predicate, scope],
