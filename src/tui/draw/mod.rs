@@ -209,9 +209,12 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             status_line(frame, st, app, status_text.as_ref());
             footer(frame, f, app);
         }
+        // One row for both: an open dialog's keys win it over the tab's line (found by review:
+        // at 25×6 `/pnpm   4 matches` hid the revert dialog's `n/Esc cancel`); a toast still
+        // shows over them, below.
         (None, Some(f)) => match status_text {
-            Some(_) => status_line(frame, f, app, status_text.as_ref()),
-            None => footer(frame, f, app),
+            Some(_) if app.dialogs.is_empty() => status_line(frame, f, app, status_text.as_ref()),
+            _ => footer(frame, f, app),
         },
         _ => {}
     }
