@@ -63,13 +63,14 @@ pub fn close_acting_dialogs(dialogs: &mut Vec<Dialog>, why: &str) {
 /// Refreshes one dialog in place; `Some(sentence)` when what it shows is gone.
 fn refresh(store: &mut dyn UiStore, dialog: &mut Dialog) -> Result<Option<String>> {
     match dialog {
-        Dialog::Event(d) => match store.history_event(d.event.id)? {
-            Some(event) => d.event = event,
+        Dialog::Event(d) => match store.history_event(d.event().id)? {
+            Some(event) => d.set_event(event),
             None => {
                 return Ok(Some(format!(
                     "The event you had open ({} of {}) was deleted: its words are gone from the \
                      database and from this screen.",
-                    d.event.event, d.identity
+                    d.event().event,
+                    d.identity
                 )))
             }
         },

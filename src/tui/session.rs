@@ -477,6 +477,9 @@ impl Session {
     pub fn draw(&mut self, frame: &mut Frame<'_>) {
         self.app.now = self.app.clock.now();
         self.app.tabs.memories.waiting = self.held.waiting_words();
+        for dialog in &mut self.app.dialogs {
+            dialog.lay_out(frame.area());
+        }
         super::draw::draw(frame, &self.app);
     }
 
@@ -550,11 +553,7 @@ impl Session {
                         .as_ref()
                         .map(|d| d.identity());
                     if let Some(identity) = identity {
-                        self.app.dialogs.push(Dialog::Event(EventDialog {
-                            identity,
-                            event,
-                            scroll: 0,
-                        }));
+                        (self.app.dialogs).push(Dialog::Event(EventDialog::new(identity, event)));
                     }
                 }
                 None => self

@@ -619,3 +619,48 @@ fn a_dialogs_cancel_key_shows_wherever_its_confirm_key_does() {
         }
     }
 }
+
+/// Found by review: at 25×6 with the current view filtered (`/pnpm`), the row under a dialog
+/// showed the filter line (`/pnpm   4 matches`) instead of the footer naming the dialog's keys —
+/// below 8 rows the screen has one row for both, and the filter line took it. While a dialog is
+/// open the footer wins that row, the same footer as with no filter (and as at 40×8, where each
+/// has a row of its own); with no dialog the filter line keeps it.
+#[test]
+fn a_dialogs_footer_wins_over_the_filter_line_on_a_short_screen() {
+    use memscope::model::Scope;
+    let f = Fixture::demo();
+    f.store()
+        .rescope(
+            "user:42",
+            "package_manager",
+            &Scope::Global,
+            &Scope::Repo("legacy-dashboard".into()),
+        )
+        .expect("the rescope");
+    let last_row = |screen: &str| {
+        let row = screen.lines().last().expect("a row");
+        row.trim_matches('"').trim_end().to_string()
+    };
+    for keys in ["v", "m", "d"] {
+        for (w, h) in [(25, 6), (25, 4), (25, 7), (40, 6), (60, 7)] {
+            let at = |screen: &str| format!("{w}×{h}, {keys}:\n{screen}");
+            let mut plain = f.session(120, 32);
+            select(&mut plain, "user:42 · package_manager @ global");
+            press(&mut plain, keys);
+            let footer = last_row(&render(&mut plain, w, h));
+            assert!(footer.contains("Esc"), "the dialog's footer {footer:?}");
+            let mut s = f.session(120, 32);
+            crate::support::tui::filter(&mut s, "pnpm");
+            select(&mut s, "user:42 · package_manager @ global");
+            let screen = render(&mut s, w, h);
+            assert!(
+                last_row(&screen).starts_with("/pnpm"),
+                "no dialog: {}",
+                at(&screen)
+            );
+            press(&mut s, keys);
+            let screen = render(&mut s, w, h);
+            assert_eq!(last_row(&screen), footer, "{}", at(&screen));
+        }
+    }
+}

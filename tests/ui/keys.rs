@@ -2114,8 +2114,8 @@ fn history_pane_selects_events_and_enter_shows_one_whole() {
         assert_eq!(enter, Action::OpenEvent(event));
         s.perform(enter);
         let d = top!(s, Event);
-        assert_eq!(d.event.version, Some(2));
-        assert_eq!(d.event.raw.as_deref(), Some(NPM_WORDS));
+        assert_eq!(d.event().version, Some(2));
+        assert_eq!(d.event().raw.as_deref(), Some(NPM_WORDS));
         // Drawn whole, wrapped: the popup's lines, read in order, hold every character of the
         // words (the CJK line breaks fall between characters).
         let screen = render(&mut s, 60, 15);
@@ -2648,11 +2648,11 @@ fn an_open_popup_never_keeps_words_another_process_deleted() {
         s.handle_key(key(KeyCode::Tab));
         s.handle_key(ch('j'));
         s.handle_key(key(KeyCode::Enter));
-        assert_eq!(top!(s, Event).event.raw.as_deref(), Some(NPM_WORDS));
+        assert_eq!(top!(s, Event).event().raw.as_deref(), Some(NPM_WORDS));
         // Another process's unrelated write: the popup stays on its event, read again.
         db.write(r#"{"subject":"user:other","predicate":"editor","value":"helix","scope":"global","source":"t"}"#);
         assert!(sees_live_change(&mut s));
-        assert_eq!(top!(s, Event).event.raw.as_deref(), Some(NPM_WORDS));
+        assert_eq!(top!(s, Event).event().raw.as_deref(), Some(NPM_WORDS));
         // Another process deletes the identity: the popup gives way to a message, and no
         // frame shows the words any more.
         db.commands()
@@ -3176,7 +3176,9 @@ fn a_run_of_queued_motions_loads_the_detail_once_where_it_stops() {
         assert_eq!(
             format!(
                 "{} · {} @ {}",
-                d.event.subject, d.event.predicate, d.event.scope
+                d.event().subject,
+                d.event().predicate,
+                d.event().scope
             ),
             all[1]
         );

@@ -103,7 +103,7 @@ fn pages_by_key(db: &Db, n: usize) {
     let Some(Dialog::Event(e)) = s.app.dialogs.last() else {
         panic!("the event popup: {:?}", s.app.dialogs)
     };
-    assert_eq!(e.event.version, Some(n as i64));
+    assert_eq!(e.event().version, Some(n as i64));
     // A refresh (another process's write) keeps the selected event.
     s.handle_key(key(KeyCode::Esc));
     s.handle_key(key(KeyCode::PageUp));
@@ -146,8 +146,8 @@ fn shows_a_preview_and_opens_whole(db: &Db, big: &str) {
     let Some(Dialog::Event(e)) = s.app.dialogs.last() else {
         panic!("the event popup")
     };
-    assert_eq!(e.event.value, Some(serde_json::Value::from(big)));
-    assert_eq!(e.event.raw.as_deref(), Some(big));
+    assert_eq!(e.event().value, Some(serde_json::Value::from(big)));
+    assert_eq!(e.event().raw.as_deref(), Some(big));
     s.handle_key(key(KeyCode::Esc));
     s.handle_key(key(KeyCode::Esc));
     s.handle_key(ch('c'));
@@ -241,4 +241,96 @@ fn a_long_value_lists_its_own_characters_and_its_size() {
         // The words' size, where the pane points to the rest.
         assert_eq!(screen.matches(&said).count(), 1, "{said}:\n{screen}");
     });
+}
+
+/// The open event popup's text laid out how many times so far.
+fn layouts(s: &Session) -> usize {
+    match s.app.dialogs.last() {
+        Some(Dialog::Event(d)) => d.layouts(),
+        _ => panic!("no event popup on top"),
+    }
+}
+
+/// Found by review: on a 5 MB value the event popup wrapped its whole text at every frame (the
+/// loop draws one at each poll, three a second) and at every key, so an idle UI kept a core
+/// busy and each `j` waited 1.6 s. It lays its text out once per width: frames, polls, scrolls
+/// and `c` reuse that layout; a resize lays it out again, and what it shows then is what a
+/// popup opened at that size shows — hostile text still escaped, flags and CJK in place.
+#[test]
+fn the_event_popup_lays_its_text_out_once_per_width() {
+    let f = Fixture::empty();
+    let value = format!("🇨🇳中文{}", "x".repeat(100_000));
+    let raw = format!(
+        "这个仓库 \u{1b}[2J\u{202e}reversed\u{202c} {}",
+        "很长的话".repeat(2_000)
+    );
+    let line = serde_json::json!({"subject": "user:big", "predicate": "blob", "value": value,
+        "scope": "global", "source": "big:1", "raw": raw})
+    .to_string();
+    f.store()
+        .apply(std::io::Cursor::new(line + "\n"), |_| Ok(()))
+        .expect("the write lands");
+    let open = |w: u16, h: u16| {
+        let mut s = f.session(w, h);
+        select(&mut s, "user:big · blob @ global");
+        s.handle_key(key(KeyCode::Tab));
+        s.handle_key(key(KeyCode::Enter));
+        s
+    };
+    let mut s = open(120, 40);
+    let first = render(&mut s, 120, 40);
+    assert!(first.contains("lines 1–36 of "), "{first}");
+    assert!(first.contains("这个仓库 �[2J�reversed�"), "{first}");
+    assert!(
+        !first.chars().any(|c| c.is_control() && c != '\n') && !first.contains('\u{202e}'),
+        "{first}"
+    );
+    for _ in 0..30 {
+        render(&mut s, 120, 40);
+        s.poll_live();
+    }
+    for k in [
+        ch('j'),
+        ch('j'),
+        key(KeyCode::PageDown),
+        key(KeyCode::End),
+        ch('k'),
+        key(KeyCode::PageUp),
+        ch('c'),
+        key(KeyCode::Home),
+    ] {
+        s.handle_key(k);
+        render(&mut s, 120, 40);
+    }
+    assert!(!s.take_output().is_empty(), "c copied the words");
+    assert_eq!(layouts(&s), 1, "laid out once at 120 columns");
+    assert_eq!(render(&mut s, 120, 40), first);
+    // Another process writes v2: the popup, read again, says v1 was replaced; its stored texts
+    // are the same, and so is their layout.
+    f.write(r#"{"subject":"user:big","predicate":"blob","value":"small","scope":"global","source":"big:2"}"#);
+    assert!(sees_live_change(&mut s));
+    let replaced = render(&mut s, 120, 40);
+    assert!(replaced.contains("(then replaced)"), "{replaced}");
+    assert_eq!(layouts(&s), 1, "the same texts, not laid out again");
+    let first = replaced;
+    // Narrower: laid out again, once, as a popup opened at that width is.
+    let narrow = render(&mut s, 60, 20);
+    assert_eq!(layouts(&s), 2);
+    let mut fresh = open(60, 20);
+    assert_eq!(narrow, render(&mut fresh, 60, 20));
+    for _ in 0..5 {
+        render(&mut s, 60, 20);
+    }
+    s.handle_key(key(KeyCode::End));
+    fresh.handle_key(key(KeyCode::End));
+    let end = render(&mut s, 60, 20);
+    assert_eq!(end, render(&mut fresh, 60, 20));
+    assert!(end.contains("xxx"), "the value's last rows: {end}");
+    assert_eq!(layouts(&s), 2);
+    // A height change alone keeps the layout; the width back lays it out for that width again.
+    render(&mut s, 60, 30);
+    assert_eq!(layouts(&s), 2);
+    s.handle_key(key(KeyCode::Home));
+    assert_eq!(render(&mut s, 120, 40), first);
+    assert_eq!(layouts(&s), 3);
 }

@@ -151,6 +151,14 @@ impl Dialog {
         }
     }
 
+    /// Makes ready, before a frame on a screen of `area`, what the dialog's drawing only reads:
+    /// the event popup's stored texts laid out at its width (once per width, not per frame).
+    pub fn lay_out(&mut self, area: Rect) {
+        if let Dialog::Event(d) = self {
+            d.lay_out(area.width);
+        }
+    }
+
     pub fn draw(&self, frame: &mut Frame<'_>, area: Rect, app: &App, top: bool) {
         match self {
             Dialog::Help { scroll } => help::draw(frame, area, *scroll),

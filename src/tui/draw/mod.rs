@@ -140,23 +140,50 @@ pub(crate) fn labelled(
     indent: usize,
     max: usize,
 ) -> Vec<Line<'static>> {
-    let room = max.saturating_sub(indent).max(1);
     let mut lines = Vec::new();
+    labelled_rows(text, indent, max, |lead, words| {
+        let first = lines.is_empty();
+        lines.push(labelled_row(label, first, lead, &words, style, indent, max));
+    });
+    lines
+}
+
+/// How [`labelled`] lays `text` out, row by row: `row(lead, words)` for each, `lead` the
+/// spaces its paragraph starts with (indented JSON indents every row of its paragraph).
+pub(crate) fn labelled_rows(
+    text: &str,
+    indent: usize,
+    max: usize,
+    mut row: impl FnMut(usize, String),
+) {
+    let room = max.saturating_sub(indent).max(1);
     for paragraph in text.split('\n') {
-        // Leading spaces (indented JSON) indent every line of their paragraph.
         let body = paragraph.trim_start_matches(' ');
         let lead = (paragraph.len() - body.len()).min(room / 2);
         for l in wrap(body, room - lead) {
-            let head = if lines.is_empty() {
-                format!("{label:<indent$}")
-            } else {
-                " ".repeat(indent)
-            };
-            let text = format!("{}{l}", " ".repeat(lead));
-            lines.push(row_line(&[part(head, dim()), part(text, style)], &[], max));
+            row(lead, l);
         }
     }
-    lines
+}
+
+/// One row of [`labelled`]: the dim label on the `first` row (blank on the others), then the
+/// row's `words` after `lead` spaces.
+pub(crate) fn labelled_row(
+    label: &str,
+    first: bool,
+    lead: usize,
+    words: &str,
+    style: Style,
+    indent: usize,
+    max: usize,
+) -> Line<'static> {
+    let head = if first {
+        format!("{label:<indent$}")
+    } else {
+        " ".repeat(indent)
+    };
+    let text = format!("{}{words}", " ".repeat(lead));
+    row_line(&[part(head, dim()), part(text, style)], &[], max)
 }
 
 /// `text` on as many lines of `max` columns as it takes.
@@ -209,9 +236,12 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             status_line(frame, st, app, status_text.as_ref());
             footer(frame, f, app);
         }
+        // One row for both: an open dialog's keys win it over the tab's line (found by review:
+        // at 25×6 `/pnpm   4 matches` hid the revert dialog's `n/Esc cancel`); a toast still
+        // shows over them, below.
         (None, Some(f)) => match status_text {
-            Some(_) => status_line(frame, f, app, status_text.as_ref()),
-            None => footer(frame, f, app),
+            Some(_) if app.dialogs.is_empty() => status_line(frame, f, app, status_text.as_ref()),
+            _ => footer(frame, f, app),
         },
         _ => {}
     }
