@@ -170,7 +170,10 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
                 integrity: Some(Integrity::unreadable(mode, problem)),
                 violations: Vec::new(),
                 metrics: Default::default(),
-                health: crate::store::exposures(path),
+                health: crate::store::exposures(path)
+                    .into_iter()
+                    .map(Into::into)
+                    .collect(),
             }
         }
     };
@@ -597,32 +600,37 @@ pub fn man(dir: Option<PathBuf>) -> Result<i32> {
     Ok(EXIT_OK)
 }
 
+/// `import FILE`: every refusal says that nothing was imported, those before the store opens
+/// too (`dump::nothing_imported`).
 pub fn import(path: &Path, file: &Path) -> Result<i32> {
+    use crate::store::dump::nothing_imported;
     let mut input: Box<dyn std::io::BufRead> = if file == Path::new("-") {
         // Standard input is read like a file: the whole dump is checked inside the import's
         // one transaction, so a dump piped in is as all-or-nothing as a file.
         if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
             return Err(super::usage(
-                "import - reads an export from standard input, which is a terminal here: pipe one in (`memscope --db old.db export | memscope --db new.db import -`) or pass its file",
+                "import - reads an export from standard input, which is a terminal here: pipe one in (`memscope --db old.db export | memscope --db new.db import -`) or pass its file — nothing was imported",
             ));
         }
         Box::new(std::io::stdin().lock())
     } else {
         if file.is_dir() {
-            bail!(
+            return Err(nothing_imported(anyhow::anyhow!(
                 "cannot import {}: it is a folder, not a file: pass a file written by `memscope export`",
                 file.display()
-            );
+            )));
         }
         // The dump may name the database's own files (`import x.db` into x.db): this handle
         // stays open until `import` returns, after the store below has closed (`made_for`'s
         // body owns it), so its close drops no lock SQLite still holds.
-        let f = std::fs::File::open(file).with_context(|| {
-            format!(
-                "cannot read {}: pass a file written by `memscope export`, or - for standard input",
-                file.display()
-            )
-        })?;
+        let f = std::fs::File::open(file)
+            .with_context(|| {
+                format!(
+                    "cannot read {}: pass a file written by `memscope export`, or - for standard input",
+                    file.display()
+                )
+            })
+            .map_err(nothing_imported)?;
         Box::new(std::io::BufReader::new(f))
     };
     // A database given for its export (found by review: "line 1 … is not UTF-8 text"), said
@@ -640,22 +648,26 @@ pub fn import(path: &Path, file: &Path) -> Result<i32> {
                 crate::model::shell_word(&file.to_string_lossy()),
             ),
         };
-        bail!(
+        return Err(nothing_imported(anyhow::anyhow!(
             "cannot import {shown}: it is a SQLite database, not a file written by `memscope export`: export it first (`memscope --db {db} export > dump.jsonl`) and import that file"
-        );
+        )));
     }
     // Like a new file, a PostgreSQL database gets memscope's schema first (README, "seq, alias,
     // export / import": a refused import leaves it there, empty, for the retry).
     let place = match postgres::Address::recognise(path.as_os_str()) {
         Some(address) => {
             let address = address?;
-            postgres::prepare(&address)?;
+            postgres::prepare(&address).map_err(nothing_imported)?;
             address.describe()
         }
         None => path.display().to_string(),
     };
+    // The store's own refusals say it already; a PostgreSQL commit whose answer was lost is no
+    // refusal.
     let report = made_for(path, || {
-        AnyStore::open(path, OpenMode::Create)?.import(&mut input)
+        AnyStore::open(path, OpenMode::Create)
+            .map_err(nothing_imported)?
+            .import(&mut input)
     })?;
     let total: u64 = report.rows.values().sum();
     outln!("imported {total} row(s) into {place}: check is clean");
@@ -710,11 +722,15 @@ pub fn demo(db: Option<PathBuf>, no_tui: bool, mouse: crate::tui::Mouse) -> Resu
         None => data_dir()?.join("demo.db"),
     };
     if path.exists() {
-        let mut store_probe = Store::open(&path, OpenMode::Existing).with_context(|| {
-            format!(
+        // A device or a pipe is said as it is: nothing there would be overwritten.
+        let mut store_probe = Store::open(&path, OpenMode::Existing).map_err(|e| {
+            if e.is::<crate::store::NotAFile>() {
+                return e;
+            }
+            e.context(format!(
                 "{} exists and is not a memscope database; refusing to overwrite it",
                 path.display()
-            )
+            ))
         });
         if let Ok(s) = store_probe.as_mut() {
             if s.counts()?.memories > 0 && !is_demo(s)? {

@@ -29,8 +29,91 @@ pub struct CheckReport {
     pub violations: Vec<Violation>,
     pub metrics: BTreeMap<String, serde_json::Value>,
     /// Findings that are not violations and leave `ok` alone: the database's files or folder
-    /// that group or others can reach, each with the `chmod` that fixes it.
-    pub health: Vec<super::Exposure>,
+    /// that group or others can reach, each with the `chmod` that fixes it; rows dated after
+    /// now.
+    pub health: Vec<Health>,
+}
+
+/// A health finding (README, "check"): nothing is inconsistent, `ok` and the exit code stay,
+/// but the user has something to do. In `--json`, each is its own object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Health {
+    /// A file or folder of the database that group or others can reach.
+    Exposed(super::Exposure),
+    /// Rows dated after now.
+    DatedAhead(DatedAhead),
+}
+
+impl Health {
+    /// The finding in one sentence, with what to do.
+    pub fn sentence(&self) -> String {
+        match self {
+            Health::Exposed(e) => e.sentence(),
+            Health::DatedAhead(d) => d.sentence(),
+        }
+    }
+}
+
+impl From<super::Exposure> for Health {
+    fn from(e: super::Exposure) -> Health {
+        Health::Exposed(e)
+    }
+}
+
+/// Rows dated after now, by the rule `import` holds a dump to (`dump::dated_columns`): the
+/// export of this database would be refused until then. memscope dates a row by the writer's
+/// clock, so one that ran ahead writes them; nothing is inconsistent, and time mends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DatedAhead {
+    /// `dated_ahead`.
+    pub kind: &'static str,
+    /// How many rows are dated after now.
+    pub rows: i64,
+    /// The latest of them: its table and column, its row (`#7`, or a tombstone's identity)
+    /// and its time as stored.
+    pub table: &'static str,
+    pub column: &'static str,
+    pub row: String,
+    pub at: String,
+    /// Now, as the check took it (the time an export taken now would carry).
+    pub now: String,
+}
+
+impl DatedAhead {
+    fn from_scan(rows: i64, latest: super::fields::DatedField, now: &str) -> DatedAhead {
+        let row = match latest.key.as_slice() {
+            [id] => format!("#{id}"),
+            [subject, predicate, scope] => format!("{subject} · {predicate} @ {scope}"),
+            other => other.join(" · "),
+        };
+        DatedAhead {
+            kind: "dated_ahead",
+            rows,
+            table: latest.table,
+            column: latest.column,
+            row,
+            at: latest.at,
+            now: now.to_string(),
+        }
+    }
+
+    /// `1 row is dated after now (…) — the latest, history row #2, at 2099-… (history.at) — so
+    /// …`.
+    pub fn sentence(&self) -> String {
+        let rows = match self.rows {
+            1 => "1 row is".to_string(),
+            n => format!("{} rows are", crate::model::thousands(n)),
+        };
+        let row = match self.table {
+            "tombstones" => format!("the tombstone of {}", self.row),
+            table => format!("{table} row {}", self.row),
+        };
+        format!(
+            "{rows} dated after now ({}) — the latest, {row}, at {} ({}.{}) — so an export of this database will not import until then: a writer's clock ran ahead, or a client wrote the time; set that clock right, and to move the database sooner, correct those times in the export with a text editor before importing it",
+            self.now, self.at, self.table, self.column
+        )
+    }
 }
 
 /// How thoroughly SQLite examines the file: `quick_check` (the default) verifies every page
@@ -1256,8 +1339,12 @@ fn pairs_json(pairs: &[(String, String)]) -> serde_json::Value {
 }
 
 /// The full check on `db`, inside whatever snapshot the caller holds: the violations and the
-/// health figures every backend reports.
-pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
+/// health figures every backend reports; with `now`, the rows dated after it (a health finding:
+/// an export taken now would carry that time, and `import` would refuse them).
+pub(crate) fn check_report(
+    db: &mut dyn CheckDb,
+    now: Option<chrono::DateTime<chrono::Utc>>,
+) -> Result<CheckReport> {
     // A table or column a raw client dropped stops every query that reads it: said first, and
     // alone (found by an exploratory test: check said ok, or failed naming itself as the fix).
     let missing = db.schema_problems()?;
@@ -1281,7 +1368,8 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
         c.push(p.invariant, p.detail);
     }
     c.run(&Filter::All)?;
-    let fields = super::fields::scan_fields(c.db, c.limit)?;
+    let now = now.map(super::dump::Deadline::new);
+    let fields = super::fields::scan_fields(c.db, c.limit, now.as_ref())?;
     for p in fields.problems {
         c.push(p.invariant, p.detail);
     }
@@ -1352,12 +1440,20 @@ pub(crate) fn check_report(db: &mut dyn CheckDb) -> Result<CheckReport> {
     if !problems.is_empty() {
         metrics.insert("schema_guard_problems".into(), serde_json::json!(problems));
     }
+    let health = match (fields.latest_dated_after, &now) {
+        (Some(latest), Some(now)) => vec![Health::DatedAhead(DatedAhead::from_scan(
+            fields.dated_after,
+            latest,
+            now.text(),
+        ))],
+        _ => Vec::new(),
+    };
     Ok(CheckReport {
         ok: violations.is_empty(),
         integrity: None,
         violations,
         metrics,
-        health: Vec::new(),
+        health,
     })
 }
 

@@ -156,6 +156,21 @@ pub struct ImportReport {
     pub blanked: i64,
 }
 
+/// What every refusal of an import says: the import is one transaction.
+pub(crate) const NOTHING_IMPORTED: &str = "nothing was imported";
+
+/// An import's refusal as the user reads it, saying that nothing was imported — added here to a
+/// sentence that does not say so already (found by review: the refusal of a number past
+/// 2^63 − 1 did not), so every refusal says it, those of the database (a row it refused, a
+/// connection lost before the commit) included.
+pub(crate) fn nothing_imported(e: anyhow::Error) -> anyhow::Error {
+    let said = super::error_text(&e);
+    if said.contains(NOTHING_IMPORTED) {
+        return e;
+    }
+    anyhow!("{said} — {NOTHING_IMPORTED}")
+}
+
 /// Line `line_no` of a dump as read, or the sentence saying why it cannot be.
 pub(crate) fn dump_line(line_no: usize, read: std::io::Result<String>) -> Result<String> {
     // An editor's byte order mark before the header is not part of the dump.
@@ -244,13 +259,18 @@ pub(crate) struct DumpReader {
     /// The header promises an end line (`DumpWriter`).
     end_promised: bool,
     /// When the export was taken, as its header says (a hand-made header may leave it out).
-    exported_at: Option<chrono::DateTime<chrono::FixedOffset>>,
+    exported_at: Option<Deadline>,
     /// The end line's number and its row counts, once read.
     end: Option<(usize, std::collections::BTreeMap<String, u64>)>,
     /// The last line read.
     last_line: usize,
     /// (table, key columns as text) → line number.
     row_lines: HashMap<(String, Vec<String>), usize>,
+    /// The highest causal clock the dump states — its `causal_clock` setting, or a history
+    /// event's `clock` — with its line and what it is.
+    clock: Option<(usize, &'static str, i64)>,
+    /// The highest causal number a write left in the dump's rows.
+    numbers: i64,
     pub report: ImportReport,
 }
 
@@ -335,7 +355,8 @@ impl DumpReader {
             self.exported_at = obj
                 .get("exported_at")
                 .and_then(Value::as_str)
-                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| Deadline::new(t.with_timezone(&chrono::Utc)));
             return Ok(None);
         }
         if !self.seen_header {
@@ -348,7 +369,7 @@ impl DumpReader {
         let Some(table) = TABLES.iter().copied().find(|t| *t == table) else {
             bail!("line {line_no} names an unknown table '{table}': pass a file written by `memscope export`");
         };
-        refuse_after_export(line_no, table, &obj, self.exported_at)?;
+        refuse_after_export(line_no, table, &obj, self.exported_at.as_ref())?;
         // A value is kept as the JSON text it was written as: a hand edit that writes `"tea"`
         // where the dump had `"\"tea\""` is named here, with the spelling it wants, rather
         // than as an unreadable value after loading.
@@ -415,6 +436,55 @@ impl DumpReader {
         };
         self.row_lines.insert((table.to_string(), key), line_no);
         *self.report.rows.entry(table.to_string()).or_default() += 1;
+        // A number as a column holds it, or as the clock's setting spells it; one that is
+        // neither is the field rules' to name.
+        let number = |column: &str| match obj.get(column) {
+            Some(Value::Number(n)) => n.as_i64(),
+            Some(Value::String(s)) if table == "settings" => s.parse().ok(),
+            _ => None,
+        };
+        let stated = match table {
+            "settings" if obj.get("key") == Some(&json!("causal_clock")) => {
+                number("value").map(|n| ("the causal_clock setting", n))
+            }
+            "history" => number("clock").map(|n| ("history.clock", n)),
+            _ => None,
+        };
+        if let Some((what, n)) = stated {
+            if self.clock.is_none_or(|(_, _, c)| n > c) {
+                self.clock = Some((line_no, what, n));
+            }
+        }
+        let columns: &[&str] = match table {
+            "memories" => &["causal_seq", "confirmed_seq"],
+            "history" | "pending" => &["causal_seq"],
+            _ => &[],
+        };
+        for column in columns {
+            self.numbers = self.numbers.max(number(column).unwrap_or(0));
+        }
+    }
+
+    /// Refuses a clock the dump states past what its rows and `memscope seq` could have brought
+    /// it to. The clock may stand above every number the rows hold — `seq` hands out numbers
+    /// and stores none, a delete destroys the rows that held some — but a writer brings none
+    /// past [`crate::model::MAX_BROUGHT_SEQ`], whose last 2^32 numbers the clock keeps for
+    /// writes without one: a clock there with no row as high was written by hand, and would
+    /// leave later writes few numbers or none (found by review: a dump whose clock was edited
+    /// to 2^53 imported, and every write after it was refused).
+    fn refuse_clock_past_rows(&self) -> Result<()> {
+        let Some((line_no, what, clock)) = self.clock else {
+            return Ok(());
+        };
+        let room = crate::model::MAX_BROUGHT_SEQ.max(self.numbers);
+        if clock <= room {
+            return Ok(());
+        }
+        bail!(
+            "line {line_no} of the import: {what} is {clock}, past {}, the highest number a writer may bring, while no causal number in the dump's rows is above {}: no export holds such a clock, which would leave writes without a number of their own few or none to take — set it to {room} or lower with a text editor and import again — nothing was imported",
+            crate::model::MAX_BROUGHT_SEQ_WORDS,
+            self.numbers
+        )
     }
 
     /// After the last line, before the import does anything with the rows it loaded: the dump
@@ -450,7 +520,8 @@ impl DumpReader {
                 crate::model::escape_controls(&p.detail)
             );
         }
-        let checked = check_report(db)?;
+        self.refuse_clock_past_rows()?;
+        let checked = check_report(db, None)?;
         if let Some(v) = checked.violations.first() {
             // A database an earlier release left so (a source its delete or gc kept, say) is
             // repaired where it is, by this release, and exported again.
@@ -480,37 +551,71 @@ impl DumpReader {
     }
 }
 
-/// Refuses line `line_no`'s row of `table` when it is dated after the export was taken: the
-/// export takes its time once its snapshot has started, so every row it holds was written
-/// before; a later one was written by hand, or by a writer whose clock ran ahead (README, "export / import").
-fn refuse_after_export(
-    line_no: usize,
-    table: &str,
-    obj: &Map<String, Value>,
-    exported_at: Option<chrono::DateTime<chrono::FixedOffset>>,
-) -> Result<()> {
-    let Some(exported_at) = exported_at else {
-        return Ok(());
-    };
-    let columns: &[&str] = match table {
+/// The columns that date a row of `table`: when a history event or a read was logged, a
+/// tombstone laid, a pending item queued or resolved. No row an export holds is dated after the
+/// export was taken (it takes its time once its snapshot has started), so `import` refuses one,
+/// and `check` names one dated after now, whose export would not import until then.
+pub(crate) fn dated_columns(table: &str) -> &'static [&'static str] {
+    match table {
         "history" | "reads" => &["at"],
         "tombstones" => &["deleted_at"],
         "pending" => &["created_at", "resolved_at"],
         _ => &[],
+    }
+}
+
+/// A moment no row of a database may be dated after ([`dated_columns`]): when its export was
+/// taken, for `import`; now, for `check` (README, "export / import").
+#[derive(Debug, Clone)]
+pub(crate) struct Deadline {
+    at: chrono::DateTime<chrono::Utc>,
+    /// `at` as memscope stores a time (RFC 3339, UTC, milliseconds cut), which sorts as text.
+    text: String,
+}
+
+impl Deadline {
+    pub(crate) fn new(at: chrono::DateTime<chrono::Utc>) -> Deadline {
+        let text = at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        Deadline { at, text }
+    }
+
+    /// The moment as memscope stores a time.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether `stored`, a dated column's time as stored, is after the deadline. A stored time
+    /// has milliseconds, so it is after the moment exactly when it is after the moment's
+    /// milliseconds: one in memscope's spelling compares as text, the rest are parsed. A time
+    /// that does not parse is the field rules' to name.
+    pub(crate) fn passed_by(&self, stored: &str) -> bool {
+        if super::fields::is_canonical_time(stored) {
+            return stored > self.text.as_str();
+        }
+        chrono::DateTime::parse_from_rfc3339(stored).is_ok_and(|t| t > self.at)
+    }
+}
+
+/// Refuses line `line_no`'s row of `table` when it is dated after the export was taken: a later
+/// one was written by hand, or by a writer whose clock ran ahead (README, "export / import").
+fn refuse_after_export(
+    line_no: usize,
+    table: &str,
+    obj: &Map<String, Value>,
+    exported_at: Option<&Deadline>,
+) -> Result<()> {
+    let Some(exported_at) = exported_at else {
+        return Ok(());
     };
-    for column in columns {
+    for column in dated_columns(table) {
         let Some(at) = obj.get(*column).and_then(Value::as_str) else {
             continue;
         };
-        // A time that does not parse is the field rules' to name, after loading.
-        let Ok(t) = chrono::DateTime::parse_from_rfc3339(at) else {
-            continue;
-        };
-        if t > exported_at {
+        if exported_at.passed_by(at) {
             bail!(
                 "line {line_no} of the import: {table}.{column} is {}, after the export was taken ({}): a row cannot be written after its export — fix its time with a text editor, or export the database again once its writers' clocks are right — nothing was imported",
                 crate::model::to_json(at).unwrap_or_default(),
-                exported_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                exported_at.text()
             );
         }
     }

@@ -108,7 +108,7 @@ fn time_rule(v: &str) -> Option<String> {
 /// Whether `v` is `YYYY-MM-DDTHH:MM:SS.mmmZ` naming a day of the calendar and a time of day
 /// that is not a leap second: what [`time_rule_in_full`] parses and formats back as it is,
 /// read without either (`check` reads four times per record).
-fn is_canonical_time(v: &str) -> bool {
+pub(crate) fn is_canonical_time(v: &str) -> bool {
     const SHAPE: &[u8; 24] = b"9999-99-99T99:99:99.999Z";
     let b = v.as_bytes();
     let shaped = b.len() == SHAPE.len()
@@ -391,7 +391,7 @@ pub(crate) fn type_invariant(table: &str, column: &str) -> u8 {
 /// Every field that breaks a rule, at most `limit`: each rule's in its table's row order, the
 /// rules in [`RULES`]' order.
 pub(crate) fn field_problems(db: &mut dyn CheckDb, limit: usize) -> Result<Vec<FieldProblem>> {
-    Ok(scan_fields(db, limit)?.problems)
+    Ok(scan_fields(db, limit, None)?.problems)
 }
 
 /// What one look at every stored field finds: the fields that break a rule, and the ids past
@@ -405,16 +405,38 @@ pub(crate) struct FieldScan {
     /// is counted by its history (invariant 4). Past `limit` problems in a table's first rule,
     /// the rest of that table is not read, and its ids not counted.
     pub ids_past_limit: i64,
+    /// The rows dated after the deadline [`scan_fields`] was given (by the rule `import` holds
+    /// a dump to: `dump::dated_columns`), counted, and the latest time among them; none without
+    /// a deadline. Read past `limit` problems as `ids_past_limit` is.
+    pub dated_after: i64,
+    pub latest_dated_after: Option<DatedField>,
 }
 
-/// [`field_problems`], and the ids past the limit counted in the same scans.
-pub(crate) fn scan_fields(db: &mut dyn CheckDb, limit: usize) -> Result<FieldScan> {
+/// A time a row is dated by ([`crate::store::dump::dated_columns`]): the row's table, the
+/// column, the row's key and the time as stored.
+#[derive(Debug, Clone)]
+pub(crate) struct DatedField {
+    pub table: &'static str,
+    pub column: &'static str,
+    pub key: Vec<String>,
+    pub at: String,
+}
+
+/// [`field_problems`], and in the same scans the ids past the limit and the rows dated after
+/// `deadline`.
+pub(crate) fn scan_fields(
+    db: &mut dyn CheckDb,
+    limit: usize,
+    deadline: Option<&crate::store::dump::Deadline>,
+) -> Result<FieldScan> {
     // One scan of each table for all its rules (a scan per rule read `history` and `memories`
     // six times each), every rule's problems kept apart and put in order after.
     let mut found: Vec<Vec<FieldProblem>> = RULES.iter().map(|_| Vec::new()).collect();
     // Each identity (`false`) or alias (`true`) past the limit, once, whichever tables name it.
     let mut past_limit: std::collections::BTreeSet<(bool, Vec<String>)> = Default::default();
-    let mut tables: Vec<&str> = Vec::new();
+    let mut dated_after = 0;
+    let mut latest: Option<(chrono::DateTime<chrono::FixedOffset>, DatedField)> = None;
+    let mut tables: Vec<&'static str> = Vec::new();
     for r in RULES {
         if !tables.contains(&r.table) {
             tables.push(r.table);
@@ -455,6 +477,14 @@ pub(crate) fn scan_fields(db: &mut dyn CheckDb, limit: usize) -> Result<FieldSca
                 .into_iter()
                 .flatten()
                 .collect(),
+        };
+        // The columns that date a row, each read by its time rule (a test holds them to it).
+        let dated: Vec<(usize, &'static str)> = match deadline {
+            Some(_) => crate::store::dump::dated_columns(table)
+                .iter()
+                .filter_map(|c| Some((at(c)?, *c)))
+                .collect(),
+            None => Vec::new(),
         };
         let sql = format!(
             "SELECT {}, {} FROM {table}",
@@ -502,16 +532,53 @@ pub(crate) fn scan_fields(db: &mut dyn CheckDb, limit: usize) -> Result<FieldSca
                 }
                 past_limit.insert((table == "predicate_aliases", name));
             }
+            // A row counts once, by its latest time.
+            let mut row_after: Option<(chrono::DateTime<chrono::FixedOffset>, DatedField)> = None;
+            for &(i, column) in &dated {
+                if row.is_null(i) {
+                    continue;
+                }
+                let stored = match row.text(i) {
+                    Some(text) => std::borrow::Cow::Borrowed(text),
+                    None => std::borrow::Cow::Owned(row.show(i)),
+                };
+                if !deadline.is_some_and(|d| d.passed_by(&stored)) {
+                    continue;
+                }
+                // Rare: parsed only when found.
+                let Ok(t) = chrono::DateTime::parse_from_rfc3339(&stored) else {
+                    continue;
+                };
+                if row_after.as_ref().is_none_or(|(l, _)| t > *l) {
+                    let key = row_key(table, row, rules.len());
+                    let field = DatedField {
+                        table,
+                        column,
+                        key,
+                        at: stored.into_owned(),
+                    };
+                    row_after = Some((t, field));
+                }
+            }
+            if let Some((t, field)) = row_after {
+                dated_after += 1;
+                if latest.as_ref().is_none_or(|(l, _)| t > *l) {
+                    latest = Some((t, field));
+                }
+            }
             // Once this table's first rule has `limit` problems, nothing after it is reported.
             Ok(found[rules[0]].len() < limit)
         })?;
     }
     let ids_past_limit = past_limit.len() as i64;
+    let latest_dated_after = latest.map(|(_, field)| field);
     let mut out: Vec<FieldProblem> = found.into_iter().flatten().take(limit).collect();
     if out.len() >= limit {
         return Ok(FieldScan {
             problems: out,
             ids_past_limit,
+            dated_after,
+            latest_dated_after,
         });
     }
     for (name, invariant, test) in SETTINGS {
@@ -536,6 +603,8 @@ pub(crate) fn scan_fields(db: &mut dyn CheckDb, limit: usize) -> Result<FieldSca
     Ok(FieldScan {
         problems: out,
         ids_past_limit,
+        dated_after,
+        latest_dated_after,
     })
 }
 
@@ -771,8 +840,47 @@ fn candidates(text: Option<&str>) -> Option<Vec<String>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{seq_ok, seq_rule, time_rule, time_rule_in_full};
+    use super::{seq_ok, seq_rule, time_rule, time_rule_in_full, RULES};
     use crate::model::MAX_CAUSAL_SEQ;
+
+    /// `check` reads the times rows are dated by (`dump::dated_columns`) in the scan of its
+    /// time rules: a dated column without one would go unread.
+    #[test]
+    fn every_dated_column_has_a_time_rule() {
+        for table in crate::store::dump::TABLES {
+            for column in crate::store::dump::dated_columns(table) {
+                assert!(
+                    RULES.iter().any(|r| r.table == *table
+                        && r.column == *column
+                        && (r.test)("2026-12-05T10:00:00.000Z").is_none()
+                        && (r.test)("2026-12-05 10:00").is_some()),
+                    "{table}.{column}"
+                );
+            }
+        }
+    }
+
+    /// A time after the deadline is told alike whether it compares as text (memscope's
+    /// spelling) or parsed (any other RFC 3339 spelling), a deadline finer than milliseconds
+    /// included.
+    #[test]
+    fn a_deadline_is_passed_alike_by_text_and_by_time() {
+        let at = chrono::DateTime::parse_from_rfc3339("2026-12-05T10:00:00.000500Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let deadline = crate::store::dump::Deadline::new(at);
+        for (stored, after) in [
+            ("2026-12-05T10:00:00.000Z", false),
+            ("2026-12-05T10:00:00.001Z", true),
+            ("2026-12-05T09:59:59.999Z", false),
+            ("2026-12-05T11:00:00.001+01:00", true),
+            ("2026-12-05T11:00:00.000+01:00", false),
+            ("2099-01-01T00:00:00Z", true),
+            ("not a time", false),
+        ] {
+            assert_eq!(deadline.passed_by(stored), after, "{stored}");
+        }
+    }
 
     #[test]
     fn an_integer_passes_the_causal_rule_as_its_digits_do() {

@@ -2282,3 +2282,71 @@ fn an_export_into_a_closed_pipe_ends_by_sigpipe_and_import_refuses_the_part() {
 fn libc_sigpipe() -> i32 {
     13
 }
+
+/// A device or a named pipe given as the database is refused in one sentence before SQLite
+/// touches it, by `init` and every other command (found by review: `--db /dev/null list` said
+/// "create it with `memscope --db /dev/null init`", which then failed with a disk I/O error; a
+/// pipe would have held SQLite's read of its header until a writer came).
+#[test]
+fn a_device_or_a_pipe_is_refused_as_no_file_by_every_command() {
+    let home = tempfile::tempdir().unwrap();
+    let pipe = home.path().join("管道 🚰");
+    let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
+    assert!(made.success());
+    let dump = home.path().join("dump.jsonl");
+    std::fs::write(&dump, "").unwrap();
+    let dump = dump.to_str().unwrap();
+    for (path, kind) in [
+        (Path::new("/dev/null"), "a character device"),
+        (pipe.as_path(), "a named pipe"),
+    ] {
+        for args in [
+            &["init"][..],
+            &["list"],
+            &["check"],
+            &[
+                "write",
+                "--subject",
+                U,
+                "--predicate",
+                "编辑器",
+                "--value",
+                "helix",
+                "--scope",
+                "global",
+                "--source",
+                "s",
+            ],
+            &["import", dump],
+            &["demo", "--no-tui"],
+        ] {
+            let mut child = memscope_cmd(home.path())
+                .arg("--db")
+                .arg(path)
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let start = Instant::now();
+            while child.try_wait().unwrap().is_none() {
+                if start.elapsed() > Duration::from_secs(20) {
+                    child.kill().unwrap();
+                    panic!("{args:?} on {} did not finish", path.display());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let run = Run::from_output(child.wait_with_output().unwrap());
+            run.fails_with(
+                1,
+                &[
+                    &format!("{} is {kind}, not a regular file", path.display()),
+                    "pass a file path with --db",
+                ],
+            );
+            assert_one_sentence(&run.stderr, &[]);
+            assert!(!run.stderr.contains("disk I/O"), "{run:?}");
+        }
+    }
+    assert!(pipe.exists(), "the pipe was left as it was");
+}

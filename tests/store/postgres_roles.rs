@@ -1093,3 +1093,91 @@ fn a_login_not_granted_memscopes_roles_is_told_to_run_roles() {
         assert_one_sentence(&run.stderr, &[&stranger.name]);
     }
 }
+
+/// A login already in one of memscope's roles — made for another database: roles belong to the
+/// server — is told of the one `roles` run that grants it in this database, as what it is
+/// (found by review: an agent's login was offered `--curator-login` too, which `roles` then
+/// refused because it is a member of memscope_agent).
+#[test]
+fn a_login_in_one_role_is_told_only_the_roles_run_that_works_for_it() {
+    let Some(server) = server() else { return };
+    let agent = TestLogin::unique(&server, "agent_elsewhere");
+    let curator = TestLogin::unique(&server, "curator_elsewhere");
+    let (first, _) = FreshDb::prepared(&server);
+    make_agent_login(&first, &agent);
+    roles(
+        &first,
+        Some(&curator),
+        &[
+            "--curator-login",
+            &curator.name,
+            "--password-from-env",
+            "TEST_LOGIN_PW",
+        ],
+    )
+    .ok();
+    for (login, works, refused) in [
+        (&agent, "--agent-login", "--curator-login"),
+        (&curator, "--curator-login", "--agent-login"),
+    ] {
+        // A database of its own: `roles` grants both group roles theirs.
+        let (second, _) = FreshDb::prepared(&server);
+        let run = memscope_at(&login_url(&second, login), &["list"]);
+        run.fails_with(
+            1,
+            &[
+                "may not read memscope's tables",
+                &format!("roles {works} {}", login.name),
+            ],
+        );
+        assert!(!run.stderr.contains(refused), "{run:?}");
+        assert_one_sentence(&run.stderr, &[&login.name]);
+        // What it names works.
+        roles(&second, None, &[works, &login.name]).ok();
+        memscope_at(&login_url(&second, login), &["list"]).ok();
+    }
+}
+
+/// A curator's `init` on a database whose guards were disabled cannot make them again — only
+/// the owner of memscope's tables may — and is told to run `init` as that owner, not to be
+/// granted CREATE, which rebuilds no guard and widens the curator's rights (found by review).
+#[test]
+fn a_curators_init_over_disabled_guards_names_the_tables_owner() {
+    let Some(server) = server() else { return };
+    let curator = TestLogin::unique(&server, "curator_init");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    roles(
+        &db,
+        Some(&curator),
+        &[
+            "--curator-login",
+            &curator.name,
+            "--password-from-env",
+            "TEST_LOGIN_PW",
+        ],
+    )
+    .ok();
+    owner
+        .batch_execute("ALTER TABLE history DISABLE TRIGGER history_append_only")
+        .unwrap();
+    let tables_owner: String = owner
+        .query_one(
+            "SELECT relowner::regrole::text FROM pg_class WHERE oid = 'history'::regclass",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    let run = memscope_at(&login_url(&db, &curator), &["init"]);
+    run.fails_with(
+        1,
+        &[
+            &format!("user \"{}\"", curator.name),
+            "run `memscope init` as the database's owner",
+            &format!("(\"{tables_owner}\")"),
+        ],
+    );
+    assert!(!run.stderr.contains("GRANT CREATE"), "{run:?}");
+    assert_one_sentence(&run.stderr, &[]);
+    // The owner's init makes them again.
+    memscope_at(&db.url, &["init"]).ok();
+}

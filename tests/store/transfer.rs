@@ -1003,6 +1003,173 @@ fn an_import_never_takes_the_causal_clock_back_on(dbs: &Databases) {
     dst.assert_check_ok();
 }
 
+#[test]
+fn an_import_refuses_a_clock_no_export_holds() {
+    an_import_refuses_a_clock_no_export_holds_on(&Databases::sqlite());
+}
+
+#[test]
+fn an_import_refuses_a_clock_no_export_holds_on_postgres() {
+    on_postgres_databases(an_import_refuses_a_clock_no_export_holds_on);
+}
+
+/// Found by review: a dump whose `causal_clock` was edited to 2^53, with no number near it in
+/// its rows, imported — and every write after it was refused. The clock may stand above what
+/// the rows hold (`seq` stores nothing), but a writer brings no number past 2^53 − 2^32: past
+/// that, a clock no row reaches is refused, its line named, whether the setting or a history
+/// event's `clock` states it; up to it, the dump imports and writes go on.
+fn an_import_refuses_a_clock_no_export_holds_on(dbs: &Databases) {
+    let src = dbs.fresh();
+    src.write(U42, "编辑器", "helix 🧬", "global", "thread:1");
+    let text = std::fs::read_to_string(export(&src)).unwrap();
+    let edited = |name: &str, table: &str, column: &str, n: i64| -> (PathBuf, usize) {
+        let mut line = 0;
+        let lines: Vec<String> = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                let mut row: Value = serde_json::from_str(l).unwrap();
+                let clock_row = match table {
+                    "settings" => row["key"] == "causal_clock",
+                    _ => row["clock"].is_i64(),
+                };
+                if row["table"] == table && clock_row {
+                    row[column] = match table {
+                        "settings" => json!(n.to_string()),
+                        _ => json!(n),
+                    };
+                    line = i + 1;
+                }
+                row.to_string()
+            })
+            .collect();
+        let file = src.sibling(name);
+        std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+        (file, line)
+    };
+    let end = 1i64 << 53;
+    for (table, column, what) in [
+        ("settings", "value", "the causal_clock setting"),
+        ("history", "clock", "history.clock"),
+    ] {
+        let (file, line) = edited(&format!("{table}-at-its-end.jsonl"), table, column, end);
+        assert!(line > 0, "{table}");
+        let dst = dbs.fresh();
+        let run = dst.run(&["import", file.to_str().unwrap()]);
+        run.fails_with(
+            1,
+            &[
+                &format!("line {line} of the import: {what} is {end}"),
+                "past 2^53 − 2^32",
+                "no causal number in the dump's rows is above 1",
+                "set it to 9007194959773696 or lower",
+                "nothing was imported",
+            ],
+        );
+        assert_one_sentence(&run.stderr, &[]);
+        assert_nothing_imported(&dst);
+        if dst.is_postgres() {
+            assert_eq!(dst.seq(), 1, "the clock did not move");
+        }
+    }
+    // Up to the highest number a writer may bring, the clock is the dump's to state.
+    let top = end - (1i64 << 32);
+    let (file, _) = edited("at-the-top.jsonl", "settings", "value", top);
+    let dst = dbs.fresh();
+    dst.run(&["import", file.to_str().unwrap()]).ok();
+    let w = dst.write(U42, "饮品", "燕麦拿铁 ☕", "global", "thread:2");
+    assert_eq!(w["causal_seq"], top + 1, "{w}");
+    dst.assert_check_ok();
+}
+
+#[test]
+fn every_import_refusal_says_nothing_was_imported() {
+    every_import_refusal_says_nothing_was_imported_on(&Databases::sqlite());
+}
+
+#[test]
+fn every_import_refusal_says_nothing_was_imported_on_postgres() {
+    on_postgres_databases(every_import_refusal_says_nothing_was_imported_on);
+}
+
+/// Found by review: the refusal of a number past 2^63 − 1 did not say that nothing was
+/// imported, as the others do; now one place adds it to each refusal that does not say so.
+fn every_import_refusal_says_nothing_was_imported_on(dbs: &Databases) {
+    let src = dbs.fresh();
+    src.write(U42, "编辑器", "helix 🧬", "global", "thread:1");
+    let text = std::fs::read_to_string(export(&src)).unwrap();
+    let header = text.lines().next().unwrap().to_string();
+    let with_header = |line: &str| format!("{header}\n{line}\n");
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("an empty file", Vec::new(), "the import is empty"),
+        (
+            "a line that is no JSON object",
+            with_header("[1, 2]").into_bytes(),
+            "is not a JSON object",
+        ),
+        (
+            "an unknown table",
+            with_header(r#"{"table":"secrets","x":1}"#).into_bytes(),
+            "names an unknown table",
+        ),
+        (
+            "no header",
+            b"{\"table\":\"memories\"}\n".to_vec(),
+            "does not start with a memscope export header",
+        ),
+        (
+            "a schema from the future",
+            text.replacen(r#""schema_version":8"#, r#""schema_version":99"#, 1)
+                .into_bytes(),
+            "schema version 99",
+        ),
+        (
+            "a number past 2^63 - 1",
+            text.replacen(r#""version":1}"#, r#""version":18446744073709551615}"#, 1)
+                .into_bytes(),
+            "past the largest whole number a column holds",
+        ),
+        (
+            "bytes that are not UTF-8",
+            [
+                with_header("").as_bytes(),
+                b"{\"table\":\"memories\xff\"}\n",
+            ]
+            .concat(),
+            "is not UTF-8 text",
+        ),
+    ];
+    for (what, bytes, words) in cases {
+        assert!(!bytes.is_empty() || what == "an empty file", "{what}");
+        let file = src.sibling(&format!("{}.jsonl", what.replace(' ', "-")));
+        std::fs::write(&file, &bytes).unwrap();
+        let dst = dbs.fresh();
+        let run = dst.run(&["import", file.to_str().unwrap()]);
+        assert_eq!(run.code, 1, "{what}: {run:?}");
+        assert_one_sentence(&run.stderr, &[words, "nothing was imported"]);
+        assert_nothing_imported(&dst);
+    }
+    // A target that is not new: one holding rows, one with a setting of its own.
+    let dump = export(&src);
+    let full = dbs.fresh();
+    full.write(U42, "饮品", "燕麦拿铁 ☕", "global", "thread:2");
+    full.run(&["import", dump.to_str().unwrap()]).fails_with(
+        1,
+        &["already holds 1 current memory", "nothing was imported"],
+    );
+    let own = dbs.fresh();
+    own.run(&["settings", "set", "retention_days", "30"]).ok();
+    own.run(&["import", dump.to_str().unwrap()])
+        .fails_with(1, &["is not new", "nothing was imported"]);
+    // And what the command refuses before any database is opened.
+    dbs.fresh()
+        .run(&["import", src.sibling("").to_str().unwrap()])
+        .fails_with(1, &["it is a folder", "nothing was imported"]);
+    dbs.fresh()
+        .run(&["import", src.sibling("no-such.jsonl").to_str().unwrap()])
+        .fails_with(1, &["cannot read", "nothing was imported"]);
+}
+
 // ---- import from standard input, and a target that is not new ---------------------------------
 
 #[test]

@@ -365,7 +365,19 @@ impl PgStore {
     fn check_snapshot(&mut self) -> Result<CheckReport> {
         let address = self.address().clone();
         let (mut report, commit, suspects) = self.snapshot(|t| {
-            let report = check_report(&mut Pg(t.txn()?))?;
+            // Now as an export taken now would say it: rounded to the millisecond as a row's
+            // time is stored (`export_snapshot`). A schema that lost `memscope_now` is the
+            // report's to name, in a savepoint so that the check still runs.
+            t.txn()?.batch_execute("SAVEPOINT now")?;
+            let now = t
+                .one("SELECT memscope_now()::timestamptz(3)", &[])
+                .map(|r| r.get::<_, chrono::DateTime<chrono::Utc>>(0));
+            t.txn()?.batch_execute(if now.is_ok() {
+                "RELEASE SAVEPOINT now"
+            } else {
+                "ROLLBACK TO SAVEPOINT now"
+            })?;
+            let report = check_report(&mut Pg(t.txn()?), now.ok())?;
             let commit: String = t.one("SHOW synchronous_commit", &[])?.get(0);
             // Global records that look like the rule of one place, as on SQLite (`memscope
             // suspects` lists them), in the same snapshot. A health figure: data the scan

@@ -570,7 +570,10 @@ pub enum Prepared {
 /// Connects and creates the schema (or brings it forward) in one transaction.
 pub fn prepare(address: &Address) -> Result<Prepared> {
     let mut client = address.connect()?;
-    let from = schema::migrate(&mut client).map_err(|e| explain(address, e))?;
+    let from = match schema::migrate(&mut client) {
+        Ok(from) => from,
+        Err(e) => return Err(explain(address, e, &mut client)),
+    };
     // An existing database — up to date, or just brought forward, whose guards a raw client
     // may have dropped before — gets its guards made again (found by review: one brought
     // forward kept a dropped key until a second `init`).
@@ -580,10 +583,12 @@ pub fn prepare(address: &Address) -> Result<Prepared> {
         tx.commit()?;
         Ok(restored)
     };
-    let restored_guards = if from > 0 {
-        restore().map_err(|e| explain(address, e))?
-    } else {
-        false
+    let restored_guards = match from {
+        0 => false,
+        _ => match restore() {
+            Ok(restored) => restored,
+            Err(e) => return Err(explain(address, e, &mut client)),
+        },
     };
     Ok(if from == schema::SCHEMA_VERSION {
         Prepared::UpToDate { restored_guards }
@@ -592,13 +597,31 @@ pub fn prepare(address: &Address) -> Result<Prepared> {
     })
 }
 
-/// Turns a refusal of the server while preparing into one sentence naming the address.
-fn explain(address: &Address, e: anyhow::Error) -> anyhow::Error {
+/// Turns a refusal of the server while preparing into one sentence naming the address. Where
+/// memscope's tables stand, only their owner may bring them forward or make their guards again:
+/// it is named, and no privilege that would widen the login's rights is suggested (found by
+/// review: a curator was told to be granted CREATE, which rebuilds no guard).
+fn explain(address: &Address, e: anyhow::Error, client: &mut Client) -> anyhow::Error {
     let code = e
         .downcast_ref::<postgres::Error>()
         .and_then(|p| p.code().cloned());
     if code == Some(SqlState::INSUFFICIENT_PRIVILEGE) {
         let user = address.user();
+        let owner = client
+            .query_one(
+                "SELECT c.relowner::regrole::text FROM pg_class c
+                  WHERE c.oid = to_regclass('memscope_schema')",
+                &[],
+            )
+            .ok()
+            .map(|r| r.get::<_, String>(0));
+        if let Some(owner) = owner {
+            return anyhow!(
+                "the PostgreSQL address logs in as user \"{user}\", which may not change memscope's tables in the database \"{}\" at {} (bringing them forward or making their guards again is their owner's): run `memscope init` as the database's owner, the role that owns memscope's tables (\"{owner}\")",
+                address.database(),
+                address.server()
+            );
+        }
         anyhow!(
             "the PostgreSQL address logs in as user \"{user}\", which may not create memscope's tables in the database \"{}\" at {}: connect as the database's owner, or GRANT CREATE on its schema (usually public) to \"{user}\"",
             address.database(),

@@ -601,6 +601,46 @@ macro_rules! read_only_sql {
     };
 }
 
+/// The sentence for a login that may not read memscope's tables in this database: the owner
+/// runs `roles` here once, naming the login as what it already is — roles belong to the
+/// server, and `roles` refuses to make an agent's login a curator, or a curator's an agent
+/// (found by review: both were offered to a member of memscope_agent, and the second refused).
+fn not_granted(client: &mut Client, address: &Address) -> String {
+    let user = address.user();
+    let member = client
+        .query_one(
+            "SELECT coalesce(pg_has_role(current_user, to_regrole($1), 'MEMBER'), false),
+                    coalesce(pg_has_role(current_user, to_regrole($2), 'MEMBER'), false)",
+            &[&super::roles::AGENT_ROLE, &schema::CURATOR_ROLE],
+        )
+        .map(|r| (r.get::<_, bool>(0), r.get::<_, bool>(1)));
+    let run = |flag: &str| format!("`memscope --db OWNER-ADDRESS roles --{flag}-login {user}`");
+    let grant = match member {
+        Ok((true, false)) => format!(
+            "each database's owner grants memscope's roles once, with {}",
+            run("agent")
+        ),
+        Ok((false, true)) => format!(
+            "each database's owner grants memscope's roles once, with {}",
+            run("curator")
+        ),
+        // `roles` refuses a login in both, whichever it is named as.
+        Ok((true, true)) => format!(
+            "it is a member of both {} and {}, which `roles` refuses for any login: REVOKE the one it should not hold, and the database's owner then grants memscope's roles with `roles --agent-login {user}` or `--curator-login {user}`",
+            super::roles::AGENT_ROLE,
+            schema::CURATOR_ROLE,
+        ),
+        _ => format!(
+            "each database's owner grants memscope's roles once, with {} (or `--curator-login {user}`)",
+            run("agent")
+        ),
+    };
+    format!(
+        "the PostgreSQL address reaches {}, but the login \"{user}\" may not read memscope's tables there: {grant} — see README, \"Running on PostgreSQL\"",
+        address.describe()
+    )
+}
+
 /// The usual open in one statement (a round trip, where the careful path below takes six): the
 /// database holds this memscope's schema in the connection's first schema, and whether the
 /// login takes writes (see [`open_slowly`]). `None` when anything else holds — no schema, an
@@ -625,19 +665,20 @@ fn current_schema_read_only(client: &mut Client) -> Option<bool> {
 /// The open that says what is wrong: the schema's state read as `init` reads it, each case
 /// other than the current schema one sentence; then whether the login takes writes.
 fn open_slowly(client: &mut Client, address: &Address) -> Result<bool> {
-    let state = schema::state(client).map_err(|e| {
-        let code = e.downcast_ref::<postgres::Error>().and_then(postgres::Error::code);
-        if code != Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
-            return e;
+    let state = match schema::state(client) {
+        Ok(state) => state,
+        Err(e) => {
+            let code = e
+                .downcast_ref::<postgres::Error>()
+                .and_then(postgres::Error::code);
+            if code != Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+                return Err(e);
+            }
+            // A login the owner has not granted memscope's roles to (found by an exploratory
+            // test: the driver's `permission denied for table memscope_schema`).
+            bail!(not_granted(client, address))
         }
-        // A login the owner has not granted memscope's roles to (found by an exploratory
-        // test: the driver's `permission denied for table memscope_schema`).
-        let user = address.user();
-        anyhow!(
-            "the PostgreSQL address reaches {}, but the login \"{user}\" may not read memscope's tables there: each database's owner grants memscope's roles once, with `memscope --db OWNER-ADDRESS roles --agent-login {user}` (or `--curator-login {user}`) — see README, \"Running on PostgreSQL\"",
-            address.describe()
-        )
-    })?;
+    };
     match state {
         schema::State::Current => {}
         schema::State::Empty => bail!(

@@ -129,9 +129,18 @@ impl PgStore {
     /// holds memories, a dump of another version, or one that breaks a rule or an invariant.
     pub fn import(&mut self, input: &mut dyn BufRead) -> Result<ImportReport> {
         let mut moved = None;
-        let result = self
-            .import_moving(input, &mut moved)
-            .map_err(|e| refused_import(e, self.address()));
+        let address = self.address().clone();
+        let result = match self.import_moving(input, &mut moved) {
+            // Every refusal before the commit says that nothing was imported.
+            Err(e) => Err(crate::store::dump::nothing_imported(refused_import(
+                e, &address,
+            ))),
+            // A commit whose answer was lost is no refusal: it is said as it is.
+            Ok((tx, report)) => tx
+                .commit()
+                .map(|()| report)
+                .map_err(|e| refused_import(e.into(), &address)),
+        };
         // Content an earlier release kept, blanked by the import: its dead row versions go as
         // after a delete (a role that may not VACUUM leaves them to autovacuum).
         if result.as_ref().is_ok_and(|r| r.blanked > 0) {
@@ -153,13 +162,13 @@ impl PgStore {
         result
     }
 
-    /// [`PgStore::import`]'s transaction; `moved` says where the clock was and where the import
-    /// set it, once it has.
+    /// [`PgStore::import`]'s transaction, loaded and judged, for it to commit; `moved` says where
+    /// the clock was and where the import set it, once it has.
     fn import_moving(
         &mut self,
         input: &mut dyn BufRead,
         moved: &mut Option<(i64, i64)>,
-    ) -> Result<ImportReport> {
+    ) -> Result<(Transaction<'_>, ImportReport)> {
         let place = self.address().describe();
         let client = self.connection()?;
         let mut tx = client.transaction()?;
@@ -309,8 +318,7 @@ impl PgStore {
                 e
             }
         })?;
-        tx.commit()?;
-        Ok(report)
+        Ok((tx, report))
     }
 }
 

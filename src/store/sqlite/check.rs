@@ -4,8 +4,8 @@
 use super::Store;
 use crate::model::Identity;
 use crate::store::check::{
-    CheckDb, CheckReport, CheckRow, CurrentRow, Filter, HistoryRow, Integrity, IntegrityMode, Key,
-    Step,
+    CheckDb, CheckReport, CheckRow, CurrentRow, Filter, Health, HistoryRow, Integrity,
+    IntegrityMode, Key, Step,
 };
 use crate::store::fields::{key_columns, type_invariant, FieldProblem};
 use anyhow::Result;
@@ -363,9 +363,13 @@ impl CheckDb for Sqlite<'_> {
     }
 }
 
-/// The full check on `conn`, inside whatever transaction the caller holds.
-pub(crate) fn check_report(conn: &Connection) -> Result<CheckReport> {
-    crate::store::check::check_report(&mut Sqlite(conn))
+/// The full check on `conn`, inside whatever transaction the caller holds; rows dated after
+/// `now` are a health finding.
+pub(crate) fn check_report(
+    conn: &Connection,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<CheckReport> {
+    crate::store::check::check_report(&mut Sqlite(conn), Some(now))
 }
 
 /// The per-write assertion (MEMSCOPE_ASSERT_INVARIANTS=1) on `conn`'s transaction.
@@ -388,29 +392,31 @@ impl Store {
         self.conn.execute_batch("BEGIN")?;
         let result = self
             .integrity(mode)
-            .and_then(|integrity| match check_report(&self.conn) {
-                Ok(mut report) => {
-                    report.ok &= integrity.ok;
-                    report.integrity = Some(integrity);
-                    Ok(report)
-                }
-                Err(e) if !integrity.ok || is_damage(&e) => {
-                    let mut integrity = integrity;
-                    integrity.ok = false;
-                    integrity.problems.push(format!(
-                        "the invariants could not be read: {}",
-                        super::cause_text(&e)
-                    ));
-                    Ok(CheckReport {
-                        ok: false,
-                        integrity: Some(integrity),
-                        violations: Vec::new(),
-                        metrics: BTreeMap::new(),
-                        health: Vec::new(),
-                    })
-                }
-                Err(e) => Err(e),
-            })
+            .and_then(
+                |integrity| match check_report(&self.conn, self.clock.now()) {
+                    Ok(mut report) => {
+                        report.ok &= integrity.ok;
+                        report.integrity = Some(integrity);
+                        Ok(report)
+                    }
+                    Err(e) if !integrity.ok || is_damage(&e) => {
+                        let mut integrity = integrity;
+                        integrity.ok = false;
+                        integrity.problems.push(format!(
+                            "the invariants could not be read: {}",
+                            super::cause_text(&e)
+                        ));
+                        Ok(CheckReport {
+                            ok: false,
+                            integrity: Some(integrity),
+                            violations: Vec::new(),
+                            metrics: BTreeMap::new(),
+                            health: Vec::new(),
+                        })
+                    }
+                    Err(e) => Err(e),
+                },
+            )
             .map(|mut report| {
                 // A health figure, not an invariant: global records that look like one
                 // place's rule (`memscope suspects` lists them), in the same snapshot. A file
@@ -430,7 +436,13 @@ impl Store {
             "durability".into(),
             serde_json::json!(self.durability()?.as_str()),
         );
-        report.health = super::exposures(&self.path);
+        // The files' modes first, then what the rows hold.
+        let mut health: Vec<Health> = super::exposures(&self.path)
+            .into_iter()
+            .map(Health::from)
+            .collect();
+        health.append(&mut report.health);
+        report.health = health;
         Ok(report)
     }
 

@@ -19,7 +19,9 @@ mod transfer;
 mod tx;
 mod write;
 
-pub use super::check::{CheckReport, Integrity, IntegrityMode, Violation, INVARIANT_NAMES};
+pub use super::check::{
+    CheckReport, DatedAhead, Health, Integrity, IntegrityMode, Violation, INVARIANT_NAMES,
+};
 pub use super::dump::ImportReport;
 pub use super::gc::GcReport;
 pub use super::suspects::Suspect;
@@ -240,6 +242,51 @@ impl std::fmt::Display for NotADatabase {
 
 impl std::error::Error for NotADatabase {}
 
+/// A path that names a device, a pipe or a socket, where a database was asked for: refused in
+/// one sentence before SQLite touches it.
+#[derive(Debug)]
+pub struct NotAFile(pub PathBuf, pub &'static str);
+
+impl std::fmt::Display for NotAFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is {}, not a regular file, so it cannot hold a database: pass a file path with --db",
+            self.0.display(),
+            self.1
+        )
+    }
+}
+
+impl std::error::Error for NotAFile {}
+
+/// What `path` is when it exists and is neither a regular file nor a directory (`a character
+/// device`, `a named pipe`…), read by `stat` alone: opening a pipe would wait for a writer.
+pub(crate) fn not_a_regular_file(path: &Path) -> Option<&'static str> {
+    let meta = std::fs::metadata(path).ok()?;
+    let kind = meta.file_type();
+    if kind.is_file() || kind.is_dir() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_char_device() {
+            return Some("a character device");
+        }
+        if kind.is_block_device() {
+            return Some("a block device");
+        }
+        if kind.is_fifo() {
+            return Some("a named pipe");
+        }
+        if kind.is_socket() {
+            return Some("a socket");
+        }
+    }
+    Some("a special file")
+}
+
 /// What is wrong with the header of the SQLite database at `path`, which SQLite refused to
 /// open: `None` when the file is no SQLite database at all (or its header reads as sound).
 /// A file is taken for a damaged database when enough of SQLite's header stands — its
@@ -251,6 +298,10 @@ impl std::error::Error for NotADatabase {}
 /// made is gone).
 pub fn header_problem(path: &Path) -> Option<String> {
     use std::io::Read;
+    // A pipe would hold the open until a writer came: only a file has a header.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
     let mut f = std::fs::File::open(path).ok()?;
     let len = f.metadata().ok()?.len();
     let mut h = [0u8; 100];
@@ -443,6 +494,11 @@ impl Store {
                 "{} is a directory, not a database file: pass a file path with --db",
                 path.display()
             );
+        }
+        // A device or a pipe is no file SQLite can keep a database in (found by review:
+        // `/dev/null` was called empty, and `init` there then failed with a disk I/O error).
+        if let Some(kind) = not_a_regular_file(&path) {
+            return Err(NotAFile(path, kind).into());
         }
         if !exists {
             if let Some(parent) = path.parent() {

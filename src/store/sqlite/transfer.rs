@@ -89,6 +89,12 @@ impl Store {
     /// Loads an export into this (empty) database in one transaction; refuses a non-empty
     /// database, a dump from another schema version, or a dump that fails `check`.
     pub fn import(&mut self, input: &mut dyn BufRead) -> Result<ImportReport> {
+        // One transaction: whatever stops it, nothing was imported, and every refusal says so.
+        self.import_all_or_nothing(input)
+            .map_err(crate::store::dump::nothing_imported)
+    }
+
+    fn import_all_or_nothing(&mut self, input: &mut dyn BufRead) -> Result<ImportReport> {
         crate::store::dump::refuse_unless_new(
             &mut super::check::Sqlite(&self.conn),
             &self.path.display().to_string(),
