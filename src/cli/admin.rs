@@ -46,7 +46,8 @@ pub fn init(path: &Path) -> Result<i32> {
         // A raw client may have dropped or changed a guard trigger, or set the clock back:
         // init makes the guard again and moves the clock up.
         let restored = store.restore_guards()?;
-        let clock = clock_moved(store.clock_past_stored()?);
+        let clock =
+            clock_moved(store.clock_past_stored()?) + &registry_set(store.repair_registry()?);
         if restored.is_empty() {
             outln!(
                 "{} is already a memscope database (schema up to date){clock}",
@@ -90,9 +91,25 @@ fn init_postgres(address: &postgres::Address) -> Result<i32> {
         }
     };
     // A login may have set the clock back (README, "check", invariant 2).
-    let clock = clock_moved(postgres::PgStore::open(address)?.clock_past_stored()?);
+    let mut store = postgres::PgStore::open(address)?;
+    let clock = clock_moved(store.clock_past_stored()?) + &registry_set(store.repair_registry()?);
     outln!("{done}{clock}; {}", postgres::SERVED);
     Ok(EXIT_OK)
+}
+
+/// What `init` says of the spellings it set in the registry, if any.
+fn registry_set(set: Vec<(String, String, String)>) -> String {
+    if set.is_empty() {
+        return String::new();
+    }
+    let places: Vec<String> = set
+        .iter()
+        .map(|(kind, _, spelling)| format!("the {kind} {spelling:?}"))
+        .collect();
+    format!(
+        "; registered {} in the spelling stored, which the registry had not",
+        places.join(", ")
+    )
 }
 
 /// What `init` says of the causal clock it moved past every stored number, if it did.

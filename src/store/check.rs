@@ -208,6 +208,70 @@ pub(crate) const READ_LOG_PLACES_SQL: &str =
      UNION SELECT 'repo:' || repo FROM reads WHERE repo IS NOT NULL
      UNION SELECT 'task:' || task FROM reads WHERE task IS NOT NULL";
 
+/// The places memscope stores, by kind: the statement that reads their stored spellings — the
+/// current view, tombstones and the queue, off which every identity's history hangs (a full
+/// scan of history would double check's time on 1M records) — and the read log's.
+const STORED_PLACES: [(&str, &str, &str); 2] = [
+    (
+        "subject",
+        "SELECT subject FROM memories UNION SELECT subject FROM tombstones
+         UNION SELECT subject FROM pending",
+        "SELECT DISTINCT subject FROM reads",
+    ),
+    (
+        "scope",
+        "SELECT DISTINCT scope FROM memories UNION SELECT scope FROM tombstones",
+        READ_LOG_PLACES_SQL,
+    ),
+];
+
+/// Stored spellings by folded key, and the registry's spelling by folded key.
+type StoredSpellings = (BTreeMap<String, Vec<String>>, BTreeMap<String, String>);
+
+/// The stored spellings of the places of kind `what` (read by `sql`), by folded key, and the
+/// registry the write path spells every later write by: each stored place should have its row
+/// there, holding the spelling stored — else the next write in another case stores a second.
+fn stored_spellings(db: &mut dyn CheckDb, what: &str, sql: &str) -> Result<StoredSpellings> {
+    let mut by_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for id in collect(db, sql, &[], usize::MAX, &|r| r.show(0))? {
+        by_key
+            .entry(crate::spelling::fold(&id))
+            .or_default()
+            .push(id);
+    }
+    let registered = collect(
+        db,
+        "SELECT folded, spelling FROM spellings WHERE kind = $1",
+        &[what],
+        usize::MAX,
+        &|r| (r.show(0), r.show(1)),
+    )?
+    .into_iter()
+    .collect();
+    Ok((by_key, registered))
+}
+
+/// What `init` sets in the registry (README, "check", one spelling per place): for each place
+/// stored in one spelling whose row is missing or names another spelling (a raw client's
+/// change, found by review: the next write of the stored spelling then stored a second one, and
+/// a delete of the subject missed the memory), `(kind, folded key, the spelling stored)`. A
+/// place stored in two spellings is left for `check` to name: which one is right is a person's
+/// call.
+pub(crate) fn registry_repairs(db: &mut dyn CheckDb) -> Result<Vec<(String, String, String)>> {
+    let mut out = Vec::new();
+    for (what, sql, _) in STORED_PLACES {
+        let (by_key, registered) = stored_spellings(db, what, sql)?;
+        for (key, spellings) in by_key {
+            if let [stored] = spellings.as_slice() {
+                if stored != "global" && registered.get(&key) != Some(stored) {
+                    out.push((what.to_string(), key, stored.clone()));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The highest causal number any row holds (within 2^53, where the clock ends): what `init`
 /// moves a clock set back around memscope past (README, "check", invariant 2). One statement
 /// both backends run.
@@ -772,41 +836,8 @@ impl Checker<'_> {
     /// repository or task scopes, fold alike (`spelling::fold`). memscope's write path stores
     /// the first spelling; a second one was written around it.
     fn one_spelling_per_place(&mut self) -> Result<()> {
-        for (what, sql, read_sql) in [
-            // The current view, tombstones and the queue: every identity's history hangs off
-            // one of them (a full scan of history would double check's time on 1M records).
-            (
-                "subject",
-                "SELECT subject FROM memories UNION SELECT subject FROM tombstones
-                 UNION SELECT subject FROM pending",
-                "SELECT DISTINCT subject FROM reads",
-            ),
-            (
-                "scope",
-                "SELECT DISTINCT scope FROM memories UNION SELECT scope FROM tombstones",
-                READ_LOG_PLACES_SQL,
-            ),
-        ] {
-            let ids = collect(self.db, sql, &[], usize::MAX, &|r| r.show(0))?;
-            let mut by_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            for id in ids {
-                by_key
-                    .entry(crate::spelling::fold(&id))
-                    .or_default()
-                    .push(id);
-            }
-            // The registry the write path spells every later write by: each stored place has
-            // its row, holding the spelling stored — else the next write in another case
-            // stores a second spelling.
-            let registered: BTreeMap<String, String> = collect(
-                self.db,
-                "SELECT folded, spelling FROM spellings WHERE kind = $1",
-                &[what],
-                usize::MAX,
-                &|r| (r.show(0), r.show(1)),
-            )?
-            .into_iter()
-            .collect();
+        for (what, sql, read_sql) in STORED_PLACES {
+            let (by_key, registered) = stored_spellings(self.db, what, sql)?;
             for (key, spellings) in by_key {
                 if spellings.len() > 1 {
                     self.push(6, format!(
@@ -823,7 +854,7 @@ impl Checker<'_> {
                 match registered.get(&key) {
                     Some(r) if r == stored => {}
                     found => self.push(6, format!(
-                        "the {what} {stored:?} {}: the next write spelled another way would store a second spelling; `memscope export` and `import` rebuild the registry",
+                        "the {what} {stored:?} {}: the next write spelled another way would store a second spelling; `memscope init` sets the registry to the spelling stored",
                         match found {
                             Some(r) => format!("is registered as {r:?} in the spellings table"),
                             None => "has no row in the spellings table".to_string(),

@@ -749,6 +749,26 @@ pub(crate) fn check_sources_blanked(
     )
 }
 
+/// A `deleted` event's detail: the reason, how many versions' content history gave up, when
+/// the identity held a record, and the version of the record it removed — which the tombstone
+/// follows even where history does not account for it (a raw client's record, found by
+/// review: the delete left a tombstone `check` called out of step, and nothing could clear
+/// it), so `check` expects the tombstone past it (README, "check", invariant 5).
+pub(crate) fn deleted_detail(
+    reason: Option<&str>,
+    purged: i64,
+    live_intervals: Vec<[String; 2]>,
+    record: Option<i64>,
+) -> serde_json::Value {
+    let mut detail = serde_json::json!({
+        "reason": reason, "purged_versions": purged, "live_intervals": live_intervals
+    });
+    if let Some(v) = record {
+        detail["record_version"] = v.into();
+    }
+    detail
+}
+
 #[cfg(test)]
 mod moved_copies_tests {
     use super::{moved_copies, RescopeEvent};
@@ -968,24 +988,4 @@ mod moved_copies_tests {
             [("task:t".to_string(), 1)]
         );
     }
-}
-
-/// A `deleted` event's detail: the reason, how many versions' content history gave up, when
-/// the identity held a record, and the version of the record it removed — which the tombstone
-/// follows even where history does not account for it (a raw client's record, found by
-/// review: the delete left a tombstone `check` called out of step, and nothing could clear
-/// it), so `check` expects the tombstone past it (README, "check", invariant 5).
-pub(crate) fn deleted_detail(
-    reason: Option<&str>,
-    purged: i64,
-    live_intervals: Vec<[String; 2]>,
-    record: Option<i64>,
-) -> serde_json::Value {
-    let mut detail = serde_json::json!({
-        "reason": reason, "purged_versions": purged, "live_intervals": live_intervals
-    });
-    if let Some(v) = record {
-        detail["record_version"] = v.into();
-    }
-    detail
 }

@@ -1957,3 +1957,63 @@ fn deleting_a_record_a_raw_client_put_in_leaves_check_clean() {
     check(TestDb::new());
     on_postgres(check);
 }
+
+/// Found by review: a raw client's change of the registered spelling (`user:42` registered as
+/// `USER:42` while every row says `user:42`) made the next write store a second spelling and a
+/// delete of the subject miss the memory, and `check`'s way out (export and import) failed once
+/// it had. `check` now names `init`, which sets the registry to the spelling stored; writes and
+/// deletes then find the memory again. Both backends.
+#[test]
+fn init_sets_a_damaged_spelling_registry_to_the_spelling_stored() {
+    let check = |db: TestDb| {
+        db.write(U, "日记 📔", "secret diary", "global", "s");
+        db.write(U, PM, "pnpm", "repo:Web-App", "s");
+        db.sql_execute(
+            "UPDATE spellings SET spelling = 'USER:42' WHERE kind = 'subject';
+             UPDATE spellings SET spelling = 'repo:WEB-APP' WHERE kind = 'scope'",
+        )
+        .unwrap();
+        let said = db.run(&["check"]);
+        assert_eq!(said.code, 1, "{said:?}");
+        assert!(
+            said.stdout
+                .contains("`memscope init` sets the registry to the spelling stored"),
+            "{said:?}"
+        );
+        let init = db.run(&["init"]).ok().stdout;
+        assert!(
+            init.contains(
+                "registered the subject \"user:42\", the scope \"repo:Web-App\" in the spelling stored"
+            ),
+            "{init}"
+        );
+        db.assert_check_ok();
+        let out = db.json(&args_for(
+            "write",
+            U,
+            "editor",
+            &[
+                "--value",
+                "vim",
+                "--scope",
+                "repo:web-app",
+                "--source",
+                "s",
+                "--json",
+            ],
+        ));
+        assert_eq!(
+            (&out["subject"], &out["scope"]),
+            (&json!(U), &json!("repo:Web-App")),
+            "{out}"
+        );
+        db.run(&["delete", "--subject", U, "--yes"]).ok();
+        assert!(
+            db.list(&[]).is_empty(),
+            "the subject's every memory is gone"
+        );
+        db.assert_check_ok();
+    };
+    check(TestDb::new());
+    on_postgres(check);
+}

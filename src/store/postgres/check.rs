@@ -345,6 +345,22 @@ impl CheckDb for Pg<'_, '_> {
 }
 
 impl PgStore {
+    /// `init`'s repair of the spellings registry ([`crate::store::check::registry_repairs`]):
+    /// the places whose registered spelling it set to the one stored.
+    pub fn repair_registry(&mut self) -> Result<Vec<(String, String, String)>> {
+        self.in_change_tx(|t| {
+            let repairs = crate::store::check::registry_repairs(&mut Pg(t.txn()?))?;
+            for (kind, key, spelling) in &repairs {
+                t.exec(
+                    "INSERT INTO spellings (kind, folded, spelling) VALUES ($1, $2, $3)
+                     ON CONFLICT (kind, folded) DO UPDATE SET spelling = EXCLUDED.spelling",
+                    &[kind, key, spelling],
+                )?;
+            }
+            Ok(repairs)
+        })
+    }
+
     /// Whether memscope's guards stand as its migrations made them, and nothing else hooks the
     /// tables that hold content (`check`'s `schema_guards`).
     pub(super) fn guards_present(&mut self) -> Result<bool> {

@@ -378,6 +378,24 @@ pub(crate) fn assert_identity_clean(conn: &Connection, id: &Identity) -> Result<
 }
 
 impl Store {
+    /// `init`'s repair of the spellings registry ([`crate::store::check::registry_repairs`]):
+    /// the places whose registered spelling it set to the one stored.
+    pub fn repair_registry(&mut self) -> Result<Vec<(String, String, String)>> {
+        // Before the change, as every change of the scope spellings is announced.
+        super::spellings::scope_spellings_change();
+        self.in_write_tx(|tx, _, _| {
+            let repairs = crate::store::check::registry_repairs(&mut Sqlite(tx))?;
+            for (kind, key, spelling) in &repairs {
+                tx.execute(
+                    "INSERT INTO spellings (kind, folded, spelling) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (kind, folded) DO UPDATE SET spelling = excluded.spelling",
+                    rusqlite::params![kind, key, spelling],
+                )?;
+            }
+            Ok(repairs)
+        })
+    }
+
     /// Every invariant over the whole database, plus the health figures.
     /// The quick check: SQLite's `quick_check`, then the invariants and health figures.
     pub fn check(&self) -> Result<CheckReport> {
