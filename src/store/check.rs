@@ -261,15 +261,29 @@ pub(crate) fn registry_repairs(db: &mut dyn CheckDb) -> Result<Vec<(String, Stri
     let mut out = Vec::new();
     for (what, sql, _) in STORED_PLACES {
         let (by_key, registered) = stored_spellings(db, what, sql)?;
-        for (key, spellings) in by_key {
-            if let [stored] = spellings.as_slice() {
-                if stored != "global" && registered.get(&key) != Some(stored) {
-                    out.push((what.to_string(), key, stored.clone()));
-                }
-            }
+        for (key, stored, _) in misregistered(&by_key, &registered) {
+            out.push((what.to_string(), key.clone(), stored.clone()));
         }
     }
     Ok(out)
+}
+
+/// The places stored in one spelling that the registry does not hold as stored: the folded
+/// key, the spelling stored and the one registered, if any. `check` names them and `init`
+/// sets them ([`registry_repairs`]).
+fn misregistered<'a>(
+    by_key: &'a BTreeMap<String, Vec<String>>,
+    registered: &'a BTreeMap<String, String>,
+) -> impl Iterator<Item = (&'a String, &'a String, Option<&'a String>)> {
+    by_key
+        .iter()
+        .filter_map(move |(key, spellings)| match spellings.as_slice() {
+            [stored] if stored != "global" => {
+                let found = registered.get(key);
+                (found != Some(stored)).then_some((key, stored, found))
+            }
+            _ => None,
+        })
 }
 
 /// The highest causal number any row holds (within 2^53, where the clock ends): what `init`
@@ -838,29 +852,21 @@ impl Checker<'_> {
     fn one_spelling_per_place(&mut self) -> Result<()> {
         for (what, sql, read_sql) in STORED_PLACES {
             let (by_key, registered) = stored_spellings(self.db, what, sql)?;
-            for (key, spellings) in by_key {
-                if spellings.len() > 1 {
-                    self.push(6, format!(
-                        "the {what} is stored in {} spellings ({}): one place has one spelling; they were written around memscope's write path",
-                        spellings.len(),
-                        spellings.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
-                    ));
-                    continue;
-                }
-                let stored = &spellings[0];
-                if stored == "global" {
-                    continue;
-                }
-                match registered.get(&key) {
-                    Some(r) if r == stored => {}
-                    found => self.push(6, format!(
-                        "the {what} {stored:?} {}: the next write spelled another way would store a second spelling; `memscope init` sets the registry to the spelling stored",
-                        match found {
-                            Some(r) => format!("is registered as {r:?} in the spellings table"),
-                            None => "has no row in the spellings table".to_string(),
-                        }
-                    )),
-                }
+            for spellings in by_key.values().filter(|s| s.len() > 1) {
+                self.push(6, format!(
+                    "the {what} is stored in {} spellings ({}): one place has one spelling; they were written around memscope's write path",
+                    spellings.len(),
+                    spellings.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            for (_, stored, found) in misregistered(&by_key, &registered) {
+                self.push(6, format!(
+                    "the {what} {stored:?} {}: the next write spelled another way would store a second spelling; `memscope init` sets the registry to the spelling stored",
+                    match found {
+                        Some(r) => format!("is registered as {r:?} in the spellings table"),
+                        None => "has no row in the spellings table".to_string(),
+                    }
+                ));
             }
             // The read log names places too: a row in another spelling than the registered one
             // is out of the reach of a filter or a delete of that name (an earlier release

@@ -1000,7 +1000,7 @@ fn write_run(
     }
     // The causal numbers, in line order, taken under the locks: a tombstoned identity's line
     // takes none (its rejected row records the clock now), as a single write's probe does.
-    let (seen, now): (Vec<Option<i64>>, Vec<bool>) = lines
+    let (mut seen, mut now): (Vec<Option<i64>>, Vec<bool>) = lines
         .iter()
         .map(|(_, w, _, _, at)| {
             let tombstoned = slots[*at].1.probe.tombstone.is_some();
@@ -1024,7 +1024,6 @@ fn write_run(
         .filter_map(|(.., at)| slots[*at].1.probe.current.as_ref())
         .map(|held| held.causal_seq)
         .max();
-    let (mut seen, mut now) = (seen, now);
     if let Some(held) = held {
         seen.insert(0, Some(held));
         now.insert(0, false);
