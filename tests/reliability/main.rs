@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod clock;
 mod crash;
 mod curation_race;
 mod disk_full;

@@ -785,9 +785,22 @@ fn write_judged(t: &mut Tx<'_>, w: &PreparedWrite) -> Result<WriteOutcome> {
 /// around memscope stands at or below) and takes the next number. `memscope_clock_observe`
 /// runs as the owner and only moves the clock up, so any writer may call it.
 fn clock_past(t: &mut Tx<'_>, held: i64) -> Result<i64> {
-    t.one("SELECT memscope_clock_observe($1)::text", &[&held])?;
-    crate::model::within_clock(t.one("SELECT memscope_clock_next()", &[])?.get(0))
+    // The sequence is no transaction's: a login may set it back again between the two
+    // statements, and then the number is taken again.
+    for _ in 0..CLOCK_PAST_TRIES {
+        t.one("SELECT memscope_clock_observe($1)::text", &[&held])?;
+        let next = crate::model::within_clock(t.one("SELECT memscope_clock_next()", &[])?.get(0))?;
+        if next > held {
+            return Ok(next);
+        }
+    }
+    anyhow::bail!(
+        "the causal clock was set back {CLOCK_PAST_TRIES} times while this write moved it past causal number {held}, so nothing was written: stop whatever sets `memscope_clock` back, then write again"
+    )
 }
+
+/// How often [`clock_past`] moves the clock up before it gives up.
+const CLOCK_PAST_TRIES: usize = 100;
 
 /// One line of `apply` that could not be read or validated: its outcome.
 pub(super) fn line_error(e: &LineError) -> WriteOutcome {
