@@ -1,8 +1,9 @@
 //! A causal clock set back around memscope while writers run (README, "check": a login's
 //! `setval('memscope_clock', 1)` on PostgreSQL; on SQLite a raw client's `causal_clock` row):
-//! three `memscope write` processes and two connections in this process write new values to
-//! three shared identities, none bringing a number of its own, while another connection sets the
-//! clock back again and again. No write is told `stale` — each moves the clock past what its
+//! three `memscope write` processes — or three `memscope apply` processes, each line of a batch
+//! taking its number in one statement the `setval` may land inside — and two connections in this
+//! process write new values to three shared identities, none bringing a number of its own, while
+//! another connection sets the clock back again and again. No write is told `stale` — each moves the clock past what its
 //! memory holds — and every answer is in history as told (event, version, value, causal number,
 //! found by its writer's unique source); the versions told as new are contiguous per identity;
 //! the current record is the highest version with its writer's value; after `init`, `check` is
@@ -34,29 +35,59 @@ fn source(c: usize, n: usize) -> String {
     format!("writer:{c}/round:{n}")
 }
 
-fn write_all(db: &Db) -> Vec<Value> {
+/// How the three processes write.
+#[derive(Clone, Copy)]
+enum Processes {
+    /// `memscope write`, one per round.
+    Write,
+    /// `memscope apply`, [`APPLY_RUNS`] runs of [`APPLY_LINES`] lines.
+    Apply,
+}
+
+const APPLY_RUNS: usize = 6;
+const APPLY_LINES: usize = 100;
+
+/// Sets the causal clock back to 1 over one connection, held; whether it did.
+fn set_clock_back(db: &Db) -> Box<dyn FnMut() -> bool + '_> {
+    if db.is_postgres() {
+        let mut client = postgres::Client::connect(db.path_str(), postgres::NoTls)
+            .expect("the test database answers");
+        Box::new(move || {
+            client
+                .batch_execute("SELECT setval('memscope_clock', 1)")
+                .is_ok()
+        })
+    } else {
+        let conn = rusqlite::Connection::open(&db.path).expect("open the database");
+        Box::new(move || {
+            conn.execute_batch("UPDATE settings SET value = '1' WHERE key = 'causal_clock'")
+                .is_ok()
+        })
+    }
+}
+
+/// Every client's answers, each with its client and round.
+fn write_all(db: &Db, how: Processes) -> Vec<(usize, usize, Value)> {
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let setter = scope.spawn(|| {
+            // One connection, held: a connection a `setval` would land too seldom inside the
+            // one statement an `apply` batch takes its numbers in.
+            let mut set_back = set_clock_back(db);
             let mut set = 0;
             while !done.load(Ordering::SeqCst) {
-                let sql = if db.is_postgres() {
-                    "SELECT setval('memscope_clock', 1)"
-                } else {
-                    "UPDATE settings SET value = '1' WHERE key = 'causal_clock'"
-                };
                 // A locked SQLite file refuses now and then: the next try comes soon.
-                if db.sql_execute(sql).is_ok() {
+                if set_back() {
                     set += 1;
                 }
-                std::thread::sleep(std::time::Duration::from_millis(3));
+                std::thread::sleep(std::time::Duration::from_micros(200));
             }
             set
         });
         let processes: Vec<_> = (0..PROCESSES)
             .map(|c| {
-                scope.spawn(move || {
-                    (0..ROUNDS)
+                scope.spawn(move || match how {
+                    Processes::Write => (0..ROUNDS)
                         .map(|n| {
                             let run = db.run(&[
                                 "write",
@@ -73,9 +104,36 @@ fn write_all(db: &Db) -> Vec<Value> {
                                 "--json",
                             ]);
                             assert_eq!(run.code, 0, "writer {c} round {n}: {run:?}");
-                            run.json()
+                            (c, n, run.json())
                         })
-                        .collect::<Vec<Value>>()
+                        .collect::<Vec<_>>(),
+                    Processes::Apply => (0..APPLY_RUNS)
+                        .flat_map(|r| {
+                            let rounds = r * APPLY_LINES..(r + 1) * APPLY_LINES;
+                            let input: String = rounds
+                                .clone()
+                                .map(|n| {
+                                    json!({
+                                        "subject": SUBJECT,
+                                        "predicate": predicate(n),
+                                        "scope": "global",
+                                        "value": value(c, n),
+                                        "source": source(c, n),
+                                    })
+                                    .to_string()
+                                        + "\n"
+                                })
+                                .collect();
+                            let run = db.run_stdin(&["apply", "-"], input.as_bytes());
+                            assert_eq!(run.code, 0, "apply {c} run {r}: {run:?}");
+                            let answers = json_lines(&run.stdout);
+                            assert_eq!(answers.len(), APPLY_LINES, "apply {c} run {r}");
+                            rounds
+                                .zip(answers)
+                                .map(|(n, a)| (c, n, a))
+                                .collect::<Vec<_>>()
+                        })
+                        .collect(),
                 })
             })
             .collect();
@@ -99,9 +157,9 @@ fn write_all(db: &Db) -> Vec<Value> {
                             let out = store
                                 .write(&req)
                                 .unwrap_or_else(|e| panic!("writer {c} round {n}: {e:#}"));
-                            serde_json::to_value(&out).unwrap()
+                            (c, n, serde_json::to_value(&out).unwrap())
                         })
-                        .collect::<Vec<Value>>()
+                        .collect::<Vec<_>>()
                 })
             })
             .collect();
@@ -120,9 +178,13 @@ fn write_all(db: &Db) -> Vec<Value> {
     })
 }
 
-fn clock_set_back_while_writing(db: Db) {
-    let told = write_all(&db);
-    assert_eq!(told.len(), (PROCESSES + THREADS) * ROUNDS);
+fn clock_set_back_while_writing(db: Db, how: Processes) {
+    let told = write_all(&db, how);
+    let per_process = match how {
+        Processes::Write => ROUNDS,
+        Processes::Apply => APPLY_RUNS * APPLY_LINES,
+    };
+    assert_eq!(told.len(), PROCESSES * per_process + THREADS * ROUNDS);
     let mut new_versions: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
     let mut histories: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for p in (0..3).map(predicate) {
@@ -141,8 +203,8 @@ fn clock_set_back_while_writing(db: Db) {
             .json();
         histories.insert(p, h.as_array().unwrap().clone());
     }
-    for (i, t) in told.iter().enumerate() {
-        let (c, n) = (i / ROUNDS, i % ROUNDS);
+    for (c, n, t) in &told {
+        let (c, n) = (*c, *n);
         let outcome = t["outcome"].as_str().unwrap();
         assert!(
             matches!(outcome, "inserted" | "superseded"),
@@ -197,13 +259,29 @@ fn writers_are_never_stale_while_the_clock_is_set_back() {
     let db = Db::new();
     db.init();
     db.run(&["settings", "set", "scope_guard", "off"]).ok();
-    clock_set_back_while_writing(db);
+    clock_set_back_while_writing(db, Processes::Write);
+}
+
+#[test]
+fn apply_runs_are_never_stale_while_the_clock_is_set_back() {
+    let db = Db::new();
+    db.init();
+    db.run(&["settings", "set", "scope_guard", "off"]).ok();
+    clock_set_back_while_writing(db, Processes::Apply);
 }
 
 #[test]
 fn writers_are_never_stale_while_the_clock_is_set_back_on_postgres() {
     on_postgres(|db| {
         db.run(&["settings", "set", "scope_guard", "off"]).ok();
-        clock_set_back_while_writing(db)
+        clock_set_back_while_writing(db, Processes::Write)
+    });
+}
+
+#[test]
+fn apply_runs_are_never_stale_while_the_clock_is_set_back_on_postgres() {
+    on_postgres(|db| {
+        db.run(&["settings", "set", "scope_guard", "off"]).ok();
+        clock_set_back_while_writing(db, Processes::Apply)
     });
 }

@@ -799,6 +799,23 @@ fn clock_past(t: &mut Tx<'_>, held: i64) -> Result<i64> {
     )
 }
 
+/// Whether a causal clock set back inside `memscope_clock_take` handed a line without a number
+/// of its own (`seen` `None`, not `now`) a number at or below one handed out, or held by a
+/// memory, before it: without a `setval` each such number is past every one before it.
+fn set_back_midway(held: Option<i64>, seen: &[Option<i64>], now: &[bool], numbers: &[i64]) -> bool {
+    let mut floor = held.unwrap_or(i64::MIN);
+    for ((own, now), &number) in seen.iter().zip(now).zip(numbers) {
+        if *now {
+            continue;
+        }
+        if own.is_none() && number <= floor {
+            return true;
+        }
+        floor = floor.max(number);
+    }
+    false
+}
+
 /// How often [`clock_past`] moves the clock up before it gives up.
 const CLOCK_PAST_TRIES: usize = 100;
 
@@ -1047,6 +1064,15 @@ fn write_run(
     if held.is_some() {
         numbers.remove(0);
         now.remove(0);
+        seen.remove(0);
+    }
+    // The sequence is no transaction's: a login's `setval` may land inside that one statement,
+    // between two lines' numbers, and a later line would be handed a number at or below an
+    // earlier one's (and be stale for no reason of its own). Then the batch is run again a line
+    // at a time (the caller's savepoints), each line taking its number as a single write does,
+    // again until past what its memory holds ([`clock_past`]).
+    if set_back_midway(held, &seen, &now, &numbers) {
+        anyhow::bail!("the causal clock was set back while this batch took its numbers");
     }
     let mut writes = Writes::default();
     for (((i, w, mark, id, at), number), clock_now) in lines.iter().zip(numbers).zip(now) {
