@@ -6,7 +6,7 @@
 use super::postgres::{server, FreshDb};
 use super::postgres_check::every_kind_of_write;
 use super::postgres_roles::{login_url, memscope_at, roles, TestLogin};
-use super::postgres_write::{incident, incident_sibling, req};
+use super::postgres_write::{incident, incident_sibling, req, stats_holding};
 use crate::support::{assert_one_sentence, memscope_cmd, Run};
 use chrono::{Duration, Utc};
 use memscope::model::{DeleteTarget, ScopeChoice, WriteContext};
@@ -657,6 +657,113 @@ fn gc_on_postgres_is_the_curators_and_says_when_it_may_not_vacuum() {
         .unwrap()
         .get(0);
     assert_eq!(kept, 0);
+    assert_clean(&mut store);
+}
+
+/// A curator who is not the tables' owner deletes: the VACUUM it may not run is recorded as
+/// owed (`purge_debt_since`), a curator's `gc` cannot pay it and says so, and the owner's `gc`
+/// pays it — the planner statistics (`pg_stats`, readable by any login) forget the deleted
+/// values — and clears it; a `gc` after that owes nothing (found by an exploratory test: the
+/// owner's gc said `disk_purged: true` and ran nothing while `pg_stats` held the values).
+#[test]
+fn a_curators_delete_leaves_its_vacuum_owed_until_the_owners_gc_on_postgres() {
+    let Some(server) = server() else { return };
+    let curator = TestLogin::unique(&server, "curator");
+    let (db, mut owner) = FreshDb::prepared(&server);
+    let mut store = AnyStore::open(Path::new(&db.url), OpenMode::Existing).unwrap();
+    let canary = "CANARY·债🧾";
+    for i in 0..6 {
+        let value = json!(format!("{canary} {i}"));
+        let predicate = format!("p{i}");
+        store
+            .write(&req("用户:债", &predicate, value, "global", "m"))
+            .unwrap();
+    }
+    owner.batch_execute("ANALYZE memories, history").unwrap();
+    assert!(!stats_holding(&mut owner, canary).is_empty());
+    let args = [
+        "--curator-login",
+        &curator.name,
+        "--password-from-env",
+        "TEST_LOGIN_PW",
+    ];
+    roles(&db, Some(&curator), &args).ok();
+    let debt = |store: &mut AnyStore| {
+        let report = serde_json::to_value(store.check(IntegrityMode::Quick).unwrap()).unwrap();
+        report["metrics"]["purge_debt_since"].clone()
+    };
+    assert_eq!(debt(&mut store), Value::Null);
+
+    let curator_url = login_url(&db, &curator);
+    let deleted = memscope_at(
+        &curator_url,
+        &[
+            "delete",
+            "--subject",
+            "用户:债",
+            "--predicate",
+            "p0",
+            "--scope",
+            "global",
+            "--json",
+        ],
+    )
+    .ok()
+    .json();
+    assert_eq!(deleted["disk_purged"], json!(false), "{deleted}");
+    assert!(
+        deleted["disk_note"]
+            .as_str()
+            .unwrap()
+            .contains("memscope gc"),
+        "{deleted}"
+    );
+    let since = debt(&mut store);
+    assert!(since.is_string(), "{since}");
+    assert_clean(&mut store);
+    let held = stats_holding(&mut owner, &format!("{canary} 0"));
+    assert!(
+        !held.is_empty(),
+        "the statistics still hold the deleted value"
+    );
+
+    // The curator's gc cannot pay it, and says so.
+    let gc = memscope_at(&curator_url, &["gc", "--json"]).ok().json();
+    assert_eq!(gc["disk_purged"], json!(false), "{gc}");
+    assert!(
+        gc["disk_note"]
+            .as_str()
+            .unwrap()
+            .contains("an earlier purge"),
+        "{gc}"
+    );
+    assert_eq!(debt(&mut store), since);
+
+    // The owner's gc pays it.
+    let gc = memscope_at(&db.url, &["gc", "--json"]).ok().json();
+    assert_eq!(gc["disk_purged"], json!(true), "{gc}");
+    assert_eq!(
+        stats_holding(&mut owner, &format!("{canary} 0")),
+        Vec::<String>::new()
+    );
+    assert!(!stats_holding(&mut owner, &format!("{canary} 1")).is_empty());
+    assert_eq!(debt(&mut store), Value::Null);
+    let again = memscope_at(&db.url, &["gc", "--json"]).ok().json();
+    assert_eq!(again["disk_purged"], json!(true), "{again}");
+    assert_eq!(again["disk_note"], Value::Null, "{again}");
+
+    // The owner's own delete owes nothing after it.
+    store
+        .delete(
+            &DeleteTarget::Identity(memscope::Identity {
+                subject: "用户:债".into(),
+                predicate: "p1".into(),
+                scope: memscope::Scope::Global,
+            }),
+            None,
+        )
+        .unwrap();
+    assert_eq!(debt(&mut store), Value::Null);
     assert_clean(&mut store);
 }
 

@@ -1314,7 +1314,7 @@ fn pending_resolves_racing_deletes_of_their_scope_land_as_told_on_postgres() {
 
 /// The columns whose planner statistics (`pg_stats`: most common values, histogram bounds …)
 /// hold `needle`, as `table.column` — what any role with SELECT on the table can read.
-fn stats_holding(raw: &mut postgres::Client, needle: &str) -> Vec<String> {
+pub(crate) fn stats_holding(raw: &mut postgres::Client, needle: &str) -> Vec<String> {
     raw.query(
         "SELECT s.tablename || '.' || s.attname FROM pg_stats s
          WHERE s.schemaname = current_schema() AND strpos(s::text, $1) > 0 ORDER BY 1",

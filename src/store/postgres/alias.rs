@@ -95,12 +95,16 @@ impl PgStore {
                         t.exec("DELETE FROM pending WHERE id = $1", &[id])? as i64;
                 }
             }
-            Ok(added)
+            let owed = match added.dropped_pending {
+                0 => None,
+                _ => Some(super::vacuum::owe(t)?),
+            };
+            Ok((added, owed))
         })
-        .and_then(|added| {
+        .and_then(|(added, owed)| {
             // Like a delete's, the purge reaches the table files where the role may VACUUM.
-            if added.dropped_pending > 0 {
-                super::vacuum::after_purge(self.connection()?, &["pending"]);
+            if let Some(owed) = owed {
+                super::vacuum::after_purge_paying(self.connection()?, &["pending"], &owed);
             }
             Ok(added)
         })

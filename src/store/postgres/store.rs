@@ -1458,15 +1458,26 @@ impl PgStore {
         if let Some(reason) = reason {
             crate::model::refuse_nul("the delete's reason", reason)?;
         }
-        let (mut report, preview) = self.in_change_tx(|t| delete_in_tx(t, target, reason))?;
-        if preview.changes_nothing() {
+        let (mut report, _, owed) = self.in_change_tx(|t| {
+            let (report, preview) = delete_in_tx(t, target, reason)?;
             // Already deleted: no row was touched, so there is nothing to vacuum.
+            let owed = match preview.changes_nothing() {
+                true => None,
+                false => Some(super::vacuum::owe(t)?),
+            };
+            Ok((report, preview, owed))
+        })?;
+        let Some(owed) = owed else {
             return Ok(report);
-        }
+        };
         // Whether what was destroyed stayed destroyed rests on the guards (README, "Running on
         // PostgreSQL"): a trigger another client added may have copied it.
         report.guards_missing = !self.guards_present().unwrap_or(true);
-        let cleanup = super::vacuum::after_purge(&mut self.client, &super::vacuum::PURGED_TABLES);
+        let cleanup = super::vacuum::after_purge_paying(
+            &mut self.client,
+            &super::vacuum::PURGED_TABLES,
+            &owed,
+        );
         report.disk_purged = cleanup.vacuumed;
         report.disk_note = Some(if !report.disk_purged {
             cleanup.not_vacuumed_note(

@@ -4,6 +4,7 @@
 //! shows any role with SELECT on a table its most common values and histogram bounds, which
 //! held the purged values until the next ANALYZE.
 
+use super::store::Tx;
 use anyhow::Result;
 use postgres::Client;
 
@@ -31,7 +32,7 @@ impl AfterPurge {
             ),
         };
         format!(
-            "{done}, but {why}, so the dead row versions stay in the table files, and values of it in the planner statistics (pg_stats), until a VACUUM and ANALYZE or autovacuum replace them: ask the database's owner to run `VACUUM (INDEX_CLEANUP ON, ANALYZE) {}`",
+            "{done}, but {why}, so the dead row versions stay in the table files, and values of it in the planner statistics (pg_stats), until a VACUUM and ANALYZE or autovacuum replace them: the purge is owed (`purge_debt_since` in `memscope check`) until the database's owner runs `memscope gc` (or `VACUUM (INDEX_CLEANUP ON, ANALYZE) {}`)",
             tables.join(", ")
         )
     }
@@ -62,6 +63,80 @@ pub(crate) const VACUUM_AFTER_PURGE: &str = "VACUUM (INDEX_CLEANUP ON, ANALYZE, 
 
 /// The tables a delete touches, which it vacuums after.
 pub(super) const PURGED_TABLES: [&str; 4] = ["memories", "history", "pending", "reads"];
+
+/// The setting that records a purge whose VACUUM has not run yet (docs/SCHEMA.md,
+/// `purge_debt_since`; the same key as SQLite's purge debt).
+const DEBT_KEY: &str = "purge_debt_since";
+
+/// Every table a purge rewrites — a delete's, `gc`'s, `alias add`'s — which paying an earlier
+/// purge's debt vacuums, not knowing which of them that purge touched.
+pub(super) const EVERY_PURGED_TABLE: [&str; 5] =
+    ["memories", "history", "pending", "reads", "tombstones"];
+
+/// A purge's debt, recorded by [`owe`] in the purge's own transaction.
+pub(super) struct Owed {
+    /// The transaction that recorded it last: the debt row's `xmin`. A later purge records it
+    /// again, and its row version is then that purge's.
+    xmin: String,
+    /// Whether an earlier purge's debt was there already (its VACUUM never ran).
+    earlier: bool,
+}
+
+/// Records in the purge's transaction that its VACUUM is owed (found by an exploratory test: a
+/// curator's delete said the owner's VACUUM was owed, and nothing kept that — the owner's `gc`
+/// said `disk_purged: true` while `pg_stats` still showed the deleted values). Recorded before
+/// the VACUUM, not after it fails: a connection lost between the commit and the VACUUM leaves
+/// it owed, as SQLite's debt does. The earliest date stays.
+pub(super) fn owe(t: &mut Tx<'_>) -> Result<Owed> {
+    let r = t.one(
+        "INSERT INTO settings (key, value)
+         VALUES ('purge_debt_since', to_char(memscope_now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))
+         ON CONFLICT (key) DO UPDATE SET value = settings.value
+         RETURNING xmin::text, xmax::text <> '0'",
+        &[],
+    )?;
+    Ok(Owed {
+        xmin: r.get(0),
+        earlier: r.get(1),
+    })
+}
+
+/// After a purge's transaction committed: [`after_purge`] of the tables it touched — of every
+/// table a purge rewrites when an earlier purge's VACUUM is owed too — and, when the VACUUM
+/// ran, the debt cleared, unless a purge recorded it again since: that purge's dead row
+/// versions may have been committed after the VACUUM began, which cannot remove them.
+pub(super) fn after_purge_paying(client: &mut Client, tables: &[&str], owed: &Owed) -> AfterPurge {
+    let tables = if owed.earlier {
+        &EVERY_PURGED_TABLE[..]
+    } else {
+        tables
+    };
+    let cleanup = after_purge(client, tables);
+    if cleanup.vacuumed {
+        // Left owed if this fails: the next `gc` vacuums again, which does no harm.
+        let _ = client.execute(
+            "DELETE FROM settings WHERE key = $1 AND xmin::text = $2",
+            &[&DEBT_KEY, &owed.xmin],
+        );
+    }
+    cleanup
+}
+
+/// An earlier purge's owed VACUUM, paid where the role may (`gc`): `None` when nothing is owed.
+pub(super) fn pay_debt(client: &mut Client) -> Result<Option<AfterPurge>> {
+    let Some(row) = client.query_opt(
+        "SELECT xmin::text FROM settings WHERE key = $1",
+        &[&DEBT_KEY],
+    )?
+    else {
+        return Ok(None);
+    };
+    let owed = Owed {
+        xmin: row.get(0),
+        earlier: true,
+    };
+    Ok(Some(after_purge_paying(client, &[], &owed)))
+}
 
 /// VACUUMs and ANALYZEs `tables` (memscope's own names, never a user's text) when the current
 /// role may — only their owner (or a superuser) may before PostgreSQL 17; for anyone else
