@@ -14,6 +14,7 @@ pub(crate) mod fields;
 pub(crate) mod gc;
 pub mod guard;
 pub(crate) mod incident;
+pub(crate) mod merge;
 pub(crate) mod intake;
 pub mod postgres;
 pub(crate) mod prepared;
