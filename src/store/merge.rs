@@ -44,8 +44,15 @@ impl MergeReport {
         };
         match self.queued_conflicts {
             0 => {}
-            1 => said += "; 1 value they disagreed on waits in the pending queue (`memscope pending`)",
-            n => said += &format!("; {n} values they disagreed on wait in the pending queue (`memscope pending`)"),
+            1 => {
+                said +=
+                    "; 1 value they disagreed on waits in the pending queue (`memscope pending`)"
+            }
+            n => {
+                said += &format!(
+                    "; {n} values they disagreed on wait in the pending queue (`memscope pending`)"
+                )
+            }
         }
         if self.purged_spellings > 0 {
             said += &format!(
@@ -260,3 +267,28 @@ pub(crate) fn respelled_candidates(
     }
     Some(out)
 }
+
+/// What moves the kept record of a spelling `($1, $2, $3)` to the identity's spelling
+/// (`$4` subject, `$5` scope), in order; one SQL both backends run. A tombstone never changes
+/// its identity in place (a schema guard): it is copied here, and the old one goes with
+/// [`DROP_OTHER_SQL`]'s first statement.
+pub(crate) const MOVE_KEPT_SQL: [&str; 3] = [
+    "UPDATE memories SET subject = $4, scope = $5 WHERE subject = $1 AND predicate = $2 AND scope = $3",
+    "UPDATE history SET subject = $4, scope = $5 WHERE subject = $1 AND predicate = $2 AND scope = $3",
+    "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
+     SELECT $4, predicate, $5, version, reason, deleted_at FROM tombstones
+     WHERE subject = $1 AND predicate = $2 AND scope = $3",
+];
+
+/// What removes the record and tombstone of a spelling `($1, $2, $3)` not kept (its events
+/// stay, as `merged` events).
+pub(crate) const DROP_OTHER_SQL: [&str; 2] = [
+    "DELETE FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
+    "DELETE FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
+];
+
+/// Whether the identity `($1, $2, $3)` holds a row: then it is one of the spellings merged.
+pub(crate) const HAS_DATA_SQL: &str =
+    "SELECT EXISTS (SELECT 1 FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3)
+         OR EXISTS (SELECT 1 FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3)
+         OR EXISTS (SELECT 1 FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)";

@@ -2098,16 +2098,25 @@ fn init_merges_a_place_stored_in_two_spellings_into_its_registered_spelling() {
         let merged = db.sql_text_rows(
             "SELECT detail FROM history WHERE predicate = 'editor' AND event = 'merged' ORDER BY id",
         );
-        assert_eq!(merged.len(), 2, "the write's event kept, and the queueing: {merged:?}");
+        assert_eq!(
+            merged.len(),
+            2,
+            "the write's event kept, and the queueing: {merged:?}"
+        );
         let from = format!("\"from\":\"{FIRST} · editor @ global\"");
         assert!(
-            merged.iter().all(|d| d[0].as_deref().unwrap_or("").contains(&from)),
+            merged
+                .iter()
+                .all(|d| d[0].as_deref().unwrap_or("").contains(&from)),
             "{merged:?}"
         );
         let kept_value = db.sql_i64(
             "SELECT count(*) FROM history WHERE event = 'merged' AND value = '\"vim 📝\"'",
         );
-        assert_eq!(kept_value, 1, "the other spelling's write keeps its content");
+        assert_eq!(
+            kept_value, 1,
+            "the other spelling's write keeps its content"
+        );
         let events = db.sql_i64("SELECT count(*) FROM history");
         let again = db.run(&["init"]).ok().stdout;
         assert!(!again.contains("merged"), "{again}");

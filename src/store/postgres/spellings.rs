@@ -68,11 +68,8 @@ impl PgStore {
             let cleanup =
                 super::vacuum::after_purge(self.connection()?, &super::vacuum::PURGED_TABLES);
             if !cleanup.vacuumed {
-                report.disk_note = Some(cleanup.not_vacuumed_note(
-                    "merged",
-                    &user,
-                    &super::vacuum::PURGED_TABLES,
-                ));
+                report.disk_note =
+                    Some(cleanup.not_vacuumed_note("merged", &user, &super::vacuum::PURGED_TABLES));
             }
         }
         Ok(report)
@@ -156,13 +153,7 @@ fn register(t: &mut Tx<'_>, kind: &str, seen: Vec<Seen>) -> Result<Choice> {
 }
 
 fn has_data(t: &mut Tx<'_>, id: &Key) -> Result<bool> {
-    Ok(t.one(
-        "SELECT EXISTS (SELECT 1 FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3)
-             OR EXISTS (SELECT 1 FROM history WHERE subject = $1 AND predicate = $2 AND scope = $3)
-             OR EXISTS (SELECT 1 FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3)",
-        &[&id.0, &id.1, &id.2],
-    )?
-    .get(0))
+    Ok(t.one(merge::HAS_DATA_SQL, &[&id.0, &id.1, &id.2])?.get(0))
 }
 
 /// One spelling of an identity as it stands: its first event, its tombstone, its record.
@@ -231,14 +222,9 @@ fn merge_identity(
             &[&m.0, &m.1, &m.2, &to.0, &to.2, &merge::label(&m), &kept.deleted],
         )
         .with_context(|| format!("merging the events of {}", merge::label(&m)))?;
-        t.exec(
-            "DELETE FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
-            &[&m.0, &m.1, &m.2],
-        )?;
-        t.exec(
-            "DELETE FROM memories WHERE subject = $1 AND predicate = $2 AND scope = $3",
-            &[&m.0, &m.1, &m.2],
-        )?;
+        for sql in merge::DROP_OTHER_SQL {
+            t.exec(sql, &[&m.0, &m.1, &m.2])?;
+        }
         let held = match fate {
             Fate::Purged => {
                 report.purged_spellings += 1;
@@ -278,25 +264,10 @@ fn merge_identity(
     }
     let o = kept.owner;
     if o != *to {
-        t.exec(
-            "UPDATE memories SET subject = $4, scope = $5 WHERE subject = $1 AND predicate = $2 AND scope = $3",
-            &[&o.0, &o.1, &o.2, &to.0, &to.2],
-        )?;
-        t.exec(
-            "UPDATE history SET subject = $4, scope = $5 WHERE subject = $1 AND predicate = $2 AND scope = $3",
-            &[&o.0, &o.1, &o.2, &to.0, &to.2],
-        )?;
-        // A tombstone never changes its identity in place (a schema guard): move it.
-        t.exec(
-            "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
-             SELECT $4, predicate, $5, version, reason, deleted_at FROM tombstones
-             WHERE subject = $1 AND predicate = $2 AND scope = $3",
-            &[&o.0, &o.1, &o.2, &to.0, &to.2],
-        )?;
-        t.exec(
-            "DELETE FROM tombstones WHERE subject = $1 AND predicate = $2 AND scope = $3",
-            &[&o.0, &o.1, &o.2],
-        )?;
+        for sql in merge::MOVE_KEPT_SQL {
+            t.exec(sql, &[&o.0, &o.1, &o.2, &to.0, &to.2])?;
+        }
+        t.exec(merge::DROP_OTHER_SQL[0], &[&o.0, &o.1, &o.2])?;
     }
     Ok(())
 }
@@ -312,7 +283,10 @@ fn rename_rest(
             "UPDATE pending SET subject = $2 WHERE subject = $1",
             &[from, to],
         )?;
-        t.exec("UPDATE reads SET subject = $2 WHERE subject = $1", &[from, to])?;
+        t.exec(
+            "UPDATE reads SET subject = $2 WHERE subject = $1",
+            &[from, to],
+        )?;
     }
     for (from, to) in scopes {
         t.exec(

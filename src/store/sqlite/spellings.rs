@@ -5,6 +5,7 @@
 //! ones, every read maps what it is asked through it, and [`merge_spellings`] brings a database
 //! whose spellings were kept apart (schema v3, or an old export) to one spelling per place.
 
+use super::check::numbered_parameters;
 use super::events::{Event, EventKind};
 use crate::model::{normalize_subject, Identity, Scope};
 use crate::spelling::fold;
@@ -368,9 +369,7 @@ fn register(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<merge::Choic
 
 fn has_data(tx: &Connection, id: &Key) -> Result<bool> {
     Ok(tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
-             OR EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
-             OR EXISTS (SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
+        &numbered_parameters(merge::HAS_DATA_SQL),
         params![id.0, id.1, id.2],
         |r| r.get(0),
     )?)
@@ -442,14 +441,9 @@ fn merge_identity(
             params![m.0, m.1, m.2, to.0, to.2, merge::label(&m), kept.deleted],
         )
         .with_context(|| format!("merging the events of {}", merge::label(&m)))?;
-        tx.execute(
-            "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![m.0, m.1, m.2],
-        )?;
-        tx.execute(
-            "DELETE FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![m.0, m.1, m.2],
-        )?;
+        for sql in merge::DROP_OTHER_SQL {
+            tx.execute(&numbered_parameters(sql), params![m.0, m.1, m.2])?;
+        }
         let held = match fate {
             Fate::Purged => {
                 report.purged_spellings += 1;
@@ -480,26 +474,17 @@ fn merge_identity(
             .log(tx, now)?;
         report.queued_conflicts += 1;
     }
-    let owner_key = kept.owner;
-    if owner_key != *to {
+    let o = kept.owner;
+    if o != *to {
+        for sql in merge::MOVE_KEPT_SQL {
+            tx.execute(
+                &numbered_parameters(sql),
+                params![o.0, o.1, o.2, to.0, to.2],
+            )?;
+        }
         tx.execute(
-            "UPDATE memories SET subject = ?4, scope = ?5 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![owner_key.0, owner_key.1, owner_key.2, to.0, to.2],
-        )?;
-        tx.execute(
-            "UPDATE history SET subject = ?4, scope = ?5 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![owner_key.0, owner_key.1, owner_key.2, to.0, to.2],
-        )?;
-        // A tombstone never changes its identity in place (a schema guard): move it.
-        tx.execute(
-            "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
-             SELECT ?4, predicate, ?5, version, reason, deleted_at FROM tombstones
-             WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![owner_key.0, owner_key.1, owner_key.2, to.0, to.2],
-        )?;
-        tx.execute(
-            "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![owner_key.0, owner_key.1, owner_key.2],
+            &numbered_parameters(merge::DROP_OTHER_SQL[0]),
+            params![o.0, o.1, o.2],
         )?;
     }
     Ok(())
