@@ -43,11 +43,14 @@ pub fn init(path: &Path) -> Result<i32> {
             .unwrap_or(false);
     let mut store = Store::open(path, OpenMode::Create)?;
     if existed {
-        // A raw client may have dropped or changed a guard trigger, or set the clock back:
-        // init makes the guard again and moves the clock up.
+        // A raw client may have dropped or changed a guard trigger, set the clock back, or
+        // changed the spellings registry: init makes the guard again, moves the clock up, sets
+        // the registry to the spelling stored and merges a place stored in two spellings
+        // (README, "check", invariant 6).
         let restored = store.restore_guards()?;
-        let clock =
-            clock_moved(store.clock_past_stored()?) + &registry_set(store.repair_registry()?);
+        let clock = clock_moved(store.clock_past_stored()?)
+            + &registry_set(store.repair_registry()?)
+            + &store.merge_places()?.init_clause();
         if restored.is_empty() {
             outln!(
                 "{} is already a memscope database (schema up to date){clock}",
@@ -92,7 +95,9 @@ fn init_postgres(address: &postgres::Address) -> Result<i32> {
     };
     // A login may have set the clock back (README, "check", invariant 2).
     let mut store = postgres::PgStore::open(address)?;
-    let clock = clock_moved(store.clock_past_stored()?) + &registry_set(store.repair_registry()?);
+    let clock = clock_moved(store.clock_past_stored()?)
+        + &registry_set(store.repair_registry()?)
+        + &store.merge_places()?.init_clause();
     outln!("{done}{clock}; {}", postgres::SERVED);
     Ok(EXIT_OK)
 }

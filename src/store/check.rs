@@ -255,8 +255,7 @@ fn stored_spellings(db: &mut dyn CheckDb, what: &str, sql: &str) -> Result<Store
 /// stored in one spelling whose row is missing or names another spelling (a raw client's
 /// change, found by review: the next write of the stored spelling then stored a second one, and
 /// a delete of the subject missed the memory), `(kind, folded key, the spelling stored)`. A
-/// place stored in two spellings is left for `check` to name: which one is right is a person's
-/// call.
+/// place stored in two spellings is `init`'s merge's ([`stored_twice`]).
 pub(crate) fn registry_repairs(db: &mut dyn CheckDb) -> Result<Vec<(String, String, String)>> {
     let mut out = Vec::new();
     for (what, sql, _) in STORED_PLACES {
@@ -266,6 +265,18 @@ pub(crate) fn registry_repairs(db: &mut dyn CheckDb) -> Result<Vec<(String, Stri
         }
     }
     Ok(out)
+}
+
+/// Whether a place is stored in more than one spelling (invariant 6): what `init` then merges
+/// into one (`merge`), a cheap look first — the merge itself reads history whole.
+pub(crate) fn stored_twice(db: &mut dyn CheckDb) -> Result<bool> {
+    for (what, sql, _) in STORED_PLACES {
+        let (by_key, _) = stored_spellings(db, what, sql)?;
+        if by_key.values().any(|s| s.len() > 1) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The places stored in one spelling that the registry does not hold as stored: the folded
@@ -854,7 +865,7 @@ impl Checker<'_> {
             let (by_key, registered) = stored_spellings(self.db, what, sql)?;
             for spellings in by_key.values().filter(|s| s.len() > 1) {
                 self.push(6, format!(
-                    "the {what} is stored in {} spellings ({}): one place has one spelling; they were written around memscope's write path",
+                    "the {what} is stored in {} spellings ({}): one place has one spelling; they were written around memscope's write path, and `memscope init` merges them into the registered spelling (a value they disagree on waits in the pending queue)",
                     spellings.len(),
                     spellings.iter().map(|s| format!("{s:?}")).collect::<Vec<_>>().join(", ")
                 ));

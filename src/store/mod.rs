@@ -15,6 +15,7 @@ pub(crate) mod gc;
 pub mod guard;
 pub(crate) mod incident;
 pub(crate) mod intake;
+pub(crate) mod merge;
 pub mod postgres;
 pub(crate) mod prepared;
 pub(crate) mod preview;

@@ -2017,3 +2017,150 @@ fn init_sets_a_damaged_spelling_registry_to_the_spelling_stored() {
     check(TestDb::new());
     on_postgres(check);
 }
+
+/// Two spellings of one subject that fold alike (`spelling::fold`): the first written, and the
+/// one a raw client's change of the registry made the next write store.
+const FIRST: &str = "用户:Ünïcode";
+const SECOND: &str = "用户:üNÏCODE";
+
+/// A raw client changes the registered spelling of `FIRST` to `SECOND`, then memscope's next
+/// write of `SECOND` stores a second spelling of the place (`check` names it, invariant 6).
+fn store_a_second_spelling(db: &TestDb, value: &str) {
+    db.sql_execute(&format!(
+        "UPDATE spellings SET spelling = '{SECOND}' WHERE kind = 'subject'"
+    ))
+    .unwrap();
+    db.write(SECOND, "editor", value, "global", "t:2");
+    let said = db.run(&["check"]);
+    assert_eq!(said.code, 1, "{said:?}");
+    assert!(
+        said.stdout.contains("the subject is stored in 2 spellings")
+            && said.stdout.contains("`memscope init` merges them"),
+        "{said:?}"
+    );
+}
+
+/// Every subject any table stores, once each.
+fn stored_subjects(db: &TestDb) -> Vec<Vec<Option<String>>> {
+    db.sql_text_rows(
+        "SELECT DISTINCT subject FROM (SELECT subject FROM memories UNION ALL SELECT subject FROM history
+           UNION ALL SELECT subject FROM tombstones UNION ALL SELECT subject FROM pending) s",
+    )
+}
+
+/// Found by review: a place a raw client's change left in two spellings had no way out — check
+/// named no remedy, a delete of either spelling reached one of them, and import refused the
+/// export and pointed back at check. `init` now merges it into the registered spelling as the
+/// v4 migration merges spellings: the registered spelling's record stays, the other's events
+/// stay as `merged` events, and the value they disagreed on waits in the pending queue. Both
+/// backends; a second init changes nothing.
+#[test]
+fn init_merges_a_place_stored_in_two_spellings_into_its_registered_spelling() {
+    let check = |db: TestDb| {
+        db.write(FIRST, "editor", "vim 📝", "global", "t:1");
+        db.write(FIRST, "shell", "zsh", "global", "t:1");
+        store_a_second_spelling(&db, "emacs 🐂");
+        let init = db.run(&["init"]).ok().stdout;
+        assert!(
+            init.contains("merged 1 place stored in 2 spellings into its registered spelling; 1 value they disagreed on waits in the pending queue (`memscope pending`)"),
+            "{init}"
+        );
+        db.assert_check_ok();
+        assert_eq!(stored_subjects(&db), vec![vec![Some(SECOND.to_string())]]);
+        let current: Vec<(Value, Value)> = db
+            .list(&[])
+            .iter()
+            .map(|m| (m["predicate"].clone(), m["value"].clone()))
+            .collect();
+        assert_eq!(
+            current,
+            vec![
+                (json!("editor"), json!("emacs 🐂")),
+                (json!("shell"), json!("zsh"))
+            ],
+            "the registered spelling's record stays; the other predicate moves to it"
+        );
+        let pending = db.pending(false);
+        assert_eq!(pending.len(), 1, "{pending:#?}");
+        assert_eq!(
+            (
+                &pending[0]["subject"],
+                &pending[0]["value"],
+                &pending[0]["merged_from"]
+            ),
+            (
+                &json!(SECOND),
+                &json!("vim 📝"),
+                &json!(format!("{FIRST} · editor @ global"))
+            ),
+            "{pending:#?}"
+        );
+        let merged = db.sql_text_rows(
+            "SELECT detail FROM history WHERE predicate = 'editor' AND event = 'merged' ORDER BY id",
+        );
+        assert_eq!(
+            merged.len(),
+            2,
+            "the write's event kept, and the queueing: {merged:?}"
+        );
+        let from = format!("\"from\":\"{FIRST} · editor @ global\"");
+        assert!(
+            merged
+                .iter()
+                .all(|d| d[0].as_deref().unwrap_or("").contains(&from)),
+            "{merged:?}"
+        );
+        let kept_value = db.sql_i64(
+            "SELECT count(*) FROM history WHERE event = 'merged' AND value = '\"vim 📝\"'",
+        );
+        assert_eq!(
+            kept_value, 1,
+            "the other spelling's write keeps its content"
+        );
+        let events = db.sql_i64("SELECT count(*) FROM history");
+        let again = db.run(&["init"]).ok().stdout;
+        assert!(!again.contains("merged"), "{again}");
+        db.assert_check_ok();
+        assert_eq!(db.sql_i64("SELECT count(*) FROM history"), events);
+        assert_eq!(db.pending(false).len(), 1);
+        // What the merge wrote, for the backends to agree on.
+        let mut rows = db.sql_text_rows(
+            "SELECT event, subject, predicate, scope, CAST(version AS TEXT), value, detail FROM history
+             UNION ALL SELECT status, subject, predicate, candidates, CAST(causal_seq AS TEXT), value, merged_from FROM pending",
+        );
+        rows.sort();
+        rows
+    };
+    let on_sqlite = check(TestDb::new());
+    on_postgres(|db| assert_eq!(check(db), on_sqlite, "one outcome on both backends"));
+}
+
+/// [`init_merges_a_place_stored_in_two_spellings_into_its_registered_spelling`] where the
+/// first spelling's memory was deleted: it stays deleted, under the registered spelling, and
+/// what the second spelling held of it is destroyed — in no row (on SQLite in no file) after.
+#[test]
+fn init_merging_two_spellings_keeps_a_deleted_memory_deleted() {
+    let check = |db: TestDb| {
+        db.write(FIRST, "editor", "vim 📝", "global", "t:1");
+        db.delete(FIRST, "editor", "global");
+        let canary = "canary 🐤 秘密 merged away";
+        store_a_second_spelling(&db, canary);
+        let init = db.run(&["init"]).ok().stdout;
+        assert!(
+            init.contains("merged 1 place stored in 2 spellings into its registered spelling; the memory stays deleted"),
+            "{init}"
+        );
+        assert!(!init.contains("pending queue"), "{init}");
+        db.assert_check_ok();
+        assert!(db.list(&[]).is_empty(), "deleted stays deleted");
+        assert_eq!(stored_subjects(&db), vec![vec![Some(SECOND.to_string())]]);
+        assert_eq!(db.sql_i64("SELECT count(*) FROM tombstones"), 1);
+        assert!(db.pending(true).is_empty());
+        db.assert_not_stored(canary, "the second spelling's value");
+        let again = db.run(&["init"]).ok().stdout;
+        assert!(!again.contains("merged"), "{again}");
+        db.assert_check_ok();
+    };
+    check(TestDb::new());
+    on_postgres(check);
+}

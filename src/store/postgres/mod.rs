@@ -12,6 +12,7 @@ mod gc;
 mod incident;
 pub mod roles;
 pub mod schema;
+mod spellings;
 mod store;
 mod suspects;
 mod transfer;

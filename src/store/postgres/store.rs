@@ -2149,7 +2149,7 @@ pub(super) fn parse_value(text: &str, at: &str) -> Result<Value> {
         .map_err(|e| anyhow!("a stored value in {at} is not JSON ({e}): run `memscope check`"))
 }
 
-fn bump_metric(t: &mut Tx<'_>, name: &str, by: i64) -> Result<()> {
+pub(super) fn bump_metric(t: &mut Tx<'_>, name: &str, by: i64) -> Result<()> {
     t.exec(
         "INSERT INTO metrics (name, value) VALUES ($1, $2)
          ON CONFLICT (name) DO UPDATE SET value = metrics.value + EXCLUDED.value",

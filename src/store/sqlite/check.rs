@@ -396,6 +396,28 @@ impl Store {
         })
     }
 
+    /// `init`'s merge of a place stored in two spellings (README, "check", invariant 6), when
+    /// one is: the other spellings become the registered one, as the v4 migration merges them
+    /// ([`super::spellings::merge_spellings`]) — in one transaction, history rewritten through
+    /// the purge gate, and the on-disk purge paid when a deleted memory's content went.
+    pub fn merge_places(&mut self) -> Result<crate::store::merge::MergeReport> {
+        if !crate::store::check::stored_twice(&mut Sqlite(&self.conn))? {
+            return Ok(Default::default());
+        }
+        let (report, _) = self.in_purge_tx(
+            |tx, ctx, st| {
+                // The spellings this store met are about to change.
+                st.spellings = Default::default();
+                if !crate::store::check::stored_twice(&mut Sqlite(tx))? {
+                    return Ok(Default::default());
+                }
+                super::spellings::merge_spellings(tx, &ctx.now)
+            },
+            |report| report.purged_spellings > 0,
+        )?;
+        Ok(report)
+    }
+
     /// Every invariant over the whole database, plus the health figures.
     /// The quick check: SQLite's `quick_check`, then the invariants and health figures.
     pub fn check(&self) -> Result<CheckReport> {

@@ -5,12 +5,14 @@
 //! ones, every read maps what it is asked through it, and [`merge_spellings`] brings a database
 //! whose spellings were kept apart (schema v3, or an old export) to one spelling per place.
 
+use super::check::numbered_parameters;
 use super::events::{Event, EventKind};
-use crate::model::{normalize_subject, same_value, Identity, Scope};
+use crate::model::{normalize_subject, Identity, Scope};
 use crate::spelling::fold;
+use crate::store::merge::{self, Fate, Key, Live, Member, Seen};
 use anyhow::{Context, Result};
 use rusqlite::{params, Connection, OptionalExtension};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -232,29 +234,7 @@ impl SpellingMemo {
     }
 }
 
-/// What [`merge_spellings`] did.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct MergeReport {
-    /// Spellings that now coincide with an earlier one and were stored as it.
-    pub merged_spellings: i64,
-    /// Values two spellings of one identity disagreed on, queued for a human.
-    pub queued_conflicts: i64,
-    /// Second spellings of a deleted identity, whose content was destroyed with it.
-    pub purged_spellings: i64,
-    /// Of `merged_spellings`, those only the read log held: its rows now name the place as
-    /// it is registered (a read logged before its name was written kept the reader's case).
-    pub respelled_reads: i64,
-}
-
-/// A spelling of one place as the database holds it, with when it was first seen.
-struct Seen {
-    spelling: String,
-    first: i64,
-    /// Stored by a write (a record, its history, a tombstone, the queue), not only named by a
-    /// logged read: a written spelling comes first; a name only the read log holds is
-    /// registered too, as a logged read registers it (`prepared::read_spellings`).
-    written: bool,
-}
+pub use crate::store::merge::MergeReport;
 
 /// Brings every stored subject and repository/task scope to one spelling per folded key and
 /// registers each in `spellings`. The first spelling is the one already registered, else the
@@ -295,10 +275,12 @@ pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport>
          WHERE typeof(s) = 'text' AND s <> 'global'
          GROUP BY s",
     )?;
-    let (subject_map, subject_reads) = choose(tx, SUBJECT, subjects)?;
-    let (scope_map, scope_reads) = choose(tx, SCOPE, scopes)?;
-    report.merged_spellings = (subject_map.len() + scope_map.len()) as i64;
-    report.respelled_reads = subject_reads + scope_reads;
+    let subjects = register(tx, SUBJECT, subjects)?;
+    let scopes = register(tx, SCOPE, scopes)?;
+    report.merged_spellings = (subjects.renames.len() + scopes.renames.len()) as i64;
+    report.respelled_reads = subjects.read_only + scopes.read_only;
+    report.merged_places = subjects.places + scopes.places;
+    let (subject_map, scope_map) = (subjects.renames, scopes.renames);
     if subject_map.is_empty() && scope_map.is_empty() {
         return Ok(report);
     }
@@ -315,13 +297,6 @@ pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport>
             ins.execute(params![SCOPE, from, to])?;
         }
     }
-    let target = |id: &Key| -> Key {
-        (
-            subject_map.get(&id.0).unwrap_or(&id.0).clone(),
-            id.1.clone(),
-            scope_map.get(&id.2).unwrap_or(&id.2).clone(),
-        )
-    };
     // Every identity a renamed spelling touches, grouped under the identity it becomes.
     let mut groups: BTreeMap<Key, Vec<Key>> = BTreeMap::new();
     {
@@ -337,7 +312,10 @@ pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport>
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
         for row in rows {
             let id: Key = row?;
-            groups.entry(target(&id)).or_default().push(id);
+            groups
+                .entry(merge::target(&id, &subject_map, &scope_map))
+                .or_default()
+                .push(id);
         }
     }
     for (to, mut members) in groups {
@@ -360,8 +338,6 @@ pub(crate) fn merge_spellings(tx: &Connection, now: &str) -> Result<MergeReport>
     Ok(report)
 }
 
-type Key = (String, String, String);
-
 fn seen(tx: &Connection, sql: &str) -> Result<Vec<Seen>> {
     let mut stmt = tx.prepare(sql)?;
     let rows = stmt.query_map([], |r| {
@@ -374,83 +350,41 @@ fn seen(tx: &Connection, sql: &str) -> Result<Vec<Seen>> {
     Ok(rows.collect::<rusqlite::Result<_>>()?)
 }
 
-/// Registers the first spelling of every folded key (a written one before any the read log
-/// alone holds); returns each other spelling → the first, and how many of those the read log
-/// alone held. A name no write could store (`prepared::registrable`) is left as it is.
-fn choose(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<(HashMap<String, String>, i64)> {
-    let mut by_key: BTreeMap<String, Vec<Seen>> = BTreeMap::new();
-    for s in seen {
-        by_key.entry(fold(&s.spelling)).or_default().push(s);
+/// The spelling each place of `kind` keeps ([`merge::choose`]), registered where the registry
+/// had no row for it.
+fn register(tx: &Connection, kind: &str, seen: Vec<Seen>) -> Result<merge::Choice> {
+    let registered: BTreeMap<String, String> = tx
+        .prepare("SELECT folded, spelling FROM spellings WHERE kind = ?1")?
+        .query_map([kind], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let choice = merge::choose(kind, seen, &registered);
+    for (folded, spelling) in &choice.register {
+        tx.execute(
+            "INSERT INTO spellings (kind, folded, spelling) VALUES (?1, ?2, ?3)",
+            params![kind, folded, spelling],
+        )?;
     }
-    let mut renames = HashMap::new();
-    let mut read_only = 0;
-    for (folded, mut spellings) in by_key {
-        // Written spellings first, then by first appearance.
-        spellings.sort_by(|a, b| {
-            (!a.written, a.first, &a.spelling).cmp(&(!b.written, b.first, &b.spelling))
-        });
-        let first = match lookup(tx, kind, &folded)? {
-            Some(registered) => registered,
-            None if !spellings[0].written
-                && !crate::store::prepared::registrable(kind, &spellings[0].spelling) =>
-            {
-                continue
-            }
-            None => {
-                let first = spellings[0].spelling.clone();
-                tx.execute(
-                    "INSERT INTO spellings (kind, folded, spelling) VALUES (?1, ?2, ?3)",
-                    params![kind, folded, first],
-                )?;
-                first
-            }
-        };
-        for s in spellings {
-            if s.spelling != first {
-                read_only += i64::from(!s.written);
-                renames.insert(s.spelling, first.clone());
-            }
-        }
-    }
-    Ok((renames, read_only))
+    Ok(choice)
 }
 
 fn has_data(tx: &Connection, id: &Key) -> Result<bool> {
     Ok(tx.query_row(
-        "SELECT EXISTS (SELECT 1 FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
-             OR EXISTS (SELECT 1 FROM history WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)
-             OR EXISTS (SELECT 1 FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3)",
+        &numbered_parameters(merge::HAS_DATA_SQL),
         params![id.0, id.1, id.2],
         |r| r.get(0),
     )?)
 }
 
-/// A spelling's current record, if it has one.
-struct Live {
-    value: Value,
-    raw: Option<String>,
-    source: String,
-    causal_seq: i64,
-}
-
 fn live(tx: &Connection, id: &Key) -> Result<Option<Live>> {
-    tx.query_row(
-        // Cast: a raw client may have stored anything (memscope check names it).
-        "SELECT CAST(value AS TEXT), CAST(raw AS TEXT), CAST(source AS TEXT), CAST(causal_seq AS INTEGER)
-         FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-        params![id.0, id.1, id.2],
-        |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-    )
-    .optional()?
-    .map(|(value, raw, source, causal_seq)| {
-        Ok(Live {
-            value: serde_json::from_str(&value).unwrap_or(Value::String(value)),
-            raw,
-            source,
-            causal_seq,
-        })
-    })
-    .transpose()
+    Ok(tx
+        .query_row(
+            // Cast: a raw client may have stored anything (memscope check names it).
+            "SELECT CAST(value AS TEXT), CAST(raw AS TEXT), CAST(source AS TEXT), CAST(causal_seq AS INTEGER)
+             FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
+            params![id.0, id.1, id.2],
+            |r| Ok(Live::stored(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .optional()?)
 }
 
 fn tombstoned(tx: &Connection, id: &Key) -> Result<bool> {
@@ -471,40 +405,31 @@ fn first_event(tx: &Connection, id: &Key) -> Result<i64> {
         .unwrap_or(i64::MAX))
 }
 
-fn label(id: &Key) -> String {
-    format!("{} · {} @ {}", id.0, id.1, id.2)
-}
-
-/// Makes `members` (spellings of the identity `to`) one identity, spelled `to`.
+/// Makes `members` (spellings of the identity `to`) one identity, spelled `to`, as
+/// [`merge::keep`] decides.
 fn merge_identity(
     tx: &Connection,
     to: &Key,
-    mut members: Vec<Key>,
+    members: Vec<Key>,
     now: &str,
     report: &mut MergeReport,
 ) -> Result<()> {
-    // The first spelling first, then by first event.
-    let mut ranked = Vec::with_capacity(members.len());
-    for m in members.drain(..) {
-        let rank = (m != *to, first_event(tx, &m)?);
-        let dead = tombstoned(tx, &m)?;
-        let held = live(tx, &m)?;
-        ranked.push((rank, m, dead, held));
+    let mut seen = Vec::with_capacity(members.len());
+    for key in members {
+        seen.push(Member {
+            first_event: first_event(tx, &key)?,
+            tombstoned: tombstoned(tx, &key)?,
+            live: live(tx, &key)?,
+            key,
+        });
     }
-    ranked.sort_by_key(|r| r.0);
-    // The record that stays: a deleted identity stays deleted; else the first current one.
-    let owner = ranked
-        .iter()
-        .position(|(_, _, dead, _)| *dead)
-        .or_else(|| ranked.iter().position(|(_, _, _, held)| held.is_some()))
-        .unwrap_or(0);
-    let (_, owner_key, deleted, owner_live) = ranked.remove(owner);
+    let kept = merge::keep(to, seen);
     let identity = Identity {
         subject: to.0.clone(),
         predicate: to.1.clone(),
         scope: Scope::parse(&to.2).unwrap_or(Scope::Global),
     };
-    for (_, m, _, held) in ranked {
+    for (m, fate) in kept.others {
         // Its events stay, on the one identity, as `merged` events (no version: the versions
         // are the kept record's); a deleted identity keeps none of their content.
         tx.execute(
@@ -513,28 +438,20 @@ fn merge_identity(
                  value = CASE WHEN ?7 THEN NULL ELSE value END,
                  raw = CASE WHEN ?7 THEN NULL ELSE raw END
              WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![m.0, m.1, m.2, to.0, to.2, label(&m), deleted],
+            params![m.0, m.1, m.2, to.0, to.2, merge::label(&m), kept.deleted],
         )
-        .with_context(|| format!("merging the events of {}", label(&m)))?;
-        tx.execute(
-            "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![m.0, m.1, m.2],
-        )?;
-        tx.execute(
-            "DELETE FROM memories WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![m.0, m.1, m.2],
-        )?;
-        if deleted {
-            report.purged_spellings += 1;
-            continue;
+        .with_context(|| format!("merging the events of {}", merge::label(&m)))?;
+        for sql in merge::DROP_OTHER_SQL {
+            tx.execute(&numbered_parameters(sql), params![m.0, m.1, m.2])?;
         }
-        let Some(held) = held else { continue };
-        if owner_live
-            .as_ref()
-            .is_some_and(|o| same_value(&o.value, &held.value))
-        {
-            continue;
-        }
+        let held = match fate {
+            Fate::Purged => {
+                report.purged_spellings += 1;
+                continue;
+            }
+            Fate::Folded => continue,
+            Fate::Queued(held) => held,
+        };
         let id: i64 = tx.query_row(
             "INSERT INTO pending (subject, predicate, value, raw, source, causal_seq, candidates, status, created_at, merged_from)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'open', ?8, ?9) RETURNING id",
@@ -547,35 +464,27 @@ fn merge_identity(
                 held.causal_seq,
                 json!([to.2]).to_string(),
                 now,
-                label(&m)
+                merge::label(&m)
             ],
             |r| r.get(0),
         )?;
-        let detail = json!({ "from": label(&m), "pending_id": id, "reason": "two spellings held different values" });
+        let detail = merge::queued_detail(&m, id);
         Event::new(EventKind::Merged, &identity)
             .detail(&detail)
             .log(tx, now)?;
         report.queued_conflicts += 1;
     }
-    if owner_key != *to {
+    let o = kept.owner;
+    if o != *to {
+        for sql in merge::MOVE_KEPT_SQL {
+            tx.execute(
+                &numbered_parameters(sql),
+                params![o.0, o.1, o.2, to.0, to.2],
+            )?;
+        }
         tx.execute(
-            "UPDATE memories SET subject = ?4, scope = ?5 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![owner_key.0, owner_key.1, owner_key.2, to.0, to.2],
-        )?;
-        tx.execute(
-            "UPDATE history SET subject = ?4, scope = ?5 WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![owner_key.0, owner_key.1, owner_key.2, to.0, to.2],
-        )?;
-        // A tombstone never changes its identity in place (a schema guard): move it.
-        tx.execute(
-            "INSERT INTO tombstones (subject, predicate, scope, version, reason, deleted_at)
-             SELECT ?4, predicate, ?5, version, reason, deleted_at FROM tombstones
-             WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![owner_key.0, owner_key.1, owner_key.2, to.0, to.2],
-        )?;
-        tx.execute(
-            "DELETE FROM tombstones WHERE subject = ?1 AND predicate = ?2 AND scope = ?3",
-            params![owner_key.0, owner_key.1, owner_key.2],
+            &numbered_parameters(merge::DROP_OTHER_SQL[0]),
+            params![o.0, o.1, o.2],
         )?;
     }
     Ok(())
@@ -607,16 +516,9 @@ fn rename_rest(tx: &Connection, scope_map: &HashMap<String, String>) -> Result<(
             let Ok(list) = serde_json::from_str::<Vec<String>>(&text) else {
                 continue;
             };
-            if !list.iter().any(|c| scope_map.contains_key(c)) {
+            let Some(out) = merge::respelled_candidates(list, scope_map) else {
                 continue;
-            }
-            let mut out: Vec<String> = Vec::with_capacity(list.len());
-            for c in list {
-                let c = scope_map.get(&c).cloned().unwrap_or(c);
-                if !out.contains(&c) {
-                    out.push(c);
-                }
-            }
+            };
             tx.execute(
                 "UPDATE pending SET candidates = ?2 WHERE id = ?1",
                 params![id, serde_json::to_string(&out)?],
