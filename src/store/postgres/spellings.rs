@@ -46,9 +46,9 @@ impl PgStore {
     /// `Store::merge_places`); a login that may not purge history is refused in one sentence.
     pub fn merge_places(&mut self) -> Result<MergeReport> {
         let user = self.address().user().to_string();
-        let mut report = self.in_change_tx(|t| {
+        let (mut report, owed) = self.in_change_tx(|t| {
             if !crate::store::check::stored_twice(&mut super::check::Pg(t.txn()?))? {
-                return Ok(MergeReport::default());
+                return Ok((MergeReport::default(), None));
             }
             let may: bool = t
                 .one("SELECT memscope_may_purge($1)", &[&schema::CURATOR_ROLE])?
@@ -62,11 +62,19 @@ impl PgStore {
             // History may be rewritten by this transaction only (the schema's append-only guard).
             t.txn()?
                 .batch_execute(&format!("SET LOCAL {} = 'on'", schema::PURGE_SETTING))?;
-            merge_spellings(t)
+            let report = merge_spellings(t)?;
+            let owed = match report.purged_spellings {
+                0 => None,
+                _ => Some(super::vacuum::owe(t)?),
+            };
+            Ok((report, owed))
         })?;
-        if report.purged_spellings > 0 {
-            let cleanup =
-                super::vacuum::after_purge(self.connection()?, &super::vacuum::PURGED_TABLES);
+        if let Some(owed) = owed {
+            let cleanup = super::vacuum::after_purge_paying(
+                self.connection()?,
+                &super::vacuum::PURGED_TABLES,
+                &owed,
+            );
             if !cleanup.vacuumed {
                 report.disk_note =
                     Some(cleanup.not_vacuumed_note("merged", &user, &super::vacuum::PURGED_TABLES));
