@@ -74,11 +74,19 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
         .build()
         .context("cannot start the async runtime")?;
     let idle_tools = tools.clone();
-    let served = runtime.block_on(async move {
-        let service = server::MemscopeServer::new(tools)
-            .serve((io.sink, io.stream))
+    let (sink, stream) = (io.sink, io.stream);
+    let mut handshake_failed = false;
+    let served = runtime.block_on(async {
+        let service = match server::MemscopeServer::new(tools)
+            .serve((sink, stream))
             .await
-            .map_err(|e| anyhow::anyhow!("the MCP handshake failed: {e}"))?;
+        {
+            Ok(service) => service,
+            Err(e) => {
+                handshake_failed = true;
+                return Err(handshake_failure(&e));
+            }
+        };
         let idle = tokio::spawn(async move {
             let mut tick = tokio::time::interval(IDLE_TICK);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -95,9 +103,39 @@ pub fn run(db: &Path, args: McpArgs) -> Result<i32> {
     });
     // A call still running when the client left may finish its transaction; then stop.
     runtime.shutdown_timeout(std::time::Duration::from_secs(5));
-    // Every answer given is written out before the process ends.
-    let _ = io.writer.join();
+    if handshake_failed {
+        // No session began, so no call ran: every request read is answered so, and the server
+        // ends without waiting for the client to close its input (the reader may still be
+        // reading it).
+        io.stopped.answer_the_rest();
+    } else {
+        drop(io.stopped);
+        // Every answer given is written out before the process ends.
+        let _ = io.writer.join();
+    }
     drop(store_owner);
     served?;
     Ok(crate::frontend::EXIT_OK)
+}
+
+/// rmcp's handshake error in one sentence: its text names the message it met, in Rust's debug
+/// notation, which says nothing to a person; the kind of message is what helps.
+fn handshake_failure(e: &rmcp::service::ServerInitializeError) -> anyhow::Error {
+    let text = e.to_string();
+    let met = ["Notification", "Request", "Response", "Error"]
+        .into_iter()
+        .find(|kind| text.contains(&format!("Some({kind}(")));
+    match met {
+        Some(kind) => anyhow::anyhow!(
+            "the MCP handshake failed: the client sent a {} before an `initialize` request the server accepted — start the session with a valid `initialize` request, then `notifications/initialized`",
+            kind.to_lowercase()
+        ),
+        None if text.contains("connection closed") => anyhow::anyhow!(
+            "the MCP client closed its input before the server accepted an `initialize` request: start the session with a valid `initialize` request"
+        ),
+        None => anyhow::anyhow!(
+            "the MCP handshake failed ({}): start the session with a valid `initialize` request",
+            crate::model::shorten(&text, 200)
+        ),
+    }
 }

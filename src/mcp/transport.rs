@@ -14,8 +14,8 @@ use crate::json_scan::{nesting, walk, Byte, Walker};
 use crate::model::MAX_VALUE_DEPTH;
 use futures::channel::mpsc;
 use rmcp::model::{
-    CallToolResult, ClientNotification, ContentBlock, ErrorData, JsonRpcMessage, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    CallToolResult, ClientNotification, ClientRequest, ContentBlock, ErrorData, JsonRpcMessage,
+    RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::service::RxJsonRpcMessage;
 use rmcp::RoleServer;
@@ -163,7 +163,24 @@ pub fn frame(line: &[u8]) -> Frame {
             );
         }
     }
-    if let Some(problem) = bad_tool_call(&value) {
+    // A message with an id that names no method and is no response (it has no `result` or
+    // `error`) is a request without its method: answered, not taken for a stray response (found
+    // by an exploratory test: the host waited for its id).
+    let names_method = value.get("method").is_some();
+    let responds = value.get("result").is_some() || value.get("error").is_some();
+    if let (Some(rid), None) = (request_id(id.as_ref()), &method) {
+        if names_method || !responds {
+            let got = value.get("method").map_or("none", type_name);
+            return answer_error(
+                ErrorData::invalid_request(
+                    format!("a request needs a `method` string naming what it asks (tools/call, initialize …), got {got}"),
+                    None,
+                ),
+                Some(rid),
+            );
+        }
+    }
+    if let Some(problem) = bad_tool_call(&value).or_else(|| bad_initialize(&value)) {
         return match request_id(id.as_ref()) {
             Some(id) => answer_error(ErrorData::invalid_params(problem, None), Some(id)),
             None => Frame::Ignore(problem),
@@ -200,6 +217,46 @@ pub fn frame(line: &[u8]) -> Frame {
             )),
         },
     }
+}
+
+/// An `initialize` whose params have the wrong shape, in one sentence naming the field (rmcp's
+/// own answer named fields of a request `_meta` the client never sent — found by an exploratory
+/// test). The same fields rmcp requires, so nothing it would accept is refused here.
+fn bad_initialize(message: &Value) -> Option<String> {
+    if message.get("method").and_then(Value::as_str) != Some("initialize") {
+        return None;
+    }
+    let shape = "initialize needs params {\"protocolVersion\": \"2025-06-18\", \"capabilities\": {}, \"clientInfo\": {\"name\": \"…\", \"version\": \"…\"}}";
+    let Some(params) = message.get("params").and_then(Value::as_object) else {
+        let got = message.get("params").map_or("none", type_name);
+        return Some(format!("{shape}; its params are {got}"));
+    };
+    let field = |v: Option<&Value>| v.map_or("missing", type_name);
+    if !params.get("protocolVersion").is_some_and(Value::is_string) {
+        let got = field(params.get("protocolVersion"));
+        return Some(format!(
+            "{shape}; its `protocolVersion` is {got}, not a string"
+        ));
+    }
+    if !params.get("capabilities").is_some_and(Value::is_object) {
+        let got = field(params.get("capabilities"));
+        return Some(format!(
+            "{shape}; its `capabilities` is {got}, not an object"
+        ));
+    }
+    let Some(info) = params.get("clientInfo").and_then(Value::as_object) else {
+        let got = field(params.get("clientInfo"));
+        return Some(format!("{shape}; its `clientInfo` is {got}, not an object"));
+    };
+    for key in ["name", "version"] {
+        if !info.get(key).is_some_and(Value::is_string) {
+            let got = field(info.get(key));
+            return Some(format!(
+                "{shape}; its `clientInfo.{key}` is {got}, not a string"
+            ));
+        }
+    }
+    None
 }
 
 /// A `tools/call` whose params or arguments have the wrong shape, in one sentence.
@@ -407,6 +464,25 @@ struct UnansweredState {
     own: std::collections::HashMap<RequestId, usize>,
     /// The writer stopped (stdout closed): nothing more will be answered.
     writer_gone: bool,
+    /// The server stopped (its handshake failed): no request read is waited for any more.
+    server_gone: bool,
+    /// Where the session's handshake stands, as the answers written tell it.
+    handshake: Handshake,
+}
+
+/// Where a session's handshake stands: rmcp answers a refused `initialize` and waits for
+/// another, but ends the session at a `notifications/initialized` that comes before one it
+/// accepted — which a client sending its handshake without waiting does (found by an
+/// exploratory test).
+#[derive(Default, Clone, PartialEq)]
+enum Handshake {
+    /// No `initialize` accepted yet, none waiting for its answer.
+    #[default]
+    Open,
+    /// The `initialize` request of this id waits for its answer.
+    Asked(RequestId),
+    /// An `initialize` was answered with a result: the session has begun.
+    Accepted,
 }
 
 /// The longest the end of input waits for the calls still running: past the longest lock
@@ -450,11 +526,55 @@ impl Unanswered {
         }
     }
 
+    /// Holds a `notifications/initialized` while the `initialize` before it waits for its
+    /// answer (2 minutes at most): whether it may go to rmcp — the `initialize` was accepted —
+    /// or not, to be dropped. Anything else goes; an `initialize` read is noted.
+    fn may_pass(&self, message: &RxJsonRpcMessage<RoleServer>) -> bool {
+        match message {
+            JsonRpcMessage::Request(r) => {
+                if matches!(r.request, ClientRequest::InitializeRequest(_)) {
+                    self.update(|s| {
+                        if s.handshake != Handshake::Accepted {
+                            s.handshake = Handshake::Asked(r.id.clone());
+                        }
+                    });
+                }
+                true
+            }
+            JsonRpcMessage::Notification(n)
+                if matches!(
+                    n.notification,
+                    ClientNotification::InitializedNotification(_)
+                ) =>
+            {
+                let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                let (state, _) = self
+                    .changed
+                    .wait_timeout_while(state, END_OF_INPUT_WAIT, |s| {
+                        matches!(s.handshake, Handshake::Asked(_))
+                            && !s.writer_gone
+                            && !s.server_gone
+                    })
+                    .unwrap_or_else(|e| e.into_inner());
+                state.handshake == Handshake::Accepted
+            }
+            _ => true,
+        }
+    }
+
     /// Notes an answer taken to be written: a served call's id is free again; one of the
     /// reader's own answers frees nothing (of two answers by one id — a refusal and the running
     /// call's — whichever comes second frees it, so their order does not matter).
     fn written(&self, message: &ServerJsonRpcMessage) {
         if let Some(id) = answered_id(message) {
+            self.update(|s| {
+                if s.handshake == Handshake::Asked(id.clone()) {
+                    s.handshake = match message {
+                        JsonRpcMessage::Response(_) => Handshake::Accepted,
+                        _ => Handshake::Open,
+                    };
+                }
+            });
             self.update(|s| match s.own.get_mut(id) {
                 Some(n) => {
                     *n -= 1;
@@ -469,12 +589,76 @@ impl Unanswered {
         }
     }
 
-    /// Waits until every request read is answered, the writer is gone, or `limit` passed.
+    /// Whether `message` is a stopped server's answer ([`Stopped`]) to a request rmcp answered
+    /// after all: rmcp's answers were queued before the stop, and are written first.
+    fn answered_before_the_stop(&self, message: &ServerJsonRpcMessage) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.server_gone
+            && answered_id(message)
+                .is_some_and(|id| !state.ids.contains(id) && !state.own.contains_key(id))
+    }
+
+    /// Waits until every request read is answered, the writer or the server is gone, or
+    /// `limit` passed.
     fn wait(&self, limit: std::time::Duration) {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = self
-            .changed
-            .wait_timeout_while(state, limit, |s| !s.ids.is_empty() && !s.writer_gone);
+        let _ = self.changed.wait_timeout_while(state, limit, |s| {
+            !s.ids.is_empty() && !s.writer_gone && !s.server_gone
+        });
+    }
+}
+
+/// Why a request read after rmcp stopped before its session began is answered without running.
+const STOPPED: &str = "the MCP session ended before it began (its handshake failed)";
+
+/// The answer to a request that was not run, and why.
+fn not_run(why: &str, id: RequestId) -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::error(
+        ErrorData::invalid_request(format!("{why}: this request was not run"), None),
+        Some(id),
+    )
+}
+
+/// What the server uses once rmcp has stopped before its session began: the requests read
+/// and not answered, answered here.
+pub struct Stopped {
+    unanswered: std::sync::Arc<Unanswered>,
+    answers: mpsc::UnboundedSender<ServerJsonRpcMessage>,
+}
+
+impl Stopped {
+    /// Answers every request read and not answered with `why` (found by an exploratory test: a
+    /// refused `initialize` followed at once by a call ended rmcp's handshake; the call was
+    /// never answered, and the reader waited 120 s for it with the process alive after the
+    /// client closed its input), and waits — 2 s at most — until every answer is written.
+    pub fn answer_the_rest(self) {
+        let why = STOPPED;
+        let ids: Vec<RequestId> = {
+            let mut state = self
+                .unanswered
+                .state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            state.server_gone = true;
+            state.ids.iter().cloned().collect()
+        };
+        self.unanswered.changed.notify_all();
+        for id in ids {
+            if self.answers.unbounded_send(not_run(why, id)).is_err() {
+                break;
+            }
+        }
+        drop(self.answers);
+        let state = self
+            .unanswered
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let _ = self.unanswered.changed.wait_timeout_while(
+            state,
+            std::time::Duration::from_secs(2),
+            |s| !s.ids.is_empty() && !s.writer_gone,
+        );
     }
 }
 
@@ -487,11 +671,13 @@ fn answered_id(message: &ServerJsonRpcMessage) -> Option<&RequestId> {
     }
 }
 
-/// The two ends rmcp serves on, and the writer thread to wait for once it is done.
+/// The two ends rmcp serves on, the writer thread to wait for once it is done, and what answers
+/// the rest when rmcp stopped before its session began.
 pub struct Stdio {
     pub sink: mpsc::UnboundedSender<ServerJsonRpcMessage>,
     pub stream: mpsc::Receiver<RxJsonRpcMessage<RoleServer>>,
     pub writer: std::thread::JoinHandle<()>,
+    pub stopped: Stopped,
 }
 
 /// Starts the reader and writer threads on stdin and stdout.
@@ -501,6 +687,10 @@ pub fn stdio() -> std::io::Result<Stdio> {
     let (mut incoming, stream) = mpsc::channel::<RxJsonRpcMessage<RoleServer>>(16);
     let answers = sink.clone();
     let unanswered = std::sync::Arc::new(Unanswered::default());
+    let stopped = Stopped {
+        unanswered: unanswered.clone(),
+        answers: sink.clone(),
+    };
     let written = unanswered.clone();
     let writer = std::thread::Builder::new()
         .name("mcp-writer".into())
@@ -534,6 +724,12 @@ pub fn stdio() -> std::io::Result<Stdio> {
                 for framed in framed {
                     match framed {
                         Frame::Message(m) => {
+                            if !unanswered.may_pass(&m) {
+                                crate::frontend::errln!(
+                                    "memscope mcp: ignored notifications/initialized: no `initialize` request was accepted before it (send `initialize` and wait for its answer first)"
+                                );
+                                continue;
+                            }
                             if !unanswered.read(&m) {
                                 let refusal = refuse_reused_id(&m);
                                 unanswered.own_answer(&refusal);
@@ -542,12 +738,20 @@ pub fn stdio() -> std::io::Result<Stdio> {
                                 }
                                 continue;
                             }
+                            let id = match &*m {
+                                JsonRpcMessage::Request(r) => Some(r.id.clone()),
+                                _ => None,
+                            };
                             let sent = futures::executor::block_on(futures::SinkExt::send(
                                 &mut incoming,
                                 *m,
                             ));
                             if sent.is_err() {
-                                return; // the server stopped
+                                // The server stopped: a request read after is answered so.
+                                if let Some(id) = id {
+                                    let _ = answers.unbounded_send(not_run(STOPPED, id));
+                                }
+                                return;
                             }
                         }
                         Frame::Answer(a) => {
@@ -567,6 +771,7 @@ pub fn stdio() -> std::io::Result<Stdio> {
         sink,
         stream,
         writer,
+        stopped,
     })
 }
 
@@ -705,6 +910,9 @@ fn encode(message: &ServerJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
 fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>, unanswered: &Unanswered) {
     let stdout = std::io::stdout();
     for message in futures::executor::block_on_stream(outgoing) {
+        if unanswered.answered_before_the_stop(&message) {
+            continue;
+        }
         unanswered.written(&message);
         let mut text = match encode(&message) {
             Ok(t) => t,
@@ -823,6 +1031,66 @@ mod tests {
         // A deep notification has no id to answer.
         let n = format!(r#"{{"jsonrpc":"2.0","method":"x","params":{}}}"#, deep(500));
         assert!(matches!(frame(n.as_bytes()), Frame::Ignore(_)));
+    }
+
+    #[test]
+    fn a_message_with_an_id_and_no_method_string_is_an_invalid_request() {
+        for (line, got) in [
+            (r#"{"jsonrpc":"2.0","id":3,"params":{}}"#, "got none"),
+            (r#"{"jsonrpc":"2.0","id":"甲","method":null}"#, "got null"),
+            (r#"{"jsonrpc":"2.0","id":5,"method":5}"#, "got a number"),
+        ] {
+            let a = answer(frame(line.as_bytes()));
+            assert_eq!(
+                error_of(&a),
+                (-32600, a["error"]["message"].as_str().unwrap())
+            );
+            let message = a["error"]["message"].as_str().unwrap();
+            assert!(
+                message.contains("needs a `method` string") && message.contains(got),
+                "{a}"
+            );
+            assert_ne!(a["id"], Value::Null, "{a}");
+        }
+        // A response (the client answering a request of the server's) is no request.
+        let r = br#"{"jsonrpc":"2.0","id":7,"result":{}}"#;
+        assert!(!matches!(frame(r), Frame::Answer(_)));
+    }
+
+    #[test]
+    fn an_initialize_of_the_wrong_shape_names_its_field() {
+        for (params, words) in [
+            ("{}", "its `protocolVersion` is missing"),
+            ("null", "its params are null"),
+            (
+                r#"{"protocolVersion":5,"capabilities":{},"clientInfo":{"name":"a","version":"1"}}"#,
+                "`protocolVersion` is a number",
+            ),
+            (
+                r#"{"protocolVersion":"2025-06-18","capabilities":[],"clientInfo":{"name":"a","version":"1"}}"#,
+                "`capabilities` is a list",
+            ),
+            (
+                r#"{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":null,"version":"1"}}"#,
+                "`clientInfo.name` is null",
+            ),
+            (
+                r#"{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"客户端🤖"}}"#,
+                "`clientInfo.version` is missing",
+            ),
+        ] {
+            let line =
+                format!(r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{params}}}"#);
+            let a = answer(frame(line.as_bytes()));
+            let message = a["error"]["message"].as_str().unwrap_or_default();
+            assert_eq!(a["error"]["code"], -32602, "{a}");
+            assert!(
+                message.starts_with("initialize needs params") && message.contains(words),
+                "{a}"
+            );
+        }
+        let good = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"客户端🤖","version":"1"}}}"#;
+        assert!(matches!(frame(good.as_bytes()), Frame::Message(_)));
     }
 
     #[test]

@@ -1115,6 +1115,76 @@ fn a_call_running_when_the_client_closes_stdin_is_answered_before_the_server_exi
     db.assert_check_ok();
 }
 
+/// A client that sends its whole handshake at once, with a refused `initialize`: the
+/// `notifications/initialized` after it is dropped (it ended rmcp's handshake), every request
+/// is answered — the `initialize` naming its wrong field — and the server exits when the
+/// client closes its input, saying no session began (found by an exploratory test: the call
+/// was never answered and the server lived 120 s after the client closed its input).
+#[test]
+fn a_refused_initialize_sent_with_the_rest_of_the_handshake_leaves_nothing_unanswered() {
+    let db = TestDb::new();
+    for _ in 0..3 {
+        let mut s = RawSession::serve_uninitialized(db.path_str(), &["--subject", "user:42"], &[]);
+        s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}));
+        s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s.send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "recall", "arguments": {"predicate": "编辑器"}}}),
+        );
+        s.close_stdin();
+        let (init, _) = s.until_id(1);
+        assert_rpc_error(&init, -32602, "its `protocolVersion` is missing");
+        // Answered — by rmcp, which may serve a call sent before any session (MCP's stateless
+        // requests), or here, as never run.
+        let (call, _) = s.until_id(2);
+        assert!(
+            call.get("error").is_some() || call.get("result").is_some(),
+            "{call}"
+        );
+        let (code, stderr) = s.finish();
+        assert_eq!(code, 1, "{stderr}");
+        assert!(
+            stderr.contains("ignored notifications/initialized"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("closed its input before the server accepted an `initialize`"),
+            "{stderr}"
+        );
+    }
+}
+
+/// A refused `initialize` leaves the session open for a valid one: the handshake after it
+/// begins the session, and calls are served.
+#[test]
+fn a_session_begins_after_a_refused_initialize() {
+    let db = TestDb::new();
+    db.write("user:42", "编辑器", "helix 🧬", "global", "s:0");
+    let mut s = RawSession::serve_uninitialized(db.path_str(), &["--subject", "user:42"], &[]);
+    s.send(
+        json!({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": null, "version": "0"}}}),
+    );
+    s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let (refused, _) = s.until_id(7);
+    assert_rpc_error(
+        &refused,
+        -32602,
+        "its `clientInfo.name` is null, not a string",
+    );
+    let init = s.initialize();
+    assert!(init["result"]["protocolVersion"].is_string(), "{init}");
+    let call = s.request(
+        2,
+        "tools/call",
+        json!({"name": "recall", "arguments": {"predicate": "编辑器"}}),
+    );
+    assert!(tool_text(&call).contains("helix 🧬"), "{call}");
+    let (code, stderr) = s.finish();
+    assert_eq!(code, 0, "{stderr}");
+}
+
 /// A method memscope does not serve is answered with a sentence naming it (rmcp's own answer
 /// was the bare method name — found by review), a method MCP names as well as a made-up one.
 #[test]

@@ -59,6 +59,13 @@ impl RawSession {
 
     /// [`RawSession::serve`] with environment variables set.
     pub fn serve_with(db: &str, args: &[&str], env: &[(&str, &str)]) -> RawSession {
+        let mut s = RawSession::serve_uninitialized(db, args, env);
+        s.initialize();
+        s
+    }
+
+    /// [`RawSession::serve_with`] before the handshake: the test sends its own.
+    pub fn serve_uninitialized(db: &str, args: &[&str], env: &[(&str, &str)]) -> RawSession {
         let home = tempfile::tempdir().expect("a temp home");
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_memscope"));
         cmd.current_dir(home.path())
@@ -69,7 +76,6 @@ impl RawSession {
             .args(args);
         let mut s = RawSession::start(cmd);
         s._home = Some(home);
-        s.initialize();
         s
     }
 
