@@ -97,7 +97,7 @@ impl PgStore {
             }
             let owed = match added.dropped_pending {
                 0 => None,
-                _ => Some(super::vacuum::owe(t)?),
+                _ => Some(super::vacuum::owe(t.txn()?)?),
             };
             Ok((added, owed))
         })

@@ -152,7 +152,7 @@ impl PgStore {
                 .events;
             }
             let owed = match report.purged_content() {
-                true => Some(super::vacuum::owe(t)?),
+                true => Some(super::vacuum::owe(t.txn()?)?),
                 false => None,
             };
             Ok((report, owed))

@@ -65,7 +65,7 @@ impl PgStore {
             let report = merge_spellings(t)?;
             let owed = match report.purged_spellings {
                 0 => None,
-                _ => Some(super::vacuum::owe(t)?),
+                _ => Some(super::vacuum::owe(t.txn()?)?),
             };
             Ok((report, owed))
         })?;

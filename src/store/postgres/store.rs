@@ -1463,7 +1463,7 @@ impl PgStore {
             // Already deleted: no row was touched, so there is nothing to vacuum.
             let owed = match preview.changes_nothing() {
                 true => None,
-                false => Some(super::vacuum::owe(t)?),
+                false => Some(super::vacuum::owe(t.txn()?)?),
             };
             Ok((report, preview, owed))
         })?;

@@ -130,7 +130,8 @@ impl PgStore {
     pub fn import(&mut self, input: &mut dyn BufRead) -> Result<ImportReport> {
         let mut moved = None;
         let address = self.address().clone();
-        let result = match self.import_moving(input, &mut moved) {
+        let mut owed = None;
+        let result = match self.import_moving(input, &mut moved, &mut owed) {
             // Every refusal before the commit says that nothing was imported.
             Err(e) => Err(crate::store::dump::nothing_imported(refused_import(
                 e, &address,
@@ -143,9 +144,9 @@ impl PgStore {
         };
         // Content an earlier release kept, blanked by the import: its dead row versions go as
         // after a delete (a role that may not VACUUM leaves them to autovacuum).
-        if result.as_ref().is_ok_and(|r| r.blanked > 0) {
+        if let (Ok(_), Some(owed)) = (&result, &owed) {
             if let Ok(client) = self.connection() {
-                super::vacuum::after_purge(client, &["history"]);
+                super::vacuum::after_purge_paying(client, &["history"], owed);
             }
         }
         // A sequence moves outside transactions: a refused import, rolled back by now, puts
@@ -168,6 +169,7 @@ impl PgStore {
         &mut self,
         input: &mut dyn BufRead,
         moved: &mut Option<(i64, i64)>,
+        owed: &mut Option<super::vacuum::Owed>,
     ) -> Result<(Transaction<'_>, ImportReport)> {
         let place = self.address().describe();
         let client = self.connection()?;
@@ -304,6 +306,9 @@ impl PgStore {
         respell_reads(&mut tx)?;
         dump.refuse_incomplete()?;
         let blanked = blank_kept_content(&mut tx)?;
+        if blanked > 0 {
+            *owed = Some(super::vacuum::owe(&mut tx)?);
+        }
         let version = dump.version();
         let finished = dump.finish(&mut Pg(&mut tx)).map(|mut report| {
             report.blanked = blanked;

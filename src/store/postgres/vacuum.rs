@@ -4,9 +4,8 @@
 //! shows any role with SELECT on a table its most common values and histogram bounds, which
 //! held the purged values until the next ANALYZE.
 
-use super::store::Tx;
 use anyhow::Result;
-use postgres::Client;
+use postgres::{Client, GenericClient};
 
 /// What the clean-up after a purge reached.
 pub(super) struct AfterPurge {
@@ -87,8 +86,8 @@ pub(super) struct Owed {
 /// said `disk_purged: true` while `pg_stats` still showed the deleted values). Recorded before
 /// the VACUUM, not after it fails: a connection lost between the commit and the VACUUM leaves
 /// it owed, as SQLite's debt does. The earliest date stays.
-pub(super) fn owe(t: &mut Tx<'_>) -> Result<Owed> {
-    let r = t.one(
+pub(super) fn owe(t: &mut impl GenericClient) -> Result<Owed> {
+    let r = t.query_one(
         "INSERT INTO settings (key, value)
          VALUES ('purge_debt_since', to_char(memscope_now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))
          ON CONFLICT (key) DO UPDATE SET value = settings.value
