@@ -357,8 +357,20 @@ fn import_refuses_a_dump_that_would_break_an_invariant_on(dbs: &Databases) {
     let dump = src.sibling("two-spellings.jsonl");
     let lines: Vec<String> = rows.iter().map(Value::to_string).collect();
     std::fs::write(&dump, lines.join("\n")).unwrap();
-    dst.run(&["import", dump.to_str().unwrap()])
-        .fails_with(1, &["invariant 6", "spelling", "nothing was imported"]);
+    let refused = dst.run(&["import", dump.to_str().unwrap()]);
+    refused.fails_with(1, &["invariant 6", "spelling", "nothing was imported"]);
+    // One place, and the way out that works (it said "2 place(s)" and pointed at `check`).
+    if !dst.is_postgres() {
+        assert!(
+            refused
+                .stderr
+                .contains("stores 1 place(s) in more than one spelling")
+                && refused
+                    .stderr
+                    .contains("run `memscope init` on that database"),
+            "{refused:?}"
+        );
+    }
     assert!(dst.list(&[]).is_empty());
     assert!(dst.pending(true).is_empty());
 

@@ -172,12 +172,12 @@ impl Store {
                 // The read log's rows are brought to the registered spelling in silence: an
                 // earlier release logged a read in the reader's case until a write registered
                 // another.
-                let spelled_twice = merged.merged_spellings - merged.respelled_reads
-                    + merged.queued_conflicts
-                    + merged.purged_spellings;
+                // Counted as places, not as the merge's steps (it said "2 places" of one place
+                // whose two spellings held two values).
+                let spelled_twice = merged.merged_places;
                 if dump.version() >= 4 && spelled_twice > 0 {
                     bail!(
-                        "the import would break invariant 6 (normalization): the dump (schema v{}) stores {spelled_twice} place(s) in a second spelling, which memscope has not written since schema v4 — nothing was imported; if the file is an export of a memscope database, run `memscope check` on that database, do what it says there, and export it again",
+                        "the import would break invariant 6 (normalization): the dump (schema v{}) stores {spelled_twice} place(s) in more than one spelling, which memscope has not written since schema v4 — nothing was imported; if the file is an export of a memscope database, run `memscope init` on that database (it merges them), then export it again",
                         dump.version()
                     );
                 }
