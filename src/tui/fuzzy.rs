@@ -1,4 +1,7 @@
-//! The filter's match test, exact and cheap. `SkimMatcherV2` (default settings, smart case)
+//! The filter's match test, exact and cheap. A query is words (split at whitespace), each
+//! matched on its own, in any order — `legacy npm` finds what `npm legacy` finds (found by an
+//! exploratory test: the scope is shown first, so a user types it first, and a match in the
+//! fields' fixed order found nothing). For each word, `SkimMatcherV2` (default settings, smart case)
 //! finds a match exactly when the query is a subsequence of the haystack, char by char, with
 //! its `cheap_matches` comparison: a query holding an ASCII upper-case letter compares chars
 //! exactly, any other query ignores ASCII case only (`char::eq_ignore_ascii_case`; `É` and `é`
@@ -50,66 +53,69 @@ impl Needle {
     }
 }
 
-/// A query ready to test haystacks with.
+/// A query ready to test haystacks with: each word's needles.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pattern {
-    needles: Vec<Needle>,
+    words: Vec<Vec<Needle>>,
 }
 
 impl Pattern {
     pub fn new(query: &str) -> Pattern {
-        // Smart case, as SkimMatcherV2 decides it: only ASCII upper case makes it exact.
-        let exact = query.chars().any(|c| c.is_ascii_uppercase());
-        let needles = query
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphabetic() && !exact {
-                    Needle::Letter {
-                        lower: c.to_ascii_lowercase() as u8,
-                        upper: c.to_ascii_uppercase() as u8,
-                    }
-                } else if c.is_ascii() {
-                    Needle::Byte(c as u8)
-                } else {
-                    let mut bytes = [0u8; 4];
-                    let len = c.encode_utf8(&mut bytes).len() as u8;
-                    Needle::Encoded(bytes, len)
-                }
-            })
-            .collect();
-        Pattern { needles }
+        let words = query.split_whitespace().map(needles).collect();
+        Pattern { words }
     }
 
-    /// Whether SkimMatcherV2 matches the query in `parts` joined by single spaces (the
-    /// layout of `list::haystack`), without joining them.
+    /// Whether SkimMatcherV2 matches every word of the query in `parts` joined by single
+    /// spaces (the layout of `list::haystack`), without joining them. No word matches all.
     pub fn matches_joined(&self, parts: &[&str]) -> bool {
-        let n = self.needles.len();
-        let mut k = 0;
-        for (i, part) in parts.iter().enumerate() {
-            if k == n {
-                return true;
-            }
-            if i > 0 && self.needles[k] == Needle::Byte(b' ') {
-                k += 1;
-            }
-            let mut hay = part.as_bytes();
-            while k < n {
-                match self.needles[k].find_end(hay) {
-                    Some(end) => {
-                        hay = &hay[end..];
-                        k += 1;
-                    }
-                    None => break,
-                }
-            }
-        }
-        k == n
+        self.words.iter().all(|word| word_matches(word, parts))
     }
 
-    /// Whether SkimMatcherV2 matches the query in `hay`.
+    /// Whether SkimMatcherV2 matches every word of the query in `hay`.
     pub fn matches(&self, hay: &str) -> bool {
         self.matches_joined(&[hay])
     }
+}
+
+/// One word's needles. Smart case, as SkimMatcherV2 decides it for the word: only ASCII upper
+/// case makes it exact.
+fn needles(word: &str) -> Vec<Needle> {
+    let exact = word.chars().any(|c| c.is_ascii_uppercase());
+    word.chars()
+        .map(|c| {
+            if c.is_ascii_alphabetic() && !exact {
+                Needle::Letter {
+                    lower: c.to_ascii_lowercase() as u8,
+                    upper: c.to_ascii_uppercase() as u8,
+                }
+            } else if c.is_ascii() {
+                Needle::Byte(c as u8)
+            } else {
+                let mut bytes = [0u8; 4];
+                let len = c.encode_utf8(&mut bytes).len() as u8;
+                Needle::Encoded(bytes, len)
+            }
+        })
+        .collect()
+}
+
+/// Whether one word (no whitespace in it) is a subsequence of `parts` joined by spaces: the
+/// joining spaces are never its needles, so the parts are walked in turn.
+fn word_matches(needles: &[Needle], parts: &[&str]) -> bool {
+    let mut k = 0;
+    for part in parts {
+        let mut hay = part.as_bytes();
+        while k < needles.len() {
+            match needles[k].find_end(hay) {
+                Some(end) => {
+                    hay = &hay[end..];
+                    k += 1;
+                }
+                None => break,
+            }
+        }
+    }
+    k == needles.len()
 }
 
 #[cfg(test)]
@@ -120,8 +126,12 @@ mod tests {
     use fuzzy_matcher::FuzzyMatcher;
     use proptest::prelude::*;
 
+    /// SkimMatcherV2's match of every whitespace-separated word of `query`.
     fn skim(hay: &str, query: &str) -> bool {
-        SkimMatcherV2::default().fuzzy_match(hay, query).is_some()
+        let matcher = SkimMatcherV2::default();
+        query
+            .split_whitespace()
+            .all(|word| matcher.fuzzy_match(hay, word).is_some())
     }
 
     /// The four fields as the scan passes them, and the same joined as the matcher sees them.
@@ -174,14 +184,28 @@ mod tests {
     }
 
     #[test]
-    fn fuzzy_pattern_parts_are_joined_by_one_space() {
+    fn fuzzy_pattern_words_match_in_any_order() {
         let p = Pattern::new("a b");
         assert!(p.matches_joined(&["xa", "bx", "", ""]));
         assert!(p.matches_joined(&["a", "", "", "b"]));
-        assert!(!p.matches_joined(&["ab", "", "", ""]));
+        assert!(p.matches_joined(&["ab", "", "", ""]));
+        assert!(p.matches_joined(&["b", "", "", "a"]));
+        assert!(!p.matches_joined(&["a", "", "", ""]));
+        // A word may run across fields, as one query did.
+        assert!(Pattern::new("42pnpm").matches_joined(&["user:42", "pm", "pnpm", "global"]));
+        let rec = [
+            "user:5",
+            "package_manager",
+            "npm ci 🚀",
+            "repo:legacy-dashboard",
+        ];
+        for q in ["legacy npm", "npm legacy", "repo:legacy npm", "🚀 dash  ci"] {
+            assert!(Pattern::new(q).matches_joined(&rec), "{q}");
+        }
+        assert!(!Pattern::new("legacy yarn").matches_joined(&rec));
         assert!(Pattern::new("").matches_joined(&["", "", "", ""]));
         assert!(Pattern::new("   ").matches_joined(&["", "", "", ""]));
-        assert!(!Pattern::new("    ").matches_joined(&["", "", "", ""]));
+        assert!(Pattern::new(" \t ").matches_joined(&["x", "", "", ""]));
     }
 
     /// Chars that exercise case, separators and multi-byte encodings.

@@ -511,9 +511,16 @@ pub fn highlight(matcher: &SkimMatcherV2, query: &str, rec: &MemoryRecord) -> Hi
     let scope = rec.scope.to_string();
     let mut hay = String::new();
     haystack(&mut hay, &rec.subject, &rec.predicate, &value, &scope);
-    let Some((_, indices)) = matcher.fuzzy_indices(&hay, query) else {
-        return Highlight::default();
-    };
+    // Each word's matched chars (the filter matches the words one by one, in any order).
+    let mut indices = Vec::new();
+    for word in query.split_whitespace() {
+        match matcher.fuzzy_indices(&hay, word) {
+            Some((_, found)) => indices.extend(found),
+            None => return Highlight::default(),
+        }
+    }
+    indices.sort_unstable();
+    indices.dedup();
     let ns = rec.subject.chars().count();
     let np = rec.predicate.chars().count();
     let nv = value.chars().count();

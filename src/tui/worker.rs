@@ -888,7 +888,9 @@ mod tests {
                 let value = r.value.as_str().unwrap();
                 let scope = r.scope.to_string();
                 haystack(&mut hay, &r.subject, &r.predicate, value, &scope);
-                matcher.fuzzy_match(&hay, query).is_some()
+                query
+                    .split_whitespace()
+                    .all(|word| matcher.fuzzy_match(&hay, word).is_some())
             })
             .map(|b| (b.record.scope.to_string(), b.id))
             .collect()

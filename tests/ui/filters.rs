@@ -359,3 +359,30 @@ fn a_long_query_shows_its_end_and_the_count() {
         }
     }
 }
+
+/// The current view's filter takes a query's words in any order: the scope is shown first, so
+/// a user types it first (found by an exploratory test: `legacy npm` matched nothing where
+/// `npm legacy` matched, and the pane said no record matches).
+#[test]
+fn the_current_views_filter_takes_words_in_any_order() {
+    let f = Fixture::story();
+    for_each_backend(&f, |db| {
+        let mut seen = Vec::new();
+        for query in ["npm legacy", "legacy npm", "legacy 42 npm"] {
+            let mut s = db.session(120, 32);
+            press(&mut s, "/");
+            press(&mut s, query);
+            s.handle_key(key(KeyCode::Enter));
+            s.settle();
+            let screen = render(&mut s, 120, 32);
+            assert!(
+                screen.contains("user:42 · package_manager") && screen.contains("legacy-dashboard"),
+                "{query}: {screen}"
+            );
+            assert!(!screen.contains("No record matches"), "{query}: {screen}");
+            assert!(screen.contains("· 1 match "), "{query}: {screen}");
+            seen.push(s.app.memories().list.rows.len());
+        }
+        assert!(seen.iter().all(|n| *n == seen[0]), "{seen:?}");
+    });
+}
