@@ -612,22 +612,28 @@ fn event_line(e: &HistoryEvent, event_w: usize, max: usize) -> Line<'static> {
             ),
             part(format!("{version:<3} "), dim()),
             part(text, style),
-            // A write the scope guard found suspect when it was stored (its evidence is in
-            // the event popup's detail).
-            if detail.is_some_and(|d| d.get("suspect").is_some()) {
-                part("  ! suspect", bold().fg(Color::Yellow))
-            } else {
-                part("", Style::new())
-            },
             part(format!("  {seq}"), dim()),
             part(
                 format!("  {}", one_line(e.source.as_deref().unwrap_or(""))),
                 dim(),
             ),
         ],
-        &size_part(e.value_bytes),
+        &suspect_and_size(detail, e.value_bytes),
         max,
     )
+}
+
+/// What a timeline row keeps at its right edge, before its value and source: `! suspect` on a
+/// write the scope guard found suspect when it was stored (its evidence is in the event
+/// popup's detail) — a long value is cut before it (found by an exploratory test: the mark
+/// after the value showed only at 200 columns) — and a preview's size.
+fn suspect_and_size(detail: Option<&serde_json::Value>, bytes: Option<i64>) -> Vec<Part<'static>> {
+    let mut right = Vec::new();
+    if detail.is_some_and(|d| d.get("suspect").is_some()) {
+        right.push(part(" ! suspect", bold().fg(Color::Yellow)));
+    }
+    right.extend(size_part(bytes));
+    right
 }
 
 /// A preview's size as a part a row keeps beside its right edge (none for a whole value).

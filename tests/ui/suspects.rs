@@ -272,3 +272,24 @@ fn a_failed_suspects_scan_claims_no_count() {
     let screen = render(&mut s, 120, 32);
     assert!(screen.contains("┌ Suspects · 1 "), "{screen}");
 }
+
+/// A write the scope guard found suspect keeps its `! suspect` mark in the timeline however
+/// long its value: the value is cut before the mark (found by an exploratory test: at 120
+/// columns a long value pushed the mark off the row; it showed only at 200).
+#[test]
+fn a_suspect_keeps_its_timeline_mark_however_long_its_value() {
+    let f = Fixture::demo();
+    f.write(r#"{"subject":"user:9","predicate":"install_command","value":"npm ci --prefer-offline --no-audit --loglevel=error 🚀🚀🚀 这个仓库的安装命令","scope":"global","source":"thread:1/message:1","raw":"这个仓库保留 npm ci"}"#);
+    for_each_backend(&f, |db| {
+        let mut s = db.session(120, 32);
+        press(&mut s, "/user:9 install");
+        s.handle_key(key(KeyCode::Enter));
+        s.settle();
+        let screen = render(&mut s, 120, 32);
+        let row = screen
+            .lines()
+            .find(|l| l.contains(" set ") && l.contains("npm ci"))
+            .unwrap_or_else(|| panic!("no set event shown:\n{screen}"));
+        assert!(row.contains("… ! suspect│"), "{row}\n{screen}");
+    });
+}
