@@ -243,6 +243,17 @@ impl App {
         contexts
     }
 
+    /// Whether the tab shown does something with `cmd`, for the footer, which offers nothing
+    /// that does nothing (found by an exploratory test: the Check tab's footer offered `/`,
+    /// which says it has nothing to filter, and Tab, which has no pane to go to).
+    pub fn tab_offers(&self, cmd: Command) -> bool {
+        match cmd {
+            Command::Filter => self.tab != Tab::Check,
+            Command::NextPane | Command::PrevPane => self.has_detail(),
+            _ => true,
+        }
+    }
+
     /// Why `tab`'s list could not be loaded, when it could not: the database could not be
     /// polled at all, or this list could not be read.
     pub fn unloaded(&self, tab: Tab) -> Option<&str> {

@@ -598,7 +598,10 @@ fn toast_over_the_body(frame: &mut Frame<'_>, area: Rect, text: &str, style: Sty
 fn footer(frame: &mut Frame<'_>, area: Rect, app: &App) {
     let max = area.width as usize;
     let top = app.dialogs.last();
-    let offered = |cmd| top.is_none_or(|d| d.offers(cmd));
+    let offered = |cmd| match top {
+        Some(d) => d.offers(cmd),
+        None => app.tab_offers(cmd),
+    };
     let mut hints = keymap::hints(&app.contexts(), app.read_only, &offered);
     let help = match hints.last() {
         Some(h) if h.keys == keymap::HELP_LABEL => hints.pop(),
