@@ -717,6 +717,10 @@ pub struct WriteOutcome {
     /// named).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reverted_to: Option<i64>,
+    /// A global value the scope guard stored but marked suspect (README, "The scope guard"):
+    /// its evidence, as the `set` event's detail keeps it and `memscope suspects` lists it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspect: Option<Vec<String>>,
 }
 
 /// Where a write went: one scope (JSON: its text), or the candidates a human must choose
@@ -776,6 +780,7 @@ impl WriteOutcome {
             reason: None,
             error: None,
             reverted_to: None,
+            suspect: None,
         }
     }
 
@@ -828,6 +833,12 @@ impl WriteOutcome {
         }
         if let Some(r) = &self.reason {
             s.push_str(&format!(" — {r}"));
+        }
+        if let Some(evidence) = &self.suspect {
+            s.push_str(&format!(
+                " — marked suspect: {}; if it is one place's rule, `memscope suspects` shows the rescope that moves it",
+                evidence.join("; ")
+            ));
         }
         s
     }

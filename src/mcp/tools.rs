@@ -782,7 +782,7 @@ pub fn describe_outcome(o: &WriteOutcome) -> String {
         .map(|v| shorten(&value_text(v), 120))
         .unwrap_or_default();
     let version = o.version.unwrap_or_default();
-    match o.outcome {
+    let said = match o.outcome {
         OutcomeKind::Inserted => format!(
             "inserted: {predicate} = {value} at {scope} (version {version}); agents now read it wherever {scope} applies."
         ),
@@ -808,6 +808,13 @@ pub fn describe_outcome(o: &WriteOutcome) -> String {
             o.reason.as_deref().unwrap_or("tombstoned")
         ),
         OutcomeKind::Removed | OutcomeKind::Error => o.human(),
+    };
+    match &o.suspect {
+        Some(evidence) => format!(
+            "{said} The scope guard marked it suspect ({}): if it is a rule of one repository or task only, tell the user — `memscope suspects` shows the rescope that moves it there.",
+            evidence.join("; ")
+        ),
+        None => said,
     }
 }
 

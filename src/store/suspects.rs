@@ -116,6 +116,29 @@ pub(crate) fn marked_detail(evidence: Vec<String>, places: &[Scope]) -> serde_js
     serde_json::json!({ "suspect": evidence, "places": places })
 }
 
+/// Tells a write's outcome the evidence of the `set` detail it stored marked (`detail`, from
+/// [`marked_detail`]), when it stored one: an inserted or superseded value (found by an
+/// exploratory test: the write said only `superseded`, and nobody learned of the mark until
+/// they looked).
+pub(crate) fn tell_marked(
+    out: &mut crate::model::WriteOutcome,
+    detail: Option<&serde_json::Value>,
+) {
+    use crate::model::OutcomeKind;
+    if !matches!(out.outcome, OutcomeKind::Inserted | OutcomeKind::Superseded) {
+        return;
+    }
+    out.suspect = detail
+        .and_then(|d| d.get("suspect"))
+        .and_then(serde_json::Value::as_array)
+        .map(|evidence| {
+            evidence
+                .iter()
+                .map(|e| e.as_str().map_or_else(|| e.to_string(), str::to_string))
+                .collect()
+        });
+}
+
 /// The places a marked version's `set` detail names ([`marked_detail`]) before those its words
 /// and siblings point at (`found`), each once.
 pub(crate) fn with_marked_places(detail: Option<&str>, found: Vec<Scope>) -> Vec<Scope> {

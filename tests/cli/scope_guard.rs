@@ -488,3 +488,96 @@ fn known_places_named(db: TestDb) {
     }
     db.assert_check_ok();
 }
+
+/// A write the guard stored but marked suspect says so when it is stored — in `write`'s line
+/// and JSON, in `apply`'s — with its evidence and where the fix is; a default stated as a
+/// default, a confirmation and a queued write say nothing of it (found by an exploratory test:
+/// the write said only `superseded`, and nobody learned of the mark until they looked).
+#[test]
+fn a_write_marked_suspect_is_told_so_when_it_is_stored() {
+    told_suspect(TestDb::new());
+}
+
+#[test]
+fn a_write_marked_suspect_is_told_so_when_it_is_stored_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        told_suspect(db);
+    }
+}
+
+fn told_suspect(db: TestDb) {
+    write_the_default(&db);
+    let default = db.history(U, PM, Some("global"));
+    assert_eq!(default.len(), 1);
+    let out = global_write(&db, "npm 📦", "thread:23", INCIDENT, &[]);
+    assert_eq!(out["outcome"], "superseded", "{out}");
+    assert_eq!(out["suspect"], json!(["the words say “这个仓库”"]), "{out}");
+    // The same words again confirm it: nothing new is stored, nothing said.
+    let again = global_write(&db, "npm 📦", "thread:24", INCIDENT, &[]);
+    assert_eq!(again["outcome"], "confirmed", "{again}");
+    assert!(again.get("suspect").is_none(), "{again}");
+    // The text line.
+    let text = db
+        .run(&[
+            "write",
+            "--subject",
+            U,
+            "--predicate",
+            "install_command",
+            "--value",
+            "npm ci",
+            "--scope",
+            "global",
+            "--source",
+            "thread:25",
+            "--raw",
+            INCIDENT,
+        ])
+        .ok();
+    assert!(
+        text.stdout.contains("inserted ")
+            && text
+                .stdout
+                .contains("marked suspect: the words say “这个仓库”")
+            && text
+                .stdout
+                .contains("`memscope suspects` shows the rescope"),
+        "{text:?}"
+    );
+    // `apply`'s line.
+    let line = json!({"subject": U, "predicate": "test_runner", "value": "jest", "scope": "global",
+        "source": "thread:26", "raw": INCIDENT});
+    let applied = db
+        .run_stdin(&["apply", "-"], format!("{line}\n").as_bytes())
+        .ok();
+    let told: Value = serde_json::from_str(applied.stdout.trim()).unwrap();
+    assert_eq!(
+        told["suspect"],
+        json!(["the words say “这个仓库”"]),
+        "{told}"
+    );
+    // MCP's `remember`, from a host that gave no repository: the model is told, and what to do.
+    let mut s = RawSession::serve(db.path_str(), &["--subject", U]);
+    let r = s.request(
+        2,
+        "tools/call",
+        json!({"name": "remember", "arguments": {
+            "predicate": "formatter", "value": "prettier", "scope": "global",
+            "source": "thread:27", "raw": INCIDENT}}),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["suspect"],
+        json!(["the words say “这个仓库”"]),
+        "{r}"
+    );
+    let text = tool_text(&r);
+    assert!(
+        text.starts_with("inserted: ")
+            && text.contains("The scope guard marked it suspect (the words say “这个仓库”)")
+            && text.contains("tell the user"),
+        "{text}"
+    );
+    let (code, _) = s.finish();
+    assert_eq!(code, 0);
+    assert_eq!(as_array(db.json(&["suspects", "--json"])).len(), 4);
+}

@@ -229,6 +229,7 @@ fn decide_into(
     if decision.kind() != OutcomeKind::Rejected {
         out.causal_seq = Some(number);
     }
+    crate::store::suspects::tell_marked(&mut out, suspect);
     slot.probe.after(&decision, &w.value, number);
     writes.events.push(event);
     out

@@ -420,7 +420,8 @@ fn decide_and_apply(
     }
 
     if st.expect_fresh {
-        if let Some(out) = insert_if_fresh(conn, w, scope_text, now, suspect.as_ref(), st)? {
+        if let Some(mut out) = insert_if_fresh(conn, w, scope_text, now, suspect.as_ref(), st)? {
+            crate::store::suspects::tell_marked(&mut out, suspect.as_ref());
             return Ok(out);
         }
         st.expect_fresh = false;
@@ -544,6 +545,7 @@ fn decide_and_apply(
         }
     }
     out.causal_seq = Some(seq);
+    crate::store::suspects::tell_marked(&mut out, suspect.as_ref());
     Ok(out)
 }
 
