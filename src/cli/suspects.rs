@@ -50,14 +50,23 @@ pub fn run(store: &mut AnyStore, json: bool) -> Result<i32> {
         if s.reads > 0 {
             outln!("    {} logged read(s) got this global value", s.reads);
         }
-        if let Some(to) = &s.suggested_scope {
-            outln!(
-                "    fix: memscope rescope --subject {} --predicate {} --scope global --to {}",
-                crate::model::shell_word(&r.subject),
-                crate::model::shell_word(&r.predicate),
-                crate::model::shell_word(&to.to_string())
-            );
-        }
+        // Where the evidence names no place (the words say only "this repo", written without
+        // a context), the fix is the same command with the place the person knows (found by an
+        // exploratory test: no `fix:` line, no next step).
+        let to = match &s.suggested_scope {
+            Some(to) => crate::model::shell_word(&to.to_string()),
+            None => "repo:ID".to_string(),
+        };
+        outln!(
+            "    fix: memscope rescope --subject {} --predicate {} --scope global --to {to}{}",
+            crate::model::shell_word(&r.subject),
+            crate::model::shell_word(&r.predicate),
+            if s.suggested_scope.is_none() {
+                "   (the words name no place: put the repository or task it belongs to, repo:ID or task:ID)"
+            } else {
+                ""
+            }
+        );
     }
     Ok(EXIT_OK)
 }

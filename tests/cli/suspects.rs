@@ -662,3 +662,30 @@ fn the_fix_line_pastes_as_the_command_it_names() {
         "pasting ran nothing"
     );
 }
+
+/// A suspect whose evidence names no place (its words say only "this repo", written without a
+/// context) still gets a `fix:` line: the rescope, with the place for the person to put in
+/// (found by an exploratory test: no `fix:` line and no next step).
+#[test]
+fn a_suspect_that_names_no_place_still_gets_its_fix_line() {
+    let db = TestDb::new();
+    db.write_with(
+        ("user:5", "package_manager"),
+        "npm",
+        "global",
+        "thread:9 💬",
+        &[
+            "--raw",
+            "这个仓库保留现有的 package-lock.json，安装依赖继续用 npm ci。",
+        ],
+    );
+    let found = as_array(db.json(&["suspects", "--json"]));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0]["suggested_scope"], serde_json::Value::Null);
+    let text = db.run(&["suspects"]).ok().stdout;
+    assert!(
+        text.contains("fix: memscope rescope --subject user:5 --predicate package_manager --scope global --to repo:ID")
+            && text.contains("the words name no place"),
+        "{text}"
+    );
+}
