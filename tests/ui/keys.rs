@@ -3509,3 +3509,38 @@ fn a_confirmation_open_when_the_lists_cannot_be_read_closes_and_does_nothing() {
         .unwrap();
     }
 }
+
+/// Two hosts of one agent are told apart on the Reads tab: its agent column is as wide as
+/// `memscope reads`' (32), each name followed by the column gap (found by an exploratory
+/// test: both showed `claude-code@l…`, at 14 columns, beside 45 empty ones).
+#[test]
+fn the_reads_tab_tells_two_hosts_of_one_agent_apart() {
+    for_each_backend(&Fixture::story(), |db| {
+        for agent in [
+            "claude-code@laptop-A",
+            "claude-code@laptop-B",
+            "cursor@laptop-B",
+        ] {
+            db.commands()
+                .resolve_logged(
+                    "user:42",
+                    "package_manager",
+                    Some("web-app"),
+                    None,
+                    Some(agent),
+                    None,
+                )
+                .unwrap();
+        }
+        let mut s = db.session(120, 32);
+        press(&mut s, "5");
+        let screen = render(&mut s, 120, 32);
+        for agent in [
+            "claude-code@laptop-A  ",
+            "claude-code@laptop-B  ",
+            "cursor@laptop-B       ",
+        ] {
+            assert!(screen.contains(agent), "{agent:?}:\n{screen}");
+        }
+    });
+}

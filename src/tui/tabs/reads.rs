@@ -353,7 +353,9 @@ fn column_widths(rows: &[ReadRecord], max: usize) -> [usize; 4] {
             .unwrap_or(0)
             .min(cap)
     };
-    let agent_w = col(&|x| x.agent.clone().unwrap_or_default(), 14);
+    // As wide as `memscope reads` makes it (32): two hosts of one agent differ at the end
+    // (found by an exploratory test: `claude-code@l…` twice, at 14).
+    let agent_w = col(&|x| one_line(x.agent.as_deref().unwrap_or("-")), 32);
     let what_w = col(&|x| format!("{} · {}", x.subject, x.predicate), 34);
     let ctx_w = col(&read_context, 26);
     let got_w = col(&ReadRecord::got, 26);
