@@ -216,6 +216,7 @@ pub static BINDINGS: &[Binding] = &[
     b(X::Explain, &[Code(KeyCode::Tab), Code(KeyCode::BackTab)], "Tab", C::NextField, "switch between the repo and task fields", Some("field")),
     b(X::Explain, &[Code(KeyCode::Enter)], "Enter", C::Confirm, "resolve again (it also resolves as you type)", None),
     b(X::Explain, &[Code(KeyCode::Backspace)], "Backspace", C::Erase, "erase a character", None),
+    b(X::Explain, &[Ctrl('u')], "Ctrl-u", C::ClearField, "clear the field", Some("clear")),
     b(X::Explain, &[Code(KeyCode::Esc)], "Esc", C::Cancel, "close", Some("close")),
     b(X::AsOf, &[Char('g'), Code(KeyCode::Enter)], "g/Enter", C::GoToRecord, "the winning record's history, the version read highlighted", Some("go to history")),
     b(X::AsOf, &[Code(KeyCode::Esc), Char('q')], "Esc/q", C::Cancel, "close", Some("close")),

@@ -948,6 +948,17 @@ fn explain_fields_take_the_scope_form_and_refuse_the_other_kind() {
         assert_eq!(e.repo, "网页 app");
         let err = e.result.unwrap().unwrap_err();
         assert!(err.contains("whitespace"), "{err}");
+        // Ctrl-u clears the field, as in the rescope target (found by an exploratory test: it
+        // did nothing, and the next id was typed onto the old one); the other field stays.
+        s.handle_key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        press(&mut s, "web-app");
+        let e = explain(&s);
+        assert_eq!(
+            (e.repo.as_str(), e.task.as_str()),
+            ("web-app", "repo:web-app")
+        );
+        let frame = render(&mut s, 120, 32);
+        assert!(frame.contains("Ctrl-u clear"), "{frame}");
     });
 }
 

@@ -124,6 +124,12 @@ impl ExplainDialog {
                 crate::tui::text::erase_grapheme(self.field_mut());
                 return Step::Stay(self.ask());
             }
+            // As in the rescope target (found by an exploratory test: Ctrl-u did nothing here,
+            // and a new id was typed onto the old one).
+            Some(Command::ClearField) => {
+                self.field_mut().clear();
+                return Step::Stay(self.ask());
+            }
             _ => {
                 // Ids hold no whitespace, and a typed space is kept so the field says so (found
                 // by review: dropped, `web app` silently asked for `webapp`).
