@@ -831,7 +831,11 @@ fn a_schema_version_set_below_the_tables_is_named_and_init_sets_it_back() {
             vec!["export"],
         ] {
             db.run(&args).fails_with(1, &[&said, "init"]);
-            assert_eq!(files, files_snapshot(&db.path), "{args:?} changed the files");
+            assert_eq!(
+                files,
+                files_snapshot(&db.path),
+                "{args:?} changed the files"
+            );
         }
         let r = db.run(&["check"]);
         assert_eq!(r.code, 1, "{r:?}");
@@ -849,7 +853,10 @@ fn a_schema_version_set_below_the_tables_is_named_and_init_sets_it_back() {
         let (code, report) = db.check();
         assert_eq!(code, 1);
         assert_eq!(report["ok"], false);
-        assert_eq!(report["metrics"]["schema_problems"][0].as_str().unwrap(), format!("its schema version (PRAGMA user_version) {said}"));
+        assert_eq!(
+            report["metrics"]["schema_problems"][0].as_str().unwrap(),
+            format!("its schema version (PRAGMA user_version) {said}")
+        );
         assert_eq!(files, files_snapshot(&db.path), "check changed the files");
 
         let r = db.run(&["init"]).ok();

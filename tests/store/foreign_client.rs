@@ -1457,7 +1457,10 @@ fn a_table_rebuilt_without_its_constraints_is_a_schema_problem_and_no_write_land
         assert!(
             text.starts_with("SCHEMA: ")
                 && text.contains(problem)
-                && text.contains(&format!("`memscope --db {} export --out dump.jsonl`", db.path.display()))
+                && text.contains(&format!(
+                    "`memscope --db {} export --out dump.jsonl`",
+                    db.path.display()
+                ))
                 && text.contains("import dump.jsonl"),
             "{table}: {text}"
         );
@@ -1469,14 +1472,31 @@ fn a_table_rebuilt_without_its_constraints_is_a_schema_problem_and_no_write_land
             .map(|t| rows(t))
             .collect();
         for args in [
-            args_for("write", "user:42", "theme", &["--value", "dark 🌙", "--scope", "global", "--source", "s:9"]),
-            args_for("write", "user:42", "package_manager", &["--value", "bun", "--scope", "global", "--source", "s:9"]),
-            args_for("delete", "user:42", "formatter", &["--scope", "global", "--yes"]),
+            args_for(
+                "write",
+                "user:42",
+                "theme",
+                &["--value", "dark 🌙", "--scope", "global", "--source", "s:9"],
+            ),
+            args_for(
+                "write",
+                "user:42",
+                "package_manager",
+                &["--value", "bun", "--scope", "global", "--source", "s:9"],
+            ),
+            args_for(
+                "delete",
+                "user:42",
+                "formatter",
+                &["--scope", "global", "--yes"],
+            ),
             vec!["alias", "add", "pm2", "package_manager"],
             vec!["init"],
         ] {
-            db.run(&args)
-                .fails_with(1, &[&format!("table {table} lost its constraints"), "export"]);
+            db.run(&args).fails_with(
+                1,
+                &[&format!("table {table} lost its constraints"), "export"],
+            );
         }
         let after: Vec<i64> = ["memories", "history", "tombstones", "pending"]
             .iter()
@@ -1511,7 +1531,11 @@ fn a_dropped_settings_table_or_column_is_the_schema_line() {
         python_sql(&db, sql);
         let (code, report) = db.check();
         assert_eq!(code, 1, "{sql}: {report:#}");
-        assert_eq!(report["metrics"]["schema_problems"], json!([problem]), "{sql}");
+        assert_eq!(
+            report["metrics"]["schema_problems"],
+            json!([problem]),
+            "{sql}"
+        );
         let r = db.run(&["check"]);
         assert!(
             r.stdout.starts_with(&format!(
@@ -1521,7 +1545,13 @@ fn a_dropped_settings_table_or_column_is_the_schema_line() {
         );
         for args in [
             vec!["list"],
-            vec!["resolve", "--subject", "user:42", "--predicate", "package_manager"],
+            vec![
+                "resolve",
+                "--subject",
+                "user:42",
+                "--predicate",
+                "package_manager",
+            ],
             vec!["init"],
         ] {
             db.run(&args).fails_with(1, &[problem, "backup"]);
@@ -1543,7 +1573,11 @@ fn a_dropped_index_is_named_by_check_and_made_again_by_init() {
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(
         report["metrics"]["missing_indexes"],
-        json!(["history_by_identity", "pending_repeats", "reads_by_identity"])
+        json!([
+            "history_by_identity",
+            "pending_repeats",
+            "reads_by_identity"
+        ])
     );
     let text = db.run(&["check"]).stdout;
     assert!(
@@ -1553,15 +1587,24 @@ fn a_dropped_index_is_named_by_check_and_made_again_by_init() {
     );
     let said = db.run(&["init"]).ok().stdout;
     assert!(
-        said.contains("made its index(es) history_by_identity, pending_repeats, reads_by_identity again"),
+        said.contains(
+            "made its index(es) history_by_identity, pending_repeats, reads_by_identity again"
+        ),
         "{said}"
     );
     let (code, report) = db.check();
     assert_eq!(code, 0);
-    assert!(report["metrics"].get("missing_indexes").is_none(), "{report:#}");
+    assert!(
+        report["metrics"].get("missing_indexes").is_none(),
+        "{report:#}"
+    );
     assert_eq!(
         db.sql_i64("SELECT count(*) FROM sqlite_master WHERE name IN ('history_by_identity', 'pending_repeats', 'reads_by_identity')"),
         3
     );
-    assert!(db.run(&["init"]).ok().stdout.contains("(schema up to date)\n"));
+    assert!(db
+        .run(&["init"])
+        .ok()
+        .stdout
+        .contains("(schema up to date)\n"));
 }
