@@ -2,7 +2,7 @@
 
 use super::{data_dir, errln, outln, print_json, EXIT_FAILED, EXIT_OK};
 use crate::store::{
-    is_damage, postgres, AnyStore, CheckReport, Integrity, IntegrityMode, OpenMode, Store,
+    is_damage, postgres, AnyStore, CheckReport, Integrity, IntegrityMode, OpenMode, Opening, Store,
 };
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
@@ -41,14 +41,28 @@ pub fn init(path: &Path) -> Result<i32> {
         && std::fs::metadata(path)
             .map(|m| m.len() > 0)
             .unwrap_or(false);
-    let mut store = Store::open(path, OpenMode::Create)?;
+    let mut store = Store::open_for(path, OpenMode::Create, Opening::Repair)?;
     if existed {
         // A raw client may have dropped or changed a guard trigger, set the clock back, or
         // changed the spellings registry: init makes the guard again, moves the clock up, sets
         // the registry to the spelling stored and merges a place stored in two spellings
         // (README, "check", invariant 6).
         let restored = store.restore_guards()?;
-        let clock = clock_moved(store.clock_past_stored()?)
+        let mut clock = match store.version_restored() {
+            Some((from, to)) => format!(
+                "; set its schema version back to {to} from {from}, which a raw SQL client had set"
+            ),
+            None => String::new(),
+        };
+        let indexes = store.restore_indexes()?;
+        if !indexes.is_empty() {
+            clock += &format!(
+                "; made its index(es) {} again, which were missing",
+                indexes.join(", ")
+            );
+        }
+        let clock = clock
+            + &clock_moved(store.clock_past_stored()?)
             + &registry_set(store.repair_registry()?)
             + &store.merge_places()?.init_clause();
         if restored.is_empty() {
@@ -153,7 +167,7 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
     } else {
         IntegrityMode::Quick
     };
-    let report = match AnyStore::open(path, OpenMode::Existing) {
+    let report = match AnyStore::open_for_check(path) {
         Ok(mut store) => {
             let mut report = store.check(mode)?;
             let sqlite = matches!(store, AnyStore::Sqlite(_));
@@ -173,6 +187,27 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
         }
         // A file too damaged to open is the check's answer, not an error of the command — its
         // header included (the store's open failed, so no connection to the file is left).
+        // A schema version a raw client changed: said as the SCHEMA line, with its way out.
+        Err(e) if e.downcast_ref::<crate::store::SchemaDamaged>().is_some() => {
+            let damage = e.downcast::<crate::store::SchemaDamaged>()?;
+            let mut metrics = std::collections::BTreeMap::from([(
+                "schema_problems".to_string(),
+                serde_json::json!(damage.problems),
+            )]);
+            if let Some(way_out) = damage.way_out {
+                metrics.insert("schema_way_out".into(), serde_json::json!(way_out));
+            }
+            CheckReport {
+                ok: false,
+                integrity: None,
+                violations: Vec::new(),
+                metrics,
+                health: crate::store::exposures(path)
+                    .into_iter()
+                    .map(Into::into)
+                    .collect(),
+            }
+        }
         Err(e) => {
             let header = damaged_header(path, &e);
             if let (None, Some(not)) = (&header, e.downcast_ref::<crate::store::NotADatabase>()) {
@@ -219,10 +254,15 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
                 .iter()
                 .filter_map(|p| p.as_str().map(str::to_string))
                 .collect();
-            outln!(
-                "SCHEMA: {}",
-                crate::store::check::schema_damaged_sentence(&problems)
-            );
+            let damage = crate::store::SchemaDamaged {
+                problems,
+                way_out: report
+                    .metrics
+                    .get("schema_way_out")
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_string),
+            };
+            outln!("SCHEMA: {}", damage.sentence());
         }
         for v in &report.violations {
             outln!(
@@ -254,6 +294,21 @@ pub fn check(path: &Path, args: CheckArgs) -> Result<i32> {
                     Some(_) => "…".to_string(),
                     None => crate::model::shell_path(path),
                 }
+            );
+        }
+        if let Some(missing) = report
+            .metrics
+            .get("missing_indexes")
+            .and_then(serde_json::Value::as_array)
+        {
+            let names: Vec<&str> = missing
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .collect();
+            outln!(
+                "INDEXES: memscope's index(es) {} are missing (a raw SQL client dropped them): every command still works, only slower on a large database — `memscope --db {} init` makes them again",
+                names.join(", "),
+                crate::model::shell_path(path)
             );
         }
         if report.metrics.get("clock_exhausted") == Some(&serde_json::json!(true)) {

@@ -82,6 +82,19 @@ impl AnyStore {
         }
     }
 
+    /// [`AnyStore::open`] for `check`: a SQLite schema a raw client changed is opened for the
+    /// check to report ([`Opening::Check`]).
+    pub fn open_for_check(db: &Path) -> Result<AnyStore> {
+        match postgres::Address::recognise(db.as_os_str()) {
+            Some(address) => Ok(AnyStore::Postgres(postgres::PgStore::open(&address?)?)),
+            None => Ok(AnyStore::Sqlite(Store::open_for(
+                db,
+                OpenMode::Existing,
+                Opening::Check,
+            )?)),
+        }
+    }
+
     /// Whether it may only be read: a SQLite file opened read-only; a PostgreSQL standby or a
     /// connection whose transactions are read-only by default.
     pub fn is_read_only(&self) -> bool {

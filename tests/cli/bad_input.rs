@@ -783,6 +783,95 @@ fn a_foreign_sqlite_database_is_refused_and_stays_byte_identical() {
     assert_refused_untouched(&db, "not a memscope");
 }
 
+/// Sets `PRAGMA user_version` of the SQLite file at `db` to `version`, from Python.
+fn set_user_version(db: &TestDb, version: i64) {
+    let r = python(
+        "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('PRAGMA user_version = %d' % int(sys.argv[2]))\nc.commit()\nc.close()",
+        &[db.path_str(), &version.to_string()],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+// SQLite only: another application's file whose `user_version` is one memscope's schema uses
+// was migrated (a raw SQL error) and left in WAL mode by `check` (found by an exploratory
+// test); one set negative panicked.
+#[test]
+fn a_foreign_sqlite_database_with_a_schema_version_is_refused_and_stays_byte_identical() {
+    for version in [1, 3, 7, memscope::store::schema::SCHEMA_VERSION, -1] {
+        let db = TestDb::named("other-app.sqlite");
+        let r = python(
+            "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nc.execute('CREATE TABLE notes (t TEXT)')\nc.execute('CREATE TABLE history (t TEXT)')\nc.execute(\"INSERT INTO notes VALUES ('别碰我')\")\nc.commit()\nc.close()",
+            &[db.path_str()],
+        );
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        set_user_version(&db, version);
+        assert_refused_untouched(&db, "not a memscope");
+    }
+}
+
+// SQLite only: a memscope database whose schema version a raw client set negative (every
+// command panicked on an index out of bounds), to 0, or below what its tables are (a
+// migration ran again over them: "index pending_repeats already exists"). Every command but
+// `check` refuses in one sentence naming `init`, the file byte-identical; `check` says it as
+// its SCHEMA line; `init` sets the version back, and the data is as it was (all found by an
+// exploratory test).
+#[test]
+fn a_schema_version_set_below_the_tables_is_named_and_init_sets_it_back() {
+    let current = memscope::store::schema::SCHEMA_VERSION;
+    for version in [-1, i64::from(i32::MIN), 0, 5] {
+        let db = seeded(TestDb::new());
+        let before = db.fingerprint();
+        set_user_version(&db, version);
+        let files = files_snapshot(&db.path);
+        let said = format!("reads {version}, but its tables are those of version {current}");
+        for args in [
+            vec!["list"],
+            write_args("--scope", "global", "s"),
+            vec!["resolve", "--subject", U, "--predicate", PM],
+            vec!["export"],
+        ] {
+            db.run(&args).fails_with(1, &[&said, "init"]);
+            assert_eq!(
+                files,
+                files_snapshot(&db.path),
+                "{args:?} changed the files"
+            );
+        }
+        let r = db.run(&["check"]);
+        assert_eq!(r.code, 1, "{r:?}");
+        assert!(
+            r.stdout.starts_with("SCHEMA: ") && r.stdout.contains(&said),
+            "{r:?}"
+        );
+        assert!(
+            r.stdout.contains(&format!(
+                "`memscope --db {} init` sets the version back to {current}",
+                db.path.display()
+            )),
+            "{r:?}"
+        );
+        let (code, report) = db.check();
+        assert_eq!(code, 1);
+        assert_eq!(report["ok"], false);
+        assert_eq!(
+            report["metrics"]["schema_problems"][0].as_str().unwrap(),
+            format!("its schema version (PRAGMA user_version) {said}")
+        );
+        assert_eq!(files, files_snapshot(&db.path), "check changed the files");
+
+        let r = db.run(&["init"]).ok();
+        assert!(
+            r.stdout.contains(&format!(
+                "set its schema version back to {current} from {version}"
+            )),
+            "{r:?}"
+        );
+        assert_eq!(db.sql_i64("PRAGMA user_version"), current);
+        db.assert_check_ok();
+        assert_eq!(before, db.fingerprint());
+    }
+}
+
 // SQLite only: the schema version is a PRAGMA and the file is compared byte for byte.
 #[test]
 fn a_newer_schema_is_refused_and_stays_byte_identical() {

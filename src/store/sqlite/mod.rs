@@ -131,6 +131,11 @@ pub struct Store {
     /// Whether writes try the one-statement insert of a new identity first (see
     /// `write::insert_if_fresh`); off only in tests that compare it with the full decision.
     fresh_inserts: bool,
+    /// What memscope's schema lost to a raw SQL client, found once as the connection opened:
+    /// every write is refused with it (`ensure_writable`).
+    schema_damage: Option<SchemaDamaged>,
+    /// The schema version `init` set back, from what a raw client had set it to.
+    version_restored: Option<(i64, i64)>,
 }
 
 impl Drop for Store {
@@ -241,6 +246,59 @@ impl std::fmt::Display for NotADatabase {
 }
 
 impl std::error::Error for NotADatabase {}
+
+/// memscope's schema as a raw SQL client left it (README, "check", the `SCHEMA:` line): what
+/// is wrong, one item each, and what to do — `None`: restore a backup, since nothing of
+/// memscope rebuilds what was dropped. Every command but `check` refuses in one sentence;
+/// `check` reports it.
+#[derive(Debug, Clone)]
+pub struct SchemaDamaged {
+    pub problems: Vec<String>,
+    pub way_out: Option<String>,
+}
+
+impl SchemaDamaged {
+    /// A table that lost the constraints memscope's writes rely on: reads go on, writes are
+    /// refused, and an export imported into a new file has them all again.
+    fn loosened(problems: Vec<String>, path: &Path) -> SchemaDamaged {
+        let file = crate::model::shell_path(path);
+        SchemaDamaged {
+            problems,
+            way_out: Some(format!(
+                "memscope reads it but refuses to write to it, since a write could store a row without its id or its value — export it with `memscope --db {file} export --out dump.jsonl`, import that into a new file with `memscope --db NEW import dump.jsonl` and use NEW, or restore a backup taken before the change"
+            )),
+        }
+    }
+
+    /// The sentence `check` says it with, and every other command refuses with.
+    pub fn sentence(&self) -> String {
+        match &self.way_out {
+            None => crate::store::check::schema_damaged_sentence(&self.problems),
+            Some(way_out) => format!(
+                "memscope's schema on this database was changed by a raw SQL client ({}): {way_out}",
+                self.problems.join("; ")
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for SchemaDamaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.sentence())
+    }
+}
+
+impl std::error::Error for SchemaDamaged {}
+
+/// What a [`Store`] is opened for, where memscope's schema was changed by a raw SQL client
+/// ([`SchemaDamaged`]): a command refuses it; `check` reports it; `init` sets back a schema
+/// version that was lowered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    Use,
+    Check,
+    Repair,
+}
 
 /// A path that names a device, a pipe or a socket, where a database was asked for: refused in
 /// one sentence before SQLite touches it.
@@ -469,6 +527,12 @@ impl Store {
     /// under this process's live connections. Any number of processes may open a new path at
     /// the same instant: each step that needs a lock waits for it like a write does.
     pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Store> {
+        Store::open_for(path, mode, Opening::Use)
+    }
+
+    /// [`Store::open`] for `check` (a schema a raw client changed is opened, for the check to
+    /// report) or `init` (a schema version a raw client lowered is set back first).
+    pub fn open_for(path: impl AsRef<Path>, mode: OpenMode, opening: Opening) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
         // A PostgreSQL address is not a file name: never create `postgres:/…` folders. This
         // memscope can prepare a PostgreSQL database but not serve one: it connects, so a wrong
@@ -538,8 +602,8 @@ impl Store {
         // Read-only probes first, in one snapshot: nothing below may write to a file we are
         // going to refuse. SQLite reads the header here, so a file that is not a database is
         // found now, untouched.
-        let probe = |conn: &Connection| -> Result<(i64, i64)> {
-            let read = || -> rusqlite::Result<(i64, i64)> {
+        let probe = |conn: &Connection| -> Result<(i64, i64, Vec<String>)> {
+            let read = || -> rusqlite::Result<(i64, i64, Vec<String>)> {
                 conn.execute_batch("BEGIN")?;
                 let version = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
                 let tables = conn.query_row(
@@ -547,14 +611,15 @@ impl Store {
                     [],
                     |r| r.get(0),
                 )?;
+                let names = schema::names_in(conn)?;
                 conn.execute_batch("COMMIT")?;
-                Ok((version, tables))
+                Ok((version, tables, names))
             };
             read()
                 .inspect_err(|_| end_open_transaction(conn))
                 .map_err(Into::into)
         };
-        let (version, tables) = retry_busy(|| probe(&conn)).map_err(|e| {
+        let (version, tables, names) = retry_busy(|| probe(&conn)).map_err(|e| {
             // SQLite refuses a header it cannot read as "not a database", and one whose schema
             // format number is past what it knows as "unsupported file format".
             let not_a_database = match e.downcast_ref::<rusqlite::Error>() {
@@ -573,6 +638,46 @@ impl Store {
                 ))
             }
         })?;
+        // Another application's database is refused whatever its `user_version` says, before
+        // anything is migrated or its journal mode changed (found by an exploratory test).
+        if version != 0 && !schema::is_memscope_schema(&names) {
+            bail!(
+                "{} is a SQLite database but not a memscope one: point --db at a memscope database or a new file name",
+                path.display()
+            );
+        }
+        // A version a raw client set below what the tables show — lowered, 0, or negative,
+        // which no memscope writes — would run migrations over tables that have them already
+        // (found by an exploratory test: a raw SQL error, or a panic for -1). `init` sets it
+        // back; any other command refuses with the way out, the file untouched.
+        // (Up to date is the common case, and no version is above it: nothing to read.)
+        let shown = if version == schema::SCHEMA_VERSION {
+            version
+        } else {
+            schema::version_shown_by(&names)
+        };
+        let restore_version = if version < shown
+            && (version != 0 || schema::is_memscope_schema(&names))
+        {
+            if opening != Opening::Repair || read_only {
+                let file = crate::model::shell_path(&path);
+                let problem = format!(
+                    "its schema version (PRAGMA user_version) reads {version}, but its tables are those of version {shown}"
+                );
+                let damage = SchemaDamaged {
+                    problems: vec![problem],
+                    way_out: Some(format!(
+                        "`memscope --db {file} init` sets the version back to {shown}"
+                    )),
+                };
+                return Err(
+                    anyhow::Error::new(damage).context(format!("{} is damaged", path.display()))
+                );
+            }
+            Some(shown)
+        } else {
+            None
+        };
         if version > schema::SCHEMA_VERSION {
             bail!(
                 "{} uses schema version {version}, newer than this memscope understands ({}): upgrade memscope to open it",
@@ -580,14 +685,15 @@ impl Store {
                 schema::SCHEMA_VERSION
             );
         }
-        if read_only && version > 0 && version < schema::SCHEMA_VERSION {
+        if read_only && version > 0 && version < schema::SCHEMA_VERSION && restore_version.is_none()
+        {
             bail!(
                 "{} uses schema version {version} and is read-only, so it cannot be brought to version {}: open it once with write access (any memscope command) to migrate it",
                 path.display(),
                 schema::SCHEMA_VERSION
             );
         }
-        if version == 0 {
+        if version == 0 && restore_version.is_none() {
             if tables > 0 {
                 bail!(
                     "{} is a SQLite database but not a memscope one: point --db at a memscope database or a new file name",
@@ -622,8 +728,22 @@ impl Store {
             assert_invariants: std::env::var("MEMSCOPE_ASSERT_INVARIANTS").is_ok_and(|v| v == "1"),
             purge_gate,
             fresh_inserts: true,
+            schema_damage: None,
+            version_restored: None,
         };
         store.configure_connection()?;
+        if let Some(shown) = restore_version {
+            // `init` only (above): the version the tables show, then the migrations after it.
+            retry_busy(|| {
+                let tx = store
+                    .conn
+                    .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                tx.pragma_update(None, "user_version", shown)?;
+                tx.commit()?;
+                Ok(())
+            })?;
+            store.version_restored = Some((version, shown));
+        }
         if !read_only {
             // A new database is seeded in the same transaction that creates it, so no writer
             // ever sees it without its aliases. Each step rolls back on failure, so a busy
@@ -646,6 +766,41 @@ impl Store {
                 })
             })
             .map_err(|e| anyhow!("{}: {}", store.path.display(), error_text(&e)))?;
+        }
+        // Held to the schema once a connection (a few table descriptions, well under a
+        // millisecond): a table or column a raw client dropped stops every command that reads
+        // it, and one that lost its constraints lets a write store a broken row (README,
+        // "check", the SCHEMA line) — found by an exploratory test.
+        let missing = crate::store::check::missing_columns(|table| {
+            Ok(store
+                .conn
+                .prepare_cached("SELECT name FROM pragma_table_info(?1)")?
+                .query_map([table], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?)
+        })?;
+        let damage = if !missing.is_empty() {
+            Some(SchemaDamaged {
+                problems: missing,
+                way_out: None,
+            })
+        } else {
+            let lost = schema::lost_rules(&store.conn)?;
+            (!lost.is_empty()).then(|| SchemaDamaged::loosened(lost, &store.path))
+        };
+        if let Some(damage) = damage {
+            // A command refuses, and so does `init` (it cannot make them again); a table
+            // that only lost its constraints is still read (an export is the way out).
+            let refused = match opening {
+                Opening::Check => false,
+                Opening::Repair => true,
+                Opening::Use => damage.way_out.is_none(),
+            };
+            if refused {
+                return Err(anyhow::Error::new(damage)
+                    .context(format!("{} is damaged", store.path.display())));
+            }
+            store.schema_damage = Some(damage);
+        } else if !read_only {
             store.apply_durability()?;
             // A purge owed by an earlier delete is paid on open when nothing blocks it.
             store.pay_purge_debt()?;
@@ -785,6 +940,31 @@ impl Store {
         restored.map_err(|e| explain_sqlite(e, &self.path))
     }
 
+    /// Makes every index of memscope's schema again that a raw client dropped, and returns
+    /// their names (README, "check": `init` makes them again).
+    pub fn restore_indexes(&mut self) -> Result<Vec<&'static str>> {
+        self.ensure_writable()?;
+        let conn = &mut self.conn;
+        let restored = retry_busy(|| {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            let missing = schema::missing_indexes(&tx)?;
+            for (name, sql) in schema::contract_indexes() {
+                if missing.contains(&name.as_str()) {
+                    tx.execute_batch(sql)?;
+                }
+            }
+            tx.commit()?;
+            Ok(missing)
+        });
+        restored.map_err(|e| explain_sqlite(e, &self.path))
+    }
+
+    /// The schema version this open set back (`init`, [`Opening::Repair`]): from what a raw
+    /// client had set it to, to what its tables show.
+    pub fn version_restored(&self) -> Option<(i64, i64)> {
+        self.version_restored
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -825,6 +1005,10 @@ impl Store {
     fn ensure_writable(&self) -> Result<()> {
         if self.file_moved() {
             return Err(moved_error(&self.path));
+        }
+        if let Some(damage) = &self.schema_damage {
+            return Err(anyhow::Error::new(damage.clone())
+                .context(format!("{} is damaged", self.path.display())));
         }
         if self.read_only {
             bail!(

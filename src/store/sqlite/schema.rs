@@ -443,6 +443,13 @@ pub fn migrate_with_hook(
     loop {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        // A version no memscope writes (a raw client's `PRAGMA user_version = -1`) names no
+        // migration to run: said, never looked up (found by an exploratory test: it panicked).
+        if current < 0 {
+            bail!(
+                "this database's schema version (PRAGMA user_version) reads {current}, which no memscope writes: a raw SQL client changed it — `memscope init` sets it back when the tables are memscope's"
+            );
+        }
         if current > target {
             bail!(
                 "this database uses schema version {current}, newer than this memscope understands ({target}): upgrade memscope to open it"
@@ -475,29 +482,470 @@ pub fn migrate(conn: &mut Connection) -> Result<i64> {
 }
 
 /// The tables and columns memscope's schema holds, each table's in order: those of a fresh
-/// database migrated to this release — the contract both backends keep (docs/SCHEMA.md), which
-/// `check` holds a database to before it reads it (a table or column a raw client dropped
-/// stops every command that reads it).
+/// database migrated to this release ([`CONTRACT`]) — the contract both backends keep
+/// (docs/SCHEMA.md), which `check` holds a database to before it reads it (a table or column a
+/// raw client dropped stops every command that reads it).
 pub(crate) fn contract_columns() -> &'static [(String, Vec<String>)] {
     static COLUMNS: std::sync::OnceLock<Vec<(String, Vec<String>)>> = std::sync::OnceLock::new();
     COLUMNS.get_or_init(|| {
-        let read = || -> Result<Vec<(String, Vec<String>)>> {
+        CONTRACT
+            .iter()
+            .map(|t| {
+                let columns = t.columns.iter().map(|c| c.to_string()).collect();
+                (t.table.to_string(), columns)
+            })
+            .collect()
+    })
+}
+
+/// One table of the schema this build writes: its columns in order, and what its rows rely on
+/// beside them — the columns declared `NOT NULL`, the column that is the table's rowid
+/// (`INTEGER PRIMARY KEY`: an id SQLite picks when none is given), and the key that keeps one
+/// row per key (`INSERT OR IGNORE` and `ON CONFLICT` find it). The identity keys of `memories`
+/// and `tombstones` are guards (`unique_on_identity`): `init` makes them again as indexes.
+/// Written out rather than read from a database migrated in memory, which cost every command
+/// milliseconds as it opened: a test holds the two to each other.
+pub(crate) struct TableContract {
+    pub table: &'static str,
+    pub columns: &'static [&'static str],
+    pub not_null: &'static [&'static str],
+    pub rowid: Option<&'static str>,
+    pub key: &'static [&'static str],
+}
+
+pub(crate) const CONTRACT: &[TableContract] = &[
+    TableContract {
+        table: "history",
+        columns: &[
+            "id",
+            "event",
+            "subject",
+            "predicate",
+            "scope",
+            "version",
+            "value",
+            "raw",
+            "source",
+            "causal_seq",
+            "at",
+            "detail",
+            "clock",
+        ],
+        not_null: &["event", "subject", "predicate", "scope", "at"],
+        rowid: Some("id"),
+        key: &[],
+    },
+    TableContract {
+        table: "memories",
+        columns: &[
+            "id",
+            "subject",
+            "predicate",
+            "scope",
+            "value",
+            "version",
+            "source",
+            "raw",
+            "causal_seq",
+            "created_at",
+            "updated_at",
+            "confirmed_at",
+            "confirm_count",
+            "confirmed_source",
+            "confirmed_seq",
+        ],
+        not_null: &[
+            "subject",
+            "predicate",
+            "scope",
+            "value",
+            "version",
+            "source",
+            "causal_seq",
+            "created_at",
+            "updated_at",
+            "confirm_count",
+        ],
+        rowid: Some("id"),
+        key: &[],
+    },
+    TableContract {
+        table: "metrics",
+        columns: &["name", "value"],
+        not_null: &["name", "value"],
+        rowid: None,
+        key: &["name"],
+    },
+    TableContract {
+        table: "pending",
+        columns: &[
+            "id",
+            "subject",
+            "predicate",
+            "value",
+            "raw",
+            "source",
+            "causal_seq",
+            "candidates",
+            "status",
+            "created_at",
+            "resolved_at",
+            "resolved_scope",
+            "resolution",
+            "merged_from",
+            "reason",
+        ],
+        not_null: &[
+            "subject",
+            "predicate",
+            "value",
+            "source",
+            "causal_seq",
+            "candidates",
+            "status",
+            "created_at",
+        ],
+        rowid: Some("id"),
+        key: &[],
+    },
+    TableContract {
+        table: "predicate_aliases",
+        columns: &["alias", "canonical", "added_at"],
+        not_null: &["alias", "canonical", "added_at"],
+        rowid: None,
+        key: &["alias"],
+    },
+    TableContract {
+        table: "reads",
+        columns: &[
+            "id",
+            "at",
+            "agent",
+            "subject",
+            "predicate",
+            "repo",
+            "task",
+            "scope",
+            "version",
+            "shadowed",
+            "note",
+        ],
+        not_null: &["at", "subject", "predicate"],
+        rowid: Some("id"),
+        key: &[],
+    },
+    TableContract {
+        table: "settings",
+        columns: &["key", "value"],
+        not_null: &["key", "value"],
+        rowid: None,
+        key: &["key"],
+    },
+    TableContract {
+        table: "spellings",
+        columns: &["kind", "folded", "spelling"],
+        not_null: &["kind", "folded", "spelling"],
+        rowid: None,
+        key: &["kind", "folded"],
+    },
+    TableContract {
+        table: "tombstones",
+        columns: &[
+            "subject",
+            "predicate",
+            "scope",
+            "version",
+            "reason",
+            "deleted_at",
+        ],
+        not_null: &["subject", "predicate", "scope", "version", "deleted_at"],
+        rowid: None,
+        // The identity's key: a guard (`unique_on_identity`).
+        key: &[],
+    },
+];
+
+/// The tables schema version 1 makes: a file holding at least half of them is memscope's
+/// ([`is_memscope_schema`]).
+const V1_TABLES: [&str; 7] = [
+    "history",
+    "memories",
+    "metrics",
+    "pending",
+    "predicate_aliases",
+    "settings",
+    "tombstones",
+];
+
+/// The names (tables, indexes, triggers) each migration brings that no earlier one had, in
+/// order: `new_names()[v - 1]` are version `v`'s. A file holding any of version `v`'s names
+/// has been migrated to `v` at least, whatever its `user_version` says.
+fn new_names() -> &'static [Vec<String>] {
+    static NAMES: std::sync::OnceLock<Vec<Vec<String>>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let read = || -> Result<Vec<Vec<String>>> {
             let mut conn = Connection::open_in_memory()?;
-            migrate(&mut conn)?;
-            let tables: Vec<String> = conn
-                .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name")?
-                .query_map([], |r| r.get(0))?
-                .collect::<rusqlite::Result<_>>()?;
+            let mut seen = std::collections::BTreeSet::new();
             let mut out = Vec::new();
-            for table in tables {
-                let columns = conn
-                    .prepare("SELECT name FROM pragma_table_info(?1)")?
-                    .query_map([&table], |r| r.get(0))?
-                    .collect::<rusqlite::Result<_>>()?;
-                out.push((table, columns));
+            for v in 1..=MIGRATIONS.len() {
+                migrate_with(&mut conn, &MIGRATIONS[..v])?;
+                let mut new = Vec::new();
+                for name in schema_names(&conn)? {
+                    if seen.insert(name.clone()) {
+                        new.push(name);
+                    }
+                }
+                out.push(new);
             }
             Ok(out)
         };
         read().expect("the schema this build writes migrates an empty database in memory")
     })
+}
+
+/// The names of `conn`'s tables, indexes and triggers, SQLite's own left out.
+fn schema_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    conn.prepare(
+        "SELECT name FROM sqlite_schema WHERE type IN ('table', 'index', 'trigger')
+           AND name NOT LIKE 'sqlite%' ORDER BY name",
+    )?
+    .query_map([], |r| r.get(0))?
+    .collect()
+}
+
+/// Whether a file holding the tables `names` (beside any other of its objects) is memscope's:
+/// at least half of the tables schema version 1 makes. Another application's database is
+/// refused before anything is migrated or its journal mode changed (found by an exploratory
+/// test: one whose `user_version` was 3 was taken for memscope's, migrated, and left in WAL
+/// mode by `check`); one table dropped by a raw client still leaves the file memscope's.
+pub(crate) fn is_memscope_schema(names: &[String]) -> bool {
+    let held = V1_TABLES
+        .iter()
+        .filter(|t| names.iter().any(|n| n == *t))
+        .count();
+    held * 2 >= V1_TABLES.len()
+}
+
+/// The schema version the objects `names` of a file show it was migrated to: the last version
+/// any of whose own tables, indexes or triggers the file holds (0: none).
+pub(crate) fn version_shown_by(names: &[String]) -> i64 {
+    new_names()
+        .iter()
+        .rposition(|new| new.iter().any(|n| names.contains(n)))
+        .map_or(0, |i| i as i64 + 1)
+}
+
+/// The names of `conn`'s tables, indexes and triggers (see [`version_shown_by`]).
+pub(crate) fn names_in(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    schema_names(conn)
+}
+
+/// One column as `pragma_table_info` describes it.
+struct ColumnInfo {
+    name: String,
+    declared: String,
+    not_null: bool,
+    pk: i64,
+}
+
+fn table_columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<ColumnInfo>> {
+    conn.prepare_cached(
+        "SELECT name, upper(type), \"notnull\", pk FROM pragma_table_info(?1) ORDER BY cid",
+    )?
+    .query_map([table], |r| {
+        Ok(ColumnInfo {
+            name: r.get(0)?,
+            declared: r.get(1)?,
+            not_null: r.get(2)?,
+            pk: r.get(3)?,
+        })
+    })?
+    .collect()
+}
+
+/// Whether `table`'s primary key is its rowid: one column declared exactly `INTEGER`, in a
+/// table with a rowid (a `WITHOUT ROWID` table keeps its key as an index of origin `pk`).
+fn rowid_alias(conn: &Connection, table: &str, columns: &[ColumnInfo]) -> rusqlite::Result<bool> {
+    let keyed: Vec<&ColumnInfo> = columns.iter().filter(|c| c.pk > 0).collect();
+    if keyed.len() != 1 || keyed[0].declared != "INTEGER" {
+        return Ok(false);
+    }
+    let key_index: bool = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM pragma_index_list(?1) WHERE origin = 'pk')")?
+        .query_row([table], |r| r.get(0))?;
+    Ok(!key_index)
+}
+
+/// Whether some whole unique index of `table` (its primary key's included) holds exactly
+/// `columns`.
+fn unique_on(conn: &Connection, table: &str, columns: &[&str]) -> rusqlite::Result<bool> {
+    let names: Vec<String> = conn
+        .prepare_cached(
+            "SELECT name FROM pragma_index_list(?1) WHERE \"unique\" = 1 AND partial = 0",
+        )?
+        .query_map([table], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut want: Vec<&str> = columns.to_vec();
+    want.sort_unstable();
+    for name in names {
+        let mut held: Vec<Option<String>> = conn
+            .prepare_cached("SELECT name FROM pragma_index_info(?1)")?
+            .query_map([&name], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        held.sort();
+        if held.len() == want.len()
+            && held
+                .iter()
+                .zip(&want)
+                .all(|(h, w)| h.as_deref() == Some(*w))
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// What `conn`'s tables lost of the [`TableRules`] memscope's writes rely on — a table a raw
+/// client rebuilt (`CREATE TABLE … AS SELECT`) keeps its columns and none of them — one line
+/// a table. Tables or columns that are missing are [`crate::store::check::missing_columns`]'.
+/// Found by an exploratory test: a write into a rebuilt `memories` said `inserted` and stored
+/// a row whose id and value were NULL.
+pub(crate) fn lost_rules(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for rules in CONTRACT {
+        let columns = table_columns(conn, rules.table)?;
+        if columns.is_empty() {
+            continue;
+        }
+        let mut lost = Vec::new();
+        if let Some(rowid) = rules.rowid {
+            let kept = columns.iter().any(|c| c.name == rowid && c.pk > 0)
+                && rowid_alias(conn, rules.table, &columns)?;
+            if !kept {
+                lost.push(format!("{rowid} is no longer its INTEGER PRIMARY KEY"));
+            }
+        }
+        if !rules.key.is_empty() && !unique_on(conn, rules.table, rules.key)? {
+            lost.push(format!(
+                "no primary key or unique index on ({})",
+                rules.key.join(", ")
+            ));
+        }
+        let nullable: Vec<&str> = rules
+            .not_null
+            .iter()
+            .filter(|n| columns.iter().any(|c| c.name == **n && !c.not_null))
+            .copied()
+            .collect();
+        if !nullable.is_empty() {
+            lost.push(format!("{} may hold NULL", nullable.join(", ")));
+        }
+        if !lost.is_empty() {
+            out.push(format!(
+                "table {} lost its constraints: {}",
+                rules.table,
+                lost.join("; ")
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// memscope's indexes (a fresh database's, migrated to this release), each by name with the
+/// statement that makes it when it is missing.
+pub(crate) fn contract_indexes() -> &'static [(String, String)] {
+    static INDEXES: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    INDEXES.get_or_init(|| {
+        let read = || -> Result<Vec<(String, String)>> {
+            let mut conn = Connection::open_in_memory()?;
+            migrate(&mut conn)?;
+            let rows = conn
+                .prepare(
+                    "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL
+                       ORDER BY name",
+                )?
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(rows
+                .into_iter()
+                .map(|(name, sql)| {
+                    let sql = if sql.starts_with("CREATE INDEX IF NOT EXISTS ") {
+                        sql
+                    } else {
+                        sql.replacen("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1)
+                    };
+                    (name, sql)
+                })
+                .collect())
+        };
+        read().expect("the schema this build writes migrates an empty database in memory")
+    })
+}
+
+/// memscope's indexes `conn`'s database does not hold (README, "check": a raw client dropped
+/// them; every command still works, slower, and `init` makes them again).
+pub(crate) fn missing_indexes(conn: &Connection) -> rusqlite::Result<Vec<&'static str>> {
+    let mut there = conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = ?1)",
+    )?;
+    let mut out = Vec::new();
+    for (name, _) in contract_indexes() {
+        if !there.query_row([name], |r| r.get::<_, bool>(0))? {
+            out.push(name.as_str());
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`CONTRACT`] and [`V1_TABLES`] say what a database migrated in memory holds.
+    #[test]
+    fn the_written_contract_is_the_migrated_schema() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate(&mut conn).unwrap();
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let written: Vec<&str> = CONTRACT.iter().map(|t| t.table).collect();
+        assert_eq!(tables, written);
+        for t in CONTRACT {
+            let columns = table_columns(&conn, t.table).unwrap();
+            let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+            assert_eq!(names, t.columns, "{}", t.table);
+            let not_null: Vec<&str> = columns
+                .iter()
+                .filter(|c| c.not_null)
+                .map(|c| c.name.as_str())
+                .collect();
+            assert_eq!(not_null, t.not_null, "{}", t.table);
+            let keyed: Vec<&str> = columns
+                .iter()
+                .filter(|c| c.pk > 0)
+                .map(|c| c.name.as_str())
+                .collect();
+            if rowid_alias(&conn, t.table, &columns).unwrap() {
+                assert_eq!(Some(keyed[0]), t.rowid, "{}", t.table);
+                assert!(t.key.is_empty(), "{}", t.table);
+            } else if t.table != "tombstones" {
+                assert_eq!(keyed, t.key, "{}", t.table);
+                assert_eq!(t.rowid, None, "{}", t.table);
+            }
+        }
+        assert!(lost_rules(&conn).unwrap().is_empty());
+        assert!(missing_indexes(&conn).unwrap().is_empty());
+        let first: Vec<&str> = new_names()[0]
+            .iter()
+            .map(String::as_str)
+            .filter(|n| written.contains(n))
+            .collect();
+        assert_eq!(first, V1_TABLES);
+        assert_eq!(version_shown_by(&names_in(&conn).unwrap()), SCHEMA_VERSION);
+    }
 }
