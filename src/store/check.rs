@@ -297,15 +297,17 @@ fn misregistered<'a>(
         })
 }
 
-/// The highest causal number any row holds (within 2^53, where the clock ends): what `init`
-/// moves a clock set back around memscope past (README, "check", invariant 2). One statement
-/// both backends run.
+/// The highest causal number any row holds within 2^53, where the clock ends: what `init`
+/// moves a clock set back around memscope past (README, "check", invariant 2). A number past
+/// 2^53 is no clock's (the field rules name its row): each is passed over row by row, so the
+/// numbers beside it still count (found by an exploratory test: one memory at 2^63 − 1 hid
+/// every number `memories` held, and `init` moved nothing while `check` said it would). One
+/// statement both backends run.
 pub(crate) const HIGHEST_STORED_NUMBER: &str = "SELECT max(n) FROM (
-        SELECT max(causal_seq) AS n FROM history
-        UNION ALL SELECT max(causal_seq) FROM memories
-        UNION ALL SELECT max(confirmed_seq) FROM memories
-        UNION ALL SELECT max(causal_seq) FROM pending) numbers
-     WHERE n <= 9007199254740992";
+        SELECT max(causal_seq) AS n FROM history WHERE causal_seq <= 9007199254740992
+        UNION ALL SELECT max(causal_seq) FROM memories WHERE causal_seq <= 9007199254740992
+        UNION ALL SELECT max(confirmed_seq) FROM memories WHERE confirmed_seq <= 9007199254740992
+        UNION ALL SELECT max(causal_seq) FROM pending WHERE causal_seq <= 9007199254740992) numbers";
 
 pub(crate) const IDENTITY_NOT_UNIQUE: &str = "cannot make the identity unique again: memories holds two current records of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again";
 
@@ -667,11 +669,57 @@ impl Checker<'_> {
             &|r| (r.show(0), r.text(1).map(str::to_string)),
         )?;
         for (p, canonical) in preds {
-            if let Some(c) = canonical {
-                self.push(6, format!("current predicate '{p}' is an alias of '{c}'"));
-            } else if normalize_predicate(&p).ok().as_deref() != Some(p.as_str()) {
-                self.push(6, format!("current predicate '{p}' is not in normal form"));
+            let (wrong, way_out) = if let Some(c) = canonical {
+                (
+                    format!("is an alias of '{c}'"),
+                    format!(
+                        "no command reaches it under either name — remove the alias (`memscope alias remove {}`) to reach it",
+                        crate::model::shell_word(&p)
+                    ),
+                )
+            } else {
+                match normalize_predicate(&p) {
+                    Ok(n) if n == p => continue,
+                    Ok(n) => (
+                        format!("is not in normal form ('{n}')"),
+                        format!("no command reaches it by that name — a client outside memscope wrote it: set it to '{n}' with a SQL client in memories and in its identity's history (history is append-only: drop its guard triggers first, and `memscope init` makes them again)"),
+                    ),
+                    Err(e) => (
+                        format!("is not a valid predicate ({e})"),
+                        "no command reaches it — a client outside memscope wrote it: delete its rows with a SQL client, or give them a valid predicate".to_string(),
+                    ),
+                }
+            };
+            // The memories it names: the first, by identity, and how many more (one finding
+            // for one stored name).
+            let mut filter = format!("m.predicate = ${}", f.params().len() + 1);
+            if matches!(f, Filter::One(..)) {
+                filter = format!("{} AND {filter}", f.sql("m"));
             }
+            let mut params = f.params();
+            params.push(&p);
+            let named = collect(
+                self.db,
+                &format!(
+                    "SELECT m.subject, m.predicate, m.scope, count(*) OVER () FROM memories m
+                     WHERE {filter} ORDER BY m.subject, m.scope LIMIT 1"
+                ),
+                &params,
+                1,
+                &|r| {
+                    let more = match r.int(3).unwrap_or(1) - 1 {
+                        0 => String::new(),
+                        1 => ", and 1 other memory".to_string(),
+                        n => format!(", and {n} other memories"),
+                    };
+                    format!("{}{more}", ident(r))
+                },
+            )?;
+            let named = named.first().cloned().unwrap_or_default();
+            self.push(
+                6,
+                format!("current predicate '{p}' {wrong}: {named} — {way_out}"),
+            );
         }
         Ok(())
     }
@@ -1413,13 +1461,13 @@ pub(crate) fn check_report(
     // First what makes rows unreadable to memscope's other commands (`list` would fail on
     // them): the rest of the check reads such rows loosely and goes on.
     for p in c.db.type_problems(c.limit)? {
-        c.push(p.invariant, p.detail);
+        c.push(p.invariant, p.sentence());
     }
     c.run(&Filter::All)?;
     let now = now.map(super::dump::Deadline::new);
     let fields = super::fields::scan_fields(c.db, c.limit, now.as_ref())?;
     for p in fields.problems {
-        c.push(p.invariant, p.detail);
+        c.push(p.invariant, p.sentence());
     }
     c.one_spelling_per_place()?;
     c.moved_copies_of_deleted()?;
