@@ -62,6 +62,7 @@ pub fn init(path: &Path) -> Result<i32> {
             );
         }
         let clock = clock
+            + &clock_rewritten(store.clock_setting_rewritten()?)
             + &clock_moved(store.clock_past_stored()?)
             + &registry_set(store.repair_registry()?)
             + &store.merge_places()?.init_clause();
@@ -129,6 +130,16 @@ fn registry_set(set: Vec<(String, String, String)>) -> String {
         "; registered {} in the spelling stored, which the registry had not",
         places.join(", ")
     )
+}
+
+/// What `init` says of a `causal_clock` setting it wrote again, if it did.
+fn clock_rewritten(rewritten: Option<(String, i64)>) -> String {
+    rewritten.map_or_else(String::new, |(stored, to)| {
+        format!(
+            "; set the causal clock, whose setting held {}, which is no number from 0 to 2^53, to {to}, the highest number stored",
+            crate::model::shorten(&serde_json::Value::from(stored).to_string(), 40)
+        )
+    })
 }
 
 /// What `init` says of the causal clock it moved past every stored number, if it did.

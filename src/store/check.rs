@@ -268,7 +268,9 @@ pub(crate) fn registry_repairs(db: &mut dyn CheckDb) -> Result<Vec<(String, Stri
 }
 
 /// Whether a place is stored in more than one spelling (invariant 6): what `init` then merges
-/// into one (`merge`), a cheap look first — the merge itself reads history whole.
+/// into one (`merge`), a cheap look first — the merge itself reads history whole. A pending
+/// item's candidate in another spelling than the registered one is such a second spelling:
+/// the merge respells it (`merge::respelled_candidates`).
 pub(crate) fn stored_twice(db: &mut dyn CheckDb) -> Result<bool> {
     for (what, sql, _) in STORED_PLACES {
         let (by_key, _) = stored_spellings(db, what, sql)?;
@@ -276,7 +278,47 @@ pub(crate) fn stored_twice(db: &mut dyn CheckDb) -> Result<bool> {
             return Ok(true);
         }
     }
-    Ok(false)
+    Ok(!candidates_misspelled(db, 1)?.is_empty())
+}
+
+/// A pending item's candidate stored in another spelling than its place's registered one:
+/// the item's id, subject and predicate, the candidate and the registered spelling.
+type MisspelledCandidate = (String, String, String, String, String);
+
+/// The pending items' candidates stored in another spelling than the registry's (a raw
+/// client's change, found by an exploratory test: `check` was clean, and `pending resolve`
+/// refused every spelling of the candidate) — at most `limit`, in item order.
+fn candidates_misspelled(db: &mut dyn CheckDb, limit: usize) -> Result<Vec<MisspelledCandidate>> {
+    let registered: BTreeMap<String, String> = collect(
+        db,
+        "SELECT folded, spelling FROM spellings WHERE kind = 'scope'",
+        &[],
+        usize::MAX,
+        &|r| (r.show(0), r.show(1)),
+    )?
+    .into_iter()
+    .collect();
+    let mut out = Vec::new();
+    db.each(
+        "SELECT id, subject, predicate, candidates FROM pending ORDER BY id",
+        &[],
+        &mut |r| {
+            // Candidates that are not a list of texts are the field rules' to name.
+            let list: Vec<String> = r
+                .text(3)
+                .and_then(|t| serde_json::from_str(t).ok())
+                .unwrap_or_default();
+            for c in list {
+                if let Some(spelling) = registered.get(&crate::spelling::fold(&c)) {
+                    if *spelling != c && out.len() < limit {
+                        out.push((r.show(0), r.show(1), r.show(2), c, spelling.clone()));
+                    }
+                }
+            }
+            Ok(out.len() < limit)
+        },
+    )?;
+    Ok(out)
 }
 
 /// The places stored in one spelling that the registry does not hold as stored: the folded
@@ -297,15 +339,17 @@ fn misregistered<'a>(
         })
 }
 
-/// The highest causal number any row holds (within 2^53, where the clock ends): what `init`
-/// moves a clock set back around memscope past (README, "check", invariant 2). One statement
-/// both backends run.
+/// The highest causal number any row holds within 2^53, where the clock ends: what `init`
+/// moves a clock set back around memscope past (README, "check", invariant 2). A number past
+/// 2^53 is no clock's (the field rules name its row): each is passed over row by row, so the
+/// numbers beside it still count (found by an exploratory test: one memory at 2^63 − 1 hid
+/// every number `memories` held, and `init` moved nothing while `check` said it would). One
+/// statement both backends run.
 pub(crate) const HIGHEST_STORED_NUMBER: &str = "SELECT max(n) FROM (
-        SELECT max(causal_seq) AS n FROM history
-        UNION ALL SELECT max(causal_seq) FROM memories
-        UNION ALL SELECT max(confirmed_seq) FROM memories
-        UNION ALL SELECT max(causal_seq) FROM pending) numbers
-     WHERE n <= 9007199254740992";
+        SELECT max(causal_seq) AS n FROM history WHERE causal_seq <= 9007199254740992
+        UNION ALL SELECT max(causal_seq) FROM memories WHERE causal_seq <= 9007199254740992
+        UNION ALL SELECT max(confirmed_seq) FROM memories WHERE confirmed_seq <= 9007199254740992
+        UNION ALL SELECT max(causal_seq) FROM pending WHERE causal_seq <= 9007199254740992) numbers";
 
 pub(crate) const IDENTITY_NOT_UNIQUE: &str = "cannot make the identity unique again: memories holds two current records of one identity (`memscope check` names them); delete the wrong one with a SQL client, then run init again";
 
@@ -667,11 +711,57 @@ impl Checker<'_> {
             &|r| (r.show(0), r.text(1).map(str::to_string)),
         )?;
         for (p, canonical) in preds {
-            if let Some(c) = canonical {
-                self.push(6, format!("current predicate '{p}' is an alias of '{c}'"));
-            } else if normalize_predicate(&p).ok().as_deref() != Some(p.as_str()) {
-                self.push(6, format!("current predicate '{p}' is not in normal form"));
+            let (wrong, way_out) = if let Some(c) = canonical {
+                (
+                    format!("is an alias of '{c}'"),
+                    format!(
+                        "no command reaches it under either name — remove the alias (`memscope alias remove {}`) to reach it",
+                        crate::model::shell_word(&p)
+                    ),
+                )
+            } else {
+                match normalize_predicate(&p) {
+                    Ok(n) if n == p => continue,
+                    Ok(n) => (
+                        format!("is not in normal form ('{n}')"),
+                        format!("no command reaches it by that name — a client outside memscope wrote it: set it to '{n}' with a SQL client in memories and in its identity's history (history is append-only: drop its guard triggers first, and `memscope init` makes them again)"),
+                    ),
+                    Err(e) => (
+                        format!("is not a valid predicate ({e})"),
+                        "no command reaches it — a client outside memscope wrote it: delete its rows with a SQL client, or give them a valid predicate".to_string(),
+                    ),
+                }
+            };
+            // The memories it names: the first, by identity, and how many more (one finding
+            // for one stored name).
+            let mut filter = format!("m.predicate = ${}", f.params().len() + 1);
+            if matches!(f, Filter::One(..)) {
+                filter = format!("{} AND {filter}", f.sql("m"));
             }
+            let mut params = f.params();
+            params.push(&p);
+            let named = collect(
+                self.db,
+                &format!(
+                    "SELECT m.subject, m.predicate, m.scope, count(*) OVER () FROM memories m
+                     WHERE {filter} ORDER BY m.subject, m.scope LIMIT 1"
+                ),
+                &params,
+                1,
+                &|r| {
+                    let more = match r.int(3).unwrap_or(1) - 1 {
+                        0 => String::new(),
+                        1 => ", and 1 other memory".to_string(),
+                        n => format!(", and {n} other memories"),
+                    };
+                    format!("{}{more}", ident(r))
+                },
+            )?;
+            let named = named.first().cloned().unwrap_or_default();
+            self.push(
+                6,
+                format!("current predicate '{p}' {wrong}: {named} — {way_out}"),
+            );
         }
         Ok(())
     }
@@ -878,6 +968,15 @@ impl Checker<'_> {
                         None => "has no row in the spellings table".to_string(),
                     }
                 ));
+            }
+            if what == "scope" {
+                for (id, subject, predicate, named, r) in
+                    candidates_misspelled(self.db, self.limit)?
+                {
+                    self.push(6, format!(
+                        "{subject} · {predicate}: pending item #{id} names the scope {named:?} among its candidates, which is registered as {r:?}: one place has one spelling; `memscope init` respells it to the registered spelling (and `memscope pending resolve {id} --scope` takes the place in any spelling)"
+                    ));
+                }
             }
             // The read log names places too: a row in another spelling than the registered one
             // is out of the reach of a filter or a delete of that name (an earlier release
@@ -1413,13 +1512,13 @@ pub(crate) fn check_report(
     // First what makes rows unreadable to memscope's other commands (`list` would fail on
     // them): the rest of the check reads such rows loosely and goes on.
     for p in c.db.type_problems(c.limit)? {
-        c.push(p.invariant, p.detail);
+        c.push(p.invariant, p.sentence());
     }
     c.run(&Filter::All)?;
     let now = now.map(super::dump::Deadline::new);
     let fields = super::fields::scan_fields(c.db, c.limit, now.as_ref())?;
     for p in fields.problems {
-        c.push(p.invariant, p.detail);
+        c.push(p.invariant, p.sentence());
     }
     c.one_spelling_per_place()?;
     c.moved_copies_of_deleted()?;

@@ -376,7 +376,14 @@ pub(crate) fn resolution_among(
     scope: &Scope,
     outside_candidates: bool,
 ) -> Result<bool> {
-    let among = item.candidates.contains(scope);
+    // A place in any spelling is that place (README, "One spelling per place"): a candidate a
+    // raw client stored in another case is still the one the human names (found by an
+    // exploratory test: every spelling of it was refused as no candidate).
+    let place = crate::spelling::fold(&scope.to_string());
+    let among = item
+        .candidates
+        .iter()
+        .any(|c| c == scope || crate::spelling::fold(&c.to_string()) == place);
     if !among && !outside_candidates {
         let names: Vec<String> = item.candidates.iter().map(|c| c.to_string()).collect();
         return Err(InvalidRequest(format!(

@@ -2164,3 +2164,237 @@ fn init_merging_two_spellings_keeps_a_deleted_memory_deleted() {
     check(TestDb::new());
     on_postgres(check);
 }
+
+/// Found by an exploratory test: a memory a raw client set to causal number 2^63 − 1 was said
+/// to be "above the database's causal clock" with `init` as the way out, but `init` moved
+/// nothing (the number is past 2^53, where the clock ends) — and it hid every other number
+/// `memories` held from `init`. Now the field rule names that record and a way out that works
+/// (its delete), the clock finding leaves it alone, and `init` still moves the clock past the
+/// valid numbers beside it; on both backends.
+#[test]
+fn a_causal_number_past_2p53_is_named_with_a_way_out_and_init_passes_it_over() {
+    let check = |db: TestDb| {
+        db.write(U, PM, "pnpm", "global", "s:1");
+        db.write(U, "editor", "helix", "global", "s:2");
+        db.sql_execute(&format!(
+            "UPDATE memories SET causal_seq = 9223372036854775807 WHERE predicate = 'editor';
+             UPDATE memories SET causal_seq = 500 WHERE predicate = '{PM}'"
+        ))
+        .unwrap();
+        let said = db.run(&["check"]).stdout;
+        let finding = said
+            .lines()
+            .find(|l| l.contains("\"9223372036854775807\" is outside 0 to 2^53"))
+            .unwrap_or_else(|| panic!("{said}"));
+        for words in [
+            "memories row #",
+            "(user:42 · editor @ global)",
+            "`memscope delete --subject user:42 --predicate editor --scope global`",
+        ] {
+            assert!(finding.contains(words), "{words}: {said}");
+        }
+        let above: Vec<&str> = said
+            .lines()
+            .filter(|l| l.contains("above the database's causal clock"))
+            .collect();
+        assert_eq!(above.len(), 1, "{said}");
+        assert!(above[0].contains("causal number 500,"), "{said}");
+        let init = db.run(&["init"]).ok().stdout;
+        assert!(init.contains("to 500, the highest number stored"), "{init}");
+        let said = db.run(&["check"]).stdout;
+        assert!(
+            !said.contains("above the database's causal clock"),
+            "{said}"
+        );
+        // The way out named works: the memory's delete, and check is clean (the other
+        // memory's number, set apart from its history, goes with its delete too).
+        for predicate in ["editor", PM] {
+            db.run(&args_for("delete", U, predicate, &["--yes"])).ok();
+        }
+        let r = db.run(&["check"]);
+        assert_eq!(r.code, 0, "{r:?}");
+    };
+    check(TestDb::new());
+    on_postgres(check);
+}
+
+/// Found by an exploratory test: a `causal_clock` setting a raw client set past 2^53 was named
+/// by `check` with no way out, `init` left it, and a write that brought its own number copied
+/// it into the new history row's clock — into append-only history. memscope reads such a
+/// setting as none (the clock is then the highest number stored), and `init` writes it again.
+#[test]
+fn a_clock_setting_past_2p53_is_read_as_none_and_init_writes_it_again() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s:1");
+    db.sql_execute("UPDATE settings SET value = '9007199254740993' WHERE key = 'causal_clock'")
+        .unwrap();
+    let said = db.run(&["check"]).stdout;
+    let finding = said
+        .lines()
+        .find(|l| l.contains("setting causal_clock"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        finding.contains("`memscope init` sets it to the highest of them"),
+        "{said}"
+    );
+    assert!(!said.contains("CLOCK:"), "{said}");
+    db.run(&args_for(
+        "write",
+        U,
+        "editor",
+        &[
+            "--value",
+            "vim",
+            "--scope",
+            "global",
+            "--source",
+            "s:2",
+            "--causal-seq",
+            "20",
+        ],
+    ))
+    .ok();
+    assert_eq!(
+        db.sql_i64("SELECT clock FROM history ORDER BY id DESC LIMIT 1"),
+        20,
+        "the setting is not copied into history"
+    );
+    db.sql_execute("UPDATE settings SET value = '9007199254740993' WHERE key = 'causal_clock'")
+        .unwrap();
+    let init = db.run(&["init"]).ok().stdout;
+    assert!(
+        init.contains("set the causal clock, whose setting held \"9007199254740993\", which is no number from 0 to 2^53, to 20"),
+        "{init}"
+    );
+    let r = db.run(&["check"]);
+    assert_eq!(r.code, 0, "{r:?}");
+    let out = db.json(&args_for(
+        "write",
+        U,
+        "editor",
+        &[
+            "--value", "emacs", "--scope", "global", "--source", "s:3", "--json",
+        ],
+    ));
+    assert_eq!(out["causal_seq"], 21, "{out}");
+}
+
+/// Found by an exploratory test: a pending item's candidate a raw client stored in another case
+/// than the registered spelling (`repo:WEB-APP`, registered `repo:Web-App`) passed `check`, and
+/// `pending resolve` refused every spelling of it as no candidate. `check` names it, `init`
+/// respells it, and `pending resolve` takes any spelling of a candidate; on both backends.
+#[test]
+fn a_pending_candidate_in_another_spelling_is_named_respelled_and_resolvable() {
+    let check = |db: TestDb, other: TestDb| {
+        for db in [&db, &other] {
+            db.write(U, "indentation", "spaces", "repo:Web-App", "s:1");
+            db.run(&args_for(
+                "write",
+                U,
+                "indentation",
+                &[
+                    "--value",
+                    "tabs",
+                    "--ambiguous",
+                    "global,repo:web-app",
+                    "--source",
+                    "s:2",
+                ],
+            ))
+            .ok();
+            db.sql_execute(r#"UPDATE pending SET candidates = '["global","repo:WEB-APP"]'"#)
+                .unwrap();
+        }
+        let said = db.run(&["check"]);
+        assert_eq!(said.code, 1, "{said:?}");
+        assert!(
+            said.stdout.contains("pending item #1 names the scope \"repo:WEB-APP\" among its candidates, which is registered as \"repo:Web-App\""),
+            "{said:?}"
+        );
+        db.run(&["init"]).ok();
+        let r = db.run(&["check"]);
+        assert_eq!(r.code, 0, "{r:?}");
+        let pending = db.run(&["pending"]).ok().stdout;
+        assert!(pending.contains("[global | repo:Web-App]"), "{pending}");
+        // Resolved by another spelling, without --force: written to the stored place.
+        let out = other
+            .run(&["pending", "resolve", "1", "--scope", "repo:web-app"])
+            .ok()
+            .stdout;
+        assert!(
+            out.contains("superseded user:42 · indentation @ repo:Web-App v2"),
+            "{out}"
+        );
+    };
+    check(TestDb::new(), TestDb::new());
+    if let Some((db, _drop)) = postgres_test_db() {
+        if let Some((other, _drop_other)) = postgres_test_db() {
+            check(db, other);
+        }
+    }
+}
+
+/// Found by an exploratory test: a read log's `shadowed` holding a JSON object passed `check`
+/// on SQLite (its column asks only for JSON), and the export then would not import into
+/// PostgreSQL, whose CHECK asks for an array. `check` names the row.
+#[test]
+fn a_shadowed_list_that_is_no_array_is_named_by_check() {
+    let db = TestDb::new();
+    db.write(U, PM, "pnpm", "global", "s:1");
+    db.run(&resolve_args(&["--log", "--agent", "a"])).ok();
+    db.sql_execute(r#"UPDATE reads SET shadowed = '{"a":1}'"#)
+        .unwrap();
+    let r = db.run(&["check"]);
+    assert_eq!(r.code, 1, "{r:?}");
+    assert!(
+        r.stdout.contains("reads row #1 (user:42 · package_manager @ global): reads.shadowed: shadowed \"{\\\"a\\\":1}\" is not a JSON array — "),
+        "{r:?}"
+    );
+}
+
+/// Found by an exploratory test: findings of the field rules and of a predicate out of normal
+/// form named neither the row nor a way out (`history.at: time "…" is not an RFC 3339 time`).
+/// README, "check": each row named with its table, id and identity.
+#[test]
+fn field_findings_name_their_row_and_a_way_out() {
+    let damaged = |sql: &str| {
+        let db = TestDb::new();
+        db.write(U, PM, "pnpm", "global", "s:1");
+        db.write(U, "editor", "vim", "global", "s:2");
+        let conn = rusqlite::Connection::open(&db.path).unwrap();
+        let triggers: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        for t in triggers {
+            conn.execute_batch(&format!("DROP TRIGGER \"{t}\""))
+                .unwrap();
+        }
+        conn.execute_batch(sql).unwrap();
+        db.run(&["check"]).stdout
+    };
+    let said = damaged("UPDATE history SET at = '2026-12-05 19:49:24' WHERE id = 2");
+    assert!(
+        said.contains("history row #2 (user:42 · editor @ global): history.at: time \"2026-12-05 19:49:24\" is not an RFC 3339 time — a client outside memscope wrote it: with a SQL client, set it to the time in memscope's spelling"),
+        "{said}"
+    );
+    let said = damaged(&format!(
+        "UPDATE memories SET predicate = 'Package Manager' WHERE predicate = '{PM}';
+         UPDATE history SET predicate = 'Package Manager' WHERE predicate = '{PM}'"
+    ));
+    assert!(
+        said.contains("current predicate 'Package Manager' is not in normal form ('package_manager'): user:42 · Package Manager @ global — "),
+        "{said}"
+    );
+    assert!(
+        said.contains("set it to 'package_manager' with a SQL client"),
+        "{said}"
+    );
+    assert!(
+        said.contains("history row #1 (user:42 · Package Manager @ global): history.predicate:"),
+        "{said}"
+    );
+}

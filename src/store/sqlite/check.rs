@@ -270,6 +270,7 @@ impl CheckDb for Sqlite<'_> {
                 out.push(FieldProblem {
                     invariant,
                     table,
+                    named: None,
                     key,
                     detail: if only_nul {
                         format!(

@@ -883,6 +883,39 @@ impl Store {
         })
     }
 
+    /// Writes the `causal_clock` setting again where it holds what no clock is — not a whole
+    /// number from 0 to 2^53 (a raw client's `9007199254740993`, or `abc`) — as the clock
+    /// memscope reads it by (the highest number stored: `tx::clock_now`), so `check` is clean
+    /// of it (README, "check", invariant 2: `init` repairs it); `Some((stored, clock))` when it
+    /// wrote it. Numbers `seq` handed out that no row holds may be handed out again.
+    pub fn clock_setting_rewritten(&mut self) -> Result<Option<(String, i64)>> {
+        self.in_write_tx(|tx, _, _| {
+            let stored: Option<String> = tx
+                .query_row(
+                    "SELECT CAST(value AS TEXT) FROM settings WHERE key = 'causal_clock'",
+                    [],
+                    |r| r.get(0),
+                )
+                .optional()?
+                .flatten();
+            let Some(stored) = stored else {
+                return Ok(None);
+            };
+            let readable = stored.parse::<i64>().is_ok_and(|n| {
+                n.to_string() == stored && (0..=crate::model::MAX_CAUSAL_SEQ).contains(&n)
+            });
+            if readable {
+                return Ok(None);
+            }
+            let clock = tx::highest_stored(tx)?;
+            tx.execute(
+                "UPDATE settings SET value = ?1 WHERE key = 'causal_clock'",
+                [clock.to_string()],
+            )?;
+            Ok(Some((stored, clock)))
+        })
+    }
+
     /// Makes every guard trigger again that is missing or not as memscope made it, and returns
     /// their names (README, "check": `init` restores the guards). Triggers of other clients
     /// are left alone: `check` names them, for their owner to remove.

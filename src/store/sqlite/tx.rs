@@ -38,11 +38,17 @@ pub(crate) struct SeqBatch {
 pub(crate) fn clock_now(conn: &Connection) -> Result<i64> {
     // A row that is not a number as memscope writes it (a raw client's `abc`) counts as no row:
     // the clock is then everything stored, pending items' numbers included (found by review:
-    // `seq` handed out a number an open item already held).
+    // `seq` handed out a number an open item already held). So does a number outside 0 to
+    // 2^53, where the clock ends, and a number past it in a row counts for nothing: memscope
+    // never writes one, and a clock read from it would be stamped into every later event
+    // (found by an exploratory test: a `causal_clock` of 2^53 + 1 was copied into the history
+    // of a write that brought its own number). The field rules name such a row.
     let kept: Option<i64> = conn
         .prepare_cached(
             "SELECT CASE WHEN CAST(CAST(value AS INTEGER) AS TEXT) = value
-                    THEN max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history WHERE clock IS NOT NULL ORDER BY id DESC LIMIT 1), 0)) END
+                          AND CAST(value AS INTEGER) BETWEEN 0 AND 9007199254740992
+                    THEN max(CAST(value AS INTEGER), coalesce((SELECT clock FROM history
+                        WHERE clock BETWEEN 0 AND 9007199254740992 ORDER BY id DESC LIMIT 1), 0)) END
              FROM settings WHERE key = 'causal_clock'",
         )?
         .query_row([], |r| r.get::<_, Option<i64>>(0))
@@ -51,14 +57,18 @@ pub(crate) fn clock_now(conn: &Connection) -> Result<i64> {
     if let Some(clock) = kept {
         return Ok(clock);
     }
-    Ok(conn
-        .prepare_cached(
-            "SELECT max(coalesce((SELECT max(clock) FROM history), 0),
-                        coalesce((SELECT max(causal_seq) FROM history), 0),
-                        coalesce((SELECT max(max(causal_seq, coalesce(confirmed_seq, 0))) FROM memories), 0),
-                        coalesce((SELECT max(causal_seq) FROM pending), 0))",
-        )?
-        .query_row([], |r| r.get(0))?)
+    highest_stored(conn)
+}
+
+/// The highest causal number the rows hold within 2^53, history's recorded clocks included:
+/// the clock of a database whose `causal_clock` setting is missing or unreadable.
+pub(crate) fn highest_stored(conn: &Connection) -> Result<i64> {
+    let sql = format!(
+        "SELECT max(coalesce((SELECT max(clock) FROM history WHERE clock <= 9007199254740992), 0),
+                    coalesce(({}), 0))",
+        crate::store::check::HIGHEST_STORED_NUMBER
+    );
+    Ok(conn.prepare_cached(&sql)?.query_row([], |r| r.get(0))?)
 }
 
 impl SeqBatch {
@@ -110,7 +120,8 @@ impl SeqBatch {
                 conn.prepare_cached(
                     "INSERT INTO settings (key, value) VALUES ('causal_clock', ?1)
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value
-                     WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER)",
+                     WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER)
+                        OR CAST(value AS INTEGER) > 9007199254740992",
                 )?
                 .execute([next])?;
                 self.durable = next;
