@@ -134,6 +134,16 @@ pub(crate) fn choose(kind: &str, seen: Vec<Seen>, registered: &BTreeMap<String, 
 /// An identity as stored: subject, predicate, scope.
 pub(crate) type Key = (String, String, String);
 
+/// The identity a stored key names (a scope memscope cannot read is taken as `global`, as the
+/// merge logs its events there: `check` names such a scope on its own).
+pub(crate) fn identity(key: &Key) -> crate::model::Identity {
+    crate::model::Identity {
+        subject: key.0.clone(),
+        predicate: key.1.clone(),
+        scope: crate::model::Scope::parse(&key.2).unwrap_or(crate::model::Scope::Global),
+    }
+}
+
 /// The identity `id` becomes once its subject and scope take their places' spellings.
 pub(crate) fn target(
     id: &Key,

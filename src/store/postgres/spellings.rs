@@ -7,7 +7,6 @@
 
 use super::schema;
 use super::store::{bump_metric, log_event, PgStore, Tx};
-use crate::model::{Identity, Scope};
 use crate::store::events::EventKind;
 use crate::store::merge::{self, Choice, Fate, Key, Live, Member, MergeReport, Seen};
 use anyhow::{bail, Context, Result};
@@ -210,11 +209,7 @@ fn merge_identity(
         seen.push(member(t, key)?);
     }
     let kept = merge::keep(to, seen);
-    let identity = Identity {
-        subject: to.0.clone(),
-        predicate: to.1.clone(),
-        scope: Scope::parse(&to.2).unwrap_or(Scope::Global),
-    };
+    let identity = merge::identity(to);
     for (m, fate) in kept.others {
         // Its events stay, on the one identity, as `merged` events (no version: the versions
         // are the kept record's); a deleted identity keeps none of their content. The detail

@@ -424,11 +424,7 @@ fn merge_identity(
         });
     }
     let kept = merge::keep(to, seen);
-    let identity = Identity {
-        subject: to.0.clone(),
-        predicate: to.1.clone(),
-        scope: Scope::parse(&to.2).unwrap_or(Scope::Global),
-    };
+    let identity = merge::identity(to);
     for (m, fate) in kept.others {
         // Its events stay, on the one identity, as `merged` events (no version: the versions
         // are the kept record's); a deleted identity keeps none of their content.
