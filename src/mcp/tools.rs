@@ -477,11 +477,33 @@ impl Tools {
         };
         let r = r.map_err(|e| format!("recall failed: {e:#}"))?;
         let mut text = describe_resolution(&r);
+        // What waits for a human here (found by an exploratory test: the scope guard queued this
+        // repository's rule, and the agent in it was told only "no memory applies" or the
+        // global value — until someone decides, the user is the one to ask).
+        let waiting = match r.scope.as_deref() {
+            None | Some("global") => waiting_here(&mut store, &self.ctx, &r)
+                .map_err(|e| format!("recall failed: {e:#}"))?,
+            Some(_) => Vec::new(),
+        };
+        for p in &waiting {
+            let candidates: Vec<String> = p.candidates.iter().map(Scope::to_string).collect();
+            text.push_str(&format!(
+                " A write of {} waits for a human: pending #{} = {} could be {}{}; until someone decides, ask the user which applies here.",
+                r.predicate,
+                p.id,
+                shorten(&value_text(&p.value), 120),
+                candidates.join(" or "),
+                p.reason.as_deref().map(|why| format!(" ({why})")).unwrap_or_default()
+            ));
+        }
         if !logged {
             text.push_str(" (The database is read-only, so this read was not logged.)");
         }
         let mut data = serde_json::to_value(&r).map_err(|e| e.to_string())?;
         data["logged"] = json!(logged);
+        if !waiting.is_empty() {
+            data["pending"] = json!(waiting.iter().map(|p| p.id).collect::<Vec<_>>());
+        }
         Ok(ToolReply::ok(text, data))
     }
 
@@ -816,6 +838,34 @@ pub fn describe_outcome(o: &WriteOutcome) -> String {
         ),
         None => said,
     }
+}
+
+/// The open pending items of a recall's subject and predicate that could apply where the
+/// server serves: a candidate is its repository or task, or `global` when nothing more
+/// specific answered. Places compare as places do (`spelling::fold`).
+fn waiting_here(
+    store: &mut AnyStore,
+    ctx: &McpContext,
+    r: &Resolution,
+) -> anyhow::Result<Vec<crate::model::PendingItem>> {
+    use crate::spelling::fold;
+    let mut here: Vec<String> = Vec::new();
+    here.extend(ctx.repo.as_ref().map(|id| fold(&format!("repo:{id}"))));
+    here.extend(ctx.task.as_ref().map(|id| fold(&format!("task:{id}"))));
+    if r.scope.is_none() {
+        here.push("global".into());
+    }
+    let (subject, predicate) = (fold(&r.subject), r.predicate.as_str());
+    Ok(store
+        .pending(false)?
+        .into_iter()
+        .filter(|p| p.predicate == predicate && fold(&p.subject) == subject)
+        .filter(|p| {
+            p.candidates
+                .iter()
+                .any(|c| here.contains(&fold(&c.to_string())))
+        })
+        .collect())
 }
 
 /// One paragraph for the model about a resolution: the winner and the chain.

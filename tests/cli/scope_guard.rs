@@ -303,9 +303,39 @@ fn an_agent_in_the_repository_is_told_its_write_waits_for_a_human() {
         text.contains("do not write it again") || text.contains("human"),
         "{text}"
     );
+    // The agent in that repository, reading it, is told the global value and that a write for
+    // here waits for a human (found by an exploratory test: it was told only the global value).
+    let id = r["result"]["structuredContent"]["pending_id"].clone();
+    let read = s.request(
+        3,
+        "tools/call",
+        json!({"name": "recall", "arguments": {"predicate": PM}}),
+    );
+    let text = tool_text(&read);
+    assert!(
+        text.contains(&format!(
+            "waits for a human: pending #{id} = \"npm\" could be global or repo:legacy-dashboard"
+        )) && text.contains("the words say “这个仓库”")
+            && text.contains("ask the user which applies here"),
+        "{text}"
+    );
+    assert_eq!(
+        read["result"]["structuredContent"]["pending"],
+        json!([id]),
+        "{read}"
+    );
     let (code, _) = s.finish();
     assert_eq!(code, 0);
     assert_eq!(db.resolve(U, PM, &["--repo", "web-app"])["value"], "pnpm");
+    // Elsewhere (another repository) the item is not this place's: nothing is said of it.
+    let mut s = RawSession::serve(db.path_str(), &["--subject", U, "--repo", "web-app"]);
+    let read = s.request(
+        2,
+        "tools/call",
+        json!({"name": "recall", "arguments": {"predicate": PM}}),
+    );
+    assert!(!tool_text(&read).contains("waits for a human"), "{read}");
+    s.finish();
 }
 
 #[test]
