@@ -137,7 +137,7 @@ fn an_empty_lists_sentences_wrap_at_every_width() {
     let said = [
         (
             '2',
-            "A write that names candidate scopes (--ambiguous global,repo:x) lands here.",
+            "A write that names candidate scopes (--ambiguous global,repo:x; MCP's scope unsure) or that the scope guard queued lands here.",
         ),
         ('3', "Nothing has been deleted."),
         (
@@ -206,7 +206,7 @@ fn words_bash_reads(command: &str) -> Vec<String> {
 #[test]
 fn the_welcome_commands_paste_as_the_command_at_30_columns() {
     let f = Fixture::empty();
-    let mut s = f.session(30, 60);
+    let mut s = f.session(30, 80);
     let long = format!("/tmp/x/{}", "a".repeat(39));
     for folder in [long.as_str(), "/tmp/x/my db's $HOME;中", "/tmp/x"] {
         let db = format!("{folder}/x.db");
@@ -228,14 +228,25 @@ fn the_welcome_commands_paste_as_the_command_at_30_columns() {
             "thread:17/message:86",
         ];
         let apply = ["memscope", "--db", &db, "apply", "writes.jsonl"];
+        let mcp = [
+            "memscope",
+            "--db",
+            &db,
+            "mcp",
+            "--subject",
+            "user:42",
+            "--repo",
+            "auto",
+        ];
         let demo_db = format!("{folder}/demo.db");
         let demo = ["memscope", "--db", &demo_db, "demo"];
         for width in [30u16, 24, 40, 80] {
-            let screen = render(&mut s, width, 60);
+            let screen = render(&mut s, width, 80);
             let lines = welcome(&screen);
             for (after, command) in [
                 ("path:", &write[..]),
                 ("JSON", &apply[..]),
+                ("tools):", &mcp[..]),
                 ("own:", &demo[..]),
             ] {
                 let drawn = command_lines_after(&lines, after);

@@ -814,6 +814,26 @@ impl MemoriesTab {
                 &mut lines,
                 &[&["memscope", "--db", db, "apply", "writes.jsonl"]],
             );
+            // How agents themselves write (found by an exploratory test: the screen named the
+            // CLI only, and an agent host's way in is the MCP server).
+            say(
+                &mut lines,
+                "or, from an agent host, as an MCP server (its remember and recall tools):",
+                Style::new(),
+            );
+            command(
+                &mut lines,
+                &[&[
+                    "memscope",
+                    "--db",
+                    db,
+                    "mcp",
+                    "--subject",
+                    "user:42",
+                    "--repo",
+                    "auto",
+                ]],
+            );
             lines.push(Line::raw(""));
             say(
                 &mut lines,

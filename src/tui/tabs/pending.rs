@@ -230,7 +230,7 @@ impl TabComponent for PendingTab {
         let empty = self.filter.empty_lines(&[
             ("No ambiguous writes wait for a human.", bold()),
             (
-                "A write that names candidate scopes (--ambiguous global,repo:x) lands here.",
+                "A write that names candidate scopes (--ambiguous global,repo:x; MCP's scope unsure) or that the scope guard queued lands here.",
                 dim(),
             ),
         ]);
