@@ -840,9 +840,10 @@ pub fn describe_outcome(o: &WriteOutcome) -> String {
     }
 }
 
-/// The open pending items of a recall's subject and predicate that could apply where the
-/// server serves: a candidate is its repository or task, or `global` when nothing more
-/// specific answered. Places compare as places do (`spelling::fold`).
+/// The open pending items of a recall's subject and predicate (as stored: the resolution names
+/// them so, as the write path stored the items) that could apply where the server serves: a
+/// candidate is its repository or task, or `global` when nothing more specific answered.
+/// Places compare as places do (`spelling::fold`).
 fn waiting_here(
     store: &mut AnyStore,
     ctx: &McpContext,
@@ -855,11 +856,9 @@ fn waiting_here(
     if r.scope.is_none() {
         here.push("global".into());
     }
-    let (subject, predicate) = (fold(&r.subject), r.predicate.as_str());
     Ok(store
-        .pending(false)?
+        .open_pending_of(&r.subject, &r.predicate)?
         .into_iter()
-        .filter(|p| p.predicate == predicate && fold(&p.subject) == subject)
         .filter(|p| {
             p.candidates
                 .iter()

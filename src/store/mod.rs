@@ -297,6 +297,17 @@ impl AnyStore {
         }
     }
 
+    pub fn open_pending_of(
+        &mut self,
+        subject: &str,
+        predicate: &str,
+    ) -> Result<Vec<crate::model::PendingItem>> {
+        match self {
+            AnyStore::Sqlite(s) => s.open_pending_of(subject, predicate),
+            AnyStore::Postgres(p) => p.open_pending_of(subject, predicate),
+        }
+    }
+
     pub fn pending_item(&mut self, id: i64) -> Result<Option<crate::model::PendingItem>> {
         match self {
             AnyStore::Sqlite(s) => s.pending_item(id),

@@ -281,7 +281,17 @@ fn queued_places_as_stored(db: TestDb) {
 
 #[test]
 fn an_agent_in_the_repository_is_told_its_write_waits_for_a_human() {
-    let db = TestDb::new();
+    agent_told_it_waits(TestDb::new());
+}
+
+#[test]
+fn an_agent_in_the_repository_is_told_its_write_waits_for_a_human_on_postgres() {
+    if let Some((db, _drop)) = postgres_test_db() {
+        agent_told_it_waits(db);
+    }
+}
+
+fn agent_told_it_waits(db: TestDb) {
     write_the_default(&db);
     let mut s = RawSession::serve(
         db.path_str(),

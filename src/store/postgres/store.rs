@@ -1371,6 +1371,20 @@ impl PgStore {
         })
     }
 
+    /// [`crate::store::sqlite::Store::open_pending_of`] on PostgreSQL.
+    pub fn open_pending_of(&mut self, subject: &str, predicate: &str) -> Result<Vec<PendingItem>> {
+        self.read(|t| {
+            let rows = t.all(
+                concat!(
+                    pending_select!(),
+                    " WHERE subject = $1 AND predicate = $2 AND status = 'open' ORDER BY id"
+                ),
+                &[&subject, &predicate],
+            )?;
+            rows.iter().map(pending_from_row).collect()
+        })
+    }
+
     pub fn pending_item(&mut self, id: i64) -> Result<Option<PendingItem>> {
         self.read(|t| pending_item(t, id, false))
     }

@@ -113,6 +113,17 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The open pending items of one identity's subject and predicate (as stored), oldest first:
+    /// what MCP's `recall` names beside its answer, by the open queue's index.
+    pub fn open_pending_of(&self, subject: &str, predicate: &str) -> Result<Vec<PendingItem>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {PENDING_COLUMNS} FROM pending
+             WHERE subject = ?1 AND predicate = ?2 AND status = 'open' ORDER BY id"
+        ))?;
+        let rows = stmt.query_map([subject, predicate], pending_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     pub fn pending_item(&self, id: i64) -> Result<Option<PendingItem>> {
         pending_item(&self.conn, id)
     }
