@@ -562,40 +562,40 @@ impl Unanswered {
         }
     }
 
-    /// Notes an answer taken to be written: a served call's id is free again; one of the
-    /// reader's own answers frees nothing (of two answers by one id — a refusal and the running
-    /// call's — whichever comes second frees it, so their order does not matter).
-    fn written(&self, message: &ServerJsonRpcMessage) {
-        if let Some(id) = answered_id(message) {
-            self.update(|s| {
-                if s.handshake == Handshake::Asked(id.clone()) {
-                    s.handshake = match message {
-                        JsonRpcMessage::Response(_) => Handshake::Accepted,
-                        _ => Handshake::Open,
-                    };
-                }
-            });
-            self.update(|s| match s.own.get_mut(id) {
-                Some(n) => {
-                    *n -= 1;
-                    if *n == 0 {
-                        s.own.remove(id);
-                    }
-                }
-                None => {
-                    s.ids.remove(id);
-                }
-            });
+    /// Notes an answer taken to be written, and says whether to write it: a served call's id
+    /// is free again; one of the reader's own answers frees nothing (of two answers by one id —
+    /// a refusal and the running call's — whichever comes second frees it, so their order does
+    /// not matter); the answer to an `initialize` says where the handshake stands. Not written:
+    /// a stopped server's answer ([`Stopped`]) to a request rmcp answered after all — rmcp's
+    /// answers were queued before the stop, and are written first. One lock an answer.
+    fn written(&self, message: &ServerJsonRpcMessage) -> bool {
+        let Some(id) = answered_id(message) else {
+            return true;
+        };
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.server_gone && !s.ids.contains(id) && !s.own.contains_key(id) {
+            return false;
         }
-    }
-
-    /// Whether `message` is a stopped server's answer ([`Stopped`]) to a request rmcp answered
-    /// after all: rmcp's answers were queued before the stop, and are written first.
-    fn answered_before_the_stop(&self, message: &ServerJsonRpcMessage) -> bool {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.server_gone
-            && answered_id(message)
-                .is_some_and(|id| !state.ids.contains(id) && !state.own.contains_key(id))
+        if matches!(&s.handshake, Handshake::Asked(asked) if asked == id) {
+            s.handshake = match message {
+                JsonRpcMessage::Response(_) => Handshake::Accepted,
+                _ => Handshake::Open,
+            };
+        }
+        match s.own.get_mut(id) {
+            Some(n) => {
+                *n -= 1;
+                if *n == 0 {
+                    s.own.remove(id);
+                }
+            }
+            None => {
+                s.ids.remove(id);
+            }
+        }
+        drop(s);
+        self.changed.notify_all();
+        true
     }
 
     /// Waits until every request read is answered, the writer or the server is gone, or
@@ -910,10 +910,9 @@ fn encode(message: &ServerJsonRpcMessage) -> serde_json::Result<Vec<u8>> {
 fn write_lines(outgoing: mpsc::UnboundedReceiver<ServerJsonRpcMessage>, unanswered: &Unanswered) {
     let stdout = std::io::stdout();
     for message in futures::executor::block_on_stream(outgoing) {
-        if unanswered.answered_before_the_stop(&message) {
+        if !unanswered.written(&message) {
             continue;
         }
-        unanswered.written(&message);
         let mut text = match encode(&message) {
             Ok(t) => t,
             Err(e) => {
