@@ -248,7 +248,7 @@ impl App {
     /// which says it has nothing to filter, and Tab, which has no pane to go to).
     pub fn tab_offers(&self, cmd: Command) -> bool {
         match cmd {
-            Command::Filter => self.tab != Tab::Check,
+            Command::Filter => self.tabs.get(self.tab).has_filter(),
             Command::NextPane | Command::PrevPane => self.has_detail(),
             _ => true,
         }

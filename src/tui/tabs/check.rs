@@ -53,6 +53,10 @@ impl TabComponent for CheckTab {
         false
     }
 
+    fn has_filter(&self) -> bool {
+        false
+    }
+
     fn motion(&mut self, m: Motion, _pane: Focus, shell: &mut Shell<'_>) -> Action {
         let page = shell.page;
         // The report stops where its text ends: its last screen is as far as it scrolls.

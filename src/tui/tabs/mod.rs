@@ -52,6 +52,10 @@ pub trait TabComponent {
     fn has_detail(&self) -> bool {
         true
     }
+    /// Whether `/` filters something on this tab (the footer offers it only then).
+    fn has_filter(&self) -> bool {
+        true
+    }
     /// The tab's list, when it shows one: the default motion and click move its cursor.
     fn list(&mut self) -> Option<&mut dyn Cursor> {
         None
